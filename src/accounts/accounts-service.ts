@@ -1,0 +1,116 @@
+import { ApiError, badRequest, notFound } from '../domain/errors.js';
+import type { Clock } from '../domain/clock.js';
+import { newId } from '../domain/ids.js';
+import type { Db } from '../store/database.js';
+import { AccountStore, type Account, type ApiKeyRecord } from '../store/account-store.js';
+import { generateApiKey, hashApiKey, looksLikeKey } from './api-keys.js';
+import { validateAuthorizedKey } from './ssh-keys.js';
+
+/** Who is calling: resolved from an API key on every authenticated request. */
+export interface Principal {
+  accountId: string;
+  keyId: string;
+  scope: 'read' | 'write';
+  rateLimitExempt: boolean;
+}
+
+export interface CreatedKey {
+  key: string;
+  record: Omit<ApiKeyRecord, 'hash'>;
+}
+
+const CACHE_TTL_MS = 5_000;
+const NEGATIVE_CACHE_MAX = 10_000;
+
+export class AccountsService {
+  readonly store: AccountStore;
+  readonly #clock: Clock;
+  // hash → principal (or null for unknown/revoked), with expiry so a revocation by another
+  // process (the CLI) takes effect within CACHE_TTL_MS; revocations through this service are immediate.
+  readonly #cache = new Map<string, { principal: Principal | null; expires: number }>();
+
+  constructor(deps: { db: Db; clock: Clock }) {
+    this.store = new AccountStore(deps.db);
+    this.#clock = deps.clock;
+  }
+
+  /** Resolves a presented key to its principal, or null when the key is unknown or revoked. */
+  async authenticate(rawKey: string): Promise<Principal | null> {
+    if (!looksLikeKey(rawKey)) return null;
+    const hash = hashApiKey(rawKey);
+    const now = this.#clock.now();
+    const hit = this.#cache.get(hash);
+    if (hit && hit.expires > now) return hit.principal;
+    const record = await this.store.getKeyByHash(hash);
+    const principal: Principal | null =
+      record && record.revokedAt === null
+        ? { accountId: record.accountId, keyId: record.id, scope: record.scope, rateLimitExempt: record.rateLimitExempt }
+        : null;
+    if (principal === null && this.#cache.size > NEGATIVE_CACHE_MAX) this.#cache.clear();
+    this.#cache.set(hash, { principal, expires: now + CACHE_TTL_MS });
+    return principal;
+  }
+
+  async createAccount(name: string): Promise<Account> {
+    if (!/^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/.test(name))
+      throw badRequest(`Account name "${name}" is invalid: use 1-64 letters, digits, ".", "_" or "-".`);
+    if (await this.store.getAccountByName(name)) throw new ApiError('CONFLICT', `An account named "${name}" already exists.`);
+    const account: Account = { id: newId(), name, sshKeys: [], createdAt: this.#clock.now() };
+    await this.store.insertAccount(account);
+    return account;
+  }
+
+  async accountByName(name: string): Promise<Account> {
+    const account = await this.store.getAccountByName(name);
+    if (!account) throw notFound('account', name);
+    return account;
+  }
+
+  /** Creates a key. `presetKey` lets a first start adopt GANTRY_BOOTSTRAP_KEY as the admin key. */
+  async createKey(
+    accountId: string,
+    options: { scope: 'read' | 'write'; name?: string; rateLimitExempt?: boolean; presetKey?: string },
+  ): Promise<CreatedKey> {
+    const key = options.presetKey ?? generateApiKey();
+    if (!looksLikeKey(key)) throw badRequest('An API key must be 8-256 printable characters without spaces.');
+    const record: ApiKeyRecord = {
+      id: newId(),
+      accountId,
+      name: options.name ?? `${options.scope} key`,
+      scope: options.scope,
+      hash: hashApiKey(key),
+      prefix: key.slice(0, 8),
+      rateLimitExempt: options.rateLimitExempt ?? false,
+      createdAt: this.#clock.now(),
+      revokedAt: null,
+    };
+    await this.store.insertKey(record);
+    const { hash: _hash, ...visible } = record;
+    return { key, record: visible };
+  }
+
+  async revokeKey(id: string): Promise<void> {
+    const revoked = await this.store.revokeKey(id, this.#clock.now());
+    if (!revoked) throw notFound('live API key', id);
+    this.#cache.clear();
+  }
+
+  async getSshKeys(accountId: string): Promise<string[]> {
+    const account = await this.store.getAccount(accountId);
+    if (!account) throw notFound('account', accountId);
+    return account.sshKeys;
+  }
+
+  /** Full replacement; every line must be a valid authorized_keys entry. */
+  async putSshKeys(accountId: string, keys: string[]): Promise<string[]> {
+    const problems: string[] = [];
+    const normalized = keys.map((k, i) => {
+      const result = validateAuthorizedKey(k);
+      if (!result.ok) problems.push(`body/${i}: ${result.reason}`);
+      return result.ok ? result.line : k;
+    });
+    if (problems.length > 0) throw new ApiError('VALIDATION_FAILED', `Invalid SSH public key: ${problems.join('; ')}`, { errors: problems });
+    await this.store.setSshKeys(accountId, normalized);
+    return normalized;
+  }
+}

@@ -1,0 +1,14 @@
+import type { Config } from '../config.js';
+import { systemClock } from '../domain/clock.js';
+import { AccountsService } from '../accounts/accounts-service.js';
+import { openConfiguredDatabase } from '../main.js';
+
+/** Opens the configured store for a one-shot command; safe while a server uses it (WAL / PostgreSQL). */
+export async function withStore(config: Config, fn: (s: { accounts: AccountsService }) => Promise<void>): Promise<void> {
+  const db = await openConfiguredDatabase(config);
+  try {
+    await fn({ accounts: new AccountsService({ db, clock: systemClock }) });
+  } finally {
+    await db.close();
+  }
+}

@@ -1,0 +1,239 @@
+import { readFileSync } from 'node:fs';
+import { isAbsolute, join, resolve, dirname } from 'node:path';
+import { parse as parseYaml } from 'yaml';
+import { defaultCatalog, defaultFleet, type Catalog, type Host } from './domain/catalog.js';
+
+/** How the process runtime runs one image reference. */
+export interface ImageSpec {
+  /** argv of the process; the pod's `args` string is appended, split on whitespace. */
+  command: string[];
+  /** Working directory, relative to the config file's folder. @default the data dir */
+  cwd?: string;
+  env?: Record<string, string>;
+  /** Readiness probe. Without one, an instance is RUNNING as soon as its process has spawned. */
+  health?: HealthProbe;
+}
+
+export interface HealthProbe {
+  /** `http` GETs `path` on the instance's public port for `port`; `tcp` connects to it. */
+  type: 'http' | 'tcp';
+  /** The private (container) port to probe; it must be one of the pod's ports. */
+  port: number;
+  /** @default "/" */
+  path: string;
+  /** @default 200 */
+  intervalMs: number;
+  /** Give up and mark the instance ERROR after this long. @default 60000 */
+  timeoutMs: number;
+}
+
+export interface RateLimitConfig {
+  minute: number;
+  hour: number;
+  day: number;
+}
+
+export interface Config {
+  server: {
+    host: string;
+    port: number;
+    /** Base URL clients use to reach this server; builds `requestUrls` and worker URLs. */
+    publicUrl: string;
+    /** Largest REST request body, bytes. @default 1 MiB */
+    bodyLimit: number;
+    logLevel: string;
+  };
+  dataDir: string;
+  /** `postgres://…` switches the store to PostgreSQL; otherwise SQLite in `dataDir`. */
+  databaseUrl: string | null;
+  /** PostgreSQL schema to use. @default "public" */
+  databaseSchema: string;
+  bootstrapKey: string | null;
+  /** 32-byte key (hex or base64) that encrypts secrets at rest; generated into the data dir when absent. */
+  secretKey: string | null;
+  rateLimits: RateLimitConfig;
+  images: Record<string, ImageSpec>;
+  catalog: Catalog;
+  fleet: Host[];
+  networking: {
+    /** Global networking addresses come from this IPv4 /16 or /24 pool. @default "10.200.0.0/16" */
+    globalPool: string;
+    /** `<pod_id>.<internalDomain>.internal` @default "gantry" */
+    internalDomain: string;
+  };
+  pods: {
+    /** How often the pod controller reconciles. @default 1000 */
+    reconcileIntervalMs: number;
+    /** Grace period between SIGTERM and SIGKILL when stopping an instance. @default 5000 */
+    stopGraceMs: number;
+  };
+  /** Where the config file was read from, to resolve relative paths. */
+  configDir: string;
+}
+
+export interface ConfigSources {
+  env: Record<string, string | undefined>;
+  /** Flags from the command line, already parsed. */
+  flags?: { port?: number; host?: string; dataDir?: string; config?: string };
+}
+
+type Obj = Record<string, unknown>;
+const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+function fail(message: string): never {
+  throw new Error(`Invalid configuration: ${message}`);
+}
+
+function num(v: unknown, field: string, fallback: number): number {
+  if (v === undefined || v === null) return fallback;
+  const n = typeof v === 'string' ? Number(v) : v;
+  if (typeof n !== 'number' || !Number.isFinite(n) || n < 0) fail(`${field} must be a non-negative number`);
+  return n;
+}
+
+function readFile(path: string): Obj {
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (err) {
+    fail(`cannot read config file ${path}: ${(err as Error).message}`);
+  }
+  const parsed: unknown = path.endsWith('.json') ? JSON.parse(text) : parseYaml(text);
+  if (parsed === null || parsed === undefined) return {};
+  if (!isObj(parsed)) fail(`${path} must hold a mapping at the top level`);
+  return parsed;
+}
+
+function parseImages(raw: unknown): Record<string, ImageSpec> {
+  if (raw === undefined) return {};
+  if (!isObj(raw)) fail('images must be a mapping of image reference → { command, cwd, env, health }');
+  const out: Record<string, ImageSpec> = {};
+  for (const [ref, value] of Object.entries(raw)) {
+    if (!isObj(value)) fail(`images["${ref}"] must be a mapping`);
+    const command = value.command;
+    if (!Array.isArray(command) || command.length === 0 || !command.every((c) => typeof c === 'string'))
+      fail(`images["${ref}"].command must be a non-empty list of strings`);
+    const spec: ImageSpec = { command: command as string[] };
+    if (value.cwd !== undefined) {
+      if (typeof value.cwd !== 'string') fail(`images["${ref}"].cwd must be a string`);
+      spec.cwd = value.cwd;
+    }
+    if (value.env !== undefined) {
+      if (!isObj(value.env)) fail(`images["${ref}"].env must be a mapping`);
+      spec.env = Object.fromEntries(Object.entries(value.env).map(([k, v]) => [k, String(v)]));
+    }
+    if (value.health !== undefined) {
+      const h = value.health;
+      if (!isObj(h)) fail(`images["${ref}"].health must be a mapping`);
+      const type = h.type ?? 'http';
+      if (type !== 'http' && type !== 'tcp') fail(`images["${ref}"].health.type must be http or tcp`);
+      const port = num(h.port, `images["${ref}"].health.port`, NaN);
+      if (!Number.isInteger(port)) fail(`images["${ref}"].health.port must name the private port to probe`);
+      spec.health = {
+        type,
+        port,
+        path: typeof h.path === 'string' ? h.path : '/',
+        intervalMs: num(h.intervalMs, 'health.intervalMs', 200),
+        timeoutMs: num(h.timeoutMs, 'health.timeoutMs', 60_000),
+      };
+    }
+    out[ref] = spec;
+  }
+  return out;
+}
+
+function parseCatalog(raw: unknown): Catalog {
+  const defaults = defaultCatalog();
+  if (raw === undefined) return defaults;
+  if (!isObj(raw)) fail('catalog must be a mapping');
+  return {
+    gpuTypes: Array.isArray(raw.gpuTypes) ? (raw.gpuTypes as Catalog['gpuTypes']) : defaults.gpuTypes,
+    pools: Array.isArray(raw.pools) ? (raw.pools as Catalog['pools']) : defaults.pools,
+    cpuFlavors: Array.isArray(raw.cpuFlavors) ? (raw.cpuFlavors as Catalog['cpuFlavors']) : defaults.cpuFlavors,
+    dataCenters: Array.isArray(raw.dataCenters) ? (raw.dataCenters as Catalog['dataCenters']) : defaults.dataCenters,
+  };
+}
+
+function parseFleet(raw: unknown, catalog: Catalog): Host[] {
+  if (raw === undefined) return defaultFleet();
+  if (!Array.isArray(raw)) fail('fleet must be a list of hosts');
+  const ids = new Set<string>();
+  return raw.map((h, i) => {
+    if (!isObj(h)) fail(`fleet[${i}] must be a mapping`);
+    const id = typeof h.id === 'string' ? h.id : fail(`fleet[${i}].id is required`);
+    if (ids.has(id)) fail(`fleet host id "${id}" appears twice`);
+    ids.add(id);
+    const dataCenterId = typeof h.dataCenterId === 'string' ? h.dataCenterId : fail(`fleet[${i}].dataCenterId is required`);
+    if (!catalog.dataCenters.some((d) => d.id === dataCenterId)) fail(`fleet[${i}].dataCenterId "${dataCenterId}" is not in the catalog`);
+    const gpuTypeId = typeof h.gpuTypeId === 'string' ? h.gpuTypeId : null;
+    if (gpuTypeId && !catalog.gpuTypes.some((g) => g.id === gpuTypeId)) fail(`fleet[${i}].gpuTypeId "${gpuTypeId}" is not in the catalog`);
+    const range = Array.isArray(h.portRange) ? h.portRange : [30000 + i * 1000, 30000 + i * 1000 + 999];
+    return {
+      id,
+      dataCenterId,
+      cloud: h.cloud === 'COMMUNITY' ? 'COMMUNITY' : 'SECURE',
+      cudaVersion: h.cudaVersion === undefined || h.cudaVersion === null ? null : String(h.cudaVersion),
+      gpuTypeId,
+      gpuCount: gpuTypeId ? num(h.gpuCount, `fleet[${i}].gpuCount`, 1) : 0,
+      cpuFlavors: Array.isArray(h.cpuFlavors) ? h.cpuFlavors.map(String) : [],
+      vcpus: num(h.vcpus, `fleet[${i}].vcpus`, 32),
+      memoryGb: num(h.memoryGb, `fleet[${i}].memoryGb`, 128),
+      diskGb: num(h.diskGb, `fleet[${i}].diskGb`, 1000),
+      portRange: [Number(range[0]), Number(range[1])],
+      publicIp: typeof h.publicIp === 'string' ? h.publicIp : '127.0.0.1',
+    } satisfies Host;
+  });
+}
+
+/** Compile environment, flags and the optional config file into a typed Config, once, at the edge. */
+export function loadConfig({ env, flags = {} }: ConfigSources): Config {
+  const configPath = flags.config ?? env.GANTRY_CONFIG;
+  const file: Obj = configPath ? readFile(configPath) : {};
+  const configDir = configPath ? dirname(resolve(configPath)) : process.cwd();
+  const server = isObj(file.server) ? file.server : {};
+  const port = flags.port ?? num(env.PORT ?? server.port, 'port', 8080);
+  const host = flags.host ?? env.GANTRY_HOST ?? (typeof server.host === 'string' ? server.host : '127.0.0.1');
+  const rawDataDir = flags.dataDir ?? env.GANTRY_DATA_DIR ?? (typeof file.dataDir === 'string' ? file.dataDir : '.gantry');
+  const dataDir = isAbsolute(rawDataDir) ? rawDataDir : resolve(rawDataDir);
+  const publicHost = host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host;
+  const publicUrl = (env.GANTRY_PUBLIC_URL ?? (typeof server.publicUrl === 'string' ? server.publicUrl : `http://${publicHost}:${port}`)).replace(/\/+$/, '');
+  const catalog = parseCatalog(file.catalog);
+  const limits = isObj(file.rateLimits) ? file.rateLimits : {};
+  const networking = isObj(file.networking) ? file.networking : {};
+  const pods = isObj(file.pods) ? file.pods : {};
+  const databaseUrl = env.GANTRY_DATABASE_URL ?? (typeof file.databaseUrl === 'string' ? file.databaseUrl : null);
+  if (databaseUrl && !/^postgres(ql)?:\/\//.test(databaseUrl)) fail('GANTRY_DATABASE_URL must be a postgres:// URL');
+  const images = parseImages(file.images);
+  for (const spec of Object.values(images)) if (spec.cwd && !isAbsolute(spec.cwd)) spec.cwd = join(configDir, spec.cwd);
+  return {
+    server: {
+      host,
+      port,
+      publicUrl,
+      bodyLimit: num(server.bodyLimit, 'server.bodyLimit', 1024 * 1024),
+      logLevel: env.GANTRY_LOG_LEVEL ?? (typeof server.logLevel === 'string' ? server.logLevel : 'info'),
+    },
+    dataDir,
+    databaseUrl,
+    databaseSchema: env.GANTRY_DATABASE_SCHEMA ?? (typeof file.databaseSchema === 'string' ? file.databaseSchema : 'public'),
+    bootstrapKey: env.GANTRY_BOOTSTRAP_KEY ?? null,
+    secretKey: env.GANTRY_SECRET_KEY ?? (typeof file.secretKey === 'string' ? file.secretKey : null),
+    rateLimits: {
+      minute: num(limits.minute, 'rateLimits.minute', 1200),
+      hour: num(limits.hour, 'rateLimits.hour', 30_000),
+      day: num(limits.day, 'rateLimits.day', 300_000),
+    },
+    images,
+    catalog,
+    fleet: parseFleet(file.fleet, catalog),
+    networking: {
+      globalPool: typeof networking.globalPool === 'string' ? networking.globalPool : '10.200.0.0/16',
+      internalDomain: typeof networking.internalDomain === 'string' ? networking.internalDomain : 'gantry',
+    },
+    pods: {
+      reconcileIntervalMs: num(pods.reconcileIntervalMs, 'pods.reconcileIntervalMs', 1000),
+      stopGraceMs: num(pods.stopGraceMs, 'pods.stopGraceMs', 5000),
+    },
+    configDir,
+  };
+}

@@ -1,0 +1,20 @@
+import { EventEmitter } from 'node:events';
+
+/** Typed in-process events; side effects (usage accounting, console feed, webhooks) subscribe. */
+export interface EventMap {
+  'pod:status': { podId: string; accountId: string; from: string; to: string; at: number };
+}
+
+export class EventBus {
+  readonly #emitter = new EventEmitter();
+  constructor() {
+    this.#emitter.setMaxListeners(100);
+  }
+  emit<K extends keyof EventMap>(name: K, payload: EventMap[K]): void {
+    this.#emitter.emit(name, payload);
+  }
+  on<K extends keyof EventMap>(name: K, listener: (payload: EventMap[K]) => void): () => void {
+    this.#emitter.on(name, listener);
+    return () => this.#emitter.off(name, listener);
+  }
+}

@@ -1,0 +1,97 @@
+import { randomUUID } from 'node:crypto';
+import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
+import swagger from '@fastify/swagger';
+import swaggerUi from '@fastify/swagger-ui';
+import { Ajv } from 'ajv';
+import addFormatsModule from 'ajv-formats';
+import type { Services } from '../services.js';
+import { registerAuth } from './plugins/auth.js';
+import { registerErrorHandling } from './plugins/errors.js';
+import { RestRateLimiter } from './plugins/rate-limit.js';
+import { systemRoutes } from './routes/system.js';
+import { accountRoutes } from './routes/account.js';
+import { podRoutes } from './routes/pods.js';
+import { templateRoutes } from './routes/templates.js';
+import { catalogRoutes } from './routes/catalog.js';
+import { volumeRoutes } from './routes/network-volumes.js';
+import { registryRoutes } from './routes/registries.js';
+
+const addFormats = addFormatsModule as unknown as (ajv: Ajv) => Ajv;
+
+export interface BuildAppOptions {
+  /** Fastify logger options or instance; false in tests. */
+  logger?: FastifyServerOptions['logger'] | FastifyServerOptions['loggerInstance'];
+}
+
+/** Query strings that carry credentials are cut from logged URLs. */
+const redactUrl = (url: string): string => url.replace(/([?&]api_key=)[^&]*/gi, '$1[redacted]');
+
+export const loggerOptions = (level: string) => ({
+  level,
+  redact: { paths: ['req.headers.authorization', 'req.headers.cookie', '*.password', '*.username', '*.accessSecret'], censor: '[redacted]' },
+  serializers: {
+    req: (req: { method: string; url: string; id: string }) => ({ method: req.method, url: redactUrl(req.url), id: req.id }),
+  },
+});
+
+/** Builds the HTTP application over the services. It never listens; main.ts and tests decide that. */
+export async function buildApp(services: Services, options: BuildAppOptions = {}): Promise<FastifyInstance> {
+  const { config } = services;
+  const loggerSetting = options.logger ?? false;
+  const app = Fastify({
+    ...(typeof loggerSetting === 'object' && loggerSetting !== null && 'child' in loggerSetting
+      ? { loggerInstance: loggerSetting as FastifyServerOptions['loggerInstance'] }
+      : { logger: loggerSetting as FastifyServerOptions['logger'] }),
+    bodyLimit: config.server.bodyLimit,
+    requestIdHeader: 'x-request-id',
+    genReqId: () => randomUUID(),
+    disableRequestLogging: false,
+    routerOptions: { ignoreTrailingSlash: true, maxParamLength: 256 },
+    ajv: undefined,
+  });
+
+  // Bodies are validated strictly (no coercion, unknown properties reported, every violation
+  // listed); query strings and path parameters are coerced from their text form.
+  const bodyAjv = addFormats(new Ajv({ allErrors: true, coerceTypes: false, useDefaults: false, removeAdditional: false, strict: false }));
+  const paramAjv = addFormats(new Ajv({ allErrors: true, coerceTypes: 'array', useDefaults: true, removeAdditional: false, strict: false }));
+  app.setValidatorCompiler(({ schema, httpPart }) => (httpPart === 'body' ? bodyAjv : paramAjv).compile(schema));
+
+  app.addHook('onRequest', async (request, reply) => {
+    void reply.header('x-request-id', request.id);
+  });
+  app.addHook('onRoute', (route) => {
+    if (route.url.startsWith('/docs')) {
+      route.config = { ...(route.config ?? {}), public: true };
+      route.schema = { ...(route.schema ?? {}), hide: true };
+    }
+  });
+
+  registerErrorHandling(app);
+  registerAuth(app, { accounts: services.accounts, rateLimiter: new RestRateLimiter(config.rateLimits, services.clock) });
+
+  await app.register(swagger, {
+    openapi: {
+      openapi: '3.1.0',
+      info: {
+        title: 'Gantry API',
+        version: '2.0.0',
+        description: 'Pods, templates, network volumes, registries, catalog and serverless endpoints. Errors are application/problem+json.',
+      },
+      servers: [{ url: config.server.publicUrl }],
+      components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer' } } },
+      security: [{ bearer: [] }],
+    },
+  });
+  await app.register(swaggerUi, { routePrefix: '/docs', uiConfig: { url: '/v2/openapi.json' } as Record<string, unknown> });
+
+  systemRoutes(app, services);
+  accountRoutes(app, services);
+  podRoutes(app, services);
+  templateRoutes(app, services);
+  catalogRoutes(app, services);
+  volumeRoutes(app, services);
+  registryRoutes(app, services);
+
+  await app.ready();
+  return app;
+}

@@ -1,0 +1,39 @@
+import type { Clock } from '../../domain/clock.js';
+import { ApiError } from '../../domain/errors.js';
+import { admit, newCounters, rateLimitHeader, rateLimitPolicyHeader, type Quotas, type WindowCounters } from '../../domain/rate-windows.js';
+
+const windowLabel = { minute: 'per minute', hour: 'per hour', day: 'per day' } as const;
+
+/** In-memory per-key counters. Each replica counts its own traffic. */
+export class RestRateLimiter {
+  readonly #counters = new Map<string, WindowCounters>();
+  readonly #policy: string;
+
+  constructor(
+    private readonly quotas: Quotas,
+    private readonly clock: Clock,
+  ) {
+    this.#policy = rateLimitPolicyHeader(quotas);
+  }
+
+  /** Counts a request for `keyId`; answers the headers to send, or throws 429. */
+  check(keyId: string): Record<string, string> {
+    let counters = this.#counters.get(keyId);
+    if (!counters) {
+      counters = newCounters();
+      this.#counters.set(keyId, counters);
+    }
+    const admission = admit(counters, this.quotas, this.clock.now());
+    const headers: Record<string, string> = { RateLimit: rateLimitHeader(admission), 'RateLimit-Policy': this.#policy };
+    if (!admission.allowed) {
+      const window = admission.exceeded!;
+      headers['Retry-After'] = String(admission.retryAfterSeconds);
+      throw new ApiError(
+        'RATE_LIMITED',
+        `Rate limit exceeded for the ${window} window: this API key may make ${this.quotas[window]} requests ${windowLabel[window]}; retry in ${admission.retryAfterSeconds} s.`,
+        { headers },
+      );
+    }
+    return headers;
+  }
+}

@@ -1,0 +1,6 @@
+import type { FastifyInstance } from 'fastify';
+import type { Services } from '../../services.js';
+
+export function volumeRoutes(_app: FastifyInstance, _services: Services): void {
+  // TODO: routes
+}

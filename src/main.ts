@@ -1,0 +1,113 @@
+import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import pino, { type Logger } from 'pino';
+import type { FastifyInstance } from 'fastify';
+import type { Config } from './config.js';
+import { systemClock, type Clock } from './domain/clock.js';
+import { EventBus } from './events.js';
+import { openDatabase, type Db } from './store/database.js';
+import { SecretBox } from './store/secret-box.js';
+import { AccountsService } from './accounts/accounts-service.js';
+import { Inventory } from './inventory/inventory.js';
+import { CatalogService } from './catalog/catalog-service.js';
+import { TemplatesService } from './templates/templates-service.js';
+import { VolumesService } from './volumes/volumes-service.js';
+import { RegistriesService } from './registries/registries-service.js';
+import { PodsService } from './pods/pods-service.js';
+import { PodController } from './pods/pod-controller.js';
+import { ProcessRuntime } from './runtime/process/process-runtime.js';
+import type { Runtime } from './runtime/runtime.js';
+import type { Services } from './services.js';
+import { buildApp, loggerOptions } from './http/app.js';
+
+export interface ServiceOverrides {
+  clock?: Clock;
+  logger?: Logger;
+  runtime?: Runtime;
+  db?: Db;
+}
+
+/** Reads the secret key from the config, or from `<dataDir>/secret.key`, creating it on first start. */
+export function loadSecretBox(config: Config, logger: Logger): SecretBox {
+  if (config.secretKey) return SecretBox.fromString(config.secretKey);
+  const path = join(config.dataDir, 'secret.key');
+  if (!existsSync(path)) {
+    mkdirSync(config.dataDir, { recursive: true });
+    writeFileSync(path, SecretBox.generateKey() + '\n', { mode: 0o600 });
+    chmodSync(path, 0o600);
+    if (config.databaseUrl) logger.warn({ path }, 'generated a secret key in the data dir; replicas sharing this database must share it via GANTRY_SECRET_KEY');
+  }
+  return SecretBox.fromString(readFileSync(path, 'utf8'));
+}
+
+export const openConfiguredDatabase = (config: Config): Promise<Db> =>
+  openDatabase({ url: config.databaseUrl, dataDir: config.dataDir, schema: config.databaseSchema });
+
+/** The composition root: the only place that constructs adapters. */
+export async function createServices(config: Config, overrides: ServiceOverrides = {}): Promise<Services> {
+  const clock = overrides.clock ?? systemClock;
+  const logger = overrides.logger ?? pino(loggerOptions(config.server.logLevel));
+  const db = overrides.db ?? (await openConfiguredDatabase(config));
+  const events = new EventBus();
+  const secrets = loadSecretBox(config, logger);
+  const runtime =
+    overrides.runtime ??
+    new ProcessRuntime({ images: config.images, dataDir: config.dataDir, clock, logger: logger.child({ component: 'runtime' }), stopGraceMs: config.pods.stopGraceMs });
+  const accounts = new AccountsService({ db, clock });
+  const inventory = new Inventory({ hosts: config.fleet, catalog: config.catalog });
+  const catalog = new CatalogService({ catalog: config.catalog, inventory });
+  const templates = new TemplatesService({ db, clock });
+  const volumes = new VolumesService({ db, clock, dataDir: config.dataDir });
+  const registries = new RegistriesService({ db, clock, secrets });
+  const pods = new PodsService();
+  const podController = new PodController();
+  return { config, db, clock, logger, events, secrets, runtime, accounts, catalog, inventory, pods, podController, templates, volumes, registries };
+}
+
+/** On a first start (no accounts), creates the `admin` account and its key; answers the key to print once. */
+export async function bootstrapAdmin(services: Services): Promise<string | null> {
+  const { accounts, config } = services;
+  if ((await accounts.store.countAccounts()) > 0) return null;
+  const admin = await accounts.createAccount('admin');
+  const created = await accounts.createKey(admin.id, { scope: 'write', name: 'admin (first start)', ...(config.bootstrapKey ? { presetKey: config.bootstrapKey } : {}) });
+  return created.key;
+}
+
+export interface RunningServer {
+  app: FastifyInstance;
+  services: Services;
+  url: string;
+  close(): Promise<void>;
+}
+
+/** Starts everything: store, control loops, HTTP listener. */
+export async function startServer(config: Config, overrides: ServiceOverrides = {}): Promise<RunningServer> {
+  const services = await createServices(config, overrides);
+  const adminKey = await bootstrapAdmin(services);
+  await services.podController.start();
+  const app = await buildApp(services, { logger: services.logger });
+  await app.listen({ port: config.server.port, host: config.server.host });
+  const address = app.server.address();
+  const port = typeof address === 'object' && address ? address.port : config.server.port;
+  const url = `http://${config.server.host.includes(':') ? `[${config.server.host}]` : config.server.host}:${port}`;
+  if (adminKey) {
+    process.stdout.write(
+      `\nGantry created the admin account. Its API key (shown only this once):\n\n  ${adminKey}\n\nexport GANTRY_API_KEY=${adminKey}\n\n`,
+    );
+  }
+  services.logger.info({ url, store: services.db.dialect, runtime: services.runtime.name, hosts: config.fleet.length }, 'gantry is ready');
+  let closed = false;
+  return {
+    app,
+    services,
+    url,
+    async close() {
+      if (closed) return;
+      closed = true;
+      await app.close();
+      await services.podController.stop();
+      await services.runtime.close();
+      await services.db.close();
+    },
+  };
+}

@@ -1,0 +1,4 @@
+export class PodController {
+  async start(): Promise<void> {}
+  async stop(): Promise<void> {}
+}

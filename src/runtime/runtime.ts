@@ -1,0 +1,65 @@
+/**
+ * The runtime port. A runtime starts, stops and inspects instances; pods and serverless workers
+ * are both instances. Adapters: process (default), docker, kubernetes.
+ */
+
+export interface PortBinding {
+  /** port inside the instance (the `<port>` of `<port>/<protocol>`) */
+  private: number;
+  /** port on the host that reaches it */
+  public: number;
+  protocol: string;
+}
+
+export interface VolumeBinding {
+  /** storage on the host (a folder under the data dir for the process runtime) */
+  hostPath: string;
+  /** where the instance sees it */
+  path: string;
+  kind: 'persistent' | 'network' | 'container';
+}
+
+export interface InstanceSpec {
+  /** Stable id: the pod id, or the serverless worker id. */
+  id: string;
+  image: string;
+  args: string;
+  env: Record<string, string>;
+  hostId: string;
+  gpuIndices: number[];
+  vcpus: number;
+  memoryGb: number;
+  ports: PortBinding[];
+  volumes: VolumeBinding[];
+  registryAuth?: { username: string; password: string } | null;
+}
+
+export type InstanceState = 'starting' | 'running' | 'exited' | 'failed';
+
+export interface InstanceStatus {
+  id: string;
+  state: InstanceState;
+  /** ms epoch when the instance's process started */
+  startedAt: number | null;
+  exitCode: number | null;
+  /** Why the instance failed or exited, in words a user can act on. */
+  reason: string | null;
+  /** Live utilisation, when the runtime can measure it. */
+  stats: { cpuUtil: number; memoryUtil: number; memoryBytes: number } | null;
+}
+
+export type InstanceListener = (status: InstanceStatus) => void;
+
+export interface Runtime {
+  readonly name: string;
+  /** Starts the instance; resolves once it is launched (state `starting` or `running`), rejects when it cannot launch. */
+  start(spec: InstanceSpec): Promise<InstanceStatus>;
+  /** Stops it (graceful, then forceful) and forgets it; a no-op for unknown ids. */
+  stop(id: string): Promise<void>;
+  inspect(id: string): Promise<InstanceStatus | null>;
+  list(): Promise<InstanceStatus[]>;
+  /** Called on every state change (started, became ready, exited, failed). */
+  onChange(listener: InstanceListener): () => void;
+  /** Stops every instance (server shutdown). */
+  close(): Promise<void>;
+}

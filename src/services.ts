@@ -1,0 +1,34 @@
+import type { Logger } from 'pino';
+import type { Config } from './config.js';
+import type { Clock } from './domain/clock.js';
+import type { EventBus } from './events.js';
+import type { Db } from './store/database.js';
+import type { Runtime } from './runtime/runtime.js';
+import type { AccountsService } from './accounts/accounts-service.js';
+import type { CatalogService } from './catalog/catalog-service.js';
+import type { Inventory } from './inventory/inventory.js';
+import type { PodsService } from './pods/pods-service.js';
+import type { PodController } from './pods/pod-controller.js';
+import type { TemplatesService } from './templates/templates-service.js';
+import type { VolumesService } from './volumes/volumes-service.js';
+import type { RegistriesService } from './registries/registries-service.js';
+import type { SecretBox } from './store/secret-box.js';
+
+/** Everything the transports (HTTP, GraphQL, CLI) reach. Built only by `createServices`. */
+export interface Services {
+  config: Config;
+  db: Db;
+  clock: Clock;
+  logger: Logger;
+  events: EventBus;
+  secrets: SecretBox;
+  runtime: Runtime;
+  accounts: AccountsService;
+  catalog: CatalogService;
+  inventory: Inventory;
+  pods: PodsService;
+  podController: PodController;
+  templates: TemplatesService;
+  volumes: VolumesService;
+  registries: RegistriesService;
+}

@@ -1,0 +1,112 @@
+import type { Db, Executor } from './database.js';
+import { fromJson, toJson } from './database.js';
+import type { AccountsTable, ApiKeysTable } from './schema.js';
+
+export interface Account {
+  id: string;
+  name: string;
+  sshKeys: string[];
+  createdAt: number;
+}
+
+export interface ApiKeyRecord {
+  id: string;
+  accountId: string;
+  name: string;
+  scope: 'read' | 'write';
+  hash: string;
+  prefix: string;
+  rateLimitExempt: boolean;
+  createdAt: number;
+  revokedAt: number | null;
+}
+
+const toAccount = (r: AccountsTable): Account => ({
+  id: r.id,
+  name: r.name,
+  sshKeys: fromJson<string[]>(r.ssh_keys, []),
+  createdAt: Number(r.created_at),
+});
+
+const toKey = (r: ApiKeysTable): ApiKeyRecord => ({
+  id: r.id,
+  accountId: r.account_id,
+  name: r.name,
+  scope: r.scope,
+  hash: r.hash,
+  prefix: r.prefix,
+  rateLimitExempt: r.rate_limit_exempt === 1,
+  createdAt: Number(r.created_at),
+  revokedAt: r.revoked_at === null ? null : Number(r.revoked_at),
+});
+
+/** Accounts and their API keys. */
+export class AccountStore {
+  constructor(private readonly db: Db) {}
+
+  async insertAccount(account: Account, tx: Executor = this.db.kysely): Promise<void> {
+    await tx
+      .insertInto('accounts')
+      .values({ id: account.id, name: account.name, ssh_keys: toJson(account.sshKeys), created_at: account.createdAt })
+      .execute();
+  }
+
+  async getAccount(id: string, tx: Executor = this.db.kysely): Promise<Account | null> {
+    const row = await tx.selectFrom('accounts').selectAll().where('id', '=', id).executeTakeFirst();
+    return row ? toAccount(row) : null;
+  }
+
+  async getAccountByName(name: string, tx: Executor = this.db.kysely): Promise<Account | null> {
+    const row = await tx.selectFrom('accounts').selectAll().where('name', '=', name).executeTakeFirst();
+    return row ? toAccount(row) : null;
+  }
+
+  async listAccounts(tx: Executor = this.db.kysely): Promise<Account[]> {
+    const rows = await tx.selectFrom('accounts').selectAll().orderBy('created_at').execute();
+    return rows.map(toAccount);
+  }
+
+  async countAccounts(tx: Executor = this.db.kysely): Promise<number> {
+    const row = await tx.selectFrom('accounts').select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();
+    return Number(row.n);
+  }
+
+  async setSshKeys(accountId: string, keys: string[], tx: Executor = this.db.kysely): Promise<void> {
+    await tx.updateTable('accounts').set({ ssh_keys: toJson(keys) }).where('id', '=', accountId).execute();
+  }
+
+  async insertKey(key: ApiKeyRecord, tx: Executor = this.db.kysely): Promise<void> {
+    await tx
+      .insertInto('api_keys')
+      .values({
+        id: key.id,
+        account_id: key.accountId,
+        name: key.name,
+        scope: key.scope,
+        hash: key.hash,
+        prefix: key.prefix,
+        rate_limit_exempt: key.rateLimitExempt ? 1 : 0,
+        created_at: key.createdAt,
+        revoked_at: key.revokedAt,
+        last_used_at: null,
+      })
+      .execute();
+  }
+
+  async getKeyByHash(hash: string, tx: Executor = this.db.kysely): Promise<ApiKeyRecord | null> {
+    const row = await tx.selectFrom('api_keys').selectAll().where('hash', '=', hash).executeTakeFirst();
+    return row ? toKey(row) : null;
+  }
+
+  async listKeys(accountId?: string, tx: Executor = this.db.kysely): Promise<ApiKeyRecord[]> {
+    let q = tx.selectFrom('api_keys').selectAll().orderBy('created_at');
+    if (accountId) q = q.where('account_id', '=', accountId);
+    return (await q.execute()).map(toKey);
+  }
+
+  /** Marks the key revoked; answers whether a live key was revoked. */
+  async revokeKey(id: string, now: number, tx: Executor = this.db.kysely): Promise<boolean> {
+    const res = await tx.updateTable('api_keys').set({ revoked_at: now }).where('id', '=', id).where('revoked_at', 'is', null).executeTakeFirst();
+    return Number(res.numUpdatedRows) > 0;
+  }
+}

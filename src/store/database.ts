@@ -1,0 +1,114 @@
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import SqliteDatabase from 'better-sqlite3';
+import { Kysely, Migrator, PostgresDialect, SqliteDialect, type Migration, type Transaction } from 'kysely';
+import pg from 'pg';
+import type { Database } from './schema.js';
+import { sqliteMigrations } from './migrations/sqlite/index.js';
+import { postgresMigrations } from './migrations/postgres/index.js';
+
+export type Dialect = 'sqlite' | 'postgres';
+
+/** What a dialect can do; callers branch on capabilities, never on the dialect's name. */
+export interface StoreCapabilities {
+  /** `SELECT … FOR UPDATE SKIP LOCKED` */
+  skipLocked: boolean;
+  /** `LISTEN/NOTIFY` across processes */
+  listenNotify: boolean;
+  /** several connections write at once (otherwise writes serialize on one connection) */
+  multipleConnections: boolean;
+}
+
+export type Executor = Kysely<Database> | Transaction<Database>;
+
+export interface Db {
+  readonly dialect: Dialect;
+  readonly kysely: Kysely<Database>;
+  readonly capabilities: StoreCapabilities;
+  /** Run `fn` in one transaction; it commits when `fn` resolves and rolls back when it throws. */
+  withTransaction<T>(fn: (tx: Transaction<Database>) => Promise<T>): Promise<T>;
+  close(): Promise<void>;
+}
+
+export interface OpenDatabaseOptions {
+  /** `postgres://…`, or null for SQLite in `dataDir`. */
+  url: string | null;
+  dataDir: string;
+  /** PostgreSQL schema (created when missing). @default "public" */
+  schema?: string;
+  /** SQLite file name inside dataDir; `:memory:` for a private in-memory database. @default "gantry.db" */
+  sqliteFile?: string;
+}
+
+// int8 columns hold epoch milliseconds, well inside Number's exact range.
+pg.types.setTypeParser(20, (v: string) => Number(v));
+
+export async function openDatabase(options: OpenDatabaseOptions): Promise<Db> {
+  const db = options.url ? await openPostgres(options.url, options.schema ?? 'public') : openSqlite(options);
+  await migrate(db.kysely, db.dialect === 'sqlite' ? sqliteMigrations : postgresMigrations);
+  return db;
+}
+
+function openSqlite(options: OpenDatabaseOptions): Db {
+  const file = options.sqliteFile ?? 'gantry.db';
+  let path = file;
+  if (file !== ':memory:') {
+    mkdirSync(options.dataDir, { recursive: true });
+    path = join(options.dataDir, file);
+  }
+  const sqlite = new SqliteDatabase(path);
+  sqlite.pragma('journal_mode = WAL');
+  // WAL + NORMAL: a committed transaction survives a crash of this process (kill -9); only an OS
+  // crash or power loss can lose the last commits.
+  sqlite.pragma('synchronous = NORMAL');
+  sqlite.pragma('foreign_keys = ON');
+  sqlite.pragma('busy_timeout = 5000');
+  const kysely = new Kysely<Database>({ dialect: new SqliteDialect({ database: sqlite }) });
+  return {
+    dialect: 'sqlite',
+    kysely,
+    capabilities: { skipLocked: false, listenNotify: false, multipleConnections: false },
+    withTransaction: (fn) => kysely.transaction().execute(fn),
+    close: () => kysely.destroy(),
+  };
+}
+
+async function openPostgres(url: string, schema: string): Promise<Db> {
+  if (!/^[a-z_][a-z0-9_]*$/.test(schema)) throw new Error(`Invalid PostgreSQL schema name "${schema}"`);
+  const setup = new pg.Client({ connectionString: url });
+  await setup.connect();
+  try {
+    await setup.query(`CREATE SCHEMA IF NOT EXISTS ${schema}`);
+  } finally {
+    await setup.end();
+  }
+  const pool = new pg.Pool({ connectionString: url, max: 10, options: `-c search_path=${schema}` });
+  const kysely = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+  return {
+    dialect: 'postgres',
+    kysely,
+    capabilities: { skipLocked: true, listenNotify: true, multipleConnections: true },
+    withTransaction: (fn) => kysely.transaction().execute(fn),
+    close: () => kysely.destroy(),
+  };
+}
+
+async function migrate(kysely: Kysely<Database>, migrations: Record<string, Migration>): Promise<void> {
+  const migrator = new Migrator({
+    db: kysely,
+    provider: { getMigrations: async () => migrations },
+    migrationTableName: 'gantry_migrations',
+    migrationLockTableName: 'gantry_migrations_lock',
+  });
+  const { error, results } = await migrator.migrateToLatest();
+  if (error) {
+    const failed = results?.find((r) => r.status === 'Error');
+    throw new Error(`Database migration ${failed?.migrationName ?? ''} failed: ${(error as Error).message ?? String(error)}`);
+  }
+}
+
+export const toJson = (value: unknown): string => JSON.stringify(value);
+export const fromJson = <T>(text: string | null | undefined, fallback: T): T => {
+  if (text === null || text === undefined || text === '') return fallback;
+  return JSON.parse(text) as T;
+};

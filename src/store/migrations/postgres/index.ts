@@ -1,0 +1,11 @@
+import { sql, type Kysely, type Migration } from 'kysely';
+import { initialTables } from '../tables.js';
+
+const run = async (db: Kysely<unknown>, statements: string[]): Promise<void> => {
+  for (const s of statements) await sql.raw(s).execute(db);
+};
+
+/** PostgreSQL migrations, applied in key order. */
+export const postgresMigrations: Record<string, Migration> = {
+  '0001-initial': { up: (db) => run(db, initialTables({ big: 'BIGINT', real: 'DOUBLE PRECISION' })) },
+};

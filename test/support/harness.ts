@@ -1,0 +1,129 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import pg from 'pg';
+import pino from 'pino';
+import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify';
+import { loadConfig, type Config } from '../../src/config.js';
+import { FakeClock, type Clock } from '../../src/domain/clock.js';
+import { openDatabase, type Db } from '../../src/store/database.js';
+import { createServices, bootstrapAdmin } from '../../src/main.js';
+import { buildApp } from '../../src/http/app.js';
+import type { Services } from '../../src/services.js';
+import type { Runtime } from '../../src/runtime/runtime.js';
+import { newId } from '../../src/domain/ids.js';
+
+export type DialectName = 'sqlite' | 'postgres';
+
+/** The PostgreSQL URL for tests, or null (then PostgreSQL suites skip, saying so). */
+export const postgresUrl = (): string | null => process.env.GANTRY_TEST_DATABASE_URL ?? null;
+
+/** Dialects to run contract suites on: SQLite always, PostgreSQL when configured. */
+export const dialects = (): Array<{ name: DialectName; skip: string | false }> => [
+  { name: 'sqlite', skip: false },
+  { name: 'postgres', skip: postgresUrl() ? false : 'GANTRY_TEST_DATABASE_URL is not set' },
+];
+
+export interface TestDb {
+  db: Db;
+  dataDir: string;
+  url: string | null;
+  schema: string;
+  cleanup(): Promise<void>;
+}
+
+/** A private database: a SQLite file in a temp folder, or a fresh PostgreSQL schema dropped afterwards. */
+export async function openTestDb(dialect: DialectName = 'sqlite'): Promise<TestDb> {
+  const dataDir = mkdtempSync(join(tmpdir(), 'gantry-test-'));
+  const url = dialect === 'postgres' ? postgresUrl() : null;
+  if (dialect === 'postgres' && !url) throw new Error('GANTRY_TEST_DATABASE_URL is not set');
+  const schema = dialect === 'postgres' ? `t_${newId(12)}` : 'public';
+  const db = await openDatabase({ url, dataDir, schema });
+  return {
+    db,
+    dataDir,
+    url,
+    schema,
+    async cleanup() {
+      await db.close();
+      if (url) {
+        const client = new pg.Client({ connectionString: url });
+        await client.connect();
+        await client.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
+        await client.end();
+      }
+      rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}
+
+export interface TestAppOptions {
+  dialect?: DialectName;
+  /** Raw config file content, merged over the defaults. */
+  file?: Record<string, unknown>;
+  clock?: Clock;
+  runtime?: Runtime;
+  env?: Record<string, string>;
+}
+
+export interface TestApp {
+  app: FastifyInstance;
+  services: Services;
+  config: Config;
+  clock: Clock;
+  /** The first-start admin key (write scope). */
+  adminKey: string;
+  /** Creates an account with a write key (and a read key); answers both keys. */
+  newAccount(name?: string): Promise<{ accountId: string; key: string; readKey: string }>;
+  /** `app.inject` with `Authorization: Bearer <key>` and JSON body handling. */
+  request(key: string | null, method: InjectOptions['method'], url: string, body?: unknown, headers?: Record<string, string>): Promise<LightMyRequestResponse>;
+  close(): Promise<void>;
+}
+
+/** Builds services + app over a private database, without listening. */
+export async function createTestApp(options: TestAppOptions = {}): Promise<TestApp> {
+  const testDb = await openTestDb(options.dialect ?? 'sqlite');
+  const { writeFileSync } = await import('node:fs');
+  const configPath = join(testDb.dataDir, 'config.json');
+  writeFileSync(configPath, JSON.stringify(options.file ?? {}));
+  const config = loadConfig({ env: { GANTRY_DATA_DIR: testDb.dataDir, GANTRY_CONFIG: configPath, GANTRY_LOG_LEVEL: 'silent', ...(options.env ?? {}) } });
+  const clock = options.clock ?? new FakeClock(Date.now());
+  const services = await createServices(config, {
+    db: testDb.db,
+    clock,
+    logger: pino({ level: 'silent' }),
+    ...(options.runtime ? { runtime: options.runtime } : {}),
+  });
+  const adminKey = (await bootstrapAdmin(services))!;
+  const app = await buildApp(services, { logger: false });
+  const request: TestApp['request'] = (key, method, url, body, headers = {}) =>
+    app.inject({
+      method,
+      url,
+      headers: { ...(key ? { authorization: `Bearer ${key}` } : {}), ...(body !== undefined && typeof body !== 'string' ? { 'content-type': 'application/json' } : {}), ...headers },
+      ...(body !== undefined ? { payload: typeof body === 'string' ? body : JSON.stringify(body) } : {}),
+    });
+  return {
+    app,
+    services,
+    config,
+    clock,
+    adminKey,
+    request,
+    async newAccount(name = `acct-${newId(6)}`) {
+      const account = await services.accounts.createAccount(name);
+      const { key } = await services.accounts.createKey(account.id, { scope: 'write' });
+      const { key: readKey } = await services.accounts.createKey(account.id, { scope: 'read' });
+      return { accountId: account.id, key, readKey };
+    },
+    async close() {
+      await app.close();
+      await services.podController.stop();
+      await services.runtime.close();
+      await testDb.cleanup();
+    },
+  };
+}
+
+/** Parses a JSON reply body. */
+export const json = <T = any>(res: LightMyRequestResponse): T => JSON.parse(res.body) as T;
