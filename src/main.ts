@@ -95,6 +95,7 @@ export async function startServer(config: Config, overrides: ServiceOverrides = 
       `\nGantry created the admin account. Its API key (shown only this once):\n\n  ${adminKey}\n\nexport GANTRY_API_KEY=${adminKey}\n\n`,
     );
   }
+  process.stdout.write(`gantry listening on ${url} (store: ${services.db.dialect}, runtime: ${services.runtime.name}, hosts: ${config.fleet.length})\n`);
   services.logger.info({ url, store: services.db.dialect, runtime: services.runtime.name, hosts: config.fleet.length }, 'gantry is ready');
   let closed = false;
   return {

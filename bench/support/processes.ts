@@ -1,0 +1,57 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+
+export interface Child {
+  child: ChildProcess;
+  url: string;
+  output(): string;
+  /** Resident set size of the process, MB (Linux). */
+  rssMb(): number;
+  stop(): Promise<void>;
+}
+
+/** Spawns a node process and waits for `<label> listening on <url>` on its stdout. */
+export async function startChild(args: string[], env: Record<string, string>, label: RegExp, timeoutMs = 60_000): Promise<Child> {
+  const child = spawn(process.execPath, args, { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
+  child.stderr!.on('data', (d: Buffer) => (out += d.toString()));
+  const url = await new Promise<string>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`not ready in ${timeoutMs} ms:\n${out}`)), timeoutMs);
+    child.stdout!.on('data', () => {
+      const m = label.exec(out);
+      if (m) {
+        clearTimeout(timer);
+        resolve(m[1]!);
+      }
+    });
+    child.on('exit', (code) => reject(new Error(`exited ${code}:\n${out}`)));
+  });
+  return {
+    child,
+    url,
+    output: () => out,
+    rssMb() {
+      const status = readFileSync(`/proc/${child.pid}/status`, 'utf8');
+      const kb = Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? 0);
+      return kb / 1024;
+    },
+    stop: () =>
+      new Promise((resolve) => {
+        if (child.exitCode !== null) return resolve();
+        child.once('exit', () => resolve());
+        child.kill('SIGTERM');
+        setTimeout(() => child.kill('SIGKILL'), 10_000).unref();
+      }),
+  };
+}
+
+/** Prints rows as an aligned table. */
+export function printTable(rows: Array<Record<string, string | number>>): void {
+  const cols = Object.keys(rows[0] ?? {});
+  const width = cols.map((c) => Math.max(c.length, ...rows.map((r) => String(r[c]).length)));
+  const line = (cells: string[]) => cells.map((c, i) => c.padEnd(width[i]!)).join('  ');
+  console.log(line(cols));
+  console.log(line(width.map((w) => '-'.repeat(w))));
+  for (const r of rows) console.log(line(cols.map((c) => String(r[c]))));
+}
