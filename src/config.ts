@@ -7,7 +7,7 @@ import { defaultCatalog, defaultFleet, type Catalog, type Host } from './domain/
 export interface ImageSpec {
   /** argv of the process; the pod's `args` string is appended, split on whitespace. */
   command: string[];
-  /** Working directory, relative to the config file's folder. @default the data dir */
+  /** Working directory, relative to the config file's folder. @default the instance folder `<dataDir>/instances/<id>/` */
   cwd?: string;
   env?: Record<string, string>;
   /** Readiness probe. Without one, an instance is RUNNING as soon as its process has spawned. */

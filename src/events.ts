@@ -3,6 +3,9 @@ import { EventEmitter } from 'node:events';
 /** Typed in-process events; side effects (usage accounting, console feed, webhooks) subscribe. */
 export interface EventMap {
   'pod:status': { podId: string; accountId: string; from: string; to: string; at: number };
+  'job:completed': import('./jobs/job-view.js').JobEventPayload;
+  'job:failed': import('./jobs/job-view.js').JobEventPayload;
+  'job:timed_out': import('./jobs/job-view.js').JobEventPayload;
 }
 
 export class EventBus {

@@ -57,10 +57,11 @@ export async function createServices(config: Config, overrides: ServiceOverrides
   const inventory = new Inventory({ hosts: config.fleet, catalog: config.catalog });
   const catalog = new CatalogService({ catalog: config.catalog, inventory });
   const templates = new TemplatesService({ db, clock });
-  const volumes = new VolumesService({ db, clock, dataDir: config.dataDir });
+  const volumes = new VolumesService({ db, clock, dataDir: config.dataDir, catalog: config.catalog });
   const registries = new RegistriesService({ db, clock, secrets });
-  const pods = new PodsService();
-  const podController = new PodController();
+  const podController = new PodController({ db, runtime, inventory, volumes, registries, clock, events, logger: logger.child({ component: 'pods' }), config });
+  const pods = new PodsService({ controller: podController, inventory, runtime, templates, volumes, registries, accounts, clock, config });
+  await templates.seedPublic();
   return { config, db, clock, logger, events, secrets, runtime, accounts, catalog, inventory, pods, podController, templates, volumes, registries };
 }
 
@@ -84,6 +85,8 @@ export interface RunningServer {
 export async function startServer(config: Config, overrides: ServiceOverrides = {}): Promise<RunningServer> {
   const services = await createServices(config, overrides);
   const adminKey = await bootstrapAdmin(services);
+  const reaped = (await services.runtime.reapOrphans?.()) ?? [];
+  if (reaped.length > 0) services.logger.warn({ instances: reaped }, 'stopped instances left running by a previous server');
   await services.podController.start();
   const app = await buildApp(services, { logger: services.logger });
   await app.listen({ port: config.server.port, host: config.server.host });

@@ -37,6 +37,7 @@ export const errorCatalogue = {
   POD_LOCKED: { status: 409, title: 'Conflict' },
   CONFLICT: { status: 409, title: 'Conflict' },
   PAYLOAD_TOO_LARGE: { status: 413, title: 'Payload Too Large' },
+  URI_TOO_LONG: { status: 414, title: 'URI Too Long' },
   UNSUPPORTED_MEDIA_TYPE: { status: 415, title: 'Unsupported Media Type' },
   // 422
   VALIDATION_FAILED: { status: 422, title: 'Unprocessable Entity' },

@@ -1,4 +1,5 @@
 import type { Catalog, Cloud, Host } from './catalog.js';
+import { compareCudaVersions, cudaAccepts, cudaCode, cudaRule, describeCudaRule } from './cuda.js';
 
 /** What a pod or serverless worker needs from a host. */
 export interface PlacementRequest {
@@ -53,4 +54,296 @@ export interface FleetSnapshot {
   hosts: readonly Host[];
   usage: ReadonlyMap<string, HostUsage>;
   catalog: Catalog;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The rules. Placement filters hosts in a fixed order — first what a host *is* (GPU type or CPU
+// flavor, cloud, data centers, network-volume data center, global networking, CUDA, GPUs per
+// host), then what it has *free* (GPUs, vCPUs, memory, disk, public ports) — and, when nothing
+// fits, names the first filter that left no candidate. `sieve` is the one statement of those
+// rules: `place` runs it over single hosts; the Inventory runs it over its indexed host groups
+// only to explain a refusal, so both explain a refusal in the same words.
+// ---------------------------------------------------------------------------------------------
+
+/** What a host has free, as the resource filters see it. */
+export interface FreeResources {
+  readonly hostId: string;
+  readonly freeGpus: number;
+  readonly freeVcpus: number;
+  readonly freeMemoryGb: number;
+  readonly freeDiskGb: number;
+  readonly freePorts: number;
+}
+
+/**
+ * Hosts that look alike to the static filters (same GPU type, data center, cloud, CUDA version
+ * and GPUs per host). `place` uses one group per host.
+ */
+export interface HostGroup {
+  readonly gpuTypeId: string | null;
+  readonly dataCenterId: string;
+  readonly cloud: Cloud;
+  readonly cudaVersion: string | null;
+  readonly cpuFlavors: readonly string[];
+  readonly gpusPerHost: number;
+  readonly hostCount: number;
+  /** Free GPUs summed over the group's hosts. */
+  readonly freeGpus: number;
+  /** Most free GPUs on one host of the group. */
+  readonly maxFreeGpus: number;
+  /** Visits every host of the group with at least `minFreeGpus` free GPUs. */
+  eachHostWithFreeGpus(minFreeGpus: number, visit: (host: FreeResources) => void): void;
+}
+
+export type SieveResult = { ok: true; hosts: FreeResources[] } | { ok: false; reason: string };
+
+const quote = (ids: readonly string[]): string => ids.map((id) => `"${id}"`).join(' or ');
+const unique = <T>(items: Iterable<T>): T[] => [...new Set(items)];
+const dcList = (ids: readonly string[]): string => `[${ids.join(', ')}]`;
+
+/** The GPU types (or CPU flavor) the remaining groups offer, in request order, as the messages name them. */
+function subject(request: PlacementRequest, groups: readonly HostGroup[]): string {
+  if (request.kind === 'cpu') return `CPU flavor "${request.cpuFlavorId ?? ''}"`;
+  const present = new Set(groups.map((g) => g.gpuTypeId));
+  const named = unique(request.gpuTypeIds).filter((id) => present.has(id));
+  return quote(named.length > 0 ? named : request.gpuTypeIds);
+}
+
+interface StaticStage {
+  admits(group: HostGroup): boolean;
+  refusal(remaining: readonly HostGroup[]): string;
+}
+
+function staticStages(request: PlacementRequest, catalog: Catalog): StaticStage[] {
+  const stages: StaticStage[] = [];
+  const gpu = request.kind === 'gpu';
+  const types = new Set(request.gpuTypeIds);
+  stages.push({
+    admits: gpu
+      ? (g) => g.gpuTypeId !== null && types.has(g.gpuTypeId) && g.gpusPerHost > 0
+      : (g) => request.cpuFlavorId !== null && g.cpuFlavors.includes(request.cpuFlavorId),
+    refusal: () =>
+      !gpu
+        ? `No host offers CPU flavor "${request.cpuFlavorId ?? ''}"`
+        : request.gpuTypeIds.length === 0
+          ? 'No GPU type was requested'
+          : request.gpuTypeIds.length === 1
+            ? `No host offers GPU type "${request.gpuTypeIds[0]!}"`
+            : `No host offers any of the GPU types ${unique(request.gpuTypeIds).map((id) => `"${id}"`).join(', ')}`,
+  });
+  if (request.cloud !== 'ALL') {
+    const cloud = request.cloud;
+    stages.push({
+      admits: (g) => g.cloud === cloud,
+      refusal: (rest) => {
+        const other = unique(rest.map((g) => g.cloud)).join(', ');
+        return `No ${cloud} cloud host offers ${subject(request, rest)} (it is offered in ${other} cloud)`;
+      },
+    });
+  }
+  if (request.dataCenterIds.length > 0) {
+    const wanted = new Set(request.dataCenterIds);
+    stages.push({
+      admits: (g) => wanted.has(g.dataCenterId),
+      refusal: (rest) =>
+        `No data center among ${dcList(request.dataCenterIds)} has ${subject(request, rest)} (available in ${unique(rest.map((g) => g.dataCenterId)).sort().join(', ')})`,
+    });
+  }
+  if (request.volumeDataCenterId !== null) {
+    const dc = request.volumeDataCenterId;
+    stages.push({
+      admits: (g) => g.dataCenterId === dc,
+      refusal: (rest) =>
+        request.dataCenterIds.length > 0 && !request.dataCenterIds.includes(dc)
+          ? `Network volume is in ${dc}, which is not among the requested data centers ${dcList(request.dataCenterIds)}`
+          : `Network volume is in ${dc}, where no host offers ${subject(request, rest)}`,
+    });
+  }
+  if (request.globalNetworking) {
+    const gpuTypes = new Map(catalog.gpuTypes.map((t) => [t.id, t]));
+    const dataCenters = new Map(catalog.dataCenters.map((d) => [d.id, d]));
+    if (gpu) {
+      stages.push({
+        admits: (g) => g.gpuTypeId !== null && gpuTypes.get(g.gpuTypeId)?.globalNetworking === true,
+        refusal: (rest) => {
+          const named = subject(request, rest);
+          return rest.length > 0 && new Set(rest.map((g) => g.gpuTypeId)).size > 1
+            ? `None of ${named} supports global networking`
+            : `${named} does not support global networking`;
+        },
+      });
+    }
+    stages.push({
+      admits: (g) => dataCenters.get(g.dataCenterId)?.globalNetworking === true,
+      refusal: (rest) =>
+        `No data center with global networking has ${subject(request, rest)} (it is offered in ${unique(rest.map((g) => g.dataCenterId)).sort().join(', ')})`,
+    });
+  }
+  if (gpu && (request.allowedCudaVersions.length > 0 || request.minCudaVersion !== null)) {
+    const rule = cudaRule(request);
+    stages.push({
+      admits: (g) => cudaAccepts(rule, cudaCode(g.cudaVersion)),
+      refusal: (rest) => {
+        const known = unique(rest.map((g) => g.cudaVersion).filter((v): v is string => v !== null)).sort(compareCudaVersions);
+        return `No host with ${subject(request, rest)} reports ${describeCudaRule(request)} (available: ${known.length > 0 ? known.join(', ') : 'none reported'})`;
+      },
+    });
+  }
+  if (gpu) {
+    stages.push({
+      admits: (g) => g.gpusPerHost >= request.gpuCount,
+      refusal: (rest) =>
+        `No host with ${subject(request, rest)} has ${request.gpuCount} GPUs (the most on one host is ${Math.max(0, ...rest.map((g) => g.gpusPerHost))})`,
+    });
+  }
+  return stages;
+}
+
+interface ResourceStage {
+  admits(host: FreeResources): boolean;
+  refusal(remaining: readonly FreeResources[]): string;
+}
+
+function resourceStages(request: PlacementRequest, where: string): ResourceStage[] {
+  const most = (rest: readonly FreeResources[], pick: (h: FreeResources) => number): number => rest.reduce((m, h) => Math.max(m, pick(h)), 0);
+  return [
+    {
+      admits: (h) => h.freeVcpus >= request.vcpuCount,
+      refusal: (rest) => `No host with ${where} has ${request.vcpuCount} free vCPUs (the most is ${most(rest, (h) => h.freeVcpus)})`,
+    },
+    {
+      admits: (h) => h.freeMemoryGb >= request.memoryGb,
+      refusal: (rest) => `No host with ${where} has ${request.memoryGb} GB of free memory (the most is ${most(rest, (h) => h.freeMemoryGb)} GB)`,
+    },
+    {
+      admits: (h) => h.freeDiskGb >= request.diskGb,
+      refusal: (rest) => `No host with ${where} has ${request.diskGb} GB of free disk (the most is ${most(rest, (h) => h.freeDiskGb)} GB)`,
+    },
+    {
+      admits: (h) => h.freePorts >= request.portCount,
+      refusal: (rest) => `No host with ${where} has ${request.portCount} free public ports (the most is ${most(rest, (h) => h.freePorts)})`,
+    },
+  ];
+}
+
+/**
+ * Applies every placement filter in order to `groups` and answers the hosts that pass, or the
+ * reason naming the first filter that left no candidate.
+ */
+export function sieve(request: PlacementRequest, groups: readonly HostGroup[], catalog: Catalog): SieveResult {
+  let current: readonly HostGroup[] = groups;
+  for (const stage of staticStages(request, catalog)) {
+    const next = current.filter((g) => stage.admits(g));
+    if (next.length === 0) return { ok: false, reason: stage.refusal(current) };
+    current = next;
+  }
+  const need = request.kind === 'gpu' ? request.gpuCount : 0;
+  const what = subject(request, current);
+  let hosts: FreeResources[] = [];
+  for (const g of current) g.eachHostWithFreeGpus(need, (h) => hosts.push(h));
+  if (hosts.length === 0) {
+    const total = current.reduce((n, g) => n + g.gpusPerHost * g.hostCount, 0);
+    const free = current.reduce((n, g) => n + g.freeGpus, 0);
+    const dcs = unique(current.map((g) => g.dataCenterId)).sort().join(', ');
+    if (free === 0) return { ok: false, reason: `All ${total} ${what} GPUs in ${dcs} are in use (requested ${need})` };
+    const most = current.reduce((m, g) => Math.max(m, g.maxFreeGpus), 0);
+    return { ok: false, reason: `No host with ${what} has ${need} free GPUs (the most free on one host is ${most})` };
+  }
+  for (const stage of resourceStages(request, request.kind === 'gpu' ? `${need} free ${what} GPUs` : what)) {
+    const next = hosts.filter((h) => stage.admits(h));
+    if (next.length === 0) return { ok: false, reason: stage.refusal(hosts) };
+    hosts = next;
+  }
+  return { ok: true, hosts };
+}
+
+// ---------------------------------------------------------------------------------------------
+// place(): the rules over a plain snapshot, one host at a time.
+// ---------------------------------------------------------------------------------------------
+
+const noUsage: HostUsage = { gpuIndices: new Set(), vcpus: 0, memoryGb: 0, diskGb: 0, ports: new Set() };
+
+/** The number of public ports in a host's (inclusive) range. */
+export const portCapacity = (host: Host): number => Math.max(0, host.portRange[1] - host.portRange[0] + 1);
+
+function freeOf(host: Host, usage: HostUsage): FreeResources {
+  let usedGpus = 0;
+  for (const i of usage.gpuIndices) if (i >= 0 && i < host.gpuCount) usedGpus++;
+  let usedPorts = 0;
+  for (const p of usage.ports) if (p >= host.portRange[0] && p <= host.portRange[1]) usedPorts++;
+  return {
+    hostId: host.id,
+    freeGpus: host.gpuCount - usedGpus,
+    freeVcpus: host.vcpus - usage.vcpus,
+    freeMemoryGb: host.memoryGb - usage.memoryGb,
+    freeDiskGb: host.diskGb - usage.diskGb,
+    freePorts: portCapacity(host) - usedPorts,
+  };
+}
+
+function singleHostGroup(host: Host, usage: HostUsage): HostGroup {
+  const free = freeOf(host, usage);
+  return {
+    gpuTypeId: host.gpuTypeId,
+    dataCenterId: host.dataCenterId,
+    cloud: host.cloud,
+    cudaVersion: host.cudaVersion,
+    cpuFlavors: host.cpuFlavors,
+    gpusPerHost: host.gpuTypeId === null ? 0 : host.gpuCount,
+    hostCount: 1,
+    freeGpus: free.freeGpus,
+    maxFreeGpus: free.freeGpus,
+    eachHostWithFreeGpus: (min, visit) => {
+      if (free.freeGpus >= min) visit(free);
+    },
+  };
+}
+
+/**
+ * The order among hosts that fit: earlier GPU type in the request, then earlier preferred data
+ * center, then the tightest fit (fewest GPUs — for CPU pods vCPUs — left free, so large requests
+ * still find whole hosts), then host id. Negative when `a` is better.
+ */
+export function comparePlacementScore(
+  a: { typeRank: number; dcRank: number; leftover: number; hostId: string },
+  b: { typeRank: number; dcRank: number; leftover: number; hostId: string },
+): number {
+  return a.typeRank - b.typeRank || a.dcRank - b.dcRank || a.leftover - b.leftover || (a.hostId < b.hostId ? -1 : a.hostId > b.hostId ? 1 : 0);
+}
+
+/** The `count` lowest values of `[from, to]` that `taken` does not hold. */
+export function lowestFree(from: number, to: number, count: number, taken: ReadonlySet<number>): number[] {
+  const out: number[] = [];
+  for (let v = from; v <= to && out.length < count; v++) if (!taken.has(v)) out.push(v);
+  return out;
+}
+
+/** Chooses a host for the request, or says which constraint could not be met. Pure. */
+export function place(request: PlacementRequest, snapshot: FleetSnapshot): PlacementResult {
+  const byId = new Map(snapshot.hosts.map((h) => [h.id, h]));
+  const groups = snapshot.hosts.map((h) => singleHostGroup(h, snapshot.usage.get(h.id) ?? noUsage));
+  const result = sieve(request, groups, snapshot.catalog);
+  if (!result.ok) return result;
+  const scored = result.hosts.map((free) => {
+    const host = byId.get(free.hostId)!;
+    const typeRank = request.kind === 'gpu' ? request.gpuTypeIds.indexOf(host.gpuTypeId ?? '') : 0;
+    const dcRank = request.dataCenterIds.length > 0 ? request.dataCenterIds.indexOf(host.dataCenterId) : 0;
+    const leftover = request.kind === 'gpu' ? free.freeGpus - request.gpuCount : free.freeVcpus - request.vcpuCount;
+    return { typeRank, dcRank, leftover, hostId: host.id, host };
+  });
+  scored.sort(comparePlacementScore);
+  const host = scored[0]!.host;
+  const usage = snapshot.usage.get(host.id) ?? noUsage;
+  return {
+    ok: true,
+    placement: {
+      hostId: host.id,
+      dataCenterId: host.dataCenterId,
+      cloud: host.cloud,
+      gpuTypeId: request.kind === 'gpu' ? host.gpuTypeId : null,
+      gpuIndices: request.kind === 'gpu' ? lowestFree(0, host.gpuCount - 1, request.gpuCount, usage.gpuIndices) : [],
+      cudaVersion: request.kind === 'gpu' ? host.cudaVersion : null,
+      publicPorts: lowestFree(host.portRange[0], host.portRange[1], request.portCount, usage.ports),
+    },
+  };
 }

@@ -6,7 +6,7 @@ import { Ajv } from 'ajv';
 import addFormatsModule from 'ajv-formats';
 import type { Services } from '../services.js';
 import { registerAuth } from './plugins/auth.js';
-import { registerErrorHandling } from './plugins/errors.js';
+import { frameworkErrors, registerErrorHandling } from './plugins/errors.js';
 import { RestRateLimiter } from './plugins/rate-limit.js';
 import { systemRoutes } from './routes/system.js';
 import { accountRoutes } from './routes/account.js';
@@ -47,7 +47,7 @@ export async function buildApp(services: Services, options: BuildAppOptions = {}
     genReqId: () => randomUUID(),
     disableRequestLogging: false,
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 256 },
-    ajv: undefined,
+    frameworkErrors,
   });
 
   // Bodies are validated strictly (no coercion, unknown properties reported, every violation

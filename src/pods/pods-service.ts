@@ -1,1 +1,306 @@
-export class PodsService {}
+/**
+ * The pod use-cases: create, read, list, change, act. Rules live in pod-rules.ts, the lifecycle in
+ * pod-controller.ts; this service checks ownership and references, places the pod and renders it.
+ */
+import { randomBytes } from 'node:crypto';
+import type { AccountsService } from '../accounts/accounts-service.js';
+import type { Catalog } from '../domain/catalog.js';
+import { costPerHour } from '../domain/cost.js';
+import type { Clock } from '../domain/clock.js';
+import { ApiError, isApiError, notFound } from '../domain/errors.js';
+import { newId } from '../domain/ids.js';
+import type { PodAction } from '../domain/pod-state.js';
+import type { PlacementRequest } from '../domain/placement.js';
+import type { Inventory } from '../inventory/inventory.js';
+import type { RegistriesService } from '../registries/registries-service.js';
+import type { Runtime } from '../runtime/runtime.js';
+import type { PodChanges, PodListFilter, PodRecord, PortMapping } from '../store/pod-store.js';
+import type { Template } from '../templates/template.js';
+import type { TemplatesService } from '../templates/templates-service.js';
+import type { VolumesService } from '../volumes/volumes-service.js';
+import { diskOf, parsePorts, type PodController } from './pod-controller.js';
+import {
+  RESTARTING_FIELDS,
+  applyMountPatch,
+  checkPorts,
+  injectedEnv,
+  resolveCreate,
+  type CreatePodInput,
+  type PatchPodInput,
+  type PodSettings,
+  type TemplateDefaults,
+} from './pod-rules.js';
+import { toPodView, type PodView } from './pod-view.js';
+
+export interface PodsServiceDeps {
+  controller: PodController;
+  inventory: Inventory;
+  runtime: Pick<Runtime, 'inspect'>;
+  templates: Pick<TemplatesService, 'resolveForPod'>;
+  volumes: Pick<VolumesService, 'get'>;
+  registries: Pick<RegistriesService, 'get'>;
+  accounts: Pick<AccountsService, 'getSshKeys'>;
+  clock: Clock;
+  config: { catalog: Catalog; networking: { internalDomain: string } };
+}
+
+/** Accrued usage of one pod, for billing. */
+export interface PodUsage {
+  podId: string;
+  /** hours the pod was RUNNING, open intervals counted up to now */
+  hours: number;
+  /** USD: Σ hours × the rate of each interval */
+  cost: number;
+}
+
+const templateDefaults = (t: Template): TemplateDefaults => ({
+  image: t.imageName,
+  args: t.args,
+  disk: t.containerDiskInGb,
+  ports: t.ports,
+  env: t.env,
+  registry: t.containerRegistryAuthId,
+  volumeInGb: t.volumeInGb,
+  volumeMountPath: t.volumeMountPath,
+  startSsh: t.startSsh,
+  startJupyter: t.startJupyter,
+  allowedCudaVersions: t.allowedCudaVersions,
+});
+
+const generatePassword = (): string => randomBytes(18).toString('base64url');
+
+const sameJson = (a: unknown, b: unknown): boolean => JSON.stringify(a) === JSON.stringify(b);
+
+export class PodsService {
+  readonly #d: PodsServiceDeps;
+
+  constructor(deps: PodsServiceDeps) {
+    this.#d = deps;
+  }
+
+  get store() {
+    return this.#d.controller.store;
+  }
+
+  /** Validates, places and stores a pod (PROVISIONING); the controller starts it right after. */
+  async create(accountId: string, body: CreatePodInput): Promise<PodView> {
+    const { catalog } = this.#d.config;
+    const template = body.templateId ? templateDefaults(await this.#d.templates.resolveForPod(accountId, body.templateId)) : null;
+    const settings = resolveCreate(body, template, catalog);
+    if (settings.registry !== null) await this.#checkRegistry(accountId, settings.registry);
+    const volumeDataCenterId = settings.mounts.network?.length ? (await this.#volume(accountId, settings.mounts.network[0]!.volumeId)).dataCenterId : null;
+    const sshKeys = settings.startSsh ? await this.#d.accounts.getSshKeys(accountId) : [];
+    const hiddenEnv = injectedEnv(settings, sshKeys, generatePassword);
+
+    const id = newId();
+    const request = placementRequest(settings, volumeDataCenterId);
+    const globalIp = settings.globalNetworking ? await this.#d.controller.addresses.allocate() : null;
+    if (settings.globalNetworking && globalIp === null)
+      throw new ApiError('NO_CAPACITY', 'No global networking address is free: the configured pool is exhausted.');
+    const placed = this.#d.inventory.placeAndReserve(id, request);
+    if (!placed.ok) {
+      this.#d.controller.addresses.release(globalIp);
+      throw new ApiError('NO_CAPACITY', placed.reason);
+    }
+    const { placement } = placed;
+    const now = this.#d.clock.now();
+    const compute = settings.compute;
+    const portMappings: PortMapping[] = parsePorts(settings.ports).map((p, i) => ({ ...p, public: placement.publicPorts[i]! }));
+    const pod: PodRecord = {
+      id,
+      accountId,
+      name: settings.name,
+      status: 'PROVISIONING',
+      desiredStatus: 'RUNNING',
+      statusReason: null,
+      image: settings.image,
+      args: settings.args,
+      disk: settings.disk,
+      ports: settings.ports,
+      env: settings.env,
+      hiddenEnv,
+      registry: settings.registry,
+      gpuTypeId: compute.kind === 'gpu' ? compute.gpuTypeId : null,
+      gpuCount: compute.kind === 'gpu' ? compute.count : 0,
+      gpuIndices: placement.gpuIndices,
+      cpuFlavorId: compute.kind === 'cpu' ? compute.flavorId : null,
+      vcpuCount: compute.kind === 'cpu' ? compute.vcpuCount : 0,
+      memoryGb: compute.kind === 'cpu' ? compute.memoryGb : 0,
+      cloud: placement.cloud,
+      dataCenterId: placement.dataCenterId,
+      hostId: placement.hostId,
+      cudaVersion: compute.kind === 'gpu' ? placement.cudaVersion : null,
+      mounts: settings.mounts,
+      portMappings,
+      // No link to the template is retained (spec 2.1): it was a one-time source.
+      templateId: null,
+      locked: false,
+      globalNetworking: settings.globalNetworking,
+      globalIp,
+      costPerHr: costPerHour(
+        compute.kind === 'gpu'
+          ? { kind: 'gpu', gpuTypeId: compute.gpuTypeId, gpuCount: compute.count, cloud: placement.cloud }
+          : { kind: 'cpu', cpuFlavorId: compute.flavorId, vcpuCount: compute.vcpuCount, cloud: placement.cloud },
+        catalog,
+      ),
+      constraints: {
+        dataCenterIds: settings.dataCenterIds,
+        allowedCudaVersions: settings.allowedCudaVersions,
+        minCudaVersion: settings.minCudaVersion,
+        volumeDataCenterId,
+      },
+      cluster: null,
+      createdAt: now,
+      startedAt: null,
+      updatedAt: now,
+      terminatedAt: null,
+    };
+    try {
+      await this.store.insert(pod);
+    } catch (err) {
+      this.#d.inventory.release(id);
+      this.#d.controller.addresses.release(globalIp);
+      throw err;
+    }
+    this.#d.controller.kick(id, pod);
+    return this.#view(pod, { justCreated: true });
+  }
+
+  async get(accountId: string, id: string): Promise<PodView> {
+    return this.#render(await this.#owned(accountId, id));
+  }
+
+  async list(accountId: string, filter: PodListFilter = {}): Promise<PodView[]> {
+    const pods = await this.store.list(accountId, filter);
+    return Promise.all(pods.map((p) => this.#render(p)));
+  }
+
+  /** start, stop, restart (200 with the pod) and terminate. */
+  async act(accountId: string, id: string, action: PodAction): Promise<PodView> {
+    await this.#owned(accountId, id);
+    return this.#render(await this.#d.controller.act(id, action));
+  }
+
+  /** PATCH: the readable configuration (spec 2.3 rules for mounts). */
+  async update(accountId: string, id: string, patch: PatchPodInput): Promise<PodView> {
+    await this.#owned(accountId, id);
+    const template = patch.templateId ? templateDefaults(await this.#d.templates.resolveForPod(accountId, patch.templateId)) : null;
+    const fields = effectivePatch(patch, template);
+    if (fields.ports) checkPorts(fields.ports);
+    if (patch.registry) await this.#checkRegistry(accountId, patch.registry);
+    const updated = await this.#d.controller.reconfigure(id, (pod) => {
+      const changes: PodChanges = {};
+      if (fields.name !== undefined) changes.name = fields.name;
+      if (fields.locked !== undefined) changes.locked = fields.locked;
+      if (fields.image !== undefined) changes.image = fields.image;
+      if (fields.args !== undefined) changes.args = fields.args;
+      if (fields.disk !== undefined) changes.disk = fields.disk;
+      if (fields.ports !== undefined) changes.ports = fields.ports;
+      if (fields.registry !== undefined) changes.registry = fields.registry;
+      if (fields.env !== undefined) changes.env = fields.envOverPod ? { ...pod.env, ...fields.env } : fields.env;
+      const mounts = applyMountPatch(pod.mounts, patch.mounts);
+      if (!sameJson(mounts, pod.mounts)) changes.mounts = mounts;
+      const differs = (k: (typeof RESTARTING_FIELDS)[number]): boolean => changes[k] !== undefined && !sameJson(changes[k], pod[k]);
+      const reallocate = differs('ports') || (changes.disk !== undefined && diskOf({ ...pod, ...changes }) !== diskOf(pod));
+      return { changes, restart: RESTARTING_FIELDS.some(differs), reallocate };
+    });
+    return this.#render(updated);
+  }
+
+  /** Accrued usage: each RUNNING interval's hours × its rate, open intervals up to now. */
+  async usage(accountId: string, podId: string): Promise<PodUsage> {
+    await this.#owned(accountId, podId);
+    const now = this.#d.clock.now();
+    let hours = 0;
+    let cost = 0;
+    for (const u of await this.store.listUsage(podId)) {
+      const h = Math.max(0, (u.endedAt ?? now) - u.startedAt) / 3_600_000;
+      hours += h;
+      cost += h * u.costPerHr;
+    }
+    return { podId, hours, cost };
+  }
+
+  // ---------------------------------------------------------------------------------------------
+
+  async #owned(accountId: string, id: string): Promise<PodRecord> {
+    const pod = await this.store.getOwned(accountId, id);
+    if (!pod) throw notFound('pod', id);
+    return pod;
+  }
+
+  async #checkRegistry(accountId: string, registryId: string): Promise<void> {
+    try {
+      await this.#d.registries.get(accountId, registryId);
+    } catch (err) {
+      if (isApiError(err) && err.code === 'NOT_FOUND')
+        throw new ApiError('UNKNOWN_REFERENCE', `Unknown registry "${registryId}": it is not one of this account's registry credentials (GET /v2/registries).`);
+      throw err;
+    }
+  }
+
+  async #volume(accountId: string, volumeId: string) {
+    try {
+      return await this.#d.volumes.get(accountId, volumeId);
+    } catch (err) {
+      if (isApiError(err) && err.code === 'NOT_FOUND')
+        throw new ApiError('UNKNOWN_REFERENCE', `Unknown network volume "${volumeId}": it is not one of this account's volumes (GET /v2/network-volumes).`);
+      throw err;
+    }
+  }
+
+  async #render(pod: PodRecord): Promise<PodView> {
+    const live = pod.status === 'RUNNING' ? await this.#d.runtime.inspect(pod.id) : null;
+    return this.#view(pod, { live });
+  }
+
+  #view(pod: PodRecord, extra: { live?: Awaited<ReturnType<Runtime['inspect']>>; justCreated?: boolean }): PodView {
+    return toPodView(pod, {
+      now: this.#d.clock.now(),
+      hostIp: pod.hostId ? (this.#d.inventory.host(pod.hostId)?.publicIp ?? null) : null,
+      live: extra.live ?? null,
+      internalDomain: this.#d.config.networking.internalDomain,
+      justCreated: extra.justCreated ?? false,
+    });
+  }
+}
+
+/** What placement needs from the pod's settings. */
+export function placementRequest(settings: PodSettings, volumeDataCenterId: string | null): PlacementRequest {
+  const c = settings.compute;
+  return {
+    kind: c.kind,
+    gpuTypeIds: c.kind === 'gpu' ? [c.gpuTypeId] : [],
+    gpuCount: c.kind === 'gpu' ? c.count : 0,
+    cpuFlavorId: c.kind === 'cpu' ? c.flavorId : null,
+    vcpuCount: c.kind === 'cpu' ? c.vcpuCount : 0,
+    memoryGb: c.kind === 'cpu' ? c.memoryGb : 0,
+    diskGb: diskOf(settings),
+    cloud: settings.cloud,
+    dataCenterIds: settings.dataCenterIds,
+    volumeDataCenterId,
+    allowedCudaVersions: settings.allowedCudaVersions,
+    minCudaVersion: settings.minCudaVersion,
+    portCount: settings.ports.length,
+    globalNetworking: settings.globalNetworking,
+  };
+}
+
+/**
+ * A PATCH with `templateId` applies the template's image, args, disk, ports, registry and env as
+ * if they were body fields; explicit body fields win. Its env is merged over the pod's env unless
+ * the body sends `env` (a full replacement, merged over the template's).
+ */
+function effectivePatch(patch: PatchPodInput, template: TemplateDefaults | null): PatchPodInput & { envOverPod: boolean } {
+  if (!template) return { ...patch, envOverPod: false };
+  return {
+    ...patch,
+    image: patch.image ?? template.image,
+    args: patch.args ?? template.args,
+    disk: patch.disk ?? template.disk,
+    ports: patch.ports ?? template.ports,
+    registry: patch.registry !== undefined ? patch.registry : template.registry,
+    env: patch.env !== undefined ? { ...template.env, ...patch.env } : template.env,
+    envOverPod: patch.env === undefined,
+  };
+}

@@ -1,24 +1,74 @@
 import type { Clock } from '../domain/clock.js';
+import { ApiError, notFound } from '../domain/errors.js';
+import { newId } from '../domain/ids.js';
 import type { Db } from '../store/database.js';
+import { RegistryStore, type RegistryRecord } from '../store/registry-store.js';
 import type { SecretBox } from '../store/secret-box.js';
+import type { Registry } from './registry.js';
 
-export interface Registry {
-  id: string;
-  accountId: string;
+export type { Registry } from './registry.js';
+
+export interface CreateRegistryInput {
   name: string;
-  createdAt: number;
+  username: string;
+  password: string;
 }
 
+/** Strips the sealed secrets: nothing outside this service sees even the ciphertext. */
+const toRegistry = ({ id, accountId, name, createdAt }: RegistryRecord): Registry => ({ id, accountId, name, createdAt });
+
+/** Container registry credentials. Username and password are sealed at rest and leave only through `credentials`. */
 export class RegistriesService {
-  constructor(private readonly deps: { db: Db; clock: Clock; secrets: SecretBox }) {}
+  readonly store: RegistryStore;
+
+  constructor(private readonly deps: { db: Db; clock: Clock; secrets: SecretBox }) {
+    this.store = new RegistryStore(deps.db);
+  }
+
+  async create(accountId: string, input: CreateRegistryInput): Promise<Registry> {
+    const record: RegistryRecord = {
+      id: newId(),
+      accountId,
+      name: input.name,
+      usernameSealed: this.deps.secrets.seal(input.username),
+      passwordSealed: this.deps.secrets.seal(input.password),
+      createdAt: this.deps.clock.now(),
+    };
+    await this.store.insert(record);
+    return toRegistry(record);
+  }
+
+  async list(accountId: string): Promise<Registry[]> {
+    return (await this.store.list(accountId)).map(toRegistry);
+  }
 
   /** The caller's registry credential (without secrets), or 404 NOT_FOUND. */
-  async get(_accountId: string, _id: string): Promise<Registry> {
-    throw new Error('not implemented');
+  async get(accountId: string, id: string): Promise<Registry> {
+    return toRegistry(await this.#record(accountId, id));
   }
 
   /** Decrypted credentials, for the runtime only. Never returned by any route or logged. */
-  async credentials(_accountId: string, _id: string): Promise<{ username: string; password: string }> {
-    throw new Error('not implemented');
+  async credentials(accountId: string, id: string): Promise<{ username: string; password: string }> {
+    const record = await this.#record(accountId, id);
+    return { username: this.deps.secrets.open(record.usernameSealed), password: this.deps.secrets.open(record.passwordSealed) };
+  }
+
+  /** Refused with 400 REGISTRY_IN_USE while a live pod or a template of the account names it. */
+  async delete(accountId: string, id: string): Promise<void> {
+    await this.#record(accountId, id);
+    const usage = await this.store.usage(accountId, id);
+    const users = [...usage.pods.map((p) => `pod "${p}"`), ...usage.templates.map((t) => `template "${t}"`)];
+    if (users.length > 0)
+      throw new ApiError(
+        'REGISTRY_IN_USE',
+        `Registry credential "${id}" is used by ${users.join(', ')}; terminate those pods and point those templates elsewhere before deleting it.`,
+      );
+    if (!(await this.store.delete(id))) throw notFound('registry credential', id);
+  }
+
+  async #record(accountId: string, id: string): Promise<RegistryRecord> {
+    const record = await this.store.get(accountId, id);
+    if (!record) throw notFound('registry credential', id);
+    return record;
   }
 }

@@ -62,4 +62,6 @@ export interface Runtime {
   onChange(listener: InstanceListener): () => void;
   /** Stops every instance (server shutdown). */
   close(): Promise<void>;
+  /** Kills instances a previous server left behind (it died without stopping them); answers their ids. */
+  reapOrphans?(): Promise<string[]>;
 }

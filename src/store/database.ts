@@ -45,7 +45,7 @@ pg.types.setTypeParser(20, (v: string) => Number(v));
 
 export async function openDatabase(options: OpenDatabaseOptions): Promise<Db> {
   const db = options.url ? await openPostgres(options.url, options.schema ?? 'public') : openSqlite(options);
-  await migrate(db.kysely, db.dialect === 'sqlite' ? sqliteMigrations : postgresMigrations);
+  await migrate(db.kysely, db.dialect === 'sqlite' ? sqliteMigrations : postgresMigrations, options.url ? (options.schema ?? 'public') : undefined);
   return db;
 }
 
@@ -93,12 +93,14 @@ async function openPostgres(url: string, schema: string): Promise<Db> {
   };
 }
 
-async function migrate(kysely: Kysely<Database>, migrations: Record<string, Migration>): Promise<void> {
+async function migrate(kysely: Kysely<Database>, migrations: Record<string, Migration>, schema?: string): Promise<void> {
   const migrator = new Migrator({
     db: kysely,
     provider: { getMigrations: async () => migrations },
     migrationTableName: 'gantry_migrations',
     migrationLockTableName: 'gantry_migrations_lock',
+    // Without it Kysely finds the migration tables of any schema in the database and skips creating ours.
+    ...(schema ? { migrationTableSchema: schema } : {}),
   });
   const { error, results } = await migrator.migrateToLatest();
   if (error) {

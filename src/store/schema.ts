@@ -126,6 +126,111 @@ export interface RegistriesTable {
   created_at: number;
 }
 
+/** A serverless endpoint (GraphQL saveEndpoint record; REST `GET /v2/serverless`). */
+export interface EndpointsTable {
+  id: string;
+  account_id: string;
+  name: string;
+  template_id: string;
+  /** `QB` queue-based or `LB` load balancing. */
+  type: 'QB' | 'LB';
+  /** Comma list of GPU pools (`ADA_24,AMPERE_48`). */
+  gpu_ids: string;
+  gpu_count: number;
+  /** Comma list of region codes; empty means any. */
+  locations: string;
+  network_volume_id: string | null;
+  idle_timeout_s: number;
+  scaler_type: string;
+  scaler_value: number;
+  workers_min: number;
+  workers_max: number;
+  flashboot: number;
+  /** JSON array of `major.minor`. */
+  allowed_cuda_versions: string;
+  /** Default execution timeout of the endpoint's jobs; a job's policy overrides it. */
+  execution_timeout_ms: number;
+  /** JSON object string→string. */
+  env: string;
+  created_at: number;
+  updated_at: number;
+  version: number;
+}
+
+/** A queued job. Timestamps are epoch ms; `seq` orders the queue (FIFO per endpoint). */
+export interface JobsTable {
+  id: string;
+  endpoint_id: string;
+  account_id: string;
+  status: string;
+  seq: number;
+  /** JSON text of the request's `input`. */
+  input: string;
+  webhook: string | null;
+  /** JSON text of the request's `s3Config`; handed to the worker, never returned by views. */
+  s3_config: string | null;
+  execution_timeout_ms: number;
+  low_priority: number;
+  ttl_ms: number;
+  /** 1 for `/runsync` jobs: shorter result retention. */
+  sync: number;
+  created_at: number;
+  /** When the job last entered the queue (submission or retry); `delay_ms` counts from here. */
+  queued_at: number;
+  started_at: number | null;
+  completed_at: number | null;
+  /** created_at + ttl: the job is deleted then, whatever its state. */
+  expires_at: number;
+  /** completed_at + retention: a terminal job is deleted then. */
+  retain_until: number | null;
+  /** started_at + execution_timeout_ms while IN_PROGRESS. */
+  timeout_at: number | null;
+  /** JSON text: the result, or the latest progress output while IN_PROGRESS. */
+  output: string | null;
+  error: string | null;
+  worker_id: string | null;
+  retries: number;
+  delay_ms: number | null;
+  execution_ms: number | null;
+  /** 0 none, 1 the worker must stop this job (not yet told), 2 the worker was told. */
+  stop_requested: number;
+}
+
+/** Stream chunks a worker posted and no client has drained yet. */
+export interface JobStreamTable {
+  job_id: string;
+  seq: number;
+  /** JSON text of one chunk's `output`. */
+  output: string;
+  created_at: number;
+}
+
+/** A serverless worker instance (minimal; the worker/autoscaler layer extends it). */
+export interface WorkersTable {
+  id: string;
+  endpoint_id: string;
+  status: string;
+  host_id: string | null;
+  last_ping_at: number | null;
+  created_at: number;
+  updated_at: number;
+}
+
+/** Outbox of webhook calls, written in the transaction that finalises the job. */
+export interface WebhookDeliveriesTable {
+  id: string;
+  job_id: string;
+  url: string;
+  /** JSON text of the body to POST. */
+  payload: string;
+  attempts: number;
+  next_attempt_at: number;
+  /** PENDING, DELIVERED or FAILED. */
+  status: string;
+  last_error: string | null;
+  created_at: number;
+}
+
 export interface Database {
   accounts: AccountsTable;
   api_keys: ApiKeysTable;
@@ -134,4 +239,9 @@ export interface Database {
   templates: TemplatesTable;
   network_volumes: NetworkVolumesTable;
   registries: RegistriesTable;
+  endpoints: EndpointsTable;
+  jobs: JobsTable;
+  job_stream: JobStreamTable;
+  workers: WorkersTable;
+  webhook_deliveries: WebhookDeliveriesTable;
 }

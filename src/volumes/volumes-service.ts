@@ -1,25 +1,98 @@
+import { mkdir, rm } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { Catalog } from '../domain/catalog.js';
 import type { Clock } from '../domain/clock.js';
+import { ApiError, badRequest, notFound } from '../domain/errors.js';
+import { newId } from '../domain/ids.js';
 import type { Db } from '../store/database.js';
+import { VolumeStore } from '../store/volume-store.js';
+import type { NetworkVolume } from './network-volume.js';
 
-export interface NetworkVolume {
-  id: string;
-  accountId: string;
+export type { NetworkVolume } from './network-volume.js';
+
+export interface CreateVolumeInput {
   name: string;
+  /** GB, 10-4000 (checked by the route schema) */
   size: number;
   dataCenterId: string;
-  createdAt: number;
 }
 
+export interface PatchVolumeInput {
+  name?: string;
+  /** GB; may only grow */
+  size?: number;
+  /** Immutable: accepted only when equal to the volume's own, so a client may send back what it read. */
+  dataCenterId?: string;
+}
+
+export interface VolumesServiceDeps {
+  db: Db;
+  clock: Clock;
+  /** Volumes live under `<dataDir>/volumes/<id>`. */
+  dataDir: string;
+  /** The data centers a volume may be created in. */
+  catalog: Pick<Catalog, 'dataCenters'>;
+}
+
+/** Network volumes: a row per volume and a folder on this machine that holds its data. */
 export class VolumesService {
-  constructor(private readonly deps: { db: Db; clock: Clock; dataDir: string }) {}
+  readonly store: VolumeStore;
+
+  constructor(private readonly deps: VolumesServiceDeps) {
+    this.store = new VolumeStore(deps.db);
+  }
+
+  async create(accountId: string, input: CreateVolumeInput): Promise<NetworkVolume> {
+    const known = this.deps.catalog.dataCenters.map((d) => d.id);
+    if (!known.includes(input.dataCenterId))
+      throw badRequest(`Data center "${input.dataCenterId}" is unknown; valid data centers: ${known.join(', ')}.`);
+    const volume: NetworkVolume = { id: newId(), accountId, name: input.name, size: input.size, dataCenterId: input.dataCenterId, createdAt: this.deps.clock.now() };
+    // The folder first: a row without its folder would be a volume pods cannot mount.
+    await mkdir(this.hostPath(volume.id), { recursive: true });
+    try {
+      await this.store.insert(volume);
+    } catch (err) {
+      await rm(this.hostPath(volume.id), { recursive: true, force: true });
+      throw err;
+    }
+    return volume;
+  }
+
+  async list(accountId: string): Promise<NetworkVolume[]> {
+    return this.store.list(accountId);
+  }
 
   /** The caller's volume, or 404 NOT_FOUND. */
-  async get(_accountId: string, _id: string): Promise<NetworkVolume> {
-    throw new Error('not implemented');
+  async get(accountId: string, id: string): Promise<NetworkVolume> {
+    const volume = await this.store.get(accountId, id);
+    if (!volume) throw notFound('network volume', id);
+    return volume;
+  }
+
+  /** Renames and/or grows a volume. Shrinking, or moving it to another data center, is refused with 400. */
+  async update(accountId: string, id: string, patch: PatchVolumeInput): Promise<NetworkVolume> {
+    const volume = await this.get(accountId, id);
+    if (patch.dataCenterId !== undefined && patch.dataCenterId !== volume.dataCenterId)
+      throw badRequest(`dataCenterId is immutable: volume "${id}" stays in ${volume.dataCenterId}; create a new volume in ${patch.dataCenterId} instead.`);
+    if (patch.size !== undefined && patch.size < volume.size)
+      throw badRequest(`A network volume can only grow: volume "${id}" has ${volume.size} GB, so size must be at least ${volume.size} (got ${patch.size}).`);
+    const changes = { ...(patch.name !== undefined ? { name: patch.name } : {}), ...(patch.size !== undefined ? { size: patch.size } : {}) };
+    if (!(await this.store.update(id, changes))) throw notFound('network volume', id);
+    return { ...volume, ...changes };
+  }
+
+  /** Refused with 400 VOLUME_IN_USE while a pod that is not TERMINATED mounts it; removes its data. */
+  async delete(accountId: string, id: string): Promise<void> {
+    await this.get(accountId, id);
+    const pods = await this.store.podsMounting(accountId, id);
+    if (pods.length > 0)
+      throw new ApiError('VOLUME_IN_USE', `Network volume "${id}" is mounted by pod(s) ${pods.map((p) => `"${p}"`).join(', ')}; terminate them before deleting it.`);
+    if (!(await this.store.delete(id))) throw notFound('network volume', id);
+    await rm(this.hostPath(id), { recursive: true, force: true });
   }
 
   /** Folder on this machine that holds the volume's data (created on volume create). */
   hostPath(id: string): string {
-    return `${this.deps.dataDir}/volumes/${id}`;
+    return join(this.deps.dataDir, 'volumes', id);
   }
 }

@@ -27,6 +27,13 @@ function send(reply: FastifyReply, err: ApiError): void {
   void reply.code(err.status).type('application/problem+json').send(err.toProblem());
 }
 
+/** Errors Fastify raises before routing (bad URL encoding, over-long path parameters). */
+export function frameworkErrors(error: FastifyError, _request: unknown, reply: FastifyReply): void {
+  if (error.code === 'FST_ERR_MAX_PARAM_LENGTH') return send(reply, new ApiError('URI_TOO_LONG', 'A path parameter is longer than 256 characters; no resource has such an id.'));
+  if (error.code === 'FST_ERR_BAD_URL') return send(reply, new ApiError('BAD_REQUEST', 'The request URL is not valid percent-encoding.'));
+  return send(reply, new ApiError('BAD_REQUEST', error.message));
+}
+
 /** Maps every failure — ours, Fastify's, or unexpected — to application/problem+json. */
 export function registerErrorHandling(app: FastifyInstance): void {
   app.setErrorHandler((error: FastifyError & { validation?: ErrorObject[]; validationContext?: string }, request, reply) => {

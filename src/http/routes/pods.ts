@@ -1,6 +1,116 @@
 import type { FastifyInstance } from 'fastify';
+import type { Static } from '@sinclair/typebox';
 import type { Services } from '../../services.js';
+import { principalOf } from '../plugins/auth.js';
+import { IdParams, errorResponses } from '../schemas.js';
+import { CreatePodRequest, PatchPodRequest, Pod, PodActionRequest, PodList, PodListQuery } from '../schemas/pod-schemas.js';
 
-export function podRoutes(_app: FastifyInstance, _services: Services): void {
-  // TODO: routes
+type IdParams = Static<typeof IdParams>;
+
+export function podRoutes(app: FastifyInstance, { pods }: Services): void {
+  app.post<{ Body: Static<typeof CreatePodRequest> }>(
+    '/v2/pods',
+    {
+      schema: {
+        operationId: 'createPod',
+        tags: ['pods'],
+        summary: 'Create a pod',
+        description:
+          'Placement and reservation happen in the request (no capacity → 400); the pod answers PROVISIONING and starts asynchronously. Poll GET /v2/pods/{id} for RUNNING.',
+        body: CreatePodRequest,
+        response: { 201: Pod, ...errorResponses },
+      },
+    },
+    async (request, reply) => {
+      const pod = await pods.create(principalOf(request).accountId, request.body);
+      return reply.code(201).send(pod);
+    },
+  );
+
+  app.get<{ Querystring: Static<typeof PodListQuery> }>(
+    '/v2/pods',
+    {
+      schema: {
+        operationId: 'listPods',
+        tags: ['pods'],
+        summary: "List the account's pods",
+        description: 'TERMINATED pods and cluster member pods are left out unless includeTerminated / includeClusterPods is true.',
+        querystring: PodListQuery,
+        response: { 200: PodList, ...errorResponses },
+      },
+    },
+    async (request) => {
+      const q = request.query;
+      return {
+        pods: await pods.list(principalOf(request).accountId, {
+          includeClusterPods: q.includeClusterPods ?? false,
+          includeTerminated: q.includeTerminated ?? false,
+          ...(q.status !== undefined ? { status: q.status } : {}),
+          ...(q.name !== undefined ? { name: q.name } : {}),
+          ...(q.gpuTypeId !== undefined ? { gpuTypeId: q.gpuTypeId } : {}),
+          ...(q.dataCenterId !== undefined ? { dataCenterId: q.dataCenterId } : {}),
+        }),
+      };
+    },
+  );
+
+  app.get<{ Params: IdParams }>(
+    '/v2/pods/:id',
+    { schema: { operationId: 'getPod', tags: ['pods'], summary: 'Read one pod', params: IdParams, response: { 200: Pod, ...errorResponses } } },
+    async (request) => pods.get(principalOf(request).accountId, request.params.id),
+  );
+
+  app.patch<{ Params: IdParams; Body: Static<typeof PatchPodRequest> }>(
+    '/v2/pods/:id',
+    {
+      schema: {
+        operationId: 'updatePod',
+        tags: ['pods'],
+        summary: 'Change a pod',
+        description:
+          'Updates name, image, args, disk, env (replaced whole), ports, registry, locked and mount paths. Changes the instance sees (image, args, env, ports, disk, mounts, registry) restart a RUNNING pod.',
+        params: IdParams,
+        body: PatchPodRequest,
+        response: { 200: Pod, ...errorResponses },
+      },
+    },
+    async (request) => pods.update(principalOf(request).accountId, request.params.id, request.body),
+  );
+
+  app.post<{ Params: IdParams; Body: Static<typeof PodActionRequest> }>(
+    '/v2/pods/:id/action',
+    {
+      schema: {
+        operationId: 'podAction',
+        tags: ['pods'],
+        summary: 'Start, stop, restart or terminate a pod',
+        description: 'start/stop/restart answer 200 with the pod, terminate answers 204. An action the status does not allow, or stop/restart of a locked pod, answers 409.',
+        params: IdParams,
+        body: PodActionRequest,
+        response: { 200: Pod, 204: { type: 'null', description: 'terminated' }, ...errorResponses },
+      },
+    },
+    async (request, reply) => {
+      const pod = await pods.act(principalOf(request).accountId, request.params.id, request.body.action);
+      if (request.body.action === 'terminate') return reply.code(204).send();
+      return pod;
+    },
+  );
+
+  app.delete<{ Params: IdParams }>(
+    '/v2/pods/:id',
+    {
+      schema: {
+        operationId: 'deletePod',
+        tags: ['pods'],
+        summary: 'Terminate a pod',
+        params: IdParams,
+        response: { 204: { type: 'null', description: 'terminated' }, ...errorResponses },
+      },
+    },
+    async (request, reply) => {
+      await pods.act(principalOf(request).accountId, request.params.id, 'terminate');
+      return reply.code(204).send();
+    },
+  );
 }

@@ -1,7 +1,29 @@
+/**
+ * The process runtime (the default): an instance is a local child process.
+ *
+ * - An image reference mapped in the config's `images` runs its command as a real process, in its
+ *   own process group, in `<dataDir>/instances/<id>/` unless the mapping names a cwd, with the
+ *   environment of {@link instanceEnv} and its output in `output.log` there.
+ * - An UNMAPPED image runs as an idle placeholder: no process, no files, `running` at once and
+ *   until stopped, stats all zero. A placeholder is one small object in a map, so thousands cost
+ *   next to nothing; it lets any pod be created and driven through its lifecycle.
+ */
+import type { ChildProcess } from 'node:child_process';
+import { mkdir } from 'node:fs/promises';
+import { constants as osConstants } from 'node:os';
+import { join } from 'node:path';
 import type { Logger } from 'pino';
-import type { ImageSpec } from '../../config.js';
+import type { HealthProbe, ImageSpec } from '../../config.js';
 import type { Clock } from '../../domain/clock.js';
-import type { InstanceListener, InstanceSpec, InstanceStatus, Runtime } from '../runtime.js';
+import type { InstanceListener, InstanceSpec, InstanceState, InstanceStatus, Runtime } from '../runtime.js';
+import { describeTarget, waitUntilHealthy, type ProbeTarget } from './health-probe.js';
+import { INSTANCE_PUBLIC_IP, instanceEnv } from './instance-env.js';
+import { launchProcess, type LaunchedProcess } from './launch-process.js';
+import { hasPidFile, instanceDirOf, reapOrphan, reapOrphans, removePidFile, writePidFile } from './orphans.js';
+import { DEFAULT_MAX_LOG_BYTES, capLog, logSize, readTail } from './output-log.js';
+import { cpuPercent, groupUsage, memoryPercent, scanProcesses, type CpuSample, type ProcEntry } from './proc-stats.js';
+import { signalGroup, terminateGroup } from './process-group.js';
+import { splitArgs } from './split-args.js';
 
 export interface ProcessRuntimeOptions {
   images: Record<string, ImageSpec>;
@@ -11,23 +33,372 @@ export interface ProcessRuntimeOptions {
   logger: Logger;
   /** SIGTERM → SIGKILL grace. @default 5000 */
   stopGraceMs: number;
+  /** `output.log` is rotated to `output.log.1` once it passes this size. @default 10 MiB */
+  maxLogBytes?: number;
+  /** How often live instances' logs are checked against `maxLogBytes`. @default 5000 */
+  logCheckIntervalMs?: number;
+}
+
+type Stats = NonNullable<InstanceStatus['stats']>;
+const ZERO_STATS: Stats = Object.freeze({ cpuUtil: 0, memoryUtil: 0, memoryBytes: 0 });
+/** CPU utilisation is measured between samples at least this far apart. */
+const MIN_SAMPLE_MS = 200;
+/** list()/inspect() accept a process table this old, so a burst of calls walks /proc once. */
+const STATS_MAX_AGE_MS = 100;
+
+interface LiveProcess {
+  child: ChildProcess;
+  /** = the child's pid: it leads its own group */
+  pgid: number;
+  logPath: string;
+  /** where this run's output begins in output.log */
+  logOffset: number;
+  exited: Promise<void>;
+  probe: AbortController | null;
+  /** set when the runtime itself kills the group (failed health check) */
+  killing: Promise<void> | null;
+  vcpus: number;
+  memoryGb: number;
+  /** the previous CPU sample; the first is (0 ticks, spawn time) */
+  sample: CpuSample;
+  cpuUtil: number;
+}
+
+interface Instance {
+  status: InstanceStatus;
+  /** null for a placeholder */
+  proc: LiveProcess | null;
+  stopping: Promise<void> | null;
 }
 
 export class ProcessRuntime implements Runtime {
   readonly name = 'process';
-  constructor(private readonly options: ProcessRuntimeOptions) {}
-  async start(_spec: InstanceSpec): Promise<InstanceStatus> {
-    throw new Error('not implemented');
+  readonly #options: ProcessRuntimeOptions;
+  readonly #instances = new Map<string, Instance>();
+  /** ids whose start() is between its checks and its registration */
+  readonly #launching = new Set<string>();
+  readonly #listeners = new Set<InstanceListener>();
+  #logTimer: NodeJS.Timeout | null = null;
+  #checkingLogs = false;
+  #closed = false;
+
+  constructor(options: ProcessRuntimeOptions) {
+    this.#options = options;
   }
-  async stop(_id: string): Promise<void> {}
-  async inspect(_id: string): Promise<InstanceStatus | null> {
-    return null;
+
+  async start(spec: InstanceSpec): Promise<InstanceStatus> {
+    if (this.#closed) throw new Error(`cannot start instance "${spec.id}": the runtime is shutting down`);
+    if (this.#launching.has(spec.id)) throw new Error(`instance "${spec.id}" is already being started`);
+    const existing = this.#instances.get(spec.id);
+    if (existing) {
+      const { state } = existing.status;
+      if (!existing.stopping && (state === 'starting' || state === 'running')) {
+        throw new Error(`instance "${spec.id}" is already ${state}; stop it before starting it again`);
+      }
+      // A finished instance that was never stopped, or one being stopped: clear it out first.
+      await this.stop(spec.id);
+      if (this.#instances.has(spec.id) || this.#launching.has(spec.id)) throw new Error(`instance "${spec.id}" is already being started`);
+    }
+    this.#launching.add(spec.id);
+    try {
+      const image = this.#options.images[spec.image];
+      const status = image ? await this.#startProcess(spec, image) : await this.#startPlaceholder(spec);
+      return status;
+    } finally {
+      this.#launching.delete(spec.id);
+    }
   }
+
+  async stop(id: string): Promise<void> {
+    const instance = this.#instances.get(id);
+    if (!instance) return;
+    instance.stopping ??= this.#terminate(instance).finally(() => {
+      if (this.#instances.get(id) === instance) this.#instances.delete(id);
+    });
+    return instance.stopping;
+  }
+
+  async inspect(id: string): Promise<InstanceStatus | null> {
+    const instance = this.#instances.get(id);
+    if (!instance) return null;
+    const table = instance.proc && isLive(instance) ? await scanProcesses(STATS_MAX_AGE_MS) : null;
+    return this.#snapshot(instance, table);
+  }
+
   async list(): Promise<InstanceStatus[]> {
-    return [];
+    const instances = [...this.#instances.values()];
+    const table = instances.some((i) => i.proc && isLive(i)) ? await scanProcesses(STATS_MAX_AGE_MS) : null;
+    return instances.map((i) => this.#snapshot(i, table));
   }
-  onChange(_listener: InstanceListener): () => void {
-    return () => {};
+
+  onChange(listener: InstanceListener): () => void {
+    this.#listeners.add(listener);
+    return () => {
+      this.#listeners.delete(listener);
+    };
   }
-  async close(): Promise<void> {}
+
+  async close(): Promise<void> {
+    this.#closed = true;
+    if (this.#logTimer) clearInterval(this.#logTimer);
+    this.#logTimer = null;
+    await Promise.all([...this.#instances.keys()].map((id) => this.stop(id)));
+  }
+
+  /**
+   * Kills the process groups a previous server left behind (see orphans.ts), skipping instances
+   * this runtime holds. Meant for server start; `start()` also reaps its own id's leftover.
+   */
+  async reapOrphans(): Promise<string[]> {
+    const held = new Set([...this.#instances.keys(), ...this.#launching]);
+    const killed = await reapOrphans(this.#options.dataDir, { graceMs: this.#options.stopGraceMs }, (id) => !held.has(id));
+    if (killed.length > 0) this.#options.logger.warn({ instances: killed }, 'killed processes left behind by a previous server');
+    return killed;
+  }
+
+  async #startPlaceholder(spec: InstanceSpec): Promise<InstanceStatus> {
+    // The same id may have run a real process under a previous config; one stat keeps this cheap.
+    if (hasPidFile(this.#options.dataDir, spec.id)) await this.#reap(spec.id);
+    const instance: Instance = {
+      status: { id: spec.id, state: 'running', startedAt: this.#options.clock.now(), exitCode: null, reason: null, stats: ZERO_STATS },
+      proc: null,
+      stopping: null,
+    };
+    this.#instances.set(spec.id, instance);
+    this.#emit(instance);
+    return copyStatus(instance.status);
+  }
+
+  async #startProcess(spec: InstanceSpec, image: ImageSpec): Promise<InstanceStatus> {
+    const { dataDir, logger, clock } = this.#options;
+    const cannot = (why: string): Error => new Error(`cannot start image "${spec.image}": ${why}`);
+
+    let argv: string[];
+    try {
+      argv = [...image.command, ...splitArgs(spec.args)];
+    } catch (err) {
+      throw cannot((err as Error).message);
+    }
+    const [file, ...rest] = argv;
+    if (file === undefined || file === '') throw cannot('its command is empty');
+    const probe = image.health ? probeTargetOf(image.health, spec) : null;
+    if (probe === undefined) {
+      const ports = spec.ports.map((p) => `${p.private}/${p.protocol}`).join(', ') || 'none';
+      throw cannot(`its health check probes port ${image.health?.port}, which this instance does not expose (ports: ${ports})`);
+    }
+
+    const dir = instanceDirOf(dataDir, spec.id);
+    await mkdir(dir, { recursive: true });
+    await this.#reap(spec.id);
+    for (const volume of spec.volumes) {
+      try {
+        await mkdir(volume.hostPath, { recursive: true });
+      } catch (err) {
+        throw cannot(`cannot create the folder of volume ${volume.path} at ${volume.hostPath}: ${(err as Error).message}`);
+      }
+    }
+    const logPath = join(dir, 'output.log');
+    await capLog(logPath, this.#maxLogBytes).catch(() => false);
+    const cwd = image.cwd ?? dir;
+    let launched: LaunchedProcess;
+    try {
+      launched = await launchProcess({
+        file,
+        args: rest,
+        cwd,
+        logPath,
+        env: instanceEnv(spec, { hostEnv: process.env, imageEnv: image.env, instanceDir: dir }),
+        onError: (err) => logger.warn({ err, instance: spec.id }, 'instance process error'),
+      });
+    } catch (err) {
+      throw cannot((err as Error).message);
+    }
+    const { child, pgid, logOffset, exit } = launched;
+
+    const proc: LiveProcess = {
+      child,
+      pgid,
+      logPath,
+      logOffset,
+      exited: exit.then(() => undefined),
+      probe: null,
+      killing: null,
+      vcpus: spec.vcpus,
+      memoryGb: spec.memoryGb,
+      sample: { ticks: 0, at: performance.now() },
+      cpuUtil: 0,
+    };
+    const instance: Instance = {
+      status: { id: spec.id, state: probe ? 'starting' : 'running', startedAt: clock.now(), exitCode: null, reason: null, stats: null },
+      proc,
+      stopping: null,
+    };
+    this.#instances.set(spec.id, instance);
+    void exit.then((info) => this.#onExit(spec.id, instance, info.code, info.signal));
+    await writePidFile(dataDir, spec.id, pgid).catch((err: unknown) => logger.warn({ err, instance: spec.id }, 'cannot write the pid file'));
+
+    if (this.#closed) {
+      await this.stop(spec.id);
+      throw new Error(`cannot start instance "${spec.id}": the runtime is shutting down`);
+    }
+    logger.info({ instance: spec.id, image: spec.image, pid: pgid, argv, cwd }, 'instance process started');
+    this.#watchLogs();
+    this.#emit(instance);
+    if (probe && image.health) this.#probe(spec.id, instance, probe, image.health);
+    return copyStatus(instance.status);
+  }
+
+  #probe(id: string, instance: Instance, target: ProbeTarget, health: HealthProbe): void {
+    const proc = instance.proc!;
+    const abort = new AbortController();
+    proc.probe = abort;
+    void waitUntilHealthy(target, { intervalMs: Math.max(10, health.intervalMs), timeoutMs: health.timeoutMs, signal: abort.signal }).then(async (result) => {
+      if (!this.#current(id, instance) || instance.status.state !== 'starting') return;
+      if (result.ok) {
+        instance.status = { ...instance.status, state: 'running' };
+        this.#emit(instance);
+        return;
+      }
+      if (result.aborted) return;
+      const tail = await readTail(proc.logPath, proc.logOffset);
+      if (!this.#current(id, instance) || stateOf(instance) !== 'starting') return;
+      const reason = withOutput(`health check ${describeTarget(target)} did not pass within ${health.timeoutMs} ms (last attempt: ${result.lastError})`, tail);
+      instance.status = { ...instance.status, state: 'failed', reason, stats: null };
+      // A failed instance must not keep running (and holding its port) until someone stops it.
+      proc.killing = terminateGroup(proc.pgid, this.#options.stopGraceMs, proc.exited).catch(() => undefined);
+      this.#emit(instance);
+    });
+  }
+
+  async #onExit(id: string, instance: Instance, code: number | null, signal: NodeJS.Signals | null): Promise<void> {
+    const proc = instance.proc!;
+    proc.probe?.abort();
+    // Whatever the process forked must not outlive it (a daemonized helper would keep its port).
+    // Members still alive keep the group id reserved, so this cannot reach a stranger's group.
+    signalGroup(proc.pgid, 'SIGKILL');
+    await removePidFile(this.#options.dataDir, id).catch(() => undefined);
+    if (instance.stopping || !this.#current(id, instance)) return;
+    const exitCode = code ?? 128 + (signal ? (osConstants.signals[signal] ?? 0) : 0);
+    if (instance.status.state === 'failed') {
+      instance.status = { ...instance.status, exitCode };
+      return;
+    }
+    const tail = exitCode !== 0 ? await readTail(proc.logPath, proc.logOffset) : '';
+    // The health check may have failed the instance while the tail was read.
+    if (instance.stopping || !this.#current(id, instance) || stateOf(instance) === 'failed') return;
+    const what = signal ? `killed by signal ${signal}` : `process exited with code ${code}`;
+    const starting = instance.status.state === 'starting';
+    instance.status = {
+      ...instance.status,
+      state: starting ? 'failed' : 'exited',
+      exitCode,
+      reason: withOutput(starting ? `${what} before its health check passed` : what, tail),
+      stats: null,
+    };
+    this.#options.logger.info({ instance: id, exitCode, signal }, 'instance process ended');
+    this.#emit(instance);
+  }
+
+  async #terminate(instance: Instance): Promise<void> {
+    const proc = instance.proc;
+    if (!proc) return;
+    proc.probe?.abort();
+    if (!leaderGone(proc)) await terminateGroup(proc.pgid, this.#options.stopGraceMs, proc.exited);
+    await proc.killing;
+    // The group is gone; wait (bounded) for Node to have reaped the leader too.
+    await Promise.race([proc.exited, new Promise((resolve) => setTimeout(resolve, 1_000).unref())]);
+    await removePidFile(this.#options.dataDir, instance.status.id).catch(() => undefined);
+  }
+
+  async #reap(id: string): Promise<void> {
+    const killed = await reapOrphan(this.#options.dataDir, id, { graceMs: this.#options.stopGraceMs });
+    if (killed) this.#options.logger.warn({ instance: id }, 'killed the process a previous server left behind for this instance');
+  }
+
+  #snapshot(instance: Instance, table: readonly ProcEntry[] | null): InstanceStatus {
+    const { status, proc } = instance;
+    if (!proc) return copyStatus(status);
+    if (!isLive(instance)) return { ...status, stats: null };
+    return { ...status, stats: table ? this.#measure(proc, table) : null };
+  }
+
+  #measure(proc: LiveProcess, table: readonly ProcEntry[]): Stats {
+    const usage = groupUsage(table, proc.pgid);
+    const sample = { ticks: usage.cpuTicks, at: performance.now() };
+    // Calls closer together than MIN_SAMPLE_MS repeat the last figure rather than measure noise.
+    if (sample.at - proc.sample.at >= MIN_SAMPLE_MS) {
+      proc.cpuUtil = cpuPercent(proc.sample, sample, proc.vcpus);
+      proc.sample = sample;
+    }
+    return { cpuUtil: proc.cpuUtil, memoryUtil: memoryPercent(usage.rssBytes, proc.memoryGb), memoryBytes: usage.rssBytes };
+  }
+
+  #current(id: string, instance: Instance): boolean {
+    return this.#instances.get(id) === instance;
+  }
+
+  get #maxLogBytes(): number {
+    return this.#options.maxLogBytes ?? DEFAULT_MAX_LOG_BYTES;
+  }
+
+  /** One timer for all instances keeps every output.log under the cap. */
+  #watchLogs(): void {
+    if (this.#logTimer) return;
+    this.#logTimer = setInterval(() => void this.#checkLogs(), this.#options.logCheckIntervalMs ?? 5_000);
+    this.#logTimer.unref();
+  }
+
+  async #checkLogs(): Promise<void> {
+    if (this.#checkingLogs) return;
+    this.#checkingLogs = true;
+    try {
+      for (const instance of this.#instances.values()) {
+        const proc = instance.proc;
+        if (!proc || !isLive(instance)) continue;
+        if (await capLog(proc.logPath, this.#maxLogBytes).catch(() => false)) {
+          proc.logOffset = Math.min(proc.logOffset, await logSize(proc.logPath));
+        }
+      }
+    } finally {
+      this.#checkingLogs = false;
+    }
+  }
+
+  #emit(instance: Instance): void {
+    for (const listener of [...this.#listeners]) {
+      try {
+        const result: unknown = listener(copyStatus(instance.status));
+        if (result instanceof Promise) result.catch((err: unknown) => this.#listenerFailed(err));
+      } catch (err) {
+        this.#listenerFailed(err);
+      }
+    }
+  }
+
+  #listenerFailed(err: unknown): void {
+    this.#options.logger.error({ err }, 'an instance listener threw; the runtime carries on');
+  }
 }
+
+/**
+ * Whether Node has reaped the group's leader. From then on its pid — our group id — may be handed
+ * to another process, so the group is not signalled again (its leftovers were killed at exit).
+ */
+const leaderGone = (proc: LiveProcess): boolean => proc.child.exitCode !== null || proc.child.signalCode !== null;
+
+/** A status callers may keep or change without touching ours. */
+const copyStatus = (status: InstanceStatus): InstanceStatus => ({ ...status, stats: status.stats && { ...status.stats } });
+
+/** Read through a function so TypeScript does not keep a narrowing across an await. */
+const stateOf = (instance: Instance): InstanceState => instance.status.state;
+const isLive = (instance: Instance): boolean => instance.status.state === 'starting' || instance.status.state === 'running';
+
+/** The host address to probe: the public port bound to the probe's private port; undefined when none is. */
+function probeTargetOf(health: HealthProbe, spec: InstanceSpec): ProbeTarget | undefined {
+  const binding = spec.ports.find((p) => p.private === health.port);
+  if (!binding) return undefined;
+  return { type: health.type, host: INSTANCE_PUBLIC_IP, port: binding.public, path: health.path || '/' };
+}
+
+/** Appends the tail of the process's output to a reason, so the user sees why. */
+const withOutput = (reason: string, tail: string): string => (tail ? `${reason}; last output:\n${tail}` : reason);

@@ -1,5 +1,6 @@
 import { sql, type Kysely, type Migration } from 'kysely';
 import { initialTables } from '../tables.js';
+import { serverlessTables } from '../serverless-tables.js';
 
 const run = async (db: Kysely<unknown>, statements: string[]): Promise<void> => {
   for (const s of statements) await sql.raw(s).execute(db);
@@ -8,4 +9,5 @@ const run = async (db: Kysely<unknown>, statements: string[]): Promise<void> => 
 /** SQLite migrations, applied in key order. */
 export const sqliteMigrations: Record<string, Migration> = {
   '0001-initial': { up: (db) => run(db, initialTables({ big: 'INTEGER', real: 'REAL' })) },
+  '0002-serverless': { up: (db) => run(db, serverlessTables({ big: 'INTEGER', real: 'REAL' })) },
 };

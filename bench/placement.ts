@@ -1,0 +1,183 @@
+// Placement throughput: Inventory.placeAndReserve over a large mixed fleet, with reserve and
+// release churn and a share of requests that must be refused (with their reason).
+//   node --import tsx bench/placement.ts [--hosts 5000] [--decisions 200000]
+// Goal: >= 20,000 decisions/s over 5,000 hosts.
+import { parseArgs } from 'node:util';
+import { defaultCatalog, type Cloud, type Host } from '../src/domain/catalog.js';
+import type { PlacementRequest } from '../src/domain/placement.js';
+import { Inventory } from '../src/inventory/inventory.js';
+import { printTable } from './support/processes.js';
+
+const { values } = parseArgs({ options: { hosts: { type: 'string', default: '5000' }, decisions: { type: 'string', default: '200000' } } });
+const hostCount = Number(values.hosts);
+const decisions = Number(values.decisions);
+const GOAL = 20_000;
+
+/** Deterministic PRNG (mulberry32) so runs are comparable. */
+function prng(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+const random = prng(42);
+const pick = <T>(items: readonly T[]): T => items[Math.floor(random() * items.length)]!;
+
+const catalog = defaultCatalog();
+const gpuTypes = catalog.gpuTypes.slice(0, 12).map((t) => t.id); // H100s are left out so requests for them are refused
+const dcs = catalog.dataCenters.map((d) => d.id);
+const cudas = ['11.8', '12.0', '12.1', '12.2', '12.4', '12.8'];
+
+function fleet(n: number): Host[] {
+  return Array.from({ length: n }, (_, i): Host => {
+    const cpuOnly = random() < 0.05;
+    return {
+      id: `host-${String(i).padStart(5, '0')}`,
+      dataCenterId: pick(dcs),
+      cloud: random() < 0.35 ? 'COMMUNITY' : 'SECURE',
+      cudaVersion: cpuOnly ? null : pick(cudas),
+      gpuTypeId: cpuOnly ? null : pick(gpuTypes),
+      gpuCount: cpuOnly ? 0 : pick([1, 2, 4, 8, 8]),
+      cpuFlavors: cpuOnly ? ['cpu3c', 'cpu3g', 'cpu3m'] : [],
+      vcpus: cpuOnly ? 128 : 96,
+      memoryGb: cpuOnly ? 1024 : 768,
+      diskGb: 4000,
+      portRange: [20000, 20199],
+      publicIp: '10.0.0.1',
+    };
+  });
+}
+
+const base: PlacementRequest = {
+  kind: 'gpu',
+  gpuTypeIds: [],
+  gpuCount: 1,
+  cpuFlavorId: null,
+  vcpuCount: 8,
+  memoryGb: 32,
+  diskGb: 50,
+  cloud: 'SECURE',
+  dataCenterIds: [],
+  volumeDataCenterId: null,
+  allowedCudaVersions: [],
+  minCudaVersion: null,
+  portCount: 2,
+  globalNetworking: false,
+};
+
+/** A request mix: mostly pods that fit, serverless pools over several types, CPU pods, and requests that cannot fit. */
+function makeRequest(): PlacementRequest {
+  const r = random();
+  if (r < 0.55) {
+    return {
+      ...base,
+      gpuTypeIds: [pick(gpuTypes)],
+      gpuCount: pick([1, 1, 1, 2, 2, 4, 8]),
+      cloud: pick<Cloud | 'ALL'>(['SECURE', 'COMMUNITY', 'ALL']),
+      dataCenterIds: random() < 0.4 ? [pick(dcs)] : [],
+      ...(random() < 0.3 ? { allowedCudaVersions: [pick(cudas)] } : random() < 0.3 ? { minCudaVersion: pick(['12', '12.2', '12.4']) } : {}),
+    };
+  }
+  if (r < 0.7) {
+    const pool = catalog.gpuTypes.filter((t) => t.pool === pick(catalog.gpuTypes).pool).map((t) => t.id);
+    return { ...base, gpuTypeIds: pool, gpuCount: pick([1, 2]), cloud: 'ALL', portCount: 0 };
+  }
+  if (r < 0.8) {
+    const vcpuCount = pick([2, 4, 8, 16]);
+    return { ...base, kind: 'cpu', gpuTypeIds: [], gpuCount: 0, cpuFlavorId: pick(['cpu3c', 'cpu3g', 'cpu3m']), vcpuCount, memoryGb: vcpuCount * 4, cloud: 'ALL' };
+  }
+  // refused: a CUDA version no host reports, a type no host has, more GPUs than any host, no global networking
+  return pick<PlacementRequest>([
+    { ...base, gpuTypeIds: [pick(gpuTypes)], allowedCudaVersions: ['13.0'] },
+    { ...base, gpuTypeIds: ['NVIDIA H100 80GB HBM3'] },
+    { ...base, gpuTypeIds: [pick(gpuTypes)], gpuCount: 16, cloud: 'ALL' },
+    { ...base, gpuTypeIds: ['NVIDIA RTX A4000'], globalNetworking: true },
+  ]);
+}
+
+const hosts = fleet(hostCount);
+const inventory = new Inventory({ hosts, catalog });
+const requests = Array.from({ length: 4096 }, makeRequest);
+const totalGpus = hosts.reduce((n, h) => n + h.gpuCount, 0);
+
+// Holders live in a ring: each new reservation past the target evicts the oldest (churn).
+const target = Math.floor(totalGpus * 0.35);
+const ring: string[] = new Array(target);
+let head = 0;
+let live = 0;
+let placed = 0;
+let refused = 0;
+let serial = 0;
+const reasons = new Map<string, number>();
+
+function decide(i: number): void {
+  const holder = `h${serial++}`;
+  const result = inventory.placeAndReserve(holder, requests[i & 4095]!);
+  if (!result.ok) {
+    refused++;
+    if (reasons.size < 50) reasons.set(result.reason, (reasons.get(result.reason) ?? 0) + 1);
+    return;
+  }
+  placed++;
+  if (live === target) inventory.release(ring[head]!);
+  else live++;
+  ring[head] = holder;
+  head = (head + 1) % target;
+}
+
+// fill the fleet to its working occupancy and warm the JIT
+for (let i = 0; live < target && i < target * 4; i++) decide(i);
+placed = 0;
+refused = 0;
+
+function timed(run: () => void): number {
+  const t0 = performance.now();
+  run();
+  return (performance.now() - t0) / 1000;
+}
+
+const seconds = timed(() => {
+  for (let i = 0; i < decisions; i++) decide(i);
+});
+const mixed = { placed, refused };
+
+// the refusal path alone: it explains which constraint failed, so it does more work per decision
+const unplaceable = requests.filter((r) => !inventory.placeAndReserve('probe', r).ok);
+inventory.release('probe');
+const refusalRuns = Math.min(decisions, 50_000);
+const refusalSeconds = timed(() => {
+  for (let i = 0; i < refusalRuns; i++) inventory.placeAndReserve('probe', unplaceable[i % unplaceable.length]!);
+});
+inventory.release('probe');
+
+let freeGpus = 0;
+for (const id of new Set(gpuTypes)) freeGpus += inventory.gpuStock(id).available;
+
+console.log(
+  `\nPlacement benchmark: ${hostCount} hosts (${totalGpus} GPUs, ${gpuTypes.length} types, ${cudas.length} CUDA versions), ` +
+    `${live} live reservations, ${((1 - freeGpus / totalGpus) * 100).toFixed(0)}% of GPUs in use\n`,
+);
+const row = (mix: string, n: number, secs: number, ok: number | string, no: number | string, gated: boolean) => {
+  const rate = n / secs;
+  return {
+    'fleet size': hostCount,
+    mix,
+    decisions: n,
+    placed: ok,
+    refused: no,
+    'decisions/s': rate.toFixed(0),
+    'µs/decision': ((secs * 1e6) / n).toFixed(1),
+    goal: gated ? `>= ${GOAL}` : '',
+    verdict: gated ? (rate >= GOAL ? 'PASS' : 'FAIL') : '',
+  };
+};
+printTable([
+  row('mixed, with reserve+release churn', decisions, seconds, mixed.placed, mixed.refused, true),
+  row('refusals only (reason computed)', refusalRuns, refusalSeconds, 0, refusalRuns, false),
+]);
+console.log('\nSample refusal reasons:');
+for (const [reason, n] of [...reasons].slice(0, 6)) console.log(`  ${n}× ${reason}`);

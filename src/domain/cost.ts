@@ -1,0 +1,38 @@
+/**
+ * What compute costs, in USD per hour, from catalog prices: per GPU for GPU pods, per vCPU for
+ * CPU pods, at the price of the cloud the pod runs in.
+ */
+import type { Catalog, Cloud, CpuFlavor, GpuType } from './catalog.js';
+
+/** The compute a pod (or worker) holds, as pricing sees it. */
+export type PricedCompute =
+  | { kind: 'gpu'; gpuTypeId: string; gpuCount: number; cloud: Cloud }
+  | { kind: 'cpu'; cpuFlavorId: string; vcpuCount: number; cloud: Cloud };
+
+/** Rounded to a millionth of a dollar so sums of float prices read as the prices people expect. */
+const money = (usd: number): number => Math.round(usd * 1e6) / 1e6;
+
+export const gpuPricePerHour = (gpuType: GpuType, cloud: Cloud): number => (cloud === 'SECURE' ? gpuType.securePrice : gpuType.communityPrice);
+
+export const vcpuPricePerHour = (flavor: CpuFlavor, cloud: Cloud): number => (cloud === 'SECURE' ? flavor.securePricePerVcpu : flavor.communityPricePerVcpu);
+
+/**
+ * Cost per hour of running the compute; 0 when the GPU type or CPU flavor is not in the catalog
+ * (a type removed from the config is not charged for).
+ */
+export function costPerHour(compute: PricedCompute, catalog: Catalog): number {
+  switch (compute.kind) {
+    case 'gpu': {
+      const gpuType = catalog.gpuTypes.find((t) => t.id === compute.gpuTypeId);
+      return gpuType ? money(gpuPricePerHour(gpuType, compute.cloud) * compute.gpuCount) : 0;
+    }
+    case 'cpu': {
+      const flavor = catalog.cpuFlavors.find((f) => f.id === compute.cpuFlavorId);
+      return flavor ? money(vcpuPricePerHour(flavor, compute.cloud) * compute.vcpuCount) : 0;
+    }
+    default: {
+      const unreachable: never = compute;
+      return unreachable;
+    }
+  }
+}

@@ -1,0 +1,150 @@
+/**
+ * Pod request and response schemas (spec 2.1-2.9). Request objects forbid unknown properties at
+ * every level, so each unknown property is one `errors` entry of a 422. Response schemas list
+ * every field: the serializer drops anything undeclared.
+ */
+import { Type, type Static } from '@sinclair/typebox';
+import { POD_ACTIONS, POD_STATUSES } from '../../domain/pod-state.js';
+import type { CreatePodInput, PatchPodInput } from '../../pods/pod-rules.js';
+import type { PodView } from '../../pods/pod-view.js';
+
+const closed = { additionalProperties: false } as const;
+
+const PortList = Type.Array(Type.String({ pattern: '^[0-9]{1,5}/[a-z]+$', description: '`<port>/<protocol>`, e.g. `8888/http` or `22/tcp`' }), {
+  maxItems: 64,
+});
+const Env = Type.Record(Type.String({ minLength: 1, maxLength: 256 }), Type.String({ maxLength: 32768 }));
+const Cloud = Type.Union([Type.Literal('SECURE'), Type.Literal('COMMUNITY')]);
+
+export const PersistentMount = Type.Object(
+  { size: Type.Integer({ minimum: 10, description: 'GB' }), path: Type.String({ minLength: 1, maxLength: 1024 }) },
+  { ...closed, description: 'Host-local storage (deprecated; prefer a network volume). Not allowed on CPU pods.' },
+);
+export const NetworkMount = Type.Object(
+  { volumeId: Type.String({ minLength: 1, maxLength: 64 }), path: Type.String({ minLength: 1, maxLength: 1024 }) },
+  { ...closed, description: 'A network volume of the caller, in the data center the pod runs in.' },
+);
+export const Mounts = Type.Object(
+  { persistent: Type.Optional(PersistentMount), network: Type.Optional(Type.Array(NetworkMount, { maxItems: 1 })) },
+  { ...closed, description: 'At most one of persistent or network.' },
+);
+export const GpuConfig = Type.Object(
+  { id: Type.String({ minLength: 1, description: 'GPU type id (GET /v2/catalog/gpus)' }), count: Type.Optional(Type.Integer({ minimum: 1, default: 1 })) },
+  closed,
+);
+export const CreateCpuConfig = Type.Object(
+  {
+    id: Type.String({ minLength: 1, description: 'CPU flavor id (GET /v2/catalog/cpus)' }),
+    vcpuCount: Type.Integer({ minimum: 2, description: "a power of two listed in the flavor's vcpuOptions" }),
+  },
+  closed,
+);
+
+export const CreatePodRequest = Type.Object(
+  {
+    name: Type.String({ minLength: 1, maxLength: 191 }),
+    image: Type.Optional(Type.String({ minLength: 1, maxLength: 1024, description: 'required unless templateId is set' })),
+    args: Type.Optional(Type.String({ maxLength: 8192 })),
+    disk: Type.Optional(Type.Integer({ minimum: 1, description: 'container disk, GB; default: the template’s, else 20' })),
+    ports: Type.Optional(PortList),
+    env: Type.Optional(Env),
+    registry: Type.Optional(Type.Union([Type.String({ minLength: 1 }), Type.Null()])),
+    templateId: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })),
+    mounts: Type.Optional(Mounts),
+    gpu: Type.Optional(GpuConfig),
+    cpu: Type.Optional(CreateCpuConfig),
+    cloud: Type.Optional(Cloud),
+    dataCenterIds: Type.Optional(Type.Array(Type.String({ minLength: 1 }), { maxItems: 64 })),
+    allowedCudaVersions: Type.Optional(Type.Array(Type.String({ pattern: '^\\d+\\.\\d+$' }), { maxItems: 64 })),
+    minCudaVersion: Type.Optional(Type.String({ pattern: '^\\d+(\\.\\d+)?$' })),
+    globalNetworking: Type.Optional(Type.Boolean({ default: false })),
+    startSsh: Type.Optional(Type.Boolean({ default: false })),
+    startJupyter: Type.Optional(Type.Boolean({ default: false })),
+  },
+  { ...closed, description: 'Exactly one of gpu or cpu.' },
+);
+
+export const PatchPodRequest = Type.Object(
+  {
+    name: Type.Optional(Type.String({ minLength: 1, maxLength: 191 })),
+    image: Type.Optional(Type.String({ minLength: 1, maxLength: 1024 })),
+    args: Type.Optional(Type.String({ maxLength: 8192 })),
+    disk: Type.Optional(Type.Integer({ minimum: 1 })),
+    ports: Type.Optional(PortList),
+    env: Type.Optional(Type.Record(Type.String({ minLength: 1, maxLength: 256 }), Type.String({ maxLength: 32768 }), { description: 'replaces the env' })),
+    registry: Type.Optional(Type.Union([Type.String({ minLength: 1 }), Type.Null()])),
+    locked: Type.Optional(Type.Boolean()),
+    mounts: Type.Optional(Mounts),
+    templateId: Type.Optional(Type.String({ minLength: 1, maxLength: 64, description: "applies the template's image, args, disk, ports, env (merged) and registry" })),
+  },
+  { ...closed, description: 'Readable configuration. Changes the instance sees restart a RUNNING pod.' },
+);
+
+export const PodActionRequest = Type.Object({ action: Type.Union(POD_ACTIONS.map((a) => Type.Literal(a))) }, closed);
+
+const Nullable = <T extends Parameters<typeof Type.Union>[0][number]>(t: T) => Type.Union([t, Type.Null()]);
+
+const SshEndpoint = Type.Object({ host: Type.String(), port: Type.Integer(), username: Type.String(), command: Type.String() });
+
+export const PodRuntime = Type.Object({
+  uptime: Type.Optional(Type.Integer()),
+  gpus: Type.Optional(Type.Array(Type.Object({ util: Type.Integer(), memoryUtil: Type.Integer() }))),
+  cpu: Type.Optional(Type.Object({ util: Type.Integer() })),
+  memory: Type.Optional(Type.Object({ util: Type.Integer() })),
+  ports: Type.Optional(
+    Type.Array(Type.Object({ private: Type.Integer(), public: Nullable(Type.Integer()), type: Type.String(), ip: Nullable(Type.String()) })),
+  ),
+});
+
+export const Pod = Type.Object({
+  id: Type.String(),
+  name: Type.String(),
+  status: Type.Union(POD_STATUSES.map((s) => Type.Literal(s))),
+  actions: Type.Array(Type.Union(POD_ACTIONS.map((a) => Type.Literal(a)))),
+  image: Type.String(),
+  args: Type.String(),
+  disk: Type.Integer(),
+  mounts: Type.Object({
+    persistent: Type.Optional(Type.Object({ size: Type.Integer(), path: Type.String() })),
+    network: Type.Optional(Type.Array(Type.Object({ volumeId: Type.String(), path: Type.String() }))),
+  }),
+  ports: Type.Array(Type.String()),
+  env: Type.Record(Type.String(), Type.String()),
+  registry: Nullable(Type.String()),
+  gpu: Type.Optional(Type.Object({ id: Type.String(), count: Type.Integer() })),
+  cpu: Type.Optional(Type.Object({ id: Type.String(), vcpuCount: Type.Integer(), memory: Type.Integer() })),
+  cloud: Cloud,
+  dataCenterId: Nullable(Type.String()),
+  cudaVersion: Nullable(Type.String()),
+  ssh: Type.Object({ proxy: Nullable(SshEndpoint), direct: Nullable(SshEndpoint) }),
+  template: Nullable(Type.String()),
+  cost: Type.Number({ description: 'USD per hour; 0 when EXITED, ERROR or TERMINATED' }),
+  locked: Type.Boolean(),
+  globalNetworking: Type.Object({ enabled: Type.Boolean(), ip: Type.Optional(Type.String()), internalDns: Type.Optional(Type.String()) }),
+  runtime: Nullable(PodRuntime),
+  createdAt: Type.String({ format: 'date-time' }),
+  startedAt: Nullable(Type.String({ format: 'date-time' })),
+  statusReason: Nullable(Type.String({ description: 'Gantry extension: why the pod is EXITED or ERROR' })),
+});
+
+export const PodList = Type.Object({ pods: Type.Array(Pod) });
+
+export const PodListQuery = Type.Object(
+  {
+    includeClusterPods: Type.Optional(Type.Boolean({ default: false })),
+    includeTerminated: Type.Optional(Type.Boolean({ default: false })),
+    status: Type.Optional(Type.Union(POD_STATUSES.map((s) => Type.Literal(s)))),
+    name: Type.Optional(Type.String({ minLength: 1 })),
+    gpuTypeId: Type.Optional(Type.String({ minLength: 1 })),
+    dataCenterId: Type.Optional(Type.String({ minLength: 1 })),
+  },
+  { description: 'Filters; unknown query parameters are ignored.' },
+);
+
+// The schemas and the service types must describe the same shapes.
+type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
+const assertTrue = <T extends true>(): T => true as T;
+assertTrue<Same<Static<typeof CreatePodRequest>, CreatePodInput>>();
+assertTrue<Same<Static<typeof PatchPodRequest>, PatchPodInput>>();
+const _viewFits = (v: PodView): Static<typeof Pod> => v;
+void _viewFits;

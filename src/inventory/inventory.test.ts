@@ -1,0 +1,235 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import fc from 'fast-check';
+import { defaultCatalog, defaultFleet, type Cloud, type Host } from '../domain/catalog.js';
+import { place, type PlacementRequest } from '../domain/placement.js';
+import { Inventory } from './inventory.js';
+
+const catalog = defaultCatalog();
+const RTX4090 = 'NVIDIA GeForce RTX 4090';
+const A5000 = 'NVIDIA RTX A5000';
+
+const request = (fields: Partial<PlacementRequest> = {}): PlacementRequest => ({
+  kind: 'gpu',
+  gpuTypeIds: [RTX4090],
+  gpuCount: 1,
+  cpuFlavorId: null,
+  vcpuCount: 4,
+  memoryGb: 16,
+  diskGb: 20,
+  cloud: 'SECURE',
+  dataCenterIds: [],
+  volumeDataCenterId: null,
+  allowedCudaVersions: [],
+  minCudaVersion: null,
+  portCount: 1,
+  globalNetworking: false,
+  ...fields,
+});
+
+const demo = () => new Inventory({ hosts: defaultFleet(), catalog });
+
+function placeOk(inventory: Inventory, holder: string, req: PlacementRequest) {
+  const result = inventory.placeAndReserve(holder, req);
+  assert.ok(result.ok, result.ok ? '' : result.reason);
+  return result.placement;
+}
+
+test('a reservation holds its GPUs, ports and resources until released', () => {
+  const inventory = demo();
+  const first = placeOk(inventory, 'pod-1', request({ gpuCount: 2, portCount: 2 }));
+  assert.equal(first.hostId, 'demo-tx-4090-a');
+  assert.deepEqual(first.gpuIndices, [0, 1]);
+  assert.deepEqual(first.publicPorts, [20000, 20001]);
+  assert.deepEqual(inventory.allocationOf('pod-1'), { hostId: 'demo-tx-4090-a', gpuIndices: [0, 1], vcpus: 4, memoryGb: 16, diskGb: 20, publicPorts: [20000, 20001] });
+  const second = placeOk(inventory, 'pod-2', request({ gpuCount: 1 }));
+  assert.deepEqual(second.gpuIndices, [2]);
+  assert.deepEqual(second.publicPorts, [20002]);
+  inventory.release('pod-1');
+  assert.equal(inventory.allocationOf('pod-1'), undefined);
+  const third = placeOk(inventory, 'pod-3', request({ gpuCount: 3 }));
+  assert.deepEqual(third.gpuIndices, [0, 1, 3]);
+  assert.deepEqual(third.publicPorts, [20000]);
+});
+
+test('releasing a holder that holds nothing is a no-op', () => {
+  const inventory = demo();
+  inventory.release('nobody');
+  assert.equal(inventory.gpuStock(RTX4090).available, 8);
+});
+
+test('once every GPU of the type is reserved the next request is refused naming the data center', () => {
+  const inventory = demo();
+  placeOk(inventory, 'a', request({ gpuCount: 8 }));
+  const result = inventory.placeAndReserve('b', request({ gpuCount: 2 }));
+  assert.deepEqual(result, { ok: false, reason: `All 8 "${RTX4090}" GPUs in US-TX-3 are in use (requested 2)` });
+  assert.equal(inventory.allocationOf('b'), undefined);
+});
+
+test('a refused re-placement keeps the holder’s previous reservation', () => {
+  const inventory = demo();
+  placeOk(inventory, 'a', request({ gpuCount: 2 }));
+  const result = inventory.placeAndReserve('a', request({ allowedCudaVersions: ['13.0'] }));
+  assert.equal(result.ok, false);
+  assert.deepEqual(inventory.allocationOf('a')?.gpuIndices, [0, 1]);
+  assert.equal(inventory.gpuStock(RTX4090).available, 6);
+});
+
+test('a stopped pod restarts on its host with the same GPUs and ports', () => {
+  const inventory = demo();
+  const allocation = Inventory.allocationFrom(placeOk(inventory, 'pod', request({ gpuCount: 2, portCount: 1 })), request({ gpuCount: 2 }));
+  inventory.release('pod');
+  assert.deepEqual(inventory.reserveExact('pod', allocation), { ok: true });
+  assert.deepEqual(inventory.allocationOf('pod'), allocation);
+  assert.equal(inventory.gpuStock(RTX4090).available, 6);
+});
+
+test('restarting on a host whose GPUs were taken meanwhile is refused naming the GPUs', () => {
+  const inventory = demo();
+  const allocation = Inventory.allocationFrom(placeOk(inventory, 'pod', request({ gpuCount: 2, portCount: 0 })), request({ gpuCount: 2 }));
+  inventory.release('pod');
+  placeOk(inventory, 'other', request({ gpuCount: 2, portCount: 0 }));
+  assert.deepEqual(inventory.reserveExact('pod', allocation), { ok: false, reason: 'Host demo-tx-4090-a no longer has GPUs [0,1] free' });
+  assert.equal(inventory.allocationOf('pod'), undefined);
+});
+
+test('restarting is refused naming a taken port, missing vCPUs or a host gone from the fleet', () => {
+  const inventory = demo();
+  placeOk(inventory, 'other', request({ gpuCount: 1, portCount: 1, vcpuCount: 60 }));
+  const base = { hostId: 'demo-tx-4090-a', gpuIndices: [5], vcpus: 4, memoryGb: 1, diskGb: 1, publicPorts: [20000] };
+  assert.deepEqual(inventory.reserveExact('p', base), { ok: false, reason: 'Host demo-tx-4090-a no longer has public ports [20000] free' });
+  assert.deepEqual(inventory.reserveExact('p', { ...base, publicPorts: [20001], vcpus: 8 }), {
+    ok: false,
+    reason: 'Host demo-tx-4090-a no longer has 8 vCPUs free (4 free)',
+  });
+  assert.deepEqual(inventory.reserveExact('p', { ...base, hostId: 'gone' }), { ok: false, reason: 'Host gone is no longer in the fleet' });
+  assert.equal(inventory.gpuStock(RTX4090).available, 7);
+});
+
+test('restoring allocations on server start reproduces the usage place() sees', () => {
+  const first = demo();
+  placeOk(first, 'a', request({ gpuCount: 3 }));
+  placeOk(first, 'b', request({ gpuTypeIds: [A5000], cloud: 'SECURE', gpuCount: 1 }));
+  const restored = demo();
+  for (const holder of ['a', 'b']) assert.deepEqual(restored.reserveExact(holder, first.allocationOf(holder)!), { ok: true });
+  assert.deepEqual(place(request({ gpuCount: 2 }), restored.snapshot()), place(request({ gpuCount: 2 }), first.snapshot()));
+});
+
+test('stock counts free GPUs per type, data center and CUDA version, and the largest count placeable on one host', () => {
+  const hosts: Host[] = [
+    ...defaultFleet(),
+    { ...defaultFleet()[0]!, id: 'extra-ro-4090', dataCenterId: 'EU-RO-1', cudaVersion: '12.8', gpuCount: 4, portRange: [40000, 40099] },
+  ];
+  const inventory = new Inventory({ hosts, catalog });
+  placeOk(inventory, 'a', request({ gpuCount: 6 }));
+  const stock = inventory.gpuStock(RTX4090);
+  assert.equal(stock.total, 12);
+  assert.equal(stock.available, 6);
+  assert.equal(stock.maxGpuCount, 4);
+  assert.deepEqual(stock.clouds, ['SECURE']);
+  assert.deepEqual(stock.dataCenters, [
+    { id: 'EU-RO-1', available: 4, total: 4 },
+    { id: 'US-TX-3', available: 2, total: 8 },
+  ]);
+  assert.deepEqual(stock.cudaVersions, [
+    { version: '12.4', available: 2, total: 8 },
+    { version: '12.8', available: 4, total: 4 },
+  ]);
+});
+
+test('CPU pods reserve vCPUs and memory on a host listing the flavor', () => {
+  const inventory = demo();
+  const cpu = request({ kind: 'cpu', gpuTypeIds: [], gpuCount: 0, cpuFlavorId: 'cpu3m', vcpuCount: 16, memoryGb: 128 });
+  const p = placeOk(inventory, 'c1', cpu);
+  assert.equal(p.hostId, 'demo-tx-cpu-a');
+  for (let i = 2; i <= 4; i++) placeOk(inventory, `c${i}`, cpu);
+  const refused = inventory.placeAndReserve('c5', cpu);
+  assert.deepEqual(refused, { ok: false, reason: 'No host with CPU flavor "cpu3m" has 16 free vCPUs (the most is 0)' });
+});
+
+// --- the indexed Inventory obeys the same rules as place() ----------------------------------
+
+const TYPES = [RTX4090, A5000, 'NVIDIA L40S'];
+const DCS = ['US-TX-3', 'US-CA-2', 'EU-RO-1'];
+const CUDAS = [null, '11.8', '12.2', '12.4', '12.10'];
+
+const hostArb = fc.record({
+  dataCenterId: fc.constantFrom(...DCS),
+  cloud: fc.constantFrom<Cloud>('SECURE', 'COMMUNITY'),
+  cudaVersion: fc.constantFrom(...CUDAS),
+  gpuTypeId: fc.option(fc.constantFrom(...TYPES), { freq: 5 }),
+  gpuCount: fc.integer({ min: 1, max: 8 }),
+  cpu: fc.boolean(),
+  vcpus: fc.constantFrom(8, 16, 32, 48),
+  memoryGb: fc.integer({ min: 16, max: 256 }),
+  diskGb: fc.integer({ min: 50, max: 500 }),
+  ports: fc.integer({ min: 0, max: 6 }),
+});
+
+const requestArb = fc.record({
+  kind: fc.constantFrom<'gpu' | 'cpu'>('gpu', 'gpu', 'gpu', 'cpu'),
+  gpuTypeIds: fc.uniqueArray(fc.constantFrom(...TYPES, 'NVIDIA H100 PCIe'), { minLength: 1, maxLength: 3 }),
+  gpuCount: fc.integer({ min: 0, max: 9 }),
+  cpuFlavorId: fc.constantFrom('cpu3c', 'cpu3g'),
+  vcpuCount: fc.integer({ min: 1, max: 24 }),
+  memoryGb: fc.integer({ min: 1, max: 96 }),
+  diskGb: fc.integer({ min: 1, max: 200 }),
+  cloud: fc.constantFrom<Cloud | 'ALL'>('SECURE', 'COMMUNITY', 'ALL'),
+  dataCenterIds: fc.uniqueArray(fc.constantFrom(...DCS), { maxLength: 2 }),
+  volumeDataCenterId: fc.option(fc.constantFrom(...DCS), { freq: 4 }),
+  cuda: fc.oneof(
+    fc.constant({ allowedCudaVersions: [] as string[], minCudaVersion: null as string | null }),
+    fc.record({ allowedCudaVersions: fc.uniqueArray(fc.constantFrom('12.2', '12.4', '12.10', '13.0'), { minLength: 1, maxLength: 2 }), minCudaVersion: fc.constant(null) }),
+    fc.record({ allowedCudaVersions: fc.constant([] as string[]), minCudaVersion: fc.constantFrom('11', '12', '12.3', '12.9', '13') }),
+  ),
+  portCount: fc.integer({ min: 0, max: 3 }),
+  globalNetworking: fc.boolean(),
+});
+
+type Step = { op: 'place'; req: PlacementRequest } | { op: 'release'; which: number };
+
+const stepArb: fc.Arbitrary<Step> = fc.oneof(
+  { weight: 3, arbitrary: requestArb.map((r): Step => {
+    const { cuda, ...rest } = r;
+    const req: PlacementRequest = r.kind === 'gpu' ? { ...rest, ...cuda, cpuFlavorId: null } : { ...rest, gpuTypeIds: [], gpuCount: 0, allowedCudaVersions: [], minCudaVersion: null };
+    return { op: 'place', req };
+  }) },
+  { weight: 1, arbitrary: fc.nat().map((which): Step => ({ op: 'release', which })) },
+);
+
+test('the indexed inventory makes the same decision as place() over the same snapshot, placement or refusal', () => {
+  fc.assert(
+    fc.property(fc.array(hostArb, { minLength: 1, maxLength: 12 }), fc.array(stepArb, { minLength: 1, maxLength: 40 }), (specs, steps) => {
+      const hosts: Host[] = specs.map((s, i) => ({
+        // ids out of insertion order exercise the id tie-break
+        id: `h${(i * 7) % 13}-${i}`,
+        dataCenterId: s.dataCenterId,
+        cloud: s.cloud,
+        cudaVersion: s.gpuTypeId ? s.cudaVersion : null,
+        gpuTypeId: s.gpuTypeId,
+        gpuCount: s.gpuTypeId ? s.gpuCount : 0,
+        cpuFlavors: s.cpu || !s.gpuTypeId ? ['cpu3c'] : [],
+        vcpus: s.vcpus,
+        memoryGb: s.memoryGb,
+        diskGb: s.diskGb,
+        portRange: [30000 + i * 10, 30000 + i * 10 + s.ports - 1],
+        publicIp: '127.0.0.1',
+      }));
+      const inventory = new Inventory({ hosts, catalog });
+      const holders: string[] = [];
+      steps.forEach((step, n) => {
+        if (step.op === 'release') {
+          if (holders.length === 0) return;
+          const [holder] = holders.splice(step.which % holders.length, 1);
+          inventory.release(holder!);
+          return;
+        }
+        const expected = place(step.req, inventory.snapshot());
+        const actual = inventory.placeAndReserve(`holder-${n}`, step.req);
+        assert.deepEqual(actual, expected);
+        if (actual.ok) holders.push(`holder-${n}`);
+      });
+    }),
+    { numRuns: 300 },
+  );
+});

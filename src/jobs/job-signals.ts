@@ -1,0 +1,136 @@
+/**
+ * In-process wake-ups for the long-polls of the job API, so waiting requests never poll the
+ * database (DESIGN "Jobs: the hot path"). A waiter is registered *before* its caller checks the
+ * database and awaited after, so a notification that lands in between is never lost.
+ *
+ * Across replicas, a relay (PostgreSQL `LISTEN/NOTIFY`, added by a later layer) forwards local
+ * notifications through `onLocal` and delivers remote ones with `deliver`.
+ */
+
+export interface Waiter {
+  /** true when notified, false on timeout, abort or cancel. */
+  readonly promise: Promise<boolean>;
+  /** Stops waiting. A wake-up this waiter had already received is passed on to the next waiter. */
+  cancel(): void;
+}
+
+interface Entry {
+  settled: boolean;
+  notified: boolean;
+  settle(notified: boolean): void;
+}
+
+/** Waiters per key, woken oldest first. */
+export class KeyedSignal {
+  readonly #waiters = new Map<string, Set<Entry>>();
+
+  /** Registers a waiter on `key` for at most `timeoutMs` (real time), ended early by `signal`. */
+  waiter(key: string, timeoutMs: number, signal?: AbortSignal): Waiter {
+    let entry!: Entry;
+    const promise = new Promise<boolean>((resolve) => {
+      let timer: NodeJS.Timeout | undefined;
+      const onAbort = (): void => entry.settle(false);
+      entry = {
+        settled: false,
+        notified: false,
+        settle: (notified) => {
+          if (entry.settled) return;
+          entry.settled = true;
+          entry.notified = notified;
+          if (timer) clearTimeout(timer);
+          signal?.removeEventListener('abort', onAbort);
+          this.#remove(key, entry);
+          resolve(notified);
+        },
+      };
+      const set = this.#waiters.get(key) ?? new Set<Entry>();
+      set.add(entry);
+      this.#waiters.set(key, set);
+      if (signal?.aborted || timeoutMs <= 0) {
+        entry.settle(false);
+        return;
+      }
+      timer = setTimeout(() => entry.settle(false), timeoutMs);
+      signal?.addEventListener('abort', onAbort, { once: true });
+    });
+    return {
+      promise,
+      cancel: () => {
+        if (entry.settled) {
+          if (entry.notified) this.notify(key, 1);
+          entry.notified = false;
+          return;
+        }
+        entry.settle(false);
+      },
+    };
+  }
+
+  /** Wakes up to `count` waiters of `key`, oldest first; answers how many were woken. */
+  notify(key: string, count = Number.POSITIVE_INFINITY): number {
+    const set = this.#waiters.get(key);
+    if (!set) return 0;
+    let woken = 0;
+    for (const entry of [...set]) {
+      if (woken >= count) break;
+      entry.settle(true);
+      woken++;
+    }
+    return woken;
+  }
+
+  /** Waiters currently registered on `key`. */
+  waiting(key: string): number {
+    return this.#waiters.get(key)?.size ?? 0;
+  }
+
+  #remove(key: string, entry: Entry): void {
+    const set = this.#waiters.get(key);
+    if (!set) return;
+    set.delete(entry);
+    if (set.size === 0) this.#waiters.delete(key);
+  }
+}
+
+/** What can be waited for. */
+export type JobChannel = 'work' | 'job' | 'stream' | 'stop';
+
+export interface JobSignalsOptions {
+  /** Called for every local notification, to forward it to other replicas. */
+  onLocal?: (channel: JobChannel, key: string, count: number) => void;
+}
+
+/**
+ * The four wake-ups of the job API:
+ * - `work` per endpoint: jobs were queued (submit, retry, requeue) → `job-take` long-polls;
+ * - `job` per job id: the job changed state or vanished → `runsync`, `status-sync`;
+ * - `stream` per job id: chunks were buffered or the job finished → `stream?wait`;
+ * - `stop` per worker id: a job it holds must stop → the `job-stop` channel.
+ */
+export class JobSignals {
+  readonly #channels: Record<JobChannel, KeyedSignal> = { work: new KeyedSignal(), job: new KeyedSignal(), stream: new KeyedSignal(), stop: new KeyedSignal() };
+  readonly #onLocal: JobSignalsOptions['onLocal'];
+
+  constructor(options: JobSignalsOptions = {}) {
+    this.#onLocal = options.onLocal;
+  }
+
+  waiter(channel: JobChannel, key: string, timeoutMs: number, signal?: AbortSignal): Waiter {
+    return this.#channels[channel].waiter(key, timeoutMs, signal);
+  }
+
+  /** A local event: wakes local waiters and goes to the relay. `work` wakes one taker per queued job. */
+  notify(channel: JobChannel, key: string, count = Number.POSITIVE_INFINITY): void {
+    this.#channels[channel].notify(key, count);
+    this.#onLocal?.(channel, key, count);
+  }
+
+  /** An event from another replica: wakes local waiters only. */
+  deliver(channel: JobChannel, key: string, count = Number.POSITIVE_INFINITY): void {
+    this.#channels[channel].notify(key, count);
+  }
+
+  waiting(channel: JobChannel, key: string): number {
+    return this.#channels[channel].waiting(key);
+  }
+}

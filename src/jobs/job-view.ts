@@ -1,0 +1,74 @@
+/**
+ * What clients and workers see of a job (wire-protocol §1–2). `s3Config` reaches the worker in
+ * the take reply only; no status view, webhook or event carries it.
+ */
+import type { JobStatus } from '../domain/job-state.js';
+import type { JobPolicy } from '../domain/job-policy.js';
+import type { JobRecord } from '../store/job-store.js';
+
+const parse = (json: string | null): unknown => (json === null ? undefined : (JSON.parse(json) as unknown));
+
+/** The reply of `/status`, `/status-sync`, finished `/runsync`. */
+export interface JobView {
+  id: string;
+  status: JobStatus;
+  /** ms in the queue before a worker took it; present once taken. */
+  delayTime?: number;
+  /** ms a worker ran it; present once finished after running. */
+  executionTime?: number;
+  /** The result (COMPLETED) or the latest progress (IN_PROGRESS). */
+  output?: unknown;
+  error?: string;
+  retries: number;
+  workerId?: string;
+}
+
+export function toJobView(job: JobRecord): JobView {
+  return {
+    id: job.id,
+    status: job.status,
+    ...(job.delayMs !== null ? { delayTime: job.delayMs } : {}),
+    ...(job.executionMs !== null ? { executionTime: job.executionMs } : {}),
+    ...(job.outputJson !== null && (job.status === 'COMPLETED' || job.status === 'IN_PROGRESS') ? { output: parse(job.outputJson) } : {}),
+    ...(job.error !== null ? { error: job.error } : {}),
+    retries: job.retries,
+    ...(job.workerId !== null ? { workerId: job.workerId } : {}),
+  };
+}
+
+/** The body POSTed to a job's webhook: the status view plus `input` and `webhook`. */
+export interface WebhookPayload extends JobView {
+  input: unknown;
+  webhook: string;
+}
+
+export function toWebhookPayload(job: JobRecord): WebhookPayload | null {
+  if (job.webhook === null) return null;
+  return { ...toJobView(job), input: parse(job.inputJson), webhook: job.webhook };
+}
+
+/** A job handed to a worker by `job-take`: extra keys reach the handler. */
+export interface TakenJob {
+  id: string;
+  input: unknown;
+  webhook?: string;
+  s3Config?: unknown;
+  policy: JobPolicy;
+}
+
+export function toTakenJob(job: JobRecord): TakenJob {
+  const taken: TakenJob = { id: job.id, input: parse(job.inputJson), policy: job.policy };
+  if (job.webhook !== null) taken.webhook = job.webhook;
+  if (job.s3ConfigJson !== null) taken.s3Config = parse(job.s3ConfigJson);
+  return taken;
+}
+
+/** Payload of the `job:completed`, `job:failed` and `job:timed_out` events. */
+export interface JobEventPayload {
+  job: JobView;
+  endpointId: string;
+  accountId: string;
+  /** Present when the job carries a webhook; the delivery is already in the outbox. */
+  webhook: WebhookPayload | null;
+  at: number;
+}

@@ -1,0 +1,248 @@
+/**
+ * The pod rules that JSON Schema cannot express (spec 2.2 rules 1-7, 2.3, 2.5): cross-field
+ * checks, template resolution and the PATCH mount rules. Pure functions over plain data; a
+ * broken rule throws the catalogued ApiError.
+ */
+import type { Catalog, Cloud } from '../domain/catalog.js';
+import { ApiError, validationFailed } from '../domain/errors.js';
+
+export interface PersistentMount {
+  size: number;
+  path: string;
+}
+
+export interface NetworkMount {
+  volumeId: string;
+  path: string;
+}
+
+export interface Mounts {
+  persistent?: PersistentMount;
+  network?: NetworkMount[];
+}
+
+/** The create body after schema validation (spec 2.2). */
+export interface CreatePodInput {
+  name: string;
+  image?: string;
+  args?: string;
+  disk?: number;
+  ports?: string[];
+  env?: Record<string, string>;
+  registry?: string | null;
+  templateId?: string;
+  mounts?: Mounts;
+  gpu?: { id: string; count?: number };
+  cpu?: { id: string; vcpuCount: number };
+  cloud?: Cloud;
+  dataCenterIds?: string[];
+  allowedCudaVersions?: string[];
+  minCudaVersion?: string;
+  globalNetworking?: boolean;
+  startSsh?: boolean;
+  startJupyter?: boolean;
+}
+
+/** The PATCH body after schema validation: readable config only (no CUDA fields, no startSsh/startJupyter). */
+export interface PatchPodInput {
+  name?: string;
+  image?: string;
+  args?: string;
+  disk?: number;
+  ports?: string[];
+  env?: Record<string, string>;
+  registry?: string | null;
+  locked?: boolean;
+  mounts?: Mounts;
+  templateId?: string;
+}
+
+/** The template fields a pod takes over at create (spec 2.2 rule 4). */
+export interface TemplateDefaults {
+  image: string;
+  args: string;
+  disk: number;
+  ports: string[];
+  env: Record<string, string>;
+  registry: string | null;
+  /** 0 = the template has no persistent volume */
+  volumeInGb: number;
+  volumeMountPath: string | null;
+  startSsh: boolean;
+  startJupyter: boolean;
+  allowedCudaVersions: string[];
+}
+
+export type Compute =
+  | { kind: 'gpu'; gpuTypeId: string; count: number }
+  | { kind: 'cpu'; flavorId: string; vcpuCount: number; memoryGb: number };
+
+/** Everything a pod is created from, once body, template and catalog have been combined. */
+export interface PodSettings {
+  name: string;
+  image: string;
+  args: string;
+  disk: number;
+  ports: string[];
+  env: Record<string, string>;
+  registry: string | null;
+  mounts: Mounts;
+  compute: Compute;
+  cloud: Cloud;
+  dataCenterIds: string[];
+  allowedCudaVersions: string[];
+  minCudaVersion: string | null;
+  globalNetworking: boolean;
+  startSsh: boolean;
+  startJupyter: boolean;
+}
+
+/** @default 20 GB when neither the body nor the template gives a container disk */
+export const DEFAULT_DISK_GB = 20;
+
+/** Rule 1: exactly one of gpu or cpu. */
+export function checkGpuOrCpu(body: Pick<CreatePodInput, 'gpu' | 'cpu'>): void {
+  if (body.gpu && body.cpu) throw new ApiError('GPU_OR_CPU_REQUIRED', 'Set exactly one of "gpu" or "cpu", not both.');
+  if (!body.gpu && !body.cpu) throw new ApiError('GPU_OR_CPU_REQUIRED', 'Set exactly one of "gpu" (GPU pod) or "cpu" (CPU pod).');
+}
+
+/** Rule 3: the two CUDA constraints are exclusive, and GPU-only. */
+export function checkCudaConstraints(body: Pick<CreatePodInput, 'cpu' | 'allowedCudaVersions' | 'minCudaVersion'>): void {
+  const allowed = body.allowedCudaVersions !== undefined;
+  const min = body.minCudaVersion !== undefined;
+  if (body.cpu && (allowed || min))
+    throw new ApiError('CUDA_CONSTRAINT_ON_CPU', `"${allowed ? 'allowedCudaVersions' : 'minCudaVersion'}" applies to GPU pods only; remove it from a CPU pod.`);
+  if (allowed && min) throw new ApiError('CUDA_CONSTRAINT_CONFLICT', 'Send either "allowedCudaVersions" or "minCudaVersion", not both.');
+}
+
+/** 2.3 and rule 2: at most one mount kind; no persistent mount on a CPU pod. */
+export function checkMounts(mounts: Mounts, kind: 'gpu' | 'cpu'): void {
+  if (mounts.persistent && mounts.network) throw new ApiError('MOUNT_CONFLICT', 'Set at most one of "mounts.persistent" or "mounts.network".');
+  if (mounts.persistent && kind === 'cpu')
+    throw new ApiError('MOUNT_RULE', 'CPU pods support network volumes only; "mounts.persistent" is not allowed with "cpu".');
+}
+
+/** `<port>/<protocol>` with a port in 1-65535. */
+export function checkPorts(ports: string[]): void {
+  const bad = ports.filter((p) => {
+    const m = /^(\d{1,5})\/([a-z]+)$/.exec(p);
+    return !m || Number(m[1]) < 1 || Number(m[1]) > 65535;
+  });
+  if (bad.length) throw new ApiError('BAD_REQUEST', `Ports must look like "<port>/<protocol>" with a port from 1 to 65535: ${bad.map((b) => `"${b}"`).join(', ')}.`);
+  const seen = new Set<number>();
+  for (const p of ports) {
+    const n = Number(p.split('/')[0]);
+    if (seen.has(n)) throw new ApiError('BAD_REQUEST', `Port ${n} is listed twice in "ports".`);
+    seen.add(n);
+  }
+}
+
+/** 2.4 / 2.5: the GPU type or CPU flavor exists; CPU memory = vcpuCount × the flavor's RAM multiplier. */
+export function resolveCompute(body: Pick<CreatePodInput, 'gpu' | 'cpu'>, catalog: Catalog): Compute {
+  if (body.gpu) {
+    const type = catalog.gpuTypes.find((g) => g.id === body.gpu!.id);
+    if (!type) throw new ApiError('UNKNOWN_REFERENCE', `Unknown GPU type "${body.gpu.id}"; GET /v2/catalog/gpus lists the valid ids.`);
+    return { kind: 'gpu', gpuTypeId: type.id, count: body.gpu.count ?? 1 };
+  }
+  const cpu = body.cpu!;
+  const flavor = catalog.cpuFlavors.find((f) => f.id === cpu.id);
+  if (!flavor) throw new ApiError('UNKNOWN_REFERENCE', `Unknown CPU flavor "${cpu.id}"; GET /v2/catalog/cpus lists the valid ids.`);
+  const n = cpu.vcpuCount;
+  const powerOfTwo = Number.isInteger(n) && n >= 2 && (n & (n - 1)) === 0;
+  if (!powerOfTwo || !flavor.vcpuOptions.includes(n))
+    throw new ApiError('BAD_REQUEST', `cpu.vcpuCount ${n} is not valid for flavor "${flavor.id}"; valid options: ${flavor.vcpuOptions.join(', ')}.`);
+  return { kind: 'cpu', flavorId: flavor.id, vcpuCount: n, memoryGb: n * flavor.ramMultiplier };
+}
+
+const hasMount = (m: Mounts | undefined): m is Mounts => m !== undefined && (m.persistent !== undefined || m.network !== undefined);
+
+/**
+ * Combines the create body with the template (rule 4) and the catalog into the pod's settings.
+ * Body fields win, env merges per key (body wins), either CUDA field in the body replaces the
+ * template's constraint, and a CPU pod takes neither the template's CUDA constraint nor its
+ * persistent mount.
+ */
+export function resolveCreate(body: CreatePodInput, template: TemplateDefaults | null, catalog: Catalog): PodSettings {
+  checkGpuOrCpu(body);
+  checkCudaConstraints(body);
+  const compute = resolveCompute(body, catalog);
+  const image = body.image ?? template?.image;
+  if (image === undefined) throw validationFailed(['image: is required unless templateId is set']);
+
+  let mounts: Mounts = {};
+  if (hasMount(body.mounts)) {
+    // an empty network list at create means "no network mount"
+    if (body.mounts.persistent) mounts.persistent = body.mounts.persistent;
+    if (body.mounts.network?.length) mounts.network = body.mounts.network;
+  } else if (template && template.volumeInGb > 0 && compute.kind === 'gpu') {
+    mounts = { persistent: { size: template.volumeInGb, path: template.volumeMountPath ?? '/workspace' } };
+  }
+  checkMounts(mounts, compute.kind);
+
+  const bodyCuda = body.allowedCudaVersions !== undefined || body.minCudaVersion !== undefined;
+  const allowedCudaVersions = compute.kind === 'cpu' ? [] : bodyCuda ? (body.allowedCudaVersions ?? []) : (template?.allowedCudaVersions ?? []);
+  const ports = body.ports ?? template?.ports ?? [];
+  checkPorts(ports);
+
+  return {
+    name: body.name,
+    image,
+    args: body.args ?? template?.args ?? '',
+    disk: body.disk ?? template?.disk ?? DEFAULT_DISK_GB,
+    ports,
+    env: { ...(template?.env ?? {}), ...(body.env ?? {}) },
+    registry: body.registry !== undefined ? body.registry : (template?.registry ?? null),
+    mounts,
+    compute,
+    cloud: body.cloud ?? 'SECURE',
+    dataCenterIds: body.dataCenterIds ?? [],
+    allowedCudaVersions,
+    minCudaVersion: compute.kind === 'gpu' ? (body.minCudaVersion ?? null) : null,
+    globalNetworking: body.globalNetworking ?? false,
+    startSsh: body.startSsh ?? template?.startSsh ?? false,
+    startJupyter: body.startJupyter ?? template?.startJupyter ?? false,
+  };
+}
+
+/**
+ * Rules 5 and 6: env injected by startSsh/startJupyter, kept apart from the user's env so that
+ * GET never returns it. A variable the request (or template) already sets is not overridden.
+ */
+export function injectedEnv(
+  settings: Pick<PodSettings, 'env' | 'startSsh' | 'startJupyter'>,
+  sshKeys: readonly string[],
+  generatePassword: () => string,
+): Record<string, string> {
+  const hidden: Record<string, string> = {};
+  if (settings.startSsh && sshKeys.length > 0 && settings.env.PUBLIC_KEY === undefined) hidden.PUBLIC_KEY = sshKeys.join('\n');
+  if (settings.startJupyter && settings.env.JUPYTER_PASSWORD === undefined) hidden.JUPYTER_PASSWORD = generatePassword();
+  return hidden;
+}
+
+/**
+ * 2.3 PATCH semantics: omitted or `{}` leaves the mount unchanged; `network: []` is refused; the
+ * kind is fixed at create; a network mount's volumeId is immutable; `path` may change.
+ */
+export function applyMountPatch(current: Mounts, patch: Mounts | undefined): Mounts {
+  if (patch === undefined || (patch.persistent === undefined && patch.network === undefined)) return current;
+  if (patch.persistent && patch.network) throw new ApiError('MOUNT_CONFLICT', 'Set at most one of "mounts.persistent" or "mounts.network".');
+  if (patch.network !== undefined) {
+    if (patch.network.length === 0) throw new ApiError('MOUNT_RULE', '"mounts.network" cannot be emptied; a pod keeps the mount kind it was created with.');
+    if (!current.network?.length)
+      throw new ApiError('MOUNT_RULE', `The pod was created ${current.persistent ? 'with a persistent mount' : 'without a mount'}; a network mount cannot be added.`);
+    const next = patch.network[0]!;
+    const was = current.network[0]!;
+    if (next.volumeId !== was.volumeId)
+      throw new ApiError('MOUNT_RULE', `The network volume of a pod cannot change (it is "${was.volumeId}"); only its "path" can.`);
+    return { network: [{ volumeId: was.volumeId, path: next.path }] };
+  }
+  const next = patch.persistent!;
+  if (!current.persistent)
+    throw new ApiError('MOUNT_RULE', `The pod was created ${current.network?.length ? 'with a network mount' : 'without a mount'}; a persistent mount cannot be added.`);
+  if (next.size !== current.persistent.size)
+    throw new ApiError('MOUNT_RULE', `The persistent mount size cannot change (it is ${current.persistent.size} GB); only its "path" can.`);
+  return { persistent: { size: current.persistent.size, path: next.path } };
+}
+
+/** Fields of a PATCH that the running instance sees: changing them restarts a RUNNING pod. */
+export const RESTARTING_FIELDS = ['image', 'args', 'env', 'ports', 'disk', 'mounts', 'registry'] as const;

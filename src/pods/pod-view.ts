@@ -1,0 +1,123 @@
+/** A stored pod rendered as the API's Pod (spec 2.1). Pure: live data and `now` come in. */
+import type { Cloud } from '../domain/catalog.js';
+import { iso } from '../domain/clock.js';
+import { actionsFor, type PodAction, type PodStatus } from '../domain/pod-state.js';
+import type { InstanceStatus } from '../runtime/runtime.js';
+import type { PodRecord } from '../store/pod-store.js';
+import type { Mounts } from './pod-rules.js';
+import { internalDns } from './global-network.js';
+
+export interface PodSshEndpoint {
+  host: string;
+  port: number;
+  username: string;
+  command: string;
+}
+
+export interface PodRuntimeView {
+  uptime?: number;
+  cpu?: { util: number };
+  memory?: { util: number };
+  ports?: Array<{ private: number; public: number | null; type: string; ip: string | null }>;
+  gpus?: Array<{ util: number; memoryUtil: number }>;
+}
+
+export interface PodView {
+  id: string;
+  name: string;
+  status: PodStatus;
+  actions: PodAction[];
+  image: string;
+  args: string;
+  disk: number;
+  mounts: Mounts;
+  ports: string[];
+  env: Record<string, string>;
+  registry: string | null;
+  gpu?: { id: string; count: number };
+  cpu?: { id: string; vcpuCount: number; memory: number };
+  cloud: Cloud;
+  dataCenterId: string | null;
+  cudaVersion: string | null;
+  ssh: { proxy: PodSshEndpoint | null; direct: PodSshEndpoint | null };
+  template: string | null;
+  cost: number;
+  locked: boolean;
+  globalNetworking: { enabled: boolean; ip?: string; internalDns?: string };
+  runtime: PodRuntimeView | null;
+  createdAt: string;
+  startedAt: string | null;
+  /**
+   * Gantry extension (not in spec 2.1): why the pod is EXITED or ERROR — the instance's exit
+   * reason, the launch error, or "stopped by user"; null otherwise.
+   */
+  statusReason: string | null;
+}
+
+export interface ViewContext {
+  now: number;
+  /** public address of the pod's host, when it has one */
+  hostIp: string | null;
+  /** the runtime's view of the instance (RUNNING pods only; in memory for the process runtime) */
+  live: InstanceStatus | null;
+  /** `<pod_id>.<internalDomain>.internal` */
+  internalDomain: string;
+  /** The create response: `runtime` is an empty object (spec 3.1). */
+  justCreated?: boolean;
+}
+
+/** Cost per hour while the pod holds its machine; nothing is billed for a stopped, failed or terminated pod. */
+const billed = (status: PodStatus): boolean => status === 'PROVISIONING' || status === 'STARTING' || status === 'RUNNING';
+
+function runtimeView(pod: PodRecord, ctx: ViewContext): PodRuntimeView | null {
+  if (ctx.justCreated) return {};
+  if (pod.status !== 'RUNNING') return null;
+  const started = ctx.live?.startedAt ?? pod.startedAt ?? ctx.now;
+  const stats = ctx.live?.stats ?? null;
+  return {
+    uptime: Math.max(0, Math.floor((ctx.now - started) / 1000)),
+    cpu: { util: Math.round(stats?.cpuUtil ?? 0) },
+    memory: { util: Math.round(stats?.memoryUtil ?? 0) },
+    ports: pod.portMappings.map((m) => ({ private: m.private, public: m.public, type: m.type, ip: ctx.hostIp })),
+    gpus: pod.gpuIndices.map(() => ({ util: 0, memoryUtil: 0 })),
+  };
+}
+
+function directSsh(pod: PodRecord, ctx: ViewContext): PodSshEndpoint | null {
+  if (pod.status !== 'RUNNING' || ctx.hostIp === null || !pod.ports.includes('22/tcp')) return null;
+  const mapping = pod.portMappings.find((m) => m.private === 22 && m.type === 'tcp');
+  if (!mapping) return null;
+  return { host: ctx.hostIp, port: mapping.public, username: 'root', command: `ssh root@${ctx.hostIp} -p ${mapping.public}` };
+}
+
+export function toPodView(pod: PodRecord, ctx: ViewContext): PodView {
+  const view: PodView = {
+    id: pod.id,
+    name: pod.name,
+    status: pod.status,
+    actions: actionsFor(pod.status, pod.locked),
+    image: pod.image,
+    args: pod.args,
+    disk: pod.disk,
+    mounts: pod.mounts,
+    ports: pod.ports,
+    env: pod.env,
+    registry: pod.registry,
+    cloud: pod.cloud,
+    dataCenterId: pod.dataCenterId,
+    cudaVersion: pod.gpuTypeId ? pod.cudaVersion : null,
+    ssh: { proxy: null, direct: directSsh(pod, ctx) },
+    // No link to a template is retained (spec 2.1): pods created from one show null.
+    template: null,
+    cost: billed(pod.status) ? pod.costPerHr : 0,
+    locked: pod.locked,
+    globalNetworking: pod.globalIp ? { enabled: true, ip: pod.globalIp, internalDns: internalDns(pod.id, ctx.internalDomain) } : { enabled: false },
+    runtime: runtimeView(pod, ctx),
+    createdAt: iso(pod.createdAt),
+    startedAt: pod.startedAt === null ? null : iso(pod.startedAt),
+    statusReason: pod.statusReason,
+  };
+  if (pod.gpuTypeId) view.gpu = { id: pod.gpuTypeId, count: pod.gpuCount };
+  else if (pod.cpuFlavorId) view.cpu = { id: pod.cpuFlavorId, vcpuCount: pod.vcpuCount, memory: pod.memoryGb };
+  return view;
+}

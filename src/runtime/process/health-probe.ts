@@ -1,0 +1,83 @@
+/**
+ * Readiness probes for process instances. They run on real timers: this is an adapter measuring
+ * a real process, not domain logic, so the injected clock (used for timestamps) is not involved.
+ */
+import { request } from 'node:http';
+import { connect } from 'node:net';
+import { setTimeout as sleep } from 'node:timers/promises';
+
+export interface ProbeTarget {
+  type: 'http' | 'tcp';
+  host: string;
+  /** the host (public) port */
+  port: number;
+  /** http only */
+  path: string;
+}
+
+export type ProbeResult = { ok: true } | { ok: false; aborted: boolean; lastError: string };
+
+/** How the target reads in messages: `http://127.0.0.1:31000/health` or `tcp 127.0.0.1:31000`. */
+export const describeTarget = (t: ProbeTarget): string =>
+  t.type === 'http' ? `http://${t.host}:${t.port}${t.path.startsWith('/') ? t.path : `/${t.path}`}` : `tcp ${t.host}:${t.port}`;
+
+/** One attempt: null on success (http: any status below 500; tcp: a connection), else what went wrong. */
+export function probeOnce(target: ProbeTarget, timeoutMs: number): Promise<string | null> {
+  return new Promise((resolve) => {
+    if (target.type === 'tcp') {
+      const socket = connect({ host: target.host, port: target.port });
+      socket.setTimeout(timeoutMs, () => {
+        socket.destroy();
+        resolve(`no connection within ${timeoutMs} ms`);
+      });
+      socket.once('connect', () => {
+        socket.destroy();
+        resolve(null);
+      });
+      socket.once('error', (err) => resolve(err.message));
+      return;
+    }
+    const req = request(
+      { host: target.host, port: target.port, path: target.path.startsWith('/') ? target.path : `/${target.path}`, method: 'GET', agent: false, timeout: timeoutMs },
+      (res) => {
+        res.resume();
+        const status = res.statusCode ?? 0;
+        resolve(status < 500 ? null : `answered HTTP ${status}`);
+      },
+    );
+    req.once('timeout', () => {
+      req.destroy();
+      resolve(`no answer within ${timeoutMs} ms`);
+    });
+    req.once('error', (err) => resolve(err.message));
+    req.end();
+  });
+}
+
+/**
+ * Probes every `intervalMs` until an attempt succeeds, `timeoutMs` passes, or `signal` aborts.
+ * An attempt never outlasts the remaining time, so a hanging server cannot stretch the timeout.
+ */
+export async function waitUntilHealthy(
+  target: ProbeTarget,
+  options: { intervalMs: number; timeoutMs: number; signal: AbortSignal },
+): Promise<ProbeResult> {
+  const deadline = performance.now() + options.timeoutMs;
+  let lastError = 'no attempt finished';
+  for (;;) {
+    if (options.signal.aborted) return { ok: false, aborted: true, lastError };
+    const left = deadline - performance.now();
+    if (left <= 0) return { ok: false, aborted: false, lastError };
+    const error = await probeOnce(target, Math.max(1, Math.min(left, Math.max(options.intervalMs, 1_000))));
+    if (error === null) return options.signal.aborted ? { ok: false, aborted: true, lastError } : { ok: true };
+    lastError = error;
+    const wait = Math.min(options.intervalMs, deadline - performance.now());
+    if (wait > 0) {
+      try {
+        await sleep(wait, undefined, { signal: options.signal });
+      } catch {
+        return { ok: false, aborted: true, lastError };
+      }
+    }
+  }
+}

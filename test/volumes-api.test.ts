@@ -1,0 +1,146 @@
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { existsSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { createTestApp, json, type TestApp } from './support/harness.js';
+import type { FakeClock } from '../src/domain/clock.js';
+
+let t: TestApp;
+let a: { accountId: string; key: string; readKey: string };
+let b: { accountId: string; key: string; readKey: string };
+before(async () => {
+  t = await createTestApp();
+  a = await t.newAccount('vol-a');
+  b = await t.newAccount('vol-b');
+});
+after(() => t.close());
+
+const create = async (key: string, body: Record<string, unknown> = {}) => {
+  const res = await t.request(key, 'POST', '/v2/network-volumes', { name: 'data', size: 50, dataCenterId: 'US-TX-3', ...body });
+  assert.equal(res.statusCode, 201, res.body);
+  return json(res) as { id: string; name: string; size: number; dataCenterId: string };
+};
+
+const insertPod = (id: string, accountId: string, status: string, mounts: unknown) =>
+  t.services.db.kysely
+    .insertInto('pods')
+    .values({ id, account_id: accountId, name: id, status, desired_status: 'RUNNING', image: 'x', disk: 20, cloud: 'SECURE', mounts: JSON.stringify(mounts), created_at: 1, updated_at: 1 } as never)
+    .execute();
+
+const assertProblem = (res: { statusCode: number; headers: Record<string, unknown>; body: string }, status: number, code?: string) => {
+  assert.equal(res.statusCode, status, res.body);
+  assert.match(String(res.headers['content-type']), /application\/problem\+json/);
+  const body = json(res as never);
+  if (code) assert.equal(body.code, code);
+  return body as { detail: string; errors?: string[] };
+};
+
+test('a created volume answers 201 with id, name, size and dataCenterId, and gets a folder on disk', async () => {
+  const volume = await create(a.key, { name: 'datasets', size: 100 });
+  assert.deepEqual(Object.keys(volume).sort(), ['dataCenterId', 'id', 'name', 'size']);
+  assert.deepEqual({ ...volume, id: 'x' }, { id: 'x', name: 'datasets', size: 100, dataCenterId: 'US-TX-3' });
+  const path = t.services.volumes.hostPath(volume.id);
+  assert.equal(path, join(t.config.dataDir, 'volumes', volume.id));
+  assert.ok(existsSync(path));
+  assert.deepEqual(json(await t.request(a.readKey, 'GET', `/v2/network-volumes/${volume.id}`)), volume);
+  assert.equal((await t.services.volumes.get(a.accountId, volume.id)).size, 100);
+});
+
+test('size must be an integer from 10 to 4000 GB (422, one entry each)', async () => {
+  for (const size of [9, 4001, 10.5, '50']) {
+    const problem = assertProblem(await t.request(a.key, 'POST', '/v2/network-volumes', { name: 'd', size, dataCenterId: 'US-TX-3' }), 422, 'VALIDATION_FAILED');
+    assert.equal(problem.errors?.length, 1, String(size));
+  }
+  await create(a.key, { size: 10 });
+  await create(a.key, { size: 4000 });
+});
+
+test('an unknown data center answers 400 naming the valid ones', async () => {
+  const problem = assertProblem(await t.request(a.key, 'POST', '/v2/network-volumes', { name: 'd', size: 10, dataCenterId: 'MARS-1' }), 400, 'BAD_REQUEST');
+  assert.match(problem.detail, /MARS-1/);
+  for (const dc of t.config.catalog.dataCenters) assert.ok(problem.detail.includes(dc.id), dc.id);
+});
+
+test('unknown and missing properties answer 422 with one entry per property', async () => {
+  const problem = assertProblem(await t.request(a.key, 'POST', '/v2/network-volumes', { name: 'd', size: 10, dataCenterId: 'US-TX-3', color: 'red', tier: 1 }), 422);
+  assert.deepEqual(problem.errors, ['color: unknown property', 'tier: unknown property']);
+  const missing = assertProblem(await t.request(a.key, 'POST', '/v2/network-volumes', { name: 'd' }), 422);
+  assert.equal(missing.errors?.length, 2);
+  const patch = assertProblem(await t.request(a.key, 'PATCH', `/v2/network-volumes/${(await create(a.key)).id}`, { color: 'red' }), 422);
+  assert.deepEqual(patch.errors, ['color: unknown property']);
+});
+
+test('the list holds only the caller’s volumes, oldest first', async () => {
+  const c = await t.newAccount();
+  const v1 = await create(c.key, { name: 'one' });
+  (t.clock as FakeClock).advance(1000);
+  const v2 = await create(c.key, { name: 'two', dataCenterId: 'EU-RO-1' });
+  assert.deepEqual(json(await t.request(c.readKey, 'GET', '/v2/network-volumes')), { networkVolumes: [v1, v2] });
+});
+
+test('PATCH renames and grows; shrinking answers 400 and the size stays', async () => {
+  const volume = await create(a.key, { size: 50 });
+  const renamed = await t.request(a.key, 'PATCH', `/v2/network-volumes/${volume.id}`, { name: 'renamed' });
+  assert.equal(renamed.statusCode, 200, renamed.body);
+  assert.deepEqual(json(renamed), { ...volume, name: 'renamed' });
+  assert.equal(json(await t.request(a.key, 'PATCH', `/v2/network-volumes/${volume.id}`, { size: 200 })).size, 200);
+  assert.equal(json(await t.request(a.key, 'PATCH', `/v2/network-volumes/${volume.id}`, { size: 200 })).size, 200);
+  const problem = assertProblem(await t.request(a.key, 'PATCH', `/v2/network-volumes/${volume.id}`, { size: 100 }), 400, 'BAD_REQUEST');
+  assert.match(problem.detail, /only grow/);
+  assert.deepEqual(json(await t.request(a.key, 'GET', `/v2/network-volumes/${volume.id}`)), { ...volume, name: 'renamed', size: 200 });
+});
+
+test('dataCenterId is immutable: another value answers 400, the same value is accepted', async () => {
+  const volume = await create(a.key);
+  const problem = assertProblem(await t.request(a.key, 'PATCH', `/v2/network-volumes/${volume.id}`, { dataCenterId: 'EU-RO-1', name: 'moved' }), 400, 'BAD_REQUEST');
+  assert.match(problem.detail, /immutable/);
+  assert.equal(json(await t.request(a.key, 'GET', `/v2/network-volumes/${volume.id}`)).name, 'data');
+  const same = await t.request(a.key, 'PATCH', `/v2/network-volumes/${volume.id}`, { dataCenterId: 'US-TX-3', name: 'kept' });
+  assert.equal(same.statusCode, 200, same.body);
+  assert.deepEqual(json(same), { ...volume, name: 'kept' });
+});
+
+test('DELETE answers 204, removes the folder and its data, then 404', async () => {
+  const volume = await create(a.key);
+  const path = t.services.volumes.hostPath(volume.id);
+  writeFileSync(join(path, 'weights.bin'), 'x');
+  const res = await t.request(a.key, 'DELETE', `/v2/network-volumes/${volume.id}`);
+  assert.equal(res.statusCode, 204);
+  assert.equal(res.body, '');
+  assert.ok(!existsSync(path));
+  assertProblem(await t.request(a.key, 'GET', `/v2/network-volumes/${volume.id}`), 404, 'NOT_FOUND');
+  assertProblem(await t.request(a.key, 'DELETE', `/v2/network-volumes/${volume.id}`), 404, 'NOT_FOUND');
+});
+
+test('a volume a live pod mounts cannot be deleted (400 naming the pod); terminated pods and other volumes do not hold it', async () => {
+  const volume = await create(a.key);
+  await insertPod(`live${volume.id}`, a.accountId, 'RUNNING', { network: [{ volumeId: volume.id, path: '/data' }] });
+  await insertPod(`dead${volume.id}`, a.accountId, 'TERMINATED', { network: [{ volumeId: volume.id, path: '/data' }] });
+  await insertPod(`near${volume.id}`, a.accountId, 'RUNNING', { network: [{ volumeId: `${volume.id}x`, path: `/${volume.id}` }] });
+  const problem = assertProblem(await t.request(a.key, 'DELETE', `/v2/network-volumes/${volume.id}`), 400, 'VOLUME_IN_USE');
+  assert.match(problem.detail, new RegExp(`live${volume.id}`));
+  assert.ok(!problem.detail.includes(`dead${volume.id}`) && !problem.detail.includes(`near${volume.id}`));
+  assert.ok(existsSync(t.services.volumes.hostPath(volume.id)));
+  await t.services.db.kysely.updateTable('pods').set({ status: 'TERMINATED' }).where('id', '=', `live${volume.id}`).execute();
+  assert.equal((await t.request(a.key, 'DELETE', `/v2/network-volumes/${volume.id}`)).statusCode, 204);
+});
+
+test('another account’s volume is 404 on GET, PATCH and DELETE, and its data stays', async () => {
+  const volume = await create(a.key, { name: 'private-bits' });
+  for (const [method, body] of [['GET'], ['PATCH', { name: 'stolen' }], ['DELETE']] as const) {
+    const problem = assertProblem(await t.request(b.key, method, `/v2/network-volumes/${volume.id}`, body), 404, 'NOT_FOUND');
+    assert.ok(!problem.detail.includes('private-bits'));
+  }
+  assert.ok(!JSON.stringify(json(await t.request(b.key, 'GET', '/v2/network-volumes'))).includes(volume.id));
+  assert.deepEqual(json(await t.request(a.key, 'GET', `/v2/network-volumes/${volume.id}`)), volume);
+  assert.ok(existsSync(t.services.volumes.hostPath(volume.id)));
+  await assert.rejects(t.services.volumes.get(b.accountId, volume.id), { code: 'NOT_FOUND' });
+});
+
+test('a read key may read volumes but not write them (403)', async () => {
+  const volume = await create(a.key);
+  assert.equal((await t.request(a.readKey, 'GET', '/v2/network-volumes')).statusCode, 200);
+  assertProblem(await t.request(a.readKey, 'POST', '/v2/network-volumes', { name: 'd', size: 10, dataCenterId: 'US-TX-3' }), 403, 'FORBIDDEN');
+  assertProblem(await t.request(a.readKey, 'PATCH', `/v2/network-volumes/${volume.id}`, { name: 'x' }), 403, 'FORBIDDEN');
+  assertProblem(await t.request(a.readKey, 'DELETE', `/v2/network-volumes/${volume.id}`), 403, 'FORBIDDEN');
+});
