@@ -17,7 +17,11 @@ import { JobStore } from '../src/store/job-store.js';
 import { JobsService } from '../src/jobs/jobs-service.js';
 
 const { values } = parseArgs({
-  options: { jobs: { type: 'string', default: '20000' }, clients: { type: 'string', default: '256' }, workers: { type: 'string', default: '64' } },
+  options: {
+    jobs: { type: 'string', default: '20000' },
+    clients: { type: 'string', default: '256' },
+    workers: { type: 'string', default: '64' },
+  },
 });
 const N = Number(values.jobs);
 const CLIENTS = Number(values.clients);
@@ -139,14 +143,17 @@ for (const target of targets) {
       store: target.name,
       measure: `end to end, take batch ${batchSize}`,
       'jobs/s': rate(N, s),
-      transactions: jobs.batchStats.submits.batches + jobs.batchStats.posts.batches,
+      transactions: jobs.batchStats.submits.batches + jobs.batchStats.takes.batches + jobs.batchStats.posts.batches,
       'jobs/tx': `${(N / jobs.batchStats.posts.batches).toFixed(1)} done/tx`,
     });
     await cleanup();
   }
 }
 
-console.log(`\nJob store benchmark: ${N.toLocaleString('en-US')} jobs, ${CLIENTS} client loops, ${WORKERS} worker loops (node ${process.version})\n`);
+console.log(
+  `\nJob store benchmark: ${N.toLocaleString('en-US')} jobs, ${CLIENTS} client loops, ${WORKERS} worker loops ` +
+    `(node ${process.version})\n`,
+);
 printTable(rows);
 const e2e = rows.find((r) => r.store === 'sqlite' && r.measure === 'end to end, take batch 1');
 const e2eRate = Number(String(e2e?.['jobs/s'] ?? '0').replace(/,/g, ''));

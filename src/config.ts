@@ -67,8 +67,65 @@ export interface Config {
     /** Grace period between SIGTERM and SIGKILL when stopping an instance. @default 5000 */
     stopGraceMs: number;
   };
+  serverless: ServerlessConfig;
+  jobs: JobsHttpConfig;
   /** Where the config file was read from, to resolve relative paths. */
   configDir: string;
+}
+
+/** The job API and worker protocol settings. */
+export interface JobsHttpConfig {
+  /** Longest a `job-take` long-poll is held before 204 (workers give up after 90 s). @default 80000 */
+  takeWaitMs: number;
+  /** Longest a `job-stop` long-poll is held before 204. @default 80000 */
+  stopWaitMs: number;
+  /** How often the timekeeper runs (timeouts, ttl, retention, lost workers). @default 1000 */
+  timekeeperIntervalMs: number;
+  /** A worker neither pinging nor polling for this long is lost; its jobs go back to the queue. @default 30000 */
+  heartbeatTimeoutMs: number;
+  /** Heartbeat period handed to workers (RUNPOD_PING_INTERVAL). @default 10000 */
+  pingIntervalMs: number;
+  /** Times a job goes back to the queue after losing its worker before it FAILS. @default 3 */
+  retryBudget: number;
+  /** Whether the spec 8.1 limits apply to the job API. @default true */
+  rateLimits: boolean;
+  /** Requests per 10 s each running worker adds to the dynamic limit. @default 200 */
+  rateLimitPerWorker: number;
+}
+
+/** Webhook delivery (spec 6): one call plus `maxAttempts - 1` retries, `retryDelayMs` apart. */
+export interface WebhookConfig {
+  /** Longest wait for a receiver's answer. @default 10000 */
+  timeoutMs: number;
+  /** Delay between a failed attempt and the next. @default 10000 */
+  retryDelayMs: number;
+  /** Attempts in all (1 + retries). @default 3 */
+  maxAttempts: number;
+  /** How often due retries are looked for (finishing jobs wake the dispatcher at once). @default 1000 */
+  pollIntervalMs: number;
+  /** Calls in flight at once. @default 16 */
+  concurrency: number;
+}
+
+/** The serverless autoscaler. */
+export interface AutoscalerConfig {
+  /** How often every endpoint is reconciled (submissions wake it sooner). @default 1000 */
+  intervalMs: number;
+  /** A worker that ends within this long of starting counts as a crash of its endpoint. @default 30000 */
+  crashWindowMs: number;
+  /** Consecutive crashes after which the endpoint is backed off. @default 3 */
+  crashThreshold: number;
+  /** First back-off; doubles with every further crash. @default 10000 */
+  backoffBaseMs: number;
+  /** Longest back-off. @default 300000 */
+  backoffMaxMs: number;
+  /** A worker still INITIALIZING after this long is stopped and counted as a crash. @default 600000 */
+  startTimeoutMs: number;
+}
+
+export interface ServerlessConfig {
+  webhooks: WebhookConfig;
+  autoscaler: AutoscalerConfig;
 }
 
 export interface ConfigSources {
@@ -201,6 +258,10 @@ export function loadConfig({ env, flags = {} }: ConfigSources): Config {
   const limits = isObj(file.rateLimits) ? file.rateLimits : {};
   const networking = isObj(file.networking) ? file.networking : {};
   const pods = isObj(file.pods) ? file.pods : {};
+  const jobs = isObj(file.jobs) ? file.jobs : {};
+  const serverless = isObj(file.serverless) ? file.serverless : {};
+  const webhooks = isObj(serverless.webhooks) ? serverless.webhooks : {};
+  const autoscaler = isObj(serverless.autoscaler) ? serverless.autoscaler : {};
   const databaseUrl = env.GANTRY_DATABASE_URL ?? (typeof file.databaseUrl === 'string' ? file.databaseUrl : null);
   if (databaseUrl && !/^postgres(ql)?:\/\//.test(databaseUrl)) fail('GANTRY_DATABASE_URL must be a postgres:// URL');
   const images = parseImages(file.images);
@@ -233,6 +294,33 @@ export function loadConfig({ env, flags = {} }: ConfigSources): Config {
     pods: {
       reconcileIntervalMs: num(pods.reconcileIntervalMs, 'pods.reconcileIntervalMs', 1000),
       stopGraceMs: num(pods.stopGraceMs, 'pods.stopGraceMs', 5000),
+    },
+    jobs: {
+      takeWaitMs: num(jobs.takeWaitMs, 'jobs.takeWaitMs', 80_000),
+      stopWaitMs: num(jobs.stopWaitMs, 'jobs.stopWaitMs', 80_000),
+      timekeeperIntervalMs: Math.max(10, num(jobs.timekeeperIntervalMs, 'jobs.timekeeperIntervalMs', 1000)),
+      heartbeatTimeoutMs: num(jobs.heartbeatTimeoutMs, 'jobs.heartbeatTimeoutMs', 30_000),
+      pingIntervalMs: Math.max(100, num(jobs.pingIntervalMs, 'jobs.pingIntervalMs', 10_000)),
+      retryBudget: Math.floor(num(jobs.retryBudget, 'jobs.retryBudget', 3)),
+      rateLimits: jobs.rateLimits !== false,
+      rateLimitPerWorker: num(jobs.rateLimitPerWorker, 'jobs.rateLimitPerWorker', 200),
+    },
+    serverless: {
+      webhooks: {
+        timeoutMs: num(webhooks.timeoutMs, 'serverless.webhooks.timeoutMs', 10_000),
+        retryDelayMs: num(webhooks.retryDelayMs, 'serverless.webhooks.retryDelayMs', 10_000),
+        maxAttempts: Math.max(1, Math.floor(num(webhooks.maxAttempts, 'serverless.webhooks.maxAttempts', 3))),
+        pollIntervalMs: Math.max(10, num(webhooks.pollIntervalMs, 'serverless.webhooks.pollIntervalMs', 1000)),
+        concurrency: Math.max(1, Math.floor(num(webhooks.concurrency, 'serverless.webhooks.concurrency', 16))),
+      },
+      autoscaler: {
+        intervalMs: Math.max(10, num(autoscaler.intervalMs, 'serverless.autoscaler.intervalMs', 1000)),
+        crashWindowMs: num(autoscaler.crashWindowMs, 'serverless.autoscaler.crashWindowMs', 30_000),
+        crashThreshold: Math.max(1, Math.floor(num(autoscaler.crashThreshold, 'serverless.autoscaler.crashThreshold', 3))),
+        backoffBaseMs: num(autoscaler.backoffBaseMs, 'serverless.autoscaler.backoffBaseMs', 10_000),
+        backoffMaxMs: num(autoscaler.backoffMaxMs, 'serverless.autoscaler.backoffMaxMs', 300_000),
+        startTimeoutMs: num(autoscaler.startTimeoutMs, 'serverless.autoscaler.startTimeoutMs', 600_000),
+      },
     },
     configDir,
   };

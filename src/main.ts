@@ -14,6 +14,7 @@ import { TemplatesService } from './templates/templates-service.js';
 import { VolumesService } from './volumes/volumes-service.js';
 import { RegistriesService } from './registries/registries-service.js';
 import { PodsService } from './pods/pods-service.js';
+import { EndpointsService } from './serverless/endpoints-service.js';
 import { PodController } from './pods/pod-controller.js';
 import { ProcessRuntime } from './runtime/process/process-runtime.js';
 import type { Runtime } from './runtime/runtime.js';
@@ -61,8 +62,10 @@ export async function createServices(config: Config, overrides: ServiceOverrides
   const registries = new RegistriesService({ db, clock, secrets });
   const podController = new PodController({ db, runtime, inventory, volumes, registries, clock, events, logger: logger.child({ component: 'pods' }), config });
   const pods = new PodsService({ controller: podController, inventory, runtime, templates, volumes, registries, accounts, clock, config });
+  const endpoints = new EndpointsService({ db, clock, templates, volumes, config });
+  templates.addReferenceChecker(endpoints.templateReferenceChecker);
   await templates.seedPublic();
-  return { config, db, clock, logger, events, secrets, runtime, accounts, catalog, inventory, pods, podController, templates, volumes, registries };
+  return { config, db, clock, logger, events, secrets, runtime, accounts, catalog, inventory, pods, podController, templates, volumes, registries, endpoints };
 }
 
 /** On a first start (no accounts), creates the `admin` account and its key; answers the key to print once. */

@@ -13,6 +13,7 @@ import type { TemplatesService } from './templates/templates-service.js';
 import type { VolumesService } from './volumes/volumes-service.js';
 import type { RegistriesService } from './registries/registries-service.js';
 import type { SecretBox } from './store/secret-box.js';
+import type { EndpointsService } from './serverless/endpoints-service.js';
 
 /** Everything the transports (HTTP, GraphQL, CLI) reach. Built only by `createServices`. */
 export interface Services {
@@ -31,4 +32,5 @@ export interface Services {
   templates: TemplatesService;
   volumes: VolumesService;
   registries: RegistriesService;
+  endpoints: EndpointsService;
 }

@@ -25,6 +25,8 @@ export const errorCatalogue = {
   VOLUME_IN_USE: { status: 400, title: 'Bad Request' },
   REGISTRY_IN_USE: { status: 400, title: 'Bad Request' },
   UNKNOWN_REFERENCE: { status: 400, title: 'Bad Request' },
+  NOT_SERVERLESS_TEMPLATE: { status: 400, title: 'Bad Request' },
+  ENDPOINT_HAS_WORKERS: { status: 400, title: 'Bad Request' },
   // 401 / 403
   UNAUTHORIZED: { status: 401, title: 'Unauthorized' },
   FORBIDDEN: { status: 403, title: 'Forbidden' },
@@ -46,7 +48,9 @@ export const errorCatalogue = {
   RATE_LIMITED: { status: 429, title: 'Too Many Requests' },
   // 5xx
   INTERNAL: { status: 500, title: 'Internal Server Error' },
+  JOB_FAILED: { status: 500, title: 'Internal Server Error' },
   UNAVAILABLE: { status: 503, title: 'Service Unavailable' },
+  JOB_NOT_FINISHED: { status: 504, title: 'Gateway Timeout' },
 } as const satisfies Record<string, ErrorDefinition>;
 
 export type ErrorCode = keyof typeof errorCatalogue;

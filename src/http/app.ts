@@ -15,6 +15,8 @@ import { templateRoutes } from './routes/templates.js';
 import { catalogRoutes } from './routes/catalog.js';
 import { volumeRoutes } from './routes/network-volumes.js';
 import { registryRoutes } from './routes/registries.js';
+import { serverlessRoutes } from './routes/serverless.js';
+import { graphqlRoutes } from '../graphql/graphql-route.js';
 
 const addFormats = addFormatsModule as unknown as (ajv: Ajv) => Ajv;
 
@@ -45,7 +47,6 @@ export async function buildApp(services: Services, options: BuildAppOptions = {}
     bodyLimit: config.server.bodyLimit,
     requestIdHeader: 'x-request-id',
     genReqId: () => randomUUID(),
-    disableRequestLogging: false,
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 256 },
     frameworkErrors,
   });
@@ -91,6 +92,8 @@ export async function buildApp(services: Services, options: BuildAppOptions = {}
   catalogRoutes(app, services);
   volumeRoutes(app, services);
   registryRoutes(app, services);
+  serverlessRoutes(app, services);
+  graphqlRoutes(app, services);
 
   await app.ready();
   return app;

@@ -112,6 +112,19 @@ for (const { name, skip } of dialects()) {
       assert.equal(jobs.signals.waiting('work', 'ep1'), 0);
     });
 
+    test('jobs taken for a worker that went away meanwhile go back to the queue uncounted', async () => {
+      const { id } = await submit();
+      const abort = new AbortController();
+      const pending = jobs.take('ep1', 'w1', { signal: abort.signal });
+      abort.abort();
+      assert.deepEqual(await pending, []);
+      assert.deepEqual(await jobs.status('acct1', 'ep1', id), { id, status: 'IN_QUEUE', retries: 0 });
+      const [again] = await jobs.take('ep1', 'w2');
+      assert.equal(again?.id, id);
+      assert.equal(await jobs.release('w2', [id]), 1);
+      assert.deepEqual(await jobs.status('acct1', 'ep1', id), { id, status: 'IN_QUEUE', retries: 0 });
+    });
+
     test('a result completes the job once; a repeated post of it is a no-op success', async () => {
       const { id } = await submit({ input: {}, webhook: 'http://hook.test/done' });
       await jobs.take('ep1', 'w1');

@@ -345,12 +345,31 @@ export class JobsService {
         waiter?.cancel();
         throw err;
       }
+      if (jobs.length > 0 && options.signal?.aborted) {
+        // The worker went away while its take was being committed: nobody would run these.
+        waiter?.cancel();
+        await this.release(workerId, jobs.map((j) => j.id));
+        return [];
+      }
       if (jobs.length > 0 || !waiter) {
         waiter?.cancel();
         return jobs.map(toTakenJob);
       }
       if (!(await waiter.promise)) return [];
     }
+  }
+
+  /**
+   * Returns taken jobs the worker never received to their place in the queue (call it when the
+   * take reply could not be written). No retry is counted.
+   */
+  async release(workerId: string, jobIds: readonly string[]): Promise<number> {
+    const n = await this.store.release(jobIds, workerId);
+    if (n > 0) {
+      const job = await this.store.get(jobIds[0]!);
+      if (job) this.signals.notify('work', job.endpointId, n);
+    }
+    return n;
   }
 
   /**

@@ -63,7 +63,7 @@ function openSqlite(options: OpenDatabaseOptions): Db {
   sqlite.pragma('synchronous = NORMAL');
   sqlite.pragma('foreign_keys = ON');
   sqlite.pragma('busy_timeout = 5000');
-  const kysely = new Kysely<Database>({ dialect: new SqliteDialect({ database: sqlite }) });
+  const kysely = new Kysely<Database>({ dialect: new SqliteDialect({ database: withStatementCache(sqlite) }) });
   return {
     dialect: 'sqlite',
     kysely,
@@ -71,6 +71,30 @@ function openSqlite(options: OpenDatabaseOptions): Db {
     withTransaction: (fn) => kysely.transaction().execute(fn),
     close: () => kysely.destroy(),
   };
+}
+
+/**
+ * Kysely prepares a statement for every query; preparing costs more than running a point read.
+ * Statements are reused per SQL text (Kysely runs each to completion synchronously, so one
+ * prepared statement is never used by two queries at once).
+ */
+function withStatementCache(sqlite: SqliteDatabase.Database): SqliteDatabase.Database {
+  const cache = new Map<string, SqliteDatabase.Statement>();
+  const MAX = 500;
+  return new Proxy(sqlite, {
+    get(target, prop, receiver) {
+      if (prop !== 'prepare') return Reflect.get(target, prop, receiver) as unknown;
+      return (sql: string) => {
+        let stmt = cache.get(sql);
+        if (!stmt) {
+          if (cache.size >= MAX) cache.clear();
+          stmt = target.prepare(sql);
+          cache.set(sql, stmt);
+        }
+        return stmt;
+      };
+    },
+  });
 }
 
 async function openPostgres(url: string, schema: string): Promise<Db> {

@@ -73,6 +73,51 @@ for (const { name, skip } of dialects()) {
       assert.deepEqual(await store.takeNext('ep1', 'w1', 1, T0 + 10_000), []);
     });
 
+    test('several takes in one transaction deal the queue head out to the requests in order', async () => {
+      const jobs = [newJob(), newJob(), newJob(), newJob(), newJob({ endpointId: 'ep2' })];
+      await store.insertMany(jobs);
+      const res = await t.db.withTransaction((tx) =>
+        store.takeMany(
+          [
+            { endpointId: 'ep1', workerId: 'w1', n: 1 },
+            { endpointId: 'ep2', workerId: 'w2', n: 5 },
+            { endpointId: 'ep1', workerId: 'w3', n: 2 },
+            { endpointId: 'ep1', workerId: 'w4', n: 2 },
+          ],
+          T0 + 5,
+          tx,
+        ),
+      );
+      assert.deepEqual(
+        res.map((r) => r.map((j) => [j.id, j.workerId, j.delayMs])),
+        [
+          [[jobs[0]!.id, 'w1', 5]],
+          [[jobs[4]!.id, 'w2', 5]],
+          [
+            [jobs[1]!.id, 'w3', 5],
+            [jobs[2]!.id, 'w3', 5],
+          ],
+          [[jobs[3]!.id, 'w4', 5]],
+        ],
+      );
+    });
+
+    test('in one batch of posts, the first result of a job wins and later posts for it change nothing', async () => {
+      const [a, b] = [newJob(), newJob()];
+      await store.insertMany([a!, b!]);
+      await store.takeNext('ep1', 'w1', 2, T0);
+      const res = await store.completeMany(
+        [
+          { id: a!.id, workerId: 'w1', status: 'IN_PROGRESS', outputJson: '"50%"', error: null },
+          { id: a!.id, workerId: 'w1', status: 'COMPLETED', outputJson: '"done"', error: null },
+          { id: a!.id, workerId: 'w1', status: 'COMPLETED', outputJson: '"done"', error: null },
+          { id: b!.id, workerId: 'w1', status: 'IN_PROGRESS', outputJson: '"10%"', error: null },
+        ],
+        T0 + 10,
+      );
+      assert.deepEqual(res.map((r) => r && [r.status, r.outputJson]), [null, ['COMPLETED', '"done"'], null, ['IN_PROGRESS', '"10%"']]);
+    });
+
     test('a result is applied once, only from the worker holding the job, and sets execution time and retention', async () => {
       const run = newJob();
       const sync = newJob({ sync: true });
@@ -243,6 +288,25 @@ for (const { name, skip } of dialects()) {
             const got = await t.db.withTransaction((tx) => store.takeNext('ep1', worker, 3, T0, tx));
             if (got.length === 0) return;
             seen.push(...got.map((j) => j.id));
+          }
+        };
+        await Promise.all(['w1', 'w2', 'w3', 'w4'].map(taker));
+        assert.equal(seen.length, 400);
+        assert.equal(new Set(seen).size, 400);
+      });
+
+      test('concurrent batched takes with SKIP LOCKED never hand out a job twice', async () => {
+        const jobs = Array.from({ length: 400 }, () => newJob());
+        await store.insertMany(jobs);
+        const seen: string[] = [];
+        const taker = async (worker: string): Promise<void> => {
+          for (;;) {
+            const got = await t.db.withTransaction((tx) =>
+              store.takeMany([{ endpointId: 'ep1', workerId: `${worker}a`, n: 2 }, { endpointId: 'ep1', workerId: `${worker}b`, n: 3 }], T0, tx),
+            );
+            const ids = got.flat().map((j) => j.id);
+            if (ids.length === 0) return;
+            seen.push(...ids);
           }
         };
         await Promise.all(['w1', 'w2', 'w3', 'w4'].map(taker));

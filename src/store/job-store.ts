@@ -101,6 +101,9 @@ const INSERT_CHUNK = 500;
 /** Jobs claimed per take statement: 3 parameters each, well under SQLite's limit. */
 const TAKE_CHUNK = 2000;
 
+/** Results applied per statement: 9 parameters each. */
+const COMPLETE_CHUNK = 1000;
+
 /** A bigint literal both dialects type correctly (PostgreSQL cannot infer `$1 + $2`). */
 const big = (n: number): RawBuilder<number> => sql<number>`CAST(${n} AS BIGINT)`;
 
@@ -303,15 +306,44 @@ export class JobStore {
    * (execution time, retention deadline), progress replaces the visible output. Answers, per post
    * and in order, the job as changed — or null when its guard failed (late, repeated, foreign
    * post, or no such job) and nothing changed.
+   *
+   * The first result of each job is applied by one set-based statement per chunk; progress posts
+   * and further posts for the same job follow one by one, in order — so a progress post in the
+   * same batch as its job's result is dropped like any late progress.
    */
   async completeMany(results: readonly WorkerResult[], now: number, tx: Executor = this.db.kysely): Promise<Array<JobRecord | null>> {
-    const changed: Array<JobRecord | null> = [];
-    for (const r of results) {
-      const base = tx
+    const changed: Array<JobRecord | null> = results.map(() => null);
+    const finals = new Map<string, number>();
+    const rest: number[] = [];
+    results.forEach((r, i) => {
+      if (r.status !== 'IN_PROGRESS' && !finals.has(r.id)) finals.set(r.id, i);
+      else rest.push(i);
+    });
+    const firsts = [...finals.values()];
+    for (let c = 0; c < firsts.length; c += COMPLETE_CHUNK) {
+      const chunk = firsts.slice(c, c + COMPLETE_CHUNK).map((i) => results[i]!);
+      const byId = <T>(value: (r: WorkerResult) => T) => sql<T>`CASE id ${sql.join(chunk.map((r) => sql`WHEN ${r.id} THEN ${value(r)}`), sql` `)} END`;
+      const rows = await tx
         .updateTable('jobs')
-        .where('id', '=', r.id)
+        .set({
+          status: byId((r) => r.status),
+          output: byId((r) => (r.status === 'COMPLETED' ? r.outputJson : null)),
+          error: byId((r) => (r.status === 'FAILED' ? r.error : null)),
+          completed_at: now,
+          execution_ms: sql<number>`${big(now)} - started_at`,
+          retain_until: this.#retainUntil(now),
+          timeout_at: null,
+        })
+        .where('id', 'in', chunk.map((r) => r.id))
         .where('status', 'in', changesFrom('complete'))
-        .where('worker_id', '=', r.workerId);
+        .where('worker_id', '=', byId((r) => r.workerId))
+        .returningAll()
+        .execute();
+      for (const row of rows) changed[finals.get(row.id)!] = toRecord(row);
+    }
+    for (const i of rest) {
+      const r = results[i]!;
+      const base = tx.updateTable('jobs').where('id', '=', r.id).where('status', 'in', changesFrom('complete')).where('worker_id', '=', r.workerId);
       const row =
         r.status === 'IN_PROGRESS'
           ? await base.set({ output: r.outputJson }).returningAll().executeTakeFirst()
@@ -327,7 +359,7 @@ export class JobStore {
               })
               .returningAll()
               .executeTakeFirst();
-      changed.push(row ? toRecord(row) : null);
+      changed[i] = row ? toRecord(row) : null;
     }
     return changed;
   }
@@ -383,6 +415,22 @@ export class JobStore {
       .returningAll()
       .executeTakeFirst();
     return row ? toRecord(row) : null;
+  }
+
+  /**
+   * Puts jobs a worker took but never received (its long-poll went away before the reply) back
+   * at their place in the queue, as if never taken: no retry is counted.
+   */
+  async release(ids: readonly string[], workerId: string, tx: Executor = this.db.kysely): Promise<number> {
+    if (ids.length === 0) return 0;
+    const res = await tx
+      .updateTable('jobs')
+      .set({ status: 'IN_QUEUE', worker_id: null, started_at: null, timeout_at: null, delay_ms: null })
+      .where('id', 'in', [...ids])
+      .where('worker_id', '=', workerId)
+      .where('status', '=', 'IN_PROGRESS')
+      .executeTakeFirst();
+    return Number(res.numUpdatedRows);
   }
 
   /** Deletes the endpoint's queued jobs (running and finished ones stay); answers how many. */

@@ -27,6 +27,13 @@ function send(reply: FastifyReply, err: ApiError): void {
   void reply.code(err.status).type('application/problem+json').send(err.toProblem());
 }
 
+/** Where JSON parsing stopped, without quoting the body back (it may hold a password). */
+function jsonProblem(message: string): ApiError {
+  const at = /position (\d+)/.exec(message)?.[1];
+  const where = at ? ` (parsing stopped at character ${at})` : message.includes('Unexpected end') ? ' (it ends too early)' : '';
+  return new ApiError('MALFORMED_JSON', `The request body is not valid JSON${where}.`);
+}
+
 /** Errors Fastify raises before routing (bad URL encoding, over-long path parameters). */
 export function frameworkErrors(error: FastifyError, _request: unknown, reply: FastifyReply): void {
   if (error.code === 'FST_ERR_MAX_PARAM_LENGTH') return send(reply, new ApiError('URI_TOO_LONG', 'A path parameter is longer than 256 characters; no resource has such an id.'));
@@ -47,7 +54,7 @@ export function registerErrorHandling(app: FastifyInstance): void {
     switch (error.code) {
       case 'FST_ERR_CTP_INVALID_JSON_BODY':
       case 'FST_ERR_CTP_EMPTY_JSON_BODY':
-        return send(reply, new ApiError('MALFORMED_JSON', `The request body is not valid JSON: ${error.message}`));
+        return send(reply, jsonProblem(error.message));
       case 'FST_ERR_CTP_BODY_TOO_LARGE':
         return send(reply, new ApiError('PAYLOAD_TOO_LARGE', `The request body is larger than the ${request.routeOptions.bodyLimit ?? 'configured'} bytes this route accepts.`));
       case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
@@ -56,7 +63,7 @@ export function registerErrorHandling(app: FastifyInstance): void {
       case 'FST_ERR_CTP_INVALID_TYPE':
         return send(reply, new ApiError('UNSUPPORTED_MEDIA_TYPE', 'The Content-Type header is malformed.'));
     }
-    if (error instanceof SyntaxError) return send(reply, new ApiError('MALFORMED_JSON', `The request body is not valid JSON: ${error.message}`));
+    if (error instanceof SyntaxError) return send(reply, jsonProblem(error.message));
     const status = error.statusCode ?? 500;
     if (status >= 400 && status < 500) {
       return send(reply, new ApiError(status === 404 ? 'ROUTE_NOT_FOUND' : status === 413 ? 'PAYLOAD_TOO_LARGE' : status === 415 ? 'UNSUPPORTED_MEDIA_TYPE' : 'BAD_REQUEST', error.message));

@@ -1,0 +1,135 @@
+import { ApiError, badRequest } from '../domain/errors.js';
+import type { Endpoint } from '../serverless/endpoint.js';
+import type { EndpointInput } from '../serverless/endpoints-service.js';
+import { envFromPairs, envToPairs, type GraphqlContext } from './context.js';
+import type { FlashBootType, ResolverMap } from './schema.js';
+import { toGqlTemplate } from './template-resolvers.js';
+
+type EnvPair = { key: string; value?: string | null } | null;
+
+/** `EndpointInput` as graphql-js hands it over (coerced by the schema). */
+export interface GqlEndpointInput {
+  id?: string | null;
+  name?: string | null;
+  templateId?: string | null;
+  gpuIds?: string | null;
+  gpuCount?: number | null;
+  networkVolumeId?: string | null;
+  networkVolumeIds?: Array<{ networkVolumeId?: string | null } | null> | null;
+  locations?: string | null;
+  idleTimeout?: number | null;
+  scalerType?: string | null;
+  scalerValue?: number | null;
+  workersMin?: number | null;
+  workersMax?: number | null;
+  flashBootType?: FlashBootType | null;
+  allowedCudaVersions?: Array<string | null> | null;
+  minCudaVersion?: string | null;
+  executionTimeoutMs?: number | null;
+  type?: string | null;
+  env?: EnvPair[] | null;
+  instanceIds?: Array<string | null> | null;
+  modelReferences?: Array<string | null> | null;
+  hubReleaseId?: string | null;
+  template?: { name?: string | null; imageName?: string | null; containerDiskInGb?: number | null; dockerArgs?: string | null; env?: EnvPair[] | null } | null;
+}
+
+const nonEmpty = (xs: ReadonlyArray<string | null> | null | undefined): string[] => (xs ?? []).filter((x): x is string => typeof x === 'string' && x.trim() !== '');
+
+/** GraphQL input → service input. Fields Gantry cannot honour are refused with a sentence saying what to do. */
+export function toEndpointInput(input: GqlEndpointInput): EndpointInput {
+  if (nonEmpty(input.instanceIds).length > 0)
+    throw badRequest('instanceIds: CPU serverless endpoints are not supported by Gantry; send gpuIds (GPU pools) instead.');
+  if (input.minCudaVersion !== undefined && input.minCudaVersion !== null && input.minCudaVersion.trim() !== '')
+    throw badRequest('minCudaVersion is not supported for endpoints; send allowedCudaVersions (e.g. "12.4,12.8") instead.');
+  if (input.hubReleaseId !== undefined && input.hubReleaseId !== null && input.hubReleaseId.trim() !== '')
+    throw badRequest('hubReleaseId: hub releases are not available on Gantry; create a serverless template and pass templateId.');
+  const volumes = nonEmpty((input.networkVolumeIds ?? []).map((v) => v?.networkVolumeId ?? null));
+  if (volumes.length > 1) throw badRequest('networkVolumeIds: an endpoint can mount one network volume; send a single one.');
+  const out: EndpointInput = {};
+  const copy = ['name', 'templateId', 'gpuIds', 'gpuCount', 'locations', 'idleTimeout', 'scalerType', 'scalerValue', 'workersMin', 'workersMax', 'executionTimeoutMs', 'type'] as const;
+  for (const k of copy) if (input[k] !== undefined) (out as Record<string, unknown>)[k] = input[k];
+  if (input.networkVolumeId !== undefined) out.networkVolumeId = input.networkVolumeId;
+  if ((out.networkVolumeId === undefined || out.networkVolumeId === null || out.networkVolumeId === '') && volumes.length === 1) out.networkVolumeId = volumes[0]!;
+  if (input.flashBootType !== undefined) out.flashboot = input.flashBootType === null ? null : input.flashBootType === 'FLASHBOOT';
+  if (input.allowedCudaVersions !== undefined) out.allowedCudaVersions = input.allowedCudaVersions === null ? null : nonEmpty(input.allowedCudaVersions);
+  if (input.env !== undefined) out.env = input.env === null ? null : envFromPairs(input.env);
+  return out;
+}
+
+async function saveEndpoint(input: GqlEndpointInput, { services, principal }: GraphqlContext): Promise<Endpoint> {
+  const { endpoints, templates } = services;
+  const accountId = principal.accountId;
+  const fields = toEndpointInput(input);
+  const id = input.id?.trim();
+  if (id) return endpoints.replace(accountId, id, fields);
+  const inline = input.template;
+  if (!inline || (fields.templateId !== undefined && fields.templateId !== null && fields.templateId !== '')) return endpoints.create(accountId, fields);
+  // An inline template (runpodctl --image): create it as a serverless template, and drop it
+  // again if the endpoint is refused, so a failed call leaves nothing behind.
+  if (!inline.imageName) throw badRequest('template.imageName is required to create the endpoint\'s template inline (or pass templateId).');
+  const template = await templates.create(accountId, {
+    name: inline.name || `${fields.name ?? 'endpoint'} template`,
+    imageName: inline.imageName,
+    args: inline.dockerArgs ?? '',
+    ...(inline.containerDiskInGb ? { containerDiskInGb: inline.containerDiskInGb } : {}),
+    env: envFromPairs(inline.env),
+    isServerless: true,
+  });
+  try {
+    return await endpoints.create(accountId, { ...fields, templateId: template.id });
+  } catch (err) {
+    await templates.delete(accountId, template.id).catch(() => undefined);
+    throw err;
+  }
+}
+
+/** The endpoint's workers, in the `pods { desiredStatus }` shape clients read. */
+const workerPods = async (e: Endpoint, { services, principal }: GraphqlContext) =>
+  (await services.endpoints.workers(principal.accountId, e.id)).map((w) => ({ id: w.id, desiredStatus: w.status === 'TERMINATED' || w.status === 'EXITED' ? w.status : 'RUNNING' }));
+
+export const endpointResolvers: ResolverMap<GraphqlContext> = {
+  Query: {
+    endpoint: (_root, args: { id: string }, ctx: GraphqlContext) => ctx.services.endpoints.get(ctx.principal.accountId, args.id),
+  },
+  Mutation: {
+    saveEndpoint: (_root, args: { input: GqlEndpointInput }, ctx: GraphqlContext) => saveEndpoint(args.input, ctx),
+    deleteEndpoint: async (_root, args: { id: string }, ctx: GraphqlContext) => {
+      await ctx.services.endpoints.delete(ctx.principal.accountId, args.id);
+      return null;
+    },
+    updateEndpointTemplate: (_root, args: { input?: { endpointId?: string | null; templateId?: string | null } | null }, ctx: GraphqlContext) => {
+      const endpointId = args.input?.endpointId;
+      const templateId = args.input?.templateId;
+      if (!endpointId || !templateId) throw new ApiError('VALIDATION_FAILED', 'updateEndpointTemplate needs input.endpointId and input.templateId.', { errors: ['input.endpointId and input.templateId are required'] });
+      return ctx.services.endpoints.update(ctx.principal.accountId, endpointId, { templateId });
+    },
+  },
+  Endpoint: {
+    gpuIds: (e: Endpoint) => e.gpuIds.join(','),
+    locations: (e: Endpoint) => e.locations.join(','),
+    allowedCudaVersions: (e: Endpoint) => e.allowedCudaVersions.join(','),
+    minCudaVersion: () => null,
+    flashBootType: (e: Endpoint): FlashBootType => (e.flashboot ? 'FLASHBOOT' : 'OFF'),
+    computeType: () => 'GPU',
+    instanceIds: () => [],
+    workersStandby: () => 0,
+    userId: (e: Endpoint) => e.accountId,
+    env: (e: Endpoint) => envToPairs(e.env),
+    createdAt: (e: Endpoint) => new Date(e.createdAt).toISOString(),
+    aiKey: () => null,
+    modelReferences: () => [],
+    template: async (e: Endpoint, _args, ctx: GraphqlContext) => {
+      const template = await ctx.services.endpoints.templateOf(e);
+      return template ? toGqlTemplate(template) : null;
+    },
+    networkVolume: async (e: Endpoint, _args, ctx: GraphqlContext) =>
+      e.networkVolumeId === null ? null : ctx.services.volumes.get(e.accountId, e.networkVolumeId).catch(() => null),
+    networkVolumeIds: async (e: Endpoint, _args, ctx: GraphqlContext) => {
+      if (e.networkVolumeId === null) return [];
+      const volume = await ctx.services.volumes.get(e.accountId, e.networkVolumeId).catch(() => null);
+      return [{ networkVolumeId: e.networkVolumeId, dataCenterId: volume?.dataCenterId ?? null }];
+    },
+    pods: (e: Endpoint, _args, ctx: GraphqlContext) => workerPods(e, ctx),
+  },
+};

@@ -1,0 +1,145 @@
+import { badRequest } from '../domain/errors.js';
+import type { CreatePodInput, Mounts } from '../pods/pod-rules.js';
+import type { PodView } from '../pods/pod-view.js';
+import { splitList } from '../serverless/endpoints-service.js';
+import { envFromPairs, type GraphqlContext } from './context.js';
+import type { ResolverMap } from './schema.js';
+
+/** The status a pod is driven toward, as GraphQL clients read `desiredStatus`. */
+const desiredStatus = (p: PodView): string => (p.status === 'TERMINATED' ? 'TERMINATED' : p.status === 'EXITED' || p.status === 'ERROR' ? 'EXITED' : 'RUNNING');
+
+/** A pod in the GraphQL shape: env read as "K=V" strings, ports as a comma list. */
+export function toGqlPod(p: PodView, { services }: GraphqlContext) {
+  const gpuName = p.gpu ? (services.config.catalog.gpuTypes.find((g) => g.id === p.gpu!.id)?.displayName ?? p.gpu.id) : null;
+  const runtime = p.status === 'RUNNING' && p.runtime ? p.runtime : null;
+  return {
+    id: p.id,
+    name: p.name,
+    imageName: p.image,
+    env: Object.entries(p.env).map(([k, v]) => `${k}=${v}`),
+    desiredStatus: desiredStatus(p),
+    lastStatusChange: p.startedAt ?? p.createdAt,
+    costPerHr: p.cost,
+    containerDiskInGb: p.disk,
+    volumeInGb: p.mounts.persistent?.size ?? 0,
+    volumeMountPath: p.mounts.persistent?.path ?? p.mounts.network?.[0]?.path ?? null,
+    dockerArgs: p.args,
+    dockerId: null,
+    gpuCount: p.gpu?.count ?? 0,
+    vcpuCount: p.cpu?.vcpuCount ?? null,
+    memoryInGb: p.cpu?.memory ?? null,
+    podType: 'RESERVED',
+    port: null,
+    ports: p.ports.join(','),
+    uptimeSeconds: runtime?.uptime ?? 0,
+    machineId: p.dataCenterId,
+    machine: { podHostId: p.id, gpuDisplayName: gpuName, location: p.dataCenterId },
+    runtime: runtime
+      ? {
+          uptimeInSeconds: runtime.uptime ?? 0,
+          ports: (runtime.ports ?? []).map((port) => ({ ip: port.ip, isIpPublic: port.ip !== null, privatePort: port.private, publicPort: port.public, type: port.type })),
+        }
+      : null,
+  };
+}
+
+interface GqlPodInput {
+  name?: string | null;
+  imageName?: string | null;
+  gpuTypeId?: string | null;
+  gpuTypeIdList?: Array<string | null> | null;
+  gpuCount?: number | null;
+  instanceId?: string | null;
+  vcpuCount?: number | null;
+  cloudType?: 'ALL' | 'SECURE' | 'COMMUNITY' | null;
+  dataCenterId?: string | null;
+  countryCode?: string | null;
+  containerDiskInGb?: number | null;
+  volumeInGb?: number | null;
+  volumeMountPath?: string | null;
+  dockerArgs?: string | null;
+  ports?: string | null;
+  env?: Array<{ key: string; value?: string | null } | null> | null;
+  templateId?: string | null;
+  networkVolumeId?: string | null;
+  allowedCudaVersions?: Array<string | null> | null;
+  minCudaVersion?: string | null;
+  startSsh?: boolean | null;
+  startJupyter?: boolean | null;
+  containerRegistryAuthId?: string | null;
+  globalNetworking?: boolean | null;
+}
+
+const DEFAULT_MOUNT_PATH = '/workspace';
+
+/** GraphQL pod input → the REST create body the pods service takes. */
+function toCreatePod(input: GqlPodInput, compute: Pick<CreatePodInput, 'gpu' | 'cpu'>, ctx: GraphqlContext): CreatePodInput {
+  const out: CreatePodInput = { name: input.name ?? '', ...compute };
+  if (input.imageName) out.image = input.imageName;
+  if (input.dockerArgs != null) out.args = input.dockerArgs;
+  if (input.containerDiskInGb != null) out.disk = input.containerDiskInGb;
+  if (input.ports != null) out.ports = splitList(input.ports);
+  if (input.env != null) out.env = envFromPairs(input.env);
+  if (input.templateId) out.templateId = input.templateId;
+  if (input.containerRegistryAuthId) out.registry = input.containerRegistryAuthId;
+  if (input.cloudType === 'SECURE' || input.cloudType === 'COMMUNITY') out.cloud = input.cloudType;
+  if (input.dataCenterId) out.dataCenterIds = [input.dataCenterId];
+  else if (input.countryCode) {
+    const country = input.countryCode.toUpperCase();
+    out.dataCenterIds = ctx.services.config.catalog.dataCenters.filter((d) => d.country === country).map((d) => d.id);
+    if (out.dataCenterIds.length === 0) throw badRequest(`countryCode "${input.countryCode}" has no data center; valid: ${[...new Set(ctx.services.config.catalog.dataCenters.map((d) => d.country))].join(', ')}.`);
+  }
+  const cuda = (input.allowedCudaVersions ?? []).filter((v): v is string => typeof v === 'string' && v !== '');
+  if (cuda.length > 0) out.allowedCudaVersions = cuda;
+  if (input.minCudaVersion) out.minCudaVersion = input.minCudaVersion;
+  if (input.startSsh != null) out.startSsh = input.startSsh;
+  if (input.startJupyter != null) out.startJupyter = input.startJupyter;
+  if (input.globalNetworking != null) out.globalNetworking = input.globalNetworking;
+  const path = input.volumeMountPath || DEFAULT_MOUNT_PATH;
+  const mounts: Mounts = {};
+  if (input.networkVolumeId) mounts.network = [{ volumeId: input.networkVolumeId, path }];
+  else if (input.volumeInGb && input.volumeInGb > 0 && compute.gpu) mounts.persistent = { size: input.volumeInGb, path };
+  if (mounts.network || mounts.persistent) out.mounts = mounts;
+  return out;
+}
+
+/** `cpu3c-2-4` (flavor-vCPUs-memory, as runpod-python sends it) or a bare flavor id. */
+function parseInstanceId(instanceId: string | null | undefined, vcpuCount: number | null | undefined, ctx: GraphqlContext): { id: string; vcpuCount: number } {
+  const flavors = ctx.services.config.catalog.cpuFlavors;
+  const [flavor, vcpus] = (instanceId || flavors[0]?.id || '').split('-');
+  return { id: flavor ?? '', vcpuCount: vcpuCount ?? (vcpus ? Number(vcpus) : 2) };
+}
+
+const podIdOf = (input: { podId?: string | null } | null | undefined): string => {
+  if (!input?.podId) throw badRequest('input.podId is required.');
+  return input.podId;
+};
+
+export const podResolvers: ResolverMap<GraphqlContext> = {
+  Query: {
+    pod: async (_root, args: { input?: { podId?: string | null } | null }, ctx: GraphqlContext) =>
+      toGqlPod(await ctx.services.pods.get(ctx.principal.accountId, podIdOf(args.input)), ctx),
+  },
+  Mutation: {
+    podFindAndDeployOnDemand: async (_root, args: { input?: GqlPodInput | null }, ctx: GraphqlContext) => {
+      const input = args.input ?? {};
+      const gpuTypeId = input.gpuTypeId || (input.gpuTypeIdList ?? []).find((g): g is string => !!g);
+      if (!gpuTypeId) throw badRequest('gpuTypeId is required for a GPU pod (see the gpuTypes query); use deployCpuPod for a CPU pod.');
+      const body = toCreatePod(input, { gpu: { id: gpuTypeId, count: input.gpuCount ?? 1 } }, ctx);
+      return toGqlPod(await ctx.services.pods.create(ctx.principal.accountId, body), ctx);
+    },
+    deployCpuPod: async (_root, args: { input?: GqlPodInput | null }, ctx: GraphqlContext) => {
+      const input = args.input ?? {};
+      const body = toCreatePod(input, { cpu: parseInstanceId(input.instanceId, input.vcpuCount, ctx) }, ctx);
+      return toGqlPod(await ctx.services.pods.create(ctx.principal.accountId, body), ctx);
+    },
+    podStop: async (_root, args: { input?: { podId?: string | null } | null }, ctx: GraphqlContext) =>
+      toGqlPod(await ctx.services.pods.act(ctx.principal.accountId, podIdOf(args.input), 'stop'), ctx),
+    podResume: async (_root, args: { input?: { podId?: string | null } | null }, ctx: GraphqlContext) =>
+      toGqlPod(await ctx.services.pods.act(ctx.principal.accountId, podIdOf(args.input), 'start'), ctx),
+    podTerminate: async (_root, args: { input?: { podId?: string | null } | null }, ctx: GraphqlContext) => {
+      await ctx.services.pods.act(ctx.principal.accountId, podIdOf(args.input), 'terminate');
+      return null;
+    },
+  },
+};

@@ -1,0 +1,92 @@
+import { validationFailed } from '../domain/errors.js';
+import { splitList } from '../serverless/endpoints-service.js';
+import type { Template } from '../templates/template.js';
+import type { TemplateInput } from '../templates/templates-service.js';
+import { envFromPairs, envToPairs, type GraphqlContext } from './context.js';
+import type { ResolverMap } from './schema.js';
+
+/** A template in the GraphQL shape: `dockerArgs`, ports as a comma list, env as `[{key, value}]`. */
+export const toGqlTemplate = (t: Template) => ({
+  id: t.id,
+  name: t.name,
+  imageName: t.imageName,
+  dockerArgs: t.args,
+  containerDiskInGb: t.containerDiskInGb,
+  volumeInGb: t.volumeInGb,
+  volumeMountPath: t.volumeMountPath,
+  ports: t.ports.join(','),
+  env: envToPairs(t.env),
+  isServerless: t.isServerless,
+  readme: t.readme,
+  containerRegistryAuthId: t.containerRegistryAuthId,
+  startSsh: t.startSsh,
+  startJupyter: t.startJupyter,
+  startScript: null,
+  advancedStart: false,
+  isPublic: t.isPublic,
+  category: t.category,
+});
+
+interface GqlTemplateInput {
+  id?: string | null;
+  name?: string | null;
+  imageName?: string | null;
+  dockerArgs?: string | null;
+  containerDiskInGb?: number | null;
+  volumeInGb?: number | null;
+  volumeMountPath?: string | null;
+  ports?: string | null;
+  env?: Array<{ key: string; value?: string | null } | null> | null;
+  isServerless?: boolean | null;
+  readme?: string | null;
+  containerRegistryAuthId?: string | null;
+  startSsh?: boolean | null;
+  startJupyter?: boolean | null;
+  isPublic?: boolean | null;
+  category?: string | null;
+  startScript?: string | null;
+  advancedStart?: boolean | null;
+}
+
+/**
+ * GraphQL input → TemplatesService fields. Missing and null fields are left out (defaults on create,
+ * unchanged on update); "" means none for containerRegistryAuthId and volumeMountPath, as
+ * runpod-python and runpodctl send it.
+ */
+function toTemplateFields(input: GqlTemplateInput): Partial<TemplateInput> {
+  const out: Partial<TemplateInput> = {};
+  if (input.name != null) out.name = input.name;
+  if (input.imageName != null) out.imageName = input.imageName;
+  if (input.dockerArgs != null) out.args = input.dockerArgs;
+  if (input.containerDiskInGb != null) out.containerDiskInGb = input.containerDiskInGb;
+  if (input.volumeInGb != null) out.volumeInGb = input.volumeInGb;
+  if (input.volumeMountPath != null) out.volumeMountPath = input.volumeMountPath.trim() === '' ? null : input.volumeMountPath;
+  if (input.ports != null) out.ports = splitList(input.ports);
+  if (input.env != null) out.env = envFromPairs(input.env);
+  if (input.isServerless != null) out.isServerless = input.isServerless;
+  if (input.readme != null) out.readme = input.readme;
+  if (input.containerRegistryAuthId != null) out.containerRegistryAuthId = input.containerRegistryAuthId.trim() === '' ? null : input.containerRegistryAuthId;
+  if (input.startSsh != null) out.startSsh = input.startSsh;
+  if (input.startJupyter != null) out.startJupyter = input.startJupyter;
+  if (input.isPublic != null) out.isPublic = input.isPublic;
+  if (input.category != null) {
+    const category = input.category.toUpperCase();
+    if (category !== 'NVIDIA' && category !== 'AMD' && category !== 'CPU') throw validationFailed([`category: "${input.category}" must be NVIDIA, AMD or CPU`]);
+    out.category = category;
+  }
+  return out;
+}
+
+export const templateResolvers: ResolverMap<GraphqlContext> = {
+  Mutation: {
+    saveTemplate: async (_root, args: { input?: GqlTemplateInput | null }, { services, principal }: GraphqlContext) => {
+      const input = args.input ?? {};
+      const fields = toTemplateFields(input);
+      const id = input.id?.trim();
+      if (id) return toGqlTemplate(await services.templates.update(principal.accountId, id, fields));
+      const missing = [...(fields.name ? [] : ['name: is required']), ...(fields.imageName ? [] : ['imageName: is required'])];
+      if (missing.length > 0) throw validationFailed(missing);
+      return toGqlTemplate(await services.templates.create(principal.accountId, fields as TemplateInput));
+    },
+  },
+};

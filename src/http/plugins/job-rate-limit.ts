@@ -1,0 +1,110 @@
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { Clock } from '../../domain/clock.js';
+import { ApiError } from '../../domain/errors.js';
+import {
+  admitJobRequest,
+  effectiveRate,
+  isIdleJobWindow,
+  JOB_OPERATION_LIMITS,
+  JOB_RATE_WINDOW_MS,
+  newJobWindow,
+  releaseJobRequest,
+  type JobOperation,
+  type JobWindow,
+} from '../../domain/job-rate-limits.js';
+
+export interface JobRateLimiterDeps {
+  clock: Clock;
+  /** Live workers of an endpoint, for the dynamic limit. */
+  liveWorkers: (endpointId: string) => number;
+  /** Requests per 10 s each live worker adds. @default 200 */
+  perWorker?: number;
+  /** @default true */
+  enabled?: boolean;
+}
+
+const opLabel = (op: JobOperation): string => (op === 'openai' ? '/openai/*' : `/${op}`);
+
+/**
+ * In-memory counters of the job API limits (spec 8.1), per key, endpoint and operation. Each
+ * replica counts its own traffic.
+ */
+export class JobRateLimiter {
+  readonly #windows = new Map<string, JobWindow>();
+  readonly #deps: JobRateLimiterDeps;
+  #lastSweep = 0;
+
+  constructor(deps: JobRateLimiterDeps) {
+    this.#deps = deps;
+  }
+
+  /**
+   * Admits one request, or throws 429 RATE_LIMITED with `Retry-After`. Answers the function that
+   * ends the request's flight (idempotent).
+   */
+  admit(keyId: string, endpointId: string, op: JobOperation): () => void {
+    if (this.#deps.enabled === false) return () => {};
+    const now = this.#deps.clock.now();
+    this.#sweep(now);
+    const id = `${keyId}\u0000${endpointId}\u0000${op}`;
+    let window = this.#windows.get(id);
+    if (!window) {
+      window = newJobWindow();
+      this.#windows.set(id, window);
+    }
+    const base = JOB_OPERATION_LIMITS[op];
+    const rate = effectiveRate(base, this.#deps.liveWorkers(endpointId), this.#deps.perWorker ?? 200);
+    const admission = admitJobRequest(window, { rate, concurrent: base.concurrent }, now);
+    if (!admission.allowed) {
+      const detail =
+        admission.exceeded === 'rate'
+          ? `Rate limit exceeded for ${opLabel(op)} on endpoint ${endpointId}: this API key may make ${admission.limit} requests per 10 seconds; retry in ${admission.retryAfterSeconds} s.`
+          : `Concurrency limit exceeded for ${opLabel(op)} on endpoint ${endpointId}: this API key may have ${admission.limit} requests in flight at once; retry in ${admission.retryAfterSeconds} s.`;
+      throw new ApiError('RATE_LIMITED', detail, { headers: { 'Retry-After': String(admission.retryAfterSeconds) } });
+    }
+    const admitted = window;
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      releaseJobRequest(admitted);
+    };
+  }
+
+  /** Counters kept (for tests and metrics). */
+  get size(): number {
+    return this.#windows.size;
+  }
+
+  #sweep(now: number): void {
+    if (now - this.#lastSweep < JOB_RATE_WINDOW_MS) return;
+    this.#lastSweep = now;
+    for (const [id, w] of this.#windows) if (isIdleJobWindow(w, now)) this.#windows.delete(id);
+  }
+}
+
+const releases = new WeakMap<FastifyRequest, () => void>();
+
+/** Ends a request's flight early (replies written outside Fastify's send, e.g. server-sent events). */
+export function endJobRequestFlight(request: FastifyRequest): void {
+  releases.get(request)?.();
+  releases.delete(request);
+}
+
+/**
+ * Route hooks applying one operation's limit: counted once the caller is authenticated, released
+ * when the reply has been sent or the client went away.
+ */
+export function jobRateLimitHooks(limiter: JobRateLimiter, op: JobOperation) {
+  const release = async (request: FastifyRequest): Promise<void> => endJobRequestFlight(request);
+  return {
+    onRequest: async (request: FastifyRequest, _reply: FastifyReply): Promise<void> => {
+      const principal = request.principal;
+      if (!principal || principal.rateLimitExempt) return;
+      const endpointId = (request.params as { endpointId?: string }).endpointId ?? '';
+      releases.set(request, limiter.admit(principal.keyId, endpointId, op));
+    },
+    onResponse: release,
+    onRequestAbort: release,
+  };
+}

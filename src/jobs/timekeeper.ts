@@ -1,0 +1,81 @@
+import type { Logger } from 'pino';
+import type { Clock } from '../domain/clock.js';
+import type { WorkersRegistry } from '../serverless/workers-registry.js';
+import type { JobsService, TickResult } from './jobs-service.js';
+
+export interface TimekeeperDeps {
+  jobs: Pick<JobsService, 'tick' | 'workerLost'>;
+  workers: Pick<WorkersRegistry, 'flush' | 'expire' | 'refreshLiveCounts'>;
+  clock: Clock;
+  logger?: Pick<Logger, 'warn' | 'error' | 'info'>;
+  config: {
+    /** @default 1000 */
+    timekeeperIntervalMs: number;
+    /** @default 30000 */
+    heartbeatTimeoutMs: number;
+  };
+}
+
+export interface TimekeeperPass extends TickResult {
+  /** Workers declared lost in this pass, with what became of their jobs. */
+  lostWorkers: Array<{ id: string; requeued: string[]; failed: string[] }>;
+}
+
+/**
+ * The loop that keeps job time: every interval it writes the workers' signs of life, times out
+ * and expires jobs (`JobsService.tick`), and declares workers silent for longer than the heartbeat
+ * timeout lost, so their jobs go back to the queue. Time comes from the injected clock; tests call
+ * `tick()` directly on a fake clock.
+ */
+export class Timekeeper {
+  readonly #deps: TimekeeperDeps;
+  #timer: NodeJS.Timeout | null = null;
+  #running: Promise<unknown> | null = null;
+  #stopped = true;
+
+  constructor(deps: TimekeeperDeps) {
+    this.#deps = deps;
+  }
+
+  /** One pass at `now`. */
+  async tick(now: number = this.#deps.clock.now()): Promise<TimekeeperPass> {
+    const { jobs, workers, config } = this.#deps;
+    await workers.flush(now);
+    const result = await jobs.tick(now);
+    const lostWorkers: TimekeeperPass['lostWorkers'] = [];
+    for (const worker of await workers.expire(now - config.heartbeatTimeoutMs, now)) {
+      const moved = await jobs.workerLost(worker.id);
+      lostWorkers.push({ id: worker.id, ...moved });
+      this.#deps.logger?.warn({ workerId: worker.id, endpointId: worker.endpointId, ...moved }, 'worker lost: no heartbeat');
+    }
+    await workers.refreshLiveCounts();
+    return { ...result, lostWorkers };
+  }
+
+  start(): void {
+    if (!this.#stopped) return;
+    this.#stopped = false;
+    this.#schedule();
+  }
+
+  /** Stops the loop; resolves once a pass under way has ended. */
+  async stop(): Promise<void> {
+    this.#stopped = true;
+    if (this.#timer) clearTimeout(this.#timer);
+    this.#timer = null;
+    await this.#running;
+  }
+
+  #schedule(): void {
+    if (this.#stopped) return;
+    this.#timer = setTimeout(() => {
+      this.#running = this.tick()
+        .catch((err: unknown) => this.#deps.logger?.error({ err }, 'timekeeper pass failed'))
+        .finally(() => {
+          this.#running = null;
+          this.#schedule();
+        });
+    }, this.#deps.config.timekeeperIntervalMs);
+    this.#timer.unref?.();
+  }
+}

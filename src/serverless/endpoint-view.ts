@@ -1,0 +1,80 @@
+import type { DataCenter } from '../domain/catalog.js';
+import { iso } from '../domain/clock.js';
+import type { Template } from '../templates/template.js';
+import type { Endpoint } from './endpoint.js';
+
+/** A serverless endpoint as `GET /v2/serverless` answers it (spec 2.10). */
+export interface ServerlessEndpointView {
+  id: string;
+  name: string;
+  type: 'QUEUE' | 'LOAD_BALANCER';
+  requestUrls: Record<'run' | 'runSync' | 'status' | 'stream' | 'cancel' | 'retry' | 'purgeQueue' | 'health', string>;
+  image: string;
+  args: string;
+  disk: number;
+  ports: string[];
+  env: Record<string, string>;
+  registry: string | null;
+  gpu: { pools: string[]; count: number };
+  workers: { min: number; max: number; idleTimeout: number };
+  scaling: { type: string; queueDelay?: number; requestCount?: number };
+  dataCenterIds: string[];
+  networkVolumes: string[];
+  timeout: number;
+  flashboot: 'OFF' | 'FLASHBOOT';
+  allowedCudaVersions: string[];
+  createdAt: string;
+}
+
+export interface EndpointViewContext {
+  /** Base URL clients reach the job API at, without a trailing slash. */
+  publicUrl: string;
+  dataCenters: readonly Pick<DataCenter, 'id' | 'country'>[];
+}
+
+/** The job-operation addresses of an endpoint; those about one job end with `/{job_id}`. */
+export function requestUrls(publicUrl: string, endpointId: string): ServerlessEndpointView['requestUrls'] {
+  const base = `${publicUrl}/v2/${endpointId}`;
+  return {
+    run: `${base}/run`,
+    runSync: `${base}/runsync`,
+    status: `${base}/status/{job_id}`,
+    stream: `${base}/stream/{job_id}`,
+    cancel: `${base}/cancel/{job_id}`,
+    retry: `${base}/retry/{job_id}`,
+    purgeQueue: `${base}/purge-queue`,
+    health: `${base}/health`,
+  };
+}
+
+/** Data centers whose country is one of `locations`; all of them when `locations` is empty. */
+export const dataCentersFor = (locations: readonly string[], dataCenters: EndpointViewContext['dataCenters']): string[] =>
+  dataCenters.filter((d) => locations.length === 0 || locations.includes(d.country)).map((d) => d.id);
+
+/**
+ * Container settings come from the endpoint's template, with the endpoint's env overriding the
+ * template's per key. `template` is null only if it vanished; the container fields are then empty.
+ */
+export function toServerlessView(e: Endpoint, template: Template | null, ctx: EndpointViewContext): ServerlessEndpointView {
+  return {
+    id: e.id,
+    name: e.name,
+    type: e.type === 'LB' ? 'LOAD_BALANCER' : 'QUEUE',
+    requestUrls: requestUrls(ctx.publicUrl, e.id),
+    image: template?.imageName ?? '',
+    args: template?.args ?? '',
+    disk: template?.containerDiskInGb ?? 0,
+    ports: template?.ports ?? [],
+    env: { ...(template?.env ?? {}), ...e.env },
+    registry: template?.containerRegistryAuthId ?? null,
+    gpu: { pools: e.gpuIds, count: e.gpuCount },
+    workers: { min: e.workersMin, max: e.workersMax, idleTimeout: e.idleTimeout },
+    scaling: e.scalerType === 'REQUEST_COUNT' ? { type: e.scalerType, requestCount: e.scalerValue } : { type: e.scalerType, queueDelay: e.scalerValue },
+    dataCenterIds: dataCentersFor(e.locations, ctx.dataCenters),
+    networkVolumes: e.networkVolumeId === null ? [] : [e.networkVolumeId],
+    timeout: e.executionTimeoutMs,
+    flashboot: e.flashboot ? 'FLASHBOOT' : 'OFF',
+    allowedCudaVersions: e.allowedCudaVersions,
+    createdAt: iso(e.createdAt),
+  };
+}

@@ -1,0 +1,51 @@
+/** `QB` queue-based (the job API) or `LB` load balancing. */
+export type EndpointType = 'QB' | 'LB';
+
+/** What the autoscaler targets: seconds of queue delay, or requests per worker. */
+export type ScalerType = 'QUEUE_DELAY' | 'REQUEST_COUNT';
+
+export const ENDPOINT_TYPES: readonly EndpointType[] = ['QB', 'LB'];
+export const SCALER_TYPES: readonly ScalerType[] = ['QUEUE_DELAY', 'REQUEST_COUNT'];
+
+/** A serverless endpoint as services see it. Times are epoch ms; lists are already split. */
+export interface Endpoint {
+  id: string;
+  accountId: string;
+  name: string;
+  /** A serverless template of the account, or a public one. */
+  templateId: string;
+  type: EndpointType;
+  /** GPU pools (tiers) the workers may run on, in preference order, e.g. `["ADA_24", "AMPERE_24"]`. */
+  gpuIds: string[];
+  /** GPUs per worker. */
+  gpuCount: number;
+  /** Country codes of the data centers workers may run in; empty = any. */
+  locations: string[];
+  networkVolumeId: string | null;
+  /** Seconds an idle worker stays up before it is stopped. */
+  idleTimeout: number;
+  scalerType: ScalerType;
+  scalerValue: number;
+  workersMin: number;
+  workersMax: number;
+  flashboot: boolean;
+  /** Host CUDA versions workers may run on, `major.minor`; empty = any. */
+  allowedCudaVersions: string[];
+  /** Default execution timeout of the endpoint's jobs, ms; a job's policy overrides it. */
+  executionTimeoutMs: number;
+  /** Overrides of the template's env, per key. */
+  env: Record<string, string>;
+  createdAt: number;
+  updatedAt: number;
+  /** Starts at 1; every change adds 1. */
+  version: number;
+}
+
+/** A serverless worker as the endpoint's worker list shows it. */
+export interface EndpointWorker {
+  id: string;
+  endpointId: string;
+  status: string;
+  createdAt: number;
+  lastPingAt: number | null;
+}

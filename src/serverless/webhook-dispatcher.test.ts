@@ -1,0 +1,132 @@
+import { describe, test, before, after, beforeEach, afterEach } from 'node:test';
+import assert from 'node:assert/strict';
+import { Writable } from 'node:stream';
+import pino from 'pino';
+import { openTestDb, type TestDb } from '../../test/support/harness.js';
+import { startReceiver, type WebhookReceiver } from '../../test/support/webhook-receiver.js';
+import { FakeClock } from '../domain/clock.js';
+import { JobStore } from '../store/job-store.js';
+import { WebhookDispatcher, type FetchLike } from './webhook-dispatcher.js';
+
+const silent = pino({ level: 'silent' });
+
+describe('WebhookDispatcher', () => {
+  let t: TestDb;
+  let clock: FakeClock;
+  let receiver: WebhookReceiver;
+  let dispatchers: WebhookDispatcher[];
+  const enqueue = async (n: number, url = `${receiver.url}/hook?token=secret`) => {
+    const rows = Array.from({ length: n }, (_, i) => ({
+      id: `d${String(i).padStart(3, '0')}`,
+      jobId: `job-${i}`,
+      url,
+      payloadJson: JSON.stringify({ id: `job-${i}`, status: 'COMPLETED', input: { password: 'hunter2' } }),
+    }));
+    await new JobStore(t.db).insertWebhookDeliveries(rows, clock.now());
+  };
+  const make = (extra: Partial<ConstructorParameters<typeof WebhookDispatcher>[0]> = {}) => {
+    const d = new WebhookDispatcher({ db: t.db, clock, logger: silent, ...extra });
+    dispatchers.push(d);
+    return d;
+  };
+
+  before(async () => {
+    t = await openTestDb('sqlite');
+  });
+  after(() => t?.cleanup());
+  beforeEach(async () => {
+    await t.db.kysely.deleteFrom('webhook_deliveries').execute();
+    clock = new FakeClock();
+    receiver = await startReceiver();
+    dispatchers = [];
+  });
+  afterEach(async () => {
+    for (const d of dispatchers) await d.stop();
+    await receiver.close();
+  });
+
+  test('any 2xx answer counts as delivered (a 204 receiver is not called again)', async () => {
+    receiver.script = [204];
+    await enqueue(1);
+    assert.deepEqual(await make().dispatchDue(), { delivered: 1, retrying: 0, failed: 0 });
+  });
+
+  test('a redirect is not followed and counts as a failed attempt', async () => {
+    receiver.script = [302];
+    await enqueue(1);
+    const d = make();
+    assert.deepEqual(await d.dispatchDue(), { delivered: 0, retrying: 1, failed: 0 });
+    assert.equal(receiver.calls.length, 1);
+    assert.equal((await d.deliveriesFor('job-0'))[0]?.lastError, 'the receiver answered HTTP 302');
+  });
+
+  test('a receiver that does not answer within the timeout counts as a failed attempt', async () => {
+    receiver.hang = true;
+    await enqueue(1);
+    const d = make({ config: { timeoutMs: 150 } });
+    assert.deepEqual(await d.dispatchDue(), { delivered: 0, retrying: 1, failed: 0 });
+    assert.equal((await d.deliveriesFor('job-0'))[0]?.lastError, 'no answer within 150 ms');
+  });
+
+  test('at most `concurrency` calls are in flight at once, and every due delivery is sent', async () => {
+    let inFlight = 0;
+    let peak = 0;
+    const fetch: FetchLike = async () => {
+      inFlight++;
+      peak = Math.max(peak, inFlight);
+      await new Promise((r) => setTimeout(r, 5));
+      inFlight--;
+      return { status: 200, body: null };
+    };
+    await enqueue(40);
+    const result = await make({ fetch, config: { concurrency: 4 } }).dispatchDue();
+    assert.equal(result.delivered, 40);
+    assert.equal(peak, 4);
+  });
+
+  test('logs never carry the payload or the query string of the webhook URL', async () => {
+    const lines: string[] = [];
+    const sink = new Writable({
+      write(chunk: Buffer, _enc, done) {
+        lines.push(chunk.toString());
+        done();
+      },
+    });
+    receiver.fallback = 500;
+    await enqueue(1);
+    const d = make({ logger: pino({ level: 'debug' }, sink), config: { maxAttempts: 2 } });
+    await d.dispatchDue();
+    clock.advance(10_000);
+    await d.dispatchDue();
+    const text = lines.join('');
+    assert.match(text, /webhook delivery failed/);
+    assert.match(text, new RegExp(receiver.url.replace(/[.:/]/g, '\\$&')));
+    assert.doesNotMatch(text, /secret|hunter2|password/);
+  });
+
+  test('stopping aborts a call in flight and gives its attempt back, so a restart sends it again', async () => {
+    receiver.hang = true;
+    await enqueue(1);
+    const d = make();
+    const pass = d.dispatchDue();
+    while (receiver.calls.length === 0) await new Promise((r) => setTimeout(r, 5));
+    await d.stop();
+    await pass;
+    const [row] = await d.deliveriesFor('job-0');
+    assert.equal(row?.status, 'PENDING');
+    assert.equal(row?.attempts, 0);
+    receiver.hang = false;
+    assert.deepEqual(await make().dispatchDue(), { delivered: 1, retrying: 0, failed: 0 });
+  });
+
+  test('an attempt interrupted by a crash is retried after its lease; a spent one ends FAILED', async () => {
+    await enqueue(1);
+    const d = make({ config: { maxAttempts: 1, timeoutMs: 10_000 } });
+    // A crashed server: the row was claimed (attempt counted) and no outcome was recorded.
+    await d.store.claimDue(clock.now(), 1, clock.now() + 15_000, 1);
+    assert.deepEqual(await d.dispatchDue(clock.now() + 14_999), { delivered: 0, retrying: 0, failed: 0 });
+    assert.deepEqual(await d.dispatchDue(clock.now() + 15_000), { delivered: 0, retrying: 0, failed: 1 });
+    assert.equal((await d.deliveriesFor('job-0'))[0]?.lastError, 'the server stopped during the last attempt');
+    assert.equal(receiver.calls.length, 0);
+  });
+});

@@ -1,0 +1,226 @@
+import { sql } from 'kysely';
+import type { Clock } from '../domain/clock.js';
+import type { Db } from '../store/database.js';
+
+/**
+ * What the `workers` table says of a worker. The autoscaler writes `initializing` (launched, not
+ * heard from yet) and `throttled`; this registry writes the others from what workers send.
+ */
+export type WorkerStatus = 'initializing' | 'idle' | 'running' | 'throttled' | 'unhealthy' | 'dead';
+
+/** Statuses of a worker that is up and taking work. */
+export const LIVE_WORKER_STATUSES: readonly WorkerStatus[] = ['idle', 'running'];
+
+/** The `workers` part of `/health`. */
+export interface WorkerHealthCounts {
+  idle: number;
+  running: number;
+  initializing: number;
+  /** Workers up and taking work (idle + running). */
+  ready: number;
+  throttled: number;
+  unhealthy: number;
+}
+
+export interface WorkersRegistryDeps {
+  db: Db;
+  clock: Clock;
+}
+
+interface Entry {
+  endpointId: string;
+  status: WorkerStatus;
+  /** Last sign of life (ms, clock time). */
+  lastSeen: number;
+  /** A change not yet written. */
+  dirty: boolean;
+  /** Long-polls (job-take, job-stop) this worker holds open here: a live connection is a sign of life. */
+  polls: number;
+}
+
+/**
+ * Serverless workers as their calls reveal them. A worker is recorded on its first take or ping;
+ * later signs of life stay in memory and are written by `flush` (the timekeeper calls it every
+ * tick), so frequent pings cost at most one write per worker per tick, all in one transaction.
+ * The table is the truth across replicas: heartbeat expiry and `/health` read it.
+ */
+export class WorkersRegistry {
+  readonly #db: Db;
+  readonly #clock: Clock;
+  readonly #known = new Map<string, Entry>();
+  readonly #recycle = new Set<string>();
+  /** Live workers per endpoint, as last read from the table (for the dynamic rate limit). */
+  #liveCounts = new Map<string, number>();
+
+  constructor(deps: WorkersRegistryDeps) {
+    this.#db = deps.db;
+    this.#clock = deps.clock;
+  }
+
+  /**
+   * A sign of life from `workerId` serving `endpointId` (a take, a ping, a post). `busy` says
+   * whether it holds jobs, when the call tells (a hint for `/health`; jobs are never moved on it).
+   * The first sighting is written at once; later ones at the next `flush`.
+   */
+  async seen(endpointId: string, workerId: string, busy?: boolean): Promise<void> {
+    const now = this.#clock.now();
+    const entry = this.#known.get(workerId);
+    if (!entry || entry.endpointId !== endpointId || entry.status === 'dead' || entry.status === 'unhealthy') {
+      const status: WorkerStatus = busy ? 'running' : 'idle';
+      this.#known.set(workerId, { endpointId, status, lastSeen: now, dirty: false, polls: entry?.polls ?? 0 });
+      await this.#upsert(workerId, endpointId, status, now);
+      return;
+    }
+    entry.lastSeen = now;
+    entry.dirty = true;
+    if (busy !== undefined) entry.status = busy ? 'running' : 'idle';
+  }
+
+  /** A long-poll opened; call the answer when it ends. An open poll keeps the worker alive. */
+  pollOpened(workerId: string): () => void {
+    const entry = this.#known.get(workerId);
+    if (entry) entry.polls += 1;
+    let open = true;
+    return () => {
+      if (!open) return;
+      open = false;
+      const e = this.#known.get(workerId);
+      if (e) {
+        e.polls = Math.max(0, e.polls - 1);
+        e.lastSeen = this.#clock.now();
+        e.dirty = true;
+      }
+    };
+  }
+
+  /** The worker reported itself unhealthy (it exits next). */
+  async unhealthy(endpointId: string, workerId: string): Promise<void> {
+    const now = this.#clock.now();
+    const polls = this.#known.get(workerId)?.polls ?? 0;
+    this.#known.set(workerId, { endpointId, status: 'unhealthy', lastSeen: now, dirty: false, polls });
+    await this.#upsert(workerId, endpointId, 'unhealthy', now);
+  }
+
+  /** The worker asked (`stopPod`) to be recycled after its job; the autoscaler reads this. */
+  requestRecycle(workerId: string): void {
+    this.#recycle.add(workerId);
+  }
+
+  /** Whether the worker asked to be recycled; answers it once. */
+  takeRecycleRequest(workerId: string): boolean {
+    return this.#recycle.delete(workerId);
+  }
+
+  /** Writes the signs of life gathered since the last flush, in one transaction. Answers how many rows. */
+  async flush(now: number = this.#clock.now()): Promise<number> {
+    const due: Array<[string, Entry]> = [];
+    for (const [id, entry] of this.#known) {
+      if (entry.polls > 0 && entry.status !== 'dead') {
+        entry.lastSeen = now;
+        entry.dirty = true;
+      }
+      if (entry.dirty) due.push([id, entry]);
+    }
+    if (due.length === 0) return 0;
+    for (const [, entry] of due) entry.dirty = false;
+    await this.#db.withTransaction(async (tx) => {
+      for (const [id, entry] of due) {
+        await tx
+          .updateTable('workers')
+          .set({ status: entry.status, last_ping_at: entry.lastSeen, updated_at: now })
+          .where('id', '=', id)
+          .where('status', 'in', [...LIVE_WORKER_STATUSES, 'initializing'])
+          .execute();
+      }
+    });
+    return due.length;
+  }
+
+  /**
+   * Live or unhealthy workers not heard from since `cutoff` (by the table, after a flush), minus
+   * those holding a long-poll open here. Marks them dead and answers them.
+   */
+  async expire(cutoff: number, now: number = this.#clock.now()): Promise<Array<{ id: string; endpointId: string }>> {
+    const rows = await this.#db.kysely
+      .selectFrom('workers')
+      .select(['id', 'endpoint_id'])
+      .where('status', 'in', [...LIVE_WORKER_STATUSES, 'unhealthy'])
+      .where('last_ping_at', '<', cutoff)
+      .execute();
+    const lost = rows.filter((r) => (this.#known.get(r.id)?.polls ?? 0) === 0);
+    if (lost.length === 0) return [];
+    await this.markDead(
+      lost.map((r) => r.id),
+      now,
+    );
+    return lost.map((r) => ({ id: r.id, endpointId: r.endpoint_id }));
+  }
+
+  /** Marks workers dead (lost, or stopped by the autoscaler). */
+  async markDead(ids: readonly string[], now: number = this.#clock.now()): Promise<void> {
+    if (ids.length === 0) return;
+    await this.#db.kysely.updateTable('workers').set({ status: 'dead', updated_at: now }).where('id', 'in', [...ids]).execute();
+    for (const id of ids) {
+      const entry = this.#known.get(id);
+      if (entry && entry.polls === 0) this.#known.delete(id);
+      else if (entry) entry.status = 'dead';
+      this.#recycle.delete(id);
+    }
+  }
+
+  /** Re-reads the number of live workers per endpoint (for the dynamic rate limit). */
+  async refreshLiveCounts(): Promise<void> {
+    const rows = await this.#db.kysely
+      .selectFrom('workers')
+      .select((eb) => ['endpoint_id', eb.fn.countAll<number>().as('n')])
+      .where('status', 'in', [...LIVE_WORKER_STATUSES])
+      .groupBy('endpoint_id')
+      .execute();
+    this.#liveCounts = new Map(rows.map((r) => [r.endpoint_id, Number(r.n)]));
+  }
+
+  /** Live workers of the endpoint as of the last refresh (or as seen here, whichever is more). */
+  liveWorkers(endpointId: string): number {
+    let local = 0;
+    for (const e of this.#known.values()) if (e.endpointId === endpointId && (e.status === 'idle' || e.status === 'running')) local++;
+    return Math.max(local, this.#liveCounts.get(endpointId) ?? 0);
+  }
+
+  /** The worker counts of `/health`: running = live workers holding a job in progress. */
+  async healthCounts(endpointId: string): Promise<WorkerHealthCounts> {
+    const rows = await this.#db.kysely
+      .selectFrom('workers')
+      .select((eb) => ['status', eb.fn.countAll<number>().as('n')])
+      .where('endpoint_id', '=', endpointId)
+      .groupBy('status')
+      .execute();
+    const by = new Map(rows.map((r) => [r.status, Number(r.n)]));
+    const live = (by.get('idle') ?? 0) + (by.get('running') ?? 0);
+    const busy = await this.#db.kysely
+      .selectFrom('jobs')
+      .select(sql<number>`COUNT(DISTINCT jobs.worker_id)`.as('n'))
+      .where('jobs.endpoint_id', '=', endpointId)
+      .where('jobs.status', '=', 'IN_PROGRESS')
+      .where('jobs.worker_id', 'in', (eb) =>
+        eb.selectFrom('workers').select('workers.id').where('workers.endpoint_id', '=', endpointId).where('workers.status', 'in', [...LIVE_WORKER_STATUSES]),
+      )
+      .executeTakeFirst();
+    const running = Math.min(live, Number(busy?.n ?? 0));
+    return {
+      idle: live - running,
+      running,
+      initializing: by.get('initializing') ?? 0,
+      ready: live,
+      throttled: by.get('throttled') ?? 0,
+      unhealthy: by.get('unhealthy') ?? 0,
+    };
+  }
+
+  async #upsert(id: string, endpointId: string, status: WorkerStatus, now: number): Promise<void> {
+    await this.#db.kysely
+      .insertInto('workers')
+      .values({ id, endpoint_id: endpointId, status, host_id: null, last_ping_at: now, created_at: now, updated_at: now })
+      .onConflict((oc) => oc.column('id').doUpdateSet({ endpoint_id: endpointId, status, last_ping_at: now, updated_at: now }))
+      .execute();
+  }
+}

@@ -1,0 +1,105 @@
+import { describe, test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { dialects, openTestDb, type TestDb } from '../../test/support/harness.js';
+import type { Endpoint } from '../serverless/endpoint.js';
+import { AccountStore } from './account-store.js';
+import { EndpointStore } from './endpoint-store.js';
+
+const endpoint = (over: Partial<Endpoint> = {}): Endpoint => ({
+  id: 'e1',
+  accountId: 'a1',
+  name: 'my-endpoint',
+  templateId: 't1',
+  type: 'QB',
+  gpuIds: ['ADA_24', 'AMPERE_24'],
+  gpuCount: 2,
+  locations: ['US', 'RO'],
+  networkVolumeId: 'v1',
+  idleTimeout: 30,
+  scalerType: 'REQUEST_COUNT',
+  scalerValue: 7,
+  workersMin: 1,
+  workersMax: 5,
+  flashboot: true,
+  allowedCudaVersions: ['12.4', '12.8'],
+  executionTimeoutMs: 1_200_000,
+  env: { A: '1', B: 'two' },
+  createdAt: 1_700_000_000_000,
+  updatedAt: 1_700_000_000_000,
+  version: 1,
+  ...over,
+});
+
+for (const { name, skip } of dialects()) {
+  describe(`EndpointStore on ${name}`, { skip }, () => {
+    let t: TestDb;
+    let store: EndpointStore;
+    before(async () => {
+      t = await openTestDb(name);
+      store = new EndpointStore(t.db);
+      const accounts = new AccountStore(t.db);
+      await accounts.insertAccount({ id: 'a1', name: 'alice', sshKeys: [], createdAt: 1 });
+      await accounts.insertAccount({ id: 'a2', name: 'bob', sshKeys: [], createdAt: 1 });
+    });
+    after(() => t?.cleanup());
+
+    test('an endpoint round-trips with every field, lists included', async () => {
+      await store.insert(endpoint());
+      assert.deepEqual(await store.get('a1', 'e1'), endpoint());
+    });
+
+    test('empty lists and no volume round-trip as empty and null', async () => {
+      const bare = endpoint({ id: 'e0', gpuIds: ['AMPERE_16'], locations: [], networkVolumeId: null, allowedCudaVersions: [], env: {}, flashboot: false, createdAt: 1_700_000_000_001 });
+      await store.insert(bare);
+      assert.deepEqual(await store.get('a1', 'e0'), bare);
+    });
+
+    test('another account cannot read, list, replace or delete the endpoint', async () => {
+      assert.equal(await store.get('a2', 'e1'), null);
+      assert.deepEqual(await store.list('a2'), []);
+      assert.equal(await store.replace({ ...endpoint(), accountId: 'a2', version: 2 }, 1), false);
+      assert.equal(await store.delete('a2', 'e1'), false);
+      assert.ok(await store.get('a1', 'e1'));
+    });
+
+    test('list answers the account’s endpoints oldest first', async () => {
+      await store.insert(endpoint({ id: 'e2', accountId: 'a2', createdAt: 1_700_000_000_002 }));
+      assert.deepEqual((await store.list('a1')).map((e) => e.id), ['e1', 'e0']);
+      assert.deepEqual((await store.list('a2')).map((e) => e.id), ['e2']);
+    });
+
+    test('replace writes only over the expected version', async () => {
+      const next = endpoint({ name: 'renamed', gpuIds: ['AMPERE_80'], workersMax: 9, version: 2, updatedAt: 5 });
+      assert.equal(await store.replace(next, 1), true);
+      assert.deepEqual(await store.get('a1', 'e1'), next);
+      assert.equal(await store.replace({ ...next, name: 'stale', version: 2 }, 1), false);
+      assert.equal((await store.get('a1', 'e1'))?.name, 'renamed');
+    });
+
+    test('boundToTemplate lists the account’s endpoints using a template', async () => {
+      assert.deepEqual(await store.boundToTemplate('a1', 't1'), [
+        { id: 'e1', name: 'renamed' },
+        { id: 'e0', name: 'my-endpoint' },
+      ]);
+      assert.deepEqual(await store.boundToTemplate('a1', 'other'), []);
+    });
+
+    test('workers lists the endpoint’s worker rows oldest first', async () => {
+      const worker = (id: string, endpointId: string, createdAt: number, lastPingAt: number | null) =>
+        t.db.kysely.insertInto('workers').values({ id, endpoint_id: endpointId, status: 'RUNNING', host_id: null, last_ping_at: lastPingAt, created_at: createdAt, updated_at: createdAt }).execute();
+      await worker('w2', 'e1', 20, null);
+      await worker('w1', 'e1', 10, 15);
+      await worker('w3', 'e2', 5, null);
+      assert.deepEqual(await store.workers('e1'), [
+        { id: 'w1', endpointId: 'e1', status: 'RUNNING', createdAt: 10, lastPingAt: 15 },
+        { id: 'w2', endpointId: 'e1', status: 'RUNNING', createdAt: 20, lastPingAt: null },
+      ]);
+    });
+
+    test('delete removes the row once', async () => {
+      assert.equal(await store.delete('a1', 'e0'), true);
+      assert.equal(await store.delete('a1', 'e0'), false);
+      assert.equal(await store.get('a1', 'e0'), null);
+    });
+  });
+}

@@ -1,0 +1,129 @@
+import type { Endpoint, EndpointWorker, ScalerType } from '../serverless/endpoint.js';
+import type { Db, Executor } from './database.js';
+import { fromJson, toJson } from './database.js';
+import type { EndpointsTable, WorkersTable } from './schema.js';
+
+const splitList = (text: string): string[] => (text === '' ? [] : text.split(','));
+
+const toEndpoint = (r: EndpointsTable): Endpoint => ({
+  id: r.id,
+  accountId: r.account_id,
+  name: r.name,
+  templateId: r.template_id,
+  type: r.type,
+  gpuIds: splitList(r.gpu_ids),
+  gpuCount: Number(r.gpu_count),
+  locations: splitList(r.locations),
+  networkVolumeId: r.network_volume_id,
+  idleTimeout: Number(r.idle_timeout_s),
+  scalerType: r.scaler_type as ScalerType,
+  scalerValue: Number(r.scaler_value),
+  workersMin: Number(r.workers_min),
+  workersMax: Number(r.workers_max),
+  flashboot: Number(r.flashboot) === 1,
+  allowedCudaVersions: fromJson<string[]>(r.allowed_cuda_versions, []),
+  executionTimeoutMs: Number(r.execution_timeout_ms),
+  env: fromJson<Record<string, string>>(r.env, {}),
+  createdAt: Number(r.created_at),
+  updatedAt: Number(r.updated_at),
+  version: Number(r.version),
+});
+
+/** Every column but identity, ownership and creation time: what a replace writes. */
+const toColumns = (e: Endpoint): Omit<EndpointsTable, 'id' | 'account_id' | 'created_at'> => ({
+  name: e.name,
+  template_id: e.templateId,
+  type: e.type,
+  gpu_ids: e.gpuIds.join(','),
+  gpu_count: e.gpuCount,
+  locations: e.locations.join(','),
+  network_volume_id: e.networkVolumeId,
+  idle_timeout_s: e.idleTimeout,
+  scaler_type: e.scalerType,
+  scaler_value: e.scalerValue,
+  workers_min: e.workersMin,
+  workers_max: e.workersMax,
+  flashboot: e.flashboot ? 1 : 0,
+  allowed_cuda_versions: toJson(e.allowedCudaVersions),
+  execution_timeout_ms: e.executionTimeoutMs,
+  env: toJson(e.env),
+  updated_at: e.updatedAt,
+  version: e.version,
+});
+
+const toWorker = (r: Pick<WorkersTable, 'id' | 'endpoint_id' | 'status' | 'created_at' | 'last_ping_at'>): EndpointWorker => ({
+  id: r.id,
+  endpointId: r.endpoint_id,
+  status: r.status,
+  createdAt: Number(r.created_at),
+  lastPingAt: r.last_ping_at === null ? null : Number(r.last_ping_at),
+});
+
+/** Serverless endpoints, always read through their owning account. */
+export class EndpointStore {
+  constructor(private readonly db: Db) {}
+
+  async insert(endpoint: Endpoint, tx: Executor = this.db.kysely): Promise<void> {
+    await tx
+      .insertInto('endpoints')
+      .values({ id: endpoint.id, account_id: endpoint.accountId, created_at: endpoint.createdAt, ...toColumns(endpoint) })
+      .execute();
+  }
+
+  /** The account's endpoint, or null (also for another account's). */
+  async get(accountId: string, id: string, tx: Executor = this.db.kysely): Promise<Endpoint | null> {
+    const row = await tx.selectFrom('endpoints').selectAll().where('id', '=', id).where('account_id', '=', accountId).executeTakeFirst();
+    return row ? toEndpoint(row) : null;
+  }
+
+  /** The account's endpoints, oldest first. */
+  async list(accountId: string, tx: Executor = this.db.kysely): Promise<Endpoint[]> {
+    const rows = await tx.selectFrom('endpoints').selectAll().where('account_id', '=', accountId).orderBy('created_at').orderBy('id').execute();
+    return rows.map(toEndpoint);
+  }
+
+  /**
+   * Writes `next` over the stored row only while it still has `expectedVersion` (optimistic
+   * concurrency); answers whether it did. `next.version` is written as given.
+   */
+  async replace(next: Endpoint, expectedVersion: number, tx: Executor = this.db.kysely): Promise<boolean> {
+    const res = await tx
+      .updateTable('endpoints')
+      .set(toColumns(next))
+      .where('id', '=', next.id)
+      .where('account_id', '=', next.accountId)
+      .where('version', '=', expectedVersion)
+      .executeTakeFirst();
+    return Number(res.numUpdatedRows) > 0;
+  }
+
+  /** Answers whether an endpoint was deleted. */
+  async delete(accountId: string, id: string, tx: Executor = this.db.kysely): Promise<boolean> {
+    const res = await tx.deleteFrom('endpoints').where('id', '=', id).where('account_id', '=', accountId).executeTakeFirst();
+    return Number(res.numDeletedRows) > 0;
+  }
+
+  /** The account's endpoints bound to a template, oldest first (template delete refuses while any). */
+  async boundToTemplate(accountId: string, templateId: string, tx: Executor = this.db.kysely): Promise<Array<Pick<Endpoint, 'id' | 'name'>>> {
+    return tx
+      .selectFrom('endpoints')
+      .select(['id', 'name'])
+      .where('template_id', '=', templateId)
+      .where('account_id', '=', accountId)
+      .orderBy('created_at')
+      .orderBy('id')
+      .execute();
+  }
+
+  /** The workers of an endpoint, oldest first. */
+  async workers(endpointId: string, tx: Executor = this.db.kysely): Promise<EndpointWorker[]> {
+    const rows = await tx
+      .selectFrom('workers')
+      .select(['id', 'endpoint_id', 'status', 'created_at', 'last_ping_at'])
+      .where('endpoint_id', '=', endpointId)
+      .orderBy('created_at')
+      .orderBy('id')
+      .execute();
+    return rows.map(toWorker);
+  }
+}
