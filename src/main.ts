@@ -15,6 +15,11 @@ import { VolumesService } from './volumes/volumes-service.js';
 import { RegistriesService } from './registries/registries-service.js';
 import { PodsService } from './pods/pods-service.js';
 import { EndpointsService } from './serverless/endpoints-service.js';
+import { WorkersRegistry } from './serverless/workers-registry.js';
+import { JobsService } from './jobs/jobs-service.js';
+import { Timekeeper } from './jobs/timekeeper.js';
+import { WebhookDispatcher } from './serverless/webhook-dispatcher.js';
+import { Autoscaler } from './serverless/autoscaler.js';
 import { PodController } from './pods/pod-controller.js';
 import { ProcessRuntime } from './runtime/process/process-runtime.js';
 import type { Runtime } from './runtime/runtime.js';
@@ -64,8 +69,26 @@ export async function createServices(config: Config, overrides: ServiceOverrides
   const pods = new PodsService({ controller: podController, inventory, runtime, templates, volumes, registries, accounts, clock, config });
   const endpoints = new EndpointsService({ db, clock, templates, volumes, config });
   templates.addReferenceChecker(endpoints.templateReferenceChecker);
+  const jobs = new JobsService({ db, clock, events, config: { retryBudget: config.jobs.retryBudget } });
+  const workers = new WorkersRegistry({ db, clock });
+  const timekeeper = new Timekeeper({ jobs, workers, clock, logger: logger.child({ component: 'timekeeper' }), config: config.jobs });
+  const webhooks = new WebhookDispatcher({ db, clock, events, logger: logger.child({ component: 'webhooks' }), config: config.serverless.webhooks });
+  const autoscaler = new Autoscaler({
+    db,
+    clock,
+    runtime,
+    inventory,
+    jobs,
+    workers,
+    endpoints,
+    accounts,
+    volumes,
+    events,
+    logger: logger.child({ component: 'autoscaler' }),
+    config: { autoscaler: config.serverless.autoscaler, catalog: config.catalog, publicUrl: config.server.publicUrl, pingIntervalMs: config.jobs.pingIntervalMs },
+  });
   await templates.seedPublic();
-  return { config, db, clock, logger, events, secrets, runtime, accounts, catalog, inventory, pods, podController, templates, volumes, registries, endpoints };
+  return { config, db, clock, logger, events, secrets, runtime, accounts, catalog, inventory, pods, podController, templates, volumes, registries, endpoints, jobs, workers, timekeeper, webhooks, autoscaler };
 }
 
 /** On a first start (no accounts), creates the `admin` account and its key; answers the key to print once. */
@@ -91,11 +114,15 @@ export async function startServer(config: Config, overrides: ServiceOverrides = 
   const reaped = (await services.runtime.reapOrphans?.()) ?? [];
   if (reaped.length > 0) services.logger.warn({ instances: reaped }, 'stopped instances left running by a previous server');
   await services.podController.start();
+  services.timekeeper.start();
+  services.webhooks.start();
   const app = await buildApp(services, { logger: services.logger });
   await app.listen({ port: config.server.port, host: config.server.host });
   const address = app.server.address();
   const port = typeof address === 'object' && address ? address.port : config.server.port;
   const url = `http://${config.server.host.includes(':') ? `[${config.server.host}]` : config.server.host}:${port}`;
+  // Workers call back over HTTP: launch them only once the server listens.
+  await services.autoscaler.start();
   if (adminKey) {
     process.stdout.write(
       `\nGantry created the admin account. Its API key (shown only this once):\n\n  ${adminKey}\n\nexport GANTRY_API_KEY=${adminKey}\n\n`,
@@ -112,6 +139,10 @@ export async function startServer(config: Config, overrides: ServiceOverrides = 
       if (closed) return;
       closed = true;
       await app.close();
+      await services.timekeeper.stop();
+      await services.autoscaler.stop();
+      await services.webhooks.stop();
+      await services.jobs.flush();
       await services.podController.stop();
       await services.runtime.close();
       await services.db.close();

@@ -14,6 +14,11 @@ import type { VolumesService } from './volumes/volumes-service.js';
 import type { RegistriesService } from './registries/registries-service.js';
 import type { SecretBox } from './store/secret-box.js';
 import type { EndpointsService } from './serverless/endpoints-service.js';
+import type { WebhookDispatcher } from './serverless/webhook-dispatcher.js';
+import type { Autoscaler } from './serverless/autoscaler.js';
+import type { WorkersRegistry } from './serverless/workers-registry.js';
+import type { JobsService } from './jobs/jobs-service.js';
+import type { Timekeeper } from './jobs/timekeeper.js';
 
 /** Everything the transports (HTTP, GraphQL, CLI) reach. Built only by `createServices`. */
 export interface Services {
@@ -33,4 +38,9 @@ export interface Services {
   volumes: VolumesService;
   registries: RegistriesService;
   endpoints: EndpointsService;
+  webhooks: WebhookDispatcher;
+  autoscaler: Autoscaler;
+  jobs: JobsService;
+  workers: WorkersRegistry;
+  timekeeper: Timekeeper;
 }

@@ -4,6 +4,7 @@ import { UsageError } from './args.js';
 import { serve, serveHelp } from './serve.js';
 import { accounts, accountsHelp } from './accounts.js';
 import { keys, keysHelp } from './keys.js';
+import { worker, workerHelp } from './worker-env.js';
 
 const help = `gantry — self-hostable compute platform
 
@@ -12,9 +13,11 @@ ${serveHelp}
 ${accountsHelp}
 
 ${keysHelp}
+
+${workerHelp}
 `;
 
-const commands: Record<string, (argv: string[]) => Promise<void>> = { serve, accounts, keys };
+const commands: Record<string, (argv: string[]) => Promise<void>> = { serve, accounts, keys, worker };
 
 async function main(argv: string[]): Promise<void> {
   const [name, ...rest] = argv;

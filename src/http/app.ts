@@ -16,6 +16,8 @@ import { catalogRoutes } from './routes/catalog.js';
 import { volumeRoutes } from './routes/network-volumes.js';
 import { registryRoutes } from './routes/registries.js';
 import { serverlessRoutes } from './routes/serverless.js';
+import { jobRoutes } from './routes/jobs.js';
+import { workerProtocolRoutes } from './routes/worker-protocol.js';
 import { graphqlRoutes } from '../graphql/graphql-route.js';
 
 const addFormats = addFormatsModule as unknown as (ajv: Ajv) => Ajv;
@@ -93,6 +95,8 @@ export async function buildApp(services: Services, options: BuildAppOptions = {}
   volumeRoutes(app, services);
   registryRoutes(app, services);
   serverlessRoutes(app, services);
+  jobRoutes(app, services);
+  workerProtocolRoutes(app, services);
   graphqlRoutes(app, services);
 
   await app.ready();

@@ -149,11 +149,20 @@ export function serve(handler: Handler, options: ServeOptions = {}): WorkerHandl
         continue;
       }
       if (res.status === 200) {
-        const body = (await res.json()) as WorkerJob | WorkerJob[] | null;
+        let body: WorkerJob | WorkerJob[] | null;
+        try {
+          body = (await res.json()) as WorkerJob | WorkerJob[] | null;
+        } catch (err) {
+          // A connection cut mid-body must not end the loop (and with it the worker).
+          if (stopping.signal.aborted) break;
+          log(`job-take reply unreadable: ${(err as Error).message}; retrying`);
+          await sleep(1000, stopping.signal);
+          continue;
+        }
         const jobs = Array.isArray(body) ? body : body ? [body] : [];
         for (const job of jobs) if (job && typeof job.id === 'string') void runJob(job);
       } else {
-        await res.arrayBuffer();
+        await res.arrayBuffer().catch(() => undefined);
         if (res.status === 429) await sleep(5000, stopping.signal);
         else if (res.status !== 204 && res.status !== 400) await sleep(1000, stopping.signal);
       }

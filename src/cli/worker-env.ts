@@ -1,0 +1,45 @@
+import { parseArgs, configFrom, storeOptions, UsageError } from './args.js';
+import { systemClock } from '../domain/clock.js';
+import { newId } from '../domain/ids.js';
+import { AccountsService } from '../accounts/accounts-service.js';
+import { openConfiguredDatabase } from '../main.js';
+import { exportLines, workerEnvironment } from '../serverless/worker-env.js';
+
+export const workerHelp = `gantry worker env ENDPOINT [--url URL] [--gpu TYPE] [--data-dir DIR] [--config FILE]
+                                prints export lines that attach a worker to ENDPOINT by hand:
+                                eval "$(gantry worker env ep123)" && python handler.py
+                                (creates a write key named "worker ENDPOINT" on each call)`;
+
+/** `gantry worker env`: the worker-protocol environment for a worker attached by hand. */
+export async function worker(argv: string[]): Promise<void> {
+  const { values, positionals } = parseArgs({
+    args: argv,
+    options: { ...storeOptions, url: { type: 'string' }, gpu: { type: 'string' } },
+    allowPositionals: true,
+    strict: true,
+  });
+  if (values.help) return void console.log(workerHelp);
+  const [sub, endpointId] = positionals;
+  if (sub !== 'env' || !endpointId) throw new UsageError(workerHelp);
+  const config = configFrom(values);
+  const db = await openConfiguredDatabase(config);
+  try {
+    const endpoint = await db.kysely.selectFrom('endpoints').select(['id', 'account_id', 'gpu_ids']).where('id', '=', endpointId).executeTakeFirst();
+    if (!endpoint) throw new UsageError(`no serverless endpoint "${endpointId}" in this data folder (${config.databaseUrl ? 'database' : config.dataDir})`);
+    const accounts = new AccountsService({ db, clock: systemClock });
+    const { key } = await accounts.createKey(endpoint.account_id, { scope: 'write', name: `worker ${endpoint.id}` });
+    const pool = endpoint.gpu_ids.split(',').map((s) => s.trim()).find(Boolean);
+    const gpuType = values.gpu ?? config.catalog.gpuTypes.find((g) => g.pool === pool)?.id ?? 'CPU';
+    const env = workerEnvironment({
+      publicUrl: values.url ?? config.server.publicUrl,
+      endpointId: endpoint.id,
+      workerId: `local-${newId(12)}`,
+      apiKey: key,
+      gpuType,
+      pingIntervalMs: config.jobs.pingIntervalMs,
+    });
+    console.log(exportLines(env));
+  } finally {
+    await db.close();
+  }
+}

@@ -1,0 +1,139 @@
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { ApiError } from '../../domain/errors.js';
+import type { WorkerPostOutcome } from '../../jobs/jobs-service.js';
+import type { Endpoint } from '../../serverless/endpoint.js';
+import type { Services } from '../../services.js';
+import { principalOf } from '../plugins/auth.js';
+import { clientGone, EndpointLookup, RUNSYNC_BODY_LIMIT, useLenientJson } from './jobs.js';
+
+const WORKER_ID = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
+/** Jobs one batch take may hand out. */
+const MAX_BATCH = 1000;
+
+type WorkerParams = { endpointId: string; workerId: string; jobId?: string };
+type WorkerQuery = Record<string, string | undefined>;
+
+function workerIdOf(request: FastifyRequest): string {
+  const { workerId } = request.params as WorkerParams;
+  if (!WORKER_ID.test(workerId)) {
+    const hint = workerId.includes('$') ? ' It looks like an unreplaced placeholder: set RUNPOD_POD_ID for the worker.' : '';
+    throw new ApiError('INVALID_PARAMETER', `Invalid worker id "${workerId.slice(0, 64)}": use 1-128 letters, digits, ".", "_" or "-".${hint}`);
+  }
+  return workerId;
+}
+
+function jobIdOf(request: FastifyRequest): string {
+  const jobId = (request.params as WorkerParams).jobId ?? (request.query as WorkerQuery).id;
+  if (!jobId) throw new ApiError('INVALID_PARAMETER', 'The job id is missing: post to …/job-done/<worker>/<job id> (or pass ?id=<job id>).');
+  return jobId;
+}
+
+/**
+ * The worker protocol (wire-protocol §1): job-take (long-poll), job-take-batch, job-stop
+ * (long-poll), job-done, job-stream and ping. Workers send the raw key; its account must own the
+ * endpoint. Result posts are idempotent: a late, repeated or superseded post answers 200 and
+ * changes nothing. Not in the OpenAPI document: workers, not people, call these.
+ */
+export function workerProtocolRoutes(app: FastifyInstance, services: Services): void {
+  const { jobs, workers, config } = services;
+  const endpoints = new EndpointLookup(services.endpoints);
+  // No automatic HEAD twins: a HEAD on job-take or job-stop would consume jobs or stop notices.
+  const opts = { config: { ownRateLimits: true, scope: 'write' as const }, schema: { hide: true }, exposeHeadRoute: false };
+  const endpointOf = (request: FastifyRequest): Promise<Endpoint> =>
+    endpoints.get(principalOf(request).accountId, (request.params as WorkerParams).endpointId);
+
+  /** A worker's long-poll; an open one keeps the worker alive for the heartbeat check. */
+  async function longPoll<T>(endpoint: Endpoint, workerId: string, busy: boolean | undefined, wait: () => Promise<T>): Promise<T> {
+    await workers.seen(endpoint.id, workerId, busy);
+    const closed = workers.pollOpened(workerId);
+    try {
+      return await wait();
+    } finally {
+      closed();
+    }
+  }
+
+  const take = (batch: boolean) => async (request: FastifyRequest, reply: FastifyReply) => {
+    const endpoint = await endpointOf(request);
+    const workerId = workerIdOf(request);
+    const query = request.query as WorkerQuery;
+    const requested = Number(query.batch_size ?? 1);
+    const batchSize = batch ? Math.min(MAX_BATCH, Math.max(1, Number.isFinite(requested) ? Math.floor(requested) : 1)) : 1;
+    // job_in_progress is only a hint for /health; jobs never move on what a worker claims.
+    const busy = query.job_in_progress === undefined ? undefined : query.job_in_progress === '1' || query.job_in_progress === 'true';
+    const taken = await longPoll(endpoint, workerId, busy, () =>
+      jobs.take(endpoint.id, workerId, { batchSize, waitMs: config.jobs.takeWaitMs, signal: clientGone(reply) }),
+    );
+    if (taken.length === 0) return reply.code(204).send();
+    await workers.seen(endpoint.id, workerId, true);
+    return batch ? taken : taken[0];
+  };
+  void app.register(async (scope) => {
+    useLenientJson(scope);
+
+    scope.get('/v2/:endpointId/job-take/:workerId', opts, take(false));
+    scope.get('/v2/:endpointId/job-take-batch/:workerId', opts, take(true));
+
+    scope.get('/v2/:endpointId/job-stop/:workerId', opts, async (request, reply) => {
+      const endpoint = await endpointOf(request);
+      const workerId = workerIdOf(request);
+      const ids = await longPoll(endpoint, workerId, undefined, () => jobs.stopRequests(workerId, { waitMs: config.jobs.stopWaitMs, signal: clientGone(reply) }));
+      if (ids.length === 0) return reply.code(204).send();
+      return { jobsToStop: ids };
+    });
+
+    const answer = (jobId: string, outcome: WorkerPostOutcome) => {
+      switch (outcome.outcome) {
+        case 'applied':
+          return { id: jobId, status: outcome.status, accepted: true };
+        case 'ignored':
+          return { id: jobId, status: outcome.status, accepted: false, reason: outcome.reason };
+        case 'refused':
+          // The job was requeued or is held by another worker: this post is superseded.
+          return { id: jobId, status: outcome.refusal.status, accepted: false, reason: outcome.refusal.reason };
+        case 'not-found':
+          throw new ApiError('NOT_FOUND', `No job with id "${jobId}" exists (it may have expired).`);
+        default:
+          return ((o: never) => o)(outcome);
+      }
+    };
+
+    const done = async (request: FastifyRequest) => {
+      const endpoint = await endpointOf(request);
+      const workerId = workerIdOf(request);
+      const jobId = jobIdOf(request);
+      await workers.seen(endpoint.id, workerId);
+      const outcome = await jobs.complete(workerId, jobId, request.body ?? {});
+      if (outcome.stopPod) workers.requestRecycle(workerId);
+      return answer(jobId, outcome);
+    };
+    scope.post('/v2/:endpointId/job-done/:workerId/:jobId', { ...opts, bodyLimit: RUNSYNC_BODY_LIMIT }, done);
+    scope.post('/v2/:endpointId/job-done/:workerId', { ...opts, bodyLimit: RUNSYNC_BODY_LIMIT }, done);
+
+    const stream = async (request: FastifyRequest) => {
+      const endpoint = await endpointOf(request);
+      const workerId = workerIdOf(request);
+      const jobId = jobIdOf(request);
+      await workers.seen(endpoint.id, workerId, true);
+      return answer(jobId, await jobs.appendStream(workerId, jobId, request.body ?? null));
+    };
+    scope.post('/v2/:endpointId/job-stream/:workerId/:jobId', { ...opts, bodyLimit: RUNSYNC_BODY_LIMIT }, stream);
+    scope.post('/v2/:endpointId/job-stream/:workerId', { ...opts, bodyLimit: RUNSYNC_BODY_LIMIT }, stream);
+
+    scope.get('/v2/:endpointId/ping/:workerId', opts, async (request) => {
+      const endpoint = await endpointOf(request);
+      const workerId = workerIdOf(request);
+      const query = request.query as WorkerQuery;
+      if (query.status === 'unhealthy') {
+        // The worker failed its own checks and exits next: its jobs will never finish here.
+        await workers.unhealthy(endpoint.id, workerId);
+        const moved = await jobs.workerLost(workerId);
+        request.log.warn({ workerId, endpointId: endpoint.id, check: query.check, reason: query.reason, ...moved }, 'worker reported itself unhealthy');
+        return { status: 'unhealthy' };
+      }
+      const ids = (query.job_id ?? '').split(',').filter((s) => s.trim() !== '');
+      await workers.seen(endpoint.id, workerId, ids.length > 0);
+      return { status: 'ok' };
+    });
+  });
+}

@@ -1,0 +1,225 @@
+import { describe, test, before, after, beforeEach } from 'node:test';
+import assert from 'node:assert/strict';
+import { createTestApp, type TestApp } from '../../test/support/harness.js';
+import { FakeClock } from '../domain/clock.js';
+import type { InstanceListener, InstanceSpec, InstanceStatus, Runtime } from '../runtime/runtime.js';
+import type { Endpoint } from './endpoint.js';
+import type { Autoscaler } from './autoscaler.js';
+
+/** The runtime port, in memory: instances run until stopped or told to crash. */
+class FakeRuntime implements Runtime {
+  readonly name = 'fake';
+  readonly specs = new Map<string, InstanceSpec>();
+  readonly #listeners = new Set<InstanceListener>();
+  failStart = false;
+  async start(spec: InstanceSpec): Promise<InstanceStatus> {
+    if (this.failStart) throw new Error('image not found');
+    this.specs.set(spec.id, spec);
+    return this.#status(spec.id, 'running');
+  }
+  async stop(id: string): Promise<void> {
+    this.specs.delete(id);
+  }
+  async inspect(id: string): Promise<InstanceStatus | null> {
+    return this.specs.has(id) ? this.#status(id, 'running') : null;
+  }
+  async list(): Promise<InstanceStatus[]> {
+    return [...this.specs.keys()].map((id) => this.#status(id, 'running'));
+  }
+  onChange(listener: InstanceListener): () => void {
+    this.#listeners.add(listener);
+    return () => this.#listeners.delete(listener);
+  }
+  async close(): Promise<void> {}
+  /** The instance's process exits on its own. */
+  crash(id: string, exitCode = 1): void {
+    for (const l of this.#listeners) l({ ...this.#status(id, 'exited'), exitCode, reason: `process exited with code ${exitCode}` });
+  }
+  #status(id: string, state: InstanceStatus['state']): InstanceStatus {
+    return { id, state, startedAt: 0, exitCode: null, reason: null, stats: null };
+  }
+}
+
+const S = 1_000;
+/** Lets the autoscaler's reaction to an instance event (a few store calls) run. */
+async function until(what: string, cond: () => Promise<boolean> | boolean): Promise<void> {
+  for (let i = 0; i < 500; i++) {
+    if (await cond()) return;
+    await new Promise((r) => setImmediate(r));
+  }
+  throw new Error(`never happened: ${what}`);
+}
+
+describe('Autoscaler', () => {
+  let t: TestApp;
+  let clock: FakeClock;
+  let runtime: FakeRuntime;
+  let autoscaler: Autoscaler;
+  let accountId: string;
+  let templateId: string;
+
+  const endpoint = (patch: Record<string, unknown> = {}): Promise<Endpoint> =>
+    t.services.endpoints.create(accountId, { name: `ep-${Math.random()}`, templateId, gpuIds: 'ADA_24', workersMin: 0, workersMax: 2, idleTimeout: 5, ...patch });
+  const rows = (endpointId: string) => t.services.db.kysely.selectFrom('workers').selectAll().where('endpoint_id', '=', endpointId).execute();
+
+  before(async () => {
+    clock = new FakeClock();
+    runtime = new FakeRuntime();
+    t = await createTestApp({ clock, runtime, file: { serverless: { autoscaler: { crashThreshold: 2, backoffBaseMs: 60_000 } } } });
+    autoscaler = t.services.autoscaler;
+    await autoscaler.start({ loop: false });
+    accountId = (await t.newAccount()).accountId;
+    const template = await t.services.templates.create(accountId, { name: 'worker', imageName: 'my-worker:dev', isServerless: true, env: { FROM_TEMPLATE: '1', SHARED: 'template' } });
+    templateId = template.id;
+  });
+  after(async () => {
+    await autoscaler?.stop();
+    await t?.close();
+  });
+  beforeEach(() => {
+    runtime.failStart = false;
+  });
+
+  test('a queued job on an endpoint without workers launches one, placed on a GPU of its pool, with the worker environment', async () => {
+    const ep = await endpoint({ env: { SHARED: 'endpoint' }, locations: 'US' });
+    await t.services.jobs.submit(ep.id, accountId, { input: {} });
+    await autoscaler.tick(clock.now());
+    const [row, ...more] = await rows(ep.id);
+    assert.equal(more.length, 0);
+    assert.equal(row?.status, 'initializing');
+    const spec = runtime.specs.get(row!.id)!;
+    assert.equal(spec.image, 'my-worker:dev');
+    assert.equal(spec.hostId, row?.host_id);
+    assert.equal(spec.gpuIndices.length, 1);
+    assert.equal(t.services.inventory.host(spec.hostId)?.gpuTypeId, 'NVIDIA GeForce RTX 4090', 'ADA_24 expands to its GPU types');
+    assert.equal(spec.env.FROM_TEMPLATE, '1');
+    assert.equal(spec.env.SHARED, 'endpoint', 'endpoint env overrides the template');
+    assert.equal(spec.env.RUNPOD_POD_ID, row?.id);
+    assert.match(spec.env.RUNPOD_WEBHOOK_GET_JOB ?? '', new RegExp(`/v2/${ep.id}/job-take/\\$ID\\?gpu=`));
+    const principal = await t.services.accounts.authenticate(spec.env.RUNPOD_AI_API_KEY!);
+    assert.equal(principal?.accountId, accountId, 'the worker key belongs to the endpoint account');
+    await autoscaler.tick(clock.now());
+    assert.equal((await rows(ep.id)).length, 1, 'a starting worker is not doubled on the next pass');
+  });
+
+  test('an idle worker is stopped after idleTimeout: instance, reservation and row', async () => {
+    const ep = await endpoint({ idleTimeout: 5 });
+    await t.services.jobs.submit(ep.id, accountId, { input: {} });
+    await autoscaler.tick(clock.now());
+    const [row] = await rows(ep.id);
+    const id = row!.id;
+    const [taken] = await t.services.jobs.take(ep.id, id);
+    await t.services.workers.seen(ep.id, id, true);
+    await autoscaler.tick(clock.now());
+    await t.services.jobs.complete(id, taken!.id, { output: 1 });
+    await t.services.workers.seen(ep.id, id, false);
+    clock.advance(4 * S);
+    await autoscaler.tick(clock.now());
+    assert.ok(runtime.specs.has(id), 'idle for less than idleTimeout: kept');
+    clock.advance(1 * S);
+    await autoscaler.tick(clock.now());
+    assert.equal(runtime.specs.has(id), false);
+    assert.equal(t.services.inventory.allocationOf(id), undefined);
+    assert.equal((await rows(ep.id))[0]?.status, 'dead');
+    assert.deepEqual(autoscaler.workerIds(ep.id), []);
+  });
+
+  test('workersMin workers are kept warm and never idled out', async () => {
+    const ep = await endpoint({ workersMin: 1 });
+    await autoscaler.tick(clock.now());
+    const [row] = await rows(ep.id);
+    await t.services.workers.seen(ep.id, row!.id, false);
+    clock.advance(600 * S);
+    await autoscaler.tick(clock.now());
+    assert.deepEqual(autoscaler.workerIds(ep.id), [row!.id]);
+    await t.services.endpoints.update(accountId, ep.id, { workersMin: 0 });
+    clock.advance(5 * S);
+    await autoscaler.tick(clock.now());
+    assert.deepEqual(autoscaler.workerIds(ep.id), []);
+  });
+
+  test('with no capacity the worker is reported throttled with the reason, and nothing is recorded', async () => {
+    const ep = await endpoint({ gpuCount: 8, locations: 'CZ' });
+    await t.services.jobs.submit(ep.id, accountId, { input: {} });
+    await autoscaler.tick(clock.now());
+    assert.deepEqual(await rows(ep.id), []);
+    const health = autoscaler.health(ep.id);
+    assert.equal(health.throttled, 1);
+    assert.ok(health.capacityError);
+    assert.equal(health.unhealthy, 0);
+  });
+
+  test('a worker that exits on its own loses its job back to the queue and counts a crash; repeated crashes back the endpoint off', async () => {
+    const ep = await endpoint({ workersMax: 1 });
+    const { id: jobId } = await t.services.jobs.submit(ep.id, accountId, { input: {} });
+    await autoscaler.tick(clock.now());
+    const first = (await rows(ep.id))[0]!.id;
+    await t.services.jobs.take(ep.id, first);
+    runtime.crash(first);
+    await until('the lost worker is cleaned up', () => autoscaler.workerIds(ep.id).length === 0 && t.services.inventory.allocationOf(first) === undefined);
+    await until('its job is requeued', async () => (await t.services.jobs.status(accountId, ep.id, jobId)).status === 'IN_QUEUE');
+    assert.equal((await t.services.jobs.status(accountId, ep.id, jobId)).status, 'IN_QUEUE');
+    assert.equal(autoscaler.health(ep.id).crashes, 1);
+    clock.advance(S);
+    await autoscaler.tick(clock.now());
+    const second = autoscaler.workerIds(ep.id)[0]!;
+    assert.notEqual(second, first, 'replaced');
+    runtime.crash(second);
+    await until('the second crash is counted', () => autoscaler.health(ep.id).crashes === 2);
+    const health = autoscaler.health(ep.id);
+    assert.equal(health.crashes, 2);
+    assert.equal(health.backoffUntil, clock.now() + 60 * S);
+    assert.match(health.lastCrash ?? '', /code 1/);
+    for (let i = 0; i < 10; i++) {
+      clock.advance(S);
+      await autoscaler.tick(clock.now());
+    }
+    assert.deepEqual(autoscaler.workerIds(ep.id), [], 'no start while backed off');
+    assert.equal(autoscaler.health(ep.id).unhealthy, 1);
+    clock.advance(60 * S);
+    await autoscaler.tick(clock.now());
+    assert.equal(autoscaler.workerIds(ep.id).length, 1, 'tried again once the back-off ends');
+  });
+
+  test('a worker that asked to be recycled (stopPod) is stopped once idle and replaced', async () => {
+    const ep = await endpoint({ workersMin: 1 });
+    await autoscaler.tick(clock.now());
+    const [old] = autoscaler.workerIds(ep.id);
+    await t.services.workers.seen(ep.id, old!, false);
+    t.services.workers.requestRecycle(old!);
+    await autoscaler.tick(clock.now());
+    const now = autoscaler.workerIds(ep.id);
+    assert.equal(now.length, 1);
+    assert.notEqual(now[0], old);
+    assert.equal(runtime.specs.has(old!), false);
+  });
+
+  test('after a restart, rows of launched workers whose instance is gone are marked dead and their jobs requeued', async () => {
+    const ep = await endpoint();
+    const { id: jobId } = await t.services.jobs.submit(ep.id, accountId, { input: {} });
+    await t.services.db.kysely
+      .insertInto('workers')
+      .values({ id: 'ghost', endpoint_id: ep.id, status: 'running', host_id: 'demo-tx-4090-a', last_ping_at: clock.now(), created_at: clock.now(), updated_at: clock.now() })
+      .execute();
+    await t.services.jobs.take(ep.id, 'ghost');
+    const { cleaned } = await autoscaler.recover();
+    assert.ok(cleaned.includes('ghost'));
+    assert.equal((await t.services.jobs.status(accountId, ep.id, jobId)).status, 'IN_QUEUE');
+    const ghost = await t.services.db.kysely.selectFrom('workers').select('status').where('id', '=', 'ghost').executeTakeFirst();
+    assert.equal(ghost?.status, 'dead');
+  });
+
+  test('a worker that cannot be launched at all counts as a crash, not as a hot loop', async () => {
+    runtime.failStart = true;
+    const ep = await endpoint({ workersMax: 1 });
+    await t.services.jobs.submit(ep.id, accountId, { input: {} });
+    for (let i = 0; i < 20; i++) {
+      await autoscaler.tick(clock.now());
+      clock.advance(S);
+    }
+    const health = autoscaler.health(ep.id);
+    assert.equal(health.crashes, 2);
+    assert.match(health.lastCrash ?? '', /image not found/);
+    assert.equal((await rows(ep.id)).length, 2, 'two attempts, then backed off');
+  });
+});

@@ -1,0 +1,96 @@
+import { describe, test, before, after, beforeEach } from 'node:test';
+import assert from 'node:assert/strict';
+import { dialects, openTestDb, type TestDb } from '../../test/support/harness.js';
+import { FakeClock } from '../domain/clock.js';
+import { WorkersRegistry } from './workers-registry.js';
+
+for (const { name, skip } of dialects()) {
+  describe(`WorkersRegistry on ${name}`, { skip }, () => {
+    let t: TestDb;
+    let clock: FakeClock;
+    let registry: WorkersRegistry;
+    const row = (id: string) => t.db.kysely.selectFrom('workers').selectAll().where('id', '=', id).executeTakeFirst();
+
+    before(async () => {
+      t = await openTestDb(name);
+    });
+    after(() => t?.cleanup());
+    beforeEach(async () => {
+      await t.db.kysely.deleteFrom('workers').execute();
+      await t.db.kysely.deleteFrom('jobs').execute();
+      clock = new FakeClock();
+      registry = new WorkersRegistry({ db: t.db, clock });
+    });
+
+    test('a worker is written on first sight; later signs of life wait for the flush', async () => {
+      await registry.seen('ep1', 'w1');
+      const first = await row('w1');
+      assert.equal(first?.status, 'idle');
+      assert.equal(Number(first?.last_ping_at), clock.now());
+      clock.advance(5000);
+      await registry.seen('ep1', 'w1', true);
+      assert.equal(Number((await row('w1'))?.last_ping_at), clock.now() - 5000, 'not written yet');
+      assert.equal(await registry.flush(), 1);
+      const flushed = await row('w1');
+      assert.equal(flushed?.status, 'running');
+      assert.equal(Number(flushed?.last_ping_at), clock.now());
+      assert.equal(await registry.flush(), 0, 'nothing new, nothing written');
+    });
+
+    test('workers silent since the cutoff are marked dead and answered once', async () => {
+      await registry.seen('ep1', 'quiet');
+      await registry.seen('ep1', 'chatty');
+      clock.advance(20_000);
+      await registry.seen('ep1', 'chatty');
+      await registry.flush();
+      clock.advance(15_000);
+      const lost = await registry.expire(clock.now() - 30_000);
+      assert.deepEqual(lost, [{ id: 'quiet', endpointId: 'ep1' }]);
+      assert.equal((await row('quiet'))?.status, 'dead');
+      assert.deepEqual(await registry.expire(clock.now() - 30_000), []);
+    });
+
+    test('an open long-poll keeps a worker alive without pings', async () => {
+      await registry.seen('ep1', 'poller');
+      const close = registry.pollOpened('poller');
+      clock.advance(60_000);
+      await registry.flush();
+      assert.deepEqual(await registry.expire(clock.now() - 30_000), []);
+      close();
+      clock.advance(31_000);
+      await registry.flush();
+      assert.deepEqual(await registry.expire(clock.now() - 30_000), [{ id: 'poller', endpointId: 'ep1' }]);
+    });
+
+    test('a dead worker that calls again is alive again', async () => {
+      await registry.seen('ep1', 'phoenix');
+      await registry.markDead(['phoenix']);
+      await registry.seen('ep1', 'phoenix');
+      assert.equal((await row('phoenix'))?.status, 'idle');
+    });
+
+    test('health counts live workers as idle or running by the jobs they hold, and unhealthy ones apart', async () => {
+      await registry.seen('ep1', 'a');
+      await registry.seen('ep1', 'b');
+      await registry.unhealthy('ep1', 'c');
+      await t.db.kysely
+        .insertInto('workers')
+        .values({ id: 'd', endpoint_id: 'ep1', status: 'initializing', host_id: null, last_ping_at: null, created_at: 0, updated_at: 0 })
+        .execute();
+      const now = clock.now();
+      await t.db.kysely
+        .insertInto('jobs')
+        .values({
+          id: 'j1', endpoint_id: 'ep1', account_id: 'acct', status: 'IN_PROGRESS', seq: 1, input: '{}', webhook: null, s3_config: null,
+          execution_timeout_ms: 600_000, low_priority: 0, ttl_ms: 86_400_000, sync: 0, created_at: now, queued_at: now, started_at: now,
+          completed_at: null, expires_at: now + 86_400_000, retain_until: null, timeout_at: now + 600_000, output: null, error: null,
+          worker_id: 'b', retries: 0, delay_ms: 0, execution_ms: null, stop_requested: 0,
+        })
+        .execute();
+      assert.deepEqual(await registry.healthCounts('ep1'), { idle: 1, running: 1, initializing: 1, ready: 2, throttled: 0, unhealthy: 1 });
+      await registry.refreshLiveCounts();
+      assert.equal(registry.liveWorkers('ep1'), 2);
+      assert.equal(registry.liveWorkers('ep2'), 0);
+    });
+  });
+}

@@ -1,0 +1,73 @@
+import type { Db, Executor } from './database.js';
+
+/** A worker row the autoscaler launched (host_id set), not yet dead. */
+export interface LaunchedWorkerRow {
+  id: string;
+  endpointId: string;
+  /** As the workers registry last wrote it: initializing, idle, running, unhealthy, throttled. */
+  status: string;
+  hostId: string;
+  createdAt: number;
+  lastPingAt: number | null;
+}
+
+/**
+ * The reads and writes of the autoscaler loop. Worker rows it launches carry `host_id`; rows the
+ * registry creates for workers attached by hand carry none, so the autoscaler never touches those.
+ */
+export class AutoscalerStore {
+  constructor(private readonly db: Db) {}
+
+  /** Queue-based endpoints, with their owner. */
+  async endpointIds(tx: Executor = this.db.kysely): Promise<Array<{ id: string; accountId: string; workersMax: number }>> {
+    const rows = await tx.selectFrom('endpoints').select(['id', 'account_id', 'workers_max']).where('type', '=', 'QB').orderBy('id').execute();
+    return rows.map((r) => ({ id: r.id, accountId: r.account_id, workersMax: Number(r.workers_max) }));
+  }
+
+  /** Every launched worker not marked dead. */
+  async launchedWorkers(tx: Executor = this.db.kysely): Promise<LaunchedWorkerRow[]> {
+    const rows = await tx.selectFrom('workers').selectAll().where('status', '!=', 'dead').where('host_id', 'is not', null).execute();
+    return rows.map((r) => ({
+      id: r.id,
+      endpointId: r.endpoint_id,
+      status: r.status,
+      hostId: r.host_id!,
+      createdAt: Number(r.created_at),
+      lastPingAt: r.last_ping_at === null ? null : Number(r.last_ping_at),
+    }));
+  }
+
+  /** Records a worker just launched: INITIALIZING until the registry hears from it. */
+  async insertLaunched(id: string, endpointId: string, hostId: string, now: number, tx: Executor = this.db.kysely): Promise<void> {
+    await tx
+      .insertInto('workers')
+      .values({ id, endpoint_id: endpointId, status: 'initializing', host_id: hostId, last_ping_at: null, created_at: now, updated_at: now })
+      .execute();
+  }
+
+  /** Workers of the endpoint holding jobs in progress, with how many. */
+  async busyWorkers(endpointId: string, tx: Executor = this.db.kysely): Promise<Map<string, number>> {
+    const rows = await tx
+      .selectFrom('jobs')
+      .select((eb) => ['worker_id', eb.fn.countAll<number>().as('n')])
+      .where('endpoint_id', '=', endpointId)
+      .where('status', '=', 'IN_PROGRESS')
+      .groupBy('worker_id')
+      .execute();
+    return new Map(rows.filter((r) => r.worker_id !== null).map((r) => [r.worker_id!, Number(r.n)]));
+  }
+
+  /** When the first queued job that is not low-priority (queue order) entered the queue; null when none. */
+  async oldestUrgentQueuedAt(endpointId: string, tx: Executor = this.db.kysely): Promise<number | null> {
+    const row = await tx
+      .selectFrom('jobs')
+      .select('queued_at')
+      .where('endpoint_id', '=', endpointId)
+      .where('status', '=', 'IN_QUEUE')
+      .where('low_priority', '=', 0)
+      .orderBy('seq')
+      .limit(1)
+      .executeTakeFirst();
+    return row ? Number(row.queued_at) : null;
+  }
+}

@@ -1,0 +1,122 @@
+/**
+ * The autoscaler end to end: a real server (HTTP on a loopback port, SQLite, the process runtime)
+ * launches real worker processes (test/fixtures/echo-worker.ts, built on src/worker) for a queued
+ * job, the worker takes the job over the worker protocol and completes it, and idles out. A worker
+ * image that crashes at start is backed off and reported unhealthy, not restarted in a hot loop.
+ */
+import { describe, test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import pino from 'pino';
+import { loadConfig } from '../src/config.js';
+import { startServer, type RunningServer } from '../src/main.js';
+
+const WORKER_SCRIPT = resolve(import.meta.dirname, 'fixtures/echo-worker.ts');
+
+const freePort = (): Promise<number> =>
+  new Promise((ok, fail) => {
+    const srv = createServer();
+    srv.once('error', fail);
+    srv.listen(0, '127.0.0.1', () => {
+      const port = (srv.address() as { port: number }).port;
+      srv.close(() => ok(port));
+    });
+  });
+
+/** Polls `check` (real time: these are real processes) until it answers a value, or fails after `ms`. */
+async function eventually<T>(what: string | (() => string), check: () => Promise<T | null | undefined | false>, ms = 30_000): Promise<T> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const v = await check();
+    if (v) return v;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${typeof what === 'string' ? what : what()}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+describe('autoscaler end to end (process runtime, real workers)', () => {
+  let dir: string;
+  let server: RunningServer;
+  let accountId: string;
+
+  before(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'gantry-autoscale-'));
+    const port = await freePort();
+    const file = {
+      server: { port },
+      images: {
+        // cwd: the repo, so that `--import tsx` resolves.
+        'node-worker:dev': { command: [process.execPath, '--import', 'tsx', WORKER_SCRIPT], cwd: resolve(import.meta.dirname, '..') },
+        'crashing-worker:dev': { command: [process.execPath, '-e', 'process.exit(3)'] },
+      },
+      jobs: { timekeeperIntervalMs: 200, pingIntervalMs: 1_000 },
+      pods: { stopGraceMs: 2_000 },
+      serverless: { autoscaler: { intervalMs: 100, crashThreshold: 2, backoffBaseMs: 60_000 } },
+    };
+    writeFileSync(join(dir, 'config.json'), JSON.stringify(file));
+    const config = loadConfig({ env: { GANTRY_DATA_DIR: dir, GANTRY_CONFIG: join(dir, 'config.json'), GANTRY_LOG_LEVEL: 'silent' } });
+    server = await startServer(config, { logger: pino({ level: process.env.E2E_LOG ?? 'silent' }) });
+    accountId = (await server.services.accounts.accountByName('admin')).id;
+  });
+  after(async () => {
+    await server?.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  const endpointFor = async (image: string, patch: Record<string, unknown> = {}) => {
+    const { templates, endpoints } = server.services;
+    const template = await templates.create(accountId, { name: `t-${image}-${Date.now()}`, imageName: image, isServerless: true, containerDiskInGb: 5 });
+    return endpoints.create(accountId, { name: `e-${image}`, templateId: template.id, gpuIds: 'ADA_24', workersMin: 0, workersMax: 2, idleTimeout: 1, scalerType: 'QUEUE_DELAY', scalerValue: 4, ...patch });
+  };
+
+  test('a job submitted to an endpoint with no worker starts one; it completes the job and is stopped after idleTimeout', async () => {
+    const { jobs, autoscaler, runtime } = server.services;
+    const endpoint = await endpointFor('node-worker:dev');
+    assert.deepEqual(autoscaler.workerIds(endpoint.id), [], 'scaled to zero before any job');
+
+    const submittedAt = Date.now();
+    const { id } = await jobs.submit(endpoint.id, accountId, { input: { hello: 'world' } });
+    const done = await eventually(() => `the job to complete (${JSON.stringify(autoscaler.health(endpoint.id))})`, async () => {
+      const view = await jobs.status(accountId, endpoint.id, id);
+      return view.status === 'COMPLETED' || view.status === 'FAILED' ? view : null;
+    });
+    const completedAt = Date.now();
+    assert.equal(done.status, 'COMPLETED', JSON.stringify(done));
+    const output = done.output as { echo: unknown; processStartedAt: number; readyAt: number };
+    assert.deepEqual(output.echo, { hello: 'world' });
+    assert.ok(done.workerId);
+    assert.equal(autoscaler.workerIds(endpoint.id).length, 1, 'one job needs one worker');
+
+    // Cold start: submit → first take (delayTime), minus the worker process's own start-up.
+    const workerStartup = output.readyAt - output.processStartedAt;
+    const overhead = (done.delayTime ?? 0) - workerStartup;
+    console.log(
+      `cold start: submit→taken ${done.delayTime} ms, worker process start-up ${workerStartup} ms, platform overhead ≈ ${overhead} ms (submit→completed ${completedAt - submittedAt} ms)`,
+    );
+
+    const workerId = done.workerId;
+    await eventually('the idle worker to be stopped', async () => autoscaler.workerIds(endpoint.id).length === 0 && (await runtime.inspect(workerId)) === null, 15_000);
+    const row = await server.services.db.kysely.selectFrom('workers').select('status').where('id', '=', workerId).executeTakeFirst();
+    assert.equal(row?.status, 'dead');
+  });
+
+  test('a worker image that crashes at start is backed off and reported unhealthy, not restarted in a hot loop', async () => {
+    const { jobs, autoscaler } = server.services;
+    const endpoint = await endpointFor('crashing-worker:dev', { workersMax: 1 });
+    const { id } = await jobs.submit(endpoint.id, accountId, { input: {} });
+    const health = await eventually('the endpoint to be backed off', async () => {
+      const h = autoscaler.health(endpoint.id);
+      return h.unhealthy > 0 ? h : null;
+    });
+    assert.equal(health.crashes, 2);
+    assert.ok(health.backoffUntil !== null && health.backoffUntil > Date.now());
+    assert.match(health.lastCrash ?? '', /code 3/);
+    // A second later: still backed off, still 2 crashes (no restarts while backed off).
+    await new Promise((r) => setTimeout(r, 1_000));
+    assert.equal(autoscaler.health(endpoint.id).crashes, 2);
+    assert.equal((await jobs.status(accountId, endpoint.id, id)).status, 'IN_QUEUE');
+  });
+});
