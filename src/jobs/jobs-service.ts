@@ -28,6 +28,8 @@ export const DEFAULT_JOBS_CONFIG: JobsConfig = { retryBudget: 3, retention: DEFA
 
 /** Job events; webhooks (through the outbox), metrics and the console feed subscribe. */
 export interface JobEventMap {
+  /** A job was committed to the queue (the autoscaler wakes on it). */
+  'job:queued': { endpointId: string; jobId: string; lowPriority: boolean };
   'job:completed': JobEventPayload;
   'job:failed': JobEventPayload;
   'job:timed_out': JobEventPayload;
@@ -224,6 +226,7 @@ export class JobsService {
       createdAt: this.#clock.now(),
     };
     await this.#submits.add(job);
+    this.events.emit('job:queued', { endpointId, jobId: job.id, lowPriority: job.policy.lowPriority });
     return { id: job.id, status: 'IN_QUEUE' };
   }
 

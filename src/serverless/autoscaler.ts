@@ -54,7 +54,9 @@ export interface AutoscalerDeps {
   /** Network volumes: their data center (a placement constraint) and host folder. */
   volumes?: { get(accountId: string, id: string): Promise<{ dataCenterId: string }>; hostPath(id: string): string };
   /** Finished jobs mark their worker active (idle time counts from there). */
-  events?: JobFinishedEvents;
+  events?: JobFinishedEvents & {
+    on(name: 'job:queued', listener: (payload: { endpointId: string; lowPriority: boolean }) => void): () => void;
+  };
   logger: Pick<Logger, 'info' | 'warn' | 'error' | 'debug'>;
   config: {
     autoscaler?: Partial<AutoscalerConfig>;
@@ -144,6 +146,8 @@ export class Autoscaler {
         this.#prove(m);
       };
       for (const name of ['job:completed', 'job:failed', 'job:timed_out'] as const) this.#unsubscribe.push(this.#deps.events.on(name, active));
+      // A queued job may need a worker now (cold start), not at the next interval.
+      this.#unsubscribe.push(this.#deps.events.on('job:queued', (q) => void (q.lowPriority || this.nudge())));
     }
     if (options.loop === false) this.#manual = true;
     else this.#schedule(0);

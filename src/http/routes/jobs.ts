@@ -187,6 +187,9 @@ export function jobRoutes(app: FastifyInstance, services: Services): void {
     scope.get('/v2/:endpointId/health', { ...route('health'), schema: doc('Job and worker counts of the endpoint', EndpointParams) }, async (request) => {
       const endpoint = await endpointOf(request);
       const [stats, workerCounts] = await Promise.all([jobs.queueStats(endpoint.id), workers.healthCounts(endpoint.id)]);
+      // The autoscaler knows what the workers table cannot: placements refused for lack of
+      // capacity (throttled) and crash-looping images held back (unhealthy).
+      const scale = services.autoscaler.health(endpoint.id);
       return {
         jobs: {
           completed: stats.completed,
@@ -197,7 +200,17 @@ export function jobRoutes(app: FastifyInstance, services: Services): void {
           cancelled: stats.cancelled,
           timedOut: stats.timedOut,
         },
-        workers: workerCounts,
+        workers: {
+          ...workerCounts,
+          throttled: Math.max(workerCounts.throttled, scale.throttled),
+          unhealthy: Math.max(workerCounts.unhealthy, scale.unhealthy),
+        },
+        scaling: {
+          capacityError: scale.capacityError,
+          crashes: scale.crashes,
+          backoffUntil: scale.backoffUntil === null ? null : new Date(scale.backoffUntil).toISOString(),
+          lastCrash: scale.lastCrash,
+        },
       };
     });
 
