@@ -27,8 +27,7 @@ async function load(opts: autocannon.Options): Promise<Result> {
   return { rps: r.requests.average, p50: r.latency.p50, p99: r.latency.p99, non2xx: r.non2xx + r.errors };
 }
 
-export function benchFleet(hosts: number) {
-  const types = ['NVIDIA GeForce RTX 4090', 'NVIDIA RTX A5000', 'NVIDIA A100 80GB PCIe', 'NVIDIA L40S'];
+export function benchFleet(hosts: number, types = ['NVIDIA GeForce RTX 4090', 'NVIDIA RTX A5000', 'NVIDIA A100 80GB PCIe', 'NVIDIA L40S']) {
   const cudas = ['11.8', '12.1', '12.2', '12.4', '12.8'];
   const dcs = ['US-TX-3', 'US-CA-2', 'EU-RO-1', 'EU-CZ-1'];
   return Array.from({ length: hosts }, (_, i) => ({
@@ -48,7 +47,8 @@ export function benchFleet(hosts: number) {
 async function main() {
   const dataDir = mkdtempSync(join(tmpdir(), 'gantry-bench-http-'));
   const configPath = join(dataDir, 'config.json');
-  writeFileSync(configPath, JSON.stringify({ fleet: benchFleet(3000), pods: { reconcileIntervalMs: 60_000 } }));
+    // every POST in the run must find a GPU: 5,000 hosts × 8 RTX 4090
+  writeFileSync(configPath, JSON.stringify({ fleet: benchFleet(5000, ['NVIDIA GeForce RTX 4090']), pods: { reconcileIntervalMs: 60_000 } }));
   const bare = await startChild(['--import', 'tsx', join(root, 'bench/support/bare-server.ts')], {}, /bare listening on (\S+)/);
   const gantry = await startChild([join(root, 'bin/gantry.js'), 'serve', '--port', '0', '--data-dir', dataDir, '--config', configPath], { GANTRY_LOG_LEVEL: 'warn', GANTRY_BOOTSTRAP_KEY: 'bench-admin-key-0001' }, /gantry listening on (\S+)/);
   try {

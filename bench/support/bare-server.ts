@@ -1,9 +1,17 @@
 // The peer every HTTP benchmark compares against: a bare Fastify server with constant routes,
-// no auth, no store. Prints its URL on stdout.
+// no auth, no store, no validation. Its answers are a pod of the size Gantry returns, so the two
+// servers put the same bytes on the wire and the ratio measures the work behind the route.
+// Prints its URL on stdout.
 import Fastify from 'fastify';
 
 const app = Fastify({ logger: false });
-const constant = { id: 'abcdefghijklmn', name: 'bench', status: 'RUNNING', image: 'ubuntu:22.04', ports: ['8888/http'], env: {} };
+const constant = {
+  id: 'hzicbwptyblmec', name: 'bench', status: 'RUNNING', actions: ['stop', 'restart', 'terminate'], image: 'ubuntu:22.04', args: '', disk: 20,
+  mounts: {}, ports: ['8888/http'], env: {}, registry: null, cloud: 'SECURE', dataCenterId: 'US-TX-3', cudaVersion: '12.4',
+  ssh: { proxy: null, direct: null }, template: null, cost: 0.69, locked: false, globalNetworking: { enabled: false },
+  runtime: { uptime: 5, gpus: [{ util: 0, memoryUtil: 0 }], cpu: { util: 0 }, memory: { util: 0 }, ports: [{ private: 8888, public: 20000, type: 'http', ip: '127.0.0.1' }] },
+  createdAt: '2026-11-22T04:13:18.945Z', startedAt: '2026-11-22T04:13:19.141Z', statusReason: null, gpu: { id: 'NVIDIA GeForce RTX 4090', count: 1 },
+};
 app.get('/bare/:id', async () => constant);
 app.post('/bare', async (_request, reply) => reply.code(201).send(constant));
 await app.listen({ port: 0, host: '127.0.0.1' });

@@ -3,6 +3,7 @@ import { execute, getOperationAST, GraphQLError, Kind, parse, validate, visit, t
 import type { Principal } from '../accounts/accounts-service.js';
 import { isApiError, type ErrorCode } from '../domain/errors.js';
 import { principalOf } from '../http/plugins/auth.js';
+import { exceedsJsonDepth, MAX_JSON_DEPTH } from '../http/json-depth.js';
 import type { Services } from '../services.js';
 import type { GraphqlContext } from './context.js';
 import { allResolvers } from './resolvers.js';
@@ -63,6 +64,8 @@ function toEntry(err: GraphQLError, fallback: ErrorCode, log: FastifyBaseLogger,
   return { message: err.message, ...where, extensions: { code } };
 }
 
+const TOO_DEEP = 'The GraphQL document is nested too deeply to parse.';
+
 const failure = (message: string, code: ErrorCode): GraphqlAnswer => ({ errors: [{ message, extensions: { code } }] });
 
 /** `variables` as an object: JSON clients send an object or null; GET and some clients send JSON text. */
@@ -90,6 +93,7 @@ export async function runGraphql(
     return failure('Send the GraphQL document as "query" (a string), e.g. {"query": "{ myself { id } }"}.', 'BAD_REQUEST');
   const variables = variablesOf(request.variables);
   if (variables === 'invalid') return failure('"variables" must be a JSON object.', 'BAD_REQUEST');
+  if (exceedsJsonDepth(variables)) return failure(`"variables" nest more than ${MAX_JSON_DEPTH} levels deep.`, 'BAD_REQUEST');
   const operationName = typeof request.operationName === 'string' && request.operationName !== '' ? request.operationName : undefined;
 
   let document: DocumentNode;
@@ -97,13 +101,21 @@ export async function runGraphql(
     document = parse(request.query);
   } catch (err) {
     if (err instanceof GraphQLError) return { errors: [toEntry(err, 'BAD_REQUEST', options.log, options.requestId)] };
+    // graphql-js parses recursively: a document nested a few thousand levels overflows the stack.
+    if (err instanceof RangeError) return failure(TOO_DEEP, 'BAD_REQUEST');
     throw err;
   }
   const secrets = secretsOf(document, variables);
   const clean = (answer: GraphqlAnswer): GraphqlAnswer =>
     answer.errors ? { ...answer, errors: answer.errors.map((e) => ({ ...e, message: redact(e.message, secrets) })) } : answer;
 
-  const invalid = validate(schema, document);
+  let invalid: readonly GraphQLError[];
+  try {
+    invalid = validate(schema, document);
+  } catch (err) {
+    if (err instanceof RangeError) return failure(TOO_DEEP, 'BAD_REQUEST');
+    throw err;
+  }
   if (invalid.length > 0) return clean({ errors: invalid.map((e) => toEntry(e, 'VALIDATION_FAILED', options.log, options.requestId)) });
 
   const operation = getOperationAST(document, operationName);

@@ -6,7 +6,7 @@ import { normalizePolicy } from '../domain/job-policy.js';
 import { isTerminalJobStatus, nextJobState, type JobEvent, type JobState, type JobStatus, type JobRefusal } from '../domain/job-state.js';
 import type { Db, Executor } from '../store/database.js';
 import { DEFAULT_RETENTION, JobStore, type JobRecord, type JobRetention, type NewJob, type QueueStats, type WorkerResult } from '../store/job-store.js';
-import { GroupCommit } from './group-commit.js';
+import { GroupCommit } from '../store/group-commit.js';
 import { JobSignals } from './job-signals.js';
 import { toJobView, toTakenJob, toWebhookPayload, type JobEventPayload, type JobView, type TakenJob } from './job-view.js';
 

@@ -258,10 +258,11 @@ export class PodController {
     if (t.status === 'RUNNING') {
       // Every way into STARTING closed the previous usage interval; RUNNING opens the next one.
       const now = this.#deps.clock.now();
-      await this.store.withTransaction(async (tx) => {
-        await this.store.update(pod.id, { status: 'RUNNING', statusReason: null, startedAt: now, updatedAt: now }, tx);
-        await this.store.openUsage({ id: newId(), podId: pod.id, accountId: pod.accountId, costPerHr: pod.costPerHr, startedAt: now }, tx);
-      });
+      await this.store.markRunning(
+        pod.id,
+        { status: 'RUNNING', statusReason: null, startedAt: now, updatedAt: now },
+        { id: newId(), podId: pod.id, accountId: pod.accountId, costPerHr: pod.costPerHr, startedAt: now },
+      );
       // An instance that was running as soon as it launched passed through STARTING unrecorded.
       if (pod.status === 'PROVISIONING') this.#emit(pod, 'STARTING', now);
       this.#emit(pod.status === 'PROVISIONING' ? { ...pod, status: 'STARTING' } : pod, 'RUNNING', now);

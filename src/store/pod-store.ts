@@ -3,6 +3,7 @@ import type { DesiredStatus, PodStatus } from '../domain/pod-state.js';
 import type { Mounts } from '../pods/pod-rules.js';
 import type { Db, Executor } from './database.js';
 import { fromJson, toJson } from './database.js';
+import { GroupCommit } from './group-commit.js';
 import type { PodsTable, PodUsageTable } from './schema.js';
 
 /** A public port reserved on the host for one of the pod's ports. */
@@ -173,15 +174,97 @@ const toUsage = (r: PodUsageTable): PodUsageRecord => ({
   endedAt: nullableNumber(r.ended_at),
 });
 
+const deepFreeze = <T>(value: T): T => {
+  if (value && typeof value === 'object' && !Object.isFrozen(value)) {
+    Object.freeze(value);
+    for (const v of Object.values(value)) deepFreeze(v);
+  }
+  return value;
+};
+
+/**
+ * Pods by id, kept in memory where this process is the only writer (the store's capability
+ * says so): GET /v2/pods/{id} is the hottest read and needs no database round trip. Every write
+ * goes through PodStore and invalidates its entry; a read that raced a write does not repopulate
+ * (the generation check), so the cache never serves a row older than the last write.
+ */
+class PodCache {
+  readonly #entries = new Map<string, PodRecord>();
+  readonly #generation = new Map<string, number>();
+  constructor(private readonly max: number) {}
+  get(id: string): PodRecord | undefined {
+    return this.#entries.get(id);
+  }
+  generation(id: string): number {
+    return this.#generation.get(id) ?? 0;
+  }
+  fill(id: string, generation: number, record: PodRecord): void {
+    if (this.generation(id) !== generation) return;
+    if (this.#entries.size >= this.max) this.#entries.delete(this.#entries.keys().next().value!);
+    this.#entries.set(id, deepFreeze(record));
+  }
+  invalidate(id: string): void {
+    this.#entries.delete(id);
+    this.#generation.set(id, this.generation(id) + 1);
+    if (this.#generation.size > this.max * 2) this.#generation.clear();
+  }
+}
+
 /** Pods and their usage intervals. */
 export class PodStore {
-  constructor(private readonly db: Db) {}
+  readonly #cache: PodCache | null;
+
+  // Creates and RUNNING transitions of concurrent requests share transactions (group commit):
+  // each caller still resolves only after its own row committed.
+  readonly #inserts: GroupCommit<PodRecord, void>;
+  readonly #runs: GroupCommit<{ id: string; changes: PodChanges; usage: Omit<PodUsageRecord, 'endedAt'> }, void>;
+
+  constructor(private readonly db: Db) {
+    this.#cache = db.capabilities.multipleConnections ? null : new PodCache(50_000);
+    const concurrency = db.capabilities.multipleConnections ? 4 : 1;
+    this.#inserts = new GroupCommit({
+      concurrency,
+      commit: (pods) =>
+        db.withTransaction(async (tx) => {
+          for (const pod of pods) await this.#insertRow(pod, tx);
+          return pods.map(() => undefined);
+        }),
+    });
+    this.#runs = new GroupCommit({
+      concurrency,
+      commit: (items) =>
+        db.withTransaction(async (tx) => {
+          for (const { id, changes, usage } of items) {
+            await this.update(id, changes, tx);
+            await this.openUsage(usage, tx);
+          }
+          return items.map(() => undefined);
+        }),
+    });
+  }
+
+  /**
+   * Records that the pod's instance is up: its changes (status RUNNING, startedAt…) and the start
+   * of a usage interval, atomically.
+   */
+  async markRunning(id: string, changes: PodChanges, usage: Omit<PodUsageRecord, 'endedAt'>): Promise<void> {
+    this.#cache?.invalidate(id);
+    await this.#runs.add({ id, changes, usage });
+    this.#cache?.invalidate(id);
+  }
 
   withTransaction<T>(fn: (tx: Executor) => Promise<T>): Promise<T> {
     return this.db.withTransaction(fn);
   }
 
-  async insert(pod: PodRecord, tx: Executor = this.db.kysely): Promise<void> {
+  /** Inserts the pod; outside a transaction, concurrent inserts commit together. */
+  async insert(pod: PodRecord, tx?: Executor): Promise<void> {
+    this.#cache?.invalidate(pod.id);
+    if (tx) await this.#insertRow(pod, tx);
+    else await this.#inserts.add(pod);
+  }
+
+  async #insertRow(pod: PodRecord, tx: Executor): Promise<void> {
     const { id, accountId, createdAt, ...rest } = pod;
     await tx
       .insertInto('pods')
@@ -189,15 +272,22 @@ export class PodStore {
       .execute();
   }
 
+  /** Cached records are frozen: callers build new objects rather than change these. */
   async get(id: string, tx: Executor = this.db.kysely): Promise<PodRecord | null> {
+    const cached = this.#cache?.get(id);
+    if (cached) return cached;
+    const generation = this.#cache?.generation(id) ?? 0;
     const row = await tx.selectFrom('pods').selectAll().where('id', '=', id).executeTakeFirst();
-    return row ? toRecord(row) : null;
+    if (!row) return null;
+    const record = toRecord(row);
+    this.#cache?.fill(id, generation, record);
+    return record;
   }
 
   /** The pod when it belongs to `accountId`; another account's pod reads as absent. */
   async getOwned(accountId: string, id: string, tx: Executor = this.db.kysely): Promise<PodRecord | null> {
-    const row = await tx.selectFrom('pods').selectAll().where('id', '=', id).where('account_id', '=', accountId).executeTakeFirst();
-    return row ? toRecord(row) : null;
+    const pod = await this.get(id, tx);
+    return pod && pod.accountId === accountId ? pod : null;
   }
 
   /** The account's pods, oldest first. TERMINATED and cluster pods are left out unless asked for. */
@@ -235,6 +325,7 @@ export class PodStore {
   async update(id: string, changes: PodChanges, tx: Executor = this.db.kysely): Promise<boolean> {
     const columns = toColumns(changes);
     if (Object.keys(columns).length === 0) return (await this.get(id, tx)) !== null;
+    this.#cache?.invalidate(id);
     const res = await tx.updateTable('pods').set(columns).where('id', '=', id).executeTakeFirst();
     return Number(res.numUpdatedRows) > 0;
   }

@@ -11,6 +11,7 @@ import type { Services } from '../../services.js';
 import { principalOf } from '../plugins/auth.js';
 import { endJobRequestFlight, JobRateLimiter, jobRateLimitHooks } from '../plugins/job-rate-limit.js';
 import { errorResponses } from '../schemas.js';
+import { exceedsJsonDepth, tooDeepDetail } from '../json-depth.js';
 
 const MB = 1024 * 1024;
 /** wire-protocol §2: 10 MB for /run, 20 MB for /runsync. */
@@ -30,12 +31,15 @@ export function useLenientJson(scope: FastifyInstance): void {
   scope.addContentTypeParser('*', { parseAs: 'string' }, (_request, body, done) => {
     const text = typeof body === 'string' ? body : body.toString('utf8');
     if (text.trim() === '') return done(null, undefined);
+    let value: unknown;
     try {
-      done(null, JSON.parse(text));
+      value = JSON.parse(text);
     } catch (err) {
       const at = /position (\d+)/.exec((err as Error).message)?.[1];
-      done(new ApiError('MALFORMED_JSON', `The request body is not valid JSON${at ? ` (parsing stopped at character ${at})` : ''}.`), undefined);
+      return done(new ApiError('MALFORMED_JSON', `The request body is not valid JSON${at ? ` (parsing stopped at character ${at})` : ''}.`), undefined);
     }
+    if (exceedsJsonDepth(value)) return done(new ApiError('BAD_REQUEST', tooDeepDetail), undefined);
+    done(null, value);
   });
 }
 
