@@ -1,7 +1,7 @@
 import { startGantry, loops, percentile } from './support/gantry.js';
 import { workerEnvironment } from '../src/serverless/worker-env.js';
 import { serve } from '../src/worker/index.js';
-const g = await startGantry();
+const g = await startGantry({ nodeArgs: ['--cpu-prof', '--cpu-prof-dir=/tmp/gprof'] });
 try {
   const endpointId = await g.createEndpoint();
   const W = Number(process.env.W ?? 4), C = Number(process.env.C ?? 64), CL = Number(process.env.CL ?? 128), N = Number(process.env.N ?? 4000);

@@ -19,6 +19,8 @@ export interface GantryOptions {
   databaseUrl?: string;
   schema?: string;
   env?: Record<string, string>;
+  /** Extra node flags for the server (e.g. `--cpu-prof`). */
+  nodeArgs?: string[];
 }
 
 export interface Gantry extends Child {
@@ -60,7 +62,7 @@ export async function startGantry(options: GantryOptions = {}): Promise<Gantry> 
   };
   let child: Child;
   try {
-    child = await startChild([gantryBin, 'serve', '--port', '0', '--host', '127.0.0.1', '--data-dir', dataDir, '--config', configPath], env, /gantry listening on (\S+)/);
+    child = await startChild([...(options.nodeArgs ?? []), gantryBin, 'serve', '--port', '0', '--host', '127.0.0.1', '--data-dir', dataDir, '--config', configPath], env, /gantry listening on (\S+)/);
   } catch (err) {
     await cleanup();
     throw err;

@@ -131,5 +131,28 @@ for (const { name, skip } of dialects()) {
       assert.equal((await store.get('p1'))!.status, 'RUNNING');
       assert.equal((await store.listUsage('p1')).length, 2);
     });
+
+    test('a read racing a write never leaves the older row to be served afterwards', async () => {
+      await store.insert(pod({ id: 'race', accountId: 'acc-a', name: 'before' }));
+      for (let i = 0; i < 20; i++) {
+        const racing = store.get('race'); // not awaited: the update below interleaves with it
+        await store.update('race', { name: `after-${i}` });
+        await racing;
+        assert.equal((await store.get('race'))?.name, `after-${i}`);
+      }
+    });
+
+    test('concurrent inserts and RUNNING marks all commit, each visible to its caller', async () => {
+      await Promise.all(Array.from({ length: 25 }, (_, i) => store.insert(pod({ id: `batch-${i}`, accountId: 'acc-b' }))));
+      await Promise.all(
+        Array.from({ length: 25 }, (_, i) =>
+          store.markRunning(`batch-${i}`, { status: 'RUNNING', startedAt: 9 }, { id: `u-${i}`, podId: `batch-${i}`, accountId: 'acc-b', costPerHr: 1, startedAt: 9 }),
+        ),
+      );
+      for (let i = 0; i < 25; i++) {
+        assert.equal((await store.get(`batch-${i}`))?.status, 'RUNNING');
+        assert.equal((await store.listUsage(`batch-${i}`)).length, 1);
+      }
+    });
   });
 }
