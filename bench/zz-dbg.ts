@@ -1,12 +1,12 @@
 import { startGantry, loops, percentile } from './support/gantry.js';
 import { workerEnvironment } from '../src/serverless/worker-env.js';
 import { serve } from '../src/worker/index.js';
-const g = await startGantry({ nodeArgs: ['--cpu-prof', '--cpu-prof-dir=/tmp/gprof'] });
+const g = await startGantry();
 try {
   const endpointId = await g.createEndpoint();
   const W = Number(process.env.W ?? 4), C = Number(process.env.C ?? 64), CL = Number(process.env.CL ?? 128), N = Number(process.env.N ?? 4000);
   const takenAt = new Map<number, number>();
-  const handles = Array.from({ length: W }, (_, w) => serve(async (job) => { takenAt.set((job.input as any).i, performance.now()); return { ok: 1 }; }, { env: workerEnvironment({ publicUrl: g.url, endpointId, workerId: `w${w}`, apiKey: g.key }), concurrency: C, handleSignals: false, shutdownGraceMs: 500 }));
+  const handles = Array.from({ length: W }, (_, w) => serve(async (job) => { takenAt.set((job.input as any).i, performance.now()); return { ok: 1 }; }, { env: workerEnvironment({ publicUrl: g.url, endpointId, workerId: `w${w}`, apiKey: g.key }), concurrency: C, handleSignals: false, shutdownGraceMs: 500, log: (m) => console.error('LOG', m) }));
   const base = `${g.url}/v2/${endpointId}`;
   const runMs: number[] = [], waitMs: number[] = [], dispatch: number[] = [];
   const s = await loops(N, CL, async (i) => {

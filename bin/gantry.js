@@ -1,16 +1,30 @@
 #!/usr/bin/env node
-// In a checkout the CLI runs from the TypeScript sources (through tsx), so it is never stale;
-// a published package runs its compiled dist/.
-import { existsSync } from 'node:fs';
+// Runs the compiled CLI (dist/) when it is at least as new as every source file; otherwise, in a
+// checkout being edited, runs the TypeScript sources through tsx so it is never stale.
+import { existsSync, readdirSync, statSync } from 'node:fs';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { dirname, join } from 'node:path';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
-const source = join(root, 'src', 'cli', 'main.ts');
-if (existsSync(source)) {
+const compiled = join(root, 'dist', 'cli', 'main.js');
+const sources = join(root, 'src');
+
+function newestSource(dir) {
+  let newest = 0;
+  for (const entry of readdirSync(dir, { withFileTypes: true })) {
+    const path = join(dir, entry.name);
+    if (entry.isDirectory()) newest = Math.max(newest, newestSource(path));
+    else if (entry.name.endsWith('.ts')) newest = Math.max(newest, statSync(path).mtimeMs);
+  }
+  return newest;
+}
+
+const useCompiled =
+  existsSync(compiled) && (!existsSync(sources) || (!process.env.GANTRY_FROM_SOURCE && statSync(compiled).mtimeMs >= newestSource(sources)));
+if (useCompiled) {
+  await import(pathToFileURL(compiled).href);
+} else {
   const { register } = await import('tsx/esm/api');
   register();
-  await import(pathToFileURL(source).href);
-} else {
-  await import(pathToFileURL(join(root, 'dist', 'cli', 'main.js')).href);
+  await import(pathToFileURL(join(sources, 'cli', 'main.ts')).href);
 }
