@@ -123,7 +123,8 @@ describe('runpod-python workers against a real server', { skip: skipReason() }, 
       [streamEndpoint, 'stream'],
     ] as const) {
       const env = workerEnvironment({ publicUrl: server.url, endpointId, workerId: `py-${kind}`, apiKey: workerKey, pingIntervalMs: 1_000 });
-      const child = spawn(python, [HANDLER], { cwd: dir, env: { ...pythonEnv, ...env, PY_HANDLER_KIND: kind }, stdio: ['ignore', 'pipe', 'pipe'] });
+      // Its own process group: runpod-python pings from a forked process, which must end with it.
+      const child = spawn(python, [HANDLER], { cwd: dir, env: { ...pythonEnv, ...env, PY_HANDLER_KIND: kind }, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
       let out = '';
       child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
       child.stderr!.on('data', (d: Buffer) => (out += d.toString()));
@@ -136,6 +137,12 @@ describe('runpod-python workers against a real server', { skip: skipReason() }, 
       workers.map(
         ({ child }) =>
           new Promise<void>((resolve) => {
+            // The group first (the heartbeat process holds the stdio pipes open too), then the leader.
+            try {
+              process.kill(-child.pid!, 'SIGKILL');
+            } catch {
+              // the group is gone already
+            }
             if (child.exitCode !== null || child.signalCode !== null) return resolve();
             child.once('exit', () => resolve());
             child.kill('SIGKILL');

@@ -25,7 +25,7 @@ const NEGATIVE_CACHE_MAX = 10_000;
 export class AccountsService {
   readonly store: AccountStore;
   readonly #clock: Clock;
-  // hash → principal (or null for unknown/revoked), with expiry so a revocation by another
+  // presented key → principal (or null for unknown/revoked), with expiry so a revocation by another
   // process (the CLI) takes effect within CACHE_TTL_MS; revocations through this service are immediate.
   readonly #cache = new Map<string, { principal: Principal | null; expires: number }>();
 
@@ -34,20 +34,30 @@ export class AccountsService {
     this.#clock = deps.clock;
   }
 
+  /**
+   * The principal of a key seen within the last few seconds: `undefined` when the store must be
+   * asked. Lets the hot path skip hashing and awaiting. The cache is keyed by the presented key
+   * (it lives only in this process's memory, like the request that carried it).
+   */
+  cachedPrincipal(rawKey: string): Principal | null | undefined {
+    const hit = this.#cache.get(rawKey);
+    return hit && hit.expires > this.#clock.now() ? hit.principal : undefined;
+  }
+
   /** Resolves a presented key to its principal, or null when the key is unknown or revoked. */
   async authenticate(rawKey: string): Promise<Principal | null> {
     if (!looksLikeKey(rawKey)) return null;
-    const hash = hashApiKey(rawKey);
     const now = this.#clock.now();
-    const hit = this.#cache.get(hash);
+    const hit = this.#cache.get(rawKey);
     if (hit && hit.expires > now) return hit.principal;
+    const hash = hashApiKey(rawKey);
     const record = await this.store.getKeyByHash(hash);
     const principal: Principal | null =
       record && record.revokedAt === null
         ? { accountId: record.accountId, keyId: record.id, scope: record.scope, rateLimitExempt: record.rateLimitExempt }
         : null;
     if (principal === null && this.#cache.size > NEGATIVE_CACHE_MAX) this.#cache.clear();
-    this.#cache.set(hash, { principal, expires: now + CACHE_TTL_MS });
+    this.#cache.set(rawKey, { principal, expires: now + CACHE_TTL_MS });
     return principal;
   }
 

@@ -59,8 +59,9 @@ export async function buildApp(services: Services, options: BuildAppOptions = {}
   const paramAjv = addFormats(new Ajv({ allErrors: true, coerceTypes: 'array', useDefaults: true, removeAdditional: false, strict: false }));
   app.setValidatorCompiler(({ schema, httpPart }) => (httpPart === 'body' ? bodyAjv : paramAjv).compile(schema));
 
-  app.addHook('onRequest', async (request, reply) => {
+  app.addHook('onRequest', (request, reply, done) => {
     void reply.header('x-request-id', request.id);
+    done();
   });
   app.addHook('onRoute', (route) => {
     if (route.url.startsWith('/docs')) {

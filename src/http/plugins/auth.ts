@@ -35,23 +35,31 @@ export function presentedKey(request: FastifyRequest, allowQuery: boolean): stri
 
 export function registerAuth(app: FastifyInstance, deps: { accounts: AccountsService; rateLimiter: RestRateLimiter }): void {
   app.decorateRequest('principal', null);
-  app.addHook('onRequest', async (request, reply) => {
+  // Callback-style hook: a key seen in the last few seconds is checked without awaiting anything.
+  app.addHook('onRequest', (request, reply, done) => {
     const config = request.routeOptions.config;
     // Unknown routes have no route config; they fall through to the problem+json 404.
-    if (config.public || request.routeOptions.url === undefined) return;
+    if (config.public || request.routeOptions.url === undefined) return done();
     const key = presentedKey(request, config.queryKey === true);
     if (key === null)
-      throw new ApiError('UNAUTHORIZED', 'An API key is required: send "Authorization: Bearer <key>".', {
-        headers: { 'WWW-Authenticate': 'Bearer' },
-      });
-    const principal = await deps.accounts.authenticate(key);
-    if (principal === null)
-      throw new ApiError('UNAUTHORIZED', 'The API key is malformed, unknown or revoked.', { headers: { 'WWW-Authenticate': 'Bearer error="invalid_token"' } });
-    request.principal = principal;
-    if (!principal.rateLimitExempt && !config.ownRateLimits) void reply.headers(deps.rateLimiter.check(principal.keyId));
-    const needed = config.scope ?? (request.method === 'GET' || request.method === 'HEAD' ? 'read' : 'write');
-    if (needed === 'write' && principal.scope !== 'write')
-      throw new ApiError('FORBIDDEN', `This API key has the "${principal.scope}" scope; ${request.method} ${request.routeOptions.url} needs "write".`);
+      return done(new ApiError('UNAUTHORIZED', 'An API key is required: send "Authorization: Bearer <key>".', { headers: { 'WWW-Authenticate': 'Bearer' } }));
+    const admit = (principal: Principal | null): void => {
+      if (principal === null)
+        return done(new ApiError('UNAUTHORIZED', 'The API key is malformed, unknown or revoked.', { headers: { 'WWW-Authenticate': 'Bearer error="invalid_token"' } }));
+      request.principal = principal;
+      try {
+        if (!principal.rateLimitExempt && !config.ownRateLimits) void reply.headers(deps.rateLimiter.check(principal.keyId));
+      } catch (err) {
+        return done(err as Error);
+      }
+      const needed = config.scope ?? (request.method === 'GET' || request.method === 'HEAD' ? 'read' : 'write');
+      if (needed === 'write' && principal.scope !== 'write')
+        return done(new ApiError('FORBIDDEN', `This API key has the "${principal.scope}" scope; ${request.method} ${request.routeOptions.url} needs "write".`));
+      done();
+    };
+    const cached = deps.accounts.cachedPrincipal(key);
+    if (cached !== undefined) return admit(cached);
+    deps.accounts.authenticate(key).then(admit, (err: unknown) => done(err as Error));
   });
 }
 
