@@ -6,7 +6,7 @@
 //    killing the server with SIGKILL (no graceful flush) and counting the endpoint's rows in the
 //    store: there must be at least as many as 200s (at most `connections` more: requests in flight
 //    when autocannon stopped counting).
-// 2. end to end: client loops POST /run then GET /status-sync/{id} until COMPLETED, while in-process
+// 2. end to end: client loops (node:http keep-alive) POST /run then GET /status-sync/{id} until COMPLETED, while in-process
 //    workers built on the Node worker library (`serve()`, batch takes) take and complete the jobs.
 //    Goal: >= 5,000 jobs/s on SQLite.
 // SQLite always; PostgreSQL too when GANTRY_TEST_DATABASE_URL is set (a private schema, dropped after).
@@ -18,6 +18,7 @@ import SqliteDatabase from 'better-sqlite3';
 import pg from 'pg';
 import { printTable, startChild } from './support/processes.js';
 import { loops, startGantry, verdict, type Gantry } from './support/gantry.js';
+import { httpClient } from './support/http-client.js';
 import { workerEnvironment } from '../src/serverless/worker-env.js';
 import { serve, type WorkerHandle } from '../src/worker/index.js';
 
@@ -68,21 +69,21 @@ async function endToEnd(gantry: Gantry): Promise<{ rate: number; completed: numb
       shutdownGraceMs: 1_000,
     }),
   );
-  const base = `${gantry.url}/v2/${endpointId}`;
+  const client = httpClient(gantry.url, { authorization: `Bearer ${gantry.key}` }, CLIENTS);
+  const base = `/v2/${endpointId}`;
   let completed = 0;
   const job = async (i: number) => {
-    const run = await fetch(`${base}/run`, { method: 'POST', headers: gantry.headers, body: JSON.stringify({ input: { i } }) });
-    if (run.status !== 200) throw new Error(`/run answered ${run.status}: ${await run.text()}`);
-    const { id } = (await run.json()) as { id: string };
-    const done = await fetch(`${base}/status-sync/${id}?wait=60000`, { headers: gantry.headers });
-    const view = (await done.json()) as { status: string; output?: { echoed: number } };
-    if (view.status === 'COMPLETED' && view.output?.echoed === i) completed++;
+    const run = await client.json<{ id: string }>('POST', `${base}/run`, { input: { i } });
+    if (run.status !== 200) throw new Error(`/run answered ${run.status}`);
+    const done = await client.json<{ status: string; output?: { echoed: number } }>('GET', `${base}/status-sync/${run.body.id}?wait=60000`);
+    if (done.body.status === 'COMPLETED' && done.body.output?.echoed === i) completed++;
   };
   // a short warm-up (JITs, connection pools), then the measured run
   await loops(Math.min(2000, N), CLIENTS, job);
   completed = 0;
   const s = await loops(N, CLIENTS, job);
   await Promise.all(handles.map((h) => h.stop()));
+  client.close();
   return { rate: N / s, completed, seconds: s };
 }
 

@@ -6,13 +6,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { spawnSync } from 'node:child_process';
-import { printTable, startChild } from './support/processes.js';
+import { ensureBuilt, printTable, startChild } from './support/processes.js';
 import { benchFleet } from './http.js';
 
 const { values } = parseArgs({ options: { pods: { type: 'string', default: '10000' } } });
 const total = Number(values.pods);
 const root = join(import.meta.dirname, '..');
 
+ensureBuilt();
 const dataDir = mkdtempSync(join(tmpdir(), 'gantry-bench-mem-'));
 const configPath = join(dataDir, 'config.json');
 writeFileSync(configPath, JSON.stringify({ fleet: benchFleet(3000) }));

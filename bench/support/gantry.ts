@@ -4,6 +4,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { spawnSync } from 'node:child_process';
+import { createServer } from 'node:net';
 import pg from 'pg';
 import { startChild, type Child } from './processes.js';
 
@@ -19,6 +20,8 @@ export interface GantryOptions {
   databaseUrl?: string;
   schema?: string;
   env?: Record<string, string>;
+  /** Listen port; give a real one when workers must call back (the public URL is built from it). @default 0 */
+  port?: number;
   /** Extra node flags for the server (e.g. `--cpu-prof`). */
   nodeArgs?: string[];
 }
@@ -62,7 +65,7 @@ export async function startGantry(options: GantryOptions = {}): Promise<Gantry> 
   };
   let child: Child;
   try {
-    child = await startChild([...(options.nodeArgs ?? []), gantryBin, 'serve', '--port', '0', '--host', '127.0.0.1', '--data-dir', dataDir, '--config', configPath], env, /gantry listening on (\S+)/);
+    child = await startChild([...(options.nodeArgs ?? []), gantryBin, 'serve', '--port', String(options.port ?? 0), '--host', '127.0.0.1', '--data-dir', dataDir, '--config', configPath], env, /gantry listening on (\S+)/);
   } catch (err) {
     await cleanup();
     throw err;
@@ -129,3 +132,14 @@ export async function loops(count: number, concurrency: number, task: (i: number
 }
 
 export const verdict = (ok: boolean): string => (ok ? 'PASS' : 'FAIL');
+
+/** A TCP port free on 127.0.0.1 right now. */
+export const freePort = (): Promise<number> =>
+  new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.once('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const port = (srv.address() as { port: number }).port;
+      srv.close(() => resolve(port));
+    });
+  });

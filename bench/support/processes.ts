@@ -1,5 +1,27 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { join } from 'node:path';
+
+const root = join(import.meta.dirname, '..', '..');
+
+const newest = (dir: string): number =>
+  readdirSync(dir, { withFileTypes: true }).reduce(
+    (m, e) => Math.max(m, e.isDirectory() ? newest(join(dir, e.name)) : e.name.endsWith('.ts') ? statSync(join(dir, e.name)).mtimeMs : 0),
+    0,
+  );
+
+/**
+ * Benchmarks measure the compiled server, as `npm start` runs it (bin/gantry.js falls back to
+ * the TypeScript sources through tsx when dist/ is stale, which costs throughput).
+ */
+export function ensureBuilt(): void {
+  const compiled = join(root, 'dist', 'cli', 'main.js');
+  if (existsSync(compiled) && statSync(compiled).mtimeMs >= newest(join(root, 'src'))) return;
+  console.log('building dist/ (npm run build) so the benchmark runs the compiled server…');
+  const r = spawnSync('npm', ['run', '--silent', 'build'], { cwd: root, stdio: 'inherit' });
+  if (r.status !== 0) throw new Error('npm run build failed');
+}
 
 export interface Child {
   child: ChildProcess;
@@ -7,6 +29,8 @@ export interface Child {
   output(): string;
   /** Resident set size of the process, MB (Linux). */
   rssMb(): number;
+  /** CPU time the process has used so far, ms (Linux; user + system). */
+  cpuMs(): number;
   stop(): Promise<void>;
 }
 
@@ -35,6 +59,11 @@ export async function startChild(args: string[], env: Record<string, string>, la
       const status = readFileSync(`/proc/${child.pid}/status`, 'utf8');
       const kb = Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? 0);
       return kb / 1024;
+    },
+    cpuMs() {
+      // fields 14 and 15 of /proc/<pid>/stat: utime and stime in clock ticks (100 per second)
+      const fields = readFileSync(`/proc/${child.pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+      return (Number(fields[11]) + Number(fields[12])) * 10;
     },
     stop: () =>
       new Promise((resolve) => {

@@ -45,10 +45,13 @@ export interface WorkerHandle {
 }
 
 const VERSION = 'gantry-worker/0.1';
+/** Waits `ms`, or less when `signal` aborts; leaves no listener on `signal` behind. */
 const sleep = (ms: number, signal?: AbortSignal) =>
   new Promise<void>((resolve) => {
-    const timer = setTimeout(resolve, ms);
-    signal?.addEventListener('abort', () => (clearTimeout(timer), resolve()), { once: true });
+    if (signal?.aborted) return resolve();
+    const onAbort = () => (clearTimeout(timer), resolve());
+    const timer = setTimeout(() => (signal?.removeEventListener('abort', onAbort), resolve()), ms);
+    signal?.addEventListener('abort', onAbort, { once: true });
   });
 
 const isAsyncIterable = (v: unknown): v is AsyncIterable<unknown> =>
@@ -73,7 +76,23 @@ export function serve(handler: Handler, options: ServeOptions = {}): WorkerHandl
   const headers = { authorization: env.apiKey, 'content-type': 'application/json' };
   let slotFreed: (() => void) | null = null;
 
-  const call = async (url: string, init: RequestInit = {}): Promise<Response> => fetch(url, { ...init, headers: { ...headers, ...(init.headers ?? {}) } });
+  const call = async (url: string, init: RequestInit = {}): Promise<Response> => {
+    const merged = { ...init, headers: { ...headers, ...(init.headers ?? {}) } };
+    const outer = init.signal;
+    if (!outer) return fetch(url, merged);
+    // One signal per request, linked to the long-lived one: fetch's listener on the signal it is
+    // given goes only when the request is garbage-collected, so sharing `stopping.signal` across
+    // every take piled up listeners (MaxListenersExceededWarning after ~1,500 takes).
+    const request = new AbortController();
+    const onAbort = () => request.abort(outer.reason);
+    if (outer.aborted) request.abort(outer.reason);
+    else outer.addEventListener('abort', onAbort, { once: true });
+    try {
+      return await fetch(url, { ...merged, signal: request.signal });
+    } finally {
+      outer.removeEventListener('abort', onAbort);
+    }
+  };
 
   /** Result posts are retried (3 attempts); the platform treats repeats as no-ops. */
   const post = async (url: string, body: unknown): Promise<void> => {
