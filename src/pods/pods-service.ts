@@ -249,9 +249,19 @@ export class PodsService {
     }
   }
 
+  // Rendered views of unchanged records, reused within the same second while the instance's
+  // state and utilisation are unchanged (uptime has one-second resolution). Keyed by the record
+  // object, so a write (which replaces the cached record) or an uncached read never hits.
+  readonly #views = new WeakMap<PodRecord, { key: string; view: PodView }>();
+
   async #render(pod: PodRecord): Promise<PodView> {
     const live = pod.status === 'RUNNING' ? await this.#d.runtime.inspect(pod.id) : null;
-    return this.#view(pod, { live });
+    const key = `${Math.floor(this.#d.clock.now() / 1000)}|${live?.state ?? ''}|${live?.stats?.cpuUtil ?? ''}|${live?.stats?.memoryUtil ?? ''}`;
+    const hit = this.#views.get(pod);
+    if (hit && hit.key === key) return hit.view;
+    const view = this.#view(pod, { live });
+    if (Object.isFrozen(pod)) this.#views.set(pod, { key, view: Object.freeze(view) });
+    return view;
   }
 
   #view(pod: PodRecord, extra: { live?: Awaited<ReturnType<Runtime['inspect']>>; justCreated?: boolean }): PodView {
