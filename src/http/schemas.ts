@@ -1,4 +1,4 @@
-import { Type } from '@sinclair/typebox';
+import { Type, type Static, type TSchema } from '@sinclair/typebox';
 import { ID_PATTERN } from '../domain/ids.js';
 
 /** spec 2.14, served as application/problem+json */
@@ -21,3 +21,15 @@ export const errorResponses = {
 } as const;
 
 export const IdParams = Type.Object({ id: Type.String({ pattern: ID_PATTERN }) }, { additionalProperties: false });
+
+/**
+ * `T | null` as a JSON-Schema type array rather than `anyOf`: the response serializer picks a
+ * branch of an `anyOf` by validating the value against each (formats included) on every
+ * response, while a type array costs nothing.
+ */
+export const Nullable = <T extends TSchema & { type: string }>(schema: T) =>
+  Type.Unsafe<Static<T> | null>({ ...schema, type: [schema.type, 'null'] });
+
+/** A string from a fixed set, as one `enum` (not an `anyOf` of literals, for the same reason). */
+export const StringEnum = <const V extends readonly string[]>(values: V, options: { description?: string } = {}) =>
+  Type.Unsafe<V[number]>({ type: 'string', enum: [...values], ...options });

@@ -7,6 +7,7 @@ import { Type, type Static } from '@sinclair/typebox';
 import { POD_ACTIONS, POD_STATUSES } from '../../domain/pod-state.js';
 import type { CreatePodInput, PatchPodInput } from '../../pods/pod-rules.js';
 import type { PodView } from '../../pods/pod-view.js';
+import { Nullable, StringEnum } from '../schemas.js';
 
 const closed = { additionalProperties: false } as const;
 
@@ -14,7 +15,7 @@ const PortList = Type.Array(Type.String({ pattern: '^[0-9]{1,5}/[a-z]+$', descri
   maxItems: 64,
 });
 const Env = Type.Record(Type.String({ minLength: 1, maxLength: 256 }), Type.String({ maxLength: 32768 }));
-const Cloud = Type.Union([Type.Literal('SECURE'), Type.Literal('COMMUNITY')]);
+const Cloud = StringEnum(['SECURE', 'COMMUNITY'] as const);
 
 export const PersistentMount = Type.Object(
   { size: Type.Integer({ minimum: 10, description: 'GB' }), path: Type.String({ minLength: 1, maxLength: 1024 }) },
@@ -82,7 +83,6 @@ export const PatchPodRequest = Type.Object(
 
 export const PodActionRequest = Type.Object({ action: Type.Union(POD_ACTIONS.map((a) => Type.Literal(a))) }, closed);
 
-const Nullable = <T extends Parameters<typeof Type.Union>[0][number]>(t: T) => Type.Union([t, Type.Null()]);
 
 const SshEndpoint = Type.Object({ host: Type.String(), port: Type.Integer(), username: Type.String(), command: Type.String() });
 
@@ -99,8 +99,8 @@ export const PodRuntime = Type.Object({
 export const Pod = Type.Object({
   id: Type.String(),
   name: Type.String(),
-  status: Type.Union(POD_STATUSES.map((s) => Type.Literal(s))),
-  actions: Type.Array(Type.Union(POD_ACTIONS.map((a) => Type.Literal(a)))),
+  status: StringEnum(POD_STATUSES),
+  actions: Type.Array(StringEnum(POD_ACTIONS)),
   image: Type.String(),
   args: Type.String(),
   disk: Type.Integer(),
