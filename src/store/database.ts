@@ -17,6 +17,9 @@ export interface StoreCapabilities {
   listenNotify: boolean;
   /** several connections write at once (otherwise writes serialize on one connection) */
   multipleConnections: boolean;
+  /** the engine runs inside this process: a statement costs no round trip, so many small
+   * prepared statements beat one large one that must be built and parsed each time */
+  inProcess: boolean;
 }
 
 export type Executor = Kysely<Database> | Transaction<Database>;
@@ -72,7 +75,7 @@ function openSqlite(options: OpenDatabaseOptions): Db {
   return {
     dialect: 'sqlite',
     kysely,
-    capabilities: { skipLocked: false, listenNotify: false, multipleConnections: false },
+    capabilities: { skipLocked: false, listenNotify: false, multipleConnections: false, inProcess: true },
     withTransaction: (fn) => kysely.transaction().execute(fn),
     close: () => kysely.destroy(),
   };
@@ -116,7 +119,7 @@ async function openPostgres(url: string, schema: string): Promise<Db> {
   return {
     dialect: 'postgres',
     kysely,
-    capabilities: { skipLocked: true, listenNotify: true, multipleConnections: true },
+    capabilities: { skipLocked: true, listenNotify: true, multipleConnections: true, inProcess: false },
     withTransaction: (fn) => kysely.transaction().execute(fn),
     close: () => kysely.destroy(),
   };

@@ -1,4 +1,4 @@
-import { sql, type Expression, type RawBuilder } from 'kysely';
+import { CompiledQuery, sql, type Expression, type RawBuilder } from 'kysely';
 import type { Db, Executor } from './database.js';
 import type { JobsTable } from './schema.js';
 import { changesFrom, TIMED_OUT_ERROR, WORKER_LOST_ERROR, type JobStatus } from '../domain/job-state.js';
@@ -182,9 +182,21 @@ export class JobStore {
         execution_ms: null,
         stop_requested: 0,
       }));
-      await tx.insertInto('jobs').values(rows).execute();
+      if (this.db.capabilities.inProcess) {
+        // one prepared single-row insert, run per job: no SQL to build or parse per batch
+        if (this.#insertSql === undefined) {
+          const compiled = tx.insertInto('jobs').values(rows[0]!).compile();
+          if (compiled.parameters.length !== Object.keys(rows[0]!).length) throw new Error('job insert: unexpected parameter count');
+          this.#insertSql = compiled.sql;
+        }
+        for (const row of rows) await tx.executeQuery(CompiledQuery.raw(this.#insertSql, Object.values(row)));
+      } else {
+        await tx.insertInto('jobs').values(rows).execute();
+      }
     }
   }
+
+  #insertSql: string | undefined;
 
   async get(id: string, tx: Executor = this.db.kysely): Promise<JobRecord | null> {
     const row = await tx.selectFrom('jobs').selectAll().where('id', '=', id).executeTakeFirst();
