@@ -1,7 +1,7 @@
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import SqliteDatabase from 'better-sqlite3';
-import { Kysely, Migrator, PostgresDialect, SqliteDialect, type Migration, type Transaction } from 'kysely';
+import { CompiledQuery, Kysely, Migrator, PostgresDialect, SqliteDialect, type Migration, type QueryResult, type Transaction } from 'kysely';
 import pg from 'pg';
 import type { Database } from './schema.js';
 import { sqliteMigrations } from './migrations/sqlite/index.js';
@@ -146,3 +146,24 @@ export const fromJson = <T>(text: string | null | undefined, fallback: T): T => 
   if (text === null || text === undefined || text === '') return fallback;
   return JSON.parse(text) as T;
 };
+
+/**
+ * Hot statements compiled once per shape. Building and compiling a Kysely query costs more than
+ * SQLite takes to run a point write, so a store's hottest writes compile the first time a shape
+ * (its columns, in order) is seen and afterwards only rebind values. The caller passes the values
+ * in the order the built query binds them; a mismatch is detected once and the built query runs.
+ */
+export class ShapedStatements {
+  readonly #sql = new Map<string, string>();
+
+  run(tx: Executor, shape: string, build: () => { compile(): CompiledQuery }, params: readonly unknown[]): Promise<QueryResult<unknown>> {
+    let text = this.#sql.get(shape);
+    if (text === undefined) {
+      const compiled = build().compile();
+      if (compiled.parameters.length !== params.length) return tx.executeQuery(compiled);
+      text = compiled.sql;
+      this.#sql.set(shape, text);
+    }
+    return tx.executeQuery(CompiledQuery.raw(text, [...params]));
+  }
+}

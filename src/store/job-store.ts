@@ -1,5 +1,6 @@
-import { CompiledQuery, sql, type Expression, type RawBuilder } from 'kysely';
+import { sql, type Expression, type RawBuilder } from 'kysely';
 import type { Db, Executor } from './database.js';
+import { ShapedStatements } from './database.js';
 import type { JobsTable } from './schema.js';
 import { changesFrom, TIMED_OUT_ERROR, WORKER_LOST_ERROR, type JobStatus } from '../domain/job-state.js';
 import type { JobPolicy } from '../domain/job-policy.js';
@@ -184,19 +185,14 @@ export class JobStore {
       }));
       if (this.db.capabilities.inProcess) {
         // one prepared single-row insert, run per job: no SQL to build or parse per batch
-        if (this.#insertSql === undefined) {
-          const compiled = tx.insertInto('jobs').values(rows[0]!).compile();
-          if (compiled.parameters.length !== Object.keys(rows[0]!).length) throw new Error('job insert: unexpected parameter count');
-          this.#insertSql = compiled.sql;
-        }
-        for (const row of rows) await tx.executeQuery(CompiledQuery.raw(this.#insertSql, Object.values(row)));
+        for (const row of rows) await this.#shapes.run(tx, 'insert-job', () => tx.insertInto('jobs').values(row), Object.values(row));
       } else {
         await tx.insertInto('jobs').values(rows).execute();
       }
     }
   }
 
-  #insertSql: string | undefined;
+  readonly #shapes = new ShapedStatements();
 
   async get(id: string, tx: Executor = this.db.kysely): Promise<JobRecord | null> {
     const row = await tx.selectFrom('jobs').selectAll().where('id', '=', id).executeTakeFirst();

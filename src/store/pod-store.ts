@@ -2,8 +2,7 @@ import type { Cloud } from '../domain/catalog.js';
 import type { DesiredStatus, PodStatus } from '../domain/pod-state.js';
 import type { Mounts } from '../pods/pod-rules.js';
 import type { Db, Executor } from './database.js';
-import { fromJson, toJson } from './database.js';
-import { CompiledQuery, type QueryResult } from 'kysely';
+import { fromJson, ShapedStatements, toJson } from './database.js';
 import { GroupCommit } from './group-commit.js';
 import type { PodsTable, PodUsageTable } from './schema.js';
 
@@ -268,23 +267,10 @@ export class PodStore {
   async #insertRow(pod: PodRecord, tx: Executor): Promise<void> {
     const { id, accountId, createdAt, ...rest } = pod;
     const row = { id, account_id: accountId, created_at: createdAt, ...(toColumns(rest) as Omit<PodsTable, 'id' | 'account_id' | 'created_at'>) };
-    await this.#shaped(tx, `insert:${Object.keys(row).join(',')}`, () => tx.insertInto('pods').values(row), Object.values(row));
+    await this.#shapes.run(tx, `insert:${Object.keys(row).join(',')}`, () => tx.insertInto('pods').values(row), Object.values(row));
   }
 
-  // Building and compiling a Kysely query costs more than SQLite takes to run a point write, so the
-  // hot writes compile once per shape (the set and order of columns) and rebind their values.
-  readonly #shapes = new Map<string, string>();
-
-  #shaped(tx: Executor, shape: string, build: () => { compile(): CompiledQuery }, params: readonly unknown[]): Promise<QueryResult<unknown>> {
-    let sql = this.#shapes.get(shape);
-    if (sql === undefined) {
-      const compiled = build().compile();
-      if (compiled.parameters.length !== params.length) return tx.executeQuery(compiled);
-      sql = compiled.sql;
-      this.#shapes.set(shape, sql);
-    }
-    return tx.executeQuery(CompiledQuery.raw(sql, [...params]));
-  }
+  readonly #shapes = new ShapedStatements();
 
   /** Cached records are frozen: callers build new objects rather than change these. */
   async get(id: string, tx: Executor = this.db.kysely): Promise<PodRecord | null> {
@@ -340,7 +326,7 @@ export class PodStore {
     const columns = toColumns(changes);
     if (Object.keys(columns).length === 0) return (await this.get(id, tx)) !== null;
     this.#cache?.invalidate(id);
-    const res = await this.#shaped(tx, `update:${Object.keys(columns).join(',')}`, () => tx.updateTable('pods').set(columns).where('id', '=', id), [
+    const res = await this.#shapes.run(tx, `update:${Object.keys(columns).join(',')}`, () => tx.updateTable('pods').set(columns).where('id', '=', id), [
       ...Object.values(columns),
       id,
     ]);
@@ -349,7 +335,7 @@ export class PodStore {
 
   async openUsage(usage: Omit<PodUsageRecord, 'endedAt'>, tx: Executor = this.db.kysely): Promise<void> {
     const row = { id: usage.id, pod_id: usage.podId, account_id: usage.accountId, cost_per_hr: usage.costPerHr, started_at: usage.startedAt, ended_at: null };
-    await this.#shaped(tx, 'insert-usage', () => tx.insertInto('pod_usage').values(row), Object.values(row));
+    await this.#shapes.run(tx, 'insert-usage', () => tx.insertInto('pod_usage').values(row), Object.values(row));
   }
 
   /** Ends the pod's open usage interval(s) at `endedAt`. */
