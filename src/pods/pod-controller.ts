@@ -82,6 +82,9 @@ export class PodController {
   readonly #unsubscribe: () => void;
   /** Pods with an instance started by this process: runtime events about other ids (serverless workers) are ignored. */
   readonly #known = new Set<string>();
+  // The instance state last applied to each pod: a runtime event reporting that same state
+  // (typically the launch this controller is applying itself) needs no second reconcile.
+  readonly #applied = new Map<string, InstanceStatus['state']>();
 
   constructor(deps: PodControllerDeps) {
     this.#deps = deps;
@@ -90,7 +93,7 @@ export class PodController {
     // Runtime changes only wake the pod up; reconcile re-reads the instance, so a late event
     // about an instance that was since replaced does no harm.
     this.#unsubscribe = deps.runtime.onChange((status) => {
-      if (this.#known.has(status.id)) this.kick(status.id);
+      if (this.#known.has(status.id)) this.#wake(status.id, status.state);
     });
   }
 
@@ -139,6 +142,14 @@ export class PodController {
   kick(podId: string, fresh?: PodRecord): void {
     if (this.#stopped) return;
     void this.#serialize(podId, () => this.#reconcile(podId, fresh)).catch((err: unknown) =>
+      this.#deps.logger.error({ err, podId }, 'pod reconcile failed'),
+    );
+  }
+
+  /** A runtime event: reconcile unless, by the time the pod's turn comes, that state was applied. */
+  #wake(podId: string, state: InstanceStatus['state']): void {
+    if (this.#stopped) return;
+    void this.#serialize(podId, () => (this.#applied.get(podId) === state ? Promise.resolve() : this.#reconcile(podId))).catch((err: unknown) =>
       this.#deps.logger.error({ err, podId }, 'pod reconcile failed'),
     );
   }
@@ -236,6 +247,11 @@ export class PodController {
 
   /** Applies what the runtime says about a pod that should be running. */
   async #observe(pod: PodRecord, live: InstanceStatus): Promise<void> {
+    await this.#observeState(pod, live);
+    this.#applied.set(pod.id, live.state);
+  }
+
+  async #observeState(pod: PodRecord, live: InstanceStatus): Promise<void> {
     switch (live.state) {
       case 'starting':
         if (pod.status === 'PROVISIONING') await this.#apply(pod, { type: 'prepared' });
@@ -364,6 +380,7 @@ export class PodController {
     this.#deps.inventory.release(pod.id);
     this.addresses.release(pod.globalIp);
     this.#known.delete(pod.id);
+    this.#applied.delete(pod.id);
     this.#emit(pod, 'TERMINATED', now);
     return { ...pod, ...changes };
   }

@@ -157,8 +157,8 @@ export class ProcessRuntime implements Runtime {
   }
 
   async #startPlaceholder(spec: InstanceSpec): Promise<InstanceStatus> {
-    // The same id may have run a real process under a previous config; one stat keeps this cheap.
-    if (hasPidFile(this.#options.dataDir, spec.id)) await this.#reap(spec.id);
+    // A real process this id ran under a previous server and config is killed by `reapOrphans()`
+    // when the server starts, so a placeholder start touches no file.
     const instance: Instance = {
       status: { id: spec.id, state: 'running', startedAt: this.#options.clock.now(), exitCode: null, reason: null, stats: ZERO_STATS },
       proc: null,
