@@ -65,7 +65,12 @@ export class ApiError extends Error {
   readonly headers: Record<string, string> | undefined;
 
   constructor(code: ErrorCode, detail: string, options: { errors?: string[]; headers?: Record<string, string> } = {}) {
+    // An ApiError is an expected answer, not a fault: capturing a stack trace would cost more
+    // than the rest of a refused request (fuzzers and bad keys make many).
+    const limit = Error.stackTraceLimit;
+    Error.stackTraceLimit = 0;
     super(detail);
+    Error.stackTraceLimit = limit;
     const def = errorCatalogue[code];
     this.name = 'ApiError';
     this.code = code;
