@@ -83,7 +83,7 @@ for (const { name, skip } of dialects()) {
     });
 
     test('lists hide TERMINATED and cluster pods unless asked, and filter by status, name, GPU type and data center', async () => {
-      await store.insert(pod({ id: 'p2', accountId: 'acc-a', name: 'gone', status: 'TERMINATED', desiredStatus: 'TERMINATED', globalIp: '10.200.0.2', createdAt: 2_000_000_000_000 }));
+      await store.insert(pod({ id: 'p2', accountId: 'acc-a', name: 'gone', status: 'TERMINATED', desiredStatus: 'TERMINATED', terminatedAt: 2_000_000_000_001, globalIp: '10.200.0.2', createdAt: 2_000_000_000_000 }));
       await store.insert(pod({ id: 'p3', accountId: 'acc-a', name: 'member', cluster: 'c1', globalIp: null, createdAt: 2_000_000_000_001 }));
       await store.insert(
         pod({ id: 'p4', accountId: 'acc-a', name: 'cpu', gpuTypeId: null, cpuFlavorId: 'cpu3c', dataCenterId: 'EU-RO-1', globalIp: null, status: 'EXITED', createdAt: 2_000_000_000_002 }),

@@ -305,19 +305,19 @@ export class PodStore {
 
   /** Every pod that is not TERMINATED, of all accounts: what the controller reconciles. */
   async listActive(tx: Executor = this.db.kysely): Promise<PodRecord[]> {
-    const rows = await tx.selectFrom('pods').selectAll().where('status', '<>', 'TERMINATED').orderBy('created_at').execute();
+    const rows = await tx.selectFrom('pods').selectAll().where('terminated_at', 'is', null).orderBy('created_at').execute();
     return rows.map(toRecord);
   }
 
   /** id, status and desired status of every pod that is not TERMINATED: the periodic sweep's cheap view. */
   async listActiveStates(tx: Executor = this.db.kysely): Promise<Array<Pick<PodRecord, 'id' | 'status' | 'desiredStatus'>>> {
-    const rows = await tx.selectFrom('pods').select(['id', 'status', 'desired_status']).where('status', '<>', 'TERMINATED').execute();
+    const rows = await tx.selectFrom('pods').select(['id', 'status', 'desired_status']).where('terminated_at', 'is', null).execute();
     return rows.map((r) => ({ id: r.id, status: r.status as PodStatus, desiredStatus: r.desired_status as DesiredStatus }));
   }
 
   /** Global-network addresses held by pods that are not TERMINATED. */
   async listGlobalIps(tx: Executor = this.db.kysely): Promise<string[]> {
-    const rows = await tx.selectFrom('pods').select('global_ip').where('status', '<>', 'TERMINATED').where('global_ip', 'is not', null).execute();
+    const rows = await tx.selectFrom('pods').select('global_ip').where('terminated_at', 'is', null).where('global_ip', 'is not', null).execute();
     return rows.map((r) => r.global_ip!);
   }
 

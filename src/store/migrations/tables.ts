@@ -67,7 +67,9 @@ export const initialTables = ({ big, real }: DialectTypes): string[] => [
     terminated_at ${big}
   )`,
   `CREATE INDEX pods_account ON pods(account_id, created_at)`,
-  `CREATE INDEX pods_active ON pods(desired_status) WHERE status <> 'TERMINATED'`,
+  // Pods not yet terminated, for the controller's sweeps. Keyed on terminated_at (written once,
+  // at termination) rather than status, so status changes leave this index alone.
+  `CREATE INDEX pods_live ON pods(created_at) WHERE terminated_at IS NULL`,
   `CREATE TABLE pod_usage (
     id TEXT PRIMARY KEY,
     pod_id TEXT NOT NULL,
