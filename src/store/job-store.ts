@@ -43,18 +43,8 @@ export interface JobRecord {
   stopRequested: 0 | 1 | 2;
 }
 
-export interface NewJob {
-  id: string;
-  endpointId: string;
-  accountId: string;
-  seq: number;
-  inputJson: string;
-  webhook: string | null;
-  s3ConfigJson: string | null;
-  policy: JobPolicy;
-  sync: boolean;
-  createdAt: number;
-}
+/** What a submission writes; the rest of the record starts empty. */
+export type NewJob = Pick<JobRecord, 'id' | 'endpointId' | 'accountId' | 'seq' | 'inputJson' | 'webhook' | 's3ConfigJson' | 'policy' | 'sync' | 'createdAt'>;
 
 /** A worker's post about a job it holds. `IN_PROGRESS` is a progress update (output only). */
 export interface WorkerResult {
