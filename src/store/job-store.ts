@@ -206,42 +206,14 @@ export class JobStore {
    * started now, delay measured, execution deadline set. On PostgreSQL concurrent takers skip each
    * other's locked rows (`FOR UPDATE SKIP LOCKED`); on SQLite the single writer serializes them.
    */
-  async takeNext(endpointId: string, workerId: string, n: number, now: number, tx: Executor = this.db.kysely): Promise<JobRecord[]> {
+  async takeNext(endpointId: string, workerId: string, n: number, now: number, tx?: Executor): Promise<JobRecord[]> {
     if (n <= 0) return [];
-    const skipLocked = this.db.capabilities.skipLocked;
-    const rows = await tx
-      .with(
-        (cte) => cte('next').materialized(),
-        (qb) => {
-          const q = qb
-            .selectFrom('jobs')
-            .select('id')
-            .where('endpoint_id', '=', endpointId)
-            .where('status', 'in', changesFrom('take'))
-            .where('expires_at', '>', now)
-            .orderBy('seq')
-            .limit(n);
-          return skipLocked ? q.forUpdate().skipLocked() : q;
-        },
-      )
-      .updateTable('jobs')
-      .set({
-        status: 'IN_PROGRESS',
-        worker_id: workerId,
-        started_at: now,
-        delay_ms: sql<number>`${big(now)} - queued_at`,
-        timeout_at: sql<number>`${big(now)} + execution_timeout_ms`,
-        output: null,
-        error: null,
-      })
-      .where('id', 'in', (eb) => eb.selectFrom('next').select('next.id'))
-      .returningAll()
-      .execute();
-    return rows.map(toRecord).sort(bySeq);
+    const take = async (t: Executor) => (await this.takeMany([{ endpointId, workerId, n }], now, t))[0]!;
+    return tx ? take(tx) : this.db.withTransaction(take);
   }
 
   /**
-   * Several takes at once, in one transaction (the group-committed form of `takeNext`): per
+   * Several takes at once, in one transaction (what `takeNext` does for one request): per
    * endpoint, one read of the queue head (locking with SKIP LOCKED on PostgreSQL), then the jobs
    * are dealt out to the requests in order, FIFO. Answers the jobs of each request, in order.
    * Call it inside a transaction, so the rows read stay reserved until they are updated.
