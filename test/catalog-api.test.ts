@@ -2,6 +2,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { createTestApp, json, type TestApp } from './support/harness.js';
 import type { PlacementRequest } from '../src/domain/placement.js';
+import { gpuPlacementRequest } from './support/placement.js';
 
 const RTX4090 = 'NVIDIA GeForce RTX 4090';
 const enc = encodeURIComponent;
@@ -19,22 +20,7 @@ const get = async (url: string) => {
   return { status: res.statusCode, body: json(res), type: String(res.headers['content-type']) };
 };
 
-const gpuRequest = (gpuCount: number): PlacementRequest => ({
-  kind: 'gpu',
-  gpuTypeIds: [RTX4090],
-  gpuCount,
-  cpuFlavorId: null,
-  vcpuCount: 4,
-  memoryGb: 16,
-  diskGb: 20,
-  cloud: 'SECURE',
-  dataCenterIds: [],
-  volumeDataCenterId: null,
-  allowedCudaVersions: [],
-  minCudaVersion: null,
-  portCount: 0,
-  globalNetworking: false,
-});
+const gpuRequest = (gpuCount: number): PlacementRequest => gpuPlacementRequest({ gpuCount });
 
 test('the GPU list is wrapped and shows every catalog type with prices and which clouds have it', async () => {
   const { status, body } = await get('/v2/catalog/gpus');

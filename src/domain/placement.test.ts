@@ -2,6 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { defaultCatalog, type Host } from './catalog.js';
 import { place, type FleetSnapshot, type HostUsage, type PlacementRequest, type PlacementResult } from './placement.js';
+import { gpuPlacementRequest } from '../../test/support/placement.js';
 
 const catalog = defaultCatalog();
 const RTX4090 = 'NVIDIA GeForce RTX 4090';
@@ -26,25 +27,7 @@ function testHost(id: string, fields: Partial<Host> = {}): Host {
   };
 }
 
-function gpuRequest(fields: Partial<PlacementRequest> = {}): PlacementRequest {
-  return {
-    kind: 'gpu',
-    gpuTypeIds: [RTX4090],
-    gpuCount: 1,
-    cpuFlavorId: null,
-    vcpuCount: 4,
-    memoryGb: 16,
-    diskGb: 20,
-    cloud: 'SECURE',
-    dataCenterIds: [],
-    volumeDataCenterId: null,
-    allowedCudaVersions: [],
-    minCudaVersion: null,
-    portCount: 0,
-    globalNetworking: false,
-    ...fields,
-  };
-}
+const gpuRequest = gpuPlacementRequest;
 
 const cpuRequest = (fields: Partial<PlacementRequest> = {}): PlacementRequest =>
   gpuRequest({ kind: 'cpu', gpuTypeIds: [], gpuCount: 0, cpuFlavorId: 'cpu3c', vcpuCount: 4, memoryGb: 8, ...fields });

@@ -4,28 +4,13 @@ import fc from 'fast-check';
 import { defaultCatalog, defaultFleet, type Cloud, type Host } from '../domain/catalog.js';
 import { place, type PlacementRequest } from '../domain/placement.js';
 import { Inventory } from './inventory.js';
+import { gpuPlacementRequest } from '../../test/support/placement.js';
 
 const catalog = defaultCatalog();
 const RTX4090 = 'NVIDIA GeForce RTX 4090';
 const A5000 = 'NVIDIA RTX A5000';
 
-const request = (fields: Partial<PlacementRequest> = {}): PlacementRequest => ({
-  kind: 'gpu',
-  gpuTypeIds: [RTX4090],
-  gpuCount: 1,
-  cpuFlavorId: null,
-  vcpuCount: 4,
-  memoryGb: 16,
-  diskGb: 20,
-  cloud: 'SECURE',
-  dataCenterIds: [],
-  volumeDataCenterId: null,
-  allowedCudaVersions: [],
-  minCudaVersion: null,
-  portCount: 1,
-  globalNetworking: false,
-  ...fields,
-});
+const request = (fields: Partial<PlacementRequest> = {}): PlacementRequest => gpuPlacementRequest({ portCount: 1, ...fields });
 
 const demo = () => new Inventory({ hosts: defaultFleet(), catalog });
 
