@@ -17,6 +17,9 @@ import { PodsService } from './pods/pods-service.js';
 import { EndpointsService } from './serverless/endpoints-service.js';
 import { WorkersRegistry } from './serverless/workers-registry.js';
 import { JobsService } from './jobs/jobs-service.js';
+import { JobSignals, type JobChannel } from './jobs/job-signals.js';
+import { LEASE_NAMES, LocalLeases, PostgresLeases, type Leases } from './store/leases.js';
+import { PostgresNotifyRelay } from './store/notify-relay.js';
 import { Timekeeper } from './jobs/timekeeper.js';
 import { WebhookDispatcher } from './serverless/webhook-dispatcher.js';
 import { Autoscaler } from './serverless/autoscaler.js';
@@ -55,6 +58,12 @@ export async function createServices(config: Config, overrides: ServiceOverrides
   const logger = overrides.logger ?? pino(loggerOptions(config.server.logLevel));
   const db = overrides.db ?? (await openConfiguredDatabase(config));
   const events = new EventBus();
+  // Replicas sharing one PostgreSQL database: each control loop runs under a lease, and long-polls
+  // are woken across replicas (DESIGN "Scale-out"). Connected by startServer.
+  const sessions = db.capabilities.listenNotify ? db.sessions : undefined;
+  const leases: Leases = sessions ? new PostgresLeases({ sessions, logger: logger.child({ component: 'leases' }) }) : new LocalLeases();
+  const relay = sessions ? new PostgresNotifyRelay({ sessions, logger: logger.child({ component: 'relay' }) }) : null;
+  const signals = new JobSignals(relay ? { onLocal: relay.publish } : {});
   const secrets = loadSecretBox(config, logger);
   const runtime =
     overrides.runtime ??
@@ -65,14 +74,14 @@ export async function createServices(config: Config, overrides: ServiceOverrides
   const templates = new TemplatesService({ db, clock });
   const volumes = new VolumesService({ db, clock, dataDir: config.dataDir, catalog: config.catalog });
   const registries = new RegistriesService({ db, clock, secrets });
-  const podController = new PodController({ db, runtime, inventory, volumes, registries, clock, events, logger: logger.child({ component: 'pods' }), config });
+  const podController = new PodController({ db, runtime, inventory, volumes, registries, clock, events, logger: logger.child({ component: 'pods' }), lease: leases.lease(LEASE_NAMES.pods), config });
   const pods = new PodsService({ controller: podController, inventory, runtime, templates, volumes, registries, accounts, clock, config });
   const endpoints = new EndpointsService({ db, clock, templates, volumes, config });
   templates.addReferenceChecker(endpoints.templateReferenceChecker);
-  const jobs = new JobsService({ db, clock, events, config: { retryBudget: config.jobs.retryBudget } });
-  const workers = new WorkersRegistry({ db, clock });
-  const timekeeper = new Timekeeper({ jobs, workers, clock, logger: logger.child({ component: 'timekeeper' }), config: config.jobs });
-  const webhooks = new WebhookDispatcher({ db, clock, events, logger: logger.child({ component: 'webhooks' }), config: config.serverless.webhooks });
+  const jobs = new JobsService({ db, clock, events, signals, config: { retryBudget: config.jobs.retryBudget } });
+  const workers = new WorkersRegistry({ db, clock, deadRetentionMs: config.jobs.deadWorkerRetentionMs });
+  const timekeeper = new Timekeeper({ jobs, workers, clock, logger: logger.child({ component: 'timekeeper' }), lease: leases.lease(LEASE_NAMES.timekeeper), config: config.jobs });
+  const webhooks = new WebhookDispatcher({ db, clock, events, logger: logger.child({ component: 'webhooks' }), lease: leases.lease(LEASE_NAMES.webhooks), config: config.serverless.webhooks });
   const autoscaler = new Autoscaler({
     db,
     clock,
@@ -85,10 +94,19 @@ export async function createServices(config: Config, overrides: ServiceOverrides
     volumes,
     events,
     logger: logger.child({ component: 'autoscaler' }),
+    lease: leases.lease(LEASE_NAMES.autoscaler),
     config: { autoscaler: config.serverless.autoscaler, catalog: config.catalog, publicUrl: config.server.publicUrl, pingIntervalMs: config.jobs.pingIntervalMs },
   });
+  relay?.deliverTo({
+    deliver: (topic, key, count) => {
+      signals.deliver(topic as JobChannel, key, count);
+      // A job queued on another replica may need a worker now, as a local `job:queued` would.
+      if (topic === 'work') autoscaler.nudge();
+    },
+    wakeAll: () => signals.wakeAll(),
+  });
   await templates.seedPublic();
-  return { config, db, clock, logger, events, secrets, runtime, accounts, catalog, inventory, pods, podController, templates, volumes, registries, endpoints, jobs, workers, timekeeper, webhooks, autoscaler };
+  return { config, db, clock, logger, events, secrets, runtime, accounts, catalog, inventory, pods, podController, templates, volumes, registries, endpoints, jobs, workers, timekeeper, webhooks, autoscaler, leases, relay };
 }
 
 /** On a first start (no accounts), creates the `admin` account and its key; answers the key to print once. */
@@ -113,6 +131,8 @@ export async function startServer(config: Config, overrides: ServiceOverrides = 
   const adminKey = await bootstrapAdmin(services);
   const reaped = (await services.runtime.reapOrphans?.()) ?? [];
   if (reaped.length > 0) services.logger.warn({ instances: reaped }, 'stopped instances left running by a previous server');
+  await services.leases.start();
+  await services.relay?.start();
   await services.podController.start();
   services.timekeeper.start();
   services.webhooks.start();
@@ -144,6 +164,8 @@ export async function startServer(config: Config, overrides: ServiceOverrides = 
       await services.webhooks.stop();
       await services.jobs.flush();
       await services.podController.stop();
+      await services.relay?.close();
+      await services.leases.close();
       await services.runtime.close();
       await services.db.close();
     },

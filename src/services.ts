@@ -19,6 +19,8 @@ import type { Autoscaler } from './serverless/autoscaler.js';
 import type { WorkersRegistry } from './serverless/workers-registry.js';
 import type { JobsService } from './jobs/jobs-service.js';
 import type { Timekeeper } from './jobs/timekeeper.js';
+import type { Leases } from './store/leases.js';
+import type { NotifyRelay } from './store/notify-relay.js';
 
 /** Everything the transports (HTTP, GraphQL, CLI) reach. Built only by `createServices`. */
 export interface Services {
@@ -43,4 +45,8 @@ export interface Services {
   jobs: JobsService;
   workers: WorkersRegistry;
   timekeeper: Timekeeper;
+  /** Which replica drives each control loop (always this one on SQLite). */
+  leases: Leases;
+  /** Wake-ups across replicas (PostgreSQL only). */
+  relay: NotifyRelay | null;
 }

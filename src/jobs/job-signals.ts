@@ -3,8 +3,9 @@
  * database (DESIGN "Jobs: the hot path"). A waiter is registered *before* its caller checks the
  * database and awaited after, so a notification that lands in between is never lost.
  *
- * Across replicas, a relay (PostgreSQL `LISTEN/NOTIFY`, added by a later layer) forwards local
- * notifications through `onLocal` and delivers remote ones with `deliver`.
+ * Across replicas, a relay (`PostgresNotifyRelay`, src/store/notify-relay.ts) forwards local
+ * notifications through `onLocal` and delivers remote ones with `deliver`; a waiter woken without
+ * cause re-reads the database and waits again, so extra wake-ups are harmless.
  */
 
 export interface Waiter {
@@ -79,6 +80,11 @@ export class KeyedSignal {
     return woken;
   }
 
+  /** Wakes every waiter of every key. */
+  notifyAll(): void {
+    for (const key of [...this.#waiters.keys()]) this.notify(key);
+  }
+
   /** Waiters currently registered on `key`. */
   waiting(key: string): number {
     return this.#waiters.get(key)?.size ?? 0;
@@ -125,9 +131,14 @@ export class JobSignals {
     this.#onLocal?.(channel, key, count);
   }
 
-  /** An event from another replica: wakes local waiters only. */
+  /** An event from another replica: wakes local waiters only. An unknown channel (a newer replica's) is ignored. */
   deliver(channel: JobChannel, key: string, count = Number.POSITIVE_INFINITY): void {
-    this.#channels[channel].notify(key, count);
+    if (Object.hasOwn(this.#channels, channel)) this.#channels[channel].notify(key, count);
+  }
+
+  /** Wakes every local waiter, to re-read the database (notifications from other replicas may have been missed). */
+  wakeAll(): void {
+    for (const signal of Object.values(this.#channels)) signal.notifyAll();
   }
 
   waiting(channel: JobChannel, key: string): number {

@@ -1,5 +1,6 @@
 import type { Logger } from 'pino';
 import type { Clock } from '../domain/clock.js';
+import { heldLease, type Lease } from '../store/leases.js';
 import type { WorkersRegistry } from '../serverless/workers-registry.js';
 import type { JobsService, TickResult } from './jobs-service.js';
 
@@ -8,6 +9,8 @@ export interface TimekeeperDeps {
   workers: Pick<WorkersRegistry, 'flush' | 'expire' | 'refreshLiveCounts'>;
   clock: Clock;
   logger?: Pick<Logger, 'warn' | 'error' | 'info'>;
+  /** Which replica keeps job time (the others only write their workers' signs of life). @default always held */
+  lease?: Lease;
   config: {
     /** @default 1000 */
     timekeeperIntervalMs: number;
@@ -26,15 +29,21 @@ export interface TimekeeperPass extends TickResult {
  * and expires jobs (`JobsService.tick`), and declares workers silent for longer than the heartbeat
  * timeout lost, so their jobs go back to the queue. Time comes from the injected clock; tests call
  * `tick()` directly on a fake clock.
+ *
+ * With several replicas, only the holder of the lease runs full passes; every other replica still
+ * writes the signs of life its own workers gave (they are kept in memory where they arrived) and
+ * re-reads the live-worker counts, so the holder judges every worker by the table.
  */
 export class Timekeeper {
   readonly #deps: TimekeeperDeps;
+  readonly #lease: Lease;
   #timer: NodeJS.Timeout | null = null;
   #running: Promise<unknown> | null = null;
   #stopped = true;
 
   constructor(deps: TimekeeperDeps) {
     this.#deps = deps;
+    this.#lease = deps.lease ?? heldLease('timekeeper');
   }
 
   /** One pass at `now`. */
@@ -50,6 +59,12 @@ export class Timekeeper {
     }
     await workers.refreshLiveCounts();
     return { ...result, lostWorkers };
+  }
+
+  /** The pass of a replica not holding the lease: its own workers' signs of life only. */
+  async replicaTick(now: number = this.#deps.clock.now()): Promise<void> {
+    await this.#deps.workers.flush(now);
+    await this.#deps.workers.refreshLiveCounts();
   }
 
   start(): void {
@@ -69,7 +84,7 @@ export class Timekeeper {
   #schedule(): void {
     if (this.#stopped) return;
     this.#timer = setTimeout(() => {
-      this.#running = this.tick()
+      this.#running = (this.#lease.isHeld() ? this.tick() : this.replicaTick())
         .catch((err: unknown) => this.#deps.logger?.error({ err }, 'timekeeper pass failed'))
         .finally(() => {
           this.#running = null;

@@ -13,6 +13,8 @@
  *   STARTING; the `pod:status` events still go PROVISIONING → STARTING → RUNNING.
  * - An instance that exits on its own is not restarted: the pod becomes EXITED (ERROR when it
  *   failed) with the runtime's reason, and its desired status becomes EXITED.
+ * - The periodic sweep (drift between stored pods and the runtime) runs only on the replica holding
+ *   the `pods` lease.
  * - Server restart: `start()` re-reserves the allocation of every pod meant to run and starts its
  *   instance again; pods the user stopped stay stopped.
  */
@@ -28,6 +30,7 @@ import type { Allocation, Inventory } from '../inventory/inventory.js';
 import type { RegistriesService } from '../registries/registries-service.js';
 import type { InstanceSpec, InstanceStatus, Runtime, VolumeBinding } from '../runtime/runtime.js';
 import type { Db } from '../store/database.js';
+import { heldLease, type Lease } from '../store/leases.js';
 import { PodStore, type PodChanges, type PodRecord, type PortMapping } from '../store/pod-store.js';
 import type { VolumesService } from '../volumes/volumes-service.js';
 import { GlobalAddressPool } from './global-network.js';
@@ -41,6 +44,8 @@ export interface PodControllerDeps {
   clock: Clock;
   events: EventBus;
   logger: Logger;
+  /** Which replica sweeps. @default always held */
+  lease?: Lease;
   config: {
     dataDir: string;
     pods: { reconcileIntervalMs: number };
@@ -75,6 +80,7 @@ export class PodController {
   /** Global networking addresses; the pods service allocates from it at create. */
   readonly addresses: GlobalAddressPool;
   readonly #deps: PodControllerDeps;
+  readonly #lease: Lease;
   readonly #queues = new Map<string, Promise<unknown>>();
   #timer: NodeJS.Timeout | null = null;
   #sweeping = false;
@@ -88,6 +94,7 @@ export class PodController {
 
   constructor(deps: PodControllerDeps) {
     this.#deps = deps;
+    this.#lease = deps.lease ?? heldLease('pods');
     this.store = new PodStore(deps.db);
     this.addresses = new GlobalAddressPool(deps.config.networking.globalPool, () => this.store.listGlobalIps());
     // Runtime changes only wake the pod up; reconcile re-reads the instance, so a late event
@@ -469,7 +476,7 @@ export class PodController {
 
   /** Periodic drift repair: instances that vanished or stopped, and instances that should not run. */
   async #sweep(): Promise<void> {
-    if (this.#sweeping || this.#stopped) return;
+    if (this.#sweeping || this.#stopped || !this.#lease.isHeld()) return;
     this.#sweeping = true;
     try {
       const [pods, instances] = await Promise.all([this.store.listActiveStates(), this.#deps.runtime.list()]);

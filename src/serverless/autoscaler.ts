@@ -5,8 +5,9 @@
  * handles workers that end on their own (their jobs go back to the queue; early ends count as
  * crashes, and a crash-looping endpoint is backed off instead of restarted in a hot loop).
  *
- * State kept in memory (one autoscaler per deployment; on PostgreSQL it runs under the lease of
- * the control loops): each launched worker's start and last-activity times, each endpoint's crash
+ * State kept in memory (one autoscaler drives a deployment: on PostgreSQL the replica holding the
+ * `autoscaler` lease; the others' loops idle, and a replica that loses the lease stops the
+ * workers it launched, the new holder cleaning up their rows as after a restart): each launched worker's start and last-activity times, each endpoint's crash
  * record, and one API key per endpoint for its workers (minted at the first launch, revoked on
  * stop; never stored in plaintext). The `workers` table remains the shared truth: rows of workers
  * it launched carry `host_id`, and after a restart rows whose instance is gone are marked dead and
@@ -26,6 +27,7 @@ import type { JobEventPayload } from '../jobs/job-view.js';
 import type { InstanceStatus, Runtime, VolumeBinding } from '../runtime/runtime.js';
 import type { Db } from '../store/database.js';
 import { AutoscalerStore } from '../store/autoscaler-store.js';
+import { heldLease, type Lease } from '../store/leases.js';
 import type { Template } from '../templates/template.js';
 import type { Endpoint } from './endpoint.js';
 import type { EndpointsService } from './endpoints-service.js';
@@ -58,6 +60,8 @@ export interface AutoscalerDeps {
     on(name: 'job:queued', listener: (payload: { endpointId: string; lowPriority: boolean }) => void): () => void;
   };
   logger: Pick<Logger, 'info' | 'warn' | 'error' | 'debug'>;
+  /** Which replica scales (its scheduled passes run only while held). @default always held */
+  lease?: Lease;
   config: {
     autoscaler?: Partial<AutoscalerConfig>;
     catalog: Pick<Catalog, 'gpuTypes' | 'dataCenters'>;
@@ -112,6 +116,9 @@ export class Autoscaler {
   readonly store: AutoscalerStore;
   readonly config: AutoscalerConfig;
   readonly #deps: AutoscalerDeps;
+  readonly #lease: Lease;
+  /** The lease term `recover()` last ran in: a new term means another replica may have driven meanwhile. */
+  #recoveredTerm = -1;
   readonly #managed = new Map<string, Managed>();
   readonly #state = new Map<string, EndpointState>();
   /** Per endpoint: the workers' key (id to revoke, raw value for the env). */
@@ -125,6 +132,7 @@ export class Autoscaler {
 
   constructor(deps: AutoscalerDeps) {
     this.#deps = deps;
+    this.#lease = deps.lease ?? heldLease('autoscaler');
     this.store = new AutoscalerStore(deps.db);
     this.config = { ...DEFAULT_AUTOSCALER_CONFIG, ...deps.config.autoscaler };
   }
@@ -136,7 +144,10 @@ export class Autoscaler {
   async start(options: { loop?: boolean } = {}): Promise<void> {
     if (!this.#stopped) return;
     this.#stopped = false;
-    await this.recover();
+    if (this.#lease.isHeld()) {
+      this.#recoveredTerm = this.#lease.term;
+      await this.recover();
+    }
     this.#unsubscribe.push(this.#deps.runtime.onChange((status) => this.#onInstanceChange(status)));
     if (this.#deps.events) {
       const active = (p: JobEventPayload): void => {
@@ -161,9 +172,32 @@ export class Autoscaler {
     if (this.#timer) clearTimeout(this.#timer);
     this.#timer = null;
     await this.#running?.catch(() => undefined);
-    await Promise.allSettled([...this.#managed.keys()].map((id) => this.#stopWorker(id, 'server shutdown')));
+    await this.#stopAll('server shutdown');
+  }
+
+  /** Stops every worker launched here and revokes their keys. */
+  async #stopAll(reason: string): Promise<void> {
+    await Promise.allSettled([...this.#managed.keys()].map((id) => this.#stopWorker(id, reason)));
     for (const { id } of this.#keys.values()) await this.#deps.accounts.revokeKey(id).catch(() => undefined);
     this.#keys.clear();
+  }
+
+  /** A scheduled pass: scales only while this replica holds the lease. */
+  async #pass(): Promise<void> {
+    if (!this.#lease.isHeld()) {
+      // Another replica drives now: the workers launched here are no longer accounted for by anyone.
+      if (this.#managed.size > 0 || this.#keys.size > 0) {
+        this.#deps.logger.warn({ workers: this.#managed.size }, 'autoscaler lease lost; stopping the workers launched here');
+        await this.#stopAll('autoscaler lease lost');
+        this.#state.clear();
+      }
+      return;
+    }
+    if (this.#recoveredTerm !== this.#lease.term) {
+      this.#recoveredTerm = this.#lease.term;
+      await this.recover();
+    }
+    await this.tick();
   }
 
   /** Asks for a pass soon (a job was submitted); passes never overlap. */
@@ -456,7 +490,7 @@ export class Autoscaler {
     if (this.#timer) clearTimeout(this.#timer);
     this.#timer = setTimeout(() => {
       this.#timer = null;
-      this.#running = this.tick()
+      this.#running = this.#pass()
         .catch((err: unknown) => this.#deps.logger.error({ err: (err as Error).message }, 'autoscaler pass failed'))
         .finally(() => {
           this.#running = null;

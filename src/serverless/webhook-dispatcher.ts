@@ -11,6 +11,8 @@
  * - Durable: the rows are the queue. A restarted server picks up PENDING rows; an attempt that was
  *   under way when the server died is retried once its claim lease (timeout + margin) runs out.
  * - Woken at once by the job events; due retries are found by polling every `pollIntervalMs`.
+ * - With several replicas, only the holder of the `webhooks` lease delivers; it finds rows written
+ *   by the others on its next poll.
  * - Nothing of the payload (input, output) is logged, and of the URL only its origin: query
  *   strings often carry tokens.
  */
@@ -19,6 +21,7 @@ import type { WebhookConfig } from '../config.js';
 import type { Clock } from '../domain/clock.js';
 import type { JobEventPayload } from '../jobs/job-view.js';
 import type { Db } from '../store/database.js';
+import { heldLease, type Lease } from '../store/leases.js';
 import { WebhookStore, type WebhookDelivery } from '../store/webhook-store.js';
 
 export type { WebhookDelivery } from '../store/webhook-store.js';
@@ -46,6 +49,8 @@ export interface WebhookDispatcherDeps {
   events?: JobFinishedEvents;
   /** @default globalThis.fetch */
   fetch?: FetchLike;
+  /** Which replica delivers. @default always held */
+  lease?: Lease;
 }
 
 export interface DispatchResult {
@@ -79,6 +84,7 @@ export class WebhookDispatcher {
   readonly #logger: WebhookDispatcherDeps['logger'];
   readonly #events: JobFinishedEvents | undefined;
   readonly #fetch: FetchLike;
+  readonly #lease: Lease;
   readonly #inFlight = new Set<Promise<unknown>>();
   /** Aborts in-flight calls on stop(). */
   readonly #shutdown = new AbortController();
@@ -96,6 +102,7 @@ export class WebhookDispatcher {
     this.#logger = deps.logger;
     this.#events = deps.events;
     this.#fetch = deps.fetch ?? (globalThis.fetch as unknown as FetchLike);
+    this.#lease = deps.lease ?? heldLease('webhooks');
   }
 
   /** Subscribes to finished jobs, polls for due retries, and delivers what is already due (a restart). */
@@ -124,9 +131,9 @@ export class WebhookDispatcher {
     await Promise.allSettled([...this.#inFlight]);
   }
 
-  /** Runs a dispatch pass now (or right after the one under way). */
+  /** Runs a dispatch pass now (or right after the one under way), if this replica holds the lease. */
   wake(): void {
-    if (this.#stopped) return;
+    if (this.#stopped || !this.#lease.isHeld()) return;
     if (this.#pumping) {
       this.#again = true;
       return;

@@ -24,12 +24,43 @@ export interface StoreCapabilities {
 
 export type Executor = Kysely<Database> | Transaction<Database>;
 
+/**
+ * One connection of its own, outside the pool, for state that lives as long as a session:
+ * advisory locks (leases) and `LISTEN`. Queries run one at a time, in call order.
+ */
+export interface Session {
+  /** The server process serving this session (`pg_backend_pid()`). */
+  readonly pid: number;
+  query<R = Record<string, unknown>>(text: string, values?: readonly unknown[]): Promise<R[]>;
+  /** Notifications of the channels this session listens on. */
+  onNotification(listener: (channel: string, payload: string) => void): void;
+  /** Called once when the connection ends for any reason: an error, the server closing it, `close()`. */
+  onClose(listener: (err?: Error) => void): void;
+  close(): Promise<void>;
+}
+
+/** Opens sessions; present where `capabilities.listenNotify`. */
+export interface Sessions {
+  /** Tells apart deployments sharing one server (the PostgreSQL schema): lock keys and channels derive from it. */
+  readonly namespace: string;
+  open(): Promise<Session>;
+}
+
 export interface Db {
   readonly dialect: Dialect;
   readonly kysely: Kysely<Database>;
   readonly capabilities: StoreCapabilities;
   /** Run `fn` in one transaction; it commits when `fn` resolves and rolls back when it throws. */
   withTransaction<T>(fn: (tx: Transaction<Database>) => Promise<T>): Promise<T>;
+  /** Dedicated connections, where the dialect has session state worth holding (PostgreSQL). */
+  readonly sessions?: Sessions;
+  /**
+   * In-process engines only (SQLite): runs `fn` synchronously in ONE transaction on the raw
+   * connection, while holding that connection so no Kysely query or transaction interleaves.
+   * For the hottest batch writes, whose per-row cost is otherwise Kysely's promise chain: a
+   * statement prepared against `raw` once is rebound per row, with no await between rows.
+   */
+  readonly syncTransaction?: <T>(fn: (raw: SqliteDatabase.Database) => T) => Promise<T>;
   close(): Promise<void>;
 }
 
@@ -77,6 +108,9 @@ function openSqlite(options: OpenDatabaseOptions): Db {
     kysely,
     capabilities: { skipLocked: false, listenNotify: false, multipleConnections: false, inProcess: true },
     withTransaction: (fn) => kysely.transaction().execute(fn),
+    // Kysely's SQLite driver hands its one connection out under a mutex, so while this callback
+    // runs no Kysely transaction is open: BEGIN here cannot nest into someone else's.
+    syncTransaction: (fn) => kysely.connection().execute(async () => sqlite.transaction(() => fn(sqlite))()),
     close: () => kysely.destroy(),
   };
 }
@@ -121,7 +155,49 @@ async function openPostgres(url: string, schema: string): Promise<Db> {
     kysely,
     capabilities: { skipLocked: true, listenNotify: true, multipleConnections: true, inProcess: false },
     withTransaction: (fn) => kysely.transaction().execute(fn),
+    sessions: { namespace: schema, open: () => openSession(url, schema) },
     close: () => kysely.destroy(),
+  };
+}
+
+/** A query on a session that takes longer than this counts as a dead connection. */
+const SESSION_QUERY_TIMEOUT_MS = 10_000;
+
+async function openSession(url: string, schema: string): Promise<Session> {
+  // keepAlive: a peer that vanished without closing the socket is noticed by TCP, not only by the next query.
+  const client = new pg.Client({ connectionString: url, options: `-c search_path=${schema}`, keepAlive: true, query_timeout: SESSION_QUERY_TIMEOUT_MS });
+  const closeListeners: Array<(err?: Error) => void> = [];
+  let ended = false;
+  let endError: Error | undefined;
+  const markEnded = (err?: Error): void => {
+    if (ended) return;
+    ended = true;
+    endError = err;
+    for (const listener of closeListeners.splice(0)) listener(err);
+  };
+  // Without an 'error' listener a dropped connection would crash the process.
+  client.on('error', (err) => markEnded(err));
+  client.on('end', () => markEnded());
+  await client.connect();
+  let pid: number;
+  try {
+    pid = Number((await client.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]?.pid);
+  } catch (err) {
+    await client.end().catch(() => undefined);
+    throw err;
+  }
+  return {
+    pid,
+    query: async <R>(text: string, values?: readonly unknown[]) => (await client.query(text, values ? [...values] : undefined)).rows as R[],
+    onNotification: (listener) => void client.on('notification', (m) => listener(m.channel, m.payload ?? '')),
+    onClose: (listener) => {
+      if (ended) queueMicrotask(() => listener(endError));
+      else closeListeners.push(listener);
+    },
+    close: async () => {
+      markEnded();
+      await client.end().catch(() => undefined);
+    },
   };
 }
 

@@ -1,0 +1,116 @@
+/**
+ * Two replicas sharing one PostgreSQL schema, each built by the composition root with its own
+ * pool: long-polls on one are woken by events on the other (DESIGN "Scale-out").
+ */
+import { describe, test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import pino from 'pino';
+import { loadConfig } from '../src/config.js';
+import { FakeClock } from '../src/domain/clock.js';
+import { createServices } from '../src/main.js';
+import type { JobChannel } from '../src/jobs/job-signals.js';
+import type { Services } from '../src/services.js';
+import { openDatabase } from '../src/store/database.js';
+import { openTestDb, postgresUrl, type TestDb } from './support/harness.js';
+
+/** Far longer than a relayed wake-up takes; a long-poll answering near it was not woken. */
+const WAIT_MS = 10_000;
+/** What "promptly" means here: a wake-up crosses two connections and the server. */
+const PROMPT_MS = 2_000;
+
+async function until(what: string, cond: () => boolean): Promise<void> {
+  const deadline = Date.now() + 5_000;
+  while (!cond()) {
+    if (Date.now() > deadline) throw new Error(`never happened: ${what}`);
+    await new Promise((r) => setTimeout(r, 2));
+  }
+}
+
+describe('replicas on one PostgreSQL database', { skip: postgresUrl() ? false : 'GANTRY_TEST_DATABASE_URL is not set' }, () => {
+  let t: TestDb;
+  let a: Services;
+  let b: Services;
+  const dirs: string[] = [];
+  const clock = new FakeClock(Date.now());
+
+  /** A replica: its own data dir, pool and services, on the shared schema; relay and leases started as `startServer` does. */
+  const replica = async (): Promise<Services> => {
+    const dataDir = mkdtempSync(join(tmpdir(), 'gantry-replica-'));
+    dirs.push(dataDir);
+    const config = loadConfig({ env: { GANTRY_DATA_DIR: dataDir, GANTRY_LOG_LEVEL: 'silent', GANTRY_SECRET_KEY: 'ab'.repeat(32) } });
+    const db = await openDatabase({ url: postgresUrl(), dataDir, schema: t.schema });
+    const services = await createServices(config, { db, clock, logger: pino({ level: 'silent' }) });
+    await services.leases.start();
+    await services.relay!.start();
+    return services;
+  };
+  /** Resolves once `services` has a long-poll waiting on (channel, key). */
+  const waiting = (services: Services, channel: JobChannel, key: string): Promise<void> => until(`a waiter on ${channel} ${key}`, () => services.jobs.signals.waiting(channel, key) > 0);
+
+  before(async () => {
+    t = await openTestDb('postgres');
+    a = await replica();
+    b = await replica();
+  });
+  after(async () => {
+    for (const s of [a, b]) {
+      if (!s) continue;
+      await s.jobs.flush();
+      await s.relay?.close();
+      await s.leases.close();
+      await s.runtime.close();
+      await s.db.close();
+    }
+    await t?.cleanup();
+    for (const d of dirs) rmSync(d, { recursive: true, force: true });
+  });
+
+  test('the composition root wires a relay and database leases on PostgreSQL, and exactly one replica holds each loop', () => {
+    assert.ok(a.relay && b.relay);
+    for (const name of ['timekeeper', 'autoscaler', 'webhooks', 'pods']) {
+      assert.equal(Number(a.leases.lease(name).isHeld()) + Number(b.leases.lease(name).isHeld()), 1, name);
+    }
+  });
+
+  test('a job submitted on replica A wakes a take long-polling on replica B promptly', async () => {
+    const started = performance.now();
+    const take = b.jobs.take('ep-take', 'w1', { waitMs: WAIT_MS });
+    await waiting(b, 'work', 'ep-take');
+    const { id } = await a.jobs.submit('ep-take', 'acct1', { input: { n: 1 } });
+    const taken = await take;
+    const elapsed = performance.now() - started;
+    assert.deepEqual(
+      taken.map((j) => j.id),
+      [id],
+    );
+    assert.ok(elapsed < PROMPT_MS, `took ${Math.round(elapsed)} ms`);
+  });
+
+  test('a job completed on replica A wakes a status-sync waiting on replica B promptly', async () => {
+    const { id } = await a.jobs.submit('ep-sync', 'acct1', { input: { n: 2 } });
+    assert.equal((await a.jobs.take('ep-sync', 'w2'))[0]?.id, id);
+    const started = performance.now();
+    const sync = b.jobs.waitForTerminal('acct1', 'ep-sync', id, { waitMs: WAIT_MS });
+    await waiting(b, 'job', id);
+    await a.jobs.complete('w2', id, { output: { ok: true } });
+    const view = await sync;
+    const elapsed = performance.now() - started;
+    assert.equal(view.status, 'COMPLETED');
+    assert.ok(elapsed < PROMPT_MS, `took ${Math.round(elapsed)} ms`);
+  });
+
+  test("a job cancelled on replica B tells its worker, long-polling job-stop on replica A, promptly", async () => {
+    const { id } = await b.jobs.submit('ep-stop', 'acct1', { input: { n: 3 } });
+    assert.equal((await a.jobs.take('ep-stop', 'w3'))[0]?.id, id);
+    const started = performance.now();
+    const stops = a.jobs.stopRequests('w3', { waitMs: WAIT_MS });
+    await waiting(a, 'stop', 'w3');
+    await b.jobs.cancel('acct1', 'ep-stop', id);
+    assert.deepEqual(await stops, [id]);
+    const elapsed = performance.now() - started;
+    assert.ok(elapsed < PROMPT_MS, `took ${Math.round(elapsed)} ms`);
+  });
+});
