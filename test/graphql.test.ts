@@ -448,7 +448,7 @@ query GpuTypes {
     assert.equal(unknown.errors[0]!.extensions.code, 'NOT_FOUND');
   });
 
-  test('registry credentials are saved and deleted; update says what to do instead', async () => {
+  test('registry credentials are saved, updated in place and deleted with the mutations runpod-python sends', async () => {
     const save = `
     mutation SaveRegistryAuth {
         saveRegistryAuth(input: {name: "ghcr", username: "octocat", password: "hunter2-s3cret"}) {
@@ -459,15 +459,16 @@ query GpuTypes {
     `;
     const { saveRegistryAuth } = await data(save);
     assert.equal(saveRegistryAuth.name, 'ghcr');
-    const update = await errorOf(`
+    const update = await data(`
     mutation UpdateRegistryAuth {
-        updateRegistryAuth(input: {id: "${saveRegistryAuth.id}", username: "octocat", password: "hunter2-s3cret-2"}) {
+        updateRegistryAuth(input: {id: "${saveRegistryAuth.id}", username: "octocat-2", password: "hunter2-s3cret-2"}) {
             id
             name
         }
     }
     `);
-    assert.match(update.errors[0]!.message, /delete "ghcr" .* with deleteRegistryAuth and save it again/);
+    assert.deepEqual(update.updateRegistryAuth, saveRegistryAuth);
+    assert.deepEqual(await t.services.registries.credentials(alice.accountId, saveRegistryAuth.id), { username: 'octocat-2', password: 'hunter2-s3cret-2' });
     assert.deepEqual((await data('{ myself { containerRegistryCreds { id name } } }')).myself.containerRegistryCreds, [saveRegistryAuth]);
     const del = await data(`
     mutation DeleteRegistryAuth {
@@ -475,6 +476,33 @@ query GpuTypes {
     }
     `);
     assert.deepEqual(del, { deleteRegistryAuth: null });
+  });
+
+  test('updateRegistryAuth with typed variables, as runpodctl sends it, rotates the password', async () => {
+    const { saveRegistryAuth } = await data('mutation { saveRegistryAuth(input: {name: "ecr", username: "AWS", password: "hunter2-s3cret-token-1"}) { id name } }');
+    const { updateRegistryAuth } = await data('mutation($input: UpdateRegistryAuthInput!) { updateRegistryAuth(input: $input) { id name } }', {
+      input: { id: saveRegistryAuth.id, username: 'AWS', password: 'hunter2-s3cret-token-2' },
+    });
+    assert.deepEqual(updateRegistryAuth, { id: saveRegistryAuth.id, name: 'ecr' });
+    assert.deepEqual(await t.services.registries.credentials(alice.accountId, saveRegistryAuth.id), { username: 'AWS', password: 'hunter2-s3cret-token-2' });
+  });
+
+  test("updateRegistryAuth of another account's credential answers NOT_FOUND and leaves it unchanged", async () => {
+    const { saveRegistryAuth } = await data('mutation { saveRegistryAuth(input: {name: "bobs", username: "bob", password: "hunter2-s3cret-bob"}) { id } }', undefined, bob.key);
+    const res = await errorOf(`mutation { updateRegistryAuth(input: {id: "${saveRegistryAuth.id}", username: "mallory", password: "hunter2-s3cret-mallory"}) { id name } }`);
+    assert.equal(res.errors[0]!.extensions.code, 'NOT_FOUND');
+    assert.deepEqual(await t.services.registries.credentials(bob.accountId, saveRegistryAuth.id), { username: 'bob', password: 'hunter2-s3cret-bob' });
+  });
+
+  test('updateRegistryAuth without an id, a username or a password is refused naming the field', async () => {
+    const { saveRegistryAuth } = await data('mutation { saveRegistryAuth(input: {name: "partial", username: "u", password: "hunter2-s3cret-p"}) { id } }');
+    const noId = await errorOf('mutation { updateRegistryAuth(input: {username: "u", password: "p"}) { id } }');
+    assert.equal(noId.errors[0]!.extensions.code, 'VALIDATION_FAILED');
+    assert.match(noId.errors[0]!.message, /id: is required/);
+    const noSecrets = await errorOf(`mutation { updateRegistryAuth(input: {id: "${saveRegistryAuth.id}", username: ""}) { id } }`);
+    assert.equal(noSecrets.errors[0]!.extensions.code, 'VALIDATION_FAILED');
+    assert.match(noSecrets.errors[0]!.message, /username: is required; password: is required/);
+    assert.deepEqual(await t.services.registries.credentials(alice.accountId, saveRegistryAuth.id), { username: 'u', password: 'hunter2-s3cret-p' });
   });
 
   test('registry passwords never appear in any GraphQL answer, even in errors about bad input', async () => {

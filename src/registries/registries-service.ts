@@ -1,5 +1,5 @@
 import type { Clock } from '../domain/clock.js';
-import { ApiError, notFound } from '../domain/errors.js';
+import { ApiError, notFound, validationFailed } from '../domain/errors.js';
 import { newId } from '../domain/ids.js';
 import type { Db } from '../store/database.js';
 import { RegistryStore, type RegistryRecord } from '../store/registry-store.js';
@@ -14,6 +14,22 @@ export interface CreateRegistryInput {
   password: string;
 }
 
+export interface UpdateRegistryInput {
+  username: string;
+  password: string;
+}
+
+/** The REST schema's bounds, applied here too for callers without one (GraphQL). Never quotes the values. */
+const MAX_USERNAME = 1024;
+const MAX_PASSWORD = 16384;
+function checkSecrets({ username, password }: UpdateRegistryInput): void {
+  const errors = [
+    ...(typeof username !== 'string' || username.length === 0 ? ['username: is required'] : username.length > MAX_USERNAME ? [`username: must be at most ${MAX_USERNAME} characters`] : []),
+    ...(typeof password !== 'string' || password.length === 0 ? ['password: is required'] : password.length > MAX_PASSWORD ? [`password: must be at most ${MAX_PASSWORD} characters`] : []),
+  ];
+  if (errors.length > 0) throw validationFailed(errors);
+}
+
 /** Strips the sealed secrets: nothing outside this service sees even the ciphertext. */
 const toRegistry = ({ id, accountId, name, createdAt }: RegistryRecord): Registry => ({ id, accountId, name, createdAt });
 
@@ -26,6 +42,7 @@ export class RegistriesService {
   }
 
   async create(accountId: string, input: CreateRegistryInput): Promise<Registry> {
+    checkSecrets(input);
     const record: RegistryRecord = {
       id: newId(),
       accountId,
@@ -51,6 +68,18 @@ export class RegistriesService {
   async credentials(accountId: string, id: string): Promise<{ username: string; password: string }> {
     const record = await this.#record(accountId, id);
     return { username: this.deps.secrets.open(record.usernameSealed), password: this.deps.secrets.open(record.passwordSealed) };
+  }
+
+  /**
+   * Replaces the username and password (sealed afresh; pods started later pull with them). Another
+   * account's or an unknown credential is 404 NOT_FOUND. Answers the credential without secrets.
+   */
+  async update(accountId: string, id: string, input: UpdateRegistryInput): Promise<Registry> {
+    const record = await this.#record(accountId, id);
+    checkSecrets(input);
+    const sealed = { usernameSealed: this.deps.secrets.seal(input.username), passwordSealed: this.deps.secrets.seal(input.password) };
+    if (!(await this.store.updateSecrets(accountId, id, sealed))) throw notFound('registry credential', id);
+    return toRegistry(record);
   }
 
   /** Refused with 400 REGISTRY_IN_USE while a live pod or a template of the account names it. */

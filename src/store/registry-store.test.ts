@@ -42,6 +42,14 @@ for (const { name, skip } of dialects()) {
       assert.deepEqual(await store.usage('a2', 'r1'), { pods: [], templates: [] });
     });
 
+    test('updateSecrets replaces the sealed username and password of the account’s credential only', async () => {
+      assert.equal(await store.updateSecrets('a2', 'r1', { usernameSealed: 'bob.u', passwordSealed: 'bob.p' }), false);
+      assert.equal(await store.updateSecrets('a1', 'missing', { usernameSealed: 'x', passwordSealed: 'y' }), false);
+      assert.deepEqual(await store.get('a1', 'r1'), { id: 'r1', accountId: 'a1', name: 'ghcr', usernameSealed: 'u.sealed', passwordSealed: 'p.sealed', createdAt: 1_700_000_000_000 });
+      assert.equal(await store.updateSecrets('a1', 'r1', { usernameSealed: 'u2.sealed', passwordSealed: 'p2.sealed' }), true);
+      assert.deepEqual(await store.get('a1', 'r1'), { id: 'r1', accountId: 'a1', name: 'ghcr', usernameSealed: 'u2.sealed', passwordSealed: 'p2.sealed', createdAt: 1_700_000_000_000 });
+    });
+
     test('delete removes the row once', async () => {
       assert.equal(await store.delete('r1'), true);
       assert.equal(await store.delete('r1'), false);

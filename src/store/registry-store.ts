@@ -52,6 +52,22 @@ export class RegistryStore {
     return rows.map(toRecord);
   }
 
+  /** Replaces the sealed username and password of the account's credential. Answers whether it was there. */
+  async updateSecrets(
+    accountId: string,
+    id: string,
+    sealed: Pick<RegistryRecord, 'usernameSealed' | 'passwordSealed'>,
+    tx: Executor = this.db.kysely,
+  ): Promise<boolean> {
+    const res = await tx
+      .updateTable('registries')
+      .set({ username_enc: sealed.usernameSealed, password_enc: sealed.passwordSealed })
+      .where('id', '=', id)
+      .where('account_id', '=', accountId)
+      .executeTakeFirst();
+    return Number(res.numUpdatedRows) > 0;
+  }
+
   /** Answers whether a credential was deleted. */
   async delete(id: string, tx: Executor = this.db.kysely): Promise<boolean> {
     const res = await tx.deleteFrom('registries').where('id', '=', id).executeTakeFirst();
