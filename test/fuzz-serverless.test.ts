@@ -1,7 +1,7 @@
 // Property-based robustness for the routes the OpenAPI document hides or that test/fuzz.test.ts
 // cannot reach: the worker protocol (job-take, job-take-batch, job-stop, job-done, job-stream,
 // ping), the client job API (run, runsync, status, status-sync, stream, cancel, retry,
-// purge-queue, health, openai/v1/…) and POST /graphql. Generated bodies go out under random
+// purge-queue, health, requests, openai/v1/…) and POST /graphql. Generated bodies go out under random
 // content types, with generated ids, query strings and keys. No answer may be a 5xx, every REST
 // error must be problem+json, GraphQL answers 200 with `errors` unless auth or transport failed,
 // and the server must still work afterwards. Long-polls are kept short (takeWaitMs 50 ms, the
@@ -130,8 +130,12 @@ const contentType = fc.constantFrom(
 const realJob = fc.constantFrom(...Array.from({ length: 10 }, (_, i) => i)).map((i) => realJobs[i]!);
 const jobId = fc.oneof(realJob, fc.stringMatching(/^[a-z0-9]{1,20}$/), weirdString.filter((s) => s.length > 0));
 const workerId = fc.oneof(fc.constantFrom('w1', 'worker-2', 'a.b_c-d', 'x'.repeat(128), 'x'.repeat(129)), fc.stringMatching(/^[A-Za-z0-9._-]{1,30}$/), weirdString.filter((s) => s.length > 0));
-const queryKeys = fc.constantFrom('gpu', 'job_in_progress', 'batch_size', 'job_id', 'status', 'isStream', 'id', 'runpod_version', 'check', 'reason', 'api_key');
-const queryValue = fc.oneof(weirdString, fc.integer().map(String), fc.constantFrom('0', '1', 'true', 'false', 'unhealthy', '-1', '1000', '1001', '1e9', 'NaN', 'Infinity'));
+const queryKeys = fc.constantFrom('gpu', 'job_in_progress', 'batch_size', 'job_id', 'status', 'isStream', 'id', 'runpod_version', 'check', 'reason', 'api_key', 'limit', 'cursor');
+const queryValue = fc.oneof(
+  weirdString,
+  fc.integer().map(String),
+  fc.constantFrom('0', '1', 'true', 'false', 'unhealthy', '-1', '1000', '1001', '1e9', 'NaN', 'Infinity', 'IN_QUEUE', 'COMPLETED', 'MTcwMDAwMDAwMDAwMC5hYmM', 'MTcwMDAwMDAwMDAwMC4'),
+);
 const query = fc.dictionary(fc.oneof(queryKeys, weirdString), queryValue, { maxKeys: 5 });
 /** `?wait=` that never holds a request long: the minimum, or values refused at once. */
 const shortWait = (min: number) => fc.constantFrom(String(min), String(min), '-1', 'abc', '', '1e309', '300001', '0.5', String(min - 1));
@@ -243,6 +247,7 @@ describe('job API', () => {
     { name: 'retry', method: 'POST', path: (j) => `retry/${seg(j)}`, body: body(jsonValue) },
     { name: 'purge-queue', method: 'POST', path: () => 'purge-queue', body: body(jsonValue) },
     { name: 'health', method: 'GET', path: () => 'health' },
+    { name: 'requests', method: 'GET', path: () => 'requests' },
     { name: 'openai/v1/chat/completions', method: 'POST', path: () => 'openai/v1/chat/completions', body: body(fc.record({ model: weirdString, messages: jsonValue, stream: fc.oneof(fc.boolean(), jsonValue) }, { requiredKeys: [] })), wait: 1000 },
     { name: 'openai/v1/<generated path>', method: 'POST', path: (j) => `openai/v1/${seg(j)}/${seg(j)}`, body: body(jsonValue), wait: 1000 },
   ];

@@ -17,6 +17,7 @@ import { volumeRoutes } from './routes/network-volumes.js';
 import { registryRoutes } from './routes/registries.js';
 import { serverlessRoutes } from './routes/serverless.js';
 import { jobRoutes } from './routes/jobs.js';
+import { jobRequestRoutes } from './routes/job-requests.js';
 import { workerProtocolRoutes } from './routes/worker-protocol.js';
 import { graphqlRoutes } from '../graphql/graphql-route.js';
 
@@ -96,7 +97,7 @@ export async function buildApp(services: Services, options: BuildAppOptions = {}
   volumeRoutes(app, services);
   registryRoutes(app, services);
   serverlessRoutes(app, services);
-  jobRoutes(app, services);
+  jobRequestRoutes(app, services, jobRoutes(app, services));
   workerProtocolRoutes(app, services);
   graphqlRoutes(app, services);
 

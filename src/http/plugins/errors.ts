@@ -17,6 +17,8 @@ export function describeViolation(e: ErrorObject, root = 'body'): string {
       return `${at(String(e.params.missingProperty))}: is required`;
     case 'type':
       return `${at()}: must be ${e.params.type === 'integer' ? 'an integer' : `of type ${String(e.params.type)}`}`;
+    case 'enum':
+      return `${at()}: must be one of ${(e.params.allowedValues as unknown[]).map(String).join(', ')}`;
     default:
       return `${at()}: ${e.message ?? 'is invalid'}`;
   }

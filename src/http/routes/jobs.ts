@@ -64,6 +64,12 @@ export class EndpointLookup {
     private readonly ttlMs = 1000,
   ) {}
 
+  /** The endpoint when its lookup is cached and fresh: no promise on the hot path. */
+  peek(accountId: string, endpointId: string): Endpoint | undefined {
+    const hit = this.#cache.get(`${accountId}\u0000${endpointId}`);
+    return hit && performance.now() - hit.at < this.ttlMs ? hit.endpoint : undefined;
+  }
+
   async get(accountId: string, endpointId: string): Promise<Endpoint> {
     const key = `${accountId}\u0000${endpointId}`;
     const t = performance.now();
@@ -98,12 +104,18 @@ function jobBody(body: unknown): SubmitBody {
   return body;
 }
 
+/** What the job routes share with job routes registered beside them (`job-requests.ts`): one limiter, one endpoint cache. */
+export interface JobRouteContext {
+  limiter: JobRateLimiter;
+  endpoints: EndpointLookup;
+}
+
 /**
  * The client job API (spec 4.4, wire-protocol §2) under `/v2/{endpointId}/…`. Success is always
  * 200 (the JS SDK treats anything else as an error); errors are problem+json. The spec 8.1 limits
  * apply instead of the REST limiter.
  */
-export function jobRoutes(app: FastifyInstance, services: Services): void {
+export function jobRoutes(app: FastifyInstance, services: Services): JobRouteContext {
   const { jobs, workers } = services;
   const endpoints = new EndpointLookup(services.endpoints);
   const limiter = new JobRateLimiter({
@@ -123,15 +135,19 @@ export function jobRoutes(app: FastifyInstance, services: Services): void {
     ...(querystring ? { querystring } : {}),
     response: errorResponses,
   });
-  const endpointOf = (request: FastifyRequest): Promise<Endpoint> =>
-    endpoints.get(principalOf(request).accountId, (request.params as { endpointId: string }).endpointId);
+  const endpointOf = (request: FastifyRequest): Endpoint | Promise<Endpoint> => {
+    const accountId = principalOf(request).accountId;
+    const endpointId = (request.params as { endpointId: string }).endpointId;
+    return endpoints.peek(accountId, endpointId) ?? endpoints.get(accountId, endpointId);
+  };
 
   void app.register(async (scope) => {
     useLenientJson(scope);
 
-    scope.post('/v2/:endpointId/run', { ...route('run'), bodyLimit: RUN_BODY_LIMIT, schema: doc('Queue a job (body: input, webhook, policy, s3Config)', EndpointParams) }, async (request) => {
-      const endpoint = await endpointOf(request);
-      return jobs.submit(endpoint.id, endpoint.accountId, jobBody(request.body), { defaultExecutionTimeoutMs: endpoint.executionTimeoutMs });
+    scope.post('/v2/:endpointId/run', { ...route('run'), bodyLimit: RUN_BODY_LIMIT, schema: doc('Queue a job (body: input, webhook, policy, s3Config)', EndpointParams) }, (request) => {
+      const submit = (endpoint: Endpoint) => jobs.submit(endpoint.id, endpoint.accountId, jobBody(request.body), { defaultExecutionTimeoutMs: endpoint.executionTimeoutMs });
+      const endpoint = endpointOf(request);
+      return endpoint instanceof Promise ? endpoint.then(submit) : submit(endpoint);
     });
 
     scope.post(
@@ -249,6 +265,8 @@ export function jobRoutes(app: FastifyInstance, services: Services): void {
       },
     );
   });
+
+  return { limiter, endpoints };
 
   /** `stream: true` OpenAI requests: the job's chunks as server-sent events, then `[DONE]`. */
   async function streamOpenAi(request: FastifyRequest, reply: FastifyReply, endpoint: Endpoint, submit: SubmitBody): Promise<void> {
