@@ -83,6 +83,8 @@ export interface JobsHttpConfig {
   timekeeperIntervalMs: number;
   /** A worker neither pinging nor polling for this long is lost; its jobs go back to the queue. @default 30000 */
   heartbeatTimeoutMs: number;
+  /** How long the row of a dead worker stays (listed by `GET /v2/serverless/{id}/workers`) before it is pruned. @default 3600000 */
+  deadWorkerRetentionMs: number;
   /** Heartbeat period handed to workers (RUNPOD_PING_INTERVAL). @default 10000 */
   pingIntervalMs: number;
   /** Times a job goes back to the queue after losing its worker before it FAILS. @default 3 */
@@ -300,6 +302,7 @@ export function loadConfig({ env, flags = {} }: ConfigSources): Config {
       stopWaitMs: num(jobs.stopWaitMs, 'jobs.stopWaitMs', 80_000),
       timekeeperIntervalMs: Math.max(10, num(jobs.timekeeperIntervalMs, 'jobs.timekeeperIntervalMs', 1000)),
       heartbeatTimeoutMs: num(jobs.heartbeatTimeoutMs, 'jobs.heartbeatTimeoutMs', 30_000),
+      deadWorkerRetentionMs: num(jobs.deadWorkerRetentionMs, 'jobs.deadWorkerRetentionMs', 3_600_000),
       pingIntervalMs: Math.max(100, num(jobs.pingIntervalMs, 'jobs.pingIntervalMs', 10_000)),
       retryBudget: Math.floor(num(jobs.retryBudget, 'jobs.retryBudget', 3)),
       rateLimits: jobs.rateLimits !== false,

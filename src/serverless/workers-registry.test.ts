@@ -69,6 +69,57 @@ for (const { name, skip } of dialects()) {
       assert.equal((await row('phoenix'))?.status, 'idle');
     });
 
+    test('rows of workers dead for longer than the retention are pruned by the sweep; live and recently dead rows stay', async () => {
+      registry = new WorkersRegistry({ db: t.db, clock, deadRetentionMs: 3_600_000 });
+      await registry.seen('ep1', 'gone-long');
+      await registry.seen('ep1', 'gone-lately');
+      await registry.seen('ep1', 'alive');
+      await registry.markDead(['gone-long']);
+      clock.advance(3_000_000);
+      await registry.markDead(['gone-lately']);
+      await registry.seen('ep1', 'alive');
+      await registry.flush();
+      assert.equal(await registry.prune(), 0, 'nobody dead for an hour yet');
+      clock.advance(600_001);
+      await registry.seen('ep1', 'alive');
+      await registry.flush();
+      assert.deepEqual(await registry.expire(clock.now() - 30_000), []);
+      assert.equal(await row('gone-long'), undefined, 'dead for over an hour: pruned');
+      assert.equal((await row('gone-lately'))?.status, 'dead', 'dead for 10 minutes: kept');
+      assert.equal((await row('alive'))?.status, 'idle');
+      clock.advance(3_000_000);
+      await registry.seen('ep1', 'alive');
+      await registry.flush();
+      await registry.expire(clock.now() - 30_000);
+      assert.equal(await row('gone-lately'), undefined);
+      assert.equal((await row('alive'))?.status, 'idle');
+    });
+
+    test('the sweep prunes at most once a minute', async () => {
+      registry = new WorkersRegistry({ db: t.db, clock, deadRetentionMs: 3_600_000 });
+      await registry.seen('ep1', 'brief');
+      await registry.markDead(['brief']);
+      clock.advance(3_599_990);
+      await registry.expire(clock.now() - 30_000);
+      assert.equal((await row('brief'))?.status, 'dead', 'not dead for an hour yet');
+      clock.advance(30_000);
+      await registry.expire(clock.now() - 30_000);
+      assert.equal((await row('brief'))?.status, 'dead', 'past the retention, but the last prune was 30 s ago');
+      clock.advance(30_000);
+      await registry.expire(clock.now() - 30_000);
+      assert.equal(await row('brief'), undefined);
+    });
+
+    test('a pruned worker that calls again is recorded afresh', async () => {
+      registry = new WorkersRegistry({ db: t.db, clock, deadRetentionMs: 1_000 });
+      await registry.seen('ep1', 'lazarus');
+      await registry.markDead(['lazarus']);
+      clock.advance(2_000);
+      assert.equal(await registry.prune(), 1);
+      await registry.seen('ep1', 'lazarus', true);
+      assert.equal((await row('lazarus'))?.status, 'running');
+    });
+
     test('health counts live workers as idle or running by the jobs they hold, and unhealthy ones apart', async () => {
       await registry.seen('ep1', 'a');
       await registry.seen('ep1', 'b');

@@ -22,10 +22,18 @@ export interface WorkerHealthCounts {
   unhealthy: number;
 }
 
+/** Statuses a worker row never leaves on its own (a worker that calls again is a new sighting). */
+export const TERMINAL_WORKER_STATUSES: readonly WorkerStatus[] = ['dead'];
+
 export interface WorkersRegistryDeps {
   db: Db;
   clock: Clock;
+  /** How long the row of a dead worker is kept (for `GET /v2/serverless/{id}/workers`) before `prune` deletes it. @default 3600000 */
+  deadRetentionMs?: number;
 }
+
+/** Longest gap between two prunes run by `expire`. */
+const PRUNE_EVERY_MS = 60_000;
 
 interface Entry {
   endpointId: string;
@@ -51,10 +59,13 @@ export class WorkersRegistry {
   readonly #recycle = new Set<string>();
   /** Live workers per endpoint, as last read from the table (for the dynamic rate limit). */
   #liveCounts = new Map<string, number>();
+  readonly #deadRetentionMs: number;
+  #lastPrune: number | null = null;
 
   constructor(deps: WorkersRegistryDeps) {
     this.#db = deps.db;
     this.#clock = deps.clock;
+    this.#deadRetentionMs = Math.max(0, deps.deadRetentionMs ?? 3_600_000);
   }
 
   /**
@@ -138,9 +149,11 @@ export class WorkersRegistry {
 
   /**
    * Live or unhealthy workers not heard from since `cutoff` (by the table, after a flush), minus
-   * those holding a long-poll open here. Marks them dead and answers them.
+   * those holding a long-poll open here. Marks them dead and answers them. Being the registry's
+   * sweep (the timekeeper runs it every tick), it also prunes dead rows, at most once a minute.
    */
   async expire(cutoff: number, now: number = this.#clock.now()): Promise<Array<{ id: string; endpointId: string }>> {
+    if (this.#lastPrune === null || now - this.#lastPrune >= Math.min(PRUNE_EVERY_MS, this.#deadRetentionMs)) await this.prune(now);
     const rows = await this.#db.kysely
       .selectFrom('workers')
       .select(['id', 'endpoint_id'])
@@ -154,6 +167,18 @@ export class WorkersRegistry {
       now,
     );
     return lost.map((r) => ({ id: r.id, endpointId: r.endpoint_id }));
+  }
+
+  /**
+   * Deletes the rows of workers dead for longer than the retention, and forgets them here unless
+   * they hold a long-poll open. Answers how many rows went.
+   */
+  async prune(now: number = this.#clock.now()): Promise<number> {
+    this.#lastPrune = now;
+    const cutoff = now - this.#deadRetentionMs;
+    const res = await this.#db.kysely.deleteFrom('workers').where('status', 'in', [...TERMINAL_WORKER_STATUSES]).where('updated_at', '<', cutoff).executeTakeFirst();
+    for (const [id, entry] of this.#known) if (TERMINAL_WORKER_STATUSES.includes(entry.status) && entry.polls === 0) this.#known.delete(id);
+    return Number(res.numDeletedRows);
   }
 
   /** Marks workers dead (lost, or stopped by the autoscaler). */
