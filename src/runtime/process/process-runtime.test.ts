@@ -223,8 +223,16 @@ describe('ProcessRuntime', () => {
       const spec = instanceSpec({ image: 'test/grandchild' });
       await runtime.start(spec);
       const pidsFile = join(dataDir, 'instances', spec.id, 'pids.json');
-      await waitFor('the fixture to report its pids', () => existsSync(pidsFile));
-      const pids = readJson(pidsFile) as { child: number; grandchild: number };
+      // the fixture's write may be seen half done: wait until the file parses
+      const parsed = (): unknown => {
+        try {
+          return readJson(pidsFile);
+        } catch {
+          return null;
+        }
+      };
+      await waitFor('the fixture to report its pids', () => parsed() !== null);
+      const pids = parsed() as { child: number; grandchild: number };
       assert.ok(alive(pids.child) && alive(pids.grandchild));
       await runtime.stop(spec.id);
       assert.equal(alive(pids.child), false, 'the process is gone when stop resolves');
