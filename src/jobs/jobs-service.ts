@@ -167,6 +167,7 @@ export class JobsService {
   readonly #takes: GroupCommit<{ endpointId: string; workerId: string; n: number }, JobRecord[]>;
   #lastSeq = 0;
   #seqSeed: Promise<void> | null = null;
+  #seeded = false;
 
   constructor(deps: JobsServiceDeps) {
     this.#db = deps.db;
@@ -212,9 +213,10 @@ export class JobsService {
     const policy = normalizePolicy(isObject(body) ? body.policy : undefined, options.defaultExecutionTimeoutMs);
     if (!policy.ok) violations.push(...policy.violations);
     if (violations.length || !policy.ok) throw new ApiError('INVALID_PARAMETER', `The job request is invalid: ${violations.join('; ')}.`, { errors: violations });
-    await this.#ensureSeq();
+    if (!this.#seeded) await this.#ensureSeq();
+    const createdAt = this.#clock.now();
     const job: NewJob = {
-      id: newJobId(),
+      id: newJobId(createdAt),
       endpointId,
       accountId,
       seq: this.#nextSeq(),
@@ -223,7 +225,7 @@ export class JobsService {
       s3ConfigJson: isObject(s3Config) ? JSON.stringify(s3Config) : null,
       policy: policy.value,
       sync: options.sync ?? false,
-      createdAt: this.#clock.now(),
+      createdAt,
     };
     await this.#submits.add(job);
     this.events.emit('job:queued', { endpointId, jobId: job.id, lowPriority: job.policy.lowPriority });
@@ -500,7 +502,7 @@ export class JobsService {
   // ── internals ──────────────────────────────────────────────────────────────────────────────
 
   async #commitSubmits(jobs: readonly NewJob[]): Promise<void[]> {
-    await this.#db.withTransaction((tx) => this.store.insertMany(jobs, tx));
+    await this.store.insertCommitted(jobs);
     const perEndpoint = new Map<string, number>();
     for (const j of jobs) perEndpoint.set(j.endpointId, (perEndpoint.get(j.endpointId) ?? 0) + 1);
     for (const [endpointId, n] of perEndpoint) this.signals.notify('work', endpointId, n);
@@ -567,6 +569,7 @@ export class JobsService {
     this.#seqSeed ??= this.store.maxSeq().then(
       (max) => {
         this.#lastSeq = Math.max(this.#lastSeq, max);
+        this.#seeded = true;
       },
       (err: unknown) => {
         this.#seqSeed = null; // try again on the next call

@@ -1,4 +1,5 @@
 import { sql, type Expression, type RawBuilder } from 'kysely';
+import type SqliteDatabase from 'better-sqlite3';
 import type { Db, Executor } from './database.js';
 import { ShapedStatements } from './database.js';
 import type { JobsTable } from './schema.js';
@@ -127,6 +128,12 @@ const toRecord = (r: JobsTable): JobRecord => ({
 
 const bySeq = (a: JobRecord, b: JobRecord): number => a.seq - b.seq;
 
+type SqliteStatement = SqliteDatabase.Statement<unknown[]>;
+
+/** A new job's row: what `insertMany` writes, minus the columns that start NULL or at their default. */
+const INSERT_NEW_JOB = `INSERT INTO jobs (id, endpoint_id, account_id, status, seq, input, webhook, s3_config, execution_timeout_ms,
+  low_priority, ttl_ms, sync, created_at, queued_at, expires_at) VALUES (?, ?, ?, 'IN_QUEUE', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`;
+
 export class JobStore {
   readonly retention: JobRetention;
 
@@ -183,6 +190,27 @@ export class JobStore {
   }
 
   readonly #shapes = new ShapedStatements();
+  #rawInsert: { raw: unknown; stmt: SqliteStatement } | null = null;
+
+  /**
+   * Inserts submitted jobs, IN_QUEUE, and commits them: the group commit's write. On SQLite one
+   * synchronous transaction rebinds a prepared INSERT per job, binding only the columns a new job
+   * sets (the rest take their defaults); elsewhere one multi-row INSERT per chunk.
+   */
+  async insertCommitted(jobs: readonly NewJob[]): Promise<void> {
+    const sync = this.db.syncTransaction;
+    if (!sync) return this.db.withTransaction((tx) => this.insertMany(jobs, tx));
+    return sync((raw) => {
+      if (this.#rawInsert?.raw !== raw) this.#rawInsert = { raw, stmt: raw.prepare<unknown[]>(INSERT_NEW_JOB) };
+      const stmt = this.#rawInsert.stmt;
+      for (const j of jobs)
+        stmt.run(
+          j.id, j.endpointId, j.accountId, j.seq, j.inputJson, j.webhook, j.s3ConfigJson,
+          j.policy.executionTimeout, j.policy.lowPriority ? 1 : 0, j.policy.ttl, j.sync ? 1 : 0,
+          j.createdAt, j.createdAt, j.createdAt + j.policy.ttl,
+        );
+    });
+  }
 
   async get(id: string, tx: Executor = this.db.kysely): Promise<JobRecord | null> {
     const row = await tx.selectFrom('jobs').selectAll().where('id', '=', id).executeTakeFirst();
