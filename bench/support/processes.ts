@@ -77,10 +77,11 @@ export async function startChild(args: string[], env: Record<string, string>, la
 
 /** Prints rows as an aligned table. */
 export function printTable(rows: Array<Record<string, string | number>>): void {
-  const cols = Object.keys(rows[0] ?? {});
-  const width = cols.map((c) => Math.max(c.length, ...rows.map((r) => String(r[c]).length)));
+  const cols = [...new Set(rows.flatMap((r) => Object.keys(r)))];
+  const cell = (r: Record<string, string | number>, c: string) => String(r[c] ?? '');
+  const width = cols.map((c) => Math.max(c.length, ...rows.map((r) => cell(r, c).length)));
   const line = (cells: string[]) => cells.map((c, i) => c.padEnd(width[i]!)).join('  ');
   console.log(line(cols));
   console.log(line(width.map((w) => '-'.repeat(w))));
-  for (const r of rows) console.log(line(cols.map((c) => String(r[c]))));
+  for (const r of rows) console.log(line(cols.map((c) => cell(r, c))));
 }
