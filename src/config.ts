@@ -113,6 +113,11 @@ export interface WebhookConfig {
 export interface AutoscalerConfig {
   /** How often every endpoint is reconciled (submissions wake it sooner). @default 1000 */
   intervalMs: number;
+  /**
+   * Least time between passes that submissions wake: the first job after a quiet spell is acted
+   * on at once, a flood of jobs costs one pass per gap, not one per job. @default 100
+   */
+  nudgeGapMs: number;
   /** A worker that ends within this long of starting counts as a crash of its endpoint. @default 30000 */
   crashWindowMs: number;
   /** Consecutive crashes after which the endpoint is backed off. @default 3 */
@@ -318,6 +323,7 @@ export function loadConfig({ env, flags = {} }: ConfigSources): Config {
       },
       autoscaler: {
         intervalMs: Math.max(10, num(autoscaler.intervalMs, 'serverless.autoscaler.intervalMs', 1000)),
+        nudgeGapMs: Math.max(0, num(autoscaler.nudgeGapMs, 'serverless.autoscaler.nudgeGapMs', 100)),
         crashWindowMs: num(autoscaler.crashWindowMs, 'serverless.autoscaler.crashWindowMs', 30_000),
         crashThreshold: Math.max(1, Math.floor(num(autoscaler.crashThreshold, 'serverless.autoscaler.crashThreshold', 3))),
         backoffBaseMs: num(autoscaler.backoffBaseMs, 'serverless.autoscaler.backoffBaseMs', 10_000),

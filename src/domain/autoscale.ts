@@ -38,7 +38,10 @@ export interface ScaleSettings {
   idleTimeout: number;
 }
 
-/** The queue of the endpoint now. */
+/**
+ * The queue of the endpoint now. Counts may stop at a bound past which no decision changes
+ * (workersMax × scalerValue): the autoscaler never counts a long queue in full.
+ */
 export interface ScaleQueue {
   /** Queued jobs, low-priority ones included. */
   inQueue: number;

@@ -222,4 +222,59 @@ describe('Autoscaler', () => {
     assert.match(health.lastCrash ?? '', /image not found/);
     assert.equal((await rows(ep.id)).length, 2, 'two attempts, then backed off');
   });
+
+  test('a long queue launches workersMax workers under REQUEST_COUNT, the pass counting only what can change the decision', async () => {
+    const ep = await endpoint({ scalerType: 'REQUEST_COUNT', scalerValue: 2, workersMax: 2 });
+    for (let i = 0; i < 40; i++) await t.services.jobs.submit(ep.id, accountId, { input: { i } });
+    const counted: number[] = [];
+    const store = autoscaler.store;
+    const urgentQueued = store.urgentQueued.bind(store);
+    store.urgentQueued = async (id, cap, tx) => {
+      if (id === ep.id) counted.push(cap);
+      return urgentQueued(id, cap, tx);
+    };
+    try {
+      await autoscaler.tick(clock.now());
+    } finally {
+      store.urgentQueued = urgentQueued;
+    }
+    assert.equal((await rows(ep.id)).length, 2);
+    assert.deepEqual(counted, [5], 'workersMax × scalerValue + 1');
+  });
+});
+
+describe('Autoscaler wake-ups', () => {
+  test('after a quiet spell a submission wakes a pass at once; a flood within the nudge gap wakes no more', async () => {
+    const clock = new FakeClock();
+    const t = await createTestApp({ clock, runtime: new FakeRuntime(), file: { serverless: { autoscaler: { intervalMs: 600_000, nudgeGapMs: 100 } } } });
+    const autoscaler = t.services.autoscaler;
+    const store = autoscaler.store;
+    const launchedWorkers = store.launchedWorkers.bind(store);
+    let passes = 0;
+    store.launchedWorkers = async (tx) => {
+      passes++;
+      return launchedWorkers(tx);
+    };
+    const turns = async () => {
+      for (let i = 0; i < 100; i++) await new Promise((r) => setImmediate(r));
+    };
+    try {
+      await autoscaler.start();
+      await turns(); // the start-up pass, if any
+      clock.advance(101);
+      passes = 0;
+      for (let i = 0; i < 1000; i++) autoscaler.nudge();
+      await until('the woken pass', () => passes === 1);
+      for (let i = 0; i < 1000; i++) autoscaler.nudge();
+      await turns();
+      assert.equal(passes, 1, 'nudges within the gap wait for it');
+      clock.advance(100);
+      autoscaler.nudge();
+      await until('the pass after the gap', () => passes === 2);
+    } finally {
+      store.launchedWorkers = launchedWorkers;
+      await autoscaler.stop();
+      await t.close();
+    }
+  });
 });

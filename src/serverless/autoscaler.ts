@@ -18,7 +18,7 @@ import type { AutoscalerConfig } from '../config.js';
 import type { AccountsService } from '../accounts/accounts-service.js';
 import type { Catalog } from '../domain/catalog.js';
 import type { Clock } from '../domain/clock.js';
-import { decideScale, HEALTHY, isBackedOff, recordWorkerEnd, recordWorkerHealthy, type CrashState, type ScaleWorker } from '../domain/autoscale.js';
+import { decideScale, HEALTHY, isBackedOff, recordWorkerEnd, recordWorkerHealthy, type CrashState, type ScaleQueue, type ScaleWorker } from '../domain/autoscale.js';
 import { newId } from '../domain/ids.js';
 import type { PlacementRequest } from '../domain/placement.js';
 import type { Inventory } from '../inventory/inventory.js';
@@ -37,6 +37,7 @@ import type { WorkersRegistry } from './workers-registry.js';
 
 export const DEFAULT_AUTOSCALER_CONFIG: AutoscalerConfig = {
   intervalMs: 1_000,
+  nudgeGapMs: 100,
   crashWindowMs: 30_000,
   crashThreshold: 3,
   backoffBaseMs: 10_000,
@@ -49,7 +50,7 @@ export interface AutoscalerDeps {
   clock: Clock;
   runtime: Runtime;
   inventory: Pick<Inventory, 'placeAndReserve' | 'release'>;
-  jobs: Pick<JobsService, 'queueStats' | 'workerLost'>;
+  jobs: Pick<JobsService, 'workerLost'>;
   workers: Pick<WorkersRegistry, 'markDead' | 'takeRecycleRequest'>;
   endpoints: Pick<EndpointsService, 'get' | 'templateOf'>;
   accounts: Pick<AccountsService, 'createKey' | 'revokeKey'>;
@@ -128,6 +129,9 @@ export class Autoscaler {
   #running: Promise<void> | null = null;
   #stopped = true;
   #again = false;
+  #timerDue = 0;
+  #timerDelay = 0;
+  #lastPassAt = -Infinity;
   #manual = false;
 
   constructor(deps: AutoscalerDeps) {
@@ -207,7 +211,12 @@ export class Autoscaler {
       this.#again = true;
       return;
     }
-    this.#schedule(0);
+    this.#schedule(this.#nudgeDelay());
+  }
+
+  /** How long until a woken pass may run: at once after a quiet spell, else the rest of the gap. */
+  #nudgeDelay(): number {
+    return Math.max(0, this.#lastPassAt + this.config.nudgeGapMs - this.#deps.clock.now());
   }
 
   /**
@@ -279,11 +288,20 @@ export class Autoscaler {
   async #scaleEndpoint(accountId: string, endpointId: string, rows: Awaited<ReturnType<AutoscalerStore['launchedWorkers']>>, now: number): Promise<void> {
     const state = this.#stateOf(endpointId);
     const endpoint = await this.#deps.endpoints.get(accountId, endpointId);
-    const [stats, oldestUrgentQueuedAt, busy] = await Promise.all([
-      this.#deps.jobs.queueStats(endpointId),
+    // Counting past workersMax × scalerValue queued jobs cannot change the decision: the pass
+    // stays cheap however long the queue is.
+    const cap = Math.min(1_000_000, Math.max(1, endpoint.workersMax) * Math.max(1, endpoint.scalerValue) + 1);
+    const [urgent, anyQueued, oldestUrgentQueuedAt, busy] = await Promise.all([
+      this.store.urgentQueued(endpointId, cap),
+      this.store.anyQueued(endpointId),
       this.store.oldestUrgentQueuedAt(endpointId),
       this.store.busyWorkers(endpointId),
     ]);
+    let inProgress = 0;
+    for (const n of busy.values()) inProgress += n;
+    // Only "low-priority jobs wait" matters beyond the urgent count (it keeps idle workers up).
+    const lowOnly = anyQueued && urgent === 0 ? 1 : 0;
+    const queue: ScaleQueue = { inQueue: urgent + lowOnly, inQueueLowPriority: lowOnly, inProgress, oldestUrgentQueuedAt };
     const workers: ScaleWorker[] = [];
     const counts = { idle: 0, running: 0, initializing: 0 };
     for (const row of rows) {
@@ -314,7 +332,7 @@ export class Autoscaler {
     state.counts = counts;
     const decision = decideScale(
       { workersMin: endpoint.workersMin, workersMax: endpoint.workersMax, scalerType: endpoint.scalerType, scalerValue: endpoint.scalerValue, idleTimeout: endpoint.idleTimeout },
-      { inQueue: stats.inQueue, inQueueLowPriority: stats.inQueueLowPriority, inProgress: stats.inProgress, oldestUrgentQueuedAt },
+      queue,
       workers,
       state.crash,
       now,
@@ -487,16 +505,24 @@ export class Autoscaler {
 
   #schedule(delayMs: number): void {
     if (this.#stopped) return;
-    if (this.#timer) clearTimeout(this.#timer);
+    const due = this.#deps.clock.now() + delayMs;
+    if (this.#timer) {
+      // A pass is already due no later; but a pass due now does not sit behind a timer's wait.
+      if (this.#timerDue <= due && (delayMs > 0 || this.#timerDelay === 0)) return;
+      clearTimeout(this.#timer);
+    }
+    this.#timerDue = due;
+    this.#timerDelay = delayMs;
     this.#timer = setTimeout(() => {
       this.#timer = null;
+      this.#lastPassAt = this.#deps.clock.now();
       this.#running = this.#pass()
         .catch((err: unknown) => this.#deps.logger.error({ err: (err as Error).message }, 'autoscaler pass failed'))
         .finally(() => {
           this.#running = null;
           const again = this.#again;
           this.#again = false;
-          this.#schedule(again ? 0 : this.config.intervalMs);
+          this.#schedule(again ? this.#nudgeDelay() : this.config.intervalMs);
         });
     }, delayMs);
     this.#timer.unref?.();

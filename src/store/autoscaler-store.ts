@@ -1,3 +1,4 @@
+import { sql } from 'kysely';
 import type { Db, Executor } from './database.js';
 
 /** A worker row the autoscaler launched (host_id set), not yet dead. */
@@ -55,6 +56,26 @@ export class AutoscalerStore {
       .groupBy('worker_id')
       .execute();
     return new Map(rows.filter((r) => r.worker_id !== null).map((r) => [r.worker_id!, Number(r.n)]));
+  }
+
+  /** Queued jobs that are not low-priority, counted up to `cap` (queue order; reads stop there). */
+  async urgentQueued(endpointId: string, cap: number, tx: Executor = this.db.kysely): Promise<number> {
+    const head = tx
+      .selectFrom('jobs')
+      .select(sql<number>`1`.as('one'))
+      .where('endpoint_id', '=', endpointId)
+      .where('status', '=', 'IN_QUEUE')
+      .where('low_priority', '=', 0)
+      .limit(cap)
+      .as('head');
+    const row = await tx.selectFrom(head).select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirst();
+    return Number(row?.n ?? 0);
+  }
+
+  /** Whether any job of the endpoint is queued (the index alone answers). */
+  async anyQueued(endpointId: string, tx: Executor = this.db.kysely): Promise<boolean> {
+    const row = await tx.selectFrom('jobs').select('id').where('endpoint_id', '=', endpointId).where('status', '=', 'IN_QUEUE').limit(1).executeTakeFirst();
+    return row !== undefined;
   }
 
   /** When the first queued job that is not low-priority (queue order) entered the queue; null when none. */
