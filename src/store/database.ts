@@ -4,6 +4,7 @@ import SqliteDatabase from 'better-sqlite3';
 import { CompiledQuery, Kysely, Migrator, PostgresDialect, SqliteDialect, type Migration, type QueryResult, type Transaction } from 'kysely';
 import pg from 'pg';
 import type { Database } from './schema.js';
+import { SqliteCheckpointer, type CheckpointStats } from './sqlite-checkpointer.js';
 import { sqliteMigrations } from './migrations/sqlite/index.js';
 import { postgresMigrations } from './migrations/postgres/index.js';
 
@@ -61,6 +62,8 @@ export interface Db {
    * statement prepared against `raw` once is rebound per row, with no await between rows.
    */
   readonly syncTransaction?: <T>(fn: (raw: SqliteDatabase.Database) => T) => Promise<T>;
+  /** SQLite files: what the background checkpointer has done (see `sqlite-checkpointer.ts`). */
+  readonly checkpoints?: CheckpointStats;
   close(): Promise<void>;
 }
 
@@ -97,12 +100,14 @@ function openSqlite(options: OpenDatabaseOptions): Db {
   sqlite.pragma('synchronous = NORMAL');
   sqlite.pragma('foreign_keys = ON');
   sqlite.pragma('busy_timeout = 5000');
-  // Checkpoint the WAL every ~40 MB rather than every 4 MB (each checkpoint syncs the database
-  // file), keep more pages cached, and read through a memory map.
+  // The background checkpointer copies the WAL back as it grows; this connection's own automatic
+  // checkpoint, every ~40 MB of log, is the backstop that lets the log start over. Keep more
+  // pages cached, and read through a memory map.
   sqlite.pragma('wal_autocheckpoint = 10000');
   sqlite.pragma('cache_size = -32000');
   sqlite.pragma('mmap_size = 268435456');
   const kysely = new Kysely<Database>({ dialect: new SqliteDialect({ database: withStatementCache(sqlite) }) });
+  const checkpointer = file === ':memory:' ? null : new SqliteCheckpointer(path);
   return {
     dialect: 'sqlite',
     kysely,
@@ -111,7 +116,11 @@ function openSqlite(options: OpenDatabaseOptions): Db {
     // Kysely's SQLite driver hands its one connection out under a mutex, so while this callback
     // runs no Kysely transaction is open: BEGIN here cannot nest into someone else's.
     syncTransaction: (fn) => kysely.connection().execute(async () => sqlite.transaction(() => fn(sqlite))()),
-    close: () => kysely.destroy(),
+    ...(checkpointer ? { checkpoints: checkpointer.stats } : {}),
+    close: async () => {
+      await checkpointer?.stop();
+      await kysely.destroy();
+    },
   };
 }
 
