@@ -43,7 +43,14 @@ export const loggerOptions = (level: string) => ({
 export async function buildApp(services: Services, options: BuildAppOptions = {}): Promise<FastifyInstance> {
   const { config } = services;
   const loggerSetting = options.logger ?? false;
+  // Per-request "incoming request" / "request completed" lines are info-level: below info, skip
+  // them altogether (Fastify otherwise times every reply for a line it then drops).
+  const requestLogging =
+    typeof loggerSetting === 'object' && loggerSetting !== null && 'isLevelEnabled' in loggerSetting
+      ? (loggerSetting as { isLevelEnabled(level: string): boolean }).isLevelEnabled('info')
+      : loggerSetting !== false;
   const app = Fastify({
+    disableRequestLogging: !requestLogging,
     ...(typeof loggerSetting === 'object' && loggerSetting !== null && 'child' in loggerSetting
       ? { loggerInstance: loggerSetting as FastifyServerOptions['loggerInstance'] }
       : { logger: loggerSetting as FastifyServerOptions['logger'] }),

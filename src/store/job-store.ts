@@ -128,6 +128,17 @@ const toRecord = (r: JobsTable): JobRecord => ({
 
 const bySeq = (a: JobRecord, b: JobRecord): number => a.seq - b.seq;
 
+/**
+ * The one status an event applies to, for queries that must use a partial index: SQLite matches
+ * `status = 'IN_PROGRESS'` to an index `WHERE status = 'IN_PROGRESS'`, but not `status IN (…)`
+ * (the timeout sweep and lost-worker requeue scanned the whole table).
+ */
+function soleStatus(event: Parameters<typeof changesFrom>[0]): JobStatus {
+  const from = changesFrom(event);
+  if (from.length !== 1) throw new Error(`${event} applies to ${from.length} statuses; its query needs an index on status`);
+  return from[0]!;
+}
+
 type SqliteStatement = SqliteDatabase.Statement<unknown[]>;
 
 /** A new job's row: what `insertMany` writes, minus the columns that start NULL or at their default. */
@@ -474,7 +485,7 @@ export class JobStore {
         timeout_at: null,
       })
       .where('id', 'in', (eb) =>
-        eb.selectFrom('jobs').select('id').where('status', 'in', changesFrom('timeout')).where('timeout_at', '<=', now).limit(limit),
+        eb.selectFrom('jobs').select('id').where('status', '=', soleStatus('timeout')).where('timeout_at', '<=', now).limit(limit),
       )
       .returningAll()
       .execute();
@@ -491,7 +502,7 @@ export class JobStore {
     retryBudget: number,
     tx: Executor = this.db.kysely,
   ): Promise<{ requeued: JobRecord[]; failed: JobRecord[] }> {
-    const held = tx.updateTable('jobs').where('worker_id', '=', workerId).where('status', 'in', changesFrom('worker-lost'));
+    const held = tx.updateTable('jobs').where('worker_id', '=', workerId).where('status', '=', soleStatus('worker-lost'));
     const requeued = await held
       .set({
         status: 'IN_QUEUE',

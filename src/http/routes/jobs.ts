@@ -57,6 +57,7 @@ export function clientGone(reply: FastifyReply): AbortSignal {
  * an endpoint's settings change rarely.
  */
 export class EndpointLookup {
+  /** By endpoint id (ids are global); a hit counts only for the endpoint's own account. */
   readonly #cache = new Map<string, { endpoint: Endpoint; at: number }>();
 
   constructor(
@@ -66,20 +67,18 @@ export class EndpointLookup {
 
   /** The endpoint when its lookup is cached and fresh: no promise on the hot path. */
   peek(accountId: string, endpointId: string): Endpoint | undefined {
-    const hit = this.#cache.get(`${accountId}\u0000${endpointId}`);
-    return hit && performance.now() - hit.at < this.ttlMs ? hit.endpoint : undefined;
+    const hit = this.#cache.get(endpointId);
+    return hit && hit.endpoint.accountId === accountId && performance.now() - hit.at < this.ttlMs ? hit.endpoint : undefined;
   }
 
   async get(accountId: string, endpointId: string): Promise<Endpoint> {
-    const key = `${accountId}\u0000${endpointId}`;
-    const t = performance.now();
-    const hit = this.#cache.get(key);
-    if (hit && t - hit.at < this.ttlMs) return hit.endpoint;
+    const cached = this.peek(accountId, endpointId);
+    if (cached) return cached;
     const endpoint = await this.endpoints.get(accountId, endpointId);
     if (endpoint.type !== 'QB')
       throw new ApiError('BAD_REQUEST', `Endpoint "${endpoint.name}" (${endpoint.id}) is a load-balancing endpoint; it has no job queue. Call its own paths instead.`);
     if (this.#cache.size >= 10_000) this.#cache.clear();
-    this.#cache.set(key, { endpoint, at: t });
+    this.#cache.set(endpointId, { endpoint, at: performance.now() });
     return endpoint;
   }
 }

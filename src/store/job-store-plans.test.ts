@@ -1,0 +1,59 @@
+/**
+ * The job store's sweeps and worker-facing writes read through indexes: on a table of a million
+ * jobs a full scan per timekeeper tick is a stall. Each query the store runs is captured, and
+ * SQLite's plan for it must not scan the jobs table.
+ */
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { CompiledQuery, type KyselyPlugin, type RootOperationNode } from 'kysely';
+import { openTestDb, type TestDb } from '../../test/support/harness.js';
+import type { Db } from './database.js';
+import { JobStore } from './job-store.js';
+
+let t: TestDb;
+const captured: RootOperationNode[] = [];
+const capture: KyselyPlugin = {
+  transformQuery: (args) => {
+    captured.push(args.node);
+    return args.node;
+  },
+  transformResult: async (args) => args.result,
+};
+
+before(async () => {
+  t = await openTestDb('sqlite');
+});
+after(() => t?.cleanup());
+
+/** The plans of every statement `run` issues, as SQLite explains them. */
+async function plansOf(run: (store: JobStore) => Promise<unknown>): Promise<string[]> {
+  const kysely = t.db.kysely.withPlugin(capture);
+  const db: Db = { ...t.db, kysely, withTransaction: (fn) => kysely.transaction().execute(fn) };
+  captured.length = 0;
+  await run(new JobStore(db));
+  const executor = t.db.kysely.getExecutor();
+  const plans: string[] = [];
+  for (const node of captured) {
+    const compiled = executor.compileQuery(node, { queryId: 'plan' } as never);
+    const explained = await t.db.kysely.executeQuery<{ detail: string }>(CompiledQuery.raw(`EXPLAIN QUERY PLAN ${compiled.sql}`, [...compiled.parameters]));
+    plans.push(`${compiled.sql.slice(0, 60)}… → ${explained.rows.map((r) => r.detail).join(' | ')}`);
+  }
+  return plans;
+}
+
+const NOW = 1_767_225_600_000;
+const sweeps: Array<[string, (s: JobStore) => Promise<unknown>]> = [
+  ['the execution-timeout sweep', (s) => s.timeOut(NOW)],
+  ['ttl expiry and result retention', (s) => s.expire(NOW)],
+  ["a lost worker's requeue", (s) => s.requeueFromWorker('w-1', NOW, 3)],
+  ["a worker's job-stop channel", (s) => s.takeStopRequests('w-1')],
+  ['a take', (s) => s.takeNext('ep-1', 'w-1', 4, NOW)],
+];
+
+for (const [what, run] of sweeps) {
+  test(`${what} reads the jobs table through an index, never a full scan`, async () => {
+    const plans = await plansOf(run);
+    assert.ok(plans.length > 0, 'the store ran a statement');
+    for (const plan of plans) assert.doesNotMatch(plan, /SCAN jobs(?! USING)/, plan);
+  });
+}
