@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
+import Fastify, { LogController, type FastifyInstance, type FastifyServerOptions } from 'fastify';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import { Ajv } from 'ajv';
@@ -50,7 +50,7 @@ export async function buildApp(services: Services, options: BuildAppOptions = {}
       ? (loggerSetting as { isLevelEnabled(level: string): boolean }).isLevelEnabled('info')
       : loggerSetting !== false;
   const app = Fastify({
-    disableRequestLogging: !requestLogging,
+    logController: new LogController({ disableRequestLogging: !requestLogging }),
     ...(typeof loggerSetting === 'object' && loggerSetting !== null && 'child' in loggerSetting
       ? { loggerInstance: loggerSetting as FastifyServerOptions['loggerInstance'] }
       : { logger: loggerSetting as FastifyServerOptions['logger'] }),
