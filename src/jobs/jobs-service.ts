@@ -168,6 +168,7 @@ export class JobsService {
   #lastSeq = 0;
   #seqSeed: Promise<void> | null = null;
   #seeded = false;
+  readonly #finished = new Map<string, JobRecord>();
 
   constructor(deps: JobsServiceDeps) {
     this.#db = deps.db;
@@ -261,6 +262,10 @@ export class JobsService {
         return view;
       }
       if (!(await waiter.promise)) return this.status(accountId, endpointId, jobId);
+      // Woken by the commit that finished it: that commit's row answers without a read.
+      const finished = this.#finished.get(jobId);
+      if (finished && finished.accountId === accountId && finished.endpointId === endpointId && this.#isVisible(finished, this.#clock.now()))
+        return toJobView(finished);
     }
   }
 
@@ -538,12 +543,22 @@ export class JobsService {
   #announceFinished(jobs: readonly JobRecord[]): void {
     const now = this.#clock.now();
     for (const job of jobs) {
+      if (this.signals.waiting('job', job.id) > 0) this.#holdFinished(job);
       this.signals.notify('job', job.id);
       this.signals.notify('stream', job.id);
       if (job.stopRequested === 1 && job.workerId) this.signals.notify('stop', job.workerId);
       const name = job.status === 'COMPLETED' ? 'job:completed' : job.status === 'FAILED' ? 'job:failed' : job.status === 'TIMED_OUT' ? 'job:timed_out' : null;
       if (name) this.events.emit(name, { job: toJobView(job), endpointId: job.endpointId, accountId: job.accountId, webhook: toWebhookPayload(job), at: now });
     }
+  }
+
+  /**
+   * Keeps a just-finished row for the waiters its commit wakes (they run before the next turn of
+   * the event loop), so `/runsync` and `/status-sync` answer without reading it back.
+   */
+  #holdFinished(job: JobRecord): void {
+    if (this.#finished.size === 0) setImmediate(() => this.#finished.clear());
+    this.#finished.set(job.id, job);
   }
 
   #isVisible(job: JobRecord, now: number): boolean {
