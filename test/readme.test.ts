@@ -1,0 +1,38 @@
+/**
+ * The README's examples are what newcomers copy: its config file must load as written, and the
+ * settings it shows must be the ones Gantry applies.
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { loadConfig } from '../src/config.js';
+
+const readme = readFileSync(join(import.meta.dirname, '..', 'README.md'), 'utf8');
+
+test("the README's config file loads as written and its settings take effect", () => {
+  const section = readme.slice(readme.indexOf('### Config file'));
+  const yaml = /```yaml\n([\s\S]*?)```/.exec(section)?.[1];
+  assert.ok(yaml, 'the section has a yaml block');
+  const dir = mkdtempSync(join(tmpdir(), 'gantry-readme-'));
+  try {
+    const path = join(dir, 'gantry.yaml');
+    writeFileSync(path, yaml);
+    const config = loadConfig({ env: { GANTRY_DATA_DIR: dir }, flags: { config: path } });
+    assert.deepEqual(config.images['my-worker:dev']?.command, ['python3', '-u', 'handler.py']);
+    assert.equal(config.images['my-worker:dev']?.cwd, join(dir, 'worker'), 'cwd is relative to the file');
+    assert.deepEqual(
+      config.fleet.map((h) => [h.id, h.gpuTypeId, h.gpuCount]),
+      [['box-1', 'NVIDIA GeForce RTX 4090', 2]],
+      'the declared fleet replaces the demo fleet',
+    );
+    assert.equal(config.jobs.takeWaitMs, 80_000);
+    assert.equal(config.jobs.heartbeatTimeoutMs, 30_000);
+    assert.equal(config.jobs.retryBudget, 3);
+    assert.equal(config.serverless.autoscaler.nudgeGapMs, 100);
+    assert.equal(config.serverless.webhooks.maxAttempts, 3);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
