@@ -71,6 +71,8 @@ export interface Config {
   jobs: JobsHttpConfig;
   /** Where the config file was read from, to resolve relative paths. */
   configDir: string;
+  /** Keys of the config file Gantry does not know (a typo is reported, not silently ignored). */
+  warnings: string[];
 }
 
 /** The job API and worker protocol settings. */
@@ -93,6 +95,13 @@ export interface JobsHttpConfig {
   rateLimits: boolean;
   /** Requests per 10 s each running worker adds to the dynamic limit. @default 200 */
   rateLimitPerWorker: number;
+  /** Most submissions (or completions, or takes) committed in one transaction. @default 1000 */
+  maxBatchSize: number;
+  /**
+   * Group-commit transactions open at once. null: 1 on SQLite (one writer), 4 on PostgreSQL
+   * (its pool has several connections). @default null
+   */
+  commitConcurrency: number | null;
 }
 
 /** Webhook delivery (spec 6): one call plus `maxAttempts - 1` retries, `retryDelayMs` apart. */
@@ -312,6 +321,8 @@ export function loadConfig({ env, flags = {} }: ConfigSources): Config {
       retryBudget: Math.floor(num(jobs.retryBudget, 'jobs.retryBudget', 3)),
       rateLimits: jobs.rateLimits !== false,
       rateLimitPerWorker: num(jobs.rateLimitPerWorker, 'jobs.rateLimitPerWorker', 200),
+      maxBatchSize: Math.max(1, Math.floor(num(jobs.maxBatchSize, 'jobs.maxBatchSize', 1000))),
+      commitConcurrency: jobs.commitConcurrency === undefined || jobs.commitConcurrency === null ? null : Math.max(1, Math.floor(num(jobs.commitConcurrency, 'jobs.commitConcurrency', 1))),
     },
     serverless: {
       webhooks: {
@@ -332,5 +343,37 @@ export function loadConfig({ env, flags = {} }: ConfigSources): Config {
       },
     },
     configDir,
+    warnings: unknownKeys(file),
   };
+}
+
+/** The keys each section of the config file may hold; `null`: any (maps keyed by the user). */
+const KNOWN_KEYS: Record<string, readonly string[] | null> = {
+  '': ['server', 'dataDir', 'databaseUrl', 'databaseSchema', 'secretKey', 'rateLimits', 'images', 'catalog', 'fleet', 'networking', 'pods', 'jobs', 'serverless'],
+  server: ['host', 'port', 'publicUrl', 'bodyLimit', 'logLevel'],
+  rateLimits: ['minute', 'hour', 'day'],
+  networking: ['globalPool', 'internalDomain'],
+  pods: ['reconcileIntervalMs', 'stopGraceMs'],
+  jobs: [
+    'takeWaitMs', 'stopWaitMs', 'timekeeperIntervalMs', 'heartbeatTimeoutMs', 'deadWorkerRetentionMs', 'pingIntervalMs',
+    'retryBudget', 'rateLimits', 'rateLimitPerWorker', 'maxBatchSize', 'commitConcurrency',
+  ],
+  serverless: ['webhooks', 'autoscaler'],
+  'serverless.webhooks': ['timeoutMs', 'retryDelayMs', 'maxAttempts', 'pollIntervalMs', 'concurrency'],
+  'serverless.autoscaler': ['intervalMs', 'nudgeGapMs', 'crashWindowMs', 'crashThreshold', 'backoffBaseMs', 'backoffMaxMs', 'startTimeoutMs'],
+};
+
+function unknownKeys(file: Obj): string[] {
+  const warnings: string[] = [];
+  const visit = (section: string, value: Obj): void => {
+    const known = KNOWN_KEYS[section];
+    if (!known) return;
+    for (const [key, child] of Object.entries(value)) {
+      const path = section ? `${section}.${key}` : key;
+      if (!known.includes(key)) warnings.push(`unknown config key "${path}" is ignored (known here: ${known.join(', ')})`);
+      else if (isObj(child)) visit(path, child);
+    }
+  };
+  visit('', file);
+  return warnings;
 }

@@ -78,7 +78,18 @@ export async function createServices(config: Config, overrides: ServiceOverrides
   const pods = new PodsService({ controller: podController, inventory, runtime, templates, volumes, registries, accounts, clock, config });
   const endpoints = new EndpointsService({ db, clock, templates, volumes, config });
   templates.addReferenceChecker(endpoints.templateReferenceChecker);
-  const jobs = new JobsService({ db, clock, events, signals, config: { retryBudget: config.jobs.retryBudget } });
+  const jobs = new JobsService({
+    db,
+    clock,
+    events,
+    signals,
+    config: {
+      retryBudget: config.jobs.retryBudget,
+      maxBatchSize: config.jobs.maxBatchSize,
+      commitConcurrency: config.jobs.commitConcurrency ?? (db.capabilities.multipleConnections ? 4 : 1),
+    },
+  });
+  for (const warning of config.warnings) logger.warn(warning);
   const workers = new WorkersRegistry({ db, clock, deadRetentionMs: config.jobs.deadWorkerRetentionMs });
   const timekeeper = new Timekeeper({ jobs, workers, clock, logger: logger.child({ component: 'timekeeper' }), lease: leases.lease(LEASE_NAMES.timekeeper), config: config.jobs });
   const webhooks = new WebhookDispatcher({ db, clock, events, logger: logger.child({ component: 'webhooks' }), lease: leases.lease(LEASE_NAMES.webhooks), config: config.serverless.webhooks });

@@ -1,0 +1,39 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { loadConfig, type Config } from './config.js';
+
+function withFile(text: string, check: (config: Config) => void): void {
+  const dir = mkdtempSync(join(tmpdir(), 'gantry-config-'));
+  try {
+    const path = join(dir, 'gantry.yaml');
+    writeFileSync(path, text);
+    check(loadConfig({ env: { GANTRY_DATA_DIR: dir }, flags: { config: path } }));
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+test('a misspelt config key is reported with the keys known in its section, and the rest still applies', () => {
+  withFile('jobs:\n  retryBudgte: 9\n  takeWaitMs: 5000\nserverless:\n  autoscaler:\n    idleTimout: 3\nimages:\n  any-name:dev: { command: ["true"] }\n', (config) => {
+    assert.equal(config.warnings.length, 2, config.warnings.join('\n'));
+    assert.match(config.warnings[0]!, /unknown config key "jobs\.retryBudgte" is ignored \(known here: .*retryBudget/);
+    assert.match(config.warnings[1]!, /"serverless\.autoscaler\.idleTimout"/);
+    assert.equal(config.jobs.takeWaitMs, 5000);
+    assert.equal(config.jobs.retryBudget, 3, 'the misspelt key did not apply');
+  });
+});
+
+test('group commit settings default to the store (null concurrency) and can be set', () => {
+  withFile('{}', (config) => {
+    assert.equal(config.jobs.commitConcurrency, null);
+    assert.equal(config.jobs.maxBatchSize, 1000);
+    assert.deepEqual(config.warnings, []);
+  });
+  withFile('jobs: { commitConcurrency: 8, maxBatchSize: 200 }', (config) => {
+    assert.equal(config.jobs.commitConcurrency, 8);
+    assert.equal(config.jobs.maxBatchSize, 200);
+  });
+});
