@@ -1,3 +1,4 @@
+import { httpCaller, type CallInit, type CallResponse } from './http-call.js';
 import { readWorkerEnv, withQuery, type WorkerEnv } from './worker-env.js';
 
 /** A job as the platform hands it to a worker. Extra keys (webhook, s3Config, policy) pass through. */
@@ -76,23 +77,8 @@ export function serve(handler: Handler, options: ServeOptions = {}): WorkerHandl
   const headers = { authorization: env.apiKey, 'content-type': 'application/json' };
   let slotFreed: (() => void) | null = null;
 
-  const call = async (url: string, init: RequestInit = {}): Promise<Response> => {
-    const merged = { ...init, headers: { ...headers, ...(init.headers ?? {}) } };
-    const outer = init.signal;
-    if (!outer) return fetch(url, merged);
-    // One signal per request, linked to the long-lived one: fetch's listener on the signal it is
-    // given goes only when the request is garbage-collected, so sharing `stopping.signal` across
-    // every take piled up listeners (MaxListenersExceededWarning after ~1,500 takes).
-    const request = new AbortController();
-    const onAbort = () => request.abort(outer.reason);
-    if (outer.aborted) request.abort(outer.reason);
-    else outer.addEventListener('abort', onAbort, { once: true });
-    try {
-      return await fetch(url, { ...merged, signal: request.signal });
-    } finally {
-      outer.removeEventListener('abort', onAbort);
-    }
-  };
+  const http = httpCaller();
+  const call = (url: string, init: CallInit = {}): Promise<CallResponse> => http.call(url, { ...init, headers: { ...headers, ...init.headers } });
 
   /** Result posts are retried (3 attempts); the platform treats repeats as no-ops. */
   const post = async (url: string, body: unknown): Promise<void> => {
@@ -158,7 +144,7 @@ export function serve(handler: Handler, options: ServeOptions = {}): WorkerHandl
       const url = batch
         ? withQuery(env.takeUrl.replace('/job-take/', '/job-take-batch/'), { job_in_progress: running.size > 0 ? 1 : 0, batch_size: free })
         : withQuery(env.takeUrl, { job_in_progress: running.size > 0 ? 1 : 0 });
-      let res: Response;
+      let res: CallResponse;
       try {
         res = await call(url, { signal: stopping.signal });
       } catch (err) {
@@ -227,6 +213,7 @@ export function serve(handler: Handler, options: ServeOptions = {}): WorkerHandl
     while (running.size > 0 && Date.now() < deadline) await sleep(50);
     for (const abort of running.values()) abort.abort(new Error('worker shutting down'));
     await loops;
+    http.close();
   })();
 
   const stop = async (): Promise<void> => {
