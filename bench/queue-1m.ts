@@ -16,7 +16,8 @@ import { percentile, startGantry, verdict, type Gantry } from './support/gantry.
 import { httpClient } from './support/http-client.js';
 import { newJobId } from '../src/domain/ids.js';
 import { openDatabase } from '../src/store/database.js';
-import { JobStore, type NewJob } from '../src/store/job-store.js';
+import type { NewJob } from '../src/store/job-record.js';
+import { JobStore } from '../src/store/job-store.js';
 
 const { values } = parseArgs({ options: { jobs: { type: 'string', default: '1000000' }, takes: { type: 'string', default: '1000' } } });
 const JOBS = Number(values.jobs);

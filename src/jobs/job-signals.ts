@@ -145,3 +145,11 @@ export class JobSignals {
     return this.#channels[channel].waiting(key);
   }
 }
+
+/** How a long-poll of the job API waits. */
+export interface LongPollOptions {
+  /** Longest wait, real-time ms. @default 0 (answer at once) */
+  waitMs?: number;
+  /** Ends the wait early (the client went away). */
+  signal?: AbortSignal;
+}

@@ -2,9 +2,9 @@
  * What clients and workers see of a job (wire-protocol §1–2). `s3Config` reaches the worker in
  * the take reply only; no status view, webhook or event carries it.
  */
-import type { JobStatus } from '../domain/job-state.js';
+import type { JobState, JobStatus } from '../domain/job-state.js';
 import type { JobPolicy } from '../domain/job-policy.js';
-import type { JobRecord } from '../store/job-store.js';
+import type { JobRecord } from '../store/job-record.js';
 
 const parse = (json: string | null): unknown => (json === null ? undefined : (JSON.parse(json) as unknown));
 
@@ -72,3 +72,23 @@ export interface JobEventPayload {
   webhook: WebhookPayload | null;
   at: number;
 }
+
+/** Whether clients still see the job: not past its ttl nor its retention (else 404, even before the timekeeper deletes it). */
+export function isVisible(job: JobRecord, now: number): boolean {
+  return job.expiresAt > now && (job.retainUntil === null || job.retainUntil > now);
+}
+
+/** The job as the state machine sees it (`nextJobState`). */
+export const stateOf = (job: JobRecord): JobState => ({
+  status: job.status,
+  workerId: job.workerId,
+  retries: job.retries,
+  queuedAt: job.queuedAt,
+  startedAt: job.startedAt,
+  completedAt: job.completedAt,
+  delayMs: job.delayMs,
+  executionMs: job.executionMs,
+  output: job.outputJson,
+  error: job.error,
+  stopRequested: job.stopRequested === 1,
+});

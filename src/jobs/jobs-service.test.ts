@@ -4,7 +4,7 @@ import { dialects, openTestDb, type TestDb } from '../../test/support/harness.js
 import { FakeClock } from '../domain/clock.js';
 import { isApiError } from '../domain/errors.js';
 import { EventBus } from '../events.js';
-import { JobsService, parseWorkerPost } from './jobs-service.js';
+import { JobsService } from './jobs-service.js';
 import type { JobEventPayload } from './job-view.js';
 
 const MIN = 60_000;
@@ -12,16 +12,6 @@ const MIN = 60_000;
 const rejectsWith = async (p: Promise<unknown>, code: string, status: number): Promise<void> => {
   await assert.rejects(p, (err: unknown) => isApiError(err) && err.code === code && err.status === status);
 };
-
-test('a worker post with both error and output fails the job: error wins', () => {
-  assert.equal(parseWorkerPost('j', 'w', { output: 1, error: 'boom' }).result.status, 'FAILED');
-  assert.equal(parseWorkerPost('j', 'w', { status: 'IN_PROGRESS', output: 1 }).result.status, 'IN_PROGRESS');
-  assert.deepEqual(parseWorkerPost('j', 'w', { output: [], stopPod: true }), {
-    result: { id: 'j', workerId: 'w', status: 'COMPLETED', outputJson: '[]', error: null },
-    stopPod: true,
-  });
-  assert.equal(parseWorkerPost('j', 'w', { error: { type: 'ValueError' } }).result.error, '{"type":"ValueError"}');
-});
 
 for (const { name, skip } of dialects()) {
   describe(`JobsService on ${name}`, { skip }, () => {

@@ -2,7 +2,8 @@ import type { Logger } from 'pino';
 import type { Clock } from '../domain/clock.js';
 import { heldLease, type Lease } from '../store/leases.js';
 import type { WorkersRegistry } from '../serverless/workers-registry.js';
-import type { JobsService, TickResult } from './jobs-service.js';
+import type { JobsService } from './jobs-service.js';
+import type { TickResult } from './job-sweeper.js';
 
 export interface TimekeeperDeps {
   jobs: Pick<JobsService, 'tick' | 'workerLost'>;

@@ -2,7 +2,8 @@ import { describe, test, before, after, beforeEach } from 'node:test';
 import assert from 'node:assert/strict';
 import { dialects, openTestDb, type TestDb } from '../../test/support/harness.js';
 import { AutoscalerStore } from './autoscaler-store.js';
-import { JobStore, type NewJob } from './job-store.js';
+import type { NewJob } from './job-record.js';
+import { JobStore } from './job-store.js';
 
 const T0 = 1_767_225_600_000;
 const DAY = 86_400_000;

@@ -6,7 +6,7 @@ import { normalizeWait, RUNSYNC_WAIT, STATUS_SYNC_WAIT, STREAM_WAIT, type WaitBo
 import type { JobOperation } from '../../domain/job-rate-limits.js';
 import type { Endpoint } from '../../serverless/endpoint.js';
 import type { EndpointsService } from '../../serverless/endpoints-service.js';
-import type { SubmitBody } from '../../jobs/jobs-service.js';
+import type { SubmitBody } from '../../jobs/client-jobs.js';
 import type { Services } from '../../services.js';
 import { principalOf } from '../plugins/auth.js';
 import { endJobRequestFlight, JobRateLimiter, jobRateLimitHooks } from '../plugins/job-rate-limit.js';

@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { ApiError } from '../../domain/errors.js';
-import type { WorkerPostOutcome } from '../../jobs/jobs-service.js';
+import type { WorkerPostOutcome } from '../../jobs/worker-post.js';
 import type { Endpoint } from '../../serverless/endpoint.js';
 import type { Services } from '../../services.js';
 import { principalOf } from '../plugins/auth.js';

@@ -1,0 +1,226 @@
+import type { Clock } from '../domain/clock.js';
+import { ApiError, notFound } from '../domain/errors.js';
+import { newJobId } from '../domain/ids.js';
+import { normalizePolicy } from '../domain/job-policy.js';
+import { isTerminalJobStatus, nextJobState, type JobStatus } from '../domain/job-state.js';
+import { GroupCommit, type GroupCommitOptions } from '../store/group-commit.js';
+import type { JobRecord, NewJob } from '../store/job-record.js';
+import type { JobStore } from '../store/job-store.js';
+import type { QueueStats } from '../store/queue-stats.js';
+import type { FinishedJobs } from './finished-jobs.js';
+import type { JobEventSink } from './job-events.js';
+import type { JobSequence } from './job-sequence.js';
+import type { JobSignals, LongPollOptions } from './job-signals.js';
+import { isVisible, stateOf, toJobView, type JobView } from './job-view.js';
+
+/** Body of `/run` and `/runsync` (spec 2.12), as parsed JSON. */
+export interface SubmitBody {
+  input?: unknown;
+  webhook?: unknown;
+  policy?: unknown;
+  s3Config?: unknown;
+}
+
+export interface SubmitOptions {
+  /** `/runsync`: result retention 1 minute instead of 30. @default false */
+  sync?: boolean;
+  /** The endpoint's default execution timeout; the job's policy overrides it. @default 600000 */
+  defaultExecutionTimeoutMs?: number;
+}
+
+export interface StreamReply {
+  id: string;
+  status: JobStatus;
+  /** Always present (clients crash without it). */
+  stream: Array<{ output: unknown }>;
+}
+
+export interface ClientJobsDeps {
+  store: Pick<JobStore, 'get' | 'insertCommitted' | 'cancel' | 'retry' | 'purgeQueue' | 'queueStats' | 'drainStream'>;
+  clock: Clock;
+  signals: JobSignals;
+  events: JobEventSink;
+  sequence: JobSequence;
+  finished: FinishedJobs;
+  /** Sizing of the submissions' group commit. */
+  batching: Pick<GroupCommitOptions<unknown, unknown>, 'maxBatchSize' | 'concurrency'>;
+}
+
+const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/**
+ * The client side of the queue: submit (group-committed), status and its long-polls, cancel,
+ * retry, purge, stream. Every method that answers a client checks the job belongs to the caller's
+ * account and endpoint, and hides expired jobs (404), even before the timekeeper deletes them.
+ */
+export class ClientJobs {
+  readonly #deps: ClientJobsDeps;
+  readonly #submits: GroupCommit<NewJob, void>;
+
+  constructor(deps: ClientJobsDeps) {
+    this.#deps = deps;
+    this.#submits = new GroupCommit({ ...deps.batching, commit: (jobs) => this.#commitSubmits(jobs) });
+  }
+
+  /**
+   * Queues a job (`/run`, and `/runsync` with `sync`). Resolves after the job is committed.
+   * @throws ApiError INVALID_PARAMETER (400) listing each violation of `input`, `webhook`, `policy`, `s3Config`
+   */
+  async submit(endpointId: string, accountId: string, body: SubmitBody, options: SubmitOptions = {}): Promise<{ id: string; status: 'IN_QUEUE' }> {
+    const violations: string[] = [];
+    if (!isObject(body) || body.input === undefined) violations.push('input is required');
+    const webhook = isObject(body) ? body.webhook : undefined;
+    if (webhook !== undefined && webhook !== null && (typeof webhook !== 'string' || !/^https?:\/\/\S+$/i.test(webhook)))
+      violations.push('webhook must be an http(s) URL');
+    const s3Config = isObject(body) ? body.s3Config : undefined;
+    if (s3Config !== undefined && s3Config !== null && !isObject(s3Config)) violations.push('s3Config must be an object');
+    const policy = normalizePolicy(isObject(body) ? body.policy : undefined, options.defaultExecutionTimeoutMs);
+    if (!policy.ok) violations.push(...policy.violations);
+    if (violations.length || !policy.ok) throw new ApiError('INVALID_PARAMETER', `The job request is invalid: ${violations.join('; ')}.`, { errors: violations });
+    const { sequence } = this.#deps;
+    if (!sequence.seeded) await sequence.ensure();
+    const createdAt = this.#deps.clock.now();
+    const job: NewJob = {
+      id: newJobId(createdAt),
+      endpointId,
+      accountId,
+      seq: sequence.next(),
+      inputJson: JSON.stringify(body.input),
+      webhook: typeof webhook === 'string' ? webhook : null,
+      s3ConfigJson: isObject(s3Config) ? JSON.stringify(s3Config) : null,
+      policy: policy.value,
+      sync: options.sync ?? false,
+      createdAt,
+    };
+    await this.#submits.add(job);
+    this.#deps.events.emit('job:queued', { endpointId, jobId: job.id, lowPriority: job.policy.lowPriority });
+    return { id: job.id, status: 'IN_QUEUE' };
+  }
+
+  /** `/runsync`: submits, then waits up to `waitMs` for a terminal state; answers the job as it is then. */
+  async runSync(endpointId: string, accountId: string, body: SubmitBody, options: Omit<SubmitOptions, 'sync'> & LongPollOptions = {}): Promise<JobView> {
+    const { id } = await this.submit(endpointId, accountId, body, { ...options, sync: true });
+    return this.waitForTerminal(accountId, endpointId, id, options);
+  }
+
+  /** `/status/{id}`. @throws ApiError NOT_FOUND (404) when missing, expired or another account's */
+  async status(accountId: string, endpointId: string, jobId: string): Promise<JobView> {
+    return toJobView(await this.#visible(accountId, endpointId, jobId));
+  }
+
+  /** `/status-sync/{id}` and the wait of `/runsync`: the job once terminal, or as it is after `waitMs`. */
+  async waitForTerminal(accountId: string, endpointId: string, jobId: string, options: LongPollOptions = {}): Promise<JobView> {
+    const deadline = performance.now() + (options.waitMs ?? 0);
+    for (;;) {
+      const remaining = deadline - performance.now();
+      const waiter = remaining > 0 ? this.#deps.signals.waiter('job', jobId, remaining, options.signal) : null;
+      let view: JobView;
+      try {
+        view = await this.status(accountId, endpointId, jobId);
+      } catch (err) {
+        waiter?.cancel();
+        throw err;
+      }
+      if (!waiter || isTerminalJobStatus(view.status)) {
+        waiter?.cancel();
+        return view;
+      }
+      if (!(await waiter.promise)) return this.status(accountId, endpointId, jobId);
+      // Woken by the commit that finished it: that commit's row answers without a read.
+      const finished = this.#deps.finished.held(jobId);
+      if (finished && finished.accountId === accountId && finished.endpointId === endpointId && isVisible(finished, this.#deps.clock.now()))
+        return toJobView(finished);
+    }
+  }
+
+  /**
+   * `/cancel/{id}`: a queued job is CANCELLED at once; a running one too, and its worker is told
+   * on its job-stop channel. A job already finished is left as it is and its status answered
+   * (cancel is idempotent; a client racing the result is not an error).
+   */
+  async cancel(accountId: string, endpointId: string, jobId: string): Promise<{ id: string; status: JobStatus }> {
+    await this.#visible(accountId, endpointId, jobId);
+    const cancelled = await this.#deps.store.cancel(jobId, this.#deps.clock.now());
+    if (!cancelled) return { id: jobId, status: (await this.#visible(accountId, endpointId, jobId)).status };
+    this.#deps.finished.announce([cancelled]);
+    return { id: jobId, status: cancelled.status };
+  }
+
+  /**
+   * `/retry/{id}`: a FAILED or TIMED_OUT job goes back to the end of the queue, same id and input.
+   * @throws ApiError INVALID_STATE (409) for any other status; NOT_FOUND (404)
+   */
+  async retry(accountId: string, endpointId: string, jobId: string): Promise<{ id: string; status: 'IN_QUEUE' }> {
+    const { store, clock, sequence } = this.#deps;
+    const job = await this.#visible(accountId, endpointId, jobId);
+    await sequence.ensure();
+    const retried = await store.retry(jobId, sequence.next(), clock.now());
+    if (!retried) {
+      const now = await store.get(jobId);
+      const t = nextJobState(stateOf(now ?? job), { type: 'retry' }, clock.now());
+      throw new ApiError('INVALID_STATE', t.kind === 'refused' ? t.refusal.reason : `Job ${jobId} cannot be retried now.`);
+    }
+    this.#deps.signals.notify('work', endpointId, 1);
+    return { id: jobId, status: 'IN_QUEUE' };
+  }
+
+  /** `/purge-queue`: deletes the endpoint's queued jobs (running ones continue). */
+  async purgeQueue(endpointId: string): Promise<{ removed: number; status: 'completed' }> {
+    return { removed: await this.#deps.store.purgeQueue(endpointId), status: 'completed' };
+  }
+
+  /** Job counts of `/health` and for the autoscaler. */
+  queueStats(endpointId: string): Promise<QueueStats> {
+    return this.#deps.store.queueStats(endpointId);
+  }
+
+  /**
+   * `/stream/{id}`: drains the chunks buffered since the last call; while there are none and the
+   * job is not finished, waits up to `waitMs` for some.
+   */
+  async stream(accountId: string, endpointId: string, jobId: string, options: LongPollOptions = {}): Promise<StreamReply> {
+    const deadline = performance.now() + (options.waitMs ?? 0);
+    for (;;) {
+      const remaining = deadline - performance.now();
+      const waiter = remaining > 0 ? this.#deps.signals.waiter('stream', jobId, remaining, options.signal) : null;
+      let reply: StreamReply;
+      try {
+        const job = await this.#visible(accountId, endpointId, jobId);
+        const chunks = await this.#deps.store.drainStream(jobId);
+        reply = { id: jobId, status: job.status, stream: chunks.map((c) => ({ output: JSON.parse(c) as unknown })) };
+      } catch (err) {
+        waiter?.cancel();
+        throw err;
+      }
+      if (!waiter || reply.stream.length > 0 || isTerminalJobStatus(reply.status)) {
+        waiter?.cancel();
+        return reply;
+      }
+      if (!(await waiter.promise)) return this.stream(accountId, endpointId, jobId);
+    }
+  }
+
+  /** Resolves once every accepted submission is committed. */
+  flush(): Promise<void> {
+    return this.#submits.idle();
+  }
+
+  /** Group-commit counters of submissions. */
+  get batchStats(): GroupCommit<unknown, unknown>['stats'] {
+    return this.#submits.stats;
+  }
+
+  async #commitSubmits(jobs: readonly NewJob[]): Promise<void[]> {
+    await this.#deps.store.insertCommitted(jobs);
+    const perEndpoint = new Map<string, number>();
+    for (const j of jobs) perEndpoint.set(j.endpointId, (perEndpoint.get(j.endpointId) ?? 0) + 1);
+    for (const [endpointId, n] of perEndpoint) this.#deps.signals.notify('work', endpointId, n);
+    return jobs.map(() => undefined);
+  }
+
+  async #visible(accountId: string, endpointId: string, jobId: string): Promise<JobRecord> {
+    const job = await this.#deps.store.get(jobId);
+    if (!job || job.accountId !== accountId || job.endpointId !== endpointId || !isVisible(job, this.#deps.clock.now())) throw notFound('job', jobId);
+    return job;
+  }
+}

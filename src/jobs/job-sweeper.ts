@@ -1,0 +1,62 @@
+import type { Clock } from '../domain/clock.js';
+import type { Db } from '../store/database.js';
+import type { JobStore } from '../store/job-store.js';
+import type { FinishedJobs } from './finished-jobs.js';
+import type { JobSignals } from './job-signals.js';
+
+export interface TickResult {
+  timedOut: number;
+  expired: number;
+  purged: number;
+}
+
+export interface JobSweeperDeps {
+  db: Db;
+  store: Pick<JobStore, 'timeOut' | 'expire'>;
+  clock: Clock;
+  signals: JobSignals;
+  finished: FinishedJobs;
+  /** Rows one statement times out or deletes. */
+  sweepLimit: number;
+}
+
+/** The jobs' part of the timekeeper's pass: execution timeouts, ttl expiry, result retention. */
+export class JobSweeper {
+  readonly #deps: JobSweeperDeps;
+
+  constructor(deps: JobSweeperDeps) {
+    this.#deps = deps;
+  }
+
+  /**
+   * One pass of the timekeeper: running jobs past their execution timeout become TIMED_OUT (and
+   * their workers are told to stop); jobs past their ttl are deleted in any state; finished jobs
+   * past retention are deleted. Run it every second or so (under a lease on PostgreSQL).
+   */
+  async tick(now: number = this.#deps.clock.now()): Promise<TickResult> {
+    const { db, store, signals, finished } = this.#deps;
+    const result: TickResult = { timedOut: 0, expired: 0, purged: 0 };
+    const limit = this.#deps.sweepLimit;
+    for (;;) {
+      const timedOut = await db.withTransaction(async (tx) => {
+        const jobs = await store.timeOut(now, limit, tx);
+        await finished.enqueueWebhooks(jobs, now, tx);
+        return jobs;
+      });
+      finished.announce(timedOut);
+      result.timedOut += timedOut.length;
+      if (timedOut.length < limit) break;
+    }
+    for (;;) {
+      const { expired, purged } = await db.withTransaction((tx) => store.expire(now, limit, tx));
+      for (const id of [...expired, ...purged]) {
+        signals.notify('job', id);
+        signals.notify('stream', id);
+      }
+      result.expired += expired.length;
+      result.purged += purged.length;
+      if (expired.length < limit && purged.length < limit) break;
+    }
+    return result;
+  }
+}

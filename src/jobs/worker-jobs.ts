@@ -1,0 +1,210 @@
+import type { Clock } from '../domain/clock.js';
+import { isTerminalJobStatus, nextJobState } from '../domain/job-state.js';
+import type { Db } from '../store/database.js';
+import { GroupCommit, type GroupCommitOptions } from '../store/group-commit.js';
+import type { JobRecord, WorkerResult } from '../store/job-record.js';
+import type { JobStore } from '../store/job-store.js';
+import type { FinishedJobs } from './finished-jobs.js';
+import type { JobSequence } from './job-sequence.js';
+import type { JobSignals, LongPollOptions } from './job-signals.js';
+import { isVisible, stateOf, toTakenJob, type TakenJob } from './job-view.js';
+import { parseWorkerPost, workerResultEvent, type WorkerPostOutcome } from './worker-post.js';
+
+export interface WorkerJobsDeps {
+  db: Db;
+  store: Pick<JobStore, 'get' | 'takeMany' | 'completeMany' | 'release' | 'requeueFromWorker' | 'takeStopRequests' | 'appendStream'>;
+  clock: Clock;
+  signals: JobSignals;
+  sequence: JobSequence;
+  finished: FinishedJobs;
+  /** How often a job goes back to the queue when its worker is lost before it FAILS. */
+  retryBudget: number;
+  /** Sizing of the takes', results' and stream chunks' group commits. */
+  batching: Pick<GroupCommitOptions<unknown, unknown>, 'maxBatchSize' | 'concurrency'>;
+}
+
+const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/**
+ * The worker side of the queue: take (long-polled), release, results and progress, stream chunks,
+ * the job-stop channel, and a lost worker's jobs. Takes, results and chunks go through group
+ * commit.
+ */
+export class WorkerJobs {
+  readonly #deps: WorkerJobsDeps;
+  readonly #posts: GroupCommit<WorkerResult, JobRecord | null>;
+  readonly #chunks: GroupCommit<{ jobId: string; seq: number; outputJson: string }, void>;
+  readonly #takes: GroupCommit<{ endpointId: string; workerId: string; n: number }, JobRecord[]>;
+
+  constructor(deps: WorkerJobsDeps) {
+    this.#deps = deps;
+    const { db, store, clock, signals, batching } = deps;
+    this.#posts = new GroupCommit({ ...batching, commit: (posts) => this.#commitPosts(posts) });
+    this.#takes = new GroupCommit({
+      ...batching,
+      commit: (requests) => db.withTransaction((tx) => store.takeMany(requests, clock.now(), tx)),
+    });
+    this.#chunks = new GroupCommit({
+      ...batching,
+      commit: async (chunks) => {
+        const now = clock.now();
+        await db.withTransaction(async (tx) => {
+          for (const c of chunks) await store.appendStream(c.jobId, [c], now, tx);
+        });
+        for (const jobId of new Set(chunks.map((c) => c.jobId))) signals.notify('stream', jobId);
+        return chunks.map(() => undefined);
+      },
+    });
+  }
+
+  /**
+   * `job-take` / `job-take-batch`: up to `batchSize` jobs of the endpoint, oldest first, now
+   * IN_PROGRESS on `workerId`. Waits up to `waitMs` for a submission when the queue is empty;
+   * answers [] when none came. Concurrent takes are group-committed like submissions.
+   */
+  async take(endpointId: string, workerId: string, options: LongPollOptions & { batchSize?: number } = {}): Promise<TakenJob[]> {
+    const batchSize = Math.max(1, Math.floor(options.batchSize ?? 1));
+    const deadline = performance.now() + (options.waitMs ?? 0);
+    for (;;) {
+      const remaining = deadline - performance.now();
+      const waiter = remaining > 0 ? this.#deps.signals.waiter('work', endpointId, remaining, options.signal) : null;
+      let jobs: JobRecord[];
+      try {
+        jobs = await this.#takes.add({ endpointId, workerId, n: batchSize });
+      } catch (err) {
+        waiter?.cancel();
+        throw err;
+      }
+      if (jobs.length > 0 && options.signal?.aborted) {
+        // The worker went away while its take was being committed: nobody would run these.
+        waiter?.cancel();
+        await this.release(workerId, jobs.map((j) => j.id));
+        return [];
+      }
+      if (jobs.length > 0 || !waiter) {
+        waiter?.cancel();
+        return jobs.map(toTakenJob);
+      }
+      if (!(await waiter.promise)) return [];
+    }
+  }
+
+  /**
+   * Returns taken jobs the worker never received to their place in the queue (call it when the
+   * take reply could not be written). No retry is counted.
+   */
+  async release(workerId: string, jobIds: readonly string[]): Promise<number> {
+    const n = await this.#deps.store.release(jobIds, workerId);
+    if (n > 0) {
+      const job = await this.#deps.store.get(jobIds[0]!);
+      if (job) this.#deps.signals.notify('work', job.endpointId, n);
+    }
+    return n;
+  }
+
+  /**
+   * `job-done`: the worker's result or progress (body as posted; `error` wins over `output`).
+   * Committed with other posts in one transaction; idempotent — a repeated or late post is
+   * `ignored`, a success for the SDK's retries.
+   */
+  async complete(workerId: string, jobId: string, body: unknown): Promise<WorkerPostOutcome> {
+    const { result, stopPod } = parseWorkerPost(jobId, workerId, body);
+    const changed = await this.#posts.add(result);
+    if (changed) return { outcome: 'applied', status: changed.status, stopPod };
+    const job = await this.#deps.store.get(jobId);
+    const now = this.#deps.clock.now();
+    if (!job || !isVisible(job, now)) return { outcome: 'not-found', stopPod };
+    const t = nextJobState(stateOf(job), workerResultEvent(result), now);
+    switch (t.kind) {
+      case 'ignored':
+        return { outcome: 'ignored', status: job.status, reason: t.reason, stopPod };
+      case 'refused':
+        return { outcome: 'refused', refusal: t.refusal, stopPod };
+      case 'changed':
+      case 'deleted':
+        // The job moved between the commit and this read (e.g. requeued, then taken again).
+        return { outcome: 'refused', refusal: { code: 'NOT_RUNNING', status: job.status, event: workerResultEvent(result).type, reason: 'The job changed state meanwhile.' }, stopPod };
+      default:
+        return ((x: never) => x)(t);
+    }
+  }
+
+  /** `job-stream`: buffers one chunk (`{output}`) of a job the worker holds; otherwise ignored. */
+  async appendStream(workerId: string, jobId: string, body: unknown): Promise<WorkerPostOutcome> {
+    const job = await this.#deps.store.get(jobId);
+    const now = this.#deps.clock.now();
+    if (!job || !isVisible(job, now)) return { outcome: 'not-found', stopPod: false };
+    if (job.status !== 'IN_PROGRESS' || job.workerId !== workerId)
+      return { outcome: 'ignored', status: job.status, reason: 'the job is not running on this worker', stopPod: false };
+    const output = isObject(body) && 'output' in body ? body.output : body;
+    await this.#deps.sequence.ensure();
+    await this.#chunks.add({ jobId, seq: this.#deps.sequence.next(), outputJson: JSON.stringify(output ?? null) });
+    return { outcome: 'applied', status: job.status, stopPod: false };
+  }
+
+  /** `job-stop`: ids of jobs the worker must stop (each answered once); waits up to `waitMs` for one. */
+  async stopRequests(workerId: string, options: LongPollOptions = {}): Promise<string[]> {
+    const deadline = performance.now() + (options.waitMs ?? 0);
+    for (;;) {
+      const remaining = deadline - performance.now();
+      const waiter = remaining > 0 ? this.#deps.signals.waiter('stop', workerId, remaining, options.signal) : null;
+      let ids: string[];
+      try {
+        ids = await this.#deps.store.takeStopRequests(workerId);
+      } catch (err) {
+        waiter?.cancel();
+        throw err;
+      }
+      if (ids.length > 0 || !waiter) {
+        waiter?.cancel();
+        return ids;
+      }
+      if (!(await waiter.promise)) return [];
+    }
+  }
+
+  /**
+   * A worker stopped pinging (or was removed): its running jobs go back to the queue, or FAIL once
+   * their retry budget is spent. Called by the worker supervisor.
+   */
+  async workerLost(workerId: string): Promise<{ requeued: string[]; failed: string[] }> {
+    const { db, store, clock, signals, finished, retryBudget } = this.#deps;
+    const now = clock.now();
+    const { requeued, failed } = await db.withTransaction(async (tx) => {
+      const res = await store.requeueFromWorker(workerId, now, retryBudget, tx);
+      await finished.enqueueWebhooks(res.failed, now, tx);
+      return res;
+    });
+    const perEndpoint = new Map<string, number>();
+    for (const j of requeued) perEndpoint.set(j.endpointId, (perEndpoint.get(j.endpointId) ?? 0) + 1);
+    for (const [endpointId, n] of perEndpoint) signals.notify('work', endpointId, n);
+    finished.announce(failed);
+    return { requeued: requeued.map((j) => j.id), failed: failed.map((j) => j.id) };
+  }
+
+  /** Resolves once every accepted take, result and chunk is committed. */
+  async flush(): Promise<void> {
+    await Promise.all([this.#posts.idle(), this.#chunks.idle(), this.#takes.idle()]);
+  }
+
+  /** Group-commit counters of takes and results. */
+  get batchStats(): Record<'takes' | 'posts', GroupCommit<unknown, unknown>['stats']> {
+    return { takes: this.#takes.stats, posts: this.#posts.stats };
+  }
+
+  async #commitPosts(posts: readonly WorkerResult[]): Promise<Array<JobRecord | null>> {
+    const { db, store, clock, finished } = this.#deps;
+    const now = clock.now();
+    const changed = await db.withTransaction(async (tx) => {
+      const rows = await store.completeMany(posts, now, tx);
+      await finished.enqueueWebhooks(
+        rows.filter((r): r is JobRecord => r !== null && isTerminalJobStatus(r.status)),
+        now,
+        tx,
+      );
+      return rows;
+    });
+    finished.announce(changed.filter((r): r is JobRecord => r !== null && isTerminalJobStatus(r.status)));
+    return changed;
+  }
+}

@@ -1,0 +1,96 @@
+import type SqliteDatabase from 'better-sqlite3';
+import type { Db, Executor } from './database.js';
+import { ShapedStatements } from './database.js';
+import { toJobRecord, type JobRecord, type NewJob } from './job-record.js';
+import { INSERT_CHUNK } from './job-sql.js';
+
+type SqliteStatement = SqliteDatabase.Statement<unknown[]>;
+
+/** A new job's row: what `insertMany` writes, minus the columns that start NULL or at their default. */
+const INSERT_NEW_JOB = `INSERT INTO jobs (id, endpoint_id, account_id, status, seq, input, webhook, s3_config, execution_timeout_ms,
+  low_priority, ttl_ms, sync, created_at, queued_at, expires_at) VALUES (?, ?, ?, 'IN_QUEUE', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`;
+
+/** Job rows written by submissions, and read by id. */
+export class JobRows {
+  constructor(private readonly db: Db) {}
+
+  /** Inserts submitted jobs, IN_QUEUE, in as few statements as the dialect allows. */
+  async insertMany(jobs: readonly NewJob[], tx: Executor = this.db.kysely): Promise<void> {
+    for (let i = 0; i < jobs.length; i += INSERT_CHUNK) {
+      const rows = jobs.slice(i, i + INSERT_CHUNK).map((j) => ({
+        id: j.id,
+        endpoint_id: j.endpointId,
+        account_id: j.accountId,
+        status: 'IN_QUEUE',
+        seq: j.seq,
+        input: j.inputJson,
+        webhook: j.webhook,
+        s3_config: j.s3ConfigJson,
+        execution_timeout_ms: j.policy.executionTimeout,
+        low_priority: j.policy.lowPriority ? 1 : 0,
+        ttl_ms: j.policy.ttl,
+        sync: j.sync ? 1 : 0,
+        created_at: j.createdAt,
+        queued_at: j.createdAt,
+        started_at: null,
+        completed_at: null,
+        expires_at: j.createdAt + j.policy.ttl,
+        retain_until: null,
+        timeout_at: null,
+        output: null,
+        error: null,
+        worker_id: null,
+        retries: 0,
+        delay_ms: null,
+        execution_ms: null,
+        stop_requested: 0,
+      }));
+      if (this.db.capabilities.inProcess) {
+        // one prepared single-row insert, run per job: no SQL to build or parse per batch
+        for (const row of rows) await this.#shapes.run(tx, 'insert-job', () => tx.insertInto('jobs').values(row), Object.values(row));
+      } else {
+        await tx.insertInto('jobs').values(rows).execute();
+      }
+    }
+  }
+
+  readonly #shapes = new ShapedStatements();
+  #rawInsert: { raw: unknown; stmt: SqliteStatement } | null = null;
+
+  /**
+   * Inserts submitted jobs, IN_QUEUE, and commits them: the group commit's write. On SQLite one
+   * synchronous transaction rebinds a prepared INSERT per job, binding only the columns a new job
+   * sets (the rest take their defaults); elsewhere one multi-row INSERT per chunk.
+   */
+  async insertCommitted(jobs: readonly NewJob[]): Promise<void> {
+    const sync = this.db.syncTransaction;
+    if (!sync) return this.db.withTransaction((tx) => this.insertMany(jobs, tx));
+    return sync((raw) => {
+      if (this.#rawInsert?.raw !== raw) this.#rawInsert = { raw, stmt: raw.prepare<unknown[]>(INSERT_NEW_JOB) };
+      const stmt = this.#rawInsert.stmt;
+      for (const j of jobs)
+        stmt.run(
+          j.id, j.endpointId, j.accountId, j.seq, j.inputJson, j.webhook, j.s3ConfigJson,
+          j.policy.executionTimeout, j.policy.lowPriority ? 1 : 0, j.policy.ttl, j.sync ? 1 : 0,
+          j.createdAt, j.createdAt, j.createdAt + j.policy.ttl,
+        );
+    });
+  }
+
+  async get(id: string, tx: Executor = this.db.kysely): Promise<JobRecord | null> {
+    const row = await tx.selectFrom('jobs').selectAll().where('id', '=', id).executeTakeFirst();
+    return row ? toJobRecord(row) : null;
+  }
+
+  async getMany(ids: readonly string[], tx: Executor = this.db.kysely): Promise<JobRecord[]> {
+    if (ids.length === 0) return [];
+    const rows = await tx.selectFrom('jobs').selectAll().where('id', 'in', [...ids]).execute();
+    return rows.map(toJobRecord);
+  }
+
+  /** The largest `seq` ever stored (0 when none); seeds the in-process sequence after a restart. */
+  async maxSeq(tx: Executor = this.db.kysely): Promise<number> {
+    const row = await tx.selectFrom('jobs').select((eb) => eb.fn.max('seq').as('m')).executeTakeFirst();
+    return Number(row?.m ?? 0);
+  }
+}
