@@ -3,6 +3,7 @@ import { newId } from '../domain/ids.js';
 import type { Executor } from '../store/database.js';
 import type { JobRecord } from '../store/job-record.js';
 import type { JobStore } from '../store/job-store.js';
+import type { NewWebhookDelivery } from '../store/job-webhook-outbox.js';
 import type { JobEventSink } from './job-events.js';
 import type { JobSignals } from './job-signals.js';
 import { toJobView, toWebhookPayload } from './job-view.js';
@@ -29,12 +30,17 @@ export class FinishedJobs {
 
   /** The webhook outbox rows of finished jobs, in the transaction that finished them. */
   async enqueueWebhooks(jobs: readonly JobRecord[], now: number, tx: Executor): Promise<void> {
-    const deliveries = jobs.flatMap((job) => {
-      if (job.status !== 'COMPLETED' && job.status !== 'FAILED' && job.status !== 'TIMED_OUT') return [];
+    const deliveries = this.webhooksOf(jobs);
+    if (deliveries.length) await this.#deps.store.insertWebhookDeliveries(deliveries, now, tx);
+  }
+
+  /** The outbox rows for the jobs among `jobs` that finished with a webhook to call. */
+  webhooksOf(jobs: ReadonlyArray<JobRecord | null>): NewWebhookDelivery[] {
+    return jobs.flatMap((job) => {
+      if (!job || (job.status !== 'COMPLETED' && job.status !== 'FAILED' && job.status !== 'TIMED_OUT')) return [];
       const payload = toWebhookPayload(job);
       return payload ? [{ id: newId(20), jobId: job.id, url: payload.webhook, payloadJson: JSON.stringify(payload) }] : [];
     });
-    if (deliveries.length) await this.#deps.store.insertWebhookDeliveries(deliveries, now, tx);
   }
 
   /** After commit: wake waiters, tell workers to stop, emit events. */

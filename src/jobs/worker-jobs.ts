@@ -12,7 +12,7 @@ import { parseWorkerPost, workerResultEvent, type WorkerPostOutcome } from './wo
 
 export interface WorkerJobsDeps {
   db: Db;
-  store: Pick<JobStore, 'get' | 'takeMany' | 'completeMany' | 'release' | 'requeueFromWorker' | 'takeStopRequests' | 'appendStream'>;
+  store: Pick<JobStore, 'get' | 'takeCommitted' | 'completeCommitted' | 'release' | 'requeueFromWorker' | 'takeStopRequests' | 'appendStream'>;
   clock: Clock;
   signals: JobSignals;
   sequence: JobSequence;
@@ -42,7 +42,7 @@ export class WorkerJobs {
     this.#posts = new GroupCommit({ ...batching, commit: (posts) => this.#commitPosts(posts) });
     this.#takes = new GroupCommit({
       ...batching,
-      commit: (requests) => db.withTransaction((tx) => store.takeMany(requests, clock.now(), tx)),
+      commit: (requests) => store.takeCommitted(requests, clock.now()),
     });
     this.#chunks = new GroupCommit({
       ...batching,
@@ -193,17 +193,9 @@ export class WorkerJobs {
   }
 
   async #commitPosts(posts: readonly WorkerResult[]): Promise<Array<JobRecord | null>> {
-    const { db, store, clock, finished } = this.#deps;
+    const { store, clock, finished } = this.#deps;
     const now = clock.now();
-    const changed = await db.withTransaction(async (tx) => {
-      const rows = await store.completeMany(posts, now, tx);
-      await finished.enqueueWebhooks(
-        rows.filter((r): r is JobRecord => r !== null && isTerminalJobStatus(r.status)),
-        now,
-        tx,
-      );
-      return rows;
-    });
+    const changed = await store.completeCommitted(posts, now, (rows) => finished.webhooksOf(rows));
     finished.announce(changed.filter((r): r is JobRecord => r !== null && isTerminalJobStatus(r.status)));
     return changed;
   }

@@ -1,4 +1,5 @@
 import type { Db } from './database.js';
+import { CommittedClaims } from './committed-claims.js';
 import { JobClaims } from './job-claims.js';
 import { JobControls } from './job-controls.js';
 import { DEFAULT_RETENTION, type JobRetention } from './job-retention.js';
@@ -27,6 +28,7 @@ export class JobStore {
   readonly #stream: JobStreamBuffer;
   readonly #outbox: JobWebhookOutbox;
   readonly #stats: QueueStatsReader;
+  readonly #committed: CommittedClaims;
 
   constructor(db: Db, options: { retention?: JobRetention } = {}) {
     this.retention = options.retention ?? DEFAULT_RETENTION;
@@ -37,6 +39,7 @@ export class JobStore {
     this.#stream = new JobStreamBuffer(db);
     this.#outbox = new JobWebhookOutbox(db);
     this.#stats = new QueueStatsReader(db);
+    this.#committed = new CommittedClaims(db, this.#claims, this.#outbox, this.retention);
   }
 
   // ── rows: see JobRows ──────────────────────────────────────────────────────────────────────
@@ -76,6 +79,15 @@ export class JobStore {
   }
   takeStopRequests(...args: Parameters<JobClaims['takeStopRequests']>): ReturnType<JobClaims['takeStopRequests']> {
     return this.#claims.takeStopRequests(...args);
+  }
+
+  // ── the worker side's group commits: see CommittedClaims ─────────────────────────────────
+
+  takeCommitted(...args: Parameters<CommittedClaims['takeCommitted']>): ReturnType<CommittedClaims['takeCommitted']> {
+    return this.#committed.takeCommitted(...args);
+  }
+  completeCommitted(...args: Parameters<CommittedClaims['completeCommitted']>): ReturnType<CommittedClaims['completeCommitted']> {
+    return this.#committed.completeCommitted(...args);
   }
 
   // ── controls: see JobControls ──────────────────────────────────────────────────────────────
