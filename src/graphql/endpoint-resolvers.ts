@@ -2,7 +2,8 @@ import { ApiError, badRequest } from '../domain/errors.js';
 import type { Endpoint } from '../serverless/endpoint.js';
 import type { EndpointInput } from '../serverless/endpoints-service.js';
 import { envFromPairs, envToPairs, type GraphqlContext } from './context.js';
-import type { FlashBootType, ResolverMap } from './schema.js';
+import type { FlashBootType } from './flash-boot-type.js';
+import type { ResolverMap } from './schema.js';
 import { toGqlTemplate } from './template-resolvers.js';
 
 type EnvPair = { key: string; value?: string | null } | null;

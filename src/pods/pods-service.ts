@@ -18,7 +18,8 @@ import type { PodChanges, PodListFilter, PodRecord, PortMapping } from '../store
 import type { Template } from '../templates/template.js';
 import type { TemplatesService } from '../templates/templates-service.js';
 import type { VolumesService } from '../volumes/volumes-service.js';
-import { diskOf, parsePorts, type PodController } from './pod-controller.js';
+import { diskOf, parsePorts } from './pod-allocation.js';
+import type { PodController } from './pod-controller.js';
 import {
   RESTARTING_FIELDS,
   applyMountPatch,

@@ -1,76 +1,12 @@
 import { describe, test, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import pino from 'pino';
-import type { HealthProbe, ImageSpec } from '../../config.js';
-import { FakeClock } from '../../domain/clock.js';
+import { alive, makeRuntime, readJson, removeDataDirs, withRuntime } from '../../../test/support/process-runtime-harness.js';
 import type { InstanceSpec } from '../runtime.js';
 import { ChangeRecorder, describeRuntime, freePort, getJson, instanceSpec, waitFor, type RuntimeUnderTest } from '../runtime-contract.js';
-import { ProcessRuntime, type ProcessRuntimeOptions } from './process-runtime.js';
-import { procAvailable } from './proc-stats.js';
 
-const node = process.execPath;
-const fixture = (name: string): string => join(import.meta.dirname, '..', '..', '..', 'test', 'fixtures', name);
-const probe = (port: number, timeoutMs = 10_000): HealthProbe => ({ type: 'http', port, path: '/health', intervalMs: 25, timeoutMs });
-
-const images: Record<string, ImageSpec> = {
-  'test/idle': { command: [node, '-e', 'setInterval(() => {}, 1 << 30)'] },
-  'test/crashing': { command: [node, '-e', 'console.log("loading model"); console.error("boom: model file missing"); process.exit(3)'] },
-  'test/http': { command: [node, fixture('http-server.mjs')], env: { FROM_IMAGE: 'image', OVERRIDDEN: 'by image' }, health: probe(8000) },
-  'test/http-unprobed': { command: [node, fixture('http-server.mjs')] },
-  'test/never-ready': { command: [node, '-e', 'console.log("still loading"); setInterval(() => {}, 1 << 30)'], health: { ...probe(8000, 300), type: 'tcp' } },
-  'test/dies-early': { command: [node, '-e', 'console.error("cannot bind"); setTimeout(() => process.exit(7), 100)'], health: probe(8000) },
-  'test/self-kill': { command: [node, '-e', 'console.error("about to die"); process.kill(process.pid, "SIGKILL")'] },
-  'test/grandchild': { command: [node, fixture('spawn-grandchild.mjs')] },
-  'test/stubborn': { command: [node, fixture('ignore-sigterm.mjs')] },
-  'test/busy': { command: [node, '-e', 'const keep = Buffer.alloc(64 * 1024 * 1024, 1); for (;;) { keep[0]++; }'] },
-  'test/chatty': { command: [node, '-e', 'const line = "x".repeat(1023) + "\\n"; setInterval(() => { for (let i = 0; i < 64; i++) process.stdout.write(line); }, 5)'] },
-  'test/no-such-command': { command: ['gantry-no-such-command-9'] },
-  'test/missing-cwd': { command: [node, '-e', '0'], cwd: '/nonexistent/gantry/worker' },
-};
-
-const dirs: string[] = [];
-after(() => {
-  for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
-});
-
-function makeRuntime(overrides: Partial<ProcessRuntimeOptions> = {}): { runtime: ProcessRuntime; dataDir: string; clock: FakeClock } {
-  const dataDir = mkdtempSync(join(tmpdir(), 'gantry-process-runtime-'));
-  dirs.push(dataDir);
-  const clock = new FakeClock();
-  const runtime = new ProcessRuntime({ images, dataDir, clock, logger: pino({ level: 'silent' }), stopGraceMs: 2_000, ...overrides });
-  return { runtime, dataDir, clock };
-}
-
-/** Runs `body` with a fresh runtime, closing it afterwards whatever happens. */
-async function withRuntime(body: (t: ReturnType<typeof makeRuntime>) => Promise<void>, overrides: Partial<ProcessRuntimeOptions> = {}): Promise<void> {
-  const t = makeRuntime(overrides);
-  try {
-    await body(t);
-  } finally {
-    await t.runtime.close();
-  }
-}
-
-/** Alive and not a zombie (orphans stay zombies where PID 1 does not reap). */
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-  } catch {
-    return false;
-  }
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    return !/^\S+ \(.*\) [ZX] /.test(stat);
-  } catch {
-    return !procAvailable();
-  }
-}
-
-const readJson = (path: string): unknown => JSON.parse(readFileSync(path, 'utf8'));
+after(removeDataDirs);
 
 describeRuntime('process', async (): Promise<RuntimeUnderTest> => {
   const { runtime } = makeRuntime();
@@ -182,42 +118,6 @@ describe('ProcessRuntime', () => {
       assert.match(exited.reason ?? '', /^killed by signal SIGKILL; last output:\nabout to die$/);
     }));
 
-  test('the exit reason carries only the last lines of output, at most about 2 KB', () =>
-    withRuntime(
-      async ({ runtime }) => {
-        const spec = instanceSpec({ image: 'test/many-lines' });
-        const changes = new ChangeRecorder(runtime);
-        await runtime.start(spec);
-        const exited = await changes.next(spec.id, 'exited');
-        const tail = (exited.reason ?? '').split('last output:\n')[1] ?? '';
-        assert.ok(tail.length <= 2048, `tail is ${tail.length} chars`);
-        assert.ok(tail.endsWith('line 99 ' + 'y'.repeat(200)));
-        assert.ok(!tail.includes('line 79 '), 'only the last 20 lines');
-      },
-      {
-        images: {
-          ...images,
-          'test/many-lines': { command: [node, '-e', 'for (let i = 0; i < 100; i++) console.log(`line ${i} ` + "y".repeat(200)); process.exitCode = 1'] },
-        },
-      },
-    ));
-
-  test('output.log keeps the stdout and stderr of every run', () =>
-    withRuntime(async ({ runtime, dataDir }) => {
-      const spec = instanceSpec({ image: 'test/crashing' });
-      const changes = new ChangeRecorder(runtime);
-      await runtime.start(spec);
-      await changes.next(spec.id, 'exited');
-      await runtime.stop(spec.id);
-      await runtime.start(spec);
-      await waitFor('the second run to exit', async () => (await runtime.inspect(spec.id))?.state === 'exited');
-      const log = readFileSync(join(dataDir, 'instances', spec.id, 'output.log'), 'utf8');
-      assert.equal(log.match(/loading model/g)?.length, 2);
-      assert.equal(log.match(/boom: model file missing/g)?.length, 2);
-      const reason = (await runtime.inspect(spec.id))?.reason ?? '';
-      assert.equal(reason.match(/boom/g)?.length, 1, "the reason holds this run's output only");
-    }));
-
   test('stop terminates the whole process group: the process and the grandchild it forked', () =>
     withRuntime(async ({ runtime, dataDir }) => {
       const spec = instanceSpec({ image: 'test/grandchild' });
@@ -260,45 +160,6 @@ describe('ProcessRuntime', () => {
       { stopGraceMs: 300 },
     ));
 
-  test('an unknown command rejects start with a message naming the image, the command and the folder, and leaves no instance', () =>
-    withRuntime(async ({ runtime, dataDir }) => {
-      const spec = instanceSpec({ image: 'test/no-such-command' });
-      const changes = new ChangeRecorder(runtime);
-      await assert.rejects(runtime.start(spec), {
-        message: `cannot start image "test/no-such-command": command "gantry-no-such-command-9" not found (cwd ${join(dataDir, 'instances', spec.id)})`,
-      });
-      assert.equal(await runtime.inspect(spec.id), null);
-      assert.deepEqual(await runtime.list(), []);
-      assert.deepEqual(changes.changes, []);
-    }));
-
-  test('start is rejected with a clear message for a missing working directory, an unexposed probe port or broken args', () =>
-    withRuntime(async ({ runtime }) => {
-      await assert.rejects(runtime.start(instanceSpec({ image: 'test/missing-cwd' })), {
-        message: 'cannot start image "test/missing-cwd": its working directory /nonexistent/gantry/worker does not exist',
-      });
-      await assert.rejects(runtime.start(instanceSpec({ image: 'test/http', ports: [{ private: 22, public: 30022, protocol: 'tcp' }] })), {
-        message: 'cannot start image "test/http": its health check probes port 8000, which this instance does not expose (ports: 22/tcp)',
-      });
-      await assert.rejects(runtime.start(instanceSpec({ image: 'test/idle', args: `--prompt "unfinished` })), /unterminated " quote/);
-      assert.deepEqual(await runtime.list(), []);
-    }));
-
-  test('a command that is not executable rejects start saying so', () =>
-    withRuntime(async ({ runtime, dataDir }) => {
-      const script = join(dataDir, 'handler.sh');
-      writeFileSync(script, '#!/bin/sh\necho hi\n', { mode: 0o644 });
-      const withScript = new ProcessRuntime({ images: { 'my-worker:dev': { command: [script] } }, dataDir, clock: new FakeClock(), logger: pino({ level: 'silent' }), stopGraceMs: 500 });
-      try {
-        await assert.rejects(withScript.start(instanceSpec({ image: 'my-worker:dev' })), {
-          message: new RegExp(`^cannot start image "my-worker:dev": command "${script}" is not executable: permission denied`),
-        });
-      } finally {
-        await withScript.close();
-      }
-      assert.deepEqual(await runtime.list(), []);
-    }));
-
   test('an instance that exited can be started again under the same id', () =>
     withRuntime(async ({ runtime }) => {
       const spec = instanceSpec({ image: 'test/crashing' });
@@ -327,88 +188,4 @@ describe('ProcessRuntime', () => {
       assert.ok(stopMs < 1_000, `2,000 placeholder stops took ${Math.round(stopMs)} ms`);
       assert.equal(existsSync(join(dataDir, 'instances')), false, 'placeholders touch no files');
     }));
-
-  test('a process group left behind by a previous server is killed when the same instance starts again', () =>
-    withRuntime(async ({ runtime, dataDir }) => {
-      const spec = instanceSpec({ image: 'test/idle' });
-      // The "previous server": started the instance detached, wrote its pid file, then died.
-      const leftover = spawn(node, ['-e', 'setInterval(() => {}, 1 << 30)'], { detached: true, stdio: 'ignore', env: { GANTRY_INSTANCE_ID: spec.id } });
-      leftover.unref();
-      await new Promise((resolve) => leftover.once('spawn', resolve));
-      const oldPid = leftover.pid!;
-      mkdirSync(join(dataDir, 'instances', spec.id), { recursive: true });
-      writeFileSync(join(dataDir, 'instances', spec.id, 'pid'), `${oldPid}\n`);
-
-      await runtime.start(spec);
-      assert.equal(alive(oldPid), false, 'the leftover process is gone');
-      const newPid = Number(readFileSync(join(dataDir, 'instances', spec.id, 'pid'), 'utf8'));
-      assert.notEqual(newPid, oldPid);
-      assert.ok(alive(newPid));
-    }));
-
-  test('a pid file naming a process that is not ours leaves that process alone', { skip: procAvailable() ? false : 'needs /proc' }, () =>
-    withRuntime(async ({ runtime, dataDir }) => {
-      const spec = instanceSpec({ image: 'test/idle' });
-      const stranger = spawn(node, ['-e', 'setInterval(() => {}, 1 << 30)'], { detached: true, stdio: 'ignore', env: { GANTRY_INSTANCE_ID: 'someone-else' } });
-      stranger.unref();
-      await new Promise((resolve) => stranger.once('spawn', resolve));
-      try {
-        mkdirSync(join(dataDir, 'instances', spec.id), { recursive: true });
-        writeFileSync(join(dataDir, 'instances', spec.id, 'pid'), `${stranger.pid}\n`);
-        await runtime.start(spec);
-        assert.ok(alive(stranger.pid!), 'a pid reused by another process is not killed');
-      } finally {
-        stranger.kill('SIGKILL');
-      }
-    }));
-
-  test('reapOrphans kills every leftover instance a previous server left, but none of its own', () =>
-    withRuntime(async ({ runtime, dataDir }) => {
-      const mine = instanceSpec({ image: 'test/idle' });
-      await runtime.start(mine);
-      const ids = ['orphan-a', 'orphan-b'];
-      const pids: number[] = [];
-      for (const id of ids) {
-        const child = spawn(node, ['-e', 'setInterval(() => {}, 1 << 30)'], { detached: true, stdio: 'ignore', env: { GANTRY_INSTANCE_ID: id } });
-        child.unref();
-        await new Promise((resolve) => child.once('spawn', resolve));
-        pids.push(child.pid!);
-        mkdirSync(join(dataDir, 'instances', id), { recursive: true });
-        writeFileSync(join(dataDir, 'instances', id, 'pid'), `${child.pid}\n`);
-      }
-      assert.deepEqual((await runtime.reapOrphans()).sort(), ids);
-      assert.ok(pids.every((pid) => !alive(pid)));
-      assert.equal((await runtime.inspect(mine.id))?.state, 'running');
-    }));
-
-  test('stats measure the CPU and memory of a running process against its allotment', { skip: procAvailable() ? false : 'needs /proc' }, () =>
-    withRuntime(async ({ runtime }) => {
-      const spec = instanceSpec({ image: 'test/busy', vcpus: 1, memoryGb: 1 });
-      await runtime.start(spec);
-      const stats = await waitFor(
-        'a busy process to show CPU use',
-        async () => {
-          const s = (await runtime.inspect(spec.id))?.stats;
-          return s && s.cpuUtil > 30 && s.memoryBytes > 64 * 1024 * 1024 ? s : null;
-        },
-        10_000,
-      );
-      assert.ok(stats.cpuUtil <= 100);
-      assert.ok(stats.memoryUtil > 6 && stats.memoryUtil <= 100, `memoryUtil ${stats.memoryUtil}`);
-    }));
-
-  test('output.log is rotated to output.log.1 once it passes the size cap', () =>
-    withRuntime(
-      async ({ runtime, dataDir }) => {
-        const spec = instanceSpec({ image: 'test/chatty' });
-        await runtime.start(spec);
-        const dir = join(dataDir, 'instances', spec.id);
-        await waitFor('the log to be rotated', () => existsSync(join(dir, 'output.log.1')));
-        await runtime.stop(spec.id);
-        assert.ok(readdirSync(dir).includes('output.log'));
-        const size = readFileSync(join(dir, 'output.log')).length;
-        assert.ok(size < 2 * 1024 * 1024, `output.log stays near the cap (${size} bytes)`);
-      },
-      { maxLogBytes: 256 * 1024, logCheckIntervalMs: 50 },
-    ));
 });

@@ -3,27 +3,25 @@
  *
  * - An image reference mapped in the config's `images` runs its command as a real process, in its
  *   own process group, in `<dataDir>/instances/<id>/` unless the mapping names a cwd, with the
- *   environment of {@link instanceEnv} and its output in `output.log` there.
+ *   environment of `instanceEnv()` (instance-env.ts) and its output in `output.log` there.
  * - An UNMAPPED image runs as an idle placeholder: no process, no files, `running` at once and
  *   until stopped, stats all zero. A placeholder is one small object in a map, so thousands cost
  *   next to nothing; it lets any pod be created and driven through its lifecycle.
  */
 import type { ChildProcess } from 'node:child_process';
-import { mkdir } from 'node:fs/promises';
 import { constants as osConstants } from 'node:os';
-import { join } from 'node:path';
 import type { Logger } from 'pino';
 import type { HealthProbe, ImageSpec } from '../../config.js';
 import type { Clock } from '../../domain/clock.js';
 import type { InstanceListener, InstanceSpec, InstanceState, InstanceStatus, Runtime } from '../runtime.js';
 import { describeTarget, waitUntilHealthy, type ProbeTarget } from './health-probe.js';
-import { INSTANCE_PUBLIC_IP, instanceEnv } from './instance-env.js';
-import { launchProcess, type LaunchedProcess } from './launch-process.js';
-import { hasPidFile, instanceDirOf, reapOrphan, reapOrphans, removePidFile, writePidFile } from './orphans.js';
-import { DEFAULT_MAX_LOG_BYTES, capLog, logSize, readTail } from './output-log.js';
-import { cpuPercent, groupUsage, memoryPercent, scanProcesses, type CpuSample, type ProcEntry } from './proc-stats.js';
+import { LogRotator } from './log-rotator.js';
+import { reapOrphans, removePidFile, writePidFile } from './orphans.js';
+import { readTail } from './output-log.js';
+import { scanProcesses, type ProcEntry } from './proc-stats.js';
 import { signalGroup, terminateGroup } from './process-group.js';
-import { splitArgs } from './split-args.js';
+import { spawnInstance } from './spawn-instance.js';
+import { UsageMeter } from './usage-meter.js';
 
 export interface ProcessRuntimeOptions {
   images: Record<string, ImageSpec>;
@@ -41,8 +39,6 @@ export interface ProcessRuntimeOptions {
 
 type Stats = NonNullable<InstanceStatus['stats']>;
 const ZERO_STATS: Stats = Object.freeze({ cpuUtil: 0, memoryUtil: 0, memoryBytes: 0 });
-/** CPU utilisation is measured between samples at least this far apart. */
-const MIN_SAMPLE_MS = 200;
 /** list()/inspect() accept a process table this old, so a burst of calls walks /proc once. */
 const STATS_MAX_AGE_MS = 100;
 
@@ -57,11 +53,7 @@ interface LiveProcess {
   probe: AbortController | null;
   /** set when the runtime itself kills the group (failed health check) */
   killing: Promise<void> | null;
-  vcpus: number;
-  memoryGb: number;
-  /** the previous CPU sample; the first is (0 ticks, spawn time) */
-  sample: CpuSample;
-  cpuUtil: number;
+  usage: UsageMeter;
 }
 
 interface Instance {
@@ -78,12 +70,12 @@ export class ProcessRuntime implements Runtime {
   /** ids whose start() is between its checks and its registration */
   readonly #launching = new Set<string>();
   readonly #listeners = new Set<InstanceListener>();
-  #logTimer: NodeJS.Timeout | null = null;
-  #checkingLogs = false;
+  readonly #logs: LogRotator;
   #closed = false;
 
   constructor(options: ProcessRuntimeOptions) {
     this.#options = options;
+    this.#logs = new LogRotator(options, () => this.#liveLogs());
   }
 
   async start(spec: InstanceSpec): Promise<InstanceStatus> {
@@ -140,8 +132,7 @@ export class ProcessRuntime implements Runtime {
 
   async close(): Promise<void> {
     this.#closed = true;
-    if (this.#logTimer) clearInterval(this.#logTimer);
-    this.#logTimer = null;
+    this.#logs.close();
     await Promise.all([...this.#instances.keys()].map((id) => this.stop(id)));
   }
 
@@ -171,48 +162,12 @@ export class ProcessRuntime implements Runtime {
 
   async #startProcess(spec: InstanceSpec, image: ImageSpec): Promise<InstanceStatus> {
     const { dataDir, logger, clock } = this.#options;
-    const cannot = (why: string): Error => new Error(`cannot start image "${spec.image}": ${why}`);
-
-    let argv: string[];
-    try {
-      argv = [...image.command, ...splitArgs(spec.args)];
-    } catch (err) {
-      throw cannot((err as Error).message);
-    }
-    const [file, ...rest] = argv;
-    if (file === undefined || file === '') throw cannot('its command is empty');
-    const probe = image.health ? probeTargetOf(image.health, spec) : null;
-    if (probe === undefined) {
-      const ports = spec.ports.map((p) => `${p.private}/${p.protocol}`).join(', ') || 'none';
-      throw cannot(`its health check probes port ${image.health?.port}, which this instance does not expose (ports: ${ports})`);
-    }
-
-    const dir = instanceDirOf(dataDir, spec.id);
-    await mkdir(dir, { recursive: true });
-    await this.#reap(spec.id);
-    for (const volume of spec.volumes) {
-      try {
-        await mkdir(volume.hostPath, { recursive: true });
-      } catch (err) {
-        throw cannot(`cannot create the folder of volume ${volume.path} at ${volume.hostPath}: ${(err as Error).message}`);
-      }
-    }
-    const logPath = join(dir, 'output.log');
-    await capLog(logPath, this.#maxLogBytes).catch(() => false);
-    const cwd = image.cwd ?? dir;
-    let launched: LaunchedProcess;
-    try {
-      launched = await launchProcess({
-        file,
-        args: rest,
-        cwd,
-        logPath,
-        env: instanceEnv(spec, { hostEnv: process.env, imageEnv: image.env, instanceDir: dir }),
-        onError: (err) => logger.warn({ err, instance: spec.id }, 'instance process error'),
-      });
-    } catch (err) {
-      throw cannot((err as Error).message);
-    }
+    const { launched, argv, cwd, logPath, probe } = await spawnInstance(spec, image, {
+      dataDir,
+      logger,
+      stopGraceMs: this.#options.stopGraceMs,
+      maxLogBytes: this.#logs.maxLogBytes,
+    });
     const { child, pgid, logOffset, exit } = launched;
 
     const proc: LiveProcess = {
@@ -223,10 +178,7 @@ export class ProcessRuntime implements Runtime {
       exited: exit.then(() => undefined),
       probe: null,
       killing: null,
-      vcpus: spec.vcpus,
-      memoryGb: spec.memoryGb,
-      sample: { ticks: 0, at: performance.now() },
-      cpuUtil: 0,
+      usage: new UsageMeter(pgid, spec),
     };
     const instance: Instance = {
       status: { id: spec.id, state: probe ? 'starting' : 'running', startedAt: clock.now(), exitCode: null, reason: null, stats: null },
@@ -242,7 +194,7 @@ export class ProcessRuntime implements Runtime {
       throw new Error(`cannot start instance "${spec.id}": the runtime is shutting down`);
     }
     logger.info({ instance: spec.id, image: spec.image, pid: pgid, argv, cwd }, 'instance process started');
-    this.#watchLogs();
+    this.#logs.watch();
     this.#emit(instance);
     if (probe && image.health) this.#probe(spec.id, instance, probe, image.health);
     return copyStatus(instance.status);
@@ -310,57 +262,23 @@ export class ProcessRuntime implements Runtime {
     await removePidFile(this.#options.dataDir, instance.status.id).catch(() => undefined);
   }
 
-  async #reap(id: string): Promise<void> {
-    const killed = await reapOrphan(this.#options.dataDir, id, { graceMs: this.#options.stopGraceMs });
-    if (killed) this.#options.logger.warn({ instance: id }, 'killed the process a previous server left behind for this instance');
-  }
-
   #snapshot(instance: Instance, table: readonly ProcEntry[] | null): InstanceStatus {
     const { status, proc } = instance;
     if (!proc) return copyStatus(status);
     if (!isLive(instance)) return { ...status, stats: null };
-    return { ...status, stats: table ? this.#measure(proc, table) : null };
-  }
-
-  #measure(proc: LiveProcess, table: readonly ProcEntry[]): Stats {
-    const usage = groupUsage(table, proc.pgid);
-    const sample = { ticks: usage.cpuTicks, at: performance.now() };
-    // Calls closer together than MIN_SAMPLE_MS repeat the last figure rather than measure noise.
-    if (sample.at - proc.sample.at >= MIN_SAMPLE_MS) {
-      proc.cpuUtil = cpuPercent(proc.sample, sample, proc.vcpus);
-      proc.sample = sample;
-    }
-    return { cpuUtil: proc.cpuUtil, memoryUtil: memoryPercent(usage.rssBytes, proc.memoryGb), memoryBytes: usage.rssBytes };
+    return { ...status, stats: table ? proc.usage.measure(table) : null };
   }
 
   #current(id: string, instance: Instance): boolean {
     return this.#instances.get(id) === instance;
   }
 
-  get #maxLogBytes(): number {
-    return this.#options.maxLogBytes ?? DEFAULT_MAX_LOG_BYTES;
-  }
-
-  /** One timer for all instances keeps every output.log under the cap. */
-  #watchLogs(): void {
-    if (this.#logTimer) return;
-    this.#logTimer = setInterval(() => void this.#checkLogs(), this.#options.logCheckIntervalMs ?? 5_000);
-    this.#logTimer.unref();
-  }
-
-  async #checkLogs(): Promise<void> {
-    if (this.#checkingLogs) return;
-    this.#checkingLogs = true;
-    try {
-      for (const instance of this.#instances.values()) {
-        const proc = instance.proc;
-        if (!proc || !isLive(instance)) continue;
-        if (await capLog(proc.logPath, this.#maxLogBytes).catch(() => false)) {
-          proc.logOffset = Math.min(proc.logOffset, await logSize(proc.logPath));
-        }
-      }
-    } finally {
-      this.#checkingLogs = false;
+  /** The processes of the instances alive now (looked at lazily, one at a time). */
+  *#liveLogs(): Generator<LiveProcess> {
+    for (const instance of this.#instances.values()) {
+      const proc = instance.proc;
+      if (!proc || !isLive(instance)) continue;
+      yield proc;
     }
   }
 
@@ -392,13 +310,6 @@ const copyStatus = (status: InstanceStatus): InstanceStatus => ({ ...status, sta
 /** Read through a function so TypeScript does not keep a narrowing across an await. */
 const stateOf = (instance: Instance): InstanceState => instance.status.state;
 const isLive = (instance: Instance): boolean => instance.status.state === 'starting' || instance.status.state === 'running';
-
-/** The host address to probe: the public port bound to the probe's private port; undefined when none is. */
-function probeTargetOf(health: HealthProbe, spec: InstanceSpec): ProbeTarget | undefined {
-  const binding = spec.ports.find((p) => p.private === health.port);
-  if (!binding) return undefined;
-  return { type: health.type, host: INSTANCE_PUBLIC_IP, port: binding.public, path: health.path || '/' };
-}
 
 /** Appends the tail of the process's output to a reason, so the user sees why. */
 const withOutput = (reason: string, tail: string): string => (tail ? `${reason}; last output:\n${tail}` : reason);

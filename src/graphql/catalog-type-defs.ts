@@ -1,0 +1,60 @@
+/** The SDL of the catalog: GPU types with their prices and stock, and the serverless GPU pools. */
+export const catalogTypeDefs = /* GraphQL */ `
+  input GpuTypeFilter {
+    id: String
+  }
+
+  input GpuLowestPriceInput {
+    gpuCount: Int
+    minMemoryInGb: Int
+    minVcpuCount: Int
+    secureCloud: Boolean
+    totalDisk: Int
+    minDisk: Int
+    countryCode: String
+    dataCenterId: String
+    minDownload: Int
+    minUpload: Int
+    supportPublicIp: Boolean
+  }
+
+  type GpuType {
+    id: String
+    displayName: String
+    manufacturer: String
+    memoryInGb: Int
+    cudaCores: Int
+    secureCloud: Boolean
+    communityCloud: Boolean
+    securePrice: Float
+    communityPrice: Float
+    oneMonthPrice: Float
+    threeMonthPrice: Float
+    oneWeekPrice: Float
+    communitySpotPrice: Float
+    secureSpotPrice: Float
+    maxGpuCount: Int
+    maxGpuCountSecureCloud: Int
+    maxGpuCountCommunityCloud: Int
+    lowestPrice(input: GpuLowestPriceInput): LowestPrice
+  }
+
+  type LowestPrice {
+    gpuName: String
+    gpuTypeId: String
+    "Gantry has no spot market: always null."
+    minimumBidPrice: Float
+    "Per GPU per hour, USD."
+    uninterruptablePrice: Float
+    minMemory: Int
+    minVcpu: Int
+    stockStatus: String
+  }
+
+  type ServerlessGpuPool {
+    id: String
+    displayName: String
+    memoryInGb: Int
+    gpuTypeIds: [String]
+  }
+`;

@@ -1,0 +1,131 @@
+/**
+ * The SDL of pods: the inputs that deploy, stop, resume and terminate them, and the pod as
+ * clients read it (its machine and its runtime ports).
+ */
+export const podTypeDefs = /* GraphQL */ `
+  input PodFilter {
+    podId: String
+  }
+
+  input PodFindAndDeployOnDemandInput {
+    name: String
+    imageName: String
+    gpuTypeId: String
+    gpuTypeIdList: [String]
+    gpuCount: Int
+    cloudType: CloudType
+    dataCenterId: String
+    countryCode: String
+    containerDiskInGb: Int
+    volumeInGb: Int
+    volumeMountPath: String
+    minVcpuCount: Int
+    minMemoryInGb: Int
+    dockerArgs: String
+    ports: String
+    env: [EnvironmentVariableInput]
+    templateId: String
+    networkVolumeId: String
+    allowedCudaVersions: [String]
+    minCudaVersion: String
+    startSsh: Boolean
+    startJupyter: Boolean
+    supportPublicIp: Boolean
+    containerRegistryAuthId: String
+    minDownload: Int
+    minUpload: Int
+    stopAfter: String
+    terminateAfter: String
+    compliance: [String]
+    globalNetworking: Boolean
+  }
+
+  input DeployCpuPodInput {
+    name: String
+    imageName: String
+    instanceId: String
+    cloudType: CloudType
+    dataCenterId: String
+    countryCode: String
+    containerDiskInGb: Int
+    volumeInGb: Int
+    volumeMountPath: String
+    dockerArgs: String
+    ports: String
+    env: [EnvironmentVariableInput]
+    templateId: String
+    networkVolumeId: String
+    startSsh: Boolean
+    startJupyter: Boolean
+    supportPublicIp: Boolean
+    containerRegistryAuthId: String
+    minDownload: Int
+    minUpload: Int
+    vcpuCount: Int
+  }
+
+  enum CloudType {
+    ALL
+    SECURE
+    COMMUNITY
+  }
+
+  input PodStopInput {
+    podId: String
+    incrementVersion: Boolean
+  }
+
+  input PodResumeInput {
+    podId: String
+    gpuCount: Int
+  }
+
+  input PodTerminateInput {
+    podId: String
+  }
+
+  type Pod {
+    id: String
+    name: String
+    imageName: String
+    "K=V strings."
+    env: [String]
+    desiredStatus: String
+    lastStatusChange: String
+    costPerHr: Float
+    containerDiskInGb: Int
+    volumeInGb: Int
+    volumeMountPath: String
+    dockerArgs: String
+    dockerId: String
+    gpuCount: Int
+    vcpuCount: Float
+    memoryInGb: Float
+    podType: String
+    port: Int
+    ports: String
+    uptimeSeconds: Int
+    machineId: String
+    machine: PodMachine
+    runtime: PodRuntime
+  }
+
+  type PodMachine {
+    podHostId: String
+    gpuDisplayName: String
+    location: String
+  }
+
+  type PodRuntime {
+    uptimeInSeconds: Int
+    ports: [PodRuntimePort]
+  }
+
+  type PodRuntimePort {
+    ip: String
+    isIpPublic: Boolean
+    privatePort: Int
+    publicPort: Int
+    type: String
+  }
+`;

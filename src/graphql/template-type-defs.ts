@@ -1,0 +1,46 @@
+/** The SDL of templates (pod and serverless ones alike) and the input that saves one. */
+export const templateTypeDefs = /* GraphQL */ `
+  type PodTemplate {
+    id: String
+    name: String
+    imageName: String
+    dockerArgs: String
+    containerDiskInGb: Int
+    volumeInGb: Int
+    volumeMountPath: String
+    "Comma list, e.g. \\"8888/http,22/tcp\\"."
+    ports: String
+    env: [EnvironmentVariable]
+    isServerless: Boolean
+    readme: String
+    containerRegistryAuthId: String
+    startSsh: Boolean
+    startJupyter: Boolean
+    startScript: String
+    advancedStart: Boolean
+    isPublic: Boolean
+    category: String
+  }
+
+  input SaveTemplateInput {
+    id: String
+    name: String
+    imageName: String
+    dockerArgs: String
+    containerDiskInGb: Int
+    volumeInGb: Int
+    volumeMountPath: String
+    ports: String
+    env: [EnvironmentVariableInput]
+    isServerless: Boolean
+    readme: String
+    "\\"\\" means none."
+    containerRegistryAuthId: String
+    startSsh: Boolean
+    startJupyter: Boolean
+    isPublic: Boolean
+    category: String
+    startScript: String
+    advancedStart: Boolean
+  }
+`;

@@ -1,0 +1,194 @@
+import type { Catalog, Cloud, Host } from '../domain/catalog.js';
+import { compareCudaVersions, cudaAccepts, cudaRule, type CudaRule } from '../domain/cuda.js';
+import { sieve, type HostGroup, type PlacementRequest } from '../domain/placement.js';
+import { GpuGroup } from './gpu-group.js';
+import { HostSlot } from './host-slot.js';
+
+/** Free and total GPUs of one type, as the catalog's availability shows them. */
+export interface GpuTypeStock {
+  gpuTypeId: string;
+  total: number;
+  available: number;
+  /** Most free GPUs of this type on one host: the largest count placeable now. */
+  maxGpuCount: number;
+  clouds: Cloud[];
+  dataCenters: Array<{ id: string; available: number; total: number }>;
+  /** Sorted oldest first. */
+  cudaVersions: Array<{ version: string; available: number; total: number }>;
+}
+
+/**
+ * The fleet's hosts, indexed for placement: GPU hosts grouped by everything the static filters
+ * look at (each group keeping its hosts bucketed by free GPU count), CPU hosts by flavor. It finds
+ * the best host for a request in the order of `place()`, names the constraint that could not be
+ * met when none fits, and counts the free GPUs of a type.
+ */
+export class FleetIndex {
+  /** Every host's slot, in host id order. */
+  readonly slots = new Map<string, HostSlot>();
+  private readonly gpuGroupsByType = new Map<string, GpuGroup[]>();
+  private readonly cpuSlotsByFlavor = new Map<string, HostSlot[]>();
+  /** Reused per decision so the hot path does not allocate. */
+  private readonly scratch: GpuGroup[] = [];
+
+  constructor(
+    hosts: readonly Host[],
+    private readonly catalog: Catalog,
+  ) {
+    const gpuGn = new Map(catalog.gpuTypes.map((t) => [t.id, t.globalNetworking]));
+    const dcGn = new Map(catalog.dataCenters.map((d) => [d.id, d.globalNetworking]));
+    const sorted = [...hosts].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+    const groups = new Map<string, GpuGroup>();
+    sorted.forEach((host, ord) => {
+      const slot = new HostSlot(host, ord, dcGn.get(host.dataCenterId) === true);
+      this.slots.set(host.id, slot);
+      for (const flavor of host.cpuFlavors) {
+        const list = this.cpuSlotsByFlavor.get(flavor) ?? [];
+        list.push(slot);
+        this.cpuSlotsByFlavor.set(flavor, list);
+      }
+      if (host.gpuTypeId === null || host.gpuCount <= 0) return;
+      const key = JSON.stringify([host.gpuTypeId, host.dataCenterId, host.cloud, host.cudaVersion, host.gpuCount]);
+      let group = groups.get(key);
+      if (!group) {
+        const gn = gpuGn.get(host.gpuTypeId) === true && dcGn.get(host.dataCenterId) === true;
+        group = new GpuGroup(host.gpuTypeId, host.dataCenterId, host.cloud, host.cudaVersion, host.gpuCount, gn);
+        groups.set(key, group);
+        const list = this.gpuGroupsByType.get(host.gpuTypeId) ?? [];
+        list.push(group);
+        this.gpuGroupsByType.set(host.gpuTypeId, list);
+      }
+      group.slots.push(slot);
+    });
+    for (const group of groups.values()) group.seal();
+  }
+
+  /** Free and total GPUs of one type, overall and per data center and CUDA version. */
+  gpuStock(gpuTypeId: string): GpuTypeStock {
+    const groups = this.gpuGroupsByType.get(gpuTypeId) ?? [];
+    const dcs = new Map<string, { id: string; available: number; total: number }>();
+    const cudas = new Map<string, { version: string; available: number; total: number }>();
+    const clouds = new Set<Cloud>();
+    let total = 0;
+    let available = 0;
+    let maxGpuCount = 0;
+    for (const g of groups) {
+      const groupTotal = g.gpusPerHost * g.hostCount;
+      total += groupTotal;
+      available += g.freeGpus;
+      maxGpuCount = Math.max(maxGpuCount, g.maxFreeGpus);
+      clouds.add(g.cloud);
+      const dc = dcs.get(g.dataCenterId) ?? { id: g.dataCenterId, available: 0, total: 0 };
+      dc.available += g.freeGpus;
+      dc.total += groupTotal;
+      dcs.set(dc.id, dc);
+      if (g.cudaVersion !== null) {
+        const cuda = cudas.get(g.cudaVersion) ?? { version: g.cudaVersion, available: 0, total: 0 };
+        cuda.available += g.freeGpus;
+        cuda.total += groupTotal;
+        cudas.set(cuda.version, cuda);
+      }
+    }
+    return {
+      gpuTypeId,
+      total,
+      available,
+      maxGpuCount,
+      clouds: [...clouds].sort(),
+      dataCenters: [...dcs.values()].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0)),
+      cudaVersions: [...cudas.values()].sort((a, b) => compareCudaVersions(a.version, b.version)),
+    };
+  }
+
+  /**
+   * Best GPU host by (type preference, data center preference, tightest fit, host id) — the
+   * order of `comparePlacementScore` — walking free-count levels upward so the first hit wins.
+   */
+  findGpuHost(request: PlacementRequest): HostSlot | null {
+    const need = Math.max(0, request.gpuCount);
+    const rule = cudaRule(request);
+    const dcs = request.dataCenterIds;
+    const ranks = dcs.length > 0 ? dcs.length : 1;
+    for (let t = 0; t < request.gpuTypeIds.length; t++) {
+      const typeId = request.gpuTypeIds[t]!;
+      if (request.gpuTypeIds.indexOf(typeId) !== t) continue;
+      const groups = this.gpuGroupsByType.get(typeId);
+      if (!groups) continue;
+      const eligible = this.scratch;
+      eligible.length = 0;
+      for (const g of groups) {
+        if (!this.admitsStatically(g, request, rule, need)) continue;
+        g.dcRank = dcs.length > 0 ? dcs.indexOf(g.dataCenterId) : 0;
+        if (g.dcRank < 0) continue;
+        eligible.push(g);
+      }
+      if (eligible.length === 0) continue;
+      for (let r = 0; r < ranks; r++) {
+        let best: HostSlot | null = null;
+        let bestLevel = Number.MAX_SAFE_INTEGER;
+        for (const g of eligible) {
+          if (g.dcRank !== r) continue;
+          const top = Math.min(g.gpusPerHost, bestLevel);
+          for (let k = need; k <= top; k++) {
+            const slot = g.firstAtLevel(k, request);
+            if (slot === null) continue;
+            if (k < bestLevel || slot.ord < best!.ord) {
+              best = slot;
+              bestLevel = k;
+            }
+            break;
+          }
+        }
+        if (best !== null) return best;
+      }
+    }
+    return null;
+  }
+
+  private admitsStatically(g: GpuGroup, request: PlacementRequest, rule: CudaRule, need: number): boolean {
+    if (g.gpusPerHost < need) return false;
+    if (request.cloud !== 'ALL' && g.cloud !== request.cloud) return false;
+    if (request.volumeDataCenterId !== null && g.dataCenterId !== request.volumeDataCenterId) return false;
+    if (request.globalNetworking && !g.globalNetworking) return false;
+    return cudaAccepts(rule, g.cudaCode);
+  }
+
+  /** CPU hosts are few: a scan of the flavor's hosts in (data center preference, fewest vCPUs left, id) order. */
+  findCpuHost(request: PlacementRequest): HostSlot | null {
+    const slots = request.cpuFlavorId === null ? undefined : this.cpuSlotsByFlavor.get(request.cpuFlavorId);
+    if (!slots) return null;
+    const dcs = request.dataCenterIds;
+    let best: HostSlot | null = null;
+    let bestRank = 0;
+    let bestLeft = 0;
+    for (const slot of slots) {
+      const h = slot.host;
+      if (request.cloud !== 'ALL' && h.cloud !== request.cloud) continue;
+      const rank = dcs.length > 0 ? dcs.indexOf(h.dataCenterId) : 0;
+      if (rank < 0) continue;
+      if (request.volumeDataCenterId !== null && h.dataCenterId !== request.volumeDataCenterId) continue;
+      if (request.globalNetworking && !slot.dcGlobalNetworking) continue;
+      if (!slot.fitsResources(request)) continue;
+      const left = slot.freeVcpus - request.vcpuCount;
+      // slots are in id order, so a tie keeps the earlier (lower id) host
+      if (best === null || rank < bestRank || (rank === bestRank && left < bestLeft)) {
+        best = slot;
+        bestRank = rank;
+        bestLeft = left;
+      }
+    }
+    return best;
+  }
+
+  /** Runs the rules over the relevant groups to name the constraint that could not be met. */
+  explain(request: PlacementRequest): { ok: false; reason: string } {
+    const groups: HostGroup[] = [];
+    if (request.kind === 'gpu') {
+      for (const typeId of new Set(request.gpuTypeIds)) groups.push(...(this.gpuGroupsByType.get(typeId) ?? []));
+    } else if (request.cpuFlavorId !== null) {
+      for (const slot of this.cpuSlotsByFlavor.get(request.cpuFlavorId) ?? []) groups.push(slot.single);
+    }
+    const result = sieve(request, groups, this.catalog);
+    return { ok: false, reason: result.ok ? 'No host can take the request right now' : result.reason };
+  }
+}

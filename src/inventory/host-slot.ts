@@ -1,0 +1,160 @@
+import type { Host } from '../domain/catalog.js';
+import { portCapacity, type FreeResources, type HostGroup, type HostUsage, type PlacementRequest } from '../domain/placement.js';
+import type { GpuGroup } from './gpu-group.js';
+import type { Allocation } from './inventory.js';
+
+/** One host's mutable state. Field names match `FreeResources` so the rules can read it directly. */
+export class HostSlot implements FreeResources {
+  readonly hostId: string;
+  readonly gpuUsed: Uint8Array;
+  readonly portUsed: Uint8Array;
+  freeGpus: number;
+  freeVcpus: number;
+  freeMemoryGb: number;
+  freeDiskGb: number;
+  freePorts: number;
+  /** No port below `portRange[0] + portLow` is free. */
+  portLow = 0;
+  group: GpuGroup | null = null;
+  /** Position in `group.slots`. */
+  pos = 0;
+  /** This host alone, as the rules see it (used to explain CPU refusals). */
+  readonly single: HostGroup;
+  /** Whether the host's data center offers global networking. */
+  readonly dcGlobalNetworking: boolean;
+
+  constructor(
+    readonly host: Host,
+    /** Rank of the host id in plain string order: the final tie-break. */
+    readonly ord: number,
+    dcGlobalNetworking: boolean,
+  ) {
+    this.hostId = host.id;
+    const gpus = host.gpuTypeId === null ? 0 : host.gpuCount;
+    this.gpuUsed = new Uint8Array(gpus);
+    this.portUsed = new Uint8Array(portCapacity(host));
+    this.freeGpus = gpus;
+    this.freeVcpus = host.vcpus;
+    this.freeMemoryGb = host.memoryGb;
+    this.freeDiskGb = host.diskGb;
+    this.freePorts = this.portUsed.length;
+    this.dcGlobalNetworking = dcGlobalNetworking;
+    const slot = this;
+    this.single = {
+      gpuTypeId: host.gpuTypeId,
+      dataCenterId: host.dataCenterId,
+      cloud: host.cloud,
+      cudaVersion: host.cudaVersion,
+      cpuFlavors: host.cpuFlavors,
+      gpusPerHost: gpus,
+      hostCount: 1,
+      get freeGpus() {
+        return slot.freeGpus;
+      },
+      get maxFreeGpus() {
+        return slot.freeGpus;
+      },
+      eachHostWithFreeGpus(min, visit) {
+        if (slot.freeGpus >= min) visit(slot);
+      },
+    };
+  }
+
+  fitsResources(request: PlacementRequest): boolean {
+    return (
+      this.freeVcpus >= request.vcpuCount &&
+      this.freeMemoryGb >= request.memoryGb &&
+      this.freeDiskGb >= request.diskGb &&
+      this.freePorts >= request.portCount
+    );
+  }
+
+  lowestFreeGpus(count: number): number[] {
+    const out: number[] = [];
+    for (let i = 0; i < this.gpuUsed.length && out.length < count; i++) if (this.gpuUsed[i] === 0) out.push(i);
+    return out;
+  }
+
+  lowestFreePorts(count: number): number[] {
+    const out: number[] = [];
+    const base = this.host.portRange[0];
+    for (let i = this.portLow; i < this.portUsed.length && out.length < count; i++) if (this.portUsed[i] === 0) out.push(base + i);
+    return out;
+  }
+
+  /** Why this exact allocation cannot be taken here now; null when it can. */
+  refusalFor(allocation: Allocation): string | null {
+    const id = allocation.hostId;
+    if (new Set(allocation.gpuIndices).size !== allocation.gpuIndices.length || new Set(allocation.publicPorts).size !== allocation.publicPorts.length) {
+      return `The allocation on host ${id} names a GPU or port twice`;
+    }
+    const takenGpus = allocation.gpuIndices.filter((i) => !(Number.isInteger(i) && i >= 0 && i < this.gpuUsed.length) || this.gpuUsed[i] !== 0);
+    if (takenGpus.length > 0) return `Host ${id} no longer has GPUs [${takenGpus.join(',')}] free`;
+    const base = this.host.portRange[0];
+    const takenPorts = allocation.publicPorts.filter((p) => {
+      const i = p - base;
+      return !(Number.isInteger(i) && i >= 0 && i < this.portUsed.length) || this.portUsed[i] !== 0;
+    });
+    if (takenPorts.length > 0) return `Host ${id} no longer has public ports [${takenPorts.join(',')}] free`;
+    if (this.freeVcpus < allocation.vcpus) return `Host ${id} no longer has ${allocation.vcpus} vCPUs free (${this.freeVcpus} free)`;
+    if (this.freeMemoryGb < allocation.memoryGb) return `Host ${id} no longer has ${allocation.memoryGb} GB of memory free (${this.freeMemoryGb} GB free)`;
+    if (this.freeDiskGb < allocation.diskGb) return `Host ${id} no longer has ${allocation.diskGb} GB of disk free (${this.freeDiskGb} GB free)`;
+    return null;
+  }
+
+  /** Takes an allocation already known to fit. */
+  reserve(allocation: Allocation): void {
+    const before = this.freeGpus;
+    for (const i of allocation.gpuIndices) {
+      this.gpuUsed[i] = 1;
+      this.freeGpus--;
+    }
+    this.group?.moved(this, before);
+    this.freeVcpus -= allocation.vcpus;
+    this.freeMemoryGb -= allocation.memoryGb;
+    this.freeDiskGb -= allocation.diskGb;
+    const base = this.host.portRange[0];
+    for (const port of allocation.publicPorts) {
+      this.portUsed[port - base] = 1;
+      this.freePorts--;
+    }
+    while (this.portLow < this.portUsed.length && this.portUsed[this.portLow] !== 0) this.portLow++;
+  }
+
+  /** Gives back an allocation taken by `reserve`. */
+  release(allocation: Allocation): void {
+    const before = this.freeGpus;
+    for (const i of allocation.gpuIndices) {
+      this.gpuUsed[i] = 0;
+      this.freeGpus++;
+    }
+    this.group?.moved(this, before);
+    this.freeVcpus += allocation.vcpus;
+    this.freeMemoryGb += allocation.memoryGb;
+    this.freeDiskGb += allocation.diskGb;
+    const base = this.host.portRange[0];
+    for (const port of allocation.publicPorts) {
+      const i = port - base;
+      this.portUsed[i] = 0;
+      this.freePorts++;
+      if (i < this.portLow) this.portLow = i;
+    }
+  }
+
+  /** What is taken on the host, as the pure `place()` reads it. */
+  usage(): HostUsage {
+    return {
+      gpuIndices: new Set(indicesWhere(this.gpuUsed, 0)),
+      vcpus: this.host.vcpus - this.freeVcpus,
+      memoryGb: this.host.memoryGb - this.freeMemoryGb,
+      diskGb: this.host.diskGb - this.freeDiskGb,
+      ports: new Set(indicesWhere(this.portUsed, this.host.portRange[0])),
+    };
+  }
+}
+
+function indicesWhere(flags: Uint8Array, offset: number): number[] {
+  const out: number[] = [];
+  for (let i = 0; i < flags.length; i++) if (flags[i] !== 0) out.push(offset + i);
+  return out;
+}

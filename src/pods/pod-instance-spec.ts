@@ -1,0 +1,54 @@
+import { mkdir } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { RegistriesService } from '../registries/registries-service.js';
+import type { InstanceSpec, VolumeBinding } from '../runtime/runtime.js';
+import type { PodRecord } from '../store/pod-store.js';
+import type { VolumesService } from '../volumes/volumes-service.js';
+
+export interface PodInstanceDeps {
+  /** A pod's persistent volume lives in `<dataDir>/pods/<id>/persistent`. */
+  dataDir: string;
+  volumes: Pick<VolumesService, 'hostPath'>;
+  registries: Pick<RegistriesService, 'credentials'>;
+}
+
+/**
+ * The instance a pod runs as: its image, args and env (platform variables first, so the pod's own
+ * env and hidden env can override them), its machine assignment, ports, volumes (their host folders
+ * created) and registry credentials.
+ */
+export async function podInstanceSpec(pod: PodRecord, deps: PodInstanceDeps): Promise<InstanceSpec> {
+  const { dataDir } = deps;
+  const volumes: VolumeBinding[] = [];
+  if (pod.mounts.persistent) {
+    const hostPath = join(dataDir, 'pods', pod.id, 'persistent');
+    await mkdir(hostPath, { recursive: true });
+    volumes.push({ hostPath, path: pod.mounts.persistent.path, kind: 'persistent' });
+  }
+  for (const m of pod.mounts.network ?? []) {
+    const hostPath = deps.volumes.hostPath(m.volumeId);
+    await mkdir(hostPath, { recursive: true });
+    volumes.push({ hostPath, path: m.path, kind: 'network' });
+  }
+  const registryAuth = pod.registry ? await deps.registries.credentials(pod.accountId, pod.registry) : null;
+  return {
+    id: pod.id,
+    image: pod.image,
+    args: pod.args,
+    env: {
+      RUNPOD_POD_ID: pod.id,
+      RUNPOD_DC_ID: pod.dataCenterId ?? '',
+      RUNPOD_GPU_COUNT: String(pod.gpuIndices.length),
+      RUNPOD_CPU_COUNT: String(pod.vcpuCount),
+      ...pod.env,
+      ...pod.hiddenEnv,
+    },
+    hostId: pod.hostId ?? '',
+    gpuIndices: pod.gpuIndices,
+    vcpus: pod.vcpuCount,
+    memoryGb: pod.memoryGb,
+    ports: pod.portMappings.map((m) => ({ private: m.private, public: m.public, protocol: m.type })),
+    volumes,
+    registryAuth,
+  };
+}

@@ -1,0 +1,72 @@
+import type { Clock } from '../domain/clock.js';
+import { newId } from '../domain/ids.js';
+import type { PodStatus } from '../domain/pod-state.js';
+import type { EventBus } from '../events.js';
+import type { Inventory } from '../inventory/inventory.js';
+import type { PodChanges, PodRecord, PodStore } from '../store/pod-store.js';
+
+export interface PodStatusWriterDeps {
+  store: PodStore;
+  inventory: Pick<Inventory, 'release'>;
+  clock: Clock;
+  events: Pick<EventBus, 'emit'>;
+}
+
+/**
+ * Writes a pod's status: each change is stored with its time and, when the status differs from
+ * the one read, announced as a `pod:status` event. Each answers the pod as it stands afterwards.
+ * Usage intervals follow the status: RUNNING opens one, EXITED and ERROR close it.
+ */
+export class PodStatusWriter {
+  readonly #deps: PodStatusWriterDeps;
+
+  constructor(deps: PodStatusWriterDeps) {
+    this.#deps = deps;
+  }
+
+  /** Into RUNNING: opens the next usage interval (every way into STARTING closed the previous one). */
+  async running(pod: PodRecord): Promise<void> {
+    const now = this.#deps.clock.now();
+    await this.#deps.store.markRunning(
+      pod.id,
+      { status: 'RUNNING', statusReason: null, startedAt: now, updatedAt: now },
+      { id: newId(), podId: pod.id, accountId: pod.accountId, costPerHr: pod.costPerHr, startedAt: now },
+    );
+    // An instance that was running as soon as it launched passed through STARTING unrecorded.
+    if (pod.status === 'PROVISIONING') this.emit(pod, 'STARTING', now);
+    this.emit(pod.status === 'PROVISIONING' ? { ...pod, status: 'STARTING' } : pod, 'RUNNING', now);
+  }
+
+  /** Into EXITED or ERROR: the reservation is released, usage ends, the pod stays stopped. */
+  async settle(pod: PodRecord, status: 'EXITED' | 'ERROR', reason: string | null): Promise<PodRecord> {
+    const { store } = this.#deps;
+    const now = this.#deps.clock.now();
+    const changes: PodChanges = { status, desiredStatus: 'EXITED', statusReason: reason, updatedAt: now };
+    await store.withTransaction(async (tx) => {
+      await store.update(pod.id, changes, tx);
+      await store.closeUsage(pod.id, now, tx);
+    });
+    this.#deps.inventory.release(pod.id);
+    if (pod.status !== status) this.emit(pod, status, now);
+    return { ...pod, ...changes };
+  }
+
+  async transition(pod: PodRecord, status: PodStatus, extra: PodChanges = {}): Promise<PodRecord> {
+    const now = this.#deps.clock.now();
+    const changes: PodChanges = { ...extra, status, updatedAt: now };
+    await this.#deps.store.update(pod.id, changes);
+    if (pod.status !== status) this.emit(pod, status, now);
+    return { ...pod, ...changes };
+  }
+
+  /** Changes other than the status. */
+  async update(pod: PodRecord, changes: PodChanges): Promise<PodRecord> {
+    const all = { ...changes, updatedAt: this.#deps.clock.now() };
+    await this.#deps.store.update(pod.id, all);
+    return { ...pod, ...all };
+  }
+
+  emit(pod: PodRecord, to: PodStatus, at: number): void {
+    this.#deps.events.emit('pod:status', { podId: pod.id, accountId: pod.accountId, from: pod.status, to, at });
+  }
+}

@@ -1,0 +1,35 @@
+import type { InstanceStatus } from '../runtime.js';
+import { cpuPercent, groupUsage, memoryPercent, type CpuSample, type ProcEntry } from './proc-stats.js';
+
+type Stats = NonNullable<InstanceStatus['stats']>;
+
+/** CPU utilisation is measured between samples at least this far apart. */
+const MIN_SAMPLE_MS = 200;
+
+/** The CPU and memory use of one instance's process group, against the instance's allotment. */
+export class UsageMeter {
+  readonly #pgid: number;
+  readonly #vcpus: number;
+  readonly #memoryGb: number;
+  /** the previous CPU sample; the first is (0 ticks, creation time: the spawn) */
+  #sample: CpuSample = { ticks: 0, at: performance.now() };
+  #cpuUtil = 0;
+
+  constructor(pgid: number, allotment: { vcpus: number; memoryGb: number }) {
+    this.#pgid = pgid;
+    this.#vcpus = allotment.vcpus;
+    this.#memoryGb = allotment.memoryGb;
+  }
+
+  /** The group's figures in a process table read just now. */
+  measure(table: readonly ProcEntry[]): Stats {
+    const usage = groupUsage(table, this.#pgid);
+    const sample = { ticks: usage.cpuTicks, at: performance.now() };
+    // Calls closer together than MIN_SAMPLE_MS repeat the last figure rather than measure noise.
+    if (sample.at - this.#sample.at >= MIN_SAMPLE_MS) {
+      this.#cpuUtil = cpuPercent(this.#sample, sample, this.#vcpus);
+      this.#sample = sample;
+    }
+    return { cpuUtil: this.#cpuUtil, memoryUtil: memoryPercent(usage.rssBytes, this.#memoryGb), memoryBytes: usage.rssBytes };
+  }
+}

@@ -1,0 +1,190 @@
+import type { Logger } from 'pino';
+import type { AccountsService } from '../accounts/accounts-service.js';
+import type { Catalog } from '../domain/catalog.js';
+import type { Clock } from '../domain/clock.js';
+import { newId } from '../domain/ids.js';
+import type { Inventory } from '../inventory/inventory.js';
+import type { JobsService } from '../jobs/jobs-service.js';
+import type { InstanceStatus, Runtime } from '../runtime/runtime.js';
+import type { AutoscalerStore } from '../store/autoscaler-store.js';
+import type { Endpoint } from './endpoint.js';
+import type { EndpointScaleStates } from './endpoint-scale-states.js';
+import type { EndpointsService } from './endpoints-service.js';
+import { WorkerKeys } from './worker-keys.js';
+import { workerInstanceSpec, workerPlacementRequest } from './worker-spec.js';
+import type { WorkersRegistry } from './workers-registry.js';
+
+/** Network volumes: their data center (a placement constraint) and host folder. */
+export interface WorkerVolumes {
+  get(accountId: string, id: string): Promise<{ dataCenterId: string }>;
+  hostPath(id: string): string;
+}
+
+export interface LaunchedWorkersDeps {
+  store: Pick<AutoscalerStore, 'insertLaunched'>;
+  /** Crash records: early ends and failed launches count as crashes of the endpoint. */
+  states: Pick<EndpointScaleStates, 'crashed' | 'healthy'>;
+  clock: Clock;
+  runtime: Pick<Runtime, 'start' | 'stop'>;
+  inventory: Pick<Inventory, 'placeAndReserve' | 'release'>;
+  jobs: Pick<JobsService, 'workerLost'>;
+  workers: Pick<WorkersRegistry, 'markDead'>;
+  endpoints: Pick<EndpointsService, 'templateOf'>;
+  accounts: Pick<AccountsService, 'createKey' | 'revokeKey'>;
+  volumes?: WorkerVolumes;
+  logger: Pick<Logger, 'info' | 'warn' | 'error'>;
+  config: {
+    catalog: Pick<Catalog, 'gpuTypes' | 'dataCenters'>;
+    /** Base URL workers reach this server at. */
+    publicUrl: string;
+    /** @default 10000 */
+    pingIntervalMs?: number;
+  };
+  /** A worker that ended on its own has been cleaned up (the autoscaler wants a pass). */
+  onEnded: () => void;
+}
+
+/** One worker launched here, as the autoscaler tracks it between passes. */
+export interface LaunchedWorker {
+  endpointId: string;
+  startedAt: number;
+  lastActiveAt: number;
+  /** Set once the registry heard from it (it left INITIALIZING). */
+  ready: boolean;
+  /** Set once it took a job or outlived the crash window. */
+  proven: boolean;
+  recycle: boolean;
+  stopping: boolean;
+}
+
+/** Longest crash reason kept (it may carry the tail of the worker's output). */
+const MAX_REASON = 400;
+
+/**
+ * The workers this replica launched, in memory: launching one (placed through the inventory and
+ * started through the runtime like a pod, with its endpoint's key), stopping one (its jobs go back
+ * to the queue), and noticing one that ended on its own (an early end is a crash of its endpoint).
+ */
+export class LaunchedWorkers {
+  readonly #deps: LaunchedWorkersDeps;
+  readonly #workers = new Map<string, LaunchedWorker>();
+  readonly #keys: WorkerKeys;
+
+  constructor(deps: LaunchedWorkersDeps) {
+    this.#deps = deps;
+    this.#keys = new WorkerKeys(deps.accounts);
+  }
+
+  /** How many workers are tracked (stopping ones included). */
+  get size(): number {
+    return this.#workers.size;
+  }
+
+  /** Whether any endpoint's worker key is held (it is revoked by `stopAll`). */
+  get holdsKeys(): boolean {
+    return this.#keys.size > 0;
+  }
+
+  has(workerId: string): boolean {
+    return this.#workers.has(workerId);
+  }
+
+  get(workerId: string): LaunchedWorker | undefined {
+    return this.#workers.get(workerId);
+  }
+
+  /** Ids of the endpoint's workers, not counting those being stopped. */
+  idsOf(endpointId: string): string[] {
+    return [...this.#workers].filter(([, m]) => m.endpointId === endpointId && !m.stopping).map(([id]) => id);
+  }
+
+  /** A job the worker held finished at `at`: idle time counts from then, and the worker proved itself. */
+  finishedJob(workerId: string, at: number): void {
+    const m = this.#workers.get(workerId);
+    if (!m) return;
+    m.lastActiveAt = Math.max(m.lastActiveAt, at);
+    this.prove(m);
+  }
+
+  /** The worker took a job or outlived the crash window: its endpoint's crash count starts over. */
+  prove(m: LaunchedWorker): void {
+    if (m.proven) return;
+    m.proven = true;
+    this.#deps.states.healthy(m.endpointId);
+  }
+
+  /** Places, records and starts one worker. Answers false (with why) when nothing has room for it. */
+  async launch(endpoint: Endpoint, now: number): Promise<{ ok: true } | { ok: false; reason: string }> {
+    const template = await this.#deps.endpoints.templateOf(endpoint);
+    if (!template) return { ok: false, reason: `template ${endpoint.templateId} of the endpoint no longer exists` };
+    const volume = endpoint.networkVolumeId && this.#deps.volumes ? await this.#deps.volumes.get(endpoint.accountId, endpoint.networkVolumeId) : null;
+    const request = workerPlacementRequest(endpoint, template, volume?.dataCenterId ?? null, this.#deps.config.catalog);
+    const workerId = newId();
+    const placed = this.#deps.inventory.placeAndReserve(workerId, request);
+    if (!placed.ok) return { ok: false, reason: placed.reason };
+    const { placement } = placed;
+    this.#workers.set(workerId, { endpointId: endpoint.id, startedAt: now, lastActiveAt: now, ready: false, proven: false, recycle: false, stopping: false });
+    try {
+      await this.#deps.store.insertLaunched(workerId, endpoint.id, placement.hostId, now);
+      const apiKey = await this.#keys.keyFor(endpoint);
+      const volumeHostPath = endpoint.networkVolumeId && this.#deps.volumes ? this.#deps.volumes.hostPath(endpoint.networkVolumeId) : null;
+      const spec = workerInstanceSpec({
+        workerId,
+        endpoint,
+        template,
+        placement,
+        request,
+        apiKey,
+        volumeHostPath,
+        publicUrl: this.#deps.config.publicUrl,
+        pingIntervalMs: this.#deps.config.pingIntervalMs ?? 10_000,
+      });
+      this.#deps.logger.info({ endpointId: endpoint.id, workerId, hostId: placement.hostId, image: template.imageName }, 'launching worker');
+      await this.#deps.runtime.start(spec);
+      return { ok: true };
+    } catch (err) {
+      // Could not launch at all: the same as a worker dying at once.
+      const reason = `could not launch: ${(err as Error).message}`;
+      this.#deps.logger.warn({ endpointId: endpoint.id, workerId, reason }, 'worker launch failed');
+      await this.stop(workerId, 'launch failed');
+      this.#deps.states.crashed(endpoint.id, now, this.#deps.clock.now(), reason);
+      return { ok: true };
+    }
+  }
+
+  /** Stops a worker: instance, reservation, row; its jobs (if any) go back to the queue. */
+  async stop(workerId: string, reason: string): Promise<void> {
+    const m = this.#workers.get(workerId);
+    if (m?.stopping) return;
+    if (m) m.stopping = true;
+    this.#deps.logger.info({ workerId, endpointId: m?.endpointId, reason }, 'stopping worker');
+    try {
+      await this.#deps.runtime.stop(workerId).catch((err: unknown) => this.#deps.logger.warn({ workerId, err: (err as Error).message }, 'stopping the worker instance failed'));
+      this.#deps.inventory.release(workerId);
+      await this.#deps.workers.markDead([workerId], this.#deps.clock.now());
+      await this.#deps.jobs.workerLost(workerId);
+    } finally {
+      this.#workers.delete(workerId);
+    }
+  }
+
+  /** Stops every worker launched here and revokes their keys. */
+  async stopAll(reason: string): Promise<void> {
+    await Promise.allSettled([...this.#workers.keys()].map((id) => this.stop(id, reason)));
+    await this.#keys.revokeAll();
+  }
+
+  /** The runtime says an instance changed: a worker of ours that ended without being asked to is lost. */
+  onInstanceChange(status: InstanceStatus): void {
+    if (status.state !== 'exited' && status.state !== 'failed') return;
+    const m = this.#workers.get(status.id);
+    if (!m || m.stopping) return;
+    const now = this.#deps.clock.now();
+    const reason = (status.reason ?? `exited with code ${status.exitCode}`).slice(0, MAX_REASON);
+    this.#deps.logger.warn({ workerId: status.id, endpointId: m.endpointId, exitCode: status.exitCode }, 'worker ended on its own');
+    if (!m.proven) this.#deps.states.crashed(m.endpointId, m.startedAt, now, reason);
+    void this.stop(status.id, 'instance ended')
+      .catch((err: unknown) => this.#deps.logger.error({ workerId: status.id, err: (err as Error).message }, 'cleaning up an ended worker failed'))
+      .finally(() => this.#deps.onEnded());
+  }
+}

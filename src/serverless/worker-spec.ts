@@ -1,0 +1,93 @@
+/**
+ * What a worker the autoscaler launches asks for, from its endpoint and template: where it may be
+ * placed, and the instance the runtime starts once it is (image, env, GPUs, volume).
+ */
+import type { Catalog } from '../domain/catalog.js';
+import type { Placement, PlacementRequest } from '../domain/placement.js';
+import type { InstanceSpec, VolumeBinding } from '../runtime/runtime.js';
+import type { Template } from '../templates/template.js';
+import type { Endpoint } from './endpoint.js';
+import { workerEnvironment } from './worker-env.js';
+
+/**
+ * The placement of one worker: any GPU type of the endpoint's pools, in data centers of its
+ * countries (any when it names none), in its network volume's data center.
+ */
+export function workerPlacementRequest(
+  endpoint: Endpoint,
+  template: Template,
+  volumeDataCenterId: string | null,
+  catalog: Pick<Catalog, 'gpuTypes' | 'dataCenters'>,
+): PlacementRequest {
+  const gpuTypeIds = endpoint.gpuIds.flatMap((pool) => catalog.gpuTypes.filter((g) => g.pool === pool).map((g) => g.id));
+  const countries = new Set(endpoint.locations.map((c) => c.toUpperCase()));
+  const dataCenterIds = countries.size === 0 ? [] : catalog.dataCenters.filter((d) => countries.has(d.country.toUpperCase())).map((d) => d.id);
+  return {
+    kind: 'gpu',
+    gpuTypeIds,
+    gpuCount: endpoint.gpuCount,
+    cpuFlavorId: null,
+    vcpuCount: 0,
+    memoryGb: 0,
+    diskGb: template.containerDiskInGb,
+    cloud: 'ALL',
+    dataCenterIds,
+    volumeDataCenterId,
+    allowedCudaVersions: endpoint.allowedCudaVersions,
+    minCudaVersion: null,
+    portCount: 0,
+    globalNetworking: false,
+  };
+}
+
+export interface WorkerInstanceInput {
+  workerId: string;
+  endpoint: Endpoint;
+  template: Template;
+  placement: Placement;
+  request: PlacementRequest;
+  /** The endpoint's workers' key. */
+  apiKey: string;
+  /** Host folder of the endpoint's network volume; null when it has none. */
+  volumeHostPath: string | null;
+  /** Base URL workers reach this server at. */
+  publicUrl: string;
+  pingIntervalMs: number;
+}
+
+/**
+ * The instance of one placed worker. Its env layers the template's, then the endpoint's, then the
+ * platform's (where to take jobs, with which key; where it runs): the platform's always win.
+ */
+export function workerInstanceSpec(input: WorkerInstanceInput): InstanceSpec {
+  const { workerId, endpoint, template, placement, request } = input;
+  const volumes: VolumeBinding[] = [];
+  if (input.volumeHostPath !== null) volumes.push({ hostPath: input.volumeHostPath, path: '/runpod-volume', kind: 'network' });
+  const env = {
+    ...template.env,
+    ...endpoint.env,
+    ...workerEnvironment({
+      publicUrl: input.publicUrl,
+      endpointId: endpoint.id,
+      workerId,
+      apiKey: input.apiKey,
+      gpuType: placement.gpuTypeId ?? 'CPU',
+      pingIntervalMs: input.pingIntervalMs,
+    }),
+    RUNPOD_DC_ID: placement.dataCenterId,
+    RUNPOD_GPU_COUNT: String(placement.gpuIndices.length),
+    RUNPOD_CPU_COUNT: String(request.vcpuCount),
+  };
+  return {
+    id: workerId,
+    image: template.imageName,
+    args: template.args,
+    env,
+    hostId: placement.hostId,
+    gpuIndices: placement.gpuIndices,
+    vcpus: request.vcpuCount,
+    memoryGb: request.memoryGb,
+    ports: [],
+    volumes,
+  };
+}
