@@ -103,6 +103,7 @@ export async function createServices(config: Config, overrides: ServiceOverrides
     endpoints,
     accounts,
     volumes,
+    registries,
     events,
     logger: logger.child({ component: 'autoscaler' }),
     lease: leases.lease(LEASE_NAMES.autoscaler),

@@ -223,6 +223,17 @@ describe('Autoscaler', () => {
     assert.equal((await rows(ep.id)).length, 2, 'two attempts, then backed off');
   });
 
+  test("a worker of a template with registry credentials is started with them, for the runtime to pull its image", async () => {
+    const registry = await t.services.registries.create(accountId, { name: `reg-${Math.random()}`, username: 'puller', password: 's3cret' });
+    const template = await t.services.templates.create(accountId, { name: `private-${Math.random()}`, imageName: 'registry.example/private:1', isServerless: true, containerRegistryAuthId: registry.id });
+    const ep = await t.services.endpoints.create(accountId, { name: `ep-${Math.random()}`, templateId: template.id, gpuIds: 'ADA_24', workersMax: 1 });
+    await t.services.jobs.submit(ep.id, accountId, { input: {} });
+    await autoscaler.tick(clock.now());
+    const [row] = await rows(ep.id);
+    assert.deepEqual(runtime.specs.get(row!.id)?.registryAuth, { username: 'puller', password: 's3cret' });
+    assert.equal(JSON.stringify(runtime.specs.get(row!.id)?.env).includes('s3cret'), false, 'the password is not in the environment');
+  });
+
   test('a long queue launches workersMax workers under REQUEST_COUNT, the pass counting only what can change the decision', async () => {
     const ep = await endpoint({ scalerType: 'REQUEST_COUNT', scalerValue: 2, workersMax: 2 });
     for (let i = 0; i < 40; i++) await t.services.jobs.submit(ep.id, accountId, { input: { i } });

@@ -33,6 +33,7 @@ import { LaunchedWorkers, type WorkerVolumes } from './launched-workers.js';
 import { PassLoop } from './pass-loop.js';
 import type { JobFinishedEvents } from './webhook-dispatcher.js';
 import type { WorkersRegistry } from './workers-registry.js';
+import type { RegistriesService } from '../registries/registries-service.js';
 
 export const DEFAULT_AUTOSCALER_CONFIG: AutoscalerConfig = {
   intervalMs: 1_000,
@@ -55,6 +56,8 @@ export interface AutoscalerDeps {
   accounts: Pick<AccountsService, 'createKey' | 'revokeKey'>;
   /** Network volumes: their data center (a placement constraint) and host folder. */
   volumes?: WorkerVolumes;
+  /** Credentials of templates' container registries, for pulling worker images. */
+  registries?: Pick<RegistriesService, 'credentials'>;
   /** Finished jobs mark their worker active (idle time counts from there). */
   events?: JobFinishedEvents & {
     on(name: 'job:queued', listener: (payload: { endpointId: string; lowPriority: boolean }) => void): () => void;

@@ -11,6 +11,7 @@ import type { Endpoint } from './endpoint.js';
 import type { EndpointScaleStates } from './endpoint-scale-states.js';
 import type { EndpointsService } from './endpoints-service.js';
 import { WorkerKeys } from './worker-keys.js';
+import type { RegistriesService } from '../registries/registries-service.js';
 import { workerInstanceSpec, workerPlacementRequest } from './worker-spec.js';
 import type { WorkersRegistry } from './workers-registry.js';
 
@@ -32,6 +33,8 @@ export interface LaunchedWorkersDeps {
   endpoints: Pick<EndpointsService, 'templateOf'>;
   accounts: Pick<AccountsService, 'createKey' | 'revokeKey'>;
   volumes?: WorkerVolumes;
+  /** Credentials of the template's container registry, handed to the runtime to pull the image. */
+  registries?: Pick<RegistriesService, 'credentials'>;
   logger: Pick<Logger, 'info' | 'warn' | 'error'>;
   config: {
     catalog: Pick<Catalog, 'gpuTypes' | 'dataCenters'>;
@@ -128,7 +131,10 @@ export class LaunchedWorkers {
       await this.#deps.store.insertLaunched(workerId, endpoint.id, placement.hostId, now);
       const apiKey = await this.#keys.keyFor(endpoint);
       const volumeHostPath = endpoint.networkVolumeId && this.#deps.volumes ? this.#deps.volumes.hostPath(endpoint.networkVolumeId) : null;
+      const registryAuth =
+        template.containerRegistryAuthId && this.#deps.registries ? await this.#deps.registries.credentials(endpoint.accountId, template.containerRegistryAuthId) : null;
       const spec = workerInstanceSpec({
+        registryAuth,
         workerId,
         endpoint,
         template,

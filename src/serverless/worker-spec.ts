@@ -53,6 +53,8 @@ export interface WorkerInstanceInput {
   /** Base URL workers reach this server at. */
   publicUrl: string;
   pingIntervalMs: number;
+  /** The template's registry credentials; never logged, only handed to the runtime. @default null */
+  registryAuth?: { username: string; password: string } | null;
 }
 
 /**
@@ -89,5 +91,6 @@ export function workerInstanceSpec(input: WorkerInstanceInput): InstanceSpec {
     memoryGb: request.memoryGb,
     ports: [],
     volumes,
+    registryAuth: input.registryAuth ?? null,
   };
 }
