@@ -26,7 +26,7 @@ export class KeyedSignal {
   readonly #waiters = new Map<string, Set<Entry>>();
 
   /** Registers a waiter on `key` for at most `timeoutMs` (real time), ended early by `signal`. */
-  waiter(key: string, timeoutMs: number, signal?: AbortSignal): Waiter {
+  waiter(key: string, timeoutMs: number, signal?: CancelSignal): Waiter {
     let entry!: Entry;
     const promise = new Promise<boolean>((resolve) => {
       let timer: NodeJS.Timeout | undefined;
@@ -121,7 +121,7 @@ export class JobSignals {
     this.#onLocal = options.onLocal;
   }
 
-  waiter(channel: JobChannel, key: string, timeoutMs: number, signal?: AbortSignal): Waiter {
+  waiter(channel: JobChannel, key: string, timeoutMs: number, signal?: CancelSignal): Waiter {
     return this.#channels[channel].waiter(key, timeoutMs, signal);
   }
 
@@ -151,5 +151,15 @@ export interface LongPollOptions {
   /** Longest wait, real-time ms. @default 0 (answer at once) */
   waitMs?: number;
   /** Ends the wait early (the client went away). */
-  signal?: AbortSignal;
+  signal?: CancelSignal;
+}
+
+/**
+ * What a wait needs of an abort signal. `AbortSignal` fits; so does the HTTP layer's lighter
+ * "client went away" flag (an AbortController per long-poll request is a measurable cost).
+ */
+export interface CancelSignal {
+  readonly aborted: boolean;
+  addEventListener(type: 'abort', listener: () => void, options?: { once?: boolean }): void;
+  removeEventListener(type: 'abort', listener: () => void): void;
 }

@@ -62,6 +62,12 @@ export interface Db {
    * statement prepared against `raw` once is rebound per row, with no await between rows.
    */
   readonly syncTransaction?: <T>(fn: (raw: SqliteDatabase.Database) => T) => Promise<T>;
+  /**
+   * In-process engines only (SQLite): runs `fn` synchronously on the raw connection, outside any
+   * transaction, while holding the connection (so it never sees another caller's uncommitted
+   * writes). For the hottest point reads.
+   */
+  readonly syncRead?: <T>(fn: (raw: SqliteDatabase.Database) => T) => Promise<T>;
   /** SQLite files: what the background checkpointer has done (see `sqlite-checkpointer.ts`). */
   readonly checkpoints?: CheckpointStats;
   close(): Promise<void>;
@@ -116,6 +122,7 @@ function openSqlite(options: OpenDatabaseOptions): Db {
     // Kysely's SQLite driver hands its one connection out under a mutex, so while this callback
     // runs no Kysely transaction is open: BEGIN here cannot nest into someone else's.
     syncTransaction: (fn) => kysely.connection().execute(async () => sqlite.transaction(() => fn(sqlite))()),
+    syncRead: (fn) => kysely.connection().execute(async () => fn(sqlite)),
     ...(checkpointer ? { checkpoints: checkpointer.stats } : {}),
     close: async () => {
       await checkpointer?.stop();

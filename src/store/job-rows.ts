@@ -2,6 +2,7 @@ import type SqliteDatabase from 'better-sqlite3';
 import type { Db, Executor } from './database.js';
 import { ShapedStatements } from './database.js';
 import { toJobRecord, type JobRecord, type NewJob } from './job-record.js';
+import type { JobsTable } from './schema.js';
 import { INSERT_CHUNK } from './job-sql.js';
 
 type SqliteStatement = SqliteDatabase.Statement<unknown[]>;
@@ -77,10 +78,21 @@ export class JobRows {
     });
   }
 
-  async get(id: string, tx: Executor = this.db.kysely): Promise<JobRecord | null> {
-    const row = await tx.selectFrom('jobs').selectAll().where('id', '=', id).executeTakeFirst();
+  async get(id: string, tx?: Executor): Promise<JobRecord | null> {
+    const read = this.db.syncRead;
+    if (!tx && read) {
+      // the hottest read (every status, and every result post that found nothing to change)
+      const row = await read((raw) => {
+        if (this.#rawGet?.raw !== raw) this.#rawGet = { raw, stmt: raw.prepare<[string], JobsTable>('SELECT * FROM jobs WHERE id = ?') };
+        return this.#rawGet.stmt.get(id);
+      });
+      return row ? toJobRecord(row) : null;
+    }
+    const row = await (tx ?? this.db.kysely).selectFrom('jobs').selectAll().where('id', '=', id).executeTakeFirst();
     return row ? toJobRecord(row) : null;
   }
+
+  #rawGet: { raw: unknown; stmt: SqliteDatabase.Statement<[string], JobsTable> } | null = null;
 
   async getMany(ids: readonly string[], tx: Executor = this.db.kysely): Promise<JobRecord[]> {
     if (ids.length === 0) return [];

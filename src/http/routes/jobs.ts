@@ -7,6 +7,7 @@ import type { JobOperation } from '../../domain/job-rate-limits.js';
 import type { Endpoint } from '../../serverless/endpoint.js';
 import type { EndpointsService } from '../../serverless/endpoints-service.js';
 import type { SubmitBody } from '../../jobs/client-jobs.js';
+import type { CancelSignal } from '../../jobs/job-signals.js';
 import type { Services } from '../../services.js';
 import { principalOf } from '../plugins/auth.js';
 import { endJobRequestFlight, JobRateLimiter, jobRateLimitHooks } from '../plugins/job-rate-limit.js';
@@ -43,13 +44,36 @@ export function useLenientJson(scope: FastifyInstance): void {
   });
 }
 
+/** Set when the client went away before its answer was written; listeners run once, then. */
+class ClientGone implements CancelSignal {
+  aborted = false;
+  #listeners: Array<() => void> | null = null;
+
+  addEventListener(_type: 'abort', listener: () => void): void {
+    if (!this.aborted) (this.#listeners ??= []).push(listener);
+  }
+
+  removeEventListener(_type: 'abort', listener: () => void): void {
+    const i = this.#listeners?.indexOf(listener) ?? -1;
+    if (i >= 0) this.#listeners!.splice(i, 1);
+  }
+
+  abort(): void {
+    if (this.aborted) return;
+    this.aborted = true;
+    const listeners = this.#listeners ?? [];
+    this.#listeners = null;
+    for (const listener of listeners) listener();
+  }
+}
+
 /** Aborted when the client goes away before its answer was written (ends long-polls early). */
-export function clientGone(reply: FastifyReply): AbortSignal {
-  const controller = new AbortController();
+export function clientGone(reply: FastifyReply): CancelSignal {
+  const gone = new ClientGone();
   reply.raw.once('close', () => {
-    if (!reply.raw.writableFinished) controller.abort();
+    if (!reply.raw.writableFinished) gone.abort();
   });
-  return controller.signal;
+  return gone;
 }
 
 /**

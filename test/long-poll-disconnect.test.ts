@@ -1,0 +1,74 @@
+/**
+ * A long-poll whose client hangs up stops waiting at once: its waiter is gone from the signals
+ * (nothing piles up while clients come and go), and a job taken for a worker that is no longer
+ * there goes back to the queue. Over real HTTP, with real sockets closed by the client.
+ */
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import pino from 'pino';
+import { loadConfig } from '../src/config.js';
+import { startServer, type RunningServer } from '../src/main.js';
+
+let server: RunningServer;
+let dataDir: string;
+let key: string;
+let endpointId: string;
+
+before(async () => {
+  dataDir = mkdtempSync(join(tmpdir(), 'gantry-longpoll-'));
+  const config = loadConfig({ env: { GANTRY_DATA_DIR: dataDir, GANTRY_LOG_LEVEL: 'silent' }, flags: { port: 0 } });
+  const write = process.stdout.write.bind(process.stdout);
+  process.stdout.write = (() => true) as typeof process.stdout.write; // the start-up banner
+  try {
+    server = await startServer(config, { logger: pino({ level: 'silent' }) });
+  } finally {
+    process.stdout.write = write;
+  }
+  const { services } = server;
+  const account = await services.accounts.createAccount('poller');
+  key = (await services.accounts.createKey(account.id, { scope: 'write', rateLimitExempt: true })).key;
+  const template = await services.templates.create(account.id, { name: 'w', imageName: 'w:dev', isServerless: true });
+  endpointId = (await services.endpoints.create(account.id, { name: 'lp', templateId: template.id, gpuIds: 'ADA_24', workersMax: 0 })).id;
+});
+after(async () => {
+  await server?.close();
+  rmSync(dataDir, { recursive: true, force: true });
+});
+
+const until = async (what: string, check: () => boolean): Promise<void> => {
+  const deadline = Date.now() + 5_000;
+  while (!check()) {
+    if (Date.now() > deadline) throw new Error(`never happened: ${what}`);
+    await new Promise((r) => setTimeout(r, 5));
+  }
+};
+
+test('a job-take long-poll ends when its worker hangs up, leaving no waiter behind', async () => {
+  const signals = server.services.jobs.signals;
+  const hangUp = new AbortController();
+  const take = fetch(`${server.url}/v2/${endpointId}/job-take/gone-worker`, { headers: { authorization: key }, signal: hangUp.signal }).catch((e: Error) => e);
+  await until('the take to wait', () => signals.waiting('work', endpointId) === 1);
+  hangUp.abort();
+  assert.equal(((await take) as Error).name, 'AbortError');
+  await until('the waiter to go', () => signals.waiting('work', endpointId) === 0);
+  // the queue is untouched: a job submitted now stays queued for the next worker
+  const run = await fetch(`${server.url}/v2/${endpointId}/run`, { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: '{"input":{}}' });
+  const { id } = (await run.json()) as { id: string };
+  const status = (await (await fetch(`${server.url}/v2/${endpointId}/status/${id}`, { headers: { authorization: `Bearer ${key}` } })).json()) as { status: string };
+  assert.equal(status.status, 'IN_QUEUE');
+});
+
+test('a status-sync long-poll ends when its client hangs up, leaving no waiter behind', async () => {
+  const signals = server.services.jobs.signals;
+  const run = await fetch(`${server.url}/v2/${endpointId}/run`, { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: '{"input":{}}' });
+  const { id } = (await run.json()) as { id: string };
+  const hangUp = new AbortController();
+  const poll = fetch(`${server.url}/v2/${endpointId}/status-sync/${id}?wait=60000`, { headers: { authorization: `Bearer ${key}` }, signal: hangUp.signal }).catch((e: Error) => e);
+  await until('the status-sync to wait', () => signals.waiting('job', id) === 1);
+  hangUp.abort();
+  await poll;
+  await until('the waiter to go', () => signals.waiting('job', id) === 0);
+});
