@@ -107,11 +107,12 @@ function openSqlite(options: OpenDatabaseOptions): Db {
   sqlite.pragma('foreign_keys = ON');
   sqlite.pragma('busy_timeout = 5000');
   // The background checkpointer copies the WAL back as it grows; this connection's own automatic
-  // checkpoint, every ~40 MB of log, is the backstop that lets the log start over. Keep more
-  // pages cached, and read through a memory map.
+  // checkpoint, every ~40 MB of log, is the backstop that lets the log start over. Reads go
+  // through SQLite's own page cache (32 MB), not a memory map: with a map, every page a scan
+  // touched counted as the server's resident memory (410 MB after one exact count over a million
+  // queued jobs, against 166 MB without), for no measurable gain on the hot paths.
   sqlite.pragma('wal_autocheckpoint = 10000');
   sqlite.pragma('cache_size = -32000');
-  sqlite.pragma('mmap_size = 268435456');
   const kysely = new Kysely<Database>({ dialect: new SqliteDialect({ database: withStatementCache(sqlite) }) });
   const checkpointer = file === ':memory:' ? null : new SqliteCheckpointer(path);
   return {
