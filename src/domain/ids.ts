@@ -36,6 +36,30 @@ export function newId(length = 14): string {
  */
 export const newJobId = (now: number = Date.now()): string => `${now.toString(36).padStart(8, '0')}-${newId(25)}`;
 
+let sortableMs = -1;
+const sortableIssued = new Set<string>();
+
+/**
+ * A 14-character id like `newId()` whose first 8 characters are the time (milliseconds, base
+ * 36), for rows written at a high rate: ids issued together sort together, so inserting them
+ * appends to the primary-key index instead of dirtying a random page of it per row (pod creates
+ * spent a fifth of their time committing such pages). The 6 random characters never repeat
+ * within a millisecond in this process.
+ */
+export function newSortableId(now: number = Date.now()): string {
+  const prefix = Math.max(0, Math.floor(now)).toString(36).padStart(8, '0');
+  if (now !== sortableMs) {
+    sortableMs = now;
+    sortableIssued.clear();
+  }
+  for (;;) {
+    const id = prefix + newId(6);
+    if (sortableIssued.has(id)) continue;
+    sortableIssued.add(id);
+    return id;
+  }
+}
+
 /** Ids accepted on paths: what we issue, plus some slack for ids issued by other systems. */
 export const ID_PATTERN = '^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$';
 const idRegex = new RegExp(ID_PATTERN);

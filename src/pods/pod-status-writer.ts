@@ -1,5 +1,5 @@
 import type { Clock } from '../domain/clock.js';
-import { newId } from '../domain/ids.js';
+import { newSortableId } from '../domain/ids.js';
 import type { PodStatus } from '../domain/pod-state.js';
 import type { EventBus } from '../events.js';
 import type { Inventory } from '../inventory/inventory.js';
@@ -30,7 +30,7 @@ export class PodStatusWriter {
     await this.#deps.store.markRunning(
       pod.id,
       { status: 'RUNNING', statusReason: null, startedAt: now, updatedAt: now },
-      { id: newId(), podId: pod.id, accountId: pod.accountId, costPerHr: pod.costPerHr, startedAt: now },
+      { id: newSortableId(now), podId: pod.id, accountId: pod.accountId, costPerHr: pod.costPerHr, startedAt: now },
     );
     // An instance that was running as soon as it launched passed through STARTING unrecorded.
     if (pod.status === 'PROVISIONING') this.emit(pod, 'STARTING', now);

@@ -8,7 +8,7 @@ import type { Catalog } from '../domain/catalog.js';
 import { costPerHour } from '../domain/cost.js';
 import type { Clock } from '../domain/clock.js';
 import { ApiError, isApiError, notFound } from '../domain/errors.js';
-import { newId } from '../domain/ids.js';
+import { newSortableId } from '../domain/ids.js';
 import type { PodAction } from '../domain/pod-state.js';
 import type { PlacementRequest } from '../domain/placement.js';
 import type { Inventory } from '../inventory/inventory.js';
@@ -93,7 +93,7 @@ export class PodsService {
     const sshKeys = settings.startSsh ? await this.#d.accounts.getSshKeys(accountId) : [];
     const hiddenEnv = injectedEnv(settings, sshKeys, generatePassword);
 
-    const id = newId();
+    const id = newSortableId();
     const request = placementRequest(settings, volumeDataCenterId);
     const globalIp = settings.globalNetworking ? await this.#d.controller.addresses.allocate() : null;
     if (settings.globalNetworking && globalIp === null)
