@@ -69,14 +69,7 @@ async function main() {
 
   const dataDir = mkdtempSync(join(tmpdir(), 'gantry-bench-runsync-'));
   const config = loadConfig({ env: { GANTRY_DATA_DIR: dataDir, GANTRY_LOG_LEVEL: 'silent' }, flags: { port: 0 } });
-  const write = process.stdout.write.bind(process.stdout);
-  process.stdout.write = (() => true) as typeof process.stdout.write; // the start-up banner
-  let server: RunningServer;
-  try {
-    server = await startServer(config, { logger: pino({ level: 'silent' }) });
-  } finally {
-    process.stdout.write = write;
-  }
+  const server: RunningServer = await startServer(config, { logger: pino({ level: 'silent' }), print: () => {} });
   const { services } = server;
   const account = await services.accounts.createAccount('bench');
   const key = (await services.accounts.createKey(account.id, { scope: 'write', rateLimitExempt: true })).key;

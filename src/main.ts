@@ -137,8 +137,14 @@ export interface RunningServer {
   close(): Promise<void>;
 }
 
+export interface StartOptions extends ServiceOverrides {
+  /** Where the start-up lines for a person go (the admin key on a first start). @default stdout */
+  print?: (text: string) => void;
+}
+
 /** Starts everything: store, control loops, HTTP listener. */
-export async function startServer(config: Config, overrides: ServiceOverrides = {}): Promise<RunningServer> {
+export async function startServer(config: Config, overrides: StartOptions = {}): Promise<RunningServer> {
+  const print = overrides.print ?? ((text: string) => void process.stdout.write(text));
   const services = await createServices(config, overrides);
   const adminKey = await bootstrapAdmin(services);
   const reaped = (await services.runtime.reapOrphans?.()) ?? [];
@@ -156,11 +162,11 @@ export async function startServer(config: Config, overrides: ServiceOverrides = 
   // Workers call back over HTTP: launch them only once the server listens.
   await services.autoscaler.start();
   if (adminKey) {
-    process.stdout.write(
+    print(
       `\nGantry created the admin account. Its API key (shown only this once):\n\n  ${adminKey}\n\nexport GANTRY_API_KEY=${adminKey}\n\n`,
     );
   }
-  process.stdout.write(`gantry listening on ${url} (store: ${services.db.dialect}, runtime: ${services.runtime.name}, hosts: ${config.fleet.length})\n`);
+  print(`gantry listening on ${url} (store: ${services.db.dialect}, runtime: ${services.runtime.name}, hosts: ${config.fleet.length})\n`);
   services.logger.info({ url, store: services.db.dialect, runtime: services.runtime.name, hosts: config.fleet.length }, 'gantry is ready');
   let closed = false;
   return {

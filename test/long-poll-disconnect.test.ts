@@ -5,38 +5,24 @@
  */
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import pino from 'pino';
-import { loadConfig } from '../src/config.js';
-import { startServer, type RunningServer } from '../src/main.js';
+import type { RunningServer } from '../src/main.js';
+import { startListeningServer, type ListeningServer } from './support/harness.js';
 
+let listening: ListeningServer;
 let server: RunningServer;
-let dataDir: string;
 let key: string;
 let endpointId: string;
 
 before(async () => {
-  dataDir = mkdtempSync(join(tmpdir(), 'gantry-longpoll-'));
-  const config = loadConfig({ env: { GANTRY_DATA_DIR: dataDir, GANTRY_LOG_LEVEL: 'silent' }, flags: { port: 0 } });
-  const write = process.stdout.write.bind(process.stdout);
-  process.stdout.write = (() => true) as typeof process.stdout.write; // the start-up banner
-  try {
-    server = await startServer(config, { logger: pino({ level: 'silent' }) });
-  } finally {
-    process.stdout.write = write;
-  }
+  listening = await startListeningServer();
+  server = listening.server;
   const { services } = server;
   const account = await services.accounts.createAccount('poller');
   key = (await services.accounts.createKey(account.id, { scope: 'write', rateLimitExempt: true })).key;
   const template = await services.templates.create(account.id, { name: 'w', imageName: 'w:dev', isServerless: true });
   endpointId = (await services.endpoints.create(account.id, { name: 'lp', templateId: template.id, gpuIds: 'ADA_24', workersMax: 0 })).id;
 });
-after(async () => {
-  await server?.close();
-  rmSync(dataDir, { recursive: true, force: true });
-});
+after(() => listening?.close());
 
 const until = async (what: string, check: () => boolean): Promise<void> => {
   const deadline = Date.now() + 5_000;

@@ -38,13 +38,11 @@
 import { describe, test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
 import { delimiter, join, resolve } from 'node:path';
-import pino from 'pino';
-import { loadConfig } from '../src/config.js';
-import { startServer, type RunningServer } from '../src/main.js';
+import type { RunningServer } from '../src/main.js';
 import { workerEnvironment } from '../src/serverless/worker-env.js';
+import { startListeningServer, type ListeningServer } from './support/harness.js';
 
 const HANDLER = resolve(import.meta.dirname, 'fixtures/python-handler.py');
 const sdk = process.env.GANTRY_PYTHON_WORKER_SDK;
@@ -101,6 +99,7 @@ interface Post {
 }
 
 describe('runpod-python workers against a real server', { skip: skipReason() }, () => {
+  let listening: ListeningServer;
   let dir: string;
   let server: RunningServer;
   let key: string;
@@ -153,16 +152,9 @@ describe('runpod-python workers against a real server', { skip: skipReason() }, 
   };
 
   before(async () => {
-    dir = mkdtempSync(join(tmpdir(), 'gantry-python-'));
-    writeFileSync(join(dir, 'config.json'), JSON.stringify({ jobs: { timekeeperIntervalMs: 200, takeWaitMs: 2_000, stopWaitMs: 2_000 } }));
-    const config = loadConfig({ env: { GANTRY_DATA_DIR: dir, GANTRY_CONFIG: join(dir, 'config.json'), GANTRY_LOG_LEVEL: 'silent' }, flags: { port: 0 } });
-    const write = process.stdout.write.bind(process.stdout);
-    process.stdout.write = (() => true) as typeof process.stdout.write; // the start-up banner
-    try {
-      server = await startServer(config, { logger: pino({ level: 'silent' }) });
-    } finally {
-      process.stdout.write = write;
-    }
+    listening = await startListeningServer({ jobs: { timekeeperIntervalMs: 200, takeWaitMs: 2_000, stopWaitMs: 2_000 } });
+    server = listening.server;
+    dir = listening.dataDir;
     const { services } = server;
     // Record every job-done post and what became of it (the route calls services.jobs.complete).
     const complete = services.jobs.complete.bind(services.jobs);
@@ -208,8 +200,7 @@ describe('runpod-python workers against a real server', { skip: skipReason() }, 
         await exited;
       }),
     );
-    await server?.close();
-    rmSync(dir, { recursive: true, force: true });
+    await listening?.close();
   });
 
   test('a plain Python handler completes a job and its return value is the output', async () => {

@@ -2,19 +2,15 @@
 // by hand with the environment `gantry worker env` prints, and jobs driven by the npm `runpod-sdk`.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import pino from 'pino';
 import runpodSdk from 'runpod-sdk';
-import { loadConfig } from '../src/config.js';
-import { startServer, type RunningServer } from '../src/main.js';
+import type { RunningServer } from '../src/main.js';
 import { workerEnvironment } from '../src/serverless/worker-env.js';
 import { serve, type Handler, type WorkerHandle } from '../src/worker/index.js';
+import { startListeningServer, type ListeningServer } from './support/harness.js';
 
 type SdkEndpoint = NonNullable<ReturnType<ReturnType<typeof runpodSdk>['endpoint']>>;
 
-let dataDir: string;
+let listening: ListeningServer;
 let server: RunningServer;
 let key: string;
 let endpointId: string;
@@ -76,17 +72,8 @@ const finalStatus = (id: string) =>
   );
 
 before(async () => {
-  dataDir = mkdtempSync(join(tmpdir(), 'gantry-e2e-'));
-  const configPath = join(dataDir, 'config.json');
-  writeFileSync(configPath, JSON.stringify({ jobs: { timekeeperIntervalMs: 200 } }));
-  const config = loadConfig({ env: { GANTRY_DATA_DIR: dataDir, GANTRY_CONFIG: configPath, GANTRY_LOG_LEVEL: 'silent' }, flags: { port: 0 } });
-  const write = process.stdout.write.bind(process.stdout);
-  process.stdout.write = (() => true) as typeof process.stdout.write; // the start-up banner
-  try {
-    server = await startServer(config, { logger: pino({ level: 'silent' }) });
-  } finally {
-    process.stdout.write = write;
-  }
+  listening = await startListeningServer({ jobs: { timekeeperIntervalMs: 200 } });
+  server = listening.server;
   const { services } = server;
   const account = await services.accounts.createAccount('sdk-user');
   key = (await services.accounts.createKey(account.id, { scope: 'write' })).key;
@@ -101,8 +88,7 @@ before(async () => {
 
 after(async () => {
   await workerHandle?.stop();
-  await server?.close();
-  rmSync(dataDir, { recursive: true, force: true });
+  await listening?.close();
 });
 
 test('run then status: a plain handler\'s output comes back', async () => {

@@ -7,7 +7,7 @@ import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fas
 import { loadConfig, type Config } from '../../src/config.js';
 import { FakeClock, type Clock } from '../../src/domain/clock.js';
 import { openDatabase, type Db } from '../../src/store/database.js';
-import { createServices, bootstrapAdmin } from '../../src/main.js';
+import { createServices, bootstrapAdmin, startServer, type RunningServer } from '../../src/main.js';
 import { buildApp } from '../../src/http/app.js';
 import type { Services } from '../../src/services.js';
 import type { Runtime } from '../../src/runtime/runtime.js';
@@ -127,3 +127,31 @@ export async function createTestApp(options: TestAppOptions = {}): Promise<TestA
 
 /** Parses a JSON reply body. */
 export const json = <T = any>(res: LightMyRequestResponse): T => JSON.parse(res.body) as T;
+
+export interface ListeningServer {
+  server: RunningServer;
+  dataDir: string;
+  /** Stops the server and removes its data folder. */
+  close(): Promise<void>;
+}
+
+/**
+ * A whole Gantry server listening on a loopback port (SQLite in a temp folder, logs and start-up
+ * lines silenced), for tests driving it with real HTTP clients and workers.
+ */
+export async function startListeningServer(file: Record<string, unknown> = {}): Promise<ListeningServer> {
+  const dataDir = mkdtempSync(join(tmpdir(), 'gantry-server-'));
+  const { writeFileSync } = await import('node:fs');
+  const configPath = join(dataDir, 'config.json');
+  writeFileSync(configPath, JSON.stringify(file));
+  const config = loadConfig({ env: { GANTRY_DATA_DIR: dataDir, GANTRY_CONFIG: configPath, GANTRY_LOG_LEVEL: 'silent' }, flags: { port: 0 } });
+  const server = await startServer(config, { logger: pino({ level: 'silent' }), print: () => {} });
+  return {
+    server,
+    dataDir,
+    async close() {
+      await server.close();
+      rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}
