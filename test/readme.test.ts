@@ -20,6 +20,7 @@ test("the README's config file loads as written and its settings take effect", (
     const path = join(dir, 'gantry.yaml');
     writeFileSync(path, yaml);
     const config = loadConfig({ env: { GANTRY_DATA_DIR: dir }, flags: { config: path } });
+    assert.deepEqual(config.warnings, [], 'every key the README shows is one Gantry knows');
     assert.deepEqual(config.images['my-worker:dev']?.command, ['python3', '-u', 'handler.py']);
     assert.equal(config.images['my-worker:dev']?.cwd, join(dir, 'worker'), 'cwd is relative to the file');
     assert.deepEqual(

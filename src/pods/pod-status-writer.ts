@@ -30,7 +30,7 @@ export class PodStatusWriter {
     await this.#deps.store.markRunning(
       pod.id,
       { status: 'RUNNING', statusReason: null, startedAt: now, updatedAt: now },
-      { id: newSortableId(now), podId: pod.id, accountId: pod.accountId, costPerHr: pod.costPerHr, startedAt: now },
+      { id: newSortableId(), podId: pod.id, accountId: pod.accountId, costPerHr: pod.costPerHr, startedAt: now },
     );
     // An instance that was running as soon as it launched passed through STARTING unrecorded.
     if (pod.status === 'PROVISIONING') this.emit(pod, 'STARTING', now);

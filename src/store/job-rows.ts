@@ -1,11 +1,8 @@
-import type SqliteDatabase from 'better-sqlite3';
 import type { Db, Executor } from './database.js';
 import { ShapedStatements } from './database.js';
 import { toJobRecord, type JobRecord, type NewJob } from './job-record.js';
 import type { JobsTable } from './schema.js';
 import { INSERT_CHUNK } from './job-sql.js';
-
-type SqliteStatement = SqliteDatabase.Statement<unknown[]>;
 
 /** A new job's row: what `insertMany` writes, minus the columns that start NULL or at their default. */
 const INSERT_NEW_JOB = `INSERT INTO jobs (id, endpoint_id, account_id, status, seq, input, webhook, s3_config, execution_timeout_ms,
@@ -56,7 +53,6 @@ export class JobRows {
   }
 
   readonly #shapes = new ShapedStatements();
-  #rawInsert: { raw: unknown; stmt: SqliteStatement } | null = null;
 
   /**
    * Inserts submitted jobs, IN_QUEUE, and commits them: the group commit's write. On SQLite one
@@ -67,8 +63,7 @@ export class JobRows {
     const sync = this.db.syncTransaction;
     if (!sync) return this.db.withTransaction((tx) => this.insertMany(jobs, tx));
     return sync((raw) => {
-      if (this.#rawInsert?.raw !== raw) this.#rawInsert = { raw, stmt: raw.prepare<unknown[]>(INSERT_NEW_JOB) };
-      const stmt = this.#rawInsert.stmt;
+      const stmt = raw.prepare<unknown[]>(INSERT_NEW_JOB);
       for (const j of jobs)
         stmt.run(
           j.id, j.endpointId, j.accountId, j.seq, j.inputJson, j.webhook, j.s3ConfigJson,
@@ -82,17 +77,12 @@ export class JobRows {
     const read = this.db.syncRead;
     if (!tx && read) {
       // the hottest read (every status, and every result post that found nothing to change)
-      const row = await read((raw) => {
-        if (this.#rawGet?.raw !== raw) this.#rawGet = { raw, stmt: raw.prepare<[string], JobsTable>('SELECT * FROM jobs WHERE id = ?') };
-        return this.#rawGet.stmt.get(id);
-      });
+      const row = await read((raw) => raw.prepare<[string], JobsTable>('SELECT * FROM jobs WHERE id = ?').get(id));
       return row ? toJobRecord(row) : null;
     }
     const row = await (tx ?? this.db.kysely).selectFrom('jobs').selectAll().where('id', '=', id).executeTakeFirst();
     return row ? toJobRecord(row) : null;
   }
-
-  #rawGet: { raw: unknown; stmt: SqliteDatabase.Statement<[string], JobsTable> } | null = null;
 
   async getMany(ids: readonly string[], tx: Executor = this.db.kysely): Promise<JobRecord[]> {
     if (ids.length === 0) return [];

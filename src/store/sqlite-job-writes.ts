@@ -13,8 +13,6 @@ import type { JobsTable } from './schema.js';
  * only an IN_QUEUE, unexpired job; a result applies only to a job IN_PROGRESS on that worker.
  */
 
-type Statement = SqliteDatabase.Statement<unknown[], JobsTable>;
-
 export interface TakeRequest {
   endpointId: string;
   workerId: string;
@@ -50,26 +48,16 @@ const SQL = {
 } as const;
 
 export class SqliteJobWrites {
-  #raw: SqliteDatabase.Database | null = null;
-  #statements: Record<keyof typeof SQL, Statement> | null = null;
-
   constructor(private readonly retention: { runMs: number; runsyncMs: number }) {}
-
-  #prepared(raw: SqliteDatabase.Database): Record<keyof typeof SQL, Statement> {
-    if (this.#raw !== raw || !this.#statements) {
-      const prepare = (text: string) => raw.prepare<unknown[], JobsTable>(text);
-      this.#statements = { head: prepare(SQL.head), claim: prepare(SQL.claim), finish: prepare(SQL.finish), progress: prepare(SQL.progress), webhook: prepare(SQL.webhook) };
-      this.#raw = raw;
-    }
-    return this.#statements;
-  }
 
   /**
    * Takes for several requests: per endpoint one read of the queue head (FIFO), dealt out to the
    * requests in order, each job claimed by its own guarded UPDATE. Answers each request's rows.
    */
   take(raw: SqliteDatabase.Database, requests: readonly TakeRequest[], now: number): JobsTable[][] {
-    const s = this.#prepared(raw);
+    // `raw.prepare` answers from the connection's statement cache (see `Db.syncTransaction`)
+    const head = raw.prepare<unknown[], { id: string }>(SQL.head);
+    const claim = raw.prepare<unknown[], JobsTable>(SQL.claim);
     const results: JobsTable[][] = requests.map(() => []);
     const byEndpoint = new Map<string, number[]>();
     requests.forEach((r, i) => {
@@ -81,12 +69,12 @@ export class SqliteJobWrites {
     for (const [endpointId, indexes] of byEndpoint) {
       let total = 0;
       for (const i of indexes) total += requests[i]!.n;
-      const ids = (s.head.all(endpointId, now, total) as unknown as Array<{ id: string }>).map((r) => r.id);
+      const ids = head.all(endpointId, now, total).map((r) => r.id);
       let next = 0;
       for (const i of indexes) {
         const request = requests[i]!;
         for (let k = 0; k < request.n && next < ids.length; k++) {
-          const row = s.claim.get(request.workerId, now, now, now, ids[next++]);
+          const row = claim.get(request.workerId, now, now, now, ids[next++]);
           if (row) results[i]!.push(row);
         }
       }
@@ -100,14 +88,15 @@ export class SqliteJobWrites {
    * job's result is dropped like any late progress). Answers the changed row per post, or null.
    */
   complete(raw: SqliteDatabase.Database, posts: readonly ResultPost[], now: number): Array<JobsTable | null> {
-    const s = this.#prepared(raw);
+    const finishStmt = raw.prepare<unknown[], JobsTable>(SQL.finish);
+    const progress = raw.prepare<unknown[], JobsTable>(SQL.progress);
     const changed: Array<JobsTable | null> = posts.map(() => null);
     const seen = new Set<string>();
     const rest: number[] = [];
     const runsync = now + this.retention.runsyncMs;
     const run = now + this.retention.runMs;
     const finish = (p: ResultPost): JobsTable | undefined =>
-      s.finish.get(p.status, p.status === 'COMPLETED' ? p.outputJson : null, p.status === 'FAILED' ? p.error : null, now, now, runsync, run, p.id, p.workerId);
+      finishStmt.get(p.status, p.status === 'COMPLETED' ? p.outputJson : null, p.status === 'FAILED' ? p.error : null, now, now, runsync, run, p.id, p.workerId);
     posts.forEach((p, i) => {
       if (p.status !== 'IN_PROGRESS' && !seen.has(p.id)) {
         seen.add(p.id);
@@ -116,14 +105,14 @@ export class SqliteJobWrites {
     });
     for (const i of rest) {
       const p = posts[i]!;
-      changed[i] = (p.status === 'IN_PROGRESS' ? s.progress.get(p.outputJson, p.id, p.workerId) : finish(p)) ?? null;
+      changed[i] = (p.status === 'IN_PROGRESS' ? progress.get(p.outputJson, p.id, p.workerId) : finish(p)) ?? null;
     }
     return changed;
   }
 
   /** Outbox rows for finished jobs' webhooks, due now. */
   insertWebhooks(raw: SqliteDatabase.Database, rows: readonly WebhookRow[], now: number): void {
-    const s = this.#prepared(raw);
-    for (const d of rows) s.webhook.run(d.id, d.jobId, d.url, d.payloadJson, now, now);
+    const insert = raw.prepare<unknown[]>(SQL.webhook);
+    for (const d of rows) insert.run(d.id, d.jobId, d.url, d.payloadJson, now, now);
   }
 }
