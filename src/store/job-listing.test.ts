@@ -56,7 +56,7 @@ for (const { name, skip } of dialects()) {
     after(() => t?.cleanup());
 
     test("the endpoint's jobs of the account come newest first, ties broken by id", async () => {
-      const page = await listing.recent('a1', 'ep1', { limit: 10 });
+      const page = await listing.recent('a1', 'ep1', { now: 5000, limit: 10 });
       assert.deepEqual(ids(page), ['j4', 'j3b', 'j3a', 'j2', 'j1']);
       assert.equal(page.next, null);
       assert.deepEqual(page.jobs[3], { id: 'j2', status: 'COMPLETED', createdAt: 2000, delayMs: 15, executionMs: 250, retries: 1 });
@@ -64,24 +64,37 @@ for (const { name, skip } of dialects()) {
     });
 
     test('pages continue after the position of the last job, through ties, without repeats', async () => {
-      const first = await listing.recent('a1', 'ep1', { limit: 2 });
+      const first = await listing.recent('a1', 'ep1', { now: 5000, limit: 2 });
       assert.deepEqual(ids(first), ['j4', 'j3b']);
       assert.deepEqual(first.next, { createdAt: 3000, id: 'j3b' });
-      const second = await listing.recent('a1', 'ep1', { limit: 2, after: first.next! });
+      const second = await listing.recent('a1', 'ep1', { now: 5000, limit: 2, after: first.next! });
       assert.deepEqual(ids(second), ['j3a', 'j2']);
-      const third = await listing.recent('a1', 'ep1', { limit: 2, after: second.next! });
+      const third = await listing.recent('a1', 'ep1', { now: 5000, limit: 2, after: second.next! });
       assert.deepEqual(ids(third), ['j1']);
       assert.equal(third.next, null);
     });
 
     test('a status keeps only the jobs in it', async () => {
-      assert.deepEqual(ids(await listing.recent('a1', 'ep1', { limit: 10, status: 'COMPLETED' })), ['j3b', 'j2']);
-      assert.deepEqual(ids(await listing.recent('a1', 'ep1', { limit: 10, status: 'FAILED' })), []);
+      assert.deepEqual(ids(await listing.recent('a1', 'ep1', { now: 5000, limit: 10, status: 'COMPLETED' })), ['j3b', 'j2']);
+      assert.deepEqual(ids(await listing.recent('a1', 'ep1', { now: 5000, limit: 10, status: 'FAILED' })), []);
+    });
+
+    test('jobs past their ttl or their result retention are not listed, even before the timekeeper deletes them', async () => {
+      await t.db.kysely
+        .insertInto('jobs')
+        .values([
+          { ...job('expired', 4500, { endpoint: 'ep3' }), expires_at: 4900 },
+          { ...job('unretained', 4600, { endpoint: 'ep3', status: 'COMPLETED' }), retain_until: 4900 },
+          { ...job('retained', 4700, { endpoint: 'ep3', status: 'COMPLETED' }), retain_until: 6000 },
+        ])
+        .execute();
+      assert.deepEqual(ids(await listing.recent('a1', 'ep3', { now: 4800, limit: 10 })), ['retained', 'unretained', 'expired']);
+      assert.deepEqual(ids(await listing.recent('a1', 'ep3', { now: 5000, limit: 10 })), ['retained']);
     });
 
     test('only jobs of the asking account are listed', async () => {
-      assert.deepEqual(ids(await listing.recent('a2', 'ep1', { limit: 10 })), ['other-account']);
-      assert.deepEqual(ids(await listing.recent('a3', 'ep1', { limit: 10 })), []);
+      assert.deepEqual(ids(await listing.recent('a2', 'ep1', { now: 5000, limit: 10 })), ['other-account']);
+      assert.deepEqual(ids(await listing.recent('a3', 'ep1', { now: 5000, limit: 10 })), []);
     });
   });
 }

@@ -18,6 +18,8 @@ export interface JobListingPosition {
 }
 
 export interface RecentJobsQuery {
+  /** Jobs past their ttl or result retention at `now` are gone, as everywhere else, even before the timekeeper deletes them. */
+  now: number;
   status?: JobStatus;
   /** Jobs per page. */
   limit: number;
@@ -45,7 +47,9 @@ export class JobListing {
       .selectFrom('jobs')
       .select(['id', 'status', 'created_at', 'delay_ms', 'execution_ms', 'retries'])
       .where('endpoint_id', '=', endpointId)
-      .where('account_id', '=', accountId);
+      .where('account_id', '=', accountId)
+      .where('expires_at', '>', query.now)
+      .where((eb) => eb.or([eb('retain_until', 'is', null), eb('retain_until', '>', query.now)]));
     if (query.status !== undefined) q = q.where('status', '=', query.status);
     const after = query.after;
     if (after !== undefined)

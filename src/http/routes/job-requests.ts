@@ -83,6 +83,7 @@ export function jobRequestRoutes(app: FastifyInstance, services: Services, { lim
       const endpoint = await endpoints.get(principalOf(request).accountId, (request.params as Static<typeof EndpointParams>).endpointId);
       const after = query.cursor === undefined ? undefined : decodeJobCursor(query.cursor);
       const page = await listing.recent(endpoint.accountId, endpoint.id, {
+        now: services.clock.now(),
         limit: query.limit ?? 100,
         ...(query.status !== undefined ? { status: query.status } : {}),
         ...(after !== undefined ? { after } : {}),
