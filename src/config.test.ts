@@ -37,3 +37,16 @@ test('group commit settings default to the store (null concurrency) and can be s
     assert.equal(config.jobs.maxBatchSize, 200);
   });
 });
+
+test('the public job URL follows the job listener when there is one, else the main public URL', () => {
+  withFile('{}', (config) => {
+    assert.equal(config.server.jobPort, null);
+    assert.equal(config.server.publicJobUrl, config.server.publicUrl);
+  });
+  withFile('server: { jobPort: 9090 }', (config) => {
+    assert.equal(config.server.publicJobUrl, 'http://127.0.0.1:9090');
+  });
+  withFile('server: { jobPort: 9090, publicJobUrl: "https://api.example.test/" }', (config) => {
+    assert.equal(config.server.publicJobUrl, 'https://api.example.test', 'without the trailing slash');
+  });
+});

@@ -37,8 +37,16 @@ export interface Config {
   server: {
     host: string;
     port: number;
-    /** Base URL clients use to reach this server; builds `requestUrls` and worker URLs. */
+    /** Base URL clients use to reach this server (REST, GraphQL, docs). */
     publicUrl: string;
+    /**
+     * A second listener serving only the job API and the worker protocol (`/v2/{endpointId}/…`),
+     * to expose it apart from management; 0 picks a free port. null: none, the main listener
+     * serves them. @default null
+     */
+    jobPort: number | null;
+    /** Base URL of the job API: builds `requestUrls` and the URLs workers call. @default the job listener's, else `publicUrl` */
+    publicJobUrl: string;
     /** Largest REST request body, bytes. @default 1 MiB */
     bodyLimit: number;
     logLevel: string;
@@ -270,6 +278,11 @@ export function loadConfig({ env, flags = {} }: ConfigSources): Config {
   const dataDir = isAbsolute(rawDataDir) ? rawDataDir : resolve(rawDataDir);
   const publicHost = host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host;
   const publicUrl = (env.GANTRY_PUBLIC_URL ?? (typeof server.publicUrl === 'string' ? server.publicUrl : `http://${publicHost}:${port}`)).replace(/\/+$/, '');
+  const rawJobPort = env.GANTRY_JOB_PORT ?? server.jobPort;
+  const jobPort = rawJobPort === undefined || rawJobPort === null || rawJobPort === '' ? null : num(rawJobPort, 'server.jobPort', 0);
+  const publicJobUrl = (
+    env.GANTRY_PUBLIC_JOB_URL ?? (typeof server.publicJobUrl === 'string' ? server.publicJobUrl : jobPort !== null ? `http://${publicHost}:${jobPort}` : publicUrl)
+  ).replace(/\/+$/, '');
   const catalog = parseCatalog(file.catalog);
   const limits = isObj(file.rateLimits) ? file.rateLimits : {};
   const networking = isObj(file.networking) ? file.networking : {};
@@ -287,6 +300,8 @@ export function loadConfig({ env, flags = {} }: ConfigSources): Config {
       host,
       port,
       publicUrl,
+      jobPort,
+      publicJobUrl,
       bodyLimit: num(server.bodyLimit, 'server.bodyLimit', 1024 * 1024),
       logLevel: env.GANTRY_LOG_LEVEL ?? (typeof server.logLevel === 'string' ? server.logLevel : 'info'),
     },
@@ -350,7 +365,7 @@ export function loadConfig({ env, flags = {} }: ConfigSources): Config {
 /** The keys each section of the config file may hold; `null`: any (maps keyed by the user). */
 const KNOWN_KEYS: Record<string, readonly string[] | null> = {
   '': ['server', 'dataDir', 'databaseUrl', 'databaseSchema', 'secretKey', 'rateLimits', 'images', 'catalog', 'fleet', 'networking', 'pods', 'jobs', 'serverless'],
-  server: ['host', 'port', 'publicUrl', 'bodyLimit', 'logLevel'],
+  server: ['host', 'port', 'publicUrl', 'jobPort', 'publicJobUrl', 'bodyLimit', 'logLevel'],
   rateLimits: ['minute', 'hour', 'day'],
   networking: ['globalPool', 'internalDomain'],
   pods: ['reconcileIntervalMs', 'stopGraceMs'],

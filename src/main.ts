@@ -28,6 +28,7 @@ import { ProcessRuntime } from './runtime/process/process-runtime.js';
 import type { Runtime } from './runtime/runtime.js';
 import type { Services } from './services.js';
 import { buildApp, loggerOptions } from './http/app.js';
+import { createJobListener } from './http/job-listener.js';
 
 export interface ServiceOverrides {
   clock?: Clock;
@@ -107,7 +108,7 @@ export async function createServices(config: Config, overrides: ServiceOverrides
     events,
     logger: logger.child({ component: 'autoscaler' }),
     lease: leases.lease(LEASE_NAMES.autoscaler),
-    config: { autoscaler: config.serverless.autoscaler, catalog: config.catalog, publicUrl: config.server.publicUrl, pingIntervalMs: config.jobs.pingIntervalMs },
+    config: { autoscaler: config.serverless.autoscaler, catalog: config.catalog, publicUrl: config.server.publicJobUrl, pingIntervalMs: config.jobs.pingIntervalMs },
   });
   relay?.deliverTo({
     deliver: (topic, key, count) => {
@@ -134,6 +135,8 @@ export interface RunningServer {
   app: FastifyInstance;
   services: Services;
   url: string;
+  /** The job listener's URL, when `server.jobPort` is set. */
+  jobUrl: string | null;
   close(): Promise<void>;
 }
 
@@ -158,7 +161,18 @@ export async function startServer(config: Config, overrides: StartOptions = {}):
   await app.listen({ port: config.server.port, host: config.server.host });
   const address = app.server.address();
   const port = typeof address === 'object' && address ? address.port : config.server.port;
-  const url = `http://${config.server.host.includes(':') ? `[${config.server.host}]` : config.server.host}:${port}`;
+  const urlOf = (p: number): string => `http://${config.server.host.includes(':') ? `[${config.server.host}]` : config.server.host}:${p}`;
+  const url = urlOf(port);
+  const jobListener = config.server.jobPort === null ? null : createJobListener(app);
+  let jobUrl: string | null = null;
+  if (jobListener) {
+    await new Promise<void>((resolve, reject) => {
+      jobListener.once('error', reject);
+      jobListener.listen(config.server.jobPort!, config.server.host, () => resolve());
+    });
+    const jobAddress = jobListener.address();
+    jobUrl = urlOf(typeof jobAddress === 'object' && jobAddress ? jobAddress.port : config.server.jobPort!);
+  }
   // Workers call back over HTTP: launch them only once the server listens.
   await services.autoscaler.start();
   if (adminKey) {
@@ -166,6 +180,7 @@ export async function startServer(config: Config, overrides: StartOptions = {}):
       `\nGantry created the admin account. Its API key (shown only this once):\n\n  ${adminKey}\n\nexport GANTRY_API_KEY=${adminKey}\n\n`,
     );
   }
+  if (jobUrl) print(`job API listening on ${jobUrl}\n`);
   print(`gantry listening on ${url} (store: ${services.db.dialect}, runtime: ${services.runtime.name}, hosts: ${config.fleet.length})\n`);
   services.logger.info({ url, store: services.db.dialect, runtime: services.runtime.name, hosts: config.fleet.length }, 'gantry is ready');
   let closed = false;
@@ -173,9 +188,15 @@ export async function startServer(config: Config, overrides: StartOptions = {}):
     app,
     services,
     url,
+    jobUrl,
     async close() {
       if (closed) return;
       closed = true;
+      if (jobListener) {
+        const stopped = new Promise((resolve) => jobListener.close(resolve));
+        jobListener.closeAllConnections();
+        await stopped;
+      }
       await app.close();
       await services.timekeeper.stop();
       await services.autoscaler.stop();

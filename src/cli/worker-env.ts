@@ -31,7 +31,7 @@ export async function worker(argv: string[]): Promise<void> {
     const pool = endpoint.gpu_ids.split(',').map((s) => s.trim()).find(Boolean);
     const gpuType = values.gpu ?? config.catalog.gpuTypes.find((g) => g.pool === pool)?.id ?? 'CPU';
     const env = workerEnvironment({
-      publicUrl: values.url ?? config.server.publicUrl,
+      publicUrl: values.url ?? config.server.publicJobUrl,
       endpointId: endpoint.id,
       workerId: `local-${newId(12)}`,
       apiKey: key,

@@ -6,6 +6,7 @@ import { Ajv } from 'ajv';
 import addFormatsModule from 'ajv-formats';
 import type { Services } from '../services.js';
 import { registerAuth } from './plugins/auth.js';
+import { restrictToJobApi } from './job-listener.js';
 import { frameworkErrors, registerErrorHandling } from './plugins/errors.js';
 import { RestRateLimiter } from './plugins/rate-limit.js';
 import { systemRoutes } from './routes/system.js';
@@ -79,6 +80,7 @@ export async function buildApp(services: Services, options: BuildAppOptions = {}
   });
 
   registerErrorHandling(app);
+  if (config.server.jobPort !== null) restrictToJobApi(app, config.server.publicUrl);
   registerAuth(app, { accounts: services.accounts, rateLimiter: new RestRateLimiter(config.rateLimits, services.clock) });
 
   await app.register(swagger, {

@@ -16,6 +16,8 @@ declare module 'fastify' {
     queryKey?: boolean;
     /** Skip the REST rate limiter (job API routes have their own limits). @default false */
     ownRateLimits?: boolean;
+    /** A job API or worker protocol route: also served on the job listener (`server.jobPort`). @default false */
+    jobApi?: boolean;
   }
 }
 

@@ -66,7 +66,7 @@ export function jobRequestRoutes(app: FastifyInstance, services: Services, { lim
   app.get(
     '/v2/:endpointId/requests',
     {
-      config: { ownRateLimits: true },
+      config: { ownRateLimits: true, jobApi: true },
       ...jobRateLimitHooks(limiter, 'requests'),
       schema: {
         tags: ['jobs'],

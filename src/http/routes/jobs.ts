@@ -148,7 +148,7 @@ export function jobRoutes(app: FastifyInstance, services: Services): JobRouteCon
     enabled: services.config.jobs.rateLimits,
   });
   const route = (op: JobOperation, extra: { scope?: 'read' | 'write' } = {}) => ({
-    config: { ownRateLimits: true, ...extra },
+    config: { ownRateLimits: true, jobApi: true, ...extra },
     ...jobRateLimitHooks(limiter, op),
   });
   const doc = (summary: string, params: typeof EndpointParams | typeof JobParams, querystring?: typeof WaitQuery) => ({

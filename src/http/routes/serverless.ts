@@ -91,7 +91,7 @@ const idOf = (params: unknown): string => (params as Static<typeof IdParams>).id
 const tags = ['serverless'];
 
 export function serverlessRoutes(app: FastifyInstance, { endpoints, config }: Services): void {
-  const ctx = { publicUrl: config.server.publicUrl, dataCenters: config.catalog.dataCenters };
+  const ctx = { publicUrl: config.server.publicJobUrl, dataCenters: config.catalog.dataCenters };
   const render = async (e: Endpoint): Promise<ServerlessEndpointView> => toServerlessView(e, await endpoints.templateOf(e), ctx);
 
   app.get(

@@ -38,7 +38,7 @@ export function workerProtocolRoutes(app: FastifyInstance, services: Services): 
   const { jobs, workers, config } = services;
   const endpoints = new EndpointLookup(services.endpoints);
   // No automatic HEAD twins: a HEAD on job-take or job-stop would consume jobs or stop notices.
-  const opts = { config: { ownRateLimits: true, scope: 'write' as const }, schema: { hide: true }, exposeHeadRoute: false };
+  const opts = { config: { ownRateLimits: true, jobApi: true, scope: 'write' as const }, schema: { hide: true }, exposeHeadRoute: false };
   const endpointOf = (request: FastifyRequest): Promise<Endpoint> =>
     endpoints.get(principalOf(request).accountId, (request.params as WorkerParams).endpointId);
 
