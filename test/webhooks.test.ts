@@ -164,6 +164,40 @@ for (const { name, skip } of dialects()) {
       assert.equal(receiver.calls.length, 3);
     });
 
+    test("a finished job's status shows where its webhook delivery stands: pending, retrying, then failed", async () => {
+      receiver.fallback = 500;
+      const id = await running();
+      await jobs.complete('w1', id, { output: 'done' });
+      const completedAt = new Date(clock.now()).toISOString();
+      assert.deepEqual((await jobs.status('acct1', 'ep1', id)).webhookDelivery, { status: 'PENDING', attempts: 0, nextAttemptAt: completedAt });
+      await dispatcher.dispatchDue(clock.now());
+      assert.deepEqual((await jobs.status('acct1', 'ep1', id)).webhookDelivery, {
+        status: 'PENDING',
+        attempts: 1,
+        lastError: 'the receiver answered HTTP 500',
+        nextAttemptAt: new Date(clock.now() + 10 * S).toISOString(),
+      });
+      clock.advance(10 * S);
+      await dispatcher.dispatchDue(clock.now());
+      clock.advance(10 * S);
+      await dispatcher.dispatchDue(clock.now());
+      assert.deepEqual((await jobs.status('acct1', 'ep1', id)).webhookDelivery, { status: 'FAILED', attempts: 3, lastError: 'the receiver answered HTTP 500' });
+      const plain = await jobs.submit('ep1', 'acct1', { input: {} });
+      assert.equal((await jobs.status('acct1', 'ep1', plain.id)).webhookDelivery, undefined, 'a job without a webhook has no delivery');
+    });
+
+    test('a runsync woken by its result reports the webhook just queued, as a read would', async () => {
+      const { id } = await jobs.submit('ep1', 'acct1', { input: {}, webhook: hook() });
+      const [taken] = await jobs.take('ep1', 'w1');
+      assert.equal(taken?.id, id);
+      const waiting = jobs.waitForTerminal('acct1', 'ep1', id, { waitMs: 5_000 });
+      await new Promise((r) => setImmediate(r));
+      await jobs.complete('w1', id, { output: 1 });
+      const woken = await waiting;
+      assert.deepEqual(woken.webhookDelivery, (await jobs.status('acct1', 'ep1', id)).webhookDelivery);
+      assert.equal(woken.webhookDelivery?.status, 'PENDING');
+    });
+
     test('a receiver that is down counts as a failed attempt and is retried', async () => {
       const id = await running();
       await jobs.complete('w1', id, { output: 'done' });

@@ -7,11 +7,12 @@ import { GroupCommit, type GroupCommitOptions } from '../store/group-commit.js';
 import type { JobRecord, NewJob } from '../store/job-record.js';
 import type { JobStore } from '../store/job-store.js';
 import type { QueueStats } from '../store/queue-stats.js';
+import type { WebhookStore } from '../store/webhook-store.js';
 import type { FinishedJobs } from './finished-jobs.js';
 import type { JobEventSink } from './job-events.js';
 import type { JobSequence } from './job-sequence.js';
 import type { JobSignals, LongPollOptions } from './job-signals.js';
-import { isVisible, stateOf, toJobView, type JobView } from './job-view.js';
+import { isVisible, stateOf, toJobView, toWebhookDeliveryView, type JobView } from './job-view.js';
 
 /** Body of `/run` and `/runsync` (spec 2.12), as parsed JSON. */
 export interface SubmitBody {
@@ -37,6 +38,8 @@ export interface StreamReply {
 
 export interface ClientJobsDeps {
   store: Pick<JobStore, 'get' | 'insertCommitted' | 'cancel' | 'retry' | 'purgeQueue' | 'queueStats' | 'drainStream'>;
+  /** A finished job's webhook deliveries, for its status view. */
+  webhooks: Pick<WebhookStore, 'forJob'>;
   clock: Clock;
   signals: JobSignals;
   events: JobEventSink;
@@ -105,7 +108,11 @@ export class ClientJobs {
 
   /** `/status/{id}`. @throws ApiError NOT_FOUND (404) when missing, expired or another account's */
   async status(accountId: string, endpointId: string, jobId: string): Promise<JobView> {
-    return toJobView(await this.#visible(accountId, endpointId, jobId));
+    const job = await this.#visible(accountId, endpointId, jobId);
+    const view = toJobView(job);
+    if (job.webhook === null || !isTerminalJobStatus(job.status)) return view;
+    const latest = (await this.#deps.webhooks.forJob(job.id)).at(-1);
+    return latest ? { ...view, webhookDelivery: toWebhookDeliveryView(latest) } : view;
   }
 
   /** `/status-sync/{id}` and the wait of `/runsync`: the job once terminal, or as it is after `waitMs`. */
@@ -128,8 +135,12 @@ export class ClientJobs {
       if (!(await waiter.promise)) return this.status(accountId, endpointId, jobId);
       // Woken by the commit that finished it: that commit's row answers without a read.
       const finished = this.#deps.finished.held(jobId);
-      if (finished && finished.accountId === accountId && finished.endpointId === endpointId && isVisible(finished, this.#deps.clock.now()))
-        return toJobView(finished);
+      if (finished && finished.accountId === accountId && finished.endpointId === endpointId && isVisible(finished, this.#deps.clock.now())) {
+        // its webhook, if any, entered the outbox in that same commit: not yet attempted
+        const view = toJobView(finished);
+        const due = new Date(finished.completedAt ?? this.#deps.clock.now()).toISOString();
+        return finished.webhook !== null && finished.status !== 'CANCELLED' ? { ...view, webhookDelivery: { status: 'PENDING', attempts: 0, nextAttemptAt: due } } : view;
+      }
     }
   }
 

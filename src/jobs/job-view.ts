@@ -5,6 +5,7 @@
 import type { JobState, JobStatus } from '../domain/job-state.js';
 import type { JobPolicy } from '../domain/job-policy.js';
 import type { JobRecord } from '../store/job-record.js';
+import type { WebhookDelivery } from '../store/webhook-store.js';
 
 const parse = (json: string | null): unknown => (json === null ? undefined : (JSON.parse(json) as unknown));
 
@@ -21,6 +22,25 @@ export interface JobView {
   error?: string;
   retries: number;
   workerId?: string;
+  /** Jobs with a webhook, once finished: where its delivery stands (spec 6: durable, retried). */
+  webhookDelivery?: WebhookDeliveryView;
+}
+
+export interface WebhookDeliveryView {
+  status: 'PENDING' | 'DELIVERED' | 'FAILED';
+  attempts: number;
+  lastError?: string;
+  /** ISO time of the next attempt, while PENDING. */
+  nextAttemptAt?: string;
+}
+
+export function toWebhookDeliveryView(d: WebhookDelivery): WebhookDeliveryView {
+  return {
+    status: d.status,
+    attempts: d.attempts,
+    ...(d.lastError !== null ? { lastError: d.lastError } : {}),
+    ...(d.status === 'PENDING' ? { nextAttemptAt: new Date(d.nextAttemptAt).toISOString() } : {}),
+  };
 }
 
 export function toJobView(job: JobRecord): JobView {

@@ -122,7 +122,8 @@ for (const { name, skip } of dialects()) {
       assert.deepEqual(await jobs.complete('w1', id, { output: { text: 'ok' } }), { outcome: 'applied', status: 'COMPLETED', stopPod: false });
       const again = await jobs.complete('w1', id, { output: { text: 'ok' } });
       assert.deepEqual(again, { outcome: 'ignored', status: 'COMPLETED', reason: 'the same result was already recorded', stopPod: false });
-      assert.deepEqual(await jobs.status('acct1', 'ep1', id), { id, status: 'COMPLETED', delayTime: 0, executionTime: 1500, output: { text: 'ok' }, retries: 0, workerId: 'w1' });
+      const webhookDelivery = { status: 'PENDING', attempts: 0, nextAttemptAt: new Date(clock.now()).toISOString() };
+      assert.deepEqual(await jobs.status('acct1', 'ep1', id), { id, status: 'COMPLETED', delayTime: 0, executionTime: 1500, output: { text: 'ok' }, retries: 0, workerId: 'w1', webhookDelivery });
       assert.deepEqual(emitted.map(([e]) => e), ['job:completed']);
       const outbox = await t.db.kysely.selectFrom('webhook_deliveries').selectAll().execute();
       assert.equal(outbox.length, 1);

@@ -10,6 +10,7 @@ import { JobSignals } from './job-signals.js';
 import { JobSweeper } from './job-sweeper.js';
 import { DEFAULT_JOBS_CONFIG, type JobsConfig } from './jobs-config.js';
 import { WorkerJobs } from './worker-jobs.js';
+import { WebhookStore } from '../store/webhook-store.js';
 
 export interface JobsServiceDeps {
   db: Db;
@@ -50,7 +51,7 @@ export class JobsService {
     const sequence = new JobSequence({ store, clock });
     const finished = new FinishedJobs({ store, clock, signals, events });
     const batching = { maxBatchSize: this.config.maxBatchSize, concurrency: this.config.commitConcurrency };
-    this.#client = new ClientJobs({ store, clock, signals, events, sequence, finished, batching });
+    this.#client = new ClientJobs({ store, webhooks: new WebhookStore(db), clock, signals, events, sequence, finished, batching });
     this.#worker = new WorkerJobs({ db, store, clock, signals, sequence, finished, retryBudget: this.config.retryBudget, batching });
     this.#sweeper = new JobSweeper({ db, store, clock, signals, finished, sweepLimit: this.config.sweepLimit });
   }

@@ -17,6 +17,9 @@ import type { DialectTypes } from './tables.js';
  * - `jobs_worker (worker_id)`, partial on IN_PROGRESS: requeue the jobs of a lost worker.
  * - `jobs_stop (worker_id)`, partial on stop_requested = 1: a worker's job-stop channel.
  */
+/** Migration `0003-webhook-deliveries-by-job`: a job's deliveries, for its status view. */
+export const webhookDeliveriesByJob = (): string[] => [`CREATE INDEX webhook_deliveries_job ON webhook_deliveries(job_id, created_at)`];
+
 export const serverlessTables = ({ big }: DialectTypes): string[] => [
   `CREATE TABLE endpoints (
     id TEXT PRIMARY KEY,
