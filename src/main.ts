@@ -192,6 +192,7 @@ export async function startServer(config: Config, overrides: StartOptions = {}):
     async close() {
       if (closed) return;
       closed = true;
+      services.jobs.signals.close();
       if (jobListener) {
         const stopped = new Promise((resolve) => jobListener.close(resolve));
         jobListener.closeAllConnections();

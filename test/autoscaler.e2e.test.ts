@@ -7,24 +7,14 @@
 import { describe, test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import pino from 'pino';
 import { loadConfig } from '../src/config.js';
 import { startServer, type RunningServer } from '../src/main.js';
+import { freePort } from '../src/runtime/runtime-contract.js';
 
 const WORKER_SCRIPT = resolve(import.meta.dirname, 'fixtures/echo-worker.ts');
-
-const freePort = (): Promise<number> =>
-  new Promise((ok, fail) => {
-    const srv = createServer();
-    srv.once('error', fail);
-    srv.listen(0, '127.0.0.1', () => {
-      const port = (srv.address() as { port: number }).port;
-      srv.close(() => ok(port));
-    });
-  });
 
 /** Polls `check` (real time: these are real processes) until it answers a value, or fails after `ms`. */
 async function eventually<T>(what: string | (() => string), check: () => Promise<T | null | undefined | false>, ms = 30_000): Promise<T> {

@@ -58,3 +58,18 @@ test('a status-sync long-poll ends when its client hangs up, leaving no waiter b
   await poll;
   await until('the waiter to go', () => signals.waiting('job', id) === 0);
 });
+
+test('closing the server answers open long-polls at once instead of waiting out their 80 s', async () => {
+  const other = await startListeningServer();
+  const { services } = other.server;
+  const account = await services.accounts.createAccount('closing');
+  const workerKey = (await services.accounts.createKey(account.id, { scope: 'write' })).key;
+  const template = await services.templates.create(account.id, { name: 'w', imageName: 'w:dev', isServerless: true });
+  const id = (await services.endpoints.create(account.id, { name: 'c', templateId: template.id, gpuIds: 'ADA_24', workersMax: 0 })).id;
+  const take = fetch(`${other.server.url}/v2/${id}/job-take/w1`, { headers: { authorization: workerKey } });
+  await until('the take to wait', () => services.jobs.signals.waiting('work', id) === 1);
+  const closed = other.close().then(() => 'closed');
+  const late = new Promise((r) => setTimeout(() => r('still open after 10 s'), 10_000).unref());
+  assert.equal(await Promise.race([closed, late]), 'closed');
+  assert.equal((await take).status, 204, 'the worker is told there is no job');
+});

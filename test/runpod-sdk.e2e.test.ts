@@ -1,11 +1,13 @@
-// End to end with real clients: a real server on a random port, the Node worker library attached
-// by hand with the environment `gantry worker env` prints, and jobs driven by the npm `runpod-sdk`.
+// End to end with real clients: a real server on a loopback port, the autoscaler launching the
+// endpoint's worker (test/fixtures/sdk-worker.ts, on the Node worker library) through the process
+// runtime, and jobs driven by the npm `runpod-sdk`.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
 import runpodSdk from 'runpod-sdk';
 import type { RunningServer } from '../src/main.js';
-import { workerEnvironment } from '../src/serverless/worker-env.js';
-import { serve, type Handler, type WorkerHandle } from '../src/worker/index.js';
 import { startListeningServer, type ListeningServer } from './support/harness.js';
 
 type SdkEndpoint = NonNullable<ReturnType<ReturnType<typeof runpodSdk>['endpoint']>>;
@@ -16,43 +18,11 @@ let key: string;
 let endpointId: string;
 let idleEndpointId: string;
 let ep: SdkEndpoint;
-let workerHandle: WorkerHandle;
-const aborted: string[] = [];
-let flakyAttempts = 0;
+/** Where the worker process leaves what the tests observe of it. */
+const workerDir = mkdtempSync(join(tmpdir(), 'gantry-sdk-worker-'));
+const aborted = (): string[] => (existsSync(join(workerDir, 'aborted')) ? readFileSync(join(workerDir, 'aborted'), 'utf8').split('\n').filter(Boolean) : []);
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-const handler: Handler = async (job, context) => {
-  const input = job.input as { kind: string; value?: unknown; words?: string[] };
-  switch (input.kind) {
-    case 'echo':
-      return { echoed: input.value, worker: context.workerId };
-    case 'stream':
-      return (async function* () {
-        for (const word of input.words ?? []) {
-          await sleep(30);
-          yield word;
-        }
-      })();
-    case 'progress':
-      await context.progress({ pct: 50 });
-      await sleep(400);
-      return 'finished';
-    case 'fail':
-      throw new Error('handler exploded');
-    case 'flaky':
-      flakyAttempts += 1;
-      if (flakyAttempts === 1) throw new Error('first attempt fails');
-      return 'second attempt ok';
-    case 'wait':
-      // Runs until the platform stops it (cancel, execution timeout).
-      await new Promise<void>((resolve) => context.signal.addEventListener('abort', () => resolve(), { once: true }));
-      aborted.push(job.id);
-      return 'never posted';
-    default:
-      throw new Error(`unknown kind ${input.kind}`);
-  }
-};
 
 async function until<T>(what: string, probe: () => Promise<T>, done: (v: T) => boolean, timeoutMs = 20_000): Promise<T> {
   const deadline = Date.now() + timeoutMs;
@@ -72,38 +42,45 @@ const finalStatus = (id: string) =>
   );
 
 before(async () => {
-  listening = await startListeningServer({ jobs: { timekeeperIntervalMs: 200 } });
+  listening = await startListeningServer({
+    images: {
+      // cwd: the repository, so that `--import tsx` resolves
+      'sdk-worker:dev': { command: [process.execPath, '--import', 'tsx', resolve(import.meta.dirname, 'fixtures/sdk-worker.ts')], cwd: resolve(import.meta.dirname, '..'), env: { SDK_WORKER_DIR: workerDir } },
+    },
+    jobs: { timekeeperIntervalMs: 200, pingIntervalMs: 500 },
+    serverless: { autoscaler: { intervalMs: 100 } },
+  });
   server = listening.server;
   const { services } = server;
   const account = await services.accounts.createAccount('sdk-user');
   key = (await services.accounts.createKey(account.id, { scope: 'write' })).key;
-  const template = await services.templates.create(account.id, { name: 'worker', imageName: 'worker:dev', isServerless: true });
-  endpointId = (await services.endpoints.create(account.id, { name: 'sdk', templateId: template.id, gpuIds: 'ADA_24' })).id;
-  idleEndpointId = (await services.endpoints.create(account.id, { name: 'no-workers', templateId: template.id, gpuIds: 'ADA_24' })).id;
-  const workerKey = (await services.accounts.createKey(account.id, { scope: 'write', name: `worker ${endpointId}` })).key;
-  const env = workerEnvironment({ publicUrl: server.url, endpointId, workerId: 'local-e2e', apiKey: workerKey, gpuType: 'NVIDIA GeForce RTX 4090', pingIntervalMs: 500 });
-  workerHandle = serve(handler, { env, concurrency: 2, handleSignals: false, shutdownGraceMs: 1000 });
+  const template = await services.templates.create(account.id, { name: 'worker', imageName: 'sdk-worker:dev', isServerless: true });
+  // scaled from zero by the first job; a long idle timeout keeps the worker for the whole file
+  endpointId = (await services.endpoints.create(account.id, { name: 'sdk', templateId: template.id, gpuIds: 'ADA_24', workersMin: 0, workersMax: 1, idleTimeout: 600 })).id;
+  idleEndpointId = (await services.endpoints.create(account.id, { name: 'no-workers', templateId: template.id, gpuIds: 'ADA_24', workersMax: 0 })).id;
   ep = runpodSdk(key, { baseUrl: `${server.url}/v2` }).endpoint(endpointId)!;
 });
 
 after(async () => {
-  await workerHandle?.stop();
   await listening?.close();
+  rmSync(workerDir, { recursive: true, force: true });
 });
 
-test('run then status: a plain handler\'s output comes back', async () => {
+test("run then status: a plain handler's output comes back, from the worker the autoscaler launched for it", async () => {
   const run = await ep.run({ input: { kind: 'echo', value: 'hello' } });
   assert.equal(run.status, 'IN_QUEUE');
   const done = await finalStatus(run.id);
   assert.equal(done.status, 'COMPLETED');
-  assert.deepEqual(done.output, { echoed: 'hello', worker: 'local-e2e' });
+  const output = done.output as { echoed: string; worker: string };
+  assert.equal(output.echoed, 'hello');
+  assert.deepEqual(server.services.autoscaler.workerIds(endpointId), [output.worker]);
 });
 
 test('runSync answers the finished job', async () => {
   const res = (await ep.runSync({ input: { kind: 'echo', value: 42 } }, 20_000)) as unknown as { status: string; output: unknown; completed: boolean };
   assert.equal(res.status, 'COMPLETED');
   assert.equal(res.completed, true);
-  assert.deepEqual(res.output, { echoed: 42, worker: 'local-e2e' });
+  assert.deepEqual(res.output, { echoed: 42, worker: server.services.autoscaler.workerIds(endpointId)[0] });
 });
 
 test('a streaming handler\'s chunks reach the SDK\'s stream generator in order', async () => {
@@ -143,7 +120,7 @@ test('cancel stops a running job: the handler sees its abort signal and the job 
   await until('the job to start', () => ep.status(run.id), (s) => s.status === 'IN_PROGRESS');
   const cancelled = await ep.cancel(run.id);
   assert.deepEqual({ id: cancelled.id, status: cancelled.status }, { id: run.id, status: 'CANCELLED' });
-  await until('the handler to be aborted', async () => aborted.includes(run.id), Boolean, 10_000);
+  await until('the handler to be aborted', async () => aborted().includes(run.id), Boolean, 10_000);
   await sleep(300);
   assert.equal((await ep.status(run.id)).status, 'CANCELLED');
 });
@@ -152,10 +129,10 @@ test('a job past its execution timeout is TIMED_OUT and its handler aborted', as
   const run = await ep.run({ input: { kind: 'wait' }, policy: { executionTimeout: 5000 } });
   const done = await finalStatus(run.id);
   assert.equal(done.status, 'TIMED_OUT');
-  await until('the handler to be aborted', async () => aborted.includes(run.id), Boolean, 5000);
+  await until('the handler to be aborted', async () => aborted().includes(run.id), Boolean, 5000);
 });
 
-test('health reports the attached worker; purgeQueue removes queued jobs', async () => {
+test('health reports the launched worker; purgeQueue removes queued jobs', async () => {
   const health = await ep.health();
   assert.ok(health.workers.ready >= 1, JSON.stringify(health));
   assert.ok(health.jobs.completed >= 4, JSON.stringify(health));

@@ -24,6 +24,7 @@ interface Entry {
 /** Waiters per key, woken oldest first. */
 export class KeyedSignal {
   readonly #waiters = new Map<string, Set<Entry>>();
+  #closed = false;
 
   /** Registers a waiter on `key` for at most `timeoutMs` (real time), ended early by `signal`. */
   waiter(key: string, timeoutMs: number, signal?: CancelSignal): Waiter {
@@ -47,7 +48,7 @@ export class KeyedSignal {
       const set = this.#waiters.get(key) ?? new Set<Entry>();
       set.add(entry);
       this.#waiters.set(key, set);
-      if (signal?.aborted || timeoutMs <= 0) {
+      if (this.#closed || signal?.aborted || timeoutMs <= 0) {
         entry.settle(false);
         return;
       }
@@ -83,6 +84,12 @@ export class KeyedSignal {
   /** Wakes every waiter of every key. */
   notifyAll(): void {
     for (const key of [...this.#waiters.keys()]) this.notify(key);
+  }
+
+  /** Ends every wait now, as if timed out, and every later one at once (the server is closing). */
+  close(): void {
+    this.#closed = true;
+    for (const set of [...this.#waiters.values()]) for (const entry of [...set]) entry.settle(false);
   }
 
   /** Waiters currently registered on `key`. */
@@ -143,6 +150,14 @@ export class JobSignals {
 
   waiting(channel: JobChannel, key: string): number {
     return this.#channels[channel].waiting(key);
+  }
+
+  /**
+   * The server is closing: long-polls answer now with what they have (a take with no job answers
+   * 204, a status-sync the job as it is) rather than holding the shutdown for up to their wait.
+   */
+  close(): void {
+    for (const signal of Object.values(this.#channels)) signal.close();
   }
 }
 

@@ -12,6 +12,7 @@ import { buildApp } from '../../src/http/app.js';
 import type { Services } from '../../src/services.js';
 import type { Runtime } from '../../src/runtime/runtime.js';
 import { newId } from '../../src/domain/ids.js';
+import { freePort } from '../../src/runtime/runtime-contract.js';
 
 export type DialectName = 'sqlite' | 'postgres';
 
@@ -143,14 +144,16 @@ export async function startListeningServer(file: Record<string, unknown> = {}): 
   const dataDir = mkdtempSync(join(tmpdir(), 'gantry-server-'));
   const { writeFileSync } = await import('node:fs');
   const configPath = join(dataDir, 'config.json');
-  writeFileSync(configPath, JSON.stringify(file));
-  const config = loadConfig({ env: { GANTRY_DATA_DIR: dataDir, GANTRY_CONFIG: configPath, GANTRY_LOG_LEVEL: 'silent' }, flags: { port: 0 } });
-  const server = await startServer(config, { logger: pino({ level: 'silent' }), print: () => {} });
+  // A real port rather than 0: the public URL (which workers the autoscaler launches call) is built from it.
+  const server = { port: await freePort(), ...(file.server as Record<string, unknown> | undefined) };
+  writeFileSync(configPath, JSON.stringify({ ...file, server }));
+  const config = loadConfig({ env: { GANTRY_DATA_DIR: dataDir, GANTRY_CONFIG: configPath, GANTRY_LOG_LEVEL: 'silent' } });
+  const running = await startServer(config, { logger: pino({ level: 'silent' }), print: () => {} });
   return {
-    server,
+    server: running,
     dataDir,
     async close() {
-      await server.close();
+      await running.close();
       rmSync(dataDir, { recursive: true, force: true });
     },
   };
