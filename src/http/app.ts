@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { lazyChildLogger } from './request-logger.js';
 import Fastify, { LogController, type FastifyInstance, type FastifyServerOptions } from 'fastify';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
@@ -56,6 +57,7 @@ export async function buildApp(services: Services, options: BuildAppOptions = {}
       ? { loggerInstance: loggerSetting as FastifyServerOptions['loggerInstance'] }
       : { logger: loggerSetting as FastifyServerOptions['logger'] }),
     bodyLimit: config.server.bodyLimit,
+    ...(loggerSetting === false ? {} : { childLoggerFactory: lazyChildLogger }),
     requestIdHeader: 'x-request-id',
     genReqId: () => randomUUID(),
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 256 },

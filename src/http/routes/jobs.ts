@@ -12,7 +12,7 @@ import type { Services } from '../../services.js';
 import { principalOf } from '../plugins/auth.js';
 import { endJobRequestFlight, JobRateLimiter, jobRateLimitHooks } from '../plugins/job-rate-limit.js';
 import { errorResponses } from '../schemas.js';
-import { exceedsJsonDepth, tooDeepDetail } from '../json-depth.js';
+import { exceedsJsonDepth, MAX_JSON_DEPTH, tooDeepDetail } from '../json-depth.js';
 
 const MB = 1024 * 1024;
 /** wire-protocol §2: 10 MB for /run, 20 MB for /runsync. */
@@ -39,7 +39,8 @@ export function useLenientJson(scope: FastifyInstance): void {
       const at = /position (\d+)/.exec((err as Error).message)?.[1];
       return done(new ApiError('MALFORMED_JSON', `The request body is not valid JSON${at ? ` (parsing stopped at character ${at})` : ''}.`), undefined);
     }
-    if (exceedsJsonDepth(value)) return done(new ApiError('BAD_REQUEST', tooDeepDetail), undefined);
+    // nesting n levels takes at least 2n characters: short bodies need no walk
+    if (text.length > 2 * MAX_JSON_DEPTH && exceedsJsonDepth(value)) return done(new ApiError('BAD_REQUEST', tooDeepDetail), undefined);
     done(null, value);
   });
 }
