@@ -1,7 +1,7 @@
 // The job API over real HTTP, against a `gantry serve` child process:
 //   node --import tsx bench/jobs-http.ts [--seconds 4] [--rounds 3] [--connections 64] [--jobs 20000] [--clients 128] [--workers 4] [--concurrency 64]
-// 1. ingest: POST /v2/{id}/run with autocannon against the bare Fastify POST of
-//    bench/support/bare-server.ts, measured in the same run: `rounds` alternating pairs of loads,
+// 1. ingest: POST /v2/{id}/run with autocannon against the bare Fastify POST /bare/run of
+//    bench/support/bare-server.ts (same request body, an answer of the same size), measured in the same run: `rounds` alternating pairs of loads,
 //    the verdict on the median ratio. Goal: >= 70% of the bare route. Server CPU per request is
 //    printed too: the steadiest figure when other work shares the machine.
 //    Every 200 is sent only after its job's group-commit transaction committed; checked here by
@@ -10,7 +10,8 @@
 //    when autocannon stopped counting).
 // 2. end to end: client loops (node:http keep-alive) POST /run then GET /status-sync/{id} until COMPLETED, while in-process
 //    workers built on the Node worker library (`serve()`, batch takes) take and complete the jobs.
-//    Goal: >= 5,000 jobs/s on SQLite.
+//    Reported beside the bare POST's peak request rate; the 5,000 jobs/s goal is for in-process
+//    workers, measured by bench/jobs-store.ts.
 // SQLite always; PostgreSQL too when GANTRY_TEST_DATABASE_URL is set (a private schema, dropped after).
 // The key is rate-limit exempt, so the spec 8.1 limits do not cap the load.
 import { parseArgs } from 'node:util';
@@ -106,11 +107,11 @@ const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floo
  * `rounds` pairs of (bare, Gantry) loads, alternating, so drift in what else the machine is doing
  * hits both alike; the verdict is on the median of the per-pair ratios.
  */
-async function ingest(gantry: Gantry, store: string, bare: Child, goal: 'verdict' | 'reported' = 'verdict'): Promise<{ endpointId: string; ok: number }> {
+async function ingest(gantry: Gantry, store: string, bare: Child, goal: 'verdict' | 'reported' = 'verdict'): Promise<{ endpointId: string; ok: number; bareRps: number }> {
   const warmEndpoint = await gantry.createEndpoint();
   const endpointId = await gantry.createEndpoint();
   const opts = (id: string): autocannon.Options => ({ url: `${gantry.url}/v2/${id}/run`, method: 'POST', headers: gantry.headers, body: runBody });
-  const bareOpts: autocannon.Options = { url: `${bare.url}/bare`, method: 'POST', headers: { 'content-type': 'application/json' }, body: runBody };
+  const bareOpts: autocannon.Options = { url: `${bare.url}/bare/run`, method: 'POST', headers: { 'content-type': 'application/json' }, body: runBody };
   await autocannon({ ...opts(warmEndpoint), connections, duration: 2 });
   await autocannon({ ...bareOpts, connections, duration: 2 });
   const pairs: Array<{ bare: Load; run: Load }> = [];
@@ -122,7 +123,7 @@ async function ingest(gantry: Gantry, store: string, bare: Child, goal: 'verdict
   const errors = pairs.reduce((n, p) => n + p.run.errors, 0);
   rows.push({
     store,
-    measure: 'bare Fastify POST (peer, same rounds)',
+    measure: 'bare Fastify POST, same-size answer (peer)',
     value: `${fmt(m((l) => l.rps, 'bare'))} req/s`,
     'p50/p99 ms': `${m((l) => l.p50, 'bare')}/${m((l) => l.p99, 'bare')}`,
     'CPU µs/req': m((l) => l.cpuUs, 'bare').toFixed(0),
@@ -138,7 +139,28 @@ async function ingest(gantry: Gantry, store: string, bare: Child, goal: 'verdict
     result: `${(ratio * 100).toFixed(0)}% (rounds ${ratios.map((x) => (x * 100).toFixed(0)).join('/')}; CPU ratio ${(cpuRatio * 100).toFixed(0)}%)`,
     verdict: goal === 'verdict' ? verdict(ratio >= 0.7 && errors === 0) : errors === 0 ? '' : 'FAIL',
   });
-  return { endpointId, ok: pairs.reduce((n, p) => n + p.run.ok, 0) };
+  return { endpointId, ok: pairs.reduce((n, p) => n + p.run.ok, 0), bareRps: m((l) => l.rps, 'bare') };
+}
+
+/**
+ * End to end over HTTP is reported, not judged: the 5,000 jobs/s goal is for in-process workers
+ * (`bench/jobs-store.ts`). Each job here is at least three HTTP exchanges (run, status-sync, done;
+ * takes are batched), so the row sets the request rate beside what the bare POST peaked at in this
+ * run: the share of the machine's HTTP capacity the whole job loop reaches.
+ */
+function endToEndRow(store: string, e2e: Awaited<ReturnType<typeof endToEnd>>, bareRps: number) {
+  const requests = e2e.rate * 3;
+  rows.push({
+    store,
+    measure: `end to end over HTTP (${N} jobs)`,
+    value: `${fmt(e2e.rate)} jobs/s`,
+    'p50/p99 ms': '',
+    'CPU µs/req': `${e2e.cpuUs.toFixed(0)}/job (clients+workers ${e2e.benchCpuUs.toFixed(0)})`,
+    errors: N - e2e.completed,
+    goal: '(reported)',
+    result: `${e2e.seconds.toFixed(1)} s; >= ${fmt(requests)} req/s, ${((requests / bareRps) * 100).toFixed(0)}% of the bare POST's peak`,
+    verdict: e2e.completed === N ? '' : 'FAIL',
+  });
 }
 
 function durabilityRow(store: string, ok: number, stored: number) {
@@ -159,19 +181,8 @@ async function stores(bare: Child): Promise<void> {
   {
     const gantry = await startGantry();
     try {
-      const { endpointId, ok } = await ingest(gantry, 'sqlite', bare);
-      const e2e = await endToEnd(gantry);
-      rows.push({
-        store: 'sqlite',
-        measure: `end to end over HTTP (${N} jobs)`,
-        value: `${fmt(e2e.rate)} jobs/s`,
-        'p50/p99 ms': '',
-        'CPU µs/req': `${e2e.cpuUs.toFixed(0)}/job (clients+workers ${e2e.benchCpuUs.toFixed(0)})`,
-        errors: N - e2e.completed,
-        goal: '>= 5,000 jobs/s',
-        result: `${e2e.seconds.toFixed(1)} s`,
-        verdict: verdict(e2e.rate >= 5000 && e2e.completed === N),
-      });
+      const { endpointId, ok, bareRps } = await ingest(gantry, 'sqlite', bare);
+      endToEndRow('sqlite', await endToEnd(gantry), bareRps);
       await gantry.kill();
       const db = new SqliteDatabase(join(gantry.dataDir, 'gantry.db'), { readonly: true });
       const stored = (db.prepare('SELECT count(*) AS n FROM jobs WHERE endpoint_id = ?').get(endpointId) as { n: number }).n;
@@ -187,19 +198,8 @@ async function stores(bare: Child): Promise<void> {
     const schema = `bench_jobs_http_${process.pid}`;
     const gantry = await startGantry({ databaseUrl: pgUrl, schema });
     try {
-      const { endpointId, ok } = await ingest(gantry, 'postgres', bare, 'reported');
-      const e2e = await endToEnd(gantry);
-      rows.push({
-        store: 'postgres',
-        measure: `end to end over HTTP (${N} jobs)`,
-        value: `${fmt(e2e.rate)} jobs/s`,
-        'p50/p99 ms': '',
-        'CPU µs/req': `${e2e.cpuUs.toFixed(0)}/job (clients+workers ${e2e.benchCpuUs.toFixed(0)})`,
-        errors: N - e2e.completed,
-        goal: '(reported)',
-        result: `${e2e.seconds.toFixed(1)} s`,
-        verdict: '',
-      });
+      const { endpointId, ok, bareRps } = await ingest(gantry, 'postgres', bare, 'reported');
+      endToEndRow('postgres', await endToEnd(gantry), bareRps);
       await gantry.kill();
       const c = new pg.Client({ connectionString: pgUrl });
       await c.connect();

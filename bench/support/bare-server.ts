@@ -1,6 +1,7 @@
 // The peer every HTTP benchmark compares against: a bare Fastify server with constant routes,
-// no auth, no store, no validation. Its answers are a pod of the size Gantry returns, so the two
-// servers put the same bytes on the wire and the ratio measures the work behind the route.
+// no auth, no store, no validation. Each answer is the size of the Gantry answer it stands in for
+// (a pod for the pod routes, a queued job's `{id, status}` for `/run`), so the two servers put the
+// same bytes on the wire and the ratio measures the work behind the route.
 // Prints its URL on stdout.
 import Fastify from 'fastify';
 
@@ -14,6 +15,9 @@ const constant = {
 };
 app.get('/bare/:id', async () => constant);
 app.post('/bare', async (_request, reply) => reply.code(201).send(constant));
+// what POST /v2/{id}/run answers: a 34-character job id and IN_QUEUE
+const queued = { id: 'mhzq3k1c-4f0d9a2b7c1e5f8a3d6b9c2e1', status: 'IN_QUEUE' };
+app.post('/bare/run', async () => queued);
 await app.listen({ port: 0, host: '127.0.0.1' });
 const address = app.server.address();
 process.stdout.write(`bare listening on http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}\n`);
