@@ -170,6 +170,22 @@ describe('GraphQL endpoints', () => {
     assert.deepEqual(other.endpoints, []);
   });
 
+  test("an endpoint's pods read RUNNING for live workers and EXITED for dead ones", async () => {
+    const e = await t.services.endpoints.create(alice.accountId, { name: 'with-workers', templateId: workerTemplate, gpuIds: 'ADA_24', workersMax: 2 });
+    await t.services.workers.seen(e.id, 'w-live', false);
+    await t.services.workers.seen(e.id, 'w-gone', true);
+    await t.services.workers.markDead(['w-gone']);
+    const { myself } = await data('{ myself { endpoints { id pods { id desiredStatus } } } }');
+    const pods = myself.endpoints.find((x: { id: string }) => x.id === e.id).pods;
+    assert.deepEqual(
+      [...pods].sort((a: { id: string }, b: { id: string }) => a.id.localeCompare(b.id)),
+      [
+        { id: 'w-gone', desiredStatus: 'EXITED' },
+        { id: 'w-live', desiredStatus: 'RUNNING' },
+      ],
+    );
+  });
+
   test('runpodctl’s typed-variables saveEndpoint works, flashBootType as a string and one networkVolumeIds entry', async () => {
     const volume = await t.services.volumes.create(alice.accountId, { name: 'vol', size: 10, dataCenterId: 'US-TX-3' });
     const input = { name: 'ctl-endpoint', templateId: workerTemplate, gpuIds: 'AMPERE_80', workersMax: 2, locations: 'US', networkVolumeIds: [{ networkVolumeId: volume.id }], idleTimeout: 10, scalerType: 'REQUEST_COUNT', scalerValue: 3, executionTimeoutMs: 60000, flashBootType: 'FLASHBOOT', modelReferences: [] };

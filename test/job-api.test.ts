@@ -328,6 +328,15 @@ describe('rate limits (spec 8.1)', () => {
     assert.equal((await t.request(acct.key, 'POST', `/v2/${ep}/purge-queue`)).statusCode, 200);
   });
 
+  test("the limits count a user's keys together: a second key does not get a fresh quota", async () => {
+    const ep = await newEndpoint(acct.accountId, 'purge-limit-keys');
+    const { key: other } = await t.services.accounts.createKey(acct.accountId, { scope: 'write', name: 'second key' });
+    assert.equal((await t.request(acct.key, 'POST', `/v2/${ep}/purge-queue`)).statusCode, 200);
+    assert.equal((await t.request(other, 'POST', `/v2/${ep}/purge-queue`)).statusCode, 200);
+    assert.equal((await t.request(other, 'POST', `/v2/${ep}/purge-queue`)).statusCode, 429);
+    assert.equal((await t.request(acct.key, 'POST', `/v2/${ep}/purge-queue`)).statusCode, 429);
+  });
+
   test('answered requests free their concurrency slot', async () => {
     const ep = await newEndpoint(acct.accountId, 'cancel-concurrency');
     // cancel allows 20 in flight and 100 per 10 s: 30 sequential calls never hold more than one slot

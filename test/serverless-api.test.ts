@@ -69,6 +69,12 @@ describe('REST serverless endpoints', () => {
     assert.equal(e.type, 'LOAD_BALANCER');
   });
 
+  test('every region option of the spec is accepted, one with no data center here listing none', async () => {
+    const res = await create(alice.key, { ...minimal(), locations: 'FR,GB,NO' });
+    assert.equal(res.statusCode, 201, res.body);
+    assert.deepEqual(json(res).dataCenterIds, []);
+  });
+
   test('GET one and PATCH change only what is sent', async () => {
     const e = json(await create(alice.key, { ...minimal(), workersMax: 4, idleTimeout: 60 }));
     assert.deepEqual(json(await t.request(alice.key, 'GET', `/v2/serverless/${e.id}`)), e);
@@ -90,7 +96,7 @@ describe('REST serverless endpoints', () => {
       [{ workersMax: 101 }, /workersMax: must be between 0 and 100/],
       [{ scalerValue: 0 }, /scalerValue: must be between 1/],
       [{ idleTimeout: 3601 }, /idleTimeout: must be between 0 and 3600 seconds/],
-      [{ locations: 'US,ZZ' }, /locations: "ZZ" is not a country with a data center; valid: US, RO, CZ/],
+      [{ locations: 'US,ZZ' }, /locations: "ZZ" is not a known region; valid: US, RO, CZ, FR, GB, NO \(empty means any\)/],
       [{ allowedCudaVersions: ['12'] }, /allowedCudaVersions: "12" must be "<major>.<minor>"/],
       [{ executionTimeoutMs: 1000 }, /executionTimeoutMs: must be between 5000 and 604800000/],
       [{ executionTimeoutMs: 8 * 24 * 3600 * 1000 }, /executionTimeoutMs/],

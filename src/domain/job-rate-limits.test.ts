@@ -43,7 +43,9 @@ test('the dynamic limit is the higher of the base rate and running workers times
   assert.equal(effectiveRate(JOB_OPERATION_LIMITS.run, 0, 200), 1000);
   assert.equal(effectiveRate(JOB_OPERATION_LIMITS.run, 5, 200), 1000);
   assert.equal(effectiveRate(JOB_OPERATION_LIMITS.run, 12, 200), 2400);
-  assert.equal(effectiveRate(JOB_OPERATION_LIMITS['purge-queue'], 100, 200), 2, 'purge-queue does not scale');
+  // spec 8.1 states the dynamic limit for every operation, purge-queue's 2 per window included
+  assert.equal(effectiveRate(JOB_OPERATION_LIMITS['purge-queue'], 0, 200), 2);
+  assert.equal(effectiveRate(JOB_OPERATION_LIMITS['purge-queue'], 3, 200), 600);
 });
 
 test('the table of spec 8.1 is the default', () => {

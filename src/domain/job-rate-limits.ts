@@ -1,7 +1,8 @@
 /**
- * Job API rate limits (spec 8.1): per key, per endpoint, per operation, a request count over a
- * 10-second window and a cap on requests in flight. The effective rate is the higher of the base
- * rate and `running workers × per-worker rate` (the dynamic limit). Pure: `now` is passed in.
+ * Job API rate limits (spec 8.1): per user (account, whichever of its keys calls), per endpoint,
+ * per operation, a request count over a 10-second window and a cap on requests in flight. The
+ * effective rate is the higher of the base rate and `running workers × per-worker rate` (the
+ * dynamic limit), for every operation as the spec states it. Pure: `now` is passed in.
  */
 
 /** The operations counted separately. `retry` and `health` are Gantry's (the spec names neither). */
@@ -14,25 +15,23 @@ export interface JobOperationLimit {
   rate: number;
   /** Requests in flight at once; null = no cap. */
   concurrent: number | null;
-  /** Whether the dynamic limit (running workers × per-worker rate) applies. */
-  scales: boolean;
 }
 
 /** spec 8.1; retry is limited like cancel and health like status. */
 export const JOB_OPERATION_LIMITS: Readonly<Record<JobOperation, JobOperationLimit>> = {
-  run: { rate: 1000, concurrent: 200, scales: true },
-  runsync: { rate: 2000, concurrent: 400, scales: true },
-  status: { rate: 2000, concurrent: 400, scales: true },
-  stream: { rate: 2000, concurrent: 400, scales: true },
-  cancel: { rate: 100, concurrent: 20, scales: false },
-  retry: { rate: 100, concurrent: 20, scales: false },
-  'purge-queue': { rate: 2, concurrent: null, scales: false },
-  health: { rate: 2000, concurrent: 400, scales: false },
-  openai: { rate: 2000, concurrent: 400, scales: true },
-  requests: { rate: 10, concurrent: 2, scales: false },
+  run: { rate: 1000, concurrent: 200 },
+  runsync: { rate: 2000, concurrent: 400 },
+  status: { rate: 2000, concurrent: 400 },
+  stream: { rate: 2000, concurrent: 400 },
+  cancel: { rate: 100, concurrent: 20 },
+  retry: { rate: 100, concurrent: 20 },
+  'purge-queue': { rate: 2, concurrent: null },
+  health: { rate: 2000, concurrent: 400 },
+  openai: { rate: 2000, concurrent: 400 },
+  requests: { rate: 10, concurrent: 2 },
 };
 
-/** The counters of one (key, endpoint, operation). */
+/** The counters of one (account, endpoint, operation). */
 export interface JobWindow {
   /** Start (ms) of the current 10-second window. */
   start: number;
@@ -48,9 +47,9 @@ export type JobAdmission =
   | { allowed: true }
   | { allowed: false; exceeded: 'rate' | 'concurrency'; limit: number; retryAfterSeconds: number };
 
-/** The rate in force: `max(base, runningWorkers × perWorker)` for operations that scale. */
+/** The rate in force: `max(base, runningWorkers × perWorker)`. */
 export function effectiveRate(limit: JobOperationLimit, runningWorkers: number, perWorker: number): number {
-  return limit.scales ? Math.max(limit.rate, Math.max(0, runningWorkers) * Math.max(0, perWorker)) : limit.rate;
+  return Math.max(limit.rate, Math.max(0, runningWorkers) * Math.max(0, perWorker));
 }
 
 /**

@@ -85,9 +85,12 @@ async function saveEndpoint(input: GqlEndpointInput, { services, principal }: Gr
   }
 }
 
-/** The endpoint's workers, in the `pods { desiredStatus }` shape clients read. */
+/**
+ * The endpoint's workers, in the `pods { desiredStatus }` shape clients read: a dead worker (its
+ * row is kept an hour) is EXITED; every other one is meant to run.
+ */
 const workerPods = async (e: Endpoint, { services, principal }: GraphqlContext) =>
-  (await services.endpoints.workers(principal.accountId, e.id)).map((w) => ({ id: w.id, desiredStatus: w.status === 'TERMINATED' || w.status === 'EXITED' ? w.status : 'RUNNING' }));
+  (await services.endpoints.workers(principal.accountId, e.id)).map((w) => ({ id: w.id, desiredStatus: w.status === 'dead' ? 'EXITED' : 'RUNNING' }));
 
 export const endpointResolvers: ResolverMap<GraphqlContext> = {
   Query: {

@@ -96,7 +96,7 @@ export const endpointTypeDefs = /* GraphQL */ `
     modelReferences: [String]
     "Not supported (hub releases)."
     hubReleaseId: String
-    "Not supported: create the template with saveTemplate (isServerless: true) and pass templateId."
+    "On create only: a serverless template made from these fields, for this endpoint (removed again if the endpoint is refused). Ignored when id is given."
     template: EndpointTemplateInput
   }
 

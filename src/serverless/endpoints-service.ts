@@ -136,6 +136,9 @@ function merge(base: Settings, input: EndpointInput): { settings: Settings; prob
   return { settings: s, problems };
 }
 
+/** The region options of spec 2.11's `locations`. */
+const SPEC_LOCATIONS = ['CZ', 'FR', 'GB', 'NO', 'RO', 'US'];
+
 /**
  * The rules of an endpoint's settings that need no I/O, one entry per violation, each naming the
  * field and what would be valid.
@@ -153,8 +156,9 @@ export function endpointViolations(s: Settings, catalog: Pick<Catalog, 'pools' |
   if (s.gpuIds.length === 0) out.push(`gpuIds: is required; a comma list of GPU pools from ${pools.join(', ')}`);
   for (const g of s.gpuIds) if (!pools.includes(g)) out.push(`gpuIds: "${g}" is not a GPU pool; valid pools: ${pools.join(', ')}`);
   int('gpuCount', s.gpuCount, 1, MAX_GPU_COUNT);
-  const countries = dedupe(catalog.dataCenters.map((d) => d.country));
-  for (const l of s.locations) if (!countries.includes(l)) out.push(`locations: "${l}" is not a country with a data center; valid: ${countries.join(', ')} (empty means any)`);
+  // the spec's region options are always accepted (with no data center there, workers wait as throttled)
+  const countries = dedupe([...catalog.dataCenters.map((d) => d.country), ...SPEC_LOCATIONS]);
+  for (const l of s.locations) if (!countries.includes(l)) out.push(`locations: "${l}" is not a known region; valid: ${countries.join(', ')} (empty means any)`);
   int('idleTimeout', s.idleTimeout, 0, MAX_IDLE_TIMEOUT_S, ' seconds');
   int('scalerValue', s.scalerValue, 1, 1_000_000);
   int('workersMin', s.workersMin, 0, maxWorkers);

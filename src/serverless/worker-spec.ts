@@ -76,6 +76,7 @@ export function workerInstanceSpec(input: WorkerInstanceInput): InstanceSpec {
       gpuType: placement.gpuTypeId ?? 'CPU',
       pingIntervalMs: input.pingIntervalMs,
     }),
+    RUNPOD_POD_HOSTNAME: `${workerId}-${placement.hostId}`,
     RUNPOD_DC_ID: placement.dataCenterId,
     RUNPOD_GPU_COUNT: String(placement.gpuIndices.length),
     RUNPOD_CPU_COUNT: String(request.vcpuCount),

@@ -26,8 +26,8 @@ export interface JobRateLimiterDeps {
 const opLabel = (op: JobOperation): string => (op === 'openai' ? '/openai/*' : `/${op}`);
 
 /**
- * In-memory counters of the job API limits (spec 8.1), per key, endpoint and operation. Each
- * replica counts its own traffic.
+ * In-memory counters of the job API limits (spec 8.1), per user (the account, whichever of its
+ * keys calls), endpoint and operation. Each replica counts its own traffic.
  */
 export class JobRateLimiter {
   readonly #windows = new Map<string, JobWindow>();
@@ -42,11 +42,11 @@ export class JobRateLimiter {
    * Admits one request, or throws 429 RATE_LIMITED with `Retry-After`. Answers the function that
    * ends the request's flight (idempotent).
    */
-  admit(keyId: string, endpointId: string, op: JobOperation): () => void {
+  admit(accountId: string, endpointId: string, op: JobOperation): () => void {
     if (this.#deps.enabled === false) return () => {};
     const now = this.#deps.clock.now();
     this.#sweep(now);
-    const id = `${keyId}\u0000${endpointId}\u0000${op}`;
+    const id = `${accountId}\u0000${endpointId}\u0000${op}`;
     let window = this.#windows.get(id);
     if (!window) {
       window = newJobWindow();
@@ -107,7 +107,7 @@ export function jobRateLimitHooks(limiter: JobRateLimiter, op: JobOperation) {
       if (!principal || principal.rateLimitExempt) return done();
       const endpointId = (request.params as { endpointId?: string }).endpointId ?? '';
       try {
-        releases.set(request, limiter.admit(principal.keyId, endpointId, op));
+        releases.set(request, limiter.admit(principal.accountId, endpointId, op));
       } catch (err) {
         return done(err as Error);
       }

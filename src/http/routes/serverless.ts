@@ -35,7 +35,7 @@ const endpointFields = {
 export const CreateEndpointRequest = Type.Object(endpointFields, closed);
 export const PatchEndpointRequest = Type.Object(
   { ...endpointFields, name: Type.Optional(endpointFields.name), templateId: Type.Optional(endpointFields.templateId), gpuIds: Type.Optional(endpointFields.gpuIds) },
-  { ...closed, description: 'Only the fields sent change; null resets a field to its default.' },
+  { ...closed, description: 'Only the fields sent change (send networkVolumeId null to detach the volume).' },
 );
 
 /** spec 2.10 */
