@@ -57,3 +57,9 @@ for (const [what, run] of sweeps) {
     for (const plan of plans) assert.doesNotMatch(plan, /SCAN jobs(?! USING)/, plan);
   });
 }
+
+test("/health's counts read only indexes, never a job row", async () => {
+  const plans = await plansOf((s) => s.queueStats('ep-1'));
+  assert.equal(plans.length, 2);
+  for (const plan of plans) assert.match(plan, /USING COVERING INDEX (jobs_take|jobs_retried)/, plan);
+});

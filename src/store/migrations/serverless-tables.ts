@@ -10,13 +10,20 @@ import type { DialectTypes } from './tables.js';
  *
  * Index ↔ query map (every hot query is an index range scan):
  * - `jobs_take (endpoint_id, status, seq)`: take the next IN_QUEUE jobs of an endpoint in FIFO
- *   order; queue stats per endpoint.
+ *   order; `/health`'s counts by status (covering).
+ * - `jobs_retried (endpoint_id, retries)`, partial on retries > 0 (migration 0004): `/health`'s retried count.
  * - `jobs_expires (expires_at)`: ttl expiry, any state.
  * - `jobs_retain (retain_until)`, partial: result retention of terminal jobs.
  * - `jobs_timeout (timeout_at)`, partial on IN_PROGRESS: execution-timeout enforcement.
  * - `jobs_worker (worker_id)`, partial on IN_PROGRESS: requeue the jobs of a lost worker.
  * - `jobs_stop (worker_id)`, partial on stop_requested = 1: a worker's job-stop channel.
  */
+/**
+ * Migration `0004-jobs-retried`: `/health`'s retried count from an index. Partial: only jobs that
+ * went back to the queue have an entry, so inserts pay nothing for it.
+ */
+export const jobsRetriedIndex = (): string[] => [`CREATE INDEX jobs_retried ON jobs(endpoint_id, retries) WHERE retries > 0`];
+
 /** Migration `0003-webhook-deliveries-by-job`: a job's deliveries, for its status view. */
 export const webhookDeliveriesByJob = (): string[] => [`CREATE INDEX webhook_deliveries_job ON webhook_deliveries(job_id, created_at)`];
 
