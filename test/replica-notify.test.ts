@@ -106,7 +106,7 @@ describe('replicas on one PostgreSQL database', { skip: postgresUrl() ? false : 
     const { id } = await b.jobs.submit('ep-stop', 'acct1', { input: { n: 3 } });
     assert.equal((await a.jobs.take('ep-stop', 'w3'))[0]?.id, id);
     const started = performance.now();
-    const stops = a.jobs.stopRequests('w3', { waitMs: WAIT_MS });
+    const stops = a.jobs.stopRequests('ep-stop', 'w3', { waitMs: WAIT_MS });
     await waiting(a, 'stop', 'w3');
     await b.jobs.cancel('acct1', 'ep-stop', id);
     assert.deepEqual(await stops, [id]);

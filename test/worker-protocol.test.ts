@@ -277,6 +277,50 @@ describe('heartbeats', () => {
   });
 });
 
+describe('workers of different endpoints that chose the same id', () => {
+  /** A second account with its own endpoint, whose worker also calls itself `twin`. */
+  async function otherEndpoint() {
+    const other = await t.newAccount(`other-${Math.random()}`);
+    const template = await t.services.templates.create(other.accountId, { name: 'tpl', imageName: 'worker:dev', isServerless: true });
+    const otherEp = (await t.services.endpoints.create(other.accountId, { name: 'ep', templateId: template.id, gpuIds: 'ADA_24' })).id;
+    const call = (method: 'GET' | 'POST', path: string, body?: unknown) =>
+      t.request(null, method, `/v2/${otherEp}/${path}`, body === undefined ? undefined : JSON.stringify(body), { authorization: other.key, ...(body === undefined ? {} : FORM) });
+    return { call, otherEp, other };
+  }
+
+  test("one never receives the other's stop notices", async () => {
+    const id = await submit();
+    await worker('GET', 'job-take/twin');
+    const { call } = await otherEndpoint();
+    await t.request(acct.key, 'POST', `/v2/${ep}/cancel/${id}`, {});
+    assert.equal((await call('GET', 'job-stop/twin')).statusCode, 204, "the other endpoint's twin is told nothing");
+    assert.deepEqual(json(await worker('GET', 'job-stop/twin')), { jobsToStop: [id] }, 'the notice is still there for its own worker');
+  });
+
+  test("one reporting itself unhealthy leaves the other's running job alone", async () => {
+    const id = await submit();
+    await worker('GET', 'job-take/twin');
+    const { call } = await otherEndpoint();
+    assert.equal((await call('GET', 'ping/twin?status=unhealthy')).statusCode, 200);
+    assert.equal((await status(id)).status, 'IN_PROGRESS');
+  });
+
+  test("one posting to a job of the other's endpoint changes nothing and learns nothing: 404", async () => {
+    const id = await submit();
+    await worker('GET', 'job-take/twin');
+    const { call } = await otherEndpoint();
+    assert.equal((await call('POST', `job-stream/twin/${id}`, { output: 'foreign' })).statusCode, 404);
+    assert.equal((await call('POST', `job-done/twin/${id}`, { status: 'IN_PROGRESS', output: 'foreign progress' })).statusCode, 404);
+    assert.equal((await call('POST', `job-done/twin/${id}`, { output: 'foreign result' })).statusCode, 404);
+    const view = await status(id);
+    assert.equal(view.status, 'IN_PROGRESS');
+    assert.equal(view.output, undefined);
+    assert.deepEqual(json(await t.request(acct.key, 'GET', `/v2/${ep}/stream/${id}`)).stream, []);
+    assert.equal(json(await worker('POST', `job-done/twin/${id}`, { output: 'own result' })).accepted, true, 'its own worker still finishes it');
+    assert.equal((await status(id)).output, 'own result');
+  });
+});
+
 describe('gantry worker env', () => {
   test('prints export lines with a fresh worker id and a new write key that can take the endpoint\'s jobs', async () => {
     const { runGantry } = await import('./support/spawn-gantry.js');

@@ -171,17 +171,17 @@ for (const { name, skip } of dialects()) {
       const { id } = await submit();
       assert.deepEqual(await jobs.cancel('acct1', 'ep1', id), { id, status: 'CANCELLED' });
       assert.deepEqual(await jobs.take('ep1', 'w1'), []);
-      assert.deepEqual(await jobs.stopRequests('w1'), []);
+      assert.deepEqual(await jobs.stopRequests('ep1', 'w1'), []);
     });
 
     test("cancel of a running job cancels it and tells its worker on the job-stop channel, once", async () => {
       const { id } = await submit();
       await jobs.take('ep1', 'w1');
-      const stop = jobs.stopRequests('w1', { waitMs: 5000 });
+      const stop = jobs.stopRequests('ep1', 'w1', { waitMs: 5000 });
       await new Promise((r) => setTimeout(r, 10));
       assert.deepEqual(await jobs.cancel('acct1', 'ep1', id), { id, status: 'CANCELLED' });
       assert.deepEqual(await stop, [id]);
-      assert.deepEqual(await jobs.stopRequests('w1'), []);
+      assert.deepEqual(await jobs.stopRequests('ep1', 'w1'), []);
       assert.equal((await jobs.complete('w1', id, { output: 'too late' })).outcome, 'ignored');
       assert.equal((await jobs.status('acct1', 'ep1', id)).status, 'CANCELLED');
       assert.deepEqual(await jobs.cancel('acct1', 'ep1', id), { id, status: 'CANCELLED' });
@@ -244,7 +244,7 @@ for (const { name, skip } of dialects()) {
       assert.deepEqual(await jobs.tick(), { timedOut: 1, expired: 0, purged: 0 });
       const view = await jobs.status('acct1', 'ep1', id);
       assert.deepEqual([view.status, view.executionTime, view.delayTime], ['TIMED_OUT', 5000, 60_000]);
-      assert.deepEqual(await jobs.stopRequests('w1'), [id]);
+      assert.deepEqual(await jobs.stopRequests('ep1', 'w1'), [id]);
       assert.deepEqual(emitted.map(([e]) => e), ['job:timed_out']);
       assert.equal((await t.db.kysely.selectFrom('webhook_deliveries').selectAll().execute()).length, 1);
       assert.equal((await jobs.complete('w1', id, { output: 'late' })).outcome, 'ignored');
@@ -273,11 +273,11 @@ for (const { name, skip } of dialects()) {
       const { id } = await submit();
       for (let i = 1; i <= 2; i++) {
         await jobs.take('ep1', `w${i}`);
-        assert.deepEqual(await jobs.workerLost(`w${i}`), { requeued: [id], failed: [] });
+        assert.deepEqual(await jobs.workerLost(`w${i}`, 'ep1'), { requeued: [id], failed: [] });
         assert.deepEqual(await jobs.status('acct1', 'ep1', id), { id, status: 'IN_QUEUE', retries: i });
       }
       await jobs.take('ep1', 'w3');
-      assert.deepEqual(await jobs.workerLost('w3'), { requeued: [], failed: [id] });
+      assert.deepEqual(await jobs.workerLost('w3', 'ep1'), { requeued: [], failed: [id] });
       const view = await jobs.status('acct1', 'ep1', id);
       assert.equal(view.status, 'FAILED');
       assert.equal((await jobs.queueStats('ep1')).retried, 1);
@@ -289,7 +289,7 @@ for (const { name, skip } of dialects()) {
       await jobs.take('ep1', 'w1');
       const waiting = jobs.take('ep1', 'w2', { waitMs: 5000 });
       await new Promise((r) => setTimeout(r, 10));
-      await jobs.workerLost('w1');
+      await jobs.workerLost('w1', 'ep1');
       assert.equal((await waiting).length, 1);
     });
 

@@ -54,7 +54,7 @@ export class Timekeeper {
     const result = await jobs.tick(now);
     const lostWorkers: TimekeeperPass['lostWorkers'] = [];
     for (const worker of await workers.expire(now - config.heartbeatTimeoutMs, now)) {
-      const moved = await jobs.workerLost(worker.id);
+      const moved = await jobs.workerLost(worker.id, worker.endpointId);
       lostWorkers.push({ id: worker.id, ...moved });
       this.#deps.logger?.warn({ workerId: worker.id, endpointId: worker.endpointId, ...moved }, 'worker lost: no heartbeat');
     }

@@ -105,15 +105,16 @@ export class WorkerJobs {
   /**
    * `job-done`: the worker's result or progress (body as posted; `error` wins over `output`).
    * Committed with other posts in one transaction; idempotent — a repeated or late post is
-   * `ignored`, a success for the SDK's retries.
+   * `ignored`, a success for the SDK's retries. With `endpointId` (the route's), the post applies
+   * only to a job of that endpoint; to a worker of another, the job is not found.
    */
-  async complete(workerId: string, jobId: string, body: unknown): Promise<WorkerPostOutcome> {
-    const { result, stopPod } = parseWorkerPost(jobId, workerId, body);
+  async complete(workerId: string, jobId: string, body: unknown, endpointId?: string): Promise<WorkerPostOutcome> {
+    const { result, stopPod } = parseWorkerPost(jobId, workerId, body, endpointId);
     const changed = await this.#posts.add(result);
     if (changed) return { outcome: 'applied', status: changed.status, stopPod };
     const job = await this.#deps.store.get(jobId);
     const now = this.#deps.clock.now();
-    if (!job || !isVisible(job, now)) return { outcome: 'not-found', stopPod };
+    if (!job || !isVisible(job, now) || (endpointId !== undefined && job.endpointId !== endpointId)) return { outcome: 'not-found', stopPod };
     const t = nextJobState(stateOf(job), workerResultEvent(result), now);
     switch (t.kind) {
       case 'ignored':
@@ -129,11 +130,14 @@ export class WorkerJobs {
     }
   }
 
-  /** `job-stream`: buffers one chunk (`{output}`) of a job the worker holds; otherwise ignored. */
-  async appendStream(workerId: string, jobId: string, body: unknown): Promise<WorkerPostOutcome> {
+  /**
+   * `job-stream`: buffers one chunk (`{output}`) of a job the worker holds; otherwise ignored. A
+   * job of another endpoint than `endpointId` (when given) is not found.
+   */
+  async appendStream(workerId: string, jobId: string, body: unknown, endpointId?: string): Promise<WorkerPostOutcome> {
     const job = await this.#deps.store.get(jobId);
     const now = this.#deps.clock.now();
-    if (!job || !isVisible(job, now)) return { outcome: 'not-found', stopPod: false };
+    if (!job || !isVisible(job, now) || (endpointId !== undefined && job.endpointId !== endpointId)) return { outcome: 'not-found', stopPod: false };
     if (job.status !== 'IN_PROGRESS' || job.workerId !== workerId)
       return { outcome: 'ignored', status: job.status, reason: 'the job is not running on this worker', stopPod: false };
     const output = isObject(body) && 'output' in body ? body.output : body;
@@ -142,15 +146,15 @@ export class WorkerJobs {
     return { outcome: 'applied', status: job.status, stopPod: false };
   }
 
-  /** `job-stop`: ids of jobs the worker must stop (each answered once); waits up to `waitMs` for one. */
-  async stopRequests(workerId: string, options: LongPollOptions = {}): Promise<string[]> {
+  /** `job-stop`: ids of the endpoint's jobs the worker must stop (each answered once); waits up to `waitMs` for one. */
+  async stopRequests(endpointId: string, workerId: string, options: LongPollOptions = {}): Promise<string[]> {
     const deadline = performance.now() + (options.waitMs ?? 0);
     for (;;) {
       const remaining = deadline - performance.now();
       const waiter = remaining > 0 ? this.#deps.signals.waiter('stop', workerId, remaining, options.signal) : null;
       let ids: string[];
       try {
-        ids = await this.#deps.store.takeStopRequests(workerId);
+        ids = await this.#deps.store.takeStopRequests(workerId, endpointId);
       } catch (err) {
         waiter?.cancel();
         throw err;
@@ -164,14 +168,15 @@ export class WorkerJobs {
   }
 
   /**
-   * A worker stopped pinging (or was removed): its running jobs go back to the queue, or FAIL once
-   * their retry budget is spent. Called by the worker supervisor.
+   * A worker stopped pinging (or was removed): its running jobs of `endpointId` go back to the
+   * queue, or FAIL once their retry budget is spent (null: every endpoint's, for worker ids this
+   * server issued). Called by the worker supervisor.
    */
-  async workerLost(workerId: string): Promise<{ requeued: string[]; failed: string[] }> {
+  async workerLost(workerId: string, endpointId: string | null): Promise<{ requeued: string[]; failed: string[] }> {
     const { db, store, clock, signals, finished, retryBudget } = this.#deps;
     const now = clock.now();
     const { requeued, failed } = await db.withTransaction(async (tx) => {
-      const res = await store.requeueFromWorker(workerId, now, retryBudget, tx);
+      const res = await store.requeueFromWorker(workerId, endpointId, now, retryBudget, tx);
       await finished.enqueueWebhooks(res.failed, now, tx);
       return res;
     });

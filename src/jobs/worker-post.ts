@@ -20,7 +20,13 @@ export type WorkerPostOutcome =
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 /** A worker's job-done body (wire-protocol §1) as a result: `error` wins over `output`. */
-export function parseWorkerPost(jobId: string, workerId: string, body: unknown): WorkerPost {
+export function parseWorkerPost(jobId: string, workerId: string, body: unknown, endpointId?: string): WorkerPost {
+  const post = parse(jobId, workerId, body);
+  if (endpointId !== undefined) post.result.endpointId = endpointId;
+  return post;
+}
+
+function parse(jobId: string, workerId: string, body: unknown): WorkerPost {
   const b = isObject(body) ? body : { output: body };
   const stopPod = b.stopPod === true;
   const outputJson = b.output === undefined ? null : JSON.stringify(b.output);

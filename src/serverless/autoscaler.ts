@@ -167,7 +167,7 @@ export class Autoscaler {
       await this.#deps.runtime.stop(row.id).catch(() => undefined);
       this.#deps.inventory.release(row.id);
       await this.#deps.workers.markDead([row.id], this.#deps.clock.now());
-      const moved = await this.#deps.jobs.workerLost(row.id);
+      const moved = await this.#deps.jobs.workerLost(row.id, row.endpointId);
       cleaned.push(row.id);
       this.#deps.logger.info({ workerId: row.id, endpointId: row.endpointId, ...moved }, 'cleaned up a worker left by a previous server');
     }

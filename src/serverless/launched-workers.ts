@@ -168,7 +168,7 @@ export class LaunchedWorkers {
       await this.#deps.runtime.stop(workerId).catch((err: unknown) => this.#deps.logger.warn({ workerId, err: (err as Error).message }, 'stopping the worker instance failed'));
       this.#deps.inventory.release(workerId);
       await this.#deps.workers.markDead([workerId], this.#deps.clock.now());
-      await this.#deps.jobs.workerLost(workerId);
+      await this.#deps.jobs.workerLost(workerId, m?.endpointId ?? null);
     } finally {
       this.#workers.delete(workerId);
     }

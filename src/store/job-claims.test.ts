@@ -70,6 +70,20 @@ describeJobStore('JobClaims', (s) => {
     assert.deepEqual(res.map((r) => r && [r.status, r.outputJson]), [null, ['COMPLETED', '"done"'], null, ['IN_PROGRESS', '"10%"']]);
   });
 
+  test("a result naming another endpoint than the job's changes nothing, in a batch or alone, committed or not", async () => {
+    const [a, b] = [newJob(), newJob()];
+    await s.store.insertMany([a!, b!]);
+    await s.store.takeNext('ep1', 'w1', 2, T0);
+    const posts = [
+      { id: a!.id, workerId: 'w1', endpointId: 'ep2', status: 'COMPLETED' as const, outputJson: '"foreign"', error: null },
+      { id: b!.id, workerId: 'w1', endpointId: 'ep2', status: 'IN_PROGRESS' as const, outputJson: '"foreign"', error: null },
+      { id: b!.id, workerId: 'w1', endpointId: 'ep1', status: 'COMPLETED' as const, outputJson: '"own"', error: null },
+    ];
+    assert.deepEqual((await s.store.completeMany(posts, T0 + 10)).map((r) => r && [r.status, r.outputJson]), [null, null, ['COMPLETED', '"own"']]);
+    assert.deepEqual((await s.store.completeCommitted([posts[0]!], T0 + 10, () => [])).map((r) => r?.status ?? null), [null]);
+    assert.equal((await s.store.get(a!.id))?.status, 'IN_PROGRESS');
+  });
+
   test('a result is applied once, only from the worker holding the job, and sets execution time and retention', async () => {
     const run = newJob();
     const sync = newJob({ sync: true });
@@ -110,12 +124,12 @@ describeJobStore('JobClaims', (s) => {
     await s.store.insertMany([a!, b!, c!]);
     await s.store.takeNext('ep1', 'w1', 1, T0);
     for (let i = 1; i <= 2; i++) {
-      const lost = await s.store.requeueFromWorker('w1', T0 + i, 2);
+      const lost = await s.store.requeueFromWorker('w1', 'ep1', T0 + i, 2);
       assert.deepEqual([lost.requeued.map((j) => [j.id, j.retries]), lost.failed], [[[a!.id, i]], []]);
       const [again] = await s.store.takeNext('ep1', 'w1', 1, T0 + i);
       assert.equal(again?.id, a!.id, 'a requeued job keeps its place at the head of the queue');
     }
-    const last = await s.store.requeueFromWorker('w1', T0 + 10, 2);
+    const last = await s.store.requeueFromWorker('w1', 'ep1', T0 + 10, 2);
     assert.deepEqual(last.requeued, []);
     assert.deepEqual(last.failed.map((j) => [j.id, j.status, j.error]), [[a!.id, 'FAILED', WORKER_LOST_ERROR]]);
     assert.equal((await s.store.queueStats('ep1')).retried, 1);

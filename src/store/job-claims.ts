@@ -129,13 +129,15 @@ export class JobClaims {
         .where('id', 'in', chunk.map((r) => r.id))
         .where('status', 'in', changesFrom('complete'))
         .where('worker_id', '=', byId((r) => r.workerId))
+        .where(sql<boolean>`endpoint_id = ${byId((r) => r.endpointId ?? sql`endpoint_id`)}`)
         .returningAll()
         .execute();
       for (const row of rows) changed[finals.get(row.id)!] = toJobRecord(row);
     }
     for (const i of rest) {
       const r = results[i]!;
-      const base = tx.updateTable('jobs').where('id', '=', r.id).where('status', 'in', changesFrom('complete')).where('worker_id', '=', r.workerId);
+      let base = tx.updateTable('jobs').where('id', '=', r.id).where('status', 'in', changesFrom('complete')).where('worker_id', '=', r.workerId);
+      if (r.endpointId !== undefined) base = base.where('endpoint_id', '=', r.endpointId);
       const row =
         r.status === 'IN_PROGRESS'
           ? await base.set({ output: r.outputJson }).returningAll().executeTakeFirst()
@@ -174,15 +176,19 @@ export class JobClaims {
 
   /**
    * A worker was lost: its running jobs go back to the queue keeping their place (`seq`) with
-   * `retries + 1`, or become FAILED once `retries` reached `retryBudget`.
+   * `retries + 1`, or become FAILED once `retries` reached `retryBudget`. `endpointId` scopes a
+   * worker that named itself (its id may be another endpoint's worker's too); null only for ids
+   * this server issued.
    */
   async requeueFromWorker(
     workerId: string,
+    endpointId: string | null,
     now: number,
     retryBudget: number,
     tx: Executor = this.db.kysely,
   ): Promise<{ requeued: JobRecord[]; failed: JobRecord[] }> {
-    const held = tx.updateTable('jobs').where('worker_id', '=', workerId).where('status', '=', soleStatus('worker-lost'));
+    let held = tx.updateTable('jobs').where('worker_id', '=', workerId).where('status', '=', soleStatus('worker-lost'));
+    if (endpointId !== null) held = held.where('endpoint_id', '=', endpointId);
     const requeued = await held
       .set({
         status: 'IN_QUEUE',
@@ -212,12 +218,17 @@ export class JobClaims {
     return { requeued: requeued.map(toJobRecord), failed: failed.map(toJobRecord) };
   }
 
-  /** Ids of jobs the worker must stop and has not been told about yet; marks them told. */
-  async takeStopRequests(workerId: string, tx: Executor = this.db.kysely): Promise<string[]> {
+  /**
+   * Ids of the endpoint's jobs the worker must stop and has not been told about yet; marks them
+   * told. Scoped to the endpoint: a worker id is the worker's own choice, and two endpoints'
+   * workers may pick the same one.
+   */
+  async takeStopRequests(workerId: string, endpointId: string, tx: Executor = this.db.kysely): Promise<string[]> {
     const rows = await tx
       .updateTable('jobs')
       .set({ stop_requested: 2 })
       .where('worker_id', '=', workerId)
+      .where('endpoint_id', '=', endpointId)
       .where('stop_requested', '=', 1)
       .returning('id')
       .execute();

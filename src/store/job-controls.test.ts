@@ -12,8 +12,8 @@ describeJobStore('JobControls', (s) => {
     assert.deepEqual([running?.status, running?.stopRequested, running?.executionMs], ['CANCELLED', 1, 50]);
     assert.deepEqual([queued?.status, queued?.stopRequested, queued?.executionMs], ['CANCELLED', 0, null]);
     assert.equal(await s.store.cancel(a!.id, T0 + 60), null);
-    assert.deepEqual(await s.store.takeStopRequests('w1'), [a!.id]);
-    assert.deepEqual(await s.store.takeStopRequests('w1'), []);
+    assert.deepEqual(await s.store.takeStopRequests('w1', 'ep1'), [a!.id]);
+    assert.deepEqual(await s.store.takeStopRequests('w1', 'ep1'), []);
   });
 
   test('retry requeues only a FAILED or TIMED_OUT job, same id and input, at the back of the queue', async () => {

@@ -43,6 +43,8 @@ export type NewJob = Pick<JobRecord, 'id' | 'endpointId' | 'accountId' | 'seq' |
 export interface WorkerResult {
   id: string;
   workerId: string;
+  /** The endpoint the post came through: it applies only to that endpoint's job. Unset: any. */
+  endpointId?: string;
   status: 'COMPLETED' | 'FAILED' | 'IN_PROGRESS';
   outputJson: string | null;
   error: string | null;

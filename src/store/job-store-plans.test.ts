@@ -45,8 +45,8 @@ const NOW = 1_767_225_600_000;
 const sweeps: Array<[string, (s: JobStore) => Promise<unknown>]> = [
   ['the execution-timeout sweep', (s) => s.timeOut(NOW)],
   ['ttl expiry and result retention', (s) => s.expire(NOW)],
-  ["a lost worker's requeue", (s) => s.requeueFromWorker('w-1', NOW, 3)],
-  ["a worker's job-stop channel", (s) => s.takeStopRequests('w-1')],
+  ["a lost worker's requeue", (s) => s.requeueFromWorker('w-1', 'ep-1', NOW, 3)],
+  ["a worker's job-stop channel", (s) => s.takeStopRequests('w-1', 'ep-1')],
   ['a take', (s) => s.takeNext('ep-1', 'w-1', 4, NOW)],
 ];
 

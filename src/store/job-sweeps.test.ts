@@ -27,6 +27,6 @@ describeJobStore('JobSweeps', (s) => {
     assert.deepEqual(await s.store.timeOut(T0 + 64_999), []);
     const [timedOut] = await s.store.timeOut(T0 + 65_000);
     assert.deepEqual([timedOut?.status, timedOut?.stopRequested, timedOut?.executionMs], ['TIMED_OUT', 1, 5000]);
-    assert.deepEqual(await s.store.takeStopRequests('w1'), [job.id]);
+    assert.deepEqual(await s.store.takeStopRequests('w1', 'ep1'), [job.id]);
   });
 });

@@ -22,6 +22,8 @@ export interface TakeRequest {
 export interface ResultPost {
   id: string;
   workerId: string;
+  /** Unset: the job's endpoint is not checked. */
+  endpointId?: string;
   status: 'COMPLETED' | 'FAILED' | 'IN_PROGRESS';
   outputJson: string | null;
   error: string | null;
@@ -41,8 +43,8 @@ const SQL = {
     WHERE id = ? AND status = 'IN_QUEUE' RETURNING *`,
   finish: `UPDATE jobs SET status = ?, output = ?, error = ?, completed_at = ?, execution_ms = ? - started_at,
     retain_until = CASE WHEN sync = 1 THEN ? ELSE ? END, timeout_at = NULL
-    WHERE id = ? AND status = 'IN_PROGRESS' AND worker_id = ? RETURNING *`,
-  progress: `UPDATE jobs SET output = ? WHERE id = ? AND status = 'IN_PROGRESS' AND worker_id = ? RETURNING *`,
+    WHERE id = ? AND status = 'IN_PROGRESS' AND worker_id = ? AND endpoint_id = coalesce(?, endpoint_id) RETURNING *`,
+  progress: `UPDATE jobs SET output = ? WHERE id = ? AND status = 'IN_PROGRESS' AND worker_id = ? AND endpoint_id = coalesce(?, endpoint_id) RETURNING *`,
   webhook: `INSERT INTO webhook_deliveries (id, job_id, url, payload, attempts, next_attempt_at, status, last_error, created_at)
     VALUES (?, ?, ?, ?, 0, ?, 'PENDING', NULL, ?)`,
 } as const;
@@ -96,7 +98,7 @@ export class SqliteJobWrites {
     const runsync = now + this.retention.runsyncMs;
     const run = now + this.retention.runMs;
     const finish = (p: ResultPost): JobsTable | undefined =>
-      finishStmt.get(p.status, p.status === 'COMPLETED' ? p.outputJson : null, p.status === 'FAILED' ? p.error : null, now, now, runsync, run, p.id, p.workerId);
+      finishStmt.get(p.status, p.status === 'COMPLETED' ? p.outputJson : null, p.status === 'FAILED' ? p.error : null, now, now, runsync, run, p.id, p.workerId, p.endpointId ?? null);
     posts.forEach((p, i) => {
       if (p.status !== 'IN_PROGRESS' && !seen.has(p.id)) {
         seen.add(p.id);
@@ -105,7 +107,7 @@ export class SqliteJobWrites {
     });
     for (const i of rest) {
       const p = posts[i]!;
-      changed[i] = (p.status === 'IN_PROGRESS' ? progress.get(p.outputJson, p.id, p.workerId) : finish(p)) ?? null;
+      changed[i] = (p.status === 'IN_PROGRESS' ? progress.get(p.outputJson, p.id, p.workerId, p.endpointId ?? null) : finish(p)) ?? null;
     }
     return changed;
   }

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 /**
  * The environment a worker receives from the platform (wire-protocol §1), compiled once into the
  * URLs the worker calls. Placeholders: `$ID` is the worker id in the take URL and the job id in
@@ -23,7 +24,9 @@ export function readWorkerEnv(env: Record<string, string | undefined>): WorkerEn
     if (!v) throw new WorkerEnvError(`${name} is not set: run this worker under Gantry, or export the variables \`gantry worker env <endpoint>\` prints`);
     return v;
   };
-  const workerId = env.RUNPOD_POD_ID ?? 'local-worker';
+  // a worker attached by hand without an id gets its own: a shared default would let two such
+  // workers take each other's stop notices
+  const workerId = env.RUNPOD_POD_ID || `local-${randomUUID().slice(0, 13)}`;
   const take = need('RUNPOD_WEBHOOK_GET_JOB').replaceAll('$ID', workerId).replaceAll('$RUNPOD_POD_ID', workerId);
   const done = need('RUNPOD_WEBHOOK_POST_OUTPUT');
   const stream = env.RUNPOD_WEBHOOK_POST_STREAM ?? done.replace('/job-done/', '/job-stream/');

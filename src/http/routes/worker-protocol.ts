@@ -77,7 +77,7 @@ export function workerProtocolRoutes(app: FastifyInstance, services: Services): 
     scope.get('/v2/:endpointId/job-stop/:workerId', opts, async (request, reply) => {
       const endpoint = await endpointOf(request);
       const workerId = workerIdOf(request);
-      const ids = await longPoll(endpoint, workerId, undefined, () => jobs.stopRequests(workerId, { waitMs: config.jobs.stopWaitMs, signal: clientGone(reply) }));
+      const ids = await longPoll(endpoint, workerId, undefined, () => jobs.stopRequests(endpoint.id, workerId, { waitMs: config.jobs.stopWaitMs, signal: clientGone(reply) }));
       if (ids.length === 0) return reply.code(204).send();
       return { jobsToStop: ids };
     });
@@ -103,7 +103,7 @@ export function workerProtocolRoutes(app: FastifyInstance, services: Services): 
       const workerId = workerIdOf(request);
       const jobId = jobIdOf(request);
       await workers.seen(endpoint.id, workerId);
-      const outcome = await jobs.complete(workerId, jobId, request.body ?? {});
+      const outcome = await jobs.complete(workerId, jobId, request.body ?? {}, endpoint.id);
       if (outcome.stopPod) workers.requestRecycle(workerId);
       return answer(jobId, outcome);
     };
@@ -115,7 +115,7 @@ export function workerProtocolRoutes(app: FastifyInstance, services: Services): 
       const workerId = workerIdOf(request);
       const jobId = jobIdOf(request);
       await workers.seen(endpoint.id, workerId, true);
-      return answer(jobId, await jobs.appendStream(workerId, jobId, request.body ?? null));
+      return answer(jobId, await jobs.appendStream(workerId, jobId, request.body ?? null, endpoint.id));
     };
     scope.post('/v2/:endpointId/job-stream/:workerId/:jobId', { ...opts, bodyLimit: RUNSYNC_BODY_LIMIT }, stream);
     scope.post('/v2/:endpointId/job-stream/:workerId', { ...opts, bodyLimit: RUNSYNC_BODY_LIMIT }, stream);
@@ -127,7 +127,7 @@ export function workerProtocolRoutes(app: FastifyInstance, services: Services): 
       if (query.status === 'unhealthy') {
         // The worker failed its own checks and exits next: its jobs will never finish here.
         await workers.unhealthy(endpoint.id, workerId);
-        const moved = await jobs.workerLost(workerId);
+        const moved = await jobs.workerLost(workerId, endpoint.id);
         request.log.warn({ workerId, endpointId: endpoint.id, check: query.check, reason: query.reason, ...moved }, 'worker reported itself unhealthy');
         return { status: 'unhealthy' };
       }
