@@ -50,3 +50,9 @@ test('the public job URL follows the job listener when there is one, else the ma
     assert.equal(config.server.publicJobUrl, 'https://api.example.test', 'without the trailing slash');
   });
 });
+
+test('a worker long-poll longer than the SDKs wait (90 s) is refused at start, naming the setting', () => {
+  withFile('jobs: { takeWaitMs: 85000, stopWaitMs: 1000 }', (config) => assert.deepEqual([config.jobs.takeWaitMs, config.jobs.stopWaitMs], [85_000, 1000]));
+  assert.throws(() => withFile('jobs: { takeWaitMs: 95000 }', () => {}), /jobs\.takeWaitMs must be at most 85000 ms/);
+  assert.throws(() => withFile('jobs: { stopWaitMs: 120000 }', () => {}), /jobs\.stopWaitMs must be at most 85000 ms/);
+});

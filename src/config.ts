@@ -172,6 +172,13 @@ function num(v: unknown, field: string, fallback: number): number {
   return n;
 }
 
+/** The SDKs give up on a long-poll after 90 s (wire-protocol §1): hold one at most 85 s. */
+function longPollHold(v: unknown, field: string): number {
+  const n = num(v, field, 80_000);
+  if (n > 85_000) fail(`${field} must be at most 85000 ms: the worker SDKs give up on a long-poll after 90 s`);
+  return n;
+}
+
 function readFile(path: string): Obj {
   let text: string;
   try {
@@ -327,8 +334,8 @@ export function loadConfig({ env, flags = {} }: ConfigSources): Config {
       stopGraceMs: num(pods.stopGraceMs, 'pods.stopGraceMs', 5000),
     },
     jobs: {
-      takeWaitMs: num(jobs.takeWaitMs, 'jobs.takeWaitMs', 80_000),
-      stopWaitMs: num(jobs.stopWaitMs, 'jobs.stopWaitMs', 80_000),
+      takeWaitMs: longPollHold(jobs.takeWaitMs, 'jobs.takeWaitMs'),
+      stopWaitMs: longPollHold(jobs.stopWaitMs, 'jobs.stopWaitMs'),
       timekeeperIntervalMs: Math.max(10, num(jobs.timekeeperIntervalMs, 'jobs.timekeeperIntervalMs', 1000)),
       heartbeatTimeoutMs: num(jobs.heartbeatTimeoutMs, 'jobs.heartbeatTimeoutMs', 30_000),
       deadWorkerRetentionMs: num(jobs.deadWorkerRetentionMs, 'jobs.deadWorkerRetentionMs', 3_600_000),

@@ -45,14 +45,15 @@ describe('run and status', () => {
     assert.equal(body.status, 'IN_QUEUE');
   });
 
-  test('status answers the job by GET and by POST, with a read key for GET', async () => {
+  test('status, status-sync and stream answer by GET and by POST (the Go SDK), a read key sufficing for both', async () => {
     const { id } = json(await t.request(acct.key, 'POST', `/v2/${ep}/run`, { input: { n: 1 } }));
-    for (const [key, method] of [[acct.readKey, 'GET'], [acct.key, 'POST']] as const) {
-      const res = await t.request(key, method, `/v2/${ep}/status/${id}`);
-      assert.equal(res.statusCode, 200, res.body);
-      assert.equal(json(res).id, id);
-      assert.equal(json(res).status, 'IN_QUEUE');
-    }
+    for (const path of [`status/${id}`, `status-sync/${id}?wait=1000`, `stream/${id}?wait=1000`])
+      for (const method of ['GET', 'POST'] as const) {
+        const res = await t.request(acct.readKey, method, `/v2/${ep}/${path}`);
+        assert.equal(res.statusCode, 200, `${method} ${path}: ${res.body}`);
+        assert.equal(json(res).id, id);
+        assert.equal(json(res).status, 'IN_QUEUE');
+      }
   });
 
   test('the raw key without "Bearer" is accepted', async () => {

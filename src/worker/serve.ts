@@ -168,8 +168,11 @@ export function serve(handler: Handler, options: ServeOptions = {}): WorkerHandl
         for (const job of jobs) if (job && typeof job.id === 'string') void runJob(job);
       } else {
         await res.arrayBuffer().catch(() => undefined);
+        // 204 is "no job" after a full long-poll: poll again at once. A 400 also means no job
+        // (wire-protocol §1), but this server sends it for a request it will refuse again (a bad
+        // worker id, a load-balancing endpoint): wait, as for any other refusal, not spin.
         if (res.status === 429) await sleep(5000, stopping.signal);
-        else if (res.status !== 204 && res.status !== 400) await sleep(1000, stopping.signal);
+        else if (res.status !== 204) await sleep(1000, stopping.signal);
       }
     }
   };

@@ -193,8 +193,9 @@ export function jobRoutes(app: FastifyInstance, services: Services): JobRouteCon
       const endpoint = await endpointOf(request);
       return jobs.status(endpoint.accountId, endpoint.id, (request.params as { jobId: string }).jobId);
     };
+    // The POST forms (the Go SDK's) only read: a read key may call them.
     scope.get('/v2/:endpointId/status/:jobId', { ...route('status'), schema: doc('A job: status, timings, output or error', JobParams) }, status);
-    scope.post('/v2/:endpointId/status/:jobId', { ...route('status'), schema: { ...doc('A job (POST form)', JobParams), hide: true } }, status);
+    scope.post('/v2/:endpointId/status/:jobId', { ...route('status', { scope: 'read' }), schema: { ...doc('A job (POST form)', JobParams), hide: true } }, status);
 
     const statusSync = async (request: FastifyRequest, reply: FastifyReply) => {
       const endpoint = await endpointOf(request);
@@ -202,7 +203,7 @@ export function jobRoutes(app: FastifyInstance, services: Services): JobRouteCon
       return jobs.waitForTerminal(endpoint.accountId, endpoint.id, (request.params as { jobId: string }).jobId, { waitMs, signal: clientGone(reply) });
     };
     scope.get('/v2/:endpointId/status-sync/:jobId', { ...route('status'), schema: doc('A job, once finished or after wait ms', JobParams, WaitQuery) }, statusSync);
-    scope.post('/v2/:endpointId/status-sync/:jobId', { ...route('status'), schema: { ...doc('status-sync (POST form)', JobParams, WaitQuery), hide: true } }, statusSync);
+    scope.post('/v2/:endpointId/status-sync/:jobId', { ...route('status', { scope: 'read' }), schema: { ...doc('status-sync (POST form)', JobParams, WaitQuery), hide: true } }, statusSync);
 
     const stream = async (request: FastifyRequest, reply: FastifyReply) => {
       const endpoint = await endpointOf(request);
@@ -211,7 +212,7 @@ export function jobRoutes(app: FastifyInstance, services: Services): JobRouteCon
       return { id: r.id, status: r.status, stream: r.stream };
     };
     scope.get('/v2/:endpointId/stream/:jobId', { ...route('stream'), schema: doc('Stream chunks buffered since the last call (waits while none)', JobParams, WaitQuery) }, stream);
-    scope.post('/v2/:endpointId/stream/:jobId', { ...route('stream'), schema: { ...doc('stream (POST form)', JobParams, WaitQuery), hide: true } }, stream);
+    scope.post('/v2/:endpointId/stream/:jobId', { ...route('stream', { scope: 'read' }), schema: { ...doc('stream (POST form)', JobParams, WaitQuery), hide: true } }, stream);
 
     scope.post('/v2/:endpointId/cancel/:jobId', { ...route('cancel'), schema: doc('Cancel a queued or running job', JobParams) }, async (request) => {
       const endpoint = await endpointOf(request);
