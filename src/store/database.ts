@@ -88,9 +88,55 @@ export interface OpenDatabaseOptions {
 pg.types.setTypeParser(20, (v: string) => Number(v));
 
 export async function openDatabase(options: OpenDatabaseOptions): Promise<Db> {
-  const db = options.url ? await openPostgres(options.url, options.schema ?? 'public') : openSqlite(options);
-  await migrate(db.kysely, db.dialect === 'sqlite' ? sqliteMigrations : postgresMigrations, options.url ? (options.schema ?? 'public') : undefined);
+  if (!options.url) {
+    const db = openSqlite(options);
+    await migrate(db.kysely, sqliteMigrations);
+    return db;
+  }
+  const schema = options.schema ?? 'public';
+  const db = await openPostgres(options.url, schema);
+  try {
+    await withSchemaChangeLock(options.url, () => migrate(db.kysely, postgresMigrations, schema));
+  } catch (err) {
+    await db.close();
+    throw err;
+  }
   return db;
+}
+
+/** Advisory-lock key (single bigint form, apart from the leases' int4 pairs) of schema changes. */
+const SCHEMA_CHANGE_LOCK = 0x67616e747279n; // "gantry"
+
+/**
+ * Runs `fn` holding the database-wide schema-change lock. Migrations introspect every schema of
+ * the database (Kysely's migrator lists all tables), and a schema dropped meanwhile by another
+ * process makes that listing fail with "schema … does not exist": migrating and dropping a schema
+ * (`dropSchema`) take this lock, so replicas starting together or test runs sharing a database
+ * never collide.
+ */
+export async function withSchemaChangeLock<T>(url: string, fn: () => Promise<T>): Promise<T> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    await client.query('SELECT pg_advisory_lock($1::bigint)', [SCHEMA_CHANGE_LOCK.toString()]);
+    return await fn();
+  } finally {
+    await client.end().catch(() => undefined);
+  }
+}
+
+/** Drops a schema and everything in it, under the schema-change lock. */
+export async function dropSchema(url: string, schema: string): Promise<void> {
+  if (!/^[a-z_][a-z0-9_]*$/.test(schema)) throw new Error(`Invalid PostgreSQL schema name "${schema}"`);
+  await withSchemaChangeLock(url, async () => {
+    const client = new pg.Client({ connectionString: url });
+    await client.connect();
+    try {
+      await client.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
+    } finally {
+      await client.end();
+    }
+  });
 }
 
 function openSqlite(options: OpenDatabaseOptions): Db {

@@ -1,3 +1,4 @@
+import { sql } from 'kysely';
 import type { Db, Executor } from './database.js';
 import { ShapedStatements } from './database.js';
 import { toJobRecord, type JobRecord, type NewJob } from './job-record.js';
@@ -15,7 +16,24 @@ export class JobRows {
   /** Inserts submitted jobs, IN_QUEUE, in as few statements as the dialect allows. */
   async insertMany(jobs: readonly NewJob[], tx: Executor = this.db.kysely): Promise<void> {
     for (let i = 0; i < jobs.length; i += INSERT_CHUNK) {
-      const rows = jobs.slice(i, i + INSERT_CHUNK).map((j) => ({
+      const chunk = jobs.slice(i, i + INSERT_CHUNK);
+      if (!this.db.capabilities.inProcess) {
+        // one fixed statement over column arrays: the server parses the same text every time,
+        // and the client sends 13 parameters instead of 25 per job
+        const col = <T>(f: (j: NewJob) => T): T[] => chunk.map(f);
+        await sql`INSERT INTO jobs (id, endpoint_id, account_id, status, seq, input, webhook, s3_config, execution_timeout_ms,
+            low_priority, ttl_ms, sync, created_at, queued_at, expires_at)
+          SELECT id, endpoint_id, account_id, 'IN_QUEUE', seq, input, webhook, s3_config, execution_timeout_ms,
+            low_priority, ttl_ms, sync, created_at, created_at, expires_at
+          FROM unnest(${col((j) => j.id)}::text[], ${col((j) => j.endpointId)}::text[], ${col((j) => j.accountId)}::text[],
+            ${col((j) => j.seq)}::bigint[], ${col((j) => j.inputJson)}::text[], ${col((j) => j.webhook)}::text[],
+            ${col((j) => j.s3ConfigJson)}::text[], ${col((j) => j.policy.executionTimeout)}::bigint[],
+            ${col((j) => (j.policy.lowPriority ? 1 : 0))}::int[], ${col((j) => j.policy.ttl)}::bigint[], ${col((j) => (j.sync ? 1 : 0))}::int[],
+            ${col((j) => j.createdAt)}::bigint[], ${col((j) => j.createdAt + j.policy.ttl)}::bigint[])
+            AS t(id, endpoint_id, account_id, seq, input, webhook, s3_config, execution_timeout_ms, low_priority, ttl_ms, sync, created_at, expires_at)`.execute(tx);
+        continue;
+      }
+      const rows = chunk.map((j) => ({
         id: j.id,
         endpoint_id: j.endpointId,
         account_id: j.accountId,
@@ -43,12 +61,8 @@ export class JobRows {
         execution_ms: null,
         stop_requested: 0,
       }));
-      if (this.db.capabilities.inProcess) {
-        // one prepared single-row insert, run per job: no SQL to build or parse per batch
-        for (const row of rows) await this.#shapes.run(tx, 'insert-job', () => tx.insertInto('jobs').values(row), Object.values(row));
-      } else {
-        await tx.insertInto('jobs').values(rows).execute();
-      }
+      // one prepared single-row insert, run per job: no SQL to build or parse per batch
+      for (const row of rows) await this.#shapes.run(tx, 'insert-job', () => tx.insertInto('jobs').values(row), Object.values(row));
     }
   }
 
@@ -57,7 +71,7 @@ export class JobRows {
   /**
    * Inserts submitted jobs, IN_QUEUE, and commits them: the group commit's write. On SQLite one
    * synchronous transaction rebinds a prepared INSERT per job, binding only the columns a new job
-   * sets (the rest take their defaults); elsewhere one multi-row INSERT per chunk.
+   * sets (the rest take their defaults); elsewhere one INSERT over column arrays per chunk.
    */
   async insertCommitted(jobs: readonly NewJob[]): Promise<void> {
     const sync = this.db.syncTransaction;

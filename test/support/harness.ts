@@ -1,12 +1,11 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import pg from 'pg';
 import pino from 'pino';
 import type { FastifyInstance, InjectOptions, LightMyRequestResponse } from 'fastify';
 import { loadConfig, type Config } from '../../src/config.js';
 import { FakeClock, type Clock } from '../../src/domain/clock.js';
-import { openDatabase, type Db } from '../../src/store/database.js';
+import { dropSchema, openDatabase, type Db } from '../../src/store/database.js';
 import { createServices, bootstrapAdmin, startServer, type RunningServer } from '../../src/main.js';
 import { buildApp } from '../../src/http/app.js';
 import type { Services } from '../../src/services.js';
@@ -47,12 +46,7 @@ export async function openTestDb(dialect: DialectName = 'sqlite'): Promise<TestD
     schema,
     async cleanup() {
       await db.close();
-      if (url) {
-        const client = new pg.Client({ connectionString: url });
-        await client.connect();
-        await client.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
-        await client.end();
-      }
+      if (url) await dropSchema(url, schema);
       rmSync(dataDir, { recursive: true, force: true });
     },
   };
