@@ -71,11 +71,13 @@ export class JobRows {
   /**
    * Inserts submitted jobs, IN_QUEUE, and commits them: the group commit's write. On SQLite one
    * synchronous transaction rebinds a prepared INSERT per job, binding only the columns a new job
-   * sets (the rest take their defaults); elsewhere one INSERT over column arrays per chunk.
+   * sets (the rest take their defaults); elsewhere one INSERT over column arrays per chunk (in a
+   * transaction when there are several).
    */
   async insertCommitted(jobs: readonly NewJob[]): Promise<void> {
     const sync = this.db.syncTransaction;
-    if (!sync) return this.db.withTransaction((tx) => this.insertMany(jobs, tx));
+    // one statement is its own transaction: no BEGIN and COMMIT round trips for a batch that fits
+    if (!sync) return jobs.length <= INSERT_CHUNK ? this.insertMany(jobs) : this.db.withTransaction((tx) => this.insertMany(jobs, tx));
     return sync((raw) => {
       const stmt = raw.prepare<unknown[]>(INSERT_NEW_JOB);
       for (const j of jobs)
