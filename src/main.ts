@@ -54,6 +54,9 @@ export const openConfiguredDatabase = (config: Config): Promise<Db> =>
   openDatabase({ url: config.databaseUrl, dataDir: config.dataDir, schema: config.databaseSchema });
 
 /** The composition root: the only place that constructs adapters. */
+/** Relay topic: webhook deliveries were enqueued on another replica. */
+const WEBHOOKS_DUE = 'webhooks';
+
 export async function createServices(config: Config, overrides: ServiceOverrides = {}): Promise<Services> {
   const clock = overrides.clock ?? systemClock;
   const logger = overrides.logger ?? pino(loggerOptions(config.server.logLevel));
@@ -110,8 +113,17 @@ export async function createServices(config: Config, overrides: ServiceOverrides
     lease: leases.lease(LEASE_NAMES.autoscaler),
     config: { autoscaler: config.serverless.autoscaler, catalog: config.catalog, publicUrl: config.server.publicJobUrl, pingIntervalMs: config.jobs.pingIntervalMs },
   });
+  if (relay) {
+    // A webhook enqueued here is delivered by the replica holding the webhooks lease: wake it
+    // rather than leave the delivery to its next poll.
+    for (const name of ['job:completed', 'job:failed', 'job:timed_out'] as const)
+      events.on(name, (p) => {
+        if (p.webhook) relay.publish(WEBHOOKS_DUE, '', 1);
+      });
+  }
   relay?.deliverTo({
     deliver: (topic, key, count) => {
+      if (topic === WEBHOOKS_DUE) return webhooks.wake();
       signals.deliver(topic as JobChannel, key, count);
       // A job queued on another replica may need a worker now, as a local `job:queued` would.
       if (topic === 'work') autoscaler.nudge();

@@ -4,7 +4,9 @@
  */
 import { describe, test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pino from 'pino';
@@ -40,7 +42,9 @@ describe('replicas on one PostgreSQL database', { skip: postgresUrl() ? false : 
   const replica = async (): Promise<Services> => {
     const dataDir = mkdtempSync(join(tmpdir(), 'gantry-replica-'));
     dirs.push(dataDir);
-    const config = loadConfig({ env: { GANTRY_DATA_DIR: dataDir, GANTRY_LOG_LEVEL: 'silent', GANTRY_SECRET_KEY: 'ab'.repeat(32) } });
+    // webhook retries polled once a minute: a prompt delivery can only come from a wake-up
+    writeFileSync(join(dataDir, 'config.json'), JSON.stringify({ serverless: { webhooks: { pollIntervalMs: 60_000 } } }));
+    const config = loadConfig({ env: { GANTRY_DATA_DIR: dataDir, GANTRY_CONFIG: join(dataDir, 'config.json'), GANTRY_LOG_LEVEL: 'silent', GANTRY_SECRET_KEY: 'ab'.repeat(32) } });
     const db = await openDatabase({ url: postgresUrl(), dataDir, schema: t.schema });
     const services = await createServices(config, { db, clock, logger: pino({ level: 'silent' }) });
     await services.leases.start();
@@ -112,5 +116,38 @@ describe('replicas on one PostgreSQL database', { skip: postgresUrl() ? false : 
     assert.deepEqual(await stops, [id]);
     const elapsed = performance.now() - started;
     assert.ok(elapsed < PROMPT_MS, `took ${Math.round(elapsed)} ms`);
+  });
+
+  test('a webhook job finished on the replica without the webhooks lease is delivered by the holder promptly, not at its next poll', async () => {
+    const received: string[] = [];
+    const receiver = createServer((req, res) => {
+      let body = '';
+      req.on('data', (c: Buffer) => (body += c.toString()));
+      req.on('end', () => {
+        received.push(body);
+        res.end('ok');
+      });
+    });
+    await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
+    const url = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook`;
+    const holder = a.leases.lease('webhooks').isHeld() ? a : b;
+    const other = holder === a ? b : a;
+    holder.webhooks.start();
+    other.webhooks.start();
+    try {
+      await new Promise((r) => setTimeout(r, 100)); // the start passes: nothing due yet
+      const { id } = await other.jobs.submit('ep-hook', 'acct1', { input: { n: 4 }, webhook: url });
+      assert.equal((await other.jobs.take('ep-hook', 'w4'))[0]?.id, id);
+      const started = performance.now();
+      await other.jobs.complete('w4', id, { output: 'done' });
+      await until('the webhook arrived', () => received.length === 1);
+      const elapsed = performance.now() - started;
+      assert.equal(JSON.parse(received[0]!).id, id);
+      assert.ok(elapsed < PROMPT_MS, `took ${Math.round(elapsed)} ms`);
+    } finally {
+      await holder.webhooks.stop();
+      await other.webhooks.stop();
+      receiver.close();
+    }
   });
 });
