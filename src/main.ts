@@ -20,6 +20,7 @@ import { JobsService } from './jobs/jobs-service.js';
 import { JobSignals, type JobChannel } from './jobs/job-signals.js';
 import { LEASE_NAMES, LocalLeases, PostgresLeases, type Leases } from './store/leases.js';
 import { PostgresNotifyRelay } from './store/notify-relay.js';
+import type { JobRequestCounts } from './domain/job-rate-limits.js';
 import { Timekeeper } from './jobs/timekeeper.js';
 import { WebhookDispatcher } from './serverless/webhook-dispatcher.js';
 import { Autoscaler } from './serverless/autoscaler.js';
@@ -56,6 +57,8 @@ export const openConfiguredDatabase = (config: Config): Promise<Db> =>
 /** The composition root: the only place that constructs adapters. */
 /** Relay topic: webhook deliveries were enqueued on another replica. */
 const WEBHOOKS_DUE = 'webhooks';
+/** Relay topic: job API requests another replica admitted (key: account, endpoint, operation, window). */
+const JOB_REQUESTS = 'job-requests';
 
 export async function createServices(config: Config, overrides: ServiceOverrides = {}): Promise<Services> {
   const clock = overrides.clock ?? systemClock;
@@ -121,9 +124,23 @@ export async function createServices(config: Config, overrides: ServiceOverrides
         if (p.webhook) relay.publish(WEBHOOKS_DUE, '', 1);
       });
   }
+  const countListeners = new Set<(key: string, count: number) => void>();
+  const jobRequestCounts: JobRequestCounts | null = relay
+    ? {
+        publish: (key, count) => relay.publish(JOB_REQUESTS, key, count),
+        subscribe: (listener) => {
+          countListeners.add(listener);
+          return () => countListeners.delete(listener);
+        },
+      }
+    : null;
   relay?.deliverTo({
     deliver: (topic, key, count) => {
       if (topic === WEBHOOKS_DUE) return webhooks.wake();
+      if (topic === JOB_REQUESTS) {
+        for (const listener of countListeners) listener(key, count);
+        return;
+      }
       signals.deliver(topic as JobChannel, key, count);
       // A job queued on another replica may need a worker now, as a local `job:queued` would.
       if (topic === 'work') autoscaler.nudge();
@@ -131,7 +148,7 @@ export async function createServices(config: Config, overrides: ServiceOverrides
     wakeAll: () => signals.wakeAll(),
   });
   await templates.seedPublic();
-  return { config, db, clock, logger, events, secrets, runtime, accounts, catalog, inventory, pods, podController, templates, volumes, registries, endpoints, jobs, workers, timekeeper, webhooks, autoscaler, leases, relay };
+  return { config, db, clock, logger, events, secrets, runtime, accounts, catalog, inventory, pods, podController, templates, volumes, registries, endpoints, jobs, workers, timekeeper, webhooks, autoscaler, leases, relay, jobRequestCounts };
 }
 
 /** On a first start (no accounts), creates the `admin` account and its key; answers the key to print once. */

@@ -21,6 +21,7 @@ import type { JobsService } from './jobs/jobs-service.js';
 import type { Timekeeper } from './jobs/timekeeper.js';
 import type { Leases } from './store/leases.js';
 import type { NotifyRelay } from './store/notify-relay.js';
+import type { JobRequestCounts } from './domain/job-rate-limits.js';
 
 /** Everything the transports (HTTP, GraphQL, CLI) reach. Built only by `createServices`. */
 export interface Services {
@@ -49,4 +50,6 @@ export interface Services {
   leases: Leases;
   /** Wake-ups across replicas (PostgreSQL only). */
   relay: NotifyRelay | null;
+  /** Job API request counts shared across replicas (PostgreSQL only), so the spec 8.1 rates hold per user. */
+  jobRequestCounts: JobRequestCounts | null;
 }

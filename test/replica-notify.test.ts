@@ -16,6 +16,7 @@ import { createServices } from '../src/main.js';
 import type { JobChannel } from '../src/jobs/job-signals.js';
 import type { Services } from '../src/services.js';
 import { openDatabase } from '../src/store/database.js';
+import { buildApp } from '../src/http/app.js';
 import { openTestDb, postgresUrl, type TestDb } from './support/harness.js';
 
 /** Far longer than a relayed wake-up takes; a long-poll answering near it was not woken. */
@@ -148,6 +149,32 @@ describe('replicas on one PostgreSQL database', { skip: postgresUrl() ? false : 
       await holder.webhooks.stop();
       await other.webhooks.stop();
       receiver.close();
+    }
+  });
+
+  test("a user's job API rate counts on every replica: requests admitted on A count against the same window on B", async () => {
+    const account = await a.accounts.createAccount(`limits-${Date.now()}`);
+    const { key } = await a.accounts.createKey(account.id, { scope: 'write' });
+    const template = await a.templates.create(account.id, { name: 'w', imageName: 'worker:dev', isServerless: true });
+    const endpoint = await a.endpoints.create(account.id, { name: 'limited', templateId: template.id, gpuIds: 'ADA_24' });
+    const [appA, appB] = [await buildApp(a), await buildApp(b)];
+    try {
+      let heard = 0;
+      const off = b.jobRequestCounts!.subscribe((k, n) => {
+        if (k.includes(endpoint.id)) heard += n;
+      });
+      const purge = (app: typeof appA) => app.inject({ method: 'POST', url: `/v2/${endpoint.id}/purge-queue`, headers: { authorization: `Bearer ${key}` } });
+      // purge-queue allows 2 per 10 s (spec 8.1)
+      assert.equal((await purge(appA)).statusCode, 200);
+      assert.equal((await purge(appA)).statusCode, 200);
+      await until("B heard of A's two requests", () => heard >= 2);
+      off();
+      const refused = await purge(appB);
+      assert.equal(refused.statusCode, 429, refused.body);
+      assert.match(JSON.parse(refused.body).detail, /2 requests per 10 seconds \(all your keys together\)/);
+    } finally {
+      await appA.close();
+      await appB.close();
     }
   });
 });

@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { admitJobRequest, effectiveRate, isIdleJobWindow, JOB_OPERATION_LIMITS, newJobWindow, releaseJobRequest } from './job-rate-limits.js';
+import { addRemoteJobRequests, admitJobRequest, effectiveRate, isIdleJobWindow, JOB_OPERATION_LIMITS, newJobWindow, releaseJobRequest } from './job-rate-limits.js';
 
 const T0 = 1_700_000_000_000; // a multiple of 10 s
 
@@ -72,4 +72,19 @@ test('a window without traffic for two periods is idle and may be dropped', () =
   assert.equal(isIdleJobWindow(w, T0 + 5000), false);
   releaseJobRequest(w);
   assert.equal(isIdleJobWindow(w, T0 + 20_000), true);
+});
+
+test("requests other replicas admitted count against the user's window; a past window's are dropped, a later one starts", () => {
+  const w = newJobWindow();
+  const limit = { rate: 3, concurrent: null };
+  assert.deepEqual(admitJobRequest(w, limit, 10_000), { allowed: true });
+  addRemoteJobRequests(w, 10_000, 2);
+  assert.equal(admitJobRequest(w, limit, 10_001).allowed, false, '1 here + 2 elsewhere reach the rate of 3');
+  addRemoteJobRequests(w, 0, 50);
+  assert.equal(w.remote, 2, "a past window's counts are dropped");
+  addRemoteJobRequests(w, 20_000, 1);
+  assert.deepEqual([w.start, w.count, w.remote], [20_000, 0, 1], 'a later window, begun elsewhere first, starts here too');
+  assert.deepEqual(admitJobRequest(w, limit, 20_005), { allowed: true });
+  assert.deepEqual(admitJobRequest(w, limit, 20_006), { allowed: true });
+  assert.equal(admitJobRequest(w, limit, 20_007).allowed, false);
 });

@@ -35,13 +35,15 @@ export const JOB_OPERATION_LIMITS: Readonly<Record<JobOperation, JobOperationLim
 export interface JobWindow {
   /** Start (ms) of the current 10-second window. */
   start: number;
-  /** Requests admitted in the current window. */
+  /** Requests admitted in the current window, here. */
   count: number;
-  /** Requests admitted and not yet answered. */
+  /** Requests other replicas admitted in the current window (as far as they told). */
+  remote: number;
+  /** Requests admitted here and not yet answered. */
   inFlight: number;
 }
 
-export const newJobWindow = (): JobWindow => ({ start: 0, count: 0, inFlight: 0 });
+export const newJobWindow = (): JobWindow => ({ start: 0, count: 0, remote: 0, inFlight: 0 });
 
 export type JobAdmission =
   | { allowed: true }
@@ -62,14 +64,29 @@ export function admitJobRequest(window: JobWindow, limit: { rate: number; concur
   if (window.start !== start) {
     window.start = start;
     window.count = 0;
+    window.remote = 0;
   }
-  if (window.count >= limit.rate)
+  if (window.count + window.remote >= limit.rate)
     return { allowed: false, exceeded: 'rate', limit: limit.rate, retryAfterSeconds: Math.max(1, Math.ceil((start + JOB_RATE_WINDOW_MS - now) / 1000)) };
   if (limit.concurrent !== null && window.inFlight >= limit.concurrent)
     return { allowed: false, exceeded: 'concurrency', limit: limit.concurrent, retryAfterSeconds: 1 };
   window.count += 1;
   window.inFlight += 1;
   return { allowed: true };
+}
+
+/**
+ * Adds `count` requests another replica admitted in the window starting at `start`: the rate is
+ * the user's across replicas. Counts for a window already over are dropped; a later window
+ * (another replica's clock turned first) starts here too.
+ */
+export function addRemoteJobRequests(window: JobWindow, start: number, count: number): void {
+  if (start > window.start) {
+    window.start = start;
+    window.count = 0;
+    window.remote = 0;
+  }
+  if (start === window.start) window.remote += count;
 }
 
 /** Ends one admitted request's flight. */
@@ -79,3 +96,15 @@ export function releaseJobRequest(window: JobWindow): void {
 
 /** A window nobody used for a whole period can be forgotten. */
 export const isIdleJobWindow = (window: JobWindow, now: number): boolean => window.inFlight === 0 && now - window.start >= 2 * JOB_RATE_WINDOW_MS;
+
+/**
+ * How replicas share their admitted-request counts, so the spec 8.1 rates hold per user across
+ * them: each admitted request is published (batched by the relay, counts of one key added), and
+ * every other replica adds it to the same window. The in-flight caps stay per replica.
+ */
+export interface JobRequestCounts {
+  /** `key` names (account, endpoint, operation, window start); `count` requests were admitted. */
+  publish(key: string, count: number): void;
+  /** Calls `listener` with what other replicas published; answers the unsubscribe. */
+  subscribe(listener: (key: string, count: number) => void): () => void;
+}

@@ -2,6 +2,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Clock } from '../../domain/clock.js';
 import { ApiError } from '../../domain/errors.js';
 import {
+  addRemoteJobRequests,
   admitJobRequest,
   effectiveRate,
   isIdleJobWindow,
@@ -10,6 +11,7 @@ import {
   newJobWindow,
   releaseJobRequest,
   type JobOperation,
+  type JobRequestCounts,
   type JobWindow,
 } from '../../domain/job-rate-limits.js';
 
@@ -21,7 +23,10 @@ export interface JobRateLimiterDeps {
   perWorker?: number;
   /** @default true */
   enabled?: boolean;
+  /** Tells the other replicas of requests admitted here (see `JobRequestCounts`). */
+  share?: Pick<JobRequestCounts, 'publish'>;
 }
+
 
 const opLabel = (op: JobOperation): string => (op === 'openai' ? '/openai/*' : `/${op}`);
 
@@ -58,10 +63,11 @@ export class JobRateLimiter {
     if (!admission.allowed) {
       const detail =
         admission.exceeded === 'rate'
-          ? `Rate limit exceeded for ${opLabel(op)} on endpoint ${endpointId}: this API key may make ${admission.limit} requests per 10 seconds; retry in ${admission.retryAfterSeconds} s.`
-          : `Concurrency limit exceeded for ${opLabel(op)} on endpoint ${endpointId}: this API key may have ${admission.limit} requests in flight at once; retry in ${admission.retryAfterSeconds} s.`;
+          ? `Rate limit exceeded for ${opLabel(op)} on endpoint ${endpointId}: you may make ${admission.limit} requests per 10 seconds (all your keys together); retry in ${admission.retryAfterSeconds} s.`
+          : `Concurrency limit exceeded for ${opLabel(op)} on endpoint ${endpointId}: you may have ${admission.limit} requests in flight at once; retry in ${admission.retryAfterSeconds} s.`;
       throw new ApiError('RATE_LIMITED', detail, { headers: { 'Retry-After': String(admission.retryAfterSeconds) } });
     }
+    this.#deps.share?.publish(`${id}\u0000${window.start}`, 1);
     const admitted = window;
     let released = false;
     return () => {
@@ -69,6 +75,20 @@ export class JobRateLimiter {
       released = true;
       releaseJobRequest(admitted);
     };
+  }
+
+  /** Requests another replica admitted (what its `share.publish` sent). */
+  receive(key: string, count: number): void {
+    const cut = key.lastIndexOf('\u0000');
+    const start = Number(key.slice(cut + 1));
+    if (cut < 0 || !Number.isFinite(start) || !(count > 0)) return;
+    const id = key.slice(0, cut);
+    let window = this.#windows.get(id);
+    if (!window) {
+      window = newJobWindow();
+      this.#windows.set(id, window);
+    }
+    addRemoteJobRequests(window, start, count);
   }
 
   /** Counters kept (for tests and metrics). */

@@ -147,7 +147,10 @@ export function jobRoutes(app: FastifyInstance, services: Services): JobRouteCon
     liveWorkers: (endpointId) => workers.liveWorkers(endpointId),
     perWorker: services.config.jobs.rateLimitPerWorker,
     enabled: services.config.jobs.rateLimits,
+    share: services.jobRequestCounts ?? undefined,
   });
+  const unsubscribe = services.jobRequestCounts?.subscribe((key, count) => limiter.receive(key, count));
+  if (unsubscribe) app.addHook('onClose', async () => void unsubscribe());
   const route = (op: JobOperation, extra: { scope?: 'read' | 'write' } = {}) => ({
     config: { ownRateLimits: true, jobApi: true, ...extra },
     ...jobRateLimitHooks(limiter, op),
