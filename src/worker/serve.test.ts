@@ -56,3 +56,22 @@ test('a take reply cut off mid-body does not stop the worker; it takes again and
     await p.close();
   }
 });
+
+test('a 400 from job-take (a request the platform will refuse again) makes the worker wait before polling again, not spin', async () => {
+  let takes = 0;
+  const p = await platform((req, res) => {
+    if (req.url!.includes('/job-take/')) {
+      takes += 1;
+      res.writeHead(400, { 'content-type': 'application/problem+json' }).end('{"status":400,"detail":"Invalid worker id"}');
+    } else res.writeHead(204).end();
+  });
+  const worker = serve(() => ({}), { env: p.env, handleSignals: false, shutdownGraceMs: 100 });
+  try {
+    // a spinning loop makes hundreds of takes in this time; a waiting one makes one
+    await new Promise((r) => setTimeout(r, 500));
+    assert.ok(takes >= 1 && takes <= 2, `${takes} takes in 500 ms`);
+  } finally {
+    await worker.stop();
+    await p.close();
+  }
+});
