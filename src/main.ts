@@ -54,12 +54,12 @@ export function loadSecretBox(config: Config, logger: Logger): SecretBox {
 export const openConfiguredDatabase = (config: Config): Promise<Db> =>
   openDatabase({ url: config.databaseUrl, dataDir: config.dataDir, schema: config.databaseSchema });
 
-/** The composition root: the only place that constructs adapters. */
 /** Relay topic: webhook deliveries were enqueued on another replica. */
 const WEBHOOKS_DUE = 'webhooks';
 /** Relay topic: job API requests another replica admitted (key: account, endpoint, operation, window). */
 const JOB_REQUESTS = 'job-requests';
 
+/** The composition root: the only place that constructs adapters. */
 export async function createServices(config: Config, overrides: ServiceOverrides = {}): Promise<Services> {
   const clock = overrides.clock ?? systemClock;
   const logger = overrides.logger ?? pino(loggerOptions(config.server.logLevel));

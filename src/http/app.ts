@@ -1,5 +1,4 @@
 import { randomUUID } from 'node:crypto';
-import { lazyChildLogger } from './request-logger.js';
 import Fastify, { LogController, type FastifyInstance, type FastifyServerOptions } from 'fastify';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
@@ -22,6 +21,7 @@ import { jobRoutes } from './routes/jobs.js';
 import { jobRequestRoutes } from './routes/job-requests.js';
 import { workerProtocolRoutes } from './routes/worker-protocol.js';
 import { graphqlRoutes } from '../graphql/graphql-route.js';
+import { lazyChildLogger } from './request-logger.js';
 
 const addFormats = addFormatsModule as unknown as (ajv: Ajv) => Ajv;
 

@@ -1,4 +1,5 @@
 import type SqliteDatabase from 'better-sqlite3';
+import type { WorkerResult } from './job-record.js';
 import type { JobsTable } from './schema.js';
 
 /**
@@ -17,16 +18,6 @@ export interface TakeRequest {
   endpointId: string;
   workerId: string;
   n: number;
-}
-
-export interface ResultPost {
-  id: string;
-  workerId: string;
-  /** Unset: the job's endpoint is not checked. */
-  endpointId?: string;
-  status: 'COMPLETED' | 'FAILED' | 'IN_PROGRESS';
-  outputJson: string | null;
-  error: string | null;
 }
 
 export interface WebhookRow {
@@ -89,7 +80,7 @@ export class SqliteJobWrites {
    * posts and repeated results one by one, in order (so a progress post in the same batch as its
    * job's result is dropped like any late progress). Answers the changed row per post, or null.
    */
-  complete(raw: SqliteDatabase.Database, posts: readonly ResultPost[], now: number): Array<JobsTable | null> {
+  complete(raw: SqliteDatabase.Database, posts: readonly WorkerResult[], now: number): Array<JobsTable | null> {
     const finishStmt = raw.prepare<unknown[], JobsTable>(SQL.finish);
     const progress = raw.prepare<unknown[], JobsTable>(SQL.progress);
     const changed: Array<JobsTable | null> = posts.map(() => null);
@@ -97,7 +88,7 @@ export class SqliteJobWrites {
     const rest: number[] = [];
     const runsync = now + this.retention.runsyncMs;
     const run = now + this.retention.runMs;
-    const finish = (p: ResultPost): JobsTable | undefined =>
+    const finish = (p: WorkerResult): JobsTable | undefined =>
       finishStmt.get(p.status, p.status === 'COMPLETED' ? p.outputJson : null, p.status === 'FAILED' ? p.error : null, now, now, runsync, run, p.id, p.workerId, p.endpointId ?? null);
     posts.forEach((p, i) => {
       if (p.status !== 'IN_PROGRESS' && !seen.has(p.id)) {

@@ -27,12 +27,12 @@ export interface JobRateLimiterDeps {
   share?: Pick<JobRequestCounts, 'publish'>;
 }
 
-
 const opLabel = (op: JobOperation): string => (op === 'openai' ? '/openai/*' : `/${op}`);
 
 /**
  * In-memory counters of the job API limits (spec 8.1), per user (the account, whichever of its
- * keys calls), endpoint and operation. Each replica counts its own traffic.
+ * keys calls), endpoint and operation. With `share`, the rates count every replica's admitted
+ * requests (`receive`); the in-flight caps count this replica's only.
  */
 export class JobRateLimiter {
   readonly #windows = new Map<string, JobWindow>();

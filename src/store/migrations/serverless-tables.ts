@@ -18,15 +18,6 @@ import type { DialectTypes } from './tables.js';
  * - `jobs_worker (worker_id)`, partial on IN_PROGRESS: requeue the jobs of a lost worker.
  * - `jobs_stop (worker_id)`, partial on stop_requested = 1: a worker's job-stop channel.
  */
-/**
- * Migration `0004-jobs-retried`: `/health`'s retried count from an index. Partial: only jobs that
- * went back to the queue have an entry, so inserts pay nothing for it.
- */
-export const jobsRetriedIndex = (): string[] => [`CREATE INDEX jobs_retried ON jobs(endpoint_id, retries) WHERE retries > 0`];
-
-/** Migration `0003-webhook-deliveries-by-job`: a job's deliveries, for its status view. */
-export const webhookDeliveriesByJob = (): string[] => [`CREATE INDEX webhook_deliveries_job ON webhook_deliveries(job_id, created_at)`];
-
 export const serverlessTables = ({ big }: DialectTypes): string[] => [
   `CREATE TABLE endpoints (
     id TEXT PRIMARY KEY,
@@ -118,3 +109,12 @@ export const serverlessTables = ({ big }: DialectTypes): string[] => [
   )`,
   `CREATE INDEX webhook_deliveries_due ON webhook_deliveries(status, next_attempt_at)`,
 ];
+
+/** Migration `0003-webhook-deliveries-by-job`: a job's deliveries, for its status view. */
+export const webhookDeliveriesByJob = (): string[] => [`CREATE INDEX webhook_deliveries_job ON webhook_deliveries(job_id, created_at)`];
+
+/**
+ * Migration `0004-jobs-retried`: `/health`'s retried count from an index. Partial: only jobs that
+ * went back to the queue have an entry, so inserts pay nothing for it.
+ */
+export const jobsRetriedIndex = (): string[] => [`CREATE INDEX jobs_retried ON jobs(endpoint_id, retries) WHERE retries > 0`];
