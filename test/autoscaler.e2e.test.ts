@@ -9,6 +9,7 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
+import { Writable } from 'node:stream';
 import pino from 'pino';
 import { loadConfig } from '../src/config.js';
 import { startServer, type RunningServer } from '../src/main.js';
@@ -31,6 +32,8 @@ describe('autoscaler end to end (process runtime, real workers)', () => {
   let dir: string;
   let server: RunningServer;
   let accountId: string;
+  /** Warnings and worse the server logged, parsed. */
+  const warnings: Array<{ msg: string; image?: string }> = [];
 
   before(async () => {
     dir = mkdtempSync(join(tmpdir(), 'gantry-autoscale-'));
@@ -48,7 +51,13 @@ describe('autoscaler end to end (process runtime, real workers)', () => {
     };
     writeFileSync(join(dir, 'config.json'), JSON.stringify(file));
     const config = loadConfig({ env: { GANTRY_DATA_DIR: dir, GANTRY_CONFIG: join(dir, 'config.json'), GANTRY_LOG_LEVEL: 'silent' } });
-    server = await startServer(config, { logger: pino({ level: process.env.E2E_LOG ?? 'silent' }) });
+    const sink = new Writable({
+      write(chunk, _encoding, done) {
+        for (const line of String(chunk).split('\n')) if (line) warnings.push(JSON.parse(line) as { msg: string; image?: string });
+        done();
+      },
+    });
+    server = await startServer(config, { logger: pino({ level: 'warn' }, sink), print: () => {} });
     accountId = (await server.services.accounts.accountByName('admin')).id;
   });
   after(async () => {
@@ -108,5 +117,17 @@ describe('autoscaler end to end (process runtime, real workers)', () => {
     await new Promise((r) => setTimeout(r, 1_000));
     assert.equal(autoscaler.health(endpoint.id).crashes, 2);
     assert.equal((await jobs.status(accountId, endpoint.id, id)).status, 'IN_QUEUE');
+  });
+
+  test("an endpoint whose image the config does not map gets one warning naming the image: its placeholder workers take no jobs", async () => {
+    const { jobs } = server.services;
+    const endpoint = await endpointFor('unmapped-worker:dev', { workersMax: 1 });
+    await jobs.submit(endpoint.id, accountId, { input: {} });
+    await jobs.submit(endpoint.id, accountId, { input: {} });
+    const about = () => warnings.filter((w) => w.image === 'unmapped-worker:dev');
+    await eventually('a warning about the unmapped image', async () => about().length > 0);
+    assert.match(about()[0]!.msg, /not in the config's images map: its workers run as idle placeholders and take no jobs/);
+    assert.equal((await jobs.queueStats(endpoint.id)).inQueue, 2, 'nothing took the jobs');
+    assert.equal(about().length, 1, 'warned once');
   });
 });

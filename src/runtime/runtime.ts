@@ -64,4 +64,6 @@ export interface Runtime {
   close(): Promise<void>;
   /** Kills instances a previous server left behind (it died without stopping them); answers their ids. */
   reapOrphans?(): Promise<string[]>;
+  /** Whether `image` would run as an idle placeholder (no process: nothing in it runs). */
+  runsAsPlaceholder?(image: string): boolean;
 }

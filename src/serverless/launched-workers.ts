@@ -26,7 +26,7 @@ export interface LaunchedWorkersDeps {
   /** Crash records: early ends and failed launches count as crashes of the endpoint. */
   states: Pick<EndpointScaleStates, 'crashed' | 'healthy'>;
   clock: Clock;
-  runtime: Pick<Runtime, 'start' | 'stop'>;
+  runtime: Pick<Runtime, 'start' | 'stop' | 'runsAsPlaceholder'>;
   inventory: Pick<Inventory, 'placeAndReserve' | 'release'>;
   jobs: Pick<JobsService, 'workerLost'>;
   workers: Pick<WorkersRegistry, 'markDead'>;
@@ -71,6 +71,8 @@ const MAX_REASON = 400;
 export class LaunchedWorkers {
   readonly #deps: LaunchedWorkersDeps;
   readonly #workers = new Map<string, LaunchedWorker>();
+  /** Placeholder images already warned about (once each). */
+  readonly #placeholderImages = new Set<string>();
   readonly #keys: WorkerKeys;
 
   constructor(deps: LaunchedWorkersDeps) {
@@ -147,6 +149,15 @@ export class LaunchedWorkers {
       });
       this.#deps.logger.info({ endpointId: endpoint.id, workerId, hostId: placement.hostId, image: template.imageName }, 'launching worker');
       await this.#deps.runtime.start(spec);
+      const image = template.imageName;
+      if (this.#deps.runtime.runsAsPlaceholder?.(image) && !this.#placeholderImages.has(image)) {
+        // nothing runs in a placeholder: its jobs would wait, silently, until their ttl
+        this.#placeholderImages.add(image);
+        this.#deps.logger.warn(
+          { endpointId: endpoint.id, image },
+          `image "${image}" is not in the config's images map: its workers run as idle placeholders and take no jobs; map it to a command (README, "Serverless endpoints in your dev loop")`,
+        );
+      }
       return { ok: true };
     } catch (err) {
       // Could not launch at all: the same as a worker dying at once.

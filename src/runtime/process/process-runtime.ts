@@ -101,6 +101,11 @@ export class ProcessRuntime implements Runtime {
     }
   }
 
+  /** An image the config's `images` map does not name runs as a placeholder. */
+  runsAsPlaceholder(image: string): boolean {
+    return !this.#options.images[image];
+  }
+
   async stop(id: string): Promise<void> {
     const instance = this.#instances.get(id);
     if (!instance) return;
