@@ -50,6 +50,14 @@ export interface Config {
     /** Largest REST request body, bytes. @default 1 MiB */
     bodyLimit: number;
     logLevel: string;
+    /** Longest a client may take to send a whole request (headers and body); then 408 and the connection closes. @default 60000 */
+    requestTimeoutMs: number;
+    /** Longest a client may take to send the request headers. @default 10000 */
+    headersTimeoutMs: number;
+    /** An idle keep-alive connection is closed after this long. @default 72000 */
+    keepAliveTimeoutMs: number;
+    /** Connections one client address may hold open at once; more are refused. 0: no cap. @default 256 */
+    maxConnectionsPerClient: number;
   };
   dataDir: string;
   /** `postgres://…` switches the store to PostgreSQL; otherwise SQLite in `dataDir`. */
@@ -77,10 +85,56 @@ export interface Config {
   };
   serverless: ServerlessConfig;
   jobs: JobsHttpConfig;
+  runtime: RuntimeConfig;
+  graphql: GraphqlLimits;
+  quotas: QuotaConfig;
   /** Where the config file was read from, to resolve relative paths. */
   configDir: string;
   /** Keys of the config file Gantry does not know (a typo is reported, not silently ignored). */
   warnings: string[];
+}
+
+/** How instances run. */
+export interface RuntimeConfig {
+  process: {
+    /**
+     * Let the process runtime serve more than one account. It isolates nothing (an instance is a
+     * process of the server's own user, on the host's network), so by default the server refuses
+     * to start with a second account, and refuses to create one, while it uses this runtime.
+     * `GANTRY_PROCESS_RUNTIME_MULTI_ACCOUNT=true`. @default false
+     */
+    allowMultipleAccounts: boolean;
+  };
+}
+
+/** Bounds on a GraphQL document, checked before it runs. */
+export interface GraphqlLimits {
+  /** Largest `query` text, bytes. @default 65536 */
+  maxDocumentBytes: number;
+  /** Deepest selection nesting. @default 15 */
+  maxDepth: number;
+  /** Most aliased fields in one document. @default 50 */
+  maxAliases: number;
+  /** Most field selections in one document, fragments expanded. @default 1000 */
+  maxFields: number;
+  /** Most root fields (each one counts as a request against the rate limits). @default 20 */
+  maxRootFields: number;
+  /** Highest computed cost (a list field multiplies what it selects). @default 5000 */
+  maxCost: number;
+}
+
+/** Per-account quotas; each refusal names the quota and its value. */
+export interface QuotaConfig {
+  /** Pods an account holds (every status but TERMINATED). @default 50 */
+  pods: number;
+  /** GPUs an account's pods and workers hold at once, stopped pods that keep their GPUs included. @default 16 */
+  gpus: number;
+  /** Jobs queued (IN_QUEUE) per account, across its endpoints. @default 100000 */
+  queuedJobs: number;
+  /** Bytes of job inputs, outputs and stream chunks an account has stored. @default 1 GiB */
+  storedJobBytes: number;
+  /** Bytes of stream chunks one job may hold (later chunks are refused). @default 20 MiB */
+  streamBytesPerJob: number;
 }
 
 /** The job API and worker protocol settings. */
@@ -110,6 +164,13 @@ export interface JobsHttpConfig {
    * (its pool has several connections). @default null
    */
   commitConcurrency: number | null;
+  /** Worker protocol calls (take, done, stream, stop, ping) per 10 s. */
+  workerRateLimits: {
+    /** per worker id, within its endpoint @default 2000 */
+    perWorker: number;
+    /** per endpoint, all its workers together @default 20000 */
+    perEndpoint: number;
+  };
 }
 
 /** Webhook delivery (spec 6): one call plus `maxAttempts - 1` retries, `retryDelayMs` apart. */
@@ -124,6 +185,16 @@ export interface WebhookConfig {
   pollIntervalMs: number;
   /** Calls in flight at once. @default 16 */
   concurrency: number;
+  /** Calls in flight at once for one account's jobs, so one tenant's slow receivers never hold every slot. @default 4 */
+  perAccountConcurrency: number;
+  /** Calls in flight at once to one receiver (scheme, host and port). @default 2 */
+  perReceiverConcurrency: number;
+  /**
+   * Receivers on loopback, link-local, private and other non-public addresses, checked on the
+   * resolved address at send time: `allow`, `deny`, or `auto` (allow while the deployment has a
+   * single account — a dev setup — and deny once it has more). @default "auto"
+   */
+  privateAddresses: 'auto' | 'allow' | 'deny';
 }
 
 /** The serverless autoscaler. */
@@ -170,6 +241,19 @@ function num(v: unknown, field: string, fallback: number): number {
   const n = typeof v === 'string' ? Number(v) : v;
   if (typeof n !== 'number' || !Number.isFinite(n) || n < 0) fail(`${field} must be a non-negative number`);
   return n;
+}
+
+function bool(v: unknown, field: string, fallback: boolean): boolean {
+  if (v === undefined || v === null || v === '') return fallback;
+  if (v === true || v === 'true' || v === '1') return true;
+  if (v === false || v === 'false' || v === '0') return false;
+  fail(`${field} must be true or false`);
+}
+
+function oneOf<const T extends string>(v: unknown, field: string, values: readonly T[], fallback: T): T {
+  if (v === undefined || v === null) return fallback;
+  if (typeof v === 'string' && (values as readonly string[]).includes(v)) return v as T;
+  fail(`${field} must be one of ${values.join(', ')}`);
 }
 
 /** The SDKs give up on a long-poll after 90 s (wire-protocol §1): hold one at most 85 s. */
@@ -298,6 +382,11 @@ export function loadConfig({ env, flags = {} }: ConfigSources): Config {
   const serverless = isObj(file.serverless) ? file.serverless : {};
   const webhooks = isObj(serverless.webhooks) ? serverless.webhooks : {};
   const autoscaler = isObj(serverless.autoscaler) ? serverless.autoscaler : {};
+  const runtime = isObj(file.runtime) ? file.runtime : {};
+  const processRuntime = isObj(runtime.process) ? runtime.process : {};
+  const graphql = isObj(file.graphql) ? file.graphql : {};
+  const quotas = isObj(file.quotas) ? file.quotas : {};
+  const workerLimits = isObj(jobs.workerRateLimits) ? jobs.workerRateLimits : {};
   const databaseUrl = env.GANTRY_DATABASE_URL ?? (typeof file.databaseUrl === 'string' ? file.databaseUrl : null);
   if (databaseUrl && !/^postgres(ql)?:\/\//.test(databaseUrl)) fail('GANTRY_DATABASE_URL must be a postgres:// URL');
   const images = parseImages(file.images);
@@ -311,6 +400,10 @@ export function loadConfig({ env, flags = {} }: ConfigSources): Config {
       publicJobUrl,
       bodyLimit: num(server.bodyLimit, 'server.bodyLimit', 1024 * 1024),
       logLevel: env.GANTRY_LOG_LEVEL ?? (typeof server.logLevel === 'string' ? server.logLevel : 'info'),
+      requestTimeoutMs: num(server.requestTimeoutMs, 'server.requestTimeoutMs', 60_000),
+      headersTimeoutMs: num(server.headersTimeoutMs, 'server.headersTimeoutMs', 10_000),
+      keepAliveTimeoutMs: num(server.keepAliveTimeoutMs, 'server.keepAliveTimeoutMs', 72_000),
+      maxConnectionsPerClient: Math.floor(num(server.maxConnectionsPerClient, 'server.maxConnectionsPerClient', 256)),
     },
     dataDir,
     databaseUrl,
@@ -345,6 +438,10 @@ export function loadConfig({ env, flags = {} }: ConfigSources): Config {
       rateLimitPerWorker: num(jobs.rateLimitPerWorker, 'jobs.rateLimitPerWorker', 200),
       maxBatchSize: Math.max(1, Math.floor(num(jobs.maxBatchSize, 'jobs.maxBatchSize', 1000))),
       commitConcurrency: jobs.commitConcurrency === undefined || jobs.commitConcurrency === null ? null : Math.max(1, Math.floor(num(jobs.commitConcurrency, 'jobs.commitConcurrency', 1))),
+      workerRateLimits: {
+        perWorker: num(workerLimits.perWorker, 'jobs.workerRateLimits.perWorker', 2000),
+        perEndpoint: num(workerLimits.perEndpoint, 'jobs.workerRateLimits.perEndpoint', 20_000),
+      },
     },
     serverless: {
       webhooks: {
@@ -353,6 +450,9 @@ export function loadConfig({ env, flags = {} }: ConfigSources): Config {
         maxAttempts: Math.max(1, Math.floor(num(webhooks.maxAttempts, 'serverless.webhooks.maxAttempts', 3))),
         pollIntervalMs: Math.max(10, num(webhooks.pollIntervalMs, 'serverless.webhooks.pollIntervalMs', 1000)),
         concurrency: Math.max(1, Math.floor(num(webhooks.concurrency, 'serverless.webhooks.concurrency', 16))),
+        perAccountConcurrency: Math.max(1, Math.floor(num(webhooks.perAccountConcurrency, 'serverless.webhooks.perAccountConcurrency', 4))),
+        perReceiverConcurrency: Math.max(1, Math.floor(num(webhooks.perReceiverConcurrency, 'serverless.webhooks.perReceiverConcurrency', 2))),
+        privateAddresses: oneOf(webhooks.privateAddresses, 'serverless.webhooks.privateAddresses', ['auto', 'allow', 'deny'] as const, 'auto'),
       },
       autoscaler: {
         intervalMs: Math.max(10, num(autoscaler.intervalMs, 'serverless.autoscaler.intervalMs', 1000)),
@@ -364,6 +464,26 @@ export function loadConfig({ env, flags = {} }: ConfigSources): Config {
         startTimeoutMs: num(autoscaler.startTimeoutMs, 'serverless.autoscaler.startTimeoutMs', 600_000),
       },
     },
+    runtime: {
+      process: {
+        allowMultipleAccounts: bool(env.GANTRY_PROCESS_RUNTIME_MULTI_ACCOUNT ?? processRuntime.allowMultipleAccounts, 'runtime.process.allowMultipleAccounts', false),
+      },
+    },
+    graphql: {
+      maxDocumentBytes: num(graphql.maxDocumentBytes, 'graphql.maxDocumentBytes', 65_536),
+      maxDepth: num(graphql.maxDepth, 'graphql.maxDepth', 15),
+      maxAliases: num(graphql.maxAliases, 'graphql.maxAliases', 50),
+      maxFields: num(graphql.maxFields, 'graphql.maxFields', 1000),
+      maxRootFields: num(graphql.maxRootFields, 'graphql.maxRootFields', 20),
+      maxCost: num(graphql.maxCost, 'graphql.maxCost', 5000),
+    },
+    quotas: {
+      pods: num(quotas.pods, 'quotas.pods', 50),
+      gpus: num(quotas.gpus, 'quotas.gpus', 16),
+      queuedJobs: num(quotas.queuedJobs, 'quotas.queuedJobs', 100_000),
+      storedJobBytes: num(quotas.storedJobBytes, 'quotas.storedJobBytes', 1024 ** 3),
+      streamBytesPerJob: num(quotas.streamBytesPerJob, 'quotas.streamBytesPerJob', 20 * 1024 ** 2),
+    },
     configDir,
     warnings: unknownKeys(file),
   };
@@ -371,17 +491,22 @@ export function loadConfig({ env, flags = {} }: ConfigSources): Config {
 
 /** The keys each section of the config file may hold; `null`: any (maps keyed by the user). */
 const KNOWN_KEYS: Record<string, readonly string[] | null> = {
-  '': ['server', 'dataDir', 'databaseUrl', 'databaseSchema', 'secretKey', 'rateLimits', 'images', 'catalog', 'fleet', 'networking', 'pods', 'jobs', 'serverless'],
-  server: ['host', 'port', 'publicUrl', 'jobPort', 'publicJobUrl', 'bodyLimit', 'logLevel'],
+  '': ['server', 'dataDir', 'databaseUrl', 'databaseSchema', 'secretKey', 'rateLimits', 'images', 'catalog', 'fleet', 'networking', 'pods', 'jobs', 'serverless', 'runtime', 'graphql', 'quotas'],
+  server: ['host', 'port', 'publicUrl', 'jobPort', 'publicJobUrl', 'bodyLimit', 'logLevel', 'requestTimeoutMs', 'headersTimeoutMs', 'keepAliveTimeoutMs', 'maxConnectionsPerClient'],
   rateLimits: ['minute', 'hour', 'day'],
   networking: ['globalPool', 'internalDomain'],
   pods: ['reconcileIntervalMs', 'stopGraceMs'],
   jobs: [
     'takeWaitMs', 'stopWaitMs', 'timekeeperIntervalMs', 'heartbeatTimeoutMs', 'deadWorkerRetentionMs', 'pingIntervalMs',
-    'retryBudget', 'rateLimits', 'rateLimitPerWorker', 'maxBatchSize', 'commitConcurrency',
+    'retryBudget', 'rateLimits', 'rateLimitPerWorker', 'maxBatchSize', 'commitConcurrency', 'workerRateLimits',
   ],
+  'jobs.workerRateLimits': ['perWorker', 'perEndpoint'],
+  runtime: ['process'],
+  'runtime.process': ['allowMultipleAccounts'],
+  graphql: ['maxDocumentBytes', 'maxDepth', 'maxAliases', 'maxFields', 'maxRootFields', 'maxCost'],
+  quotas: ['pods', 'gpus', 'queuedJobs', 'storedJobBytes', 'streamBytesPerJob'],
   serverless: ['webhooks', 'autoscaler'],
-  'serverless.webhooks': ['timeoutMs', 'retryDelayMs', 'maxAttempts', 'pollIntervalMs', 'concurrency'],
+  'serverless.webhooks': ['timeoutMs', 'retryDelayMs', 'maxAttempts', 'pollIntervalMs', 'concurrency', 'perAccountConcurrency', 'perReceiverConcurrency', 'privateAddresses'],
   'serverless.autoscaler': ['intervalMs', 'nudgeGapMs', 'crashWindowMs', 'crashThreshold', 'backoffBaseMs', 'backoffMaxMs', 'startTimeoutMs'],
 };
 

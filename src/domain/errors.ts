@@ -27,25 +27,33 @@ export const errorCatalogue = {
   UNKNOWN_REFERENCE: { status: 400, title: 'Bad Request' },
   NOT_SERVERLESS_TEMPLATE: { status: 400, title: 'Bad Request' },
   ENDPOINT_HAS_WORKERS: { status: 400, title: 'Bad Request' },
+  ENV_NOT_ALLOWED: { status: 400, title: 'Bad Request' },
+  WEBHOOK_NOT_ALLOWED: { status: 400, title: 'Bad Request' },
+  QUERY_TOO_COMPLEX: { status: 400, title: 'Bad Request' },
+  RESOURCE_QUOTA_EXCEEDED: { status: 400, title: 'Bad Request' },
   // 401 / 403
   UNAUTHORIZED: { status: 401, title: 'Unauthorized' },
   FORBIDDEN: { status: 403, title: 'Forbidden' },
   // 404
   NOT_FOUND: { status: 404, title: 'Not Found' },
   ROUTE_NOT_FOUND: { status: 404, title: 'Not Found' },
-  // 405/409/413/415
+  // 405/408/409/413/415/431
   METHOD_NOT_ALLOWED: { status: 405, title: 'Method Not Allowed' },
+  REQUEST_TIMEOUT: { status: 408, title: 'Request Timeout' },
   INVALID_STATE: { status: 409, title: 'Conflict' },
   POD_LOCKED: { status: 409, title: 'Conflict' },
   CONFLICT: { status: 409, title: 'Conflict' },
   PAYLOAD_TOO_LARGE: { status: 413, title: 'Payload Too Large' },
   URI_TOO_LONG: { status: 414, title: 'URI Too Long' },
   UNSUPPORTED_MEDIA_TYPE: { status: 415, title: 'Unsupported Media Type' },
+  HEADERS_TOO_LARGE: { status: 431, title: 'Request Header Fields Too Large' },
   // 422
   VALIDATION_FAILED: { status: 422, title: 'Unprocessable Entity' },
   SERVERLESS_TEMPLATE: { status: 422, title: 'Unprocessable Entity' },
   // 429
   RATE_LIMITED: { status: 429, title: 'Too Many Requests' },
+  QUOTA_EXCEEDED: { status: 429, title: 'Too Many Requests' },
+  TOO_MANY_CONNECTIONS: { status: 429, title: 'Too Many Requests' },
   // 5xx
   INTERNAL: { status: 500, title: 'Internal Server Error' },
   JOB_FAILED: { status: 500, title: 'Internal Server Error' },

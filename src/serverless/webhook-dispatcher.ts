@@ -26,7 +26,7 @@ import { WebhookStore, type WebhookDelivery } from '../store/webhook-store.js';
 
 export type { WebhookDelivery } from '../store/webhook-store.js';
 
-export const DEFAULT_WEBHOOK_CONFIG: WebhookConfig = { timeoutMs: 10_000, retryDelayMs: 10_000, maxAttempts: 3, pollIntervalMs: 1_000, concurrency: 16 };
+export const DEFAULT_WEBHOOK_CONFIG: WebhookConfig = { timeoutMs: 10_000, retryDelayMs: 10_000, maxAttempts: 3, pollIntervalMs: 1_000, concurrency: 16, perAccountConcurrency: 4, perReceiverConcurrency: 2, privateAddresses: 'auto' };
 
 /** Where finished jobs are announced (the app's `EventBus`, or `JobEvents`). */
 export interface JobFinishedEvents {
