@@ -78,12 +78,12 @@ export async function createServices(config: Config, overrides: ServiceOverrides
   const accounts = new AccountsService({ db, clock });
   const inventory = new Inventory({ hosts: config.fleet, catalog: config.catalog });
   const catalog = new CatalogService({ catalog: config.catalog, inventory });
-  const templates = new TemplatesService({ db, clock });
+  const templates = new TemplatesService({ db, clock, runtime });
   const volumes = new VolumesService({ db, clock, dataDir: config.dataDir, catalog: config.catalog });
   const registries = new RegistriesService({ db, clock, secrets });
   const podController = new PodController({ db, runtime, inventory, volumes, registries, clock, events, logger: logger.child({ component: 'pods' }), lease: leases.lease(LEASE_NAMES.pods), config });
   const pods = new PodsService({ controller: podController, inventory, runtime, templates, volumes, registries, accounts, clock, config });
-  const endpoints = new EndpointsService({ db, clock, templates, volumes, config });
+  const endpoints = new EndpointsService({ db, clock, templates, volumes, config, runtime });
   templates.addReferenceChecker(endpoints.templateReferenceChecker);
   const jobs = new JobsService({
     db,
