@@ -58,11 +58,12 @@ export async function spawnInstance(spec: InstanceSpec, image: ImageSpec, option
   }
 
   const dir = instanceDirOf(dataDir, spec.id);
-  await mkdir(dir, { recursive: true });
+  // 0700, as every folder of the data dir (store/data-dir-permissions.ts)
+  await mkdir(dir, { recursive: true, mode: 0o700 });
   await reap(spec.id, options);
   for (const volume of spec.volumes) {
     try {
-      await mkdir(volume.hostPath, { recursive: true });
+      await mkdir(volume.hostPath, { recursive: true, mode: 0o700 });
     } catch (err) {
       throw cannot(`cannot create the folder of volume ${volume.path} at ${volume.hostPath}: ${(err as Error).message}`);
     }
