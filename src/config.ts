@@ -15,7 +15,7 @@ export interface ImageSpec {
   command: string[];
   /** Working directory, relative to the config file's folder. @default the instance folder `<dataDir>/instances/<id>/` */
   cwd?: string;
-  /** The operator's variables for this image; trusted, never screened (a tenant's `env` cannot override them away from the deny list). */
+  /** The operator's variables for this image: trusted and never screened; a tenant's `env` is layered over them. */
   env?: Record<string, string>;
   /**
    * Whether a tenant's `args` are appended to `command`. With false, an instance whose pod or
