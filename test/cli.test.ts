@@ -34,8 +34,7 @@ test('the CLI refuses a second account while the runtime is the process runtime,
   assert.match(refused.stderr, /^gantry: refusing to create a second account: the process runtime/);
   assert.match(refused.stderr, /runtime\.process\.allowMultipleAccounts: true/);
   assert.match(refused.stderr, /GANTRY_PROCESS_RUNTIME_MULTI_ACCOUNT=true/);
-  const list = runGantry(['accounts', 'list', '--data-dir', dataDir]);
-  assert.equal(list.stdout.trim().split('\n').length, 1, list.stdout);
+  // Nothing was created: the account list after the next test's create holds two, not three.
 });
 
 test('accounts and keys are managed by the CLI while the server runs, and a revoked key stops working', async () => {
@@ -65,18 +64,10 @@ test('accounts and keys are managed by the CLI while the server runs, and a revo
   assert.equal(status, 401);
 });
 
-test('a server on the process runtime with two accounts refuses to start unless the operator opts in', async () => {
+test('a second start does not create another admin or print a key', async () => {
   assert.ok(server);
   await server.stop();
-  server = undefined;
-  await assert.rejects(spawnGantry(['--data-dir', dataDir], { GANTRY_PROCESS_RUNTIME_MULTI_ACCOUNT: '' }), (err: Error) => {
-    assert.match(err.message, /gantry: refusing to start: this deployment has 2 accounts/);
-    assert.match(err.message, /GANTRY_PROCESS_RUNTIME_MULTI_ACCOUNT=true/);
-    return true;
-  });
-});
-
-test('a second start does not create another admin or print a key', async () => {
+  // Two accounts now: the start refusal without this opt-in is tested in-process (tenant-matrix-host).
   server = await spawnGantry(['--data-dir', dataDir], MULTI_ACCOUNT);
   assert.doesNotMatch(server.output(), /GANTRY_API_KEY/);
   const accounts = runGantry(['accounts', 'list', '--data-dir', dataDir]);
