@@ -56,3 +56,20 @@ test('a worker long-poll longer than the SDKs wait (90 s) is refused at start, n
   assert.throws(() => withFile('jobs: { takeWaitMs: 95000 }', () => {}), /jobs\.takeWaitMs must be at most 85000 ms/);
   assert.throws(() => withFile('jobs: { stopWaitMs: 120000 }', () => {}), /jobs\.stopWaitMs must be at most 85000 ms/);
 });
+
+test("an image mapping's tenantEnv and tenantArgs are read, and a malformed tenantEnv is refused naming the image", () => {
+  withFile('images:\n  w:1: { command: ["./run.sh"], tenantEnv: ["MODEL_*", "LOG_LEVEL"], tenantArgs: false }\n', (config) => {
+    assert.deepEqual(config.images['w:1']?.tenantEnv, ['MODEL_*', 'LOG_LEVEL']);
+    assert.equal(config.images['w:1']?.tenantArgs, false);
+  });
+  assert.throws(() => withFile('images:\n  w:1: { command: ["./run.sh"], tenantEnv: ["MODEL-*"] }\n', () => {}), /images\["w:1"\]\.tenantEnv must be a list of variable names or NAME_PREFIX\* patterns/);
+});
+
+test('an image mapped to a bare interpreter that takes tenant args is warned about; a script, or tenantArgs false, is not', () => {
+  withFile('images:\n  py:1: { command: ["/usr/bin/python3", "-u"] }\n  node:1: { command: ["node"] }\n  ok:1: { command: ["python3", "-u", "handler.py"] }\n  closed:1: { command: ["python3"], tenantArgs: false }\n', (config) => {
+    const warned = config.warnings.filter((w) => w.includes('bare interpreter'));
+    assert.equal(warned.length, 2, warned.join('\n'));
+    assert.match(warned[0]!, /^images\["py:1"\] maps to the bare interpreter "\/usr\/bin\/python3 -u": a tenant's args would be its arguments/);
+    assert.match(warned[1]!, /^images\["node:1"\]/);
+  });
+});

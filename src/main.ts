@@ -6,6 +6,7 @@ import type { Config } from './config.js';
 import { systemClock, type Clock } from './domain/clock.js';
 import { EventBus } from './events.js';
 import { openDatabase, type Db } from './store/database.js';
+import { DIR_MODE, tightenDataDir } from './store/data-dir-permissions.js';
 import { SecretBox } from './store/secret-box.js';
 import { AccountsService } from './accounts/accounts-service.js';
 import { Inventory } from './inventory/inventory.js';
@@ -27,6 +28,7 @@ import { Autoscaler } from './serverless/autoscaler.js';
 import { PodController } from './pods/pod-controller.js';
 import { ProcessRuntime } from './runtime/process/process-runtime.js';
 import type { Runtime } from './runtime/runtime.js';
+import { MultiAccountRefused, multiAccountStartRefusal } from './runtime/process/multi-account.js';
 import type { Services } from './services.js';
 import { buildApp, loggerOptions } from './http/app.js';
 import { createJobListener } from './http/job-listener.js';
@@ -43,7 +45,7 @@ export function loadSecretBox(config: Config, logger: Logger): SecretBox {
   if (config.secretKey) return SecretBox.fromString(config.secretKey);
   const path = join(config.dataDir, 'secret.key');
   if (!existsSync(path)) {
-    mkdirSync(config.dataDir, { recursive: true });
+    mkdirSync(config.dataDir, { recursive: true, mode: DIR_MODE });
     writeFileSync(path, SecretBox.generateKey() + '\n', { mode: 0o600 });
     chmodSync(path, 0o600);
     if (config.databaseUrl) logger.warn({ path }, 'generated a secret key in the data dir; replicas sharing this database must share it via GANTRY_SECRET_KEY');
@@ -63,6 +65,10 @@ const JOB_REQUESTS = 'job-requests';
 export async function createServices(config: Config, overrides: ServiceOverrides = {}): Promise<Services> {
   const clock = overrides.clock ?? systemClock;
   const logger = overrides.logger ?? pino(loggerOptions(config.server.logLevel));
+  // Before the database opens: SQLite gives new -wal/-shm files the database file's mode.
+  const tightened = tightenDataDir(config.dataDir);
+  if (tightened.length > 0)
+    logger.warn({ dataDir: config.dataDir, paths: tightened.slice(0, 50), count: tightened.length }, `took group and other permissions off ${tightened.length} path(s) of the data dir: it holds secrets no other local user may read`);
   const db = overrides.db ?? (await openConfiguredDatabase(config));
   const events = new EventBus();
   // Replicas sharing one PostgreSQL database: each control loop runs under a lease, and long-polls
@@ -78,12 +84,12 @@ export async function createServices(config: Config, overrides: ServiceOverrides
   const accounts = new AccountsService({ db, clock });
   const inventory = new Inventory({ hosts: config.fleet, catalog: config.catalog });
   const catalog = new CatalogService({ catalog: config.catalog, inventory });
-  const templates = new TemplatesService({ db, clock });
+  const templates = new TemplatesService({ db, clock, runtime });
   const volumes = new VolumesService({ db, clock, dataDir: config.dataDir, catalog: config.catalog });
   const registries = new RegistriesService({ db, clock, secrets });
   const podController = new PodController({ db, runtime, inventory, volumes, registries, clock, events, logger: logger.child({ component: 'pods' }), lease: leases.lease(LEASE_NAMES.pods), config });
   const pods = new PodsService({ controller: podController, inventory, runtime, templates, volumes, registries, accounts, clock, config });
-  const endpoints = new EndpointsService({ db, clock, templates, volumes, config });
+  const endpoints = new EndpointsService({ db, clock, templates, volumes, config, runtime });
   templates.addReferenceChecker(endpoints.templateReferenceChecker);
   const jobs = new JobsService({
     db,
@@ -179,6 +185,12 @@ export async function startServer(config: Config, overrides: StartOptions = {}):
   const print = overrides.print ?? ((text: string) => void process.stdout.write(text));
   const services = await createServices(config, overrides);
   const adminKey = await bootstrapAdmin(services);
+  const refusal = multiAccountStartRefusal(await services.accounts.store.countAccounts(), services.runtime.name, config.runtime.process.allowMultipleAccounts);
+  if (refusal) {
+    await services.runtime.close();
+    await services.db.close();
+    throw new MultiAccountRefused(refusal);
+  }
   const reaped = (await services.runtime.reapOrphans?.()) ?? [];
   if (reaped.length > 0) services.logger.warn({ instances: reaped }, 'stopped instances left running by a previous server');
   await services.leases.start();

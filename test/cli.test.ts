@@ -24,9 +24,22 @@ test('the first start creates the admin account, prints its key once, and the ke
   assert.equal((await get(`${server.url}/v2/account/ssh-keys`)).status, 401);
 });
 
+/** The operator's opt-in to several accounts on the process runtime (runtime/process/multi-account.ts). */
+const MULTI_ACCOUNT = { GANTRY_PROCESS_RUNTIME_MULTI_ACCOUNT: 'true' };
+
+test('the CLI refuses a second account while the runtime is the process runtime, naming the setting that allows it', () => {
+  assert.ok(server);
+  const refused = runGantry(['accounts', 'create', 'team-x', '--data-dir', dataDir], { GANTRY_PROCESS_RUNTIME_MULTI_ACCOUNT: '' });
+  assert.notEqual(refused.status, 0);
+  assert.match(refused.stderr, /^gantry: refusing to create a second account: the process runtime/);
+  assert.match(refused.stderr, /runtime\.process\.allowMultipleAccounts: true/);
+  assert.match(refused.stderr, /GANTRY_PROCESS_RUNTIME_MULTI_ACCOUNT=true/);
+  // Nothing was created: the account list after the next test's create holds two, not three.
+});
+
 test('accounts and keys are managed by the CLI while the server runs, and a revoked key stops working', async () => {
   assert.ok(server);
-  const created = runGantry(['accounts', 'create', 'team-a', '--data-dir', dataDir]);
+  const created = runGantry(['accounts', 'create', 'team-a', '--data-dir', dataDir], MULTI_ACCOUNT);
   assert.equal(created.status, 0, created.stderr);
   const readKey = runGantry(['keys', 'create', '--account', 'team-a', '--scope', 'read', '--data-dir', dataDir]);
   assert.equal(readKey.status, 0, readKey.stderr);
@@ -54,7 +67,8 @@ test('accounts and keys are managed by the CLI while the server runs, and a revo
 test('a second start does not create another admin or print a key', async () => {
   assert.ok(server);
   await server.stop();
-  server = await spawnGantry(['--data-dir', dataDir]);
+  // Two accounts now: the start refusal without this opt-in is tested in-process (tenant-matrix-host).
+  server = await spawnGantry(['--data-dir', dataDir], MULTI_ACCOUNT);
   assert.doesNotMatch(server.output(), /GANTRY_API_KEY/);
   const accounts = runGantry(['accounts', 'list', '--data-dir', dataDir]);
   assert.equal(accounts.stdout.trim().split('\n').length, 2);

@@ -1,4 +1,5 @@
 import { parseArgs, configFrom, storeOptions, UsageError } from './args.js';
+import { MultiAccountRefused, multiAccountCreateRefusal } from '../runtime/process/multi-account.js';
 import { withStore } from './with-store.js';
 
 export const accountsHelp = `gantry accounts create NAME   create an account
@@ -8,9 +9,13 @@ export async function accounts(argv: string[]): Promise<void> {
   const { values, positionals } = parseArgs({ args: argv, options: storeOptions, allowPositionals: true, strict: true });
   if (values.help) return void console.log(accountsHelp);
   const [sub, name] = positionals;
-  await withStore(configFrom(values), async ({ accounts }) => {
+  const config = configFrom(values);
+  await withStore(config, async ({ accounts }) => {
     if (sub === 'create') {
       if (!name) throw new UsageError('usage: gantry accounts create NAME');
+      // The process runtime is the only runtime this version has (`gantry serve` always uses it).
+      const refusal = multiAccountCreateRefusal(await accounts.store.countAccounts(), 'process', config.runtime.process.allowMultipleAccounts);
+      if (refusal) throw new MultiAccountRefused(refusal);
       const account = await accounts.createAccount(name);
       console.log(`created account ${account.name} (${account.id})`);
     } else if (sub === 'list') {

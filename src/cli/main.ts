@@ -1,5 +1,6 @@
 #!/usr/bin/env node
 import { ApiError } from '../domain/errors.js';
+import { MultiAccountRefused } from '../runtime/process/multi-account.js';
 import { UsageError } from './args.js';
 import { serve, serveHelp } from './serve.js';
 import { accounts, accountsHelp } from './accounts.js';
@@ -22,13 +23,13 @@ const commands: Record<string, (argv: string[]) => Promise<void>> = { serve, acc
 async function main(argv: string[]): Promise<void> {
   const [name, ...rest] = argv;
   if (!name || name === 'help' || name === '--help' || name === '-h') return void console.log(help);
-  const command = commands[name];
+  const command = Object.hasOwn(commands, name) ? commands[name] : undefined;
   if (!command) throw new UsageError(`unknown command "${name}"\n\n${help}`);
   await command(rest);
 }
 
 main(process.argv.slice(2)).catch((err: unknown) => {
-  if (err instanceof UsageError || err instanceof ApiError) console.error(`gantry: ${err.message}`);
+  if (err instanceof UsageError || err instanceof ApiError || err instanceof MultiAccountRefused) console.error(`gantry: ${err.message}`);
   else if (err instanceof Error && (err as NodeJS.ErrnoException).code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION') console.error(`gantry: ${err.message}`);
   else console.error(err);
   process.exit(2);

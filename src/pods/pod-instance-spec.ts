@@ -1,5 +1,6 @@
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
+import { DIR_MODE } from '../store/data-dir-permissions.js';
 import type { RegistriesService } from '../registries/registries-service.js';
 import type { InstanceSpec, VolumeBinding } from '../runtime/runtime.js';
 import type { PodRecord } from '../store/pod-store.js';
@@ -22,12 +23,12 @@ export async function podInstanceSpec(pod: PodRecord, deps: PodInstanceDeps): Pr
   const volumes: VolumeBinding[] = [];
   if (pod.mounts.persistent) {
     const hostPath = join(dataDir, 'pods', pod.id, 'persistent');
-    await mkdir(hostPath, { recursive: true });
+    await mkdir(hostPath, { recursive: true, mode: DIR_MODE });
     volumes.push({ hostPath, path: pod.mounts.persistent.path, kind: 'persistent' });
   }
   for (const m of pod.mounts.network ?? []) {
     const hostPath = deps.volumes.hostPath(m.volumeId);
-    await mkdir(hostPath, { recursive: true });
+    await mkdir(hostPath, { recursive: true, mode: DIR_MODE });
     volumes.push({ hostPath, path: m.path, kind: 'network' });
   }
   const registryAuth = pod.registry ? await deps.registries.credentials(pod.accountId, pod.registry) : null;

@@ -13,6 +13,7 @@ import type { PodAction } from '../domain/pod-state.js';
 import type { PlacementRequest } from '../domain/placement.js';
 import type { Inventory } from '../inventory/inventory.js';
 import type { RegistriesService } from '../registries/registries-service.js';
+import { assertEnvAllowed } from '../runtime/env-allowed.js';
 import type { Runtime } from '../runtime/runtime.js';
 import type { PodChanges, PodListFilter, PodRecord, PortMapping } from '../store/pod-store.js';
 import type { Template } from '../templates/template.js';
@@ -36,7 +37,8 @@ import { toPodView, type PodView } from './pod-view.js';
 export interface PodsServiceDeps {
   controller: PodController;
   inventory: Inventory;
-  runtime: Pick<Runtime, 'inspect'>;
+  /** `refusedEnv`: the env a tenant may set (the process runtime refuses loader and interpreter variables). */
+  runtime: Pick<Runtime, 'inspect' | 'refusedEnv'>;
   templates: Pick<TemplatesService, 'resolveForPod'>;
   volumes: Pick<VolumesService, 'get'>;
   registries: Pick<RegistriesService, 'get'>;
@@ -88,6 +90,7 @@ export class PodsService {
     const { catalog } = this.#d.config;
     const template = body.templateId ? templateDefaults(await this.#d.templates.resolveForPod(accountId, body.templateId)) : null;
     const settings = resolveCreate(body, template, catalog);
+    assertEnvAllowed(this.#d.runtime, settings.env, settings.image);
     if (settings.registry !== null) await this.#checkRegistry(accountId, settings.registry);
     const volumeDataCenterId = settings.mounts.network?.length ? (await this.#volume(accountId, settings.mounts.network[0]!.volumeId)).dataCenterId : null;
     const sshKeys = settings.startSsh ? await this.#d.accounts.getSshKeys(accountId) : [];
@@ -199,6 +202,8 @@ export class PodsService {
       if (fields.ports !== undefined) changes.ports = fields.ports;
       if (fields.registry !== undefined) changes.registry = fields.registry;
       if (fields.env !== undefined) changes.env = fields.envOverPod ? { ...pod.env, ...fields.env } : fields.env;
+      // The image's allow-list may differ: a new image is checked against the env it will run with.
+      if (changes.env !== undefined || changes.image !== undefined) assertEnvAllowed(this.#d.runtime, changes.env ?? pod.env, changes.image ?? pod.image);
       const mounts = applyMountPatch(pod.mounts, patch.mounts);
       if (!sameJson(mounts, pod.mounts)) changes.mounts = mounts;
       const differs = (k: (typeof RESTARTING_FIELDS)[number]): boolean => changes[k] !== undefined && !sameJson(changes[k], pod[k]);

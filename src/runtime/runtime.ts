@@ -66,4 +66,17 @@ export interface Runtime {
   reapOrphans?(): Promise<string[]>;
   /** Whether `image` would run as an idle placeholder (no process: nothing in it runs). */
   runsAsPlaceholder?(image: string): boolean;
+  /**
+   * The first variable of a tenant's `env` this runtime will not pass to an instance of `image`,
+   * or null. Runtimes that isolate env (a container) leave it out; services refuse a refused
+   * variable with 400 ENV_NOT_ALLOWED wherever tenant env enters (pods, templates, endpoints).
+   */
+  refusedEnv?(env: Record<string, string>, image: string): EnvRefusal | null;
+}
+
+/** A variable a runtime refuses, and why. */
+export interface EnvRefusal {
+  name: string;
+  /** in words a user can act on */
+  reason: string;
 }

@@ -2,6 +2,8 @@ import type { Catalog } from '../domain/catalog.js';
 import type { Clock } from '../domain/clock.js';
 import { ApiError, isApiError, notFound, validationFailed } from '../domain/errors.js';
 import { newId } from '../domain/ids.js';
+import { assertEnvAllowed } from '../runtime/env-allowed.js';
+import type { Runtime } from '../runtime/runtime.js';
 import type { Db } from '../store/database.js';
 import { EndpointStore } from '../store/endpoint-store.js';
 import type { Template } from '../templates/template.js';
@@ -53,6 +55,8 @@ export interface EndpointsServiceDeps {
   templates: Pick<TemplatesService, 'get'>;
   volumes: Pick<VolumesService, 'get'>;
   config: { catalog: Pick<Catalog, 'pools' | 'dataCenters'> };
+  /** Refuses env the runtime will not pass to the endpoint's workers. @default accepts all */
+  runtime?: Pick<Runtime, 'refusedEnv'>;
   /** Upper bound of `workersMax`. @default 100 */
   maxWorkers?: number;
 }
@@ -262,6 +266,7 @@ export class EndpointsService {
         'NOT_SERVERLESS_TEMPLATE',
         `Template "${template.name}" (${template.id}) is a pod template; an endpoint needs a serverless template (create one with isServerless true).`,
       );
+    assertEnvAllowed(this.deps.runtime, settings.env, template.imageName);
     if (settings.networkVolumeId !== null) {
       try {
         await this.deps.volumes.get(accountId, settings.networkVolumeId);

@@ -1,8 +1,9 @@
-import { mkdirSync } from 'node:fs';
+import { closeSync, mkdirSync, openSync } from 'node:fs';
 import { join } from 'node:path';
 import SqliteDatabase from 'better-sqlite3';
 import { CompiledQuery, Kysely, Migrator, PostgresDialect, SqliteDialect, type Migration, type QueryResult, type Transaction } from 'kysely';
 import pg from 'pg';
+import { DIR_MODE, FILE_MODE } from './data-dir-permissions.js';
 import type { Database } from './schema.js';
 import { SqliteCheckpointer, type CheckpointStats } from './sqlite-checkpointer.js';
 import { sqliteMigrations } from './migrations/sqlite/index.js';
@@ -143,8 +144,10 @@ function openSqlite(options: OpenDatabaseOptions): Db {
   const file = options.sqliteFile ?? 'gantry.db';
   let path = file;
   if (file !== ':memory:') {
-    mkdirSync(options.dataDir, { recursive: true });
+    mkdirSync(options.dataDir, { recursive: true, mode: DIR_MODE });
     path = join(options.dataDir, file);
+    // SQLite creates the -wal and -shm files with the database file's mode: create it 0600 first.
+    closeSync(openSync(path, 'a', FILE_MODE));
   }
   const sqlite = new SqliteDatabase(path);
   sqlite.pragma('journal_mode = WAL');

@@ -1,6 +1,8 @@
 import type { Clock } from '../domain/clock.js';
 import { ApiError, notFound, validationFailed } from '../domain/errors.js';
 import { newId } from '../domain/ids.js';
+import { assertEnvAllowed } from '../runtime/env-allowed.js';
+import type { Runtime } from '../runtime/runtime.js';
 import type { Db } from '../store/database.js';
 import { RegistryStore } from '../store/registry-store.js';
 import { TemplateStore, type TemplateChanges } from '../store/template-store.js';
@@ -55,6 +57,8 @@ export interface TemplatesServiceDeps {
   clock: Clock;
   /** Extension point for references other than pods (serverless endpoints). @default [] */
   referenceCheckers?: TemplateReferenceChecker[];
+  /** Refuses env the runtime will not pass to instances: a template's env reaches every pod and worker made from it. @default accepts all */
+  runtime?: Pick<Runtime, 'refusedEnv'>;
   /** The catalog templates `seedPublic` installs. @default the ones in public-templates.ts */
   publicTemplates?: readonly PublicTemplate[];
 }
@@ -221,6 +225,7 @@ export class TemplatesService {
   async #check(accountId: string, template: Template): Promise<void> {
     const problems = violations(template);
     if (problems.length > 0) throw validationFailed(problems);
+    assertEnvAllowed(this.deps.runtime, template.env, template.imageName);
     const registryId = template.containerRegistryAuthId;
     if (registryId !== null && !(await this.#registries.get(accountId, registryId)))
       throw new ApiError('UNKNOWN_REFERENCE', `containerRegistryAuthId "${registryId}" is not a registry credential of this account (see GET /v2/registries).`);

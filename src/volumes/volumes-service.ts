@@ -4,6 +4,7 @@ import type { Catalog } from '../domain/catalog.js';
 import type { Clock } from '../domain/clock.js';
 import { ApiError, badRequest, notFound } from '../domain/errors.js';
 import { newId } from '../domain/ids.js';
+import { DIR_MODE } from '../store/data-dir-permissions.js';
 import type { Db } from '../store/database.js';
 import { VolumeStore } from '../store/volume-store.js';
 import type { NetworkVolume } from './network-volume.js';
@@ -48,7 +49,7 @@ export class VolumesService {
       throw badRequest(`Data center "${input.dataCenterId}" is unknown; valid data centers: ${known.join(', ')}.`);
     const volume: NetworkVolume = { id: newId(), accountId, name: input.name, size: input.size, dataCenterId: input.dataCenterId, createdAt: this.deps.clock.now() };
     // The folder first: a row without its folder would be a volume pods cannot mount.
-    await mkdir(this.hostPath(volume.id), { recursive: true });
+    await mkdir(this.hostPath(volume.id), { recursive: true, mode: DIR_MODE });
     try {
       await this.store.insert(volume);
     } catch (err) {

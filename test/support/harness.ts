@@ -52,6 +52,13 @@ export async function openTestDb(dialect: DialectName = 'sqlite'): Promise<TestD
   };
 }
 
+/**
+ * Tests play several tenants against one server on purpose (the tenant matrix, fuzzers): they opt
+ * in to a multi-account process runtime, which a real deployment refuses unless its operator does
+ * (runtime/process/multi-account.ts). A test of that refusal overrides it through `env`.
+ */
+const MULTI_ACCOUNT = { GANTRY_PROCESS_RUNTIME_MULTI_ACCOUNT: 'true' } as const;
+
 export interface TestAppOptions {
   dialect?: DialectName;
   /** Raw config file content, merged over the defaults. */
@@ -81,7 +88,7 @@ export async function createTestApp(options: TestAppOptions = {}): Promise<TestA
   const { writeFileSync } = await import('node:fs');
   const configPath = join(testDb.dataDir, 'config.json');
   writeFileSync(configPath, JSON.stringify(options.file ?? {}));
-  const config = loadConfig({ env: { GANTRY_DATA_DIR: testDb.dataDir, GANTRY_CONFIG: configPath, GANTRY_LOG_LEVEL: 'silent', ...(options.env ?? {}) } });
+  const config = loadConfig({ env: { GANTRY_DATA_DIR: testDb.dataDir, GANTRY_CONFIG: configPath, GANTRY_LOG_LEVEL: 'silent', ...MULTI_ACCOUNT, ...(options.env ?? {}) } });
   const clock = options.clock ?? new FakeClock(Date.now());
   const services = await createServices(config, {
     db: testDb.db,
@@ -141,7 +148,7 @@ export async function startListeningServer(file: Record<string, unknown> = {}): 
   // A real port rather than 0: the public URL (which workers the autoscaler launches call) is built from it.
   const server = { port: await freePort(), ...(file.server as Record<string, unknown> | undefined) };
   writeFileSync(configPath, JSON.stringify({ ...file, server }));
-  const config = loadConfig({ env: { GANTRY_DATA_DIR: dataDir, GANTRY_CONFIG: configPath, GANTRY_LOG_LEVEL: 'silent' } });
+  const config = loadConfig({ env: { GANTRY_DATA_DIR: dataDir, GANTRY_CONFIG: configPath, GANTRY_LOG_LEVEL: 'silent', ...MULTI_ACCOUNT } });
   const running = await startServer(config, { logger: pino({ level: 'silent' }), print: () => {} });
   return {
     server: running,

@@ -36,7 +36,8 @@ export interface LaunchedProcess {
  */
 export async function launchProcess(req: LaunchRequest): Promise<LaunchedProcess> {
   if (!(await isDirectory(req.cwd))) throw new Error(`its working directory ${req.cwd} does not exist`);
-  const log = await open(req.logPath, 'a');
+  // 0600: an instance's output is its tenant's (tokens, inputs), not other local users'.
+  const log = await open(req.logPath, 'a', 0o600);
   let child: ChildProcess;
   try {
     child = spawn(req.file, req.args, { cwd: req.cwd, env: req.env, detached: true, stdio: ['ignore', log.fd, log.fd] });

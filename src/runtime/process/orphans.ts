@@ -15,7 +15,7 @@ export const instanceDirOf = (dataDir: string, id: string): string => join(dataD
 export const pidFileOf = (dataDir: string, id: string): string => join(instanceDirOf(dataDir, id), 'pid');
 
 export async function writePidFile(dataDir: string, id: string, pid: number): Promise<void> {
-  await writeFile(pidFileOf(dataDir, id), `${pid}\n`);
+  await writeFile(pidFileOf(dataDir, id), `${pid}\n`, { mode: 0o600 });
 }
 
 export async function removePidFile(dataDir: string, id: string): Promise<void> {

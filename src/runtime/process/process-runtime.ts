@@ -13,7 +13,8 @@ import { constants as osConstants } from 'node:os';
 import type { Logger } from 'pino';
 import type { HealthProbe, ImageSpec } from '../../config.js';
 import type { Clock } from '../../domain/clock.js';
-import type { InstanceListener, InstanceSpec, InstanceState, InstanceStatus, Runtime } from '../runtime.js';
+import type { EnvRefusal, InstanceListener, InstanceSpec, InstanceState, InstanceStatus, Runtime } from '../runtime.js';
+import { tenantEnvRefusal } from './env-policy.js';
 import { describeTarget, waitUntilHealthy, type ProbeTarget } from './health-probe.js';
 import { LogRotator } from './log-rotator.js';
 import { reapOrphans, removePidFile, writePidFile } from './orphans.js';
@@ -66,6 +67,8 @@ interface Instance {
 export class ProcessRuntime implements Runtime {
   readonly name = 'process';
   readonly #options: ProcessRuntimeOptions;
+  /** A Map, not the config's object: image names are tenant input (`constructor`, `__proto__`). */
+  readonly #images: ReadonlyMap<string, ImageSpec>;
   readonly #instances = new Map<string, Instance>();
   /** ids whose start() is between its checks and its registration */
   readonly #launching = new Set<string>();
@@ -75,6 +78,7 @@ export class ProcessRuntime implements Runtime {
 
   constructor(options: ProcessRuntimeOptions) {
     this.#options = options;
+    this.#images = new Map(Object.entries(options.images));
     this.#logs = new LogRotator(options, () => this.#liveLogs());
   }
 
@@ -93,7 +97,7 @@ export class ProcessRuntime implements Runtime {
     }
     this.#launching.add(spec.id);
     try {
-      const image = this.#options.images[spec.image];
+      const image = this.#images.get(spec.image);
       const status = image ? await this.#startProcess(spec, image) : await this.#startPlaceholder(spec);
       return status;
     } finally {
@@ -103,7 +107,15 @@ export class ProcessRuntime implements Runtime {
 
   /** An image the config's `images` map does not name runs as a placeholder. */
   runsAsPlaceholder(image: string): boolean {
-    return !this.#options.images[image];
+    return !this.#images.has(image);
+  }
+
+  /**
+   * Any image, mapped or not: a placeholder pod's env is kept when a PATCH later points it at a
+   * mapped image, and a template's env reaches every pod and worker made from it.
+   */
+  refusedEnv(env: Record<string, string>, image: string): EnvRefusal | null {
+    return tenantEnvRefusal(env, this.#images.get(image)?.tenantEnv);
   }
 
   async stop(id: string): Promise<void> {

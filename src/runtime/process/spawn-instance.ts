@@ -4,6 +4,7 @@ import type { Logger } from 'pino';
 import type { HealthProbe, ImageSpec } from '../../config.js';
 import type { InstanceSpec } from '../runtime.js';
 import type { ProbeTarget } from './health-probe.js';
+import { screenInstanceEnv } from './env-policy.js';
 import { INSTANCE_PUBLIC_IP, instanceEnv } from './instance-env.js';
 import { launchProcess, type LaunchedProcess } from './launch-process.js';
 import { instanceDirOf, reapOrphan } from './orphans.js';
@@ -33,13 +34,15 @@ export interface SpawnedInstance {
 /**
  * Spawns the process of an instance of a mapped image: its command line (the image's command, then
  * the instance's args) and health-check target checked first, its folder and its volumes' folders
- * created, a process a previous server left for the same id killed, its output.log capped. Every
- * refusal reads `cannot start image "<image>": <why>`.
+ * created, a process a previous server left for the same id killed, its output.log capped, the
+ * tenant's env screened (env-policy.ts). Every refusal reads `cannot start image "<image>": <why>`.
  */
 export async function spawnInstance(spec: InstanceSpec, image: ImageSpec, options: SpawnOptions): Promise<SpawnedInstance> {
   const { dataDir, logger } = options;
   const cannot = (why: string): Error => new Error(`cannot start image "${spec.image}": ${why}`);
 
+  if (image.tenantArgs === false && spec.args.trim() !== '')
+    throw cannot(`its mapping takes no args (tenantArgs: false) and this instance sets args "${spec.args}"; remove them`);
   let argv: string[];
   try {
     argv = [...image.command, ...splitArgs(spec.args)];
@@ -55,11 +58,12 @@ export async function spawnInstance(spec: InstanceSpec, image: ImageSpec, option
   }
 
   const dir = instanceDirOf(dataDir, spec.id);
-  await mkdir(dir, { recursive: true });
+  // 0700, as every folder of the data dir (store/data-dir-permissions.ts)
+  await mkdir(dir, { recursive: true, mode: 0o700 });
   await reap(spec.id, options);
   for (const volume of spec.volumes) {
     try {
-      await mkdir(volume.hostPath, { recursive: true });
+      await mkdir(volume.hostPath, { recursive: true, mode: 0o700 });
     } catch (err) {
       throw cannot(`cannot create the folder of volume ${volume.path} at ${volume.hostPath}: ${(err as Error).message}`);
     }
@@ -67,6 +71,11 @@ export async function spawnInstance(spec: InstanceSpec, image: ImageSpec, option
   const logPath = join(dir, 'output.log');
   await capLog(logPath, options.maxLogBytes).catch(() => false);
   const cwd = image.cwd ?? dir;
+  // The API refuses these; env stored before that rule, or reaching here by another path, must
+  // still never reach the process.
+  const screened = screenInstanceEnv(spec.env, image.tenantEnv);
+  if (screened.dropped.length > 0)
+    logger.warn({ instance: spec.id, image: spec.image, dropped: screened.dropped }, `dropped env variables the process runtime refuses: ${screened.dropped.join(', ')}`);
   let launched: LaunchedProcess;
   try {
     launched = await launchProcess({
@@ -74,7 +83,7 @@ export async function spawnInstance(spec: InstanceSpec, image: ImageSpec, option
       args: rest,
       cwd,
       logPath,
-      env: instanceEnv(spec, { hostEnv: process.env, imageEnv: image.env, instanceDir: dir }),
+      env: instanceEnv({ ...spec, env: screened.env }, { hostEnv: process.env, imageEnv: image.env, instanceDir: dir }),
       onError: (err) => logger.warn({ err, instance: spec.id }, 'instance process error'),
     });
   } catch (err) {

@@ -1,0 +1,64 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { deniedReason, screenInstanceEnv, tenantEnvRefusal } from './env-policy.js';
+
+test('variables that make a process load or run something else are denied, by family', () => {
+  for (const name of [
+    'LD_PRELOAD', 'LD_LIBRARY_PATH', 'LD_AUDIT', 'DYLD_INSERT_LIBRARIES', 'GCONV_PATH', 'GLIBC_TUNABLES', 'MALLOC_CHECK_', 'HOSTALIASES', 'RES_OPTIONS',
+    'LOCALDOMAIN', 'NLSPATH', 'LOCPATH', 'TZDIR', 'TMPDIR', 'PATH', 'HOME', 'SHELL', 'XDG_CONFIG_HOME',
+    'BASH_ENV', 'ENV', 'BASH_FUNC_x', 'SHELLOPTS', 'BASHOPTS', 'PS4', 'PROMPT_COMMAND', 'IFS', 'CDPATH', 'ZDOTDIR',
+    'NODE_OPTIONS', 'NODE_PATH', 'UV_THREADPOOL_SIZE', 'npm_config_script_shell', 'NPM_CONFIG_USERCONFIG', 'YARN_RC_FILENAME', 'COREPACK_NPM_REGISTRY', 'PIP_INDEX_URL',
+    'PYTHONPATH', 'PYTHONWARNINGS', 'PYTHONSTARTUP', 'PYTHONBREAKPOINT', 'PYTHONHOME', 'PERL5OPT', 'PERL5LIB', 'RUBYOPT', 'GEM_HOME', 'BUNDLE_GEMFILE',
+    'JAVA_TOOL_OPTIONS', '_JAVA_OPTIONS', 'JDK_JAVA_OPTIONS', 'CLASSPATH', 'LUA_INIT', 'TCLLIBPATH', 'GIT_SSH_COMMAND', 'GIT_CONFIG_COUNT',
+    'OPENSSL_CONF', 'BROWSER', 'EDITOR', 'VISUAL', 'PAGER', 'LESSOPEN', 'LESSCLOSE', 'LESS', 'TERMINFO', 'TERMINFO_DIRS', 'SSH_ASKPASS',
+    'CC', 'CFLAGS', 'MAKEFILES', 'NCCL_NET_PLUGIN', 'GTK_MODULES',
+  ]) {
+    assert.notEqual(deniedReason(name), null, `${name} must be denied`);
+  }
+});
+
+test('a denied name is denied whatever its case', () => {
+  assert.notEqual(deniedReason('node_options'), null);
+  assert.notEqual(deniedReason('Ld_Preload'), null);
+});
+
+test('ordinary names, and the flag-only members of denied families that templates set, are allowed', () => {
+  for (const name of ['MODEL_NAME', 'HF_TOKEN', 'LOG_LEVEL', 'PORT', 'TZ', 'LANG', 'LC_ALL', 'NODE_ENV', 'PYTHONUNBUFFERED', 'PYTHONDONTWRITEBYTECODE', 'PYTHONIOENCODING', 'PUBLIC_KEY', 'JUPYTER_PASSWORD', 'NCCL_DEBUG', 'SSL_CERT_FILE', 'HTTPS_PROXY', 'RUNPOD_DEBUG_LEVEL']) {
+    assert.equal(deniedReason(name), null, `${name} must be allowed`);
+  }
+});
+
+test('a name that is not a plain identifier is denied', () => {
+  for (const name of ['BASH_FUNC_f%%', 'A-B', '1ABC', 'A=B', '', 'A B', 'Ä']) assert.notEqual(deniedReason(name), null, JSON.stringify(name));
+});
+
+test('a tenant may not set the variables the platform sets for an instance', () => {
+  for (const name of ['GANTRY_INSTANCE_ID', 'RUNPOD_AI_API_KEY', 'RUNPOD_WEBHOOK_GET_JOB', 'RUNPOD_POD_ID', 'CUDA_VISIBLE_DEVICES', 'RUNPOD_TCP_PORT_22'])
+    assert.equal(tenantEnvRefusal({ [name]: 'x' })?.name, name);
+});
+
+test('the refusal names the first refused variable and says why', () => {
+  assert.deepEqual(tenantEnvRefusal({ OK: '1', NODE_OPTIONS: '--require=/tmp/evil.cjs' }), {
+    name: 'NODE_OPTIONS',
+    reason: 'Node.js or a package manager reads it as options, module paths or where to fetch code from',
+  });
+  assert.equal(tenantEnvRefusal({ OK: '1' }), null);
+});
+
+test("an image's tenantEnv narrows the names a tenant may set but never re-allows a denied one", () => {
+  const allow = ['MODEL_*', 'LOG_LEVEL', 'NODE_OPTIONS'];
+  assert.equal(tenantEnvRefusal({ MODEL_NAME: 'x', LOG_LEVEL: 'debug' }, allow), null);
+  assert.equal(tenantEnvRefusal({ HF_TOKEN: 'x' }, allow)?.name, 'HF_TOKEN');
+  assert.match(tenantEnvRefusal({ HF_TOKEN: 'x' }, allow)!.reason, /tenantEnv allow-list \(MODEL_\*, LOG_LEVEL, NODE_OPTIONS\)/);
+  assert.equal(tenantEnvRefusal({ NODE_OPTIONS: '--inspect' }, allow)?.name, 'NODE_OPTIONS');
+  assert.equal(tenantEnvRefusal({ LOG_LEVELS: 'x' }, allow)?.name, 'LOG_LEVELS');
+});
+
+test('the spawn-time screen drops refused variables and keeps the platform variables of the same map', () => {
+  const { env, dropped } = screenInstanceEnv(
+    { LD_PRELOAD: '/tmp/x.so', PATH: '/tmp', MODEL: 'm', OTHER: 'o', RUNPOD_WEBHOOK_GET_JOB: 'http://x', RUNPOD_AI_API_KEY: 'k', 'BAD-NAME': '1' },
+    ['MODEL'],
+  );
+  assert.deepEqual(env, { MODEL: 'm', RUNPOD_WEBHOOK_GET_JOB: 'http://x', RUNPOD_AI_API_KEY: 'k' });
+  assert.deepEqual(dropped, ['LD_PRELOAD', 'PATH', 'OTHER', 'BAD-NAME']);
+});

@@ -1,0 +1,202 @@
+/**
+ * Which variables of a tenant's `env` the process runtime lets reach a process. An instance of the
+ * process runtime is a process of the server's own user: a variable read by the dynamic loader, a
+ * shell, an interpreter or a program a library spawns can make it run something other than the
+ * mapped command — and from there read the secret key and the database. Such variables are
+ * refused at the API (400 ENV_NOT_ALLOWED) and dropped again at spawn.
+ *
+ * A name must be a plain identifier, not a platform variable, and in no family below. A deny list
+ * cannot know every program an operator maps; families are therefore denied by prefix wherever the
+ * program reads a family, names are compared case-insensitively (npm folds case; a lowercase twin
+ * is never needed), and an operator can narrow further per image (`images.<ref>.tenantEnv`).
+ * The Docker runtime isolates env inside a container and does not use this list.
+ */
+
+import type { EnvRefusal } from '../runtime.js';
+
+/** `NAME=value` must survive `execve`, and shells drop anything else (`BASH_FUNC_f%%`, `A-B`). */
+const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_]*$/;
+
+interface Rule {
+  /** exact names, upper case */
+  names?: readonly string[];
+  /** name prefixes, upper case */
+  prefixes?: readonly string[];
+  pattern?: RegExp;
+  reason: string;
+}
+
+const RULES: readonly Rule[] = [
+  {
+    // glibc ld.so: LD_PRELOAD / LD_AUDIT / LD_LIBRARY_PATH load any shared object. The names are
+    // glibc's own secure-mode list (sysdeps/generic/unsecvars.h): what it strips for setuid
+    // programs because each loads code or data from a path the caller picks (gconv modules, NSS
+    // host aliases, resolver options, message catalogs, locales, zoneinfo, malloc tracing),
+    // plus GLIBC_TUNABLES (CVE-2023-4911) and macOS's DYLD_* twins.
+    prefixes: ['LD_', 'DYLD_', 'MALLOC_'],
+    names: ['GCONV_PATH', 'GETCONF_DIR', 'GLIBC_TUNABLES', 'HOSTALIASES', 'LOCALDOMAIN', 'LOCPATH', 'NIS_PATH', 'NLSPATH', 'RESOLV_HOST_CONF', 'RES_OPTIONS', 'TMPDIR', 'TZDIR'],
+    reason: 'the dynamic loader or the C library reads it to load code or files from a path it names',
+  },
+  {
+    // Which program runs and where its dotfiles come from: PATH picks every command looked up by
+    // name; HOME and XDG_* pick ~/.bashrc, ~/.gitconfig, ~/.npmrc, Python's user site (*.pth
+    // lines run code); SHELL is what many libraries spawn commands through.
+    names: ['PATH', 'HOME', 'SHELL'],
+    prefixes: ['XDG_'],
+    reason: 'it decides which program runs or where a program reads its start-up files from',
+  },
+  {
+    // bash, sh, zsh: BASH_ENV / ENV name a file a non-interactive / POSIX shell sources;
+    // BASH_FUNC_* are exported functions; SHELLOPTS+PS4 run a command substitution under xtrace;
+    // PS0-PS4 and PROMPT_COMMAND are expanded (commands included); IFS and CDPATH change how
+    // scripts split words and resolve `cd`; ZDOTDIR and FPATH pick zsh's start-up and function files.
+    prefixes: ['BASH_'],
+    names: ['ENV', 'BASHOPTS', 'SHELLOPTS', 'PS0', 'PS1', 'PS2', 'PS3', 'PS4', 'PROMPT_COMMAND', 'IFS', 'CDPATH', 'GLOBIGNORE', 'ZDOTDIR', 'FPATH'],
+    reason: 'a shell reads it to run commands or source a file',
+  },
+  {
+    // Node: NODE_OPTIONS=--import=data:… / --require runs code before the program; NODE_PATH
+    // changes what `require` finds. UV_* tunes libuv and configures the `uv` Python tool
+    // (UV_INDEX_URL installs packages from elsewhere). Package managers take their whole config
+    // from the environment: npm_config_script_shell, YARN_YARN_PATH, COREPACK_NPM_REGISTRY
+    // (which package manager binary is downloaded), PIP_INDEX_URL / PIP_CONFIG_FILE; Deno's
+    // DENO_DIR is its compiled-module cache; BUN_OPTIONS takes `--preload`.
+    prefixes: ['NODE_', 'UV_', 'NPM_CONFIG_', 'YARN_', 'COREPACK_', 'PIP_', 'DENO_', 'BUN_'],
+    reason: 'Node.js or a package manager reads it as options, module paths or where to fetch code from',
+  },
+  {
+    // Python: PYTHONPATH / PYTHONHOME / PYTHONUSERBASE pick modules; PYTHONWARNINGS imports the
+    // module a warning category names (with BROWSER set, `antigravity` runs a command);
+    // PYTHONBREAKPOINT imports any callable; PYTHONSTARTUP runs a file. The flag-only members
+    // (see SAFE below) are allowed.
+    prefixes: ['PYTHON'],
+    reason: 'Python reads it to import modules or run code at start-up',
+  },
+  {
+    // Perl (PERL5OPT=-Mmodule, PERL5DB runs debugger code, PERL5LIB), Ruby (RUBYOPT=-r,
+    // RUBYLIB; GEM_* and BUNDLE_* — a Gemfile is Ruby code, BUNDLE_GEMFILE picks it), Lua
+    // (LUA_INIT runs a chunk), Tcl/Tk (TCLLIBPATH, TCL_LIBRARY, TK_LIBRARY).
+    prefixes: ['PERL', 'RUBY', 'GEM_', 'BUNDLE', 'LUA_', 'TCL', 'TK_LIBRARY'],
+    reason: 'an interpreter reads it to load modules or run code at start-up',
+  },
+  {
+    // JVM: JAVA_TOOL_OPTIONS / _JAVA_OPTIONS / JDK_JAVA_OPTIONS take -javaagent; CLASSPATH;
+    // JAVA_HOME / JAVA_OPTS, MAVEN_OPTS, GRADLE_OPTS and GRADLE_USER_HOME (init scripts) are
+    // read by launcher scripts.
+    prefixes: ['JAVA_', 'MAVEN_', 'GRADLE_'],
+    names: ['_JAVA_OPTIONS', 'JDK_JAVA_OPTIONS', 'CLASSPATH'],
+    reason: 'the JVM or its launcher scripts read it as options, agents or class paths',
+  },
+  {
+    // Build tools a worker may run on start (pip building a C extension, make): CC and friends
+    // are the programs run; gcc's -wrapper and -fplugin in *FLAGS run or load anything; make
+    // reads MAKEFILES and MAKEFLAGS; CMake's *_COMPILER_LAUNCHER.
+    names: ['CC', 'CXX', 'CPP', 'LD', 'AR', 'AS', 'FC', 'CFLAGS', 'CXXFLAGS', 'CPPFLAGS', 'LDFLAGS', 'LIBRARY_PATH', 'MAKEFLAGS', 'MAKEFILES', 'MFLAGS', 'GNUMAKEFLAGS'],
+    prefixes: ['CMAKE_'],
+    reason: 'build tools run it as a program or read it as compiler options that can run programs',
+  },
+  {
+    // Programs libraries spawn on the value's say: Python's webbrowser runs BROWSER; git, man,
+    // less, editors and pagers run EDITOR, VISUAL, PAGER, MANPAGER; less runs LESSOPEN /
+    // LESSCLOSE and takes `+!command` in LESS; SSH/sudo run *_ASKPASS; git runs GIT_SSH_COMMAND,
+    // GIT_EXTERNAL_DIFF, core.fsmonitor from GIT_CONFIG_*, hooks from GIT_TEMPLATE_DIR.
+    prefixes: ['GIT_', 'LESS'],
+    names: ['BROWSER', 'EDITOR', 'VISUAL', 'PAGER', 'MANPAGER', 'MANOPT', 'SSH_ASKPASS', 'SSH_ASKPASS_REQUIRE', 'SUDO_ASKPASS'],
+    reason: 'a library or tool runs its value as a command',
+  },
+  {
+    // Plug-in loaders: OPENSSL_CONF loads engines and providers (shared objects), as do
+    // OPENSSL_ENGINES / OPENSSL_MODULES; KRB5_CONFIG and SASL_PATH load plug-ins (libpq and
+    // LDAP clients use them); GTK_MODULES, GIO_EXTRA_MODULES, GST_PLUGIN_* (GST_PLUGIN_SCANNER
+    // is a program), Qt's plug-in paths; NCCL's *_PLUGIN names a shared object to load;
+    // ncurses parses terminal descriptions from TERMINFO / TERMCAP.
+    prefixes: ['OPENSSL_', 'KRB5', 'GST_PLUGIN', 'TERMINFO'],
+    names: ['SASL_PATH', 'GTK_MODULES', 'GTK_PATH', 'GIO_EXTRA_MODULES', 'QT_PLUGIN_PATH', 'QT_QPA_PLATFORM_PLUGIN_PATH', 'TERMCAP'],
+    pattern: /^NCCL_\w*PLUGIN$/,
+    reason: 'a library loads a plug-in or shared object from the path it names',
+  },
+];
+
+/** Members of a denied family that are switches or numbers only, and that templates commonly set. */
+const SAFE = new Set([
+  // a mode string read by libraries; nothing is loaded from it
+  'NODE_ENV',
+  // Python flags: unbuffered output, no .pyc, UTF-8 mode, hash seed, fault handler; and the
+  // stdio codec name, which the `encodings` package resolves only among its own submodules
+  'PYTHONUNBUFFERED',
+  'PYTHONDONTWRITEBYTECODE',
+  'PYTHONUTF8',
+  'PYTHONHASHSEED',
+  'PYTHONFAULTHANDLER',
+  'PYTHONIOENCODING',
+]);
+
+/**
+ * Names the platform sets for an instance (instance-env.ts, the pod and worker specs). A tenant's
+ * value would be overwritten, or, for the worker protocol's, would point the worker elsewhere:
+ * refused rather than silently ignored.
+ */
+const PLATFORM_PREFIXES = ['GANTRY_', 'RUNPOD_WEBHOOK_', 'RUNPOD_TCP_PORT_'];
+const PLATFORM_NAMES = new Set([
+  'RUNPOD_POD_ID',
+  'RUNPOD_POD_HOSTNAME',
+  'RUNPOD_DC_ID',
+  'RUNPOD_GPU_COUNT',
+  'RUNPOD_CPU_COUNT',
+  'RUNPOD_PUBLIC_IP',
+  'RUNPOD_VOLUME_PATH',
+  'RUNPOD_AI_API_KEY',
+  'RUNPOD_ENDPOINT_ID',
+  'RUNPOD_PING_INTERVAL',
+  'CUDA_VISIBLE_DEVICES',
+  'NVIDIA_VISIBLE_DEVICES',
+]);
+
+/** Whether the platform sets `name` itself for every instance. */
+export const isPlatformVariable = (name: string): boolean => PLATFORM_NAMES.has(name) || PLATFORM_PREFIXES.some((p) => name.startsWith(p));
+
+/** Why `name` may not be set by a tenant whatever its image, or null when it may. */
+export function deniedReason(name: string): string | null {
+  if (!IDENTIFIER.test(name)) return 'a variable name is letters, digits and "_", not starting with a digit';
+  const upper = name.toUpperCase();
+  if (SAFE.has(upper)) return null;
+  for (const rule of RULES) {
+    if (rule.names?.includes(upper) || rule.prefixes?.some((p) => upper.startsWith(p)) || rule.pattern?.test(upper)) return rule.reason;
+  }
+  return null;
+}
+
+/** Whether `name` matches one of an image's `tenantEnv` patterns (`NAME`, or `PREFIX*`). */
+export const matchesAllowList = (name: string, patterns: readonly string[]): boolean =>
+  patterns.some((p) => (p.endsWith('*') ? name.startsWith(p.slice(0, -1)) : name === p));
+
+/**
+ * The first variable of a tenant's `env` the process runtime refuses, or null. `allow` is the
+ * image's `tenantEnv` (undefined: any name the deny rules leave).
+ */
+export function tenantEnvRefusal(env: Record<string, string>, allow?: readonly string[]): EnvRefusal | null {
+  for (const name of Object.keys(env)) {
+    if (isPlatformVariable(name)) return { name, reason: 'the platform sets it for every instance' };
+    const denied = deniedReason(name);
+    if (denied) return { name, reason: denied };
+    if (allow && !matchesAllowList(name, allow)) return { name, reason: `the image's tenantEnv allow-list (${allow.join(', ') || 'empty'}) does not include it` };
+  }
+  return null;
+}
+
+/**
+ * The spawn-time screen, defence in depth behind the API's refusal: an instance's env less every
+ * variable a tenant could not have set (stored before the rule, or arriving by a path the API does
+ * not check), and the names dropped. The platform's own variables pass: the pod and worker specs
+ * carry them in the same map.
+ */
+export function screenInstanceEnv(env: Record<string, string>, allow?: readonly string[]): { env: Record<string, string>; dropped: string[] } {
+  const kept: Record<string, string> = {};
+  const dropped: string[] = [];
+  for (const [name, value] of Object.entries(env)) {
+    const platform = isPlatformVariable(name);
+    if (deniedReason(name) !== null || (!platform && allow && !matchesAllowList(name, allow))) dropped.push(name);
+    else kept[name] = value;
+  }
+  return { env: kept, dropped };
+}
