@@ -6,7 +6,7 @@ import { openTestDb, type TestDb } from '../../test/support/harness.js';
 import { startReceiver, type WebhookReceiver } from '../../test/support/webhook-receiver.js';
 import { FakeClock } from '../domain/clock.js';
 import { JobStore } from '../store/job-store.js';
-import { WebhookDispatcher, type FetchLike } from './webhook-dispatcher.js';
+import { UNREACHABLE, WebhookDispatcher, type FetchLike } from './webhook-dispatcher.js';
 
 const silent = pino({ level: 'silent' });
 
@@ -60,12 +60,12 @@ describe('WebhookDispatcher', () => {
     assert.equal((await d.deliveriesFor('job-0'))[0]?.lastError, 'the receiver answered HTTP 302');
   });
 
-  test('a receiver that does not answer within the timeout counts as a failed attempt', async () => {
+  test('a receiver that does not answer within the timeout counts as a failed attempt, recorded as unreachable', async () => {
     receiver.hang = true;
     await enqueue(1);
     const d = make({ config: { timeoutMs: 150 } });
     assert.deepEqual(await d.dispatchDue(), { delivered: 0, retrying: 1, failed: 0 });
-    assert.equal((await d.deliveriesFor('job-0'))[0]?.lastError, 'no answer within 150 ms');
+    assert.equal((await d.deliveriesFor('job-0'))[0]?.lastError, UNREACHABLE);
   });
 
   test('at most `concurrency` calls are in flight at once, and every due delivery is sent', async () => {
@@ -79,7 +79,7 @@ describe('WebhookDispatcher', () => {
       return { status: 200, body: null };
     };
     await enqueue(40);
-    const result = await make({ fetch, config: { concurrency: 4 } }).dispatchDue();
+    const result = await make({ fetch, config: { concurrency: 4, perAccountConcurrency: 8, perReceiverConcurrency: 8 } }).dispatchDue();
     assert.equal(result.delivered, 40);
     assert.equal(peak, 4);
   });
