@@ -8,12 +8,11 @@
  * The account count for `auto`: accounts are never deleted, so once there are two the answer is
  * "deny" for good and never counted again. While there is one, the count is taken again before a
  * non-public address is allowed (one COUNT over a one-row table, only for such deliveries), so the
- * first delivery after a second account is created is already refused. The submit-time check
- * reads the last known answer without waiting and refreshes it in the background.
+ * first delivery after a second account is created is already refused. Public addresses and
+ * multi-account deployments never count.
  */
 import type { WebhookConfig } from '../config.js';
-import type { Clock } from '../domain/clock.js';
-import { nonPublicKind } from '../domain/ip-address.js';
+import { nonPublicKind, type NonPublicKind } from '../domain/ip-address.js';
 
 export type PrivateAddressMode = WebhookConfig['privateAddresses'];
 
@@ -26,26 +25,23 @@ export interface WebhookAddressPolicyDeps {
   mode: PrivateAddressMode;
   /** How many accounts the deployment has (for `auto`). */
   countAccounts: () => Promise<number>;
-  clock: Clock;
-  /** How long the submit-time check trusts a "single account" answer before recounting. @default 30000 */
-  recheckMs?: number;
 }
 
 const SETTING = 'serverless.webhooks.privateAddresses';
 
+const literalRefusal = (address: string, kind: NonPublicKind): string =>
+  `webhook address ${address} is ${kind}; this deployment refuses private webhook receivers (${SETTING})`;
+
 export class WebhookAddressPolicy {
   readonly mode: PrivateAddressMode;
   readonly #deps: WebhookAddressPolicyDeps;
-  readonly #recheckMs: number;
   /** `auto`: more than one account was seen (for good: accounts are never deleted). */
   #multiAccount = false;
-  #countedAt = Number.NEGATIVE_INFINITY;
   #counting: Promise<boolean> | null = null;
 
   constructor(deps: WebhookAddressPolicyDeps) {
     this.#deps = deps;
     this.mode = deps.mode;
-    this.#recheckMs = deps.recheckMs ?? 30_000;
   }
 
   /**
@@ -57,28 +53,10 @@ export class WebhookAddressPolicy {
     const refused = addresses.map((address) => ({ address, kind: nonPublicKind(address) })).find((a) => a.kind !== null);
     if (!refused || this.mode === 'allow') return null;
     if (this.mode === 'auto' && !(await this.#countNow().catch(() => true))) return null;
-    const literal = addresses.length === 1 && host === refused.address;
     // For a host name, the address it resolved to is not repeated: a tenant must not be able to
     // map the operator's internal DNS through refusal messages.
-    return literal
-      ? `webhook address ${refused.address} is ${refused.kind}; this deployment refuses private webhook receivers (${SETTING})`
-      : `webhook host ${host} resolves to an address that is ${refused.kind}; this deployment refuses private webhook receivers (${SETTING})`;
-  }
-
-  /**
-   * The submit-time answer, without waiting: whether non-public addresses are refused as far as
-   * is known now. A stale `auto` answer is refreshed in the background (the send-time check is
-   * the real guard).
-   */
-  refusesPrivateNow(): boolean {
-    if (this.mode !== 'auto') return this.mode === 'deny';
-    if (!this.#multiAccount && this.#deps.clock.now() - this.#countedAt >= this.#recheckMs) void this.#countNow().catch(() => undefined);
-    return this.#multiAccount;
-  }
-
-  /** Takes the account count now (for `auto`), so the submit-time check starts warm. */
-  async warm(): Promise<void> {
-    if (this.mode === 'auto') await this.#countNow().catch(() => undefined);
+    if (addresses.length === 1 && host === refused.address) return literalRefusal(refused.address, refused.kind!);
+    return `webhook host ${host} resolves to an address that is ${refused.kind}; this deployment refuses private webhook receivers (${SETTING})`;
   }
 
   /** `auto`: whether the deployment has more than one account, counting unless that is known. */
@@ -88,7 +66,6 @@ export class WebhookAddressPolicy {
     this.#counting ??= this.#deps
       .countAccounts()
       .then((n) => {
-        this.#countedAt = this.#deps.clock.now();
         if (n > 1) this.#multiAccount = true;
         return this.#multiAccount;
       })

@@ -127,7 +127,7 @@ export class WebhookDispatcher {
     this.#logger = deps.logger;
     this.#events = deps.events;
     const accounts = new AccountStore(deps.db);
-    this.addressPolicy = deps.addressPolicy ?? new WebhookAddressPolicy({ mode: this.config.privateAddresses, clock: deps.clock, countAccounts: () => accounts.countAccounts() });
+    this.addressPolicy = deps.addressPolicy ?? new WebhookAddressPolicy({ mode: this.config.privateAddresses, countAccounts: () => accounts.countAccounts() });
     this.#fetch = deps.fetch ?? createWebhookFetch({ policy: this.addressPolicy, ...(deps.resolve ? { resolve: deps.resolve } : {}) });
     this.#lease = deps.lease ?? heldLease('webhooks');
   }
@@ -299,8 +299,20 @@ export class WebhookDispatcher {
   }
 
   async #post(d: WebhookDelivery): Promise<Outcome> {
-    const timeout = AbortSignal.timeout(this.config.timeoutMs);
-    const signal = AbortSignal.any([timeout, this.#shutdown.signal]);
+    // claimed while stop() ran: give it back untried
+    if (this.#shutdown.signal.aborted) return { ok: false, error: 'server shutdown', aborted: true, final: false };
+    // One controller per call, held strongly by the shutdown signal's listener and by the timer,
+    // so both aborts reach the call however little else refers to it (AbortSignal.any's sources
+    // hold the combined signal only weakly).
+    const call = new AbortController();
+    let timedOut = false;
+    const timer = setTimeout(() => {
+      timedOut = true;
+      call.abort(new DOMException(`no answer within ${this.config.timeoutMs} ms`, 'TimeoutError'));
+    }, this.config.timeoutMs);
+    const onShutdown = (): void => call.abort(this.#shutdown.signal.reason);
+    this.#shutdown.signal.addEventListener('abort', onShutdown, { once: true });
+    const signal = call.signal;
     try {
       const res = await this.#fetch(d.url, {
         method: 'POST',
@@ -321,8 +333,11 @@ export class WebhookDispatcher {
     } catch (err) {
       if (err instanceof WebhookAddressRefused) return { ok: false, error: err.message, aborted: false, final: true };
       if (this.#shutdown.signal.aborted) return { ok: false, error: 'server shutdown', aborted: true, final: false };
-      const cause = timeout.aborted ? `no answer within ${this.config.timeoutMs} ms` : `network error: ${describeNetworkError(err)}`;
+      const cause = timedOut ? `no answer within ${this.config.timeoutMs} ms` : `network error: ${describeNetworkError(err)}`;
       return { ok: false, error: UNREACHABLE, aborted: false, final: false, cause };
+    } finally {
+      clearTimeout(timer);
+      this.#shutdown.signal.removeEventListener('abort', onShutdown);
     }
   }
 
