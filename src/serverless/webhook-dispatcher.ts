@@ -34,6 +34,7 @@ import { AccountStore } from '../store/account-store.js';
 import { heldLease, type Lease } from '../store/leases.js';
 import { WebhookStore, type WebhookDelivery } from '../store/webhook-store.js';
 import { WebhookAddressPolicy, WebhookAddressRefused } from './webhook-address-policy.js';
+import { WebhookFairShare } from './webhook-fair-share.js';
 import { createWebhookFetch, type FetchLike, type ResolveLike } from './webhook-http.js';
 
 export type { WebhookDelivery } from '../store/webhook-store.js';
@@ -104,12 +105,8 @@ export class WebhookDispatcher {
   readonly #fetch: FetchLike;
   readonly #lease: Lease;
   readonly #inFlight = new Set<Promise<unknown>>();
-  /** Calls in flight per account and per receiver, for the fairness caps. */
-  readonly #accountCalls = new Map<string, number>();
-  readonly #receiverCalls = new Map<string, number>();
-  /** The account served last: the next round starts after it. */
-  #lastServed = '';
-  /** Claim rounds run one at a time (the counts above must not move under a round). */
+  readonly #share: WebhookFairShare;
+  /** Claim rounds run one at a time (the fair share must not move under a round but by its own claims). */
   #filling: Promise<unknown> = Promise.resolve();
   /** Aborts in-flight calls on stop(). */
   readonly #shutdown = new AbortController();
@@ -130,6 +127,7 @@ export class WebhookDispatcher {
     this.addressPolicy = deps.addressPolicy ?? new WebhookAddressPolicy({ mode: this.config.privateAddresses, countAccounts: () => accounts.countAccounts() });
     this.#fetch = deps.fetch ?? createWebhookFetch({ policy: this.addressPolicy, ...(deps.resolve ? { resolve: deps.resolve } : {}) });
     this.#lease = deps.lease ?? heldLease('webhooks');
+    this.#share = new WebhookFairShare({ perAccount: this.config.perAccountConcurrency, perReceiver: this.config.perReceiverConcurrency });
   }
 
   /** Subscribes to finished jobs, polls for due retries, and delivers what is already due (a restart). */
@@ -227,44 +225,31 @@ export class WebhookDispatcher {
    * receivers at their cap, and starts its call. Answers the calls started.
    */
   async #fill(now: number, onOutcome?: (outcome: keyof DispatchResult) => void): Promise<Array<Promise<void>>> {
-    const { concurrency, perAccountConcurrency, perReceiverConcurrency, timeoutMs, maxAttempts } = this.config;
+    const { concurrency, timeoutMs, maxAttempts } = this.config;
     const started: Array<Promise<void>> = [];
     if (this.#stopped || this.#inFlight.size >= concurrency) return started;
-    const callsOf = (account: string): number => this.#accountCalls.get(account) ?? 0;
-    const due = await this.store.dueAccounts(now);
-    const turn = due.findIndex((a) => a > this.#lastServed);
-    const queue = (turn < 0 ? due : [...due.slice(turn), ...due.slice(0, turn)]).filter((a) => callsOf(a) < perAccountConcurrency);
+    const queue = this.#share.turnOrder(await this.store.dueAccounts(now));
     while (queue.length > 0 && this.#inFlight.size < concurrency && !this.#stopped) {
-      let pick = 0;
-      for (let i = 1; i < queue.length; i++) if (callsOf(queue[i]!) < callsOf(queue[pick]!)) pick = i;
-      const account = queue.splice(pick, 1)[0]!;
-      const skipReceivers = [...this.#receiverCalls].filter(([, n]) => n >= perReceiverConcurrency).map(([r]) => r);
-      const [delivery] = await this.store.claimDueFor(account, now, { limit: 1, leaseUntil: now + timeoutMs + LEASE_MARGIN_MS, maxAttempts, skipReceivers });
+      const account = this.#share.takeNext(queue)!;
+      const claim = { limit: 1, leaseUntil: now + timeoutMs + LEASE_MARGIN_MS, maxAttempts, skipReceivers: this.#share.fullReceivers() };
+      const [delivery] = await this.store.claimDueFor(account, now, claim);
       if (!delivery) continue; // nothing of this account can go now
-      this.#lastServed = account;
       started.push(this.#track(delivery, now, onOutcome));
-      if (callsOf(account) < perAccountConcurrency) queue.push(account);
+      if (this.#share.hasRoom(account)) queue.push(account);
     }
     return started;
   }
 
   /** Starts one claimed call, counted against its account's and receiver's caps until recorded. */
   #track(d: WebhookDelivery, claimedAt: number, onOutcome?: (outcome: keyof DispatchResult) => void): Promise<void> {
-    const bump = (map: Map<string, number>, key: string, by: number): void => {
-      const n = (map.get(key) ?? 0) + by;
-      if (n > 0) map.set(key, n);
-      else map.delete(key);
-    };
-    bump(this.#accountCalls, d.accountId, 1);
-    bump(this.#receiverCalls, d.receiver, 1);
+    this.#share.started(d.accountId, d.receiver);
     const call = this.#deliver(d, claimedAt)
       .then((outcome) => {
         if (outcome) onOutcome?.(outcome);
       })
       .catch((err: unknown) => this.#logger.warn({ delivery: d.id, err: (err as Error).message }, 'recording a webhook attempt failed; it is retried after its lease'))
       .finally(() => {
-        bump(this.#accountCalls, d.accountId, -1);
-        bump(this.#receiverCalls, d.receiver, -1);
+        this.#share.ended(d.accountId, d.receiver);
         this.#inFlight.delete(call);
         // a slot is free: a started dispatcher fills it at once
         if (this.#timer) this.wake();

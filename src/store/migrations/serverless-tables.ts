@@ -118,7 +118,7 @@ export const webhookDeliveriesByJob = (): string[] => [`CREATE INDEX webhook_del
 /**
  * Migration `0007-webhook-fairness`: deliveries carry their job's account and their receiver (the
  * URL's origin), so the dispatcher serves accounts in turn and caps calls per account and per
- * receiver. `webhook_deliveries_account_due (status, account_id, next_attempt_at)`: the accounts
+ * receiver. `webhook_deliveries_account_due (status, account_id, next_attempt_at, id)`: the accounts
  * with PENDING rows are found by skipping through it (one seek per account), and an account's due
  * rows are an index range in due order. Receivers of rows already pending are filled in by
  * `backfillWebhookReceivers`.
@@ -127,7 +127,7 @@ export const webhookFairness = (): string[] => [
   `ALTER TABLE webhook_deliveries ADD COLUMN account_id TEXT NOT NULL DEFAULT ''`,
   `ALTER TABLE webhook_deliveries ADD COLUMN receiver TEXT NOT NULL DEFAULT ''`,
   `UPDATE webhook_deliveries SET account_id = COALESCE((SELECT j.account_id FROM jobs j WHERE j.id = webhook_deliveries.job_id), '') WHERE status = 'PENDING'`,
-  `CREATE INDEX webhook_deliveries_account_due ON webhook_deliveries(status, account_id, next_attempt_at)`,
+  `CREATE INDEX webhook_deliveries_account_due ON webhook_deliveries(status, account_id, next_attempt_at, id)`,
 ];
 
 /**
