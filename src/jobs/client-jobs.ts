@@ -85,7 +85,9 @@ export class ClientJobs {
     const policy = normalizePolicy(isObject(body) ? body.policy : undefined, options.defaultExecutionTimeoutMs);
     if (!policy.ok) violations.push(...policy.violations);
     if (violations.length || !policy.ok) throw new ApiError('INVALID_PARAMETER', `The job request is invalid: ${violations.join('; ')}.`, { errors: violations });
-    if (typeof webhook === 'string') await this.#checkWebhookAddress(webhook);
+    const literal = typeof webhook === 'string' && this.#deps.webhookAddresses ? literalAddress(new URL(webhook)) : null;
+    // only a non-public IP literal waits on the policy (a public one or a host name costs no await)
+    if (literal !== null && nonPublicKind(literal) !== null) await this.#checkWebhookAddress(literal);
     const { sequence } = this.#deps;
     if (!sequence.seeded) await sequence.ensure();
     const createdAt = this.#deps.clock.now();
@@ -108,14 +110,10 @@ export class ClientJobs {
 
   /**
    * Tells the user at once that a webhook naming a refused IP literal would never be delivered.
-   * Courtesy only: host names are judged at send time, on the address the call connects to. Costs
-   * nothing for a public address (the policy looks no further).
+   * Courtesy only: host names are judged at send time, on the address the call connects to.
    */
-  async #checkWebhookAddress(webhook: string): Promise<void> {
-    const policy = this.#deps.webhookAddresses;
-    const address = policy ? literalAddress(new URL(webhook)) : null;
-    if (address === null || nonPublicKind(address) === null) return;
-    const refusal = await policy!.refusal(address, [address]);
+  async #checkWebhookAddress(address: string): Promise<void> {
+    const refusal = await this.#deps.webhookAddresses!.refusal(address, [address]);
     if (refusal) throw new ApiError('WEBHOOK_NOT_ALLOWED', `The job's webhook is not allowed: ${refusal}.`, { errors: [refusal] });
   }
 
