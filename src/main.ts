@@ -24,6 +24,7 @@ import { PostgresNotifyRelay } from './store/notify-relay.js';
 import type { JobRequestCounts } from './domain/job-rate-limits.js';
 import { Timekeeper } from './jobs/timekeeper.js';
 import { WebhookDispatcher } from './serverless/webhook-dispatcher.js';
+import { WebhookAddressPolicy } from './serverless/webhook-address-policy.js';
 import { Autoscaler } from './serverless/autoscaler.js';
 import { PodController } from './pods/pod-controller.js';
 import { ProcessRuntime } from './runtime/process/process-runtime.js';
@@ -91,11 +92,14 @@ export async function createServices(config: Config, overrides: ServiceOverrides
   const pods = new PodsService({ controller: podController, inventory, runtime, templates, volumes, registries, accounts, clock, config });
   const endpoints = new EndpointsService({ db, clock, templates, volumes, config, runtime });
   templates.addReferenceChecker(endpoints.templateReferenceChecker);
+  // One policy for the submit-time check and the dispatcher, so they share the account count.
+  const webhookAddresses = new WebhookAddressPolicy({ mode: config.serverless.webhooks.privateAddresses, countAccounts: () => accounts.store.countAccounts() });
   const jobs = new JobsService({
     db,
     clock,
     events,
     signals,
+    webhookAddresses,
     config: {
       retryBudget: config.jobs.retryBudget,
       maxBatchSize: config.jobs.maxBatchSize,
@@ -105,7 +109,15 @@ export async function createServices(config: Config, overrides: ServiceOverrides
   for (const warning of config.warnings) logger.warn(warning);
   const workers = new WorkersRegistry({ db, clock, deadRetentionMs: config.jobs.deadWorkerRetentionMs });
   const timekeeper = new Timekeeper({ jobs, workers, clock, logger: logger.child({ component: 'timekeeper' }), lease: leases.lease(LEASE_NAMES.timekeeper), config: config.jobs });
-  const webhooks = new WebhookDispatcher({ db, clock, events, logger: logger.child({ component: 'webhooks' }), lease: leases.lease(LEASE_NAMES.webhooks), config: config.serverless.webhooks });
+  const webhooks = new WebhookDispatcher({
+    db,
+    clock,
+    events,
+    logger: logger.child({ component: 'webhooks' }),
+    lease: leases.lease(LEASE_NAMES.webhooks),
+    config: config.serverless.webhooks,
+    addressPolicy: webhookAddresses,
+  });
   const autoscaler = new Autoscaler({
     db,
     clock,

@@ -8,6 +8,8 @@ import type { JobRecord, NewJob } from '../store/job-record.js';
 import type { JobStore } from '../store/job-store.js';
 import type { QueueStats } from '../store/queue-stats.js';
 import type { WebhookStore } from '../store/webhook-store.js';
+import { nonPublicKind } from '../domain/ip-address.js';
+import { literalAddress, webhookUrlViolation } from '../domain/webhook-url.js';
 import type { FinishedJobs } from './finished-jobs.js';
 import type { JobEventSink } from './job-events.js';
 import type { JobSequence } from './job-sequence.js';
@@ -45,6 +47,8 @@ export interface ClientJobsDeps {
   events: JobEventSink;
   sequence: JobSequence;
   finished: FinishedJobs;
+  /** The webhook address policy, for the submit-time check of IP literals. @default none: no submit-time check */
+  webhookAddresses?: { refusal(host: string, addresses: readonly string[]): Promise<string | null> };
   /** Sizing of the submissions' group commit. */
   batching: Pick<GroupCommitOptions<unknown, unknown>, 'maxBatchSize' | 'concurrency'>;
 }
@@ -68,18 +72,22 @@ export class ClientJobs {
   /**
    * Queues a job (`/run`, and `/runsync` with `sync`). Resolves after the job is committed.
    * @throws ApiError INVALID_PARAMETER (400) listing each violation of `input`, `webhook`, `policy`, `s3Config`
+   * @throws ApiError WEBHOOK_NOT_ALLOWED (400) when `webhook` names an IP address the webhook policy refuses
    */
   async submit(endpointId: string, accountId: string, body: SubmitBody, options: SubmitOptions = {}): Promise<{ id: string; status: 'IN_QUEUE' }> {
     const violations: string[] = [];
     if (!isObject(body) || body.input === undefined) violations.push('input is required');
     const webhook = isObject(body) ? body.webhook : undefined;
-    if (webhook !== undefined && webhook !== null && (typeof webhook !== 'string' || !/^https?:\/\/\S+$/i.test(webhook)))
-      violations.push('webhook must be an http(s) URL');
+    const webhookProblem = webhook === undefined || webhook === null ? null : webhookUrlViolation(webhook);
+    if (webhookProblem) violations.push(webhookProblem);
     const s3Config = isObject(body) ? body.s3Config : undefined;
     if (s3Config !== undefined && s3Config !== null && !isObject(s3Config)) violations.push('s3Config must be an object');
     const policy = normalizePolicy(isObject(body) ? body.policy : undefined, options.defaultExecutionTimeoutMs);
     if (!policy.ok) violations.push(...policy.violations);
     if (violations.length || !policy.ok) throw new ApiError('INVALID_PARAMETER', `The job request is invalid: ${violations.join('; ')}.`, { errors: violations });
+    const literal = typeof webhook === 'string' && this.#deps.webhookAddresses ? literalAddress(new URL(webhook)) : null;
+    // only a non-public IP literal waits on the policy (a public one or a host name costs no await)
+    if (literal !== null && nonPublicKind(literal) !== null) await this.#checkWebhookAddress(literal);
     const { sequence } = this.#deps;
     if (!sequence.seeded) await sequence.ensure();
     const createdAt = this.#deps.clock.now();
@@ -98,6 +106,15 @@ export class ClientJobs {
     await this.#submits.add(job);
     this.#deps.events.emit('job:queued', { endpointId, jobId: job.id, lowPriority: job.policy.lowPriority });
     return { id: job.id, status: 'IN_QUEUE' };
+  }
+
+  /**
+   * Tells the user at once that a webhook naming a refused IP literal would never be delivered.
+   * Courtesy only: host names are judged at send time, on the address the call connects to.
+   */
+  async #checkWebhookAddress(address: string): Promise<void> {
+    const refusal = await this.#deps.webhookAddresses!.refusal(address, [address]);
+    if (refusal) throw new ApiError('WEBHOOK_NOT_ALLOWED', `The job's webhook is not allowed: ${refusal}.`, { errors: [refusal] });
   }
 
   /** `/runsync`: submits, then waits up to `waitMs` for a terminal state; answers the job as it is then. */

@@ -39,7 +39,7 @@ export class FinishedJobs {
     return jobs.flatMap((job) => {
       if (!job || (job.status !== 'COMPLETED' && job.status !== 'FAILED' && job.status !== 'TIMED_OUT')) return [];
       const payload = toWebhookPayload(job);
-      return payload ? [{ id: newId(20), jobId: job.id, url: payload.webhook, payloadJson: JSON.stringify(payload) }] : [];
+      return payload ? [{ id: newId(20), jobId: job.id, accountId: job.accountId, url: payload.webhook, payloadJson: JSON.stringify(payload) }] : [];
     });
   }
 

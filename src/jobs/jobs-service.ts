@@ -2,7 +2,7 @@ import type { Clock } from '../domain/clock.js';
 import type { Db } from '../store/database.js';
 import type { GroupCommit } from '../store/group-commit.js';
 import { JobStore } from '../store/job-store.js';
-import { ClientJobs } from './client-jobs.js';
+import { ClientJobs, type ClientJobsDeps } from './client-jobs.js';
 import { FinishedJobs } from './finished-jobs.js';
 import { JobEvents, type JobEventSink } from './job-events.js';
 import { JobSequence } from './job-sequence.js';
@@ -20,6 +20,8 @@ export interface JobsServiceDeps {
   events?: JobEventSink;
   /** @default private in-process signals (pass shared ones to plug a cross-replica relay in) */
   signals?: JobSignals;
+  /** The webhook address policy, for the submit-time check. @default none */
+  webhookAddresses?: ClientJobsDeps['webhookAddresses'];
 }
 
 /**
@@ -51,7 +53,7 @@ export class JobsService {
     const sequence = new JobSequence({ store, clock });
     const finished = new FinishedJobs({ store, clock, signals, events });
     const batching = { maxBatchSize: this.config.maxBatchSize, concurrency: this.config.commitConcurrency };
-    this.#client = new ClientJobs({ store, webhooks: new WebhookStore(db), clock, signals, events, sequence, finished, batching });
+    this.#client = new ClientJobs({ store, webhooks: new WebhookStore(db), clock, signals, events, sequence, finished, batching, webhookAddresses: deps.webhookAddresses });
     this.#worker = new WorkerJobs({ db, store, clock, signals, sequence, finished, retryBudget: this.config.retryBudget, batching });
     this.#sweeper = new JobSweeper({ db, store, clock, signals, finished, sweepLimit: this.config.sweepLimit });
   }

@@ -6,7 +6,8 @@ import { openTestDb, type TestDb } from '../../test/support/harness.js';
 import { startReceiver, type WebhookReceiver } from '../../test/support/webhook-receiver.js';
 import { FakeClock } from '../domain/clock.js';
 import { JobStore } from '../store/job-store.js';
-import { WebhookDispatcher, type FetchLike } from './webhook-dispatcher.js';
+import { UNREACHABLE, WebhookDispatcher, type FetchLike } from './webhook-dispatcher.js';
+import type { ResolveLike } from './webhook-http.js';
 
 const silent = pino({ level: 'silent' });
 
@@ -60,12 +61,43 @@ describe('WebhookDispatcher', () => {
     assert.equal((await d.deliveriesFor('job-0'))[0]?.lastError, 'the receiver answered HTTP 302');
   });
 
-  test('a receiver that does not answer within the timeout counts as a failed attempt', async () => {
+  test('a receiver that does not answer within the timeout counts as a failed attempt, recorded as unreachable', async () => {
     receiver.hang = true;
     await enqueue(1);
     const d = make({ config: { timeoutMs: 150 } });
     assert.deepEqual(await d.dispatchDue(), { delivered: 0, retrying: 1, failed: 0 });
-    assert.equal((await d.deliveriesFor('job-0'))[0]?.lastError, 'no answer within 150 ms');
+    assert.equal((await d.deliveriesFor('job-0'))[0]?.lastError, UNREACHABLE);
+  });
+
+  test('a receiver the address policy refuses fails at once with the reason, and is never called or retried', async () => {
+    await enqueue(1, 'http://hooks.internal:8080/hook');
+    const resolve: ResolveLike = async () => [{ address: '10.0.0.5', family: 4 }];
+    const d = make({ resolve, config: { privateAddresses: 'deny' } });
+    assert.deepEqual(await d.dispatchDue(), { delivered: 0, retrying: 0, failed: 1 });
+    const [row] = await d.deliveriesFor('job-0');
+    assert.equal(row?.status, 'FAILED');
+    assert.equal(row?.attempts, 1);
+    assert.equal(row?.lastError, 'webhook host hooks.internal resolves to an address that is private; this deployment refuses private webhook receivers (serverless.webhooks.privateAddresses)');
+    clock.advance(60_000);
+    assert.deepEqual(await d.dispatchDue(), { delivered: 0, retrying: 0, failed: 0 });
+  });
+
+  test('a closed port and a receiver that never answers leave the same error (port state is not revealed)', async () => {
+    const closed = await startReceiver();
+    const closedUrl = closed.url;
+    await closed.close();
+    receiver.hang = true;
+    await new JobStore(t.db).insertWebhookDeliveries(
+      [
+        { id: 'to-closed', jobId: 'job-closed', url: `${closedUrl}/hook`, payloadJson: '{}' },
+        { id: 'to-silent', jobId: 'job-silent', url: `${receiver.url}/hook`, payloadJson: '{}' },
+      ],
+      clock.now(),
+    );
+    const d = make({ config: { timeoutMs: 150 } });
+    assert.deepEqual(await d.dispatchDue(), { delivered: 0, retrying: 2, failed: 0 });
+    const errors = [(await d.deliveriesFor('job-closed'))[0]?.lastError, (await d.deliveriesFor('job-silent'))[0]?.lastError];
+    assert.deepEqual(errors, [UNREACHABLE, UNREACHABLE]);
   });
 
   test('at most `concurrency` calls are in flight at once, and every due delivery is sent', async () => {
@@ -79,7 +111,7 @@ describe('WebhookDispatcher', () => {
       return { status: 200, body: null };
     };
     await enqueue(40);
-    const result = await make({ fetch, config: { concurrency: 4 } }).dispatchDue();
+    const result = await make({ fetch, config: { concurrency: 4, perAccountConcurrency: 8, perReceiverConcurrency: 8 } }).dispatchDue();
     assert.equal(result.delivered, 40);
     assert.equal(peak, 4);
   });

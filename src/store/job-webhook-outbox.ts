@@ -1,3 +1,4 @@
+import { receiverKey } from '../domain/webhook-url.js';
 import type { Db, Executor } from './database.js';
 import { INSERT_CHUNK } from './job-sql.js';
 
@@ -6,6 +7,8 @@ export interface NewWebhookDelivery {
   jobId: string;
   url: string;
   payloadJson: string;
+  /** The job's account, for fair delivery across accounts. @default '' */
+  accountId?: string;
 }
 
 /**
@@ -31,6 +34,8 @@ export class JobWebhookOutbox {
             status: 'PENDING',
             last_error: null,
             created_at: now,
+            account_id: d.accountId ?? '',
+            receiver: receiverKey(d.url),
           })),
         )
         .execute();

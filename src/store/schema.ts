@@ -229,6 +229,10 @@ export interface WebhookDeliveriesTable {
   status: string;
   last_error: string | null;
   created_at: number;
+  /** The job's account ('' for rows written before migration 0007 whose job was gone). */
+  account_id: string;
+  /** The URL's origin: what per-receiver fairness counts. */
+  receiver: string;
 }
 
 export interface Database {

@@ -1,4 +1,5 @@
 import type SqliteDatabase from 'better-sqlite3';
+import { receiverKey } from '../domain/webhook-url.js';
 import type { WorkerResult } from './job-record.js';
 import type { JobsTable } from './schema.js';
 
@@ -25,6 +26,8 @@ export interface WebhookRow {
   jobId: string;
   url: string;
   payloadJson: string;
+  /** @default '' */
+  accountId?: string;
 }
 
 const SQL = {
@@ -36,8 +39,8 @@ const SQL = {
     retain_until = CASE WHEN sync = 1 THEN ? ELSE ? END, timeout_at = NULL
     WHERE id = ? AND status = 'IN_PROGRESS' AND worker_id = ? AND endpoint_id = coalesce(?, endpoint_id) RETURNING *`,
   progress: `UPDATE jobs SET output = ? WHERE id = ? AND status = 'IN_PROGRESS' AND worker_id = ? AND endpoint_id = coalesce(?, endpoint_id) RETURNING *`,
-  webhook: `INSERT INTO webhook_deliveries (id, job_id, url, payload, attempts, next_attempt_at, status, last_error, created_at)
-    VALUES (?, ?, ?, ?, 0, ?, 'PENDING', NULL, ?)`,
+  webhook: `INSERT INTO webhook_deliveries (id, job_id, url, payload, attempts, next_attempt_at, status, last_error, created_at, account_id, receiver)
+    VALUES (?, ?, ?, ?, 0, ?, 'PENDING', NULL, ?, ?, ?)`,
 } as const;
 
 export class SqliteJobWrites {
@@ -106,6 +109,6 @@ export class SqliteJobWrites {
   /** Outbox rows for finished jobs' webhooks, due now. */
   insertWebhooks(raw: SqliteDatabase.Database, rows: readonly WebhookRow[], now: number): void {
     const insert = raw.prepare<unknown[]>(SQL.webhook);
-    for (const d of rows) insert.run(d.id, d.jobId, d.url, d.payloadJson, now, now);
+    for (const d of rows) insert.run(d.id, d.jobId, d.url, d.payloadJson, now, now, d.accountId ?? '', receiverKey(d.url));
   }
 }

@@ -97,6 +97,34 @@ for (const { name, skip } of dialects()) {
       assert.equal(row?.lastError, null);
     });
 
+    test('deliveries carry their account and their receiver (the URL origin)', async () => {
+      await jobs.insertWebhookDeliveries([{ id: 'd1', jobId: 'j1', accountId: 'acct-a', url: 'HTTPS://Hooks.Example.com:443/x?token=t', payloadJson: '{}' }], T0);
+      const row = await store.get('d1');
+      assert.equal(row?.accountId, 'acct-a');
+      assert.equal(row?.receiver, 'https://hooks.example.com');
+    });
+
+    test('the accounts with due deliveries are listed once each, however long their backlog; not-yet-due and finished ones are not', async () => {
+      const rows = (account: string, n: number) => Array.from({ length: n }, (_, i) => ({ id: `${account}-${i}`, jobId: `${account}-j${i}`, accountId: account, url: 'http://r.test/', payloadJson: '{}' }));
+      await jobs.insertWebhookDeliveries([...rows('acct-b', 50), ...rows('acct-a', 3)], T0);
+      await jobs.insertWebhookDeliveries(rows('acct-later', 2), T0 + 60 * S);
+      await jobs.insertWebhookDeliveries(rows('acct-done', 1), T0);
+      await store.markDelivered('acct-done-0');
+      assert.deepEqual(await store.dueAccounts(T0), ['acct-a', 'acct-b']);
+      assert.deepEqual(await store.dueAccounts(T0 + 60 * S), ['acct-a', 'acct-b', 'acct-later']);
+    });
+
+    test("an account's claim takes its own oldest due deliveries and passes over receivers at their cap", async () => {
+      const row = (id: string, accountId: string, url: string) => ({ id, jobId: `job-${id}`, accountId, url, payloadJson: '{}' });
+      await jobs.insertWebhookDeliveries([row('a1', 'acct-a', 'http://busy.test/1'), row('b1', 'acct-b', 'http://free.test/1')], T0);
+      await jobs.insertWebhookDeliveries([row('a2', 'acct-a', 'http://busy.test/2'), row('a3', 'acct-a', 'http://free.test/3')], T0 + 1);
+      const claim = (account: string, skipReceivers: string[]) => store.claimDueFor(account, T0 + 10, { limit: 1, leaseUntil: T0 + 15 * S, maxAttempts: 3, skipReceivers });
+      assert.deepEqual((await claim('acct-a', ['http://busy.test'])).map((d) => [d.id, d.attempts]), [['a3', 1]]);
+      assert.deepEqual((await claim('acct-a', [])).map((d) => d.id), ['a1']);
+      assert.deepEqual((await claim('acct-a', ['http://busy.test'])).map((d) => d.id), []);
+      assert.equal((await store.get('b1'))?.attempts, 0, "another account's delivery is untouched");
+    });
+
     test("a job's deliveries are listed oldest first", async () => {
       await enqueue('second', 'job-x', T0 + 5);
       await enqueue('first', 'job-x', T0);

@@ -18,6 +18,10 @@ export interface WebhookDelivery {
   status: WebhookDeliveryStatus;
   lastError: string | null;
   createdAt: number;
+  /** The job's account ('' when unknown). */
+  accountId: string;
+  /** The URL's origin: what per-receiver fairness counts. */
+  receiver: string;
 }
 
 const toDelivery = (r: WebhookDeliveriesTable): WebhookDelivery => ({
@@ -30,6 +34,8 @@ const toDelivery = (r: WebhookDeliveriesTable): WebhookDelivery => ({
   status: r.status as WebhookDeliveryStatus,
   lastError: r.last_error,
   createdAt: Number(r.created_at),
+  accountId: r.account_id,
+  receiver: r.receiver,
 });
 
 /** Longest `last_error` kept: a receiver's error page must not bloat the row. */
@@ -62,6 +68,63 @@ export class WebhookStore {
             .where('status', '=', 'PENDING')
             .where('next_attempt_at', '<=', now)
             .where('attempts', '<', maxAttempts)
+            .orderBy('next_attempt_at')
+            .orderBy('id')
+            .limit(limit)
+            .$if(this.db.capabilities.skipLocked, (qb) => qb.forUpdate().skipLocked()),
+        )
+        .returningAll()
+        .execute();
+      return rows.map(toDelivery).sort((a, b) => a.createdAt - b.createdAt || (a.id < b.id ? -1 : 1));
+    };
+    return tx ? run(tx) : this.db.withTransaction(run);
+  }
+
+  /**
+   * The accounts that have PENDING rows due at `now`, in account order. One index seek per
+   * account with PENDING rows (a skip scan of `webhook_deliveries_account_due`), however long any
+   * account's backlog is.
+   */
+  async dueAccounts(now: number, tx: Executor = this.db.kysely): Promise<string[]> {
+    const { rows } = await sql<{ account_id: string }>`
+      WITH RECURSIVE pending(account_id) AS (
+        SELECT (SELECT MIN(account_id) FROM webhook_deliveries WHERE status = 'PENDING')
+        UNION ALL
+        SELECT (SELECT MIN(w.account_id) FROM webhook_deliveries w WHERE w.status = 'PENDING' AND w.account_id > p.account_id)
+        FROM pending p WHERE p.account_id IS NOT NULL
+      )
+      SELECT account_id FROM pending p
+      WHERE p.account_id IS NOT NULL
+        AND (SELECT MIN(w.next_attempt_at) FROM webhook_deliveries w WHERE w.status = 'PENDING' AND w.account_id = p.account_id) <= ${now}`.execute(tx);
+    return rows.map((r) => r.account_id);
+  }
+
+  /**
+   * Claims up to `limit` of `accountId`'s due PENDING rows (oldest due first), passing over rows
+   * to the receivers in `skipReceivers` (those at their cap): counts the attempt and leases the
+   * row as `claimDue` does. An index range scan of the account's due rows.
+   */
+  async claimDueFor(
+    accountId: string,
+    now: number,
+    options: { limit: number; leaseUntil: number; maxAttempts: number; skipReceivers: readonly string[] },
+    tx?: Executor,
+  ): Promise<WebhookDelivery[]> {
+    const { limit, leaseUntil, maxAttempts, skipReceivers } = options;
+    if (limit <= 0) return [];
+    const run = async (t: Executor): Promise<WebhookDelivery[]> => {
+      const rows = await t
+        .updateTable('webhook_deliveries')
+        .set({ attempts: sql<number>`attempts + 1`, next_attempt_at: leaseUntil })
+        .where('id', 'in', (eb) =>
+          eb
+            .selectFrom('webhook_deliveries')
+            .select('id')
+            .where('status', '=', 'PENDING')
+            .where('account_id', '=', accountId)
+            .where('next_attempt_at', '<=', now)
+            .where('attempts', '<', maxAttempts)
+            .$if(skipReceivers.length > 0, (qb) => qb.where('receiver', 'not in', [...skipReceivers]))
             .orderBy('next_attempt_at')
             .orderBy('id')
             .limit(limit)

@@ -1,3 +1,5 @@
+import { sql, type Kysely } from 'kysely';
+import { receiverKey } from '../../domain/webhook-url.js';
 import type { DialectTypes } from './tables.js';
 
 /**
@@ -114,7 +116,28 @@ export const serverlessTables = ({ big }: DialectTypes): string[] => [
 export const webhookDeliveriesByJob = (): string[] => [`CREATE INDEX webhook_deliveries_job ON webhook_deliveries(job_id, created_at)`];
 
 /**
+ * Migration `0007-webhook-fairness`: deliveries carry their job's account and their receiver (the
+ * URL's origin), so the dispatcher serves accounts in turn and caps calls per account and per
+ * receiver. `webhook_deliveries_account_due (status, account_id, next_attempt_at, id)`: the accounts
+ * with PENDING rows are found by skipping through it (one seek per account), and an account's due
+ * rows are an index range in due order. Receivers of rows already pending are filled in by
+ * `backfillWebhookReceivers`.
+ */
+export const webhookFairness = (): string[] => [
+  `ALTER TABLE webhook_deliveries ADD COLUMN account_id TEXT NOT NULL DEFAULT ''`,
+  `ALTER TABLE webhook_deliveries ADD COLUMN receiver TEXT NOT NULL DEFAULT ''`,
+  `UPDATE webhook_deliveries SET account_id = COALESCE((SELECT j.account_id FROM jobs j WHERE j.id = webhook_deliveries.job_id), '') WHERE status = 'PENDING'`,
+  `CREATE INDEX webhook_deliveries_account_due ON webhook_deliveries(status, account_id, next_attempt_at, id)`,
+];
+
+/**
  * Migration `0004-jobs-retried`: `/health`'s retried count from an index. Partial: only jobs that
  * went back to the queue have an entry, so inserts pay nothing for it.
  */
 export const jobsRetriedIndex = (): string[] => [`CREATE INDEX jobs_retried ON jobs(endpoint_id, retries) WHERE retries > 0`];
+
+/** Part of migration 0007: the receiver of every PENDING row, from its URL (SQL cannot parse one). */
+export async function backfillWebhookReceivers(db: Kysely<unknown>): Promise<void> {
+  const rows = await sql<{ id: string; url: string }>`SELECT id, url FROM webhook_deliveries WHERE status = 'PENDING'`.execute(db);
+  for (const { id, url } of rows.rows) await sql`UPDATE webhook_deliveries SET receiver = ${receiverKey(url)} WHERE id = ${id}`.execute(db);
+}
