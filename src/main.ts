@@ -93,6 +93,7 @@ export async function createServices(config: Config, overrides: ServiceOverrides
     clock,
     events,
     signals,
+    quotas: config.quotas,
     config: {
       retryBudget: config.jobs.retryBudget,
       maxBatchSize: config.jobs.maxBatchSize,

@@ -58,7 +58,7 @@ export function storedBytesRefusal(held: JobHoldings, bytes: number, quotas: Pic
   if (held.storedBytes + bytes > quotas.storedJobBytes)
     return (
       `The account stores ${held.storedBytes} bytes of job inputs, outputs and stream chunks; ${bytes} more would exceed its quota ` +
-      `(quotas.storedJobBytes = ${quotas.storedJobBytes}); retry once finished jobs have been read or have expired.`
+      `(quotas.storedJobBytes = ${quotas.storedJobBytes}); retry once finished jobs have expired or their stream chunks have been read.`
     );
   return null;
 }

@@ -8,6 +8,7 @@ import type { JobRecord, NewJob } from '../store/job-record.js';
 import type { JobStore } from '../store/job-store.js';
 import type { QueueStats } from '../store/queue-stats.js';
 import type { WebhookStore } from '../store/webhook-store.js';
+import type { JobQuota } from '../quotas/job-quota.js';
 import type { FinishedJobs } from './finished-jobs.js';
 import type { JobEventSink } from './job-events.js';
 import type { JobSequence } from './job-sequence.js';
@@ -47,6 +48,8 @@ export interface ClientJobsDeps {
   finished: FinishedJobs;
   /** Sizing of the submissions' group commit. */
   batching: Pick<GroupCommitOptions<unknown, unknown>, 'maxBatchSize' | 'concurrency'>;
+  /** The queued-jobs and stored-bytes quotas; without it, none apply. */
+  quota?: Pick<JobQuota, 'admitSubmit' | 'admitRequeue'>;
 }
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
@@ -80,7 +83,11 @@ export class ClientJobs {
     const policy = normalizePolicy(isObject(body) ? body.policy : undefined, options.defaultExecutionTimeoutMs);
     if (!policy.ok) violations.push(...policy.violations);
     if (violations.length || !policy.ok) throw new ApiError('INVALID_PARAMETER', `The job request is invalid: ${violations.join('; ')}.`, { errors: violations });
-    const { sequence } = this.#deps;
+    const { sequence, quota } = this.#deps;
+    const inputJson = JSON.stringify(body.input);
+    // In memory, no query: see JobQuota. Throws 429 QUOTA_EXCEEDED.
+    const admitted = quota?.admitSubmit(accountId, Buffer.byteLength(inputJson));
+    const settle = admitted instanceof Promise ? await admitted : admitted;
     if (!sequence.seeded) await sequence.ensure();
     const createdAt = this.#deps.clock.now();
     const job: NewJob = {
@@ -88,14 +95,18 @@ export class ClientJobs {
       endpointId,
       accountId,
       seq: sequence.next(),
-      inputJson: JSON.stringify(body.input),
+      inputJson,
       webhook: typeof webhook === 'string' ? webhook : null,
       s3ConfigJson: isObject(s3Config) ? JSON.stringify(s3Config) : null,
       policy: policy.value,
       sync: options.sync ?? false,
       createdAt,
     };
-    await this.#submits.add(job);
+    try {
+      await this.#submits.add(job);
+    } finally {
+      settle?.();
+    }
     this.#deps.events.emit('job:queued', { endpointId, jobId: job.id, lowPriority: job.policy.lowPriority });
     return { id: job.id, status: 'IN_QUEUE' };
   }
@@ -165,7 +176,13 @@ export class ClientJobs {
     const { store, clock, sequence } = this.#deps;
     const job = await this.#visible(accountId, endpointId, jobId);
     await sequence.ensure();
-    const retried = await store.retry(jobId, sequence.next(), clock.now());
+    const settle = await this.#deps.quota?.admitRequeue(accountId);
+    let retried: JobRecord | null;
+    try {
+      retried = await store.retry(jobId, sequence.next(), clock.now());
+    } finally {
+      settle?.();
+    }
     if (!retried) {
       const now = await store.get(jobId);
       const t = nextJobState(stateOf(now ?? job), { type: 'retry' }, clock.now());

@@ -11,6 +11,9 @@ import { JobSweeper } from './job-sweeper.js';
 import { DEFAULT_JOBS_CONFIG, type JobsConfig } from './jobs-config.js';
 import { WorkerJobs } from './worker-jobs.js';
 import { WebhookStore } from '../store/webhook-store.js';
+import { JobUsageStore } from '../store/job-usage.js';
+import { JobQuota } from '../quotas/job-quota.js';
+import type { Quotas } from '../domain/quotas.js';
 
 export interface JobsServiceDeps {
   db: Db;
@@ -20,6 +23,8 @@ export interface JobsServiceDeps {
   events?: JobEventSink;
   /** @default private in-process signals (pass shared ones to plug a cross-replica relay in) */
   signals?: JobSignals;
+  /** Per-account job quotas (queued jobs, stored bytes, stream bytes per job). @default none */
+  quotas?: Pick<Quotas, 'queuedJobs' | 'storedJobBytes' | 'streamBytesPerJob'>;
 }
 
 /**
@@ -51,8 +56,9 @@ export class JobsService {
     const sequence = new JobSequence({ store, clock });
     const finished = new FinishedJobs({ store, clock, signals, events });
     const batching = { maxBatchSize: this.config.maxBatchSize, concurrency: this.config.commitConcurrency };
-    this.#client = new ClientJobs({ store, webhooks: new WebhookStore(db), clock, signals, events, sequence, finished, batching });
-    this.#worker = new WorkerJobs({ db, store, clock, signals, sequence, finished, retryBudget: this.config.retryBudget, batching });
+    const quota = deps.quotas ? new JobQuota({ usage: new JobUsageStore(db), clock, quotas: deps.quotas, refreshMs: this.config.quotaRefreshMs }) : undefined;
+    this.#client = new ClientJobs({ store, webhooks: new WebhookStore(db), clock, signals, events, sequence, finished, batching, ...(quota ? { quota } : {}) });
+    this.#worker = new WorkerJobs({ db, store, clock, signals, sequence, finished, retryBudget: this.config.retryBudget, batching, ...(quota ? { quota } : {}) });
     this.#sweeper = new JobSweeper({ db, store, clock, signals, finished, sweepLimit: this.config.sweepLimit });
   }
 
