@@ -51,7 +51,7 @@ async function main() {
   const rows: Array<Record<string, string | number>> = [];
   try {
     // 1. baseline
-    let gantry = await startGantry({ dataDir });
+    let gantry = await startGantry({ dataDir, config: { quotas: { queuedJobs: 1e9, storedJobBytes: 1e12 } } });
     let emptyId: string;
     let bigId: string;
     let before: { p50: number; p99: number };
@@ -89,7 +89,7 @@ async function main() {
     const insertSeconds = (performance.now() - started) / 1000;
 
     // 3. the server with a million queued
-    gantry = await startGantry({ dataDir });
+    gantry = await startGantry({ dataDir, config: { quotas: { queuedJobs: 1e9, storedJobBytes: 1e12 } } });
     try {
       const rssStarted = gantry.rssMb();
       const client = httpClient(gantry.url, { authorization: `Bearer ${gantry.key}` });

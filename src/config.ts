@@ -147,13 +147,16 @@ export interface GraphqlLimits {
 export interface QuotaConfig {
   /** Pods an account holds (every status but TERMINATED). @default 50 */
   pods: number;
-  /** GPUs an account's pods and workers hold at once, stopped pods that keep their GPUs included. @default 16 */
+  /**
+   * GPUs an account's pods meant to run and its serverless workers hold at once. A stopped pod
+   * releases its GPUs (it keeps only its machine assignment), so starting it again counts them. @default 16
+   */
   gpus: number;
   /** Jobs queued (IN_QUEUE) per account, across its endpoints. @default 100000 */
   queuedJobs: number;
-  /** Bytes of job inputs, outputs and stream chunks an account has stored. @default 1 GiB */
+  /** Bytes of job inputs, outputs, errors and unread stream chunks an account has stored. @default 1 GiB */
   storedJobBytes: number;
-  /** Bytes of stream chunks one job may hold (later chunks are refused). @default 20 MiB */
+  /** Bytes of unread stream chunks one job may buffer (later chunks are refused until a client reads). @default 20 MiB */
   streamBytesPerJob: number;
 }
 

@@ -15,6 +15,8 @@ import { TemplatesService } from './templates/templates-service.js';
 import { VolumesService } from './volumes/volumes-service.js';
 import { RegistriesService } from './registries/registries-service.js';
 import { PodsService } from './pods/pods-service.js';
+import { ResourceQuota } from './quotas/resource-quota.js';
+import { ResourceHoldingsStore } from './store/resource-holdings.js';
 import { EndpointsService } from './serverless/endpoints-service.js';
 import { WorkersRegistry } from './serverless/workers-registry.js';
 import { JobsService } from './jobs/jobs-service.js';
@@ -89,7 +91,8 @@ export async function createServices(config: Config, overrides: ServiceOverrides
   const volumes = new VolumesService({ db, clock, dataDir: config.dataDir, catalog: config.catalog });
   const registries = new RegistriesService({ db, clock, secrets });
   const podController = new PodController({ db, runtime, inventory, volumes, registries, clock, events, logger: logger.child({ component: 'pods' }), lease: leases.lease(LEASE_NAMES.pods), config });
-  const pods = new PodsService({ controller: podController, inventory, runtime, templates, volumes, registries, accounts, clock, config });
+  const quota = new ResourceQuota({ holdings: new ResourceHoldingsStore(db), quotas: config.quotas });
+  const pods = new PodsService({ controller: podController, inventory, runtime, templates, volumes, registries, accounts, clock, config, quota });
   const endpoints = new EndpointsService({ db, clock, templates, volumes, config, runtime });
   templates.addReferenceChecker(endpoints.templateReferenceChecker);
   // One policy for the submit-time check and the dispatcher, so they share the account count.
@@ -100,6 +103,7 @@ export async function createServices(config: Config, overrides: ServiceOverrides
     events,
     signals,
     webhookAddresses,
+    quotas: config.quotas,
     config: {
       retryBudget: config.jobs.retryBudget,
       maxBatchSize: config.jobs.maxBatchSize,
@@ -132,6 +136,7 @@ export async function createServices(config: Config, overrides: ServiceOverrides
     events,
     logger: logger.child({ component: 'autoscaler' }),
     lease: leases.lease(LEASE_NAMES.autoscaler),
+    quota,
     config: { autoscaler: config.serverless.autoscaler, catalog: config.catalog, publicUrl: config.server.publicJobUrl, pingIntervalMs: config.jobs.pingIntervalMs },
   });
   if (relay) {

@@ -25,7 +25,8 @@ let b: { accountId: string; key: string; readKey: string };
 
 before(async () => {
   clock = new FakeClock(Date.now());
-  t = await createTestApp({ clock, file: { rateLimits: { minute: 1_000_000, hour: 1_000_000, day: 1_000_000 }, fleet } });
+  // one account fills the fleet to test placement: no quota may refuse it first (tenant-matrix-quotas tests those)
+  t = await createTestApp({ clock, file: { rateLimits: { minute: 1_000_000, hour: 1_000_000, day: 1_000_000 }, quotas: { pods: 10_000, gpus: 10_000 }, fleet } });
   a = await t.newAccount('pods-a');
   b = await t.newAccount('pods-b');
 });

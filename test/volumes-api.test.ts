@@ -1,4 +1,4 @@
-import { test, before, after } from 'node:test';
+import { test, before, after, describe } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -143,4 +143,45 @@ test('a read key may read volumes but not write them (403)', async () => {
   assertProblem(await t.request(a.readKey, 'POST', '/v2/network-volumes', { name: 'd', size: 10, dataCenterId: 'US-TX-3' }), 403, 'FORBIDDEN');
   assertProblem(await t.request(a.readKey, 'PATCH', `/v2/network-volumes/${volume.id}`, { name: 'x' }), 403, 'FORBIDDEN');
   assertProblem(await t.request(a.readKey, 'DELETE', `/v2/network-volumes/${volume.id}`), 403, 'FORBIDDEN');
+});
+
+describe('a volume a serverless endpoint uses', () => {
+  let workerTemplate: string;
+  before(async () => {
+    workerTemplate = (await t.services.templates.create(a.accountId, { name: 'vol-worker', imageName: 'vol-worker:dev', isServerless: true })).id;
+  });
+
+  const deleteRefused = async (volumeId: string, endpointId: string) => {
+    const problem = assertProblem(await t.request(a.key, 'DELETE', `/v2/network-volumes/${volumeId}`), 400, 'VOLUME_IN_USE');
+    assert.ok(problem.detail.includes(endpointId), problem.detail);
+    assert.ok(existsSync(t.services.volumes.hostPath(volumeId)));
+    assert.equal((await t.request(a.key, 'GET', `/v2/network-volumes/${volumeId}`)).statusCode, 200);
+  };
+
+  test('cannot be deleted while an endpoint created over REST names it (400 VOLUME_IN_USE naming the endpoint), and can once it no longer does', async () => {
+    const volume = await create(a.key, { name: 'weights' });
+    const res = await t.request(a.key, 'POST', '/v2/serverless', { name: 'uses-vol', templateId: workerTemplate, gpuIds: 'ADA_24', networkVolumeId: volume.id });
+    assert.equal(res.statusCode, 201, res.body);
+    const endpointId = json(res).id as string;
+    await deleteRefused(volume.id, endpointId);
+    const patched = await t.request(a.key, 'PATCH', `/v2/serverless/${endpointId}`, { networkVolumeId: null });
+    assert.equal(patched.statusCode, 200, patched.body);
+    assert.equal((await t.request(a.key, 'DELETE', `/v2/network-volumes/${volume.id}`)).statusCode, 204);
+  });
+
+  test('cannot be deleted while an endpoint saved over GraphQL (saveEndpoint with networkVolumeId) names it, and can once the endpoint is deleted', async () => {
+    const volume = await create(a.key, { name: 'gql-weights' });
+    const save = await t.request(a.key, 'POST', '/graphql', {
+      query: 'mutation m($input: EndpointInput!) { saveEndpoint(input: $input) { id networkVolumeId } }',
+      variables: { input: { name: 'gql-uses-vol', templateId: workerTemplate, gpuIds: 'ADA_24', workersMax: 0, networkVolumeId: volume.id } },
+    });
+    const saved = json(save);
+    assert.equal(saved.errors, undefined, save.body);
+    const endpointId = saved.data.saveEndpoint.id as string;
+    assert.equal(saved.data.saveEndpoint.networkVolumeId, volume.id);
+    await deleteRefused(volume.id, endpointId);
+    const deleted = json(await t.request(a.key, 'POST', '/graphql', { query: `mutation { deleteEndpoint(id: "${endpointId}") }` }));
+    assert.equal(deleted.errors, undefined, JSON.stringify(deleted));
+    assert.equal((await t.request(a.key, 'DELETE', `/v2/network-volumes/${volume.id}`)).statusCode, 204);
+  });
 });

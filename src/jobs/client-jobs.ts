@@ -10,6 +10,7 @@ import type { QueueStats } from '../store/queue-stats.js';
 import type { WebhookStore } from '../store/webhook-store.js';
 import { nonPublicKind } from '../domain/ip-address.js';
 import { literalAddress, webhookUrlViolation } from '../domain/webhook-url.js';
+import type { JobQuota } from '../quotas/job-quota.js';
 import type { FinishedJobs } from './finished-jobs.js';
 import type { JobEventSink } from './job-events.js';
 import type { JobSequence } from './job-sequence.js';
@@ -51,6 +52,8 @@ export interface ClientJobsDeps {
   webhookAddresses?: { refusal(host: string, addresses: readonly string[]): Promise<string | null> };
   /** Sizing of the submissions' group commit. */
   batching: Pick<GroupCommitOptions<unknown, unknown>, 'maxBatchSize' | 'concurrency'>;
+  /** The queued-jobs and stored-bytes quotas; without it, none apply. */
+  quota?: Pick<JobQuota, 'admitSubmit' | 'admitRequeue'>;
 }
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
@@ -88,7 +91,11 @@ export class ClientJobs {
     const literal = typeof webhook === 'string' && this.#deps.webhookAddresses ? literalAddress(new URL(webhook)) : null;
     // only a non-public IP literal waits on the policy (a public one or a host name costs no await)
     if (literal !== null && nonPublicKind(literal) !== null) await this.#checkWebhookAddress(literal);
-    const { sequence } = this.#deps;
+    const { sequence, quota } = this.#deps;
+    const inputJson = JSON.stringify(body.input);
+    // In memory, no query: see JobQuota. Throws 429 QUOTA_EXCEEDED.
+    const admitted = quota?.admitSubmit(accountId, Buffer.byteLength(inputJson));
+    const settle = admitted instanceof Promise ? await admitted : admitted;
     if (!sequence.seeded) await sequence.ensure();
     const createdAt = this.#deps.clock.now();
     const job: NewJob = {
@@ -96,14 +103,18 @@ export class ClientJobs {
       endpointId,
       accountId,
       seq: sequence.next(),
-      inputJson: JSON.stringify(body.input),
+      inputJson,
       webhook: typeof webhook === 'string' ? webhook : null,
       s3ConfigJson: isObject(s3Config) ? JSON.stringify(s3Config) : null,
       policy: policy.value,
       sync: options.sync ?? false,
       createdAt,
     };
-    await this.#submits.add(job);
+    try {
+      await this.#submits.add(job);
+    } finally {
+      settle?.();
+    }
     this.#deps.events.emit('job:queued', { endpointId, jobId: job.id, lowPriority: job.policy.lowPriority });
     return { id: job.id, status: 'IN_QUEUE' };
   }
@@ -182,7 +193,13 @@ export class ClientJobs {
     const { store, clock, sequence } = this.#deps;
     const job = await this.#visible(accountId, endpointId, jobId);
     await sequence.ensure();
-    const retried = await store.retry(jobId, sequence.next(), clock.now());
+    const settle = await this.#deps.quota?.admitRequeue(accountId);
+    let retried: JobRecord | null;
+    try {
+      retried = await store.retry(jobId, sequence.next(), clock.now());
+    } finally {
+      settle?.();
+    }
     if (!retried) {
       const now = await store.get(jobId);
       const t = nextJobState(stateOf(now ?? job), { type: 'retry' }, clock.now());

@@ -12,6 +12,8 @@ export interface JobsConfig {
   commitConcurrency: number;
   /** Rows one timekeeper statement times out or deletes. @default 1000 */
   sweepLimit: number;
+  /** How old the job quotas' stored counters may get before a request re-reads them (see JobQuota). @default 1000 */
+  quotaRefreshMs: number;
 }
 
-export const DEFAULT_JOBS_CONFIG: JobsConfig = { retryBudget: 3, retention: DEFAULT_RETENTION, maxBatchSize: 1000, commitConcurrency: 1, sweepLimit: 1000 };
+export const DEFAULT_JOBS_CONFIG: JobsConfig = { retryBudget: 3, retention: DEFAULT_RETENTION, maxBatchSize: 1000, commitConcurrency: 1, sweepLimit: 1000, quotaRefreshMs: 1000 };

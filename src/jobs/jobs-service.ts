@@ -11,6 +11,9 @@ import { JobSweeper } from './job-sweeper.js';
 import { DEFAULT_JOBS_CONFIG, type JobsConfig } from './jobs-config.js';
 import { WorkerJobs } from './worker-jobs.js';
 import { WebhookStore } from '../store/webhook-store.js';
+import { JobUsageStore } from '../store/job-usage.js';
+import { JobQuota } from '../quotas/job-quota.js';
+import type { Quotas } from '../domain/quotas.js';
 
 export interface JobsServiceDeps {
   db: Db;
@@ -22,6 +25,8 @@ export interface JobsServiceDeps {
   signals?: JobSignals;
   /** The webhook address policy, for the submit-time check. @default none */
   webhookAddresses?: ClientJobsDeps['webhookAddresses'];
+  /** Per-account job quotas (queued jobs, stored bytes, stream bytes per job). @default none */
+  quotas?: Pick<Quotas, 'queuedJobs' | 'storedJobBytes' | 'streamBytesPerJob'>;
 }
 
 /**
@@ -53,8 +58,9 @@ export class JobsService {
     const sequence = new JobSequence({ store, clock });
     const finished = new FinishedJobs({ store, clock, signals, events });
     const batching = { maxBatchSize: this.config.maxBatchSize, concurrency: this.config.commitConcurrency };
-    this.#client = new ClientJobs({ store, webhooks: new WebhookStore(db), clock, signals, events, sequence, finished, batching, webhookAddresses: deps.webhookAddresses });
-    this.#worker = new WorkerJobs({ db, store, clock, signals, sequence, finished, retryBudget: this.config.retryBudget, batching });
+    const quota = deps.quotas ? new JobQuota({ usage: new JobUsageStore(db), clock, quotas: deps.quotas, refreshMs: this.config.quotaRefreshMs }) : undefined;
+    this.#client = new ClientJobs({ store, webhooks: new WebhookStore(db), clock, signals, events, sequence, finished, batching, webhookAddresses: deps.webhookAddresses, ...(quota ? { quota } : {}) });
+    this.#worker = new WorkerJobs({ db, store, clock, signals, sequence, finished, retryBudget: this.config.retryBudget, batching, ...(quota ? { quota } : {}) });
     this.#sweeper = new JobSweeper({ db, store, clock, signals, finished, sweepLimit: this.config.sweepLimit });
   }
 

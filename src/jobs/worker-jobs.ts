@@ -4,6 +4,7 @@ import type { Db } from '../store/database.js';
 import { GroupCommit, type GroupCommitOptions } from '../store/group-commit.js';
 import type { JobRecord, WorkerResult } from '../store/job-record.js';
 import type { JobStore } from '../store/job-store.js';
+import type { JobQuota } from '../quotas/job-quota.js';
 import type { FinishedJobs } from './finished-jobs.js';
 import type { JobSequence } from './job-sequence.js';
 import type { JobSignals, LongPollOptions } from './job-signals.js';
@@ -21,6 +22,8 @@ export interface WorkerJobsDeps {
   retryBudget: number;
   /** Sizing of the takes', results' and stream chunks' group commits. */
   batching: Pick<GroupCommitOptions<unknown, unknown>, 'maxBatchSize' | 'concurrency'>;
+  /** The stored-bytes and per-job stream quotas; without it, none apply. */
+  quota?: Pick<JobQuota, 'admitBytes' | 'admitStreamChunk'>;
 }
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
@@ -33,7 +36,7 @@ const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'obj
 export class WorkerJobs {
   readonly #deps: WorkerJobsDeps;
   readonly #posts: GroupCommit<WorkerResult, JobRecord | null>;
-  readonly #chunks: GroupCommit<{ jobId: string; seq: number; outputJson: string }, void>;
+  readonly #chunks: GroupCommit<{ jobId: string; seq: number; outputJson: string; accountId: string }, void>;
   readonly #takes: GroupCommit<{ endpointId: string; workerId: string; n: number }, JobRecord[]>;
 
   constructor(deps: WorkerJobsDeps) {
@@ -107,10 +110,29 @@ export class WorkerJobs {
    * Committed with other posts in one transaction; idempotent — a repeated or late post is
    * `ignored`, a success for the SDK's retries. With `endpointId` (the route's), the post applies
    * only to a job of that endpoint; to a worker of another, the job is not found.
+   *
+   * With `accountId` (the endpoint's), its stored-bytes quota applies: an output or error that
+   * would pass it is not stored — a result finishes the job FAILED saying so (the job is not left
+   * running), a progress post is ignored.
    */
-  async complete(workerId: string, jobId: string, body: unknown, endpointId?: string): Promise<WorkerPostOutcome> {
+  async complete(workerId: string, jobId: string, body: unknown, endpointId?: string, accountId?: string): Promise<WorkerPostOutcome> {
     const { result, stopPod } = parseWorkerPost(jobId, workerId, body, endpointId);
-    const changed = await this.#posts.add(result);
+    let settle: (() => void) | undefined;
+    const quota = accountId !== undefined ? this.#deps.quota : undefined;
+    const bytes = quota ? Buffer.byteLength(result.outputJson ?? '') + Buffer.byteLength(result.error ?? '') : 0;
+    if (bytes > 0) {
+      const admitted = await quota!.admitBytes(accountId!, bytes);
+      if ('refusal' in admitted) {
+        if (result.status === 'IN_PROGRESS') return { outcome: 'ignored', status: 'IN_PROGRESS', reason: admitted.refusal, stopPod };
+        Object.assign(result, { status: 'FAILED', outputJson: null, error: `The job's ${result.status === 'FAILED' ? 'error' : 'output'} was not stored: ${admitted.refusal}` });
+      } else settle = admitted.settle;
+    }
+    let changed: JobRecord | null;
+    try {
+      changed = await this.#posts.add(result);
+    } finally {
+      settle?.();
+    }
     if (changed) return { outcome: 'applied', status: changed.status, stopPod };
     const job = await this.#deps.store.get(jobId);
     const now = this.#deps.clock.now();
@@ -141,8 +163,15 @@ export class WorkerJobs {
     if (job.status !== 'IN_PROGRESS' || job.workerId !== workerId)
       return { outcome: 'ignored', status: job.status, reason: 'the job is not running on this worker', stopPod: false };
     const output = isObject(body) && 'output' in body ? body.output : body;
+    const outputJson = JSON.stringify(output ?? null);
+    // Throws 429 QUOTA_EXCEEDED over the per-job or the account's quota: the chunk is dropped, the job goes on.
+    const settle = await this.#deps.quota?.admitStreamChunk(job.accountId, jobId, Buffer.byteLength(outputJson));
     await this.#deps.sequence.ensure();
-    await this.#chunks.add({ jobId, seq: this.#deps.sequence.next(), outputJson: JSON.stringify(output ?? null) });
+    try {
+      await this.#chunks.add({ jobId, seq: this.#deps.sequence.next(), outputJson, accountId: job.accountId });
+    } finally {
+      settle?.();
+    }
     return { outcome: 'applied', status: job.status, stopPod: false };
   }
 

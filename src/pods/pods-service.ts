@@ -19,6 +19,7 @@ import type { PodChanges, PodListFilter, PodRecord, PortMapping } from '../store
 import type { Template } from '../templates/template.js';
 import type { TemplatesService } from '../templates/templates-service.js';
 import type { VolumesService } from '../volumes/volumes-service.js';
+import type { ResourceQuota } from '../quotas/resource-quota.js';
 import { diskOf, parsePorts } from './pod-allocation.js';
 import type { PodController } from './pod-controller.js';
 import {
@@ -45,6 +46,8 @@ export interface PodsServiceDeps {
   accounts: Pick<AccountsService, 'getSshKeys'>;
   clock: Clock;
   config: { catalog: Catalog; networking: { internalDomain: string } };
+  /** The pods and GPUs quotas; without it, none apply. */
+  quota?: Pick<ResourceQuota, 'admit'>;
 }
 
 /** Accrued usage of one pod, for billing. */
@@ -96,6 +99,14 @@ export class PodsService {
     const sshKeys = settings.startSsh ? await this.#d.accounts.getSshKeys(accountId) : [];
     const hiddenEnv = injectedEnv(settings, sshKeys, generatePassword);
 
+    const gpus = settings.compute.kind === 'gpu' ? settings.compute.count : 0;
+    const quota = this.#d.quota;
+    return quota ? quota.admit(accountId, { pods: 1, gpus }, () => this.#place(accountId, settings, volumeDataCenterId, hiddenEnv)) : this.#place(accountId, settings, volumeDataCenterId, hiddenEnv);
+  }
+
+  /** Places, reserves and stores the pod (the step the quotas guard). */
+  async #place(accountId: string, settings: PodSettings, volumeDataCenterId: string | null, hiddenEnv: Record<string, string>): Promise<PodView> {
+    const { catalog } = this.#d.config;
     const id = newSortableId();
     const request = placementRequest(settings, volumeDataCenterId);
     const globalIp = settings.globalNetworking ? await this.#d.controller.addresses.allocate() : null;
@@ -179,9 +190,15 @@ export class PodsService {
     return Promise.all(pods.map((p) => this.#render(p)));
   }
 
-  /** start, stop, restart (200 with the pod) and terminate. */
+  /**
+   * start, stop, restart (200 with the pod) and terminate. A stopped pod released its GPUs, so
+   * its `start` takes them again under the GPU quota.
+   */
   async act(accountId: string, id: string, action: PodAction): Promise<PodView> {
-    await this.#owned(accountId, id);
+    const pod = await this.#owned(accountId, id);
+    const quota = this.#d.quota;
+    if (action === 'start' && quota && pod.desiredStatus !== 'RUNNING' && pod.gpuCount > 0)
+      return this.#render(await quota.admit(accountId, { pods: 0, gpus: pod.gpuCount }, () => this.#d.controller.act(id, action)));
     return this.#render(await this.#d.controller.act(id, action));
   }
 

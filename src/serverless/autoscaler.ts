@@ -27,6 +27,7 @@ import type { Runtime } from '../runtime/runtime.js';
 import type { Db } from '../store/database.js';
 import { AutoscalerStore, type LaunchedWorkerRow } from '../store/autoscaler-store.js';
 import { heldLease, type Lease } from '../store/leases.js';
+import type { Endpoint } from './endpoint.js';
 import type { EndpointsService } from './endpoints-service.js';
 import { EndpointScaleStates, type EndpointScaleHealth } from './endpoint-scale-states.js';
 import { LaunchedWorkers, type WorkerVolumes } from './launched-workers.js';
@@ -34,6 +35,7 @@ import { PassLoop } from './pass-loop.js';
 import type { JobFinishedEvents } from './webhook-dispatcher.js';
 import type { WorkersRegistry } from './workers-registry.js';
 import type { RegistriesService } from '../registries/registries-service.js';
+import type { ResourceQuota } from '../quotas/resource-quota.js';
 
 export const DEFAULT_AUTOSCALER_CONFIG: AutoscalerConfig = {
   intervalMs: 1_000,
@@ -65,6 +67,8 @@ export interface AutoscalerDeps {
   logger: Pick<Logger, 'info' | 'warn' | 'error' | 'debug'>;
   /** Which replica scales (its scheduled passes run only while held). @default always held */
   lease?: Lease;
+  /** The GPU quota: a launch past the account's is throttled, not errored. @default none */
+  quota?: Pick<ResourceQuota, 'tryAdmit'>;
   config: {
     autoscaler?: Partial<AutoscalerConfig>;
     catalog: Pick<Catalog, 'gpuTypes' | 'dataCenters'>;
@@ -272,7 +276,7 @@ export class Autoscaler {
     }
     let throttled = 0;
     for (let i = 0; i < decision.start; i++) {
-      const placed = await this.#workers.launch(endpoint, now);
+      const placed = await this.#launchWithinQuota(endpoint, now);
       if (!placed.ok) {
         throttled = decision.start - i;
         state.capacityError = placed.reason;
@@ -281,5 +285,14 @@ export class Autoscaler {
     }
     state.throttled = throttled;
     if (throttled === 0) state.capacityError = null;
+  }
+
+  /** A launch, when the endpoint's account has room for the worker's GPUs under its quota; else why not. */
+  async #launchWithinQuota(endpoint: Endpoint, now: number): Promise<{ ok: true } | { ok: false; reason: string }> {
+    const launch = () => this.#workers.launch(endpoint, now);
+    const quota = this.#deps.quota;
+    if (!quota) return launch();
+    const r = await quota.tryAdmit(endpoint.accountId, { pods: 0, gpus: endpoint.gpuCount }, launch);
+    return r.ok ? r.value : r;
   }
 }

@@ -16,7 +16,8 @@ export class JobControls {
    * Cancels a queued or running job (a running one also gets a stop request for its worker).
    * Answers the cancelled job, or null when it was neither queued nor running.
    */
-  async cancel(id: string, now: number, tx: Executor = this.db.kysely): Promise<JobRecord | null> {
+  async cancel(id: string, now: number, tx?: Executor): Promise<JobRecord | null> {
+    if (!tx) return this.db.withTransaction((t) => this.cancel(id, now, t));
     const row = await tx
       .updateTable('jobs')
       .set({
@@ -31,6 +32,8 @@ export class JobControls {
       .where('status', 'in', changesFrom('cancel'))
       .returningAll()
       .executeTakeFirst();
+    // Its stream chunks would otherwise wait for the retention sweep, charged to the account.
+    if (row) await tx.deleteFrom('job_stream').where('job_id', '=', id).execute();
     return row ? toJobRecord(row) : null;
   }
 
@@ -65,9 +68,11 @@ export class JobControls {
     return row ? toJobRecord(row) : null;
   }
 
-  /** Deletes the endpoint's queued jobs (running and finished ones stay); answers how many. */
-  async purgeQueue(endpointId: string, tx: Executor = this.db.kysely): Promise<number> {
-    const res = await tx.deleteFrom('jobs').where('endpoint_id', '=', endpointId).where('status', '=', 'IN_QUEUE').executeTakeFirst();
-    return Number(res.numDeletedRows);
+  /** Deletes the endpoint's queued jobs (running and finished ones stay), with any stream chunks a requeued one kept; answers how many. */
+  async purgeQueue(endpointId: string, tx?: Executor): Promise<number> {
+    if (!tx) return this.db.withTransaction((t) => this.purgeQueue(endpointId, t));
+    const ids = (await tx.deleteFrom('jobs').where('endpoint_id', '=', endpointId).where('status', '=', 'IN_QUEUE').returning('id').execute()).map((r) => r.id);
+    for (let i = 0; i < ids.length; i += 1000) await tx.deleteFrom('job_stream').where('job_id', 'in', ids.slice(i, i + 1000)).execute();
+    return ids.length;
   }
 }

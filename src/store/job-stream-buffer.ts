@@ -4,12 +4,12 @@ import type { Db, Executor } from './database.js';
 export class JobStreamBuffer {
   constructor(private readonly db: Db) {}
 
-  /** Buffers stream chunks (JSON text each) in `seq` order. */
-  async appendStream(jobId: string, chunks: ReadonlyArray<{ seq: number; outputJson: string }>, now: number, tx: Executor = this.db.kysely): Promise<void> {
+  /** Buffers stream chunks (JSON text each) in `seq` order; `accountId`, the job's, is charged for their bytes. */
+  async appendStream(jobId: string, chunks: ReadonlyArray<{ seq: number; outputJson: string; accountId?: string | null }>, now: number, tx: Executor = this.db.kysely): Promise<void> {
     if (chunks.length === 0) return;
     await tx
       .insertInto('job_stream')
-      .values(chunks.map((c) => ({ job_id: jobId, seq: c.seq, output: c.outputJson, created_at: now })))
+      .values(chunks.map((c) => ({ job_id: jobId, seq: c.seq, output: c.outputJson, created_at: now, account_id: c.accountId ?? null })))
       .execute();
   }
 

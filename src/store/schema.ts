@@ -203,6 +203,20 @@ export interface JobStreamTable {
   /** JSON text of one chunk's `output`. */
   output: string;
   created_at: number;
+  /** The job's account, charged for the chunk's bytes (migration 0006; null on older rows). */
+  account_id: string | null;
+}
+
+/**
+ * Per-account counters of the job quotas, kept by triggers (migration 0006): jobs IN_QUEUE and
+ * bytes of job inputs, outputs, errors and stream chunks. An account's figures are the sum of its
+ * rows (one per writer shard).
+ */
+export interface JobUsageTable {
+  account_id: string;
+  shard: number;
+  queued_jobs: number;
+  stored_bytes: number;
 }
 
 /** A serverless worker instance (minimal; the worker/autoscaler layer extends it). */
@@ -246,6 +260,7 @@ export interface Database {
   endpoints: EndpointsTable;
   jobs: JobsTable;
   job_stream: JobStreamTable;
+  job_usage: JobUsageTable;
   workers: WorkersTable;
   webhook_deliveries: WebhookDeliveriesTable;
 }

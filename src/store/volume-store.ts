@@ -77,4 +77,16 @@ export class VolumeStore {
       .execute();
     return rows.filter((r) => mountsVolume(r.mounts, volumeId)).map((r) => r.id);
   }
+
+  /** Ids and names of the account's serverless endpoints whose workers mount the volume (`networkVolumeId`). */
+  async endpointsUsing(accountId: string, volumeId: string, tx: Executor = this.db.kysely): Promise<Array<{ id: string; name: string }>> {
+    return tx
+      .selectFrom('endpoints')
+      .select(['id', 'name'])
+      .where('account_id', '=', accountId)
+      .where('network_volume_id', '=', volumeId)
+      .orderBy('created_at')
+      .orderBy('id')
+      .execute();
+  }
 }

@@ -82,12 +82,21 @@ export class VolumesService {
     return { ...volume, ...changes };
   }
 
-  /** Refused with 400 VOLUME_IN_USE while a pod that is not TERMINATED mounts it; removes its data. */
+  /**
+   * Refused with 400 VOLUME_IN_USE while a pod that is not TERMINATED mounts it, or a serverless
+   * endpoint names it (its workers mount it at every launch); removes its data.
+   */
   async delete(accountId: string, id: string): Promise<void> {
     await this.get(accountId, id);
     const pods = await this.store.podsMounting(accountId, id);
     if (pods.length > 0)
       throw new ApiError('VOLUME_IN_USE', `Network volume "${id}" is mounted by pod(s) ${pods.map((p) => `"${p}"`).join(', ')}; terminate them before deleting it.`);
+    const endpoints = await this.store.endpointsUsing(accountId, id);
+    if (endpoints.length > 0)
+      throw new ApiError(
+        'VOLUME_IN_USE',
+        `Network volume "${id}" is used by serverless endpoint(s) ${endpoints.map((e) => `"${e.name}" (${e.id})`).join(', ')}; set their networkVolumeId to another volume or none, or delete them, before deleting it.`,
+      );
     if (!(await this.store.delete(id))) throw notFound('network volume', id);
     await rm(this.hostPath(id), { recursive: true, force: true });
   }

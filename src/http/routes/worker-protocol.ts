@@ -103,7 +103,7 @@ export function workerProtocolRoutes(app: FastifyInstance, services: Services): 
       const workerId = workerIdOf(request);
       const jobId = jobIdOf(request);
       await workers.seen(endpoint.id, workerId);
-      const outcome = await jobs.complete(workerId, jobId, request.body ?? {}, endpoint.id);
+      const outcome = await jobs.complete(workerId, jobId, request.body ?? {}, endpoint.id, endpoint.accountId);
       if (outcome.stopPod) workers.requestRecycle(workerId);
       return answer(jobId, outcome);
     };

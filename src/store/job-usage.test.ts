@@ -1,0 +1,68 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { sql } from 'kysely';
+import { describeJobStore, T0, newJob, type JobStoreSuite } from '../../test/support/job-store-suite.js';
+import { JobUsageStore } from './job-usage.js';
+
+/** The job quotas' figures recomputed from the rows themselves, per account. */
+async function truth(s: JobStoreSuite): Promise<Record<string, { queuedJobs: number; storedBytes: number }>> {
+  const { rows } = await sql<{ account_id: string; queued: number; bytes: number }>`
+    SELECT account_id, sum(queued) AS queued, sum(bytes) AS bytes FROM (
+      SELECT account_id, CASE WHEN status = 'IN_QUEUE' THEN 1 ELSE 0 END AS queued,
+        octet_length(input) + coalesce(octet_length(output), 0) + coalesce(octet_length(error), 0) AS bytes FROM jobs
+      UNION ALL SELECT account_id, 0, octet_length(output) FROM job_stream
+    ) AS u GROUP BY account_id`.execute(s.t.db.kysely);
+  return Object.fromEntries(rows.map((r) => [r.account_id, { queuedJobs: Number(r.queued), storedBytes: Number(r.bytes) }]));
+}
+
+/** The counters, with accounts whose figures are all zero left out (their rows stay, at 0). */
+async function counters(s: JobStoreSuite): Promise<Record<string, { queuedJobs: number; storedBytes: number }>> {
+  const all = await new JobUsageStore(s.t.db).byAccount();
+  return Object.fromEntries([...all].filter(([, h]) => h.queuedJobs !== 0 || h.storedBytes !== 0));
+}
+
+describeJobStore('job usage counters', (s) => {
+  test('every statement that writes jobs or stream chunks keeps the per-account counters equal to the rows', async () => {
+    const check = async (step: string) => assert.deepEqual(await counters(s), await truth(s), step);
+    const a = [newJob(), newJob(), newJob(), newJob({ inputJson: JSON.stringify({ text: 'ünïcödé €' }) }), newJob({ ttl: 1000 })];
+    const b = [newJob({ accountId: 'acct2', endpointId: 'ep2' }), newJob({ accountId: 'acct2', endpointId: 'ep2' })];
+    await s.store.insertCommitted([...a, ...b]);
+    await check('inserted');
+    assert.equal((await counters(s)).acct1?.queuedJobs, 5);
+    const [taken] = await s.store.takeCommitted([{ endpointId: 'ep1', workerId: 'w1', n: 3 }], T0 + 1);
+    await check('taken');
+    const [j1, j2, j3] = taken!;
+    await s.store.appendStream(j1!.id, [{ seq: 1, outputJson: '"chunk one"', accountId: 'acct1' }, { seq: 2, outputJson: '"chunk two"', accountId: 'acct1' }], T0 + 2);
+    await s.store.appendStream(j2!.id, [{ seq: 3, outputJson: '"kept"', accountId: 'acct1' }], T0 + 2);
+    await check('streamed');
+    assert.equal(await new JobUsageStore(s.t.db).streamBytes(j1!.id), 22);
+    await s.store.drainStream(j1!.id);
+    await check('drained');
+    await s.store.completeCommitted(
+      [
+        { id: j1!.id, workerId: 'w1', status: 'IN_PROGRESS', outputJson: '"half way"', error: null },
+        { id: j2!.id, workerId: 'w1', status: 'COMPLETED', outputJson: JSON.stringify({ result: 'x'.repeat(100) }), error: null },
+        { id: j3!.id, workerId: 'w1', status: 'FAILED', outputJson: null, error: 'a traceback' },
+      ],
+      T0 + 3,
+      () => [],
+    );
+    await check('completed');
+    await s.store.cancel(j2!.id, T0 + 4);
+    await s.store.cancel(j1!.id, T0 + 4);
+    await check('cancelled');
+    await s.store.retry(j3!.id, 1e9, T0 + 5);
+    await check('retried');
+    await s.store.takeCommitted([{ endpointId: 'ep1', workerId: 'w2', n: 1 }], T0 + 6);
+    await s.store.requeueFromWorker('w2', 'ep1', T0 + 7, 3);
+    await check('requeued');
+    await s.store.takeCommitted([{ endpointId: 'ep1', workerId: 'w3', n: 1 }], T0 + 8);
+    assert.equal((await s.store.timeOut(T0 + 8 + 600_000)).length, 1);
+    await check('timed out');
+    await s.store.purgeQueue('ep2');
+    await check('purged');
+    await s.store.expire(T0 + 86_400_000 * 2);
+    await check('expired');
+    assert.deepEqual(await counters(s), {});
+  });
+});
