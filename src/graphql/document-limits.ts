@@ -78,8 +78,6 @@ export function documentRefusal(document: DocumentNode, schema: GraphQLSchema, l
     return { refusal: `The GraphQL document uses ${plural(measure.directives, 'directive')}; at most ${STRUCTURAL_LIMITS.directives} are allowed.` };
   if (measure.variables > STRUCTURAL_LIMITS.variables)
     return { refusal: `The GraphQL document defines ${plural(measure.variables, 'variable')}; at most ${STRUCTURAL_LIMITS.variables} are allowed.` };
-  if (measure.writtenFields > limits.maxFields)
-    return { refusal: `The GraphQL document selects ${measure.writtenFields} fields; at most ${limits.maxFields} are allowed (graphql.maxFields).` };
   const definitions = [
     ...measure.operations.map((op) => ({ what: op.name ? `The ${op.operation} "${op.name}"` : `The ${op.operation}`, m: op, root: op.node.selectionSet, op })),
     ...measure.fragments.map((f) => ({ what: `Fragment "${f.name}"`, m: f, root: f.node.selectionSet, op: null })),
@@ -90,6 +88,8 @@ export function documentRefusal(document: DocumentNode, schema: GraphQLSchema, l
     const refusal = selectionRefusal(what, m, limits);
     if (refusal) return { refusal };
   }
+  if (measure.writtenFields > limits.maxFields)
+    return { refusal: `The GraphQL document selects ${measure.writtenFields} fields; at most ${limits.maxFields} are allowed (graphql.maxFields).` };
   // Only now is the expansion known to be small enough to walk.
   for (const { what, root } of definitions) {
     const merged = mostMergedSelections(document, root);

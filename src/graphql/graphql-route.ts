@@ -154,7 +154,7 @@ export function graphqlRoutes(app: FastifyInstance, services: Services, rateLimi
       log: request.log,
       requestId: request.id,
       limits: services.config.graphql,
-      ...(principal.rateLimitExempt ? {} : { chargeRootFields: (extra: number) => void reply.headers(rateLimiter.charge(principal.keyId, extra)) }),
+      ...(principal.rateLimitExempt ? {} : { chargeRootFields: (extra: number) => void reply.headers(rateLimiter.charge(principal.keyId, extra, 1)) }),
     };
   };
 

@@ -23,10 +23,11 @@ export class RestRateLimiter {
   }
 
   /**
-   * Counts `units` requests for `keyId` at once — a GraphQL document is one request per root field
-   * it runs — all or none; answers the headers to send, or throws 429 and counts nothing.
+   * Counts `units` more requests for `keyId` at once — a GraphQL document is one request per root
+   * field it runs, `counted` of them already counted by `check` — all or none; answers the headers
+   * to send, or throws 429 and counts nothing.
    */
-  charge(keyId: string, units: number): Record<string, string> {
+  charge(keyId: string, units: number, counted = 0): Record<string, string> {
     let counters = this.#counters.get(keyId);
     if (!counters) {
       counters = newCounters();
@@ -37,7 +38,8 @@ export class RestRateLimiter {
     if (!admission.allowed) {
       const window = admission.exceeded!;
       headers['Retry-After'] = String(admission.retryAfterSeconds);
-      const needs = units === 1 ? '' : ` This request counts as ${units} requests (one per GraphQL root field) and ${admission.remaining[WINDOW_INDEX[window]]} remain.`;
+      const total = units + counted;
+      const needs = total === 1 ? '' : ` This request counts as ${total} requests (one per GraphQL root field) and ${admission.remaining[WINDOW_INDEX[window]]} remain.`;
       throw new ApiError(
         'RATE_LIMITED',
         `Rate limit exceeded for the ${window} window: this API key may make ${this.quotas[window]} requests ${windowLabel[window]}; retry in ${admission.retryAfterSeconds} s.${needs}`,
