@@ -191,4 +191,10 @@ describe('GraphQL error redaction', () => {
     const renamed = await messages('mutation M($p: String, $x: Int) { saveRegistryAuth(input: {name: "n", username: "u", password: $p}) { id } }', { p: ['pw'] });
     assert.doesNotMatch(renamed, /"pw"/);
   });
+
+  test('a syntax error does not quote the string it stopped at: it may be a password', async () => {
+    const message = await messages('mutation { saveRegistryAuth(input: {name: "n", username: "u", password "hunter2-syntax"}) { id } }');
+    assert.equal(message, 'Syntax Error: Expected ":", found String.');
+    assert.equal(await messages('{ myself { id } "stray" }'), 'Syntax Error: Expected Name, found String.');
+  });
 });

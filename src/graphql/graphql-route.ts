@@ -46,6 +46,13 @@ function toEntry(err: GraphQLError, fallback: ErrorCode, log: FastifyBaseLogger,
   return { message: err.message, ...where, extensions: { code } };
 }
 
+/**
+ * A syntax error names the token it stopped at — `Expected ":", found String "hunter2".` — and a
+ * document that fails to parse cannot tell which field a string belongs to: the string's text is
+ * left out (its location is in `locations`).
+ */
+const withoutStringToken = (message: string): string => message.replace(/((?:found|Unexpected) (?:String|BlockString)) "[\s\S]*"\.$/, '$1.');
+
 const TOO_DEEP = 'The GraphQL document is nested too deeply to parse.';
 
 const failure = (message: string, code: ErrorCode): GraphqlAnswer => ({ errors: [{ message, extensions: { code } }] });
@@ -96,7 +103,7 @@ export async function runGraphql(schema: GraphQLSchema, services: Services, prin
   try {
     document = parse(request.query);
   } catch (err) {
-    if (err instanceof GraphQLError) return { errors: [toEntry(err, 'BAD_REQUEST', options.log, options.requestId)] };
+    if (err instanceof GraphQLError) return { errors: [{ ...toEntry(err, 'BAD_REQUEST', options.log, options.requestId), message: withoutStringToken(err.message) }] };
     // A backstop: textRefusal bounds the nesting the recursive parser sees.
     if (err instanceof RangeError) return failure(TOO_DEEP, 'BAD_REQUEST');
     throw err;
@@ -140,7 +147,9 @@ export async function runGraphql(schema: GraphQLSchema, services: Services, prin
 const description =
   'The GraphQL management API (saveEndpoint, myself, saveTemplate, gpuTypes, pods, registry credentials). ' +
   'Send {"query", "variables"?, "operationName"?}. The key may also be passed as ?api_key=. Errors answer HTTP 200 ' +
-  'with errors[].message and errors[].extensions.code; a missing or bad key answers 401. Mutations need a write key.';
+  'with errors[].message and errors[].extensions.code; a missing or bad key answers 401. Mutations need a write key. ' +
+  'A document over a bound (size, depth, aliases, fields, root fields, cost) is refused with QUERY_TOO_COMPLEX before it runs; ' +
+  'each root field counts as one request against the rate limits (429 when they do not all fit). Batches (JSON arrays) are not accepted.';
 
 /** Where GraphQL counts against the REST rate limits: the limiter the auth hook charges. */
 export function graphqlRoutes(app: FastifyInstance, services: Services, rateLimiter: RestRateLimiter): void {
