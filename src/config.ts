@@ -127,19 +127,22 @@ export interface RuntimeConfig {
   };
 }
 
-/** Bounds on a GraphQL document, checked before it runs. */
+/**
+ * Bounds on a GraphQL document, checked before it is validated or run (over one: HTTP 200,
+ * `errors[0].extensions.code` QUERY_TOO_COMPLEX, the message naming the bound and its value).
+ */
 export interface GraphqlLimits {
-  /** Largest `query` text, bytes. @default 65536 */
+  /** Largest `query` text, bytes; checked before parsing. @default 65536 */
   maxDocumentBytes: number;
-  /** Deepest selection nesting. @default 15 */
+  /** Deepest field nesting, fragments expanded; braces, brackets and parentheses may nest twice this deep. @default 15 */
   maxDepth: number;
-  /** Most aliased fields in one document. @default 50 */
+  /** Most aliased fields in one operation or fragment, fragments expanded. @default 50 */
   maxAliases: number;
-  /** Most field selections in one document, fragments expanded. @default 1000 */
+  /** Most field selections (and fragment spreads) in one operation or fragment, fragments expanded, and in the whole document as written. @default 1000 */
   maxFields: number;
-  /** Most root fields (each one counts as a request against the rate limits). @default 20 */
+  /** Most root fields in one operation, fragments expanded; each one counts as a request against the rate limits. @default 20 */
   maxRootFields: number;
-  /** Highest computed cost (a list field multiplies what it selects). @default 5000 */
+  /** Highest computed cost: each field 1, a list of objects multiplying what it selects by 10. @default 5000 */
   maxCost: number;
 }
 

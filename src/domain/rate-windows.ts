@@ -28,10 +28,11 @@ export interface Admission {
 export const newCounters = (): WindowCounters => ({ starts: [0, 0, 0], counts: [0, 0, 0] });
 
 /**
- * Counts one request against every window and says whether it is admitted. A refused request
- * is not counted, so a client that backs off regains its quota when the window resets.
+ * Counts `units` requests (one, unless a single call carries several, like a GraphQL document's
+ * root fields) against every window and says whether they are admitted, all or none. A refused
+ * call is not counted, so a client that backs off regains its quota when the window resets.
  */
-export function admit(counters: WindowCounters, quotas: Quotas, now: number): Admission {
+export function admit(counters: WindowCounters, quotas: Quotas, now: number, units = 1): Admission {
   const remaining: [number, number, number] = [0, 0, 0];
   const resetSeconds: [number, number, number] = [0, 0, 0];
   let exceeded: WindowName | null = null;
@@ -45,14 +46,14 @@ export function admit(counters: WindowCounters, quotas: Quotas, now: number): Ad
       counters.counts[i] = 0;
     }
     resetSeconds[i] = Math.max(1, Math.ceil((start + span - now) / 1000));
-    if (exceeded === null && counters.counts[i]! >= quotas[name]) {
+    if (exceeded === null && counters.counts[i]! + units > quotas[name]) {
       exceeded = name;
       retryAfterSeconds = resetSeconds[i]!;
     }
   }
   const allowed = exceeded === null;
   for (let i = 0; i < 3; i++) {
-    if (allowed) counters.counts[i]! += 1;
+    if (allowed) counters.counts[i]! += units;
     remaining[i] = Math.max(0, quotas[WINDOWS[i]!.name] - counters.counts[i]!);
   }
   return { allowed, remaining, resetSeconds, exceeded, retryAfterSeconds };

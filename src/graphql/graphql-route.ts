@@ -1,11 +1,15 @@
-import type { FastifyBaseLogger, FastifyInstance } from 'fastify';
-import { execute, getOperationAST, GraphQLError, Kind, parse, validate, visit, type DocumentNode, type ExecutionResult, type GraphQLSchema } from 'graphql';
+import type { FastifyBaseLogger, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { execute, getOperationAST, GraphQLError, parse, validate, type DocumentNode, type ExecutionResult, type GraphQLSchema } from 'graphql';
 import type { Principal } from '../accounts/accounts-service.js';
+import type { GraphqlLimits } from '../config.js';
 import { isApiError, type ErrorCode } from '../domain/errors.js';
 import { principalOf } from '../http/plugins/auth.js';
 import { exceedsJsonDepth, MAX_JSON_DEPTH } from '../http/json-depth.js';
+import type { RestRateLimiter } from '../http/plugins/rate-limit.js';
 import type { Services } from '../services.js';
 import type { GraphqlContext } from './context.js';
+import { documentRefusal, textRefusal } from './document-limits.js';
+import { redactSecrets, secretFormsOf } from './redact-secrets.js';
 import { allResolvers } from './resolvers.js';
 import { createSchema } from './schema.js';
 
@@ -28,28 +32,6 @@ interface GraphqlRequest {
   operationName: unknown;
 }
 
-const SECRET_FIELD = /password|secret|token/i;
-
-/** Secret values a request carries (inline or in variables), to keep them out of error messages. */
-function secretsOf(document: DocumentNode | null, variables: unknown): string[] {
-  const found: string[] = [];
-  const walk = (v: unknown, key = ''): void => {
-    if (typeof v === 'string' && SECRET_FIELD.test(key) && v.length > 0) found.push(v);
-    else if (Array.isArray(v)) v.forEach((x) => walk(x, key));
-    else if (typeof v === 'object' && v !== null) for (const [k, x] of Object.entries(v)) walk(x, k);
-  };
-  walk(variables);
-  if (document)
-    visit(document, {
-      ObjectField(node) {
-        if (SECRET_FIELD.test(node.name.value) && node.value.kind === Kind.STRING && node.value.value.length > 0) found.push(node.value.value);
-      },
-    });
-  return found;
-}
-
-const redact = (text: string, secrets: readonly string[]): string => secrets.reduce((t, s) => t.split(s).join('[redacted]'), text);
-
 /** Maps an error graphql-js reports to the answer's shape: ApiErrors keep their detail and code. */
 function toEntry(err: GraphQLError, fallback: ErrorCode, log: FastifyBaseLogger, requestId: string): GraphqlErrorEntry {
   const where = { ...(err.locations ? { locations: err.locations } : {}), ...(err.path ? { path: err.path } : {}) };
@@ -63,6 +45,13 @@ function toEntry(err: GraphQLError, fallback: ErrorCode, log: FastifyBaseLogger,
   const code = typeof err.extensions?.code === 'string' ? err.extensions.code : fallback;
   return { message: err.message, ...where, extensions: { code } };
 }
+
+/**
+ * A syntax error names the token it stopped at — `Expected ":", found String "hunter2".` — and a
+ * document that fails to parse cannot tell which field a string belongs to: the string's text is
+ * left out (its location is in `locations`).
+ */
+const withoutStringToken = (message: string): string => message.replace(/((?:found|Unexpected) (?:String|BlockString)) "[\s\S]*"\.$/, '$1.');
 
 const TOO_DEEP = 'The GraphQL document is nested too deeply to parse.';
 
@@ -81,16 +70,30 @@ function variablesOf(raw: unknown): Record<string, unknown> | null | 'invalid' {
   return typeof raw === 'object' && !Array.isArray(raw) ? (raw as Record<string, unknown>) : 'invalid';
 }
 
-/** Parses, validates and runs one GraphQL request for a caller. Answers never throw: failures are `errors` entries. */
-export async function runGraphql(
-  schema: GraphQLSchema,
-  services: Services,
-  principal: Principal,
-  request: GraphqlRequest,
-  options: { method: 'GET' | 'POST'; log: FastifyBaseLogger; requestId: string },
-): Promise<GraphqlAnswer> {
+/** What runGraphql needs besides the request: the document bounds and the caller's rate-limit charge. */
+export interface GraphqlRunOptions {
+  method: 'GET' | 'POST';
+  log: FastifyBaseLogger;
+  requestId: string;
+  limits: GraphqlLimits;
+  /**
+   * Charges the operation's root fields beyond the one the request itself was charged, before it
+   * runs; throws a 429 ApiError (and charges nothing) when they do not fit the key's windows.
+   */
+  chargeRootFields?: (extra: number) => void;
+}
+
+/**
+ * Parses, validates and runs one GraphQL request for a caller. Answers never throw — failures are
+ * `errors` entries — but for a rate-limit refusal, which is the HTTP 429 every route answers.
+ * The document's bounds are checked on its text before parsing and on its AST before validation:
+ * both checks are linear in the document, while validating or running an unbounded one is not.
+ */
+export async function runGraphql(schema: GraphQLSchema, services: Services, principal: Principal, request: GraphqlRequest, options: GraphqlRunOptions): Promise<GraphqlAnswer> {
   if (typeof request.query !== 'string' || request.query.trim() === '')
     return failure('Send the GraphQL document as "query" (a string), e.g. {"query": "{ myself { id } }"}.', 'BAD_REQUEST');
+  const tooLarge = textRefusal(request.query, options.limits);
+  if (tooLarge) return failure(tooLarge, 'QUERY_TOO_COMPLEX');
   const variables = variablesOf(request.variables);
   if (variables === 'invalid') return failure('"variables" must be a JSON object.', 'BAD_REQUEST');
   if (exceedsJsonDepth(variables)) return failure(`"variables" nest more than ${MAX_JSON_DEPTH} levels deep.`, 'BAD_REQUEST');
@@ -100,18 +103,22 @@ export async function runGraphql(
   try {
     document = parse(request.query);
   } catch (err) {
-    if (err instanceof GraphQLError) return { errors: [toEntry(err, 'BAD_REQUEST', options.log, options.requestId)] };
-    // graphql-js parses recursively: a document nested a few thousand levels overflows the stack.
+    if (err instanceof GraphQLError) return { errors: [{ ...toEntry(err, 'BAD_REQUEST', options.log, options.requestId), message: withoutStringToken(err.message) }] };
+    // A backstop: textRefusal bounds the nesting the recursive parser sees.
     if (err instanceof RangeError) return failure(TOO_DEEP, 'BAD_REQUEST');
     throw err;
   }
-  const secrets = secretsOf(document, variables);
+  const secrets = secretFormsOf(document, variables);
   const clean = (answer: GraphqlAnswer): GraphqlAnswer =>
-    answer.errors ? { ...answer, errors: answer.errors.map((e) => ({ ...e, message: redact(e.message, secrets) })) } : answer;
+    answer.errors ? { ...answer, errors: answer.errors.map((e) => ({ ...e, message: redactSecrets(e.message, secrets) })) } : answer;
+
+  const bounded = documentRefusal(document, schema, options.limits);
+  if ('refusal' in bounded) return failure(bounded.refusal, 'QUERY_TOO_COMPLEX');
 
   let invalid: readonly GraphQLError[];
   try {
-    invalid = validate(schema, document);
+    // No "Did you mean …?": suggestions would spell out the schema to anyone probing it.
+    invalid = validate(schema, document, undefined, { hideSuggestions: true });
   } catch (err) {
     if (err instanceof RangeError) return failure(TOO_DEEP, 'BAD_REQUEST');
     throw err;
@@ -126,8 +133,12 @@ export async function runGraphql(
   }
   if (operation?.operation === 'subscription') return failure('Subscriptions are not supported.', 'BAD_REQUEST');
 
+  // Each root field is a request against the key's rate limits: the request itself counted one.
+  const executed = bounded.measure.operations.find((m) => m.node === operation);
+  if (executed && executed.topFields > 1) options.chargeRootFields?.(executed.topFields - 1);
+
   const contextValue: GraphqlContext = { services, principal };
-  const result: ExecutionResult = await execute({ schema, document, variableValues: variables, operationName, contextValue });
+  const result: ExecutionResult = await execute({ schema, document, variableValues: variables, operationName, contextValue, hideSuggestions: true });
   const answer: GraphqlAnswer = { data: (result.data as Record<string, unknown> | null | undefined) ?? null };
   if (result.errors && result.errors.length > 0) answer.errors = result.errors.map((e) => toEntry(e, 'VALIDATION_FAILED', options.log, options.requestId));
   return clean(answer);
@@ -136,21 +147,36 @@ export async function runGraphql(
 const description =
   'The GraphQL management API (saveEndpoint, myself, saveTemplate, gpuTypes, pods, registry credentials). ' +
   'Send {"query", "variables"?, "operationName"?}. The key may also be passed as ?api_key=. Errors answer HTTP 200 ' +
-  'with errors[].message and errors[].extensions.code; a missing or bad key answers 401. Mutations need a write key.';
+  'with errors[].message and errors[].extensions.code; a missing or bad key answers 401. Mutations need a write key. ' +
+  'A document over a bound (size, depth, aliases, fields, root fields, cost) is refused with QUERY_TOO_COMPLEX before it runs; ' +
+  'each root field counts as one request against the rate limits (429 when they do not all fit). Batches (JSON arrays) are not accepted.';
 
-export function graphqlRoutes(app: FastifyInstance, services: Services): void {
+/** Where GraphQL counts against the REST rate limits: the limiter the auth hook charges. */
+export function graphqlRoutes(app: FastifyInstance, services: Services, rateLimiter: RestRateLimiter): void {
   const schema = createSchema(allResolvers());
   const config = { scope: 'read', queryKey: true } as const;
   const tags = ['graphql'];
+  const optionsFor = (request: FastifyRequest, reply: FastifyReply, method: 'GET' | 'POST'): GraphqlRunOptions => {
+    const principal = principalOf(request);
+    return {
+      method,
+      log: request.log,
+      requestId: request.id,
+      limits: services.config.graphql,
+      ...(principal.rateLimitExempt ? {} : { chargeRootFields: (extra: number) => void reply.headers(rateLimiter.charge(principal.keyId, extra, 1)) }),
+    };
+  };
 
-  app.post('/graphql', { config, schema: { tags, summary: 'Run a GraphQL query or mutation', description } }, async (request) => {
-    const body = (request.body ?? {}) as Record<string, unknown>;
-    const input: GraphqlRequest = typeof body === 'object' && !Array.isArray(body) ? { query: body.query, variables: body.variables, operationName: body.operationName } : { query: undefined, variables: undefined, operationName: undefined };
-    return runGraphql(schema, services, principalOf(request), input, { method: 'POST', log: request.log, requestId: request.id });
+  app.post('/graphql', { config, schema: { tags, summary: 'Run a GraphQL query or mutation', description } }, async (request, reply) => {
+    const body = request.body ?? {};
+    if (Array.isArray(body)) return failure('Batched requests (a JSON array of operations) are not supported; send one {"query": …} per request.', 'BAD_REQUEST');
+    const input: GraphqlRequest =
+      typeof body === 'object' ? { query: (body as Record<string, unknown>).query, variables: (body as Record<string, unknown>).variables, operationName: (body as Record<string, unknown>).operationName } : { query: undefined, variables: undefined, operationName: undefined };
+    return runGraphql(schema, services, principalOf(request), input, optionsFor(request, reply, 'POST'));
   });
 
-  app.get('/graphql', { config, schema: { tags, summary: 'Run a GraphQL query (no mutations)', description } }, async (request) => {
+  app.get('/graphql', { config, schema: { tags, summary: 'Run a GraphQL query (no mutations)', description } }, async (request, reply) => {
     const q = (request.query ?? {}) as Record<string, unknown>;
-    return runGraphql(schema, services, principalOf(request), { query: q.query, variables: q.variables, operationName: q.operationName }, { method: 'GET', log: request.log, requestId: request.id });
+    return runGraphql(schema, services, principalOf(request), { query: q.query, variables: q.variables, operationName: q.operationName }, optionsFor(request, reply, 'GET'));
   });
 }

@@ -83,7 +83,9 @@ export async function buildApp(services: Services, options: BuildAppOptions = {}
 
   registerErrorHandling(app);
   if (config.server.jobPort !== null) restrictToJobApi(app, config.server.publicUrl);
-  registerAuth(app, { accounts: services.accounts, rateLimiter: new RestRateLimiter(config.rateLimits, services.clock) });
+  // One limiter for the auth hook (a request is one unit) and GraphQL (a root field is one unit).
+  const rateLimiter = new RestRateLimiter(config.rateLimits, services.clock);
+  registerAuth(app, { accounts: services.accounts, rateLimiter });
 
   await app.register(swagger, {
     openapi: {
@@ -110,7 +112,7 @@ export async function buildApp(services: Services, options: BuildAppOptions = {}
   serverlessRoutes(app, services);
   jobRequestRoutes(app, services, jobRoutes(app, services));
   workerProtocolRoutes(app, services);
-  graphqlRoutes(app, services);
+  graphqlRoutes(app, services, rateLimiter);
 
   await app.ready();
   return app;

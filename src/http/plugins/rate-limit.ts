@@ -3,6 +3,7 @@ import { ApiError } from '../../domain/errors.js';
 import { admit, newCounters, rateLimitHeader, rateLimitPolicyHeader, type Quotas, type WindowCounters } from '../../domain/rate-windows.js';
 
 const windowLabel = { minute: 'per minute', hour: 'per hour', day: 'per day' } as const;
+const WINDOW_INDEX = { minute: 0, hour: 1, day: 2 } as const;
 
 /** In-memory per-key counters. Each replica counts its own traffic. */
 export class RestRateLimiter {
@@ -18,19 +19,30 @@ export class RestRateLimiter {
 
   /** Counts a request for `keyId`; answers the headers to send, or throws 429. */
   check(keyId: string): Record<string, string> {
+    return this.charge(keyId, 1);
+  }
+
+  /**
+   * Counts `units` more requests for `keyId` at once — a GraphQL document is one request per root
+   * field it runs, `counted` of them already counted by `check` — all or none; answers the headers
+   * to send, or throws 429 and counts nothing.
+   */
+  charge(keyId: string, units: number, counted = 0): Record<string, string> {
     let counters = this.#counters.get(keyId);
     if (!counters) {
       counters = newCounters();
       this.#counters.set(keyId, counters);
     }
-    const admission = admit(counters, this.quotas, this.clock.now());
+    const admission = admit(counters, this.quotas, this.clock.now(), units);
     const headers: Record<string, string> = { RateLimit: rateLimitHeader(admission), 'RateLimit-Policy': this.#policy };
     if (!admission.allowed) {
       const window = admission.exceeded!;
       headers['Retry-After'] = String(admission.retryAfterSeconds);
+      const total = units + counted;
+      const needs = total === 1 ? '' : ` This request counts as ${total} requests (one per GraphQL root field) and ${admission.remaining[WINDOW_INDEX[window]]} remain.`;
       throw new ApiError(
         'RATE_LIMITED',
-        `Rate limit exceeded for the ${window} window: this API key may make ${this.quotas[window]} requests ${windowLabel[window]}; retry in ${admission.retryAfterSeconds} s.`,
+        `Rate limit exceeded for the ${window} window: this API key may make ${this.quotas[window]} requests ${windowLabel[window]}; retry in ${admission.retryAfterSeconds} s.${needs}`,
         { headers },
       );
     }
