@@ -83,7 +83,7 @@ export async function createServices(config: Config, overrides: ServiceOverrides
   const registries = new RegistriesService({ db, clock, secrets });
   const podController = new PodController({ db, runtime, inventory, volumes, registries, clock, events, logger: logger.child({ component: 'pods' }), lease: leases.lease(LEASE_NAMES.pods), config });
   const pods = new PodsService({ controller: podController, inventory, runtime, templates, volumes, registries, accounts, clock, config });
-  const endpoints = new EndpointsService({ db, clock, templates, volumes, config });
+  const endpoints = new EndpointsService({ db, clock, templates, volumes, config, keys: accounts });
   templates.addReferenceChecker(endpoints.templateReferenceChecker);
   const jobs = new JobsService({
     db,
@@ -97,7 +97,13 @@ export async function createServices(config: Config, overrides: ServiceOverrides
     },
   });
   for (const warning of config.warnings) logger.warn(warning);
-  const workers = new WorkersRegistry({ db, clock, deadRetentionMs: config.jobs.deadWorkerRetentionMs });
+  const workers = new WorkersRegistry({
+    db,
+    clock,
+    deadRetentionMs: config.jobs.deadWorkerRetentionMs,
+    maxAttachedWorkers: config.jobs.workerRateLimits.attachedWorkers,
+    heartbeatTimeoutMs: config.jobs.heartbeatTimeoutMs,
+  });
   const timekeeper = new Timekeeper({ jobs, workers, clock, logger: logger.child({ component: 'timekeeper' }), lease: leases.lease(LEASE_NAMES.timekeeper), config: config.jobs });
   const webhooks = new WebhookDispatcher({ db, clock, events, logger: logger.child({ component: 'webhooks' }), lease: leases.lease(LEASE_NAMES.webhooks), config: config.serverless.webhooks });
   const autoscaler = new Autoscaler({

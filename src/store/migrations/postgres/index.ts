@@ -1,6 +1,7 @@
 import { sql, type Kysely, type Migration } from 'kysely';
 import { initialTables } from '../tables.js';
 import { jobsRetriedIndex, serverlessTables, webhookDeliveriesByJob } from '../serverless-tables.js';
+import { workerIdentity } from '../worker-identity.js';
 
 const run = async (db: Kysely<unknown>, statements: string[]): Promise<void> => {
   for (const s of statements) await sql.raw(s).execute(db);
@@ -12,4 +13,5 @@ export const postgresMigrations: Record<string, Migration> = {
   '0002-serverless': { up: (db) => run(db, serverlessTables({ big: 'BIGINT', real: 'DOUBLE PRECISION' })) },
   '0003-webhook-deliveries-by-job': { up: (db) => run(db, webhookDeliveriesByJob()) },
   '0004-jobs-retried': { up: (db) => run(db, jobsRetriedIndex()) },
+  '0005-worker-identity': { up: (db) => run(db, workerIdentity('postgres')) },
 };
