@@ -1,7 +1,7 @@
 import { sql } from 'kysely';
 import type { Clock } from '../domain/clock.js';
-import { ApiError } from '../domain/errors.js';
 import type { Db } from '../store/database.js';
+import { AttachedWorkersCap } from './attached-workers-cap.js';
 
 /**
  * What the `workers` table says of a worker. The autoscaler writes `initializing` (launched, not
@@ -77,19 +77,19 @@ export class WorkersRegistry {
   readonly #clock: Clock;
   readonly #known = new Map<string, Entry>();
   readonly #recycle = new Set<string>();
+  /** Per endpoint, the last sighting being written (they are written in turn). */
+  readonly #writing = new Map<string, Promise<void>>();
   /** Live workers per endpoint, as last read from the table (for the dynamic rate limit). */
   #liveCounts = new Map<string, number>();
   readonly #deadRetentionMs: number;
-  readonly #maxAttached: number;
-  readonly #heartbeatTimeoutMs: number;
+  readonly #cap: AttachedWorkersCap;
   #lastPrune: number | null = null;
 
   constructor(deps: WorkersRegistryDeps) {
     this.#db = deps.db;
     this.#clock = deps.clock;
     this.#deadRetentionMs = Math.max(0, deps.deadRetentionMs ?? 3_600_000);
-    this.#maxAttached = Math.max(0, Math.floor(deps.maxAttachedWorkers ?? 200));
-    this.#heartbeatTimeoutMs = deps.heartbeatTimeoutMs ?? 30_000;
+    this.#cap = new AttachedWorkersCap({ db: deps.db, max: deps.maxAttachedWorkers ?? 200, heartbeatTimeoutMs: deps.heartbeatTimeoutMs ?? 30_000 });
   }
 
   /**
@@ -211,6 +211,7 @@ export class WorkersRegistry {
   async markDead(endpointId: string, ids: readonly string[], now: number = this.#clock.now()): Promise<void> {
     if (ids.length === 0) return;
     await this.#db.kysely.updateTable('workers').set({ status: 'dead', updated_at: now }).where('endpoint_id', '=', endpointId).where('id', 'in', [...ids]).execute();
+    this.#cap.roomMade(endpointId);
     for (const id of ids) {
       const key = keyOf(endpointId, id);
       const entry = this.#known.get(key);
@@ -275,49 +276,28 @@ export class WorkersRegistry {
     };
   }
 
-  /** Writes a (new or returning) sighting at once; a new hand-attached worker must fit under the cap. */
-  async #record(endpointId: string, workerId: string, status: WorkerStatus, now: number, polls: number): Promise<void> {
-    await this.#admitNew(endpointId, workerId);
-    const row = await this.#db.kysely
-      .insertInto('workers')
-      .values({ id: workerId, endpoint_id: endpointId, status, host_id: null, last_ping_at: now, created_at: now, updated_at: now })
-      .onConflict((oc) => oc.columns(['endpoint_id', 'id']).doUpdateSet({ status, last_ping_at: now, updated_at: now }))
-      .returning('host_id')
-      .executeTakeFirst();
-    this.#known.set(keyOf(endpointId, workerId), { endpointId, workerId, launched: row?.host_id != null, status, lastSeen: now, dirty: false, polls });
-  }
-
   /**
-   * Bounds the rows hand-attached workers make: past `maxAttachedWorkers` rows for the endpoint,
-   * its dead hand-attached rows go first; if the live ones alone are at the cap, a worker without
-   * a live row is refused. Runs only for a sighting not yet known here, never per ping.
+   * Writes a (new or returning) sighting at once; a new hand-attached worker must fit under the
+   * cap. An endpoint's sightings are written one after another, so concurrent fresh ids cannot
+   * all pass the same count (across replicas the cap may be passed by one row per replica).
    */
-  async #admitNew(endpointId: string, workerId: string): Promise<void> {
-    if (this.#maxAttached === 0) return;
-    const db = this.#db.kysely;
-    const attached = await db
-      .selectFrom('workers')
-      .select((eb) => ['status', eb.fn.countAll<number>().as('n')])
-      .where('endpoint_id', '=', endpointId)
-      .where('host_id', 'is', null)
-      .groupBy('status')
-      .execute();
-    let total = 0;
-    let dead = 0;
-    for (const r of attached) {
-      total += Number(r.n);
-      if (r.status === 'dead') dead += Number(r.n);
+  async #record(endpointId: string, workerId: string, status: WorkerStatus, now: number, polls: number): Promise<void> {
+    const write = async (): Promise<void> => {
+      await this.#cap.admit(endpointId, workerId, now);
+      const row = await this.#db.kysely
+        .insertInto('workers')
+        .values({ id: workerId, endpoint_id: endpointId, status, host_id: null, last_ping_at: now, created_at: now, updated_at: now })
+        .onConflict((oc) => oc.columns(['endpoint_id', 'id']).doUpdateSet({ status, last_ping_at: now, updated_at: now }))
+        .returning('host_id')
+        .executeTakeFirst();
+      this.#known.set(keyOf(endpointId, workerId), { endpointId, workerId, launched: row?.host_id != null, status, lastSeen: now, dirty: false, polls });
+    };
+    const turn = (this.#writing.get(endpointId) ?? Promise.resolve()).then(write, write);
+    this.#writing.set(endpointId, turn);
+    try {
+      await turn;
+    } finally {
+      if (this.#writing.get(endpointId) === turn) this.#writing.delete(endpointId);
     }
-    if (total < this.#maxAttached) return;
-    if (dead > 0) await db.deleteFrom('workers').where('endpoint_id', '=', endpointId).where('host_id', 'is', null).where('status', '=', 'dead').execute();
-    if (total - dead < this.#maxAttached) return;
-    const own = await db.selectFrom('workers').select('status').where('endpoint_id', '=', endpointId).where('id', '=', workerId).executeTakeFirst();
-    if (own && own.status !== 'dead') return;
-    const retry = Math.max(1, Math.ceil(this.#heartbeatTimeoutMs / 1000));
-    throw new ApiError(
-      'RATE_LIMITED',
-      `Endpoint ${endpointId} already has ${total - dead} workers attached by hand (the most allowed, jobs.workerRateLimits.attachedWorkers); a new worker id is accepted once one of them has been silent for ${retry} s.`,
-      { headers: { 'Retry-After': String(retry) } },
-    );
   }
 }
