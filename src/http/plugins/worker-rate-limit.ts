@@ -36,8 +36,10 @@ export class WorkerRateLimiter {
     const endpointKey = `${accountId}\u0000${endpointId}`;
     let endpointWindow: JobWindow | null = null;
     if (perEndpoint > 0) {
-      const rate = Math.max(perEndpoint, perWorker * this.#deps.liveWorkers(endpointId));
       endpointWindow = this.#window(endpointKey);
+      // Counting the endpoint's workers walks the registry: only worth it once the base is spent.
+      const used = endpointWindow.start === now - (now % JOB_RATE_WINDOW_MS) ? endpointWindow.count : 0;
+      const rate = used < perEndpoint ? perEndpoint : Math.max(perEndpoint, perWorker * this.#deps.liveWorkers(endpointId));
       const admission = admitJobRequest(endpointWindow, { rate, concurrent: null }, now);
       if (!admission.allowed)
         throw refusal(`The workers of endpoint ${endpointId} made ${admission.limit} worker-protocol calls within 10 seconds, the most allowed (jobs.workerRateLimits.perEndpoint); retry in ${admission.retryAfterSeconds} s.`, admission.retryAfterSeconds);
