@@ -7,9 +7,13 @@
  *   table is rebuilt.
  * - An API key may be bound to an endpoint (and a worker): the `worker` scope, admitted only on
  *   that endpoint's worker protocol. `api_keys_endpoint` finds an endpoint's keys to revoke them.
+ * - Keys the autoscaler minted before (write scope, rate-limit exempt, one per endpoint) are
+ *   revoked: a server that crashed left them valid, and no worker launched from now on uses one.
  */
 export const workerIdentity = (dialect: 'sqlite' | 'postgres'): string[] => {
+  const nowMs = dialect === 'postgres' ? `(EXTRACT(EPOCH FROM now()) * 1000)::BIGINT` : `CAST(strftime('%s', 'now') AS INTEGER) * 1000`;
   const keys = [
+    `UPDATE api_keys SET revoked_at = ${nowMs} WHERE revoked_at IS NULL AND rate_limit_exempt = 1 AND name LIKE 'workers of endpoint % (autoscaler)'`,
     `ALTER TABLE api_keys ADD COLUMN endpoint_id TEXT`,
     `ALTER TABLE api_keys ADD COLUMN worker_id TEXT`,
     `CREATE INDEX api_keys_endpoint ON api_keys(endpoint_id) WHERE endpoint_id IS NOT NULL`,
