@@ -190,12 +190,19 @@ export interface JobsHttpConfig {
    * (its pool has several connections). @default null
    */
   commitConcurrency: number | null;
-  /** Worker protocol calls (take, done, stream, stop, ping) per 10 s. */
+  /**
+   * Worker protocol calls (take, done, stream, stop, ping) per 10 s, counted per account (a key
+   * naming another account's endpoint counts against its own account). Over a limit: 429
+   * RATE_LIMITED with Retry-After (the Python SDK sleeps 5 s on a 429 from job-take). Keys with
+   * `--exempt` skip them; workers' own keys never do. 0: no limit.
+   */
   workerRateLimits: {
-    /** per worker id, within its endpoint @default 2000 */
+    /** per worker id, within its endpoint: a worker streaming ~100 chunks/s on several jobs at once, plus takes and pings, stays well under it @default 5000 */
     perWorker: number;
-    /** per endpoint, all its workers together @default 20000 */
+    /** per endpoint, all its workers together; raised to `perWorker` × the endpoint's running launched workers when that is more @default 20000 */
     perEndpoint: number;
+    /** rows one endpoint may hold for workers attached by hand (not launched by the platform); a new worker id past it is refused (429) until one is lost; dead ones are dropped first @default 200 */
+    attachedWorkers: number;
   };
 }
 
@@ -492,8 +499,9 @@ export function loadConfig({ env, flags = {} }: ConfigSources): Config {
       maxBatchSize: Math.max(1, Math.floor(num(jobs.maxBatchSize, 'jobs.maxBatchSize', 1000))),
       commitConcurrency: jobs.commitConcurrency === undefined || jobs.commitConcurrency === null ? null : Math.max(1, Math.floor(num(jobs.commitConcurrency, 'jobs.commitConcurrency', 1))),
       workerRateLimits: {
-        perWorker: num(workerLimits.perWorker, 'jobs.workerRateLimits.perWorker', 2000),
-        perEndpoint: num(workerLimits.perEndpoint, 'jobs.workerRateLimits.perEndpoint', 20_000),
+        perWorker: Math.max(0, Math.floor(num(workerLimits.perWorker, 'jobs.workerRateLimits.perWorker', 5000))),
+        perEndpoint: Math.max(0, Math.floor(num(workerLimits.perEndpoint, 'jobs.workerRateLimits.perEndpoint', 20_000))),
+        attachedWorkers: Math.max(0, Math.floor(num(workerLimits.attachedWorkers, 'jobs.workerRateLimits.attachedWorkers', 200))),
       },
     },
     serverless: {
@@ -553,7 +561,7 @@ const KNOWN_KEYS: Record<string, readonly string[] | null> = {
     'takeWaitMs', 'stopWaitMs', 'timekeeperIntervalMs', 'heartbeatTimeoutMs', 'deadWorkerRetentionMs', 'pingIntervalMs',
     'retryBudget', 'rateLimits', 'rateLimitPerWorker', 'maxBatchSize', 'commitConcurrency', 'workerRateLimits',
   ],
-  'jobs.workerRateLimits': ['perWorker', 'perEndpoint'],
+  'jobs.workerRateLimits': ['perWorker', 'perEndpoint', 'attachedWorkers'],
   runtime: ['process'],
   'runtime.process': ['allowMultipleAccounts'],
   graphql: ['maxDocumentBytes', 'maxDepth', 'maxAliases', 'maxFields', 'maxRootFields', 'maxCost'],

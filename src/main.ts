@@ -93,7 +93,7 @@ export async function createServices(config: Config, overrides: ServiceOverrides
   const podController = new PodController({ db, runtime, inventory, volumes, registries, clock, events, logger: logger.child({ component: 'pods' }), lease: leases.lease(LEASE_NAMES.pods), config });
   const quota = new ResourceQuota({ holdings: new ResourceHoldingsStore(db), quotas: config.quotas });
   const pods = new PodsService({ controller: podController, inventory, runtime, templates, volumes, registries, accounts, clock, config, quota });
-  const endpoints = new EndpointsService({ db, clock, templates, volumes, config, runtime });
+  const endpoints = new EndpointsService({ db, clock, templates, volumes, config, runtime, keys: accounts });
   templates.addReferenceChecker(endpoints.templateReferenceChecker);
   // One policy for the submit-time check and the dispatcher, so they share the account count.
   const webhookAddresses = new WebhookAddressPolicy({ mode: config.serverless.webhooks.privateAddresses, countAccounts: () => accounts.store.countAccounts() });
@@ -111,7 +111,13 @@ export async function createServices(config: Config, overrides: ServiceOverrides
     },
   });
   for (const warning of config.warnings) logger.warn(warning);
-  const workers = new WorkersRegistry({ db, clock, deadRetentionMs: config.jobs.deadWorkerRetentionMs });
+  const workers = new WorkersRegistry({
+    db,
+    clock,
+    deadRetentionMs: config.jobs.deadWorkerRetentionMs,
+    maxAttachedWorkers: config.jobs.workerRateLimits.attachedWorkers,
+    heartbeatTimeoutMs: config.jobs.heartbeatTimeoutMs,
+  });
   const timekeeper = new Timekeeper({ jobs, workers, clock, logger: logger.child({ component: 'timekeeper' }), lease: leases.lease(LEASE_NAMES.timekeeper), config: config.jobs });
   const webhooks = new WebhookDispatcher({
     db,

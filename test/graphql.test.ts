@@ -174,7 +174,7 @@ describe('GraphQL endpoints', () => {
     const e = await t.services.endpoints.create(alice.accountId, { name: 'with-workers', templateId: workerTemplate, gpuIds: 'ADA_24', workersMax: 2 });
     await t.services.workers.seen(e.id, 'w-live', false);
     await t.services.workers.seen(e.id, 'w-gone', true);
-    await t.services.workers.markDead(['w-gone']);
+    await t.services.workers.markDead(e.id, ['w-gone']);
     const { myself } = await data('{ myself { endpoints { id pods { id desiredStatus } } } }');
     const pods = myself.endpoints.find((x: { id: string }) => x.id === e.id).pods;
     assert.deepEqual(

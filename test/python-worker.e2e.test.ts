@@ -241,14 +241,14 @@ describe('runpod-python workers against a real server', { skip: skipReason() }, 
   });
 
   test('a handler returning {"refresh_worker": true} completes, asks to be recycled, and keeps serving', async () => {
-    server.services.workers.takeRecycleRequest('py-plain'); // nothing earlier counts
+    server.services.workers.takeRecycleRequest(endpoint.plain!, 'py-plain'); // nothing earlier counts
     const id = await run('plain', { refresh: true });
     const done = await finished('plain', id);
     assert.equal(done.status, 'COMPLETED', JSON.stringify(done));
     assert.deepEqual(done.output, { refreshed: true }, 'the SDK strips refresh_worker from the output');
     const post = posts.find((p) => p.jobId === id);
     assert.equal(post?.body?.stopPod, true, 'the SDK turns refresh_worker into stopPod');
-    assert.equal(server.services.workers.takeRecycleRequest('py-plain'), true, 'the server recorded the recycle request');
+    assert.equal(server.services.workers.takeRecycleRequest(endpoint.plain!, 'py-plain'), true, 'the server recorded the recycle request');
     // A worker attached by hand is not stopped by the platform: it goes on taking jobs.
     const next = await finished('plain', await run('plain', { after: 'refresh' }));
     assert.equal(next.status, 'COMPLETED', JSON.stringify(next));
@@ -259,7 +259,7 @@ describe('runpod-python workers against a real server', { skip: skipReason() }, 
     const done = await finished('refresh', id);
     assert.equal(done.status, 'COMPLETED', JSON.stringify(done));
     assert.deepEqual(done.output, { echo: { once: true }, worker: 'py-refresh' });
-    assert.equal(server.services.workers.takeRecycleRequest('py-refresh'), true);
+    assert.equal(server.services.workers.takeRecycleRequest(endpoint.refresh!, 'py-refresh'), true);
     const code = await Promise.race([workers.refresh.exited, sleep(20_000).then(() => 'still running' as const)]);
     assert.equal(code, 0, `the worker process should exit by itself; output:\n${workers.refresh.output().slice(-2_000)}`);
     // Its next job stays queued: nobody takes it.

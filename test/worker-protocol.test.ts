@@ -322,7 +322,7 @@ describe('workers of different endpoints that chose the same id', () => {
 });
 
 describe('gantry worker env', () => {
-  test('prints export lines with a fresh worker id and a new write key that can take the endpoint\'s jobs', async () => {
+  test('prints export lines with a fresh worker id and a new key that can take the endpoint\'s jobs and do nothing else', async () => {
     const { runGantry } = await import('./support/spawn-gantry.js');
     const out = runGantry(['worker', 'env', ep, '--data-dir', t.config.dataDir, '--url', 'http://127.0.0.1:9999']);
     assert.equal(out.status, 0, out.stderr);
@@ -344,6 +344,9 @@ describe('gantry worker env', () => {
     const res = await t.request(null, 'GET', `/v2/${ep}/job-take/${env.RUNPOD_POD_ID}`, undefined, { authorization: env.RUNPOD_AI_API_KEY! });
     assert.equal(res.statusCode, 200);
     assert.equal(json(res).id, id);
+    const pods = await t.request(null, 'GET', '/v2/pods', undefined, { authorization: env.RUNPOD_AI_API_KEY! });
+    assert.equal(pods.statusCode, 403, 'the key is in the worker scope, bound to the endpoint');
+    assert.equal((await t.request(null, 'POST', `/v2/${ep}/run`, JSON.stringify({ input: {} }), { authorization: env.RUNPOD_AI_API_KEY!, 'content-type': 'application/json' })).statusCode, 403);
     assert.notEqual(runGantry(['worker', 'env', 'nosuchendpoint', '--data-dir', t.config.dataDir]).status, 0);
   });
 });

@@ -3,6 +3,7 @@ import type { Clock } from '../domain/clock.js';
 import { newId } from '../domain/ids.js';
 import type { Db } from '../store/database.js';
 import { AccountStore, type Account, type ApiKeyRecord } from '../store/account-store.js';
+import type { KeyScope } from '../store/schema.js';
 import { generateApiKey, hashApiKey, looksLikeKey } from './api-keys.js';
 import { validateAuthorizedKey } from './ssh-keys.js';
 
@@ -10,8 +11,12 @@ import { validateAuthorizedKey } from './ssh-keys.js';
 export interface Principal {
   accountId: string;
   keyId: string;
-  scope: 'read' | 'write';
+  scope: KeyScope;
   rateLimitExempt: boolean;
+  /** For a `worker` key: the one endpoint whose worker protocol it may call. */
+  endpointId?: string | null;
+  /** For a `worker` key bound to one worker: the worker id it may call as. */
+  workerId?: string | null;
 }
 
 export interface CreatedKey {
@@ -54,7 +59,13 @@ export class AccountsService {
     const record = await this.store.getKeyByHash(hash);
     const principal: Principal | null =
       record && record.revokedAt === null
-        ? { accountId: record.accountId, keyId: record.id, scope: record.scope, rateLimitExempt: record.rateLimitExempt }
+        ? {
+            accountId: record.accountId,
+            keyId: record.id,
+            scope: record.scope,
+            rateLimitExempt: record.rateLimitExempt,
+            ...(record.scope === 'worker' ? { endpointId: record.endpointId, workerId: record.workerId } : {}),
+          }
         : null;
     if (principal === null && this.#cache.size > NEGATIVE_CACHE_MAX) this.#cache.clear();
     this.#cache.set(rawKey, { principal, expires: now + CACHE_TTL_MS });
@@ -76,13 +87,19 @@ export class AccountsService {
     return account;
   }
 
-  /** Creates a key. `presetKey` lets a first start adopt GANTRY_BOOTSTRAP_KEY as the admin key. */
+  /**
+   * Creates a key. `presetKey` lets a first start adopt GANTRY_BOOTSTRAP_KEY as the admin key. A
+   * `worker` key names its endpoint (and may name its worker); it is never rate-limit exempt.
+   */
   async createKey(
     accountId: string,
-    options: { scope: 'read' | 'write'; name?: string; rateLimitExempt?: boolean; presetKey?: string },
+    options:
+      | { scope: 'read' | 'write'; name?: string; rateLimitExempt?: boolean; presetKey?: string }
+      | { scope: 'worker'; endpointId: string; workerId?: string; name?: string },
   ): Promise<CreatedKey> {
-    const key = options.presetKey ?? generateApiKey();
+    const key = ('presetKey' in options ? options.presetKey : undefined) ?? generateApiKey();
     if (!looksLikeKey(key)) throw badRequest('An API key must be 8-256 printable characters without spaces.');
+    const worker = options.scope === 'worker' ? options : null;
     const record: ApiKeyRecord = {
       id: newId(),
       accountId,
@@ -90,9 +107,11 @@ export class AccountsService {
       scope: options.scope,
       hash: hashApiKey(key),
       prefix: key.slice(0, 8),
-      rateLimitExempt: options.rateLimitExempt ?? false,
+      rateLimitExempt: options.scope === 'worker' ? false : (options.rateLimitExempt ?? false),
       createdAt: this.#clock.now(),
       revokedAt: null,
+      endpointId: worker?.endpointId ?? null,
+      workerId: worker?.workerId ?? null,
     };
     await this.store.insertKey(record);
     const { hash: _hash, ...visible } = record;
@@ -102,7 +121,31 @@ export class AccountsService {
   async revokeKey(id: string): Promise<void> {
     const revoked = await this.store.revokeKey(id, this.#clock.now());
     if (!revoked) throw notFound('live API key', id);
-    this.#cache.clear();
+    this.#forget([id]);
+  }
+
+  /** Revokes every key bound to the endpoint (`worker` keys): it was deleted. Answers how many. */
+  async revokeEndpointKeys(endpointId: string): Promise<number> {
+    const ids = await this.store.revokeEndpointKeys(endpointId, this.#clock.now());
+    this.#forget(ids);
+    return ids.length;
+  }
+
+  /** Revokes the keys of launched workers other than `keep` (theirs are gone). Answers how many. */
+  async revokeWorkerKeysExcept(keep: readonly string[]): Promise<number> {
+    const ids = await this.store.revokeWorkerKeysExcept(keep, this.#clock.now());
+    this.#forget(ids);
+    return ids.length;
+  }
+
+  /**
+   * Drops revoked keys from the cache. Only theirs: workers' keys are revoked at every worker
+   * stop, and clearing everything would send every caller's next request to the store.
+   */
+  #forget(keyIds: readonly string[]): void {
+    if (keyIds.length === 0) return;
+    const gone = new Set(keyIds);
+    for (const [raw, hit] of this.#cache) if (hit.principal && gone.has(hit.principal.keyId)) this.#cache.delete(raw);
   }
 
   async getSshKeys(accountId: string): Promise<string[]> {

@@ -81,3 +81,15 @@ test('through Fastify, request lines carry the request id the client sent, and h
     await app.close();
   }
 });
+
+test('a route logging at warn writes no per-request info line and makes no child for one', () => {
+  const { logger, lines, children } = memoryLogger('info');
+  const log = lazyChildLogger(logger, { reqId: 'r-9' }, { level: 'warn' });
+  assert.equal((log as unknown as RequestLogger).isLevelEnabled('info'), false);
+  log.info('incoming request');
+  assert.equal(children(), 0);
+  assert.equal(lines.length, 0);
+  assert.equal(log.level, 'warn');
+  log.warn('worker reported itself unhealthy');
+  assert.equal(lines.length, 1);
+});

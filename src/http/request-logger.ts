@@ -30,8 +30,13 @@ export class RequestLogger {
     return (this.#child ??= this.parent.child(this.bindings, this.options));
   }
 
+  /** A level the route sets (Fastify's route `logLevel`), which the child will have once made. */
+  get #ownLevel(): string | undefined {
+    return (this.options as { level?: string }).level;
+  }
+
   get level(): string {
-    return (this.#child ?? this.parent).level;
+    return this.#child?.level ?? this.#ownLevel ?? this.parent.level;
   }
 
   set level(level: string) {
@@ -39,6 +44,10 @@ export class RequestLogger {
   }
 
   isLevelEnabled(level: string): boolean {
+    const own = this.#child === null ? this.#ownLevel : undefined;
+    const values = (this.parent as { levels?: { values?: Record<string, number> } }).levels?.values;
+    // a quieter route (worker protocol: `logLevel: 'warn'`) decides without making the child
+    if (own !== undefined && values?.[own] !== undefined && values[level] !== undefined) return values[level] >= values[own];
     const logger = (this.#child ?? this.parent) as FastifyBaseLogger & { isLevelEnabled?(level: string): boolean };
     return logger.isLevelEnabled ? logger.isLevelEnabled(level) : true;
   }

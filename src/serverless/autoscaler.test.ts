@@ -186,7 +186,7 @@ describe('Autoscaler', () => {
     await autoscaler.tick(clock.now());
     const [old] = autoscaler.workerIds(ep.id);
     await t.services.workers.seen(ep.id, old!, false);
-    t.services.workers.requestRecycle(old!);
+    t.services.workers.requestRecycle(ep.id, old!);
     await autoscaler.tick(clock.now());
     const now = autoscaler.workerIds(ep.id);
     assert.equal(now.length, 1);

@@ -8,8 +8,8 @@
  * State kept in memory (one autoscaler drives a deployment: on PostgreSQL the replica holding the
  * `autoscaler` lease; the others' loops idle, and a replica that loses the lease stops the
  * workers it launched, the new holder cleaning up their rows as after a restart): each launched worker's start and last-activity times, each endpoint's crash
- * record, and one API key per endpoint for its workers (minted at the first launch, revoked on
- * stop; never stored in plaintext), held by `LaunchedWorkers`, `EndpointScaleStates` and
+ * record, and one `worker`-scoped API key per launched worker (minted at its launch, revoked when
+ * it stops; stored hashed only), held by `LaunchedWorkers`, `EndpointScaleStates` and
  * `WorkerKeys`. The `workers` table remains the shared truth: rows of workers
  * it launched carry `host_id`, and after a restart rows whose instance is gone are marked dead and
  * their jobs requeued.
@@ -55,7 +55,7 @@ export interface AutoscalerDeps {
   jobs: Pick<JobsService, 'workerLost'>;
   workers: Pick<WorkersRegistry, 'markDead' | 'takeRecycleRequest'>;
   endpoints: Pick<EndpointsService, 'get' | 'templateOf'>;
-  accounts: Pick<AccountsService, 'createKey' | 'revokeKey'>;
+  accounts: Pick<AccountsService, 'createKey' | 'revokeKey' | 'revokeWorkerKeysExcept'>;
   /** Network volumes: their data center (a placement constraint) and host folder. */
   volumes?: WorkerVolumes;
   /** Credentials of templates' container registries, for pulling worker images. */
@@ -120,7 +120,7 @@ export class Autoscaler {
     this.#unsubscribe.push(this.#deps.runtime.onChange((status) => this.#workers.onInstanceChange(status)));
     if (this.#deps.events) {
       const active = (p: JobEventPayload): void => {
-        if (p.job.workerId) this.#workers.finishedJob(p.job.workerId, p.at);
+        if (p.job.workerId) this.#workers.finishedJob(p.endpointId, p.job.workerId, p.at);
       };
       for (const name of ['job:completed', 'job:failed', 'job:timed_out'] as const) this.#unsubscribe.push(this.#deps.events.on(name, active));
       // A queued job may need a worker now (cold start), not at the next interval.
@@ -162,7 +162,8 @@ export class Autoscaler {
 
   /**
    * After a restart: launched workers' rows whose instance no longer runs here are marked dead and
-   * their jobs requeued; an instance that still runs but is not ours to account for is stopped.
+   * their jobs requeued; an instance that still runs but is not ours to account for is stopped;
+   * every launched worker's key not held here is revoked.
    */
   async recover(): Promise<{ cleaned: string[] }> {
     const cleaned: string[] = [];
@@ -170,11 +171,14 @@ export class Autoscaler {
       if (this.#workers.has(row.id)) continue;
       await this.#deps.runtime.stop(row.id).catch(() => undefined);
       this.#deps.inventory.release(row.id);
-      await this.#deps.workers.markDead([row.id], this.#deps.clock.now());
+      await this.#deps.workers.markDead(row.endpointId, [row.id], this.#deps.clock.now());
       const moved = await this.#deps.jobs.workerLost(row.id, row.endpointId);
       cleaned.push(row.id);
       this.#deps.logger.info({ workerId: row.id, endpointId: row.endpointId, ...moved }, 'cleaned up a worker left by a previous server');
     }
+    // Keys of workers launched before (a crash skips their revocation): none of them runs now.
+    const revoked = await this.#workers.revokeOrphanKeys();
+    if (revoked > 0) this.#deps.logger.info({ revoked }, 'revoked the keys of workers left by a previous server');
     return { cleaned };
   }
 
@@ -197,7 +201,7 @@ export class Autoscaler {
     // Workers of endpoints that no longer exist.
     for (const [endpointId, workerRows] of byEndpoint) {
       if (known.has(endpointId)) continue;
-      for (const r of workerRows) await this.#workers.stop(r.id, 'endpoint deleted');
+      for (const r of workerRows) await this.#workers.stop(r.id, 'endpoint deleted', r.endpointId);
       this.#states.delete(endpointId);
     }
   }
@@ -237,12 +241,12 @@ export class Autoscaler {
       const m = this.#workers.get(row.id);
       if (!m) {
         // A row of ours with no instance (e.g. written by another replica that died): lost.
-        await this.#workers.stop(row.id, 'no instance');
+        await this.#workers.stop(row.id, 'no instance', row.endpointId);
         continue;
       }
       if (m.stopping) continue;
       if (row.status === 'dead' || row.status === 'unhealthy') continue;
-      if (this.#deps.workers.takeRecycleRequest(row.id)) m.recycle = true;
+      if (this.#deps.workers.takeRecycleRequest(endpointId, row.id)) m.recycle = true;
       const holds = busy.get(row.id) ?? 0;
       const initializing = row.status === 'initializing' && holds === 0;
       if (holds > 0) {

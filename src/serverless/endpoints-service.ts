@@ -1,3 +1,4 @@
+import type { AccountsService } from '../accounts/accounts-service.js';
 import type { Catalog } from '../domain/catalog.js';
 import type { Clock } from '../domain/clock.js';
 import { ApiError, isApiError, notFound, validationFailed } from '../domain/errors.js';
@@ -59,6 +60,8 @@ export interface EndpointsServiceDeps {
   runtime?: Pick<Runtime, 'refusedEnv'>;
   /** Upper bound of `workersMax`. @default 100 */
   maxWorkers?: number;
+  /** Keys bound to an endpoint (its workers' `worker` keys) are revoked when it is deleted. */
+  keys?: Pick<AccountsService, 'revokeEndpointKeys'>;
 }
 
 type Settings = Omit<Endpoint, 'id' | 'accountId' | 'createdAt' | 'updatedAt' | 'version'>;
@@ -221,6 +224,7 @@ export class EndpointsService {
         `Endpoint "${endpoint.name}" (${id}) still allows workers (workersMin ${endpoint.workersMin}, workersMax ${endpoint.workersMax}); set both to 0 first, then delete it.`,
       );
     if (!(await this.store.delete(accountId, id))) throw notFound('serverless endpoint', id);
+    await this.deps.keys?.revokeEndpointKeys(id);
   }
 
   /** The endpoint's workers (filled by the autoscaler). */

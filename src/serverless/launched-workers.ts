@@ -31,7 +31,7 @@ export interface LaunchedWorkersDeps {
   jobs: Pick<JobsService, 'workerLost'>;
   workers: Pick<WorkersRegistry, 'markDead'>;
   endpoints: Pick<EndpointsService, 'templateOf'>;
-  accounts: Pick<AccountsService, 'createKey' | 'revokeKey'>;
+  accounts: Pick<AccountsService, 'createKey' | 'revokeKey' | 'revokeWorkerKeysExcept'>;
   volumes?: WorkerVolumes;
   /** Credentials of the template's container registry, handed to the runtime to pull the image. */
   registries?: Pick<RegistriesService, 'credentials'>;
@@ -65,7 +65,7 @@ const MAX_REASON = 400;
 
 /**
  * The workers this replica launched, in memory: launching one (placed through the inventory and
- * started through the runtime like a pod, with its endpoint's key), stopping one (its jobs go back
+ * started through the runtime like a pod, with a key of its own), stopping one (its jobs go back
  * to the queue), and noticing one that ended on its own (an early end is a crash of its endpoint).
  */
 export class LaunchedWorkers {
@@ -85,7 +85,7 @@ export class LaunchedWorkers {
     return this.#workers.size;
   }
 
-  /** Whether any endpoint's worker key is held (it is revoked by `stopAll`). */
+  /** Whether any worker's key is held (it is revoked by `stopAll`). */
   get holdsKeys(): boolean {
     return this.#keys.size > 0;
   }
@@ -103,10 +103,13 @@ export class LaunchedWorkers {
     return [...this.#workers].filter(([, m]) => m.endpointId === endpointId && !m.stopping).map(([id]) => id);
   }
 
-  /** A job the worker held finished at `at`: idle time counts from then, and the worker proved itself. */
-  finishedJob(workerId: string, at: number): void {
+  /**
+   * A job the worker held finished at `at`: idle time counts from then, and the worker proved
+   * itself. Only a job of its own endpoint counts (another endpoint's worker may use the same id).
+   */
+  finishedJob(endpointId: string, workerId: string, at: number): void {
     const m = this.#workers.get(workerId);
-    if (!m) return;
+    if (!m || m.endpointId !== endpointId) return;
     m.lastActiveAt = Math.max(m.lastActiveAt, at);
     this.prove(m);
   }
@@ -131,7 +134,7 @@ export class LaunchedWorkers {
     this.#workers.set(workerId, { endpointId: endpoint.id, startedAt: now, lastActiveAt: now, ready: false, proven: false, recycle: false, stopping: false });
     try {
       await this.#deps.store.insertLaunched(workerId, endpoint.id, placement.hostId, now);
-      const apiKey = await this.#keys.keyFor(endpoint);
+      const apiKey = await this.#keys.mint(endpoint, workerId);
       const volumeHostPath = endpoint.networkVolumeId && this.#deps.volumes ? this.#deps.volumes.hostPath(endpoint.networkVolumeId) : null;
       const registryAuth =
         template.containerRegistryAuthId && this.#deps.registries ? await this.#deps.registries.credentials(endpoint.accountId, template.containerRegistryAuthId) : null;
@@ -169,20 +172,30 @@ export class LaunchedWorkers {
     }
   }
 
-  /** Stops a worker: instance, reservation, row; its jobs (if any) go back to the queue. */
-  async stop(workerId: string, reason: string): Promise<void> {
+  /**
+   * Stops a worker: instance, reservation, key, row; its jobs (if any) go back to the queue.
+   * `endpointId` names the endpoint of a worker not tracked here (a row left by another replica).
+   */
+  async stop(workerId: string, reason: string, endpointId?: string): Promise<void> {
     const m = this.#workers.get(workerId);
     if (m?.stopping) return;
     if (m) m.stopping = true;
-    this.#deps.logger.info({ workerId, endpointId: m?.endpointId, reason }, 'stopping worker');
+    const endpoint = m?.endpointId ?? endpointId ?? null;
+    this.#deps.logger.info({ workerId, endpointId: endpoint, reason }, 'stopping worker');
     try {
       await this.#deps.runtime.stop(workerId).catch((err: unknown) => this.#deps.logger.warn({ workerId, err: (err as Error).message }, 'stopping the worker instance failed'));
       this.#deps.inventory.release(workerId);
-      await this.#deps.workers.markDead([workerId], this.#deps.clock.now());
-      await this.#deps.jobs.workerLost(workerId, m?.endpointId ?? null);
+      await this.#keys.revoke(workerId);
+      if (endpoint !== null) await this.#deps.workers.markDead(endpoint, [workerId], this.#deps.clock.now());
+      await this.#deps.jobs.workerLost(workerId, endpoint);
     } finally {
       this.#workers.delete(workerId);
     }
+  }
+
+  /** Revokes the keys of launched workers this replica does not run (see `WorkerKeys.revokeOrphans`). */
+  revokeOrphanKeys(): Promise<number> {
+    return this.#keys.revokeOrphans();
   }
 
   /** Stops every worker launched here and revokes their keys. */

@@ -2,15 +2,18 @@ import type { AccountsService } from '../accounts/accounts-service.js';
 import type { Endpoint } from './endpoint.js';
 
 /**
- * One API key per endpoint for the workers the autoscaler launches: minted at the endpoint's first
- * launch, held in memory only (never stored in plaintext), revoked when the workers stop.
+ * One API key per worker the autoscaler launches, in the `worker` scope: bound to the worker's
+ * endpoint and id, so the tenant code that reads it from its environment can call only that
+ * endpoint's worker protocol, as that worker, under the worker-protocol rate limits. Stored
+ * hashed like every key; the raw value lives only in the worker's environment. Revoked when the
+ * worker stops; keys a previous server (or replica) left behind are revoked by `revokeOrphans`.
  */
 export class WorkerKeys {
-  readonly #accounts: Pick<AccountsService, 'createKey' | 'revokeKey'>;
-  /** Per endpoint: the key's id (to revoke) and its raw value (for the workers' env). */
-  readonly #keys = new Map<string, { id: string; key: string }>();
+  readonly #accounts: Pick<AccountsService, 'createKey' | 'revokeKey' | 'revokeWorkerKeysExcept'>;
+  /** Per worker id: the key's id (to revoke it). */
+  readonly #keys = new Map<string, string>();
 
-  constructor(accounts: Pick<AccountsService, 'createKey' | 'revokeKey'>) {
+  constructor(accounts: Pick<AccountsService, 'createKey' | 'revokeKey' | 'revokeWorkerKeysExcept'>) {
     this.#accounts = accounts;
   }
 
@@ -19,18 +22,36 @@ export class WorkerKeys {
     return this.#keys.size;
   }
 
-  /** The raw key for the endpoint's workers, minted at first use. */
-  async keyFor(endpoint: Pick<Endpoint, 'id' | 'accountId'>): Promise<string> {
-    const held = this.#keys.get(endpoint.id);
-    if (held) return held.key;
-    const created = await this.#accounts.createKey(endpoint.accountId, { scope: 'write', name: `workers of endpoint ${endpoint.id} (autoscaler)`, rateLimitExempt: true });
-    this.#keys.set(endpoint.id, { id: created.record.id, key: created.key });
+  /** A new raw key for the worker about to be launched. */
+  async mint(endpoint: Pick<Endpoint, 'id' | 'accountId'>, workerId: string): Promise<string> {
+    const created = await this.#accounts.createKey(endpoint.accountId, {
+      scope: 'worker',
+      endpointId: endpoint.id,
+      workerId,
+      name: `worker ${workerId} of endpoint ${endpoint.id} (autoscaler)`,
+    });
+    this.#keys.set(workerId, created.record.id);
     return created.key;
+  }
+
+  /** Revokes the worker's key, if one is held (a failed revocation is skipped: `revokeOrphans` catches it at the next recovery). */
+  async revoke(workerId: string): Promise<void> {
+    const id = this.#keys.get(workerId);
+    if (id === undefined) return;
+    this.#keys.delete(workerId);
+    await this.#accounts.revokeKey(id).catch(() => undefined);
   }
 
   /** Revokes every key held (a failed revocation is skipped) and forgets them. */
   async revokeAll(): Promise<void> {
-    for (const { id } of this.#keys.values()) await this.#accounts.revokeKey(id).catch(() => undefined);
-    this.#keys.clear();
+    for (const workerId of [...this.#keys.keys()]) await this.revoke(workerId);
+  }
+
+  /**
+   * Revokes every launched worker's key not held here (after a restart, or when this replica
+   * takes the autoscaler over: those workers are being cleaned up). Answers how many.
+   */
+  async revokeOrphans(): Promise<number> {
+    return this.#accounts.revokeWorkerKeysExcept([...this.#keys.keys()]);
   }
 }

@@ -52,7 +52,7 @@ for (const { name, skip } of dialects()) {
 
     test('an open long-poll keeps a worker alive without pings', async () => {
       await registry.seen('ep1', 'poller');
-      const close = registry.pollOpened('poller');
+      const close = registry.pollOpened('ep1', 'poller');
       clock.advance(60_000);
       await registry.flush();
       assert.deepEqual(await registry.expire(clock.now() - 30_000), []);
@@ -64,7 +64,7 @@ for (const { name, skip } of dialects()) {
 
     test('a dead worker that calls again is alive again', async () => {
       await registry.seen('ep1', 'phoenix');
-      await registry.markDead(['phoenix']);
+      await registry.markDead('ep1', ['phoenix']);
       await registry.seen('ep1', 'phoenix');
       assert.equal((await row('phoenix'))?.status, 'idle');
     });
@@ -74,9 +74,9 @@ for (const { name, skip } of dialects()) {
       await registry.seen('ep1', 'gone-long');
       await registry.seen('ep1', 'gone-lately');
       await registry.seen('ep1', 'alive');
-      await registry.markDead(['gone-long']);
+      await registry.markDead('ep1', ['gone-long']);
       clock.advance(3_000_000);
-      await registry.markDead(['gone-lately']);
+      await registry.markDead('ep1', ['gone-lately']);
       await registry.seen('ep1', 'alive');
       await registry.flush();
       assert.equal(await registry.prune(), 0, 'nobody dead for an hour yet');
@@ -98,7 +98,7 @@ for (const { name, skip } of dialects()) {
     test('the sweep prunes at most once a minute', async () => {
       registry = new WorkersRegistry({ db: t.db, clock, deadRetentionMs: 3_600_000 });
       await registry.seen('ep1', 'brief');
-      await registry.markDead(['brief']);
+      await registry.markDead('ep1', ['brief']);
       clock.advance(3_599_990);
       await registry.expire(clock.now() - 30_000);
       assert.equal((await row('brief'))?.status, 'dead', 'not dead for an hour yet');
@@ -113,7 +113,7 @@ for (const { name, skip } of dialects()) {
     test('a pruned worker that calls again is recorded afresh', async () => {
       registry = new WorkersRegistry({ db: t.db, clock, deadRetentionMs: 1_000 });
       await registry.seen('ep1', 'lazarus');
-      await registry.markDead(['lazarus']);
+      await registry.markDead('ep1', ['lazarus']);
       clock.advance(2_000);
       assert.equal(await registry.prune(), 1);
       await registry.seen('ep1', 'lazarus', true);
@@ -139,9 +139,68 @@ for (const { name, skip } of dialects()) {
         })
         .execute();
       assert.deepEqual(await registry.healthCounts('ep1'), { idle: 1, running: 1, initializing: 1, ready: 2, throttled: 0, unhealthy: 1 });
+    });
+
+    test('only running workers the platform launched count toward the dynamic rate limit, never ids made up in pings', async () => {
+      await t.db.kysely
+        .insertInto('workers')
+        .values({ id: 'launched', endpoint_id: 'ep1', status: 'initializing', host_id: 'host-1', last_ping_at: null, created_at: 0, updated_at: 0 })
+        .execute();
+      for (let i = 0; i < 50; i++) await registry.seen('ep1', `made-up-${i}`, true);
       await registry.refreshLiveCounts();
-      assert.equal(registry.liveWorkers('ep1'), 2);
-      assert.equal(registry.liveWorkers('ep2'), 0);
+      assert.equal(registry.liveWorkers('ep1'), 0, 'initializing launched workers and hand-attached ids do not count');
+      await registry.seen('ep1', 'launched');
+      assert.equal(registry.liveWorkers('ep1'), 1, 'seen here: counts at once');
+      await registry.flush();
+      const elsewhere = new WorkersRegistry({ db: t.db, clock });
+      await elsewhere.refreshLiveCounts();
+      assert.equal(elsewhere.liveWorkers('ep1'), 1, 'another replica reads the same count from the table');
+      assert.equal(elsewhere.liveWorkers('ep2'), 0);
+    });
+
+    test('the same worker id through two endpoints is two workers: neither sighting, death nor recycle request crosses over', async () => {
+      await registry.seen('ep-a', 'shared', true);
+      await registry.seen('ep-b', 'shared');
+      const rows = await t.db.kysely.selectFrom('workers').select(['endpoint_id', 'status']).where('id', '=', 'shared').orderBy('endpoint_id').execute();
+      assert.deepEqual(rows, [{ endpoint_id: 'ep-a', status: 'running' }, { endpoint_id: 'ep-b', status: 'idle' }]);
+      registry.requestRecycle('ep-b', 'shared');
+      assert.equal(registry.takeRecycleRequest('ep-a', 'shared'), false);
+      await registry.markDead('ep-b', ['shared']);
+      await registry.unhealthy('ep-b', 'shared');
+      const after = await t.db.kysely.selectFrom('workers').select(['endpoint_id', 'status']).where('id', '=', 'shared').orderBy('endpoint_id').execute();
+      assert.deepEqual(after, [{ endpoint_id: 'ep-a', status: 'running' }, { endpoint_id: 'ep-b', status: 'unhealthy' }]);
+      const close = registry.pollOpened('ep-b', 'shared');
+      clock.advance(60_000);
+      await registry.flush();
+      const lost = await registry.expire(clock.now() - 30_000);
+      close();
+      assert.deepEqual(lost, [{ id: 'shared', endpointId: 'ep-a' }], "a poll through ep-b keeps only ep-b's worker alive");
+    });
+
+    test('hand-attached worker rows per endpoint are capped: a new id past the cap is refused with 429, dead rows make room first', async () => {
+      registry = new WorkersRegistry({ db: t.db, clock, maxAttachedWorkers: 3, heartbeatTimeoutMs: 30_000 });
+      await t.db.kysely
+        .insertInto('workers')
+        .values({ id: 'launched', endpoint_id: 'ep1', status: 'idle', host_id: 'host-1', last_ping_at: 0, created_at: 0, updated_at: 0 })
+        .execute();
+      for (const id of ['h1', 'h2', 'h3']) await registry.seen('ep1', id);
+      await assert.rejects(registry.seen('ep1', 'h4'), (err: { code?: string; status?: number; headers?: Record<string, string> }) => {
+        assert.equal(err.code, 'RATE_LIMITED');
+        assert.equal(err.status, 429);
+        assert.equal(err.headers?.['Retry-After'], '30');
+        return true;
+      });
+      await registry.seen('ep1', 'h2', true);
+      await registry.seen('ep1', 'launched');
+      await registry.seen('ep2', 'h4');
+      await registry.markDead('ep1', ['h1']);
+      await registry.seen('ep1', 'h4');
+      const rows = await t.db.kysely.selectFrom('workers').select(['id', 'status']).where('endpoint_id', '=', 'ep1').orderBy('id').execute();
+      assert.deepEqual(
+        rows.map((r) => r.id),
+        ['h2', 'h3', 'h4', 'launched'],
+        'the dead row went to make room; the launched worker never counts',
+      );
     });
   });
 }

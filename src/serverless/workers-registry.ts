@@ -1,6 +1,7 @@
 import { sql } from 'kysely';
 import type { Clock } from '../domain/clock.js';
 import type { Db } from '../store/database.js';
+import { AttachedWorkersCap } from './attached-workers-cap.js';
 
 /**
  * What the `workers` table says of a worker. The autoscaler writes `initializing` (launched, not
@@ -30,13 +31,27 @@ export interface WorkersRegistryDeps {
   clock: Clock;
   /** How long the row of a dead worker is kept (for `GET /v2/serverless/{id}/workers`) before `prune` deletes it. @default 3600000 */
   deadRetentionMs?: number;
+  /**
+   * Rows of hand-attached workers (not launched by the platform) one endpoint may hold; a new
+   * worker id past it is refused (429) until one is lost, and dead ones make room first. 0: no cap.
+   * @default 200
+   */
+  maxAttachedWorkers?: number;
+  /** How long a silent worker takes to be declared lost: the Retry-After of that refusal. @default 30000 */
+  heartbeatTimeoutMs?: number;
 }
+
+/** The registry's key of a worker: its endpoint and its id (a worker id names a worker only within its endpoint). */
+const keyOf = (endpointId: string, workerId: string): string => `${endpointId}\u0000${workerId}`;
 
 /** Longest gap between two prunes run by `expire`. */
 const PRUNE_EVERY_MS = 60_000;
 
 interface Entry {
   endpointId: string;
+  workerId: string;
+  /** The platform launched it (its row carries a host): it counts toward the dynamic rate limit. */
+  launched: boolean;
   status: WorkerStatus;
   /** Last sign of life (ms, clock time). */
   lastSeen: number;
@@ -51,35 +66,45 @@ interface Entry {
  * later signs of life stay in memory and are written by `flush` (the timekeeper calls it every
  * tick), so frequent pings cost at most one write per worker per tick, all in one transaction.
  * The table is the truth across replicas: heartbeat expiry and `/health` read it.
+ *
+ * A worker is (endpoint, worker id): the endpoint it was launched for or first called through.
+ * A call through another endpoint naming the same id is another worker; it never touches this
+ * one's row, jobs, recycle request or liveness (another account may have learned the id from a
+ * job's `workerId`).
  */
 export class WorkersRegistry {
   readonly #db: Db;
   readonly #clock: Clock;
   readonly #known = new Map<string, Entry>();
   readonly #recycle = new Set<string>();
+  /** Per endpoint, the last sighting being written (they are written in turn). */
+  readonly #writing = new Map<string, Promise<void>>();
   /** Live workers per endpoint, as last read from the table (for the dynamic rate limit). */
   #liveCounts = new Map<string, number>();
   readonly #deadRetentionMs: number;
+  readonly #cap: AttachedWorkersCap;
   #lastPrune: number | null = null;
 
   constructor(deps: WorkersRegistryDeps) {
     this.#db = deps.db;
     this.#clock = deps.clock;
     this.#deadRetentionMs = Math.max(0, deps.deadRetentionMs ?? 3_600_000);
+    this.#cap = new AttachedWorkersCap({ db: deps.db, max: deps.maxAttachedWorkers ?? 200, heartbeatTimeoutMs: deps.heartbeatTimeoutMs ?? 30_000 });
   }
 
   /**
    * A sign of life from `workerId` serving `endpointId` (a take, a ping, a post). `busy` says
    * whether it holds jobs, when the call tells (a hint for `/health`; jobs are never moved on it).
-   * The first sighting is written at once; later ones at the next `flush`.
+   * The first sighting is written at once (refused with 429 when the endpoint already holds as
+   * many hand-attached workers as allowed); later ones at the next `flush`.
    */
   async seen(endpointId: string, workerId: string, busy?: boolean): Promise<void> {
     const now = this.#clock.now();
-    const entry = this.#known.get(workerId);
-    if (!entry || entry.endpointId !== endpointId || entry.status === 'dead' || entry.status === 'unhealthy') {
+    const key = keyOf(endpointId, workerId);
+    const entry = this.#known.get(key);
+    if (!entry || entry.status === 'dead' || entry.status === 'unhealthy') {
       const status: WorkerStatus = busy ? 'running' : 'idle';
-      this.#known.set(workerId, { endpointId, status, lastSeen: now, dirty: false, polls: entry?.polls ?? 0 });
-      await this.#upsert(workerId, endpointId, status, now);
+      await this.#record(endpointId, workerId, status, now, entry?.polls ?? 0);
       return;
     }
     entry.lastSeen = now;
@@ -88,14 +113,15 @@ export class WorkersRegistry {
   }
 
   /** A long-poll opened; call the answer when it ends. An open poll keeps the worker alive. */
-  pollOpened(workerId: string): () => void {
-    const entry = this.#known.get(workerId);
+  pollOpened(endpointId: string, workerId: string): () => void {
+    const key = keyOf(endpointId, workerId);
+    const entry = this.#known.get(key);
     if (entry) entry.polls += 1;
     let open = true;
     return () => {
       if (!open) return;
       open = false;
-      const e = this.#known.get(workerId);
+      const e = this.#known.get(key);
       if (e) {
         e.polls = Math.max(0, e.polls - 1);
         e.lastSeen = this.#clock.now();
@@ -104,42 +130,43 @@ export class WorkersRegistry {
     };
   }
 
-  /** The worker reported itself unhealthy (it exits next). */
-  async unhealthy(endpointId: string, workerId: string): Promise<void> {
-    const now = this.#clock.now();
-    const polls = this.#known.get(workerId)?.polls ?? 0;
-    this.#known.set(workerId, { endpointId, status: 'unhealthy', lastSeen: now, dirty: false, polls });
-    await this.#upsert(workerId, endpointId, 'unhealthy', now);
+  /** The worker reported itself unhealthy (it exits next). Answers whether that is news (it was not unhealthy already). */
+  async unhealthy(endpointId: string, workerId: string): Promise<boolean> {
+    const entry = this.#known.get(keyOf(endpointId, workerId));
+    if (entry?.status === 'unhealthy') return false;
+    await this.#record(endpointId, workerId, 'unhealthy', this.#clock.now(), entry?.polls ?? 0);
+    return true;
   }
 
   /** The worker asked (`stopPod`) to be recycled after its job; the autoscaler reads this. */
-  requestRecycle(workerId: string): void {
-    this.#recycle.add(workerId);
+  requestRecycle(endpointId: string, workerId: string): void {
+    this.#recycle.add(keyOf(endpointId, workerId));
   }
 
   /** Whether the worker asked to be recycled; answers it once. */
-  takeRecycleRequest(workerId: string): boolean {
-    return this.#recycle.delete(workerId);
+  takeRecycleRequest(endpointId: string, workerId: string): boolean {
+    return this.#recycle.delete(keyOf(endpointId, workerId));
   }
 
   /** Writes the signs of life gathered since the last flush, in one transaction. Answers how many rows. */
   async flush(now: number = this.#clock.now()): Promise<number> {
-    const due: Array<[string, Entry]> = [];
-    for (const [id, entry] of this.#known) {
+    const due: Entry[] = [];
+    for (const entry of this.#known.values()) {
       if (entry.polls > 0 && entry.status !== 'dead') {
         entry.lastSeen = now;
         entry.dirty = true;
       }
-      if (entry.dirty) due.push([id, entry]);
+      if (entry.dirty) due.push(entry);
     }
     if (due.length === 0) return 0;
-    for (const [, entry] of due) entry.dirty = false;
+    for (const entry of due) entry.dirty = false;
     await this.#db.withTransaction(async (tx) => {
-      for (const [id, entry] of due) {
+      for (const entry of due) {
         await tx
           .updateTable('workers')
           .set({ status: entry.status, last_ping_at: entry.lastSeen, updated_at: now })
-          .where('id', '=', id)
+          .where('endpoint_id', '=', entry.endpointId)
+          .where('id', '=', entry.workerId)
           .where('status', 'in', [...LIVE_WORKER_STATUSES, 'initializing'])
           .execute();
       }
@@ -160,12 +187,11 @@ export class WorkersRegistry {
       .where('status', 'in', [...LIVE_WORKER_STATUSES, 'unhealthy'])
       .where('last_ping_at', '<', cutoff)
       .execute();
-    const lost = rows.filter((r) => (this.#known.get(r.id)?.polls ?? 0) === 0);
+    const lost = rows.filter((r) => (this.#known.get(keyOf(r.endpoint_id, r.id))?.polls ?? 0) === 0);
     if (lost.length === 0) return [];
-    await this.markDead(
-      lost.map((r) => r.id),
-      now,
-    );
+    const byEndpoint = new Map<string, string[]>();
+    for (const r of lost) byEndpoint.set(r.endpoint_id, [...(byEndpoint.get(r.endpoint_id) ?? []), r.id]);
+    for (const [endpointId, ids] of byEndpoint) await this.markDead(endpointId, ids, now);
     return lost.map((r) => ({ id: r.id, endpointId: r.endpoint_id }));
   }
 
@@ -177,37 +203,46 @@ export class WorkersRegistry {
     this.#lastPrune = now;
     const cutoff = now - this.#deadRetentionMs;
     const res = await this.#db.kysely.deleteFrom('workers').where('status', 'in', [...TERMINAL_WORKER_STATUSES]).where('updated_at', '<', cutoff).executeTakeFirst();
-    for (const [id, entry] of this.#known) if (TERMINAL_WORKER_STATUSES.includes(entry.status) && entry.polls === 0) this.#known.delete(id);
+    for (const [key, entry] of this.#known) if (TERMINAL_WORKER_STATUSES.includes(entry.status) && entry.polls === 0) this.#known.delete(key);
     return Number(res.numDeletedRows);
   }
 
-  /** Marks workers dead (lost, or stopped by the autoscaler). */
-  async markDead(ids: readonly string[], now: number = this.#clock.now()): Promise<void> {
+  /** Marks workers of the endpoint dead (lost, or stopped by the autoscaler). */
+  async markDead(endpointId: string, ids: readonly string[], now: number = this.#clock.now()): Promise<void> {
     if (ids.length === 0) return;
-    await this.#db.kysely.updateTable('workers').set({ status: 'dead', updated_at: now }).where('id', 'in', [...ids]).execute();
+    await this.#db.kysely.updateTable('workers').set({ status: 'dead', updated_at: now }).where('endpoint_id', '=', endpointId).where('id', 'in', [...ids]).execute();
+    this.#cap.roomMade(endpointId);
     for (const id of ids) {
-      const entry = this.#known.get(id);
-      if (entry && entry.polls === 0) this.#known.delete(id);
+      const key = keyOf(endpointId, id);
+      const entry = this.#known.get(key);
+      if (entry && entry.polls === 0) this.#known.delete(key);
       else if (entry) entry.status = 'dead';
-      this.#recycle.delete(id);
+      this.#recycle.delete(key);
     }
   }
 
-  /** Re-reads the number of live workers per endpoint (for the dynamic rate limit). */
+  /**
+   * Re-reads the number of live launched workers per endpoint (for the dynamic rate limit). Only
+   * workers the platform launched count: a ping with a made-up id must not raise any limit.
+   */
   async refreshLiveCounts(): Promise<void> {
     const rows = await this.#db.kysely
       .selectFrom('workers')
       .select((eb) => ['endpoint_id', eb.fn.countAll<number>().as('n')])
       .where('status', 'in', [...LIVE_WORKER_STATUSES])
+      .where('host_id', 'is not', null)
       .groupBy('endpoint_id')
       .execute();
     this.#liveCounts = new Map(rows.map((r) => [r.endpoint_id, Number(r.n)]));
   }
 
-  /** Live workers of the endpoint as of the last refresh (or as seen here, whichever is more). */
+  /**
+   * Live workers the platform launched for the endpoint, as of the last refresh (or as seen here,
+   * whichever is more): what the dynamic rate limits multiply.
+   */
   liveWorkers(endpointId: string): number {
     let local = 0;
-    for (const e of this.#known.values()) if (e.endpointId === endpointId && (e.status === 'idle' || e.status === 'running')) local++;
+    for (const e of this.#known.values()) if (e.launched && e.endpointId === endpointId && (e.status === 'idle' || e.status === 'running')) local++;
     return Math.max(local, this.#liveCounts.get(endpointId) ?? 0);
   }
 
@@ -241,11 +276,28 @@ export class WorkersRegistry {
     };
   }
 
-  async #upsert(id: string, endpointId: string, status: WorkerStatus, now: number): Promise<void> {
-    await this.#db.kysely
-      .insertInto('workers')
-      .values({ id, endpoint_id: endpointId, status, host_id: null, last_ping_at: now, created_at: now, updated_at: now })
-      .onConflict((oc) => oc.column('id').doUpdateSet({ endpoint_id: endpointId, status, last_ping_at: now, updated_at: now }))
-      .execute();
+  /**
+   * Writes a (new or returning) sighting at once; a new hand-attached worker must fit under the
+   * cap. An endpoint's sightings are written one after another, so concurrent fresh ids cannot
+   * all pass the same count (across replicas the cap may be passed by one row per replica).
+   */
+  async #record(endpointId: string, workerId: string, status: WorkerStatus, now: number, polls: number): Promise<void> {
+    const write = async (): Promise<void> => {
+      await this.#cap.admit(endpointId, workerId, now);
+      const row = await this.#db.kysely
+        .insertInto('workers')
+        .values({ id: workerId, endpoint_id: endpointId, status, host_id: null, last_ping_at: now, created_at: now, updated_at: now })
+        .onConflict((oc) => oc.columns(['endpoint_id', 'id']).doUpdateSet({ status, last_ping_at: now, updated_at: now }))
+        .returning('host_id')
+        .executeTakeFirst();
+      this.#known.set(keyOf(endpointId, workerId), { endpointId, workerId, launched: row?.host_id != null, status, lastSeen: now, dirty: false, polls });
+    };
+    const turn = (this.#writing.get(endpointId) ?? Promise.resolve()).then(write, write);
+    this.#writing.set(endpointId, turn);
+    try {
+      await turn;
+    } finally {
+      if (this.#writing.get(endpointId) === turn) this.#writing.delete(endpointId);
+    }
   }
 }

@@ -26,7 +26,7 @@ for (const { name, skip } of dialects()) {
     });
 
     test('keys are found by hash and a revoked key stays revoked', async () => {
-      await store.insertKey({ id: 'k1', accountId: 'a1', name: 'ci', scope: 'read', hash: 'h1', prefix: 'gty_abcd', rateLimitExempt: true, createdAt: 5, revokedAt: null });
+      await store.insertKey({ id: 'k1', accountId: 'a1', name: 'ci', scope: 'read', hash: 'h1', prefix: 'gty_abcd', rateLimitExempt: true, createdAt: 5, revokedAt: null, endpointId: null, workerId: null });
       const key = await store.getKeyByHash('h1');
       assert.equal(key?.scope, 'read');
       assert.equal(key?.rateLimitExempt, true);

@@ -1,6 +1,6 @@
 import type { Db, Executor } from './database.js';
 import { fromJson, toJson } from './database.js';
-import type { AccountsTable, ApiKeysTable } from './schema.js';
+import type { AccountsTable, ApiKeysTable, KeyScope } from './schema.js';
 
 export interface Account {
   id: string;
@@ -13,12 +13,16 @@ export interface ApiKeyRecord {
   id: string;
   accountId: string;
   name: string;
-  scope: 'read' | 'write';
+  scope: KeyScope;
   hash: string;
   prefix: string;
   rateLimitExempt: boolean;
   createdAt: number;
   revokedAt: number | null;
+  /** A `worker` key's endpoint; null for other scopes. */
+  endpointId: string | null;
+  /** A `worker` key's worker id when it is bound to one worker (a launched worker's key). */
+  workerId: string | null;
 }
 
 const toAccount = (r: AccountsTable): Account => ({
@@ -38,6 +42,8 @@ const toKey = (r: ApiKeysTable): ApiKeyRecord => ({
   rateLimitExempt: r.rate_limit_exempt === 1,
   createdAt: Number(r.created_at),
   revokedAt: r.revoked_at === null ? null : Number(r.revoked_at),
+  endpointId: r.endpoint_id ?? null,
+  workerId: r.worker_id ?? null,
 });
 
 /** Accounts and their API keys. */
@@ -89,6 +95,8 @@ export class AccountStore {
         created_at: key.createdAt,
         revoked_at: key.revokedAt,
         last_used_at: null,
+        endpoint_id: key.endpointId,
+        worker_id: key.workerId,
       })
       .execute();
   }
@@ -108,5 +116,27 @@ export class AccountStore {
   async revokeKey(id: string, now: number, tx: Executor = this.db.kysely): Promise<boolean> {
     const res = await tx.updateTable('api_keys').set({ revoked_at: now }).where('id', '=', id).where('revoked_at', 'is', null).executeTakeFirst();
     return Number(res.numUpdatedRows) > 0;
+  }
+
+  /** Revokes every live key bound to the endpoint (it was deleted); answers their ids. */
+  async revokeEndpointKeys(endpointId: string, now: number, tx: Executor = this.db.kysely): Promise<string[]> {
+    const rows = await tx
+      .updateTable('api_keys')
+      .set({ revoked_at: now })
+      .where('endpoint_id', '=', endpointId)
+      .where('revoked_at', 'is', null)
+      .returning('id')
+      .execute();
+    return rows.map((r) => r.id);
+  }
+
+  /**
+   * Revokes the live keys of launched workers (`worker` keys bound to a worker id) except those of
+   * `keep`: after a restart or a lease change their workers are gone. Answers their ids.
+   */
+  async revokeWorkerKeysExcept(keep: readonly string[], now: number, tx: Executor = this.db.kysely): Promise<string[]> {
+    let q = tx.updateTable('api_keys').set({ revoked_at: now }).where('scope', '=', 'worker').where('worker_id', 'is not', null).where('revoked_at', 'is', null);
+    if (keep.length > 0) q = q.where('worker_id', 'not in', [...keep]);
+    return (await q.returning('id').execute()).map((r) => r.id);
   }
 }

@@ -16,7 +16,7 @@ export interface ApiKeysTable {
   id: string;
   account_id: string;
   name: string;
-  scope: 'read' | 'write';
+  scope: KeyScope;
   /** sha256 of the key, hex. The key itself is never stored. */
   hash: string;
   /** First characters of the key, to recognise it in listings. */
@@ -25,7 +25,17 @@ export interface ApiKeysTable {
   created_at: number;
   revoked_at: number | null;
   last_used_at: number | null;
+  /** A `worker` key's endpoint: the only one whose worker protocol it may call (migration 0005). */
+  endpoint_id: string | null;
+  /** A `worker` key's worker id, when it is bound to one worker (keys of launched workers). */
+  worker_id: string | null;
 }
+
+/**
+ * What a key may do: `read`, `write`, or `worker` — only the worker protocol of one endpoint (and
+ * of one worker id, when bound to one).
+ */
+export type KeyScope = 'read' | 'write' | 'worker';
 
 export interface PodsTable {
   id: string;

@@ -18,6 +18,8 @@ declare module 'fastify' {
     ownRateLimits?: boolean;
     /** A job API or worker protocol route: also served on the job listener (`server.jobPort`). @default false */
     jobApi?: boolean;
+    /** A worker protocol route (`/v2/:endpointId/<op>/:workerId…`): the only routes a `worker` key may call. @default false */
+    workerProtocol?: boolean;
   }
 }
 
@@ -49,13 +51,18 @@ export function registerAuth(app: FastifyInstance, deps: { accounts: AccountsSer
       if (principal === null)
         return done(new ApiError('UNAUTHORIZED', 'The API key is malformed, unknown or revoked.', { headers: { 'WWW-Authenticate': 'Bearer error="invalid_token"' } }));
       request.principal = principal;
+      if (principal.scope === 'worker') {
+        const refusal = workerKeyRefusal(principal, request);
+        if (refusal !== null) return done(new ApiError('FORBIDDEN', refusal));
+      }
       try {
         if (!principal.rateLimitExempt && !config.ownRateLimits) void reply.headers(deps.rateLimiter.check(principal.keyId));
       } catch (err) {
         return done(err as Error);
       }
       const needed = config.scope ?? (request.method === 'GET' || request.method === 'HEAD' ? 'read' : 'write');
-      if (needed === 'write' && principal.scope !== 'write')
+      // a worker key got here only on its own worker routes (above), which need no more
+      if (needed === 'write' && principal.scope === 'read')
         return done(new ApiError('FORBIDDEN', `This API key has the "${principal.scope}" scope; ${request.method} ${request.routeOptions.url} needs "write".`));
       done();
     };
@@ -63,6 +70,21 @@ export function registerAuth(app: FastifyInstance, deps: { accounts: AccountsSer
     if (cached !== undefined) return admit(cached);
     deps.accounts.authenticate(key).then(admit, (err: unknown) => done(err as Error));
   });
+}
+
+/**
+ * Why a `worker` key may not make this request, or null when it may: it calls only the worker
+ * protocol of its own endpoint, as its own worker when it is bound to one. Its tenant's code holds
+ * it (the worker's environment), so it must not reach the account's pods, keys or other endpoints.
+ */
+function workerKeyRefusal(principal: Principal, request: FastifyRequest): string | null {
+  const params = request.params as { endpointId?: string; workerId?: string } | undefined;
+  const owner = `endpoint ${principal.endpointId ?? '?'}`;
+  if (request.routeOptions.config.workerProtocol !== true || params?.endpointId !== principal.endpointId)
+    return `This API key belongs to a worker of ${owner}; it may call only that endpoint's worker protocol (job-take, job-stop, job-done, job-stream, ping), not ${request.method} ${request.routeOptions.url}.`;
+  if (principal.workerId && params?.workerId !== principal.workerId)
+    return `This API key belongs to worker ${principal.workerId} of ${owner}; it may not call as worker "${String(params?.workerId).slice(0, 64)}".`;
+  return null;
 }
 
 /** The authenticated caller; routes behind auth always have one. */

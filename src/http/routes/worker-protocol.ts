@@ -4,6 +4,7 @@ import type { WorkerPostOutcome } from '../../jobs/worker-post.js';
 import type { Endpoint } from '../../serverless/endpoint.js';
 import type { Services } from '../../services.js';
 import { principalOf } from '../plugins/auth.js';
+import { WorkerRateLimiter, workerRateLimitHook } from '../plugins/worker-rate-limit.js';
 import { clientGone, EndpointLookup, RUNSYNC_BODY_LIMIT, useLenientJson } from './jobs.js';
 
 const WORKER_ID = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
@@ -31,21 +32,33 @@ function jobIdOf(request: FastifyRequest): string {
 /**
  * The worker protocol (wire-protocol §1): job-take (long-poll), job-take-batch, job-stop
  * (long-poll), job-done, job-stream and ping. Workers send the raw key; its account must own the
- * endpoint. Result posts are idempotent: a late, repeated or superseded post answers 200 and
+ * endpoint (a launched worker's own key is bound to the endpoint and its worker id). A worker is
+ * (endpoint, worker id): calls through another endpoint never touch it. Calls are limited per
+ * worker and per endpoint (`jobs.workerRateLimits`). Result posts are idempotent: a late, repeated or superseded post answers 200 and
  * changes nothing. Not in the OpenAPI document: workers, not people, call these.
  */
 export function workerProtocolRoutes(app: FastifyInstance, services: Services): void {
   const { jobs, workers, config } = services;
   const endpoints = new EndpointLookup(services.endpoints);
+  const limiter = new WorkerRateLimiter({ clock: services.clock, ...config.jobs.workerRateLimits, liveWorkers: (endpointId) => workers.liveWorkers(endpointId) });
   // No automatic HEAD twins: a HEAD on job-take or job-stop would consume jobs or stop notices.
-  const opts = { config: { ownRateLimits: true, jobApi: true, scope: 'write' as const }, schema: { hide: true }, exposeHeadRoute: false };
+  // Logged at warn (or quieter, if the server is): a line per ping (Fastify's request lines are
+  // info) would let workers flood the log.
+  const logLevel = (['error', 'fatal', 'silent'] as const).find((l) => l === config.server.logLevel) ?? ('warn' as const);
+  const opts = {
+    config: { ownRateLimits: true, jobApi: true, workerProtocol: true, scope: 'write' as const },
+    schema: { hide: true },
+    exposeHeadRoute: false,
+    logLevel,
+    onRequest: workerRateLimitHook(limiter),
+  };
   const endpointOf = (request: FastifyRequest): Promise<Endpoint> =>
     endpoints.get(principalOf(request).accountId, (request.params as WorkerParams).endpointId);
 
   /** A worker's long-poll; an open one keeps the worker alive for the heartbeat check. */
   async function longPoll<T>(endpoint: Endpoint, workerId: string, busy: boolean | undefined, wait: () => Promise<T>): Promise<T> {
     await workers.seen(endpoint.id, workerId, busy);
-    const closed = workers.pollOpened(workerId);
+    const closed = workers.pollOpened(endpoint.id, workerId);
     try {
       return await wait();
     } finally {
@@ -104,7 +117,7 @@ export function workerProtocolRoutes(app: FastifyInstance, services: Services): 
       const jobId = jobIdOf(request);
       await workers.seen(endpoint.id, workerId);
       const outcome = await jobs.complete(workerId, jobId, request.body ?? {}, endpoint.id, endpoint.accountId);
-      if (outcome.stopPod) workers.requestRecycle(workerId);
+      if (outcome.stopPod && outcome.outcome !== 'not-found') workers.requestRecycle(endpoint.id, workerId);
       return answer(jobId, outcome);
     };
     scope.post('/v2/:endpointId/job-done/:workerId/:jobId', { ...opts, bodyLimit: RUNSYNC_BODY_LIMIT }, done);
@@ -126,9 +139,10 @@ export function workerProtocolRoutes(app: FastifyInstance, services: Services): 
       const query = request.query as WorkerQuery;
       if (query.status === 'unhealthy') {
         // The worker failed its own checks and exits next: its jobs will never finish here.
-        await workers.unhealthy(endpoint.id, workerId);
+        const news = await workers.unhealthy(endpoint.id, workerId);
         const moved = await jobs.workerLost(workerId, endpoint.id);
-        request.log.warn({ workerId, endpointId: endpoint.id, check: query.check, reason: query.reason, ...moved }, 'worker reported itself unhealthy');
+        // once per worker: a repeated report must not become a line per ping
+        if (news) request.log.warn({ workerId, endpointId: endpoint.id, check: query.check, reason: query.reason, ...moved }, 'worker reported itself unhealthy');
         return { status: 'unhealthy' };
       }
       const ids = (query.job_id ?? '').split(',').filter((s) => s.trim() !== '');

@@ -2,6 +2,7 @@ import { sql, type Kysely, type Migration } from 'kysely';
 import { initialTables } from '../tables.js';
 import { backfillWebhookReceivers, jobsRetriedIndex, serverlessTables, webhookDeliveriesByJob, webhookFairness } from '../serverless-tables.js';
 import { jobUsagePostgres } from '../job-usage.js';
+import { workerIdentity } from '../worker-identity.js';
 
 const run = async (db: Kysely<unknown>, statements: string[]): Promise<void> => {
   for (const s of statements) await sql.raw(s).execute(db);
@@ -13,6 +14,7 @@ export const postgresMigrations: Record<string, Migration> = {
   '0002-serverless': { up: (db) => run(db, serverlessTables({ big: 'BIGINT', real: 'DOUBLE PRECISION' })) },
   '0003-webhook-deliveries-by-job': { up: (db) => run(db, webhookDeliveriesByJob()) },
   '0004-jobs-retried': { up: (db) => run(db, jobsRetriedIndex()) },
+  '0005-worker-identity': { up: (db) => run(db, workerIdentity('postgres')) },
   '0006-job-usage': { up: (db) => run(db, jobUsagePostgres()) },
   '0007-webhook-fairness': {
     up: async (db) => {

@@ -1,0 +1,31 @@
+import { describe, test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { sql } from 'kysely';
+import { dialects, openTestDb, type TestDb } from '../../../test/support/harness.js';
+import { AccountStore } from '../account-store.js';
+import { workerIdentity } from './worker-identity.js';
+
+for (const { name, skip } of dialects()) {
+  describe(`migration 0005 on ${name}`, { skip }, () => {
+    let t: TestDb;
+    before(async () => {
+      t = await openTestDb(name);
+    });
+    after(() => t?.cleanup());
+
+    test('write keys the autoscaler minted before workers had their own keys are revoked; other keys stay', async () => {
+      const store = new AccountStore(t.db);
+      await store.insertAccount({ id: 'a1', name: 'alice', sshKeys: [], createdAt: 1 });
+      const key = (id: string, keyName: string, rateLimitExempt: boolean) =>
+        store.insertKey({ id, accountId: 'a1', name: keyName, scope: 'write', hash: `h-${id}`, prefix: 'gty_abcd', rateLimitExempt, createdAt: 1, revokedAt: null, endpointId: null, workerId: null });
+      await key('legacy', 'workers of endpoint ep1 (autoscaler)', true);
+      await key('admin', 'admin (first start)', true);
+      await key('lookalike', 'workers of endpoint ep1 (autoscaler)', false);
+      const [revoke] = workerIdentity(name === 'postgres' ? 'postgres' : 'sqlite').filter((s) => s.startsWith('UPDATE api_keys'));
+      await sql.raw(revoke!).execute(t.db.kysely);
+      const revoked = (await store.listKeys('a1')).filter((k) => k.revokedAt !== null).map((k) => k.id);
+      assert.deepEqual(revoked, ['legacy']);
+      assert.ok(((await store.getKeyByHash('h-legacy'))?.revokedAt ?? 0) > 1_600_000_000_000, 'revoked now, in milliseconds');
+    });
+  });
+}
