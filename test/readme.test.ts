@@ -33,6 +33,9 @@ test("the README's config file loads as written and its settings take effect", (
     assert.equal(config.jobs.retryBudget, 3);
     assert.equal(config.serverless.autoscaler.nudgeGapMs, 100);
     assert.equal(config.serverless.webhooks.maxAttempts, 3);
+    assert.equal(config.serverless.webhooks.privateAddresses, 'auto');
+    assert.deepEqual([config.quotas.pods, config.quotas.gpus, config.quotas.queuedJobs], [50, 16, 100_000]);
+    assert.deepEqual(config.images['my-worker:dev']?.tenantEnv, ['MODEL_*', 'LOG_LEVEL']);
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
