@@ -4,6 +4,7 @@
 // job (its input, a worker's output) still carries a NUL intact. Runs on every dialect.
 import { test, before, after, describe } from 'node:test';
 import assert from 'node:assert/strict';
+import type { LightMyRequestResponse } from 'fastify';
 import { createTestApp, dialects, json, type TestApp } from './support/harness.js';
 
 for (const dialect of dialects()) {
@@ -21,7 +22,7 @@ for (const dialect of dialects()) {
     });
     after(() => t?.close());
 
-    const problem = (res: { statusCode: number; body: string; headers: Record<string, unknown> }, status: number, code: string) => {
+    const problem = (res: LightMyRequestResponse, status: number, code: string) => {
       assert.equal(res.statusCode, status, res.body);
       assert.match(String(res.headers['content-type']), /application\/problem\+json/);
       const p = json<{ code: string; detail: string; errors?: string[] }>(res);

@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto';
 import Fastify, { LogController, type FastifyInstance, type FastifyServerOptions } from 'fastify';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
@@ -23,6 +22,9 @@ import { workerProtocolRoutes } from './routes/worker-protocol.js';
 import { graphqlRoutes } from '../graphql/graphql-route.js';
 import { lazyChildLogger } from './request-logger.js';
 import { findNul, jsonMayHoldNul, nulViolation, urlHasNul } from './nul-text.js';
+import { requestIdOf } from './request-id.js';
+import { answerClientError } from './client-errors.js';
+import { applyRequestTimeouts } from './listener-limits.js';
 import { ApiError, validationFailed } from '../domain/errors.js';
 
 const addFormats = addFormatsModule as unknown as (ajv: Ajv) => Ajv;
@@ -60,11 +62,14 @@ export async function buildApp(services: Services, options: BuildAppOptions = {}
       : { logger: loggerSetting as FastifyServerOptions['logger'] }),
     bodyLimit: config.server.bodyLimit,
     ...(loggerSetting === false ? {} : { childLoggerFactory: lazyChildLogger }),
-    requestIdHeader: 'x-request-id',
-    genReqId: () => randomUUID(),
+    // the client's x-request-id only when safe to log (request-id.ts)
+    requestIdHeader: false,
+    genReqId: requestIdOf,
+    clientErrorHandler: answerClientError(config.server),
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 256 },
     frameworkErrors,
   });
+  applyRequestTimeouts(app.server, config.server);
 
   // Bodies are validated strictly (no coercion, unknown properties reported, every violation
   // listed); query strings and path parameters are coerced from their text form.
