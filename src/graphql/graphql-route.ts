@@ -4,11 +4,11 @@ import type { Principal } from '../accounts/accounts-service.js';
 import { isApiError, type ErrorCode } from '../domain/errors.js';
 import { principalOf } from '../http/plugins/auth.js';
 import { exceedsJsonDepth, MAX_JSON_DEPTH } from '../http/json-depth.js';
-import { findNul, nulViolation } from '../http/nul-text.js';
 import type { Services } from '../services.js';
 import type { GraphqlContext } from './context.js';
 import { allResolvers } from './resolvers.js';
 import { createSchema } from './schema.js';
+import { nulArgument, nulVariable } from './nul-arguments.js';
 
 /** One entry of a GraphQL answer's `errors`; `extensions.code` is a code of docs/errors.md. */
 export interface GraphqlErrorEntry {
@@ -46,20 +46,6 @@ function secretsOf(document: DocumentNode | null, variables: unknown): string[] 
         if (SECRET_FIELD.test(node.name.value) && node.value.kind === Kind.STRING && node.value.value.length > 0) found.push(node.value.value);
       },
     });
-  return found;
-}
-
-/** The argument or input field whose string literal holds a NUL (none of them may: see nul-text.ts), or null. */
-function stringWithNul(document: DocumentNode): string | null {
-  let found: string | null = null;
-  const names: string[] = [];
-  visit(document, {
-    Argument: { enter: (node) => void names.push(node.name.value), leave: () => void names.pop() },
-    ObjectField: { enter: (node) => void names.push(node.name.value), leave: () => void names.pop() },
-    StringValue(node) {
-      if (found === null && node.value.includes('\u0000')) found = names.join('.') || 'query';
-    },
-  });
   return found;
 }
 
@@ -109,8 +95,8 @@ export async function runGraphql(
   const variables = variablesOf(request.variables);
   if (variables === 'invalid') return failure('"variables" must be a JSON object.', 'BAD_REQUEST');
   if (exceedsJsonDepth(variables)) return failure(`"variables" nest more than ${MAX_JSON_DEPTH} levels deep.`, 'BAD_REQUEST');
-  const nulVariable = findNul(variables, 'variables');
-  if (nulVariable !== null) return failure(`The request failed validation: ${nulViolation(nulVariable)}.`, 'VALIDATION_FAILED');
+  const variableWithNul = nulVariable(variables);
+  if (variableWithNul) return failure(variableWithNul, 'VALIDATION_FAILED');
   const operationName = typeof request.operationName === 'string' && request.operationName !== '' ? request.operationName : undefined;
 
   let document: DocumentNode;
@@ -122,8 +108,8 @@ export async function runGraphql(
     if (err instanceof RangeError) return failure(TOO_DEEP, 'BAD_REQUEST');
     throw err;
   }
-  const nulArgument = stringWithNul(document);
-  if (nulArgument !== null) return failure(`The request failed validation: ${nulViolation(nulArgument)}.`, 'VALIDATION_FAILED');
+  const argumentWithNul = nulArgument(document);
+  if (argumentWithNul) return failure(argumentWithNul, 'VALIDATION_FAILED');
   const secrets = secretsOf(document, variables);
   const clean = (answer: GraphqlAnswer): GraphqlAnswer =>
     answer.errors ? { ...answer, errors: answer.errors.map((e) => ({ ...e, message: redact(e.message, secrets) })) } : answer;

@@ -1,12 +1,12 @@
 import type { Clock } from '../domain/clock.js';
 import { ApiError, notFound, validationFailed } from '../domain/errors.js';
 import { newId } from '../domain/ids.js';
-import { MAX_DISK_GB } from '../domain/limits.js';
 import type { Db } from '../store/database.js';
 import { RegistryStore } from '../store/registry-store.js';
 import { TemplateStore, type TemplateChanges } from '../store/template-store.js';
 import { publicTemplates as shippedTemplates, type PublicTemplate } from './public-templates.js';
 import type { Template } from './template.js';
+import { MAX_DISK_GB } from '../domain/limits.js';
 
 /** The body of a template create (REST field names); omitted fields take their defaults. */
 export interface TemplateInput {
