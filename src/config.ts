@@ -76,7 +76,12 @@ export interface Config {
     headersTimeoutMs: number;
     /** An idle keep-alive connection is closed after this long. @default 72000 */
     keepAliveTimeoutMs: number;
-    /** Connections one client address may hold open at once; more are refused. 0: no cap. @default 256 */
+    /**
+     * Connections one client address may hold open at once; more are answered 429 and closed. 0: no
+     * cap. Every client behind a reverse proxy or NAT shares one address, as do the process
+     * runtime's workers (loopback; the Node worker library opens a connection per job in flight):
+     * size it for those, or set 0 behind a proxy that caps clients itself. @default 1024
+     */
     maxConnectionsPerClient: number;
   };
   dataDir: string;
@@ -463,7 +468,7 @@ export function loadConfig({ env, flags = {} }: ConfigSources): Config {
       requestTimeoutMs: num(server.requestTimeoutMs, 'server.requestTimeoutMs', 60_000),
       headersTimeoutMs: num(server.headersTimeoutMs, 'server.headersTimeoutMs', 10_000),
       keepAliveTimeoutMs: num(server.keepAliveTimeoutMs, 'server.keepAliveTimeoutMs', 72_000),
-      maxConnectionsPerClient: Math.floor(num(server.maxConnectionsPerClient, 'server.maxConnectionsPerClient', 256)),
+      maxConnectionsPerClient: Math.floor(num(server.maxConnectionsPerClient, 'server.maxConnectionsPerClient', 1024)),
     },
     dataDir,
     databaseUrl,

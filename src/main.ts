@@ -35,6 +35,7 @@ import { MultiAccountRefused, multiAccountStartRefusal } from './runtime/process
 import type { Services } from './services.js';
 import { buildApp, loggerOptions } from './http/app.js';
 import { createJobListener } from './http/job-listener.js';
+import { ConnectionCap } from './http/listener-limits.js';
 
 export interface ServiceOverrides {
   clock?: Clock;
@@ -227,7 +228,10 @@ export async function startServer(config: Config, overrides: StartOptions = {}):
   const port = typeof address === 'object' && address ? address.port : config.server.port;
   const urlOf = (p: number): string => `http://${config.server.host.includes(':') ? `[${config.server.host}]` : config.server.host}:${p}`;
   const url = urlOf(port);
-  const jobListener = config.server.jobPort === null ? null : createJobListener(app);
+  // One count per client address across both listeners.
+  const connectionCap = new ConnectionCap(config.server.maxConnectionsPerClient);
+  connectionCap.guard(app.server);
+  const jobListener = config.server.jobPort === null ? null : createJobListener(app, config.server);
   let jobUrl: string | null = null;
   if (jobListener) {
     await new Promise<void>((resolve, reject) => {
@@ -236,6 +240,7 @@ export async function startServer(config: Config, overrides: StartOptions = {}):
     });
     const jobAddress = jobListener.address();
     jobUrl = urlOf(typeof jobAddress === 'object' && jobAddress ? jobAddress.port : config.server.jobPort!);
+    connectionCap.guard(jobListener);
   }
   // Workers call back over HTTP: launch them only once the server listens.
   await services.autoscaler.start();

@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { normalizePolicy, normalizeWait, RUNSYNC_WAIT, STREAM_WAIT } from './job-policy.js';
+import { normalizePolicy, normalizeWait, RUNSYNC_WAIT, s3ConfigViolations, STREAM_WAIT } from './job-policy.js';
 
 test('an absent policy takes the defaults: 10 minutes execution, 24 hours ttl, normal priority', () => {
   assert.deepEqual(normalizePolicy(undefined), { ok: true, value: { executionTimeout: 600_000, lowPriority: false, ttl: 86_400_000 } });
@@ -51,4 +51,24 @@ test('stream wait defaults to 10 s and 0 means answer at once', () => {
 
 test('a wait that is not a number is a violation naming the parameter', () => {
   assert.deepEqual(normalizeWait('soon', RUNSYNC_WAIT), { ok: false, violations: ['wait must be a number of milliseconds'] });
+});
+
+test('an s3Config is an object whose accessId, accessSecret, bucketName and endpointUrl are strings', () => {
+  assert.deepEqual(s3ConfigViolations(undefined), []);
+  assert.deepEqual(s3ConfigViolations(null), []);
+  assert.deepEqual(s3ConfigViolations({ accessId: 'AKIA', accessSecret: 's', bucketName: 'b', endpointUrl: 'https://s3.example.com', region: 'x' }), []);
+  assert.deepEqual(s3ConfigViolations('bucket'), ['s3Config must be an object']);
+  assert.deepEqual(s3ConfigViolations({ accessId: 1, accessSecret: { a: 1 }, bucketName: ['b'], endpointUrl: true }), [
+    's3Config.accessId must be a string',
+    's3Config.accessSecret must be a string',
+    's3Config.bucketName must be a string',
+    's3Config.endpointUrl must be a string',
+  ]);
+});
+
+test('an s3Config field past its length bound is named without quoting its value', () => {
+  const secret = 'S'.repeat(1025);
+  const violations = s3ConfigViolations({ accessSecret: secret, endpointUrl: `https://${'e'.repeat(2048)}` });
+  assert.deepEqual(violations, ['s3Config.accessSecret must be at most 1024 characters', 's3Config.endpointUrl must be at most 2048 characters']);
+  assert.ok(!violations.join().includes('SSS'));
 });

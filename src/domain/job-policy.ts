@@ -70,6 +70,27 @@ export function normalizePolicy(raw: unknown, defaultExecutionTimeout: number = 
   return violations.length ? { ok: false, violations } : { ok: true, value: policy };
 }
 
+/** The fields of a job's `s3Config` (spec 2.12) and the longest string each may be. */
+export const S3_CONFIG_FIELDS = { accessId: 256, accessSecret: 1024, bucketName: 255, endpointUrl: 2048 } as const;
+
+/**
+ * Violations of a request's `s3Config`: an object whose known fields are strings of bounded
+ * length (null or absent: not set). Other keys pass through to the worker untouched, as the spec
+ * only names these four. Messages name the field, never its value: `accessSecret` is a credential.
+ */
+export function s3ConfigViolations(raw: unknown): string[] {
+  if (raw === undefined || raw === null) return [];
+  if (!isObject(raw)) return ['s3Config must be an object'];
+  const violations: string[] = [];
+  for (const [field, max] of Object.entries(S3_CONFIG_FIELDS)) {
+    const value = raw[field];
+    if (value === undefined || value === null) continue;
+    if (typeof value !== 'string') violations.push(`s3Config.${field} must be a string`);
+    else if (value.length > max) violations.push(`s3Config.${field} must be at most ${max} characters`);
+  }
+  return violations;
+}
+
 export interface WaitBounds {
   min: number;
   max: number;

@@ -12,6 +12,7 @@ import { documentRefusal, textRefusal } from './document-limits.js';
 import { redactSecrets, secretFormsOf } from './redact-secrets.js';
 import { allResolvers } from './resolvers.js';
 import { createSchema } from './schema.js';
+import { nulArgument, nulVariable } from './nul-arguments.js';
 
 /** One entry of a GraphQL answer's `errors`; `extensions.code` is a code of docs/errors.md. */
 export interface GraphqlErrorEntry {
@@ -97,6 +98,8 @@ export async function runGraphql(schema: GraphQLSchema, services: Services, prin
   const variables = variablesOf(request.variables);
   if (variables === 'invalid') return failure('"variables" must be a JSON object.', 'BAD_REQUEST');
   if (exceedsJsonDepth(variables)) return failure(`"variables" nest more than ${MAX_JSON_DEPTH} levels deep.`, 'BAD_REQUEST');
+  const variableWithNul = nulVariable(variables);
+  if (variableWithNul) return failure(variableWithNul, 'VALIDATION_FAILED');
   const operationName = typeof request.operationName === 'string' && request.operationName !== '' ? request.operationName : undefined;
 
   let document: DocumentNode;
@@ -108,6 +111,8 @@ export async function runGraphql(schema: GraphQLSchema, services: Services, prin
     if (err instanceof RangeError) return failure(TOO_DEEP, 'BAD_REQUEST');
     throw err;
   }
+  const argumentWithNul = nulArgument(document);
+  if (argumentWithNul) return failure(argumentWithNul, 'VALIDATION_FAILED');
   const secrets = secretFormsOf(document, variables);
   const clean = (answer: GraphqlAnswer): GraphqlAnswer =>
     answer.errors ? { ...answer, errors: answer.errors.map((e) => ({ ...e, message: redactSecrets(e.message, secrets) })) } : answer;

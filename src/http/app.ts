@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto';
 import Fastify, { LogController, type FastifyInstance, type FastifyServerOptions } from 'fastify';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
@@ -22,6 +21,11 @@ import { jobRequestRoutes } from './routes/job-requests.js';
 import { workerProtocolRoutes } from './routes/worker-protocol.js';
 import { graphqlRoutes } from '../graphql/graphql-route.js';
 import { lazyChildLogger } from './request-logger.js';
+import { findNul, jsonMayHoldNul, nulViolation, urlHasNul } from './nul-text.js';
+import { requestIdOf } from './request-id.js';
+import { answerClientError } from './client-errors.js';
+import { applyRequestTimeouts } from './listener-limits.js';
+import { ApiError, validationFailed } from '../domain/errors.js';
 
 const addFormats = addFormatsModule as unknown as (ajv: Ajv) => Ajv;
 
@@ -58,11 +62,14 @@ export async function buildApp(services: Services, options: BuildAppOptions = {}
       : { logger: loggerSetting as FastifyServerOptions['logger'] }),
     bodyLimit: config.server.bodyLimit,
     ...(loggerSetting === false ? {} : { childLoggerFactory: lazyChildLogger }),
-    requestIdHeader: 'x-request-id',
-    genReqId: () => randomUUID(),
+    // the client's x-request-id only when safe to log (request-id.ts)
+    requestIdHeader: false,
+    genReqId: requestIdOf,
+    clientErrorHandler: answerClientError(config.server),
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 256 },
     frameworkErrors,
   });
+  applyRequestTimeouts(app.server, config.server);
 
   // Bodies are validated strictly (no coercion, unknown properties reported, every violation
   // listed); query strings and path parameters are coerced from their text form.
@@ -72,7 +79,21 @@ export async function buildApp(services: Services, options: BuildAppOptions = {}
 
   app.addHook('onRequest', (request, reply, done) => {
     void reply.header('x-request-id', request.id);
+    // No id, name or parameter holds a NUL; PostgreSQL text cannot store one (it answered 500).
+    if (urlHasNul(request.url)) return done(new ApiError('INVALID_PARAMETER', 'The URL holds a NUL character (%00); no id or query parameter may contain one.'));
     done();
+  });
+  // REST bodies: the default parser (with its prototype-poisoning checks), then a NUL check that
+  // costs one scan of the text and walks the body only when the text holds the escape `\u0000`.
+  // GraphQL checks its own arguments and variables, and answers in its own shape.
+  const parseJson = app.getDefaultJsonParser('error', 'error');
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, text, done) => {
+    parseJson(request, text as string, (err, value) => {
+      if (err || !jsonMayHoldNul(text as string) || request.routeOptions.url === '/graphql') return done(err, value);
+      const at = findNul(value);
+      if (at !== null) return done(validationFailed([nulViolation(at)]), undefined);
+      done(null, value);
+    });
   });
   app.addHook('onRoute', (route) => {
     if (route.url.startsWith('/docs')) {

@@ -1,6 +1,7 @@
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { FastifyInstance } from 'fastify';
 import { ApiError } from '../domain/errors.js';
+import { applyRequestTimeouts, type ListenerLimits } from './listener-limits.js';
 
 const ON_JOB_LISTENER = Symbol('gantry.jobListener');
 
@@ -9,15 +10,13 @@ const ON_JOB_LISTENER = Symbol('gantry.jobListener');
  * the job API and the worker protocol can be exposed apart from management (as the platform does
  * with its job URL). Its requests are marked; `restrictToJobApi` answers 404 for the other routes.
  */
-export function createJobListener(app: FastifyInstance): Server {
+export function createJobListener(app: FastifyInstance, limits: ListenerLimits): Server {
   const server = createServer((req, res) => {
     (req as IncomingMessage & { [ON_JOB_LISTENER]?: true })[ON_JOB_LISTENER] = true;
     app.routing(req, res);
   });
   // the same timeouts and malformed-request answers as the main listener
-  server.keepAliveTimeout = app.server.keepAliveTimeout;
-  server.headersTimeout = app.server.headersTimeout;
-  server.requestTimeout = app.server.requestTimeout;
+  applyRequestTimeouts(server, limits);
   for (const listener of app.server.listeners('clientError')) server.on('clientError', listener as (...args: unknown[]) => void);
   return server;
 }

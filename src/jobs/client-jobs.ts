@@ -1,7 +1,7 @@
 import type { Clock } from '../domain/clock.js';
 import { ApiError, notFound } from '../domain/errors.js';
 import { newJobId } from '../domain/ids.js';
-import { normalizePolicy } from '../domain/job-policy.js';
+import { normalizePolicy, s3ConfigViolations } from '../domain/job-policy.js';
 import { isTerminalJobStatus, nextJobState, type JobStatus } from '../domain/job-state.js';
 import { GroupCommit, type GroupCommitOptions } from '../store/group-commit.js';
 import type { JobRecord, NewJob } from '../store/job-record.js';
@@ -84,7 +84,8 @@ export class ClientJobs {
     const webhookProblem = webhook === undefined || webhook === null ? null : webhookUrlViolation(webhook);
     if (webhookProblem) violations.push(webhookProblem);
     const s3Config = isObject(body) ? body.s3Config : undefined;
-    if (s3Config !== undefined && s3Config !== null && !isObject(s3Config)) violations.push('s3Config must be an object');
+    violations.push(...s3ConfigViolations(s3Config));
+    if (typeof webhook === 'string' && webhook.includes('\u0000')) violations.push('webhook must not contain a NUL character');
     const policy = normalizePolicy(isObject(body) ? body.policy : undefined, options.defaultExecutionTimeoutMs);
     if (!policy.ok) violations.push(...policy.violations);
     if (violations.length || !policy.ok) throw new ApiError('INVALID_PARAMETER', `The job request is invalid: ${violations.join('; ')}.`, { errors: violations });

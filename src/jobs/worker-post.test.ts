@@ -11,3 +11,9 @@ test('a worker post with both error and output fails the job: error wins', () =>
   });
   assert.equal(parseWorkerPost('j', 'w', { error: { type: 'ValueError' } }).result.error, '{"type":"ValueError"}');
 });
+
+test("a NUL in a worker's error message is kept as U+FFFD, so the failure can be stored on PostgreSQL", () => {
+  assert.equal(parseWorkerPost('j', 'w', { error: 'bad\u0000byte' }).result.error, 'bad\uFFFDbyte');
+  // inside JSON text a NUL stays the escape `\u0000`: nothing to replace
+  assert.equal(parseWorkerPost('j', 'w', { error: { m: '\u0000' } }).result.error, '{"m":"\\u0000"}');
+});

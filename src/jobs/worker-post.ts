@@ -31,7 +31,9 @@ function parse(jobId: string, workerId: string, body: unknown): WorkerPost {
   const stopPod = b.stopPod === true;
   const outputJson = b.output === undefined ? null : JSON.stringify(b.output);
   if (b.error !== undefined && b.error !== null && b.error !== '') {
-    const error = typeof b.error === 'string' ? b.error : JSON.stringify(b.error);
+    // A worker's message may quote binary output; PostgreSQL text cannot hold NUL, and refusing
+    // the post would leave the job to be retried for the same failure, so NUL becomes U+FFFD.
+    const error = typeof b.error === 'string' ? b.error.replaceAll('\u0000', '\uFFFD') : JSON.stringify(b.error);
     return { result: { id: jobId, workerId, status: 'FAILED', outputJson: null, error }, stopPod };
   }
   if (b.status === 'IN_PROGRESS') return { result: { id: jobId, workerId, status: 'IN_PROGRESS', outputJson, error: null }, stopPod };

@@ -8,6 +8,7 @@ import { RegistryStore } from '../store/registry-store.js';
 import { TemplateStore, type TemplateChanges } from '../store/template-store.js';
 import { publicTemplates as shippedTemplates, type PublicTemplate } from './public-templates.js';
 import type { Template } from './template.js';
+import { MAX_DISK_GB } from '../domain/limits.js';
 
 /** The body of a template create (REST field names); omitted fields take their defaults. */
 export interface TemplateInput {
@@ -72,8 +73,8 @@ function violations(t: Template): string[] {
   const out: string[] = [];
   if (t.name.length === 0) out.push('name: must NOT have fewer than 1 characters');
   if (t.imageName.length === 0) out.push('imageName: must NOT have fewer than 1 characters');
-  if (!Number.isInteger(t.containerDiskInGb) || t.containerDiskInGb < 1) out.push('containerDiskInGb: must be an integer >= 1');
-  if (!Number.isInteger(t.volumeInGb) || (t.volumeInGb !== 0 && t.volumeInGb < 10)) out.push('volumeInGb: must be 0 (no volume) or at least 10');
+  if (!Number.isInteger(t.containerDiskInGb) || t.containerDiskInGb < 1 || t.containerDiskInGb > MAX_DISK_GB) out.push(`containerDiskInGb: must be an integer from 1 to ${MAX_DISK_GB}`);
+  if (!Number.isInteger(t.volumeInGb) || (t.volumeInGb !== 0 && t.volumeInGb < 10) || t.volumeInGb > MAX_DISK_GB) out.push(`volumeInGb: must be 0 (no volume) or from 10 to ${MAX_DISK_GB}`);
   t.ports.forEach((p, i) => {
     const m = PORT.exec(p);
     if (!m) out.push(`ports.${i}: must be "<port>/<protocol>" with protocol tcp, http or udp`);

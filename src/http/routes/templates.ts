@@ -6,6 +6,7 @@ import type { Template } from '../../templates/template.js';
 import type { TemplateInput, TemplatePatch } from '../../templates/templates-service.js';
 import { principalOf } from '../plugins/auth.js';
 import { errorResponses, IdParams } from '../schemas.js';
+import { MAX_DISK_GB } from '../../domain/limits.js';
 
 const closed = { additionalProperties: false } as const;
 
@@ -19,8 +20,8 @@ const templateFields = {
   name: Type.String({ minLength: 1, maxLength: 191 }),
   imageName: Type.String({ minLength: 1, maxLength: 1024 }),
   args: Type.Optional(Type.String({ maxLength: 8192, description: 'start command / docker args; default ""' })),
-  containerDiskInGb: Type.Optional(Type.Integer({ minimum: 1, description: 'GB; default 20' })),
-  volumeInGb: Type.Optional(Type.Integer({ minimum: 0, description: 'persistent volume, GB: 0 (none, the default) or at least 10' })),
+  containerDiskInGb: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_DISK_GB, description: 'GB; default 20' })),
+  volumeInGb: Type.Optional(Type.Integer({ minimum: 0, maximum: MAX_DISK_GB, description: 'persistent volume, GB: 0 (none, the default) or at least 10' })),
   volumeMountPath: Type.Optional(Type.Union([Type.String({ minLength: 1, maxLength: 1024 }), Type.Null()], { description: 'default "/workspace" when volumeInGb > 0' })),
   ports: Type.Optional(Ports),
   env: Type.Optional(Env),

@@ -8,6 +8,7 @@ import { POD_ACTIONS, POD_STATUSES } from '../../domain/pod-state.js';
 import type { CreatePodInput, PatchPodInput } from '../../pods/pod-rules.js';
 import type { PodView } from '../../pods/pod-view.js';
 import { Nullable, StringEnum } from '../schemas.js';
+import { MAX_DISK_GB } from '../../domain/limits.js';
 
 const closed = { additionalProperties: false } as const;
 
@@ -18,7 +19,7 @@ const Env = Type.Record(Type.String({ minLength: 1, maxLength: 256 }), Type.Stri
 const Cloud = StringEnum(['SECURE', 'COMMUNITY'] as const);
 
 export const PersistentMount = Type.Object(
-  { size: Type.Integer({ minimum: 10, description: 'GB' }), path: Type.String({ minLength: 1, maxLength: 1024 }) },
+  { size: Type.Integer({ minimum: 10, maximum: MAX_DISK_GB, description: 'GB' }), path: Type.String({ minLength: 1, maxLength: 1024 }) },
   { ...closed, description: 'Host-local storage (deprecated; prefer a network volume). Not allowed on CPU pods.' },
 );
 export const NetworkMount = Type.Object(
@@ -46,7 +47,7 @@ export const CreatePodRequest = Type.Object(
     name: Type.String({ minLength: 1, maxLength: 191 }),
     image: Type.Optional(Type.String({ minLength: 1, maxLength: 1024, description: 'required unless templateId is set' })),
     args: Type.Optional(Type.String({ maxLength: 8192 })),
-    disk: Type.Optional(Type.Integer({ minimum: 1, description: 'container disk, GB; default: the template’s, else 20' })),
+    disk: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_DISK_GB, description: 'container disk, GB; default: the template’s, else 20' })),
     ports: Type.Optional(PortList),
     env: Type.Optional(Env),
     registry: Type.Optional(Type.Union([Type.String({ minLength: 1 }), Type.Null()])),
@@ -70,7 +71,7 @@ export const PatchPodRequest = Type.Object(
     name: Type.Optional(Type.String({ minLength: 1, maxLength: 191 })),
     image: Type.Optional(Type.String({ minLength: 1, maxLength: 1024 })),
     args: Type.Optional(Type.String({ maxLength: 8192 })),
-    disk: Type.Optional(Type.Integer({ minimum: 1 })),
+    disk: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_DISK_GB })),
     ports: Type.Optional(PortList),
     env: Type.Optional(Type.Record(Type.String({ minLength: 1, maxLength: 256 }), Type.String({ maxLength: 32768 }), { description: 'replaces the env' })),
     registry: Type.Optional(Type.Union([Type.String({ minLength: 1 }), Type.Null()])),
