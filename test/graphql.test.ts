@@ -2,6 +2,7 @@ import { test, before, after, describe } from 'node:test';
 import assert from 'node:assert/strict';
 import type { LightMyRequestResponse } from 'fastify';
 import { createTestApp, json, type TestApp } from './support/harness.js';
+import { pythonCreateEndpoint, QUERY_ENDPOINT, RUNPODCTL_SAVE_ENDPOINT } from './fixtures/client-graphql-documents.js';
 
 let t: TestApp;
 let alice: { accountId: string; key: string; readKey: string };
@@ -37,98 +38,6 @@ const errorOf = async (query: string, variables?: Record<string, unknown> | null
   assert.ok(body.errors?.length > 0, `expected errors in ${res.body}`);
   return body as { data: Record<string, unknown> | null; errors: Array<{ message: string; extensions: { code: string } }> };
 };
-
-/** What runpod-python 1.12 `generate_endpoint_mutation` sends (flashboot, CUDA versions and gpu_count set). */
-const pythonCreateEndpoint = (templateId: string, extra = '') => `
-    mutation {
-        saveEndpoint(
-            input: {
-                flashBootType: FLASHBOOT, name: "py-endpoint", templateId: "${templateId}", gpuIds: "ADA_24,AMPERE_24", networkVolumeId: "", locations: "", idleTimeout: 5, scalerType: "QUEUE_DELAY", scalerValue: 4, workersMin: 0, workersMax: 3, allowedCudaVersions: "12.1,12.2", gpuCount: 2${extra}
-            }
-        ) {
-            id
-            name
-            templateId
-            gpuIds
-            networkVolumeId
-            locations
-            idleTimeout
-            scalerType
-            scalerValue
-            workersMin
-            workersMax
-            allowedCudaVersions
-            gpuCount
-            flashBootType
-        }
-    }
-    `;
-
-/** runpod-python `QUERY_ENDPOINT` (also runpodctl's legacy endpoint list). */
-const QUERY_ENDPOINT = `
-query Query {
-  myself {
-    endpoints {
-      aiKey
-      gpuIds
-      id
-      idleTimeout
-      name
-      networkVolumeId
-      locations
-      scalerType
-      scalerValue
-      templateId
-      type
-      userId
-      version
-      workersMax
-      workersMin
-      workersStandby
-      gpuCount
-      env {
-        key
-        value
-      }
-      createdAt
-      networkVolume {
-        id
-        dataCenterId
-      }
-    }
-  }
-}
-`;
-
-/** runpodctl `CreateEndpointGQL`. */
-const RUNPODCTL_SAVE_ENDPOINT = `
-		mutation SaveEndpoint($input: EndpointInput!) {
-			saveEndpoint(input: $input) {
-				id
-				name
-				templateId
-				gpuIds
-				instanceIds
-				computeType
-				networkVolumeId
-				networkVolumeIds {
-					networkVolumeId
-					dataCenterId
-				}
-				locations
-				idleTimeout
-				scalerType
-				scalerValue
-				workersMin
-				workersMax
-				gpuCount
-				minCudaVersion
-				executionTimeoutMs
-				flashBootType
-				modelReferences
-			}
-		}
-	`;
 
 describe('GraphQL endpoints', () => {
   test('runpod-python’s saveEndpoint mutation creates an endpoint and reads back what it sent', async () => {
