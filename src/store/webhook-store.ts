@@ -52,32 +52,11 @@ export class WebhookStore {
   constructor(private readonly db: Db) {}
 
   /**
-   * Claims up to `limit` due PENDING rows (oldest due first) whose attempts are not spent:
-   * `attempts + 1`, `next_attempt_at = leaseUntil`. Answers them as claimed.
+   * Claims up to `limit` due PENDING rows (oldest due first) whose attempts are not spent, of any
+   * account: as `claimDueFor` does for one.
    */
-  async claimDue(now: number, limit: number, leaseUntil: number, maxAttempts: number, tx?: Executor): Promise<WebhookDelivery[]> {
-    if (limit <= 0) return [];
-    const run = async (t: Executor): Promise<WebhookDelivery[]> => {
-      const rows = await t
-        .updateTable('webhook_deliveries')
-        .set({ attempts: sql<number>`attempts + 1`, next_attempt_at: leaseUntil })
-        .where('id', 'in', (eb) =>
-          eb
-            .selectFrom('webhook_deliveries')
-            .select('id')
-            .where('status', '=', 'PENDING')
-            .where('next_attempt_at', '<=', now)
-            .where('attempts', '<', maxAttempts)
-            .orderBy('next_attempt_at')
-            .orderBy('id')
-            .limit(limit)
-            .$if(this.db.capabilities.skipLocked, (qb) => qb.forUpdate().skipLocked()),
-        )
-        .returningAll()
-        .execute();
-      return rows.map(toDelivery).sort((a, b) => a.createdAt - b.createdAt || (a.id < b.id ? -1 : 1));
-    };
-    return tx ? run(tx) : this.db.withTransaction(run);
+  claimDue(now: number, limit: number, leaseUntil: number, maxAttempts: number, tx?: Executor): Promise<WebhookDelivery[]> {
+    return this.#claim(null, now, { limit, leaseUntil, maxAttempts, skipReceivers: [] }, tx);
   }
 
   /**
@@ -100,12 +79,22 @@ export class WebhookStore {
   }
 
   /**
-   * Claims up to `limit` of `accountId`'s due PENDING rows (oldest due first), passing over rows
-   * to the receivers in `skipReceivers` (those at their cap): counts the attempt and leases the
-   * row as `claimDue` does. An index range scan of the account's due rows.
+   * Claims up to `limit` of `accountId`'s due PENDING rows (oldest due first) whose attempts are
+   * not spent, passing over rows to the receivers in `skipReceivers` (those at their cap):
+   * `attempts + 1`, `next_attempt_at = leaseUntil`. Answers them as claimed. An index range scan
+   * of the account's due rows.
    */
-  async claimDueFor(
+  claimDueFor(
     accountId: string,
+    now: number,
+    options: { limit: number; leaseUntil: number; maxAttempts: number; skipReceivers: readonly string[] },
+    tx?: Executor,
+  ): Promise<WebhookDelivery[]> {
+    return this.#claim(accountId, now, options, tx);
+  }
+
+  async #claim(
+    accountId: string | null,
     now: number,
     options: { limit: number; leaseUntil: number; maxAttempts: number; skipReceivers: readonly string[] },
     tx?: Executor,
@@ -121,7 +110,7 @@ export class WebhookStore {
             .selectFrom('webhook_deliveries')
             .select('id')
             .where('status', '=', 'PENDING')
-            .where('account_id', '=', accountId)
+            .$if(accountId !== null, (qb) => qb.where('account_id', '=', accountId!))
             .where('next_attempt_at', '<=', now)
             .where('attempts', '<', maxAttempts)
             .$if(skipReceivers.length > 0, (qb) => qb.where('receiver', 'not in', [...skipReceivers]))
