@@ -171,8 +171,12 @@ describe('env that reached the store or the runtime another way never reaches th
     assert.equal(existsSync(marker), false, 'the NODE_OPTIONS payload ran');
   });
 
-  test('an instance spec handed straight to the runtime is screened the same way', async () => {
-    const spec = instanceSpec({ image: 'test/env-dump', env: { NODE_OPTIONS: `--require=${evil}`, PYTHONWARNINGS: 'ignore::antigravity.x', BROWSER: evil, RUNPOD_AI_API_KEY: 'platform', KEPT: 'yes' } });
+  test("an instance spec handed straight to the runtime has its tenant env screened the same way, and its platform env kept", async () => {
+    const spec = instanceSpec({
+      image: 'test/env-dump',
+      env: { NODE_OPTIONS: `--require=${evil}`, PYTHONWARNINGS: 'ignore::antigravity.x', BROWSER: evil, RUNPOD_AI_API_KEY: 'forged', KEPT: 'yes' },
+      platformEnv: { RUNPOD_AI_API_KEY: 'platform' },
+    });
     await t.services.runtime.start(spec);
     try {
       const env = await seenEnv(spec.id);

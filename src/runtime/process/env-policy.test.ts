@@ -87,11 +87,17 @@ test("an image's tenantEnv narrows the names a tenant may set but never re-allow
   assert.equal(tenantEnvRefusal({ LOG_LEVELS: 'x' }, allow)?.name, 'LOG_LEVELS');
 });
 
-test('the spawn-time screen drops refused variables and keeps the platform variables of the same map', () => {
+test('the spawn-time screen drops from tenant env every variable the API would refuse, platform names included', () => {
   const { env, dropped } = screenInstanceEnv(
     { LD_PRELOAD: '/tmp/x.so', PATH: '/tmp', MODEL: 'm', OTHER: 'o', RUNPOD_WEBHOOK_GET_JOB: 'http://x', RUNPOD_AI_API_KEY: 'k', 'BAD-NAME': '1' },
     ['MODEL'],
   );
-  assert.deepEqual(env, { MODEL: 'm', RUNPOD_WEBHOOK_GET_JOB: 'http://x', RUNPOD_AI_API_KEY: 'k' });
-  assert.deepEqual(dropped, ['LD_PRELOAD', 'PATH', 'OTHER', 'BAD-NAME']);
+  assert.deepEqual(env, { MODEL: 'm' });
+  assert.deepEqual(dropped, ['LD_PRELOAD', 'PATH', 'OTHER', 'RUNPOD_WEBHOOK_GET_JOB', 'RUNPOD_AI_API_KEY', 'BAD-NAME']);
+});
+
+test("a tenant's own JUPYTER_PASSWORD or PUBLIC_KEY is tenant env: kept without an allow-list, dropped by one that leaves it out", () => {
+  const tenant = { JUPYTER_PASSWORD: 'mine', PUBLIC_KEY: 'ssh-ed25519 AAAA me', MODEL_NAME: 'm' };
+  assert.deepEqual(screenInstanceEnv(tenant).env, tenant);
+  assert.deepEqual(screenInstanceEnv(tenant, ['MODEL_*']), { env: { MODEL_NAME: 'm' }, dropped: ['JUPYTER_PASSWORD', 'PUBLIC_KEY'] });
 });

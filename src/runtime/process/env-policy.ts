@@ -227,33 +227,40 @@ export function deniedReason(name: string): string | null {
 export const matchesAllowList = (name: string, patterns: readonly string[]): boolean =>
   patterns.some((p) => (p.endsWith('*') ? name.startsWith(p.slice(0, -1)) : name === p));
 
+/** Why a tenant may not set `name` for an instance of an image whose `tenantEnv` is `allow`, or null. */
+function refusalOf(name: string, allow?: readonly string[]): string | null {
+  if (isPlatformVariable(name)) return 'the platform sets it for every instance';
+  const denied = deniedReason(name);
+  if (denied) return denied;
+  if (allow && !matchesAllowList(name, allow)) return `the image's tenantEnv allow-list (${allow.join(', ') || 'empty'}) does not include it`;
+  return null;
+}
+
 /**
  * The first variable of a tenant's `env` the process runtime refuses, or null. `allow` is the
  * image's `tenantEnv` (undefined: any name the deny rules leave).
  */
 export function tenantEnvRefusal(env: Record<string, string>, allow?: readonly string[]): EnvRefusal | null {
   for (const name of Object.keys(env)) {
-    if (isPlatformVariable(name)) return { name, reason: 'the platform sets it for every instance' };
-    const denied = deniedReason(name);
-    if (denied) return { name, reason: denied };
-    if (allow && !matchesAllowList(name, allow)) return { name, reason: `the image's tenantEnv allow-list (${allow.join(', ') || 'empty'}) does not include it` };
+    const reason = refusalOf(name, allow);
+    if (reason) return { name, reason };
   }
   return null;
 }
 
 /**
- * The spawn-time screen, defence in depth behind the API's refusal: an instance's env less every
- * variable a tenant could not have set (stored before the rule, or arriving by a path the API does
- * not check), and the names dropped. The platform's own variables pass: the pod and worker specs
- * carry them in the same map.
+ * The spawn-time screen, defence in depth behind the API's refusal: the tenant's env of an
+ * instance (`InstanceSpec.env`) less every variable the API would refuse (stored before a rule,
+ * or arriving by a path the API does not check), and the names dropped. The platform's own
+ * variables are never in this map: they travel in `InstanceSpec.platformEnv`, which is not
+ * screened, so an image's allow-list cannot strip a generated Jupyter password or a worker key.
  */
 export function screenInstanceEnv(env: Record<string, string>, allow?: readonly string[]): { env: Record<string, string>; dropped: string[] } {
   const kept: Record<string, string> = {};
   const dropped: string[] = [];
   for (const [name, value] of Object.entries(env)) {
-    const platform = isPlatformVariable(name);
-    if (deniedReason(name) !== null || (!platform && allow && !matchesAllowList(name, allow))) dropped.push(name);
-    else kept[name] = value;
+    if (refusalOf(name, allow) === null) kept[name] = value;
+    else dropped.push(name);
   }
   return { env: kept, dropped };
 }
