@@ -86,6 +86,27 @@ describe('the API refuses tenant env that changes what a process runs', () => {
     assert.deepEqual((await t.services.pods.list(a.accountId)).length, 0);
   });
 
+  test('driver injection, key-log files, temp folders, Jupyter config paths and proxies are refused at the API; a tenant Jupyter password is not', async () => {
+    const attacks: Record<string, string> = {
+      CUDA_INJECTION64_PATH: join(attackDir, 'evil.so'),
+      VK_ICD_FILENAMES: join(attackDir, 'icd.json'),
+      OCL_ICD_VENDORS: attackDir,
+      HSA_TOOLS_LIB: join(attackDir, 'evil.so'),
+      __EGL_VENDOR_LIBRARY_FILENAMES: join(attackDir, 'egl.json'),
+      SSLKEYLOGFILE: join(t.config.dataDir, 'gantry.db'),
+      TEMP: attackDir,
+      TMP: attackDir,
+      JUPYTER_CONFIG_DIR: attackDir,
+      https_proxy: 'http://127.0.0.1:1',
+      HF_ENDPOINT: 'http://127.0.0.1:1',
+      TRITON_CACHE_DIR: attackDir,
+      OMPI_MCA_mca_base_component_path: attackDir,
+    };
+    for (const [name, value] of Object.entries(attacks)) refused(await createPod({ env: { MODEL: 'ok', [name]: value } }), name);
+    const ok = await createPod({ image: 'ubuntu:22.04', env: { JUPYTER_PASSWORD: 'mine', PUBLIC_KEY: 'ssh-ed25519 AAAA me' } });
+    assert.equal(ok.statusCode, 201, ok.body);
+  });
+
   test('a pod PATCH adding LD_PRELOAD is refused and leaves the pod env as it was', async () => {
     const created = await createPod({ image: 'ubuntu:22.04', env: { MODEL: 'ok' } });
     assert.equal(created.statusCode, 201, created.body);
@@ -150,8 +171,12 @@ describe('env that reached the store or the runtime another way never reaches th
     assert.equal(existsSync(marker), false, 'the NODE_OPTIONS payload ran');
   });
 
-  test('an instance spec handed straight to the runtime is screened the same way', async () => {
-    const spec = instanceSpec({ image: 'test/env-dump', env: { NODE_OPTIONS: `--require=${evil}`, PYTHONWARNINGS: 'ignore::antigravity.x', BROWSER: evil, RUNPOD_AI_API_KEY: 'platform', KEPT: 'yes' } });
+  test("an instance spec handed straight to the runtime has its tenant env screened the same way, and its platform env kept", async () => {
+    const spec = instanceSpec({
+      image: 'test/env-dump',
+      env: { NODE_OPTIONS: `--require=${evil}`, PYTHONWARNINGS: 'ignore::antigravity.x', BROWSER: evil, RUNPOD_AI_API_KEY: 'forged', KEPT: 'yes' },
+      platformEnv: { RUNPOD_AI_API_KEY: 'platform' },
+    });
     await t.services.runtime.start(spec);
     try {
       const env = await seenEnv(spec.id);

@@ -28,7 +28,7 @@ for (const { name, skip } of dialects()) {
       await t.services.autoscaler.tick(clock.now());
       const [workerId] = t.services.autoscaler.workerIds(ep);
       assert.ok(workerId);
-      return { ep, workerId, workerKey: runtime.specs.get(workerId)!.env.RUNPOD_AI_API_KEY! };
+      return { ep, workerId, workerKey: runtime.specs.get(workerId)!.platformEnv.RUNPOD_AI_API_KEY! };
     }
 
     before(async () => {

@@ -36,7 +36,7 @@ for (const { name, skip } of dialects()) {
       await t.services.autoscaler.tick(clock.now());
       const [workerId] = t.services.autoscaler.workerIds(epA);
       assert.ok(workerId, 'the autoscaler launched a worker for the queued job');
-      const workerKey = runtime.specs.get(workerId)!.env.RUNPOD_AI_API_KEY!;
+      const workerKey = runtime.specs.get(workerId)!.platformEnv.RUNPOD_AI_API_KEY!;
       const taken = await call(workerKey, 'GET', `/v2/${epA}/job-take/${workerId}?job_in_progress=0`);
       assert.equal(taken.statusCode, 200, taken.body);
       assert.equal(json(taken).id, jobId);

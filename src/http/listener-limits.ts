@@ -1,6 +1,7 @@
 import type { Server } from 'node:http';
 import type { Socket } from 'node:net';
 import { ApiError } from '../domain/errors.js';
+import { clientKey } from './client-address.js';
 import { rawProblemResponse } from './client-errors.js';
 
 /** `config.server`'s limits on what one connection and one client may hold. */
@@ -40,8 +41,8 @@ export function applyRequestTimeouts(server: Server, limits: ListenerLimits): vo
 const REFUSED_GRACE_MS = 1000;
 
 /**
- * Caps the connections one client address holds across the listeners it guards (the main and the
- * job listener share one count). A connection over the cap is answered 429 TOO_MANY_CONNECTIONS
+ * Caps the connections one client holds across the listeners it guards (the main and the job
+ * listener share one count). A client is an IPv4 address or an IPv6 /64 (client-address.ts). A connection over the cap is answered 429 TOO_MANY_CONNECTIONS
  * at once, before any request is read (no parser or timer is spent on it), and closed. The
  * address is the socket's peer: behind a reverse proxy every client shares the proxy's, so there
  * the cap should be off (0) or sized for the proxy.
@@ -51,9 +52,9 @@ export class ConnectionCap {
 
   constructor(private readonly max: number) {}
 
-  /** Open connections of `address` right now (for tests and diagnostics). */
+  /** Open connections of the client at `address` right now (for tests and diagnostics). */
   openFor(address: string): number {
-    return this.#open.get(address) ?? 0;
+    return this.#open.get(clientKey(address)) ?? 0;
   }
 
   /** Guards `server`; call it once it listens, so every connection listener it has is wrapped. */
@@ -62,8 +63,8 @@ export class ConnectionCap {
     const handlers = server.listeners('connection') as Array<(socket: Socket) => void>;
     server.removeAllListeners('connection');
     server.on('connection', (socket: Socket) => {
-      const client = socket.remoteAddress;
-      if (client === undefined) return socket.destroy();
+      if (socket.remoteAddress === undefined) return socket.destroy();
+      const client = clientKey(socket.remoteAddress);
       const open = this.#open.get(client) ?? 0;
       if (open >= this.max) return this.#refuse(socket);
       this.#open.set(client, open + 1);
@@ -79,7 +80,7 @@ export class ConnectionCap {
   #refuse(socket: Socket): void {
     const problem = new ApiError(
       'TOO_MANY_CONNECTIONS',
-      `This client address already holds ${this.max} open connections, the most the server allows one client; reuse them (keep-alive) or close some.`,
+      `This client (its IPv4 address, or its IPv6 /64) already holds ${this.max} open connections, the most the server allows one client; reuse them (keep-alive) or close some.`,
     );
     socket.on('error', () => socket.destroy());
     // What the client sends is read and dropped, and the socket kept until the client closes it

@@ -14,8 +14,9 @@ export interface PodInstanceDeps {
 }
 
 /**
- * The instance a pod runs as: its image, args and env (platform variables first, so the pod's own
- * env and hidden env can override them), its machine assignment, ports, volumes (their host folders
+ * The instance a pod runs as: its image, args, the tenant's env and the platform's (identity,
+ * placement, and the hidden env startSsh / startJupyter injected — a runtime screens only the
+ * tenant's, and the platform's wins), its machine assignment, ports, volumes (their host folders
  * created) and registry credentials.
  */
 export async function podInstanceSpec(pod: PodRecord, deps: PodInstanceDeps): Promise<InstanceSpec> {
@@ -36,13 +37,15 @@ export async function podInstanceSpec(pod: PodRecord, deps: PodInstanceDeps): Pr
     id: pod.id,
     image: pod.image,
     args: pod.args,
-    env: {
+    env: pod.env,
+    // hiddenEnv holds only what injectedEnv generated (a tenant's own PUBLIC_KEY or
+    // JUPYTER_PASSWORD stays in env, and is screened as theirs)
+    platformEnv: {
+      ...pod.hiddenEnv,
       RUNPOD_POD_ID: pod.id,
       RUNPOD_DC_ID: pod.dataCenterId ?? '',
       RUNPOD_GPU_COUNT: String(pod.gpuIndices.length),
       RUNPOD_CPU_COUNT: String(pod.vcpuCount),
-      ...pod.env,
-      ...pod.hiddenEnv,
     },
     hostId: pod.hostId ?? '',
     gpuIndices: pod.gpuIndices,

@@ -98,6 +98,7 @@ export function instanceSpec(overrides: Partial<InstanceSpec> = {}): InstanceSpe
     image: 'unmapped/placeholder:latest',
     args: '',
     env: {},
+    platformEnv: {},
     hostId: 'local',
     gpuIndices: [],
     vcpus: 2,

@@ -24,7 +24,18 @@ export interface InstanceSpec {
   id: string;
   image: string;
   args: string;
+  /**
+   * The tenant's env (a pod's env; a worker's template env overlaid with its endpoint's): untrusted.
+   * A runtime that does not isolate env (the process runtime) screens it before it reaches a
+   * process; a container runtime passes it into the container.
+   */
   env: Record<string, string>;
+  /**
+   * Variables the platform sets for this instance (the worker protocol and its key, the password
+   * startJupyter generated, the keys startSsh injects, the SDK's skip flags, identity and
+   * placement): trusted, never screened, layered over {@link env} so a tenant cannot override them.
+   */
+  platformEnv: Record<string, string>;
   hostId: string;
   gpuIndices: number[];
   vcpus: number;

@@ -60,9 +60,9 @@ describe('Autoscaler', () => {
     assert.equal(t.services.inventory.host(spec.hostId)?.gpuTypeId, 'NVIDIA GeForce RTX 4090', 'ADA_24 expands to its GPU types');
     assert.equal(spec.env.FROM_TEMPLATE, '1');
     assert.equal(spec.env.SHARED, 'endpoint', 'endpoint env overrides the template');
-    assert.equal(spec.env.RUNPOD_POD_ID, row?.id);
-    assert.match(spec.env.RUNPOD_WEBHOOK_GET_JOB ?? '', new RegExp(`/v2/${ep.id}/job-take/\\$ID\\?gpu=`));
-    const principal = await t.services.accounts.authenticate(spec.env.RUNPOD_AI_API_KEY!);
+    assert.equal(spec.platformEnv.RUNPOD_POD_ID, row?.id);
+    assert.match(spec.platformEnv.RUNPOD_WEBHOOK_GET_JOB ?? '', new RegExp(`/v2/${ep.id}/job-take/\\$ID\\?gpu=`));
+    const principal = await t.services.accounts.authenticate(spec.platformEnv.RUNPOD_AI_API_KEY!);
     assert.equal(principal?.accountId, accountId, 'the worker key belongs to the endpoint account');
     await autoscaler.tick(clock.now());
     assert.equal((await rows(ep.id)).length, 1, 'a starting worker is not doubled on the next pass');
@@ -197,7 +197,8 @@ describe('Autoscaler', () => {
     await autoscaler.tick(clock.now());
     const [row] = await rows(ep.id);
     assert.deepEqual(runtime.specs.get(row!.id)?.registryAuth, { username: 'puller', password: 's3cret' });
-    assert.equal(JSON.stringify(runtime.specs.get(row!.id)?.env).includes('s3cret'), false, 'the password is not in the environment');
+    const spec = runtime.specs.get(row!.id)!;
+    assert.equal(JSON.stringify([spec.env, spec.platformEnv]).includes('s3cret'), false, 'the password is not in the environment');
   });
 
   test('a long queue launches workersMax workers under REQUEST_COUNT, the pass counting only what can change the decision', async () => {

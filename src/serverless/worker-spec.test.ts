@@ -5,11 +5,11 @@ import type { Template } from '../templates/template.js';
 import type { Endpoint } from './endpoint.js';
 import { workerInstanceSpec } from './worker-spec.js';
 
-test("a launched worker's env carries the informational variables of wire-protocol §1, and the platform's values win over the template's and endpoint's", () => {
+test("a launched worker's platform env carries the informational variables of wire-protocol §1 apart from the tenant's template and endpoint env", () => {
   const spec = workerInstanceSpec({
     workerId: 'w123',
-    endpoint: { id: 'ep1', env: { RUNPOD_DC_ID: 'from-endpoint', LEVEL: 'debug' } } as unknown as Endpoint,
-    template: { imageName: 'my-worker:dev', args: '', env: { RUNPOD_POD_ID: 'from-template', MODEL: 'x' } } as unknown as Template,
+    endpoint: { id: 'ep1', env: { RUNPOD_DC_ID: 'from-endpoint', LEVEL: 'debug', MODEL: 'y' } } as unknown as Endpoint,
+    template: { imageName: 'my-worker:dev', args: '', env: { RUNPOD_POD_ID: 'from-template', MODEL: 'x', SIZE: 's' } } as unknown as Template,
     placement: { hostId: 'host-a', dataCenterId: 'US-TX-3', gpuTypeId: 'NVIDIA GeForce RTX 4090', gpuIndices: [0, 1] } as unknown as Placement,
     request: { vcpuCount: 0, memoryGb: 0 } as unknown as PlacementRequest,
     apiKey: 'worker-key',
@@ -17,12 +17,16 @@ test("a launched worker's env carries the informational variables of wire-protoc
     publicUrl: 'http://127.0.0.1:8080',
     pingIntervalMs: 10_000,
   });
-  assert.equal(spec.env.RUNPOD_ENDPOINT_ID, 'ep1');
-  assert.equal(spec.env.RUNPOD_POD_ID, 'w123');
-  assert.equal(spec.env.RUNPOD_POD_HOSTNAME, 'w123-host-a');
-  assert.equal(spec.env.RUNPOD_DC_ID, 'US-TX-3');
-  assert.equal(spec.env.RUNPOD_GPU_COUNT, '2');
-  assert.equal(spec.env.MODEL, 'x');
-  assert.equal(spec.env.LEVEL, 'debug');
-  assert.equal(spec.env.RUNPOD_AI_API_KEY, 'worker-key');
+  // the tenant's: the template's env, the endpoint's over it, nothing of the platform's
+  assert.deepEqual(spec.env, { RUNPOD_DC_ID: 'from-endpoint', LEVEL: 'debug', MODEL: 'y', RUNPOD_POD_ID: 'from-template', SIZE: 's' });
+  const p = spec.platformEnv;
+  assert.equal(p.RUNPOD_ENDPOINT_ID, 'ep1');
+  assert.equal(p.RUNPOD_POD_ID, 'w123');
+  assert.equal(p.RUNPOD_POD_HOSTNAME, 'w123-host-a');
+  assert.equal(p.RUNPOD_DC_ID, 'US-TX-3');
+  assert.equal(p.RUNPOD_GPU_COUNT, '2');
+  assert.equal(p.RUNPOD_AI_API_KEY, 'worker-key');
+  assert.equal(p.RUNPOD_SKIP_GPU_CHECK, 'true');
+  assert.equal(p.RUNPOD_SKIP_AUTO_SYSTEM_CHECKS, 'true');
+  assert.match(p.RUNPOD_WEBHOOK_GET_JOB ?? '', /\/v2\/ep1\/job-take\//);
 });

@@ -58,16 +58,15 @@ export interface WorkerInstanceInput {
 }
 
 /**
- * The instance of one placed worker. Its env layers the template's, then the endpoint's, then the
- * platform's (where to take jobs, with which key; where it runs): the platform's always win.
+ * The instance of one placed worker. The tenant's env is the template's overlaid with the
+ * endpoint's; the platform's (where to take jobs, with which key; the SDK's skip flags; where it
+ * runs) is carried apart, never screened, and always wins.
  */
 export function workerInstanceSpec(input: WorkerInstanceInput): InstanceSpec {
   const { workerId, endpoint, template, placement, request } = input;
   const volumes: VolumeBinding[] = [];
   if (input.volumeHostPath !== null) volumes.push({ hostPath: input.volumeHostPath, path: '/runpod-volume', kind: 'network' });
-  const env = {
-    ...template.env,
-    ...endpoint.env,
+  const platformEnv = {
     ...workerEnvironment({
       publicUrl: input.publicUrl,
       endpointId: endpoint.id,
@@ -85,7 +84,8 @@ export function workerInstanceSpec(input: WorkerInstanceInput): InstanceSpec {
     id: workerId,
     image: template.imageName,
     args: template.args,
-    env,
+    env: { ...template.env, ...endpoint.env },
+    platformEnv,
     hostId: placement.hostId,
     gpuIndices: placement.gpuIndices,
     vcpus: request.vcpuCount,

@@ -108,12 +108,64 @@ const RULES: readonly Rule[] = [
     // Plug-in loaders: OPENSSL_CONF loads engines and providers (shared objects), as do
     // OPENSSL_ENGINES / OPENSSL_MODULES; KRB5_CONFIG and SASL_PATH load plug-ins (libpq and
     // LDAP clients use them); GTK_MODULES, GIO_EXTRA_MODULES, GST_PLUGIN_* (GST_PLUGIN_SCANNER
-    // is a program), Qt's plug-in paths; NCCL's *_PLUGIN names a shared object to load;
+    // is a program), Qt's plug-in paths; NCCL's *_PLUGIN names a shared object to load, and its
+    // *_FILE names are files it writes (NCCL_DEBUG_FILE, NCCL_TOPO_DUMP_FILE) or parses;
     // ncurses parses terminal descriptions from TERMINFO / TERMCAP.
     prefixes: ['OPENSSL_', 'KRB5', 'GST_PLUGIN', 'TERMINFO'],
     names: ['SASL_PATH', 'GTK_MODULES', 'GTK_PATH', 'GIO_EXTRA_MODULES', 'QT_PLUGIN_PATH', 'QT_QPA_PLATFORM_PLUGIN_PATH', 'TERMCAP'],
-    pattern: /^NCCL_\w*PLUGIN$/,
+    pattern: /^NCCL_\w*(PLUGIN|FILE)$/,
     reason: 'a library loads a plug-in or shared object from the path it names',
+  },
+  {
+    // GPU and graphics drivers load code from paths in the environment: libcuda loads the shared
+    // object CUDA_INJECTION64_PATH / CUDA_INJECTION32_PATH names into every CUDA process, and
+    // keeps JIT-compiled kernels in CUDA_CACHE_PATH (read back and run); the Vulkan loader loads
+    // drivers and layers from VK_ICD_FILENAMES, VK_LAYER_PATH, VK_ADD_LAYER_PATH,
+    // VK_INSTANCE_LAYERS; the OpenCL ICD loader from OCL_ICD_VENDORS / OCL_ICD_FILENAMES; ROCm's
+    // HSA runtime from HSA_TOOLS_LIB and rocprofiler from ROCP_TOOL_LIB; glvnd from
+    // __EGL_VENDOR_LIBRARY_FILENAMES / __GLX_VENDOR_LIBRARY_NAME (NVIDIA's __GL_* include a
+    // shader cache path); Mesa, libva and VDPAU from their *_DRIVERS_PATH and override names.
+    prefixes: ['CUDA_INJECTION', 'VK_', 'OCL_', 'HSA_TOOLS', '__EGL_', '__GL', 'LIBGL_', 'LIBVA_', 'VDPAU_'],
+    names: ['CUDA_CACHE_PATH', 'ROCP_TOOL_LIB', 'EGL_DRIVERS_PATH', 'GBM_BACKENDS_PATH', 'MESA_LOADER_DRIVER_OVERRIDE'],
+    reason: 'a GPU or graphics driver loads a shared object, layer or compiled kernel from the path it names',
+  },
+  {
+    // Where programs write files, or read back configuration and compiled code. Python's ssl,
+    // NSS and curl append TLS key material to SSLKEYLOGFILE (any path the server's user can write:
+    // the database file included); Python's tempfile takes TEMP / TMP as it does TMPDIR; IPython
+    // runs its profile's start-up scripts (IPYTHONDIR); Jupyter reads config (which is Python) and
+    // writes connection files under JUPYTER_CONFIG_DIR / JUPYTER_PATH / JUPYTER_DATA_DIR /
+    // JUPYTER_RUNTIME_DIR, and JUPYTER_ALLOW_INSECURE_WRITES loosens their modes; matplotlibrc in
+    // MPLCONFIGDIR picks a backend by module name; curl and wget read options (output files
+    // included) from CURL_HOME's .curlrc and WGETRC; bash writes its history to HISTFILE.
+    // Caches of compiled code that are loaded back: TorchInductor and Triton (TRITON_* also name
+    // ptxas, libcuda and a cache-manager class to import), torch.hub's hubconf.py under TORCH_HOME,
+    // torch extensions, Numba's cache, PyTorch's kernel cache.
+    prefixes: ['JUPYTER_', 'TORCHINDUCTOR_', 'TORCHDYNAMO_', 'TRITON_'],
+    names: ['SSLKEYLOGFILE', 'TEMP', 'TMP', 'IPYTHONDIR', 'MPLCONFIGDIR', 'CURL_HOME', 'WGETRC', 'HISTFILE', 'NUMBA_CACHE_DIR', 'PYTORCH_KERNEL_CACHE_PATH'],
+    pattern: /^TORCH\w*_(DIR|PATH|HOME|FILE|LIB|OUT)$/,
+    reason: 'a program writes files to, or loads configuration or compiled code from, the path it names',
+  },
+  {
+    // Where code is downloaded from: a proxy (HTTP_PROXY, https_proxy, ALL_PROXY, any *_PROXY,
+    // in any case) sees and can answer every download of a pip, hub or model fetch, and a
+    // downloaded pickled model is code; HF_ENDPOINT points the Hugging Face hub elsewhere, and
+    // transformers puts HF_MODULES_CACHE (by default under HF_HOME) on sys.path for remote code.
+    // Conda's CONDA_* / CONDARC pick channels, and its activation runs the scripts of CONDA_PREFIX.
+    // An image that needs one sets it in its mapping's `env` instead.
+    prefixes: ['CONDA', 'MAMBA'],
+    names: ['HF_ENDPOINT', 'HF_HOME', 'HF_MODULES_CACHE'],
+    pattern: /_PROXY$/,
+    reason: 'it changes where a program downloads code, packages or models from',
+  },
+  {
+    // MPI and fabric component loaders: Open MPI, PMIx and PRRTE take every MCA parameter from
+    // OMPI_MCA_* / PMIX_MCA_* / PRTE_MCA_* (mca_base_component_path loads components) and their
+    // install prefix from OPAL_PREFIX; UCX loads modules from UCX_MODULE_DIR; libfabric providers
+    // from FI_PROVIDER_PATH; hwloc plug-ins from HWLOC_PLUGINS_PATH.
+    prefixes: ['OMPI_', 'PMIX_', 'PRTE_', 'OPAL_', 'UCX_'],
+    names: ['FI_PROVIDER_PATH', 'HWLOC_PLUGINS_PATH'],
+    reason: 'an MPI or fabric library loads components from the path or names it gives',
   },
 ];
 
@@ -129,6 +181,11 @@ const SAFE = new Set([
   'PYTHONHASHSEED',
   'PYTHONFAULTHANDLER',
   'PYTHONIOENCODING',
+  // Jupyter's credentials (spec 2.2 rule 6: a tenant may pick its own password); values only
+  'JUPYTER_PASSWORD',
+  'JUPYTER_TOKEN',
+  // only ever narrows what goes through a proxy
+  'NO_PROXY',
 ]);
 
 /**
@@ -170,33 +227,40 @@ export function deniedReason(name: string): string | null {
 export const matchesAllowList = (name: string, patterns: readonly string[]): boolean =>
   patterns.some((p) => (p.endsWith('*') ? name.startsWith(p.slice(0, -1)) : name === p));
 
+/** Why a tenant may not set `name` for an instance of an image whose `tenantEnv` is `allow`, or null. */
+function refusalOf(name: string, allow?: readonly string[]): string | null {
+  if (isPlatformVariable(name)) return 'the platform sets it for every instance';
+  const denied = deniedReason(name);
+  if (denied) return denied;
+  if (allow && !matchesAllowList(name, allow)) return `the image's tenantEnv allow-list (${allow.join(', ') || 'empty'}) does not include it`;
+  return null;
+}
+
 /**
  * The first variable of a tenant's `env` the process runtime refuses, or null. `allow` is the
  * image's `tenantEnv` (undefined: any name the deny rules leave).
  */
 export function tenantEnvRefusal(env: Record<string, string>, allow?: readonly string[]): EnvRefusal | null {
   for (const name of Object.keys(env)) {
-    if (isPlatformVariable(name)) return { name, reason: 'the platform sets it for every instance' };
-    const denied = deniedReason(name);
-    if (denied) return { name, reason: denied };
-    if (allow && !matchesAllowList(name, allow)) return { name, reason: `the image's tenantEnv allow-list (${allow.join(', ') || 'empty'}) does not include it` };
+    const reason = refusalOf(name, allow);
+    if (reason) return { name, reason };
   }
   return null;
 }
 
 /**
- * The spawn-time screen, defence in depth behind the API's refusal: an instance's env less every
- * variable a tenant could not have set (stored before the rule, or arriving by a path the API does
- * not check), and the names dropped. The platform's own variables pass: the pod and worker specs
- * carry them in the same map.
+ * The spawn-time screen, defence in depth behind the API's refusal: the tenant's env of an
+ * instance (`InstanceSpec.env`) less every variable the API would refuse (stored before a rule,
+ * or arriving by a path the API does not check), and the names dropped. The platform's own
+ * variables are never in this map: they travel in `InstanceSpec.platformEnv`, which is not
+ * screened, so an image's allow-list cannot strip a generated Jupyter password or a worker key.
  */
 export function screenInstanceEnv(env: Record<string, string>, allow?: readonly string[]): { env: Record<string, string>; dropped: string[] } {
   const kept: Record<string, string> = {};
   const dropped: string[] = [];
   for (const [name, value] of Object.entries(env)) {
-    const platform = isPlatformVariable(name);
-    if (deniedReason(name) !== null || (!platform && allow && !matchesAllowList(name, allow))) dropped.push(name);
-    else kept[name] = value;
+    if (refusalOf(name, allow) === null) kept[name] = value;
+    else dropped.push(name);
   }
   return { env: kept, dropped };
 }

@@ -8,6 +8,7 @@ const spec = (overrides: Partial<InstanceSpec> = {}): InstanceSpec => ({
   image: 'img',
   args: '',
   env: {},
+  platformEnv: {},
   hostId: 'local',
   gpuIndices: [],
   vcpus: 4,
@@ -71,4 +72,15 @@ test('PORT is the first binding and platform port variables win over the pod env
   assert.equal(env.GANTRY_PORT_8888, '31001');
   assert.equal(env.RUNPOD_TCP_PORT_22, '31002');
   assert.equal(env.RUNPOD_TCP_PORT_8888, '31003');
+});
+
+test("the platform's env is layered over the tenant's, and the runtime's own variables over both", () => {
+  const env = instanceEnv(
+    spec({ env: { JUPYTER_PASSWORD: 'tenant', MODEL: 'm', RUNPOD_POD_ID: 'tenant' }, platformEnv: { JUPYTER_PASSWORD: 'generated', RUNPOD_SKIP_GPU_CHECK: 'true', RUNPOD_POD_ID: 'platform' } }),
+    ctx,
+  );
+  assert.equal(env.JUPYTER_PASSWORD, 'generated');
+  assert.equal(env.RUNPOD_SKIP_GPU_CHECK, 'true');
+  assert.equal(env.MODEL, 'm');
+  assert.equal(env.RUNPOD_POD_ID, 'pod1');
 });

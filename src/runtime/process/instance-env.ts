@@ -17,8 +17,9 @@ export interface InstanceEnvContext {
 
 /**
  * The environment of an instance's process. Later layers win: host basics, then the image's env,
- * then the instance's env, then the platform's variables — identity, GPUs and ports are not for
- * the user to override (the orphan reaper trusts `GANTRY_INSTANCE_ID`).
+ * then the tenant's env (`spec.env`, screened by the caller), then the platform's (`spec.platformEnv`,
+ * set by the pod and worker specs), then the runtime's own variables below — identity, GPUs and
+ * ports are not for the user to override (the orphan reaper trusts `GANTRY_INSTANCE_ID`).
  *
  * Platform variables:
  * - `GANTRY_INSTANCE_ID`, `RUNPOD_POD_ID`: the instance id.
@@ -41,7 +42,7 @@ export function instanceEnv(spec: InstanceSpec, ctx: InstanceEnvContext): Record
     const value = ctx.hostEnv[key];
     if (value !== undefined) env[key] = value;
   }
-  Object.assign(env, ctx.imageEnv ?? {}, spec.env);
+  Object.assign(env, ctx.imageEnv ?? {}, spec.env, spec.platformEnv);
 
   const gpus = spec.gpuIndices.join(',');
   Object.assign(env, {

@@ -72,7 +72,7 @@ export async function spawnInstance(spec: InstanceSpec, image: ImageSpec, option
   await capLog(logPath, options.maxLogBytes).catch(() => false);
   const cwd = image.cwd ?? dir;
   // The API refuses these; env stored before that rule, or reaching here by another path, must
-  // still never reach the process.
+  // still never reach the process. Only the tenant's env is screened; platformEnv is layered over it.
   const screened = screenInstanceEnv(spec.env, image.tenantEnv);
   if (screened.dropped.length > 0)
     logger.warn({ instance: spec.id, image: spec.image, dropped: screened.dropped }, `dropped env variables the process runtime refuses: ${screened.dropped.join(', ')}`);
