@@ -3,6 +3,16 @@ import assert from 'node:assert/strict';
 import { FakeClock } from '../domain/clock.js';
 import { JobQuota } from './job-quota.js';
 
+/** A round trip shared by every read started in the same turn, as a batched query would be. */
+let trip: Promise<void> | null = null;
+const roundTrip = (): Promise<void> =>
+  (trip ??= new Promise<void>((resolve) =>
+    setImmediate(() => {
+      trip = null;
+      resolve();
+    }),
+  ));
+
 /** Stored counters (all zero) and per-job stream bytes the test sets, counting the stream reads. */
 function fakeUsage() {
   const streams = new Map<string, number>();
@@ -14,7 +24,7 @@ function fakeUsage() {
     },
     async streamBytes(jobId: string) {
       this.streamReads++;
-      await new Promise((r) => setImmediate(r)); // a real round trip: concurrent callers interleave here
+      await roundTrip(); // one round trip for every caller of this turn: concurrent callers resume together
       return streams.get(jobId) ?? 0;
     },
   };
