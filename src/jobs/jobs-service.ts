@@ -61,7 +61,7 @@ export class JobsService {
     const batching = { maxBatchSize: this.config.maxBatchSize, concurrency: this.config.commitConcurrency };
     this.#client = new ClientJobs({ store, webhooks: new WebhookStore(db), clock, signals, events, sequence, finished, batching, webhookAddresses: deps.webhookAddresses, ...(quota ? { quota } : {}) });
     this.#worker = new WorkerJobs({ db, store, clock, signals, sequence, finished, retryBudget: this.config.retryBudget, batching, ...(quota ? { quota } : {}) });
-    this.#sweeper = new JobSweeper({ db, store, clock, signals, finished, sweepLimit: this.config.sweepLimit });
+    this.#sweeper = new JobSweeper({ db, store, clock, signals, finished, sweepLimit: this.config.sweepLimit, usage: new JobUsageStore(db) });
   }
 
   // ── clients: see ClientJobs ────────────────────────────────────────────────────────────────
