@@ -97,7 +97,8 @@ export async function createServices(config: Config, overrides: ServiceOverrides
   const endpoints = new EndpointsService({ db, clock, templates, volumes, config, runtime, keys: accounts });
   templates.addReferenceChecker(endpoints.templateReferenceChecker);
   // One policy for the submit-time check and the dispatcher, so they share the account count.
-  const webhookAddresses = new WebhookAddressPolicy({ mode: config.serverless.webhooks.privateAddresses, countAccounts: () => accounts.store.countAccounts() });
+  const webhookAddresses = new WebhookAddressPolicy({ mode: config.serverless.webhooks.privateAddresses, countAccounts: () => accounts.store.countAccounts(), clock });
+  accounts.onAccountCreated(() => webhookAddresses.accountCreated());
   const jobs = new JobsService({
     db,
     clock,

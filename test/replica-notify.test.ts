@@ -13,7 +13,7 @@ import pino from 'pino';
 import { loadConfig } from '../src/config.js';
 import { FakeClock } from '../src/domain/clock.js';
 import { createServices } from '../src/main.js';
-import type { JobChannel } from '../src/jobs/job-signals.js';
+import { stopKey, type JobChannel } from '../src/jobs/job-signals.js';
 import type { Services } from '../src/services.js';
 import { openDatabase } from '../src/store/database.js';
 import { buildApp } from '../src/http/app.js';
@@ -112,11 +112,45 @@ describe('replicas on one PostgreSQL database', { skip: postgresUrl() ? false : 
     assert.equal((await a.jobs.take('ep-stop', 'w3'))[0]?.id, id);
     const started = performance.now();
     const stops = a.jobs.stopRequests('ep-stop', 'w3', { waitMs: WAIT_MS });
-    await waiting(a, 'stop', 'w3');
+    await waiting(a, 'stop', stopKey('ep-stop', 'w3'));
     await b.jobs.cancel('acct1', 'ep-stop', id);
     assert.deepEqual(await stops, [id]);
     const elapsed = performance.now() - started;
     assert.ok(elapsed < PROMPT_MS, `took ${Math.round(elapsed)} ms`);
+  });
+
+  test("a cancel on replica B of another endpoint's job, run by a worker of the same id, never wakes that worker id's job-stop poll on replica A", async () => {
+    const mine = (await a.jobs.submit('ep-stop-a', 'acct1', { input: {} })).id;
+    const theirs = (await b.jobs.submit('ep-stop-b', 'acct2', { input: {} })).id;
+    assert.equal((await a.jobs.take('ep-stop-a', 'w4'))[0]?.id, mine);
+    assert.equal((await b.jobs.take('ep-stop-b', 'w4'))[0]?.id, theirs);
+    const reads: string[] = [];
+    const store = a.jobs.store;
+    const takeStopRequests = store.takeStopRequests.bind(store);
+    store.takeStopRequests = (workerId, endpointId, ...rest) => {
+      reads.push(endpointId);
+      return takeStopRequests(workerId, endpointId, ...rest);
+    };
+    const delivered: string[] = [];
+    const signals = a.jobs.signals;
+    const deliver = signals.deliver.bind(signals);
+    signals.deliver = (channel, key, count) => {
+      if (channel === 'stop') delivered.push(key);
+      deliver(channel, key, count);
+    };
+    try {
+      const stops = a.jobs.stopRequests('ep-stop-a', 'w4', { waitMs: WAIT_MS });
+      await waiting(a, 'stop', stopKey('ep-stop-a', 'w4'));
+      await b.jobs.cancel('acct2', 'ep-stop-b', theirs);
+      await until("B's stop notice reached A", () => delivered.includes(stopKey('ep-stop-b', 'w4')) || delivered.includes('w4'));
+      for (let i = 0; i < 5; i++) await new Promise((r) => setImmediate(r));
+      assert.deepEqual(reads, ['ep-stop-a'], 'a woken poll would have read its stop requests again');
+      await b.jobs.cancel('acct1', 'ep-stop-a', mine);
+      assert.deepEqual(await stops, [mine]);
+    } finally {
+      store.takeStopRequests = takeStopRequests;
+      signals.deliver = deliver;
+    }
   });
 
   test('a webhook job finished on the replica without the webhooks lease is delivered by the holder promptly, not at its next poll', async () => {

@@ -34,9 +34,16 @@ export class AccountsService {
   // process (the CLI) takes effect within CACHE_TTL_MS; revocations through this service are immediate.
   readonly #cache = new Map<string, { principal: Principal | null; expires: number }>();
 
+  readonly #created: Array<(account: Account) => void> = [];
+
   constructor(deps: { db: Db; clock: Clock }) {
     this.store = new AccountStore(deps.db);
     this.#clock = deps.clock;
+  }
+
+  /** Calls `listener` after each account this service creates (e.g. the webhook address policy's account count). */
+  onAccountCreated(listener: (account: Account) => void): void {
+    this.#created.push(listener);
   }
 
   /**
@@ -78,6 +85,7 @@ export class AccountsService {
     if (await this.store.getAccountByName(name)) throw new ApiError('CONFLICT', `An account named "${name}" already exists.`);
     const account: Account = { id: newId(), name, sshKeys: [], createdAt: this.#clock.now() };
     await this.store.insertAccount(account);
+    for (const listener of this.#created) listener(account);
     return account;
   }
 

@@ -53,7 +53,7 @@ export interface ClientJobsDeps {
   /** Sizing of the submissions' group commit. */
   batching: Pick<GroupCommitOptions<unknown, unknown>, 'maxBatchSize' | 'concurrency'>;
   /** The queued-jobs and stored-bytes quotas; without it, none apply. */
-  quota?: Pick<JobQuota, 'admitSubmit' | 'admitRequeue'>;
+  quota?: Pick<JobQuota, 'admitSubmit' | 'admitRequeue' | 'streamDrained'>;
 }
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
@@ -97,21 +97,23 @@ export class ClientJobs {
     // In memory, no query: see JobQuota. Throws 429 QUOTA_EXCEEDED.
     const admitted = quota?.admitSubmit(accountId, Buffer.byteLength(inputJson));
     const settle = admitted instanceof Promise ? await admitted : admitted;
-    if (!sequence.seeded) await sequence.ensure();
-    const createdAt = this.#deps.clock.now();
-    const job: NewJob = {
-      id: newJobId(createdAt),
-      endpointId,
-      accountId,
-      seq: sequence.next(),
-      inputJson,
-      webhook: typeof webhook === 'string' ? webhook : null,
-      s3ConfigJson: isObject(s3Config) ? JSON.stringify(s3Config) : null,
-      policy: policy.value,
-      sync: options.sync ?? false,
-      createdAt,
-    };
+    let job: NewJob;
+    // Opened right after admission: whatever fails from here (the sequence's seed read, the commit) settles it.
     try {
+      if (!sequence.seeded) await sequence.ensure();
+      const createdAt = this.#deps.clock.now();
+      job = {
+        id: newJobId(createdAt),
+        endpointId,
+        accountId,
+        seq: sequence.next(),
+        inputJson,
+        webhook: typeof webhook === 'string' ? webhook : null,
+        s3ConfigJson: isObject(s3Config) ? JSON.stringify(s3Config) : null,
+        policy: policy.value,
+        sync: options.sync ?? false,
+        createdAt,
+      };
       await this.#submits.add(job);
     } finally {
       settle?.();
@@ -233,6 +235,7 @@ export class ClientJobs {
       try {
         const job = await this.#visible(accountId, endpointId, jobId);
         const chunks = await this.#deps.store.drainStream(jobId);
+        if (chunks.length > 0) this.#deps.quota?.streamDrained(jobId, chunks.reduce((n, c) => n + Buffer.byteLength(c), 0));
         reply = { id: jobId, status: job.status, stream: chunks.map((c) => ({ output: JSON.parse(c) as unknown })) };
       } catch (err) {
         waiter?.cancel();

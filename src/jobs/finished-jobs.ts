@@ -5,7 +5,7 @@ import type { JobRecord } from '../store/job-record.js';
 import type { JobStore } from '../store/job-store.js';
 import type { NewWebhookDelivery } from '../store/job-webhook-outbox.js';
 import type { JobEventSink } from './job-events.js';
-import type { JobSignals } from './job-signals.js';
+import { stopKey, type JobSignals } from './job-signals.js';
 import { toJobView, toWebhookPayload } from './job-view.js';
 
 export interface FinishedJobsDeps {
@@ -13,6 +13,8 @@ export interface FinishedJobsDeps {
   clock: Clock;
   signals: JobSignals;
   events: JobEventSink;
+  /** The job quotas, told a job ended (its in-memory stream figure goes). @default none */
+  quota?: { jobFinished(jobId: string): void };
 }
 
 /**
@@ -51,7 +53,9 @@ export class FinishedJobs {
       if (signals.waiting('job', job.id) > 0) this.#hold(job);
       signals.notify('job', job.id);
       signals.notify('stream', job.id);
-      if (job.stopRequested === 1 && job.workerId) signals.notify('stop', job.workerId);
+      // Keyed by endpoint too: a worker id alone is not secret (job replies show it), and another account's worker may use it.
+      if (job.stopRequested === 1 && job.workerId) signals.notify('stop', stopKey(job.endpointId, job.workerId));
+      this.#deps.quota?.jobFinished(job.id);
       const name = job.status === 'COMPLETED' ? 'job:completed' : job.status === 'FAILED' ? 'job:failed' : job.status === 'TIMED_OUT' ? 'job:timed_out' : null;
       if (name) events.emit(name, { job: toJobView(job), endpointId: job.endpointId, accountId: job.accountId, webhook: toWebhookPayload(job), at: now });
     }

@@ -105,6 +105,13 @@ export class KeyedSignal {
   }
 }
 
+/**
+ * The `stop` channel's key: a worker is (endpoint, worker id), as in the workers registry — a
+ * worker id alone may be used by another account's worker on another endpoint. Endpoint ids hold
+ * no NUL, so the key is unambiguous.
+ */
+export const stopKey = (endpointId: string, workerId: string): string => `${endpointId}\u0000${workerId}`;
+
 /** What can be waited for. */
 export type JobChannel = 'work' | 'job' | 'stream' | 'stop';
 
@@ -118,7 +125,7 @@ export interface JobSignalsOptions {
  * - `work` per endpoint: jobs were queued (submit, retry, requeue) → `job-take` long-polls;
  * - `job` per job id: the job changed state or vanished → `runsync`, `status-sync`;
  * - `stream` per job id: chunks were buffered or the job finished → `stream?wait`;
- * - `stop` per worker id: a job it holds must stop → the `job-stop` channel.
+ * - `stop` per worker (`stopKey`: endpoint and worker id): a job it holds must stop → the `job-stop` channel.
  */
 export class JobSignals {
   readonly #channels: Record<JobChannel, KeyedSignal> = { work: new KeyedSignal(), job: new KeyedSignal(), stream: new KeyedSignal(), stop: new KeyedSignal() };

@@ -323,5 +323,19 @@ for (const { name, skip } of dialects()) {
       assert.deepEqual(await final, { id, status: 'COMPLETED', stream: [] });
       assert.equal((await jobs.appendStream('w1', id, { output: 'late' })).outcome, 'ignored');
     });
+    test('a submission that fails after its quota admission (the queue positions could not be read) gives the quota back', async () => {
+      const quoted = new JobsService({ db: t.db, clock, quotas: { queuedJobs: 2, storedJobBytes: 1e9, streamBytesPerJob: 1e9 } });
+      const maxSeq = quoted.store.maxSeq.bind(quoted.store);
+      let failures = 1;
+      quoted.store.maxSeq = async () => {
+        if (failures-- > 0) throw new Error('the store is down');
+        return maxSeq();
+      };
+      await assert.rejects(quoted.submit('ep1', 'acct1', { input: 1 }), /the store is down/);
+      clock.advance(1000); // the counters' next refresh: a failed submission held past it would be counted for good
+      await quoted.submit('ep1', 'acct1', { input: 2 });
+      await quoted.submit('ep1', 'acct1', { input: 3 }); // refused (429) if the failed one were still counted
+      await rejectsWith(quoted.submit('ep1', 'acct1', { input: 4 }), 'QUOTA_EXCEEDED', 429);
+    });
   });
 }

@@ -7,7 +7,7 @@ import type { JobStore } from '../store/job-store.js';
 import type { JobQuota } from '../quotas/job-quota.js';
 import type { FinishedJobs } from './finished-jobs.js';
 import type { JobSequence } from './job-sequence.js';
-import type { JobSignals, LongPollOptions } from './job-signals.js';
+import { stopKey, type JobSignals, type LongPollOptions } from './job-signals.js';
 import { isVisible, stateOf, toTakenJob, type TakenJob } from './job-view.js';
 import { parseWorkerPost, workerResultEvent, type WorkerPostOutcome } from './worker-post.js';
 
@@ -121,7 +121,9 @@ export class WorkerJobs {
     const quota = accountId !== undefined ? this.#deps.quota : undefined;
     const bytes = quota ? Buffer.byteLength(result.outputJson ?? '') + Buffer.byteLength(result.error ?? '') : 0;
     if (bytes > 0) {
-      const admitted = await quota!.admitBytes(accountId!, bytes);
+      // In memory while the stored figures are fresh: no await (see JobQuota).
+      const admission = quota!.admitBytes(accountId!, bytes);
+      const admitted = admission instanceof Promise ? await admission : admission;
       if ('refusal' in admitted) {
         if (result.status === 'IN_PROGRESS') return { outcome: 'ignored', status: 'IN_PROGRESS', reason: admitted.refusal, stopPod };
         Object.assign(result, { status: 'FAILED', outputJson: null, error: `The job's ${result.status === 'FAILED' ? 'error' : 'output'} was not stored: ${admitted.refusal}` });
@@ -165,12 +167,17 @@ export class WorkerJobs {
     const output = isObject(body) && 'output' in body ? body.output : body;
     const outputJson = JSON.stringify(output ?? null);
     // Throws 429 QUOTA_EXCEEDED over the per-job or the account's quota: the chunk is dropped, the job goes on.
-    const settle = await this.#deps.quota?.admitStreamChunk(job.accountId, jobId, Buffer.byteLength(outputJson));
-    await this.#deps.sequence.ensure();
+    // In memory, no query after the job's first chunk here (see StreamQuota).
+    const admission = this.#deps.quota?.admitStreamChunk(job.accountId, jobId, Buffer.byteLength(outputJson));
+    const settle = admission instanceof Promise ? await admission : admission;
+    let committed = false;
     try {
-      await this.#chunks.add({ jobId, seq: this.#deps.sequence.next(), outputJson, accountId: job.accountId });
+      const { sequence } = this.#deps;
+      if (!sequence.seeded) await sequence.ensure();
+      await this.#chunks.add({ jobId, seq: sequence.next(), outputJson, accountId: job.accountId });
+      committed = true;
     } finally {
-      settle?.();
+      settle?.(committed);
     }
     return { outcome: 'applied', status: job.status, stopPod: false };
   }
@@ -180,7 +187,7 @@ export class WorkerJobs {
     const deadline = performance.now() + (options.waitMs ?? 0);
     for (;;) {
       const remaining = deadline - performance.now();
-      const waiter = remaining > 0 ? this.#deps.signals.waiter('stop', workerId, remaining, options.signal) : null;
+      const waiter = remaining > 0 ? this.#deps.signals.waiter('stop', stopKey(endpointId, workerId), remaining, options.signal) : null;
       let ids: string[];
       try {
         ids = await this.#deps.store.takeStopRequests(workerId, endpointId);

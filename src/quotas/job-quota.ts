@@ -1,6 +1,7 @@
 import type { Clock } from '../domain/clock.js';
 import { ApiError } from '../domain/errors.js';
-import { storedBytesRefusal, streamQuotaRefusal, submitQuotaRefusal, type JobHoldings, type Quotas } from '../domain/quotas.js';
+import { storedBytesRefusal, submitQuotaRefusal, type JobHoldings, type Quotas } from '../domain/quotas.js';
+import { StreamQuota, type StreamSettle } from './stream-quota.js';
 
 export interface JobQuotaDeps {
   /** Every account's counters as stored (migration 0006's triggers keep them exact). */
@@ -9,7 +10,12 @@ export interface JobQuotaDeps {
   quotas: Pick<Quotas, 'queuedJobs' | 'storedJobBytes' | 'streamBytesPerJob'>;
   /** How old the stored counters may get before a request starts a refresh. @default 1000 */
   refreshMs?: number;
+  /** Jobs whose buffered stream bytes are kept in memory (see StreamQuota). @default 10000 */
+  maxStreamingJobs?: number;
 }
+
+/** Why storing bytes was refused, or the settle of their admission. */
+export type BytesAdmission = { refusal: string } | { settle: () => void };
 
 const add = (map: Map<string, JobHoldings>, accountId: string, queuedJobs: number, storedBytes: number): void => {
   const h = map.get(accountId);
@@ -43,14 +49,22 @@ export class JobQuota {
   #next: Map<string, JobHoldings> | null = null;
   /** Admitted here, not yet committed (or failed). */
   readonly #uncommitted = new Map<string, JobHoldings>();
-  /** Per job: bytes of stream chunks admitted here, not yet committed. */
-  readonly #streaming = new Map<string, number>();
+  /** Per job: its buffered stream chunks, in memory. */
+  readonly #streams: StreamQuota;
   #readAt = -Infinity;
   #loading: Promise<void> | null = null;
 
   constructor(deps: JobQuotaDeps) {
     this.#deps = deps;
     this.#refreshMs = deps.refreshMs ?? 1000;
+    this.#streams = new StreamQuota({
+      usage: deps.usage,
+      clock: deps.clock,
+      quotas: deps.quotas,
+      refreshMs: this.#refreshMs,
+      ...(deps.maxStreamingJobs !== undefined ? { maxJobs: deps.maxStreamingJobs } : {}),
+      exceeded: (detail) => this.#exceeded(detail),
+    });
   }
 
   /** What the account holds, as this process knows it now. */
@@ -81,32 +95,65 @@ export class JobQuota {
     return this.#admit(accountId, 1, 0);
   }
 
-  /** Storing `bytes` more (an output, a stream chunk): why it is refused, or the settle of its admission. */
-  async admitBytes(accountId: string, bytes: number): Promise<{ refusal: string } | { settle: () => void }> {
-    await this.#fresh();
+  /**
+   * Storing `bytes` more (an output, a stream chunk): why it is refused, or the settle of its
+   * admission. Synchronous while the stored figures are fresh (no await on the hot path).
+   */
+  admitBytes(accountId: string, bytes: number): BytesAdmission | Promise<BytesAdmission> {
+    const loading = this.#fresh();
+    if (loading) return loading.then(() => this.admitBytes(accountId, bytes));
     const refusal = storedBytesRefusal(this.held(accountId), bytes, this.#deps.quotas);
     return refusal !== null ? { refusal } : { settle: this.#admit(accountId, 0, bytes) };
   }
 
   /**
    * Admits a stream chunk of `bytes` for a job: under the per-job quota (its chunks no client has
-   * drained yet, read from the store, plus those being committed here) and the account's stored
-   * bytes. The caller calls the answered function once the chunk committed or failed.
+   * drained yet, kept in memory: see StreamQuota) and the account's stored bytes. The per-job
+   * bytes are reserved before any await, so concurrent chunks of a job cannot pass it together.
+   * The caller calls the answered function once the chunk committed (`true`) or failed (`false`).
+   * Synchronous once the job's figure is known and the account's is fresh.
    * @throws ApiError QUOTA_EXCEEDED (429) naming the quota: the worker's library drops the chunk and the job goes on
    */
-  async admitStreamChunk(accountId: string, jobId: string, bytes: number): Promise<() => void> {
-    const buffered = (await this.#deps.usage.streamBytes(jobId)) + (this.#streaming.get(jobId) ?? 0);
-    const perJob = streamQuotaRefusal(jobId, buffered, bytes, this.#deps.quotas);
-    if (perJob !== null) throw this.#exceeded(perJob);
-    const admitted = await this.admitBytes(accountId, bytes);
-    if ('refusal' in admitted) throw this.#exceeded(admitted.refusal);
-    this.#streaming.set(jobId, (this.#streaming.get(jobId) ?? 0) + bytes);
-    return () => {
-      admitted.settle();
-      const left = (this.#streaming.get(jobId) ?? 0) - bytes;
-      if (left > 0) this.#streaming.set(jobId, left);
-      else this.#streaming.delete(jobId);
+  admitStreamChunk(accountId: string, jobId: string, bytes: number): StreamSettle | Promise<StreamSettle> {
+    const reserved = this.#streams.reserve(jobId, bytes);
+    if (reserved instanceof Promise) return reserved.then((settle) => this.#admitChunkBytes(accountId, bytes, settle));
+    return this.#admitChunkBytes(accountId, bytes, reserved);
+  }
+
+  /** A client drained `bytes` of a job's stream chunks (they no longer count against its quota). */
+  streamDrained(jobId: string, bytes: number): void {
+    this.#streams.drained(jobId, bytes);
+  }
+
+  /** A job ended: its in-memory stream figure is dropped. */
+  jobFinished(jobId: string): void {
+    this.#streams.finished(jobId);
+  }
+
+  /** Jobs whose stream figure is held in memory (bounded by `maxStreamingJobs`). */
+  get streamingJobs(): number {
+    return this.#streams.size;
+  }
+
+  #admitChunkBytes(accountId: string, bytes: number, streamSettle: StreamSettle): StreamSettle | Promise<StreamSettle> {
+    const decide = (admitted: BytesAdmission): StreamSettle => {
+      if ('refusal' in admitted) {
+        streamSettle(false);
+        throw this.#exceeded(admitted.refusal);
+      }
+      return (committed) => {
+        admitted.settle();
+        streamSettle(committed);
+      };
     };
+    let admitted: BytesAdmission | Promise<BytesAdmission>;
+    try {
+      admitted = this.admitBytes(accountId, bytes);
+    } catch (err) {
+      streamSettle(false);
+      throw err;
+    }
+    return admitted instanceof Promise ? admitted.then(decide, (err: unknown) => (streamSettle(false), Promise.reject(err))) : decide(admitted);
   }
 
   /** The error a refusal answers; Retry-After: when the next refresh may show room. */

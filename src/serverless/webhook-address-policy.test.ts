@@ -1,5 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { FakeClock } from '../domain/clock.js';
 import { WebhookAddressPolicy } from './webhook-address-policy.js';
 
 const SUFFIX = 'this deployment refuses private webhook receivers (serverless.webhooks.privateAddresses)';
@@ -7,15 +8,17 @@ const SUFFIX = 'this deployment refuses private webhook receivers (serverless.we
 /** A policy over a settable account count that records how often it was counted. */
 const policyWith = (mode: 'auto' | 'allow' | 'deny', accounts = 1) => {
   const state = { accounts, counts: 0, fail: false };
+  const clock = new FakeClock(0);
   const policy = new WebhookAddressPolicy({
     mode,
+    clock,
     countAccounts: async () => {
       state.counts++;
       if (state.fail) throw new Error('database down');
       return state.accounts;
     },
   });
-  return { policy, state };
+  return { policy, state, clock };
 };
 
 test('deny refuses a private literal plainly, naming the address and the setting', async () => {
@@ -54,7 +57,29 @@ test('auto allows private receivers while there is one account and refuses them 
   const { policy, state } = policyWith('auto', 1);
   assert.equal(await policy.refusal('127.0.0.1', ['127.0.0.1']), null);
   state.accounts = 2;
+  policy.accountCreated(); // what this process's AccountsService calls
   assert.equal(await policy.refusal('127.0.0.1', ['127.0.0.1']), `webhook address 127.0.0.1 is loopback; ${SUFFIX}`);
+});
+
+test('auto with one account counts once per second of the clock, not per private webhook, and answers without a wait meanwhile', async () => {
+  const { policy, state, clock } = policyWith('auto', 1);
+  for (let i = 0; i < 5; i++) assert.equal(await policy.refusal('127.0.0.1', ['127.0.0.1']), null);
+  assert.equal(state.counts, 1);
+  state.accounts = 2; // created by another replica or the CLI's own process: no notice here
+  clock.advance(999);
+  assert.equal(await policy.refusal('127.0.0.1', ['127.0.0.1']), null, 'trusted for a second');
+  clock.advance(1);
+  assert.notEqual(await policy.refusal('127.0.0.1', ['127.0.0.1']), null, 'then counted again');
+  assert.equal(state.counts, 2);
+});
+
+test('an account created while a count is under way is not hidden by that count', async () => {
+  const { policy, state } = policyWith('auto', 1);
+  const during = policy.refusal('127.0.0.1', ['127.0.0.1']); // its count read one account
+  state.accounts = 2;
+  policy.accountCreated();
+  assert.equal(await during, null, 'decided before the creation');
+  assert.notEqual(await policy.refusal('127.0.0.1', ['127.0.0.1']), null);
 });
 
 test('auto counts accounts no more once it has seen two (accounts are never deleted)', async () => {

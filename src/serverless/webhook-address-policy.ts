@@ -6,12 +6,16 @@
  * loopback services, the cloud metadata endpoint or the operator's network.
  *
  * The account count for `auto`: accounts are never deleted, so once there are two the answer is
- * "deny" for good and never counted again. While there is one, the count is taken again before a
- * non-public address is allowed (one COUNT over a one-row table, only for such deliveries), so the
- * first delivery after a second account is created is already refused. Public addresses and
- * multi-account deployments never count.
+ * "deny" for good and never counted again. While there is one, a count is trusted for `cacheMs`
+ * (on the injected clock), so a dev setup sending every webhook to loopback costs one COUNT per
+ * second, not one per `/run` and delivery. An account created through this process's
+ * `AccountsService` calls `accountCreated()`, which drops the cached answer at once: on one
+ * server the first decision after a second account exists is already a refusal. An account
+ * created elsewhere (another replica, the CLI's own process) is seen within `cacheMs`. Public
+ * addresses and multi-account deployments never count.
  */
 import type { WebhookConfig } from '../config.js';
+import type { Clock } from '../domain/clock.js';
 import { nonPublicKind, type NonPublicKind } from '../domain/ip-address.js';
 
 export type PrivateAddressMode = WebhookConfig['privateAddresses'];
@@ -25,6 +29,9 @@ export interface WebhookAddressPolicyDeps {
   mode: PrivateAddressMode;
   /** How many accounts the deployment has (for `auto`). */
   countAccounts: () => Promise<number>;
+  clock: Clock;
+  /** How long a count of one account is trusted (an account created here invalidates it at once). @default 1000 */
+  cacheMs?: number;
 }
 
 const SETTING = 'serverless.webhooks.privateAddresses';
@@ -38,10 +45,21 @@ export class WebhookAddressPolicy {
   /** `auto`: more than one account was seen (for good: accounts are never deleted). */
   #multiAccount = false;
   #counting: Promise<boolean> | null = null;
+  /** `auto`: until when (clock ms) a count of one account is trusted. */
+  #singleUntil = -Infinity;
+  /** Bumped by `accountCreated()`: a count started before it is not cached. */
+  #generation = 0;
 
   constructor(deps: WebhookAddressPolicyDeps) {
     this.#deps = deps;
     this.mode = deps.mode;
+  }
+
+  /** An account was just created: the next decision counts again (a count under way is not reused). */
+  accountCreated(): void {
+    this.#generation++;
+    this.#singleUntil = -Infinity;
+    this.#counting = null;
   }
 
   /**
@@ -52,26 +70,37 @@ export class WebhookAddressPolicy {
   async refusal(host: string, addresses: readonly string[]): Promise<string | null> {
     const refused = addresses.map((address) => ({ address, kind: nonPublicKind(address) })).find((a) => a.kind !== null);
     if (!refused || this.mode === 'allow') return null;
-    if (this.mode === 'auto' && !(await this.#countNow().catch(() => true))) return null;
+    if (this.mode === 'auto') {
+      const multi = this.#knownMulti();
+      if (multi === false || (multi === undefined && !(await this.#countNow().catch(() => true)))) return null;
+    }
     // For a host name, the address it resolved to is not repeated: a tenant must not be able to
     // map the operator's internal DNS through refusal messages.
     if (addresses.length === 1 && host === refused.address) return literalRefusal(refused.address, refused.kind!);
     return `webhook host ${host} resolves to an address that is ${refused.kind}; this deployment refuses private webhook receivers (${SETTING})`;
   }
 
-  /** `auto`: whether the deployment has more than one account, counting unless that is known. */
+  /** `auto`: whether the deployment has more than one account, when known without counting (no await). */
+  #knownMulti(): boolean | undefined {
+    if (this.#multiAccount) return true;
+    return this.#deps.clock.now() < this.#singleUntil ? false : undefined;
+  }
+
+  /** `auto`: counts the accounts; concurrent deliveries share one count. */
   #countNow(): Promise<boolean> {
-    if (this.#multiAccount) return Promise.resolve(true);
-    // concurrent deliveries share one count
-    this.#counting ??= this.#deps
+    if (this.#counting) return this.#counting;
+    const generation = this.#generation;
+    const counting = this.#deps
       .countAccounts()
       .then((n) => {
         if (n > 1) this.#multiAccount = true;
+        else if (generation === this.#generation) this.#singleUntil = this.#deps.clock.now() + (this.#deps.cacheMs ?? 1000);
         return this.#multiAccount;
       })
       .finally(() => {
-        this.#counting = null;
+        if (this.#counting === counting) this.#counting = null;
       });
-    return this.#counting;
+    this.#counting = counting;
+    return counting;
   }
 }

@@ -124,7 +124,7 @@ export class WebhookDispatcher {
     this.#logger = deps.logger;
     this.#events = deps.events;
     const accounts = new AccountStore(deps.db);
-    this.addressPolicy = deps.addressPolicy ?? new WebhookAddressPolicy({ mode: this.config.privateAddresses, countAccounts: () => accounts.countAccounts() });
+    this.addressPolicy = deps.addressPolicy ?? new WebhookAddressPolicy({ mode: this.config.privateAddresses, countAccounts: () => accounts.countAccounts(), clock: deps.clock });
     this.#fetch = deps.fetch ?? createWebhookFetch({ policy: this.addressPolicy, ...(deps.resolve ? { resolve: deps.resolve } : {}) });
     this.#lease = deps.lease ?? heldLease('webhooks');
     this.#share = new WebhookFairShare({ perAccount: this.config.perAccountConcurrency, perReceiver: this.config.perReceiverConcurrency });

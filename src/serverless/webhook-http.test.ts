@@ -6,11 +6,12 @@ import { describe, test, beforeEach, afterEach } from 'node:test';
 import assert from 'node:assert/strict';
 import type { LookupAddress } from 'node:dns';
 import { startReceiver, type WebhookReceiver } from '../../test/support/webhook-receiver.js';
+import { FakeClock } from '../domain/clock.js';
 import { WebhookAddressPolicy, WebhookAddressRefused } from './webhook-address-policy.js';
 import { createWebhookFetch, type ResolveLike } from './webhook-http.js';
 
 const post = (body = '{"ok":true}') => ({ method: 'POST' as const, headers: { 'content-type': 'application/json' }, body, redirect: 'manual' as const, signal: AbortSignal.timeout(60_000) });
-const policy = (mode: 'allow' | 'deny') => new WebhookAddressPolicy({ mode, countAccounts: async () => 2 });
+const policy = (mode: 'allow' | 'deny') => new WebhookAddressPolicy({ mode, countAccounts: async () => 2, clock: new FakeClock(0) });
 /** A resolver answering fixed addresses, recording the names it was asked. */
 const resolver = (answers: Record<string, string[]>) => {
   const asked: string[] = [];

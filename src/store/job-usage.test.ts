@@ -65,4 +65,40 @@ describeJobStore('job usage counters', (s) => {
     await check('expired');
     assert.deepEqual(await counters(s), {});
   });
+  test('folding the shards keeps every account’s sums and leaves one row per account (plus shards a running transaction holds)', async () => {
+    const usage = new JobUsageStore(s.t.db);
+    await s.store.insertCommitted([newJob(), newJob({ accountId: 'acct2', endpointId: 'ep2' })]);
+    if (s.dialect !== 'postgres') {
+      assert.equal(await usage.foldShards(), 0, 'one writer, one shard: nothing to fold');
+      return;
+    }
+    // the shards other connections (backend PIDs) left behind
+    await sql`INSERT INTO job_usage (account_id, shard, queued_jobs, stored_bytes) VALUES
+      ('acct1', 101, 2, 50), ('acct1', 102, -1, 7), ('acct2', 103, 0, -3), ('acct3', 104, 4, 40)`.execute(s.t.db.kysely);
+    const rowsOf = async () => {
+      const rows = await s.t.db.kysely.selectFrom('job_usage').select(['account_id', 'shard']).execute();
+      return rows.reduce<Record<string, number>>((n, r) => ({ ...n, [r.account_id]: (n[r.account_id] ?? 0) + 1 }), {});
+    };
+    const before = await usage.byAccount();
+    // a job transaction holding its own shard's row while the fold runs: skipped, not waited for
+    let release!: () => void;
+    let held!: () => void;
+    const heldRow = new Promise<void>((r) => (held = r));
+    const running = s.t.db.withTransaction(async (tx) => {
+      await sql`UPDATE job_usage SET stored_bytes = stored_bytes + 5 WHERE account_id = 'acct3' AND shard = 104`.execute(tx);
+      held();
+      await new Promise<void>((r) => (release = r));
+    });
+    await heldRow;
+    const shards = Number((await sql<{ n: string }>`SELECT count(*) AS n FROM job_usage WHERE shard <> 0`.execute(s.t.db.kysely)).rows[0]!.n);
+    assert.equal(await usage.foldShards(), shards - 1, 'every shard but the held one was folded');
+    release();
+    await running;
+    const after = await usage.byAccount();
+    assert.deepEqual(after, new Map([...before].map(([id, h]) => [id, id === 'acct3' ? { ...h, storedBytes: h.storedBytes + 5 } : h])), 'sums unchanged, the held increment kept');
+    assert.deepEqual(await rowsOf(), { acct1: 1, acct2: 1, acct3: 1 }, 'the held shard is still its own row (acct3 had no other)');
+    await usage.foldShards();
+    assert.deepEqual(await usage.byAccount(), after);
+    assert.deepEqual(await rowsOf(), { acct1: 1, acct2: 1, acct3: 1 });
+  });
 });

@@ -1,3 +1,4 @@
+import { stopKey } from '../jobs/job-signals.js';
 import { describe, test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { sql } from 'kysely';
@@ -93,10 +94,11 @@ describe('PostgresNotifyRelay', { skip: postgresUrl() ? false : 'GANTRY_TEST_DAT
       ['job', 'job1', Number.POSITIVE_INFINITY],
     ]);
     // A round trip from b proves a had time to receive its own notification, and ignored it.
-    b.relay.publish('stop', 'w1', 1);
+    // a stop key (endpoint NUL worker id) crosses intact: PostgreSQL text holds no NUL, the JSON payload escapes it
+    b.relay.publish('stop', stopKey('ep1', 'w1'), 1);
     await b.relay.flush();
     await eventually('a receives b', () => a.seen.delivered.length === 1);
-    assert.deepEqual(a.seen.delivered, [['stop', 'w1', 1]]);
+    assert.deepEqual(a.seen.delivered, [['stop', 'ep1\u0000w1', 1]]);
   });
 
   test('notifications of one turn of the event loop are coalesced per key, counts added', async () => {

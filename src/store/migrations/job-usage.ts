@@ -9,6 +9,7 @@
  * shards. SQLite has one writer: one shard (0), row triggers. PostgreSQL: statement triggers over
  * transition tables (one upsert per statement, not per row), each connection writing its own shard
  * (`pg_backend_pid()`): concurrent transactions never wait on, or deadlock over, a counter row.
+ * The timekeeper folds the shards back into shard 0 once a minute (`JobUsageStore.foldShards`).
  *
  * `job_stream` gains `account_id`, so a chunk deleted after its job (the sweeps delete jobs first)
  * is still charged back to its account.
@@ -66,9 +67,17 @@ export const jobUsageSqlite = (): string[] => [
   END`,
 ];
 
-/** A statement trigger's function: upserts the per-account deltas `select` answers (account_id, queued, bytes) into this connection's shard. */
-const pgFunction = (name: string, select: string): string => `CREATE FUNCTION ${name}() RETURNS trigger LANGUAGE plpgsql AS $$
+/**
+ * A statement trigger's function: upserts the per-account deltas `select` answers (account_id,
+ * queued, bytes) into this connection's shard. A statement trigger fires even when its statement
+ * touched no row, and an UPDATE one cannot be limited to columns (PostgreSQL refuses column lists
+ * with transition tables): every job-stop poll's `UPDATE … SET stop_requested` fires it, mostly on
+ * no row. `rows`, the transition table, is checked first, so such a statement costs one empty scan,
+ * not the join and upsert.
+ */
+const pgFunction = (name: string, rows: string, select: string): string => `CREATE FUNCTION ${name}() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
+  IF NOT EXISTS (SELECT 1 FROM ${rows}) THEN RETURN NULL; END IF;
   INSERT INTO job_usage AS u (account_id, shard, queued_jobs, stored_bytes)
     SELECT d.account_id, pg_backend_pid(), d.queued, d.bytes FROM (${select}) AS d WHERE d.queued <> 0 OR d.bytes <> 0 ORDER BY d.account_id
     ON CONFLICT (account_id, shard) DO UPDATE SET queued_jobs = u.queued_jobs + excluded.queued_jobs, stored_bytes = u.stored_bytes + excluded.stored_bytes;
@@ -83,18 +92,19 @@ const queued = (r: string): string => `CASE WHEN ${r}.status = 'IN_QUEUE' THEN 1
 export const jobUsagePostgres = (): string[] => [
   ...table('BIGINT'),
   ...backfill('0'),
-  pgFunction('jobs_usage_insert', `SELECT n.account_id, sum(${queued('n')}) AS queued, sum(${rowBytes('n')}) AS bytes FROM jobs_new n GROUP BY n.account_id`),
+  pgFunction('jobs_usage_insert', 'jobs_new', `SELECT n.account_id, sum(${queued('n')}) AS queued, sum(${rowBytes('n')}) AS bytes FROM jobs_new n GROUP BY n.account_id`),
   pgTrigger('jobs_usage_insert', 'INSERT', 'jobs', 'NEW TABLE AS jobs_new'),
   pgFunction(
     'jobs_usage_update',
+    'jobs_new',
     `SELECT n.account_id, sum(${queued('n')} - ${queued('o')}) AS queued, sum((${rowBytes('n')}) - (${rowBytes('o')})) AS bytes
       FROM jobs_new n JOIN jobs_old o ON o.id = n.id GROUP BY n.account_id`,
   ),
   pgTrigger('jobs_usage_update', 'UPDATE', 'jobs', 'OLD TABLE AS jobs_old NEW TABLE AS jobs_new'),
-  pgFunction('jobs_usage_delete', `SELECT o.account_id, -sum(${queued('o')}) AS queued, -sum(${rowBytes('o')}) AS bytes FROM jobs_old o GROUP BY o.account_id`),
+  pgFunction('jobs_usage_delete', 'jobs_old', `SELECT o.account_id, -sum(${queued('o')}) AS queued, -sum(${rowBytes('o')}) AS bytes FROM jobs_old o GROUP BY o.account_id`),
   pgTrigger('jobs_usage_delete', 'DELETE', 'jobs', 'OLD TABLE AS jobs_old'),
-  pgFunction('job_stream_usage_insert', `SELECT n.account_id, 0 AS queued, sum(octet_length(n.output)) AS bytes FROM stream_new n WHERE n.account_id IS NOT NULL GROUP BY n.account_id`),
+  pgFunction('job_stream_usage_insert', 'stream_new', `SELECT n.account_id, 0 AS queued, sum(octet_length(n.output)) AS bytes FROM stream_new n WHERE n.account_id IS NOT NULL GROUP BY n.account_id`),
   pgTrigger('job_stream_usage_insert', 'INSERT', 'job_stream', 'NEW TABLE AS stream_new'),
-  pgFunction('job_stream_usage_delete', `SELECT o.account_id, 0 AS queued, -sum(octet_length(o.output)) AS bytes FROM stream_old o WHERE o.account_id IS NOT NULL GROUP BY o.account_id`),
+  pgFunction('job_stream_usage_delete', 'stream_old', `SELECT o.account_id, 0 AS queued, -sum(octet_length(o.output)) AS bytes FROM stream_old o WHERE o.account_id IS NOT NULL GROUP BY o.account_id`),
   pgTrigger('job_stream_usage_delete', 'DELETE', 'job_stream', 'OLD TABLE AS stream_old'),
 ];

@@ -9,11 +9,17 @@
  *   that endpoint's worker protocol. `api_keys_endpoint` finds an endpoint's keys to revoke them.
  * - Keys the autoscaler minted before (write scope, rate-limit exempt, one per endpoint) are
  *   revoked: a server that crashed left them valid, and no worker launched from now on uses one.
+ * - So are the account-wide write keys `gantry worker env` minted before (named `worker
+ *   <endpoint id>`, an endpoint id being 14 lowercase letters and digits): they sit in the
+ *   environments of hand-attached workers, i.e. in worker code. Such a worker needs
+ *   `gantry worker env` run again after the upgrade, which mints an endpoint-bound worker key.
  */
 export const workerIdentity = (dialect: 'sqlite' | 'postgres'): string[] => {
   const nowMs = dialect === 'postgres' ? `(EXTRACT(EPOCH FROM now()) * 1000)::BIGINT` : `CAST(strftime('%s', 'now') AS INTEGER) * 1000`;
+  const workerEnvKey = dialect === 'postgres' ? `name ~ '^worker [a-z0-9]{14}$'` : `name GLOB 'worker ${'[a-z0-9]'.repeat(14)}'`;
   const keys = [
     `UPDATE api_keys SET revoked_at = ${nowMs} WHERE revoked_at IS NULL AND rate_limit_exempt = 1 AND name LIKE 'workers of endpoint % (autoscaler)'`,
+    `UPDATE api_keys SET revoked_at = ${nowMs} WHERE revoked_at IS NULL AND scope = 'write' AND ${workerEnvKey}`,
     `ALTER TABLE api_keys ADD COLUMN endpoint_id TEXT`,
     `ALTER TABLE api_keys ADD COLUMN worker_id TEXT`,
     `CREATE INDEX api_keys_endpoint ON api_keys(endpoint_id) WHERE endpoint_id IS NOT NULL`,
