@@ -16,6 +16,10 @@ test('every non-public IPv4 range is refused, at its first and last address', ()
     ['172.16.0.0', 'private'],
     ['172.31.255.255', 'private'],
     ['192.0.0.8', 'reserved'],
+    ['192.0.2.1', 'documentation'],
+    ['192.88.99.1', 'reserved'],
+    ['198.51.100.255', 'documentation'],
+    ['203.0.113.0', 'documentation'],
     ['192.168.1.1', 'private'],
     ['198.18.0.0', 'benchmarking'],
     ['198.19.255.255', 'benchmarking'],
@@ -28,7 +32,7 @@ test('every non-public IPv4 range is refused, at its first and last address', ()
 });
 
 test('public IPv4 addresses next to the refused ranges are allowed', () => {
-  for (const address of ['1.1.1.1', '8.8.8.8', '9.255.255.255', '11.0.0.0', '100.63.255.255', '100.128.0.0', '126.255.255.255', '128.0.0.0', '169.253.255.255', '172.15.255.255', '172.32.0.0', '192.0.1.0', '192.167.255.255', '198.17.255.255', '198.20.0.0', '223.255.255.255'])
+  for (const address of ['1.1.1.1', '8.8.8.8', '9.255.255.255', '11.0.0.0', '100.63.255.255', '100.128.0.0', '126.255.255.255', '128.0.0.0', '169.253.255.255', '172.15.255.255', '172.32.0.0', '192.0.1.0', '192.0.3.0', '203.0.114.0', '192.167.255.255', '198.17.255.255', '198.20.0.0', '223.255.255.255'])
     assert.equal(nonPublicKind(address), null, address);
 });
 
@@ -55,12 +59,17 @@ test('non-public IPv6 addresses are refused, and embedded IPv4 addresses are jud
     ['2002:a9fe:a9fe::1', 'link-local'],
     ['2002:c0a8:0101::1', 'private'],
     ['fe80::1%eth0', 'link-local'],
+    ['2001:0:4136:e378:8000:63bf:3fff:fdd2', 'reserved'],
+    ['2001::1', 'reserved'],
+    ['2001:db8::1', 'documentation'],
+    ['2001:2::1', 'benchmarking'],
+    ['100::1', 'reserved'],
   ];
   for (const [address, kind] of cases) assert.equal(nonPublicKind(address), kind, address);
 });
 
 test('public IPv6 addresses, also when they embed a public IPv4 address, are allowed', () => {
-  for (const address of ['2606:4700:4700::1111', '2001:4860:4860::8888', '::ffff:8.8.8.8', '::ffff:808:808', '64:ff9b::8.8.8.8', '2002:808:808::1', 'fbff::1', 'fe7f::1', 'fe00::1'])
+  for (const address of ['2606:4700:4700::1111', '2001:4860:4860::8888', '::ffff:8.8.8.8', '::ffff:808:808', '64:ff9b::8.8.8.8', '2002:808:808::1', 'fbff::1', 'fe7f::1', 'fe00::1', '2a00:1450::1', '2001:db9::1'])
     assert.equal(nonPublicKind(address), null, address);
 });
 

@@ -11,7 +11,7 @@
 import { isIPv4, isIPv6 } from 'node:net';
 
 /** Why an address is not public (used in the refusal message: "… is loopback"). */
-export type NonPublicKind = 'unspecified' | 'loopback' | 'private' | 'link-local' | 'shared (carrier-grade NAT)' | 'reserved' | 'benchmarking' | 'multicast' | 'not an IP address';
+export type NonPublicKind = 'unspecified' | 'loopback' | 'private' | 'link-local' | 'shared (carrier-grade NAT)' | 'reserved' | 'benchmarking' | 'documentation' | 'multicast' | 'not an IP address';
 
 type Range4 = readonly [first: number, bits: number, kind: NonPublicKind];
 
@@ -26,6 +26,10 @@ const V4_RANGES: readonly Range4[] = [
   [v4(169, 254, 0, 0), 16, 'link-local'],
   [v4(172, 16, 0, 0), 12, 'private'],
   [v4(192, 0, 0, 0), 24, 'reserved'],
+  [v4(192, 0, 2, 0), 24, 'documentation'],
+  [v4(192, 88, 99, 0), 24, 'reserved'], // 6to4 relay anycast, deprecated
+  [v4(198, 51, 100, 0), 24, 'documentation'],
+  [v4(203, 0, 113, 0), 24, 'documentation'],
   [v4(192, 168, 0, 0), 16, 'private'],
   [v4(198, 18, 0, 0), 15, 'benchmarking'],
   [v4(224, 0, 0, 0), 4, 'multicast'],
@@ -98,6 +102,12 @@ function kindOfV6(b: Uint8Array): NonPublicKind | null {
   if (startsWith(b, [0x00, 0x64, 0xff, 0x9b, 0x00, 0x01], 48)) return 'private';
   // 6to4 (2002::/16) tunnels to the IPv4 address in bits 16–47.
   if (startsWith(b, [0x20, 0x02], 16)) return kindOfV4(v4At(b, 2));
+  // Teredo (2001::/32) tunnels through a relay to an address hidden in the suffix: no webhook
+  // receiver lives there, and the embedded address cannot be judged without the relay.
+  if (startsWith(b, [0x20, 0x01, 0x00, 0x00], 32)) return 'reserved';
+  if (startsWith(b, [0x20, 0x01, 0x00, 0x02, 0x00, 0x00], 48)) return 'benchmarking';
+  if (startsWith(b, [0x20, 0x01, 0x0d, 0xb8], 32)) return 'documentation';
+  if (startsWith(b, [0x01, 0x00, ...zeros(6)], 64)) return 'reserved'; // discard-only (RFC 6666)
   if (startsWith(b, [0xfc], 7)) return 'private';
   if (startsWith(b, [0xfe, 0x80], 10)) return 'link-local';
   if (startsWith(b, [0xfe, 0xc0], 10)) return 'private'; // site-local, deprecated but routable inside sites
