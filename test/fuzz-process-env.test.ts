@@ -11,8 +11,8 @@ import { createTestApp, json, type TestApp } from './support/harness.js';
 import { instanceSpec } from '../src/runtime/runtime-contract.js';
 
 const GPU = 'NVIDIA GeForce RTX 4090';
-/** Writes the environment it sees to `<instance dir>/env.json`, then idles. */
-const DUMP_ENV = `require('fs').writeFileSync(require('path').join(process.env.GANTRY_INSTANCE_DIR, 'env.json'), JSON.stringify(process.env)); setInterval(() => {}, 1 << 30);`;
+/** Writes the environment it sees to `<instance dir>/env.json` (whole, by a rename: a reader never sees half of it), then idles. */
+const DUMP_ENV = `const fs = require('fs'), p = require('path').join(process.env.GANTRY_INSTANCE_DIR, 'env.json'); fs.writeFileSync(p + '.tmp', JSON.stringify(process.env)); fs.renameSync(p + '.tmp', p); setInterval(() => {}, 1 << 30);`;
 
 let t: TestApp;
 let a: { accountId: string; key: string };
