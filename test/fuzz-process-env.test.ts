@@ -3,16 +3,15 @@
 // reached the store another way never reaches the process. The attacks run as real processes.
 import { test, before, after, describe } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync, mkdtempSync, readFileSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { LightMyRequestResponse } from 'fastify';
 import { createTestApp, json, type TestApp } from './support/harness.js';
 import { instanceSpec } from '../src/runtime/runtime-contract.js';
+import { DUMP_ENV, envFileOf as envFileIn, seenEnv as seenEnvIn } from './support/env-dump.js';
 
 const GPU = 'NVIDIA GeForce RTX 4090';
-/** Writes the environment it sees to `<instance dir>/env.json` (whole, by a rename: a reader never sees half of it), then idles. */
-const DUMP_ENV = `const fs = require('fs'), p = require('path').join(process.env.GANTRY_INSTANCE_DIR, 'env.json'); fs.writeFileSync(p + '.tmp', JSON.stringify(process.env)); fs.renameSync(p + '.tmp', p); setInterval(() => {}, 1 << 30);`;
 
 let t: TestApp;
 let a: { accountId: string; key: string };
@@ -56,19 +55,9 @@ const gql = async (query: string): Promise<{ data: unknown; errors?: Array<{ mes
   return json(res);
 };
 
-async function eventually<T>(what: string, probe: () => Promise<T | null> | T | null, timeoutMs = 20_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value !== null) return value;
-    if (Date.now() > deadline) assert.fail(`${what} did not happen within ${timeoutMs} ms`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
 
-const envFileOf = (id: string): string => join(t.config.dataDir, 'instances', id, 'env.json');
-const seenEnv = (id: string): Promise<Record<string, string>> =>
-  eventually(`the env dump of ${id}`, () => (existsSync(envFileOf(id)) ? (JSON.parse(readFileSync(envFileOf(id), 'utf8')) as Record<string, string>) : null));
+const envFileOf = (id: string): string => envFileIn(t.config.dataDir, id);
+const seenEnv = (id: string): Promise<Record<string, string>> => seenEnvIn(t.config.dataDir, id);
 
 describe('the API refuses tenant env that changes what a process runs', () => {
   test('a pod create naming a loader, interpreter or spawned-program variable is 400 ENV_NOT_ALLOWED naming it', async () => {

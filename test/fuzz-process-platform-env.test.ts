@@ -5,26 +5,15 @@
 // that reached the store never does. The instances run as real processes.
 import { test, before, after, describe } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync, readFileSync, unlinkSync } from 'node:fs';
-import { join } from 'node:path';
+import { unlinkSync } from 'node:fs';
 import { FakeClock } from '../src/domain/clock.js';
 import { createTestApp, dialects, json, type TestApp } from './support/harness.js';
+import { DUMP_ENV, envFileOf as envFileIn, seenEnv as seenEnvIn } from './support/env-dump.js';
 
 const GPU = 'NVIDIA GeForce RTX 4090';
-/** Writes the environment it sees to `<instance dir>/env.json` (whole, by a rename: a reader never sees half of it), then idles. */
-const DUMP_ENV = `const fs = require('fs'), p = require('path').join(process.env.GANTRY_INSTANCE_DIR, 'env.json'); fs.writeFileSync(p + '.tmp', JSON.stringify(process.env)); fs.renameSync(p + '.tmp', p); setInterval(() => {}, 1 << 30);`;
 const blob = Buffer.concat([Buffer.from([0, 0, 0, 11]), Buffer.from('ssh-ed25519'), Buffer.from([0, 0, 0, 32]), Buffer.alloc(32, 7)]).toString('base64');
 const SSH_KEY = `ssh-ed25519 ${blob} me@laptop`;
 
-async function eventually<T>(what: string, probe: () => Promise<T | null> | T | null, timeoutMs = 20_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value !== null) return value;
-    if (Date.now() > deadline) assert.fail(`${what} did not happen within ${timeoutMs} ms`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
 
 for (const { name, skip } of dialects()) {
   describe(`platform env beside a narrowed tenant env (${name})`, { skip }, () => {
@@ -51,9 +40,8 @@ for (const { name, skip } of dialects()) {
       await t?.close();
     });
 
-    const envFileOf = (id: string): string => join(t.config.dataDir, 'instances', id, 'env.json');
-    const seenEnv = (id: string): Promise<Record<string, string>> =>
-      eventually(`the env dump of ${id}`, () => (existsSync(envFileOf(id)) ? (JSON.parse(readFileSync(envFileOf(id), 'utf8')) as Record<string, string>) : null));
+    const envFileOf = (id: string): string => envFileIn(t.config.dataDir, id);
+    const seenEnv = (id: string): Promise<Record<string, string>> => seenEnvIn(t.config.dataDir, id);
     const createPod = async (body: Record<string, unknown>): Promise<string> => {
       const res = await t.request(a.key, 'POST', '/v2/pods', { name: 'p', image: 'test/narrow', gpu: { id: GPU }, ...body });
       assert.equal(res.statusCode, 201, res.body);
