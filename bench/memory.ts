@@ -16,7 +16,8 @@ const root = join(import.meta.dirname, '..');
 ensureBuilt();
 const dataDir = mkdtempSync(join(tmpdir(), 'gantry-bench-mem-'));
 const configPath = join(dataDir, 'config.json');
-writeFileSync(configPath, JSON.stringify({ fleet: benchFleet(3000) }));
+// one account creates every pod: its pod and GPU quotas are far above the run's
+writeFileSync(configPath, JSON.stringify({ fleet: benchFleet(3000), quotas: { pods: 1e9, gpus: 1e9 } }));
 const gantry = await startChild([join(root, 'bin/gantry.js'), 'serve', '--port', '0', '--data-dir', dataDir, '--config', configPath], { GANTRY_LOG_LEVEL: 'warn' }, /gantry listening on (\S+)/);
 try {
   const key = spawnSync(process.execPath, [join(root, 'bin/gantry.js'), 'keys', 'create', '--account', 'admin', '--exempt', '--data-dir', dataDir], { encoding: 'utf8' }).stdout.trim();

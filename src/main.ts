@@ -92,7 +92,7 @@ export async function createServices(config: Config, overrides: ServiceOverrides
   const volumes = new VolumesService({ db, clock, dataDir: config.dataDir, catalog: config.catalog });
   const registries = new RegistriesService({ db, clock, secrets });
   const podController = new PodController({ db, runtime, inventory, volumes, registries, clock, events, logger: logger.child({ component: 'pods' }), lease: leases.lease(LEASE_NAMES.pods), config });
-  const quota = new ResourceQuota({ holdings: new ResourceHoldingsStore(db), quotas: config.quotas });
+  const quota = new ResourceQuota({ holdings: new ResourceHoldingsStore(db), quotas: config.quotas, clock });
   const pods = new PodsService({ controller: podController, inventory, runtime, templates, volumes, registries, accounts, clock, config, quota });
   const endpoints = new EndpointsService({ db, clock, templates, volumes, config, runtime, keys: accounts });
   templates.addReferenceChecker(endpoints.templateReferenceChecker);

@@ -47,7 +47,7 @@ export interface PodsServiceDeps {
   clock: Clock;
   config: { catalog: Catalog; networking: { internalDomain: string } };
   /** The pods and GPUs quotas; without it, none apply. */
-  quota?: Pick<ResourceQuota, 'admit'>;
+  quota?: Pick<ResourceQuota, 'admit' | 'released'>;
 }
 
 /** Accrued usage of one pod, for billing. */
@@ -199,7 +199,10 @@ export class PodsService {
     const quota = this.#d.quota;
     if (action === 'start' && quota && pod.desiredStatus !== 'RUNNING' && pod.gpuCount > 0)
       return this.#render(await quota.admit(accountId, { pods: 0, gpus: pod.gpuCount }, () => this.#d.controller.act(id, action)));
-    return this.#render(await this.#d.controller.act(id, action));
+    const acted = await this.#d.controller.act(id, action);
+    // Stopped pods give their GPUs back, terminated ones their place: room shows at once.
+    if (action === 'stop' || action === 'terminate') quota?.released(accountId);
+    return this.#render(acted);
   }
 
   /** PATCH: the readable configuration (spec 2.3 rules for mounts). */
