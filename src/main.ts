@@ -216,7 +216,7 @@ export async function startServer(config: Config, overrides: StartOptions = {}):
     await services.db.close();
     throw new MultiAccountRefused(refusal);
   }
-  const reaped = (await services.runtime.reapOrphans?.()) ?? [];
+  const reaped = await services.runtime.attach();
   if (reaped.length > 0) services.logger.warn({ instances: reaped }, 'stopped instances left running by a previous server');
   await services.leases.start();
   await services.relay?.start();

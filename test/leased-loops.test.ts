@@ -12,7 +12,7 @@ import { FakeClock } from '../src/domain/clock.js';
 import { JobsService } from '../src/jobs/jobs-service.js';
 import { Timekeeper } from '../src/jobs/timekeeper.js';
 import { PodController } from '../src/pods/pod-controller.js';
-import type { InstanceListener, InstanceSpec, InstanceStatus, Runtime } from '../src/runtime/runtime.js';
+import { FakeRuntime } from './support/fake-runtime.js';
 import { Autoscaler } from '../src/serverless/autoscaler.js';
 import { WebhookDispatcher, type FetchLike } from '../src/serverless/webhook-dispatcher.js';
 import { WorkersRegistry } from '../src/serverless/workers-registry.js';
@@ -60,34 +60,6 @@ async function until(what: string, cond: () => boolean | Promise<boolean>): Prom
   while (!(await cond())) {
     if (Date.now() > deadline) throw new Error(`never happened: ${what}`);
     await new Promise((r) => setTimeout(r, 5));
-  }
-}
-
-/** Instances in memory: running until stopped. */
-class FakeRuntime implements Runtime {
-  readonly name = 'fake';
-  readonly running = new Set<string>();
-  lists = 0;
-  async start(spec: InstanceSpec): Promise<InstanceStatus> {
-    this.running.add(spec.id);
-    return this.#status(spec.id);
-  }
-  async stop(id: string): Promise<void> {
-    this.running.delete(id);
-  }
-  async inspect(id: string): Promise<InstanceStatus | null> {
-    return this.running.has(id) ? this.#status(id) : null;
-  }
-  async list(): Promise<InstanceStatus[]> {
-    this.lists++;
-    return [...this.running].map((id) => this.#status(id));
-  }
-  onChange(_listener: InstanceListener): () => void {
-    return () => undefined;
-  }
-  async close(): Promise<void> {}
-  #status(id: string): InstanceStatus {
-    return { id, state: 'running', startedAt: 0, exitCode: null, reason: null, stats: null };
   }
 }
 
@@ -170,12 +142,12 @@ describe('loops on SQLite services, with a lease they do not hold', () => {
     await autoscaler.start();
     try {
       await lease.asked(5);
-      assert.equal(runtime.running.size, 0);
+      assert.equal(runtime.specs.size, 0);
       assert.deepEqual(await rows(), []);
       lease.set(true);
-      await until('a worker launched', () => runtime.running.size === 1);
+      await until('a worker launched', () => runtime.specs.size === 1);
       lease.set(false);
-      await until('the worker stopped', () => runtime.running.size === 0);
+      await until('the worker stopped', () => runtime.specs.size === 0);
       await until('its row dead', async () => (await rows()).every((r) => r.status === 'dead'));
     } finally {
       await autoscaler.stop();

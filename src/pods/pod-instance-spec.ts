@@ -1,8 +1,5 @@
-import { mkdir } from 'node:fs/promises';
-import { join } from 'node:path';
-import { DIR_MODE } from '../store/data-dir-permissions.js';
 import type { RegistriesService } from '../registries/registries-service.js';
-import type { InstanceSpec, VolumeBinding } from '../runtime/runtime.js';
+import type { InstanceSpec, VolumeSource } from '../runtime/runtime.js';
 import type { PodRecord } from '../store/pod-store.js';
 import type { VolumesService } from '../volumes/volumes-service.js';
 
@@ -20,21 +17,13 @@ export interface PodInstanceDeps {
  * created) and registry credentials.
  */
 export async function podInstanceSpec(pod: PodRecord, deps: PodInstanceDeps): Promise<InstanceSpec> {
-  const { dataDir } = deps;
-  const volumes: VolumeBinding[] = [];
-  if (pod.mounts.persistent) {
-    const hostPath = join(dataDir, 'pods', pod.id, 'persistent');
-    await mkdir(hostPath, { recursive: true, mode: DIR_MODE });
-    volumes.push({ hostPath, path: pod.mounts.persistent.path, kind: 'persistent' });
-  }
-  for (const m of pod.mounts.network ?? []) {
-    const hostPath = deps.volumes.hostPath(m.volumeId);
-    await mkdir(hostPath, { recursive: true, mode: DIR_MODE });
-    volumes.push({ hostPath, path: m.path, kind: 'network' });
-  }
+  const volumes: VolumeSource[] = [];
+  if (pod.mounts.persistent) volumes.push({ kind: 'persistent', path: pod.mounts.persistent.path });
+  for (const m of pod.mounts.network ?? []) volumes.push({ kind: 'network', volumeId: m.volumeId, path: m.path });
   const registryAuth = pod.registry ? await deps.registries.credentials(pod.accountId, pod.registry) : null;
   return {
     id: pod.id,
+    owner: { kind: 'pod', accountId: pod.accountId },
     image: pod.image,
     args: pod.args,
     env: pod.env,
@@ -51,6 +40,7 @@ export async function podInstanceSpec(pod: PodRecord, deps: PodInstanceDeps): Pr
     gpuIndices: pod.gpuIndices,
     vcpus: pod.vcpuCount,
     memoryGb: pod.memoryGb,
+    diskGb: pod.disk,
     ports: pod.portMappings.map((m) => ({ private: m.private, public: m.public, protocol: m.type })),
     volumes,
     registryAuth,

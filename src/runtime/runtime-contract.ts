@@ -95,8 +95,10 @@ export function instanceSpec(overrides: Partial<InstanceSpec> = {}): InstanceSpe
   seq += 1;
   return {
     id: `ct${process.pid.toString(36)}x${seq}x${Math.random().toString(36).slice(2, 8)}`,
+    owner: { kind: 'pod', accountId: 'contract' },
     image: 'unmapped/placeholder:latest',
     args: '',
+    diskGb: 0,
     env: {},
     platformEnv: {},
     hostId: 'local',

@@ -1,6 +1,20 @@
 /**
  * The runtime port. A runtime starts, stops and inspects instances; pods and serverless workers
- * are both instances. Adapters: process (default), docker, kubernetes.
+ * are both instances. Adapters: process (default), docker; kubernetes maps onto the same port
+ * (docs/runtimes.md).
+ *
+ * The port assumes instances outlive the control plane:
+ * - `attach()` is called once, before anything else, and answers every instance the runtime finds
+ *   for this installation (running or kept stopped), with the owner it was labelled with, so the
+ *   services adopt what they still have a record of; what nobody claims within a grace period is
+ *   an orphan and is `remove()`d (src/runtime/orphan-collector.ts).
+ * - `close()` detaches: instances that a later `attach()` can adopt (containers) keep running.
+ *   An adapter whose instances cannot be adopted by another server (the process runtime: its
+ *   instances are its children) stops them instead, and makes sure none outlives a server that
+ *   died without closing (a watchdog).
+ * - `stop()` keeps the instance's storage (its persistent volume; a container runtime also keeps
+ *   the stopped container and starts it again when the next `start()` has the same spec);
+ *   `remove()` deletes everything the instance had (pod terminate, orphans).
  */
 
 export interface PortBinding {
@@ -8,21 +22,34 @@ export interface PortBinding {
   private: number;
   /** port on the host that reaches it */
   public: number;
+  /** `http` or `tcp` */
   protocol: string;
 }
 
-export interface VolumeBinding {
-  /** storage on the host (a folder under the data dir for the process runtime) */
-  hostPath: string;
-  /** where the instance sees it */
-  path: string;
-  kind: 'persistent' | 'network' | 'container';
+/**
+ * Storage an instance mounts, named by what it is rather than by where it lives: the adapter
+ * decides where the data sits (a folder under the data dir, a Docker volume, a PVC).
+ */
+export type VolumeSource =
+  /** The instance's own volume (a pod's `mounts.persistent`): survives stop/start/restart, goes with `remove()`. */
+  | { kind: 'persistent'; path: string }
+  /** A network volume: shared by every instance that mounts it, outlives them; goes with `removeVolume()`. */
+  | { kind: 'network'; volumeId: string; path: string };
+
+/** Who an instance belongs to: written on it (labels) so a restarted server can tell what it finds. */
+export interface InstanceOwner {
+  kind: 'pod' | 'worker';
+  accountId: string;
+  /** the worker's endpoint */
+  endpointId?: string;
 }
 
 export interface InstanceSpec {
   /** Stable id: the pod id, or the serverless worker id. */
   id: string;
+  owner: InstanceOwner;
   image: string;
+  /** The container command's arguments (spec 2.1 `args`), split like a shell would (split-args.ts); empty = the image's own. */
   args: string;
   /**
    * The tenant's env (a pod's env; a worker's template env overlaid with its endpoint's): untrusted.
@@ -34,18 +61,38 @@ export interface InstanceSpec {
    * Variables the platform sets for this instance (the worker protocol and its key, the password
    * startJupyter generated, the keys startSsh injects, the SDK's skip flags, identity and
    * placement): trusted, never screened, layered over {@link env} so a tenant cannot override them.
+   * Every runtime adds the variables of `platformInstanceEnv()` (instance-env.ts) over these.
    */
   platformEnv: Record<string, string>;
   hostId: string;
+  /** The GPUs placement assigned, by index on the host (the adapter maps them to devices/UUIDs). */
   gpuIndices: number[];
   vcpus: number;
   memoryGb: number;
+  /** Container disk (writable layer) in GB; 0 = no limit asked. */
+  diskGb: number;
   ports: PortBinding[];
-  volumes: VolumeBinding[];
+  volumes: VolumeSource[];
   registryAuth?: { username: string; password: string } | null;
+  /**
+   * The account's private network, for a globally networked pod (spec 2.8): instances of the same
+   * network reach each other by `<id>.<domain>`; null for none.
+   */
+  network?: { name: string; aliases: string[]; ip: string | null } | null;
+  /**
+   * How the instance reaches the control plane's job URL. `host`: it shares the host's network
+   * (a worker given a loopback URL); `default`: its own network (pods; workers given a public URL).
+   */
+  networkMode?: 'default' | 'host';
 }
 
-export type InstanceState = 'starting' | 'running' | 'exited' | 'failed';
+/**
+ * - `starting`: launched, not yet ready (pulling, created, health check pending);
+ * - `running`: ready; `exited`: ended on its own; `failed`: could not start or failed its check;
+ * - `unknown`: the runtime cannot see it right now (its engine is unreachable); `reason` says why.
+ *   It was last seen in the state the caller already holds; nothing is to be done but wait.
+ */
+export type InstanceState = 'starting' | 'running' | 'exited' | 'failed' | 'unknown';
 
 export interface InstanceStatus {
   id: string;
@@ -59,22 +106,43 @@ export interface InstanceStatus {
   stats: { cpuUtil: number; memoryUtil: number; memoryBytes: number } | null;
 }
 
+/** An instance `attach()` found: its owner label, and its status (null: stopped and kept). */
+export interface AttachedInstance {
+  id: string;
+  owner: InstanceOwner | null;
+  status: InstanceStatus | null;
+}
+
 export type InstanceListener = (status: InstanceStatus) => void;
 
 export interface Runtime {
   readonly name: string;
-  /** Starts the instance; resolves once it is launched (state `starting` or `running`), rejects when it cannot launch. */
+  /**
+   * Connects to what already runs, once, before any other call. Answers every instance of this
+   * installation it finds; those with a live status are adopted as they are (not restarted).
+   * The process runtime kills what a previous server left behind and answers none.
+   */
+  attach(): Promise<AttachedInstance[]>;
+  /** Starts the instance; resolves once it is launched (state `starting` or `running`), rejects when it cannot launch (the reason in the message). */
   start(spec: InstanceSpec): Promise<InstanceStatus>;
-  /** Stops it (graceful, then forceful) and forgets it; a no-op for unknown ids. */
+  /** Stops it (graceful, then forceful), keeping its storage; it is no longer inspected or listed. A no-op for unknown ids. */
   stop(id: string): Promise<void>;
+  /** Stops it if it runs and deletes all it had: the kept container, its persistent volume. A no-op for unknown ids. */
+  remove(id: string): Promise<void>;
+  /** Deletes a network volume's data (the volume is deleted; no instance mounts it). */
+  removeVolume(volume: { kind: 'network'; volumeId: string }): Promise<void>;
   inspect(id: string): Promise<InstanceStatus | null>;
+  /** The instances started (or adopted) and not stopped. */
   list(): Promise<InstanceStatus[]>;
-  /** Called on every state change (started, became ready, exited, failed). */
+  /** Called on every state change (started, became ready, exited, failed, unknown and back). */
   onChange(listener: InstanceListener): () => void;
-  /** Stops every instance (server shutdown). */
+  /** Detaches (see the module comment). */
   close(): Promise<void>;
-  /** Kills instances a previous server left behind (it died without stopping them); answers their ids. */
-  reapOrphans?(): Promise<string[]>;
+  /**
+   * Why instances cannot be started right now (the engine is unreachable), or null. Answers from
+   * what the runtime already knows; never waits on the engine.
+   */
+  unavailable?(): string | null;
   /** Whether `image` would run as an idle placeholder (no process: nothing in it runs). */
   runsAsPlaceholder?(image: string): boolean;
   /**

@@ -4,7 +4,7 @@
  */
 import type { Catalog } from '../domain/catalog.js';
 import type { Placement, PlacementRequest } from '../domain/placement.js';
-import type { InstanceSpec, VolumeBinding } from '../runtime/runtime.js';
+import type { InstanceSpec, VolumeSource } from '../runtime/runtime.js';
 import type { Template } from '../templates/template.js';
 import type { Endpoint } from './endpoint.js';
 import { workerEnvironment } from './worker-env.js';
@@ -64,8 +64,8 @@ export interface WorkerInstanceInput {
  */
 export function workerInstanceSpec(input: WorkerInstanceInput): InstanceSpec {
   const { workerId, endpoint, template, placement, request } = input;
-  const volumes: VolumeBinding[] = [];
-  if (input.volumeHostPath !== null) volumes.push({ hostPath: input.volumeHostPath, path: '/runpod-volume', kind: 'network' });
+  const volumes: VolumeSource[] = [];
+  if (endpoint.networkVolumeId) volumes.push({ kind: 'network', volumeId: endpoint.networkVolumeId, path: '/runpod-volume' });
   const platformEnv = {
     ...workerEnvironment({
       publicUrl: input.publicUrl,
@@ -82,6 +82,7 @@ export function workerInstanceSpec(input: WorkerInstanceInput): InstanceSpec {
   };
   return {
     id: workerId,
+    owner: { kind: 'worker', accountId: endpoint.accountId, endpointId: endpoint.id },
     image: template.imageName,
     args: template.args,
     env: { ...template.env, ...endpoint.env },
@@ -90,6 +91,7 @@ export function workerInstanceSpec(input: WorkerInstanceInput): InstanceSpec {
     gpuIndices: placement.gpuIndices,
     vcpus: request.vcpuCount,
     memoryGb: request.memoryGb,
+    diskGb: request.diskGb,
     ports: [],
     volumes,
     registryAuth: input.registryAuth ?? null,

@@ -1,4 +1,4 @@
-import type { InstanceListener, InstanceSpec, InstanceStatus, Runtime } from '../../src/runtime/runtime.js';
+import type { AttachedInstance, InstanceListener, InstanceSpec, InstanceStatus, Runtime } from '../../src/runtime/runtime.js';
 
 /** The runtime port, in memory: instances run until stopped or told to crash. */
 export class FakeRuntime implements Runtime {
@@ -17,7 +17,10 @@ export class FakeRuntime implements Runtime {
   async inspect(id: string): Promise<InstanceStatus | null> {
     return this.specs.has(id) ? this.#status(id, 'running') : null;
   }
+  /** how many times list() was called */
+  lists = 0;
   async list(): Promise<InstanceStatus[]> {
+    this.lists++;
     return [...this.specs.keys()].map((id) => this.#status(id, 'running'));
   }
   onChange(listener: InstanceListener): () => void {
@@ -25,6 +28,13 @@ export class FakeRuntime implements Runtime {
     return () => this.#listeners.delete(listener);
   }
   async close(): Promise<void> {}
+  async attach(): Promise<AttachedInstance[]> {
+    return [];
+  }
+  async remove(id: string): Promise<void> {
+    this.specs.delete(id);
+  }
+  async removeVolume(): Promise<void> {}
   /** The instance's process exits on its own. */
   crash(id: string, exitCode = 1): void {
     for (const l of this.#listeners) l({ ...this.#status(id, 'exited'), exitCode, reason: `process exited with code ${exitCode}` });

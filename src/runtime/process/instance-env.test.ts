@@ -5,7 +5,9 @@ import { instanceEnv } from './instance-env.js';
 
 const spec = (overrides: Partial<InstanceSpec> = {}): InstanceSpec => ({
   id: 'pod1',
+  owner: { kind: 'pod', accountId: 'acct' },
   image: 'img',
+  diskGb: 0,
   args: '',
   env: {},
   platformEnv: {},
@@ -17,7 +19,7 @@ const spec = (overrides: Partial<InstanceSpec> = {}): InstanceSpec => ({
   volumes: [],
   ...overrides,
 });
-const ctx = { hostEnv: { PATH: '/usr/bin', HOME: '/home/g', SECRET_TOKEN: 'server-only' }, instanceDir: '/data/instances/pod1' };
+const ctx = { hostEnv: { PATH: '/usr/bin', HOME: '/home/g', SECRET_TOKEN: 'server-only' }, instanceDir: '/data/instances/pod1', volumeFolders: [] as string[] };
 
 test('a CPU instance sees no GPU: CUDA_VISIBLE_DEVICES is empty and NVIDIA_VISIBLE_DEVICES is none', () => {
   const env = instanceEnv(spec(), ctx);
@@ -34,24 +36,24 @@ test('only basic host variables are passed on from the server', () => {
   assert.equal(env.SECRET_TOKEN, undefined);
 });
 
-test('without ports there is no PORT, and without a data volume no volume path', () => {
-  const env = instanceEnv(spec({ volumes: [{ hostPath: '/d/c', path: '/c', kind: 'container' }] }), ctx);
+test('without ports there is no PORT, and without a volume no volume path', () => {
+  const env = instanceEnv(spec(), ctx);
   assert.equal(env.PORT, undefined);
   assert.equal(env.RUNPOD_VOLUME_PATH, undefined);
   assert.equal(env.GANTRY_VOLUME_PATH, undefined);
-  assert.equal(env.GANTRY_VOLUME_0, '/d/c');
-  assert.equal(env.GANTRY_MOUNTS, JSON.stringify([{ path: '/c', hostPath: '/d/c', kind: 'container' }]));
+  assert.equal(env.GANTRY_VOLUME_0, undefined);
+  assert.equal(env.GANTRY_MOUNTS, '[]');
 });
 
 test('the persistent volume is the volume path when it comes before a network one', () => {
   const env = instanceEnv(
     spec({
       volumes: [
-        { hostPath: '/d/p', path: '/workspace', kind: 'persistent' },
-        { hostPath: '/d/n', path: '/net', kind: 'network' },
+        { path: '/workspace', kind: 'persistent' },
+        { path: '/net', kind: 'network', volumeId: 'nv1' },
       ],
     }),
-    ctx,
+    { ...ctx, volumeFolders: ['/d/p', '/d/n'] },
   );
   assert.equal(env.RUNPOD_VOLUME_PATH, '/d/p');
 });

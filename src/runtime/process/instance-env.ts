@@ -13,6 +13,8 @@ export interface InstanceEnvContext {
   imageEnv?: Record<string, string> | undefined;
   /** `<dataDir>/instances/<id>` */
   instanceDir: string;
+  /** The host folder of each of `spec.volumes`, in the same order (volume-folders.ts). */
+  volumeFolders: string[];
 }
 
 /**
@@ -70,14 +72,15 @@ export function instanceEnv(spec: InstanceSpec, ctx: InstanceEnvContext): Record
   const first = spec.ports[0];
   if (first) env.PORT = String(first.public);
 
-  spec.volumes.forEach((volume, n) => {
-    env[`GANTRY_VOLUME_${n}`] = volume.hostPath;
+  const mounts = spec.volumes.map((volume, n) => ({ path: volume.path, hostPath: ctx.volumeFolders[n] ?? '', kind: volume.kind }));
+  mounts.forEach((mount, n) => {
+    env[`GANTRY_VOLUME_${n}`] = mount.hostPath;
   });
-  const data = spec.volumes.find((v) => v.kind === 'network' || v.kind === 'persistent');
+  const data = mounts[0];
   if (data) {
     env.GANTRY_VOLUME_PATH = data.hostPath;
     env.RUNPOD_VOLUME_PATH = data.hostPath;
   }
-  env.GANTRY_MOUNTS = JSON.stringify(spec.volumes.map(({ path, hostPath, kind }) => ({ path, hostPath, kind })));
+  env.GANTRY_MOUNTS = JSON.stringify(mounts);
   return env;
 }

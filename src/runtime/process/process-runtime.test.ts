@@ -28,8 +28,8 @@ describe('ProcessRuntime', () => {
           { private: 9100, public: metrics, protocol: 'http' },
         ],
         volumes: [
-          { hostPath: join(dataDir, 'disk', 'container'), path: '/scratch', kind: 'container' },
-          { hostPath: join(dataDir, 'volumes', 'nv1'), path: '/workspace', kind: 'network' },
+          { path: '/scratch', kind: 'persistent' },
+          { path: '/workspace', kind: 'network', volumeId: 'nv1' },
         ],
       });
       const changes = new ChangeRecorder(runtime);
@@ -55,16 +55,17 @@ describe('ProcessRuntime', () => {
       assert.equal(env.OVERRIDDEN, 'by pod', 'the pod env wins over the image env');
       assert.equal(env.GANTRY_LOG_LEVEL, undefined, "the server's own environment does not leak");
       assert.equal(env.PATH, process.env.PATH);
-      assert.equal(env.GANTRY_VOLUME_0, join(dataDir, 'disk', 'container'));
+      const persistent = join(dataDir, 'pods', spec.id, 'persistent');
+      assert.equal(env.GANTRY_VOLUME_0, persistent);
       assert.equal(env.GANTRY_VOLUME_1, join(dataDir, 'volumes', 'nv1'));
-      assert.equal(env.RUNPOD_VOLUME_PATH, join(dataDir, 'volumes', 'nv1'), 'the first network or persistent volume');
-      assert.equal(env.GANTRY_VOLUME_PATH, join(dataDir, 'volumes', 'nv1'));
+      assert.equal(env.RUNPOD_VOLUME_PATH, persistent, 'the first volume');
+      assert.equal(env.GANTRY_VOLUME_PATH, persistent);
       assert.deepEqual(JSON.parse(env.GANTRY_MOUNTS ?? 'null'), [
-        { path: '/scratch', hostPath: join(dataDir, 'disk', 'container'), kind: 'container' },
+        { path: '/scratch', hostPath: persistent, kind: 'persistent' },
         { path: '/workspace', hostPath: join(dataDir, 'volumes', 'nv1'), kind: 'network' },
       ]);
       assert.ok(existsSync(join(dataDir, 'volumes', 'nv1')), 'volume folders are created');
-      assert.ok(existsSync(join(dataDir, 'disk', 'container')));
+      assert.ok(existsSync(persistent));
     }));
 
   test('an image without a health check is running once its process has spawned', () =>

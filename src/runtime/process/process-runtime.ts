@@ -9,11 +9,12 @@
  *   next to nothing; it lets any pod be created and driven through its lifecycle.
  */
 import type { ChildProcess } from 'node:child_process';
+import { rm } from 'node:fs/promises';
 import { constants as osConstants } from 'node:os';
 import type { Logger } from 'pino';
 import type { HealthProbe, ImageSpec } from '../../config.js';
 import type { Clock } from '../../domain/clock.js';
-import type { EnvRefusal, InstanceListener, InstanceSpec, InstanceState, InstanceStatus, Runtime } from '../runtime.js';
+import type { AttachedInstance, EnvRefusal, InstanceListener, InstanceSpec, InstanceState, InstanceStatus, Runtime } from '../runtime.js';
 import { tenantEnvRefusal } from './env-policy.js';
 import { describeTarget, waitUntilHealthy, type ProbeTarget } from './health-probe.js';
 import { LogRotator } from './log-rotator.js';
@@ -23,6 +24,7 @@ import { scanProcesses, type ProcEntry } from './proc-stats.js';
 import { signalGroup, terminateGroup } from './process-group.js';
 import { spawnInstance } from './spawn-instance.js';
 import { UsageMeter } from './usage-meter.js';
+import { networkVolumeFolderOf, podFolderOf } from './volume-folders.js';
 
 export interface ProcessRuntimeOptions {
   images: Record<string, ImageSpec>;
@@ -151,6 +153,24 @@ export class ProcessRuntime implements Runtime {
     this.#closed = true;
     this.#logs.close();
     await Promise.all([...this.#instances.keys()].map((id) => this.stop(id)));
+  }
+
+  /**
+   * Its instances are its children, so none can be adopted: kills what a previous server left
+   * behind and answers none.
+   */
+  async attach(): Promise<AttachedInstance[]> {
+    await this.reapOrphans();
+    return [];
+  }
+
+  async remove(id: string): Promise<void> {
+    await this.stop(id);
+    await rm(podFolderOf(this.#options.dataDir, id), { recursive: true, force: true });
+  }
+
+  async removeVolume(volume: { kind: 'network'; volumeId: string }): Promise<void> {
+    await rm(networkVolumeFolderOf(this.#options.dataDir, volume.volumeId), { recursive: true, force: true });
   }
 
   /**

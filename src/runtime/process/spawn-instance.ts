@@ -10,6 +10,7 @@ import { launchProcess, type LaunchedProcess } from './launch-process.js';
 import { instanceDirOf, reapOrphan } from './orphans.js';
 import { capLog } from './output-log.js';
 import { splitArgs } from './split-args.js';
+import { volumeFolderOf } from './volume-folders.js';
 
 export interface SpawnOptions {
   /** the instance's folder is `<dataDir>/instances/<id>` */
@@ -61,11 +62,12 @@ export async function spawnInstance(spec: InstanceSpec, image: ImageSpec, option
   // 0700, as every folder of the data dir (store/data-dir-permissions.ts)
   await mkdir(dir, { recursive: true, mode: 0o700 });
   await reap(spec.id, options);
-  for (const volume of spec.volumes) {
+  const volumeFolders = spec.volumes.map((volume) => volumeFolderOf(dataDir, spec.id, volume));
+  for (const [n, volume] of spec.volumes.entries()) {
     try {
-      await mkdir(volume.hostPath, { recursive: true, mode: 0o700 });
+      await mkdir(volumeFolders[n]!, { recursive: true, mode: 0o700 });
     } catch (err) {
-      throw cannot(`cannot create the folder of volume ${volume.path} at ${volume.hostPath}: ${(err as Error).message}`);
+      throw cannot(`cannot create the folder of volume ${volume.path} at ${volumeFolders[n]}: ${(err as Error).message}`);
     }
   }
   const logPath = join(dir, 'output.log');
@@ -83,7 +85,7 @@ export async function spawnInstance(spec: InstanceSpec, image: ImageSpec, option
       args: rest,
       cwd,
       logPath,
-      env: instanceEnv({ ...spec, env: screened.env }, { hostEnv: process.env, imageEnv: image.env, instanceDir: dir }),
+      env: instanceEnv({ ...spec, env: screened.env }, { hostEnv: process.env, imageEnv: image.env, instanceDir: dir, volumeFolders }),
       onError: (err) => logger.warn({ err, instance: spec.id }, 'instance process error'),
     });
   } catch (err) {
