@@ -60,6 +60,16 @@ export interface Host {
   /** Public port range, inclusive. */
   portRange: [number, number];
   publicIp: string;
+  /** Discovered hosts: the UUID of each GPU, by index (what placement's `gpuIndices` name). */
+  gpuUuids?: string[];
+  /**
+   * Discovered hosts: how the runtime hands GPUs to instances. `nvidia`: device requests through
+   * the engine's NVIDIA runtime; `env-only`: only `NVIDIA_VISIBLE_DEVICES`/`CUDA_VISIBLE_DEVICES`
+   * (no NVIDIA runtime on the engine, as in CI with a stand-in nvidia-smi). Absent for declared hosts.
+   */
+  gpuMode?: 'nvidia' | 'env-only';
+  /** Discovered hosts: what the runtime could not do on this host, in words (shown on its record). */
+  notes?: string[];
 }
 
 export interface Catalog {
