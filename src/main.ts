@@ -43,7 +43,7 @@ export interface ServiceOverrides {
   clock?: Clock;
   logger?: Logger;
   runtime?: Runtime;
-  /** The hosts placement uses with an overridden runtime. @default the config's fleet */
+  /** The hosts placement uses with an overridden runtime; required with runtime docker (its config has no fleet). @default the config's fleet */
   hosts?: Host[];
   db?: Db;
 }
@@ -78,6 +78,7 @@ export async function createServices(config: Config, overrides: ServiceOverrides
   if (tightened.length > 0)
     logger.warn({ dataDir: config.dataDir, paths: tightened.slice(0, 50), count: tightened.length }, `took group and other permissions off ${tightened.length} path(s) of the data dir: it holds secrets no other local user may read`);
   // Before the database opens: a runtime that cannot start (its engine unreachable) leaves nothing open.
+  if (overrides.runtime && !overrides.hosts && config.runtime.kind === 'docker') throw new Error('createServices: a runtime given for runtime docker needs its hosts (overrides.hosts): the config declares none');
   const { runtime, hosts } = overrides.runtime
     ? { runtime: overrides.runtime, hosts: overrides.hosts ?? config.fleet }
     : await createRuntime(config, { clock, logger: logger.child({ component: 'runtime' }) });
