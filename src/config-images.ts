@@ -1,4 +1,7 @@
-/** The `images` map of the config: how the process runtime runs an image reference. */
+/**
+ * The `images` map of the config: how the process runtime runs an image reference. The Docker
+ * runtime runs the image itself and reads only an entry's `health`.
+ */
 import { bool, fail, isObj, num } from './config-values.js';
 
 /** How the process runtime runs one image reference. */
@@ -8,7 +11,8 @@ export interface ImageSpec {
    * whitespace. Tenant args come after the command, so map an image to a program or script, never
    * to a bare interpreter: with `["python3"]` or `["node"]` a tenant's `-c …` / `-e …` runs any
    * code as the server's user (the config warns about such a mapping); set `tenantArgs: false`
-   * for a command that must not take any.
+   * for a command that must not take any. Empty when the config's runtime is docker and the entry
+   * names none (the container runs the image's own entrypoint).
    */
   command: string[];
   /** Working directory, relative to the config file's folder. @default the instance folder `<dataDir>/instances/<id>/` */
@@ -45,15 +49,17 @@ export interface HealthProbe {
   timeoutMs: number;
 }
 
-export function parseImages(raw: unknown): Record<string, ImageSpec> {
+/** @param options.commandRequired whether every entry must name a command (the process runtime's) @default true */
+export function parseImages(raw: unknown, options: { commandRequired?: boolean } = {}): Record<string, ImageSpec> {
+  const commandRequired = options.commandRequired ?? true;
   if (raw === undefined) return {};
   if (!isObj(raw)) fail('images must be a mapping of image reference → { command, cwd, env, tenantArgs, tenantEnv, health }');
   // No prototype: a tenant's image name (`constructor`, `__proto__`) must find nothing but mappings.
   const out: Record<string, ImageSpec> = Object.create(null) as Record<string, ImageSpec>;
   for (const [ref, value] of Object.entries(raw)) {
     if (!isObj(value)) fail(`images["${ref}"] must be a mapping`);
-    const command = value.command;
-    if (!Array.isArray(command) || command.length === 0 || !command.every((c) => typeof c === 'string'))
+    const command = value.command ?? (commandRequired ? undefined : []);
+    if (!Array.isArray(command) || (commandRequired && command.length === 0) || !command.every((c) => typeof c === 'string'))
       fail(`images["${ref}"].command must be a non-empty list of strings`);
     const spec: ImageSpec = { command: command as string[] };
     if (value.cwd !== undefined) {
@@ -110,3 +116,13 @@ export function bareInterpreterWarnings(images: Record<string, ImageSpec>): stri
   return out;
 }
 
+
+/** What the Docker runtime does not read (it runs the image as built): each entry's keys other than `health`. */
+export function dockerImageWarnings(images: Record<string, ImageSpec>): string[] {
+  const out: string[] = [];
+  for (const [ref, spec] of Object.entries(images)) {
+    const unused = (['command', 'cwd', 'env', 'tenantArgs', 'tenantEnv'] as const).filter((k) => (k === 'command' ? spec.command.length > 0 : spec[k] !== undefined));
+    if (unused.length > 0) out.push(`images["${ref}"].${unused.join(', .')} ${unused.length === 1 ? 'is' : 'are'} not used by the docker runtime, which runs the image as built (only health is read)`);
+  }
+  return out;
+}

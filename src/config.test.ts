@@ -73,3 +73,111 @@ test('an image mapped to a bare interpreter that takes tenant args is warned abo
     assert.match(warned[1]!, /^images\["node:1"\]/);
   });
 });
+
+/** loadConfig with a config file holding `text` and the environment `env`. */
+function load(text: string, env: Record<string, string> = {}): Config {
+  let config: Config | undefined;
+  const dir = mkdtempSync(join(tmpdir(), 'gantry-config-'));
+  try {
+    const path = join(dir, 'gantry.yaml');
+    writeFileSync(path, text);
+    config = loadConfig({ env: { GANTRY_DATA_DIR: join(dir, 'data'), ...env }, flags: { config: path } });
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+  return config;
+}
+
+test('the runtime is process by default, keeps runtime.process.allowMultipleAccounts, and uses the demo fleet', () => {
+  const config = load('runtime: { process: { allowMultipleAccounts: true } }');
+  assert.equal(config.runtime.kind, 'process');
+  assert.equal(config.runtime.process.allowMultipleAccounts, true);
+  assert.ok(config.fleet.length > 1);
+  assert.deepEqual(config.warnings, []);
+});
+
+test('runtime: docker is the short form of the mapping, and GANTRY_RUNTIME overrides the file', () => {
+  assert.equal(load('runtime: docker').runtime.kind, 'docker');
+  assert.equal(load('runtime: { kind: docker }').runtime.kind, 'docker');
+  assert.equal(load('runtime: docker', { GANTRY_RUNTIME: 'process' }).runtime.kind, 'process');
+  assert.equal(load('{}', { GANTRY_RUNTIME: 'docker' }).runtime.kind, 'docker');
+  assert.throws(() => load('runtime: kubernetes'), /Invalid configuration: runtime\.kind must be one of process, docker/);
+  assert.throws(() => load('{}', { GANTRY_RUNTIME: 'podman' }), /GANTRY_RUNTIME must be one of process, docker/);
+  assert.throws(() => load('runtime: [docker]'), /runtime must be "process", "docker", or a mapping/);
+});
+
+test('the docker runtime’s settings have their defaults, and DOCKER_HOST overrides the file’s engine', () => {
+  const config = load('runtime: docker');
+  const { namespace, ...rest } = config.runtime.docker;
+  assert.deepEqual(rest, {
+    host: 'unix:///var/run/docker.sock',
+    hostId: null,
+    dataCenterId: null,
+    cloud: 'SECURE',
+    publicIp: null,
+    bindIp: '0.0.0.0',
+    portRange: [20000, 29999],
+    diskGb: null,
+    gpuMode: 'auto',
+    cpuFlavors: null,
+    nvidiaSmi: 'nvidia-smi',
+  });
+  assert.match(namespace, /^[0-9a-f]{12}$/);
+  assert.deepEqual(config.fleet, [], 'the docker runtime discovers its host; the demo fleet is not used');
+  const file = 'runtime:\n  kind: docker\n  docker: { host: "tcp://10.0.0.5:2375", hostId: rack-7, dataCenterId: EU-RO-1, cloud: COMMUNITY, publicIp: 203.0.113.7, bindIp: 10.0.0.5, portRange: [41000, 41099], diskGb: 250, gpuMode: env-only, cpuFlavors: [cpu3c], nvidiaSmi: /opt/nv/nvidia-smi, namespace: team-a }\n';
+  const set = load(file).runtime.docker;
+  assert.deepEqual(
+    [set.host, set.hostId, set.dataCenterId, set.cloud, set.publicIp, set.bindIp, set.portRange, set.diskGb, set.gpuMode, set.cpuFlavors, set.nvidiaSmi, set.namespace],
+    ['tcp://10.0.0.5:2375', 'rack-7', 'EU-RO-1', 'COMMUNITY', '203.0.113.7', '10.0.0.5', [41000, 41099], 250, 'env-only', ['cpu3c'], '/opt/nv/nvidia-smi', 'team-a'],
+  );
+  assert.equal(load(file, { DOCKER_HOST: 'unix:///run/user/1000/docker.sock' }).runtime.docker.host, 'unix:///run/user/1000/docker.sock');
+});
+
+test('a malformed docker setting is refused naming it; a bad DOCKER_HOST only stops the docker runtime', () => {
+  const refused: Array<[string, RegExp]> = [
+    ['host: "ssh://me@box"', /runtime\.docker\.host "ssh:\/\/me@box" must be unix:\/\/\/path\/docker\.sock or tcp:\/\/host:port/],
+    ['dataCenterId: XX-1', /runtime\.docker\.dataCenterId "XX-1" is not in the catalog/],
+    ['cpuFlavors: [cpu9z]', /runtime\.docker\.cpuFlavors names "cpu9z", which is not in the catalog/],
+    ['portRange: [30000, 20000]', /runtime\.docker\.portRange must be \[first, last\]/],
+    ['bindIp: everywhere', /runtime\.docker\.bindIp "everywhere" must be an IP address/],
+    ['gpuMode: cuda', /runtime\.docker\.gpuMode must be one of auto, nvidia, env-only/],
+    ['namespace: "Team A"', /runtime\.docker\.namespace must be 1 to 32 lowercase letters/],
+    ['cloud: PRIVATE', /runtime\.docker\.cloud must be one of SECURE, COMMUNITY/],
+  ];
+  for (const [setting, message] of refused) assert.throws(() => load(`runtime: { kind: docker, docker: { ${setting} } }`), message, setting);
+  assert.throws(() => load('runtime: docker', { DOCKER_HOST: 'https://box:2376' }), /DOCKER_HOST "https:\/\/box:2376" must be/);
+  assert.equal(load('{}', { DOCKER_HOST: 'ssh://me@box' }).runtime.kind, 'process');
+});
+
+test('the default namespace is stable for one installation and differs between installations; a database password does not enter it', () => {
+  const dirA = loadConfig({ env: { GANTRY_DATA_DIR: '/srv/gantry-a', GANTRY_RUNTIME: 'docker' } }).runtime.docker.namespace;
+  assert.equal(loadConfig({ env: { GANTRY_DATA_DIR: '/srv/gantry-a', GANTRY_RUNTIME: 'docker' } }).runtime.docker.namespace, dirA);
+  assert.notEqual(loadConfig({ env: { GANTRY_DATA_DIR: '/srv/gantry-b', GANTRY_RUNTIME: 'docker' } }).runtime.docker.namespace, dirA);
+  const pg = (url: string, schema = 'public') => loadConfig({ env: { GANTRY_DATA_DIR: '/srv/x', GANTRY_RUNTIME: 'docker', GANTRY_DATABASE_URL: url, GANTRY_DATABASE_SCHEMA: schema } }).runtime.docker.namespace;
+  const first = pg('postgres://gantry:old-secret@db.internal:5432/gantry');
+  assert.equal(pg('postgres://gantry:rotated@db.internal/gantry'), first, 'same database, another password');
+  assert.notEqual(pg('postgres://gantry:old-secret@db.internal:5432/gantry', 'tenant2'), first, 'another schema is another installation');
+  assert.notEqual(pg('postgres://gantry:old-secret@db2.internal:5432/gantry'), first);
+});
+
+test('a declared fleet is refused with the docker runtime, saying the host is discovered', () => {
+  assert.throws(
+    () => load('runtime: docker\nfleet:\n  - { id: box-1, dataCenterId: US-TX-3 }\n'),
+    /Invalid configuration: fleet declares the hosts of the process runtime; with runtime docker the host is discovered from the engine/,
+  );
+  assert.throws(() => load('fleet: []\n', { GANTRY_RUNTIME: 'docker' }), /fleet declares the hosts of the process runtime/);
+});
+
+test('with the docker runtime an image entry may leave out its command, and what docker does not read is warned about', () => {
+  const config = load('runtime: docker\nimages:\n  web:1: { health: { type: http, port: 8000, path: /ping } }\n  old:1: { command: ["./run.sh"], cwd: ./w, tenantEnv: ["A"] }\n');
+  assert.deepEqual(config.images['web:1']?.command, []);
+  assert.equal(config.images['web:1']?.health?.port, 8000);
+  assert.deepEqual(config.warnings, ['images["old:1"].command, .cwd, .tenantEnv are not used by the docker runtime, which runs the image as built (only health is read)']);
+  assert.throws(() => load('images:\n  web:1: { health: { port: 8000 } }\n'), /images\["web:1"\]\.command must be a non-empty list of strings/);
+});
+
+test('an unknown runtime.docker key is warned about with the keys known there', () => {
+  const config = load('runtime: { kind: docker, docker: { sockett: /x } }');
+  assert.equal(config.warnings.length, 1);
+  assert.match(config.warnings[0]!, /unknown config key "runtime\.docker\.sockett" is ignored \(known here: host, namespace, hostId/);
+});

@@ -2,10 +2,12 @@ import { readFileSync } from 'node:fs';
 import { isAbsolute, join, resolve, dirname } from 'node:path';
 import { parse as parseYaml } from 'yaml';
 import { defaultCatalog, defaultFleet, type Catalog, type Host } from './domain/catalog.js';
-import { bareInterpreterWarnings, parseImages, type ImageSpec } from './config-images.js';
-import { bool, fail, isObj, num, oneOf, type Obj } from './config-values.js';
+import { bareInterpreterWarnings, dockerImageWarnings, parseImages, type ImageSpec } from './config-images.js';
+import { fail, isObj, num, oneOf, type Obj } from './config-values.js';
 
 export type { HealthProbe, ImageSpec } from './config-images.js';
+export type { DockerRuntimeConfig, RuntimeConfig } from './config-runtime.js';
+import { parseRuntime, RUNTIME_KEYS, type RuntimeConfig } from './config-runtime.js';
 
 export interface RateLimitConfig {
   minute: number;
@@ -55,6 +57,7 @@ export interface Config {
   rateLimits: RateLimitConfig;
   images: Record<string, ImageSpec>;
   catalog: Catalog;
+  /** The process runtime's hosts (the demo fleet unless the file declares its own); empty with the docker runtime, whose one host is discovered. */
   fleet: Host[];
   networking: {
     /** Global networking addresses come from this IPv4 /16 or /24 pool. @default "10.200.0.0/16" */
@@ -77,19 +80,6 @@ export interface Config {
   configDir: string;
   /** Keys of the config file Gantry does not know (a typo is reported, not silently ignored). */
   warnings: string[];
-}
-
-/** How instances run. */
-export interface RuntimeConfig {
-  process: {
-    /**
-     * Let the process runtime serve more than one account. It isolates nothing (an instance is a
-     * process of the server's own user, on the host's network), so by default the server refuses
-     * to start with a second account, and refuses to create one, while it uses this runtime.
-     * `GANTRY_PROCESS_RUNTIME_MULTI_ACCOUNT=true`. @default false
-     */
-    allowMultipleAccounts: boolean;
-  };
 }
 
 /**
@@ -315,14 +305,17 @@ export function loadConfig({ env, flags = {} }: ConfigSources): Config {
   const serverless = isObj(file.serverless) ? file.serverless : {};
   const webhooks = isObj(serverless.webhooks) ? serverless.webhooks : {};
   const autoscaler = isObj(serverless.autoscaler) ? serverless.autoscaler : {};
-  const runtime = isObj(file.runtime) ? file.runtime : {};
-  const processRuntime = isObj(runtime.process) ? runtime.process : {};
   const graphql = isObj(file.graphql) ? file.graphql : {};
   const quotas = isObj(file.quotas) ? file.quotas : {};
   const workerLimits = isObj(jobs.workerRateLimits) ? jobs.workerRateLimits : {};
   const databaseUrl = env.GANTRY_DATABASE_URL ?? (typeof file.databaseUrl === 'string' ? file.databaseUrl : null);
   if (databaseUrl && !/^postgres(ql)?:\/\//.test(databaseUrl)) fail('GANTRY_DATABASE_URL must be a postgres:// URL');
-  const images = parseImages(file.images);
+  const databaseSchema = env.GANTRY_DATABASE_SCHEMA ?? (typeof file.databaseSchema === 'string' ? file.databaseSchema : 'public');
+  const runtime = parseRuntime(file.runtime, env, { catalog, databaseUrl, databaseSchema, dataDir });
+  // The process runtime's demo fleet is declared; the Docker runtime's one host is discovered.
+  if (runtime.kind === 'docker' && file.fleet !== undefined)
+    fail('fleet declares the hosts of the process runtime; with runtime docker the host is discovered from the engine (remove fleet; runtime.docker sets hostId, dataCenterId, cloud, publicIp and portRange)');
+  const images = parseImages(file.images, { commandRequired: runtime.kind === 'process' });
   for (const spec of Object.values(images)) if (spec.cwd && !isAbsolute(spec.cwd)) spec.cwd = join(configDir, spec.cwd);
   return {
     server: {
@@ -340,7 +333,7 @@ export function loadConfig({ env, flags = {} }: ConfigSources): Config {
     },
     dataDir,
     databaseUrl,
-    databaseSchema: env.GANTRY_DATABASE_SCHEMA ?? (typeof file.databaseSchema === 'string' ? file.databaseSchema : 'public'),
+    databaseSchema,
     bootstrapKey: env.GANTRY_BOOTSTRAP_KEY ?? null,
     secretKey: env.GANTRY_SECRET_KEY ?? (typeof file.secretKey === 'string' ? file.secretKey : null),
     rateLimits: {
@@ -350,7 +343,7 @@ export function loadConfig({ env, flags = {} }: ConfigSources): Config {
     },
     images,
     catalog,
-    fleet: parseFleet(file.fleet, catalog),
+    fleet: runtime.kind === 'process' ? parseFleet(file.fleet, catalog) : [],
     networking: {
       globalPool: typeof networking.globalPool === 'string' ? networking.globalPool : '10.200.0.0/16',
       internalDomain: typeof networking.internalDomain === 'string' ? networking.internalDomain : 'gantry',
@@ -398,11 +391,7 @@ export function loadConfig({ env, flags = {} }: ConfigSources): Config {
         startTimeoutMs: num(autoscaler.startTimeoutMs, 'serverless.autoscaler.startTimeoutMs', 600_000),
       },
     },
-    runtime: {
-      process: {
-        allowMultipleAccounts: bool(env.GANTRY_PROCESS_RUNTIME_MULTI_ACCOUNT ?? processRuntime.allowMultipleAccounts, 'runtime.process.allowMultipleAccounts', false),
-      },
-    },
+    runtime,
     graphql: {
       maxDocumentBytes: num(graphql.maxDocumentBytes, 'graphql.maxDocumentBytes', 65_536),
       maxDepth: num(graphql.maxDepth, 'graphql.maxDepth', 15),
@@ -419,7 +408,7 @@ export function loadConfig({ env, flags = {} }: ConfigSources): Config {
       streamBytesPerJob: num(quotas.streamBytesPerJob, 'quotas.streamBytesPerJob', 20 * 1024 ** 2),
     },
     configDir,
-    warnings: [...unknownKeys(file), ...bareInterpreterWarnings(images)],
+    warnings: [...unknownKeys(file), ...(runtime.kind === 'process' ? bareInterpreterWarnings(images) : dockerImageWarnings(images))],
   };
 }
 
@@ -435,8 +424,7 @@ const KNOWN_KEYS: Record<string, readonly string[] | null> = {
     'retryBudget', 'rateLimits', 'rateLimitPerWorker', 'maxBatchSize', 'commitConcurrency', 'workerRateLimits',
   ],
   'jobs.workerRateLimits': ['perWorker', 'perEndpoint', 'attachedWorkers'],
-  runtime: ['process'],
-  'runtime.process': ['allowMultipleAccounts'],
+  ...RUNTIME_KEYS,
   graphql: ['maxDocumentBytes', 'maxDepth', 'maxAliases', 'maxFields', 'maxRootFields', 'maxCost'],
   quotas: ['pods', 'gpus', 'queuedJobs', 'storedJobBytes', 'streamBytesPerJob'],
   serverless: ['webhooks', 'autoscaler'],

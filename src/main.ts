@@ -29,7 +29,9 @@ import { WebhookDispatcher } from './serverless/webhook-dispatcher.js';
 import { WebhookAddressPolicy } from './serverless/webhook-address-policy.js';
 import { Autoscaler } from './serverless/autoscaler.js';
 import { PodController } from './pods/pod-controller.js';
-import { ProcessRuntime } from './runtime/process/process-runtime.js';
+import { createRuntime } from './runtime/create-runtime.js';
+import { describeHost } from './runtime/docker/discover-host.js';
+import type { Host } from './domain/catalog.js';
 import type { Runtime } from './runtime/runtime.js';
 import { MultiAccountRefused, multiAccountStartRefusal } from './runtime/process/multi-account.js';
 import type { Services } from './services.js';
@@ -41,6 +43,8 @@ export interface ServiceOverrides {
   clock?: Clock;
   logger?: Logger;
   runtime?: Runtime;
+  /** The hosts placement uses with an overridden runtime; required with runtime docker (its config has no fleet). @default the config's fleet */
+  hosts?: Host[];
   db?: Db;
 }
 
@@ -73,6 +77,11 @@ export async function createServices(config: Config, overrides: ServiceOverrides
   const tightened = tightenDataDir(config.dataDir);
   if (tightened.length > 0)
     logger.warn({ dataDir: config.dataDir, paths: tightened.slice(0, 50), count: tightened.length }, `took group and other permissions off ${tightened.length} path(s) of the data dir: it holds secrets no other local user may read`);
+  // Before the database opens: a runtime that cannot start (its engine unreachable) leaves nothing open.
+  if (overrides.runtime && !overrides.hosts && config.runtime.kind === 'docker') throw new Error('createServices: a runtime given for runtime docker needs its hosts (overrides.hosts): the config declares none');
+  const { runtime, hosts } = overrides.runtime
+    ? { runtime: overrides.runtime, hosts: overrides.hosts ?? config.fleet }
+    : await createRuntime(config, { clock, logger: logger.child({ component: 'runtime' }) });
   const db = overrides.db ?? (await openConfiguredDatabase(config));
   const events = new EventBus();
   // Replicas sharing one PostgreSQL database: each control loop runs under a lease, and long-polls
@@ -82,11 +91,8 @@ export async function createServices(config: Config, overrides: ServiceOverrides
   const relay = sessions ? new PostgresNotifyRelay({ sessions, logger: logger.child({ component: 'relay' }) }) : null;
   const signals = new JobSignals(relay ? { onLocal: relay.publish } : {});
   const secrets = loadSecretBox(config, logger);
-  const runtime =
-    overrides.runtime ??
-    new ProcessRuntime({ images: config.images, dataDir: config.dataDir, clock, logger: logger.child({ component: 'runtime' }), stopGraceMs: config.pods.stopGraceMs });
   const accounts = new AccountsService({ db, clock });
-  const inventory = new Inventory({ hosts: config.fleet, catalog: config.catalog });
+  const inventory = new Inventory({ hosts, catalog: config.catalog });
   const catalog = new CatalogService({ catalog: config.catalog, inventory });
   const templates = new TemplatesService({ db, clock, runtime });
   const volumes = new VolumesService({ db, clock, dataDir: config.dataDir, catalog: config.catalog });
@@ -251,8 +257,10 @@ export async function startServer(config: Config, overrides: StartOptions = {}):
     );
   }
   if (jobUrl) print(`job API listening on ${jobUrl}\n`);
-  print(`gantry listening on ${url} (store: ${services.db.dialect}, runtime: ${services.runtime.name}, hosts: ${config.fleet.length})\n`);
-  services.logger.info({ url, store: services.db.dialect, runtime: services.runtime.name, hosts: config.fleet.length }, 'gantry is ready');
+  const hosts = services.inventory.hosts();
+  const where = config.runtime.kind === 'docker' ? `runtime: docker at ${config.runtime.docker.host}, host ${hosts.map(describeHost).join('; ')}` : `runtime: ${services.runtime.name}, hosts: ${hosts.length}`;
+  print(`gantry listening on ${url} (store: ${services.db.dialect}, ${where})\n`);
+  services.logger.info({ url, store: services.db.dialect, runtime: services.runtime.name, hosts: hosts.map((h) => h.id) }, 'gantry is ready');
   let closed = false;
   return {
     app,

@@ -40,3 +40,21 @@ test("the README's config file loads as written and its settings take effect", (
     rmSync(dir, { recursive: true, force: true });
   }
 });
+
+test("the README's docker runtime block loads as written and shows the defaults", () => {
+  const section = readme.slice(readme.indexOf('With `runtime: docker`'));
+  const yaml = /```yaml\n([\s\S]*?)```/.exec(section)?.[1];
+  assert.ok(yaml, 'the paragraph is followed by a yaml block');
+  const dir = mkdtempSync(join(tmpdir(), 'gantry-readme-'));
+  try {
+    const path = join(dir, 'gantry.yaml');
+    writeFileSync(path, yaml);
+    const shown = loadConfig({ env: { GANTRY_DATA_DIR: dir }, flags: { config: path } });
+    assert.deepEqual(shown.warnings, []);
+    assert.equal(shown.runtime.kind, 'docker');
+    const defaults = loadConfig({ env: { GANTRY_DATA_DIR: dir, GANTRY_RUNTIME: 'docker' } });
+    assert.deepEqual(shown.runtime, defaults.runtime, 'the values shown are the defaults');
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});

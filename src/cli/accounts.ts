@@ -13,8 +13,7 @@ export async function accounts(argv: string[]): Promise<void> {
   await withStore(config, async ({ accounts }) => {
     if (sub === 'create') {
       if (!name) throw new UsageError('usage: gantry accounts create NAME');
-      // The process runtime is the only runtime this version has (`gantry serve` always uses it).
-      const refusal = multiAccountCreateRefusal(await accounts.store.countAccounts(), 'process', config.runtime.process.allowMultipleAccounts);
+      const refusal = multiAccountCreateRefusal(await accounts.store.countAccounts(), config.runtime.kind, config.runtime.process.allowMultipleAccounts);
       if (refusal) throw new MultiAccountRefused(refusal);
       const account = await accounts.createAccount(name);
       console.log(`created account ${account.name} (${account.id})`);

@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 import { ApiError } from '../domain/errors.js';
 import { MultiAccountRefused } from '../runtime/process/multi-account.js';
+import { RuntimeStartRefused } from '../runtime/create-runtime.js';
 import { UsageError } from './args.js';
 import { serve, serveHelp } from './serve.js';
 import { accounts, accountsHelp } from './accounts.js';
@@ -29,7 +30,7 @@ async function main(argv: string[]): Promise<void> {
 }
 
 main(process.argv.slice(2)).catch((err: unknown) => {
-  if (err instanceof UsageError || err instanceof ApiError || err instanceof MultiAccountRefused) console.error(`gantry: ${err.message}`);
+  if (err instanceof UsageError || err instanceof ApiError || err instanceof MultiAccountRefused || err instanceof RuntimeStartRefused) console.error(`gantry: ${err.message}`);
   else if (err instanceof Error && (err as NodeJS.ErrnoException).code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION') console.error(`gantry: ${err.message}`);
   else console.error(err);
   process.exit(2);

@@ -8,7 +8,9 @@ Starts the API server and the control loops.
   --host       GANTRY_HOST  listen address (default 127.0.0.1)
   --data-dir   GANTRY_DATA_DIR  data folder for SQLite, volumes and keys (default ./.gantry)
   --config     GANTRY_CONFIG    YAML or JSON config file
-Environment: GANTRY_DATABASE_URL (postgres://… selects PostgreSQL), GANTRY_BOOTSTRAP_KEY (admin key on first start).`;
+Environment: GANTRY_DATABASE_URL (postgres://… selects PostgreSQL), GANTRY_BOOTSTRAP_KEY (admin key on first start),
+  GANTRY_RUNTIME (process: local processes on the demo fleet, the default; docker: containers on the
+  Docker Engine at DOCKER_HOST, default unix:///var/run/docker.sock, its host discovered).`;
 
 export async function serve(argv: string[]): Promise<void> {
   const { values } = parseArgs({ args: argv, options: { ...storeOptions, port: { type: 'string' }, host: { type: 'string' } }, strict: true });

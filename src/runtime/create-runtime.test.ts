@@ -1,0 +1,82 @@
+import { test, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import pino from 'pino';
+import { loadConfig } from '../config.js';
+import { systemClock } from '../domain/clock.js';
+import { createRuntime, RuntimeStartRefused, type DockerRuntimeModule } from './create-runtime.js';
+import type { DockerRuntimeOptions } from './docker/docker-runtime-options.js';
+import type { Runtime } from './runtime.js';
+import { fetchEngineInfo } from './docker/engine-info.js';
+import { BANNER_12_4, removeStandIns, standInNvidiaSmi, TWO_4090 } from '../../test/support/nvidia-smi.js';
+
+const dataDir = mkdtempSync(join(tmpdir(), 'gantry-create-runtime-'));
+after(() => {
+  removeStandIns();
+  rmSync(dataDir, { recursive: true, force: true });
+});
+const logger = pino({ level: 'silent' });
+const dockerHost = process.env.DOCKER_HOST ?? 'unix:///var/run/docker.sock';
+const config = (env: Record<string, string> = {}) => loadConfig({ env: { GANTRY_DATA_DIR: dataDir, ...env } });
+
+test('the process runtime is built with the config’s fleet as its hosts', async () => {
+  const c = config();
+  const { runtime, hosts } = await createRuntime(c, { clock: systemClock, logger });
+  try {
+    assert.equal(runtime.name, 'process');
+    assert.deepEqual(hosts, c.fleet);
+  } finally {
+    await runtime.close();
+  }
+});
+
+test('the docker runtime refuses to start when its engine does not answer, naming the socket and the way out', async () => {
+  const c = config({ GANTRY_RUNTIME: 'docker', DOCKER_HOST: `unix://${join(dataDir, 'no-engine.sock')}` });
+  await assert.rejects(createRuntime(c, { clock: systemClock, logger, loadDockerRuntime: () => assert.fail('no runtime is built without an engine') }), (err: Error) => {
+    assert.ok(err instanceof RuntimeStartRefused);
+    assert.match(err.message, new RegExp(`^refusing to start with runtime docker: cannot reach the Docker Engine at unix://${join(dataDir, 'no-engine.sock')}: connect ENOENT`));
+    assert.match(err.message, /DOCKER_HOST \(or runtime\.docker\.host\)/);
+    assert.match(err.message, /GANTRY_RUNTIME=process/);
+    return true;
+  });
+});
+
+const reachable = await fetchEngineInfo(dockerHost, { timeoutMs: 3000 }).then(
+  () => false as const,
+  (err: Error) => `no Docker Engine at ${dockerHost} (${err.message}); set DOCKER_HOST`,
+);
+
+test('the docker runtime is built for the discovered host with the config’s engine, namespace, bind address, images and grace', { skip: reachable }, async () => {
+  const { env } = standInNvidiaSmi({ csv: TWO_4090, banner: BANNER_12_4 });
+  const c = config({ GANTRY_RUNTIME: 'docker', DOCKER_HOST: dockerHost });
+  let built: DockerRuntimeOptions | undefined;
+  class Recording {
+    readonly name = 'docker';
+    constructor(options: DockerRuntimeOptions) {
+      built = options;
+    }
+  }
+  const module = { DockerRuntime: Recording as unknown as DockerRuntimeModule['DockerRuntime'] };
+  const { runtime, hosts } = await createRuntime(c, { clock: systemClock, logger, env, loadDockerRuntime: async () => module });
+  assert.ok(runtime instanceof Recording);
+  assert.ok(built);
+  assert.equal(built.dockerHost, dockerHost);
+  assert.equal(built.namespace, c.runtime.docker.namespace);
+  assert.equal(built.bindIp, '0.0.0.0');
+  assert.equal(built.stopGraceMs, c.pods.stopGraceMs);
+  assert.equal(built.images, c.images);
+  assert.deepEqual(hosts, [built.host]);
+  assert.equal(built.host.gpuTypeId, 'NVIDIA GeForce RTX 4090');
+  assert.equal(built.host.gpuUuids?.length, 2);
+});
+
+test('a build without the Docker runtime module refuses runtime docker, saying so', { skip: reachable }, async () => {
+  const c = config({ GANTRY_RUNTIME: 'docker', DOCKER_HOST: dockerHost });
+  const missing = './docker/no-such-docker-runtime.js';
+  await assert.rejects(
+    createRuntime(c, { clock: systemClock, logger, loadDockerRuntime: () => import(missing) as Promise<{ DockerRuntime: new (o: DockerRuntimeOptions) => Runtime }> }),
+    /^RuntimeStartRefused: refusing to start with runtime docker: this build of gantry has no Docker runtime/,
+  );
+});

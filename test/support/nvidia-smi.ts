@@ -1,0 +1,47 @@
+/**
+ * A stand-in `nvidia-smi` first on PATH: the one seam where no real thing can run on a host
+ * without NVIDIA GPUs. It prints what the real one prints for discovery's two calls.
+ */
+import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+const dirs: string[] = [];
+
+/** Removes every stand-in made so far (call it from `after`). */
+export function removeStandIns(): void {
+  for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
+}
+
+/**
+ * A directory holding an `nvidia-smi` script: `csv` answers `--query-gpu` (exiting `exit`),
+ * `banner` the plain call; `body` replaces the whole script. `env` has the directory first on PATH.
+ */
+export function standInNvidiaSmi(script: { csv?: string; banner?: string; exit?: number; body?: string }): { env: NodeJS.ProcessEnv; dir: string; path: string } {
+  const dir = mkdtempSync(join(tmpdir(), 'gantry-nvsmi-'));
+  dirs.push(dir);
+  const body =
+    script.body ??
+    `case "$1" in
+  --query-gpu=*) cat <<'CSV'
+${script.csv ?? ''}
+CSV
+  exit ${script.exit ?? 0};;
+  *) cat <<'BANNER'
+${script.banner ?? ''}
+BANNER
+  ;;
+esac`;
+  const path = join(dir, 'nvidia-smi');
+  writeFileSync(path, `#!/bin/sh\n${body}\n`);
+  chmodSync(path, 0o755);
+  return { dir, path, env: { ...process.env, PATH: `${dir}:${process.env.PATH ?? ''}` } };
+}
+
+export const BANNER_12_4 = `Tue Nov 23 18:09:47 2026
++-----------------------------------------------------------------------------------------+
+| NVIDIA-SMI 550.54.15              Driver Version: 550.54.15      CUDA Version: 12.4     |
+|-----------------------------------------+------------------------+----------------------+`;
+
+export const TWO_4090 = `0, GPU-6f1c2a57-3b1e-4c3d-9a41-0c3a5e1f7b01, NVIDIA GeForce RTX 4090, 24564
+1, GPU-6f1c2a57-3b1e-4c3d-9a41-0c3a5e1f7b02, NVIDIA GeForce RTX 4090, 24564`;
