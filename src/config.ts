@@ -90,6 +90,12 @@ export interface RuntimeConfig {
      */
     allowMultipleAccounts: boolean;
   };
+  /**
+   * How long an instance the runtime found at server start (`attach()`) may stay unclaimed by a
+   * pod or a launched worker before it is removed as an orphan. `GANTRY_RUNTIME_ORPHAN_GRACE_MS`.
+   * @default 60000
+   */
+  orphanGraceMs: number;
 }
 
 /**
@@ -402,6 +408,7 @@ export function loadConfig({ env, flags = {} }: ConfigSources): Config {
       process: {
         allowMultipleAccounts: bool(env.GANTRY_PROCESS_RUNTIME_MULTI_ACCOUNT ?? processRuntime.allowMultipleAccounts, 'runtime.process.allowMultipleAccounts', false),
       },
+      orphanGraceMs: num(env.GANTRY_RUNTIME_ORPHAN_GRACE_MS ?? runtime.orphanGraceMs, 'runtime.orphanGraceMs', 60_000),
     },
     graphql: {
       maxDocumentBytes: num(graphql.maxDocumentBytes, 'graphql.maxDocumentBytes', 65_536),
@@ -435,7 +442,7 @@ const KNOWN_KEYS: Record<string, readonly string[] | null> = {
     'retryBudget', 'rateLimits', 'rateLimitPerWorker', 'maxBatchSize', 'commitConcurrency', 'workerRateLimits',
   ],
   'jobs.workerRateLimits': ['perWorker', 'perEndpoint', 'attachedWorkers'],
-  runtime: ['process'],
+  runtime: ['process', 'orphanGraceMs'],
   'runtime.process': ['allowMultipleAccounts'],
   graphql: ['maxDocumentBytes', 'maxDepth', 'maxAliases', 'maxFields', 'maxRootFields', 'maxCost'],
   quotas: ['pods', 'gpus', 'queuedJobs', 'storedJobBytes', 'streamBytesPerJob'],
