@@ -305,24 +305,19 @@ export class PodController {
 
   /** PROVISIONING/STARTING without an instance: prepare storage, then start the instance. */
   async #launch(pod: PodRecord): Promise<void> {
-    const unavailable = this.#deps.runtime.unavailable?.() ?? null;
-    if (unavailable !== null) {
-      // Not an error of the pod: it launches once the runtime is back (the sweep comes again).
-      await this.#unseen(pod, `waiting for the runtime: ${unavailable}`);
-      return;
-    }
-    let spec: InstanceSpec;
-    try {
-      spec = await podInstanceSpec(pod, { registries: this.#deps.registries, internalDomain: this.#deps.config.networking.internalDomain });
-    } catch (err) {
-      await this.#status.settle(pod, 'ERROR', `Preparing the pod failed: ${(err as Error).message}`);
-      return;
-    }
     let current = pod;
     if (pod.status === 'RUNNING') {
       // The instance of a RUNNING pod vanished: its usage interval ended with it.
       await this.store.closeUsage(pod.id, this.#deps.clock.now());
       current = await this.#status.transition(pod, 'STARTING', { statusReason: null });
+    }
+    if (await this.#waitForRuntime(current)) return;
+    let spec: InstanceSpec;
+    try {
+      spec = await podInstanceSpec(current, { registries: this.#deps.registries, internalDomain: this.#deps.config.networking.internalDomain });
+    } catch (err) {
+      await this.#status.settle(current, 'ERROR', `Preparing the pod failed: ${(err as Error).message}`);
+      return;
     }
     // A PROVISIONING pod is written once, after the launch, with the state the runtime reports
     // (RUNNING straight away for placeholders and processes without a health probe).
@@ -331,10 +326,22 @@ export class PodController {
     try {
       status = await this.#deps.runtime.start(spec);
     } catch (err) {
+      if (await this.#waitForRuntime(current)) return;
       await this.#status.settle(current, 'ERROR', (err as Error).message || 'the instance could not be started');
       return;
     }
     await this.#observe(current, status);
+  }
+
+  /**
+   * While the runtime is unavailable a launch waits: not an error of the pod, which keeps its
+   * status with the reason and launches once the runtime is back (the sweep comes again).
+   */
+  async #waitForRuntime(pod: PodRecord): Promise<boolean> {
+    const unavailable = this.#deps.runtime.unavailable?.() ?? null;
+    if (unavailable === null) return false;
+    await this.#unseen(pod, `waiting for the runtime: ${unavailable}`);
+    return true;
   }
 
   async #startAction(pod: PodRecord): Promise<PodRecord> {
