@@ -22,6 +22,12 @@ export interface RuntimeConfig {
     allowMultipleAccounts: boolean;
   };
   docker: DockerRuntimeConfig;
+  /**
+   * How long an instance the runtime found at server start (`attach()`) may stay unclaimed by a
+   * pod or a launched worker before it is removed as an orphan. `GANTRY_RUNTIME_ORPHAN_GRACE_MS`.
+   * @default 60000
+   */
+  orphanGraceMs: number;
 }
 
 /** The Docker runtime: the engine, and what of its host is configured rather than discovered. */
@@ -143,12 +149,13 @@ export function parseRuntime(raw: unknown, env: Record<string, string | undefine
       cpuFlavors,
       nvidiaSmi: str(docker.nvidiaSmi, 'runtime.docker.nvidiaSmi') ?? 'nvidia-smi',
     },
+    orphanGraceMs: num(env.GANTRY_RUNTIME_ORPHAN_GRACE_MS ?? section.orphanGraceMs, 'runtime.orphanGraceMs', 60_000),
   };
 }
 
 /** The keys of the runtime section (config.ts reports others as unknown). */
 export const RUNTIME_KEYS = {
-  runtime: ['kind', 'process', 'docker'],
+  runtime: ['kind', 'process', 'docker', 'orphanGraceMs'],
   'runtime.process': ['allowMultipleAccounts'],
   'runtime.docker': ['host', 'namespace', 'hostId', 'dataCenterId', 'cloud', 'publicIp', 'bindIp', 'portRange', 'diskGb', 'gpuMode', 'cpuFlavors', 'nvidiaSmi'],
 } as const;

@@ -181,3 +181,20 @@ test('an unknown runtime.docker key is warned about with the keys known there', 
   assert.equal(config.warnings.length, 1);
   assert.match(config.warnings[0]!, /unknown config key "runtime\.docker\.sockett" is ignored \(known here: host, namespace, hostId/);
 });
+
+test('the orphan grace defaults to 60 s and is read from runtime.orphanGraceMs, GANTRY_RUNTIME_ORPHAN_GRACE_MS winning', () => {
+  withFile('{}', (config) => assert.equal(config.runtime.orphanGraceMs, 60_000));
+  withFile('runtime: { orphanGraceMs: 5000 }', (config) => {
+    assert.equal(config.runtime.orphanGraceMs, 5000);
+    assert.deepEqual(config.warnings, []);
+  });
+  const dir = mkdtempSync(join(tmpdir(), 'gantry-config-'));
+  try {
+    const path = join(dir, 'gantry.yaml');
+    writeFileSync(path, 'runtime: { orphanGraceMs: 5000 }');
+    assert.equal(loadConfig({ env: { GANTRY_DATA_DIR: dir, GANTRY_RUNTIME_ORPHAN_GRACE_MS: '250' }, flags: { config: path } }).runtime.orphanGraceMs, 250);
+    assert.throws(() => loadConfig({ env: { GANTRY_DATA_DIR: dir, GANTRY_RUNTIME_ORPHAN_GRACE_MS: 'soon' }, flags: { config: path } }), /orphanGraceMs/);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});

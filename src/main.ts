@@ -33,6 +33,7 @@ import { createRuntime } from './runtime/create-runtime.js';
 import { describeHost } from './runtime/docker/discover-host.js';
 import type { Host } from './domain/catalog.js';
 import type { Runtime } from './runtime/runtime.js';
+import { OrphanCollector } from './runtime/orphan-collector.js';
 import { MultiAccountRefused, multiAccountStartRefusal } from './runtime/process/multi-account.js';
 import type { Services } from './services.js';
 import { buildApp, loggerOptions } from './http/app.js';
@@ -95,9 +96,9 @@ export async function createServices(config: Config, overrides: ServiceOverrides
   const inventory = new Inventory({ hosts, catalog: config.catalog });
   const catalog = new CatalogService({ catalog: config.catalog, inventory });
   const templates = new TemplatesService({ db, clock, runtime });
-  const volumes = new VolumesService({ db, clock, dataDir: config.dataDir, catalog: config.catalog });
+  const volumes = new VolumesService({ db, clock, runtime, catalog: config.catalog });
   const registries = new RegistriesService({ db, clock, secrets });
-  const podController = new PodController({ db, runtime, inventory, volumes, registries, clock, events, logger: logger.child({ component: 'pods' }), lease: leases.lease(LEASE_NAMES.pods), config });
+  const podController = new PodController({ db, runtime, inventory, registries, clock, events, logger: logger.child({ component: 'pods' }), lease: leases.lease(LEASE_NAMES.pods), config });
   const quota = new ResourceQuota({ holdings: new ResourceHoldingsStore(db), quotas: config.quotas, clock });
   const pods = new PodsService({ controller: podController, inventory, runtime, templates, volumes, registries, accounts, clock, config, quota });
   const endpoints = new EndpointsService({ db, clock, templates, volumes, config, runtime, keys: accounts });
@@ -197,9 +198,25 @@ export async function bootstrapAdmin(services: Services): Promise<string | null>
   return created.key;
 }
 
+/**
+ * Of these instance ids, the ones a service has a record of: a pod that is not TERMINATED, a
+ * launched worker whose row is not dead. The rest are orphans (runtime/orphan-collector.ts).
+ */
+export function instanceClaims(services: Pick<Services, 'podController' | 'autoscaler'>): (ids: readonly string[]) => Promise<Set<string>> {
+  return async (ids) => {
+    const wanted = new Set(ids);
+    const claimed = new Set<string>();
+    for (const pod of await services.podController.store.listActiveStates()) if (wanted.has(pod.id)) claimed.add(pod.id);
+    for (const worker of await services.autoscaler.store.launchedWorkers()) if (wanted.has(worker.id)) claimed.add(worker.id);
+    return claimed;
+  };
+}
+
 export interface RunningServer {
   app: FastifyInstance;
   services: Services;
+  /** Removes the instances found at start that nothing claims, once their grace has passed. */
+  orphans: OrphanCollector;
   url: string;
   /** The job listener's URL, when `server.jobPort` is set. */
   jobUrl: string | null;
@@ -222,11 +239,22 @@ export async function startServer(config: Config, overrides: StartOptions = {}):
     await services.db.close();
     throw new MultiAccountRefused(refusal);
   }
-  const reaped = await services.runtime.attach();
-  if (reaped.length > 0) services.logger.warn({ instances: reaped }, 'stopped instances left running by a previous server');
+  // What runs from before: pods and workers adopt theirs (before the server listens, so nothing
+  // new takes what they hold); what nobody claims is removed after the grace period.
+  const attached = await services.runtime.attach();
+  if (attached.length > 0) services.logger.info({ instances: attached.length }, 'the runtime found instances of a previous server');
   await services.leases.start();
   await services.relay?.start();
-  await services.podController.start();
+  await services.podController.start(attached);
+  await services.autoscaler.adopt(attached);
+  const orphans = new OrphanCollector({
+    runtime: services.runtime,
+    clock: services.clock,
+    logger: services.logger.child({ component: 'orphans' }),
+    claimed: instanceClaims(services),
+    config: { graceMs: config.runtime.orphanGraceMs },
+  });
+  orphans.watch(attached);
   services.timekeeper.start();
   services.webhooks.start();
   const app = await buildApp(services, { logger: services.logger });
@@ -265,6 +293,7 @@ export async function startServer(config: Config, overrides: StartOptions = {}):
   return {
     app,
     services,
+    orphans,
     url,
     jobUrl,
     async close() {
@@ -277,6 +306,7 @@ export async function startServer(config: Config, overrides: StartOptions = {}):
         await stopped;
       }
       await app.close();
+      await orphans.stop();
       await services.timekeeper.stop();
       await services.autoscaler.stop();
       await services.webhooks.stop();

@@ -162,13 +162,12 @@ describe('loops on SQLite services, with a lease they do not hold', () => {
       db: s.db,
       runtime,
       inventory: s.inventory,
-      volumes: s.volumes,
       registries: s.registries,
       clock,
       events: s.events,
       logger: silent,
       lease,
-      config: { dataDir: t.config.dataDir, pods: { reconcileIntervalMs: 1 }, networking: t.config.networking },
+      config: { pods: { reconcileIntervalMs: 1 }, networking: t.config.networking },
     });
     await controller.start();
     try {

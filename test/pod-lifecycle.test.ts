@@ -3,7 +3,7 @@
 // pods back. Waits poll the pod with a deadline; nothing depends on a fixed sleep.
 import { test, before, after, describe } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pino from 'pino';
@@ -114,6 +114,21 @@ describe('lifecycle on one server', () => {
     assert.deepEqual(t.services.inventory.allocationOf(pod.id)?.gpuIndices, before.gpuIndices);
     assert.equal(running.ssh.direct.port, before.portMappings[0]!.public);
     await act(pod.id, 'terminate');
+  });
+
+  test("a pod's persistent volume keeps its data across stop and start, and goes with terminate", async () => {
+    const pod = await create({ mounts: { persistent: { size: 10, path: '/workspace' } } });
+    await waitForStatus(req, key, pod.id, 'RUNNING');
+    const folder = join(t.config.dataDir, 'pods', pod.id, 'persistent');
+    assert.ok(existsSync(folder), 'the runtime made the volume when the instance mounted it');
+    writeFileSync(join(folder, 'checkpoint.bin'), 'x');
+    assert.equal((await act(pod.id, 'stop')).statusCode, 200);
+    assert.ok(existsSync(join(folder, 'checkpoint.bin')), 'stop keeps it');
+    assert.equal((await act(pod.id, 'start')).statusCode, 200);
+    await waitForStatus(req, key, pod.id, 'RUNNING');
+    assert.ok(existsSync(join(folder, 'checkpoint.bin')), 'start finds it again');
+    assert.equal((await act(pod.id, 'terminate')).statusCode, 204);
+    assert.ok(!existsSync(join(t.config.dataDir, 'pods', pod.id)), 'terminate removes it');
   });
 
   test("start is refused with 400 HOST_FULL when the host's GPUs were taken meanwhile", async () => {

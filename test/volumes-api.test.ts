@@ -1,9 +1,11 @@
 import { test, before, after, describe } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createTestApp, json, type TestApp } from './support/harness.js';
 import type { FakeClock } from '../src/domain/clock.js';
+import { networkVolumeFolderOf } from '../src/runtime/process/volume-folders.js';
+import { FakeRuntime } from './support/fake-runtime.js';
 
 let t: TestApp;
 let a: { accountId: string; key: string; readKey: string };
@@ -27,6 +29,14 @@ const insertPod = (id: string, accountId: string, status: string, mounts: unknow
     .values({ id, account_id: accountId, name: id, status, desired_status: 'RUNNING', image: 'x', disk: 20, cloud: 'SECURE', mounts: JSON.stringify(mounts), created_at: 1, updated_at: 1 } as never)
     .execute();
 
+/** The volume's folder of the process runtime, with data in it (as an instance mounting it would leave). */
+const withData = (volumeId: string): string => {
+  const path = networkVolumeFolderOf(t.config.dataDir, volumeId);
+  mkdirSync(path, { recursive: true });
+  writeFileSync(join(path, 'weights.bin'), 'x');
+  return path;
+};
+
 const assertProblem = (res: { statusCode: number; headers: Record<string, unknown>; body: string }, status: number, code?: string) => {
   assert.equal(res.statusCode, status, res.body);
   assert.match(String(res.headers['content-type']), /application\/problem\+json/);
@@ -35,13 +45,11 @@ const assertProblem = (res: { statusCode: number; headers: Record<string, unknow
   return body as { detail: string; errors?: string[] };
 };
 
-test('a created volume answers 201 with id, name, size and dataCenterId, and gets a folder on disk', async () => {
+test('a created volume answers 201 with id, name, size and dataCenterId; its data is made by the runtime when an instance mounts it, not at create', async () => {
   const volume = await create(a.key, { name: 'datasets', size: 100 });
   assert.deepEqual(Object.keys(volume).sort(), ['dataCenterId', 'id', 'name', 'size']);
   assert.deepEqual({ ...volume, id: 'x' }, { id: 'x', name: 'datasets', size: 100, dataCenterId: 'US-TX-3' });
-  const path = t.services.volumes.hostPath(volume.id);
-  assert.equal(path, join(t.config.dataDir, 'volumes', volume.id));
-  assert.ok(existsSync(path));
+  assert.ok(!existsSync(networkVolumeFolderOf(t.config.dataDir, volume.id)));
   assert.deepEqual(json(await t.request(a.readKey, 'GET', `/v2/network-volumes/${volume.id}`)), volume);
   assert.equal((await t.services.volumes.get(a.accountId, volume.id)).size, 100);
 });
@@ -100,10 +108,9 @@ test('dataCenterId is immutable: another value answers 400, the same value is ac
   assert.deepEqual(json(same), { ...volume, name: 'kept' });
 });
 
-test('DELETE answers 204, removes the folder and its data, then 404', async () => {
+test('DELETE answers 204, the runtime removes its data, then 404', async () => {
   const volume = await create(a.key);
-  const path = t.services.volumes.hostPath(volume.id);
-  writeFileSync(join(path, 'weights.bin'), 'x');
+  const path = withData(volume.id);
   const res = await t.request(a.key, 'DELETE', `/v2/network-volumes/${volume.id}`);
   assert.equal(res.statusCode, 204);
   assert.equal(res.body, '');
@@ -114,26 +121,28 @@ test('DELETE answers 204, removes the folder and its data, then 404', async () =
 
 test('a volume a live pod mounts cannot be deleted (400 naming the pod); terminated pods and other volumes do not hold it', async () => {
   const volume = await create(a.key);
+  const path = withData(volume.id);
   await insertPod(`live${volume.id}`, a.accountId, 'RUNNING', { network: [{ volumeId: volume.id, path: '/data' }] });
   await insertPod(`dead${volume.id}`, a.accountId, 'TERMINATED', { network: [{ volumeId: volume.id, path: '/data' }] });
   await insertPod(`near${volume.id}`, a.accountId, 'RUNNING', { network: [{ volumeId: `${volume.id}x`, path: `/${volume.id}` }] });
   const problem = assertProblem(await t.request(a.key, 'DELETE', `/v2/network-volumes/${volume.id}`), 400, 'VOLUME_IN_USE');
   assert.match(problem.detail, new RegExp(`live${volume.id}`));
   assert.ok(!problem.detail.includes(`dead${volume.id}`) && !problem.detail.includes(`near${volume.id}`));
-  assert.ok(existsSync(t.services.volumes.hostPath(volume.id)));
+  assert.ok(existsSync(path));
   await t.services.db.kysely.updateTable('pods').set({ status: 'TERMINATED' }).where('id', '=', `live${volume.id}`).execute();
   assert.equal((await t.request(a.key, 'DELETE', `/v2/network-volumes/${volume.id}`)).statusCode, 204);
 });
 
 test('another account’s volume is 404 on GET, PATCH and DELETE, and its data stays', async () => {
   const volume = await create(a.key, { name: 'private-bits' });
+  const path = withData(volume.id);
   for (const [method, body] of [['GET'], ['PATCH', { name: 'stolen' }], ['DELETE']] as const) {
     const problem = assertProblem(await t.request(b.key, method, `/v2/network-volumes/${volume.id}`, body), 404, 'NOT_FOUND');
     assert.ok(!problem.detail.includes('private-bits'));
   }
   assert.ok(!JSON.stringify(json(await t.request(b.key, 'GET', '/v2/network-volumes'))).includes(volume.id));
   assert.deepEqual(json(await t.request(a.key, 'GET', `/v2/network-volumes/${volume.id}`)), volume);
-  assert.ok(existsSync(t.services.volumes.hostPath(volume.id)));
+  assert.ok(existsSync(path));
   await assert.rejects(t.services.volumes.get(b.accountId, volume.id), { code: 'NOT_FOUND' });
 });
 
@@ -152,9 +161,10 @@ describe('a volume a serverless endpoint uses', () => {
   });
 
   const deleteRefused = async (volumeId: string, endpointId: string) => {
+    const path = withData(volumeId);
     const problem = assertProblem(await t.request(a.key, 'DELETE', `/v2/network-volumes/${volumeId}`), 400, 'VOLUME_IN_USE');
     assert.ok(problem.detail.includes(endpointId), problem.detail);
-    assert.ok(existsSync(t.services.volumes.hostPath(volumeId)));
+    assert.ok(existsSync(path));
     assert.equal((await t.request(a.key, 'GET', `/v2/network-volumes/${volumeId}`)).statusCode, 200);
   };
 
@@ -184,4 +194,25 @@ describe('a volume a serverless endpoint uses', () => {
     assert.equal(deleted.errors, undefined, JSON.stringify(deleted));
     assert.equal((await t.request(a.key, 'DELETE', `/v2/network-volumes/${volume.id}`)).statusCode, 204);
   });
+});
+
+test('DELETE asks the runtime to remove the network volume’s data; a refused delete does not', async () => {
+  const runtime = new FakeRuntime();
+  const app = await createTestApp({ runtime });
+  try {
+    const { accountId, key } = await app.newAccount();
+    const res = await app.request(key, 'POST', '/v2/network-volumes', { name: 'data', size: 50, dataCenterId: 'US-TX-3' });
+    const volume = json(res) as { id: string };
+    await app.services.db.kysely
+      .insertInto('pods')
+      .values({ id: `p${volume.id}`, account_id: accountId, name: 'p', status: 'EXITED', desired_status: 'EXITED', image: 'x', disk: 20, cloud: 'SECURE', mounts: JSON.stringify({ network: [{ volumeId: volume.id, path: '/data' }] }), created_at: 1, updated_at: 1 } as never)
+      .execute();
+    assert.equal((await app.request(key, 'DELETE', `/v2/network-volumes/${volume.id}`)).statusCode, 400);
+    assert.deepEqual(runtime.removedVolumes, []);
+    await app.services.db.kysely.updateTable('pods').set({ status: 'TERMINATED' }).where('id', '=', `p${volume.id}`).execute();
+    assert.equal((await app.request(key, 'DELETE', `/v2/network-volumes/${volume.id}`)).statusCode, 204);
+    assert.deepEqual(runtime.removedVolumes, [volume.id]);
+  } finally {
+    await app.close();
+  }
 });

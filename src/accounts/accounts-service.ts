@@ -139,6 +139,11 @@ export class AccountsService {
     return ids.length;
   }
 
+  /** The id of the live key of a launched worker (to keep it valid when the worker is adopted after a restart), or null. */
+  liveWorkerKeyId(endpointId: string, workerId: string): Promise<string | null> {
+    return this.store.liveWorkerKeyId(endpointId, workerId);
+  }
+
   /** Revokes the keys of launched workers other than `keep` (theirs are gone). Answers how many. */
   async revokeWorkerKeysExcept(keep: readonly string[]): Promise<number> {
     const ids = await this.store.revokeWorkerKeysExcept(keep, this.#clock.now());

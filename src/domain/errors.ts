@@ -58,6 +58,7 @@ export const errorCatalogue = {
   INTERNAL: { status: 500, title: 'Internal Server Error' },
   JOB_FAILED: { status: 500, title: 'Internal Server Error' },
   UNAVAILABLE: { status: 503, title: 'Service Unavailable' },
+  RUNTIME_UNAVAILABLE: { status: 503, title: 'Service Unavailable' },
   JOB_NOT_FINISHED: { status: 504, title: 'Gateway Timeout' },
 } as const satisfies Record<string, ErrorDefinition>;
 

@@ -14,9 +14,17 @@
  * - An instance that exits on its own is not restarted: the pod becomes EXITED (ERROR when it
  *   failed) with the runtime's reason, and its desired status becomes EXITED.
  * - The periodic sweep (drift between stored pods and the runtime) runs only on the replica holding
- *   the `pods` lease.
- * - Server restart: `start()` re-reserves the allocation of every pod meant to run and starts its
- *   instance again; pods the user stopped stay stopped.
+ *   the `pods` lease. An instance the runtime reports `unknown` (its engine is unreachable) is not
+ *   drift: the pod keeps its status, with the runtime's reason as `statusReason` until it is seen
+ *   again; nothing is restarted meanwhile. While the runtime is unavailable, a pod to launch waits
+ *   (its status kept, the reason shown) and the sweep tries again.
+ * - Stop and EXITED keep the instance's storage (`runtime.stop`); terminate deletes it
+ *   (`runtime.remove`: the kept container and the persistent volume).
+ * - Server restart: `start(attached)` takes what the runtime's `attach()` answered. A pod meant to
+ *   run whose instance is live is adopted, not restarted: its allocation is reserved again, its
+ *   usage interval stays open, and it is reconciled from the instance's state. A pod meant to run
+ *   without a live instance re-reserves its allocation and starts again; a pod the user stopped
+ *   stays stopped, and a live instance of it is stopped.
  */
 import type { Logger } from 'pino';
 import type { Clock } from '../domain/clock.js';
@@ -25,11 +33,10 @@ import { decideAction, nextPodState, type PodAction, type PodEvent, type PodStat
 import type { EventBus } from '../events.js';
 import type { Inventory } from '../inventory/inventory.js';
 import type { RegistriesService } from '../registries/registries-service.js';
-import type { InstanceSpec, InstanceStatus, Runtime } from '../runtime/runtime.js';
+import type { AttachedInstance, InstanceSpec, InstanceStatus, Runtime } from '../runtime/runtime.js';
 import type { Db } from '../store/database.js';
 import { heldLease, type Lease } from '../store/leases.js';
 import { PodStore, type PodChanges, type PodRecord } from '../store/pod-store.js';
-import type { VolumesService } from '../volumes/volumes-service.js';
 import { GlobalAddressPool } from './global-network.js';
 import { allocationOf, reallocateOnHost } from './pod-allocation.js';
 import { podInstanceSpec } from './pod-instance-spec.js';
@@ -40,7 +47,6 @@ export interface PodControllerDeps {
   db: Db;
   runtime: Runtime;
   inventory: Inventory;
-  volumes: Pick<VolumesService, 'hostPath'>;
   registries: Pick<RegistriesService, 'credentials'>;
   clock: Clock;
   events: EventBus;
@@ -48,9 +54,8 @@ export interface PodControllerDeps {
   /** Which replica sweeps. @default always held */
   lease?: Lease;
   config: {
-    dataDir: string;
     pods: { reconcileIntervalMs: number };
-    networking: { globalPool: string };
+    networking: { globalPool: string; internalDomain: string };
   };
 }
 
@@ -66,7 +71,7 @@ export class PodController {
   #sweeping = false;
   #stopped = false;
   readonly #unsubscribe: () => void;
-  /** Pods with an instance started by this process: runtime events about other ids (serverless workers) are ignored. */
+  /** Pods with an instance started or adopted by this process: runtime events about other ids (serverless workers) are ignored. */
   readonly #known = new Set<string>();
   // The instance state last applied to each pod: a runtime event reporting that same state
   // (typically the launch this controller is applying itself) needs no second reconcile.
@@ -85,36 +90,55 @@ export class PodController {
     });
   }
 
-  /** Server start: re-reserves and restarts the pods meant to run, then reconciles periodically. */
-  async start(): Promise<void> {
+  /**
+   * Server start: adopts the live instances of pods meant to run (`attached`: what the runtime's
+   * `attach()` answered), re-reserves and restarts the others meant to run, stops live instances
+   * of stopped pods; then reconciles periodically.
+   */
+  async start(attached: readonly AttachedInstance[] = []): Promise<void> {
     this.#stopped = false;
     const now = this.#deps.clock.now();
+    const live = new Map<string, InstanceStatus>();
+    for (const a of attached) if (a.status && isLiveInstance(a.status)) live.set(a.id, a.status);
     for (const pod of await this.store.listActive()) {
-      await this.#queues.run(pod.id, async () => {
-        if (pod.desiredStatus !== 'RUNNING') {
-          if (isLive(pod.status)) await this.#status.settle(pod, 'EXITED', pod.statusReason ?? 'stopped by user');
-          return;
-        }
-        if (pod.status === 'EXITED' || pod.status === 'ERROR') {
-          await this.#status.update(pod, { desiredStatus: 'EXITED' });
-          return;
-        }
-        const reserved = pod.hostId ? this.#deps.inventory.reserveExact(pod.id, allocationOf(pod)) : { ok: false as const, reason: 'it has no machine assignment' };
-        if (!reserved.ok) {
-          await this.#status.settle(pod, 'ERROR', `Its machine could not be reserved again after a server restart: ${reserved.reason}`);
-          return;
-        }
-        // The instance did not survive the restart; its usage interval ended with it.
-        await this.store.closeUsage(pod.id, now);
-        if (pod.status === 'RUNNING') await this.#status.transition(pod, 'STARTING', { statusReason: null });
-      });
+      await this.#queues
+        .run(pod.id, () => this.#restore(pod, live.get(pod.id) ?? null, now))
+        .catch((err: unknown) => this.#deps.logger.error({ err, podId: pod.id }, 'restoring the pod at server start failed'));
       this.kick(pod.id);
     }
     this.#timer = setInterval(() => void this.#sweep(), Math.max(50, this.#deps.config.pods.reconcileIntervalMs));
     this.#timer.unref();
   }
 
-  /** Stops the loops and waits for in-flight steps. The runtime's close() stops the instances. */
+  /** One pod at server start; `live`: its instance's status when the runtime still runs it. */
+  async #restore(pod: PodRecord, live: InstanceStatus | null, now: number): Promise<void> {
+    if (live) this.#known.add(pod.id);
+    const meantToRun = pod.desiredStatus === 'RUNNING' && pod.status !== 'EXITED' && pod.status !== 'ERROR';
+    if (!meantToRun) {
+      // The user stopped it (or it ended) while no server watched: its instance must not run on.
+      if (live) await this.#deps.runtime.stop(pod.id);
+      if (pod.desiredStatus === 'RUNNING') await this.#status.update(pod, { desiredStatus: 'EXITED' });
+      else if (isLive(pod.status)) await this.#status.settle(pod, 'EXITED', pod.statusReason ?? 'stopped by user');
+      return;
+    }
+    const reserved = pod.hostId ? this.#deps.inventory.reserveExact(pod.id, allocationOf(pod)) : { ok: false as const, reason: 'it has no machine assignment' };
+    if (!reserved.ok) {
+      if (live) await this.#deps.runtime.stop(pod.id);
+      await this.#status.settle(pod, 'ERROR', `Its machine could not be reserved again after a server restart: ${reserved.reason}`);
+      return;
+    }
+    if (live) {
+      // Adopted: it ran on while no server watched, so its usage interval stays open.
+      this.#deps.logger.info({ podId: pod.id, state: live.state }, 'adopted the running instance of a pod');
+      await this.#observe(pod, live);
+      return;
+    }
+    // The instance did not survive the restart; its usage interval ended with it.
+    await this.store.closeUsage(pod.id, now);
+    if (pod.status === 'RUNNING') await this.#status.transition(pod, 'STARTING', { statusReason: null });
+  }
+
+  /** Stops the loops and waits for in-flight steps. The runtime's close() detaches from the instances. */
   async stop(): Promise<void> {
     this.#stopped = true;
     if (this.#timer) clearInterval(this.#timer);
@@ -215,7 +239,9 @@ export class PodController {
       return;
     }
     if (pod.status === 'EXITED' || pod.status === 'ERROR' || pod.status === 'TERMINATED') return;
-    const live = pod.status === 'PROVISIONING' ? null : await this.#deps.runtime.inspect(pod.id);
+    // A new pod has no instance yet (its create saves the look); one this process started or
+    // adopted may (a start again, a launch whose status write did not happen).
+    const live = pod.status === 'PROVISIONING' && !this.#known.has(pod.id) ? null : await this.#deps.runtime.inspect(pod.id);
     if (live === null) return this.#launch(pod);
     await this.#observe(pod, live);
   }
@@ -230,9 +256,15 @@ export class PodController {
     switch (live.state) {
       case 'starting':
         if (pod.status === 'PROVISIONING') await this.#apply(pod, { type: 'prepared' });
+        else await this.#seen(pod);
         return;
       case 'running':
         if (pod.status !== 'RUNNING') await this.#apply(pod, { type: 'ready' });
+        else await this.#seen(pod);
+        return;
+      case 'unknown':
+        // Its engine is away: the pod keeps its status and says why it cannot be seen.
+        await this.#unseen(pod, live.reason ?? 'the runtime cannot see the instance right now');
         return;
       case 'exited':
         await this.#apply(pod, { type: 'exited', reason: live.reason ?? `the process exited with code ${live.exitCode ?? 'unknown'}` });
@@ -240,7 +272,19 @@ export class PodController {
       case 'failed':
         await this.#apply(pod, { type: 'failed', reason: live.reason ?? 'the instance failed' });
         return;
+      default:
+        live.state satisfies never;
     }
+  }
+
+  /** The instance is seen again: the reason it could not be is cleared. Live pods carry no other reason. */
+  async #seen(pod: PodRecord): Promise<void> {
+    if (pod.statusReason !== null) await this.#status.update(pod, { statusReason: null });
+  }
+
+  /** The pod's instance cannot be seen or started for now: its status stays, `reason` says why. */
+  async #unseen(pod: PodRecord, reason: string): Promise<void> {
+    if (pod.statusReason !== reason) await this.#status.update(pod, { statusReason: reason });
   }
 
   async #apply(pod: PodRecord, event: PodEvent): Promise<void> {
@@ -261,18 +305,19 @@ export class PodController {
 
   /** PROVISIONING/STARTING without an instance: prepare storage, then start the instance. */
   async #launch(pod: PodRecord): Promise<void> {
-    let spec: InstanceSpec;
-    try {
-      spec = await podInstanceSpec(pod, { dataDir: this.#deps.config.dataDir, volumes: this.#deps.volumes, registries: this.#deps.registries });
-    } catch (err) {
-      await this.#status.settle(pod, 'ERROR', `Preparing the pod failed: ${(err as Error).message}`);
-      return;
-    }
     let current = pod;
     if (pod.status === 'RUNNING') {
       // The instance of a RUNNING pod vanished: its usage interval ended with it.
       await this.store.closeUsage(pod.id, this.#deps.clock.now());
       current = await this.#status.transition(pod, 'STARTING', { statusReason: null });
+    }
+    if (await this.#waitForRuntime(current)) return;
+    let spec: InstanceSpec;
+    try {
+      spec = await podInstanceSpec(current, { registries: this.#deps.registries, internalDomain: this.#deps.config.networking.internalDomain });
+    } catch (err) {
+      await this.#status.settle(current, 'ERROR', `Preparing the pod failed: ${(err as Error).message}`);
+      return;
     }
     // A PROVISIONING pod is written once, after the launch, with the state the runtime reports
     // (RUNNING straight away for placeholders and processes without a health probe).
@@ -281,10 +326,22 @@ export class PodController {
     try {
       status = await this.#deps.runtime.start(spec);
     } catch (err) {
+      if (await this.#waitForRuntime(current)) return;
       await this.#status.settle(current, 'ERROR', (err as Error).message || 'the instance could not be started');
       return;
     }
     await this.#observe(current, status);
+  }
+
+  /**
+   * While the runtime is unavailable a launch waits: not an error of the pod, which keeps its
+   * status with the reason and launches once the runtime is back (the sweep comes again).
+   */
+  async #waitForRuntime(pod: PodRecord): Promise<boolean> {
+    const unavailable = this.#deps.runtime.unavailable?.() ?? null;
+    if (unavailable === null) return false;
+    await this.#unseen(pod, `waiting for the runtime: ${unavailable}`);
+    return true;
   }
 
   async #startAction(pod: PodRecord): Promise<PodRecord> {
@@ -300,7 +357,8 @@ export class PodController {
   }
 
   async #terminate(pod: PodRecord): Promise<PodRecord> {
-    await this.#deps.runtime.stop(pod.id);
+    // Everything the instance had goes: a kept container, the persistent volume.
+    await this.#deps.runtime.remove(pod.id);
     const now = this.#deps.clock.now();
     const changes: PodChanges = { status: 'TERMINATED', desiredStatus: 'TERMINATED', terminatedAt: now, updatedAt: now };
     await this.store.withTransaction(async (tx) => {
@@ -325,6 +383,8 @@ export class PodController {
       for (const pod of pods) {
         if (this.#queues.has(pod.id)) continue;
         const instance = live.get(pod.id);
+        // An instance its engine cannot see right now is left alone: it may be running fine.
+        if (instance?.state === 'unknown') continue;
         const drifted =
           pod.desiredStatus === 'RUNNING'
             ? pod.status === 'PROVISIONING' || ((pod.status === 'RUNNING' || pod.status === 'STARTING') && (!instance || instance.state === 'exited' || instance.state === 'failed' || (instance.state === 'running') !== (pod.status === 'RUNNING')))
@@ -340,3 +400,5 @@ export class PodController {
 }
 
 const isLive = (s: PodStatus): boolean => s === 'PROVISIONING' || s === 'STARTING' || s === 'RUNNING';
+/** An instance that runs, or may (its engine cannot see it right now): adopted, not restarted. */
+const isLiveInstance = (s: InstanceStatus): boolean => s.state === 'starting' || s.state === 'running' || s.state === 'unknown';

@@ -1,20 +1,23 @@
 import type { RegistriesService } from '../registries/registries-service.js';
 import type { InstanceSpec, VolumeSource } from '../runtime/runtime.js';
 import type { PodRecord } from '../store/pod-store.js';
-import type { VolumesService } from '../volumes/volumes-service.js';
+import { internalDns } from './global-network.js';
 
 export interface PodInstanceDeps {
-  /** A pod's persistent volume lives in `<dataDir>/pods/<id>/persistent`. */
-  dataDir: string;
-  volumes: Pick<VolumesService, 'hostPath'>;
   registries: Pick<RegistriesService, 'credentials'>;
+  /** `<pod_id>.<internalDomain>.internal` names a globally networked pod on its account's network. */
+  internalDomain: string;
 }
+
+/** The private network of an account's globally networked pods (spec 2.8). */
+export const accountNetworkName = (accountId: string): string => `acct-${accountId}`;
 
 /**
  * The instance a pod runs as: its image, args, the tenant's env and the platform's (identity,
  * placement, and the hidden env startSsh / startJupyter injected — a runtime screens only the
- * tenant's, and the platform's wins), its machine assignment, ports, volumes (their host folders
- * created) and registry credentials.
+ * tenant's, and the platform's wins), its machine assignment, ports, volumes (named by source: the
+ * runtime decides where their data lives), registry credentials, and, with global networking,
+ * its account's network, where it answers to its internal DNS name at its global address.
  */
 export async function podInstanceSpec(pod: PodRecord, deps: PodInstanceDeps): Promise<InstanceSpec> {
   const volumes: VolumeSource[] = [];
@@ -44,5 +47,7 @@ export async function podInstanceSpec(pod: PodRecord, deps: PodInstanceDeps): Pr
     ports: pod.portMappings.map((m) => ({ private: m.private, public: m.public, protocol: m.type })),
     volumes,
     registryAuth,
+    network: pod.globalNetworking ? { name: accountNetworkName(pod.accountId), aliases: [internalDns(pod.id, deps.internalDomain)], ip: pod.globalIp } : null,
+    networkMode: 'default',
   };
 }

@@ -38,8 +38,11 @@ import { toPodView, type PodView } from './pod-view.js';
 export interface PodsServiceDeps {
   controller: PodController;
   inventory: Inventory;
-  /** `refusedEnv`: the env a tenant may set (the process runtime refuses loader and interpreter variables). */
-  runtime: Pick<Runtime, 'inspect' | 'refusedEnv'>;
+  /**
+   * `refusedEnv`: the env a tenant may set (the process runtime refuses loader and interpreter
+   * variables); `unavailable`: why no instance can start now (creates and starts are refused).
+   */
+  runtime: Pick<Runtime, 'inspect' | 'refusedEnv' | 'unavailable'>;
   templates: Pick<TemplatesService, 'resolveForPod'>;
   volumes: Pick<VolumesService, 'get'>;
   registries: Pick<RegistriesService, 'get'>;
@@ -90,6 +93,7 @@ export class PodsService {
 
   /** Validates, places and stores a pod (PROVISIONING); the controller starts it right after. */
   async create(accountId: string, body: CreatePodInput): Promise<PodView> {
+    this.#assertRuntimeAvailable();
     const { catalog } = this.#d.config;
     const template = body.templateId ? templateDefaults(await this.#d.templates.resolveForPod(accountId, body.templateId)) : null;
     const settings = resolveCreate(body, template, catalog);
@@ -196,6 +200,7 @@ export class PodsService {
    */
   async act(accountId: string, id: string, action: PodAction): Promise<PodView> {
     const pod = await this.#owned(accountId, id);
+    if (action === 'start' || action === 'restart') this.#assertRuntimeAvailable();
     const quota = this.#d.quota;
     if (action === 'start' && quota && pod.desiredStatus !== 'RUNNING' && pod.gpuCount > 0)
       return this.#render(await quota.admit(accountId, { pods: 0, gpus: pod.gpuCount }, () => this.#d.controller.act(id, action)));
@@ -248,6 +253,12 @@ export class PodsService {
   }
 
   // ---------------------------------------------------------------------------------------------
+
+  /** 503 RUNTIME_UNAVAILABLE while the runtime cannot start instances: nothing is stored or reserved. */
+  #assertRuntimeAvailable(): void {
+    const reason = this.#d.runtime.unavailable?.() ?? null;
+    if (reason !== null) throw new ApiError('RUNTIME_UNAVAILABLE', `No instance can be started right now: ${reason}. Nothing was created or changed; try again once the runtime is back.`);
+  }
 
   async #owned(accountId: string, id: string): Promise<PodRecord> {
     const pod = await this.store.getOwned(accountId, id);

@@ -3,8 +3,11 @@ import assert from 'node:assert/strict';
 import { createTestApp, type TestApp } from '../../test/support/harness.js';
 import { FakeClock } from '../domain/clock.js';
 import { FakeRuntime } from '../../test/support/fake-runtime.js';
+import pino, { type Logger } from 'pino';
 import type { Endpoint } from './endpoint.js';
-import type { Autoscaler } from './autoscaler.js';
+import { Autoscaler } from './autoscaler.js';
+import { Inventory } from '../inventory/inventory.js';
+import type { AttachedInstance } from '../runtime/runtime.js';
 
 const S = 1_000;
 /** Lets the autoscaler's reaction to an instance event (a few store calls) run. */
@@ -26,6 +29,12 @@ describe('Autoscaler', () => {
 
   const endpoint = (patch: Record<string, unknown> = {}): Promise<Endpoint> =>
     t.services.endpoints.create(accountId, { name: `ep-${Math.random()}`, templateId, gpuIds: 'ADA_24', workersMin: 0, workersMax: 2, idleTimeout: 5, ...patch });
+  /** An endpoint of an account of its own: no GPU quota shared with the other tests' workers. */
+  const endpointOfNewAccount = async (patch: Record<string, unknown> = {}): Promise<Endpoint> => {
+    const owner = (await t.newAccount()).accountId;
+    const template = await t.services.templates.create(owner, { name: 'worker', imageName: 'my-worker:dev', isServerless: true });
+    return t.services.endpoints.create(owner, { name: `ep-${Math.random()}`, templateId: template.id, gpuIds: 'ADA_24', workersMin: 0, workersMax: 2, idleTimeout: 5, ...patch });
+  };
   const rows = (endpointId: string) => t.services.db.kysely.selectFrom('workers').selectAll().where('endpoint_id', '=', endpointId).execute();
 
   before(async () => {
@@ -44,6 +53,7 @@ describe('Autoscaler', () => {
   });
   beforeEach(() => {
     runtime.failStart = false;
+    runtime.unavailableReason = null;
   });
 
   test('a queued job on an endpoint without workers launches one, placed on a GPU of its pool, with the worker environment', async () => {
@@ -201,6 +211,57 @@ describe('Autoscaler', () => {
     assert.equal(JSON.stringify([spec.env, spec.platformEnv]).includes('s3cret'), false, 'the password is not in the environment');
   });
 
+  test('while the runtime is unavailable no worker is launched or stopped and nothing counts as a crash; once it is back the wanted workers launch', async () => {
+    const idle = await endpointOfNewAccount({ idleTimeout: 5 });
+    await t.services.jobs.submit(idle.id, idle.accountId, { input: {} });
+    await autoscaler.tick(clock.now());
+    const [kept] = autoscaler.workerIds(idle.id);
+    const [taken] = await t.services.jobs.take(idle.id, kept!);
+    await t.services.workers.seen(idle.id, kept!, true);
+    await autoscaler.tick(clock.now());
+    await t.services.jobs.complete(kept!, taken!.id, { output: 1 });
+    await t.services.workers.seen(idle.id, kept!, false);
+    const ep = await endpointOfNewAccount({ workersMin: 1 });
+    const started = runtime.started.length;
+    runtime.unavailableReason = 'the Docker Engine at unix:///var/run/docker.sock is unreachable';
+    for (let i = 0; i < 5; i++) {
+      clock.advance(10 * S);
+      await autoscaler.tick(clock.now());
+    }
+    assert.equal(runtime.started.length, started, 'nothing launched');
+    assert.deepEqual(await rows(ep.id), []);
+    const health = autoscaler.health(ep.id);
+    assert.equal(health.crashes, 0);
+    assert.equal(health.throttled, 1);
+    assert.match(health.capacityError ?? '', /unreachable/);
+    assert.deepEqual(autoscaler.workerIds(idle.id), [kept], 'an idle worker is not stopped while its instance cannot be removed');
+    assert.equal(runtime.removed.includes(kept!), false);
+    runtime.unavailableReason = null;
+    await autoscaler.tick(clock.now());
+    assert.equal((await rows(ep.id)).length, 1, 'launched once the runtime is back');
+    assert.deepEqual(autoscaler.workerIds(idle.id), [], 'and the idle worker stopped');
+    assert.ok(runtime.removed.includes(kept!), 'a stopped worker keeps nothing: its instance is removed');
+    assert.equal(autoscaler.health(ep.id).capacityError, null);
+    await t.services.endpoints.update(ep.accountId, ep.id, { workersMin: 0, workersMax: 0 });
+    await autoscaler.tick(clock.now());
+  });
+
+  test('a worker whose instance the runtime reports unknown is left alone: not stopped, not counted as crashed', async () => {
+    const ep = await endpointOfNewAccount({ workersMin: 1 });
+    await autoscaler.tick(clock.now());
+    const [id] = autoscaler.workerIds(ep.id);
+    runtime.report(id!, 'unknown', 'the Docker Engine is unreachable');
+    await autoscaler.tick(clock.now());
+    runtime.report(id!, 'running');
+    await autoscaler.tick(clock.now());
+    assert.deepEqual(autoscaler.workerIds(ep.id), [id]);
+    assert.equal(runtime.removed.includes(id!), false);
+    assert.equal(autoscaler.health(ep.id).crashes, 0);
+    await t.services.endpoints.update(ep.accountId, ep.id, { workersMin: 0, workersMax: 0 });
+    await autoscaler.tick(clock.now());
+    assert.ok(runtime.removed.includes(id!));
+  });
+
   test('a long queue launches workersMax workers under REQUEST_COUNT, the pass counting only what can change the decision', async () => {
     const ep = await endpoint({ scalerType: 'REQUEST_COUNT', scalerValue: 2, workersMax: 2 });
     for (let i = 0; i < 40; i++) await t.services.jobs.submit(ep.id, accountId, { input: { i } });
@@ -253,6 +314,123 @@ describe('Autoscaler wake-ups', () => {
       store.launchedWorkers = launchedWorkers;
       await autoscaler.stop();
       await t.close();
+    }
+  });
+});
+
+describe('Autoscaler after a restart', () => {
+  let t: TestApp;
+  let clock: FakeClock;
+  let runtime: FakeRuntime;
+  const silent = pino({ level: 'silent' });
+  const running = (id: string) => ({ id, state: 'running' as const, startedAt: 0, exitCode: null, reason: null, stats: null });
+
+  before(async () => {
+    clock = new FakeClock();
+    runtime = new FakeRuntime();
+    t = await createTestApp({ clock, runtime });
+    await t.services.autoscaler.start({ loop: false });
+  });
+  after(async () => {
+    await t?.services.autoscaler.stop();
+    await t?.close();
+  });
+
+  /** An endpoint of a new account, and its launched workers (the first server's). */
+  async function launched(workers: number): Promise<{ accountId: string; ep: Endpoint; ids: string[] }> {
+    const { accountId } = await t.newAccount();
+    const template = await t.services.templates.create(accountId, { name: 'worker', imageName: 'my-worker:dev', isServerless: true });
+    const ep = await t.services.endpoints.create(accountId, { name: `ep-${Math.random()}`, templateId: template.id, gpuIds: 'ADA_24', workersMin: workers, workersMax: workers });
+    await t.services.autoscaler.tick(clock.now());
+    const ids = t.services.autoscaler.workerIds(ep.id);
+    assert.equal(ids.length, workers);
+    // The first server now dies (kill -9): it stops nothing, and no longer scales this endpoint.
+    await t.services.endpoints.update(accountId, ep.id, { workersMin: 0, workersMax: 0 });
+    return { accountId, ep, ids };
+  }
+
+  /** A second server over the same database: a fresh inventory, a runtime that finds `attached`. */
+  function restarted(attached: AttachedInstance[], logger: Pick<Logger, 'info' | 'warn' | 'error' | 'debug'> = silent) {
+    const s = t.services;
+    const runtime = new FakeRuntime();
+    runtime.attached = attached;
+    const inventory = new Inventory({ hosts: t.config.fleet, catalog: t.config.catalog });
+    const autoscaler = new Autoscaler({ db: s.db, clock, runtime, inventory, jobs: s.jobs, workers: s.workers, endpoints: s.endpoints, accounts: s.accounts, logger, config: { catalog: t.config.catalog, publicUrl: 'http://127.0.0.1:1' } });
+    return { runtime, inventory, autoscaler };
+  }
+
+  const statusOf = async (id: string) => (await t.services.db.kysely.selectFrom('workers').select('status').where('id', '=', id).executeTakeFirst())?.status;
+
+  test('a worker whose row, key and container survived the server is adopted: not started again, its key valid, its allocation reserved again', async () => {
+    const { accountId, ep, ids } = await launched(1);
+    const id = ids[0]!;
+    const key = runtime.specs.get(id)!.platformEnv.RUNPOD_AI_API_KEY!;
+    const allocation = t.services.inventory.allocationOf(id);
+    await t.services.endpoints.update(accountId, ep.id, { workersMin: 1, workersMax: 1 });
+    const next = restarted([{ id, owner: { kind: 'worker', accountId, endpointId: ep.id }, status: running(id) }]);
+    try {
+      const { adopted, cleaned } = await next.autoscaler.adopt(await next.runtime.attach());
+      assert.deepEqual(adopted, [id]);
+      assert.equal(cleaned.includes(id), false);
+      assert.deepEqual(next.inventory.allocationOf(id), allocation);
+      assert.equal((await t.services.accounts.authenticate(key))?.accountId, accountId, 'its key is still valid');
+      await next.autoscaler.start({ loop: false });
+      await next.autoscaler.tick(clock.now());
+      assert.deepEqual(next.runtime.started, [], 'workersMin is met by the adopted worker');
+      assert.deepEqual(next.autoscaler.workerIds(ep.id), [id]);
+      assert.deepEqual(next.runtime.removed, []);
+      assert.notEqual(await statusOf(id), 'dead');
+    } finally {
+      await t.services.endpoints.update(accountId, ep.id, { workersMin: 0, workersMax: 0 });
+      await next.autoscaler.stop();
+    }
+    assert.deepEqual(next.runtime.removed, [id], 'a stopped worker is removed');
+  });
+
+  test('a worker whose key was revoked, whose container is stopped, or whose row predates allocations is removed, its row dead and its job requeued', async () => {
+    const { accountId, ep, ids } = await launched(3);
+    const [revoked, stopped, old] = ids as [string, string, string];
+    await t.services.accounts.revokeKey((await t.services.accounts.liveWorkerKeyId(ep.id, revoked))!);
+    await t.services.db.kysely.updateTable('workers').set({ allocation: null }).where('id', '=', old).execute();
+    const { id: jobId } = await t.services.jobs.submit(ep.id, accountId, { input: {} });
+    await t.services.jobs.take(ep.id, old);
+    const owner = { kind: 'worker' as const, accountId, endpointId: ep.id };
+    const next = restarted([
+      { id: revoked, owner, status: running(revoked) },
+      { id: stopped, owner, status: null },
+      { id: old, owner, status: running(old) },
+    ]);
+    try {
+      const { adopted, cleaned } = await next.autoscaler.adopt(await next.runtime.attach());
+      assert.deepEqual(adopted, []);
+      for (const id of ids) {
+        assert.ok(cleaned.includes(id), id);
+        assert.ok(next.runtime.removed.includes(id), id);
+        assert.equal(await statusOf(id), 'dead');
+        assert.equal(next.inventory.allocationOf(id), undefined);
+      }
+      assert.equal((await t.services.jobs.status(accountId, ep.id, jobId)).status, 'IN_QUEUE');
+    } finally {
+      await next.autoscaler.stop();
+    }
+  });
+
+  test('an unavailable runtime is logged once while it lasts, and its return once', async () => {
+    const lines: string[] = [];
+    const record = (level: string) => (_obj: unknown, msg?: string) => void lines.push(`${level}: ${msg ?? String(_obj)}`);
+    const next = restarted([], { info: record('info'), warn: record('warn'), error: record('error'), debug: () => {} });
+    await next.autoscaler.start({ loop: false });
+    try {
+      next.runtime.unavailableReason = 'the Docker Engine is unreachable';
+      for (let i = 0; i < 3; i++) await next.autoscaler.tick(clock.now());
+      next.runtime.unavailableReason = null;
+      for (let i = 0; i < 3; i++) await next.autoscaler.tick(clock.now());
+      assert.deepEqual(
+        lines.filter((l) => /runtime/.test(l)),
+        ['warn: the runtime is unavailable: no worker is launched or stopped until it is back', 'info: the runtime is available again; scaling resumes'],
+      );
+    } finally {
+      await next.autoscaler.stop();
     }
   });
 });

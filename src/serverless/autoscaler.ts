@@ -11,8 +11,15 @@
  * record, and one `worker`-scoped API key per launched worker (minted at its launch, revoked when
  * it stops; stored hashed only), held by `LaunchedWorkers`, `EndpointScaleStates` and
  * `WorkerKeys`. The `workers` table remains the shared truth: rows of workers
- * it launched carry `host_id`, and after a restart rows whose instance is gone are marked dead and
- * their jobs requeued.
+ * it launched carry `host_id` and the allocation they hold there.
+ *
+ * After a restart (`adopt()` with what the runtime's `attach()` found, then `recover()`): a worker
+ * whose row, key and instance all survived is adopted — its allocation reserved again, its key
+ * kept, its in-memory entry rebuilt — so a server killed and started again does not throw away
+ * warm workers; every other row is marked dead, its instance removed and its jobs requeued.
+ *
+ * While the runtime is unavailable (its engine unreachable) the autoscaler neither launches nor
+ * stops workers (logged once), and a launch that fails because of it is not a crash.
  */
 import type { Logger } from 'pino';
 import type { AutoscalerConfig } from '../config.js';
@@ -23,7 +30,7 @@ import { decideScale, type ScaleQueue, type ScaleWorker } from '../domain/autosc
 import type { Inventory } from '../inventory/inventory.js';
 import type { JobsService } from '../jobs/jobs-service.js';
 import type { JobEventPayload } from '../jobs/job-view.js';
-import type { Runtime } from '../runtime/runtime.js';
+import type { AttachedInstance, Runtime } from '../runtime/runtime.js';
 import type { Db } from '../store/database.js';
 import { AutoscalerStore, type LaunchedWorkerRow } from '../store/autoscaler-store.js';
 import { heldLease, type Lease } from '../store/leases.js';
@@ -51,12 +58,12 @@ export interface AutoscalerDeps {
   db: Db;
   clock: Clock;
   runtime: Runtime;
-  inventory: Pick<Inventory, 'placeAndReserve' | 'release'>;
+  inventory: Pick<Inventory, 'placeAndReserve' | 'reserveExact' | 'release'>;
   jobs: Pick<JobsService, 'workerLost'>;
   workers: Pick<WorkersRegistry, 'markDead' | 'takeRecycleRequest'>;
   endpoints: Pick<EndpointsService, 'get' | 'templateOf'>;
-  accounts: Pick<AccountsService, 'createKey' | 'revokeKey' | 'revokeWorkerKeysExcept'>;
-  /** Network volumes: their data center (a placement constraint) and host folder. */
+  accounts: Pick<AccountsService, 'createKey' | 'revokeKey' | 'revokeWorkerKeysExcept' | 'liveWorkerKeyId'>;
+  /** Network volumes: their data center (a placement constraint). */
   volumes?: WorkerVolumes;
   /** Credentials of templates' container registries, for pulling worker images. */
   registries?: Pick<RegistriesService, 'credentials'>;
@@ -90,6 +97,12 @@ export class Autoscaler {
   readonly #workers: LaunchedWorkers;
   readonly #loop: PassLoop;
   #unsubscribe: Array<() => void> = [];
+  /** Unsubscribes from the runtime's changes (subscribed by whichever of adopt/start comes first). */
+  #runtimeOff: (() => void) | null = null;
+  /** What the runtime's `attach()` found, by id, until the first recovery has decided on it. */
+  #attached: Map<string, AttachedInstance> | null = null;
+  /** The runtime's reason while it is unavailable (logged when it starts and when it ends). */
+  #unavailable: string | null = null;
 
   constructor(deps: AutoscalerDeps) {
     this.#deps = deps;
@@ -113,11 +126,11 @@ export class Autoscaler {
   async start(options: { loop?: boolean } = {}): Promise<void> {
     if (!this.#loop.stopped) return;
     this.#loop.open();
-    if (this.#lease.isHeld()) {
+    if (this.#lease.isHeld() && this.#recoveredTerm !== this.#lease.term) {
       this.#recoveredTerm = this.#lease.term;
       await this.recover();
     }
-    this.#unsubscribe.push(this.#deps.runtime.onChange((status) => this.#workers.onInstanceChange(status)));
+    this.#watchRuntime();
     if (this.#deps.events) {
       const active = (p: JobEventPayload): void => {
         if (p.job.workerId) this.#workers.finishedJob(p.endpointId, p.job.workerId, p.at);
@@ -133,8 +146,14 @@ export class Autoscaler {
   async stop(): Promise<void> {
     for (const off of this.#unsubscribe) off();
     this.#unsubscribe = [];
+    this.#runtimeOff?.();
+    this.#runtimeOff = null;
     await this.#loop.stop();
     await this.#workers.stopAll('server shutdown');
+  }
+
+  #watchRuntime(): void {
+    this.#runtimeOff ??= this.#deps.runtime.onChange((status) => this.#workers.onInstanceChange(status));
   }
 
   /** A scheduled pass: scales only while this replica holds the lease. */
@@ -161,15 +180,44 @@ export class Autoscaler {
   }
 
   /**
-   * After a restart: launched workers' rows whose instance no longer runs here are marked dead and
-   * their jobs requeued; an instance that still runs but is not ours to account for is stopped;
-   * every launched worker's key not held here is revoked.
+   * Server start, before the server listens (so no new pod or worker takes what the adopted ones
+   * hold): takes what the runtime's `attach()` found, and, when this replica drives the
+   * autoscaler, recovers at once, adopting the workers that survived. Otherwise the first
+   * recovery after the lease is won decides.
    */
-  async recover(): Promise<{ cleaned: string[] }> {
+  async adopt(attached: readonly AttachedInstance[]): Promise<{ adopted: string[]; cleaned: string[] }> {
+    this.#attached = new Map(attached.map((a) => [a.id, a]));
+    // An adopted worker that ends before the loop starts is noticed too.
+    this.#watchRuntime();
+    if (!this.#lease.isHeld()) return { adopted: [], cleaned: [] };
+    this.#recoveredTerm = this.#lease.term;
+    return this.recover();
+  }
+
+  /**
+   * After a restart or a lease change: a launched worker's row whose instance the runtime found
+   * still running (at server start) is adopted when its key and allocation are still good; every
+   * other row not tracked here is marked dead, its instance removed and its jobs requeued; every
+   * launched worker's key not held here is revoked.
+   */
+  async recover(): Promise<{ adopted: string[]; cleaned: string[] }> {
+    const adopted: string[] = [];
     const cleaned: string[] = [];
+    const attached = this.#attached;
+    // Found once, at start: a later recovery (a lease won back) adopts nothing from it.
+    this.#attached = null;
     for (const row of await this.store.launchedWorkers()) {
       if (this.#workers.has(row.id)) continue;
-      await this.#deps.runtime.stop(row.id).catch(() => undefined);
+      if (attached) {
+        const adoption = await this.#workers.adopt(row, attached.get(row.id));
+        if (adoption.ok) {
+          adopted.push(row.id);
+          this.#deps.logger.info({ workerId: row.id, endpointId: row.endpointId }, 'adopted a worker left running by a previous server');
+          continue;
+        }
+        if (attached.has(row.id)) this.#deps.logger.info({ workerId: row.id, endpointId: row.endpointId, reason: adoption.reason }, 'not adopting a worker left by a previous server');
+      }
+      await this.#deps.runtime.remove(row.id).catch(() => undefined);
       this.#deps.inventory.release(row.id);
       await this.#deps.workers.markDead(row.endpointId, [row.id], this.#deps.clock.now());
       const moved = await this.#deps.jobs.workerLost(row.id, row.endpointId);
@@ -179,11 +227,12 @@ export class Autoscaler {
     // Keys of workers launched before (a crash skips their revocation): none of them runs now.
     const revoked = await this.#workers.revokeOrphanKeys();
     if (revoked > 0) this.#deps.logger.info({ revoked }, 'revoked the keys of workers left by a previous server');
-    return { cleaned };
+    return { adopted, cleaned };
   }
 
   /** One pass over every endpoint at `now`. Tests call it directly on a fake clock. */
   async tick(now: number = this.#deps.clock.now()): Promise<void> {
+    const unavailable = this.#runtimeUnavailable();
     const rows = await this.store.launchedWorkers();
     const byEndpoint = new Map<string, typeof rows>();
     for (const r of rows) byEndpoint.set(r.endpointId, [...(byEndpoint.get(r.endpointId) ?? []), r]);
@@ -193,12 +242,13 @@ export class Autoscaler {
       const workerRows = byEndpoint.get(id) ?? [];
       if (workersMax <= 0 && workerRows.length === 0 && !this.#states.has(id)) continue;
       try {
-        await this.#scaleEndpoint(accountId, id, workerRows, now);
+        await this.#scaleEndpoint(accountId, id, workerRows, now, unavailable);
       } catch (err) {
         this.#deps.logger.error({ endpointId: id, err: (err as Error).message }, 'autoscaler pass failed for endpoint');
       }
     }
-    // Workers of endpoints that no longer exist.
+    // Workers of endpoints that no longer exist (once the runtime can remove them).
+    if (unavailable !== null) return;
     for (const [endpointId, workerRows] of byEndpoint) {
       if (known.has(endpointId)) continue;
       for (const r of workerRows) await this.#workers.stop(r.id, 'endpoint deleted', r.endpointId);
@@ -218,7 +268,16 @@ export class Autoscaler {
 
   // ── one endpoint ──────────────────────────────────────────────────────────────────────────
 
-  async #scaleEndpoint(accountId: string, endpointId: string, rows: LaunchedWorkerRow[], now: number): Promise<void> {
+  /** The runtime's reason while it cannot start instances, logged once when it goes and once when it is back. */
+  #runtimeUnavailable(): string | null {
+    const reason = this.#deps.runtime.unavailable?.() ?? null;
+    if (reason !== null && this.#unavailable === null) this.#deps.logger.warn({ reason }, 'the runtime is unavailable: no worker is launched or stopped until it is back');
+    if (reason === null && this.#unavailable !== null) this.#deps.logger.info('the runtime is available again; scaling resumes');
+    this.#unavailable = reason;
+    return reason;
+  }
+
+  async #scaleEndpoint(accountId: string, endpointId: string, rows: LaunchedWorkerRow[], now: number, unavailable: string | null = null): Promise<void> {
     const state = this.#states.of(endpointId);
     const endpoint = await this.#deps.endpoints.get(accountId, endpointId);
     // Counting past workersMax × scalerValue queued jobs cannot change the decision: the pass
@@ -241,7 +300,7 @@ export class Autoscaler {
       const m = this.#workers.get(row.id);
       if (!m) {
         // A row of ours with no instance (e.g. written by another replica that died): lost.
-        await this.#workers.stop(row.id, 'no instance', row.endpointId);
+        if (unavailable === null) await this.#workers.stop(row.id, 'no instance', row.endpointId);
         continue;
       }
       if (m.stopping) continue;
@@ -272,6 +331,12 @@ export class Autoscaler {
       this.config,
     );
     state.heldBack = decision.heldBack;
+    if (unavailable !== null) {
+      // Nothing can be launched or removed: the wanted workers wait, as if throttled.
+      state.throttled = decision.start;
+      state.capacityError = decision.start > 0 ? `the runtime is unavailable: ${unavailable}` : null;
+      return;
+    }
     if (decision.start > 0 || decision.stop.length > 0) this.#deps.logger.info({ endpointId, start: decision.start, stop: decision.stop, reasons: decision.reasons }, 'scaling');
     for (const { id, reason } of decision.stop) {
       const m = this.#workers.get(id);

@@ -5,8 +5,8 @@ import type { Clock } from '../domain/clock.js';
 import { newId } from '../domain/ids.js';
 import type { Inventory } from '../inventory/inventory.js';
 import type { JobsService } from '../jobs/jobs-service.js';
-import type { InstanceStatus, Runtime } from '../runtime/runtime.js';
-import type { AutoscalerStore } from '../store/autoscaler-store.js';
+import type { AttachedInstance, InstanceStatus, Runtime } from '../runtime/runtime.js';
+import type { AutoscalerStore, LaunchedWorkerRow } from '../store/autoscaler-store.js';
 import type { Endpoint } from './endpoint.js';
 import type { EndpointScaleStates } from './endpoint-scale-states.js';
 import type { EndpointsService } from './endpoints-service.js';
@@ -15,10 +15,9 @@ import type { RegistriesService } from '../registries/registries-service.js';
 import { workerInstanceSpec, workerPlacementRequest } from './worker-spec.js';
 import type { WorkersRegistry } from './workers-registry.js';
 
-/** Network volumes: their data center (a placement constraint) and host folder. */
+/** Network volumes: their data center (a placement constraint). */
 export interface WorkerVolumes {
   get(accountId: string, id: string): Promise<{ dataCenterId: string }>;
-  hostPath(id: string): string;
 }
 
 export interface LaunchedWorkersDeps {
@@ -26,12 +25,12 @@ export interface LaunchedWorkersDeps {
   /** Crash records: early ends and failed launches count as crashes of the endpoint. */
   states: Pick<EndpointScaleStates, 'crashed' | 'healthy'>;
   clock: Clock;
-  runtime: Pick<Runtime, 'start' | 'stop' | 'runsAsPlaceholder'>;
-  inventory: Pick<Inventory, 'placeAndReserve' | 'release'>;
+  runtime: Pick<Runtime, 'start' | 'remove' | 'inspect' | 'runsAsPlaceholder' | 'unavailable'>;
+  inventory: Pick<Inventory, 'placeAndReserve' | 'reserveExact' | 'release'>;
   jobs: Pick<JobsService, 'workerLost'>;
   workers: Pick<WorkersRegistry, 'markDead'>;
   endpoints: Pick<EndpointsService, 'templateOf'>;
-  accounts: Pick<AccountsService, 'createKey' | 'revokeKey' | 'revokeWorkerKeysExcept'>;
+  accounts: Pick<AccountsService, 'createKey' | 'revokeKey' | 'revokeWorkerKeysExcept' | 'liveWorkerKeyId'>;
   volumes?: WorkerVolumes;
   /** Credentials of the template's container registry, handed to the runtime to pull the image. */
   registries?: Pick<RegistriesService, 'credentials'>;
@@ -65,8 +64,10 @@ const MAX_REASON = 400;
 
 /**
  * The workers this replica launched, in memory: launching one (placed through the inventory and
- * started through the runtime like a pod, with a key of its own), stopping one (its jobs go back
- * to the queue), and noticing one that ended on its own (an early end is a crash of its endpoint).
+ * started through the runtime like a pod, with a key of its own), adopting one a previous server
+ * launched whose instance runs on, stopping one (its instance removed: a worker keeps nothing; its
+ * jobs go back to the queue), and noticing one that ended on its own (an early end is a crash of
+ * its endpoint).
  */
 export class LaunchedWorkers {
   readonly #deps: LaunchedWorkersDeps;
@@ -133,9 +134,9 @@ export class LaunchedWorkers {
     const { placement } = placed;
     this.#workers.set(workerId, { endpointId: endpoint.id, startedAt: now, lastActiveAt: now, ready: false, proven: false, recycle: false, stopping: false });
     try {
-      await this.#deps.store.insertLaunched(workerId, endpoint.id, placement.hostId, now);
+      const allocation = { gpuIndices: placement.gpuIndices, vcpus: request.vcpuCount, memoryGb: request.memoryGb, diskGb: request.diskGb };
+      await this.#deps.store.insertLaunched(workerId, endpoint.id, placement.hostId, allocation, now);
       const apiKey = await this.#keys.mint(endpoint, workerId);
-      const volumeHostPath = endpoint.networkVolumeId && this.#deps.volumes ? this.#deps.volumes.hostPath(endpoint.networkVolumeId) : null;
       const registryAuth =
         template.containerRegistryAuthId && this.#deps.registries ? await this.#deps.registries.credentials(endpoint.accountId, template.containerRegistryAuthId) : null;
       const spec = workerInstanceSpec({
@@ -146,7 +147,6 @@ export class LaunchedWorkers {
         placement,
         request,
         apiKey,
-        volumeHostPath,
         publicUrl: this.#deps.config.publicUrl,
         pingIntervalMs: this.#deps.config.pingIntervalMs ?? 10_000,
       });
@@ -163,18 +163,43 @@ export class LaunchedWorkers {
       }
       return { ok: true };
     } catch (err) {
-      // Could not launch at all: the same as a worker dying at once.
+      // Could not launch at all: the same as a worker dying at once, unless the runtime went away
+      // (the worker is not to blame; the autoscaler waits for the runtime).
       const reason = `could not launch: ${(err as Error).message}`;
       this.#deps.logger.warn({ endpointId: endpoint.id, workerId, reason }, 'worker launch failed');
       await this.stop(workerId, 'launch failed');
-      this.#deps.states.crashed(endpoint.id, now, this.#deps.clock.now(), reason);
+      if ((this.#deps.runtime.unavailable?.() ?? null) === null) this.#deps.states.crashed(endpoint.id, now, this.#deps.clock.now(), reason);
       return { ok: true };
     }
   }
 
   /**
-   * Stops a worker: instance, reservation, key, row; its jobs (if any) go back to the queue.
-   * `endpointId` names the endpoint of a worker not tracked here (a row left by another replica).
+   * Takes over a worker a previous server launched whose instance still runs (`attached`: what the
+   * runtime's `attach()` found under its id): its allocation is reserved again and its key kept,
+   * so it goes on taking jobs. Answers why not when it cannot be (the caller then removes it).
+   */
+  async adopt(row: LaunchedWorkerRow, attached: AttachedInstance | undefined): Promise<{ ok: true } | { ok: false; reason: string }> {
+    if (!attached) return { ok: false, reason: 'the runtime found no instance of it' };
+    if (attached.owner && (attached.owner.kind !== 'worker' || (attached.owner.endpointId !== undefined && attached.owner.endpointId !== row.endpointId)))
+      return { ok: false, reason: 'its instance belongs to something else' };
+    if (!row.allocation) return { ok: false, reason: 'its row does not say what it holds on its host' };
+    const live = await this.#deps.runtime.inspect(row.id);
+    if (!live || (live.state !== 'starting' && live.state !== 'running' && live.state !== 'unknown')) return { ok: false, reason: 'its instance no longer runs' };
+    const keyId = await this.#deps.accounts.liveWorkerKeyId(row.endpointId, row.id);
+    if (keyId === null) return { ok: false, reason: 'its key was revoked' };
+    const reserved = this.#deps.inventory.reserveExact(row.id, { hostId: row.hostId, ...row.allocation, publicPorts: [] });
+    if (!reserved.ok) return { ok: false, reason: `its allocation could not be reserved again: ${reserved.reason}` };
+    const now = this.#deps.clock.now();
+    this.#keys.adopt(row.id, keyId);
+    // startedAt is its launch: the crash window and the start timeout count from there.
+    this.#workers.set(row.id, { endpointId: row.endpointId, startedAt: row.createdAt, lastActiveAt: now, ready: false, proven: false, recycle: false, stopping: false });
+    return { ok: true };
+  }
+
+  /**
+   * Stops a worker: instance (removed: a worker keeps nothing), reservation, key, row; its jobs (if
+   * any) go back to the queue. `endpointId` names the endpoint of a worker not tracked here (a row
+   * left by another replica).
    */
   async stop(workerId: string, reason: string, endpointId?: string): Promise<void> {
     const m = this.#workers.get(workerId);
@@ -183,7 +208,7 @@ export class LaunchedWorkers {
     const endpoint = m?.endpointId ?? endpointId ?? null;
     this.#deps.logger.info({ workerId, endpointId: endpoint, reason }, 'stopping worker');
     try {
-      await this.#deps.runtime.stop(workerId).catch((err: unknown) => this.#deps.logger.warn({ workerId, err: (err as Error).message }, 'stopping the worker instance failed'));
+      await this.#deps.runtime.remove(workerId).catch((err: unknown) => this.#deps.logger.warn({ workerId, err: (err as Error).message }, 'removing the worker instance failed'));
       this.#deps.inventory.release(workerId);
       await this.#keys.revoke(workerId);
       if (endpoint !== null) await this.#deps.workers.markDead(endpoint, [workerId], this.#deps.clock.now());

@@ -34,6 +34,11 @@ export class WorkerKeys {
     return created.key;
   }
 
+  /** Holds the live key of a worker a previous server launched and this one adopts (it stays valid). */
+  adopt(workerId: string, keyId: string): void {
+    this.#keys.set(workerId, keyId);
+  }
+
   /** Revokes the worker's key, if one is held (a failed revocation is skipped: `revokeOrphans` catches it at the next recovery). */
   async revoke(workerId: string): Promise<void> {
     const id = this.#keys.get(workerId);

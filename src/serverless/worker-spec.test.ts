@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import type { Placement, PlacementRequest } from '../domain/placement.js';
 import type { Template } from '../templates/template.js';
 import type { Endpoint } from './endpoint.js';
-import { workerInstanceSpec } from './worker-spec.js';
+import { isLoopbackUrl, workerInstanceSpec } from './worker-spec.js';
 
 test("a launched worker's platform env carries the informational variables of wire-protocol §1 apart from the tenant's template and endpoint env", () => {
   const spec = workerInstanceSpec({
@@ -13,7 +13,6 @@ test("a launched worker's platform env carries the informational variables of wi
     placement: { hostId: 'host-a', dataCenterId: 'US-TX-3', gpuTypeId: 'NVIDIA GeForce RTX 4090', gpuIndices: [0, 1] } as unknown as Placement,
     request: { vcpuCount: 0, memoryGb: 0 } as unknown as PlacementRequest,
     apiKey: 'worker-key',
-    volumeHostPath: null,
     publicUrl: 'http://127.0.0.1:8080',
     pingIntervalMs: 10_000,
   });
@@ -29,4 +28,23 @@ test("a launched worker's platform env carries the informational variables of wi
   assert.equal(p.RUNPOD_SKIP_GPU_CHECK, 'true');
   assert.equal(p.RUNPOD_SKIP_AUTO_SYSTEM_CHECKS, 'true');
   assert.match(p.RUNPOD_WEBHOOK_GET_JOB ?? '', /\/v2\/ep1\/job-take\//);
+});
+
+test('a worker given a loopback job URL shares the host network; one given any other URL has its own', () => {
+  const spec = (publicUrl: string) =>
+    workerInstanceSpec({
+      workerId: 'w1',
+      endpoint: { id: 'ep1', env: {} } as unknown as Endpoint,
+      template: { imageName: 'my-worker:dev', args: '', env: {} } as unknown as Template,
+      placement: { hostId: 'host-a', dataCenterId: 'US-TX-3', gpuTypeId: null, gpuIndices: [] } as unknown as Placement,
+      request: { vcpuCount: 0, memoryGb: 0 } as unknown as PlacementRequest,
+      apiKey: 'k',
+      publicUrl,
+      pingIntervalMs: 10_000,
+    }).networkMode;
+  for (const url of ['http://127.0.0.1:8080', 'http://127.10.0.1', 'http://localhost:8080', 'http://LOCALHOST', 'http://api.localhost', 'http://[::1]:8080', 'http://[::ffff:127.0.0.1]'])
+    assert.equal(spec(url), 'host', url);
+  for (const url of ['http://10.0.0.5:8080', 'https://api.example.test', 'http://[::2]', 'http://localhost.example.test', 'not a url'])
+    assert.equal(spec(url), 'default', url);
+  assert.equal(isLoopbackUrl('http://128.0.0.1'), false);
 });

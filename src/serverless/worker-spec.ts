@@ -3,6 +3,7 @@
  * placed, and the instance the runtime starts once it is (image, env, GPUs, volume).
  */
 import type { Catalog } from '../domain/catalog.js';
+import { nonPublicKind } from '../domain/ip-address.js';
 import type { Placement, PlacementRequest } from '../domain/placement.js';
 import type { InstanceSpec, VolumeSource } from '../runtime/runtime.js';
 import type { Template } from '../templates/template.js';
@@ -48,8 +49,6 @@ export interface WorkerInstanceInput {
   request: PlacementRequest;
   /** The endpoint's workers' key. */
   apiKey: string;
-  /** Host folder of the endpoint's network volume; null when it has none. */
-  volumeHostPath: string | null;
   /** Base URL workers reach this server at. */
   publicUrl: string;
   pingIntervalMs: number;
@@ -60,7 +59,8 @@ export interface WorkerInstanceInput {
 /**
  * The instance of one placed worker. The tenant's env is the template's overlaid with the
  * endpoint's; the platform's (where to take jobs, with which key; the SDK's skip flags; where it
- * runs) is carried apart, never screened, and always wins.
+ * runs) is carried apart, never screened, and always wins. A worker given a loopback job URL
+ * shares the host's network (`networkMode: 'host'`), else it could not reach the server at it.
  */
 export function workerInstanceSpec(input: WorkerInstanceInput): InstanceSpec {
   const { workerId, endpoint, template, placement, request } = input;
@@ -95,5 +95,19 @@ export function workerInstanceSpec(input: WorkerInstanceInput): InstanceSpec {
     ports: [],
     volumes,
     registryAuth: input.registryAuth ?? null,
+    networkMode: isLoopbackUrl(input.publicUrl) ? 'host' : 'default',
   };
+}
+
+/** Whether the URL's host is this machine's loopback: `localhost`, 127.0.0.0/8 or ::1. */
+export function isLoopbackUrl(url: string): boolean {
+  let host: string;
+  try {
+    host = new URL(url).hostname.toLowerCase();
+  } catch {
+    return false;
+  }
+  if (host.startsWith('[') && host.endsWith(']')) host = host.slice(1, -1);
+  if (host === 'localhost' || host.endsWith('.localhost')) return true;
+  return nonPublicKind(host) === 'loopback';
 }

@@ -130,6 +130,21 @@ export class AccountStore {
     return rows.map((r) => r.id);
   }
 
+  /** The id of the live key bound to this worker of this endpoint (a launched worker's), or null. */
+  async liveWorkerKeyId(endpointId: string, workerId: string, tx: Executor = this.db.kysely): Promise<string | null> {
+    const row = await tx
+      .selectFrom('api_keys')
+      .select('id')
+      .where('scope', '=', 'worker')
+      .where('endpoint_id', '=', endpointId)
+      .where('worker_id', '=', workerId)
+      .where('revoked_at', 'is', null)
+      .orderBy('created_at', 'desc')
+      .limit(1)
+      .executeTakeFirst();
+    return row?.id ?? null;
+  }
+
   /**
    * Revokes the live keys of launched workers (`worker` keys bound to a worker id) except those of
    * `keep`: after a restart or a lease change their workers are gone. Answers their ids.

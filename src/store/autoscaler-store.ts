@@ -1,6 +1,14 @@
 import { sql } from 'kysely';
 import type { Db, Executor } from './database.js';
 
+/** What a launched worker holds on its host, besides the host: enough to reserve it again after a restart. */
+export interface WorkerAllocation {
+  gpuIndices: number[];
+  vcpus: number;
+  memoryGb: number;
+  diskGb: number;
+}
+
 /** A worker row the autoscaler launched (host_id set), not yet dead. */
 export interface LaunchedWorkerRow {
   id: string;
@@ -10,6 +18,8 @@ export interface LaunchedWorkerRow {
   hostId: string;
   createdAt: number;
   lastPingAt: number | null;
+  /** null for rows written before migration 0008 */
+  allocation: WorkerAllocation | null;
 }
 
 /**
@@ -35,14 +45,15 @@ export class AutoscalerStore {
       hostId: r.host_id!,
       createdAt: Number(r.created_at),
       lastPingAt: r.last_ping_at === null ? null : Number(r.last_ping_at),
+      allocation: parseAllocation(r.allocation),
     }));
   }
 
-  /** Records a worker just launched: INITIALIZING until the registry hears from it. */
-  async insertLaunched(id: string, endpointId: string, hostId: string, now: number, tx: Executor = this.db.kysely): Promise<void> {
+  /** Records a worker just launched, with what it holds on its host: INITIALIZING until the registry hears from it. */
+  async insertLaunched(id: string, endpointId: string, hostId: string, allocation: WorkerAllocation, now: number, tx: Executor = this.db.kysely): Promise<void> {
     await tx
       .insertInto('workers')
-      .values({ id, endpoint_id: endpointId, status: 'initializing', host_id: hostId, last_ping_at: null, created_at: now, updated_at: now })
+      .values({ id, endpoint_id: endpointId, status: 'initializing', host_id: hostId, last_ping_at: null, created_at: now, updated_at: now, allocation: JSON.stringify(allocation) })
       .execute();
   }
 
@@ -90,5 +101,18 @@ export class AutoscalerStore {
       .limit(1)
       .executeTakeFirst();
     return row ? Number(row.queued_at) : null;
+  }
+}
+
+/** A stored allocation, or null when there is none or it is not one (it is then not adopted). */
+function parseAllocation(text: string | null): WorkerAllocation | null {
+  if (text === null) return null;
+  try {
+    const a = JSON.parse(text) as Partial<WorkerAllocation>;
+    const count = (n: unknown): n is number => typeof n === 'number' && Number.isFinite(n) && n >= 0;
+    if (!Array.isArray(a.gpuIndices) || !a.gpuIndices.every((i) => Number.isInteger(i) && i >= 0) || !count(a.vcpus) || !count(a.memoryGb) || !count(a.diskGb)) return null;
+    return { gpuIndices: a.gpuIndices, vcpus: a.vcpus, memoryGb: a.memoryGb, diskGb: a.diskGb };
+  } catch {
+    return null;
   }
 }

@@ -238,6 +238,8 @@ export interface WorkersTable {
   last_ping_at: number | null;
   created_at: number;
   updated_at: number;
+  /** JSON of what a launched worker holds on its host (`WorkerAllocation`); null for workers attached by hand. */
+  allocation: string | null;
 }
 
 /** Outbox of webhook calls, written in the transaction that finalises the job. */

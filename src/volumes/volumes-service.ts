@@ -1,10 +1,8 @@
-import { mkdir, rm } from 'node:fs/promises';
-import { join } from 'node:path';
 import type { Catalog } from '../domain/catalog.js';
 import type { Clock } from '../domain/clock.js';
 import { ApiError, badRequest, notFound } from '../domain/errors.js';
 import { newId } from '../domain/ids.js';
-import { DIR_MODE } from '../store/data-dir-permissions.js';
+import type { Runtime } from '../runtime/runtime.js';
 import type { Db } from '../store/database.js';
 import { VolumeStore } from '../store/volume-store.js';
 import type { NetworkVolume } from './network-volume.js';
@@ -29,13 +27,16 @@ export interface PatchVolumeInput {
 export interface VolumesServiceDeps {
   db: Db;
   clock: Clock;
-  /** Volumes live under `<dataDir>/volumes/<id>`. */
-  dataDir: string;
+  /** Where a volume's data lives is the runtime's: it creates it when an instance first mounts the volume, and deletes it. */
+  runtime: Pick<Runtime, 'removeVolume'>;
   /** The data centers a volume may be created in. */
   catalog: Pick<Catalog, 'dataCenters'>;
 }
 
-/** Network volumes: a row per volume and a folder on this machine that holds its data. */
+/**
+ * Network volumes: a row per volume. Its data is the runtime's (a folder of the data dir, a Docker
+ * volume, a PVC), made when an instance first mounts it and deleted with the volume.
+ */
 export class VolumesService {
   readonly store: VolumeStore;
 
@@ -48,14 +49,7 @@ export class VolumesService {
     if (!known.includes(input.dataCenterId))
       throw badRequest(`Data center "${input.dataCenterId}" is unknown; valid data centers: ${known.join(', ')}.`);
     const volume: NetworkVolume = { id: newId(), accountId, name: input.name, size: input.size, dataCenterId: input.dataCenterId, createdAt: this.deps.clock.now() };
-    // The folder first: a row without its folder would be a volume pods cannot mount.
-    await mkdir(this.hostPath(volume.id), { recursive: true, mode: DIR_MODE });
-    try {
-      await this.store.insert(volume);
-    } catch (err) {
-      await rm(this.hostPath(volume.id), { recursive: true, force: true });
-      throw err;
-    }
+    await this.store.insert(volume);
     return volume;
   }
 
@@ -84,7 +78,7 @@ export class VolumesService {
 
   /**
    * Refused with 400 VOLUME_IN_USE while a pod that is not TERMINATED mounts it, or a serverless
-   * endpoint names it (its workers mount it at every launch); removes its data.
+   * endpoint names it (its workers mount it at every launch); the runtime deletes its data.
    */
   async delete(accountId: string, id: string): Promise<void> {
     await this.get(accountId, id);
@@ -98,11 +92,6 @@ export class VolumesService {
         `Network volume "${id}" is used by serverless endpoint(s) ${endpoints.map((e) => `"${e.name}" (${e.id})`).join(', ')}; set their networkVolumeId to another volume or none, or delete them, before deleting it.`,
       );
     if (!(await this.store.delete(id))) throw notFound('network volume', id);
-    await rm(this.hostPath(id), { recursive: true, force: true });
-  }
-
-  /** Folder on this machine that holds the volume's data (created on volume create). */
-  hostPath(id: string): string {
-    return join(this.deps.dataDir, 'volumes', id);
+    await this.deps.runtime.removeVolume({ kind: 'network', volumeId: id });
   }
 }

@@ -3,6 +3,7 @@ import { initialTables } from '../tables.js';
 import { backfillWebhookReceivers, jobsRetriedIndex, serverlessTables, webhookDeliveriesByJob, webhookFairness } from '../serverless-tables.js';
 import { jobUsageSqlite } from '../job-usage.js';
 import { workerIdentity } from '../worker-identity.js';
+import { workerAllocation } from '../worker-allocation.js';
 
 const run = async (db: Kysely<unknown>, statements: string[]): Promise<void> => {
   for (const s of statements) await sql.raw(s).execute(db);
@@ -22,4 +23,5 @@ export const sqliteMigrations: Record<string, Migration> = {
       await backfillWebhookReceivers(db);
     },
   },
+  '0008-worker-allocation': { up: (db) => run(db, workerAllocation()) },
 };
