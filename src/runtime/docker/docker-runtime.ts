@@ -229,11 +229,16 @@ export class DockerRuntime implements Runtime {
     };
   }
 
-  /** Stops following the engine and closes the connection; containers keep running. */
+  /**
+   * Detaches: stops following the engine and closes the connection; containers keep running for a
+   * later `attach()`. A closed runtime holds nothing (what it knew would go stale unwatched):
+   * `inspect()` answers null and `list()` nothing.
+   */
   async close(): Promise<void> {
     this.#closed = true;
     await Promise.allSettled([...this.#launching.values()]);
     for (const live of this.#instances.values()) live.probing?.abort();
+    this.#instances.clear();
     this.#events.close();
     this.#client.close();
   }
