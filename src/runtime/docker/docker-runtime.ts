@@ -55,8 +55,16 @@ interface Live {
   stopping: Promise<void> | null;
   observing: boolean;
   memoryBytes: number;
+  /**
+   * Wall-clock ms from which the container's log is this run's (a kept container's log holds its
+   * earlier runs too); null: all of it. Not the engine's StartedAt: a quick process has written
+   * (and exited) before the engine records that it started.
+   */
+  logsSinceMs: number | null;
 }
 
+/** How far before a (re)start a kept container's log is read from, for a clock that steps. */
+const LOG_CLOCK_SLACK_MS = 50;
 /** The json-file log of a container is rotated past this size (two files kept). @default 10 MiB */
 const DEFAULT_LOG_MAX_BYTES = 10 * 1024 * 1024;
 const LIVE_STATES: ReadonlySet<InstanceState> = new Set(['starting', 'running', 'unknown']);
@@ -131,6 +139,7 @@ export class DockerRuntime implements Runtime {
       }
       const live = this.#newLive(id, info.Id, info.HostConfig.Memory ?? 0, null);
       live.launched = true;
+      live.logsSinceMs = sinceStart(info);
       live.status = { id, state: 'running', startedAt: parseEngineTime(info.State.StartedAt) ?? this.#o.clock.now(), exitCode: null, reason: null, stats: null };
       this.#instances.set(id, live);
       found.push({ id, owner, status: copyStatus(live.status) });
@@ -202,13 +211,25 @@ export class DockerRuntime implements Runtime {
     this.#o.logger.info({ instance: id }, 'instance container and volume removed');
   }
 
+  /**
+   * Deletes a network volume. The engine refuses while any container mounts it, even a stopped
+   * one: kept containers of stopped instances are only a cache for a fast restart, so they are
+   * removed (their next start makes a new container); a running one makes this refuse, naming it.
+   */
   async removeVolume(volume: { kind: 'network'; volumeId: string }): Promise<void> {
     const name = networkVolumeNameOf(this.#namespace, volume.volumeId);
+    const users = await this.#call(this.#client.listContainers({ all: true, filters: { volume: [name] } }));
+    const running = users.filter((c) => RUNNING_CONTAINER.has(c.State));
+    if (running.length > 0) {
+      const names = running.map((c) => c.Labels?.[LABEL.instance] ?? c.Names[0]?.replace(/^\//, '') ?? c.Id.slice(0, 12));
+      throw new Error(`network volume "${volume.volumeId}" is still mounted by running instances (${names.join(', ')}); stop them first`);
+    }
+    for (const kept of users) await this.#call(this.#client.removeContainer(kept.Id, { force: false }));
     try {
       await this.#call(this.#client.removeVolume(name));
     } catch (err) {
       if (err instanceof DockerEngineError && err.statusCode === 409)
-        throw new Error(`network volume "${volume.volumeId}" is still mounted by a container (stop the pods using it first): ${err.engineMessage}`);
+        throw new Error(`network volume "${volume.volumeId}" is still mounted by a container (stop the instances using it first): ${err.engineMessage}`);
       throw err;
     }
   }
@@ -285,6 +306,7 @@ export class DockerRuntime implements Runtime {
   /** Starts the created (or kept) container, registers it, and begins its probe. */
   async #run(spec: InstanceSpec, containerId: string, plan: ContainerPlan, probe: Live['probe'], fresh: boolean): Promise<InstanceStatus> {
     const live = this.#newLive(spec.id, containerId, plan.body.HostConfig.Memory ?? 0, probe);
+    live.logsSinceMs = fresh ? null : Date.now() - LOG_CLOCK_SLACK_MS;
     this.#instances.set(spec.id, live);
     try {
       await this.#call(this.#client.startContainer(containerId));
@@ -311,6 +333,7 @@ export class DockerRuntime implements Runtime {
   #adoptRunning(spec: InstanceSpec, info: ContainerInspect, probe: Live['probe']): InstanceStatus {
     const live = this.#newLive(spec.id, info.Id, info.HostConfig.Memory ?? 0, probe);
     live.launched = true;
+    live.logsSinceMs = sinceStart(info);
     live.status = { id: spec.id, state: probe ? 'starting' : 'running', startedAt: parseEngineTime(info.State.StartedAt) ?? this.#o.clock.now(), exitCode: null, reason: null, stats: null };
     this.#instances.set(spec.id, live);
     this.#emit(live);
@@ -358,7 +381,7 @@ export class DockerRuntime implements Runtime {
         return;
       }
       if (result.aborted || live.status.state !== 'starting') return;
-      const tail = await this.#tail(live.containerId, live.status.startedAt);
+      const tail = await this.#tail(live);
       if (!this.#current(live) || live.stopping || stateOf(live) !== 'starting') return;
       const reason = withOutput(`health check ${describeTarget(target)} did not pass within ${health.timeoutMs} ms (last attempt: ${result.lastError})`, tail);
       live.status = { ...live.status, state: 'failed', reason, stats: null };
@@ -402,7 +425,7 @@ export class DockerRuntime implements Runtime {
         live.status = { ...live.status, exitCode: code };
         return;
       }
-      const tail = code !== 0 || oom ? await this.#tail(live.containerId, parseEngineTime(info.State.StartedAt) ?? live.status.startedAt) : '';
+      const tail = code !== 0 || oom ? await this.#tail(live) : '';
       if (live.stopping || !this.#current(live) || stateOf(live) === 'failed') return;
       const starting = (live.status.state === 'unknown' ? live.beforeOutage : live.status.state) === 'starting' && live.probe !== null;
       this.#ended(live, code, exitReason(info.State, tail, { starting, memoryBytes: live.memoryBytes }), starting);
@@ -471,6 +494,7 @@ export class DockerRuntime implements Runtime {
   async #restartAfterOutage(live: Live): Promise<void> {
     this.#o.logger.warn({ instance: live.id }, 'its container died while the Docker Engine was unreachable; starting it again');
     try {
+      live.logsSinceMs = Date.now() - LOG_CLOCK_SLACK_MS;
       await this.#client.startContainer(live.containerId);
     } catch (err) {
       if (isUnreachable(err)) throw err;
@@ -524,9 +548,9 @@ export class DockerRuntime implements Runtime {
     }
   }
 
-  async #tail(containerId: string, sinceMs: number | null): Promise<string> {
+  async #tail(live: Live): Promise<string> {
     try {
-      return tailLines(await this.#client.containerLogs(containerId, { tail: 50, ...(sinceMs !== null ? { sinceMs: Math.max(0, sinceMs - 1) } : {}) }));
+      return tailLines(await this.#client.containerLogs(live.containerId, { tail: 50, ...(live.logsSinceMs !== null ? { sinceMs: live.logsSinceMs } : {}) }));
     } catch {
       return '';
     }
@@ -549,6 +573,7 @@ export class DockerRuntime implements Runtime {
       stopping: null,
       observing: false,
       memoryBytes,
+      logsSinceMs: null,
     };
   }
 
@@ -579,6 +604,12 @@ export function parseEngineTime(text: string): number | null {
   const ms = Date.parse(text);
   return Number.isFinite(ms) && ms > 0 ? ms : null;
 }
+
+/** Where an adopted container's current run begins in its log, give or take the engine's lag in recording it. */
+const sinceStart = (info: ContainerInspect): number | null => {
+  const started = parseEngineTime(info.State.StartedAt);
+  return started === null ? null : started - 1_000;
+};
 
 const copyStatus = (status: InstanceStatus): InstanceStatus => ({ ...status, stats: status.stats && { ...status.stats } });
 
