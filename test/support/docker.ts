@@ -5,6 +5,7 @@
  * everything a namespace holds.
  */
 import { randomBytes } from 'node:crypto';
+import { request } from 'node:http';
 import pino from 'pino';
 import type { HealthProbe, ImageSpec } from '../../src/config.js';
 import type { Host } from '../../src/domain/catalog.js';
@@ -120,4 +121,29 @@ export function makeDockerRuntime(e: DockerEngine, overrides: Partial<DockerRunt
       await removeNamespace(e.client, namespace);
     },
   };
+}
+
+/**
+ * One HTTP exchange with an instance on 127.0.0.1, on a fresh connection: a pooled keep-alive
+ * connection (fetch's) can outlive the container behind a published port and fail its next use.
+ */
+export function instanceHttp(port: number, method: 'GET' | 'PUT', path: string, body?: string): Promise<{ status: number; text: string }> {
+  return new Promise((resolve, reject) => {
+    const req = request({ host: '127.0.0.1', port, method, path, agent: false, timeout: 10_000 }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString('utf8') }));
+      res.on('error', reject);
+    });
+    req.on('timeout', () => req.destroy(new Error(`${method} ${path} on port ${port}: no answer within 10 s`)));
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
+/** `GET /info` of the http fixture. */
+export async function instanceInfo(port: number): Promise<{ env: Record<string, string>; argv: string[]; bootId: string }> {
+  const res = await instanceHttp(port, 'GET', '/info');
+  if (res.status !== 200) throw new Error(`GET /info on port ${port} answered ${res.status}`);
+  return JSON.parse(res.text) as { env: Record<string, string>; argv: string[]; bootId: string };
 }

@@ -1,8 +1,8 @@
 import { after, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { dockerEngine, makeDockerRuntime, noEngine, testHost, type RuntimeFixture } from '../../../test/support/docker.js';
+import { dockerEngine, instanceInfo, makeDockerRuntime, noEngine, testHost, type RuntimeFixture } from '../../../test/support/docker.js';
 import type { Runtime } from '../runtime.js';
-import { ChangeRecorder, describeRuntime, freePort, getJson, instanceSpec, type RuntimeUnderTest } from '../runtime-contract.js';
+import { ChangeRecorder, describeRuntime, freePort, instanceSpec, type RuntimeUnderTest } from '../runtime-contract.js';
 import type { DockerRuntime } from './docker-runtime.js';
 import type { DockerRuntimeOptions } from './docker-runtime-options.js';
 
@@ -46,7 +46,7 @@ if (!engine) {
   };
   const httpSpec = async (overrides: Parameters<typeof instanceSpec>[0] = {}) =>
     instanceSpec({ image: e.images.http, vcpus: 1, memoryGb: 1, ports: [{ private: 8000, public: await freePort(), protocol: 'http' }], ...overrides });
-  const info = async (port: number) => (await getJson(port, '/info')) as { env: Record<string, string>; argv: string[]; bootId: string };
+  const info = instanceInfo;
   const containerOf = (t: RuntimeFixture, id: string) => e.client.inspectContainer(`gantry-${t.namespace}-${id}`);
 
   describe('DockerRuntime', () => {
