@@ -268,9 +268,13 @@ export function registryOf(repo: string): string {
   return isHost ? first : 'docker.io';
 }
 
-/** `X-Registry-Auth`: base64url of `{ username, password, serveraddress }`. */
+/**
+ * `X-Registry-Auth`: base64url of `{ username, password, serveraddress }`, padded: engines before
+ * 23 decode it with Go's padded URL encoding and, failing, pull with no credential at all.
+ */
 export function registryAuthHeader(auth: RegistryCredential, serveraddress: string): string {
-  return Buffer.from(JSON.stringify({ username: auth.username, password: auth.password, serveraddress })).toString('base64url');
+  const encoded = Buffer.from(JSON.stringify({ username: auth.username, password: auth.password, serveraddress })).toString('base64url');
+  return encoded.padEnd(Math.ceil(encoded.length / 4) * 4, '=');
 }
 
 const short = (id: string): string => (/^[0-9a-f]{64}$/.test(id) ? id.slice(0, 12) : `"${id}"`);

@@ -296,7 +296,7 @@ export class DockerRuntime implements Runtime {
       created = await this.#call(this.#client.createContainer(planned.name, planned.body));
     } catch (err) {
       if (!(spec.diskGb > 0 && planned.body.HostConfig.StorageOpt && isStorageOptRefusal(err))) throw err;
-      this.#refuseDiskLimit(facts, err);
+      this.#refuseDiskLimit(err);
       planned = plan(false);
       created = await this.#call(this.#client.createContainer(planned.name, planned.body));
     }
@@ -533,7 +533,7 @@ export class DockerRuntime implements Runtime {
     }
   }
 
-  #refuseDiskLimit(_facts: EngineFacts, err: unknown): void {
+  #refuseDiskLimit(err: unknown): void {
     this.#disk = { enforced: false, note: `container disk sizes are not enforced: the engine refused a size limit (${(err as DockerEngineError).engineMessage})` };
     this.#o.logger.warn(this.#disk.note!);
   }
