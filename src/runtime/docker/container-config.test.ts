@@ -97,10 +97,11 @@ describe('planContainer', () => {
     assert.deepEqual(refused.body.NetworkingConfig, { EndpointsConfig: { 'gantry-ns1-acct': { Aliases: ['pod1.gantry'] } } });
   });
 
-  test('CPUs become NanoCpus (capped at the engine), memory GiB, disk a size only where the driver takes one', () => {
+  test('CPUs become NanoCpus (capped at the engine), memory GiB without swap, disk a size only where the driver takes one', () => {
     const plan = planContainer(spec({ vcpus: 2.5, memoryGb: 3, diskGb: 20 }), ctx());
     assert.equal(plan.body.HostConfig.NanoCpus, 2_500_000_000);
     assert.equal(plan.body.HostConfig.Memory, 3 * 1024 ** 3);
+    assert.equal(plan.body.HostConfig.MemorySwap, 3 * 1024 ** 3, 'no swap on top of the limit');
     assert.deepEqual(plan.body.HostConfig.StorageOpt, { size: String(20 * 1024 ** 3) });
     assert.equal(planContainer(spec({ diskGb: 20 }), ctx({ diskLimit: false })).body.HostConfig.StorageOpt, undefined);
     assert.equal(planContainer(spec({ diskGb: 0 }), ctx()).body.HostConfig.StorageOpt, undefined);

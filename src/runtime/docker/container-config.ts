@@ -109,7 +109,11 @@ export function planContainer(spec: InstanceSpec, ctx: ContainerContext): Contai
   }
 
   if (spec.vcpus > 0) host.NanoCpus = Math.round(Math.min(spec.vcpus, ctx.engineCpus ?? Infinity) * 1e9);
-  if (spec.memoryGb > 0) host.Memory = Math.round(spec.memoryGb * GiB);
+  if (spec.memoryGb > 0) {
+    // No swap on top: the limit is what the instance was sold, and a swapping GPU job is a stuck one.
+    host.Memory = Math.round(spec.memoryGb * GiB);
+    host.MemorySwap = host.Memory;
+  }
   if (spec.diskGb > 0 && ctx.diskLimit) host.StorageOpt = { size: `${Math.round(spec.diskGb * GiB)}` };
   if (mounts.length > 0) host.Mounts = mounts;
   if (spec.gpuIndices.length > 0 && ctx.host.gpuMode === 'nvidia')

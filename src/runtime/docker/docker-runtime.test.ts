@@ -101,8 +101,8 @@ if (!engine) {
           assert.equal(env.CUDA_VISIBLE_DEVICES, 'GPU-cc,GPU-aa');
           assert.equal(env.NVIDIA_VISIBLE_DEVICES, 'GPU-cc,GPU-aa');
           assert.equal(env.RUNPOD_GPU_COUNT, '2');
-          const container = await e.client.inspectContainer(`gantry-${namespace}-${spec.id}`);
-          assert.ok(container);
+          const container = (await e.client.inspectContainer(`gantry-${namespace}-${spec.id}`)) as unknown as { HostConfig: { DeviceRequests: unknown[] | null } };
+          assert.equal(container.HostConfig.DeviceRequests?.length ?? 0, 0);
         },
         { host: testHost({ gpuCount: 3, gpuUuids: ['GPU-aa', 'GPU-bb', 'GPU-cc'], gpuMode: 'env-only' }) },
       ));
@@ -164,6 +164,15 @@ if (!engine) {
         const exited = await changes.next(spec.id, 'exited', 15_000);
         assert.equal(exited.exitCode, 137);
         assert.match(exited.reason ?? '', /killed by SIGKILL/);
+      }));
+
+    test('a container the kernel kills for its memory limit becomes exited saying so', () =>
+      withRuntime(async (t) => {
+        const spec = instanceSpec({ image: e.images.node, memoryGb: 0.0625, args: `-e "console.log('allocating'); const keep = []; for (;;) keep.push(Buffer.alloc(1 << 20, 1))"` });
+        const changes = new ChangeRecorder(t.runtime);
+        await t.runtime.start(spec);
+        const exited = await changes.next(spec.id, 'exited', 30_000);
+        assert.match(exited.reason ?? '', /^process was killed for running out of memory \(its limit of 0\.06 GiB\), exit code 137; last output:\n[^]*allocating/);
       }));
 
     test('an instance that never passes its health check fails with the reason and its container is stopped', () =>

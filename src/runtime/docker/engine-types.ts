@@ -68,6 +68,8 @@ export interface ContainerCreateBody {
     PortBindings?: Record<string, PortBindingSpec[]>;
     NanoCpus?: number;
     Memory?: number;
+    /** memory + swap; equal to Memory: no swap */
+    MemorySwap?: number;
     StorageOpt?: Record<string, string>;
     Mounts?: MountSpec[];
     DeviceRequests?: DeviceRequest[];
