@@ -5,67 +5,32 @@
  *
  * - `start()` reuses a kept (stopped) container of the same id when it was created from the same
  *   spec (its `gantry.spec` label): a fast restart with its writable layer; otherwise it pulls the
- *   image when missing and creates the container anew (container-config.ts).
+ *   image when missing and creates the container anew (container-preparer.ts, container-config.ts).
  * - States come from the engine's events (engine-events.ts), and from a health probe on the
  *   published port when the config's images map gives the image one. `inspect()` and `list()`
- *   answer from memory, which the events keep current.
+ *   answer from memory (live-instances.ts), which the events keep current.
  * - When the engine becomes unreachable, live instances turn `unknown` (with the reason) until it
  *   answers again; containers that died meanwhile (an engine restart) are started again.
  */
-import type { Logger } from 'pino';
 import type { HealthProbe, ImageSpec } from '../../config.js';
-import { describeTarget, waitUntilHealthy, type ProbeTarget } from '../process/health-probe.js';
+import { describeTarget, waitUntilHealthy } from '../process/health-probe.js';
 import type { AttachedInstance, InstanceListener, InstanceSpec, InstanceState, InstanceStatus, Runtime } from '../runtime.js';
-import { planContainer, type ContainerPlan } from './container-config.js';
+import { ContainerPreparer, type DiskLimitSupport, type Prepared } from './container-preparer.js';
 import { DockerClient } from './docker-client.js';
 import type { DockerRuntimeOptions } from './docker-runtime-options.js';
 import { LABEL, checkNamespace, containerNameOf, namespaceFilter, networkVolumeNameOf, ownerOf, podVolumeNameOf } from './docker-names.js';
 import { DockerEngineError, isNotFound, isUnreachable } from './engine-connection.js';
 import { EngineEvents, type Outage } from './engine-events.js';
-import { ensureNetwork } from './engine-networks.js';
 import { tailLines } from './engine-streams.js';
-import type { ContainerInspect, EngineEvent, EngineInfo } from './engine-types.js';
+import type { ContainerInspect, EngineEvent } from './engine-types.js';
 import { exitReason, withOutput } from './exit-reason.js';
+import { LiveInstances, copyStatus, newLive, type Live } from './live-instances.js';
 
-/** Whether `diskGb` is enforced on this engine, and why not when it is not. */
-export interface DiskLimitSupport {
-  /** null until the engine has been asked */
-  enforced: boolean | null;
-  /** in words, for the host record's notes */
-  note: string | null;
-}
-
-interface EngineFacts {
-  cpus: number;
-  /** the json-file log cap, when the engine logs to json-file */
-  logMaxBytes: number | null;
-}
-
-interface Live {
-  id: string;
-  containerId: string;
-  status: InstanceStatus;
-  /** false until the engine has started it: hidden from inspect/list; an exit seen meanwhile waits */
-  launched: boolean;
-  exitSeen: boolean;
-  /** what was held before the engine became unreachable */
-  beforeOutage: InstanceState | null;
-  probe: { target: ProbeTarget; health: HealthProbe } | null;
-  probing: AbortController | null;
-  stopping: Promise<void> | null;
-  observing: boolean;
-  memoryBytes: number;
-  /**
-   * Wall-clock ms from which the container's log is this run's (a kept container's log holds its
-   * earlier runs too); null: all of it. Not the engine's StartedAt: a quick process has written
-   * (and exited) before the engine records that it started.
-   */
-  logsSinceMs: number | null;
-}
+export type { DiskLimitSupport } from './container-preparer.js';
 
 /** How far before a (re)start a kept container's log is read from, for a clock that steps. */
 const LOG_CLOCK_SLACK_MS = 50;
-/** The json-file log of a container is rotated past this size (two files kept). @default 10 MiB */
+/** A container's json-file log is rotated past this size (two files kept). @default 10 MiB */
 const DEFAULT_LOG_MAX_BYTES = 10 * 1024 * 1024;
 const LIVE_STATES: ReadonlySet<InstanceState> = new Set(['starting', 'running', 'unknown']);
 const RUNNING_CONTAINER = new Set(['running', 'paused', 'restarting']);
@@ -76,20 +41,27 @@ export class DockerRuntime implements Runtime {
   readonly #namespace: string;
   readonly #client: DockerClient;
   readonly #events: EngineEvents;
+  readonly #preparer: ContainerPreparer;
   /** A Map, not the config's object: image names are tenant input (`constructor`, `__proto__`). */
   readonly #images: ReadonlyMap<string, ImageSpec>;
-  readonly #instances = new Map<string, Live>();
+  readonly #live: LiveInstances;
   readonly #launching = new Map<string, Promise<unknown>>();
-  readonly #listeners = new Set<InstanceListener>();
-  #facts: Promise<EngineFacts> | null = null;
-  #disk: DiskLimitSupport = { enforced: null, note: null };
   #closed = false;
 
   constructor(options: DockerRuntimeOptions) {
     this.#o = options;
     this.#namespace = checkNamespace(options.namespace);
     this.#images = new Map(Object.entries(options.images));
+    this.#live = new LiveInstances(options.logger);
     this.#client = new DockerClient({ dockerHost: options.dockerHost, ...(options.engineTimeoutMs ? { timeoutMs: options.engineTimeoutMs } : {}) });
+    this.#preparer = new ContainerPreparer({
+      client: this.#client,
+      namespace: this.#namespace,
+      host: options.host,
+      bindIp: options.bindIp,
+      logger: options.logger,
+      logMaxBytes: options.logMaxBytes ?? DEFAULT_LOG_MAX_BYTES,
+    });
     this.#events = new EngineEvents({
       client: this.#client,
       namespace: this.#namespace,
@@ -104,12 +76,7 @@ export class DockerRuntime implements Runtime {
 
   /** Whether container disk sizes (`diskGb`) are enforced on this engine (for the host record). */
   get diskLimit(): DiskLimitSupport {
-    return { ...this.#disk };
-  }
-
-  /** The engine's client (its address, and calls for the composition root and tests). */
-  get client(): DockerClient {
-    return this.#client;
+    return this.#preparer.diskLimit;
   }
 
   unavailable(): string | null {
@@ -123,25 +90,17 @@ export class DockerRuntime implements Runtime {
       const id = c.Labels?.[LABEL.instance];
       if (!id) continue;
       const owner = ownerOf(c.Labels);
-      const held = this.#instances.get(id);
+      const held = this.#live.get(id);
       if (held?.containerId === c.Id) {
         found.push({ id, owner, status: copyStatus(held.status) });
         continue;
       }
-      if (!RUNNING_CONTAINER.has(c.State)) {
-        found.push({ id, owner, status: null });
-        continue;
-      }
-      const info = await this.#call(this.#client.inspectContainer(c.Id));
+      const info = RUNNING_CONTAINER.has(c.State) ? await this.#call(this.#client.inspectContainer(c.Id)) : null;
       if (!info?.State.Running) {
         found.push({ id, owner, status: null });
         continue;
       }
-      const live = this.#newLive(id, info.Id, info.HostConfig.Memory ?? 0, null);
-      live.launched = true;
-      live.logsSinceMs = sinceStart(info);
-      live.status = { id, state: 'running', startedAt: parseEngineTime(info.State.StartedAt) ?? this.#o.clock.now(), exitCode: null, reason: null, stats: null };
-      this.#instances.set(id, live);
+      const live = this.#adopt(id, info, null, 'running');
       found.push({ id, owner, status: copyStatus(live.status) });
     }
     this.#events.start();
@@ -151,13 +110,16 @@ export class DockerRuntime implements Runtime {
   async start(spec: InstanceSpec): Promise<InstanceStatus> {
     if (this.#closed) throw new Error(`cannot start instance "${spec.id}": the runtime is shutting down`);
     if (this.#launching.has(spec.id)) throw new Error(`instance "${spec.id}" is already being started`);
-    const existing = this.#instances.get(spec.id);
+    // Known down: say so now rather than after a connect attempt (over tcp, that can take the whole timeout).
+    const outage = this.#events.outage;
+    if (outage) throw new Error(outage.reason);
+    const existing = this.#live.get(spec.id);
     if (existing) {
       const { state } = existing.status;
       if (!existing.stopping && LIVE_STATES.has(state)) throw new Error(`instance "${spec.id}" is already ${state}; stop it before starting it again`);
       // A finished instance that was never stopped, or one being stopped: clear it out first.
       await this.stop(spec.id);
-      if (this.#instances.has(spec.id) || this.#launching.has(spec.id)) throw new Error(`instance "${spec.id}" is already being started`);
+      if (this.#live.has(spec.id) || this.#launching.has(spec.id)) throw new Error(`instance "${spec.id}" is already being started`);
     }
     const launch = this.#launch(spec);
     this.#launching.set(spec.id, launch);
@@ -170,7 +132,7 @@ export class DockerRuntime implements Runtime {
 
   async stop(id: string): Promise<void> {
     await this.#launching.get(id)?.catch(() => undefined);
-    const live = this.#instances.get(id);
+    const live = this.#live.get(id);
     if (!live) return;
     live.stopping ??= (async () => {
       live.probing?.abort();
@@ -181,7 +143,7 @@ export class DockerRuntime implements Runtime {
       }
     })().then(
       () => {
-        if (this.#instances.get(id) === live) this.#instances.delete(id);
+        this.#live.forget(live);
         this.#o.logger.info({ instance: id }, 'instance container stopped (kept)');
       },
       (err: unknown) => {
@@ -194,7 +156,7 @@ export class DockerRuntime implements Runtime {
 
   async remove(id: string): Promise<void> {
     await this.#launching.get(id)?.catch(() => undefined);
-    const live = this.#instances.get(id);
+    const live = this.#live.get(id);
     live?.probing?.abort();
     const removing = (async () => {
       await this.#call(this.#client.removeContainer(containerNameOf(this.#namespace, id), { force: true, volumes: true }));
@@ -207,7 +169,7 @@ export class DockerRuntime implements Runtime {
       if (live) live.stopping = null;
       throw err;
     }
-    if (live && this.#instances.get(id) === live) this.#instances.delete(id);
+    if (live) this.#live.forget(live);
     this.#o.logger.info({ instance: id }, 'instance container and volume removed');
   }
 
@@ -235,19 +197,16 @@ export class DockerRuntime implements Runtime {
   }
 
   async inspect(id: string): Promise<InstanceStatus | null> {
-    const live = this.#instances.get(id);
+    const live = this.#live.get(id);
     return live?.launched ? copyStatus(live.status) : null;
   }
 
   async list(): Promise<InstanceStatus[]> {
-    return [...this.#instances.values()].filter((l) => l.launched).map((l) => copyStatus(l.status));
+    return this.#live.statuses();
   }
 
   onChange(listener: InstanceListener): () => void {
-    this.#listeners.add(listener);
-    return () => {
-      this.#listeners.delete(listener);
-    };
+    return this.#live.onChange(listener);
   }
 
   /**
@@ -258,8 +217,8 @@ export class DockerRuntime implements Runtime {
   async close(): Promise<void> {
     this.#closed = true;
     await Promise.allSettled([...this.#launching.values()]);
-    for (const live of this.#instances.values()) live.probing?.abort();
-    this.#instances.clear();
+    for (const live of this.#live.all()) live.probing?.abort();
+    this.#live.clear();
     this.#events.close();
     this.#client.close();
   }
@@ -267,51 +226,26 @@ export class DockerRuntime implements Runtime {
   // ---- start
 
   async #launch(spec: InstanceSpec): Promise<InstanceStatus> {
-    const { logger } = this.#o;
     this.#events.start();
-    const image = this.#images.get(spec.image);
-    const probe = image?.health ? this.#probeOf(image.health, spec) : null;
-    const facts = await this.#call(this.#engineFacts());
-    const network = spec.network && spec.networkMode !== 'host' ? await this.#call(ensureNetwork(this.#client, this.#namespace, spec.network)) : null;
-    const plan = (diskLimit: boolean): ContainerPlan =>
-      planContainer(spec, { namespace: this.#namespace, host: this.#o.host, bindIp: this.#o.bindIp, diskLimit, engineCpus: facts.cpus, logMaxBytes: facts.logMaxBytes, network });
-    let planned = plan(this.#disk.enforced !== false);
-
-    const kept = await this.#call(this.#client.inspectContainer(planned.name));
-    if (kept && kept.Config.Labels?.[LABEL.spec] === planned.specHash) {
-      if (kept.State.Running) return this.#adoptRunning(spec, kept, probe);
-      logger.info({ instance: spec.id, container: kept.Id.slice(0, 12) }, 'starting the kept container again (same spec)');
-      for (const volume of planned.volumes) await this.#call(this.#client.createVolume(volume.name, volume.labels));
-      return this.#run(spec, kept.Id, planned, probe, false);
+    const health = this.#images.get(spec.image)?.health;
+    const probe = health ? probeOf(health, spec) : null;
+    const prepared: Prepared = await this.#call(this.#preparer.prepare(spec));
+    if (prepared.kind === 'running') {
+      const live = this.#adopt(spec.id, prepared.info, probe, probe ? 'starting' : 'running');
+      this.#live.emit(live);
+      if (probe) this.#probe(live);
+      return copyStatus(live.status);
     }
-    if (kept) {
-      logger.info({ instance: spec.id, container: kept.Id.slice(0, 12) }, 'removing the kept container: the spec changed');
-      await this.#call(this.#client.removeContainer(kept.Id, { force: true, volumes: true }));
-    }
-
-    await this.#ensureImage(spec);
-    for (const volume of planned.volumes) await this.#call(this.#client.createVolume(volume.name, volume.labels));
-    let created: { Id: string };
-    try {
-      created = await this.#call(this.#client.createContainer(planned.name, planned.body));
-    } catch (err) {
-      if (!(spec.diskGb > 0 && planned.body.HostConfig.StorageOpt && isStorageOptRefusal(err))) throw err;
-      this.#refuseDiskLimit(err);
-      planned = plan(false);
-      created = await this.#call(this.#client.createContainer(planned.name, planned.body));
-    }
-    return this.#run(spec, created.Id, planned, probe, true);
-  }
-
-  /** Starts the created (or kept) container, registers it, and begins its probe. */
-  async #run(spec: InstanceSpec, containerId: string, plan: ContainerPlan, probe: Live['probe'], fresh: boolean): Promise<InstanceStatus> {
-    const live = this.#newLive(spec.id, containerId, plan.body.HostConfig.Memory ?? 0, probe);
+    const { containerId, plan } = prepared;
+    const fresh = prepared.kind === 'created';
+    const live = newLive(spec.id, containerId, plan.body.HostConfig.Memory ?? 0, probe);
     live.logsSinceMs = fresh ? null : Date.now() - LOG_CLOCK_SLACK_MS;
-    this.#instances.set(spec.id, live);
+    // Known before the engine starts it, so an exit the events report at once is not missed.
+    this.#live.add(live);
     try {
       await this.#call(this.#client.startContainer(containerId));
     } catch (err) {
-      if (this.#instances.get(spec.id) === live) this.#instances.delete(spec.id);
+      this.#live.forget(live);
       // A container that cannot start (a port taken, a missing command) is not kept to fail again.
       if (fresh) await this.#client.removeContainer(containerId, { force: true, volumes: true }).catch(() => false);
       throw err;
@@ -319,52 +253,24 @@ export class DockerRuntime implements Runtime {
     live.launched = true;
     live.status = { id: spec.id, state: probe ? 'starting' : 'running', startedAt: this.#o.clock.now(), exitCode: null, reason: null, stats: null };
     this.#o.logger.info({ instance: spec.id, image: spec.image, container: containerId.slice(0, 12), reused: !fresh }, 'instance container started');
-    if (this.#closed) {
-      // Left running: close detaches, a later attach adopts it.
-      return copyStatus(live.status);
-    }
-    this.#emit(live);
+    // Closed meanwhile: left running (close detaches; a later attach adopts it).
+    if (this.#closed) return copyStatus(live.status);
+    this.#live.emit(live);
     if (probe) this.#probe(live);
     if (live.exitSeen) void this.#observeExit(live);
     return copyStatus(live.status);
   }
 
-  /** The container already runs, created from this spec (a start retried after its answer was lost): take it as it is. */
-  #adoptRunning(spec: InstanceSpec, info: ContainerInspect, probe: Live['probe']): InstanceStatus {
-    const live = this.#newLive(spec.id, info.Id, info.HostConfig.Memory ?? 0, probe);
+  /** Takes a running container as the live instance `id`, as it is. */
+  #adopt(id: string, info: ContainerInspect, probe: Live['probe'], state: 'starting' | 'running'): Live {
+    const live = newLive(id, info.Id, info.HostConfig.Memory ?? 0, probe);
+    const started = parseEngineTime(info.State.StartedAt);
     live.launched = true;
-    live.logsSinceMs = sinceStart(info);
-    live.status = { id: spec.id, state: probe ? 'starting' : 'running', startedAt: parseEngineTime(info.State.StartedAt) ?? this.#o.clock.now(), exitCode: null, reason: null, stats: null };
-    this.#instances.set(spec.id, live);
-    this.#emit(live);
-    if (probe) this.#probe(live);
-    return copyStatus(live.status);
-  }
-
-  async #ensureImage(spec: InstanceSpec): Promise<void> {
-    if (await this.#call(this.#client.inspectImage(spec.image))) return;
-    const { logger } = this.#o;
-    logger.info({ instance: spec.id, image: spec.image, withCredential: Boolean(spec.registryAuth) }, 'pulling image');
-    await this.#call(
-      this.#client.pullImage(spec.image, {
-        auth: spec.registryAuth ?? null,
-        onProgress: (m) => {
-          if (!m.progress) logger.debug({ image: spec.image, status: m.status, layer: m.id }, 'pull progress');
-        },
-      }),
-    );
-    logger.info({ image: spec.image }, 'image pulled');
-  }
-
-  #probeOf(health: HealthProbe, spec: InstanceSpec): Live['probe'] {
-    const binding = spec.ports.find((p) => p.private === health.port);
-    if (!binding) {
-      const ports = spec.ports.map((p) => `${p.private}/${p.protocol}`).join(', ') || 'none';
-      throw new Error(`cannot start image "${spec.image}": its health check probes port ${health.port}, which this instance does not expose (ports: ${ports})`);
-    }
-    // On the host's network the container listens on the port itself.
-    const port = spec.networkMode === 'host' ? binding.private : binding.public;
-    return { target: { type: health.type, host: '127.0.0.1', port, path: health.path || '/' }, health };
+    // Its current run's output begins about when the engine says it started.
+    live.logsSinceMs = started === null ? null : started - 1_000;
+    live.status = { id, state, startedAt: started ?? this.#o.clock.now(), exitCode: null, reason: null, stats: null };
+    this.#live.add(live);
+    return live;
   }
 
   #probe(live: Live): void {
@@ -372,20 +278,20 @@ export class DockerRuntime implements Runtime {
     const abort = new AbortController();
     live.probing = abort;
     void waitUntilHealthy(target, { intervalMs: Math.max(10, health.intervalMs), timeoutMs: health.timeoutMs, signal: abort.signal }).then(async (result) => {
-      if (!this.#current(live) || live.stopping) return;
+      if (!this.#live.current(live) || live.stopping) return;
       if (result.ok) {
         if (live.status.state === 'starting') {
           live.status = { ...live.status, state: 'running' };
-          this.#emit(live);
+          this.#live.emit(live);
         } else if (live.status.state === 'unknown' && live.beforeOutage === 'starting') live.beforeOutage = 'running';
         return;
       }
       if (result.aborted || live.status.state !== 'starting') return;
       const tail = await this.#tail(live);
-      if (!this.#current(live) || live.stopping || stateOf(live) !== 'starting') return;
+      if (!this.#live.current(live) || live.stopping || stateOf(live) !== 'starting') return;
       const reason = withOutput(`health check ${describeTarget(target)} did not pass within ${health.timeoutMs} ms (last attempt: ${result.lastError})`, tail);
       live.status = { ...live.status, state: 'failed', reason, stats: null };
-      this.#emit(live);
+      this.#live.emit(live);
       // A failed instance must not keep running (and holding its port) until someone stops it.
       await this.#client.stopContainer(live.containerId, this.#graceSeconds()).catch((err: unknown) => {
         this.#o.logger.warn({ err, instance: live.id }, 'cannot stop the container that failed its health check');
@@ -398,7 +304,7 @@ export class DockerRuntime implements Runtime {
   #onEvent(event: EngineEvent): void {
     if (event.Type !== 'container' || (event.Action !== 'die' && event.Action !== 'destroy')) return;
     const id = event.Actor.Attributes?.[LABEL.instance];
-    const live = id === undefined ? undefined : this.#instances.get(id);
+    const live = id === undefined ? undefined : this.#live.get(id);
     if (!live || live.containerId !== event.Actor.ID || live.stopping) return;
     if (!live.launched) {
       live.exitSeen = true;
@@ -409,11 +315,11 @@ export class DockerRuntime implements Runtime {
 
   /** The container of a live instance stopped on its own: find out how, and say so. */
   async #observeExit(live: Live): Promise<void> {
-    if (live.observing || live.stopping || !this.#current(live)) return;
+    if (live.observing || live.stopping || !this.#live.current(live)) return;
     live.observing = true;
     try {
       const info = await this.#client.inspectContainer(live.containerId);
-      if (live.stopping || !this.#current(live)) return;
+      if (live.stopping || !this.#live.current(live)) return;
       if (!info) {
         this.#ended(live, null, 'its container was removed outside Gantry');
         return;
@@ -421,12 +327,12 @@ export class DockerRuntime implements Runtime {
       if (info.State.Running) return;
       const { ExitCode: code, OOMKilled: oom } = info.State;
       if (live.status.state === 'failed') {
-        // Failed its health check; the runtime stopped it.
+        // It failed its health check and the runtime stopped it.
         live.status = { ...live.status, exitCode: code };
         return;
       }
       const tail = code !== 0 || oom ? await this.#tail(live) : '';
-      if (live.stopping || !this.#current(live) || stateOf(live) === 'failed') return;
+      if (live.stopping || !this.#live.current(live) || stateOf(live) === 'failed') return;
       const starting = (live.status.state === 'unknown' ? live.beforeOutage : live.status.state) === 'starting' && live.probe !== null;
       this.#ended(live, code, exitReason(info.State, tail, { starting, memoryBytes: live.memoryBytes }), starting);
     } catch (err) {
@@ -442,15 +348,15 @@ export class DockerRuntime implements Runtime {
     live.beforeOutage = null;
     live.status = { ...live.status, state: failed ? 'failed' : 'exited', exitCode, reason, stats: null };
     this.#o.logger.info({ instance: live.id, exitCode }, 'instance container ended');
-    this.#emit(live);
+    this.#live.emit(live);
   }
 
   #onOutage(outage: Outage): void {
-    for (const live of this.#instances.values()) {
-      if (!live.launched || live.stopping || !LIVE_STATES.has(live.status.state) || live.status.state === 'unknown') continue;
+    for (const live of this.#live.all()) {
+      if (!live.launched || live.stopping || (live.status.state !== 'starting' && live.status.state !== 'running')) continue;
       live.beforeOutage = live.status.state;
       live.status = { ...live.status, state: 'unknown', reason: outage.reason };
-      this.#emit(live);
+      this.#live.emit(live);
     }
   }
 
@@ -463,7 +369,7 @@ export class DockerRuntime implements Runtime {
   async #reconcile(outage: Outage | null): Promise<void> {
     const containers = await this.#client.listContainers({ all: true, filters: namespaceFilter(this.#namespace) });
     const byId = new Map(containers.map((c) => [c.Id, c]));
-    for (const live of [...this.#instances.values()]) {
+    for (const live of this.#live.all()) {
       if (!live.launched || live.stopping || !LIVE_STATES.has(live.status.state)) continue;
       const c = byId.get(live.containerId);
       if (c && RUNNING_CONTAINER.has(c.State)) {
@@ -488,7 +394,7 @@ export class DockerRuntime implements Runtime {
     if (live.status.state !== 'unknown') return;
     live.status = { ...live.status, state: live.beforeOutage ?? 'running', reason: null };
     live.beforeOutage = null;
-    this.#emit(live);
+    this.#live.emit(live);
   }
 
   async #restartAfterOutage(live: Live): Promise<void> {
@@ -503,40 +409,11 @@ export class DockerRuntime implements Runtime {
     }
     live.beforeOutage = null;
     live.status = { ...live.status, state: live.probe ? 'starting' : 'running', startedAt: this.#o.clock.now(), exitCode: null, reason: null };
-    this.#emit(live);
+    this.#live.emit(live);
     if (live.probe) this.#probe(live);
   }
 
   // ---- helpers
-
-  #engineFacts(): Promise<EngineFacts> {
-    this.#facts ??= this.#client.info().then(
-      (info) => {
-        this.#judgeDiskLimit(info);
-        return { cpus: info.NCPU, logMaxBytes: info.LoggingDriver === 'json-file' ? (this.#o.logMaxBytes ?? DEFAULT_LOG_MAX_BYTES) : null };
-      },
-      (err: unknown) => {
-        this.#facts = null;
-        throw err;
-      },
-    );
-    return this.#facts;
-  }
-
-  /** overlay2 takes a size only over xfs mounted with pquota: on anything else, do not ask. */
-  #judgeDiskLimit(info: EngineInfo): void {
-    if (this.#disk.enforced !== null) return;
-    const backing = info.DriverStatus?.find(([key]) => key === 'Backing Filesystem')?.[1];
-    if (info.Driver === 'overlay2' && backing !== undefined && backing !== 'xfs') {
-      this.#disk = { enforced: false, note: `container disk sizes are not enforced: the engine's storage driver overlay2 on ${backing} takes no size limit (it needs xfs mounted with pquota)` };
-      this.#o.logger.warn({ driver: info.Driver, backing }, this.#disk.note!);
-    }
-  }
-
-  #refuseDiskLimit(err: unknown): void {
-    this.#disk = { enforced: false, note: `container disk sizes are not enforced: the engine refused a size limit (${(err as DockerEngineError).engineMessage})` };
-    this.#o.logger.warn(this.#disk.note!);
-  }
 
   /** Awaits an engine call; an unreachable engine is reported to the events follower too. */
   async #call<T>(promise: Promise<T>): Promise<T> {
@@ -559,59 +436,24 @@ export class DockerRuntime implements Runtime {
   #graceSeconds(): number {
     return Math.max(0, Math.ceil(this.#o.stopGraceMs / 1000));
   }
-
-  #newLive(id: string, containerId: string, memoryBytes: number, probe: Live['probe']): Live {
-    return {
-      id,
-      containerId,
-      status: { id, state: 'starting', startedAt: null, exitCode: null, reason: null, stats: null },
-      launched: false,
-      exitSeen: false,
-      beforeOutage: null,
-      probe,
-      probing: null,
-      stopping: null,
-      observing: false,
-      memoryBytes,
-      logsSinceMs: null,
-    };
-  }
-
-  #current(live: Live): boolean {
-    return this.#instances.get(live.id) === live;
-  }
-
-  #emit(live: Live): void {
-    for (const listener of [...this.#listeners]) {
-      try {
-        const result: unknown = listener(copyStatus(live.status));
-        if (result instanceof Promise) result.catch((err: unknown) => this.#listenerFailed(err));
-      } catch (err) {
-        this.#listenerFailed(err);
-      }
-    }
-  }
-
-  #listenerFailed(err: unknown): void {
-    this.#o.logger.error({ err }, 'an instance listener threw; the runtime carries on');
-  }
 }
 
-const isStorageOptRefusal = (err: unknown): boolean => err instanceof DockerEngineError && /storage.?opt|storage option|quota/i.test(err.engineMessage);
+/** The health probe of an instance: its published port on 127.0.0.1 (on the host's network, the port itself). */
+function probeOf(health: HealthProbe, spec: InstanceSpec): Live['probe'] {
+  const binding = spec.ports.find((p) => p.private === health.port);
+  if (!binding) {
+    const ports = spec.ports.map((p) => `${p.private}/${p.protocol}`).join(', ') || 'none';
+    throw new Error(`cannot start image "${spec.image}": its health check probes port ${health.port}, which this instance does not expose (ports: ${ports})`);
+  }
+  const port = spec.networkMode === 'host' ? binding.private : binding.public;
+  return { target: { type: health.type, host: '127.0.0.1', port, path: health.path || '/' }, health };
+}
 
 /** An engine timestamp (RFC 3339, nanoseconds) in ms; null for the zero time or nonsense. */
 export function parseEngineTime(text: string): number | null {
   const ms = Date.parse(text);
   return Number.isFinite(ms) && ms > 0 ? ms : null;
 }
-
-/** Where an adopted container's current run begins in its log, give or take the engine's lag in recording it. */
-const sinceStart = (info: ContainerInspect): number | null => {
-  const started = parseEngineTime(info.State.StartedAt);
-  return started === null ? null : started - 1_000;
-};
-
-const copyStatus = (status: InstanceStatus): InstanceStatus => ({ ...status, stats: status.stats && { ...status.stats } });
 
 /** Read through a function so TypeScript does not keep a narrowing across an await. */
 const stateOf = (live: Live): InstanceState => live.status.state;
