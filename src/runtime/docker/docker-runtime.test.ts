@@ -166,13 +166,14 @@ if (!engine) {
         assert.match(exited.reason ?? '', /killed by SIGKILL/);
       }));
 
-    test('a container the kernel kills for its memory limit becomes exited saying so', () =>
+    test('a container the kernel kills for its memory limit fails, saying so', () =>
       withRuntime(async (t) => {
         const spec = instanceSpec({ image: e.images.node, memoryGb: 0.0625, args: `-e "console.log('allocating'); const keep = []; for (;;) keep.push(Buffer.alloc(1 << 20, 1))"` });
         const changes = new ChangeRecorder(t.runtime);
         await t.runtime.start(spec);
-        const exited = await changes.next(spec.id, 'exited', 30_000);
-        assert.match(exited.reason ?? '', /^process was killed for running out of memory \(its limit of 0\.06 GiB\), exit code 137; last output:\n[^]*allocating/);
+        const failed = await changes.next(spec.id, 'failed', 30_000);
+        assert.equal(failed.exitCode, 137);
+        assert.match(failed.reason ?? '', /^process was killed for running out of memory \(its limit of 0\.06 GiB\), exit code 137; last output:\n[^]*allocating/);
       }));
 
     test('an instance that never passes its health check fails with the reason and its container is stopped', () =>

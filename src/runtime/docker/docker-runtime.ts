@@ -9,6 +9,8 @@
  * - States come from the engine's events (engine-events.ts), and from a health probe on the
  *   published port when the config's images map gives the image one. `inspect()` and `list()`
  *   answer from memory (live-instances.ts), which the events keep current.
+ * - A container that ends on its own makes its instance `exited`, or `failed` when it ended before
+ *   its health check passed or the kernel killed it for its memory limit (exit-reason.ts words why).
  * - When the engine becomes unreachable, live instances turn `unknown` (with the reason) until it
  *   answers again; containers that died meanwhile (an engine restart) are started again.
  */
@@ -334,7 +336,8 @@ export class DockerRuntime implements Runtime {
       const tail = code !== 0 || oom ? await this.#tail(live) : '';
       if (live.stopping || !this.#live.current(live) || stateOf(live) === 'failed') return;
       const starting = (live.status.state === 'unknown' ? live.beforeOutage : live.status.state) === 'starting' && live.probe !== null;
-      this.#ended(live, code, exitReason(info.State, tail, { starting, memoryBytes: live.memoryBytes }), starting);
+      // Killed for its memory limit is a failure (the pod's ERROR), not an ending of its own.
+      this.#ended(live, code, exitReason(info.State, tail, { starting, memoryBytes: live.memoryBytes }), starting || oom);
     } catch (err) {
       if (isUnreachable(err)) this.#events.reportUnreachable(err);
       else this.#o.logger.warn({ err, instance: live.id }, 'cannot inspect the container that ended');
