@@ -2,10 +2,10 @@ import { after, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { createServer, type IncomingHttpHeaders } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { createConnection, createServer as createTcpServer, type AddressInfo } from 'node:net';
 import { Writable } from 'node:stream';
 import pino from 'pino';
-import { dockerEngine, makeDockerRuntime, noEngine, uniqueNamespace } from '../../../test/support/docker.js';
+import { DOCKER_HOST, dockerEngine, makeDockerRuntime, noEngine, uniqueNamespace } from '../../../test/support/docker.js';
 import { instanceSpec } from '../runtime-contract.js';
 import { DockerClient, registryAuthHeader, registryOf, splitImageRef } from './docker-client.js';
 import { parseDockerHost } from './engine-connection.js';
@@ -72,6 +72,27 @@ if (!engine) {
   const { client } = e;
 
   describe('DockerClient on a real engine', () => {
+    test('the client speaks to an engine at a tcp:// address as at a unix socket', async () => {
+      if (!DOCKER_HOST.startsWith('unix://')) return;
+      const socketPath = DOCKER_HOST.slice('unix://'.length);
+      const forwarder = createTcpServer((c) => {
+        const upstream = createConnection(socketPath);
+        c.pipe(upstream).pipe(c);
+        c.on('error', () => upstream.destroy());
+        upstream.on('error', () => c.destroy());
+      });
+      await new Promise<void>((resolve) => forwarder.listen(0, '127.0.0.1', resolve));
+      const tcp = new DockerClient({ dockerHost: `tcp://127.0.0.1:${(forwarder.address() as AddressInfo).port}` });
+      try {
+        await tcp.ping();
+        assert.equal((await tcp.info()).ID, (await client.info()).ID);
+        assert.ok(await tcp.inspectImage(e.images.idle));
+      } finally {
+        tcp.close();
+        forwarder.close();
+      }
+    });
+
     test('an engine error says what was being done and what the engine said', async () => {
       await assert.rejects(client.startContainer('gantry-no-such-container'), (err: Error) => {
         assert.match(err.message, /^starting container "gantry-no-such-container": No such container: gantry-no-such-container$/);

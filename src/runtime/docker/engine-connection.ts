@@ -184,6 +184,8 @@ export class EngineConnection {
           (err: unknown) => reject(err instanceof Error ? err : new Error(String(err))),
         );
       });
+      // A long-lived stream over TCP learns of a vanished engine from keep-alive probes, not silence.
+      if (!opts.pooled && this.#target.host !== undefined) r.once('socket', (socket) => socket.setKeepAlive(true, 15_000));
       r.once('error', (err: NodeJS.ErrnoException) => {
         if (opts.signal.aborted) reject(err);
         else if (err.code && UNREACHABLE_CODES.has(err.code)) reject(new DockerUnreachableError(this.address, err));
