@@ -145,7 +145,7 @@ export class EngineConnection {
     }
   }
 
-  /** Closes the idle keep-alive sockets; requests in flight finish. */
+  /** Closes its pooled sockets, in use or idle: a connection is not used after. */
   close(): void {
     this.#agent.destroy();
   }
