@@ -23,4 +23,10 @@ export interface DockerRuntimeOptions {
   logger: Logger;
   /** SIGTERM → SIGKILL grace of a stop. */
   stopGraceMs: number;
+  /** An engine call (other than a pull, a stop or a wait) gives up after this long. @default 30000 */
+  engineTimeoutMs?: number;
+  /** Reconnecting to an unreachable engine: the first retry's delay, doubled up to `maxMs`. @default { initialMs: 250, maxMs: 10000 } */
+  reconnect?: { initialMs: number; maxMs: number };
+  /** A container's json-file log is rotated past this size, two files kept (only when the engine logs to json-file). @default 10 MiB */
+  logMaxBytes?: number;
 }

@@ -1,0 +1,142 @@
+/**
+ * What a container is created from: a pure function of the instance's spec and what the runtime
+ * knows of its engine, so every rule of the mapping is tested without one.
+ */
+import { createHash } from 'node:crypto';
+import type { Host } from '../../domain/catalog.js';
+import { splitArgs } from '../process/split-args.js';
+import type { InstanceSpec } from '../runtime.js';
+import { containerEnv, gpuDeviceIds } from './container-env.js';
+import { LABEL, containerNameOf, instanceLabels, networkVolumeNameOf, podVolumeNameOf } from './docker-names.js';
+import type { ContainerCreateBody, EndpointSettings, Labels, MountSpec, PortBindingSpec } from './engine-types.js';
+
+export interface ContainerContext {
+  namespace: string;
+  host: Pick<Host, 'publicIp' | 'gpuUuids' | 'gpuMode'>;
+  /** address published ports bind on */
+  bindIp: string;
+  /** Whether `diskGb` becomes a `StorageOpt.size` (only storage drivers with quotas take it). */
+  diskLimit: boolean;
+  /** The engine's CPU count: `NanoCpus` is capped at it (the engine refuses more). null: not capped. */
+  engineCpus: number | null;
+  /** Rotates the json-file log at this size (2 files kept); null leaves the engine's logging as configured. */
+  logMaxBytes: number | null;
+  /** The engine network the instance joins (`spec.network`), and whether its fixed IP may be asked for. */
+  network: { name: string; fixedIp: boolean } | null;
+}
+
+export interface VolumePlan {
+  name: string;
+  labels: Labels;
+}
+
+export interface ContainerPlan {
+  name: string;
+  body: ContainerCreateBody;
+  /** also in `body.Labels['gantry.spec']` */
+  specHash: string;
+  /** Named volumes to create (with their labels) before the container. */
+  volumes: VolumePlan[];
+}
+
+const GiB = 1024 ** 3;
+
+/** The container of `spec`; a refusal reads `cannot start image "<image>": <why>`. */
+export function planContainer(spec: InstanceSpec, ctx: ContainerContext): ContainerPlan {
+  const cannot = (why: string): Error => new Error(`cannot start image "${spec.image}": ${why}`);
+  let cmd: string[];
+  try {
+    cmd = splitArgs(spec.args);
+  } catch (err) {
+    throw cannot((err as Error).message);
+  }
+  const hostMode = spec.networkMode === 'host';
+  const name = containerNameOf(ctx.namespace, spec.id);
+  const labels = instanceLabels(ctx.namespace, spec.id, spec.owner, spec.hostId);
+
+  const env = Object.entries(containerEnv(spec, ctx.host))
+    .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+    .map(([k, v]) => `${k}=${v}`);
+
+  const volumes: VolumePlan[] = [];
+  const mounts: MountSpec[] = spec.volumes.map((volume) => {
+    if (!volume.path.startsWith('/')) throw cannot(`its volume mount path "${volume.path}" is not absolute`);
+    const source = volume.kind === 'persistent' ? podVolumeNameOf(ctx.namespace, spec.id) : networkVolumeNameOf(ctx.namespace, volume.volumeId);
+    const volumeLabels: Labels =
+      volume.kind === 'persistent'
+        ? { [LABEL.namespace]: ctx.namespace, [LABEL.volume]: 'persistent', [LABEL.instance]: spec.id, [LABEL.account]: spec.owner.accountId }
+        : { [LABEL.namespace]: ctx.namespace, [LABEL.volume]: 'network', [LABEL.volumeId]: volume.volumeId };
+    volumes.push({ name: source, labels: volumeLabels });
+    return { Type: 'volume', Source: source, Target: volume.path };
+  });
+
+  const body: ContainerCreateBody = {
+    Image: spec.image,
+    Env: env,
+    Labels: labels,
+    Tty: false,
+    OpenStdin: false,
+    AttachStdin: false,
+    AttachStdout: false,
+    AttachStderr: false,
+    HostConfig: { RestartPolicy: { Name: 'no' } },
+  };
+  // Empty args keep the image's CMD (its ENTRYPOINT is always kept).
+  if (cmd.length > 0) body.Cmd = cmd;
+  const host = body.HostConfig;
+
+  if (hostMode) {
+    host.NetworkMode = 'host';
+  } else {
+    if (/^[a-zA-Z0-9][a-zA-Z0-9-]{0,62}$/.test(spec.id)) body.Hostname = spec.id;
+    if (spec.ports.length > 0) {
+      const exposed: Record<string, Record<string, never>> = {};
+      const bindings: Record<string, PortBindingSpec[]> = {};
+      for (const port of spec.ports) {
+        const key = `${port.private}/tcp`;
+        exposed[key] = {};
+        (bindings[key] ??= []).push({ HostIp: ctx.bindIp, HostPort: String(port.public) });
+      }
+      body.ExposedPorts = exposed;
+      host.PortBindings = bindings;
+    }
+    if (spec.network && ctx.network) {
+      host.NetworkMode = ctx.network.name;
+      const endpoint: EndpointSettings = { Aliases: [...spec.network.aliases] };
+      if (spec.network.ip && ctx.network.fixedIp) endpoint.IPAMConfig = { IPv4Address: spec.network.ip };
+      body.NetworkingConfig = { EndpointsConfig: { [ctx.network.name]: endpoint } };
+    }
+  }
+
+  if (spec.vcpus > 0) host.NanoCpus = Math.round(Math.min(spec.vcpus, ctx.engineCpus ?? Infinity) * 1e9);
+  if (spec.memoryGb > 0) {
+    // No swap on top: the limit is what the instance was sold, and a swapping GPU job is a stuck one.
+    host.Memory = Math.round(spec.memoryGb * GiB);
+    host.MemorySwap = host.Memory;
+  }
+  if (spec.diskGb > 0 && ctx.diskLimit) host.StorageOpt = { size: `${Math.round(spec.diskGb * GiB)}` };
+  if (mounts.length > 0) host.Mounts = mounts;
+  if (spec.gpuIndices.length > 0 && ctx.host.gpuMode === 'nvidia')
+    host.DeviceRequests = [{ Driver: 'nvidia', DeviceIDs: gpuDeviceIds(spec, ctx.host), Capabilities: [['gpu']] }];
+  if (ctx.logMaxBytes !== null) host.LogConfig = { Type: 'json-file', Config: { 'max-size': String(ctx.logMaxBytes), 'max-file': '2' } };
+
+  const specHash = hashOf(body);
+  body.Labels = { ...labels, [LABEL.spec]: specHash };
+  return { name, body, specHash, volumes };
+}
+
+/** A stable hash of a JSON value (keys sorted), 32 hex characters. */
+export function hashOf(value: unknown): string {
+  return createHash('sha256').update(canonicalJson(value)).digest('hex').slice(0, 32);
+}
+
+function canonicalJson(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
+  if (value && typeof value === 'object') {
+    const entries = Object.entries(value as Record<string, unknown>)
+      .filter(([, v]) => v !== undefined)
+      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+    return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonicalJson(v)}`).join(',')}}`;
+  }
+  return JSON.stringify(value);
+}

@@ -1,0 +1,135 @@
+/**
+ * Everything a start does before the engine starts the container: it learns the engine's facts
+ * once (CPU count, logging driver, whether the storage driver takes a disk size), finds a kept
+ * container of the instance, and either reuses it (same spec hash) or removes it, pulls the image
+ * when missing, makes the volumes and the network, and creates the container anew.
+ */
+import type { Logger } from 'pino';
+import type { Host } from '../../domain/catalog.js';
+import type { InstanceSpec } from '../runtime.js';
+import { planContainer, type ContainerPlan } from './container-config.js';
+import type { DockerClient } from './docker-client.js';
+import { LABEL } from './docker-names.js';
+import { DockerEngineError } from './engine-connection.js';
+import { ensureNetwork, type JoinedNetwork } from './engine-networks.js';
+import type { ContainerInspect, EngineInfo } from './engine-types.js';
+
+/** Whether `diskGb` is enforced on this engine, and why not when it is not. */
+export interface DiskLimitSupport {
+  /** null until the engine has been asked */
+  enforced: boolean | null;
+  /** in words, for the host record's notes */
+  note: string | null;
+}
+
+/** What a start found or made: a container already running from this spec, or one to start. */
+export type Prepared =
+  | { kind: 'running'; info: ContainerInspect }
+  | { kind: 'kept' | 'created'; containerId: string; plan: ContainerPlan };
+
+export interface ContainerPreparerOptions {
+  client: DockerClient;
+  namespace: string;
+  host: Host;
+  bindIp: string;
+  logger: Logger;
+  /** the json-file cap, when the engine logs to json-file */
+  logMaxBytes: number;
+}
+
+interface EngineFacts {
+  cpus: number;
+  logMaxBytes: number | null;
+}
+
+export class ContainerPreparer {
+  readonly #o: ContainerPreparerOptions;
+  #facts: Promise<EngineFacts> | null = null;
+  #disk: DiskLimitSupport = { enforced: null, note: null };
+
+  constructor(options: ContainerPreparerOptions) {
+    this.#o = options;
+  }
+
+  get diskLimit(): DiskLimitSupport {
+    return { ...this.#disk };
+  }
+
+  async prepare(spec: InstanceSpec): Promise<Prepared> {
+    const { client, logger } = this.#o;
+    const facts = await this.#engineFacts();
+    const network = spec.network && spec.networkMode !== 'host' ? await ensureNetwork(client, this.#o.namespace, spec.network) : null;
+    let plan = this.#plan(spec, facts, network, this.#disk.enforced !== false);
+
+    const kept = await client.inspectContainer(plan.name);
+    if (kept && kept.Config.Labels?.[LABEL.spec] === plan.specHash) {
+      // Running already: a start retried after its answer was lost.
+      if (kept.State.Running) return { kind: 'running', info: kept };
+      logger.info({ instance: spec.id, container: kept.Id.slice(0, 12) }, 'starting the kept container again (same spec)');
+      for (const volume of plan.volumes) await client.createVolume(volume.name, volume.labels);
+      return { kind: 'kept', containerId: kept.Id, plan };
+    }
+    if (kept) {
+      logger.info({ instance: spec.id, container: kept.Id.slice(0, 12) }, 'removing the kept container: the spec changed');
+      await client.removeContainer(kept.Id, { force: true, volumes: true });
+    }
+
+    await this.#ensureImage(spec);
+    for (const volume of plan.volumes) await client.createVolume(volume.name, volume.labels);
+    try {
+      const created = await client.createContainer(plan.name, plan.body);
+      if (plan.body.HostConfig.StorageOpt && this.#disk.enforced === null) this.#disk = { enforced: true, note: null };
+      return { kind: 'created', containerId: created.Id, plan };
+    } catch (err) {
+      if (!(plan.body.HostConfig.StorageOpt && isStorageOptRefusal(err))) throw err;
+      this.#disk = { enforced: false, note: `container disk sizes are not enforced: the engine refused a size limit (${(err as DockerEngineError).engineMessage})` };
+      logger.warn(this.#disk.note!);
+      plan = this.#plan(spec, facts, network, false);
+      return { kind: 'created', containerId: (await client.createContainer(plan.name, plan.body)).Id, plan };
+    }
+  }
+
+  #plan(spec: InstanceSpec, facts: EngineFacts, network: JoinedNetwork | null, diskLimit: boolean): ContainerPlan {
+    const { namespace, host, bindIp } = this.#o;
+    return planContainer(spec, { namespace, host, bindIp, diskLimit, engineCpus: facts.cpus, logMaxBytes: facts.logMaxBytes, network });
+  }
+
+  async #ensureImage(spec: InstanceSpec): Promise<void> {
+    const { client, logger } = this.#o;
+    if (await client.inspectImage(spec.image)) return;
+    logger.info({ instance: spec.id, image: spec.image, withCredential: Boolean(spec.registryAuth) }, 'pulling image');
+    await client.pullImage(spec.image, {
+      auth: spec.registryAuth ?? null,
+      onProgress: (m) => {
+        if (!m.progress) logger.debug({ image: spec.image, status: m.status, layer: m.id }, 'pull progress');
+      },
+    });
+    logger.info({ image: spec.image }, 'image pulled');
+  }
+
+  #engineFacts(): Promise<EngineFacts> {
+    this.#facts ??= this.#o.client.info().then(
+      (info) => {
+        this.#judgeDiskLimit(info);
+        return { cpus: info.NCPU, logMaxBytes: info.LoggingDriver === 'json-file' ? this.#o.logMaxBytes : null };
+      },
+      (err: unknown) => {
+        this.#facts = null;
+        throw err;
+      },
+    );
+    return this.#facts;
+  }
+
+  /** overlay2 takes a size only over xfs mounted with pquota: on anything else, it is not asked for. */
+  #judgeDiskLimit(info: EngineInfo): void {
+    if (this.#disk.enforced !== null) return;
+    const backing = info.DriverStatus?.find(([key]) => key === 'Backing Filesystem')?.[1];
+    if (info.Driver === 'overlay2' && backing !== undefined && backing !== 'xfs') {
+      this.#disk = { enforced: false, note: `container disk sizes are not enforced: the engine's storage driver overlay2 on ${backing} takes no size limit (it needs xfs mounted with pquota)` };
+      this.#o.logger.warn({ driver: info.Driver, backing }, this.#disk.note!);
+    }
+  }
+}
+
+const isStorageOptRefusal = (err: unknown): boolean => err instanceof DockerEngineError && /storage.?opt|storage option|quota/i.test(err.engineMessage);

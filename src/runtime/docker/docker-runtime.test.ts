@@ -1,0 +1,219 @@
+import { after, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { dockerEngine, instanceInfo, makeDockerRuntime, noEngine, testHost, type RuntimeFixture } from '../../../test/support/docker.js';
+import type { Runtime } from '../runtime.js';
+import { ChangeRecorder, describeRuntime, freePort, instanceSpec, type RuntimeUnderTest } from '../runtime-contract.js';
+import type { DockerRuntime } from './docker-runtime.js';
+import type { DockerRuntimeOptions } from './docker-runtime-options.js';
+
+const engine = await dockerEngine();
+after(() => engine?.client.close());
+
+/**
+ * The contract's 'close stops every instance' starts the process runtime's placeholder image,
+ * which no engine has: here it runs the idle image. What that test then checks of a Docker
+ * runtime is that a closed (detached) runtime holds nothing; its containers keep running (the
+ * port's close() detaches) and the cleanup removes them. The contract is being given a capability
+ * flag for runtimes whose close detaches; this mapping goes then.
+ */
+function forContract(runtime: DockerRuntime, idle: string): Runtime {
+  return new Proxy(runtime, {
+    get(target, prop) {
+      if (prop === 'start') return (spec: Parameters<Runtime['start']>[0]) => target.start(spec.image === 'unmapped/placeholder:latest' ? { ...spec, image: idle } : spec);
+      const value: unknown = Reflect.get(target, prop, target);
+      return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value;
+    },
+  });
+}
+
+if (!engine) {
+  test('the Docker runtime', { skip: noEngine() }, () => {});
+} else {
+  const e = engine;
+  describeRuntime('docker', async (): Promise<RuntimeUnderTest> => {
+    const fixture = makeDockerRuntime(e);
+    return { runtime: forContract(fixture.runtime, e.images.idle), images: e.images, cleanup: fixture.cleanup };
+  });
+
+  /** Runs `body` with a fresh runtime on its own namespace, removing all it made afterwards. */
+  const withRuntime = async (body: (t: RuntimeFixture) => Promise<void>, overrides: Partial<DockerRuntimeOptions> = {}): Promise<void> => {
+    const t = makeDockerRuntime(e, overrides);
+    try {
+      await body(t);
+    } finally {
+      await t.cleanup();
+    }
+  };
+  const httpSpec = async (overrides: Parameters<typeof instanceSpec>[0] = {}) =>
+    instanceSpec({ image: e.images.http, vcpus: 1, memoryGb: 1, ports: [{ private: 8000, public: await freePort(), protocol: 'http' }], ...overrides });
+  const info = instanceInfo;
+  const containerOf = (t: RuntimeFixture, id: string) => e.client.inspectContainer(`gantry-${t.namespace}-${id}`);
+
+  describe('DockerRuntime', () => {
+    test('every port binding, http or tcp, is published and answers on 127.0.0.1', () =>
+      withRuntime(async ({ runtime }) => {
+        const [web, raw] = [await freePort(), await freePort()];
+        const spec = instanceSpec({
+          image: e.images.http,
+          vcpus: 1,
+          memoryGb: 1,
+          ports: [
+            { private: 8000, public: web, protocol: 'http' },
+            { private: 8000, public: raw, protocol: 'tcp' },
+          ],
+        });
+        const changes = new ChangeRecorder(runtime);
+        await runtime.start(spec);
+        await changes.next(spec.id, 'running', 30_000);
+        assert.equal((await info(web)).env.GANTRY_PORT_8000, String(web), 'the first binding of a private port names it');
+        assert.equal((await info(raw)).env.RUNPOD_TCP_PORT_8000, String(raw));
+      }));
+
+    test('a tenant cannot override the platform variables; platformEnv wins over the tenant env', () =>
+      withRuntime(async ({ runtime }) => {
+        const spec = await httpSpec({
+          env: { GREETING: 'hi', GANTRY_INSTANCE_ID: 'spoof', RUNPOD_PUBLIC_IP: '6.6.6.6', CUDA_VISIBLE_DEVICES: '0', SHARED: 'tenant' },
+          platformEnv: { SHARED: 'platform', RUNPOD_POD_ID: 'spoof' },
+          vcpus: 2,
+        });
+        const changes = new ChangeRecorder(runtime);
+        await runtime.start(spec);
+        await changes.next(spec.id, 'running', 30_000);
+        const { env } = await info(spec.ports[0]!.public);
+        assert.equal(env.GREETING, 'hi');
+        assert.equal(env.SHARED, 'platform');
+        assert.equal(env.GANTRY_INSTANCE_ID, spec.id);
+        assert.equal(env.RUNPOD_POD_ID, spec.id);
+        assert.equal(env.RUNPOD_PUBLIC_IP, '127.0.0.1');
+        assert.equal(env.CUDA_VISIBLE_DEVICES, '');
+        assert.equal(env.NVIDIA_VISIBLE_DEVICES, 'none');
+        assert.equal(env.RUNPOD_CPU_COUNT, '2');
+      }));
+
+    test('on an env-only GPU host an instance is told its GPUs by UUID, with no device request', () =>
+      withRuntime(
+        async ({ runtime, namespace }) => {
+          const spec = await httpSpec({ gpuIndices: [2, 0] });
+          const changes = new ChangeRecorder(runtime);
+          await runtime.start(spec);
+          await changes.next(spec.id, 'running', 30_000);
+          const { env } = await info(spec.ports[0]!.public);
+          assert.equal(env.CUDA_VISIBLE_DEVICES, 'GPU-cc,GPU-aa');
+          assert.equal(env.NVIDIA_VISIBLE_DEVICES, 'GPU-cc,GPU-aa');
+          assert.equal(env.RUNPOD_GPU_COUNT, '2');
+          const container = (await e.client.inspectContainer(`gantry-${namespace}-${spec.id}`)) as unknown as { HostConfig: { DeviceRequests: unknown[] | null } };
+          assert.equal(container.HostConfig.DeviceRequests?.length ?? 0, 0);
+        },
+        { host: testHost({ gpuCount: 3, gpuUuids: ['GPU-aa', 'GPU-bb', 'GPU-cc'], gpuMode: 'env-only' }) },
+      ));
+
+    test('a stopped instance keeps its container; the same spec starts that container again, a changed spec makes a new one', () =>
+      withRuntime(async (t) => {
+        const { runtime } = t;
+        const spec = await httpSpec();
+        const changes = new ChangeRecorder(runtime);
+        await runtime.start(spec);
+        await changes.next(spec.id, 'running', 30_000);
+        const first = await containerOf(t, spec.id);
+        const firstBoot = (await info(spec.ports[0]!.public)).bootId;
+        await runtime.stop(spec.id);
+        assert.equal(await runtime.inspect(spec.id), null);
+        const kept = await containerOf(t, spec.id);
+        assert.equal(kept?.Id, first?.Id, 'stop keeps the container');
+        assert.equal(kept?.State.Running, false);
+
+        const again = new ChangeRecorder(runtime);
+        await runtime.start(spec);
+        await again.next(spec.id, 'running', 30_000);
+        assert.equal((await containerOf(t, spec.id))?.Id, first?.Id, 'the same spec reuses the kept container');
+        assert.notEqual((await info(spec.ports[0]!.public)).bootId, firstBoot, 'its process started again');
+        await runtime.stop(spec.id);
+
+        const changed = { ...spec, env: { ...spec.env, NEW: 'yes' } };
+        const third = new ChangeRecorder(runtime);
+        await runtime.start(changed);
+        await third.next(spec.id, 'running', 30_000);
+        assert.notEqual((await containerOf(t, spec.id))?.Id, first?.Id, 'a changed spec makes a new container');
+        assert.equal((await info(spec.ports[0]!.public)).env.NEW, 'yes');
+      }));
+
+    test('an image that exists nowhere rejects the start with a reason a user can act on, and leaves nothing behind', () =>
+      withRuntime(async (t) => {
+        const spec = instanceSpec({ image: '127.0.0.1:9/gantry-no-such/image:1' });
+        const began = Date.now();
+        await assert.rejects(t.runtime.start(spec), (err: Error) => {
+          assert.match(err.message, /^pulling image "127\.0\.0\.1:9\/gantry-no-such\/image:1": .*connection refused/);
+          return true;
+        });
+        assert.ok(Date.now() - began < 20_000, 'no hang');
+        assert.equal(await t.runtime.inspect(spec.id), null);
+        assert.equal(await containerOf(t, spec.id), null);
+        // The runtime still works.
+        const next = instanceSpec({ image: e.images.idle });
+        await t.runtime.start(next);
+        assert.ok(await t.runtime.inspect(next.id));
+      }));
+
+    test('a container killed behind the runtime`s back becomes exited, with its signal', () =>
+      withRuntime(async (t) => {
+        const spec = instanceSpec({ image: e.images.idle });
+        const changes = new ChangeRecorder(t.runtime);
+        await t.runtime.start(spec);
+        const container = await containerOf(t, spec.id);
+        await e.client.killContainer(container!.Id, 'SIGKILL');
+        const exited = await changes.next(spec.id, 'exited', 15_000);
+        assert.equal(exited.exitCode, 137);
+        assert.match(exited.reason ?? '', /killed by SIGKILL/);
+      }));
+
+    test('a container the kernel kills for its memory limit fails, saying so', () =>
+      withRuntime(async (t) => {
+        const spec = instanceSpec({ image: e.images.node, memoryGb: 0.0625, args: `-e "console.log('allocating'); const keep = []; for (;;) keep.push(Buffer.alloc(1 << 20, 1))"` });
+        const changes = new ChangeRecorder(t.runtime);
+        await t.runtime.start(spec);
+        const failed = await changes.next(spec.id, 'failed', 30_000);
+        assert.equal(failed.exitCode, 137);
+        assert.match(failed.reason ?? '', /^process was killed for running out of memory \(its limit of 0\.06 GiB\), exit code 137; last output:\n[^]*allocating/);
+      }));
+
+    test('an instance that never passes its health check fails with the reason and its container is stopped', () =>
+      withRuntime(
+        async (t) => {
+          const spec = await httpSpec({ env: { LISTEN_AFTER_MS: '600000' } });
+          const changes = new ChangeRecorder(t.runtime);
+          await t.runtime.start(spec);
+          const failed = await changes.next(spec.id, 'failed', 15_000);
+          assert.match(failed.reason ?? '', /^health check http:\/\/127\.0\.0\.1:\d+\/health did not pass within 400 ms/);
+          for (let i = 0; i < 100 && (await containerOf(t, spec.id))?.State.Running; i++) await new Promise((r) => setTimeout(r, 100));
+          assert.equal((await containerOf(t, spec.id))?.State.Running, false);
+          assert.equal((await t.runtime.inspect(spec.id))?.state, 'failed');
+        },
+        { images: { [e.images.http]: { command: ['unused'], health: { type: 'http', port: 8000, path: '/health', intervalMs: 50, timeoutMs: 400 } } } },
+      ));
+
+    test('a disk size the storage driver cannot enforce starts without it, and the runtime says so', () =>
+      withRuntime(async (t) => {
+        const spec = instanceSpec({ image: e.images.idle, diskGb: 5 });
+        await t.runtime.start(spec);
+        const info = await e.client.info();
+        const backing = info.DriverStatus?.find(([k]) => k === 'Backing Filesystem')?.[1];
+        if (info.Driver === 'overlay2' && backing !== 'xfs') {
+          assert.equal(t.runtime.diskLimit.enforced, false);
+          assert.match(t.runtime.diskLimit.note ?? '', /not enforced/);
+        }
+        assert.equal((await t.runtime.inspect(spec.id))?.id, spec.id);
+      }));
+
+    test('a networked instance joins its private network, made on first use and labelled, with its aliases', () =>
+      withRuntime(async (t) => {
+        const spec = instanceSpec({ image: e.images.idle, network: { name: 'acct1', aliases: [`x${Date.now()}.gantry`], ip: '10.200.0.9' } });
+        await t.runtime.start(spec);
+        const network = await e.client.inspectNetwork(`gantry-${t.namespace}-acct1`);
+        assert.equal(network?.Labels?.['gantry.namespace'], t.namespace);
+        const container = (await containerOf(t, spec.id)) as unknown as { NetworkSettings: { Networks: Record<string, { Aliases: string[] | null }> } };
+        const endpoint = container.NetworkSettings.Networks[`gantry-${t.namespace}-acct1`];
+        assert.ok(endpoint?.Aliases?.includes(spec.network!.aliases[0]!), `aliases: ${JSON.stringify(endpoint?.Aliases)}`);
+      }));
+  });
+
+}

@@ -1,0 +1,151 @@
+/**
+ * The shapes of the Engine API (v1.41+) that the Docker runtime reads and writes: only the fields
+ * used, as the engine spells them.
+ */
+
+export type Labels = Record<string, string>;
+
+export interface EngineInfo {
+  ID: string;
+  ServerVersion: string;
+  /** `overlay2`, `btrfs`, … */
+  Driver: string;
+  /** e.g. `[["Backing Filesystem", "extfs"], …]` */
+  DriverStatus: [string, string][] | null;
+  NCPU: number;
+  MemTotal: number;
+  LoggingDriver: string;
+  OperatingSystem: string;
+  Runtimes?: Record<string, unknown>;
+  DefaultRuntime?: string;
+}
+
+export interface ImageInspect {
+  Id: string;
+  RepoTags: string[] | null;
+}
+
+export interface PortBindingSpec {
+  HostIp: string;
+  HostPort: string;
+}
+
+export interface MountSpec {
+  Type: 'volume' | 'bind' | 'tmpfs';
+  Source: string;
+  Target: string;
+  ReadOnly?: boolean;
+}
+
+export interface DeviceRequest {
+  Driver: string;
+  Count?: number;
+  DeviceIDs?: string[];
+  Capabilities: string[][];
+}
+
+export interface EndpointSettings {
+  Aliases?: string[];
+  IPAMConfig?: { IPv4Address?: string };
+}
+
+/** The body of `POST /containers/create`. */
+export interface ContainerCreateBody {
+  Image: string;
+  Hostname?: string;
+  Env: string[];
+  /** absent: the image's own CMD */
+  Cmd?: string[];
+  Labels: Labels;
+  ExposedPorts?: Record<string, Record<string, never>>;
+  Tty: false;
+  OpenStdin: false;
+  AttachStdin: false;
+  AttachStdout: false;
+  AttachStderr: false;
+  HostConfig: {
+    NetworkMode?: string;
+    PortBindings?: Record<string, PortBindingSpec[]>;
+    NanoCpus?: number;
+    Memory?: number;
+    /** memory + swap; equal to Memory: no swap */
+    MemorySwap?: number;
+    StorageOpt?: Record<string, string>;
+    Mounts?: MountSpec[];
+    DeviceRequests?: DeviceRequest[];
+    RestartPolicy: { Name: 'no' | 'always' | 'unless-stopped' | 'on-failure' };
+    LogConfig?: { Type: string; Config: Record<string, string> };
+  };
+  NetworkingConfig?: { EndpointsConfig: Record<string, EndpointSettings> };
+}
+
+export interface ContainerState {
+  /** `created`, `running`, `paused`, `restarting`, `removing`, `exited`, `dead` */
+  Status: string;
+  Running: boolean;
+  Paused: boolean;
+  Restarting: boolean;
+  OOMKilled: boolean;
+  Dead: boolean;
+  Pid: number;
+  ExitCode: number;
+  Error: string;
+  /** RFC 3339; `0001-01-01T00:00:00Z` when never */
+  StartedAt: string;
+  FinishedAt: string;
+}
+
+export interface ContainerInspect {
+  Id: string;
+  /** `/name` */
+  Name: string;
+  Config: { Image: string; Labels: Labels | null; Env: string[] | null };
+  State: ContainerState;
+  HostConfig: { Memory?: number };
+}
+
+export interface ContainerSummary {
+  Id: string;
+  /** `["/name"]` */
+  Names: string[];
+  Image: string;
+  Labels: Labels | null;
+  /** `created`, `running`, `exited`, … */
+  State: string;
+  Status: string;
+}
+
+export interface VolumeInspect {
+  Name: string;
+  Driver: string;
+  Mountpoint: string;
+  Labels: Labels | null;
+}
+
+export interface NetworkInspect {
+  Id: string;
+  Name: string;
+  Driver: string;
+  Labels: Labels | null;
+  IPAM: { Config: { Subnet?: string; Gateway?: string }[] | null };
+}
+
+/** One message of `GET /events`. */
+export interface EngineEvent {
+  Type: string;
+  /** `create`, `start`, `die`, `oom`, `kill`, `stop`, `destroy`, … */
+  Action: string;
+  Actor: { ID: string; Attributes: Record<string, string> | null };
+  /** seconds since the epoch */
+  time: number;
+  timeNano: number;
+}
+
+/** One message of a pull's or an import's progress stream. */
+export interface ProgressMessage {
+  status?: string;
+  progress?: string;
+  id?: string;
+  error?: string;
+  errorDetail?: { message?: string };
+}
