@@ -16,7 +16,7 @@ import type { HealthProbe, ImageSpec } from '../../config.js';
 import type { Clock } from '../../domain/clock.js';
 import type { AttachedInstance, EnvRefusal, InstanceListener, InstanceSpec, InstanceState, InstanceStatus, Runtime } from '../runtime.js';
 import { tenantEnvRefusal } from './env-policy.js';
-import { describeTarget, waitUntilHealthy, type ProbeTarget } from './health-probe.js';
+import { describeTarget, waitUntilHealthy, type ProbeTarget } from '../health-probe.js';
 import { LogRotator } from './log-rotator.js';
 import { reapOrphans, removePidFile, writePidFile } from './orphans.js';
 import { readTail } from './output-log.js';

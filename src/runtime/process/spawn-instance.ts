@@ -3,13 +3,13 @@ import { join } from 'node:path';
 import type { Logger } from 'pino';
 import type { HealthProbe, ImageSpec } from '../../config.js';
 import type { InstanceSpec } from '../runtime.js';
-import type { ProbeTarget } from './health-probe.js';
+import type { ProbeTarget } from '../health-probe.js';
 import { screenInstanceEnv } from './env-policy.js';
 import { INSTANCE_PUBLIC_IP, instanceEnv } from './instance-env.js';
 import { launchProcess, type LaunchedProcess } from './launch-process.js';
 import { instanceDirOf, reapOrphan } from './orphans.js';
 import { capLog } from './output-log.js';
-import { splitArgs } from './split-args.js';
+import { splitArgs } from '../split-args.js';
 import { volumeFolderOf } from './volume-folders.js';
 
 export interface SpawnOptions {
