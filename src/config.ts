@@ -89,6 +89,12 @@ export interface RuntimeConfig {
      * `GANTRY_PROCESS_RUNTIME_MULTI_ACCOUNT=true`. @default false
      */
     allowMultipleAccounts: boolean;
+    /**
+     * How long after the server died without closing (kill -9, a crash) its process instances are
+     * stopped by its watchdog; a server started again on the same data dir within it stops them
+     * at once. `GANTRY_PROCESS_ORPHAN_GRACE_MS`. @default 30000
+     */
+    orphanGraceMs: number;
   };
 }
 
@@ -401,6 +407,7 @@ export function loadConfig({ env, flags = {} }: ConfigSources): Config {
     runtime: {
       process: {
         allowMultipleAccounts: bool(env.GANTRY_PROCESS_RUNTIME_MULTI_ACCOUNT ?? processRuntime.allowMultipleAccounts, 'runtime.process.allowMultipleAccounts', false),
+        orphanGraceMs: num(env.GANTRY_PROCESS_ORPHAN_GRACE_MS ?? processRuntime.orphanGraceMs, 'runtime.process.orphanGraceMs', 30_000),
       },
     },
     graphql: {
@@ -436,7 +443,7 @@ const KNOWN_KEYS: Record<string, readonly string[] | null> = {
   ],
   'jobs.workerRateLimits': ['perWorker', 'perEndpoint', 'attachedWorkers'],
   runtime: ['process'],
-  'runtime.process': ['allowMultipleAccounts'],
+  'runtime.process': ['allowMultipleAccounts', 'orphanGraceMs'],
   graphql: ['maxDocumentBytes', 'maxDepth', 'maxAliases', 'maxFields', 'maxRootFields', 'maxCost'],
   quotas: ['pods', 'gpus', 'queuedJobs', 'storedJobBytes', 'streamBytesPerJob'],
   serverless: ['webhooks', 'autoscaler'],

@@ -84,7 +84,14 @@ export async function createServices(config: Config, overrides: ServiceOverrides
   const secrets = loadSecretBox(config, logger);
   const runtime =
     overrides.runtime ??
-    new ProcessRuntime({ images: config.images, dataDir: config.dataDir, clock, logger: logger.child({ component: 'runtime' }), stopGraceMs: config.pods.stopGraceMs });
+    new ProcessRuntime({
+      images: config.images,
+      dataDir: config.dataDir,
+      clock,
+      logger: logger.child({ component: 'runtime' }),
+      stopGraceMs: config.pods.stopGraceMs,
+      orphanGraceMs: config.runtime.process.orphanGraceMs,
+    });
   const accounts = new AccountsService({ db, clock });
   const inventory = new Inventory({ hosts: config.fleet, catalog: config.catalog });
   const catalog = new CatalogService({ catalog: config.catalog, inventory });
