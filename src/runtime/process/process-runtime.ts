@@ -27,7 +27,7 @@ import type { AttachedInstance, EnvRefusal, InstanceListener, InstanceSpec, Inst
 import { tenantEnvRefusal } from './env-policy.js';
 import { describeTarget, waitUntilHealthy, type ProbeTarget } from '../health-probe.js';
 import { LogRotator } from './log-rotator.js';
-import { reapOrphans, removePidFile, writePidFile } from './orphans.js';
+import { instanceDirOf, reapOrphans, removePidFile, writePidFile } from './orphans.js';
 import { readTail } from './output-log.js';
 import { scanProcesses, type ProcEntry } from './proc-stats.js';
 import { signalGroup, terminateGroup } from './process-group.js';
@@ -215,11 +215,15 @@ export class ProcessRuntime implements Runtime {
     return [];
   }
 
+  /** Stops it, then deletes its persistent volume (`pods/<id>`) and its folder (`instances/<id>`: output.log, the default cwd). */
   async remove(id: string): Promise<void> {
+    const podFolder = podFolderOf(this.#options.dataDir, id);
     await this.stop(id);
-    await rm(podFolderOf(this.#options.dataDir, id), { recursive: true, force: true });
+    await rm(podFolder, { recursive: true, force: true });
+    await rm(instanceDirOf(this.#options.dataDir, id), { recursive: true, force: true });
   }
 
+  /** Deletes the volume's folder (`volumes/<id>`). */
   async removeVolume(volume: { kind: 'network'; volumeId: string }): Promise<void> {
     await rm(networkVolumeFolderOf(this.#options.dataDir, volume.volumeId), { recursive: true, force: true });
   }
