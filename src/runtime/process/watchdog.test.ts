@@ -10,7 +10,7 @@ import pino from 'pino';
 import { alive, images, makeRuntime, node, removeDataDirs } from '../../../test/support/process-runtime-harness.js';
 import { FakeClock } from '../../domain/clock.js';
 import { instanceSpec, waitFor } from '../runtime-contract.js';
-import { procAvailable } from './proc-stats.js';
+import { isLiveState, procAvailable, readEnviron, scanProcesses } from './proc-stats.js';
 import { ProcessRuntime } from './process-runtime.js';
 import { WATCHDOG_SCRIPT } from './watchdog.js';
 
@@ -154,6 +154,30 @@ describe('the process watchdog', () => {
     await waitFor('the watchdog to exit', () => !alive(watchdog), 3_000);
   });
 
+  test('close lets a start under way finish, stops what it started, then dismisses the watchdog', { skip: procAvailable() ? false : 'needs /proc' }, async () => {
+    const { runtime } = makeRuntime();
+    const first = instanceSpec({ image: 'test/idle' });
+    await runtime.start(first);
+    const watchdog = runtime.watchdogPid!;
+    const late = instanceSpec({ image: 'test/idle' });
+    let settled = false;
+    const outcome = runtime
+      .start(late)
+      .then(
+        () => null,
+        (err: Error) => err.message,
+      )
+      .finally(() => (settled = true));
+    await runtime.close();
+    assert.ok(settled, 'the start under way had settled when close() resolved');
+    const marker = `GANTRY_INSTANCE_ID=${late.id}`;
+    const entries = (await scanProcesses()) ?? [];
+    const running = await Promise.all(entries.filter((e) => isLiveState(e.state)).map(async (e) => ((await readEnviron(e.pid)) ?? []).includes(marker)));
+    assert.ok(!running.includes(true), 'no process of the late instance is left once close() resolves');
+    assert.match((await outcome) ?? 'started', /shutting down/);
+    await waitFor('the watchdog to exit', () => !alive(watchdog), 3_000);
+  });
+
   test('a server started again on the same data dir within the grace stops the leftovers at once, and the old watchdog leaves without touching what it starts', async () => {
     const dir = dataDir();
     const graceMs = 1_500;
@@ -168,7 +192,10 @@ describe('the process watchdog', () => {
       await next.start(instanceSpec({ id: 'pod1', image: 'test/idle' }));
       const pid = Number(readFileSync(join(dir, 'instances', 'pod1', 'pid'), 'utf8'));
       await waitFor('the old watchdog to exit', () => !alive(server.watchdog), graceMs + 10_000);
-      assert.match(readFileSync(join(dir, 'watchdog.log'), 'utf8'), /every instance ended; nothing to stop/, 'it saw its groups end, and left');
+      const log = readFileSync(join(dir, 'watchdog.log'), 'utf8');
+      // It saw the server go either before or after the new server stopped the leftover.
+      assert.match(log, /every instance ended; nothing to stop|it left no instance running/, 'it saw its groups end, and left');
+      assert.doesNotMatch(log, /stopping instance/);
       assert.ok(alive(pid), 'the new server’s instance of the same id runs on');
     } finally {
       await next.close();
