@@ -20,6 +20,12 @@ export interface RuntimeConfig {
      * `GANTRY_PROCESS_RUNTIME_MULTI_ACCOUNT=true`. @default false
      */
     allowMultipleAccounts: boolean;
+    /**
+     * How long after the server died without closing (kill -9, a crash) its process instances are
+     * stopped by its watchdog; a server started again on the same data dir within it stops them
+     * at once. `GANTRY_PROCESS_ORPHAN_GRACE_MS`. @default 30000
+     */
+    orphanGraceMs: number;
   };
   docker: DockerRuntimeConfig;
   /**
@@ -134,6 +140,7 @@ export function parseRuntime(raw: unknown, env: Record<string, string | undefine
     kind,
     process: {
       allowMultipleAccounts: bool(env.GANTRY_PROCESS_RUNTIME_MULTI_ACCOUNT ?? processRuntime.allowMultipleAccounts, 'runtime.process.allowMultipleAccounts', false),
+      orphanGraceMs: num(env.GANTRY_PROCESS_ORPHAN_GRACE_MS ?? processRuntime.orphanGraceMs, 'runtime.process.orphanGraceMs', 30_000),
     },
     docker: {
       host,
@@ -156,6 +163,6 @@ export function parseRuntime(raw: unknown, env: Record<string, string | undefine
 /** The keys of the runtime section (config.ts reports others as unknown). */
 export const RUNTIME_KEYS = {
   runtime: ['kind', 'process', 'docker', 'orphanGraceMs'],
-  'runtime.process': ['allowMultipleAccounts'],
+  'runtime.process': ['allowMultipleAccounts', 'orphanGraceMs'],
   'runtime.docker': ['host', 'namespace', 'hostId', 'dataCenterId', 'cloud', 'publicIp', 'bindIp', 'portRange', 'diskGb', 'gpuMode', 'cpuFlavors', 'nvidiaSmi'],
 } as const;

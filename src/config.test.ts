@@ -198,3 +198,14 @@ test('the orphan grace defaults to 60 s and is read from runtime.orphanGraceMs, 
     rmSync(dir, { recursive: true, force: true });
   }
 });
+
+test("the process runtime's orphan grace defaults to 30 s and is read from the file, or from the environment first", () => {
+  withFile('{}', (config) => assert.equal(config.runtime.process.orphanGraceMs, 30_000));
+  withFile('runtime:\n  process:\n    orphanGraceMs: 5000\n', (config) => {
+    assert.deepEqual(config.warnings, []);
+    assert.equal(config.runtime.process.orphanGraceMs, 5_000);
+  });
+  const config = loadConfig({ env: { GANTRY_DATA_DIR: tmpdir(), GANTRY_PROCESS_ORPHAN_GRACE_MS: '1500' } });
+  assert.equal(config.runtime.process.orphanGraceMs, 1_500);
+  assert.throws(() => loadConfig({ env: { GANTRY_DATA_DIR: tmpdir(), GANTRY_PROCESS_ORPHAN_GRACE_MS: 'soon' } }), /runtime\.process\.orphanGraceMs must be a non-negative number/);
+});

@@ -45,7 +45,14 @@ const importDockerRuntime = (): Promise<DockerRuntimeModule> => import(DOCKER_RU
 export async function createRuntime(config: Config, deps: CreateRuntimeDeps): Promise<ConfiguredRuntime> {
   const { clock, logger } = deps;
   if (config.runtime.kind === 'process') {
-    const runtime = new ProcessRuntime({ images: config.images, dataDir: config.dataDir, clock, logger, stopGraceMs: config.pods.stopGraceMs });
+    const runtime = new ProcessRuntime({
+      images: config.images,
+      dataDir: config.dataDir,
+      clock,
+      logger,
+      stopGraceMs: config.pods.stopGraceMs,
+      orphanGraceMs: config.runtime.process.orphanGraceMs,
+    });
     return { runtime, hosts: config.fleet };
   }
   const docker = config.runtime.docker;

@@ -3,21 +3,38 @@ import type { AttachedInstance, InstanceListener, InstanceSpec, InstanceState, I
 const isLive = (state: InstanceState): boolean => state === 'starting' || state === 'running' || state === 'unknown';
 
 /**
- * The runtime port, in memory: instances run until stopped or told to crash. Tests set what
- * `attach()` answers (`attached`), make the engine unreachable (`unavailableReason`), report an
- * instance `unknown` and back (`report`), and read what was asked of it (`stopped`, `removed`,
+ * What a fake's instances are, kept apart from the runtime object as an engine's containers are:
+ * shared with the runtimes `reopen()` makes, untouched by `close()`.
+ */
+interface FakeEngine {
+  /** started and not stopped: the spec each was started with */
+  specs: Map<string, InstanceSpec>;
+  statuses: Map<string, InstanceStatus>;
+  /** stopped and kept until `remove()`, as a container runtime keeps a stopped container */
+  kept: Map<string, InstanceSpec>;
+}
+
+/**
+ * The runtime port, in memory, for service tests: instances run until stopped, or until told to
+ * crash. It follows the runtime contract (test/fake-runtime.test.ts runs it) as a runtime that
+ * hands its instances over across `close()` (like the Docker runtime) and runs nothing, so no
+ * instance serves HTTP.
+ *
+ * Tests may also set what `attach()` answers (`attached`: instances a previous server left; the
+ * live ones are adopted), make the engine unreachable (`unavailableReason`), report an instance
+ * `unknown` and back (`report`), and read what was asked of it (`started`, `stopped`, `removed`,
  * `removedVolumes`).
  */
 export class FakeRuntime implements Runtime {
+  /** Images with agreed behaviour: `crashing` exits with code 3 right after its start; any other runs until stopped. */
+  static readonly IMAGES = { idle: 'fake/idle', crashing: 'fake/crashing' } as const;
   readonly name = 'fake';
-  /** The spec of every instance started here and not stopped or removed. */
-  readonly specs = new Map<string, InstanceSpec>();
-  /** The status of every instance started or adopted and not stopped or removed. */
-  readonly #statuses = new Map<string, InstanceStatus>();
+  readonly #engine: FakeEngine;
   readonly #listeners = new Set<InstanceListener>();
+  #closed = false;
   failStart = false;
-  /** What `attach()` answers: instances a previous server left; the live ones are adopted (inspected and listed). */
-  attached: AttachedInstance[] = [];
+  /** When set, what `attach()` answers instead of the instances of its engine. */
+  attached: AttachedInstance[] | null = null;
   /** Why instances cannot be started (what `unavailable()` answers); `start()` rejects with it meanwhile. */
   unavailableReason: string | null = null;
   /** Ids given to `start()`, `stop()` and `remove()`, in order; volume ids given to `removeVolume()`. */
@@ -28,29 +45,62 @@ export class FakeRuntime implements Runtime {
   /** how many times list() was called */
   lists = 0;
 
+  constructor(engine: FakeEngine = { specs: new Map(), statuses: new Map(), kept: new Map() }) {
+    this.#engine = engine;
+  }
+
+  /** The instances started and not stopped, by id, with the spec each was started with. */
+  get specs(): Map<string, InstanceSpec> {
+    return this.#engine.specs;
+  }
+
+  /** A runtime over the same instances, as a restarted server builds it. */
+  reopen(): FakeRuntime {
+    return new FakeRuntime(this.#engine);
+  }
+
   async attach(): Promise<AttachedInstance[]> {
-    for (const a of this.attached) if (a.status && isLive(a.status.state)) this.#statuses.set(a.id, { ...a.status });
-    return this.attached.map((a) => ({ ...a, status: a.status && { ...a.status } }));
+    const { specs, statuses, kept } = this.#engine;
+    if (this.attached) {
+      for (const a of this.attached) if (a.status && isLive(a.status.state)) statuses.set(a.id, copy(a.status));
+      return this.attached.map((a) => ({ ...a, status: a.status && copy(a.status) }));
+    }
+    return [
+      ...[...specs.values()].map((spec) => ({ id: spec.id, owner: spec.owner, status: copy(statuses.get(spec.id)!) })),
+      ...[...kept.values()].map((spec) => ({ id: spec.id, owner: spec.owner, status: null })),
+    ];
   }
 
   async start(spec: InstanceSpec): Promise<InstanceStatus> {
+    if (this.#closed) throw new Error(`cannot start instance "${spec.id}": the runtime is shutting down`);
     if (this.unavailableReason !== null) throw new Error(this.unavailableReason);
     if (this.failStart) throw new Error('image not found');
-    this.specs.set(spec.id, spec);
+    const { specs, statuses, kept } = this.#engine;
+    const state = statuses.get(spec.id)?.state;
+    if (state === 'starting' || state === 'running') throw new Error(`instance "${spec.id}" is already ${state}; stop it before starting it again`);
     this.started.push(spec.id);
-    return this.#set({ id: spec.id, state: 'running', startedAt: 0, exitCode: null, reason: null, stats: null });
+    kept.delete(spec.id);
+    specs.set(spec.id, spec);
+    const status: InstanceStatus = { id: spec.id, state: 'running', startedAt: 0, exitCode: null, reason: null, stats: null };
+    statuses.set(spec.id, status);
+    this.#emit(status);
+    if (spec.image === FakeRuntime.IMAGES.crashing) {
+      setImmediate(() => {
+        if (statuses.get(spec.id) === status) this.crash(spec.id, 3, 'boom: model file missing');
+      });
+    }
+    return copy(status);
   }
 
   async stop(id: string): Promise<void> {
     this.stopped.push(id);
-    this.specs.delete(id);
-    this.#statuses.delete(id);
+    this.#stop(id);
   }
 
   async remove(id: string): Promise<void> {
     this.removed.push(id);
-    this.specs.delete(id);
-    this.#statuses.delete(id);
+    this.#stop(id);
+    this.#engine.kept.delete(id);
   }
 
   async removeVolume(volume: { kind: 'network'; volumeId: string }): Promise<void> {
@@ -58,13 +108,13 @@ export class FakeRuntime implements Runtime {
   }
 
   async inspect(id: string): Promise<InstanceStatus | null> {
-    const status = this.#statuses.get(id);
-    return status ? { ...status } : null;
+    const status = this.#engine.statuses.get(id);
+    return status ? copy(status) : null;
   }
 
   async list(): Promise<InstanceStatus[]> {
     this.lists++;
-    return [...this.#statuses.values()].map((s) => ({ ...s }));
+    return [...this.#engine.statuses.values()].map(copy);
   }
 
   onChange(listener: InstanceListener): () => void {
@@ -72,28 +122,51 @@ export class FakeRuntime implements Runtime {
     return () => this.#listeners.delete(listener);
   }
 
-  async close(): Promise<void> {}
+  /** Detaches: the instances run on, for a runtime `reopen()` made to adopt. */
+  async close(): Promise<void> {
+    this.#closed = true;
+  }
 
   unavailable(): string | null {
     return this.unavailableReason;
   }
 
   /** The instance's process exits on its own. */
-  crash(id: string, exitCode = 1): void {
-    const status = this.#statuses.get(id);
-    this.#set({ ...(status ?? { id, startedAt: 0, stats: null }), state: 'exited', exitCode, reason: `process exited with code ${exitCode}` });
+  crash(id: string, exitCode = 1, output = ''): void {
+    const current = this.#engine.statuses.get(id) ?? { id, state: 'running' as const, startedAt: 0, exitCode: null, reason: null, stats: null };
+    const reason = `process exited with code ${exitCode}${output ? `; last output:\n${output}` : ''}`;
+    this.#set({ ...current, state: 'exited', exitCode, reason, stats: null });
   }
 
   /** The runtime sees the instance in `state` now (`unknown`: its engine went away; `running`: back). */
   report(id: string, state: InstanceState, reason: string | null = null): void {
-    const status = this.#statuses.get(id);
+    const status = this.#engine.statuses.get(id);
     if (!status) throw new Error(`no instance "${id}"`);
     this.#set({ ...status, state, reason });
   }
 
-  #set(status: InstanceStatus): InstanceStatus {
-    this.#statuses.set(status.id, status);
-    for (const l of [...this.#listeners]) l({ ...status });
-    return { ...status };
+  #stop(id: string): void {
+    const spec = this.#engine.specs.get(id);
+    this.#engine.specs.delete(id);
+    this.#engine.statuses.delete(id);
+    if (spec) this.#engine.kept.set(id, spec);
+  }
+
+  #set(status: InstanceStatus): void {
+    this.#engine.statuses.set(status.id, status);
+    this.#emit(status);
+  }
+
+  #emit(status: InstanceStatus): void {
+    for (const listener of [...this.#listeners]) {
+      try {
+        const result: unknown = listener(copy(status));
+        if (result instanceof Promise) result.catch(() => undefined);
+      } catch {
+        // a listener's bug is its own
+      }
+    }
   }
 }
+
+const copy = (status: InstanceStatus): InstanceStatus => ({ ...status, stats: status.stats && { ...status.stats } });

@@ -39,12 +39,12 @@ export function removeDataDirs(): void {
   for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
 }
 
-/** A process runtime over a fresh data folder and a fake clock. */
+/** A process runtime over a fresh data folder (or `overrides.dataDir`, as a restarted server) and a fake clock. */
 export function makeRuntime(overrides: Partial<ProcessRuntimeOptions> = {}): { runtime: ProcessRuntime; dataDir: string; clock: FakeClock } {
-  const dataDir = mkdtempSync(join(tmpdir(), 'gantry-process-runtime-'));
-  dirs.push(dataDir);
+  const dataDir = overrides.dataDir ?? mkdtempSync(join(tmpdir(), 'gantry-process-runtime-'));
+  if (!overrides.dataDir) dirs.push(dataDir);
   const clock = new FakeClock();
-  const runtime = new ProcessRuntime({ images, dataDir, clock, logger: pino({ level: 'silent' }), stopGraceMs: 2_000, ...overrides });
+  const runtime = new ProcessRuntime({ images, clock, logger: pino({ level: 'silent' }), stopGraceMs: 2_000, ...overrides, dataDir });
   return { runtime, dataDir, clock };
 }
 

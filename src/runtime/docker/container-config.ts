@@ -4,7 +4,7 @@
  */
 import { createHash } from 'node:crypto';
 import type { Host } from '../../domain/catalog.js';
-import { splitArgs } from '../process/split-args.js';
+import { splitArgs } from '../split-args.js';
 import type { InstanceSpec } from '../runtime.js';
 import { containerEnv, gpuDeviceIds } from './container-env.js';
 import { LABEL, containerNameOf, instanceLabels, networkVolumeNameOf, podVolumeNameOf } from './docker-names.js';

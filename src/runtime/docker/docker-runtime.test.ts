@@ -1,7 +1,6 @@
 import { after, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { dockerEngine, instanceInfo, makeDockerRuntime, noEngine, testHost, type RuntimeFixture } from '../../../test/support/docker.js';
-import type { Runtime } from '../runtime.js';
 import { ChangeRecorder, describeRuntime, freePort, instanceSpec, type RuntimeUnderTest } from '../runtime-contract.js';
 import type { DockerRuntime } from './docker-runtime.js';
 import type { DockerRuntimeOptions } from './docker-runtime-options.js';
@@ -9,30 +8,27 @@ import type { DockerRuntimeOptions } from './docker-runtime-options.js';
 const engine = await dockerEngine();
 after(() => engine?.client.close());
 
-/**
- * The contract's 'close stops every instance' starts the process runtime's placeholder image,
- * which no engine has: here it runs the idle image. What that test then checks of a Docker
- * runtime is that a closed (detached) runtime holds nothing; its containers keep running (the
- * port's close() detaches) and the cleanup removes them. The contract is being given a capability
- * flag for runtimes whose close detaches; this mapping goes then.
- */
-function forContract(runtime: DockerRuntime, idle: string): Runtime {
-  return new Proxy(runtime, {
-    get(target, prop) {
-      if (prop === 'start') return (spec: Parameters<Runtime['start']>[0]) => target.start(spec.image === 'unmapped/placeholder:latest' ? { ...spec, image: idle } : spec);
-      const value: unknown = Reflect.get(target, prop, target);
-      return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value;
-    },
-  });
-}
-
 if (!engine) {
   test('the Docker runtime', { skip: noEngine() }, () => {});
 } else {
   const e = engine;
   describeRuntime('docker', async (): Promise<RuntimeUnderTest> => {
     const fixture = makeDockerRuntime(e);
-    return { runtime: forContract(fixture.runtime, e.images.idle), images: e.images, cleanup: fixture.cleanup };
+    const reopened: RuntimeFixture[] = [];
+    return {
+      runtime: fixture.runtime,
+      images: e.images,
+      adoptsAfterClose: true,
+      reopen: async () => {
+        const again = makeDockerRuntime(e, { namespace: fixture.namespace });
+        reopened.push(again);
+        return again.runtime;
+      },
+      cleanup: async () => {
+        for (const r of reopened) await r.runtime.close();
+        await fixture.cleanup();
+      },
+    };
   });
 
   /** Runs `body` with a fresh runtime on its own namespace, removing all it made afterwards. */

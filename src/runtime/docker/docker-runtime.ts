@@ -15,7 +15,7 @@
  *   answers again; containers that died meanwhile (an engine restart) are started again.
  */
 import type { HealthProbe, ImageSpec } from '../../config.js';
-import { describeTarget, waitUntilHealthy } from '../process/health-probe.js';
+import { describeTarget, waitUntilHealthy } from '../health-probe.js';
 import type { AttachedInstance, InstanceListener, InstanceSpec, InstanceState, InstanceStatus, Runtime } from '../runtime.js';
 import { ContainerPreparer, type DiskLimitSupport, type Prepared } from './container-preparer.js';
 import { DockerClient } from './docker-client.js';

@@ -4,7 +4,7 @@
  */
 import type { Logger } from 'pino';
 import type { HealthProbe } from '../../config.js';
-import type { ProbeTarget } from '../process/health-probe.js';
+import type { ProbeTarget } from '../health-probe.js';
 import type { InstanceListener, InstanceState, InstanceStatus } from '../runtime.js';
 
 export interface Live {

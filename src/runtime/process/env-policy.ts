@@ -189,7 +189,7 @@ const SAFE = new Set([
 ]);
 
 /**
- * Names the platform sets for an instance (instance-env.ts, the pod and worker specs). A tenant's
+ * Names the platform sets for an instance (src/runtime/instance-env.ts, process/instance-env.ts, the pod and worker specs). A tenant's
  * value would be overwritten, or, for the worker protocol's, would point the worker elsewhere:
  * refused rather than silently ignored.
  */

@@ -21,12 +21,16 @@ const spec = (overrides: Partial<InstanceSpec> = {}): InstanceSpec => ({
 });
 const ctx = { hostEnv: { PATH: '/usr/bin', HOME: '/home/g', SECRET_TOKEN: 'server-only' }, instanceDir: '/data/instances/pod1', volumeFolders: [] as string[] };
 
-test('a CPU instance sees no GPU: CUDA_VISIBLE_DEVICES is empty and NVIDIA_VISIBLE_DEVICES is none', () => {
-  const env = instanceEnv(spec(), ctx);
-  assert.equal(env.CUDA_VISIBLE_DEVICES, '');
-  assert.equal(env.NVIDIA_VISIBLE_DEVICES, 'none');
-  assert.equal(env.RUNPOD_GPU_COUNT, '0');
-  assert.equal(env.RUNPOD_CPU_COUNT, '4');
+test('a process names its GPUs by host index and is reached on 127.0.0.1', () => {
+  const env = instanceEnv(spec({ gpuIndices: [1, 3] }), ctx);
+  assert.equal(env.CUDA_VISIBLE_DEVICES, '1,3');
+  assert.equal(env.NVIDIA_VISIBLE_DEVICES, '1,3');
+  assert.equal(env.RUNPOD_GPU_COUNT, '2');
+  assert.equal(env.RUNPOD_PUBLIC_IP, '127.0.0.1');
+  assert.equal(env.GANTRY_INSTANCE_DIR, '/data/instances/pod1');
+  const cpu = instanceEnv(spec(), ctx);
+  assert.equal(cpu.CUDA_VISIBLE_DEVICES, '');
+  assert.equal(cpu.NVIDIA_VISIBLE_DEVICES, 'none');
 });
 
 test('only basic host variables are passed on from the server', () => {
@@ -56,16 +60,16 @@ test('the persistent volume is the volume path when it comes before a network on
     { ...ctx, volumeFolders: ['/d/p', '/d/n'] },
   );
   assert.equal(env.RUNPOD_VOLUME_PATH, '/d/p');
+  assert.equal(env.GANTRY_VOLUME_1, '/d/n');
 });
 
-test('PORT is the first binding and platform port variables win over the pod env', () => {
+test('PORT is the public port of the first binding, whatever the pod env says', () => {
   const env = instanceEnv(
     spec({
       env: { PORT: '1', GANTRY_PORT_8888: '2', RUNPOD_TCP_PORT_22: '3' },
       ports: [
         { private: 8888, public: 31001, protocol: 'http' },
         { private: 22, public: 31002, protocol: 'tcp' },
-        { private: 8888, public: 31003, protocol: 'tcp' },
       ],
     }),
     ctx,
@@ -73,16 +77,19 @@ test('PORT is the first binding and platform port variables win over the pod env
   assert.equal(env.PORT, '31001');
   assert.equal(env.GANTRY_PORT_8888, '31001');
   assert.equal(env.RUNPOD_TCP_PORT_22, '31002');
-  assert.equal(env.RUNPOD_TCP_PORT_8888, '31003');
 });
 
-test("the platform's env is layered over the tenant's, and the runtime's own variables over both", () => {
+test("host basics < the image's env < the tenant's < the platform's, and the process's own variables over all", () => {
   const env = instanceEnv(
-    spec({ env: { JUPYTER_PASSWORD: 'tenant', MODEL: 'm', RUNPOD_POD_ID: 'tenant' }, platformEnv: { JUPYTER_PASSWORD: 'generated', RUNPOD_SKIP_GPU_CHECK: 'true', RUNPOD_POD_ID: 'platform' } }),
-    ctx,
+    spec({
+      env: { LANG: 'tenant', MODEL: 'tenant', FROM_IMAGE: 'tenant', GANTRY_INSTANCE_DIR: 'tenant' },
+      platformEnv: { MODEL: 'platform' },
+    }),
+    { ...ctx, hostEnv: { ...ctx.hostEnv, LANG: 'C.UTF-8' }, imageEnv: { FROM_IMAGE: 'image', LANG: 'image', ONLY_IMAGE: 'image' } },
   );
-  assert.equal(env.JUPYTER_PASSWORD, 'generated');
-  assert.equal(env.RUNPOD_SKIP_GPU_CHECK, 'true');
-  assert.equal(env.MODEL, 'm');
-  assert.equal(env.RUNPOD_POD_ID, 'pod1');
+  assert.equal(env.LANG, 'tenant');
+  assert.equal(env.ONLY_IMAGE, 'image');
+  assert.equal(env.FROM_IMAGE, 'tenant');
+  assert.equal(env.MODEL, 'platform');
+  assert.equal(env.GANTRY_INSTANCE_DIR, '/data/instances/pod1');
 });

@@ -1,3 +1,4 @@
+import { layeredInstanceEnv } from '../instance-env.js';
 import type { InstanceSpec } from '../runtime.js';
 
 /** Host variables a child keeps; everything else of the server's own environment stays private. */
@@ -19,56 +20,34 @@ export interface InstanceEnvContext {
 
 /**
  * The environment of an instance's process. Later layers win: host basics, then the image's env,
- * then the tenant's env (`spec.env`, screened by the caller), then the platform's (`spec.platformEnv`,
- * set by the pod and worker specs), then the runtime's own variables below — identity, GPUs and
- * ports are not for the user to override (the orphan reaper trusts `GANTRY_INSTANCE_ID`).
+ * then what every runtime sets (`layeredInstanceEnv()`, ../instance-env.ts: the tenant's env —
+ * screened by the caller —, the platform's `spec.platformEnv`, the platform's per-instance
+ * variables with the GPUs as host indices and 127.0.0.1 as the public IP), then the variables
+ * below, which only a process needs.
  *
- * Platform variables:
- * - `GANTRY_INSTANCE_ID`, `RUNPOD_POD_ID`: the instance id.
  * - `GANTRY_INSTANCE_DIR`: the instance's scratch folder (also the default working directory).
- * - `CUDA_VISIBLE_DEVICES`, `NVIDIA_VISIBLE_DEVICES`: the assigned GPU indices, comma-joined.
- *   A CPU instance gets `CUDA_VISIBLE_DEVICES=""` (CUDA then sees no device at all, rather than
- *   every GPU of the machine as it would with the variable unset) and `NVIDIA_VISIBLE_DEVICES=none`.
- * - `RUNPOD_GPU_COUNT`, `RUNPOD_CPU_COUNT` (vCPUs), `RUNPOD_PUBLIC_IP` (127.0.0.1).
- * - Ports. A process has no network namespace: it shares the host's, so it must listen on the
- *   *public* port of a binding, not the private one. Hence, per binding, `GANTRY_PORT_<private>=<public>`,
- *   for tcp bindings also `RUNPOD_TCP_PORT_<private>=<public>`, and `PORT=<public of the first binding>`.
+ * - `PORT=<public port of the first binding>`. A process has no network namespace: it shares the
+ *   host's, so it must listen on the *public* port of a binding, not the private one (also told
+ *   by `GANTRY_PORT_<private>`).
  * - Volumes. A process cannot mount: it is told where each volume's folder is instead.
  *   `GANTRY_VOLUME_<n>=<hostPath>` (n counts from 0 in spec order), `GANTRY_VOLUME_PATH` and
  *   `RUNPOD_VOLUME_PATH` = the first network or persistent volume's folder, and
  *   `GANTRY_MOUNTS` = JSON `[{ path, hostPath, kind }]` for programs that want to map paths.
  */
 export function instanceEnv(spec: InstanceSpec, ctx: InstanceEnvContext): Record<string, string> {
-  const env: Record<string, string> = {};
+  const host: Record<string, string> = {};
   for (const key of HOST_ENV_KEYS) {
     const value = ctx.hostEnv[key];
-    if (value !== undefined) env[key] = value;
+    if (value !== undefined) host[key] = value;
   }
-  Object.assign(env, ctx.imageEnv ?? {}, spec.env, spec.platformEnv);
-
-  const gpus = spec.gpuIndices.join(',');
-  Object.assign(env, {
-    GANTRY_INSTANCE_ID: spec.id,
-    GANTRY_INSTANCE_DIR: ctx.instanceDir,
-    RUNPOD_POD_ID: spec.id,
-    CUDA_VISIBLE_DEVICES: gpus,
-    NVIDIA_VISIBLE_DEVICES: gpus === '' ? 'none' : gpus,
-    RUNPOD_GPU_COUNT: String(spec.gpuIndices.length),
-    RUNPOD_CPU_COUNT: String(spec.vcpus),
-    RUNPOD_PUBLIC_IP: INSTANCE_PUBLIC_IP,
-  });
-
-  // The first binding of a private port wins, as it does for PORT.
-  const named = new Set<string>();
-  const setPort = (key: string, value: number): void => {
-    if (named.has(key)) return;
-    named.add(key);
-    env[key] = String(value);
+  // Spread, not Object.assign: a tenant's "__proto__" stays a variable rather than a prototype.
+  const env: Record<string, string> = {
+    ...host,
+    ...ctx.imageEnv,
+    ...layeredInstanceEnv(spec, { publicIp: INSTANCE_PUBLIC_IP, gpuDevices: spec.gpuIndices.map(String) }),
   };
-  for (const binding of spec.ports) {
-    setPort(`GANTRY_PORT_${binding.private}`, binding.public);
-    if (binding.protocol === 'tcp') setPort(`RUNPOD_TCP_PORT_${binding.private}`, binding.public);
-  }
+
+  env.GANTRY_INSTANCE_DIR = ctx.instanceDir;
   const first = spec.ports[0];
   if (first) env.PORT = String(first.public);
 

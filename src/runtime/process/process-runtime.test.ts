@@ -1,6 +1,6 @@
 import { describe, test, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { alive, makeRuntime, readJson, removeDataDirs, withRuntime } from '../../../test/support/process-runtime-harness.js';
 import type { InstanceSpec } from '../runtime.js';
@@ -9,8 +9,13 @@ import { ChangeRecorder, describeRuntime, freePort, getJson, instanceSpec, waitF
 after(removeDataDirs);
 
 describeRuntime('process', async (): Promise<RuntimeUnderTest> => {
-  const { runtime } = makeRuntime();
-  return { runtime, images: { idle: 'test/idle', crashing: 'test/crashing', http: 'test/http' } };
+  const { runtime, dataDir } = makeRuntime();
+  return {
+    runtime,
+    images: { idle: 'test/idle', crashing: 'test/crashing', http: 'test/http' },
+    adoptsAfterClose: false,
+    reopen: async () => makeRuntime({ dataDir }).runtime,
+  };
 });
 
 describe('ProcessRuntime', () => {
@@ -160,6 +165,48 @@ describe('ProcessRuntime', () => {
       },
       { stopGraceMs: 300 },
     ));
+
+  test('stop keeps the pod folder; remove deletes it and the instance folder; removeVolume deletes the volume folder', () =>
+    withRuntime(async ({ runtime, dataDir }) => {
+      const spec = instanceSpec({
+        image: 'test/idle',
+        volumes: [
+          { path: '/workspace', kind: 'persistent' },
+          { path: '/net', kind: 'network', volumeId: 'nv7' },
+        ],
+      });
+      await runtime.start(spec);
+      const pid = Number(readFileSync(join(dataDir, 'instances', spec.id, 'pid'), 'utf8'));
+      await runtime.stop(spec.id);
+      assert.ok(existsSync(join(dataDir, 'pods', spec.id, 'persistent')), 'stop keeps the persistent volume');
+      await runtime.start(spec);
+      const again = Number(readFileSync(join(dataDir, 'instances', spec.id, 'pid'), 'utf8'));
+      await runtime.remove(spec.id);
+      assert.equal(alive(again), false, 'remove stops the process first');
+      assert.equal(alive(pid), false);
+      assert.equal(existsSync(join(dataDir, 'pods', spec.id)), false);
+      assert.equal(existsSync(join(dataDir, 'instances', spec.id)), false);
+      assert.ok(existsSync(join(dataDir, 'volumes', 'nv7')), 'a network volume outlives the instances that mounted it');
+      await runtime.removeVolume({ kind: 'network', volumeId: 'nv7' });
+      assert.equal(existsSync(join(dataDir, 'volumes', 'nv7')), false);
+    }));
+
+  test('an id that could name a folder outside its own is refused, and nothing is deleted', () =>
+    withRuntime(async ({ runtime, dataDir }) => {
+      const bystander = join(dataDir, 'pods', 'keep-me');
+      mkdirSync(bystander, { recursive: true });
+      for (const id of ['..', '.', '', 'a/../..', 'x\\y']) {
+        await assert.rejects(runtime.remove(id), /cannot name a folder/);
+        await assert.rejects(runtime.removeVolume({ kind: 'network', volumeId: id }), /cannot name a folder/);
+      }
+      await assert.rejects(runtime.start(instanceSpec({ id: '../escape', image: 'test/idle' })), /cannot start image "test\/idle": instance id "..\/escape" cannot name a folder/);
+      await assert.rejects(
+        runtime.start(instanceSpec({ image: 'test/idle', volumes: [{ kind: 'network', volumeId: '../../etc', path: '/v' }] })),
+        /volume id "..\/..\/etc" cannot name a folder/,
+      );
+      assert.ok(existsSync(bystander));
+      assert.deepEqual(await runtime.list(), []);
+    }));
 
   test('an instance that exited can be started again under the same id', () =>
     withRuntime(async ({ runtime }) => {

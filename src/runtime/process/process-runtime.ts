@@ -7,24 +7,34 @@
  * - An UNMAPPED image runs as an idle placeholder: no process, no files, `running` at once and
  *   until stopped, stats all zero. A placeholder is one small object in a map, so thousands cost
  *   next to nothing; it lets any pod be created and driven through its lifecycle.
+ *
+ * Its instances cannot outlive the server that started them, nor be adopted by the next one: a
+ * process is watched through its parent (its exit code and signal reach no one else), its output
+ * goes to a file descriptor the parent opened, and a server cannot become the parent of a process
+ * it did not start. So `close()` stops every instance, `attach()` kills what a previous server left
+ * (orphans.ts) and answers none, and a server killed without closing (kill -9, a crash) leaves a
+ * watchdog (watchdog.ts) that stops its instances `orphanGraceMs` later. The state is never
+ * `unknown`: the processes are this server's own.
  */
 import type { ChildProcess } from 'node:child_process';
 import { rm } from 'node:fs/promises';
 import { constants as osConstants } from 'node:os';
+import { join } from 'node:path';
 import type { Logger } from 'pino';
 import type { HealthProbe, ImageSpec } from '../../config.js';
 import type { Clock } from '../../domain/clock.js';
 import type { AttachedInstance, EnvRefusal, InstanceListener, InstanceSpec, InstanceState, InstanceStatus, Runtime } from '../runtime.js';
 import { tenantEnvRefusal } from './env-policy.js';
-import { describeTarget, waitUntilHealthy, type ProbeTarget } from './health-probe.js';
+import { describeTarget, waitUntilHealthy, type ProbeTarget } from '../health-probe.js';
 import { LogRotator } from './log-rotator.js';
-import { reapOrphans, removePidFile, writePidFile } from './orphans.js';
+import { instanceDirOf, reapOrphans, removePidFile, writePidFile } from './orphans.js';
 import { readTail } from './output-log.js';
 import { scanProcesses, type ProcEntry } from './proc-stats.js';
 import { signalGroup, terminateGroup } from './process-group.js';
 import { spawnInstance } from './spawn-instance.js';
 import { UsageMeter } from './usage-meter.js';
 import { networkVolumeFolderOf, podFolderOf } from './volume-folders.js';
+import { Watchdog } from './watchdog.js';
 
 export interface ProcessRuntimeOptions {
   images: Record<string, ImageSpec>;
@@ -38,7 +48,16 @@ export interface ProcessRuntimeOptions {
   maxLogBytes?: number;
   /** How often live instances' logs are checked against `maxLogBytes`. @default 5000 */
   logCheckIntervalMs?: number;
+  /**
+   * How long after the server died without closing (kill -9, a crash) its watchdog stops the
+   * instances it left running. A server started again on the same data dir within it kills them
+   * at once. Config `runtime.process.orphanGraceMs`. @default 30000
+   */
+  orphanGraceMs?: number;
 }
+
+/** @see ProcessRuntimeOptions.orphanGraceMs */
+export const DEFAULT_ORPHAN_GRACE_MS = 30_000;
 
 type Stats = NonNullable<InstanceStatus['stats']>;
 const ZERO_STATS: Stats = Object.freeze({ cpuUtil: 0, memoryUtil: 0, memoryBytes: 0 });
@@ -76,15 +95,44 @@ export class ProcessRuntime implements Runtime {
   readonly #launching = new Set<string>();
   readonly #listeners = new Set<InstanceListener>();
   readonly #logs: LogRotator;
+  readonly #watchdog: Watchdog;
+  /** start() calls under way, which close() lets finish (each then stops what it started) */
+  readonly #inFlight = new Set<Promise<unknown>>();
   #closed = false;
 
   constructor(options: ProcessRuntimeOptions) {
     this.#options = options;
     this.#images = new Map(Object.entries(options.images));
     this.#logs = new LogRotator(options, () => this.#liveLogs());
+    this.#watchdog = new Watchdog({
+      graceMs: options.orphanGraceMs ?? DEFAULT_ORPHAN_GRACE_MS,
+      stopGraceMs: options.stopGraceMs,
+      logPath: join(options.dataDir, 'watchdog.log'),
+      logger: options.logger,
+    });
+  }
+
+  /** The pid of the watchdog while it runs (it starts with the first process instance). For tests and diagnostics. */
+  get watchdogPid(): number | null {
+    return this.#watchdog.pid;
+  }
+
+  /** Never: a process runtime can always start its instances. */
+  unavailable(): string | null {
+    return null;
   }
 
   async start(spec: InstanceSpec): Promise<InstanceStatus> {
+    const starting = this.#start(spec);
+    this.#inFlight.add(starting);
+    void starting.then(
+      () => this.#inFlight.delete(starting),
+      () => this.#inFlight.delete(starting),
+    );
+    return starting;
+  }
+
+  async #start(spec: InstanceSpec): Promise<InstanceStatus> {
     if (this.#closed) throw new Error(`cannot start instance "${spec.id}": the runtime is shutting down`);
     if (this.#launching.has(spec.id)) throw new Error(`instance "${spec.id}" is already being started`);
     const existing = this.#instances.get(spec.id);
@@ -149,26 +197,33 @@ export class ProcessRuntime implements Runtime {
     };
   }
 
+  /** Stops every instance (see the class comment), then dismisses the watchdog. */
   async close(): Promise<void> {
     this.#closed = true;
     this.#logs.close();
+    await Promise.allSettled([...this.#inFlight]);
     await Promise.all([...this.#instances.keys()].map((id) => this.stop(id)));
+    await this.#watchdog.close();
   }
 
   /**
    * Its instances are its children, so none can be adopted: kills what a previous server left
-   * behind and answers none.
+   * behind (within the previous server's watchdog grace, or after a reboot) and answers none.
    */
   async attach(): Promise<AttachedInstance[]> {
     await this.reapOrphans();
     return [];
   }
 
+  /** Stops it, then deletes its persistent volume (`pods/<id>`) and its folder (`instances/<id>`: output.log, the default cwd). */
   async remove(id: string): Promise<void> {
+    const podFolder = podFolderOf(this.#options.dataDir, id);
     await this.stop(id);
-    await rm(podFolderOf(this.#options.dataDir, id), { recursive: true, force: true });
+    await rm(podFolder, { recursive: true, force: true });
+    await rm(instanceDirOf(this.#options.dataDir, id), { recursive: true, force: true });
   }
 
+  /** Deletes the volume's folder (`volumes/<id>`). */
   async removeVolume(volume: { kind: 'network'; volumeId: string }): Promise<void> {
     await rm(networkVolumeFolderOf(this.#options.dataDir, volume.volumeId), { recursive: true, force: true });
   }
@@ -199,6 +254,7 @@ export class ProcessRuntime implements Runtime {
 
   async #startProcess(spec: InstanceSpec, image: ImageSpec): Promise<InstanceStatus> {
     const { dataDir, logger, clock } = this.#options;
+    await this.#watchdog.start();
     const { launched, argv, cwd, logPath, probe } = await spawnInstance(spec, image, {
       dataDir,
       logger,
@@ -206,6 +262,7 @@ export class ProcessRuntime implements Runtime {
       maxLogBytes: this.#logs.maxLogBytes,
     });
     const { child, pgid, logOffset, exit } = launched;
+    this.#watchdog.guard(pgid, spec.id);
 
     const proc: LiveProcess = {
       child,
@@ -265,6 +322,7 @@ export class ProcessRuntime implements Runtime {
     // Whatever the process forked must not outlive it (a daemonized helper would keep its port).
     // Members still alive keep the group id reserved, so this cannot reach a stranger's group.
     signalGroup(proc.pgid, 'SIGKILL');
+    this.#watchdog.release(proc.pgid);
     await removePidFile(this.#options.dataDir, id).catch(() => undefined);
     if (instance.stopping || !this.#current(id, instance)) return;
     const exitCode = code ?? 128 + (signal ? (osConstants.signals[signal] ?? 0) : 0);

@@ -3,14 +3,14 @@ import { join } from 'node:path';
 import type { Logger } from 'pino';
 import type { HealthProbe, ImageSpec } from '../../config.js';
 import type { InstanceSpec } from '../runtime.js';
-import type { ProbeTarget } from './health-probe.js';
+import type { ProbeTarget } from '../health-probe.js';
 import { screenInstanceEnv } from './env-policy.js';
 import { INSTANCE_PUBLIC_IP, instanceEnv } from './instance-env.js';
 import { launchProcess, type LaunchedProcess } from './launch-process.js';
 import { instanceDirOf, reapOrphan } from './orphans.js';
 import { capLog } from './output-log.js';
-import { splitArgs } from './split-args.js';
-import { volumeFolderOf } from './volume-folders.js';
+import { splitArgs } from '../split-args.js';
+import { podFolderOf, volumeFolderOf } from './volume-folders.js';
 
 export interface SpawnOptions {
   /** the instance's folder is `<dataDir>/instances/<id>` */
@@ -58,11 +58,17 @@ export async function spawnInstance(spec: InstanceSpec, image: ImageSpec, option
     throw cannot(`its health check probes port ${image.health?.port}, which this instance does not expose (ports: ${ports})`);
   }
 
+  let volumeFolders: string[];
+  try {
+    podFolderOf(dataDir, spec.id);
+    volumeFolders = spec.volumes.map((volume) => volumeFolderOf(dataDir, spec.id, volume));
+  } catch (err) {
+    throw cannot((err as Error).message);
+  }
   const dir = instanceDirOf(dataDir, spec.id);
   // 0700, as every folder of the data dir (store/data-dir-permissions.ts)
   await mkdir(dir, { recursive: true, mode: 0o700 });
   await reap(spec.id, options);
-  const volumeFolders = spec.volumes.map((volume) => volumeFolderOf(dataDir, spec.id, volume));
   for (const [n, volume] of spec.volumes.entries()) {
     try {
       await mkdir(volumeFolders[n]!, { recursive: true, mode: 0o700 });

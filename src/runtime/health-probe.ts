@@ -1,6 +1,9 @@
 /**
- * Readiness probes for process instances. They run on real timers: this is an adapter measuring
- * a real process, not domain logic, so the injected clock (used for timestamps) is not involved.
+ * Readiness probes for instances, shared by every runtime: an image's `health` (config `images`)
+ * is probed on the host address that reaches the instance's port (the process runtime: the public
+ * port on 127.0.0.1; a container runtime: the port it published). They run on real timers: this
+ * is an adapter measuring a real process, not domain logic, so the injected clock (used for
+ * timestamps) is not involved.
  */
 import { request } from 'node:http';
 import { connect } from 'node:net';

@@ -1,0 +1,9 @@
+// The in-memory runtime the service tests use keeps the rules every runtime keeps, so a service
+// test cannot pass on behaviour no real runtime has.
+import { describeRuntime } from '../src/runtime/runtime-contract.js';
+import { FakeRuntime } from './support/fake-runtime.js';
+
+describeRuntime('fake', async () => {
+  const runtime = new FakeRuntime();
+  return { runtime, images: FakeRuntime.IMAGES, adoptsAfterClose: true, reopen: async () => runtime.reopen() };
+});
