@@ -1,8 +1,10 @@
 /**
  * Everything a start does before the engine starts the container: it learns the engine's facts
- * once (CPU count, logging driver, whether the storage driver takes a disk size), finds a kept
- * container of the instance, and either reuses it (same spec hash) or removes it, pulls the image
- * when missing, makes the volumes and the network, and creates the container anew.
+ * once (CPU count, logging driver, whether the storage driver takes a disk size), removes the
+ * container a stop kept (the container disk is ephemeral, wiped on every start: spec 2.1 `disk`),
+ * pulls the image when missing, makes the volumes and the network, and creates the container anew.
+ * A container already running with the same spec (a start retried after its answer was lost) is
+ * taken as it is.
  */
 import type { Logger } from 'pino';
 import type { Host } from '../../domain/catalog.js';
@@ -25,7 +27,7 @@ export interface DiskLimitSupport {
 /** What a start found or made: a container already running from this spec, or one to start. */
 export type Prepared =
   | { kind: 'running'; info: ContainerInspect }
-  | { kind: 'kept' | 'created'; containerId: string; plan: ContainerPlan };
+  | { kind: 'created'; containerId: string; plan: ContainerPlan };
 
 export interface ContainerPreparerOptions {
   client: DockerClient;
@@ -62,15 +64,10 @@ export class ContainerPreparer {
     let plan = this.#plan(spec, facts, network, this.#disk.enforced !== false);
 
     const kept = await client.inspectContainer(plan.name);
-    if (kept && kept.Config.Labels?.[LABEL.spec] === plan.specHash) {
-      // Running already: a start retried after its answer was lost.
-      if (kept.State.Running) return { kind: 'running', info: kept };
-      logger.info({ instance: spec.id, container: kept.Id.slice(0, 12) }, 'starting the kept container again (same spec)');
-      for (const volume of plan.volumes) await client.createVolume(volume.name, volume.labels);
-      return { kind: 'kept', containerId: kept.Id, plan };
-    }
+    // Running already: a start retried after its answer was lost.
+    if (kept && kept.State.Running && kept.Config.Labels?.[LABEL.spec] === plan.specHash) return { kind: 'running', info: kept };
     if (kept) {
-      logger.info({ instance: spec.id, container: kept.Id.slice(0, 12) }, 'removing the kept container: the spec changed');
+      logger.debug({ instance: spec.id, container: kept.Id.slice(0, 12) }, 'removing the container the last stop kept: a start begins with a fresh container disk');
       await client.removeContainer(kept.Id, { force: true, volumes: true });
     }
 

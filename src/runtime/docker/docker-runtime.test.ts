@@ -103,7 +103,7 @@ if (!engine) {
         { host: testHost({ gpuCount: 3, gpuUuids: ['GPU-aa', 'GPU-bb', 'GPU-cc'], gpuMode: 'env-only' }) },
       ));
 
-    test('a stopped instance keeps its container; the same spec starts that container again, a changed spec makes a new one', () =>
+    test('a stopped instance keeps its container (with its logs) until the next start, which makes a new one: the container disk is wiped on every start', () =>
       withRuntime(async (t) => {
         const { runtime } = t;
         const spec = await httpSpec();
@@ -121,7 +121,7 @@ if (!engine) {
         const again = new ChangeRecorder(runtime);
         await runtime.start(spec);
         await again.next(spec.id, 'running', 30_000);
-        assert.equal((await containerOf(t, spec.id))?.Id, first?.Id, 'the same spec reuses the kept container');
+        assert.notEqual((await containerOf(t, spec.id))?.Id, first?.Id, 'a start makes a new container');
         assert.notEqual((await info(spec.ports[0]!.public)).bootId, firstBoot, 'its process started again');
         await runtime.stop(spec.id);
 

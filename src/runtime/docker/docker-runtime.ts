@@ -239,9 +239,8 @@ export class DockerRuntime implements Runtime {
       return copyStatus(live.status);
     }
     const { containerId, plan } = prepared;
-    const fresh = prepared.kind === 'created';
     const live = newLive(spec.id, containerId, plan.body.HostConfig.Memory ?? 0, probe);
-    live.logsSinceMs = fresh ? null : Date.now() - LOG_CLOCK_SLACK_MS;
+    live.logsSinceMs = null;
     // Known before the engine starts it, so an exit the events report at once is not missed.
     this.#live.add(live);
     try {
@@ -249,12 +248,12 @@ export class DockerRuntime implements Runtime {
     } catch (err) {
       this.#live.forget(live);
       // A container that cannot start (a port taken, a missing command) is not kept to fail again.
-      if (fresh) await this.#client.removeContainer(containerId, { force: true, volumes: true }).catch(() => false);
+      await this.#client.removeContainer(containerId, { force: true, volumes: true }).catch(() => false);
       throw err;
     }
     live.launched = true;
     live.status = { id: spec.id, state: probe ? 'starting' : 'running', startedAt: this.#o.clock.now(), exitCode: null, reason: null, stats: null };
-    this.#o.logger.info({ instance: spec.id, image: spec.image, container: containerId.slice(0, 12), reused: !fresh }, 'instance container started');
+    this.#o.logger.info({ instance: spec.id, image: spec.image, container: containerId.slice(0, 12) }, 'instance container started');
     // Closed meanwhile: left running (close detaches; a later attach adopts it).
     if (this.#closed) return copyStatus(live.status);
     this.#live.emit(live);
