@@ -42,6 +42,9 @@ export interface ContainerPlan {
 const GiB = 1024 ** 3;
 
 /** The container of `spec`; a refusal reads `cannot start image "<image>": <why>`. */
+/** Processes (threads included) one container may hold: ample for ML stacks, a wall for a fork bomb. */
+export const CONTAINER_PIDS_LIMIT = 16_384;
+
 export function planContainer(spec: InstanceSpec, ctx: ContainerContext): ContainerPlan {
   const cannot = (why: string): Error => new Error(`cannot start image "${spec.image}": ${why}`);
   let cmd: string[];
@@ -79,7 +82,9 @@ export function planContainer(spec: InstanceSpec, ctx: ContainerContext): Contai
     AttachStdin: false,
     AttachStdout: false,
     AttachStderr: false,
-    HostConfig: { RestartPolicy: { Name: 'no' } },
+    // Never privileged, no host paths, no added capabilities: nothing a tenant sends reaches the
+    // host but through the published ports. A process limit keeps a fork bomb inside its container.
+    HostConfig: { RestartPolicy: { Name: 'no' }, PidsLimit: CONTAINER_PIDS_LIMIT },
   };
   // Empty args keep the image's CMD (its ENTRYPOINT is always kept).
   if (cmd.length > 0) body.Cmd = cmd;

@@ -74,6 +74,7 @@ export interface ContainerCreateBody {
     Mounts?: MountSpec[];
     DeviceRequests?: DeviceRequest[];
     RestartPolicy: { Name: 'no' | 'always' | 'unless-stopped' | 'on-failure' };
+    PidsLimit?: number;
     LogConfig?: { Type: string; Config: Record<string, string> };
   };
   NetworkingConfig?: { EndpointsConfig: Record<string, EndpointSettings> };
