@@ -153,6 +153,24 @@ describe('pods on the runtime port', () => {
       assert.equal((await get(pod.id)).status, 'RUNNING');
     });
 
+    test('stop and terminate of a running pod answer 503 RUNTIME_UNAVAILABLE while the runtime is away, and the pod stays RUNNING', async () => {
+      const pod = await create();
+      await t.services.podController.idle(pod.id);
+      runtime.unavailableReason = ENGINE_AWAY;
+      try {
+        for (const action of ['stop', 'terminate']) {
+          const res = await act(pod.id, action);
+          assert.equal(res.statusCode, 503, res.body);
+          assert.equal(json(res).code, 'RUNTIME_UNAVAILABLE');
+          assert.match(json(res).detail, new RegExp(`cannot be ${action === 'stop' ? 'stopped' : 'terminated'} right now`));
+        }
+        assert.equal((await get(pod.id)).status, 'RUNNING');
+      } finally {
+        runtime.unavailableReason = null;
+      }
+      assert.equal((await act(pod.id, 'terminate')).statusCode, 204);
+    });
+
     test('a pod whose instance vanished while the runtime is unavailable waits in STARTING with the reason instead of failing, and runs once the runtime is back', async () => {
       const pod = await create();
       runtime.unavailableReason = ENGINE_AWAY;

@@ -200,7 +200,9 @@ export class PodsService {
    */
   async act(accountId: string, id: string, action: PodAction): Promise<PodView> {
     const pod = await this.#owned(accountId, id);
-    if (action === 'start' || action === 'restart') this.#assertRuntimeAvailable();
+    // stop and terminate reach the runtime too: while it is away they are refused (503) rather than
+    // half done, and the pod stays as it is.
+    this.#assertRuntimeAvailable(action === 'start' || action === 'restart' ? 'No instance can be started right now' : `The pod cannot be ${action === 'stop' ? 'stopped' : 'terminated'} right now`);
     const quota = this.#d.quota;
     if (action === 'start' && quota && pod.desiredStatus !== 'RUNNING' && pod.gpuCount > 0)
       return this.#render(await quota.admit(accountId, { pods: 0, gpus: pod.gpuCount }, () => this.#d.controller.act(id, action)));
@@ -255,9 +257,9 @@ export class PodsService {
   // ---------------------------------------------------------------------------------------------
 
   /** 503 RUNTIME_UNAVAILABLE while the runtime cannot start instances: nothing is stored or reserved. */
-  #assertRuntimeAvailable(): void {
+  #assertRuntimeAvailable(what = 'No instance can be started right now'): void {
     const reason = this.#d.runtime.unavailable?.() ?? null;
-    if (reason !== null) throw new ApiError('RUNTIME_UNAVAILABLE', `No instance can be started right now: ${reason}. Nothing was created or changed; try again once the runtime is back.`);
+    if (reason !== null) throw new ApiError('RUNTIME_UNAVAILABLE', `${what}: ${reason}. Nothing was created or changed; try again once the runtime is back.`);
   }
 
   async #owned(accountId: string, id: string): Promise<PodRecord> {
