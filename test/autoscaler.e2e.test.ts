@@ -97,9 +97,10 @@ describe('autoscaler end to end (process runtime, real workers)', () => {
     );
 
     const workerId = done.workerId;
-    await eventually('the idle worker to be stopped', async () => autoscaler.workerIds(endpoint.id).length === 0 && (await runtime.inspect(workerId)) === null, 15_000);
-    const row = await server.services.db.kysely.selectFrom('workers').select('status').where('id', '=', workerId).executeTakeFirst();
-    assert.equal(row?.status, 'dead');
+    const rowStatus = async () => (await server.services.db.kysely.selectFrom('workers').select('status').where('id', '=', workerId).executeTakeFirst())?.status;
+    // A stop removes the instance first, then marks the row dead: wait for the whole stop.
+    await eventually('the idle worker to be stopped', async () => autoscaler.workerIds(endpoint.id).length === 0 && (await runtime.inspect(workerId)) === null && (await rowStatus()) === 'dead', 15_000);
+    assert.equal(await rowStatus(), 'dead');
   });
 
   test('a worker image that crashes at start is backed off and reported unhealthy, not restarted in a hot loop', async () => {
