@@ -243,7 +243,7 @@ if (!engine) {
       const workers = await e.client.listContainers({ filters: { label: [`gantry.namespace=${namespace}`, 'gantry.kind=worker', `gantry.endpoint=${ep.body.id}`] } });
       assert.equal(workers.length, 1, 'one worker container');
       assert.equal(workers[0]!.HostConfig?.NetworkMode, 'host');
-      assert.equal(done.output?.podId, workers[0]!.Labels['gantry.instance']);
+      assert.equal(done.output?.podId, workers[0]!.Labels?.['gantry.instance']);
       assert.equal((await call('DELETE', `/v2/serverless/${ep.body.id}`)).status < 300, true);
     });
 

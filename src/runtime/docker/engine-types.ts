@@ -114,6 +114,8 @@ export interface ContainerSummary {
   /** `created`, `running`, `exited`, … */
   State: string;
   Status: string;
+  /** what the list reports of the host config: its network mode */
+  HostConfig?: { NetworkMode?: string };
 }
 
 export interface VolumeInspect {
