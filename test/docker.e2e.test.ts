@@ -250,8 +250,9 @@ if (!engine) {
       assert.deepEqual(done.output?.echoed, { hello: 'container' });
       const workers = await e.client.listContainers({ filters: { label: [`gantry.namespace=${namespace}`, 'gantry.kind=worker', `gantry.endpoint=${ep.body.id}`] } });
       assert.equal(workers.length, 1, 'one worker container');
-      assert.equal(workers[0]!.HostConfig?.NetworkMode, 'host');
-      assert.equal(done.output?.podId, workers[0]!.Labels['gantry.instance']);
+      const worker = await e.client.inspectContainer(workers[0]!.Id);
+      assert.equal((worker?.HostConfig as { NetworkMode?: string } | undefined)?.NetworkMode, 'host');
+      assert.equal(done.output?.podId, worker?.Config?.Labels?.['gantry.instance']);
     });
 
     test('a pod of an image that cannot be found becomes ERROR with a reason naming the image, not a 5xx or a hang', async () => {
