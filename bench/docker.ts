@@ -154,7 +154,7 @@ async function main() {
     let peerSeq = 0;
     /** Creates and starts a container; answers when the engine says it runs (the start call's answer). */
     const direct = async (body: Pick<ContainerCreateBody, 'Image' | 'HostConfig'> & Partial<ContainerCreateBody>): Promise<string> => {
-      const { Id } = await client.createContainer(`${namespace}-peer-${peerSeq++}`, { Tty: false, OpenStdin: false, AttachStdin: false, AttachStdout: false, AttachStderr: false, ...body });
+      const { Id } = await client.createContainer(`${namespace}-peer-${peerSeq++}`, { Env: [], Labels: peerLabels, Tty: false, OpenStdin: false, AttachStdin: false, AttachStdout: false, AttachStderr: false, ...body });
       await client.startContainer(Id);
       return Id;
     };
