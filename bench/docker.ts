@@ -228,12 +228,13 @@ async function main() {
         const ids = await Promise.all(Array.from({ length: BURST }, (_, i) => createPod({ name: `burst-${round}-${i}`, image: idle, gpu: { id: 'NVIDIA GeForce RTX 4090', count: 1 }, ports: ['8000/http'], disk: 1 })));
         const pending = new Set(ids);
         while (pending.size > 0) {
-          await Promise.all([...pending].map(async (id) => {
-            const r = await api.json<PodView>('GET', `/v2/pods/${id}`);
-            if (statusOf(r.body) === 'RUNNING') pending.delete(id);
-          }));
+          const r = await api.json<{ pods: Array<PodView & { statusReason?: string | null }> }>('GET', '/v2/pods');
+          for (const p of r.body?.pods ?? []) if (statusOf(p) === 'RUNNING') pending.delete(p.id);
           if (pending.size > 0) await sleep(10);
-          if (performance.now() - t0 > 120_000) throw new Error(`${pending.size} burst pods not RUNNING in 120 s`);
+          if (pending.size > 0 && performance.now() - t0 > 180_000) {
+            const stuck = (r.body?.pods ?? []).filter((p) => pending.has(p.id)).map((p) => `${p.id} ${statusOf(p)} ${p.statusReason ?? ''}`);
+            throw new Error(`${pending.size} burst pods not RUNNING in 180 s:\n${stuck.join('\n')}`);
+          }
         }
         const a = (performance.now() - t0) / 1000;
         await terminate(ids);
