@@ -95,7 +95,7 @@ function publicIpOf(settings: HostSettings): string {
   if (settings.publicIp) return settings.publicIp;
   if (settings.bindIp !== '0.0.0.0' && settings.bindIp !== '::') return settings.bindIp;
   const address = parseDockerHost(settings.host);
-  return 'host' in address && !isLocalEngine(address) ? address.host : '127.0.0.1';
+  return address.host !== undefined && !isLocalEngine(address) ? address.host : '127.0.0.1';
 }
 
 /** The host the engine is. Pure: the engine's answers, nvidia-smi's and the data root's free space come in. */

@@ -16,8 +16,16 @@ export interface EngineInfo {
   MemTotal: number;
   LoggingDriver: string;
   OperatingSystem: string;
-  Runtimes?: Record<string, unknown>;
+  Runtimes?: Record<string, unknown> | null;
   DefaultRuntime?: string;
+  /** The engine host's name: discovery's default host id. */
+  Name?: string;
+  /** Where the engine keeps images, containers and volumes. */
+  DockerRootDir?: string;
+  /** CDI spec directories; empty when CDI is off (API 1.45+). */
+  CDISpecDirs?: string[] | null;
+  /** Devices the engine discovered, e.g. `{ Source: 'cdi', ID: 'nvidia.com/gpu=0' }` (API 1.50+). */
+  DiscoveredDevices?: Array<{ Source?: string; ID?: string }> | null;
 }
 
 export interface ImageInspect {
