@@ -29,4 +29,6 @@ export interface DockerRuntimeOptions {
   reconnect?: { initialMs: number; maxMs: number };
   /** A container's json-file log is rotated past this size, two files kept (only when the engine logs to json-file). @default 10 MiB */
   logMaxBytes?: number;
+  /** Container starts (pull, create, start) sent to the engine at once; the rest wait their turn. @default 4 */
+  maxConcurrentStarts?: number;
 }

@@ -26,6 +26,7 @@ import { EngineEvents, type Outage } from './engine-events.js';
 import { tailLines } from './engine-streams.js';
 import type { ContainerInspect, EngineEvent } from './engine-types.js';
 import { exitReason, withOutput } from './exit-reason.js';
+import { StartSlots } from './start-slots.js';
 import { LiveInstances, copyStatus, newLive, type Live } from './live-instances.js';
 
 export type { DiskLimitSupport } from './container-preparer.js';
@@ -48,6 +49,7 @@ export class DockerRuntime implements Runtime {
   readonly #images: ReadonlyMap<string, ImageSpec>;
   readonly #live: LiveInstances;
   readonly #launching = new Map<string, Promise<unknown>>();
+  readonly #startSlots: StartSlots;
   #closed = false;
 
   constructor(options: DockerRuntimeOptions) {
@@ -55,6 +57,7 @@ export class DockerRuntime implements Runtime {
     this.#namespace = checkNamespace(options.namespace);
     this.#images = new Map(Object.entries(options.images));
     this.#live = new LiveInstances(options.logger);
+    this.#startSlots = new StartSlots(options.maxConcurrentStarts ?? 4);
     this.#client = new DockerClient({ dockerHost: options.dockerHost, ...(options.engineTimeoutMs ? { timeoutMs: options.engineTimeoutMs } : {}) });
     this.#preparer = new ContainerPreparer({
       client: this.#client,
@@ -123,7 +126,11 @@ export class DockerRuntime implements Runtime {
       await this.stop(spec.id);
       if (this.#live.has(spec.id) || this.#launching.has(spec.id)) throw new Error(`instance "${spec.id}" is already being started`);
     }
-    const launch = this.#launch(spec);
+    const launch = this.#startSlots.run(async () => {
+      // Closed while it waited for its turn: nothing was sent to the engine yet.
+      if (this.#closed) throw new Error(`cannot start instance "${spec.id}": the runtime is shutting down`);
+      return this.#launch(spec);
+    });
     this.#launching.set(spec.id, launch);
     try {
       return await launch;
