@@ -152,7 +152,15 @@ export async function createServices(config: Config, overrides: ServiceOverrides
     logger: logger.child({ component: 'autoscaler' }),
     lease: leases.lease(LEASE_NAMES.autoscaler),
     quota,
-    config: { autoscaler: config.serverless.autoscaler, catalog: config.catalog, publicUrl: config.server.publicJobUrl, pingIntervalMs: config.jobs.pingIntervalMs },
+    config: {
+      autoscaler: config.serverless.autoscaler,
+      catalog: config.catalog,
+      // Read at each launch: a server started on port 0 learns its job URL's port once it listens.
+      get publicUrl() {
+        return config.server.publicJobUrl;
+      },
+      pingIntervalMs: config.jobs.pingIntervalMs,
+    },
   });
   if (relay) {
     // A webhook enqueued here is delivered by the replica holding the webhooks lease: wake it
@@ -277,6 +285,9 @@ export async function startServer(config: Config, overrides: StartOptions = {}):
     jobUrl = urlOf(typeof jobAddress === 'object' && jobAddress ? jobAddress.port : config.server.jobPort!);
     connectionCap.guard(jobListener);
   }
+  // Port 0 asked the system for a port: the derived public URLs learn it now (an explicit URL is kept).
+  config.server.publicUrl = withBoundPort(config.server.publicUrl, port);
+  config.server.publicJobUrl = withBoundPort(config.server.publicJobUrl, jobListener ? Number(new URL(jobUrl!).port) : port);
   // Workers call back over HTTP: launch them only once the server listens.
   await services.autoscaler.start();
   if (adminKey) {
@@ -318,4 +329,16 @@ export async function startServer(config: Config, overrides: StartOptions = {}):
       await services.db.close();
     },
   };
+}
+
+/** `url` with `port` in place of a port 0 (which no client can dial); any other URL as it is. */
+function withBoundPort(url: string, port: number): string {
+  try {
+    const parsed = new URL(url);
+    if (parsed.port !== '0') return url;
+    parsed.port = String(port);
+    return parsed.toString().replace(/\/+$/, '');
+  } catch {
+    return url;
+  }
 }

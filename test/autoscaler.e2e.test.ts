@@ -13,7 +13,6 @@ import { Writable } from 'node:stream';
 import pino from 'pino';
 import { loadConfig } from '../src/config.js';
 import { startServer, type RunningServer } from '../src/main.js';
-import { freePort } from '../src/runtime/runtime-contract.js';
 
 const WORKER_SCRIPT = resolve(import.meta.dirname, 'fixtures/echo-worker.ts');
 
@@ -37,9 +36,9 @@ describe('autoscaler end to end (process runtime, real workers)', () => {
 
   before(async () => {
     dir = mkdtempSync(join(tmpdir(), 'gantry-autoscale-'));
-    const port = await freePort();
     const file = {
-      server: { port },
+      // Port 0: the workers' job URL must name the port the server was given, not 0.
+      server: { port: 0 },
       images: {
         // cwd: the repo, so that `--import tsx` resolves.
         'node-worker:dev': { command: [process.execPath, '--import', 'tsx', WORKER_SCRIPT], cwd: resolve(import.meta.dirname, '..') },

@@ -91,7 +91,13 @@ const idOf = (params: unknown): string => (params as Static<typeof IdParams>).id
 const tags = ['serverless'];
 
 export function serverlessRoutes(app: FastifyInstance, { endpoints, config }: Services): void {
-  const ctx = { publicUrl: config.server.publicJobUrl, dataCenters: config.catalog.dataCenters };
+  // Read at each request: a server started on port 0 learns its job URL's port only once it listens.
+  const ctx = {
+    get publicUrl() {
+      return config.server.publicJobUrl;
+    },
+    dataCenters: config.catalog.dataCenters,
+  };
   const render = async (e: Endpoint): Promise<ServerlessEndpointView> => toServerlessView(e, await endpoints.templateOf(e), ctx);
 
   app.get(
