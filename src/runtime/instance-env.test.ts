@@ -1,24 +1,10 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { instanceSpec } from './runtime-contract.js';
 import { layeredInstanceEnv, platformInstanceEnv } from './instance-env.js';
 import type { InstanceSpec } from './runtime.js';
 
-const spec = (overrides: Partial<InstanceSpec> = {}): InstanceSpec => ({
-  id: 'pod1',
-  owner: { kind: 'pod', accountId: 'acct' },
-  image: 'img',
-  diskGb: 0,
-  args: '',
-  env: {},
-  platformEnv: {},
-  hostId: 'local',
-  gpuIndices: [],
-  vcpus: 4,
-  memoryGb: 16,
-  ports: [],
-  volumes: [],
-  ...overrides,
-});
+const spec = (overrides: Partial<InstanceSpec> = {}): InstanceSpec => instanceSpec({ id: 'pod1', vcpus: 4, memoryGb: 16, ...overrides });
 const cpu = { publicIp: '203.0.113.7', gpuDevices: [] };
 
 test('an instance is told its id under both names, its vCPUs and its public IP', () => {

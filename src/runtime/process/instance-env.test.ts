@@ -1,24 +1,10 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { instanceSpec } from '../runtime-contract.js';
 import type { InstanceSpec } from '../runtime.js';
 import { instanceEnv } from './instance-env.js';
 
-const spec = (overrides: Partial<InstanceSpec> = {}): InstanceSpec => ({
-  id: 'pod1',
-  owner: { kind: 'pod', accountId: 'acct' },
-  image: 'img',
-  diskGb: 0,
-  args: '',
-  env: {},
-  platformEnv: {},
-  hostId: 'local',
-  gpuIndices: [],
-  vcpus: 4,
-  memoryGb: 16,
-  ports: [],
-  volumes: [],
-  ...overrides,
-});
+const spec = (overrides: Partial<InstanceSpec> = {}): InstanceSpec => instanceSpec({ id: 'pod1', vcpus: 4, memoryGb: 16, ...overrides });
 const ctx = { hostEnv: { PATH: '/usr/bin', HOME: '/home/g', SECRET_TOKEN: 'server-only' }, instanceDir: '/data/instances/pod1', volumeFolders: [] as string[] };
 
 test('a process names its GPUs by host index and is reached on 127.0.0.1', () => {
