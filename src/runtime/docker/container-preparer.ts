@@ -63,26 +63,48 @@ export class ContainerPreparer {
     const network = spec.network && spec.networkMode !== 'host' ? await ensureNetwork(client, this.#o.namespace, spec.network) : null;
     let plan = this.#plan(spec, facts, network, this.#disk.enforced !== false);
 
-    const kept = await client.inspectContainer(plan.name);
-    // Running already: a start retried after its answer was lost.
-    if (kept && kept.State.Running && kept.Config.Labels?.[LABEL.spec] === plan.specHash) return { kind: 'running', info: kept };
-    if (kept) {
-      logger.debug({ instance: spec.id, container: kept.Id.slice(0, 12) }, 'removing the container the last stop kept: a start begins with a fresh container disk');
-      await client.removeContainer(kept.Id, { force: true, volumes: true });
-    }
-
-    await this.#ensureImage(spec);
     for (const volume of plan.volumes) await client.createVolume(volume.name, volume.labels);
+    // Create first, as `docker run` does: the common case (no leftover container, image present)
+    // costs one engine call; a name in use or a missing image is dealt with when the engine says so.
+    for (let attempt = 0; ; attempt++) {
+      try {
+        const created = await this.#create(spec, plan, facts, network);
+        plan = created.plan;
+        return { kind: 'created', containerId: created.containerId, plan };
+      } catch (err) {
+        if (attempt >= 2 || !(err instanceof DockerEngineError)) throw err;
+        if (err.statusCode === 409) {
+          const kept = await client.inspectContainer(plan.name);
+          // Running already: a start retried after its answer was lost.
+          if (kept && kept.State.Running && kept.Config.Labels?.[LABEL.spec] === plan.specHash) return { kind: 'running', info: kept };
+          if (kept) {
+            logger.debug({ instance: spec.id, container: kept.Id.slice(0, 12) }, 'removing the container the last stop kept: a start begins with a fresh container disk');
+            await client.removeContainer(kept.Id, { force: true, volumes: true });
+          }
+          continue;
+        }
+        if (err.statusCode === 404 && !(await client.inspectImage(spec.image))) {
+          await this.#pull(spec);
+          continue;
+        }
+        throw err;
+      }
+    }
+  }
+
+  /** Creates the container; an engine that refuses a disk size is remembered and asked again without. */
+  async #create(spec: InstanceSpec, plan: ContainerPlan, facts: EngineFacts, network: JoinedNetwork | null): Promise<{ containerId: string; plan: ContainerPlan }> {
+    const { client, logger } = this.#o;
     try {
       const created = await client.createContainer(plan.name, plan.body);
       if (plan.body.HostConfig.StorageOpt && this.#disk.enforced === null) this.#disk = { enforced: true, note: null };
-      return { kind: 'created', containerId: created.Id, plan };
+      return { containerId: created.Id, plan };
     } catch (err) {
       if (!(plan.body.HostConfig.StorageOpt && isStorageOptRefusal(err))) throw err;
       this.#disk = { enforced: false, note: `container disk sizes are not enforced: the engine refused a size limit (${(err as DockerEngineError).engineMessage})` };
       logger.warn(this.#disk.note!);
-      plan = this.#plan(spec, facts, network, false);
-      return { kind: 'created', containerId: (await client.createContainer(plan.name, plan.body)).Id, plan };
+      const without = this.#plan(spec, facts, network, false);
+      return { containerId: (await client.createContainer(without.name, without.body)).Id, plan: without };
     }
   }
 
@@ -91,9 +113,8 @@ export class ContainerPreparer {
     return planContainer(spec, { namespace, host, bindIp, diskLimit, engineCpus: facts.cpus, logMaxBytes: facts.logMaxBytes, network });
   }
 
-  async #ensureImage(spec: InstanceSpec): Promise<void> {
+  async #pull(spec: InstanceSpec): Promise<void> {
     const { client, logger } = this.#o;
-    if (await client.inspectImage(spec.image)) return;
     logger.info({ instance: spec.id, image: spec.image, withCredential: Boolean(spec.registryAuth) }, 'pulling image');
     await client.pullImage(spec.image, {
       auth: spec.registryAuth ?? null,
