@@ -316,7 +316,7 @@ async function main() {
         const t0 = performance.now();
         restarted = await startChild(
           [gantryBin, 'serve', '--port', String(port), '--host', '127.0.0.1', '--data-dir', g.dataDir, '--config', join(g.dataDir, 'bench-config.json')],
-          { GANTRY_LOG_LEVEL: 'warn', DOCKER_HOST },
+          { GANTRY_LOG_LEVEL: 'info', DOCKER_HOST },
           /gantry listening on (\S+)/,
         );
         server = restarted;
@@ -369,6 +369,9 @@ async function main() {
         { step: 'adoption cost (seen RUNNING − peer)', ms: ms(seen - peer) },
         { step: 'containers restarted (StartedAt changed) / gone', ms: `${restartedCount} / ${gone}` },
       ]);
+      // the adopting server's own account of its start (the ready line's `startup` phases)
+      const ready = restarted!.output().split('\n').find((l) => l.includes('"gantry is ready"'));
+      if (ready) console.log(`\nthe adopting server's start, by phase (ms): ${JSON.stringify((JSON.parse(ready) as { startup?: unknown }).startup ?? {})}`);
       const ok = seen <= 2_000 && restartedCount === 0 && gone === 0 && before.size === ADOPT;
       results.push({ figure: `restart adoption, ${ADOPT} pods: spawn → all RUNNING`, measured: `${ms(seen)} ms (server start alone ${ms(peer)} ms), ${restartedCount} restarted`, goal: '<= 2000 ms, none restarted', verdict: verdict(ok) });
       c.close();

@@ -2,6 +2,7 @@
 // Runs the compiled CLI (dist/) when it is at least as new as every source file; otherwise, in a
 // checkout being edited, runs the TypeScript sources through tsx so it is never stale.
 import { existsSync, readdirSync, statSync } from 'node:fs';
+import module from 'node:module';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { dirname, join } from 'node:path';
 
@@ -22,6 +23,8 @@ function newestSource(dir) {
 const useCompiled =
   existsSync(compiled) && (!existsSync(sources) || (!process.env.GANTRY_FROM_SOURCE && statSync(compiled).mtimeMs >= newestSource(sources)));
 if (useCompiled) {
+  // Node 22.1 and later keep compiled code between runs (a faster start); Node 20 has no such cache.
+  module.enableCompileCache?.();
   await import(pathToFileURL(compiled).href);
 } else {
   const { register } = await import('tsx/esm/api');

@@ -239,7 +239,16 @@ export interface StartOptions extends ServiceOverrides {
 /** Starts everything: store, control loops, HTTP listener. */
 export async function startServer(config: Config, overrides: StartOptions = {}): Promise<RunningServer> {
   const print = overrides.print ?? ((text: string) => void process.stdout.write(text));
+  // How long each phase of the start took (the ready line carries them: adoption time is a figure operators watch).
+  const phases: Record<string, number> = {};
+  let mark = performance.now();
+  const phase = (name: string): void => {
+    const now = performance.now();
+    phases[name] = Math.round(now - mark);
+    mark = now;
+  };
   const services = await createServices(config, overrides);
+  phase('servicesMs');
   const adminKey = await bootstrapAdmin(services);
   const refusal = multiAccountStartRefusal(await services.accounts.store.countAccounts(), services.runtime.name, config.runtime.process.allowMultipleAccounts);
   if (refusal) {
@@ -251,10 +260,12 @@ export async function startServer(config: Config, overrides: StartOptions = {}):
   // new takes what they hold); what nobody claims is removed after the grace period.
   const attached = await services.runtime.attach();
   if (attached.length > 0) services.logger.info({ instances: attached.length }, 'the runtime found instances of a previous server');
+  phase('attachMs');
   await services.leases.start();
   await services.relay?.start();
   await services.podController.start(attached);
   await services.autoscaler.adopt(attached);
+  phase('adoptMs');
   const orphans = new OrphanCollector({
     runtime: services.runtime,
     clock: services.clock,
@@ -267,6 +278,7 @@ export async function startServer(config: Config, overrides: StartOptions = {}):
   services.webhooks.start();
   const app = await buildApp(services, { logger: services.logger });
   await app.listen({ port: config.server.port, host: config.server.host });
+  phase('listenMs');
   const address = app.server.address();
   const port = typeof address === 'object' && address ? address.port : config.server.port;
   const urlOf = (p: number): string => `http://${config.server.host.includes(':') ? `[${config.server.host}]` : config.server.host}:${p}`;
@@ -299,7 +311,7 @@ export async function startServer(config: Config, overrides: StartOptions = {}):
   const hosts = services.inventory.hosts();
   const where = config.runtime.kind === 'docker' ? `runtime: docker at ${config.runtime.docker.host}, host ${hosts.map(describeHost).join('; ')}` : `runtime: ${services.runtime.name}, hosts: ${hosts.length}`;
   print(`gantry listening on ${url} (store: ${services.db.dialect}, ${where})\n`);
-  services.logger.info({ url, store: services.db.dialect, runtime: services.runtime.name, hosts: hosts.map((h) => h.id) }, 'gantry is ready');
+  services.logger.info({ url, store: services.db.dialect, runtime: services.runtime.name, hosts: hosts.map((h) => h.id), startup: phases }, 'gantry is ready');
   let closed = false;
   return {
     app,

@@ -33,3 +33,28 @@ test('internal routes (health, docs) do not appear in the document', async () =>
   const doc = json(await t.request(null, 'GET', '/v2/openapi.json'));
   assert.ok(!Object.keys(doc.paths).some((p) => p.startsWith('/docs') || p === '/healthz'));
 });
+
+test('every route’s schemas compile when built eagerly, and a route compiled on first use answers bad input exactly as an eager one', async () => {
+  // Built eagerly, a schema that Ajv or fast-json-stringify refuses fails the build here rather
+  // than a user's first request to that route (the server compiles each route's on first use).
+  const { buildApp } = await import('../src/http/app.js');
+  const eager = await buildApp(t.services, { logger: false, eagerSchemas: true });
+  try {
+    const routes = eager.printRoutes({ commonPrefix: false }).split('\n').filter((l) => l.includes('/v2/')).length;
+    assert.ok(routes >= 20, `only ${routes} routes were built`);
+    const { key } = await t.newAccount();
+    const bad = { method: 'POST' as const, url: '/v2/pods', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, payload: JSON.stringify({ imageName: 12, gpuCount: 'x', nope: true }) };
+    const [a, b] = [await t.app.inject(bad), await eager.inject(bad)];
+    assert.ok(a.statusCode >= 400 && a.statusCode < 500, `bad input is a client error: ${a.statusCode}`);
+    assert.equal(a.statusCode, b.statusCode);
+    const strip = (text: string) => text.replace(/"(instance|requestId)":"[^"]*"/g, '');
+    assert.equal(strip(a.body), strip(b.body));
+    for (const name of ['nope', 'gpuCount', 'imageName']) assert.ok(a.body.includes(name), `the answer names ${name}: ${a.body}`);
+    // and a response serialized on first use is the one an eager serializer writes
+    const [x, y] = [await t.app.inject({ method: 'GET', url: '/v2/pods', headers: { authorization: `Bearer ${key}` } }), await eager.inject({ method: 'GET', url: '/v2/pods', headers: { authorization: `Bearer ${key}` } })];
+    assert.equal(x.statusCode, 200);
+    assert.equal(x.body, y.body);
+  } finally {
+    await eager.close();
+  }
+});

@@ -24,6 +24,7 @@ import { lazyChildLogger } from './request-logger.js';
 import { findNul, jsonMayHoldNul, nulViolation, urlHasNul } from './nul-text.js';
 import { requestIdOf } from './request-id.js';
 import { answerClientError } from './client-errors.js';
+import { useRouteCompilers } from './lazy-schemas.js';
 import { applyRequestTimeouts } from './listener-limits.js';
 import { ApiError, validationFailed } from '../domain/errors.js';
 
@@ -32,6 +33,8 @@ const addFormats = addFormatsModule as unknown as (ajv: Ajv) => Ajv;
 export interface BuildAppOptions {
   /** Fastify logger options or instance; false in tests. */
   logger?: FastifyServerOptions['logger'] | FastifyServerOptions['loggerInstance'];
+  /** Compile every route's schemas now instead of on each route's first use (lazy-schemas.ts). @default false */
+  eagerSchemas?: boolean;
 }
 
 /** Query strings that carry credentials are cut from logged URLs. */
@@ -75,7 +78,7 @@ export async function buildApp(services: Services, options: BuildAppOptions = {}
   // listed); query strings and path parameters are coerced from their text form.
   const bodyAjv = addFormats(new Ajv({ allErrors: true, coerceTypes: false, useDefaults: false, removeAdditional: false, strict: false }));
   const paramAjv = addFormats(new Ajv({ allErrors: true, coerceTypes: 'array', useDefaults: true, removeAdditional: false, strict: false }));
-  app.setValidatorCompiler(({ schema, httpPart }) => (httpPart === 'body' ? bodyAjv : paramAjv).compile(schema));
+  useRouteCompilers(app, { bodyAjv, paramAjv, eager: options.eagerSchemas ?? false });
 
   app.addHook('onRequest', (request, reply, done) => {
     void reply.header('x-request-id', request.id);

@@ -22,7 +22,7 @@ const spec = (overrides: Partial<InstanceSpec> = {}): InstanceSpec =>
 const envOf = (body: { Env: string[] }): Record<string, string> => Object.fromEntries(body.Env.map((e) => [e.slice(0, e.indexOf('=')), e.slice(e.indexOf('=') + 1)]));
 
 describe('planContainer', () => {
-  test('names the container after the namespace and id and labels it with its owner, host and spec hash', () => {
+  test('names the container after the namespace and id and labels it with its owner, host, spec hash and memory limit', () => {
     const plan = planContainer(spec(), ctx());
     assert.equal(plan.name, 'gantry-ns1-pod1');
     assert.deepEqual(plan.body.Labels, {
@@ -33,7 +33,9 @@ describe('planContainer', () => {
       'gantry.endpoint': 'ep1',
       'gantry.host': 'h1',
       'gantry.spec': plan.specHash,
+      'gantry.memory': String(plan.body.HostConfig.Memory),
     });
+    assert.ok(Number(plan.body.Labels['gantry.memory']) > 0);
     assert.match(plan.specHash, /^[0-9a-f]{32}$/);
     assert.equal(plan.body.HostConfig.RestartPolicy.Name, 'no');
   });

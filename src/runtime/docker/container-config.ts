@@ -126,7 +126,8 @@ export function planContainer(spec: InstanceSpec, ctx: ContainerContext): Contai
   if (ctx.logMaxBytes !== null) host.LogConfig = { Type: 'json-file', Config: { 'max-size': String(ctx.logMaxBytes), 'max-file': '2' } };
 
   const specHash = hashOf(body);
-  body.Labels = { ...labels, [LABEL.spec]: specHash };
+  // The memory limit as a label too: a restart adopts running containers from the listing alone.
+  body.Labels = { ...labels, [LABEL.spec]: specHash, [LABEL.memory]: String(host.Memory ?? 0) };
   return { name, body, specHash, volumes };
 }
 

@@ -42,7 +42,10 @@ if (!engine) {
           assert.deepEqual(adopted?.owner, { kind: 'worker', accountId: 'acct-a', endpointId: 'ep-1' });
           assert.equal(adopted?.status?.state, 'running');
           const container = await e.client.inspectContainer(`gantry-${first.namespace}-${web.id}`);
-          assert.equal(adopted?.status?.startedAt, Date.parse(container!.State.StartedAt));
+          // adopted from the listing: started when it was created (whole seconds), never later than the engine says
+          const engineStart = Date.parse(container!.State.StartedAt);
+          const adoptedStart = adopted?.status?.startedAt ?? NaN;
+          assert.ok(adoptedStart <= engineStart && adoptedStart > engineStart - 3_000, `${adoptedStart} vs ${engineStart}`);
           assert.deepEqual(kept, { id: idle.id, owner: { kind: 'pod', accountId: 'acct-b' }, status: null });
 
           assert.equal((await instanceInfo(web.ports[0]!.public)).bootId, bootId, 'adopted, not restarted');
@@ -57,6 +60,36 @@ if (!engine) {
           await e.client.killContainer(container!.Id, 'SIGKILL');
           const exited = await later.next(web.id, 'exited', 15_000);
           assert.equal(exited.exitCode, 137);
+        } finally {
+          await second.cleanup();
+        }
+      } finally {
+        await first.cleanup();
+      }
+    });
+
+    test('a running container without the memory label (made by an older Gantry) is inspected and adopted with its exact start time and limit', async () => {
+      const first = makeDockerRuntime(e);
+      try {
+        const spec = instanceSpec({ image: e.images.idle, memoryGb: 1, owner: { kind: 'pod', accountId: 'acct-old' } });
+        await first.runtime.start(spec);
+        await first.runtime.close();
+        // The same container as an older Gantry made it: recreated without the label.
+        const name = `gantry-${first.namespace}-${spec.id}`;
+        const made = (await e.client.inspectContainer(name))!;
+        const labels = { ...made.Config.Labels };
+        delete labels['gantry.memory'];
+        await e.client.removeContainer(made.Id, { force: true });
+        const { Id } = await e.client.createContainer(name, { Image: e.images.idle, Labels: labels, Env: [], Tty: false, OpenStdin: false, AttachStdin: false, AttachStdout: false, AttachStderr: false, HostConfig: { RestartPolicy: { Name: 'no' }, Memory: 1024 ** 3 } });
+        await e.client.startContainer(Id);
+        const engineStart = Date.parse((await e.client.inspectContainer(Id))!.State.StartedAt);
+
+        const second = makeDockerRuntime(e, { namespace: first.namespace });
+        try {
+          const found = await second.runtime.attach();
+          assert.equal(found.length, 1);
+          assert.equal(found[0]!.status?.state, 'running');
+          assert.equal(found[0]!.status?.startedAt, engineStart);
         } finally {
           await second.cleanup();
         }

@@ -19,6 +19,8 @@ export const LABEL = {
   host: 'gantry.host',
   /** a hash of what the container was created from: a kept container is reused only when it matches */
   spec: 'gantry.spec',
+  /** a container's memory limit in bytes (0: none), for adopting it from a listing */
+  memory: 'gantry.memory',
   /** on volumes: `persistent` or `network` */
   volume: 'gantry.volume',
   /** on a network volume: its id */

@@ -37,6 +37,8 @@ const LOG_CLOCK_SLACK_MS = 50;
 const DEFAULT_LOG_MAX_BYTES = 10 * 1024 * 1024;
 const LIVE_STATES: ReadonlySet<InstanceState> = new Set(['starting', 'running', 'unknown']);
 const RUNNING_CONTAINER = new Set(['running', 'paused', 'restarting']);
+/** Containers inspected at once while attaching. */
+const ATTACH_INSPECTIONS = 16;
 
 export class DockerRuntime implements Runtime {
   readonly name = 'docker';
@@ -90,6 +92,17 @@ export class DockerRuntime implements Runtime {
 
   async attach(): Promise<AttachedInstance[]> {
     const containers = await this.#call(this.#client.listContainers({ all: true, filters: namespaceFilter(this.#namespace) }));
+    // A running container is adopted from the listing: its labels carry the memory limit, and it
+    // started when it was created (a start always creates a fresh container). One from an older
+    // Gantry without the label is inspected, a few at a time.
+    const inspections = new StartSlots(ATTACH_INSPECTIONS);
+    const inspected = new Map(
+      await Promise.all(
+        containers
+          .filter((c) => c.Labels?.[LABEL.instance] && RUNNING_CONTAINER.has(c.State) && c.Labels[LABEL.memory] === undefined)
+          .map(async (c) => [c.Id, await inspections.run(() => this.#call(this.#client.inspectContainer(c.Id)))] as const),
+      ),
+    );
     const found: AttachedInstance[] = [];
     for (const c of containers) {
       const id = c.Labels?.[LABEL.instance];
@@ -100,12 +113,15 @@ export class DockerRuntime implements Runtime {
         found.push({ id, owner, status: copyStatus(held.status) });
         continue;
       }
-      const info = RUNNING_CONTAINER.has(c.State) ? await this.#call(this.#client.inspectContainer(c.Id)) : null;
-      if (!info?.State.Running) {
+      const memory = Number(c.Labels?.[LABEL.memory]);
+      const seen = RUNNING_CONTAINER.has(c.State) && Number.isFinite(memory) ? { Id: c.Id, startedMs: c.Created * 1000, memoryBytes: memory } : null;
+      const info = inspected.get(c.Id);
+      const running = seen ?? (info?.State.Running ? { Id: info.Id, startedMs: parseEngineTime(info.State.StartedAt), memoryBytes: info.HostConfig.Memory ?? 0 } : null);
+      if (!running) {
         found.push({ id, owner, status: null });
         continue;
       }
-      const live = this.#adopt(id, info, null, 'running');
+      const live = this.#adopt(id, running, null, 'running');
       found.push({ id, owner, status: copyStatus(live.status) });
     }
     this.#events.start();
@@ -240,7 +256,8 @@ export class DockerRuntime implements Runtime {
     const probe = health ? probeOf(health, spec) : null;
     const prepared: Prepared = await this.#call(this.#preparer.prepare(spec));
     if (prepared.kind === 'running') {
-      const live = this.#adopt(spec.id, prepared.info, probe, probe ? 'starting' : 'running');
+      const { info } = prepared;
+      const live = this.#adopt(spec.id, { Id: info.Id, startedMs: parseEngineTime(info.State.StartedAt), memoryBytes: info.HostConfig.Memory ?? 0 }, probe, probe ? 'starting' : 'running');
       this.#live.emit(live);
       if (probe) this.#probe(live);
       return copyStatus(live.status);
@@ -270,9 +287,9 @@ export class DockerRuntime implements Runtime {
   }
 
   /** Takes a running container as the live instance `id`, as it is. */
-  #adopt(id: string, info: ContainerInspect, probe: Live['probe'], state: 'starting' | 'running'): Live {
-    const live = newLive(id, info.Id, info.HostConfig.Memory ?? 0, probe);
-    const started = parseEngineTime(info.State.StartedAt);
+  #adopt(id: string, container: RunningContainer, probe: Live['probe'], state: 'starting' | 'running'): Live {
+    const live = newLive(id, container.Id, container.memoryBytes, probe);
+    const started = container.startedMs;
     live.launched = true;
     // Its current run's output begins about when the engine says it started.
     live.logsSinceMs = started === null ? null : started - 1_000;
@@ -465,4 +482,12 @@ export function parseEngineTime(text: string): number | null {
 }
 
 /** Read through a function so TypeScript does not keep a narrowing across an await. */
+/** What adopting a running container needs to know of it. */
+interface RunningContainer {
+  Id: string;
+  /** null: unknown */
+  startedMs: number | null;
+  memoryBytes: number;
+}
+
 const stateOf = (live: Live): InstanceState => live.status.state;

@@ -122,6 +122,8 @@ export interface ContainerSummary {
   /** `created`, `running`, `exited`, … */
   State: string;
   Status: string;
+  /** when it was created, Unix seconds */
+  Created: number;
   /** what the list reports of the host config: its network mode */
   HostConfig?: { NetworkMode?: string };
 }
