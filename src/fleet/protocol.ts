@@ -1,0 +1,80 @@
+/**
+ * The agent protocol's messages (docs/fleet.md): what `gantry agent` and the control plane send
+ * each other over `/agent/v1`. Shared by both sides; nothing here does I/O.
+ */
+import type { Cloud } from '../domain/catalog.js';
+import type { InstanceOwner, InstanceSpec, InstanceStatus } from '../runtime/runtime.js';
+
+export const AGENT_API_PREFIX = '/agent/v1';
+
+/** A host's discovered capacity, as the agent reports it at join and whenever it changes. */
+export interface HostCapacity {
+  vcpus: number;
+  memoryGb: number;
+  diskGb: number;
+  gpus: Array<{ uuid: string; name: string; memoryMb: number }>;
+  /** the driver's CUDA version, major.minor; null without GPUs */
+  cudaVersion: string | null;
+  /** how the agent's runtime hands GPUs to containers */
+  gpuMode: 'nvidia' | 'env-only';
+  /** CPU flavors the host serves CPU pods from */
+  cpuFlavors: string[];
+  /** what the agent's runtime cannot do on this host, in words */
+  notes: string[];
+}
+
+export interface JoinRequest {
+  token: string;
+  name: string;
+  publicIp: string;
+  portRange: [number, number];
+  agentVersion: string;
+  capacity: HostCapacity;
+}
+
+export interface JoinAnswer {
+  hostId: string;
+  /** `ghc_<hostId>_<secret>`: shown once, kept by the agent */
+  credential: string;
+  dataCenterId: string;
+  cloud: Cloud;
+  heartbeatMs: number;
+  pollWaitMs: number;
+}
+
+/** An instance as the agent sees it: the runtime port's status plus its owner label. */
+export interface InstanceReport extends Omit<InstanceStatus, 'stats'> {
+  owner: InstanceOwner;
+}
+
+export interface OperationAck {
+  opId: string;
+  ok: boolean;
+  /** why it failed, when `ok` is false */
+  error?: string;
+}
+
+export interface ReportRequest {
+  capacity?: HostCapacity;
+  /** `full`: every instance the agent has (after a (re)connect); else only those that changed */
+  instances?: { full: boolean; items: InstanceReport[] };
+  acks?: OperationAck[];
+}
+
+export interface ReportAnswer {
+  now: number;
+  /** reported instances the control plane does not accept from this host (ignored) */
+  refused: Array<{ id: string; reason: string }>;
+}
+
+export type Operation =
+  | { id: string; seq: number; kind: 'start'; instanceId: string; spec: InstanceSpec }
+  | { id: string; seq: number; kind: 'stop' | 'remove'; instanceId: string }
+  | { id: string; seq: number; kind: 'removeVolume'; volumeId: string };
+
+/** An operation before the queue gave it an id and a sequence number. */
+export type NewOperation = Operation extends infer O ? (O extends Operation ? Omit<O, 'id' | 'seq'> : never) : never;
+
+export interface OperationsAnswer {
+  operations: Operation[];
+}
