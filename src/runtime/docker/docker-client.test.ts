@@ -7,6 +7,7 @@ import { Writable } from 'node:stream';
 import pino from 'pino';
 import { DOCKER_HOST, dockerEngine, makeDockerRuntime, noEngine, uniqueNamespace } from '../../../test/support/docker.js';
 import { instanceSpec } from '../runtime-contract.js';
+import { registryOfImage } from '../../domain/image-ref.js';
 import { DockerClient, registryAuthHeader } from './docker-client.js';
 import { parseDockerHost } from './engine-connection.js';
 import type { EngineEvent } from './engine-types.js';
@@ -163,7 +164,7 @@ if (!engine) {
       const image = `127.0.0.1:${(registry.address() as AddressInfo).port}/team/app:1`;
       const lines: string[] = [];
       const logger = pino({ level: 'debug' }, new Writable({ write: (chunk: Buffer, _enc, done) => (lines.push(chunk.toString()), done()) }));
-      const t = makeDockerRuntime(e, { logger });
+      const t = makeDockerRuntime(e, { logger, registries: { allow: [registryOfImage(image)], only: false, private: 'refuse' } });
       try {
         const spec = instanceSpec({ image, registryAuth: { username: 'robot', password: 's3cret-pw' } });
         await assert.rejects(t.runtime.start(spec), (err: Error) => {
