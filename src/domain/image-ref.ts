@@ -59,7 +59,8 @@ const LABEL = /^[a-zA-Z0-9](?:[a-zA-Z0-9-]*[a-zA-Z0-9])?$/;
 /**
  * `host`, `host:port`, `[ipv6]` or `[ipv6]:port`, as the reference grammar allows a registry to be
  * written (dot-separated labels, or a bracketed IPv6 address of hex digits and colons; a port of
- * digits); null for anything else, which the engine refuses as an invalid reference.
+ * digits, at most 65535); null for anything else, which the engine refuses as an invalid
+ * reference or cannot connect to.
  */
 export function parseRegistryHost(text: string): RegistryHost | null {
   let host: string;
@@ -79,8 +80,9 @@ export function parseRegistryHost(text: string): RegistryHost | null {
     if (!host.split('.').every((label) => LABEL.test(label))) return null;
   }
   if (rest === '') return { host: host.toLowerCase(), port: null, bracketed };
-  if (!/^:[0-9]{1,5}$/.test(rest)) return null;
-  return { host: host.toLowerCase(), port: Number(rest.slice(1)), bracketed };
+  const port = /^:[0-9]{1,5}$/.test(rest) ? Number(rest.slice(1)) : NaN;
+  if (!(port <= 65535)) return null;
+  return { host: host.toLowerCase(), port, bracketed };
 }
 
 /** `host[:port]` again, IPv6 in brackets: the canonical text of a parsed registry. */
