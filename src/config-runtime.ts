@@ -2,6 +2,7 @@
 import { createHash } from 'node:crypto';
 import { isIP } from 'node:net';
 import type { Catalog, Cloud } from './domain/catalog.js';
+import { parseRegistryPattern, type RegistryPolicyConfig } from './domain/registry-policy.js';
 import { bool, fail, isObj, num, oneOf, type Obj } from './config-values.js';
 
 /** How instances run. */
@@ -70,6 +71,14 @@ export interface DockerRuntimeConfig {
   cpuFlavors: string[] | null;
   /** The nvidia-smi to run: a path, or a name found on PATH. @default "nvidia-smi" */
   nvidiaSmi: string;
+  /**
+   * Which registries tenants' images may be pulled from (domain/registry-policy.ts): by default any
+   * public one, and none on loopback, private or other non-public addresses (the engine would reach
+   * them from the host's network). `allow` (also `GANTRY_DOCKER_REGISTRIES_ALLOW`, comma-separated)
+   * lists registries allowed even there; `only: true` allows nothing else.
+   * @default { allow: [], only: false, private: "refuse" }
+   */
+  registries: RegistryPolicyConfig;
 }
 
 /** Where the Docker runtime finds its engine when neither DOCKER_HOST nor runtime.docker.host says. */
@@ -94,6 +103,25 @@ const str = (v: unknown, field: string): string | null => {
   if (typeof v !== 'string' || v.trim() === '') fail(`${field} must be a non-empty string`);
   return v;
 };
+
+function registries(v: unknown, envAllow: string | undefined): RegistryPolicyConfig {
+  if (v !== undefined && v !== null && !isObj(v)) fail('runtime.docker.registries must be a mapping { allow, only, private }');
+  const section: Obj = isObj(v) ? v : {};
+  let allow: string[] = [];
+  const field = envAllow !== undefined ? 'GANTRY_DOCKER_REGISTRIES_ALLOW' : 'runtime.docker.registries.allow';
+  if (envAllow !== undefined) allow = envAllow.split(',').map((e) => e.trim()).filter((e) => e !== '');
+  else if (section.allow !== undefined && section.allow !== null) {
+    if (!Array.isArray(section.allow) || !section.allow.every((e) => typeof e === 'string')) fail(`${field} must be a list of registries (host, host:port, [ipv6]:port or *.domain)`);
+    allow = section.allow as string[];
+  }
+  for (const entry of allow) {
+    const pattern = parseRegistryPattern(entry);
+    if (typeof pattern === 'string') fail(`${field}: ${pattern}`);
+  }
+  const only = bool(section.only, 'runtime.docker.registries.only', false);
+  if (only && allow.length === 0) fail(`runtime.docker.registries.only needs registries in ${field}: with none, no image could be pulled`);
+  return { allow, only, private: oneOf(section.private, 'runtime.docker.registries.private', ['refuse', 'allow'] as const, 'refuse') };
+}
 
 function portRange(v: unknown): [number, number] {
   if (v === undefined || v === null) return [20000, 29999];
@@ -155,6 +183,7 @@ export function parseRuntime(raw: unknown, env: Record<string, string | undefine
       gpuMode: oneOf(docker.gpuMode, 'runtime.docker.gpuMode', ['auto', 'nvidia', 'env-only'] as const, 'auto'),
       cpuFlavors,
       nvidiaSmi: str(docker.nvidiaSmi, 'runtime.docker.nvidiaSmi') ?? 'nvidia-smi',
+      registries: registries(docker.registries, env.GANTRY_DOCKER_REGISTRIES_ALLOW || undefined),
     },
     orphanGraceMs: num(env.GANTRY_RUNTIME_ORPHAN_GRACE_MS ?? section.orphanGraceMs, 'runtime.orphanGraceMs', 60_000),
   };
@@ -164,5 +193,6 @@ export function parseRuntime(raw: unknown, env: Record<string, string | undefine
 export const RUNTIME_KEYS = {
   runtime: ['kind', 'process', 'docker', 'orphanGraceMs'],
   'runtime.process': ['allowMultipleAccounts', 'orphanGraceMs'],
-  'runtime.docker': ['host', 'namespace', 'hostId', 'dataCenterId', 'cloud', 'publicIp', 'bindIp', 'portRange', 'diskGb', 'gpuMode', 'cpuFlavors', 'nvidiaSmi'],
+  'runtime.docker': ['host', 'namespace', 'hostId', 'dataCenterId', 'cloud', 'publicIp', 'bindIp', 'portRange', 'diskGb', 'gpuMode', 'cpuFlavors', 'nvidiaSmi', 'registries'],
+  'runtime.docker.registries': ['allow', 'only', 'private'],
 } as const;

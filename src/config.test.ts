@@ -121,6 +121,7 @@ test('the docker runtime’s settings have their defaults, and DOCKER_HOST overr
     gpuMode: 'auto',
     cpuFlavors: null,
     nvidiaSmi: 'nvidia-smi',
+    registries: { allow: [], only: false, private: 'refuse' },
   });
   assert.match(namespace, /^[0-9a-f]{12}$/);
   assert.deepEqual(config.fleet, [], 'the docker runtime discovers its host; the demo fleet is not used');
@@ -147,6 +148,28 @@ test('a malformed docker setting is refused naming it; a bad DOCKER_HOST only st
   for (const [setting, message] of refused) assert.throws(() => load(`runtime: { kind: docker, docker: { ${setting} } }`), message, setting);
   assert.throws(() => load('runtime: docker', { DOCKER_HOST: 'https://box:2376' }), /DOCKER_HOST "https:\/\/box:2376" must be/);
   assert.equal(load('{}', { DOCKER_HOST: 'ssh://me@box' }).runtime.kind, 'process');
+});
+
+test('the registry policy is read from runtime.docker.registries, GANTRY_DOCKER_REGISTRIES_ALLOW replacing its allow list', () => {
+  const file = 'runtime:\n  kind: docker\n  docker:\n    registries: { allow: ["localhost:5000", "*.corp.example", "[::1]:5000", docker.io], only: true, private: allow }\n';
+  const config = load(file);
+  assert.deepEqual(config.runtime.docker.registries, { allow: ['localhost:5000', '*.corp.example', '[::1]:5000', 'docker.io'], only: true, private: 'allow' });
+  assert.deepEqual(config.warnings, []);
+  assert.deepEqual(load(file, { GANTRY_DOCKER_REGISTRIES_ALLOW: ' registry.internal:5000 ,docker.io,' }).runtime.docker.registries.allow, ['registry.internal:5000', 'docker.io']);
+});
+
+test('a malformed registry policy is refused naming the setting; only without an allow list would pull nothing and is refused', () => {
+  const refused: Array<[string, RegExp]> = [
+    ['registries: [localhost]', /runtime\.docker\.registries must be a mapping \{ allow, only, private \}/],
+    ['registries: { allow: localhost }', /runtime\.docker\.registries\.allow must be a list of registries/],
+    ['registries: { allow: ["http://registry:5000"] }', /runtime\.docker\.registries\.allow: "http:\/\/registry:5000" is not a registry/],
+    ['registries: { allow: ["*.10.0.0.5"] }', /a wildcard goes before a domain name/],
+    ['registries: { only: true }', /runtime\.docker\.registries\.only needs registries in runtime\.docker\.registries\.allow/],
+    ['registries: { private: deny }', /runtime\.docker\.registries\.private must be one of refuse, allow/],
+    ['registries: { only: maybe, allow: [docker.io] }', /runtime\.docker\.registries\.only must be true or false/],
+  ];
+  for (const [setting, message] of refused) assert.throws(() => load(`runtime: { kind: docker, docker: { ${setting} } }`), message, setting);
+  assert.throws(() => load('runtime: docker', { GANTRY_DOCKER_REGISTRIES_ALLOW: 'registry/path' }), /GANTRY_DOCKER_REGISTRIES_ALLOW: "registry\/path" is not a registry/);
 });
 
 test('the default namespace is stable for one installation and differs between installations; a database password does not enter it', () => {

@@ -30,6 +30,7 @@ import { WebhookAddressPolicy } from './serverless/webhook-address-policy.js';
 import { Autoscaler } from './serverless/autoscaler.js';
 import { PodController } from './pods/pod-controller.js';
 import { createRuntime } from './runtime/create-runtime.js';
+import { RegistryGuard, type ResolveAddresses } from './runtime/registry-guard.js';
 import { describeHost } from './runtime/docker/discover-host.js';
 import type { Host } from './domain/catalog.js';
 import type { Runtime } from './runtime/runtime.js';
@@ -47,6 +48,8 @@ export interface ServiceOverrides {
   /** The hosts placement uses with an overridden runtime; required with runtime docker (its config has no fleet). @default the config's fleet */
   hosts?: Host[];
   db?: Db;
+  /** How the registry policy resolves registry host names (runtime docker). @default the system resolver */
+  registryResolver?: ResolveAddresses;
 }
 
 /** Reads the secret key from the config, or from `<dataDir>/secret.key`, creating it on first start. */
@@ -95,12 +98,14 @@ export async function createServices(config: Config, overrides: ServiceOverrides
   const accounts = new AccountsService({ db, clock });
   const inventory = new Inventory({ hosts, catalog: config.catalog });
   const catalog = new CatalogService({ catalog: config.catalog, inventory });
-  const templates = new TemplatesService({ db, clock, runtime });
+  // Only the Docker runtime pulls images: the process runtime maps them through `images` and never does.
+  const registryGuard = config.runtime.kind === 'docker' ? new RegistryGuard({ policy: config.runtime.docker.registries, ...(overrides.registryResolver ? { resolve: overrides.registryResolver } : {}) }) : null;
+  const templates = new TemplatesService({ db, clock, runtime, registryGuard });
   const volumes = new VolumesService({ db, clock, runtime, catalog: config.catalog });
   const registries = new RegistriesService({ db, clock, secrets });
   const podController = new PodController({ db, runtime, inventory, registries, clock, events, logger: logger.child({ component: 'pods' }), lease: leases.lease(LEASE_NAMES.pods), config });
   const quota = new ResourceQuota({ holdings: new ResourceHoldingsStore(db), quotas: config.quotas, clock });
-  const pods = new PodsService({ controller: podController, inventory, runtime, templates, volumes, registries, accounts, clock, config, quota });
+  const pods = new PodsService({ controller: podController, inventory, runtime, templates, volumes, registries, accounts, clock, config, quota, registryGuard });
   const endpoints = new EndpointsService({ db, clock, templates, volumes, config, runtime, keys: accounts });
   templates.addReferenceChecker(endpoints.templateReferenceChecker);
   // One policy for the submit-time check and the dispatcher, so they share the account count.

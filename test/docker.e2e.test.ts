@@ -264,6 +264,18 @@ if (!engine) {
       await action(pod.id, 'terminate');
     });
 
+    test('a pod or template naming a registry on the host`s loopback is refused with 400 IMAGE_NOT_ALLOWED, and no container is made', async () => {
+      const pod = await call('POST', '/v2/pods', { name: 'ssrf', gpu: { id: GPU, count: 1 }, image: '127.0.0.1:2375/x:1' });
+      assert.equal(pod.status, 400, JSON.stringify(pod.body));
+      assert.equal(pod.body.code, 'IMAGE_NOT_ALLOWED');
+      assert.match(pod.body.detail, /its registry 127\.0\.0\.1:2375 is not a public address \(loopback\).*runtime\.docker\.registries\.allow/);
+      const tpl = await call('POST', '/v2/templates', { name: `ssrf-${Date.now()}`, imageName: 'localhost:5000/worker:1', isServerless: true });
+      assert.equal(tpl.status, 400, JSON.stringify(tpl.body));
+      assert.equal(tpl.body.code, 'IMAGE_NOT_ALLOWED');
+      const containers = await e.client.listContainers({ all: true, filters: namespaceFilter(namespace) });
+      assert.deepEqual(containers.filter((c) => c.Image.startsWith('127.0.0.1:2375/') || c.Image.startsWith('localhost:5000/')), []);
+    });
+
     test("a pod whose container is killed behind Gantry's back follows it: EXITED or ERROR with a reason", async () => {
       const created = await createPod({ image: e.images.http, ports: ['8000/http'] });
       const pod = await podUntil(created.id, 'to be RUNNING', (p) => p.status === 'RUNNING');

@@ -29,6 +29,7 @@ export const errorCatalogue = {
   ENDPOINT_HAS_WORKERS: { status: 400, title: 'Bad Request' },
   ENV_NOT_ALLOWED: { status: 400, title: 'Bad Request' },
   WEBHOOK_NOT_ALLOWED: { status: 400, title: 'Bad Request' },
+  IMAGE_NOT_ALLOWED: { status: 400, title: 'Bad Request' },
   QUERY_TOO_COMPLEX: { status: 400, title: 'Bad Request' },
   RESOURCE_QUOTA_EXCEEDED: { status: 400, title: 'Bad Request' },
   // 401 / 403

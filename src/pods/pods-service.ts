@@ -14,6 +14,7 @@ import type { PlacementRequest } from '../domain/placement.js';
 import type { Inventory } from '../inventory/inventory.js';
 import type { RegistriesService } from '../registries/registries-service.js';
 import { assertEnvAllowed } from '../runtime/env-allowed.js';
+import { assertImageAllowed, type RegistryGuard } from '../runtime/registry-guard.js';
 import type { Runtime } from '../runtime/runtime.js';
 import type { PodChanges, PodListFilter, PodRecord, PortMapping } from '../store/pod-store.js';
 import type { Template } from '../templates/template.js';
@@ -51,6 +52,8 @@ export interface PodsServiceDeps {
   config: { catalog: Catalog; networking: { internalDomain: string } };
   /** The pods and GPUs quotas; without it, none apply. */
   quota?: Pick<ResourceQuota, 'admit' | 'released'>;
+  /** Refuses images from registries the engine may not pull from (runtime docker). @default none: every image passes */
+  registryGuard?: Pick<RegistryGuard, 'refusal'> | null;
 }
 
 /** Accrued usage of one pod, for billing. */
@@ -98,6 +101,7 @@ export class PodsService {
     const template = body.templateId ? templateDefaults(await this.#d.templates.resolveForPod(accountId, body.templateId)) : null;
     const settings = resolveCreate(body, template, catalog);
     assertEnvAllowed(this.#d.runtime, settings.env, settings.image);
+    await assertImageAllowed(this.#d.registryGuard, settings.image);
     if (settings.registry !== null) await this.#checkRegistry(accountId, settings.registry);
     const volumeDataCenterId = settings.mounts.network?.length ? (await this.#volume(accountId, settings.mounts.network[0]!.volumeId)).dataCenterId : null;
     const sshKeys = settings.startSsh ? await this.#d.accounts.getSshKeys(accountId) : [];
@@ -218,6 +222,7 @@ export class PodsService {
     const template = patch.templateId ? templateDefaults(await this.#d.templates.resolveForPod(accountId, patch.templateId)) : null;
     const fields = effectivePatch(patch, template);
     if (fields.ports) checkPorts(fields.ports);
+    if (fields.image !== undefined) await assertImageAllowed(this.#d.registryGuard, fields.image);
     if (patch.registry) await this.#checkRegistry(accountId, patch.registry);
     const updated = await this.#d.controller.reconfigure(id, (pod) => {
       const changes: PodChanges = {};

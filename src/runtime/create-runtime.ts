@@ -83,6 +83,7 @@ export async function createRuntime(config: Config, deps: CreateRuntimeDeps): Pr
     clock,
     logger,
     stopGraceMs: config.pods.stopGraceMs,
+    registries: docker.registries,
   });
   return { runtime, hosts: [host] };
 }

@@ -2,6 +2,7 @@ import type { Clock } from '../domain/clock.js';
 import { ApiError, notFound, validationFailed } from '../domain/errors.js';
 import { newId } from '../domain/ids.js';
 import { assertEnvAllowed } from '../runtime/env-allowed.js';
+import { assertImageAllowed, type RegistryGuard } from '../runtime/registry-guard.js';
 import type { Runtime } from '../runtime/runtime.js';
 import type { Db } from '../store/database.js';
 import { RegistryStore } from '../store/registry-store.js';
@@ -60,6 +61,8 @@ export interface TemplatesServiceDeps {
   referenceCheckers?: TemplateReferenceChecker[];
   /** Refuses env the runtime will not pass to instances: a template's env reaches every pod and worker made from it. @default accepts all */
   runtime?: Pick<Runtime, 'refusedEnv'>;
+  /** Refuses an `imageName` from a registry the engine may not pull from (runtime docker): it reaches every pod and worker made from the template. @default none: every image passes */
+  registryGuard?: Pick<RegistryGuard, 'refusal'> | null;
   /** The catalog templates `seedPublic` installs. @default the ones in public-templates.ts */
   publicTemplates?: readonly PublicTemplate[];
 }
@@ -132,7 +135,7 @@ export class TemplatesService {
       createdAt: now,
       updatedAt: now,
     };
-    await this.#check(accountId, template);
+    await this.#check(accountId, template, { image: true });
     await this.store.insert(template);
     return template;
   }
@@ -158,7 +161,8 @@ export class TemplatesService {
     const changes: TemplateChanges = Object.fromEntries(Object.entries(fields).filter(([, v]) => v !== undefined));
     const next: Template = { ...current, ...changes, updatedAt: this.deps.clock.now() };
     if (next.volumeInGb > 0 && next.volumeMountPath === null) next.volumeMountPath = DEFAULT_MOUNT_PATH;
-    await this.#check(accountId, next);
+    // The image is judged when it changes: a stored one is judged again by the runtime before a pull.
+    await this.#check(accountId, next, { image: patch.imageName !== undefined });
     const { id: _id, accountId: _a, isPublic: _p, createdAt: _c, ...stored } = next;
     if (!(await this.store.update(id, stored))) throw notFound('template', id);
     return next;
@@ -223,10 +227,11 @@ export class TemplatesService {
     return template;
   }
 
-  async #check(accountId: string, template: Template): Promise<void> {
+  async #check(accountId: string, template: Template, what: { image: boolean }): Promise<void> {
     const problems = violations(template);
     if (problems.length > 0) throw validationFailed(problems);
     assertEnvAllowed(this.deps.runtime, template.env, template.imageName);
+    if (what.image) await assertImageAllowed(this.deps.registryGuard, template.imageName, 'imageName');
     const registryId = template.containerRegistryAuthId;
     if (registryId !== null && !(await this.#registries.get(accountId, registryId)))
       throw new ApiError('UNKNOWN_REFERENCE', `containerRegistryAuthId "${registryId}" is not a registry credential of this account (see GET /v2/registries).`);

@@ -10,6 +10,8 @@ import { createServices, bootstrapAdmin, startServer, type RunningServer } from 
 import { buildApp } from '../../src/http/app.js';
 import type { Services } from '../../src/services.js';
 import type { Runtime } from '../../src/runtime/runtime.js';
+import type { ResolveAddresses } from '../../src/runtime/registry-guard.js';
+import type { Host } from '../../src/domain/catalog.js';
 import { newId } from '../../src/domain/ids.js';
 import { freePort } from '../../src/runtime/runtime-contract.js';
 
@@ -65,6 +67,10 @@ export interface TestAppOptions {
   file?: Record<string, unknown>;
   clock?: Clock;
   runtime?: Runtime;
+  /** The hosts placement uses with `runtime` (required with runtime docker). @default the config's fleet */
+  hosts?: Host[];
+  /** How registry host names resolve (runtime docker). @default the system resolver */
+  registryResolver?: ResolveAddresses;
   env?: Record<string, string>;
 }
 
@@ -95,6 +101,8 @@ export async function createTestApp(options: TestAppOptions = {}): Promise<TestA
     clock,
     logger: pino({ level: 'silent' }),
     ...(options.runtime ? { runtime: options.runtime } : {}),
+    ...(options.hosts ? { hosts: options.hosts } : {}),
+    ...(options.registryResolver ? { registryResolver: options.registryResolver } : {}),
   });
   const adminKey = (await bootstrapAdmin(services))!;
   const app = await buildApp(services, { logger: false });

@@ -2,12 +2,13 @@
  * Everything a start does before the engine starts the container: it learns the engine's facts
  * once (CPU count, logging driver, whether the storage driver takes a disk size), removes the
  * container a stop kept (the container disk is ephemeral, wiped on every start: spec 2.1 `disk`),
- * pulls the image when missing, makes the volumes and the network, and creates the container anew.
- * A container already running with the same spec (a start retried after its answer was lost) is
- * taken as it is.
+ * pulls the image when missing (never from a registry the policy refuses), makes the volumes and
+ * the network, and creates the container anew. A container already running with the same spec (a
+ * start retried after its answer was lost) is taken as it is.
  */
 import type { Logger } from 'pino';
 import type { Host } from '../../domain/catalog.js';
+import type { RegistryGuard } from '../registry-guard.js';
 import type { InstanceSpec } from '../runtime.js';
 import { planContainer, type ContainerPlan } from './container-config.js';
 import type { DockerClient } from './docker-client.js';
@@ -37,6 +38,8 @@ export interface ContainerPreparerOptions {
   logger: Logger;
   /** the json-file cap, when the engine logs to json-file */
   logMaxBytes: number;
+  /** Judges the image's registry before a pull. */
+  registryGuard: Pick<RegistryGuard, 'refusal'>;
 }
 
 interface EngineFacts {
@@ -114,7 +117,14 @@ export class ContainerPreparer {
   }
 
   async #pull(spec: InstanceSpec): Promise<void> {
-    const { client, logger } = this.#o;
+    const { client, logger, registryGuard } = this.#o;
+    // Whatever reached the start (a record stored before the policy, or under a looser one): the
+    // engine is never asked to pull from a registry the policy refuses.
+    const refusal = await registryGuard.refusal(spec.image);
+    if (refusal !== null) {
+      logger.warn({ instance: spec.id, image: spec.image }, 'refused to pull: the registry policy refuses the image');
+      throw new Error(`pulling image "${spec.image}": refused: ${refusal}`);
+    }
     logger.info({ instance: spec.id, image: spec.image, withCredential: Boolean(spec.registryAuth) }, 'pulling image');
     await client.pullImage(spec.image, {
       auth: spec.registryAuth ?? null,

@@ -7,26 +7,12 @@ import { Writable } from 'node:stream';
 import pino from 'pino';
 import { DOCKER_HOST, dockerEngine, makeDockerRuntime, noEngine, uniqueNamespace } from '../../../test/support/docker.js';
 import { instanceSpec } from '../runtime-contract.js';
-import { DockerClient, registryAuthHeader, registryOf, splitImageRef } from './docker-client.js';
+import { registryOfImage } from '../../domain/image-ref.js';
+import { DockerClient, registryAuthHeader } from './docker-client.js';
 import { parseDockerHost } from './engine-connection.js';
 import type { EngineEvent } from './engine-types.js';
 
-describe('image references and engine addresses', () => {
-  test('a reference without a tag pulls latest, never every tag; a digest is kept whole', () => {
-    assert.deepEqual(splitImageRef('busybox'), { repo: 'busybox', tag: 'latest' });
-    assert.deepEqual(splitImageRef('registry:5000/team/app'), { repo: 'registry:5000/team/app', tag: 'latest' });
-    assert.deepEqual(splitImageRef('registry:5000/team/app:1.2'), { repo: 'registry:5000/team/app', tag: '1.2' });
-    assert.deepEqual(splitImageRef('team/app@sha256:abc'), { repo: 'team/app', tag: 'sha256:abc' });
-  });
-
-  test('the registry of a repository is its first component when that is a host, else Docker Hub', () => {
-    assert.equal(registryOf('team/app'), 'docker.io');
-    assert.equal(registryOf('busybox'), 'docker.io');
-    assert.equal(registryOf('ghcr.io/team/app'), 'ghcr.io');
-    assert.equal(registryOf('localhost/app'), 'localhost');
-    assert.equal(registryOf('127.0.0.1:5000/app'), '127.0.0.1:5000');
-  });
-
+describe('registry credentials and engine addresses', () => {
   test('X-Registry-Auth is padded base64url JSON of the username, password and server', () => {
     const header = registryAuthHeader({ username: 'u', password: 'p?>~' }, 'ghcr.io');
     assert.doesNotMatch(header, /[+/]/);
@@ -178,7 +164,7 @@ if (!engine) {
       const image = `127.0.0.1:${(registry.address() as AddressInfo).port}/team/app:1`;
       const lines: string[] = [];
       const logger = pino({ level: 'debug' }, new Writable({ write: (chunk: Buffer, _enc, done) => (lines.push(chunk.toString()), done()) }));
-      const t = makeDockerRuntime(e, { logger });
+      const t = makeDockerRuntime(e, { logger, registries: { allow: [registryOfImage(image)], only: false, private: 'refuse' } });
       try {
         const spec = instanceSpec({ image, registryAuth: { username: 'robot', password: 's3cret-pw' } });
         await assert.rejects(t.runtime.start(spec), (err: Error) => {

@@ -5,6 +5,7 @@
  * answers for rejects with `DockerUnreachableError` (`the Docker Engine at unix:///… is unreachable: …`).
  */
 import type { Readable } from 'node:stream';
+import { registryOf, splitImageRef } from '../../domain/image-ref.js';
 import { DEFAULT_ENGINE_TIMEOUT_MS, EngineConnection, isNotFound, type EngineConnectionOptions } from './engine-connection.js';
 import { decodeLogFrames, ndjson } from './engine-streams.js';
 import type {
@@ -249,23 +250,6 @@ export class DockerClient {
       abort.abort();
     }
   }
-}
-
-/** `registry:5000/team/app:1.2` → repo `registry:5000/team/app`, tag `1.2`; no tag → `latest` (never every tag). */
-export function splitImageRef(ref: string): { repo: string; tag: string } {
-  const at = ref.indexOf('@');
-  if (at >= 0) return { repo: ref.slice(0, at), tag: ref.slice(at + 1) };
-  const slash = ref.lastIndexOf('/');
-  const colon = ref.lastIndexOf(':');
-  if (colon > slash) return { repo: ref.slice(0, colon), tag: ref.slice(colon + 1) };
-  return { repo: ref, tag: 'latest' };
-}
-
-/** The registry a repository lives on: its first component when that is a host, else Docker Hub. */
-export function registryOf(repo: string): string {
-  const first = repo.split('/')[0]!;
-  const isHost = repo.includes('/') && (first.includes('.') || first.includes(':') || first === 'localhost');
-  return isHost ? first : 'docker.io';
 }
 
 /**

@@ -2,6 +2,7 @@ import type { Logger } from 'pino';
 import type { ImageSpec } from '../../config.js';
 import type { Host } from '../../domain/catalog.js';
 import type { Clock } from '../../domain/clock.js';
+import type { RegistryPolicyConfig } from '../../domain/registry-policy.js';
 
 /** What the Docker runtime is built with (the composition root, later `gantry agent`, fills it). */
 export interface DockerRuntimeOptions {
@@ -31,4 +32,9 @@ export interface DockerRuntimeOptions {
   logMaxBytes?: number;
   /** Container starts (pull, create, start) sent to the engine at once; the rest wait their turn. @default 4 */
   maxConcurrentStarts?: number;
+  /**
+   * Which registries an image may be pulled from, checked before every pull (the services check
+   * images where they enter; this holds for whatever reaches a start). @default any public registry, none on a non-public address
+   */
+  registries?: RegistryPolicyConfig;
 }

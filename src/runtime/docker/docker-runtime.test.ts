@@ -1,5 +1,7 @@
 import { after, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { dockerEngine, instanceInfo, makeDockerRuntime, noEngine, testHost, type RuntimeFixture } from '../../../test/support/docker.js';
 import { ChangeRecorder, describeRuntime, freePort, instanceSpec, type RuntimeUnderTest } from '../runtime-contract.js';
 import type { DockerRuntime } from './docker-runtime.js';
@@ -148,7 +150,41 @@ if (!engine) {
         const next = instanceSpec({ image: e.images.idle });
         await t.runtime.start(next);
         assert.ok(await t.runtime.inspect(next.id));
-      }));
+      }, { registries: { allow: ['127.0.0.1:9'], only: false, private: 'refuse' } }));
+
+    test('a pull from a registry on loopback is refused before the engine is asked: the registry sees no request, unless the operator allows it', async () => {
+      // What a tenant would aim the engine at: a plain-HTTP service on the host's loopback.
+      const seen: string[] = [];
+      const registry = createServer((req, res) => {
+        seen.push(`${req.method} ${req.url}`);
+        res.writeHead(404, { 'content-type': 'application/json', 'docker-distribution-api-version': 'registry/2.0' }).end('{"errors":[{"code":"NAME_UNKNOWN","message":"unknown"}]}');
+      });
+      await new Promise<void>((resolve) => registry.listen(0, '127.0.0.1', resolve));
+      const target = `127.0.0.1:${(registry.address() as AddressInfo).port}`;
+      try {
+        await withRuntime(async (t) => {
+          const spec = instanceSpec({ image: `${target}/internal/admin:1` });
+          await assert.rejects(t.runtime.start(spec), (err: Error) => {
+            assert.match(err.message, new RegExp(`^pulling image "${target.replace(/\./g, '\\.')}/internal/admin:1": refused: its registry ${target.replace(/\./g, '\\.')} is not a public address \\(loopback\\).*runtime\\.docker\\.registries\\.allow$`));
+            return true;
+          });
+          assert.deepEqual(seen, [], 'the engine never contacted the registry');
+          assert.equal(await t.runtime.inspect(spec.id), null);
+          assert.equal(await containerOf(t, spec.id), null, 'nothing is left behind');
+        });
+        // The same start under an operator's allow list reaches the registry: the refusal above was the policy's.
+        await withRuntime(
+          async (t) => {
+            await assert.rejects(t.runtime.start(instanceSpec({ image: `${target}/internal/admin:1` })), /pulling image .*(not found|unknown|manifest)/i);
+            assert.ok(seen.length > 0, 'the engine asked the allowed registry');
+          },
+          { registries: { allow: [target], only: false, private: 'refuse' } },
+        );
+      } finally {
+        registry.closeAllConnections();
+        registry.close();
+      }
+    });
 
     test('a container killed behind the runtime`s back becomes exited, with its signal', () =>
       withRuntime(async (t) => {

@@ -6,6 +6,8 @@
  * - `start()` reuses a kept (stopped) container of the same id when it was created from the same
  *   spec (its `gantry.spec` label): a fast restart with its writable layer; otherwise it pulls the
  *   image when missing and creates the container anew (container-preparer.ts, container-config.ts).
+ *   A pull from a registry the policy refuses (`registries`: loopback, private, …) is never asked
+ *   of the engine: the start rejects, saying why.
  * - States come from the engine's events (engine-events.ts), and from a health probe on the
  *   published port when the config's images map gives the image one. `inspect()` and `list()`
  *   answer from memory (live-instances.ts), which the events keep current.
@@ -16,6 +18,7 @@
  */
 import type { HealthProbe, ImageSpec } from '../../config.js';
 import { describeTarget, waitUntilHealthy } from '../health-probe.js';
+import { RegistryGuard } from '../registry-guard.js';
 import type { AttachedInstance, InstanceListener, InstanceSpec, InstanceState, InstanceStatus, Runtime } from '../runtime.js';
 import { ContainerPreparer, type DiskLimitSupport, type Prepared } from './container-preparer.js';
 import { DockerClient } from './docker-client.js';
@@ -68,6 +71,7 @@ export class DockerRuntime implements Runtime {
       bindIp: options.bindIp,
       logger: options.logger,
       logMaxBytes: options.logMaxBytes ?? DEFAULT_LOG_MAX_BYTES,
+      registryGuard: new RegistryGuard(options.registries ? { policy: options.registries } : {}),
     });
     this.#events = new EngineEvents({
       client: this.#client,
