@@ -79,6 +79,14 @@ export interface DockerRuntimeConfig {
    * @default { allow: [], only: false, private: "refuse" }
    */
   registries: RegistryPolicyConfig;
+  /**
+   * Let the Docker runtime serve more than one account while its serverless workers use the host's
+   * network (they do when the job URL they are given is on loopback): each worker then reaches
+   * everything listening on the host's loopback, so by default the server refuses to start with a
+   * second account, and refuses to create one, in that state. Serving the job API on a non-loopback
+   * address lifts the rule without this. `GANTRY_DOCKER_HOST_NETWORK_MULTI_ACCOUNT=true`. @default false
+   */
+  allowMultipleAccountsOnHostNetwork: boolean;
 }
 
 /** Where the Docker runtime finds its engine when neither DOCKER_HOST nor runtime.docker.host says. */
@@ -184,6 +192,11 @@ export function parseRuntime(raw: unknown, env: Record<string, string | undefine
       cpuFlavors,
       nvidiaSmi: str(docker.nvidiaSmi, 'runtime.docker.nvidiaSmi') ?? 'nvidia-smi',
       registries: registries(docker.registries, env.GANTRY_DOCKER_REGISTRIES_ALLOW || undefined),
+      allowMultipleAccountsOnHostNetwork: bool(
+        env.GANTRY_DOCKER_HOST_NETWORK_MULTI_ACCOUNT ?? docker.allowMultipleAccountsOnHostNetwork,
+        'runtime.docker.allowMultipleAccountsOnHostNetwork',
+        false,
+      ),
     },
     orphanGraceMs: num(env.GANTRY_RUNTIME_ORPHAN_GRACE_MS ?? section.orphanGraceMs, 'runtime.orphanGraceMs', 60_000),
   };
@@ -193,6 +206,6 @@ export function parseRuntime(raw: unknown, env: Record<string, string | undefine
 export const RUNTIME_KEYS = {
   runtime: ['kind', 'process', 'docker', 'orphanGraceMs'],
   'runtime.process': ['allowMultipleAccounts', 'orphanGraceMs'],
-  'runtime.docker': ['host', 'namespace', 'hostId', 'dataCenterId', 'cloud', 'publicIp', 'bindIp', 'portRange', 'diskGb', 'gpuMode', 'cpuFlavors', 'nvidiaSmi', 'registries'],
+  'runtime.docker': ['host', 'namespace', 'hostId', 'dataCenterId', 'cloud', 'publicIp', 'bindIp', 'portRange', 'diskGb', 'gpuMode', 'cpuFlavors', 'nvidiaSmi', 'registries', 'allowMultipleAccountsOnHostNetwork'],
   'runtime.docker.registries': ['allow', 'only', 'private'],
 } as const;

@@ -96,6 +96,20 @@ test('the runtime is process by default, keeps runtime.process.allowMultipleAcco
   assert.deepEqual(config.warnings, []);
 });
 
+test('each runtime has its own opt-in to several accounts, from the file or the environment, and neither sets the other', () => {
+  const docker = load('runtime: { kind: docker, docker: { allowMultipleAccountsOnHostNetwork: true } }');
+  assert.equal(docker.runtime.docker.allowMultipleAccountsOnHostNetwork, true);
+  assert.equal(docker.runtime.process.allowMultipleAccounts, false);
+  assert.deepEqual(docker.warnings, []);
+  const byEnv = load('runtime: docker', { GANTRY_DOCKER_HOST_NETWORK_MULTI_ACCOUNT: 'true' });
+  assert.equal(byEnv.runtime.docker.allowMultipleAccountsOnHostNetwork, true);
+  assert.equal(byEnv.runtime.process.allowMultipleAccounts, false);
+  assert.equal(load('runtime: { docker: { allowMultipleAccountsOnHostNetwork: true } }', { GANTRY_DOCKER_HOST_NETWORK_MULTI_ACCOUNT: 'false' }).runtime.docker.allowMultipleAccountsOnHostNetwork, false, 'the environment wins');
+  const processOnly = load('runtime: docker', { GANTRY_PROCESS_RUNTIME_MULTI_ACCOUNT: 'true' });
+  assert.equal(processOnly.runtime.docker.allowMultipleAccountsOnHostNetwork, false);
+  assert.throws(() => load('runtime: docker', { GANTRY_DOCKER_HOST_NETWORK_MULTI_ACCOUNT: 'sure' }), /runtime\.docker\.allowMultipleAccountsOnHostNetwork must be true or false/);
+});
+
 test('runtime: docker is the short form of the mapping, and GANTRY_RUNTIME overrides the file', () => {
   assert.equal(load('runtime: docker').runtime.kind, 'docker');
   assert.equal(load('runtime: { kind: docker }').runtime.kind, 'docker');
@@ -122,6 +136,7 @@ test('the docker runtime’s settings have their defaults, and DOCKER_HOST overr
     cpuFlavors: null,
     nvidiaSmi: 'nvidia-smi',
     registries: { allow: [], only: false, private: 'refuse' },
+    allowMultipleAccountsOnHostNetwork: false,
   });
   assert.match(namespace, /^[0-9a-f]{12}$/);
   assert.deepEqual(config.fleet, [], 'the docker runtime discovers its host; the demo fleet is not used');
@@ -144,6 +159,7 @@ test('a malformed docker setting is refused naming it; a bad DOCKER_HOST only st
     ['gpuMode: cuda', /runtime\.docker\.gpuMode must be one of auto, nvidia, env-only/],
     ['namespace: "Team A"', /runtime\.docker\.namespace must be 1 to 32 lowercase letters/],
     ['cloud: PRIVATE', /runtime\.docker\.cloud must be one of SECURE, COMMUNITY/],
+    ['allowMultipleAccountsOnHostNetwork: yes', /runtime\.docker\.allowMultipleAccountsOnHostNetwork must be true or false/],
   ];
   for (const [setting, message] of refused) assert.throws(() => load(`runtime: { kind: docker, docker: { ${setting} } }`), message, setting);
   assert.throws(() => load('runtime: docker', { DOCKER_HOST: 'https://box:2376' }), /DOCKER_HOST "https:\/\/box:2376" must be/);

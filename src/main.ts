@@ -35,7 +35,7 @@ import { describeHost } from './runtime/docker/discover-host.js';
 import type { Host } from './domain/catalog.js';
 import type { Runtime } from './runtime/runtime.js';
 import { OrphanCollector } from './runtime/orphan-collector.js';
-import { MultiAccountRefused, multiAccountStartRefusal } from './runtime/process/multi-account.js';
+import { accountIsolationOf, MultiAccountRefused, multiAccountStartRefusal } from './runtime/account-isolation.js';
 import type { Services } from './services.js';
 import { buildApp, loggerOptions } from './http/app.js';
 import { createJobListener } from './http/job-listener.js';
@@ -255,7 +255,8 @@ export async function startServer(config: Config, overrides: StartOptions = {}):
   const services = await createServices(config, overrides);
   phase('servicesMs');
   const adminKey = await bootstrapAdmin(services);
-  const refusal = multiAccountStartRefusal(await services.accounts.store.countAccounts(), services.runtime.name, config.runtime.process.allowMultipleAccounts);
+  // The job URL's port may still be 0 here; its host, which decides the workers' network, is final.
+  const refusal = multiAccountStartRefusal(await services.accounts.store.countAccounts(), accountIsolationOf(services.runtime.name, config));
   if (refusal) {
     await services.runtime.close();
     await services.db.close();

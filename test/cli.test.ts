@@ -24,7 +24,7 @@ test('the first start creates the admin account, prints its key once, and the ke
   assert.equal((await get(`${server.url}/v2/account/ssh-keys`)).status, 401);
 });
 
-/** The operator's opt-in to several accounts on the process runtime (runtime/process/multi-account.ts). */
+/** The operator's opt-in to several accounts on the process runtime (runtime/account-isolation.ts). */
 const MULTI_ACCOUNT = { GANTRY_PROCESS_RUNTIME_MULTI_ACCOUNT: 'true' };
 
 test('the CLI refuses a second account while the runtime is the process runtime, naming the setting that allows it', () => {

@@ -1,5 +1,7 @@
-// What a tenant on the process runtime could reach on the host: other accounts (a deployment on it
-// serves one account unless the operator opts in) and the data dir (no other local user reads it).
+// What a tenant could reach on the host: other accounts where the runtime cannot keep them apart
+// (the process runtime; the Docker runtime while its workers use the host's network), as a
+// deployment there serves one account unless the operator opts in, and the data dir (no other
+// local user reads it).
 import { test, describe, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { chmodSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
@@ -8,7 +10,10 @@ import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import pino from 'pino';
 import { loadConfig } from '../src/config.js';
+import { defaultFleet } from '../src/domain/catalog.js';
 import { startServer, type RunningServer } from '../src/main.js';
+import { FakeRuntime } from './support/fake-runtime.js';
+import { runGantry } from './support/spawn-gantry.js';
 
 const dirs: string[] = [];
 after(() => {
@@ -23,8 +28,12 @@ function newDataDir(file: Record<string, unknown> = {}): string {
   return join(parent, 'data');
 }
 
-/** Starts a server on `dir`; `logs` collects what it logs at warn and above. */
-async function start(dir: string, env: Record<string, string> = {}, logs: Array<{ msg: string; count?: number }> = []): Promise<RunningServer> {
+/**
+ * Starts a server on `dir`; `logs` collects what it logs at warn and above. `runtime` stands in for
+ * the one the config names (the rule on accounts reads only its name and the config; the Docker
+ * runtime's own behaviour is test/docker.e2e.test.ts's).
+ */
+async function start(dir: string, env: Record<string, string> = {}, logs: Array<{ msg: string; count?: number }> = [], runtime?: FakeRuntime): Promise<RunningServer> {
   const config = loadConfig({ env: { GANTRY_DATA_DIR: dir, GANTRY_CONFIG: join(dir, '..', 'config.json'), ...env } });
   const sink = new Writable({
     write(chunk, _encoding, done) {
@@ -32,7 +41,7 @@ async function start(dir: string, env: Record<string, string> = {}, logs: Array<
       done();
     },
   });
-  return startServer(config, { logger: pino({ level: 'warn' }, sink), print: () => {} });
+  return startServer(config, { logger: pino({ level: 'warn' }, sink), print: () => {}, ...(runtime ? { runtime, hosts: defaultFleet() } : {}) });
 }
 
 const modeOf = (path: string): string => (statSync(path).mode & 0o777).toString(8);
@@ -52,6 +61,87 @@ describe('the process runtime serves one account unless the operator opts in', (
     const optedIn = await start(dir, { GANTRY_PROCESS_RUNTIME_MULTI_ACCOUNT: 'true' });
     assert.equal(await optedIn.services.accounts.store.countAccounts(), 2);
     await optedIn.close();
+  });
+});
+
+describe('the docker runtime serves one account while its workers would use the host network, unless the operator opts in', () => {
+  /** The operator's settings, blank: the environment a spawned CLI inherits must not decide these tests. */
+  const blank = { GANTRY_DOCKER_HOST_NETWORK_MULTI_ACCOUNT: '', GANTRY_PROCESS_RUNTIME_MULTI_ACCOUNT: '' };
+  const docker = { runtime: 'docker', serverless: { autoscaler: { intervalMs: 3_600_000 } } };
+  const startDocker = (dir: string, env: Record<string, string> = {}, runtime = new FakeRuntime({ name: 'docker' })) => start(dir, env, [], runtime);
+
+  /** The network the worker an endpoint with one warm worker gets is started on. */
+  async function workerNetworkOn(server: RunningServer, runtime: FakeRuntime): Promise<string | undefined> {
+    const { accounts, templates, endpoints, autoscaler } = server.services;
+    const admin = await accounts.accountByName('admin');
+    const template = await templates.create(admin.id, { name: `w-${Date.now()}`, imageName: 'my-worker:dev', isServerless: true });
+    const endpoint = await endpoints.create(admin.id, { name: 'warm', templateId: template.id, gpuIds: 'ADA_24', workersMin: 1, workersMax: 1 });
+    await autoscaler.tick();
+    const [worker] = autoscaler.workerIds(endpoint.id);
+    assert.ok(worker, 'a warm worker was launched');
+    return runtime.specs.get(worker)?.networkMode;
+  }
+
+  test('with a loopback job URL, a server with two accounts refuses to start, saying why and what to do', async () => {
+    const dir = newDataDir(docker);
+    const runtime = new FakeRuntime({ name: 'docker' });
+    const first = await startDocker(dir, {}, runtime);
+    assert.equal(await workerNetworkOn(first, runtime), 'host', 'workers given a loopback job URL share the host network');
+    await first.services.accounts.createAccount('second');
+    await first.close();
+    // The process runtime's opt-in is not this one.
+    // A server that starts anyway is closed, so a broken rule fails here rather than hanging the file.
+    const refused = startDocker(dir, { GANTRY_PROCESS_RUNTIME_MULTI_ACCOUNT: 'true' }).then(async (server) => void (await server.close()));
+    await assert.rejects(refused, (err: Error) => {
+      assert.equal(err.name, 'MultiAccountRefused');
+      assert.match(err.message, /^refusing to start: this deployment has 2 accounts, and the docker runtime puts serverless workers on the host's network while the job URL they are given \(127\.0\.0\.1:0\) is on loopback/);
+      for (const named of [/--host/, /GANTRY_PUBLIC_JOB_URL/, /server\.jobPort/, /runtime\.docker\.allowMultipleAccountsOnHostNetwork: true/, /GANTRY_DOCKER_HOST_NETWORK_MULTI_ACCOUNT=true/]) assert.match(err.message, named);
+      return true;
+    });
+  });
+
+  test('with a loopback job URL, gantry accounts create refuses a second account; with a non-loopback one, or the opt-in, it creates it', () => {
+    const dir = newDataDir(docker);
+    const config = join(dir, '..', 'config.json');
+    const create = (name: string, env: Record<string, string> = {}) => runGantry(['accounts', 'create', name, '--data-dir', dir, '--config', config], { ...blank, GANTRY_LOG_LEVEL: 'silent', ...env });
+    assert.equal(create('first').status, 0, 'the first account needs no opt-in');
+    const refused = create('second');
+    assert.notEqual(refused.status, 0);
+    assert.match(refused.stderr, /^gantry: refusing to create a second account: the docker runtime puts serverless workers on the host's network/);
+    assert.match(refused.stderr, /GANTRY_DOCKER_HOST_NETWORK_MULTI_ACCOUNT=true/);
+    assert.equal(create('second', { GANTRY_PUBLIC_JOB_URL: 'http://192.0.2.10:8080' }).status, 0, 'workers on their own network');
+    assert.equal(create('third', { GANTRY_DOCKER_HOST_NETWORK_MULTI_ACCOUNT: 'true' }).status, 0, 'the operator opted in');
+    const names = runGantry(['accounts', 'list', '--data-dir', dir, '--config', config], blank).stdout.trim().split('\n').map((line) => line.split('\t')[1]);
+    assert.deepEqual(names.sort(), ['first', 'second', 'third']);
+  });
+
+  test('a server with two accounts starts when workers get a non-loopback job URL, and its workers are then on their own network', async () => {
+    const dir = newDataDir(docker);
+    const first = await startDocker(dir);
+    await first.services.accounts.createAccount('second');
+    await first.close();
+    const runtime = new FakeRuntime({ name: 'docker' });
+    const server = await startDocker(dir, { GANTRY_PUBLIC_JOB_URL: 'http://192.0.2.10:8080' }, runtime);
+    try {
+      assert.equal(await server.services.accounts.store.countAccounts(), 2);
+      assert.equal(await workerNetworkOn(server, runtime), 'default', 'the rule and the worker read the job URL alike');
+    } finally {
+      await server.close();
+    }
+  });
+
+  test('a server with two accounts and a loopback job URL starts once the operator opts in, in the file or the environment', async () => {
+    const dir = newDataDir(docker);
+    const first = await startDocker(dir);
+    await first.services.accounts.createAccount('second');
+    await first.close();
+    const byEnv = await startDocker(dir, { GANTRY_DOCKER_HOST_NETWORK_MULTI_ACCOUNT: 'true' });
+    assert.equal(await byEnv.services.accounts.store.countAccounts(), 2);
+    await byEnv.close();
+    writeFileSync(join(dir, '..', 'config.json'), JSON.stringify({ server: { port: 0 }, ...docker, runtime: { kind: 'docker', docker: { allowMultipleAccountsOnHostNetwork: true } } }));
+    const byFile = await startDocker(dir);
+    assert.equal(await byFile.services.accounts.store.countAccounts(), 2);
+    await byFile.close();
   });
 });
 

@@ -1,5 +1,5 @@
 import { parseArgs, configFrom, storeOptions, UsageError } from './args.js';
-import { MultiAccountRefused, multiAccountCreateRefusal } from '../runtime/process/multi-account.js';
+import { accountIsolationOf, MultiAccountRefused, multiAccountCreateRefusal } from '../runtime/account-isolation.js';
 import { withStore } from './with-store.js';
 
 export const accountsHelp = `gantry accounts create NAME   create an account
@@ -13,7 +13,7 @@ export async function accounts(argv: string[]): Promise<void> {
   await withStore(config, async ({ accounts }) => {
     if (sub === 'create') {
       if (!name) throw new UsageError('usage: gantry accounts create NAME');
-      const refusal = multiAccountCreateRefusal(await accounts.store.countAccounts(), config.runtime.kind, config.runtime.process.allowMultipleAccounts);
+      const refusal = multiAccountCreateRefusal(await accounts.store.countAccounts(), accountIsolationOf(config.runtime.kind, config));
       if (refusal) throw new MultiAccountRefused(refusal);
       const account = await accounts.createAccount(name);
       console.log(`created account ${account.name} (${account.id})`);

@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 import { ApiError } from '../domain/errors.js';
-import { MultiAccountRefused } from '../runtime/process/multi-account.js';
+import { MultiAccountRefused } from '../runtime/account-isolation.js';
 import { RuntimeStartRefused } from '../runtime/create-runtime.js';
 import { UsageError } from './args.js';
 import { serve, serveHelp } from './serve.js';

@@ -3,8 +3,8 @@
  * placed, and the instance the runtime starts once it is (image, env, GPUs, volume).
  */
 import type { Catalog } from '../domain/catalog.js';
-import { nonPublicKind } from '../domain/ip-address.js';
 import type { Placement, PlacementRequest } from '../domain/placement.js';
+import { workerNetworkMode } from '../domain/worker-network.js';
 import type { InstanceSpec, VolumeSource } from '../runtime/runtime.js';
 import type { Template } from '../templates/template.js';
 import type { Endpoint } from './endpoint.js';
@@ -60,7 +60,8 @@ export interface WorkerInstanceInput {
  * The instance of one placed worker. The tenant's env is the template's overlaid with the
  * endpoint's; the platform's (where to take jobs, with which key; the SDK's skip flags; where it
  * runs) is carried apart, never screened, and always wins. A worker given a loopback job URL
- * shares the host's network (`networkMode: 'host'`), else it could not reach the server at it.
+ * shares the host's network (`networkMode: 'host'`, domain/worker-network.ts), else it could not
+ * reach the server at it.
  */
 export function workerInstanceSpec(input: WorkerInstanceInput): InstanceSpec {
   const { workerId, endpoint, template, placement, request } = input;
@@ -95,19 +96,6 @@ export function workerInstanceSpec(input: WorkerInstanceInput): InstanceSpec {
     ports: [],
     volumes,
     registryAuth: input.registryAuth ?? null,
-    networkMode: isLoopbackUrl(input.publicUrl) ? 'host' : 'default',
+    networkMode: workerNetworkMode(input.publicUrl),
   };
-}
-
-/** Whether the URL's host is this machine's loopback: `localhost`, 127.0.0.0/8 or ::1. */
-export function isLoopbackUrl(url: string): boolean {
-  let host: string;
-  try {
-    host = new URL(url).hostname.toLowerCase();
-  } catch {
-    return false;
-  }
-  if (host.startsWith('[') && host.endsWith(']')) host = host.slice(1, -1);
-  if (host === 'localhost' || host.endsWith('.localhost')) return true;
-  return nonPublicKind(host) === 'loopback';
 }

@@ -28,7 +28,8 @@ interface FakeEngine {
 export class FakeRuntime implements Runtime {
   /** Images with agreed behaviour: `crashing` exits with code 3 right after its start; any other runs until stopped. */
   static readonly IMAGES = { idle: 'fake/idle', crashing: 'fake/crashing' } as const;
-  readonly name = 'fake';
+  /** `fake`, unless a test stands it in for a runtime whose name rules depend on (`docker`). */
+  readonly name: string;
   readonly #engine: FakeEngine;
   readonly #listeners = new Set<InstanceListener>();
   #closed = false;
@@ -45,7 +46,8 @@ export class FakeRuntime implements Runtime {
   /** how many times list() was called */
   lists = 0;
 
-  constructor(engine: FakeEngine = { specs: new Map(), statuses: new Map(), kept: new Map() }) {
+  constructor(options: { name?: string } = {}, engine: FakeEngine = { specs: new Map(), statuses: new Map(), kept: new Map() }) {
+    this.name = options.name ?? 'fake';
     this.#engine = engine;
   }
 
@@ -56,7 +58,7 @@ export class FakeRuntime implements Runtime {
 
   /** A runtime over the same instances, as a restarted server builds it. */
   reopen(): FakeRuntime {
-    return new FakeRuntime(this.#engine);
+    return new FakeRuntime({ name: this.name }, this.#engine);
   }
 
   async attach(): Promise<AttachedInstance[]> {

@@ -56,10 +56,11 @@ export async function openTestDb(dialect: DialectName = 'sqlite'): Promise<TestD
 
 /**
  * Tests play several tenants against one server on purpose (the tenant matrix, fuzzers): they opt
- * in to a multi-account process runtime, which a real deployment refuses unless its operator does
- * (runtime/process/multi-account.ts). A test of that refusal overrides it through `env`.
+ * in to several accounts on the process runtime and on a Docker runtime whose workers use the host
+ * network (a loopback job URL, as every test server has), which a real deployment refuses unless
+ * its operator does (runtime/account-isolation.ts). A test of that refusal overrides it through `env`.
  */
-const MULTI_ACCOUNT = { GANTRY_PROCESS_RUNTIME_MULTI_ACCOUNT: 'true' } as const;
+const MULTI_ACCOUNT = { GANTRY_PROCESS_RUNTIME_MULTI_ACCOUNT: 'true', GANTRY_DOCKER_HOST_NETWORK_MULTI_ACCOUNT: 'true' } as const;
 
 export interface TestAppOptions {
   dialect?: DialectName;

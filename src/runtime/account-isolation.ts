@@ -1,0 +1,102 @@
+/**
+ * How many accounts a deployment may serve. A runtime that cannot keep accounts apart serves one
+ * unless the operator opts in: the server refuses to start with a second account, and `gantry
+ * accounts create` refuses to make one. Two states cannot keep them apart:
+ *
+ * - the process runtime: an instance is a process of the server's own user, on the host's
+ *   network, with the data dir (database, secret key, other instances' folders) within reach;
+ * - the Docker runtime while serverless workers use the host's network, which they do when the
+ *   job URL they are given is on loopback (domain/worker-network.ts decides it): a worker then
+ *   reaches everything listening on the host's loopback (the database, Gantry's own API, other
+ *   accounts' published ports). Serving the job API on a non-loopback address puts workers on
+ *   networks of their own and lifts the rule.
+ *
+ * Each state has its own opt-in, so accepting one risk never accepts the other.
+ */
+import type { Config } from '../config.js';
+import { workerNetworkMode } from '../domain/worker-network.js';
+
+/** A refusal meant for the operator as it stands (the CLI prints its message without a stack). */
+export class MultiAccountRefused extends Error {
+  override readonly name = 'MultiAccountRefused';
+}
+
+/** Why a deployment cannot keep accounts apart: its runtime is `process`, or `docker` with workers on the host's network. */
+export type SharedReach = 'process' | 'docker-host-network';
+
+/** What decides whether a deployment keeps accounts apart. */
+export interface AccountIsolation {
+  /** The runtime's name (`Runtime.name`; the config's `runtime.kind` where no runtime is built). */
+  runtime: string;
+  /** The job URL serverless workers are given (`server.publicJobUrl`). */
+  workerJobUrl: string;
+  /** `runtime.process.allowMultipleAccounts` */
+  allowProcess: boolean;
+  /** `runtime.docker.allowMultipleAccountsOnHostNetwork` */
+  allowDockerHostNetwork: boolean;
+}
+
+/** The deployment `config` describes, on the runtime named `runtime`. */
+export function accountIsolationOf(runtime: string, config: Pick<Config, 'server' | 'runtime'>): AccountIsolation {
+  return {
+    runtime,
+    workerJobUrl: config.server.publicJobUrl,
+    allowProcess: config.runtime.process.allowMultipleAccounts,
+    allowDockerHostNetwork: config.runtime.docker.allowMultipleAccountsOnHostNetwork,
+  };
+}
+
+/** Why the runtime `runtime`, its workers given `workerJobUrl`, cannot keep accounts apart; null when it can. Opt-ins aside. */
+export function sharedReach(runtime: string, workerJobUrl: string): SharedReach | null {
+  if (runtime === 'process') return 'process';
+  if (runtime === 'docker' && workerNetworkMode(workerJobUrl) === 'host') return 'docker-host-network';
+  return null;
+}
+
+/** The shared reach the operator has not accepted, or null when a second account may be served. */
+function unacceptedReach(d: AccountIsolation): SharedReach | null {
+  const reach = sharedReach(d.runtime, d.workerJobUrl);
+  if (reach === 'process' && d.allowProcess) return null;
+  if (reach === 'docker-host-network' && d.allowDockerHostNetwork) return null;
+  return reach;
+}
+
+const PROCESS_WHY = "the process runtime runs every instance as a process of the server's own user, on the host's network, with the data dir (database, secret key) within reach, so it cannot keep accounts apart";
+const PROCESS_OPT_IN =
+  'set runtime.process.allowMultipleAccounts: true in the config file (or GANTRY_PROCESS_RUNTIME_MULTI_ACCOUNT=true) to accept that every account can then reach the host and the other accounts';
+
+const DOCKER_OPT_IN =
+  "set runtime.docker.allowMultipleAccountsOnHostNetwork: true in the config file (or GANTRY_DOCKER_HOST_NETWORK_MULTI_ACCOUNT=true) to accept that every account's workers can then reach the host's loopback services";
+const DOCKER_OWN_NETWORK =
+  "serve the job API on an address workers reach from a network of their own: listen on a non-loopback address (gantry serve --host, GANTRY_HOST or server.host; the job URL follows it), or listen on 0.0.0.0 and set the job URL workers get to the host's address (GANTRY_PUBLIC_JOB_URL or server.publicJobUrl); server.jobPort (GANTRY_JOB_PORT) gives the job API a listener of its own";
+
+/** The URL's host and port, never more of it (no path, query or credentials in a message). */
+function hostOf(url: string): string {
+  try {
+    return new URL(url).host;
+  } catch {
+    return url;
+  }
+}
+
+const dockerWhy = (workerJobUrl: string): string =>
+  `the docker runtime puts serverless workers on the host's network while the job URL they are given (${hostOf(workerJobUrl)}) is on loopback, and there a worker reaches everything listening on the host's loopback (the database, Gantry's own API, other accounts' published ports), so it cannot keep accounts apart`;
+
+/** The refusal of a server start with `accounts` accounts, or null when it may start. */
+export function multiAccountStartRefusal(accounts: number, deployment: AccountIsolation): string | null {
+  const reach = accounts > 1 ? unacceptedReach(deployment) : null;
+  if (reach === null) return null;
+  const prefix = `refusing to start: this deployment has ${accounts} accounts, and`;
+  if (reach === 'process') return `${prefix} ${PROCESS_WHY}. Remove the extra accounts, or ${PROCESS_OPT_IN}.`;
+  return `${prefix} ${dockerWhy(deployment.workerJobUrl)}. Remove the extra accounts, ${DOCKER_OWN_NETWORK}, or ${DOCKER_OPT_IN}.`;
+}
+
+/** The refusal of creating one more account next to `existing` ones, or null when it may be created. */
+export function multiAccountCreateRefusal(existing: number, deployment: AccountIsolation): string | null {
+  const reach = existing > 0 ? unacceptedReach(deployment) : null;
+  if (reach === null) return null;
+  const prefix = 'refusing to create a second account:';
+  if (reach === 'process') return `${prefix} ${PROCESS_WHY}. Keep to one account, or ${PROCESS_OPT_IN}.`;
+  // `gantry accounts` reads no --host: what it knows of the job URL comes from the file and the environment.
+  return `${prefix} ${dockerWhy(deployment.workerJobUrl)}. Keep to one account, ${DOCKER_OWN_NETWORK}, or ${DOCKER_OPT_IN}. gantry accounts reads the job URL from the config file and the environment, not from gantry serve's flags.`;
+}
