@@ -62,6 +62,11 @@ export async function createAgent(options: AgentOptions): Promise<AgentCore> {
   if (LOOPBACK.test(discovered.host.publicIp))
     logger.warn({ publicIp: discovered.host.publicIp }, "pods' ports are announced at a loopback address: pass --public-ip with the address clients reach this host at");
 
+  for (const server of options.servers) {
+    const url = new URL(server);
+    if (url.protocol === 'http:' && !LOOPBACK.test(url.hostname.replace(/^\[|\]$/g, '')))
+      logger.warn({ server }, 'this control-plane URL is plain http: the host credential and the operations (registry credentials included) cross the network unencrypted; use https');
+  }
   const applied = await AppliedOperations.open(join(options.dataDir, APPLIED_FILE), { logger });
   let runtimeHost: Host | null = null;
   return new AgentCore({
