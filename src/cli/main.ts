@@ -7,6 +7,8 @@ import { serve, serveHelp } from './serve.js';
 import { accounts, accountsHelp } from './accounts.js';
 import { keys, keysHelp } from './keys.js';
 import { worker, workerHelp } from './worker-env.js';
+import { agent, agentHelp } from './agent.js';
+import { AgentFatal } from '../agent/agent-fatal.js';
 
 const help = `gantry — self-hostable compute platform
 
@@ -17,9 +19,11 @@ ${accountsHelp}
 ${keysHelp}
 
 ${workerHelp}
+
+${agentHelp}
 `;
 
-const commands: Record<string, (argv: string[]) => Promise<void>> = { serve, accounts, keys, worker };
+const commands: Record<string, (argv: string[]) => Promise<void>> = { serve, accounts, keys, worker, agent };
 
 async function main(argv: string[]): Promise<void> {
   const [name, ...rest] = argv;
@@ -30,6 +34,10 @@ async function main(argv: string[]): Promise<void> {
 }
 
 main(process.argv.slice(2)).catch((err: unknown) => {
+  if (err instanceof AgentFatal) {
+    console.error(`gantry: ${err.message}`);
+    process.exit(err.exitCode);
+  }
   if (err instanceof UsageError || err instanceof ApiError || err instanceof MultiAccountRefused || err instanceof RuntimeStartRefused) console.error(`gantry: ${err.message}`);
   else if (err instanceof Error && (err as NodeJS.ErrnoException).code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION') console.error(`gantry: ${err.message}`);
   else console.error(err);

@@ -150,7 +150,8 @@ export function describeHost(host: Host): string {
   return `${host.id} (${host.dataCenterId}): ${plural(host.vcpus, 'vCPU')}, ${host.memoryGb} GB, ${gpus}, disk ${host.diskGb} GB`;
 }
 
-async function freeBytes(info: EngineInfo, dockerHost: string): Promise<DiscoveryInput['dataRootFree']> {
+/** The free space under the engine's data root, when the engine is on this machine. */
+export async function freeBytes(info: EngineInfo, dockerHost: string): Promise<DiscoveryInput['dataRootFree']> {
   const root = info.DockerRootDir;
   if (!root) return { error: 'the engine names no data root' };
   if (!isLocalEngine(parseDockerHost(dockerHost))) return { error: `the engine at ${dockerHost} is on another machine` };

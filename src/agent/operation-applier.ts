@@ -1,0 +1,112 @@
+/**
+ * Applies the control plane's operations to the runtime: in order per instance (a stop waits for
+ * the start before it), instances apart from each other, each once in effect. An operation
+ * already applied (applied-operations.ts) is acknowledged again with its result; one being
+ * applied when it is delivered again is left to finish.
+ */
+import type { Logger } from 'pino';
+import type { Operation, OperationAck } from '../fleet/protocol.js';
+import type { InstanceOwner, Runtime } from '../runtime/runtime.js';
+import type { AppliedOperations, AppliedResult } from './applied-operations.js';
+
+/** A failure's reason is cut to this many characters in its acknowledgement. */
+const MAX_ERROR_CHARS = 2_000;
+
+export interface OperationApplierDeps {
+  runtime: Pick<Runtime, 'start' | 'stop' | 'remove' | 'removeVolume' | 'inspect'>;
+  applied: AppliedOperations;
+  /** The owner of each instance, for reports: set by a start, dropped by a remove. */
+  owners: Map<string, InstanceOwner>;
+  logger: Pick<Logger, 'info' | 'warn' | 'error'>;
+  /** An operation's outcome, to acknowledge in the next report. */
+  acknowledge(ack: OperationAck): void;
+}
+
+export class OperationApplier {
+  readonly #deps: OperationApplierDeps;
+  readonly #applying = new Set<string>();
+  /** per instance (or volume): the last operation queued, which the next one waits for */
+  readonly #queues = new Map<string, Promise<void>>();
+
+  constructor(deps: OperationApplierDeps) {
+    this.#deps = deps;
+  }
+
+  /** Operations being applied or waiting their turn. */
+  get applying(): number {
+    return this.#applying.size;
+  }
+
+  dispatch(op: Operation): void {
+    const done = this.#deps.applied.get(op.id);
+    if (done) {
+      this.#deps.acknowledge({ opId: op.id, ...done });
+      return;
+    }
+    if (this.#applying.has(op.id)) return;
+    this.#applying.add(op.id);
+    const key = op.kind === 'removeVolume' ? `volume:${op.volumeId}` : `instance:${op.instanceId}`;
+    const queued: Promise<void> = (this.#queues.get(key) ?? Promise.resolve())
+      .then(() => this.#apply(op))
+      .then(async (result) => {
+        try {
+          await this.#deps.applied.record(op.id, result);
+        } catch (err) {
+          // Acknowledged all the same: it was applied; only a redelivery after a restart would apply it again.
+          this.#deps.logger.error({ err, opId: op.id }, 'cannot write the applied operations file');
+        }
+        this.#deps.acknowledge({ opId: op.id, ...result });
+      })
+      .catch((err: unknown) => this.#deps.logger.error({ err, opId: op.id }, 'an operation could not be acknowledged'))
+      .finally(() => {
+        this.#applying.delete(op.id);
+        if (this.#queues.get(key) === queued) this.#queues.delete(key);
+      });
+    this.#queues.set(key, queued);
+  }
+
+  /** Resolves once every operation dispatched so far is applied and acknowledged. */
+  async idle(): Promise<void> {
+    while (this.#queues.size > 0) await Promise.allSettled([...this.#queues.values()]);
+  }
+
+  async #apply(op: Operation): Promise<AppliedResult> {
+    const { runtime, owners, logger } = this.#deps;
+    try {
+      switch (op.kind) {
+        case 'start': {
+          if (op.spec?.id !== op.instanceId) return { ok: false, error: `the start operation's spec is for instance "${op.spec?.id}", not "${op.instanceId}"` };
+          // Started already (the start was applied, and the agent restarted before it could remember it): adopted as it runs.
+          const current = await runtime.inspect(op.instanceId);
+          if (current && (current.state === 'starting' || current.state === 'running')) {
+            owners.set(op.instanceId, op.spec.owner);
+            return { ok: true };
+          }
+          owners.set(op.instanceId, op.spec.owner);
+          await runtime.start(op.spec);
+          break;
+        }
+        case 'stop':
+          await runtime.stop(op.instanceId);
+          break;
+        case 'remove':
+          await runtime.remove(op.instanceId);
+          owners.delete(op.instanceId);
+          break;
+        case 'removeVolume':
+          await runtime.removeVolume({ kind: 'network', volumeId: op.volumeId });
+          break;
+        default: {
+          const unknown: never = op;
+          return { ok: false, error: `unknown operation kind "${String((unknown as { kind?: unknown }).kind)}": update gantry agent on this host` };
+        }
+      }
+      logger.info({ opId: op.id, kind: op.kind, ...('instanceId' in op ? { instance: op.instanceId } : { volume: op.volumeId }) }, 'operation applied');
+      return { ok: true };
+    } catch (err) {
+      const reason = err instanceof Error ? err.message : String(err);
+      logger.warn({ opId: op.id, kind: op.kind, reason }, 'operation failed');
+      return { ok: false, error: reason.length > MAX_ERROR_CHARS ? `${reason.slice(0, MAX_ERROR_CHARS)}…` : reason };
+    }
+  }
+}

@@ -1,0 +1,153 @@
+/**
+ * The agent's reports (`POST /agent/v1/report`, docs/fleet.md): the full instance list at every
+ * (re)connect, then the changes the runtime tells and the operations' acknowledgements, sent
+ * together once they stop coming for `batchMs`; the capacity when it changed; and a bare
+ * heartbeat when nothing else went out for `heartbeatMs`. What a failed report carried is not
+ * lost: acknowledgements stay until a report with them succeeds, and the next report is full.
+ */
+import type { Logger } from 'pino';
+import type { Clock } from '../domain/clock.js';
+import type { HostCapacity, InstanceReport, OperationAck, ReportRequest } from '../fleet/protocol.js';
+import type { InstanceOwner, InstanceStatus, Runtime } from '../runtime/runtime.js';
+import type { AgentTransport } from './agent-transport.js';
+import type { ServerRotation } from './server-rotation.js';
+import type { Timers } from './timers.js';
+
+export interface ReportLoopDeps {
+  transport: Pick<AgentTransport, 'report'>;
+  rotation: ServerRotation;
+  credential: string;
+  runtime: Pick<Runtime, 'list'>;
+  /** each instance's owner (instances without one are not reported) */
+  owners: ReadonlyMap<string, InstanceOwner>;
+  clock: Clock;
+  timers: Timers;
+  logger: Pick<Logger, 'warn'>;
+  /** A report failed (not the last one): the agent's failure handling. */
+  failed(err: unknown, epoch: number, server: string): void;
+  /** Ends the loop. */
+  signal: AbortSignal;
+  config: { heartbeatMs: number; batchMs: number };
+}
+
+export class ReportLoop {
+  readonly #deps: ReportLoopDeps;
+  readonly #acks = new Map<string, OperationAck>();
+  readonly #warnedRefused = new Set<string>();
+  #changes = new Map<string, InstanceStatus>();
+  /** the next report carries every instance (the first, and the first after a failed call) */
+  #fullDue = true;
+  #capacityDue: HostCapacity | null = null;
+  #lastReportAt = -Infinity;
+  #wake: AbortController | null = null;
+
+  constructor(deps: ReportLoopDeps) {
+    this.#deps = deps;
+    deps.signal.addEventListener('abort', () => this.#wake?.abort(), { once: true });
+  }
+
+  /** An instance changed. */
+  changed(status: InstanceStatus): void {
+    this.#changes.set(status.id, status);
+    this.#nudge();
+  }
+
+  acknowledge(ack: OperationAck): void {
+    this.#acks.set(ack.opId, ack);
+    this.#nudge();
+  }
+
+  /** The capacity to tell in the next report. */
+  capacity(capacity: HostCapacity): void {
+    this.#capacityDue = capacity;
+    this.#nudge();
+  }
+
+  /** A call failed: the next report (once the backoff allows) is full. */
+  reconnecting(): void {
+    this.#fullDue = true;
+    this.#nudge();
+  }
+
+  async run(): Promise<void> {
+    const { signal, timers, rotation } = this.#deps;
+    while (!signal.aborted) {
+      if (!this.#fullDue && this.#capacityDue === null) {
+        if (!this.#hasNews()) await this.#nap(this.#lastReportAt + this.#deps.config.heartbeatMs - this.#deps.clock.now());
+        if (signal.aborted) return;
+        if (this.#hasNews() && !this.#heartbeatDue()) await timers.sleep(this.#deps.config.batchMs, signal);
+        if (signal.aborted) return;
+      }
+      await rotation.ready(signal);
+      if (signal.aborted) return;
+      await this.report();
+    }
+  }
+
+  /** Sends what is pending; `last`: the one at stop (one try, a failure only logged). */
+  async report(options: { last?: boolean } = {}): Promise<void> {
+    const { transport, rotation, clock, logger } = this.#deps;
+    const { epoch, server } = rotation;
+    const body: ReportRequest = {};
+    const full = this.#fullDue;
+    this.#fullDue = false;
+    const changes = this.#changes;
+    this.#changes = new Map();
+    const capacity = this.#capacityDue;
+    if (capacity) body.capacity = capacity;
+    const acks = [...this.#acks.values()];
+    if (acks.length > 0) body.acks = acks;
+    const sentAt = clock.now();
+    try {
+      if (full) body.instances = { full: true, items: this.#reportsOf(await this.#deps.runtime.list()) };
+      else if (changes.size > 0) body.instances = { full: false, items: this.#reportsOf([...changes.values()]) };
+      const answer = await transport.report(server, this.#deps.credential, body);
+      rotation.succeeded(epoch);
+      this.#lastReportAt = sentAt;
+      if (this.#capacityDue === capacity) this.#capacityDue = null;
+      for (const ack of acks) if (this.#acks.get(ack.opId) === ack) this.#acks.delete(ack.opId);
+      for (const refused of answer.refused ?? []) {
+        if (this.#warnedRefused.has(refused.id)) continue;
+        this.#warnedRefused.add(refused.id);
+        logger.warn({ instance: refused.id, reason: refused.reason }, 'the control plane refuses this instance of the host');
+      }
+    } catch (err) {
+      // The changes it carried are in the full report that follows a failure.
+      this.#fullDue = true;
+      if (options.last) logger.warn({ server, reason: (err as Error).message }, 'the last report could not be sent');
+      else this.#deps.failed(err, epoch, server);
+    }
+  }
+
+  #hasNews(): boolean {
+    return this.#changes.size > 0 || this.#acks.size > 0;
+  }
+
+  #heartbeatDue(): boolean {
+    return this.#deps.clock.now() >= this.#lastReportAt + this.#deps.config.heartbeatMs;
+  }
+
+  /** Waits `ms`, or until there is something to report (or the loop ends). */
+  async #nap(ms: number): Promise<void> {
+    if (ms <= 0) return;
+    const wake = new AbortController();
+    this.#wake = wake;
+    if (this.#hasNews() || this.#deps.signal.aborted) return;
+    await this.#deps.timers.sleep(ms, wake.signal);
+    if (this.#wake === wake) this.#wake = null;
+  }
+
+  #nudge(): void {
+    this.#wake?.abort();
+  }
+
+  #reportsOf(statuses: InstanceStatus[]): InstanceReport[] {
+    const reports: InstanceReport[] = [];
+    for (const { stats: _stats, ...status } of statuses) {
+      const owner = this.#deps.owners.get(status.id);
+      if (owner) reports.push({ ...status, owner });
+      else this.#deps.logger.warn({ instance: status.id }, 'an instance without an owner label is not reported');
+    }
+    return reports;
+  }
+}
