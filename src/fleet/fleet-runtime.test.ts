@@ -317,3 +317,11 @@ describe('FleetRuntime', () => {
     await assert.rejects(f.runtime.start(instanceSpec({ hostId: 'host-a' })), /shutting down/);
   });
 });
+
+test('an id reported twice in one report, once with a state that is none of the port’s, is refused whole', async () => {
+  const f = fleet();
+  const spec = await f.start();
+  const refused = await f.runtime.applyReport('host-a', { full: false, items: [f.item(spec.id, 'running'), f.item(spec.id, 'bogus' as 'running')] });
+  assert.deepEqual(refused.map((r) => r.id), [spec.id]);
+  assert.equal((await f.runtime.inspect(spec.id))?.state, 'starting');
+});

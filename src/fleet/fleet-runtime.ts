@@ -19,11 +19,13 @@
  *
  * What feeds it, for each host, from the `/agent/v1/report` handler, one report at a time:
  * `applyAcks(hostId, acks)` first, then `applyReport(hostId, { full, items })` (`receive()` does
- * both in that order). The agent builds a report after the operations it acknowledges in it, so its
- * items already reflect them. `applyReport` refuses ids this host may not claim (`refusals()`:
- * an id the control plane never placed there) and answers them; nothing of a refused item changes
- * state. Acks of operations this runtime did not enqueue (another replica's, a previous server's)
- * are ignored. With several replicas, each replica's runtime must be fed every host's reports.
+ * both in that order). What it expects of the agent: a report is built after the operations it
+ * acknowledges, so its items already reflect them; an instance it stopped is reported `kept`; a
+ * full report lists the kept instances too (`kept: true`). `applyReport` refuses ids this host may
+ * not claim (report-screen.ts: an id the control plane never placed there) and answers them;
+ * nothing of a refused item changes state. Acks of operations this runtime did not enqueue
+ * (another replica's, a previous server's) are ignored. With several replicas, each replica's
+ * runtime must be fed every host's reports.
  *
  * States:
  * - `start()` answers `starting` at once; the agent's reports move the instance on. A start that
@@ -36,9 +38,7 @@
  * - `hostUnavailable(hostId, since)` (the fleet service saw no heartbeat in time, or revoked the
  *   host): its live instances read `unknown`, "host X unreachable since <time>", and
  *   `unavailable(hostId)` says so, until `hostAvailable(hostId)`. After `lostGraceMs` unreachable
- *   (the `sweep()`, on a timer, on the injected clock) its pods' usage intervals close as of the
- *   end of the grace; the first report after the host is back reopens them for the pods it shows
- *   running (`cost.resume` opens one only for a pod still RUNNING with none open).
+ *   its pods' cost stops, and the first report once it is back starts it again (lost-host-cost.ts).
  *
  * Server start (`attach()` is called before the server listens, so no agent has reported yet): it
  * answers, as `unknown` ("host X has not reported since the control plane started"), the instances
@@ -51,27 +51,19 @@
 import type { Logger } from 'pino';
 import { iso, type Clock } from '../domain/clock.js';
 import type { AttachedInstance, InstanceListener, InstanceOwner, InstanceSpec, InstanceState, InstanceStatus, Runtime } from '../runtime/runtime.js';
-import type { InstanceReport, NewOperation, Operation, OperationAck, ReportAnswer, ReportRequest } from './protocol.js';
+import { LostHostCost, type FleetCost } from './lost-host-cost.js';
+import type { InstanceReport, NewOperation, Operation, OperationAck, ReportRequest } from './protocol.js';
+import { screenReport, type PlacedInstance, type Refusal } from './report-screen.js';
 
-/** Where the control plane placed an instance, and whose it is, as its records say. */
-export interface PlacedInstance {
-  hostId: string;
-  owner: InstanceOwner;
-}
+export type { FleetCost } from './lost-host-cost.js';
+export { DEFAULT_LOST_GRACE_MS } from './lost-host-cost.js';
+export type { PlacedInstance, Refusal } from './report-screen.js';
 
 export interface FleetPlacements {
   /** Of `ids`, those the control plane placed on some host; ids it never placed are absent. */
   placed(ids: readonly string[]): Promise<ReadonlyMap<string, PlacedInstance>>;
   /** The instances meant to run (pods meant to run, launched workers not dead), for `attach()`. @default none */
   expected?(): Promise<Array<PlacedInstance & { id: string }>>;
-}
-
-/** The usage intervals of the pods on a lost host (the pod controller's `pauseUsage`/`resumeUsage`). */
-export interface FleetCost {
-  /** Closes the open usage interval of each pod on the host, as of `at`. */
-  pause(hostId: string, at: number): Promise<void>;
-  /** Opens a usage interval from `at` for each of the pods that is RUNNING and has none open. */
-  resume(podIds: readonly string[], at: number): Promise<void>;
 }
 
 export interface FleetRuntimeDeps {
@@ -90,14 +82,9 @@ export interface FleetRuntimeDeps {
   };
 }
 
-export type Refusal = ReportAnswer['refused'][number];
-
-export const DEFAULT_LOST_GRACE_MS = 300_000;
 /** Longest reason kept from an agent (it may carry the tail of an instance's output). */
 const MAX_REASON = 2_000;
-const MAX_ID = 200;
 const LIVE: ReadonlySet<InstanceState> = new Set(['starting', 'running', 'unknown']);
-const STATES: ReadonlySet<string> = new Set(['starting', 'running', 'exited', 'failed', 'unknown']);
 
 interface Tracked {
   id: string;
@@ -117,10 +104,6 @@ interface HostState {
   downSince: number | null;
   /** a full report came since this runtime started */
   reported: boolean;
-  /** a report came since this runtime started */
-  heard: boolean;
-  /** its pods' cost was paused (lost grace) and not yet resumed */
-  costPaused: boolean;
   /** reports and acks of the host, applied one at a time */
   chain: Promise<unknown>;
 }
@@ -140,7 +123,7 @@ const differs = (a: InstanceStatus, b: InstanceStatus): boolean => a.state !== b
 export class FleetRuntime implements Runtime {
   readonly name = 'fleet';
   readonly #deps: FleetRuntimeDeps;
-  readonly #lostGraceMs: number;
+  readonly #cost: LostHostCost;
   readonly #instances = new Map<string, Tracked>();
   /** stopped instances whose containers the hosts keep */
   readonly #kept = new Map<string, PlacedInstance>();
@@ -153,21 +136,16 @@ export class FleetRuntime implements Runtime {
   /** network volumes, by id, and the hosts instances mounting them were started on */
   readonly #volumeHosts = new Map<string, Set<string>>();
   readonly #listeners = new Set<InstanceListener>();
-  #cost: FleetCost | null;
-  #timer: NodeJS.Timeout | null = null;
-  /** sweeps run one after the other, each at its own `now` */
-  #sweeps: Promise<void> = Promise.resolve();
   #closed = false;
 
   constructor(deps: FleetRuntimeDeps) {
     this.#deps = deps;
-    this.#cost = deps.cost ?? null;
-    this.#lostGraceMs = deps.config?.lostGraceMs ?? DEFAULT_LOST_GRACE_MS;
+    this.#cost = new LostHostCost({ clock: deps.clock, logger: deps.logger, ...(deps.cost ? { cost: deps.cost } : {}), ...(deps.config ? { config: deps.config } : {}) });
   }
 
   /** The cost hooks, when they exist only after the runtime (the pod controller is built over it). */
   useCost(cost: FleetCost): void {
-    this.#cost = cost;
+    this.#cost.use(cost);
   }
 
   // --- the runtime port -----------------------------------------------------------------------
@@ -249,9 +227,7 @@ export class FleetRuntime implements Runtime {
   /** Detaches: the instances run on on their hosts; reports are no longer applied. */
   async close(): Promise<void> {
     this.#closed = true;
-    if (this.#timer) clearInterval(this.#timer);
-    this.#timer = null;
-    await this.#sweeps;
+    await this.#cost.close();
   }
 
   unavailable(hostId?: string): string | null {
@@ -305,8 +281,6 @@ export class FleetRuntime implements Runtime {
       if (this.#closed) return [];
       const { refused, accepted, placed } = await this.#screen(hostId, report.items);
       const host = this.#host(hostId);
-      const firstReport = !host.heard;
-      host.heard = true;
       const seen = new Set<string>();
       for (const item of report.items) {
         if (!accepted.has(item.id)) continue;
@@ -314,7 +288,7 @@ export class FleetRuntime implements Runtime {
         this.#applyItem(hostId, item, placed);
       }
       if (report.full) {
-        for (const id of host.instances) {
+        for (const id of [...host.instances]) {
           const t = this.#instances.get(id)!;
           if (seen.has(id) || t.starting || !LIVE.has(t.status.state)) continue;
           this.#update(t, { ...t.status, state: 'exited', exitCode: null, reason: `its container is gone from host ${hostId}` });
@@ -322,7 +296,9 @@ export class FleetRuntime implements Runtime {
         for (const [id, k] of this.#kept) if (k.hostId === hostId && !seen.has(id)) this.#kept.delete(id);
         host.reported = true;
       }
-      if ((host.costPaused || firstReport) && host.downSince === null) await this.#resumeCost(host);
+      await this.#cost.reported(hostId, () =>
+        [...host.instances].map((id) => this.#instances.get(id)!).flatMap((t) => (t.owner.kind === 'pod' && t.status.state === 'running' ? [t.id] : [])),
+      );
       return refused;
     });
   }
@@ -341,11 +317,7 @@ export class FleetRuntime implements Runtime {
     this.#changeHost(host, () => {
       host.downSince = sinceMs;
     });
-    if (this.#closed) return;
-    this.#timer ??= setInterval(() => void this.sweep(), Math.max(50, Math.min(this.#lostGraceMs, this.#deps.config?.sweepIntervalMs ?? 10_000)));
-    this.#timer.unref();
-    // A host lost long ago (seen from a restarted server) is past its grace already.
-    void this.sweep();
+    this.#cost.lost(hostId, sinceMs);
   }
 
   /** The host reports again: its instances read as last reported (its next report, full, settles them). */
@@ -355,94 +327,18 @@ export class FleetRuntime implements Runtime {
     this.#changeHost(host, () => {
       host.downSince = null;
     });
+    this.#cost.back(hostId);
   }
 
-  /**
-   * Pauses the cost of the pods of hosts unreachable for the lost grace at `now` (their usage
-   * closes as of the grace's end). Runs on a timer while a host is unreachable; tests call it.
-   */
+  /** Pauses the cost of the pods of hosts unreachable for the lost grace at `now` (lost-host-cost.ts). On a timer; tests call it. */
   sweep(now: number = this.#deps.clock.now()): Promise<void> {
-    const run = this.#sweeps.then(() => this.#sweep(now));
-    this.#sweeps = run.catch(() => undefined);
-    return run;
-  }
-
-  async #sweep(now: number): Promise<void> {
-    let waiting = false;
-    for (const host of this.#hosts.values()) {
-      if (host.downSince === null || host.costPaused) continue;
-      if (now - host.downSince < this.#lostGraceMs) {
-        waiting = true;
-        continue;
-      }
-      host.costPaused = true;
-      const at = host.downSince + this.#lostGraceMs;
-      this.#deps.logger.warn({ hostId: host.id, since: iso(host.downSince) }, 'a host is lost past the grace: the cost of its pods stops');
-      try {
-        await this.#cost?.pause(host.id, at);
-      } catch (err) {
-        host.costPaused = false;
-        waiting = true;
-        this.#deps.logger.error({ hostId: host.id, err: (err as Error).message }, 'pausing the cost of a lost host’s pods failed; trying again');
-      }
-    }
-    if (!waiting && this.#timer) {
-      clearInterval(this.#timer);
-      this.#timer = null;
-    }
-  }
-
-  async #resumeCost(host: HostState): Promise<void> {
-    const running = [...host.instances].map((id) => this.#instances.get(id)!).filter((t) => t.owner.kind === 'pod' && t.status.state === 'running');
-    if (!this.#cost || (!host.costPaused && running.length === 0)) {
-      host.costPaused = false;
-      return;
-    }
-    try {
-      await this.#cost.resume(running.map((t) => t.id), this.#deps.clock.now());
-      host.costPaused = false;
-    } catch (err) {
-      this.#deps.logger.error({ hostId: host.id, err: (err as Error).message }, 'resuming the cost of a host’s pods failed; trying again at its next report');
-    }
+    return this.#cost.sweep(now);
   }
 
   // --- bookkeeping ------------------------------------------------------------------------------
 
-  /** Splits reported ids into those refused (with why) and those accepted, with the placements of those not tracked here. */
-  async #screen(
-    hostId: string,
-    items: ReadonlyArray<Pick<InstanceReport, 'id'> & Partial<InstanceReport>>,
-  ): Promise<{ refused: Refusal[]; accepted: Set<string>; placed: ReadonlyMap<string, PlacedInstance> }> {
-    const refused: Refusal[] = [];
-    const accepted = new Set<string>();
-    const unknown: string[] = [];
-    const decided = new Set<string>();
-    for (const item of items) {
-      const id = item.id;
-      if (decided.has(id)) continue;
-      decided.add(id);
-      if (typeof id !== 'string' || id.length === 0 || id.length > MAX_ID) {
-        refused.push({ id: String(id).slice(0, MAX_ID), reason: 'not an instance id' });
-        continue;
-      }
-      if (item.state !== undefined && !STATES.has(item.state)) {
-        refused.push({ id, reason: `state "${String(item.state).slice(0, 20)}" is none of ${[...STATES].join(', ')}` });
-        continue;
-      }
-      const known = this.#instances.get(id) ?? this.#kept.get(id);
-      if (!known) unknown.push(id);
-      else if (known.hostId !== hostId) refused.push({ id, reason: 'the control plane placed it on another host' });
-      else accepted.add(id);
-    }
-    if (unknown.length === 0) return { refused, accepted, placed: new Map() };
-    const placed = await this.#deps.placements.placed(unknown);
-    for (const id of unknown) {
-      const p = placed.get(id);
-      if (!p) refused.push({ id, reason: 'the control plane placed no instance with this id' });
-      else if (p.hostId !== hostId) refused.push({ id, reason: 'the control plane placed it on another host' });
-      else accepted.add(id);
-    }
-    return { refused, accepted, placed };
+  #screen(hostId: string, items: ReadonlyArray<Pick<InstanceReport, 'id'> & Partial<Pick<InstanceReport, 'state'>>>) {
+    return screenReport(hostId, items, (id) => (this.#instances.get(id) ?? this.#kept.get(id))?.hostId, (ids) => this.#deps.placements.placed(ids));
   }
 
   #applyItem(hostId: string, item: InstanceReport, placed: ReadonlyMap<string, PlacedInstance>): void {
@@ -451,7 +347,10 @@ export class FleetRuntime implements Runtime {
     const t = this.#instances.get(item.id);
     if (item.kept) {
       if (t && !t.starting && LIVE.has(t.status.state)) this.#update(t, { ...t.status, state: 'exited', exitCode: null, reason: `its container on host ${hostId} was stopped` });
-      else if (!t) this.#kept.set(item.id, { hostId, owner: this.#kept.get(item.id)?.owner ?? placed.get(item.id)!.owner });
+      else if (!t) {
+        const owner = this.#kept.get(item.id)?.owner ?? placed.get(item.id)?.owner;
+        if (owner) this.#kept.set(item.id, { hostId, owner });
+      }
       return;
     }
     const status: InstanceStatus = {
@@ -467,7 +366,8 @@ export class FleetRuntime implements Runtime {
       return;
     }
     // Not started by this runtime: adopted (a server restart, another replica's start), owned as the records say.
-    const owner = this.#kept.get(item.id)?.owner ?? placed.get(item.id)!.owner;
+    const owner = this.#kept.get(item.id)?.owner ?? placed.get(item.id)?.owner;
+    if (!owner) return;
     this.#kept.delete(item.id);
     const adopted: Tracked = { id: item.id, hostId, owner, starting: false, status };
     this.#track(adopted);
@@ -523,7 +423,7 @@ export class FleetRuntime implements Runtime {
   #host(hostId: string): HostState {
     let host = this.#hosts.get(hostId);
     if (!host) {
-      host = { id: hostId, instances: new Set(), downSince: null, reported: false, heard: false, costPaused: false, chain: Promise.resolve() };
+      host = { id: hostId, instances: new Set(), downSince: null, reported: false, chain: Promise.resolve() };
       this.#hosts.set(hostId, host);
     }
     return host;
