@@ -9,7 +9,7 @@ import pino from 'pino';
 import { FakeClock } from '../src/domain/clock.js';
 import { FleetRuntime } from '../src/fleet/fleet-runtime.js';
 import type { InstanceReport, NewOperation, Operation } from '../src/fleet/protocol.js';
-import { createTestApp, json, type TestApp } from './support/harness.js';
+import { createTestApp, dialects, json, type DialectName, type TestApp } from './support/harness.js';
 
 const GPU = 'NVIDIA GeForce RTX 4090';
 const GRACE = 300_000;
@@ -54,7 +54,9 @@ class MemoryAgent {
   }
 }
 
-describe('pods on fleet hosts', () => {
+for (const { name, skip } of dialects()) describe(`pods on fleet hosts (${name})`, { skip }, () => suite(name));
+
+function suite(dialect: DialectName): void {
   let t: TestApp;
   let key: string;
   let accountId: string;
@@ -112,7 +114,7 @@ describe('pods on fleet hosts', () => {
   const hostOf = async (id: string) => (await t.services.podController.store.get(id))!.hostId!;
 
   before(async () => {
-    t = await createTestApp({ clock, runtime, file: { fleet: fleetHosts, pods: { reconcileIntervalMs: 50 } } });
+    t = await createTestApp({ dialect, clock, runtime, file: { fleet: fleetHosts, pods: { reconcileIntervalMs: 50 } } });
     runtime.useCost({ pause: (h, at) => t.services.podController.pauseUsage(h, at), resume: (ids, at) => t.services.podController.resumeUsage(ids, at) });
     ({ key, accountId } = await t.newAccount('fleet'));
     await t.services.podController.start(await runtime.attach());
@@ -174,4 +176,4 @@ describe('pods on fleet hosts', () => {
     assert.ok(agent.applied.some((o) => o.kind === 'remove' && o.instanceId === pod.id));
     assert.equal(agent.containers.has(pod.id), false);
   });
-});
+}
