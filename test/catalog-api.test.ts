@@ -170,3 +170,44 @@ test('the catalog routes are in the OpenAPI document with the include parameter'
   const include = doc.paths['/v2/catalog/gpus'].get.parameters.find((p: { name: string }) => p.name === 'include');
   assert.deepEqual(include.schema.enum, ['AVAILABILITY']);
 });
+
+test('a host that joins shows in the catalog at once; while unavailable it counts nowhere; once revoked it is gone', async () => {
+  const H100 = 'NVIDIA H100 PCIe';
+  const inventory = t.services.inventory;
+  const h100 = async () => (await get(`/v2/catalog/gpus/${enc(H100)}?include=AVAILABILITY`)).body;
+  const cz = async () => (await get('/v2/catalog/datacenters/EU-CZ-1')).body;
+  inventory.upsertHost({
+    id: 'agent-cz-h100',
+    dataCenterId: 'EU-CZ-1',
+    cloud: 'COMMUNITY',
+    cudaVersion: '12.4',
+    gpuTypeId: H100,
+    gpuCount: 2,
+    cpuFlavors: ['cpu3c'],
+    vcpus: 32,
+    memoryGb: 256,
+    diskGb: 1000,
+    portRange: [43000, 43099],
+    publicIp: '203.0.113.9',
+  });
+  try {
+    const joined = await h100();
+    assert.equal(joined.communityCloud, true);
+    assert.deepEqual(joined.availability, { stockStatus: 'Low', available: 2, total: 2, maxGpuCount: 2, dataCenters: [{ id: 'EU-CZ-1', available: 2 }] });
+    assert.deepEqual((await cz()).gpuTypes, ['NVIDIA GeForce RTX 3090', H100]);
+    assert.deepEqual((await cz()).cpuFlavors, ['cpu3c']);
+
+    inventory.setAvailable('agent-cz-h100', false);
+    const away = await h100();
+    assert.equal(away.communityCloud, false);
+    assert.deepEqual(away.availability, { stockStatus: 'None', available: 0, total: 0, maxGpuCount: 0, dataCenters: [] });
+    assert.deepEqual((await cz()).gpuTypes, ['NVIDIA GeForce RTX 3090']);
+
+    inventory.setAvailable('agent-cz-h100', true);
+    assert.equal((await h100()).availability.available, 2);
+  } finally {
+    inventory.removeHost('agent-cz-h100');
+  }
+  assert.equal((await h100()).communityCloud, false);
+  assert.deepEqual((await cz()).gpuTypes, ['NVIDIA GeForce RTX 3090']);
+});

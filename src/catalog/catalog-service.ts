@@ -48,22 +48,38 @@ export interface GpuPoolView extends GpuPool {
   gpuTypes: string[];
 }
 
-/** The catalog as the API shows it: static prices and specs, plus live stock from the inventory. */
+/**
+ * The catalog as the API shows it: static prices and specs, plus live stock from the inventory.
+ * Which clouds offer a GPU type and what each data center offers follow the inventory's available
+ * hosts: a host that joins counts at once, one that is unreachable or revoked stops counting.
+ */
 export class CatalogService {
-  private readonly cloudsByType = new Map<string, Set<Cloud>>();
-  private readonly offersByDataCenter = new Map<string, { gpuTypes: Set<string>; cpuFlavors: Set<string> }>();
+  private cloudsByType = new Map<string, Set<Cloud>>();
+  private offersByDataCenter = new Map<string, { gpuTypes: Set<string>; cpuFlavors: Set<string> }>();
+  /** The inventory version the offers were read at. */
+  private offersVersion = -1;
 
-  constructor(private readonly deps: { catalog: Catalog; inventory: Inventory }) {
-    for (const host of deps.inventory.hosts()) {
-      const offers = this.offersByDataCenter.get(host.dataCenterId) ?? { gpuTypes: new Set<string>(), cpuFlavors: new Set<string>() };
-      this.offersByDataCenter.set(host.dataCenterId, offers);
+  constructor(private readonly deps: { catalog: Catalog; inventory: Inventory }) {}
+
+  /** Reads the offers again when the inventory's hosts changed since they were read. */
+  private offers(): void {
+    const version = this.deps.inventory.version;
+    if (version === this.offersVersion) return;
+    const cloudsByType = new Map<string, Set<Cloud>>();
+    const offersByDataCenter = new Map<string, { gpuTypes: Set<string>; cpuFlavors: Set<string> }>();
+    for (const host of this.deps.inventory.availableHosts()) {
+      const offers = offersByDataCenter.get(host.dataCenterId) ?? { gpuTypes: new Set<string>(), cpuFlavors: new Set<string>() };
+      offersByDataCenter.set(host.dataCenterId, offers);
       for (const flavor of host.cpuFlavors) offers.cpuFlavors.add(flavor);
       if (host.gpuTypeId === null || host.gpuCount <= 0) continue;
       offers.gpuTypes.add(host.gpuTypeId);
-      const clouds = this.cloudsByType.get(host.gpuTypeId) ?? new Set<Cloud>();
+      const clouds = cloudsByType.get(host.gpuTypeId) ?? new Set<Cloud>();
       clouds.add(host.cloud);
-      this.cloudsByType.set(host.gpuTypeId, clouds);
+      cloudsByType.set(host.gpuTypeId, clouds);
     }
+    this.cloudsByType = cloudsByType;
+    this.offersByDataCenter = offersByDataCenter;
+    this.offersVersion = version;
   }
 
   get catalog(): Catalog {
@@ -111,6 +127,7 @@ export class CatalogService {
   }
 
   private gpuTypeView(gpuType: GpuType, availability: boolean): GpuTypeView {
+    this.offers();
     const clouds = this.cloudsByType.get(gpuType.id);
     const view: GpuTypeView = { ...gpuType, secureCloud: clouds?.has('SECURE') === true, communityCloud: clouds?.has('COMMUNITY') === true };
     if (!availability) return view;
@@ -127,6 +144,7 @@ export class CatalogService {
   }
 
   private dataCenterView(dataCenter: DataCenter): DataCenterView {
+    this.offers();
     const offers = this.offersByDataCenter.get(dataCenter.id);
     return {
       ...dataCenter,

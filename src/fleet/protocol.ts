@@ -45,6 +45,12 @@ export interface JoinAnswer {
 /** An instance as the agent sees it: the runtime port's status plus its owner label. */
 export interface InstanceReport extends Omit<InstanceStatus, 'stats'> {
   owner: InstanceOwner;
+  /**
+   * Stopped and kept (its container waits for the next start, its storage kept): not running, and
+   * not in the agent's runtime's `list()`. A full report lists these too, so a restarted control
+   * plane knows what each host holds (the runtime port's `attach()` answers them with status null).
+   */
+  kept?: boolean;
 }
 
 export interface OperationAck {

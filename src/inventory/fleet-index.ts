@@ -18,30 +18,34 @@ export interface GpuTypeStock {
 }
 
 /**
- * The fleet's hosts, indexed for placement: GPU hosts grouped by everything the static filters
- * look at (each group keeping its hosts bucketed by free GPU count), CPU hosts by flavor. It finds
- * the best host for a request in the order of `place()`, names the constraint that could not be
- * met when none fits, and counts the free GPUs of a type.
+ * The fleet's available hosts, indexed for placement: GPU hosts grouped by everything the static
+ * filters look at (each group keeping its hosts bucketed by free GPU count), CPU hosts by flavor.
+ * It finds the best host for a request in the order of `place()`, names the constraint that could
+ * not be met when none fits, and counts the free GPUs of a type.
+ *
+ * It is built over the hosts' slots, which keep what is reserved on each host, and rebuilt (by
+ * the Inventory) when a host joins, leaves, changes capacity or availability: decisions read it
+ * without allocating; only those rare changes pay for a rebuild.
  */
 export class FleetIndex {
-  /** Every host's slot, in host id order. */
-  readonly slots = new Map<string, HostSlot>();
+  /** The indexed hosts' slots, in host id order. */
+  readonly slots: HostSlot[];
   private readonly gpuGroupsByType = new Map<string, GpuGroup[]>();
   private readonly cpuSlotsByFlavor = new Map<string, HostSlot[]>();
   /** Reused per decision so the hot path does not allocate. */
   private readonly scratch: GpuGroup[] = [];
 
   constructor(
-    hosts: readonly Host[],
+    slots: readonly HostSlot[],
     private readonly catalog: Catalog,
   ) {
     const gpuGn = new Map(catalog.gpuTypes.map((t) => [t.id, t.globalNetworking]));
-    const dcGn = new Map(catalog.dataCenters.map((d) => [d.id, d.globalNetworking]));
-    const sorted = [...hosts].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+    this.slots = [...slots].sort((a, b) => (a.hostId < b.hostId ? -1 : a.hostId > b.hostId ? 1 : 0));
     const groups = new Map<string, GpuGroup>();
-    sorted.forEach((host, ord) => {
-      const slot = new HostSlot(host, ord, dcGn.get(host.dataCenterId) === true);
-      this.slots.set(host.id, slot);
+    this.slots.forEach((slot, ord) => {
+      const host = slot.host;
+      slot.ord = ord;
+      slot.group = null;
       for (const flavor of host.cpuFlavors) {
         const list = this.cpuSlotsByFlavor.get(flavor) ?? [];
         list.push(slot);
@@ -51,7 +55,7 @@ export class FleetIndex {
       const key = JSON.stringify([host.gpuTypeId, host.dataCenterId, host.cloud, host.cudaVersion, host.gpuCount]);
       let group = groups.get(key);
       if (!group) {
-        const gn = gpuGn.get(host.gpuTypeId) === true && dcGn.get(host.dataCenterId) === true;
+        const gn = gpuGn.get(host.gpuTypeId) === true && slot.dcGlobalNetworking;
         group = new GpuGroup(host.gpuTypeId, host.dataCenterId, host.cloud, host.cudaVersion, host.gpuCount, gn);
         groups.set(key, group);
         const list = this.gpuGroupsByType.get(host.gpuTypeId) ?? [];
@@ -61,6 +65,11 @@ export class FleetIndex {
       group.slots.push(slot);
     });
     for (const group of groups.values()) group.seal();
+  }
+
+  /** A slot for `host`, with the data center's global networking as the catalog says. */
+  static slotFor(host: Host, catalog: Catalog): HostSlot {
+    return new HostSlot(host, catalog.dataCenters.some((d) => d.id === host.dataCenterId && d.globalNetworking));
   }
 
   /** Free and total GPUs of one type, overall and per data center and CUDA version. */

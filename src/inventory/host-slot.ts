@@ -3,7 +3,11 @@ import { portCapacity, type FreeResources, type HostGroup, type HostUsage, type 
 import type { GpuGroup } from './gpu-group.js';
 import type { Allocation } from './inventory.js';
 
-/** One host's mutable state. Field names match `FreeResources` so the rules can read it directly. */
+/**
+ * One host's mutable state. Field names match `FreeResources` so the rules can read it directly.
+ * A slot outlives the index it sits in (the index is rebuilt when hosts join, leave or change
+ * availability): what is reserved on the host lives here.
+ */
 export class HostSlot implements FreeResources {
   readonly hostId: string;
   readonly gpuUsed: Uint8Array;
@@ -15,6 +19,9 @@ export class HostSlot implements FreeResources {
   freePorts: number;
   /** No port below `portRange[0] + portLow` is free. */
   portLow = 0;
+  /** Rank of the host id in plain string order among the indexed hosts: the final tie-break. Set by the index. */
+  ord = 0;
+  /** Its GPU group in the current index; null while the host is not indexed (unavailable) or has no GPUs. */
   group: GpuGroup | null = null;
   /** Position in `group.slots`. */
   pos = 0;
@@ -25,8 +32,6 @@ export class HostSlot implements FreeResources {
 
   constructor(
     readonly host: Host,
-    /** Rank of the host id in plain string order: the final tie-break. */
-    readonly ord: number,
     dcGlobalNetworking: boolean,
   ) {
     this.hostId = host.id;
@@ -102,10 +107,14 @@ export class HostSlot implements FreeResources {
     return null;
   }
 
-  /** Takes an allocation already known to fit. */
+  /**
+   * Takes an allocation already known to fit. GPUs and ports outside the host's (an allocation
+   * kept across a capacity change that shrank the host) are not counted, here or in `release`.
+   */
   reserve(allocation: Allocation): void {
     const before = this.freeGpus;
     for (const i of allocation.gpuIndices) {
+      if (i >= this.gpuUsed.length) continue;
       this.gpuUsed[i] = 1;
       this.freeGpus--;
     }
@@ -115,7 +124,9 @@ export class HostSlot implements FreeResources {
     this.freeDiskGb -= allocation.diskGb;
     const base = this.host.portRange[0];
     for (const port of allocation.publicPorts) {
-      this.portUsed[port - base] = 1;
+      const i = port - base;
+      if (i < 0 || i >= this.portUsed.length) continue;
+      this.portUsed[i] = 1;
       this.freePorts--;
     }
     while (this.portLow < this.portUsed.length && this.portUsed[this.portLow] !== 0) this.portLow++;
@@ -125,6 +136,7 @@ export class HostSlot implements FreeResources {
   release(allocation: Allocation): void {
     const before = this.freeGpus;
     for (const i of allocation.gpuIndices) {
+      if (i >= this.gpuUsed.length) continue;
       this.gpuUsed[i] = 0;
       this.freeGpus++;
     }
@@ -135,6 +147,7 @@ export class HostSlot implements FreeResources {
     const base = this.host.portRange[0];
     for (const port of allocation.publicPorts) {
       const i = port - base;
+      if (i < 0 || i >= this.portUsed.length) continue;
       this.portUsed[i] = 0;
       this.freePorts++;
       if (i < this.portLow) this.portLow = i;

@@ -218,3 +218,170 @@ test('the indexed inventory makes the same decision as place() over the same sna
     { numRuns: 300 },
   );
 });
+
+// --- hosts that come and go (the fleet's agents) -------------------------------------------
+
+const joined = (fields: Partial<Host> = {}): Host => ({
+  id: 'agent-ro-4090',
+  dataCenterId: 'EU-RO-1',
+  cloud: 'SECURE',
+  cudaVersion: '12.8',
+  gpuTypeId: RTX4090,
+  gpuCount: 2,
+  cpuFlavors: [],
+  vcpus: 16,
+  memoryGb: 64,
+  diskGb: 500,
+  portRange: [41000, 41009],
+  publicIp: '203.0.113.7',
+  ...fields,
+});
+
+test('a host that joins is placed on and counted in the stock at once', () => {
+  const inventory = demo();
+  const before = inventory.version;
+  inventory.upsertHost(joined());
+  assert.ok(inventory.version > before);
+  assert.equal(inventory.gpuStock(RTX4090).total, 10);
+  assert.deepEqual(inventory.gpuStock(RTX4090).dataCenters.map((d) => d.id), ['EU-RO-1', 'US-TX-3']);
+  const p = placeOk(inventory, 'pod', request({ dataCenterIds: ['EU-RO-1'], portCount: 1 }));
+  assert.deepEqual([p.hostId, p.gpuIndices, p.publicPorts, p.cudaVersion], ['agent-ro-4090', [0], [41000], '12.8']);
+  assert.ok(inventory.hosts().some((h) => h.id === 'agent-ro-4090'));
+});
+
+test('an unavailable host is skipped by placement and left out of the stock, keeps its allocations, and counts again once available', () => {
+  const inventory = new Inventory({ hosts: [joined(), joined({ id: 'agent-ro-4090-b' })], catalog });
+  placeOk(inventory, 'pod', request({ gpuCount: 1 }));
+  assert.equal(inventory.allocationOf('pod')?.hostId, 'agent-ro-4090');
+  assert.equal(inventory.setAvailable('agent-ro-4090', false), true);
+  assert.equal(inventory.isAvailable('agent-ro-4090'), false);
+  assert.equal(inventory.gpuStock(RTX4090).total, 2, 'only the available host counts');
+  assert.deepEqual(inventory.availableHosts().map((h) => h.id), ['agent-ro-4090-b']);
+  assert.equal(placeOk(inventory, 'second', request({ gpuCount: 1 })).hostId, 'agent-ro-4090-b');
+  const refused = inventory.placeAndReserve('third', request({ gpuCount: 2 }));
+  assert.deepEqual(refused, { ok: false, reason: `No host with "${RTX4090}" has 2 free GPUs (the most free on one host is 1)` });
+  assert.deepEqual(inventory.allocationOf('pod')?.gpuIndices, [0], 'the allocation on the unavailable host is kept');
+  assert.ok(inventory.host('agent-ro-4090'), 'the host is still known');
+  inventory.setAvailable('agent-ro-4090', true);
+  assert.deepEqual(inventory.gpuStock(RTX4090), {
+    gpuTypeId: RTX4090,
+    total: 4,
+    available: 2,
+    maxGpuCount: 1,
+    clouds: ['SECURE'],
+    dataCenters: [{ id: 'EU-RO-1', available: 2, total: 4 }],
+    cudaVersions: [{ version: '12.8', available: 2, total: 4 }],
+  });
+  assert.deepEqual(placeOk(inventory, 'third', request({ gpuCount: 1 })), { hostId: 'agent-ro-4090', dataCenterId: 'EU-RO-1', cloud: 'SECURE', gpuTypeId: RTX4090, gpuIndices: [1], cudaVersion: '12.8', publicPorts: [41001] });
+  assert.equal(inventory.setAvailable('no-such-host', false), false);
+});
+
+test('an exact reservation on an unavailable host succeeds (a restarted server re-reserves what its pods hold) and release gives it back', () => {
+  const inventory = new Inventory({ hosts: [joined()], catalog });
+  inventory.setAvailable('agent-ro-4090', false);
+  const allocation = { hostId: 'agent-ro-4090', gpuIndices: [1], vcpus: 4, memoryGb: 8, diskGb: 10, publicPorts: [41003] };
+  assert.deepEqual(inventory.reserveExact('pod', allocation), { ok: true });
+  inventory.setAvailable('agent-ro-4090', true);
+  assert.equal(inventory.gpuStock(RTX4090).available, 1);
+  assert.deepEqual(placeOk(inventory, 'next', request({ gpuCount: 1, portCount: 4 })).publicPorts, [41000, 41001, 41002, 41004]);
+  inventory.release('pod');
+  assert.equal(inventory.gpuStock(RTX4090).available, 1);
+  inventory.release('next');
+  assert.equal(inventory.gpuStock(RTX4090).available, 2);
+});
+
+test('a capacity change keeps the allocations held on the host, counted against its new capacity', () => {
+  const inventory = new Inventory({ hosts: [joined({ gpuCount: 4 })], catalog });
+  placeOk(inventory, 'a', request({ gpuCount: 2, vcpuCount: 8, portCount: 2 }));
+  placeOk(inventory, 'b', request({ gpuCount: 1, vcpuCount: 4 }));
+  inventory.upsertHost(joined({ gpuCount: 2, vcpus: 12 }));
+  assert.equal(inventory.host('agent-ro-4090')?.gpuCount, 2);
+  assert.deepEqual(inventory.allocationOf('b')?.gpuIndices, [2], 'an allocation past the new GPU count is kept');
+  assert.equal(inventory.gpuStock(RTX4090).available, 0, 'GPUs 0 and 1 are held; GPU 2 is gone');
+  assert.deepEqual(inventory.placeAndReserve('c', request({ kind: 'gpu', gpuCount: 1 })).ok, false);
+  inventory.release('a');
+  assert.equal(inventory.gpuStock(RTX4090).available, 2);
+  const placed = inventory.placeAndReserve('c', request({ gpuCount: 1, vcpuCount: 1 }));
+  assert.deepEqual(placed, { ok: true, placement: { hostId: 'agent-ro-4090', dataCenterId: 'EU-RO-1', cloud: 'SECURE', gpuTypeId: RTX4090, gpuIndices: [0], cudaVersion: '12.8', publicPorts: [41000] } });
+  inventory.release('b');
+  inventory.release('c');
+  assert.equal(inventory.gpuStock(RTX4090).available, 2);
+  assert.deepEqual(place(request({ gpuCount: 2, vcpuCount: 12 }), inventory.snapshot()), inventory.placeAndReserve('d', request({ gpuCount: 2, vcpuCount: 12 })));
+});
+
+test('a removed host is neither placed on nor reserved on again, and releasing what was held there is a no-op', () => {
+  const inventory = demo();
+  inventory.upsertHost(joined());
+  placeOk(inventory, 'pod', request({ dataCenterIds: ['EU-RO-1'] }));
+  inventory.removeHost('agent-ro-4090');
+  assert.equal(inventory.host('agent-ro-4090'), undefined);
+  assert.equal(inventory.hosts().some((h) => h.id === 'agent-ro-4090'), false);
+  assert.equal(inventory.gpuStock(RTX4090).total, 8);
+  assert.deepEqual(inventory.placeAndReserve('next', request({ dataCenterIds: ['EU-RO-1'] })), {
+    ok: false,
+    reason: `No data center among [EU-RO-1] has "${RTX4090}" (available in US-TX-3)`,
+  });
+  const held = inventory.allocationOf('pod')!;
+  inventory.release('pod');
+  assert.deepEqual(inventory.reserveExact('pod', held), { ok: false, reason: 'Host agent-ro-4090 is no longer in the fleet' });
+  inventory.removeHost('agent-ro-4090');
+});
+
+type FleetStep = Step | { op: 'toggle'; which: number } | { op: 'resize'; which: number; gpuCount: number; vcpus: number };
+
+test('with hosts joining, resized and going away and back, the indexed inventory still decides as place() over the same snapshot', () => {
+  const fleetStepArb: fc.Arbitrary<FleetStep> = fc.oneof(
+    { weight: 4, arbitrary: stepArb },
+    { weight: 1, arbitrary: fc.nat().map((which): FleetStep => ({ op: 'toggle', which })) },
+    { weight: 1, arbitrary: fc.record({ which: fc.nat(), gpuCount: fc.integer({ min: 1, max: 8 }), vcpus: fc.constantFrom(8, 16, 32) }).map((r): FleetStep => ({ op: 'resize', ...r })) },
+  );
+  fc.assert(
+    fc.property(fc.array(hostArb, { minLength: 1, maxLength: 10 }), fc.array(fleetStepArb, { minLength: 1, maxLength: 50 }), (specs, steps) => {
+      const hosts: Host[] = specs.map((s, i) => ({
+        id: `h${(i * 7) % 13}-${i}`,
+        dataCenterId: s.dataCenterId,
+        cloud: s.cloud,
+        cudaVersion: s.gpuTypeId ? s.cudaVersion : null,
+        gpuTypeId: s.gpuTypeId,
+        gpuCount: s.gpuTypeId ? s.gpuCount : 0,
+        cpuFlavors: s.cpu || !s.gpuTypeId ? ['cpu3c'] : [],
+        vcpus: s.vcpus,
+        memoryGb: s.memoryGb,
+        diskGb: s.diskGb,
+        portRange: [30000 + i * 10, 30000 + i * 10 + s.ports - 1],
+        publicIp: '127.0.0.1',
+      }));
+      // Half the hosts are there from the start; the others join on their first toggle.
+      const inventory = new Inventory({ hosts: hosts.filter((_, i) => i % 2 === 0), catalog });
+      const holders: string[] = [];
+      steps.forEach((step, n) => {
+        if (step.op === 'toggle') {
+          const host = hosts[step.which % hosts.length]!;
+          if (!inventory.host(host.id)) inventory.upsertHost(host);
+          else inventory.setAvailable(host.id, !inventory.isAvailable(host.id));
+          return;
+        }
+        if (step.op === 'resize') {
+          const host = hosts[step.which % hosts.length]!;
+          const current = inventory.host(host.id);
+          if (current) inventory.upsertHost({ ...current, gpuCount: current.gpuTypeId ? step.gpuCount : 0, vcpus: step.vcpus });
+          return;
+        }
+        if (step.op === 'release') {
+          if (holders.length === 0) return;
+          const [holder] = holders.splice(step.which % holders.length, 1);
+          inventory.release(holder!);
+          return;
+        }
+        const expected = place(step.req, inventory.snapshot());
+        const actual = inventory.placeAndReserve(`holder-${n}`, step.req);
+        assert.deepEqual(actual, expected);
+        if (actual.ok) {
+          holders.push(`holder-${n}`);
+          assert.ok(inventory.isAvailable(actual.placement.hostId), 'placed on an available host');
+        }
+      });
+    }),
+    { numRuns: 300 },
+  );
+});

@@ -22,18 +22,29 @@ type Refusal = { ok: false; reason: string };
  * It obeys the rules of `place()` (same filters, same order of preference, same refusal
  * reasons) but answers from indexes: GPU hosts are grouped by everything the static filters
  * look at, and each group keeps its hosts bucketed by free GPU count.
+ *
+ * Hosts come and go at runtime (the fleet's agents, docs/fleet.md): `upsertHost` adds a host that
+ * joined or takes its new capacity, `setAvailable` takes a host out of placement while it is
+ * unreachable and puts it back, `removeHost` drops a revoked one. A host out of placement keeps
+ * every allocation on it (its instances may well run on) and can still be reserved on exactly
+ * (`reserveExact`: a server restart re-reserves what its pods hold); it is neither placed on nor
+ * counted in the stock. Each such change rebuilds the index (O(hosts)); decisions stay
+ * allocation-free.
  */
 export class Inventory {
-  private readonly index: FleetIndex;
-  /** The index's slots, by host id. */
-  private readonly slots: ReadonlyMap<string, HostSlot>;
+  private index: FleetIndex;
+  /** Every host's slot (available or not), by host id: what is reserved on it. */
+  private readonly slots = new Map<string, HostSlot>();
   private readonly allocations = new Map<string, Allocation>();
-  private readonly hostList: Host[];
+  /** Hosts placement skips (unreachable): their slots stay, out of the index. */
+  private readonly unavailableIds = new Set<string>();
+  private hostList: Host[];
+  private changes = 0;
 
   constructor(private readonly deps: { hosts: Host[]; catalog: Catalog }) {
     this.hostList = [...deps.hosts];
-    this.index = new FleetIndex(deps.hosts, deps.catalog);
-    this.slots = this.index.slots;
+    for (const host of deps.hosts) this.slots.set(host.id, FleetIndex.slotFor(host, deps.catalog));
+    this.index = new FleetIndex([...this.slots.values()], deps.catalog);
   }
 
   /** Chooses a host for the request and reserves it for `holderId` in one step. A holder's previous allocation is replaced. */
@@ -79,13 +90,67 @@ export class Inventory {
     this.slots.get(allocation.hostId)?.release(allocation);
   }
 
+  /** The host of that id, available or not. */
   host(id: string): Host | undefined {
     return this.slots.get(id)?.host;
   }
 
-  /** Every host of the fleet, in configuration order. */
+  /** Every host of the fleet, available or not, in configuration (then joining) order. */
   hosts(): readonly Host[] {
     return this.hostList;
+  }
+
+  /** The hosts placement may use now, in configuration (then joining) order. */
+  availableHosts(): Host[] {
+    return this.hostList.filter((h) => !this.unavailableIds.has(h.id));
+  }
+
+  /** Whether placement may use the host (false for an unknown id). */
+  isAvailable(hostId: string): boolean {
+    return this.slots.has(hostId) && !this.unavailableIds.has(hostId);
+  }
+
+  /** Counts changes of the fleet's hosts (joins, capacity, availability, removals): views built from the hosts are current while it stays the same. */
+  get version(): number {
+    return this.changes;
+  }
+
+  /**
+   * A host joined, or reports a new capacity: placement uses it from now on (unless it is
+   * unavailable). The allocations held on it are kept, counted against its new capacity (GPUs or
+   * ports it no longer has are not counted; resources it lacks now leave it full until released).
+   */
+  upsertHost(host: Host): void {
+    const slot = FleetIndex.slotFor(host, this.deps.catalog);
+    for (const allocation of this.allocations.values()) if (allocation.hostId === host.id) slot.reserve(allocation);
+    const known = this.slots.has(host.id);
+    this.slots.set(host.id, slot);
+    this.hostList = known ? this.hostList.map((h) => (h.id === host.id ? host : h)) : [...this.hostList, host];
+    this.reindex();
+  }
+
+  /**
+   * Takes a host out of placement (`available` false: unreachable) or puts it back. Its
+   * allocations are kept either way. Answers false for a host not in the fleet.
+   */
+  setAvailable(hostId: string, available: boolean): boolean {
+    if (!this.slots.has(hostId)) return false;
+    if (available === !this.unavailableIds.has(hostId)) return true;
+    if (available) this.unavailableIds.delete(hostId);
+    else this.unavailableIds.add(hostId);
+    this.reindex();
+    return true;
+  }
+
+  /**
+   * Removes a host from the fleet (revoked). Holders' allocations on it are kept as records (their
+   * release is a no-op); reserving on it again is refused as "no longer in the fleet".
+   */
+  removeHost(hostId: string): void {
+    if (!this.slots.delete(hostId)) return;
+    this.unavailableIds.delete(hostId);
+    this.hostList = this.hostList.filter((h) => h.id !== hostId);
+    this.reindex();
   }
 
   allocationOf(holderId: string): Allocation | undefined {
@@ -97,11 +162,11 @@ export class Inventory {
     return this.index.gpuStock(gpuTypeId);
   }
 
-  /** The current usage of every host, as the pure `place()` reads it. */
+  /** The available hosts and their usage, as the pure `place()` reads them. */
   snapshot(): FleetSnapshot {
     const usage = new Map<string, HostUsage>();
-    for (const slot of this.slots.values()) usage.set(slot.hostId, slot.usage());
-    return { hosts: this.hostList, usage, catalog: this.deps.catalog };
+    for (const slot of this.index.slots) usage.set(slot.hostId, slot.usage());
+    return { hosts: this.availableHosts(), usage, catalog: this.deps.catalog };
   }
 
   static allocationFrom(placement: Placement, request: PlacementRequest): Allocation {
@@ -117,6 +182,16 @@ export class Inventory {
 
   // --- bookkeeping -------------------------------------------------------------------------
 
+  private reindex(): void {
+    const indexed: HostSlot[] = [];
+    for (const slot of this.slots.values()) {
+      slot.group = null;
+      if (!this.unavailableIds.has(slot.hostId)) indexed.push(slot);
+    }
+    this.index = new FleetIndex(indexed, this.deps.catalog);
+    this.changes++;
+  }
+
   private checkExact(allocation: Allocation): Refusal | null {
     const slot = this.slots.get(allocation.hostId);
     if (!slot) return { ok: false, reason: `Host ${allocation.hostId} is no longer in the fleet` };
@@ -124,9 +199,9 @@ export class Inventory {
     return reason === null ? null : { ok: false, reason };
   }
 
-  /** Records an allocation already known to fit. */
+  /** Records an allocation already known to fit (or held on a host since removed). */
   private apply(holderId: string, allocation: Allocation): void {
-    this.slots.get(allocation.hostId)!.reserve(allocation);
+    this.slots.get(allocation.hostId)?.reserve(allocation);
     this.allocations.set(holderId, allocation);
   }
 }

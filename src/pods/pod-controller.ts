@@ -29,6 +29,7 @@
 import type { Logger } from 'pino';
 import type { Clock } from '../domain/clock.js';
 import { ApiError } from '../domain/errors.js';
+import { newSortableId } from '../domain/ids.js';
 import { decideAction, nextPodState, type PodAction, type PodEvent, type PodStatus } from '../domain/pod-state.js';
 import type { EventBus } from '../events.js';
 import type { Inventory } from '../inventory/inventory.js';
@@ -73,9 +74,10 @@ export class PodController {
   readonly #unsubscribe: () => void;
   /** Pods with an instance started or adopted by this process: runtime events about other ids (serverless workers) are ignored. */
   readonly #known = new Set<string>();
-  // The instance state last applied to each pod: a runtime event reporting that same state
-  // (typically the launch this controller is applying itself) needs no second reconcile.
-  readonly #applied = new Map<string, InstanceStatus['state']>();
+  // The instance state last applied to each pod (`unknown` with its reason): a runtime event
+  // reporting that same state (typically the launch this controller is applying itself) needs no
+  // second reconcile.
+  readonly #applied = new Map<string, string>();
 
   constructor(deps: PodControllerDeps) {
     this.#deps = deps;
@@ -86,7 +88,7 @@ export class PodController {
     // Runtime changes only wake the pod up; reconcile re-reads the instance, so a late event
     // about an instance that was since replaced does no harm.
     this.#unsubscribe = deps.runtime.onChange((status) => {
-      if (this.#known.has(status.id)) this.#wake(status.id, status.state);
+      if (this.#known.has(status.id)) this.#wake(status.id, appliedKey(status));
     });
   }
 
@@ -159,7 +161,7 @@ export class PodController {
   }
 
   /** A runtime event: reconcile unless, by the time the pod's turn comes, that state was applied. */
-  #wake(podId: string, state: InstanceStatus['state']): void {
+  #wake(podId: string, state: string): void {
     if (this.#stopped) return;
     void this.#queues.run(podId, () => (this.#applied.get(podId) === state ? Promise.resolve() : this.#reconcile(podId))).catch((err: unknown) =>
       this.#deps.logger.error({ err, podId }, 'pod reconcile failed'),
@@ -249,7 +251,7 @@ export class PodController {
   /** Applies what the runtime says about a pod that should be running. */
   async #observe(pod: PodRecord, live: InstanceStatus): Promise<void> {
     await this.#observeState(pod, live);
-    this.#applied.set(pod.id, live.state);
+    this.#applied.set(pod.id, appliedKey(live));
   }
 
   async #observeState(pod: PodRecord, live: InstanceStatus): Promise<void> {
@@ -338,7 +340,7 @@ export class PodController {
    * status with the reason and launches once the runtime is back (the sweep comes again).
    */
   async #waitForRuntime(pod: PodRecord): Promise<boolean> {
-    const unavailable = this.#deps.runtime.unavailable?.() ?? null;
+    const unavailable = this.#deps.runtime.unavailable?.(pod.hostId ?? undefined) ?? null;
     if (unavailable === null) return false;
     await this.#unseen(pod, `waiting for the runtime: ${unavailable}`);
     return true;
@@ -373,6 +375,33 @@ export class PodController {
     return { ...pod, ...changes };
   }
 
+  /**
+   * The host of these pods is lost (the fleet runtime's lost grace, src/fleet/fleet-runtime.ts):
+   * the open usage interval of each RUNNING pod on `hostId` ends at `at` (not before it began), so
+   * cost stops accruing while the pod cannot be seen. Its status is left as it is.
+   */
+  async pauseUsage(hostId: string, at: number): Promise<void> {
+    const pods = (await this.store.listActive()).filter((p) => p.hostId === hostId && p.status === 'RUNNING');
+    await Promise.all(pods.map((p) => this.#queues.run(p.id, () => this.store.closeUsage(p.id, Math.max(at, p.startedAt ?? at)))));
+  }
+
+  /**
+   * The host of these pods is back and shows their instances running: each pod still RUNNING and
+   * meant to run that has no open usage interval (paused by `pauseUsage`) gets one from `at`.
+   */
+  async resumeUsage(podIds: readonly string[], at: number): Promise<void> {
+    await Promise.all(
+      podIds.map((id) =>
+        this.#queues.run(id, async () => {
+          const pod = await this.store.get(id);
+          if (!pod || pod.status !== 'RUNNING' || pod.desiredStatus !== 'RUNNING') return;
+          if ((await this.store.listUsage(id)).some((u) => u.endedAt === null)) return;
+          await this.store.openUsage({ id: newSortableId(), podId: id, accountId: pod.accountId, costPerHr: pod.costPerHr, startedAt: at });
+        }),
+      ),
+    );
+  }
+
   /** Periodic drift repair: instances that vanished or stopped, and instances that should not run. */
   async #sweep(): Promise<void> {
     if (this.#sweeping || this.#stopped || !this.#lease.isHeld()) return;
@@ -399,6 +428,8 @@ export class PodController {
   }
 }
 
+/** What `#applied` compares: the state, and for `unknown` the reason shown (it may change while unseen). */
+const appliedKey = (s: InstanceStatus): string => (s.state === 'unknown' ? `unknown:${s.reason ?? ''}` : s.state);
 const isLive = (s: PodStatus): boolean => s === 'PROVISIONING' || s === 'STARTING' || s === 'RUNNING';
 /** An instance that runs, or may (its engine cannot see it right now): adopted, not restarted. */
 const isLiveInstance = (s: InstanceStatus): boolean => s.state === 'starting' || s.state === 'running' || s.state === 'unknown';

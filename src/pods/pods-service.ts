@@ -205,8 +205,11 @@ export class PodsService {
   async act(accountId: string, id: string, action: PodAction): Promise<PodView> {
     const pod = await this.#owned(accountId, id);
     // stop and terminate reach the runtime too: while it is away they are refused (503) rather than
-    // half done, and the pod stays as it is.
-    this.#assertRuntimeAvailable(action === 'start' || action === 'restart' ? 'No instance can be started right now' : `The pod cannot be ${action === 'stop' ? 'stopped' : 'terminated'} right now`);
+    // half done, and the pod stays as it is. A start asks about the pod's own host (in a fleet,
+    // another may be away); a stop or terminate only about the runtime as a whole (a fleet queues
+    // them for a host that is away, so a lost host's pods can always be terminated).
+    if (action === 'start' || action === 'restart') this.#assertRuntimeAvailable('No instance can be started right now', pod.hostId);
+    else this.#assertRuntimeAvailable(`The pod cannot be ${action === 'stop' ? 'stopped' : 'terminated'} right now`);
     const quota = this.#d.quota;
     if (action === 'start' && quota && pod.desiredStatus !== 'RUNNING' && pod.gpuCount > 0)
       return this.#render(await quota.admit(accountId, { pods: 0, gpus: pod.gpuCount }, () => this.#d.controller.act(id, action)));
@@ -261,9 +264,9 @@ export class PodsService {
 
   // ---------------------------------------------------------------------------------------------
 
-  /** 503 RUNTIME_UNAVAILABLE while the runtime cannot start instances: nothing is stored or reserved. */
-  #assertRuntimeAvailable(what = 'No instance can be started right now'): void {
-    const reason = this.#d.runtime.unavailable?.() ?? null;
+  /** 503 RUNTIME_UNAVAILABLE while the runtime (on `hostId`, when named) cannot start instances: nothing is stored or reserved. */
+  #assertRuntimeAvailable(what = 'No instance can be started right now', hostId?: string | null): void {
+    const reason = this.#d.runtime.unavailable?.(hostId ?? undefined) ?? null;
     if (reason !== null) throw new ApiError('RUNTIME_UNAVAILABLE', `${what}: ${reason}. Nothing was created or changed; try again once the runtime is back.`);
   }
 

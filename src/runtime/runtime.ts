@@ -129,8 +129,11 @@ export interface Runtime {
   stop(id: string): Promise<void>;
   /** Stops it if it runs and deletes all it had: the kept container, its persistent volume. A no-op for unknown ids. */
   remove(id: string): Promise<void>;
-  /** Deletes a network volume's data (the volume is deleted; no instance mounts it). */
-  removeVolume(volume: { kind: 'network'; volumeId: string }): Promise<void>;
+  /**
+   * Deletes a network volume's data (the volume is deleted; no instance mounts it). `dataCenterId`:
+   * where the volume is, when the caller knows it (a runtime over many hosts deletes it on each).
+   */
+  removeVolume(volume: { kind: 'network'; volumeId: string; dataCenterId?: string }): Promise<void>;
   inspect(id: string): Promise<InstanceStatus | null>;
   /** The instances started (or adopted) and not stopped. */
   list(): Promise<InstanceStatus[]>;
@@ -140,9 +143,11 @@ export interface Runtime {
   close(): Promise<void>;
   /**
    * Why instances cannot be started right now (the engine is unreachable), or null. Answers from
-   * what the runtime already knows; never waits on the engine.
+   * what the runtime already knows; never waits on the engine. `hostId`: the host the instance is
+   * placed on, for a runtime over many hosts (the fleet: one host may be unreachable while the
+   * others run); a runtime with one engine ignores it. Without it, the runtime as a whole.
    */
-  unavailable?(): string | null;
+  unavailable?(hostId?: string): string | null;
   /** Whether `image` would run as an idle placeholder (no process: nothing in it runs). */
   runsAsPlaceholder?(image: string): boolean;
   /**

@@ -19,7 +19,9 @@
  * warm workers; every other row is marked dead, its instance removed and its jobs requeued.
  *
  * While the runtime is unavailable (its engine unreachable) the autoscaler neither launches nor
- * stops workers (logged once), and a launch that fails because of it is not a crash.
+ * stops workers (logged once), and a launch that fails because of it is not a crash. In a fleet a
+ * host is unavailable, not the runtime: placement skips the host, and a launch that failed because
+ * its host went away is not a crash either.
  */
 import type { Logger } from 'pino';
 import type { AutoscalerConfig } from '../config.js';

@@ -163,12 +163,12 @@ export class LaunchedWorkers {
       }
       return { ok: true };
     } catch (err) {
-      // Could not launch at all: the same as a worker dying at once, unless the runtime went away
-      // (the worker is not to blame; the autoscaler waits for the runtime).
+      // Could not launch at all: the same as a worker dying at once, unless the runtime (or, in a
+      // fleet, the worker's host) went away: the worker is not to blame; the autoscaler waits.
       const reason = `could not launch: ${(err as Error).message}`;
       this.#deps.logger.warn({ endpointId: endpoint.id, workerId, reason }, 'worker launch failed');
       await this.stop(workerId, 'launch failed');
-      if ((this.#deps.runtime.unavailable?.() ?? null) === null) this.#deps.states.crashed(endpoint.id, now, this.#deps.clock.now(), reason);
+      if ((this.#deps.runtime.unavailable?.(placement.hostId) ?? null) === null) this.#deps.states.crashed(endpoint.id, now, this.#deps.clock.now(), reason);
       return { ok: true };
     }
   }

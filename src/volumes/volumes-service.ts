@@ -81,7 +81,7 @@ export class VolumesService {
    * endpoint names it (its workers mount it at every launch); the runtime deletes its data.
    */
   async delete(accountId: string, id: string): Promise<void> {
-    await this.get(accountId, id);
+    const volume = await this.get(accountId, id);
     const pods = await this.store.podsMounting(accountId, id);
     if (pods.length > 0)
       throw new ApiError('VOLUME_IN_USE', `Network volume "${id}" is mounted by pod(s) ${pods.map((p) => `"${p}"`).join(', ')}; terminate them before deleting it.`);
@@ -92,6 +92,6 @@ export class VolumesService {
         `Network volume "${id}" is used by serverless endpoint(s) ${endpoints.map((e) => `"${e.name}" (${e.id})`).join(', ')}; set their networkVolumeId to another volume or none, or delete them, before deleting it.`,
       );
     if (!(await this.store.delete(id))) throw notFound('network volume', id);
-    await this.deps.runtime.removeVolume({ kind: 'network', volumeId: id });
+    await this.deps.runtime.removeVolume({ kind: 'network', volumeId: id, dataCenterId: volume.dataCenterId });
   }
 }

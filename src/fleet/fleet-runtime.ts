@@ -1,0 +1,484 @@
+/**
+ * The runtime port over the fleet's agents (`runtime: fleet`, docs/fleet.md): every instance runs
+ * on a host whose agent joined. This runtime runs nothing itself. It hands operations to the
+ * host's queue and keeps the last word each host's agent sent about its instances.
+ *
+ * What it is given (the composition root wires these; the fleet service and the agent protocol
+ * live elsewhere):
+ * - `enqueue(hostId, op)`: the host's operation queue (stored, delivered by the agent's long poll,
+ *   acknowledged once applied). Operations for one instance are enqueued one after the other, in
+ *   the order of the calls here.
+ * - `placements`: the control plane's records, to tell which host an instance id was placed on
+ *   (pods by id → host, launched workers → their allocation's host; TERMINATED pods and dead
+ *   workers count, their container may still be there) and, at server start, which instances are
+ *   meant to run where.
+ * - `cost` (optional, set with `useCost()` once the pod controller exists): pauses and resumes
+ *   the usage intervals of a lost host's pods.
+ * - `hosts` (optional): the fleet's hosts, for deleting a network volume on each host of its
+ *   data center.
+ *
+ * What feeds it, for each host, from the `/agent/v1/report` handler, one report at a time:
+ * `applyAcks(hostId, acks)` first, then `applyReport(hostId, { full, items })` (`receive()` does
+ * both in that order). What it expects of the agent: a report is built after the operations it
+ * acknowledges, so its items already reflect them; an instance it stopped is reported `kept`; a
+ * full report lists the kept instances too (`kept: true`). `applyReport` refuses ids this host may
+ * not claim (report-screen.ts: an id the control plane never placed there) and answers them;
+ * nothing of a refused item changes state. Acks of operations this runtime did not enqueue
+ * (another replica's, a previous server's) are ignored. With several replicas, each replica's
+ * runtime must be fed every host's reports.
+ *
+ * States:
+ * - `start()` answers `starting` at once; the agent's reports move the instance on. A start that
+ *   fails on the host arrives as an ack with `ok: false` (the instance becomes `failed` with the
+ *   agent's error as the reason) and/or a report in state `failed`.
+ * - `stop()`/`remove()` forget the instance at once; reports about it are ignored until the agent
+ *   acknowledged the operation (they describe what it is stopping).
+ * - A full report is the whole truth: a live instance of the host missing from it (and not being
+ *   started) is `exited`, "its container is gone from host X".
+ * - `hostUnavailable(hostId, since)` (the fleet service saw no heartbeat in time, or revoked the
+ *   host): its live instances read `unknown`, "host X unreachable since <time>", and
+ *   `unavailable(hostId)` says so, until `hostAvailable(hostId)`. After `lostGraceMs` unreachable
+ *   its pods' cost stops, and the first report once it is back starts it again (lost-host-cost.ts).
+ *
+ * Server start (`attach()` is called before the server listens, so no agent has reported yet): it
+ * answers, as `unknown` ("host X has not reported since the control plane started"), the instances
+ * the records say are meant to run, plus whatever was reported already. The services adopt them as
+ * they are (their pods keep their status, nothing is restarted); each host's first full report
+ * (within a heartbeat of its agent reconnecting) confirms them or marks the missing ones `exited`.
+ * The first report of each host after the start also resumes the usage of its running pods whose
+ * interval a lost grace had closed.
+ */
+import type { Logger } from 'pino';
+import { iso, type Clock } from '../domain/clock.js';
+import type { AttachedInstance, InstanceListener, InstanceOwner, InstanceSpec, InstanceState, InstanceStatus, Runtime } from '../runtime/runtime.js';
+import { LostHostCost, type FleetCost } from './lost-host-cost.js';
+import type { InstanceReport, NewOperation, Operation, OperationAck, ReportRequest } from './protocol.js';
+import { screenReport, type PlacedInstance, type Refusal } from './report-screen.js';
+
+export type { FleetCost } from './lost-host-cost.js';
+export { DEFAULT_LOST_GRACE_MS } from './lost-host-cost.js';
+export type { PlacedInstance, Refusal } from './report-screen.js';
+
+export interface FleetPlacements {
+  /** Of `ids`, those the control plane placed on some host; ids it never placed are absent. */
+  placed(ids: readonly string[]): Promise<ReadonlyMap<string, PlacedInstance>>;
+  /** The instances meant to run (pods meant to run, launched workers not dead), for `attach()`. @default none */
+  expected?(): Promise<Array<PlacedInstance & { id: string }>>;
+}
+
+export interface FleetRuntimeDeps {
+  enqueue(hostId: string, operation: NewOperation): Promise<Operation>;
+  placements: FleetPlacements;
+  /** The fleet's hosts (the inventory's), for `removeVolume`. @default only the hosts known to have mounted the volume */
+  hosts?: () => Iterable<{ id: string; dataCenterId: string }>;
+  cost?: FleetCost;
+  clock: Clock;
+  logger: Pick<Logger, 'info' | 'warn' | 'error'>;
+  config?: {
+    /** How long a host may be unreachable before its pods' cost stops accruing. @default 300000 */
+    lostGraceMs?: number;
+    /** How often unreachable hosts are checked against the grace. @default 10000 (at most the grace) */
+    sweepIntervalMs?: number;
+  };
+}
+
+/** Longest reason kept from an agent (it may carry the tail of an instance's output). */
+const MAX_REASON = 2_000;
+const LIVE: ReadonlySet<InstanceState> = new Set(['starting', 'running', 'unknown']);
+
+interface Tracked {
+  id: string;
+  hostId: string;
+  owner: InstanceOwner;
+  /** as last reported (or as `start()` set it), before the host's availability is overlaid */
+  status: InstanceStatus;
+  /** a start is enqueued (or being) and not yet acknowledged */
+  starting: boolean;
+}
+
+interface HostState {
+  id: string;
+  /** ids of the tracked instances on the host */
+  instances: Set<string>;
+  /** since when it is unreachable; null while available */
+  downSince: number | null;
+  /** a full report came since this runtime started */
+  reported: boolean;
+  /** reports and acks of the host, applied one at a time */
+  chain: Promise<unknown>;
+}
+
+interface PendingOp {
+  kind: Operation['kind'];
+  hostId: string;
+  instanceId: string | null;
+  /** the start's instance: an ack about a start since replaced changes nothing */
+  tracked: Tracked | null;
+}
+
+const copy = (s: InstanceStatus): InstanceStatus => ({ ...s, stats: s.stats && { ...s.stats } });
+const clamp = (reason: string | null | undefined): string | null => (typeof reason === 'string' ? reason.slice(0, MAX_REASON) : null);
+const differs = (a: InstanceStatus, b: InstanceStatus): boolean => a.state !== b.state || a.reason !== b.reason || a.exitCode !== b.exitCode;
+
+export class FleetRuntime implements Runtime {
+  readonly name = 'fleet';
+  readonly #deps: FleetRuntimeDeps;
+  readonly #cost: LostHostCost;
+  readonly #instances = new Map<string, Tracked>();
+  /** stopped instances whose containers the hosts keep */
+  readonly #kept = new Map<string, PlacedInstance>();
+  readonly #hosts = new Map<string, HostState>();
+  readonly #ops = new Map<string, PendingOp>();
+  /** ids with a stop or remove not yet acknowledged, and how many */
+  readonly #ending = new Map<string, number>();
+  /** per instance, the last enqueue under way: the next waits for it */
+  readonly #sending = new Map<string, Promise<unknown>>();
+  /** network volumes, by id, and the hosts instances mounting them were started on */
+  readonly #volumeHosts = new Map<string, Set<string>>();
+  readonly #listeners = new Set<InstanceListener>();
+  #closed = false;
+
+  constructor(deps: FleetRuntimeDeps) {
+    this.#deps = deps;
+    this.#cost = new LostHostCost({ clock: deps.clock, logger: deps.logger, ...(deps.cost ? { cost: deps.cost } : {}), ...(deps.config ? { config: deps.config } : {}) });
+  }
+
+  /** The cost hooks, when they exist only after the runtime (the pod controller is built over it). */
+  useCost(cost: FleetCost): void {
+    this.#cost.use(cost);
+  }
+
+  // --- the runtime port -----------------------------------------------------------------------
+
+  async attach(): Promise<AttachedInstance[]> {
+    for (const e of (await this.#deps.placements.expected?.()) ?? []) {
+      const host = this.#host(e.hostId);
+      // A host that reported in full already said what it runs.
+      if (host.reported || this.#instances.has(e.id)) continue;
+      const reason = `host ${e.hostId} has not reported since the control plane started`;
+      this.#track({ id: e.id, hostId: e.hostId, owner: e.owner, starting: false, status: { id: e.id, state: 'unknown', startedAt: null, exitCode: null, reason, stats: null } });
+    }
+    return [
+      ...[...this.#instances.values()].map((t) => ({ id: t.id, owner: t.owner, status: copy(this.#visible(t)) })),
+      ...[...this.#kept].map(([id, k]) => ({ id, owner: k.owner, status: null })),
+    ];
+  }
+
+  async start(spec: InstanceSpec): Promise<InstanceStatus> {
+    if (this.#closed) throw new Error(`cannot start instance "${spec.id}": the runtime is shutting down`);
+    const current = this.#instances.get(spec.id);
+    if (current && LIVE.has(current.status.state))
+      throw new Error(`instance "${spec.id}" is already ${current.status.state} on host ${current.hostId}; stop it before starting it again`);
+    if (current) this.#untrack(current);
+    this.#kept.delete(spec.id);
+    const t: Tracked = {
+      id: spec.id,
+      hostId: spec.hostId,
+      owner: spec.owner,
+      starting: true,
+      status: { id: spec.id, state: 'starting', startedAt: this.#deps.clock.now(), exitCode: null, reason: null, stats: null },
+    };
+    this.#track(t);
+    for (const v of spec.volumes) if (v.kind === 'network') this.#volumeHostsOf(v.volumeId).add(spec.hostId);
+    this.#emit(this.#visible(t));
+    let op: Operation;
+    try {
+      op = await this.#send(spec.id, spec.hostId, { kind: 'start', instanceId: spec.id, spec });
+    } catch (err) {
+      if (this.#instances.get(spec.id) === t) this.#untrack(t);
+      throw new Error(`could not hand the start of instance "${spec.id}" to host ${spec.hostId}: ${(err as Error).message}`);
+    }
+    this.#ops.set(op.id, { kind: 'start', hostId: spec.hostId, instanceId: spec.id, tracked: t });
+    return copy(t.status);
+  }
+
+  stop(id: string): Promise<void> {
+    return this.#end('stop', id);
+  }
+
+  remove(id: string): Promise<void> {
+    return this.#end('remove', id);
+  }
+
+  async removeVolume(volume: { kind: 'network'; volumeId: string; dataCenterId?: string }): Promise<void> {
+    const targets = new Set(this.#volumeHosts.get(volume.volumeId));
+    for (const h of this.#deps.hosts?.() ?? []) if (volume.dataCenterId === undefined || h.dataCenterId === volume.dataCenterId) targets.add(h.id);
+    for (const hostId of targets) {
+      const op = await this.#send(null, hostId, { kind: 'removeVolume', volumeId: volume.volumeId });
+      this.#ops.set(op.id, { kind: 'removeVolume', hostId, instanceId: null, tracked: null });
+    }
+    this.#volumeHosts.delete(volume.volumeId);
+  }
+
+  async inspect(id: string): Promise<InstanceStatus | null> {
+    const t = this.#instances.get(id);
+    return t ? copy(this.#visible(t)) : null;
+  }
+
+  async list(): Promise<InstanceStatus[]> {
+    return [...this.#instances.values()].map((t) => copy(this.#visible(t)));
+  }
+
+  onChange(listener: InstanceListener): () => void {
+    this.#listeners.add(listener);
+    return () => this.#listeners.delete(listener);
+  }
+
+  /** Detaches: the instances run on on their hosts; reports are no longer applied. */
+  async close(): Promise<void> {
+    this.#closed = true;
+    await this.#cost.close();
+  }
+
+  unavailable(hostId?: string): string | null {
+    const host = hostId === undefined ? undefined : this.#hosts.get(hostId);
+    return host?.downSince != null ? unreachable(host) : null;
+  }
+
+  // --- what the hosts say ---------------------------------------------------------------------
+
+  /** One `/agent/v1/report` of the host: its acks, then its instances. Answers the refused ids. */
+  receive(hostId: string, report: Pick<ReportRequest, 'instances' | 'acks'>): Promise<Refusal[]> {
+    const acked = report.acks?.length ? this.applyAcks(hostId, report.acks) : null;
+    if (report.instances) return this.applyReport(hostId, report.instances);
+    return acked ? acked.then(() => []) : Promise.resolve([]);
+  }
+
+  /**
+   * The host applied these operations (`ok`), or could not (`error` says why). Applied in turn with
+   * the host's reports: after those received before, before those received after.
+   */
+  applyAcks(hostId: string, acks: readonly OperationAck[]): Promise<void> {
+    return this.#onHost(hostId, async () => this.#applyAcks(hostId, acks));
+  }
+
+  #applyAcks(hostId: string, acks: readonly OperationAck[]): void {
+    if (this.#closed) return;
+    for (const ack of acks) {
+      const op = this.#ops.get(ack.opId);
+      // Only the host an operation was for may acknowledge it.
+      if (!op || op.hostId !== hostId) continue;
+      this.#ops.delete(ack.opId);
+      if (op.kind === 'start') {
+        const t = op.tracked;
+        if (!t || this.#instances.get(t.id) !== t) continue;
+        t.starting = false;
+        if (!ack.ok && LIVE.has(t.status.state))
+          this.#update(t, { ...t.status, state: 'failed', exitCode: null, reason: clamp(ack.error) ?? `host ${hostId} could not start it` });
+        continue;
+      }
+      if (op.instanceId !== null) this.#ended(op.instanceId);
+      if (!ack.ok) this.#deps.logger.warn({ hostId, op: op.kind, instanceId: op.instanceId, error: clamp(ack.error) }, 'a host could not apply an operation');
+    }
+  }
+
+  /**
+   * The host's instances as its agent reports them (`full`: all it has). Ids it may not claim are
+   * answered and ignored; the rest update what is known, and listeners hear every change.
+   */
+  applyReport(hostId: string, report: { full: boolean; items: readonly InstanceReport[] }): Promise<Refusal[]> {
+    return this.#onHost(hostId, async () => {
+      if (this.#closed) return [];
+      const { refused, accepted, placed } = await this.#screen(hostId, report.items);
+      const host = this.#host(hostId);
+      const seen = new Set<string>();
+      for (const item of report.items) {
+        if (!accepted.has(item.id)) continue;
+        seen.add(item.id);
+        this.#applyItem(hostId, item, placed);
+      }
+      if (report.full) {
+        for (const id of [...host.instances]) {
+          const t = this.#instances.get(id)!;
+          if (seen.has(id) || t.starting || !LIVE.has(t.status.state)) continue;
+          this.#update(t, { ...t.status, state: 'exited', exitCode: null, reason: `its container is gone from host ${hostId}` });
+        }
+        for (const [id, k] of this.#kept) if (k.hostId === hostId && !seen.has(id)) this.#kept.delete(id);
+        host.reported = true;
+      }
+      await this.#cost.reported(hostId, () =>
+        [...host.instances].map((id) => this.#instances.get(id)!).flatMap((t) => (t.owner.kind === 'pod' && t.status.state === 'running' ? [t.id] : [])),
+      );
+      return refused;
+    });
+  }
+
+  /** Of the ids a host reports, those it may not claim (never placed there by the control plane), with why. */
+  async refusals(hostId: string, ids: readonly string[]): Promise<Refusal[]> {
+    return (await this.#screen(hostId, ids.map((id) => ({ id })))).refused;
+  }
+
+  // --- hosts that come and go -------------------------------------------------------------------
+
+  /** The host missed its heartbeats (or was revoked) at `sinceMs`: its live instances read `unknown`. */
+  hostUnavailable(hostId: string, sinceMs: number): void {
+    const host = this.#host(hostId);
+    if (host.downSince !== null && host.downSince <= sinceMs) return;
+    this.#changeHost(host, () => {
+      host.downSince = sinceMs;
+    });
+    this.#cost.lost(hostId, sinceMs);
+  }
+
+  /** The host reports again: its instances read as last reported (its next report, full, settles them). */
+  hostAvailable(hostId: string): void {
+    const host = this.#hosts.get(hostId);
+    if (!host || host.downSince === null) return;
+    this.#changeHost(host, () => {
+      host.downSince = null;
+    });
+    this.#cost.back(hostId);
+  }
+
+  /** Pauses the cost of the pods of hosts unreachable for the lost grace at `now` (lost-host-cost.ts). On a timer; tests call it. */
+  sweep(now: number = this.#deps.clock.now()): Promise<void> {
+    return this.#cost.sweep(now);
+  }
+
+  // --- bookkeeping ------------------------------------------------------------------------------
+
+  #screen(hostId: string, items: ReadonlyArray<Pick<InstanceReport, 'id'> & Partial<Pick<InstanceReport, 'state'>>>) {
+    return screenReport(hostId, items, (id) => (this.#instances.get(id) ?? this.#kept.get(id))?.hostId, (ids) => this.#deps.placements.placed(ids));
+  }
+
+  #applyItem(hostId: string, item: InstanceReport, placed: ReadonlyMap<string, PlacedInstance>): void {
+    // What the host says of an instance being stopped describes what it is stopping.
+    if (this.#ending.has(item.id)) return;
+    const t = this.#instances.get(item.id);
+    if (item.kept) {
+      if (t && !t.starting && LIVE.has(t.status.state)) this.#update(t, { ...t.status, state: 'exited', exitCode: null, reason: `its container on host ${hostId} was stopped` });
+      else if (!t) {
+        const owner = this.#kept.get(item.id)?.owner ?? placed.get(item.id)?.owner;
+        if (owner) this.#kept.set(item.id, { hostId, owner });
+      }
+      return;
+    }
+    const status: InstanceStatus = {
+      id: item.id,
+      state: item.state,
+      startedAt: typeof item.startedAt === 'number' ? item.startedAt : null,
+      exitCode: typeof item.exitCode === 'number' ? item.exitCode : null,
+      reason: clamp(item.reason),
+      stats: null,
+    };
+    if (t) {
+      this.#update(t, status);
+      return;
+    }
+    // Not started by this runtime: adopted (a server restart, another replica's start), owned as the records say.
+    const owner = this.#kept.get(item.id)?.owner ?? placed.get(item.id)?.owner;
+    if (!owner) return;
+    this.#kept.delete(item.id);
+    const adopted: Tracked = { id: item.id, hostId, owner, starting: false, status };
+    this.#track(adopted);
+    this.#emit(this.#visible(adopted));
+  }
+
+  async #end(kind: 'stop' | 'remove', id: string): Promise<void> {
+    const t = this.#instances.get(id);
+    let hostId = t?.hostId ?? this.#kept.get(id)?.hostId;
+    if (t) this.#untrack(t);
+    if (kind === 'remove') this.#kept.delete(id);
+    else if (t) this.#kept.set(id, { hostId: t.hostId, owner: t.owner });
+    hostId ??= (await this.#deps.placements.placed([id])).get(id)?.hostId;
+    if (hostId === undefined) return;
+    this.#ending.set(id, (this.#ending.get(id) ?? 0) + 1);
+    try {
+      const op = await this.#send(id, hostId, { kind, instanceId: id });
+      this.#ops.set(op.id, { kind, hostId, instanceId: id, tracked: null });
+    } catch (err) {
+      this.#ended(id);
+      throw new Error(`could not hand the ${kind} of instance "${id}" to host ${hostId}: ${(err as Error).message}`);
+    }
+  }
+
+  #ended(id: string): void {
+    const n = (this.#ending.get(id) ?? 1) - 1;
+    if (n > 0) this.#ending.set(id, n);
+    else this.#ending.delete(id);
+  }
+
+  /** Enqueues after the instance's previous operation was enqueued, so one instance's operations keep their order. */
+  #send(instanceId: string | null, hostId: string, op: NewOperation): Promise<Operation> {
+    if (instanceId === null) return this.#deps.enqueue(hostId, op);
+    const previous = this.#sending.get(instanceId) ?? Promise.resolve();
+    const next = previous.catch(() => undefined).then(() => this.#deps.enqueue(hostId, op));
+    this.#sending.set(instanceId, next);
+    next
+      .finally(() => {
+        if (this.#sending.get(instanceId) === next) this.#sending.delete(instanceId);
+      })
+      .catch(() => undefined);
+    return next;
+  }
+
+  /** Runs `fn` after the host's previous report (a lookup in one must not let a later one overtake it). */
+  #onHost<T>(hostId: string, fn: () => Promise<T>): Promise<T> {
+    const host = this.#host(hostId);
+    const run = host.chain.catch(() => undefined).then(fn);
+    host.chain = run;
+    return run;
+  }
+
+  #host(hostId: string): HostState {
+    let host = this.#hosts.get(hostId);
+    if (!host) {
+      host = { id: hostId, instances: new Set(), downSince: null, reported: false, chain: Promise.resolve() };
+      this.#hosts.set(hostId, host);
+    }
+    return host;
+  }
+
+  #volumeHostsOf(volumeId: string): Set<string> {
+    let hosts = this.#volumeHosts.get(volumeId);
+    if (!hosts) this.#volumeHosts.set(volumeId, (hosts = new Set()));
+    return hosts;
+  }
+
+  #track(t: Tracked): void {
+    this.#instances.set(t.id, t);
+    this.#host(t.hostId).instances.add(t.id);
+  }
+
+  #untrack(t: Tracked): void {
+    this.#instances.delete(t.id);
+    this.#hosts.get(t.hostId)?.instances.delete(t.id);
+  }
+
+  /** The status callers see: a live instance of an unreachable host is `unknown`, with why. */
+  #visible(t: Tracked): InstanceStatus {
+    const host = this.#hosts.get(t.hostId);
+    if (host?.downSince == null || !LIVE.has(t.status.state)) return t.status;
+    return { ...t.status, state: 'unknown', reason: unreachable(host) };
+  }
+
+  #update(t: Tracked, next: InstanceStatus): void {
+    const before = this.#visible(t);
+    t.status = next;
+    const after = this.#visible(t);
+    if (differs(before, after)) this.#emit(after);
+  }
+
+  /** Applies a change of the host's availability, telling listeners of every instance it changes. */
+  #changeHost(host: HostState, change: () => void): void {
+    const before = new Map([...host.instances].map((id) => [id, this.#visible(this.#instances.get(id)!)]));
+    change();
+    for (const [id, was] of before) {
+      const now = this.#visible(this.#instances.get(id)!);
+      if (differs(was, now)) this.#emit(now);
+    }
+  }
+
+  #emit(status: InstanceStatus): void {
+    for (const listener of [...this.#listeners]) {
+      try {
+        const result: unknown = listener(copy(status));
+        if (result instanceof Promise) result.catch(() => undefined);
+      } catch {
+        // a listener's bug is its own
+      }
+    }
+  }
+}
+
+const unreachable = (host: HostState): string => `host ${host.id} unreachable since ${iso(host.downSince!)}`;
