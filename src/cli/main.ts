@@ -7,6 +7,7 @@ import { serve, serveHelp } from './serve.js';
 import { accounts, accountsHelp } from './accounts.js';
 import { keys, keysHelp } from './keys.js';
 import { worker, workerHelp } from './worker-env.js';
+import { hosts, hostsHelp } from './hosts.js';
 
 const help = `gantry — self-hostable compute platform
 
@@ -16,10 +17,12 @@ ${accountsHelp}
 
 ${keysHelp}
 
+${hostsHelp}
+
 ${workerHelp}
 `;
 
-const commands: Record<string, (argv: string[]) => Promise<void>> = { serve, accounts, keys, worker };
+const commands: Record<string, (argv: string[]) => Promise<void>> = { serve, accounts, keys, hosts, worker };
 
 async function main(argv: string[]): Promise<void> {
   const [name, ...rest] = argv;
