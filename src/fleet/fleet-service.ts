@@ -222,10 +222,11 @@ export class FleetService {
 
   /**
    * The host a credential belongs to. 401 UNAUTHORIZED for anything else (one message, whatever
-   * was wrong); 401 HOST_REVOKED for a revoked host's true credential.
+   * was wrong); 401 HOST_REVOKED for a revoked host's true credential. With `unlessKnown`, only a
+   * credential this replica knows is checked; any other gets that error (no database read).
    */
-  async authenticate(credential: string): Promise<{ hostId: string }> {
-    return { hostId: await this.#presence.authenticate(credential) };
+  async authenticate(credential: string, options: { unlessKnown?: Error | null } = {}): Promise<{ hostId: string }> {
+    return { hostId: await this.#presence.authenticate(credential, options) };
   }
 
   /** Revokes a host: its credential stops working here at once, on other replicas through the relay. 404 when no live host has the id. */

@@ -45,13 +45,16 @@ export class HostPresence {
   /**
    * The host a credential belongs to. 401 UNAUTHORIZED for anything else (one message, whatever
    * was wrong: the caller learns nothing about which hosts exist); 401 HOST_REVOKED only for a
-   * revoked host's true credential.
+   * revoked host's true credential. With `unlessKnown`, a credential this replica cannot check
+   * without the database is refused with that error instead (the caller's address is guessing).
    */
-  async authenticate(credential: string): Promise<string> {
+  async authenticate(credential: string, options: { unlessKnown?: Error | null } = {}): Promise<string> {
     const hostId = credentialHostId(credential);
-    if (hostId === null) throw unknownCredential();
+    if (hostId === null) throw options.unlessKnown ?? unknownCredential();
     let entry = this.#entries.get(hostId);
+    if (entry && options.unlessKnown && !secretMatches(credential, entry.hash)) throw options.unlessKnown;
     if (!entry) {
+      if (options.unlessKnown) throw options.unlessKnown;
       const record = await this.store.getHost(hostId);
       if (!record) throw unknownCredential();
       const seen = record.lastReportAt ?? record.joinedAt;

@@ -10,9 +10,10 @@ const MAX_CLIENTS = 10_000;
 /**
  * Counts failed authentications (a wrong join token, an unknown host credential) per client
  * address, in the same fixed windows as the API's rate limits; once a window's quota is spent the
- * address is refused with 429 before its secret is even looked at, until the window ends. Only
- * failures count: an agent whose credential works is never slowed. A secret of ~190 random bits
- * cannot be guessed anyway; this keeps guessing from costing the database anything.
+ * address's guesses are refused with 429 before they are looked up, until the window ends. Only
+ * failures count, and an agent whose credential this replica already knows is let through even
+ * from a refused address (hosts behind one NAT share it with whoever guesses). A secret of ~190
+ * random bits cannot be guessed anyway; this keeps guessing from costing the database anything.
  */
 export class AuthFailureLimiter {
   readonly #counters = new Map<string, WindowCounters>();
@@ -22,14 +23,14 @@ export class AuthFailureLimiter {
     private readonly quotas: Quotas = AUTH_FAILURE_QUOTAS,
   ) {}
 
-  /** Throws 429 RATE_LIMITED when the address spent its quota of failures; counts nothing. */
-  check(client: string): void {
+  /** The 429 RATE_LIMITED to answer when the address spent its quota of failures, else null; counts nothing. */
+  refusal(client: string): ApiError | null {
     const counters = this.#counters.get(client);
-    if (!counters) return;
+    if (!counters) return null;
     // a trial admission on a copy: would one more failure still be allowed?
     const trial = admit({ starts: [...counters.starts], counts: [...counters.counts] }, this.quotas, this.clock.now(), 1);
-    if (trial.allowed) return;
-    throw new ApiError('RATE_LIMITED', `Too many failed authentications from this address (${this.quotas[trial.exceeded!]} per ${trial.exceeded}); retry in ${trial.retryAfterSeconds} s.`, {
+    if (trial.allowed) return null;
+    return new ApiError('RATE_LIMITED', `Too many failed authentications from this address (${this.quotas[trial.exceeded!]} per ${trial.exceeded}); retry in ${trial.retryAfterSeconds} s.`, {
       headers: { 'Retry-After': String(trial.retryAfterSeconds) },
     });
   }

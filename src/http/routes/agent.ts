@@ -116,20 +116,21 @@ export function agentRoutes(app: FastifyInstance, services: Services): void {
   /** Authenticates the host credential; wrong ones count against the client address. */
   async function hostCredential(request: FastifyRequest): Promise<void> {
     const client = clientKey(request.ip);
-    failures.check(client);
+    const refusal = failures.refusal(client);
     const credential = bearer(request);
     if (credential === null)
       throw new ApiError('UNAUTHORIZED', `A host credential is required: send "Authorization: Bearer ${HOST_CREDENTIAL_PREFIX}…", the credential the agent received when it joined.`, {
         headers: { 'WWW-Authenticate': 'Bearer' },
       });
     if (!credential.startsWith(HOST_CREDENTIAL_PREFIX)) {
+      if (refusal) throw refusal;
       failures.failed(client);
       throw new ApiError('UNAUTHORIZED', `The agent protocol takes a host credential (${HOST_CREDENTIAL_PREFIX}…), the one its agent received when it joined; API keys are not accepted here.`, {
         headers: { 'WWW-Authenticate': 'Bearer error="invalid_token"' },
       });
     }
     try {
-      request.agentHostId = (await fleet.authenticate(credential)).hostId;
+      request.agentHostId = (await fleet.authenticate(credential, { unlessKnown: refusal })).hostId;
     } catch (err) {
       if (isApiError(err) && err.code === 'UNAUTHORIZED') failures.failed(client);
       throw err;
@@ -142,7 +143,8 @@ export function agentRoutes(app: FastifyInstance, services: Services): void {
 
   app.post<{ Body: Static<typeof JoinBody> }>(`${AGENT_API_PREFIX}/join`, { ...base, schema: { hide: true, body: JoinBody } }, async (request, reply) => {
     const client = clientKey(request.ip);
-    failures.check(client);
+    const refusal = failures.refusal(client);
+    if (refusal) throw refusal;
     const body = request.body;
     try {
       const answer = await fleet.join({
