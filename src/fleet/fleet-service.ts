@@ -426,7 +426,8 @@ export class FleetService {
     if (this.#chore) return;
     const tick = ++this.#ticks;
     this.#chore = (async () => {
-      await this.syncRevocations();
+      // an installation without agents pays nothing: no host to refuse, nobody to tell
+      if (this.#presence.size > 0 || this.#events.listens('host:revoked')) await this.syncRevocations();
       if (tick % FLUSH_EVERY_TICKS === 0) await this.flush();
       if (tick % PRUNE_EVERY_TICKS === 0) await this.prune();
     })()

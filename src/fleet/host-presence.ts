@@ -37,6 +37,11 @@ export class HostPresence {
     private readonly clock: Clock,
   ) {}
 
+  /** Hosts this replica has heard from (or of) since it started. */
+  get size(): number {
+    return this.#entries.size;
+  }
+
   /** A host that just joined here. */
   joined(hostId: string, credentialHash: string, now: number): void {
     this.#entries.set(hostId, { hash: credentialHash, revokedAt: null, lastSeen: now, written: now, polls: 0 });
