@@ -113,7 +113,10 @@ for (const { name, skip } of dialects()) {
       const grab = await call(url, other.body.credential, 'POST', `${AGENT_API_PREFIX}/report`, { capacity: claim });
       assert.deepEqual([grab.status, grab.body.code], [400, 'CAPACITY_INVALID']);
       assert.deepEqual((await fleet().get(other.body.hostId))!.capacity, before);
-      assert.deepEqual((await fleet().hosts.gpuOwners([taken])).get(taken), owner.hostId);
+      assert.deepEqual((await fleet().hosts.gpuOwners([taken.toLowerCase()])).get(taken.toLowerCase()), owner.hostId);
+      const shouted = capacity({ gpus: [{ uuid: taken.toUpperCase(), name: 'NVIDIA GeForce RTX 4090', memoryMb: 24564 }] });
+      const loud = await call(url, other.body.credential, 'POST', `${AGENT_API_PREFIX}/report`, { capacity: shouted });
+      assert.deepEqual([loud.status, loud.body.code], [400, 'CAPACITY_INVALID'], 'the same UUID in capitals is the same GPU');
     });
 
     test('instances the ownership check refuses are answered to the agent and never passed on', async () => {

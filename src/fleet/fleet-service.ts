@@ -13,8 +13,9 @@
  *   instance ids this host may not claim (another host's pod, an id nobody placed). Refused ids
  *   are answered to the agent and left out of the `instances` event. Default: accept all.
  * - `enqueue(hostId, op)` → the operation with its id and seq; `acks` says when it is done.
- * - `list()`, `get(id)`, `lastSeen(id)`, `state(...)` for availability; `inventoryHost`
- *   (host-capacity.ts) maps a host onto the inventory's `Host`.
+ * - `list()` and `get(id)` (capacity, last sign of life, state), `lastSeen(id)` (this replica's
+ *   memory) for availability, with `hostState` (host-state.ts); `inventoryHost` (host-capacity.ts)
+ *   maps a host onto the inventory's `Host`.
  *
  * Heartbeats cost no write per report: each report or poll updates the host's entry in memory,
  * and every few seconds the entries seen since are written in one batched statement (and so are
@@ -84,6 +85,8 @@ const joinTokenInvalid = (): ApiError =>
   new ApiError('JOIN_TOKEN_INVALID', 'The join token is unknown, already used or expired. Create a new one on the control plane: gantry hosts token create.');
 
 const publicHost = ({ credentialHash: _hash, ...host }: HostRecord): FleetHost => host;
+/** GPU UUIDs as `host_gpus` keys them: hex is hex in either case. */
+const gpuKeys = (gpus: ReadonlyArray<{ uuid: string }>): string[] => gpus.map((g) => g.uuid.toLowerCase());
 const isUniqueViolation = (err: unknown): boolean => {
   const code = (err as { code?: unknown }).code;
   return code === '23505' || (typeof code === 'string' && code.startsWith('SQLITE_CONSTRAINT'));
@@ -193,7 +196,7 @@ export class FleetService {
           revokedAt: null,
         };
         await this.hosts.insertHost(record, tx);
-        await this.hosts.setHostGpus(hostId, capacity.gpus.map((g) => g.uuid), tx);
+        await this.hosts.setHostGpus(hostId, gpuKeys(capacity.gpus), tx);
         return record;
       });
     } catch (err) {
@@ -210,12 +213,13 @@ export class FleetService {
 
   /** 400 when one of the GPUs belongs to another live host. */
   async #checkGpusFree(hostId: string, gpus: ReadonlyArray<{ uuid: string }>, tx: Parameters<HostStore['gpuOwners']>[1]): Promise<void> {
-    const owners = await this.hosts.gpuOwners(gpus.map((g) => g.uuid), tx);
-    const index = gpus.findIndex((g) => {
-      const owner = owners.get(g.uuid);
+    const keys = gpuKeys(gpus);
+    const owners = await this.hosts.gpuOwners(keys, tx);
+    const index = keys.findIndex((key) => {
+      const owner = owners.get(key);
       return owner !== undefined && owner !== hostId;
     });
-    if (index >= 0) throw gpusTaken(`capacity.gpus[${index}].uuid`, `host ${owners.get(gpus[index]!.uuid)}`, gpus[index]!.uuid);
+    if (index >= 0) throw gpusTaken(`capacity.gpus[${index}].uuid`, `host ${owners.get(keys[index]!)}`, gpus[index]!.uuid);
   }
 
   // ---- credentials ----------------------------------------------------------------------------
@@ -278,7 +282,7 @@ export class FleetService {
       updated = await this.#deps.db.withTransaction(async (tx) => {
         await this.#checkGpusFree(hostId, capacity.gpus, tx);
         if (!(await this.hosts.updateCapacity(hostId, capacity, tx))) return null;
-        await this.hosts.setHostGpus(hostId, capacity.gpus.map((g) => g.uuid), tx);
+        await this.hosts.setHostGpus(hostId, gpuKeys(capacity.gpus), tx);
         return { ...current, capacity };
       });
     } catch (err) {
