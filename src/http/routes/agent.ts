@@ -69,7 +69,7 @@ export const ReportBody = Type.Object(
 
 export const OperationsQuery = Type.Object(
   {
-    after: Type.Integer({ minimum: 0, default: 0 }),
+    after: Type.Integer({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER, default: 0 }),
     waitMs: Type.Integer({ minimum: 0, maximum: MAX_AGENT_POLL_WAIT_MS, default: 0 }),
   },
   { additionalProperties: false },
