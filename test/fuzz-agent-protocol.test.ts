@@ -8,6 +8,7 @@ import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import { createTestApp, dialects, type TestApp } from './support/harness.js';
 import { capacity, joinBody } from './support/fleet.js';
+import type { JoinRequest } from '../src/fleet/protocol.js';
 
 const runs = Number(process.env.FUZZ_RUNS ?? 60);
 
@@ -53,7 +54,7 @@ for (const dialect of dialects()) {
     before(async () => {
       t = await createTestApp({ dialect: dialect.name });
       const { token } = await t.services.fleet.createJoinToken();
-      const joined = await t.services.fleet.join({ ...(joinBody(token) as never), capacity: capacity() });
+      const joined = await t.services.fleet.join(joinBody(token) as unknown as JoinRequest);
       ({ credential, hostId } = joined);
     });
     after(() => t?.close());
