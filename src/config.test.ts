@@ -248,3 +248,26 @@ test("the process runtime's orphan grace defaults to 30 s and is read from the f
   assert.equal(config.runtime.process.orphanGraceMs, 1_500);
   assert.throws(() => loadConfig({ env: { GANTRY_DATA_DIR: tmpdir(), GANTRY_PROCESS_ORPHAN_GRACE_MS: 'soon' } }), /runtime\.process\.orphanGraceMs must be a non-negative number/);
 });
+
+test('the agents’ timings default to 10 s heartbeats, a 30 s timeout, 25 s polls, a 5 min lost grace and 1 h join tokens', () => {
+  assert.deepEqual(load('{}').agents, { heartbeatMs: 10_000, heartbeatTimeoutMs: 30_000, pollWaitMs: 25_000, lostGraceMs: 300_000, joinTokenTtlMs: 3_600_000 });
+});
+
+test('fleet as a mapping sets the agents’ timings and may still declare the process runtime’s hosts under fleet.hosts', () => {
+  const config = load('fleet:\n  heartbeatMs: 2000\n  heartbeatTimeoutMs: 7000\n  pollWaitMs: 5000\n  lostGraceMs: 60000\n  joinTokenTtlMs: 600000\n  hosts:\n    - { id: box-1, dataCenterId: US-TX-3 }\n');
+  assert.deepEqual(config.agents, { heartbeatMs: 2000, heartbeatTimeoutMs: 7000, pollWaitMs: 5000, lostGraceMs: 60_000, joinTokenTtlMs: 600_000 });
+  assert.deepEqual(config.fleet.map((h) => h.id), ['box-1']);
+  assert.deepEqual(config.warnings, []);
+  // only timings: the demo fleet stays, and docker accepts it (its host is discovered)
+  assert.ok(load('fleet: { heartbeatMs: 2000 }\n').fleet.length > 1);
+  assert.equal(load('runtime: docker\nfleet: { heartbeatMs: 2000 }\n').agents.heartbeatMs, 2000);
+  assert.throws(() => load('runtime: docker\nfleet: { hosts: [] }\n'), /fleet declares the hosts of the process runtime/);
+  assert.match(load('fleet: { heartbeatMS: 1 }\n').warnings[0] ?? '', /unknown config key "fleet\.heartbeatMS"/);
+});
+
+test('agent timings that cannot work are refused naming the setting', () => {
+  assert.throws(() => load('fleet: { heartbeatMs: 30000 }\n'), /fleet\.heartbeatTimeoutMs \(30000\) must be longer than fleet\.heartbeatMs \(30000\)/);
+  assert.throws(() => load('fleet: { pollWaitMs: 30001 }\n'), /fleet\.pollWaitMs must be at most 30000 ms/);
+  assert.throws(() => load('fleet: { joinTokenTtlMs: 10 }\n'), /fleet\.joinTokenTtlMs must be at least 1000 ms/);
+  assert.throws(() => load('fleet: { lostGraceMs: -1 }\n'), /fleet\.lostGraceMs must be a non-negative number/);
+});

@@ -57,8 +57,13 @@ export interface Config {
   rateLimits: RateLimitConfig;
   images: Record<string, ImageSpec>;
   catalog: Catalog;
-  /** The process runtime's hosts (the demo fleet unless the file declares its own); empty with the docker runtime, whose one host is discovered. */
+  /**
+   * The process runtime's hosts (the demo fleet unless the file declares its own: `fleet` as a
+   * list, or `fleet.hosts`); empty with the docker runtime, whose one host is discovered.
+   */
   fleet: Host[];
+  /** The agents of joined hosts (`gantry agent`, docs/fleet.md): the `fleet` mapping's settings. */
+  agents: AgentsConfig;
   networking: {
     /** Global networking addresses come from this IPv4 /16 or /24 pool. @default "10.200.0.0/16" */
     globalPool: string;
@@ -81,6 +86,23 @@ export interface Config {
   /** Keys of the config file Gantry does not know (a typo is reported, not silently ignored). */
   warnings: string[];
 }
+
+/** The agent protocol's timings (config file: `fleet.heartbeatMs`, …; docs/fleet.md). */
+export interface AgentsConfig {
+  /** How often an agent reports; handed to it when it joins. @default 10000 */
+  heartbeatMs: number;
+  /** A host whose last report is older than this is unavailable (placement skips it). Longer than `heartbeatMs`. @default 30000 */
+  heartbeatTimeoutMs: number;
+  /** How long an agent's operations long-poll is held; handed to it when it joins. At most 30000. @default 25000 */
+  pollWaitMs: number;
+  /** How long a host may stay unreachable before its pods' cost stops accruing. @default 300000 */
+  lostGraceMs: number;
+  /** How long a join token is good for when `gantry hosts token create` is given no `--ttl`. @default 3600000 */
+  joinTokenTtlMs: number;
+}
+
+/** The agents' longest operations long-poll (docs/fleet.md). */
+export const MAX_AGENT_POLL_WAIT_MS = 30_000;
 
 /**
  * Bounds on a GraphQL document, checked before it is validated or run (over one: HTTP 200,
@@ -249,9 +271,24 @@ function parseCatalog(raw: unknown): Catalog {
   };
 }
 
+/** `fleet` is the list of the process runtime's hosts, or a mapping of the agents' settings and `hosts`. */
+const fleetHosts = (raw: unknown): unknown => (isObj(raw) ? raw.hosts : raw);
+
+function parseAgents(raw: unknown): AgentsConfig {
+  const section: Obj = isObj(raw) ? raw : {};
+  const heartbeatMs = Math.max(100, num(section.heartbeatMs, 'fleet.heartbeatMs', 10_000));
+  const heartbeatTimeoutMs = num(section.heartbeatTimeoutMs, 'fleet.heartbeatTimeoutMs', 30_000);
+  if (heartbeatTimeoutMs <= heartbeatMs) fail(`fleet.heartbeatTimeoutMs (${heartbeatTimeoutMs}) must be longer than fleet.heartbeatMs (${heartbeatMs}): every host would flap between available and unavailable`);
+  const pollWaitMs = num(section.pollWaitMs, 'fleet.pollWaitMs', 25_000);
+  if (pollWaitMs > MAX_AGENT_POLL_WAIT_MS) fail(`fleet.pollWaitMs must be at most ${MAX_AGENT_POLL_WAIT_MS} ms`);
+  const joinTokenTtlMs = num(section.joinTokenTtlMs, 'fleet.joinTokenTtlMs', 3_600_000);
+  if (joinTokenTtlMs < 1000) fail('fleet.joinTokenTtlMs must be at least 1000 ms');
+  return { heartbeatMs, heartbeatTimeoutMs, pollWaitMs, lostGraceMs: num(section.lostGraceMs, 'fleet.lostGraceMs', 300_000), joinTokenTtlMs };
+}
+
 function parseFleet(raw: unknown, catalog: Catalog): Host[] {
   if (raw === undefined) return defaultFleet();
-  if (!Array.isArray(raw)) fail('fleet must be a list of hosts');
+  if (!Array.isArray(raw)) fail('fleet must be a list of hosts (or fleet.hosts, when fleet is a mapping)');
   const ids = new Set<string>();
   return raw.map((h, i) => {
     if (!isObj(h)) fail(`fleet[${i}] must be a mapping`);
@@ -313,8 +350,8 @@ export function loadConfig({ env, flags = {} }: ConfigSources): Config {
   const databaseSchema = env.GANTRY_DATABASE_SCHEMA ?? (typeof file.databaseSchema === 'string' ? file.databaseSchema : 'public');
   const runtime = parseRuntime(file.runtime, env, { catalog, databaseUrl, databaseSchema, dataDir });
   // The process runtime's demo fleet is declared; the Docker runtime's one host is discovered.
-  if (runtime.kind === 'docker' && file.fleet !== undefined)
-    fail('fleet declares the hosts of the process runtime; with runtime docker the host is discovered from the engine (remove fleet; runtime.docker sets hostId, dataCenterId, cloud, publicIp and portRange)');
+  if (runtime.kind === 'docker' && fleetHosts(file.fleet) !== undefined)
+    fail('fleet declares the hosts of the process runtime; with runtime docker the host is discovered from the engine (remove fleet, or fleet.hosts; runtime.docker sets hostId, dataCenterId, cloud, publicIp and portRange)');
   const images = parseImages(file.images, { commandRequired: runtime.kind === 'process' });
   for (const spec of Object.values(images)) if (spec.cwd && !isAbsolute(spec.cwd)) spec.cwd = join(configDir, spec.cwd);
   return {
@@ -343,7 +380,8 @@ export function loadConfig({ env, flags = {} }: ConfigSources): Config {
     },
     images,
     catalog,
-    fleet: runtime.kind === 'process' ? parseFleet(file.fleet, catalog) : [],
+    fleet: runtime.kind === 'process' ? parseFleet(fleetHosts(file.fleet), catalog) : [],
+    agents: parseAgents(file.fleet),
     networking: {
       globalPool: typeof networking.globalPool === 'string' ? networking.globalPool : '10.200.0.0/16',
       internalDomain: typeof networking.internalDomain === 'string' ? networking.internalDomain : 'gantry',
@@ -424,6 +462,7 @@ const KNOWN_KEYS: Record<string, readonly string[] | null> = {
     'retryBudget', 'rateLimits', 'rateLimitPerWorker', 'maxBatchSize', 'commitConcurrency', 'workerRateLimits',
   ],
   'jobs.workerRateLimits': ['perWorker', 'perEndpoint', 'attachedWorkers'],
+  fleet: ['hosts', 'heartbeatMs', 'heartbeatTimeoutMs', 'pollWaitMs', 'lostGraceMs', 'joinTokenTtlMs'],
   ...RUNTIME_KEYS,
   graphql: ['maxDocumentBytes', 'maxDepth', 'maxAliases', 'maxFields', 'maxRootFields', 'maxCost'],
   quotas: ['pods', 'gpus', 'queuedJobs', 'storedJobBytes', 'streamBytesPerJob'],

@@ -40,6 +40,7 @@ import type { Services } from './services.js';
 import { buildApp, loggerOptions } from './http/app.js';
 import { createJobListener } from './http/job-listener.js';
 import { ConnectionCap } from './http/listener-limits.js';
+import { FleetService, FLEET_TOPICS } from './fleet/fleet-service.js';
 
 export interface ServiceOverrides {
   clock?: Clock;
@@ -103,6 +104,7 @@ export async function createServices(config: Config, overrides: ServiceOverrides
   const templates = new TemplatesService({ db, clock, runtime, registryGuard });
   const volumes = new VolumesService({ db, clock, runtime, catalog: config.catalog });
   const registries = new RegistriesService({ db, clock, secrets });
+  const fleet = new FleetService({ db, clock, secrets, catalog: config.catalog, config: config.agents, relay, logger: logger.child({ component: 'fleet' }) });
   const podController = new PodController({ db, runtime, inventory, registries, clock, events, logger: logger.child({ component: 'pods' }), lease: leases.lease(LEASE_NAMES.pods), config });
   const quota = new ResourceQuota({ holdings: new ResourceHoldingsStore(db), quotas: config.quotas, clock });
   const pods = new PodsService({ controller: podController, inventory, runtime, templates, volumes, registries, accounts, clock, config, quota, registryGuard });
@@ -192,14 +194,18 @@ export async function createServices(config: Config, overrides: ServiceOverrides
         for (const listener of countListeners) listener(key, count);
         return;
       }
+      if (FLEET_TOPICS.includes(topic)) return fleet.deliver(topic, key);
       signals.deliver(topic as JobChannel, key, count);
       // A job queued on another replica may need a worker now, as a local `job:queued` would.
       if (topic === 'work') autoscaler.nudge();
     },
-    wakeAll: () => signals.wakeAll(),
+    wakeAll: () => {
+      signals.wakeAll();
+      fleet.wakeAll();
+    },
   });
   await templates.seedPublic();
-  return { config, db, clock, logger, events, secrets, runtime, accounts, catalog, inventory, pods, podController, templates, volumes, registries, endpoints, jobs, workers, timekeeper, webhooks, autoscaler, leases, relay, jobRequestCounts };
+  return { config, db, clock, logger, events, secrets, runtime, accounts, catalog, inventory, pods, podController, templates, volumes, registries, endpoints, jobs, workers, timekeeper, fleet, webhooks, autoscaler, leases, relay, jobRequestCounts };
 }
 
 /** On a first start (no accounts), creates the `admin` account and its key; answers the key to print once. */
@@ -282,6 +288,7 @@ export async function startServer(config: Config, overrides: StartOptions = {}):
   orphans.watch(attached);
   services.timekeeper.start();
   services.webhooks.start();
+  services.fleet.start();
   const app = await buildApp(services, { logger: services.logger });
   await app.listen({ port: config.server.port, host: config.server.host });
   phase('listenMs');
@@ -329,6 +336,8 @@ export async function startServer(config: Config, overrides: StartOptions = {}):
       if (closed) return;
       closed = true;
       services.jobs.signals.close();
+      // agents' long-polls answer now (empty) rather than hold the shutdown
+      await services.fleet.close();
       if (jobListener) {
         const stopped = new Promise((resolve) => jobListener.close(resolve));
         jobListener.closeAllConnections();

@@ -22,6 +22,7 @@ import type { Timekeeper } from './jobs/timekeeper.js';
 import type { Leases } from './store/leases.js';
 import type { NotifyRelay } from './store/notify-relay.js';
 import type { JobRequestCounts } from './domain/job-rate-limits.js';
+import type { FleetService } from './fleet/fleet-service.js';
 
 /** Everything the transports (HTTP, GraphQL, CLI) reach. Built only by `createServices`. */
 export interface Services {
@@ -46,6 +47,8 @@ export interface Services {
   jobs: JobsService;
   workers: WorkersRegistry;
   timekeeper: Timekeeper;
+  /** Joined hosts and their agents' protocol (docs/fleet.md). */
+  fleet: FleetService;
   /** Which replica drives each control loop (always this one on SQLite). */
   leases: Leases;
   /** Wake-ups across replicas (PostgreSQL only). */

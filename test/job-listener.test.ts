@@ -6,6 +6,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import type { RunningServer } from '../src/main.js';
 import { startListeningServer, type ListeningServer } from './support/harness.js';
+import { joinBody } from './support/fleet.js';
 
 let listening: ListeningServer;
 let server: RunningServer;
@@ -59,4 +60,20 @@ test("an endpoint's requestUrls are built on the public job URL", async () => {
   const endpoint = (await (await call(server.url, 'GET', `/v2/serverless/${endpointId}`)).json()) as { requestUrls: { run: string; status: string } };
   assert.equal(endpoint.requestUrls.run, `${JOB_URL}/v2/${endpointId}/run`);
   assert.equal(endpoint.requestUrls.status, `${JOB_URL}/v2/${endpointId}/status/{job_id}`);
+});
+
+test('the agent protocol is served on the job listener too, so an agent may use the workers’ URL', async () => {
+  const { token } = await server.services.fleet.createJoinToken();
+  const join = await fetch(`${server.jobUrl}/agent/v1/join`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify(joinBody(token)),
+  });
+  assert.equal(join.status, 201);
+  const { hostId, credential } = (await join.json()) as { hostId: string; credential: string };
+  const op = await server.services.fleet.enqueue(hostId, { kind: 'stop', instanceId: 'pod-1' });
+  const poll = await fetch(`${server.jobUrl}/agent/v1/operations?after=0`, { headers: { authorization: `Bearer ${credential}` } });
+  assert.deepEqual(((await poll.json()) as { operations: Array<{ id: string }> }).operations.map((o) => o.id), [op.id]);
+  const report = await fetch(`${server.jobUrl}/agent/v1/report`, { method: 'POST', headers: { authorization: `Bearer ${credential}`, 'content-type': 'application/json' }, body: '{}' });
+  assert.equal(report.status, 200);
 });

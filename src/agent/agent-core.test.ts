@@ -90,7 +90,7 @@ class ScriptedTransport implements AgentTransport {
     this.reports.push({ server, body: structuredClone(body), at: this.timers.clock.now() });
     if (this.down.has(server)) throw new ControlPlaneUnreachable(`cannot reach ${server}: ECONNREFUSED`);
     if (this.revoked) throw new ControlPlaneRefusal(401, 'HOST_REVOKED', 'this host was revoked');
-    return { now: this.timers.clock.now(), refused: this.refused };
+    return { now: this.timers.clock.now(), refused: this.refused, ignoredAcks: [] };
   }
 
   operations(server: string, credential: string, query: { after: number; waitMs: number }, signal: AbortSignal): Promise<Operation[]> {

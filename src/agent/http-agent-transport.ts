@@ -52,7 +52,12 @@ export class HttpAgentTransport implements AgentTransport {
   async report(server: string, credential: string, body: ReportRequest): Promise<ReportAnswer> {
     const answer = (await this.#call({ server, method: 'POST', path: '/report', credential, body, timeoutMs: this.#timeoutMs })) as Partial<ReportAnswer> | null;
     const refused = Array.isArray(answer?.refused) ? answer.refused.filter((r) => typeof r?.id === 'string') : [];
-    return { now: typeof answer?.now === 'number' ? answer.now : 0, refused: refused.map((r) => ({ id: r.id, reason: String(r.reason ?? '') })) };
+    const ignored = Array.isArray(answer?.ignoredAcks) ? answer.ignoredAcks.filter((r) => typeof r?.opId === 'string') : [];
+    return {
+      now: typeof answer?.now === 'number' ? answer.now : 0,
+      refused: refused.map((r) => ({ id: r.id, reason: String(r.reason ?? '') })),
+      ignoredAcks: ignored.map((r) => ({ opId: r.opId, reason: String(r.reason ?? '') })),
+    };
   }
 
   async operations(server: string, credential: string, query: { after: number; waitMs: number }, signal: AbortSignal): Promise<Operation[]> {

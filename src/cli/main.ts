@@ -9,6 +9,7 @@ import { keys, keysHelp } from './keys.js';
 import { worker, workerHelp } from './worker-env.js';
 import { agent, agentHelp } from './agent.js';
 import { AgentFatal } from '../agent/agent-fatal.js';
+import { hosts, hostsHelp } from './hosts.js';
 
 const help = `gantry — self-hostable compute platform
 
@@ -18,12 +19,14 @@ ${accountsHelp}
 
 ${keysHelp}
 
+${hostsHelp}
+
 ${workerHelp}
 
 ${agentHelp}
 `;
 
-const commands: Record<string, (argv: string[]) => Promise<void>> = { serve, accounts, keys, worker, agent };
+const commands: Record<string, (argv: string[]) => Promise<void>> = { serve, accounts, keys, hosts, worker, agent };
 
 async function main(argv: string[]): Promise<void> {
   const [name, ...rest] = argv;

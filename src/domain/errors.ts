@@ -32,8 +32,11 @@ export const errorCatalogue = {
   IMAGE_NOT_ALLOWED: { status: 400, title: 'Bad Request' },
   QUERY_TOO_COMPLEX: { status: 400, title: 'Bad Request' },
   RESOURCE_QUOTA_EXCEEDED: { status: 400, title: 'Bad Request' },
+  CAPACITY_INVALID: { status: 400, title: 'Bad Request' },
   // 401 / 403
   UNAUTHORIZED: { status: 401, title: 'Unauthorized' },
+  JOIN_TOKEN_INVALID: { status: 401, title: 'Unauthorized' },
+  HOST_REVOKED: { status: 401, title: 'Unauthorized' },
   FORBIDDEN: { status: 403, title: 'Forbidden' },
   // 404
   NOT_FOUND: { status: 404, title: 'Not Found' },

@@ -71,7 +71,14 @@ export interface ReportAnswer {
   now: number;
   /** reported instances the control plane does not accept from this host (ignored) */
   refused: Array<{ id: string; reason: string }>;
+  /**
+   * acknowledgements of operations that are not this host's (unknown ids, another host's): ignored,
+   * nothing changed. A repeated ack of the host's own operation is not listed (it is idempotent).
+   */
+  ignoredAcks: Array<{ opId: string; reason: string }>;
 }
+
+export type OperationKind = 'start' | 'stop' | 'remove' | 'removeVolume';
 
 export type Operation =
   | { id: string; seq: number; kind: 'start'; instanceId: string; spec: InstanceSpec }

@@ -19,6 +19,7 @@ import { serverlessRoutes } from './routes/serverless.js';
 import { jobRoutes } from './routes/jobs.js';
 import { jobRequestRoutes } from './routes/job-requests.js';
 import { workerProtocolRoutes } from './routes/worker-protocol.js';
+import { agentRoutes } from './routes/agent.js';
 import { graphqlRoutes } from '../graphql/graphql-route.js';
 import { lazyChildLogger } from './request-logger.js';
 import { findNul, jsonMayHoldNul, nulViolation, urlHasNul } from './nul-text.js';
@@ -136,6 +137,7 @@ export async function buildApp(services: Services, options: BuildAppOptions = {}
   serverlessRoutes(app, services);
   jobRequestRoutes(app, services, jobRoutes(app, services));
   workerProtocolRoutes(app, services);
+  agentRoutes(app, services);
   graphqlRoutes(app, services, rateLimiter);
 
   await app.ready();

@@ -21,12 +21,12 @@ export function createJobListener(app: FastifyInstance, limits: ListenerLimits):
   return server;
 }
 
-/** On the job listener only job API and worker protocol routes (and `/healthz`) answer. */
+/** On the job listener only job API, worker protocol and agent protocol routes (and `/healthz`) answer. */
 export function restrictToJobApi(app: FastifyInstance, mainUrl: string): void {
   app.addHook('onRequest', (request, _reply, done) => {
     if (!(request.raw as IncomingMessage & { [ON_JOB_LISTENER]?: true })[ON_JOB_LISTENER]) return done();
     const config = request.routeOptions.config;
-    if (config.jobApi || request.routeOptions.url === '/healthz' || request.routeOptions.url === undefined) return done();
+    if (config.jobApi || config.agentProtocol || request.routeOptions.url === '/healthz' || request.routeOptions.url === undefined) return done();
     done(new ApiError('NOT_FOUND', `${request.method} ${request.routeOptions.url} is not on the job API listener; management routes answer at ${mainUrl}.`));
   });
 }

@@ -19,7 +19,8 @@
  */
 import type { Logger } from 'pino';
 import { newId } from '../domain/ids.js';
-import type { Session, Sessions } from './database.js';
+import { sql } from 'kysely';
+import type { Db, Session, Sessions } from './database.js';
 
 /** Where relayed notifications go (the replica's `JobSignals`). */
 export interface RelayTarget {
@@ -277,4 +278,15 @@ export class PostgresNotifyRelay implements NotifyRelay {
     }
     for (const [topic, key, count] of payload.m ?? []) this.#target.deliver(topic, key, count === 0 ? Number.POSITIVE_INFINITY : count);
   }
+}
+
+/**
+ * Sends one notification to every replica of the database, from a process that runs no relay (a
+ * CLI command): e.g. a host revoked by `gantry hosts revoke` is refused by every replica at once.
+ * Nothing to do without LISTEN/NOTIFY (SQLite: the server looks for such changes itself).
+ */
+export async function notifyReplicasOnce(db: Db, topic: string, key: string): Promise<void> {
+  if (!db.capabilities.listenNotify || !db.sessions) return;
+  const [payload] = encodePayloads(`once-${newId(8)}`, [[topic, key, 1]]);
+  if (payload) await sql`SELECT pg_notify(${relayChannel(db.sessions.namespace)}, ${payload})`.execute(db.kysely);
 }

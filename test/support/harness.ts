@@ -128,6 +128,7 @@ export async function createTestApp(options: TestAppOptions = {}): Promise<TestA
       return { accountId: account.id, key, readKey };
     },
     async close() {
+      await services.fleet.close();
       await app.close();
       await services.podController.stop();
       await services.runtime.close();

@@ -2,6 +2,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { AccountsService, Principal } from '../../accounts/accounts-service.js';
 import { ApiError } from '../../domain/errors.js';
 import type { RestRateLimiter } from './rate-limit.js';
+import { HOST_CREDENTIAL_PREFIX } from '../../fleet/host-secrets.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -20,6 +21,11 @@ declare module 'fastify' {
     jobApi?: boolean;
     /** A worker protocol route (`/v2/:endpointId/<op>/:workerId…`): the only routes a `worker` key may call. @default false */
     workerProtocol?: boolean;
+    /**
+     * An agent protocol route (`/agent/v1/…`): authenticated by a host credential (routes/agent.ts),
+     * never by an API key; also served on the job listener. @default false
+     */
+    agentProtocol?: boolean;
   }
 }
 
@@ -43,10 +49,13 @@ export function registerAuth(app: FastifyInstance, deps: { accounts: AccountsSer
   app.addHook('onRequest', (request, reply, done) => {
     const config = request.routeOptions.config;
     // Unknown routes have no route config; they fall through to the problem+json 404.
-    if (config.public || request.routeOptions.url === undefined) return done();
+    if (config.public || config.agentProtocol || request.routeOptions.url === undefined) return done();
     const key = presentedKey(request, config.queryKey === true);
     if (key === null)
       return done(new ApiError('UNAUTHORIZED', 'An API key is required: send "Authorization: Bearer <key>".', { headers: { 'WWW-Authenticate': 'Bearer' } }));
+    // A host's credential is for its agent's protocol only: never an API key, whatever the store holds.
+    if (key.startsWith(HOST_CREDENTIAL_PREFIX))
+      return done(new ApiError('UNAUTHORIZED', `A host credential (${HOST_CREDENTIAL_PREFIX}…) is accepted only by the agent protocol (/agent/v1), not by the API: send an API key.`, { headers: { 'WWW-Authenticate': 'Bearer error="invalid_token"' } }));
     const admit = (principal: Principal | null): void => {
       if (principal === null)
         return done(new ApiError('UNAUTHORIZED', 'The API key is malformed, unknown or revoked.', { headers: { 'WWW-Authenticate': 'Bearer error="invalid_token"' } }));
