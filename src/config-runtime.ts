@@ -9,10 +9,11 @@ import { bool, fail, isObj, num, oneOf, type Obj } from './config-values.js';
 export interface RuntimeConfig {
   /**
    * Which runtime runs pods and workers: `process` (local child processes, the demo fleet) or
-   * `docker` (containers on a Docker Engine, on the one host discovered from it). The config's
+   * `docker` (containers on a Docker Engine, on the one host discovered from it) or `fleet`
+   * (containers on the hosts whose `gantry agent` joined: docs/fleet.md). The config's
    * `runtime: docker` is the short form of `runtime: { kind: docker }`. `GANTRY_RUNTIME`. @default "process"
    */
-  kind: 'process' | 'docker';
+  kind: 'process' | 'docker' | 'fleet';
   process: {
     /**
      * Let the process runtime serve more than one account. It isolates nothing (an instance is a
@@ -147,9 +148,9 @@ export interface RuntimeContext {
 
 /** `runtime: process | docker`, or `runtime: { kind, process: {…}, docker: {…} }`; GANTRY_RUNTIME and DOCKER_HOST override the file. */
 export function parseRuntime(raw: unknown, env: Record<string, string | undefined>, ctx: RuntimeContext): RuntimeConfig {
-  if (raw !== undefined && raw !== null && typeof raw !== 'string' && !isObj(raw)) fail('runtime must be "process", "docker", or a mapping { kind, process, docker }');
+  if (raw !== undefined && raw !== null && typeof raw !== 'string' && !isObj(raw)) fail('runtime must be "process", "docker", "fleet", or a mapping { kind, process, docker }');
   const section: Obj = typeof raw === 'string' ? { kind: raw } : isObj(raw) ? raw : {};
-  const kind = oneOf(env.GANTRY_RUNTIME || section.kind, env.GANTRY_RUNTIME ? 'GANTRY_RUNTIME' : 'runtime.kind', ['process', 'docker'] as const, 'process');
+  const kind = oneOf(env.GANTRY_RUNTIME || section.kind, env.GANTRY_RUNTIME ? 'GANTRY_RUNTIME' : 'runtime.kind', ['process', 'docker', 'fleet'] as const, 'process');
   if (section.process !== undefined && !isObj(section.process)) fail('runtime.process must be a mapping');
   if (section.docker !== undefined && !isObj(section.docker)) fail('runtime.docker must be a mapping');
   const processRuntime: Obj = isObj(section.process) ? section.process : {};

@@ -41,6 +41,8 @@ import { buildApp, loggerOptions } from './http/app.js';
 import { createJobListener } from './http/job-listener.js';
 import { ConnectionCap } from './http/listener-limits.js';
 import { FleetService, FLEET_TOPICS } from './fleet/fleet-service.js';
+import { FleetRuntime } from './fleet/fleet-runtime.js';
+import { FleetWiring, recordPlacements } from './fleet/fleet-wiring.js';
 
 export interface ServiceOverrides {
   clock?: Clock;
@@ -84,9 +86,30 @@ export async function createServices(config: Config, overrides: ServiceOverrides
     logger.warn({ dataDir: config.dataDir, paths: tightened.slice(0, 50), count: tightened.length }, `took group and other permissions off ${tightened.length} path(s) of the data dir: it holds secrets no other local user may read`);
   // Before the database opens: a runtime that cannot start (its engine unreachable) leaves nothing open.
   if (overrides.runtime && !overrides.hosts && config.runtime.kind === 'docker') throw new Error('createServices: a runtime given for runtime docker needs its hosts (overrides.hosts): the config declares none');
-  const { runtime, hosts } = overrides.runtime
+  // runtime fleet: instances run on the joined hosts' agents; its operations go to the fleet
+  // service's queues and the records say where each instance was placed (both made below).
+  let fleetOps: FleetService | null = null;
+  let fleetDb: Db | null = null;
+  let fleetInventory: Inventory | null = null;
+  const fleetRuntime: FleetRuntime | null =
+    !overrides.runtime && config.runtime.kind === 'fleet'
+      ? new FleetRuntime({
+          enqueue: (hostId, op) => fleetOps!.enqueue(hostId, op),
+          placements: {
+            placed: (ids) => recordPlacements(fleetDb!).placed(ids),
+            expected: () => recordPlacements(fleetDb!).expected(),
+          },
+          hosts: () => fleetInventory?.hosts() ?? [],
+          clock,
+          logger: logger.child({ component: 'runtime' }),
+          config: { lostGraceMs: config.agents.lostGraceMs },
+        })
+      : null;
+  const { runtime, hosts }: { runtime: Runtime; hosts: Host[] } = overrides.runtime
     ? { runtime: overrides.runtime, hosts: overrides.hosts ?? config.fleet }
-    : await createRuntime(config, { clock, logger: logger.child({ component: 'runtime' }) });
+    : fleetRuntime
+      ? { runtime: fleetRuntime, hosts: [] }
+      : await createRuntime(config, { clock, logger: logger.child({ component: 'runtime' }) });
   const db = overrides.db ?? (await openConfiguredDatabase(config));
   const events = new EventBus();
   // Replicas sharing one PostgreSQL database: each control loop runs under a lease, and long-polls
@@ -100,12 +123,29 @@ export async function createServices(config: Config, overrides: ServiceOverrides
   const inventory = new Inventory({ hosts, catalog: config.catalog });
   const catalog = new CatalogService({ catalog: config.catalog, inventory });
   // Only the Docker runtime pulls images: the process runtime maps them through `images` and never does.
-  const registryGuard = config.runtime.kind === 'docker' ? new RegistryGuard({ policy: config.runtime.docker.registries, ...(overrides.registryResolver ? { resolve: overrides.registryResolver } : {}) }) : null;
+  const registryGuard = config.runtime.kind !== 'process' ? new RegistryGuard({ policy: config.runtime.docker.registries, ...(overrides.registryResolver ? { resolve: overrides.registryResolver } : {}) }) : null;
   const templates = new TemplatesService({ db, clock, runtime, registryGuard });
   const volumes = new VolumesService({ db, clock, runtime, catalog: config.catalog });
   const registries = new RegistriesService({ db, clock, secrets });
   const fleet = new FleetService({ db, clock, secrets, catalog: config.catalog, config: config.agents, relay, logger: logger.child({ component: 'fleet' }) });
   const podController = new PodController({ db, runtime, inventory, registries, clock, events, logger: logger.child({ component: 'pods' }), lease: leases.lease(LEASE_NAMES.pods), config });
+  let fleetWiring: FleetWiring | null = null;
+  if (fleetRuntime) {
+    fleetOps = fleet;
+    fleetDb = db;
+    fleetInventory = inventory;
+    fleetRuntime.useCost({ pause: (hostId, at) => podController.pauseUsage(hostId, at), resume: (podIds, at) => podController.resumeUsage(podIds, at) });
+    fleetWiring = new FleetWiring({
+      fleet,
+      runtime: fleetRuntime,
+      inventory,
+      placements: recordPlacements(db),
+      catalog: config.catalog,
+      clock,
+      logger: logger.child({ component: 'fleet' }),
+      config: config.agents,
+    });
+  }
   const quota = new ResourceQuota({ holdings: new ResourceHoldingsStore(db), quotas: config.quotas, clock });
   const pods = new PodsService({ controller: podController, inventory, runtime, templates, volumes, registries, accounts, clock, config, quota, registryGuard });
   const endpoints = new EndpointsService({ db, clock, templates, volumes, config, runtime, keys: accounts });
@@ -205,7 +245,7 @@ export async function createServices(config: Config, overrides: ServiceOverrides
     },
   });
   await templates.seedPublic();
-  return { config, db, clock, logger, events, secrets, runtime, accounts, catalog, inventory, pods, podController, templates, volumes, registries, endpoints, jobs, workers, timekeeper, fleet, webhooks, autoscaler, leases, relay, jobRequestCounts };
+  return { config, db, clock, logger, events, secrets, runtime, accounts, catalog, inventory, pods, podController, templates, volumes, registries, endpoints, jobs, workers, timekeeper, fleet, fleetWiring, webhooks, autoscaler, leases, relay, jobRequestCounts };
 }
 
 /** On a first start (no accounts), creates the `admin` account and its key; answers the key to print once. */
@@ -270,6 +310,8 @@ export async function startServer(config: Config, overrides: StartOptions = {}):
   }
   // What runs from before: pods and workers adopt theirs (before the server listens, so nothing
   // new takes what they hold); what nobody claims is removed after the grace period.
+  // The joined hosts enter the inventory before pods re-reserve what they hold on them.
+  await services.fleetWiring?.start();
   const attached = await services.runtime.attach();
   if (attached.length > 0) services.logger.info({ instances: attached.length }, 'the runtime found instances of a previous server');
   phase('attachMs');
@@ -336,8 +378,10 @@ export async function startServer(config: Config, overrides: StartOptions = {}):
       if (closed) return;
       closed = true;
       services.jobs.signals.close();
-      // agents' long-polls answer now (empty) rather than hold the shutdown
+      // Agents' long-polls end now (with what they have), or the listener's close waits for them.
+      services.fleetWiring?.stop();
       await services.fleet.close();
+      // agents' long-polls answer now (empty) rather than hold the shutdown
       if (jobListener) {
         const stopped = new Promise((resolve) => jobListener.close(resolve));
         jobListener.closeAllConnections();

@@ -23,6 +23,7 @@ import type { Leases } from './store/leases.js';
 import type { NotifyRelay } from './store/notify-relay.js';
 import type { JobRequestCounts } from './domain/job-rate-limits.js';
 import type { FleetService } from './fleet/fleet-service.js';
+import type { FleetWiring } from './fleet/fleet-wiring.js';
 
 /** Everything the transports (HTTP, GraphQL, CLI) reach. Built only by `createServices`. */
 export interface Services {
@@ -49,6 +50,8 @@ export interface Services {
   timekeeper: Timekeeper;
   /** Joined hosts and their agents' protocol (docs/fleet.md). */
   fleet: FleetService;
+  /** runtime fleet: the fleet's events wired to the inventory and the runtime; null otherwise. */
+  fleetWiring: FleetWiring | null;
   /** Which replica drives each control loop (always this one on SQLite). */
   leases: Leases;
   /** Wake-ups across replicas (PostgreSQL only). */

@@ -49,7 +49,8 @@ export function accountIsolationOf(runtime: string, config: Pick<Config, 'server
 /** Why the runtime `runtime`, its workers given `workerJobUrl`, cannot keep accounts apart; null when it can. Opt-ins aside. */
 export function sharedReach(runtime: string, workerJobUrl: string): SharedReach | null {
   if (runtime === 'process') return 'process';
-  if (runtime === 'docker' && workerNetworkMode(workerJobUrl) === 'host') return 'docker-host-network';
+  // Fleet workers are containers on the agents' engines: the same host-network rule.
+  if ((runtime === 'docker' || runtime === 'fleet') && workerNetworkMode(workerJobUrl) === 'host') return 'docker-host-network';
   return null;
 }
 

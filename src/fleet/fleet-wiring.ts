@@ -1,0 +1,175 @@
+/**
+ * `runtime: fleet` put together (docs/fleet.md): the fleet service's events feed the inventory
+ * (hosts that join, change, go quiet, come back, are revoked) and the FleetRuntime (what each
+ * host's agent reports and acknowledges); the records say which host an instance id belongs to.
+ *
+ * - At start the joined hosts enter the inventory (before the pod controller re-reserves its
+ *   pods' allocations); a host whose last report is older than the heartbeat timeout starts out
+ *   of placement.
+ * - A host is out of placement, and its instances read `unknown`, once no report came for
+ *   `fleet.heartbeatTimeoutMs` (checked every heartbeat); its next report puts it back.
+ * - With several replicas, an agent talks to one: that replica feeds its runtime. Last-report
+ *   times reach the others through the database (written every few seconds), so every replica
+ *   judges availability alike.
+ */
+import type { Logger } from 'pino';
+import type { Catalog } from '../domain/catalog.js';
+import type { Clock } from '../domain/clock.js';
+import type { Inventory } from '../inventory/inventory.js';
+import type { Db } from '../store/database.js';
+import type { FleetRuntime, FleetPlacements, PlacedInstance } from './fleet-runtime.js';
+import type { FleetService } from './fleet-service.js';
+import { inventoryHost } from './host-capacity.js';
+
+const LIVE_WORKERS = ['initializing', 'idle', 'running', 'unhealthy'];
+
+/** Which host each instance id was placed on, from the pods' and workers' records. */
+export function recordPlacements(db: Db): Required<FleetPlacements> {
+  return {
+    async placed(ids) {
+      const found = new Map<string, PlacedInstance>();
+      if (ids.length === 0) return found;
+      const unique = [...new Set(ids)];
+      for (let i = 0; i < unique.length; i += 500) {
+        const chunk = unique.slice(i, i + 500);
+        const pods = await db.kysely.selectFrom('pods').select(['id', 'host_id', 'account_id']).where('id', 'in', chunk).execute();
+        for (const p of pods) if (p.host_id !== null) found.set(p.id, { hostId: p.host_id, owner: { kind: 'pod', accountId: p.account_id } });
+        const workers = await db.kysely
+          .selectFrom('workers')
+          .innerJoin('endpoints', 'endpoints.id', 'workers.endpoint_id')
+          .select(['workers.id as id', 'workers.host_id as host_id', 'workers.endpoint_id as endpoint_id', 'endpoints.account_id as account_id'])
+          .where('workers.id', 'in', chunk)
+          .execute();
+        for (const w of workers) if (w.host_id !== null) found.set(w.id, { hostId: w.host_id, owner: { kind: 'worker', accountId: w.account_id, endpointId: w.endpoint_id } });
+      }
+      return found;
+    },
+    async expected() {
+      const pods = await db.kysely
+        .selectFrom('pods')
+        .select(['id', 'host_id', 'account_id'])
+        .where('desired_status', '=', 'RUNNING')
+        .where('status', 'not in', ['EXITED', 'ERROR', 'TERMINATED'])
+        .where('host_id', 'is not', null)
+        .execute();
+      const workers = await db.kysely
+        .selectFrom('workers')
+        .innerJoin('endpoints', 'endpoints.id', 'workers.endpoint_id')
+        .select(['workers.id as id', 'workers.host_id as host_id', 'workers.endpoint_id as endpoint_id', 'endpoints.account_id as account_id'])
+        .where('workers.status', 'in', LIVE_WORKERS)
+        .where('workers.allocation', 'is not', null)
+        .where('workers.host_id', 'is not', null)
+        .execute();
+      return [
+        ...pods.map((p) => ({ id: p.id, hostId: p.host_id!, owner: { kind: 'pod' as const, accountId: p.account_id } })),
+        ...workers.map((w) => ({ id: w.id, hostId: w.host_id!, owner: { kind: 'worker' as const, accountId: w.account_id, endpointId: w.endpoint_id } })),
+      ];
+    },
+  };
+}
+
+export interface FleetWiringDeps {
+  fleet: FleetService;
+  runtime: FleetRuntime;
+  inventory: Inventory;
+  placements: FleetPlacements;
+  catalog: Catalog;
+  clock: Clock;
+  logger: Pick<Logger, 'info' | 'warn' | 'error'>;
+  config: { heartbeatMs: number; heartbeatTimeoutMs: number };
+}
+
+export class FleetWiring {
+  readonly #d: FleetWiringDeps;
+  readonly #off: Array<() => void> = [];
+  /** last sign of life per host known here (reports to this replica, or the database's) */
+  readonly #lastSeen = new Map<string, number>();
+  #timer: NodeJS.Timeout | null = null;
+  #checking = false;
+
+  constructor(deps: FleetWiringDeps) {
+    this.#d = deps;
+  }
+
+  /** Loads the joined hosts into the inventory and starts following the fleet. Before the pod controller starts. */
+  async start(): Promise<void> {
+    const { fleet, runtime, inventory, catalog, clock, config } = this.#d;
+    // A host may claim only what the records placed on it (report-screen.ts does the same inside the runtime).
+    fleet.setOwnership(async (hostId, ids) => {
+      const placed = await this.#d.placements.placed(ids);
+      const refused = new Map<string, string>();
+      for (const id of ids) if (placed.get(id)?.hostId !== hostId) refused.set(id, 'no instance with this id was placed on this host');
+      return refused;
+    });
+    const now = clock.now();
+    for (const host of await fleet.list()) {
+      if (host.revokedAt !== null) continue;
+      inventory.upsertHost(inventoryHost(host, catalog));
+      const seen = host.lastSeenAt ?? host.joinedAt;
+      this.#lastSeen.set(host.id, seen);
+      if (now - seen > config.heartbeatTimeoutMs) this.#down(host.id, seen);
+    }
+    this.#off.push(
+      fleet.on('host:joined', (h) => {
+        inventory.upsertHost(inventoryHost(h, catalog));
+        this.#lastSeen.set(h.id, clock.now());
+      }),
+      fleet.on('host:capacity', (h) => inventory.upsertHost(inventoryHost(h, catalog))),
+      fleet.on('host:revoked', ({ hostId, at }) => {
+        runtime.hostUnavailable(hostId, at);
+        inventory.setAvailable(hostId, false);
+        this.#lastSeen.delete(hostId);
+      }),
+      fleet.on('host:seen', ({ hostId, at }) => {
+        this.#lastSeen.set(hostId, at);
+        if (!inventory.isAvailable(hostId)) {
+          inventory.setAvailable(hostId, true);
+          runtime.hostAvailable(hostId);
+          this.#d.logger.info({ hostId }, 'host reports again');
+        }
+      }),
+      fleet.on('acks', ({ hostId, acks }) => {
+        void runtime.applyAcks(hostId, acks.map((a) => ({ opId: a.opId, ok: a.ok, ...(a.error !== null ? { error: a.error } : {}) })));
+      }),
+      fleet.on('instances', ({ hostId, full, items }) => {
+        void runtime.applyReport(hostId, { full, items });
+      }),
+    );
+    this.#timer = setInterval(() => void this.check(), Math.max(200, Math.min(config.heartbeatMs, config.heartbeatTimeoutMs / 3)));
+    this.#timer.unref();
+  }
+
+  /** Takes hosts that have not reported within the heartbeat timeout out of placement (run by a timer; tests call it). */
+  async check(now: number = this.#d.clock.now()): Promise<void> {
+    if (this.#checking) return;
+    this.#checking = true;
+    try {
+      const { inventory, config, fleet } = this.#d;
+      const stale = [...this.#lastSeen].filter(([id, at]) => inventory.isAvailable(id) && now - at > config.heartbeatTimeoutMs);
+      if (stale.length === 0) return;
+      // Another replica may have heard from it: the database knows (written every few seconds).
+      const listed = new Map((await fleet.list()).map((h) => [h.id, h]));
+      for (const [id, at] of stale) {
+        const latest = Math.max(at, listed.get(id)?.lastSeenAt ?? 0);
+        this.#lastSeen.set(id, latest);
+        if (now - latest > config.heartbeatTimeoutMs) this.#down(id, latest);
+      }
+    } catch (err) {
+      this.#d.logger.error({ err }, 'checking the hosts’ heartbeats failed');
+    } finally {
+      this.#checking = false;
+    }
+  }
+
+  #down(hostId: string, since: number): void {
+    this.#d.inventory.setAvailable(hostId, false);
+    this.#d.runtime.hostUnavailable(hostId, since);
+    this.#d.logger.warn({ hostId, since: new Date(since).toISOString() }, 'host missed its heartbeats: out of placement');
+  }
+
+  stop(): void {
+    if (this.#timer) clearInterval(this.#timer);
+    this.#timer = null;
+    for (const off of this.#off.splice(0)) off();
+  }
+}

@@ -1,0 +1,202 @@
+// The fleet end to end, on one machine: a control plane (`gantry serve` with runtime fleet) and two
+// hosts, each a Docker daemon of its own with a `gantry agent` over it (real processes, the real
+// CLI for tokens and revocation). GPUs are simulated by a stand-in nvidia-smi per host (the one
+// seam no real thing fills here). Pods are placed by GPU type on the host that has it, answer on
+// their published ports on 127.0.0.1, keep running when their agent is killed (the host goes
+// unreachable and comes back with nothing restarted), and a revoked host's agent is refused.
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { request } from 'node:http';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { buildImage, RECIPES } from './support/docker-images.js';
+import { dockerDaemonsUnavailable, startDockerDaemon, type DockerDaemon } from './support/docker-daemons.js';
+import { BANNER_12_4, removeStandIns, standInNvidiaSmi } from './support/nvidia-smi.js';
+import { runGantry, spawnGantry, type SpawnedGantry } from './support/spawn-gantry.js';
+import { spawnAgent, type SpawnedAgent } from './support/spawn-agent.js';
+
+const KEY = 'fleet-e2e-admin-key-0123456789abcdef';
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+async function eventually<T>(what: string | (() => string), check: () => Promise<T | null | undefined | false>, ms = 30_000): Promise<T> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const v = await check();
+    if (v) return v;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${typeof what === 'string' ? what : what()}`);
+    await sleep(100);
+  }
+}
+
+async function freePortRange(count: number): Promise<[number, number]> {
+  const free = (port: number) =>
+    new Promise<boolean>((ok) => {
+      const s = createServer();
+      s.once('error', () => ok(false));
+      s.listen(port, '127.0.0.1', () => s.close(() => ok(true)));
+    });
+  for (let attempt = 0; attempt < 50; attempt++) {
+    const first = 41_000 + Math.floor(Math.random() * 18_000);
+    let all = true;
+    for (let p = first; p < first + count && all; p++) all = await free(p);
+    if (all) return [first, first + count - 1];
+  }
+  throw new Error(`no ${count} free consecutive ports found`);
+}
+
+function getJson(port: number, path: string): Promise<Record<string, unknown>> {
+  return new Promise((resolve, reject) => {
+    const req = request({ host: '127.0.0.1', port, path, timeout: 2_000 }, (res) => {
+      let body = '';
+      res.on('data', (d: Buffer) => (body += d.toString()));
+      res.on('end', () => {
+        try {
+          resolve(JSON.parse(body) as Record<string, unknown>);
+        } catch (err) {
+          reject(err as Error);
+        }
+      });
+    });
+    req.on('timeout', () => req.destroy(new Error('timeout')));
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+interface Pod {
+  id: string;
+  status: string;
+  statusReason: string | null;
+  runtime: { ports?: Array<{ private: number; public: number }> } | null;
+}
+
+const unavailable = dockerDaemonsUnavailable();
+if (unavailable && process.env.CI === 'true') throw new Error(`the fleet's end-to-end tests need Docker daemons of their own under CI: ${unavailable}`);
+
+describe('the fleet: agents on two Docker hosts joined to one control plane', { skip: unavailable ?? false }, () => {
+  const dir = mkdtempSync(join(tmpdir(), 'gantry-fleet-e2e-'));
+  const dataDir = join(dir, 'control-plane');
+  const daemons: DockerDaemon[] = [];
+  let server: SpawnedGantry | null = null;
+  const agents = new Map<string, SpawnedAgent>();
+  let image = '';
+  const hostArgs = new Map<string, string[]>();
+
+  const api = async <T>(method: string, path: string, body?: unknown): Promise<{ status: number; body: T }> => {
+    const res = await fetch(`${server!.url}${path}`, {
+      method,
+      headers: { authorization: `Bearer ${KEY}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+    });
+    const text = await res.text();
+    return { status: res.status, body: (text ? JSON.parse(text) : null) as T };
+  };
+  const hostsList = (): Array<{ id: string; name: string; state: string }> => JSON.parse(runGantry(['hosts', 'list', '--json', '--data-dir', dataDir]).stdout || '[]') as Array<{ id: string; name: string; state: string }>;
+  const containerOf = async (daemon: DockerDaemon, podId: string) =>
+    (await daemon.client.listContainers({ all: true, filters: { label: [`gantry.instance=${podId}`] } }))[0] ?? null;
+
+  const startAgent = (name: string, token?: string): SpawnedAgent => {
+    const agent = spawnAgent([...hostArgs.get(name)!, ...(token ? ['--token', token] : [])], { GANTRY_LOG_LEVEL: 'warn' });
+    agents.set(name, agent);
+    return agent;
+  };
+
+  before(async () => {
+    daemons.push(...(await Promise.all([startDockerDaemon(), startDockerDaemon()])));
+    image = await buildImage(daemons[0]!.client, RECIPES.http);
+    const same = await buildImage(daemons[1]!.client, RECIPES.http);
+    assert.equal(same, image, 'both hosts hold the same image');
+    const config = join(dir, 'config.json');
+    writeFileSync(config, JSON.stringify({ runtime: 'fleet', fleet: { heartbeatMs: 500, heartbeatTimeoutMs: 2_500, pollWaitMs: 5_000 }, pods: { stopGraceMs: 1_000 } }));
+    server = await spawnGantry(['--host', '127.0.0.1', '--data-dir', dataDir, '--config', config], { GANTRY_BOOTSTRAP_KEY: KEY });
+    const gpus = {
+      'host-a': [0, 1].map((i) => `${i}, GPU-a11ce000-0000-4000-8000-00000000000${i}, NVIDIA GeForce RTX 4090, 24564`).join('\n'),
+      'host-b': [0, 1].map((i) => `${i}, GPU-b0b00000-0000-4000-8000-00000000000${i}, NVIDIA RTX A6000, 49140`).join('\n'),
+    };
+    for (const [i, name] of ['host-a', 'host-b'].entries()) {
+      const smi = standInNvidiaSmi({ csv: gpus[name as keyof typeof gpus], banner: BANNER_12_4 });
+      const ports = await freePortRange(20);
+      hostArgs.set(name, [
+        '--server', server.url, '--data-dir', join(dir, name), '--name', name, '--docker-host', daemons[i]!.host,
+        '--public-ip', '127.0.0.1', '--port-range', `${ports[0]}-${ports[1]}`, '--nvidia-smi', smi.path, '--gpu-mode', 'env-only',
+      ]);
+      const token = runGantry(['hosts', 'token', 'create', '--data-dir', dataDir]).stdout.trim();
+      assert.match(token, /^gjt_/);
+      startAgent(name, token);
+    }
+    await eventually(() => `both hosts available: ${JSON.stringify(hostsList())}`, async () => hostsList().filter((h) => h.state === 'available').length === 2);
+  });
+
+  after(async () => {
+    for (const agent of agents.values()) await agent.stop('SIGTERM');
+    await server?.stop();
+    await Promise.all(daemons.map((d) => d.stop()));
+    removeStandIns();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  let podA = '';
+  let podB = '';
+
+  test('pods are placed by GPU type on the host that has it, and answer on their published ports', async () => {
+    const make = async (gpu: string) => {
+      const r = await api<Pod>('POST', '/v2/pods', { name: 'on-gpu', image, gpu: { id: gpu, count: 1 }, ports: ['8000/http'], disk: 5 });
+      assert.equal(r.status, 201, JSON.stringify(r.body));
+      return r.body.id;
+    };
+    podA = await make('NVIDIA GeForce RTX 4090');
+    podB = await make('NVIDIA RTX A6000');
+    for (const id of [podA, podB]) {
+      const pod = await eventually(`pod ${id} RUNNING`, async () => {
+        const r = await api<Pod>('GET', `/v2/pods/${id}`);
+        return r.body.status === 'RUNNING' && r.body.runtime?.ports?.length ? r.body : null;
+      });
+      const port = pod.runtime!.ports!.find((p) => p.private === 8000)!.public;
+      const info = await eventually(`pod ${id} answering on ${port}`, () => getJson(port, '/info').catch(() => null));
+      assert.equal((info.env as Record<string, string>).RUNPOD_POD_ID, id);
+    }
+    assert.ok(await containerOf(daemons[0]!, podA), 'the 4090 pod runs on host A');
+    assert.equal(await containerOf(daemons[1]!, podA), null);
+    assert.ok(await containerOf(daemons[1]!, podB), 'the A6000 pod runs on host B');
+    assert.equal(await containerOf(daemons[0]!, podB), null);
+  });
+
+  test('an agent killed with SIGKILL makes its host unreachable, leaves its containers running and the other host alone; restarted, it adopts them without a restart', async () => {
+    const before = (await daemons[0]!.client.inspectContainer((await containerOf(daemons[0]!, podA))!.Id))!.State.StartedAt;
+    await agents.get('host-a')!.stop('SIGKILL');
+    const unreachable = await eventually('pod A to say its host is unreachable', async () => {
+      const r = await api<Pod>('GET', `/v2/pods/${podA}`);
+      return r.body.statusReason?.includes('unreachable') ? r.body : null;
+    }, 15_000);
+    assert.equal(unreachable.status, 'RUNNING', 'the pod keeps its status while its host is away');
+    assert.equal((await api<Pod>('GET', `/v2/pods/${podB}`)).body.statusReason, null, 'the other host is unaffected');
+    assert.equal((await daemons[0]!.client.inspectContainer((await containerOf(daemons[0]!, podA))!.Id))!.State.Running, true, 'its container runs on');
+    // placement skips the unreachable host: its free 4090 is out of reach, so a 4090 pod has nowhere to go
+    const refused = await api<{ code?: string }>('POST', '/v2/pods', { name: 'no-room', image, gpu: { id: 'NVIDIA GeForce RTX 4090', count: 1 }, disk: 5 });
+    assert.ok(refused.status >= 400 && refused.status < 500, `a pod that only the unreachable host could take is refused: ${refused.status}`);
+
+    startAgent('host-a');
+    await eventually('pod A seen again', async () => {
+      const r = await api<Pod>('GET', `/v2/pods/${podA}`);
+      return r.body.status === 'RUNNING' && r.body.statusReason === null;
+    }, 20_000);
+    const after = (await daemons[0]!.client.inspectContainer((await containerOf(daemons[0]!, podA))!.Id))!.State.StartedAt;
+    assert.equal(after, before, 'adopted, not restarted');
+  });
+
+  test('terminating a pod removes its container from its host', async () => {
+    assert.equal((await api('DELETE', `/v2/pods/${podA}`)).status < 300, true);
+    await eventually('pod A’s container gone from host A', async () => (await containerOf(daemons[0]!, podA)) === null, 20_000);
+  });
+
+  test('a revoked host’s agent is refused and ends with status 3', async () => {
+    const host = hostsList().find((h) => h.name === 'host-b')!;
+    const r = runGantry(['hosts', 'revoke', host.id, '--data-dir', dataDir]);
+    assert.equal(r.status, 0, r.stderr);
+    const exit = await Promise.race([agents.get('host-b')!.exited, sleep(20_000).then(() => null)]);
+    assert.equal(exit?.code, 3, agents.get('host-b')!.output());
+    assert.equal(hostsList().find((h) => h.id === host.id)?.state, 'revoked');
+  });
+});
