@@ -17,6 +17,10 @@ export interface OperationApplierDeps {
   applied: AppliedOperations;
   /** The owner of each instance, for reports: set by a start, dropped by a remove. */
   owners: Map<string, InstanceOwner>;
+  /** Instances stopped and kept: added by a stop, dropped by a start or a remove. */
+  kept: Set<string>;
+  /** A stop or remove was applied to the instance: told right before its acknowledgement, so the report carrying the ack shows it. */
+  operated(instanceId: string): void;
   logger: Pick<Logger, 'info' | 'warn' | 'error'>;
   /** An operation's outcome, to acknowledge in the next report. */
   acknowledge(ack: OperationAck): void;
@@ -55,6 +59,7 @@ export class OperationApplier {
           // Acknowledged all the same: it was applied; only a redelivery after a restart would apply it again.
           this.#deps.logger.error({ err, opId: op.id }, 'cannot write the applied operations file');
         }
+        if (result.ok && (op.kind === 'stop' || op.kind === 'remove')) this.#deps.operated(op.instanceId);
         this.#deps.acknowledge({ opId: op.id, ...result });
       })
       .catch((err: unknown) => this.#deps.logger.error({ err, opId: op.id }, 'an operation could not be acknowledged'))
@@ -71,7 +76,7 @@ export class OperationApplier {
   }
 
   async #apply(op: Operation): Promise<AppliedResult> {
-    const { runtime, owners, logger } = this.#deps;
+    const { runtime, owners, kept, logger } = this.#deps;
     try {
       switch (op.kind) {
         case 'start': {
@@ -83,15 +88,21 @@ export class OperationApplier {
             return { ok: true };
           }
           owners.set(op.instanceId, op.spec.owner);
+          // Whatever was kept, the start replaces: it runs now, or the runtime reports why not.
+          kept.delete(op.instanceId);
           await runtime.start(op.spec);
           break;
         }
         case 'stop':
           await runtime.stop(op.instanceId);
+          // An id the agent never had (no owner) stays unknown: nothing is kept of it.
+          // Kept at once, so a full report sent before the acknowledgement lists it too.
+          if (owners.has(op.instanceId)) kept.add(op.instanceId);
           break;
         case 'remove':
           await runtime.remove(op.instanceId);
           owners.delete(op.instanceId);
+          kept.delete(op.instanceId);
           break;
         case 'removeVolume':
           await runtime.removeVolume({ kind: 'network', volumeId: op.volumeId });
