@@ -359,6 +359,28 @@ test('a restarted agent lists the instances stopped and kept before its restart,
   await second.core.stop();
 });
 
+test('a start’s health probe reaches the runtime with its spec; a start without one starts the spec as sent', async () => {
+  const { core, transport, runtime } = await startAgent();
+  const health = { type: 'http', port: 8000, path: '/health', intervalMs: 200, timeoutMs: 60_000 } as const;
+  const probed: Operation = { ...start('pod-a'), health } as Operation;
+  const plain = start('pod-b');
+  await transport.deliver([probed, plain]);
+  await reportWhere(transport, () => transport.acks().length === 2, 'both acknowledgements');
+  assert.deepEqual(runtime.specs.get('pod-a'), { ...spec('pod-a'), health });
+  assert.deepEqual(runtime.specs.get('pod-b'), spec('pod-b'));
+  await core.stop();
+});
+
+test('a start whose health probe is malformed is acknowledged not ok, saying what is wrong, and nothing starts', async () => {
+  const { core, transport, runtime } = await startAgent();
+  const op = { ...start('pod-a'), health: { type: 'exec', port: 8000, path: '/', intervalMs: 200, timeoutMs: 1_000 } } as unknown as Operation;
+  await transport.deliver([op]);
+  const report = await reportWhere(transport, ackOf(op.id), 'the acknowledgement');
+  assert.deepEqual(report.acks, [{ opId: op.id, ok: false, error: "the start operation's health probe type is neither http nor tcp" }]);
+  assert.deepEqual(runtime.started, []);
+  await core.stop();
+});
+
 test('a start that fails is acknowledged not ok, with the reason', async () => {
   const { core, transport, runtime } = await startAgent();
   runtime.failStart = true;

@@ -5,6 +5,7 @@
  * applied when it is delivered again is left to finish.
  */
 import type { Logger } from 'pino';
+import type { HealthProbe } from '../config-images.js';
 import type { Operation, OperationAck } from '../fleet/protocol.js';
 import type { InstanceOwner, Runtime } from '../runtime/runtime.js';
 import type { AppliedOperations, AppliedResult } from './applied-operations.js';
@@ -81,6 +82,8 @@ export class OperationApplier {
       switch (op.kind) {
         case 'start': {
           if (op.spec?.id !== op.instanceId) return { ok: false, error: `the start operation's spec is for instance "${op.spec?.id}", not "${op.instanceId}"` };
+          const problem = op.health === undefined ? null : probeProblem(op.health);
+          if (problem) return { ok: false, error: `the start operation's health probe ${problem}` };
           // Started already (the start was applied, and the agent restarted before it could remember it): adopted as it runs.
           const current = await runtime.inspect(op.instanceId);
           if (current && (current.state === 'starting' || current.state === 'running')) {
@@ -90,7 +93,8 @@ export class OperationApplier {
           owners.set(op.instanceId, op.spec.owner);
           // Whatever was kept, the start replaces: it runs now, or the runtime reports why not.
           kept.delete(op.instanceId);
-          await runtime.start(op.spec);
+          // The control plane's probe for the image gates `running`, as with runtime: docker.
+          await runtime.start(op.health ? { ...op.spec, health: op.health } : op.spec);
           break;
         }
         case 'stop':
@@ -120,4 +124,18 @@ export class OperationApplier {
       return { ok: false, error: reason.length > MAX_ERROR_CHARS ? `${reason.slice(0, MAX_ERROR_CHARS)}…` : reason };
     }
   }
+}
+
+/** What is wrong with a start's health probe (it comes over the wire), or null. */
+function probeProblem(health: unknown): string | null {
+  if (typeof health !== 'object' || health === null) return 'is not an object';
+  const h = health as Partial<Record<keyof HealthProbe, unknown>>;
+  if (h.type !== 'http' && h.type !== 'tcp') return 'type is neither http nor tcp';
+  if (!Number.isInteger(h.port) || (h.port as number) < 1 || (h.port as number) > 65535) return 'port is not a port number';
+  if (typeof h.path !== 'string') return 'path is not a string';
+  for (const key of ['intervalMs', 'timeoutMs'] as const) {
+    const v = h[key];
+    if (typeof v !== 'number' || !Number.isFinite(v) || v <= 0) return `${key} is not a positive number`;
+  }
+  return null;
 }
