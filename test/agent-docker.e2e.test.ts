@@ -2,7 +2,8 @@
  * `gantry agent` on the real Docker Engine (DOCKER_HOST): it starts a container from a start
  * operation and reports it running; killed with SIGKILL and started again on the same data dir,
  * it adopts the container as it runs (same container, same StartedAt, same process) and lists it
- * in its first, full report. The control plane is test/support/agent-protocol-server.ts, a seam
+ * in its first, full report; stopped, it is reported kept (its container kept), in the first full
+ * report of a restarted agent too, until a remove. The control plane is test/support/agent-protocol-server.ts, a seam
  * standing in for the /agent/v1 routes until they land.
  */
 import { test, after } from 'node:test';
@@ -52,6 +53,8 @@ async function infoWhenUp(port: number): Promise<Awaited<ReturnType<typeof insta
   }
 }
 
+const isFull = (r: { body: { instances?: { full: boolean } } }): boolean => r.body.instances?.full === true;
+
 function startAgent(token?: string): SpawnedAgent {
   const args = ['--server', server.url, '--data-dir', dataDir, '--namespace', namespace, '--public-ip', '127.0.0.1', ...(token ? ['--token', token] : [])];
   const agent = spawnAgent(args, { DOCKER_HOST: engine!.dockerHost });
@@ -59,7 +62,7 @@ function startAgent(token?: string): SpawnedAgent {
   return agent;
 }
 
-test('the agent starts a container from a start operation, and adopts it without restarting it after a kill -9', { skip: engine ? false : noEngine() }, async () => {
+test('the agent starts a container from a start operation, adopts it without restarting it after a kill -9, and reports it kept once stopped, after a restart too, until its remove', { skip: engine ? false : noEngine() }, async () => {
   const e = engine!;
   startAgent(server.token());
   const joined = await server.report(() => true, 'after the join');
@@ -109,8 +112,29 @@ test('the agent starts a container from a start operation, and adopts it without
   assert.equal(after_?.State.StartedAt, before.State.StartedAt, 'not restarted');
   assert.equal((await instanceInfo(port)).bootId, boot.bootId, 'the same process serves its port');
 
-  const stopOp = server.enqueue(hostId, { kind: 'remove', instanceId: spec.id });
-  await server.report((r) => (r.body.acks ?? []).some((a) => a.opId === stopOp.id && a.ok), 'acknowledging the remove');
-  assert.equal(await e.client.inspectContainer(before.Id), null, 'removed by the remove operation');
+  // Stopped: its container is kept, and so is it in the reports, full ones included.
+  const kept = { id: spec.id, owner: spec.owner, state: 'exited', startedAt: null, exitCode: null, reason: null, kept: true };
+  const stopOp = server.enqueue(hostId, { kind: 'stop', instanceId: spec.id });
+  const stopped = await server.report((r) => (r.body.acks ?? []).some((a) => a.opId === stopOp.id && a.ok), 'acknowledging the stop', 60_000);
+  assert.deepEqual(stopped.body.instances?.items.filter((i) => i.id === spec.id), [kept], 'the report acknowledging the stop shows it kept');
+  const stoppedContainer = await e.client.inspectContainer(before.Id);
+  assert.equal(stoppedContainer?.State.Running, false, 'the container is stopped and kept');
   assert.equal((await agents[1]!.stop('SIGTERM')).code, 0);
+
+  const reportsBeforeThird = server.reports.length;
+  startAgent();
+  const third = await server.report((_r, i) => i >= reportsBeforeThird, 'from the agent restarted over the kept container');
+  assert.equal(third.body.instances?.full, true);
+  assert.deepEqual(third.body.instances?.items, [kept], 'the kept instance is in the first, full report after a restart');
+
+  const removeOp = server.enqueue(hostId, { kind: 'remove', instanceId: spec.id });
+  const removed = await server.report((r) => (r.body.acks ?? []).some((a) => a.opId === removeOp.id && a.ok), 'acknowledging the remove');
+  assert.equal(removed.body.instances?.items.some((i) => i.id === spec.id) ?? false, false, 'a removed instance is no longer listed');
+  assert.equal(await e.client.inspectContainer(before.Id), null, 'removed by the remove operation');
+  const reportsBeforeLast = server.reports.length;
+  assert.equal((await agents[2]!.stop('SIGTERM')).code, 0);
+  startAgent();
+  const last = await server.report((_r, i) => i >= reportsBeforeLast && isFull(_r), 'a full report after the remove');
+  assert.deepEqual(last.body.instances?.items, [], 'nor in a full report');
+  assert.equal((await agents[3]!.stop('SIGTERM')).code, 0);
 });

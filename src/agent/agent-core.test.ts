@@ -56,6 +56,9 @@ const spec = (id: string, image: string = FakeRuntime.IMAGES.idle): InstanceSpec
 let seq = 0;
 const start = (id: string, image?: string): Operation => ({ id: `op-${++seq}`, seq, kind: 'start', instanceId: id, spec: spec(id, image) });
 const stop = (id: string): Operation => ({ id: `op-${++seq}`, seq, kind: 'stop', instanceId: id });
+const remove = (id: string): Operation => ({ id: `op-${++seq}`, seq, kind: 'remove', instanceId: id });
+const OWNER = { kind: 'pod', accountId: 'acct1' } as const;
+const keptItem = (id: string) => ({ id, owner: OWNER, state: 'exited', startedAt: null, exitCode: null, reason: null, kept: true });
 
 interface PendingPoll {
   server: string;
@@ -267,12 +270,115 @@ test('operations applied before a restart are acknowledged, not applied again, b
   const firstReport = second.transport.reports[0]!.body;
   assert.equal(firstReport.instances?.full, true);
   assert.deepEqual(
-    firstReport.instances?.items.map((i) => [i.id, i.state, i.owner]),
-    [['pod-a', 'running', { kind: 'pod', accountId: 'acct1' }]],
-    'the adopted instance is in the first, full report, with its owner',
+    firstReport.instances?.items.map((i) => [i.id, i.state, i.owner, i.kept ?? false]),
+    [
+      ['pod-a', 'running', OWNER, false],
+      ['pod-b', 'exited', OWNER, true],
+    ],
+    'the adopted instance is in the first, full report, with its owner, and so is the one stopped and kept',
   );
   assert.deepEqual(firstReport.capacity, CAPACITY, 'a restarted agent tells its capacity once');
   await second.core.stop();
+});
+
+test('an instance the agent stopped is reported kept with the stop’s acknowledgement, never with its status from before, and in every full report until a remove', async () => {
+  const { core, transport } = await startAgent();
+  await reportWhere(transport, (b) => b.instances?.full === true, 'the first report');
+  // Delivered together: the start's "running" is still waiting for the batch when the stop is applied.
+  const ops = [start('pod-a'), stop('pod-a')];
+  await transport.deliver(ops);
+  const stopped = await reportWhere(transport, ackOf(ops[1]!.id), "the stop's acknowledgement");
+  assert.deepEqual(
+    stopped.instances?.items.filter((i) => i.id === 'pod-a'),
+    [keptItem('pod-a')],
+    'the report acknowledging the stop shows the instance as the stop left it',
+  );
+
+  // The connection drops: the full report that follows still lists it, kept.
+  const reports = transport.reports.length;
+  transport.drop();
+  await transport.timers.advance(250);
+  const full = await reportWhere(transport, (b) => transport.reports.findIndex((r) => r.body === b) >= reports && b.instances?.full === true, 'a full report');
+  assert.deepEqual(full.instances?.items, [keptItem('pod-a')]);
+
+  const gone = remove('pod-a');
+  await transport.deliver([gone]);
+  const removed = await reportWhere(transport, ackOf(gone.id), "the remove's acknowledgement");
+  assert.equal(removed.instances?.items.some((i) => i.id === 'pod-a') ?? false, false, 'a removed instance is not listed');
+  const after = transport.reports.length;
+  transport.drop();
+  await transport.timers.advance(250);
+  const last = await reportWhere(transport, (b) => transport.reports.findIndex((r) => r.body === b) >= after && b.instances?.full === true, 'the full report after the remove');
+  assert.deepEqual(last.instances?.items, [], 'nor in the next full report');
+  await core.stop();
+});
+
+test('an instance started again after its stop is reported as it runs, not kept', async () => {
+  const { core, transport } = await startAgent();
+  const ops = [start('pod-a'), stop('pod-a')];
+  await transport.deliver(ops);
+  await reportWhere(transport, ackOf(ops[1]!.id), "the stop's acknowledgement");
+  const since = transport.reports.length;
+  const again = start('pod-a');
+  await transport.deliver([again]);
+  await reportWhere(transport, ackOf(again.id), "the second start's acknowledgement");
+  const items = () => transport.reports.slice(since).flatMap((r) => r.body.instances?.items ?? []);
+  await reportWhere(transport, () => items().length > 0, 'the instance reported again');
+  assert.deepEqual(
+    items().map((i) => [i.id, i.state, i.kept]),
+    [['pod-a', 'running', undefined]],
+  );
+  // And so in the full report after a reconnect.
+  const before = transport.reports.length;
+  transport.drop();
+  await transport.timers.advance(250);
+  const full = await reportWhere(transport, (b) => transport.reports.findIndex((r) => r.body === b) >= before && b.instances?.full === true, 'a full report');
+  assert.deepEqual(full.instances?.items.map((i) => [i.id, i.state, i.kept]), [['pod-a', 'running', undefined]]);
+  await core.stop();
+});
+
+test('a restarted agent lists the instances stopped and kept before its restart, as kept, in its first full report', async () => {
+  const first = await startAgent();
+  const ops = [start('pod-a'), start('pod-b'), stop('pod-b')];
+  await first.transport.deliver(ops);
+  await reportWhere(first.transport, ackOf(ops[2]!.id), 'the acknowledgements');
+  await first.core.stop();
+
+  // attach() answers pod-b with status null: stopped and kept.
+  const runtime = first.runtime.reopen();
+  const second = await startAgent({ dir: first.dir, runtime });
+  const report = await reportWhere(second.transport, (b) => b.instances?.full === true, 'the first report');
+  assert.deepEqual(
+    report.instances?.items.map((i) => [i.id, i.state, i.kept ?? false]),
+    [
+      ['pod-a', 'running', false],
+      ['pod-b', 'exited', true],
+    ],
+  );
+  assert.deepEqual(report.instances?.items[1], keptItem('pod-b'));
+  await second.core.stop();
+});
+
+test('a start’s health probe reaches the runtime with its spec; a start without one starts the spec as sent', async () => {
+  const { core, transport, runtime } = await startAgent();
+  const health = { type: 'http', port: 8000, path: '/health', intervalMs: 200, timeoutMs: 60_000 } as const;
+  const probed: Operation = { ...start('pod-a'), health } as Operation;
+  const plain = start('pod-b');
+  await transport.deliver([probed, plain]);
+  await reportWhere(transport, () => transport.acks().length === 2, 'both acknowledgements');
+  assert.deepEqual(runtime.specs.get('pod-a'), { ...spec('pod-a'), health });
+  assert.deepEqual(runtime.specs.get('pod-b'), spec('pod-b'));
+  await core.stop();
+});
+
+test('a start whose health probe is malformed is acknowledged not ok, saying what is wrong, and nothing starts', async () => {
+  const { core, transport, runtime } = await startAgent();
+  const op = { ...start('pod-a'), health: { type: 'exec', port: 8000, path: '/', intervalMs: 200, timeoutMs: 1_000 } } as unknown as Operation;
+  await transport.deliver([op]);
+  const report = await reportWhere(transport, ackOf(op.id), 'the acknowledgement');
+  assert.deepEqual(report.acks, [{ opId: op.id, ok: false, error: "the start operation's health probe type is neither http nor tcp" }]);
+  assert.deepEqual(runtime.started, []);
+  await core.stop();
 });
 
 test('a start that fails is acknowledged not ok, with the reason', async () => {

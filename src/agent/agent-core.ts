@@ -72,6 +72,8 @@ export class AgentCore {
   readonly #rotation: ServerRotation;
   readonly #stopping = new AbortController();
   readonly #owners = new Map<string, InstanceOwner>();
+  /** instances stopped and kept (operation-applier.ts keeps it; attach() fills it after a restart) */
+  readonly #kept = new Set<string>();
   #identity: AgentIdentity | null = null;
   #applier: OperationApplier | null = null;
   #reports: ReportLoop | null = null;
@@ -137,6 +139,7 @@ export class AgentCore {
       credential: identity.credential,
       runtime,
       owners: this.#owners,
+      kept: this.#kept,
       clock: this.#deps.clock,
       timers: this.#deps.timers,
       logger,
@@ -152,7 +155,9 @@ export class AgentCore {
       runtime,
       applied: this.#deps.applied,
       owners: this.#owners,
+      kept: this.#kept,
       logger: logger.child({ component: 'operations' }),
+      operated: (id) => reports.operated(id),
       acknowledge: (ack) => reports.acknowledge(ack),
     });
     let fatal: AgentFatal | null = null;
@@ -163,7 +168,12 @@ export class AgentCore {
       } catch (err) {
         throw new AgentFatal(`cannot attach to the Docker Engine: ${(err as Error).message}`, 1);
       }
-      for (const a of attached) if (a.owner) this.#owners.set(a.id, a.owner);
+      for (const a of attached) {
+        if (!a.owner) continue;
+        this.#owners.set(a.id, a.owner);
+        // Stopped and kept before the restart: still the host's, reported so in every full report.
+        if (a.status === null) this.#kept.add(a.id);
+      }
       const running = attached.filter((a) => a.status !== null).length;
       logger.info({ hostId: identity.hostId, server: this.#rotation.server, adopted: running, kept: attached.length - running }, 'agent attached to its engine; reporting');
       const loops = this.#stopping.signal.aborted ? [] : [this.#pollLoop(), reports.run(), this.#capacityLoop()];

@@ -5,6 +5,7 @@
  * applied when it is delivered again is left to finish.
  */
 import type { Logger } from 'pino';
+import type { HealthProbe } from '../config-images.js';
 import type { Operation, OperationAck } from '../fleet/protocol.js';
 import type { InstanceOwner, Runtime } from '../runtime/runtime.js';
 import type { AppliedOperations, AppliedResult } from './applied-operations.js';
@@ -17,6 +18,10 @@ export interface OperationApplierDeps {
   applied: AppliedOperations;
   /** The owner of each instance, for reports: set by a start, dropped by a remove. */
   owners: Map<string, InstanceOwner>;
+  /** Instances stopped and kept: added by a stop, dropped by a start or a remove. */
+  kept: Set<string>;
+  /** A stop or remove was applied to the instance: told right before its acknowledgement, so the report carrying the ack shows it. */
+  operated(instanceId: string): void;
   logger: Pick<Logger, 'info' | 'warn' | 'error'>;
   /** An operation's outcome, to acknowledge in the next report. */
   acknowledge(ack: OperationAck): void;
@@ -55,6 +60,7 @@ export class OperationApplier {
           // Acknowledged all the same: it was applied; only a redelivery after a restart would apply it again.
           this.#deps.logger.error({ err, opId: op.id }, 'cannot write the applied operations file');
         }
+        if (result.ok && (op.kind === 'stop' || op.kind === 'remove')) this.#deps.operated(op.instanceId);
         this.#deps.acknowledge({ opId: op.id, ...result });
       })
       .catch((err: unknown) => this.#deps.logger.error({ err, opId: op.id }, 'an operation could not be acknowledged'))
@@ -71,11 +77,13 @@ export class OperationApplier {
   }
 
   async #apply(op: Operation): Promise<AppliedResult> {
-    const { runtime, owners, logger } = this.#deps;
+    const { runtime, owners, kept, logger } = this.#deps;
     try {
       switch (op.kind) {
         case 'start': {
           if (op.spec?.id !== op.instanceId) return { ok: false, error: `the start operation's spec is for instance "${op.spec?.id}", not "${op.instanceId}"` };
+          const problem = op.health === undefined ? null : probeProblem(op.health);
+          if (problem) return { ok: false, error: `the start operation's health probe ${problem}` };
           // Started already (the start was applied, and the agent restarted before it could remember it): adopted as it runs.
           const current = await runtime.inspect(op.instanceId);
           if (current && (current.state === 'starting' || current.state === 'running')) {
@@ -83,15 +91,22 @@ export class OperationApplier {
             return { ok: true };
           }
           owners.set(op.instanceId, op.spec.owner);
-          await runtime.start(op.spec);
+          // Whatever was kept, the start replaces: it runs now, or the runtime reports why not.
+          kept.delete(op.instanceId);
+          // The control plane's probe for the image gates `running`, as with runtime: docker.
+          await runtime.start(op.health ? { ...op.spec, health: op.health } : op.spec);
           break;
         }
         case 'stop':
           await runtime.stop(op.instanceId);
+          // An id the agent never had (no owner) stays unknown: nothing is kept of it.
+          // Kept at once, so a full report sent before the acknowledgement lists it too.
+          if (owners.has(op.instanceId)) kept.add(op.instanceId);
           break;
         case 'remove':
           await runtime.remove(op.instanceId);
           owners.delete(op.instanceId);
+          kept.delete(op.instanceId);
           break;
         case 'removeVolume':
           await runtime.removeVolume({ kind: 'network', volumeId: op.volumeId });
@@ -109,4 +124,18 @@ export class OperationApplier {
       return { ok: false, error: reason.length > MAX_ERROR_CHARS ? `${reason.slice(0, MAX_ERROR_CHARS)}…` : reason };
     }
   }
+}
+
+/** What is wrong with a start's health probe (it comes over the wire), or null. */
+function probeProblem(health: unknown): string | null {
+  if (typeof health !== 'object' || health === null) return 'is not an object';
+  const h = health as Partial<Record<keyof HealthProbe, unknown>>;
+  if (h.type !== 'http' && h.type !== 'tcp') return 'type is neither http nor tcp';
+  if (!Number.isInteger(h.port) || (h.port as number) < 1 || (h.port as number) > 65535) return 'port is not a port number';
+  if (typeof h.path !== 'string') return 'path is not a string';
+  for (const key of ['intervalMs', 'timeoutMs'] as const) {
+    const v = h[key];
+    if (typeof v !== 'number' || !Number.isFinite(v) || v <= 0) return `${key} is not a positive number`;
+  }
+  return null;
 }

@@ -4,6 +4,12 @@
  * together once they stop coming for `batchMs`; the capacity when it changed; and a bare
  * heartbeat when nothing else went out for `heartbeatMs`. What a failed report carried is not
  * lost: acknowledgements stay until a report with them succeeds, and the next report is full.
+ *
+ * A report is built after the operations it acknowledges: an operation is acknowledged only once
+ * applied (the runtime and the kept set show it), and its instance's item is made when the report
+ * is, from what is known then, so the control plane (which applies the acks, then the items) never
+ * reads a status from before the operation. Instances the agent stopped are reported `kept`, in
+ * the report after the stop and in every full one, until a start or a remove.
  */
 import type { Logger } from 'pino';
 import type { Clock } from '../domain/clock.js';
@@ -20,6 +26,8 @@ export interface ReportLoopDeps {
   runtime: Pick<Runtime, 'list'>;
   /** each instance's owner (instances without one are not reported) */
   owners: ReadonlyMap<string, InstanceOwner>;
+  /** instances stopped and kept (not in the runtime's `list()`), reported `kept: true` */
+  kept: ReadonlySet<string>;
   clock: Clock;
   timers: Timers;
   logger: Pick<Logger, 'warn'>;
@@ -34,7 +42,8 @@ export class ReportLoop {
   readonly #deps: ReportLoopDeps;
   readonly #acks = new Map<string, OperationAck>();
   readonly #warnedRefused = new Set<string>();
-  #changes = new Map<string, InstanceStatus>();
+  /** instances to report, with the last status the runtime told (null: none since an operation; see {@link operated}) */
+  #changes = new Map<string, InstanceStatus | null>();
   /** the next report carries every instance (the first, and the first after a failed call) */
   #fullDue = true;
   #capacityDue: HostCapacity | null = null;
@@ -49,6 +58,15 @@ export class ReportLoop {
   /** An instance changed. */
   changed(status: InstanceStatus): void {
     this.#changes.set(status.id, status);
+    this.#nudge();
+  }
+
+  /**
+   * A stop or remove was applied to the instance: what the runtime told of it before no longer
+   * holds. Its next item is made from the kept set (a stop) or left out (a remove: it is gone).
+   */
+  operated(id: string): void {
+    this.#changes.set(id, null);
     this.#nudge();
   }
 
@@ -99,8 +117,8 @@ export class ReportLoop {
     if (acks.length > 0) body.acks = acks;
     const sentAt = clock.now();
     try {
-      if (full) body.instances = { full: true, items: this.#reportsOf(await this.#deps.runtime.list()) };
-      else if (changes.size > 0) body.instances = { full: false, items: this.#reportsOf([...changes.values()]) };
+      if (full) body.instances = { full: true, items: this.#fullItems(await this.#deps.runtime.list()) };
+      else if (changes.size > 0) body.instances = { full: false, items: this.#changedItems(changes) };
       const answer = await transport.report(server, this.#deps.credential, body);
       rotation.succeeded(epoch);
       this.#lastReportAt = sentAt;
@@ -141,13 +159,29 @@ export class ReportLoop {
     this.#wake?.abort();
   }
 
-  #reportsOf(statuses: InstanceStatus[]): InstanceReport[] {
-    const reports: InstanceReport[] = [];
-    for (const { stats: _stats, ...status } of statuses) {
-      const owner = this.#deps.owners.get(status.id);
-      if (owner) reports.push({ ...status, owner });
-      else this.#deps.logger.warn({ instance: status.id }, 'an instance without an owner label is not reported');
-    }
-    return reports;
+  /** Every instance: the runtime's live ones, then the kept ones. */
+  #fullItems(statuses: InstanceStatus[]): InstanceReport[] {
+    const listed = new Set(statuses.map((s) => s.id));
+    const items = statuses.flatMap((s) => this.#itemOf(s));
+    for (const id of this.#deps.kept) if (!listed.has(id)) items.push(...this.#keptItemOf(id));
+    return items;
+  }
+
+  /** The instances that changed, as they are now: kept ones as kept, removed ones left out. */
+  #changedItems(changes: ReadonlyMap<string, InstanceStatus | null>): InstanceReport[] {
+    return [...changes].flatMap(([id, status]) => (this.#deps.kept.has(id) ? this.#keptItemOf(id) : status ? this.#itemOf(status) : []));
+  }
+
+  #itemOf({ stats: _stats, ...status }: InstanceStatus): InstanceReport[] {
+    const owner = this.#deps.owners.get(status.id);
+    if (owner) return [{ ...status, owner }];
+    this.#deps.logger.warn({ instance: status.id }, 'an instance without an owner label is not reported');
+    return [];
+  }
+
+  /** A stopped, kept instance: `exited` with no run of its own (the control plane reads only `kept`). */
+  #keptItemOf(id: string): InstanceReport[] {
+    const owner = this.#deps.owners.get(id);
+    return owner ? [{ id, owner, state: 'exited', startedAt: null, exitCode: null, reason: null, kept: true }] : [];
   }
 }

@@ -1,6 +1,7 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import pino from 'pino';
+import type { HealthProbe } from '../config-images.js';
 import { FakeClock } from '../domain/clock.js';
 import { ChangeRecorder, instanceSpec } from '../runtime/runtime-contract.js';
 import type { InstanceOwner, InstanceSpec } from '../runtime/runtime.js';
@@ -11,7 +12,7 @@ const GRACE = 300_000;
 const pod = (accountId = 'acct'): InstanceOwner => ({ kind: 'pod', accountId });
 
 /** The seams FleetRuntime is built on, in memory: the operation queue, the control plane's records, the cost hooks. */
-function fleet(options: { expected?: Array<PlacedInstance & { id: string }>; hosts?: Array<{ id: string; dataCenterId: string }> } = {}) {
+function fleet(options: { expected?: Array<PlacedInstance & { id: string }>; hosts?: Array<{ id: string; dataCenterId: string }>; healthOf?: (image: string) => HealthProbe | undefined } = {}) {
   const clock = new FakeClock(Date.UTC(2026, 0, 1));
   const ops: Array<{ hostId: string; op: Operation }> = [];
   const placed = new Map<string, PlacedInstance>();
@@ -37,6 +38,7 @@ function fleet(options: { expected?: Array<PlacedInstance & { id: string }>; hos
       expected: async () => options.expected ?? [],
     },
     ...(options.hosts ? { hosts: () => options.hosts! } : {}),
+    ...(options.healthOf ? { healthOf: options.healthOf } : {}),
     cost: costHooks,
     clock,
     logger: pino({ level: 'silent' }),
@@ -75,6 +77,15 @@ describe('FleetRuntime', () => {
     assert.deepEqual(changes.statesOf(spec.id), ['starting']);
     assert.equal((await f.runtime.inspect(spec.id))?.state, 'starting');
     await assert.rejects(f.runtime.start(spec), /already starting on host host-a/);
+  });
+
+  test('a start carries the readiness probe healthOf gives its image, and none for an image without one', async () => {
+    const health: HealthProbe = { type: 'http', port: 8000, path: '/health', intervalMs: 200, timeoutMs: 60_000 };
+    const f = fleet({ healthOf: (image) => (image === 'probed/image' ? health : undefined) });
+    const probed = await f.start({ id: 'pod-probed', image: 'probed/image' });
+    const plain = await f.start({ id: 'pod-plain', image: 'plain/image' });
+    assert.deepEqual(f.opFor(probed.id, 'start'), { id: 'op-1', seq: 1, kind: 'start', instanceId: probed.id, spec: probed, health });
+    assert.deepEqual(f.opFor(plain.id, 'start'), { id: 'op-2', seq: 2, kind: 'start', instanceId: plain.id, spec: plain });
   });
 
   test('a running report moves the instance to running, and listeners hear each change once', async () => {

@@ -16,6 +16,8 @@
  *   the usage intervals of a lost host's pods.
  * - `hosts` (optional): the fleet's hosts, for deleting a network volume on each host of its
  *   data center.
+ * - `healthOf` (optional): an image's readiness probe, sent with each start (agents hold no images
+ *   map), so an agent reports `running` only once it passes, as `runtime: docker` would.
  *
  * What feeds it, for each host, from the `/agent/v1/report` handler, one report at a time:
  * `applyAcks(hostId, acks)` first, then `applyReport(hostId, { full, items })` (`receive()` does
@@ -49,6 +51,7 @@
  * interval a lost grace had closed.
  */
 import type { Logger } from 'pino';
+import type { HealthProbe } from '../config-images.js';
 import { iso, type Clock } from '../domain/clock.js';
 import type { AttachedInstance, InstanceListener, InstanceOwner, InstanceSpec, InstanceState, InstanceStatus, Runtime } from '../runtime/runtime.js';
 import { LostHostCost, type FleetCost } from './lost-host-cost.js';
@@ -72,6 +75,13 @@ export interface FleetRuntimeDeps {
   /** The fleet's hosts (the inventory's), for `removeVolume`. @default only the hosts known to have mounted the volume */
   hosts?: () => Iterable<{ id: string; dataCenterId: string }>;
   cost?: FleetCost;
+  /**
+   * The readiness probe of `image`, sent with its starts (the `start` operation's `health`): agents
+   * hold no images map. The composition root passes the config's: `(image) => config.images[image]?.health`
+   * (parseImages() builds that map without a prototype: an image name is tenant input).
+   * @default none: instances are `running` once their container starts
+   */
+  healthOf?(image: string): HealthProbe | undefined;
   clock: Clock;
   logger: Pick<Logger, 'info' | 'warn' | 'error'>;
   config?: {
@@ -183,7 +193,8 @@ export class FleetRuntime implements Runtime {
     this.#emit(this.#visible(t));
     let op: Operation;
     try {
-      op = await this.#send(spec.id, spec.hostId, { kind: 'start', instanceId: spec.id, spec });
+      const health = this.#deps.healthOf?.(spec.image);
+      op = await this.#send(spec.id, spec.hostId, { kind: 'start', instanceId: spec.id, spec, ...(health ? { health } : {}) });
     } catch (err) {
       if (this.#instances.get(spec.id) === t) this.#untrack(t);
       throw new Error(`could not hand the start of instance "${spec.id}" to host ${spec.hostId}: ${(err as Error).message}`);

@@ -2,6 +2,7 @@
  * The agent protocol's messages (docs/fleet.md): what `gantry agent` and the control plane send
  * each other over `/agent/v1`. Shared by both sides; nothing here does I/O.
  */
+import type { HealthProbe } from '../config-images.js';
 import type { Cloud } from '../domain/catalog.js';
 import type { InstanceOwner, InstanceSpec, InstanceStatus } from '../runtime/runtime.js';
 
@@ -81,7 +82,19 @@ export interface ReportAnswer {
 export type OperationKind = 'start' | 'stop' | 'remove' | 'removeVolume';
 
 export type Operation =
-  | { id: string; seq: number; kind: 'start'; instanceId: string; spec: InstanceSpec }
+  | {
+      id: string;
+      seq: number;
+      kind: 'start';
+      instanceId: string;
+      spec: InstanceSpec;
+      /**
+       * The image's readiness probe from the control plane's config (`images`): the agent's runtime
+       * runs it and reports `running` only once it passes, as `runtime: docker` does. Absent: none
+       * (the instance is `running` once its container starts). An agent older than this field ignores it.
+       */
+      health?: HealthProbe;
+    }
   | { id: string; seq: number; kind: 'stop' | 'remove'; instanceId: string }
   | { id: string; seq: number; kind: 'removeVolume'; volumeId: string };
 

@@ -16,6 +16,7 @@
  *   the stopped container and starts it again when the next `start()` has the same spec);
  *   `remove()` deletes everything the instance had (pod terminate, orphans).
  */
+import type { HealthProbe } from '../config-images.js';
 
 export interface PortBinding {
   /** port inside the instance (the `<port>` of `<port>/<protocol>`) */
@@ -84,6 +85,14 @@ export interface InstanceSpec {
    * (a worker given a loopback URL); `default`: its own network (pods; workers given a public URL).
    */
   networkMode?: 'default' | 'host';
+  /**
+   * A readiness probe for this start: the instance is `starting` until it passes (`failed` when it
+   * does not within its timeout). The Docker runtime prefers it over the probe its own `images`
+   * map gives the image; an agent's runtime has no images map, so the fleet's control plane sends
+   * its config's probe with each start (docs/fleet.md) and the agent sets it here. The process
+   * runtime reads only its images map. @default the runtime's images map entry's `health`, if any
+   */
+  health?: HealthProbe | null;
 }
 
 /**

@@ -67,6 +67,24 @@ if (!engine) {
         assert.equal((await info(raw)).env.RUNPOD_TCP_PORT_8000, String(raw));
       }));
 
+    test('a spec’s own health probe gates running, with no images map: starting until it answers, then running', () =>
+      withRuntime(
+        async ({ runtime }) => {
+          const health = { type: 'http', port: 8000, path: '/health', intervalMs: 25, timeoutMs: 30_000 } as const;
+          const probed = await httpSpec({ env: { LISTEN_AFTER_MS: '400' }, health });
+          const plain = await httpSpec({ env: { LISTEN_AFTER_MS: '400' } });
+          const changes = new ChangeRecorder(runtime);
+          assert.equal((await runtime.start(plain)).state, 'running', 'without a probe, running once the container starts');
+          const started = await runtime.start(probed);
+          assert.equal(started.state, 'starting');
+          await changes.next(probed.id, 'running', 30_000);
+          assert.deepEqual(changes.statesOf(probed.id), ['starting', 'running']);
+          // Running means it answers.
+          assert.equal((await info(probed.ports[0]!.public)).env.LISTEN_AFTER_MS, '400');
+        },
+        { images: {} },
+      ));
+
     test('a tenant cannot override the platform variables; platformEnv wins over the tenant env', () =>
       withRuntime(async ({ runtime }) => {
         const spec = await httpSpec({

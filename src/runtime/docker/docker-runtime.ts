@@ -9,7 +9,8 @@
  *   A pull from a registry the policy refuses (`registries`: loopback, private, …) is never asked
  *   of the engine: the start rejects, saying why.
  * - States come from the engine's events (engine-events.ts), and from a health probe on the
- *   published port when the config's images map gives the image one. `inspect()` and `list()`
+ *   published port when the spec carries one (`health`) or else the config's images map gives the
+ *   image one. `inspect()` and `list()`
  *   answer from memory (live-instances.ts), which the events keep current.
  * - A container that ends on its own makes its instance `exited`, or `failed` when it ended before
  *   its health check passed or the kernel killed it for its memory limit (exit-reason.ts words why).
@@ -256,7 +257,8 @@ export class DockerRuntime implements Runtime {
 
   async #launch(spec: InstanceSpec): Promise<InstanceStatus> {
     this.#events.start();
-    const health = this.#images.get(spec.image)?.health;
+    // The start's own probe first: an agent's runtime gets it from the control plane's images map.
+    const health = spec.health ?? this.#images.get(spec.image)?.health;
     const probe = health ? probeOf(health, spec) : null;
     const prepared: Prepared = await this.#call(this.#preparer.prepare(spec));
     if (prepared.kind === 'running') {
