@@ -50,16 +50,22 @@ const nodeArgs = ['--expose-gc', '--import', join(import.meta.dirname, 'support'
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-interface Window {
-  /** RSS and V8 heap in use right after a full GC at the window's end, MB */
+/** Right after a full GC, MB: RSS; the V8 heap in use and committed, its young generation's committed share; memory outside the heap V8 knows of. */
+interface Memory {
   rssMb: number;
   heapMb: number;
+  heapTotalMb: number;
+  youngMb: number;
+  externalMb: number;
+}
+
+interface Window extends Memory {
   cpuMs: number;
   seconds: number;
 }
 
 /** A full GC in the server (support/gc-on-signal.mjs), then its RSS and V8 heap in use. */
-async function afterGc(server: Gantry): Promise<{ rssMb: number; heapMb: number }> {
+async function afterGc(server: Gantry): Promise<Memory> {
   const seen = server.output().split('bench-gc ').length;
   server.child.kill('SIGUSR2');
   const t0 = performance.now();
@@ -68,8 +74,9 @@ async function afterGc(server: Gantry): Promise<{ rssMb: number; heapMb: number 
     await sleep(50);
   }
   await sleep(500); // the pages V8 frees go back to the kernel a moment after
-  const heapUsed = Number(/heapUsed=(\d+)/.exec(server.output().split('bench-gc ').pop()!)?.[1]);
-  return { rssMb: server.rssMb(), heapMb: heapUsed / 1024 ** 2 };
+  const line = server.output().split('bench-gc ').pop()!;
+  const mb = (name: string) => Number(new RegExp(`${name}=(\\d+)`).exec(line)?.[1]) / 1024 ** 2;
+  return { rssMb: server.rssMb(), heapMb: mb('heapUsed'), heapTotalMb: mb('heapTotal'), youngMb: mb('young'), externalMb: mb('external') };
 }
 
 /** Idles for `seconds`: the CPU time the server spent, then its memory after a full GC. */
@@ -141,6 +148,18 @@ const row = (phase: string, connections: number | string, w: { rssMb: number; he
 async function main() {
   ensureBuilt();
   const rows: Array<Record<string, string | number>> = [];
+  /** where the memory is, at each point measured */
+  const memory: Array<Record<string, string | number>> = [];
+  const where = (phase: string, m: Memory) =>
+    memory.push({
+      phase,
+      'RSS MB': m.rssMb.toFixed(1),
+      'heap used': m.heapMb.toFixed(1),
+      'heap committed': m.heapTotalMb.toFixed(1),
+      '…of it young gen.': m.youngMb.toFixed(1),
+      'RSS outside the heap': (m.rssMb - m.heapTotalMb).toFixed(1),
+      external: m.externalMb.toFixed(1),
+    });
   let agentKb = NaN;
   let agentCpu = NaN;
   let healthy = false;
@@ -176,6 +195,9 @@ async function main() {
       `\nin the ${live.seconds.toFixed(0)} s window: ${after.heartbeats - before.heartbeats} heartbeats, ${after.polls - before.polls} long-polls answered, ` +
         `${failures} failures in all${after.errors.length ? ` (${after.errors.join(' | ')})` : ''}; ${available} of ${hosts.length} hosts available\n`,
     );
+    where('empty server', empty);
+    where(`${n} hosts joined, none connected`, base);
+    where(`${n} agents connected, idle`, live);
     rows.push(
       row('empty server', 0, empty),
       row(`${n} hosts joined, none connected (RSS_0)`, 0, base, { n, from: empty }),
@@ -199,6 +221,8 @@ async function main() {
     await sleep(5000);
     const live = await idle(peer, PEER_WINDOW_S);
     // two connections stand for one agent
+    where('peer: empty server', base);
+    where(`peer: ${opened.open} plain connections`, live);
     rows.push(row('peer: empty server', 0, base), row(`peer: ${opened.open} plain keep-alive connections`, opened.open, live, { n: opened.open / 2, from: base, cpuMs: live.cpuMs }));
   } finally {
     if (plain) await stop(plain);
@@ -207,6 +231,8 @@ async function main() {
 
   console.log(`Fleet benchmark: ${N} stand-in agents, heartbeat ${HEARTBEAT_MS / 1000} s, long-poll ${POLL_WAIT_MS / 1000} s, window ${WINDOW_S} s (baseline and peer ${PEER_WINDOW_S} s)\n`);
   printTable(rows);
+  console.log('\nWhere the memory is (MB, each after a full GC):\n');
+  printTable(memory);
   console.log('');
   const goals = [
     { measure: 'RSS per connected agent', value: `${agentKb.toFixed(1)} KB`, goal: `≤ ${GOAL_KB} KB`, verdict: verdict(agentKb <= GOAL_KB && healthy) },
