@@ -203,6 +203,10 @@ async function main() {
       row(`${n} hosts joined, none connected (RSS_0)`, 0, base, { n, from: empty }),
       row(`${n} agents connected, idle (RSS_N)`, 2 * n, live, { n, from: base, cpuMs: live.cpuMs }),
       { phase: '  …CPU net of the idle server', 'CPU ms/s': (live.cpuMs / live.seconds - idleCpuPerS).toFixed(1), '% core/agent': pctCore(live.cpuMs - idleCpuPerS * live.seconds, live.seconds, n).toFixed(4) },
+      // V8's young generation grows to its cap under the heartbeats' and polls' allocation rate and
+      // shrinks when idle: a cost of the request rate, not state held per agent, and the figure's
+      // largest swing between two readings
+      { phase: '  …RSS less the young generation (state held per agent)', 'RSS KB/agent': per(live.rssMb - live.youngMb - (base.rssMb - base.youngMb), n).toFixed(1) },
       { phase: '  …joined and connected, vs the empty server', 'RSS KB/agent': per(live.rssMb - empty.rssMb, n).toFixed(1), 'heap KB/agent': per(live.heapMb - empty.heapMb, n).toFixed(1) },
     );
   } finally {
