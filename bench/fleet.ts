@@ -9,16 +9,17 @@
 // keep-alive pool of 2 connections, as `gantry agent` does at idle.
 //   1. the server empty (RSS), then N join tokens (written to its store in one batch, as
 //      `gantry hosts token create` writes each) and N joins over HTTP; the stand-ins disconnect;
-//   2. baseline: N hosts joined, 0 connected, idle for --peer-window: RSS (median of 1 s samples)
-//      and CPU time;
+//   2. baseline: N hosts joined, 0 connected, idle for --peer-window: CPU time, then memory;
 //   3. N agents connected: after a ramp and one heartbeat period, idle for --window: RSS and CPU.
 //      Per agent: (RSS_N − RSS_0)/N and CPU over the window / (window × N), also net of the
 //      baseline's idle CPU. Every host must still read `available` in `gantry hosts list`.
 //   4. peer: a fresh server of the same config, empty, then 2N plain keep-alive connections (a
 //      `GET /healthz` every 25 s each, so the keep-alive timeout never ends them) for --peer-window:
 //      what the connections alone cost, next to what the agents cost.
-// RSS is what the kernel counts (V8 grows its heap and gives little back): the median over the
-// window, so one GC's timing moves it less.
+// Memory is read right after a full GC in the server (support/gc-on-signal.mjs, preloaded with
+// --expose-gc), with where it is: V8's heap in use and committed, its young generation (which
+// grows to its cap under the requests' allocation rate and shrinks at idle: a cost of the rate,
+// not state per agent, so RSS per agent is also shown with it set aside), and RSS outside the heap.
 import { fork, spawnSync, type ChildProcess } from 'node:child_process';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
