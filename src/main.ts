@@ -100,6 +100,8 @@ export async function createServices(config: Config, overrides: ServiceOverrides
             expected: () => recordPlacements(fleetDb!).expected(),
           },
           hosts: () => fleetInventory?.hosts() ?? [],
+          // an image's readiness probe (config `images`, a map without a prototype) goes with its start to the agent
+          healthOf: (image) => config.images[image]?.health,
           clock,
           logger: logger.child({ component: 'runtime' }),
           config: { lostGraceMs: config.agents.lostGraceMs },
