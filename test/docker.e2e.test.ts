@@ -10,7 +10,6 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import runpodSdk from 'runpod-sdk';
@@ -18,6 +17,7 @@ import { namespaceFilter } from '../src/runtime/docker/docker-names.js';
 import { freePort } from '../src/runtime/runtime-contract.js';
 import { DOCKER_HOST, dockerEngine, instanceHttp, instanceInfo, noEngine, removeNamespace, uniqueNamespace } from './support/docker.js';
 import { buildImage } from './support/docker-images.js';
+import { eventually, freePortRange } from './support/eventually.js';
 import { BANNER_12_4, removeStandIns, standInNvidiaSmi } from './support/nvidia-smi.js';
 import { UnixSocketProxy } from './support/socket-proxy.js';
 import { spawnGantry, type SpawnedGantry } from './support/spawn-gantry.js';
@@ -29,36 +29,6 @@ const FOUR_4090 = [0, 1, 2, 3].map((i) => `${i}, GPU-6f1c2a57-3b1e-4c3d-9a41-0c3
 
 const engine = await dockerEngine();
 after(() => engine?.client.close());
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-/** Polls `check` (real time: real processes and containers) until it answers a truthy value, or fails after `ms`. */
-async function eventually<T>(what: string | (() => string | Promise<string>), check: () => Promise<T | null | undefined | false>, ms = 30_000): Promise<T> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const v = await check();
-    if (v) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${typeof what === 'string' ? what : await what()}`);
-    await sleep(100);
-  }
-}
-
-/** `count` consecutive ports nothing listens on (on 127.0.0.1), from a random start. */
-async function freePortRange(count: number): Promise<[number, number]> {
-  const free = (port: number) =>
-    new Promise<boolean>((ok) => {
-      const s = createServer();
-      s.once('error', () => ok(false));
-      s.listen(port, '127.0.0.1', () => s.close(() => ok(true)));
-    });
-  for (let attempt = 0; attempt < 50; attempt++) {
-    const first = 41_000 + Math.floor(Math.random() * 18_000);
-    let all = true;
-    for (let p = first; p < first + count && all; p++) all = await free(p);
-    if (all) return [first, first + count - 1];
-  }
-  throw new Error(`no ${count} free consecutive ports found`);
-}
 
 interface Pod {
   id: string;

@@ -8,10 +8,10 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { request } from 'node:http';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { buildImage, RECIPES } from './support/docker-images.js';
+import { eventually, freePortRange } from './support/eventually.js';
 import { dockerDaemonsUnavailable, startDockerDaemon, type DockerDaemon } from './support/docker-daemons.js';
 import { BANNER_12_4, removeStandIns, standInNvidiaSmi } from './support/nvidia-smi.js';
 import { runGantry, spawnGantry, type SpawnedGantry } from './support/spawn-gantry.js';
@@ -20,31 +20,7 @@ import { spawnAgent, type SpawnedAgent } from './support/spawn-agent.js';
 const KEY = 'fleet-e2e-admin-key-0123456789abcdef';
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-async function eventually<T>(what: string | (() => string), check: () => Promise<T | null | undefined | false>, ms = 30_000): Promise<T> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const v = await check();
-    if (v) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${typeof what === 'string' ? what : what()}`);
-    await sleep(100);
-  }
-}
 
-async function freePortRange(count: number): Promise<[number, number]> {
-  const free = (port: number) =>
-    new Promise<boolean>((ok) => {
-      const s = createServer();
-      s.once('error', () => ok(false));
-      s.listen(port, '127.0.0.1', () => s.close(() => ok(true)));
-    });
-  for (let attempt = 0; attempt < 50; attempt++) {
-    const first = 41_000 + Math.floor(Math.random() * 18_000);
-    let all = true;
-    for (let p = first; p < first + count && all; p++) all = await free(p);
-    if (all) return [first, first + count - 1];
-  }
-  throw new Error(`no ${count} free consecutive ports found`);
-}
 
 function getJson(port: number, path: string): Promise<Record<string, unknown>> {
   return new Promise((resolve, reject) => {

@@ -1,0 +1,32 @@
+/** Waiting on real processes and containers in end-to-end tests (real time: there is no clock to inject into them). */
+import { createServer } from 'node:net';
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** Polls `check` every `intervalMs` until it answers a truthy value, or fails after `ms` naming `what`. */
+export async function eventually<T>(what: string | (() => string | Promise<string>), check: () => Promise<T | null | undefined | false>, ms = 30_000, intervalMs = 100): Promise<T> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const v = await check();
+    if (v) return v;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${typeof what === 'string' ? what : await what()}`);
+    await sleep(intervalMs);
+  }
+}
+
+/** `count` consecutive ports nothing listens on (on 127.0.0.1), from a random start. */
+export async function freePortRange(count: number): Promise<[number, number]> {
+  const free = (port: number) =>
+    new Promise<boolean>((ok) => {
+      const s = createServer();
+      s.once('error', () => ok(false));
+      s.listen(port, '127.0.0.1', () => s.close(() => ok(true)));
+    });
+  for (let attempt = 0; attempt < 50; attempt++) {
+    const first = 41_000 + Math.floor(Math.random() * 18_000);
+    let all = true;
+    for (let p = first; p < first + count && all; p++) all = await free(p);
+    if (all) return [first, first + count - 1];
+  }
+  throw new Error(`no ${count} free consecutive ports found`);
+}
