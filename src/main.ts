@@ -43,6 +43,7 @@ import { ConnectionCap } from './http/listener-limits.js';
 import { FleetService, FLEET_TOPICS } from './fleet/fleet-service.js';
 import { FleetRuntime } from './fleet/fleet-runtime.js';
 import { FleetWiring, recordPlacements } from './fleet/fleet-wiring.js';
+import { FleetJournal, FLEET_JOURNAL_TOPIC } from './fleet/fleet-journal.js';
 
 export interface ServiceOverrides {
   clock?: Clock;
@@ -136,7 +137,15 @@ export async function createServices(config: Config, overrides: ServiceOverrides
     fleetOps = fleet;
     fleetDb = db;
     fleetInventory = inventory;
-    fleetRuntime.useCost({ pause: (hostId, at) => podController.pauseUsage(hostId, at), resume: (podIds, at) => podController.resumeUsage(podIds, at) });
+    // Every replica's runtime sees a lost host alike; only the one driving the pods writes usage.
+    const podsLease = leases.lease(LEASE_NAMES.pods);
+    fleetRuntime.useCost({
+      pause: async (hostId, at) => (podsLease.isHeld() ? podController.pauseUsage(hostId, at) : undefined),
+      resume: async (podIds, at) => (podsLease.isHeld() ? podController.resumeUsage(podIds, at) : undefined),
+    });
+    // Several replicas: what each learns of the fleet goes to the others through the journal.
+    const journal = relay ? new FleetJournal({ db, origin: relay.origin, clock, logger: logger.child({ component: 'fleet' }), publish: () => relay.publish(FLEET_JOURNAL_TOPIC, '', 1) }) : null;
+    if (journal) fleetRuntime.useJournal(journal);
     fleetWiring = new FleetWiring({
       fleet,
       runtime: fleetRuntime,
@@ -146,6 +155,7 @@ export async function createServices(config: Config, overrides: ServiceOverrides
       clock,
       logger: logger.child({ component: 'fleet' }),
       config: config.agents,
+      journal,
     });
   }
   const quota = new ResourceQuota({ holdings: new ResourceHoldingsStore(db), quotas: config.quotas, clock });
@@ -237,6 +247,7 @@ export async function createServices(config: Config, overrides: ServiceOverrides
         return;
       }
       if (FLEET_TOPICS.includes(topic)) return fleet.deliver(topic, key);
+      if (topic === FLEET_JOURNAL_TOPIC) return void fleetWiring?.pull();
       signals.deliver(topic as JobChannel, key, count);
       // A job queued on another replica may need a worker now, as a local `job:queued` would.
       if (topic === 'work') autoscaler.nudge();
@@ -319,6 +330,7 @@ export async function startServer(config: Config, overrides: StartOptions = {}):
   phase('attachMs');
   await services.leases.start();
   await services.relay?.start();
+  services.fleetWiring?.followReplicas();
   await services.podController.start(attached);
   await services.autoscaler.adopt(attached);
   phase('adoptMs');

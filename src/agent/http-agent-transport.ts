@@ -57,6 +57,7 @@ export class HttpAgentTransport implements AgentTransport {
       now: typeof answer?.now === 'number' ? answer.now : 0,
       refused: refused.map((r) => ({ id: r.id, reason: String(r.reason ?? '') })),
       ignoredAcks: ignored.map((r) => ({ opId: r.opId, reason: String(r.reason ?? '') })),
+      ...(answer?.sendFull === true ? { sendFull: true as const } : {}),
     };
   }
 

@@ -124,6 +124,8 @@ export class ReportLoop {
       this.#lastReportAt = sentAt;
       if (this.#capacityDue === capacity) this.#capacityDue = null;
       for (const ack of acks) if (this.#acks.get(ack.opId) === ack) this.#acks.delete(ack.opId);
+      // A control-plane replica that just started wants every instance: the next report, at once.
+      if (answer.sendFull === true) this.#fullDue = true;
       for (const refused of answer.refused ?? []) {
         if (this.#warnedRefused.has(refused.id)) continue;
         this.#warnedRefused.add(refused.id);

@@ -50,8 +50,12 @@ export interface FleetEvents {
    * agent talks to). `full`: every instance the agent has; what is missing is gone.
    */
   instances: { hostId: string; full: boolean; items: InstanceReport[] };
-  /** Operations acknowledged for the first time (on every replica). */
-  acks: { hostId: string; acks: AckedOperation[] };
+  /**
+   * Operations acknowledged for the first time (on every replica). `relayed`: acknowledged through
+   * another replica (a replica with the fleet journal learns them from it instead, in order with
+   * that replica's reports).
+   */
+  acks: { hostId: string; acks: AckedOperation[]; relayed: boolean };
 }
 
 export type FleetListener<K extends keyof FleetEvents> = (payload: FleetEvents[K]) => void;

@@ -26,8 +26,15 @@
  * full report lists the kept instances too (`kept: true`). `applyReport` refuses ids this host may
  * not claim (report-screen.ts: an id the control plane never placed there) and answers them;
  * nothing of a refused item changes state. Acks of operations this runtime did not enqueue
- * (another replica's, a previous server's) are ignored. With several replicas, each replica's
- * runtime must be fed every host's reports.
+ * (another replica's, a previous server's) are ignored.
+ *
+ * Several replicas (`journal`, fleet-journal.ts): every replica's runtime must know every instance.
+ * A replica journals the operations it enqueues (`start`, `stop`, `remove`), and the wiring
+ * journals the reports and acks of the agents talking to it; the others `replay()` those entries
+ * in order, as if they had happened there. Entries of different replicas about one instance may
+ * arrive in either order (an agent's report of an instance before the other replica's `start`
+ * entry): an ack of an operation not known yet is remembered, and applied when its operation's
+ * entry arrives.
  *
  * States:
  * - `start()` answers `starting` at once; the agent's reports move the instance on. A start that
@@ -55,8 +62,9 @@ import type { HealthProbe } from '../config-images.js';
 import { iso, type Clock } from '../domain/clock.js';
 import type { AttachedInstance, InstanceListener, InstanceOwner, InstanceSpec, InstanceState, InstanceStatus, Runtime } from '../runtime/runtime.js';
 import { LostHostCost, type FleetCost } from './lost-host-cost.js';
+import type { JournalEntry } from './fleet-journal.js';
 import type { InstanceReport, NewOperation, Operation, OperationAck, ReportRequest } from './protocol.js';
-import { screenReport, type PlacedInstance, type Refusal } from './report-screen.js';
+import { screenReport, type PlacedInstance, type Refusal, type Screened } from './report-screen.js';
 
 export type { FleetCost } from './lost-host-cost.js';
 export { DEFAULT_LOST_GRACE_MS } from './lost-host-cost.js';
@@ -94,6 +102,8 @@ export interface FleetRuntimeDeps {
 
 /** Longest reason kept from an agent (it may carry the tail of an instance's output). */
 const MAX_REASON = 2_000;
+/** Acks of operations not known yet (their replica's journal entry to come) remembered at most. */
+const MAX_EARLY_ACKS = 5_000;
 const LIVE: ReadonlySet<InstanceState> = new Set(['starting', 'running', 'unknown']);
 
 interface Tracked {
@@ -146,6 +156,10 @@ export class FleetRuntime implements Runtime {
   /** network volumes, by id, and the hosts instances mounting them were started on */
   readonly #volumeHosts = new Map<string, Set<string>>();
   readonly #listeners = new Set<InstanceListener>();
+  /** with a journal: acks of operations not known (yet), by operation id, oldest first */
+  readonly #earlyAcks = new Map<string, { hostId: string; ack: OperationAck }>();
+  /** where the operations enqueued here are told to the other replicas; null: one replica */
+  #journal: { append(hostId: string, entry: JournalEntry): void } | null = null;
   #closed = false;
 
   constructor(deps: FleetRuntimeDeps) {
@@ -156,6 +170,11 @@ export class FleetRuntime implements Runtime {
   /** The cost hooks, when they exist only after the runtime (the pod controller is built over it). */
   useCost(cost: FleetCost): void {
     this.#cost.use(cost);
+  }
+
+  /** Several replicas share the database: the operations enqueued here go to the journal (fleet-journal.ts). */
+  useJournal(journal: { append(hostId: string, entry: JournalEntry): void }): void {
+    this.#journal = journal;
   }
 
   // --- the runtime port -----------------------------------------------------------------------
@@ -200,6 +219,8 @@ export class FleetRuntime implements Runtime {
       throw new Error(`could not hand the start of instance "${spec.id}" to host ${spec.hostId}: ${(err as Error).message}`);
     }
     this.#ops.set(op.id, { kind: 'start', hostId: spec.hostId, instanceId: spec.id, tracked: t });
+    const volumes = spec.volumes.flatMap((v) => (v.kind === 'network' ? [v.volumeId] : []));
+    this.#journal?.append(spec.hostId, { t: 'start', opId: op.id, id: spec.id, owner: spec.owner, startedAt: t.status.startedAt!, volumes });
     return copy(t.status);
   }
 
@@ -267,6 +288,7 @@ export class FleetRuntime implements Runtime {
     if (this.#closed) return;
     for (const ack of acks) {
       const op = this.#ops.get(ack.opId);
+      if (!op && this.#journal) this.#rememberEarly(hostId, ack);
       // Only the host an operation was for may acknowledge it.
       if (!op || op.hostId !== hostId) continue;
       this.#ops.delete(ack.opId);
@@ -287,10 +309,10 @@ export class FleetRuntime implements Runtime {
    * The host's instances as its agent reports them (`full`: all it has). Ids it may not claim are
    * answered and ignored; the rest update what is known, and listeners hear every change.
    */
-  applyReport(hostId: string, report: { full: boolean; items: readonly InstanceReport[] }): Promise<Refusal[]> {
+  applyReport(hostId: string, report: { full: boolean; items: readonly InstanceReport[] }, options: { screened?: boolean } = {}): Promise<Refusal[]> {
     return this.#onHost(hostId, async () => {
       if (this.#closed) return [];
-      const { refused, accepted, placed } = await this.#screen(hostId, report.items);
+      const { refused, accepted, placed } = options.screened ? await this.#owners(report.items) : await this.#screen(hostId, report.items);
       const host = this.#host(hostId);
       const seen = new Set<string>();
       for (const item of report.items) {
@@ -312,6 +334,65 @@ export class FleetRuntime implements Runtime {
       );
       return refused;
     });
+  }
+
+  /**
+   * What another replica journaled (fleet-journal.ts), applied as if it had happened here: its
+   * operations (tracked as its `start()` and `stop()` would have, nothing enqueued), the acks and
+   * reports of the agents talking to it (already screened there).
+   */
+  replay(hostId: string, entry: JournalEntry): Promise<unknown> {
+    switch (entry.t) {
+      case 'acks':
+        return this.applyAcks(hostId, entry.acks);
+      case 'report':
+        return this.applyReport(hostId, entry, { screened: true });
+      case 'start':
+      case 'end':
+        return this.#onHost(hostId, async () => {
+          if (this.#closed) return;
+          if (entry.t === 'start') this.#replayStart(hostId, entry);
+          else this.#replayEnd(hostId, entry);
+          const early = this.#earlyAcks.get(entry.opId);
+          if (early) {
+            this.#earlyAcks.delete(entry.opId);
+            this.#applyAcks(early.hostId, [early.ack]);
+          }
+        });
+      default:
+        return entry satisfies never;
+    }
+  }
+
+  #replayStart(hostId: string, e: Extract<JournalEntry, { t: 'start' }>): void {
+    for (const volumeId of e.volumes) this.#volumeHostsOf(volumeId).add(hostId);
+    const current = this.#instances.get(e.id);
+    // The agent's report of it came first (adopted): that is this start's instance.
+    if (current && current.hostId === hostId && LIVE.has(current.status.state)) {
+      current.starting = true;
+      this.#ops.set(e.opId, { kind: 'start', hostId, instanceId: e.id, tracked: current });
+      return;
+    }
+    if (current) this.#untrack(current);
+    this.#kept.delete(e.id);
+    const t: Tracked = { id: e.id, hostId, owner: e.owner, starting: true, status: { id: e.id, state: 'starting', startedAt: e.startedAt, exitCode: null, reason: null, stats: null } };
+    this.#track(t);
+    this.#ops.set(e.opId, { kind: 'start', hostId, instanceId: e.id, tracked: t });
+    this.#emit(this.#visible(t));
+  }
+
+  #replayEnd(hostId: string, e: Extract<JournalEntry, { t: 'end' }>): void {
+    const t = this.#instances.get(e.id);
+    if (t) this.#untrack(t);
+    if (e.kind === 'remove') this.#kept.delete(e.id);
+    else if (t) this.#kept.set(e.id, { hostId: t.hostId, owner: t.owner });
+    this.#ending.set(e.id, (this.#ending.get(e.id) ?? 0) + 1);
+    this.#ops.set(e.opId, { kind: e.kind, hostId, instanceId: e.id, tracked: null });
+  }
+
+  #rememberEarly(hostId: string, ack: OperationAck): void {
+    this.#earlyAcks.set(ack.opId, { hostId, ack });
+    if (this.#earlyAcks.size > MAX_EARLY_ACKS) this.#earlyAcks.delete(this.#earlyAcks.keys().next().value!);
   }
 
   /** Of the ids a host reports, those it may not claim (never placed there by the control plane), with why. */
@@ -350,6 +431,12 @@ export class FleetRuntime implements Runtime {
 
   #screen(hostId: string, items: ReadonlyArray<Pick<InstanceReport, 'id'> & Partial<Pick<InstanceReport, 'state'>>>) {
     return screenReport(hostId, items, (id) => (this.#instances.get(id) ?? this.#kept.get(id))?.hostId, (ids) => this.#deps.placements.placed(ids));
+  }
+
+  /** Items screened already (by the fleet service, or the replica that journaled them): only the owners of instances not tracked are looked up. */
+  async #owners(items: readonly InstanceReport[]): Promise<Pick<Screened, 'refused' | 'accepted' | 'placed'>> {
+    const unknown = items.flatMap((i) => (this.#instances.has(i.id) || this.#kept.has(i.id) ? [] : [i.id]));
+    return { refused: [], accepted: new Set(items.map((i) => i.id)), placed: unknown.length > 0 ? await this.#deps.placements.placed(unknown) : new Map() };
   }
 
   #applyItem(hostId: string, item: InstanceReport, placed: ReadonlyMap<string, PlacedInstance>): void {
@@ -397,6 +484,7 @@ export class FleetRuntime implements Runtime {
     try {
       const op = await this.#send(id, hostId, { kind, instanceId: id });
       this.#ops.set(op.id, { kind, hostId, instanceId: id, tracked: null });
+      this.#journal?.append(hostId, { t: 'end', opId: op.id, kind, id });
     } catch (err) {
       this.#ended(id);
       throw new Error(`could not hand the ${kind} of instance "${id}" to host ${hostId}: ${(err as Error).message}`);

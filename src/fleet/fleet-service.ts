@@ -108,6 +108,10 @@ export class FleetService {
   #chore: Promise<void> | null = null;
   /** Relayed acknowledgements waiting to be read (next turn of the event loop). */
   #relayedAcks = new Set<string>();
+  /** since when full reports are wanted from every host (a replica started), null: never */
+  #fullWantedSince: number | null = null;
+  /** per host, when this replica last heard (or asked for) a full report */
+  readonly #fullHeardAt = new Map<string, number>();
 
   constructor(deps: FleetServiceDeps) {
     this.#deps = deps;
@@ -122,7 +126,7 @@ export class FleetService {
       clock: deps.clock,
       publish: deps.relay?.publish.bind(deps.relay),
       onAcked: (hostId, acks) => {
-        this.#events.emit('acks', { hostId, acks });
+        this.#events.emit('acks', { hostId, acks, relayed: false });
         for (const ack of acks) deps.relay?.publish(FLEET_ACK_TOPIC, ack.opId, 1);
       },
       logger: deps.logger,
@@ -270,7 +274,26 @@ export class FleetService {
       const accepted = refusals.size > 0 ? items.filter((i) => !refusals.has(i.id)) : items;
       this.#events.emit('instances', { hostId, full, items: accepted });
     }
-    return { now, refused, ignoredAcks: ignored };
+    const sendFull = this.#fullWanted(hostId, report.instances?.full === true, now);
+    return { now, refused, ignoredAcks: ignored, ...(sendFull ? { sendFull: true as const } : {}) };
+  }
+
+  /**
+   * Asks every host for a full report with its next report (answered `sendFull`), here and, through
+   * the relay, on every replica: a replica that just started knows nothing the agents said before.
+   */
+  requestFullReports(): void {
+    this.#fullWantedSince = this.#deps.clock.now();
+    this.#deps.relay?.publish(FLEET_HOST_TOPIC, 'resync:*', 1);
+  }
+
+  /** Whether to ask this report's host for a full report (once per request for all). */
+  #fullWanted(hostId: string, isFull: boolean, now: number): boolean {
+    if (this.#fullWantedSince === null) return false;
+    const heard = this.#fullHeardAt.get(hostId) ?? -Infinity;
+    if (!isFull && heard >= this.#fullWantedSince) return false;
+    this.#fullHeardAt.set(hostId, now);
+    return !isFull;
   }
 
   async #updateCapacity(hostId: string, raw: unknown): Promise<void> {
@@ -381,6 +404,10 @@ export class FleetService {
 
   async #hostChanged(key: string): Promise<void> {
     const [kind, hostId] = [key.slice(0, key.indexOf(':')), key.slice(key.indexOf(':') + 1)];
+    if (kind === 'resync') {
+      this.#fullWantedSince = this.#deps.clock.now();
+      return;
+    }
     try {
       const host = await this.hosts.getHost(hostId);
       if (!host) return;
@@ -401,7 +428,7 @@ export class FleetService {
         if (row.state !== 'acked') continue;
         byHost.set(row.hostId, [...(byHost.get(row.hostId) ?? []), ackedOperation(row)]);
       }
-      for (const [hostId, acks] of byHost) this.#events.emit('acks', { hostId, acks });
+      for (const [hostId, acks] of byHost) this.#events.emit('acks', { hostId, acks, relayed: true });
     } catch (err) {
       this.#deps.logger?.warn({ err: (err as Error).message }, 'reading operations acknowledged on another replica failed');
     }

@@ -8,20 +8,30 @@
  *   of placement.
  * - A host is out of placement, and its instances read `unknown`, once no report came for
  *   `fleet.heartbeatTimeoutMs` (checked every heartbeat); its next report puts it back.
- * - With several replicas, an agent talks to one: that replica feeds its runtime. Last-report
- *   times reach the others through the database (written every few seconds), so every replica
- *   judges availability alike.
+ * - With several replicas (`journal`, fleet-journal.ts), an agent talks to one at a time: that
+ *   replica feeds its runtime and journals what the agent acknowledged and reported; the others
+ *   read the journal (woken through the relay, and every `JOURNAL_READ_MS` in case a wake-up was
+ *   lost) and replay it, so every replica's runtime knows every instance. A journaled report is a
+ *   sign of life of its host there. Heartbeats alone are not journaled: last-report times reach the
+ *   others through the database (written every few seconds), which `check()` reads both before
+ *   taking a quiet host out of placement and to bring one back, so every replica judges
+ *   availability alike. A replica that starts asks every host for a full report (`sendFull`).
  */
 import type { Logger } from 'pino';
 import type { Catalog } from '../domain/catalog.js';
 import type { Clock } from '../domain/clock.js';
 import type { Inventory } from '../inventory/inventory.js';
 import type { Db } from '../store/database.js';
+import type { FleetJournal } from './fleet-journal.js';
 import type { FleetRuntime, FleetPlacements, PlacedInstance } from './fleet-runtime.js';
 import type { FleetService } from './fleet-service.js';
 import { inventoryHost } from './host-capacity.js';
 
 const LIVE_WORKERS = ['initializing', 'idle', 'running', 'unhealthy'];
+/** How often a replica reads the journal when no wake-up came. */
+export const JOURNAL_READ_MS = 1_000;
+/** How often old journal entries are pruned. */
+const JOURNAL_PRUNE_MS = 60_000;
 
 /** Which host each instance id was placed on, from the pods' and workers' records. */
 export function recordPlacements(db: Db): Required<FleetPlacements> {
@@ -77,6 +87,8 @@ export interface FleetWiringDeps {
   clock: Clock;
   logger: Pick<Logger, 'info' | 'warn' | 'error'>;
   config: { heartbeatMs: number; heartbeatTimeoutMs: number };
+  /** Several replicas share the database (PostgreSQL): what each learns goes through it. @default one replica */
+  journal?: FleetJournal | null;
 }
 
 export class FleetWiring {
@@ -85,7 +97,11 @@ export class FleetWiring {
   /** last sign of life per host known here (reports to this replica, or the database's) */
   readonly #lastSeen = new Map<string, number>();
   #timer: NodeJS.Timeout | null = null;
+  #journalTimer: NodeJS.Timeout | null = null;
   #checking = false;
+  #pulling: Promise<void> | null = null;
+  #pullAgain = false;
+  #prunedAt = 0;
 
   constructor(deps: FleetWiringDeps) {
     this.#d = deps;
@@ -93,14 +109,12 @@ export class FleetWiring {
 
   /** Loads the joined hosts into the inventory and starts following the fleet. Before the pod controller starts. */
   async start(): Promise<void> {
-    const { fleet, runtime, inventory, catalog, clock, config } = this.#d;
-    // A host may claim only what the records placed on it (report-screen.ts does the same inside the runtime).
-    fleet.setOwnership(async (hostId, ids) => {
-      const placed = await this.#d.placements.placed(ids);
-      const refused = new Map<string, string>();
-      for (const id of ids) if (placed.get(id)?.hostId !== hostId) refused.set(id, 'no instance with this id was placed on this host');
-      return refused;
-    });
+    const { fleet, runtime, inventory, catalog, clock, config, journal } = this.#d;
+    // A host may claim only what the records placed on it (report-screen.ts: the instances the
+    // runtime tracks answer from memory, the others are looked up); the runtime then takes the
+    // accepted items as screened.
+    fleet.setOwnership(async (hostId, ids) => new Map((await runtime.refusals(hostId, ids)).map((r) => [r.id, r.reason])));
+    await journal?.start();
     const now = clock.now();
     for (const host of await fleet.list()) {
       if (host.revokedAt !== null) continue;
@@ -122,31 +136,88 @@ export class FleetWiring {
       }),
       fleet.on('host:seen', ({ hostId, at }) => {
         this.#lastSeen.set(hostId, at);
-        if (!inventory.isAvailable(hostId)) {
-          inventory.setAvailable(hostId, true);
-          runtime.hostAvailable(hostId);
-          this.#d.logger.info({ hostId }, 'host reports again');
-        }
+        this.#up(hostId);
       }),
-      fleet.on('acks', ({ hostId, acks }) => {
-        void runtime.applyAcks(hostId, acks.map((a) => ({ opId: a.opId, ok: a.ok, ...(a.error !== null ? { error: a.error } : {}) })));
+      fleet.on('acks', ({ hostId, acks, relayed }) => {
+        // With a journal, acks made through another replica come in order with its reports.
+        if (relayed && journal) return;
+        const plain = acks.map((a) => ({ opId: a.opId, ok: a.ok, ...(a.error !== null ? { error: a.error } : {}) }));
+        void runtime.applyAcks(hostId, plain);
+        if (!relayed) journal?.append(hostId, { t: 'acks', acks: plain });
       }),
       fleet.on('instances', ({ hostId, full, items }) => {
-        void runtime.applyReport(hostId, { full, items });
+        void runtime.applyReport(hostId, { full, items }, { screened: true });
+        journal?.append(hostId, { t: 'report', full, items });
       }),
     );
     this.#timer = setInterval(() => void this.check(), Math.max(200, Math.min(config.heartbeatMs, config.heartbeatTimeoutMs / 3)));
     this.#timer.unref();
   }
 
-  /** Takes hosts that have not reported within the heartbeat timeout out of placement (run by a timer; tests call it). */
+  /**
+   * With several replicas, once the relay is connected: asks every host for a full report (this
+   * replica has heard none) and starts following the journal.
+   */
+  followReplicas(): void {
+    if (!this.#d.journal || this.#journalTimer) return;
+    this.#d.fleet.requestFullReports();
+    this.#journalTimer = setInterval(() => void this.pull(), JOURNAL_READ_MS);
+    this.#journalTimer.unref();
+    void this.pull();
+  }
+
+  /** Reads and replays what the other replicas journaled since the last read (a relayed wake-up, the timer; tests call it). */
+  pull(): Promise<void> {
+    const journal = this.#d.journal;
+    if (!journal) return Promise.resolve();
+    if (this.#pulling) {
+      this.#pullAgain = true;
+      return this.#pulling;
+    }
+    this.#pulling = (async () => {
+      try {
+        do {
+          this.#pullAgain = false;
+          const { records, more } = await journal.read();
+          for (const r of records) {
+            await this.#d.runtime.replay(r.hostId, r.entry);
+            if (r.entry.t === 'acks' || r.entry.t === 'report') this.#heard(r.hostId, r.at);
+          }
+          if (more) this.#pullAgain = true;
+        } while (this.#pullAgain);
+        const now = this.#d.clock.now();
+        if (now - this.#prunedAt >= JOURNAL_PRUNE_MS) {
+          this.#prunedAt = now;
+          await journal.prune(now);
+        }
+      } catch (err) {
+        this.#d.logger.error({ err }, 'reading the fleet journal failed');
+      } finally {
+        this.#pulling = null;
+      }
+    })();
+    return this.#pulling;
+  }
+
+  /** A sign of life of the host heard through another replica. */
+  #heard(hostId: string, at: number): void {
+    if (!this.#lastSeen.has(hostId)) return;
+    this.#lastSeen.set(hostId, Math.max(at, this.#lastSeen.get(hostId) ?? 0));
+    if (this.#d.clock.now() - at <= this.#d.config.heartbeatTimeoutMs) this.#up(hostId);
+  }
+
+  /**
+   * Takes hosts that have not reported within the heartbeat timeout out of placement, and brings
+   * back those another replica heard from since (run by a timer; tests call it).
+   */
   async check(now: number = this.#d.clock.now()): Promise<void> {
     if (this.#checking) return;
     this.#checking = true;
     try {
       const { inventory, config, fleet } = this.#d;
       const stale = [...this.#lastSeen].filter(([id, at]) => inventory.isAvailable(id) && now - at > config.heartbeatTimeoutMs);
-      if (stale.length === 0) return;
+      const away = [...this.#lastSeen.keys()].filter((id) => !inventory.isAvailable(id));
+      if (stale.length === 0 && (away.length === 0 || !this.#d.journal)) return;
       // Another replica may have heard from it: the database knows (written every few seconds).
       const listed = new Map((await fleet.list()).map((h) => [h.id, h]));
       for (const [id, at] of stale) {
@@ -154,11 +225,26 @@ export class FleetWiring {
         this.#lastSeen.set(id, latest);
         if (now - latest > config.heartbeatTimeoutMs) this.#down(id, latest);
       }
+      for (const id of away) {
+        const host = listed.get(id);
+        const latest = host?.lastSeenAt ?? 0;
+        if (host && host.revokedAt === null && latest > (this.#lastSeen.get(id) ?? 0) && now - latest <= config.heartbeatTimeoutMs) {
+          this.#lastSeen.set(id, latest);
+          this.#up(id);
+        }
+      }
     } catch (err) {
       this.#d.logger.error({ err }, 'checking the hosts’ heartbeats failed');
     } finally {
       this.#checking = false;
     }
+  }
+
+  #up(hostId: string): void {
+    if (this.#d.inventory.isAvailable(hostId)) return;
+    this.#d.inventory.setAvailable(hostId, true);
+    this.#d.runtime.hostAvailable(hostId);
+    this.#d.logger.info({ hostId }, 'host reports again');
   }
 
   #down(hostId: string, since: number): void {
@@ -169,7 +255,9 @@ export class FleetWiring {
 
   stop(): void {
     if (this.#timer) clearInterval(this.#timer);
+    if (this.#journalTimer) clearInterval(this.#journalTimer);
     this.#timer = null;
+    this.#journalTimer = null;
     for (const off of this.#off.splice(0)) off();
   }
 }

@@ -77,6 +77,12 @@ export interface ReportAnswer {
    * nothing changed. A repeated ack of the host's own operation is not listed (it is idempotent).
    */
   ignoredAcks: Array<{ opId: string; reason: string }>;
+  /**
+   * The control plane wants every instance in the next report, soon (a replica started that has not
+   * heard this host in full). Absent: no. An agent older than this field sends its next full report
+   * at its next reconnect.
+   */
+  sendFull?: true;
 }
 
 export type OperationKind = 'start' | 'stop' | 'remove' | 'removeVolume';

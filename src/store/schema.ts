@@ -3,6 +3,7 @@
  * PostgreSQL: timestamps are epoch milliseconds (bigint), booleans are 0/1 integers, structured
  * values are JSON text.
  */
+import type { Generated } from 'kysely';
 
 export interface AccountsTable {
   id: string;
@@ -318,6 +319,16 @@ export interface HostOperationsTable {
   acked_at: number | null;
 }
 
+/** What a replica told the others about the fleet (migration 0010; src/fleet/fleet-journal.ts). */
+export interface FleetJournalTable {
+  seq: Generated<number>;
+  host_id: string;
+  origin: string;
+  /** a `JournalEntry` as JSON */
+  entry: string;
+  at: number;
+}
+
 export interface Database {
   accounts: AccountsTable;
   api_keys: ApiKeysTable;
@@ -336,4 +347,5 @@ export interface Database {
   hosts: HostsTable;
   host_gpus: HostGpusTable;
   host_operations: HostOperationsTable;
+  fleet_journal: FleetJournalTable;
 }

@@ -27,13 +27,13 @@ export interface FleetServer {
  * A listening server on a private SQLite data dir, or on `schema` of the test PostgreSQL database
  * (created and migrated by whoever opened it first; not dropped here).
  */
-export async function startFleetServer(options: { dialect?: DialectName; schema?: string; clock?: Clock; file?: Record<string, unknown> } = {}): Promise<FleetServer> {
+export async function startFleetServer(options: { dialect?: DialectName; schema?: string; clock?: Clock; file?: Record<string, unknown>; env?: Record<string, string> } = {}): Promise<FleetServer> {
   const dataDir = mkdtempSync(join(tmpdir(), 'gantry-fleet-'));
   const configPath = join(dataDir, 'config.json');
   const file = options.file ?? {};
   writeFileSync(configPath, JSON.stringify({ ...file, server: { port: await freePort(), ...(file.server as Record<string, unknown> | undefined) } }));
   const config = loadConfig({
-    env: { GANTRY_DATA_DIR: dataDir, GANTRY_CONFIG: configPath, GANTRY_LOG_LEVEL: 'silent', GANTRY_SECRET_KEY: TEST_SECRET_KEY, GANTRY_PROCESS_RUNTIME_MULTI_ACCOUNT: 'true' },
+    env: { GANTRY_DATA_DIR: dataDir, GANTRY_CONFIG: configPath, GANTRY_LOG_LEVEL: 'silent', GANTRY_SECRET_KEY: TEST_SECRET_KEY, GANTRY_PROCESS_RUNTIME_MULTI_ACCOUNT: 'true', ...options.env },
   });
   const postgres = options.dialect === 'postgres';
   if (postgres && !options.schema) throw new Error('startFleetServer on postgres needs the schema');

@@ -74,3 +74,24 @@ export const fleetTables = ({ big }: DialectTypes): string[] => [
   `CREATE INDEX host_operations_pending ON host_operations(host_id, seq) WHERE state = 'pending'`,
   `CREATE INDEX host_operations_acked ON host_operations(acked_at) WHERE state = 'acked'`,
 ];
+
+/**
+ * Migration `0010-fleet-journal`: what one control-plane replica tells the others about the fleet
+ * (src/fleet/fleet-journal.ts). Each replica's fleet runtime keeps the agents' last word in memory;
+ * with several replicas on one PostgreSQL database, the replica an agent talks to (or the one that
+ * queued an operation) appends what it learned here, and the others read it in `seq` order. Rows
+ * are pruned after ten minutes: a replica away longer starts again from the records and a full
+ * report of every host. SQLite (one process) never writes it.
+ *
+ * Index ↔ query map: the primary key serves the readers (`seq > cursor`), `fleet_journal_at` the prune.
+ */
+export const fleetJournalTable = (dialect: 'sqlite' | 'postgres'): string[] => [
+  `CREATE TABLE fleet_journal (
+    seq ${dialect === 'postgres' ? 'BIGSERIAL PRIMARY KEY' : 'INTEGER PRIMARY KEY AUTOINCREMENT'},
+    host_id TEXT NOT NULL,
+    origin TEXT NOT NULL,
+    entry TEXT NOT NULL,
+    at ${dialect === 'postgres' ? 'BIGINT' : 'INTEGER'} NOT NULL
+  )`,
+  `CREATE INDEX fleet_journal_at ON fleet_journal(at)`,
+];

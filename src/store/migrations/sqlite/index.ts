@@ -4,7 +4,7 @@ import { backfillWebhookReceivers, jobsRetriedIndex, serverlessTables, webhookDe
 import { jobUsageSqlite } from '../job-usage.js';
 import { workerIdentity } from '../worker-identity.js';
 import { workerAllocation } from '../worker-allocation.js';
-import { fleetTables } from '../fleet-tables.js';
+import { fleetJournalTable, fleetTables } from '../fleet-tables.js';
 
 const run = async (db: Kysely<unknown>, statements: string[]): Promise<void> => {
   for (const s of statements) await sql.raw(s).execute(db);
@@ -26,4 +26,5 @@ export const sqliteMigrations: Record<string, Migration> = {
   },
   '0008-worker-allocation': { up: (db) => run(db, workerAllocation()) },
   '0009-fleet': { up: (db) => run(db, fleetTables({ big: 'INTEGER', real: 'REAL' })) },
+  '0010-fleet-journal': { up: (db) => run(db, fleetJournalTable('sqlite')) },
 };
