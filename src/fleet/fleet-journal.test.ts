@@ -6,7 +6,7 @@ import { FakeClock } from '../domain/clock.js';
 import { dialects, openTestDb, type TestDb } from '../../test/support/harness.js';
 import { FleetJournal, GAP_WAIT_MS, JOURNAL_RETENTION_MS, type JournalEntry } from './fleet-journal.js';
 
-const report = (id: string): JournalEntry => ({ t: 'report', full: false, items: [{ id, state: 'running', startedAt: 1, exitCode: null, reason: null }] });
+const report = (id: string): JournalEntry => ({ t: 'report', full: false, items: [{ id, owner: { kind: 'pod', accountId: 'acct-1' }, state: 'running', startedAt: 1, exitCode: null, reason: null }] });
 const idsOf = (records: Array<{ entry: JournalEntry }>) => records.map((r) => (r.entry.t === 'report' ? r.entry.items[0]!.id : r.entry.t));
 
 for (const { name, skip } of dialects()) {
