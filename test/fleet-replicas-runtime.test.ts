@@ -147,6 +147,12 @@ describe('runtime fleet on two replicas of one PostgreSQL schema', { skip: postg
     assert.equal(stopped.status, 200, JSON.stringify(stopped.body));
     await agent.until('stop', podOfB);
     await eventually('EXITED on both', async () => (await podOn(a, podOfB)).status === 'EXITED' && (await podOn(b, podOfB)).status === 'EXITED');
+    // The agent's report of the kept container (sent with the stop's ack) is no exit of its own: no
+    // replica reads it as an instance that ended, nor stops it a second time.
+    await agent.step(300);
+    await agent.step(300);
+    assert.equal(agent.received.filter((o) => o.kind === 'stop' && o.instanceId === podOfB).length, 1, 'stopped once');
+    assert.equal(await a.server.services.runtime.inspect(podOfB), null, 'A keeps no instance of a stopped pod');
     assert.equal(await b.server.services.runtime.inspect(podOfB), null, 'B forgot the stopped instance too');
   });
 

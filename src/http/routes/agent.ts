@@ -54,6 +54,7 @@ const InstanceReportSchema = Type.Object(
     startedAt: Nullable(Type.Number()),
     exitCode: Nullable(Type.Integer()),
     reason: Nullable(Type.String({ maxLength: 4000 })),
+    kept: Type.Optional(Type.Boolean()),
   },
   open,
 );
@@ -91,6 +92,8 @@ function knownReport(body: Static<typeof ReportBody>): ReportRequest {
           startedAt: i.startedAt,
           exitCode: i.exitCode,
           reason: i.reason,
+          // a stopped container the host keeps: not an instance that exited on its own
+          ...(i.kept === true ? { kept: true } : {}),
         }),
       ),
     };
