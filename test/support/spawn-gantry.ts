@@ -43,7 +43,8 @@ export async function spawnGantry(args: string[], env: Record<string, string> = 
     output: () => out,
     stop: (signal = 'SIGTERM') =>
       new Promise((resolve) => {
-        if (child.exitCode !== null) return resolve(child.exitCode);
+        // ended already (by a signal too: then exitCode stays null and 'exit' will not fire again)
+        if (child.exitCode !== null || child.signalCode !== null) return resolve(child.exitCode);
         child.once('exit', (code) => resolve(code));
         child.kill(signal);
       }),
