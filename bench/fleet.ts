@@ -1,12 +1,14 @@
 // The control plane's cost per connected agent: node --import tsx bench/fleet.ts
-//   [--agents 1000] [--window 60] [--peer-window 20]
+//   [--agents 1000] [--window 60] [--peer-window 20] [--runtime fleet|process]
 // Goal (issue 10): with 1,000 agents connected and idle, each costs the server ≤ 50 KB of RSS and
 // ≤ 0.1% of a core.
-// The compiled server (SQLite, fleet.heartbeatMs at its default 10 s, no per-client connection
-// cap: every stand-in comes from 127.0.0.1) is joined by N stand-in agents, all in one child
-// process (support/fleet-agents.ts): each holds one long-poll `GET /agent/v1/operations` always
-// open and sends a bare heartbeat `POST /agent/v1/report {}` every heartbeatMs ±10%, over its own
-// keep-alive pool of 2 connections, as `gantry agent` does at idle.
+// The compiled server (`runtime: fleet` as deployed, unless --runtime process: the fleet service
+// and `/agent/v1` alone, over the process runtime; SQLite, fleet.heartbeatMs at its default 10 s,
+// no per-client connection cap: every stand-in comes from 127.0.0.1) is joined by N stand-in
+// agents, all in one child process (support/fleet-agents.ts): each holds one long-poll
+// `GET /agent/v1/operations` always open and sends a bare heartbeat `POST /agent/v1/report {}`
+// every heartbeatMs ±10%, over its own keep-alive pool of 2 connections, as `gantry agent` does
+// at idle.
 //   1. the server empty (RSS), then N join tokens (written to its store in one batch, as
 //      `gantry hosts token create` writes each) and N joins over HTTP; the stand-ins disconnect;
 //   2. baseline: N hosts joined, 0 connected, idle for --peer-window: CPU time, then memory;
@@ -36,8 +38,10 @@ const { values } = parseArgs({
     agents: { type: 'string', default: '1000' },
     window: { type: 'string', default: '60' },
     'peer-window': { type: 'string', default: '20' },
+    runtime: { type: 'string', default: 'fleet' },
   },
 });
+if (values.runtime !== 'fleet' && values.runtime !== 'process') throw new Error('--runtime must be fleet or process');
 const N = Number(values.agents);
 const WINDOW_S = Number(values.window);
 const PEER_WINDOW_S = Number(values['peer-window']);
@@ -46,7 +50,9 @@ const POLL_WAIT_MS = 25_000;
 const RAMP_MS = 5_000;
 const GOAL_KB = 50;
 const GOAL_CPU_PCT = 0.1;
-const config = { server: { maxConnectionsPerClient: 0 } };
+// With runtime fleet the joined hosts enter the inventory, and every report and poll feeds the
+// wiring (host:seen); one account, so no job URL off loopback is needed.
+const config = { server: { maxConnectionsPerClient: 0 }, runtime: values.runtime };
 const nodeArgs = ['--expose-gc', '--import', join(import.meta.dirname, 'support', 'gc-on-signal.mjs')];
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -234,7 +240,7 @@ async function main() {
     await peer.stop();
   }
 
-  console.log(`Fleet benchmark: ${N} stand-in agents, heartbeat ${HEARTBEAT_MS / 1000} s, long-poll ${POLL_WAIT_MS / 1000} s, window ${WINDOW_S} s (baseline and peer ${PEER_WINDOW_S} s)\n`);
+  console.log(`Fleet benchmark (runtime ${values.runtime}): ${N} stand-in agents, heartbeat ${HEARTBEAT_MS / 1000} s, long-poll ${POLL_WAIT_MS / 1000} s, window ${WINDOW_S} s (baseline and peer ${PEER_WINDOW_S} s)\n`);
   printTable(rows);
   console.log('\nWhere the memory is (MB, each after a full GC):\n');
   printTable(memory);

@@ -419,7 +419,7 @@ test('the first report after a (re)connect lists every instance, the others only
   await core.stop();
 });
 
-test('a bare heartbeat goes out when nothing was reported for heartbeatMs, and changes go out after the batch window', async () => {
+test('a bare heartbeat goes out when nothing was reported for heartbeatMs; a change goes out at once, and those within the batch window after a report go together', async () => {
   const { core, transport, timers, runtime } = await startAgent();
   await until(() => transport.reports.length === 1, 'the first report');
   const t0 = transport.reports[0]!.at;
@@ -430,17 +430,33 @@ test('a bare heartbeat goes out when nothing was reported for heartbeatMs, and c
   assert.deepEqual(transport.reports[1], { server: 'http://cp-a.test', body: {}, at: t0 + HEARTBEAT_MS });
 
   await timers.advance(1_000);
-  await runtime.start(spec('pod-x'));
-  await timers.advance(19);
-  assert.equal(transport.reports.length, 2, 'changes wait for the batch window');
-  await timers.advance(1);
-  assert.equal(transport.reports.length, 3);
+  await transport.deliver([start('pod-x')]);
+  await until(() => transport.reports.length === 3, 'the change, with no wait');
   const changeAt = transport.reports[2]!.at;
-  assert.equal(changeAt, t0 + HEARTBEAT_MS + 1_020);
-  await timers.advance(HEARTBEAT_MS - 1);
-  assert.equal(transport.reports.length, 3, 'the heartbeat counts from the last report');
+  assert.equal(changeAt, t0 + HEARTBEAT_MS + 1_000, 'nothing went out in the last 20 ms: the change goes at once');
+  assert.deepEqual(transport.reports[2]!.body.instances?.items.map((i) => [i.id, i.state]), [['pod-x', 'running']]);
+
+  // Two more starts right after: they wait out the window that report opened, then go in one report.
+  await timers.advance(5);
+  await transport.deliver([start('pod-y'), start('pod-z')]);
+  await until(() => runtime.started.length === 3, 'the starts');
+  await timers.advance(14);
+  assert.equal(transport.reports.length, 3, 'at most one report per batch window');
   await timers.advance(1);
-  assert.deepEqual(transport.reports[3], { server: 'http://cp-a.test', body: {}, at: changeAt + HEARTBEAT_MS });
+  await until(() => transport.reports.length === 4, 'the batched changes');
+  assert.equal(transport.reports[3]!.at, changeAt + 20);
+  assert.deepEqual(transport.reports[3]!.body.instances?.items.map((i) => i.id), ['pod-y', 'pod-z']);
+
+  // The acknowledgements follow (each start recorded in applied.json first), one window apart at most.
+  await reportWhere(transport, () => transport.acks().length === 3, 'the three acknowledgements');
+  const gaps = transport.reports.slice(2).map((r, i, all) => (i === 0 ? 20 : r.at - all[i - 1]!.at));
+  assert.ok(gaps.every((gap) => gap >= 20), `reports at least 20 ms apart: ${gaps.join(', ')}`);
+  const reports = transport.reports.length;
+  const lastAt = transport.reports.at(-1)!.at;
+  await timers.advance(lastAt + HEARTBEAT_MS - 1 - timers.clock.now());
+  assert.equal(transport.reports.length, reports, 'the heartbeat counts from the last report');
+  await timers.advance(1);
+  assert.deepEqual(transport.reports[reports], { server: 'http://cp-a.test', body: {}, at: lastAt + HEARTBEAT_MS });
   await core.stop();
 });
 

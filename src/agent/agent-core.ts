@@ -6,8 +6,8 @@
  *   (operation-applier.ts) and acknowledged in a report; after a reconnect it asks from the start
  *   (`after=0`), the applied-operations file making a redelivery an acknowledgement only;
  * - reports: the full instance list at every (re)connect, then the changes the runtime tells
- *   (batched over `batchMs`), acknowledgements, capacity when it changed, and a bare heartbeat
- *   when nothing else was sent for `heartbeatMs`;
+ *   and acknowledgements (at once, at most one report per `batchMs`), capacity when it changed,
+ *   and a bare heartbeat when nothing else was sent for `heartbeatMs`;
  * - capacity: re-discovered every `capacityIntervalMs`, reported when it differs.
  *
  * A call that cannot reach its server backs off and moves to the next URL (server-rotation.ts);
@@ -37,7 +37,7 @@ export interface AgentCoreConfig {
   publicIp: string;
   portRange: [number, number];
   agentVersion: string;
-  /** Changes and acknowledgements are sent together within this long. @default 20 */
+  /** At most one report per this long: changes and acknowledgements within it go together in the next. @default 20 */
   batchMs?: number;
   /** How often the host's capacity is discovered again. @default 300000 */
   capacityIntervalMs?: number;

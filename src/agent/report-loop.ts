@@ -1,9 +1,10 @@
 /**
  * The agent's reports (`POST /agent/v1/report`, docs/fleet.md): the full instance list at every
- * (re)connect, then the changes the runtime tells and the operations' acknowledgements, sent
- * together once they stop coming for `batchMs`; the capacity when it changed; and a bare
- * heartbeat when nothing else went out for `heartbeatMs`. What a failed report carried is not
- * lost: acknowledgements stay until a report with them succeeds, and the next report is full.
+ * (re)connect, then the changes the runtime tells and the operations' acknowledgements, sent at
+ * once but at most one report per `batchMs` (what comes within that window after a report goes
+ * together in the next); the capacity when it changed; and a bare heartbeat when nothing else
+ * went out for `heartbeatMs`. What a failed report carried is not lost: acknowledgements stay
+ * until a report with them succeeds, and the next report is full.
  *
  * A report is built after the operations it acknowledges: an operation is acknowledged only once
  * applied (the runtime and the kept set show it), and its instance's item is made when the report
@@ -93,7 +94,10 @@ export class ReportLoop {
       if (!this.#fullDue && this.#capacityDue === null) {
         if (!this.#hasNews()) await this.#nap(this.#lastReportAt + this.#deps.config.heartbeatMs - this.#deps.clock.now());
         if (signal.aborted) return;
-        if (this.#hasNews() && !this.#heartbeatDue()) await timers.sleep(this.#deps.config.batchMs, signal);
+        // News goes out at once, unless a report went out less than batchMs ago: then what comes
+        // within the window goes together (a burst of starts sends a report per window, not each).
+        const wait = this.#lastReportAt + this.#deps.config.batchMs - this.#deps.clock.now();
+        if (this.#hasNews() && wait > 0) await timers.sleep(wait, signal);
         if (signal.aborted) return;
       }
       await rotation.ready(signal);
@@ -141,10 +145,6 @@ export class ReportLoop {
 
   #hasNews(): boolean {
     return this.#changes.size > 0 || this.#acks.size > 0;
-  }
-
-  #heartbeatDue(): boolean {
-    return this.#deps.clock.now() >= this.#lastReportAt + this.#deps.config.heartbeatMs;
   }
 
   /** Waits `ms`, or until there is something to report (or the loop ends). */
