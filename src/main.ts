@@ -44,6 +44,7 @@ import { FleetService, FLEET_TOPICS } from './fleet/fleet-service.js';
 import { FleetRuntime } from './fleet/fleet-runtime.js';
 import { FleetWiring, recordPlacements } from './fleet/fleet-wiring.js';
 import { FleetJournal, FLEET_JOURNAL_TOPIC } from './fleet/fleet-journal.js';
+import { OrphanContainers } from './fleet/orphan-containers.js';
 
 export interface ServiceOverrides {
   clock?: Clock;
@@ -156,6 +157,7 @@ export async function createServices(config: Config, overrides: ServiceOverrides
       logger: logger.child({ component: 'fleet' }),
       config: config.agents,
       journal,
+      orphans: new OrphanContainers({ enqueue: (hostId, op) => fleet.enqueue(hostId, op), clock, logger: logger.child({ component: 'fleet' }), graceMs: config.runtime.orphanGraceMs }),
     });
   }
   const quota = new ResourceQuota({ holdings: new ResourceHoldingsStore(db), quotas: config.quotas, clock });

@@ -85,7 +85,7 @@ describe('the fleet: agents on two Docker hosts joined to one control plane', { 
     const same = await buildImage(daemons[1]!.client, RECIPES.http);
     assert.equal(same, image, 'both hosts hold the same image');
     const config = join(dir, 'config.json');
-    writeFileSync(config, JSON.stringify({ runtime: 'fleet', fleet: { heartbeatMs: 500, heartbeatTimeoutMs: 2_500, pollWaitMs: 5_000 }, pods: { stopGraceMs: 1_000 } }));
+    writeFileSync(config, JSON.stringify({ fleet: { heartbeatMs: 500, heartbeatTimeoutMs: 2_500, pollWaitMs: 5_000 }, pods: { stopGraceMs: 1_000 }, runtime: { kind: 'fleet', orphanGraceMs: 1_500 } }));
     server = await spawnGantry(['--host', '127.0.0.1', '--data-dir', dataDir, '--config', config], { GANTRY_BOOTSTRAP_KEY: KEY });
     const gpus = {
       'host-a': [0, 1].map((i) => `${i}, GPU-a11ce000-0000-4000-8000-00000000000${i}, NVIDIA GeForce RTX 4090, 24564`).join('\n'),
@@ -153,7 +153,15 @@ describe('the fleet: agents on two Docker hosts joined to one control plane', { 
     const refused = await api<{ code?: string }>('POST', '/v2/pods', { name: 'no-room', image, gpu: { id: 'NVIDIA GeForce RTX 4090', count: 1 }, disk: 5 });
     assert.ok(refused.status >= 400 && refused.status < 500, `a pod that only the unreachable host could take is refused: ${refused.status}`);
 
+    // Meanwhile a container with Gantry's labels that no record places anywhere appears on host A.
+    const original = await daemons[0]!.client.inspectContainer((await containerOf(daemons[0]!, podA))!.Id);
+    const labels: Record<string, string> = { ...original!.Config.Labels, 'gantry.instance': 'strayzz000001' };
+    const namespace = labels['gantry.namespace']!;
+    const stray = await daemons[0]!.client.createContainer(`gantry-${namespace}-strayzz000001`, { Image: image, Labels: labels } as never);
+    await daemons[0]!.client.startContainer(stray.Id);
+
     startAgent('host-a');
+    await eventually('the stray container removed after the orphan grace', async () => (await containerOf(daemons[0]!, 'strayzz000001')) === null, 20_000);
     await eventually('pod A seen again', async () => {
       const r = await api<Pod>('GET', `/v2/pods/${podA}`);
       return r.body.status === 'RUNNING' && r.body.statusReason === null;

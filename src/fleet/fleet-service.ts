@@ -43,7 +43,7 @@ import { OperationStore } from './operation-store.js';
 import type { JoinAnswer, JoinRequest, NewOperation, Operation, OperationAck, ReportAnswer, ReportRequest } from './protocol.js';
 
 /** Which reported instance ids a host may not claim: id → why. */
-export type OwnershipCheck = (hostId: string, ids: readonly string[]) => Promise<Map<string, string>>;
+export type OwnershipCheck = (hostId: string, ids: readonly string[], full: boolean) => Promise<Map<string, string>>;
 
 /** Relay topics: host lifecycle (key `<joined|capacity|revoked>:<hostId>`), and acknowledged operations (key the operation id). */
 export const FLEET_HOST_TOPIC = 'fleet-host';
@@ -269,7 +269,7 @@ export class FleetService {
     const refused: ReportAnswer['refused'] = [];
     if (report.instances) {
       const { full, items } = report.instances;
-      const refusals = items.length > 0 ? await this.#ownership(hostId, items.map((i) => i.id)) : new Map<string, string>();
+      const refusals = items.length > 0 || full ? await this.#ownership(hostId, items.map((i) => i.id), full) : new Map<string, string>();
       for (const [id, reason] of refusals) refused.push({ id, reason });
       const accepted = refusals.size > 0 ? items.filter((i) => !refusals.has(i.id)) : items;
       this.#events.emit('instances', { hostId, full, items: accepted });

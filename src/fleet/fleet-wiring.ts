@@ -23,6 +23,8 @@ import type { Clock } from '../domain/clock.js';
 import type { Inventory } from '../inventory/inventory.js';
 import type { Db } from '../store/database.js';
 import type { FleetJournal } from './fleet-journal.js';
+import type { OrphanContainers } from './orphan-containers.js';
+import { isNotPlacedHere } from './report-screen.js';
 import type { FleetRuntime, FleetPlacements, PlacedInstance } from './fleet-runtime.js';
 import type { FleetService } from './fleet-service.js';
 import { inventoryHost } from './host-capacity.js';
@@ -89,6 +91,8 @@ export interface FleetWiringDeps {
   config: { heartbeatMs: number; heartbeatTimeoutMs: number };
   /** Several replicas share the database (PostgreSQL): what each learns goes through it. @default one replica */
   journal?: FleetJournal | null;
+  /** Containers no record places on their host, removed after a grace. @default none removed */
+  orphans?: OrphanContainers | null;
 }
 
 export class FleetWiring {
@@ -113,7 +117,12 @@ export class FleetWiring {
     // A host may claim only what the records placed on it (report-screen.ts: the instances the
     // runtime tracks answer from memory, the others are looked up); the runtime then takes the
     // accepted items as screened.
-    fleet.setOwnership(async (hostId, ids) => new Map((await runtime.refusals(hostId, ids)).map((r) => [r.id, r.reason])));
+    fleet.setOwnership(async (hostId, ids, full) => {
+      const refused = await runtime.refusals(hostId, ids);
+      this.#d.orphans?.noted(hostId, { full, reported: ids, orphans: refused.filter(isNotPlacedHere).map((r) => r.id) });
+      return new Map(refused.map((r) => [r.id, r.reason]));
+    });
+    this.#d.orphans?.start();
     await journal?.start();
     const now = clock.now();
     for (const host of await fleet.list()) {
@@ -132,6 +141,7 @@ export class FleetWiring {
       fleet.on('host:revoked', ({ hostId, at }) => {
         runtime.hostUnavailable(hostId, at);
         inventory.setAvailable(hostId, false);
+        this.#d.orphans?.forgetHost(hostId);
         this.#lastSeen.delete(hostId);
       }),
       fleet.on('host:seen', ({ hostId, at }) => {
@@ -256,6 +266,7 @@ export class FleetWiring {
   stop(): void {
     if (this.#timer) clearInterval(this.#timer);
     if (this.#journalTimer) clearInterval(this.#journalTimer);
+    this.#d.orphans?.stop();
     this.#timer = null;
     this.#journalTimer = null;
     for (const off of this.#off.splice(0)) off();

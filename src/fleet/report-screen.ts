@@ -25,6 +25,10 @@ export interface Screened {
 }
 
 const MAX_ID = 200;
+/** Why an id is refused when no record places it on the reporting host (orphan-containers.ts removes those after a grace). */
+export const NOT_PLACED = 'the control plane placed no instance with this id';
+export const PLACED_ELSEWHERE = 'the control plane placed it on another host';
+export const isNotPlacedHere = (r: Refusal): boolean => r.reason === NOT_PLACED || r.reason === PLACED_ELSEWHERE;
 const STATES: ReadonlySet<InstanceState> = new Set(['starting', 'running', 'exited', 'failed', 'unknown']);
 
 /**
@@ -58,15 +62,15 @@ export async function screenReport(
     }
     const host = known(id);
     if (host === undefined) unknown.push(id);
-    else if (host !== hostId) refused.push({ id, reason: 'the control plane placed it on another host' });
+    else if (host !== hostId) refused.push({ id, reason: PLACED_ELSEWHERE });
     else accepted.add(id);
   }
   if (unknown.length === 0) return { refused, accepted, placed: new Map() };
   const records = await placed(unknown);
   for (const id of unknown) {
     const p = records.get(id);
-    if (!p) refused.push({ id, reason: 'the control plane placed no instance with this id' });
-    else if (p.hostId !== hostId) refused.push({ id, reason: 'the control plane placed it on another host' });
+    if (!p) refused.push({ id, reason: NOT_PLACED });
+    else if (p.hostId !== hostId) refused.push({ id, reason: PLACED_ELSEWHERE });
     else accepted.add(id);
   }
   return { refused, accepted, placed: records };
