@@ -40,6 +40,7 @@ import type { Services } from './services.js';
 import { buildApp, loggerOptions } from './http/app.js';
 import { createJobListener } from './http/job-listener.js';
 import { ConnectionCap } from './http/listener-limits.js';
+import { followUnusedConnections } from './http/unused-connections.js';
 import { FleetService, FLEET_TOPICS } from './fleet/fleet-service.js';
 import { FleetRuntime } from './fleet/fleet-runtime.js';
 import { FleetWiring, recordPlacements } from './fleet/fleet-wiring.js';
@@ -355,6 +356,7 @@ export async function startServer(config: Config, overrides: StartOptions = {}):
   const urlOf = (p: number): string => `http://${config.server.host.includes(':') ? `[${config.server.host}]` : config.server.host}:${p}`;
   const url = urlOf(port);
   // One count per client address across both listeners.
+  const unusedConnections = followUnusedConnections(app.server);
   const connectionCap = new ConnectionCap(config.server.maxConnectionsPerClient);
   connectionCap.guard(app.server);
   const jobListener = config.server.jobPort === null ? null : createJobListener(app, config.server);
@@ -403,6 +405,8 @@ export async function startServer(config: Config, overrides: StartOptions = {}):
         jobListener.closeAllConnections();
         await stopped;
       }
+      // a connection that never carried a request would hold the close until its headers timeout
+      unusedConnections.closeUnused();
       await app.close();
       await orphans.stop();
       await services.timekeeper.stop();

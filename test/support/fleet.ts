@@ -43,10 +43,6 @@ export async function startFleetServer(options: { dialect?: DialectName; schema?
     server,
     url: server.url,
     async close() {
-      // Known open bug (docs/status.md, issue 10): on PostgreSQL two of the suite's long-polls are
-      // still counted in flight after their answers, so the listener's close would wait for its
-      // keep-alive timeout (72 s); the suite's connections are cut instead.
-      server.app.server.closeAllConnections();
       await server.close();
       rmSync(dataDir, { recursive: true, force: true });
     },
