@@ -88,8 +88,16 @@ describe('the fleet on two control-plane replicas sharing PostgreSQL, an agent f
 
   test('a pod created through the replica the agent does not talk to runs, and reads RUNNING on both replicas', async () => {
     const [a, b] = replicas as [SpawnedGantry, SpawnedGantry];
-    const created = await api<Pod>(b, 'POST', '/v2/pods', { name: 'replicated', image, gpu: { id: 'NVIDIA GeForce RTX 4090', count: 1 }, ports: ['8000/http'], disk: 5 });
-    assert.equal(created.status, 201, JSON.stringify(created.body));
+    // B learns of the join through the relay (or its next check): until then it has no room (400, nothing made).
+    const created = await eventually(
+      'B to place the pod',
+      async () => {
+        const r = await api<Pod>(b, 'POST', '/v2/pods', { name: 'replicated', image, gpu: { id: 'NVIDIA GeForce RTX 4090', count: 1 }, ports: ['8000/http'], disk: 5 });
+        assert.ok(r.status === 201 || r.status === 400, JSON.stringify(r.body));
+        return r.status === 201 ? r : null;
+      },
+      15_000,
+    );
     podId = created.body.id;
     for (const replica of [b, a]) await eventually(`RUNNING on ${replica.url}`, async () => (await podOn(replica, podId)).status === 'RUNNING', 20_000);
     assert.equal((await startedAt(podId)).Running, true);

@@ -227,9 +227,18 @@ export class FleetWiring {
       const { inventory, config, fleet } = this.#d;
       const stale = [...this.#lastSeen].filter(([id, at]) => inventory.isAvailable(id) && now - at > config.heartbeatTimeoutMs);
       const away = [...this.#lastSeen.keys()].filter((id) => !inventory.isAvailable(id));
-      if (stale.length === 0 && (away.length === 0 || !this.#d.journal)) return;
+      // With replicas, the hosts are read every check anyway: a join announced while this
+      // replica's relay was down would otherwise never reach its inventory.
+      if (stale.length === 0 && !this.#d.journal) return;
       // Another replica may have heard from it: the database knows (written every few seconds).
-      const listed = new Map((await fleet.list()).map((h) => [h.id, h]));
+      const hosts = await fleet.list();
+      const listed = new Map(hosts.map((h) => [h.id, h]));
+      for (const h of hosts) {
+        if (h.revokedAt !== null || this.#lastSeen.has(h.id)) continue;
+        this.#d.inventory.upsertHost(inventoryHost(h, this.#d.catalog));
+        this.#lastSeen.set(h.id, h.lastSeenAt ?? h.joinedAt);
+        if (now - (h.lastSeenAt ?? h.joinedAt) > config.heartbeatTimeoutMs) this.#down(h.id, h.lastSeenAt ?? h.joinedAt);
+      }
       for (const [id, at] of stale) {
         const latest = Math.max(at, listed.get(id)?.lastSeenAt ?? 0);
         this.#lastSeen.set(id, latest);
