@@ -16,6 +16,7 @@
  *   the stopped container and starts it again when the next `start()` has the same spec);
  *   `remove()` deletes everything the instance had (pod terminate, orphans).
  */
+import type { Duplex } from 'node:stream';
 import type { HealthProbe } from '../config-images.js';
 
 export interface PortBinding {
@@ -111,8 +112,65 @@ export interface InstanceStatus {
   exitCode: number | null;
   /** Why the instance failed or exited, in words a user can act on. */
   reason: string | null;
-  /** Live utilisation, when the runtime can measure it. */
-  stats: { cpuUtil: number; memoryUtil: number; memoryBytes: number } | null;
+  /** Live utilisation, when the runtime can measure it (from its shared sampler, never measured per call). */
+  stats: InstanceStats | null;
+}
+
+/** An instance's utilisation at the last sample. */
+export interface InstanceStats {
+  /** percent of the instance's vCPUs, 0-100 */
+  cpuUtil: number;
+  /** percent of the instance's memory, 0-100 */
+  memoryUtil: number;
+  memoryBytes: number;
+  /**
+   * Per assigned GPU (in the order of the spec's `gpuIndices`): utilisation and memory use in
+   * percent, read from `nvidia-smi`. Absent where no real figures exist (no GPUs, a host whose GPUs
+   * are simulated): never invented.
+   */
+  gpus?: Array<{ util: number; memoryUtil: number }>;
+}
+
+/** One line of an instance's own output (its stdout and stderr). */
+export interface OutputLine {
+  /** when it was written, ms epoch */
+  ts: number;
+  /** without its line ending */
+  line: string;
+}
+
+/** Which output {@link Runtime.output} answers. */
+export interface OutputQuery {
+  /** Only lines written at or after this ms epoch. @default all that is kept */
+  sinceMs?: number;
+  /** Of those, only the last `tail`. @default all */
+  tail?: number;
+  /** After the kept lines, keep yielding new ones until the instance stops or `signal` aborts. */
+  follow: boolean;
+  /** Ends the iteration (the reader left). */
+  signal: AbortSignal;
+}
+
+/** What an interactive shell is opened with. */
+export interface ShellRequest {
+  cols: number;
+  rows: number;
+  /** the client's TERM @default 'xterm' */
+  term?: string;
+}
+
+/**
+ * An interactive shell inside an instance, on a terminal: what is written to `stream` is typed
+ * into it, what it prints is read from `stream` (a terminal merges stdout and stderr).
+ */
+export interface ShellSession {
+  readonly stream: Duplex;
+  /** passes a window size change to the terminal */
+  resize(cols: number, rows: number): void;
+  /** the shell's exit code once it ended (null when it was killed or the code is unknown) */
+  readonly exited: Promise<number | null>;
+  /** ends the shell (and whatever it runs) */
+  close(): void;
 }
 
 /** An instance `attach()` found: its owner label, and its status (null: stopped and kept). */
@@ -150,6 +208,18 @@ export interface Runtime {
   onChange(listener: InstanceListener): () => void;
   /** Detaches (see the module comment). */
   close(): Promise<void>;
+  /**
+   * The instance's own output, oldest first: the kept lines `query` selects, then (with `follow`)
+   * new lines as they are written, until the instance stops or the signal aborts. The output of a
+   * stopped instance stays readable until it is removed. Nothing for an unknown id. The runtime
+   * bounds what it keeps (rotation), so a reader sees at most that.
+   */
+  output?(id: string, query: OutputQuery): AsyncIterable<OutputLine>;
+  /**
+   * Opens an interactive shell on a terminal inside a running instance (the SSH proxy's session).
+   * Rejects when the instance does not run, in words a user can act on.
+   */
+  shell?(id: string, request: ShellRequest): Promise<ShellSession>;
   /**
    * Why instances cannot be started right now (the engine is unreachable), or null. Answers from
    * what the runtime already knows; never waits on the engine. `hostId`: the host the instance is
