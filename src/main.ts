@@ -44,6 +44,9 @@ import { followUnusedConnections } from './http/unused-connections.js';
 import { FleetService, FLEET_TOPICS } from './fleet/fleet-service.js';
 import { FleetRuntime } from './fleet/fleet-runtime.js';
 import { FleetWiring, recordPlacements } from './fleet/fleet-wiring.js';
+import { FleetStreams } from './fleet/fleet-streams.js';
+import type { IncomingMessage } from 'node:http';
+import type { Duplex } from 'node:stream';
 import { FleetJournal, FLEET_JOURNAL_TOPIC } from './fleet/fleet-journal.js';
 import { OrphanContainers } from './fleet/orphan-containers.js';
 
@@ -135,7 +138,16 @@ export async function createServices(config: Config, overrides: ServiceOverrides
   const fleet = new FleetService({ db, clock, secrets, catalog: config.catalog, config: config.agents, relay, logger: logger.child({ component: 'fleet' }) });
   const podController = new PodController({ db, runtime, inventory, registries, clock, events, logger: logger.child({ component: 'pods' }), lease: leases.lease(LEASE_NAMES.pods), config });
   let fleetWiring: FleetWiring | null = null;
+  let fleetStreams: FleetStreams | null = null;
   if (fleetRuntime) {
+    fleetStreams = new FleetStreams({
+      enqueue: (hostId, op) => fleet.enqueue(hostId, op),
+      authenticate: (credential) => fleet.authenticate(credential),
+      logger: logger.child({ component: 'fleet' }),
+    });
+    fleetRuntime.useStreams(fleetStreams);
+    const streams = fleetStreams;
+    fleet.on('acks', ({ acks }) => streams.acked(acks));
     fleetOps = fleet;
     fleetDb = db;
     fleetInventory = inventory;
@@ -261,7 +273,7 @@ export async function createServices(config: Config, overrides: ServiceOverrides
     },
   });
   await templates.seedPublic();
-  return { config, db, clock, logger, events, secrets, runtime, accounts, catalog, inventory, pods, podController, templates, volumes, registries, endpoints, jobs, workers, timekeeper, fleet, fleetWiring, webhooks, autoscaler, leases, relay, jobRequestCounts };
+  return { config, db, clock, logger, events, secrets, runtime, accounts, catalog, inventory, pods, podController, templates, volumes, registries, endpoints, jobs, workers, timekeeper, fleet, fleetWiring, fleetStreams, webhooks, autoscaler, leases, relay, jobRequestCounts };
 }
 
 /** On a first start (no accounts), creates the `admin` account and its key; answers the key to print once. */
@@ -370,6 +382,15 @@ export async function startServer(config: Config, overrides: StartOptions = {}):
     jobUrl = urlOf(typeof jobAddress === 'object' && jobAddress ? jobAddress.port : config.server.jobPort!);
     connectionCap.guard(jobListener);
   }
+  // Agents dial back for streams (fleet-streams.ts) on either listener.
+  const streams = services.fleetStreams;
+  if (streams) {
+    const upgrade = (req: IncomingMessage, socket: Duplex, head: Buffer): void => {
+      if (!streams.handleUpgrade(req, socket, head)) socket.end('HTTP/1.1 400 Bad Request\r\nconnection: close\r\ncontent-length: 0\r\n\r\n');
+    };
+    app.server.on('upgrade', upgrade);
+    jobListener?.on('upgrade', upgrade);
+  }
   // Port 0 asked the system for a port: the derived public URLs learn it now (an explicit URL is kept).
   config.server.publicUrl = withBoundPort(config.server.publicUrl, port);
   config.server.publicJobUrl = withBoundPort(config.server.publicJobUrl, jobListener ? Number(new URL(jobUrl!).port) : port);
@@ -398,6 +419,7 @@ export async function startServer(config: Config, overrides: StartOptions = {}):
       services.jobs.signals.close();
       // Agents' long-polls end now (with what they have), or the listener's close waits for them.
       services.fleetWiring?.stop();
+      services.fleetStreams?.close();
       await services.fleet.close();
       // agents' long-polls answer now (empty) rather than hold the shutdown
       if (jobListener) {

@@ -23,6 +23,7 @@ import type { Leases } from './store/leases.js';
 import type { NotifyRelay } from './store/notify-relay.js';
 import type { JobRequestCounts } from './domain/job-rate-limits.js';
 import type { FleetService } from './fleet/fleet-service.js';
+import type { FleetStreams } from './fleet/fleet-streams.js';
 import type { FleetWiring } from './fleet/fleet-wiring.js';
 
 /** Everything the transports (HTTP, GraphQL, CLI) reach. Built only by `createServices`. */
@@ -52,6 +53,8 @@ export interface Services {
   fleet: FleetService;
   /** runtime fleet: the fleet's events wired to the inventory and the runtime; null otherwise. */
   fleetWiring: FleetWiring | null;
+  /** runtime fleet: streams to the agents (an instance's output, a shell); null otherwise. */
+  fleetStreams: FleetStreams | null;
   /** Which replica drives each control loop (always this one on SQLite). */
   leases: Leases;
   /** Wake-ups across replicas (PostgreSQL only). */

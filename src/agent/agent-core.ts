@@ -24,6 +24,7 @@ import { ControlPlaneRefusal, ControlPlaneUnreachable, type AgentTransport } fro
 import type { AppliedOperations } from './applied-operations.js';
 import type { AgentIdentity, CredentialFile } from './credential-file.js';
 import { OperationApplier } from './operation-applier.js';
+import { StreamDialer } from './stream-dialer.js';
 import { ReportLoop } from './report-loop.js';
 import { ServerRotation, type Backoff } from './server-rotation.js';
 import type { Timers } from './timers.js';
@@ -151,7 +152,14 @@ export class AgentCore {
     // The control plane's record may predate a restart that changed the host: tell it once.
     if (stored) reports.capacity(this.#capacity);
     const unsubscribe = runtime.onChange((status) => reports.changed(status));
+    const streams = new StreamDialer({
+      runtime,
+      servers: () => [this.#rotation.server, ...this.#deps.config.servers.filter((s) => s !== this.#rotation.server)],
+      credential: identity.credential,
+      logger: logger.child({ component: 'streams' }),
+    });
     this.#applier = new OperationApplier({
+      streams,
       runtime,
       applied: this.#deps.applied,
       owners: this.#owners,
@@ -183,6 +191,7 @@ export class AgentCore {
       if (!fatal) await this.#finish();
     } finally {
       unsubscribe();
+      streams.close();
       await runtime.close();
     }
     if (fatal) throw fatal;

@@ -9,6 +9,7 @@ import type { HealthProbe } from '../config-images.js';
 import type { Operation, OperationAck } from '../fleet/protocol.js';
 import type { InstanceOwner, Runtime } from '../runtime/runtime.js';
 import type { AppliedOperations, AppliedResult } from './applied-operations.js';
+import type { StreamOperation } from './stream-dialer.js';
 
 /** A failure's reason is cut to this many characters in its acknowledgement. */
 const MAX_ERROR_CHARS = 2_000;
@@ -25,6 +26,8 @@ export interface OperationApplierDeps {
   logger: Pick<Logger, 'info' | 'warn' | 'error'>;
   /** An operation's outcome, to acknowledge in the next report. */
   acknowledge(ack: OperationAck): void;
+  /** Opens `stream` operations (stream-dialer.ts). @default none: they fail */
+  streams?: { open(op: StreamOperation): Promise<AppliedResult> };
 }
 
 export class OperationApplier {
@@ -50,6 +53,8 @@ export class OperationApplier {
     }
     if (this.#applying.has(op.id)) return;
     this.#applying.add(op.id);
+    // A stream runs beside the instance's operations: a log follow must not hold up its stop.
+    if (op.kind === 'stream') return void this.#openStream(op);
     const key = op.kind === 'removeVolume' ? `volume:${op.volumeId}` : `instance:${op.instanceId}`;
     const queued: Promise<void> = (this.#queues.get(key) ?? Promise.resolve())
       .then(() => this.#apply(op))
@@ -69,6 +74,17 @@ export class OperationApplier {
         if (this.#queues.get(key) === queued) this.#queues.delete(key);
       });
     this.#queues.set(key, queued);
+  }
+
+  async #openStream(op: StreamOperation): Promise<void> {
+    try {
+      const result = this.#deps.streams ? await this.#deps.streams.open(op).catch((err: unknown) => ({ ok: false, error: (err as Error).message })) : { ok: false, error: 'this agent opens no streams' };
+      if (!result.ok) this.#deps.logger.warn({ opId: op.id, instance: op.instanceId, reason: result.error }, 'a stream could not be opened');
+      await this.#deps.applied.record(op.id, result).catch((err: unknown) => this.#deps.logger.error({ err, opId: op.id }, 'cannot write the applied operations file'));
+      this.#deps.acknowledge({ opId: op.id, ...result });
+    } finally {
+      this.#applying.delete(op.id);
+    }
   }
 
   /** Resolves once every operation dispatched so far is applied and acknowledged. */
@@ -111,6 +127,9 @@ export class OperationApplier {
         case 'removeVolume':
           await runtime.removeVolume({ kind: 'network', volumeId: op.volumeId });
           break;
+        case 'stream':
+          // dispatched apart (#openStream)
+          return { ok: false, error: 'a stream is not applied in order' };
         default: {
           const unknown: never = op;
           return { ok: false, error: `unknown operation kind "${String((unknown as { kind?: unknown }).kind)}": update gantry agent on this host` };

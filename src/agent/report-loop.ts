@@ -49,6 +49,8 @@ export class ReportLoop {
   #fullDue = true;
   #capacityDue: HostCapacity | null = null;
   #lastReportAt = -Infinity;
+  /** when the last report with the instances' figures went out */
+  #statsAt = -Infinity;
   #wake: AbortController | null = null;
 
   constructor(deps: ReportLoopDeps) {
@@ -121,11 +123,21 @@ export class ReportLoop {
     if (acks.length > 0) body.acks = acks;
     const sentAt = clock.now();
     try {
-      if (full) body.instances = { full: true, items: this.#fullItems(await this.#deps.runtime.list()) };
+      // The figures go out with a report at most once per heartbeat: they change all the time, and
+      // nobody reads them closer than that.
+      const withStats = sentAt - this.#statsAt >= this.#deps.config.heartbeatMs;
+      const statuses = full || withStats ? await this.#deps.runtime.list() : null;
+      if (full) body.instances = { full: true, items: this.#fullItems(statuses!) };
       else if (changes.size > 0) body.instances = { full: false, items: this.#changedItems(changes) };
+      if (withStats) {
+        const stats: NonNullable<ReportRequest['stats']> = {};
+        for (const s of statuses!) if (s.stats && this.#deps.owners.has(s.id)) stats[s.id] = s.stats;
+        if (Object.keys(stats).length > 0) body.stats = stats;
+      }
       const answer = await transport.report(server, this.#deps.credential, body);
       rotation.succeeded(epoch);
       this.#lastReportAt = sentAt;
+      if (withStats) this.#statsAt = sentAt;
       if (this.#capacityDue === capacity) this.#capacityDue = null;
       for (const ack of acks) if (this.#acks.get(ack.opId) === ack) this.#acks.delete(ack.opId);
       // A control-plane replica that just started wants every instance: the next report, at once.

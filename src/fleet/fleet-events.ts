@@ -4,6 +4,7 @@
  * caused the event.
  */
 import type { Cloud } from '../domain/catalog.js';
+import type { InstanceStats } from '../runtime/runtime.js';
 import type { HostCapacity, InstanceReport, OperationKind } from './protocol.js';
 
 /** A joined host, without its credential hash. */
@@ -56,6 +57,8 @@ export interface FleetEvents {
    * that replica's reports).
    */
   acks: { hostId: string; acks: AckedOperation[]; relayed: boolean };
+  /** The host's live instances' utilisation, as its agent last sampled it (only on the replica it talks to). */
+  stats: { hostId: string; stats: Record<string, InstanceStats> };
 }
 
 export type FleetListener<K extends keyof FleetEvents> = (payload: FleetEvents[K]) => void;

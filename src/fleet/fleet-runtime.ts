@@ -60,7 +60,21 @@
 import type { Logger } from 'pino';
 import type { HealthProbe } from '../config-images.js';
 import { iso, type Clock } from '../domain/clock.js';
-import type { AttachedInstance, InstanceListener, InstanceOwner, InstanceSpec, InstanceState, InstanceStatus, Runtime } from '../runtime/runtime.js';
+import type {
+  AttachedInstance,
+  InstanceListener,
+  InstanceOwner,
+  InstanceSpec,
+  InstanceState,
+  InstanceStats,
+  InstanceStatus,
+  OutputLine,
+  OutputQuery,
+  Runtime,
+  ShellRequest,
+  ShellSession,
+} from '../runtime/runtime.js';
+import type { FleetStreams } from './fleet-streams.js';
 import { LostHostCost, type FleetCost } from './lost-host-cost.js';
 import type { JournalEntry } from './fleet-journal.js';
 import type { InstanceReport, NewOperation, Operation, OperationAck, ReportRequest } from './protocol.js';
@@ -160,6 +174,7 @@ export class FleetRuntime implements Runtime {
   readonly #earlyAcks = new Map<string, { hostId: string; ack: OperationAck }>();
   /** where the operations enqueued here are told to the other replicas; null: one replica */
   #journal: { append(hostId: string, entry: JournalEntry): void } | null = null;
+  #streams: Pick<FleetStreams, 'output' | 'shell'> | null = null;
   #closed = false;
 
   constructor(deps: FleetRuntimeDeps) {
@@ -170,6 +185,11 @@ export class FleetRuntime implements Runtime {
   /** The cost hooks, when they exist only after the runtime (the pod controller is built over it). */
   useCost(cost: FleetCost): void {
     this.#cost.use(cost);
+  }
+
+  /** Where streams to the agents are opened (fleet-streams.ts): `output()` and `shell()` go through it. */
+  useStreams(streams: Pick<FleetStreams, 'output' | 'shell'>): void {
+    this.#streams = streams;
   }
 
   /** Several replicas share the database: the operations enqueued here go to the journal (fleet-journal.ts). */
@@ -249,6 +269,31 @@ export class FleetRuntime implements Runtime {
 
   async list(): Promise<InstanceStatus[]> {
     return [...this.#instances.values()].map((t) => copy(this.#visible(t)));
+  }
+
+  /** The instance's output, read on its host by its agent (a stopped instance's too, while its container is kept). */
+  async *output(id: string, query: OutputQuery): AsyncGenerator<OutputLine> {
+    const hostId = await this.#hostOf(id);
+    if (hostId === null || !this.#streams) return;
+    yield* this.#streams.output(hostId, id, query);
+  }
+
+  async shell(id: string, request: ShellRequest): Promise<ShellSession> {
+    const t = this.#instances.get(id);
+    if (!t || this.#visible(t).state !== 'running') throw new Error(`instance "${id}" is not running`);
+    if (!this.#streams) throw new Error('this control plane opens no streams to its agents');
+    return this.#streams.shell(t.hostId, id, request);
+  }
+
+  /**
+   * The utilisation the host's agent sampled, for the instances this runtime has on that host (a
+   * host's figures for another host's instance are ignored). Not a state change: nobody is told.
+   */
+  applyStats(hostId: string, stats: Readonly<Record<string, InstanceStats>>): void {
+    for (const [id, s] of Object.entries(stats)) {
+      const t = this.#instances.get(id);
+      if (t?.hostId === hostId && LIVE.has(t.status.state)) t.status = { ...t.status, stats: { ...s } };
+    }
   }
 
   onChange(listener: InstanceListener): () => void {
@@ -460,7 +505,8 @@ export class FleetRuntime implements Runtime {
       stats: null,
     };
     if (t) {
-      this.#update(t, status);
+      // The figures of the last sample stand until the next (they come with heartbeats, not changes).
+      this.#update(t, LIVE.has(status.state) ? { ...status, stats: t.status.stats } : status);
       return;
     }
     // Not started by this runtime: adopted (a server restart, another replica's start), owned as the records say.
@@ -517,6 +563,12 @@ export class FleetRuntime implements Runtime {
     const run = host.chain.catch(() => undefined).then(fn);
     host.chain = run;
     return run;
+  }
+
+  async #hostOf(id: string): Promise<string | null> {
+    const known = this.#instances.get(id)?.hostId ?? this.#kept.get(id)?.hostId;
+    if (known !== undefined) return known;
+    return (await this.#deps.placements.placed([id])).get(id)?.hostId ?? null;
   }
 
   #host(hostId: string): HostState {

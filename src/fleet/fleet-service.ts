@@ -266,6 +266,7 @@ export class FleetService {
     const now = this.#seen(hostId);
     if (report.capacity !== undefined) await this.#updateCapacity(hostId, report.capacity);
     const { ignored } = report.acks && report.acks.length > 0 ? await this.ack(hostId, report.acks) : { ignored: [] };
+    if (report.stats) this.#events.emit('stats', { hostId, stats: report.stats });
     const refused: ReportAnswer['refused'] = [];
     if (report.instances) {
       const { full, items } = report.instances;

@@ -151,10 +151,13 @@ export class FleetWiring {
       fleet.on('acks', ({ hostId, acks, relayed }) => {
         // With a journal, acks made through another replica come in order with its reports.
         if (relayed && journal) return;
-        const plain = acks.map((a) => ({ opId: a.opId, ok: a.ok, ...(a.error !== null ? { error: a.error } : {}) }));
+        // A stream's ack is its own business (fleet-streams.ts): the instance is not changed by it.
+        const plain = acks.filter((a) => a.kind !== 'stream').map((a) => ({ opId: a.opId, ok: a.ok, ...(a.error !== null ? { error: a.error } : {}) }));
+        if (plain.length === 0) return;
         void runtime.applyAcks(hostId, plain);
         if (!relayed) journal?.append(hostId, { t: 'acks', acks: plain });
       }),
+      fleet.on('stats', ({ hostId, stats }) => runtime.applyStats(hostId, stats)),
       fleet.on('instances', ({ hostId, full, items }) => {
         void runtime.applyReport(hostId, { full, items }, { screened: true });
         journal?.append(hostId, { t: 'report', full, items });

@@ -4,7 +4,7 @@
  */
 import type { HealthProbe } from '../config-images.js';
 import type { Cloud } from '../domain/catalog.js';
-import type { InstanceOwner, InstanceSpec, InstanceStatus } from '../runtime/runtime.js';
+import type { InstanceOwner, InstanceSpec, InstanceStats, InstanceStatus, ShellRequest } from '../runtime/runtime.js';
 
 export const AGENT_API_PREFIX = '/agent/v1';
 
@@ -63,6 +63,11 @@ export interface OperationAck {
 
 export interface ReportRequest {
   capacity?: HostCapacity;
+  /**
+   * The live instances' utilisation at the agent's last sample, by instance id: sent with the
+   * heartbeat (at most once per heartbeat), not as changes. An older control plane ignores it.
+   */
+  stats?: Record<string, InstanceStats>;
   /** `full`: every instance the agent has (after a (re)connect); else only those that changed */
   instances?: { full: boolean; items: InstanceReport[] };
   acks?: OperationAck[];
@@ -85,7 +90,21 @@ export interface ReportAnswer {
   sendFull?: true;
 }
 
-export type OperationKind = 'start' | 'stop' | 'remove' | 'removeVolume';
+export type OperationKind = 'start' | 'stop' | 'remove' | 'removeVolume' | 'stream';
+
+/**
+ * What a `stream` operation asks the agent to open, and to carry over the connection it dials back
+ * to `POST /agent/v1/streams/{session}` (an HTTP upgrade, see fleet-streams.ts): an instance's
+ * output (a log follow) or a shell in it (the SSH proxy).
+ */
+export type StreamRequest =
+  | { what: 'output'; sinceMs?: number; tail?: number; follow: boolean }
+  | { what: 'shell'; shell: ShellRequest };
+
+/** The `Upgrade` protocol of a stream's dial-back connection. */
+export const STREAM_PROTOCOL = 'gantry-stream.1';
+/** The header carrying a stream's one-time secret on its dial-back. */
+export const STREAM_SECRET_HEADER = 'x-gantry-stream-secret';
 
 export type Operation =
   | {
@@ -102,7 +121,14 @@ export type Operation =
       health?: HealthProbe;
     }
   | { id: string; seq: number; kind: 'stop' | 'remove'; instanceId: string }
-  | { id: string; seq: number; kind: 'removeVolume'; volumeId: string };
+  | { id: string; seq: number; kind: 'removeVolume'; volumeId: string }
+  /**
+   * Open a stream: dial back `POST /agent/v1/streams/{session}` with the `secret`, on the server the
+   * operation came from first, then the others (the control plane waiting for it may be another
+   * replica), and carry `request` over it. Acknowledged once connected (or failed, with why);
+   * redelivered, it is not opened twice.
+   */
+  | { id: string; seq: number; kind: 'stream'; instanceId: string; session: string; secret: string; request: StreamRequest };
 
 /** An operation before the queue gave it an id and a sequence number. */
 export type NewOperation = Operation extends infer O ? (O extends Operation ? Omit<O, 'id' | 'seq'> : never) : never;

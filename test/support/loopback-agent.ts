@@ -101,6 +101,8 @@ export class LoopbackAgent {
         case 'removeVolume':
           await this.#docker.removeVolume({ kind: 'network', volumeId: op.volumeId });
           break;
+        case 'stream':
+          throw new Error('the loopback agent opens no streams');
         default:
           op satisfies never;
       }

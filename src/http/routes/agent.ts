@@ -14,6 +14,7 @@ import { Type, type Static } from '@sinclair/typebox';
 import { MAX_AGENT_POLL_WAIT_MS } from '../../config.js';
 import { ApiError, isApiError } from '../../domain/errors.js';
 import { AGENT_API_PREFIX, type InstanceReport, type ReportRequest } from '../../fleet/protocol.js';
+import type { InstanceStats } from '../../runtime/runtime.js';
 import { HOST_CREDENTIAL_PREFIX } from '../../fleet/host-secrets.js';
 import type { Services } from '../../services.js';
 import { clientKey } from '../client-address.js';
@@ -32,6 +33,7 @@ declare module 'fastify' {
 const REPORT_BODY_LIMIT = 4 * 1024 * 1024;
 const open = { additionalProperties: true } as const;
 const INSTANCE_ID = '^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$';
+const INSTANCE_ID_RE = new RegExp(INSTANCE_ID);
 
 export const JoinBody = Type.Object(
   {
@@ -62,6 +64,8 @@ const InstanceReportSchema = Type.Object(
 export const ReportBody = Type.Object(
   {
     capacity: Type.Optional(Type.Object({}, open)),
+    /** screened entry by entry in knownReport (figures out of range or of another shape are dropped) */
+    stats: Type.Optional(Type.Object({}, { ...open, maxProperties: 10_000 })),
     instances: Type.Optional(Type.Object({ full: Type.Boolean(), items: Type.Array(InstanceReportSchema, { maxItems: 10_000 }) }, open)),
     acks: Type.Optional(Type.Array(Type.Object({ opId: Type.String({ maxLength: 128 }), ok: Type.Boolean(), error: Type.Optional(Type.String({ maxLength: 10_000 })) }, open), { maxItems: 1000 })),
   },
@@ -81,6 +85,7 @@ function knownReport(body: Static<typeof ReportBody>): ReportRequest {
   const report: ReportRequest = {};
   if (body.capacity !== undefined) report.capacity = body.capacity as unknown as ReportRequest['capacity'];
   if (body.acks) report.acks = body.acks.map((a) => ({ opId: a.opId, ok: a.ok, ...(a.error !== undefined ? { error: a.error } : {}) }));
+  if (body.stats) report.stats = knownStats(body.stats);
   if (body.instances)
     report.instances = {
       full: body.instances.full,
@@ -98,6 +103,31 @@ function knownReport(body: Static<typeof ReportBody>): ReportRequest {
       ),
     };
   return report;
+}
+
+const percent = (v: unknown): number | null => (typeof v === 'number' && Number.isFinite(v) ? Math.min(100, Math.max(0, v)) : null);
+
+/** The figures of a report's `stats` that have the protocol's shape, per instance id. */
+function knownStats(raw: Record<string, unknown>): Record<string, InstanceStats> {
+  const known: Record<string, InstanceStats> = Object.create(null) as Record<string, InstanceStats>;
+  for (const [id, value] of Object.entries(raw)) {
+    if (!INSTANCE_ID_RE.test(id) || typeof value !== 'object' || value === null) continue;
+    const v = value as Record<string, unknown>;
+    const cpuUtil = percent(v.cpuUtil);
+    const memoryUtil = percent(v.memoryUtil);
+    const memoryBytes = typeof v.memoryBytes === 'number' && Number.isFinite(v.memoryBytes) && v.memoryBytes >= 0 ? v.memoryBytes : null;
+    if (cpuUtil === null || memoryUtil === null || memoryBytes === null) continue;
+    const stats: InstanceStats = { cpuUtil, memoryUtil, memoryBytes };
+    if (Array.isArray(v.gpus) && v.gpus.length <= 64) {
+      const gpus = (v.gpus as unknown[]).map((g) => {
+        const gpu = (typeof g === 'object' && g !== null ? g : {}) as Record<string, unknown>;
+        return { util: percent(gpu.util), memoryUtil: percent(gpu.memoryUtil) };
+      });
+      if (gpus.every((g) => g.util !== null && g.memoryUtil !== null)) stats.gpus = gpus as Array<{ util: number; memoryUtil: number }>;
+    }
+    known[id] = stats;
+  }
+  return known;
 }
 
 /** The bearer token of the request, or null. */
