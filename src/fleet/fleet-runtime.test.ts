@@ -336,3 +336,18 @@ test('an id reported twice in one report, once with a state that is none of the 
   assert.deepEqual(refused.map((r) => r.id), [spec.id]);
   assert.equal((await f.runtime.inspect(spec.id))?.state, 'starting');
 });
+
+test("a host's utilisation figures reach its own running instances, outlive state reports, and are ignored for another host's", async () => {
+  const f = fleet();
+  const mine = await f.start();
+  const theirs = await f.start({ hostId: 'host-b' });
+  await f.runtime.receive('host-a', { acks: [{ opId: f.opFor(mine.id, 'start').id, ok: true }], instances: { full: false, items: [f.item(mine.id, 'running')] } });
+  const figures = { cpuUtil: 42, memoryUtil: 17, memoryBytes: 1_000_000, gpus: [{ util: 90, memoryUtil: 55 }] };
+  f.runtime.applyStats('host-a', { [mine.id]: figures, [theirs.id]: figures });
+  assert.deepEqual((await f.runtime.inspect(mine.id))?.stats, figures);
+  assert.equal((await f.runtime.inspect(theirs.id))?.stats, null, 'host-a spoke for an instance of host-b');
+  await f.runtime.applyReport('host-a', { full: false, items: [f.item(mine.id, 'running')] });
+  assert.deepEqual((await f.runtime.inspect(mine.id))?.stats, figures, 'a state report wiped the last sample');
+  await f.runtime.applyReport('host-a', { full: false, items: [f.item(mine.id, 'exited', { exitCode: 0 })] });
+  assert.equal((await f.runtime.inspect(mine.id))?.stats, null, 'an exited instance kept its figures');
+});
