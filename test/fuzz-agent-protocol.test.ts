@@ -87,6 +87,8 @@ for (const dialect of dialects()) {
         hostileCapacity.map((c) => ({ capacity: c })),
         fc.array(fc.record({ opId: hostile, ok: hostile, error: hostile }), { maxLength: 3 }).map((acks) => ({ acks })),
         fc.tuple(hostile, fc.array(item, { maxLength: 3 })).map(([full, items]) => ({ instances: { full, items } })),
+        // utilisation figures: hostile ids, figures of every kind, GPUs lists of every shape
+        fc.dictionary(fc.oneof(weirdString, fc.constant('pod-kept')), fc.oneof(hostile, fc.record({ cpuUtil: hostile, memoryUtil: hostile, memoryBytes: hostile, gpus: fc.oneof(hostile, fc.array(fc.record({ util: hostile, memoryUtil: hostile }), { maxLength: 3 })) }))).map((stats) => ({ stats })),
         fc.jsonValue({ maxDepth: 3 }),
       );
       await fc.assert(

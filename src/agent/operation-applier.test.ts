@@ -1,0 +1,84 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import pino from 'pino';
+import type { OperationAck } from '../fleet/protocol.js';
+import { AppliedOperations } from './applied-operations.js';
+import { OperationApplier } from './operation-applier.js';
+import type { StreamOperation } from './stream-dialer.js';
+
+const streamOp = (id: string): StreamOperation => ({ id, seq: 1, kind: 'stream', instanceId: 'pod-1', session: 'session-0001', secret: 's', request: { what: 'output', follow: true } });
+
+test('a stream operation delivered again while it connects, or after, is opened once and acknowledged each time after', async () => {
+  const dir = await mkdtemp(join(tmpdir(), 'gantry-applier-'));
+  try {
+    const acks: OperationAck[] = [];
+    let opened = 0;
+    let connect!: () => void;
+    const applier = new OperationApplier({
+      runtime: { start: async () => assert.fail(), stop: async () => undefined, remove: async () => undefined, removeVolume: async () => undefined, inspect: async () => null },
+      applied: await AppliedOperations.open(join(dir, 'applied.json'), { logger: pino({ level: 'silent' }) }),
+      owners: new Map(),
+      kept: new Set(),
+      operated: () => undefined,
+      logger: pino({ level: 'silent' }),
+      acknowledge: (ack) => acks.push(ack),
+      streams: {
+        open: async () => {
+          opened++;
+          await new Promise<void>((resolve) => (connect = resolve));
+          return { ok: true };
+        },
+      },
+    });
+    applier.dispatch(streamOp('op-1'));
+    applier.dispatch(streamOp('op-1'));
+    await new Promise((r) => setImmediate(r));
+    assert.equal(opened, 1);
+    assert.equal(acks.length, 0, 'acknowledged before it connected');
+    connect();
+    await new Promise((r) => setTimeout(r, 20));
+    assert.deepEqual(acks, [{ opId: 'op-1', ok: true }]);
+    applier.dispatch(streamOp('op-1'));
+    assert.equal(opened, 1, 'a redelivery after it connected opened it again');
+    assert.deepEqual(acks.at(-1), { opId: 'op-1', ok: true });
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+});
+
+test('a stream operation does not wait behind its instance’s operation under way, nor hold it up', async () => {
+  const dir = await mkdtemp(join(tmpdir(), 'gantry-applier-'));
+  try {
+    const acks: OperationAck[] = [];
+    let finishStart!: () => void;
+    const applier = new OperationApplier({
+      runtime: {
+        start: () => new Promise<never>((resolve) => (finishStart = () => resolve(undefined as never))),
+        stop: async () => undefined,
+        remove: async () => undefined,
+        removeVolume: async () => undefined,
+        inspect: async () => null,
+      },
+      applied: await AppliedOperations.open(join(dir, 'applied.json'), { logger: pino({ level: 'silent' }) }),
+      owners: new Map(),
+      kept: new Set(),
+      operated: () => undefined,
+      logger: pino({ level: 'silent' }),
+      acknowledge: (ack) => acks.push(ack),
+      streams: { open: async () => ({ ok: false, error: 'instance "pod-1" is not running' }) },
+    });
+    const spec = { id: 'pod-1', owner: { kind: 'pod' as const, accountId: 'a' }, image: 'i', args: '', env: {}, platformEnv: {}, hostId: 'h', gpuIndices: [], vcpus: 1, memoryGb: 1, diskGb: 0, ports: [], volumes: [] };
+    applier.dispatch({ id: 'op-start', seq: 1, kind: 'start', instanceId: 'pod-1', spec });
+    applier.dispatch(streamOp('op-stream'));
+    await new Promise((r) => setTimeout(r, 20));
+    assert.deepEqual(acks, [{ opId: 'op-stream', ok: false, error: 'instance "pod-1" is not running' }]);
+    finishStart();
+    await applier.idle();
+    assert.deepEqual(acks.map((a) => a.opId), ['op-stream', 'op-start']);
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+});
