@@ -26,18 +26,20 @@ export function toGqlPod(p: PodView, { services }: GraphqlContext) {
     dockerArgs: p.args,
     dockerId: null,
     gpuCount: p.gpu?.count ?? 0,
-    vcpuCount: p.cpu?.vcpuCount ?? null,
-    memoryInGb: p.cpu?.memory ?? null,
+    vcpuCount: p.allotment.vcpus,
+    memoryInGb: p.allotment.memoryGb,
     podType: 'RESERVED',
     port: null,
     ports: p.ports.join(','),
     uptimeSeconds: runtime?.uptime ?? 0,
     machineId: p.dataCenterId,
-    machine: { podHostId: p.id, gpuDisplayName: gpuName, location: p.dataCenterId },
+    machine: { podHostId: p.id, gpuDisplayName: gpuName, gpuTypeId: p.gpu?.id ?? null, location: p.dataCenterId, dataCenterId: p.dataCenterId },
     runtime: runtime
       ? {
           uptimeInSeconds: runtime.uptime ?? 0,
           ports: (runtime.ports ?? []).map((port) => ({ ip: port.ip, isIpPublic: port.ip !== null, privatePort: port.private, publicPort: port.public, type: port.type })),
+          gpus: (runtime.gpus ?? []).map((g, i) => ({ id: g.id ?? String(i), gpuUtilPercent: g.util, memoryUtilPercent: g.memoryUtil })),
+          container: { cpuPercent: runtime.cpu?.util ?? 0, memoryPercent: runtime.memory?.util ?? 0 },
         }
       : null,
   };

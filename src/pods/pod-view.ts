@@ -14,12 +14,20 @@ export interface PodSshEndpoint {
   command: string;
 }
 
+/** Spec 2.9, from the runtime's last utilisation sample (docs/utilization.md). */
 export interface PodRuntimeView {
   uptime?: number;
+  /** percent of the pod's vCPUs */
   cpu?: { util: number };
+  /** percent of the pod's memory */
   memory?: { util: number };
   ports?: Array<{ private: number; public: number | null; type: string; ip: string | null }>;
-  gpus?: Array<{ util: number; memoryUtil: number }>;
+  /**
+   * Per GPU of the pod, from nvidia-smi; empty where there are no real figures (a host whose GPUs
+   * are declared, not discovered; nvidia-smi not answering). `id` (the GPU's UUID) is for GraphQL;
+   * the REST body has only `util` and `memoryUtil`.
+   */
+  gpus?: Array<{ util: number; memoryUtil: number; id?: string }>;
 }
 
 export interface PodView {
@@ -47,6 +55,8 @@ export interface PodView {
   runtime: PodRuntimeView | null;
   createdAt: string;
   startedAt: string | null;
+  /** What the pod was allotted on its host (GraphQL's `vcpuCount` and `memoryInGb`; not in the REST body, whose schema leaves it out). */
+  allotment: { vcpus: number; memoryGb: number };
   /**
    * Gantry extension (not in spec 2.1): why the pod is EXITED or ERROR — the instance's exit
    * reason, the launch error, or "stopped by user"; null otherwise.
@@ -79,7 +89,7 @@ function runtimeView(pod: PodRecord, ctx: ViewContext): PodRuntimeView | null {
     cpu: { util: Math.round(stats?.cpuUtil ?? 0) },
     memory: { util: Math.round(stats?.memoryUtil ?? 0) },
     ports: pod.portMappings.map((m) => ({ private: m.private, public: m.public, type: m.type, ip: ctx.hostIp })),
-    gpus: pod.gpuIndices.map(() => ({ util: 0, memoryUtil: 0 })),
+    gpus: (stats?.gpus ?? []).map((g) => ({ util: Math.round(g.util), memoryUtil: Math.round(g.memoryUtil), ...(g.id ? { id: g.id } : {}) })),
   };
 }
 
@@ -116,6 +126,7 @@ export function toPodView(pod: PodRecord, ctx: ViewContext): PodView {
     createdAt: iso(pod.createdAt),
     startedAt: pod.startedAt === null ? null : iso(pod.startedAt),
     statusReason: pod.statusReason,
+    allotment: { vcpus: pod.vcpuCount, memoryGb: pod.memoryGb },
   };
   if (pod.gpuTypeId) view.gpu = { id: pod.gpuTypeId, count: pod.gpuCount };
   else if (pod.cpuFlavorId) view.cpu = { id: pod.cpuFlavorId, vcpuCount: pod.vcpuCount, memory: pod.memoryGb };
