@@ -26,8 +26,9 @@ export function toGqlPod(p: PodView, { services }: GraphqlContext) {
     dockerArgs: p.args,
     dockerId: null,
     gpuCount: p.gpu?.count ?? 0,
-    vcpuCount: p.allotment.vcpus,
-    memoryInGb: p.allotment.memoryGb,
+    // REST's cpu.vcpuCount and cpu.memory: a GPU pod has no CPU or memory allotment of its own (null).
+    vcpuCount: p.cpu?.vcpuCount ?? null,
+    memoryInGb: p.cpu?.memory ?? null,
     podType: 'RESERVED',
     port: null,
     ports: p.ports.join(','),

@@ -55,8 +55,6 @@ export interface PodView {
   runtime: PodRuntimeView | null;
   createdAt: string;
   startedAt: string | null;
-  /** What the pod was allotted on its host (GraphQL's `vcpuCount` and `memoryInGb`; not in the REST body, whose schema leaves it out). */
-  allotment: { vcpus: number; memoryGb: number };
   /**
    * Gantry extension (not in spec 2.1): why the pod is EXITED or ERROR — the instance's exit
    * reason, the launch error, or "stopped by user"; null otherwise.
@@ -126,7 +124,6 @@ export function toPodView(pod: PodRecord, ctx: ViewContext): PodView {
     createdAt: iso(pod.createdAt),
     startedAt: pod.startedAt === null ? null : iso(pod.startedAt),
     statusReason: pod.statusReason,
-    allotment: { vcpus: pod.vcpuCount, memoryGb: pod.memoryGb },
   };
   if (pod.gpuTypeId) view.gpu = { id: pod.gpuTypeId, count: pod.gpuCount };
   else if (pod.cpuFlavorId) view.cpu = { id: pod.cpuFlavorId, vcpuCount: pod.vcpuCount, memory: pod.memoryGb };
