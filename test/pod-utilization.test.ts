@@ -8,6 +8,7 @@
 import { after, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { Host } from '../src/domain/catalog.js';
+import { PodStore } from '../src/store/pod-store.js';
 import { dockerEngine, makeDockerRuntime, noEngine, testHost } from './support/docker.js';
 import { eventually } from './support/eventually.js';
 import { createTestApp, json, type TestApp } from './support/harness.js';
@@ -113,8 +114,10 @@ if (!engine) {
       try {
         const { key } = await t.newAccount();
         const ids: string[] = [];
-        for (const name of ['a', 'b']) {
-          const created = await t.request(key, 'POST', '/v2/pods', { name, image: e.images.idle, gpu: { id: GPU, count: 1 } });
+        // Each pod claims the other GPU in its env: the platform's NVIDIA_VISIBLE_DEVICES wins, so neither reads the other's.
+        for (const [name, claimed] of [['a', uuids[1]!], ['b', uuids[0]!]] as const) {
+          const env = { NVIDIA_VISIBLE_DEVICES: claimed, CUDA_VISIBLE_DEVICES: claimed };
+          const created = await t.request(key, 'POST', '/v2/pods', { name, image: e.images.idle, gpu: { id: GPU, count: 1 }, env });
           assert.equal(created.statusCode, 201, created.body);
           ids.push(json<RestPod>(created).id);
         }
@@ -125,7 +128,8 @@ if (!engine) {
           const gql = await graphqlPod(t, key, id);
           assert.equal(gql.runtime.gpus.length, 1);
           const gpu = gql.runtime.gpus[0];
-          assert.ok(uuids.includes(gpu.id), `GraphQL names the GPU by its UUID (${gpu.id})`);
+          const placed = (await new PodStore(t.services.db).get(id))!.gpuIndices;
+          assert.equal(gpu.id, uuids[placed[0]!], 'GraphQL names, by its UUID, the GPU placement gave the pod');
           seen.add(gpu.id);
           assert.deepEqual(rest.runtime!.gpus, [expected[gpu.id]], 'REST has the figures of the GPU the pod was given');
           assert.deepEqual({ util: gpu.gpuUtilPercent, memoryUtil: gpu.memoryUtilPercent }, expected[gpu.id]);
