@@ -6,7 +6,8 @@
 import { after, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { FakeTimers, settle } from '../../../test/support/fake-timers.js';
-import { DOCKER_HOST, dockerEngine, makeDockerRuntime, noEngine, type RuntimeFixture } from '../../../test/support/docker.js';
+import { DOCKER_HOST, dockerEngine, makeDockerRuntime, noEngine, testHost, type RuntimeFixture } from '../../../test/support/docker.js';
+import { removeStandIns, standInNvidiaSmi } from '../../../test/support/nvidia-smi.js';
 import { UnixSocketProxy } from '../../../test/support/socket-proxy.js';
 import { ChangeRecorder, instanceSpec, waitFor } from '../runtime-contract.js';
 import type { DockerRuntimeOptions } from './docker-runtime-options.js';
@@ -14,6 +15,7 @@ import { gpuIndicesOf } from './container-sampler.js';
 
 const engine = await dockerEngine();
 after(() => engine?.client.close());
+after(removeStandIns);
 
 const BUSY = '-e "const keep = Buffer.alloc(96 * 1024 * 1024, 1); for (;;) { keep[0]++; }"';
 const MiB = 1024 * 1024;
@@ -119,6 +121,36 @@ if (!engine) {
           await waitFor('a turn for the new instance', () => statsCalls() === 3 && timers.dues.length === 1, 30_000);
         },
         { statsIntervalMs: 1_000, timers },
+      );
+    });
+
+    test('nvidia-smi runs once per turn for the whole host, and only while some container has GPUs', async () => {
+      const timers = new FakeTimers();
+      const uuids = ['GPU-0000-a', 'GPU-0000-b'];
+      const smi = standInNvidiaSmi({ utilization: `0, ${uuids[0]}, 50, 100, 1000\n1, ${uuids[1]}, 20, 500, 1000` });
+      const host = testHost({ gpuTypeId: 'NVIDIA GeForce RTX 4090', gpuCount: 2, gpuUuids: uuids, gpuMode: 'env-only' });
+      const gpuCalls = () => smi.calls().filter((c) => c.includes('utilization.gpu')).length;
+      await withRuntime(
+        async ({ runtime, statsCalls }) => {
+          const cpuOnly = instanceSpec({ image: e.images.idle, vcpus: 1, memoryGb: 1 });
+          await runtime.start(cpuOnly);
+          await waitFor('a turn', () => statsCalls() === 1 && timers.dues.length === 1, 30_000);
+          assert.equal(gpuCalls(), 0, 'no container has GPUs: nvidia-smi is not run');
+
+          const a = instanceSpec({ image: e.images.idle, vcpus: 1, memoryGb: 1, gpuIndices: [1] });
+          const b = instanceSpec({ image: e.images.idle, vcpus: 1, memoryGb: 1, gpuIndices: [0] });
+          await runtime.start(a);
+          await runtime.start(b);
+          await timers.advance(1_000);
+          await waitFor('a turn over three containers', () => statsCalls() === 4 && timers.dues.length === 1, 30_000);
+          await timers.advance(1_000);
+          await waitFor('another', () => statsCalls() === 7 && timers.dues.length === 1, 30_000);
+          assert.equal(gpuCalls(), 2, 'two turns with GPU containers: two nvidia-smi calls, not one per container');
+          assert.deepEqual((await runtime.inspect(a.id))?.stats?.gpus, [{ id: uuids[1], util: 20, memoryUtil: 50 }]);
+          assert.deepEqual((await runtime.inspect(b.id))?.stats?.gpus, [{ id: uuids[0], util: 50, memoryUtil: 10 }]);
+          assert.equal((await runtime.inspect(cpuOnly.id))?.stats?.gpus, undefined);
+        },
+        { host, statsIntervalMs: 1_000, timers, nvidiaSmiEnv: smi.env },
       );
     });
   });
