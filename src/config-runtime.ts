@@ -36,6 +36,12 @@ export interface RuntimeConfig {
    * @default 60000
    */
   orphanGraceMs: number;
+  /**
+   * How often the runtime's one shared sampler measures its live instances' utilisation (CPU,
+   * memory, GPUs: docs/utilization.md); pods show the last sample. At least 100.
+   * `GANTRY_RUNTIME_STATS_INTERVAL_MS`. @default 5000
+   */
+  statsIntervalMs: number;
 }
 
 /** The Docker runtime: the engine, and what of its host is configured rather than discovered. */
@@ -200,12 +206,19 @@ export function parseRuntime(raw: unknown, env: Record<string, string | undefine
       ),
     },
     orphanGraceMs: num(env.GANTRY_RUNTIME_ORPHAN_GRACE_MS ?? section.orphanGraceMs, 'runtime.orphanGraceMs', 60_000),
+    statsIntervalMs: statsInterval(env.GANTRY_RUNTIME_STATS_INTERVAL_MS ?? section.statsIntervalMs),
   };
+}
+
+function statsInterval(v: unknown): number {
+  const ms = num(v, 'runtime.statsIntervalMs', 5_000);
+  if (ms < 100) fail('runtime.statsIntervalMs must be at least 100 (ms): each turn reads every live instance');
+  return ms;
 }
 
 /** The keys of the runtime section (config.ts reports others as unknown). */
 export const RUNTIME_KEYS = {
-  runtime: ['kind', 'process', 'docker', 'orphanGraceMs'],
+  runtime: ['kind', 'process', 'docker', 'orphanGraceMs', 'statsIntervalMs'],
   'runtime.process': ['allowMultipleAccounts', 'orphanGraceMs'],
   'runtime.docker': ['host', 'namespace', 'hostId', 'dataCenterId', 'cloud', 'publicIp', 'bindIp', 'portRange', 'diskGb', 'gpuMode', 'cpuFlavors', 'nvidiaSmi', 'registries', 'allowMultipleAccountsOnHostNetwork'],
   'runtime.docker.registries': ['allow', 'only', 'private'],

@@ -26,6 +26,7 @@ export function toGqlPod(p: PodView, { services }: GraphqlContext) {
     dockerArgs: p.args,
     dockerId: null,
     gpuCount: p.gpu?.count ?? 0,
+    // REST's cpu.vcpuCount and cpu.memory: a GPU pod has no CPU or memory allotment of its own (null).
     vcpuCount: p.cpu?.vcpuCount ?? null,
     memoryInGb: p.cpu?.memory ?? null,
     podType: 'RESERVED',
@@ -33,11 +34,13 @@ export function toGqlPod(p: PodView, { services }: GraphqlContext) {
     ports: p.ports.join(','),
     uptimeSeconds: runtime?.uptime ?? 0,
     machineId: p.dataCenterId,
-    machine: { podHostId: p.id, gpuDisplayName: gpuName, location: p.dataCenterId },
+    machine: { podHostId: p.id, gpuDisplayName: gpuName, gpuTypeId: p.gpu?.id ?? null, location: p.dataCenterId, dataCenterId: p.dataCenterId },
     runtime: runtime
       ? {
           uptimeInSeconds: runtime.uptime ?? 0,
           ports: (runtime.ports ?? []).map((port) => ({ ip: port.ip, isIpPublic: port.ip !== null, privatePort: port.private, publicPort: port.public, type: port.type })),
+          gpus: (runtime.gpus ?? []).map((g, i) => ({ id: g.id ?? String(i), gpuUtilPercent: g.util, memoryUtilPercent: g.memoryUtil })),
+          container: { cpuPercent: runtime.cpu?.util ?? 0, memoryPercent: runtime.memory?.util ?? 0 },
         }
       : null,
   };

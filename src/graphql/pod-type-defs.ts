@@ -113,12 +113,31 @@ export const podTypeDefs = /* GraphQL */ `
   type PodMachine {
     podHostId: String
     gpuDisplayName: String
+    gpuTypeId: String
     location: String
+    dataCenterId: String
   }
 
+  "What runs, from the runtime's last utilisation sample (null unless the pod is RUNNING)."
   type PodRuntime {
     uptimeInSeconds: Int
     ports: [PodRuntimePort]
+    "Per GPU of the pod, from nvidia-smi; empty where there are no real figures (declared GPUs)."
+    gpus: [PodRuntimeGpu]
+    container: PodRuntimeContainer
+  }
+
+  type PodRuntimeGpu {
+    "The GPU's UUID (GPU-…), or its position in the pod when the runtime does not know it."
+    id: String
+    gpuUtilPercent: Int
+    memoryUtilPercent: Int
+  }
+
+  "CPU and memory in percent of what the pod was allotted."
+  type PodRuntimeContainer {
+    cpuPercent: Int
+    memoryPercent: Int
   }
 
   type PodRuntimePort {

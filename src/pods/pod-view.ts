@@ -14,12 +14,20 @@ export interface PodSshEndpoint {
   command: string;
 }
 
+/** Spec 2.9, from the runtime's last utilisation sample (docs/utilization.md). */
 export interface PodRuntimeView {
   uptime?: number;
+  /** percent of the pod's vCPUs */
   cpu?: { util: number };
+  /** percent of the pod's memory */
   memory?: { util: number };
   ports?: Array<{ private: number; public: number | null; type: string; ip: string | null }>;
-  gpus?: Array<{ util: number; memoryUtil: number }>;
+  /**
+   * Per GPU of the pod, from nvidia-smi; empty where there are no real figures (a host whose GPUs
+   * are declared, not discovered; nvidia-smi not answering). `id` (the GPU's UUID) is for GraphQL;
+   * the REST body has only `util` and `memoryUtil`.
+   */
+  gpus?: Array<{ util: number; memoryUtil: number; id?: string }>;
 }
 
 export interface PodView {
@@ -79,7 +87,7 @@ function runtimeView(pod: PodRecord, ctx: ViewContext): PodRuntimeView | null {
     cpu: { util: Math.round(stats?.cpuUtil ?? 0) },
     memory: { util: Math.round(stats?.memoryUtil ?? 0) },
     ports: pod.portMappings.map((m) => ({ private: m.private, public: m.public, type: m.type, ip: ctx.hostIp })),
-    gpus: pod.gpuIndices.map(() => ({ util: 0, memoryUtil: 0 })),
+    gpus: (stats?.gpus ?? []).map((g) => ({ util: Math.round(g.util), memoryUtil: Math.round(g.memoryUtil), ...(g.id ? { id: g.id } : {}) })),
   };
 }
 

@@ -303,7 +303,9 @@ export class PodsService {
 
   async #render(pod: PodRecord): Promise<PodView> {
     const live = pod.status === 'RUNNING' ? await this.#d.runtime.inspect(pod.id) : null;
-    const key = `${Math.floor(this.#d.clock.now() / 1000)}|${live?.state ?? ''}|${live?.stats?.cpuUtil ?? ''}|${live?.stats?.memoryUtil ?? ''}`;
+    const stats = live?.stats;
+    const gpus = stats?.gpus?.map((g) => `${g.util}:${g.memoryUtil}`).join(',') ?? '';
+    const key = `${Math.floor(this.#d.clock.now() / 1000)}|${live?.state ?? ''}|${stats?.cpuUtil ?? ''}|${stats?.memoryUtil ?? ''}|${gpus}`;
     const hit = this.#views.get(pod);
     if (hit && hit.key === key) return hit.view;
     const view = this.#view(pod, { live });

@@ -52,6 +52,7 @@ export async function createRuntime(config: Config, deps: CreateRuntimeDeps): Pr
       logger,
       stopGraceMs: config.pods.stopGraceMs,
       orphanGraceMs: config.runtime.process.orphanGraceMs,
+      statsIntervalMs: config.runtime.statsIntervalMs,
     });
     return { runtime, hosts: config.fleet };
   }
@@ -84,6 +85,9 @@ export async function createRuntime(config: Config, deps: CreateRuntimeDeps): Pr
     logger,
     stopGraceMs: config.pods.stopGraceMs,
     registries: docker.registries,
+    statsIntervalMs: config.runtime.statsIntervalMs,
+    nvidiaSmi: docker.nvidiaSmi,
+    ...(deps.env ? { nvidiaSmiEnv: deps.env } : {}),
   });
   return { runtime, hosts: [host] };
 }

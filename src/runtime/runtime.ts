@@ -128,7 +128,7 @@ export interface InstanceStats {
    * percent, read from `nvidia-smi`. Absent where no real figures exist (no GPUs, a host whose GPUs
    * are simulated): never invented.
    */
-  gpus?: Array<{ util: number; memoryUtil: number }>;
+  gpus?: Array<{ util: number; memoryUtil: number; /** the GPU's UUID (`GPU-…`), when known */ id?: string }>;
 }
 
 /** One line of an instance's own output (its stdout and stderr). */

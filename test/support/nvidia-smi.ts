@@ -1,8 +1,9 @@
 /**
  * A stand-in `nvidia-smi` first on PATH: the one seam where no real thing can run on a host
- * without NVIDIA GPUs. It prints what the real one prints for discovery's two calls.
+ * without NVIDIA GPUs. It prints what the real one prints for discovery's two calls and for the
+ * utilisation sampler's query, and notes every call's arguments in `calls` (one line each).
  */
-import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
@@ -14,15 +15,29 @@ export function removeStandIns(): void {
 }
 
 /**
- * A directory holding an `nvidia-smi` script: `csv` answers `--query-gpu` (exiting `exit`),
- * `banner` the plain call; `body` replaces the whole script. `env` has the directory first on PATH.
+ * A directory holding an `nvidia-smi` script: `csv` answers discovery's `--query-gpu` (exiting
+ * `exit`), `utilization` the sampler's `--query-gpu=index,uuid,utilization.gpu,…` (as the file
+ * `utilization.csv` in `dir`, which a test may rewrite between samples), `banner` the plain call;
+ * `body` replaces the whole script. `env` has the directory first on PATH; `calls()` answers the
+ * argument lines of the calls made so far.
  */
-export function standInNvidiaSmi(script: { csv?: string; banner?: string; exit?: number; body?: string }): { env: NodeJS.ProcessEnv; dir: string; path: string } {
+export function standInNvidiaSmi(script: { csv?: string; banner?: string; exit?: number; body?: string; utilization?: string }): {
+  env: NodeJS.ProcessEnv;
+  dir: string;
+  path: string;
+  calls(): string[];
+  setUtilization(csv: string): void;
+} {
   const dir = mkdtempSync(join(tmpdir(), 'gantry-nvsmi-'));
   dirs.push(dir);
+  const callLog = join(dir, 'calls.log');
+  const utilization = join(dir, 'utilization.csv');
+  writeFileSync(utilization, `${script.utilization ?? ''}\n`);
   const body =
     script.body ??
-    `case "$1" in
+    `echo "$*" >> '${callLog}'
+case "$1" in
+  --query-gpu=index,uuid,utilization.gpu,*) cat '${utilization}';;
   --query-gpu=*) cat <<'CSV'
 ${script.csv ?? ''}
 CSV
@@ -35,7 +50,13 @@ esac`;
   const path = join(dir, 'nvidia-smi');
   writeFileSync(path, `#!/bin/sh\n${body}\n`);
   chmodSync(path, 0o755);
-  return { dir, path, env: { ...process.env, PATH: `${dir}:${process.env.PATH ?? ''}` } };
+  return {
+    dir,
+    path,
+    env: { ...process.env, PATH: `${dir}:${process.env.PATH ?? ''}` },
+    calls: () => (existsSync(callLog) ? readFileSync(callLog, 'utf8').split('\n').filter((l) => l !== '') : []),
+    setUtilization: (csv) => writeFileSync(utilization, `${csv}\n`),
+  };
 }
 
 export const BANNER_12_4 = `Tue Nov 23 18:09:47 2026

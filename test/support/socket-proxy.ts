@@ -13,6 +13,8 @@ export class UnixSocketProxy {
   readonly #target: string;
   readonly #sockets = new Set<Socket>();
   #server: Server | null = null;
+  /** Request lines (`GET /containers/…/stats?… HTTP/1.1`) that went through, in order. */
+  readonly requests: string[] = [];
 
   constructor(target: string) {
     this.#target = target;
@@ -34,6 +36,10 @@ export class UnixSocketProxy {
       };
       client.on('error', drop).on('close', drop);
       upstream.on('error', drop).on('close', drop);
+      client.on('data', (chunk: Buffer) => {
+        // A request line starts a chunk in practice (small JSON calls); enough to count calls by path.
+        for (const m of chunk.toString('latin1').matchAll(/(?:^|\r\n)((?:GET|POST|PUT|DELETE|HEAD) \S+ HTTP\/1\.[01])\r\n/g)) this.requests.push(m[1]!);
+      });
       client.pipe(upstream).pipe(client);
     });
     await new Promise<void>((resolve, reject) => {

@@ -11,6 +11,7 @@ import { decodeLogFrames, ndjson } from './engine-streams.js';
 import type {
   ContainerCreateBody,
   ContainerInspect,
+  ContainerStats,
   ContainerSummary,
   EndpointSettings,
   EngineEvent,
@@ -126,6 +127,12 @@ export class DockerClient {
 
   async inspectContainer(id: string): Promise<ContainerInspect | null> {
     return orNull(this.#conn.json<ContainerInspect>({ method: 'GET', path: `/containers/${enc(id)}/json`, doing: `inspecting container ${short(id)}` }));
+  }
+
+  /** One reading of a running container's CPU and memory, without the engine's one-second wait; null when it is gone. */
+  async containerStats(id: string): Promise<ContainerStats | null> {
+    const query = { stream: false, 'one-shot': true };
+    return orNull(this.#conn.json<ContainerStats>({ method: 'GET', path: `/containers/${enc(id)}/stats`, query, doing: `reading the stats of container ${short(id)}` }));
   }
 
   async listContainers(options: { all?: boolean; filters?: Filters } = {}): Promise<ContainerSummary[]> {

@@ -3,6 +3,7 @@ import type { ImageSpec } from '../../config.js';
 import type { Host } from '../../domain/catalog.js';
 import type { Clock } from '../../domain/clock.js';
 import type { RegistryPolicyConfig } from '../../domain/registry-policy.js';
+import type { SamplerTimers } from '../interval-sampler.js';
 
 /** What the Docker runtime is built with (the composition root, later `gantry agent`, fills it). */
 export interface DockerRuntimeOptions {
@@ -37,4 +38,12 @@ export interface DockerRuntimeOptions {
    * images where they enter; this holds for whatever reaches a start). @default any public registry, none on a non-public address
    */
   registries?: RegistryPolicyConfig;
+  /** How often the shared sampler reads live containers' figures (container-sampler.ts). Config `runtime.statsIntervalMs`. @default 5000 */
+  statsIntervalMs?: number;
+  /** How the sampler waits (tests: fake timers). @default real timers */
+  timers?: SamplerTimers;
+  /** The nvidia-smi the sampler runs on a host with discovered GPUs. Config `runtime.docker.nvidiaSmi`. @default 'nvidia-smi' */
+  nvidiaSmi?: string;
+  /** The environment nvidia-smi runs in (its PATH finds the command). @default process.env */
+  nvidiaSmiEnv?: NodeJS.ProcessEnv;
 }

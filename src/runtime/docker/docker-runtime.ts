@@ -32,6 +32,7 @@ import type { ContainerInspect, EngineEvent } from './engine-types.js';
 import { exitReason, withOutput } from './exit-reason.js';
 import { StartSlots } from './start-slots.js';
 import { LiveInstances, copyStatus, newLive, type Live } from './live-instances.js';
+import { ContainerSampler } from './container-sampler.js';
 
 export type { DiskLimitSupport } from './container-preparer.js';
 
@@ -56,6 +57,8 @@ export class DockerRuntime implements Runtime {
   readonly #live: LiveInstances;
   readonly #launching = new Map<string, Promise<unknown>>();
   readonly #startSlots: StartSlots;
+  /** Utilisation, read on an interval and kept on the statuses (container-sampler.ts). */
+  readonly #stats: ContainerSampler;
   #closed = false;
 
   constructor(options: DockerRuntimeOptions) {
@@ -74,6 +77,8 @@ export class DockerRuntime implements Runtime {
       logMaxBytes: options.logMaxBytes ?? DEFAULT_LOG_MAX_BYTES,
       registryGuard: new RegistryGuard(options.registries ? { policy: options.registries } : {}),
     });
+    const { statsIntervalMs: intervalMs, timers, nvidiaSmi, nvidiaSmiEnv: env } = options;
+    this.#stats = new ContainerSampler({ client: this.#client, live: this.#live, host: options.host, logger: options.logger, intervalMs, timers, nvidiaSmi, env });
     this.#events = new EngineEvents({
       client: this.#client,
       namespace: this.#namespace,
@@ -130,6 +135,7 @@ export class DockerRuntime implements Runtime {
       found.push({ id, owner, status: copyStatus(live.status) });
     }
     this.#events.start();
+    this.#stats.wake();
     return found;
   }
 
@@ -249,6 +255,7 @@ export class DockerRuntime implements Runtime {
     await Promise.allSettled([...this.#launching.values()]);
     for (const live of this.#live.all()) live.probing?.abort();
     this.#live.clear();
+    await this.#stats.close();
     this.#events.close();
     this.#client.close();
   }

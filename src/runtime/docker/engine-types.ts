@@ -110,7 +110,24 @@ export interface ContainerInspect {
   Name: string;
   Config: { Image: string; Labels: Labels | null; Env: string[] | null };
   State: ContainerState;
-  HostConfig: { Memory?: number };
+  HostConfig: { Memory?: number; NanoCpus?: number };
+}
+
+/**
+ * The part of `GET /containers/{id}/stats?stream=false&one-shot=true` the sampler reads. With
+ * one-shot the engine does not wait for a second reading, so `precpu_stats` is empty: CPU use is
+ * the difference between two of our own samples.
+ */
+export interface ContainerStats {
+  /** RFC 3339 with nanoseconds: when the engine read the figures */
+  read: string;
+  cpu_stats?: { cpu_usage?: { total_usage?: number }; online_cpus?: number };
+  memory_stats?: {
+    usage?: number;
+    limit?: number;
+    /** cgroup v2: `inactive_file`; v1: `total_inactive_file` (page cache the kernel can drop) */
+    stats?: { inactive_file?: number; total_inactive_file?: number };
+  };
 }
 
 export interface ContainerSummary {

@@ -61,18 +61,16 @@ const hasProc = (() => {
 /** Whether process tables can be read here (Linux). */
 export const procAvailable = (): boolean => hasProc;
 
-let inFlight: Promise<ProcEntry[] | null> | null = null;
+let inFlight: { promise: Promise<ProcEntry[] | null>; startedAt: number } | null = null;
+/** The scan that follows the one in flight, shared by the callers that could not join it. */
+let queued: Promise<ProcEntry[] | null> | null = null;
 let last: { at: number; entries: ProcEntry[] } | null = null;
 
-/**
- * Every process on the machine, or null without /proc. One scan serves every caller that asks
- * while it runs, and callers that accept a slightly old table (`maxAgeMs`) share the last one, so
- * `list()` over many instances and concurrent stops cost one walk of /proc rather than one each.
- */
-export function scanProcesses(maxAgeMs = 0): Promise<ProcEntry[] | null> {
-  if (!hasProc) return Promise.resolve(null);
-  if (last && maxAgeMs > 0 && performance.now() - last.at <= maxAgeMs) return Promise.resolve(last.entries);
-  inFlight ??= (async () => {
+/** Joins the scan in flight, or starts one. */
+function scanNow(): Promise<ProcEntry[] | null> {
+  if (inFlight) return inFlight.promise;
+  const startedAt = performance.now();
+  const promise = (async () => {
     try {
       const names = await readdir('/proc');
       const entries = await Promise.all(
@@ -93,7 +91,29 @@ export function scanProcesses(maxAgeMs = 0): Promise<ProcEntry[] | null> {
       inFlight = null;
     }
   })();
-  return inFlight;
+  inFlight = { promise, startedAt };
+  return promise;
+}
+
+/**
+ * Every process on the machine, or null without /proc. Callers that accept a slightly old table
+ * (`maxAgeMs`) share the last one, or the scan in flight when it began within that age, so
+ * `list()` over many instances and concurrent stops cost one walk of /proc rather than one each.
+ * A caller that wants what runs now (`maxAgeMs` 0: an orphan check right after a spawn) never
+ * joins a scan begun before its call, which may have missed that process: it waits for the next.
+ */
+export function scanProcesses(maxAgeMs = 0): Promise<ProcEntry[] | null> {
+  if (!hasProc) return Promise.resolve(null);
+  const now = performance.now();
+  if (last && maxAgeMs > 0 && now - last.at <= maxAgeMs) return Promise.resolve(last.entries);
+  if (!inFlight || (maxAgeMs > 0 && now - inFlight.startedAt <= maxAgeMs)) return scanNow();
+  queued ??= inFlight.promise
+    .catch(() => null)
+    .then(() => {
+      queued = null;
+      return scanNow();
+    });
+  return queued;
 }
 
 export interface GroupUsage {

@@ -29,10 +29,10 @@ import { describeTarget, waitUntilHealthy, type ProbeTarget } from '../health-pr
 import { LogRotator } from './log-rotator.js';
 import { instanceDirOf, reapOrphans, removePidFile, writePidFile } from './orphans.js';
 import { readTail } from './output-log.js';
-import { scanProcesses, type ProcEntry } from './proc-stats.js';
 import { signalGroup, terminateGroup } from './process-group.js';
 import { spawnInstance } from './spawn-instance.js';
-import { UsageMeter } from './usage-meter.js';
+import { measureAll, UsageMeter } from './usage-meter.js';
+import { IntervalSampler, type SamplerTimers } from '../interval-sampler.js';
 import { networkVolumeFolderOf, podFolderOf } from './volume-folders.js';
 import { Watchdog } from './watchdog.js';
 
@@ -54,6 +54,10 @@ export interface ProcessRuntimeOptions {
    * at once. Config `runtime.process.orphanGraceMs`. @default 30000
    */
   orphanGraceMs?: number;
+  /** How often the shared sampler measures live instances' CPU and memory (interval-sampler.ts). Config `runtime.statsIntervalMs`. @default 5000 */
+  statsIntervalMs?: number;
+  /** How the sampler waits (tests: fake timers). @default real timers */
+  timers?: SamplerTimers;
 }
 
 /** @see ProcessRuntimeOptions.orphanGraceMs */
@@ -61,8 +65,6 @@ export const DEFAULT_ORPHAN_GRACE_MS = 30_000;
 
 type Stats = NonNullable<InstanceStatus['stats']>;
 const ZERO_STATS: Stats = Object.freeze({ cpuUtil: 0, memoryUtil: 0, memoryBytes: 0 });
-/** list()/inspect() accept a process table this old, so a burst of calls walks /proc once. */
-const STATS_MAX_AGE_MS = 100;
 
 interface LiveProcess {
   child: ChildProcess;
@@ -96,6 +98,7 @@ export class ProcessRuntime implements Runtime {
   readonly #listeners = new Set<InstanceListener>();
   readonly #logs: LogRotator;
   readonly #watchdog: Watchdog;
+  readonly #sampler: IntervalSampler;
   /** start() calls under way, which close() lets finish (each then stops what it started) */
   readonly #inFlight = new Set<Promise<unknown>>();
   #closed = false;
@@ -104,6 +107,8 @@ export class ProcessRuntime implements Runtime {
     this.#options = options;
     this.#images = new Map(Object.entries(options.images));
     this.#logs = new LogRotator(options, () => this.#liveLogs());
+    const live = (): boolean => !this.#liveLogs().next().done;
+    this.#sampler = new IntervalSampler({ intervalMs: options.statsIntervalMs, timers: options.timers, logger: options.logger, live, sample: () => measureAll(this.#liveLogs()) });
     this.#watchdog = new Watchdog({
       graceMs: options.orphanGraceMs ?? DEFAULT_ORPHAN_GRACE_MS,
       stopGraceMs: options.stopGraceMs,
@@ -180,14 +185,11 @@ export class ProcessRuntime implements Runtime {
   async inspect(id: string): Promise<InstanceStatus | null> {
     const instance = this.#instances.get(id);
     if (!instance) return null;
-    const table = instance.proc && isLive(instance) ? await scanProcesses(STATS_MAX_AGE_MS) : null;
-    return this.#snapshot(instance, table);
+    return this.#snapshot(instance);
   }
 
   async list(): Promise<InstanceStatus[]> {
-    const instances = [...this.#instances.values()];
-    const table = instances.some((i) => i.proc && isLive(i)) ? await scanProcesses(STATS_MAX_AGE_MS) : null;
-    return instances.map((i) => this.#snapshot(i, table));
+    return [...this.#instances.values()].map((i) => this.#snapshot(i));
   }
 
   onChange(listener: InstanceListener): () => void {
@@ -201,6 +203,7 @@ export class ProcessRuntime implements Runtime {
   async close(): Promise<void> {
     this.#closed = true;
     this.#logs.close();
+    await this.#sampler.close();
     await Promise.allSettled([...this.#inFlight]);
     await Promise.all([...this.#instances.keys()].map((id) => this.stop(id)));
     await this.#watchdog.close();
@@ -289,6 +292,7 @@ export class ProcessRuntime implements Runtime {
     }
     logger.info({ instance: spec.id, image: spec.image, pid: pgid, argv, cwd }, 'instance process started');
     this.#logs.watch();
+    this.#sampler.wake();
     this.#emit(instance);
     if (probe && image.health) this.#probe(spec.id, instance, probe, image.health);
     return copyStatus(instance.status);
@@ -357,11 +361,13 @@ export class ProcessRuntime implements Runtime {
     await removePidFile(this.#options.dataDir, instance.status.id).catch(() => undefined);
   }
 
-  #snapshot(instance: Instance, table: readonly ProcEntry[] | null): InstanceStatus {
+  /** Its status with the shared sampler's last figures (never measured here: see interval-sampler.ts). */
+  #snapshot(instance: Instance): InstanceStatus {
     const { status, proc } = instance;
     if (!proc) return copyStatus(status);
     if (!isLive(instance)) return { ...status, stats: null };
-    return { ...status, stats: table ? proc.usage.measure(table) : null };
+    const stats = proc.usage.latest;
+    return { ...status, stats: stats && { ...stats } };
   }
 
   #current(id: string, instance: Instance): boolean {

@@ -1,5 +1,5 @@
 import type { InstanceStatus } from '../runtime.js';
-import { cpuPercent, groupUsage, memoryPercent, type CpuSample, type ProcEntry } from './proc-stats.js';
+import { cpuPercent, groupUsage, memoryPercent, scanProcesses, type CpuSample, type ProcEntry } from './proc-stats.js';
 
 type Stats = NonNullable<InstanceStatus['stats']>;
 
@@ -14,6 +14,7 @@ export class UsageMeter {
   /** the previous CPU sample; the first is (0 ticks, creation time: the spawn) */
   #sample: CpuSample = { ticks: 0, at: performance.now() };
   #cpuUtil = 0;
+  #latest: Stats | null = null;
 
   constructor(pgid: number, allotment: { vcpus: number; memoryGb: number }) {
     this.#pgid = pgid;
@@ -21,7 +22,12 @@ export class UsageMeter {
     this.#memoryGb = allotment.memoryGb;
   }
 
-  /** The group's figures in a process table read just now. */
+  /** The figures of the last {@link measure} (the shared sampler's last turn); null before the first. */
+  get latest(): Stats | null {
+    return this.#latest;
+  }
+
+  /** The group's figures in a process table read just now; kept as {@link latest}. */
   measure(table: readonly ProcEntry[]): Stats {
     const usage = groupUsage(table, this.#pgid);
     const sample = { ticks: usage.cpuTicks, at: performance.now() };
@@ -30,6 +36,18 @@ export class UsageMeter {
       this.#cpuUtil = cpuPercent(this.#sample, sample, this.#vcpus);
       this.#sample = sample;
     }
-    return { cpuUtil: this.#cpuUtil, memoryUtil: memoryPercent(usage.rssBytes, this.#memoryGb), memoryBytes: usage.rssBytes };
+    this.#latest = { cpuUtil: this.#cpuUtil, memoryUtil: memoryPercent(usage.rssBytes, this.#memoryGb), memoryBytes: usage.rssBytes };
+    return this.#latest;
   }
+}
+
+/**
+ * One turn of the process runtime's shared sampler (interval-sampler.ts): one walk of /proc for
+ * every live instance, each meter keeping its figures for `inspect()`/`list()` to answer.
+ * Without /proc (macOS) the meters keep none, and the instances report no stats.
+ */
+export async function measureAll(processes: Iterable<{ usage: UsageMeter }>): Promise<void> {
+  const table = await scanProcesses();
+  if (!table) return;
+  for (const proc of processes) proc.usage.measure(table);
 }
