@@ -91,8 +91,13 @@ describe('the fleet: agents on two Docker hosts joined to one control plane', { 
       'host-a': [0, 1].map((i) => `${i}, GPU-a11ce000-0000-4000-8000-00000000000${i}, NVIDIA GeForce RTX 4090, 24564`).join('\n'),
       'host-b': [0, 1].map((i) => `${i}, GPU-b0b00000-0000-4000-8000-00000000000${i}, NVIDIA RTX A6000, 49140`).join('\n'),
     };
+    // what each host's nvidia-smi says of its GPUs' use: index, uuid, utilization.gpu, memory.used, memory.total
+    const utilization = {
+      'host-a': [0, 1].map((i) => `${i}, GPU-a11ce000-0000-4000-8000-00000000000${i}, 31, 6141, 24564`).join('\n'),
+      'host-b': [0, 1].map((i) => `${i}, GPU-b0b00000-0000-4000-8000-00000000000${i}, 73, 12285, 49140`).join('\n'),
+    };
     for (const [i, name] of ['host-a', 'host-b'].entries()) {
-      const smi = standInNvidiaSmi({ csv: gpus[name as keyof typeof gpus], banner: BANNER_12_4 });
+      const smi = standInNvidiaSmi({ csv: gpus[name as keyof typeof gpus], banner: BANNER_12_4, utilization: utilization[name as keyof typeof utilization] });
       const ports = await freePortRange(20);
       hostArgs.set(name, [
         '--server', server.url, '--data-dir', join(dir, name), '--name', name, '--docker-host', daemons[i]!.host,
@@ -137,6 +142,19 @@ describe('the fleet: agents on two Docker hosts joined to one control plane', { 
     assert.equal(await containerOf(daemons[1]!, podA), null);
     assert.ok(await containerOf(daemons[1]!, podB), 'the A6000 pod runs on host B');
     assert.equal(await containerOf(daemons[0]!, podB), null);
+  });
+
+  test("a pod on an agent's host shows the utilisation its host measured: its GPU's figures from that host's nvidia-smi", async () => {
+    let last = '';
+    for (const [id, util, memoryUtil] of [[podA, 31, 25], [podB, 73, 25]] as const) {
+      const pod = await eventually(`pod ${id}'s GPU figures`, async () => {
+        const r = await api<Pod & { runtime: { gpus?: Array<{ util: number; memoryUtil: number }>; cpu?: { util: number } } }>('GET', `/v2/pods/${id}`);
+        last = JSON.stringify(r.body.runtime);
+        return r.body.runtime?.gpus?.length ? r.body : null;
+      }, 15_000).catch((err: Error) => assert.fail(`${err.message}; runtime: ${last}; agent: ${[...agents.values()].map((a) => a.output().slice(-2000)).join('\n')}`));
+      assert.deepEqual(pod.runtime!.gpus!.map((g) => [g.util, g.memoryUtil]), [[util, memoryUtil]]);
+      assert.equal(typeof pod.runtime!.cpu?.util, 'number');
+    }
   });
 
   test('an agent killed with SIGKILL makes its host unreachable, leaves its containers running and the other host alone; restarted, it adopts them without a restart', async () => {

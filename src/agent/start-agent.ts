@@ -91,6 +91,8 @@ export async function createAgent(options: AgentOptions): Promise<AgentCore> {
         clock: systemClock,
         logger: logger.child({ component: 'runtime' }),
         stopGraceMs: STOP_GRACE_MS,
+        // its utilisation sampler asks the same nvidia-smi discovery did
+        nvidiaSmi: options.nvidiaSmi,
       });
     },
     clock: systemClock,

@@ -45,6 +45,21 @@ describe('IntervalSampler', () => {
     assert.equal(sampler.running, false);
   });
 
+  test('a wake while nothing is live takes nothing and leaves the sampler ready for the next wake', async () => {
+    const { state, sampler } = setup();
+    state.live = 0;
+    // the runtime's attach() wakes it before anything runs
+    sampler.wake();
+    await settle();
+    assert.equal(sampler.running, false);
+    assert.equal(state.taken, 0);
+    state.live = 1;
+    sampler.wake();
+    await settle();
+    assert.equal(state.taken, 1, 'the first instance to run was never sampled');
+    await sampler.close();
+  });
+
   test('a sample that fails is logged and the loop carries on', async () => {
     const timers = new FakeTimers();
     let calls = 0;

@@ -34,6 +34,7 @@ const REPORT_BODY_LIMIT = 4 * 1024 * 1024;
 const open = { additionalProperties: true } as const;
 const INSTANCE_ID = '^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$';
 const INSTANCE_ID_RE = new RegExp(INSTANCE_ID);
+const GPU_UUID = /^GPU-[0-9A-Fa-f-]{1,64}$/;
 
 export const JoinBody = Type.Object(
   {
@@ -121,9 +122,10 @@ function knownStats(raw: Record<string, unknown>): Record<string, InstanceStats>
     if (Array.isArray(v.gpus) && v.gpus.length <= 64) {
       const gpus = (v.gpus as unknown[]).map((g) => {
         const gpu = (typeof g === 'object' && g !== null ? g : {}) as Record<string, unknown>;
-        return { util: percent(gpu.util), memoryUtil: percent(gpu.memoryUtil) };
+        const id = typeof gpu.id === 'string' && GPU_UUID.test(gpu.id) ? { id: gpu.id } : {};
+        return { util: percent(gpu.util), memoryUtil: percent(gpu.memoryUtil), ...id };
       });
-      if (gpus.every((g) => g.util !== null && g.memoryUtil !== null)) stats.gpus = gpus as Array<{ util: number; memoryUtil: number }>;
+      if (gpus.every((g) => g.util !== null && g.memoryUtil !== null)) stats.gpus = gpus as NonNullable<InstanceStats['gpus']>;
     }
     known[id] = stats;
   }
