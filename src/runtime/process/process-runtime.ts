@@ -23,10 +23,11 @@ import { join } from 'node:path';
 import type { Logger } from 'pino';
 import type { HealthProbe, ImageSpec } from '../../config.js';
 import type { Clock } from '../../domain/clock.js';
-import type { AttachedInstance, EnvRefusal, InstanceListener, InstanceSpec, InstanceState, InstanceStatus, Runtime } from '../runtime.js';
+import type { AttachedInstance, EnvRefusal, InstanceListener, InstanceSpec, InstanceState, InstanceStatus, OutputLine, OutputQuery, Runtime } from '../runtime.js';
 import { tenantEnvRefusal } from './env-policy.js';
 import { describeTarget, waitUntilHealthy, type ProbeTarget } from '../health-probe.js';
 import { LogRotator } from './log-rotator.js';
+import { OutputStamper } from './output-stamper.js';
 import { instanceDirOf, reapOrphans, removePidFile, writePidFile } from './orphans.js';
 import { readTail } from './output-log.js';
 import { scanProcesses, type ProcEntry } from './proc-stats.js';
@@ -95,6 +96,7 @@ export class ProcessRuntime implements Runtime {
   readonly #launching = new Set<string>();
   readonly #listeners = new Set<InstanceListener>();
   readonly #logs: LogRotator;
+  readonly #output: OutputStamper;
   readonly #watchdog: Watchdog;
   /** start() calls under way, which close() lets finish (each then stops what it started) */
   readonly #inFlight = new Set<Promise<unknown>>();
@@ -104,6 +106,7 @@ export class ProcessRuntime implements Runtime {
     this.#options = options;
     this.#images = new Map(Object.entries(options.images));
     this.#logs = new LogRotator(options, () => this.#liveLogs());
+    this.#output = new OutputStamper({ ...options, maxBytes: this.#logs.maxLogBytes }, () => [...this.#instances].flatMap(([id, i]) => (i.proc && isLive(i) ? [[id, i.proc] as const] : [])));
     this.#watchdog = new Watchdog({
       graceMs: options.orphanGraceMs ?? DEFAULT_ORPHAN_GRACE_MS,
       stopGraceMs: options.stopGraceMs,
@@ -115,6 +118,11 @@ export class ProcessRuntime implements Runtime {
   /** The pid of the watchdog while it runs (it starts with the first process instance). For tests and diagnostics. */
   get watchdogPid(): number | null {
     return this.#watchdog.pid;
+  }
+
+  /** Its output, stamped as read (output-stamper.ts). */
+  output(id: string, query: OutputQuery): AsyncIterable<OutputLine> {
+    return this.#output.read(id, query);
   }
 
   /** Never: a process runtime can always start its instances. */
@@ -201,6 +209,7 @@ export class ProcessRuntime implements Runtime {
   async close(): Promise<void> {
     this.#closed = true;
     this.#logs.close();
+    this.#output.close();
     await Promise.allSettled([...this.#inFlight]);
     await Promise.all([...this.#instances.keys()].map((id) => this.stop(id)));
     await this.#watchdog.close();
@@ -289,6 +298,7 @@ export class ProcessRuntime implements Runtime {
     }
     logger.info({ instance: spec.id, image: spec.image, pid: pgid, argv, cwd }, 'instance process started');
     this.#logs.watch();
+    this.#output.watch();
     this.#emit(instance);
     if (probe && image.health) this.#probe(spec.id, instance, probe, image.health);
     return copyStatus(instance.status);

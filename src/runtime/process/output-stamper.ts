@@ -1,0 +1,271 @@
+/**
+ * The process runtime's `output()`: a child writes its stdout and stderr straight to
+ * `output.log` (output-log.ts) with no times. One shared timer reads the new bytes of every live
+ * instance's `output.log` and appends them, one line each with the time it was read, to
+ * `output.stamped.log` in the instance's folder; readers read that file and follow it.
+ *
+ * Why a second file rather than stamping through a pipe: the child keeps writing to a file of its
+ * own, so its output still costs the server nothing per line and survives a server crash, and the
+ * times are as close as the interval (250 ms by default). The stamped file is rotated to
+ * `output.stamped.log.1` past `maxBytes` (two files kept), like `output.log`; both stay when the
+ * instance stops (its output stays readable) and go with its folder on `remove()`.
+ */
+import { EventEmitter } from 'node:events';
+import { appendFile, open, rename, stat, type FileHandle } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { Clock } from '../../domain/clock.js';
+import type { OutputLine, OutputQuery } from '../runtime.js';
+import { DEFAULT_MAX_LOG_BYTES } from './output-log.js';
+import { instanceDirOf } from './orphans.js';
+
+/** A live instance's output.log, as the runtime holds it; a new object is a new run. */
+export interface StampedLog {
+  logPath: string;
+  /** where this run's output begins in output.log */
+  logOffset: number;
+}
+
+export interface OutputStamperOptions {
+  dataDir: string;
+  clock: Clock;
+  /** @default 250 */
+  intervalMs?: number;
+  /** The stamped file is rotated past this size. @default 10 MiB */
+  maxBytes?: number;
+}
+
+/** A line longer than this is cut into pieces (a process printing without newlines). */
+const MAX_LINE_BYTES = 16 * 1024;
+/** Bytes read at a time, by the stamper and by a reader. */
+const CHUNK = 64 * 1024;
+
+interface Tracked {
+  run: StampedLog;
+  /** next byte of output.log to read */
+  offset: number;
+  /** an unfinished line */
+  partial: Buffer;
+}
+
+export const stampedPathOf = (dataDir: string, id: string): string => join(instanceDirOf(dataDir, id), 'output.stamped.log');
+
+export class OutputStamper {
+  readonly #o: OutputStamperOptions;
+  readonly #live: () => Iterable<[string, StampedLog]>;
+  readonly #tracked = new Map<string, Tracked>();
+  readonly #events = new EventEmitter();
+  #timer: NodeJS.Timeout | null = null;
+  #ticking: Promise<void> | null = null;
+
+  /** `live`: the live instances with a process, by id. */
+  constructor(options: OutputStamperOptions, live: () => Iterable<[string, StampedLog]>) {
+    this.#o = options;
+    this.#live = live;
+    this.#events.setMaxListeners(0);
+  }
+
+  /** Takes up the instances started since the last pass (so one that ends at once is stamped too), and starts the timer unless it runs. */
+  watch(): void {
+    void this.tick();
+    if (this.#timer) return;
+    this.#timer = setInterval(() => void this.tick(), this.#o.intervalMs ?? 250);
+    this.#timer.unref();
+  }
+
+  close(): void {
+    if (this.#timer) clearInterval(this.#timer);
+    this.#timer = null;
+  }
+
+  /** One pass: stamps what every live instance wrote since the last; finishes the instances that ended. */
+  tick(): Promise<void> {
+    this.#ticking ??= this.#pass().finally(() => (this.#ticking = null));
+    return this.#ticking;
+  }
+
+  async #pass(): Promise<void> {
+    const live = new Map(this.#live());
+    for (const [id, run] of live) {
+      let t = this.#tracked.get(id);
+      if (!t || t.run !== run) this.#tracked.set(id, (t = { run, offset: run.logOffset, partial: Buffer.alloc(0) }));
+      await this.#stamp(id, t, false).catch(() => undefined);
+    }
+    for (const [id, t] of this.#tracked) {
+      if (live.has(id)) continue;
+      await this.#stamp(id, t, true).catch(() => undefined);
+      this.#tracked.delete(id);
+      this.#events.emit(id);
+    }
+  }
+
+  /** Whether the instance is live or its last output is still to be stamped. */
+  #following(id: string): boolean {
+    if (this.#tracked.has(id)) return true;
+    for (const [live] of this.#live()) if (live === id) return true;
+    return false;
+  }
+
+  async #stamp(id: string, t: Tracked, final: boolean): Promise<void> {
+    const path = t.run.logPath;
+    let size = (await stat(path).catch(() => null))?.size ?? 0;
+    const chunks: Buffer[] = [];
+    if (size < t.offset) {
+      // output.log was copy-truncated: the rest of what we had not read is in output.log.1.
+      chunks.push(await readRange(`${path}.1`, t.offset, Infinity));
+      t.offset = 0;
+    }
+    if (size > t.offset) {
+      chunks.push(await readRange(path, t.offset, size));
+      t.offset = size;
+    }
+    const bytes = Buffer.concat([t.partial, ...chunks]);
+    const now = this.#o.clock.now();
+    let text = '';
+    let from = 0;
+    for (let nl = bytes.indexOf(10, from); nl !== -1 || bytes.length - from > MAX_LINE_BYTES; nl = bytes.indexOf(10, from)) {
+      const end = nl === -1 || nl - from > MAX_LINE_BYTES ? from + MAX_LINE_BYTES : nl;
+      text += stampLine(now, bytes.subarray(from, end));
+      from = end === nl ? nl + 1 : end;
+    }
+    t.partial = Buffer.from(bytes.subarray(from));
+    if (final && t.partial.length > 0) {
+      text += stampLine(now, t.partial);
+      t.partial = Buffer.alloc(0);
+    }
+    if (text === '') return;
+    const stamped = stampedPathOf(this.#o.dataDir, id);
+    await appendFile(stamped, text);
+    size = (await stat(stamped)).size;
+    if (size > (this.#o.maxBytes ?? DEFAULT_MAX_LOG_BYTES)) await rename(stamped, `${stamped}.1`);
+    this.#events.emit(id);
+  }
+
+  /** The instance's stamped output (the runtime port's `output()`). */
+  async *read(id: string, query: OutputQuery): AsyncGenerator<OutputLine> {
+    const path = stampedPathOf(this.#o.dataDir, id);
+    // What is kept: both files, oldest first (bounded by the rotation: at most twice maxBytes).
+    const kept: OutputLine[] = [];
+    for (const line of parseLines(await readRange(`${path}.1`, 0, Infinity))) if (query.sinceMs === undefined || line.ts >= query.sinceMs) kept.push(line);
+    let position = await fileAt(path);
+    const current = await readRange(path, 0, position.size);
+    const cut = current.lastIndexOf(10) + 1;
+    position = { ...position, size: cut };
+    for (const line of parseLines(current.subarray(0, cut))) if (query.sinceMs === undefined || line.ts >= query.sinceMs) kept.push(line);
+    for (const line of query.tail !== undefined ? kept.slice(-query.tail) : kept) {
+      if (query.signal.aborted) return;
+      yield line;
+    }
+    kept.length = 0;
+    if (!query.follow) return;
+
+    while (!query.signal.aborted) {
+      const following = this.#following(id);
+      const now = await fileAt(path);
+      let handle: FileHandle | null = null;
+      try {
+        if (now.ino !== position.ino && position.ino !== 0) {
+          // Rotated: the rest of the file we were reading is now `.1`.
+          for await (const line of readLinesFrom(`${path}.1`, position.size, query.signal)) yield line;
+          position = { ino: now.ino, size: 0 };
+        }
+        if (now.size > position.size) {
+          handle = await open(path, 'r');
+          let read = 0;
+          for await (const line of linesOf(handle, position.size, now.size, (n) => (read = n), query.signal)) yield line;
+          position = { ino: now.ino, size: position.size + read };
+          continue;
+        }
+      } finally {
+        await handle?.close();
+      }
+      if (!following) return;
+      await this.#changed(id, query.signal, 1_000);
+    }
+  }
+
+  #changed(id: string, signal: AbortSignal, maxMs: number): Promise<void> {
+    return new Promise((resolve) => {
+      const done = (): void => {
+        clearTimeout(timer);
+        this.#events.off(id, done);
+        signal.removeEventListener('abort', done);
+        resolve();
+      };
+      const timer = setTimeout(done, maxMs);
+      this.#events.on(id, done);
+      signal.addEventListener('abort', done, { once: true });
+    });
+  }
+}
+
+/** `<ms> <text>\n`: the time the line was read, then the line as written (a trailing CR dropped). */
+function stampLine(ts: number, bytes: Buffer): string {
+  let text = bytes.toString('utf8');
+  if (text.endsWith('\r')) text = text.slice(0, -1);
+  return `${ts} ${text}\n`;
+}
+
+function* parseLines(bytes: Buffer): Generator<OutputLine> {
+  let from = 0;
+  for (let nl = bytes.indexOf(10); nl !== -1; nl = bytes.indexOf(10, from)) {
+    const text = bytes.toString('utf8', from, nl);
+    from = nl + 1;
+    const space = text.indexOf(' ');
+    const ts = Number(text.slice(0, space));
+    if (space > 0 && Number.isFinite(ts)) yield { ts, line: text.slice(space + 1) };
+  }
+}
+
+async function fileAt(path: string): Promise<{ ino: number; size: number }> {
+  const s = await stat(path).catch(() => null);
+  return s ? { ino: s.ino, size: s.size } : { ino: 0, size: 0 };
+}
+
+async function readRange(path: string, from: number, to: number): Promise<Buffer> {
+  let handle: FileHandle;
+  try {
+    handle = await open(path, 'r');
+  } catch {
+    return Buffer.alloc(0);
+  }
+  try {
+    const end = Math.min(to, (await handle.stat()).size);
+    if (end <= from) return Buffer.alloc(0);
+    const buffer = Buffer.alloc(end - from);
+    const { bytesRead } = await handle.read(buffer, 0, buffer.length, from);
+    return buffer.subarray(0, bytesRead);
+  } finally {
+    await handle.close();
+  }
+}
+
+async function* readLinesFrom(path: string, from: number, signal: AbortSignal): AsyncGenerator<OutputLine> {
+  let handle: FileHandle;
+  try {
+    handle = await open(path, 'r');
+  } catch {
+    return;
+  }
+  try {
+    yield* linesOf(handle, from, (await handle.stat()).size, () => undefined, signal);
+  } finally {
+    await handle.close();
+  }
+}
+
+/** Whole lines between `from` and `to`, a chunk at a time (the reader's pace sets the reads); `consumed` hears the bytes taken. */
+async function* linesOf(handle: FileHandle, from: number, to: number, consumed: (n: number) => void, signal: AbortSignal): AsyncGenerator<OutputLine> {
+  let at = from;
+  let rest = Buffer.alloc(0);
+  while (at < to && !signal.aborted) {
+    const buffer = Buffer.alloc(Math.min(CHUNK, to - at));
+    const { bytesRead } = await handle.read(buffer, 0, buffer.length, at);
+    if (bytesRead === 0) break;
+    at += bytesRead;
+    const bytes = Buffer.concat([rest, buffer.subarray(0, bytesRead)]);
+    const cut = bytes.lastIndexOf(10) + 1;
+    rest = Buffer.from(bytes.subarray(cut));
+    consumed(at - from - rest.length);
+    for (const line of parseLines(bytes.subarray(0, cut))) yield line;
+  }
+}
