@@ -67,6 +67,9 @@ interface SourceCursor {
 
 export class LogStreams {
   readonly #d: LogStreamsDeps;
+  /** The open streams' stops (a server shutdown ends them, or its close would wait for them). */
+  readonly #open = new Set<AbortController>();
+  #closed = false;
 
   constructor(deps: LogStreamsDeps) {
     this.#d = deps;
@@ -76,10 +79,30 @@ export class LogStreams {
     return this.#d.keepAliveMs ?? 15_000;
   }
 
+  /** Ends every open stream, and those opened after at once (server shutdown). */
+  close(): void {
+    this.#closed = true;
+    for (const stop of this.#open) stop.abort();
+  }
+
   /** The stream: kept lines, then (while the target is alive) new ones, each with its id. */
   async *open(target: LogTarget, request: LogStreamRequest): AsyncGenerator<LogEvent> {
-    const { start, signal } = request;
-    const want = new Set(request.sources ?? LOG_SOURCES);
+    const ended = new AbortController();
+    const onAbort = (): void => ended.abort();
+    request.signal.addEventListener('abort', onAbort, { once: true });
+    this.#open.add(ended);
+    if (this.#closed) ended.abort();
+    try {
+      yield* this.#stream(target, request.start, request.sources, ended.signal);
+    } finally {
+      request.signal.removeEventListener('abort', onAbort);
+      this.#open.delete(ended);
+      ended.abort();
+    }
+  }
+
+  async *#stream(target: LogTarget, start: LogStart, sources: readonly LogSource[] | undefined, signal: AbortSignal): AsyncGenerator<LogEvent> {
+    const want = new Set(sources ?? LOG_SOURCES);
     const wantContainer = want.has('container') && this.#d.runtime.output !== undefined;
     const wantSystem = want.has('system');
     const id = target.instanceId;
@@ -114,7 +137,10 @@ export class LogStreams {
 
     const channel = new BoundedChannel<LogEntry>(this.#d.bufferLines ?? 256);
     const stop = new AbortController();
-    const onAbort = (): void => stop.abort();
+    const onAbort = (): void => {
+      stop.abort();
+      channel.close();
+    };
     signal.addEventListener('abort', onAbort, { once: true });
     let running = 0;
     const run = (producer: () => Promise<void>): void => {
