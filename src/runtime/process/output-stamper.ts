@@ -165,13 +165,13 @@ export class OutputStamper {
       try {
         if (now.ino !== position.ino && position.ino !== 0) {
           // Rotated: the rest of the file we were reading is now `.1`.
-          for await (const line of readLinesFrom(`${path}.1`, position.size, query.signal)) yield line;
+          for await (const line of readLinesFrom(`${path}.1`, position.size, query.signal)) if (!query.signal.aborted) yield line;
           position = { ino: now.ino, size: 0 };
         }
         if (now.size > position.size) {
           handle = await open(path, 'r');
           let read = 0;
-          for await (const line of linesOf(handle, position.size, now.size, (n) => (read = n), query.signal)) yield line;
+          for await (const line of linesOf(handle, position.size, now.size, (n) => (read = n), query.signal)) if (!query.signal.aborted) yield line;
           position = { ino: now.ino, size: position.size + read };
           continue;
         }
