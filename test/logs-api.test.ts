@@ -8,6 +8,8 @@ import { join } from 'node:path';
 import { createTestApp, json, type TestApp } from './support/harness.js';
 import { readSse, type SseEvent } from './support/sse-client.js';
 import { FakeClock } from '../src/domain/clock.js';
+import { buildApp } from '../src/http/app.js';
+import { LogStreams } from '../src/logs/log-streams.js';
 
 const GPU = 'NVIDIA GeForce RTX 4090';
 const images = {
@@ -133,9 +135,26 @@ describe('pod logs as server-sent events', () => {
         `resumed after event ${cut}`,
       );
     }
+    // resumed at the end, a reconnect gets only what is written after
+    clock.set(T0 + 3_000);
+    const live = await readSse(url(podId), { headers: { ...auth(key), 'last-event-id': full.events[total - 1]!.id! }, until: (events) => events.length >= 1, onOpen: () => void setTimeout(() => more(podId), 100) });
+    assert.deepEqual(linesOf(live.events), ['more 3']);
     // a plain RFC3339 Last-Event-ID: everything after that time
     const plain = await kept(podId, '?source=container', 1, { 'last-event-id': '2026-06-01T12:00:01.000Z' });
     assert.equal(parse(plain.events[0]!).ts, '2026-06-01T12:00:02.000Z');
+  });
+
+  test('an idle stream carries keep-alive comment lines on an interval, so proxies do not cut it', async () => {
+    const logs = new LogStreams({ runtime: t.services.runtime, systemLog: t.services.systemLog, clock, keepAliveMs: 50 });
+    const app = await buildApp({ ...t.services, logs }, { logger: false });
+    try {
+      const at = await app.listen({ port: 0, host: '127.0.0.1' });
+      const read = await readSse(`${at}/v2/pods/${podId}/logs?tail=0`, { headers: auth(key), until: (_events, comments) => comments.length >= 2 });
+      assert.deepEqual(read.events, []);
+      assert.deepEqual(read.comments.slice(0, 2), ['keep-alive', 'keep-alive']);
+    } finally {
+      await app.close();
+    }
   });
 
   test('the stream ends when the pod stops while followed, its last line saying so; a stopped pod sends what is kept and ends', async () => {

@@ -109,13 +109,14 @@ export class LogStreams {
     const now = this.#d.clock.now();
     const lowerMs = 'tail' in start ? (start.tail === 0 ? now : undefined) : 'sinceMs' in start ? start.sinceMs : start.after.ts;
     const tail = 'tail' in start && start.tail > 0 ? start.tail : undefined;
-    const backfill = !('tail' in start && start.tail === 0);
+    // Live only: what is already there at `now` is read too, only to start after it.
+    const liveOnly = 'tail' in start && start.tail === 0;
     const alive = await target.alive();
 
     const container: OutputLine[] = [];
     let system: SystemLogRow[] = [];
-    if (backfill && wantContainer) for await (const l of this.#d.runtime.output!(id, { ...range(lowerMs, tail), follow: false, signal })) container.push(l);
-    if (backfill && wantSystem) system = await this.#d.systemLog.read(id, range(lowerMs, tail));
+    if (wantContainer) for await (const l of this.#d.runtime.output!(id, { ...range(lowerMs, tail), follow: false, signal })) container.push(l);
+    if (wantSystem) system = await this.#d.systemLog.read(id, range(lowerMs, tail));
 
     let merged = mergeByTs(
       system.map((r) => ({ ts: r.ts, source: 'system' as const, line: r.line })),
@@ -123,6 +124,7 @@ export class LogStreams {
     );
     if ('after' in start) merged = afterCursor(merged, start.after);
     if (tail !== undefined) merged = merged.slice(-tail);
+    if (liveOnly) merged = [];
 
     const ids = new EventIds('after' in start ? start.after : null);
     for (const e of merged) {
