@@ -53,7 +53,10 @@ export interface LogStreamsDeps {
   clock: Clock;
   /** Lines queued between the sources and a reader. @default 256 */
   bufferLines?: number;
-  /** How often a follower looks again for an instance that has no output yet (launching, restarting). @default 1000 */
+  /**
+   * How often a follower looks again for an instance that has no output (yet): launching, restarting,
+   * a placeholder. A launch writes system lines, which wake it at once; this is the fallback. @default 5000
+   */
   recheckMs?: number;
   /** SSE keep-alive comment interval of the HTTP route. @default 15000 */
   keepAliveMs?: number;
@@ -202,7 +205,7 @@ export class LogStreams {
         if (!(await channel.push({ ts: l.ts, source: 'container', line: l.line }))) return;
       }
       if (signal.aborted || !(await target.alive())) return;
-      await this.#d.systemLog.changed(target.instanceId, signal, this.#d.recheckMs ?? 1_000);
+      await this.#d.systemLog.changed(target.instanceId, signal, this.#d.recheckMs ?? 5_000);
     }
   }
 }

@@ -179,7 +179,8 @@ export class OutputStamper {
         await handle?.close();
       }
       if (!following) return;
-      await this.#changed(id, query.signal, 1_000);
+      // each stamp and each end wakes it; the timeout is a fallback
+      await this.#changed(id, query.signal, 5_000);
     }
   }
 
