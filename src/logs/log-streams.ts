@@ -49,7 +49,7 @@ export interface LogStreamRequest {
 
 export interface LogStreamsDeps {
   runtime: Pick<Runtime, 'output'>;
-  systemLog: Pick<SystemLog, 'read' | 'changed'>;
+  systemLog: Pick<SystemLog, 'read' | 'changed' | 'version'>;
   clock: Clock;
   /** Lines queued between the sources and a reader. @default 256 */
   bufferLines?: number;
@@ -116,27 +116,40 @@ export class LogStreams {
     const liveOnly = 'tail' in start && start.tail === 0;
     const alive = await target.alive();
 
-    const container: OutputLine[] = [];
     let system: SystemLogRow[] = [];
-    if (wantContainer) for await (const l of this.#d.runtime.output!(id, { ...range(lowerMs, tail), follow: false, signal })) container.push(l);
     if (wantSystem) system = await this.#d.systemLog.read(id, range(lowerMs, tail));
-
-    let merged = mergeByTs(
-      system.map((r) => ({ ts: r.ts, source: 'system' as const, line: r.line })),
-      container.map((l) => ({ ts: l.ts, source: 'container' as const, line: l.line })),
-    );
-    if ('after' in start) merged = afterCursor(merged, start.after);
-    if (tail !== undefined) merged = merged.slice(-tail);
-    if (liveOnly) merged = [];
+    const systemEntries = system.map((r): LogEntry => ({ ts: r.ts, source: 'system', line: r.line }));
+    // The container's kept lines, its cursor following what was read.
+    const containerCursor: SourceCursor = { ts: lowerMs, seen: 0 };
+    const runtimeOutput = this.#d.runtime.output?.bind(this.#d.runtime);
+    const containerEntries = async function* (): AsyncGenerator<LogEntry> {
+      if (!wantContainer || !runtimeOutput) return;
+      for await (const l of runtimeOutput(id, { ...range(lowerMs, tail), follow: false, signal })) {
+        advance(containerCursor, l.ts);
+        yield { ts: l.ts, source: 'container', line: l.line };
+      }
+    };
 
     const ids = new EventIds('after' in start ? start.after : null);
-    for (const e of merged) {
-      if (signal.aborted) return;
-      yield ids.next(e);
+    if (tail !== undefined || liveOnly) {
+      // At most `tail` lines of each source: merged in memory, the last `tail` kept.
+      const container: LogEntry[] = [];
+      for await (const e of containerEntries()) container.push(e);
+      const merged = liveOnly ? [] : mergeByTs(systemEntries, container).slice(-(tail ?? 0));
+      for (const e of merged) {
+        if (signal.aborted) return;
+        yield ids.next(e);
+      }
+    } else {
+      // Since a time or a cursor: the container's lines stream through, the (bounded) system lines merged in.
+      const after = 'after' in start ? afterCursorFilter(start.after) : () => true;
+      for await (const e of mergeStream(systemEntries, containerEntries())) {
+        if (signal.aborted) return;
+        if (after(e)) yield ids.next(e);
+      }
     }
     if (!alive || signal.aborted) return;
 
-    const containerCursor = cursorOf(container, lowerMs);
     let systemAfter = system.length > 0 ? system[system.length - 1]!.seq : undefined;
     const systemSince = systemAfter === undefined ? lowerMs : undefined;
 
@@ -161,6 +174,7 @@ export class LogStreams {
       run(async () => {
         let since = systemSince;
         for (;;) {
+          const version = this.#d.systemLog.version;
           const rows = await this.#d.systemLog.read(id, systemAfter !== undefined ? { afterSeq: systemAfter } : since !== undefined ? { sinceMs: since } : {});
           for (const r of rows) if (!(await channel.push({ ts: r.ts, source: 'system', line: r.line }))) return;
           if (rows.length > 0) systemAfter = rows[rows.length - 1]!.seq;
@@ -173,7 +187,7 @@ export class LogStreams {
             for (const r of last) await channel.push({ ts: r.ts, source: 'system', line: r.line });
             return;
           }
-          await this.#d.systemLog.changed(id, stop.signal);
+          await this.#d.systemLog.changed(id, stop.signal, undefined, version);
         }
       });
     if (running === 0) channel.close();
@@ -193,6 +207,7 @@ export class LogStreams {
   async #followContainer(target: LogTarget, cursor: SourceCursor, channel: BoundedChannel<LogEntry>, signal: AbortSignal): Promise<void> {
     const output = this.#d.runtime.output!.bind(this.#d.runtime);
     while (!signal.aborted) {
+      const version = this.#d.systemLog.version;
       let skip = cursor.seen;
       for await (const l of output(target.instanceId, { ...(cursor.ts !== undefined ? { sinceMs: cursor.ts } : {}), follow: true, signal })) {
         if (cursor.ts !== undefined && l.ts < cursor.ts) continue;
@@ -200,12 +215,11 @@ export class LogStreams {
           skip--;
           continue;
         }
-        if (l.ts === cursor.ts) cursor.seen++;
-        else Object.assign(cursor, { ts: l.ts, seen: 1 });
+        advance(cursor, l.ts);
         if (!(await channel.push({ ts: l.ts, source: 'container', line: l.line }))) return;
       }
       if (signal.aborted || !(await target.alive())) return;
-      await this.#d.systemLog.changed(target.instanceId, signal, this.#d.recheckMs ?? 5_000);
+      await this.#d.systemLog.changed(target.instanceId, signal, this.#d.recheckMs ?? 5_000, version);
     }
   }
 }
@@ -229,19 +243,35 @@ export function mergeByTs(system: readonly LogEntry[], container: readonly LogEn
 
 /** The lines after a resume cursor: later times, and at its time those past its ordinal. */
 export function afterCursor(lines: readonly LogEntry[], cursor: LogCursor): LogEntry[] {
-  let atCursor = 0;
-  return lines.filter((l) => {
-    if (l.ts !== cursor.ts) return l.ts > cursor.ts;
-    return cursor.ordinal !== null && atCursor++ > cursor.ordinal;
-  });
+  return lines.filter(afterCursorFilter(cursor));
 }
 
-function cursorOf(lines: readonly OutputLine[], lowerMs: number | undefined): SourceCursor {
-  const last = lines[lines.length - 1];
-  if (!last) return { ts: lowerMs, seen: 0 };
-  let seen = 0;
-  for (let k = lines.length - 1; k >= 0 && lines[k]!.ts === last.ts; k--) seen++;
-  return { ts: last.ts, seen };
+/** A filter, in stream order, of the lines after a resume cursor. */
+function afterCursorFilter(cursor: LogCursor): (l: LogEntry) => boolean {
+  let atCursor = 0;
+  return (l) => {
+    if (l.ts !== cursor.ts) return l.ts > cursor.ts;
+    return cursor.ordinal !== null && atCursor++ > cursor.ordinal;
+  };
+}
+
+/** {@link mergeByTs} over a stream of container lines: only the system lines (bounded) are held. */
+async function* mergeStream(system: readonly LogEntry[], container: AsyncIterable<LogEntry>): AsyncGenerator<LogEntry> {
+  let i = 0;
+  for await (const c of container) {
+    while (i < system.length && system[i]!.ts <= c.ts) yield system[i++]!;
+    yield c;
+  }
+  while (i < system.length) yield system[i++]!;
+}
+
+/** A line at `ts` was read from the source. */
+function advance(cursor: SourceCursor, ts: number): void {
+  if (ts === cursor.ts) cursor.seen++;
+  else {
+    cursor.ts = ts;
+    cursor.seen = 1;
+  }
 }
 
 /**

@@ -38,6 +38,8 @@ export class SystemLog implements SystemLogWriter {
   #timer: NodeJS.Timeout | null = null;
   #polling = false;
   #prunedAt = 0;
+  /** Counts the lines seen (written here or found by the poll). */
+  #version = 0;
 
   constructor(deps: SystemLogDeps) {
     this.#d = deps;
@@ -66,12 +68,18 @@ export class SystemLog implements SystemLogWriter {
     return this.#d.store.remove(instanceId);
   }
 
+  /** Taken before a read and given to {@link changed}: a line seen in between ends the wait at once. */
+  get version(): number {
+    return this.#version;
+  }
+
   /**
    * Resolves when a line of the instance may have been written (here or on another replica),
-   * when `signal` aborts, or after `maxWaitMs` (callers re-read the store each time).
+   * when `signal` aborts, or after `maxWaitMs` (callers re-read the store each time). With
+   * `since` (a {@link version}), at once when any line was seen since.
    */
-  async changed(instanceId: string, signal: AbortSignal, maxWaitMs = 15_000): Promise<void> {
-    if (signal.aborted) return;
+  async changed(instanceId: string, signal: AbortSignal, maxWaitMs = 15_000, since?: number): Promise<void> {
+    if (signal.aborted || (since !== undefined && since !== this.#version)) return;
     if (this.#cursor === null) this.#cursor = await this.#d.store.lastSeq().catch(() => 0);
     await new Promise<void>((resolve) => {
       let set = this.#waiters.get(instanceId);
@@ -100,6 +108,7 @@ export class SystemLog implements SystemLogWriter {
   }
 
   #wake(instanceId: string): void {
+    this.#version++;
     const set = this.#waiters.get(instanceId);
     if (set) for (const w of [...set]) w();
   }

@@ -98,6 +98,10 @@ describe('process runtime output()', () => {
       assert.ok((existsSync(path) ? statSync(path).size : 0) <= 4096 + 80 * 1024, 'the current file is cut soon after the cap');
       const kept = await collect(runtime.output('chatty1', query()));
       assert.ok(kept.length > 0 && kept.every((l) => l.line === 'x'.repeat(1023)));
+      // a tail reads back from the end, across the rotated file
+      const tail = await collect(runtime.output('chatty1', query({ tail: kept.length - 1 })));
+      assert.deepEqual(tail, kept.slice(1));
+      assert.equal((await collect(runtime.output('chatty1', query({ tail: 3 })))).length, 3);
     } finally {
       await runtime.close();
     }

@@ -38,6 +38,8 @@ export interface OutputStamperOptions {
 const MAX_LINE_BYTES = 16 * 1024;
 /** Bytes read at a time, by the stamper and by a reader. */
 const CHUNK = 64 * 1024;
+/** Most bytes of one instance stamped per pass: a flood is stamped over several passes, never held whole. */
+const MAX_PASS_BYTES = 4 * 1024 * 1024;
 
 interface Tracked {
   run: StampedLog;
@@ -56,6 +58,8 @@ export class OutputStamper {
   readonly #events = new EventEmitter();
   #timer: NodeJS.Timeout | null = null;
   #ticking: Promise<void> | null = null;
+  /** Counts stamps and ends, so a reader that looked before one waits for nothing. */
+  #version = 0;
 
   /** `live`: the live instances with a process, by id. */
   constructor(options: OutputStamperOptions, live: () => Iterable<[string, StampedLog]>) {
@@ -83,6 +87,12 @@ export class OutputStamper {
     return this.#ticking;
   }
 
+  /** A full pass after any under way: an instance gone by now has all its output stamped once this resolves. */
+  async finish(): Promise<void> {
+    await this.#ticking;
+    await this.tick();
+  }
+
   async #pass(): Promise<void> {
     const live = new Map(this.#live());
     for (const [id, run] of live) {
@@ -94,7 +104,7 @@ export class OutputStamper {
       if (live.has(id)) continue;
       await this.#stamp(id, t, true).catch(() => undefined);
       this.#tracked.delete(id);
-      this.#events.emit(id);
+      this.#signal(id);
     }
   }
 
@@ -111,12 +121,13 @@ export class OutputStamper {
     const chunks: Buffer[] = [];
     if (size < t.offset) {
       // output.log was copy-truncated: the rest of what we had not read is in output.log.1.
-      chunks.push(await readRange(`${path}.1`, t.offset, Infinity));
+      chunks.push(await readRange(`${path}.1`, t.offset, t.offset + MAX_PASS_BYTES));
       t.offset = 0;
     }
     if (size > t.offset) {
-      chunks.push(await readRange(path, t.offset, size));
-      t.offset = size;
+      const end = Math.min(size, t.offset + MAX_PASS_BYTES);
+      chunks.push(await readRange(path, t.offset, end));
+      t.offset = end;
     }
     const bytes = Buffer.concat([t.partial, ...chunks]);
     const now = this.#o.clock.now();
@@ -137,28 +148,44 @@ export class OutputStamper {
     await appendFile(stamped, text);
     size = (await stat(stamped)).size;
     if (size > (this.#o.maxBytes ?? DEFAULT_MAX_LOG_BYTES)) await rename(stamped, `${stamped}.1`);
-    this.#events.emit(id);
+    this.#signal(id);
   }
 
   /** The instance's stamped output (the runtime port's `output()`). */
   async *read(id: string, query: OutputQuery): AsyncGenerator<OutputLine> {
     const path = stampedPathOf(this.#o.dataDir, id);
-    // What is kept: both files, oldest first (bounded by the rotation: at most twice maxBytes).
-    const kept: OutputLine[] = [];
-    for (const line of parseLines(await readRange(`${path}.1`, 0, Infinity))) if (query.sinceMs === undefined || line.ts >= query.sinceMs) kept.push(line);
+    // Up to the current file's last whole line; the rest is read when following.
     let position = await fileAt(path);
-    const current = await readRange(path, 0, position.size);
-    const cut = current.lastIndexOf(10) + 1;
-    position = { ...position, size: cut };
-    for (const line of parseLines(current.subarray(0, cut))) if (query.sinceMs === undefined || line.ts >= query.sinceMs) kept.push(line);
-    for (const line of query.tail !== undefined ? kept.slice(-query.tail) : kept) {
-      if (query.signal.aborted) return;
-      yield line;
+    position = { ...position, size: await lastLineEnd(path, position.size) };
+    if (query.tail === undefined && query.sinceMs === undefined) {
+      // Everything kept, oldest first, a chunk at a time.
+      for await (const line of readLinesFrom(`${path}.1`, 0, query.signal)) if (!query.signal.aborted) yield line;
+      for await (const line of readLinesFrom(path, 0, query.signal, position.size)) if (!query.signal.aborted) yield line;
+    } else {
+      // The newest lines first, back to `tail` lines or to `sinceMs` (lines are in time order):
+      // what is held is what is answered, never the whole file.
+      const newest: OutputLine[] = [];
+      const enough = (line: OutputLine): boolean => (query.sinceMs !== undefined && line.ts < query.sinceMs) || (query.tail !== undefined && newest.length >= query.tail);
+      let done = false;
+      for (const [file, end] of [[path, position.size], [`${path}.1`, Infinity]] as const) {
+        if (done) break;
+        for await (const line of readLinesBackward(file, end)) {
+          if (enough(line)) {
+            done = true;
+            break;
+          }
+          newest.push(line);
+        }
+      }
+      for (let i = newest.length - 1; i >= 0; i--) {
+        if (query.signal.aborted) return;
+        yield newest[i]!;
+      }
     }
-    kept.length = 0;
     if (!query.follow) return;
 
     while (!query.signal.aborted) {
+      const version = this.#version;
       const following = this.#following(id);
       const now = await fileAt(path);
       let handle: FileHandle | null = null;
@@ -180,8 +207,13 @@ export class OutputStamper {
       }
       if (!following) return;
       // each stamp and each end wakes it; the timeout is a fallback
-      await this.#changed(id, query.signal, 5_000);
+      if (version === this.#version) await this.#changed(id, query.signal, 5_000);
     }
+  }
+
+  #signal(id: string): void {
+    this.#version++;
+    this.#events.emit(id);
   }
 
   #changed(id: string, signal: AbortSignal, maxMs: number): Promise<void> {
@@ -240,7 +272,7 @@ async function readRange(path: string, from: number, to: number): Promise<Buffer
   }
 }
 
-async function* readLinesFrom(path: string, from: number, signal: AbortSignal): AsyncGenerator<OutputLine> {
+async function* readLinesFrom(path: string, from: number, signal: AbortSignal, to = Infinity): AsyncGenerator<OutputLine> {
   let handle: FileHandle;
   try {
     handle = await open(path, 'r');
@@ -248,7 +280,52 @@ async function* readLinesFrom(path: string, from: number, signal: AbortSignal): 
     return;
   }
   try {
-    yield* linesOf(handle, from, (await handle.stat()).size, () => undefined, signal);
+    yield* linesOf(handle, from, Math.min(to, (await handle.stat()).size), () => undefined, signal);
+  } finally {
+    await handle.close();
+  }
+}
+
+/** Just past the last newline before `size` (0 for none): where the whole lines end. */
+async function lastLineEnd(path: string, size: number): Promise<number> {
+  let end = size;
+  while (end > 0) {
+    const from = Math.max(0, end - CHUNK);
+    const bytes = await readRange(path, from, end);
+    const nl = bytes.lastIndexOf(10);
+    if (nl !== -1) return from + nl + 1;
+    end = from;
+  }
+  return 0;
+}
+
+/** The whole lines before `end`, newest first, a chunk at a time from the end. */
+async function* readLinesBackward(path: string, end: number): AsyncGenerator<OutputLine> {
+  let handle: FileHandle;
+  try {
+    handle = await open(path, 'r');
+  } catch {
+    return;
+  }
+  try {
+    let at = Math.min(end, (await handle.stat()).size);
+    let rest = Buffer.alloc(0);
+    while (at > 0) {
+      const from = Math.max(0, at - CHUNK);
+      const buffer = Buffer.alloc(at - from);
+      await handle.read(buffer, 0, buffer.length, from);
+      at = from;
+      const bytes = Buffer.concat([buffer, rest]);
+      // the part before the first newline may be the end of a line that starts further back
+      const first = at > 0 ? bytes.indexOf(10) + 1 : 0;
+      if (at > 0 && first === 0) {
+        rest = bytes;
+        continue;
+      }
+      rest = Buffer.from(bytes.subarray(0, first));
+      const lines = [...parseLines(bytes.subarray(first))];
+      for (let i = lines.length - 1; i >= 0; i--) yield lines[i]!;
+    }
   } finally {
     await handle.close();
   }

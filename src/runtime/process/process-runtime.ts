@@ -179,9 +179,11 @@ export class ProcessRuntime implements Runtime {
   async stop(id: string): Promise<void> {
     const instance = this.#instances.get(id);
     if (!instance) return;
-    instance.stopping ??= this.#terminate(instance).finally(() => {
-      if (this.#instances.get(id) === instance) this.#instances.delete(id);
-    });
+    instance.stopping ??= this.#terminate(instance)
+      .finally(() => {
+        if (this.#instances.get(id) === instance) this.#instances.delete(id);
+      })
+      .then(() => this.#output.finish());
     return instance.stopping;
   }
 
