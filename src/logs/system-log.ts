@@ -6,7 +6,9 @@
  * Lines are stored (src/store/system-log-store.ts), so every replica reads what any wrote.
  * Followers wait on an in-process wake for lines written here and, for lines another replica
  * wrote, on one shared poll per replica (`seq > cursor`, only while someone follows), so a
- * thousand followers cost one query per interval, not one each.
+ * thousand followers cost one query per interval, not one each. A PostgreSQL line committed after
+ * one with a higher seq may pass the poll's cursor unseen: each follower also re-reads on its own
+ * every 30 s (the wait's timeout), so such a line is late, never lost.
  */
 import type { Logger } from 'pino';
 import type { Clock } from '../domain/clock.js';
@@ -78,7 +80,7 @@ export class SystemLog implements SystemLogWriter {
    * when `signal` aborts, or after `maxWaitMs` (callers re-read the store each time). With
    * `since` (a {@link version}), at once when any line was seen since.
    */
-  async changed(instanceId: string, signal: AbortSignal, maxWaitMs = 15_000, since?: number): Promise<void> {
+  async changed(instanceId: string, signal: AbortSignal, maxWaitMs = 30_000, since?: number): Promise<void> {
     if (signal.aborted || (since !== undefined && since !== this.#version)) return;
     if (this.#cursor === null) this.#cursor = await this.#d.store.lastSeq().catch(() => 0);
     await new Promise<void>((resolve) => {

@@ -207,7 +207,7 @@ export class OutputStamper {
       }
       if (!following) return;
       // each stamp and each end wakes it; the timeout is a fallback
-      if (version === this.#version) await this.#changed(id, query.signal, 5_000);
+      if (version === this.#version) await this.#changed(id, query.signal, 30_000);
     }
   }
 
