@@ -212,4 +212,30 @@ describe('pod logs as server-sent events', () => {
       assert.match(json(res).detail, detail);
     }
   });
+
+  test('hostile log parameters are refused with a 400 that echoes at most a short piece of them, never a 500', async () => {
+    const huge = 'x'.repeat(8_000);
+    const cases: Array<[string, Record<string, string>]> = [
+      [`?since=${huge}`, {}],
+      ['', { 'last-event-id': `2026-06-01T12:00:00Z/${'9'.repeat(40)}` }],
+      ['', { 'last-event-id': huge }],
+      ['', { 'last-event-id': '2026-06-01T12:00:00Z/-1' }],
+      ['?since=2026-13-45T99:99:99Z', {}],
+      ['?since=%00', {}],
+      ['?tail=1.5', {}],
+      ['?tail=1&tail=2', {}],
+      ['?follow=1', {}],
+      ['?source=container&source=system', {}],
+    ];
+    for (const [query, headers] of cases) {
+      const res = await t.request(key, 'GET', `/v2/pods/${podId}/logs${query}`, undefined, headers);
+      assert.equal(res.statusCode, 400, `${query.slice(0, 60)} ${JSON.stringify(headers).slice(0, 60)}: ${res.body.slice(0, 300)}`);
+      assert.ok(res.body.length < 1_000, `the answer echoes the input: ${res.body.length} bytes`);
+    }
+    // ids are checked before anything is read: an id with a path in it is refused like any bad id
+    for (const path of [`/v2/pods/..%2F..%2Fetc/logs`, `/v2/serverless/x/workers/..%2Fpasswd/logs`]) {
+      const res = await t.request(key, 'GET', path);
+      assert.ok(res.statusCode === 400 || res.statusCode === 404, `${path}: ${res.statusCode}`);
+    }
+  });
 });
