@@ -23,6 +23,10 @@ import { JobsService } from './jobs/jobs-service.js';
 import { JobSignals, type JobChannel } from './jobs/job-signals.js';
 import { LEASE_NAMES, LocalLeases, PostgresLeases, type Leases } from './store/leases.js';
 import { PostgresNotifyRelay } from './store/notify-relay.js';
+import { SystemLog } from './logs/system-log.js';
+import { SystemLogStore } from './store/system-log-store.js';
+import { LogStreams } from './logs/log-streams.js';
+import { LogTargets } from './logs/log-targets.js';
 import type { JobRequestCounts } from './domain/job-rate-limits.js';
 import { Timekeeper } from './jobs/timekeeper.js';
 import { WebhookDispatcher } from './serverless/webhook-dispatcher.js';
@@ -136,7 +140,8 @@ export async function createServices(config: Config, overrides: ServiceOverrides
   const volumes = new VolumesService({ db, clock, runtime, catalog: config.catalog });
   const registries = new RegistriesService({ db, clock, secrets });
   const fleet = new FleetService({ db, clock, secrets, catalog: config.catalog, config: config.agents, relay, logger: logger.child({ component: 'fleet' }) });
-  const podController = new PodController({ db, runtime, inventory, registries, clock, events, logger: logger.child({ component: 'pods' }), lease: leases.lease(LEASE_NAMES.pods), config });
+  const systemLog = new SystemLog({ store: new SystemLogStore(db), clock, logger });
+  const podController = new PodController({ db, runtime, inventory, registries, clock, events, logger: logger.child({ component: 'pods' }), lease: leases.lease(LEASE_NAMES.pods), config, systemLog });
   let fleetWiring: FleetWiring | null = null;
   let fleetStreams: FleetStreams | null = null;
   if (fleetRuntime) {
@@ -226,6 +231,7 @@ export async function createServices(config: Config, overrides: ServiceOverrides
     logger: logger.child({ component: 'autoscaler' }),
     lease: leases.lease(LEASE_NAMES.autoscaler),
     quota,
+    systemLog,
     config: {
       autoscaler: config.serverless.autoscaler,
       catalog: config.catalog,
@@ -273,7 +279,9 @@ export async function createServices(config: Config, overrides: ServiceOverrides
     },
   });
   await templates.seedPublic();
-  return { config, db, clock, logger, events, secrets, runtime, accounts, catalog, inventory, pods, podController, templates, volumes, registries, endpoints, jobs, workers, timekeeper, fleet, fleetWiring, fleetStreams, webhooks, autoscaler, leases, relay, jobRequestCounts };
+  const logs = new LogStreams({ runtime, systemLog, clock });
+  const logTargets = new LogTargets({ pods, podStore: podController.store, endpoints });
+  return { config, db, clock, logger, events, secrets, runtime, accounts, catalog, inventory, pods, podController, templates, volumes, registries, endpoints, jobs, workers, timekeeper, fleet, fleetWiring, fleetStreams, webhooks, autoscaler, leases, relay, jobRequestCounts, systemLog, logs, logTargets };
 }
 
 /** On a first start (no accounts), creates the `admin` account and its key; answers the key to print once. */
@@ -429,6 +437,8 @@ export async function startServer(config: Config, overrides: StartOptions = {}):
       }
       // a connection that never carried a request would hold the close until its headers timeout
       unusedConnections.closeUnused();
+      // log streams follow until the client leaves: end them, or the close waits for them
+      services.logs.close();
       await app.close();
       await orphans.stop();
       await services.timekeeper.stop();

@@ -25,6 +25,9 @@ import type { JobRequestCounts } from './domain/job-rate-limits.js';
 import type { FleetService } from './fleet/fleet-service.js';
 import type { FleetStreams } from './fleet/fleet-streams.js';
 import type { FleetWiring } from './fleet/fleet-wiring.js';
+import type { SystemLog } from './logs/system-log.js';
+import type { LogStreams } from './logs/log-streams.js';
+import type { LogTargets } from './logs/log-targets.js';
 
 /** Everything the transports (HTTP, GraphQL, CLI) reach. Built only by `createServices`. */
 export interface Services {
@@ -61,4 +64,9 @@ export interface Services {
   relay: NotifyRelay | null;
   /** Job API request counts shared across replicas (PostgreSQL only), so the spec 8.1 rates hold per user. */
   jobRequestCounts: JobRequestCounts | null;
+  /** The platform's lines about pods and workers (the `system` log source). */
+  systemLog: SystemLog;
+  /** Log streams (docs/logs.md) and what they may read. */
+  logs: LogStreams;
+  logTargets: LogTargets;
 }

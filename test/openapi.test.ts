@@ -58,3 +58,20 @@ test('every route’s schemas compile when built eagerly, and a route compiled o
     await eager.close();
   }
 });
+
+test('the log routes are described as event streams with the source, tail, since and Last-Event-ID parameters', async () => {
+  const doc = json(await t.request(null, 'GET', '/v2/openapi.json'));
+  for (const path of ['/v2/pods/{id}/logs', '/v2/serverless/{id}/workers/{workerId}/logs']) {
+    const get = doc.paths[path]?.get;
+    assert.ok(get, `${path} is missing from the OpenAPI document`);
+    assert.ok(get.responses['200'].content['text/event-stream'], `${path} answers text/event-stream`);
+    const params = Object.fromEntries(get.parameters.map((p: { name: string; in: string; schema: Record<string, unknown> }) => [`${p.in}:${p.name}`, p.schema]));
+    assert.deepEqual(params['query:source'].enum, ['container', 'system']);
+    assert.equal(params['query:tail'].minimum, 0);
+    assert.equal(params['query:tail'].maximum, 5000);
+    assert.ok(params['query:since']);
+    assert.ok(params['header:last-event-id']);
+  }
+  assert.equal(doc.paths['/v2/pods/{id}/logs'].get.operationId, 'getPodLogs');
+  assert.equal(doc.paths['/v2/serverless/{id}/workers/{workerId}/logs'].get.operationId, 'getWorkerLogs');
+});

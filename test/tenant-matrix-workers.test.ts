@@ -7,6 +7,7 @@ import assert from 'node:assert/strict';
 import { createTestApp, dialects, json, type TestApp } from './support/harness.js';
 import { FakeRuntime } from './support/fake-runtime.js';
 import { FakeClock } from '../src/domain/clock.js';
+import { readSse } from './support/sse-client.js';
 
 const FORM = { 'content-type': 'application/x-www-form-urlencoded' };
 
@@ -119,6 +120,27 @@ for (const { name, skip } of dialects()) {
       const job = json(await t.request(a.key, 'GET', `/v2/${epA}/status/${jobId}`));
       assert.equal(job.status, 'IN_QUEUE');
       assert.equal(job.retries, 1);
+    });
+
+    test("another account's worker logs are a 404 through its endpoint and through the intruder's own, while the owner reads the worker's system lines", async () => {
+      const { epA, workerId } = await busyLaunchedWorker();
+      const epB = await endpointOf(b.accountId, 1);
+      for (const [k, ep, worker] of [
+        [b.key, epA, workerId],
+        [b.key, epB, workerId],
+        [a.key, epA, 'nosuchworker'],
+        [a.key, epB, workerId],
+      ] as const) {
+        const res = await t.request(k, 'GET', `/v2/serverless/${ep}/workers/${worker}/logs`);
+        assert.equal(res.statusCode, 404, `${ep}/${worker}: ${res.body}`);
+        assert.match(String(res.headers['content-type']), /application\/problem\+json/);
+      }
+      const base = await t.app.listen({ port: 0, host: '127.0.0.1' });
+      const read = await readSse(`${base}/v2/serverless/${epA}/workers/${workerId}/logs?source=system`, { headers: { authorization: `Bearer ${a.key}` }, until: (events) => events.length >= 2 });
+      assert.equal(read.status, 200);
+      const lines = read.events.map((e) => JSON.parse(e.data).line as string);
+      assert.match(lines[0]!, /^placed on host .*; pulling \(if needed\) and starting image worker:dev$/);
+      assert.equal(lines[1], 'started');
     });
   });
 }

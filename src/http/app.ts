@@ -11,6 +11,7 @@ import { RestRateLimiter } from './plugins/rate-limit.js';
 import { systemRoutes } from './routes/system.js';
 import { accountRoutes } from './routes/account.js';
 import { podRoutes } from './routes/pods.js';
+import { logRoutes } from './routes/logs.js';
 import { templateRoutes } from './routes/templates.js';
 import { catalogRoutes } from './routes/catalog.js';
 import { volumeRoutes } from './routes/network-volumes.js';
@@ -130,6 +131,7 @@ export async function buildApp(services: Services, options: BuildAppOptions = {}
   systemRoutes(app, services);
   accountRoutes(app, services);
   podRoutes(app, services);
+  logRoutes(app, services);
   templateRoutes(app, services);
   catalogRoutes(app, services);
   volumeRoutes(app, services);

@@ -33,6 +33,7 @@ import { newSortableId } from '../domain/ids.js';
 import { decideAction, nextPodState, type PodAction, type PodEvent, type PodStatus } from '../domain/pod-state.js';
 import type { EventBus } from '../events.js';
 import type { Inventory } from '../inventory/inventory.js';
+import type { SystemLogWriter } from '../logs/system-log.js';
 import type { RegistriesService } from '../registries/registries-service.js';
 import type { AttachedInstance, InstanceSpec, InstanceStatus, Runtime } from '../runtime/runtime.js';
 import type { Db } from '../store/database.js';
@@ -54,6 +55,8 @@ export interface PodControllerDeps {
   logger: Logger;
   /** Which replica sweeps. @default always held */
   lease?: Lease;
+  /** The pods' `system` log lines (docs/logs.md). @default none written */
+  systemLog?: SystemLogWriter;
   config: {
     pods: { reconcileIntervalMs: number };
     networking: { globalPool: string; internalDomain: string };
@@ -83,7 +86,7 @@ export class PodController {
     this.#deps = deps;
     this.#lease = deps.lease ?? heldLease('pods');
     this.store = new PodStore(deps.db);
-    this.#status = new PodStatusWriter({ store: this.store, inventory: deps.inventory, clock: deps.clock, events: deps.events });
+    this.#status = new PodStatusWriter({ store: this.store, inventory: deps.inventory, clock: deps.clock, events: deps.events, systemLog: deps.systemLog });
     this.addresses = new GlobalAddressPool(deps.config.networking.globalPool, () => this.store.listGlobalIps());
     // Runtime changes only wake the pod up; reconcile re-reads the instance, so a late event
     // about an instance that was since replaced does no harm.
@@ -324,6 +327,7 @@ export class PodController {
     // A PROVISIONING pod is written once, after the launch, with the state the runtime reports
     // (RUNNING straight away for placeholders and processes without a health probe).
     this.#known.add(pod.id);
+    await this.#status.log(pod.id, `placed on host ${current.hostId ?? '?'} (${current.dataCenterId ?? 'no data center'}); pulling (if needed) and starting image ${current.image}`);
     let status: InstanceStatus;
     try {
       status = await this.#deps.runtime.start(spec);
@@ -372,6 +376,7 @@ export class PodController {
     this.#known.delete(pod.id);
     this.#applied.delete(pod.id);
     this.#status.emit(pod, 'TERMINATED', now);
+    await this.#status.log(pod.id, 'terminated');
     return { ...pod, ...changes };
   }
 

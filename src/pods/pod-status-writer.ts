@@ -2,6 +2,7 @@ import type { Clock } from '../domain/clock.js';
 import { newSortableId } from '../domain/ids.js';
 import type { PodStatus } from '../domain/pod-state.js';
 import type { EventBus } from '../events.js';
+import type { SystemLogWriter } from '../logs/system-log.js';
 import type { Inventory } from '../inventory/inventory.js';
 import type { PodChanges, PodRecord, PodStore } from '../store/pod-store.js';
 
@@ -10,6 +11,8 @@ export interface PodStatusWriterDeps {
   inventory: Pick<Inventory, 'release'>;
   clock: Clock;
   events: Pick<EventBus, 'emit'>;
+  /** The pod's `system` log lines (docs/logs.md). @default none written */
+  systemLog?: SystemLogWriter | undefined;
 }
 
 /**
@@ -32,6 +35,7 @@ export class PodStatusWriter {
       { status: 'RUNNING', statusReason: null, startedAt: now, updatedAt: now },
       { id: newSortableId(), podId: pod.id, accountId: pod.accountId, costPerHr: pod.costPerHr, startedAt: now },
     );
+    await this.log(pod.id, pod.status === 'STARTING' ? 'ready: its health check passed' : 'started');
     // An instance that was running as soon as it launched passed through STARTING unrecorded.
     if (pod.status === 'PROVISIONING') this.emit(pod, 'STARTING', now);
     this.emit(pod.status === 'PROVISIONING' ? { ...pod, status: 'STARTING' } : pod, 'RUNNING', now);
@@ -42,6 +46,7 @@ export class PodStatusWriter {
     const { store } = this.#deps;
     const now = this.#deps.clock.now();
     const changes: PodChanges = { status, desiredStatus: 'EXITED', statusReason: reason, updatedAt: now };
+    await this.log(pod.id, status === 'ERROR' ? `ERROR: ${reason ?? 'the instance failed'}` : reason === 'stopped by user' ? 'stopped by user' : `exited: ${reason ?? 'it ended'}`);
     await store.withTransaction(async (tx) => {
       await store.update(pod.id, changes, tx);
       await store.closeUsage(pod.id, now, tx);
@@ -54,6 +59,7 @@ export class PodStatusWriter {
   async transition(pod: PodRecord, status: PodStatus, extra: PodChanges = {}): Promise<PodRecord> {
     const now = this.#deps.clock.now();
     const changes: PodChanges = { ...extra, status, updatedAt: now };
+    if (status === 'STARTING' && pod.status !== 'STARTING') await this.log(pod.id, pod.status === 'PROVISIONING' ? 'started; waiting until it is ready' : 'restarting');
     await this.#deps.store.update(pod.id, changes);
     if (pod.status !== status) this.emit(pod, status, now);
     return { ...pod, ...changes };
@@ -64,6 +70,11 @@ export class PodStatusWriter {
     const all = { ...changes, updatedAt: this.#deps.clock.now() };
     await this.#deps.store.update(pod.id, all);
     return { ...pod, ...all };
+  }
+
+  /** A `system` line of the pod's log. */
+  async log(podId: string, line: string): Promise<void> {
+    await this.#deps.systemLog?.write(podId, line);
   }
 
   emit(pod: PodRecord, to: PodStatus, at: number): void {

@@ -78,6 +78,8 @@ export interface AutoscalerDeps {
   lease?: Lease;
   /** The GPU quota: a launch past the account's is throttled, not errored. @default none */
   quota?: Pick<ResourceQuota, 'tryAdmit'>;
+  /** The workers' `system` log lines (docs/logs.md). @default none written */
+  systemLog?: import('../logs/system-log.js').SystemLogWriter;
   config: {
     autoscaler?: Partial<AutoscalerConfig>;
     catalog: Pick<Catalog, 'gpuTypes' | 'dataCenters'>;

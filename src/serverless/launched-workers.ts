@@ -4,6 +4,7 @@ import type { Catalog } from '../domain/catalog.js';
 import type { Clock } from '../domain/clock.js';
 import { newId } from '../domain/ids.js';
 import type { Inventory } from '../inventory/inventory.js';
+import type { SystemLogWriter } from '../logs/system-log.js';
 import type { JobsService } from '../jobs/jobs-service.js';
 import type { AttachedInstance, InstanceStatus, Runtime } from '../runtime/runtime.js';
 import type { AutoscalerStore, LaunchedWorkerRow } from '../store/autoscaler-store.js';
@@ -42,6 +43,8 @@ export interface LaunchedWorkersDeps {
     /** @default 10000 */
     pingIntervalMs?: number;
   };
+  /** The workers' `system` log lines (docs/logs.md). @default none written */
+  systemLog?: SystemLogWriter;
   /** A worker that ended on its own has been cleaned up (the autoscaler wants a pass). */
   onEnded: () => void;
 }
@@ -151,7 +154,9 @@ export class LaunchedWorkers {
         pingIntervalMs: this.#deps.config.pingIntervalMs ?? 10_000,
       });
       this.#deps.logger.info({ endpointId: endpoint.id, workerId, hostId: placement.hostId, image: template.imageName }, 'launching worker');
+      await this.#log(workerId, `placed on host ${placement.hostId} (${placement.dataCenterId}); pulling (if needed) and starting image ${template.imageName}`);
       await this.#deps.runtime.start(spec);
+      await this.#log(workerId, 'started');
       const image = template.imageName;
       if (this.#deps.runtime.runsAsPlaceholder?.(image) && !this.#placeholderImages.has(image)) {
         // nothing runs in a placeholder: its jobs would wait, silently, until their ttl
@@ -167,6 +172,7 @@ export class LaunchedWorkers {
       // fleet, the worker's host) went away: the worker is not to blame; the autoscaler waits.
       const reason = `could not launch: ${(err as Error).message}`;
       this.#deps.logger.warn({ endpointId: endpoint.id, workerId, reason }, 'worker launch failed');
+      await this.#log(workerId, `ERROR: ${reason}`);
       await this.stop(workerId, 'launch failed');
       if ((this.#deps.runtime.unavailable?.(placement.hostId) ?? null) === null) this.#deps.states.crashed(endpoint.id, now, this.#deps.clock.now(), reason);
       return { ok: true };
@@ -207,6 +213,7 @@ export class LaunchedWorkers {
     if (m) m.stopping = true;
     const endpoint = m?.endpointId ?? endpointId ?? null;
     this.#deps.logger.info({ workerId, endpointId: endpoint, reason }, 'stopping worker');
+    await this.#log(workerId, `stopped: ${reason}`);
     try {
       await this.#deps.runtime.remove(workerId).catch((err: unknown) => this.#deps.logger.warn({ workerId, err: (err as Error).message }, 'removing the worker instance failed'));
       this.#deps.inventory.release(workerId);
@@ -229,6 +236,10 @@ export class LaunchedWorkers {
     await this.#keys.revokeAll();
   }
 
+  #log(workerId: string, line: string): Promise<void> {
+    return this.#deps.systemLog?.write(workerId, line) ?? Promise.resolve();
+  }
+
   /** The runtime says an instance changed: a worker of ours that ended without being asked to is lost. */
   onInstanceChange(status: InstanceStatus): void {
     if (status.state !== 'exited' && status.state !== 'failed') return;
@@ -237,6 +248,7 @@ export class LaunchedWorkers {
     const now = this.#deps.clock.now();
     const reason = (status.reason ?? `exited with code ${status.exitCode}`).slice(0, MAX_REASON);
     this.#deps.logger.warn({ workerId: status.id, endpointId: m.endpointId, exitCode: status.exitCode }, 'worker ended on its own');
+    void this.#log(status.id, `${status.state === 'failed' ? 'ERROR' : 'exited'}: ${reason}`);
     if (!m.proven) this.#deps.states.crashed(m.endpointId, m.startedAt, now, reason);
     void this.stop(status.id, 'instance ended')
       .catch((err: unknown) => this.#deps.logger.error({ workerId: status.id, err: (err as Error).message }, 'cleaning up an ended worker failed'))

@@ -329,6 +329,16 @@ export interface FleetJournalTable {
   at: number;
 }
 
+/** The platform's own lines about a pod or worker (migration 0011; src/store/system-log-store.ts). */
+export interface SystemLogTable {
+  seq: Generated<number>;
+  /** the pod id or the serverless worker id */
+  instance_id: string;
+  /** ms epoch */
+  ts: number;
+  line: string;
+}
+
 export interface Database {
   accounts: AccountsTable;
   api_keys: ApiKeysTable;
@@ -348,4 +358,5 @@ export interface Database {
   host_gpus: HostGpusTable;
   host_operations: HostOperationsTable;
   fleet_journal: FleetJournalTable;
+  system_log: SystemLogTable;
 }

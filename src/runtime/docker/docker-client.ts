@@ -168,6 +168,22 @@ export class DockerClient {
       .join('');
   }
 
+  /**
+   * Its stdout and stderr as a stream (framed unless the container has a TTY), each line prefixed
+   * with its RFC3339Nano time; with `follow`, open until the container stops or `signal` aborts.
+   */
+  async containerLogStream(id: string, options: { follow: boolean; tail?: number; sinceMs?: number }, signal: AbortSignal): Promise<Readable> {
+    return this.#conn.stream(
+      {
+        method: 'GET',
+        path: `/containers/${enc(id)}/logs`,
+        query: { stdout: true, stderr: true, timestamps: true, follow: options.follow, tail: options.tail ?? 'all', since: options.sinceMs !== undefined ? (options.sinceMs / 1000).toFixed(3) : undefined },
+        doing: `reading the logs of container ${short(id)}`,
+      },
+      signal,
+    );
+  }
+
   // ---- volumes
 
   /** Creates it, or answers the existing one of that name (its labels are not changed then). */

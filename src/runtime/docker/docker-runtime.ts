@@ -20,7 +20,8 @@
 import type { HealthProbe, ImageSpec } from '../../config.js';
 import { describeTarget, waitUntilHealthy } from '../health-probe.js';
 import { RegistryGuard } from '../registry-guard.js';
-import type { AttachedInstance, InstanceListener, InstanceSpec, InstanceState, InstanceStatus, Runtime } from '../runtime.js';
+import type { AttachedInstance, InstanceListener, InstanceSpec, InstanceState, InstanceStatus, OutputLine, OutputQuery, Runtime } from '../runtime.js';
+import { containerOutput } from './docker-output.js';
 import { ContainerPreparer, type DiskLimitSupport, type Prepared } from './container-preparer.js';
 import { DockerClient } from './docker-client.js';
 import type { DockerRuntimeOptions } from './docker-runtime-options.js';
@@ -230,6 +231,11 @@ export class DockerRuntime implements Runtime {
         throw new Error(`network volume "${volume.volumeId}" is still mounted by a container (stop the instances using it first): ${err.engineMessage}`);
       throw err;
     }
+  }
+
+  /** The container's log, from the engine (docker-output.ts). */
+  output(id: string, query: OutputQuery): AsyncIterable<OutputLine> {
+    return containerOutput(this.#client, containerNameOf(this.#namespace, id), query);
   }
 
   async inspect(id: string): Promise<InstanceStatus | null> {

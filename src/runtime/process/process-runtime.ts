@@ -23,10 +23,11 @@ import { join } from 'node:path';
 import type { Logger } from 'pino';
 import type { HealthProbe, ImageSpec } from '../../config.js';
 import type { Clock } from '../../domain/clock.js';
-import type { AttachedInstance, EnvRefusal, InstanceListener, InstanceSpec, InstanceState, InstanceStatus, Runtime } from '../runtime.js';
+import type { AttachedInstance, EnvRefusal, InstanceListener, InstanceSpec, InstanceState, InstanceStatus, OutputLine, OutputQuery, Runtime } from '../runtime.js';
 import { tenantEnvRefusal } from './env-policy.js';
 import { describeTarget, waitUntilHealthy, type ProbeTarget } from '../health-probe.js';
 import { LogRotator } from './log-rotator.js';
+import { OutputStamper } from './output-stamper.js';
 import { instanceDirOf, reapOrphans, removePidFile, writePidFile } from './orphans.js';
 import { readTail } from './output-log.js';
 import { signalGroup, terminateGroup } from './process-group.js';
@@ -97,6 +98,7 @@ export class ProcessRuntime implements Runtime {
   readonly #launching = new Set<string>();
   readonly #listeners = new Set<InstanceListener>();
   readonly #logs: LogRotator;
+  readonly #output: OutputStamper;
   readonly #watchdog: Watchdog;
   readonly #sampler: IntervalSampler;
   /** start() calls under way, which close() lets finish (each then stops what it started) */
@@ -109,6 +111,7 @@ export class ProcessRuntime implements Runtime {
     this.#logs = new LogRotator(options, () => this.#liveLogs());
     const live = (): boolean => !this.#liveLogs().next().done;
     this.#sampler = new IntervalSampler({ intervalMs: options.statsIntervalMs, timers: options.timers, logger: options.logger, live, sample: () => measureAll(this.#liveLogs()) });
+    this.#output = new OutputStamper({ ...options, maxBytes: this.#logs.maxLogBytes }, () => [...this.#instances].flatMap(([id, i]) => (i.proc && isLive(i) ? [[id, i.proc] as const] : [])));
     this.#watchdog = new Watchdog({
       graceMs: options.orphanGraceMs ?? DEFAULT_ORPHAN_GRACE_MS,
       stopGraceMs: options.stopGraceMs,
@@ -120,6 +123,11 @@ export class ProcessRuntime implements Runtime {
   /** The pid of the watchdog while it runs (it starts with the first process instance). For tests and diagnostics. */
   get watchdogPid(): number | null {
     return this.#watchdog.pid;
+  }
+
+  /** Its output, stamped as read (output-stamper.ts). */
+  output(id: string, query: OutputQuery): AsyncIterable<OutputLine> {
+    return this.#output.read(id, query);
   }
 
   /** Never: a process runtime can always start its instances. */
@@ -176,9 +184,11 @@ export class ProcessRuntime implements Runtime {
   async stop(id: string): Promise<void> {
     const instance = this.#instances.get(id);
     if (!instance) return;
-    instance.stopping ??= this.#terminate(instance).finally(() => {
-      if (this.#instances.get(id) === instance) this.#instances.delete(id);
-    });
+    instance.stopping ??= this.#terminate(instance)
+      .finally(() => {
+        if (this.#instances.get(id) === instance) this.#instances.delete(id);
+      })
+      .then(() => this.#output.finish());
     return instance.stopping;
   }
 
@@ -204,6 +214,7 @@ export class ProcessRuntime implements Runtime {
     this.#closed = true;
     this.#logs.close();
     await this.#sampler.close();
+    this.#output.close();
     await Promise.allSettled([...this.#inFlight]);
     await Promise.all([...this.#instances.keys()].map((id) => this.stop(id)));
     await this.#watchdog.close();
@@ -293,6 +304,7 @@ export class ProcessRuntime implements Runtime {
     logger.info({ instance: spec.id, image: spec.image, pid: pgid, argv, cwd }, 'instance process started');
     this.#logs.watch();
     this.#sampler.wake();
+    this.#output.watch();
     this.#emit(instance);
     if (probe && image.health) this.#probe(spec.id, instance, probe, image.health);
     return copyStatus(instance.status);

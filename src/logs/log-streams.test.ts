@@ -1,0 +1,115 @@
+import { describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { FakeClock } from '../domain/clock.js';
+import type { OutputLine, OutputQuery } from '../runtime/runtime.js';
+import type { SystemLogRow } from '../store/system-log-store.js';
+import { parseEventId } from './log-cursor.js';
+import { LogStreams, afterCursor, mergeByTs, type LogEntry, type LogTarget } from './log-streams.js';
+
+/** A system log with no lines that never wakes a follower before its timeout. */
+const quietSystemLog = {
+  version: 0,
+  read: async (): Promise<SystemLogRow[]> => [],
+  changed: (_id: string, signal: AbortSignal, maxWaitMs = 15_000) =>
+    new Promise<void>((resolve) => {
+      const timer = setTimeout(resolve, maxWaitMs);
+      signal.addEventListener('abort', () => (clearTimeout(timer), resolve()), { once: true });
+    }),
+};
+const alive: LogTarget = { instanceId: 'pod1', alive: async () => true };
+
+describe('log streams', () => {
+  test('a reader that stops taking lines stops the source: at most the queue is read ahead, not the whole output', async () => {
+    let produced = 0;
+    const runtime = {
+      async *output(_id: string, q: OutputQuery): AsyncGenerator<OutputLine> {
+        if (!q.follow) return;
+        // an instance printing without end
+        while (!q.signal.aborted) {
+          produced++;
+          yield { ts: 1_000 + produced, line: `line ${produced}` };
+        }
+      },
+    };
+    const streams = new LogStreams({ runtime, systemLog: quietSystemLog, clock: new FakeClock(1_000), bufferLines: 16 });
+    const abort = new AbortController();
+    const it = streams.open(alive, { start: { tail: 0 }, signal: abort.signal })[Symbol.asyncIterator]();
+    assert.equal((await it.next()).value?.line, 'line 1');
+    await new Promise((r) => setTimeout(r, 100));
+    assert.ok(produced <= 16 + 3, `the source ran ahead by ${produced} lines`);
+    abort.abort();
+    await it.return?.(undefined);
+  });
+
+  test('sources merge by time, system first at equal times, each in its own order', () => {
+    const s = (ts: number, line: string): LogEntry => ({ ts, source: 'system', line });
+    const c = (ts: number, line: string): LogEntry => ({ ts, source: 'container', line });
+    assert.deepEqual(
+      mergeByTs([s(1, 'placed'), s(3, 'started'), s(9, 'stopped')], [c(3, 'a'), c(3, 'b'), c(5, 'c')]).map((e) => e.line),
+      ['placed', 'started', 'a', 'b', 'c', 'stopped'],
+    );
+  });
+
+  test('a resume cursor skips the lines up to its ordinal at its time; a plain time skips every line at it', () => {
+    const lines = [1, 2, 2, 2, 3].map((ts, i): LogEntry => ({ ts, source: 'container', line: String(i) }));
+    assert.deepEqual(afterCursor(lines, { ts: 2, ordinal: 0 }).map((e) => e.line), ['2', '3', '4']);
+    assert.deepEqual(afterCursor(lines, { ts: 2, ordinal: 2 }).map((e) => e.line), ['4']);
+    assert.deepEqual(afterCursor(lines, { ts: 2, ordinal: null }).map((e) => e.line), ['4']);
+  });
+
+  test('ids count lines per time, and a live line older than the one before it (another source) takes that time in its id, so ids never go back', async () => {
+    const runtime = {
+      async *output(_id: string, q: OutputQuery): AsyncGenerator<OutputLine> {
+        if (!q.follow) return yield* [
+          { ts: 5_000, line: 'a' },
+          { ts: 5_000, line: 'b' },
+        ];
+        yield { ts: 6_000, line: 'c' };
+        await new Promise((r) => q.signal.addEventListener('abort', r, { once: true }));
+      },
+    };
+    let reads = 0;
+    const systemLog = {
+      ...quietSystemLog,
+      // nothing kept; then, a little later, a line stamped before the container's last
+      read: async (): Promise<SystemLogRow[]> => {
+        if (++reads === 1) return [];
+        await new Promise((r) => setTimeout(r, 50));
+        return reads === 2 ? [{ seq: 1, instanceId: 'pod1', ts: 5_500, line: 'late' }] : [];
+      },
+    };
+    const streams = new LogStreams({ runtime, systemLog, clock: new FakeClock(7_000) });
+    const abort = new AbortController();
+    const events: string[] = [];
+    for await (const e of streams.open(alive, { start: { tail: 100 }, signal: abort.signal })) {
+      events.push(`${e.id} ${e.line}`);
+      if (events.length === 4) abort.abort();
+    }
+    assert.deepEqual(events, [
+      '1970-01-01T00:00:05.000Z/000000000000 a',
+      '1970-01-01T00:00:05.000Z/000000000001 b',
+      '1970-01-01T00:00:06.000Z/000000000000 c',
+      '1970-01-01T00:00:06.000Z/000000000001 late',
+    ]);
+    const ids = events.map((e) => e.split(' ')[0]!);
+    assert.deepEqual(parseEventId(ids[1]!), { ts: 5_000, ordinal: 1 });
+    assert.deepEqual(parseEventId('2026-06-01T12:02:03Z'), { ts: Date.UTC(2026, 5, 1, 12, 2, 3), ordinal: null });
+    assert.equal(parseEventId('2026-06-01T12:02:03Z/x'), null);
+    assert.equal(parseEventId('yesterday'), null);
+  });
+
+  test('server shutdown ends every open stream', async () => {
+    const runtime = {
+      async *output(_id: string, q: OutputQuery): AsyncGenerator<OutputLine> {
+        await new Promise((r) => q.signal.addEventListener('abort', r, { once: true }));
+      },
+    };
+    const streams = new LogStreams({ runtime, systemLog: quietSystemLog, clock: new FakeClock(1) });
+    const reading = (async () => {
+      for await (const _ of streams.open(alive, { start: { tail: 0 }, signal: new AbortController().signal })) void _;
+    })();
+    await new Promise((r) => setTimeout(r, 20));
+    streams.close();
+    await reading;
+  });
+});

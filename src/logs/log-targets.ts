@@ -1,0 +1,50 @@
+/**
+ * What a log stream reads: a pod or a serverless worker of the caller's account (another
+ * account's, or an unknown one, is a 404 like its GET), and whether it runs or is about to.
+ */
+import { notFound } from '../domain/errors.js';
+import type { PodsService } from '../pods/pods-service.js';
+import type { EndpointsService } from '../serverless/endpoints-service.js';
+import type { PodStore } from '../store/pod-store.js';
+import type { LogTarget } from './log-streams.js';
+
+const LIVE_POD = new Set(['PROVISIONING', 'STARTING', 'RUNNING']);
+
+export interface LogTargetsDeps {
+  pods: Pick<PodsService, 'get'>;
+  podStore: Pick<PodStore, 'get'>;
+  endpoints: Pick<EndpointsService, 'workers'>;
+}
+
+export class LogTargets {
+  readonly #d: LogTargetsDeps;
+
+  constructor(deps: LogTargetsDeps) {
+    this.#d = deps;
+  }
+
+  /** The pod's logs; followed while it is meant to run and not stopped. */
+  async pod(accountId: string, podId: string): Promise<LogTarget> {
+    await this.#d.pods.get(accountId, podId);
+    return {
+      instanceId: podId,
+      alive: async () => {
+        const pod = await this.#d.podStore.get(podId);
+        return pod !== null && pod.desiredStatus === 'RUNNING' && LIVE_POD.has(pod.status);
+      },
+    };
+  }
+
+  /** The worker's logs; followed until it is dead. */
+  async worker(accountId: string, endpointId: string, workerId: string): Promise<LogTarget> {
+    const status = async (): Promise<string | null> => (await this.#d.endpoints.workers(accountId, endpointId)).find((w) => w.id === workerId)?.status ?? null;
+    if ((await status()) === null) throw notFound('worker', workerId);
+    return {
+      instanceId: workerId,
+      alive: async () => {
+        const s = await status().catch(() => null);
+        return s !== null && s !== 'dead';
+      },
+    };
+  }
+}
