@@ -16,6 +16,7 @@ import { dockerDaemonsUnavailable, startDockerDaemon, type DockerDaemon } from '
 import { BANNER_12_4, removeStandIns, standInNvidiaSmi } from './support/nvidia-smi.js';
 import { runGantry, spawnGantry, type SpawnedGantry } from './support/spawn-gantry.js';
 import { spawnAgent, type SpawnedAgent } from './support/spawn-agent.js';
+import { readSse } from './support/sse-client.js';
 
 const KEY = 'fleet-e2e-admin-key-0123456789abcdef';
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -155,6 +156,25 @@ describe('the fleet: agents on two Docker hosts joined to one control plane', { 
       assert.deepEqual(pod.runtime!.gpus!.map((g) => [g.util, g.memoryUtil]), [[util, memoryUtil]]);
       assert.equal(typeof pod.runtime!.cpu?.util, 'number');
     }
+  });
+
+  test("a pod's logs on an agent's host stream through the control plane: its container's output read on the host, and the platform's lines", async () => {
+    const read = await readSse(`${server!.url}/v2/pods/${podB}/logs?tail=50`, {
+      headers: { authorization: `Bearer ${KEY}` },
+      until: (events) => events.some((e) => e.data.includes('listening on 8000')) && events.some((e) => e.data.includes('"system"')),
+    });
+    assert.equal(read.status, 200);
+    const lines = read.events.map((e) => JSON.parse(e.data) as { source: string; line: string });
+    assert.ok(lines.some((l) => l.source === 'container' && l.line === 'listening on 8000'), JSON.stringify(lines));
+    assert.ok(lines.some((l) => l.source === 'system' && /host/.test(l.line)), JSON.stringify(lines));
+    // Resumed after the container line: nothing before it comes again.
+    const last = read.events.findLast((e) => e.data.includes('listening on 8000'))!;
+    const resumed = await readSse(`${server!.url}/v2/pods/${podB}/logs?source=container`, {
+      headers: { authorization: `Bearer ${KEY}`, 'last-event-id': last.id! },
+      until: (events) => events.length > 0,
+      timeoutMs: 3_000,
+    }).catch(() => null);
+    assert.ok(resumed === null || resumed.events.every((e) => !e.data.includes('listening on 8000')), 'a resumed stream repeated a line');
   });
 
   test('an agent killed with SIGKILL makes its host unreachable, leaves its containers running and the other host alone; restarted, it adopts them without a restart', async () => {
