@@ -42,6 +42,8 @@ const pod = (over: Partial<PodRecord> & Pick<PodRecord, 'id' | 'accountId'>): Po
   startedAt: null,
   updatedAt: 1_700_000_000_000,
   terminatedAt: null,
+  startSsh: true,
+  sshToken: null,
   ...over,
 });
 

@@ -5,6 +5,7 @@ import { jobUsageSqlite } from '../job-usage.js';
 import { workerIdentity } from '../worker-identity.js';
 import { workerAllocation } from '../worker-allocation.js';
 import { fleetJournalTable, fleetTables } from '../fleet-tables.js';
+import { podSshToken } from '../pod-ssh-token.js';
 
 const run = async (db: Kysely<unknown>, statements: string[]): Promise<void> => {
   for (const s of statements) await sql.raw(s).execute(db);
@@ -27,4 +28,5 @@ export const sqliteMigrations: Record<string, Migration> = {
   '0008-worker-allocation': { up: (db) => run(db, workerAllocation()) },
   '0009-fleet': { up: (db) => run(db, fleetTables({ big: 'INTEGER', real: 'REAL' })) },
   '0010-fleet-journal': { up: (db) => run(db, fleetJournalTable('sqlite')) },
+  '0012-pod-ssh-token': { up: (db) => run(db, podSshToken('sqlite')) },
 };
