@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import { once } from 'node:events';
 import { openProcessShell, parseEnviron, type ShellTarget } from './process-shell.js';
 import type { ShellSession } from '../runtime.js';
+import { typeInto } from '../../../test/support/terminal.js';
 
 /** A process standing in for an instance: its own env and folder. */
 function instance(env: Record<string, string>): { target: ShellTarget; dir: string; stop(): void } {
@@ -16,24 +17,7 @@ function instance(env: Record<string, string>): { target: ShellTarget; dir: stri
   return { target: { pid: child.pid!, exited }, dir, stop: () => (child.kill('SIGKILL'), rmSync(dir, { recursive: true, force: true })) };
 }
 
-/** Types `line` and waits until the output matches. */
-async function typed(shell: ShellSession, line: string, until: RegExp, timeoutMs = 5000): Promise<string> {
-  let out = '';
-  const seen = new Promise<string>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`no ${until} within ${timeoutMs} ms; got ${JSON.stringify(out)}`)), timeoutMs);
-    const onData = (chunk: Buffer): void => {
-      out += chunk.toString();
-      if (until.test(out)) {
-        clearTimeout(timer);
-        shell.stream.off('data', onData);
-        resolve(out);
-      }
-    };
-    shell.stream.on('data', onData);
-  });
-  shell.stream.write(line + '\n');
-  return seen;
-}
+const typed = (shell: ShellSession, line: string, until: RegExp): Promise<string> => typeInto(shell.stream, line, until);
 
 describe('process runtime shell', { skip: process.platform !== 'linux' && 'reads /proc' }, () => {
   test('parseEnviron reads NAME=value pairs, values may hold =', () => {
