@@ -46,6 +46,7 @@ import { FleetRuntime } from './fleet/fleet-runtime.js';
 import { FleetWiring, recordPlacements } from './fleet/fleet-wiring.js';
 import { FleetJournal, FLEET_JOURNAL_TOPIC } from './fleet/fleet-journal.js';
 import { OrphanContainers } from './fleet/orphan-containers.js';
+import { startSshProxy, type RunningSshProxy } from './ssh/start-ssh-proxy.js';
 
 export interface ServiceOverrides {
   clock?: Clock;
@@ -295,6 +296,8 @@ export interface RunningServer {
   url: string;
   /** The job listener's URL, when `server.jobPort` is set. */
   jobUrl: string | null;
+  /** The SSH proxy, when it listens (config `ssh`). */
+  ssh: RunningSshProxy | null;
   close(): Promise<void>;
 }
 
@@ -373,6 +376,7 @@ export async function startServer(config: Config, overrides: StartOptions = {}):
   // Port 0 asked the system for a port: the derived public URLs learn it now (an explicit URL is kept).
   config.server.publicUrl = withBoundPort(config.server.publicUrl, port);
   config.server.publicJobUrl = withBoundPort(config.server.publicJobUrl, jobListener ? Number(new URL(jobUrl!).port) : port);
+  const ssh = await startSshProxy(services);
   // Workers call back over HTTP: launch them only once the server listens.
   await services.autoscaler.start();
   if (adminKey) {
@@ -381,6 +385,7 @@ export async function startServer(config: Config, overrides: StartOptions = {}):
     );
   }
   if (jobUrl) print(`job API listening on ${jobUrl}\n`);
+  if (ssh) print(`ssh proxy listening on ${ssh.address} (host key ${ssh.hostKey.fingerprint})\n`);
   const hosts = services.inventory.hosts();
   const where = config.runtime.kind === 'docker' ? `runtime: docker at ${config.runtime.docker.host}, host ${hosts.map(describeHost).join('; ')}` : `runtime: ${services.runtime.name}, hosts: ${hosts.length}`;
   print(`gantry listening on ${url} (store: ${services.db.dialect}, ${where})\n`);
@@ -392,9 +397,11 @@ export async function startServer(config: Config, overrides: StartOptions = {}):
     orphans,
     url,
     jobUrl,
+    ssh,
     async close() {
       if (closed) return;
       closed = true;
+      await ssh?.close();
       services.jobs.signals.close();
       // Agents' long-polls end now (with what they have), or the listener's close waits for them.
       services.fleetWiring?.stop();

@@ -7,7 +7,9 @@
 import { createHash } from 'node:crypto';
 import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { utils, type ParsedKey } from 'ssh2';
+import ssh2, { type ParsedKey } from 'ssh2';
+
+const { utils } = ssh2;
 
 export const HOST_KEY_FILE = 'ssh_host_ed25519_key';
 

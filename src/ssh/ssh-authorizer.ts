@@ -7,7 +7,7 @@
  * token names no pod), so neither the message nor the time tells which pods exist, which account
  * holds them, or whether they run.
  */
-import { utils, type ParsedKey } from 'ssh2';
+import ssh2, { type ParsedKey } from 'ssh2';
 import type { PodRecord } from '../store/pod-store.js';
 
 /** What a session is opened into. */
@@ -60,7 +60,7 @@ export class SshAuthorizer {
 /** The registered key whose public blob is the offered one. */
 function matchingKey(lines: string[], offered: OfferedKey): ParsedKey | null {
   for (const line of lines) {
-    const parsed = utils.parseKey(line);
+    const parsed = ssh2.utils.parseKey(line);
     const key = Array.isArray(parsed) ? parsed[0] : parsed;
     if (!key || key instanceof Error) continue;
     if (key.getPublicSSH().equals(offered.data)) return key;

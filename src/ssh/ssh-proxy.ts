@@ -6,7 +6,7 @@
  * within the login grace, a session quiet for `idleTimeoutMs`, and a connection that stops
  * answering keepalives are closed, as are the sessions of a pod that stops.
  */
-import { Server, type AuthContext, type Connection, type ServerChannel } from 'ssh2';
+import ssh2, { type AuthContext, type Connection, type Server, type ServerChannel } from 'ssh2';
 import type { Logger } from 'pino';
 import type { SshConfig } from '../config-ssh.js';
 import type { Clock } from '../domain/clock.js';
@@ -52,7 +52,7 @@ export class SshProxy {
   constructor(deps: SshProxyDeps) {
     this.#d = deps;
     const { keepaliveIntervalMs, keepaliveCountMax } = deps.config;
-    this.#server = new Server(
+    this.#server = new ssh2.Server(
       { hostKeys: [deps.hostKey], ident: 'Gantry', ...(keepaliveIntervalMs > 0 ? { keepaliveInterval: keepaliveIntervalMs, keepaliveCountMax } : {}) },
       (client) => this.#accept(client),
     );

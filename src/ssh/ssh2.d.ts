@@ -95,4 +95,8 @@ declare module 'ssh2' {
     close(callback?: (err?: Error) => void): this;
     maxConnections: number;
   }
+
+  /** The package is CommonJS: Node's ESM loader gives its exports as the default export only. */
+  const ssh2: { Server: typeof Server; utils: typeof utils };
+  export default ssh2;
 }
