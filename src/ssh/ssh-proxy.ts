@@ -6,6 +6,7 @@
  * within the login grace, a session quiet for `idleTimeoutMs`, and a connection that stops
  * answering keepalives are closed, as are the sessions of a pod that stops.
  */
+import { createServer, type Server as NetServer, type Socket } from 'node:net';
 import ssh2, { type AuthContext, type Connection, type Server, type ServerChannel } from 'ssh2';
 import type { Logger } from 'pino';
 import type { SshConfig } from '../config-ssh.js';
@@ -38,6 +39,8 @@ interface Held {
   target: SshTarget | null;
   lastActivity: number;
   shells: Map<ShellSession, ServerChannel>;
+  /** the proxy is ending it */
+  ending: boolean;
 }
 
 /** An authentication request's outcome: refused, a key the client may go on to sign with, or signed and good. */
@@ -46,6 +49,8 @@ type Decision = { kind: 'refused' } | { kind: 'key-ok' } | { kind: 'authenticate
 export class SshProxy {
   readonly #d: SshProxyDeps;
   readonly #server: Server;
+  /** Ours, not the library's: a client that never greets is bounded too (the library sees a client only once it greeted). */
+  readonly #listener: NetServer;
   readonly #held = new Set<Held>();
   #idleTimer: NodeJS.Timeout | null = null;
 
@@ -56,25 +61,33 @@ export class SshProxy {
       { hostKeys: [deps.hostKey], ident: 'Gantry', ...(keepaliveIntervalMs > 0 ? { keepaliveInterval: keepaliveIntervalMs, keepaliveCountMax } : {}) },
       (client) => this.#accept(client),
     );
+    const loginGraceMs = deps.loginGraceMs ?? 30_000;
+    this.#listener = createServer((socket) => {
+      // until it authenticates (then the keepalive and the idle timer take over)
+      socket.setTimeout(loginGraceMs, () => socket.destroy());
+      socket.on('error', () => socket.destroy());
+      this.#server.injectSocket(socket);
+    });
   }
 
   /** Listens; answers the port (the one the system picked, for port 0). */
   async listen(port: number, host: string): Promise<number> {
     await new Promise<void>((resolve, reject) => {
       const onError = (err: Error): void => reject(err);
-      this.#server.once('error', onError);
-      this.#server.listen(port, host, () => {
-        this.#server.off('error', onError);
+      this.#listener.once('error', onError);
+      this.#listener.listen(port, host, () => {
+        this.#listener.off('error', onError);
         resolve();
       });
     });
-    this.#server.on('error', (err: Error) => this.#d.logger.warn({ err }, 'ssh proxy listener error'));
+    this.#listener.on('error', (err: Error) => this.#d.logger.warn({ err }, 'ssh proxy listener error'));
+    this.#server.on('error', (err: Error) => this.#d.logger.debug({ err }, 'ssh connection error'));
     const { idleTimeoutMs } = this.#d.config;
     if (idleTimeoutMs > 0) {
       this.#idleTimer = setInterval(() => this.#closeIdle(), this.#d.idleCheckMs ?? Math.min(Math.max(idleTimeoutMs / 2, 10), 5000));
       this.#idleTimer.unref();
     }
-    const address = this.#server.address();
+    const address = this.#listener.address();
     return typeof address === 'object' && address ? address.port : port;
   }
 
@@ -93,14 +106,14 @@ export class SshProxy {
   async close(): Promise<void> {
     if (this.#idleTimer) clearInterval(this.#idleTimer);
     for (const held of this.#held) this.#end(held, 'the server is shutting down');
-    await new Promise<void>((resolve) => this.#server.close(() => resolve()));
+    if (this.#listener.listening) await new Promise<void>((resolve) => this.#listener.close(() => resolve()));
   }
 
   #accept(client: Connection): void {
     const { clock, logger } = this.#d;
-    const held: Held = { client, target: null, lastActivity: clock.now(), shells: new Map() };
+    const held: Held = { client, target: null, lastActivity: clock.now(), shells: new Map(), ending: false };
     this.#held.add(held);
-    const grace = setTimeout(() => client.end(), this.#d.loginGraceMs ?? 30_000);
+    const grace = setTimeout(() => drop(client), this.#d.loginGraceMs ?? 30_000);
     grace.unref();
     let attempts = 0;
     let sessions = 0;
@@ -113,7 +126,7 @@ export class SshProxy {
     client.on('authentication', (ctx) => {
       if (++attempts > MAX_AUTH_ATTEMPTS) {
         ctx.reject([]);
-        client.end();
+        drop(client);
         return;
       }
       void this.#decide(ctx).then(
@@ -130,6 +143,7 @@ export class SshProxy {
     });
     client.on('ready', () => {
       clearTimeout(grace);
+      socketOf(client)?.setTimeout(0);
       const target = held.target!;
       logger.info({ pod: target.podId, account: target.accountId }, 'ssh connection authenticated');
       client.on('session', (accept, reject) => {
@@ -178,16 +192,35 @@ export class SshProxy {
   }
 
   #end(held: Held, why: string): void {
+    if (held.ending) return;
+    held.ending = true;
+    const flushed: Array<Promise<unknown>> = [];
     for (const [shell, channel] of held.shells) {
       shell.stream.removeAllListeners('data');
       if (!channel.destroyed) {
+        flushed.push(new Promise((resolve) => channel.once('close', resolve)));
         channel.write(`\r\n[gantry] ${why}\r\n`);
         channel.exit(1);
         channel.end();
       }
       shell.close();
     }
+    held.shells.clear();
     this.#d.logger.info({ pod: held.target?.podId, why }, 'ssh connection closed by the proxy');
-    held.client.end();
+    // The client leaves once its channels closed, having printed the last line; a disconnect sent
+    // sooner makes OpenSSH exit without printing what it still holds. Bounded: a client that does
+    // not close is disconnected.
+    const bound = new Promise((resolve) => setTimeout(resolve, 2000).unref());
+    void Promise.race([Promise.all(flushed), bound]).then(() => drop(held.client));
   }
 }
+
+/** Disconnects, and closes the socket of a peer that does not close its side (a half-open or silent client). */
+function drop(client: Connection): void {
+  client.end();
+  const socket = socketOf(client);
+  setTimeout(() => socket?.destroy(), 1000).unref();
+}
+
+/** The connection's socket (the library keeps it as `_sock`). */
+const socketOf = (client: Connection): Socket | undefined => (client as unknown as { _sock?: Socket })._sock;

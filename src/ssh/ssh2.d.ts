@@ -6,7 +6,7 @@
 declare module 'ssh2' {
   import type { EventEmitter } from 'node:events';
   import type { Duplex, Writable } from 'node:stream';
-  import type { AddressInfo } from 'node:net';
+  import type { Socket } from 'node:net';
 
   export interface ParsedKey {
     type: string;
@@ -90,10 +90,8 @@ declare module 'ssh2' {
 
   export class Server extends EventEmitter {
     constructor(config: ServerConfig, connectionListener?: (client: Connection, info: ClientInfo) => void);
-    listen(port: number, host: string, callback?: () => void): this;
-    address(): AddressInfo | string | null;
-    close(callback?: (err?: Error) => void): this;
-    maxConnections: number;
+    /** serves a connection accepted elsewhere */
+    injectSocket(socket: Socket): void;
   }
 
   /** The package is CommonJS: Node's ESM loader gives its exports as the default export only. */
