@@ -271,3 +271,13 @@ test('agent timings that cannot work are refused naming the setting', () => {
   assert.throws(() => load('fleet: { joinTokenTtlMs: 10 }\n'), /fleet\.joinTokenTtlMs must be at least 1000 ms/);
   assert.throws(() => load('fleet: { lostGraceMs: -1 }\n'), /fleet\.lostGraceMs must be a non-negative number/);
 });
+
+test('the SSH proxy is on at 2222 by default, on a picked port when the server`s is, and advertises the public URL`s host', () => {
+  const defaults = load('{}');
+  assert.deepEqual([defaults.ssh.enabled, defaults.ssh.port, defaults.ssh.host, defaults.ssh.portConfigured], [true, 2222, '127.0.0.1', false]);
+  assert.equal(load('server: { port: 0 }').ssh.port, 0);
+  const set = load('ssh: { port: 2022, idleTimeoutMs: 1000 }', { GANTRY_PUBLIC_URL: 'https://gantry.example.com', GANTRY_SSH_ENABLED: 'false' });
+  assert.deepEqual([set.ssh.enabled, set.ssh.port, set.ssh.host, set.ssh.idleTimeoutMs, set.ssh.portConfigured], [false, 2022, 'gantry.example.com', 1000, true]);
+  assert.equal(load('{}', { GANTRY_SSH_PORT: '2200', GANTRY_SSH_HOST: 'ssh.example.com' }).ssh.host, 'ssh.example.com');
+  assert.throws(() => load('ssh: { port: 70000 }'), /ssh\.port must be a TCP port/);
+});

@@ -8,6 +8,8 @@ import { fail, isObj, num, oneOf, type Obj } from './config-values.js';
 export type { HealthProbe, ImageSpec } from './config-images.js';
 export type { DockerRuntimeConfig, RuntimeConfig } from './config-runtime.js';
 import { parseRuntime, RUNTIME_KEYS, type RuntimeConfig } from './config-runtime.js';
+import { parseSsh, SSH_KEYS, type SshConfig } from './config-ssh.js';
+export type { SshConfig } from './config-ssh.js';
 
 export interface RateLimitConfig {
   minute: number;
@@ -79,6 +81,8 @@ export interface Config {
   serverless: ServerlessConfig;
   jobs: JobsHttpConfig;
   runtime: RuntimeConfig;
+  /** The SSH proxy (config-ssh.ts, docs/ssh.md). */
+  ssh: SshConfig;
   graphql: GraphqlLimits;
   quotas: QuotaConfig;
   /** Where the config file was read from, to resolve relative paths. */
@@ -430,6 +434,7 @@ export function loadConfig({ env, flags = {} }: ConfigSources): Config {
       },
     },
     runtime,
+    ssh: parseSsh(file.ssh, env, { port, publicUrl }),
     graphql: {
       maxDocumentBytes: num(graphql.maxDocumentBytes, 'graphql.maxDocumentBytes', 65_536),
       maxDepth: num(graphql.maxDepth, 'graphql.maxDepth', 15),
@@ -452,7 +457,7 @@ export function loadConfig({ env, flags = {} }: ConfigSources): Config {
 
 /** The keys each section of the config file may hold; `null`: any (maps keyed by the user). */
 const KNOWN_KEYS: Record<string, readonly string[] | null> = {
-  '': ['server', 'dataDir', 'databaseUrl', 'databaseSchema', 'secretKey', 'rateLimits', 'images', 'catalog', 'fleet', 'networking', 'pods', 'jobs', 'serverless', 'runtime', 'graphql', 'quotas'],
+  '': ['server', 'dataDir', 'databaseUrl', 'databaseSchema', 'secretKey', 'rateLimits', 'images', 'catalog', 'fleet', 'networking', 'pods', 'jobs', 'serverless', 'runtime', 'graphql', 'quotas', 'ssh'],
   server: ['host', 'port', 'publicUrl', 'jobPort', 'publicJobUrl', 'bodyLimit', 'logLevel', 'requestTimeoutMs', 'headersTimeoutMs', 'keepAliveTimeoutMs', 'maxConnectionsPerClient'],
   rateLimits: ['minute', 'hour', 'day'],
   networking: ['globalPool', 'internalDomain'],
@@ -465,6 +470,7 @@ const KNOWN_KEYS: Record<string, readonly string[] | null> = {
   fleet: ['hosts', 'heartbeatMs', 'heartbeatTimeoutMs', 'pollWaitMs', 'lostGraceMs', 'joinTokenTtlMs'],
   ...RUNTIME_KEYS,
   graphql: ['maxDocumentBytes', 'maxDepth', 'maxAliases', 'maxFields', 'maxRootFields', 'maxCost'],
+  ssh: SSH_KEYS,
   quotas: ['pods', 'gpus', 'queuedJobs', 'storedJobBytes', 'streamBytesPerJob'],
   serverless: ['webhooks', 'autoscaler'],
   'serverless.webhooks': ['timeoutMs', 'retryDelayMs', 'maxAttempts', 'pollIntervalMs', 'concurrency', 'perAccountConcurrency', 'perReceiverConcurrency', 'privateAddresses'],

@@ -53,6 +53,7 @@ import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { FleetJournal, FLEET_JOURNAL_TOPIC } from './fleet/fleet-journal.js';
 import { OrphanContainers } from './fleet/orphan-containers.js';
+import { startSshProxy, type RunningSshProxy } from './ssh/start-ssh-proxy.js';
 
 export interface ServiceOverrides {
   clock?: Clock;
@@ -315,6 +316,8 @@ export interface RunningServer {
   url: string;
   /** The job listener's URL, when `server.jobPort` is set. */
   jobUrl: string | null;
+  /** The SSH proxy, when it listens (config `ssh`). */
+  ssh: RunningSshProxy | null;
   close(): Promise<void>;
 }
 
@@ -402,6 +405,7 @@ export async function startServer(config: Config, overrides: StartOptions = {}):
   // Port 0 asked the system for a port: the derived public URLs learn it now (an explicit URL is kept).
   config.server.publicUrl = withBoundPort(config.server.publicUrl, port);
   config.server.publicJobUrl = withBoundPort(config.server.publicJobUrl, jobListener ? Number(new URL(jobUrl!).port) : port);
+  const ssh = await startSshProxy(services);
   // Workers call back over HTTP: launch them only once the server listens.
   await services.autoscaler.start();
   if (adminKey) {
@@ -410,6 +414,7 @@ export async function startServer(config: Config, overrides: StartOptions = {}):
     );
   }
   if (jobUrl) print(`job API listening on ${jobUrl}\n`);
+  if (ssh) print(`ssh proxy listening on ${ssh.address} (host key ${ssh.hostKey.fingerprint})\n`);
   const hosts = services.inventory.hosts();
   const where = config.runtime.kind === 'docker' ? `runtime: docker at ${config.runtime.docker.host}, host ${hosts.map(describeHost).join('; ')}` : `runtime: ${services.runtime.name}, hosts: ${hosts.length}`;
   print(`gantry listening on ${url} (store: ${services.db.dialect}, ${where})\n`);
@@ -421,9 +426,11 @@ export async function startServer(config: Config, overrides: StartOptions = {}):
     orphans,
     url,
     jobUrl,
+    ssh,
     async close() {
       if (closed) return;
       closed = true;
+      await ssh?.close();
       services.jobs.signals.close();
       // Agents' long-polls end now (with what they have), or the listener's close waits for them.
       services.fleetWiring?.stop();

@@ -36,6 +36,7 @@ test("the README's config file loads as written and its settings take effect", (
     assert.equal(config.serverless.webhooks.privateAddresses, 'auto');
     assert.deepEqual([config.quotas.pods, config.quotas.gpus, config.quotas.queuedJobs], [50, 16, 100_000]);
     assert.deepEqual(config.images['my-worker:dev']?.tenantEnv, ['MODEL_*', 'LOG_LEVEL']);
+    assert.deepEqual([config.ssh.enabled, config.ssh.port, config.ssh.idleTimeoutMs], [true, 2222, 1_800_000]);
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }

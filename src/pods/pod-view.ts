@@ -14,6 +14,13 @@ export interface PodSshEndpoint {
   command: string;
 }
 
+/** Where the SSH proxy is reached (config `ssh`); `listening` is false while it is off or has not started. */
+export interface SshProxyAddress {
+  host: string;
+  port: number;
+  listening: boolean;
+}
+
 /** Spec 2.9, from the runtime's last utilisation sample (docs/utilization.md). */
 export interface PodRuntimeView {
   uptime?: number;
@@ -70,6 +77,8 @@ export interface ViewContext {
   live: InstanceStatus | null;
   /** `<pod_id>.<internalDomain>.internal` */
   internalDomain: string;
+  /** The SSH proxy's advertised address; null when it does not listen. */
+  sshProxy?: SshProxyAddress | null;
   /** The create response: `runtime` is an empty object (spec 3.1). */
   justCreated?: boolean;
 }
@@ -98,6 +107,14 @@ function directSsh(pod: PodRecord, ctx: ViewContext): PodSshEndpoint | null {
   return { host: ctx.hostIp, port: mapping.public, username: 'root', command: `ssh root@${ctx.hostIp} -p ${mapping.public}` };
 }
 
+/** Spec 2.6: through the proxy, once the pod has a machine assignment; the username is its routing token. */
+function proxySsh(pod: PodRecord, ctx: ViewContext): PodSshEndpoint | null {
+  const proxy = ctx.sshProxy;
+  if (!proxy || pod.hostId === null || pod.sshToken === null || pod.status === 'TERMINATED') return null;
+  // OpenSSH splits user@host at the first '@': an IPv6 host needs no brackets here
+  return { host: proxy.host, port: proxy.port, username: pod.sshToken, command: `ssh ${pod.sshToken}@${proxy.host} -p ${proxy.port}` };
+}
+
 export function toPodView(pod: PodRecord, ctx: ViewContext): PodView {
   const view: PodView = {
     id: pod.id,
@@ -114,7 +131,7 @@ export function toPodView(pod: PodRecord, ctx: ViewContext): PodView {
     cloud: pod.cloud,
     dataCenterId: pod.dataCenterId,
     cudaVersion: pod.gpuTypeId ? pod.cudaVersion : null,
-    ssh: { proxy: null, direct: directSsh(pod, ctx) },
+    ssh: { proxy: proxySsh(pod, ctx), direct: directSsh(pod, ctx) },
     // No link to a template is retained (spec 2.1): pods created from one show null.
     template: null,
     cost: billed(pod.status) ? pod.costPerHr : 0,

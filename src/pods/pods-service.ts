@@ -8,7 +8,7 @@ import type { Catalog } from '../domain/catalog.js';
 import { costPerHour } from '../domain/cost.js';
 import type { Clock } from '../domain/clock.js';
 import { ApiError, isApiError, notFound } from '../domain/errors.js';
-import { newSortableId } from '../domain/ids.js';
+import { newId, newSortableId } from '../domain/ids.js';
 import type { PodAction } from '../domain/pod-state.js';
 import type { PlacementRequest } from '../domain/placement.js';
 import type { Inventory } from '../inventory/inventory.js';
@@ -34,7 +34,7 @@ import {
   type PodSettings,
   type TemplateDefaults,
 } from './pod-rules.js';
-import { toPodView, type PodView } from './pod-view.js';
+import { toPodView, type PodView, type SshProxyAddress } from './pod-view.js';
 
 export interface PodsServiceDeps {
   controller: PodController;
@@ -49,7 +49,7 @@ export interface PodsServiceDeps {
   registries: Pick<RegistriesService, 'get'>;
   accounts: Pick<AccountsService, 'getSshKeys'>;
   clock: Clock;
-  config: { catalog: Catalog; networking: { internalDomain: string } };
+  config: { catalog: Catalog; networking: { internalDomain: string }; ssh?: SshProxyAddress };
   /** The pods and GPUs quotas; without it, none apply. */
   quota?: Pick<ResourceQuota, 'admit' | 'released'>;
   /** Refuses images from registries the engine may not pull from (runtime docker). @default none: every image passes */
@@ -177,6 +177,9 @@ export class PodsService {
       startedAt: null,
       updatedAt: now,
       terminatedAt: null,
+      startSsh: settings.startSsh,
+      // ≈134 bits: the proxy's routing token must not be guessable (docs/ssh.md)
+      sshToken: newId(26),
     };
     try {
       await this.store.insert(pod);
@@ -319,6 +322,7 @@ export class PodsService {
       hostIp: pod.hostId ? (this.#d.inventory.host(pod.hostId)?.publicIp ?? null) : null,
       live: extra.live ?? null,
       internalDomain: this.#d.config.networking.internalDomain,
+      sshProxy: this.#d.config.ssh?.listening ? this.#d.config.ssh : null,
       justCreated: extra.justCreated ?? false,
     });
   }

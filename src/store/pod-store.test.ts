@@ -42,6 +42,8 @@ const pod = (over: Partial<PodRecord> & Pick<PodRecord, 'id' | 'accountId'>): Po
   startedAt: null,
   updatedAt: 1_700_000_000_000,
   terminatedAt: null,
+  startSsh: true,
+  sshToken: null,
   ...over,
 });
 
@@ -153,6 +155,14 @@ for (const { name, skip } of dialects()) {
         assert.equal((await store.get(`batch-${i}`))?.status, 'RUNNING');
         assert.equal((await store.listUsage(`batch-${i}`)).length, 1);
       }
+    });
+    test('a pod is found by its SSH routing token, and keeps startSsh', async () => {
+      await store.insert(pod({ id: 'pod-ssh-1', accountId: 'acc-a', sshToken: 'tok-ssh-1', startSsh: false }));
+      const found = await store.getBySshToken('tok-ssh-1');
+      assert.equal(found?.id, 'pod-ssh-1');
+      assert.equal(found?.startSsh, false);
+      assert.equal(await store.getBySshToken('tok-unknown'), null);
+      await assert.rejects(store.insert(pod({ id: 'pod-ssh-2', accountId: 'acc-b', sshToken: 'tok-ssh-1' })), 'tokens are unique');
     });
   });
 }

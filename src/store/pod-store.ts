@@ -62,6 +62,10 @@ export interface PodRecord {
   startedAt: number | null;
   updatedAt: number;
   terminatedAt: number | null;
+  /** created with `startSsh`: the SSH proxy opens sessions only into these pods */
+  startSsh: boolean;
+  /** the SSH proxy's routing token (`ssh.proxy.username`); random, not derived from the id */
+  sshToken: string | null;
 }
 
 export type PodChanges = Partial<Omit<PodRecord, 'id' | 'accountId' | 'createdAt'>>;
@@ -123,6 +127,8 @@ const toRecord = (r: PodsTable): PodRecord => ({
   startedAt: nullableNumber(r.started_at),
   updatedAt: Number(r.updated_at),
   terminatedAt: nullableNumber(r.terminated_at),
+  startSsh: Number(r.start_ssh) === 1,
+  sshToken: r.ssh_token,
 });
 
 /** Maps the record fields present in `changes` to their columns. */
@@ -162,6 +168,8 @@ function toColumns(changes: PodChanges): Partial<PodsTable> {
   if (has('startedAt')) c.started_at = changes.startedAt ?? null;
   if (has('updatedAt')) c.updated_at = changes.updatedAt!;
   if (has('terminatedAt')) c.terminated_at = changes.terminatedAt ?? null;
+  if (has('startSsh')) c.start_ssh = changes.startSsh ? 1 : 0;
+  if (has('sshToken')) c.ssh_token = changes.sshToken ?? null;
   return c;
 }
 
@@ -282,6 +290,12 @@ export class PodStore {
     const record = toRecord(row);
     this.#cache?.fill(id, generation, record);
     return record;
+  }
+
+  /** The pod the SSH proxy's routing token names (any status), or null. */
+  async getBySshToken(token: string, tx: Executor = this.db.kysely): Promise<PodRecord | null> {
+    const row = await tx.selectFrom('pods').selectAll().where('ssh_token', '=', token).executeTakeFirst();
+    return row ? toRecord(row) : null;
   }
 
   /** The pod when it belongs to `accountId`; another account's pod reads as absent. */

@@ -83,6 +83,10 @@ export interface PodsTable {
   started_at: number | null;
   updated_at: number;
   terminated_at: number | null;
+  /** 1 when the pod was created with `startSsh` (migration 0012): only those take SSH proxy sessions. */
+  start_ssh: number;
+  /** The SSH proxy's routing token, random and unique (migration 0012); null for none. */
+  ssh_token: string | null;
 }
 
 export interface PodUsageTable {

@@ -29,7 +29,7 @@ export interface ImageRecipe {
   changes: string[];
 }
 
-const BUSYBOX_APPLETS = ['sh', 'sleep', 'echo', 'cat', 'ls', 'env', 'kill', 'ps', 'mkdir', 'rm', 'true', 'false', 'wget', 'id'];
+const BUSYBOX_APPLETS = ['sh', 'sleep', 'echo', 'cat', 'ls', 'env', 'kill', 'ps', 'mkdir', 'rm', 'true', 'false', 'wget', 'id', 'stty'];
 const fixture = (name: string): string => join(import.meta.dirname, '..', 'fixtures', name);
 
 /** The four images every Docker test can use. */
@@ -53,7 +53,7 @@ export const RECIPES = {
 export async function buildImage(client: DockerClient, recipe: ImageRecipe): Promise<string> {
   const files = filesOf(recipe);
   const hash = createHash('sha256');
-  hash.update(JSON.stringify({ changes: recipe.changes, v: 1 }));
+  hash.update(JSON.stringify({ changes: recipe.changes, v: 2 }));
   for (const file of files) {
     const st = statSync(file.from);
     // Big binaries by identity (hashing 100 MB of node each run costs more than it saves).

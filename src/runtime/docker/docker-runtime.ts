@@ -20,8 +20,9 @@
 import type { HealthProbe, ImageSpec } from '../../config.js';
 import { describeTarget, waitUntilHealthy } from '../health-probe.js';
 import { RegistryGuard } from '../registry-guard.js';
-import type { AttachedInstance, InstanceListener, InstanceSpec, InstanceState, InstanceStatus, OutputLine, OutputQuery, Runtime } from '../runtime.js';
+import type { AttachedInstance, InstanceListener, InstanceSpec, InstanceState, InstanceStatus, OutputLine, OutputQuery, Runtime, ShellRequest, ShellSession } from '../runtime.js';
 import { containerOutput } from './docker-output.js';
+import { openDockerShell } from './docker-shell.js';
 import { ContainerPreparer, type DiskLimitSupport, type Prepared } from './container-preparer.js';
 import { DockerClient } from './docker-client.js';
 import type { DockerRuntimeOptions } from './docker-runtime-options.js';
@@ -249,6 +250,13 @@ export class DockerRuntime implements Runtime {
 
   onChange(listener: InstanceListener): () => void {
     return this.#live.onChange(listener);
+  }
+
+  /** A TTY exec in the instance's container (docker-shell.ts). */
+  async shell(id: string, request: ShellRequest): Promise<ShellSession> {
+    const live = this.#live.get(id);
+    if (!live?.launched || live.stopping || live.status.state !== 'running') throw new Error(`pod "${id}" is not running here`);
+    return openDockerShell({ dockerHost: this.#o.dockerHost, containerId: live.containerId }, request);
   }
 
   /**

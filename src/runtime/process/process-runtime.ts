@@ -23,7 +23,8 @@ import { join } from 'node:path';
 import type { Logger } from 'pino';
 import type { HealthProbe, ImageSpec } from '../../config.js';
 import type { Clock } from '../../domain/clock.js';
-import type { AttachedInstance, EnvRefusal, InstanceListener, InstanceSpec, InstanceState, InstanceStatus, OutputLine, OutputQuery, Runtime } from '../runtime.js';
+import type { AttachedInstance, EnvRefusal, InstanceListener, InstanceSpec, InstanceState, InstanceStatus, OutputLine, OutputQuery, Runtime, ShellRequest, ShellSession } from '../runtime.js';
+import { openProcessShell } from './process-shell.js';
 import { tenantEnvRefusal } from './env-policy.js';
 import { describeTarget, waitUntilHealthy, type ProbeTarget } from '../health-probe.js';
 import { LogRotator } from './log-rotator.js';
@@ -179,6 +180,13 @@ export class ProcessRuntime implements Runtime {
    */
   refusedEnv(env: Record<string, string>, image: string): EnvRefusal | null {
     return tenantEnvRefusal(env, this.#images.get(image)?.tenantEnv);
+  }
+
+  /** A shell beside the instance's process (process-shell.ts). */
+  shell(id: string, request: ShellRequest): Promise<ShellSession> {
+    const instance = this.#instances.get(id);
+    const proc = instance?.status.state === 'running' && !instance.stopping ? instance.proc : null;
+    return openProcessShell(id, proc ? { pid: proc.pgid, exited: proc.exited } : null, request);
   }
 
   async stop(id: string): Promise<void> {

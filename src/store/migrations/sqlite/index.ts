@@ -6,6 +6,7 @@ import { workerIdentity } from '../worker-identity.js';
 import { workerAllocation } from '../worker-allocation.js';
 import { fleetJournalTable, fleetTables } from '../fleet-tables.js';
 import { systemLogTable } from '../system-log.js';
+import { podSshToken } from '../pod-ssh-token.js';
 
 const run = async (db: Kysely<unknown>, statements: string[]): Promise<void> => {
   for (const s of statements) await sql.raw(s).execute(db);
@@ -29,4 +30,5 @@ export const sqliteMigrations: Record<string, Migration> = {
   '0009-fleet': { up: (db) => run(db, fleetTables({ big: 'INTEGER', real: 'REAL' })) },
   '0010-fleet-journal': { up: (db) => run(db, fleetJournalTable('sqlite')) },
   '0011-system-log': { up: (db) => run(db, systemLogTable('sqlite')) },
+  '0012-pod-ssh-token': { up: (db) => run(db, podSshToken('sqlite')) },
 };
