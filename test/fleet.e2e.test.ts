@@ -17,6 +17,7 @@ import { BANNER_12_4, removeStandIns, standInNvidiaSmi } from './support/nvidia-
 import { runGantry, spawnGantry, type SpawnedGantry } from './support/spawn-gantry.js';
 import { spawnAgent, type SpawnedAgent } from './support/spawn-agent.js';
 import { readSse } from './support/sse-client.js';
+import { newKeyPair, noOpenSsh, runSsh } from './support/openssh.js';
 
 const KEY = 'fleet-e2e-admin-key-0123456789abcdef';
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -175,6 +176,21 @@ describe('the fleet: agents on two Docker hosts joined to one control plane', { 
       timeoutMs: 3_000,
     }).catch(() => null);
     assert.ok(resumed === null || resumed.events.every((e) => !e.data.includes('listening on 8000')), 'a resumed stream repeated a line');
+  });
+
+  test("the SSH proxy opens a shell in a pod on an agent's host: a typed command runs in its container", { skip: noOpenSsh() }, async () => {
+    const key = newKeyPair();
+    assert.equal((await api('PUT', '/v2/account/ssh-keys', [key.publicKey])).status, 200);
+    const created = await api<Pod & { ssh: { proxy: { username: string; port: number } | null } }>('POST', '/v2/pods', { name: 'ssh-on-agent', image, gpu: { id: 'NVIDIA RTX A6000', count: 1 }, startSsh: true, disk: 5 });
+    assert.equal(created.status, 201, JSON.stringify(created.body));
+    const pod = await eventually('the ssh pod RUNNING with its proxy', async () => {
+      const r = await api<Pod & { ssh: { proxy: { username: string; port: number } | null } }>('GET', `/v2/pods/${created.body.id}`);
+      return r.body.status === 'RUNNING' && r.body.ssh.proxy ? r.body : null;
+    }, 20_000);
+    const run = await runSsh({ user: pod.ssh.proxy!.username, port: pod.ssh.proxy!.port, key: key.path, input: 'echo "hi-$((6*7)) $RUNPOD_POD_ID"\nexit 4\n' });
+    assert.equal(run.code, 4, run.stderr);
+    assert.match(run.stdout, new RegExp(`hi-42 ${pod.id}`));
+    assert.equal((await api('DELETE', `/v2/pods/${pod.id}`)).status < 300, true);
   });
 
   test('an agent killed with SIGKILL makes its host unreachable, leaves its containers running and the other host alone; restarted, it adopts them without a restart', async () => {
