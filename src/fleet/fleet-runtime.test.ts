@@ -351,3 +351,31 @@ test("a host's utilisation figures reach its own running instances, outlive stat
   await f.runtime.applyReport('host-a', { full: false, items: [f.item(mine.id, 'exited', { exitCode: 0 })] });
   assert.equal((await f.runtime.inspect(mine.id))?.stats, null, 'an exited instance kept its figures');
 });
+
+test("an instance's output and shell go to its host's agent, and a host that is unreachable says so at once", async () => {
+  const f = fleet();
+  const spec = await f.start();
+  await f.runtime.receive('host-a', { acks: [{ opId: f.opFor(spec.id, 'start').id, ok: true }], instances: { full: false, items: [f.item(spec.id, 'running')] } });
+  const asked: string[] = [];
+  f.runtime.useStreams({
+    async *output(hostId, id) {
+      asked.push(`output ${hostId} ${id}`);
+      yield { ts: 1, line: 'hello' };
+    },
+    async shell(hostId, id) {
+      asked.push(`shell ${hostId} ${id}`);
+      throw new Error('stand-in');
+    },
+  });
+  const lines = [];
+  for await (const l of f.runtime.output(spec.id, { follow: false, signal: new AbortController().signal })) lines.push(l.line);
+  assert.deepEqual(lines, ['hello']);
+  await assert.rejects(f.runtime.shell(spec.id, { cols: 80, rows: 24 }), /stand-in/);
+  assert.deepEqual(asked, [`output host-a ${spec.id}`, `shell host-a ${spec.id}`]);
+  f.runtime.hostUnavailable('host-a', f.clock.now());
+  await assert.rejects(async () => {
+    for await (const _ of f.runtime.output(spec.id, { follow: false, signal: new AbortController().signal }));
+  }, /host host-a unreachable since .*: the output stays on the host until its agent is back/);
+  await assert.rejects(f.runtime.shell(spec.id, { cols: 80, rows: 24 }), /is not running/);
+  assert.equal(asked.length, 2, 'an unreachable host was asked');
+});

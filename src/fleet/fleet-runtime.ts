@@ -275,12 +275,16 @@ export class FleetRuntime implements Runtime {
   async *output(id: string, query: OutputQuery): AsyncGenerator<OutputLine> {
     const hostId = await this.#hostOf(id);
     if (hostId === null || !this.#streams) return;
+    const host = this.#hosts.get(hostId);
+    // Said at once rather than after the stream's connect timeout: nobody would dial back.
+    if (host?.downSince != null) throw new Error(`${unreachable(host)}: the output stays on the host until its agent is back`);
     yield* this.#streams.output(hostId, id, query);
   }
 
   async shell(id: string, request: ShellRequest): Promise<ShellSession> {
     const t = this.#instances.get(id);
-    if (!t || this.#visible(t).state !== 'running') throw new Error(`instance "${id}" is not running`);
+    const visible = t ? this.#visible(t) : null;
+    if (!t || visible?.state !== 'running') throw new Error(`instance "${id}" is not running${visible?.reason ? ` (${visible.reason})` : ''}`);
     if (!this.#streams) throw new Error('this control plane opens no streams to its agents');
     return this.#streams.shell(t.hostId, id, request);
   }

@@ -41,6 +41,20 @@ describe('log streams', () => {
     await it.return?.(undefined);
   });
 
+  test("output the runtime cannot read now is told as the stream's last platform line, after the kept platform lines", async () => {
+    const runtime = {
+      async *output(): AsyncGenerator<OutputLine> {
+        throw new Error('host h1 unreachable since 2026-01-01T00:00:00.000Z: the output stays on the host until its agent is back');
+      },
+    };
+    const systemLog = { ...quietSystemLog, read: async (): Promise<SystemLogRow[]> => [{ seq: 1, ts: 500, line: 'placed on host h1' } as SystemLogRow] };
+    const streams = new LogStreams({ runtime, systemLog, clock: new FakeClock(1_000) });
+    const stopped: LogTarget = { instanceId: 'pod1', alive: async () => false };
+    const lines: string[] = [];
+    for await (const e of streams.open(stopped, { start: { tail: 100 }, signal: new AbortController().signal })) lines.push(`${e.source}: ${e.line}`);
+    assert.deepEqual(lines, ['system: placed on host h1', 'system: container output unavailable: host h1 unreachable since 2026-01-01T00:00:00.000Z: the output stays on the host until its agent is back']);
+  });
+
   test('sources merge by time, system first at equal times, each in its own order', () => {
     const s = (ts: number, line: string): LogEntry => ({ ts, source: 'system', line });
     const c = (ts: number, line: string): LogEntry => ({ ts, source: 'container', line });

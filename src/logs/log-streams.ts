@@ -124,9 +124,16 @@ export class LogStreams {
     const runtimeOutput = this.#d.runtime.output?.bind(this.#d.runtime);
     const containerEntries = async function* (): AsyncGenerator<LogEntry> {
       if (!wantContainer || !runtimeOutput) return;
-      for await (const l of runtimeOutput(id, { ...range(lowerMs, tail), follow: false, signal })) {
-        advance(containerCursor, l.ts);
-        yield { ts: l.ts, source: 'container', line: l.line };
+      try {
+        for await (const l of runtimeOutput(id, { ...range(lowerMs, tail), follow: false, signal })) {
+          advance(containerCursor, l.ts);
+          yield { ts: l.ts, source: 'container', line: l.line };
+        }
+      } catch (err) {
+        if (signal.aborted) return;
+        // The output cannot be read now (its host's agent is away): the reader is told why, in a
+        // platform line of this stream only, rather than left with a stream that ends unexplained.
+        yield { ts: Math.max(now, containerCursor.ts ?? 0), source: 'system', line: `container output unavailable: ${(err as Error).message}` };
       }
     };
 
