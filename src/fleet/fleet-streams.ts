@@ -73,7 +73,11 @@ export class FleetStreams {
         if (frame.type === FRAME.lines) {
           const lines = frameJson(frame);
           if (!Array.isArray(lines)) continue;
-          for (const l of lines as Array<Partial<OutputLine>>) if (typeof l?.ts === 'number' && typeof l.line === 'string') yield { ts: l.ts, line: l.line };
+          for (const l of lines as Array<Partial<OutputLine>>) {
+            // The reader left: nothing more of the frame under way.
+            if (query.signal.aborted) return;
+            if (typeof l?.ts === 'number' && typeof l.line === 'string') yield { ts: l.ts, line: l.line };
+          }
         } else if (frame.type === FRAME.error) {
           throw new Error(String((frameJson(frame) as { message?: unknown } | null)?.message ?? 'the agent ended the stream'));
         }
