@@ -174,5 +174,6 @@ function boundSentence(type: ValueErrorType, node: Node): string {
   const below = type === ValueErrorType.NumberMinimum || type === ValueErrorType.IntegerMinimum;
   if (below && minimum === 0) return describe(node);
   if (node.bounds) return node.bounds;
+  if (minimum !== undefined && maximum !== undefined) return describe(node);
   return below ? `at least ${minimum}` : `at most ${maximum}`;
 }
