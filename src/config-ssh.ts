@@ -1,23 +1,14 @@
-/** The `ssh` section of the config: the SSH proxy (docs/ssh.md). */
-import { bool, fail, isObj, num } from './config-values.js';
+/** The `ssh` section of the config: the SSH proxy (docs/ssh.md); its keys are in config-schema.ts. */
+import type { StaticDecode } from '@sinclair/typebox';
+import { fail } from './config-values.js';
+import type { SshSchema } from './config-schema.js';
 
 /** The SSH proxy: an SSH server inside Gantry that opens a shell inside a pod (spec 2.6 `ssh.proxy`). */
-export interface SshConfig {
-  /** Whether the proxy listens. `GANTRY_SSH_ENABLED`. @default true */
-  enabled: boolean;
-  /**
-   * The port it listens on, on `server.host`; 0 picks a free one. `GANTRY_SSH_PORT`.
-   * @default 2222, or 0 when `server.port` is 0 (a server on a port picked for it, as in tests)
-   */
+export type SshConfig = Omit<StaticDecode<typeof SshSchema>, 'port' | 'host'> & {
+  /** @default 2222, or 0 when `server.port` is 0 (a server on a port picked for it, as in tests) */
   port: number;
-  /** The host `ssh.proxy` advertises (and its `command` dials). `GANTRY_SSH_HOST`. @default the host of `server.publicUrl` */
+  /** @default the host of `server.publicUrl` */
   host: string;
-  /** A session with no traffic either way for this long is closed. 0: never. @default 1800000 (30 min) */
-  idleTimeoutMs: number;
-  /** How often a quiet connection is probed (keepalive); 0: never. @default 15000 */
-  keepaliveIntervalMs: number;
-  /** Unanswered probes after which a connection counts as half-open and is closed. @default 3 */
-  keepaliveCountMax: number;
   /** Whether `port` was set (rather than the default): a set port that is taken fails the start, the default one only turns the proxy off. */
   portConfigured: boolean;
   /**
@@ -26,30 +17,20 @@ export interface SshConfig {
    * from the config file.
    */
   listening: boolean;
-}
-
-export const SSH_KEYS = ['enabled', 'port', 'host', 'idleTimeoutMs', 'keepaliveIntervalMs', 'keepaliveCountMax'] as const;
+};
 
 /** The default SSH port when `server.port` is not 0. */
 export const DEFAULT_SSH_PORT = 2222;
 
-export function parseSsh(raw: unknown, env: Record<string, string | undefined>, server: { port: number; publicUrl: string }): SshConfig {
-  if (raw !== undefined && !isObj(raw)) fail('ssh must be a mapping');
-  const section = raw ?? {};
-  const enabled = bool(env.GANTRY_SSH_ENABLED ?? section.enabled, 'ssh.enabled', true);
-  const rawPort = env.GANTRY_SSH_PORT ?? section.port;
-  const port = Math.floor(num(rawPort, 'ssh.port', server.port === 0 ? 0 : DEFAULT_SSH_PORT));
-  if (port < 0 || port > 65_535) fail(`ssh.port must be a TCP port (0-65535), not ${port}`);
-  const host = env.GANTRY_SSH_HOST ?? (typeof section.host === 'string' ? section.host : hostOf(server.publicUrl));
+/** The decoded `ssh` section, with the defaults that follow the server's. */
+export function resolveSsh(section: StaticDecode<typeof SshSchema>, server: { port: number; publicUrl: string }): SshConfig {
+  const host = section.host ?? hostOf(server.publicUrl);
   if (!host || /[\s@]/.test(host)) fail(`ssh.host must be a host name or address, not "${host}"`);
   return {
-    enabled,
-    port,
+    ...section,
+    port: section.port ?? (server.port === 0 ? 0 : DEFAULT_SSH_PORT),
     host,
-    idleTimeoutMs: Math.max(0, num(section.idleTimeoutMs, 'ssh.idleTimeoutMs', 1_800_000)),
-    keepaliveIntervalMs: Math.max(0, num(section.keepaliveIntervalMs, 'ssh.keepaliveIntervalMs', 15_000)),
-    keepaliveCountMax: Math.max(1, Math.floor(num(section.keepaliveCountMax, 'ssh.keepaliveCountMax', 3))),
-    portConfigured: rawPort !== undefined && rawPort !== null && rawPort !== '',
+    portConfigured: section.port !== undefined,
     listening: false,
   };
 }

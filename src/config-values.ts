@@ -20,10 +20,3 @@ export function bool(v: unknown, field: string, fallback: boolean): boolean {
   if (v === false || v === 'false' || v === '0') return false;
   fail(`${field} must be true or false`);
 }
-
-export function oneOf<const T extends string>(v: unknown, field: string, values: readonly T[], fallback: T): T {
-  if (v === undefined || v === null) return fallback;
-  if (typeof v === 'string' && (values as readonly string[]).includes(v)) return v as T;
-  fail(`${field} must be one of ${values.join(', ')}`);
-}
-

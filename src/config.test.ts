@@ -116,7 +116,7 @@ test('runtime: docker is the short form of the mapping, and GANTRY_RUNTIME overr
   assert.equal(load('runtime: docker', { GANTRY_RUNTIME: 'process' }).runtime.kind, 'process');
   assert.equal(load('{}', { GANTRY_RUNTIME: 'docker' }).runtime.kind, 'docker');
   assert.throws(() => load('runtime: kubernetes'), /Invalid configuration: runtime\.kind must be one of process, docker, fleet/);
-  assert.throws(() => load('{}', { GANTRY_RUNTIME: 'podman' }), /GANTRY_RUNTIME must be one of process, docker, fleet/);
+  assert.throws(() => load('{}', { GANTRY_RUNTIME: 'podman' }), /runtime\.kind must be one of process, docker, fleet \(from GANTRY_RUNTIME\)/);
   assert.throws(() => load('runtime: [docker]'), /runtime must be "process", "docker", "fleet", or a mapping/);
 });
 
