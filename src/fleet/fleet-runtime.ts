@@ -59,13 +59,11 @@
  */
 import type { Logger } from 'pino';
 import type { HealthProbe } from '../config-images.js';
-import { iso, type Clock } from '../domain/clock.js';
+import type { Clock } from '../domain/clock.js';
 import type {
   AttachedInstance,
   InstanceListener,
-  InstanceOwner,
   InstanceSpec,
-  InstanceState,
   InstanceStats,
   InstanceStatus,
   OutputLine,
@@ -75,6 +73,7 @@ import type {
   ShellSession,
 } from '../runtime/runtime.js';
 import type { FleetStreams } from './fleet-streams.js';
+import { copyStatus, FleetInstances, LIVE, unreachable, type Tracked } from './fleet-instances.js';
 import { LostHostCost, type FleetCost } from './lost-host-cost.js';
 import type { JournalEntry } from './fleet-journal.js';
 import type { InstanceReport, NewOperation, Operation, OperationAck, ReportRequest } from './protocol.js';
@@ -118,29 +117,8 @@ export interface FleetRuntimeDeps {
 const MAX_REASON = 2_000;
 /** Acks of operations not known yet (their replica's journal entry to come) remembered at most. */
 const MAX_EARLY_ACKS = 5_000;
-const LIVE: ReadonlySet<InstanceState> = new Set(['starting', 'running', 'unknown']);
 
-interface Tracked {
-  id: string;
-  hostId: string;
-  owner: InstanceOwner;
-  /** as last reported (or as `start()` set it), before the host's availability is overlaid */
-  status: InstanceStatus;
-  /** a start is enqueued (or being) and not yet acknowledged */
-  starting: boolean;
-}
 
-interface HostState {
-  id: string;
-  /** ids of the tracked instances on the host */
-  instances: Set<string>;
-  /** since when it is unreachable; null while available */
-  downSince: number | null;
-  /** a full report came since this runtime started */
-  reported: boolean;
-  /** reports and acks of the host, applied one at a time */
-  chain: Promise<unknown>;
-}
 
 interface PendingOp {
   kind: Operation['kind'];
@@ -150,18 +128,13 @@ interface PendingOp {
   tracked: Tracked | null;
 }
 
-const copy = (s: InstanceStatus): InstanceStatus => ({ ...s, stats: s.stats && { ...s.stats } });
 const clamp = (reason: string | null | undefined): string | null => (typeof reason === 'string' ? reason.slice(0, MAX_REASON) : null);
-const differs = (a: InstanceStatus, b: InstanceStatus): boolean => a.state !== b.state || a.reason !== b.reason || a.exitCode !== b.exitCode;
 
 export class FleetRuntime implements Runtime {
   readonly name = 'fleet';
   readonly #deps: FleetRuntimeDeps;
   readonly #cost: LostHostCost;
-  readonly #instances = new Map<string, Tracked>();
-  /** stopped instances whose containers the hosts keep */
-  readonly #kept = new Map<string, PlacedInstance>();
-  readonly #hosts = new Map<string, HostState>();
+  readonly #table = new FleetInstances();
   readonly #ops = new Map<string, PendingOp>();
   /** ids with a stop or remove not yet acknowledged, and how many */
   readonly #ending = new Map<string, number>();
@@ -169,7 +142,6 @@ export class FleetRuntime implements Runtime {
   readonly #sending = new Map<string, Promise<unknown>>();
   /** network volumes, by id, and the hosts instances mounting them were started on */
   readonly #volumeHosts = new Map<string, Set<string>>();
-  readonly #listeners = new Set<InstanceListener>();
   /** with a journal: acks of operations not known (yet), by operation id, oldest first */
   readonly #earlyAcks = new Map<string, { hostId: string; ack: OperationAck }>();
   /** where the operations enqueued here are told to the other replicas; null: one replica */
@@ -201,25 +173,25 @@ export class FleetRuntime implements Runtime {
 
   async attach(): Promise<AttachedInstance[]> {
     for (const e of (await this.#deps.placements.expected?.()) ?? []) {
-      const host = this.#host(e.hostId);
+      const host = this.#table.host(e.hostId);
       // A host that reported in full already said what it runs.
-      if (host.reported || this.#instances.has(e.id)) continue;
+      if (host.reported || this.#table.tracked.has(e.id)) continue;
       const reason = `host ${e.hostId} has not reported since the control plane started`;
-      this.#track({ id: e.id, hostId: e.hostId, owner: e.owner, starting: false, status: { id: e.id, state: 'unknown', startedAt: null, exitCode: null, reason, stats: null } });
+      this.#table.track({ id: e.id, hostId: e.hostId, owner: e.owner, starting: false, status: { id: e.id, state: 'unknown', startedAt: null, exitCode: null, reason, stats: null } });
     }
     return [
-      ...[...this.#instances.values()].map((t) => ({ id: t.id, owner: t.owner, status: copy(this.#visible(t)) })),
-      ...[...this.#kept].map(([id, k]) => ({ id, owner: k.owner, status: null })),
+      ...[...this.#table.tracked.values()].map((t) => ({ id: t.id, owner: t.owner, status: copyStatus(this.#table.visible(t)) })),
+      ...[...this.#table.kept].map(([id, k]) => ({ id, owner: k.owner, status: null })),
     ];
   }
 
   async start(spec: InstanceSpec): Promise<InstanceStatus> {
     if (this.#closed) throw new Error(`cannot start instance "${spec.id}": the runtime is shutting down`);
-    const current = this.#instances.get(spec.id);
+    const current = this.#table.tracked.get(spec.id);
     if (current && LIVE.has(current.status.state))
       throw new Error(`instance "${spec.id}" is already ${current.status.state} on host ${current.hostId}; stop it before starting it again`);
-    if (current) this.#untrack(current);
-    this.#kept.delete(spec.id);
+    if (current) this.#table.untrack(current);
+    this.#table.kept.delete(spec.id);
     const t: Tracked = {
       id: spec.id,
       hostId: spec.hostId,
@@ -227,21 +199,21 @@ export class FleetRuntime implements Runtime {
       starting: true,
       status: { id: spec.id, state: 'starting', startedAt: this.#deps.clock.now(), exitCode: null, reason: null, stats: null },
     };
-    this.#track(t);
+    this.#table.track(t);
     for (const v of spec.volumes) if (v.kind === 'network') this.#volumeHostsOf(v.volumeId).add(spec.hostId);
-    this.#emit(this.#visible(t));
+    this.#table.emit(this.#table.visible(t));
     let op: Operation;
     try {
       const health = this.#deps.healthOf?.(spec.image);
       op = await this.#send(spec.id, spec.hostId, { kind: 'start', instanceId: spec.id, spec, ...(health ? { health } : {}) });
     } catch (err) {
-      if (this.#instances.get(spec.id) === t) this.#untrack(t);
+      if (this.#table.tracked.get(spec.id) === t) this.#table.untrack(t);
       throw new Error(`could not hand the start of instance "${spec.id}" to host ${spec.hostId}: ${(err as Error).message}`);
     }
     this.#ops.set(op.id, { kind: 'start', hostId: spec.hostId, instanceId: spec.id, tracked: t });
     const volumes = spec.volumes.flatMap((v) => (v.kind === 'network' ? [v.volumeId] : []));
     this.#journal?.append(spec.hostId, { t: 'start', opId: op.id, id: spec.id, owner: spec.owner, startedAt: t.status.startedAt!, volumes });
-    return copy(t.status);
+    return copyStatus(t.status);
   }
 
   stop(id: string): Promise<void> {
@@ -263,27 +235,27 @@ export class FleetRuntime implements Runtime {
   }
 
   async inspect(id: string): Promise<InstanceStatus | null> {
-    const t = this.#instances.get(id);
-    return t ? copy(this.#visible(t)) : null;
+    const t = this.#table.tracked.get(id);
+    return t ? copyStatus(this.#table.visible(t)) : null;
   }
 
   async list(): Promise<InstanceStatus[]> {
-    return [...this.#instances.values()].map((t) => copy(this.#visible(t)));
+    return [...this.#table.tracked.values()].map((t) => copyStatus(this.#table.visible(t)));
   }
 
   /** The instance's output, read on its host by its agent (a stopped instance's too, while its container is kept). */
   async *output(id: string, query: OutputQuery): AsyncGenerator<OutputLine> {
     const hostId = await this.#hostOf(id);
     if (hostId === null || !this.#streams) return;
-    const host = this.#hosts.get(hostId);
+    const host = this.#table.knownHost(hostId);
     // Said at once rather than after the stream's connect timeout: nobody would dial back.
     if (host?.downSince != null) throw new Error(`${unreachable(host)}: the output stays on the host until its agent is back`);
     yield* this.#streams.output(hostId, id, query);
   }
 
   async shell(id: string, request: ShellRequest): Promise<ShellSession> {
-    const t = this.#instances.get(id);
-    const visible = t ? this.#visible(t) : null;
+    const t = this.#table.tracked.get(id);
+    const visible = t ? this.#table.visible(t) : null;
     if (!t || visible?.state !== 'running') throw new Error(`instance "${id}" is not running${visible?.reason ? ` (${visible.reason})` : ''}`);
     if (!this.#streams) throw new Error('this control plane opens no streams to its agents');
     return this.#streams.shell(t.hostId, id, request);
@@ -295,14 +267,13 @@ export class FleetRuntime implements Runtime {
    */
   applyStats(hostId: string, stats: Readonly<Record<string, InstanceStats>>): void {
     for (const [id, s] of Object.entries(stats)) {
-      const t = this.#instances.get(id);
+      const t = this.#table.tracked.get(id);
       if (t?.hostId === hostId && LIVE.has(t.status.state)) t.status = { ...t.status, stats: { ...s } };
     }
   }
 
   onChange(listener: InstanceListener): () => void {
-    this.#listeners.add(listener);
-    return () => this.#listeners.delete(listener);
+    return this.#table.onChange(listener);
   }
 
   /** Detaches: the instances run on on their hosts; reports are no longer applied. */
@@ -312,7 +283,7 @@ export class FleetRuntime implements Runtime {
   }
 
   unavailable(hostId?: string): string | null {
-    const host = hostId === undefined ? undefined : this.#hosts.get(hostId);
+    const host = hostId === undefined ? undefined : this.#table.knownHost(hostId);
     return host?.downSince != null ? unreachable(host) : null;
   }
 
@@ -330,7 +301,7 @@ export class FleetRuntime implements Runtime {
    * the host's reports: after those received before, before those received after.
    */
   applyAcks(hostId: string, acks: readonly OperationAck[]): Promise<void> {
-    return this.#onHost(hostId, async () => this.#applyAcks(hostId, acks));
+    return this.#table.onHost(hostId, async () => this.#applyAcks(hostId, acks));
   }
 
   #applyAcks(hostId: string, acks: readonly OperationAck[]): void {
@@ -343,10 +314,10 @@ export class FleetRuntime implements Runtime {
       this.#ops.delete(ack.opId);
       if (op.kind === 'start') {
         const t = op.tracked;
-        if (!t || this.#instances.get(t.id) !== t) continue;
+        if (!t || this.#table.tracked.get(t.id) !== t) continue;
         t.starting = false;
         if (!ack.ok && LIVE.has(t.status.state))
-          this.#update(t, { ...t.status, state: 'failed', exitCode: null, reason: clamp(ack.error) ?? `host ${hostId} could not start it` });
+          this.#table.update(t, { ...t.status, state: 'failed', exitCode: null, reason: clamp(ack.error) ?? `host ${hostId} could not start it` });
         continue;
       }
       if (op.instanceId !== null) this.#ended(op.instanceId);
@@ -359,10 +330,10 @@ export class FleetRuntime implements Runtime {
    * answered and ignored; the rest update what is known, and listeners hear every change.
    */
   applyReport(hostId: string, report: { full: boolean; items: readonly InstanceReport[] }, options: { screened?: boolean } = {}): Promise<Refusal[]> {
-    return this.#onHost(hostId, async () => {
+    return this.#table.onHost(hostId, async () => {
       if (this.#closed) return [];
       const { refused, accepted, placed } = options.screened ? await this.#owners(report.items) : await this.#screen(hostId, report.items);
-      const host = this.#host(hostId);
+      const host = this.#table.host(hostId);
       const seen = new Set<string>();
       for (const item of report.items) {
         if (!accepted.has(item.id)) continue;
@@ -371,15 +342,15 @@ export class FleetRuntime implements Runtime {
       }
       if (report.full) {
         for (const id of [...host.instances]) {
-          const t = this.#instances.get(id)!;
+          const t = this.#table.tracked.get(id)!;
           if (seen.has(id) || t.starting || !LIVE.has(t.status.state)) continue;
-          this.#update(t, { ...t.status, state: 'exited', exitCode: null, reason: `its container is gone from host ${hostId}` });
+          this.#table.update(t, { ...t.status, state: 'exited', exitCode: null, reason: `its container is gone from host ${hostId}` });
         }
-        for (const [id, k] of this.#kept) if (k.hostId === hostId && !seen.has(id)) this.#kept.delete(id);
+        for (const [id, k] of this.#table.kept) if (k.hostId === hostId && !seen.has(id)) this.#table.kept.delete(id);
         host.reported = true;
       }
       await this.#cost.reported(hostId, () =>
-        [...host.instances].map((id) => this.#instances.get(id)!).flatMap((t) => (t.owner.kind === 'pod' && t.status.state === 'running' ? [t.id] : [])),
+        [...host.instances].map((id) => this.#table.tracked.get(id)!).flatMap((t) => (t.owner.kind === 'pod' && t.status.state === 'running' ? [t.id] : [])),
       );
       return refused;
     });
@@ -398,7 +369,7 @@ export class FleetRuntime implements Runtime {
         return this.applyReport(hostId, entry, { screened: true });
       case 'start':
       case 'end':
-        return this.#onHost(hostId, async () => {
+        return this.#table.onHost(hostId, async () => {
           if (this.#closed) return;
           if (entry.t === 'start') this.#replayStart(hostId, entry);
           else this.#replayEnd(hostId, entry);
@@ -415,26 +386,26 @@ export class FleetRuntime implements Runtime {
 
   #replayStart(hostId: string, e: Extract<JournalEntry, { t: 'start' }>): void {
     for (const volumeId of e.volumes) this.#volumeHostsOf(volumeId).add(hostId);
-    const current = this.#instances.get(e.id);
+    const current = this.#table.tracked.get(e.id);
     // The agent's report of it came first (adopted): that is this start's instance.
     if (current && current.hostId === hostId && LIVE.has(current.status.state)) {
       current.starting = true;
       this.#ops.set(e.opId, { kind: 'start', hostId, instanceId: e.id, tracked: current });
       return;
     }
-    if (current) this.#untrack(current);
-    this.#kept.delete(e.id);
+    if (current) this.#table.untrack(current);
+    this.#table.kept.delete(e.id);
     const t: Tracked = { id: e.id, hostId, owner: e.owner, starting: true, status: { id: e.id, state: 'starting', startedAt: e.startedAt, exitCode: null, reason: null, stats: null } };
-    this.#track(t);
+    this.#table.track(t);
     this.#ops.set(e.opId, { kind: 'start', hostId, instanceId: e.id, tracked: t });
-    this.#emit(this.#visible(t));
+    this.#table.emit(this.#table.visible(t));
   }
 
   #replayEnd(hostId: string, e: Extract<JournalEntry, { t: 'end' }>): void {
-    const t = this.#instances.get(e.id);
-    if (t) this.#untrack(t);
-    if (e.kind === 'remove') this.#kept.delete(e.id);
-    else if (t) this.#kept.set(e.id, { hostId: t.hostId, owner: t.owner });
+    const t = this.#table.tracked.get(e.id);
+    if (t) this.#table.untrack(t);
+    if (e.kind === 'remove') this.#table.kept.delete(e.id);
+    else if (t) this.#table.kept.set(e.id, { hostId: t.hostId, owner: t.owner });
     this.#ending.set(e.id, (this.#ending.get(e.id) ?? 0) + 1);
     this.#ops.set(e.opId, { kind: e.kind, hostId, instanceId: e.id, tracked: null });
   }
@@ -453,9 +424,9 @@ export class FleetRuntime implements Runtime {
 
   /** The host missed its heartbeats (or was revoked) at `sinceMs`: its live instances read `unknown`. */
   hostUnavailable(hostId: string, sinceMs: number): void {
-    const host = this.#host(hostId);
+    const host = this.#table.host(hostId);
     if (host.downSince !== null && host.downSince <= sinceMs) return;
-    this.#changeHost(host, () => {
+    this.#table.changeHost(host, () => {
       host.downSince = sinceMs;
     });
     this.#cost.lost(hostId, sinceMs);
@@ -463,9 +434,9 @@ export class FleetRuntime implements Runtime {
 
   /** The host reports again: its instances read as last reported (its next report, full, settles them). */
   hostAvailable(hostId: string): void {
-    const host = this.#hosts.get(hostId);
+    const host = this.#table.knownHost(hostId);
     if (!host || host.downSince === null) return;
-    this.#changeHost(host, () => {
+    this.#table.changeHost(host, () => {
       host.downSince = null;
     });
     this.#cost.back(hostId);
@@ -479,24 +450,24 @@ export class FleetRuntime implements Runtime {
   // --- bookkeeping ------------------------------------------------------------------------------
 
   #screen(hostId: string, items: ReadonlyArray<Pick<InstanceReport, 'id'> & Partial<Pick<InstanceReport, 'state'>>>) {
-    return screenReport(hostId, items, (id) => (this.#instances.get(id) ?? this.#kept.get(id))?.hostId, (ids) => this.#deps.placements.placed(ids));
+    return screenReport(hostId, items, (id) => (this.#table.tracked.get(id) ?? this.#table.kept.get(id))?.hostId, (ids) => this.#deps.placements.placed(ids));
   }
 
   /** Items screened already (by the fleet service, or the replica that journaled them): only the owners of instances not tracked are looked up. */
   async #owners(items: readonly InstanceReport[]): Promise<Pick<Screened, 'refused' | 'accepted' | 'placed'>> {
-    const unknown = items.flatMap((i) => (this.#instances.has(i.id) || this.#kept.has(i.id) ? [] : [i.id]));
+    const unknown = items.flatMap((i) => (this.#table.tracked.has(i.id) || this.#table.kept.has(i.id) ? [] : [i.id]));
     return { refused: [], accepted: new Set(items.map((i) => i.id)), placed: unknown.length > 0 ? await this.#deps.placements.placed(unknown) : new Map() };
   }
 
   #applyItem(hostId: string, item: InstanceReport, placed: ReadonlyMap<string, PlacedInstance>): void {
     // What the host says of an instance being stopped describes what it is stopping.
     if (this.#ending.has(item.id)) return;
-    const t = this.#instances.get(item.id);
+    const t = this.#table.tracked.get(item.id);
     if (item.kept) {
-      if (t && !t.starting && LIVE.has(t.status.state)) this.#update(t, { ...t.status, state: 'exited', exitCode: null, reason: `its container on host ${hostId} was stopped` });
+      if (t && !t.starting && LIVE.has(t.status.state)) this.#table.update(t, { ...t.status, state: 'exited', exitCode: null, reason: `its container on host ${hostId} was stopped` });
       else if (!t) {
-        const owner = this.#kept.get(item.id)?.owner ?? placed.get(item.id)?.owner;
-        if (owner) this.#kept.set(item.id, { hostId, owner });
+        const owner = this.#table.kept.get(item.id)?.owner ?? placed.get(item.id)?.owner;
+        if (owner) this.#table.kept.set(item.id, { hostId, owner });
       }
       return;
     }
@@ -510,24 +481,24 @@ export class FleetRuntime implements Runtime {
     };
     if (t) {
       // The figures of the last sample stand until the next (they come with heartbeats, not changes).
-      this.#update(t, LIVE.has(status.state) ? { ...status, stats: t.status.stats } : status);
+      this.#table.update(t, LIVE.has(status.state) ? { ...status, stats: t.status.stats } : status);
       return;
     }
     // Not started by this runtime: adopted (a server restart, another replica's start), owned as the records say.
-    const owner = this.#kept.get(item.id)?.owner ?? placed.get(item.id)?.owner;
+    const owner = this.#table.kept.get(item.id)?.owner ?? placed.get(item.id)?.owner;
     if (!owner) return;
-    this.#kept.delete(item.id);
+    this.#table.kept.delete(item.id);
     const adopted: Tracked = { id: item.id, hostId, owner, starting: false, status };
-    this.#track(adopted);
-    this.#emit(this.#visible(adopted));
+    this.#table.track(adopted);
+    this.#table.emit(this.#table.visible(adopted));
   }
 
   async #end(kind: 'stop' | 'remove', id: string): Promise<void> {
-    const t = this.#instances.get(id);
-    let hostId = t?.hostId ?? this.#kept.get(id)?.hostId;
-    if (t) this.#untrack(t);
-    if (kind === 'remove') this.#kept.delete(id);
-    else if (t) this.#kept.set(id, { hostId: t.hostId, owner: t.owner });
+    const t = this.#table.tracked.get(id);
+    let hostId = t?.hostId ?? this.#table.kept.get(id)?.hostId;
+    if (t) this.#table.untrack(t);
+    if (kind === 'remove') this.#table.kept.delete(id);
+    else if (t) this.#table.kept.set(id, { hostId: t.hostId, owner: t.owner });
     hostId ??= (await this.#deps.placements.placed([id])).get(id)?.hostId;
     if (hostId === undefined) return;
     this.#ending.set(id, (this.#ending.get(id) ?? 0) + 1);
@@ -562,26 +533,10 @@ export class FleetRuntime implements Runtime {
   }
 
   /** Runs `fn` after the host's previous report (a lookup in one must not let a later one overtake it). */
-  #onHost<T>(hostId: string, fn: () => Promise<T>): Promise<T> {
-    const host = this.#host(hostId);
-    const run = host.chain.catch(() => undefined).then(fn);
-    host.chain = run;
-    return run;
-  }
-
   async #hostOf(id: string): Promise<string | null> {
-    const known = this.#instances.get(id)?.hostId ?? this.#kept.get(id)?.hostId;
+    const known = this.#table.hostIdOf(id);
     if (known !== undefined) return known;
     return (await this.#deps.placements.placed([id])).get(id)?.hostId ?? null;
-  }
-
-  #host(hostId: string): HostState {
-    let host = this.#hosts.get(hostId);
-    if (!host) {
-      host = { id: hostId, instances: new Set(), downSince: null, reported: false, chain: Promise.resolve() };
-      this.#hosts.set(hostId, host);
-    }
-    return host;
   }
 
   #volumeHostsOf(volumeId: string): Set<string> {
@@ -589,51 +544,4 @@ export class FleetRuntime implements Runtime {
     if (!hosts) this.#volumeHosts.set(volumeId, (hosts = new Set()));
     return hosts;
   }
-
-  #track(t: Tracked): void {
-    this.#instances.set(t.id, t);
-    this.#host(t.hostId).instances.add(t.id);
-  }
-
-  #untrack(t: Tracked): void {
-    this.#instances.delete(t.id);
-    this.#hosts.get(t.hostId)?.instances.delete(t.id);
-  }
-
-  /** The status callers see: a live instance of an unreachable host is `unknown`, with why. */
-  #visible(t: Tracked): InstanceStatus {
-    const host = this.#hosts.get(t.hostId);
-    if (host?.downSince == null || !LIVE.has(t.status.state)) return t.status;
-    return { ...t.status, state: 'unknown', reason: unreachable(host) };
-  }
-
-  #update(t: Tracked, next: InstanceStatus): void {
-    const before = this.#visible(t);
-    t.status = next;
-    const after = this.#visible(t);
-    if (differs(before, after)) this.#emit(after);
-  }
-
-  /** Applies a change of the host's availability, telling listeners of every instance it changes. */
-  #changeHost(host: HostState, change: () => void): void {
-    const before = new Map([...host.instances].map((id) => [id, this.#visible(this.#instances.get(id)!)]));
-    change();
-    for (const [id, was] of before) {
-      const now = this.#visible(this.#instances.get(id)!);
-      if (differs(was, now)) this.#emit(now);
-    }
-  }
-
-  #emit(status: InstanceStatus): void {
-    for (const listener of [...this.#listeners]) {
-      try {
-        const result: unknown = listener(copy(status));
-        if (result instanceof Promise) result.catch(() => undefined);
-      } catch {
-        // a listener's bug is its own
-      }
-    }
-  }
 }
-
-const unreachable = (host: HostState): string => `host ${host.id} unreachable since ${iso(host.downSince!)}`;
