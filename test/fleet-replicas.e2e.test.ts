@@ -17,6 +17,7 @@ import { openTestDb, postgresUrl, type TestDb } from './support/harness.js';
 import { BANNER_12_4, removeStandIns, standInNvidiaSmi } from './support/nvidia-smi.js';
 import { runGantry, spawnGantry, type SpawnedGantry } from './support/spawn-gantry.js';
 import { spawnAgent, type SpawnedAgent } from './support/spawn-agent.js';
+import { readSse } from './support/sse-client.js';
 
 const KEY = 'fleet-replicas-e2e-admin-key-0123456789';
 const SECRET = 'ef'.repeat(32);
@@ -101,6 +102,19 @@ describe('the fleet on two control-plane replicas sharing PostgreSQL, an agent f
     podId = created.body.id;
     for (const replica of [b, a]) await eventually(`RUNNING on ${replica.url}`, async () => (await podOn(replica, podId)).status === 'RUNNING', 20_000);
     assert.equal((await startedAt(podId)).Running, true);
+  });
+
+  test("a pod's log stream read through the replica the agent does not poll is dialed back to that replica", async () => {
+    const b = replicas[1]!;
+    // The agent polls A first: B's stream operation reaches it through the database, A does not
+    // hold the session (404), and the agent dials B, which does.
+    const read = await readSse(`${b.url}/v2/pods/${podId}/logs?source=container&tail=20`, {
+      headers: { authorization: `Bearer ${KEY}` },
+      until: (events) => events.some((e) => e.data.includes('listening on 8000')),
+      timeoutMs: 30_000,
+    });
+    assert.equal(read.status, 200);
+    assert.ok(read.events.some((e) => (JSON.parse(e.data) as { line: string }).line === 'listening on 8000'), JSON.stringify(read.events));
   });
 
   test('when the agent’s replica is killed, the agent moves to the other; the host stays available and the pod runs on untouched', async () => {
