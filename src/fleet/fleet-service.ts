@@ -33,6 +33,7 @@ import type { Db } from '../store/database.js';
 import type { SecretBox } from '../store/secret-box.js';
 import { FleetEmitter, type FleetEvents, type FleetHost, type FleetListener } from './fleet-events.js';
 import { sameCapacity, validateCapacity, validateReachability } from './host-capacity.js';
+import { claimGpus, withGpuClaims } from './host-gpus.js';
 import { HostPresence } from './host-presence.js';
 import { hashSecret, looksLikeJoinToken, newHostCredential, newHostId } from './host-secrets.js';
 import { hostState, type HostState } from './host-state.js';
@@ -85,12 +86,6 @@ const joinTokenInvalid = (): ApiError =>
   new ApiError('JOIN_TOKEN_INVALID', 'The join token is unknown, already used or expired. Create a new one on the control plane: gantry hosts token create.');
 
 const publicHost = ({ credentialHash: _hash, ...host }: HostRecord): FleetHost => host;
-/** GPU UUIDs as `host_gpus` keys them: hex is hex in either case. */
-const gpuKeys = (gpus: ReadonlyArray<{ uuid: string }>): string[] => gpus.map((g) => g.uuid.toLowerCase());
-const isUniqueViolation = (err: unknown): boolean => {
-  const code = (err as { code?: unknown }).code;
-  return code === '23505' || (typeof code === 'string' && code.startsWith('SQLITE_CONSTRAINT'));
-};
 
 export class FleetService {
   readonly hosts: HostStore;
@@ -179,12 +174,10 @@ export class FleetService {
     const hostId = newHostId();
     const credential = newHostCredential(hostId);
     const now = this.#deps.clock.now();
-    let host: HostRecord;
-    try {
-      host = await this.#deps.db.withTransaction(async (tx) => {
+    const host = await withGpuClaims(() =>
+      this.#deps.db.withTransaction(async (tx) => {
         const place = await this.hosts.spendJoinToken(hashSecret(request.token), hostId, now, tx);
         if (!place) throw joinTokenInvalid();
-        await this.#checkGpusFree(hostId, capacity.gpus, tx);
         const record: HostRecord = {
           id: hostId,
           name: request.name,
@@ -200,30 +193,16 @@ export class FleetService {
           revokedAt: null,
         };
         await this.hosts.insertHost(record, tx);
-        await this.hosts.setHostGpus(hostId, gpuKeys(capacity.gpus), tx);
+        await claimGpus(this.hosts, hostId, capacity.gpus, tx);
         return record;
-      });
-    } catch (err) {
-      if (isUniqueViolation(err)) throw gpusTaken('capacity.gpus', 'another host joining at the same moment');
-      throw err;
-    }
+      }),
+    );
     this.#presence.joined(hostId, host.credentialHash, now);
     this.#deps.logger?.info({ hostId, name: host.name, dataCenterId: host.dataCenterId, gpus: capacity.gpus.length }, 'a host joined');
     this.#events.emit('host:joined', publicHost(host));
     this.#deps.relay?.publish(FLEET_HOST_TOPIC, `joined:${hostId}`, 1);
     const { heartbeatMs, pollWaitMs } = this.#deps.config;
     return { hostId, credential, dataCenterId: host.dataCenterId, cloud: host.cloud, heartbeatMs, pollWaitMs };
-  }
-
-  /** 400 when one of the GPUs belongs to another live host. */
-  async #checkGpusFree(hostId: string, gpus: ReadonlyArray<{ uuid: string }>, tx: Parameters<HostStore['gpuOwners']>[1]): Promise<void> {
-    const keys = gpuKeys(gpus);
-    const owners = await this.hosts.gpuOwners(keys, tx);
-    const index = keys.findIndex((key) => {
-      const owner = owners.get(key);
-      return owner !== undefined && owner !== hostId;
-    });
-    if (index >= 0) throw gpusTaken(`capacity.gpus[${index}].uuid`, `host ${owners.get(keys[index]!)}`, gpus[index]!.uuid);
   }
 
   // ---- credentials ----------------------------------------------------------------------------
@@ -301,18 +280,13 @@ export class FleetService {
     const capacity = validateCapacity(raw, this.#deps.catalog);
     const current = await this.hosts.getHost(hostId);
     if (!current || current.revokedAt !== null || sameCapacity(current.capacity, capacity)) return;
-    let updated: HostRecord | null;
-    try {
-      updated = await this.#deps.db.withTransaction(async (tx) => {
-        await this.#checkGpusFree(hostId, capacity.gpus, tx);
+    const updated = await withGpuClaims(() =>
+      this.#deps.db.withTransaction(async (tx): Promise<HostRecord | null> => {
         if (!(await this.hosts.updateCapacity(hostId, capacity, tx))) return null;
-        await this.hosts.setHostGpus(hostId, gpuKeys(capacity.gpus), tx);
+        await claimGpus(this.hosts, hostId, capacity.gpus, tx);
         return { ...current, capacity };
-      });
-    } catch (err) {
-      if (isUniqueViolation(err)) throw gpusTaken('capacity.gpus', 'another host joining at the same moment');
-      throw err;
-    }
+      }),
+    );
     if (!updated) return;
     this.#events.emit('host:capacity', publicHost(updated));
     this.#deps.relay?.publish(FLEET_HOST_TOPIC, `capacity:${hostId}`, 1);
@@ -469,10 +443,4 @@ export class FleetService {
       });
     await this.#chore;
   }
-}
-
-/** 400: a GPU the host reports belongs to another host. */
-function gpusTaken(field: string, holder: string, uuid?: string): ApiError {
-  const what = `${field} ${uuid ? `(${uuid}) ` : ''}is a GPU of ${holder}: a GPU belongs to one host (revoke the old host first if the machine joined before)`;
-  return new ApiError('CAPACITY_INVALID', `The host description cannot be real: ${what}.`, { errors: [what] });
 }
