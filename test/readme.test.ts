@@ -4,7 +4,7 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loadConfig } from '../src/config.js';
@@ -58,4 +58,11 @@ test("the README's docker runtime block loads as written and shows the defaults"
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
+});
+
+test('every file the README links to is in the repository, docs/architecture.md among them', () => {
+  const targets = [...readme.matchAll(/\]\(([^)\s#]+)(?:#[^)\s]*)?\)/g)].map((m) => m[1]!).filter((t) => !/^[a-z]+:/.test(t));
+  assert.ok(targets.includes('docs/architecture.md'), 'the README points to the architecture');
+  const missing = targets.filter((t) => !existsSync(join(import.meta.dirname, '..', t)));
+  assert.deepEqual(missing, [], 'links to files that are not in the repository (only what is committed reaches users)');
 });

@@ -1,0 +1,101 @@
+/**
+ * docs/architecture.md is the repository's account of how Gantry is built: the files it cites
+ * must exist, its links must resolve, and the dependency rules it states as holding must hold.
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { dirname, join, relative, resolve, sep } from 'node:path';
+
+const root = join(import.meta.dirname, '..');
+const docPath = join(root, 'docs', 'architecture.md');
+const doc = readFileSync(docPath, 'utf8');
+
+/** Every file under `dir`, as paths relative to the repository root with `/` separators. */
+function filesUnder(dir: string): string[] {
+  const out: string[] = [];
+  const walk = (d: string): void => {
+    for (const name of readdirSync(d)) {
+      const p = join(d, name);
+      if (statSync(p).isDirectory()) walk(p);
+      else out.push(relative(root, p).split(sep).join('/'));
+    }
+  };
+  walk(join(root, dir));
+  return out;
+}
+
+/** `test/fuzz-*.test.ts` → a RegExp matching the paths it names. */
+const globToRegExp = (glob: string): RegExp => new RegExp(`^${glob.replace(/[.+?^${}()|[\]\\]/g, '\\$&').replace(/\*/g, '[^/]*')}$`);
+
+test('every repository path docs/architecture.md cites exists', () => {
+  const cited = new Set([...doc.matchAll(/(?<![\w./-])((?:src|test|bench|docs|scripts)\/[\w./*-]*)/g)].map((m) => m[1]!.replace(/[.]+$/, '')));
+  assert.ok(cited.size > 40, `the document cites files (found ${cited.size})`);
+  const missing: string[] = [];
+  for (const path of cited) {
+    if (path.includes('*')) {
+      const pattern = globToRegExp(path);
+      if (!filesUnder(path.split('/')[0]!).some((f) => pattern.test(f))) missing.push(path);
+    } else if (!existsSync(join(root, path))) missing.push(path);
+  }
+  assert.deepEqual(missing, [], 'paths cited in docs/architecture.md that do not exist');
+});
+
+test("every link of docs/architecture.md resolves, to a file or to one of the document's own headings", () => {
+  const anchors = new Set(
+    [...doc.matchAll(/^#{1,6} (.+)$/gm)].map((m) =>
+      m[1]!
+        .toLowerCase()
+        .replace(/[^\w\s-]/g, '')
+        .trim()
+        .replace(/\s/g, '-'),
+    ),
+  );
+  const broken: string[] = [];
+  for (const [, target] of doc.matchAll(/\]\(([^)\s]+)\)/g)) {
+    if (/^[a-z]+:/.test(target!)) continue;
+    const [file, anchor] = target!.split('#');
+    if (file) {
+      if (!existsSync(resolve(dirname(docPath), file))) broken.push(target!);
+    } else if (anchor && !anchors.has(anchor)) broken.push(target!);
+  }
+  assert.deepEqual(broken, []);
+});
+
+/** The relative imports (`from '…'`, bare `import '…'`, and `import('…')` types) of each non-test source file, resolved to repository paths. */
+function sourceImports(): Array<{ file: string; target: string }> {
+  const edges: Array<{ file: string; target: string }> = [];
+  for (const file of filesUnder('src')) {
+    if (!file.endsWith('.ts') || file.endsWith('.test.ts') || file.endsWith('.d.ts')) continue;
+    const text = readFileSync(join(root, file), 'utf8');
+    for (const m of text.matchAll(/(?:\bfrom\s+|\bimport\s*\(\s*|\bimport\s+)'(\.{1,2}\/[^']+)'/g)) {
+      edges.push({ file, target: relative(root, resolve(root, dirname(file), m[1]!)).split(sep).join('/') });
+    }
+  }
+  return edges;
+}
+
+const folderOf = (path: string): string => {
+  const parts = path.split('/');
+  return parts.length > 2 ? `${parts[0]}/${parts[1]}` : path;
+};
+
+test('the domain floor imports nothing else of Gantry', () => {
+  const edges = sourceImports();
+  assert.ok(edges.some((e) => e.file.startsWith('src/domain/')), 'domain files were read');
+  const outward = edges.filter((e) => e.file.startsWith('src/domain/') && !e.target.startsWith('src/domain/'));
+  assert.deepEqual(outward, []);
+});
+
+test('only the composition root and the transports import from src/http, and only src/cli imports from src/cli', () => {
+  const edges = sourceImports();
+  const intoHttp = edges.filter((e) => e.target.startsWith('src/http/') && !['src/http', 'src/graphql'].includes(folderOf(e.file)) && e.file !== 'src/main.ts');
+  assert.deepEqual(intoHttp, []);
+  const intoCli = edges.filter((e) => e.target.startsWith('src/cli/') && folderOf(e.file) !== 'src/cli');
+  assert.deepEqual(intoCli, []);
+});
+
+test('the worker library (gantry/worker) imports nothing outside src/worker', () => {
+  const outward = sourceImports().filter((e) => e.file.startsWith('src/worker/') && !e.target.startsWith('src/worker/'));
+  assert.deepEqual(outward, []);
+});
