@@ -1,5 +1,5 @@
 // Latency of the job hot path with a warm worker (already long-polling), over real HTTP:
-//   node --import tsx bench/runsync-latency.ts [--requests 2000] [--dispatches 1000]
+//   node --import tsx bench/runsync-latency.ts [--requests 2000] [--dispatches 1000] [--rounds 3] [--deployed-requests 1000] [--only deployed] [--profile DIR]
 // A real server (startServer: SQLite, HTTP on a loopback port), one Node worker (`serve()`,
 // concurrency 1) and the client all run in this process, so one clock times everything.
 // 1. POST /v2/{id}/runsync, one request at a time: client round trip until the COMPLETED answer.
@@ -131,8 +131,10 @@ async function deployed(rows: Array<Record<string, string | number>>): Promise<v
     type Round = { p50: number; p99: number; toWorker50: number; toWorker99: number; back50: number; back99: number; serverCpuUs: number; workerCpuUs: number };
     const per: Record<'bare' | Shape, Round[]> = { bare: [], library: [], 'sdk-like': [] };
     for (let r = 0; r < ROUNDS; r++) {
+      const bareCpu0 = bare.cpuMs();
       const t = await sequential(DEPLOYED_REQUESTS, bareOnce);
-      per.bare.push({ p50: percentile(t, 50), p99: percentile(t, 99), toWorker50: NaN, toWorker99: NaN, back50: NaN, back99: NaN, serverCpuUs: NaN, workerCpuUs: NaN });
+      const bareCpuUs = ((bare.cpuMs() - bareCpu0) * 1000) / DEPLOYED_REQUESTS;
+      per.bare.push({ p50: percentile(t, 50), p99: percentile(t, 99), toWorker50: NaN, toWorker99: NaN, back50: NaN, back99: NaN, serverCpuUs: bareCpuUs, workerCpuUs: NaN });
       for (const name of Object.keys(shapes) as Shape[]) {
         const { marks, serverCpuUs, workerCpuUs } = await series(name, DEPLOYED_REQUESTS);
         const [total, toWorker, back] = [sorted(marks.map((m) => m.total)), sorted(marks.map((m) => m.toWorker)), sorted(marks.map((m) => m.back))];
@@ -150,7 +152,7 @@ async function deployed(rows: Array<Record<string, string | number>>): Promise<v
     }
     const med = (name: 'bare' | Shape, f: (r: Round) => number) => median(per[name].map(f));
     const list = (name: 'bare' | Shape, f: (r: Round) => number) => per[name].map((r) => ms(f(r))).join('/');
-    rows.push({ measure: 'deployed: bare Fastify POST round trip (floor)', p50: ms(med('bare', (r) => r.p50)), p99: ms(med('bare', (r) => r.p99)), goal: '', verdict: '', rounds: `p50 ${list('bare', (r) => r.p50)}` });
+    rows.push({ measure: 'deployed: bare Fastify POST round trip (floor)', p50: ms(med('bare', (r) => r.p50)), p99: ms(med('bare', (r) => r.p99)), goal: '', verdict: '', rounds: `p50 ${list('bare', (r) => r.p50)}; CPU µs/request ${med('bare', (r) => r.serverCpuUs).toFixed(0)}` });
     for (const name of Object.keys(shapes) as Shape[]) {
       const p50 = med(name, (r) => r.p50);
       const p99 = med(name, (r) => r.p99);
