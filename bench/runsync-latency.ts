@@ -12,7 +12,10 @@
 //    worker library (bench/support/library-worker.ts), one speaking like the Python SDK without
 //    its sleeps (bench/support/sdk-like-worker.ts: fetch, form content type). `--rounds` alternating
 //    rounds of the bare floor, the library worker and the SDK-like worker; medians of the rounds'
-//    p50 and p99. Goals: p50 <= 2 ms, p99 <= 10 ms for both workers.
+//    p50 and p99. Goals: p50 <= 2 ms, p99 <= 10 ms for both workers. The server logs at `info`,
+//    its default (BENCH_LOG_LEVEL=warn to compare). Each worker stamps when its handler got the job,
+//    splitting a call into "send → worker has the job" and "worker → client has the answer"; server
+//    and worker CPU per call, and the bare server's per request, are printed beside.
 // The client uses node:http with keep-alive (bench/support/http-client.ts); the worker library uses
 // node:http too (src/worker/http-call.ts). For scale, the same client's round trip to the bare Fastify POST
 // (bench/support/bare-server.ts) is measured too: /runsync is three HTTP exchanges in a row
