@@ -1,5 +1,5 @@
 // The job API over real HTTP, against a `gantry serve` child process:
-//   node --import tsx bench/jobs-http.ts [--seconds 4] [--rounds 3] [--connections 64] [--jobs 20000] [--clients 128] [--workers 4] [--concurrency 64]
+//   node --import tsx bench/jobs-http.ts [--seconds 4] [--rounds 3] [--connections 64] [--jobs 20000] [--clients 128] [--workers 4] [--concurrency 64] [--only ingest] [--profile DIR]
 // 1. ingest: POST /v2/{id}/run with autocannon against the bare Fastify POST /bare/run of
 //    bench/support/bare-server.ts (same request body, an answer of the same size), measured in the same run: `rounds` alternating pairs of loads,
 //    the verdict on the median ratio. Goal: >= 70% of the bare route. Server CPU per request is
@@ -34,6 +34,10 @@ const { values } = parseArgs({
     clients: { type: 'string', default: '128' },
     workers: { type: 'string', default: '4' },
     concurrency: { type: 'string', default: '64' },
+    /** `ingest`: the SQLite ingest rows only (no end to end, durability or PostgreSQL). */
+    only: { type: 'string', default: 'all' },
+    /** Writes CPU profiles of the SQLite server (node --cpu-prof) into this directory. */
+    profile: { type: 'string' },
   },
 });
 const seconds = Number(values.seconds);
@@ -183,9 +187,10 @@ function durabilityRow(store: string, ok: number, stored: number) {
 async function stores(bare: Child): Promise<void> {
   // SQLite
   {
-    const gantry = await startGantry({ config: BENCH_CONFIG });
+    const gantry = await startGantry({ config: BENCH_CONFIG, nodeArgs: values.profile ? ['--cpu-prof', `--cpu-prof-dir=${values.profile}`] : [] });
     try {
       const { endpointId, ok, bareRps } = await ingest(gantry, 'sqlite', bare);
+      if (values.only === 'ingest') return;
       endToEndRow('sqlite', await endToEnd(gantry), bareRps);
       await gantry.kill();
       const db = new SqliteDatabase(join(gantry.dataDir, 'gantry.db'), { readonly: true });
@@ -198,7 +203,7 @@ async function stores(bare: Child): Promise<void> {
   }
 
   // PostgreSQL
-  if (pgUrl) {
+  if (pgUrl && values.only !== 'ingest') {
     const schema = `bench_jobs_http_${process.pid}`;
     const gantry = await startGantry({ databaseUrl: pgUrl, schema, config: BENCH_CONFIG });
     try {

@@ -1,4 +1,4 @@
-import Fastify, { LogController, type FastifyInstance, type FastifyServerOptions } from 'fastify';
+import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import { Ajv } from 'ajv';
@@ -22,6 +22,7 @@ import { jobRequestRoutes } from './routes/job-requests.js';
 import { workerProtocolRoutes } from './routes/worker-protocol.js';
 import { agentRoutes } from './routes/agent.js';
 import { graphqlRoutes } from '../graphql/graphql-route.js';
+import { RequestLogController } from './request-log-controller.js';
 import { lazyChildLogger } from './request-logger.js';
 import { findNul, jsonMayHoldNul, nulViolation, urlHasNul } from './nul-text.js';
 import { requestIdOf } from './request-id.js';
@@ -54,14 +55,14 @@ export const loggerOptions = (level: string) => ({
 export async function buildApp(services: Services, options: BuildAppOptions = {}): Promise<FastifyInstance> {
   const { config } = services;
   const loggerSetting = options.logger ?? false;
-  // Per-request "incoming request" / "request completed" lines are info-level: below info, skip
-  // them altogether (Fastify otherwise times every reply for a line it then drops).
+  // One "request completed" line per request at info (request-log-controller.ts): below info, skip
+  // request lines altogether (Fastify otherwise times every reply for a line it then drops).
   const requestLogging =
     typeof loggerSetting === 'object' && loggerSetting !== null && 'isLevelEnabled' in loggerSetting
       ? (loggerSetting as { isLevelEnabled(level: string): boolean }).isLevelEnabled('info')
       : loggerSetting !== false;
   const app = Fastify({
-    logController: new LogController({ disableRequestLogging: !requestLogging }),
+    logController: new RequestLogController({ disableRequestLogging: !requestLogging }),
     ...(typeof loggerSetting === 'object' && loggerSetting !== null && 'child' in loggerSetting
       ? { loggerInstance: loggerSetting as FastifyServerOptions['loggerInstance'] }
       : { logger: loggerSetting as FastifyServerOptions['logger'] }),
