@@ -20,7 +20,7 @@ import type { Services } from '../../services.js';
 import { clientKey } from '../client-address.js';
 import { AuthFailureLimiter } from '../plugins/auth-failure-limit.js';
 import { StringEnum, Nullable } from '../schemas.js';
-import { clientGone } from './jobs.js';
+import { clientGone } from '../client-gone.js';
 
 declare module 'fastify' {
   interface FastifyRequest {

@@ -5,14 +5,14 @@ import { isTerminalJobStatus } from '../../domain/job-state.js';
 import { normalizeWait, RUNSYNC_WAIT, STATUS_SYNC_WAIT, STREAM_WAIT, type WaitBounds } from '../../domain/job-policy.js';
 import type { JobOperation } from '../../domain/job-rate-limits.js';
 import type { Endpoint } from '../../serverless/endpoint.js';
-import type { EndpointsService } from '../../serverless/endpoints-service.js';
 import type { SubmitBody } from '../../jobs/client-jobs.js';
-import type { CancelSignal } from '../../jobs/job-signals.js';
 import type { Services } from '../../services.js';
 import { principalOf } from '../plugins/auth.js';
 import { endJobRequestFlight, JobRateLimiter, jobRateLimitHooks } from '../plugins/job-rate-limit.js';
 import { errorResponses } from '../schemas.js';
-import { exceedsJsonDepth, MAX_JSON_DEPTH, tooDeepDetail } from '../json-depth.js';
+import { clientGone } from '../client-gone.js';
+import { useLenientJson } from '../lenient-json.js';
+import { EndpointLookup } from './endpoint-lookup.js';
 
 const MB = 1024 * 1024;
 /** wire-protocol §2: 10 MB for /run, 20 MB for /runsync. */
@@ -20,93 +20,6 @@ export const RUN_BODY_LIMIT = 10 * MB;
 export const RUNSYNC_BODY_LIMIT = 20 * MB;
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
-
-/**
- * Within `scope`, request bodies are JSON whatever their declared content type (workers send JSON
- * as `application/x-www-form-urlencoded`; curl users forget the header), and an empty body is no
- * body (clients POST `/cancel` with nothing). Call it inside an encapsulated plugin so the REST
- * routes keep their strict parsing.
- */
-export function useLenientJson(scope: FastifyInstance): void {
-  scope.removeAllContentTypeParsers();
-  scope.addContentTypeParser('*', { parseAs: 'string' }, (_request, body, done) => {
-    const text = typeof body === 'string' ? body : body.toString('utf8');
-    if (text.trim() === '') return done(null, undefined);
-    let value: unknown;
-    try {
-      value = JSON.parse(text);
-    } catch (err) {
-      const at = /position (\d+)/.exec((err as Error).message)?.[1];
-      return done(new ApiError('MALFORMED_JSON', `The request body is not valid JSON${at ? ` (parsing stopped at character ${at})` : ''}.`), undefined);
-    }
-    // nesting n levels takes at least 2n characters: short bodies need no walk
-    if (text.length > 2 * MAX_JSON_DEPTH && exceedsJsonDepth(value)) return done(new ApiError('BAD_REQUEST', tooDeepDetail), undefined);
-    done(null, value);
-  });
-}
-
-/** Set when the client went away before its answer was written; listeners run once, then. */
-class ClientGone implements CancelSignal {
-  aborted = false;
-  #listeners: Array<() => void> | null = null;
-
-  addEventListener(_type: 'abort', listener: () => void): void {
-    if (!this.aborted) (this.#listeners ??= []).push(listener);
-  }
-
-  removeEventListener(_type: 'abort', listener: () => void): void {
-    const i = this.#listeners?.indexOf(listener) ?? -1;
-    if (i >= 0) this.#listeners!.splice(i, 1);
-  }
-
-  abort(): void {
-    if (this.aborted) return;
-    this.aborted = true;
-    const listeners = this.#listeners ?? [];
-    this.#listeners = null;
-    for (const listener of listeners) listener();
-  }
-}
-
-/** Aborted when the client goes away before its answer was written (ends long-polls early). */
-export function clientGone(reply: FastifyReply): CancelSignal {
-  const gone = new ClientGone();
-  reply.raw.once('close', () => {
-    if (!reply.raw.writableFinished) gone.abort();
-  });
-  return gone;
-}
-
-/**
- * The caller's endpoint, or 404. Lookups are cached for a second: every job call needs one, and
- * an endpoint's settings change rarely.
- */
-export class EndpointLookup {
-  /** By endpoint id (ids are global); a hit counts only for the endpoint's own account. */
-  readonly #cache = new Map<string, { endpoint: Endpoint; at: number }>();
-
-  constructor(
-    private readonly endpoints: Pick<EndpointsService, 'get'>,
-    private readonly ttlMs = 1000,
-  ) {}
-
-  /** The endpoint when its lookup is cached and fresh: no promise on the hot path. */
-  peek(accountId: string, endpointId: string): Endpoint | undefined {
-    const hit = this.#cache.get(endpointId);
-    return hit && hit.endpoint.accountId === accountId && performance.now() - hit.at < this.ttlMs ? hit.endpoint : undefined;
-  }
-
-  async get(accountId: string, endpointId: string): Promise<Endpoint> {
-    const cached = this.peek(accountId, endpointId);
-    if (cached) return cached;
-    const endpoint = await this.endpoints.get(accountId, endpointId);
-    if (endpoint.type !== 'QB')
-      throw new ApiError('BAD_REQUEST', `Endpoint "${endpoint.name}" (${endpoint.id}) is a load-balancing endpoint; it has no job queue. Call its own paths instead.`);
-    if (this.#cache.size >= 10_000) this.#cache.clear();
-    this.#cache.set(endpointId, { endpoint, at: performance.now() });
-    return endpoint;
-  }
-}
 
 const EndpointParams = Type.Object({ endpointId: Type.String({ minLength: 1 }) });
 const JobParams = Type.Object({ endpointId: Type.String({ minLength: 1 }), jobId: Type.String({ minLength: 1 }) });

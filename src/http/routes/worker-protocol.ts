@@ -5,7 +5,10 @@ import type { Endpoint } from '../../serverless/endpoint.js';
 import type { Services } from '../../services.js';
 import { principalOf } from '../plugins/auth.js';
 import { WorkerRateLimiter, workerRateLimitHook } from '../plugins/worker-rate-limit.js';
-import { clientGone, EndpointLookup, RUNSYNC_BODY_LIMIT, useLenientJson } from './jobs.js';
+import { clientGone } from '../client-gone.js';
+import { useLenientJson } from '../lenient-json.js';
+import { EndpointLookup } from './endpoint-lookup.js';
+import { RUNSYNC_BODY_LIMIT } from './jobs.js';
 
 const WORKER_ID = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
 /** Jobs one batch take may hand out. */
