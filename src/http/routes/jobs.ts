@@ -12,6 +12,7 @@ import { endJobRequestFlight, JobRateLimiter, jobRateLimitHooks } from '../plugi
 import { errorResponses } from '../schemas.js';
 import { clientGone } from '../client-gone.js';
 import { useLenientJson } from '../lenient-json.js';
+import { endpointHealth } from './endpoint-health.js';
 import { EndpointLookup } from './endpoint-lookup.js';
 
 const MB = 1024 * 1024;
@@ -147,32 +148,7 @@ export function jobRoutes(app: FastifyInstance, services: Services): JobRouteCon
 
     scope.get('/v2/:endpointId/health', { ...route('health'), schema: doc('Job and worker counts of the endpoint', EndpointParams) }, async (request) => {
       const endpoint = await endpointOf(request);
-      const [stats, workerCounts] = await Promise.all([jobs.queueStats(endpoint.id), workers.healthCounts(endpoint.id)]);
-      // The autoscaler knows what the workers table cannot: placements refused for lack of
-      // capacity (throttled) and crash-looping images held back (unhealthy).
-      const scale = services.autoscaler.health(endpoint.id);
-      return {
-        jobs: {
-          completed: stats.completed,
-          failed: stats.failed,
-          inProgress: stats.inProgress,
-          inQueue: stats.inQueue,
-          retried: stats.retried,
-          cancelled: stats.cancelled,
-          timedOut: stats.timedOut,
-        },
-        workers: {
-          ...workerCounts,
-          throttled: Math.max(workerCounts.throttled, scale.throttled),
-          unhealthy: Math.max(workerCounts.unhealthy, scale.unhealthy),
-        },
-        scaling: {
-          capacityError: scale.capacityError,
-          crashes: scale.crashes,
-          backoffUntil: scale.backoffUntil === null ? null : new Date(scale.backoffUntil).toISOString(),
-          lastCrash: scale.lastCrash,
-        },
-      };
+      return endpointHealth(services, endpoint.id);
     });
 
     scope.post(
