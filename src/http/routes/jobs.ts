@@ -1,46 +1,18 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { Type } from '@sinclair/typebox';
-import { ApiError } from '../../domain/errors.js';
 import { isTerminalJobStatus } from '../../domain/job-state.js';
-import { normalizeWait, RUNSYNC_WAIT, STATUS_SYNC_WAIT, STREAM_WAIT, type WaitBounds } from '../../domain/job-policy.js';
+import { RUNSYNC_WAIT, STATUS_SYNC_WAIT, STREAM_WAIT } from '../../domain/job-policy.js';
 import type { JobOperation } from '../../domain/job-rate-limits.js';
 import type { Endpoint } from '../../serverless/endpoint.js';
-import type { SubmitBody } from '../../jobs/client-jobs.js';
 import type { Services } from '../../services.js';
 import { principalOf } from '../plugins/auth.js';
-import { endJobRequestFlight, JobRateLimiter, jobRateLimitHooks } from '../plugins/job-rate-limit.js';
+import { JobRateLimiter, jobRateLimitHooks } from '../plugins/job-rate-limit.js';
 import { errorResponses } from '../schemas.js';
 import { clientGone } from '../client-gone.js';
 import { useLenientJson } from '../lenient-json.js';
 import { endpointHealth } from './endpoint-health.js';
+import { EndpointParams, JobParams, jobBody, RUN_BODY_LIMIT, RUNSYNC_BODY_LIMIT, WaitQuery, waitOf } from './job-body.js';
+import { openAiRoutes } from './openai-proxy.js';
 import { EndpointLookup } from './endpoint-lookup.js';
-
-const MB = 1024 * 1024;
-/** wire-protocol §2: 10 MB for /run, 20 MB for /runsync. */
-export const RUN_BODY_LIMIT = 10 * MB;
-export const RUNSYNC_BODY_LIMIT = 20 * MB;
-
-const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
-
-const EndpointParams = Type.Object({ endpointId: Type.String({ minLength: 1 }) });
-const JobParams = Type.Object({ endpointId: Type.String({ minLength: 1 }), jobId: Type.String({ minLength: 1 }) });
-const WaitQuery = Type.Object({ wait: Type.Optional(Type.Number({ description: 'milliseconds to wait' })) });
-
-function waitOf(request: FastifyRequest, bounds: WaitBounds): number {
-  const wait = normalizeWait((request.query as { wait?: unknown }).wait, bounds);
-  if (!wait.ok) throw new ApiError('INVALID_PARAMETER', `Invalid query parameter: ${wait.violations.join('; ')}.`, { errors: wait.violations });
-  return wait.value;
-}
-
-/** A `/run` or `/runsync` body (spec 2.12); the service checks the fields' values. */
-function jobBody(body: unknown): SubmitBody {
-  if (body === undefined || body === null)
-    throw new ApiError('INVALID_PARAMETER', 'The job request needs a JSON body: {"input": {...}}.', { errors: ['input is required'] });
-  if (!isObject(body)) throw new ApiError('INVALID_PARAMETER', 'The job request must be a JSON object: {"input": {...}}.', { errors: ['body must be an object'] });
-  if (body.input !== undefined && !isObject(body.input))
-    throw new ApiError('INVALID_PARAMETER', 'The job request is invalid: input must be a JSON object.', { errors: ['input must be a JSON object'] });
-  return body;
-}
 
 /** What the job routes share with job routes registered beside them (`job-requests.ts`): one limiter, one endpoint cache. */
 export interface JobRouteContext {
@@ -151,77 +123,8 @@ export function jobRoutes(app: FastifyInstance, services: Services): JobRouteCon
       return endpointHealth(services, endpoint.id);
     });
 
-    scope.post(
-      '/v2/:endpointId/openai/v1/*',
-      { ...route('openai'), bodyLimit: RUNSYNC_BODY_LIMIT, schema: { hide: true } },
-      async (request, reply) => {
-        const endpoint = await endpointOf(request);
-        const openaiRoute = `/v1/${(request.params as { '*': string })['*']}`;
-        const body = request.body === undefined ? {} : request.body;
-        const submit: SubmitBody = { input: { openai_route: openaiRoute, openai_input: body } };
-        if (isObject(body) && body.stream === true) return streamOpenAi(request, reply, endpoint, submit);
-        const view = await jobs.runSync(endpoint.id, endpoint.accountId, submit, {
-          defaultExecutionTimeoutMs: endpoint.executionTimeoutMs,
-          waitMs: waitOf(request, RUNSYNC_WAIT),
-          signal: clientGone(reply),
-        });
-        switch (view.status) {
-          case 'COMPLETED':
-            // A streaming handler's aggregate of one chunk is the response itself.
-            return Array.isArray(view.output) && view.output.length === 1 ? view.output[0] : (view.output ?? null);
-          case 'FAILED':
-          case 'TIMED_OUT':
-          case 'CANCELLED':
-            throw new ApiError('JOB_FAILED', `Job ${view.id} ended ${view.status}${view.error ? `: ${view.error}` : ''}.`);
-          case 'IN_QUEUE':
-          case 'IN_PROGRESS':
-            throw new ApiError('JOB_NOT_FINISHED', `Job ${view.id} is still ${view.status}; poll GET /v2/${endpoint.id}/status/${view.id} for its result.`);
-          default:
-            return ((s: never) => s)(view.status);
-        }
-      },
-    );
+    openAiRoutes(scope, { jobs, endpointOf, route: route('openai') });
   });
 
   return { limiter, endpoints };
-
-  /** `stream: true` OpenAI requests: the job's chunks as server-sent events, then `[DONE]`. */
-  async function streamOpenAi(request: FastifyRequest, reply: FastifyReply, endpoint: Endpoint, submit: SubmitBody): Promise<void> {
-    const { id } = await jobs.submit(endpoint.id, endpoint.accountId, submit, { defaultExecutionTimeoutMs: endpoint.executionTimeoutMs });
-    const gone = clientGone(reply);
-    reply.hijack();
-    const raw = reply.raw;
-    raw.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive', 'x-request-id': request.id });
-    let sawDone = false;
-    const write = (chunk: unknown): void => {
-      for (const item of Array.isArray(chunk) ? chunk : [chunk]) {
-        const text = typeof item === 'string' ? (item.startsWith('data:') ? item : `data: ${item}`) : `data: ${JSON.stringify(item)}`;
-        if (text.includes('[DONE]')) sawDone = true;
-        raw.write(text.endsWith('\n\n') ? text : `${text.replace(/\n*$/, '')}\n\n`);
-      }
-    };
-    try {
-      for (;;) {
-        const r = await jobs.stream(endpoint.accountId, endpoint.id, id, { waitMs: STREAM_WAIT.default, signal: gone });
-        for (const c of r.stream) write(c.output);
-        if (gone.aborted) {
-          await jobs.cancel(endpoint.accountId, endpoint.id, id).catch(() => undefined);
-          return;
-        }
-        if (isTerminalJobStatus(r.status)) {
-          if (r.status !== 'COMPLETED') {
-            const view = await jobs.status(endpoint.accountId, endpoint.id, id).catch(() => null);
-            raw.write(`data: ${JSON.stringify({ error: { message: `job ${id} ended ${r.status}${view?.error ? `: ${view.error}` : ''}`, type: r.status } })}\n\n`);
-          }
-          break;
-        }
-      }
-      if (!sawDone) raw.write('data: [DONE]\n\n');
-    } catch (err) {
-      raw.write(`data: ${JSON.stringify({ error: { message: (err as Error).message } })}\n\n`);
-    } finally {
-      raw.end();
-      endJobRequestFlight(request);
-    }
-  }
 }

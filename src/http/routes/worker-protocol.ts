@@ -8,7 +8,7 @@ import { WorkerRateLimiter, workerRateLimitHook } from '../plugins/worker-rate-l
 import { clientGone } from '../client-gone.js';
 import { useLenientJson } from '../lenient-json.js';
 import { EndpointLookup } from './endpoint-lookup.js';
-import { RUNSYNC_BODY_LIMIT } from './jobs.js';
+import { RUNSYNC_BODY_LIMIT } from './job-body.js';
 
 const WORKER_ID = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
 /** Jobs one batch take may hand out. */
