@@ -16,6 +16,7 @@ import type { JobEventSink } from './job-events.js';
 import type { JobSequence } from './job-sequence.js';
 import type { JobSignals, LongPollOptions } from './job-signals.js';
 import { isVisible, stateOf, toJobView, toWebhookDeliveryView, type JobView } from './job-view.js';
+import { longPoll } from './long-poll.js';
 
 /** Body of `/run` and `/runsync` (spec 2.12), as parsed JSON. */
 export interface SubmitBody {
@@ -148,31 +149,24 @@ export class ClientJobs {
 
   /** `/status-sync/{id}` and the wait of `/runsync`: the job once terminal, or as it is after `waitMs`. */
   async waitForTerminal(accountId: string, endpointId: string, jobId: string, options: LongPollOptions = {}): Promise<JobView> {
-    const deadline = performance.now() + (options.waitMs ?? 0);
-    for (;;) {
-      const remaining = deadline - performance.now();
-      const waiter = remaining > 0 ? this.#deps.signals.waiter('job', jobId, remaining, options.signal) : null;
-      let view: JobView;
-      try {
-        view = await this.status(accountId, endpointId, jobId);
-      } catch (err) {
-        waiter?.cancel();
-        throw err;
-      }
-      if (!waiter || isTerminalJobStatus(view.status)) {
-        waiter?.cancel();
-        return view;
-      }
-      if (!(await waiter.promise)) return this.status(accountId, endpointId, jobId);
-      // Woken by the commit that finished it: that commit's row answers without a read.
-      const finished = this.#deps.finished.held(jobId);
-      if (finished && finished.accountId === accountId && finished.endpointId === endpointId && isVisible(finished, this.#deps.clock.now())) {
-        // its webhook, if any, entered the outbox in that same commit: not yet attempted
-        const view = toJobView(finished);
-        const due = new Date(finished.completedAt ?? this.#deps.clock.now()).toISOString();
-        return finished.webhook !== null && finished.status !== 'CANCELLED' ? { ...view, webhookDelivery: { status: 'PENDING', attempts: 0, nextAttemptAt: due } } : view;
-      }
-    }
+    return longPoll(this.#deps.clock, options.waitMs ?? 0, {
+      wait: (timeoutMs) => this.#deps.signals.waiter('job', jobId, timeoutMs, options.signal),
+      read: () => this.status(accountId, endpointId, jobId),
+      ends: (view) => isTerminalJobStatus(view.status),
+      answer: (view) => view,
+      timedOut: () => this.status(accountId, endpointId, jobId),
+      woken: () => this.#heldView(accountId, endpointId, jobId),
+    });
+  }
+
+  /** The job as the commit that finished it (and woke its waiters) left it, when held: it answers without a read. */
+  #heldView(accountId: string, endpointId: string, jobId: string): JobView | undefined {
+    const finished = this.#deps.finished.held(jobId);
+    if (!finished || finished.accountId !== accountId || finished.endpointId !== endpointId || !isVisible(finished, this.#deps.clock.now())) return undefined;
+    // its webhook, if any, entered the outbox in that same commit: not yet attempted
+    const view = toJobView(finished);
+    const due = new Date(finished.completedAt ?? this.#deps.clock.now()).toISOString();
+    return finished.webhook !== null && finished.status !== 'CANCELLED' ? { ...view, webhookDelivery: { status: 'PENDING', attempts: 0, nextAttemptAt: due } } : view;
   }
 
   /**
@@ -227,26 +221,18 @@ export class ClientJobs {
    * job is not finished, waits up to `waitMs` for some.
    */
   async stream(accountId: string, endpointId: string, jobId: string, options: LongPollOptions = {}): Promise<StreamReply> {
-    const deadline = performance.now() + (options.waitMs ?? 0);
-    for (;;) {
-      const remaining = deadline - performance.now();
-      const waiter = remaining > 0 ? this.#deps.signals.waiter('stream', jobId, remaining, options.signal) : null;
-      let reply: StreamReply;
-      try {
+    return longPoll(this.#deps.clock, options.waitMs ?? 0, {
+      wait: (timeoutMs) => this.#deps.signals.waiter('stream', jobId, timeoutMs, options.signal),
+      read: async (): Promise<StreamReply> => {
         const job = await this.#visible(accountId, endpointId, jobId);
         const chunks = await this.#deps.store.drainStream(jobId);
         if (chunks.length > 0) this.#deps.quota?.streamDrained(jobId, chunks.reduce((n, c) => n + Buffer.byteLength(c), 0));
-        reply = { id: jobId, status: job.status, stream: chunks.map((c) => ({ output: JSON.parse(c) as unknown })) };
-      } catch (err) {
-        waiter?.cancel();
-        throw err;
-      }
-      if (!waiter || reply.stream.length > 0 || isTerminalJobStatus(reply.status)) {
-        waiter?.cancel();
-        return reply;
-      }
-      if (!(await waiter.promise)) return this.stream(accountId, endpointId, jobId);
-    }
+        return { id: jobId, status: job.status, stream: chunks.map((c) => ({ output: JSON.parse(c) as unknown })) };
+      },
+      ends: (reply) => reply.stream.length > 0 || isTerminalJobStatus(reply.status),
+      answer: (reply) => reply,
+      timedOut: () => this.stream(accountId, endpointId, jobId),
+    });
   }
 
   /** Resolves once every accepted submission is committed. */

@@ -9,6 +9,7 @@ import type { FinishedJobs } from './finished-jobs.js';
 import type { JobSequence } from './job-sequence.js';
 import { stopKey, type JobSignals, type LongPollOptions } from './job-signals.js';
 import { isVisible, stateOf, toTakenJob, type TakenJob } from './job-view.js';
+import { longPoll } from './long-poll.js';
 import { parseWorkerPost, workerResultEvent, type WorkerPostOutcome } from './worker-post.js';
 
 export interface WorkerJobsDeps {
@@ -67,29 +68,19 @@ export class WorkerJobs {
    */
   async take(endpointId: string, workerId: string, options: LongPollOptions & { batchSize?: number } = {}): Promise<TakenJob[]> {
     const batchSize = Math.max(1, Math.floor(options.batchSize ?? 1));
-    const deadline = performance.now() + (options.waitMs ?? 0);
-    for (;;) {
-      const remaining = deadline - performance.now();
-      const waiter = remaining > 0 ? this.#deps.signals.waiter('work', endpointId, remaining, options.signal) : null;
-      let jobs: JobRecord[];
-      try {
-        jobs = await this.#takes.add({ endpointId, workerId, n: batchSize });
-      } catch (err) {
-        waiter?.cancel();
-        throw err;
-      }
-      if (jobs.length > 0 && options.signal?.aborted) {
-        // The worker went away while its take was being committed: nobody would run these.
-        waiter?.cancel();
-        await this.release(workerId, jobs.map((j) => j.id));
-        return [];
-      }
-      if (jobs.length > 0 || !waiter) {
-        waiter?.cancel();
-        return jobs.map(toTakenJob);
-      }
-      if (!(await waiter.promise)) return [];
-    }
+    return longPoll(this.#deps.clock, options.waitMs ?? 0, {
+      wait: (timeoutMs) => this.#deps.signals.waiter('work', endpointId, timeoutMs, options.signal),
+      read: () => this.#takes.add({ endpointId, workerId, n: batchSize }),
+      ends: (jobs) => jobs.length > 0,
+      // A worker that went away while its take was being committed would run none of its jobs.
+      answer: (jobs) => (jobs.length > 0 && options.signal?.aborted ? this.#releaseAll(workerId, jobs) : jobs.map(toTakenJob)),
+      timedOut: () => [],
+    });
+  }
+
+  async #releaseAll(workerId: string, jobs: readonly JobRecord[]): Promise<TakenJob[]> {
+    await this.release(workerId, jobs.map((j) => j.id));
+    return [];
   }
 
   /**
@@ -184,23 +175,13 @@ export class WorkerJobs {
 
   /** `job-stop`: ids of the endpoint's jobs the worker must stop (each answered once); waits up to `waitMs` for one. */
   async stopRequests(endpointId: string, workerId: string, options: LongPollOptions = {}): Promise<string[]> {
-    const deadline = performance.now() + (options.waitMs ?? 0);
-    for (;;) {
-      const remaining = deadline - performance.now();
-      const waiter = remaining > 0 ? this.#deps.signals.waiter('stop', stopKey(endpointId, workerId), remaining, options.signal) : null;
-      let ids: string[];
-      try {
-        ids = await this.#deps.store.takeStopRequests(workerId, endpointId);
-      } catch (err) {
-        waiter?.cancel();
-        throw err;
-      }
-      if (ids.length > 0 || !waiter) {
-        waiter?.cancel();
-        return ids;
-      }
-      if (!(await waiter.promise)) return [];
-    }
+    return longPoll(this.#deps.clock, options.waitMs ?? 0, {
+      wait: (timeoutMs) => this.#deps.signals.waiter('stop', stopKey(endpointId, workerId), timeoutMs, options.signal),
+      read: () => this.#deps.store.takeStopRequests(workerId, endpointId),
+      ends: (ids) => ids.length > 0,
+      answer: (ids) => ids,
+      timedOut: () => [],
+    });
   }
 
   /**
