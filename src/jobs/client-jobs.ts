@@ -14,9 +14,9 @@ import type { JobQuota } from '../quotas/job-quota.js';
 import type { FinishedJobs } from './finished-jobs.js';
 import type { JobEventSink } from './job-events.js';
 import type { JobSequence } from './job-sequence.js';
-import type { JobSignals, LongPollOptions } from './job-signals.js';
+import type { CancelSignal, JobSignals, LongPollOptions } from './job-signals.js';
 import { isVisible, stateOf, toJobView, toWebhookDeliveryView, type JobView } from './job-view.js';
-import { longPoll } from './long-poll.js';
+import { longPoll, type LongPollSteps } from './long-poll.js';
 
 /** Body of `/run` and `/runsync` (spec 2.12), as parsed JSON. */
 export interface SubmitBody {
@@ -55,6 +55,14 @@ export interface ClientJobsDeps {
   batching: Pick<GroupCommitOptions<unknown, unknown>, 'maxBatchSize' | 'concurrency'>;
   /** The queued-jobs and stored-bytes quotas; without it, none apply. */
   quota?: Pick<JobQuota, 'admitSubmit' | 'admitRequeue' | 'streamDrained'>;
+}
+
+/** A client's long-poll on one job: `/status-sync`, the wait of `/runsync`, `/stream`. */
+interface JobPoll {
+  accountId: string;
+  endpointId: string;
+  jobId: string;
+  signal: CancelSignal | undefined;
 }
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
@@ -148,16 +156,18 @@ export class ClientJobs {
   }
 
   /** `/status-sync/{id}` and the wait of `/runsync`: the job once terminal, or as it is after `waitMs`. */
-  async waitForTerminal(accountId: string, endpointId: string, jobId: string, options: LongPollOptions = {}): Promise<JobView> {
-    return longPoll(this.#deps.clock, options.waitMs ?? 0, {
-      wait: (timeoutMs) => this.#deps.signals.waiter('job', jobId, timeoutMs, options.signal),
-      read: () => this.status(accountId, endpointId, jobId),
-      ends: (view) => isTerminalJobStatus(view.status),
-      answer: (view) => view,
-      timedOut: () => this.status(accountId, endpointId, jobId),
-      woken: () => this.#heldView(accountId, endpointId, jobId),
-    });
+  waitForTerminal(accountId: string, endpointId: string, jobId: string, options: LongPollOptions = {}): Promise<JobView> {
+    return longPoll(this.#deps.clock, options.waitMs ?? 0, this.#terminalPoll, { accountId, endpointId, jobId, signal: options.signal });
   }
+
+  readonly #terminalPoll: LongPollSteps<JobPoll, JobView, JobView> = {
+    wait: (p, timeoutMs) => this.#deps.signals.waiter('job', p.jobId, timeoutMs, p.signal),
+    read: (p) => this.status(p.accountId, p.endpointId, p.jobId),
+    ends: (view) => isTerminalJobStatus(view.status),
+    answer: (_, view) => view,
+    timedOut: (p) => this.status(p.accountId, p.endpointId, p.jobId),
+    woken: (p) => this.#heldView(p.accountId, p.endpointId, p.jobId),
+  };
 
   /** The job as the commit that finished it (and woke its waiters) left it, when held: it answers without a read. */
   #heldView(accountId: string, endpointId: string, jobId: string): JobView | undefined {
@@ -220,20 +230,22 @@ export class ClientJobs {
    * `/stream/{id}`: drains the chunks buffered since the last call; while there are none and the
    * job is not finished, waits up to `waitMs` for some.
    */
-  async stream(accountId: string, endpointId: string, jobId: string, options: LongPollOptions = {}): Promise<StreamReply> {
-    return longPoll(this.#deps.clock, options.waitMs ?? 0, {
-      wait: (timeoutMs) => this.#deps.signals.waiter('stream', jobId, timeoutMs, options.signal),
-      read: async (): Promise<StreamReply> => {
-        const job = await this.#visible(accountId, endpointId, jobId);
-        const chunks = await this.#deps.store.drainStream(jobId);
-        if (chunks.length > 0) this.#deps.quota?.streamDrained(jobId, chunks.reduce((n, c) => n + Buffer.byteLength(c), 0));
-        return { id: jobId, status: job.status, stream: chunks.map((c) => ({ output: JSON.parse(c) as unknown })) };
-      },
-      ends: (reply) => reply.stream.length > 0 || isTerminalJobStatus(reply.status),
-      answer: (reply) => reply,
-      timedOut: () => this.stream(accountId, endpointId, jobId),
-    });
+  stream(accountId: string, endpointId: string, jobId: string, options: LongPollOptions = {}): Promise<StreamReply> {
+    return longPoll(this.#deps.clock, options.waitMs ?? 0, this.#streamPoll, { accountId, endpointId, jobId, signal: options.signal });
   }
+
+  readonly #streamPoll: LongPollSteps<JobPoll, StreamReply, StreamReply> = {
+    wait: (p, timeoutMs) => this.#deps.signals.waiter('stream', p.jobId, timeoutMs, p.signal),
+    read: async (p) => {
+      const job = await this.#visible(p.accountId, p.endpointId, p.jobId);
+      const chunks = await this.#deps.store.drainStream(p.jobId);
+      if (chunks.length > 0) this.#deps.quota?.streamDrained(p.jobId, chunks.reduce((n, c) => n + Buffer.byteLength(c), 0));
+      return { id: p.jobId, status: job.status, stream: chunks.map((c) => ({ output: JSON.parse(c) as unknown })) };
+    },
+    ends: (reply) => reply.stream.length > 0 || isTerminalJobStatus(reply.status),
+    answer: (_, reply) => reply,
+    timedOut: (p) => this.stream(p.accountId, p.endpointId, p.jobId),
+  };
 
   /** Resolves once every accepted submission is committed. */
   flush(): Promise<void> {

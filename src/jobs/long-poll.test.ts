@@ -35,13 +35,13 @@ function fixture() {
 }
 
 /** Steps whose reads answer `values` in turn; a read ends the wait when it is 'done'. */
-function steps(wait: (ms: number) => Waiter, values: string[], extra: Partial<LongPollSteps<string, string>> = {}) {
+function steps(wait: (ms: number) => Waiter, values: string[], extra: Partial<LongPollSteps<null, string, string>> = {}) {
   let reads = 0;
-  const s: LongPollSteps<string, string> = {
-    wait,
+  const s: LongPollSteps<null, string, string> = {
+    wait: (_, ms) => wait(ms),
     read: async () => values[reads++] ?? 'nothing',
     ends: (v) => v === 'done',
-    answer: (v) => `answer:${v}`,
+    answer: (_, v) => `answer:${v}`,
     timedOut: () => 'timed out',
     ...extra,
   };
@@ -52,7 +52,7 @@ describe('longPoll', () => {
   it('with no wait it reads once and answers that read, registering no waiter', { timeout: 5000 }, async () => {
     const f = fixture();
     const s = steps(f.wait, ['nothing', 'done']);
-    assert.equal(await longPoll(f.clock, 0, s.steps), 'answer:nothing');
+    assert.equal(await longPoll(f.clock, 0, s.steps, null), 'answer:nothing');
     assert.equal(s.reads(), 1);
     assert.deepEqual(f.timeouts, []);
   });
@@ -60,7 +60,7 @@ describe('longPoll', () => {
   it('a read that ends the wait is answered at once and leaves no waiter registered', { timeout: 5000 }, async () => {
     const f = fixture();
     const s = steps(f.wait, ['done']);
-    assert.equal(await longPoll(f.clock, 1000, s.steps), 'answer:done');
+    assert.equal(await longPoll(f.clock, 1000, s.steps, null), 'answer:done');
     assert.equal(f.signal.waiting(KEY), 0);
     assert.deepEqual(f.timeouts, [1000]);
   });
@@ -79,14 +79,14 @@ describe('longPoll', () => {
       },
     });
     // no clock time passes: only the wake-up can end the first wait
-    assert.equal(await longPoll(f.clock, 1000, s.steps), 'answer:done');
+    assert.equal(await longPoll(f.clock, 1000, s.steps, null), 'answer:done');
     assert.equal(reads, 2);
   });
 
   it('after a wake-up without an answer it waits only for the time left on the clock, then times out', { timeout: 5000 }, async () => {
     const f = fixture();
     const s = steps(f.wait, ['nothing', 'nothing', 'done']);
-    const reply = longPoll(f.clock, 1000, s.steps);
+    const reply = longPoll(f.clock, 1000, s.steps, null);
     await f.timers.advance(300);
     f.signal.notify(KEY);
     await settle();
@@ -101,7 +101,7 @@ describe('longPoll', () => {
   it('woken when no time is left, it reads once more without waiting and answers that read', { timeout: 5000 }, async () => {
     const f = fixture();
     const s = steps(f.wait, ['nothing', 'nothing']);
-    const reply = longPoll(f.clock, 1000, s.steps);
+    const reply = longPoll(f.clock, 1000, s.steps, null);
     await settle();
     f.clock.advance(1500); // the wake-up comes late: the deadline has passed
     f.signal.notify(KEY);
@@ -113,7 +113,7 @@ describe('longPoll', () => {
   it('a reply from woken() answers without another read', { timeout: 5000 }, async () => {
     const f = fixture();
     const s = steps(f.wait, ['nothing', 'done'], { woken: () => 'from the commit' });
-    const reply = longPoll(f.clock, 1000, s.steps);
+    const reply = longPoll(f.clock, 1000, s.steps, null);
     await settle();
     f.signal.notify(KEY);
     assert.equal(await reply, 'from the commit');
@@ -130,7 +130,7 @@ describe('longPoll', () => {
         throw new Error('the store failed');
       },
     });
-    await assert.rejects(longPoll(f.clock, 1000, s.steps), /the store failed/);
+    await assert.rejects(longPoll(f.clock, 1000, s.steps, null), /the store failed/);
     await settle();
     assert.equal(nextWoken, true, 'the wake-up went on to the next waiter');
     assert.equal(f.signal.waiting(KEY), 0);
