@@ -14,8 +14,9 @@ import type { JobQuota } from '../quotas/job-quota.js';
 import type { FinishedJobs } from './finished-jobs.js';
 import type { JobEventSink } from './job-events.js';
 import type { JobSequence } from './job-sequence.js';
-import type { JobSignals, LongPollOptions } from './job-signals.js';
+import type { CancelSignal, JobSignals, LongPollOptions } from './job-signals.js';
 import { isVisible, stateOf, toJobView, toWebhookDeliveryView, type JobView } from './job-view.js';
+import { longPoll, type LongPollSteps } from './long-poll.js';
 
 /** Body of `/run` and `/runsync` (spec 2.12), as parsed JSON. */
 export interface SubmitBody {
@@ -54,6 +55,14 @@ export interface ClientJobsDeps {
   batching: Pick<GroupCommitOptions<unknown, unknown>, 'maxBatchSize' | 'concurrency'>;
   /** The queued-jobs and stored-bytes quotas; without it, none apply. */
   quota?: Pick<JobQuota, 'admitSubmit' | 'admitRequeue' | 'streamDrained'>;
+}
+
+/** A client's long-poll on one job: `/status-sync`, the wait of `/runsync`, `/stream`. */
+interface JobPoll {
+  accountId: string;
+  endpointId: string;
+  jobId: string;
+  signal: CancelSignal | undefined;
 }
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
@@ -147,32 +156,27 @@ export class ClientJobs {
   }
 
   /** `/status-sync/{id}` and the wait of `/runsync`: the job once terminal, or as it is after `waitMs`. */
-  async waitForTerminal(accountId: string, endpointId: string, jobId: string, options: LongPollOptions = {}): Promise<JobView> {
-    const deadline = performance.now() + (options.waitMs ?? 0);
-    for (;;) {
-      const remaining = deadline - performance.now();
-      const waiter = remaining > 0 ? this.#deps.signals.waiter('job', jobId, remaining, options.signal) : null;
-      let view: JobView;
-      try {
-        view = await this.status(accountId, endpointId, jobId);
-      } catch (err) {
-        waiter?.cancel();
-        throw err;
-      }
-      if (!waiter || isTerminalJobStatus(view.status)) {
-        waiter?.cancel();
-        return view;
-      }
-      if (!(await waiter.promise)) return this.status(accountId, endpointId, jobId);
-      // Woken by the commit that finished it: that commit's row answers without a read.
-      const finished = this.#deps.finished.held(jobId);
-      if (finished && finished.accountId === accountId && finished.endpointId === endpointId && isVisible(finished, this.#deps.clock.now())) {
-        // its webhook, if any, entered the outbox in that same commit: not yet attempted
-        const view = toJobView(finished);
-        const due = new Date(finished.completedAt ?? this.#deps.clock.now()).toISOString();
-        return finished.webhook !== null && finished.status !== 'CANCELLED' ? { ...view, webhookDelivery: { status: 'PENDING', attempts: 0, nextAttemptAt: due } } : view;
-      }
-    }
+  waitForTerminal(accountId: string, endpointId: string, jobId: string, options: LongPollOptions = {}): Promise<JobView> {
+    return longPoll(this.#deps.clock, options.waitMs ?? 0, this.#terminalPoll, { accountId, endpointId, jobId, signal: options.signal });
+  }
+
+  readonly #terminalPoll: LongPollSteps<JobPoll, JobView, JobView> = {
+    wait: (p, timeoutMs) => this.#deps.signals.waiter('job', p.jobId, timeoutMs, p.signal),
+    read: (p) => this.status(p.accountId, p.endpointId, p.jobId),
+    ends: (view) => isTerminalJobStatus(view.status),
+    answer: (_, view) => view,
+    timedOut: (p) => this.status(p.accountId, p.endpointId, p.jobId),
+    woken: (p) => this.#heldView(p.accountId, p.endpointId, p.jobId),
+  };
+
+  /** The job as the commit that finished it (and woke its waiters) left it, when held: it answers without a read. */
+  #heldView(accountId: string, endpointId: string, jobId: string): JobView | undefined {
+    const finished = this.#deps.finished.held(jobId);
+    if (!finished || finished.accountId !== accountId || finished.endpointId !== endpointId || !isVisible(finished, this.#deps.clock.now())) return undefined;
+    // its webhook, if any, entered the outbox in that same commit: not yet attempted
+    const view = toJobView(finished);
+    const due = new Date(finished.completedAt ?? this.#deps.clock.now()).toISOString();
+    return finished.webhook !== null && finished.status !== 'CANCELLED' ? { ...view, webhookDelivery: { status: 'PENDING', attempts: 0, nextAttemptAt: due } } : view;
   }
 
   /**
@@ -226,28 +230,22 @@ export class ClientJobs {
    * `/stream/{id}`: drains the chunks buffered since the last call; while there are none and the
    * job is not finished, waits up to `waitMs` for some.
    */
-  async stream(accountId: string, endpointId: string, jobId: string, options: LongPollOptions = {}): Promise<StreamReply> {
-    const deadline = performance.now() + (options.waitMs ?? 0);
-    for (;;) {
-      const remaining = deadline - performance.now();
-      const waiter = remaining > 0 ? this.#deps.signals.waiter('stream', jobId, remaining, options.signal) : null;
-      let reply: StreamReply;
-      try {
-        const job = await this.#visible(accountId, endpointId, jobId);
-        const chunks = await this.#deps.store.drainStream(jobId);
-        if (chunks.length > 0) this.#deps.quota?.streamDrained(jobId, chunks.reduce((n, c) => n + Buffer.byteLength(c), 0));
-        reply = { id: jobId, status: job.status, stream: chunks.map((c) => ({ output: JSON.parse(c) as unknown })) };
-      } catch (err) {
-        waiter?.cancel();
-        throw err;
-      }
-      if (!waiter || reply.stream.length > 0 || isTerminalJobStatus(reply.status)) {
-        waiter?.cancel();
-        return reply;
-      }
-      if (!(await waiter.promise)) return this.stream(accountId, endpointId, jobId);
-    }
+  stream(accountId: string, endpointId: string, jobId: string, options: LongPollOptions = {}): Promise<StreamReply> {
+    return longPoll(this.#deps.clock, options.waitMs ?? 0, this.#streamPoll, { accountId, endpointId, jobId, signal: options.signal });
   }
+
+  readonly #streamPoll: LongPollSteps<JobPoll, StreamReply, StreamReply> = {
+    wait: (p, timeoutMs) => this.#deps.signals.waiter('stream', p.jobId, timeoutMs, p.signal),
+    read: async (p) => {
+      const job = await this.#visible(p.accountId, p.endpointId, p.jobId);
+      const chunks = await this.#deps.store.drainStream(p.jobId);
+      if (chunks.length > 0) this.#deps.quota?.streamDrained(p.jobId, chunks.reduce((n, c) => n + Buffer.byteLength(c), 0));
+      return { id: p.jobId, status: job.status, stream: chunks.map((c) => ({ output: JSON.parse(c) as unknown })) };
+    },
+    ends: (reply) => reply.stream.length > 0 || isTerminalJobStatus(reply.status),
+    answer: (_, reply) => reply,
+    timedOut: (p) => this.stream(p.accountId, p.endpointId, p.jobId),
+  };
 
   /** Resolves once every accepted submission is committed. */
   flush(): Promise<void> {

@@ -7,8 +7,9 @@ import type { JobStore } from '../store/job-store.js';
 import type { JobQuota } from '../quotas/job-quota.js';
 import type { FinishedJobs } from './finished-jobs.js';
 import type { JobSequence } from './job-sequence.js';
-import { stopKey, type JobSignals, type LongPollOptions } from './job-signals.js';
+import { stopKey, type CancelSignal, type JobSignals, type LongPollOptions } from './job-signals.js';
 import { isVisible, stateOf, toTakenJob, type TakenJob } from './job-view.js';
+import { longPoll, type LongPollSteps } from './long-poll.js';
 import { parseWorkerPost, workerResultEvent, type WorkerPostOutcome } from './worker-post.js';
 
 export interface WorkerJobsDeps {
@@ -24,6 +25,14 @@ export interface WorkerJobsDeps {
   batching: Pick<GroupCommitOptions<unknown, unknown>, 'maxBatchSize' | 'concurrency'>;
   /** The stored-bytes and per-job stream quotas; without it, none apply. */
   quota?: Pick<JobQuota, 'admitBytes' | 'admitStreamChunk'>;
+}
+
+/** A worker's long-poll: `job-take` (up to `n` jobs) and the `job-stop` channel (`n` unused). */
+interface TakePoll {
+  endpointId: string;
+  workerId: string;
+  n: number;
+  signal: CancelSignal | undefined;
 }
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
@@ -65,31 +74,23 @@ export class WorkerJobs {
    * IN_PROGRESS on `workerId`. Waits up to `waitMs` for a submission when the queue is empty;
    * answers [] when none came. Concurrent takes are group-committed like submissions.
    */
-  async take(endpointId: string, workerId: string, options: LongPollOptions & { batchSize?: number } = {}): Promise<TakenJob[]> {
-    const batchSize = Math.max(1, Math.floor(options.batchSize ?? 1));
-    const deadline = performance.now() + (options.waitMs ?? 0);
-    for (;;) {
-      const remaining = deadline - performance.now();
-      const waiter = remaining > 0 ? this.#deps.signals.waiter('work', endpointId, remaining, options.signal) : null;
-      let jobs: JobRecord[];
-      try {
-        jobs = await this.#takes.add({ endpointId, workerId, n: batchSize });
-      } catch (err) {
-        waiter?.cancel();
-        throw err;
-      }
-      if (jobs.length > 0 && options.signal?.aborted) {
-        // The worker went away while its take was being committed: nobody would run these.
-        waiter?.cancel();
-        await this.release(workerId, jobs.map((j) => j.id));
-        return [];
-      }
-      if (jobs.length > 0 || !waiter) {
-        waiter?.cancel();
-        return jobs.map(toTakenJob);
-      }
-      if (!(await waiter.promise)) return [];
-    }
+  take(endpointId: string, workerId: string, options: LongPollOptions & { batchSize?: number } = {}): Promise<TakenJob[]> {
+    const n = Math.max(1, Math.floor(options.batchSize ?? 1));
+    return longPoll(this.#deps.clock, options.waitMs ?? 0, this.#takePoll, { endpointId, workerId, n, signal: options.signal });
+  }
+
+  readonly #takePoll: LongPollSteps<TakePoll, JobRecord[], TakenJob[]> = {
+    wait: (p, timeoutMs) => this.#deps.signals.waiter('work', p.endpointId, timeoutMs, p.signal),
+    read: (p) => this.#takes.add({ endpointId: p.endpointId, workerId: p.workerId, n: p.n }),
+    ends: (jobs) => jobs.length > 0,
+    // A worker that went away while its take was being committed would run none of its jobs.
+    answer: (p, jobs) => (jobs.length > 0 && p.signal?.aborted ? this.#releaseAll(p.workerId, jobs) : jobs.map(toTakenJob)),
+    timedOut: () => [],
+  };
+
+  async #releaseAll(workerId: string, jobs: readonly JobRecord[]): Promise<TakenJob[]> {
+    await this.release(workerId, jobs.map((j) => j.id));
+    return [];
   }
 
   /**
@@ -183,25 +184,17 @@ export class WorkerJobs {
   }
 
   /** `job-stop`: ids of the endpoint's jobs the worker must stop (each answered once); waits up to `waitMs` for one. */
-  async stopRequests(endpointId: string, workerId: string, options: LongPollOptions = {}): Promise<string[]> {
-    const deadline = performance.now() + (options.waitMs ?? 0);
-    for (;;) {
-      const remaining = deadline - performance.now();
-      const waiter = remaining > 0 ? this.#deps.signals.waiter('stop', stopKey(endpointId, workerId), remaining, options.signal) : null;
-      let ids: string[];
-      try {
-        ids = await this.#deps.store.takeStopRequests(workerId, endpointId);
-      } catch (err) {
-        waiter?.cancel();
-        throw err;
-      }
-      if (ids.length > 0 || !waiter) {
-        waiter?.cancel();
-        return ids;
-      }
-      if (!(await waiter.promise)) return [];
-    }
+  stopRequests(endpointId: string, workerId: string, options: LongPollOptions = {}): Promise<string[]> {
+    return longPoll(this.#deps.clock, options.waitMs ?? 0, this.#stopPoll, { endpointId, workerId, n: 0, signal: options.signal });
   }
+
+  readonly #stopPoll: LongPollSteps<TakePoll, string[], string[]> = {
+    wait: (p, timeoutMs) => this.#deps.signals.waiter('stop', stopKey(p.endpointId, p.workerId), timeoutMs, p.signal),
+    read: (p) => this.#deps.store.takeStopRequests(p.workerId, p.endpointId),
+    ends: (ids) => ids.length > 0,
+    answer: (_, ids) => ids,
+    timedOut: () => [],
+  };
 
   /**
    * A worker stopped pinging (or was removed): its running jobs of `endpointId` go back to the
