@@ -37,10 +37,11 @@ test('a tcp probe passes once something accepts, and says why it failed when not
 test('waiting for health ends with the last error once the timeout passes, and at once when aborted', async () => {
   const target = http(await freePort());
   const t0 = performance.now();
-  const result = await waitUntilHealthy(target, { intervalMs: 20, timeoutMs: 200, signal: new AbortController().signal });
+  // a second of attempts: on a loaded machine one attempt at a refused port can take a while
+  const result = await waitUntilHealthy(target, { intervalMs: 20, timeoutMs: 1_000, signal: new AbortController().signal });
   assert.equal(result.ok, false);
-  assert.ok(!result.ok && !result.aborted && /ECONNREFUSED/.test(result.lastError));
-  assert.ok(performance.now() - t0 < 2_000);
+  assert.ok(!result.ok && !result.aborted && /ECONNREFUSED/.test(result.lastError), JSON.stringify(result));
+  assert.ok(performance.now() - t0 < 5_000);
   const abort = new AbortController();
   abort.abort();
   const aborted = await waitUntilHealthy(target, { intervalMs: 20, timeoutMs: 10_000, signal: abort.signal });
