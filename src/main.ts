@@ -405,9 +405,48 @@ export async function startServer(config: Config, overrides: StartOptions = {}):
   // Port 0 asked the system for a port: the derived public URLs learn it now (an explicit URL is kept).
   config.server.publicUrl = withBoundPort(config.server.publicUrl, port);
   config.server.publicJobUrl = withBoundPort(config.server.publicJobUrl, jobListener ? Number(new URL(jobUrl!).port) : port);
-  const ssh = await startSshProxy(services);
-  // Workers call back over HTTP: launch them only once the server listens.
-  await services.autoscaler.start();
+  let ssh: Awaited<ReturnType<typeof startSshProxy>> = null;
+  let closed = false;
+  const close = async (): Promise<void> => {
+    if (closed) return;
+    closed = true;
+    await ssh?.close();
+    services.jobs.signals.close();
+    // Agents' long-polls end now (with what they have), or the listener's close waits for them.
+    services.fleetWiring?.stop();
+    services.fleetStreams?.close();
+    await services.fleet.close();
+    // agents' long-polls answer now (empty) rather than hold the shutdown
+    if (jobListener) {
+      const stopped = new Promise((resolve) => jobListener.close(resolve));
+      jobListener.closeAllConnections();
+      await stopped;
+    }
+    // a connection that never carried a request would hold the close until its headers timeout
+    unusedConnections.closeUnused();
+    // log streams follow until the client leaves: end them, or the close waits for them
+    services.logs.close();
+    await app.close();
+    await orphans.stop();
+    await services.timekeeper.stop();
+    await services.autoscaler.stop();
+    await services.webhooks.stop();
+    await services.jobs.flush();
+    await services.podController.stop();
+    await services.relay?.close();
+    await services.leases.close();
+    await services.runtime.close();
+    await services.db.close();
+  };
+  try {
+    ssh = await startSshProxy(services);
+    // Workers call back over HTTP: launch them only once the server listens.
+    await services.autoscaler.start();
+  } catch (err) {
+    // What started is stopped again: a start that fails leaves nothing listening or running.
+    await close().catch((closeErr: unknown) => services.logger.warn({ err: closeErr }, 'closing after a failed start failed'));
+    throw err;
+  }
   if (adminKey) {
     print(
       `\nGantry created the admin account. Its API key (shown only this once):\n\n  ${adminKey}\n\nexport GANTRY_API_KEY=${adminKey}\n\n`,
@@ -419,7 +458,6 @@ export async function startServer(config: Config, overrides: StartOptions = {}):
   const where = config.runtime.kind === 'docker' ? `runtime: docker at ${config.runtime.docker.host}, host ${hosts.map(describeHost).join('; ')}` : `runtime: ${services.runtime.name}, hosts: ${hosts.length}`;
   print(`gantry listening on ${url} (store: ${services.db.dialect}, ${where})\n`);
   services.logger.info({ url, store: services.db.dialect, runtime: services.runtime.name, hosts: hosts.map((h) => h.id), startup: phases }, 'gantry is ready');
-  let closed = false;
   return {
     app,
     services,
@@ -427,37 +465,7 @@ export async function startServer(config: Config, overrides: StartOptions = {}):
     url,
     jobUrl,
     ssh,
-    async close() {
-      if (closed) return;
-      closed = true;
-      await ssh?.close();
-      services.jobs.signals.close();
-      // Agents' long-polls end now (with what they have), or the listener's close waits for them.
-      services.fleetWiring?.stop();
-      services.fleetStreams?.close();
-      await services.fleet.close();
-      // agents' long-polls answer now (empty) rather than hold the shutdown
-      if (jobListener) {
-        const stopped = new Promise((resolve) => jobListener.close(resolve));
-        jobListener.closeAllConnections();
-        await stopped;
-      }
-      // a connection that never carried a request would hold the close until its headers timeout
-      unusedConnections.closeUnused();
-      // log streams follow until the client leaves: end them, or the close waits for them
-      services.logs.close();
-      await app.close();
-      await orphans.stop();
-      await services.timekeeper.stop();
-      await services.autoscaler.stop();
-      await services.webhooks.stop();
-      await services.jobs.flush();
-      await services.podController.stop();
-      await services.relay?.close();
-      await services.leases.close();
-      await services.runtime.close();
-      await services.db.close();
-    },
+    close,
   };
 }
 

@@ -30,3 +30,34 @@ test('a server closes at once though a client holds connections on which it sent
   assert.ok(inTime, `the close did not end within ${PROMPT_MS} ms`);
   await Promise.all(ended);
 });
+
+test('a start that fails after the server listened (its configured SSH port is taken) stops what it started: the HTTP port is free again', async () => {
+  const { createServer } = await import('node:net');
+  const { mkdtempSync, rmSync, writeFileSync } = await import('node:fs');
+  const { tmpdir } = await import('node:os');
+  const { join } = await import('node:path');
+  const { default: pino } = await import('pino');
+  const { loadConfig } = await import('../src/config.js');
+  const { startServer } = await import('../src/main.js');
+  const { freePort } = await import('../src/runtime/runtime-contract.js');
+  const holder = createServer();
+  await new Promise<void>((resolve) => holder.listen(0, '127.0.0.1', resolve));
+  const sshPort = (holder.address() as { port: number }).port;
+  const httpPort = await freePort();
+  const dataDir = mkdtempSync(join(tmpdir(), 'gantry-failed-start-'));
+  try {
+    writeFileSync(join(dataDir, 'config.json'), JSON.stringify({ server: { port: httpPort, host: '127.0.0.1' }, ssh: { port: sshPort } }));
+    const config = loadConfig({ env: { GANTRY_DATA_DIR: dataDir, GANTRY_CONFIG: join(dataDir, 'config.json'), GANTRY_LOG_LEVEL: 'silent' } });
+    await assert.rejects(startServer(config, { logger: pino({ level: 'silent' }), print: () => {} }), /EADDRINUSE|in use|taken/i);
+    // nothing answers on the HTTP port any more: a new listener takes it
+    const again = createServer();
+    await new Promise<void>((resolve, reject) => {
+      again.once('error', reject);
+      again.listen(httpPort, '127.0.0.1', resolve);
+    });
+    await new Promise((resolve) => again.close(resolve));
+  } finally {
+    await new Promise((resolve) => holder.close(resolve));
+    rmSync(dataDir, { recursive: true, force: true });
+  }
+});
