@@ -28,8 +28,12 @@ export interface StreamDialerDeps {
   connectTimeoutMs?: number;
 }
 
-/** Lines of output sent in one frame at most. */
+/** Lines of output sent in one frame at most… */
 const LINES_PER_FRAME = 500;
+/** …and bytes of them at most, JSON-encoded (a quarter of the frame limit). */
+const BYTES_PER_FRAME = 256 * 1024;
+/** A longer line is cut (the runtimes cut theirs shorter already). */
+const MAX_LINE_CHARS = 64 * 1024;
 
 class NotWaitingHere extends Error {}
 
@@ -135,10 +139,12 @@ export class StreamDialer {
     socket.resume();
     const query = { follow: request.follow === true, signal: reading.signal, ...(isCount(request.sinceMs) ? { sinceMs: request.sinceMs } : {}), ...(isCount(request.tail) ? { tail: request.tail } : {}) };
     let batch: OutputLine[] = [];
+    let batchChars = 0;
     const flush = async () => {
       if (batch.length === 0 || socket.destroyed) return;
       const frame = encodeFrame(FRAME.lines, batch);
       batch = [];
+      batchChars = 0;
       if (!socket.write(frame)) await new Promise<void>((resolve) => {
         socket.once('drain', resolve);
         socket.once('close', resolve);
@@ -147,8 +153,11 @@ export class StreamDialer {
     let timer: NodeJS.Timeout | null = null;
     try {
       for await (const line of this.#deps.runtime.output!(instanceId, query)) {
-        batch.push(line);
-        if (batch.length >= LINES_PER_FRAME) await flush();
+        const text = line.line.length > MAX_LINE_CHARS ? line.line.slice(0, MAX_LINE_CHARS) : line.line;
+        batch.push(text === line.line ? line : { ts: line.ts, line: text });
+        batchChars += text.length;
+        // JSON takes at most 6 bytes a character (`\uXXXX`): the frame stays under the limit whatever is printed
+        if (batch.length >= LINES_PER_FRAME || batchChars * 6 >= BYTES_PER_FRAME) await flush();
         // Lines that come together go together; a lone line goes within a few milliseconds.
         else timer ??= setTimeout(() => {
           timer = null;

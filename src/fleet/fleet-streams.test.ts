@@ -104,6 +104,17 @@ describe('streams between the control plane and an agent', () => {
     assert.deepEqual(got.at(-1), { ts: 2_199, line: 'line 1199' });
   });
 
+  test('an instance printing long lines, and characters JSON escapes, still streams every line whole', async () => {
+    const long = `${'\u0001'.repeat(30_000)}${'x'.repeat(30_000)}`;
+    outputOf = async function* () {
+      for (let i = 0; i < 600; i++) yield { ts: i, line: `${i} ${long}` };
+    };
+    const got: OutputLine[] = [];
+    for await (const line of streams.output('host-a', 'pod-1', { follow: false, signal: new AbortController().signal })) got.push(line);
+    assert.equal(got.length, 600);
+    assert.ok(got.every((l, i) => l.line === `${i} ${long}`));
+  });
+
   test('a reader that leaves ends the reading on the agent', async () => {
     let aborted = false;
     outputOf = async function* (_id, query) {
