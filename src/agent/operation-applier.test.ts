@@ -6,8 +6,24 @@ import { join } from 'node:path';
 import pino from 'pino';
 import type { OperationAck } from '../fleet/protocol.js';
 import { AppliedOperations } from './applied-operations.js';
-import { OperationApplier } from './operation-applier.js';
+import { OperationApplier, type OperationApplierDeps } from './operation-applier.js';
 import type { StreamOperation } from './stream-dialer.js';
+
+const idle = { start: async () => assert.fail('nothing starts'), stop: async () => undefined, remove: async () => undefined, removeVolume: async () => undefined, inspect: async () => null };
+
+/** An applier over `runtime` and `streams`, its applied-operations file in `dir`, acknowledging into `acks`. */
+async function applierIn(dir: string, acks: OperationAck[], deps: Pick<OperationApplierDeps, 'streams'> & { runtime?: OperationApplierDeps['runtime'] }): Promise<OperationApplier> {
+  return new OperationApplier({
+    runtime: deps.runtime ?? idle,
+    applied: await AppliedOperations.open(join(dir, 'applied.json'), { logger: pino({ level: 'silent' }) }),
+    owners: new Map(),
+    kept: new Set(),
+    operated: () => undefined,
+    logger: pino({ level: 'silent' }),
+    acknowledge: (ack) => acks.push(ack),
+    ...(deps.streams ? { streams: deps.streams } : {}),
+  });
+}
 
 const streamOp = (id: string): StreamOperation => ({ id, seq: 1, kind: 'stream', instanceId: 'pod-1', session: 'session-0001', secret: 's', request: { what: 'output', follow: true } });
 
@@ -17,14 +33,7 @@ test('a stream operation delivered again while it connects, or after, is opened 
     const acks: OperationAck[] = [];
     let opened = 0;
     let connect!: () => void;
-    const applier = new OperationApplier({
-      runtime: { start: async () => assert.fail(), stop: async () => undefined, remove: async () => undefined, removeVolume: async () => undefined, inspect: async () => null },
-      applied: await AppliedOperations.open(join(dir, 'applied.json'), { logger: pino({ level: 'silent' }) }),
-      owners: new Map(),
-      kept: new Set(),
-      operated: () => undefined,
-      logger: pino({ level: 'silent' }),
-      acknowledge: (ack) => acks.push(ack),
+    const applier = await applierIn(dir, acks, {
       streams: {
         open: async () => {
           opened++;
@@ -54,20 +63,8 @@ test('a stream operation does not wait behind its instance’s operation under w
   try {
     const acks: OperationAck[] = [];
     let finishStart!: () => void;
-    const applier = new OperationApplier({
-      runtime: {
-        start: () => new Promise<never>((resolve) => (finishStart = () => resolve(undefined as never))),
-        stop: async () => undefined,
-        remove: async () => undefined,
-        removeVolume: async () => undefined,
-        inspect: async () => null,
-      },
-      applied: await AppliedOperations.open(join(dir, 'applied.json'), { logger: pino({ level: 'silent' }) }),
-      owners: new Map(),
-      kept: new Set(),
-      operated: () => undefined,
-      logger: pino({ level: 'silent' }),
-      acknowledge: (ack) => acks.push(ack),
+    const applier = await applierIn(dir, acks, {
+      runtime: { ...idle, start: () => new Promise<never>((resolve) => (finishStart = () => resolve(undefined as never))) },
       streams: { open: async () => ({ ok: false, error: 'instance "pod-1" is not running' }) },
     });
     const spec = { id: 'pod-1', owner: { kind: 'pod' as const, accountId: 'a' }, image: 'i', args: '', env: {}, platformEnv: {}, hostId: 'h', gpuIndices: [], vcpus: 1, memoryGb: 1, diskGb: 0, ports: [], volumes: [] };
