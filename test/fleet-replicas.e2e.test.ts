@@ -49,7 +49,13 @@ describe('the fleet on two control-plane replicas sharing PostgreSQL, an agent f
     const text = await res.text();
     return { status: res.status, body: (text ? JSON.parse(text) : null) as T };
   };
-  const podOn = async (replica: SpawnedGantry, id: string) => (await api<Pod>(replica, 'GET', `/v2/pods/${id}`)).body;
+  const podOn = async (replica: SpawnedGantry, id: string) =>
+    (
+      await api<Pod>(replica, 'GET', `/v2/pods/${id}`).catch((err: Error) => {
+        // a replica that stopped answering: say how it ended
+        throw new Error(`${replica.url} did not answer (${err.message}); exit ${replica.child.exitCode ?? replica.child.signalCode}; its output:\n${replica.output().slice(-4000)}`);
+      })
+    ).body;
   const container = async (podId: string) => (await daemon.client.listContainers({ all: true, filters: { label: [`gantry.instance=${podId}`] } }))[0] ?? null;
   const startedAt = async (podId: string) => (await daemon.client.inspectContainer((await container(podId))!.Id))!.State;
   const hostsList = () => JSON.parse(runGantry(['hosts', 'list', '--json', '--data-dir', join(dir, 'cli')], env).stdout || '[]') as Array<{ id: string; state: string }>;

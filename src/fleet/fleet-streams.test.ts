@@ -170,6 +170,34 @@ describe('streams between the control plane and an agent', () => {
     assert.ok(Date.now() - started < 1_500, 'it waited for the connect timeout instead');
   });
 
+  test('a reader that leaves while its stream is still being queued ends it quietly (no unhandled rejection takes the server down)', async () => {
+    const unhandled: unknown[] = [];
+    const onUnhandled = (reason: unknown) => unhandled.push(reason);
+    process.on('unhandledRejection', onUnhandled);
+    const slow = new FleetStreams({
+      // the database write of the operation takes a while
+      enqueue: async (_hostId, op) => {
+        await new Promise((r) => setTimeout(r, 100));
+        return { ...op, id: 'op-slow', seq: 1 } as Operation;
+      },
+      authenticate: async () => ({ hostId: 'host-a' }),
+      logger: silent,
+    });
+    try {
+      const leave = new AbortController();
+      const reading = (async () => {
+        for await (const _ of slow.output('host-a', 'pod-1', { follow: true, signal: leave.signal }));
+      })();
+      leave.abort();
+      await reading.catch(() => undefined);
+      await new Promise((r) => setTimeout(r, 50));
+      assert.deepEqual(unhandled, []);
+    } finally {
+      process.off('unhandledRejection', onUnhandled);
+      slow.close();
+    }
+  });
+
   test('a stream whose agent never dials back fails after the connect timeout, naming the host', async () => {
     deliver = false;
     try {

@@ -209,6 +209,9 @@ export class FleetStreams {
         signal.addEventListener('abort', onAbort, { once: true });
       }
     });
+    // It may fail (the reader left, the timeout) while the operation is still being queued, before
+    // anything awaits it: handled from the start, or the process would die of an unhandled rejection.
+    paired.catch(() => undefined);
     try {
       const op = await this.#deps.enqueue(hostId, { kind: 'stream', instanceId, session, secret, request });
       const waiting = this.#waiting.get(session);
@@ -223,7 +226,6 @@ export class FleetStreams {
       return pair;
     } catch (err) {
       this.#waiting.get(session)?.reject(err as Error);
-      paired.catch(() => undefined);
       throw err;
     } finally {
       clearTimeout(timer);
