@@ -25,7 +25,11 @@ const script = join(root, 'bench/support/cold-worker.ts');
 const command = [process.execPath, '--import', 'tsx', script];
 const IMAGE = 'bench-cold-worker:dev';
 // What the process runtime passes on from the host's environment (src/runtime/process/instance-env.ts).
-const hostEnv = Object.fromEntries(['PATH', 'HOME', 'LANG', 'LC_ALL', 'TZ', 'TMPDIR'].flatMap((k) => (process.env[k] === undefined ? [] : [[k, process.env[k]!]])));
+const hostEnv = Object.fromEntries(
+  ['PATH', 'HOME', 'LANG', 'LC_ALL', 'TZ', 'TMPDIR'].flatMap((k) =>
+    process.env[k] === undefined ? [] : [[k, process.env[k]]],
+  ),
+);
 
 interface Output {
   takenAt: number;
@@ -65,7 +69,12 @@ async function main() {
     for (let round = 0; round < ROUNDS + 1; round++) {
       // B. the worker process on its own
       const { id: queued } = await gantry.api<{ id: string }>('POST', `/v2/${attached}/run`, { input: { round } });
-      const env = workerEnvironment({ publicUrl: gantry.url, endpointId: attached, workerId: `standalone-${round}`, apiKey: gantry.key });
+      const env = workerEnvironment({
+        publicUrl: gantry.url,
+        endpointId: attached,
+        workerId: `standalone-${round}`,
+        apiKey: gantry.key,
+      });
       const spawnAt = Date.now();
       const child = spawn(command[0]!, command.slice(1), { cwd: root, env: { ...hostEnv, ...env }, stdio: 'ignore' });
       standalone.push(child);
@@ -83,14 +92,30 @@ async function main() {
       if (round === 0) continue; // warm-up: first tsx compile cache fill, first spawn
       cold.push(a);
       alone.push(b);
-      rows.push({ round, 'cold: /run → first take (ms)': a, 'standalone: spawn → first take (ms)': b, 'overhead (ms)': a - b, 'server delayTime (ms)': view.delayTime ?? '' });
+      rows.push({
+        round,
+        'cold: /run → first take (ms)': a,
+        'standalone: spawn → first take (ms)': b,
+        'overhead (ms)': a - b,
+        'server delayTime (ms)': view.delayTime ?? '',
+      });
     }
     const overhead = median(cold) - median(alone);
-    rows.push({ round: 'median', 'cold: /run → first take (ms)': median(cold), 'standalone: spawn → first take (ms)': median(alone), 'overhead (ms)': overhead, 'server delayTime (ms)': '' });
-    console.log(`\nCold start, process runtime, Node worker (${ROUNDS} rounds after one warm-up; node ${process.version})\n`);
+    rows.push({
+      round: 'median',
+      'cold: /run → first take (ms)': median(cold),
+      'standalone: spawn → first take (ms)': median(alone),
+      'overhead (ms)': overhead,
+      'server delayTime (ms)': '',
+    });
+    console.log(
+      `\nCold start, process runtime, Node worker (${ROUNDS} rounds after one warm-up; node ${process.version})\n`,
+    );
     printTable(rows);
     const ok = overhead <= 100;
-    console.log(`\nGoal: platform overhead (median cold − median standalone) <= 100 ms: ${verdict(ok)} (${overhead} ms)`);
+    console.log(
+      `\nGoal: platform overhead (median cold − median standalone) <= 100 ms: ${verdict(ok)} (${overhead} ms)`,
+    );
     if (!ok) process.exitCode = 1;
   } finally {
     for (const c of standalone) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');

@@ -56,7 +56,11 @@ const DOCKER_HOST = process.env.DOCKER_HOST || 'unix:///var/run/docker.sock';
 const root = join(import.meta.dirname, '..');
 const GiB = 1024 ** 3;
 
-const median = (a: number[]) => percentile([...a].sort((x, y) => x - y), 50);
+const median = (a: number[]) =>
+  percentile(
+    [...a].sort((x, y) => x - y),
+    50,
+  );
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const ms = (n: number) => Math.round(n * 10) / 10;
 
@@ -71,7 +75,10 @@ const statusOf = (p: PodView) => p.status ?? p.desiredStatus ?? '';
 
 /** A stand-in nvidia-smi reporting `count` RTX 4090s and CUDA 12.4 (the one seam no real thing fills here). */
 function standInNvidiaSmi(dir: string, count: number): string {
-  const csv = Array.from({ length: count }, (_, i) => `${i}, GPU-6f1c2a57-3b1e-4c3d-9a41-${i.toString(16).padStart(12, '0')}, NVIDIA GeForce RTX 4090, 24564`).join('\n');
+  const csv = Array.from(
+    { length: count },
+    (_, i) => `${i}, GPU-6f1c2a57-3b1e-4c3d-9a41-${i.toString(16).padStart(12, '0')}, NVIDIA GeForce RTX 4090, 24564`,
+  ).join('\n');
   const path = join(dir, 'nvidia-smi');
   writeFileSync(
     path,
@@ -87,7 +94,9 @@ async function main() {
     await client.ping(1_000);
   } catch (err) {
     client.close();
-    console.log(`bench/docker.ts skipped: no Docker Engine answers at ${DOCKER_HOST} (${(err as Error).message}); set DOCKER_HOST to run it`);
+    console.log(
+      `bench/docker.ts skipped: no Docker Engine answers at ${DOCKER_HOST} (${(err as Error).message}); set DOCKER_HOST to run it`,
+    );
     return;
   }
   ensureBuilt();
@@ -104,14 +113,21 @@ async function main() {
       join(scratch, 'handler.js'),
       "import { serve } from './worker/index.js';\nconst readyAt = Date.now();\nserve(async (job) => ({ echo: job.input, takenAt: Date.now(), processStartedAt: Math.round(performance.timeOrigin), readyAt }));\n",
     );
-    const workerFiles = ['index.js', 'serve.js', 'http-call.js', 'worker-env.js'].map((f) => ({ from: join(root, 'dist', 'worker', f), to: `/app/worker/${f}` }));
+    const workerFiles = ['index.js', 'serve.js', 'http-call.js', 'worker-env.js'].map((f) => ({
+      from: join(root, 'dist', 'worker', f),
+      to: `/app/worker/${f}`,
+    }));
     const [idle, http, worker] = [
       await buildImage(client, RECIPES.idle),
       await buildImage(client, RECIPES.http),
       await buildImage(client, {
         name: 'bench-worker',
         node: true,
-        files: [...workerFiles, { from: join(scratch, 'package.json'), to: '/app/package.json' }, { from: join(scratch, 'handler.js'), to: '/app/handler.js' }],
+        files: [
+          ...workerFiles,
+          { from: join(scratch, 'package.json'), to: '/app/package.json' },
+          { from: join(scratch, 'handler.js'), to: '/app/handler.js' },
+        ],
         changes: ['ENTRYPOINT ["/usr/local/bin/node", "/app/handler.js"]'],
       }),
     ];
@@ -125,7 +141,16 @@ async function main() {
       config: {
         runtime: {
           kind: 'docker',
-          docker: { namespace, bindIp: '127.0.0.1', publicIp: '127.0.0.1', portRange: podPorts, nvidiaSmi: standInNvidiaSmi(scratch, 256), gpuMode: 'env-only', diskGb: 100_000, cpuFlavors: ['cpu3c'] },
+          docker: {
+            namespace,
+            bindIp: '127.0.0.1',
+            publicIp: '127.0.0.1',
+            portRange: podPorts,
+            nvidiaSmi: standInNvidiaSmi(scratch, 256),
+            gpuMode: 'env-only',
+            diskGb: 100_000,
+            cpuFlavors: ['cpu3c'],
+          },
         },
         quotas: { pods: 300, gpus: 300 },
         pods: { stopGraceMs: 2_000 },
@@ -151,16 +176,32 @@ async function main() {
       }
     };
     const terminate = async (ids: string[]) => {
-      for (let i = 0; i < ids.length; i += 20) await Promise.all(ids.slice(i, i + 20).map((id) => api.send('DELETE', `/v2/pods/${id}`)));
+      for (let i = 0; i < ids.length; i += 20)
+        await Promise.all(ids.slice(i, i + 20).map((id) => api.send('DELETE', `/v2/pods/${id}`)));
     };
     const removePeers = async () => {
-      const peers = await client.listContainers({ all: true, filters: { label: ['gantry.bench=peer', `${LABEL.namespace}=${namespace}`] } });
-      for (let i = 0; i < peers.length; i += 20) await Promise.all(peers.slice(i, i + 20).map((c) => client.removeContainer(c.Id, { force: true })));
+      const peers = await client.listContainers({
+        all: true,
+        filters: { label: ['gantry.bench=peer', `${LABEL.namespace}=${namespace}`] },
+      });
+      for (let i = 0; i < peers.length; i += 20)
+        await Promise.all(peers.slice(i, i + 20).map((c) => client.removeContainer(c.Id, { force: true })));
     };
     let peerSeq = 0;
     /** Creates and starts a container; answers when the engine says it runs (the start call's answer). */
-    const direct = async (body: Pick<ContainerCreateBody, 'Image' | 'HostConfig'> & Partial<ContainerCreateBody>): Promise<string> => {
-      const { Id } = await client.createContainer(`${namespace}-peer-${peerSeq++}`, { Env: [], Labels: peerLabels, Tty: false, OpenStdin: false, AttachStdin: false, AttachStdout: false, AttachStderr: false, ...body });
+    const direct = async (
+      body: Pick<ContainerCreateBody, 'Image' | 'HostConfig'> & Partial<ContainerCreateBody>,
+    ): Promise<string> => {
+      const { Id } = await client.createContainer(`${namespace}-peer-${peerSeq++}`, {
+        Env: [],
+        Labels: peerLabels,
+        Tty: false,
+        OpenStdin: false,
+        AttachStdin: false,
+        AttachStdout: false,
+        AttachStderr: false,
+        ...body,
+      });
       await client.startContainer(Id);
       return Id;
     };
@@ -170,16 +211,33 @@ async function main() {
     // (read back from the engine: env, labels, hostname, limits, process cap, log settings), on
     // another host port, so the difference is the control plane's and not two different containers'.
     if (ONLY.has('1')) {
-      type Inspected = { Config: { Image: string; Env: string[]; Labels: Record<string, string>; Hostname: string; ExposedPorts?: Record<string, Record<string, never>> }; HostConfig: Record<string, unknown> };
+      type Inspected = {
+        Config: {
+          Image: string;
+          Env: string[];
+          Labels: Record<string, string>;
+          Hostname: string;
+          ExposedPorts?: Record<string, Record<string, never>>;
+        };
+        HostConfig: Record<string, unknown>;
+      };
       const peerBodyLike = (gantryContainer: Inspected, hostPort: number): Parameters<typeof direct>[0] => {
         const { Config, HostConfig } = gantryContainer;
         // the same labels, but none that makes it an instance of Gantry's
         const labels: Record<string, string> = { ...Config.Labels, ...peerLabels, [LABEL.kind]: 'peer' };
         delete labels[LABEL.instance];
         const host: Record<string, unknown> = {};
-        for (const key of ['RestartPolicy', 'PidsLimit', 'NanoCpus', 'Memory', 'MemorySwap', 'LogConfig']) if (HostConfig[key] !== undefined) host[key] = HostConfig[key];
+        for (const key of ['RestartPolicy', 'PidsLimit', 'NanoCpus', 'Memory', 'MemorySwap', 'LogConfig'])
+          if (HostConfig[key] !== undefined) host[key] = HostConfig[key];
         host.PortBindings = { '8000/tcp': [{ HostIp: '127.0.0.1', HostPort: String(hostPort) }] };
-        return { Image: Config.Image, Env: Config.Env, Labels: labels, Hostname: Config.Hostname, ExposedPorts: Config.ExposedPorts ?? { '8000/tcp': {} }, HostConfig: host as ContainerCreateBody['HostConfig'] };
+        return {
+          Image: Config.Image,
+          Env: Config.Env,
+          Labels: labels,
+          Hostname: Config.Hostname,
+          ExposedPorts: Config.ExposedPorts ?? { '8000/tcp': {} },
+          HostConfig: host as ContainerCreateBody['HostConfig'],
+        };
       };
       const viaGantry: number[] = [];
       const viaEngine: number[] = [];
@@ -190,7 +248,13 @@ async function main() {
       const viaGantryOnce = async (round: number): Promise<{ total: number; answered: number; seen: number }> => {
         const wall0 = Date.now();
         const t0 = performance.now();
-        const id = await createPod({ name: `seq-${round}`, image: http, cpu: { id: 'cpu3c', vcpuCount: 2 }, ports: ['8000/http'], disk: 1 });
+        const id = await createPod({
+          name: `seq-${round}`,
+          image: http,
+          cpu: { id: 'cpu3c', vcpuCount: 2 },
+          ports: ['8000/http'],
+          disk: 1,
+        });
         const answered = performance.now() - t0;
         const view = await waitRunning(id, POLL_MS);
         const seen = performance.now() - t0;
@@ -201,7 +265,18 @@ async function main() {
         made = (await client.inspectContainer(`gantry-${namespace}-${id}`)) as unknown as Inspected;
         await terminate([id]);
         // the pod's vCPUs are free again once its container is gone
-        for (let i = 0; i < 500 && (await client.listContainers({ all: true, filters: { label: [`${LABEL.namespace}=${namespace}`, `${LABEL.kind}=pod`] } })).length > 0; i++) await sleep(20);
+        for (
+          let i = 0;
+          i < 500 &&
+          (
+            await client.listContainers({
+              all: true,
+              filters: { label: [`${LABEL.namespace}=${namespace}`, `${LABEL.kind}=pod`] },
+            })
+          ).length > 0;
+          i++
+        )
+          await sleep(20);
         return { total, answered, seen };
       };
       const viaEngineOnce = async (): Promise<number> => {
@@ -237,17 +312,33 @@ async function main() {
       // The overhead at p50: the median of each round's difference (the two runs of a round are
       // back to back, so they share the machine's load of the moment).
       const overhead = percentile(sd, 50);
-      console.log(`\n1. Pod create → RUNNING, ${ROUNDS} sequential rounds after a warm-up, alternating which goes first (ms)\n`);
-      const row = (path: string, xs: number[]) => ({ path, p50: ms(percentile(xs, 50)), p90: ms(percentile(xs, 90)), min: ms(xs[0]!), max: ms(xs.at(-1)!) });
+      console.log(
+        `\n1. Pod create → RUNNING, ${ROUNDS} sequential rounds after a warm-up, alternating which goes first (ms)\n`,
+      );
+      const row = (path: string, xs: number[]) => ({
+        path,
+        p50: ms(percentile(xs, 50)),
+        p90: ms(percentile(xs, 90)),
+        min: ms(xs[0]!),
+        max: ms(xs.at(-1)!),
+      });
       printTable([
         row('Gantry: POST /v2/pods → RUNNING (the pod’s startedAt)', sa),
-        row(`  seen by the client polling every ${POLL_MS} ms`, [...seenAt].sort((x, y) => x - y)),
+        row(
+          `  seen by the client polling every ${POLL_MS} ms`,
+          [...seenAt].sort((x, y) => x - y),
+        ),
         row('Engine API: the same container, create + start', sb),
         row('overhead: Gantry − Engine API, per round', sd),
         row('  of Gantry’s: the POST’s answer (201)', sp),
       ]);
       console.log(`(difference of the two medians: ${ms(percentile(sa, 50) - percentile(sb, 50))} ms)`);
-      results.push({ figure: 'pod create → RUNNING overhead, p50', measured: `${ms(overhead)} ms`, goal: '<= 50 ms', verdict: verdict(overhead <= 50) });
+      results.push({
+        figure: 'pod create → RUNNING overhead, p50',
+        measured: `${ms(overhead)} ms`,
+        goal: '<= 50 ms',
+        verdict: verdict(overhead <= 50),
+      });
     }
 
     // 2. a burst: BURST GPU pods of the idle image, each publishing one port, created at once
@@ -263,7 +354,10 @@ async function main() {
               Image: idle,
               Labels: peerLabels,
               ExposedPorts: { '8000/tcp': {} },
-              HostConfig: { RestartPolicy: { Name: 'no' }, PortBindings: { '8000/tcp': [{ HostIp: '127.0.0.1', HostPort: String(peerPort++) }] } },
+              HostConfig: {
+                RestartPolicy: { Name: 'no' },
+                PortBindings: { '8000/tcp': [{ HostIp: '127.0.0.1', HostPort: String(peerPort++) }] },
+              },
             }),
           ),
         );
@@ -271,28 +365,65 @@ async function main() {
         await removePeers();
 
         const t0 = performance.now();
-        const ids = await Promise.all(Array.from({ length: BURST }, (_, i) => createPod({ name: `burst-${round}-${i}`, image: idle, gpu: { id: 'NVIDIA GeForce RTX 4090', count: 1 }, ports: ['8000/http'], disk: 1 })));
+        const ids = await Promise.all(
+          Array.from({ length: BURST }, (_, i) =>
+            createPod({
+              name: `burst-${round}-${i}`,
+              image: idle,
+              gpu: { id: 'NVIDIA GeForce RTX 4090', count: 1 },
+              ports: ['8000/http'],
+              disk: 1,
+            }),
+          ),
+        );
         const pending = new Set(ids);
         while (pending.size > 0) {
           const r = await api.json<{ pods: Array<PodView & { statusReason?: string | null }> }>('GET', '/v2/pods');
           for (const p of r.body?.pods ?? []) if (statusOf(p) === 'RUNNING') pending.delete(p.id);
           if (pending.size > 0) await sleep(10);
           if (pending.size > 0 && performance.now() - t0 > 180_000) {
-            const stuck = (r.body?.pods ?? []).filter((p) => pending.has(p.id)).map((p) => `${p.id} ${statusOf(p)} ${p.statusReason ?? ''}`);
+            const stuck = (r.body?.pods ?? [])
+              .filter((p) => pending.has(p.id))
+              .map((p) => `${p.id} ${statusOf(p)} ${p.statusReason ?? ''}`);
             throw new Error(`${pending.size} burst pods not RUNNING in 180 s:\n${stuck.join('\n')}`);
           }
         }
         const a = (performance.now() - t0) / 1000;
         await terminate(ids);
-        for (let i = 0; i < 1000 && (await client.listContainers({ all: true, filters: { label: [`${LABEL.namespace}=${namespace}`, `${LABEL.kind}=pod`] } })).length > 0; i++) await sleep(20);
+        for (
+          let i = 0;
+          i < 1000 &&
+          (
+            await client.listContainers({
+              all: true,
+              filters: { label: [`${LABEL.namespace}=${namespace}`, `${LABEL.kind}=pod`] },
+            })
+          ).length > 0;
+          i++
+        )
+          await sleep(20);
         gantryRates.push(BURST / a);
         engineRates.push(BURST / b);
-        rows.push({ round, 'Gantry: all RUNNING (s)': ms(a), 'Gantry (pods/s)': ms(BURST / a), 'Engine API: all started (s)': ms(b), 'Engine API (containers/s)': ms(BURST / b), ratio: `${Math.round(((BURST / a) / (BURST / b)) * 100)}%` });
+        rows.push({
+          round,
+          'Gantry: all RUNNING (s)': ms(a),
+          'Gantry (pods/s)': ms(BURST / a),
+          'Engine API: all started (s)': ms(b),
+          'Engine API (containers/s)': ms(BURST / b),
+          ratio: `${Math.round((BURST / a / (BURST / b)) * 100)}%`,
+        });
       }
       const ratio = median(gantryRates) / median(engineRates);
-      console.log(`\n2. ${BURST} pods at once (GPU pods, idle image, one published port each), vs ${BURST} containers at once\n`);
+      console.log(
+        `\n2. ${BURST} pods at once (GPU pods, idle image, one published port each), vs ${BURST} containers at once\n`,
+      );
       printTable(rows);
-      results.push({ figure: `${BURST} pods at once: rate vs the Engine API`, measured: `${Math.round(ratio * 100)}%`, goal: '>= 80%', verdict: verdict(ratio >= 0.8) });
+      results.push({
+        figure: `${BURST} pods at once: rate vs the Engine API`,
+        measured: `${Math.round(ratio * 100)}%`,
+        goal: '>= 80%',
+        verdict: verdict(ratio >= 0.8),
+      });
     }
 
     // 3. serverless cold start
@@ -303,7 +434,10 @@ async function main() {
       const queueEndpoint = await g.createEndpoint({ imageName: worker, workersMax: 0 });
       const noWorkers = async () => {
         for (let i = 0; i < 1500; i++) {
-          const left = await client.listContainers({ all: true, filters: { label: [`${LABEL.namespace}=${namespace}`, `${LABEL.kind}=worker`] } });
+          const left = await client.listContainers({
+            all: true,
+            filters: { label: [`${LABEL.namespace}=${namespace}`, `${LABEL.kind}=worker`] },
+          });
           if (left.length === 0) return;
           await sleep(20);
         }
@@ -312,18 +446,36 @@ async function main() {
       for (let round = 0; round <= COLD_ROUNDS; round++) {
         // B. the worker image started through the Engine API, a job already queued
         const { id: queued } = await g.api<{ id: string }>('POST', `/v2/${queueEndpoint}/run`, { input: { round } });
-        const env = workerEnvironment({ publicUrl: g.url, endpointId: queueEndpoint, workerId: `standalone-${round}`, apiKey: g.key });
+        const env = workerEnvironment({
+          publicUrl: g.url,
+          endpointId: queueEndpoint,
+          workerId: `standalone-${round}`,
+          apiKey: g.key,
+        });
         const startAt = Date.now();
-        const peer = await direct({ Image: worker, Env: Object.entries(env).map(([k, v]) => `${k}=${v}`), Labels: peerLabels, HostConfig: { RestartPolicy: { Name: 'no' }, NetworkMode: 'host' } });
-        const doneB = await g.api<{ status: string; output?: { takenAt: number; readyAt: number } }>('GET', `/v2/${queueEndpoint}/status-sync/${queued}?wait=60000`);
-        if (doneB.status !== 'COMPLETED' || !doneB.output) throw new Error(`standalone job ended ${JSON.stringify(doneB)}`);
+        const peer = await direct({
+          Image: worker,
+          Env: Object.entries(env).map(([k, v]) => `${k}=${v}`),
+          Labels: peerLabels,
+          HostConfig: { RestartPolicy: { Name: 'no' }, NetworkMode: 'host' },
+        });
+        const doneB = await g.api<{ status: string; output?: { takenAt: number; readyAt: number } }>(
+          'GET',
+          `/v2/${queueEndpoint}/status-sync/${queued}?wait=60000`,
+        );
+        if (doneB.status !== 'COMPLETED' || !doneB.output)
+          throw new Error(`standalone job ended ${JSON.stringify(doneB)}`);
         const b = doneB.output.takenAt - startAt;
         await client.removeContainer(peer, { force: true });
 
         // A. runsync on an endpoint scaled to zero
         const endpointId = await g.createEndpoint({ imageName: worker, workersMax: 1, idleTimeout: 1 });
         const submitAt = Date.now();
-        const done = await g.api<{ status: string; delayTime?: number; output?: { takenAt: number; readyAt: number; processStartedAt: number } }>('POST', `/v2/${endpointId}/runsync?wait=60000`, { input: { round } });
+        const done = await g.api<{
+          status: string;
+          delayTime?: number;
+          output?: { takenAt: number; readyAt: number; processStartedAt: number };
+        }>('POST', `/v2/${endpointId}/runsync?wait=60000`, { input: { round } });
         const resultAt = Date.now();
         if (done.status !== 'COMPLETED' || !done.output) throw new Error(`cold job ended ${JSON.stringify(done)}`);
         const a = done.output.takenAt - submitAt;
@@ -341,10 +493,22 @@ async function main() {
         });
       }
       const overhead = median(cold) - median(alone);
-      rows.push({ round: 'median', 'cold: runsync → take (ms)': median(cold), 'Engine API: create → take (ms)': median(alone), 'overhead (ms)': overhead });
-      console.log(`\n3. Serverless cold start on Docker, Node worker image (${COLD_ROUNDS} rounds after a warm-up; wall clocks across processes)\n`);
+      rows.push({
+        round: 'median',
+        'cold: runsync → take (ms)': median(cold),
+        'Engine API: create → take (ms)': median(alone),
+        'overhead (ms)': overhead,
+      });
+      console.log(
+        `\n3. Serverless cold start on Docker, Node worker image (${COLD_ROUNDS} rounds after a warm-up; wall clocks across processes)\n`,
+      );
       printTable(rows);
-      results.push({ figure: 'serverless cold start overhead (median)', measured: `${ms(overhead)} ms`, goal: '<= 100 ms', verdict: verdict(overhead <= 100) });
+      results.push({
+        figure: 'serverless cold start overhead (median)',
+        measured: `${ms(overhead)} ms`,
+        goal: '<= 100 ms',
+        verdict: verdict(overhead <= 100),
+      });
     }
 
     // 4. adoption of ADOPT running pods after kill -9
@@ -361,7 +525,18 @@ async function main() {
         });
         const t0 = performance.now();
         restarted = await startChild(
-          [gantryBin, 'serve', '--port', String(port), '--host', '127.0.0.1', '--data-dir', g.dataDir, '--config', join(g.dataDir, 'bench-config.json')],
+          [
+            gantryBin,
+            'serve',
+            '--port',
+            String(port),
+            '--host',
+            '127.0.0.1',
+            '--data-dir',
+            g.dataDir,
+            '--config',
+            join(g.dataDir, 'bench-config.json'),
+          ],
           { GANTRY_LOG_LEVEL: 'info', DOCKER_HOST },
           /gantry listening on (\S+)/,
         );
@@ -388,15 +563,33 @@ async function main() {
       // pod's container at once, and hundreds of concurrent starts outlast the engine timeout (30 s).
       const tCreate = performance.now();
       for (let i = 0; i < ADOPT; i += 10) {
-        ids.push(...(await Promise.all(Array.from({ length: Math.min(10, ADOPT - i) }, (_, k) => createPodWith(c, { name: `adopt-${i + k}`, image: idle, gpu: { id: 'NVIDIA GeForce RTX 4090', count: 1 }, disk: 1 })))));
+        ids.push(
+          ...(await Promise.all(
+            Array.from({ length: Math.min(10, ADOPT - i) }, (_, k) =>
+              createPodWith(c, {
+                name: `adopt-${i + k}`,
+                image: idle,
+                gpu: { id: 'NVIDIA GeForce RTX 4090', count: 1 },
+                disk: 1,
+              }),
+            ),
+          )),
+        );
         await allRunning(performance.now(), 120_000);
       }
       const createdIn = performance.now() - tCreate;
       const startedAt = async () => {
-        const list = await client.listContainers({ all: true, filters: { label: [`${LABEL.namespace}=${namespace}`, `${LABEL.kind}=pod`] } });
+        const list = await client.listContainers({
+          all: true,
+          filters: { label: [`${LABEL.namespace}=${namespace}`, `${LABEL.kind}=pod`] },
+        });
         const m = new Map<string, string>();
         for (let i = 0; i < list.length; i += 25)
-          await Promise.all(list.slice(i, i + 25).map(async (x) => m.set(x.Id, (await client.inspectContainer(x.Id))?.State?.StartedAt ?? '')));
+          await Promise.all(
+            list
+              .slice(i, i + 25)
+              .map(async (x) => m.set(x.Id, (await client.inspectContainer(x.Id))?.State?.StartedAt ?? '')),
+          );
         return m;
       };
       const before = await startedAt();
@@ -407,7 +600,9 @@ async function main() {
       const restartedCount = [...before].filter(([id, st]) => after.has(id) && after.get(id) !== st).length;
       const gone = [...before.keys()].filter((id) => !after.has(id)).length;
       const peer = median(peers);
-      console.log(`\n4. Adoption after kill -9, ${ADOPT} running pods (${before.size} containers; they became RUNNING ${ms(createdIn / 1000)} s after the first create)\n`);
+      console.log(
+        `\n4. Adoption after kill -9, ${ADOPT} running pods (${before.size} containers; they became RUNNING ${ms(createdIn / 1000)} s after the first create)\n`,
+      );
       printTable([
         { step: 'peer: kill -9 + spawn → listening, no pod to adopt (median of 3)', ms: ms(peer) },
         { step: `kill -9 + spawn → listening, ${ADOPT} pods adopted before listen`, ms: ms(listening) },
@@ -416,10 +611,21 @@ async function main() {
         { step: 'containers restarted (StartedAt changed) / gone', ms: `${restartedCount} / ${gone}` },
       ]);
       // the adopting server's own account of its start (the ready line's `startup` phases)
-      const ready = restarted!.output().split('\n').find((l) => l.includes('"gantry is ready"'));
-      if (ready) console.log(`\nthe adopting server's start, by phase (ms): ${JSON.stringify((JSON.parse(ready) as { startup?: unknown }).startup ?? {})}`);
+      const ready = restarted!
+        .output()
+        .split('\n')
+        .find((l) => l.includes('"gantry is ready"'));
+      if (ready)
+        console.log(
+          `\nthe adopting server's start, by phase (ms): ${JSON.stringify((JSON.parse(ready) as { startup?: unknown }).startup ?? {})}`,
+        );
       const ok = seen <= 2_000 && restartedCount === 0 && gone === 0 && before.size === ADOPT;
-      results.push({ figure: `restart adoption, ${ADOPT} pods: spawn → all RUNNING`, measured: `${ms(seen)} ms (server start alone ${ms(peer)} ms), ${restartedCount} restarted`, goal: '<= 2000 ms, none restarted', verdict: verdict(ok) });
+      results.push({
+        figure: `restart adoption, ${ADOPT} pods: spawn → all RUNNING`,
+        measured: `${ms(seen)} ms (server start alone ${ms(peer)} ms), ${restartedCount} restarted`,
+        goal: '<= 2000 ms, none restarted',
+        verdict: verdict(ok),
+      });
       c.close();
       await restarted?.stop();
     }
@@ -430,7 +636,9 @@ async function main() {
   } finally {
     if (restarted) await restarted.stop();
     if (gantry) await gantry.stop();
-    await removeNamespace(client, namespace).catch((err) => console.error(`could not remove namespace ${namespace}: ${(err as Error).message}`));
+    await removeNamespace(client, namespace).catch((err) =>
+      console.error(`could not remove namespace ${namespace}: ${(err as Error).message}`),
+    );
     client.close();
     rmSync(scratch, { recursive: true, force: true });
   }

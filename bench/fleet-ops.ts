@@ -84,7 +84,9 @@ async function main() {
     await client.ping(1_000);
   } catch (err) {
     client.close();
-    console.log(`bench/fleet-ops.ts skipped: no Docker Engine answers at ${DOCKER_HOST} (${(err as Error).message}); set DOCKER_HOST to run it`);
+    console.log(
+      `bench/fleet-ops.ts skipped: no Docker Engine answers at ${DOCKER_HOST} (${(err as Error).message}); set DOCKER_HOST to run it`,
+    );
     return;
   }
   ensureBuilt();
@@ -110,7 +112,10 @@ async function main() {
       }
       for (const s of servers) await s.stop().catch(() => undefined);
       // the agent leaves its containers running when it stops (as it should): they go here
-      for (const ns of Object.values(namespaces)) await removeNamespace(client, ns).catch((err) => console.error(`could not remove namespace ${ns}: ${(err as Error).message}`));
+      for (const ns of Object.values(namespaces))
+        await removeNamespace(client, ns).catch((err) =>
+          console.error(`could not remove namespace ${ns}: ${(err as Error).message}`),
+        );
       client.close();
       rmSync(scratch, { recursive: true, force: true });
     })());
@@ -127,28 +132,67 @@ async function main() {
     const portsOf = { fleet: [base, base + 499] as const, docker: [base + 500, base + 999] as const };
 
     // ---- the fleet: a control plane with runtime fleet, one agent on this engine --------------
-    const fleetServer = await startGantry({ config: { runtime: 'fleet', pods: { stopGraceMs: 2_000 } }, env: { DOCKER_HOST } });
+    const fleetServer = await startGantry({
+      config: { runtime: 'fleet', pods: { stopGraceMs: 2_000 } },
+      env: { DOCKER_HOST },
+    });
     servers.push(fleetServer);
-    const made = spawnSync(process.execPath, [gantryBin, 'hosts', 'token', 'create', '--data-dir', fleetServer.dataDir], { encoding: 'utf8', env: { ...process.env, GANTRY_LOG_LEVEL: 'warn' } });
+    const made = spawnSync(
+      process.execPath,
+      [gantryBin, 'hosts', 'token', 'create', '--data-dir', fleetServer.dataDir],
+      { encoding: 'utf8', env: { ...process.env, GANTRY_LOG_LEVEL: 'warn' } },
+    );
     const token = made.stdout.trim();
     if (!/^gjt_/.test(token)) throw new Error(`gantry hosts token create: ${made.stderr}`);
     agent = spawn(
       process.execPath,
       [
-        gantryBin, 'agent', '--server', fleetServer.url, '--token', token, '--data-dir', join(scratch, 'agent'), '--name', 'bench-host',
-        '--public-ip', '127.0.0.1', '--port-range', `${portsOf.fleet[0]}-${portsOf.fleet[1]}`, '--disk-gb', '1000',
-        '--docker-host', DOCKER_HOST, '--namespace', namespaces.fleet,
+        gantryBin,
+        'agent',
+        '--server',
+        fleetServer.url,
+        '--token',
+        token,
+        '--data-dir',
+        join(scratch, 'agent'),
+        '--name',
+        'bench-host',
+        '--public-ip',
+        '127.0.0.1',
+        '--port-range',
+        `${portsOf.fleet[0]}-${portsOf.fleet[1]}`,
+        '--disk-gb',
+        '1000',
+        '--docker-host',
+        DOCKER_HOST,
+        '--namespace',
+        namespaces.fleet,
       ],
       // info: its `operation applied` lines time the agent's part
-      { env: { ...process.env, GANTRY_LOG_LEVEL: 'info', GANTRY_AGENT_TOKEN: '', GANTRY_AGENT_SERVER: '', GANTRY_AGENT_DATA_DIR: '' }, stdio: ['ignore', 'pipe', 'pipe'] },
+      {
+        env: {
+          ...process.env,
+          GANTRY_LOG_LEVEL: 'info',
+          GANTRY_AGENT_TOKEN: '',
+          GANTRY_AGENT_SERVER: '',
+          GANTRY_AGENT_DATA_DIR: '',
+        },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
     );
     agent.stdout!.on('data', (d: Buffer) => (agentOut += d.toString()));
     agent.stderr!.on('data', (d: Buffer) => (agentOut += d.toString()));
-    const agentExit = new Promise<never>((_, reject) => agent!.once('exit', (code) => reject(new Error(`gantry agent exited (${code}):\n${agentOut.slice(-3000)}`))));
+    const agentExit = new Promise<never>((_, reject) =>
+      agent!.once('exit', (code) => reject(new Error(`gantry agent exited (${code}):\n${agentOut.slice(-3000)}`))),
+    );
     agentExit.catch(() => undefined);
     const hostAvailable = (async () => {
       for (let i = 0; i < 300; i++) {
-        const listing = spawnSync(process.execPath, [gantryBin, 'hosts', 'list', '--json', '--data-dir', fleetServer.dataDir], { encoding: 'utf8', env: { ...process.env, GANTRY_LOG_LEVEL: 'warn' } });
+        const listing = spawnSync(
+          process.execPath,
+          [gantryBin, 'hosts', 'list', '--json', '--data-dir', fleetServer.dataDir],
+          { encoding: 'utf8', env: { ...process.env, GANTRY_LOG_LEVEL: 'warn' } },
+        );
         const hosts = JSON.parse(listing.stdout || '[]') as Array<{ state: string }>;
         if (hosts.some((h) => h.state === 'available') && agentOut.includes('reporting')) return;
         await sleep(100);
@@ -160,7 +204,16 @@ async function main() {
     // ---- the peer: the same server with runtime docker on the same engine ----------------------
     const dockerServer = await startGantry({
       config: {
-        runtime: { kind: 'docker', docker: { namespace: namespaces.docker, bindIp: '0.0.0.0', publicIp: '127.0.0.1', portRange: portsOf.docker, diskGb: 1000 } },
+        runtime: {
+          kind: 'docker',
+          docker: {
+            namespace: namespaces.docker,
+            bindIp: '0.0.0.0',
+            publicIp: '127.0.0.1',
+            portRange: portsOf.docker,
+            diskGb: 1000,
+          },
+        },
         pods: { stopGraceMs: 2_000 },
       },
       env: { DOCKER_HOST },
@@ -168,38 +221,78 @@ async function main() {
     servers.push(dockerServer);
 
     const sides: Record<'fleet' | 'docker', Side> = {
-      fleet: { name: 'fleet', server: fleetServer, api: httpClient(fleetServer.url, { authorization: `Bearer ${fleetServer.key}` }), namespace: namespaces.fleet },
-      docker: { name: 'docker', server: dockerServer, api: httpClient(dockerServer.url, { authorization: `Bearer ${dockerServer.key}` }), namespace: namespaces.docker },
+      fleet: {
+        name: 'fleet',
+        server: fleetServer,
+        api: httpClient(fleetServer.url, { authorization: `Bearer ${fleetServer.key}` }),
+        namespace: namespaces.fleet,
+      },
+      docker: {
+        name: 'docker',
+        server: dockerServer,
+        api: httpClient(dockerServer.url, { authorization: `Bearer ${dockerServer.key}` }),
+        namespace: namespaces.docker,
+      },
     };
     clients.push(sides.fleet.api, sides.docker.api);
 
     const once = async (side: Side, round: number): Promise<Trip> => {
       const { api, namespace } = side;
       const posted = Date.now();
-      const r = await api.json<PodView>('POST', '/v2/pods', { name: `ops-${side.name}-${round}`, image, cpu: { id: 'cpu3c', vcpuCount: 2 }, ports: ['8000/http'], disk: 1 });
+      const r = await api.json<PodView>('POST', '/v2/pods', {
+        name: `ops-${side.name}-${round}`,
+        image,
+        cpu: { id: 'cpu3c', vcpuCount: 2 },
+        ports: ['8000/http'],
+        disk: 1,
+      });
       const answered = Date.now();
-      if (r.status !== 201 && r.status !== 200) throw new Error(`${side.name}: POST /v2/pods: ${r.status} ${JSON.stringify(r.body)}`);
+      if (r.status !== 201 && r.status !== 200)
+        throw new Error(`${side.name}: POST /v2/pods: ${r.status} ${JSON.stringify(r.body)}`);
       const id = r.body.id;
       let view: PodView;
-      for (const deadline = Date.now() + 60_000; ; ) {
+      for (const deadline = Date.now() + 60_000; ;) {
         const g = await api.json<PodView>('GET', `/v2/pods/${id}`);
         if (g.status === 200 && (g.body.status ?? g.body.desiredStatus) === 'RUNNING') {
           view = g.body;
           break;
         }
-        if (Date.now() > deadline) throw new Error(`${side.name}: pod ${id} not RUNNING in 60 s: ${JSON.stringify(g.body)}${side.name === 'fleet' ? `\nagent:\n${agentOut.slice(-3000)}` : ''}`);
+        if (Date.now() > deadline)
+          throw new Error(
+            `${side.name}: pod ${id} not RUNNING in 60 s: ${JSON.stringify(g.body)}${side.name === 'fleet' ? `\nagent:\n${agentOut.slice(-3000)}` : ''}`,
+          );
         await sleep(POLL_MS);
       }
       const seen = Date.now();
-      const info = (await client.inspectContainer(`gantry-${namespace}-${id}`)) as unknown as { Created: string; State: { StartedAt: string } } | null;
+      const info = (await client.inspectContainer(`gantry-${namespace}-${id}`)) as unknown as {
+        Created: string;
+        State: { StartedAt: string };
+      } | null;
       const del = await api.send('DELETE', `/v2/pods/${id}`);
       if (del.status >= 300) throw new Error(`${side.name}: DELETE /v2/pods/${id}: ${del.status} ${del.body}`);
       // the pod's vCPUs are free again once its container is gone
-      for (let i = 0; (await client.listContainers({ all: true, filters: { label: [`${LABEL.namespace}=${namespace}`, `${LABEL.kind}=pod`] } })).length > 0; i++) {
+      for (
+        let i = 0;
+        (
+          await client.listContainers({
+            all: true,
+            filters: { label: [`${LABEL.namespace}=${namespace}`, `${LABEL.kind}=pod`] },
+          })
+        ).length > 0;
+        i++
+      ) {
         if (i > 1500) throw new Error(`${side.name}: pod ${id}'s container still there 30 s after its DELETE`);
         await sleep(20);
       }
-      return { id, posted, answered, seen, created: info ? engineMs(info.Created) : NaN, started: info ? engineMs(info.State.StartedAt) : NaN, running: Date.parse(view.startedAt!) };
+      return {
+        id,
+        posted,
+        answered,
+        seen,
+        created: info ? engineMs(info.Created) : NaN,
+        started: info ? engineMs(info.State.StartedAt) : NaN,
+        running: Date.parse(view.startedAt!),
+      };
     };
 
     const trips: Record<'fleet' | 'docker', Trip[]> = { fleet: [], docker: [] };
@@ -217,7 +310,11 @@ async function main() {
     // ---- the fleet's steps the server's store and the agent's log tell -----------------------------
     const db = new Database(join(fleetServer.dataDir, 'gantry.db'), { readonly: true, fileMustExist: true });
     const ops = new Map(
-      (db.prepare("SELECT instance_id, created_at, acked_at FROM host_operations WHERE kind = 'start'").all() as Array<{ instance_id: string; created_at: number; acked_at: number | null }>).map((o) => [
+      (
+        db
+          .prepare("SELECT instance_id, created_at, acked_at FROM host_operations WHERE kind = 'start'")
+          .all() as Array<{ instance_id: string; created_at: number; acked_at: number | null }>
+      ).map((o) => [
         o.instance_id,
         { enqueued: Number(o.created_at), acked: o.acked_at === null ? NaN : Number(o.acked_at) },
       ]),
@@ -227,12 +324,19 @@ async function main() {
     for (const line of agentOut.split('\n')) {
       if (!line.includes('"operation applied"')) continue;
       const entry = JSON.parse(line) as { kind?: string; instance?: string; time?: number };
-      if (entry.kind === 'start' && entry.instance && typeof entry.time === 'number') appliedAt.set(entry.instance, entry.time);
+      if (entry.kind === 'start' && entry.instance && typeof entry.time === 'number')
+        appliedAt.set(entry.instance, entry.time);
     }
 
     const stat = (label: string, xs: number[]) => {
       const s = sorted(xs.filter(Number.isFinite));
-      return { step: label, p50: ms(percentile(s, 50)), p90: ms(percentile(s, 90)), min: ms(s[0] ?? NaN), max: ms(s.at(-1) ?? NaN) };
+      return {
+        step: label,
+        p50: ms(percentile(s, 50)),
+        p90: ms(percentile(s, 90)),
+        min: ms(s[0] ?? NaN),
+        max: ms(s.at(-1) ?? NaN),
+      };
     };
     const total = (t: Trip) => t.running - t.posted;
     const f = trips.fleet;
@@ -240,15 +344,25 @@ async function main() {
     const opOf = (t: Trip) => ops.get(t.id) ?? { enqueued: NaN, acked: NaN };
     const appliedOf = (t: Trip) => appliedAt.get(t.id) ?? NaN;
 
-    console.log(`\nPod create → RUNNING, ${ROUNDS} paired rounds after a warm-up, alternating which goes first (ms; engine at ${DOCKER_HOST}; node ${process.version})\n`);
+    console.log(
+      `\nPod create → RUNNING, ${ROUNDS} paired rounds after a warm-up, alternating which goes first (ms; engine at ${DOCKER_HOST}; node ${process.version})\n`,
+    );
     printTable([
       stat('fleet: POST /v2/pods → RUNNING (the pod’s startedAt)', f.map(total)),
-      stat(`  seen by the client polling every ${POLL_MS} ms`, f.map((t) => t.seen - t.posted)),
+      stat(
+        `  seen by the client polling every ${POLL_MS} ms`,
+        f.map((t) => t.seen - t.posted),
+      ),
       stat('docker: POST /v2/pods → RUNNING (the pod’s startedAt)', d.map(total)),
-      stat(`  seen by the client polling every ${POLL_MS} ms`, d.map((t) => t.seen - t.posted)),
+      stat(
+        `  seen by the client polling every ${POLL_MS} ms`,
+        d.map((t) => t.seen - t.posted),
+      ),
       stat('added: fleet − docker, per round', added),
     ]);
-    console.log(`(difference of the two medians: ${ms(percentile(sorted(f.map(total)), 50) - percentile(sorted(d.map(total)), 50))} ms)`);
+    console.log(
+      `(difference of the two medians: ${ms(percentile(sorted(f.map(total)), 50) - percentile(sorted(d.map(total)), 50))} ms)`,
+    );
 
     console.log('\nWhere the time goes (ms between the two events named; p50 and p90 over the rounds)\n');
     const step = (label: string, fleet: (t: Trip) => number, docker: ((t: Trip) => number) | null) => ({
@@ -259,14 +373,38 @@ async function main() {
       'docker p90': docker ? ms(percentile(sorted(d.map(docker).filter(Number.isFinite)), 90)) : '',
     });
     printTable([
-      step('POST → its 201 answer', (t) => t.answered - t.posted, (t) => t.answered - t.posted),
+      step(
+        'POST → its 201 answer',
+        (t) => t.answered - t.posted,
+        (t) => t.answered - t.posted,
+      ),
       step('POST → the start operation enqueued (created_at)', (t) => opOf(t).enqueued - t.posted, null),
-      step('  enqueued → container created (long-poll wake, delivery, the agent prepares)', (t) => t.created - opOf(t).enqueued, null),
-      step('POST → container created (the engine’s Created)', (t) => t.created - t.posted, (t) => t.created - t.posted),
-      step('container created → started (the engine’s StartedAt)', (t) => t.started - t.created, (t) => t.started - t.created),
-      step('container started → RUNNING written (the pod’s startedAt)', (t) => t.running - t.started, (t) => t.running - t.started),
+      step(
+        '  enqueued → container created (long-poll wake, delivery, the agent prepares)',
+        (t) => t.created - opOf(t).enqueued,
+        null,
+      ),
+      step(
+        'POST → container created (the engine’s Created)',
+        (t) => t.created - t.posted,
+        (t) => t.created - t.posted,
+      ),
+      step(
+        'container created → started (the engine’s StartedAt)',
+        (t) => t.started - t.created,
+        (t) => t.started - t.created,
+      ),
+      step(
+        'container started → RUNNING written (the pod’s startedAt)',
+        (t) => t.running - t.started,
+        (t) => t.running - t.started,
+      ),
       step('  started → the agent logs `operation applied`', (t) => appliedOf(t) - t.started, null),
-      step('  started → the start acknowledged on the control plane (acked_at)', (t) => opOf(t).acked - t.started, null),
+      step(
+        '  started → the start acknowledged on the control plane (acked_at)',
+        (t) => opOf(t).acked - t.started,
+        null,
+      ),
     ]);
 
     const p50 = percentile(sorted(added), 50);
@@ -276,8 +414,16 @@ async function main() {
     const around = (xs: Trip[]) => med(xs.map((t) => t.created - t.posted)) + med(xs.map((t) => t.running - t.started));
     console.log('');
     printTable([
-      { figure: 'pod create → RUNNING added by the fleet (fleet − docker), p50 of paired rounds', measured: `${ms(p50)} ms (p90 ${ms(percentile(sorted(added), 90))} ms)`, goal: `<= ${GOAL_MS} ms`, verdict: verdict(p50 <= GOAL_MS) },
-      { figure: '  the same without the engine’s create → start: POST → created + started → RUNNING, p50s', measured: `${ms(around(f) - around(d))} ms (fleet ${ms(around(f))}, docker ${ms(around(d))})` },
+      {
+        figure: 'pod create → RUNNING added by the fleet (fleet − docker), p50 of paired rounds',
+        measured: `${ms(p50)} ms (p90 ${ms(percentile(sorted(added), 90))} ms)`,
+        goal: `<= ${GOAL_MS} ms`,
+        verdict: verdict(p50 <= GOAL_MS),
+      },
+      {
+        figure: '  the same without the engine’s create → start: POST → created + started → RUNNING, p50s',
+        measured: `${ms(around(f) - around(d))} ms (fleet ${ms(around(f))}, docker ${ms(around(d))})`,
+      },
     ]);
     if (p50 > GOAL_MS) process.exitCode = 1;
   } finally {

@@ -83,7 +83,13 @@ async function afterGc(server: Gantry): Promise<Memory> {
   await sleep(500); // the pages V8 frees go back to the kernel a moment after
   const line = server.output().split('bench-gc ').pop()!;
   const mb = (name: string) => Number(new RegExp(`${name}=(\\d+)`).exec(line)?.[1]) / 1024 ** 2;
-  return { rssMb: server.rssMb(), heapMb: mb('heapUsed'), heapTotalMb: mb('heapTotal'), youngMb: mb('young'), externalMb: mb('external') };
+  return {
+    rssMb: server.rssMb(),
+    heapMb: mb('heapUsed'),
+    heapTotalMb: mb('heapTotal'),
+    youngMb: mb('young'),
+    externalMb: mb('external'),
+  };
 }
 
 /** Idles for `seconds`: the CPU time the server spent, then its memory after a full GC. */
@@ -103,7 +109,8 @@ async function joinTokens(server: Gantry, n: number): Promise<string[]> {
   try {
     const store = new HostStore(db);
     const tokens: string[] = [];
-    for (let i = 0; i < n; i++) tokens.push((await createJoinToken(store, cfg.catalog, Date.now(), { ttlMs: cfg.agents.joinTokenTtlMs })).token);
+    for (let i = 0; i < n; i++)
+      tokens.push((await createJoinToken(store, cfg.catalog, Date.now(), { ttlMs: cfg.agents.joinTokenTtlMs })).token);
     return tokens;
   } finally {
     await db.close();
@@ -112,7 +119,10 @@ async function joinTokens(server: Gantry, n: number): Promise<string[]> {
 
 /** The stand-ins' process and a way to ask it something and wait for its answer. */
 function standIns(): { child: ChildProcess; ask<T>(message: object, answer: string): Promise<T> } {
-  const child = fork(join(import.meta.dirname, 'support', 'fleet-agents.ts'), [], { execArgv: ['--import', 'tsx'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  const child = fork(join(import.meta.dirname, 'support', 'fleet-agents.ts'), [], {
+    execArgv: ['--import', 'tsx'],
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  });
   return {
     child,
     ask: <T>(message: object, answer: string) =>
@@ -141,7 +151,12 @@ const per = (mbDelta: number, n: number) => (n > 0 ? (mbDelta * 1024) / n : NaN)
 const pctCore = (cpuMs: number, seconds: number, n: number) => (cpuMs / (seconds * 1000 * n)) * 100;
 
 /** A row of the table: the memory (after a GC) and CPU of a phase, and per agent against `from`. */
-const row = (phase: string, connections: number | string, w: { rssMb: number; heapMb: number; cpuMs?: number; seconds?: number }, perAgent?: { n: number; from: { rssMb: number; heapMb: number }; cpuMs?: number }) => ({
+const row = (
+  phase: string,
+  connections: number | string,
+  w: { rssMb: number; heapMb: number; cpuMs?: number; seconds?: number },
+  perAgent?: { n: number; from: { rssMb: number; heapMb: number }; cpuMs?: number },
+) => ({
   phase,
   connections,
   'RSS MB': w.rssMb.toFixed(1),
@@ -179,17 +194,30 @@ async function main() {
     const empty = await afterGc(server);
     const tokens = await joinTokens(server, N);
     agents = standIns();
-    const joined = await agents.ask<{ joined: number; failed: number; errors: string[]; seconds: number }>({ type: 'join', url: server.url, tokens }, 'joined');
-    console.log(`${joined.joined} of ${N} stand-ins joined in ${joined.seconds.toFixed(1)} s${joined.failed ? `; ${joined.failed} failed: ${joined.errors.join(' | ')}` : ''}`);
+    const joined = await agents.ask<{ joined: number; failed: number; errors: string[]; seconds: number }>(
+      { type: 'join', url: server.url, tokens },
+      'joined',
+    );
+    console.log(
+      `${joined.joined} of ${N} stand-ins joined in ${joined.seconds.toFixed(1)} s${joined.failed ? `; ${joined.failed} failed: ${joined.errors.join(' | ')}` : ''}`,
+    );
     await sleep(5000);
     const base = await idle(server, PEER_WINDOW_S);
-    console.log(`baseline: ${base.rssMb.toFixed(1)} MB, ${base.cpuMs} ms CPU in ${base.seconds.toFixed(0)} s; connecting ${joined.joined} agents…`);
-    await agents.ask({ type: 'connect', heartbeatMs: HEARTBEAT_MS, pollWaitMs: POLL_WAIT_MS, rampMs: RAMP_MS }, 'connected');
+    console.log(
+      `baseline: ${base.rssMb.toFixed(1)} MB, ${base.cpuMs} ms CPU in ${base.seconds.toFixed(0)} s; connecting ${joined.joined} agents…`,
+    );
+    await agents.ask(
+      { type: 'connect', heartbeatMs: HEARTBEAT_MS, pollWaitMs: POLL_WAIT_MS, rampMs: RAMP_MS },
+      'connected',
+    );
     await sleep(HEARTBEAT_MS + 2000);
     const before = await agents.ask<Counters>({ type: 'stats' }, 'stats');
     const live = await idle(server, WINDOW_S);
     const after = await agents.ask<Counters>({ type: 'stats' }, 'stats');
-    const listing = spawnSync(process.execPath, [gantryBin, 'hosts', 'list', '--json', '--data-dir', server.dataDir], { encoding: 'utf8', env: { ...process.env, GANTRY_LOG_LEVEL: 'warn' } });
+    const listing = spawnSync(process.execPath, [gantryBin, 'hosts', 'list', '--json', '--data-dir', server.dataDir], {
+      encoding: 'utf8',
+      env: { ...process.env, GANTRY_LOG_LEVEL: 'warn' },
+    });
     const hosts = JSON.parse(listing.stdout || '[]') as Array<{ state: string }>;
     const available = hosts.filter((h) => h.state === 'available').length;
     const n = joined.joined;
@@ -209,12 +237,23 @@ async function main() {
       row('empty server', 0, empty),
       row(`${n} hosts joined, none connected (RSS_0)`, 0, base, { n, from: empty }),
       row(`${n} agents connected, idle (RSS_N)`, 2 * n, live, { n, from: base, cpuMs: live.cpuMs }),
-      { phase: '  …CPU net of the idle server', 'CPU ms/s': (live.cpuMs / live.seconds - idleCpuPerS).toFixed(1), '% core/agent': pctCore(live.cpuMs - idleCpuPerS * live.seconds, live.seconds, n).toFixed(4) },
+      {
+        phase: '  …CPU net of the idle server',
+        'CPU ms/s': (live.cpuMs / live.seconds - idleCpuPerS).toFixed(1),
+        '% core/agent': pctCore(live.cpuMs - idleCpuPerS * live.seconds, live.seconds, n).toFixed(4),
+      },
       // V8's young generation grows to its cap under the heartbeats' and polls' allocation rate and
       // shrinks when idle: a cost of the request rate, not state held per agent, and the figure's
       // largest swing between two readings
-      { phase: '  …RSS less the young generation (state held per agent)', 'RSS KB/agent': per(live.rssMb - live.youngMb - (base.rssMb - base.youngMb), n).toFixed(1) },
-      { phase: '  …joined and connected, vs the empty server', 'RSS KB/agent': per(live.rssMb - empty.rssMb, n).toFixed(1), 'heap KB/agent': per(live.heapMb - empty.heapMb, n).toFixed(1) },
+      {
+        phase: '  …RSS less the young generation (state held per agent)',
+        'RSS KB/agent': per(live.rssMb - live.youngMb - (base.rssMb - base.youngMb), n).toFixed(1),
+      },
+      {
+        phase: '  …joined and connected, vs the empty server',
+        'RSS KB/agent': per(live.rssMb - empty.rssMb, n).toFixed(1),
+        'heap KB/agent': per(live.heapMb - empty.heapMb, n).toFixed(1),
+      },
     );
   } finally {
     if (agents) await stop(agents);
@@ -228,29 +267,52 @@ async function main() {
     await sleep(3000);
     const base = await idle(peer, PEER_WINDOW_S);
     plain = standIns();
-    const opened = await plain.ask<{ open: number; failed: number }>({ type: 'plain', url: peer.url, connections: 2 * N }, 'plain-open');
+    const opened = await plain.ask<{ open: number; failed: number }>(
+      { type: 'plain', url: peer.url, connections: 2 * N },
+      'plain-open',
+    );
     await sleep(5000);
     const live = await idle(peer, PEER_WINDOW_S);
     // two connections stand for one agent
     where('peer: empty server', base);
     where(`peer: ${opened.open} plain connections`, live);
-    rows.push(row('peer: empty server', 0, base), row(`peer: ${opened.open} plain keep-alive connections`, opened.open, live, { n: opened.open / 2, from: base, cpuMs: live.cpuMs }));
+    rows.push(
+      row('peer: empty server', 0, base),
+      row(`peer: ${opened.open} plain keep-alive connections`, opened.open, live, {
+        n: opened.open / 2,
+        from: base,
+        cpuMs: live.cpuMs,
+      }),
+    );
   } finally {
     if (plain) await stop(plain);
     await peer.stop();
   }
 
-  console.log(`Fleet benchmark (runtime ${values.runtime}): ${N} stand-in agents, heartbeat ${HEARTBEAT_MS / 1000} s, long-poll ${POLL_WAIT_MS / 1000} s, window ${WINDOW_S} s (baseline and peer ${PEER_WINDOW_S} s)\n`);
+  console.log(
+    `Fleet benchmark (runtime ${values.runtime}): ${N} stand-in agents, heartbeat ${HEARTBEAT_MS / 1000} s, long-poll ${POLL_WAIT_MS / 1000} s, window ${WINDOW_S} s (baseline and peer ${PEER_WINDOW_S} s)\n`,
+  );
   printTable(rows);
   console.log('\nWhere the memory is (MB, each after a full GC):\n');
   printTable(memory);
   console.log('');
   const goals = [
-    { measure: 'RSS per connected agent', value: `${agentKb.toFixed(1)} KB`, goal: `≤ ${GOAL_KB} KB`, verdict: verdict(agentKb <= GOAL_KB && healthy) },
-    { measure: 'CPU per idle agent', value: `${agentCpu.toFixed(4)} %`, goal: `≤ ${GOAL_CPU_PCT} %`, verdict: verdict(agentCpu <= GOAL_CPU_PCT && healthy) },
+    {
+      measure: 'RSS per connected agent',
+      value: `${agentKb.toFixed(1)} KB`,
+      goal: `≤ ${GOAL_KB} KB`,
+      verdict: verdict(agentKb <= GOAL_KB && healthy),
+    },
+    {
+      measure: 'CPU per idle agent',
+      value: `${agentCpu.toFixed(4)} %`,
+      goal: `≤ ${GOAL_CPU_PCT} %`,
+      verdict: verdict(agentCpu <= GOAL_CPU_PCT && healthy),
+    },
   ];
   printTable(goals);
-  if (!healthy) console.log('\nFAIL: not every stand-in joined, stayed connected without a failure, and read available');
+  if (!healthy)
+    console.log('\nFAIL: not every stand-in joined, stayed connected without a failure, and read available');
   if (goals.some((g) => g.verdict !== 'PASS')) process.exitCode = 1;
 }
 

@@ -12,7 +12,13 @@ import { spawnSync } from 'node:child_process';
 import autocannon from 'autocannon';
 import { ensureBuilt, printTable, startChild } from './support/processes.js';
 
-const { values } = parseArgs({ options: { seconds: { type: 'string', default: '8' }, connections: { type: 'string', default: '32' }, live: { type: 'boolean', default: false } } });
+const { values } = parseArgs({
+  options: {
+    seconds: { type: 'string', default: '8' },
+    connections: { type: 'string', default: '32' },
+    live: { type: 'boolean', default: false },
+  },
+});
 const seconds = Number(values.seconds);
 const connections = Number(values.connections);
 const root = join(import.meta.dirname, '..');
@@ -33,7 +39,10 @@ async function load(server: { cpuMs(): number }, opts: autocannon.Options): Prom
   return { rps: r.requests.average, p50: r.latency.p50, p99: r.latency.p99, non2xx: r.non2xx + r.errors, cpuUs };
 }
 
-export function benchFleet(hosts: number, types = ['NVIDIA GeForce RTX 4090', 'NVIDIA RTX A5000', 'NVIDIA A100 80GB PCIe', 'NVIDIA L40S']) {
+export function benchFleet(
+  hosts: number,
+  types = ['NVIDIA GeForce RTX 4090', 'NVIDIA RTX A5000', 'NVIDIA A100 80GB PCIe', 'NVIDIA L40S'],
+) {
   const cudas = ['11.8', '12.1', '12.2', '12.4', '12.8'];
   const dcs = ['US-TX-3', 'US-CA-2', 'EU-RO-1', 'EU-CZ-1'];
   return Array.from({ length: hosts }, (_, i) => ({
@@ -57,15 +66,51 @@ async function main() {
   // every POST in the run must find a GPU: 30,000 hosts × 8 RTX 4090 (two thirds SECURE); one
   // account creates them all, so its pod and GPU quotas are far above that (the check still runs)
   const images = values.live ? { 'bench/sleeper': { command: ['sleep', '3600'], tenantArgs: false } } : {};
-  writeFileSync(configPath, JSON.stringify({ fleet: benchFleet(30_000, ['NVIDIA GeForce RTX 4090']), images, pods: { reconcileIntervalMs: 60_000 }, quotas: { pods: 1e9, gpus: 1e9 } }));
-  const bare = await startChild(['--import', 'tsx', join(root, 'bench/support/bare-server.ts')], {}, /bare listening on (\S+)/);
-  const gantry = await startChild([join(root, 'bin/gantry.js'), 'serve', '--port', '0', '--data-dir', dataDir, '--config', configPath], { GANTRY_LOG_LEVEL: 'warn', GANTRY_BOOTSTRAP_KEY: 'bench-admin-key-0001' }, /gantry listening on (\S+)/);
+  writeFileSync(
+    configPath,
+    JSON.stringify({
+      fleet: benchFleet(30_000, ['NVIDIA GeForce RTX 4090']),
+      images,
+      pods: { reconcileIntervalMs: 60_000 },
+      quotas: { pods: 1e9, gpus: 1e9 },
+    }),
+  );
+  const bare = await startChild(
+    ['--import', 'tsx', join(root, 'bench/support/bare-server.ts')],
+    {},
+    /bare listening on (\S+)/,
+  );
+  const gantry = await startChild(
+    [join(root, 'bin/gantry.js'), 'serve', '--port', '0', '--data-dir', dataDir, '--config', configPath],
+    { GANTRY_LOG_LEVEL: 'warn', GANTRY_BOOTSTRAP_KEY: 'bench-admin-key-0001' },
+    /gantry listening on (\S+)/,
+  );
   try {
-    const made = spawnSync(process.execPath, [join(root, 'bin/gantry.js'), 'keys', 'create', '--account', 'admin', '--scope', 'write', '--exempt', '--data-dir', dataDir], { encoding: 'utf8' });
+    const made = spawnSync(
+      process.execPath,
+      [
+        join(root, 'bin/gantry.js'),
+        'keys',
+        'create',
+        '--account',
+        'admin',
+        '--scope',
+        'write',
+        '--exempt',
+        '--data-dir',
+        dataDir,
+      ],
+      { encoding: 'utf8' },
+    );
     const key = made.stdout.trim();
     if (!key) throw new Error(`could not create a key: ${made.stderr}`);
     const headers = { authorization: `Bearer ${key}`, 'content-type': 'application/json' };
-    const podBody = JSON.stringify({ name: 'bench', image: 'ubuntu:22.04', gpu: { id: 'NVIDIA GeForce RTX 4090', count: 1 }, ports: ['8888/http'] });
+    const podBody = JSON.stringify({
+      name: 'bench',
+      image: 'ubuntu:22.04',
+      gpu: { id: 'NVIDIA GeForce RTX 4090', count: 1 },
+      ports: ['8888/http'],
+    });
     const getBody = values.live ? JSON.stringify({ ...JSON.parse(podBody), image: 'bench/sleeper' }) : podBody;
     const created = await fetch(`${gantry.url}/v2/pods`, { method: 'POST', headers, body: getBody });
     if (created.status !== 201) throw new Error(`create failed: ${created.status} ${await created.text()}`);
@@ -78,7 +123,12 @@ async function main() {
 
     const bareGet = await load(bare, { url: `${bare.url}/bare/x` });
     const podGet = await load(gantry, { url: `${gantry.url}/v2/pods/${pod.id}`, headers });
-    const barePost = await load(bare, { url: `${bare.url}/bare`, method: 'POST', headers: { 'content-type': 'application/json' }, body: podBody });
+    const barePost = await load(bare, {
+      url: `${bare.url}/bare`,
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: podBody,
+    });
     const podPost = await load(gantry, { url: `${gantry.url}/v2/pods`, method: 'POST', headers, body: podBody });
 
     const pct = (x: number) => `${(x * 100).toFixed(0)}%`;
@@ -99,9 +149,15 @@ async function main() {
       row('GET /v2/pods/{id}', podGet, bareGet, 0.6),
       row('bare POST (peer)', barePost),
       row('POST /v2/pods', podPost, barePost, 0.25),
-      { ...row('pod creates/s, SQLite, end to end', podPost), goal: '>= 1000/s', verdict: podPost.rps >= 1000 && podPost.non2xx === 0 ? 'PASS' : 'FAIL' },
+      {
+        ...row('pod creates/s, SQLite, end to end', podPost),
+        goal: '>= 1000/s',
+        verdict: podPost.rps >= 1000 && podPost.non2xx === 0 ? 'PASS' : 'FAIL',
+      },
     ];
-    console.log(`\nHTTP benchmark: ${seconds}s per run, ${connections} connections, GET of a ${values.live ? 'live process pod (sampler running)' : 'placeholder pod'}, server RSS after: ${gantry.rssMb().toFixed(0)} MB.\n'req/s ratio' is the goal's measure; 'CPU ratio' (peer CPU per request / ours) is the same comparison made robust to other load on the machine.\n`);
+    console.log(
+      `\nHTTP benchmark: ${seconds}s per run, ${connections} connections, GET of a ${values.live ? 'live process pod (sampler running)' : 'placeholder pod'}, server RSS after: ${gantry.rssMb().toFixed(0)} MB.\n'req/s ratio' is the goal's measure; 'CPU ratio' (peer CPU per request / ours) is the same comparison made robust to other load on the machine.\n`,
+    );
     printTable(rows);
   } finally {
     await Promise.all([bare.stop(), gantry.stop()]);

@@ -72,15 +72,30 @@ async function load(server: { cpuMs(): number }, opts: autocannon.Options): Prom
   const before = server.cpuMs();
   const r = await autocannon({ connections, duration: seconds, ...opts });
   const cpuUs = ((server.cpuMs() - before) * 1000) / Math.max(1, r.requests.total);
-  return { rps: r.requests.average, ok: r['2xx'], p50: r.latency.p50, p99: r.latency.p99, errors: r.non2xx + r.errors + r.timeouts, cpuUs };
+  return {
+    rps: r.requests.average,
+    ok: r['2xx'],
+    p50: r.latency.p50,
+    p99: r.latency.p99,
+    errors: r.non2xx + r.errors + r.timeouts,
+    cpuUs,
+  };
 }
 
 /** Submit → take → done → COMPLETED over HTTP; answers jobs/s. */
-async function endToEnd(gantry: Gantry): Promise<{ rate: number; completed: number; seconds: number; cpuUs: number; benchCpuUs: number }> {
+async function endToEnd(
+  gantry: Gantry,
+): Promise<{ rate: number; completed: number; seconds: number; cpuUs: number; benchCpuUs: number }> {
   const endpointId = await gantry.createEndpoint();
   const handles: WorkerHandle[] = Array.from({ length: WORKERS }, (_, w) =>
     serve(async (job) => ({ echoed: (job.input as { i: number }).i }), {
-      env: workerEnvironment({ publicUrl: gantry.url, endpointId, workerId: `bench-w${w}`, apiKey: gantry.key, pingIntervalMs: 10_000 }),
+      env: workerEnvironment({
+        publicUrl: gantry.url,
+        endpointId,
+        workerId: `bench-w${w}`,
+        apiKey: gantry.key,
+        pingIntervalMs: 10_000,
+      }),
       concurrency: CONCURRENCY,
       handleSignals: false,
       shutdownGraceMs: 1_000,
@@ -92,7 +107,10 @@ async function endToEnd(gantry: Gantry): Promise<{ rate: number; completed: numb
   const job = async (i: number) => {
     const run = await client.json<{ id: string }>('POST', `${base}/run`, { input: { i } });
     if (run.status !== 200) throw new Error(`/run answered ${run.status}`);
-    const done = await client.json<{ status: string; output?: { echoed: number } }>('GET', `${base}/status-sync/${run.body.id}?wait=60000`);
+    const done = await client.json<{ status: string; output?: { echoed: number } }>(
+      'GET',
+      `${base}/status-sync/${run.body.id}?wait=60000`,
+    );
     if (done.body.status === 'COMPLETED' && done.body.output?.echoed === i) completed++;
   };
   // a short warm-up (JITs, connection pools), then the measured run
@@ -115,15 +133,31 @@ const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floo
  * `rounds` pairs of (bare, Gantry) loads, alternating, so drift in what else the machine is doing
  * hits both alike; the verdict is on the median of the per-pair ratios.
  */
-async function ingest(gantry: Gantry, store: string, bare: Child, goal: 'verdict' | 'reported' = 'verdict'): Promise<{ endpointId: string; ok: number; bareRps: number }> {
+async function ingest(
+  gantry: Gantry,
+  store: string,
+  bare: Child,
+  goal: 'verdict' | 'reported' = 'verdict',
+): Promise<{ endpointId: string; ok: number; bareRps: number }> {
   const warmEndpoint = await gantry.createEndpoint();
   const endpointId = await gantry.createEndpoint();
-  const opts = (id: string): autocannon.Options => ({ url: `${gantry.url}/v2/${id}/run`, method: 'POST', headers: gantry.headers, body: runBody });
-  const bareOpts: autocannon.Options = { url: `${bare.url}/bare/run`, method: 'POST', headers: { 'content-type': 'application/json' }, body: runBody };
+  const opts = (id: string): autocannon.Options => ({
+    url: `${gantry.url}/v2/${id}/run`,
+    method: 'POST',
+    headers: gantry.headers,
+    body: runBody,
+  });
+  const bareOpts: autocannon.Options = {
+    url: `${bare.url}/bare/run`,
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: runBody,
+  };
   await autocannon({ ...opts(warmEndpoint), connections, duration: 2 });
   await autocannon({ ...bareOpts, connections, duration: 2 });
   const pairs: Array<{ bare: Load; run: Load }> = [];
-  for (let r = 0; r < rounds; r++) pairs.push({ bare: await load(bare, bareOpts), run: await load(gantry, opts(endpointId)) });
+  for (let r = 0; r < rounds; r++)
+    pairs.push({ bare: await load(bare, bareOpts), run: await load(gantry, opts(endpointId)) });
   const ratios = pairs.map((p) => p.run.rps / p.bare.rps);
   const ratio = median(ratios);
   const cpuRatio = median(pairs.map((p) => p.bare.cpuUs / p.run.cpuUs));
@@ -187,14 +221,19 @@ function durabilityRow(store: string, ok: number, stored: number) {
 async function stores(bare: Child): Promise<void> {
   // SQLite
   {
-    const gantry = await startGantry({ config: BENCH_CONFIG, nodeArgs: values.profile ? ['--cpu-prof', `--cpu-prof-dir=${values.profile}`] : [] });
+    const gantry = await startGantry({
+      config: BENCH_CONFIG,
+      nodeArgs: values.profile ? ['--cpu-prof', `--cpu-prof-dir=${values.profile}`] : [],
+    });
     try {
       const { endpointId, ok, bareRps } = await ingest(gantry, 'sqlite', bare);
       if (values.only === 'ingest') return;
       endToEndRow('sqlite', await endToEnd(gantry), bareRps);
       await gantry.kill();
       const db = new SqliteDatabase(join(gantry.dataDir, 'gantry.db'), { readonly: true });
-      const stored = (db.prepare('SELECT count(*) AS n FROM jobs WHERE endpoint_id = ?').get(endpointId) as { n: number }).n;
+      const stored = (
+        db.prepare('SELECT count(*) AS n FROM jobs WHERE endpoint_id = ?').get(endpointId) as { n: number }
+      ).n;
       db.close();
       durabilityRow('sqlite', ok, stored);
     } finally {
@@ -223,11 +262,14 @@ async function stores(bare: Child): Promise<void> {
       await gantry.stop();
     }
   }
-
 }
 
 async function main() {
-  const bare = await startChild(['--import', 'tsx', join(root, 'bench/support/bare-server.ts')], {}, /bare listening on (\S+)/);
+  const bare = await startChild(
+    ['--import', 'tsx', join(root, 'bench/support/bare-server.ts')],
+    {},
+    /bare listening on (\S+)/,
+  );
   try {
     await stores(bare);
   } finally {

@@ -87,7 +87,13 @@ for (const target of targets) {
     const jobs = new JobsService({ db, clock: systemClock });
     const s = await loops(N, CLIENTS, async (i) => void (await jobs.submit('ep', 'acct', body(i))));
     const { batches, items } = jobs.batchStats.submits;
-    rows.push({ store: target.name, measure: 'submit, group commit', 'jobs/s': rate(N, s), transactions: batches, 'jobs/tx': (items / batches).toFixed(1) });
+    rows.push({
+      store: target.name,
+      measure: 'submit, group commit',
+      'jobs/s': rate(N, s),
+      transactions: batches,
+      'jobs/tx': (items / batches).toFixed(1),
+    });
     await cleanup();
   }
   // 1b. submit, one transaction per job
@@ -110,7 +116,13 @@ for (const target of targets) {
       };
       await db.withTransaction((tx) => store.insertMany([job], tx));
     });
-    rows.push({ store: target.name, measure: 'submit, 1 transaction per job', 'jobs/s': rate(N, s), transactions: N, 'jobs/tx': '1.0' });
+    rows.push({
+      store: target.name,
+      measure: 'submit, 1 transaction per job',
+      'jobs/s': rate(N, s),
+      transactions: N,
+      'jobs/tx': '1.0',
+    });
     await cleanup();
   }
   // 2. end to end, take batch 1 and 8
@@ -136,7 +148,11 @@ for (const target of targets) {
     await loops(N, CLIENTS, async (i) => void ids.push((await jobs.submit('ep', 'acct', body(i))).id));
     await Promise.all(workers);
     let ok = 0;
-    await loops(ids.length, CLIENTS, async (i) => void ((await jobs.status('acct', 'ep', ids[i]!)).status === 'COMPLETED' && ok++));
+    await loops(
+      ids.length,
+      CLIENTS,
+      async (i) => void ((await jobs.status('acct', 'ep', ids[i]!)).status === 'COMPLETED' && ok++),
+    );
     const s = (performance.now() - started) / 1000;
     if (ok !== N) throw new Error(`only ${ok} of ${N} jobs COMPLETED`);
     rows.push({
@@ -157,4 +173,6 @@ console.log(
 printTable(rows);
 const e2e = rows.find((r) => r.store === 'sqlite' && r.measure === 'end to end, take batch 1');
 const e2eRate = Number(String(e2e?.['jobs/s'] ?? '0').replace(/,/g, ''));
-console.log(`\nGoal: end to end on SQLite (take batch 1) >= 5,000 jobs/s: ${e2eRate >= 5000 ? 'PASS' : 'FAIL'} (${e2e?.['jobs/s']})`);
+console.log(
+  `\nGoal: end to end on SQLite (take batch 1) >= 5,000 jobs/s: ${e2eRate >= 5000 ? 'PASS' : 'FAIL'} (${e2e?.['jobs/s']})`,
+);

@@ -13,7 +13,9 @@ import { spawnSync } from 'node:child_process';
 import { ensureBuilt, printTable, startChild } from './support/processes.js';
 import { benchFleet } from './http.js';
 
-const { values } = parseArgs({ options: { streams: { type: 'string', default: '1000' }, pods: { type: 'string', default: '20' } } });
+const { values } = parseArgs({
+  options: { streams: { type: 'string', default: '1000' }, pods: { type: 'string', default: '20' } },
+});
 const streams = Number(values.streams);
 const podCount = Number(values.pods);
 const root = join(import.meta.dirname, '..');
@@ -23,7 +25,8 @@ ensureBuilt();
 const dataDir = mkdtempSync(join(tmpdir(), 'gantry-bench-logs-'));
 const configPath = join(dataDir, 'config.json');
 // each pod prints a line, then one more whenever the file `more` appears in its folder
-const printer = 'echo started; while :; do if [ -e more ]; then rm more; echo "more $(date +%s%N)"; fi; sleep 0.05; done';
+const printer =
+  'echo started; while :; do if [ -e more ]; then rm more; echo "more $(date +%s%N)"; fi; sleep 0.05; done';
 writeFileSync(
   configPath,
   JSON.stringify({
@@ -32,19 +35,37 @@ writeFileSync(
     images: {
       'printer:1': { command: ['/bin/sh', '-c', printer] },
       // ~12 MB/s of 1 KB lines
-      'chatty:1': { command: [process.execPath, '-e', 'const line = "x".repeat(1023) + "\\n"; setInterval(() => { for (let i = 0; i < 64; i++) process.stdout.write(line); }, 5)'] },
+      'chatty:1': {
+        command: [
+          process.execPath,
+          '-e',
+          'const line = "x".repeat(1023) + "\\n"; setInterval(() => { for (let i = 0; i < 64; i++) process.stdout.write(line); }, 5)',
+        ],
+      },
     },
     server: { maxConnectionsPerClient: streams + 256 },
   }),
 );
-const gantry = await startChild([join(root, 'bin/gantry.js'), 'serve', '--port', '0', '--data-dir', dataDir, '--config', configPath], { GANTRY_LOG_LEVEL: 'warn' }, /gantry listening on (\S+)/);
+const gantry = await startChild(
+  [join(root, 'bin/gantry.js'), 'serve', '--port', '0', '--data-dir', dataDir, '--config', configPath],
+  { GANTRY_LOG_LEVEL: 'warn' },
+  /gantry listening on (\S+)/,
+);
 const open: IncomingMessage[] = [];
 try {
-  const key = spawnSync(process.execPath, [join(root, 'bin/gantry.js'), 'keys', 'create', '--account', 'admin', '--exempt', '--data-dir', dataDir], { encoding: 'utf8' }).stdout.trim();
+  const key = spawnSync(
+    process.execPath,
+    [join(root, 'bin/gantry.js'), 'keys', 'create', '--account', 'admin', '--exempt', '--data-dir', dataDir],
+    { encoding: 'utf8' },
+  ).stdout.trim();
   const headers = { authorization: `Bearer ${key}`, 'content-type': 'application/json' };
   const pods: string[] = [];
   for (let i = 0; i < podCount; i++) {
-    const res = await fetch(`${gantry.url}/v2/pods`, { method: 'POST', headers, body: JSON.stringify({ name: `logs-${i}`, image: 'printer:1', gpu: { id: 'NVIDIA GeForce RTX 4090', count: 1 } }) });
+    const res = await fetch(`${gantry.url}/v2/pods`, {
+      method: 'POST',
+      headers,
+      body: JSON.stringify({ name: `logs-${i}`, image: 'printer:1', gpu: { id: 'NVIDIA GeForce RTX 4090', count: 1 } }),
+    });
     if (res.status !== 201) throw new Error(`creating a pod answered ${res.status}: ${await res.text()}`);
     pods.push(((await res.json()) as { id: string }).id);
   }
@@ -70,15 +91,24 @@ try {
     Array.from({ length: streams }, (_, i) => {
       const pod = pods[i % pods.length]!;
       return new Promise<void>((resolve, reject) => {
-        const req = request({ host: url.hostname, port: url.port, path: `/v2/pods/${pod}/logs?tail=0&source=container`, headers: { authorization: headers.authorization }, agent: false }, (res) => {
-          if (res.statusCode !== 200) return reject(new Error(`stream ${i} answered ${res.statusCode}`));
-          open.push(res);
-          res.on('data', (chunk: Buffer) => {
-            if (chunk.includes('"more ')) seen[i]!++;
-          });
-          res.on('error', () => undefined);
-          resolve();
-        });
+        const req = request(
+          {
+            host: url.hostname,
+            port: url.port,
+            path: `/v2/pods/${pod}/logs?tail=0&source=container`,
+            headers: { authorization: headers.authorization },
+            agent: false,
+          },
+          (res) => {
+            if (res.statusCode !== 200) return reject(new Error(`stream ${i} answered ${res.statusCode}`));
+            open.push(res);
+            res.on('data', (chunk: Buffer) => {
+              if (chunk.includes('"more ')) seen[i]!++;
+            });
+            res.on('error', () => undefined);
+            resolve();
+          },
+        );
         req.on('error', reject);
         req.end();
       });
@@ -102,7 +132,11 @@ try {
   for (const res of open.splice(0)) res.destroy();
 
   // slow clients: a pod printing ~12 MB/s, 10 clients that open its stream and never read
-  const chatty = await fetch(`${gantry.url}/v2/pods`, { method: 'POST', headers, body: JSON.stringify({ name: 'chatty', image: 'chatty:1', gpu: { id: 'NVIDIA GeForce RTX 4090', count: 1 } }) });
+  const chatty = await fetch(`${gantry.url}/v2/pods`, {
+    method: 'POST',
+    headers,
+    body: JSON.stringify({ name: 'chatty', image: 'chatty:1', gpu: { id: 'NVIDIA GeForce RTX 4090', count: 1 } }),
+  });
   const chattyId = ((await chatty.json()) as { id: string }).id;
   await sleep(3_000);
   const peakOver = async (ms: number): Promise<number> => {
@@ -118,7 +152,9 @@ try {
   const rssSlowBefore = gantry.rssMb();
   const sockets = Array.from({ length: 10 }, () => {
     const socket = connect({ host: url.hostname, port: Number(url.port) });
-    socket.write(`GET /v2/pods/${chattyId}/logs?tail=0&source=container HTTP/1.1\r\nHost: x\r\nAuthorization: ${headers.authorization}\r\n\r\n`);
+    socket.write(
+      `GET /v2/pods/${chattyId}/logs?tail=0&source=container HTTP/1.1\r\nHost: x\r\nAuthorization: ${headers.authorization}\r\n\r\n`,
+    );
     socket.pause();
     return socket;
   });
@@ -128,18 +164,60 @@ try {
   for (const socket of sockets) socket.destroy();
 
   const perStreamKb = ((rssIdle - rssBefore) * 1024) / streams;
-  console.log(`\nLog streams benchmark: ${streams} SSE streams over ${podCount} running pods (process runtime), opened in ${openSeconds.toFixed(1)} s\n`);
+  console.log(
+    `\nLog streams benchmark: ${streams} SSE streams over ${podCount} running pods (process runtime), opened in ${openSeconds.toFixed(1)} s\n`,
+  );
   printTable([
     { measure: 'RSS, pods running, no stream', value: `${rssBefore.toFixed(0)} MB`, goal: '', verdict: '' },
     { measure: `RSS, ${streams} streams open`, value: `${rssOpen.toFixed(0)} MB`, goal: '', verdict: '' },
-    { measure: `RSS, ${streams} streams after ${idleMs / 1000} s idle`, value: `${rssIdle.toFixed(0)} MB`, goal: '', verdict: '' },
-    { measure: 'RSS per idle stream', value: `${perStreamKb.toFixed(1)} KB`, goal: '< 100 KB', verdict: perStreamKb < 100 ? 'PASS' : 'FAIL' },
-    { measure: 'server CPU, pods running, no stream', value: `${cpuNoStream.toFixed(1)} % of a core`, goal: '', verdict: '' },
-    { measure: `server CPU while ${streams} streams idle`, value: `${cpuIdle.toFixed(1)} % of a core`, goal: '< 10 %', verdict: cpuIdle < 10 ? 'PASS' : 'FAIL' },
-    { measure: 'a pod printing ~12 MB/s, no stream: RSS growth over 10 s (peak)', value: `${chattyAlone.toFixed(1)} MB`, goal: '', verdict: '' },
-    { measure: '+ 10 clients reading nothing: RSS growth (peak), first 10 s', value: `${slowFirst.toFixed(1)} MB`, goal: '', verdict: '' },
-    { measure: '+ 10 clients reading nothing: RSS growth (peak), after 20 s', value: `${slowGrowth.toFixed(1)} MB`, goal: '≤ first 10 s + 5 MB', verdict: slowGrowth <= slowFirst + 5 ? 'PASS' : 'FAIL' },
-    { measure: 'one new line in each pod → every stream has it', value: `${fanOutMs.toFixed(0)} ms (${reached}/${streams})`, goal: '< 1000 ms', verdict: reached === streams && fanOutMs < 1000 ? 'PASS' : 'FAIL' },
+    {
+      measure: `RSS, ${streams} streams after ${idleMs / 1000} s idle`,
+      value: `${rssIdle.toFixed(0)} MB`,
+      goal: '',
+      verdict: '',
+    },
+    {
+      measure: 'RSS per idle stream',
+      value: `${perStreamKb.toFixed(1)} KB`,
+      goal: '< 100 KB',
+      verdict: perStreamKb < 100 ? 'PASS' : 'FAIL',
+    },
+    {
+      measure: 'server CPU, pods running, no stream',
+      value: `${cpuNoStream.toFixed(1)} % of a core`,
+      goal: '',
+      verdict: '',
+    },
+    {
+      measure: `server CPU while ${streams} streams idle`,
+      value: `${cpuIdle.toFixed(1)} % of a core`,
+      goal: '< 10 %',
+      verdict: cpuIdle < 10 ? 'PASS' : 'FAIL',
+    },
+    {
+      measure: 'a pod printing ~12 MB/s, no stream: RSS growth over 10 s (peak)',
+      value: `${chattyAlone.toFixed(1)} MB`,
+      goal: '',
+      verdict: '',
+    },
+    {
+      measure: '+ 10 clients reading nothing: RSS growth (peak), first 10 s',
+      value: `${slowFirst.toFixed(1)} MB`,
+      goal: '',
+      verdict: '',
+    },
+    {
+      measure: '+ 10 clients reading nothing: RSS growth (peak), after 20 s',
+      value: `${slowGrowth.toFixed(1)} MB`,
+      goal: '≤ first 10 s + 5 MB',
+      verdict: slowGrowth <= slowFirst + 5 ? 'PASS' : 'FAIL',
+    },
+    {
+      measure: 'one new line in each pod → every stream has it',
+      value: `${fanOutMs.toFixed(0)} ms (${reached}/${streams})`,
+      goal: '< 1000 ms',
+      verdict: reached === streams && fanOutMs < 1000 ? 'PASS' : 'FAIL',
+    },
   ]);
 } finally {
   for (const res of open) res.destroy();

@@ -18,9 +18,17 @@ const dataDir = mkdtempSync(join(tmpdir(), 'gantry-bench-mem-'));
 const configPath = join(dataDir, 'config.json');
 // one account creates every pod: its pod and GPU quotas are far above the run's
 writeFileSync(configPath, JSON.stringify({ fleet: benchFleet(3000), quotas: { pods: 1e9, gpus: 1e9 } }));
-const gantry = await startChild([join(root, 'bin/gantry.js'), 'serve', '--port', '0', '--data-dir', dataDir, '--config', configPath], { GANTRY_LOG_LEVEL: 'warn' }, /gantry listening on (\S+)/);
+const gantry = await startChild(
+  [join(root, 'bin/gantry.js'), 'serve', '--port', '0', '--data-dir', dataDir, '--config', configPath],
+  { GANTRY_LOG_LEVEL: 'warn' },
+  /gantry listening on (\S+)/,
+);
 try {
-  const key = spawnSync(process.execPath, [join(root, 'bin/gantry.js'), 'keys', 'create', '--account', 'admin', '--exempt', '--data-dir', dataDir], { encoding: 'utf8' }).stdout.trim();
+  const key = spawnSync(
+    process.execPath,
+    [join(root, 'bin/gantry.js'), 'keys', 'create', '--account', 'admin', '--exempt', '--data-dir', dataDir],
+    { encoding: 'utf8' },
+  ).stdout.trim();
   const headers = { authorization: `Bearer ${key}`, 'content-type': 'application/json' };
   const rssEmpty = gantry.rssMb();
   const started = performance.now();
@@ -32,7 +40,10 @@ try {
       const body = JSON.stringify({
         name: `pod-${i}`,
         image: 'ubuntu:22.04',
-        gpu: { id: ['NVIDIA GeForce RTX 4090', 'NVIDIA RTX A5000', 'NVIDIA A100 80GB PCIe', 'NVIDIA L40S'][i % 4], count: 1 },
+        gpu: {
+          id: ['NVIDIA GeForce RTX 4090', 'NVIDIA RTX A5000', 'NVIDIA A100 80GB PCIe', 'NVIDIA L40S'][i % 4],
+          count: 1,
+        },
         ports: ['8888/http', '22/tcp'],
         env: { INDEX: String(i), MODEL: 'llama-3-8b' },
       });
@@ -48,10 +59,17 @@ try {
   const listed = ((await list.json()) as { pods: unknown[] }).pods.length;
   (globalThis as { gc?: () => void }).gc?.();
   const rss = gantry.rssMb();
-  console.log(`\nMemory benchmark: ${total} pods created in ${seconds.toFixed(1)} s (${(total / seconds).toFixed(0)}/s), ${failures} failed, ${listed} listed\n`);
+  console.log(
+    `\nMemory benchmark: ${total} pods created in ${seconds.toFixed(1)} s (${(total / seconds).toFixed(0)}/s), ${failures} failed, ${listed} listed\n`,
+  );
   printTable([
     { measure: 'RSS, empty server', MB: rssEmpty.toFixed(0), goal: '', verdict: '' },
-    { measure: `RSS, ${total} pods stored`, MB: rss.toFixed(0), goal: '< 300', verdict: rss < 300 && failures === 0 ? 'PASS' : 'FAIL' },
+    {
+      measure: `RSS, ${total} pods stored`,
+      MB: rss.toFixed(0),
+      goal: '< 300',
+      verdict: rss < 300 && failures === 0 ? 'PASS' : 'FAIL',
+    },
   ]);
 } finally {
   await gantry.stop();

@@ -8,7 +8,9 @@ import type { PlacementRequest } from '../src/domain/placement.js';
 import { Inventory } from '../src/inventory/inventory.js';
 import { printTable } from './support/processes.js';
 
-const { values } = parseArgs({ options: { hosts: { type: 'string', default: '5000' }, decisions: { type: 'string', default: '200000' } } });
+const { values } = parseArgs({
+  options: { hosts: { type: 'string', default: '5000' }, decisions: { type: 'string', default: '200000' } },
+});
 const hostCount = Number(values.hosts);
 const decisions = Number(values.decisions);
 const GOAL = 20_000;
@@ -79,7 +81,11 @@ function makeRequest(): PlacementRequest {
       gpuCount: pick([1, 1, 1, 2, 2, 4, 8]),
       cloud: pick<Cloud | 'ALL'>(['SECURE', 'COMMUNITY', 'ALL']),
       dataCenterIds: random() < 0.4 ? [pick(dcs)] : [],
-      ...(random() < 0.3 ? { allowedCudaVersions: [pick(cudas)] } : random() < 0.3 ? { minCudaVersion: pick(['12', '12.2', '12.4']) } : {}),
+      ...(random() < 0.3
+        ? { allowedCudaVersions: [pick(cudas)] }
+        : random() < 0.3
+          ? { minCudaVersion: pick(['12', '12.2', '12.4']) }
+          : {}),
     };
   }
   if (r < 0.7) {
@@ -88,7 +94,16 @@ function makeRequest(): PlacementRequest {
   }
   if (r < 0.8) {
     const vcpuCount = pick([2, 4, 8, 16]);
-    return { ...base, kind: 'cpu', gpuTypeIds: [], gpuCount: 0, cpuFlavorId: pick(['cpu3c', 'cpu3g', 'cpu3m']), vcpuCount, memoryGb: vcpuCount * 4, cloud: 'ALL' };
+    return {
+      ...base,
+      kind: 'cpu',
+      gpuTypeIds: [],
+      gpuCount: 0,
+      cpuFlavorId: pick(['cpu3c', 'cpu3g', 'cpu3m']),
+      vcpuCount,
+      memoryGb: vcpuCount * 4,
+      cloud: 'ALL',
+    };
   }
   // refused: a CUDA version no host reports, a type no host has, more GPUs than any host, no global networking
   return pick<PlacementRequest>([

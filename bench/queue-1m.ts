@@ -19,7 +19,9 @@ import { openDatabase } from '../src/store/database.js';
 import type { NewJob } from '../src/store/job-record.js';
 import { JobStore } from '../src/store/job-store.js';
 
-const { values } = parseArgs({ options: { jobs: { type: 'string', default: '1000000' }, takes: { type: 'string', default: '1000' } } });
+const { values } = parseArgs({
+  options: { jobs: { type: 'string', default: '1000000' }, takes: { type: 'string', default: '1000' } },
+});
 const JOBS = Number(values.jobs);
 const TAKES = Number(values.takes);
 const BATCH = 10_000;
@@ -27,7 +29,11 @@ const BATCH = 10_000;
 const sortedMs = (a: number[]) => [...a].sort((x, y) => x - y);
 
 /** p50/p99 (ms) of `TAKES` sequential takes; `prepare` runs before each and is not timed. */
-async function takeLatency(gantry: Gantry, endpointId: string, prepare?: () => Promise<void>): Promise<{ p50: number; p99: number }> {
+async function takeLatency(
+  gantry: Gantry,
+  endpointId: string,
+  prepare?: () => Promise<void>,
+): Promise<{ p50: number; p99: number }> {
   const client = httpClient(gantry.url, { authorization: `Bearer ${gantry.key}` });
   const samples: number[] = [];
   try {
@@ -72,13 +78,28 @@ async function main() {
       const db = await openDatabase({ url: null, dataDir });
       try {
         const store = new JobStore(db);
-        const { account_id: accountId } = await db.kysely.selectFrom('endpoints').select('account_id').where('id', '=', bigId).executeTakeFirstOrThrow();
+        const { account_id: accountId } = await db.kysely
+          .selectFrom('endpoints')
+          .select('account_id')
+          .where('id', '=', bigId)
+          .executeTakeFirstOrThrow();
         const now = Date.now();
         const policy = { executionTimeout: 600_000, lowPriority: false, ttl: 86_400_000 };
         for (let i = 0; i < JOBS; i += BATCH) {
           const jobs: NewJob[] = [];
           for (let j = i; j < Math.min(JOBS, i + BATCH); j++) {
-            jobs.push({ id: newJobId(), endpointId: bigId, accountId, seq: now * 1000 + j, inputJson: `{"prompt":"job ${j}","max_tokens":64}`, webhook: null, s3ConfigJson: null, policy, sync: false, createdAt: now });
+            jobs.push({
+              id: newJobId(),
+              endpointId: bigId,
+              accountId,
+              seq: now * 1000 + j,
+              inputJson: `{"prompt":"job ${j}","max_tokens":64}`,
+              webhook: null,
+              s3ConfigJson: null,
+              policy,
+              sync: false,
+              createdAt: now,
+            });
           }
           await db.withTransaction((tx) => store.insertMany(jobs, tx));
         }
@@ -98,19 +119,63 @@ async function main() {
       await client.send('GET', `/v2/${bigId}/health`);
       const healthMs = performance.now() - t;
       const big = await takeLatency(gantry, bigId);
-      const empty = await takeLatency(gantry, emptyId, async () => void (await client.send('POST', `/v2/${emptyId}/run`, '{"input":{"prompt":"hello"}}')));
+      const empty = await takeLatency(
+        gantry,
+        emptyId,
+        async () => void (await client.send('POST', `/v2/${emptyId}/run`, '{"input":{"prompt":"hello"}}')),
+      );
       client.close();
       const rss = gantry.rssMb();
       // against the lower of the two empty-queue figures, the stricter comparison
       const ratio = big.p50 / Math.min(before.p50, empty.p50);
-      rows.push({ measure: `insert ${JOBS.toLocaleString('en-US')} jobs in-process (JobStore.insertMany, ${BATCH}/tx)`, value: `${insertSeconds.toFixed(1)} s (${Math.round(JOBS / insertSeconds).toLocaleString('en-US')}/s)`, goal: '', verdict: '' });
-      rows.push({ measure: 'queued, per /health', value: health.body.jobs.inQueue.toLocaleString('en-US'), goal: `>= ${JOBS.toLocaleString('en-US')}`, verdict: verdict(health.body.jobs.inQueue >= JOBS - TAKES - 100) });
-      rows.push({ measure: 'server RSS just after start, 1M queued', value: `${rssStarted.toFixed(0)} MB`, goal: '', verdict: '' });
-      rows.push({ measure: 'server RSS after the takes, 1M queued', value: `${rss.toFixed(0)} MB`, goal: '<= 300 MB', verdict: verdict(rss <= 300) });
-      rows.push({ measure: 'take p50/p99, empty queue, fresh store (baseline)', value: `${before.p50.toFixed(2)} / ${before.p99.toFixed(2)} ms`, goal: '', verdict: '' });
-      rows.push({ measure: 'take p50/p99, empty queue, 1M rows in the store', value: `${empty.p50.toFixed(2)} / ${empty.p99.toFixed(2)} ms`, goal: '', verdict: '' });
-      rows.push({ measure: 'take p50/p99, 1M queued', value: `${big.p50.toFixed(2)} / ${big.p99.toFixed(2)} ms`, goal: '<= 2× lower empty p50', verdict: `${verdict(ratio <= 2)} (${ratio.toFixed(2)}×)` });
-      rows.push({ measure: 'GET /health with 1M queued (exact counts, read from indexes)', value: `${healthMs.toFixed(0)} ms`, goal: '', verdict: '' });
+      rows.push({
+        measure: `insert ${JOBS.toLocaleString('en-US')} jobs in-process (JobStore.insertMany, ${BATCH}/tx)`,
+        value: `${insertSeconds.toFixed(1)} s (${Math.round(JOBS / insertSeconds).toLocaleString('en-US')}/s)`,
+        goal: '',
+        verdict: '',
+      });
+      rows.push({
+        measure: 'queued, per /health',
+        value: health.body.jobs.inQueue.toLocaleString('en-US'),
+        goal: `>= ${JOBS.toLocaleString('en-US')}`,
+        verdict: verdict(health.body.jobs.inQueue >= JOBS - TAKES - 100),
+      });
+      rows.push({
+        measure: 'server RSS just after start, 1M queued',
+        value: `${rssStarted.toFixed(0)} MB`,
+        goal: '',
+        verdict: '',
+      });
+      rows.push({
+        measure: 'server RSS after the takes, 1M queued',
+        value: `${rss.toFixed(0)} MB`,
+        goal: '<= 300 MB',
+        verdict: verdict(rss <= 300),
+      });
+      rows.push({
+        measure: 'take p50/p99, empty queue, fresh store (baseline)',
+        value: `${before.p50.toFixed(2)} / ${before.p99.toFixed(2)} ms`,
+        goal: '',
+        verdict: '',
+      });
+      rows.push({
+        measure: 'take p50/p99, empty queue, 1M rows in the store',
+        value: `${empty.p50.toFixed(2)} / ${empty.p99.toFixed(2)} ms`,
+        goal: '',
+        verdict: '',
+      });
+      rows.push({
+        measure: 'take p50/p99, 1M queued',
+        value: `${big.p50.toFixed(2)} / ${big.p99.toFixed(2)} ms`,
+        goal: '<= 2× lower empty p50',
+        verdict: `${verdict(ratio <= 2)} (${ratio.toFixed(2)}×)`,
+      });
+      rows.push({
+        measure: 'GET /health with 1M queued (exact counts, read from indexes)',
+        value: `${healthMs.toFixed(0)} ms`,
+        goal: '',
+        verdict: '',
+      });
     } finally {
       await gantry.stop();
     }

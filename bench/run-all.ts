@@ -2,7 +2,19 @@
 import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 
-const benches = ['placement.ts', 'http.ts', 'memory.ts', 'jobs-store.ts', 'jobs-http.ts', 'runsync-latency.ts', 'cold-start.ts', 'queue-1m.ts', 'docker.ts', 'fleet.ts', 'fleet-ops.ts'];
+const benches = [
+  'placement.ts',
+  'http.ts',
+  'memory.ts',
+  'jobs-store.ts',
+  'jobs-http.ts',
+  'runsync-latency.ts',
+  'cold-start.ts',
+  'queue-1m.ts',
+  'docker.ts',
+  'fleet.ts',
+  'fleet-ops.ts',
+];
 let failed = 0;
 for (const name of benches) {
   console.log(`\n=== bench/${name}`);

@@ -88,32 +88,63 @@ interface Marked {
 /** Part 3: server and workers each in their own process, the workers launched by the autoscaler. */
 async function deployed(rows: Array<Record<string, string | number>>): Promise<void> {
   const prof = values.profile ? ['--cpu-prof', `--cpu-prof-dir=${values.profile}`] : [];
-  const node = (script: string) => ({ command: [process.execPath, ...prof, '--import', 'tsx', join(root, 'bench/support', script)], cwd: root });
+  const node = (script: string) => ({
+    command: [process.execPath, ...prof, '--import', 'tsx', join(root, 'bench/support', script)],
+    cwd: root,
+  });
   const gantry = await startGantry({
     port: await freePort(),
     nodeArgs: prof,
     // as `gantry serve` runs by default: request lines at info (set BENCH_LOG_LEVEL to compare)
     env: { GANTRY_LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? 'info' },
-    config: { images: { 'bench-library-worker:dev': node('library-worker.ts'), 'bench-sdk-like-worker:dev': node('sdk-like-worker.ts') } },
+    config: {
+      images: {
+        'bench-library-worker:dev': node('library-worker.ts'),
+        'bench-sdk-like-worker:dev': node('sdk-like-worker.ts'),
+      },
+    },
   });
-  const bare = await startChild(['--import', 'tsx', join(root, 'bench/support/bare-server.ts')], {}, /bare listening on (\S+)/);
+  const bare = await startChild(
+    ['--import', 'tsx', join(root, 'bench/support/bare-server.ts')],
+    {},
+    /bare listening on (\S+)/,
+  );
   const client = httpClient(gantry.url, { authorization: `Bearer ${gantry.key}` });
   const bareClient = httpClient(bare.url);
   const wall = () => performance.timeOrigin + performance.now();
   try {
     const shapes = {
-      library: await gantry.createEndpoint({ imageName: 'bench-library-worker:dev', workersMin: 1, workersMax: 1, idleTimeout: 3600 }),
-      'sdk-like': await gantry.createEndpoint({ imageName: 'bench-sdk-like-worker:dev', workersMin: 1, workersMax: 1, idleTimeout: 3600 }),
+      library: await gantry.createEndpoint({
+        imageName: 'bench-library-worker:dev',
+        workersMin: 1,
+        workersMax: 1,
+        idleTimeout: 3600,
+      }),
+      'sdk-like': await gantry.createEndpoint({
+        imageName: 'bench-sdk-like-worker:dev',
+        workersMin: 1,
+        workersMax: 1,
+        idleTimeout: 3600,
+      }),
     };
     type Shape = keyof typeof shapes;
     const wrong: Record<Shape, number> = { library: 0, 'sdk-like': 0 };
     const runsync = async (name: Shape, i: number): Promise<Marked> => {
       const sent = wall();
-      const res = await client.json<{ status: string; output?: { echoed: number; at: number; cpuUs: number } }>('POST', `/v2/${shapes[name]}/runsync?wait=60000`, { input: { i } });
+      const res = await client.json<{ status: string; output?: { echoed: number; at: number; cpuUs: number } }>(
+        'POST',
+        `/v2/${shapes[name]}/runsync?wait=60000`,
+        { input: { i } },
+      );
       const got = wall();
       const out = res.body.output;
       if (res.status !== 200 || res.body.status !== 'COMPLETED' || out?.echoed !== i) wrong[name]++;
-      return { total: got - sent, toWorker: (out?.at ?? NaN) - sent, back: got - (out?.at ?? NaN), workerCpuUs: out?.cpuUs ?? NaN };
+      return {
+        total: got - sent,
+        toWorker: (out?.at ?? NaN) - sent,
+        back: got - (out?.at ?? NaN),
+        workerCpuUs: out?.cpuUs ?? NaN,
+      };
     };
     const series = async (name: Shape, n: number) => {
       const serverCpu0 = gantry.cpuMs();
@@ -131,16 +162,38 @@ async function deployed(rows: Array<Record<string, string | number>>): Promise<v
       wrong[name] = 0;
     }
     await sequential(500, bareOnce);
-    type Round = { p50: number; p99: number; toWorker50: number; toWorker99: number; back50: number; back99: number; serverCpuUs: number; workerCpuUs: number };
+    type Round = {
+      p50: number;
+      p99: number;
+      toWorker50: number;
+      toWorker99: number;
+      back50: number;
+      back99: number;
+      serverCpuUs: number;
+      workerCpuUs: number;
+    };
     const per: Record<'bare' | Shape, Round[]> = { bare: [], library: [], 'sdk-like': [] };
     for (let r = 0; r < ROUNDS; r++) {
       const bareCpu0 = bare.cpuMs();
       const t = await sequential(DEPLOYED_REQUESTS, bareOnce);
       const bareCpuUs = ((bare.cpuMs() - bareCpu0) * 1000) / DEPLOYED_REQUESTS;
-      per.bare.push({ p50: percentile(t, 50), p99: percentile(t, 99), toWorker50: NaN, toWorker99: NaN, back50: NaN, back99: NaN, serverCpuUs: bareCpuUs, workerCpuUs: NaN });
+      per.bare.push({
+        p50: percentile(t, 50),
+        p99: percentile(t, 99),
+        toWorker50: NaN,
+        toWorker99: NaN,
+        back50: NaN,
+        back99: NaN,
+        serverCpuUs: bareCpuUs,
+        workerCpuUs: NaN,
+      });
       for (const name of Object.keys(shapes) as Shape[]) {
         const { marks, serverCpuUs, workerCpuUs } = await series(name, DEPLOYED_REQUESTS);
-        const [total, toWorker, back] = [sorted(marks.map((m) => m.total)), sorted(marks.map((m) => m.toWorker)), sorted(marks.map((m) => m.back))];
+        const [total, toWorker, back] = [
+          sorted(marks.map((m) => m.total)),
+          sorted(marks.map((m) => m.toWorker)),
+          sorted(marks.map((m) => m.back)),
+        ];
         per[name].push({
           p50: percentile(total, 50),
           p99: percentile(total, 99),
@@ -155,7 +208,14 @@ async function deployed(rows: Array<Record<string, string | number>>): Promise<v
     }
     const med = (name: 'bare' | Shape, f: (r: Round) => number) => median(per[name].map(f));
     const list = (name: 'bare' | Shape, f: (r: Round) => number) => per[name].map((r) => ms(f(r))).join('/');
-    rows.push({ measure: 'deployed: bare Fastify POST round trip (floor)', p50: ms(med('bare', (r) => r.p50)), p99: ms(med('bare', (r) => r.p99)), goal: '', verdict: '', rounds: `p50 ${list('bare', (r) => r.p50)}; CPU µs/request ${med('bare', (r) => r.serverCpuUs).toFixed(0)}` });
+    rows.push({
+      measure: 'deployed: bare Fastify POST round trip (floor)',
+      p50: ms(med('bare', (r) => r.p50)),
+      p99: ms(med('bare', (r) => r.p99)),
+      goal: '',
+      verdict: '',
+      rounds: `p50 ${list('bare', (r) => r.p50)}; CPU µs/request ${med('bare', (r) => r.serverCpuUs).toFixed(0)}`,
+    });
     for (const name of Object.keys(shapes) as Shape[]) {
       const p50 = med(name, (r) => r.p50);
       const p99 = med(name, (r) => r.p99);
@@ -196,21 +256,33 @@ async function main() {
   const rows: Array<Record<string, string | number>> = [];
   if (values.only === 'deployed') {
     await deployed(rows);
-    console.log(`\nJob latency over HTTP (ms), one request at a time: deployed shape, ${ROUNDS} alternating rounds of ${DEPLOYED_REQUESTS} (node ${process.version})\n`);
+    console.log(
+      `\nJob latency over HTTP (ms), one request at a time: deployed shape, ${ROUNDS} alternating rounds of ${DEPLOYED_REQUESTS} (node ${process.version})\n`,
+    );
     printTable(rows);
     if (rows.some((r) => r.verdict === 'FAIL')) process.exitCode = 1;
     return;
   }
 
   // the HTTP floor: a bare Fastify POST, same client, same body size
-  const bare = await startChild(['--import', 'tsx', join(root, 'bench/support/bare-server.ts')], {}, /bare listening on (\S+)/);
+  const bare = await startChild(
+    ['--import', 'tsx', join(root, 'bench/support/bare-server.ts')],
+    {},
+    /bare listening on (\S+)/,
+  );
   try {
     const client = httpClient(bare.url);
     const post = () => client.send('POST', '/bare', '{"input":{"i":0}}').then(() => undefined);
     await sequential(500, post);
     const t = await sequential(REQUESTS, post);
     client.close();
-    rows.push({ measure: 'bare Fastify POST round trip (floor)', p50: ms(percentile(t, 50)), p99: ms(percentile(t, 99)), goal: '', verdict: '' });
+    rows.push({
+      measure: 'bare Fastify POST round trip (floor)',
+      p50: ms(percentile(t, 50)),
+      p99: ms(percentile(t, 99)),
+      goal: '',
+      verdict: '',
+    });
   } finally {
     await bare.stop();
   }
@@ -221,8 +293,20 @@ async function main() {
   const { services } = server;
   const account = await services.accounts.createAccount('bench');
   const key = (await services.accounts.createKey(account.id, { scope: 'write', rateLimitExempt: true })).key;
-  const template = await services.templates.create(account.id, { name: 'bench', imageName: 'bench-worker:dev', isServerless: true });
-  const endpointId = (await services.endpoints.create(account.id, { name: 'bench', templateId: template.id, gpuIds: 'ADA_24', workersMin: 0, workersMax: 0 })).id;
+  const template = await services.templates.create(account.id, {
+    name: 'bench',
+    imageName: 'bench-worker:dev',
+    isServerless: true,
+  });
+  const endpointId = (
+    await services.endpoints.create(account.id, {
+      name: 'bench',
+      templateId: template.id,
+      gpuIds: 'ADA_24',
+      workersMin: 0,
+      workersMax: 0,
+    })
+  ).id;
 
   const queuedAt = new Map<string, number>();
   const handledAt = new Map<string, number>();
@@ -232,7 +316,18 @@ async function main() {
       handledAt.set(job.id, performance.now());
       return { echoed: (job.input as { i: number }).i };
     },
-    { env: workerEnvironment({ publicUrl: server.url, endpointId, workerId: 'bench-worker', apiKey: key, pingIntervalMs: 10_000 }), concurrency: 1, handleSignals: false, shutdownGraceMs: 1000 },
+    {
+      env: workerEnvironment({
+        publicUrl: server.url,
+        endpointId,
+        workerId: 'bench-worker',
+        apiKey: key,
+        pingIntervalMs: 10_000,
+      }),
+      concurrency: 1,
+      handleSignals: false,
+      shutdownGraceMs: 1000,
+    },
   );
   const client = httpClient(server.url, { authorization: `Bearer ${key}` });
   const base = `/v2/${endpointId}`;
@@ -241,7 +336,11 @@ async function main() {
     // 1. runsync
     let wrong = 0;
     const runsync = async (i: number) => {
-      const res = await client.json<{ status: string; output?: { echoed: number } }>('POST', `${base}/runsync?wait=10000`, { input: { i } });
+      const res = await client.json<{ status: string; output?: { echoed: number } }>(
+        'POST',
+        `${base}/runsync?wait=10000`,
+        { input: { i } },
+      );
       const view = res.body;
       if (res.status !== 200 || view.status !== 'COMPLETED' || view.output?.echoed !== i) wrong++;
     };
@@ -272,7 +371,13 @@ async function main() {
     }
     const d = sorted(dispatch);
     const s = sorted(submitRoundTrip);
-    rows.push({ measure: `POST /run round trip (${DISPATCHES} sequential)`, p50: ms(percentile(s, 50)), p99: ms(percentile(s, 99)), goal: '', verdict: '' });
+    rows.push({
+      measure: `POST /run round trip (${DISPATCHES} sequential)`,
+      p50: ms(percentile(s, 50)),
+      p99: ms(percentile(s, 99)),
+      goal: '',
+      verdict: '',
+    });
     rows.push({
       measure: 'dispatch: committed → worker handler called',
       p50: ms(percentile(d, 50)),
@@ -288,7 +393,9 @@ async function main() {
     rmSync(dataDir, { recursive: true, force: true });
   }
   if (values.only === 'all') await deployed(rows);
-  console.log(`\nJob latency over HTTP (ms), one request at a time; parts 1-2: server, worker and client in one process; deployed: each its own process (node ${process.version})\n`);
+  console.log(
+    `\nJob latency over HTTP (ms), one request at a time; parts 1-2: server, worker and client in one process; deployed: each its own process (node ${process.version})\n`,
+  );
   printTable(rows);
   if (rows.some((r) => r.verdict === 'FAIL')) process.exitCode = 1;
 }

@@ -21,7 +21,8 @@ function newestSource(dir) {
 }
 
 const useCompiled =
-  existsSync(compiled) && (!existsSync(sources) || (!process.env.GANTRY_FROM_SOURCE && statSync(compiled).mtimeMs >= newestSource(sources)));
+  existsSync(compiled) &&
+  (!existsSync(sources) || (!process.env.GANTRY_FROM_SOURCE && statSync(compiled).mtimeMs >= newestSource(sources)));
 if (useCompiled) {
   // Node 22.1 and later keep compiled code between runs (a faster start); Node 20 has no such cache.
   module.enableCompileCache?.();

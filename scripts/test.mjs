@@ -18,7 +18,9 @@ for (const r of roots) walk(r);
 const filters = process.argv.slice(2);
 const selected = filters.length ? files.filter((f) => filters.some((s) => f.includes(s))) : files;
 if (!process.env.GANTRY_TEST_DATABASE_URL) {
-  console.log('note: GANTRY_TEST_DATABASE_URL is not set; the PostgreSQL suites are skipped (set it to postgres://… to run them).');
+  console.log(
+    'note: GANTRY_TEST_DATABASE_URL is not set; the PostgreSQL suites are skipped (set it to postgres://… to run them).',
+  );
 }
 const result = spawnSync(
   process.execPath,

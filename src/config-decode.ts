@@ -47,9 +47,10 @@ export function envBindings(schema: TSchema): Array<{ path: string[]; node: Node
   const out: Array<{ path: string[]; node: Node }> = [];
   const visit = (node: Node, path: string[]): void => {
     if (node.env) out.push({ path, node });
-    if (node[Kind] === 'Object') for (const [key, child] of Object.entries(node.properties as Record<string, Node>)) visit(child, [...path, key]);
+    if (node[Kind] === 'Object')
+      for (const [key, child] of Object.entries(node.properties as Record<string, Node>)) visit(child, [...path, key]);
   };
-  visit(schema as Node, []);
+  visit(schema, []);
   return out;
 }
 
@@ -78,7 +79,10 @@ function prepare(node: Node, value: unknown, path: string[], warnings: string[])
     const properties = nonNull(node).properties as Record<string, Node>;
     const out: Obj = {};
     for (const [key, child] of Object.entries(value)) {
-      if (!(key in properties)) warnings.push(`unknown config key "${pathLabel([...path, key])}" is ignored (known here: ${Object.keys(properties).join(', ')})`);
+      if (!(key in properties))
+        warnings.push(
+          `unknown config key "${pathLabel([...path, key])}" is ignored (known here: ${Object.keys(properties).join(', ')})`,
+        );
       else out[key] = child;
     }
     for (const [key, child] of Object.entries(properties)) {
@@ -107,7 +111,8 @@ export function describe(node: Node): string {
     case 'Integer': {
       const noun = node[Kind] === 'Integer' ? 'integer' : 'number';
       const { minimum, maximum } = node as { minimum?: number; maximum?: number };
-      if (minimum !== undefined && maximum !== undefined) return `a${noun === 'integer' ? 'n' : ''} ${noun} from ${minimum} to ${maximum}`;
+      if (minimum !== undefined && maximum !== undefined)
+        return `a${noun === 'integer' ? 'n' : ''} ${noun} from ${minimum} to ${maximum}`;
       // a further minimum has its own sentence (`bounds`) when the value is a number below it
       return minimum !== undefined && minimum >= 0 ? `a non-negative ${noun}` : `a ${noun}`;
     }
@@ -119,7 +124,8 @@ export function describe(node: Node): string {
       return JSON.stringify(node.const);
     case 'Union': {
       const branches = node.anyOf as Node[];
-      if (branches.every((b) => b[Kind] === 'Literal')) return `one of ${branches.map((b) => String(b.const)).join(', ')}`;
+      if (branches.every((b) => b[Kind] === 'Literal'))
+        return `one of ${branches.map((b) => String(b.const)).join(', ')}`;
       return branches.map(describe).join(', or ');
     }
     case 'Object':
@@ -133,7 +139,12 @@ export function describe(node: Node): string {
   }
 }
 
-const BOUNDS = new Set([ValueErrorType.NumberMinimum, ValueErrorType.NumberMaximum, ValueErrorType.IntegerMinimum, ValueErrorType.IntegerMaximum]);
+const BOUNDS = new Set([
+  ValueErrorType.NumberMinimum,
+  ValueErrorType.NumberMaximum,
+  ValueErrorType.IntegerMinimum,
+  ValueErrorType.IntegerMaximum,
+]);
 
 /**
  * Validate `raw` (the file's mapping) against `schema`, the environment laid over it, and return
@@ -151,15 +162,24 @@ export function decodeConfig<T extends TSchema>(
   for (const { path, node } of envBindings(schema)) {
     const text = env[node.env!];
     if (text === undefined || text === '') continue;
-    const value = node.envList ? text.split(',').map((e) => e.trim()).filter((e) => e !== '') : text;
+    const value = node.envList
+      ? text
+          .split(',')
+          .map((e) => e.trim())
+          .filter((e) => e !== '')
+      : text;
     if (setAt(input, path, value)) fromEnv.set(pathLabel(path), node.env!);
   }
-  for (const { path, value } of overrides) if (value !== undefined && setAt(input, path, value)) fromEnv.delete(pathLabel(path));
+  for (const { path, value } of overrides)
+    if (value !== undefined && setAt(input, path, value)) fromEnv.delete(pathLabel(path));
   const warnings: string[] = [];
-  const prepared = prepare(schema as Node, input, [], warnings);
+  const prepared = prepare(schema, input, [], warnings);
   const error = Value.Errors(schema, prepared).First();
   if (error) {
-    const keys = error.path.split('/').slice(1).map((k) => k.replace(/~1/g, '/').replace(/~0/g, '~'));
+    const keys = error.path
+      .split('/')
+      .slice(1)
+      .map((k) => k.replace(/~1/g, '/').replace(/~0/g, '~'));
     const label = pathLabel(keys) || 'the config file';
     const node = error.schema as Node;
     const sentence = BOUNDS.has(error.type) ? boundSentence(error.type, node) : describe(node);

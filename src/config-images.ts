@@ -53,15 +53,20 @@ export interface HealthProbe {
 export function parseImages(raw: unknown, options: { commandRequired?: boolean } = {}): Record<string, ImageSpec> {
   const commandRequired = options.commandRequired ?? true;
   if (raw === undefined) return {};
-  if (!isObj(raw)) fail('images must be a mapping of image reference → { command, cwd, env, tenantArgs, tenantEnv, health }');
+  if (!isObj(raw))
+    fail('images must be a mapping of image reference → { command, cwd, env, tenantArgs, tenantEnv, health }');
   // No prototype: a tenant's image name (`constructor`, `__proto__`) must find nothing but mappings.
   const out: Record<string, ImageSpec> = Object.create(null) as Record<string, ImageSpec>;
   for (const [ref, value] of Object.entries(raw)) {
     if (!isObj(value)) fail(`images["${ref}"] must be a mapping`);
     const command = value.command ?? (commandRequired ? undefined : []);
-    if (!Array.isArray(command) || (commandRequired && command.length === 0) || !command.every((c) => typeof c === 'string'))
+    if (
+      !Array.isArray(command) ||
+      (commandRequired && command.length === 0) ||
+      !command.every((c) => typeof c === 'string')
+    )
       fail(`images["${ref}"].command must be a non-empty list of strings`);
-    const spec: ImageSpec = { command: command as string[] };
+    const spec: ImageSpec = { command: command };
     if (value.cwd !== undefined) {
       if (typeof value.cwd !== 'string') fail(`images["${ref}"].cwd must be a string`);
       spec.cwd = value.cwd;
@@ -73,7 +78,10 @@ export function parseImages(raw: unknown, options: { commandRequired?: boolean }
     if (value.tenantArgs !== undefined) spec.tenantArgs = bool(value.tenantArgs, `images["${ref}"].tenantArgs`, true);
     if (value.tenantEnv !== undefined) {
       const patterns = value.tenantEnv;
-      if (!Array.isArray(patterns) || !patterns.every((p) => typeof p === 'string' && /^(?:[A-Za-z_][A-Za-z0-9_]*\*?|\*)$/.test(p)))
+      if (
+        !Array.isArray(patterns) ||
+        !patterns.every((p) => typeof p === 'string' && /^(?:[A-Za-z_][A-Za-z0-9_]*\*?|\*)$/.test(p))
+      )
         fail(`images["${ref}"].tenantEnv must be a list of variable names or NAME_PREFIX* patterns`);
       spec.tenantEnv = patterns as string[];
     }
@@ -98,7 +106,8 @@ export function parseImages(raw: unknown, options: { commandRequired?: boolean }
 }
 
 /** Interpreters that take code on their command line (`-c`, `-e`, `-r`): a tenant's args would run it. */
-const INTERPRETER = /^(?:python[0-9.]*|node|nodejs|deno|bun|perl[0-9.]*|ruby[0-9.]*|php[0-9.]*|lua[0-9.]*|bash|sh|dash|zsh|ksh|java|Rscript|R|env|uv|npx)$/;
+const INTERPRETER =
+  /^(?:python[0-9.]*|node|nodejs|deno|bun|perl[0-9.]*|ruby[0-9.]*|php[0-9.]*|lua[0-9.]*|bash|sh|dash|zsh|ksh|java|Rscript|R|env|uv|npx)$/;
 
 /**
  * A mapping whose command is an interpreter followed by options only (no script) and that takes
@@ -110,19 +119,25 @@ export function bareInterpreterWarnings(images: Record<string, ImageSpec>): stri
     const [file = '', ...rest] = spec.command;
     if (spec.tenantArgs === false || !INTERPRETER.test(file.split('/').pop() ?? '')) continue;
     if (rest.every((arg) => arg.startsWith('-'))) {
-      out.push(`images["${ref}"] maps to the bare interpreter "${spec.command.join(' ')}": a tenant's args would be its arguments and could run any code; name a script in the command, or set tenantArgs: false`);
+      out.push(
+        `images["${ref}"] maps to the bare interpreter "${spec.command.join(' ')}": a tenant's args would be its arguments and could run any code; name a script in the command, or set tenantArgs: false`,
+      );
     }
   }
   return out;
 }
 
-
 /** What the Docker runtime does not read (it runs the image as built): each entry's keys other than `health`. */
 export function dockerImageWarnings(images: Record<string, ImageSpec>): string[] {
   const out: string[] = [];
   for (const [ref, spec] of Object.entries(images)) {
-    const unused = (['command', 'cwd', 'env', 'tenantArgs', 'tenantEnv'] as const).filter((k) => (k === 'command' ? spec.command.length > 0 : spec[k] !== undefined));
-    if (unused.length > 0) out.push(`images["${ref}"].${unused.join(', .')} ${unused.length === 1 ? 'is' : 'are'} not used by the docker runtime, which runs the image as built (only health is read)`);
+    const unused = (['command', 'cwd', 'env', 'tenantArgs', 'tenantEnv'] as const).filter((k) =>
+      k === 'command' ? spec.command.length > 0 : spec[k] !== undefined,
+    );
+    if (unused.length > 0)
+      out.push(
+        `images["${ref}"].${unused.join(', .')} ${unused.length === 1 ? 'is' : 'are'} not used by the docker runtime, which runs the image as built (only health is read)`,
+      );
   }
   return out;
 }

@@ -21,7 +21,13 @@ test('the utilisation sampler runs every 5 s unless runtime.statsIntervalMs or G
   const set = load('runtime: { statsIntervalMs: 2000 }');
   assert.equal(set.runtime.statsIntervalMs, 2_000);
   assert.deepEqual(set.warnings, []);
-  assert.equal(load('runtime: { statsIntervalMs: 2000 }', { GANTRY_RUNTIME_STATS_INTERVAL_MS: '750' }).runtime.statsIntervalMs, 750);
+  assert.equal(
+    load('runtime: { statsIntervalMs: 2000 }', { GANTRY_RUNTIME_STATS_INTERVAL_MS: '750' }).runtime.statsIntervalMs,
+    750,
+  );
   assert.throws(() => load('runtime: { statsIntervalMs: 10 }'), /runtime\.statsIntervalMs must be at least 100/);
-  assert.throws(() => load('runtime: { statsIntervalMs: often }'), /runtime\.statsIntervalMs must be a non-negative number/);
+  assert.throws(
+    () => load('runtime: { statsIntervalMs: often }'),
+    /runtime\.statsIntervalMs must be a non-negative number/,
+  );
 });

@@ -13,7 +13,10 @@ export { DEFAULT_DOCKER_HOST } from './config-schema.js';
 export type RuntimeConfig = Omit<StaticDecode<typeof RuntimeSchema>, 'docker'> & { docker: DockerRuntimeConfig };
 
 /** The Docker runtime: the engine, and what of its host is configured rather than discovered. */
-export type DockerRuntimeConfig = Omit<StaticDecode<typeof DockerRuntimeSchema>, 'namespace' | 'portRange' | 'registries'> & {
+export type DockerRuntimeConfig = Omit<
+  StaticDecode<typeof DockerRuntimeSchema>,
+  'namespace' | 'portRange' | 'registries'
+> & {
   /** @default 12 hex digits of the SHA-256 of the database URL and schema, or of the data dir */
   namespace: string;
   portRange: [number, number];
@@ -48,14 +51,22 @@ export function resolveRuntime(section: StaticDecode<typeof RuntimeSchema>, ctx:
   const { docker } = section;
   const source = (path: string): string => ctx.fromEnv.get(path) ?? path;
   // Checked only when used: a DOCKER_HOST the process runtime never reads must not stop it.
-  if (section.kind === 'docker' && !/^unix:\/\/\/./.test(docker.host) && !/^(tcp|http):\/\/(\[[0-9a-fA-F:.]+\]|[^:/\s]+)(:\d+)?\/?$/.test(docker.host))
-    fail(`${source('runtime.docker.host')} "${docker.host}" must be unix:///path/docker.sock or tcp://host:port (TLS and ssh:// are not supported)`);
+  if (
+    section.kind === 'docker' &&
+    !/^unix:\/\/\/./.test(docker.host) &&
+    !/^(tcp|http):\/\/(\[[0-9a-fA-F:.]+\]|[^:/\s]+)(:\d+)?\/?$/.test(docker.host)
+  )
+    fail(
+      `${source('runtime.docker.host')} "${docker.host}" must be unix:///path/docker.sock or tcp://host:port (TLS and ssh:// are not supported)`,
+    );
   const namespace = docker.namespace ?? defaultNamespace(ctx.databaseUrl, ctx.databaseSchema, ctx.dataDir);
   const dataCenterId = docker.dataCenterId;
-  if (dataCenterId !== null && !ctx.catalog.dataCenters.some((d) => d.id === dataCenterId)) fail(`runtime.docker.dataCenterId "${dataCenterId}" is not in the catalog`);
+  if (dataCenterId !== null && !ctx.catalog.dataCenters.some((d) => d.id === dataCenterId))
+    fail(`runtime.docker.dataCenterId "${dataCenterId}" is not in the catalog`);
   if (isIP(docker.bindIp) === 0) fail(`runtime.docker.bindIp "${docker.bindIp}" must be an IP address`);
   const unknownFlavor = docker.cpuFlavors?.find((f) => !ctx.catalog.cpuFlavors.some((c) => c.id === f));
-  if (unknownFlavor !== undefined) fail(`runtime.docker.cpuFlavors names "${unknownFlavor}", which is not in the catalog`);
+  if (unknownFlavor !== undefined)
+    fail(`runtime.docker.cpuFlavors names "${unknownFlavor}", which is not in the catalog`);
   const [first, last] = docker.portRange;
   if (first > last) fail('runtime.docker.portRange must be [first, last]: two ports from 1 to 65535, first <= last');
   const allowSetting = source('runtime.docker.registries.allow');
@@ -63,6 +74,7 @@ export function resolveRuntime(section: StaticDecode<typeof RuntimeSchema>, ctx:
     const pattern = parseRegistryPattern(entry);
     if (typeof pattern === 'string') fail(`${allowSetting}: ${pattern}`);
   }
-  if (docker.registries.only && docker.registries.allow.length === 0) fail(`runtime.docker.registries.only needs registries in ${allowSetting}: with none, no image could be pulled`);
+  if (docker.registries.only && docker.registries.allow.length === 0)
+    fail(`runtime.docker.registries.only needs registries in ${allowSetting}: with none, no image could be pulled`);
   return { ...section, docker: { ...docker, namespace, portRange: [first, last] } };
 }

@@ -7,16 +7,23 @@ import { Type, type StaticDecode, type TLiteral, type TSchema, type TUnion } fro
 import type { ConfigAnnotations } from './config-decode.js';
 
 /** The SDKs give up on a long-poll after 90 s (wire-protocol §1): one is held at most 85 s. */
-export const MAX_LONG_POLL_HOLD_MS = 85_000;
+const MAX_LONG_POLL_HOLD_MS = 85_000;
 /** The agents' longest operations long-poll (docs/fleet.md). */
 export const MAX_AGENT_POLL_WAIT_MS = 30_000;
 /** Where the Docker runtime finds its engine when neither DOCKER_HOST nor runtime.docker.host says. */
 export const DEFAULT_DOCKER_HOST = 'unix:///var/run/docker.sock';
 
-type Options = ConfigAnnotations & { description?: string; default?: unknown; minimum?: number; maximum?: number; pattern?: string };
+type Options = ConfigAnnotations & {
+  description?: string;
+  default?: unknown;
+  minimum?: number;
+  maximum?: number;
+  pattern?: string;
+};
 
 /** A non-negative number (milliseconds, bytes, a count kept as given). */
-const amount = (fallback: number, description: string, options: Options = {}) => Type.Number({ minimum: 0, default: fallback, description, ...options });
+const amount = (fallback: number, description: string, options: Options = {}) =>
+  Type.Number({ minimum: 0, default: fallback, description, ...options });
 /** A non-negative number raised to `floor` when below it, e.g. a loop period that must not spin. */
 const atLeast = (floor: number, fallback: number, description: string, options: Options = {}) =>
   Type.Transform(amount(fallback, description, options))
@@ -27,31 +34,56 @@ const count = (floor: number, fallback: number, description: string, options: Op
   Type.Transform(amount(fallback, description, options))
     .Decode((n) => Math.max(floor, Math.floor(n)))
     .Encode((n) => n);
-const flag = (fallback: boolean, description: string, options: Options = {}) => Type.Boolean({ default: fallback, description, ...options });
-const choice = <const T extends readonly string[]>(values: T, fallback: T[number], description: string, options: Options = {}) =>
-  Type.Union(values.map((v) => Type.Literal(v)) as unknown as TLiteral<T[number]>[], { default: fallback, description, ...options }) as unknown as TUnion<[TLiteral<T[number]>]>;
-const text = (fallback: string, description: string, options: Options = {}) => Type.String({ default: fallback, description, ...options });
+const flag = (fallback: boolean, description: string, options: Options = {}) =>
+  Type.Boolean({ default: fallback, description, ...options });
+const choice = <const T extends readonly string[]>(
+  values: T,
+  fallback: T[number],
+  description: string,
+  options: Options = {},
+) =>
+  Type.Union(values.map((v) => Type.Literal(v)), {
+    default: fallback,
+    description,
+    ...options,
+  }) as unknown as TUnion<[TLiteral<T[number]>]>;
+const text = (fallback: string, description: string, options: Options = {}) =>
+  Type.String({ default: fallback, description, ...options });
 const nonEmpty = (options: Options = {}) => Type.String({ pattern: '\\S', mustBe: 'a non-empty string', ...options });
 /** A value, or null (the default) for "computed" or "none". */
-const orNull = <T extends TSchema>(schema: T, description: string, options: Options = {}) => Type.Union([schema, Type.Null()], { default: null, description, ...options });
+const orNull = <T extends TSchema>(schema: T, description: string, options: Options = {}) =>
+  Type.Union([schema, Type.Null()], { default: null, description, ...options });
 const port = () => Type.Integer({ minimum: 1, maximum: 65_535 });
 
 export const ServerSchema = Type.Object(
   {
     host: text('127.0.0.1', 'Listen address. `--host`.', { env: 'GANTRY_HOST' }),
     port: amount(8080, 'Listen port. `--port`.', { env: 'PORT' }),
-    publicUrl: Type.Optional(Type.String({ description: 'Base URL clients use to reach this server (REST, GraphQL, docs).', env: 'GANTRY_PUBLIC_URL', defaultText: '`http://<host>:<port>`' })),
+    publicUrl: Type.Optional(
+      Type.String({
+        description: 'Base URL clients use to reach this server (REST, GraphQL, docs).',
+        env: 'GANTRY_PUBLIC_URL',
+        defaultText: '`http://<host>:<port>`',
+      }),
+    ),
     jobPort: orNull(
       Type.Number({ minimum: 0 }),
       'A second listener serving only the job API and the worker protocol (`/v2/{endpointId}/…`), to expose it apart from management; 0 picks a free port. null: none, the main listener serves them.',
       { env: 'GANTRY_JOB_PORT' },
     ),
     publicJobUrl: Type.Optional(
-      Type.String({ description: 'Base URL of the job API: builds `requestUrls` and the URLs workers call.', env: 'GANTRY_PUBLIC_JOB_URL', defaultText: "the job listener's, else `publicUrl`" }),
+      Type.String({
+        description: 'Base URL of the job API: builds `requestUrls` and the URLs workers call.',
+        env: 'GANTRY_PUBLIC_JOB_URL',
+        defaultText: "the job listener's, else `publicUrl`",
+      }),
     ),
     bodyLimit: amount(1024 * 1024, 'Largest REST request body, bytes.'),
     logLevel: text('info', 'pino log level.', { env: 'GANTRY_LOG_LEVEL' }),
-    requestTimeoutMs: amount(60_000, 'Longest a client may take to send a whole request (headers and body); then 408 and the connection closes.'),
+    requestTimeoutMs: amount(
+      60_000,
+      'Longest a client may take to send a whole request (headers and body); then 408 and the connection closes.',
+    ),
     headersTimeoutMs: amount(10_000, 'Longest a client may take to send the request headers.'),
     keepAliveTimeoutMs: amount(72_000, 'An idle keep-alive connection is closed after this long.'),
     maxConnectionsPerClient: count(
@@ -83,12 +115,23 @@ export const PodsSchema = Type.Object({
 });
 
 const longPollHold = (description: string) =>
-  amount(80_000, description, { maximum: MAX_LONG_POLL_HOLD_MS, bounds: `at most ${MAX_LONG_POLL_HOLD_MS} ms: the worker SDKs give up on a long-poll after 90 s` });
+  amount(80_000, description, {
+    maximum: MAX_LONG_POLL_HOLD_MS,
+    bounds: `at most ${MAX_LONG_POLL_HOLD_MS} ms: the worker SDKs give up on a long-poll after 90 s`,
+  });
 
-export const WorkerRateLimitsSchema = Type.Object(
+const WorkerRateLimitsSchema = Type.Object(
   {
-    perWorker: count(0, 5000, 'Per worker id, within its endpoint: a worker streaming ~100 chunks/s on several jobs at once, plus takes and pings, stays well under it.'),
-    perEndpoint: count(0, 20_000, "Per endpoint, all its workers together; raised to `perWorker` × the endpoint's running launched workers when that is more."),
+    perWorker: count(
+      0,
+      5000,
+      'Per worker id, within its endpoint: a worker streaming ~100 chunks/s on several jobs at once, plus takes and pings, stays well under it.',
+    ),
+    perEndpoint: count(
+      0,
+      20_000,
+      "Per endpoint, all its workers together; raised to `perWorker` × the endpoint's running launched workers when that is more.",
+    ),
     attachedWorkers: count(
       0,
       200,
@@ -105,15 +148,30 @@ export const JobsSchema = Type.Object(
   {
     takeWaitMs: longPollHold('Longest a `job-take` long-poll is held before 204 (workers give up after 90 s).'),
     stopWaitMs: longPollHold('Longest a `job-stop` long-poll is held before 204.'),
-    timekeeperIntervalMs: atLeast(10, 1000, 'How often the timekeeper runs (timeouts, ttl, retention, lost workers). At least 10.'),
-    heartbeatTimeoutMs: amount(30_000, 'A worker neither pinging nor polling for this long is lost; its jobs go back to the queue.'),
-    deadWorkerRetentionMs: amount(3_600_000, 'How long the row of a dead worker stays (listed by `GET /v2/serverless/{id}/workers`) before it is pruned.'),
+    timekeeperIntervalMs: atLeast(
+      10,
+      1000,
+      'How often the timekeeper runs (timeouts, ttl, retention, lost workers). At least 10.',
+    ),
+    heartbeatTimeoutMs: amount(
+      30_000,
+      'A worker neither pinging nor polling for this long is lost; its jobs go back to the queue.',
+    ),
+    deadWorkerRetentionMs: amount(
+      3_600_000,
+      'How long the row of a dead worker stays (listed by `GET /v2/serverless/{id}/workers`) before it is pruned.',
+    ),
     pingIntervalMs: atLeast(100, 10_000, 'Heartbeat period handed to workers (RUNPOD_PING_INTERVAL). At least 100.'),
     retryBudget: count(0, 3, 'Times a job goes back to the queue after losing its worker before it FAILS.'),
     rateLimits: flag(true, 'Whether the spec 8.1 limits apply to the job API.'),
     rateLimitPerWorker: amount(200, 'Requests per 10 s each running worker adds to the dynamic limit.'),
     maxBatchSize: count(1, 1000, 'Most submissions (or completions, or takes) committed in one transaction.'),
-    commitConcurrency: Type.Transform(orNull(Type.Number({ minimum: 0 }), 'Group-commit transactions open at once. null: 1 on SQLite (one writer), 4 on PostgreSQL (its pool has several connections).'))
+    commitConcurrency: Type.Transform(
+      orNull(
+        Type.Number({ minimum: 0 }),
+        'Group-commit transactions open at once. null: 1 on SQLite (one writer), 4 on PostgreSQL (its pool has several connections).',
+      ),
+    )
       .Decode((n) => (n === null ? null : Math.max(1, Math.floor(n))))
       .Encode((n) => n),
     workerRateLimits: WorkerRateLimitsSchema,
@@ -126,9 +184,17 @@ export const WebhooksSchema = Type.Object(
     timeoutMs: amount(10_000, "Longest wait for a receiver's answer."),
     retryDelayMs: amount(10_000, 'Delay between a failed attempt and the next.'),
     maxAttempts: count(1, 3, 'Attempts in all (1 + retries).'),
-    pollIntervalMs: atLeast(10, 1000, 'How often due retries are looked for (finishing jobs wake the dispatcher at once).'),
+    pollIntervalMs: atLeast(
+      10,
+      1000,
+      'How often due retries are looked for (finishing jobs wake the dispatcher at once).',
+    ),
     concurrency: count(1, 16, 'Calls in flight at once.'),
-    perAccountConcurrency: count(1, 4, "Calls in flight at once for one account's jobs, so one tenant's slow receivers never hold every slot."),
+    perAccountConcurrency: count(
+      1,
+      4,
+      "Calls in flight at once for one account's jobs, so one tenant's slow receivers never hold every slot.",
+    ),
     perReceiverConcurrency: count(1, 2, 'Calls in flight at once to one receiver (scheme, host and port).'),
     privateAddresses: choice(
       ['auto', 'allow', 'deny'],
@@ -142,7 +208,10 @@ export const WebhooksSchema = Type.Object(
 export const AutoscalerSchema = Type.Object(
   {
     intervalMs: atLeast(10, 1000, 'How often every endpoint is reconciled (submissions wake it sooner).'),
-    nudgeGapMs: amount(100, 'Least time between passes that submissions wake: the first job after a quiet spell is acted on at once, a flood of jobs costs one pass per gap, not one per job.'),
+    nudgeGapMs: amount(
+      100,
+      'Least time between passes that submissions wake: the first job after a quiet spell is acted on at once, a flood of jobs costs one pass per gap, not one per job.',
+    ),
     crashWindowMs: amount(30_000, 'A worker that ends within this long of starting counts as a crash of its endpoint.'),
     crashThreshold: count(1, 3, 'Consecutive crashes after which the endpoint is backed off.'),
     backoffBaseMs: amount(10_000, 'First back-off; doubles with every further crash.'),
@@ -152,15 +221,24 @@ export const AutoscalerSchema = Type.Object(
   { description: 'The serverless autoscaler.' },
 );
 
-export const ServerlessSchema = Type.Object({ webhooks: WebhooksSchema, autoscaler: AutoscalerSchema });
+const ServerlessSchema = Type.Object({ webhooks: WebhooksSchema, autoscaler: AutoscalerSchema });
 
 export const GraphqlSchema = Type.Object(
   {
     maxDocumentBytes: amount(65_536, 'Largest `query` text, bytes; checked before parsing.'),
-    maxDepth: amount(15, 'Deepest field nesting, fragments expanded; braces, brackets and parentheses may nest twice this deep.'),
+    maxDepth: amount(
+      15,
+      'Deepest field nesting, fragments expanded; braces, brackets and parentheses may nest twice this deep.',
+    ),
     maxAliases: amount(50, 'Most aliased fields in one operation or fragment, fragments expanded.'),
-    maxFields: amount(1000, 'Most field selections (and fragment spreads) in one operation or fragment, fragments expanded, and in the whole document as written.'),
-    maxRootFields: amount(20, 'Most root fields in one operation, fragments expanded; each one counts as a request against the rate limits.'),
+    maxFields: amount(
+      1000,
+      'Most field selections (and fragment spreads) in one operation or fragment, fragments expanded, and in the whole document as written.',
+    ),
+    maxRootFields: amount(
+      20,
+      'Most root fields in one operation, fragments expanded; each one counts as a request against the rate limits.',
+    ),
     maxCost: amount(5000, 'Highest computed cost: each field 1, a list of objects multiplying what it selects by 10.'),
   },
   {
@@ -172,10 +250,19 @@ export const GraphqlSchema = Type.Object(
 export const QuotasSchema = Type.Object(
   {
     pods: amount(50, 'Pods an account holds (every status but TERMINATED).'),
-    gpus: amount(16, "GPUs an account's pods meant to run and its serverless workers hold at once. A stopped pod releases its GPUs (it keeps only its machine assignment), so starting it again counts them."),
+    gpus: amount(
+      16,
+      "GPUs an account's pods meant to run and its serverless workers hold at once. A stopped pod releases its GPUs (it keeps only its machine assignment), so starting it again counts them.",
+    ),
     queuedJobs: amount(100_000, 'Jobs queued (IN_QUEUE) per account, across its endpoints.'),
-    storedJobBytes: amount(1024 ** 3, 'Bytes of job inputs, outputs, errors and unread stream chunks an account has stored.'),
-    streamBytesPerJob: amount(20 * 1024 ** 2, 'Bytes of unread stream chunks one job may buffer (later chunks are refused until a client reads).'),
+    storedJobBytes: amount(
+      1024 ** 3,
+      'Bytes of job inputs, outputs, errors and unread stream chunks an account has stored.',
+    ),
+    streamBytesPerJob: amount(
+      20 * 1024 ** 2,
+      'Bytes of unread stream chunks one job may buffer (later chunks are refused until a client reads).',
+    ),
   },
   { description: 'Per-account quotas; each refusal names the quota and its value.' },
 );
@@ -184,11 +271,26 @@ export const SshSchema = Type.Object(
   {
     enabled: flag(true, 'Whether the proxy listens.', { env: 'GANTRY_SSH_ENABLED' }),
     port: Type.Optional(
-      Type.Transform(Type.Number({ minimum: 0, maximum: 65_535, bounds: 'a TCP port (0-65535)', description: 'The port it listens on, on `server.host`; 0 picks a free one.', env: 'GANTRY_SSH_PORT', defaultText: '2222, or 0 when `server.port` is 0' }))
+      Type.Transform(
+        Type.Number({
+          minimum: 0,
+          maximum: 65_535,
+          bounds: 'a TCP port (0-65535)',
+          description: 'The port it listens on, on `server.host`; 0 picks a free one.',
+          env: 'GANTRY_SSH_PORT',
+          defaultText: '2222, or 0 when `server.port` is 0',
+        }),
+      )
         .Decode((n) => Math.floor(n))
         .Encode((n) => n),
     ),
-    host: Type.Optional(Type.String({ description: 'The host `ssh.proxy` advertises (and its `command` dials).', env: 'GANTRY_SSH_HOST', defaultText: 'the host of `server.publicUrl`' })),
+    host: Type.Optional(
+      Type.String({
+        description: 'The host `ssh.proxy` advertises (and its `command` dials).',
+        env: 'GANTRY_SSH_HOST',
+        defaultText: 'the host of `server.publicUrl`',
+      }),
+    ),
     idleTimeoutMs: amount(1_800_000, 'A session with no traffic either way for this long is closed. 0: never.'),
     keepaliveIntervalMs: amount(15_000, 'How often a quiet connection is probed (keepalive); 0: never.'),
     keepaliveCountMax: count(1, 3, 'Unanswered probes after which a connection counts as half-open and is closed.'),
@@ -200,26 +302,50 @@ export const SshSchema = Type.Object(
 export const FleetSchema = Type.Object(
   {
     heartbeatMs: atLeast(100, 10_000, 'How often an agent reports; handed to it when it joins. At least 100.'),
-    heartbeatTimeoutMs: amount(30_000, 'A host whose last report is older than this is unavailable (placement skips it). Longer than `heartbeatMs`.'),
-    pollWaitMs: amount(25_000, "How long an agent's operations long-poll is held; handed to it when it joins.", { maximum: MAX_AGENT_POLL_WAIT_MS, bounds: `at most ${MAX_AGENT_POLL_WAIT_MS} ms` }),
+    heartbeatTimeoutMs: amount(
+      30_000,
+      'A host whose last report is older than this is unavailable (placement skips it). Longer than `heartbeatMs`.',
+    ),
+    pollWaitMs: amount(25_000, "How long an agent's operations long-poll is held; handed to it when it joins.", {
+      maximum: MAX_AGENT_POLL_WAIT_MS,
+      bounds: `at most ${MAX_AGENT_POLL_WAIT_MS} ms`,
+    }),
     lostGraceMs: amount(300_000, "How long a host may stay unreachable before its pods' cost stops accruing."),
-    joinTokenTtlMs: amount(3_600_000, 'How long a join token is good for when `gantry hosts token create` is given no `--ttl`.', { minimum: 1000, bounds: 'at least 1000 ms' }),
-    hosts: Type.Optional(Type.Unknown({ description: "The process runtime's hosts: a list of `{ id, dataCenterId, cloud, gpuTypeId, gpuCount, cudaVersion, cpuFlavors, vcpus, memoryGb, diskGb, portRange, publicIp }`.", defaultText: 'the demo fleet' })),
+    joinTokenTtlMs: amount(
+      3_600_000,
+      'How long a join token is good for when `gantry hosts token create` is given no `--ttl`.',
+      { minimum: 1000, bounds: 'at least 1000 ms' },
+    ),
+    hosts: Type.Optional(
+      Type.Unknown({
+        description:
+          "The process runtime's hosts: a list of `{ id, dataCenterId, cloud, gpuTypeId, gpuCount, cudaVersion, cpuFlavors, vcpus, memoryGb, diskGb, portRange, publicIp }`.",
+        defaultText: 'the demo fleet',
+      }),
+    ),
   },
-  { description: "The agents of joined hosts (`gantry agent`, docs/fleet.md), and the process runtime's hosts. A list is the short form of `{ hosts: [...] }`." },
+  {
+    description:
+      "The agents of joined hosts (`gantry agent`, docs/fleet.md), and the process runtime's hosts. A list is the short form of `{ hosts: [...] }`.",
+  },
 );
 
-export const RegistriesSchema = Type.Object(
+const RegistriesSchema = Type.Object(
   {
     allow: Type.Array(Type.String(), {
       default: [],
-      description: 'Registries allowed even on loopback or private addresses (`localhost:5000`, `*.corp.example`, `[::1]:5000`).',
+      description:
+        'Registries allowed even on loopback or private addresses (`localhost:5000`, `*.corp.example`, `[::1]:5000`).',
       env: 'GANTRY_DOCKER_REGISTRIES_ALLOW',
       envList: true,
       mustBe: 'a list of registries (host, host:port, [ipv6]:port or *.domain)',
     }),
     only: flag(false, 'Allow nothing but `allow` (list docker.io to keep Docker Hub).'),
-    private: choice(['refuse', 'allow'], 'refuse', 'Registries on loopback, private, link-local or other non-public addresses (or names resolving there).'),
+    private: choice(
+      ['refuse', 'allow'],
+      'refuse',
+      'Registries on loopback, private, link-local or other non-public addresses (or names resolving there).',
+    ),
   },
   {
     description:
@@ -229,29 +355,54 @@ export const RegistriesSchema = Type.Object(
 
 export const DockerRuntimeSchema = Type.Object(
   {
-    host: nonEmpty({ default: DEFAULT_DOCKER_HOST, description: 'The engine: `unix:///path/docker.sock` or `tcp://host:port`.', env: 'DOCKER_HOST' }),
+    host: nonEmpty({
+      default: DEFAULT_DOCKER_HOST,
+      description: 'The engine: `unix:///path/docker.sock` or `tcp://host:port`.',
+      env: 'DOCKER_HOST',
+    }),
     namespace: Type.Optional(
       Type.String({
         pattern: '^[a-z0-9][a-z0-9-]{0,31}$',
         mustBe: '1 to 32 lowercase letters, digits and dashes, starting with a letter or digit',
-        description: "Names and labels (`gantry.namespace`) everything this installation creates on the engine, so installations sharing one engine never touch each other's. Must stay the same across restarts (containers are adopted by it).",
-        defaultText: '12 hex digits of the SHA-256 of the database URL (without credentials) and schema, or of the data dir',
+        description:
+          "Names and labels (`gantry.namespace`) everything this installation creates on the engine, so installations sharing one engine never touch each other's. Must stay the same across restarts (containers are adopted by it).",
+        defaultText:
+          '12 hex digits of the SHA-256 of the database URL (without credentials) and schema, or of the data dir',
       }),
     ),
-    hostId: orNull(nonEmpty(), 'The host\'s id in the catalog and on pods.', { defaultText: "the engine's name (its hostname)" }),
-    dataCenterId: orNull(nonEmpty(), 'The data center the host is in.', { defaultText: "the catalog's first data center" }),
+    hostId: orNull(nonEmpty(), "The host's id in the catalog and on pods.", {
+      defaultText: "the engine's name (its hostname)",
+    }),
+    dataCenterId: orNull(nonEmpty(), 'The data center the host is in.', {
+      defaultText: "the catalog's first data center",
+    }),
     cloud: choice(['SECURE', 'COMMUNITY'], 'SECURE', 'The cloud the host is offered in.'),
-    publicIp: orNull(nonEmpty(), 'The address clients reach published ports at.', { defaultText: "bindIp when it is one address, else the engine's TCP host, else 127.0.0.1" }),
+    publicIp: orNull(nonEmpty(), 'The address clients reach published ports at.', {
+      defaultText: "bindIp when it is one address, else the engine's TCP host, else 127.0.0.1",
+    }),
     bindIp: nonEmpty({ default: '0.0.0.0', description: 'The address published ports bind on.' }),
-    portRange: Type.Tuple([port(), port()], { default: [20000, 29999], description: "Host ports handed to pods' and workers' ports, inclusive.", mustBe: '[first, last]: two ports from 1 to 65535, first <= last' }),
-    diskGb: orNull(Type.Number({ minimum: 0 }), 'Disk to offer, GB.', { defaultText: "the free space under the engine's data root, at start" }),
+    portRange: Type.Tuple([port(), port()], {
+      default: [20000, 29999],
+      description: "Host ports handed to pods' and workers' ports, inclusive.",
+      mustBe: '[first, last]: two ports from 1 to 65535, first <= last',
+    }),
+    diskGb: orNull(Type.Number({ minimum: 0 }), 'Disk to offer, GB.', {
+      defaultText: "the free space under the engine's data root, at start",
+    }),
     gpuMode: choice(
       ['auto', 'nvidia', 'env-only'],
       'auto',
       'How GPUs reach containers: `nvidia` (device requests; needs the NVIDIA Container Toolkit), `env-only` (only NVIDIA_VISIBLE_DEVICES / CUDA_VISIBLE_DEVICES), or `auto`: `nvidia` when the engine has the nvidia runtime or CDI GPU devices.',
     ),
-    cpuFlavors: orNull(Type.Array(Type.String(), { mustBe: 'a list of CPU flavor ids' }), 'CPU flavors the host serves.', { defaultText: 'every catalog flavor on a host without GPUs, none on a GPU host' }),
-    nvidiaSmi: nonEmpty({ default: 'nvidia-smi', description: 'The nvidia-smi to run: a path, or a name found on PATH.' }),
+    cpuFlavors: orNull(
+      Type.Array(Type.String(), { mustBe: 'a list of CPU flavor ids' }),
+      'CPU flavors the host serves.',
+      { defaultText: 'every catalog flavor on a host without GPUs, none on a GPU host' },
+    ),
+    nvidiaSmi: nonEmpty({
+      default: 'nvidia-smi',
+      description: 'The nvidia-smi to run: a path, or a name found on PATH.',
+    }),
     registries: RegistriesSchema,
     allowMultipleAccountsOnHostNetwork: flag(
       false,
@@ -262,7 +413,7 @@ export const DockerRuntimeSchema = Type.Object(
   { description: 'The Docker runtime: the engine, and what of its host is configured rather than discovered.' },
 );
 
-export const ProcessRuntimeSchema = Type.Object({
+const ProcessRuntimeSchema = Type.Object({
   allowMultipleAccounts: flag(
     false,
     "Let the process runtime serve more than one account. It isolates nothing (an instance is a process of the server's own user, on the host's network), so by default the server refuses to start with a second account, and refuses to create one, while it uses this runtime.",
@@ -285,12 +436,20 @@ export const RuntimeSchema = Type.Object(
     ),
     process: ProcessRuntimeSchema,
     docker: DockerRuntimeSchema,
-    orphanGraceMs: amount(60_000, 'How long an instance the runtime found at server start may stay unclaimed by a pod or a launched worker before it is removed as an orphan.', { env: 'GANTRY_RUNTIME_ORPHAN_GRACE_MS' }),
-    statsIntervalMs: amount(5000, "How often the runtime's one shared sampler measures its live instances' utilisation (CPU, memory, GPUs: docs/utilization.md); pods show the last sample.", {
-      minimum: 100,
-      bounds: 'at least 100 (ms): each turn reads every live instance',
-      env: 'GANTRY_RUNTIME_STATS_INTERVAL_MS',
-    }),
+    orphanGraceMs: amount(
+      60_000,
+      'How long an instance the runtime found at server start may stay unclaimed by a pod or a launched worker before it is removed as an orphan.',
+      { env: 'GANTRY_RUNTIME_ORPHAN_GRACE_MS' },
+    ),
+    statsIntervalMs: amount(
+      5000,
+      "How often the runtime's one shared sampler measures its live instances' utilisation (CPU, memory, GPUs: docs/utilization.md); pods show the last sample.",
+      {
+        minimum: 100,
+        bounds: 'at least 100 (ms): each turn reads every live instance',
+        env: 'GANTRY_RUNTIME_STATS_INTERVAL_MS',
+      },
+    ),
   },
   { description: 'How instances run. `runtime: docker` is the short form of `runtime: { kind: docker }`.' },
 );
@@ -298,15 +457,36 @@ export const RuntimeSchema = Type.Object(
 /** The whole config file. `images`, `catalog` and `fleet.hosts` are read by their own parsers. */
 export const ConfigFileSchema = Type.Object({
   server: ServerSchema,
-  dataDir: text('.gantry', 'SQLite database, secret key, volumes, instance folders; relative to the working directory. `--data-dir`.', { env: 'GANTRY_DATA_DIR' }),
-  databaseUrl: orNull(Type.String(), 'A `postgres://` URL switches the store to PostgreSQL; otherwise SQLite in `dataDir`.', { env: 'GANTRY_DATABASE_URL' }),
+  dataDir: text(
+    '.gantry',
+    'SQLite database, secret key, volumes, instance folders; relative to the working directory. `--data-dir`.',
+    { env: 'GANTRY_DATA_DIR' },
+  ),
+  databaseUrl: orNull(
+    Type.String(),
+    'A `postgres://` URL switches the store to PostgreSQL; otherwise SQLite in `dataDir`.',
+    { env: 'GANTRY_DATABASE_URL' },
+  ),
   databaseSchema: text('public', 'PostgreSQL schema to use.', { env: 'GANTRY_DATABASE_SCHEMA' }),
-  secretKey: orNull(Type.String(), '32-byte key (hex or base64) that encrypts secrets at rest; replicas sharing a database must share it.', { env: 'GANTRY_SECRET_KEY', defaultText: 'generated into the data dir' }),
+  secretKey: orNull(
+    Type.String(),
+    '32-byte key (hex or base64) that encrypts secrets at rest; replicas sharing a database must share it.',
+    { env: 'GANTRY_SECRET_KEY', defaultText: 'generated into the data dir' },
+  ),
   rateLimits: RateLimitsSchema,
   images: Type.Optional(
-    Type.Unknown({ description: 'How the process runtime runs an image reference: a mapping of image reference → `{ command, cwd, env, tenantArgs, tenantEnv, health }` (README, "Config file").' }),
+    Type.Unknown({
+      description:
+        'How the process runtime runs an image reference: a mapping of image reference → `{ command, cwd, env, tenantArgs, tenantEnv, health }` (README, "Config file").',
+    }),
   ),
-  catalog: Type.Optional(Type.Unknown({ description: 'The catalog: `{ gpuTypes, pools, cpuFlavors, dataCenters }`, each a list replacing the default one.', defaultText: 'the built-in catalog' })),
+  catalog: Type.Optional(
+    Type.Unknown({
+      description:
+        'The catalog: `{ gpuTypes, pools, cpuFlavors, dataCenters }`, each a list replacing the default one.',
+      defaultText: 'the built-in catalog',
+    }),
+  ),
   fleet: FleetSchema,
   networking: NetworkingSchema,
   pods: PodsSchema,

@@ -20,10 +20,13 @@ export type SshConfig = Omit<StaticDecode<typeof SshSchema>, 'port' | 'host'> & 
 };
 
 /** The default SSH port when `server.port` is not 0. */
-export const DEFAULT_SSH_PORT = 2222;
+const DEFAULT_SSH_PORT = 2222;
 
 /** The decoded `ssh` section, with the defaults that follow the server's. */
-export function resolveSsh(section: StaticDecode<typeof SshSchema>, server: { port: number; publicUrl: string }): SshConfig {
+export function resolveSsh(
+  section: StaticDecode<typeof SshSchema>,
+  server: { port: number; publicUrl: string },
+): SshConfig {
   const host = section.host ?? hostOf(server.publicUrl);
   if (!host || /[\s@]/.test(host)) fail(`ssh.host must be a host name or address, not "${host}"`);
   return {

@@ -22,22 +22,21 @@ import {
 } from './config-schema.js';
 
 export type { HealthProbe, ImageSpec } from './config-images.js';
-export type { DockerRuntimeConfig, RuntimeConfig } from './config-runtime.js';
+export type { DockerRuntimeConfig } from './config-runtime.js';
 import { resolveRuntime, type RuntimeConfig } from './config-runtime.js';
 import { resolveSsh, type SshConfig } from './config-ssh.js';
-export type { SshConfig } from './config-ssh.js';
 export { MAX_AGENT_POLL_WAIT_MS } from './config-schema.js';
 
 // Every key, its default, environment variable and meaning: config-schema.ts (docs/configuration.md).
-export type RateLimitConfig = StaticDecode<typeof RateLimitsSchema>;
+type RateLimitConfig = StaticDecode<typeof RateLimitsSchema>;
 /** The agent protocol's timings (config file: `fleet.heartbeatMs`, …; docs/fleet.md). */
 export type AgentsConfig = Omit<StaticDecode<typeof FleetSchema>, 'hosts'>;
 export type GraphqlLimits = StaticDecode<typeof GraphqlSchema>;
-export type QuotaConfig = StaticDecode<typeof QuotasSchema>;
-export type JobsHttpConfig = StaticDecode<typeof JobsSchema>;
+type QuotaConfig = StaticDecode<typeof QuotasSchema>;
+type JobsHttpConfig = StaticDecode<typeof JobsSchema>;
 export type WebhookConfig = StaticDecode<typeof WebhooksSchema>;
 export type AutoscalerConfig = StaticDecode<typeof AutoscalerSchema>;
-export interface ServerlessConfig {
+interface ServerlessConfig {
   webhooks: WebhookConfig;
   autoscaler: AutoscalerConfig;
 }
@@ -119,7 +118,8 @@ function parseCatalog(raw: unknown): Catalog {
 function normalise(file: Obj): Obj {
   const out: Obj = { ...file };
   const runtime = file.runtime;
-  if (runtime !== undefined && runtime !== null && typeof runtime !== 'string' && !isObj(runtime)) fail('runtime must be "process", "docker", "fleet", or a mapping { kind, process, docker }');
+  if (runtime !== undefined && runtime !== null && typeof runtime !== 'string' && !isObj(runtime))
+    fail('runtime must be "process", "docker", "fleet", or a mapping { kind, process, docker }');
   if (typeof runtime === 'string') out.runtime = { kind: runtime };
   if (Array.isArray(file.fleet)) out.fleet = { hosts: file.fleet };
   return out;
@@ -134,10 +134,13 @@ function parseFleet(raw: unknown, catalog: Catalog): Host[] {
     const id = typeof h.id === 'string' ? h.id : fail(`fleet[${i}].id is required`);
     if (ids.has(id)) fail(`fleet host id "${id}" appears twice`);
     ids.add(id);
-    const dataCenterId = typeof h.dataCenterId === 'string' ? h.dataCenterId : fail(`fleet[${i}].dataCenterId is required`);
-    if (!catalog.dataCenters.some((d) => d.id === dataCenterId)) fail(`fleet[${i}].dataCenterId "${dataCenterId}" is not in the catalog`);
+    const dataCenterId =
+      typeof h.dataCenterId === 'string' ? h.dataCenterId : fail(`fleet[${i}].dataCenterId is required`);
+    if (!catalog.dataCenters.some((d) => d.id === dataCenterId))
+      fail(`fleet[${i}].dataCenterId "${dataCenterId}" is not in the catalog`);
     const gpuTypeId = typeof h.gpuTypeId === 'string' ? h.gpuTypeId : null;
-    if (gpuTypeId && !catalog.gpuTypes.some((g) => g.id === gpuTypeId)) fail(`fleet[${i}].gpuTypeId "${gpuTypeId}" is not in the catalog`);
+    if (gpuTypeId && !catalog.gpuTypes.some((g) => g.id === gpuTypeId))
+      fail(`fleet[${i}].gpuTypeId "${gpuTypeId}" is not in the catalog`);
     const range = Array.isArray(h.portRange) ? h.portRange : [30000 + i * 1000, 30000 + i * 1000 + 999];
     return {
       id,
@@ -171,17 +174,30 @@ export function loadConfig({ env, flags = {} }: ConfigSources): Config {
   const dataDir = isAbsolute(sections.dataDir) ? sections.dataDir : resolve(sections.dataDir);
   const publicHost = server.host === '0.0.0.0' || server.host === '::' ? '127.0.0.1' : server.host;
   const publicUrl = (server.publicUrl ?? `http://${publicHost}:${server.port}`).replace(/\/+$/, '');
-  const publicJobUrl = (server.publicJobUrl ?? (server.jobPort !== null ? `http://${publicHost}:${server.jobPort}` : publicUrl)).replace(/\/+$/, '');
+  const publicJobUrl = (
+    server.publicJobUrl ?? (server.jobPort !== null ? `http://${publicHost}:${server.jobPort}` : publicUrl)
+  ).replace(/\/+$/, '');
   const { databaseUrl, databaseSchema } = sections;
-  if (databaseUrl && !/^postgres(ql)?:\/\//.test(databaseUrl)) fail(`${decoded.fromEnv.get('databaseUrl') ?? 'databaseUrl'} must be a postgres:// URL`);
+  if (databaseUrl && !/^postgres(ql)?:\/\//.test(databaseUrl))
+    fail(`${decoded.fromEnv.get('databaseUrl') ?? 'databaseUrl'} must be a postgres:// URL`);
   const catalog = parseCatalog(sections.catalog);
-  const runtime = resolveRuntime(sections.runtime, { catalog, databaseUrl, databaseSchema, dataDir, fromEnv: decoded.fromEnv });
+  const runtime = resolveRuntime(sections.runtime, {
+    catalog,
+    databaseUrl,
+    databaseSchema,
+    dataDir,
+    fromEnv: decoded.fromEnv,
+  });
   // The process runtime's demo fleet is declared; the Docker runtime's one host is discovered.
   if (runtime.kind === 'docker' && agentsSection.hosts !== undefined)
-    fail('fleet declares the hosts of the process runtime; with runtime docker the host is discovered from the engine (remove fleet, or fleet.hosts; runtime.docker sets hostId, dataCenterId, cloud, publicIp and portRange)');
+    fail(
+      'fleet declares the hosts of the process runtime; with runtime docker the host is discovered from the engine (remove fleet, or fleet.hosts; runtime.docker sets hostId, dataCenterId, cloud, publicIp and portRange)',
+    );
   const { hosts, ...agents } = agentsSection;
   if (agents.heartbeatTimeoutMs <= agents.heartbeatMs)
-    fail(`fleet.heartbeatTimeoutMs (${agents.heartbeatTimeoutMs}) must be longer than fleet.heartbeatMs (${agents.heartbeatMs}): every host would flap between available and unavailable`);
+    fail(
+      `fleet.heartbeatTimeoutMs (${agents.heartbeatTimeoutMs}) must be longer than fleet.heartbeatMs (${agents.heartbeatMs}): every host would flap between available and unavailable`,
+    );
   const images = parseImages(sections.images, { commandRequired: runtime.kind === 'process' });
   for (const spec of Object.values(images)) if (spec.cwd && !isAbsolute(spec.cwd)) spec.cwd = join(configDir, spec.cwd);
   return {
@@ -196,6 +212,9 @@ export function loadConfig({ env, flags = {} }: ConfigSources): Config {
     runtime,
     ssh: resolveSsh(sections.ssh, { port: server.port, publicUrl }),
     configDir,
-    warnings: [...decoded.warnings, ...(runtime.kind === 'process' ? bareInterpreterWarnings(images) : dockerImageWarnings(images))],
+    warnings: [
+      ...decoded.warnings,
+      ...(runtime.kind === 'process' ? bareInterpreterWarnings(images) : dockerImageWarnings(images)),
+    ],
   };
 }

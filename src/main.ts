@@ -74,7 +74,11 @@ export function loadSecretBox(config: Config, logger: Logger): SecretBox {
     mkdirSync(config.dataDir, { recursive: true, mode: DIR_MODE });
     writeFileSync(path, SecretBox.generateKey() + '\n', { mode: 0o600 });
     chmodSync(path, 0o600);
-    if (config.databaseUrl) logger.warn({ path }, 'generated a secret key in the data dir; replicas sharing this database must share it via GANTRY_SECRET_KEY');
+    if (config.databaseUrl)
+      logger.warn(
+        { path },
+        'generated a secret key in the data dir; replicas sharing this database must share it via GANTRY_SECRET_KEY',
+      );
   }
   return SecretBox.fromString(readFileSync(path, 'utf8'));
 }
@@ -94,9 +98,15 @@ export async function createServices(config: Config, overrides: ServiceOverrides
   // Before the database opens: SQLite gives new -wal/-shm files the database file's mode.
   const tightened = tightenDataDir(config.dataDir);
   if (tightened.length > 0)
-    logger.warn({ dataDir: config.dataDir, paths: tightened.slice(0, 50), count: tightened.length }, `took group and other permissions off ${tightened.length} path(s) of the data dir: it holds secrets no other local user may read`);
+    logger.warn(
+      { dataDir: config.dataDir, paths: tightened.slice(0, 50), count: tightened.length },
+      `took group and other permissions off ${tightened.length} path(s) of the data dir: it holds secrets no other local user may read`,
+    );
   // Before the database opens: a runtime that cannot start (its engine unreachable) leaves nothing open.
-  if (overrides.runtime && !overrides.hosts && config.runtime.kind === 'docker') throw new Error('createServices: a runtime given for runtime docker needs its hosts (overrides.hosts): the config declares none');
+  if (overrides.runtime && !overrides.hosts && config.runtime.kind === 'docker')
+    throw new Error(
+      'createServices: a runtime given for runtime docker needs its hosts (overrides.hosts): the config declares none',
+    );
   // runtime fleet: instances run on the joined hosts' agents; its operations go to the fleet
   // service's queues and the records say where each instance was placed (both made below).
   let fleetOps: FleetService | null = null;
@@ -128,7 +138,9 @@ export async function createServices(config: Config, overrides: ServiceOverrides
   // Replicas sharing one PostgreSQL database: each control loop runs under a lease, and long-polls
   // are woken across replicas (DESIGN "Scale-out"). Connected by startServer.
   const sessions = db.capabilities.listenNotify ? db.sessions : undefined;
-  const leases: Leases = sessions ? new PostgresLeases({ sessions, logger: logger.child({ component: 'leases' }) }) : new LocalLeases();
+  const leases: Leases = sessions
+    ? new PostgresLeases({ sessions, logger: logger.child({ component: 'leases' }) })
+    : new LocalLeases();
   const relay = sessions ? new PostgresNotifyRelay({ sessions, logger: logger.child({ component: 'relay' }) }) : null;
   const signals = new JobSignals(relay ? { onLocal: relay.publish } : {});
   const secrets = loadSecretBox(config, logger);
@@ -136,13 +148,38 @@ export async function createServices(config: Config, overrides: ServiceOverrides
   const inventory = new Inventory({ hosts, catalog: config.catalog });
   const catalog = new CatalogService({ catalog: config.catalog, inventory });
   // Only the Docker runtime pulls images: the process runtime maps them through `images` and never does.
-  const registryGuard = config.runtime.kind !== 'process' ? new RegistryGuard({ policy: config.runtime.docker.registries, ...(overrides.registryResolver ? { resolve: overrides.registryResolver } : {}) }) : null;
+  const registryGuard =
+    config.runtime.kind !== 'process'
+      ? new RegistryGuard({
+          policy: config.runtime.docker.registries,
+          ...(overrides.registryResolver ? { resolve: overrides.registryResolver } : {}),
+        })
+      : null;
   const templates = new TemplatesService({ db, clock, runtime, registryGuard });
   const volumes = new VolumesService({ db, clock, runtime, catalog: config.catalog });
   const registries = new RegistriesService({ db, clock, secrets });
-  const fleet = new FleetService({ db, clock, secrets, catalog: config.catalog, config: config.agents, relay, logger: logger.child({ component: 'fleet' }) });
+  const fleet = new FleetService({
+    db,
+    clock,
+    secrets,
+    catalog: config.catalog,
+    config: config.agents,
+    relay,
+    logger: logger.child({ component: 'fleet' }),
+  });
   const systemLog = new SystemLog({ store: new SystemLogStore(db), clock, logger });
-  const podController = new PodController({ db, runtime, inventory, registries, clock, events, logger: logger.child({ component: 'pods' }), lease: leases.lease(LEASE_NAMES.pods), config, systemLog });
+  const podController = new PodController({
+    db,
+    runtime,
+    inventory,
+    registries,
+    clock,
+    events,
+    logger: logger.child({ component: 'pods' }),
+    lease: leases.lease(LEASE_NAMES.pods),
+    config,
+    systemLog,
+  });
   let fleetWiring: FleetWiring | null = null;
   let fleetStreams: FleetStreams | null = null;
   if (fleetRuntime) {
@@ -164,7 +201,15 @@ export async function createServices(config: Config, overrides: ServiceOverrides
       resume: async (podIds, at) => (podsLease.isHeld() ? podController.resumeUsage(podIds, at) : undefined),
     });
     // Several replicas: what each learns of the fleet goes to the others through the journal.
-    const journal = relay ? new FleetJournal({ db, origin: relay.origin, clock, logger: logger.child({ component: 'fleet' }), publish: () => relay.publish(FLEET_JOURNAL_TOPIC, '', 1) }) : null;
+    const journal = relay
+      ? new FleetJournal({
+          db,
+          origin: relay.origin,
+          clock,
+          logger: logger.child({ component: 'fleet' }),
+          publish: () => relay.publish(FLEET_JOURNAL_TOPIC, '', 1),
+        })
+      : null;
     if (journal) fleetRuntime.useJournal(journal);
     fleetWiring = new FleetWiring({
       fleet,
@@ -176,15 +221,36 @@ export async function createServices(config: Config, overrides: ServiceOverrides
       logger: logger.child({ component: 'fleet' }),
       config: config.agents,
       journal,
-      orphans: new OrphanContainers({ enqueue: (hostId, op) => fleet.enqueue(hostId, op), clock, logger: logger.child({ component: 'fleet' }), graceMs: config.runtime.orphanGraceMs }),
+      orphans: new OrphanContainers({
+        enqueue: (hostId, op) => fleet.enqueue(hostId, op),
+        clock,
+        logger: logger.child({ component: 'fleet' }),
+        graceMs: config.runtime.orphanGraceMs,
+      }),
     });
   }
   const quota = new ResourceQuota({ holdings: new ResourceHoldingsStore(db), quotas: config.quotas, clock });
-  const pods = new PodsService({ controller: podController, inventory, runtime, templates, volumes, registries, accounts, clock, config, quota, registryGuard });
+  const pods = new PodsService({
+    controller: podController,
+    inventory,
+    runtime,
+    templates,
+    volumes,
+    registries,
+    accounts,
+    clock,
+    config,
+    quota,
+    registryGuard,
+  });
   const endpoints = new EndpointsService({ db, clock, templates, volumes, config, runtime, keys: accounts });
   templates.addReferenceChecker(endpoints.templateReferenceChecker);
   // One policy for the submit-time check and the dispatcher, so they share the account count.
-  const webhookAddresses = new WebhookAddressPolicy({ mode: config.serverless.webhooks.privateAddresses, countAccounts: () => accounts.store.countAccounts(), clock });
+  const webhookAddresses = new WebhookAddressPolicy({
+    mode: config.serverless.webhooks.privateAddresses,
+    countAccounts: () => accounts.store.countAccounts(),
+    clock,
+  });
   accounts.onAccountCreated(() => webhookAddresses.accountCreated());
   const jobs = new JobsService({
     db,
@@ -207,7 +273,14 @@ export async function createServices(config: Config, overrides: ServiceOverrides
     maxAttachedWorkers: config.jobs.workerRateLimits.attachedWorkers,
     heartbeatTimeoutMs: config.jobs.heartbeatTimeoutMs,
   });
-  const timekeeper = new Timekeeper({ jobs, workers, clock, logger: logger.child({ component: 'timekeeper' }), lease: leases.lease(LEASE_NAMES.timekeeper), config: config.jobs });
+  const timekeeper = new Timekeeper({
+    jobs,
+    workers,
+    clock,
+    logger: logger.child({ component: 'timekeeper' }),
+    lease: leases.lease(LEASE_NAMES.timekeeper),
+    config: config.jobs,
+  });
   const webhooks = new WebhookDispatcher({
     db,
     clock,
@@ -282,7 +355,38 @@ export async function createServices(config: Config, overrides: ServiceOverrides
   await templates.seedPublic();
   const logs = new LogStreams({ runtime, systemLog, clock });
   const logTargets = new LogTargets({ pods, podStore: podController.store, endpoints });
-  return { config, db, clock, logger, events, secrets, runtime, accounts, catalog, inventory, pods, podController, templates, volumes, registries, endpoints, jobs, workers, timekeeper, fleet, fleetWiring, fleetStreams, webhooks, autoscaler, leases, relay, jobRequestCounts, systemLog, logs, logTargets };
+  return {
+    config,
+    db,
+    clock,
+    logger,
+    events,
+    secrets,
+    runtime,
+    accounts,
+    catalog,
+    inventory,
+    pods,
+    podController,
+    templates,
+    volumes,
+    registries,
+    endpoints,
+    jobs,
+    workers,
+    timekeeper,
+    fleet,
+    fleetWiring,
+    fleetStreams,
+    webhooks,
+    autoscaler,
+    leases,
+    relay,
+    jobRequestCounts,
+    systemLog,
+    logs,
+    logTargets,
+  };
 }
 
 /** On a first start (no accounts), creates the `admin` account and its key; answers the key to print once. */
@@ -290,7 +394,11 @@ export async function bootstrapAdmin(services: Services): Promise<string | null>
   const { accounts, config } = services;
   if ((await accounts.store.countAccounts()) > 0) return null;
   const admin = await accounts.createAccount('admin');
-  const created = await accounts.createKey(admin.id, { scope: 'write', name: 'admin (first start)', ...(config.bootstrapKey ? { presetKey: config.bootstrapKey } : {}) });
+  const created = await accounts.createKey(admin.id, {
+    scope: 'write',
+    name: 'admin (first start)',
+    ...(config.bootstrapKey ? { presetKey: config.bootstrapKey } : {}),
+  });
   return created.key;
 }
 
@@ -298,12 +406,16 @@ export async function bootstrapAdmin(services: Services): Promise<string | null>
  * Of these instance ids, the ones a service has a record of: a pod that is not TERMINATED, a
  * launched worker whose row is not dead. The rest are orphans (runtime/orphan-collector.ts).
  */
-export function instanceClaims(services: Pick<Services, 'podController' | 'autoscaler'>): (ids: readonly string[]) => Promise<Set<string>> {
+export function instanceClaims(
+  services: Pick<Services, 'podController' | 'autoscaler'>,
+): (ids: readonly string[]) => Promise<Set<string>> {
   return async (ids) => {
     const wanted = new Set(ids);
     const claimed = new Set<string>();
-    for (const pod of await services.podController.store.listActiveStates()) if (wanted.has(pod.id)) claimed.add(pod.id);
-    for (const worker of await services.autoscaler.store.launchedWorkers()) if (wanted.has(worker.id)) claimed.add(worker.id);
+    for (const pod of await services.podController.store.listActiveStates())
+      if (wanted.has(pod.id)) claimed.add(pod.id);
+    for (const worker of await services.autoscaler.store.launchedWorkers())
+      if (wanted.has(worker.id)) claimed.add(worker.id);
     return claimed;
   };
 }
@@ -341,7 +453,10 @@ export async function startServer(config: Config, overrides: StartOptions = {}):
   phase('servicesMs');
   const adminKey = await bootstrapAdmin(services);
   // The job URL's port may still be 0 here; its host, which decides the workers' network, is final.
-  const refusal = multiAccountStartRefusal(await services.accounts.store.countAccounts(), accountIsolationOf(services.runtime.name, config));
+  const refusal = multiAccountStartRefusal(
+    await services.accounts.store.countAccounts(),
+    accountIsolationOf(services.runtime.name, config),
+  );
   if (refusal) {
     await services.runtime.close();
     await services.db.close();
@@ -352,7 +467,8 @@ export async function startServer(config: Config, overrides: StartOptions = {}):
   // The joined hosts enter the inventory before pods re-reserve what they hold on them.
   await services.fleetWiring?.start();
   const attached = await services.runtime.attach();
-  if (attached.length > 0) services.logger.info({ instances: attached.length }, 'the runtime found instances of a previous server');
+  if (attached.length > 0)
+    services.logger.info({ instances: attached.length }, 'the runtime found instances of a previous server');
   phase('attachMs');
   await services.leases.start();
   await services.relay?.start();
@@ -376,7 +492,8 @@ export async function startServer(config: Config, overrides: StartOptions = {}):
   phase('listenMs');
   const address = app.server.address();
   const port = typeof address === 'object' && address ? address.port : config.server.port;
-  const urlOf = (p: number): string => `http://${config.server.host.includes(':') ? `[${config.server.host}]` : config.server.host}:${p}`;
+  const urlOf = (p: number): string =>
+    `http://${config.server.host.includes(':') ? `[${config.server.host}]` : config.server.host}:${p}`;
   const url = urlOf(port);
   // One count per client address across both listeners.
   const unusedConnections = followUnusedConnections(app.server);
@@ -397,14 +514,18 @@ export async function startServer(config: Config, overrides: StartOptions = {}):
   const streams = services.fleetStreams;
   if (streams) {
     const upgrade = (req: IncomingMessage, socket: Duplex, head: Buffer): void => {
-      if (!streams.handleUpgrade(req, socket, head)) socket.end('HTTP/1.1 400 Bad Request\r\nconnection: close\r\ncontent-length: 0\r\n\r\n');
+      if (!streams.handleUpgrade(req, socket, head))
+        socket.end('HTTP/1.1 400 Bad Request\r\nconnection: close\r\ncontent-length: 0\r\n\r\n');
     };
     app.server.on('upgrade', upgrade);
     jobListener?.on('upgrade', upgrade);
   }
   // Port 0 asked the system for a port: the derived public URLs learn it now (an explicit URL is kept).
   config.server.publicUrl = withBoundPort(config.server.publicUrl, port);
-  config.server.publicJobUrl = withBoundPort(config.server.publicJobUrl, jobListener ? Number(new URL(jobUrl!).port) : port);
+  config.server.publicJobUrl = withBoundPort(
+    config.server.publicJobUrl,
+    jobListener ? Number(new URL(jobUrl!).port) : port,
+  );
   let ssh: Awaited<ReturnType<typeof startSshProxy>> = null;
   let closed = false;
   const close = async (): Promise<void> => {
@@ -444,7 +565,9 @@ export async function startServer(config: Config, overrides: StartOptions = {}):
     await services.autoscaler.start();
   } catch (err) {
     // What started is stopped again: a start that fails leaves nothing listening or running.
-    await close().catch((closeErr: unknown) => services.logger.warn({ err: closeErr }, 'closing after a failed start failed'));
+    await close().catch((closeErr: unknown) =>
+      services.logger.warn({ err: closeErr }, 'closing after a failed start failed'),
+    );
     throw err;
   }
   if (adminKey) {
@@ -455,9 +578,15 @@ export async function startServer(config: Config, overrides: StartOptions = {}):
   if (jobUrl) print(`job API listening on ${jobUrl}\n`);
   if (ssh) print(`ssh proxy listening on ${ssh.address} (host key ${ssh.hostKey.fingerprint})\n`);
   const hosts = services.inventory.hosts();
-  const where = config.runtime.kind === 'docker' ? `runtime: docker at ${config.runtime.docker.host}, host ${hosts.map(describeHost).join('; ')}` : `runtime: ${services.runtime.name}, hosts: ${hosts.length}`;
+  const where =
+    config.runtime.kind === 'docker'
+      ? `runtime: docker at ${config.runtime.docker.host}, host ${hosts.map(describeHost).join('; ')}`
+      : `runtime: ${services.runtime.name}, hosts: ${hosts.length}`;
   print(`gantry listening on ${url} (store: ${services.db.dialect}, ${where})\n`);
-  services.logger.info({ url, store: services.db.dialect, runtime: services.runtime.name, hosts: hosts.map((h) => h.id), startup: phases }, 'gantry is ready');
+  services.logger.info(
+    { url, store: services.db.dialect, runtime: services.runtime.name, hosts: hosts.map((h) => h.id), startup: phases },
+    'gantry is ready',
+  );
   return {
     app,
     services,

@@ -26,10 +26,15 @@ function filesUnder(dir: string): string[] {
 }
 
 /** `test/fuzz-*.test.ts` → a RegExp matching the paths it names. */
-const globToRegExp = (glob: string): RegExp => new RegExp(`^${glob.replace(/[.+?^${}()|[\]\\]/g, '\\$&').replace(/\*/g, '[^/]*')}$`);
+const globToRegExp = (glob: string): RegExp =>
+  new RegExp(`^${glob.replace(/[.+?^${}()|[\]\\]/g, '\\$&').replace(/\*/g, '[^/]*')}$`);
 
 test('every repository path docs/architecture.md cites exists', () => {
-  const cited = new Set([...doc.matchAll(/(?<![\w./-])((?:src|test|bench|docs|scripts)\/[\w./*-]*)/g)].map((m) => m[1]!.replace(/[.]+$/, '')));
+  const cited = new Set(
+    [...doc.matchAll(/(?<![\w./-])((?:src|test|bench|docs|scripts)\/[\w./*-]*)/g)].map((m) =>
+      m[1]!.replace(/[.]+$/, ''),
+    ),
+  );
   assert.ok(cited.size > 40, `the document cites files (found ${cited.size})`);
   const missing: string[] = [];
   for (const path of cited) {
@@ -69,7 +74,12 @@ function sourceImports(): Array<{ file: string; target: string }> {
     if (!file.endsWith('.ts') || file.endsWith('.test.ts') || file.endsWith('.d.ts')) continue;
     const text = readFileSync(join(root, file), 'utf8');
     for (const m of text.matchAll(/(?:\bfrom\s+|\bimport\s*\(\s*|\bimport\s+)'(\.{1,2}\/[^']+)'/g)) {
-      edges.push({ file, target: relative(root, resolve(root, dirname(file), m[1]!)).split(sep).join('/') });
+      edges.push({
+        file,
+        target: relative(root, resolve(root, dirname(file), m[1]!))
+          .split(sep)
+          .join('/'),
+      });
     }
   }
   return edges;
@@ -82,20 +92,30 @@ const folderOf = (path: string): string => {
 
 test('the domain floor imports nothing else of Gantry', () => {
   const edges = sourceImports();
-  assert.ok(edges.some((e) => e.file.startsWith('src/domain/')), 'domain files were read');
+  assert.ok(
+    edges.some((e) => e.file.startsWith('src/domain/')),
+    'domain files were read',
+  );
   const outward = edges.filter((e) => e.file.startsWith('src/domain/') && !e.target.startsWith('src/domain/'));
   assert.deepEqual(outward, []);
 });
 
 test('only the composition root and the transports import from src/http, and only src/cli imports from src/cli', () => {
   const edges = sourceImports();
-  const intoHttp = edges.filter((e) => e.target.startsWith('src/http/') && !['src/http', 'src/graphql'].includes(folderOf(e.file)) && e.file !== 'src/main.ts');
+  const intoHttp = edges.filter(
+    (e) =>
+      e.target.startsWith('src/http/') &&
+      !['src/http', 'src/graphql'].includes(folderOf(e.file)) &&
+      e.file !== 'src/main.ts',
+  );
   assert.deepEqual(intoHttp, []);
   const intoCli = edges.filter((e) => e.target.startsWith('src/cli/') && folderOf(e.file) !== 'src/cli');
   assert.deepEqual(intoCli, []);
 });
 
 test('the worker library (gantry/worker) imports nothing outside src/worker', () => {
-  const outward = sourceImports().filter((e) => e.file.startsWith('src/worker/') && !e.target.startsWith('src/worker/'));
+  const outward = sourceImports().filter(
+    (e) => e.file.startsWith('src/worker/') && !e.target.startsWith('src/worker/'),
+  );
   assert.deepEqual(outward, []);
 });

@@ -17,7 +17,11 @@ import { startServer, type RunningServer } from '../src/main.js';
 const WORKER_SCRIPT = resolve(import.meta.dirname, 'fixtures/echo-worker.ts');
 
 /** Polls `check` (real time: these are real processes) until it answers a value, or fails after `ms`. */
-async function eventually<T>(what: string | (() => string), check: () => Promise<T | null | undefined | false>, ms = 30_000): Promise<T> {
+async function eventually<T>(
+  what: string | (() => string),
+  check: () => Promise<T | null | undefined | false>,
+  ms = 30_000,
+): Promise<T> {
   const deadline = Date.now() + ms;
   for (;;) {
     const v = await check();
@@ -41,7 +45,10 @@ describe('autoscaler end to end (process runtime, real workers)', () => {
       server: { port: 0 },
       images: {
         // cwd: the repo, so that `--import tsx` resolves.
-        'node-worker:dev': { command: [process.execPath, '--import', 'tsx', WORKER_SCRIPT], cwd: resolve(import.meta.dirname, '..') },
+        'node-worker:dev': {
+          command: [process.execPath, '--import', 'tsx', WORKER_SCRIPT],
+          cwd: resolve(import.meta.dirname, '..'),
+        },
         'crashing-worker:dev': { command: [process.execPath, '-e', 'process.exit(3)'] },
       },
       jobs: { timekeeperIntervalMs: 200, pingIntervalMs: 1_000 },
@@ -49,10 +56,13 @@ describe('autoscaler end to end (process runtime, real workers)', () => {
       serverless: { autoscaler: { intervalMs: 100, crashThreshold: 2, backoffBaseMs: 60_000 } },
     };
     writeFileSync(join(dir, 'config.json'), JSON.stringify(file));
-    const config = loadConfig({ env: { GANTRY_DATA_DIR: dir, GANTRY_CONFIG: join(dir, 'config.json'), GANTRY_LOG_LEVEL: 'silent' } });
+    const config = loadConfig({
+      env: { GANTRY_DATA_DIR: dir, GANTRY_CONFIG: join(dir, 'config.json'), GANTRY_LOG_LEVEL: 'silent' },
+    });
     const sink = new Writable({
       write(chunk, _encoding, done) {
-        for (const line of String(chunk).split('\n')) if (line) warnings.push(JSON.parse(line) as { msg: string; image?: string });
+        for (const line of String(chunk).split('\n'))
+          if (line) warnings.push(JSON.parse(line) as { msg: string; image?: string });
         done();
       },
     });
@@ -66,8 +76,23 @@ describe('autoscaler end to end (process runtime, real workers)', () => {
 
   const endpointFor = async (image: string, patch: Record<string, unknown> = {}) => {
     const { templates, endpoints } = server.services;
-    const template = await templates.create(accountId, { name: `t-${image}-${Date.now()}`, imageName: image, isServerless: true, containerDiskInGb: 5 });
-    return endpoints.create(accountId, { name: `e-${image}`, templateId: template.id, gpuIds: 'ADA_24', workersMin: 0, workersMax: 2, idleTimeout: 1, scalerType: 'QUEUE_DELAY', scalerValue: 4, ...patch });
+    const template = await templates.create(accountId, {
+      name: `t-${image}-${Date.now()}`,
+      imageName: image,
+      isServerless: true,
+      containerDiskInGb: 5,
+    });
+    return endpoints.create(accountId, {
+      name: `e-${image}`,
+      templateId: template.id,
+      gpuIds: 'ADA_24',
+      workersMin: 0,
+      workersMax: 2,
+      idleTimeout: 1,
+      scalerType: 'QUEUE_DELAY',
+      scalerValue: 4,
+      ...patch,
+    });
   };
 
   test('a job submitted to an endpoint with no worker starts one; it completes the job and is stopped after idleTimeout', async () => {
@@ -77,10 +102,13 @@ describe('autoscaler end to end (process runtime, real workers)', () => {
 
     const submittedAt = Date.now();
     const { id } = await jobs.submit(endpoint.id, accountId, { input: { hello: 'world' } });
-    const done = await eventually(() => `the job to complete (${JSON.stringify(autoscaler.health(endpoint.id))})`, async () => {
-      const view = await jobs.status(accountId, endpoint.id, id);
-      return view.status === 'COMPLETED' || view.status === 'FAILED' ? view : null;
-    });
+    const done = await eventually(
+      () => `the job to complete (${JSON.stringify(autoscaler.health(endpoint.id))})`,
+      async () => {
+        const view = await jobs.status(accountId, endpoint.id, id);
+        return view.status === 'COMPLETED' || view.status === 'FAILED' ? view : null;
+      },
+    );
     const completedAt = Date.now();
     assert.equal(done.status, 'COMPLETED', JSON.stringify(done));
     const output = done.output as { echo: unknown; processStartedAt: number; readyAt: number };
@@ -96,9 +124,23 @@ describe('autoscaler end to end (process runtime, real workers)', () => {
     );
 
     const workerId = done.workerId;
-    const rowStatus = async () => (await server.services.db.kysely.selectFrom('workers').select('status').where('id', '=', workerId).executeTakeFirst())?.status;
+    const rowStatus = async () =>
+      (
+        await server.services.db.kysely
+          .selectFrom('workers')
+          .select('status')
+          .where('id', '=', workerId)
+          .executeTakeFirst()
+      )?.status;
     // A stop removes the instance first, then marks the row dead: wait for the whole stop.
-    await eventually('the idle worker to be stopped', async () => autoscaler.workerIds(endpoint.id).length === 0 && (await runtime.inspect(workerId)) === null && (await rowStatus()) === 'dead', 15_000);
+    await eventually(
+      'the idle worker to be stopped',
+      async () =>
+        autoscaler.workerIds(endpoint.id).length === 0 &&
+        (await runtime.inspect(workerId)) === null &&
+        (await rowStatus()) === 'dead',
+      15_000,
+    );
     assert.equal(await rowStatus(), 'dead');
   });
 
@@ -119,14 +161,17 @@ describe('autoscaler end to end (process runtime, real workers)', () => {
     assert.equal((await jobs.status(accountId, endpoint.id, id)).status, 'IN_QUEUE');
   });
 
-  test("an endpoint whose image the config does not map gets one warning naming the image: its placeholder workers take no jobs", async () => {
+  test('an endpoint whose image the config does not map gets one warning naming the image: its placeholder workers take no jobs', async () => {
     const { jobs } = server.services;
     const endpoint = await endpointFor('unmapped-worker:dev', { workersMax: 1 });
     await jobs.submit(endpoint.id, accountId, { input: {} });
     await jobs.submit(endpoint.id, accountId, { input: {} });
     const about = () => warnings.filter((w) => w.image === 'unmapped-worker:dev');
     await eventually('a warning about the unmapped image', async () => about().length > 0);
-    assert.match(about()[0]!.msg, /not in the config's images map: its workers run as idle placeholders and take no jobs/);
+    assert.match(
+      about()[0]!.msg,
+      /not in the config's images map: its workers run as idle placeholders and take no jobs/,
+    );
     assert.equal((await jobs.queueStats(endpoint.id)).inQueue, 2, 'nothing took the jobs');
     assert.equal(about().length, 1, 'warned once');
   });

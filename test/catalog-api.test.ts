@@ -49,10 +49,22 @@ test('the GPU list is wrapped and shows every catalog type with prices and which
 test('include=AVAILABILITY adds stock and the CUDA versions each type is offered with', async () => {
   const { body } = await get('/v2/catalog/gpus?include=AVAILABILITY');
   const rtx = body.gpus.find((g: { id: string }) => g.id === RTX4090);
-  assert.deepEqual(rtx.availability, { stockStatus: 'High', available: 8, total: 8, maxGpuCount: 8, dataCenters: [{ id: 'US-TX-3', available: 8 }] });
+  assert.deepEqual(rtx.availability, {
+    stockStatus: 'High',
+    available: 8,
+    total: 8,
+    maxGpuCount: 8,
+    dataCenters: [{ id: 'US-TX-3', available: 8 }],
+  });
   assert.deepEqual(rtx.cudaVersions, [{ version: '12.4', available: 8, total: 8 }]);
   const h100pcie = body.gpus.find((g: { id: string }) => g.id === 'NVIDIA H100 PCIe');
-  assert.deepEqual(h100pcie.availability, { stockStatus: 'None', available: 0, total: 0, maxGpuCount: 0, dataCenters: [] });
+  assert.deepEqual(h100pcie.availability, {
+    stockStatus: 'None',
+    available: 0,
+    total: 0,
+    maxGpuCount: 0,
+    dataCenters: [],
+  });
   assert.deepEqual(h100pcie.cudaVersions, []);
 });
 
@@ -62,7 +74,13 @@ test('availability falls as GPUs are reserved in the inventory and recovers when
   assert.ok(inventory.placeAndReserve('catalog-test-b', gpuRequest(2)).ok);
   try {
     const { body } = await get(`/v2/catalog/gpus/${enc(RTX4090)}?include=AVAILABILITY`);
-    assert.deepEqual(body.availability, { stockStatus: 'Low', available: 2, total: 8, maxGpuCount: 2, dataCenters: [{ id: 'US-TX-3', available: 2 }] });
+    assert.deepEqual(body.availability, {
+      stockStatus: 'Low',
+      available: 2,
+      total: 8,
+      maxGpuCount: 2,
+      dataCenters: [{ id: 'US-TX-3', available: 2 }],
+    });
     assert.deepEqual(body.cudaVersions, [{ version: '12.4', available: 2, total: 8 }]);
   } finally {
     inventory.release('catalog-test-a');
@@ -82,7 +100,13 @@ test('one GPU type is read by its URL-encoded id, without availability unless as
 });
 
 test('an unknown catalog id answers 404 problem+json naming it', async () => {
-  for (const url of ['/v2/catalog/gpus/NVIDIA%20B300', '/v2/catalog/cpus/cpu9z', '/v2/catalog/datacenters/MARS-1', '/v2/catalog/pools/HOPPER_200', '/v2/catalog/templates/no-such-template']) {
+  for (const url of [
+    '/v2/catalog/gpus/NVIDIA%20B300',
+    '/v2/catalog/cpus/cpu9z',
+    '/v2/catalog/datacenters/MARS-1',
+    '/v2/catalog/pools/HOPPER_200',
+    '/v2/catalog/templates/no-such-template',
+  ]) {
     const { status, body, type } = await get(url);
     assert.equal(status, 404, url);
     assert.match(type, /application\/problem\+json/);
@@ -141,7 +165,10 @@ test('pools list their GPU types', async () => {
   assert.equal(status, 200);
   const ada24 = body.pools.find((p: { id: string }) => p.id === 'ADA_24');
   assert.deepEqual(ada24, { id: 'ADA_24', displayName: '24 GB Ada', memoryInGb: 24, gpuTypes: [RTX4090] });
-  assert.deepEqual((await get('/v2/catalog/pools/AMPERE_80')).body.gpuTypes, ['NVIDIA A100 80GB PCIe', 'NVIDIA A100-SXM4-80GB']);
+  assert.deepEqual((await get('/v2/catalog/pools/AMPERE_80')).body.gpuTypes, [
+    'NVIDIA A100 80GB PCIe',
+    'NVIDIA A100-SXM4-80GB',
+  ]);
 });
 
 test('public templates are listed wrapped and read one by one', async () => {
@@ -164,7 +191,15 @@ test('the catalog needs a key but any scope can read it', async () => {
 
 test('the catalog routes are in the OpenAPI document with the include parameter', async () => {
   const doc = json(await t.request(null, 'GET', '/v2/openapi.json'));
-  for (const path of ['/v2/catalog/gpus', '/v2/catalog/gpus/{id}', '/v2/catalog/cpus', '/v2/catalog/datacenters', '/v2/catalog/pools', '/v2/catalog/templates', '/v2/catalog/templates/{id}']) {
+  for (const path of [
+    '/v2/catalog/gpus',
+    '/v2/catalog/gpus/{id}',
+    '/v2/catalog/cpus',
+    '/v2/catalog/datacenters',
+    '/v2/catalog/pools',
+    '/v2/catalog/templates',
+    '/v2/catalog/templates/{id}',
+  ]) {
     assert.ok(doc.paths[path]?.get, `${path} is missing`);
   }
   const include = doc.paths['/v2/catalog/gpus'].get.parameters.find((p: { name: string }) => p.name === 'include');
@@ -193,14 +228,26 @@ test('a host that joins shows in the catalog at once; while unavailable it count
   try {
     const joined = await h100();
     assert.equal(joined.communityCloud, true);
-    assert.deepEqual(joined.availability, { stockStatus: 'Low', available: 2, total: 2, maxGpuCount: 2, dataCenters: [{ id: 'EU-CZ-1', available: 2 }] });
+    assert.deepEqual(joined.availability, {
+      stockStatus: 'Low',
+      available: 2,
+      total: 2,
+      maxGpuCount: 2,
+      dataCenters: [{ id: 'EU-CZ-1', available: 2 }],
+    });
     assert.deepEqual((await cz()).gpuTypes, ['NVIDIA GeForce RTX 3090', H100]);
     assert.deepEqual((await cz()).cpuFlavors, ['cpu3c']);
 
     inventory.setAvailable('agent-cz-h100', false);
     const away = await h100();
     assert.equal(away.communityCloud, false);
-    assert.deepEqual(away.availability, { stockStatus: 'None', available: 0, total: 0, maxGpuCount: 0, dataCenters: [] });
+    assert.deepEqual(away.availability, {
+      stockStatus: 'None',
+      available: 0,
+      total: 0,
+      maxGpuCount: 0,
+      dataCenters: [],
+    });
     assert.deepEqual((await cz()).gpuTypes, ['NVIDIA GeForce RTX 3090']);
 
     inventory.setAvailable('agent-cz-h100', true);

@@ -29,7 +29,9 @@ const MULTI_ACCOUNT = { GANTRY_PROCESS_RUNTIME_MULTI_ACCOUNT: 'true' };
 
 test('the CLI refuses a second account while the runtime is the process runtime, naming the setting that allows it', () => {
   assert.ok(server);
-  const refused = runGantry(['accounts', 'create', 'team-x', '--data-dir', dataDir], { GANTRY_PROCESS_RUNTIME_MULTI_ACCOUNT: '' });
+  const refused = runGantry(['accounts', 'create', 'team-x', '--data-dir', dataDir], {
+    GANTRY_PROCESS_RUNTIME_MULTI_ACCOUNT: '',
+  });
   assert.notEqual(refused.status, 0);
   assert.match(refused.stderr, /^gantry: refusing to create a second account: the process runtime/);
   assert.match(refused.stderr, /runtime\.process\.allowMultipleAccounts: true/);
@@ -46,7 +48,11 @@ test('accounts and keys are managed by the CLI while the server runs, and a revo
   const key = readKey.stdout.trim();
   assert.match(key, /^gty_/);
   assert.equal((await get(`${server.url}/v2/account/ssh-keys`, key)).status, 200);
-  const put = await fetch(`${server.url}/v2/account/ssh-keys`, { method: 'PUT', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: '[]' });
+  const put = await fetch(`${server.url}/v2/account/ssh-keys`, {
+    method: 'PUT',
+    headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+    body: '[]',
+  });
   assert.equal(put.status, 403);
 
   const list = runGantry(['keys', 'list', '--account', 'team-a', '--data-dir', dataDir]);

@@ -15,7 +15,15 @@ import { join, resolve } from 'node:path';
 import runpodSdk from 'runpod-sdk';
 import { namespaceFilter } from '../src/runtime/docker/docker-names.js';
 import { freePort } from '../src/runtime/runtime-contract.js';
-import { DOCKER_HOST, dockerEngine, instanceHttp, instanceInfo, noEngine, removeNamespace, uniqueNamespace } from './support/docker.js';
+import {
+  DOCKER_HOST,
+  dockerEngine,
+  instanceHttp,
+  instanceInfo,
+  noEngine,
+  removeNamespace,
+  uniqueNamespace,
+} from './support/docker.js';
 import { buildImage } from './support/docker-images.js';
 import { eventually, freePortRange } from './support/eventually.js';
 import { BANNER_12_4, removeStandIns, standInNvidiaSmi } from './support/nvidia-smi.js';
@@ -25,7 +33,9 @@ import { spawnGantry, type SpawnedGantry } from './support/spawn-gantry.js';
 const ROOT = resolve(import.meta.dirname, '..');
 const KEY = 'docker-e2e-admin-key-0123456789';
 const GPU = 'NVIDIA GeForce RTX 4090';
-const FOUR_4090 = [0, 1, 2, 3].map((i) => `${i}, GPU-6f1c2a57-3b1e-4c3d-9a41-0c3a5e1f7b0${i}, NVIDIA GeForce RTX 4090, 24564`).join('\n');
+const FOUR_4090 = [0, 1, 2, 3]
+  .map((i) => `${i}, GPU-6f1c2a57-3b1e-4c3d-9a41-0c3a5e1f7b0${i}, NVIDIA GeForce RTX 4090, 24564`)
+  .join('\n');
 
 const engine = await dockerEngine();
 after(() => engine?.client.close());
@@ -41,7 +51,13 @@ interface Pod {
 if (!engine) {
   test('Gantry on the Docker runtime over HTTP', { skip: noEngine() }, () => {});
 } else if (!DOCKER_HOST.startsWith('unix://')) {
-  test('Gantry on the Docker runtime over HTTP', { skip: `these tests put a unix socket proxy in front of the engine; DOCKER_HOST ${DOCKER_HOST} is not a unix socket` }, () => {});
+  test(
+    'Gantry on the Docker runtime over HTTP',
+    {
+      skip: `these tests put a unix socket proxy in front of the engine; DOCKER_HOST ${DOCKER_HOST} is not a unix socket`,
+    },
+    () => {},
+  );
 } else {
   const e = engine;
   const namespace = uniqueNamespace();
@@ -51,10 +67,17 @@ if (!engine) {
   const args = ['--data-dir', dir, '--config', join(dir, 'config.yaml')];
   let server: SpawnedGantry | null = null;
 
-  const call = async (method: string, path: string, body?: unknown): Promise<{ status: number; type: string; body: any }> => {
+  const call = async (
+    method: string,
+    path: string,
+    body?: unknown,
+  ): Promise<{ status: number; type: string; body: any }> => {
     const res = await fetch(`${server!.url}${path}`, {
       method,
-      headers: { authorization: `Bearer ${KEY}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+      headers: {
+        authorization: `Bearer ${KEY}`,
+        ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+      },
       ...(body === undefined ? {} : { body: JSON.stringify(body) }),
     });
     const text = await res.text();
@@ -68,7 +91,8 @@ if (!engine) {
   const podUntil = (id: string, what: string, done: (p: Pod) => boolean, ms = 60_000): Promise<Pod> => {
     let last: Pod | null = null;
     return eventually(
-      () => `pod ${id} ${what}; last: ${JSON.stringify(last && { status: last.status, statusReason: last.statusReason })}\n${server!.output().slice(-2_000)}`,
+      () =>
+        `pod ${id} ${what}; last: ${JSON.stringify(last && { status: last.status, statusReason: last.statusReason })}\n${server!.output().slice(-2_000)}`,
       async () => {
         last = await getPod(id);
         return done(last) ? last : null;
@@ -91,7 +115,11 @@ if (!engine) {
     return port.public;
   };
   /** The pod's containers (running or not), by the labels Gantry puts on them. */
-  const containersOf = (podId: string) => e.client.listContainers({ all: true, filters: { label: [`gantry.namespace=${namespace}`, `gantry.instance=${podId}`] } });
+  const containersOf = (podId: string) =>
+    e.client.listContainers({
+      all: true,
+      filters: { label: [`gantry.namespace=${namespace}`, `gantry.instance=${podId}`] },
+    });
 
   describe('Gantry on the Docker runtime over HTTP', () => {
     before(async () => {
@@ -105,7 +133,15 @@ if (!engine) {
           // JSON is YAML
           runtime: {
             kind: 'docker',
-            docker: { namespace, bindIp: '127.0.0.1', publicIp: '127.0.0.1', portRange, nvidiaSmi: nvidiaSmi.path, gpuMode: 'env-only', dataCenterId: 'US-TX-3' },
+            docker: {
+              namespace,
+              bindIp: '127.0.0.1',
+              publicIp: '127.0.0.1',
+              portRange,
+              nvidiaSmi: nvidiaSmi.path,
+              gpuMode: 'env-only',
+              dataCenterId: 'US-TX-3',
+            },
           },
           images: { [e.images.http]: http },
           pods: { stopGraceMs: 2_000 },
@@ -123,10 +159,18 @@ if (!engine) {
       removeStandIns();
       rmSync(dir, { recursive: true, force: true });
     });
-    const serverEnv = () => ({ DOCKER_HOST: `unix://${proxy.path}`, GANTRY_BOOTSTRAP_KEY: KEY, GANTRY_LOG_LEVEL: 'warn' });
+    const serverEnv = () => ({
+      DOCKER_HOST: `unix://${proxy.path}`,
+      GANTRY_BOOTSTRAP_KEY: KEY,
+      GANTRY_LOG_LEVEL: 'warn',
+    });
 
     test('a pod of an image with port 8000/http becomes RUNNING, answers on its published port, and its container sees RUNPOD_POD_ID and the pod env', async () => {
-      const created = await createPod({ image: e.images.http, ports: ['8000/http'], env: { GREETING: 'hello from e2e' } });
+      const created = await createPod({
+        image: e.images.http,
+        ports: ['8000/http'],
+        env: { GREETING: 'hello from e2e' },
+      });
       const pod = await podUntil(created.id, 'to be RUNNING', (p) => p.status === 'RUNNING');
       const port = publicPort(pod, 8000);
       assert.equal(pod.runtime?.ports?.[0]?.ip, '127.0.0.1');
@@ -140,11 +184,21 @@ if (!engine) {
     });
 
     test("a file under the pod's persistent mount survives stop and start; terminate removes the container and the pod's volume", async () => {
-      const created = await createPod({ image: e.images.http, ports: ['8000/http'], mounts: { persistent: { size: 10, path: '/workspace' } } });
+      const created = await createPod({
+        image: e.images.http,
+        ports: ['8000/http'],
+        mounts: { persistent: { size: 10, path: '/workspace' } },
+      });
       let pod = await podUntil(created.id, 'to be RUNNING', (p) => p.status === 'RUNNING');
       const before = await instanceInfo(publicPort(pod, 8000));
-      assert.equal((await instanceHttp(publicPort(pod, 8000), 'PUT', '/file?path=/workspace/kept.txt', 'kept across stop')).status, 204);
-      assert.equal((await instanceHttp(publicPort(pod, 8000), 'PUT', '/file?path=/root/scratch.txt', 'container disk')).status, 204);
+      assert.equal(
+        (await instanceHttp(publicPort(pod, 8000), 'PUT', '/file?path=/workspace/kept.txt', 'kept across stop')).status,
+        204,
+      );
+      assert.equal(
+        (await instanceHttp(publicPort(pod, 8000), 'PUT', '/file?path=/root/scratch.txt', 'container disk')).status,
+        204,
+      );
 
       await action(pod.id, 'stop');
       await podUntil(pod.id, 'to be EXITED', (p) => p.status === 'EXITED');
@@ -152,15 +206,26 @@ if (!engine) {
       pod = await podUntil(pod.id, 'to be RUNNING again', (p) => p.status === 'RUNNING');
       const port = publicPort(pod, 8000);
       assert.notEqual((await instanceInfo(port)).bootId, before.bootId, 'a start runs the container afresh');
-      assert.deepEqual(await instanceHttp(port, 'GET', '/file?path=/workspace/kept.txt'), { status: 200, text: 'kept across stop' });
-      assert.equal((await instanceHttp(port, 'GET', '/file?path=/root/scratch.txt')).status, 404, 'the container disk is ephemeral');
+      assert.deepEqual(await instanceHttp(port, 'GET', '/file?path=/workspace/kept.txt'), {
+        status: 200,
+        text: 'kept across stop',
+      });
+      assert.equal(
+        (await instanceHttp(port, 'GET', '/file?path=/root/scratch.txt')).status,
+        404,
+        'the container disk is ephemeral',
+      );
 
-      const volumes = (await e.client.listVolumes(namespaceFilter(namespace))).filter((v) => v.Name === `gantry-${namespace}-pod-${pod.id}`);
+      const volumes = (await e.client.listVolumes(namespaceFilter(namespace))).filter(
+        (v) => v.Name === `gantry-${namespace}-pod-${pod.id}`,
+      );
       assert.equal(volumes.length, 1, 'the pod has its volume');
       await action(pod.id, 'terminate');
       await eventually('the container and volume to be removed', async () => {
         const left = await containersOf(pod.id);
-        const vols = (await e.client.listVolumes(namespaceFilter(namespace))).filter((v) => v.Name === `gantry-${namespace}-pod-${pod.id}`);
+        const vols = (await e.client.listVolumes(namespaceFilter(namespace))).filter(
+          (v) => v.Name === `gantry-${namespace}-pod-${pod.id}`,
+        );
         return left.length === 0 && vols.length === 0;
       });
       assert.equal((await getPod(pod.id)).status, 'TERMINATED');
@@ -200,25 +265,55 @@ if (!engine) {
         ],
         changes: ['ENTRYPOINT ["/usr/local/bin/node", "/app/handler.mjs"]'],
       });
-      const tpl = await call('POST', '/v2/templates', { name: `docker-echo-${Date.now()}`, imageName: image, isServerless: true });
+      const tpl = await call('POST', '/v2/templates', {
+        name: `docker-echo-${Date.now()}`,
+        imageName: image,
+        isServerless: true,
+      });
       assert.equal(tpl.status, 201, JSON.stringify(tpl.body));
-      const ep = await call('POST', '/v2/serverless', { name: 'docker-echo', templateId: tpl.body.id, gpuIds: 'ADA_24', workersMin: 0, workersMax: 1, idleTimeout: 600 });
+      const ep = await call('POST', '/v2/serverless', {
+        name: 'docker-echo',
+        templateId: tpl.body.id,
+        gpuIds: 'ADA_24',
+        workersMin: 0,
+        workersMax: 1,
+        idleTimeout: 600,
+      });
       assert.equal(ep.status, 201, JSON.stringify(ep.body));
 
       const endpoint = runpodSdk(KEY, { baseUrl: `${server!.url}/v2` }).endpoint(ep.body.id as string)!;
-      const res = (await endpoint.runSync({ input: { hello: 'container' } }, 30_000)) as unknown as { status: string; output?: { echoed: unknown; podId: string | null } };
+      const res = (await endpoint.runSync({ input: { hello: 'container' } }, 30_000)) as unknown as {
+        status: string;
+        output?: { echoed: unknown; podId: string | null };
+      };
       const workerLogs = async (): Promise<string> => {
-        const all = await e.client.listContainers({ all: true, filters: { label: [`gantry.namespace=${namespace}`, 'gantry.kind=worker'] } });
-        const logs = await Promise.all(all.map(async (c) => `${c.Names[0]} ${c.State} ${c.Status}:\n${await e.client.containerLogs(c.Id, { tail: 20 })}`));
+        const all = await e.client.listContainers({
+          all: true,
+          filters: { label: [`gantry.namespace=${namespace}`, 'gantry.kind=worker'] },
+        });
+        const logs = await Promise.all(
+          all.map(
+            async (c) => `${c.Names[0]} ${c.State} ${c.Status}:\n${await e.client.containerLogs(c.Id, { tail: 20 })}`,
+          ),
+        );
         return `${logs.join('\n') || 'no worker containers'}\n${server!.output().slice(-3_000)}`;
       };
-      const done = res.status === 'COMPLETED' ? res : await eventually(async () => `job ${JSON.stringify(res)} to finish; workers: ${await workerLogs()}`, async () => {
-        const s = (await endpoint.status((res as unknown as { id: string }).id)) as unknown as typeof res;
-        return s.status === 'COMPLETED' || s.status === 'FAILED' ? s : null;
-      }, 30_000);
+      const done =
+        res.status === 'COMPLETED'
+          ? res
+          : await eventually(
+              async () => `job ${JSON.stringify(res)} to finish; workers: ${await workerLogs()}`,
+              async () => {
+                const s = (await endpoint.status((res as unknown as { id: string }).id)) as unknown as typeof res;
+                return s.status === 'COMPLETED' || s.status === 'FAILED' ? s : null;
+              },
+              30_000,
+            );
       assert.equal(done.status, 'COMPLETED', JSON.stringify(done));
       assert.deepEqual(done.output?.echoed, { hello: 'container' });
-      const workers = await e.client.listContainers({ filters: { label: [`gantry.namespace=${namespace}`, 'gantry.kind=worker', `gantry.endpoint=${ep.body.id}`] } });
+      const workers = await e.client.listContainers({
+        filters: { label: [`gantry.namespace=${namespace}`, 'gantry.kind=worker', `gantry.endpoint=${ep.body.id}`] },
+      });
       assert.equal(workers.length, 1, 'one worker container');
       const worker = await e.client.inspectContainer(workers[0]!.Id);
       assert.equal((worker?.HostConfig as { NetworkMode?: string } | undefined)?.NetworkMode, 'host');
@@ -235,15 +330,29 @@ if (!engine) {
     });
 
     test('a pod or template naming a registry on the host`s loopback is refused with 400 IMAGE_NOT_ALLOWED, and no container is made', async () => {
-      const pod = await call('POST', '/v2/pods', { name: 'ssrf', gpu: { id: GPU, count: 1 }, image: '127.0.0.1:2375/x:1' });
+      const pod = await call('POST', '/v2/pods', {
+        name: 'ssrf',
+        gpu: { id: GPU, count: 1 },
+        image: '127.0.0.1:2375/x:1',
+      });
       assert.equal(pod.status, 400, JSON.stringify(pod.body));
       assert.equal(pod.body.code, 'IMAGE_NOT_ALLOWED');
-      assert.match(pod.body.detail, /its registry 127\.0\.0\.1:2375 is not a public address \(loopback\).*runtime\.docker\.registries\.allow/);
-      const tpl = await call('POST', '/v2/templates', { name: `ssrf-${Date.now()}`, imageName: 'localhost:5000/worker:1', isServerless: true });
+      assert.match(
+        pod.body.detail,
+        /its registry 127\.0\.0\.1:2375 is not a public address \(loopback\).*runtime\.docker\.registries\.allow/,
+      );
+      const tpl = await call('POST', '/v2/templates', {
+        name: `ssrf-${Date.now()}`,
+        imageName: 'localhost:5000/worker:1',
+        isServerless: true,
+      });
       assert.equal(tpl.status, 400, JSON.stringify(tpl.body));
       assert.equal(tpl.body.code, 'IMAGE_NOT_ALLOWED');
       const containers = await e.client.listContainers({ all: true, filters: namespaceFilter(namespace) });
-      assert.deepEqual(containers.filter((c) => c.Image.startsWith('127.0.0.1:2375/') || c.Image.startsWith('localhost:5000/')), []);
+      assert.deepEqual(
+        containers.filter((c) => c.Image.startsWith('127.0.0.1:2375/') || c.Image.startsWith('localhost:5000/')),
+        [],
+      );
     });
 
     test("a pod whose container is killed behind Gantry's back follows it: EXITED or ERROR with a reason", async () => {
@@ -251,7 +360,12 @@ if (!engine) {
       const pod = await podUntil(created.id, 'to be RUNNING', (p) => p.status === 'RUNNING');
       const [container] = await containersOf(pod.id);
       await e.client.killContainer(container!.Id, 'SIGKILL');
-      const after = await podUntil(pod.id, 'to follow its container', (p) => p.status === 'EXITED' || p.status === 'ERROR', 20_000);
+      const after = await podUntil(
+        pod.id,
+        'to follow its container',
+        (p) => p.status === 'EXITED' || p.status === 'ERROR',
+        20_000,
+      );
       assert.match(after.statusReason ?? '', /exit|137|kill/i);
       await action(pod.id, 'terminate');
     });
@@ -263,20 +377,38 @@ if (!engine) {
 
       await proxy.cut();
       try {
-        const refused = await eventually('create to answer 503', async () => {
-          const res = await call('POST', '/v2/pods', { name: 'during-outage', gpu: { id: GPU, count: 1 }, image: e.images.http });
-          if (res.status === 201) await call('POST', `/v2/pods/${res.body.id}/action`, { action: 'terminate' });
-          return res.status === 503 ? res : null;
-        }, 15_000);
+        const refused = await eventually(
+          'create to answer 503',
+          async () => {
+            const res = await call('POST', '/v2/pods', {
+              name: 'during-outage',
+              gpu: { id: GPU, count: 1 },
+              image: e.images.http,
+            });
+            if (res.status === 201) await call('POST', `/v2/pods/${res.body.id}/action`, { action: 'terminate' });
+            return res.status === 503 ? res : null;
+          },
+          15_000,
+        );
         assert.match(refused.type, /application\/problem\+json/);
         assert.equal(refused.body.code, 'RUNTIME_UNAVAILABLE', JSON.stringify(refused.body));
         assert.match(JSON.stringify(refused.body), /unreachable/);
-        const during = await podUntil(pod.id, 'to say the engine is unreachable', (p) => /unreachable/.test(p.statusReason ?? ''), 15_000);
+        const during = await podUntil(
+          pod.id,
+          'to say the engine is unreachable',
+          (p) => /unreachable/.test(p.statusReason ?? ''),
+          15_000,
+        );
         assert.equal(during.status, 'RUNNING', 'a pod keeps its status while the engine is away');
       } finally {
         await proxy.start();
       }
-      const back = await podUntil(pod.id, 'to be reconciled', (p) => p.status === 'RUNNING' && p.statusReason === null, 20_000);
+      const back = await podUntil(
+        pod.id,
+        'to be reconciled',
+        (p) => p.status === 'RUNNING' && p.statusReason === null,
+        20_000,
+      );
       assert.equal((await instanceInfo(publicPort(back, 8000))).bootId, bootId, 'the container kept running');
       await action(pod.id, 'terminate');
     });

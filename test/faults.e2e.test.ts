@@ -22,7 +22,11 @@ const TERMINAL = ['COMPLETED', 'FAILED', 'CANCELLED', 'TIMED_OUT'];
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** Polls `check` until it answers a truthy value, or fails after `ms`. */
-async function eventually<T>(what: string | (() => string), check: () => Promise<T | null | undefined | false>, ms = 20_000): Promise<T> {
+async function eventually<T>(
+  what: string | (() => string),
+  check: () => Promise<T | null | undefined | false>,
+  ms = 20_000,
+): Promise<T> {
   const deadline = Date.now() + ms;
   for (;;) {
     const v = await check();
@@ -45,7 +49,10 @@ const client = (url: () => string) => {
   const call = async (method: string, path: string, body?: unknown): Promise<{ status: number; body: any }> => {
     const res = await fetch(`${url()}${path}`, {
       method,
-      headers: { authorization: `Bearer ${KEY}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+      headers: {
+        authorization: `Bearer ${KEY}`,
+        ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+      },
       ...(body === undefined ? {} : { body: JSON.stringify(body) }),
     });
     const text = await res.text();
@@ -55,13 +62,24 @@ const client = (url: () => string) => {
     call,
     /** A serverless template and an endpoint over REST; answers the endpoint id. */
     async endpoint(workersMax: number): Promise<string> {
-      const tpl = await call('POST', '/v2/templates', { name: `faults-${Date.now()}`, imageName: 'faults-worker:dev', isServerless: true });
+      const tpl = await call('POST', '/v2/templates', {
+        name: `faults-${Date.now()}`,
+        imageName: 'faults-worker:dev',
+        isServerless: true,
+      });
       assert.ok(tpl.status === 200 || tpl.status === 201, JSON.stringify(tpl.body));
-      const ep = await call('POST', '/v2/serverless', { name: 'faults', templateId: tpl.body.id, gpuIds: 'ADA_24', workersMin: 0, workersMax });
+      const ep = await call('POST', '/v2/serverless', {
+        name: 'faults',
+        templateId: tpl.body.id,
+        gpuIds: 'ADA_24',
+        workersMin: 0,
+        workersMax,
+      });
       assert.ok(ep.status === 200 || ep.status === 201, JSON.stringify(ep.body));
       return ep.body.id as string;
     },
-    status: async (endpointId: string, jobId: string): Promise<JobStatus> => (await call('GET', `/v2/${endpointId}/status/${jobId}`)).body as JobStatus,
+    status: async (endpointId: string, jobId: string): Promise<JobStatus> =>
+      (await call('GET', `/v2/${endpointId}/status/${jobId}`)).body as JobStatus,
   };
 };
 
@@ -84,7 +102,10 @@ describe('the server killed with SIGKILL under a /run load', () => {
   });
 
   test('kill -9 of the server during a /run load loses no acknowledged job', async () => {
-    const setup = dataDir('gantry-faults-kill-', { jobs: { rateLimits: false }, rateLimits: { minute: 1_000_000, hour: 1_000_000, day: 1_000_000 } });
+    const setup = dataDir('gantry-faults-kill-', {
+      jobs: { rateLimits: false },
+      rateLimits: { minute: 1_000_000, hour: 1_000_000, day: 1_000_000 },
+    });
     dir = setup.dir;
     server = await spawnGantry(setup.args, serverEnv);
     const api = client(() => server!.url);
@@ -131,9 +152,16 @@ describe('the server killed with SIGKILL under a /run load', () => {
         }
       }),
     );
-    assert.deepEqual(missing.slice(0, 5), [], `${missing.length} of ${acknowledged.length} acknowledged jobs are not IN_QUEUE after the restart`);
+    assert.deepEqual(
+      missing.slice(0, 5),
+      [],
+      `${missing.length} of ${acknowledged.length} acknowledged jobs are not IN_QUEUE after the restart`,
+    );
     const health = await api.call('GET', `/v2/${endpointId}/health`);
-    assert.ok(health.body.jobs.inQueue >= acknowledged.length, `health counts ${health.body.jobs.inQueue} queued, ${acknowledged.length} were acknowledged`);
+    assert.ok(
+      health.body.jobs.inQueue >= acknowledged.length,
+      `health counts ${health.body.jobs.inQueue} queued, ${acknowledged.length} were acknowledged`,
+    );
   });
 });
 
@@ -155,8 +183,8 @@ describe('workers killed mid-job, and webhooks retried', () => {
     });
     workers.push(child);
     let out = '';
-    child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
-    child.stderr!.on('data', (d: Buffer) => (out += d.toString()));
+    child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (out += d.toString()));
     return { child, output: () => out, taken: () => [...out.matchAll(/^took (\S+)$/gm)].map((m) => m[1]!) };
   };
   const killed = (child: ChildProcess) =>
@@ -168,7 +196,13 @@ describe('workers killed mid-job, and webhooks retried', () => {
 
   before(async () => {
     const setup = dataDir('gantry-faults-worker-', {
-      jobs: { heartbeatTimeoutMs: 1_500, timekeeperIntervalMs: 200, pingIntervalMs: 200, takeWaitMs: 2_000, stopWaitMs: 2_000 },
+      jobs: {
+        heartbeatTimeoutMs: 1_500,
+        timekeeperIntervalMs: 200,
+        pingIntervalMs: 200,
+        takeWaitMs: 2_000,
+        stopWaitMs: 2_000,
+      },
       serverless: { webhooks: { retryDelayMs: 200, pollIntervalMs: 50, timeoutMs: 2_000 } },
     });
     dir = setup.dir;
@@ -189,7 +223,10 @@ describe('workers killed mid-job, and webhooks retried', () => {
     const run = await api.call('POST', `/v2/${endpointId}/run`, { input: { n: 1 } });
     assert.equal(run.status, 200);
     const jobId = run.body.id as string;
-    await eventually(() => `the first worker to take the job (${first.output()})`, async () => first.taken().includes(jobId));
+    await eventually(
+      () => `the first worker to take the job (${first.output()})`,
+      async () => first.taken().includes(jobId),
+    );
     const running = await api.status(endpointId, jobId);
     assert.deepEqual([running.status, running.workerId], ['IN_PROGRESS', 'fault-first']);
 
@@ -213,9 +250,15 @@ describe('workers killed mid-job, and webhooks retried', () => {
     // Needs the echo worker of the previous test; start one if that test was skipped or failed early.
     if (!workers.some((w) => w.exitCode === null && w.signalCode === null)) startWorker('fault-webhook', 'echo');
     receiver.script = [500, 503];
-    const run = await api.call('POST', `/v2/${endpointId}/run`, { input: { hook: true }, webhook: `${receiver.url}/hook` });
+    const run = await api.call('POST', `/v2/${endpointId}/run`, {
+      input: { hook: true },
+      webhook: `${receiver.url}/hook`,
+    });
     assert.equal(run.status, 200);
-    await eventually(() => `three webhook attempts (got ${receiver.calls.length})`, async () => receiver.calls.length >= 3);
+    await eventually(
+      () => `three webhook attempts (got ${receiver.calls.length})`,
+      async () => receiver.calls.length >= 3,
+    );
     // No fourth call: the third attempt succeeded. Wait several retry delays to be sure.
     await sleep(1_000);
     assert.equal(receiver.calls.length, 3);

@@ -63,7 +63,10 @@ for (const { name, skip } of dialects()) {
       assert.equal(first.status, 201);
       assert.match(first.body.hostId, /^host-[a-z0-9]{12}$/);
       assert.match(first.body.credential, /^ghc_host-[a-z0-9]{12}_[A-Za-z0-9]{32}$/);
-      assert.deepEqual([first.body.heartbeatMs, first.body.pollWaitMs, first.body.dataCenterId, first.body.cloud], [10_000, 25_000, 'US-TX-3', 'SECURE']);
+      assert.deepEqual(
+        [first.body.heartbeatMs, first.body.pollWaitMs, first.body.dataCenterId, first.body.cloud],
+        [10_000, 25_000, 'US-TX-3', 'SECURE'],
+      );
       const again = await call(url, null, 'POST', `${AGENT_API_PREFIX}/join`, { ...body, capacity: capacity() });
       assert.equal(again.status, 401);
       assert.equal(again.body.code, 'JOIN_TOKEN_INVALID');
@@ -76,7 +79,9 @@ for (const { name, skip } of dialects()) {
       const expiring = await token(60_000);
       clock.advance(60_001);
       const answers = await Promise.all(
-        [used, expiring, `gjt_${'Q'.repeat(32)}`, 'not-a-token'].map((tk) => call(url, null, 'POST', `${AGENT_API_PREFIX}/join`, joinBody(tk))),
+        [used, expiring, `gjt_${'Q'.repeat(32)}`, 'not-a-token'].map((tk) =>
+          call(url, null, 'POST', `${AGENT_API_PREFIX}/join`, joinBody(tk)),
+        ),
       );
       for (const a of answers) assert.deepEqual([a.status, a.body.code], [401, 'JOIN_TOKEN_INVALID']);
       assert.equal(new Set(answers.map((a) => a.body.detail)).size, 1, 'no oracle: one detail for all');
@@ -87,7 +92,10 @@ for (const { name, skip } of dialects()) {
       const hosts = await hostCount();
       const cases: Array<[Record<string, unknown>, RegExp]> = [
         [{ capacity: capacity({ vcpus: 100_000 }) }, /capacity\.vcpus/],
-        [{ capacity: capacity({ gpus: [{ uuid: 'GPU-abc', name: 'NVIDIA Imaginary 9000', memoryMb: 1 }] }) }, /capacity\.gpus\[0\]\.name/],
+        [
+          { capacity: capacity({ gpus: [{ uuid: 'GPU-abc', name: 'NVIDIA Imaginary 9000', memoryMb: 1 }] }) },
+          /capacity\.gpus\[0\]\.name/,
+        ],
         [{ capacity: capacity({ memoryGb: -1 }) }, /capacity\.memoryGb/],
         [{ portRange: [50000, 40000] }, /portRange/],
         [{ publicIp: '0.0.0.0' }, /publicIp/],
@@ -99,11 +107,18 @@ for (const { name, skip } of dialects()) {
         assert.match(res.body.detail, field);
       }
       assert.equal(await hostCount(), hosts, 'no host was created');
-      assert.equal((await call(url, null, 'POST', `${AGENT_API_PREFIX}/join`, joinBody(tk))).status, 201, 'the refused joins spent nothing');
+      assert.equal(
+        (await call(url, null, 'POST', `${AGENT_API_PREFIX}/join`, joinBody(tk))).status,
+        201,
+        'the refused joins spent nothing',
+      );
     });
 
     test('a body of the wrong shape is 422 naming the field', async () => {
-      const res = await call(url, null, 'POST', `${AGENT_API_PREFIX}/join`, { ...joinBody(await token()), name: 'no spaces allowed' });
+      const res = await call(url, null, 'POST', `${AGENT_API_PREFIX}/join`, {
+        ...joinBody(await token()),
+        name: 'no spaces allowed',
+      });
       assert.equal(res.status, 422);
       assert.match(res.body.detail, /name/);
     });
@@ -114,17 +129,22 @@ for (const { name, skip } of dialects()) {
       assert.equal(report.status, 200);
       assert.deepEqual(Object.keys(report.body).sort(), ['ignoredAcks', 'now', 'refused']);
       assert.equal((await call(url, credential, 'GET', `${AGENT_API_PREFIX}/operations?after=0`)).status, 200);
-      const apiKey = (await services().accounts.createKey((await services().accounts.accountByName('admin')).id, { scope: 'write' })).key;
+      const apiKey = (
+        await services().accounts.createKey((await services().accounts.accountByName('admin')).id, { scope: 'write' })
+      ).key;
       const forged = `${credential.slice(0, -4)}AAAA`;
       for (const presented of [apiKey, forged, null]) {
-        for (const [method, path] of [['POST', `${AGENT_API_PREFIX}/report`], ['GET', `${AGENT_API_PREFIX}/operations`]] as const) {
+        for (const [method, path] of [
+          ['POST', `${AGENT_API_PREFIX}/report`],
+          ['GET', `${AGENT_API_PREFIX}/operations`],
+        ] as const) {
           const res = await call(url, presented, method, path, method === 'POST' ? {} : undefined);
           assert.deepEqual([res.status, res.body.code], [401, 'UNAUTHORIZED'], `${presented?.slice(0, 4)} on ${path}`);
         }
       }
     });
 
-    test("a host credential is no API key: the API answers 401 naming the agent protocol", async () => {
+    test('a host credential is no API key: the API answers 401 naming the agent protocol', async () => {
       const { credential } = await join();
       const res = await call(url, credential, 'GET', '/v2/pods');
       assert.equal(res.status, 401);
@@ -150,22 +170,33 @@ for (const { name, skip } of dialects()) {
       const started = performance.now();
       const poll = call(url, credential, 'GET', `${AGENT_API_PREFIX}/operations?after=0&waitMs=20000`);
       await until('the poll to wait', () => services().fleet.waiting(hostId) === 1);
-      const op = await services().fleet.enqueue(hostId, { kind: 'start', instanceId: 'pod-1', spec: spec('pod-1', 'hunter2') });
+      const op = await services().fleet.enqueue(hostId, {
+        kind: 'start',
+        instanceId: 'pod-1',
+        spec: spec('pod-1', 'hunter2'),
+      });
       const answer = await poll;
       assert.ok(performance.now() - started < PROMPT_MS, `took ${Math.round(performance.now() - started)} ms`);
       assert.equal(answer.status, 200);
-      assert.deepEqual(answer.body.operations, [{ kind: 'start', instanceId: 'pod-1', spec: spec('pod-1', 'hunter2'), id: op.id, seq: 1 }]);
+      assert.deepEqual(answer.body.operations, [
+        { kind: 'start', instanceId: 'pod-1', spec: spec('pod-1', 'hunter2'), id: op.id, seq: 1 },
+      ]);
     });
 
     test('an unacknowledged operation is delivered again to an agent asking after=0; once acknowledged it is not', async () => {
       const { hostId, credential } = await join();
       const a = await services().fleet.enqueue(hostId, { kind: 'stop', instanceId: 'pod-a' });
       const b = await services().fleet.enqueue(hostId, { kind: 'removeVolume', volumeId: 'vol-1' });
-      const ids = async (after: number) => (await call(url, credential, 'GET', `${AGENT_API_PREFIX}/operations?after=${after}`)).body.operations.map((o: { id: string }) => o.id);
+      const ids = async (after: number) =>
+        (await call(url, credential, 'GET', `${AGENT_API_PREFIX}/operations?after=${after}`)).body.operations.map(
+          (o: { id: string }) => o.id,
+        );
       assert.deepEqual(await ids(0), [a.id, b.id]);
       assert.deepEqual(await ids(1), [b.id], 'after names the last seq seen');
       assert.deepEqual(await ids(0), [a.id, b.id], 'a reconnecting agent gets them again');
-      const ack = await call(url, credential, 'POST', `${AGENT_API_PREFIX}/report`, { acks: [{ opId: a.id, ok: true }] });
+      const ack = await call(url, credential, 'POST', `${AGENT_API_PREFIX}/report`, {
+        acks: [{ opId: a.id, ok: true }],
+      });
       assert.deepEqual(ack.body.ignoredAcks, []);
       assert.deepEqual(await ids(0), [b.id]);
     });
@@ -176,7 +207,9 @@ for (const { name, skip } of dialects()) {
       const acked: unknown[] = [];
       const off = services().fleet.on('acks', (e) => acked.push(...e.acks));
       for (const ok of [false, true, false]) {
-        const res = await call(url, credential, 'POST', `${AGENT_API_PREFIX}/report`, { acks: [{ opId: op.id, ok, ...(ok ? {} : { error: 'engine said no' }) }] });
+        const res = await call(url, credential, 'POST', `${AGENT_API_PREFIX}/report`, {
+          acks: [{ opId: op.id, ok, ...(ok ? {} : { error: 'engine said no' }) }],
+        });
         assert.equal(res.status, 200);
         assert.deepEqual(res.body.ignoredAcks, []);
       }
@@ -189,8 +222,16 @@ for (const { name, skip } of dialects()) {
     test('operation bodies are stored sealed: the registry password and the tenant env are not in the row', async () => {
       const { hostId } = await join();
       const password = `pw-${Math.random().toString(36).slice(2)}`;
-      const op = await services().fleet.enqueue(hostId, { kind: 'start', instanceId: 'pod-s', spec: spec('pod-s', password) });
-      const row = await services().db.kysely.selectFrom('host_operations').selectAll().where('id', '=', op.id).executeTakeFirstOrThrow();
+      const op = await services().fleet.enqueue(hostId, {
+        kind: 'start',
+        instanceId: 'pod-s',
+        spec: spec('pod-s', password),
+      });
+      const row = await services()
+        .db.kysely.selectFrom('host_operations')
+        .selectAll()
+        .where('id', '=', op.id)
+        .executeTakeFirstOrThrow();
       const text = JSON.stringify(row);
       assert.ok(!text.includes(password), 'the password is not stored in clear');
       assert.ok(!text.includes('robot') && !text.includes('MODEL'), 'nor the username or env');
@@ -211,7 +252,14 @@ for (const { name, skip } of dialects()) {
     test('a long-poll whose agent hangs up leaves no waiter behind', async () => {
       const { hostId, credential } = await join();
       const hangUp = new AbortController();
-      const poll = call(url, credential, 'GET', `${AGENT_API_PREFIX}/operations?after=0&waitMs=20000`, undefined, hangUp.signal).catch((e: Error) => e);
+      const poll = call(
+        url,
+        credential,
+        'GET',
+        `${AGENT_API_PREFIX}/operations?after=0&waitMs=20000`,
+        undefined,
+        hangUp.signal,
+      ).catch((e: Error) => e);
       await until('the poll to wait', () => services().fleet.waiting(hostId) === 1);
       hangUp.abort();
       await poll;

@@ -14,8 +14,22 @@ import { createTestApp, dialects, json, type DialectName, type TestApp } from '.
 const GPU = 'NVIDIA GeForce RTX 4090';
 const GRACE = 300_000;
 const fleetHosts = [
-  { id: 'host-a', dataCenterId: 'US-TX-3', gpuTypeId: GPU, gpuCount: 2, cudaVersion: '12.4', portRange: [32000, 32099] },
-  { id: 'host-b', dataCenterId: 'US-TX-3', gpuTypeId: GPU, gpuCount: 2, cudaVersion: '12.4', portRange: [33000, 33099] },
+  {
+    id: 'host-a',
+    dataCenterId: 'US-TX-3',
+    gpuTypeId: GPU,
+    gpuCount: 2,
+    cudaVersion: '12.4',
+    portRange: [32000, 32099],
+  },
+  {
+    id: 'host-b',
+    dataCenterId: 'US-TX-3',
+    gpuTypeId: GPU,
+    gpuCount: 2,
+    cudaVersion: '12.4',
+    portRange: [33000, 33099],
+  },
 ];
 
 /** A host's agent, in memory: applies the operations it is handed while online, acknowledges and reports them. */
@@ -42,7 +56,14 @@ class MemoryAgent {
     for (const op of ops) {
       this.applied.push(op);
       if (op.kind === 'start') {
-        const report: InstanceReport = { id: op.instanceId, owner: op.spec.owner, state: 'running', startedAt: this.clock.now(), exitCode: null, reason: null };
+        const report: InstanceReport = {
+          id: op.instanceId,
+          owner: op.spec.owner,
+          state: 'running',
+          startedAt: this.clock.now(),
+          exitCode: null,
+          reason: null,
+        };
         this.containers.set(op.instanceId, report);
         changed.push(report);
       } else if (op.kind !== 'removeVolume') this.containers.delete(op.instanceId);
@@ -66,14 +87,22 @@ function suite(dialect: DialectName): void {
   const runtime = new FleetRuntime({
     enqueue: async (hostId: string, op: NewOperation) => {
       seq += 1;
-      const full = { ...op, id: `op-${seq}`, seq } as Operation;
+      const full = { ...op, id: `op-${seq}`, seq };
       agents.get(hostId)!.deliver(full);
       return full;
     },
     placements: {
       placed: async (ids) => {
-        const rows = await t.services.db.kysely.selectFrom('pods').select(['id', 'host_id', 'account_id']).where('id', 'in', [...ids]).execute();
-        return new Map(rows.filter((r) => r.host_id !== null).map((r) => [r.id, { hostId: r.host_id!, owner: { kind: 'pod' as const, accountId: r.account_id } }]));
+        const rows = await t.services.db.kysely
+          .selectFrom('pods')
+          .select(['id', 'host_id', 'account_id'])
+          .where('id', 'in', [...ids])
+          .execute();
+        return new Map(
+          rows
+            .filter((r) => r.host_id !== null)
+            .map((r) => [r.id, { hostId: r.host_id!, owner: { kind: 'pod' as const, accountId: r.account_id } }]),
+        );
       },
     },
     clock,
@@ -114,8 +143,16 @@ function suite(dialect: DialectName): void {
   const hostOf = async (id: string) => (await t.services.podController.store.get(id))!.hostId!;
 
   before(async () => {
-    t = await createTestApp({ dialect, clock, runtime, file: { fleet: fleetHosts, pods: { reconcileIntervalMs: 50 } } });
-    runtime.useCost({ pause: (h, at) => t.services.podController.pauseUsage(h, at), resume: (ids, at) => t.services.podController.resumeUsage(ids, at) });
+    t = await createTestApp({
+      dialect,
+      clock,
+      runtime,
+      file: { fleet: fleetHosts, pods: { reconcileIntervalMs: 50 } },
+    });
+    runtime.useCost({
+      pause: (h, at) => t.services.podController.pauseUsage(h, at),
+      resume: (ids, at) => t.services.podController.resumeUsage(ids, at),
+    });
     ({ key, accountId } = await t.newAccount('fleet'));
     await t.services.podController.start(await runtime.attach());
   });
@@ -126,7 +163,11 @@ function suite(dialect: DialectName): void {
     const hostId = await hostOf(pod.id);
     const since = clock.now();
     hostLost(hostId, since);
-    await until('the pod says its host is unreachable', async () => (await get(pod.id)).statusReason === `host ${hostId} unreachable since ${new Date(since).toISOString()}`);
+    await until(
+      'the pod says its host is unreachable',
+      async () =>
+        (await get(pod.id)).statusReason === `host ${hostId} unreachable since ${new Date(since).toISOString()}`,
+    );
     assert.equal((await get(pod.id)).status, 'RUNNING');
     // Placement skips the lost host meanwhile.
     const elsewhere = await create();
@@ -135,10 +176,18 @@ function suite(dialect: DialectName): void {
     clock.advance(GRACE + 60_000);
     await runtime.sweep();
     const paused = await t.services.podController.store.listUsage(pod.id);
-    assert.deepEqual(paused.map((u) => u.endedAt), [since + GRACE], 'its usage ends with the grace');
+    assert.deepEqual(
+      paused.map((u) => u.endedAt),
+      [since + GRACE],
+      'its usage ends with the grace',
+    );
     const hours = (await t.services.pods.usage(accountId, pod.id)).hours;
     clock.advance(3_600_000);
-    assert.equal((await t.services.pods.usage(accountId, pod.id)).hours, hours, 'no cost accrues while the host is lost');
+    assert.equal(
+      (await t.services.pods.usage(accountId, pod.id)).hours,
+      hours,
+      'no cost accrues while the host is lost',
+    );
 
     await hostBack(hostId);
     await until('the reason clears', async () => (await get(pod.id)).statusReason === null);
@@ -146,7 +195,11 @@ function suite(dialect: DialectName): void {
     const resumed = await t.services.podController.store.listUsage(pod.id);
     assert.equal(resumed.length, 2);
     assert.deepEqual([resumed[1]!.startedAt, resumed[1]!.endedAt], [clock.now(), null]);
-    assert.equal(agents.get(hostId)!.applied.filter((o) => o.kind === 'start' && o.instanceId === pod.id).length, 1, 'nothing was restarted');
+    assert.equal(
+      agents.get(hostId)!.applied.filter((o) => o.kind === 'start' && o.instanceId === pod.id).length,
+      1,
+      'nothing was restarted',
+    );
   });
 
   test('a pod whose container is missing from its host’s full report becomes EXITED saying so', async () => {
@@ -156,7 +209,10 @@ function suite(dialect: DialectName): void {
     await agents.get(hostId)!.drain(true);
     await until('the pod exits', async () => (await get(pod.id)).status === 'EXITED');
     assert.equal((await get(pod.id)).statusReason, `its container is gone from host ${hostId}`);
-    assert.equal((await t.services.podController.store.listUsage(pod.id)).every((u) => u.endedAt !== null), true);
+    assert.equal(
+      (await t.services.podController.store.listUsage(pod.id)).every((u) => u.endedAt !== null),
+      true,
+    );
   });
 
   test('a pod on an unreachable host cannot be started again (503 naming the host) but can be stopped and terminated, which reach the host once it is back', async () => {
@@ -171,7 +227,11 @@ function suite(dialect: DialectName): void {
     assert.match(json(refused).detail, new RegExp(`host ${hostId} unreachable since`));
     assert.equal((await t.request(key, 'DELETE', `/v2/pods/${pod.id}`)).statusCode, 204);
     const agent = agents.get(hostId)!;
-    assert.equal(agent.applied.some((o) => o.kind === 'remove' && o.instanceId === pod.id), false, 'queued, not applied, while away');
+    assert.equal(
+      agent.applied.some((o) => o.kind === 'remove' && o.instanceId === pod.id),
+      false,
+      'queued, not applied, while away',
+    );
     await hostBack(hostId);
     assert.ok(agent.applied.some((o) => o.kind === 'remove' && o.instanceId === pod.id));
     assert.equal(agent.containers.has(pod.id), false);

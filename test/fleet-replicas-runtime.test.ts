@@ -18,7 +18,11 @@ const GPU = 'NVIDIA GeForce RTX 4090';
 /** A relayed change crosses two connections and a server: far under this. */
 const PROMPT_MS = 3_000;
 
-const eventually = async <T>(what: string, check: () => Promise<T | null | undefined | false>, ms = PROMPT_MS): Promise<T> => {
+const eventually = async <T>(
+  what: string,
+  check: () => Promise<T | null | undefined | false>,
+  ms = PROMPT_MS,
+): Promise<T> => {
   const deadline = Date.now() + ms;
   for (;;) {
     const value = await check();
@@ -44,7 +48,12 @@ class HttpAgent {
 
   /** Takes what is queued (waiting up to `waitMs`), applies it, and reports acks and changes. Answers the operations. */
   async step(waitMs = 2_000): Promise<Operation[]> {
-    const res = await call(this.server, this.credential, 'GET', `${AGENT_API_PREFIX}/operations?after=${this.after}&waitMs=${waitMs}`);
+    const res = await call(
+      this.server,
+      this.credential,
+      'GET',
+      `${AGENT_API_PREFIX}/operations?after=${this.after}&waitMs=${waitMs}`,
+    );
     assert.equal(res.status, 200, JSON.stringify(res.body));
     const ops = res.body.operations as Operation[];
     const changed: InstanceReport[] = [];
@@ -52,7 +61,14 @@ class HttpAgent {
       this.received.push(op);
       this.after = Math.max(this.after, op.seq);
       if (op.kind === 'start') {
-        const item: InstanceReport = { id: op.instanceId, owner: op.spec.owner, state: 'running', startedAt: Date.now(), exitCode: null, reason: null };
+        const item: InstanceReport = {
+          id: op.instanceId,
+          owner: op.spec.owner,
+          state: 'running',
+          startedAt: Date.now(),
+          exitCode: null,
+          reason: null,
+        };
         this.containers.set(op.instanceId, item);
         changed.push(item);
       } else if (op.kind === 'stop') {
@@ -62,7 +78,10 @@ class HttpAgent {
       } else if (op.kind === 'remove') this.containers.delete(op.instanceId);
     }
     if (ops.length > 0) {
-      const r = await this.report({ acks: ops.map((o) => ({ opId: o.id, ok: true })), instances: { full: false, items: changed } });
+      const r = await this.report({
+        acks: ops.map((o) => ({ opId: o.id, ok: true })),
+        instances: { full: false, items: changed },
+      });
       assert.equal(r.status, 200, JSON.stringify(r.body));
     }
     return ops;
@@ -70,7 +89,9 @@ class HttpAgent {
 
   /** Steps until an operation of `kind` for `id` arrives. */
   async until(kind: Operation['kind'], id: string): Promise<Operation> {
-    return eventually(`a ${kind} of ${id} on the agent`, async () => (await this.step()).find((o) => o.kind === kind && 'instanceId' in o && o.instanceId === id));
+    return eventually(`a ${kind} of ${id} on the agent`, async () =>
+      (await this.step()).find((o) => o.kind === kind && 'instanceId' in o && o.instanceId === id),
+    );
   }
 
   full() {
@@ -84,107 +105,158 @@ interface Pod {
   statusReason: string | null;
 }
 
-describe('runtime fleet on two replicas of one PostgreSQL schema', { skip: postgresUrl() ? false : 'GANTRY_TEST_DATABASE_URL is not set' }, () => {
-  let t: TestDb;
-  const servers: FleetServer[] = [];
-  let a: FleetServer;
-  let b: FleetServer;
-  let agent: HttpAgent;
-  const file = { runtime: 'fleet', fleet: { heartbeatMs: 1_000, heartbeatTimeoutMs: 60_000, pollWaitMs: 5_000 }, pods: { reconcileIntervalMs: 3_600_000 } };
-  const start = async () => {
-    const s = await startFleetServer({ dialect: 'postgres', schema: t.schema, file, env: { GANTRY_BOOTSTRAP_KEY: KEY } });
-    servers.push(s);
-    return s;
-  };
-  const api = async <T>(s: FleetServer, method: string, path: string, body?: unknown): Promise<{ status: number; body: T }> => {
-    const res = await fetch(`${s.url}${path}`, {
-      method,
-      headers: { authorization: `Bearer ${KEY}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
-      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+describe(
+  'runtime fleet on two replicas of one PostgreSQL schema',
+  { skip: postgresUrl() ? false : 'GANTRY_TEST_DATABASE_URL is not set' },
+  () => {
+    let t: TestDb;
+    const servers: FleetServer[] = [];
+    let a: FleetServer;
+    let b: FleetServer;
+    let agent: HttpAgent;
+    const file = {
+      runtime: 'fleet',
+      fleet: { heartbeatMs: 1_000, heartbeatTimeoutMs: 60_000, pollWaitMs: 5_000 },
+      pods: { reconcileIntervalMs: 3_600_000 },
+    };
+    const start = async () => {
+      const s = await startFleetServer({
+        dialect: 'postgres',
+        schema: t.schema,
+        file,
+        env: { GANTRY_BOOTSTRAP_KEY: KEY },
+      });
+      servers.push(s);
+      return s;
+    };
+    const api = async <T>(
+      s: FleetServer,
+      method: string,
+      path: string,
+      body?: unknown,
+    ): Promise<{ status: number; body: T }> => {
+      const res = await fetch(`${s.url}${path}`, {
+        method,
+        headers: {
+          authorization: `Bearer ${KEY}`,
+          ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+        },
+        ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+      });
+      const text = await res.text();
+      return { status: res.status, body: (text ? JSON.parse(text) : null) as T };
+    };
+    const createPod = async (s: FleetServer): Promise<string> => {
+      const r = await api<Pod>(s, 'POST', '/v2/pods', {
+        name: 'replicated',
+        image: 'gantry-test/http:1',
+        gpu: { id: GPU, count: 1 },
+        disk: 5,
+      });
+      assert.equal(r.status, 201, JSON.stringify(r.body));
+      return r.body.id;
+    };
+    const podOn = async (s: FleetServer, id: string) => (await api<Pod>(s, 'GET', `/v2/pods/${id}`)).body;
+
+    before(async () => {
+      t = await openTestDb('postgres');
+      a = await start();
+      b = await start();
+      const { token } = await a.server.services.fleet.createJoinToken();
+      const joined = await call(
+        a.url,
+        null,
+        'POST',
+        `${AGENT_API_PREFIX}/join`,
+        joinBody(token, { capacity: capacity() }),
+      );
+      assert.equal(joined.status, 201, JSON.stringify(joined.body));
+      agent = new HttpAgent(a.url, joined.body.credential);
+      assert.equal((await agent.full()).status, 200);
+      await eventually('B to place on the joined host', async () =>
+        b.server.services.inventory.isAvailable(joined.body.hostId),
+      );
     });
-    const text = await res.text();
-    return { status: res.status, body: (text ? JSON.parse(text) : null) as T };
-  };
-  const createPod = async (s: FleetServer): Promise<string> => {
-    const r = await api<Pod>(s, 'POST', '/v2/pods', { name: 'replicated', image: 'gantry-test/http:1', gpu: { id: GPU, count: 1 }, disk: 5 });
-    assert.equal(r.status, 201, JSON.stringify(r.body));
-    return r.body.id;
-  };
-  const podOn = async (s: FleetServer, id: string) => (await api<Pod>(s, 'GET', `/v2/pods/${id}`)).body;
-
-  before(async () => {
-    t = await openTestDb('postgres');
-    a = await start();
-    b = await start();
-    const { token } = await a.server.services.fleet.createJoinToken();
-    const joined = await call(a.url, null, 'POST', `${AGENT_API_PREFIX}/join`, joinBody(token, { capacity: capacity() }));
-    assert.equal(joined.status, 201, JSON.stringify(joined.body));
-    agent = new HttpAgent(a.url, joined.body.credential);
-    assert.equal((await agent.full()).status, 200);
-    await eventually('B to place on the joined host', async () => b.server.services.inventory.isAvailable(joined.body.hostId));
-  });
-  after(async () => {
-    for (const s of servers) await s.close();
-    await t?.cleanup();
-  });
-
-  let podOfB = '';
-
-  test('a pod created through replica B runs on the agent of replica A and reads RUNNING on B without waiting for a sweep', async () => {
-    podOfB = await createPod(b);
-    await agent.until('start', podOfB);
-    const pod = await eventually('RUNNING on B', async () => {
-      const p = await podOn(b, podOfB);
-      return p.status === 'RUNNING' ? p : null;
+    after(async () => {
+      for (const s of servers) await s.close();
+      await t?.cleanup();
     });
-    assert.equal(pod.statusReason, null);
-    assert.equal((await b.server.services.runtime.inspect(podOfB))?.state, 'running');
-    assert.equal((await a.server.services.runtime.inspect(podOfB))?.state, 'running', 'A learned of it from the agent');
-  });
 
-  test('a pod started by replica B is stopped through replica A: its agent is told to stop the container', async () => {
-    const stopped = await api<Pod>(a, 'POST', `/v2/pods/${podOfB}/action`, { action: 'stop' });
-    assert.equal(stopped.status, 200, JSON.stringify(stopped.body));
-    await agent.until('stop', podOfB);
-    await eventually('EXITED on both', async () => (await podOn(a, podOfB)).status === 'EXITED' && (await podOn(b, podOfB)).status === 'EXITED');
-    // The agent's report of the kept container (sent with the stop's ack) is no exit of its own: no
-    // replica reads it as an instance that ended, nor stops it a second time.
-    await agent.step(300);
-    await agent.step(300);
-    assert.equal(agent.received.filter((o) => o.kind === 'stop' && o.instanceId === podOfB).length, 1, 'stopped once');
-    assert.equal(await a.server.services.runtime.inspect(podOfB), null, 'A keeps no instance of a stopped pod');
-    assert.equal(await b.server.services.runtime.inspect(podOfB), null, 'B forgot the stopped instance too');
-  });
+    let podOfB = '';
 
-  test('a pod created through A and terminated through B has its container removed', async () => {
-    const id = await createPod(a);
-    await agent.until('start', id);
-    await eventually('RUNNING on A', async () => (await podOn(a, id)).status === 'RUNNING');
-    await eventually('B knows it runs', async () => (await b.server.services.runtime.inspect(id))?.state === 'running');
-    const gone = await api<unknown>(b, 'DELETE', `/v2/pods/${id}`);
-    assert.ok(gone.status === 204 || gone.status === 200, JSON.stringify(gone));
-    await agent.until('remove', id);
-    assert.equal(agent.containers.has(id), false);
-  });
-
-  test('a replica that starts later asks the host for a full report, and knows its running pods from it', async () => {
-    const id = await createPod(a);
-    await agent.until('start', id);
-    await eventually('RUNNING on A', async () => (await podOn(a, id)).status === 'RUNNING');
-    const c = await start();
-    // The agent's next report, on A, is answered with a request for every instance.
-    const answer = await eventually('A to ask for a full report', async () => {
-      const r = await agent.report({});
-      return r.body.sendFull === true ? r : null;
+    test('a pod created through replica B runs on the agent of replica A and reads RUNNING on B without waiting for a sweep', async () => {
+      podOfB = await createPod(b);
+      await agent.until('start', podOfB);
+      const pod = await eventually('RUNNING on B', async () => {
+        const p = await podOn(b, podOfB);
+        return p.status === 'RUNNING' ? p : null;
+      });
+      assert.equal(pod.statusReason, null);
+      assert.equal((await b.server.services.runtime.inspect(podOfB))?.state, 'running');
+      assert.equal(
+        (await a.server.services.runtime.inspect(podOfB))?.state,
+        'running',
+        'A learned of it from the agent',
+      );
     });
-    assert.equal(answer.status, 200);
-    assert.equal((await agent.report({})).body.sendFull, undefined, 'asked once');
-    assert.equal((await agent.full()).status, 200);
-    const seen = await eventually('C to know the pod runs', async () => {
-      const s = await c.server.services.runtime.inspect(id);
-      return s?.state === 'running' ? s : null;
+
+    test('a pod started by replica B is stopped through replica A: its agent is told to stop the container', async () => {
+      const stopped = await api<Pod>(a, 'POST', `/v2/pods/${podOfB}/action`, { action: 'stop' });
+      assert.equal(stopped.status, 200, JSON.stringify(stopped.body));
+      await agent.until('stop', podOfB);
+      await eventually(
+        'EXITED on both',
+        async () => (await podOn(a, podOfB)).status === 'EXITED' && (await podOn(b, podOfB)).status === 'EXITED',
+      );
+      // The agent's report of the kept container (sent with the stop's ack) is no exit of its own: no
+      // replica reads it as an instance that ended, nor stops it a second time.
+      await agent.step(300);
+      await agent.step(300);
+      assert.equal(
+        agent.received.filter((o) => o.kind === 'stop' && o.instanceId === podOfB).length,
+        1,
+        'stopped once',
+      );
+      assert.equal(await a.server.services.runtime.inspect(podOfB), null, 'A keeps no instance of a stopped pod');
+      assert.equal(await b.server.services.runtime.inspect(podOfB), null, 'B forgot the stopped instance too');
     });
-    assert.equal(seen.reason, null);
-    await eventually('the pod’s reason cleared once C heard the host', async () => (await podOn(c, id)).statusReason === null);
-  });
-});
+
+    test('a pod created through A and terminated through B has its container removed', async () => {
+      const id = await createPod(a);
+      await agent.until('start', id);
+      await eventually('RUNNING on A', async () => (await podOn(a, id)).status === 'RUNNING');
+      await eventually(
+        'B knows it runs',
+        async () => (await b.server.services.runtime.inspect(id))?.state === 'running',
+      );
+      const gone = await api<unknown>(b, 'DELETE', `/v2/pods/${id}`);
+      assert.ok(gone.status === 204 || gone.status === 200, JSON.stringify(gone));
+      await agent.until('remove', id);
+      assert.equal(agent.containers.has(id), false);
+    });
+
+    test('a replica that starts later asks the host for a full report, and knows its running pods from it', async () => {
+      const id = await createPod(a);
+      await agent.until('start', id);
+      await eventually('RUNNING on A', async () => (await podOn(a, id)).status === 'RUNNING');
+      const c = await start();
+      // The agent's next report, on A, is answered with a request for every instance.
+      const answer = await eventually('A to ask for a full report', async () => {
+        const r = await agent.report({});
+        return r.body.sendFull === true ? r : null;
+      });
+      assert.equal(answer.status, 200);
+      assert.equal((await agent.report({})).body.sendFull, undefined, 'asked once');
+      assert.equal((await agent.full()).status, 200);
+      const seen = await eventually('C to know the pod runs', async () => {
+        const s = await c.server.services.runtime.inspect(id);
+        return s?.state === 'running' ? s : null;
+      });
+      assert.equal(seen.reason, null);
+      await eventually(
+        'the pod’s reason cleared once C heard the host',
+        async () => (await podOn(c, id)).statusReason === null,
+      );
+    });
+  },
+);

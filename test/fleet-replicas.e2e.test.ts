@@ -29,127 +29,204 @@ interface Pod {
 }
 
 const unavailable = dockerDaemonsUnavailable() ?? (postgresUrl() ? null : 'GANTRY_TEST_DATABASE_URL is not set');
-if (unavailable && process.env.CI === 'true') throw new Error(`the fleet's two-replica end-to-end test needs a Docker daemon of its own and PostgreSQL under CI: ${unavailable}`);
+if (unavailable && process.env.CI === 'true')
+  throw new Error(
+    `the fleet's two-replica end-to-end test needs a Docker daemon of its own and PostgreSQL under CI: ${unavailable}`,
+  );
 
-describe('the fleet on two control-plane replicas sharing PostgreSQL, an agent failing over between them', { skip: unavailable ?? false }, () => {
-  const dir = mkdtempSync(join(tmpdir(), 'gantry-fleet-replicas-e2e-'));
-  let t: TestDb;
-  let daemon: DockerDaemon;
-  const replicas: SpawnedGantry[] = [];
-  let agent: SpawnedAgent | null = null;
-  let image = '';
-  let env: Record<string, string> = {};
+describe(
+  'the fleet on two control-plane replicas sharing PostgreSQL, an agent failing over between them',
+  { skip: unavailable ?? false },
+  () => {
+    const dir = mkdtempSync(join(tmpdir(), 'gantry-fleet-replicas-e2e-'));
+    let t: TestDb;
+    let daemon: DockerDaemon;
+    const replicas: SpawnedGantry[] = [];
+    let agent: SpawnedAgent | null = null;
+    let image = '';
+    let env: Record<string, string> = {};
 
-  const api = async <T>(replica: SpawnedGantry, method: string, path: string, body?: unknown): Promise<{ status: number; body: T }> => {
-    const res = await fetch(`${replica.url}${path}`, {
-      method,
-      headers: { authorization: `Bearer ${KEY}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
-      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+    const api = async <T>(
+      replica: SpawnedGantry,
+      method: string,
+      path: string,
+      body?: unknown,
+    ): Promise<{ status: number; body: T }> => {
+      const res = await fetch(`${replica.url}${path}`, {
+        method,
+        headers: {
+          authorization: `Bearer ${KEY}`,
+          ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+        },
+        ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+      });
+      const text = await res.text();
+      return { status: res.status, body: (text ? JSON.parse(text) : null) as T };
+    };
+    const podOn = async (replica: SpawnedGantry, id: string) =>
+      (
+        await api<Pod>(replica, 'GET', `/v2/pods/${id}`).catch((err: Error) => {
+          // a replica that stopped answering: say how it ended
+          throw new Error(
+            `${replica.url} did not answer (${err.message}); exit ${replica.child.exitCode ?? replica.child.signalCode}; its output:\n${replica.output().slice(-4000)}`,
+          );
+        })
+      ).body;
+    const container = async (podId: string) =>
+      (await daemon.client.listContainers({ all: true, filters: { label: [`gantry.instance=${podId}`] } }))[0] ?? null;
+    const startedAt = async (podId: string) =>
+      (await daemon.client.inspectContainer((await container(podId))!.Id))!.State;
+    const hostsList = () =>
+      JSON.parse(runGantry(['hosts', 'list', '--json', '--data-dir', join(dir, 'cli')], env).stdout || '[]') as Array<{
+        id: string;
+        state: string;
+      }>;
+
+    before(async () => {
+      t = await openTestDb('postgres');
+      env = {
+        GANTRY_DATABASE_URL: postgresUrl()!,
+        GANTRY_DATABASE_SCHEMA: t.schema,
+        GANTRY_SECRET_KEY: SECRET,
+        GANTRY_BOOTSTRAP_KEY: KEY,
+      };
+      daemon = await startDockerDaemon();
+      image = await buildImage(daemon.client, RECIPES.http);
+      const config = join(dir, 'config.json');
+      writeFileSync(
+        config,
+        JSON.stringify({
+          runtime: 'fleet',
+          fleet: { heartbeatMs: 500, heartbeatTimeoutMs: 2_500, pollWaitMs: 5_000 },
+          pods: { stopGraceMs: 1_000 },
+        }),
+      );
+      for (const name of ['replica-a', 'replica-b'])
+        replicas.push(
+          await spawnGantry(['--host', '127.0.0.1', '--data-dir', join(dir, name), '--config', config], env),
+        );
+      const smi = standInNvidiaSmi({
+        csv: [0, 1]
+          .map((i) => `${i}, GPU-c0ffee00-0000-4000-8000-00000000000${i}, NVIDIA GeForce RTX 4090, 24564`)
+          .join('\n'),
+        banner: BANNER_12_4,
+      });
+      const ports = await freePortRange(20);
+      const token = runGantry(['hosts', 'token', 'create', '--data-dir', join(dir, 'cli')], env).stdout.trim();
+      assert.match(token, /^gjt_/);
+      agent = spawnAgent(
+        [
+          '--server',
+          `${replicas[0]!.url},${replicas[1]!.url}`,
+          '--token',
+          token,
+          '--data-dir',
+          join(dir, 'host'),
+          '--name',
+          'host-1',
+          '--docker-host',
+          daemon.host,
+          '--public-ip',
+          '127.0.0.1',
+          '--port-range',
+          `${ports[0]}-${ports[1]}`,
+          '--nvidia-smi',
+          smi.path,
+          '--gpu-mode',
+          'env-only',
+        ],
+        { GANTRY_LOG_LEVEL: 'warn' },
+      );
+      await eventually('the host available', async () => hostsList().some((h) => h.state === 'available'));
     });
-    const text = await res.text();
-    return { status: res.status, body: (text ? JSON.parse(text) : null) as T };
-  };
-  const podOn = async (replica: SpawnedGantry, id: string) =>
-    (
-      await api<Pod>(replica, 'GET', `/v2/pods/${id}`).catch((err: Error) => {
-        // a replica that stopped answering: say how it ended
-        throw new Error(`${replica.url} did not answer (${err.message}); exit ${replica.child.exitCode ?? replica.child.signalCode}; its output:\n${replica.output().slice(-4000)}`);
-      })
-    ).body;
-  const container = async (podId: string) => (await daemon.client.listContainers({ all: true, filters: { label: [`gantry.instance=${podId}`] } }))[0] ?? null;
-  const startedAt = async (podId: string) => (await daemon.client.inspectContainer((await container(podId))!.Id))!.State;
-  const hostsList = () => JSON.parse(runGantry(['hosts', 'list', '--json', '--data-dir', join(dir, 'cli')], env).stdout || '[]') as Array<{ id: string; state: string }>;
 
-  before(async () => {
-    t = await openTestDb('postgres');
-    env = { GANTRY_DATABASE_URL: postgresUrl()!, GANTRY_DATABASE_SCHEMA: t.schema, GANTRY_SECRET_KEY: SECRET, GANTRY_BOOTSTRAP_KEY: KEY };
-    daemon = await startDockerDaemon();
-    image = await buildImage(daemon.client, RECIPES.http);
-    const config = join(dir, 'config.json');
-    writeFileSync(config, JSON.stringify({ runtime: 'fleet', fleet: { heartbeatMs: 500, heartbeatTimeoutMs: 2_500, pollWaitMs: 5_000 }, pods: { stopGraceMs: 1_000 } }));
-    for (const name of ['replica-a', 'replica-b']) replicas.push(await spawnGantry(['--host', '127.0.0.1', '--data-dir', join(dir, name), '--config', config], env));
-    const smi = standInNvidiaSmi({ csv: [0, 1].map((i) => `${i}, GPU-c0ffee00-0000-4000-8000-00000000000${i}, NVIDIA GeForce RTX 4090, 24564`).join('\n'), banner: BANNER_12_4 });
-    const ports = await freePortRange(20);
-    const token = runGantry(['hosts', 'token', 'create', '--data-dir', join(dir, 'cli')], env).stdout.trim();
-    assert.match(token, /^gjt_/);
-    agent = spawnAgent(
-      [
-        '--server', `${replicas[0]!.url},${replicas[1]!.url}`, '--token', token, '--data-dir', join(dir, 'host'), '--name', 'host-1', '--docker-host', daemon.host,
-        '--public-ip', '127.0.0.1', '--port-range', `${ports[0]}-${ports[1]}`, '--nvidia-smi', smi.path, '--gpu-mode', 'env-only',
-      ],
-      { GANTRY_LOG_LEVEL: 'warn' },
-    );
-    await eventually('the host available', async () => hostsList().some((h) => h.state === 'available'));
-  });
-
-  after(async () => {
-    await agent?.stop('SIGTERM');
-    for (const r of replicas) await r.stop();
-    await daemon?.stop();
-    removeStandIns();
-    await t?.cleanup();
-    rmSync(dir, { recursive: true, force: true });
-  });
-
-  let podId = '';
-
-  test('a pod created through the replica the agent does not talk to runs, and reads RUNNING on both replicas', async () => {
-    const [a, b] = replicas as [SpawnedGantry, SpawnedGantry];
-    // B learns of the join through the relay (or its next check): until then it has no room (400, nothing made).
-    const created = await eventually(
-      'B to place the pod',
-      async () => {
-        const r = await api<Pod>(b, 'POST', '/v2/pods', { name: 'replicated', image, gpu: { id: 'NVIDIA GeForce RTX 4090', count: 1 }, ports: ['8000/http'], disk: 5 });
-        assert.ok(r.status === 201 || r.status === 400, JSON.stringify(r.body));
-        return r.status === 201 ? r : null;
-      },
-      15_000,
-    );
-    podId = created.body.id;
-    for (const replica of [b, a]) await eventually(`RUNNING on ${replica.url}`, async () => (await podOn(replica, podId)).status === 'RUNNING', 20_000);
-    assert.equal((await startedAt(podId)).Running, true);
-  });
-
-  test("a pod's log stream read through the replica the agent does not poll is dialed back to that replica", async () => {
-    const b = replicas[1]!;
-    // The agent polls A first: B's stream operation reaches it through the database, A does not
-    // hold the session (404), and the agent dials B, which does.
-    const read = await readSse(`${b.url}/v2/pods/${podId}/logs?source=container&tail=20`, {
-      headers: { authorization: `Bearer ${KEY}` },
-      until: (events) => events.some((e) => e.data.includes('listening on 8000')),
-      timeoutMs: 30_000,
+    after(async () => {
+      await agent?.stop('SIGTERM');
+      for (const r of replicas) await r.stop();
+      await daemon?.stop();
+      removeStandIns();
+      await t?.cleanup();
+      rmSync(dir, { recursive: true, force: true });
     });
-    assert.equal(read.status, 200);
-    assert.ok(read.events.some((e) => (JSON.parse(e.data) as { line: string }).line === 'listening on 8000'), JSON.stringify(read.events));
-  });
 
-  test('when the agent’s replica is killed, the agent moves to the other; the host stays available and the pod runs on untouched', async () => {
-    const [a, b] = replicas as [SpawnedGantry, SpawnedGantry];
-    const before = (await startedAt(podId)).StartedAt;
-    await a.stop('SIGKILL');
-    // Past the heartbeat timeout: the host must have been heard through B meanwhile.
-    await new Promise((r) => setTimeout(r, 4_000));
-    assert.deepEqual(hostsList().map((h) => h.state), ['available']);
-    const pod = await podOn(b, podId);
-    assert.deepEqual([pod.status, pod.statusReason], ['RUNNING', null]);
-    const state = await startedAt(podId);
-    assert.deepEqual([state.Running, state.StartedAt], [true, before], 'not restarted');
-    assert.equal(agent!.child.exitCode, null, `the agent runs on: ${agent!.output()}`);
-  });
+    let podId = '';
 
-  test('the surviving replica stops, starts and terminates the pod on the host', async () => {
-    const b = replicas[1]!;
-    assert.equal((await api(b, 'POST', `/v2/pods/${podId}/action`, { action: 'stop' })).status, 200);
-    await eventually('the container stopped', async () => (await startedAt(podId)).Running === false, 20_000);
-    await eventually('the pod EXITED', async () => (await podOn(b, podId)).status === 'EXITED');
-    assert.equal((await api(b, 'POST', `/v2/pods/${podId}/action`, { action: 'start' })).status, 200);
-    await eventually(
-      async () => `RUNNING again: ${JSON.stringify(await podOn(b, podId))}, container ${JSON.stringify(await startedAt(podId))}\nagent: ${agent!.output().slice(-3000)}\nreplica: ${b.output().slice(-3000)}`,
-      async () => (await podOn(b, podId)).status === 'RUNNING',
-      20_000,
-    );
-    assert.equal((await startedAt(podId)).Running, true);
-    assert.ok((await api(b, 'DELETE', `/v2/pods/${podId}`)).status < 300);
-    await eventually('the container removed', async () => (await container(podId)) === null, 20_000);
-  });
-});
+    test('a pod created through the replica the agent does not talk to runs, and reads RUNNING on both replicas', async () => {
+      const [a, b] = replicas as [SpawnedGantry, SpawnedGantry];
+      // B learns of the join through the relay (or its next check): until then it has no room (400, nothing made).
+      const created = await eventually(
+        'B to place the pod',
+        async () => {
+          const r = await api<Pod>(b, 'POST', '/v2/pods', {
+            name: 'replicated',
+            image,
+            gpu: { id: 'NVIDIA GeForce RTX 4090', count: 1 },
+            ports: ['8000/http'],
+            disk: 5,
+          });
+          assert.ok(r.status === 201 || r.status === 400, JSON.stringify(r.body));
+          return r.status === 201 ? r : null;
+        },
+        15_000,
+      );
+      podId = created.body.id;
+      for (const replica of [b, a])
+        await eventually(
+          `RUNNING on ${replica.url}`,
+          async () => (await podOn(replica, podId)).status === 'RUNNING',
+          20_000,
+        );
+      assert.equal((await startedAt(podId)).Running, true);
+    });
+
+    test("a pod's log stream read through the replica the agent does not poll is dialed back to that replica", async () => {
+      const b = replicas[1]!;
+      // The agent polls A first: B's stream operation reaches it through the database, A does not
+      // hold the session (404), and the agent dials B, which does.
+      const read = await readSse(`${b.url}/v2/pods/${podId}/logs?source=container&tail=20`, {
+        headers: { authorization: `Bearer ${KEY}` },
+        until: (events) => events.some((e) => e.data.includes('listening on 8000')),
+        timeoutMs: 30_000,
+      });
+      assert.equal(read.status, 200);
+      assert.ok(
+        read.events.some((e) => (JSON.parse(e.data) as { line: string }).line === 'listening on 8000'),
+        JSON.stringify(read.events),
+      );
+    });
+
+    test('when the agent’s replica is killed, the agent moves to the other; the host stays available and the pod runs on untouched', async () => {
+      const [a, b] = replicas as [SpawnedGantry, SpawnedGantry];
+      const before = (await startedAt(podId)).StartedAt;
+      await a.stop('SIGKILL');
+      // Past the heartbeat timeout: the host must have been heard through B meanwhile.
+      await new Promise((r) => setTimeout(r, 4_000));
+      assert.deepEqual(
+        hostsList().map((h) => h.state),
+        ['available'],
+      );
+      const pod = await podOn(b, podId);
+      assert.deepEqual([pod.status, pod.statusReason], ['RUNNING', null]);
+      const state = await startedAt(podId);
+      assert.deepEqual([state.Running, state.StartedAt], [true, before], 'not restarted');
+      assert.equal(agent!.child.exitCode, null, `the agent runs on: ${agent!.output()}`);
+    });
+
+    test('the surviving replica stops, starts and terminates the pod on the host', async () => {
+      const b = replicas[1]!;
+      assert.equal((await api(b, 'POST', `/v2/pods/${podId}/action`, { action: 'stop' })).status, 200);
+      await eventually('the container stopped', async () => (await startedAt(podId)).Running === false, 20_000);
+      await eventually('the pod EXITED', async () => (await podOn(b, podId)).status === 'EXITED');
+      assert.equal((await api(b, 'POST', `/v2/pods/${podId}/action`, { action: 'start' })).status, 200);
+      await eventually(
+        async () =>
+          `RUNNING again: ${JSON.stringify(await podOn(b, podId))}, container ${JSON.stringify(await startedAt(podId))}\nagent: ${agent!.output().slice(-3000)}\nreplica: ${b.output().slice(-3000)}`,
+        async () => (await podOn(b, podId)).status === 'RUNNING',
+        20_000,
+      );
+      assert.equal((await startedAt(podId)).Running, true);
+      assert.ok((await api(b, 'DELETE', `/v2/pods/${podId}`)).status < 300);
+      await eventually('the container removed', async () => (await container(podId)) === null, 20_000);
+    });
+  },
+);

@@ -15,89 +15,108 @@ import { call, joinBody, startFleetServer, until, type FleetServer } from './sup
 /** A relayed wake-up crosses two connections and a server: far under this. */
 const PROMPT_MS = 2_000;
 
-describe('the agent protocol across two replicas on one PostgreSQL schema', { skip: postgresUrl() ? false : 'GANTRY_TEST_DATABASE_URL is not set' }, () => {
-  let t: TestDb;
-  let a: FleetServer;
-  let b: FleetServer;
-  const eventsOnB: Array<[keyof FleetEvents, unknown]> = [];
+describe(
+  'the agent protocol across two replicas on one PostgreSQL schema',
+  { skip: postgresUrl() ? false : 'GANTRY_TEST_DATABASE_URL is not set' },
+  () => {
+    let t: TestDb;
+    let a: FleetServer;
+    let b: FleetServer;
+    const eventsOnB: Array<[keyof FleetEvents, unknown]> = [];
 
-  /** A host joined through replica A: its id and credential. */
-  const join = async () => {
-    const { token } = await a.server.services.fleet.createJoinToken();
-    const res = await call(a.url, null, 'POST', `${AGENT_API_PREFIX}/join`, joinBody(token));
-    assert.equal(res.status, 201);
-    return res.body as { hostId: string; credential: string };
-  };
+    /** A host joined through replica A: its id and credential. */
+    const join = async () => {
+      const { token } = await a.server.services.fleet.createJoinToken();
+      const res = await call(a.url, null, 'POST', `${AGENT_API_PREFIX}/join`, joinBody(token));
+      assert.equal(res.status, 201);
+      return res.body as { hostId: string; credential: string };
+    };
 
-  before(async () => {
-    t = await openTestDb('postgres');
-    a = await startFleetServer({ dialect: 'postgres', schema: t.schema });
-    b = await startFleetServer({ dialect: 'postgres', schema: t.schema });
-    for (const name of ['host:joined', 'host:revoked', 'acks'] as const) b.server.services.fleet.on(name, (p) => eventsOnB.push([name, p]));
-  });
-  after(async () => {
-    await a?.close();
-    await b?.close();
-    await t?.cleanup();
-  });
+    before(async () => {
+      t = await openTestDb('postgres');
+      a = await startFleetServer({ dialect: 'postgres', schema: t.schema });
+      b = await startFleetServer({ dialect: 'postgres', schema: t.schema });
+      for (const name of ['host:joined', 'host:revoked', 'acks'] as const)
+        b.server.services.fleet.on(name, (p) => eventsOnB.push([name, p]));
+    });
+    after(async () => {
+      await a?.close();
+      await b?.close();
+      await t?.cleanup();
+    });
 
-  test('an operation queued on replica B wakes the agent long-polling replica A at once', async () => {
-    const { hostId, credential } = await join();
-    const started = performance.now();
-    const poll = call(a.url, credential, 'GET', `${AGENT_API_PREFIX}/operations?after=0&waitMs=20000`);
-    await until('the poll to wait on A', () => a.server.services.fleet.waiting(hostId) === 1);
-    const op = await b.server.services.fleet.enqueue(hostId, { kind: 'stop', instanceId: 'pod-1' });
-    const answer = await poll;
-    const elapsed = performance.now() - started;
-    assert.deepEqual(answer.body.operations.map((o: { id: string }) => o.id), [op.id]);
-    assert.ok(elapsed < PROMPT_MS, `took ${Math.round(elapsed)} ms`);
-  });
+    test('an operation queued on replica B wakes the agent long-polling replica A at once', async () => {
+      const { hostId, credential } = await join();
+      const started = performance.now();
+      const poll = call(a.url, credential, 'GET', `${AGENT_API_PREFIX}/operations?after=0&waitMs=20000`);
+      await until('the poll to wait on A', () => a.server.services.fleet.waiting(hostId) === 1);
+      const op = await b.server.services.fleet.enqueue(hostId, { kind: 'stop', instanceId: 'pod-1' });
+      const answer = await poll;
+      const elapsed = performance.now() - started;
+      assert.deepEqual(
+        answer.body.operations.map((o: { id: string }) => o.id),
+        [op.id],
+      );
+      assert.ok(elapsed < PROMPT_MS, `took ${Math.round(elapsed)} ms`);
+    });
 
-  test('a join on A is announced on B, and its credential works on B', async () => {
-    const { hostId, credential } = await join();
-    await until('B to hear of the join', () => eventsOnB.some(([n, p]) => n === 'host:joined' && (p as { id: string }).id === hostId));
-    assert.equal((await call(b.url, credential, 'POST', `${AGENT_API_PREFIX}/report`, {})).status, 200);
-  });
+    test('a join on A is announced on B, and its credential works on B', async () => {
+      const { hostId, credential } = await join();
+      await until('B to hear of the join', () =>
+        eventsOnB.some(([n, p]) => n === 'host:joined' && (p as { id: string }).id === hostId),
+      );
+      assert.equal((await call(b.url, credential, 'POST', `${AGENT_API_PREFIX}/report`, {})).status, 200);
+    });
 
-  test('an operation acknowledged through A is announced on B, where it was queued', async () => {
-    const { hostId, credential } = await join();
-    const op = await b.server.services.fleet.enqueue(hostId, { kind: 'remove', instanceId: 'pod-2' });
-    const res = await call(a.url, credential, 'POST', `${AGENT_API_PREFIX}/report`, { acks: [{ opId: op.id, ok: true }] });
-    assert.equal(res.status, 200);
-    await until('B to hear of the ack', () => eventsOnB.some(([n, p]) => n === 'acks' && (p as FleetEvents['acks']).acks.some((x) => x.opId === op.id && x.ok)));
-  });
+    test('an operation acknowledged through A is announced on B, where it was queued', async () => {
+      const { hostId, credential } = await join();
+      const op = await b.server.services.fleet.enqueue(hostId, { kind: 'remove', instanceId: 'pod-2' });
+      const res = await call(a.url, credential, 'POST', `${AGENT_API_PREFIX}/report`, {
+        acks: [{ opId: op.id, ok: true }],
+      });
+      assert.equal(res.status, 200);
+      await until('B to hear of the ack', () =>
+        eventsOnB.some(
+          ([n, p]) => n === 'acks' && (p as FleetEvents['acks']).acks.some((x) => x.opId === op.id && x.ok),
+        ),
+      );
+    });
 
-  test('a host revoked on B is refused on A at once, its long-poll there ended', async () => {
-    const { hostId, credential } = await join();
-    assert.equal((await call(a.url, credential, 'POST', `${AGENT_API_PREFIX}/report`, {})).status, 200);
-    const poll = call(a.url, credential, 'GET', `${AGENT_API_PREFIX}/operations?after=0&waitMs=20000`);
-    await until('the poll to wait on A', () => a.server.services.fleet.waiting(hostId) === 1);
-    const started = performance.now();
-    await b.server.services.fleet.revoke(hostId);
-    const ended = await poll;
-    assert.deepEqual([ended.status, ended.body.code], [401, 'HOST_REVOKED']);
-    assert.ok(performance.now() - started < PROMPT_MS);
-  });
+    test('a host revoked on B is refused on A at once, its long-poll there ended', async () => {
+      const { hostId, credential } = await join();
+      assert.equal((await call(a.url, credential, 'POST', `${AGENT_API_PREFIX}/report`, {})).status, 200);
+      const poll = call(a.url, credential, 'GET', `${AGENT_API_PREFIX}/operations?after=0&waitMs=20000`);
+      await until('the poll to wait on A', () => a.server.services.fleet.waiting(hostId) === 1);
+      const started = performance.now();
+      await b.server.services.fleet.revoke(hostId);
+      const ended = await poll;
+      assert.deepEqual([ended.status, ended.body.code], [401, 'HOST_REVOKED']);
+      assert.ok(performance.now() - started < PROMPT_MS);
+    });
 
-  test('a revocation written from outside (as the CLI does) reaches both replicas through the relay and is refused there', async () => {
-    const { hostId, credential } = await join();
-    for (const r of [a, b]) assert.equal((await call(r.url, credential, 'POST', `${AGENT_API_PREFIX}/report`, {})).status, 200);
-    const relayed: string[] = [];
-    for (const r of [a, b]) {
-      const fleet = r.server.services.fleet;
-      const deliver = fleet.deliver.bind(fleet);
-      fleet.deliver = (topic, key) => {
-        if (topic === FLEET_HOST_TOPIC) relayed.push(key);
-        deliver(topic, key);
-      };
-    }
-    await a.server.services.fleet.hosts.revokeHost(hostId, Date.now());
-    await notifyReplicasOnce(t.db, FLEET_HOST_TOPIC, `revoked:${hostId}`);
-    await until('both replicas to be told', () => relayed.filter((k) => k === `revoked:${hostId}`).length === 2);
-    await until('B to announce it', () => eventsOnB.some(([n, p]) => n === 'host:revoked' && (p as { hostId: string }).hostId === hostId));
-    for (const r of [a, b]) {
-      const res = await call(r.url, credential, 'POST', `${AGENT_API_PREFIX}/report`, {});
-      assert.deepEqual([res.status, res.body.code], [401, 'HOST_REVOKED']);
-    }
-  });
-});
+    test('a revocation written from outside (as the CLI does) reaches both replicas through the relay and is refused there', async () => {
+      const { hostId, credential } = await join();
+      for (const r of [a, b])
+        assert.equal((await call(r.url, credential, 'POST', `${AGENT_API_PREFIX}/report`, {})).status, 200);
+      const relayed: string[] = [];
+      for (const r of [a, b]) {
+        const fleet = r.server.services.fleet;
+        const deliver = fleet.deliver.bind(fleet);
+        fleet.deliver = (topic, key) => {
+          if (topic === FLEET_HOST_TOPIC) relayed.push(key);
+          deliver(topic, key);
+        };
+      }
+      await a.server.services.fleet.hosts.revokeHost(hostId, Date.now());
+      await notifyReplicasOnce(t.db, FLEET_HOST_TOPIC, `revoked:${hostId}`);
+      await until('both replicas to be told', () => relayed.filter((k) => k === `revoked:${hostId}`).length === 2);
+      await until('B to announce it', () =>
+        eventsOnB.some(([n, p]) => n === 'host:revoked' && (p as { hostId: string }).hostId === hostId),
+      );
+      for (const r of [a, b]) {
+        const res = await call(r.url, credential, 'POST', `${AGENT_API_PREFIX}/report`, {});
+        assert.deepEqual([res.status, res.body.code], [401, 'HOST_REVOKED']);
+      }
+    });
+  },
+);

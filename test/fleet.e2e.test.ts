@@ -22,8 +22,6 @@ import { newKeyPair, noOpenSsh, runSsh } from './support/openssh.js';
 const KEY = 'fleet-e2e-admin-key-0123456789abcdef';
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-
-
 function getJson(port: number, path: string): Promise<Record<string, unknown>> {
   return new Promise((resolve, reject) => {
     const req = request({ host: '127.0.0.1', port, path, timeout: 2_000 }, (res) => {
@@ -33,7 +31,7 @@ function getJson(port: number, path: string): Promise<Record<string, unknown>> {
         try {
           resolve(JSON.parse(body) as Record<string, unknown>);
         } catch (err) {
-          reject(err as Error);
+          reject(err);
         }
       });
     });
@@ -51,7 +49,8 @@ interface Pod {
 }
 
 const unavailable = dockerDaemonsUnavailable();
-if (unavailable && process.env.CI === 'true') throw new Error(`the fleet's end-to-end tests need Docker daemons of their own under CI: ${unavailable}`);
+if (unavailable && process.env.CI === 'true')
+  throw new Error(`the fleet's end-to-end tests need Docker daemons of their own under CI: ${unavailable}`);
 
 describe('the fleet: agents on two Docker hosts joined to one control plane', { skip: unavailable ?? false }, () => {
   const dir = mkdtempSync(join(tmpdir(), 'gantry-fleet-e2e-'));
@@ -65,18 +64,28 @@ describe('the fleet: agents on two Docker hosts joined to one control plane', { 
   const api = async <T>(method: string, path: string, body?: unknown): Promise<{ status: number; body: T }> => {
     const res = await fetch(`${server!.url}${path}`, {
       method,
-      headers: { authorization: `Bearer ${KEY}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+      headers: {
+        authorization: `Bearer ${KEY}`,
+        ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+      },
       ...(body === undefined ? {} : { body: JSON.stringify(body) }),
     });
     const text = await res.text();
     return { status: res.status, body: (text ? JSON.parse(text) : null) as T };
   };
-  const hostsList = (): Array<{ id: string; name: string; state: string }> => JSON.parse(runGantry(['hosts', 'list', '--json', '--data-dir', dataDir]).stdout || '[]') as Array<{ id: string; name: string; state: string }>;
+  const hostsList = (): Array<{ id: string; name: string; state: string }> =>
+    JSON.parse(runGantry(['hosts', 'list', '--json', '--data-dir', dataDir]).stdout || '[]') as Array<{
+      id: string;
+      name: string;
+      state: string;
+    }>;
   const containerOf = async (daemon: DockerDaemon, podId: string) =>
     (await daemon.client.listContainers({ all: true, filters: { label: [`gantry.instance=${podId}`] } }))[0] ?? null;
 
   const startAgent = (name: string, token?: string): SpawnedAgent => {
-    const agent = spawnAgent([...hostArgs.get(name)!, ...(token ? ['--token', token] : [])], { GANTRY_LOG_LEVEL: 'warn' });
+    const agent = spawnAgent([...hostArgs.get(name)!, ...(token ? ['--token', token] : [])], {
+      GANTRY_LOG_LEVEL: 'warn',
+    });
     agents.set(name, agent);
     return agent;
   };
@@ -87,11 +96,24 @@ describe('the fleet: agents on two Docker hosts joined to one control plane', { 
     const same = await buildImage(daemons[1]!.client, RECIPES.http);
     assert.equal(same, image, 'both hosts hold the same image');
     const config = join(dir, 'config.json');
-    writeFileSync(config, JSON.stringify({ fleet: { heartbeatMs: 500, heartbeatTimeoutMs: 2_500, pollWaitMs: 5_000 }, pods: { stopGraceMs: 1_000 }, runtime: { kind: 'fleet', orphanGraceMs: 1_500 } }));
-    server = await spawnGantry(['--host', '127.0.0.1', '--data-dir', dataDir, '--config', config], { GANTRY_BOOTSTRAP_KEY: KEY });
+    writeFileSync(
+      config,
+      JSON.stringify({
+        fleet: { heartbeatMs: 500, heartbeatTimeoutMs: 2_500, pollWaitMs: 5_000 },
+        pods: { stopGraceMs: 1_000 },
+        runtime: { kind: 'fleet', orphanGraceMs: 1_500 },
+      }),
+    );
+    server = await spawnGantry(['--host', '127.0.0.1', '--data-dir', dataDir, '--config', config], {
+      GANTRY_BOOTSTRAP_KEY: KEY,
+    });
     const gpus = {
-      'host-a': [0, 1].map((i) => `${i}, GPU-a11ce000-0000-4000-8000-00000000000${i}, NVIDIA GeForce RTX 4090, 24564`).join('\n'),
-      'host-b': [0, 1].map((i) => `${i}, GPU-b0b00000-0000-4000-8000-00000000000${i}, NVIDIA RTX A6000, 49140`).join('\n'),
+      'host-a': [0, 1]
+        .map((i) => `${i}, GPU-a11ce000-0000-4000-8000-00000000000${i}, NVIDIA GeForce RTX 4090, 24564`)
+        .join('\n'),
+      'host-b': [0, 1]
+        .map((i) => `${i}, GPU-b0b00000-0000-4000-8000-00000000000${i}, NVIDIA RTX A6000, 49140`)
+        .join('\n'),
     };
     // what each host's nvidia-smi says of its GPUs' use: index, uuid, utilization.gpu, memory.used, memory.total
     const utilization = {
@@ -99,17 +121,38 @@ describe('the fleet: agents on two Docker hosts joined to one control plane', { 
       'host-b': [0, 1].map((i) => `${i}, GPU-b0b00000-0000-4000-8000-00000000000${i}, 73, 12285, 49140`).join('\n'),
     };
     for (const [i, name] of ['host-a', 'host-b'].entries()) {
-      const smi = standInNvidiaSmi({ csv: gpus[name as keyof typeof gpus], banner: BANNER_12_4, utilization: utilization[name as keyof typeof utilization] });
+      const smi = standInNvidiaSmi({
+        csv: gpus[name as keyof typeof gpus],
+        banner: BANNER_12_4,
+        utilization: utilization[name as keyof typeof utilization],
+      });
       const ports = await freePortRange(20);
       hostArgs.set(name, [
-        '--server', server.url, '--data-dir', join(dir, name), '--name', name, '--docker-host', daemons[i]!.host,
-        '--public-ip', '127.0.0.1', '--port-range', `${ports[0]}-${ports[1]}`, '--nvidia-smi', smi.path, '--gpu-mode', 'env-only',
+        '--server',
+        server.url,
+        '--data-dir',
+        join(dir, name),
+        '--name',
+        name,
+        '--docker-host',
+        daemons[i]!.host,
+        '--public-ip',
+        '127.0.0.1',
+        '--port-range',
+        `${ports[0]}-${ports[1]}`,
+        '--nvidia-smi',
+        smi.path,
+        '--gpu-mode',
+        'env-only',
       ]);
       const token = runGantry(['hosts', 'token', 'create', '--data-dir', dataDir]).stdout.trim();
       assert.match(token, /^gjt_/);
       startAgent(name, token);
     }
-    await eventually(() => `both hosts available: ${JSON.stringify(hostsList())}`, async () => hostsList().filter((h) => h.state === 'available').length === 2);
+    await eventually(
+      () => `both hosts available: ${JSON.stringify(hostsList())}`,
+      async () => hostsList().filter((h) => h.state === 'available').length === 2,
+    );
   });
 
   after(async () => {
@@ -125,7 +168,13 @@ describe('the fleet: agents on two Docker hosts joined to one control plane', { 
 
   test('pods are placed by GPU type on the host that has it, and answer on their published ports', async () => {
     const make = async (gpu: string) => {
-      const r = await api<Pod>('POST', '/v2/pods', { name: 'on-gpu', image, gpu: { id: gpu, count: 1 }, ports: ['8000/http'], disk: 5 });
+      const r = await api<Pod>('POST', '/v2/pods', {
+        name: 'on-gpu',
+        image,
+        gpu: { id: gpu, count: 1 },
+        ports: ['8000/http'],
+        disk: 5,
+      });
       assert.equal(r.status, 201, JSON.stringify(r.body));
       return r.body.id;
     };
@@ -148,26 +197,49 @@ describe('the fleet: agents on two Docker hosts joined to one control plane', { 
 
   test("a pod on an agent's host shows the utilisation its host measured: its GPU's figures from that host's nvidia-smi", async () => {
     let last = '';
-    for (const [id, util, memoryUtil] of [[podA, 31, 25], [podB, 73, 25]] as const) {
-      const pod = await eventually(`pod ${id}'s GPU figures`, async () => {
-        const r = await api<Pod & { runtime: { gpus?: Array<{ util: number; memoryUtil: number }>; cpu?: { util: number } } }>('GET', `/v2/pods/${id}`);
-        last = JSON.stringify(r.body.runtime);
-        return r.body.runtime?.gpus?.length ? r.body : null;
-      }, 15_000).catch((err: Error) => assert.fail(`${err.message}; runtime: ${last}; agent: ${[...agents.values()].map((a) => a.output().slice(-2000)).join('\n')}`));
-      assert.deepEqual(pod.runtime!.gpus!.map((g) => [g.util, g.memoryUtil]), [[util, memoryUtil]]);
-      assert.equal(typeof pod.runtime!.cpu?.util, 'number');
+    for (const [id, util, memoryUtil] of [
+      [podA, 31, 25],
+      [podB, 73, 25],
+    ] as const) {
+      const pod = await eventually(
+        `pod ${id}'s GPU figures`,
+        async () => {
+          const r = await api<
+            Pod & { runtime: { gpus?: Array<{ util: number; memoryUtil: number }>; cpu?: { util: number } } }
+          >('GET', `/v2/pods/${id}`);
+          last = JSON.stringify(r.body.runtime);
+          return r.body.runtime?.gpus?.length ? r.body : null;
+        },
+        15_000,
+      ).catch((err: Error) =>
+        assert.fail(
+          `${err.message}; runtime: ${last}; agent: ${[...agents.values()].map((a) => a.output().slice(-2000)).join('\n')}`,
+        ),
+      );
+      assert.deepEqual(
+        pod.runtime.gpus!.map((g) => [g.util, g.memoryUtil]),
+        [[util, memoryUtil]],
+      );
+      assert.equal(typeof pod.runtime.cpu?.util, 'number');
     }
   });
 
   test("a pod's logs on an agent's host stream through the control plane: its container's output read on the host, and the platform's lines", async () => {
     const read = await readSse(`${server!.url}/v2/pods/${podB}/logs?tail=50`, {
       headers: { authorization: `Bearer ${KEY}` },
-      until: (events) => events.some((e) => e.data.includes('listening on 8000')) && events.some((e) => e.data.includes('"system"')),
+      until: (events) =>
+        events.some((e) => e.data.includes('listening on 8000')) && events.some((e) => e.data.includes('"system"')),
     });
     assert.equal(read.status, 200);
     const lines = read.events.map((e) => JSON.parse(e.data) as { source: string; line: string });
-    assert.ok(lines.some((l) => l.source === 'container' && l.line === 'listening on 8000'), JSON.stringify(lines));
-    assert.ok(lines.some((l) => l.source === 'system' && /host/.test(l.line)), JSON.stringify(lines));
+    assert.ok(
+      lines.some((l) => l.source === 'container' && l.line === 'listening on 8000'),
+      JSON.stringify(lines),
+    );
+    assert.ok(
+      lines.some((l) => l.source === 'system' && /host/.test(l.line)),
+      JSON.stringify(lines),
+    );
     // Resumed after the container line: nothing before it comes again.
     const last = read.events.findLast((e) => e.data.includes('listening on 8000'))!;
     const resumed = await readSse(`${server!.url}/v2/pods/${podB}/logs?source=container`, {
@@ -175,58 +247,114 @@ describe('the fleet: agents on two Docker hosts joined to one control plane', { 
       until: (events) => events.length > 0,
       timeoutMs: 3_000,
     }).catch(() => null);
-    assert.ok(resumed === null || resumed.events.every((e) => !e.data.includes('listening on 8000')), 'a resumed stream repeated a line');
+    assert.ok(
+      resumed === null || resumed.events.every((e) => !e.data.includes('listening on 8000')),
+      'a resumed stream repeated a line',
+    );
   });
 
-  test("the SSH proxy opens a shell in a pod on an agent's host: a typed command runs in its container", { skip: noOpenSsh() }, async () => {
-    const key = newKeyPair();
-    assert.equal((await api('PUT', '/v2/account/ssh-keys', [key.publicKey])).status, 200);
-    const created = await api<Pod & { ssh: { proxy: { username: string; port: number } | null } }>('POST', '/v2/pods', { name: 'ssh-on-agent', image, gpu: { id: 'NVIDIA RTX A6000', count: 1 }, startSsh: true, disk: 5 });
-    assert.equal(created.status, 201, JSON.stringify(created.body));
-    const pod = await eventually('the ssh pod RUNNING with its proxy', async () => {
-      const r = await api<Pod & { ssh: { proxy: { username: string; port: number } | null } }>('GET', `/v2/pods/${created.body.id}`);
-      return r.body.status === 'RUNNING' && r.body.ssh.proxy ? r.body : null;
-    }, 20_000);
-    const run = await runSsh({ user: pod.ssh.proxy!.username, port: pod.ssh.proxy!.port, key: key.path, input: 'echo "hi-$((6*7)) $RUNPOD_POD_ID"\nexit 4\n' });
-    assert.equal(run.code, 4, run.stderr);
-    assert.match(run.stdout, new RegExp(`hi-42 ${pod.id}`));
-    assert.equal((await api('DELETE', `/v2/pods/${pod.id}`)).status < 300, true);
-  });
+  test(
+    "the SSH proxy opens a shell in a pod on an agent's host: a typed command runs in its container",
+    { skip: noOpenSsh() },
+    async () => {
+      const key = newKeyPair();
+      assert.equal((await api('PUT', '/v2/account/ssh-keys', [key.publicKey])).status, 200);
+      const created = await api<Pod & { ssh: { proxy: { username: string; port: number } | null } }>(
+        'POST',
+        '/v2/pods',
+        { name: 'ssh-on-agent', image, gpu: { id: 'NVIDIA RTX A6000', count: 1 }, startSsh: true, disk: 5 },
+      );
+      assert.equal(created.status, 201, JSON.stringify(created.body));
+      const pod = await eventually(
+        'the ssh pod RUNNING with its proxy',
+        async () => {
+          const r = await api<Pod & { ssh: { proxy: { username: string; port: number } | null } }>(
+            'GET',
+            `/v2/pods/${created.body.id}`,
+          );
+          return r.body.status === 'RUNNING' && r.body.ssh.proxy ? r.body : null;
+        },
+        20_000,
+      );
+      const run = await runSsh({
+        user: pod.ssh.proxy!.username,
+        port: pod.ssh.proxy!.port,
+        key: key.path,
+        input: 'echo "hi-$((6*7)) $RUNPOD_POD_ID"\nexit 4\n',
+      });
+      assert.equal(run.code, 4, run.stderr);
+      assert.match(run.stdout, new RegExp(`hi-42 ${pod.id}`));
+      assert.equal((await api('DELETE', `/v2/pods/${pod.id}`)).status < 300, true);
+    },
+  );
 
   test('an agent killed with SIGKILL makes its host unreachable, leaves its containers running and the other host alone; restarted, it adopts them without a restart', async () => {
-    const before = (await daemons[0]!.client.inspectContainer((await containerOf(daemons[0]!, podA))!.Id))!.State.StartedAt;
+    const before = (await daemons[0]!.client.inspectContainer((await containerOf(daemons[0]!, podA))!.Id))!.State
+      .StartedAt;
     await agents.get('host-a')!.stop('SIGKILL');
-    const unreachable = await eventually('pod A to say its host is unreachable', async () => {
-      const r = await api<Pod>('GET', `/v2/pods/${podA}`);
-      return r.body.statusReason?.includes('unreachable') ? r.body : null;
-    }, 15_000);
+    const unreachable = await eventually(
+      'pod A to say its host is unreachable',
+      async () => {
+        const r = await api<Pod>('GET', `/v2/pods/${podA}`);
+        return r.body.statusReason?.includes('unreachable') ? r.body : null;
+      },
+      15_000,
+    );
     assert.equal(unreachable.status, 'RUNNING', 'the pod keeps its status while its host is away');
     assert.equal((await api<Pod>('GET', `/v2/pods/${podB}`)).body.statusReason, null, 'the other host is unaffected');
-    assert.equal((await daemons[0]!.client.inspectContainer((await containerOf(daemons[0]!, podA))!.Id))!.State.Running, true, 'its container runs on');
+    assert.equal(
+      (await daemons[0]!.client.inspectContainer((await containerOf(daemons[0]!, podA))!.Id))!.State.Running,
+      true,
+      'its container runs on',
+    );
     // placement skips the unreachable host: its free 4090 is out of reach, so a 4090 pod has nowhere to go
-    const refused = await api<{ code?: string }>('POST', '/v2/pods', { name: 'no-room', image, gpu: { id: 'NVIDIA GeForce RTX 4090', count: 1 }, disk: 5 });
-    assert.ok(refused.status >= 400 && refused.status < 500, `a pod that only the unreachable host could take is refused: ${refused.status}`);
+    const refused = await api<{ code?: string }>('POST', '/v2/pods', {
+      name: 'no-room',
+      image,
+      gpu: { id: 'NVIDIA GeForce RTX 4090', count: 1 },
+      disk: 5,
+    });
+    assert.ok(
+      refused.status >= 400 && refused.status < 500,
+      `a pod that only the unreachable host could take is refused: ${refused.status}`,
+    );
 
     // Meanwhile a container with Gantry's labels that no record places anywhere appears on host A.
     const original = await daemons[0]!.client.inspectContainer((await containerOf(daemons[0]!, podA))!.Id);
     const labels: Record<string, string> = { ...original!.Config.Labels, 'gantry.instance': 'strayzz000001' };
     const namespace = labels['gantry.namespace']!;
-    const stray = await daemons[0]!.client.createContainer(`gantry-${namespace}-strayzz000001`, { Image: image, Labels: labels } as never);
+    const stray = await daemons[0]!.client.createContainer(`gantry-${namespace}-strayzz000001`, {
+      Image: image,
+      Labels: labels,
+    } as never);
     await daemons[0]!.client.startContainer(stray.Id);
 
     startAgent('host-a');
-    await eventually('the stray container removed after the orphan grace', async () => (await containerOf(daemons[0]!, 'strayzz000001')) === null, 20_000);
-    await eventually('pod A seen again', async () => {
-      const r = await api<Pod>('GET', `/v2/pods/${podA}`);
-      return r.body.status === 'RUNNING' && r.body.statusReason === null;
-    }, 20_000);
-    const after = (await daemons[0]!.client.inspectContainer((await containerOf(daemons[0]!, podA))!.Id))!.State.StartedAt;
+    await eventually(
+      'the stray container removed after the orphan grace',
+      async () => (await containerOf(daemons[0]!, 'strayzz000001')) === null,
+      20_000,
+    );
+    await eventually(
+      'pod A seen again',
+      async () => {
+        const r = await api<Pod>('GET', `/v2/pods/${podA}`);
+        return r.body.status === 'RUNNING' && r.body.statusReason === null;
+      },
+      20_000,
+    );
+    const after = (await daemons[0]!.client.inspectContainer((await containerOf(daemons[0]!, podA))!.Id))!.State
+      .StartedAt;
     assert.equal(after, before, 'adopted, not restarted');
   });
 
   test('terminating a pod removes its container from its host', async () => {
     assert.equal((await api('DELETE', `/v2/pods/${podA}`)).status < 300, true);
-    await eventually('pod A’s container gone from host A', async () => (await containerOf(daemons[0]!, podA)) === null, 20_000);
+    await eventually(
+      'pod A’s container gone from host A',
+      async () => (await containerOf(daemons[0]!, podA)) === null,
+      20_000,
+    );
   });
 
   test('a revoked host’s agent is refused and ends with status 3', async () => {

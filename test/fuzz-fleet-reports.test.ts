@@ -15,7 +15,10 @@ import { instanceSpec } from '../src/runtime/runtime-contract.js';
 const STATES = ['starting', 'running', 'exited', 'failed', 'unknown'] as const;
 
 test('nothing a host reports or acknowledges changes another host’s instances, and its own only take states of the port', async () => {
-  const idArb = fc.oneof(fc.constantFrom('a-1', 'a-2', 'b-1', 'b-2', 'never-placed', '', 'x'.repeat(300), '__proto__', 'constructor'), fc.string({ maxLength: 12 }));
+  const idArb = fc.oneof(
+    fc.constantFrom('a-1', 'a-2', 'b-1', 'b-2', 'never-placed', '', 'x'.repeat(300), '__proto__', 'constructor'),
+    fc.string({ maxLength: 12 }),
+  );
   const itemArb = fc.record({
     id: idArb,
     state: fc.oneof(fc.constantFrom(...STATES), fc.string({ maxLength: 8 })),
@@ -26,7 +29,14 @@ test('nothing a host reports or acknowledges changes another host’s instances,
   const messageArb = fc.record({
     full: fc.boolean(),
     items: fc.array(itemArb, { maxLength: 6 }),
-    acks: fc.array(fc.record({ opId: fc.oneof(fc.constantFrom('op-1', 'op-2', 'op-3', 'op-4'), fc.string({ maxLength: 6 })), ok: fc.boolean(), error: fc.string({ maxLength: 10 }) }), { maxLength: 3 }),
+    acks: fc.array(
+      fc.record({
+        opId: fc.oneof(fc.constantFrom('op-1', 'op-2', 'op-3', 'op-4'), fc.string({ maxLength: 6 })),
+        ok: fc.boolean(),
+        error: fc.string({ maxLength: 10 }),
+      }),
+      { maxLength: 3 },
+    ),
   });
   await fc.assert(
     fc.asyncProperty(fc.array(messageArb, { minLength: 1, maxLength: 8 }), async (messages) => {
@@ -35,28 +45,57 @@ test('nothing a host reports or acknowledges changes another host’s instances,
       const runtime = new FleetRuntime({
         enqueue: async (_hostId: string, op: NewOperation) => {
           seq += 1;
-          return { ...op, id: `op-${seq}`, seq } as Operation;
+          return { ...op, id: `op-${seq}`, seq };
         },
-        placements: { placed: async (ids) => new Map(ids.flatMap((id) => (placed.has(id) ? [[id, placed.get(id)!] as const] : []))) },
+        placements: {
+          placed: async (ids) => new Map(ids.flatMap((id) => (placed.has(id) ? [[id, placed.get(id)!] as const] : []))),
+        },
         clock: new FakeClock(),
         logger: pino({ level: 'silent' }),
       });
-      for (const [id, hostId] of [['a-1', 'host-a'], ['a-2', 'host-a'], ['b-1', 'host-b'], ['b-2', 'host-b']] as const) {
+      for (const [id, hostId] of [
+        ['a-1', 'host-a'],
+        ['a-2', 'host-a'],
+        ['b-1', 'host-b'],
+        ['b-2', 'host-b'],
+      ] as const) {
         const spec = { ...instanceSpec({ hostId }), id };
         placed.set(id, { hostId, owner: spec.owner });
         await runtime.start(spec);
       }
-      await runtime.applyReport('host-b', { full: true, items: [{ id: 'b-1', owner: { kind: 'pod', accountId: 'contract' }, state: 'running', startedAt: 1, exitCode: null, reason: null }] });
+      await runtime.applyReport('host-b', {
+        full: true,
+        items: [
+          {
+            id: 'b-1',
+            owner: { kind: 'pod', accountId: 'contract' },
+            state: 'running',
+            startedAt: 1,
+            exitCode: null,
+            reason: null,
+          },
+        ],
+      });
       const before = await Promise.all(['a-1', 'a-2'].map((id) => runtime.inspect(id)));
       for (const m of messages) {
-        const items = m.items.map((i) => ({ ...i, owner: { kind: 'pod', accountId: 'attacker' }, startedAt: 0 }) as unknown as InstanceReport);
+        const items = m.items.map(
+          (i) => ({ ...i, owner: { kind: 'pod', accountId: 'attacker' }, startedAt: 0 }) as unknown as InstanceReport,
+        );
         await runtime.receive('host-b', { acks: m.acks, instances: { full: m.full, items } });
       }
-      assert.deepEqual(await Promise.all(['a-1', 'a-2'].map((id) => runtime.inspect(id))), before, 'host-a’s instances are untouched');
-      for (const s of await runtime.list()) assert.ok((STATES as readonly string[]).includes(s.state), `state ${s.state}`);
+      assert.deepEqual(
+        await Promise.all(['a-1', 'a-2'].map((id) => runtime.inspect(id))),
+        before,
+        'host-a’s instances are untouched',
+      );
+      for (const s of await runtime.list())
+        assert.ok((STATES as readonly string[]).includes(s.state), `state ${s.state}`);
       assert.equal(await runtime.inspect('never-placed'), null);
       const attached = await runtime.attach();
-      assert.ok(attached.every((a) => a.owner?.accountId === 'contract'), 'no owner an agent claims is taken');
+      assert.ok(
+        attached.every((a) => a.owner?.accountId === 'contract'),
+        'no owner an agent claims is taken',
+      );
       await runtime.close();
     }),
     { numRuns: 200 },

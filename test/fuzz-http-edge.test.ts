@@ -19,7 +19,9 @@ interface RawAnswer {
 const parse = (raw: string): RawAnswer => {
   const [head = '', ...rest] = raw.split('\r\n\r\n');
   const [statusLine = '', ...lines] = head.split('\r\n');
-  const headers = Object.fromEntries(lines.map((l) => [l.slice(0, l.indexOf(':')).toLowerCase(), l.slice(l.indexOf(':') + 1).trim()]));
+  const headers = Object.fromEntries(
+    lines.map((l) => [l.slice(0, l.indexOf(':')).toLowerCase(), l.slice(l.indexOf(':') + 1).trim()]),
+  );
   return { status: Number(statusLine.split(' ')[1]), headers, body: rest.join('\r\n\r\n'), raw };
 };
 
@@ -67,14 +69,28 @@ describe('request timeouts', () => {
   before(async () => {
     const jobsPort = await freePort();
     // The long-poll holds (1.5 s) are well past the request timeout (0.4 s).
-    s = await startListeningServer({ server: { requestTimeoutMs: 400, headersTimeoutMs: 300, jobPort: jobsPort }, jobs: { takeWaitMs: 1500 } });
+    s = await startListeningServer({
+      server: { requestTimeoutMs: 400, headersTimeoutMs: 300, jobPort: jobsPort },
+      jobs: { takeWaitMs: 1500 },
+    });
     port = Number(new URL(s.server.url).port);
     jobPort = Number(new URL(s.server.jobUrl!).port);
     const { services } = s.server;
     const account = await services.accounts.createAccount('slow');
     key = (await services.accounts.createKey(account.id, { scope: 'write' })).key;
-    const template = await services.templates.create(account.id, { name: 't', imageName: 'worker:dev', isServerless: true });
-    endpointId = (await services.endpoints.create(account.id, { name: 'e', templateId: template.id, gpuIds: 'ADA_24', workersMax: 0 })).id;
+    const template = await services.templates.create(account.id, {
+      name: 't',
+      imageName: 'worker:dev',
+      isServerless: true,
+    });
+    endpointId = (
+      await services.endpoints.create(account.id, {
+        name: 'e',
+        templateId: template.id,
+        gpuIds: 'ADA_24',
+        workersMax: 0,
+      })
+    ).id;
   });
   after(() => s?.close());
 
@@ -131,17 +147,18 @@ describe('connections per client', () => {
     assert.equal(other.status, 200, other.raw);
     // the held connections still work
     const again = await new Promise<string>((resolve) => {
-      held[0]!.once('data', (d: string) => resolve(d));
-      held[0]!.write('GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n');
+      held[0].once('data', (d: string) => resolve(d));
+      held[0].write('GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n');
     });
     assert.match(again, /^HTTP\/1\.1 200/);
     // once one closes, the client may connect again (the server sees the close a moment later)
     await new Promise<void>((resolve) => {
-      held[1]!.once('close', () => resolve());
-      held[1]!.destroy();
+      held[1].once('close', () => resolve());
+      held[1].destroy();
     });
     let answer = refused;
-    for (let i = 0; i < 50 && answer.status === 429; i++) answer = await untilClosed(port, 'GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n');
+    for (let i = 0; i < 50 && answer.status === 429; i++)
+      answer = await untilClosed(port, 'GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n');
     assert.equal(answer.status, 200, answer.raw);
     for (const socket of held) socket.destroy();
   });
@@ -161,7 +178,11 @@ describe("errors of Node's HTTP parser", () => {
   after(() => s?.close());
 
   test('headers past the size limit answer 431 HEADERS_TOO_LARGE as problem+json', async () => {
-    assertProblem(await untilClosed(port, `GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`), 431, 'HEADERS_TOO_LARGE');
+    assertProblem(
+      await untilClosed(port, `GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`),
+      431,
+      'HEADERS_TOO_LARGE',
+    );
   });
 
   test('a malformed request line answers 400 BAD_REQUEST as problem+json', async () => {
@@ -171,7 +192,10 @@ describe("errors of Node's HTTP parser", () => {
   });
 
   test('bad chunked encoding answers 400 BAD_REQUEST as problem+json', async () => {
-    const answer = await untilClosed(port, `POST /v2/templates HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${key}\r\nTransfer-Encoding: chunked\r\nContent-Type: application/json\r\n\r\nzz\r\n{}\r\n0\r\n\r\n`);
+    const answer = await untilClosed(
+      port,
+      `POST /v2/templates HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${key}\r\nTransfer-Encoding: chunked\r\nContent-Type: application/json\r\n\r\nzz\r\n{}\r\n0\r\n\r\n`,
+    );
     assertProblem(answer, 400, 'BAD_REQUEST');
     assert.match(JSON.parse(answer.body).detail, /framed|HPE_/);
   });
@@ -181,7 +205,12 @@ describe('request ids', () => {
   test("a client's x-request-id is kept only when short and of a safe alphabet; otherwise a fresh id replaces it", async () => {
     const t = await createTestApp();
     try {
-      const idOf = async (sent: string): Promise<string> => String((await t.app.inject({ method: 'GET', url: '/healthz', headers: { 'x-request-id': sent } })).headers['x-request-id']);
+      const idOf = async (sent: string): Promise<string> =>
+        String(
+          (await t.app.inject({ method: 'GET', url: '/healthz', headers: { 'x-request-id': sent } })).headers[
+            'x-request-id'
+          ],
+        );
       for (const safe of ['trace-1', 'a.b_c:d-9', 'x'.repeat(128)]) assert.equal(await idOf(safe), safe);
       for (const unsafe of ['line\n{"level":60,"msg":"forged"}', 'has space', '"quoted"', 'x'.repeat(129), 'é', '']) {
         const id = await idOf(unsafe);

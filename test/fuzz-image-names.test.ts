@@ -10,18 +10,35 @@ import { loadConfig } from '../src/config.js';
 import { assertImageRefused, dockerApp } from './support/docker-app.js';
 import type { FakeRuntime } from './support/fake-runtime.js';
 
-const PROTOTYPE_NAMES = ['constructor', '__proto__', 'toString', 'hasOwnProperty', 'valueOf', '__defineGetter__', 'isPrototypeOf'];
+const PROTOTYPE_NAMES = [
+  'constructor',
+  '__proto__',
+  'toString',
+  'hasOwnProperty',
+  'valueOf',
+  '__defineGetter__',
+  'isPrototypeOf',
+];
 
 let t: TestApp;
 let key: string;
 
 before(async () => {
-  t = await createTestApp({ file: { rateLimits: { minute: 1_000_000, hour: 1_000_000, day: 1_000_000 }, images: { 'mapped:1': { command: ['true'] } } } });
+  t = await createTestApp({
+    file: {
+      rateLimits: { minute: 1_000_000, hour: 1_000_000, day: 1_000_000 },
+      images: { 'mapped:1': { command: ['true'] } },
+    },
+  });
   key = (await t.newAccount('names')).key;
 });
 after(() => t.close());
 
-async function statusOf(id: string, wanted: string, timeoutMs = 20_000): Promise<{ status: string; statusReason: string | null }> {
+async function statusOf(
+  id: string,
+  wanted: string,
+  timeoutMs = 20_000,
+): Promise<{ status: string; statusReason: string | null }> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const pod = json(await t.request(key, 'GET', `/v2/pods/${id}`));
@@ -33,7 +50,11 @@ async function statusOf(id: string, wanted: string, timeoutMs = 20_000): Promise
 test('pods whose image is named like an Object.prototype member run as placeholders and reach RUNNING', async () => {
   for (const image of PROTOTYPE_NAMES) {
     assert.equal(t.services.runtime.runsAsPlaceholder?.(image), true, image);
-    const res = await t.request(key, 'POST', '/v2/pods', { name: `p-${image}`, image, gpu: { id: 'NVIDIA GeForce RTX 4090' } });
+    const res = await t.request(key, 'POST', '/v2/pods', {
+      name: `p-${image}`,
+      image,
+      gpu: { id: 'NVIDIA GeForce RTX 4090' },
+    });
     assert.equal(res.statusCode, 201, res.body);
     const pod = await statusOf(json(res).id, 'RUNNING');
     assert.equal(pod.status, 'RUNNING', `${image}: ${pod.status} ${pod.statusReason ?? ''}`);
@@ -119,8 +140,16 @@ describe('registry references that would aim the Docker Engine at the host or it
   test('every spelling is refused for pods and templates, over REST and GraphQL, with 400 IMAGE_NOT_ALLOWED and nothing started', async () => {
     const startedBefore = runtime.started.length;
     for (const image of HOSTILE) {
-      assertImageRefused(await t.request(dockerKey, 'POST', '/v2/pods', { name: 'ssrf', image, gpu: { id: 'NVIDIA GeForce RTX 4090' } }), /^image is not allowed: its registry /, `pod ${image}`);
-      assertImageRefused(await t.request(dockerKey, 'POST', '/v2/templates', { name: 'ssrf', imageName: image }), /^imageName is not allowed: its registry /, `template ${image}`);
+      assertImageRefused(
+        await t.request(dockerKey, 'POST', '/v2/pods', { name: 'ssrf', image, gpu: { id: 'NVIDIA GeForce RTX 4090' } }),
+        /^image is not allowed: its registry /,
+        `pod ${image}`,
+      );
+      assertImageRefused(
+        await t.request(dockerKey, 'POST', '/v2/templates', { name: 'ssrf', imageName: image }),
+        /^imageName is not allowed: its registry /,
+        `template ${image}`,
+      );
       const res = await t.request(dockerKey, 'POST', '/graphql', {
         query: 'mutation d($input: PodFindAndDeployOnDemandInput) { podFindAndDeployOnDemand(input: $input) { id } }',
         variables: { input: { name: 'ssrf', imageName: image, gpuTypeId: 'NVIDIA GeForce RTX 4090', gpuCount: 1 } },
@@ -135,7 +164,13 @@ describe('registry references that would aim the Docker Engine at the host or it
 
   test('references that only look like a host stay on Docker Hub and are accepted', async () => {
     // One component is always Docker Hub's library (`localhost:5000` is library/localhost, tag 5000).
-    for (const image of ['localhost:5000', '127.0.0.1', 'localhost', 'team/localhost:5000', 'library/ubuntu@sha256:' + 'c'.repeat(64)]) {
+    for (const image of [
+      'localhost:5000',
+      '127.0.0.1',
+      'localhost',
+      'team/localhost:5000',
+      'library/ubuntu@sha256:' + 'c'.repeat(64),
+    ]) {
       const res = await t.request(dockerKey, 'POST', '/v2/templates', { name: 'hub', imageName: image });
       assert.equal(res.statusCode, 201, `${image}: ${res.body}`);
     }

@@ -48,13 +48,15 @@ const refused = (res: LightMyRequestResponse, name: string): void => {
   assert.equal(body.code, 'ENV_NOT_ALLOWED');
   assert.ok(body.detail.includes(`"${name}"`), body.detail);
 };
-const createPod = (body: Record<string, unknown>) => t.request(a.key, 'POST', '/v2/pods', { name: 'p', image: 'test/env-dump', gpu: { id: GPU }, ...body });
-const gql = async (query: string): Promise<{ data: unknown; errors?: Array<{ message: string; extensions: { code: string } }> }> => {
+const createPod = (body: Record<string, unknown>) =>
+  t.request(a.key, 'POST', '/v2/pods', { name: 'p', image: 'test/env-dump', gpu: { id: GPU }, ...body });
+const gql = async (
+  query: string,
+): Promise<{ data: unknown; errors?: Array<{ message: string; extensions: { code: string } }> }> => {
   const res = await t.request(a.key, 'POST', '/graphql', { query });
   assert.equal(res.statusCode, 200, res.body);
   return json(res);
 };
-
 
 const envFileOf = (id: string): string => envFileIn(t.config.dataDir, id);
 const seenEnv = (id: string): Promise<Record<string, string>> => seenEnvIn(t.config.dataDir, id);
@@ -71,7 +73,8 @@ describe('the API refuses tenant env that changes what a process runs', () => {
       BASH_ENV: evil,
       GANTRY_INSTANCE_ID: 'someone-else',
     };
-    for (const [name, value] of Object.entries(attacks)) refused(await createPod({ env: { MODEL: 'ok', [name]: value } }), name);
+    for (const [name, value] of Object.entries(attacks))
+      refused(await createPod({ env: { MODEL: 'ok', [name]: value } }), name);
     assert.deepEqual((await t.services.pods.list(a.accountId)).length, 0);
   });
 
@@ -91,8 +94,12 @@ describe('the API refuses tenant env that changes what a process runs', () => {
       TRITON_CACHE_DIR: attackDir,
       OMPI_MCA_mca_base_component_path: attackDir,
     };
-    for (const [name, value] of Object.entries(attacks)) refused(await createPod({ env: { MODEL: 'ok', [name]: value } }), name);
-    const ok = await createPod({ image: 'ubuntu:22.04', env: { JUPYTER_PASSWORD: 'mine', PUBLIC_KEY: 'ssh-ed25519 AAAA me' } });
+    for (const [name, value] of Object.entries(attacks))
+      refused(await createPod({ env: { MODEL: 'ok', [name]: value } }), name);
+    const ok = await createPod({
+      image: 'ubuntu:22.04',
+      env: { JUPYTER_PASSWORD: 'mine', PUBLIC_KEY: 'ssh-ed25519 AAAA me' },
+    });
     assert.equal(ok.statusCode, 201, ok.body);
   });
 
@@ -105,27 +112,56 @@ describe('the API refuses tenant env that changes what a process runs', () => {
   });
 
   test('a template create or update naming PATH or BASH_ENV is refused: its env reaches every pod and worker made from it', async () => {
-    refused(await t.request(a.key, 'POST', '/v2/templates', { name: 'evil-tpl', imageName: 'test/env-dump', env: { PATH: attackDir } }), 'PATH');
-    const ok = await t.request(a.key, 'POST', '/v2/templates', { name: 'good-tpl', imageName: 'test/env-dump', env: { MODEL: 'ok' } });
+    refused(
+      await t.request(a.key, 'POST', '/v2/templates', {
+        name: 'evil-tpl',
+        imageName: 'test/env-dump',
+        env: { PATH: attackDir },
+      }),
+      'PATH',
+    );
+    const ok = await t.request(a.key, 'POST', '/v2/templates', {
+      name: 'good-tpl',
+      imageName: 'test/env-dump',
+      env: { MODEL: 'ok' },
+    });
     assert.equal(ok.statusCode, 201, ok.body);
     refused(await t.request(a.key, 'PATCH', `/v2/templates/${json(ok).id}`, { env: { BASH_ENV: evil } }), 'BASH_ENV');
   });
 
   test('GraphQL podFindAndDeployOnDemand, deployCpuPod and saveTemplate refuse the same variables', async () => {
-    const gpu = await gql(`mutation { podFindAndDeployOnDemand(input: { name: "g", imageName: "test/env-dump", gpuTypeId: "${GPU}", gpuCount: 1, env: [{ key: "NODE_OPTIONS", value: "--require=${evil}" }] }) { id } }`);
+    const gpu = await gql(
+      `mutation { podFindAndDeployOnDemand(input: { name: "g", imageName: "test/env-dump", gpuTypeId: "${GPU}", gpuCount: 1, env: [{ key: "NODE_OPTIONS", value: "--require=${evil}" }] }) { id } }`,
+    );
     assert.equal(gpu.errors?.[0]?.extensions.code, 'ENV_NOT_ALLOWED', JSON.stringify(gpu));
-    assert.match(gpu.errors[0]!.message, /"NODE_OPTIONS"/);
-    const cpu = await gql(`mutation { deployCpuPod(input: { name: "c", imageName: "test/env-dump", env: [{ key: "LD_PRELOAD", value: "/tmp/evil.so" }] }) { id } }`);
+    assert.match(gpu.errors[0].message, /"NODE_OPTIONS"/);
+    const cpu = await gql(
+      `mutation { deployCpuPod(input: { name: "c", imageName: "test/env-dump", env: [{ key: "LD_PRELOAD", value: "/tmp/evil.so" }] }) { id } }`,
+    );
     assert.equal(cpu.errors?.[0]?.extensions.code, 'ENV_NOT_ALLOWED', JSON.stringify(cpu));
-    assert.match(cpu.errors[0]!.message, /"LD_PRELOAD"/);
-    const tpl = await gql(`mutation { saveTemplate(input: { name: "t", imageName: "test/env-dump", containerDiskInGb: 10, volumeInGb: 0, env: [{ key: "PYTHONWARNINGS", value: "ignore::antigravity.x" }] }) { id } }`);
+    assert.match(cpu.errors[0].message, /"LD_PRELOAD"/);
+    const tpl = await gql(
+      `mutation { saveTemplate(input: { name: "t", imageName: "test/env-dump", containerDiskInGb: 10, volumeInGb: 0, env: [{ key: "PYTHONWARNINGS", value: "ignore::antigravity.x" }] }) { id } }`,
+    );
     assert.equal(tpl.errors?.[0]?.extensions.code, 'ENV_NOT_ALLOWED', JSON.stringify(tpl));
-    assert.match(tpl.errors[0]!.message, /"PYTHONWARNINGS"/);
+    assert.match(tpl.errors[0].message, /"PYTHONWARNINGS"/);
   });
 
   test("a serverless endpoint's env naming LD_PRELOAD is refused", async () => {
-    const tpl = await t.services.templates.create(a.accountId, { name: 'worker', imageName: 'test/env-dump', isServerless: true });
-    refused(await t.request(a.key, 'POST', '/v2/serverless', { name: 'ep', templateId: tpl.id, gpuIds: 'ADA_24', env: { LD_PRELOAD: '/tmp/evil.so' } }), 'LD_PRELOAD');
+    const tpl = await t.services.templates.create(a.accountId, {
+      name: 'worker',
+      imageName: 'test/env-dump',
+      isServerless: true,
+    });
+    refused(
+      await t.request(a.key, 'POST', '/v2/serverless', {
+        name: 'ep',
+        templateId: tpl.id,
+        gpuIds: 'ADA_24',
+        env: { LD_PRELOAD: '/tmp/evil.so' },
+      }),
+      'LD_PRELOAD',
+    );
   });
 
   test("an image's tenantEnv allow-list refuses any other name, naming it", async () => {
@@ -148,7 +184,14 @@ describe('env that reached the store or the runtime another way never reaches th
     const stopped = await t.request(a.key, 'POST', `/v2/pods/${id}/action`, { action: 'stop' });
     assert.equal(stopped.statusCode, 200, stopped.body);
     // As if stored before the rule existed.
-    await t.services.pods.store.update(id, { env: { MODEL: 'stored', NODE_OPTIONS: `--require=${evil}`, PATH: attackDir, LD_PRELOAD: join(attackDir, 'evil.so') } });
+    await t.services.pods.store.update(id, {
+      env: {
+        MODEL: 'stored',
+        NODE_OPTIONS: `--require=${evil}`,
+        PATH: attackDir,
+        LD_PRELOAD: join(attackDir, 'evil.so'),
+      },
+    });
     unlinkSync(envFileOf(id));
     const started = await t.request(a.key, 'POST', `/v2/pods/${id}/action`, { action: 'start' });
     assert.equal(started.statusCode, 200, started.body);
@@ -160,10 +203,16 @@ describe('env that reached the store or the runtime another way never reaches th
     assert.equal(existsSync(marker), false, 'the NODE_OPTIONS payload ran');
   });
 
-  test("an instance spec handed straight to the runtime has its tenant env screened the same way, and its platform env kept", async () => {
+  test('an instance spec handed straight to the runtime has its tenant env screened the same way, and its platform env kept', async () => {
     const spec = instanceSpec({
       image: 'test/env-dump',
-      env: { NODE_OPTIONS: `--require=${evil}`, PYTHONWARNINGS: 'ignore::antigravity.x', BROWSER: evil, RUNPOD_AI_API_KEY: 'forged', KEPT: 'yes' },
+      env: {
+        NODE_OPTIONS: `--require=${evil}`,
+        PYTHONWARNINGS: 'ignore::antigravity.x',
+        BROWSER: evil,
+        RUNPOD_AI_API_KEY: 'forged',
+        KEPT: 'yes',
+      },
       platformEnv: { RUNPOD_AI_API_KEY: 'platform' },
     });
     await t.services.runtime.start(spec);
@@ -179,9 +228,12 @@ describe('env that reached the store or the runtime another way never reaches th
   });
 
   test('an image mapped with tenantArgs false refuses to start an instance that sets args, saying so', async () => {
-    await assert.rejects(t.services.runtime.start(instanceSpec({ image: 'test/no-args', args: `-e require(${JSON.stringify(evil)})` })), {
-      message: /^cannot start image "test\/no-args": its mapping takes no args \(tenantArgs: false\)/,
-    });
+    await assert.rejects(
+      t.services.runtime.start(instanceSpec({ image: 'test/no-args', args: `-e require(${JSON.stringify(evil)})` })),
+      {
+        message: /^cannot start image "test\/no-args": its mapping takes no args \(tenantArgs: false\)/,
+      },
+    );
     assert.equal(existsSync(marker), false);
   });
 });

@@ -11,9 +11,13 @@ import { createTestApp, dialects, json, type TestApp } from './support/harness.j
 import { DUMP_ENV, envFileOf as envFileIn, seenEnv as seenEnvIn } from './support/env-dump.js';
 
 const GPU = 'NVIDIA GeForce RTX 4090';
-const blob = Buffer.concat([Buffer.from([0, 0, 0, 11]), Buffer.from('ssh-ed25519'), Buffer.from([0, 0, 0, 32]), Buffer.alloc(32, 7)]).toString('base64');
+const blob = Buffer.concat([
+  Buffer.from([0, 0, 0, 11]),
+  Buffer.from('ssh-ed25519'),
+  Buffer.from([0, 0, 0, 32]),
+  Buffer.alloc(32, 7),
+]).toString('base64');
 const SSH_KEY = `ssh-ed25519 ${blob} me@laptop`;
-
 
 for (const { name, skip } of dialects()) {
   describe(`platform env beside a narrowed tenant env (${name})`, { skip }, () => {
@@ -43,7 +47,12 @@ for (const { name, skip } of dialects()) {
     const envFileOf = (id: string): string => envFileIn(t.config.dataDir, id);
     const seenEnv = (id: string): Promise<Record<string, string>> => seenEnvIn(t.config.dataDir, id);
     const createPod = async (body: Record<string, unknown>): Promise<string> => {
-      const res = await t.request(a.key, 'POST', '/v2/pods', { name: 'p', image: 'test/narrow', gpu: { id: GPU }, ...body });
+      const res = await t.request(a.key, 'POST', '/v2/pods', {
+        name: 'p',
+        image: 'test/narrow',
+        gpu: { id: GPU },
+        ...body,
+      });
       assert.equal(res.statusCode, 201, res.body);
       return json(res).id as string;
     };
@@ -58,7 +67,14 @@ for (const { name, skip } of dialects()) {
 
       assert.equal((await t.request(a.key, 'POST', `/v2/pods/${id}/action`, { action: 'stop' })).statusCode, 200);
       // As if stored before the rule existed, or by a path the API does not check.
-      await t.services.pods.store.update(id, { env: { MODEL_NAME: 'stored', LD_PRELOAD: '/tmp/evil.so', JUPYTER_PASSWORD: 'forged', RUNPOD_AI_API_KEY: 'forged' } });
+      await t.services.pods.store.update(id, {
+        env: {
+          MODEL_NAME: 'stored',
+          LD_PRELOAD: '/tmp/evil.so',
+          JUPYTER_PASSWORD: 'forged',
+          RUNPOD_AI_API_KEY: 'forged',
+        },
+      });
       unlinkSync(envFileOf(id));
       assert.equal((await t.request(a.key, 'POST', `/v2/pods/${id}/action`, { action: 'start' })).statusCode, 200);
       env = await seenEnv(id);
@@ -76,8 +92,19 @@ for (const { name, skip } of dialects()) {
     });
 
     test('a launched worker sees its worker-protocol variables, its key and the SDK flags, and its tenant env only as narrowed', async () => {
-      const template = await t.services.templates.create(a.accountId, { name: 'worker', imageName: 'test/narrow', isServerless: true, env: { MODEL_NAME: 'small' } });
-      const ep = await t.services.endpoints.create(a.accountId, { name: 'ep', templateId: template.id, gpuIds: 'ADA_24', workersMin: 0, workersMax: 1 });
+      const template = await t.services.templates.create(a.accountId, {
+        name: 'worker',
+        imageName: 'test/narrow',
+        isServerless: true,
+        env: { MODEL_NAME: 'small' },
+      });
+      const ep = await t.services.endpoints.create(a.accountId, {
+        name: 'ep',
+        templateId: template.id,
+        gpuIds: 'ADA_24',
+        workersMin: 0,
+        workersMax: 1,
+      });
       const submitted = await t.request(a.key, 'POST', `/v2/${ep.id}/run`, { input: {} });
       assert.equal(submitted.statusCode, 200, submitted.body);
       await t.services.autoscaler.tick(clock.now());
@@ -89,7 +116,14 @@ for (const { name, skip } of dialects()) {
       assert.equal(env.RUNPOD_ENDPOINT_ID, ep.id);
       assert.ok(env.RUNPOD_AI_API_KEY, 'the worker has no key');
       assert.equal((await t.services.accounts.authenticate(env.RUNPOD_AI_API_KEY))?.accountId, a.accountId);
-      for (const name of ['RUNPOD_WEBHOOK_GET_JOB', 'RUNPOD_WEBHOOK_POST_OUTPUT', 'RUNPOD_WEBHOOK_POST_STREAM', 'RUNPOD_WEBHOOK_PING', 'RUNPOD_PING_INTERVAL', 'RUNPOD_POD_HOSTNAME'])
+      for (const name of [
+        'RUNPOD_WEBHOOK_GET_JOB',
+        'RUNPOD_WEBHOOK_POST_OUTPUT',
+        'RUNPOD_WEBHOOK_POST_STREAM',
+        'RUNPOD_WEBHOOK_PING',
+        'RUNPOD_PING_INTERVAL',
+        'RUNPOD_POD_HOSTNAME',
+      ])
         assert.ok(env[name], `${name} is missing`);
       assert.equal(env.RUNPOD_SKIP_GPU_CHECK, 'true');
       assert.equal(env.RUNPOD_SKIP_AUTO_SYSTEM_CHECKS, 'true');

@@ -17,7 +17,11 @@ for (const dialect of dialects()) {
     before(async () => {
       t = await createTestApp({ dialect: dialect.name, file: { jobs: { takeWaitMs: 50 } } });
       ({ key, accountId } = await t.newAccount('hostile'));
-      const template = await t.services.templates.create(accountId, { name: 'tpl', imageName: 'worker:dev', isServerless: true });
+      const template = await t.services.templates.create(accountId, {
+        name: 'tpl',
+        imageName: 'worker:dev',
+        isServerless: true,
+      });
       ep = (await t.services.endpoints.create(accountId, { name: 'ep', templateId: template.id, gpuIds: 'ADA_24' })).id;
     });
     after(() => t?.close());
@@ -31,14 +35,39 @@ for (const dialect of dialects()) {
     };
 
     test('a REST body string holding a NUL answers 422 naming the field', async () => {
-      const named = problem(await t.request(key, 'POST', '/v2/templates', { name: 'a\u0000b', imageName: 'ubuntu:22.04' }), 422, 'VALIDATION_FAILED');
+      const named = problem(
+        await t.request(key, 'POST', '/v2/templates', { name: 'a\u0000b', imageName: 'ubuntu:22.04' }),
+        422,
+        'VALIDATION_FAILED',
+      );
       assert.deepEqual(named.errors, ['name: must not contain a NUL character (\\u0000)']);
-      const envValue = problem(await t.request(key, 'POST', '/v2/templates', { name: 'n', imageName: 'i', env: { A: 'x\u0000' } }), 422, 'VALIDATION_FAILED');
+      const envValue = problem(
+        await t.request(key, 'POST', '/v2/templates', { name: 'n', imageName: 'i', env: { A: 'x\u0000' } }),
+        422,
+        'VALIDATION_FAILED',
+      );
       assert.deepEqual(envValue.errors, ['env.A: must not contain a NUL character (\\u0000)']);
-      const envKey = problem(await t.request(key, 'POST', '/v2/pods', { name: 'n', image: 'i', gpu: { id: 'NVIDIA GeForce RTX 4090' }, env: { 'K\u0000': 'v' } }), 422, 'VALIDATION_FAILED');
+      const envKey = problem(
+        await t.request(key, 'POST', '/v2/pods', {
+          name: 'n',
+          image: 'i',
+          gpu: { id: 'NVIDIA GeForce RTX 4090' },
+          env: { 'K\u0000': 'v' },
+        }),
+        422,
+        'VALIDATION_FAILED',
+      );
       assert.deepEqual(envKey.errors, ['env.K\\u0000: must not contain a NUL character (\\u0000)']);
-      problem(await t.request(key, 'POST', '/v2/registries', { name: 'r', username: 'u', password: 'p\u0000' }), 422, 'VALIDATION_FAILED');
-      problem(await t.request(key, 'POST', '/v2/serverless', { name: '\u0000', templateId: 'x', gpuIds: 'ADA_24' }), 422, 'VALIDATION_FAILED');
+      problem(
+        await t.request(key, 'POST', '/v2/registries', { name: 'r', username: 'u', password: 'p\u0000' }),
+        422,
+        'VALIDATION_FAILED',
+      );
+      problem(
+        await t.request(key, 'POST', '/v2/serverless', { name: '\u0000', templateId: 'x', gpuIds: 'ADA_24' }),
+        422,
+        'VALIDATION_FAILED',
+      );
     });
 
     test('an escaped backslash before u0000 is text, not a NUL, and is stored as sent', async () => {
@@ -52,13 +81,25 @@ for (const dialect of dialects()) {
         ['/v2/templates', { name: 'n', imageName: 'i', containerDiskInGb: 2 ** 31 }],
         ['/v2/templates', { name: 'n', imageName: 'i', volumeInGb: 10_001 }],
         ['/v2/pods', { name: 'n', image: 'i', gpu: { id: 'NVIDIA GeForce RTX 4090' }, disk: 2 ** 31 }],
-        ['/v2/pods', { name: 'n', image: 'i', gpu: { id: 'NVIDIA GeForce RTX 4090' }, mounts: { persistent: { size: 2 ** 53, path: '/w' } } }],
+        [
+          '/v2/pods',
+          {
+            name: 'n',
+            image: 'i',
+            gpu: { id: 'NVIDIA GeForce RTX 4090' },
+            mounts: { persistent: { size: 2 ** 53, path: '/w' } },
+          },
+        ],
         ['/v2/network-volumes', { name: 'n', size: 2 ** 31, dataCenterId: 'US-TX-3' }],
       ] as const) {
         const p = problem(await t.request(key, 'POST', url, body), 422, 'VALIDATION_FAILED');
         assert.match(p.detail, /must be <= /, `${url} ${JSON.stringify(body)}`);
       }
-      const tpl = await t.request(key, 'POST', '/v2/templates', { name: 'big', imageName: 'i', containerDiskInGb: 10_000 });
+      const tpl = await t.request(key, 'POST', '/v2/templates', {
+        name: 'big',
+        imageName: 'i',
+        containerDiskInGb: 10_000,
+      });
       assert.equal(tpl.statusCode, 201, tpl.body);
       const patched = await t.request(key, 'PATCH', `/v2/templates/${json(tpl).id}`, { containerDiskInGb: 2 ** 31 });
       problem(patched, 422, 'VALIDATION_FAILED');
@@ -82,9 +123,14 @@ for (const dialect of dialects()) {
     });
 
     test('a GraphQL string argument or variable holding a NUL answers a VALIDATION_FAILED error naming it', async () => {
-      const inline = await t.request(key, 'POST', '/graphql', { query: 'mutation { saveTemplate(input: { name: "a\\u0000", imageName: "i" }) { id } }' });
+      const inline = await t.request(key, 'POST', '/graphql', {
+        query: 'mutation { saveTemplate(input: { name: "a\\u0000", imageName: "i" }) { id } }',
+      });
       assert.equal(inline.statusCode, 200);
-      assert.deepEqual(json(inline).errors.map((e: { extensions: { code: string } }) => e.extensions.code), ['VALIDATION_FAILED']);
+      assert.deepEqual(
+        json(inline).errors.map((e: { extensions: { code: string } }) => e.extensions.code),
+        ['VALIDATION_FAILED'],
+      );
       assert.match(json(inline).errors[0].message, /input\.name: must not contain a NUL/);
       const variables = await t.request(key, 'POST', '/graphql', {
         query: 'mutation M($input: SaveTemplateInput) { saveTemplate(input: $input) { id } }',
@@ -101,11 +147,17 @@ for (const dialect of dialects()) {
       const take = await t.request(key, 'GET', `/v2/${ep}/job-take/w-nul`);
       assert.equal(take.statusCode, 200, take.body);
       assert.deepEqual(json(take).input, { text: 'a\u0000b' });
-      const done = await t.request(key, 'POST', `/v2/${ep}/job-done/w-nul/${json(take).id}`, { output: { echo: '\u0000' } });
+      const done = await t.request(key, 'POST', `/v2/${ep}/job-done/w-nul/${json(take).id}`, {
+        output: { echo: '\u0000' },
+      });
       assert.equal(done.statusCode, 200, done.body);
       const status = await t.request(key, 'GET', `/v2/${ep}/status/${json(run).id}`);
       assert.deepEqual([json(status).status, json(status).output], ['COMPLETED', { echo: '\u0000' }]);
-      const hook = problem(await t.request(key, 'POST', `/v2/${ep}/run`, { input: {}, webhook: 'https://example.com/\u0000' }), 400, 'INVALID_PARAMETER');
+      const hook = problem(
+        await t.request(key, 'POST', `/v2/${ep}/run`, { input: {}, webhook: 'https://example.com/\u0000' }),
+        400,
+        'INVALID_PARAMETER',
+      );
       assert.ok(hook.errors?.includes('webhook must not contain a NUL character'), hook.detail);
     });
 
@@ -113,7 +165,9 @@ for (const dialect of dialects()) {
       const run = await t.request(key, 'POST', `/v2/${ep}/run`, { input: {} });
       const take = await t.request(key, 'GET', `/v2/${ep}/job-take/w-err`);
       assert.equal(json(take).id, json(run).id);
-      const done = await t.request(key, 'POST', `/v2/${ep}/job-done/w-err/${json(take).id}`, { error: 'bad\u0000byte' });
+      const done = await t.request(key, 'POST', `/v2/${ep}/job-done/w-err/${json(take).id}`, {
+        error: 'bad\u0000byte',
+      });
       assert.equal(done.statusCode, 200, done.body);
       const status = await t.request(key, 'GET', `/v2/${ep}/status/${json(run).id}`);
       assert.deepEqual([json(status).status, json(status).error], ['FAILED', 'bad\uFFFDbyte']);
@@ -121,11 +175,21 @@ for (const dialect of dialects()) {
 
     test('s3Config fields of the wrong type or length answer 400 INVALID_PARAMETER naming each, never echoing the secret', async () => {
       const secret = 'TOP-SECRET-'.repeat(200);
-      const res = await t.request(key, 'POST', `/v2/${ep}/run`, { input: {}, s3Config: { accessId: 42, accessSecret: secret, bucketName: ['b'], endpointUrl: 'https://s3.example.com' } });
+      const res = await t.request(key, 'POST', `/v2/${ep}/run`, {
+        input: {},
+        s3Config: { accessId: 42, accessSecret: secret, bucketName: ['b'], endpointUrl: 'https://s3.example.com' },
+      });
       const p = problem(res, 400, 'INVALID_PARAMETER');
-      assert.deepEqual(p.errors, ['s3Config.accessId must be a string', 's3Config.accessSecret must be at most 1024 characters', 's3Config.bucketName must be a string']);
+      assert.deepEqual(p.errors, [
+        's3Config.accessId must be a string',
+        's3Config.accessSecret must be at most 1024 characters',
+        's3Config.bucketName must be a string',
+      ]);
       assert.ok(!res.body.includes('TOP-SECRET'));
-      const ok = await t.request(key, 'POST', `/v2/${ep}/run`, { input: {}, s3Config: { accessId: 'a', accessSecret: 's', bucketName: 'b', endpointUrl: 'https://s3.example.com' } });
+      const ok = await t.request(key, 'POST', `/v2/${ep}/run`, {
+        input: {},
+        s3Config: { accessId: 'a', accessSecret: 's', bucketName: 'b', endpointUrl: 'https://s3.example.com' },
+      });
       assert.equal(ok.statusCode, 200, ok.body);
     });
   });

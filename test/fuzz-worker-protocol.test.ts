@@ -10,16 +10,24 @@ import { FakeClock } from '../src/domain/clock.js';
 import { buildApp } from '../src/http/app.js';
 import { loggerOptions } from '../src/http/app.js';
 
-async function setup(file: Record<string, unknown> = {}): Promise<{ t: TestApp; clock: FakeClock; key: string; accountId: string; ep: string }> {
+async function setup(
+  file: Record<string, unknown> = {},
+): Promise<{ t: TestApp; clock: FakeClock; key: string; accountId: string; ep: string }> {
   const clock = new FakeClock(Date.UTC(2026, 0, 1));
   const t = await createTestApp({ clock, file: { jobs: { takeWaitMs: 20, stopWaitMs: 20, ...file } } });
   const { key, accountId } = await t.newAccount('flooder');
-  const template = await t.services.templates.create(accountId, { name: 'tpl', imageName: 'worker:dev', isServerless: true });
-  const ep = (await t.services.endpoints.create(accountId, { name: 'ep', templateId: template.id, gpuIds: 'ADA_24' })).id;
+  const template = await t.services.templates.create(accountId, {
+    name: 'tpl',
+    imageName: 'worker:dev',
+    isServerless: true,
+  });
+  const ep = (await t.services.endpoints.create(accountId, { name: 'ep', templateId: template.id, gpuIds: 'ADA_24' }))
+    .id;
   return { t, clock, key, accountId, ep };
 }
 
-const ping = (t: TestApp, key: string, ep: string, workerId: string, query = '') => t.request(null, 'GET', `/v2/${ep}/ping/${workerId}${query}`, undefined, { authorization: key });
+const ping = (t: TestApp, key: string, ep: string, workerId: string, query = '') =>
+  t.request(null, 'GET', `/v2/${ep}/ping/${workerId}${query}`, undefined, { authorization: key });
 
 describe('worker protocol floods', () => {
   const apps: TestApp[] = [];
@@ -28,47 +36,63 @@ describe('worker protocol floods', () => {
   });
 
   // 20,000 requests take a while on a busy machine: the bound is on the work, not on the time.
-  test('20,000 pings with fresh worker ids leave a bounded number of rows, answer 429 with Retry-After past the bound, and write no log line each', { timeout: 600_000 }, async () => {
-    const { t, key, ep } = await setup();
-    apps.push(t);
-    const lines: string[] = [];
-    const sink = new Writable({
-      write(chunk, _encoding, done) {
-        lines.push(String(chunk));
-        done();
-      },
-    });
-    const logged = await buildApp(t.services, { logger: pino(loggerOptions('info'), sink) });
-    try {
-      const codes = new Map<number, number>();
-      let retryAfter: string | undefined;
-      for (let i = 0; i < 20_000; i += 250) {
-        const batch = await Promise.all(
-          Array.from({ length: 250 }, (_, j) => logged.inject({ method: 'GET', url: `/v2/${ep}/ping/fresh-${i + j}?job_id=x`, headers: { authorization: key } })),
-        );
-        for (const res of batch) {
-          codes.set(res.statusCode, (codes.get(res.statusCode) ?? 0) + 1);
-          if (res.statusCode === 429) retryAfter ??= res.headers['retry-after'] as string;
+  test(
+    '20,000 pings with fresh worker ids leave a bounded number of rows, answer 429 with Retry-After past the bound, and write no log line each',
+    { timeout: 600_000 },
+    async () => {
+      const { t, key, ep } = await setup();
+      apps.push(t);
+      const lines: string[] = [];
+      const sink = new Writable({
+        write(chunk, _encoding, done) {
+          lines.push(String(chunk));
+          done();
+        },
+      });
+      const logged = await buildApp(t.services, { logger: pino(loggerOptions('info'), sink) });
+      try {
+        const codes = new Map<number, number>();
+        let retryAfter: string | undefined;
+        for (let i = 0; i < 20_000; i += 250) {
+          const batch = await Promise.all(
+            Array.from({ length: 250 }, (_, j) =>
+              logged.inject({
+                method: 'GET',
+                url: `/v2/${ep}/ping/fresh-${i + j}?job_id=x`,
+                headers: { authorization: key },
+              }),
+            ),
+          );
+          for (const res of batch) {
+            codes.set(res.statusCode, (codes.get(res.statusCode) ?? 0) + 1);
+            if (res.statusCode === 429) retryAfter ??= res.headers['retry-after'] as string;
+          }
         }
+        const cap = t.config.jobs.workerRateLimits.attachedWorkers;
+        const rows = await t.services.db.kysely
+          .selectFrom('workers')
+          .select((eb) => eb.fn.countAll<number>().as('n'))
+          .where('endpoint_id', '=', ep)
+          .executeTakeFirstOrThrow();
+        assert.ok(Number(rows.n) <= cap, `${rows.n} rows for at most ${cap} hand-attached workers`);
+        assert.equal(codes.get(200), cap);
+        assert.equal(codes.get(429), 20_000 - cap);
+        assert.equal(retryAfter, String(t.config.jobs.heartbeatTimeoutMs / 1000));
+        const perPing = lines.filter((l) => l.includes('/ping/'));
+        assert.deepEqual(perPing.slice(0, 3), [], 'no request line per ping');
+      } finally {
+        await logged.close();
       }
-      const cap = t.config.jobs.workerRateLimits.attachedWorkers;
-      const rows = await t.services.db.kysely.selectFrom('workers').select((eb) => eb.fn.countAll<number>().as('n')).where('endpoint_id', '=', ep).executeTakeFirstOrThrow();
-      assert.ok(Number(rows.n) <= cap, `${rows.n} rows for at most ${cap} hand-attached workers`);
-      assert.equal(codes.get(200), cap);
-      assert.equal(codes.get(429), 20_000 - cap);
-      assert.equal(retryAfter, String(t.config.jobs.heartbeatTimeoutMs / 1000));
-      const perPing = lines.filter((l) => l.includes('/ping/'));
-      assert.deepEqual(perPing.slice(0, 3), [], 'no request line per ping');
-    } finally {
-      await logged.close();
-    }
-  });
+    },
+  );
 
   test('a worker calling faster than its limit gets 429 RATE_LIMITED with Retry-After, and its calls are admitted again in the next window', async () => {
     const { t, clock, key, ep } = await setup({ workerRateLimits: { perWorker: 50, perEndpoint: 1000 } });
     apps.push(t);
     for (let i = 0; i < 50; i++) assert.equal((await ping(t, key, ep, 'busy')).statusCode, 200);
-    const refused = await t.request(null, 'GET', `/v2/${ep}/job-take/busy?job_in_progress=1`, undefined, { authorization: key });
+    const refused = await t.request(null, 'GET', `/v2/${ep}/job-take/busy?job_in_progress=1`, undefined, {
+      authorization: key,
+    });
     assert.equal(refused.statusCode, 429);
     assert.match(String(refused.headers['content-type']), /application\/problem\+json/);
     assert.equal(json(refused).code, 'RATE_LIMITED');
@@ -84,7 +108,11 @@ describe('worker protocol floods', () => {
     apps.push(t);
     const attacker = await t.newAccount('attacker');
     for (let i = 0; i < 150; i++) await ping(t, attacker.key, ep, `w${i % 7}`);
-    assert.equal((await ping(t, key, ep, 'mine')).statusCode, 200, "the attacker's calls through the victim's endpoint id never counted against the victim");
+    assert.equal(
+      (await ping(t, key, ep, 'mine')).statusCode,
+      200,
+      "the attacker's calls through the victim's endpoint id never counted against the victim",
+    );
     for (let i = 1; i < 100; i++) assert.equal((await ping(t, key, ep, `w${i % 5}`)).statusCode, 200);
     const refused = await ping(t, key, ep, 'fresh');
     assert.equal(refused.statusCode, 429);

@@ -14,7 +14,22 @@ const weirdString = fc.oneof(
   fc.string(),
   fc.string({ unit: 'grapheme', maxLength: 50 }),
   fc.string({ unit: 'binary', maxLength: 20 }),
-  fc.constantFrom('', ' ', '..', '../../etc/passwd', '%00', '\u0000', 'a\u0000b', 'a'.repeat(5000), '1e309', 'null', '__proto__', 'constructor', "' OR 1=1 --", '<script>'),
+  fc.constantFrom(
+    '',
+    ' ',
+    '..',
+    '../../etc/passwd',
+    '%00',
+    '\u0000',
+    'a\u0000b',
+    'a'.repeat(5000),
+    '1e309',
+    'null',
+    '__proto__',
+    'constructor',
+    "' OR 1=1 --",
+    '<script>',
+  ),
 );
 /** Numbers at and past the edges of 32- and 64-bit integer columns. */
 const hugeNumber = fc.oneof(
@@ -25,9 +40,32 @@ const jsonValue = fc.oneof(
   { weight: 4, arbitrary: fc.jsonValue({ maxDepth: 4 }) },
   { weight: 1, arbitrary: fc.oneof(hugeNumber, weirdString) },
 );
-const objectWithWeirdKeys = fc.dictionary(fc.oneof(weirdString, fc.constantFrom('__proto__', 'constructor', 'name', 'gpu', 'cpu', 'mounts', 'input', 'action', 'size', 'ports', 'env')), jsonValue, { maxKeys: 8 });
+const objectWithWeirdKeys = fc.dictionary(
+  fc.oneof(
+    weirdString,
+    fc.constantFrom(
+      '__proto__',
+      'constructor',
+      'name',
+      'gpu',
+      'cpu',
+      'mounts',
+      'input',
+      'action',
+      'size',
+      'ports',
+      'env',
+    ),
+  ),
+  jsonValue,
+  { maxKeys: 8 },
+);
 /** Bodies of the right shape for the REST creates, with NUL, huge or out-of-range values in one field. */
-const hostileValue = fc.oneof(hugeNumber, fc.constantFrom('x\u0000y', '\u0000', 'ok'), fc.dictionary(fc.constantFrom('A', 'B\u0000', 'C'), fc.constantFrom('v', 'v\u0000')));
+const hostileValue = fc.oneof(
+  hugeNumber,
+  fc.constantFrom('x\u0000y', '\u0000', 'ok'),
+  fc.dictionary(fc.constantFrom('A', 'B\u0000', 'C'), fc.constantFrom('v', 'v\u0000')),
+);
 const nearlyValid = fc
   .tuple(
     fc.constantFrom<Record<string, unknown>>(
@@ -37,7 +75,28 @@ const nearlyValid = fc
       { name: 'n', username: 'u', password: 'p' },
       { name: 'n', templateId: 'abc', gpuIds: 'ADA_24' },
     ),
-    fc.constantFrom('name', 'image', 'imageName', 'containerDiskInGb', 'volumeInGb', 'disk', 'size', 'env', 'ports', 'args', 'username', 'password', 'workersMax', 'workersMin', 'idleTimeout', 'gpuCount', 'executionTimeoutMs', 'scalerValue', 'dataCenterId', 'volumeMountPath'),
+    fc.constantFrom(
+      'name',
+      'image',
+      'imageName',
+      'containerDiskInGb',
+      'volumeInGb',
+      'disk',
+      'size',
+      'env',
+      'ports',
+      'args',
+      'username',
+      'password',
+      'workersMax',
+      'workersMin',
+      'idleTimeout',
+      'gpuCount',
+      'executionTimeoutMs',
+      'scalerValue',
+      'dataCenterId',
+      'volumeMountPath',
+    ),
     hostileValue,
   )
   .map(([base, field, value]) => JSON.stringify({ ...base, [field]: value }));
@@ -47,16 +106,48 @@ const body = fc.oneof(
   nearlyValid,
   nearlyValid,
   weirdString, // not JSON at all
-  fc.constantFrom('{', '[1,2', '{"a":1}}', '\u0000\u0001', '{"__proto__":{"x":1}}', `{"name":"${'x'.repeat(100_000)}"}`, '{"name":"a\\u0000"}', '{"name":"n","size":99999999999}'),
+  fc.constantFrom(
+    '{',
+    '[1,2',
+    '{"a":1}}',
+    '\u0000\u0001',
+    '{"__proto__":{"x":1}}',
+    `{"name":"${'x'.repeat(100_000)}"}`,
+    '{"name":"a\\u0000"}',
+    '{"name":"n","size":99999999999}',
+  ),
 );
-const id = fc.oneof(fc.stringMatching(/^[a-z0-9]{1,20}$/), weirdString.filter((s) => s.length > 0));
-const contentType = fc.constantFrom('application/json', 'text/plain', 'application/x-www-form-urlencoded', 'application/json; charset=utf-8', 'multipart/form-data', '', 'garbage/\u00ff');
-const authorization = fc.oneof(fc.constant('valid'), fc.constant('none'), weirdString.map((s) => `Bearer ${s}`), weirdString);
+const id = fc.oneof(
+  fc.stringMatching(/^[a-z0-9]{1,20}$/),
+  weirdString.filter((s) => s.length > 0),
+);
+const contentType = fc.constantFrom(
+  'application/json',
+  'text/plain',
+  'application/x-www-form-urlencoded',
+  'application/json; charset=utf-8',
+  'multipart/form-data',
+  '',
+  'garbage/\u00ff',
+);
+const authorization = fc.oneof(
+  fc.constant('valid'),
+  fc.constant('none'),
+  weirdString.map((s) => `Bearer ${s}`),
+  weirdString,
+);
 
-function assertProblem(res: { statusCode: number; headers: Record<string, unknown>; body: string }, label: string): void {
+function assertProblem(
+  res: { statusCode: number; headers: Record<string, unknown>; body: string },
+  label: string,
+): void {
   assert.ok(res.statusCode < 500, `${label} answered ${res.statusCode}: ${res.body.slice(0, 300)}`);
   if (res.statusCode >= 400) {
-    assert.match(String(res.headers['content-type']), /application\/problem\+json/, `${label} error is not problem+json`);
+    assert.match(
+      String(res.headers['content-type']),
+      /application\/problem\+json/,
+      `${label} error is not problem+json`,
+    );
     const problem = JSON.parse(res.body) as { status: number; title: string; detail: string };
     assert.equal(problem.status, res.statusCode, label);
     assert.ok(problem.title && problem.detail, `${label} problem lacks title/detail`);
@@ -70,10 +161,15 @@ for (const dialect of dialects()) {
     let key: string;
 
     before(async () => {
-      t = await createTestApp({ dialect: dialect.name, file: { rateLimits: { minute: 1_000_000, hour: 1_000_000, day: 1_000_000 } } });
+      t = await createTestApp({
+        dialect: dialect.name,
+        file: { rateLimits: { minute: 1_000_000, hour: 1_000_000, day: 1_000_000 } },
+      });
       key = (await t.newAccount('fuzzer')).key;
       const doc = t.app.swagger() as { paths: Record<string, Record<string, unknown>> };
-      routes = Object.entries(doc.paths).flatMap(([path, ops]) => Object.keys(ops).map((method) => ({ method: method.toUpperCase(), path })));
+      routes = Object.entries(doc.paths).flatMap(([path, ops]) =>
+        Object.keys(ops).map((method) => ({ method: method.toUpperCase(), path })),
+      );
     });
     after(() => t?.close());
 
@@ -81,20 +177,27 @@ for (const dialect of dialects()) {
       assert.ok(routes.length > 0);
       for (const route of routes) {
         await fc.assert(
-          fc.asyncProperty(body, id, contentType, authorization, fc.boolean(), async (payload, rawId, type, auth, withBody) => {
-            const url = route.path.replace(/\{[^}]+\}/g, () => encodeURIComponent(rawId)).replace('{', '');
-            const headers: Record<string, string> = {};
-            if (auth === 'valid') headers.authorization = `Bearer ${key}`;
-            else if (auth !== 'none') headers.authorization = auth.replace(/[^\t\x20-\x7e]/g, '');
-            if (type) headers['content-type'] = type;
-            const res = await t.app.inject({
-              method: route.method as 'GET',
-              url,
-              headers,
-              ...(withBody && route.method !== 'GET' && route.method !== 'HEAD' ? { payload } : {}),
-            });
-            assertProblem(res, `${route.method} ${url} ${withBody ? payload.slice(0, 200) : ''}`);
-          }),
+          fc.asyncProperty(
+            body,
+            id,
+            contentType,
+            authorization,
+            fc.boolean(),
+            async (payload, rawId, type, auth, withBody) => {
+              const url = route.path.replace(/\{[^}]+\}/g, () => encodeURIComponent(rawId)).replace('{', '');
+              const headers: Record<string, string> = {};
+              if (auth === 'valid') headers.authorization = `Bearer ${key}`;
+              else if (auth !== 'none') headers.authorization = auth.replace(/[^\t\x20-\x7e]/g, '');
+              if (type) headers['content-type'] = type;
+              const res = await t.app.inject({
+                method: route.method as 'GET',
+                url,
+                headers,
+                ...(withBody && route.method !== 'GET' && route.method !== 'HEAD' ? { payload } : {}),
+              });
+              assertProblem(res, `${route.method} ${url} ${withBody ? payload.slice(0, 200) : ''}`);
+            },
+          ),
           { numRuns: runs, includeErrorInReport: true },
         );
       }
@@ -102,11 +205,15 @@ for (const dialect of dialects()) {
 
     test('generated query strings never produce a 5xx', async () => {
       await fc.assert(
-        fc.asyncProperty(fc.constantFrom(...routes.filter((r) => r.method === 'GET')), fc.dictionary(weirdString, fc.oneof(weirdString, hugeNumber.map(String)), { maxKeys: 4 }), async (route, query) => {
-          const url = route.path.replace(/\{[^}]+\}/g, 'abc') + '?' + new URLSearchParams(query).toString();
-          const res = await t.app.inject({ method: 'GET', url, headers: { authorization: `Bearer ${key}` } });
-          assertProblem(res, `GET ${url}`);
-        }),
+        fc.asyncProperty(
+          fc.constantFrom(...routes.filter((r) => r.method === 'GET')),
+          fc.dictionary(weirdString, fc.oneof(weirdString, hugeNumber.map(String)), { maxKeys: 4 }),
+          async (route, query) => {
+            const url = route.path.replace(/\{[^}]+\}/g, 'abc') + '?' + new URLSearchParams(query).toString();
+            const res = await t.app.inject({ method: 'GET', url, headers: { authorization: `Bearer ${key}` } });
+            assertProblem(res, `GET ${url}`);
+          },
+        ),
         { numRuns: runs * 5, includeErrorInReport: true },
       );
     });

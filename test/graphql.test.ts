@@ -14,13 +14,28 @@ before(async () => {
   t = await createTestApp();
   alice = await t.newAccount('alice');
   bob = await t.newAccount('bob');
-  workerTemplate = (await t.services.templates.create(alice.accountId, { name: 'worker', imageName: 'my-worker:dev', isServerless: true })).id;
+  workerTemplate = (
+    await t.services.templates.create(alice.accountId, {
+      name: 'worker',
+      imageName: 'my-worker:dev',
+      isServerless: true,
+    })
+  ).id;
 });
 after(() => t.close());
 
 /** POSTs like the clients do (Bearer key, JSON body) and keeps every answer for the secret check. */
-async function gql(query: string, variables?: Record<string, unknown> | null, key = alice.key, extra: Record<string, unknown> = {}): Promise<LightMyRequestResponse> {
-  const res = await t.request(key, 'POST', '/graphql', { query, ...(variables !== undefined ? { variables } : {}), ...extra });
+async function gql(
+  query: string,
+  variables?: Record<string, unknown> | null,
+  key = alice.key,
+  extra: Record<string, unknown> = {},
+): Promise<LightMyRequestResponse> {
+  const res = await t.request(key, 'POST', '/graphql', {
+    query,
+    ...(variables !== undefined ? { variables } : {}),
+    ...extra,
+  });
   bodies.push(res.body);
   return res;
 }
@@ -36,28 +51,34 @@ const errorOf = async (query: string, variables?: Record<string, unknown> | null
   assert.equal(res.statusCode, 200);
   const body = json(res);
   assert.ok(body.errors?.length > 0, `expected errors in ${res.body}`);
-  return body as { data: Record<string, unknown> | null; errors: Array<{ message: string; extensions: { code: string } }> };
+  return body as {
+    data: Record<string, unknown> | null;
+    errors: Array<{ message: string; extensions: { code: string } }>;
+  };
 };
 
 describe('GraphQL endpoints', () => {
   test('runpod-python’s saveEndpoint mutation creates an endpoint and reads back what it sent', async () => {
     const { saveEndpoint: e } = await data(pythonCreateEndpoint(workerTemplate));
-    assert.deepEqual({ ...e, id: undefined }, {
-      id: undefined,
-      name: 'py-endpoint',
-      templateId: workerTemplate,
-      gpuIds: 'ADA_24,AMPERE_24',
-      networkVolumeId: null,
-      locations: '',
-      idleTimeout: 5,
-      scalerType: 'QUEUE_DELAY',
-      scalerValue: 4,
-      workersMin: 0,
-      workersMax: 3,
-      allowedCudaVersions: '12.1,12.2',
-      gpuCount: 2,
-      flashBootType: 'FLASHBOOT',
-    });
+    assert.deepEqual(
+      { ...e, id: undefined },
+      {
+        id: undefined,
+        name: 'py-endpoint',
+        templateId: workerTemplate,
+        gpuIds: 'ADA_24,AMPERE_24',
+        networkVolumeId: null,
+        locations: '',
+        idleTimeout: 5,
+        scalerType: 'QUEUE_DELAY',
+        scalerValue: 4,
+        workersMin: 0,
+        workersMax: 3,
+        allowedCudaVersions: '12.1,12.2',
+        gpuCount: 2,
+        flashBootType: 'FLASHBOOT',
+      },
+    );
     const stored = await t.services.endpoints.get(alice.accountId, e.id);
     assert.deepEqual(stored.allowedCudaVersions, ['12.1', '12.2']);
     assert.equal(stored.flashboot, true);
@@ -80,7 +101,12 @@ describe('GraphQL endpoints', () => {
   });
 
   test("an endpoint's pods read RUNNING for live workers and EXITED for dead ones", async () => {
-    const e = await t.services.endpoints.create(alice.accountId, { name: 'with-workers', templateId: workerTemplate, gpuIds: 'ADA_24', workersMax: 2 });
+    const e = await t.services.endpoints.create(alice.accountId, {
+      name: 'with-workers',
+      templateId: workerTemplate,
+      gpuIds: 'ADA_24',
+      workersMax: 2,
+    });
     await t.services.workers.seen(e.id, 'w-live', false);
     await t.services.workers.seen(e.id, 'w-gone', true);
     await t.services.workers.markDead(e.id, ['w-gone']);
@@ -97,7 +123,20 @@ describe('GraphQL endpoints', () => {
 
   test('runpodctl’s typed-variables saveEndpoint works, flashBootType as a string and one networkVolumeIds entry', async () => {
     const volume = await t.services.volumes.create(alice.accountId, { name: 'vol', size: 10, dataCenterId: 'US-TX-3' });
-    const input = { name: 'ctl-endpoint', templateId: workerTemplate, gpuIds: 'AMPERE_80', workersMax: 2, locations: 'US', networkVolumeIds: [{ networkVolumeId: volume.id }], idleTimeout: 10, scalerType: 'REQUEST_COUNT', scalerValue: 3, executionTimeoutMs: 60000, flashBootType: 'FLASHBOOT', modelReferences: [] };
+    const input = {
+      name: 'ctl-endpoint',
+      templateId: workerTemplate,
+      gpuIds: 'AMPERE_80',
+      workersMax: 2,
+      locations: 'US',
+      networkVolumeIds: [{ networkVolumeId: volume.id }],
+      idleTimeout: 10,
+      scalerType: 'REQUEST_COUNT',
+      scalerValue: 3,
+      executionTimeoutMs: 60000,
+      flashBootType: 'FLASHBOOT',
+      modelReferences: [],
+    };
     const { saveEndpoint: e } = await data(RUNPODCTL_SAVE_ENDPOINT, { input });
     assert.equal(e.networkVolumeId, volume.id);
     assert.deepEqual(e.networkVolumeIds, [{ networkVolumeId: volume.id, dataCenterId: 'US-TX-3' }]);
@@ -128,19 +167,50 @@ describe('GraphQL endpoints', () => {
 			}
 		  }
 		`;
-    const input = { name: 'legacy', templateId: workerTemplate, gpuIds: 'AMPERE_16', networkVolumeId: '', locations: '', idleTimeout: 5, scalerType: 'QUEUE_DELAY', scalerValue: 4, workersMin: 0, workersMax: 1, flashBootType: '', modelReferences: null };
+    const input = {
+      name: 'legacy',
+      templateId: workerTemplate,
+      gpuIds: 'AMPERE_16',
+      networkVolumeId: '',
+      locations: '',
+      idleTimeout: 5,
+      scalerType: 'QUEUE_DELAY',
+      scalerValue: 4,
+      workersMin: 0,
+      workersMax: 1,
+      flashBootType: '',
+      modelReferences: null,
+    };
     const { saveEndpoint: e } = await data(query, { input });
     assert.equal((await t.services.endpoints.get(alice.accountId, e.id)).flashboot, false);
   });
 
   test('saveEndpoint with an id is a full replace: omitted fields return to their defaults and the version grows', async () => {
     const { saveEndpoint: created } = await data(pythonCreateEndpoint(workerTemplate, ', executionTimeoutMs: 90000'));
-    const { saveEndpoint: e } = await data(`mutation { saveEndpoint(input: {id: "${created.id}", name: "replaced", templateId: "${workerTemplate}", gpuIds: "AMPERE_48"}) { id name gpuIds gpuCount workersMax executionTimeoutMs flashBootType allowedCudaVersions version } }`);
-    assert.deepEqual(e, { id: created.id, name: 'replaced', gpuIds: 'AMPERE_48', gpuCount: 1, workersMax: 3, executionTimeoutMs: 600000, flashBootType: 'OFF', allowedCudaVersions: '', version: 2 });
+    const { saveEndpoint: e } = await data(
+      `mutation { saveEndpoint(input: {id: "${created.id}", name: "replaced", templateId: "${workerTemplate}", gpuIds: "AMPERE_48"}) { id name gpuIds gpuCount workersMax executionTimeoutMs flashBootType allowedCudaVersions version } }`,
+    );
+    assert.deepEqual(e, {
+      id: created.id,
+      name: 'replaced',
+      gpuIds: 'AMPERE_48',
+      gpuCount: 1,
+      workersMax: 3,
+      executionTimeoutMs: 600000,
+      flashBootType: 'OFF',
+      allowedCudaVersions: '',
+      version: 2,
+    });
   });
 
   test('runpodctl’s updateEndpointTemplate swaps the template', async () => {
-    const other = (await t.services.templates.create(alice.accountId, { name: 'worker v2', imageName: 'my-worker:v2', isServerless: true })).id;
+    const other = (
+      await t.services.templates.create(alice.accountId, {
+        name: 'worker v2',
+        imageName: 'my-worker:v2',
+        isServerless: true,
+      })
+    ).id;
     const { saveEndpoint: created } = await data(pythonCreateEndpoint(workerTemplate));
     const query = `
 		mutation Mutation($input: UpdateEndpointTemplateInput) {
@@ -162,20 +232,26 @@ describe('GraphQL endpoints', () => {
     assert.deepEqual(refused.data, { deleteEndpoint: null });
     assert.equal(refused.errors[0]!.extensions.code, 'ENDPOINT_HAS_WORKERS');
     assert.match(refused.errors[0]!.message, /workersMin 0, workersMax 3\); set both to 0 first/);
-    await data(`mutation { saveEndpoint(input: {id: "${e.id}", name: "x", templateId: "${workerTemplate}", gpuIds: "ADA_24", workersMin: 0, workersMax: 0}) { id } }`);
+    await data(
+      `mutation { saveEndpoint(input: {id: "${e.id}", name: "x", templateId: "${workerTemplate}", gpuIds: "ADA_24", workersMin: 0, workersMax: 0}) { id } }`,
+    );
     const res = await gql(`mutation { deleteEndpoint(id: "${e.id}") }`);
     assert.deepEqual(json(res), { data: { deleteEndpoint: null } });
   });
 
   test('a broken rule answers the service’s sentence and code; another account’s endpoint is not found', async () => {
-    const bad = await errorOf(`mutation { saveEndpoint(input: {name: "x", templateId: "${workerTemplate}", gpuIds: "H200", workersMin: 5, workersMax: 1}) { id } }`);
+    const bad = await errorOf(
+      `mutation { saveEndpoint(input: {name: "x", templateId: "${workerTemplate}", gpuIds: "H200", workersMin: 5, workersMax: 1}) { id } }`,
+    );
     assert.equal(bad.errors[0]!.extensions.code, 'VALIDATION_FAILED');
     assert.match(bad.errors[0]!.message, /gpuIds: "H200" is not a GPU pool; valid pools: AMPERE_16/);
     assert.match(bad.errors[0]!.message, /workersMax: must be at least workersMin \(5\)/);
     const { saveEndpoint: mine } = await data(pythonCreateEndpoint(workerTemplate));
     const stolen = await errorOf(`{ endpoint(id: "${mine.id}") { id } }`, undefined, bob.key);
     assert.equal(stolen.errors[0]!.extensions.code, 'NOT_FOUND');
-    const flash = await errorOf(`mutation { saveEndpoint(input: {name: "x", templateId: "${workerTemplate}", gpuIds: "ADA_24", flashBootType: TURBO}) { id } }`);
+    const flash = await errorOf(
+      `mutation { saveEndpoint(input: {name: "x", templateId: "${workerTemplate}", gpuIds: "ADA_24", flashBootType: TURBO}) { id } }`,
+    );
     assert.match(flash.errors[0]!.message, /flashBootType: "TURBO" is not valid; use FLASHBOOT or OFF/);
   });
 
@@ -195,7 +271,10 @@ describe('GraphQL endpoints', () => {
 
 describe('GraphQL transport', () => {
   test('a bad or missing key answers HTTP 401', async () => {
-    assert.equal((await t.request('gty_not-a-real-key-at-all', 'POST', '/graphql', { query: '{ myself { id } }' })).statusCode, 401);
+    assert.equal(
+      (await t.request('gty_not-a-real-key-at-all', 'POST', '/graphql', { query: '{ myself { id } }' })).statusCode,
+      401,
+    );
     assert.equal((await t.request(null, 'POST', '/graphql', { query: '{ myself { id } }' })).statusCode, 401);
   });
 
@@ -206,7 +285,11 @@ describe('GraphQL transport', () => {
     assert.equal(json(raw).data.myself.id, alice.accountId);
     const get = await t.request(alice.key, 'GET', `/graphql?query=${encodeURIComponent('{ myself { id } }')}`);
     assert.deepEqual(json(get), { data: { myself: { id: alice.accountId } } });
-    const mutation = await t.request(alice.key, 'GET', `/graphql?query=${encodeURIComponent('mutation { deleteEndpoint(id: "x") }')}`);
+    const mutation = await t.request(
+      alice.key,
+      'GET',
+      `/graphql?query=${encodeURIComponent('mutation { deleteEndpoint(id: "x") }')}`,
+    );
     assert.equal(mutation.statusCode, 200);
     assert.equal(json(mutation).errors[0].extensions.code, 'METHOD_NOT_ALLOWED');
   });
@@ -256,27 +339,49 @@ describe('GraphQL templates, account, catalog and registries', () => {
     }
     `;
     const { saveTemplate } = await data(query);
-    assert.deepEqual({ ...saveTemplate, id: undefined }, {
-      id: undefined,
-      name: 'py-template',
-      imageName: 'runpod/worker:1',
-      dockerArgs: 'python -u handler.py',
-      containerDiskInGb: 10,
-      volumeInGb: 0,
-      volumeMountPath: null,
-      ports: '8888/http,22/tcp',
-      env: [{ key: 'A', value: '1' }, { key: 'B', value: 'two' }],
-      isServerless: true,
-    });
+    assert.deepEqual(
+      { ...saveTemplate, id: undefined },
+      {
+        id: undefined,
+        name: 'py-template',
+        imageName: 'runpod/worker:1',
+        dockerArgs: 'python -u handler.py',
+        containerDiskInGb: 10,
+        volumeInGb: 0,
+        volumeMountPath: null,
+        ports: '8888/http,22/tcp',
+        env: [
+          { key: 'A', value: '1' },
+          { key: 'B', value: 'two' },
+        ],
+        isServerless: true,
+      },
+    );
     const stored = await t.services.templates.get(alice.accountId, saveTemplate.id);
     assert.deepEqual(stored.ports, ['8888/http', '22/tcp']);
     assert.equal(stored.containerRegistryAuthId, null);
-    const changed = await data(`mutation saveTemplate($input: SaveTemplateInput) { saveTemplate(input: $input) { id name readme startSsh isPublic containerRegistryAuthId } }`, { input: { id: saveTemplate.id, name: 'renamed', readme: '# hi' } });
-    assert.deepEqual(changed.saveTemplate, { id: saveTemplate.id, name: 'renamed', readme: '# hi', startSsh: true, isPublic: false, containerRegistryAuthId: null });
+    const changed = await data(
+      `mutation saveTemplate($input: SaveTemplateInput) { saveTemplate(input: $input) { id name readme startSsh isPublic containerRegistryAuthId } }`,
+      { input: { id: saveTemplate.id, name: 'renamed', readme: '# hi' } },
+    );
+    assert.deepEqual(changed.saveTemplate, {
+      id: saveTemplate.id,
+      name: 'renamed',
+      readme: '# hi',
+      startSsh: true,
+      isPublic: false,
+      containerRegistryAuthId: null,
+    });
   });
 
   test('updateUserSettings replaces the SSH keys from pubKey lines; myself reads them back', async () => {
-    const blob = (n: number) => Buffer.concat([Buffer.from([0, 0, 0, 11]), Buffer.from('ssh-ed25519'), Buffer.from([0, 0, 0, 32]), Buffer.alloc(32, n)]).toString('base64');
+    const blob = (n: number) =>
+      Buffer.concat([
+        Buffer.from([0, 0, 0, 11]),
+        Buffer.from('ssh-ed25519'),
+        Buffer.from([0, 0, 0, 32]),
+        Buffer.alloc(32, n),
+      ]).toString('base64');
     const k1 = `ssh-ed25519 ${blob(1)} one@laptop`;
     const k2 = `ssh-ed25519 ${blob(2)} two@laptop`;
     const python = `
@@ -322,8 +427,14 @@ query myself {
 `;
     const volume = await t.services.volumes.create(bob.accountId, { name: 'bobs', size: 20, dataCenterId: 'EU-CZ-1' });
     const { myself } = await data(query, undefined, bob.key);
-    assert.deepEqual(myself, { id: bob.accountId, pubKey: '', networkVolumes: [{ id: volume.id, name: 'bobs', size: 20, dataCenterId: 'EU-CZ-1' }] });
-    assert.deepEqual((await data('{ myself { serverlessDiscount { discountFactor type expirationDate } } }')).myself, { serverlessDiscount: null });
+    assert.deepEqual(myself, {
+      id: bob.accountId,
+      pubKey: '',
+      networkVolumes: [{ id: volume.id, name: 'bobs', size: 20, dataCenterId: 'EU-CZ-1' }],
+    });
+    assert.deepEqual((await data('{ myself { serverlessDiscount { discountFactor type expirationDate } } }')).myself, {
+      serverlessDiscount: null,
+    });
   });
 
   test('runpod-python’s gpuTypes queries answer the catalog with prices', async () => {
@@ -393,8 +504,13 @@ query GpuTypes {
     }
     `);
     assert.deepEqual(update.updateRegistryAuth, saveRegistryAuth);
-    assert.deepEqual(await t.services.registries.credentials(alice.accountId, saveRegistryAuth.id), { username: 'octocat-2', password: 'hunter2-s3cret-2' });
-    assert.deepEqual((await data('{ myself { containerRegistryCreds { id name } } }')).myself.containerRegistryCreds, [saveRegistryAuth]);
+    assert.deepEqual(await t.services.registries.credentials(alice.accountId, saveRegistryAuth.id), {
+      username: 'octocat-2',
+      password: 'hunter2-s3cret-2',
+    });
+    assert.deepEqual((await data('{ myself { containerRegistryCreds { id name } } }')).myself.containerRegistryCreds, [
+      saveRegistryAuth,
+    ]);
     const del = await data(`
     mutation DeleteRegistryAuth {
         deleteRegistryAuth(registryAuthId: "${saveRegistryAuth.id}")
@@ -404,37 +520,69 @@ query GpuTypes {
   });
 
   test('updateRegistryAuth with typed variables, as runpodctl sends it, rotates the password', async () => {
-    const { saveRegistryAuth } = await data('mutation { saveRegistryAuth(input: {name: "ecr", username: "AWS", password: "hunter2-s3cret-token-1"}) { id name } }');
-    const { updateRegistryAuth } = await data('mutation($input: UpdateRegistryAuthInput!) { updateRegistryAuth(input: $input) { id name } }', {
-      input: { id: saveRegistryAuth.id, username: 'AWS', password: 'hunter2-s3cret-token-2' },
-    });
+    const { saveRegistryAuth } = await data(
+      'mutation { saveRegistryAuth(input: {name: "ecr", username: "AWS", password: "hunter2-s3cret-token-1"}) { id name } }',
+    );
+    const { updateRegistryAuth } = await data(
+      'mutation($input: UpdateRegistryAuthInput!) { updateRegistryAuth(input: $input) { id name } }',
+      {
+        input: { id: saveRegistryAuth.id, username: 'AWS', password: 'hunter2-s3cret-token-2' },
+      },
+    );
     assert.deepEqual(updateRegistryAuth, { id: saveRegistryAuth.id, name: 'ecr' });
-    assert.deepEqual(await t.services.registries.credentials(alice.accountId, saveRegistryAuth.id), { username: 'AWS', password: 'hunter2-s3cret-token-2' });
+    assert.deepEqual(await t.services.registries.credentials(alice.accountId, saveRegistryAuth.id), {
+      username: 'AWS',
+      password: 'hunter2-s3cret-token-2',
+    });
   });
 
   test("updateRegistryAuth of another account's credential answers NOT_FOUND and leaves it unchanged", async () => {
-    const { saveRegistryAuth } = await data('mutation { saveRegistryAuth(input: {name: "bobs", username: "bob", password: "hunter2-s3cret-bob"}) { id } }', undefined, bob.key);
-    const res = await errorOf(`mutation { updateRegistryAuth(input: {id: "${saveRegistryAuth.id}", username: "mallory", password: "hunter2-s3cret-mallory"}) { id name } }`);
+    const { saveRegistryAuth } = await data(
+      'mutation { saveRegistryAuth(input: {name: "bobs", username: "bob", password: "hunter2-s3cret-bob"}) { id } }',
+      undefined,
+      bob.key,
+    );
+    const res = await errorOf(
+      `mutation { updateRegistryAuth(input: {id: "${saveRegistryAuth.id}", username: "mallory", password: "hunter2-s3cret-mallory"}) { id name } }`,
+    );
     assert.equal(res.errors[0]!.extensions.code, 'NOT_FOUND');
-    assert.deepEqual(await t.services.registries.credentials(bob.accountId, saveRegistryAuth.id), { username: 'bob', password: 'hunter2-s3cret-bob' });
+    assert.deepEqual(await t.services.registries.credentials(bob.accountId, saveRegistryAuth.id), {
+      username: 'bob',
+      password: 'hunter2-s3cret-bob',
+    });
   });
 
   test('updateRegistryAuth without an id, a username or a password is refused naming the field', async () => {
-    const { saveRegistryAuth } = await data('mutation { saveRegistryAuth(input: {name: "partial", username: "u", password: "hunter2-s3cret-p"}) { id } }');
+    const { saveRegistryAuth } = await data(
+      'mutation { saveRegistryAuth(input: {name: "partial", username: "u", password: "hunter2-s3cret-p"}) { id } }',
+    );
     const noId = await errorOf('mutation { updateRegistryAuth(input: {username: "u", password: "p"}) { id } }');
     assert.equal(noId.errors[0]!.extensions.code, 'VALIDATION_FAILED');
     assert.match(noId.errors[0]!.message, /id: is required/);
-    const noSecrets = await errorOf(`mutation { updateRegistryAuth(input: {id: "${saveRegistryAuth.id}", username: ""}) { id } }`);
+    const noSecrets = await errorOf(
+      `mutation { updateRegistryAuth(input: {id: "${saveRegistryAuth.id}", username: ""}) { id } }`,
+    );
     assert.equal(noSecrets.errors[0]!.extensions.code, 'VALIDATION_FAILED');
     assert.match(noSecrets.errors[0]!.message, /username: is required; password: is required/);
-    assert.deepEqual(await t.services.registries.credentials(alice.accountId, saveRegistryAuth.id), { username: 'u', password: 'hunter2-s3cret-p' });
+    assert.deepEqual(await t.services.registries.credentials(alice.accountId, saveRegistryAuth.id), {
+      username: 'u',
+      password: 'hunter2-s3cret-p',
+    });
   });
 
   test('registry passwords never appear in any GraphQL answer, even in errors about bad input', async () => {
     const secret = 'pa55-never-echo-me';
-    await gql('mutation { saveRegistryAuth(input: {name: "x", username: "u", password: "' + secret + '"}) { id name password } }');
-    await gql('mutation m($input: SaveRegistryAuthInput) { saveRegistryAuth(input: $input) { id } }', { input: { name: 'x', username: 'u', password: secret, colour: 'red' } });
-    await gql('mutation m($input: SaveRegistryAuthInput) { saveRegistryAuth(input: $input) { id } }', { input: { name: 'x', username: 'u', password: [secret] } });
+    await gql(
+      'mutation { saveRegistryAuth(input: {name: "x", username: "u", password: "' +
+        secret +
+        '"}) { id name password } }',
+    );
+    await gql('mutation m($input: SaveRegistryAuthInput) { saveRegistryAuth(input: $input) { id } }', {
+      input: { name: 'x', username: 'u', password: secret, colour: 'red' },
+    });
+    await gql('mutation m($input: SaveRegistryAuthInput) { saveRegistryAuth(input: $input) { id } }', {
+      input: { name: 'x', username: 'u', password: [secret] },
+    });
     await gql(`mutation { updateRegistryAuth(input: {id: "nope", username: "u", password: "${secret}"}) { id } }`);
     assert.ok(bodies.length > 30);
     for (const body of bodies) {
@@ -512,9 +660,14 @@ describe('GraphQL pods', () => {
     assert.equal(pod.machine.gpuDisplayName, 'RTX 4090');
     const { myself } = await data(`query myPods { myself { pods {${POD_FIELDS} } } }`);
     assert.ok(myself.pods.some((p: { id: string }) => p.id === created.id));
-    assert.equal((await errorOf(`{ pod(input: {podId: "${created.id}"}) { id } }`, undefined, bob.key)).errors[0]!.extensions.code, 'NOT_FOUND');
+    assert.equal(
+      (await errorOf(`{ pod(input: {podId: "${created.id}"}) { id } }`, undefined, bob.key)).errors[0]!.extensions.code,
+      'NOT_FOUND',
+    );
     const { podStop } = await data(`mutation { podStop(input: { podId: "${created.id}" }) { id desiredStatus } }`);
     assert.equal(podStop.id, created.id);
-    assert.deepEqual(await data(`mutation { podTerminate(input: { podId: "${created.id}" }) }`), { podTerminate: null });
+    assert.deepEqual(await data(`mutation { podTerminate(input: { podId: "${created.id}" }) }`), {
+      podTerminate: null,
+    });
   });
 });

@@ -22,7 +22,17 @@ const gantry = (...args: string[]) => runGantry([...args, '--data-dir', dataDir]
 
 test('a token from the CLI joins one host; the list shows it with its capacity and heartbeat; a CLI revocation stops its agent', async () => {
   server = await spawnGantry(['--data-dir', dataDir], { GANTRY_BOOTSTRAP_KEY: '' });
-  const created = gantry('hosts', 'token', 'create', '--data-center', 'EU-RO-1', '--cloud', 'COMMUNITY', '--ttl', '10m');
+  const created = gantry(
+    'hosts',
+    'token',
+    'create',
+    '--data-center',
+    'EU-RO-1',
+    '--cloud',
+    'COMMUNITY',
+    '--ttl',
+    '10m',
+  );
   assert.equal(created.status, 0, created.stderr);
   const token = created.stdout.trim();
   assert.match(token, /^gjt_[A-Za-z0-9]{32}$/);
@@ -31,20 +41,40 @@ test('a token from the CLI joins one host; the list shows it with its capacity a
 
   const joined = await call(server.url, null, 'POST', '/agent/v1/join', joinBody(token, { name: 'rack-3-gpu' }));
   assert.equal(joined.status, 201, JSON.stringify(joined.body));
-  const { hostId, credential, dataCenterId, cloud } = joined.body as { hostId: string; credential: string; dataCenterId: string; cloud: string };
+  const { hostId, credential, dataCenterId, cloud } = joined.body as {
+    hostId: string;
+    credential: string;
+    dataCenterId: string;
+    cloud: string;
+  };
   assert.deepEqual([dataCenterId, cloud], ['EU-RO-1', 'COMMUNITY']);
-  assert.equal((await call(server.url, null, 'POST', '/agent/v1/join', joinBody(token))).status, 401, 'the token joined once');
+  assert.equal(
+    (await call(server.url, null, 'POST', '/agent/v1/join', joinBody(token))).status,
+    401,
+    'the token joined once',
+  );
 
   const list = gantry('hosts', 'list');
   assert.equal(list.status, 0, list.stderr);
   const [head, row] = list.stdout.trim().split('\n');
-  assert.match(head!, /^ID\s+NAME\s+DATA CENTER\s+CLOUD\s+GPUS\s+VCPUS\s+MEMORY\s+DISK\s+INSTANCES\s+HEARTBEAT\s+STATE$/);
-  assert.match(row!, new RegExp(`^${hostId}\\s+rack-3-gpu\\s+EU-RO-1\\s+COMMUNITY\\s+2 × NVIDIA GeForce RTX 4090\\s+32\\s+128 GB\\s+1000 GB\\s+0\\s+\\d+ s ago\\s+available$`));
+  assert.match(
+    head!,
+    /^ID\s+NAME\s+DATA CENTER\s+CLOUD\s+GPUS\s+VCPUS\s+MEMORY\s+DISK\s+INSTANCES\s+HEARTBEAT\s+STATE$/,
+  );
+  assert.match(
+    row!,
+    new RegExp(
+      `^${hostId}\\s+rack-3-gpu\\s+EU-RO-1\\s+COMMUNITY\\s+2 × NVIDIA GeForce RTX 4090\\s+32\\s+128 GB\\s+1000 GB\\s+0\\s+\\d+ s ago\\s+available$`,
+    ),
+  );
   assert.ok(!list.stdout.includes(credential.slice(-32)));
 
   const json = gantry('hosts', 'list', '--json');
   const [listed] = JSON.parse(json.stdout) as Array<Record<string, any>>;
-  assert.deepEqual([listed?.id, listed?.state, listed?.gpuTypeId, listed?.capacity?.gpus?.length, listed?.instances], [hostId, 'available', 'NVIDIA GeForce RTX 4090', 2, 0]);
+  assert.deepEqual(
+    [listed?.id, listed?.state, listed?.gpuTypeId, listed?.capacity?.gpus?.length, listed?.instances],
+    [hostId, 'available', 'NVIDIA GeForce RTX 4090', 2, 0],
+  );
   assert.ok(!('credentialHash' in listed!), 'the credential hash is not shown');
 
   assert.equal((await call(server.url, credential, 'POST', '/agent/v1/report', {})).status, 200);

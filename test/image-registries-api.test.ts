@@ -20,11 +20,15 @@ describe('image registries with runtime docker', () => {
   let key: string;
   let accountId: string;
 
-  const pod = (image: string, extra: Record<string, unknown> = {}) => t.request(key, 'POST', '/v2/pods', { name: 'p', image, gpu: { id: GPU }, ...extra });
+  const pod = (image: string, extra: Record<string, unknown> = {}) =>
+    t.request(key, 'POST', '/v2/pods', { name: 'p', image, gpu: { id: GPU }, ...extra });
   const gql = async (query: string, variables: Record<string, unknown>) => {
     const res = await t.request(key, 'POST', '/graphql', { query, variables });
     assert.equal(res.statusCode, 200);
-    return json(res) as { data: Record<string, unknown> | null; errors?: Array<{ message: string; extensions: { code: string } }> };
+    return json(res) as {
+      data: Record<string, unknown> | null;
+      errors?: Array<{ message: string; extensions: { code: string } }>;
+    };
   };
 
   before(async () => {
@@ -35,12 +39,18 @@ describe('image registries with runtime docker', () => {
 
   test('a pod whose image names a registry on loopback, a private network or the metadata address is refused with 400 IMAGE_NOT_ALLOWED, and nothing is created or started', async () => {
     const refused: Array<[string, RegExp]> = [
-      ['127.0.0.1:5000/x', /^image is not allowed: its registry 127\.0\.0\.1:5000 is not a public address \(loopback\), and the Docker Engine would reach it from the host's own network; an operator can allow it with runtime\.docker\.registries\.allow\.$/],
+      [
+        '127.0.0.1:5000/x',
+        /^image is not allowed: its registry 127\.0\.0\.1:5000 is not a public address \(loopback\), and the Docker Engine would reach it from the host's own network; an operator can allow it with runtime\.docker\.registries\.allow\.$/,
+      ],
       ['localhost:8080/x', /its registry localhost:8080 names the Docker host itself \(loopback\)/],
       ['10.0.0.5/x', /its registry 10\.0\.0\.5 is not a public address \(private\)/],
       ['169.254.169.254/latest/meta-data:1', /its registry 169\.254\.169\.254 is not a public address \(link-local\)/],
       ['[::1]:5000/x', /its registry \[::1\]:5000 is not a public address \(loopback\)/],
-      ['[fd12:3456::1]/x@sha256:' + 'a'.repeat(64), /its registry \[fd12:3456::1\] is not a public address \(private\)/],
+      [
+        '[fd12:3456::1]/x@sha256:' + 'a'.repeat(64),
+        /its registry \[fd12:3456::1\] is not a public address \(private\)/,
+      ],
     ];
     for (const [image, detail] of refused) assertImageRefused(await pod(image), detail, image);
     assert.deepEqual(json(await t.request(key, 'GET', '/v2/pods')).pods, []);
@@ -48,10 +58,18 @@ describe('image registries with runtime docker', () => {
   });
 
   test('a host name is refused when it resolves to a non-public address, without the address in the answer; one that resolves publicly or not at all is accepted', async () => {
-    const detail = assertImageRefused(await pod('registry.corp.example:5000/team/app:1'), /its registry host registry\.corp\.example:5000 resolves to an address that is not public \(private\)/);
+    const detail = assertImageRefused(
+      await pod('registry.corp.example:5000/team/app:1'),
+      /its registry host registry\.corp\.example:5000 resolves to an address that is not public \(private\)/,
+    );
     assert.doesNotMatch(detail, /10\.20\.30\.40/);
     assertImageRefused(await pod('metadata.corp.example/x'), /\(link-local\)/);
-    for (const image of ['public.example/team/app:1', 'nowhere.example/x', 'ubuntu:22.04', 'pytorch/pytorch:2.4.0-cuda12.4-cudnn9-runtime']) {
+    for (const image of [
+      'public.example/team/app:1',
+      'nowhere.example/x',
+      'ubuntu:22.04',
+      'pytorch/pytorch:2.4.0-cuda12.4-cudnn9-runtime',
+    ]) {
       const res = await pod(image);
       assert.equal(res.statusCode, 201, `${image}: ${res.body}`);
       await t.request(key, 'DELETE', `/v2/pods/${json(res).id}`);
@@ -60,24 +78,43 @@ describe('image registries with runtime docker', () => {
 
   test('a pod change to such an image is refused and the pod keeps its image', async () => {
     const created = json(await pod('ubuntu:22.04'));
-    assertImageRefused(await t.request(key, 'PATCH', `/v2/pods/${created.id}`, { image: '127.0.0.1:2375/x' }), /127\.0\.0\.1:2375/);
+    assertImageRefused(
+      await t.request(key, 'PATCH', `/v2/pods/${created.id}`, { image: '127.0.0.1:2375/x' }),
+      /127\.0\.0\.1:2375/,
+    );
     assert.equal(json(await t.request(key, 'GET', `/v2/pods/${created.id}`)).image, 'ubuntu:22.04');
     await t.request(key, 'DELETE', `/v2/pods/${created.id}`);
   });
 
   test('a template with such an imageName is refused at create and at change; a template stored before the rule cannot pass its image to a pod', async () => {
-    assertImageRefused(await t.request(key, 'POST', '/v2/templates', { name: 'evil', imageName: 'localhost:6379/x' }), /^imageName is not allowed: its registry localhost:6379/);
+    assertImageRefused(
+      await t.request(key, 'POST', '/v2/templates', { name: 'evil', imageName: 'localhost:6379/x' }),
+      /^imageName is not allowed: its registry localhost:6379/,
+    );
     assert.deepEqual(json(await t.request(key, 'GET', '/v2/templates')).templates, []);
     const tpl = json(await t.request(key, 'POST', '/v2/templates', { name: 'fine', imageName: 'ubuntu:22.04' }));
-    assertImageRefused(await t.request(key, 'PATCH', `/v2/templates/${tpl.id}`, { imageName: '192.168.1.1/x' }), /192\.168\.1\.1 is not a public address \(private\)/);
+    assertImageRefused(
+      await t.request(key, 'PATCH', `/v2/templates/${tpl.id}`, { imageName: '192.168.1.1/x' }),
+      /192\.168\.1\.1 is not a public address \(private\)/,
+    );
     assert.equal(json(await t.request(key, 'GET', `/v2/templates/${tpl.id}`)).imageName, 'ubuntu:22.04');
 
     // Stored as an older server would have: a pod made from it, or changed to it, is still refused.
     await t.services.templates.store.update(tpl.id, { imageName: '127.0.0.1:5000/x', updatedAt: t.clock.now() });
-    assertImageRefused(await t.request(key, 'POST', '/v2/pods', { name: 'from-template', templateId: tpl.id, gpu: { id: GPU } }), /127\.0\.0\.1:5000/);
+    assertImageRefused(
+      await t.request(key, 'POST', '/v2/pods', { name: 'from-template', templateId: tpl.id, gpu: { id: GPU } }),
+      /127\.0\.0\.1:5000/,
+    );
     const plain = json(await pod('ubuntu:22.04'));
-    assertImageRefused(await t.request(key, 'PATCH', `/v2/pods/${plain.id}`, { templateId: tpl.id }), /127\.0\.0\.1:5000/);
-    assert.equal(json(await t.request(key, 'PATCH', `/v2/templates/${tpl.id}`, { name: 'renamed' })).name, 'renamed', 'a change that leaves the image alone is not judged on it');
+    assertImageRefused(
+      await t.request(key, 'PATCH', `/v2/pods/${plain.id}`, { templateId: tpl.id }),
+      /127\.0\.0\.1:5000/,
+    );
+    assert.equal(
+      json(await t.request(key, 'PATCH', `/v2/templates/${tpl.id}`, { name: 'renamed' })).name,
+      'renamed',
+      'a change that leaves the image alone is not judged on it',
+    );
     await t.request(key, 'DELETE', `/v2/pods/${plain.id}`);
   });
 
@@ -88,19 +125,32 @@ describe('image registries with runtime docker', () => {
       { input: { name: 'g', imageName: 'localhost:5000/x', gpuTypeId: GPU, gpuCount: 1, cloudType: 'ALL' } },
     );
     assert.equal(deploy.errors?.[0]?.extensions.code, 'IMAGE_NOT_ALLOWED');
-    assert.match(deploy.errors![0]!.message, /localhost:5000 names the Docker host itself/);
-    const cpu = await gql('mutation c($input: DeployCpuPodInput) { deployCpuPod(input: $input) { id } }', { input: { name: 'c', imageName: '[::1]:5000/x', instanceId: 'cpu3c-2-4' } });
+    assert.match(deploy.errors[0].message, /localhost:5000 names the Docker host itself/);
+    const cpu = await gql('mutation c($input: DeployCpuPodInput) { deployCpuPod(input: $input) { id } }', {
+      input: { name: 'c', imageName: '[::1]:5000/x', instanceId: 'cpu3c-2-4' },
+    });
     assert.equal(cpu.errors?.[0]?.extensions.code, 'IMAGE_NOT_ALLOWED');
-    const save = await gql('mutation s($input: SaveTemplateInput) { saveTemplate(input: $input) { id } }', { input: { name: 'g', imageName: '10.1.2.3:5000/x', containerDiskInGb: 10, volumeInGb: 0, dockerArgs: '', env: [] } });
+    const save = await gql('mutation s($input: SaveTemplateInput) { saveTemplate(input: $input) { id } }', {
+      input: { name: 'g', imageName: '10.1.2.3:5000/x', containerDiskInGb: 10, volumeInGb: 0, dockerArgs: '', env: [] },
+    });
     assert.equal(save.errors?.[0]?.extensions.code, 'IMAGE_NOT_ALLOWED');
     const before = (await t.services.templates.list(accountId)).length;
     const endpoint = await gql('mutation e($input: EndpointInput!) { saveEndpoint(input: $input) { id } }', {
-      input: { name: 'e', gpuIds: 'AMPERE_16', workersMin: 0, workersMax: 1, template: { imageName: 'registry.corp.example/worker:1' } },
+      input: {
+        name: 'e',
+        gpuIds: 'AMPERE_16',
+        workersMin: 0,
+        workersMax: 1,
+        template: { imageName: 'registry.corp.example/worker:1' },
+      },
     });
     assert.equal(endpoint.errors?.[0]?.extensions.code, 'IMAGE_NOT_ALLOWED');
     assert.equal((await t.services.templates.list(accountId)).length, before, 'no inline template is left');
     const changed = await gql('mutation s($input: SaveTemplateInput) { saveTemplate(input: $input) { id } }', {
-      input: { id: (await t.services.templates.create(accountId, { name: 'ok', imageName: 'ubuntu:22.04' })).id, imageName: '0x7f.1:5000/x' },
+      input: {
+        id: (await t.services.templates.create(accountId, { name: 'ok', imageName: 'ubuntu:22.04' })).id,
+        imageName: '0x7f.1:5000/x',
+      },
     });
     assert.equal(changed.errors?.[0]?.extensions.code, 'IMAGE_NOT_ALLOWED');
     assert.equal(runtime.started.length, startedBefore, 'no instance was started');
@@ -114,7 +164,11 @@ describe('image registries an operator allows', () => {
       const { key } = await t.newAccount();
       const create = (image: string) => t.request(key, 'POST', '/v2/pods', { name: 'p', image, gpu: { id: GPU } });
       assert.equal((await create('localhost:5000/team/app:1')).statusCode, 201);
-      assert.equal((await create('registry.corp.example/team/app:1')).statusCode, 201, 'a wildcard entry allows the name whatever it resolves to');
+      assert.equal(
+        (await create('registry.corp.example/team/app:1')).statusCode,
+        201,
+        'a wildcard entry allows the name whatever it resolves to',
+      );
       assertImageRefused(await create('localhost:5001/x'), /localhost:5001/);
       assertImageRefused(await create('127.0.0.1:5000/x'), /127\.0\.0\.1:5000/);
     } finally {
@@ -128,8 +182,14 @@ describe('image registries an operator allows', () => {
       const { key } = await t.newAccount();
       const create = (image: string) => t.request(key, 'POST', '/v2/pods', { name: 'p', image, gpu: { id: GPU } });
       assert.equal((await create('ghcr.io/team/app:1')).statusCode, 201);
-      assertImageRefused(await create('ubuntu:22.04'), /^image is not allowed: its registry docker\.io is not one of the registries this server pulls from; an operator can add it to runtime\.docker\.registries\.allow\.$/);
-      assertImageRefused(await t.request(key, 'POST', '/v2/templates', { name: 't', imageName: 'quay.io/team/app' }), /quay\.io is not one of the registries/);
+      assertImageRefused(
+        await create('ubuntu:22.04'),
+        /^image is not allowed: its registry docker\.io is not one of the registries this server pulls from; an operator can add it to runtime\.docker\.registries\.allow\.$/,
+      );
+      assertImageRefused(
+        await t.request(key, 'POST', '/v2/templates', { name: 't', imageName: 'quay.io/team/app' }),
+        /quay\.io is not one of the registries/,
+      );
     } finally {
       await t.close();
     }
@@ -142,7 +202,10 @@ test('with the process runtime image references are not judged: it maps images t
     const { key } = await t.newAccount();
     const res = await t.request(key, 'POST', '/v2/pods', { name: 'p', image: '127.0.0.1:5000/x', gpu: { id: GPU } });
     assert.equal(res.statusCode, 201, res.body);
-    assert.equal((await t.request(key, 'POST', '/v2/templates', { name: 't', imageName: 'localhost:5000/x' })).statusCode, 201);
+    assert.equal(
+      (await t.request(key, 'POST', '/v2/templates', { name: 't', imageName: 'localhost:5000/x' })).statusCode,
+      201,
+    );
   } finally {
     await t.close();
   }

@@ -10,7 +10,11 @@ let acct: { accountId: string; key: string; readKey: string };
 let other: { accountId: string; key: string; readKey: string };
 
 async function newEndpoint(accountId: string, name = 'ep'): Promise<string> {
-  const template = await t.services.templates.create(accountId, { name: `${name}-tpl`, imageName: 'worker:dev', isServerless: true });
+  const template = await t.services.templates.create(accountId, {
+    name: `${name}-tpl`,
+    imageName: 'worker:dev',
+    isServerless: true,
+  });
   const endpoint = await t.services.endpoints.create(accountId, { name, templateId: template.id, gpuIds: 'ADA_24' });
   return endpoint.id;
 }
@@ -78,11 +82,19 @@ describe('run and status', () => {
 
   test('a finished job carries output, delayTime, executionTime and workerId, and never s3Config', async () => {
     const { id } = json(
-      await t.request(acct.key, 'POST', `/v2/${ep}/run`, { input: { n: 2 }, s3Config: { accessId: 'a', accessSecret: 'secret', bucketName: 'b', endpointUrl: 'http://s3' } }),
+      await t.request(acct.key, 'POST', `/v2/${ep}/run`, {
+        input: { n: 2 },
+        s3Config: { accessId: 'a', accessSecret: 'secret', bucketName: 'b', endpointUrl: 'http://s3' },
+      }),
     );
     await t.services.jobs.purgeQueue(ep).catch(() => undefined);
     // the purge removed it; queue another and complete it
-    const again = json(await t.request(acct.key, 'POST', `/v2/${ep}/run`, { input: { n: 3 }, s3Config: { accessId: 'a', accessSecret: 'secret', bucketName: 'b', endpointUrl: 'http://s3' } }));
+    const again = json(
+      await t.request(acct.key, 'POST', `/v2/${ep}/run`, {
+        input: { n: 3 },
+        s3Config: { accessId: 'a', accessSecret: 'secret', bucketName: 'b', endpointUrl: 'http://s3' },
+      }),
+    );
     await work(ep, { output: { answer: 42 } }, 'w-finished');
     const res = await t.request(acct.key, 'GET', `/v2/${ep}/status/${again.id}`);
     const view = json(res);
@@ -117,7 +129,10 @@ describe('request validation', () => {
   });
 
   test('a policy out of bounds is refused with 400 naming the field', async () => {
-    const res = await t.request(acct.key, 'POST', `/v2/${ep}/run`, { input: {}, policy: { executionTimeout: 1000, ttl: 8 * 86_400_000 } });
+    const res = await t.request(acct.key, 'POST', `/v2/${ep}/run`, {
+      input: {},
+      policy: { executionTimeout: 1000, ttl: 8 * 86_400_000 },
+    });
     assert.equal(res.statusCode, 400);
     const { errors } = json(res);
     assert.ok(errors.some((e: string) => e.startsWith('policy.executionTimeout')));
@@ -125,7 +140,9 @@ describe('request validation', () => {
   });
 
   test('malformed JSON is a 400 problem', async () => {
-    const res = await t.request(acct.key, 'POST', `/v2/${ep}/run`, '{"input": ', { 'content-type': 'application/json' });
+    const res = await t.request(acct.key, 'POST', `/v2/${ep}/run`, '{"input": ', {
+      'content-type': 'application/json',
+    });
     assert.equal(res.statusCode, 400);
     assert.equal(json(res).code, 'MALFORMED_JSON');
   });
@@ -135,14 +152,23 @@ describe('request validation', () => {
     const tooBig = await t.request(acct.key, 'POST', `/v2/${ep}/run`, body(11), { 'content-type': 'application/json' });
     assert.equal(tooBig.statusCode, 413);
     assert.match(String(tooBig.headers['content-type']), /application\/problem\+json/);
-    assert.equal((await t.request(acct.key, 'POST', `/v2/${ep}/run`, body(9), { 'content-type': 'application/json' })).statusCode, 200);
-    const sync = await t.request(acct.key, 'POST', `/v2/${ep}/runsync?wait=1000`, body(15), { 'content-type': 'application/json' });
+    assert.equal(
+      (await t.request(acct.key, 'POST', `/v2/${ep}/run`, body(9), { 'content-type': 'application/json' })).statusCode,
+      200,
+    );
+    const sync = await t.request(acct.key, 'POST', `/v2/${ep}/runsync?wait=1000`, body(15), {
+      'content-type': 'application/json',
+    });
     assert.equal(sync.statusCode, 200, sync.body.slice(0, 200));
-    assert.equal((await t.request(acct.key, 'POST', `/v2/${ep}/runsync`, body(21), { 'content-type': 'application/json' })).statusCode, 413);
+    assert.equal(
+      (await t.request(acct.key, 'POST', `/v2/${ep}/runsync`, body(21), { 'content-type': 'application/json' }))
+        .statusCode,
+      413,
+    );
     await t.services.jobs.purgeQueue(ep);
   });
 
-  test('an unknown endpoint, another account\'s endpoint and an unknown job answer 404', async () => {
+  test("an unknown endpoint, another account's endpoint and an unknown job answer 404", async () => {
     const theirs = await newEndpoint(other.accountId, 'theirs');
     assert.equal((await t.request(acct.key, 'POST', `/v2/nosuchendpoint/run`, { input: {} })).statusCode, 404);
     assert.equal((await t.request(acct.key, 'POST', `/v2/${theirs}/run`, { input: {} })).statusCode, 404);
@@ -150,7 +176,7 @@ describe('request validation', () => {
     assert.equal((await t.request(acct.key, 'GET', `/v2/${ep}/status/nosuchjob`)).statusCode, 404);
     const { id } = json(await t.request(other.key, 'POST', `/v2/${theirs}/run`, { input: {} }));
     const res = await t.request(acct.key, 'GET', `/v2/${ep}/status/${id}`);
-    assert.equal(res.statusCode, 404, 'a job of another account is not visible through one\'s own endpoint');
+    assert.equal(res.statusCode, 404, "a job of another account is not visible through one's own endpoint");
   });
 
   test('a wait that is not a number is a 400', async () => {
@@ -223,7 +249,9 @@ describe('cancel, retry, purge-queue and health', () => {
       assert.equal(res.statusCode, 200, res.body);
       assert.deepEqual(json(res), { id, status: 'CANCELLED' });
     }
-    const empty = await t.request(acct.key, 'POST', `/v2/${ep}/cancel/nosuchjob`, '', { 'content-type': 'application/json' });
+    const empty = await t.request(acct.key, 'POST', `/v2/${ep}/cancel/nosuchjob`, '', {
+      'content-type': 'application/json',
+    });
     assert.equal(empty.statusCode, 404, 'an empty JSON body is no body');
   });
 
@@ -255,13 +283,12 @@ describe('cancel, retry, purge-queue and health', () => {
     const res = await t.request(acct.readKey, 'GET', `/v2/${ep}/health`);
     assert.equal(res.statusCode, 200);
     const health = json(res);
-    assert.deepEqual(Object.keys(health.jobs).filter((k) => ['completed', 'failed', 'inProgress', 'inQueue', 'retried'].includes(k)).sort(), [
-      'completed',
-      'failed',
-      'inProgress',
-      'inQueue',
-      'retried',
-    ]);
+    assert.deepEqual(
+      Object.keys(health.jobs)
+        .filter((k) => ['completed', 'failed', 'inProgress', 'inQueue', 'retried'].includes(k))
+        .sort(),
+      ['completed', 'failed', 'inProgress', 'inQueue', 'retried'],
+    );
     assert.equal(health.jobs.inQueue, 1);
     assert.equal(health.jobs.inProgress, 1);
     assert.equal(health.jobs.retried, 1, 'the retried job of the previous test');
@@ -272,10 +299,16 @@ describe('cancel, retry, purge-queue and health', () => {
 describe('openai passthrough', () => {
   test('POST /openai/v1/… becomes a job with openai_route and openai_input and answers the output', async () => {
     const ep = await newEndpoint(acct.accountId, 'openai');
-    const pending = t.request(acct.key, 'POST', `/v2/${ep}/openai/v1/chat/completions`, { model: 'm', messages: [{ role: 'user', content: 'hi' }] });
+    const pending = t.request(acct.key, 'POST', `/v2/${ep}/openai/v1/chat/completions`, {
+      model: 'm',
+      messages: [{ role: 'user', content: 'hi' }],
+    });
     const [job] = await t.services.jobs.take(ep, 'w-openai', { waitMs: 5000 });
-    assert.deepEqual(job?.input, { openai_route: '/v1/chat/completions', openai_input: { model: 'm', messages: [{ role: 'user', content: 'hi' }] } });
-    await t.services.jobs.complete('w-openai', job!.id, { output: [{ id: 'chatcmpl-1', choices: [] }] });
+    assert.deepEqual(job?.input, {
+      openai_route: '/v1/chat/completions',
+      openai_input: { model: 'm', messages: [{ role: 'user', content: 'hi' }] },
+    });
+    await t.services.jobs.complete('w-openai', job.id, { output: [{ id: 'chatcmpl-1', choices: [] }] });
     const res = await pending;
     assert.equal(res.statusCode, 200);
     assert.deepEqual(json(res), { id: 'chatcmpl-1', choices: [] });
@@ -283,7 +316,11 @@ describe('openai passthrough', () => {
 
   test('a streaming OpenAI request answers server-sent events ending in [DONE]', async () => {
     const ep = await newEndpoint(acct.accountId, 'openai-sse');
-    const pending = t.request(acct.key, 'POST', `/v2/${ep}/openai/v1/completions`, { model: 'm', prompt: 'x', stream: true });
+    const pending = t.request(acct.key, 'POST', `/v2/${ep}/openai/v1/completions`, {
+      model: 'm',
+      prompt: 'x',
+      stream: true,
+    });
     const [job] = await t.services.jobs.take(ep, 'w-sse', { waitMs: 5000 });
     await t.services.jobs.appendStream('w-sse', job!.id, { output: { choices: [{ text: 'a' }] } });
     await t.services.jobs.appendStream('w-sse', job!.id, { output: 'data: {"choices":[{"text":"b"}]}\n\n' });
@@ -308,7 +345,8 @@ describe('rate limits (spec 8.1)', () => {
   test('the REST per-key limiter does not count job API calls', async () => {
     const ep = await newEndpoint(acct.accountId, 'no-rest-limit');
     const { id } = json(await t.request(acct.key, 'POST', `/v2/${ep}/run`, { input: {} }));
-    for (let i = 0; i < 12; i++) assert.equal((await t.request(acct.key, 'GET', `/v2/${ep}/status/${id}`)).statusCode, 200);
+    for (let i = 0; i < 12; i++)
+      assert.equal((await t.request(acct.key, 'GET', `/v2/${ep}/status/${id}`)).statusCode, 200);
   });
 
   test('a third purge-queue within 10 seconds is refused with 429, Retry-After and a detail naming the operation', async () => {
@@ -341,14 +379,17 @@ describe('rate limits (spec 8.1)', () => {
   test('answered requests free their concurrency slot', async () => {
     const ep = await newEndpoint(acct.accountId, 'cancel-concurrency');
     // cancel allows 20 in flight and 100 per 10 s: 30 sequential calls never hold more than one slot
-    for (let i = 0; i < 30; i++) assert.equal((await t.request(acct.key, 'POST', `/v2/${ep}/cancel/missing-${i}`)).statusCode, 404);
+    for (let i = 0; i < 30; i++)
+      assert.equal((await t.request(acct.key, 'POST', `/v2/${ep}/cancel/missing-${i}`)).statusCode, 404);
   });
 
   test('requests over the concurrency cap are refused while the others are in flight', async () => {
     const ep = await newEndpoint(acct.accountId, 'status-sync-concurrency');
     const { id } = json(await t.request(acct.key, 'POST', `/v2/${ep}/run`, { input: {} }));
     // status allows 400 in flight: hold 400 status-sync long-polls open
-    const held = Array.from({ length: 400 }, () => t.request(acct.key, 'GET', `/v2/${ep}/status-sync/${id}?wait=20000`));
+    const held = Array.from({ length: 400 }, () =>
+      t.request(acct.key, 'GET', `/v2/${ep}/status-sync/${id}?wait=20000`),
+    );
     await new Promise((r) => setTimeout(r, 300));
     const refused = await t.request(acct.key, 'GET', `/v2/${ep}/status/${id}`);
     assert.equal(refused.statusCode, 429, refused.body);

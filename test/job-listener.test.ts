@@ -21,7 +21,14 @@ before(async () => {
   const account = await services.accounts.createAccount('jobs-apart');
   key = (await services.accounts.createKey(account.id, { scope: 'write', rateLimitExempt: true })).key;
   const template = await services.templates.create(account.id, { name: 'w', imageName: 'w:dev', isServerless: true });
-  endpointId = (await services.endpoints.create(account.id, { name: 'apart', templateId: template.id, gpuIds: 'ADA_24', workersMax: 0 })).id;
+  endpointId = (
+    await services.endpoints.create(account.id, {
+      name: 'apart',
+      templateId: template.id,
+      gpuIds: 'ADA_24',
+      workersMax: 0,
+    })
+  ).id;
 });
 after(() => listening?.close());
 
@@ -40,9 +47,16 @@ test('the job listener serves the job API and the worker protocol', async () => 
   const take = await fetch(`${server.jobUrl}/v2/${endpointId}/job-take/w1`, { headers: { authorization: key } });
   assert.equal(take.status, 200);
   assert.equal(((await take.json()) as { id: string }).id, id);
-  const done = await fetch(`${server.jobUrl}/v2/${endpointId}/job-done/w1/${id}`, { method: 'POST', headers: { authorization: key }, body: JSON.stringify({ output: 2 }) });
+  const done = await fetch(`${server.jobUrl}/v2/${endpointId}/job-done/w1/${id}`, {
+    method: 'POST',
+    headers: { authorization: key },
+    body: JSON.stringify({ output: 2 }),
+  });
   assert.equal(done.status, 200);
-  const status = (await (await call(server.jobUrl, 'GET', `/v2/${endpointId}/status/${id}`)).json()) as { status: string; output: unknown };
+  const status = (await (await call(server.jobUrl, 'GET', `/v2/${endpointId}/status/${id}`)).json()) as {
+    status: string;
+    output: unknown;
+  };
   assert.deepEqual([status.status, status.output], ['COMPLETED', 2]);
   assert.equal((await fetch(`${server.jobUrl}/healthz`)).status, 200);
 });
@@ -51,13 +65,24 @@ test('management routes answer 404 on the job listener, naming where they are, a
   const apart = await call(server.jobUrl!, 'GET', '/v2/pods');
   assert.equal(apart.status, 404);
   assert.match(apart.headers.get('content-type') ?? '', /application\/problem\+json/);
-  assert.match(((await apart.json()) as { detail: string }).detail, new RegExp(`GET /v2/pods is not on the job API listener; management routes answer at ${server.services.config.server.publicUrl}`));
+  assert.match(
+    ((await apart.json()) as { detail: string }).detail,
+    new RegExp(
+      `GET /v2/pods is not on the job API listener; management routes answer at ${server.services.config.server.publicUrl}`,
+    ),
+  );
   assert.equal((await call(server.url, 'GET', '/v2/pods')).status, 200);
-  assert.equal((await call(server.url, 'POST', `/v2/${endpointId}/run`, { input: {} })).status, 200, 'the main listener still serves the job API');
+  assert.equal(
+    (await call(server.url, 'POST', `/v2/${endpointId}/run`, { input: {} })).status,
+    200,
+    'the main listener still serves the job API',
+  );
 });
 
 test("an endpoint's requestUrls are built on the public job URL", async () => {
-  const endpoint = (await (await call(server.url, 'GET', `/v2/serverless/${endpointId}`)).json()) as { requestUrls: { run: string; status: string } };
+  const endpoint = (await (await call(server.url, 'GET', `/v2/serverless/${endpointId}`)).json()) as {
+    requestUrls: { run: string; status: string };
+  };
   assert.equal(endpoint.requestUrls.run, `${JOB_URL}/v2/${endpointId}/run`);
   assert.equal(endpoint.requestUrls.status, `${JOB_URL}/v2/${endpointId}/status/{job_id}`);
 });
@@ -72,8 +97,17 @@ test('the agent protocol is served on the job listener too, so an agent may use 
   assert.equal(join.status, 201);
   const { hostId, credential } = (await join.json()) as { hostId: string; credential: string };
   const op = await server.services.fleet.enqueue(hostId, { kind: 'stop', instanceId: 'pod-1' });
-  const poll = await fetch(`${server.jobUrl}/agent/v1/operations?after=0`, { headers: { authorization: `Bearer ${credential}` } });
-  assert.deepEqual(((await poll.json()) as { operations: Array<{ id: string }> }).operations.map((o) => o.id), [op.id]);
-  const report = await fetch(`${server.jobUrl}/agent/v1/report`, { method: 'POST', headers: { authorization: `Bearer ${credential}`, 'content-type': 'application/json' }, body: '{}' });
+  const poll = await fetch(`${server.jobUrl}/agent/v1/operations?after=0`, {
+    headers: { authorization: `Bearer ${credential}` },
+  });
+  assert.deepEqual(
+    ((await poll.json()) as { operations: Array<{ id: string }> }).operations.map((o) => o.id),
+    [op.id],
+  );
+  const report = await fetch(`${server.jobUrl}/agent/v1/report`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${credential}`, 'content-type': 'application/json' },
+    body: '{}',
+  });
   assert.equal(report.status, 200);
 });

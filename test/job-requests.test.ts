@@ -9,10 +9,24 @@ const clock = new FakeClock(Date.UTC(2026, 0, 1));
 let acct: { accountId: string; key: string; readKey: string };
 let other: { accountId: string; key: string; readKey: string };
 /** One answer of the route. */
-type Page = { requests: Array<{ id: string; status: string; createdAt: string; delayTime?: number; executionTime?: number; retries: number }>; nextCursor: string | null };
+type Page = {
+  requests: Array<{
+    id: string;
+    status: string;
+    createdAt: string;
+    delayTime?: number;
+    executionTime?: number;
+    retries: number;
+  }>;
+  nextCursor: string | null;
+};
 
 async function newEndpoint(accountId: string, name: string): Promise<string> {
-  const template = await t.services.templates.create(accountId, { name: `${name}-tpl`, imageName: 'worker:dev', isServerless: true });
+  const template = await t.services.templates.create(accountId, {
+    name: `${name}-tpl`,
+    imageName: 'worker:dev',
+    isServerless: true,
+  });
   return (await t.services.endpoints.create(accountId, { name, templateId: template.id, gpuIds: 'ADA_24' })).id;
 }
 
@@ -64,7 +78,14 @@ describe('listing', () => {
     );
     assert.equal(body.nextCursor, null);
     const finished = body.requests.find((r: { id: string }) => r.id === done);
-    assert.deepEqual(Object.keys(finished).sort(), ['createdAt', 'delayTime', 'executionTime', 'id', 'retries', 'status']);
+    assert.deepEqual(Object.keys(finished).sort(), [
+      'createdAt',
+      'delayTime',
+      'executionTime',
+      'id',
+      'retries',
+      'status',
+    ]);
     assert.equal(finished.status, 'COMPLETED');
     assert.equal(finished.executionTime, 250);
     assert.equal(finished.retries, 0);
@@ -93,7 +114,9 @@ describe('listing', () => {
     const res = await list(ep, '?status=RUNNING');
     assert.equal(res.statusCode, 400);
     assert.match(String(res.headers['content-type']), /application\/problem\+json/);
-    assert.deepEqual(json(res).errors, ['status: must be one of IN_QUEUE, IN_PROGRESS, COMPLETED, FAILED, CANCELLED, TIMED_OUT']);
+    assert.deepEqual(json(res).errors, [
+      'status: must be one of IN_QUEUE, IN_PROGRESS, COMPLETED, FAILED, CANCELLED, TIMED_OUT',
+    ]);
   });
 
   test('an unknown endpoint and another account’s endpoint answer 404', async () => {
@@ -140,7 +163,9 @@ describe('paging', () => {
     const seen: string[] = [];
     let cursor: string | null = null;
     do {
-      const body: Page = json<Page>(await list(same, `?limit=2${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`));
+      const body: Page = json<Page>(
+        await list(same, `?limit=2${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`),
+      );
       seen.push(...body.requests.map((r) => r.id));
       cursor = body.nextCursor;
     } while (cursor !== null);
@@ -165,7 +190,12 @@ describe('paging', () => {
   });
 
   test('a cursor the route did not answer is a 400 problem naming cursor', async () => {
-    for (const cursor of ['garbage', Buffer.from('x.y').toString('base64url'), Buffer.from('123.').toString('base64url'), Buffer.from('-5.id').toString('base64url')]) {
+    for (const cursor of [
+      'garbage',
+      Buffer.from('x.y').toString('base64url'),
+      Buffer.from('123.').toString('base64url'),
+      Buffer.from('-5.id').toString('base64url'),
+    ]) {
       const res = await list(ep, `?cursor=${encodeURIComponent(cursor)}`);
       assert.equal(res.statusCode, 400, cursor);
       assert.match(String(res.headers['content-type']), /application\/problem\+json/);
@@ -178,7 +208,8 @@ describe('rate limits (spec 8.1)', () => {
   test('an eleventh call within 10 seconds is refused with 429 and Retry-After; the next window admits again', async () => {
     const ep = await newEndpoint(acct.accountId, 'requests-limit');
     clock.advance(10_000 - (clock.now() % 10_000));
-    for (let i = 0; i < 10; i++) assert.equal((await t.request(acct.key, 'GET', `/v2/${ep}/requests`)).statusCode, 200, `call ${i + 1}`);
+    for (let i = 0; i < 10; i++)
+      assert.equal((await t.request(acct.key, 'GET', `/v2/${ep}/requests`)).statusCode, 200, `call ${i + 1}`);
     const res = await t.request(acct.key, 'GET', `/v2/${ep}/requests`);
     assert.equal(res.statusCode, 429);
     assert.match(String(res.headers['content-type']), /application\/problem\+json/);

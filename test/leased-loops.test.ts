@@ -67,8 +67,15 @@ test('a timekeeper without the lease only writes its workers’ signs of life; w
   const calls = { flush: 0, tick: 0, expire: 0, refresh: 0 };
   const lease = new SwitchLease();
   const timekeeper = new Timekeeper({
-    jobs: { tick: async () => (calls.tick++, { timedOut: 0, expired: 0, purged: 0 }), workerLost: async () => ({ requeued: [], failed: [] }) },
-    workers: { flush: async () => (calls.flush++, 0), expire: async () => (calls.expire++, []), refreshLiveCounts: async () => void calls.refresh++ },
+    jobs: {
+      tick: async () => (calls.tick++, { timedOut: 0, expired: 0, purged: 0 }),
+      workerLost: async () => ({ requeued: [], failed: [] }),
+    },
+    workers: {
+      flush: async () => (calls.flush++, 0),
+      expire: async () => (calls.expire++, []),
+      refreshLiveCounts: async () => void calls.refresh++,
+    },
     clock: new FakeClock(),
     lease,
     config: { timekeeperIntervalMs: 2, heartbeatTimeoutMs: 30_000 },
@@ -102,7 +109,14 @@ describe('loops on SQLite services, with a lease they do not hold', () => {
       return { status: 200, body: null };
     };
     const lease = new SwitchLease();
-    const dispatcher = new WebhookDispatcher({ db: t.services.db, clock, logger: silent, fetch, lease, config: { pollIntervalMs: 2 } });
+    const dispatcher = new WebhookDispatcher({
+      db: t.services.db,
+      clock,
+      logger: silent,
+      fetch,
+      lease,
+      config: { pollIntervalMs: 2 },
+    });
     const { id } = await t.services.jobs.submit('ep-hook', 'acct1', { input: {}, webhook: 'http://hook.test/done' });
     await t.services.jobs.take('ep-hook', 'w1');
     await t.services.jobs.complete('w1', id, { output: 1 });
@@ -122,8 +136,18 @@ describe('loops on SQLite services, with a lease they do not hold', () => {
     const runtime = new FakeRuntime();
     const lease = new SwitchLease();
     const { accountId } = await t.newAccount();
-    const template = await t.services.templates.create(accountId, { name: 'worker', imageName: 'my-worker:dev', isServerless: true });
-    const endpoint = await t.services.endpoints.create(accountId, { name: 'ep-min', templateId: template.id, gpuIds: 'ADA_24', workersMin: 1, workersMax: 1 });
+    const template = await t.services.templates.create(accountId, {
+      name: 'worker',
+      imageName: 'my-worker:dev',
+      isServerless: true,
+    });
+    const endpoint = await t.services.endpoints.create(accountId, {
+      name: 'ep-min',
+      templateId: template.id,
+      gpuIds: 'ADA_24',
+      workersMin: 1,
+      workersMax: 1,
+    });
     const s = t.services;
     const autoscaler = new Autoscaler({
       db: s.db,
@@ -138,7 +162,8 @@ describe('loops on SQLite services, with a lease they do not hold', () => {
       lease,
       config: { autoscaler: { intervalMs: 2 }, catalog: t.config.catalog, publicUrl: 'http://127.0.0.1:1' },
     });
-    const rows = () => s.db.kysely.selectFrom('workers').select(['id', 'status']).where('endpoint_id', '=', endpoint.id).execute();
+    const rows = () =>
+      s.db.kysely.selectFrom('workers').select(['id', 'status']).where('endpoint_id', '=', endpoint.id).execute();
     await autoscaler.start();
     try {
       await lease.asked(5);
@@ -181,57 +206,80 @@ describe('loops on SQLite services, with a lease they do not hold', () => {
   });
 });
 
-describe('timekeepers of two replicas on PostgreSQL', { skip: postgresUrl() ? false : 'GANTRY_TEST_DATABASE_URL is not set' }, () => {
-  let t: TestDb;
-  let dbB: Db;
-  const leases: PostgresLeases[] = [];
+describe(
+  'timekeepers of two replicas on PostgreSQL',
+  { skip: postgresUrl() ? false : 'GANTRY_TEST_DATABASE_URL is not set' },
+  () => {
+    let t: TestDb;
+    let dbB: Db;
+    const leases: PostgresLeases[] = [];
 
-  before(async () => {
-    t = await openTestDb('postgres');
-    dbB = await openDatabase({ url: postgresUrl(), dataDir: t.dataDir, schema: t.schema });
-  });
-  after(async () => {
-    for (const l of leases) await l.close();
-    await dbB?.close();
-    await t?.cleanup();
-  });
-
-  test('only the holder of the lease times jobs out; when its connection drops, the other replica takes over', async () => {
-    const clock = new FakeClock(Date.now());
-    const sessionsOfA: Session[] = [];
-    const leasesA = new PostgresLeases({
-      sessions: { namespace: t.schema, open: async () => (sessionsOfA.push(await t.db.sessions!.open()), sessionsOfA.at(-1)!) },
-      renewIntervalMs: 20,
+    before(async () => {
+      t = await openTestDb('postgres');
+      dbB = await openDatabase({ url: postgresUrl(), dataDir: t.dataDir, schema: t.schema });
     });
-    const leasesB = new PostgresLeases({ sessions: dbB.sessions!, renewIntervalMs: 20 });
-    leases.push(leasesA, leasesB);
-    const leaseA = leasesA.lease('timekeeper');
-    await leasesA.start();
-    await leasesB.start();
-    assert.equal(leaseA.isHeld(), true);
+    after(async () => {
+      for (const l of leases) await l.close();
+      await dbB?.close();
+      await t?.cleanup();
+    });
 
-    const jobsA = new JobsService({ db: t.db, clock });
-    const jobsB = new JobsService({ db: dbB, clock });
-    const { id } = await jobsA.submit('ep1', 'acct1', { input: {}, policy: { executionTimeout: 5_000 } });
-    await jobsA.take('ep1', 'w1');
-    clock.advance(10_000);
+    test('only the holder of the lease times jobs out; when its connection drops, the other replica takes over', async () => {
+      const clock = new FakeClock(Date.now());
+      const sessionsOfA: Session[] = [];
+      const leasesA = new PostgresLeases({
+        sessions: {
+          namespace: t.schema,
+          open: async () => (sessionsOfA.push(await t.db.sessions!.open()), sessionsOfA.at(-1)!),
+        },
+        renewIntervalMs: 20,
+      });
+      const leasesB = new PostgresLeases({ sessions: dbB.sessions!, renewIntervalMs: 20 });
+      leases.push(leasesA, leasesB);
+      const leaseA = leasesA.lease('timekeeper');
+      await leasesA.start();
+      await leasesB.start();
+      assert.equal(leaseA.isHeld(), true);
 
-    // B runs its loop; A holds the lease but (busy elsewhere) runs no pass.
-    const leaseB = leasesB.lease('timekeeper');
-    let askedB = 0;
-    const countingB: Lease = { name: leaseB.name, term: 0, isHeld: () => (askedB++, leaseB.isHeld()), acquire: () => leaseB.acquire(), renew: () => leaseB.renew(), release: () => leaseB.release() };
-    const timekeeperB = new Timekeeper({ jobs: jobsB, workers: new WorkersRegistry({ db: dbB, clock }), clock, lease: countingB, config: { timekeeperIntervalMs: 5, heartbeatTimeoutMs: 30_000 } });
-    timekeeperB.start();
-    try {
-      await until('B passes a few times', () => askedB >= 5);
-      assert.equal((await jobsB.status('acct1', 'ep1', id)).status, 'IN_PROGRESS');
-      await sql`SELECT pg_terminate_backend(${sessionsOfA[0]!.pid})`.execute(t.db.kysely);
-      await until('B takes over and times the job out', async () => (await jobsB.status('acct1', 'ep1', id)).status === 'TIMED_OUT');
-      assert.equal(leaseA.isHeld(), false);
-    } finally {
-      await timekeeperB.stop();
-      await jobsA.flush();
-      await jobsB.flush();
-    }
-  });
-});
+      const jobsA = new JobsService({ db: t.db, clock });
+      const jobsB = new JobsService({ db: dbB, clock });
+      const { id } = await jobsA.submit('ep1', 'acct1', { input: {}, policy: { executionTimeout: 5_000 } });
+      await jobsA.take('ep1', 'w1');
+      clock.advance(10_000);
+
+      // B runs its loop; A holds the lease but (busy elsewhere) runs no pass.
+      const leaseB = leasesB.lease('timekeeper');
+      let askedB = 0;
+      const countingB: Lease = {
+        name: leaseB.name,
+        term: 0,
+        isHeld: () => (askedB++, leaseB.isHeld()),
+        acquire: () => leaseB.acquire(),
+        renew: () => leaseB.renew(),
+        release: () => leaseB.release(),
+      };
+      const timekeeperB = new Timekeeper({
+        jobs: jobsB,
+        workers: new WorkersRegistry({ db: dbB, clock }),
+        clock,
+        lease: countingB,
+        config: { timekeeperIntervalMs: 5, heartbeatTimeoutMs: 30_000 },
+      });
+      timekeeperB.start();
+      try {
+        await until('B passes a few times', () => askedB >= 5);
+        assert.equal((await jobsB.status('acct1', 'ep1', id)).status, 'IN_PROGRESS');
+        await sql`SELECT pg_terminate_backend(${sessionsOfA[0]!.pid})`.execute(t.db.kysely);
+        await until(
+          'B takes over and times the job out',
+          async () => (await jobsB.status('acct1', 'ep1', id)).status === 'TIMED_OUT',
+        );
+        assert.equal(leaseA.isHeld(), false);
+      } finally {
+        await timekeeperB.stop();
+        await jobsA.flush();
+        await jobsB.flush();
+      }
+    });
+  },
+);

@@ -23,8 +23,24 @@ const images = {
   },
   'broken:1': { command: ['/nonexistent/gantry-test-binary'] },
 };
-const fleet = [{ id: 'big', dataCenterId: 'US-TX-3', gpuTypeId: GPU, gpuCount: 64, cudaVersion: '12.4', vcpus: 256, memoryGb: 2048, portRange: [32000, 32999] }];
-const file = { images, fleet, pods: { reconcileIntervalMs: 50, stopGraceMs: 1000 }, rateLimits: { minute: 1_000_000, hour: 1_000_000, day: 1_000_000 } };
+const fleet = [
+  {
+    id: 'big',
+    dataCenterId: 'US-TX-3',
+    gpuTypeId: GPU,
+    gpuCount: 64,
+    cudaVersion: '12.4',
+    vcpus: 256,
+    memoryGb: 2048,
+    portRange: [32000, 32999],
+  },
+];
+const file = {
+  images,
+  fleet,
+  pods: { reconcileIntervalMs: 50, stopGraceMs: 1000 },
+  rateLimits: { minute: 1_000_000, hour: 1_000_000, day: 1_000_000 },
+};
 
 const T0 = Date.UTC(2026, 5, 1, 12, 0, 0);
 const parse = (e: SseEvent) => JSON.parse(e.data) as { ts: string; source: string; line: string };
@@ -56,7 +72,8 @@ describe('pod logs as server-sent events', () => {
   };
   const containerLines = async (id: string): Promise<string[]> => {
     const out: string[] = [];
-    for await (const l of t.services.runtime.output!(id, { follow: false, signal: new AbortController().signal })) out.push(l.line);
+    for await (const l of t.services.runtime.output!(id, { follow: false, signal: new AbortController().signal }))
+      out.push(l.line);
     return out;
   };
   const statusOf = async (id: string): Promise<string> => json(await t.request(key, 'GET', `/v2/pods/${id}`)).status;
@@ -85,7 +102,11 @@ describe('pod logs as server-sent events', () => {
     assert.deepEqual(linesOf(read.events), ['one', 'two', 'three']);
     assert.deepEqual(
       read.events.map((e) => e.id),
-      ['2026-06-01T12:00:00.000Z/000000000000', '2026-06-01T12:00:00.000Z/000000000001', '2026-06-01T12:00:00.000Z/000000000002'],
+      [
+        '2026-06-01T12:00:00.000Z/000000000000',
+        '2026-06-01T12:00:00.000Z/000000000001',
+        '2026-06-01T12:00:00.000Z/000000000002',
+      ],
     );
     assert.deepEqual(parse(read.events[0]!), { ts: '2026-06-01T12:00:00.000Z', source: 'container', line: 'one' });
   });
@@ -107,7 +128,11 @@ describe('pod logs as server-sent events', () => {
 
   test('tail=0 streams live lines only, as they are written', async () => {
     clock.set(T0 + 1_000);
-    const read = await readSse(url(podId, '?tail=0&source=container'), { headers: auth(key), until: (events) => events.length >= 1, onOpen: () => void setTimeout(() => more(podId), 100) });
+    const read = await readSse(url(podId, '?tail=0&source=container'), {
+      headers: auth(key),
+      until: (events) => events.length >= 1,
+      onOpen: () => void setTimeout(() => more(podId), 100),
+    });
     assert.equal(read.events.length, 1);
     assert.match(linesOf(read.events)[0]!, /^more \d+$/);
     assert.equal(parse(read.events[0]!).ts, '2026-06-01T12:00:01.000Z');
@@ -128,7 +153,9 @@ describe('pod logs as server-sent events', () => {
     const full = await kept(podId, '?tail=5000', total);
     assert.equal(full.events.length, total);
     for (const cut of [1, 3, total - 1]) {
-      const resumed = await kept(podId, '?tail=1&since=2026-06-01T11:00:00Z', total - cut, { 'last-event-id': full.events[cut - 1]!.id! });
+      const resumed = await kept(podId, '?tail=1&since=2026-06-01T11:00:00Z', total - cut, {
+        'last-event-id': full.events[cut - 1]!.id!,
+      });
       assert.deepEqual(
         resumed.events.map((e) => `${e.id} ${e.data}`),
         full.events.slice(cut).map((e) => `${e.id} ${e.data}`),
@@ -137,7 +164,11 @@ describe('pod logs as server-sent events', () => {
     }
     // resumed at the end, a reconnect gets only what is written after
     clock.set(T0 + 3_000);
-    const live = await readSse(url(podId), { headers: { ...auth(key), 'last-event-id': full.events[total - 1]!.id! }, until: (events) => events.length >= 1, onOpen: () => void setTimeout(() => more(podId), 100) });
+    const live = await readSse(url(podId), {
+      headers: { ...auth(key), 'last-event-id': full.events[total - 1]!.id! },
+      until: (events) => events.length >= 1,
+      onOpen: () => void setTimeout(() => more(podId), 100),
+    });
     assert.deepEqual(linesOf(live.events), ['more 3']);
     // a plain RFC3339 Last-Event-ID: everything after that time
     const plain = await kept(podId, '?source=container', 1, { 'last-event-id': '2026-06-01T12:00:01.000Z' });
@@ -145,11 +176,19 @@ describe('pod logs as server-sent events', () => {
   });
 
   test('an idle stream carries keep-alive comment lines on an interval, so proxies do not cut it', async () => {
-    const logs = new LogStreams({ runtime: t.services.runtime, systemLog: t.services.systemLog, clock, keepAliveMs: 50 });
+    const logs = new LogStreams({
+      runtime: t.services.runtime,
+      systemLog: t.services.systemLog,
+      clock,
+      keepAliveMs: 50,
+    });
     const app = await buildApp({ ...t.services, logs }, { logger: false });
     try {
       const at = await app.listen({ port: 0, host: '127.0.0.1' });
-      const read = await readSse(`${at}/v2/pods/${podId}/logs?tail=0`, { headers: auth(key), until: (_events, comments) => comments.length >= 2 });
+      const read = await readSse(`${at}/v2/pods/${podId}/logs?tail=0`, {
+        headers: auth(key),
+        until: (_events, comments) => comments.length >= 2,
+      });
       assert.deepEqual(read.events, []);
       assert.deepEqual(read.comments.slice(0, 2), ['keep-alive', 'keep-alive']);
     } finally {
@@ -169,7 +208,11 @@ describe('pod logs as server-sent events', () => {
     assert.deepEqual(linesOf(read.events).slice(-1), ['stopped by user']);
     const after = await readSse(url(podId, '?source=container'), { headers: auth(key) });
     assert.equal(after.ended, true);
-    assert.deepEqual(linesOf(after.events).slice(0, 3), ['one', 'two', 'three'], 'the output of a stopped pod stays readable');
+    assert.deepEqual(
+      linesOf(after.events).slice(0, 3),
+      ['one', 'two', 'three'],
+      'the output of a stopped pod stays readable',
+    );
   });
 
   test('a pod in ERROR says why in its system lines, and its stream ends', async () => {
@@ -229,7 +272,11 @@ describe('pod logs as server-sent events', () => {
     ];
     for (const [query, headers] of cases) {
       const res = await t.request(key, 'GET', `/v2/pods/${podId}/logs${query}`, undefined, headers);
-      assert.equal(res.statusCode, 400, `${query.slice(0, 60)} ${JSON.stringify(headers).slice(0, 60)}: ${res.body.slice(0, 300)}`);
+      assert.equal(
+        res.statusCode,
+        400,
+        `${query.slice(0, 60)} ${JSON.stringify(headers).slice(0, 60)}: ${res.body.slice(0, 300)}`,
+      );
       assert.ok(res.body.length < 1_000, `the answer echoes the input: ${res.body.length} bytes`);
     }
     // ids are checked before anything is read: an id with a path in it is refused like any bad id

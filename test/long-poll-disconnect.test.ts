@@ -20,7 +20,14 @@ before(async () => {
   const account = await services.accounts.createAccount('poller');
   key = (await services.accounts.createKey(account.id, { scope: 'write', rateLimitExempt: true })).key;
   const template = await services.templates.create(account.id, { name: 'w', imageName: 'w:dev', isServerless: true });
-  endpointId = (await services.endpoints.create(account.id, { name: 'lp', templateId: template.id, gpuIds: 'ADA_24', workersMax: 0 })).id;
+  endpointId = (
+    await services.endpoints.create(account.id, {
+      name: 'lp',
+      templateId: template.id,
+      gpuIds: 'ADA_24',
+      workersMax: 0,
+    })
+  ).id;
 });
 after(() => listening?.close());
 
@@ -35,24 +42,40 @@ const until = async (what: string, check: () => boolean): Promise<void> => {
 test('a job-take long-poll ends when its worker hangs up, leaving no waiter behind', async () => {
   const signals = server.services.jobs.signals;
   const hangUp = new AbortController();
-  const take = fetch(`${server.url}/v2/${endpointId}/job-take/gone-worker`, { headers: { authorization: key }, signal: hangUp.signal }).catch((e: Error) => e);
+  const take = fetch(`${server.url}/v2/${endpointId}/job-take/gone-worker`, {
+    headers: { authorization: key },
+    signal: hangUp.signal,
+  }).catch((e: Error) => e);
   await until('the take to wait', () => signals.waiting('work', endpointId) === 1);
   hangUp.abort();
   assert.equal(((await take) as Error).name, 'AbortError');
   await until('the waiter to go', () => signals.waiting('work', endpointId) === 0);
   // the queue is untouched: a job submitted now stays queued for the next worker
-  const run = await fetch(`${server.url}/v2/${endpointId}/run`, { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: '{"input":{}}' });
+  const run = await fetch(`${server.url}/v2/${endpointId}/run`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+    body: '{"input":{}}',
+  });
   const { id } = (await run.json()) as { id: string };
-  const status = (await (await fetch(`${server.url}/v2/${endpointId}/status/${id}`, { headers: { authorization: `Bearer ${key}` } })).json()) as { status: string };
+  const status = (await (
+    await fetch(`${server.url}/v2/${endpointId}/status/${id}`, { headers: { authorization: `Bearer ${key}` } })
+  ).json()) as { status: string };
   assert.equal(status.status, 'IN_QUEUE');
 });
 
 test('a status-sync long-poll ends when its client hangs up, leaving no waiter behind', async () => {
   const signals = server.services.jobs.signals;
-  const run = await fetch(`${server.url}/v2/${endpointId}/run`, { method: 'POST', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, body: '{"input":{}}' });
+  const run = await fetch(`${server.url}/v2/${endpointId}/run`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+    body: '{"input":{}}',
+  });
   const { id } = (await run.json()) as { id: string };
   const hangUp = new AbortController();
-  const poll = fetch(`${server.url}/v2/${endpointId}/status-sync/${id}?wait=60000`, { headers: { authorization: `Bearer ${key}` }, signal: hangUp.signal }).catch((e: Error) => e);
+  const poll = fetch(`${server.url}/v2/${endpointId}/status-sync/${id}?wait=60000`, {
+    headers: { authorization: `Bearer ${key}` },
+    signal: hangUp.signal,
+  }).catch((e: Error) => e);
   await until('the status-sync to wait', () => signals.waiting('job', id) === 1);
   hangUp.abort();
   await poll;
@@ -65,7 +88,9 @@ test('closing the server answers open long-polls at once instead of waiting out 
   const account = await services.accounts.createAccount('closing');
   const workerKey = (await services.accounts.createKey(account.id, { scope: 'write' })).key;
   const template = await services.templates.create(account.id, { name: 'w', imageName: 'w:dev', isServerless: true });
-  const id = (await services.endpoints.create(account.id, { name: 'c', templateId: template.id, gpuIds: 'ADA_24', workersMax: 0 })).id;
+  const id = (
+    await services.endpoints.create(account.id, { name: 'c', templateId: template.id, gpuIds: 'ADA_24', workersMax: 0 })
+  ).id;
   const take = fetch(`${other.server.url}/v2/${id}/job-take/w1`, { headers: { authorization: workerKey } });
   await until('the take to wait', () => services.jobs.signals.waiting('work', id) === 1);
   const closed = other.close().then(() => 'closed');

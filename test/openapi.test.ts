@@ -13,7 +13,17 @@ test('the OpenAPI document is served without a key and describes every resource 
   assert.equal(res.statusCode, 200);
   const doc = json(res);
   assert.match(doc.openapi, /^3\./);
-  for (const path of ['/v2/pods', '/v2/pods/{id}', '/v2/pods/{id}/action', '/v2/templates', '/v2/templates/{id}', '/v2/network-volumes', '/v2/registries', '/v2/catalog/gpus', '/v2/account/ssh-keys']) {
+  for (const path of [
+    '/v2/pods',
+    '/v2/pods/{id}',
+    '/v2/pods/{id}/action',
+    '/v2/templates',
+    '/v2/templates/{id}',
+    '/v2/network-volumes',
+    '/v2/registries',
+    '/v2/catalog/gpus',
+    '/v2/account/ssh-keys',
+  ]) {
     assert.ok(doc.paths[path], `${path} is missing from the OpenAPI document`);
   }
   // the request schemas that validate are the ones documented
@@ -40,18 +50,30 @@ test('every route’s schemas compile when built eagerly, and a route compiled o
   const { buildApp } = await import('../src/http/app.js');
   const eager = await buildApp(t.services, { logger: false, eagerSchemas: true });
   try {
-    const routes = eager.printRoutes({ commonPrefix: false }).split('\n').filter((l) => l.includes('/v2/')).length;
+    const routes = eager
+      .printRoutes({ commonPrefix: false })
+      .split('\n')
+      .filter((l) => l.includes('/v2/')).length;
     assert.ok(routes >= 20, `only ${routes} routes were built`);
     const { key } = await t.newAccount();
-    const bad = { method: 'POST' as const, url: '/v2/pods', headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' }, payload: JSON.stringify({ imageName: 12, gpuCount: 'x', nope: true }) };
+    const bad = {
+      method: 'POST' as const,
+      url: '/v2/pods',
+      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+      payload: JSON.stringify({ imageName: 12, gpuCount: 'x', nope: true }),
+    };
     const [a, b] = [await t.app.inject(bad), await eager.inject(bad)];
     assert.ok(a.statusCode >= 400 && a.statusCode < 500, `bad input is a client error: ${a.statusCode}`);
     assert.equal(a.statusCode, b.statusCode);
     const strip = (text: string) => text.replace(/"(instance|requestId)":"[^"]*"/g, '');
     assert.equal(strip(a.body), strip(b.body));
-    for (const name of ['nope', 'gpuCount', 'imageName']) assert.ok(a.body.includes(name), `the answer names ${name}: ${a.body}`);
+    for (const name of ['nope', 'gpuCount', 'imageName'])
+      assert.ok(a.body.includes(name), `the answer names ${name}: ${a.body}`);
     // and a response serialized on first use is the one an eager serializer writes
-    const [x, y] = [await t.app.inject({ method: 'GET', url: '/v2/pods', headers: { authorization: `Bearer ${key}` } }), await eager.inject({ method: 'GET', url: '/v2/pods', headers: { authorization: `Bearer ${key}` } })];
+    const [x, y] = [
+      await t.app.inject({ method: 'GET', url: '/v2/pods', headers: { authorization: `Bearer ${key}` } }),
+      await eager.inject({ method: 'GET', url: '/v2/pods', headers: { authorization: `Bearer ${key}` } }),
+    ];
     assert.equal(x.statusCode, 200);
     assert.equal(x.body, y.body);
   } finally {
@@ -65,7 +87,12 @@ test('the log routes are described as event streams with the source, tail, since
     const get = doc.paths[path]?.get;
     assert.ok(get, `${path} is missing from the OpenAPI document`);
     assert.ok(get.responses['200'].content['text/event-stream'], `${path} answers text/event-stream`);
-    const params = Object.fromEntries(get.parameters.map((p: { name: string; in: string; schema: Record<string, unknown> }) => [`${p.in}:${p.name}`, p.schema]));
+    const params = Object.fromEntries(
+      get.parameters.map((p: { name: string; in: string; schema: Record<string, unknown> }) => [
+        `${p.in}:${p.name}`,
+        p.schema,
+      ]),
+    );
     assert.deepEqual(params['query:source'].enum, ['container', 'system']);
     assert.equal(params['query:tail'].minimum, 0);
     assert.equal(params['query:tail'].maximum, 5000);

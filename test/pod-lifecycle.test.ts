@@ -24,12 +24,38 @@ const images = {
 };
 // One small GPU host so that taking and freeing GPUs is visible, one roomy host for the rest.
 const fleet = [
-  { id: 'small', dataCenterId: 'US-CA-2', gpuTypeId: 'NVIDIA RTX A5000', gpuCount: 2, cudaVersion: '12.1', portRange: [31000, 31099] },
-  { id: 'big', dataCenterId: 'US-TX-3', gpuTypeId: GPU, gpuCount: 64, cudaVersion: '12.4', vcpus: 256, memoryGb: 2048, portRange: [32000, 32999] },
+  {
+    id: 'small',
+    dataCenterId: 'US-CA-2',
+    gpuTypeId: 'NVIDIA RTX A5000',
+    gpuCount: 2,
+    cudaVersion: '12.1',
+    portRange: [31000, 31099],
+  },
+  {
+    id: 'big',
+    dataCenterId: 'US-TX-3',
+    gpuTypeId: GPU,
+    gpuCount: 64,
+    cudaVersion: '12.4',
+    vcpus: 256,
+    memoryGb: 2048,
+    portRange: [32000, 32999],
+  },
 ];
-const file = { images, fleet, pods: { reconcileIntervalMs: 50, stopGraceMs: 1000 }, rateLimits: { minute: 1_000_000, hour: 1_000_000, day: 1_000_000 } };
+const file = {
+  images,
+  fleet,
+  pods: { reconcileIntervalMs: 50, stopGraceMs: 1000 },
+  rateLimits: { minute: 1_000_000, hour: 1_000_000, day: 1_000_000 },
+};
 
-type Req = (key: string | null, method: 'GET' | 'POST' | 'PATCH' | 'DELETE', url: string, body?: unknown) => Promise<LightMyRequestResponse>;
+type Req = (
+  key: string | null,
+  method: 'GET' | 'POST' | 'PATCH' | 'DELETE',
+  url: string,
+  body?: unknown,
+) => Promise<LightMyRequestResponse>;
 
 /** Polls the pod until it has `status`, failing after a bounded deadline. */
 async function waitForStatus(request: Req, key: string, id: string, status: string, timeoutMs = 10_000): Promise<any> {
@@ -40,7 +66,9 @@ async function waitForStatus(request: Req, key: string, id: string, status: stri
     if (last.status === status) return last;
     await new Promise((r) => setTimeout(r, 10));
   }
-  assert.fail(`pod ${id} did not reach ${status} within ${timeoutMs} ms (last: ${last?.status} ${last?.statusReason ?? ''})`);
+  assert.fail(
+    `pod ${id} did not reach ${status} within ${timeoutMs} ms (last: ${last?.status} ${last?.statusReason ?? ''})`,
+  );
 }
 
 describe('lifecycle on one server', () => {
@@ -49,7 +77,12 @@ describe('lifecycle on one server', () => {
   let clock: FakeClock;
   const req: Req = (k, m, u, b) => t.request(k, m, u, b);
   const create = async (body: Record<string, unknown>) => {
-    const res = await t.request(key, 'POST', '/v2/pods', { name: 'life', image: 'sleeper:1', gpu: { id: GPU }, ...body });
+    const res = await t.request(key, 'POST', '/v2/pods', {
+      name: 'life',
+      image: 'sleeper:1',
+      gpu: { id: GPU },
+      ...body,
+    });
     assert.equal(res.statusCode, 201, res.body);
     return json(res);
   };
@@ -71,7 +104,10 @@ describe('lifecycle on one server', () => {
     off();
     assert.equal(running.statusReason, null);
     assert.equal((await t.services.runtime.inspect(pod.id))?.state, 'running');
-    assert.deepEqual(seen.filter((s) => s.endsWith('STARTING') || s.endsWith('RUNNING')).slice(0, 2), ['PROVISIONING→STARTING', 'STARTING→RUNNING']);
+    assert.deepEqual(seen.filter((s) => s.endsWith('STARTING') || s.endsWith('RUNNING')).slice(0, 2), [
+      'PROVISIONING→STARTING',
+      'STARTING→RUNNING',
+    ]);
   });
 
   test('a process that exits on its own leaves the pod EXITED with the reason, not restarted, its GPUs released', async () => {
@@ -148,7 +184,11 @@ describe('lifecycle on one server', () => {
   test('terminate stops the process and releases the GPUs: a new pod can take them', async () => {
     const holder = await create({ gpu: { id: 'NVIDIA RTX A5000', count: 2 } });
     await waitForStatus(req, key, holder.id, 'RUNNING');
-    const blocked = await t.request(key, 'POST', '/v2/pods', { name: 'x', image: 'sleeper:1', gpu: { id: 'NVIDIA RTX A5000' } });
+    const blocked = await t.request(key, 'POST', '/v2/pods', {
+      name: 'x',
+      image: 'sleeper:1',
+      gpu: { id: 'NVIDIA RTX A5000' },
+    });
     assert.equal(blocked.statusCode, 400);
     assert.equal(json(blocked).code, 'NO_CAPACITY');
     assert.equal((await act(holder.id, 'terminate')).statusCode, 204);
@@ -203,7 +243,9 @@ describe('lifecycle across a server restart', () => {
 
   async function boot(fleetFile: unknown[]): Promise<{ app: FastifyInstance; services: Services }> {
     writeFileSync(configPath, JSON.stringify({ ...file, fleet: fleetFile }));
-    const config = loadConfig({ env: { GANTRY_DATA_DIR: dataDir, GANTRY_CONFIG: configPath, GANTRY_LOG_LEVEL: 'silent' } });
+    const config = loadConfig({
+      env: { GANTRY_DATA_DIR: dataDir, GANTRY_CONFIG: configPath, GANTRY_LOG_LEVEL: 'silent' },
+    });
     const db = await openDatabase({ url: null, dataDir });
     const services = await createServices(config, { db, logger: pino({ level: 'silent' }) });
     await services.podController.start();
@@ -230,9 +272,19 @@ describe('lifecycle across a server restart', () => {
     let { app, services } = await boot(fleet);
     const key = (await bootstrapAdmin(services))!;
     const req: Req = (k, method, url, body) =>
-      app.inject({ method, url, headers: { authorization: `Bearer ${k}`, ...(body ? { 'content-type': 'application/json' } : {}) }, ...(body ? { payload: JSON.stringify(body) } : {}) });
+      app.inject({
+        method,
+        url,
+        headers: { authorization: `Bearer ${k}`, ...(body ? { 'content-type': 'application/json' } : {}) },
+        ...(body ? { payload: JSON.stringify(body) } : {}),
+      });
     const create = async (body: Record<string, unknown>) => {
-      const res = await req(key, 'POST', '/v2/pods', { name: 'survivor', image: 'sleeper:1', gpu: { id: GPU }, ...body });
+      const res = await req(key, 'POST', '/v2/pods', {
+        name: 'survivor',
+        image: 'sleeper:1',
+        gpu: { id: GPU },
+        ...body,
+      });
       assert.equal(res.statusCode, 201, res.body);
       return json(res);
     };

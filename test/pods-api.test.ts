@@ -11,11 +11,50 @@ const sshKey = `ssh-ed25519 ${Buffer.concat([Buffer.from([0, 0, 0, 11]), Buffer.
 
 // Enough GPUs that every test can create pods; the A5000 type does not support global networking.
 const fleet = [
-  { id: 'tx-4090', dataCenterId: 'US-TX-3', gpuTypeId: GPU, gpuCount: 256, cudaVersion: '12.4', vcpus: 512, memoryGb: 4096, diskGb: 100_000, portRange: [20000, 24999] },
-  { id: 'ca-a5000', dataCenterId: 'US-CA-2', gpuTypeId: 'NVIDIA RTX A5000', gpuCount: 8, cudaVersion: '12.1', portRange: [25000, 25999] },
-  { id: 'ro-l40s', dataCenterId: 'EU-RO-1', gpuTypeId: 'NVIDIA L40S', gpuCount: 8, cudaVersion: '12.4', portRange: [26000, 26999] },
-  { id: 'tx-cpu', dataCenterId: 'US-TX-3', cpuFlavors: ['cpu3c', 'cpu3g', 'cpu3m'], vcpus: 512, memoryGb: 4096, portRange: [27000, 27999] },
-  { id: 'ro-cpu', dataCenterId: 'EU-RO-1', cloud: 'COMMUNITY', cpuFlavors: ['cpu3c'], vcpus: 128, memoryGb: 1024, portRange: [28000, 28999] },
+  {
+    id: 'tx-4090',
+    dataCenterId: 'US-TX-3',
+    gpuTypeId: GPU,
+    gpuCount: 256,
+    cudaVersion: '12.4',
+    vcpus: 512,
+    memoryGb: 4096,
+    diskGb: 100_000,
+    portRange: [20000, 24999],
+  },
+  {
+    id: 'ca-a5000',
+    dataCenterId: 'US-CA-2',
+    gpuTypeId: 'NVIDIA RTX A5000',
+    gpuCount: 8,
+    cudaVersion: '12.1',
+    portRange: [25000, 25999],
+  },
+  {
+    id: 'ro-l40s',
+    dataCenterId: 'EU-RO-1',
+    gpuTypeId: 'NVIDIA L40S',
+    gpuCount: 8,
+    cudaVersion: '12.4',
+    portRange: [26000, 26999],
+  },
+  {
+    id: 'tx-cpu',
+    dataCenterId: 'US-TX-3',
+    cpuFlavors: ['cpu3c', 'cpu3g', 'cpu3m'],
+    vcpus: 512,
+    memoryGb: 4096,
+    portRange: [27000, 27999],
+  },
+  {
+    id: 'ro-cpu',
+    dataCenterId: 'EU-RO-1',
+    cloud: 'COMMUNITY',
+    cpuFlavors: ['cpu3c'],
+    vcpus: 128,
+    memoryGb: 1024,
+    portRange: [28000, 28999],
+  },
 ];
 
 let t: TestApp;
@@ -26,7 +65,14 @@ let b: { accountId: string; key: string; readKey: string };
 before(async () => {
   clock = new FakeClock(Date.now());
   // one account fills the fleet to test placement: no quota may refuse it first (tenant-matrix-quotas tests those)
-  t = await createTestApp({ clock, file: { rateLimits: { minute: 1_000_000, hour: 1_000_000, day: 1_000_000 }, quotas: { pods: 10_000, gpus: 10_000 }, fleet } });
+  t = await createTestApp({
+    clock,
+    file: {
+      rateLimits: { minute: 1_000_000, hour: 1_000_000, day: 1_000_000 },
+      quotas: { pods: 10_000, gpus: 10_000 },
+      fleet,
+    },
+  });
   a = await t.newAccount('pods-a');
   b = await t.newAccount('pods-b');
 });
@@ -50,7 +96,9 @@ async function waitForStatus(id: string, status: string, key = a.key, timeoutMs 
     if (last.status === status) return last;
     await new Promise((r) => setTimeout(r, 10));
   }
-  assert.fail(`pod ${id} did not reach ${status} within ${timeoutMs} ms (last: ${last?.status} ${last?.statusReason ?? ''})`);
+  assert.fail(
+    `pod ${id} did not reach ${status} within ${timeoutMs} ms (last: ${last?.status} ${last?.statusReason ?? ''})`,
+  );
 }
 
 const problem = (res: LightMyRequestResponse, status: number, detail?: RegExp) => {
@@ -111,7 +159,11 @@ describe('create', () => {
     });
     const body = problem(res, 422);
     assert.equal(body.errors.length, 4, body.errors.join(' | '));
-    for (const field of ['gpu.vram', 'mounts.persistent.fast', 'mounts.other', 'colour']) assert.ok(body.errors.some((e: string) => e.startsWith(field)), field);
+    for (const field of ['gpu.vram', 'mounts.persistent.fast', 'mounts.other', 'colour'])
+      assert.ok(
+        body.errors.some((e: string) => e.startsWith(field)),
+        field,
+      );
   });
 
   test('schema bounds are 422: empty name, disk 0, gpu count 0, vcpuCount 1, persistent size 9, two network mounts, bad CUDA version', async () => {
@@ -121,7 +173,17 @@ describe('create', () => {
       { name: 'x', image: 'i', gpu: { id: GPU, count: 0 } },
       { name: 'x', image: 'i', cpu: { id: 'cpu3c', vcpuCount: 1 } },
       { name: 'x', image: 'i', gpu: { id: GPU }, mounts: { persistent: { size: 9, path: '/w' } } },
-      { name: 'x', image: 'i', gpu: { id: GPU }, mounts: { network: [{ volumeId: 'a', path: '/a' }, { volumeId: 'b', path: '/b' }] } },
+      {
+        name: 'x',
+        image: 'i',
+        gpu: { id: GPU },
+        mounts: {
+          network: [
+            { volumeId: 'a', path: '/a' },
+            { volumeId: 'b', path: '/b' },
+          ],
+        },
+      },
       { name: 'x', image: 'i', gpu: { id: GPU }, allowedCudaVersions: ['12'] },
       { name: 'x', image: 'i', gpu: { id: GPU }, minCudaVersion: 'twelve' },
       { name: 'x', image: 'i', gpu: { id: GPU }, mounts: { network: [{ volumeId: 'a' }] } },
@@ -135,17 +197,45 @@ describe('create', () => {
 
   test('cross-field rules are 400: both or neither gpu/cpu, CUDA conflicts, CUDA with cpu, both mounts, persistent on cpu', async () => {
     problem(await create({ name: 'x', image: 'i' }), 400, /exactly one/);
-    problem(await create({ name: 'x', image: 'i', gpu: { id: GPU }, cpu: { id: 'cpu3c', vcpuCount: 2 } }), 400, /exactly one/);
-    problem(await create({ name: 'x', image: 'i', gpu: { id: GPU }, allowedCudaVersions: ['12.4'], minCudaVersion: '12' }), 400);
+    problem(
+      await create({ name: 'x', image: 'i', gpu: { id: GPU }, cpu: { id: 'cpu3c', vcpuCount: 2 } }),
+      400,
+      /exactly one/,
+    );
+    problem(
+      await create({ name: 'x', image: 'i', gpu: { id: GPU }, allowedCudaVersions: ['12.4'], minCudaVersion: '12' }),
+      400,
+    );
     problem(await create({ name: 'x', image: 'i', cpu: { id: 'cpu3c', vcpuCount: 2 }, minCudaVersion: '12' }), 400);
-    problem(await create({ name: 'x', image: 'i', gpu: { id: GPU }, mounts: { persistent: { size: 10, path: '/a' }, network: [{ volumeId: 'v', path: '/b' }] } }), 400);
-    problem(await create({ name: 'x', image: 'i', cpu: { id: 'cpu3c', vcpuCount: 2 }, mounts: { persistent: { size: 10, path: '/a' } } }), 400, /CPU pods/);
+    problem(
+      await create({
+        name: 'x',
+        image: 'i',
+        gpu: { id: GPU },
+        mounts: { persistent: { size: 10, path: '/a' }, network: [{ volumeId: 'v', path: '/b' }] },
+      }),
+      400,
+    );
+    problem(
+      await create({
+        name: 'x',
+        image: 'i',
+        cpu: { id: 'cpu3c', vcpuCount: 2 },
+        mounts: { persistent: { size: 10, path: '/a' } },
+      }),
+      400,
+      /CPU pods/,
+    );
   });
 
   test('an unknown GPU type or CPU flavor, or a vCPU count the flavor lacks, is a 400 naming it', async () => {
     problem(await create({ name: 'x', image: 'i', gpu: { id: 'NVIDIA Nope' } }), 400, /NVIDIA Nope/);
     problem(await create({ name: 'x', image: 'i', cpu: { id: 'cpu0', vcpuCount: 2 } }), 400, /cpu0/);
-    problem(await create({ name: 'x', image: 'i', cpu: { id: 'cpu3c', vcpuCount: 6 } }), 400, /valid options: 2, 4, 8, 16, 32/);
+    problem(
+      await create({ name: 'x', image: 'i', cpu: { id: 'cpu3c', vcpuCount: 6 } }),
+      400,
+      /valid options: 2, 4, 8, 16, 32/,
+    );
   });
 
   test('no capacity is a 400 NO_CAPACITY whose detail is the placement reason, including a CUDA version no machine reports', async () => {
@@ -162,20 +252,34 @@ describe('create', () => {
 
   test('startSsh injects PUBLIC_KEY and startJupyter a JUPYTER_PASSWORD, neither ever returned; the user env is', async () => {
     await t.request(a.key, 'PUT', '/v2/account/ssh-keys', [sshKey]);
-    const pod = await createPod({ startSsh: true, startJupyter: true, env: { MINE: 'yes' }, ports: ['22/tcp', '8888/http'] });
+    const pod = await createPod({
+      startSsh: true,
+      startJupyter: true,
+      env: { MINE: 'yes' },
+      ports: ['22/tcp', '8888/http'],
+    });
     assert.deepEqual(pod.env, { MINE: 'yes' });
     const stored = (await t.services.pods.store.get(pod.id))!;
     assert.equal(stored.hiddenEnv.PUBLIC_KEY, sshKey);
     assert.match(stored.hiddenEnv.JUPYTER_PASSWORD ?? '', /^[A-Za-z0-9_-]{16,}$/);
     await waitForStatus(pod.id, 'RUNNING');
     for (const res of [await get(pod.id), await t.request(a.key, 'GET', '/v2/pods')]) {
-      assert.ok(!res.body.includes('JUPYTER_PASSWORD') && !res.body.includes('PUBLIC_KEY') && !res.body.includes(stored.hiddenEnv.JUPYTER_PASSWORD!), 'an injected secret leaked');
+      assert.ok(
+        !res.body.includes('JUPYTER_PASSWORD') &&
+          !res.body.includes('PUBLIC_KEY') &&
+          !res.body.includes(stored.hiddenEnv.JUPYTER_PASSWORD!),
+        'an injected secret leaked',
+      );
       assert.ok(!res.body.includes('startSsh') && !res.body.includes('startJupyter'));
     }
   });
 
   test('a PUBLIC_KEY or JUPYTER_PASSWORD the request sets is kept, not replaced, and is returned as user env', async () => {
-    const pod = await createPod({ startSsh: true, startJupyter: true, env: { PUBLIC_KEY: 'k', JUPYTER_PASSWORD: 'p' } });
+    const pod = await createPod({
+      startSsh: true,
+      startJupyter: true,
+      env: { PUBLIC_KEY: 'k', JUPYTER_PASSWORD: 'p' },
+    });
     assert.deepEqual(pod.env, { PUBLIC_KEY: 'k', JUPYTER_PASSWORD: 'p' });
     assert.deepEqual((await t.services.pods.store.get(pod.id))!.hiddenEnv, {});
   });
@@ -208,7 +312,12 @@ describe('create', () => {
     assert.equal((await t.services.pods.store.get(pod.id))!.templateId, null);
     assert.ok((await t.services.pods.store.get(pod.id))!.hiddenEnv.JUPYTER_PASSWORD);
     // a CPU pod does not inherit the persistent mount
-    const cpuPod = await createPod({ gpu: undefined, cpu: { id: 'cpu3c', vcpuCount: 2 }, image: undefined, templateId: tpl.id });
+    const cpuPod = await createPod({
+      gpu: undefined,
+      cpu: { id: 'cpu3c', vcpuCount: 2 },
+      image: undefined,
+      templateId: tpl.id,
+    });
     assert.deepEqual(cpuPod.mounts, {});
   });
 
@@ -222,20 +331,50 @@ describe('create', () => {
 
   test("a registry that is not the caller's is a 400 UNKNOWN_REFERENCE; the caller's own is accepted", async () => {
     const theirs = await t.services.registries.create(b.accountId, { name: 'r', username: 'u', password: 'p' });
-    assert.equal(problem(await create({ name: 'x', image: 'i', gpu: { id: GPU }, registry: theirs.id }), 400).code, 'UNKNOWN_REFERENCE');
+    assert.equal(
+      problem(await create({ name: 'x', image: 'i', gpu: { id: GPU }, registry: theirs.id }), 400).code,
+      'UNKNOWN_REFERENCE',
+    );
     const mine = await t.services.registries.create(a.accountId, { name: 'r', username: 'u', password: 'p' });
     assert.equal((await createPod({ registry: mine.id })).registry, mine.id);
   });
 
   test("a network volume must be the caller's, and the pod is placed in the volume's data center", async () => {
     const theirs = await t.services.volumes.create(b.accountId, { name: 'v', size: 10, dataCenterId: 'EU-RO-1' });
-    assert.equal(problem(await create({ name: 'x', image: 'i', gpu: { id: 'NVIDIA L40S' }, mounts: { network: [{ volumeId: theirs.id, path: '/v' }] } }), 400).code, 'UNKNOWN_REFERENCE');
+    assert.equal(
+      problem(
+        await create({
+          name: 'x',
+          image: 'i',
+          gpu: { id: 'NVIDIA L40S' },
+          mounts: { network: [{ volumeId: theirs.id, path: '/v' }] },
+        }),
+        400,
+      ).code,
+      'UNKNOWN_REFERENCE',
+    );
     const mine = await t.services.volumes.create(a.accountId, { name: 'v', size: 10, dataCenterId: 'EU-RO-1' });
-    const cpuPod = await createPod({ gpu: undefined, cpu: { id: 'cpu3c', vcpuCount: 2 }, cloud: 'COMMUNITY', mounts: { network: [{ volumeId: mine.id, path: '/v' }] } });
+    const cpuPod = await createPod({
+      gpu: undefined,
+      cpu: { id: 'cpu3c', vcpuCount: 2 },
+      cloud: 'COMMUNITY',
+      mounts: { network: [{ volumeId: mine.id, path: '/v' }] },
+    });
     assert.equal(cpuPod.dataCenterId, 'EU-RO-1');
     assert.deepEqual(cpuPod.mounts, { network: [{ volumeId: mine.id, path: '/v' }] });
     // the 4090s are all in US-TX-3: nothing can be placed next to the volume
-    assert.equal(problem(await create({ name: 'x', image: 'i', gpu: { id: GPU }, mounts: { network: [{ volumeId: mine.id, path: '/v' }] } }), 400).code, 'NO_CAPACITY');
+    assert.equal(
+      problem(
+        await create({
+          name: 'x',
+          image: 'i',
+          gpu: { id: GPU },
+          mounts: { network: [{ volumeId: mine.id, path: '/v' }] },
+        }),
+        400,
+      ).code,
+      'NO_CAPACITY',
+    );
   });
 
   test('global networking assigns the lowest free pool address and an internal DNS name; an unsupported GPU type cannot have it', async () => {
@@ -245,7 +384,11 @@ describe('create', () => {
     assert.equal(pod.globalNetworking.internalDns, `${pod.id}.gantry.internal`);
     const second = await createPod({ globalNetworking: true });
     assert.notEqual(second.globalNetworking.ip, pod.globalNetworking.ip);
-    assert.equal(problem(await create({ name: 'x', image: 'i', gpu: { id: 'NVIDIA RTX A5000' }, globalNetworking: true }), 400).code, 'NO_CAPACITY');
+    assert.equal(
+      problem(await create({ name: 'x', image: 'i', gpu: { id: 'NVIDIA RTX A5000' }, globalNetworking: true }), 400)
+        .code,
+      'NO_CAPACITY',
+    );
     // terminating releases the address for the next pod
     assert.equal((await t.request(a.key, 'DELETE', `/v2/pods/${second.id}`)).statusCode, 204);
     const third = await createPod({ globalNetworking: true });
@@ -274,12 +417,24 @@ describe('read', () => {
   test('lists hide TERMINATED and cluster pods by default and filter by status, name, GPU type and data center', async () => {
     const acct = await t.newAccount();
     const gpuPod = await createPod({ name: 'alpha' }, acct.key);
-    const cpuPod = await createPod({ name: 'beta', gpu: undefined, cpu: { id: 'cpu3c', vcpuCount: 2 }, dataCenterIds: ['EU-RO-1'], cloud: 'COMMUNITY' }, acct.key);
+    const cpuPod = await createPod(
+      {
+        name: 'beta',
+        gpu: undefined,
+        cpu: { id: 'cpu3c', vcpuCount: 2 },
+        dataCenterIds: ['EU-RO-1'],
+        cloud: 'COMMUNITY',
+      },
+      acct.key,
+    );
     const gone = await createPod({ name: 'gone' }, acct.key);
     const member = await createPod({ name: 'member' }, acct.key);
     await t.services.pods.store.update(member.id, { cluster: 'cl1' });
     assert.equal((await t.request(acct.key, 'DELETE', `/v2/pods/${gone.id}`)).statusCode, 204);
-    const ids = async (qs = '') => json(await t.request(acct.key, 'GET', `/v2/pods${qs}`)).pods.map((p: any) => p.id).sort();
+    const ids = async (qs = '') =>
+      json(await t.request(acct.key, 'GET', `/v2/pods${qs}`))
+        .pods.map((p: any) => p.id)
+        .sort();
     assert.deepEqual(await ids(), [gpuPod.id, cpuPod.id].sort());
     assert.deepEqual(await ids('?includeTerminated=true'), [gpuPod.id, cpuPod.id, gone.id].sort());
     assert.deepEqual(await ids('?includeClusterPods=true'), [gpuPod.id, cpuPod.id, member.id].sort());
@@ -349,9 +504,18 @@ describe('actions', () => {
     const locked = json(await t.request(a.key, 'PATCH', `/v2/pods/${pod.id}`, { locked: true }));
     assert.equal(locked.locked, true);
     assert.deepEqual(locked.actions, ['terminate']);
-    assert.equal(problem(await t.request(a.key, 'POST', `/v2/pods/${pod.id}/action`, { action: 'stop' }), 409).code, 'POD_LOCKED');
-    assert.equal(problem(await t.request(a.key, 'POST', `/v2/pods/${pod.id}/action`, { action: 'restart' }), 409).code, 'POD_LOCKED');
-    assert.equal((await t.request(a.key, 'POST', `/v2/pods/${pod.id}/action`, { action: 'terminate' })).statusCode, 204);
+    assert.equal(
+      problem(await t.request(a.key, 'POST', `/v2/pods/${pod.id}/action`, { action: 'stop' }), 409).code,
+      'POD_LOCKED',
+    );
+    assert.equal(
+      problem(await t.request(a.key, 'POST', `/v2/pods/${pod.id}/action`, { action: 'restart' }), 409).code,
+      'POD_LOCKED',
+    );
+    assert.equal(
+      (await t.request(a.key, 'POST', `/v2/pods/${pod.id}/action`, { action: 'terminate' })).statusCode,
+      204,
+    );
   });
 
   test('terminate (action or DELETE) answers 204; the pod is TERMINATED with cost 0 and then accepts no action', async () => {
@@ -393,7 +557,11 @@ describe('PATCH', () => {
     const pod = await createPod({ env: { A: '1', B: '2' }, ports: ['8888/http'] });
     const before = await waitForStatus(pod.id, 'RUNNING');
     const kept = before.runtime.ports[0].public;
-    const res = await t.request(a.key, 'PATCH', `/v2/pods/${pod.id}`, { image: 'ubuntu:24.04', env: { C: '3' }, ports: ['8888/http', '22/tcp'] });
+    const res = await t.request(a.key, 'PATCH', `/v2/pods/${pod.id}`, {
+      image: 'ubuntu:24.04',
+      env: { C: '3' },
+      ports: ['8888/http', '22/tcp'],
+    });
     assert.equal(res.statusCode, 200, res.body);
     assert.equal(json(res).status, 'STARTING');
     const after = await waitForStatus(pod.id, 'RUNNING');
@@ -406,33 +574,66 @@ describe('PATCH', () => {
 
   test('mount rules: {} leaves the mount; network [] and a new mount kind are 400; path changes; partial entries are 422', async () => {
     const pod = await createPod({ mounts: { persistent: { size: 10, path: '/workspace' } } });
-    assert.deepEqual(json(await t.request(a.key, 'PATCH', `/v2/pods/${pod.id}`, { mounts: {} })).mounts, { persistent: { size: 10, path: '/workspace' } });
+    assert.deepEqual(json(await t.request(a.key, 'PATCH', `/v2/pods/${pod.id}`, { mounts: {} })).mounts, {
+      persistent: { size: 10, path: '/workspace' },
+    });
     problem(await t.request(a.key, 'PATCH', `/v2/pods/${pod.id}`, { mounts: { network: [] } }), 400);
-    problem(await t.request(a.key, 'PATCH', `/v2/pods/${pod.id}`, { mounts: { network: [{ volumeId: 'v', path: '/n' }] } }), 400);
+    problem(
+      await t.request(a.key, 'PATCH', `/v2/pods/${pod.id}`, { mounts: { network: [{ volumeId: 'v', path: '/n' }] } }),
+      400,
+    );
     problem(await t.request(a.key, 'PATCH', `/v2/pods/${pod.id}`, { mounts: { persistent: { path: '/other' } } }), 422);
-    const moved = json(await t.request(a.key, 'PATCH', `/v2/pods/${pod.id}`, { mounts: { persistent: { size: 10, path: '/other' } } }));
+    const moved = json(
+      await t.request(a.key, 'PATCH', `/v2/pods/${pod.id}`, { mounts: { persistent: { size: 10, path: '/other' } } }),
+    );
     assert.deepEqual(moved.mounts, { persistent: { size: 10, path: '/other' } });
     const bare = await createPod();
-    problem(await t.request(a.key, 'PATCH', `/v2/pods/${bare.id}`, { mounts: { persistent: { size: 10, path: '/w' } } }), 400, /without a mount/);
+    problem(
+      await t.request(a.key, 'PATCH', `/v2/pods/${bare.id}`, { mounts: { persistent: { size: 10, path: '/w' } } }),
+      400,
+      /without a mount/,
+    );
   });
 
   test('a network volume cannot be swapped for another, but its path can change', async () => {
     const vol = await t.services.volumes.create(a.accountId, { name: 'v', size: 10, dataCenterId: 'US-TX-3' });
     const pod = await createPod({ mounts: { network: [{ volumeId: vol.id, path: '/data' }] } });
-    problem(await t.request(a.key, 'PATCH', `/v2/pods/${pod.id}`, { mounts: { network: [{ volumeId: 'othervol', path: '/data' }] } }), 400, /cannot change/);
-    const moved = json(await t.request(a.key, 'PATCH', `/v2/pods/${pod.id}`, { mounts: { network: [{ volumeId: vol.id, path: '/mnt' }] } }));
+    problem(
+      await t.request(a.key, 'PATCH', `/v2/pods/${pod.id}`, {
+        mounts: { network: [{ volumeId: 'othervol', path: '/data' }] },
+      }),
+      400,
+      /cannot change/,
+    );
+    const moved = json(
+      await t.request(a.key, 'PATCH', `/v2/pods/${pod.id}`, {
+        mounts: { network: [{ volumeId: vol.id, path: '/mnt' }] },
+      }),
+    );
     assert.deepEqual(moved.mounts, { network: [{ volumeId: vol.id, path: '/mnt' }] });
   });
 
   test('startSsh, startJupyter, CUDA fields, gpu and unknown fields are not patchable (422)', async () => {
     const pod = await createPod();
-    for (const body of [{ startSsh: true }, { startJupyter: true }, { minCudaVersion: '12' }, { allowedCudaVersions: ['12.4'] }, { gpu: { id: GPU } }, { colour: 1 }]) {
+    for (const body of [
+      { startSsh: true },
+      { startJupyter: true },
+      { minCudaVersion: '12' },
+      { allowedCudaVersions: ['12.4'] },
+      { gpu: { id: GPU } },
+      { colour: 1 },
+    ]) {
       problem(await t.request(a.key, 'PATCH', `/v2/pods/${pod.id}`, body), 422);
     }
   });
 
   test('templateId in a PATCH applies the template settings as body fields', async () => {
-    const tpl = await t.services.templates.create(a.accountId, { name: 'patch-tpl', imageName: 'tpl/patched:1', args: 'go', env: { T: 'tpl' } });
+    const tpl = await t.services.templates.create(a.accountId, {
+      name: 'patch-tpl',
+      imageName: 'tpl/patched:1',
+      args: 'go',
+      env: { T: 'tpl' },
+    });
     const pod = await createPod({ env: { MINE: '1' } });
     const patched = json(await t.request(a.key, 'PATCH', `/v2/pods/${pod.id}`, { templateId: tpl.id }));
     assert.equal(patched.image, 'tpl/patched:1');

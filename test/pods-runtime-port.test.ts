@@ -12,8 +12,24 @@ import { FakeRuntime } from './support/fake-runtime.js';
 const GPU = 'NVIDIA GeForce RTX 4090';
 const SMALL = 'NVIDIA RTX A5000';
 const fleet = [
-  { id: 'big', dataCenterId: 'US-TX-3', gpuTypeId: GPU, gpuCount: 64, cudaVersion: '12.4', vcpus: 256, memoryGb: 2048, portRange: [32000, 32999] },
-  { id: 'small', dataCenterId: 'US-CA-2', gpuTypeId: SMALL, gpuCount: 2, cudaVersion: '12.1', portRange: [31000, 31099] },
+  {
+    id: 'big',
+    dataCenterId: 'US-TX-3',
+    gpuTypeId: GPU,
+    gpuCount: 64,
+    cudaVersion: '12.4',
+    vcpus: 256,
+    memoryGb: 2048,
+    portRange: [32000, 32999],
+  },
+  {
+    id: 'small',
+    dataCenterId: 'US-CA-2',
+    gpuTypeId: SMALL,
+    gpuCount: 2,
+    cudaVersion: '12.1',
+    portRange: [31000, 31099],
+  },
 ];
 const ENGINE_AWAY = 'the Docker Engine at unix:///var/run/docker.sock is unreachable (connect ECONNREFUSED)';
 
@@ -33,7 +49,12 @@ describe('pods on the runtime port', () => {
   let accountId: string;
 
   const create = async (body: Record<string, unknown> = {}) => {
-    const res = await t.request(key, 'POST', '/v2/pods', { name: 'port', image: 'ubuntu:22.04', gpu: { id: GPU }, ...body });
+    const res = await t.request(key, 'POST', '/v2/pods', {
+      name: 'port',
+      image: 'ubuntu:22.04',
+      gpu: { id: GPU },
+      ...body,
+    });
     assert.equal(res.statusCode, 201, res.body);
     const pod = json(res);
     await t.services.podController.idle(pod.id);
@@ -44,7 +65,11 @@ describe('pods on the runtime port', () => {
 
   before(async () => {
     runtime = new FakeRuntime();
-    t = await createTestApp({ clock: new FakeClock(Date.now()), runtime, file: { fleet, pods: { reconcileIntervalMs: 50 } } });
+    t = await createTestApp({
+      clock: new FakeClock(Date.now()),
+      runtime,
+      file: { fleet, pods: { reconcileIntervalMs: 50 } },
+    });
     ({ key, accountId } = await t.newAccount('port'));
     await t.services.podController.start();
   });
@@ -88,20 +113,29 @@ describe('pods on the runtime port', () => {
   test('a globally networked pod joins its account’s network under its internal DNS name at its global address', async () => {
     const pod = await create({ globalNetworking: true });
     const spec = runtime.specs.get(pod.id)!;
-    assert.deepEqual(spec.network, { name: `acct-${accountId}`, aliases: [`${pod.id}.gantry.internal`], ip: pod.globalNetworking.ip });
+    assert.deepEqual(spec.network, {
+      name: `acct-${accountId}`,
+      aliases: [`${pod.id}.gantry.internal`],
+      ip: pod.globalNetworking.ip,
+    });
     assert.equal(spec.networkMode, 'default');
     const plain = await create();
     assert.equal(runtime.specs.get(plain.id)!.network, null);
   });
 
   describe('while the runtime is unavailable', () => {
-    const pods = async () => (await t.services.db.kysely.selectFrom('pods').select('id').where('account_id', '=', accountId).execute()).length;
+    const pods = async () =>
+      (await t.services.db.kysely.selectFrom('pods').select('id').where('account_id', '=', accountId).execute()).length;
 
     test('POST /v2/pods answers 503 RUNTIME_UNAVAILABLE with the reason, storing and reserving nothing', async () => {
       const before = await pods();
       runtime.unavailableReason = ENGINE_AWAY;
       try {
-        const res = await t.request(key, 'POST', '/v2/pods', { name: 'refused', image: 'ubuntu:22.04', gpu: { id: SMALL, count: 2 } });
+        const res = await t.request(key, 'POST', '/v2/pods', {
+          name: 'refused',
+          image: 'ubuntu:22.04',
+          gpu: { id: SMALL, count: 2 },
+        });
         assert.equal(res.statusCode, 503, res.body);
         assert.match(String(res.headers['content-type']), /application\/problem\+json/);
         const problem = json(res);
@@ -162,7 +196,10 @@ describe('pods on the runtime port', () => {
           const res = await act(pod.id, action);
           assert.equal(res.statusCode, 503, res.body);
           assert.equal(json(res).code, 'RUNTIME_UNAVAILABLE');
-          assert.match(json(res).detail, new RegExp(`cannot be ${action === 'stop' ? 'stopped' : 'terminated'} right now`));
+          assert.match(
+            json(res).detail,
+            new RegExp(`cannot be ${action === 'stop' ? 'stopped' : 'terminated'} right now`),
+          );
         }
         assert.equal((await get(pod.id)).status, 'RUNNING');
       } finally {
@@ -177,7 +214,10 @@ describe('pods on the runtime port', () => {
       try {
         // Its instance vanished (the sweep relaunches such a pod), while no instance can start.
         await runtime.stop(pod.id);
-        await until('the pod waits with the reason', async () => (await get(pod.id)).statusReason === `waiting for the runtime: ${ENGINE_AWAY}`);
+        await until(
+          'the pod waits with the reason',
+          async () => (await get(pod.id)).statusReason === `waiting for the runtime: ${ENGINE_AWAY}`,
+        );
         const waiting = await get(pod.id);
         assert.equal(waiting.status, 'STARTING');
         const sweeps = runtime.lists;

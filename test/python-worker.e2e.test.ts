@@ -48,12 +48,22 @@ const HANDLER = resolve(import.meta.dirname, 'fixtures/python-handler.py');
 const sdk = process.env.GANTRY_PYTHON_WORKER_SDK;
 const python = process.env.GANTRY_PYTHON ?? 'python3';
 const pythonPath = [sdk, process.env.PYTHONPATH].filter(Boolean).join(delimiter);
-const pythonEnv = { ...process.env, PYTHONPATH: pythonPath, RUNPOD_SKIP_AUTO_SYSTEM_CHECKS: 'true', PYTHONUNBUFFERED: '1' };
+const pythonEnv = {
+  ...process.env,
+  PYTHONPATH: pythonPath,
+  RUNPOD_SKIP_AUTO_SYSTEM_CHECKS: 'true',
+  PYTHONUNBUFFERED: '1',
+};
 
 /** Why the suite cannot run here, or false. */
 function skipReason(): string | false {
-  if (!sdk) return 'GANTRY_PYTHON_WORKER_SDK is not set: point it to a runpod-python checkout (see the header of test/python-worker.e2e.test.ts)';
-  const probe = spawnSync(python, ['-c', 'import runpod.serverless'], { env: pythonEnv, encoding: 'utf8', timeout: 60_000 });
+  if (!sdk)
+    return 'GANTRY_PYTHON_WORKER_SDK is not set: point it to a runpod-python checkout (see the header of test/python-worker.e2e.test.ts)';
+  const probe = spawnSync(python, ['-c', 'import runpod.serverless'], {
+    env: pythonEnv,
+    encoding: 'utf8',
+    timeout: 60_000,
+  });
   if (probe.status !== 0) {
     const why = (probe.error?.message ?? probe.stderr ?? '').trim().split('\n').slice(-1)[0];
     return `${python} cannot import runpod.serverless from ${sdk} (${why}); see the header of test/python-worker.e2e.test.ts`;
@@ -64,7 +74,11 @@ function skipReason(): string | false {
 const TERMINAL = ['COMPLETED', 'FAILED', 'CANCELLED', 'TIMED_OUT'];
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-async function eventually<T>(what: string | (() => string), check: () => Promise<T | null | undefined | false>, ms = 30_000): Promise<T> {
+async function eventually<T>(
+  what: string | (() => string),
+  check: () => Promise<T | null | undefined | false>,
+  ms = 30_000,
+): Promise<T> {
   const deadline = Date.now() + ms;
   for (;;) {
     const v = await check();
@@ -111,7 +125,10 @@ describe('runpod-python workers against a real server', { skip: skipReason() }, 
   const request = async (method: string, path: string, body?: unknown): Promise<Response> =>
     fetch(`${server.url}${path}`, {
       method,
-      headers: { authorization: `Bearer ${key}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+      headers: {
+        authorization: `Bearer ${key}`,
+        ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+      },
       ...(body === undefined ? {} : { body: JSON.stringify(body) }),
     });
   const call = async (method: string, path: string, body?: unknown): Promise<any> => {
@@ -135,14 +152,18 @@ describe('runpod-python workers against a real server', { skip: skipReason() }, 
       },
       ms,
     );
-  const finished = (kind: Kind, id: string, ms?: number) => until(kind, id, 'to finish', (s) => TERMINAL.includes(s.status), ms);
+  const finished = (kind: Kind, id: string, ms?: number) =>
+    until(kind, id, 'to finish', (s) => TERMINAL.includes(s.status), ms);
   /** Drains `/stream` until the job ends; answers the chunks' outputs in order. */
   const drain = async (kind: Kind, id: string): Promise<unknown[]> => {
     const chunks: unknown[] = [];
     await eventually(
       () => `the stream of ${id} to end (chunks so far ${JSON.stringify(chunks)}); worker output:\n${logs()}`,
       async () => {
-        const r = (await call('GET', `/v2/${endpoint[kind]}/stream/${id}?wait=500`)) as { status: string; stream: Array<{ output: unknown }> };
+        const r = (await call('GET', `/v2/${endpoint[kind]}/stream/${id}?wait=500`)) as {
+          status: string;
+          stream: Array<{ output: unknown }>;
+        };
         assert.ok(Array.isArray(r.stream), 'every stream reply carries `stream`');
         chunks.push(...r.stream.map((c) => c.output));
         return TERMINAL.includes(r.status);
@@ -152,7 +173,9 @@ describe('runpod-python workers against a real server', { skip: skipReason() }, 
   };
 
   before(async () => {
-    listening = await startListeningServer({ jobs: { timekeeperIntervalMs: 200, takeWaitMs: 2_000, stopWaitMs: 2_000 } });
+    listening = await startListeningServer({
+      jobs: { timekeeperIntervalMs: 200, takeWaitMs: 2_000, stopWaitMs: 2_000 },
+    });
     server = listening.server;
     dir = listening.dataDir;
     const { services } = server;
@@ -172,16 +195,38 @@ describe('runpod-python workers against a real server', { skip: skipReason() }, 
     };
     const account = await services.accounts.createAccount('python-user');
     key = (await services.accounts.createKey(account.id, { scope: 'write' })).key;
-    const template = await services.templates.create(account.id, { name: 'py', imageName: 'python-worker:dev', isServerless: true });
+    const template = await services.templates.create(account.id, {
+      name: 'py',
+      imageName: 'python-worker:dev',
+      isServerless: true,
+    });
     const workerKey = (await services.accounts.createKey(account.id, { scope: 'write', name: 'python workers' })).key;
     for (const kind of KINDS) {
-      endpoint[kind] = (await services.endpoints.create(account.id, { name: `py-${kind}`, templateId: template.id, gpuIds: 'ADA_24', workersMax: 0 })).id;
-      const env = workerEnvironment({ publicUrl: server.url, endpointId: endpoint[kind], workerId: `py-${kind}`, apiKey: workerKey, pingIntervalMs: 1_000 });
+      endpoint[kind] = (
+        await services.endpoints.create(account.id, {
+          name: `py-${kind}`,
+          templateId: template.id,
+          gpuIds: 'ADA_24',
+          workersMax: 0,
+        })
+      ).id;
+      const env = workerEnvironment({
+        publicUrl: server.url,
+        endpointId: endpoint[kind],
+        workerId: `py-${kind}`,
+        apiKey: workerKey,
+        pingIntervalMs: 1_000,
+      });
       // Its own process group: runpod-python pings from a forked process, which must end with it.
-      const child = spawn(python, [HANDLER], { cwd: dir, env: { ...pythonEnv, ...env, PY_HANDLER_KIND: kind }, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+      const child = spawn(python, [HANDLER], {
+        cwd: dir,
+        env: { ...pythonEnv, ...env, PY_HANDLER_KIND: kind },
+        stdio: ['ignore', 'pipe', 'pipe'],
+        detached: true,
+      });
       let out = '';
-      child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
-      child.stderr!.on('data', (d: Buffer) => (out += d.toString()));
+      child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+      child.stderr.on('data', (d: Buffer) => (out += d.toString()));
       const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
       workers[kind] = { child, output: () => out, exited };
     }
@@ -219,7 +264,7 @@ describe('runpod-python workers against a real server', { skip: skipReason() }, 
     assert.deepEqual(done.output, { echo: input, worker: 'py-plain' });
   });
 
-  test('runsync answers the Python handler\'s output directly', async () => {
+  test("runsync answers the Python handler's output directly", async () => {
     const done = (await call('POST', `/v2/${endpoint.plain}/runsync?wait=30000`, { input: { sync: true } })) as JobView;
     assert.equal(done.status, 'COMPLETED', JSON.stringify(done));
     assert.deepEqual(done.output, { echo: { sync: true }, worker: 'py-plain' });
@@ -241,14 +286,18 @@ describe('runpod-python workers against a real server', { skip: skipReason() }, 
   });
 
   test('a handler returning {"refresh_worker": true} completes, asks to be recycled, and keeps serving', async () => {
-    server.services.workers.takeRecycleRequest(endpoint.plain!, 'py-plain'); // nothing earlier counts
+    server.services.workers.takeRecycleRequest(endpoint.plain, 'py-plain'); // nothing earlier counts
     const id = await run('plain', { refresh: true });
     const done = await finished('plain', id);
     assert.equal(done.status, 'COMPLETED', JSON.stringify(done));
     assert.deepEqual(done.output, { refreshed: true }, 'the SDK strips refresh_worker from the output');
     const post = posts.find((p) => p.jobId === id);
     assert.equal(post?.body?.stopPod, true, 'the SDK turns refresh_worker into stopPod');
-    assert.equal(server.services.workers.takeRecycleRequest(endpoint.plain!, 'py-plain'), true, 'the server recorded the recycle request');
+    assert.equal(
+      server.services.workers.takeRecycleRequest(endpoint.plain, 'py-plain'),
+      true,
+      'the server recorded the recycle request',
+    );
     // A worker attached by hand is not stopped by the platform: it goes on taking jobs.
     const next = await finished('plain', await run('plain', { after: 'refresh' }));
     assert.equal(next.status, 'COMPLETED', JSON.stringify(next));
@@ -259,9 +308,13 @@ describe('runpod-python workers against a real server', { skip: skipReason() }, 
     const done = await finished('refresh', id);
     assert.equal(done.status, 'COMPLETED', JSON.stringify(done));
     assert.deepEqual(done.output, { echo: { once: true }, worker: 'py-refresh' });
-    assert.equal(server.services.workers.takeRecycleRequest(endpoint.refresh!, 'py-refresh'), true);
+    assert.equal(server.services.workers.takeRecycleRequest(endpoint.refresh, 'py-refresh'), true);
     const code = await Promise.race([workers.refresh.exited, sleep(20_000).then(() => 'still running' as const)]);
-    assert.equal(code, 0, `the worker process should exit by itself; output:\n${workers.refresh.output().slice(-2_000)}`);
+    assert.equal(
+      code,
+      0,
+      `the worker process should exit by itself; output:\n${workers.refresh.output().slice(-2_000)}`,
+    );
     // Its next job stays queued: nobody takes it.
     const orphan = await run('refresh', { once: 'more' });
     await sleep(500);
@@ -296,7 +349,12 @@ describe('runpod-python workers against a real server', { skip: skipReason() }, 
   test('progress_update shows as the output of the running job, then the result replaces it', async () => {
     const progress = { step: 1, of: 2, note: 'warming up' };
     const id = await run('async', { progress });
-    const running = await until('async', id, 'to show its progress', (s) => s.status === 'IN_PROGRESS' && s.output !== undefined && s.output !== null);
+    const running = await until(
+      'async',
+      id,
+      'to show its progress',
+      (s) => s.status === 'IN_PROGRESS' && s.output !== undefined && s.output !== null,
+    );
     assert.deepEqual(running.output, progress);
     writeFileSync(join(dir, `release-${id}`), '');
     const done = await finished('async', id);
@@ -330,7 +388,11 @@ describe('runpod-python workers against a real server', { skip: skipReason() }, 
     assert.equal(done.status, 'COMPLETED', JSON.stringify(done));
     assert.deepEqual(done.output, { echo: { after: 'cancel' } });
     assert.equal((await status('async', id)).status, 'CANCELLED');
-    assert.equal(posts.filter((p) => p.jobId === id && p.body?.status !== 'IN_PROGRESS').length, 0, 'a stopped job posts no result');
+    assert.equal(
+      posts.filter((p) => p.jobId === id && p.body?.status !== 'IN_PROGRESS').length,
+      0,
+      'a stopped job posts no result',
+    );
   });
 
   test('a job past its executionTimeout is TIMED_OUT and stopped on the worker, which then takes the next job', async () => {
@@ -352,7 +414,10 @@ describe('runpod-python workers against a real server', { skip: skipReason() }, 
     }
     const asked = takes.filter((t) => t.workerId === 'py-concurrent');
     assert.ok(asked.length >= 1 && asked.every((t) => t.batchSize >= 1 && t.batchSize <= 3), JSON.stringify(asked));
-    assert.ok(asked.some((t) => t.batchSize > 1), `the SDK asked for more than one job at a time: ${JSON.stringify(asked)}`);
+    assert.ok(
+      asked.some((t) => t.batchSize > 1),
+      `the SDK asked for more than one job at a time: ${JSON.stringify(asked)}`,
+    );
     assert.equal(
       asked.reduce((n, t) => n + t.taken, 0),
       3,

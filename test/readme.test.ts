@@ -61,7 +61,9 @@ test("the README's docker runtime block loads as written and shows the defaults"
 });
 
 test('every file the README links to is in the repository, docs/architecture.md among them', () => {
-  const targets = [...readme.matchAll(/\]\(([^)\s#]+)(?:#[^)\s]*)?\)/g)].map((m) => m[1]!).filter((t) => !/^[a-z]+:/.test(t));
+  const targets = [...readme.matchAll(/\]\(([^)\s#]+)(?:#[^)\s]*)?\)/g)]
+    .map((m) => m[1]!)
+    .filter((t) => !/^[a-z]+:/.test(t));
   assert.ok(targets.includes('docs/architecture.md'), 'the README points to the architecture');
   const missing = targets.filter((t) => !existsSync(join(import.meta.dirname, '..', t)));
   assert.deepEqual(missing, [], 'links to files that are not in the repository (only what is committed reaches users)');

@@ -24,12 +24,21 @@ before(async () => {
 after(() => t.close());
 
 const create = async (key: string, body: Record<string, unknown> = {}) => {
-  const res = await t.request(key, 'POST', '/v2/registries', { name: 'ghcr', username: USERNAME, password: PASSWORD, ...body });
+  const res = await t.request(key, 'POST', '/v2/registries', {
+    name: 'ghcr',
+    username: USERNAME,
+    password: PASSWORD,
+    ...body,
+  });
   assert.equal(res.statusCode, 201, res.body);
   return json(res) as { id: string; name: string };
 };
 
-const assertProblem = (res: { statusCode: number; headers: Record<string, unknown>; body: string }, status: number, code?: string) => {
+const assertProblem = (
+  res: { statusCode: number; headers: Record<string, unknown>; body: string },
+  status: number,
+  code?: string,
+) => {
   assert.equal(res.statusCode, status, res.body);
   assert.match(String(res.headers['content-type']), /application\/problem\+json/);
   const body = json(res as never);
@@ -43,7 +52,11 @@ const assertNoSecret = (text: string, where: string) => {
 };
 
 test('a created credential answers 201 with only id and name; list and get show no secret either', async () => {
-  const created = await t.request(a.key, 'POST', '/v2/registries', { name: 'ghcr', username: USERNAME, password: PASSWORD });
+  const created = await t.request(a.key, 'POST', '/v2/registries', {
+    name: 'ghcr',
+    username: USERNAME,
+    password: PASSWORD,
+  });
   assert.equal(created.statusCode, 201);
   const registry = json(created);
   assert.deepEqual(Object.keys(registry).sort(), ['id', 'name']);
@@ -52,7 +65,12 @@ test('a created credential answers 201 with only id and name; list and get show 
   const one = await t.request(a.readKey, 'GET', `/v2/registries/${registry.id}`);
   assert.deepEqual(json(one), registry);
   assert.ok(json(list).registries.some((r: { id: string }) => r.id === registry.id));
-  for (const [where, res] of [['create', created], ['list', list], ['get', one]] as const) assertNoSecret(res.body, where);
+  for (const [where, res] of [
+    ['create', created],
+    ['list', list],
+    ['get', one],
+  ] as const)
+    assertNoSecret(res.body, where);
   const deleted = await t.request(a.key, 'DELETE', `/v2/registries/${registry.id}`);
   assert.equal(deleted.statusCode, 204);
   assert.equal(deleted.body, '');
@@ -60,19 +78,44 @@ test('a created credential answers 201 with only id and name; list and get show 
 
 test('the stored row holds only ciphertext, and credentials() opens it for the runtime', async () => {
   const registry = await create(a.key);
-  const row = await t.services.db.kysely.selectFrom('registries').selectAll().where('id', '=', registry.id).executeTakeFirstOrThrow();
+  const row = await t.services.db.kysely
+    .selectFrom('registries')
+    .selectAll()
+    .where('id', '=', registry.id)
+    .executeTakeFirstOrThrow();
   assertNoSecret(JSON.stringify(row), 'the registries row');
   assert.notEqual(row.username_enc, USERNAME);
-  assert.deepEqual(await t.services.registries.credentials(a.accountId, registry.id), { username: USERNAME, password: PASSWORD });
+  assert.deepEqual(await t.services.registries.credentials(a.accountId, registry.id), {
+    username: USERNAME,
+    password: PASSWORD,
+  });
   await assert.rejects(t.services.registries.credentials(b.accountId, registry.id), { code: 'NOT_FOUND' });
-  assert.deepEqual(await t.services.registries.get(a.accountId, registry.id), { id: registry.id, accountId: a.accountId, name: 'ghcr', createdAt: t.clock.now() });
+  assert.deepEqual(await t.services.registries.get(a.accountId, registry.id), {
+    id: registry.id,
+    accountId: a.accountId,
+    name: 'ghcr',
+    createdAt: t.clock.now(),
+  });
 });
 
 test('missing and unknown properties answer 422 with one entry each and never echo the password', async () => {
-  const unknown = await t.request(a.key, 'POST', '/v2/registries', { name: 'x', username: USERNAME, password: PASSWORD, server: 'ghcr.io', email: 'a@b' });
-  assert.deepEqual(assertProblem(unknown, 422, 'VALIDATION_FAILED').errors, ['server: unknown property', 'email: unknown property']);
+  const unknown = await t.request(a.key, 'POST', '/v2/registries', {
+    name: 'x',
+    username: USERNAME,
+    password: PASSWORD,
+    server: 'ghcr.io',
+    email: 'a@b',
+  });
+  assert.deepEqual(assertProblem(unknown, 422, 'VALIDATION_FAILED').errors, [
+    'server: unknown property',
+    'email: unknown property',
+  ]);
   assertNoSecret(unknown.body, 'the 422');
-  const missing = assertProblem(await t.request(a.key, 'POST', '/v2/registries', { name: 'x' }), 422, 'VALIDATION_FAILED');
+  const missing = assertProblem(
+    await t.request(a.key, 'POST', '/v2/registries', { name: 'x' }),
+    422,
+    'VALIDATION_FAILED',
+  );
   assert.equal(missing.errors?.length, 2);
   const empty = await t.request(a.key, 'POST', '/v2/registries', { name: 'x', username: USERNAME, password: '' });
   assert.equal(assertProblem(empty, 422).errors?.length, 1);
@@ -80,18 +123,47 @@ test('missing and unknown properties answer 422 with one entry each and never ec
 
 test('a credential a live pod or a template uses cannot be deleted (400 naming them)', async () => {
   const registry = await create(a.key);
-  const tpl = json(await t.request(a.key, 'POST', '/v2/templates', { name: 'private', imageName: 'ghcr.io/acme/app:1', containerRegistryAuthId: registry.id }));
+  const tpl = json(
+    await t.request(a.key, 'POST', '/v2/templates', {
+      name: 'private',
+      imageName: 'ghcr.io/acme/app:1',
+      containerRegistryAuthId: registry.id,
+    }),
+  );
   await t.services.db.kysely
     .insertInto('pods')
-    .values({ id: `pod${registry.id}`, account_id: a.accountId, name: 'p', status: 'RUNNING', desired_status: 'RUNNING', image: 'x', disk: 20, cloud: 'SECURE', registry: registry.id, created_at: 1, updated_at: 1 } as never)
+    .values({
+      id: `pod${registry.id}`,
+      account_id: a.accountId,
+      name: 'p',
+      status: 'RUNNING',
+      desired_status: 'RUNNING',
+      image: 'x',
+      disk: 20,
+      cloud: 'SECURE',
+      registry: registry.id,
+      created_at: 1,
+      updated_at: 1,
+    } as never)
     .execute();
   const both = assertProblem(await t.request(a.key, 'DELETE', `/v2/registries/${registry.id}`), 400, 'REGISTRY_IN_USE');
   assert.match(both.detail, new RegExp(`pod "pod${registry.id}"`));
   assert.match(both.detail, new RegExp(`template "${tpl.id}"`));
-  await t.services.db.kysely.updateTable('pods').set({ status: 'TERMINATED' }).where('id', '=', `pod${registry.id}`).execute();
-  const templateOnly = assertProblem(await t.request(a.key, 'DELETE', `/v2/registries/${registry.id}`), 400, 'REGISTRY_IN_USE');
+  await t.services.db.kysely
+    .updateTable('pods')
+    .set({ status: 'TERMINATED' })
+    .where('id', '=', `pod${registry.id}`)
+    .execute();
+  const templateOnly = assertProblem(
+    await t.request(a.key, 'DELETE', `/v2/registries/${registry.id}`),
+    400,
+    'REGISTRY_IN_USE',
+  );
   assert.ok(!templateOnly.detail.includes('pod "'));
-  assert.equal((await t.request(a.key, 'PATCH', `/v2/templates/${tpl.id}`, { containerRegistryAuthId: null })).statusCode, 200);
+  assert.equal(
+    (await t.request(a.key, 'PATCH', `/v2/templates/${tpl.id}`, { containerRegistryAuthId: null })).statusCode,
+    200,
+  );
   assert.equal((await t.request(a.key, 'DELETE', `/v2/registries/${registry.id}`)).statusCode, 204);
   assertProblem(await t.request(a.key, 'GET', `/v2/registries/${registry.id}`), 404, 'NOT_FOUND');
 });
@@ -109,7 +181,11 @@ test('another account’s credential is 404 on GET and DELETE, and never listed'
 test('a read key may list credentials but not create or delete them (403)', async () => {
   const registry = await create(a.key);
   assert.equal((await t.request(a.readKey, 'GET', '/v2/registries')).statusCode, 200);
-  assertProblem(await t.request(a.readKey, 'POST', '/v2/registries', { name: 'x', username: 'u', password: 'p' }), 403, 'FORBIDDEN');
+  assertProblem(
+    await t.request(a.readKey, 'POST', '/v2/registries', { name: 'x', username: 'u', password: 'p' }),
+    403,
+    'FORBIDDEN',
+  );
   assertProblem(await t.request(a.readKey, 'DELETE', `/v2/registries/${registry.id}`), 403, 'FORBIDDEN');
 });
 
@@ -124,25 +200,45 @@ for (const variant of ['the server logger options', 'a bare pino logger'] as con
           done();
         },
       });
-      const logger = variant === 'a bare pino logger' ? pino({ level: 'trace' }, sink) : pino(loggerOptions('trace'), sink);
+      const logger =
+        variant === 'a bare pino logger' ? pino({ level: 'trace' }, sink) : pino(loggerOptions('trace'), sink);
       const testDb = await openTestDb('sqlite');
       const configPath = join(testDb.dataDir, 'config.json');
       writeFileSync(configPath, '{}');
-      const config = loadConfig({ env: { GANTRY_DATA_DIR: testDb.dataDir, GANTRY_CONFIG: configPath, GANTRY_LOG_LEVEL: 'trace' } });
+      const config = loadConfig({
+        env: { GANTRY_DATA_DIR: testDb.dataDir, GANTRY_CONFIG: configPath, GANTRY_LOG_LEVEL: 'trace' },
+      });
       const services = await createServices(config, { db: testDb.db, clock: new FakeClock(), logger });
       const adminKey = (await bootstrapAdmin(services))!;
       const app = await buildApp(services, { logger });
       try {
         const send = (method: 'GET' | 'POST' | 'DELETE', url: string, body?: unknown) =>
-          app.inject({ method, url, headers: { authorization: `Bearer ${adminKey}`, ...(body ? { 'content-type': 'application/json' } : {}) }, ...(body ? { payload: typeof body === 'string' ? body : JSON.stringify(body) } : {}) });
+          app.inject({
+            method,
+            url,
+            headers: { authorization: `Bearer ${adminKey}`, ...(body ? { 'content-type': 'application/json' } : {}) },
+            ...(body ? { payload: typeof body === 'string' ? body : JSON.stringify(body) } : {}),
+          });
         const created = await send('POST', '/v2/registries', { name: 'ghcr', username: USERNAME, password: PASSWORD });
         assert.equal(created.statusCode, 201);
         const id = json(created).id as string;
         assert.equal((await send('GET', '/v2/registries')).statusCode, 200);
         assert.equal((await send('GET', `/v2/registries/${id}`)).statusCode, 200);
-        assert.equal((await send('POST', '/v2/registries', { name: 'bad', username: USERNAME, password: PASSWORD, extra: 1 })).statusCode, 422);
-        assert.equal((await send('POST', '/v2/registries', `{"name":"broken","username":"${USERNAME}","password":"${PASSWORD}"`)).statusCode, 400);
-        assert.equal((await send('POST', '/v2/registries', `{"name":"broken","username":"${USERNAME}","password": ${PASSWORD}}`)).statusCode, 400);
+        assert.equal(
+          (await send('POST', '/v2/registries', { name: 'bad', username: USERNAME, password: PASSWORD, extra: 1 }))
+            .statusCode,
+          422,
+        );
+        assert.equal(
+          (await send('POST', '/v2/registries', `{"name":"broken","username":"${USERNAME}","password":"${PASSWORD}"`))
+            .statusCode,
+          400,
+        );
+        assert.equal(
+          (await send('POST', '/v2/registries', `{"name":"broken","username":"${USERNAME}","password": ${PASSWORD}}`))
+            .statusCode,
+          400,
+        );
         await services.registries.credentials((await services.accounts.accountByName('admin')).id, id);
         assert.equal((await send('DELETE', `/v2/registries/${id}`)).statusCode, 204);
         const output = lines.join('');

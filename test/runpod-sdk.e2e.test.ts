@@ -20,11 +20,19 @@ let idleEndpointId: string;
 let ep: SdkEndpoint;
 /** Where the worker process leaves what the tests observe of it. */
 const workerDir = mkdtempSync(join(tmpdir(), 'gantry-sdk-worker-'));
-const aborted = (): string[] => (existsSync(join(workerDir, 'aborted')) ? readFileSync(join(workerDir, 'aborted'), 'utf8').split('\n').filter(Boolean) : []);
+const aborted = (): string[] =>
+  existsSync(join(workerDir, 'aborted'))
+    ? readFileSync(join(workerDir, 'aborted'), 'utf8').split('\n').filter(Boolean)
+    : [];
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-async function until<T>(what: string, probe: () => Promise<T>, done: (v: T) => boolean, timeoutMs = 20_000): Promise<T> {
+async function until<T>(
+  what: string,
+  probe: () => Promise<T>,
+  done: (v: T) => boolean,
+  timeoutMs = 20_000,
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const v = await probe();
@@ -45,7 +53,11 @@ before(async () => {
   listening = await startListeningServer({
     images: {
       // cwd: the repository, so that `--import tsx` resolves
-      'sdk-worker:dev': { command: [process.execPath, '--import', 'tsx', resolve(import.meta.dirname, 'fixtures/sdk-worker.ts')], cwd: resolve(import.meta.dirname, '..'), env: { SDK_WORKER_DIR: workerDir } },
+      'sdk-worker:dev': {
+        command: [process.execPath, '--import', 'tsx', resolve(import.meta.dirname, 'fixtures/sdk-worker.ts')],
+        cwd: resolve(import.meta.dirname, '..'),
+        env: { SDK_WORKER_DIR: workerDir },
+      },
     },
     jobs: { timekeeperIntervalMs: 200, pingIntervalMs: 500 },
     serverless: { autoscaler: { intervalMs: 100 } },
@@ -54,10 +66,30 @@ before(async () => {
   const { services } = server;
   const account = await services.accounts.createAccount('sdk-user');
   key = (await services.accounts.createKey(account.id, { scope: 'write' })).key;
-  const template = await services.templates.create(account.id, { name: 'worker', imageName: 'sdk-worker:dev', isServerless: true });
+  const template = await services.templates.create(account.id, {
+    name: 'worker',
+    imageName: 'sdk-worker:dev',
+    isServerless: true,
+  });
   // scaled from zero by the first job; a long idle timeout keeps the worker for the whole file
-  endpointId = (await services.endpoints.create(account.id, { name: 'sdk', templateId: template.id, gpuIds: 'ADA_24', workersMin: 0, workersMax: 1, idleTimeout: 600 })).id;
-  idleEndpointId = (await services.endpoints.create(account.id, { name: 'no-workers', templateId: template.id, gpuIds: 'ADA_24', workersMax: 0 })).id;
+  endpointId = (
+    await services.endpoints.create(account.id, {
+      name: 'sdk',
+      templateId: template.id,
+      gpuIds: 'ADA_24',
+      workersMin: 0,
+      workersMax: 1,
+      idleTimeout: 600,
+    })
+  ).id;
+  idleEndpointId = (
+    await services.endpoints.create(account.id, {
+      name: 'no-workers',
+      templateId: template.id,
+      gpuIds: 'ADA_24',
+      workersMax: 0,
+    })
+  ).id;
   ep = runpodSdk(key, { baseUrl: `${server.url}/v2` }).endpoint(endpointId)!;
 });
 
@@ -77,13 +109,17 @@ test("run then status: a plain handler's output comes back, from the worker the 
 });
 
 test('runSync answers the finished job', async () => {
-  const res = (await ep.runSync({ input: { kind: 'echo', value: 42 } }, 20_000)) as unknown as { status: string; output: unknown; completed: boolean };
+  const res = (await ep.runSync({ input: { kind: 'echo', value: 42 } }, 20_000)) as unknown as {
+    status: string;
+    output: unknown;
+    completed: boolean;
+  };
   assert.equal(res.status, 'COMPLETED');
   assert.equal(res.completed, true);
   assert.deepEqual(res.output, { echoed: 42, worker: server.services.autoscaler.workerIds(endpointId)[0] });
 });
 
-test('a streaming handler\'s chunks reach the SDK\'s stream generator in order', async () => {
+test("a streaming handler's chunks reach the SDK's stream generator in order", async () => {
   const run = await ep.run({ input: { kind: 'stream', words: ['a', 'b', 'c', 'd'] } });
   const chunks: unknown[] = [];
   for await (const chunk of ep.stream(run.id)) chunks.push(chunk);
@@ -93,7 +129,11 @@ test('a streaming handler\'s chunks reach the SDK\'s stream generator in order',
 
 test('progress updates are visible while the job runs', async () => {
   const run = await ep.run({ input: { kind: 'progress' } });
-  const seen = await until('progress', () => ep.status(run.id) as Promise<{ status: string; output?: unknown }>, (s) => s.status !== 'IN_QUEUE' && s.output !== undefined);
+  const seen = await until(
+    'progress',
+    () => ep.status(run.id) as Promise<{ status: string; output?: unknown }>,
+    (s) => s.status !== 'IN_QUEUE' && s.output !== undefined,
+  );
   assert.ok(seen.status === 'COMPLETED' || JSON.stringify(seen.output) === '{"pct":50}', JSON.stringify(seen));
   assert.equal((await finalStatus(run.id)).output, 'finished');
 });
@@ -107,7 +147,10 @@ test('a handler that throws fails the job with its error', async () => {
 test('a failed job retried through /retry runs again with the same id and input', async () => {
   const run = await ep.run({ input: { kind: 'flaky' } });
   assert.equal((await finalStatus(run.id)).status, 'FAILED');
-  const res = await fetch(`${server.url}/v2/${endpointId}/retry/${run.id}`, { method: 'POST', headers: { authorization: `Bearer ${key}` } });
+  const res = await fetch(`${server.url}/v2/${endpointId}/retry/${run.id}`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${key}` },
+  });
   assert.equal(res.status, 200);
   assert.deepEqual(await res.json(), { id: run.id, status: 'IN_QUEUE' });
   const done = await finalStatus(run.id);
@@ -117,7 +160,11 @@ test('a failed job retried through /retry runs again with the same id and input'
 
 test('cancel stops a running job: the handler sees its abort signal and the job stays CANCELLED', async () => {
   const run = await ep.run({ input: { kind: 'wait' } });
-  await until('the job to start', () => ep.status(run.id), (s) => s.status === 'IN_PROGRESS');
+  await until(
+    'the job to start',
+    () => ep.status(run.id),
+    (s) => s.status === 'IN_PROGRESS',
+  );
   const cancelled = await ep.cancel(run.id);
   assert.deepEqual({ id: cancelled.id, status: cancelled.status }, { id: run.id, status: 'CANCELLED' });
   await until('the handler to be aborted', async () => aborted().includes(run.id), Boolean, 10_000);

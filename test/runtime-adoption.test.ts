@@ -24,7 +24,12 @@ const dataDir = mkdtempSync(join(tmpdir(), 'gantry-adoption-'));
 const configPath = join(dataDir, 'config.json');
 writeFileSync(
   configPath,
-  JSON.stringify({ server: { port: 0 }, runtime: { orphanGraceMs: GRACE }, pods: { reconcileIntervalMs: 50 }, serverless: { autoscaler: { intervalMs: 600_000 } } }),
+  JSON.stringify({
+    server: { port: 0 },
+    runtime: { orphanGraceMs: GRACE },
+    pods: { reconcileIntervalMs: 50 },
+    serverless: { autoscaler: { intervalMs: 600_000 } },
+  }),
 );
 const config = loadConfig({ env: { GANTRY_DATA_DIR: dataDir, GANTRY_CONFIG: configPath, GANTRY_LOG_LEVEL: 'silent' } });
 let second: RunningServer | null = null;
@@ -34,7 +39,11 @@ after(async () => {
   rmSync(dataDir, { recursive: true, force: true });
 });
 
-const live = (id: string, owner: InstanceOwner): AttachedInstance => ({ id, owner, status: { id, state: 'running', startedAt: 0, exitCode: null, reason: null, stats: null } });
+const live = (id: string, owner: InstanceOwner): AttachedInstance => ({
+  id,
+  owner,
+  status: { id, state: 'running', startedAt: 0, exitCode: null, reason: null, stats: null },
+});
 
 test('a restarted server adopts running pods and workers without starting them, stops the instance of a stopped pod, restarts what no longer runs, and removes unclaimed instances after the grace', async () => {
   const clock = new FakeClock(Date.now());
@@ -48,7 +57,12 @@ test('a restarted server adopts running pods and workers without starting them, 
   await services.autoscaler.start({ loop: false });
   const accountId = (await services.accounts.authenticate(key))!.accountId;
   const create = async (name: string) => {
-    const res = await app.inject({ method: 'POST', url: '/v2/pods', headers: { authorization: `Bearer ${key}` }, payload: { name, image: 'ubuntu:22.04', gpu: { id: GPU } } });
+    const res = await app.inject({
+      method: 'POST',
+      url: '/v2/pods',
+      headers: { authorization: `Bearer ${key}` },
+      payload: { name, image: 'ubuntu:22.04', gpu: { id: GPU } },
+    });
     assert.equal(res.statusCode, 201, res.body);
     const pod = json(res);
     await services.podController.idle(pod.id);
@@ -58,11 +72,33 @@ test('a restarted server adopts running pods and workers without starting them, 
   const stopped = await create('stopped');
   const vanished = await create('vanished');
   const terminated = await create('terminated');
-  for (const [id, action] of [[stopped, 'stop'], [terminated, 'terminate']] as const)
-    assert.ok((await app.inject({ method: 'POST', url: `/v2/pods/${id}/action`, headers: { authorization: `Bearer ${key}` }, payload: { action } })).statusCode < 300);
+  for (const [id, action] of [
+    [stopped, 'stop'],
+    [terminated, 'terminate'],
+  ] as const)
+    assert.ok(
+      (
+        await app.inject({
+          method: 'POST',
+          url: `/v2/pods/${id}/action`,
+          headers: { authorization: `Bearer ${key}` },
+          payload: { action },
+        })
+      ).statusCode < 300,
+    );
   const allocation = services.inventory.allocationOf(adopted);
-  const template = await services.templates.create(accountId, { name: 'worker', imageName: 'my-worker:dev', isServerless: true });
-  const endpoint = await services.endpoints.create(accountId, { name: 'warm', templateId: template.id, gpuIds: 'ADA_24', workersMin: 1, workersMax: 1 });
+  const template = await services.templates.create(accountId, {
+    name: 'worker',
+    imageName: 'my-worker:dev',
+    isServerless: true,
+  });
+  const endpoint = await services.endpoints.create(accountId, {
+    name: 'warm',
+    templateId: template.id,
+    gpuIds: 'ADA_24',
+    workersMin: 1,
+    workersMax: 1,
+  });
   await services.autoscaler.tick(clock.now());
   const [worker] = services.autoscaler.workerIds(endpoint.id);
   const workerKey = first.specs.get(worker!)!.platformEnv.RUNPOD_AI_API_KEY!;
@@ -83,7 +119,10 @@ test('a restarted server adopts running pods and workers without starting them, 
   ];
   second = await startServer(config, { runtime, clock, logger: silent, print: () => {} });
   const s = second.services;
-  const get = async (id: string) => json(await second!.app.inject({ method: 'GET', url: `/v2/pods/${id}`, headers: { authorization: `Bearer ${key}` } }));
+  const get = async (id: string) =>
+    json(
+      await second!.app.inject({ method: 'GET', url: `/v2/pods/${id}`, headers: { authorization: `Bearer ${key}` } }),
+    );
 
   // the running pod is adopted: not started again, RUNNING, its usage interval still open
   await s.podController.idle(adopted);

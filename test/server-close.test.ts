@@ -23,7 +23,10 @@ test('a server closes at once though a client holds connections on which it sent
   assert.equal(healthy.status, 200);
   await healthy.text();
   const closing = s.close();
-  const inTime = await Promise.race([closing.then(() => true), new Promise<boolean>((r) => setTimeout(() => r(false), PROMPT_MS).unref())]);
+  const inTime = await Promise.race([
+    closing.then(() => true),
+    new Promise<boolean>((r) => setTimeout(() => r(false), PROMPT_MS).unref()),
+  ]);
   // (when it fails: the client leaves, so the close ends and the test does not hang)
   if (!inTime) for (const socket of silent) socket.destroy();
   await closing;
@@ -46,9 +49,17 @@ test('a start that fails after the server listened (its configured SSH port is t
   const httpPort = await freePort();
   const dataDir = mkdtempSync(join(tmpdir(), 'gantry-failed-start-'));
   try {
-    writeFileSync(join(dataDir, 'config.json'), JSON.stringify({ server: { port: httpPort, host: '127.0.0.1' }, ssh: { port: sshPort } }));
-    const config = loadConfig({ env: { GANTRY_DATA_DIR: dataDir, GANTRY_CONFIG: join(dataDir, 'config.json'), GANTRY_LOG_LEVEL: 'silent' } });
-    await assert.rejects(startServer(config, { logger: pino({ level: 'silent' }), print: () => {} }), /EADDRINUSE|in use|taken/i);
+    writeFileSync(
+      join(dataDir, 'config.json'),
+      JSON.stringify({ server: { port: httpPort, host: '127.0.0.1' }, ssh: { port: sshPort } }),
+    );
+    const config = loadConfig({
+      env: { GANTRY_DATA_DIR: dataDir, GANTRY_CONFIG: join(dataDir, 'config.json'), GANTRY_LOG_LEVEL: 'silent' },
+    });
+    await assert.rejects(
+      startServer(config, { logger: pino({ level: 'silent' }), print: () => {} }),
+      /EADDRINUSE|in use|taken/i,
+    );
     // nothing answers on the HTTP port any more: a new listener takes it
     const again = createServer();
     await new Promise<void>((resolve, reject) => {

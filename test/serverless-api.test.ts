@@ -13,7 +13,16 @@ before(async () => {
   t = await createTestApp();
   alice = await t.newAccount('alice');
   bob = await t.newAccount('bob');
-  workerTemplate = (await t.services.templates.create(alice.accountId, { name: 'worker', imageName: 'my-worker:dev', args: 'python -u handler.py', ports: ['8000/http'], env: { MODEL: 'small', LEVEL: 'info' }, isServerless: true })).id;
+  workerTemplate = (
+    await t.services.templates.create(alice.accountId, {
+      name: 'worker',
+      imageName: 'my-worker:dev',
+      args: 'python -u handler.py',
+      ports: ['8000/http'],
+      env: { MODEL: 'small', LEVEL: 'info' },
+      isServerless: true,
+    })
+  ).id;
   podTemplate = (await t.services.templates.create(alice.accountId, { name: 'pod tpl', imageName: 'ubuntu:22.04' })).id;
   volumeId = (await t.services.volumes.create(alice.accountId, { name: 'data', size: 10, dataCenterId: 'EU-RO-1' })).id;
 });
@@ -24,7 +33,17 @@ const minimal = () => ({ name: 'ep', templateId: workerTemplate, gpuIds: 'ADA_24
 
 describe('REST serverless endpoints', () => {
   test('a created endpoint is listed with the spec 2.10 fields, its template’s container settings and its request URLs', async () => {
-    const res = await create(alice.key, { ...minimal(), name: 'sdxl', gpuIds: 'ADA_24,AMPERE_24', gpuCount: 2, workersMax: 5, locations: 'RO', networkVolumeId: volumeId, env: { LEVEL: 'debug' }, allowedCudaVersions: ['12.4'] });
+    const res = await create(alice.key, {
+      ...minimal(),
+      name: 'sdxl',
+      gpuIds: 'ADA_24,AMPERE_24',
+      gpuCount: 2,
+      workersMax: 5,
+      locations: 'RO',
+      networkVolumeId: volumeId,
+      env: { LEVEL: 'debug' },
+      allowedCudaVersions: ['12.4'],
+    });
     assert.equal(res.statusCode, 201, res.body);
     const created = json(res);
     const list = json(await t.request(alice.key, 'GET', '/v2/serverless'));
@@ -62,8 +81,19 @@ describe('REST serverless endpoints', () => {
   });
 
   test('without locations every data center is listed; REQUEST_COUNT scaling is shown as requestCount', async () => {
-    const e = json(await create(alice.key, { ...minimal(), scalerType: 'REQUEST_COUNT', scalerValue: 9, flashboot: 'FLASHBOOT', type: 'LB' }));
-    assert.deepEqual(e.dataCenterIds, t.config.catalog.dataCenters.map((d) => d.id));
+    const e = json(
+      await create(alice.key, {
+        ...minimal(),
+        scalerType: 'REQUEST_COUNT',
+        scalerValue: 9,
+        flashboot: 'FLASHBOOT',
+        type: 'LB',
+      }),
+    );
+    assert.deepEqual(
+      e.dataCenterIds,
+      t.config.catalog.dataCenters.map((d) => d.id),
+    );
     assert.deepEqual(e.scaling, { type: 'REQUEST_COUNT', requestCount: 9 });
     assert.equal(e.flashboot, 'FLASHBOOT');
     assert.equal(e.type, 'LOAD_BALANCER');
@@ -78,7 +108,10 @@ describe('REST serverless endpoints', () => {
   test('GET one and PATCH change only what is sent', async () => {
     const e = json(await create(alice.key, { ...minimal(), workersMax: 4, idleTimeout: 60 }));
     assert.deepEqual(json(await t.request(alice.key, 'GET', `/v2/serverless/${e.id}`)), e);
-    const patched = await t.request(alice.key, 'PATCH', `/v2/serverless/${e.id}`, { name: 'renamed', gpuIds: ['AMPERE_80'] });
+    const patched = await t.request(alice.key, 'PATCH', `/v2/serverless/${e.id}`, {
+      name: 'renamed',
+      gpuIds: ['AMPERE_80'],
+    });
     assert.equal(patched.statusCode, 200, patched.body);
     const p = json(patched);
     assert.equal(p.name, 'renamed');
@@ -89,14 +122,20 @@ describe('REST serverless endpoints', () => {
 
   test('each broken field rule answers 422 naming the field and what is valid', async () => {
     const cases: Array<[Record<string, unknown>, RegExp]> = [
-      [{ gpuIds: 'RTX_9000' }, /gpuIds: "RTX_9000" is not a GPU pool; valid pools: AMPERE_16, AMPERE_24, ADA_24, AMPERE_48, ADA_48_PRO, AMPERE_80, ADA_80_PRO/],
+      [
+        { gpuIds: 'RTX_9000' },
+        /gpuIds: "RTX_9000" is not a GPU pool; valid pools: AMPERE_16, AMPERE_24, ADA_24, AMPERE_48, ADA_48_PRO, AMPERE_80, ADA_80_PRO/,
+      ],
       [{ gpuIds: '' }, /gpuIds: is required/],
       [{ workersMin: -1 }, /workersMin: must be between 0 and 100/],
       [{ workersMin: 3, workersMax: 2 }, /workersMax: must be at least workersMin \(3\)/],
       [{ workersMax: 101 }, /workersMax: must be between 0 and 100/],
       [{ scalerValue: 0 }, /scalerValue: must be between 1/],
       [{ idleTimeout: 3601 }, /idleTimeout: must be between 0 and 3600 seconds/],
-      [{ locations: 'US,ZZ' }, /locations: "ZZ" is not a known region; valid: US, RO, CZ, FR, GB, NO \(empty means any\)/],
+      [
+        { locations: 'US,ZZ' },
+        /locations: "ZZ" is not a known region; valid: US, RO, CZ, FR, GB, NO \(empty means any\)/,
+      ],
       [{ allowedCudaVersions: ['12'] }, /allowedCudaVersions: "12" must be "<major>.<minor>"/],
       [{ executionTimeoutMs: 1000 }, /executionTimeoutMs: must be between 5000 and 604800000/],
       [{ executionTimeoutMs: 8 * 24 * 3600 * 1000 }, /executionTimeoutMs/],
@@ -129,7 +168,13 @@ describe('REST serverless endpoints', () => {
     assert.equal(unknown.statusCode, 404);
     assert.match(json(unknown).detail, /nosuchtemplate/);
     assert.equal((await create(bob.key, minimal())).statusCode, 404);
-    const volume = await create(bob.key, { ...minimal(), templateId: (await t.services.templates.create(bob.accountId, { name: 'w', imageName: 'w:1', isServerless: true })).id, networkVolumeId: volumeId });
+    const volume = await create(bob.key, {
+      ...minimal(),
+      templateId: (
+        await t.services.templates.create(bob.accountId, { name: 'w', imageName: 'w:1', isServerless: true })
+      ).id,
+      networkVolumeId: volumeId,
+    });
     assert.equal(volume.statusCode, 400);
     assert.equal(json(volume).code, 'UNKNOWN_REFERENCE');
   });
@@ -145,7 +190,9 @@ describe('REST serverless endpoints', () => {
       const res = await t.request(bob.key, method, url, body);
       assert.equal(res.statusCode, 404, `${method} ${url}`);
     }
-    assert.ok(!json(await t.request(bob.key, 'GET', '/v2/serverless')).endpoints.some((x: { id: string }) => x.id === e.id));
+    assert.ok(
+      !json(await t.request(bob.key, 'GET', '/v2/serverless')).endpoints.some((x: { id: string }) => x.id === e.id),
+    );
   });
 
   test('delete is refused while workersMin or workersMax is not 0, then answers 204', async () => {
@@ -160,7 +207,9 @@ describe('REST serverless endpoints', () => {
   });
 
   test('a template bound to an endpoint cannot be deleted until the endpoint is gone', async () => {
-    const tpl = (await t.services.templates.create(alice.accountId, { name: 'bound', imageName: 'w:2', isServerless: true })).id;
+    const tpl = (
+      await t.services.templates.create(alice.accountId, { name: 'bound', imageName: 'w:2', isServerless: true })
+    ).id;
     const e = json(await create(alice.key, { ...minimal(), name: 'uses-bound', templateId: tpl, workersMax: 0 }));
     const refused = await t.request(alice.key, 'DELETE', `/v2/templates/${tpl}`);
     assert.equal(refused.statusCode, 400);
@@ -173,9 +222,27 @@ describe('REST serverless endpoints', () => {
   test('the workers list reads the workers table', async () => {
     const e = json(await create(alice.key, minimal()));
     assert.deepEqual(json(await t.request(alice.key, 'GET', `/v2/serverless/${e.id}/workers`)), { workers: [] });
-    await t.services.db.kysely.insertInto('workers').values({ id: 'w1', endpoint_id: e.id, status: 'RUNNING', host_id: null, last_ping_at: 2_000, created_at: 1_000, updated_at: 1_000 }).execute();
+    await t.services.db.kysely
+      .insertInto('workers')
+      .values({
+        id: 'w1',
+        endpoint_id: e.id,
+        status: 'RUNNING',
+        host_id: null,
+        last_ping_at: 2_000,
+        created_at: 1_000,
+        updated_at: 1_000,
+      })
+      .execute();
     assert.deepEqual(json(await t.request(alice.key, 'GET', `/v2/serverless/${e.id}/workers`)), {
-      workers: [{ id: 'w1', status: 'RUNNING', createdAt: new Date(1_000).toISOString(), lastPingAt: new Date(2_000).toISOString() }],
+      workers: [
+        {
+          id: 'w1',
+          status: 'RUNNING',
+          createdAt: new Date(1_000).toISOString(),
+          lastPingAt: new Date(2_000).toISOString(),
+        },
+      ],
     });
   });
 
@@ -183,6 +250,7 @@ describe('REST serverless endpoints', () => {
     assert.equal((await t.request(alice.readKey, 'GET', '/v2/serverless')).statusCode, 200);
     assert.equal((await create(alice.readKey, minimal())).statusCode, 403);
     const doc = json(await t.request(null, 'GET', '/v2/openapi.json'));
-    for (const p of ['/v2/serverless', '/v2/serverless/{id}', '/v2/serverless/{id}/workers']) assert.ok(doc.paths[p], p);
+    for (const p of ['/v2/serverless', '/v2/serverless/{id}', '/v2/serverless/{id}/workers'])
+      assert.ok(doc.paths[p], p);
   });
 });

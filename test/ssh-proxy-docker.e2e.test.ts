@@ -21,7 +21,18 @@ describe('the SSH proxy with OpenSSH (Docker runtime)', { skip: engine ? noOpenS
   let pod: SshPod;
   before(async () => {
     f = await startSshFixture({
-      runtime: { kind: 'docker', docker: { host: DOCKER_HOST, namespace, bindIp: '127.0.0.1', publicIp: '127.0.0.1', portRange: await freePortRange(10), cpuFlavors: ['cpu3c'], dataCenterId: 'US-TX-3' } },
+      runtime: {
+        kind: 'docker',
+        docker: {
+          host: DOCKER_HOST,
+          namespace,
+          bindIp: '127.0.0.1',
+          publicIp: '127.0.0.1',
+          portRange: await freePortRange(10),
+          cpuFlavors: ['cpu3c'],
+          dataCenterId: 'US-TX-3',
+        },
+      },
       images: {},
     });
     alice = await f.tenant('alice');
@@ -35,7 +46,12 @@ describe('the SSH proxy with OpenSSH (Docker runtime)', { skip: engine ? noOpenS
   test('with a key of the account a shell in the container runs a typed command, and its terminal has the client`s size', async () => {
     const proxy = pod.ssh.proxy!;
     assert.ok(proxy, JSON.stringify(pod.ssh));
-    const run = await runSsh({ user: proxy.username, port: proxy.port, key: alice.sshKey.path, input: 'echo "hi-$((6*7)) $RUNPOD_POD_ID"\nstty size\nexit 3\n' });
+    const run = await runSsh({
+      user: proxy.username,
+      port: proxy.port,
+      key: alice.sshKey.path,
+      input: 'echo "hi-$((6*7)) $RUNPOD_POD_ID"\nstty size\nexit 3\n',
+    });
     assert.equal(run.code, 3, run.stderr);
     assert.match(run.stdout, new RegExp(`hi-42 ${pod.id}`));
     // ssh -tt on a pipe asks for the default 80x24 terminal
@@ -43,7 +59,13 @@ describe('the SSH proxy with OpenSSH (Docker runtime)', { skip: engine ? noOpenS
   });
 
   test('sftp into a container is refused with the reason', async () => {
-    const run = await runSsh({ program: 'sftp', user: pod.ssh.proxy!.username, port: f.sshPort, key: alice.sshKey.path, args: ['-b', '-'] });
+    const run = await runSsh({
+      program: 'sftp',
+      user: pod.ssh.proxy!.username,
+      port: f.sshPort,
+      key: alice.sshKey.path,
+      args: ['-b', '-'],
+    });
     assert.notEqual(run.code, 0);
     assert.match(run.stderr, /interactive shells only/);
   });

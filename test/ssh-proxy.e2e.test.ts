@@ -46,7 +46,12 @@ describe('the SSH proxy with OpenSSH (process runtime)', { skip: noOpenSsh() }, 
   });
 
   test('a command (exec request) is refused with the reason on stderr and exit status 1, and does not run', async () => {
-    const run = await runSsh({ user: pod.ssh.proxy!.username, port: f.sshPort, key: alice.sshKey.path, command: ['echo', 'ran-$((6*7))'] });
+    const run = await runSsh({
+      user: pod.ssh.proxy!.username,
+      port: f.sshPort,
+      key: alice.sshKey.path,
+      command: ['echo', 'ran-$((6*7))'],
+    });
     assert.equal(run.code, 1);
     assert.match(run.stderr, /interactive shells only/);
     assert.match(run.stderr, /ssh\.direct/);
@@ -54,20 +59,37 @@ describe('the SSH proxy with OpenSSH (process runtime)', { skip: noOpenSsh() }, 
   });
 
   test('sftp is refused with the reason', async () => {
-    const run = await runSsh({ program: 'sftp', user: pod.ssh.proxy!.username, port: f.sshPort, key: alice.sshKey.path, args: ['-b', '-'] });
+    const run = await runSsh({
+      program: 'sftp',
+      user: pod.ssh.proxy!.username,
+      port: f.sshPort,
+      key: alice.sshKey.path,
+      args: ['-b', '-'],
+    });
     assert.notEqual(run.code, 0);
     assert.match(run.stderr, /interactive shells only/);
   });
 
   test('port forwarding (a direct-tcpip channel, ssh -W) is refused', async () => {
-    const run = await runSsh({ user: pod.ssh.proxy!.username, port: f.sshPort, key: alice.sshKey.path, args: ['-W', `127.0.0.1:${new URL(f.url).port}`] });
+    const run = await runSsh({
+      user: pod.ssh.proxy!.username,
+      port: f.sshPort,
+      key: alice.sshKey.path,
+      args: ['-W', `127.0.0.1:${new URL(f.url).port}`],
+    });
     assert.equal(run.code, 255);
     assert.match(run.stderr, /forwarding failed|administratively prohibited/);
   });
 
   test('a pod that stops ends its sessions, saying why', async () => {
     const other = await f.runningPod(alice);
-    const running = runSsh({ user: other.ssh.proxy!.username, port: f.sshPort, key: alice.sshKey.path, input: 'echo started\n', timeoutMs: 30_000 });
+    const running = runSsh({
+      user: other.ssh.proxy!.username,
+      port: f.sshPort,
+      key: alice.sshKey.path,
+      input: 'echo started\n',
+      timeoutMs: 30_000,
+    });
     const proxy = f.server.server.ssh!.proxy;
     await eventually('a shell opens', async () => proxy.openShells(other.id) > 0, 10_000);
     const stop = await f.call(alice.key, 'POST', `/v2/pods/${other.id}/action`, { action: 'stop' });
@@ -79,8 +101,15 @@ describe('the SSH proxy with OpenSSH (process runtime)', { skip: noOpenSsh() }, 
 
   test('ssh.direct is set when 22/tcp is published and the pod runs, pointing at the published port; null otherwise', async () => {
     const withPort = await f.runningPod(alice, { ports: ['22/tcp'] });
-    const published = (withPort.runtime as { ports: Array<{ private: number; public: number }> }).ports.find((p) => p.private === 22)!;
-    assert.deepEqual(withPort.ssh.direct, { host: '127.0.0.1', port: published.public, username: 'root', command: `ssh root@127.0.0.1 -p ${published.public}` });
+    const published = (withPort.runtime as { ports: Array<{ private: number; public: number }> }).ports.find(
+      (p) => p.private === 22,
+    )!;
+    assert.deepEqual(withPort.ssh.direct, {
+      host: '127.0.0.1',
+      port: published.public,
+      username: 'root',
+      command: `ssh root@127.0.0.1 -p ${published.public}`,
+    });
     assert.equal(pod.ssh.direct, null);
     await f.call(alice.key, 'POST', `/v2/pods/${withPort.id}/action`, { action: 'stop' });
     const stopped = await f.podUntil(alice, withPort.id, (p) => p.status === 'EXITED');

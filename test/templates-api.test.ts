@@ -24,10 +24,26 @@ const create = async (key: string, body: Record<string, unknown>) => {
 const insertPod = (id: string, accountId: string, status: string, templateId: string) =>
   t.services.db.kysely
     .insertInto('pods')
-    .values({ id, account_id: accountId, name: id, status, desired_status: 'RUNNING', image: 'x', disk: 20, cloud: 'SECURE', template_id: templateId, created_at: 1, updated_at: 1 } as never)
+    .values({
+      id,
+      account_id: accountId,
+      name: id,
+      status,
+      desired_status: 'RUNNING',
+      image: 'x',
+      disk: 20,
+      cloud: 'SECURE',
+      template_id: templateId,
+      created_at: 1,
+      updated_at: 1,
+    } as never)
     .execute();
 
-const assertProblem = (res: { statusCode: number; headers: Record<string, unknown>; body: string }, status: number, code?: string) => {
+const assertProblem = (
+  res: { statusCode: number; headers: Record<string, unknown>; body: string },
+  status: number,
+  code?: string,
+) => {
   assert.equal(res.statusCode, status, res.body);
   assert.match(String(res.headers['content-type']), /application\/problem\+json/);
   const body = json(res as never);
@@ -110,29 +126,45 @@ test('a body breaking the schema answers 422 with one errors entry per violation
     const problem = assertProblem(res, 422, 'VALIDATION_FAILED');
     assert.equal(problem.errors?.length, count, `${JSON.stringify(body)}: ${res.body}`);
   }
-  const unknown = json(await t.request(a.key, 'POST', '/v2/templates', { name: 'x', imageName: 'y', surprise: 1, another: true }));
+  const unknown = json(
+    await t.request(a.key, 'POST', '/v2/templates', { name: 'x', imageName: 'y', surprise: 1, another: true }),
+  );
   assert.deepEqual(unknown.errors, ['surprise: unknown property', 'another: unknown property']);
 });
 
 test('a volume of 1-9 GB and a port above 65535 answer 422 with one entry', async () => {
   for (const body of [{ volumeInGb: 5 }, { ports: ['70000/tcp'] }]) {
-    const problem = assertProblem(await t.request(a.key, 'POST', '/v2/templates', { name: 'tpl', imageName: 'x', ...body }), 422, 'VALIDATION_FAILED');
+    const problem = assertProblem(
+      await t.request(a.key, 'POST', '/v2/templates', { name: 'tpl', imageName: 'x', ...body }),
+      422,
+      'VALIDATION_FAILED',
+    );
     assert.equal(problem.errors?.length, 1);
   }
 });
 
 test('creating a public template is refused with 403 saying why; isPublic false is accepted', async () => {
-  const problem = assertProblem(await t.request(a.key, 'POST', '/v2/templates', { name: 'tpl', imageName: 'x', isPublic: true }), 403, 'FORBIDDEN');
+  const problem = assertProblem(
+    await t.request(a.key, 'POST', '/v2/templates', { name: 'tpl', imageName: 'x', isPublic: true }),
+    403,
+    'FORBIDDEN',
+  );
   assert.match(problem.detail, /public/i);
   assert.equal((await create(a.key, { isPublic: false })).isPublic, false);
 });
 
 test('containerRegistryAuthId must be one of the caller’s registry credentials', async () => {
-  const own = json(await t.request(a.key, 'POST', '/v2/registries', { name: 'ghcr', username: 'u', password: 'p' })).id as string;
-  const other = json(await t.request(b.key, 'POST', '/v2/registries', { name: 'ghcr', username: 'u', password: 'p' })).id as string;
+  const own = json(await t.request(a.key, 'POST', '/v2/registries', { name: 'ghcr', username: 'u', password: 'p' }))
+    .id as string;
+  const other = json(await t.request(b.key, 'POST', '/v2/registries', { name: 'ghcr', username: 'u', password: 'p' }))
+    .id as string;
   assert.equal((await create(a.key, { containerRegistryAuthId: own })).containerRegistryAuthId, own);
   for (const id of [other, 'nosuchregistry']) {
-    const problem = assertProblem(await t.request(a.key, 'POST', '/v2/templates', { name: 'tpl', imageName: 'x', containerRegistryAuthId: id }), 400, 'UNKNOWN_REFERENCE');
+    const problem = assertProblem(
+      await t.request(a.key, 'POST', '/v2/templates', { name: 'tpl', imageName: 'x', containerRegistryAuthId: id }),
+      400,
+      'UNKNOWN_REFERENCE',
+    );
     assert.match(problem.detail, new RegExp(id));
   }
 });
@@ -141,7 +173,10 @@ test('the list holds the caller’s own templates; includePublic adds the public
   const c = await t.newAccount();
   const mine = await create(c.key, { name: 'only-mine' });
   const own = json(await t.request(c.readKey, 'GET', '/v2/templates'));
-  assert.deepEqual(own.templates.map((x: { id: string }) => x.id), [mine.id]);
+  assert.deepEqual(
+    own.templates.map((x: { id: string }) => x.id),
+    [mine.id],
+  );
   const all = json(await t.request(c.readKey, 'GET', '/v2/templates?includePublic=true'));
   const ids = all.templates.map((x: { id: string }) => x.id);
   assert.equal(ids[0], mine.id);
@@ -186,10 +221,22 @@ test('PATCH changes only the fields sent, bumps updatedAt and applies the same r
   assert.equal(body.createdAt, tpl.createdAt);
   assert.notEqual(body.updatedAt, tpl.updatedAt);
   assert.deepEqual(json(await t.request(a.key, 'GET', `/v2/templates/${tpl.id}`)), body);
-  assertProblem(await t.request(a.key, 'PATCH', `/v2/templates/${tpl.id}`, { volumeInGb: 3 }), 422, 'VALIDATION_FAILED');
+  assertProblem(
+    await t.request(a.key, 'PATCH', `/v2/templates/${tpl.id}`, { volumeInGb: 3 }),
+    422,
+    'VALIDATION_FAILED',
+  );
   assertProblem(await t.request(a.key, 'PATCH', `/v2/templates/${tpl.id}`, { isPublic: true }), 403, 'FORBIDDEN');
-  assertProblem(await t.request(a.key, 'PATCH', `/v2/templates/${tpl.id}`, { containerRegistryAuthId: 'nope' }), 400, 'UNKNOWN_REFERENCE');
-  const unknown = assertProblem(await t.request(a.key, 'PATCH', `/v2/templates/${tpl.id}`, { id: 'x', accountId: 'y' }), 422, 'VALIDATION_FAILED');
+  assertProblem(
+    await t.request(a.key, 'PATCH', `/v2/templates/${tpl.id}`, { containerRegistryAuthId: 'nope' }),
+    400,
+    'UNKNOWN_REFERENCE',
+  );
+  const unknown = assertProblem(
+    await t.request(a.key, 'PATCH', `/v2/templates/${tpl.id}`, { id: 'x', accountId: 'y' }),
+    422,
+    'VALIDATION_FAILED',
+  );
   assert.equal(unknown.errors?.length, 2);
   assert.equal(json(await t.request(a.key, 'GET', `/v2/templates/${tpl.id}`)).name, 'after');
 });
@@ -210,13 +257,19 @@ test('a template a live pod was created from cannot be deleted (400 naming the p
   const problem = assertProblem(await t.request(a.key, 'DELETE', `/v2/templates/${tpl.id}`), 400, 'TEMPLATE_IN_USE');
   assert.match(problem.detail, new RegExp(`live${tpl.id}`));
   assert.ok(!problem.detail.includes(`dead${tpl.id}`));
-  await t.services.db.kysely.updateTable('pods').set({ status: 'TERMINATED' }).where('id', '=', `live${tpl.id}`).execute();
+  await t.services.db.kysely
+    .updateTable('pods')
+    .set({ status: 'TERMINATED' })
+    .where('id', '=', `live${tpl.id}`)
+    .execute();
   assert.equal((await t.request(a.key, 'DELETE', `/v2/templates/${tpl.id}`)).statusCode, 204);
 });
 
 test('a registered reference checker (a serverless endpoint binding) refuses deletion with its reason', async () => {
   const tpl = await create(a.key, { isServerless: true });
-  t.services.templates.addReferenceChecker(async (id) => (id === tpl.id ? 'bound to serverless endpoint "ep-123"' : null));
+  t.services.templates.addReferenceChecker(async (id) =>
+    id === tpl.id ? 'bound to serverless endpoint "ep-123"' : null,
+  );
   const problem = assertProblem(await t.request(a.key, 'DELETE', `/v2/templates/${tpl.id}`), 400, 'TEMPLATE_IN_USE');
   assert.match(problem.detail, /serverless endpoint "ep-123"/);
   const other = await create(a.key, {});
@@ -239,12 +292,17 @@ test('resolveForPod answers an own or public pod template; serverless is 422 and
   assert.equal((await t.services.templates.resolveForPod(b.accountId, 'gantry-pytorch-2-4')).isPublic, true);
   await assert.rejects(t.services.templates.resolveForPod(b.accountId, own.id), { code: 'NOT_FOUND', status: 404 });
   await assert.rejects(t.services.templates.resolveForPod(a.accountId, 'nosuch'), { code: 'NOT_FOUND' });
-  await assert.rejects(t.services.templates.resolveForPod(a.accountId, serverless.id), (err: { code: string; detail: string }) => {
-    assert.equal(err.code, 'SERVERLESS_TEMPLATE');
-    assert.match(err.detail, /is a serverless template; pods need a pod template/);
-    return true;
+  await assert.rejects(
+    t.services.templates.resolveForPod(a.accountId, serverless.id),
+    (err: { code: string; detail: string }) => {
+      assert.equal(err.code, 'SERVERLESS_TEMPLATE');
+      assert.match(err.detail, /is a serverless template; pods need a pod template/);
+      return true;
+    },
+  );
+  await assert.rejects(t.services.templates.resolveForPod(a.accountId, 'gantry-worker-base'), {
+    code: 'SERVERLESS_TEMPLATE',
   });
-  await assert.rejects(t.services.templates.resolveForPod(a.accountId, 'gantry-worker-base'), { code: 'SERVERLESS_TEMPLATE' });
 });
 
 test('listPublic and getPublic serve the catalog; an account template is not public (404)', async () => {
@@ -262,7 +320,11 @@ test('seedPublic is idempotent and restores a catalog template that drifted', as
   await t.services.templates.seedPublic();
   await t.services.templates.seedPublic();
   assert.deepEqual(await t.services.templates.listPublic(), before);
-  await t.services.db.kysely.updateTable('templates').set({ name: 'tampered' }).where('id', '=', 'gantry-pytorch-2-4').execute();
+  await t.services.db.kysely
+    .updateTable('templates')
+    .set({ name: 'tampered' })
+    .where('id', '=', 'gantry-pytorch-2-4')
+    .execute();
   await t.services.templates.seedPublic();
   const restored = await t.services.templates.getPublic('gantry-pytorch-2-4');
   assert.equal(restored.name, publicTemplates.find((p) => p.id === 'gantry-pytorch-2-4')!.name);

@@ -22,8 +22,21 @@ const ctx: ContainerContext = {
 
 const hostile: Partial<InstanceSpec>[] = [
   { args: '--privileged -v /:/host --cap-add SYS_ADMIN --pid=host' },
-  { env: { DOCKER_HOST: 'unix:///var/run/docker.sock', LD_PRELOAD: '/tmp/x.so', NVIDIA_VISIBLE_DEVICES: 'all', RUNPOD_POD_ID: 'other-pod', __proto__: 'x' } },
-  { volumes: [{ kind: 'persistent', path: '/var/run/docker.sock' }, { kind: 'network', volumeId: 'nv1', path: '/host' }] },
+  {
+    env: {
+      DOCKER_HOST: 'unix:///var/run/docker.sock',
+      LD_PRELOAD: '/tmp/x.so',
+      NVIDIA_VISIBLE_DEVICES: 'all',
+      RUNPOD_POD_ID: 'other-pod',
+      __proto__: 'x',
+    },
+  },
+  {
+    volumes: [
+      { kind: 'persistent', path: '/var/run/docker.sock' },
+      { kind: 'network', volumeId: 'nv1', path: '/host' },
+    ],
+  },
   { image: 'evil/image:latest --privileged', ports: [{ private: 2375, public: 20001, protocol: 'tcp' }] },
   { gpuIndices: [0], env: { CUDA_VISIBLE_DEVICES: '0,1', NVIDIA_VISIBLE_DEVICES: 'all' } },
 ];
@@ -32,7 +45,19 @@ test('a container planned from hostile tenant input is never privileged, mounts 
   for (const overrides of hostile) {
     const plan = planContainer(instanceSpec({ owner: { kind: 'pod', accountId: 'acct-evil' }, ...overrides }), ctx);
     const host = plan.body.HostConfig as Record<string, unknown>;
-    for (const key of ['Privileged', 'Binds', 'CapAdd', 'PidMode', 'IpcMode', 'UTSMode', 'UsernsMode', 'Devices', 'SecurityOpt', 'VolumesFrom', 'CgroupParent'])
+    for (const key of [
+      'Privileged',
+      'Binds',
+      'CapAdd',
+      'PidMode',
+      'IpcMode',
+      'UTSMode',
+      'UsernsMode',
+      'Devices',
+      'SecurityOpt',
+      'VolumesFrom',
+      'CgroupParent',
+    ])
       assert.equal(host[key], undefined, `${key} is never set (${JSON.stringify(overrides)})`);
     assert.equal(host.PidsLimit, CONTAINER_PIDS_LIMIT);
     assert.equal(host.NetworkMode, undefined, 'a pod has its own network');
@@ -48,12 +73,25 @@ test('a container planned from hostile tenant input is never privileged, mounts 
 
 test('a volume id that could name something else on the engine is refused, not mounted', () => {
   for (const volumeId of ['../../etc', '/var/lib/docker', 'a b', 'x:y'])
-    assert.throws(() => planContainer(instanceSpec({ volumes: [{ kind: 'network', volumeId, path: '/data' }] }), ctx), /cannot be part of a Docker name/, volumeId);
+    assert.throws(
+      () => planContainer(instanceSpec({ volumes: [{ kind: 'network', volumeId, path: '/data' }] }), ctx),
+      /cannot be part of a Docker name/,
+      volumeId,
+    );
 });
 
 test('a tenant cannot override the GPUs, identity or public address a container is given', () => {
   const plan = planContainer(
-    instanceSpec({ id: 'pod1', gpuIndices: [1], env: { CUDA_VISIBLE_DEVICES: '0,1', NVIDIA_VISIBLE_DEVICES: 'all', RUNPOD_POD_ID: 'other', RUNPOD_PUBLIC_IP: '10.0.0.1' } }),
+    instanceSpec({
+      id: 'pod1',
+      gpuIndices: [1],
+      env: {
+        CUDA_VISIBLE_DEVICES: '0,1',
+        NVIDIA_VISIBLE_DEVICES: 'all',
+        RUNPOD_POD_ID: 'other',
+        RUNPOD_PUBLIC_IP: '10.0.0.1',
+      },
+    }),
     ctx,
   );
   const env = Object.fromEntries(plan.body.Env.map((e) => [e.slice(0, e.indexOf('=')), e.slice(e.indexOf('=') + 1)]));
@@ -61,5 +99,9 @@ test('a tenant cannot override the GPUs, identity or public address a container 
   assert.equal(env.CUDA_VISIBLE_DEVICES, 'GPU-b');
   assert.equal(env.RUNPOD_POD_ID, 'pod1');
   assert.equal(env.RUNPOD_PUBLIC_IP, '203.0.113.7');
-  assert.deepEqual(plan.body.HostConfig.DeviceRequests, [{ Driver: 'nvidia', DeviceIDs: ['GPU-b'], Capabilities: [['gpu']] }], 'only the assigned device');
+  assert.deepEqual(
+    plan.body.HostConfig.DeviceRequests,
+    [{ Driver: 'nvidia', DeviceIDs: ['GPU-b'], Capabilities: [['gpu']] }],
+    'only the assigned device',
+  );
 });

@@ -33,7 +33,12 @@ function newDataDir(file: Record<string, unknown> = {}): string {
  * the one the config names (the rule on accounts reads only its name and the config; the Docker
  * runtime's own behaviour is test/docker.e2e.test.ts's).
  */
-async function start(dir: string, env: Record<string, string> = {}, logs: Array<{ msg: string; count?: number }> = [], runtime?: FakeRuntime): Promise<RunningServer> {
+async function start(
+  dir: string,
+  env: Record<string, string> = {},
+  logs: Array<{ msg: string; count?: number }> = [],
+  runtime?: FakeRuntime,
+): Promise<RunningServer> {
   const config = loadConfig({ env: { GANTRY_DATA_DIR: dir, GANTRY_CONFIG: join(dir, '..', 'config.json'), ...env } });
   const sink = new Writable({
     write(chunk, _encoding, done) {
@@ -41,7 +46,11 @@ async function start(dir: string, env: Record<string, string> = {}, logs: Array<
       done();
     },
   });
-  return startServer(config, { logger: pino({ level: 'warn' }, sink), print: () => {}, ...(runtime ? { runtime, hosts: defaultFleet() } : {}) });
+  return startServer(config, {
+    logger: pino({ level: 'warn' }, sink),
+    print: () => {},
+    ...(runtime ? { runtime, hosts: defaultFleet() } : {}),
+  });
 }
 
 const modeOf = (path: string): string => (statSync(path).mode & 0o777).toString(8);
@@ -53,7 +62,10 @@ describe('the process runtime serves one account unless the operator opts in', (
     await first.services.accounts.createAccount('second');
     await first.close();
     await assert.rejects(start(dir), (err: Error) => {
-      assert.match(err.message, /^refusing to start: this deployment has 2 accounts, and the process runtime runs every instance as a process of the server's own user/);
+      assert.match(
+        err.message,
+        /^refusing to start: this deployment has 2 accounts, and the process runtime runs every instance as a process of the server's own user/,
+      );
       assert.match(err.message, /runtime\.process\.allowMultipleAccounts: true/);
       assert.match(err.message, /GANTRY_PROCESS_RUNTIME_MULTI_ACCOUNT=true/);
       return true;
@@ -68,14 +80,25 @@ describe('the docker runtime serves one account while its workers would use the 
   /** The operator's settings, blank: the environment a spawned CLI inherits must not decide these tests. */
   const blank = { GANTRY_DOCKER_HOST_NETWORK_MULTI_ACCOUNT: '', GANTRY_PROCESS_RUNTIME_MULTI_ACCOUNT: '' };
   const docker = { runtime: 'docker', serverless: { autoscaler: { intervalMs: 3_600_000 } } };
-  const startDocker = (dir: string, env: Record<string, string> = {}, runtime = new FakeRuntime({ name: 'docker' })) => start(dir, env, [], runtime);
+  const startDocker = (dir: string, env: Record<string, string> = {}, runtime = new FakeRuntime({ name: 'docker' })) =>
+    start(dir, env, [], runtime);
 
   /** The network the worker an endpoint with one warm worker gets is started on. */
   async function workerNetworkOn(server: RunningServer, runtime: FakeRuntime): Promise<string | undefined> {
     const { accounts, templates, endpoints, autoscaler } = server.services;
     const admin = await accounts.accountByName('admin');
-    const template = await templates.create(admin.id, { name: `w-${Date.now()}`, imageName: 'my-worker:dev', isServerless: true });
-    const endpoint = await endpoints.create(admin.id, { name: 'warm', templateId: template.id, gpuIds: 'ADA_24', workersMin: 1, workersMax: 1 });
+    const template = await templates.create(admin.id, {
+      name: `w-${Date.now()}`,
+      imageName: 'my-worker:dev',
+      isServerless: true,
+    });
+    const endpoint = await endpoints.create(admin.id, {
+      name: 'warm',
+      templateId: template.id,
+      gpuIds: 'ADA_24',
+      workersMin: 1,
+      workersMax: 1,
+    });
     await autoscaler.tick();
     const [worker] = autoscaler.workerIds(endpoint.id);
     assert.ok(worker, 'a warm worker was launched');
@@ -86,16 +109,32 @@ describe('the docker runtime serves one account while its workers would use the 
     const dir = newDataDir(docker);
     const runtime = new FakeRuntime({ name: 'docker' });
     const first = await startDocker(dir, {}, runtime);
-    assert.equal(await workerNetworkOn(first, runtime), 'host', 'workers given a loopback job URL share the host network');
+    assert.equal(
+      await workerNetworkOn(first, runtime),
+      'host',
+      'workers given a loopback job URL share the host network',
+    );
     await first.services.accounts.createAccount('second');
     await first.close();
     // The process runtime's opt-in is not this one.
     // A server that starts anyway is closed, so a broken rule fails here rather than hanging the file.
-    const refused = startDocker(dir, { GANTRY_PROCESS_RUNTIME_MULTI_ACCOUNT: 'true' }).then(async (server) => void (await server.close()));
+    const refused = startDocker(dir, { GANTRY_PROCESS_RUNTIME_MULTI_ACCOUNT: 'true' }).then(
+      async (server) => void (await server.close()),
+    );
     await assert.rejects(refused, (err: Error) => {
       assert.equal(err.name, 'MultiAccountRefused');
-      assert.match(err.message, /^refusing to start: this deployment has 2 accounts, and the docker runtime puts serverless workers on the host's network while the job URL they are given \(127\.0\.0\.1:0\) is on loopback/);
-      for (const named of [/--host/, /GANTRY_PUBLIC_JOB_URL/, /server\.jobPort/, /runtime\.docker\.allowMultipleAccountsOnHostNetwork: true/, /GANTRY_DOCKER_HOST_NETWORK_MULTI_ACCOUNT=true/]) assert.match(err.message, named);
+      assert.match(
+        err.message,
+        /^refusing to start: this deployment has 2 accounts, and the docker runtime puts serverless workers on the host's network while the job URL they are given \(127\.0\.0\.1:0\) is on loopback/,
+      );
+      for (const named of [
+        /--host/,
+        /GANTRY_PUBLIC_JOB_URL/,
+        /server\.jobPort/,
+        /runtime\.docker\.allowMultipleAccountsOnHostNetwork: true/,
+        /GANTRY_DOCKER_HOST_NETWORK_MULTI_ACCOUNT=true/,
+      ])
+        assert.match(err.message, named);
       return true;
     });
   });
@@ -103,15 +142,34 @@ describe('the docker runtime serves one account while its workers would use the 
   test('with a loopback job URL, gantry accounts create refuses a second account; with a non-loopback one, or the opt-in, it creates it', () => {
     const dir = newDataDir(docker);
     const config = join(dir, '..', 'config.json');
-    const create = (name: string, env: Record<string, string> = {}) => runGantry(['accounts', 'create', name, '--data-dir', dir, '--config', config], { ...blank, GANTRY_LOG_LEVEL: 'silent', ...env });
+    const create = (name: string, env: Record<string, string> = {}) =>
+      runGantry(['accounts', 'create', name, '--data-dir', dir, '--config', config], {
+        ...blank,
+        GANTRY_LOG_LEVEL: 'silent',
+        ...env,
+      });
     assert.equal(create('first').status, 0, 'the first account needs no opt-in');
     const refused = create('second');
     assert.notEqual(refused.status, 0);
-    assert.match(refused.stderr, /^gantry: refusing to create a second account: the docker runtime puts serverless workers on the host's network/);
+    assert.match(
+      refused.stderr,
+      /^gantry: refusing to create a second account: the docker runtime puts serverless workers on the host's network/,
+    );
     assert.match(refused.stderr, /GANTRY_DOCKER_HOST_NETWORK_MULTI_ACCOUNT=true/);
-    assert.equal(create('second', { GANTRY_PUBLIC_JOB_URL: 'http://192.0.2.10:8080' }).status, 0, 'workers on their own network');
-    assert.equal(create('third', { GANTRY_DOCKER_HOST_NETWORK_MULTI_ACCOUNT: 'true' }).status, 0, 'the operator opted in');
-    const names = runGantry(['accounts', 'list', '--data-dir', dir, '--config', config], blank).stdout.trim().split('\n').map((line) => line.split('\t')[1]);
+    assert.equal(
+      create('second', { GANTRY_PUBLIC_JOB_URL: 'http://192.0.2.10:8080' }).status,
+      0,
+      'workers on their own network',
+    );
+    assert.equal(
+      create('third', { GANTRY_DOCKER_HOST_NETWORK_MULTI_ACCOUNT: 'true' }).status,
+      0,
+      'the operator opted in',
+    );
+    const names = runGantry(['accounts', 'list', '--data-dir', dir, '--config', config], blank)
+      .stdout.trim()
+      .split('\n')
+      .map((line) => line.split('\t')[1]);
     assert.deepEqual(names.sort(), ['first', 'second', 'third']);
   });
 
@@ -138,7 +196,14 @@ describe('the docker runtime serves one account while its workers would use the 
     const byEnv = await startDocker(dir, { GANTRY_DOCKER_HOST_NETWORK_MULTI_ACCOUNT: 'true' });
     assert.equal(await byEnv.services.accounts.store.countAccounts(), 2);
     await byEnv.close();
-    writeFileSync(join(dir, '..', 'config.json'), JSON.stringify({ server: { port: 0 }, ...docker, runtime: { kind: 'docker', docker: { allowMultipleAccountsOnHostNetwork: true } } }));
+    writeFileSync(
+      join(dir, '..', 'config.json'),
+      JSON.stringify({
+        server: { port: 0 },
+        ...docker,
+        runtime: { kind: 'docker', docker: { allowMultipleAccountsOnHostNetwork: true } },
+      }),
+    );
     const byFile = await startDocker(dir);
     assert.equal(await byFile.services.accounts.store.countAccounts(), 2);
     await byFile.close();
@@ -154,12 +219,24 @@ describe('no other local user can read the data dir', () => {
     try {
       const { pods, accounts } = server.services;
       const admin = await accounts.accountByName('admin');
-      const pod = await pods.create(admin.id, { name: 'idle', image: 'host/idle:1', gpu: { id: 'NVIDIA GeForce RTX 4090' }, mounts: { persistent: { size: 10, path: '/workspace' } } });
+      const pod = await pods.create(admin.id, {
+        name: 'idle',
+        image: 'host/idle:1',
+        gpu: { id: 'NVIDIA GeForce RTX 4090' },
+        mounts: { persistent: { size: 10, path: '/workspace' } },
+      });
       const instanceDir = join(dir, 'instances', pod.id);
-      for (let i = 0; i < 2000 && !readdirSync(dir).includes('instances'); i++) await new Promise((r) => setTimeout(r, 10));
-      for (let i = 0; i < 2000 && !(safeList(instanceDir).includes('pid') && safeList(instanceDir).includes('output.log')); i++) await new Promise((r) => setTimeout(r, 10));
+      for (let i = 0; i < 2000 && !readdirSync(dir).includes('instances'); i++)
+        await new Promise((r) => setTimeout(r, 10));
+      for (
+        let i = 0;
+        i < 2000 && !(safeList(instanceDir).includes('pid') && safeList(instanceDir).includes('output.log'));
+        i++
+      )
+        await new Promise((r) => setTimeout(r, 10));
       assert.equal(modeOf(dir), '700');
-      for (const file of ['gantry.db', 'gantry.db-wal', 'gantry.db-shm', 'secret.key']) assert.equal(modeOf(join(dir, file)), '600', file);
+      for (const file of ['gantry.db', 'gantry.db-wal', 'gantry.db-shm', 'secret.key'])
+        assert.equal(modeOf(join(dir, file)), '600', file);
       assert.equal(modeOf(join(dir, 'instances')), '700');
       assert.equal(modeOf(instanceDir), '700');
       assert.equal(modeOf(join(instanceDir, 'output.log')), '600');
@@ -179,16 +256,19 @@ describe('no other local user can read the data dir', () => {
     for (const folder of [instanceDir, volumeDir]) mkdirLoose(folder);
     writeFileSync(join(instanceDir, 'output.log'), 'old output\n', { mode: 0o644 });
     writeFileSync(join(volumeDir, 'tenant-file'), 'tenant data\n', { mode: 0o644 });
-    for (const path of [dir, join(dir, 'instances'), instanceDir, join(dir, 'volumes'), volumeDir]) chmodSync(path, 0o755);
+    for (const path of [dir, join(dir, 'instances'), instanceDir, join(dir, 'volumes'), volumeDir])
+      chmodSync(path, 0o755);
     writeFileSync(join(dir, 'notes.txt'), 'an operator file\n');
-    for (const file of ['gantry.db', 'secret.key', 'notes.txt', join('instances', 'old-instance', 'output.log')]) chmodSync(join(dir, file), 0o644);
+    for (const file of ['gantry.db', 'secret.key', 'notes.txt', join('instances', 'old-instance', 'output.log')])
+      chmodSync(join(dir, file), 0o644);
 
     const logs: Array<{ msg: string; count?: number }> = [];
     const second = await start(dir, {}, logs);
     await second.close();
     assert.equal(modeOf(dir), '700');
     for (const file of ['gantry.db', 'secret.key', 'notes.txt']) assert.equal(modeOf(join(dir, file)), '600', file);
-    for (const folder of ['instances', join('instances', 'old-instance'), 'volumes', join('volumes', 'vol1')]) assert.equal(modeOf(join(dir, folder)), '700', folder);
+    for (const folder of ['instances', join('instances', 'old-instance'), 'volumes', join('volumes', 'vol1')])
+      assert.equal(modeOf(join(dir, folder)), '700', folder);
     assert.equal(modeOf(join(instanceDir, 'output.log')), '600');
     // A volume's contents are the tenant's: the closed data dir hides them, Gantry leaves them be.
     assert.equal(modeOf(join(volumeDir, 'tenant-file')), '644');

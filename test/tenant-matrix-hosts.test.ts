@@ -14,12 +14,29 @@ import { dialects, openTestDb, type TestDb } from './support/harness.js';
 import { call, capacity, gpuUuid, joinBody, startFleetServer, type FleetServer } from './support/fleet.js';
 
 /** A call from another loopback address (another client, as the rate limits see it). */
-function callFrom(localAddress: string, base: string, credential: string | null, method: 'GET' | 'POST', path: string, body?: unknown): Promise<{ status: number; body: any }> {
+function callFrom(
+  localAddress: string,
+  base: string,
+  credential: string | null,
+  method: 'GET' | 'POST',
+  path: string,
+  body?: unknown,
+): Promise<{ status: number; body: any }> {
   const url = new URL(path, base);
   const payload = body === undefined ? undefined : JSON.stringify(body);
   return new Promise((resolve, reject) => {
     const req = httpRequest(
-      { host: url.hostname, port: url.port, path: url.pathname + url.search, method, localAddress, headers: { ...(credential ? { authorization: `Bearer ${credential}` } : {}), ...(payload ? { 'content-type': 'application/json' } : {}) } },
+      {
+        host: url.hostname,
+        port: url.port,
+        path: url.pathname + url.search,
+        method,
+        localAddress,
+        headers: {
+          ...(credential ? { authorization: `Bearer ${credential}` } : {}),
+          ...(payload ? { 'content-type': 'application/json' } : {}),
+        },
+      },
       (res) => {
         let text = '';
         res.on('data', (d: Buffer) => (text += d.toString()));
@@ -44,7 +61,10 @@ for (const { name, skip } of dialects()) {
       assert.equal(res.status, 201, JSON.stringify(res.body));
       return res.body as { hostId: string; credential: string };
     };
-    const opIds = async (credential: string, after = 0) => (await call(url, credential, 'GET', `${AGENT_API_PREFIX}/operations?after=${after}`)).body.operations.map((o: { id: string }) => o.id);
+    const opIds = async (credential: string, after = 0) =>
+      (await call(url, credential, 'GET', `${AGENT_API_PREFIX}/operations?after=${after}`)).body.operations.map(
+        (o: { id: string }) => o.id,
+      );
 
     before(async () => {
       clock = new FakeClock(Date.UTC(2026, 0, 1, 12));
@@ -60,11 +80,33 @@ for (const { name, skip } of dialects()) {
     test("a host never sees another host's operations, whatever `after` it asks with", async () => {
       const a = await join();
       const b = await join();
-      const opB = await fleet().enqueue(b.hostId, { kind: 'start', instanceId: 'pod-b', spec: { id: 'pod-b', owner: { kind: 'pod', accountId: 'acc-b' }, image: 'b:1', args: '', env: { SECRET: 'b-only' }, platformEnv: {}, hostId: b.hostId, gpuIndices: [], vcpus: 1, memoryGb: 1, diskGb: 0, ports: [], volumes: [] } });
+      const opB = await fleet().enqueue(b.hostId, {
+        kind: 'start',
+        instanceId: 'pod-b',
+        spec: {
+          id: 'pod-b',
+          owner: { kind: 'pod', accountId: 'acc-b' },
+          image: 'b:1',
+          args: '',
+          env: { SECRET: 'b-only' },
+          platformEnv: {},
+          hostId: b.hostId,
+          gpuIndices: [],
+          vcpus: 1,
+          memoryGb: 1,
+          diskGb: 0,
+          ports: [],
+          volumes: [],
+        },
+      });
       const opA = await fleet().enqueue(a.hostId, { kind: 'stop', instanceId: 'pod-a' });
       for (const after of [0, -1, 0.5]) {
         const res = await call(url, a.credential, 'GET', `${AGENT_API_PREFIX}/operations?after=${after}`);
-        if (res.status === 200) assert.deepEqual(res.body.operations.map((o: { id: string }) => o.id), [opA.id]);
+        if (res.status === 200)
+          assert.deepEqual(
+            res.body.operations.map((o: { id: string }) => o.id),
+            [opA.id],
+          );
         else assert.equal(res.status, 400, 'a malformed after is refused');
         assert.ok(!JSON.stringify(res.body).includes('b-only'));
       }
@@ -75,10 +117,22 @@ for (const { name, skip } of dialects()) {
       const a = await join();
       const b = await join();
       const opB = await fleet().enqueue(b.hostId, { kind: 'remove', instanceId: 'pod-b2' });
-      const res = await call(url, a.credential, 'POST', `${AGENT_API_PREFIX}/report`, { acks: [{ opId: opB.id, ok: true }, { opId: 'op-made-up', ok: false, error: 'x' }] });
+      const res = await call(url, a.credential, 'POST', `${AGENT_API_PREFIX}/report`, {
+        acks: [
+          { opId: opB.id, ok: true },
+          { opId: 'op-made-up', ok: false, error: 'x' },
+        ],
+      });
       assert.equal(res.status, 200);
-      assert.deepEqual(res.body.ignoredAcks.map((x: { opId: string }) => x.opId), [opB.id, 'op-made-up']);
-      assert.equal(new Set(res.body.ignoredAcks.map((x: { reason: string }) => x.reason)).size, 1, "another host's operation and an unknown id read alike");
+      assert.deepEqual(
+        res.body.ignoredAcks.map((x: { opId: string }) => x.opId),
+        [opB.id, 'op-made-up'],
+      );
+      assert.equal(
+        new Set(res.body.ignoredAcks.map((x: { reason: string }) => x.reason)).size,
+        1,
+        "another host's operation and an unknown id read alike",
+      );
       assert.deepEqual(await opIds(b.credential), [opB.id]);
       const [row] = await fleet().operations.get([opB.id]);
       assert.equal(row?.state, 'pending');
@@ -94,15 +148,26 @@ for (const { name, skip } of dialects()) {
       const afterRevoke = await call(url, forged, 'POST', `${AGENT_API_PREFIX}/report`, {});
       for (const r of [before, stranger, afterRevoke]) assert.deepEqual([r.status, r.body.code], [401, 'UNAUTHORIZED']);
       assert.equal(new Set([before, stranger, afterRevoke].map((r) => r.body.detail)).size, 1);
-      assert.equal((await call(url, victim.credential, 'POST', `${AGENT_API_PREFIX}/report`, {})).body.code, 'HOST_REVOKED', 'only the true credential learns of the revocation');
+      assert.equal(
+        (await call(url, victim.credential, 'POST', `${AGENT_API_PREFIX}/report`, {})).body.code,
+        'HOST_REVOKED',
+        'only the true credential learns of the revocation',
+      );
     });
 
-    test("a join claiming a GPU another host holds is 400 naming the field, spends no token, creates nothing; a report claiming one changes nothing", async () => {
+    test('a join claiming a GPU another host holds is 400 naming the field, spends no token, creates nothing; a report claiming one changes nothing', async () => {
       const taken = gpuUuid();
-      const owner = await join({ capacity: capacity({ gpus: [{ uuid: taken, name: 'NVIDIA GeForce RTX 4090', memoryMb: 24564 }] }) });
+      const owner = await join({
+        capacity: capacity({ gpus: [{ uuid: taken, name: 'NVIDIA GeForce RTX 4090', memoryMb: 24564 }] }),
+      });
       const { token } = await fleet().createJoinToken();
       const hosts = (await fleet().list()).length;
-      const claim = capacity({ gpus: [{ uuid: gpuUuid(), name: 'NVIDIA GeForce RTX 4090', memoryMb: 24564 }, { uuid: taken, name: 'NVIDIA GeForce RTX 4090', memoryMb: 24564 }] });
+      const claim = capacity({
+        gpus: [
+          { uuid: gpuUuid(), name: 'NVIDIA GeForce RTX 4090', memoryMb: 24564 },
+          { uuid: taken, name: 'NVIDIA GeForce RTX 4090', memoryMb: 24564 },
+        ],
+      });
       const res = await call(url, null, 'POST', `${AGENT_API_PREFIX}/join`, joinBody(token, { capacity: claim }));
       assert.deepEqual([res.status, res.body.code], [400, 'CAPACITY_INVALID']);
       assert.match(res.body.detail, /capacity\.gpus\[1\]\.uuid/);
@@ -114,19 +179,37 @@ for (const { name, skip } of dialects()) {
       assert.deepEqual([grab.status, grab.body.code], [400, 'CAPACITY_INVALID']);
       assert.deepEqual((await fleet().get(other.body.hostId))!.capacity, before);
       assert.deepEqual((await fleet().hosts.gpuOwners([taken.toLowerCase()])).get(taken.toLowerCase()), owner.hostId);
-      const shouted = capacity({ gpus: [{ uuid: taken.toUpperCase(), name: 'NVIDIA GeForce RTX 4090', memoryMb: 24564 }] });
+      const shouted = capacity({
+        gpus: [{ uuid: taken.toUpperCase(), name: 'NVIDIA GeForce RTX 4090', memoryMb: 24564 }],
+      });
       const loud = await call(url, other.body.credential, 'POST', `${AGENT_API_PREFIX}/report`, { capacity: shouted });
-      assert.deepEqual([loud.status, loud.body.code], [400, 'CAPACITY_INVALID'], 'the same UUID in capitals is the same GPU');
+      assert.deepEqual(
+        [loud.status, loud.body.code],
+        [400, 'CAPACITY_INVALID'],
+        'the same UUID in capitals is the same GPU',
+      );
     });
 
     test('instances the ownership check refuses are answered to the agent and never passed on', async () => {
       const a = await join();
       const b = await join();
-      fleet().setOwnership(async (hostId, ids) => new Map(ids.filter((id) => id !== `pod-of-${hostId}`).map((id) => [id, `not placed on ${hostId}`])));
+      fleet().setOwnership(
+        async (hostId, ids) =>
+          new Map(ids.filter((id) => id !== `pod-of-${hostId}`).map((id) => [id, `not placed on ${hostId}`])),
+      );
       const seen: string[] = [];
       const off = fleet().on('instances', (e) => seen.push(...e.items.map((i) => `${e.hostId}:${i.id}`)));
-      const item = (id: string) => ({ id, owner: { kind: 'pod', accountId: 'acc' }, state: 'running', startedAt: 1, exitCode: null, reason: null });
-      const res = await call(url, a.credential, 'POST', `${AGENT_API_PREFIX}/report`, { instances: { full: true, items: [item(`pod-of-${a.hostId}`), item(`pod-of-${b.hostId}`)] } });
+      const item = (id: string) => ({
+        id,
+        owner: { kind: 'pod', accountId: 'acc' },
+        state: 'running',
+        startedAt: 1,
+        exitCode: null,
+        reason: null,
+      });
+      const res = await call(url, a.credential, 'POST', `${AGENT_API_PREFIX}/report`, {
+        instances: { full: true, items: [item(`pod-of-${a.hostId}`), item(`pod-of-${b.hostId}`)] },
+      });
       off();
       fleet().setOwnership(async () => new Map());
       assert.deepEqual(res.body.refused, [{ id: `pod-of-${b.hostId}`, reason: `not placed on ${a.hostId}` }]);
@@ -137,30 +220,81 @@ for (const { name, skip } of dialects()) {
       const agent = await join();
       const guesser = '127.0.0.2';
       for (let i = 0; i < 20; i++) {
-        const wrong = i % 2 ? await callFrom(guesser, url, null, 'POST', `${AGENT_API_PREFIX}/join`, joinBody(`gjt_${String(i).padStart(32, 'x')}`)) : await callFrom(guesser, url, `ghc_host-${'1'.repeat(12)}_${String(i).padStart(32, 'y')}`, 'POST', `${AGENT_API_PREFIX}/report`, {});
+        const wrong =
+          i % 2
+            ? await callFrom(
+                guesser,
+                url,
+                null,
+                'POST',
+                `${AGENT_API_PREFIX}/join`,
+                joinBody(`gjt_${String(i).padStart(32, 'x')}`),
+              )
+            : await callFrom(
+                guesser,
+                url,
+                `ghc_host-${'1'.repeat(12)}_${String(i).padStart(32, 'y')}`,
+                'POST',
+                `${AGENT_API_PREFIX}/report`,
+                {},
+              );
         assert.equal(wrong.status, 401);
       }
       const { token } = await fleet().createJoinToken();
       const limited = await callFrom(guesser, url, null, 'POST', `${AGENT_API_PREFIX}/join`, joinBody(token));
-      assert.deepEqual([limited.status, limited.body.code], [429, 'RATE_LIMITED'], 'even a right token, until the window ends');
-      assert.equal((await callFrom(guesser, url, `ghc_host-${'1'.repeat(12)}_${'y'.repeat(32)}`, 'POST', `${AGENT_API_PREFIX}/report`, {})).status, 429);
-      assert.equal((await callFrom(guesser, url, agent.credential, 'POST', `${AGENT_API_PREFIX}/report`, {})).status, 200, 'an agent this server knows, behind the same address, still reports');
-      assert.equal((await callFrom('127.0.0.3', url, null, 'POST', `${AGENT_API_PREFIX}/join`, joinBody(token))).status, 201, 'another address is not limited');
+      assert.deepEqual(
+        [limited.status, limited.body.code],
+        [429, 'RATE_LIMITED'],
+        'even a right token, until the window ends',
+      );
+      assert.equal(
+        (
+          await callFrom(
+            guesser,
+            url,
+            `ghc_host-${'1'.repeat(12)}_${'y'.repeat(32)}`,
+            'POST',
+            `${AGENT_API_PREFIX}/report`,
+            {},
+          )
+        ).status,
+        429,
+      );
+      assert.equal(
+        (await callFrom(guesser, url, agent.credential, 'POST', `${AGENT_API_PREFIX}/report`, {})).status,
+        200,
+        'an agent this server knows, behind the same address, still reports',
+      );
+      assert.equal(
+        (await callFrom('127.0.0.3', url, null, 'POST', `${AGENT_API_PREFIX}/join`, joinBody(token))).status,
+        201,
+        'another address is not limited',
+      );
       clock.advance(60_000);
       const { token: later } = await fleet().createJoinToken();
-      assert.equal((await callFrom(guesser, url, null, 'POST', `${AGENT_API_PREFIX}/join`, joinBody(later))).status, 201, 'the next window admits it again');
+      assert.equal(
+        (await callFrom(guesser, url, null, 'POST', `${AGENT_API_PREFIX}/join`, joinBody(later))).status,
+        201,
+        'the next window admits it again',
+      );
     });
 
     test('an API key is refused by the agent protocol, and a host credential by the REST API and GraphQL', async () => {
       const { credential } = await join();
       const admin = await s.server.services.accounts.accountByName('admin');
       const { key } = await s.server.services.accounts.createKey(admin.id, { scope: 'write' });
-      for (const [method, path] of [['POST', `${AGENT_API_PREFIX}/report`], ['GET', `${AGENT_API_PREFIX}/operations`]] as const) {
+      for (const [method, path] of [
+        ['POST', `${AGENT_API_PREFIX}/report`],
+        ['GET', `${AGENT_API_PREFIX}/operations`],
+      ] as const) {
         const res = await call(url, key, method, path, method === 'POST' ? {} : undefined);
         assert.deepEqual([res.status, res.body.code], [401, 'UNAUTHORIZED']);
         assert.match(res.body.detail, /API keys are not accepted here/);
       }
-      for (const [method, path, body] of [['GET', '/v2/pods', undefined], ['POST', '/graphql', { query: '{ myself { id } }' }]] as const) {
+      for (const [method, path, body] of [
+        ['GET', '/v2/pods', undefined],
+        ['POST', '/graphql', { query: '{ myself { id } }' }],
+      ] as const) {
         const res = await call(url, credential, method, path, body);
         assert.equal(res.status, 401, path);
         assert.ok(!JSON.stringify(res.body).includes('"id"'), 'nothing of the account is answered');

@@ -9,7 +9,11 @@ import { createTestApp, dialects, json, type TestApp } from './support/harness.j
 import { FakeClock } from '../src/domain/clock.js';
 
 const quotas = { queuedJobs: 3, storedJobBytes: 4000, streamBytesPerJob: 1000 };
-const file = { quotas, jobs: { takeWaitMs: 100, stopWaitMs: 100 }, runtime: { process: { allowMultipleAccounts: true } } };
+const file = {
+  quotas,
+  jobs: { takeWaitMs: 100, stopWaitMs: 100 },
+  runtime: { process: { allowMultipleAccounts: true } },
+};
 
 type Account = { accountId: string; key: string };
 
@@ -26,11 +30,18 @@ for (const dialect of dialects()) {
     /** A fresh account with one queue endpoint: each test starts from an empty quota. */
     const tenant = async (): Promise<Account & { ep: string }> => {
       const account = await t.newAccount();
-      const template = await t.services.templates.create(account.accountId, { name: 'tpl', imageName: 'quota-worker:dev', isServerless: true });
-      const ep = (await t.services.endpoints.create(account.accountId, { name: 'ep', templateId: template.id, gpuIds: 'ADA_24' })).id;
+      const template = await t.services.templates.create(account.accountId, {
+        name: 'tpl',
+        imageName: 'quota-worker:dev',
+        isServerless: true,
+      });
+      const ep = (
+        await t.services.endpoints.create(account.accountId, { name: 'ep', templateId: template.id, gpuIds: 'ADA_24' })
+      ).id;
       return { ...account, ep };
     };
-    const run = (a: { key: string; ep: string }, input: unknown, op = 'run') => t.request(a.key, 'POST', `/v2/${a.ep}/${op}${op === 'runsync' ? '?wait=1000' : ''}`, { input });
+    const run = (a: { key: string; ep: string }, input: unknown, op = 'run') =>
+      t.request(a.key, 'POST', `/v2/${a.ep}/${op}${op === 'runsync' ? '?wait=1000' : ''}`, { input });
     const worker = (a: { key: string; ep: string }, method: 'GET' | 'POST', path: string, body?: unknown) =>
       t.request(null, method, `/v2/${a.ep}/${path}`, body, { authorization: a.key });
     /** What the next refresh reads: the quotas' stored counters are re-read after a second. */
@@ -44,8 +55,15 @@ for (const dialect of dialects()) {
       assert.match(problem.detail, quota);
     };
     const usage = async (accountId: string) => {
-      const rows = await t.services.db.kysely.selectFrom('job_usage').selectAll().where('account_id', '=', accountId).execute();
-      return { queued: rows.reduce((n, r) => n + Number(r.queued_jobs), 0), bytes: rows.reduce((n, r) => n + Number(r.stored_bytes), 0) };
+      const rows = await t.services.db.kysely
+        .selectFrom('job_usage')
+        .selectAll()
+        .where('account_id', '=', accountId)
+        .execute();
+      return {
+        queued: rows.reduce((n, r) => n + Number(r.queued_jobs), 0),
+        bytes: rows.reduce((n, r) => n + Number(r.stored_bytes), 0),
+      };
     };
 
     test('a tenant cannot queue jobs past quotas.queuedJobs on /run, /runsync or /openai, while another tenant still can; taken jobs make room again', async () => {
@@ -54,7 +72,10 @@ for (const dialect of dialects()) {
       for (let i = 0; i < 3; i++) assert.equal((await run(a, { i })).statusCode, 200);
       exceeded(await run(a, { i: 3 }), /quotas\.queuedJobs = 3/);
       exceeded(await run(a, { i: 3 }, 'runsync'), /quotas\.queuedJobs = 3/);
-      exceeded(await t.request(a.key, 'POST', `/v2/${a.ep}/openai/v1/chat/completions`, { messages: [] }), /quotas\.queuedJobs = 3/);
+      exceeded(
+        await t.request(a.key, 'POST', `/v2/${a.ep}/openai/v1/chat/completions`, { messages: [] }),
+        /quotas\.queuedJobs = 3/,
+      );
       assert.equal((await run(b, { i: 0 })).statusCode, 200, 'the quota is per account');
       assert.equal((await usage(a.accountId)).queued, 3, 'no refused job was stored');
       assert.equal((await worker(a, 'GET', 'job-take-batch/w1?batch_size=2')).statusCode, 200);
@@ -91,7 +112,8 @@ for (const dialect of dialects()) {
       const { id } = json(await run(a, { stream: true }));
       const before = (await usage(a.accountId)).bytes;
       assert.equal((await worker(a, 'GET', 'job-take/w1')).statusCode, 200);
-      for (const s of ['one', 'two']) assert.equal((await worker(a, 'POST', `job-stream/w1/${id}`, { output: s.repeat(100) })).statusCode, 200);
+      for (const s of ['one', 'two'])
+        assert.equal((await worker(a, 'POST', `job-stream/w1/${id}`, { output: s.repeat(100) })).statusCode, 200);
       assert.ok((await usage(a.accountId)).bytes > before + 600);
       assert.equal(json(await t.request(a.key, 'POST', `/v2/${a.ep}/cancel/${id}`)).status, 'CANCELLED');
       const left = await t.services.db.kysely.selectFrom('job_stream').select('seq').where('job_id', '=', id).execute();

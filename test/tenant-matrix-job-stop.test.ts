@@ -17,18 +17,29 @@ for (const { name, skip } of dialects()) {
   describe(`the job-stop channel of a worker id another account also uses, on ${name}`, { skip }, () => {
     let t: TestApp;
     before(async () => {
-      t = await createTestApp({ dialect: name, clock: new FakeClock(Date.UTC(2026, 0, 1)), file: { jobs: { takeWaitMs: 20, stopWaitMs: 60_000 } } });
+      t = await createTestApp({
+        dialect: name,
+        clock: new FakeClock(Date.UTC(2026, 0, 1)),
+        file: { jobs: { takeWaitMs: 20, stopWaitMs: 60_000 } },
+      });
     });
     after(() => t?.close());
 
     const endpointOf = async (accountId: string) => {
-      const template = await t.services.templates.create(accountId, { name: `tpl-${Math.random()}`, imageName: 'worker:dev', isServerless: true });
-      return (await t.services.endpoints.create(accountId, { name: 'ep', templateId: template.id, gpuIds: 'ADA_24' })).id;
+      const template = await t.services.templates.create(accountId, {
+        name: `tpl-${Math.random()}`,
+        imageName: 'worker:dev',
+        isServerless: true,
+      });
+      return (await t.services.endpoints.create(accountId, { name: 'ep', templateId: template.id, gpuIds: 'ADA_24' }))
+        .id;
     };
     /** A job of the endpoint, taken by `workerId`. */
     const running = async (key: string, ep: string, workerId: string) => {
       const id = json(await t.request(key, 'POST', `/v2/${ep}/run`, { input: {} })).id as string;
-      const taken = await t.request(null, 'GET', `/v2/${ep}/job-take/${workerId}?job_in_progress=0`, undefined, { authorization: key });
+      const taken = await t.request(null, 'GET', `/v2/${ep}/job-take/${workerId}?job_in_progress=0`, undefined, {
+        authorization: key,
+      });
       assert.equal(json(taken).id, id, taken.body);
       return id;
     };
@@ -49,7 +60,8 @@ for (const { name, skip } of dialects()) {
         return takeStopRequests(workerId, endpointId, ...rest);
       };
       const poll = t.request(null, 'GET', `/v2/${epA}/job-stop/w1`, undefined, { authorization: a.key });
-      while (t.services.jobs.signals.waiting('stop', stopKey(epA, 'w1')) === 0) await new Promise((r) => setImmediate(r));
+      while (t.services.jobs.signals.waiting('stop', stopKey(epA, 'w1')) === 0)
+        await new Promise((r) => setImmediate(r));
       assert.deepEqual(reads, [epA]);
 
       assert.equal(json(await t.request(b.key, 'POST', `/v2/${epB}/cancel/${jobB}`)).status, 'CANCELLED');

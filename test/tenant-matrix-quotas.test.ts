@@ -9,7 +9,17 @@ import { createTestApp, dialects, json, type TestApp } from './support/harness.j
 
 const GPU = 'NVIDIA GeForce RTX 4090';
 /** Eight RTX 4090s, the fleet's only GPUs: a tenant without a quota could take them all. */
-const fleet = [0, 1].map((i) => ({ id: `4090s-${i}`, dataCenterId: 'US-TX-3', cloud: 'SECURE', gpuTypeId: GPU, gpuCount: 4, cudaVersion: '12.4', vcpus: 32, memoryGb: 128, portRange: [24000 + i * 100, 24099 + i * 100] }));
+const fleet = [0, 1].map((i) => ({
+  id: `4090s-${i}`,
+  dataCenterId: 'US-TX-3',
+  cloud: 'SECURE',
+  gpuTypeId: GPU,
+  gpuCount: 4,
+  cudaVersion: '12.4',
+  vcpus: 32,
+  memoryGb: 128,
+  portRange: [24000 + i * 100, 24099 + i * 100],
+}));
 const file = { fleet, quotas: { pods: 3, gpus: 2 }, runtime: { process: { allowMultipleAccounts: true } } };
 
 type Account = { accountId: string; key: string };
@@ -30,8 +40,10 @@ for (const dialect of dialects()) {
       await t?.close();
     });
 
-    const createPod = (key: string, name: string) => t.request(key, 'POST', '/v2/pods', { name, image: 'ubuntu:22.04', gpu: { id: GPU, count: 1 } });
-    const act = (key: string, id: string, action: string) => t.request(key, 'POST', `/v2/pods/${id}/action`, { action });
+    const createPod = (key: string, name: string) =>
+      t.request(key, 'POST', '/v2/pods', { name, image: 'ubuntu:22.04', gpu: { id: GPU, count: 1 } });
+    const act = (key: string, id: string, action: string) =>
+      t.request(key, 'POST', `/v2/pods/${id}/action`, { action });
     const refusedFor = (res: LightMyRequestResponse, quota: RegExp) => {
       assert.equal(res.statusCode, 400, res.body);
       assert.match(String(res.headers['content-type']), /application\/problem\+json/);
@@ -40,10 +52,21 @@ for (const dialect of dialects()) {
       assert.match(problem.detail, quota);
     };
     const serverlessEndpoint = async (account: Account, name: string) => {
-      const template = await t.services.templates.create(account.accountId, { name: `${name}-tpl`, imageName: `${name}:dev`, isServerless: true });
-      return t.services.endpoints.create(account.accountId, { name, templateId: template.id, gpuIds: 'ADA_24', workersMin: 1, workersMax: 1 });
+      const template = await t.services.templates.create(account.accountId, {
+        name: `${name}-tpl`,
+        imageName: `${name}:dev`,
+        isServerless: true,
+      });
+      return t.services.endpoints.create(account.accountId, {
+        name,
+        templateId: template.id,
+        gpuIds: 'ADA_24',
+        workersMin: 1,
+        workersMax: 1,
+      });
     };
-    const health = async (key: string, endpointId: string) => json(await t.request(key, 'GET', `/v2/${endpointId}/health`));
+    const health = async (key: string, endpointId: string) =>
+      json(await t.request(key, 'GET', `/v2/${endpointId}/health`));
 
     test('a tenant cannot take every GPU of a type: its third GPU is refused naming quotas.gpus, and the other tenant’s endpoint still gets a worker', async () => {
       const created: string[] = [];
@@ -71,7 +94,10 @@ for (const dialect of dialects()) {
 
     test('a stopped pod released its GPUs: they do not count, and starting it again is refused while the quota is full', async () => {
       const c = await t.newAccount('quota-c');
-      const [p1, p2] = [json(await createPod(c.key, 'c1')).id as string, json(await createPod(c.key, 'c2')).id as string];
+      const [p1, p2] = [
+        json(await createPod(c.key, 'c1')).id as string,
+        json(await createPod(c.key, 'c2')).id as string,
+      ];
       for (const id of [p1, p2]) assert.equal((await act(c.key, id, 'stop')).statusCode, 200);
       const started = await act(c.key, p1, 'start');
       assert.equal(started.statusCode, 200, started.body);
@@ -79,7 +105,11 @@ for (const dialect of dialects()) {
       const p3 = await createPod(c.key, 'c3');
       assert.equal(p3.statusCode, 201, p3.body);
       refusedFor(await act(c.key, p2, 'start'), /quotas\.gpus = 2/);
-      const resume = json(await t.request(c.key, 'POST', '/graphql', { query: `mutation { podResume(input: { podId: "${p2}" }) { id } }` }));
+      const resume = json(
+        await t.request(c.key, 'POST', '/graphql', {
+          query: `mutation { podResume(input: { podId: "${p2}" }) { id } }`,
+        }),
+      );
       assert.equal(resume.errors?.[0]?.extensions?.code, 'RESOURCE_QUOTA_EXCEEDED', JSON.stringify(resume));
       assert.equal(json(await t.request(c.key, 'GET', `/v2/pods/${p2}`)).status, 'EXITED');
     });

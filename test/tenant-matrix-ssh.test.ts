@@ -47,8 +47,12 @@ describe('tenant matrix: the SSH proxy', { skip: noOpenSsh() }, () => {
 
   test('another account`s key, a pod without startSsh, a stopped pod and an unknown token are all refused with the same message', async () => {
     const messages = new Set<string>();
-    messages.add(assertRefused(await attempt(alicePod.ssh.proxy!.username, mallory.sshKey.path), 'another account`s key'));
-    messages.add(assertRefused(await attempt(noSshPod.ssh.proxy!.username, alice.sshKey.path), 'a pod without startSsh'));
+    messages.add(
+      assertRefused(await attempt(alicePod.ssh.proxy!.username, mallory.sshKey.path), 'another account`s key'),
+    );
+    messages.add(
+      assertRefused(await attempt(noSshPod.ssh.proxy!.username, alice.sshKey.path), 'a pod without startSsh'),
+    );
     messages.add(assertRefused(await attempt(stoppedPod.ssh.proxy!.username, alice.sshKey.path), 'a stopped pod'));
     messages.add(assertRefused(await attempt('a'.repeat(26), alice.sshKey.path), 'an unknown token'));
     messages.add(assertRefused(await attempt(alicePod.id, alice.sshKey.path), 'the pod id as username'));

@@ -19,7 +19,11 @@ const tick = () => new Promise((r) => setImmediate(r));
 
 /** A template and endpoint of `accountId`; answers the endpoint id. */
 async function newEndpoint(t: TestApp, accountId: string, name: string): Promise<string> {
-  const template = await t.services.templates.create(accountId, { name: `${name}-tpl`, imageName: 'worker:dev', isServerless: true });
+  const template = await t.services.templates.create(accountId, {
+    name: `${name}-tpl`,
+    imageName: 'worker:dev',
+    isServerless: true,
+  });
   return (await t.services.endpoints.create(accountId, { name, templateId: template.id, gpuIds: 'ADA_24' })).id;
 }
 
@@ -53,11 +57,20 @@ describe('webhooks to private addresses on a deployment with several accounts', 
 
   test('a webhook naming a private IP literal is refused at submit with 400 WEBHOOK_NOT_ALLOWED', async () => {
     const port = new URL(receiver.url).port;
-    for (const webhook of [`${receiver.url}/hook`, `http://[::1]:${port}/`, 'http://169.254.169.254/latest/meta-data/', 'http://10.0.0.5/hook', 'https://192.168.1.1/']) {
+    for (const webhook of [
+      `${receiver.url}/hook`,
+      `http://[::1]:${port}/`,
+      'http://169.254.169.254/latest/meta-data/',
+      'http://10.0.0.5/hook',
+      'https://192.168.1.1/',
+    ]) {
       const res = await t.request(tenant.key, 'POST', `/v2/${ep}/run`, { input: {}, webhook });
       assert.equal(res.statusCode, 400, `${webhook}: ${res.body}`);
       assert.equal(json(res).code, 'WEBHOOK_NOT_ALLOWED', webhook);
-      assert.match(json(res).detail, /webhook address .+ is (loopback|link-local|private); this deployment refuses private webhook receivers \(serverless\.webhooks\.privateAddresses\)/);
+      assert.match(
+        json(res).detail,
+        /webhook address .+ is (loopback|link-local|private); this deployment refuses private webhook receivers \(serverless\.webhooks\.privateAddresses\)/,
+      );
     }
     assert.equal(receiver.calls.length, 0);
   });
@@ -68,7 +81,8 @@ describe('webhooks to private addresses on a deployment with several accounts', 
     assert.deepEqual(status.webhookDelivery, {
       status: 'FAILED',
       attempts: 1,
-      lastError: 'webhook host localhost resolves to an address that is loopback; this deployment refuses private webhook receivers (serverless.webhooks.privateAddresses)',
+      lastError:
+        'webhook host localhost resolves to an address that is loopback; this deployment refuses private webhook receivers (serverless.webhooks.privateAddresses)',
     });
   });
 });
@@ -113,11 +127,23 @@ for (const { name, skip } of dialects()) {
     };
     const enqueue = (accountId: string, n: number, url: (i: number) => string) =>
       new JobStore(t.db).insertWebhookDeliveries(
-        Array.from({ length: n }, (_, i) => ({ id: `${accountId}-${String(i).padStart(3, '0')}`, jobId: `${accountId}-job-${i}`, accountId, url: url(i), payloadJson: '{}' })),
+        Array.from({ length: n }, (_, i) => ({
+          id: `${accountId}-${String(i).padStart(3, '0')}`,
+          jobId: `${accountId}-job-${i}`,
+          accountId,
+          url: url(i),
+          payloadJson: '{}',
+        })),
         clock.now(),
       );
     const make = (config: Partial<WebhookDispatcher['config']> = {}) =>
-      (dispatcher = new WebhookDispatcher({ db: t.db, clock, logger: silent, fetch, config: { timeoutMs: 600_000, pollIntervalMs: 3_600_000, ...config } }));
+      (dispatcher = new WebhookDispatcher({
+        db: t.db,
+        clock,
+        logger: silent,
+        fetch,
+        config: { timeoutMs: 600_000, pollIntervalMs: 3_600_000, ...config },
+      }));
 
     before(async () => {
       t = await openTestDb(name);
@@ -133,46 +159,68 @@ for (const { name, skip } of dialects()) {
       await dispatcher?.stop();
     });
 
-    test("a tenant's 120 webhooks to a receiver that never answers do not hold back another tenant's: it is sent in the first round", { timeout: 60_000 }, async () => {
-      await enqueue('acct-a', 120, () => 'http://127.0.0.1:1/never?a=acct-a');
-      await enqueue('acct-b', 1, () => 'http://127.0.0.1:2/hook?a=acct-b');
-      const d = make();
-      const pass = d.dispatchDue(clock.now());
-      // Either B's call is made, or every slot is taken (then B would wait for A's calls to time out).
-      while (!calls.some((c) => c.account === 'acct-b') && calls.length < d.config.concurrency) await tick();
-      assert.ok(calls.some((c) => c.account === 'acct-b'), `B's webhook waits behind A's backlog: ${calls.length} calls, all A's`);
-      assert.ok(calls.filter((c) => c.account === 'acct-a').length <= d.config.perReceiverConcurrency, 'A holds no more than its receiver cap');
-      await d.stop();
-      await pass;
-    });
+    test(
+      "a tenant's 120 webhooks to a receiver that never answers do not hold back another tenant's: it is sent in the first round",
+      { timeout: 60_000 },
+      async () => {
+        await enqueue('acct-a', 120, () => 'http://127.0.0.1:1/never?a=acct-a');
+        await enqueue('acct-b', 1, () => 'http://127.0.0.1:2/hook?a=acct-b');
+        const d = make();
+        const pass = d.dispatchDue(clock.now());
+        // Either B's call is made, or every slot is taken (then B would wait for A's calls to time out).
+        while (!calls.some((c) => c.account === 'acct-b') && calls.length < d.config.concurrency) await tick();
+        assert.ok(
+          calls.some((c) => c.account === 'acct-b'),
+          `B's webhook waits behind A's backlog: ${calls.length} calls, all A's`,
+        );
+        assert.ok(
+          calls.filter((c) => c.account === 'acct-a').length <= d.config.perReceiverConcurrency,
+          'A holds no more than its receiver cap',
+        );
+        await d.stop();
+        await pass;
+      },
+    );
 
-    test("a tenant's webhook finished while another's backlog hangs is sent at once, without waiting for those calls", { timeout: 60_000 }, async () => {
-      await enqueue('acct-a', 120, (i) => `http://127.0.0.1:1/never-${i}?a=acct-a`);
-      const d = make();
-      d.start();
-      while (calls.length < d.config.perReceiverConcurrency) await tick();
-      await enqueue('acct-b', 1, () => 'http://127.0.0.1:2/hook?a=acct-b');
-      d.wake();
-      while (!calls.some((c) => c.account === 'acct-b')) await tick();
-      assert.equal(calls.filter((c) => c.account === 'acct-a').length, d.config.perReceiverConcurrency);
-    });
+    test(
+      "a tenant's webhook finished while another's backlog hangs is sent at once, without waiting for those calls",
+      { timeout: 60_000 },
+      async () => {
+        await enqueue('acct-a', 120, (i) => `http://127.0.0.1:1/never-${i}?a=acct-a`);
+        const d = make();
+        d.start();
+        while (calls.length < d.config.perReceiverConcurrency) await tick();
+        await enqueue('acct-b', 1, () => 'http://127.0.0.1:2/hook?a=acct-b');
+        d.wake();
+        while (!calls.some((c) => c.account === 'acct-b')) await tick();
+        assert.equal(calls.filter((c) => c.account === 'acct-a').length, d.config.perReceiverConcurrency);
+      },
+    );
 
-    test('one tenant never has more than perAccountConcurrency calls in flight, whatever its receivers', { timeout: 60_000 }, async () => {
-      // 120 receivers of A on distinct hosts, none answering: only the account cap holds A back.
-      await enqueue('acct-a', 120, (i) => `http://a${i}.test:1/never?a=acct-a`);
-      await enqueue('acct-b', 1, () => 'http://127.0.0.1:1/b?a=acct-b');
-      await enqueue('acct-c', 1, () => 'http://127.0.0.1:1/c?a=acct-c');
-      const d = make();
-      const pass = d.dispatchDue(clock.now());
-      while (calls.length < d.config.perAccountConcurrency + 2 && calls.length < d.config.concurrency) await tick();
-      for (let i = 0; i < 20; i++) await tick(); // room for calls beyond the caps to show up, were there any
-      assert.deepEqual(
-        { a: calls.filter((c) => c.account === 'acct-a').length, b: calls.filter((c) => c.account === 'acct-b').length, c: calls.filter((c) => c.account === 'acct-c').length },
-        { a: d.config.perAccountConcurrency, b: 1, c: 1 },
-      );
-      await d.stop();
-      await pass;
-    });
+    test(
+      'one tenant never has more than perAccountConcurrency calls in flight, whatever its receivers',
+      { timeout: 60_000 },
+      async () => {
+        // 120 receivers of A on distinct hosts, none answering: only the account cap holds A back.
+        await enqueue('acct-a', 120, (i) => `http://a${i}.test:1/never?a=acct-a`);
+        await enqueue('acct-b', 1, () => 'http://127.0.0.1:1/b?a=acct-b');
+        await enqueue('acct-c', 1, () => 'http://127.0.0.1:1/c?a=acct-c');
+        const d = make();
+        const pass = d.dispatchDue(clock.now());
+        while (calls.length < d.config.perAccountConcurrency + 2 && calls.length < d.config.concurrency) await tick();
+        for (let i = 0; i < 20; i++) await tick(); // room for calls beyond the caps to show up, were there any
+        assert.deepEqual(
+          {
+            a: calls.filter((c) => c.account === 'acct-a').length,
+            b: calls.filter((c) => c.account === 'acct-b').length,
+            c: calls.filter((c) => c.account === 'acct-c').length,
+          },
+          { a: d.config.perAccountConcurrency, b: 1, c: 1 },
+        );
+        await d.stop();
+        await pass;
+      },
+    );
 
     test('accounts are served in turn: with one slot, a backlog of one account alternates with the others', async () => {
       await enqueue('acct-a', 4, (i) => `http://a${i}.test/ok?a=acct-a`);

@@ -19,9 +19,21 @@ for (const { name, skip } of dialects()) {
     let templateA: string;
 
     const call = (key: string, method: 'GET' | 'POST', path: string, body?: unknown) =>
-      t.request(null, method, path, body === undefined ? undefined : JSON.stringify(body), { authorization: key, ...(body === undefined ? {} : { 'content-type': 'application/json' }) });
+      t.request(null, method, path, body === undefined ? undefined : JSON.stringify(body), {
+        authorization: key,
+        ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+      });
     const endpoint = async (accountId: string, templateId: string, workersMin = 1) =>
-      (await t.services.endpoints.create(accountId, { name: `ep-${Math.random()}`, templateId, gpuIds: 'ADA_24', workersMin, workersMax: 2, idleTimeout: 5 })).id;
+      (
+        await t.services.endpoints.create(accountId, {
+          name: `ep-${Math.random()}`,
+          templateId,
+          gpuIds: 'ADA_24',
+          workersMin,
+          workersMax: 2,
+          idleTimeout: 5,
+        })
+      ).id;
     /** An endpoint of A with one launched worker: its id and the key in its environment. */
     async function launched(): Promise<{ ep: string; workerId: string; workerKey: string }> {
       const ep = await endpoint(a.accountId, templateA);
@@ -38,7 +50,9 @@ for (const { name, skip } of dialects()) {
       await t.services.autoscaler.start({ loop: false });
       a = await t.newAccount('keys-a');
       b = await t.newAccount('keys-b');
-      templateA = (await t.services.templates.create(a.accountId, { name: 'tpl-a', imageName: 'worker:dev', isServerless: true })).id;
+      templateA = (
+        await t.services.templates.create(a.accountId, { name: 'tpl-a', imageName: 'worker:dev', isServerless: true })
+      ).id;
     });
     after(async () => {
       await t?.services.autoscaler.stop();
@@ -49,7 +63,12 @@ for (const { name, skip } of dialects()) {
       const { ep, workerId, workerKey } = await launched();
       const principal = await t.services.accounts.authenticate(workerKey);
       assert.deepEqual(
-        { scope: principal?.scope, endpointId: principal?.endpointId, workerId: principal?.workerId, exempt: principal?.rateLimitExempt },
+        {
+          scope: principal?.scope,
+          endpointId: principal?.endpointId,
+          workerId: principal?.workerId,
+          exempt: principal?.rateLimitExempt,
+        },
         { scope: 'worker', endpointId: ep, workerId, exempt: false },
       );
       assert.equal((await call(workerKey, 'GET', `/v2/${ep}/ping/${workerId}`)).statusCode, 200);
@@ -60,14 +79,24 @@ for (const { name, skip } of dialects()) {
     test('anything else answers 403: REST, GraphQL, the job API, another endpoint of its account, another account, another worker id', async () => {
       const { ep, workerId, workerKey } = await launched();
       const sibling = await endpoint(a.accountId, templateA, 0);
-      const templateB = (await t.services.templates.create(b.accountId, { name: 'tpl-b', imageName: 'worker:dev', isServerless: true })).id;
+      const templateB = (
+        await t.services.templates.create(b.accountId, { name: 'tpl-b', imageName: 'worker:dev', isServerless: true })
+      ).id;
       const foreign = await endpoint(b.accountId, templateB, 0);
       const refused = {
         'GET /v2/pods': await call(workerKey, 'GET', '/v2/pods'),
         'GET /v2/serverless': await call(workerKey, 'GET', '/v2/serverless'),
-        'POST /v2/pods': await call(workerKey, 'POST', '/v2/pods', { name: 'x', image: 'ubuntu:22.04', gpu: { id: 'NVIDIA GeForce RTX 4090' } }),
+        'POST /v2/pods': await call(workerKey, 'POST', '/v2/pods', {
+          name: 'x',
+          image: 'ubuntu:22.04',
+          gpu: { id: 'NVIDIA GeForce RTX 4090' },
+        }),
         'POST /graphql': await call(workerKey, 'POST', '/graphql', { query: '{ myself { id endpoints { id } } }' }),
-        'GET /graphql?api_key=': await t.request(null, 'GET', `/graphql?api_key=${workerKey}&query=${encodeURIComponent('{ myself { id } }')}`),
+        'GET /graphql?api_key=': await t.request(
+          null,
+          'GET',
+          `/graphql?api_key=${workerKey}&query=${encodeURIComponent('{ myself { id } }')}`,
+        ),
         'own /run': await call(workerKey, 'POST', `/v2/${ep}/run`, { input: {} }),
         'own /health': await call(workerKey, 'GET', `/v2/${ep}/health`),
         'own /purge-queue': await call(workerKey, 'POST', `/v2/${ep}/purge-queue`),
@@ -98,7 +127,11 @@ for (const { name, skip } of dialects()) {
     test('every key bound to an endpoint is revoked when the endpoint is deleted, before any autoscaler pass', async () => {
       const { ep, workerId, workerKey } = await launched();
       const attached = await t.services.accounts.createKey(a.accountId, { scope: 'worker', endpointId: ep });
-      assert.equal((await call(attached.key, 'GET', `/v2/${ep}/ping/local-1`)).statusCode, 200, 'a key bound to the endpoint only serves any worker id there');
+      assert.equal(
+        (await call(attached.key, 'GET', `/v2/${ep}/ping/local-1`)).statusCode,
+        200,
+        'a key bound to the endpoint only serves any worker id there',
+      );
       await t.services.endpoints.update(a.accountId, ep, { workersMin: 0, workersMax: 0 });
       assert.equal((await t.request(a.key, 'DELETE', `/v2/serverless/${ep}`)).statusCode, 204);
       assert.equal((await call(workerKey, 'GET', `/v2/${ep}/ping/${workerId}`)).statusCode, 401);
@@ -126,7 +159,13 @@ for (const { name, skip } of dialects()) {
       await restarted.start({ loop: false });
       try {
         assert.equal((await call(workerKey, 'GET', `/v2/${ep}/ping/${workerId}`)).statusCode, 401);
-        const live = await services.db.kysely.selectFrom('api_keys').select('id').where('scope', '=', 'worker').where('worker_id', 'is not', null).where('revoked_at', 'is', null).execute();
+        const live = await services.db.kysely
+          .selectFrom('api_keys')
+          .select('id')
+          .where('scope', '=', 'worker')
+          .where('worker_id', 'is not', null)
+          .where('revoked_at', 'is', null)
+          .execute();
         assert.deepEqual(live, [], 'no launched worker key is left valid');
       } finally {
         await restarted.stop();

@@ -21,13 +21,34 @@ for (const { name, skip } of dialects()) {
 
     /** A worker-protocol call the way the Python SDK makes it: raw key, JSON sent as a form. */
     const call = (key: string, method: 'GET' | 'POST', path: string, body?: unknown) =>
-      t.request(null, method, path, body === undefined ? undefined : JSON.stringify(body), { authorization: key, ...(body === undefined ? {} : FORM) });
+      t.request(null, method, path, body === undefined ? undefined : JSON.stringify(body), {
+        authorization: key,
+        ...(body === undefined ? {} : FORM),
+      });
     const endpointOf = async (accountId: string, workersMax: number) => {
-      const template = await t.services.templates.create(accountId, { name: `tpl-${Math.random()}`, imageName: 'worker:dev', isServerless: true });
-      return (await t.services.endpoints.create(accountId, { name: 'ep', templateId: template.id, gpuIds: 'ADA_24', workersMin: 0, workersMax, idleTimeout: 5 })).id;
+      const template = await t.services.templates.create(accountId, {
+        name: `tpl-${Math.random()}`,
+        imageName: 'worker:dev',
+        isServerless: true,
+      });
+      return (
+        await t.services.endpoints.create(accountId, {
+          name: 'ep',
+          templateId: template.id,
+          gpuIds: 'ADA_24',
+          workersMin: 0,
+          workersMax,
+          idleTimeout: 5,
+        })
+      ).id;
     };
     const rowOf = (endpointId: string, workerId: string) =>
-      t.services.db.kysely.selectFrom('workers').selectAll().where('endpoint_id', '=', endpointId).where('id', '=', workerId).executeTakeFirst();
+      t.services.db.kysely
+        .selectFrom('workers')
+        .selectAll()
+        .where('endpoint_id', '=', endpointId)
+        .where('id', '=', workerId)
+        .executeTakeFirst();
 
     /** A's endpoint with one launched worker busy with a job, as A's worker itself took it. */
     async function busyLaunchedWorker(): Promise<{ epA: string; workerId: string; workerKey: string; jobId: string }> {
@@ -49,7 +70,12 @@ for (const { name, skip } of dialects()) {
     before(async () => {
       clock = new FakeClock(Date.UTC(2026, 0, 1));
       runtime = new FakeRuntime();
-      t = await createTestApp({ dialect: name, clock, runtime, file: { jobs: { takeWaitMs: 20, stopWaitMs: 20, heartbeatTimeoutMs: 30_000 } } });
+      t = await createTestApp({
+        dialect: name,
+        clock,
+        runtime,
+        file: { jobs: { takeWaitMs: 20, stopWaitMs: 20, heartbeatTimeoutMs: 30_000 } },
+      });
       await t.services.autoscaler.start({ loop: false });
       a = await t.newAccount('tenant-a');
       b = await t.newAccount('tenant-b');
@@ -69,8 +95,13 @@ for (const { name, skip } of dialects()) {
         await call(b.key, 'GET', `/v2/${epB}/job-take/${workerId}?job_in_progress=0`),
         await call(b.key, 'GET', `/v2/${epB}/job-take-batch/${workerId}?batch_size=5`),
         await call(b.key, 'GET', `/v2/${epB}/job-stop/${workerId}`),
-        await call(b.key, 'POST', `/v2/${epB}/job-done/${workerId}/${jobId}?isStream=false`, { output: 'forged', stopPod: true }),
-        await call(b.key, 'POST', `/v2/${epB}/job-stream/${workerId}/${jobId}?isStream=false`, { output: 'forged chunk' }),
+        await call(b.key, 'POST', `/v2/${epB}/job-done/${workerId}/${jobId}?isStream=false`, {
+          output: 'forged',
+          stopPod: true,
+        }),
+        await call(b.key, 'POST', `/v2/${epB}/job-stream/${workerId}/${jobId}?isStream=false`, {
+          output: 'forged chunk',
+        }),
         await call(b.key, 'GET', `/v2/${epB}/ping/${workerId}?status=unhealthy&check=x&reason=y`),
       ];
       assert.deepEqual(
@@ -92,17 +123,31 @@ for (const { name, skip } of dialects()) {
       assert.equal(row?.endpoint_id, epA);
       assert.equal(row?.host_id, before?.host_id, "A's row keeps its host: it is still A's launched worker");
       assert.ok(row && ['idle', 'running'].includes(row.status), `A's worker is live (status ${row?.status})`);
-      assert.equal((await rowOf(epB, workerId))?.host_id, null, "B's calls made a hand-attached worker of B's endpoint, nothing more");
+      assert.equal(
+        (await rowOf(epB, workerId))?.host_id,
+        null,
+        "B's calls made a hand-attached worker of B's endpoint, nothing more",
+      );
       assert.ok(runtime.specs.has(workerId), "A's instance was never stopped");
       assert.deepEqual(t.services.autoscaler.workerIds(epA), [workerId]);
       assert.deepEqual(t.services.autoscaler.workerIds(epB), [], "B's endpoint never adopted A's worker");
-      assert.equal(t.services.workers.takeRecycleRequest(epA, workerId), false, "B's stopPod did not ask A's worker to recycle");
+      assert.equal(
+        t.services.workers.takeRecycleRequest(epA, workerId),
+        false,
+        "B's stopPod did not ask A's worker to recycle",
+      );
       const job = json(await t.request(a.key, 'GET', `/v2/${epA}/status/${jobId}`));
-      assert.deepEqual([job.status, job.workerId, job.retries ?? 0, job.output], ['IN_PROGRESS', workerId, 0, undefined], "A's running job is untouched");
+      assert.deepEqual(
+        [job.status, job.workerId, job.retries ?? 0, job.output],
+        ['IN_PROGRESS', workerId, 0, undefined],
+        "A's running job is untouched",
+      );
       const stream = json(await t.request(a.key, 'GET', `/v2/${epA}/stream/${jobId}?wait=1000`));
       assert.deepEqual(stream.stream, [], "B's chunk never reached A's job");
 
-      const done = await call(workerKey, 'POST', `/v2/${epA}/job-done/${workerId}/${jobId}?isStream=false`, { output: { by: 'a' } });
+      const done = await call(workerKey, 'POST', `/v2/${epA}/job-done/${workerId}/${jobId}?isStream=false`, {
+        output: { by: 'a' },
+      });
       assert.equal(done.statusCode, 200, done.body);
       assert.deepEqual(json(await t.request(a.key, 'GET', `/v2/${epA}/status/${jobId}`)).output, { by: 'a' });
     });
@@ -116,7 +161,10 @@ for (const { name, skip } of dialects()) {
         await t.services.timekeeper.tick(clock.now());
       }
       assert.equal((await rowOf(epA, workerId))?.status, 'dead', "A's worker fell silent: lost, whatever B sends");
-      assert.ok(['idle', 'running'].includes((await rowOf(epB, workerId))?.status ?? ''), "B's own same-named worker lives on");
+      assert.ok(
+        ['idle', 'running'].includes((await rowOf(epB, workerId))?.status ?? ''),
+        "B's own same-named worker lives on",
+      );
       const job = json(await t.request(a.key, 'GET', `/v2/${epA}/status/${jobId}`));
       assert.equal(job.status, 'IN_QUEUE');
       assert.equal(job.retries, 1);
@@ -136,7 +184,10 @@ for (const { name, skip } of dialects()) {
         assert.match(String(res.headers['content-type']), /application\/problem\+json/);
       }
       const base = await t.app.listen({ port: 0, host: '127.0.0.1' });
-      const read = await readSse(`${base}/v2/serverless/${epA}/workers/${workerId}/logs?source=system`, { headers: { authorization: `Bearer ${a.key}` }, until: (events) => events.length >= 2 });
+      const read = await readSse(`${base}/v2/serverless/${epA}/workers/${workerId}/logs?source=system`, {
+        headers: { authorization: `Bearer ${a.key}` },
+        until: (events) => events.length >= 2,
+      });
       assert.equal(read.status, 200);
       const lines = read.events.map((e) => JSON.parse(e.data).line as string);
       assert.match(lines[0]!, /^placed on host .*; pulling \(if needed\) and starting image worker:dev$/);

@@ -19,7 +19,11 @@ const kinds: Kind[] = [
     listKey: 'pods',
     bodies: { PATCH: { name: 'mine-now' }, 'POST /action': { action: 'stop' } },
     create: async (t, key) => {
-      const res = await t.request(key, 'POST', '/v2/pods', { name: 'a-pod', image: 'ubuntu:22.04', gpu: { id: 'NVIDIA GeForce RTX 4090' } });
+      const res = await t.request(key, 'POST', '/v2/pods', {
+        name: 'a-pod',
+        image: 'ubuntu:22.04',
+        gpu: { id: 'NVIDIA GeForce RTX 4090' },
+      });
       assert.equal(res.statusCode, 201, res.body);
       return json(res).id;
     },
@@ -39,7 +43,11 @@ const kinds: Kind[] = [
     listKey: 'networkVolumes',
     bodies: { PATCH: { name: 'mine-now' } },
     create: async (t, key) => {
-      const res = await t.request(key, 'POST', '/v2/network-volumes', { name: 'a-volume', size: 10, dataCenterId: 'US-TX-3' });
+      const res = await t.request(key, 'POST', '/v2/network-volumes', {
+        name: 'a-volume',
+        size: 10,
+        dataCenterId: 'US-TX-3',
+      });
       assert.equal(res.statusCode, 201, res.body);
       return json(res).id;
     },
@@ -49,7 +57,11 @@ const kinds: Kind[] = [
     listKey: 'registries',
     bodies: {},
     create: async (t, key) => {
-      const res = await t.request(key, 'POST', '/v2/registries', { name: 'a-registry', username: 'alice', password: 'hunter2-secret' });
+      const res = await t.request(key, 'POST', '/v2/registries', {
+        name: 'a-registry',
+        username: 'alice',
+        password: 'hunter2-secret',
+      });
       assert.equal(res.statusCode, 201, res.body);
       return json(res).id;
     },
@@ -80,9 +92,17 @@ for (const dialect of dialects()) {
             const verb = method.toUpperCase();
             const suffix = path.slice(path.indexOf('}') + 1);
             const body = kind.bodies[`${verb} ${suffix}`] ?? kind.bodies[verb];
-            const res = await t.request(b.key, verb as 'GET', path.replace(/\{[^}]+\}/, id), verb === 'GET' || verb === 'DELETE' ? undefined : (body ?? {}));
+            const res = await t.request(
+              b.key,
+              verb,
+              path.replace(/\{[^}]+\}/, id),
+              verb === 'GET' || verb === 'DELETE' ? undefined : (body ?? {}),
+            );
             assert.equal(res.statusCode, 404, `${verb} ${path} as B answered ${res.statusCode}: ${res.body}`);
-            assert.ok(!res.body.includes('a-pod') && !res.body.includes('a-template') && !res.body.includes('a-volume'), 'the 404 leaks the resource');
+            assert.ok(
+              !res.body.includes('a-pod') && !res.body.includes('a-template') && !res.body.includes('a-volume'),
+              'the 404 leaks the resource',
+            );
             checked++;
           }
         }
@@ -99,10 +119,21 @@ for (const dialect of dialects()) {
     test("account B gets 404 on every job API route for account A's endpoint and job, and A's job is untouched", async () => {
       const doc = t.app.swagger() as { paths: Record<string, Record<string, unknown>> };
       const paths = Object.keys(doc.paths).filter((p) => p.startsWith('/v2/{endpointId}/'));
-      assert.ok(paths.some((p) => p.endsWith('/requests')), 'the job routes are in the document');
+      assert.ok(
+        paths.some((p) => p.endsWith('/requests')),
+        'the job routes are in the document',
+      );
       const owner = await t.newAccount('tenant-a-serverless');
-      const template = await t.services.templates.create(owner.accountId, { name: 'a-worker', imageName: 'worker:dev', isServerless: true });
-      const endpoint = await t.services.endpoints.create(owner.accountId, { name: 'a-endpoint', templateId: template.id, gpuIds: 'ADA_24' });
+      const template = await t.services.templates.create(owner.accountId, {
+        name: 'a-worker',
+        imageName: 'worker:dev',
+        isServerless: true,
+      });
+      const endpoint = await t.services.endpoints.create(owner.accountId, {
+        name: 'a-endpoint',
+        templateId: template.id,
+        gpuIds: 'ADA_24',
+      });
       const job = await t.services.jobs.submit(endpoint.id, owner.accountId, { input: { secret: 'a-input' } });
       let checked = 0;
       for (const path of paths) {
@@ -111,7 +142,10 @@ for (const dialect of dialects()) {
           const url = path.replace('{endpointId}', endpoint.id).replace('{jobId}', job.id);
           const res = await t.request(b.key, verb, url, verb === 'GET' ? undefined : { input: {} });
           assert.equal(res.statusCode, 404, `${verb} ${path} as B answered ${res.statusCode}: ${res.body}`);
-          assert.ok(!res.body.includes('a-input') && !res.body.includes('a-endpoint'), 'the 404 leaks the endpoint or the job');
+          assert.ok(
+            !res.body.includes('a-input') && !res.body.includes('a-endpoint'),
+            'the 404 leaks the endpoint or the job',
+          );
           checked++;
         }
       }

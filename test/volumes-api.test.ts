@@ -18,7 +18,12 @@ before(async () => {
 after(() => t.close());
 
 const create = async (key: string, body: Record<string, unknown> = {}) => {
-  const res = await t.request(key, 'POST', '/v2/network-volumes', { name: 'data', size: 50, dataCenterId: 'US-TX-3', ...body });
+  const res = await t.request(key, 'POST', '/v2/network-volumes', {
+    name: 'data',
+    size: 50,
+    dataCenterId: 'US-TX-3',
+    ...body,
+  });
   assert.equal(res.statusCode, 201, res.body);
   return json(res) as { id: string; name: string; size: number; dataCenterId: string };
 };
@@ -26,7 +31,19 @@ const create = async (key: string, body: Record<string, unknown> = {}) => {
 const insertPod = (id: string, accountId: string, status: string, mounts: unknown) =>
   t.services.db.kysely
     .insertInto('pods')
-    .values({ id, account_id: accountId, name: id, status, desired_status: 'RUNNING', image: 'x', disk: 20, cloud: 'SECURE', mounts: JSON.stringify(mounts), created_at: 1, updated_at: 1 } as never)
+    .values({
+      id,
+      account_id: accountId,
+      name: id,
+      status,
+      desired_status: 'RUNNING',
+      image: 'x',
+      disk: 20,
+      cloud: 'SECURE',
+      mounts: JSON.stringify(mounts),
+      created_at: 1,
+      updated_at: 1,
+    } as never)
     .execute();
 
 /** The volume's folder of the process runtime, with data in it (as an instance mounting it would leave). */
@@ -37,7 +54,11 @@ const withData = (volumeId: string): string => {
   return path;
 };
 
-const assertProblem = (res: { statusCode: number; headers: Record<string, unknown>; body: string }, status: number, code?: string) => {
+const assertProblem = (
+  res: { statusCode: number; headers: Record<string, unknown>; body: string },
+  status: number,
+  code?: string,
+) => {
   assert.equal(res.statusCode, status, res.body);
   assert.match(String(res.headers['content-type']), /application\/problem\+json/);
   const body = json(res as never);
@@ -56,7 +77,11 @@ test('a created volume answers 201 with id, name, size and dataCenterId; its dat
 
 test('size must be an integer from 10 to 4000 GB (422, one entry each)', async () => {
   for (const size of [9, 4001, 10.5, '50']) {
-    const problem = assertProblem(await t.request(a.key, 'POST', '/v2/network-volumes', { name: 'd', size, dataCenterId: 'US-TX-3' }), 422, 'VALIDATION_FAILED');
+    const problem = assertProblem(
+      await t.request(a.key, 'POST', '/v2/network-volumes', { name: 'd', size, dataCenterId: 'US-TX-3' }),
+      422,
+      'VALIDATION_FAILED',
+    );
     assert.equal(problem.errors?.length, 1, String(size));
   }
   await create(a.key, { size: 10 });
@@ -64,17 +89,33 @@ test('size must be an integer from 10 to 4000 GB (422, one entry each)', async (
 });
 
 test('an unknown data center answers 400 naming the valid ones', async () => {
-  const problem = assertProblem(await t.request(a.key, 'POST', '/v2/network-volumes', { name: 'd', size: 10, dataCenterId: 'MARS-1' }), 400, 'BAD_REQUEST');
+  const problem = assertProblem(
+    await t.request(a.key, 'POST', '/v2/network-volumes', { name: 'd', size: 10, dataCenterId: 'MARS-1' }),
+    400,
+    'BAD_REQUEST',
+  );
   assert.match(problem.detail, /MARS-1/);
   for (const dc of t.config.catalog.dataCenters) assert.ok(problem.detail.includes(dc.id), dc.id);
 });
 
 test('unknown and missing properties answer 422 with one entry per property', async () => {
-  const problem = assertProblem(await t.request(a.key, 'POST', '/v2/network-volumes', { name: 'd', size: 10, dataCenterId: 'US-TX-3', color: 'red', tier: 1 }), 422);
+  const problem = assertProblem(
+    await t.request(a.key, 'POST', '/v2/network-volumes', {
+      name: 'd',
+      size: 10,
+      dataCenterId: 'US-TX-3',
+      color: 'red',
+      tier: 1,
+    }),
+    422,
+  );
   assert.deepEqual(problem.errors, ['color: unknown property', 'tier: unknown property']);
   const missing = assertProblem(await t.request(a.key, 'POST', '/v2/network-volumes', { name: 'd' }), 422);
   assert.equal(missing.errors?.length, 2);
-  const patch = assertProblem(await t.request(a.key, 'PATCH', `/v2/network-volumes/${(await create(a.key)).id}`, { color: 'red' }), 422);
+  const patch = assertProblem(
+    await t.request(a.key, 'PATCH', `/v2/network-volumes/${(await create(a.key)).id}`, { color: 'red' }),
+    422,
+  );
   assert.deepEqual(patch.errors, ['color: unknown property']);
 });
 
@@ -93,17 +134,32 @@ test('PATCH renames and grows; shrinking answers 400 and the size stays', async 
   assert.deepEqual(json(renamed), { ...volume, name: 'renamed' });
   assert.equal(json(await t.request(a.key, 'PATCH', `/v2/network-volumes/${volume.id}`, { size: 200 })).size, 200);
   assert.equal(json(await t.request(a.key, 'PATCH', `/v2/network-volumes/${volume.id}`, { size: 200 })).size, 200);
-  const problem = assertProblem(await t.request(a.key, 'PATCH', `/v2/network-volumes/${volume.id}`, { size: 100 }), 400, 'BAD_REQUEST');
+  const problem = assertProblem(
+    await t.request(a.key, 'PATCH', `/v2/network-volumes/${volume.id}`, { size: 100 }),
+    400,
+    'BAD_REQUEST',
+  );
   assert.match(problem.detail, /only grow/);
-  assert.deepEqual(json(await t.request(a.key, 'GET', `/v2/network-volumes/${volume.id}`)), { ...volume, name: 'renamed', size: 200 });
+  assert.deepEqual(json(await t.request(a.key, 'GET', `/v2/network-volumes/${volume.id}`)), {
+    ...volume,
+    name: 'renamed',
+    size: 200,
+  });
 });
 
 test('dataCenterId is immutable: another value answers 400, the same value is accepted', async () => {
   const volume = await create(a.key);
-  const problem = assertProblem(await t.request(a.key, 'PATCH', `/v2/network-volumes/${volume.id}`, { dataCenterId: 'EU-RO-1', name: 'moved' }), 400, 'BAD_REQUEST');
+  const problem = assertProblem(
+    await t.request(a.key, 'PATCH', `/v2/network-volumes/${volume.id}`, { dataCenterId: 'EU-RO-1', name: 'moved' }),
+    400,
+    'BAD_REQUEST',
+  );
   assert.match(problem.detail, /immutable/);
   assert.equal(json(await t.request(a.key, 'GET', `/v2/network-volumes/${volume.id}`)).name, 'data');
-  const same = await t.request(a.key, 'PATCH', `/v2/network-volumes/${volume.id}`, { dataCenterId: 'US-TX-3', name: 'kept' });
+  const same = await t.request(a.key, 'PATCH', `/v2/network-volumes/${volume.id}`, {
+    dataCenterId: 'US-TX-3',
+    name: 'kept',
+  });
   assert.equal(same.statusCode, 200, same.body);
   assert.deepEqual(json(same), { ...volume, name: 'kept' });
 });
@@ -124,12 +180,22 @@ test('a volume a live pod mounts cannot be deleted (400 naming the pod); termina
   const path = withData(volume.id);
   await insertPod(`live${volume.id}`, a.accountId, 'RUNNING', { network: [{ volumeId: volume.id, path: '/data' }] });
   await insertPod(`dead${volume.id}`, a.accountId, 'TERMINATED', { network: [{ volumeId: volume.id, path: '/data' }] });
-  await insertPod(`near${volume.id}`, a.accountId, 'RUNNING', { network: [{ volumeId: `${volume.id}x`, path: `/${volume.id}` }] });
-  const problem = assertProblem(await t.request(a.key, 'DELETE', `/v2/network-volumes/${volume.id}`), 400, 'VOLUME_IN_USE');
+  await insertPod(`near${volume.id}`, a.accountId, 'RUNNING', {
+    network: [{ volumeId: `${volume.id}x`, path: `/${volume.id}` }],
+  });
+  const problem = assertProblem(
+    await t.request(a.key, 'DELETE', `/v2/network-volumes/${volume.id}`),
+    400,
+    'VOLUME_IN_USE',
+  );
   assert.match(problem.detail, new RegExp(`live${volume.id}`));
   assert.ok(!problem.detail.includes(`dead${volume.id}`) && !problem.detail.includes(`near${volume.id}`));
   assert.ok(existsSync(path));
-  await t.services.db.kysely.updateTable('pods').set({ status: 'TERMINATED' }).where('id', '=', `live${volume.id}`).execute();
+  await t.services.db.kysely
+    .updateTable('pods')
+    .set({ status: 'TERMINATED' })
+    .where('id', '=', `live${volume.id}`)
+    .execute();
   assert.equal((await t.request(a.key, 'DELETE', `/v2/network-volumes/${volume.id}`)).statusCode, 204);
 });
 
@@ -137,7 +203,11 @@ test('another account’s volume is 404 on GET, PATCH and DELETE, and its data s
   const volume = await create(a.key, { name: 'private-bits' });
   const path = withData(volume.id);
   for (const [method, body] of [['GET'], ['PATCH', { name: 'stolen' }], ['DELETE']] as const) {
-    const problem = assertProblem(await t.request(b.key, method, `/v2/network-volumes/${volume.id}`, body), 404, 'NOT_FOUND');
+    const problem = assertProblem(
+      await t.request(b.key, method, `/v2/network-volumes/${volume.id}`, body),
+      404,
+      'NOT_FOUND',
+    );
     assert.ok(!problem.detail.includes('private-bits'));
   }
   assert.ok(!JSON.stringify(json(await t.request(b.key, 'GET', '/v2/network-volumes'))).includes(volume.id));
@@ -149,20 +219,38 @@ test('another account’s volume is 404 on GET, PATCH and DELETE, and its data s
 test('a read key may read volumes but not write them (403)', async () => {
   const volume = await create(a.key);
   assert.equal((await t.request(a.readKey, 'GET', '/v2/network-volumes')).statusCode, 200);
-  assertProblem(await t.request(a.readKey, 'POST', '/v2/network-volumes', { name: 'd', size: 10, dataCenterId: 'US-TX-3' }), 403, 'FORBIDDEN');
-  assertProblem(await t.request(a.readKey, 'PATCH', `/v2/network-volumes/${volume.id}`, { name: 'x' }), 403, 'FORBIDDEN');
+  assertProblem(
+    await t.request(a.readKey, 'POST', '/v2/network-volumes', { name: 'd', size: 10, dataCenterId: 'US-TX-3' }),
+    403,
+    'FORBIDDEN',
+  );
+  assertProblem(
+    await t.request(a.readKey, 'PATCH', `/v2/network-volumes/${volume.id}`, { name: 'x' }),
+    403,
+    'FORBIDDEN',
+  );
   assertProblem(await t.request(a.readKey, 'DELETE', `/v2/network-volumes/${volume.id}`), 403, 'FORBIDDEN');
 });
 
 describe('a volume a serverless endpoint uses', () => {
   let workerTemplate: string;
   before(async () => {
-    workerTemplate = (await t.services.templates.create(a.accountId, { name: 'vol-worker', imageName: 'vol-worker:dev', isServerless: true })).id;
+    workerTemplate = (
+      await t.services.templates.create(a.accountId, {
+        name: 'vol-worker',
+        imageName: 'vol-worker:dev',
+        isServerless: true,
+      })
+    ).id;
   });
 
   const deleteRefused = async (volumeId: string, endpointId: string) => {
     const path = withData(volumeId);
-    const problem = assertProblem(await t.request(a.key, 'DELETE', `/v2/network-volumes/${volumeId}`), 400, 'VOLUME_IN_USE');
+    const problem = assertProblem(
+      await t.request(a.key, 'DELETE', `/v2/network-volumes/${volumeId}`),
+      400,
+      'VOLUME_IN_USE',
+    );
     assert.ok(problem.detail.includes(endpointId), problem.detail);
     assert.ok(existsSync(path));
     assert.equal((await t.request(a.key, 'GET', `/v2/network-volumes/${volumeId}`)).statusCode, 200);
@@ -170,7 +258,12 @@ describe('a volume a serverless endpoint uses', () => {
 
   test('cannot be deleted while an endpoint created over REST names it (400 VOLUME_IN_USE naming the endpoint), and can once it no longer does', async () => {
     const volume = await create(a.key, { name: 'weights' });
-    const res = await t.request(a.key, 'POST', '/v2/serverless', { name: 'uses-vol', templateId: workerTemplate, gpuIds: 'ADA_24', networkVolumeId: volume.id });
+    const res = await t.request(a.key, 'POST', '/v2/serverless', {
+      name: 'uses-vol',
+      templateId: workerTemplate,
+      gpuIds: 'ADA_24',
+      networkVolumeId: volume.id,
+    });
     assert.equal(res.statusCode, 201, res.body);
     const endpointId = json(res).id as string;
     await deleteRefused(volume.id, endpointId);
@@ -183,14 +276,24 @@ describe('a volume a serverless endpoint uses', () => {
     const volume = await create(a.key, { name: 'gql-weights' });
     const save = await t.request(a.key, 'POST', '/graphql', {
       query: 'mutation m($input: EndpointInput!) { saveEndpoint(input: $input) { id networkVolumeId } }',
-      variables: { input: { name: 'gql-uses-vol', templateId: workerTemplate, gpuIds: 'ADA_24', workersMax: 0, networkVolumeId: volume.id } },
+      variables: {
+        input: {
+          name: 'gql-uses-vol',
+          templateId: workerTemplate,
+          gpuIds: 'ADA_24',
+          workersMax: 0,
+          networkVolumeId: volume.id,
+        },
+      },
     });
     const saved = json(save);
     assert.equal(saved.errors, undefined, save.body);
     const endpointId = saved.data.saveEndpoint.id as string;
     assert.equal(saved.data.saveEndpoint.networkVolumeId, volume.id);
     await deleteRefused(volume.id, endpointId);
-    const deleted = json(await t.request(a.key, 'POST', '/graphql', { query: `mutation { deleteEndpoint(id: "${endpointId}") }` }));
+    const deleted = json(
+      await t.request(a.key, 'POST', '/graphql', { query: `mutation { deleteEndpoint(id: "${endpointId}") }` }),
+    );
     assert.equal(deleted.errors, undefined, JSON.stringify(deleted));
     assert.equal((await t.request(a.key, 'DELETE', `/v2/network-volumes/${volume.id}`)).statusCode, 204);
   });
@@ -201,15 +304,35 @@ test('DELETE asks the runtime to remove the network volume’s data; a refused d
   const app = await createTestApp({ runtime });
   try {
     const { accountId, key } = await app.newAccount();
-    const res = await app.request(key, 'POST', '/v2/network-volumes', { name: 'data', size: 50, dataCenterId: 'US-TX-3' });
+    const res = await app.request(key, 'POST', '/v2/network-volumes', {
+      name: 'data',
+      size: 50,
+      dataCenterId: 'US-TX-3',
+    });
     const volume = json(res) as { id: string };
     await app.services.db.kysely
       .insertInto('pods')
-      .values({ id: `p${volume.id}`, account_id: accountId, name: 'p', status: 'EXITED', desired_status: 'EXITED', image: 'x', disk: 20, cloud: 'SECURE', mounts: JSON.stringify({ network: [{ volumeId: volume.id, path: '/data' }] }), created_at: 1, updated_at: 1 } as never)
+      .values({
+        id: `p${volume.id}`,
+        account_id: accountId,
+        name: 'p',
+        status: 'EXITED',
+        desired_status: 'EXITED',
+        image: 'x',
+        disk: 20,
+        cloud: 'SECURE',
+        mounts: JSON.stringify({ network: [{ volumeId: volume.id, path: '/data' }] }),
+        created_at: 1,
+        updated_at: 1,
+      } as never)
       .execute();
     assert.equal((await app.request(key, 'DELETE', `/v2/network-volumes/${volume.id}`)).statusCode, 400);
     assert.deepEqual(runtime.removedVolumes, []);
-    await app.services.db.kysely.updateTable('pods').set({ status: 'TERMINATED' }).where('id', '=', `p${volume.id}`).execute();
+    await app.services.db.kysely
+      .updateTable('pods')
+      .set({ status: 'TERMINATED' })
+      .where('id', '=', `p${volume.id}`)
+      .execute();
     assert.equal((await app.request(key, 'DELETE', `/v2/network-volumes/${volume.id}`)).statusCode, 204);
     assert.deepEqual(runtime.removedVolumes, [volume.id]);
   } finally {

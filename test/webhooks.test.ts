@@ -24,11 +24,17 @@ for (const { name, skip } of dialects()) {
     let dispatcher: WebhookDispatcher;
     let receiver: WebhookReceiver;
     const hook = () => `${receiver.url}/hook?token=secret`;
-    const newDispatcher = () => new WebhookDispatcher({ db: t.db, clock, logger, events, config: { timeoutMs: 2_000 } });
+    const newDispatcher = () =>
+      new WebhookDispatcher({ db: t.db, clock, logger, events, config: { timeoutMs: 2_000 } });
 
     /** Submits a job with a webhook and has worker `w1` take it. */
     const running = async (body: Record<string, unknown> = {}) => {
-      const { id } = await jobs.submit('ep1', 'acct1', { input: { prompt: 'hi' }, webhook: hook(), s3Config: { accessId: 'AK', accessSecret: 'SK' }, ...body });
+      const { id } = await jobs.submit('ep1', 'acct1', {
+        input: { prompt: 'hi' },
+        webhook: hook(),
+        s3Config: { accessId: 'AK', accessSecret: 'SK' },
+        ...body,
+      });
       clock.advance(1_500);
       const [taken] = await jobs.take('ep1', 'w1');
       assert.equal(taken?.id, id);
@@ -169,7 +175,11 @@ for (const { name, skip } of dialects()) {
       const id = await running();
       await jobs.complete('w1', id, { output: 'done' });
       const completedAt = new Date(clock.now()).toISOString();
-      assert.deepEqual((await jobs.status('acct1', 'ep1', id)).webhookDelivery, { status: 'PENDING', attempts: 0, nextAttemptAt: completedAt });
+      assert.deepEqual((await jobs.status('acct1', 'ep1', id)).webhookDelivery, {
+        status: 'PENDING',
+        attempts: 0,
+        nextAttemptAt: completedAt,
+      });
       await dispatcher.dispatchDue(clock.now());
       assert.deepEqual((await jobs.status('acct1', 'ep1', id)).webhookDelivery, {
         status: 'PENDING',
@@ -181,9 +191,17 @@ for (const { name, skip } of dialects()) {
       await dispatcher.dispatchDue(clock.now());
       clock.advance(10 * S);
       await dispatcher.dispatchDue(clock.now());
-      assert.deepEqual((await jobs.status('acct1', 'ep1', id)).webhookDelivery, { status: 'FAILED', attempts: 3, lastError: 'the receiver answered HTTP 500' });
+      assert.deepEqual((await jobs.status('acct1', 'ep1', id)).webhookDelivery, {
+        status: 'FAILED',
+        attempts: 3,
+        lastError: 'the receiver answered HTTP 500',
+      });
       const plain = await jobs.submit('ep1', 'acct1', { input: {} });
-      assert.equal((await jobs.status('acct1', 'ep1', plain.id)).webhookDelivery, undefined, 'a job without a webhook has no delivery');
+      assert.equal(
+        (await jobs.status('acct1', 'ep1', plain.id)).webhookDelivery,
+        undefined,
+        'a job without a webhook has no delivery',
+      );
     });
 
     test('a runsync woken by its result reports the webhook just queued, as a read would', async () => {
@@ -230,7 +248,8 @@ for (const { name, skip } of dialects()) {
       dispatcher.start();
       const id = await running();
       await jobs.complete('w1', id, { output: 'done' });
-      for (let i = 0; i < 200 && (await dispatcher.deliveriesFor(id))[0]?.status !== 'DELIVERED'; i++) await new Promise((r) => setTimeout(r, 10));
+      for (let i = 0; i < 200 && (await dispatcher.deliveriesFor(id))[0]?.status !== 'DELIVERED'; i++)
+        await new Promise((r) => setTimeout(r, 10));
       assert.equal((await dispatcher.deliveriesFor(id))[0]?.status, 'DELIVERED');
       assert.equal(receiver.calls.length, 1);
     });

@@ -14,7 +14,10 @@ const FORM = { 'content-type': 'application/x-www-form-urlencoded' };
 
 /** A worker call: raw key, no Bearer. */
 const worker = (method: 'GET' | 'POST', path: string, body?: unknown, key = acct.key) =>
-  t.request(null, method, `/v2/${ep}/${path}`, body === undefined ? undefined : JSON.stringify(body), { authorization: key, ...(body === undefined ? {} : FORM) });
+  t.request(null, method, `/v2/${ep}/${path}`, body === undefined ? undefined : JSON.stringify(body), {
+    authorization: key,
+    ...(body === undefined ? {} : FORM),
+  });
 
 const submit = async (input: Record<string, unknown> = {}, policy?: Record<string, unknown>): Promise<string> => {
   const res = await t.request(acct.key, 'POST', `/v2/${ep}/run`, { input, ...(policy ? { policy } : {}) });
@@ -26,13 +29,21 @@ const health = async () => json(await t.request(acct.key, 'GET', `/v2/${ep}/heal
 
 before(async () => {
   clock = new FakeClock(Date.UTC(2026, 0, 1));
-  t = await createTestApp({ clock, file: { jobs: { takeWaitMs: 100, stopWaitMs: 100, heartbeatTimeoutMs: 30_000, retryBudget: 1 } } });
+  t = await createTestApp({
+    clock,
+    file: { jobs: { takeWaitMs: 100, stopWaitMs: 100, heartbeatTimeoutMs: 30_000, retryBudget: 1 } },
+  });
   acct = await t.newAccount('worker-owner');
 });
 after(() => t.close());
 beforeEach(async () => {
-  const template = await t.services.templates.create(acct.accountId, { name: `tpl-${Math.random()}`, imageName: 'worker:dev', isServerless: true });
-  ep = (await t.services.endpoints.create(acct.accountId, { name: 'ep', templateId: template.id, gpuIds: 'ADA_24' })).id;
+  const template = await t.services.templates.create(acct.accountId, {
+    name: `tpl-${Math.random()}`,
+    imageName: 'worker:dev',
+    isServerless: true,
+  });
+  ep = (await t.services.endpoints.create(acct.accountId, { name: 'ep', templateId: template.id, gpuIds: 'ADA_24' }))
+    .id;
 });
 
 describe('take', () => {
@@ -58,8 +69,14 @@ describe('take', () => {
     const slow = await createTestApp({ clock, file: { jobs: { takeWaitMs: 10_000 } } });
     try {
       const owner = await slow.newAccount('long-poller');
-      const template = await slow.services.templates.create(owner.accountId, { name: 'tpl', imageName: 'w', isServerless: true });
-      const id = (await slow.services.endpoints.create(owner.accountId, { name: 'ep', templateId: template.id, gpuIds: 'ADA_24' })).id;
+      const template = await slow.services.templates.create(owner.accountId, {
+        name: 'tpl',
+        imageName: 'w',
+        isServerless: true,
+      });
+      const id = (
+        await slow.services.endpoints.create(owner.accountId, { name: 'ep', templateId: template.id, gpuIds: 'ADA_24' })
+      ).id;
       const pending = slow.request(null, 'GET', `/v2/${id}/job-take/w1`, undefined, { authorization: owner.key });
       await new Promise((r) => setTimeout(r, 50));
       const submitted = json(await slow.request(owner.key, 'POST', `/v2/${id}/run`, { input: { late: true } })).id;
@@ -85,7 +102,7 @@ describe('take', () => {
     assert.equal((await worker('GET', 'job-take-batch/w1?batch_size=5')).statusCode, 204);
   });
 
-  test('a key of another account, or a read key, cannot take the endpoint\'s jobs', async () => {
+  test("a key of another account, or a read key, cannot take the endpoint's jobs", async () => {
     await submit();
     const stranger = await t.newAccount();
     assert.equal((await worker('GET', 'job-take/w1', undefined, stranger.key)).statusCode, 404);
@@ -154,7 +171,10 @@ describe('results', () => {
     assert.equal(view.status, 'IN_PROGRESS');
     assert.deepEqual(view.output, { pct: 50 });
     await worker('POST', `job-done/w1/${id}?isStream=false`, { output: 'final' });
-    const late = await worker('POST', `job-done/w1/${id}?isStream=false`, { status: 'IN_PROGRESS', output: { pct: 90 } });
+    const late = await worker('POST', `job-done/w1/${id}?isStream=false`, {
+      status: 'IN_PROGRESS',
+      output: { pct: 90 },
+    });
     assert.equal(late.statusCode, 200);
     view = await status(id);
     assert.equal(view.status, 'COMPLETED');
@@ -164,7 +184,8 @@ describe('results', () => {
   test('stream chunks are buffered for the client; the final post ends the job', async () => {
     const id = await submit();
     await worker('GET', 'job-take/w1');
-    for (const chunk of ['a', 'b']) assert.equal((await worker('POST', `job-stream/w1/${id}?isStream=false`, { output: chunk })).statusCode, 200);
+    for (const chunk of ['a', 'b'])
+      assert.equal((await worker('POST', `job-stream/w1/${id}?isStream=false`, { output: chunk })).statusCode, 200);
     await worker('POST', `job-done/w1/${id}?isStream=true`, { output: [] });
     const res = json(await t.request(acct.key, 'GET', `/v2/${ep}/stream/${id}`));
     assert.equal(res.status, 'COMPLETED');
@@ -177,11 +198,14 @@ describe('results', () => {
 });
 
 describe('stop channel', () => {
-  test('cancelling a running job puts it on its worker\'s job-stop channel once; a later result is ignored', async () => {
+  test("cancelling a running job puts it on its worker's job-stop channel once; a later result is ignored", async () => {
     const id = await submit();
     await worker('GET', 'job-take/w-stop?gpu=x');
     assert.equal((await worker('GET', 'job-stop/w-stop?gpu=x')).statusCode, 204, 'nothing to stop yet');
-    assert.deepEqual(json(await t.request(acct.key, 'POST', `/v2/${ep}/cancel/${id}`, {})), { id, status: 'CANCELLED' });
+    assert.deepEqual(json(await t.request(acct.key, 'POST', `/v2/${ep}/cancel/${id}`, {})), {
+      id,
+      status: 'CANCELLED',
+    });
     const res = await worker('GET', 'job-stop/w-stop?gpu=x');
     assert.equal(res.statusCode, 200);
     assert.deepEqual(json(res), { jobsToStop: [id] });
@@ -203,11 +227,25 @@ describe('stop channel', () => {
 describe('heartbeats', () => {
   test('a ping records the worker; health counts it idle, or running while it holds a job', async () => {
     assert.equal((await worker('GET', 'ping/w-ping?job_id=&runpod_version=1.7.0')).statusCode, 200);
-    assert.deepEqual((await health()).workers, { idle: 1, running: 0, initializing: 0, ready: 1, throttled: 0, unhealthy: 0 });
+    assert.deepEqual((await health()).workers, {
+      idle: 1,
+      running: 0,
+      initializing: 0,
+      ready: 1,
+      throttled: 0,
+      unhealthy: 0,
+    });
     const id = await submit();
     await worker('GET', 'job-take/w-ping');
     await worker('GET', `ping/w-ping?job_id=${id}&runpod_version=1.7.0`);
-    assert.deepEqual((await health()).workers, { idle: 0, running: 1, initializing: 0, ready: 1, throttled: 0, unhealthy: 0 });
+    assert.deepEqual((await health()).workers, {
+      idle: 0,
+      running: 1,
+      initializing: 0,
+      ready: 1,
+      throttled: 0,
+      unhealthy: 0,
+    });
   });
 
   test('a worker silent past the heartbeat timeout is lost: its job goes back to the queue, then fails after the retry budget', async () => {
@@ -252,8 +290,14 @@ describe('heartbeats', () => {
     const slow = await createTestApp({ clock, file: { jobs: { stopWaitMs: 5000 } } });
     try {
       const owner = await slow.newAccount('poller');
-      const template = await slow.services.templates.create(owner.accountId, { name: 'tpl', imageName: 'w', isServerless: true });
-      const id = (await slow.services.endpoints.create(owner.accountId, { name: 'ep', templateId: template.id, gpuIds: 'ADA_24' })).id;
+      const template = await slow.services.templates.create(owner.accountId, {
+        name: 'tpl',
+        imageName: 'w',
+        isServerless: true,
+      });
+      const id = (
+        await slow.services.endpoints.create(owner.accountId, { name: 'ep', templateId: template.id, gpuIds: 'ADA_24' })
+      ).id;
       await slow.request(owner.key, 'POST', `/v2/${id}/run`, { input: {} });
       await slow.request(null, 'GET', `/v2/${id}/job-take/w-poll`, undefined, { authorization: owner.key });
       const stop = slow.request(null, 'GET', `/v2/${id}/job-stop/w-poll`, undefined, { authorization: owner.key });
@@ -281,10 +325,19 @@ describe('workers of different endpoints that chose the same id', () => {
   /** A second account with its own endpoint, whose worker also calls itself `twin`. */
   async function otherEndpoint() {
     const other = await t.newAccount(`other-${Math.random()}`);
-    const template = await t.services.templates.create(other.accountId, { name: 'tpl', imageName: 'worker:dev', isServerless: true });
-    const otherEp = (await t.services.endpoints.create(other.accountId, { name: 'ep', templateId: template.id, gpuIds: 'ADA_24' })).id;
+    const template = await t.services.templates.create(other.accountId, {
+      name: 'tpl',
+      imageName: 'worker:dev',
+      isServerless: true,
+    });
+    const otherEp = (
+      await t.services.endpoints.create(other.accountId, { name: 'ep', templateId: template.id, gpuIds: 'ADA_24' })
+    ).id;
     const call = (method: 'GET' | 'POST', path: string, body?: unknown) =>
-      t.request(null, method, `/v2/${otherEp}/${path}`, body === undefined ? undefined : JSON.stringify(body), { authorization: other.key, ...(body === undefined ? {} : FORM) });
+      t.request(null, method, `/v2/${otherEp}/${path}`, body === undefined ? undefined : JSON.stringify(body), {
+        authorization: other.key,
+        ...(body === undefined ? {} : FORM),
+      });
     return { call, otherEp, other };
   }
 
@@ -294,7 +347,11 @@ describe('workers of different endpoints that chose the same id', () => {
     const { call } = await otherEndpoint();
     await t.request(acct.key, 'POST', `/v2/${ep}/cancel/${id}`, {});
     assert.equal((await call('GET', 'job-stop/twin')).statusCode, 204, "the other endpoint's twin is told nothing");
-    assert.deepEqual(json(await worker('GET', 'job-stop/twin')), { jobsToStop: [id] }, 'the notice is still there for its own worker');
+    assert.deepEqual(
+      json(await worker('GET', 'job-stop/twin')),
+      { jobsToStop: [id] },
+      'the notice is still there for its own worker',
+    );
   });
 
   test("one reporting itself unhealthy leaves the other's running job alone", async () => {
@@ -310,19 +367,26 @@ describe('workers of different endpoints that chose the same id', () => {
     await worker('GET', 'job-take/twin');
     const { call } = await otherEndpoint();
     assert.equal((await call('POST', `job-stream/twin/${id}`, { output: 'foreign' })).statusCode, 404);
-    assert.equal((await call('POST', `job-done/twin/${id}`, { status: 'IN_PROGRESS', output: 'foreign progress' })).statusCode, 404);
+    assert.equal(
+      (await call('POST', `job-done/twin/${id}`, { status: 'IN_PROGRESS', output: 'foreign progress' })).statusCode,
+      404,
+    );
     assert.equal((await call('POST', `job-done/twin/${id}`, { output: 'foreign result' })).statusCode, 404);
     const view = await status(id);
     assert.equal(view.status, 'IN_PROGRESS');
     assert.equal(view.output, undefined);
     assert.deepEqual(json(await t.request(acct.key, 'GET', `/v2/${ep}/stream/${id}`)).stream, []);
-    assert.equal(json(await worker('POST', `job-done/twin/${id}`, { output: 'own result' })).accepted, true, 'its own worker still finishes it');
+    assert.equal(
+      json(await worker('POST', `job-done/twin/${id}`, { output: 'own result' })).accepted,
+      true,
+      'its own worker still finishes it',
+    );
     assert.equal((await status(id)).output, 'own result');
   });
 });
 
 describe('gantry worker env', () => {
-  test('prints export lines with a fresh worker id and a new key that can take the endpoint\'s jobs and do nothing else', async () => {
+  test("prints export lines with a fresh worker id and a new key that can take the endpoint's jobs and do nothing else", async () => {
     const { runGantry } = await import('./support/spawn-gantry.js');
     const out = runGantry(['worker', 'env', ep, '--data-dir', t.config.dataDir, '--url', 'http://127.0.0.1:9999']);
     assert.equal(out.status, 0, out.stderr);
@@ -341,12 +405,22 @@ describe('gantry worker env', () => {
     assert.match(env.RUNPOD_POD_ID!, /^local-[a-z0-9]+$/);
     assert.equal(env.RUNPOD_SKIP_GPU_CHECK, 'true');
     const id = await submit();
-    const res = await t.request(null, 'GET', `/v2/${ep}/job-take/${env.RUNPOD_POD_ID}`, undefined, { authorization: env.RUNPOD_AI_API_KEY! });
+    const res = await t.request(null, 'GET', `/v2/${ep}/job-take/${env.RUNPOD_POD_ID}`, undefined, {
+      authorization: env.RUNPOD_AI_API_KEY!,
+    });
     assert.equal(res.statusCode, 200);
     assert.equal(json(res).id, id);
     const pods = await t.request(null, 'GET', '/v2/pods', undefined, { authorization: env.RUNPOD_AI_API_KEY! });
     assert.equal(pods.statusCode, 403, 'the key is in the worker scope, bound to the endpoint');
-    assert.equal((await t.request(null, 'POST', `/v2/${ep}/run`, JSON.stringify({ input: {} }), { authorization: env.RUNPOD_AI_API_KEY!, 'content-type': 'application/json' })).statusCode, 403);
+    assert.equal(
+      (
+        await t.request(null, 'POST', `/v2/${ep}/run`, JSON.stringify({ input: {} }), {
+          authorization: env.RUNPOD_AI_API_KEY!,
+          'content-type': 'application/json',
+        })
+      ).statusCode,
+      403,
+    );
     assert.notEqual(runGantry(['worker', 'env', 'nosuchendpoint', '--data-dir', t.config.dataDir]).status, 0);
   });
 });

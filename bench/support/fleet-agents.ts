@@ -33,7 +33,16 @@ interface StandIn {
   after: number;
 }
 
-const counters: Counters = { heartbeats: 0, heartbeatFailures: 0, polls: 0, pollFailures: 0, operations: 0, plainRequests: 0, plainFailures: 0, errors: [] };
+const counters: Counters = {
+  heartbeats: 0,
+  heartbeatFailures: 0,
+  polls: 0,
+  pollFailures: 0,
+  operations: 0,
+  plainRequests: 0,
+  plainFailures: 0,
+  errors: [],
+};
 const standIns: StandIn[] = [];
 const plain: Agent[] = [];
 const timers = new Set<NodeJS.Timeout>();
@@ -52,7 +61,14 @@ const later = (ms: number, fn: () => void) => {
   timers.add(t);
 };
 
-function call(agent: Agent, method: string, path: string, headers: Record<string, string>, body?: string, timeoutMs = 40_000): Promise<{ status: number; body: string }> {
+function call(
+  agent: Agent,
+  method: string,
+  path: string,
+  headers: Record<string, string>,
+  body?: string,
+  timeoutMs = 40_000,
+): Promise<{ status: number; body: string }> {
   return new Promise((resolve, reject) => {
     const req = request(
       {
@@ -61,7 +77,10 @@ function call(agent: Agent, method: string, path: string, headers: Record<string
         port: base!.port,
         method,
         path,
-        headers: body === undefined ? headers : { ...headers, 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) },
+        headers:
+          body === undefined
+            ? headers
+            : { ...headers, 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) },
         timeout: timeoutMs,
       },
       (res) => {
@@ -77,7 +96,16 @@ function call(agent: Agent, method: string, path: string, headers: Record<string
   });
 }
 
-const capacity = { vcpus: 16, memoryGb: 64, diskGb: 500, gpus: [], cudaVersion: null, gpuMode: 'nvidia', cpuFlavors: ['cpu3c', 'cpu3g'], notes: [] };
+const capacity = {
+  vcpus: 16,
+  memoryGb: 64,
+  diskGb: 500,
+  gpus: [],
+  cudaVersion: null,
+  gpuMode: 'nvidia',
+  cpuFlavors: ['cpu3c', 'cpu3g'],
+  notes: [],
+};
 
 async function join(tokens: string[]): Promise<void> {
   const started = performance.now();
@@ -101,7 +129,12 @@ async function join(tokens: string[]): Promise<void> {
       try {
         const res = await call(agent, 'POST', '/agent/v1/join', {}, body);
         if (res.status !== 201) throw new Error(`join ${res.status}: ${res.body.slice(0, 300)}`);
-        standIns.push({ name, credential: (JSON.parse(res.body) as { credential: string }).credential, agent, after: 0 });
+        standIns.push({
+          name,
+          credential: (JSON.parse(res.body) as { credential: string }).credential,
+          agent,
+          after: 0,
+        });
       } catch (err) {
         failed++;
         if (errors.length < 5) errors.push((err as Error).message);
@@ -118,7 +151,14 @@ async function join(tokens: string[]): Promise<void> {
 
 function poll(s: StandIn, waitMs: number): void {
   if (stopping) return;
-  call(s.agent, 'GET', `/agent/v1/operations?after=${s.after}&waitMs=${waitMs}`, { authorization: `Bearer ${s.credential}` }, undefined, waitMs + 10_000).then(
+  call(
+    s.agent,
+    'GET',
+    `/agent/v1/operations?after=${s.after}&waitMs=${waitMs}`,
+    { authorization: `Bearer ${s.credential}` },
+    undefined,
+    waitMs + 10_000,
+  ).then(
     (res) => {
       if (stopping) return;
       if (res.status !== 200) {
@@ -204,18 +244,29 @@ async function openPlain(connections: number): Promise<void> {
   send({ type: 'plain-open', open, failed });
 }
 
-process.on('message', (m: { type: string; url?: string; tokens?: string[]; heartbeatMs?: number; pollWaitMs?: number; rampMs?: number; connections?: number }) => {
-  if (m.url) base = new URL(m.url);
-  if (m.type === 'join') void join(m.tokens!);
-  else if (m.type === 'connect') void connect(m.heartbeatMs!, m.pollWaitMs!, m.rampMs ?? 5000);
-  else if (m.type === 'plain') void openPlain(m.connections!);
-  else if (m.type === 'stats') send({ type: 'stats', ...counters });
-  else if (m.type === 'stop') {
-    stopping = true;
-    for (const t of timers) clearTimeout(t);
-    for (const s of standIns) s.agent.destroy();
-    for (const a of plain) a.destroy();
-    send({ type: 'stopped' });
-    process.disconnect();
-  }
-});
+process.on(
+  'message',
+  (m: {
+    type: string;
+    url?: string;
+    tokens?: string[];
+    heartbeatMs?: number;
+    pollWaitMs?: number;
+    rampMs?: number;
+    connections?: number;
+  }) => {
+    if (m.url) base = new URL(m.url);
+    if (m.type === 'join') void join(m.tokens!);
+    else if (m.type === 'connect') void connect(m.heartbeatMs!, m.pollWaitMs!, m.rampMs ?? 5000);
+    else if (m.type === 'plain') void openPlain(m.connections!);
+    else if (m.type === 'stats') send({ type: 'stats', ...counters });
+    else if (m.type === 'stop') {
+      stopping = true;
+      for (const t of timers) clearTimeout(t);
+      for (const s of standIns) s.agent.destroy();
+      for (const a of plain) a.destroy();
+      send({ type: 'stopped' });
+      process.disconnect();
+    }
+  },
+);

@@ -34,7 +34,12 @@ export interface Gantry extends Child {
   /** JSON over HTTP with the key; throws on a non-2xx answer. */
   api<T = unknown>(method: string, path: string, body?: unknown): Promise<T>;
   /** A queue endpoint on a new serverless template; workersMax 0 unless given (no autoscaled workers). */
-  createEndpoint(options?: { imageName?: string; workersMax?: number; idleTimeout?: number; [k: string]: unknown }): Promise<string>;
+  createEndpoint(options?: {
+    imageName?: string;
+    workersMax?: number;
+    idleTimeout?: number;
+    [k: string]: unknown;
+  }): Promise<string>;
   /** SIGKILL: no graceful flush (to check that every acknowledged write is already durable). */
   kill(): Promise<void>;
   /** Stops the server and removes what it created (temp dir, private schema). */
@@ -48,7 +53,9 @@ export async function startGantry(options: GantryOptions = {}): Promise<Gantry> 
   const dataDir = options.dataDir ?? mkdtempSync(join(tmpdir(), 'gantry-bench-'));
   const configPath = join(dataDir, 'bench-config.json');
   writeFileSync(configPath, JSON.stringify(options.config ?? {}));
-  const schema = options.databaseUrl ? (options.schema ?? `bench_${process.pid}_${Date.now().toString(36)}_${seq++}`) : undefined;
+  const schema = options.databaseUrl
+    ? (options.schema ?? `bench_${process.pid}_${Date.now().toString(36)}_${seq++}`)
+    : undefined;
   const env: Record<string, string> = {
     GANTRY_LOG_LEVEL: 'warn',
     ...(options.databaseUrl ? { GANTRY_DATABASE_URL: options.databaseUrl, GANTRY_DATABASE_SCHEMA: schema! } : {}),
@@ -65,15 +72,35 @@ export async function startGantry(options: GantryOptions = {}): Promise<Gantry> 
   };
   let child: Child;
   try {
-    child = await startChild([...(options.nodeArgs ?? []), gantryBin, 'serve', '--port', String(options.port ?? 0), '--host', '127.0.0.1', '--data-dir', dataDir, '--config', configPath], env, /gantry listening on (\S+)/);
+    child = await startChild(
+      [
+        ...(options.nodeArgs ?? []),
+        gantryBin,
+        'serve',
+        '--port',
+        String(options.port ?? 0),
+        '--host',
+        '127.0.0.1',
+        '--data-dir',
+        dataDir,
+        '--config',
+        configPath,
+      ],
+      env,
+      /gantry listening on (\S+)/,
+    );
   } catch (err) {
     await cleanup();
     throw err;
   }
-  const made = spawnSync(process.execPath, [gantryBin, 'keys', 'create', '--account', 'admin', '--scope', 'write', '--exempt', '--data-dir', dataDir], {
-    encoding: 'utf8',
-    env: { ...process.env, ...env },
-  });
+  const made = spawnSync(
+    process.execPath,
+    [gantryBin, 'keys', 'create', '--account', 'admin', '--scope', 'write', '--exempt', '--data-dir', dataDir],
+    {
+      encoding: 'utf8',
+      env: { ...process.env, ...env },
+    },
+  );
   const key = made.stdout.trim().split('\n').pop() ?? '';
   if (!key) {
     await child.stop();
@@ -82,7 +109,11 @@ export async function startGantry(options: GantryOptions = {}): Promise<Gantry> 
   }
   const headers = { authorization: `Bearer ${key}`, 'content-type': 'application/json' };
   const api = async <T>(method: string, path: string, body?: unknown): Promise<T> => {
-    const res = await fetch(`${child.url}${path}`, { method, headers, ...(body === undefined ? {} : { body: JSON.stringify(body) }) });
+    const res = await fetch(`${child.url}${path}`, {
+      method,
+      headers,
+      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+    });
     const text = await res.text();
     if (!res.ok) throw new Error(`${method} ${path}: ${res.status} ${text}`);
     return (text ? JSON.parse(text) : undefined) as T;
@@ -96,8 +127,21 @@ export async function startGantry(options: GantryOptions = {}): Promise<Gantry> 
     api,
     async createEndpoint({ imageName = 'bench-worker:dev', workersMax = 0, idleTimeout = 5, ...rest } = {}) {
       const n = endpoints++;
-      const template = await api<{ id: string }>('POST', '/v2/templates', { name: `bench-${n}-${Date.now()}`, imageName, isServerless: true, containerDiskInGb: 5 });
-      const endpoint = await api<{ id: string }>('POST', '/v2/serverless', { name: `bench-${n}`, templateId: template.id, gpuIds: 'ADA_24', workersMin: 0, workersMax, idleTimeout, ...rest });
+      const template = await api<{ id: string }>('POST', '/v2/templates', {
+        name: `bench-${n}-${Date.now()}`,
+        imageName,
+        isServerless: true,
+        containerDiskInGb: 5,
+      });
+      const endpoint = await api<{ id: string }>('POST', '/v2/serverless', {
+        name: `bench-${n}`,
+        templateId: template.id,
+        gpuIds: 'ADA_24',
+        workersMin: 0,
+        workersMax,
+        idleTimeout,
+        ...rest,
+      });
       return endpoint.id;
     },
     kill: () =>

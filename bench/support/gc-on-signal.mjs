@@ -11,5 +11,7 @@ process.on('SIGUSR2', () => {
   const young = getHeapSpaceStatistics()
     .filter((s) => s.space_name === 'new_space' || s.space_name === 'new_large_object_space')
     .reduce((sum, s) => sum + s.space_size, 0);
-  process.stdout.write(`bench-gc heapUsed=${m.heapUsed} heapTotal=${m.heapTotal} young=${young} external=${m.external}\n`);
+  process.stdout.write(
+    `bench-gc heapUsed=${m.heapUsed} heapTotal=${m.heapTotal} young=${young} external=${m.external}\n`,
+  );
 });

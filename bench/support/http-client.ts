@@ -27,7 +27,10 @@ export function httpClient(baseUrl: string, headers: Record<string, string> = {}
           port: url.port,
           method,
           path,
-          headers: body === undefined ? headers : { 'content-type': 'application/json', ...headers, 'content-length': Buffer.byteLength(body) },
+          headers:
+            body === undefined
+              ? headers
+              : { 'content-type': 'application/json', ...headers, 'content-length': Buffer.byteLength(body) },
         },
         (res) => {
           const chunks: Buffer[] = [];

@@ -8,4 +8,8 @@ const cpu = () => {
   const u = process.cpuUsage();
   return u.user + u.system;
 };
-serve((job) => ({ echoed: (job.input as { i: number }).i, at: performance.timeOrigin + performance.now(), cpuUs: cpu() }));
+serve((job) => ({
+  echoed: (job.input as { i: number }).i,
+  at: performance.timeOrigin + performance.now(),
+  cpuUs: cpu(),
+}));

@@ -7,7 +7,11 @@ const root = join(import.meta.dirname, '..', '..');
 
 const newest = (dir: string): number =>
   readdirSync(dir, { withFileTypes: true }).reduce(
-    (m, e) => Math.max(m, e.isDirectory() ? newest(join(dir, e.name)) : e.name.endsWith('.ts') ? statSync(join(dir, e.name)).mtimeMs : 0),
+    (m, e) =>
+      Math.max(
+        m,
+        e.isDirectory() ? newest(join(dir, e.name)) : e.name.endsWith('.ts') ? statSync(join(dir, e.name)).mtimeMs : 0,
+      ),
     0,
   );
 
@@ -35,14 +39,19 @@ export interface Child {
 }
 
 /** Spawns a node process and waits for `<label> listening on <url>` on its stdout. */
-export async function startChild(args: string[], env: Record<string, string>, label: RegExp, timeoutMs = 60_000): Promise<Child> {
+export async function startChild(
+  args: string[],
+  env: Record<string, string>,
+  label: RegExp,
+  timeoutMs = 60_000,
+): Promise<Child> {
   const child = spawn(process.execPath, args, { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
-  child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
-  child.stderr!.on('data', (d: Buffer) => (out += d.toString()));
+  child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+  child.stderr.on('data', (d: Buffer) => (out += d.toString()));
   const url = await new Promise<string>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`not ready in ${timeoutMs} ms:\n${out}`)), timeoutMs);
-    child.stdout!.on('data', () => {
+    child.stdout.on('data', () => {
       const m = label.exec(out);
       if (m) {
         clearTimeout(timer);

@@ -12,7 +12,8 @@ const cpu = () => {
 const env = process.env;
 const workerId = env.RUNPOD_POD_ID!;
 const takeUrl = env.RUNPOD_WEBHOOK_GET_JOB!.replaceAll('$ID', workerId);
-const doneUrl = (jobId: string) => env.RUNPOD_WEBHOOK_POST_OUTPUT!.replaceAll('$RUNPOD_POD_ID', workerId).replaceAll('$ID', jobId);
+const doneUrl = (jobId: string) =>
+  env.RUNPOD_WEBHOOK_POST_OUTPUT!.replaceAll('$RUNPOD_POD_ID', workerId).replaceAll('$ID', jobId);
 const pingUrl = env.RUNPOD_WEBHOOK_PING!.replaceAll('$RUNPOD_POD_ID', workerId);
 const auth = { authorization: env.RUNPOD_AI_API_KEY! };
 let stopping = false;
@@ -21,7 +22,13 @@ process.once('SIGTERM', () => {
   process.exit(0);
 });
 
-setInterval(() => void fetch(`${pingUrl}?job_id=`, { headers: auth }).then((r) => r.arrayBuffer()).catch(() => undefined), Number(env.RUNPOD_PING_INTERVAL ?? 10_000)).unref();
+setInterval(
+  () =>
+    void fetch(`${pingUrl}?job_id=`, { headers: auth })
+      .then((r) => r.arrayBuffer())
+      .catch(() => undefined),
+  Number(env.RUNPOD_PING_INTERVAL ?? 10_000),
+).unref();
 
 interface Job {
   id: string;

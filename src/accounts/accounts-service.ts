@@ -82,7 +82,8 @@ export class AccountsService {
   async createAccount(name: string): Promise<Account> {
     if (!/^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/.test(name))
       throw badRequest(`Account name "${name}" is invalid: use 1-64 letters, digits, ".", "_" or "-".`);
-    if (await this.store.getAccountByName(name)) throw new ApiError('CONFLICT', `An account named "${name}" already exists.`);
+    if (await this.store.getAccountByName(name))
+      throw new ApiError('CONFLICT', `An account named "${name}" already exists.`);
     const account: Account = { id: newId(), name, sshKeys: [], createdAt: this.#clock.now() };
     await this.store.insertAccount(account);
     for (const listener of this.#created) listener(account);
@@ -175,7 +176,8 @@ export class AccountsService {
       if (!result.ok) problems.push(`body/${i}: ${result.reason}`);
       return result.ok ? result.line : k;
     });
-    if (problems.length > 0) throw new ApiError('VALIDATION_FAILED', `Invalid SSH public key: ${problems.join('; ')}`, { errors: problems });
+    if (problems.length > 0)
+      throw new ApiError('VALIDATION_FAILED', `Invalid SSH public key: ${problems.join('; ')}`, { errors: problems });
     await this.store.setSshKeys(accountId, normalized);
     return normalized;
   }

@@ -1,6 +1,6 @@
 import { createHash, randomBytes } from 'node:crypto';
 
-export const KEY_PREFIX = 'gty_';
+const KEY_PREFIX = 'gty_';
 
 /** A new API key: prefix + 40 base62-ish characters (≈ 238 bits). */
 export function generateApiKey(): string {

@@ -22,7 +22,8 @@ export function validateAuthorizedKey(input: string): KeyCheck {
   if (line.length > 16_384) return { ok: false, reason: 'is longer than 16 KiB' };
   if (/[\r\n]/.test(line)) return { ok: false, reason: 'must be a single line' };
   const [type, blob, ...comment] = line.split(/\s+/);
-  if (!type || !KEY_TYPES.has(type)) return { ok: false, reason: `key type "${type ?? ''}" is not a supported SSH public key type` };
+  if (!type || !KEY_TYPES.has(type))
+    return { ok: false, reason: `key type "${type ?? ''}" is not a supported SSH public key type` };
   if (!blob || !/^[A-Za-z0-9+/]+={0,2}$/.test(blob)) return { ok: false, reason: 'the key data is not base64' };
   const raw = Buffer.from(blob, 'base64');
   if (raw.length < 4) return { ok: false, reason: 'the key data is truncated' };

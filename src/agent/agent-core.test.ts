@@ -6,7 +6,14 @@ import { join } from 'node:path';
 import pino from 'pino';
 import { FakeRuntime } from '../../test/support/fake-runtime.js';
 import { FakeTimers, settle } from '../../test/support/fake-timers.js';
-import type { HostCapacity, JoinAnswer, JoinRequest, Operation, ReportAnswer, ReportRequest } from '../fleet/protocol.js';
+import type {
+  HostCapacity,
+  JoinAnswer,
+  JoinRequest,
+  Operation,
+  ReportAnswer,
+  ReportRequest,
+} from '../fleet/protocol.js';
 import type { InstanceSpec } from '../runtime/runtime.js';
 import { AgentCore, type AgentCoreConfig } from './agent-core.js';
 import { AgentFatal, JOIN_TOKEN_INVALID_MESSAGE } from './agent-fatal.js';
@@ -26,7 +33,14 @@ const dataDir = (): string => {
 
 const HEARTBEAT_MS = 10_000;
 const TOKEN = 'gjt_0123456789abcdefghijklmnopqrstuv';
-const JOINED: JoinAnswer = { hostId: 'host-000000000001', credential: 'ghc_host-000000000001_secretsecretsecret', dataCenterId: 'US-TX-3', cloud: 'SECURE', heartbeatMs: HEARTBEAT_MS, pollWaitMs: 25_000 };
+const JOINED: JoinAnswer = {
+  hostId: 'host-000000000001',
+  credential: 'ghc_host-000000000001_secretsecretsecret',
+  dataCenterId: 'US-TX-3',
+  cloud: 'SECURE',
+  heartbeatMs: HEARTBEAT_MS,
+  pollWaitMs: 25_000,
+};
 const CAPACITY: HostCapacity = {
   vcpus: 16,
   memoryGb: 64,
@@ -54,11 +68,25 @@ const spec = (id: string, image: string = FakeRuntime.IMAGES.idle): InstanceSpec
   volumes: [],
 });
 let seq = 0;
-const start = (id: string, image?: string): Operation => ({ id: `op-${++seq}`, seq, kind: 'start', instanceId: id, spec: spec(id, image) });
+const start = (id: string, image?: string): Operation => ({
+  id: `op-${++seq}`,
+  seq,
+  kind: 'start',
+  instanceId: id,
+  spec: spec(id, image),
+});
 const stop = (id: string): Operation => ({ id: `op-${++seq}`, seq, kind: 'stop', instanceId: id });
 const remove = (id: string): Operation => ({ id: `op-${++seq}`, seq, kind: 'remove', instanceId: id });
 const OWNER = { kind: 'pod', accountId: 'acct1' } as const;
-const keptItem = (id: string) => ({ id, owner: OWNER, state: 'exited', startedAt: null, exitCode: null, reason: null, kept: true });
+const keptItem = (id: string) => ({
+  id,
+  owner: OWNER,
+  state: 'exited',
+  startedAt: null,
+  exitCode: null,
+  reason: null,
+  kept: true,
+});
 
 interface PendingPoll {
   server: string;
@@ -96,10 +124,16 @@ class ScriptedTransport implements AgentTransport {
     return { now: this.timers.clock.now(), refused: this.refused, ignoredAcks: [] };
   }
 
-  operations(server: string, credential: string, query: { after: number; waitMs: number }, signal: AbortSignal): Promise<Operation[]> {
+  operations(
+    server: string,
+    credential: string,
+    query: { after: number; waitMs: number },
+    signal: AbortSignal,
+  ): Promise<Operation[]> {
     assert.equal(credential, JOINED.credential);
     this.polls.push({ server, ...query, at: this.timers.clock.now() });
-    if (this.down.has(server)) return Promise.reject(new ControlPlaneUnreachable(`cannot reach ${server}: ECONNREFUSED`));
+    if (this.down.has(server))
+      return Promise.reject(new ControlPlaneUnreachable(`cannot reach ${server}: ECONNREFUSED`));
     if (this.revoked) return Promise.reject(new ControlPlaneRefusal(401, 'HOST_REVOKED', 'this host was revoked'));
     return new Promise((resolve, reject) => {
       const poll: PendingPoll = {
@@ -153,12 +187,17 @@ async function until(cond: () => boolean, what: string): Promise<void> {
 }
 
 /** Lets batches go out (moving the fake clock a little at a time) until a report satisfies `cond`. */
-async function reportWhere(t: ScriptedTransport, cond: (body: ReportRequest) => boolean, what: string): Promise<ReportRequest> {
+async function reportWhere(
+  t: ScriptedTransport,
+  cond: (body: ReportRequest) => boolean,
+  what: string,
+): Promise<ReportRequest> {
   const deadline = Date.now() + 5_000;
   for (;;) {
     const found = t.reports.find((r) => cond(r.body));
     if (found) return found.body;
-    if (Date.now() > deadline) throw new Error(`no report with ${what}; reports: ${JSON.stringify(t.reports.map((r) => r.body))}`);
+    if (Date.now() > deadline)
+      throw new Error(`no report with ${what}; reports: ${JSON.stringify(t.reports.map((r) => r.body))}`);
     await t.timers.advance(5);
     await new Promise((resolve) => setTimeout(resolve, 1));
   }
@@ -192,7 +231,15 @@ async function startAgent(setup: AgentSetup = {}) {
     timers,
     logger,
     random: () => 0,
-    config: { servers: ['http://cp-a.test'], token: TOKEN, name: 'gpu-07', publicIp: '203.0.113.7', portRange: [40000, 40999], agentVersion: 'test', ...setup.config },
+    config: {
+      servers: ['http://cp-a.test'],
+      token: TOKEN,
+      name: 'gpu-07',
+      publicIp: '203.0.113.7',
+      portRange: [40000, 40999],
+      agentVersion: 'test',
+      ...setup.config,
+    },
   });
   const running = core.run();
   running.catch(() => undefined);
@@ -222,7 +269,11 @@ test('operations are applied in order per instance, other instances meanwhile, a
     ops.map((op) => transport.acks().find((a) => a.opId === op.id)),
     ops.map((op) => ({ opId: op.id, ok: true })),
   );
-  assert.equal(transport.polls.at(-1)!.after, ops[2]!.seq, 'the next poll asks for what follows the last operation seen');
+  assert.equal(
+    transport.polls.at(-1)!.after,
+    ops[2]!.seq,
+    'the next poll asks for what follows the last operation seen',
+  );
   await core.stop();
 });
 
@@ -234,10 +285,15 @@ test('a redelivered operation is acknowledged again but applied once', async () 
   const before = transport.reports.length;
   // The acknowledgements were lost with the connection: the control plane sends both again.
   await transport.deliver(ops);
-  await reportWhere(transport, (b) => transport.reports.findIndex((r) => r.body === b) >= before && ackOf(ops[1]!.id)(b), 'the second acknowledgements');
+  await reportWhere(
+    transport,
+    (b) => transport.reports.findIndex((r) => r.body === b) >= before && ackOf(ops[1]!.id)(b),
+    'the second acknowledgements',
+  );
   assert.deepEqual(runtime.started, ['pod-a'], 'not started again after its stop');
   assert.deepEqual(runtime.stopped, ['pod-a']);
-  for (const op of ops) assert.equal(transport.acks().filter((a) => a.opId === op.id && a.ok).length, 2, `${op.kind} acknowledged twice`);
+  for (const op of ops)
+    assert.equal(transport.acks().filter((a) => a.opId === op.id && a.ok).length, 2, `${op.kind} acknowledged twice`);
   await core.stop();
 });
 
@@ -298,17 +354,29 @@ test('an instance the agent stopped is reported kept with the stop’s acknowled
   const reports = transport.reports.length;
   transport.drop();
   await transport.timers.advance(250);
-  const full = await reportWhere(transport, (b) => transport.reports.findIndex((r) => r.body === b) >= reports && b.instances?.full === true, 'a full report');
+  const full = await reportWhere(
+    transport,
+    (b) => transport.reports.findIndex((r) => r.body === b) >= reports && b.instances?.full === true,
+    'a full report',
+  );
   assert.deepEqual(full.instances?.items, [keptItem('pod-a')]);
 
   const gone = remove('pod-a');
   await transport.deliver([gone]);
   const removed = await reportWhere(transport, ackOf(gone.id), "the remove's acknowledgement");
-  assert.equal(removed.instances?.items.some((i) => i.id === 'pod-a') ?? false, false, 'a removed instance is not listed');
+  assert.equal(
+    removed.instances?.items.some((i) => i.id === 'pod-a') ?? false,
+    false,
+    'a removed instance is not listed',
+  );
   const after = transport.reports.length;
   transport.drop();
   await transport.timers.advance(250);
-  const last = await reportWhere(transport, (b) => transport.reports.findIndex((r) => r.body === b) >= after && b.instances?.full === true, 'the full report after the remove');
+  const last = await reportWhere(
+    transport,
+    (b) => transport.reports.findIndex((r) => r.body === b) >= after && b.instances?.full === true,
+    'the full report after the remove',
+  );
   assert.deepEqual(last.instances?.items, [], 'nor in the next full report');
   await core.stop();
 });
@@ -332,8 +400,15 @@ test('an instance started again after its stop is reported as it runs, not kept'
   const before = transport.reports.length;
   transport.drop();
   await transport.timers.advance(250);
-  const full = await reportWhere(transport, (b) => transport.reports.findIndex((r) => r.body === b) >= before && b.instances?.full === true, 'a full report');
-  assert.deepEqual(full.instances?.items.map((i) => [i.id, i.state, i.kept]), [['pod-a', 'running', undefined]]);
+  const full = await reportWhere(
+    transport,
+    (b) => transport.reports.findIndex((r) => r.body === b) >= before && b.instances?.full === true,
+    'a full report',
+  );
+  assert.deepEqual(
+    full.instances?.items.map((i) => [i.id, i.state, i.kept]),
+    [['pod-a', 'running', undefined]],
+  );
   await core.stop();
 });
 
@@ -373,10 +448,15 @@ test('a start’s health probe reaches the runtime with its spec; a start withou
 
 test('a start whose health probe is malformed is acknowledged not ok, saying what is wrong, and nothing starts', async () => {
   const { core, transport, runtime } = await startAgent();
-  const op = { ...start('pod-a'), health: { type: 'exec', port: 8000, path: '/', intervalMs: 200, timeoutMs: 1_000 } } as unknown as Operation;
+  const op = {
+    ...start('pod-a'),
+    health: { type: 'exec', port: 8000, path: '/', intervalMs: 200, timeoutMs: 1_000 },
+  } as unknown as Operation;
   await transport.deliver([op]);
   const report = await reportWhere(transport, ackOf(op.id), 'the acknowledgement');
-  assert.deepEqual(report.acks, [{ opId: op.id, ok: false, error: "the start operation's health probe type is neither http nor tcp" }]);
+  assert.deepEqual(report.acks, [
+    { opId: op.id, ok: false, error: "the start operation's health probe type is neither http nor tcp" },
+  ]);
   assert.deepEqual(runtime.started, []);
   await core.stop();
 });
@@ -398,12 +478,20 @@ test('the first report after a (re)connect lists every instance, the others only
   assert.equal(transport.reports[0]!.body.capacity, undefined, 'the join carried the capacity');
   const a = start('pod-a');
   await transport.deliver([a]);
-  const changed = await reportWhere(transport, (b) => b.instances?.items.some((i) => i.id === 'pod-a') ?? false, 'the change');
+  const changed = await reportWhere(
+    transport,
+    (b) => b.instances?.items.some((i) => i.id === 'pod-a') ?? false,
+    'the change',
+  );
   assert.equal(changed.instances?.full, false);
   const b = start('pod-b', FakeRuntime.IMAGES.idle);
   await transport.deliver([b]);
   await reportWhere(transport, (r) => r.instances?.items.some((i) => i.id === 'pod-b') ?? false, 'pod-b');
-  assert.deepEqual(transport.reports.at(-1)!.body.instances?.items.map((i) => i.id), ['pod-b'], 'only the instance that changed');
+  assert.deepEqual(
+    transport.reports.at(-1)!.body.instances?.items.map((i) => i.id),
+    ['pod-b'],
+    'only the instance that changed',
+  );
 
   // The connection drops: the next poll asks from 0, and the next report is full.
   const polls = transport.polls.length;
@@ -411,11 +499,31 @@ test('the first report after a (re)connect lists every instance, the others only
   await transport.timers.advance(250);
   await until(() => transport.polls.length > polls, 'the poll after the drop');
   assert.equal(transport.polls.at(-1)!.after, 0);
-  const full = await reportWhere(transport, (r) => r.instances?.full === true && r.instances.items.length === 2, 'a full report');
+  const full = await reportWhere(
+    transport,
+    (r) => r.instances?.full === true && r.instances.items.length === 2,
+    'a full report',
+  );
   assert.deepEqual(full.instances?.items.map((i) => i.id).sort(), ['pod-a', 'pod-b']);
   runtime.crash('pod-a', 3, 'boom');
-  const crash = await reportWhere(transport, (r) => r.instances?.items.some((i) => i.id === 'pod-a' && i.state === 'exited') ?? false, 'the crash');
-  assert.deepEqual(crash.instances, { full: false, items: [{ id: 'pod-a', owner: { kind: 'pod', accountId: 'acct1' }, state: 'exited', startedAt: 0, exitCode: 3, reason: 'process exited with code 3; last output:\nboom' }] });
+  const crash = await reportWhere(
+    transport,
+    (r) => r.instances?.items.some((i) => i.id === 'pod-a' && i.state === 'exited') ?? false,
+    'the crash',
+  );
+  assert.deepEqual(crash.instances, {
+    full: false,
+    items: [
+      {
+        id: 'pod-a',
+        owner: { kind: 'pod', accountId: 'acct1' },
+        state: 'exited',
+        startedAt: 0,
+        exitCode: 3,
+        reason: 'process exited with code 3; last output:\nboom',
+      },
+    ],
+  });
   await core.stop();
 });
 
@@ -434,7 +542,10 @@ test('a bare heartbeat goes out when nothing was reported for heartbeatMs; a cha
   await until(() => transport.reports.length === 3, 'the change, with no wait');
   const changeAt = transport.reports[2]!.at;
   assert.equal(changeAt, t0 + HEARTBEAT_MS + 1_000, 'nothing went out in the last 20 ms: the change goes at once');
-  assert.deepEqual(transport.reports[2]!.body.instances?.items.map((i) => [i.id, i.state]), [['pod-x', 'running']]);
+  assert.deepEqual(
+    transport.reports[2]!.body.instances?.items.map((i) => [i.id, i.state]),
+    [['pod-x', 'running']],
+  );
 
   // Two more starts right after: they wait out the window that report opened, then go in one report.
   await timers.advance(5);
@@ -445,12 +556,18 @@ test('a bare heartbeat goes out when nothing was reported for heartbeatMs; a cha
   await timers.advance(1);
   await until(() => transport.reports.length === 4, 'the batched changes');
   assert.equal(transport.reports[3]!.at, changeAt + 20);
-  assert.deepEqual(transport.reports[3]!.body.instances?.items.map((i) => i.id), ['pod-y', 'pod-z']);
+  assert.deepEqual(
+    transport.reports[3]!.body.instances?.items.map((i) => i.id),
+    ['pod-y', 'pod-z'],
+  );
 
   // The acknowledgements follow (each start recorded in applied.json first), one window apart at most.
   await reportWhere(transport, () => transport.acks().length === 3, 'the three acknowledgements');
   const gaps = transport.reports.slice(2).map((r, i, all) => (i === 0 ? 20 : r.at - all[i - 1]!.at));
-  assert.ok(gaps.every((gap) => gap >= 20), `reports at least 20 ms apart: ${gaps.join(', ')}`);
+  assert.ok(
+    gaps.every((gap) => gap >= 20),
+    `reports at least 20 ms apart: ${gaps.join(', ')}`,
+  );
   const reports = transport.reports.length;
   const lastAt = transport.reports.at(-1)!.at;
   await timers.advance(lastAt + HEARTBEAT_MS - 1 - timers.clock.now());
@@ -465,7 +582,11 @@ test('a server that does not answer is left for the next URL after a backoff tha
   const transport = new ScriptedTransport(timers);
   const [a, b] = ['http://cp-a.test', 'http://cp-b.test'];
   transport.down.add(a);
-  const { core } = await startAgent({ timers, transport, config: { servers: [a, b], backoff: { initialMs: 250, maxMs: 1_000 } } });
+  const { core } = await startAgent({
+    timers,
+    transport,
+    config: { servers: [a, b], backoff: { initialMs: 250, maxMs: 1_000 } },
+  });
   await until(() => transport.joins.length === 1, 'the join');
   // random() = 0: each delay is half its ceiling (250 → 125 ms).
   await timers.advance(124);
@@ -484,7 +605,11 @@ test('a server that does not answer is left for the next URL after a backoff tha
   // Both servers go away: the poll and the report fail together, one server move per failure.
   transport.down.add(b);
   transport.drop();
-  const calls = () => [...transport.polls.map((p) => ({ server: p.server, at: p.at })), ...transport.reports.map((r) => ({ server: r.server, at: r.at }))].sort((x, y) => x.at - y.at);
+  const calls = () =>
+    [
+      ...transport.polls.map((p) => ({ server: p.server, at: p.at })),
+      ...transport.reports.map((r) => ({ server: r.server, at: r.at })),
+    ].sort((x, y) => x.at - y.at);
   const since = timers.clock.now();
   await timers.advance(2_000);
   const retries = calls().filter((c) => c.at > since);
@@ -523,14 +648,22 @@ test('a revoked host ends the agent with exit status 3, its instances left runni
   assert.equal(err.exitCode, 3);
   assert.match(err.message, /this host \(host-000000000001\) was revoked on the control plane/);
   assert.match(err.message, /credential\.json/);
-  assert.deepEqual((await runtime.reopen().list()).map((s) => [s.id, s.state]), [['pod-a', 'running']], 'close() detached: nothing stopped');
+  assert.deepEqual(
+    (await runtime.reopen().list()).map((s) => [s.id, s.state]),
+    [['pod-a', 'running']],
+    'close() detached: nothing stopped',
+  );
   assert.deepEqual(runtime.stopped, []);
 });
 
 test('a join token the control plane refuses ends the agent with exit status 2, the message saying what to do, and nothing stored', async () => {
   const timers = new FakeTimers();
   const transport = new ScriptedTransport(timers);
-  transport.joinRefusal = new ControlPlaneRefusal(401, 'JOIN_TOKEN_INVALID', 'the join token is unknown, used or expired');
+  transport.joinRefusal = new ControlPlaneRefusal(
+    401,
+    'JOIN_TOKEN_INVALID',
+    'the join token is unknown, used or expired',
+  );
   const { running, dir } = await startAgent({ timers, transport });
   const err = await running.then(
     () => null,
@@ -545,7 +678,14 @@ test('a join token the control plane refuses ends the agent with exit status 2, 
 test('the join carries the capacity and where the host is; the answer is stored as the credential', async () => {
   const { core, transport, dir } = await startAgent();
   await until(() => transport.reports.length === 1, 'the first report');
-  assert.deepEqual(transport.joins[0]!.body, { token: TOKEN, name: 'gpu-07', publicIp: '203.0.113.7', portRange: [40000, 40999], agentVersion: 'test', capacity: CAPACITY });
+  assert.deepEqual(transport.joins[0]!.body, {
+    token: TOKEN,
+    name: 'gpu-07',
+    publicIp: '203.0.113.7',
+    portRange: [40000, 40999],
+    agentVersion: 'test',
+    capacity: CAPACITY,
+  });
   const stored = await new CredentialFile(dir).load();
   assert.deepEqual({ ...stored, joinedAt: undefined }, { ...JOINED, joinedAt: undefined });
   await core.stop();
@@ -564,7 +704,10 @@ test('capacity discovered again is reported when it differs, and only then', asy
   await until(() => transport.reports.length === 1, 'the first report');
   await timers.advance(60_000);
   assert.equal(discoveries, 1);
-  assert.ok(transport.reports.every((r) => r.body.capacity === undefined), 'the same capacity is not reported');
+  assert.ok(
+    transport.reports.every((r) => r.body.capacity === undefined),
+    'the same capacity is not reported',
+  );
   capacity = { ...CAPACITY, gpus: [], cudaVersion: null, notes: ['nvidia-smi failed'] };
   await timers.advance(60_000);
   const report = await reportWhere(transport, (r) => r.capacity !== undefined, 'the new capacity');

@@ -66,7 +66,8 @@ export interface AgentCoreDeps {
 }
 
 /** Bounds the control plane's timings, whatever it answers. */
-const clampMs = (v: number, min: number, max: number, fallback: number): number => (Number.isFinite(v) && v > 0 ? Math.min(max, Math.max(min, v)) : fallback);
+const clampMs = (v: number, min: number, max: number, fallback: number): number =>
+  Number.isFinite(v) && v > 0 ? Math.min(max, Math.max(min, v)) : fallback;
 
 export class AgentCore {
   readonly #deps: AgentCoreDeps;
@@ -131,7 +132,8 @@ export class AgentCore {
     const stored = await this.#deps.credentials.load();
     const identity = stored ?? (await this.#join());
     if (!identity) return;
-    if (stored && this.#deps.config.token) logger.info({ hostId: stored.hostId }, 'a host credential is stored: the join token is not used');
+    if (stored && this.#deps.config.token)
+      logger.info({ hostId: stored.hostId }, 'a host credential is stored: the join token is not used');
     this.#identity = identity;
     const runtime = this.#deps.createRuntime(identity);
     const reports = new ReportLoop({
@@ -183,7 +185,10 @@ export class AgentCore {
         if (a.status === null) this.#kept.add(a.id);
       }
       const running = attached.filter((a) => a.status !== null).length;
-      logger.info({ hostId: identity.hostId, server: this.#rotation.server, adopted: running, kept: attached.length - running }, 'agent attached to its engine; reporting');
+      logger.info(
+        { hostId: identity.hostId, server: this.#rotation.server, adopted: running, kept: attached.length - running },
+        'agent attached to its engine; reporting',
+      );
       const loops = this.#stopping.signal.aborted ? [] : [this.#pollLoop(), reports.run(), this.#capacityLoop()];
       fatal = await this.#ended;
       this.#stopping.abort();
@@ -202,8 +207,19 @@ export class AgentCore {
 
   async #join(): Promise<AgentIdentity | null> {
     const { config, transport, logger, capacity, clock } = this.#deps;
-    if (!config.token) throw new AgentFatal(`no host credential in ${this.#deps.credentials.path} and no join token: create one with gantry hosts token create, and pass it with --token`, 2);
-    const body = { token: config.token, name: config.name, publicIp: config.publicIp, portRange: config.portRange, agentVersion: config.agentVersion, capacity };
+    if (!config.token)
+      throw new AgentFatal(
+        `no host credential in ${this.#deps.credentials.path} and no join token: create one with gantry hosts token create, and pass it with --token`,
+        2,
+      );
+    const body = {
+      token: config.token,
+      name: config.name,
+      publicIp: config.publicIp,
+      portRange: config.portRange,
+      agentVersion: config.agentVersion,
+      capacity,
+    };
     let attempts = 0;
     for (;;) {
       await this.#rotation.ready(this.#stopping.signal);
@@ -220,20 +236,31 @@ export class AgentCore {
           joinedAt: clock.now(),
         };
         await this.#deps.credentials.save(identity);
-        logger.info({ hostId: identity.hostId, dataCenterId: identity.dataCenterId, cloud: identity.cloud, server }, 'joined the control plane; the host credential is stored');
+        logger.info(
+          { hostId: identity.hostId, dataCenterId: identity.dataCenterId, cloud: identity.cloud, server },
+          'joined the control plane; the host credential is stored',
+        );
         return identity;
       } catch (err) {
         if (err instanceof ControlPlaneRefusal) {
           if (err.status === 401)
             throw new AgentFatal(
-              attempts > 1 ? `${JOIN_TOKEN_INVALID_MESSAGE} (an earlier attempt got no answer: it may have joined; if gantry hosts list shows this host, revoke it)` : JOIN_TOKEN_INVALID_MESSAGE,
+              attempts > 1
+                ? `${JOIN_TOKEN_INVALID_MESSAGE} (an earlier attempt got no answer: it may have joined; if gantry hosts list shows this host, revoke it)`
+                : JOIN_TOKEN_INVALID_MESSAGE,
               2,
             );
-          throw new AgentFatal(`the control plane refused to join this host: ${err.detail}${err.code ? ` (${err.code})` : ''}`, 2);
+          throw new AgentFatal(
+            `the control plane refused to join this host: ${err.detail}${err.code ? ` (${err.code})` : ''}`,
+            2,
+          );
         }
         if (!(err instanceof ControlPlaneUnreachable)) throw err;
         const delay = this.#rotation.failed(epoch, { move: true });
-        logger.warn({ server, reason: err.message, retryInMs: delay, next: this.#rotation.server }, 'cannot reach the control plane to join');
+        logger.warn(
+          { server, reason: err.message, retryInMs: delay, next: this.#rotation.server },
+          'cannot reach the control plane to join',
+        );
       }
     }
   }
@@ -249,7 +276,12 @@ export class AgentCore {
       if (signal.aborted) return;
       const { epoch, server } = this.#rotation;
       try {
-        const operations = await transport.operations(server, identity.credential, { after: this.#after, waitMs: identity.pollWaitMs }, signal);
+        const operations = await transport.operations(
+          server,
+          identity.credential,
+          { after: this.#after, waitMs: identity.pollWaitMs },
+          signal,
+        );
         this.#rotation.succeeded(epoch);
         for (const op of operations) {
           this.#after = Math.max(this.#after, op.seq);
@@ -277,7 +309,10 @@ export class AgentCore {
         this.#capacity = capacity;
         this.#reports!.capacity(capacity);
       } catch (err) {
-        this.#deps.logger.warn({ reason: (err as Error).message }, "cannot discover the host's capacity again; the last one stands");
+        this.#deps.logger.warn(
+          { reason: (err as Error).message },
+          "cannot discover the host's capacity again; the last one stands",
+        );
       }
     }
   }
@@ -310,7 +345,14 @@ export class AgentCore {
     // The full report goes out as soon as the backoff allows, not at the next heartbeat.
     this.#reports!.reconnecting();
     if (delay === 0) return;
-    const fields = { server, call, reason: (err as Error).message, retryInMs: delay, next: this.#rotation.server, failures: this.#rotation.failures };
+    const fields = {
+      server,
+      call,
+      reason: (err as Error).message,
+      retryInMs: delay,
+      next: this.#rotation.server,
+      failures: this.#rotation.failures,
+    };
     if (unreachable) logger.warn(fields, 'cannot reach the control plane');
     else logger.error(fields, 'the control plane refused a call; retrying');
   }

@@ -14,4 +14,5 @@ export class AgentFatal extends Error {
   }
 }
 
-export const JOIN_TOKEN_INVALID_MESSAGE = 'the join token is not valid (unknown, used or expired): create a new one with gantry hosts token create';
+export const JOIN_TOKEN_INVALID_MESSAGE =
+  'the join token is not valid (unknown, used or expired): create a new one with gantry hosts token create';

@@ -13,7 +13,12 @@ export interface AgentTransport {
    * The host's operations with `seq > after`, oldest first; the control plane waits up to
    * `waitMs` for one. Rejects with `signal`'s reason when it aborts.
    */
-  operations(server: string, credential: string, query: { after: number; waitMs: number }, signal: AbortSignal): Promise<Operation[]>;
+  operations(
+    server: string,
+    credential: string,
+    query: { after: number; waitMs: number },
+    signal: AbortSignal,
+  ): Promise<Operation[]>;
 }
 
 /**

@@ -24,7 +24,10 @@ test('the applied operations survive reopening, keep only the last ones, and are
   assert.deepEqual(reopened.get('op-2'), { ok: false, error: 'pull failed: manifest unknown' });
   assert.deepEqual(reopened.get('op-4'), { ok: true });
   assert.equal(statSync(path).mode & 0o777, 0o600);
-  assert.deepEqual(readdirSync(dir).filter((f) => f.startsWith('bounded')), ['bounded.json']);
+  assert.deepEqual(
+    readdirSync(dir).filter((f) => f.startsWith('bounded')),
+    ['bounded.json'],
+  );
 });
 
 test('an applied operations file that cannot be read starts empty rather than stopping the agent', async () => {

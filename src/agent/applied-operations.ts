@@ -15,7 +15,7 @@ import { writeFileAtomic } from './credential-file.js';
 export type AppliedResult = Omit<OperationAck, 'opId'>;
 
 /** How many operations are remembered. @default 10000 */
-export const DEFAULT_LIMIT = 10_000;
+const DEFAULT_LIMIT = 10_000;
 
 const FORMAT_VERSION = 1;
 
@@ -34,18 +34,26 @@ export class AppliedOperations {
   }
 
   /** Reads `path`; a file that is missing starts empty, one that cannot be read too (with a warning). */
-  static async open(path: string, options: { logger: Pick<Logger, 'warn'>; limit?: number }): Promise<AppliedOperations> {
+  static async open(
+    path: string,
+    options: { logger: Pick<Logger, 'warn'>; limit?: number },
+  ): Promise<AppliedOperations> {
     const limit = options.limit ?? DEFAULT_LIMIT;
     const results = new Map<string, AppliedResult>();
     let text: string | null = null;
     try {
       text = await readFile(path, 'utf8');
     } catch (err) {
-      if ((err as NodeJS.ErrnoException).code !== 'ENOENT') options.logger.warn({ path, err: (err as Error).message }, 'cannot read the applied operations; starting without them');
+      if ((err as NodeJS.ErrnoException).code !== 'ENOENT')
+        options.logger.warn(
+          { path, err: (err as Error).message },
+          'cannot read the applied operations; starting without them',
+        );
     }
     if (text !== null) {
       const entries = parseEntries(text);
-      if (entries === null) options.logger.warn({ path }, 'the applied operations file is not one gantry agent wrote; starting without it');
+      if (entries === null)
+        options.logger.warn({ path }, 'the applied operations file is not one gantry agent wrote; starting without it');
       else for (const [id, result] of entries.slice(-limit)) results.set(id, result);
     }
     return new AppliedOperations(path, limit, results);
@@ -90,7 +98,10 @@ export class AppliedOperations {
   }
 
   #write(): Promise<void> {
-    const operations = [...this.#results].map(([id, r]) => [id, r.ok ? { ok: true } : { ok: false, error: r.error ?? '' }]);
+    const operations = [...this.#results].map(([id, r]) => [
+      id,
+      r.ok ? { ok: true } : { ok: false, error: r.error ?? '' },
+    ]);
     return writeFileAtomic(this.#path, JSON.stringify({ version: FORMAT_VERSION, operations }));
   }
 }
@@ -106,7 +117,8 @@ function parseEntries(text: string): Array<[string, AppliedResult]> | null {
   if (typeof o !== 'object' || o === null || o.version !== FORMAT_VERSION || !Array.isArray(o.operations)) return null;
   const entries: Array<[string, AppliedResult]> = [];
   for (const entry of o.operations) {
-    if (!Array.isArray(entry) || typeof entry[0] !== 'string' || typeof entry[1] !== 'object' || entry[1] === null) return null;
+    if (!Array.isArray(entry) || typeof entry[0] !== 'string' || typeof entry[1] !== 'object' || entry[1] === null)
+      return null;
     const r = entry[1] as { ok?: unknown; error?: unknown };
     if (typeof r.ok !== 'boolean') return null;
     entries.push([entry[0], r.ok ? { ok: true } : { ok: false, error: typeof r.error === 'string' ? r.error : '' }]);

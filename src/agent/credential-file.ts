@@ -15,7 +15,7 @@ export interface AgentIdentity extends JoinAnswer {
   joinedAt: number;
 }
 
-export const CREDENTIAL_FILE = 'credential.json';
+const CREDENTIAL_FILE = 'credential.json';
 
 /** Makes `dir` (0700), or takes group and other permissions off it when it exists with them. */
 export async function prepareDataDir(dir: string, logger: Pick<Logger, 'warn'>): Promise<void> {
@@ -24,7 +24,10 @@ export async function prepareDataDir(dir: string, logger: Pick<Logger, 'warn'>):
     const { mode } = await stat(dir);
     if ((mode & 0o077) !== 0) {
       await chmod(dir, 0o700);
-      logger.warn({ dataDir: dir }, 'took group and other permissions off the agent data dir: it holds the host credential');
+      logger.warn(
+        { dataDir: dir },
+        'took group and other permissions off the agent data dir: it holds the host credential',
+      );
     }
   } catch (err) {
     throw new AgentFatal(`cannot use ${dir} as the agent's data dir: ${(err as Error).message}`, 2);
@@ -81,7 +84,10 @@ export class CredentialFile {
       parsed = null;
     }
     if (!isIdentity(parsed))
-      throw new AgentFatal(`${this.path} is not a host credential gantry agent wrote: remove it, and join again with a new token (gantry hosts token create)`, 2);
+      throw new AgentFatal(
+        `${this.path} is not a host credential gantry agent wrote: remove it, and join again with a new token (gantry hosts token create)`,
+        2,
+      );
     // A file loosened by hand (or restored from a backup) is tightened: it is a secret.
     const { mode } = await stat(this.path);
     if ((mode & 0o077) !== 0) await chmod(this.path, 0o600);

@@ -37,19 +37,29 @@ export interface DiscoveredHost {
 /** Stands in for the data center until the join answers the host's (the control plane decides it). */
 const UNPLACED = 'unplaced';
 
-const gpuTypeNamed = (name: string): GpuType => ({ id: name, displayName: name, manufacturer: 'Nvidia', memoryInGb: 0, pool: '', securePrice: 0, communityPrice: 0, globalNetworking: false });
+const gpuTypeNamed = (name: string): GpuType => ({
+  id: name,
+  displayName: name,
+  manufacturer: 'Nvidia',
+  memoryInGb: 0,
+  pool: '',
+  securePrice: 0,
+  communityPrice: 0,
+  globalNetworking: false,
+});
 
 /** A catalog whose GPU types are the models nvidia-smi lists, and whose CPU flavors are the built-in ones. */
-export function agentCatalog(nvidia: NvidiaSmiResult): Catalog {
+function agentCatalog(nvidia: NvidiaSmiResult): Catalog {
   const names = nvidia.kind === 'ok' ? [...new Set(nvidia.gpus.map((g) => g.name))] : [];
   return { gpuTypes: names.map(gpuTypeNamed), pools: [], cpuFlavors: defaultCatalog().cpuFlavors, dataCenters: [] };
 }
 
 /** Discovery speaks of the Docker runtime's config keys; the agent's are its flags. */
-const inAgentTerms = (note: string): string => note.replaceAll('runtime.docker.gpuMode', '--gpu-mode').replaceAll('runtime.docker.diskGb', '--disk-gb');
+const inAgentTerms = (note: string): string =>
+  note.replaceAll('runtime.docker.gpuMode', '--gpu-mode').replaceAll('runtime.docker.diskGb', '--disk-gb');
 
 /** The capacity `host` offers, its GPUs named and sized as nvidia-smi lists them. Pure. */
-export function capacityOf(host: Host, nvidia: NvidiaSmiResult): HostCapacity {
+function capacityOf(host: Host, nvidia: NvidiaSmiResult): HostCapacity {
   const listed = nvidia.kind === 'ok' ? nvidia.gpus : [];
   const gpus = (host.gpuUuids ?? []).map((uuid) => {
     const gpu = listed.find((g) => g.uuid === uuid);
@@ -68,7 +78,10 @@ export function capacityOf(host: Host, nvidia: NvidiaSmiResult): HostCapacity {
 }
 
 /** The host `settings` and what discovery found make. Pure. */
-export function agentHostOf(found: Pick<DiscoveryInput, 'info' | 'nvidia' | 'dataRootFree'>, settings: AgentHostSettings): DiscoveredHost {
+export function agentHostOf(
+  found: Pick<DiscoveryInput, 'info' | 'nvidia' | 'dataRootFree'>,
+  settings: AgentHostSettings,
+): DiscoveredHost {
   const hostSettings: HostSettings = {
     host: settings.dockerHost,
     hostId: null,
@@ -90,8 +103,14 @@ export function agentHostOf(found: Pick<DiscoveryInput, 'info' | 'nvidia' | 'dat
  * the engine does not answer.
  * @param options.env the environment nvidia-smi runs in @default process.env
  */
-export async function discoverAgentHost(settings: AgentHostSettings, options: { env?: NodeJS.ProcessEnv; timeoutMs?: number } = {}): Promise<DiscoveredHost> {
+export async function discoverAgentHost(
+  settings: AgentHostSettings,
+  options: { env?: NodeJS.ProcessEnv; timeoutMs?: number } = {},
+): Promise<DiscoveredHost> {
   const info = await fetchEngineInfo(settings.dockerHost, { timeoutMs: options.timeoutMs ?? 5_000 });
-  const [nvidia, dataRootFree] = await Promise.all([queryNvidiaSmi(settings.nvidiaSmi, options.env ? { env: options.env } : {}), freeBytes(info, settings.dockerHost)]);
+  const [nvidia, dataRootFree] = await Promise.all([
+    queryNvidiaSmi(settings.nvidiaSmi, options.env ? { env: options.env } : {}),
+    freeBytes(info, settings.dockerHost),
+  ]);
   return agentHostOf({ info, nvidia, dataRootFree }, settings);
 }

@@ -12,8 +12,24 @@ import { HttpAgentTransport } from './http-agent-transport.js';
 const server = await AgentProtocolServer.start();
 after(() => server.close());
 
-const capacity: HostCapacity = { vcpus: 2, memoryGb: 8, diskGb: 100, gpus: [], cudaVersion: null, gpuMode: 'env-only', cpuFlavors: ['cpu3c'], notes: [] };
-const joinBody = (token: string): JoinRequest => ({ token, name: 'gpu-07', publicIp: '127.0.0.1', portRange: [40000, 40999], agentVersion: 'test', capacity });
+const capacity: HostCapacity = {
+  vcpus: 2,
+  memoryGb: 8,
+  diskGb: 100,
+  gpus: [],
+  cudaVersion: null,
+  gpuMode: 'env-only',
+  cpuFlavors: ['cpu3c'],
+  notes: [],
+};
+const joinBody = (token: string): JoinRequest => ({
+  token,
+  name: 'gpu-07',
+  publicIp: '127.0.0.1',
+  portRange: [40000, 40999],
+  agentVersion: 'test',
+  capacity,
+});
 const transport = new HttpAgentTransport({ timeoutMs: 2_000, pollSlackMs: 2_000 });
 const never = new AbortController().signal;
 
@@ -46,12 +62,16 @@ test('a refused token or a revoked credential is a refusal with its code; neithe
 
 test('no answer, a 5xx, or a body that is not the protocol is unreachable: the agent moves on', async () => {
   const silent = createServer(() => undefined);
-  const html = createServer((_req, res) => res.writeHead(200, { 'content-type': 'text/html' }).end('<html>proxy</html>'));
+  const html = createServer((_req, res) =>
+    res.writeHead(200, { 'content-type': 'text/html' }).end('<html>proxy</html>'),
+  );
   await Promise.all([silent, html].map((s) => new Promise<void>((resolve) => s.listen(0, '127.0.0.1', resolve))));
   const urlOf = (s: typeof silent) => `http://127.0.0.1:${(s.address() as AddressInfo).port}`;
   try {
     const impatient = new HttpAgentTransport({ timeoutMs: 100, pollSlackMs: 100 });
-    const hung = await impatient.operations(urlOf(silent), 'ghc_x_y', { after: 0, waitMs: 50 }, never).catch((e: unknown) => e);
+    const hung = await impatient
+      .operations(urlOf(silent), 'ghc_x_y', { after: 0, waitMs: 50 }, never)
+      .catch((e: unknown) => e);
     assert.ok(hung instanceof ControlPlaneUnreachable);
     assert.match(hung.message, /did not answer GET \/agent\/v1\/operations within 150 ms/);
     const proxy = await transport.report(urlOf(html), 'ghc_x_y', {}).catch((e: unknown) => e);

@@ -5,7 +5,14 @@
  * {@link ControlPlaneUnreachable}; a 4xx problem is a {@link ControlPlaneRefusal}. Error messages
  * name the server and the route, never the token or the credential.
  */
-import { AGENT_API_PREFIX, type JoinAnswer, type JoinRequest, type Operation, type ReportAnswer, type ReportRequest } from '../fleet/protocol.js';
+import {
+  AGENT_API_PREFIX,
+  type JoinAnswer,
+  type JoinRequest,
+  type Operation,
+  type ReportAnswer,
+  type ReportRequest,
+} from '../fleet/protocol.js';
 import { ControlPlaneRefusal, ControlPlaneUnreachable, type AgentTransport } from './agent-transport.js';
 
 export interface HttpAgentTransportOptions {
@@ -42,17 +49,48 @@ export class HttpAgentTransport implements AgentTransport {
   }
 
   async join(server: string, body: JoinRequest): Promise<JoinAnswer> {
-    const answer = await this.#call({ server, method: 'POST', path: '/join', credential: null, body, timeoutMs: this.#timeoutMs });
+    const answer = await this.#call({
+      server,
+      method: 'POST',
+      path: '/join',
+      credential: null,
+      body,
+      timeoutMs: this.#timeoutMs,
+    });
     const a = answer as Partial<JoinAnswer> | null;
-    if (typeof a?.hostId !== 'string' || typeof a.credential !== 'string' || !a.credential.startsWith('ghc_') || typeof a.dataCenterId !== 'string' || (a.cloud !== 'SECURE' && a.cloud !== 'COMMUNITY'))
-      throw new ControlPlaneUnreachable(`${server} answered POST ${AGENT_API_PREFIX}/join without a host id, credential, data center and cloud`);
-    return { hostId: a.hostId, credential: a.credential, dataCenterId: a.dataCenterId, cloud: a.cloud, heartbeatMs: Number(a.heartbeatMs), pollWaitMs: Number(a.pollWaitMs) };
+    if (
+      typeof a?.hostId !== 'string' ||
+      typeof a.credential !== 'string' ||
+      !a.credential.startsWith('ghc_') ||
+      typeof a.dataCenterId !== 'string' ||
+      (a.cloud !== 'SECURE' && a.cloud !== 'COMMUNITY')
+    )
+      throw new ControlPlaneUnreachable(
+        `${server} answered POST ${AGENT_API_PREFIX}/join without a host id, credential, data center and cloud`,
+      );
+    return {
+      hostId: a.hostId,
+      credential: a.credential,
+      dataCenterId: a.dataCenterId,
+      cloud: a.cloud,
+      heartbeatMs: Number(a.heartbeatMs),
+      pollWaitMs: Number(a.pollWaitMs),
+    };
   }
 
   async report(server: string, credential: string, body: ReportRequest): Promise<ReportAnswer> {
-    const answer = (await this.#call({ server, method: 'POST', path: '/report', credential, body, timeoutMs: this.#timeoutMs })) as Partial<ReportAnswer> | null;
+    const answer = (await this.#call({
+      server,
+      method: 'POST',
+      path: '/report',
+      credential,
+      body,
+      timeoutMs: this.#timeoutMs,
+    })) as Partial<ReportAnswer> | null;
     const refused = Array.isArray(answer?.refused) ? answer.refused.filter((r) => typeof r?.id === 'string') : [];
-    const ignored = Array.isArray(answer?.ignoredAcks) ? answer.ignoredAcks.filter((r) => typeof r?.opId === 'string') : [];
+    const ignored = Array.isArray(answer?.ignoredAcks)
+      ? answer.ignoredAcks.filter((r) => typeof r?.opId === 'string')
+      : [];
     return {
       now: typeof answer?.now === 'number' ? answer.now : 0,
       refused: refused.map((r) => ({ id: r.id, reason: String(r.reason ?? '') })),
@@ -61,11 +99,26 @@ export class HttpAgentTransport implements AgentTransport {
     };
   }
 
-  async operations(server: string, credential: string, query: { after: number; waitMs: number }, signal: AbortSignal): Promise<Operation[]> {
+  async operations(
+    server: string,
+    credential: string,
+    query: { after: number; waitMs: number },
+    signal: AbortSignal,
+  ): Promise<Operation[]> {
     const path = `/operations?after=${encodeURIComponent(query.after)}&waitMs=${encodeURIComponent(query.waitMs)}`;
-    const answer = (await this.#call({ server, method: 'GET', path, credential, timeoutMs: query.waitMs + this.#pollSlackMs, signal })) as { operations?: unknown } | null;
+    const answer = (await this.#call({
+      server,
+      method: 'GET',
+      path,
+      credential,
+      timeoutMs: query.waitMs + this.#pollSlackMs,
+      signal,
+    })) as { operations?: unknown } | null;
     const operations = answer?.operations;
-    if (!Array.isArray(operations) || !operations.every(isOperation)) throw new ControlPlaneUnreachable(`${server} answered GET ${AGENT_API_PREFIX}/operations with no list of operations`);
+    if (!Array.isArray(operations) || !operations.every(isOperation))
+      throw new ControlPlaneUnreachable(
+        `${server} answered GET ${AGENT_API_PREFIX}/operations with no list of operations`,
+      );
     return operations;
   }
 
@@ -89,7 +142,12 @@ export class HttpAgentTransport implements AgentTransport {
     let contentType: string;
     try {
       if (signal?.aborted) throw signal.reason;
-      const res = await fetch(url, { method, headers, ...(call.body !== undefined ? { body: JSON.stringify(call.body) } : {}), signal: abort.signal });
+      const res = await fetch(url, {
+        method,
+        headers,
+        ...(call.body !== undefined ? { body: JSON.stringify(call.body) } : {}),
+        signal: abort.signal,
+      });
       status = res.status;
       contentType = res.headers.get('content-type') ?? '';
       text = await res.text();
@@ -97,7 +155,9 @@ export class HttpAgentTransport implements AgentTransport {
       if (signal?.aborted) throw signal.reason;
       if (timedOut) throw new ControlPlaneUnreachable(`${server} did not answer ${what} within ${timeoutMs} ms`);
       const cause = (err as { cause?: NodeJS.ErrnoException }).cause;
-      throw new ControlPlaneUnreachable(`cannot reach ${server} (${what}): ${cause?.code ?? cause?.message ?? (err as Error).message}`);
+      throw new ControlPlaneUnreachable(
+        `cannot reach ${server} (${what}): ${cause?.code ?? cause?.message ?? (err as Error).message}`,
+      );
     } finally {
       clearTimeout(timer);
       signal?.removeEventListener('abort', cancel);
@@ -111,16 +171,30 @@ export class HttpAgentTransport implements AgentTransport {
       }
     }
     if (status >= 200 && status < 300) {
-      if (parsed === undefined) throw new ControlPlaneUnreachable(`${server} answered ${what} with ${status} and no JSON (is it a Gantry control plane?)`);
+      if (parsed === undefined)
+        throw new ControlPlaneUnreachable(
+          `${server} answered ${what} with ${status} and no JSON (is it a Gantry control plane?)`,
+        );
       return parsed;
     }
-    const problem = (typeof parsed === 'object' && parsed !== null ? parsed : {}) as { code?: unknown; detail?: unknown; title?: unknown };
+    const problem = (typeof parsed === 'object' && parsed !== null ? parsed : {}) as {
+      code?: unknown;
+      detail?: unknown;
+      title?: unknown;
+    };
     const code = typeof problem.code === 'string' ? problem.code : null;
-    const said = typeof problem.detail === 'string' ? problem.detail : typeof problem.title === 'string' ? problem.title : text.trim().split('\n')[0] ?? '';
+    const said =
+      typeof problem.detail === 'string'
+        ? problem.detail
+        : typeof problem.title === 'string'
+          ? problem.title
+          : (text.trim().split('\n')[0] ?? '');
     const detail = said.length > MAX_DETAIL_CHARS ? `${said.slice(0, MAX_DETAIL_CHARS)}…` : said;
     // A 404 without a problem code: no Gantry control plane at this URL (a proxy, a wrong path).
     if (status >= 500 || status === 429 || (status === 404 && code === null))
-      throw new ControlPlaneUnreachable(`${server} answered ${what} with ${status}${code ? ` ${code}` : ''}${detail ? `: ${detail}` : ''}`);
+      throw new ControlPlaneUnreachable(
+        `${server} answered ${what} with ${status}${code ? ` ${code}` : ''}${detail ? `: ${detail}` : ''}`,
+      );
     throw new ControlPlaneRefusal(status, code, detail || `HTTP ${status}`);
   }
 }

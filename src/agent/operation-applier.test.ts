@@ -9,10 +9,20 @@ import { AppliedOperations } from './applied-operations.js';
 import { OperationApplier, type OperationApplierDeps } from './operation-applier.js';
 import type { StreamOperation } from './stream-dialer.js';
 
-const idle = { start: async () => assert.fail('nothing starts'), stop: async () => undefined, remove: async () => undefined, removeVolume: async () => undefined, inspect: async () => null };
+const idle = {
+  start: async () => assert.fail('nothing starts'),
+  stop: async () => undefined,
+  remove: async () => undefined,
+  removeVolume: async () => undefined,
+  inspect: async () => null,
+};
 
 /** An applier over `runtime` and `streams`, its applied-operations file in `dir`, acknowledging into `acks`. */
-async function applierIn(dir: string, acks: OperationAck[], deps: Pick<OperationApplierDeps, 'streams'> & { runtime?: OperationApplierDeps['runtime'] }): Promise<OperationApplier> {
+async function applierIn(
+  dir: string,
+  acks: OperationAck[],
+  deps: Pick<OperationApplierDeps, 'streams'> & { runtime?: OperationApplierDeps['runtime'] },
+): Promise<OperationApplier> {
   return new OperationApplier({
     runtime: deps.runtime ?? idle,
     applied: await AppliedOperations.open(join(dir, 'applied.json'), { logger: pino({ level: 'silent' }) }),
@@ -25,7 +35,15 @@ async function applierIn(dir: string, acks: OperationAck[], deps: Pick<Operation
   });
 }
 
-const streamOp = (id: string): StreamOperation => ({ id, seq: 1, kind: 'stream', instanceId: 'pod-1', session: 'session-0001', secret: 's', request: { what: 'output', follow: true } });
+const streamOp = (id: string): StreamOperation => ({
+  id,
+  seq: 1,
+  kind: 'stream',
+  instanceId: 'pod-1',
+  session: 'session-0001',
+  secret: 's',
+  request: { what: 'output', follow: true },
+});
 
 test('a stream operation delivered again while it connects, or after, is opened once and acknowledged each time after', async () => {
   const dir = await mkdtemp(join(tmpdir(), 'gantry-applier-'));
@@ -64,17 +82,37 @@ test('a stream operation does not wait behind its instance’s operation under w
     const acks: OperationAck[] = [];
     let finishStart!: () => void;
     const applier = await applierIn(dir, acks, {
-      runtime: { ...idle, start: () => new Promise<never>((resolve) => (finishStart = () => resolve(undefined as never))) },
+      runtime: {
+        ...idle,
+        start: () => new Promise<never>((resolve) => (finishStart = () => resolve(undefined as never))),
+      },
       streams: { open: async () => ({ ok: false, error: 'instance "pod-1" is not running' }) },
     });
-    const spec = { id: 'pod-1', owner: { kind: 'pod' as const, accountId: 'a' }, image: 'i', args: '', env: {}, platformEnv: {}, hostId: 'h', gpuIndices: [], vcpus: 1, memoryGb: 1, diskGb: 0, ports: [], volumes: [] };
+    const spec = {
+      id: 'pod-1',
+      owner: { kind: 'pod' as const, accountId: 'a' },
+      image: 'i',
+      args: '',
+      env: {},
+      platformEnv: {},
+      hostId: 'h',
+      gpuIndices: [],
+      vcpus: 1,
+      memoryGb: 1,
+      diskGb: 0,
+      ports: [],
+      volumes: [],
+    };
     applier.dispatch({ id: 'op-start', seq: 1, kind: 'start', instanceId: 'pod-1', spec });
     applier.dispatch(streamOp('op-stream'));
     await new Promise((r) => setTimeout(r, 20));
     assert.deepEqual(acks, [{ opId: 'op-stream', ok: false, error: 'instance "pod-1" is not running' }]);
     finishStart();
     await applier.idle();
-    assert.deepEqual(acks.map((a) => a.opId), ['op-stream', 'op-start']);
+    assert.deepEqual(
+      acks.map((a) => a.opId),
+      ['op-stream', 'op-start'],
+    );
   } finally {
     await rm(dir, { recursive: true, force: true });
   }

@@ -78,9 +78,19 @@ export class OperationApplier {
 
   async #openStream(op: StreamOperation): Promise<void> {
     try {
-      const result = this.#deps.streams ? await this.#deps.streams.open(op).catch((err: unknown) => ({ ok: false, error: (err as Error).message })) : { ok: false, error: 'this agent opens no streams' };
-      if (!result.ok) this.#deps.logger.warn({ opId: op.id, instance: op.instanceId, reason: result.error }, 'a stream could not be opened');
-      await this.#deps.applied.record(op.id, result).catch((err: unknown) => this.#deps.logger.error({ err, opId: op.id }, 'cannot write the applied operations file'));
+      const result = this.#deps.streams
+        ? await this.#deps.streams.open(op).catch((err: unknown) => ({ ok: false, error: (err as Error).message }))
+        : { ok: false, error: 'this agent opens no streams' };
+      if (!result.ok)
+        this.#deps.logger.warn(
+          { opId: op.id, instance: op.instanceId, reason: result.error },
+          'a stream could not be opened',
+        );
+      await this.#deps.applied
+        .record(op.id, result)
+        .catch((err: unknown) =>
+          this.#deps.logger.error({ err, opId: op.id }, 'cannot write the applied operations file'),
+        );
       this.#deps.acknowledge({ opId: op.id, ...result });
     } finally {
       this.#applying.delete(op.id);
@@ -97,7 +107,11 @@ export class OperationApplier {
     try {
       switch (op.kind) {
         case 'start': {
-          if (op.spec?.id !== op.instanceId) return { ok: false, error: `the start operation's spec is for instance "${op.spec?.id}", not "${op.instanceId}"` };
+          if (op.spec?.id !== op.instanceId)
+            return {
+              ok: false,
+              error: `the start operation's spec is for instance "${op.spec?.id}", not "${op.instanceId}"`,
+            };
           const problem = op.health === undefined ? null : probeProblem(op.health);
           if (problem) return { ok: false, error: `the start operation's health probe ${problem}` };
           // Started already (the start was applied, and the agent restarted before it could remember it): adopted as it runs.
@@ -132,10 +146,16 @@ export class OperationApplier {
           return { ok: false, error: 'a stream is not applied in order' };
         default: {
           const unknown: never = op;
-          return { ok: false, error: `unknown operation kind "${String((unknown as { kind?: unknown }).kind)}": update gantry agent on this host` };
+          return {
+            ok: false,
+            error: `unknown operation kind "${String((unknown as { kind?: unknown }).kind)}": update gantry agent on this host`,
+          };
         }
       }
-      logger.info({ opId: op.id, kind: op.kind, ...('instanceId' in op ? { instance: op.instanceId } : { volume: op.volumeId }) }, 'operation applied');
+      logger.info(
+        { opId: op.id, kind: op.kind, ...('instanceId' in op ? { instance: op.instanceId } : { volume: op.volumeId }) },
+        'operation applied',
+      );
       return { ok: true };
     } catch (err) {
       const reason = err instanceof Error ? err.message : String(err);
@@ -150,7 +170,8 @@ function probeProblem(health: unknown): string | null {
   if (typeof health !== 'object' || health === null) return 'is not an object';
   const h = health as Partial<Record<keyof HealthProbe, unknown>>;
   if (h.type !== 'http' && h.type !== 'tcp') return 'type is neither http nor tcp';
-  if (!Number.isInteger(h.port) || (h.port as number) < 1 || (h.port as number) > 65535) return 'port is not a port number';
+  if (!Number.isInteger(h.port) || (h.port as number) < 1 || (h.port as number) > 65535)
+    return 'port is not a port number';
   if (typeof h.path !== 'string') return 'path is not a string';
   for (const key of ['intervalMs', 'timeoutMs'] as const) {
     const v = h[key];

@@ -94,7 +94,8 @@ export class ReportLoop {
     const { signal, timers, rotation } = this.#deps;
     while (!signal.aborted) {
       if (!this.#fullDue && this.#capacityDue === null) {
-        if (!this.#hasNews()) await this.#nap(this.#lastReportAt + this.#deps.config.heartbeatMs - this.#deps.clock.now());
+        if (!this.#hasNews())
+          await this.#nap(this.#lastReportAt + this.#deps.config.heartbeatMs - this.#deps.clock.now());
         if (signal.aborted) return;
         // News goes out at once, unless a report went out less than batchMs ago: then what comes
         // within the window goes together (a burst of starts sends a report per window, not each).
@@ -145,7 +146,10 @@ export class ReportLoop {
       for (const refused of answer.refused ?? []) {
         if (this.#warnedRefused.has(refused.id)) continue;
         this.#warnedRefused.add(refused.id);
-        logger.warn({ instance: refused.id, reason: refused.reason }, 'the control plane refuses this instance of the host');
+        logger.warn(
+          { instance: refused.id, reason: refused.reason },
+          'the control plane refuses this instance of the host',
+        );
       }
     } catch (err) {
       // The changes it carried are in the full report that follows a failure.
@@ -183,7 +187,9 @@ export class ReportLoop {
 
   /** The instances that changed, as they are now: kept ones as kept, removed ones left out. */
   #changedItems(changes: ReadonlyMap<string, InstanceStatus | null>): InstanceReport[] {
-    return [...changes].flatMap(([id, status]) => (this.#deps.kept.has(id) ? this.#keptItemOf(id) : status ? this.#itemOf(status) : []));
+    return [...changes].flatMap(([id, status]) =>
+      this.#deps.kept.has(id) ? this.#keptItemOf(id) : status ? this.#itemOf(status) : [],
+    );
   }
 
   #itemOf({ stats: _stats, ...status }: InstanceStatus): InstanceReport[] {

@@ -18,7 +18,7 @@ export interface Backoff {
   maxMs: number;
 }
 
-export const DEFAULT_BACKOFF: Backoff = { initialMs: 250, maxMs: 5_000 };
+const DEFAULT_BACKOFF: Backoff = { initialMs: 250, maxMs: 5_000 };
 
 export interface ServerRotationDeps {
   servers: readonly string[];

@@ -18,7 +18,7 @@ import { discoverAgentHost, type AgentHostSettings } from './host-capacity.js';
 import { HttpAgentTransport } from './http-agent-transport.js';
 import { systemTimers } from './timers.js';
 
-export const APPLIED_FILE = 'applied.json';
+const APPLIED_FILE = 'applied.json';
 
 export interface AgentOptions extends AgentHostSettings {
   /** the control plane's URLs, tried in turn */
@@ -46,26 +46,39 @@ export async function createAgent(options: AgentOptions): Promise<AgentCore> {
   const credentials = new CredentialFile(options.dataDir);
   // Said before the engine is asked anything: nothing else can go on without one or the other.
   if (!options.token && !(await credentials.load()))
-    throw new AgentFatal(`no host credential in ${credentials.path} and no join token: create one with gantry hosts token create, and pass it with --token (or GANTRY_AGENT_TOKEN)`, 2);
+    throw new AgentFatal(
+      `no host credential in ${credentials.path} and no join token: create one with gantry hosts token create, and pass it with --token (or GANTRY_AGENT_TOKEN)`,
+      2,
+    );
 
   const discover = async () => {
     try {
       return await discoverAgentHost(options, options.env ? { env: options.env } : {});
     } catch (err) {
-      if (err instanceof EngineUnreachable) throw new AgentFatal(`${err.message}. Start the engine, or point --docker-host (DOCKER_HOST) at it`, 1);
+      if (err instanceof EngineUnreachable)
+        throw new AgentFatal(`${err.message}. Start the engine, or point --docker-host (DOCKER_HOST) at it`, 1);
       throw err;
     }
   };
   const discovered = await discover();
   for (const note of discovered.capacity.notes) logger.warn({ note }, 'host discovery');
-  logger.info({ host: describeHost(discovered.host).replace(/^\S+ \(\S+\): /, ''), publicIp: discovered.host.publicIp }, 'discovered the host');
+  logger.info(
+    { host: describeHost(discovered.host).replace(/^\S+ \(\S+\): /, ''), publicIp: discovered.host.publicIp },
+    'discovered the host',
+  );
   if (LOOPBACK.test(discovered.host.publicIp))
-    logger.warn({ publicIp: discovered.host.publicIp }, "pods' ports are announced at a loopback address: pass --public-ip with the address clients reach this host at");
+    logger.warn(
+      { publicIp: discovered.host.publicIp },
+      "pods' ports are announced at a loopback address: pass --public-ip with the address clients reach this host at",
+    );
 
   for (const server of options.servers) {
     const url = new URL(server);
     if (url.protocol === 'http:' && !LOOPBACK.test(url.hostname.replace(/^\[|\]$/g, '')))
-      logger.warn({ server }, 'this control-plane URL is plain http: the host credential and the operations (registry credentials included) cross the network unencrypted; use https');
+      logger.warn(
+        { server },
+        'this control-plane URL is plain http: the host credential and the operations (registry credentials included) cross the network unencrypted; use https',
+      );
   }
   const applied = await AppliedOperations.open(join(options.dataDir, APPLIED_FILE), { logger });
   let runtimeHost: Host | null = null;
@@ -77,11 +90,22 @@ export async function createAgent(options: AgentOptions): Promise<AgentCore> {
     discoverCapacity: async () => {
       const again = await discover();
       // New starts map GPU indices onto the GPUs as they are now, as the control plane will.
-      if (runtimeHost) Object.assign(runtimeHost, { gpuUuids: again.host.gpuUuids, gpuMode: again.host.gpuMode, gpuTypeId: again.host.gpuTypeId, gpuCount: again.host.gpuCount });
+      if (runtimeHost)
+        Object.assign(runtimeHost, {
+          gpuUuids: again.host.gpuUuids,
+          gpuMode: again.host.gpuMode,
+          gpuTypeId: again.host.gpuTypeId,
+          gpuCount: again.host.gpuCount,
+        });
       return again.capacity;
     },
     createRuntime: (identity) => {
-      runtimeHost = { ...discovered.host, id: identity.hostId, dataCenterId: identity.dataCenterId, cloud: identity.cloud };
+      runtimeHost = {
+        ...discovered.host,
+        id: identity.hostId,
+        dataCenterId: identity.dataCenterId,
+        cloud: identity.cloud,
+      };
       return new DockerRuntime({
         dockerHost: options.dockerHost,
         namespace: options.namespace,

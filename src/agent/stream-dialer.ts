@@ -65,7 +65,10 @@ export class StreamDialer {
     } else if (request?.what === 'output') {
       if (!runtime.output) return { ok: false, error: 'this agent cannot read output' };
     } else {
-      return { ok: false, error: `unknown stream "${String((request as { what?: unknown } | undefined)?.what)}": update gantry agent on this host` };
+      return {
+        ok: false,
+        error: `unknown stream "${String((request as { what?: unknown } | undefined)?.what)}": update gantry agent on this host`,
+      };
     }
     let socket: Duplex;
     let head: Buffer;
@@ -79,7 +82,8 @@ export class StreamDialer {
     socket.once('close', () => this.#open.delete(socket));
     socket.on('error', () => undefined);
     if (shell) this.#carryShell(socket, head, shell);
-    else void this.#carryOutput(socket, op.instanceId, request as Extract<StreamOperation['request'], { what: 'output' }>);
+    else
+      void this.#carryOutput(socket, op.instanceId, request as Extract<StreamOperation['request'], { what: 'output' }>);
     return { ok: true };
   }
 
@@ -106,7 +110,13 @@ export class StreamDialer {
     return new Promise((resolve, reject) => {
       const req: ClientRequest = request(url, {
         method: 'POST',
-        headers: { connection: 'Upgrade', upgrade: STREAM_PROTOCOL, authorization: `Bearer ${this.#deps.credential}`, [STREAM_SECRET_HEADER]: op.secret, 'content-length': '0' },
+        headers: {
+          connection: 'Upgrade',
+          upgrade: STREAM_PROTOCOL,
+          authorization: `Bearer ${this.#deps.credential}`,
+          [STREAM_SECRET_HEADER]: op.secret,
+          'content-length': '0',
+        },
         timeout: this.#deps.connectTimeoutMs ?? 10_000,
       });
       req.once('upgrade', (_res: IncomingMessage, socket: Duplex, head: Buffer) => resolve({ socket, head }));
@@ -132,12 +142,21 @@ export class StreamDialer {
     });
   }
 
-  async #carryOutput(socket: Duplex, instanceId: string, request: Extract<StreamOperation['request'], { what: 'output' }>): Promise<void> {
+  async #carryOutput(
+    socket: Duplex,
+    instanceId: string,
+    request: Extract<StreamOperation['request'], { what: 'output' }>,
+  ): Promise<void> {
     const reading = new AbortController();
     socket.once('close', () => reading.abort());
     // The control plane sends nothing on an output stream; reading keeps the socket's end seen.
     socket.resume();
-    const query = { follow: request.follow === true, signal: reading.signal, ...(isCount(request.sinceMs) ? { sinceMs: request.sinceMs } : {}), ...(isCount(request.tail) ? { tail: request.tail } : {}) };
+    const query = {
+      follow: request.follow === true,
+      signal: reading.signal,
+      ...(isCount(request.sinceMs) ? { sinceMs: request.sinceMs } : {}),
+      ...(isCount(request.tail) ? { tail: request.tail } : {}),
+    };
     let batch: OutputLine[] = [];
     let batchChars = 0;
     const flush = async () => {
@@ -145,10 +164,11 @@ export class StreamDialer {
       const frame = encodeFrame(FRAME.lines, batch);
       batch = [];
       batchChars = 0;
-      if (!socket.write(frame)) await new Promise<void>((resolve) => {
-        socket.once('drain', resolve);
-        socket.once('close', resolve);
-      });
+      if (!socket.write(frame))
+        await new Promise<void>((resolve) => {
+          socket.once('drain', resolve);
+          socket.once('close', resolve);
+        });
     };
     let timer: NodeJS.Timeout | null = null;
     try {
@@ -159,10 +179,11 @@ export class StreamDialer {
         // JSON takes at most 6 bytes a character (`\uXXXX`): the frame stays under the limit whatever is printed
         if (batch.length >= LINES_PER_FRAME || batchChars * 6 >= BYTES_PER_FRAME) await flush();
         // Lines that come together go together; a lone line goes within a few milliseconds.
-        else timer ??= setTimeout(() => {
-          timer = null;
-          void flush();
-        }, 5);
+        else
+          timer ??= setTimeout(() => {
+            timer = null;
+            void flush();
+          }, 5);
       }
       if (timer) clearTimeout(timer);
       await flush();
@@ -205,4 +226,5 @@ export class StreamDialer {
   }
 }
 
-const isCount = (v: unknown): v is number => typeof v === 'number' && Number.isInteger(v) && v >= 0 && v <= 1_000_000_000_000_000;
+const isCount = (v: unknown): v is number =>
+  typeof v === 'number' && Number.isInteger(v) && v >= 0 && v <= 1_000_000_000_000_000;

@@ -2,20 +2,20 @@ import type { Catalog, Cloud, CpuFlavor, DataCenter, GpuPool, GpuType } from '..
 import { ApiError } from '../domain/errors.js';
 import type { Inventory } from '../inventory/inventory.js';
 
-export type StockStatus = 'High' | 'Medium' | 'Low' | 'None';
+type StockStatus = 'High' | 'Medium' | 'Low' | 'None';
 
 /**
  * How much of a GPU type is free, in words: None when nothing is free; Low when two or fewer
  * GPUs or under a fifth of them are; Medium under half; High otherwise.
  */
-export function stockStatus(available: number, total: number): StockStatus {
+function stockStatus(available: number, total: number): StockStatus {
   if (available <= 0 || total <= 0) return 'None';
   if (available <= 2 || available < total * 0.2) return 'Low';
   if (available < total * 0.5) return 'Medium';
   return 'High';
 }
 
-export interface GpuAvailability {
+interface GpuAvailability {
   stockStatus: StockStatus;
   available: number;
   total: number;
@@ -68,7 +68,10 @@ export class CatalogService {
     const cloudsByType = new Map<string, Set<Cloud>>();
     const offersByDataCenter = new Map<string, { gpuTypes: Set<string>; cpuFlavors: Set<string> }>();
     for (const host of this.deps.inventory.availableHosts()) {
-      const offers = offersByDataCenter.get(host.dataCenterId) ?? { gpuTypes: new Set<string>(), cpuFlavors: new Set<string>() };
+      const offers = offersByDataCenter.get(host.dataCenterId) ?? {
+        gpuTypes: new Set<string>(),
+        cpuFlavors: new Set<string>(),
+      };
       offersByDataCenter.set(host.dataCenterId, offers);
       for (const flavor of host.cpuFlavors) offers.cpuFlavors.add(flavor);
       if (host.gpuTypeId === null || host.gpuCount <= 0) continue;
@@ -129,7 +132,11 @@ export class CatalogService {
   private gpuTypeView(gpuType: GpuType, availability: boolean): GpuTypeView {
     this.offers();
     const clouds = this.cloudsByType.get(gpuType.id);
-    const view: GpuTypeView = { ...gpuType, secureCloud: clouds?.has('SECURE') === true, communityCloud: clouds?.has('COMMUNITY') === true };
+    const view: GpuTypeView = {
+      ...gpuType,
+      secureCloud: clouds?.has('SECURE') === true,
+      communityCloud: clouds?.has('COMMUNITY') === true,
+    };
     if (!availability) return view;
     const stock = this.deps.inventory.gpuStock(gpuType.id);
     view.availability = {
@@ -158,4 +165,5 @@ export class CatalogService {
   }
 }
 
-const missing = (kind: string, id: string): ApiError => new ApiError('NOT_FOUND', `No ${kind} with id "${id}" is in the catalog.`);
+const missing = (kind: string, id: string): ApiError =>
+  new ApiError('NOT_FOUND', `No ${kind} with id "${id}" is in the catalog.`);

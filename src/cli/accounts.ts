@@ -6,19 +6,28 @@ export const accountsHelp = `gantry accounts create NAME   create an account
 gantry accounts list          list accounts`;
 
 export async function accounts(argv: string[]): Promise<void> {
-  const { values, positionals } = parseArgs({ args: argv, options: storeOptions, allowPositionals: true, strict: true });
+  const { values, positionals } = parseArgs({
+    args: argv,
+    options: storeOptions,
+    allowPositionals: true,
+    strict: true,
+  });
   if (values.help) return void console.log(accountsHelp);
   const [sub, name] = positionals;
   const config = configFrom(values);
   await withStore(config, async ({ accounts }) => {
     if (sub === 'create') {
       if (!name) throw new UsageError('usage: gantry accounts create NAME');
-      const refusal = multiAccountCreateRefusal(await accounts.store.countAccounts(), accountIsolationOf(config.runtime.kind, config));
+      const refusal = multiAccountCreateRefusal(
+        await accounts.store.countAccounts(),
+        accountIsolationOf(config.runtime.kind, config),
+      );
       if (refusal) throw new MultiAccountRefused(refusal);
       const account = await accounts.createAccount(name);
       console.log(`created account ${account.name} (${account.id})`);
     } else if (sub === 'list') {
-      for (const a of await accounts.store.listAccounts()) console.log(`${a.id}\t${a.name}\t${new Date(a.createdAt).toISOString()}`);
+      for (const a of await accounts.store.listAccounts())
+        console.log(`${a.id}\t${a.name}\t${new Date(a.createdAt).toISOString()}`);
     } else throw new UsageError(accountsHelp);
   });
 }

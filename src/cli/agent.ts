@@ -48,17 +48,22 @@ type Values = { [K in keyof typeof options]?: (typeof options)[K]['type'] extend
 
 const agentVersion = (): string => {
   try {
-    return (JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }).version;
+    return (JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string })
+      .version;
   } catch {
     return 'unknown';
   }
 };
 
 /** The agent's options from its flags and environment; throws {@link UsageError} saying what is wrong. */
-export function agentOptions(values: Values, env: NodeJS.ProcessEnv): Omit<AgentOptions, 'logger'> {
+function agentOptions(values: Values, env: NodeJS.ProcessEnv): Omit<AgentOptions, 'logger'> {
   const serverList = values.server ?? (env.GANTRY_AGENT_SERVER || undefined);
-  if (!serverList) throw new UsageError('gantry agent needs --server URL (or GANTRY_AGENT_SERVER): the control plane\'s public URL');
-  const servers = serverList.split(',').map((s) => s.trim()).filter(Boolean);
+  if (!serverList)
+    throw new UsageError("gantry agent needs --server URL (or GANTRY_AGENT_SERVER): the control plane's public URL");
+  const servers = serverList
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
   if (servers.length === 0) throw new UsageError('--server names no URL');
   for (const server of servers) {
     let url: URL;
@@ -67,30 +72,43 @@ export function agentOptions(values: Values, env: NodeJS.ProcessEnv): Omit<Agent
     } catch {
       throw new UsageError(`--server "${server}" is not a URL`);
     }
-    if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new UsageError(`--server "${server}" must be an http:// or https:// URL`);
-    if (url.username || url.password) throw new UsageError('--server URLs must not carry a user or password: the agent authenticates with its token, then its credential');
-    if (url.search || url.hash) throw new UsageError(`--server "${url.origin}${url.pathname}…" must not have a query or fragment`);
+    if (url.protocol !== 'http:' && url.protocol !== 'https:')
+      throw new UsageError(`--server "${server}" must be an http:// or https:// URL`);
+    if (url.username || url.password)
+      throw new UsageError(
+        '--server URLs must not carry a user or password: the agent authenticates with its token, then its credential',
+      );
+    if (url.search || url.hash)
+      throw new UsageError(`--server "${url.origin}${url.pathname}…" must not have a query or fragment`);
   }
   const token = values.token ?? (env.GANTRY_AGENT_TOKEN || null);
   // Never echoed: a mistyped token is still most of a token.
-  if (token !== null && !/^gjt_[A-Za-z0-9]{8,128}$/.test(token)) throw new UsageError('--token is not a join token (gjt_ followed by letters and digits): create one with gantry hosts token create');
+  if (token !== null && !/^gjt_[A-Za-z0-9]{8,128}$/.test(token))
+    throw new UsageError(
+      '--token is not a join token (gjt_ followed by letters and digits): create one with gantry hosts token create',
+    );
   const dataDir = resolve(values['data-dir'] ?? (env.GANTRY_AGENT_DATA_DIR || `${homedir()}/.gantry-agent`));
   const name = values.name ?? hostname();
-  if (!/^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$/.test(name)) throw new UsageError(`--name "${name.slice(0, 80)}" must be 1 to 63 letters, digits, dots, dashes and underscores`);
+  if (!/^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$/.test(name))
+    throw new UsageError(`--name "${name.slice(0, 80)}" must be 1 to 63 letters, digits, dots, dashes and underscores`);
   const publicIp = values['public-ip'] ?? null;
-  if (publicIp !== null && isIP(publicIp) === 0) throw new UsageError(`--public-ip "${publicIp}" must be an IP address`);
+  if (publicIp !== null && isIP(publicIp) === 0)
+    throw new UsageError(`--public-ip "${publicIp}" must be an IP address`);
   let portRange: [number, number] = [20000, 29999];
   if (values['port-range'] !== undefined) {
     const m = /^(\d{1,5})-(\d{1,5})$/.exec(values['port-range']);
     const [first, last] = m ? [Number(m[1]), Number(m[2])] : [NaN, NaN];
     if (!m || first < 1024 || last > 65535 || first > last || last - first + 1 > 20_000)
-      throw new UsageError(`--port-range "${values['port-range']}" must be FIRST-LAST within 1024-65535, first <= last, at most 20000 ports`);
+      throw new UsageError(
+        `--port-range "${values['port-range']}" must be FIRST-LAST within 1024-65535, first <= last, at most 20000 ports`,
+      );
     portRange = [first, last];
   }
   let diskGb: number | null = null;
   if (values['disk-gb'] !== undefined) {
     diskGb = Number(values['disk-gb']);
-    if (!/^\d+(\.\d+)?$/.test(values['disk-gb']) || diskGb > 1_048_576) throw new UsageError(`--disk-gb "${values['disk-gb']}" must be a number of GB from 0 to 1048576`);
+    if (!/^\d+(\.\d+)?$/.test(values['disk-gb']) || diskGb > 1_048_576)
+      throw new UsageError(`--disk-gb "${values['disk-gb']}" must be a number of GB from 0 to 1048576`);
   }
   const dockerHost = values['docker-host'] ?? (env.DOCKER_HOST || DEFAULT_DOCKER_HOST);
   try {
@@ -99,10 +117,27 @@ export function agentOptions(values: Values, env: NodeJS.ProcessEnv): Omit<Agent
     throw new UsageError((err as Error).message);
   }
   const namespace = values.namespace ?? defaultNamespace(null, '', dataDir);
-  if (!/^[a-z0-9][a-z0-9-]{0,31}$/.test(namespace)) throw new UsageError('--namespace must be 1 to 32 lowercase letters, digits and dashes, starting with a letter or digit');
+  if (!/^[a-z0-9][a-z0-9-]{0,31}$/.test(namespace))
+    throw new UsageError(
+      '--namespace must be 1 to 32 lowercase letters, digits and dashes, starting with a letter or digit',
+    );
   const gpuMode = values['gpu-mode'] ?? 'auto';
-  if (gpuMode !== 'auto' && gpuMode !== 'nvidia' && gpuMode !== 'env-only') throw new UsageError(`--gpu-mode must be auto, nvidia or env-only, got "${gpuMode}"`);
-  return { servers, token, dataDir, name, publicIp, portRange, diskGb, dockerHost, namespace, nvidiaSmi: values['nvidia-smi'] ?? 'nvidia-smi', gpuMode, agentVersion: agentVersion() };
+  if (gpuMode !== 'auto' && gpuMode !== 'nvidia' && gpuMode !== 'env-only')
+    throw new UsageError(`--gpu-mode must be auto, nvidia or env-only, got "${gpuMode}"`);
+  return {
+    servers,
+    token,
+    dataDir,
+    name,
+    publicIp,
+    portRange,
+    diskGb,
+    dockerHost,
+    namespace,
+    nvidiaSmi: values['nvidia-smi'] ?? 'nvidia-smi',
+    gpuMode,
+    agentVersion: agentVersion(),
+  };
 }
 
 /** `gantry agent`: runs until SIGTERM/SIGINT (exit 0), or fails with AgentFatal's exit status. */
@@ -110,7 +145,11 @@ export async function agent(argv: string[]): Promise<void> {
   const { values } = parseArgs({ args: argv, options, strict: true });
   if (values.help) return void console.log(agentHelp);
   const settings = agentOptions(values, process.env);
-  const logger = pino({ level: process.env.GANTRY_LOG_LEVEL ?? 'info', base: { component: 'agent' }, redact: { paths: ['token', 'credential', '*.token', '*.credential'], censor: '[redacted]' } });
+  const logger = pino({
+    level: process.env.GANTRY_LOG_LEVEL ?? 'info',
+    base: { component: 'agent' },
+    redact: { paths: ['token', 'credential', '*.token', '*.credential'], censor: '[redacted]' },
+  });
   // Loaded here, not by the CLI's entry: the other commands never load the agent and its runtime.
   const { createAgent } = await import('../agent/start-agent.js');
   const core = await createAgent({ ...settings, logger });

@@ -19,14 +19,14 @@ gantry hosts revoke ID           revokes a host: its agent is refused from then 
 const UNITS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
 
 /** `90s`, `30m`, `1h`, `2d`, `1500ms` → milliseconds. */
-export function parseDuration(text: string): number {
+function parseDuration(text: string): number {
   const m = /^(\d+(?:\.\d+)?)(ms|s|m|h|d)$/.exec(text.trim());
   if (!m) throw new UsageError(`--ttl "${text}" is not a duration: write a number and a unit, e.g. 30m, 1h, 2d`);
   return Math.round(Number(m[1]) * UNITS[m[2]!]!);
 }
 
 /** `3 s ago`, `4 min ago`, `2 h ago`, `3 d ago`. */
-export function ago(ms: number): string {
+function ago(ms: number): string {
   const s = Math.max(0, Math.floor(ms / 1000));
   if (s < 120) return `${s} s ago`;
   if (s < 7200) return `${Math.floor(s / 60)} min ago`;
@@ -46,7 +46,19 @@ function gpusOf(host: HostRecord, config: Config): { type: string | null; count:
 }
 
 function table(rows: HostRow[], config: Config, now: number): string {
-  const head = ['ID', 'NAME', 'DATA CENTER', 'CLOUD', 'GPUS', 'VCPUS', 'MEMORY', 'DISK', 'INSTANCES', 'HEARTBEAT', 'STATE'];
+  const head = [
+    'ID',
+    'NAME',
+    'DATA CENTER',
+    'CLOUD',
+    'GPUS',
+    'VCPUS',
+    'MEMORY',
+    'DISK',
+    'INSTANCES',
+    'HEARTBEAT',
+    'STATE',
+  ];
   const lines = rows.map(({ host, instances, state }) => {
     const gpus = gpusOf(host, config);
     return [
@@ -64,33 +76,48 @@ function table(rows: HostRow[], config: Config, now: number): string {
     ];
   });
   const widths = head.map((h, i) => Math.max(h.length, ...lines.map((l) => l[i]!.length)));
-  return [head, ...lines].map((cells) => cells.map((c, i) => (i === cells.length - 1 ? c : c.padEnd(widths[i]!))).join('  ')).join('\n');
+  return [head, ...lines]
+    .map((cells) => cells.map((c, i) => (i === cells.length - 1 ? c : c.padEnd(widths[i]!))).join('  '))
+    .join('\n');
 }
 
 export async function hosts(argv: string[]): Promise<void> {
   const { values, positionals } = parseArgs({
     args: argv,
-    options: { ...storeOptions, 'data-center': { type: 'string' }, cloud: { type: 'string' }, ttl: { type: 'string' }, json: { type: 'boolean' } },
+    options: {
+      ...storeOptions,
+      'data-center': { type: 'string' },
+      cloud: { type: 'string' },
+      ttl: { type: 'string' },
+      json: { type: 'boolean' },
+    },
     allowPositionals: true,
     strict: true,
   });
   if (values.help) return void console.log(hostsHelp);
   const [sub, arg, id] = positionals;
   const config = configFrom(values);
-  if (sub === 'token' && arg !== 'create') throw new UsageError('usage: gantry hosts token create [--data-center ID] [--cloud SECURE|COMMUNITY] [--ttl 1h]');
+  if (sub === 'token' && arg !== 'create')
+    throw new UsageError('usage: gantry hosts token create [--data-center ID] [--cloud SECURE|COMMUNITY] [--ttl 1h]');
   if (sub !== 'token' && sub !== 'list' && sub !== 'revoke') throw new UsageError(hostsHelp);
   // checked before the store opens: a usage error leaves nothing behind
   const cloud = values.cloud ?? 'SECURE';
-  if (cloud !== 'SECURE' && cloud !== 'COMMUNITY') throw new UsageError(`--cloud must be SECURE or COMMUNITY (got "${cloud}")`);
+  if (cloud !== 'SECURE' && cloud !== 'COMMUNITY')
+    throw new UsageError(`--cloud must be SECURE or COMMUNITY (got "${cloud}")`);
   const ttlMs = values.ttl === undefined ? config.agents.joinTokenTtlMs : parseDuration(values.ttl);
-  if (ttlMs < 1000 || ttlMs > MAX_JOIN_TOKEN_TTL_MS) throw new UsageError(`--ttl must be from 1s to 30d (got ${values.ttl})`);
+  if (ttlMs < 1000 || ttlMs > MAX_JOIN_TOKEN_TTL_MS)
+    throw new UsageError(`--ttl must be from 1s to 30d (got ${values.ttl})`);
   const hostId = sub === 'revoke' ? arg : undefined;
   if (sub === 'revoke' && (!hostId || id !== undefined)) throw new UsageError('usage: gantry hosts revoke ID');
 
   await withStore(config, async ({ db }) => {
     const store = new HostStore(db);
     if (sub === 'token') {
-      const created = await createJoinToken(store, config.catalog, Date.now(), { dataCenterId: values['data-center'] ?? null, cloud: cloud as Cloud, ttlMs });
+      const created = await createJoinToken(store, config.catalog, Date.now(), {
+        dataCenterId: values['data-center'] ?? null,
+        cloud: cloud,
+        ttlMs,
+      });
       console.log(created.token);
       console.error(
         `A one-time join token for a host in ${created.dataCenterId} (${created.cloud}), good until ${iso(created.expiresAt)}. On the host:\n  gantry agent --server ${config.server.publicUrl} --token ${created.token.slice(0, 8)}…`,
@@ -104,10 +131,16 @@ export async function hosts(argv: string[]): Promise<void> {
         state: hostState(host, host.lastReportAt, now, config.agents.heartbeatTimeoutMs),
       }));
       if (values.json) {
-        const out = rows.map(({ host: { credentialHash: _hash, ...host }, instances, state }) => ({ ...host, gpuTypeId: gpusOf({ ...host, credentialHash: '' }, config).type, instances, state }));
+        const out = rows.map(({ host: { credentialHash: _hash, ...host }, instances, state }) => ({
+          ...host,
+          gpuTypeId: gpusOf({ ...host, credentialHash: '' }, config).type,
+          instances,
+          state,
+        }));
         return void console.log(JSON.stringify(out, null, 2));
       }
-      if (rows.length === 0) return void console.log('no hosts have joined (gantry hosts token create, then gantry agent on the host)');
+      if (rows.length === 0)
+        return void console.log('no hosts have joined (gantry hosts token create, then gantry agent on the host)');
       console.log(table(rows, config, now));
     } else {
       const revoked = await store.revokeHost(hostId!, Date.now());

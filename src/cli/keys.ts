@@ -9,7 +9,13 @@ gantry keys revoke ID`;
 export async function keys(argv: string[]): Promise<void> {
   const { values, positionals } = parseArgs({
     args: argv,
-    options: { ...storeOptions, account: { type: 'string' }, scope: { type: 'string' }, name: { type: 'string' }, exempt: { type: 'boolean' } },
+    options: {
+      ...storeOptions,
+      account: { type: 'string' },
+      scope: { type: 'string' },
+      name: { type: 'string' },
+      exempt: { type: 'boolean' },
+    },
     allowPositionals: true,
     strict: true,
   });
@@ -32,7 +38,17 @@ export async function keys(argv: string[]): Promise<void> {
       const names = new Map((await accounts.store.listAccounts()).map((a) => [a.id, a.name]));
       for (const k of await accounts.store.listKeys(accountId)) {
         const state = k.revokedAt ? 'revoked' : 'active';
-        console.log([k.id, names.get(k.accountId) ?? k.accountId, k.scope, `${k.prefix}…`, state, k.rateLimitExempt ? 'exempt' : '', k.name].join('\t'));
+        console.log(
+          [
+            k.id,
+            names.get(k.accountId) ?? k.accountId,
+            k.scope,
+            `${k.prefix}…`,
+            state,
+            k.rateLimitExempt ? 'exempt' : '',
+            k.name,
+          ].join('\t'),
+        );
       }
     } else if (sub === 'revoke') {
       if (!id) throw new UsageError('usage: gantry keys revoke ID');

@@ -41,8 +41,15 @@ main(process.argv.slice(2)).catch((err: unknown) => {
     console.error(`gantry: ${err.message}`);
     process.exit(err.exitCode);
   }
-  if (err instanceof UsageError || err instanceof ApiError || err instanceof MultiAccountRefused || err instanceof RuntimeStartRefused) console.error(`gantry: ${err.message}`);
-  else if (err instanceof Error && (err as NodeJS.ErrnoException).code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION') console.error(`gantry: ${err.message}`);
+  if (
+    err instanceof UsageError ||
+    err instanceof ApiError ||
+    err instanceof MultiAccountRefused ||
+    err instanceof RuntimeStartRefused
+  )
+    console.error(`gantry: ${err.message}`);
+  else if (err instanceof Error && (err as NodeJS.ErrnoException).code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION')
+    console.error(`gantry: ${err.message}`);
   else console.error(err);
   process.exit(2);
 });

@@ -13,9 +13,14 @@ Environment: GANTRY_DATABASE_URL (postgres://… selects PostgreSQL), GANTRY_BOO
   Docker Engine at DOCKER_HOST, default unix:///var/run/docker.sock, its host discovered).`;
 
 export async function serve(argv: string[]): Promise<void> {
-  const { values } = parseArgs({ args: argv, options: { ...storeOptions, port: { type: 'string' }, host: { type: 'string' } }, strict: true });
+  const { values } = parseArgs({
+    args: argv,
+    options: { ...storeOptions, port: { type: 'string' }, host: { type: 'string' } },
+    strict: true,
+  });
   if (values.help) return void console.log(serveHelp);
-  if (values.port !== undefined && !/^\d+$/.test(values.port)) throw new UsageError(`--port must be a number, got "${values.port}"`);
+  if (values.port !== undefined && !/^\d+$/.test(values.port))
+    throw new UsageError(`--port must be a number, got "${values.port}"`);
   const server = await startServer(configFrom(values));
   let stopping = false;
   const stop = async (signal: string) => {

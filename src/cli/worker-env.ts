@@ -26,12 +26,26 @@ export async function worker(argv: string[]): Promise<void> {
   const config = configFrom(values);
   const db = await openConfiguredDatabase(config);
   try {
-    const endpoint = await db.kysely.selectFrom('endpoints').select(['id', 'account_id', 'gpu_ids']).where('id', '=', endpointId).executeTakeFirst();
-    if (!endpoint) throw new UsageError(`no serverless endpoint "${endpointId}" in this data folder (${config.databaseUrl ? 'database' : config.dataDir})`);
+    const endpoint = await db.kysely
+      .selectFrom('endpoints')
+      .select(['id', 'account_id', 'gpu_ids'])
+      .where('id', '=', endpointId)
+      .executeTakeFirst();
+    if (!endpoint)
+      throw new UsageError(
+        `no serverless endpoint "${endpointId}" in this data folder (${config.databaseUrl ? 'database' : config.dataDir})`,
+      );
     const accounts = new AccountsService({ db, clock: systemClock });
     // Not the account's write key: the worker's code (and its environment) can read this one.
-    const { key } = await accounts.createKey(endpoint.account_id, { scope: 'worker', endpointId: endpoint.id, name: `worker ${endpoint.id}` });
-    const pool = endpoint.gpu_ids.split(',').map((s) => s.trim()).find(Boolean);
+    const { key } = await accounts.createKey(endpoint.account_id, {
+      scope: 'worker',
+      endpointId: endpoint.id,
+      name: `worker ${endpoint.id}`,
+    });
+    const pool = endpoint.gpu_ids
+      .split(',')
+      .map((s) => s.trim())
+      .find(Boolean);
     const gpuType = values.gpu ?? config.catalog.gpuTypes.find((g) => g.pool === pool)?.id ?? 'CPU';
     const env = workerEnvironment({
       publicUrl: values.url ?? config.server.publicJobUrl,

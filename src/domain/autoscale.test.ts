@@ -15,11 +15,31 @@ import {
 
 const NOW = 1_767_225_600_000;
 const S = 1_000;
-const settings = (patch: Partial<ScaleSettings> = {}): ScaleSettings => ({ workersMin: 0, workersMax: 3, scalerType: 'QUEUE_DELAY', scalerValue: 4, idleTimeout: 5, ...patch });
-const queue = (patch: Partial<ScaleQueue> = {}): ScaleQueue => ({ inQueue: 0, inQueueLowPriority: 0, inProgress: 0, oldestUrgentQueuedAt: null, ...patch });
+const settings = (patch: Partial<ScaleSettings> = {}): ScaleSettings => ({
+  workersMin: 0,
+  workersMax: 3,
+  scalerType: 'QUEUE_DELAY',
+  scalerValue: 4,
+  idleTimeout: 5,
+  ...patch,
+});
+const queue = (patch: Partial<ScaleQueue> = {}): ScaleQueue => ({
+  inQueue: 0,
+  inQueueLowPriority: 0,
+  inProgress: 0,
+  oldestUrgentQueuedAt: null,
+  ...patch,
+});
 let n = 0;
-const worker = (state: ScaleWorker['state'], patch: Partial<ScaleWorker> = {}): ScaleWorker => ({ id: `w${++n}`, state, startedAt: NOW - 60 * S, lastActiveAt: NOW, ...patch });
-const decide = (s: ScaleSettings, q: ScaleQueue, w: ScaleWorker[] = [], crash: CrashState = HEALTHY, now = NOW) => decideScale(s, q, w, crash, now, DEFAULT_SCALE_CONFIG);
+const worker = (state: ScaleWorker['state'], patch: Partial<ScaleWorker> = {}): ScaleWorker => ({
+  id: `w${++n}`,
+  state,
+  startedAt: NOW - 60 * S,
+  lastActiveAt: NOW,
+  ...patch,
+});
+const decide = (s: ScaleSettings, q: ScaleQueue, w: ScaleWorker[] = [], crash: CrashState = HEALTHY, now = NOW) =>
+  decideScale(s, q, w, crash, now, DEFAULT_SCALE_CONFIG);
 const stopped = (d: ReturnType<typeof decide>) => d.stop.map((x) => x.id).sort();
 
 test('workersMin workers are kept warm with an empty queue', () => {
@@ -40,26 +60,46 @@ test('a queued job with no worker up starts one at once, before the queue delay 
 
 test('low-priority queued jobs never start a worker', () => {
   assert.equal(decide(settings(), queue({ inQueue: 5, inQueueLowPriority: 5, oldestUrgentQueuedAt: null })).start, 0);
-  assert.equal(decide(settings({ scalerType: 'REQUEST_COUNT', scalerValue: 1 }), queue({ inQueue: 5, inQueueLowPriority: 5 }), [worker('running')]).start, 0);
+  assert.equal(
+    decide(settings({ scalerType: 'REQUEST_COUNT', scalerValue: 1 }), queue({ inQueue: 5, inQueueLowPriority: 5 }), [
+      worker('running'),
+    ]).start,
+    0,
+  );
 });
 
 test('QUEUE_DELAY adds one worker while the oldest queued job has waited longer than scalerValue seconds', () => {
   const busy = [worker('running'), worker('running')];
-  assert.equal(decide(settings({ scalerValue: 4 }), queue({ inQueue: 3, oldestUrgentQueuedAt: NOW - 4 * S }), busy).start, 0, 'exactly the delay is not over it');
+  assert.equal(
+    decide(settings({ scalerValue: 4 }), queue({ inQueue: 3, oldestUrgentQueuedAt: NOW - 4 * S }), busy).start,
+    0,
+    'exactly the delay is not over it',
+  );
   const d = decide(settings({ scalerValue: 4 }), queue({ inQueue: 3, oldestUrgentQueuedAt: NOW - 4 * S - 1 }), busy);
   assert.equal(d.start, 1);
   assert.match(d.reasons.join('\n'), /waited 4001 ms > 4 s/);
 });
 
 test('QUEUE_DELAY adds no second worker while one is still starting', () => {
-  const d = decide(settings({ scalerValue: 1 }), queue({ inQueue: 9, oldestUrgentQueuedAt: NOW - 60 * S }), [worker('running'), worker('initializing', { startedAt: NOW - S })]);
+  const d = decide(settings({ scalerValue: 1 }), queue({ inQueue: 9, oldestUrgentQueuedAt: NOW - 60 * S }), [
+    worker('running'),
+    worker('initializing', { startedAt: NOW - S }),
+  ]);
   assert.equal(d.start, 0);
 });
 
 test('REQUEST_COUNT wants ceil((queued + in progress) / scalerValue) workers', () => {
   const s = settings({ scalerType: 'REQUEST_COUNT', scalerValue: 2, workersMax: 10 });
-  assert.equal(decide(s, queue({ inQueue: 4, inProgress: 1, oldestUrgentQueuedAt: NOW }), [worker('running')]).start, 2);
-  assert.equal(decide(s, queue({ inQueue: 4, inQueueLowPriority: 3, inProgress: 1, oldestUrgentQueuedAt: NOW }), [worker('running')]).start, 0);
+  assert.equal(
+    decide(s, queue({ inQueue: 4, inProgress: 1, oldestUrgentQueuedAt: NOW }), [worker('running')]).start,
+    2,
+  );
+  assert.equal(
+    decide(s, queue({ inQueue: 4, inQueueLowPriority: 3, inProgress: 1, oldestUrgentQueuedAt: NOW }), [
+      worker('running'),
+    ]).start,
+    0,
+  );
 });
 
 test('never more than workersMax workers are started', () => {
@@ -97,12 +137,21 @@ test('idle workers do not stop while jobs are queued, even low-priority ones', (
 });
 
 test('a busy worker is never stopped for idleness', () => {
-  assert.deepEqual(decide(settings({ idleTimeout: 0 }), queue({ inProgress: 1 }), [worker('running', { lastActiveAt: NOW - 999 * S })]).stop, []);
+  assert.deepEqual(
+    decide(settings({ idleTimeout: 0 }), queue({ inProgress: 1 }), [worker('running', { lastActiveAt: NOW - 999 * S })])
+      .stop,
+    [],
+  );
 });
 
 test('REQUEST_COUNT keeps the idle workers its target still needs', () => {
   const s = settings({ scalerType: 'REQUEST_COUNT', scalerValue: 1, idleTimeout: 0 });
-  const d = decide(s, queue({ inProgress: 2 }), [worker('running'), worker('running'), worker('idle', { lastActiveAt: NOW - S }), worker('idle', { lastActiveAt: NOW - 2 * S })]);
+  const d = decide(s, queue({ inProgress: 2 }), [
+    worker('running'),
+    worker('running'),
+    worker('idle', { lastActiveAt: NOW - S }),
+    worker('idle', { lastActiveAt: NOW - 2 * S }),
+  ]);
   assert.equal(d.stop.length, 2, 'both idle workers are above the target of 2');
 });
 
@@ -121,7 +170,10 @@ test('a worker that asked to be recycled stops once it holds no job and is repla
   const d = decide(settings({ workersMin: 1 }), queue(), [r]);
   assert.deepEqual(d.stop, [{ id: r.id, reason: 'recycle' }]);
   assert.equal(d.start, 1);
-  assert.deepEqual(decide(settings({ workersMin: 1 }), queue({ inProgress: 1 }), [worker('running', { recycle: true })]).stop, []);
+  assert.deepEqual(
+    decide(settings({ workersMin: 1 }), queue({ inProgress: 1 }), [worker('running', { recycle: true })]).stop,
+    [],
+  );
 });
 
 test('a worker still initializing after startTimeoutMs is stopped', () => {
@@ -156,7 +208,11 @@ test('each further crash doubles the back-off, up to backoffMaxMs', () => {
 });
 
 test('a worker that ends after the crash window is not a crash', () => {
-  const crash = recordWorkerEnd(HEALTHY, { startedAt: NOW, endedAt: NOW + DEFAULT_SCALE_CONFIG.crashWindowMs + 1, reason: 'exit 0' });
+  const crash = recordWorkerEnd(HEALTHY, {
+    startedAt: NOW,
+    endedAt: NOW + DEFAULT_SCALE_CONFIG.crashWindowMs + 1,
+    reason: 'exit 0',
+  });
   assert.equal(crash, HEALTHY);
 });
 
@@ -171,7 +227,11 @@ test('a backed-off endpoint starts nothing, not even for workersMin, and says ho
   assert.equal(d.start, 0);
   assert.equal(d.heldBack, 1);
   assert.match(d.reasons.join('\n'), /crash-looping/);
-  assert.equal(decide(settings({ workersMin: 1 }), queue(), [], crash, NOW + 10 * S).start, 1, 'once the back-off ends it tries again');
+  assert.equal(
+    decide(settings({ workersMin: 1 }), queue(), [], crash, NOW + 10 * S).start,
+    1,
+    'once the back-off ends it tries again',
+  );
 });
 
 test('a crash-looping endpoint is retried at most once per back-off period, never in a hot loop', () => {
@@ -182,14 +242,19 @@ test('a crash-looping endpoint is retried at most once per back-off period, neve
     const now = NOW + t * S;
     const d = decide(settings({ workersMin: 1 }), queue(), [], crash, now);
     starts += d.start;
-    for (let i = 0; i < d.start; i++) crash = recordWorkerEnd(crash, { startedAt: now, endedAt: now + S, reason: 'exit 1' });
+    for (let i = 0; i < d.start; i++)
+      crash = recordWorkerEnd(crash, { startedAt: now, endedAt: now + S, reason: 'exit 1' });
   }
   // 3 before the first back-off, then 10 s, 20 s, 40 s, 80 s, 160 s, 300 s back-offs: ~9 starts, far from 600.
   assert.ok(starts <= 10, `started ${starts} times`);
 });
 
 test('decisions are deterministic: the same inputs give the same answer', () => {
-  const ws = [worker('idle', { lastActiveAt: NOW - 10 * S }), worker('idle', { lastActiveAt: NOW - 10 * S }), worker('running')];
+  const ws = [
+    worker('idle', { lastActiveAt: NOW - 10 * S }),
+    worker('idle', { lastActiveAt: NOW - 10 * S }),
+    worker('running'),
+  ];
   const a = decide(settings({ workersMax: 2 }), queue(), ws);
   const b = decide(settings({ workersMax: 2 }), queue(), [...ws].reverse());
   assert.deepEqual(stopped(a), stopped(b));
@@ -202,15 +267,38 @@ test('property: for random inputs the result never exceeds workersMax nor stops 
     return seed % k;
   };
   for (let i = 0; i < 2_000; i++) {
-    const s = settings({ workersMin: rnd(4), workersMax: rnd(6), scalerType: rnd(2) ? 'QUEUE_DELAY' : 'REQUEST_COUNT', scalerValue: 1 + rnd(5), idleTimeout: rnd(10) });
-    const ws = Array.from({ length: rnd(7) }, () => worker((['initializing', 'idle', 'running'] as const)[rnd(3)]!, { lastActiveAt: NOW - rnd(20) * S, startedAt: NOW - rnd(20) * S }));
+    const s = settings({
+      workersMin: rnd(4),
+      workersMax: rnd(6),
+      scalerType: rnd(2) ? 'QUEUE_DELAY' : 'REQUEST_COUNT',
+      scalerValue: 1 + rnd(5),
+      idleTimeout: rnd(10),
+    });
+    const ws = Array.from({ length: rnd(7) }, () =>
+      worker((['initializing', 'idle', 'running'] as const)[rnd(3)]!, {
+        lastActiveAt: NOW - rnd(20) * S,
+        startedAt: NOW - rnd(20) * S,
+      }),
+    );
     const inQueue = rnd(10);
-    const q = queue({ inQueue, inQueueLowPriority: rnd(inQueue + 1), inProgress: rnd(5), oldestUrgentQueuedAt: NOW - rnd(20) * S });
+    const q = queue({
+      inQueue,
+      inQueueLowPriority: rnd(inQueue + 1),
+      inProgress: rnd(5),
+      oldestUrgentQueuedAt: NOW - rnd(20) * S,
+    });
     const d = decide(s, q, ws);
     const after = ws.length - d.stop.length + d.start;
-    assert.ok(d.start === 0 || after <= Math.max(s.workersMax, 0), `start over max: ${JSON.stringify({ s, d, n: ws.length })}`);
+    assert.ok(
+      d.start === 0 || after <= Math.max(s.workersMax, 0),
+      `start over max: ${JSON.stringify({ s, d, n: ws.length })}`,
+    );
     for (const x of d.stop) if (x.reason === 'idle') assert.notEqual(ws.find((w) => w.id === x.id)?.state, 'running');
     const idleStops = d.stop.filter((x) => x.reason === 'idle').length;
-    if (idleStops > 0) assert.ok(ws.length - d.stop.length >= Math.min(s.workersMin, s.workersMax), 'never below workersMin by idleness');
+    if (idleStops > 0)
+      assert.ok(
+        ws.length - d.stop.length >= Math.min(s.workersMin, s.workersMax),
+        'never below workersMin by idleness',
+      );
   }
 });

@@ -25,7 +25,7 @@
  *   `workersMin`) and the endpoint is reported unhealthy. A worker that takes a job resets the count.
  */
 
-export type ScalerType = 'QUEUE_DELAY' | 'REQUEST_COUNT';
+type ScalerType = 'QUEUE_DELAY' | 'REQUEST_COUNT';
 
 /** The endpoint settings the rules read. */
 export interface ScaleSettings {
@@ -51,7 +51,7 @@ export interface ScaleQueue {
   oldestUrgentQueuedAt: number | null;
 }
 
-export type ScaleWorkerState = 'initializing' | 'idle' | 'running';
+type ScaleWorkerState = 'initializing' | 'idle' | 'running';
 
 export interface ScaleWorker {
   id: string;
@@ -90,9 +90,15 @@ export interface ScaleConfig {
   startTimeoutMs: number;
 }
 
-export const DEFAULT_SCALE_CONFIG: ScaleConfig = { crashWindowMs: 30_000, crashThreshold: 3, backoffBaseMs: 10_000, backoffMaxMs: 300_000, startTimeoutMs: 600_000 };
+export const DEFAULT_SCALE_CONFIG: ScaleConfig = {
+  crashWindowMs: 30_000,
+  crashThreshold: 3,
+  backoffBaseMs: 10_000,
+  backoffMaxMs: 300_000,
+  startTimeoutMs: 600_000,
+};
 
-export type StopReason = 'idle' | 'over-max' | 'recycle' | 'start-timeout';
+type StopReason = 'idle' | 'over-max' | 'recycle' | 'start-timeout';
 
 export interface ScaleDecision {
   /** Workers to launch. */
@@ -107,7 +113,14 @@ export interface ScaleDecision {
 }
 
 /** The decision for one endpoint at `now`. */
-export function decideScale(settings: ScaleSettings, queue: ScaleQueue, workers: readonly ScaleWorker[], crash: CrashState, now: number, config: ScaleConfig = DEFAULT_SCALE_CONFIG): ScaleDecision {
+export function decideScale(
+  settings: ScaleSettings,
+  queue: ScaleQueue,
+  workers: readonly ScaleWorker[],
+  crash: CrashState,
+  now: number,
+  config: ScaleConfig = DEFAULT_SCALE_CONFIG,
+): ScaleDecision {
   const reasons: string[] = [];
   const stop = new Map<string, StopReason>();
   const max = Math.max(0, settings.workersMax);
@@ -140,7 +153,8 @@ export function decideScale(settings: ScaleSettings, queue: ScaleQueue, workers:
   } else {
     const perWorker = Math.max(1, settings.scalerValue);
     want = Math.ceil((urgent + Math.max(0, queue.inProgress)) / perWorker);
-    if (want > up.length) reasons.push(`${urgent} queued + ${queue.inProgress} in progress at ${perWorker} per worker: ${want} worker(s)`);
+    if (want > up.length)
+      reasons.push(`${urgent} queued + ${queue.inProgress} in progress at ${perWorker} per worker: ${want} worker(s)`);
   }
   if (urgent > 0 && up.length === 0 && want < 1) {
     want = 1;
@@ -179,28 +193,37 @@ export function decideScale(settings: ScaleSettings, queue: ScaleQueue, workers:
   if (start > 0 && isBackedOff(crash, now)) {
     heldBack = start;
     start = 0;
-    reasons.push(`crash-looping (${crash.consecutive} crashes in a row): no start before ${new Date(crash.backoffUntil!).toISOString()}`);
+    reasons.push(
+      `crash-looping (${crash.consecutive} crashes in a row): no start before ${new Date(crash.backoffUntil!).toISOString()}`,
+    );
   }
   return { start, stop: [...stop].map(([id, reason]) => ({ id, reason })), desired, heldBack, reasons };
 }
 
 const rank = (w: ScaleWorker): number => (w.state === 'initializing' ? 0 : w.state === 'idle' ? 1 : 2);
 
-export const isBackedOff = (crash: CrashState, now: number): boolean => crash.backoffUntil !== null && now < crash.backoffUntil;
+export const isBackedOff = (crash: CrashState, now: number): boolean =>
+  crash.backoffUntil !== null && now < crash.backoffUntil;
 
 /**
  * A worker ended without being asked to (it exited, failed its start, or never became ready).
  * Within `crashWindowMs` of its start it is a crash: the count goes up and, from `crashThreshold`
  * on, the endpoint is backed off. A worker that ran longer ended for its own reasons: no change.
  */
-export function recordWorkerEnd(crash: CrashState, end: { startedAt: number; endedAt: number; reason: string }, config: ScaleConfig = DEFAULT_SCALE_CONFIG): CrashState {
+export function recordWorkerEnd(
+  crash: CrashState,
+  end: { startedAt: number; endedAt: number; reason: string },
+  config: ScaleConfig = DEFAULT_SCALE_CONFIG,
+): CrashState {
   if (end.endedAt - end.startedAt > config.crashWindowMs) return crash;
   const consecutive = crash.consecutive + 1;
-  if (consecutive < config.crashThreshold) return { consecutive, backoffUntil: crash.backoffUntil, lastReason: end.reason };
+  if (consecutive < config.crashThreshold)
+    return { consecutive, backoffUntil: crash.backoffUntil, lastReason: end.reason };
   const exponent = Math.min(30, consecutive - config.crashThreshold);
   const delay = Math.min(config.backoffMaxMs, config.backoffBaseMs * 2 ** exponent);
   return { consecutive, backoffUntil: Math.max(crash.backoffUntil ?? 0, end.endedAt + delay), lastReason: end.reason };
 }
 
 /** A worker of the endpoint took a job: it is not crash-looping (any back-off ends). */
-export const recordWorkerHealthy = (crash: CrashState): CrashState => (crash.consecutive === 0 && crash.backoffUntil === null ? crash : HEALTHY);
+export const recordWorkerHealthy = (crash: CrashState): CrashState =>
+  crash.consecutive === 0 && crash.backoffUntil === null ? crash : HEALTHY;

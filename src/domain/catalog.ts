@@ -79,7 +79,7 @@ export interface Catalog {
   dataCenters: DataCenter[];
 }
 
-export const defaultPools: GpuPool[] = [
+const defaultPools: GpuPool[] = [
   { id: 'AMPERE_16', displayName: '16 GB Ampere', memoryInGb: 16 },
   { id: 'AMPERE_24', displayName: '24 GB Ampere', memoryInGb: 24 },
   { id: 'ADA_24', displayName: '24 GB Ada', memoryInGb: 24 },
@@ -97,9 +97,18 @@ const gpu = (
   securePrice: number,
   communityPrice: number,
   globalNetworking = false,
-): GpuType => ({ id, displayName, manufacturer: 'Nvidia', memoryInGb, pool, securePrice, communityPrice, globalNetworking });
+): GpuType => ({
+  id,
+  displayName,
+  manufacturer: 'Nvidia',
+  memoryInGb,
+  pool,
+  securePrice,
+  communityPrice,
+  globalNetworking,
+});
 
-export const defaultGpuTypes: GpuType[] = [
+const defaultGpuTypes: GpuType[] = [
   gpu('NVIDIA RTX A4000', 'RTX A4000', 16, 'AMPERE_16', 0.25, 0.17),
   gpu('NVIDIA RTX A4500', 'RTX A4500', 20, 'AMPERE_16', 0.27, 0.19),
   gpu('NVIDIA RTX A5000', 'RTX A5000', 24, 'AMPERE_24', 0.29, 0.22),
@@ -116,13 +125,34 @@ export const defaultGpuTypes: GpuType[] = [
   gpu('NVIDIA H100 80GB HBM3', 'H100 SXM', 80, 'ADA_80_PRO', 2.69, 2.49, true),
 ];
 
-export const defaultCpuFlavors: CpuFlavor[] = [
-  { id: 'cpu3c', displayName: 'Compute-Optimized', ramMultiplier: 2, vcpuOptions: [2, 4, 8, 16, 32], securePricePerVcpu: 0.03, communityPricePerVcpu: 0.02 },
-  { id: 'cpu3g', displayName: 'General Purpose', ramMultiplier: 4, vcpuOptions: [2, 4, 8, 16, 32], securePricePerVcpu: 0.04, communityPricePerVcpu: 0.03 },
-  { id: 'cpu3m', displayName: 'Memory-Optimized', ramMultiplier: 8, vcpuOptions: [2, 4, 8, 16], securePricePerVcpu: 0.06, communityPricePerVcpu: 0.05 },
+const defaultCpuFlavors: CpuFlavor[] = [
+  {
+    id: 'cpu3c',
+    displayName: 'Compute-Optimized',
+    ramMultiplier: 2,
+    vcpuOptions: [2, 4, 8, 16, 32],
+    securePricePerVcpu: 0.03,
+    communityPricePerVcpu: 0.02,
+  },
+  {
+    id: 'cpu3g',
+    displayName: 'General Purpose',
+    ramMultiplier: 4,
+    vcpuOptions: [2, 4, 8, 16, 32],
+    securePricePerVcpu: 0.04,
+    communityPricePerVcpu: 0.03,
+  },
+  {
+    id: 'cpu3m',
+    displayName: 'Memory-Optimized',
+    ramMultiplier: 8,
+    vcpuOptions: [2, 4, 8, 16],
+    securePricePerVcpu: 0.06,
+    communityPricePerVcpu: 0.05,
+  },
 ];
 
-export const defaultDataCenters: DataCenter[] = [
+const defaultDataCenters: DataCenter[] = [
   { id: 'US-TX-3', name: 'US-TX-3', location: 'United States, Texas', country: 'US', globalNetworking: true },
   { id: 'US-CA-2', name: 'US-CA-2', location: 'United States, California', country: 'US', globalNetworking: false },
   { id: 'EU-RO-1', name: 'EU-RO-1', location: 'Europe, Romania', country: 'RO', globalNetworking: true },

@@ -6,9 +6,18 @@ import { costPerHour } from './cost.js';
 const catalog = defaultCatalog();
 
 test('a GPU pod costs the per-GPU price of its cloud times its GPU count', () => {
-  assert.equal(costPerHour({ kind: 'gpu', gpuTypeId: 'NVIDIA GeForce RTX 4090', gpuCount: 2, cloud: 'SECURE' }, catalog), 1.38);
-  assert.equal(costPerHour({ kind: 'gpu', gpuTypeId: 'NVIDIA GeForce RTX 4090', gpuCount: 2, cloud: 'COMMUNITY' }, catalog), 0.68);
-  assert.equal(costPerHour({ kind: 'gpu', gpuTypeId: 'NVIDIA H100 80GB HBM3', gpuCount: 8, cloud: 'SECURE' }, catalog), 21.52);
+  assert.equal(
+    costPerHour({ kind: 'gpu', gpuTypeId: 'NVIDIA GeForce RTX 4090', gpuCount: 2, cloud: 'SECURE' }, catalog),
+    1.38,
+  );
+  assert.equal(
+    costPerHour({ kind: 'gpu', gpuTypeId: 'NVIDIA GeForce RTX 4090', gpuCount: 2, cloud: 'COMMUNITY' }, catalog),
+    0.68,
+  );
+  assert.equal(
+    costPerHour({ kind: 'gpu', gpuTypeId: 'NVIDIA H100 80GB HBM3', gpuCount: 8, cloud: 'SECURE' }, catalog),
+    21.52,
+  );
 });
 
 test('a CPU pod costs the per-vCPU price of its flavor and cloud times its vCPUs', () => {

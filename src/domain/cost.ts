@@ -12,9 +12,11 @@ export type PricedCompute =
 /** Rounded to a millionth of a dollar so sums of float prices read as the prices people expect. */
 const money = (usd: number): number => Math.round(usd * 1e6) / 1e6;
 
-export const gpuPricePerHour = (gpuType: GpuType, cloud: Cloud): number => (cloud === 'SECURE' ? gpuType.securePrice : gpuType.communityPrice);
+const gpuPricePerHour = (gpuType: GpuType, cloud: Cloud): number =>
+  cloud === 'SECURE' ? gpuType.securePrice : gpuType.communityPrice;
 
-export const vcpuPricePerHour = (flavor: CpuFlavor, cloud: Cloud): number => (cloud === 'SECURE' ? flavor.securePricePerVcpu : flavor.communityPricePerVcpu);
+const vcpuPricePerHour = (flavor: CpuFlavor, cloud: Cloud): number =>
+  cloud === 'SECURE' ? flavor.securePricePerVcpu : flavor.communityPricePerVcpu;
 
 /**
  * Cost per hour of running the compute; 0 when the GPU type or CPU flavor is not in the catalog

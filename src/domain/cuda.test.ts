@@ -2,8 +2,10 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { compareCudaVersions, cudaAccepts, cudaCode, cudaRule, describeCudaRule } from './cuda.js';
 
-const rule = (allowedCudaVersions: string[], minCudaVersion: string | null = null) => cudaRule({ allowedCudaVersions, minCudaVersion });
-const accepts = (host: string | null, allowed: string[], min: string | null = null) => cudaAccepts(rule(allowed, min), cudaCode(host));
+const rule = (allowedCudaVersions: string[], minCudaVersion: string | null = null) =>
+  cudaRule({ allowedCudaVersions, minCudaVersion });
+const accepts = (host: string | null, allowed: string[], min: string | null = null) =>
+  cudaAccepts(rule(allowed, min), cudaCode(host));
 
 test('versions compare numerically, so 12.10 is newer than 12.9', () => {
   assert.ok(cudaCode('12.10') > cudaCode('12.9'));
@@ -38,7 +40,10 @@ test('a host that reports no CUDA version satisfies only an unconstrained reques
 
 test('the constraint is described the way a user wrote it', () => {
   assert.equal(describeCudaRule({ allowedCudaVersions: ['13.0'], minCudaVersion: null }), 'CUDA 13.0');
-  assert.equal(describeCudaRule({ allowedCudaVersions: ['12.2', '12.8', '13.0'], minCudaVersion: null }), 'CUDA 12.2, 12.8 or 13.0');
+  assert.equal(
+    describeCudaRule({ allowedCudaVersions: ['12.2', '12.8', '13.0'], minCudaVersion: null }),
+    'CUDA 12.2, 12.8 or 13.0',
+  );
   assert.equal(describeCudaRule({ allowedCudaVersions: [], minCudaVersion: '13' }), 'CUDA 13.0 or newer');
   assert.equal(describeCudaRule({ allowedCudaVersions: [], minCudaVersion: '12.4' }), 'CUDA 12.4 or newer');
 });

@@ -7,7 +7,7 @@
 const VERSION = /^(\d+)(?:\.(\d+))?$/;
 
 /** The code of an unknown or unparseable version; it satisfies no constraint. */
-export const UNKNOWN_CUDA = -1;
+const UNKNOWN_CUDA = -1;
 
 /** Parsed codes of the few version strings a fleet and its requests use. */
 const codes = new Map<string, number>();
@@ -56,7 +56,7 @@ export function cudaRule(request: { allowedCudaVersions: readonly string[]; minC
   };
 }
 
-export const isUnconstrained = (rule: CudaRule): boolean => rule.allowed === null && rule.min === null;
+const isUnconstrained = (rule: CudaRule): boolean => rule.allowed === null && rule.min === null;
 
 /** Whether a host reporting `hostCode` satisfies the rule. A host that reports no version satisfies only no constraint. */
 export function cudaAccepts(rule: CudaRule, hostCode: number): boolean {
@@ -68,7 +68,10 @@ export function cudaAccepts(rule: CudaRule, hostCode: number): boolean {
 }
 
 /** The constraint in words: `CUDA 13.0`, `CUDA 12.8 or 13.0`, `CUDA 12.4 or newer`. */
-export function describeCudaRule(request: { allowedCudaVersions: readonly string[]; minCudaVersion: string | null }): string {
+export function describeCudaRule(request: {
+  allowedCudaVersions: readonly string[];
+  minCudaVersion: string | null;
+}): string {
   const parts: string[] = [];
   if (request.allowedCudaVersions.length > 0) {
     const list = request.allowedCudaVersions;

@@ -6,7 +6,10 @@ import { errorCatalogue } from './errors.js';
 
 const doc = readFileSync(join(import.meta.dirname, '..', '..', 'docs', 'errors.md'), 'utf8');
 const rows = new Map(
-  [...doc.matchAll(/^\| `([A-Z_]+)` \| (\d{3}) \| ([^|]+) \| ([^|]*) \|$/gm)].map((m) => [m[1]!, { status: Number(m[2]), title: m[3]!.trim(), when: m[4]!.trim() }]),
+  [...doc.matchAll(/^\| `([A-Z_]+)` \| (\d{3}) \| ([^|]+) \| ([^|]*) \|$/gm)].map((m) => [
+    m[1]!,
+    { status: Number(m[2]), title: m[3]!.trim(), when: m[4]!.trim() },
+  ]),
 );
 
 test('every error in the catalogue is documented in docs/errors.md with its status and title', () => {

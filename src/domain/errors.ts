@@ -95,7 +95,13 @@ export class ApiError extends Error {
   }
 
   toProblem(): Problem {
-    const body: Problem = { type: 'about:blank', title: this.title, status: this.status, detail: this.detail, code: this.code };
+    const body: Problem = {
+      type: 'about:blank',
+      title: this.title,
+      status: this.status,
+      detail: this.detail,
+      code: this.code,
+    };
     if (this.errors) body.errors = this.errors;
     return body;
   }

@@ -49,10 +49,30 @@ test('the registry a pull contacts is found as the engine finds it, tags, digest
 });
 
 test('a registry host is host, host:port or a bracketed IPv6 address, as the reference grammar writes them', () => {
-  assert.deepEqual(parseRegistryHost('Registry.Example.com:5000'), { host: 'registry.example.com', port: 5000, bracketed: false });
+  assert.deepEqual(parseRegistryHost('Registry.Example.com:5000'), {
+    host: 'registry.example.com',
+    port: 5000,
+    bracketed: false,
+  });
   assert.deepEqual(parseRegistryHost('[::1]:5000'), { host: '::1', port: 5000, bracketed: true });
   assert.deepEqual(parseRegistryHost('[FD00::5]'), { host: 'fd00::5', port: null, bracketed: true });
   assert.deepEqual(parseRegistryHost('localhost'), { host: 'localhost', port: null, bracketed: false });
-  for (const bad of ['', '::1', 'a_b.example', 'example.com.', '-x.example', 'x:', 'x:port', 'x:1:2', '[::1', '[::1]x', '[127.0.0.1]', '[fe80::1%eth0]', 'user@host', 'host:123456', 'host:65536'])
+  for (const bad of [
+    '',
+    '::1',
+    'a_b.example',
+    'example.com.',
+    '-x.example',
+    'x:',
+    'x:port',
+    'x:1:2',
+    '[::1',
+    '[::1]x',
+    '[127.0.0.1]',
+    '[fe80::1%eth0]',
+    'user@host',
+    'host:123456',
+    'host:65536',
+  ])
     assert.equal(parseRegistryHost(bad), null, bad);
 });

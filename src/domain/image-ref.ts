@@ -86,4 +86,5 @@ export function parseRegistryHost(text: string): RegistryHost | null {
 }
 
 /** `host[:port]` again, IPv6 in brackets: the canonical text of a parsed registry. */
-export const registryText = (r: RegistryHost): string => `${r.bracketed ? `[${r.host}]` : r.host}${r.port === null ? '' : `:${r.port}`}`;
+export const registryText = (r: RegistryHost): string =>
+  `${r.bracketed ? `[${r.host}]` : r.host}${r.port === null ? '' : `:${r.port}`}`;

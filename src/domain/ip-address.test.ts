@@ -32,7 +32,26 @@ test('every non-public IPv4 range is refused, at its first and last address', ()
 });
 
 test('public IPv4 addresses next to the refused ranges are allowed', () => {
-  for (const address of ['1.1.1.1', '8.8.8.8', '9.255.255.255', '11.0.0.0', '100.63.255.255', '100.128.0.0', '126.255.255.255', '128.0.0.0', '169.253.255.255', '172.15.255.255', '172.32.0.0', '192.0.1.0', '192.0.3.0', '203.0.114.0', '192.167.255.255', '198.17.255.255', '198.20.0.0', '223.255.255.255'])
+  for (const address of [
+    '1.1.1.1',
+    '8.8.8.8',
+    '9.255.255.255',
+    '11.0.0.0',
+    '100.63.255.255',
+    '100.128.0.0',
+    '126.255.255.255',
+    '128.0.0.0',
+    '169.253.255.255',
+    '172.15.255.255',
+    '172.32.0.0',
+    '192.0.1.0',
+    '192.0.3.0',
+    '203.0.114.0',
+    '192.167.255.255',
+    '198.17.255.255',
+    '198.20.0.0',
+    '223.255.255.255',
+  ])
     assert.equal(nonPublicKind(address), null, address);
 });
 
@@ -69,12 +88,25 @@ test('non-public IPv6 addresses are refused, and embedded IPv4 addresses are jud
 });
 
 test('public IPv6 addresses, also when they embed a public IPv4 address, are allowed', () => {
-  for (const address of ['2606:4700:4700::1111', '2001:4860:4860::8888', '::ffff:8.8.8.8', '::ffff:808:808', '64:ff9b::8.8.8.8', '2002:808:808::1', 'fbff::1', 'fe7f::1', 'fe00::1', '2a00:1450::1', '2001:db9::1'])
+  for (const address of [
+    '2606:4700:4700::1111',
+    '2001:4860:4860::8888',
+    '::ffff:8.8.8.8',
+    '::ffff:808:808',
+    '64:ff9b::8.8.8.8',
+    '2002:808:808::1',
+    'fbff::1',
+    'fe7f::1',
+    'fe00::1',
+    '2a00:1450::1',
+    '2001:db9::1',
+  ])
     assert.equal(nonPublicKind(address), null, address);
 });
 
 test('text that is not an IP address is never answered as public', () => {
-  for (const text of ['', 'localhost', '127.1', '2130706433', '0x7f.0.0.1', '[::1]', '1.2.3.4.5', 'example.com']) assert.equal(nonPublicKind(text), 'not an IP address', text);
+  for (const text of ['', 'localhost', '127.1', '2130706433', '0x7f.0.0.1', '[::1]', '1.2.3.4.5', 'example.com'])
+    assert.equal(nonPublicKind(text), 'not an IP address', text);
 });
 
 test('IPv6 text parses to its 16 bytes, with :: and a dotted-quad tail', () => {

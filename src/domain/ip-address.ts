@@ -11,7 +11,17 @@
 import { isIPv4, isIPv6 } from 'node:net';
 
 /** Why an address is not public (used in the refusal message: "… is loopback"). */
-export type NonPublicKind = 'unspecified' | 'loopback' | 'private' | 'link-local' | 'shared (carrier-grade NAT)' | 'reserved' | 'benchmarking' | 'documentation' | 'multicast' | 'not an IP address';
+export type NonPublicKind =
+  | 'unspecified'
+  | 'loopback'
+  | 'private'
+  | 'link-local'
+  | 'shared (carrier-grade NAT)'
+  | 'reserved'
+  | 'benchmarking'
+  | 'documentation'
+  | 'multicast'
+  | 'not an IP address';
 
 type Range4 = readonly [first: number, bits: number, kind: NonPublicKind];
 

@@ -4,10 +4,10 @@
  * `errors` entry each.
  */
 
-export const SECOND_MS = 1000;
-export const DAY_MS = 24 * 60 * 60 * SECOND_MS;
+const SECOND_MS = 1000;
+const DAY_MS = 24 * 60 * 60 * SECOND_MS;
 
-export const POLICY_BOUNDS = {
+const POLICY_BOUNDS = {
   executionTimeout: { min: 5 * SECOND_MS, max: 7 * DAY_MS, default: 600_000 },
   ttl: { min: 10 * SECOND_MS, max: 7 * DAY_MS, default: DAY_MS },
 } as const;
@@ -26,7 +26,12 @@ export type Normalized<T> = { ok: true; value: T } | { ok: false; violations: st
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
-function boundedInteger(value: unknown, field: string, bounds: { min: number; max: number }, violations: string[]): number | null {
+function boundedInteger(
+  value: unknown,
+  field: string,
+  bounds: { min: number; max: number },
+  violations: string[],
+): number | null {
   if (typeof value !== 'number' || !Number.isInteger(value)) {
     violations.push(`${field} must be an integer number of milliseconds`);
     return null;
@@ -43,20 +48,32 @@ function boundedInteger(value: unknown, field: string, bounds: { min: number; ma
  * rejects unknown properties everywhere else too).
  * @param defaultExecutionTimeout the endpoint's default, itself bounded like the policy field. @default 600000
  */
-export function normalizePolicy(raw: unknown, defaultExecutionTimeout: number = POLICY_BOUNDS.executionTimeout.default): Normalized<JobPolicy> {
+export function normalizePolicy(
+  raw: unknown,
+  defaultExecutionTimeout: number = POLICY_BOUNDS.executionTimeout.default,
+): Normalized<JobPolicy> {
   const violations: string[] = [];
   const policy: JobPolicy = {
-    executionTimeout: Math.min(Math.max(defaultExecutionTimeout, POLICY_BOUNDS.executionTimeout.min), POLICY_BOUNDS.executionTimeout.max),
+    executionTimeout: Math.min(
+      Math.max(defaultExecutionTimeout, POLICY_BOUNDS.executionTimeout.min),
+      POLICY_BOUNDS.executionTimeout.max,
+    ),
     lowPriority: false,
     ttl: POLICY_BOUNDS.ttl.default,
   };
   if (raw === undefined || raw === null) return { ok: true, value: policy };
   if (!isObject(raw)) return { ok: false, violations: ['policy must be an object'] };
   for (const key of Object.keys(raw)) {
-    if (key !== 'executionTimeout' && key !== 'lowPriority' && key !== 'ttl') violations.push(`policy.${key} is not a known policy field`);
+    if (key !== 'executionTimeout' && key !== 'lowPriority' && key !== 'ttl')
+      violations.push(`policy.${key} is not a known policy field`);
   }
   if (raw.executionTimeout !== undefined) {
-    const v = boundedInteger(raw.executionTimeout, 'policy.executionTimeout', POLICY_BOUNDS.executionTimeout, violations);
+    const v = boundedInteger(
+      raw.executionTimeout,
+      'policy.executionTimeout',
+      POLICY_BOUNDS.executionTimeout,
+      violations,
+    );
     if (v !== null) policy.executionTimeout = v;
   }
   if (raw.ttl !== undefined) {
@@ -71,7 +88,7 @@ export function normalizePolicy(raw: unknown, defaultExecutionTimeout: number = 
 }
 
 /** The fields of a job's `s3Config` (spec 2.12) and the longest string each may be. */
-export const S3_CONFIG_FIELDS = { accessId: 256, accessSecret: 1024, bucketName: 255, endpointUrl: 2048 } as const;
+const S3_CONFIG_FIELDS = { accessId: 256, accessSecret: 1024, bucketName: 255, endpointUrl: 2048 } as const;
 
 /**
  * Violations of a request's `s3Config`: an object whose known fields are strings of bounded
@@ -100,7 +117,7 @@ export interface WaitBounds {
 /** `/runsync?wait=`: 1 s..300 s, default 90 s. */
 export const RUNSYNC_WAIT: WaitBounds = { min: 1000, max: 300_000, default: 90_000 };
 /** `/status-sync/{id}?wait=`: same bounds as runsync. */
-export const STATUS_SYNC_WAIT: WaitBounds = RUNSYNC_WAIT;
+export const STATUS_SYNC_WAIT: WaitBounds = { ...RUNSYNC_WAIT };
 /** `/stream/{id}?wait=`: waits while nothing is buffered; 0 answers at once. */
 export const STREAM_WAIT: WaitBounds = { min: 0, max: 300_000, default: 10_000 };
 
@@ -112,6 +129,7 @@ export const STREAM_WAIT: WaitBounds = { min: 0, max: 300_000, default: 10_000 }
 export function normalizeWait(raw: unknown, bounds: WaitBounds, field = 'wait'): Normalized<number> {
   if (raw === undefined || raw === null || raw === '') return { ok: true, value: bounds.default };
   const n = typeof raw === 'string' ? Number(raw.trim()) : raw;
-  if (typeof n !== 'number' || !Number.isFinite(n)) return { ok: false, violations: [`${field} must be a number of milliseconds`] };
+  if (typeof n !== 'number' || !Number.isFinite(n))
+    return { ok: false, violations: [`${field} must be a number of milliseconds`] };
   return { ok: true, value: Math.min(Math.max(Math.round(n), bounds.min), bounds.max) };
 }

@@ -1,6 +1,14 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { addRemoteJobRequests, admitJobRequest, effectiveRate, isIdleJobWindow, JOB_OPERATION_LIMITS, newJobWindow, releaseJobRequest } from './job-rate-limits.js';
+import {
+  addRemoteJobRequests,
+  admitJobRequest,
+  effectiveRate,
+  isIdleJobWindow,
+  JOB_OPERATION_LIMITS,
+  newJobWindow,
+  releaseJobRequest,
+} from './job-rate-limits.js';
 
 const T0 = 1_700_000_000_000; // a multiple of 10 s
 
@@ -27,7 +35,12 @@ test('requests in flight beyond the concurrency cap are refused; answering one f
   const limit = { rate: 100, concurrent: 2 };
   assert.equal(admitJobRequest(w, limit, T0).allowed, true);
   assert.equal(admitJobRequest(w, limit, T0).allowed, true);
-  assert.deepEqual(admitJobRequest(w, limit, T0), { allowed: false, exceeded: 'concurrency', limit: 2, retryAfterSeconds: 1 });
+  assert.deepEqual(admitJobRequest(w, limit, T0), {
+    allowed: false,
+    exceeded: 'concurrency',
+    limit: 2,
+    retryAfterSeconds: 1,
+  });
   releaseJobRequest(w);
   assert.equal(admitJobRequest(w, limit, T0).allowed, true);
 });
@@ -83,7 +96,11 @@ test("requests other replicas admitted count against the user's window; a past w
   addRemoteJobRequests(w, 0, 50);
   assert.equal(w.remote, 2, "a past window's counts are dropped");
   addRemoteJobRequests(w, 20_000, 1);
-  assert.deepEqual([w.start, w.count, w.remote], [20_000, 0, 1], 'a later window, begun elsewhere first, starts here too');
+  assert.deepEqual(
+    [w.start, w.count, w.remote],
+    [20_000, 0, 1],
+    'a later window, begun elsewhere first, starts here too',
+  );
   assert.deepEqual(admitJobRequest(w, limit, 20_005), { allowed: true });
   assert.deepEqual(admitJobRequest(w, limit, 20_006), { allowed: true });
   assert.equal(admitJobRequest(w, limit, 20_007).allowed, false);

@@ -6,7 +6,8 @@
  */
 
 /** The operations counted separately. `retry` and `health` are Gantry's (the spec names neither). */
-export type JobOperation = 'run' | 'runsync' | 'status' | 'stream' | 'cancel' | 'retry' | 'purge-queue' | 'health' | 'openai' | 'requests';
+export type JobOperation =
+  'run' | 'runsync' | 'status' | 'stream' | 'cancel' | 'retry' | 'purge-queue' | 'health' | 'openai' | 'requests';
 
 export const JOB_RATE_WINDOW_MS = 10_000;
 
@@ -46,8 +47,7 @@ export interface JobWindow {
 export const newJobWindow = (): JobWindow => ({ start: 0, count: 0, remote: 0, inFlight: 0 });
 
 export type JobAdmission =
-  | { allowed: true }
-  | { allowed: false; exceeded: 'rate' | 'concurrency'; limit: number; retryAfterSeconds: number };
+  { allowed: true } | { allowed: false; exceeded: 'rate' | 'concurrency'; limit: number; retryAfterSeconds: number };
 
 /** The rate in force: `max(base, runningWorkers × perWorker)`. */
 export function effectiveRate(limit: JobOperationLimit, runningWorkers: number, perWorker: number): number {
@@ -59,7 +59,11 @@ export function effectiveRate(limit: JobOperationLimit, runningWorkers: number, 
  * `release` is called for it. A refused request is not counted, so a client that backs off regains
  * its quota when the window turns.
  */
-export function admitJobRequest(window: JobWindow, limit: { rate: number; concurrent: number | null }, now: number): JobAdmission {
+export function admitJobRequest(
+  window: JobWindow,
+  limit: { rate: number; concurrent: number | null },
+  now: number,
+): JobAdmission {
   const start = now - (now % JOB_RATE_WINDOW_MS);
   if (window.start !== start) {
     window.start = start;
@@ -67,7 +71,12 @@ export function admitJobRequest(window: JobWindow, limit: { rate: number; concur
     window.remote = 0;
   }
   if (window.count + window.remote >= limit.rate)
-    return { allowed: false, exceeded: 'rate', limit: limit.rate, retryAfterSeconds: Math.max(1, Math.ceil((start + JOB_RATE_WINDOW_MS - now) / 1000)) };
+    return {
+      allowed: false,
+      exceeded: 'rate',
+      limit: limit.rate,
+      retryAfterSeconds: Math.max(1, Math.ceil((start + JOB_RATE_WINDOW_MS - now) / 1000)),
+    };
   if (limit.concurrent !== null && window.inFlight >= limit.concurrent)
     return { allowed: false, exceeded: 'concurrency', limit: limit.concurrent, retryAfterSeconds: 1 };
   window.count += 1;
@@ -95,7 +104,8 @@ export function releaseJobRequest(window: JobWindow): void {
 }
 
 /** A window nobody used for a whole period can be forgotten. */
-export const isIdleJobWindow = (window: JobWindow, now: number): boolean => window.inFlight === 0 && now - window.start >= 2 * JOB_RATE_WINDOW_MS;
+export const isIdleJobWindow = (window: JobWindow, now: number): boolean =>
+  window.inFlight === 0 && now - window.start >= 2 * JOB_RATE_WINDOW_MS;
 
 /**
  * How replicas share their admitted-request counts, so the spec 8.1 rates hold per user across

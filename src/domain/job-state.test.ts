@@ -93,7 +93,7 @@ test('a result for a cancelled or timed-out job is dropped', () => {
   assert.equal(t.kind === 'ignored' && t.job.status, 'CANCELLED');
 });
 
-test("a post from a worker that does not hold the job is refused", () => {
+test('a post from a worker that does not hold the job is refused', () => {
   const t = nextJobState(running(), { type: 'complete', workerId: 'w2', output: '1' }, T0);
   assert.equal(t.kind === 'refused' && t.refusal.code, 'WRONG_WORKER');
   const q = nextJobState(queued(), { type: 'complete', workerId: 'w1', output: '1' }, T0);
@@ -129,7 +129,11 @@ test('timeout applies only while running: a queued job cannot time out', () => {
 
 test('retry requeues a FAILED or TIMED_OUT job with its retries counted and its result cleared', () => {
   for (const status of ['FAILED', 'TIMED_OUT'] as const) {
-    const job = changed(running({ status, completedAt: T0 + 300, error: 'x', executionMs: 200 }), { type: 'retry' }, T0 + 1000);
+    const job = changed(
+      running({ status, completedAt: T0 + 300, error: 'x', executionMs: 200 }),
+      { type: 'retry' },
+      T0 + 1000,
+    );
     assert.equal(job.status, 'IN_QUEUE');
     assert.equal(job.retries, 1);
     assert.equal(job.queuedAt, T0 + 1000);
@@ -160,7 +164,8 @@ test('a lost worker returns its job to the queue until the retry budget is spent
 });
 
 test('ttl expiry deletes the job whatever its state', () => {
-  for (const status of JOB_STATUSES) assert.deepEqual(nextJobState(running({ status }), { type: 'expire' }, T0), { kind: 'deleted' });
+  for (const status of JOB_STATUSES)
+    assert.deepEqual(nextJobState(running({ status }), { type: 'expire' }, T0), { kind: 'deleted' });
 });
 
 const events: JobEvent[] = [

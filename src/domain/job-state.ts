@@ -16,9 +16,9 @@
 export const JOB_STATUSES = ['IN_QUEUE', 'IN_PROGRESS', 'COMPLETED', 'FAILED', 'CANCELLED', 'TIMED_OUT'] as const;
 export type JobStatus = (typeof JOB_STATUSES)[number];
 
-export const TERMINAL_JOB_STATUSES: readonly JobStatus[] = ['COMPLETED', 'FAILED', 'CANCELLED', 'TIMED_OUT'];
+const TERMINAL_JOB_STATUSES: readonly JobStatus[] = ['COMPLETED', 'FAILED', 'CANCELLED', 'TIMED_OUT'];
 
-export const isJobStatus = (s: string): s is JobStatus => (JOB_STATUSES as readonly string[]).includes(s);
+const isJobStatus = (s: string): s is JobStatus => (JOB_STATUSES as readonly string[]).includes(s);
 export const isTerminalJobStatus = (s: JobStatus): boolean => TERMINAL_JOB_STATUSES.includes(s);
 
 /** Error text of a job whose worker stopped answering after the retry budget was spent. */
@@ -57,7 +57,7 @@ export type JobEvent =
 
 export type JobEventType = JobEvent['type'];
 
-export type JobRefusalCode = 'NOT_QUEUED' | 'NOT_RUNNING' | 'WRONG_WORKER' | 'NOT_RETRYABLE';
+type JobRefusalCode = 'NOT_QUEUED' | 'NOT_RUNNING' | 'WRONG_WORKER' | 'NOT_RETRYABLE';
 
 export interface JobRefusal {
   code: JobRefusalCode;
@@ -123,23 +123,43 @@ function workerPostOutsideRun(job: JobState, event: Extract<JobEvent, { workerId
     return { kind: 'ignored', job, reason };
   }
   if (job.status === 'IN_PROGRESS')
-    return refuse(job, event, 'WRONG_WORKER', `The job is held by worker ${job.workerId ?? '(none)'}, not ${event.workerId}.`);
+    return refuse(
+      job,
+      event,
+      'WRONG_WORKER',
+      `The job is held by worker ${job.workerId ?? '(none)'}, not ${event.workerId}.`,
+    );
   return refuse(job, event, 'NOT_RUNNING', `A ${job.status} job has no worker; it cannot take a ${event.type} post.`);
 }
 
 /** Where `event` takes a job at time `now`; pure. */
 export function nextJobState(job: JobState, event: JobEvent, now: number): JobTransition {
-  const holds = (workerId: string): boolean => job.status === 'IN_PROGRESS' && (job.workerId === null || job.workerId === workerId);
+  const holds = (workerId: string): boolean =>
+    job.status === 'IN_PROGRESS' && (job.workerId === null || job.workerId === workerId);
   const finish = (status: JobStatus, patch: Partial<JobState>): JobTransition => ({
     kind: 'changed',
-    job: { ...job, status, completedAt: now, executionMs: job.startedAt === null ? null : now - job.startedAt, ...patch },
+    job: {
+      ...job,
+      status,
+      completedAt: now,
+      executionMs: job.startedAt === null ? null : now - job.startedAt,
+      ...patch,
+    },
   });
   switch (event.type) {
     case 'take':
       if (job.status !== 'IN_QUEUE') return refuse(job, event, 'NOT_QUEUED', `A ${job.status} job cannot be taken.`);
       return {
         kind: 'changed',
-        job: { ...job, status: 'IN_PROGRESS', workerId: event.workerId, startedAt: now, delayMs: now - job.queuedAt, output: null, error: null },
+        job: {
+          ...job,
+          status: 'IN_PROGRESS',
+          workerId: event.workerId,
+          startedAt: now,
+          delayMs: now - job.queuedAt,
+          output: null,
+          error: null,
+        },
       };
     case 'progress':
       if (!holds(event.workerId)) return workerPostOutsideRun(job, event);
@@ -160,7 +180,12 @@ export function nextJobState(job: JobState, event: JobEvent, now: number): JobTr
       return refuse(job, event, 'NOT_RUNNING', 'Only a running job can time out; queue time does not count.');
     case 'retry':
       if (job.status !== 'FAILED' && job.status !== 'TIMED_OUT')
-        return refuse(job, event, 'NOT_RETRYABLE', `Only FAILED or TIMED_OUT jobs can be retried; this job is ${job.status}.`);
+        return refuse(
+          job,
+          event,
+          'NOT_RETRYABLE',
+          `Only FAILED or TIMED_OUT jobs can be retried; this job is ${job.status}.`,
+        );
       return {
         kind: 'changed',
         job: {
@@ -179,11 +204,21 @@ export function nextJobState(job: JobState, event: JobEvent, now: number): JobTr
         },
       };
     case 'worker-lost':
-      if (job.status !== 'IN_PROGRESS') return { kind: 'ignored', job, reason: `a ${job.status} job is not held by a worker` };
+      if (job.status !== 'IN_PROGRESS')
+        return { kind: 'ignored', job, reason: `a ${job.status} job is not held by a worker` };
       if (job.retries >= event.retryBudget) return finish('FAILED', { error: WORKER_LOST_ERROR });
       return {
         kind: 'changed',
-        job: { ...job, status: 'IN_QUEUE', retries: job.retries + 1, queuedAt: now, workerId: null, startedAt: null, delayMs: null, output: null },
+        job: {
+          ...job,
+          status: 'IN_QUEUE',
+          retries: job.retries + 1,
+          queuedAt: now,
+          workerId: null,
+          startedAt: null,
+          delayMs: null,
+          output: null,
+        },
       };
     case 'expire':
       return { kind: 'deleted' };

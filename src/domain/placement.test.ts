@@ -32,7 +32,14 @@ const gpuRequest = gpuPlacementRequest;
 const cpuRequest = (fields: Partial<PlacementRequest> = {}): PlacementRequest =>
   gpuRequest({ kind: 'cpu', gpuTypeIds: [], gpuCount: 0, cpuFlavorId: 'cpu3c', vcpuCount: 4, memoryGb: 8, ...fields });
 
-const usage = (fields: Partial<HostUsage> = {}): HostUsage => ({ gpuIndices: new Set(), vcpus: 0, memoryGb: 0, diskGb: 0, ports: new Set(), ...fields });
+const usage = (fields: Partial<HostUsage> = {}): HostUsage => ({
+  gpuIndices: new Set(),
+  vcpus: 0,
+  memoryGb: 0,
+  diskGb: 0,
+  ports: new Set(),
+  ...fields,
+});
 
 const fleet = (hosts: Host[], used: Record<string, Partial<HostUsage>> = {}): FleetSnapshot => ({
   hosts,
@@ -81,14 +88,19 @@ test('preferred data centers exclude hosts elsewhere, and a list without the typ
 });
 
 test('an earlier preferred data center wins over a tighter fit in a later one', () => {
-  const snapshot = fleet([testHost('tx'), testHost('ca', { dataCenterId: 'US-CA-2' })], { ca: { gpuIndices: new Set([0, 1, 2, 3, 4, 5, 6]) } });
+  const snapshot = fleet([testHost('tx'), testHost('ca', { dataCenterId: 'US-CA-2' })], {
+    ca: { gpuIndices: new Set([0, 1, 2, 3, 4, 5, 6]) },
+  });
   assert.equal(placed(place(gpuRequest({ dataCenterIds: ['US-TX-3', 'US-CA-2'] }), snapshot)).hostId, 'tx');
   assert.equal(placed(place(gpuRequest({ dataCenterIds: ['US-CA-2', 'US-TX-3'] }), snapshot)).hostId, 'ca');
 });
 
 test('a network volume pins the pod to its data center, and one where the type is missing is refused naming it', () => {
   const snapshot = fleet([testHost('tx'), testHost('cz', { dataCenterId: 'EU-CZ-1', gpuTypeId: A5000 })]);
-  assert.equal(placed(place(gpuRequest({ gpuTypeIds: [RTX4090, A5000], volumeDataCenterId: 'EU-CZ-1' }), snapshot)).hostId, 'cz');
+  assert.equal(
+    placed(place(gpuRequest({ gpuTypeIds: [RTX4090, A5000], volumeDataCenterId: 'EU-CZ-1' }), snapshot)).hostId,
+    'cz',
+  );
   const reason = refused(place(gpuRequest({ volumeDataCenterId: 'EU-CZ-1' }), snapshot));
   assert.equal(reason, `Network volume is in EU-CZ-1, where no host offers "${RTX4090}"`);
 });
@@ -100,7 +112,11 @@ test('a network volume outside the preferred data centers is refused saying so',
 });
 
 test('a request for CUDA 13.0 on a fleet without it is refused naming the CUDA constraint and the versions on offer', () => {
-  const snapshot = fleet([testHost('h1'), testHost('h2', { cudaVersion: '12.2' }), testHost('h3', { gpuTypeId: A5000, cudaVersion: '13.0' })]);
+  const snapshot = fleet([
+    testHost('h1'),
+    testHost('h2', { cudaVersion: '12.2' }),
+    testHost('h3', { gpuTypeId: A5000, cudaVersion: '13.0' }),
+  ]);
   const reason = refused(place(gpuRequest({ allowedCudaVersions: ['13.0'] }), snapshot));
   assert.equal(reason, `No host with "${RTX4090}" reports CUDA 13.0 (available: 12.2, 12.4)`);
 });
@@ -112,16 +128,26 @@ test('allowed CUDA versions match exactly', () => {
 });
 
 test('a minimum CUDA version is a numeric bound and a bare major accepts any release of it', () => {
-  const snapshot = fleet([testHost('a', { cudaVersion: '11.8' }), testHost('b', { cudaVersion: '12.0' }), testHost('c', { cudaVersion: '12.10' })]);
+  const snapshot = fleet([
+    testHost('a', { cudaVersion: '11.8' }),
+    testHost('b', { cudaVersion: '12.0' }),
+    testHost('c', { cudaVersion: '12.10' }),
+  ]);
   assert.equal(placed(place(gpuRequest({ minCudaVersion: '12' }), snapshot)).hostId, 'b');
   assert.equal(placed(place(gpuRequest({ minCudaVersion: '12.9' }), snapshot)).hostId, 'c');
-  assert.equal(refused(place(gpuRequest({ minCudaVersion: '13' }), snapshot)), `No host with "${RTX4090}" reports CUDA 13.0 or newer (available: 11.8, 12.0, 12.10)`);
+  assert.equal(
+    refused(place(gpuRequest({ minCudaVersion: '13' }), snapshot)),
+    `No host with "${RTX4090}" reports CUDA 13.0 or newer (available: 11.8, 12.0, 12.10)`,
+  );
 });
 
 test('a host that reports no CUDA version never satisfies a CUDA constraint', () => {
   const snapshot = fleet([testHost('a', { cudaVersion: null })]);
   assert.equal(placed(place(gpuRequest(), snapshot)).cudaVersion, null);
-  assert.equal(refused(place(gpuRequest({ minCudaVersion: '11' }), snapshot)), `No host with "${RTX4090}" reports CUDA 11.0 or newer (available: none reported)`);
+  assert.equal(
+    refused(place(gpuRequest({ minCudaVersion: '11' }), snapshot)),
+    `No host with "${RTX4090}" reports CUDA 11.0 or newer (available: none reported)`,
+  );
 });
 
 test('a request for more GPUs than any host has is refused naming the largest host', () => {
@@ -131,13 +157,21 @@ test('a request for more GPUs than any host has is refused naming the largest ho
 
 test('when every GPU of the type is taken the refusal says so, naming the data center and the count requested', () => {
   const all = new Set([0, 1, 2, 3, 4, 5, 6, 7]);
-  const reason = refused(place(gpuRequest({ gpuCount: 2 }), fleet([testHost('demo-tx-4090-a')], { 'demo-tx-4090-a': { gpuIndices: all } })));
+  const reason = refused(
+    place(gpuRequest({ gpuCount: 2 }), fleet([testHost('demo-tx-4090-a')], { 'demo-tx-4090-a': { gpuIndices: all } })),
+  );
   assert.equal(reason, `All 8 "${RTX4090}" GPUs in US-TX-3 are in use (requested 2)`);
 });
 
 test('when GPUs are free but scattered the refusal names the most free on one host', () => {
-  const snapshot = fleet([testHost('a', { gpuCount: 4 }), testHost('b', { gpuCount: 4 })], { a: { gpuIndices: new Set([0, 1]) }, b: { gpuIndices: new Set([0, 1, 2]) } });
-  assert.equal(refused(place(gpuRequest({ gpuCount: 3 }), snapshot)), `No host with "${RTX4090}" has 3 free GPUs (the most free on one host is 2)`);
+  const snapshot = fleet([testHost('a', { gpuCount: 4 }), testHost('b', { gpuCount: 4 })], {
+    a: { gpuIndices: new Set([0, 1]) },
+    b: { gpuIndices: new Set([0, 1, 2]) },
+  });
+  assert.equal(
+    refused(place(gpuRequest({ gpuCount: 3 }), snapshot)),
+    `No host with "${RTX4090}" has 3 free GPUs (the most free on one host is 2)`,
+  );
 });
 
 test('GPU pods also need free vCPUs, memory, disk and ports, and each shortage is named', () => {
@@ -145,11 +179,26 @@ test('GPU pods also need free vCPUs, memory, disk and ports, and each shortage i
     a: { vcpus: 8, memoryGb: 32, diskGb: 50, ports: new Set([30000]) },
   });
   const where = `1 free "${RTX4090}" GPUs`;
-  assert.equal(refused(place(gpuRequest({ vcpuCount: 16 }), snapshot)), `No host with ${where} has 16 free vCPUs (the most is 8)`);
-  assert.equal(refused(place(gpuRequest({ memoryGb: 48 }), snapshot)), `No host with ${where} has 48 GB of free memory (the most is 32 GB)`);
-  assert.equal(refused(place(gpuRequest({ diskGb: 60 }), snapshot)), `No host with ${where} has 60 GB of free disk (the most is 50 GB)`);
-  assert.equal(refused(place(gpuRequest({ portCount: 2 }), snapshot)), `No host with ${where} has 2 free public ports (the most is 1)`);
-  assert.deepEqual(placed(place(gpuRequest({ vcpuCount: 8, memoryGb: 32, diskGb: 50, portCount: 1 }), snapshot)).publicPorts, [30001]);
+  assert.equal(
+    refused(place(gpuRequest({ vcpuCount: 16 }), snapshot)),
+    `No host with ${where} has 16 free vCPUs (the most is 8)`,
+  );
+  assert.equal(
+    refused(place(gpuRequest({ memoryGb: 48 }), snapshot)),
+    `No host with ${where} has 48 GB of free memory (the most is 32 GB)`,
+  );
+  assert.equal(
+    refused(place(gpuRequest({ diskGb: 60 }), snapshot)),
+    `No host with ${where} has 60 GB of free disk (the most is 50 GB)`,
+  );
+  assert.equal(
+    refused(place(gpuRequest({ portCount: 2 }), snapshot)),
+    `No host with ${where} has 2 free public ports (the most is 1)`,
+  );
+  assert.deepEqual(
+    placed(place(gpuRequest({ vcpuCount: 8, memoryGb: 32, diskGb: 50, portCount: 1 }), snapshot)).publicPorts,
+    [30001],
+  );
 });
 
 test('GPU types are tried in the order requested, even when a later one would fit tighter', () => {
@@ -159,7 +208,9 @@ test('GPU types are tried in the order requested, even when a later one would fi
 });
 
 test('a later GPU type is used when the preferred one is full', () => {
-  const snapshot = fleet([testHost('a5000', { gpuTypeId: A5000 }), testHost('rtx', { gpuCount: 1 })], { rtx: { gpuIndices: new Set([0]) } });
+  const snapshot = fleet([testHost('a5000', { gpuTypeId: A5000 }), testHost('rtx', { gpuCount: 1 })], {
+    rtx: { gpuIndices: new Set([0]) },
+  });
   assert.equal(placed(place(gpuRequest({ gpuTypeIds: [RTX4090, A5000] }), snapshot)).gpuTypeId, A5000);
 });
 
@@ -181,7 +232,10 @@ test('equal candidates are broken by host id so the answer is deterministic', ()
 
 test('global networking needs a GPU type and a data center that support it', () => {
   const snapshot = fleet([testHost('ca', { dataCenterId: 'US-CA-2' }), testHost('a5000', { gpuTypeId: A5000 })]);
-  assert.equal(refused(place(gpuRequest({ gpuTypeIds: [A5000], globalNetworking: true }), snapshot)), `"${A5000}" does not support global networking`);
+  assert.equal(
+    refused(place(gpuRequest({ gpuTypeIds: [A5000], globalNetworking: true }), snapshot)),
+    `"${A5000}" does not support global networking`,
+  );
   assert.equal(
     refused(place(gpuRequest({ globalNetworking: true }), snapshot)),
     `No data center with global networking has "${RTX4090}" (it is offered in US-CA-2)`,
@@ -204,7 +258,10 @@ test('CPU pods go to hosts listing the flavor, tightest on vCPUs, without GPUs o
   assert.deepEqual(p.publicPorts, [20000]);
   assert.equal(placed(place(cpuRequest({ vcpuCount: 16 }), snapshot)).hostId, 'big');
   assert.equal(refused(place(cpuRequest({ cpuFlavorId: 'cpu3m' }), snapshot)), 'No host offers CPU flavor "cpu3m"');
-  assert.equal(refused(place(cpuRequest({ vcpuCount: 128 }), snapshot)), 'No host with CPU flavor "cpu3c" has 128 free vCPUs (the most is 64)');
+  assert.equal(
+    refused(place(cpuRequest({ vcpuCount: 128 }), snapshot)),
+    'No host with CPU flavor "cpu3c" has 128 free vCPUs (the most is 64)',
+  );
 });
 
 test('the first filter that empties the candidates is the one reported', () => {

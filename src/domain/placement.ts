@@ -129,7 +129,9 @@ function staticStages(request: PlacementRequest, catalog: Catalog): StaticStage[
           ? 'No GPU type was requested'
           : request.gpuTypeIds.length === 1
             ? `No host offers GPU type "${request.gpuTypeIds[0]!}"`
-            : `No host offers any of the GPU types ${unique(request.gpuTypeIds).map((id) => `"${id}"`).join(', ')}`,
+            : `No host offers any of the GPU types ${unique(request.gpuTypeIds)
+                .map((id) => `"${id}"`)
+                .join(', ')}`,
   });
   if (request.cloud !== 'ALL') {
     const cloud = request.cloud;
@@ -146,7 +148,11 @@ function staticStages(request: PlacementRequest, catalog: Catalog): StaticStage[
     stages.push({
       admits: (g) => wanted.has(g.dataCenterId),
       refusal: (rest) =>
-        `No data center among ${dcList(request.dataCenterIds)} has ${subject(request, rest)} (available in ${unique(rest.map((g) => g.dataCenterId)).sort().join(', ')})`,
+        `No data center among ${dcList(request.dataCenterIds)} has ${subject(request, rest)} (available in ${unique(
+          rest.map((g) => g.dataCenterId),
+        )
+          .sort()
+          .join(', ')})`,
     });
   }
   if (request.volumeDataCenterId !== null) {
@@ -176,7 +182,11 @@ function staticStages(request: PlacementRequest, catalog: Catalog): StaticStage[
     stages.push({
       admits: (g) => dataCenters.get(g.dataCenterId)?.globalNetworking === true,
       refusal: (rest) =>
-        `No data center with global networking has ${subject(request, rest)} (it is offered in ${unique(rest.map((g) => g.dataCenterId)).sort().join(', ')})`,
+        `No data center with global networking has ${subject(request, rest)} (it is offered in ${unique(
+          rest.map((g) => g.dataCenterId),
+        )
+          .sort()
+          .join(', ')})`,
     });
   }
   if (gpu && (request.allowedCudaVersions.length > 0 || request.minCudaVersion !== null)) {
@@ -184,7 +194,9 @@ function staticStages(request: PlacementRequest, catalog: Catalog): StaticStage[
     stages.push({
       admits: (g) => cudaAccepts(rule, cudaCode(g.cudaVersion)),
       refusal: (rest) => {
-        const known = unique(rest.map((g) => g.cudaVersion).filter((v): v is string => v !== null)).sort(compareCudaVersions);
+        const known = unique(rest.map((g) => g.cudaVersion).filter((v): v is string => v !== null)).sort(
+          compareCudaVersions,
+        );
         return `No host with ${subject(request, rest)} reports ${describeCudaRule(request)} (available: ${known.length > 0 ? known.join(', ') : 'none reported'})`;
       },
     });
@@ -205,23 +217,28 @@ interface ResourceStage {
 }
 
 function resourceStages(request: PlacementRequest, where: string): ResourceStage[] {
-  const most = (rest: readonly FreeResources[], pick: (h: FreeResources) => number): number => rest.reduce((m, h) => Math.max(m, pick(h)), 0);
+  const most = (rest: readonly FreeResources[], pick: (h: FreeResources) => number): number =>
+    rest.reduce((m, h) => Math.max(m, pick(h)), 0);
   return [
     {
       admits: (h) => h.freeVcpus >= request.vcpuCount,
-      refusal: (rest) => `No host with ${where} has ${request.vcpuCount} free vCPUs (the most is ${most(rest, (h) => h.freeVcpus)})`,
+      refusal: (rest) =>
+        `No host with ${where} has ${request.vcpuCount} free vCPUs (the most is ${most(rest, (h) => h.freeVcpus)})`,
     },
     {
       admits: (h) => h.freeMemoryGb >= request.memoryGb,
-      refusal: (rest) => `No host with ${where} has ${request.memoryGb} GB of free memory (the most is ${most(rest, (h) => h.freeMemoryGb)} GB)`,
+      refusal: (rest) =>
+        `No host with ${where} has ${request.memoryGb} GB of free memory (the most is ${most(rest, (h) => h.freeMemoryGb)} GB)`,
     },
     {
       admits: (h) => h.freeDiskGb >= request.diskGb,
-      refusal: (rest) => `No host with ${where} has ${request.diskGb} GB of free disk (the most is ${most(rest, (h) => h.freeDiskGb)} GB)`,
+      refusal: (rest) =>
+        `No host with ${where} has ${request.diskGb} GB of free disk (the most is ${most(rest, (h) => h.freeDiskGb)} GB)`,
     },
     {
       admits: (h) => h.freePorts >= request.portCount,
-      refusal: (rest) => `No host with ${where} has ${request.portCount} free public ports (the most is ${most(rest, (h) => h.freePorts)})`,
+      refusal: (rest) =>
+        `No host with ${where} has ${request.portCount} free public ports (the most is ${most(rest, (h) => h.freePorts)})`,
     },
   ];
 }
@@ -244,7 +261,9 @@ export function sieve(request: PlacementRequest, groups: readonly HostGroup[], c
   if (hosts.length === 0) {
     const total = current.reduce((n, g) => n + g.gpusPerHost * g.hostCount, 0);
     const free = current.reduce((n, g) => n + g.freeGpus, 0);
-    const dcs = unique(current.map((g) => g.dataCenterId)).sort().join(', ');
+    const dcs = unique(current.map((g) => g.dataCenterId))
+      .sort()
+      .join(', ');
     if (free === 0) return { ok: false, reason: `All ${total} ${what} GPUs in ${dcs} are in use (requested ${need})` };
     const most = current.reduce((m, g) => Math.max(m, g.maxFreeGpus), 0);
     return { ok: false, reason: `No host with ${what} has ${need} free GPUs (the most free on one host is ${most})` };
@@ -304,15 +323,20 @@ function singleHostGroup(host: Host, usage: HostUsage): HostGroup {
  * center, then the tightest fit (fewest GPUs — for CPU pods vCPUs — left free, so large requests
  * still find whole hosts), then host id. Negative when `a` is better.
  */
-export function comparePlacementScore(
+function comparePlacementScore(
   a: { typeRank: number; dcRank: number; leftover: number; hostId: string },
   b: { typeRank: number; dcRank: number; leftover: number; hostId: string },
 ): number {
-  return a.typeRank - b.typeRank || a.dcRank - b.dcRank || a.leftover - b.leftover || (a.hostId < b.hostId ? -1 : a.hostId > b.hostId ? 1 : 0);
+  return (
+    a.typeRank - b.typeRank ||
+    a.dcRank - b.dcRank ||
+    a.leftover - b.leftover ||
+    (a.hostId < b.hostId ? -1 : a.hostId > b.hostId ? 1 : 0)
+  );
 }
 
 /** The `count` lowest values of `[from, to]` that `taken` does not hold. */
-export function lowestFree(from: number, to: number, count: number, taken: ReadonlySet<number>): number[] {
+function lowestFree(from: number, to: number, count: number, taken: ReadonlySet<number>): number[] {
   const out: number[] = [];
   for (let v = from; v <= to && out.length < count; v++) if (!taken.has(v)) out.push(v);
   return out;

@@ -49,8 +49,16 @@ test('accepted actions set the next status and the desired status', () => {
 test('automatic moves go PROVISIONING → STARTING → RUNNING, and a live pod moves to EXITED or ERROR with the reason', () => {
   assert.deepEqual(nextPodState('PROVISIONING', { type: 'prepared' }), { ok: true, status: 'STARTING', reason: null });
   assert.deepEqual(nextPodState('STARTING', { type: 'ready' }), { ok: true, status: 'RUNNING', reason: null });
-  assert.deepEqual(nextPodState('RUNNING', { type: 'exited', reason: 'exit code 3' }), { ok: true, status: 'EXITED', reason: 'exit code 3' });
-  assert.deepEqual(nextPodState('STARTING', { type: 'failed', reason: 'spawn ENOENT' }), { ok: true, status: 'ERROR', reason: 'spawn ENOENT' });
+  assert.deepEqual(nextPodState('RUNNING', { type: 'exited', reason: 'exit code 3' }), {
+    ok: true,
+    status: 'EXITED',
+    reason: 'exit code 3',
+  });
+  assert.deepEqual(nextPodState('STARTING', { type: 'failed', reason: 'spawn ENOENT' }), {
+    ok: true,
+    status: 'ERROR',
+    reason: 'spawn ENOENT',
+  });
 });
 
 test('events that do not apply to the status are refused, so a late event cannot revive a stopped pod', () => {

@@ -12,7 +12,7 @@ export type PodAction = (typeof POD_ACTIONS)[number];
 /** What the user asked for; the controller drives `status` toward it. */
 export type DesiredStatus = 'RUNNING' | 'EXITED' | 'TERMINATED';
 
-export const isPodStatus = (s: string): s is PodStatus => (POD_STATUSES as readonly string[]).includes(s);
+const isPodStatus = (s: string): s is PodStatus => (POD_STATUSES as readonly string[]).includes(s);
 
 const assertNever = (x: never): never => {
   throw new Error(`unexpected value ${String(x)}`);
@@ -42,7 +42,7 @@ export function actionsFor(status: PodStatus, locked: boolean): PodAction[] {
   return locked ? actions.filter((a) => a !== 'stop' && a !== 'restart') : actions;
 }
 
-export type ActionRefusal = { ok: false; code: 'INVALID_STATE' | 'POD_LOCKED'; reason: string };
+type ActionRefusal = { ok: false; code: 'INVALID_STATE' | 'POD_LOCKED'; reason: string };
 export type ActionDecision =
   | {
       ok: true;
@@ -63,7 +63,11 @@ export function decideAction(status: PodStatus, locked: boolean, action: PodActi
     };
   }
   if (locked && (action === 'stop' || action === 'restart'))
-    return { ok: false, code: 'POD_LOCKED', reason: `The pod is locked; unlock it (PATCH {"locked": false}) before you ${action} it.` };
+    return {
+      ok: false,
+      code: 'POD_LOCKED',
+      reason: `The pod is locked; unlock it (PATCH {"locked": false}) before you ${action} it.`,
+    };
   switch (action) {
     case 'start':
       return { ok: true, status: 'PROVISIONING', desired: 'RUNNING' };
@@ -80,10 +84,7 @@ export function decideAction(status: PodStatus, locked: boolean, action: PodActi
 
 /** What the controller observed about a pod's instance. */
 export type PodEvent =
-  | { type: 'prepared' }
-  | { type: 'ready' }
-  | { type: 'exited'; reason: string }
-  | { type: 'failed'; reason: string };
+  { type: 'prepared' } | { type: 'ready' } | { type: 'exited'; reason: string } | { type: 'failed'; reason: string };
 
 export type Transition = { ok: true; status: PodStatus; reason: string | null } | { ok: false; reason: string };
 
@@ -97,7 +98,9 @@ export function nextPodState(status: PodStatus, event: PodEvent): Transition {
     case 'prepared':
       return status === 'PROVISIONING' ? { ok: true, status: 'STARTING', reason: null } : refuse(status, event.type);
     case 'ready':
-      return status === 'STARTING' || status === 'PROVISIONING' ? { ok: true, status: 'RUNNING', reason: null } : refuse(status, event.type);
+      return status === 'STARTING' || status === 'PROVISIONING'
+        ? { ok: true, status: 'RUNNING', reason: null }
+        : refuse(status, event.type);
     case 'exited':
       return live(status) ? { ok: true, status: 'EXITED', reason: event.reason } : refuse(status, event.type);
     case 'failed':
@@ -108,4 +111,7 @@ export function nextPodState(status: PodStatus, event: PodEvent): Transition {
 }
 
 const live = (s: PodStatus): boolean => s === 'PROVISIONING' || s === 'STARTING' || s === 'RUNNING';
-const refuse = (status: PodStatus, event: string): Transition => ({ ok: false, reason: `${event} does not apply to a ${status} pod` });
+const refuse = (status: PodStatus, event: string): Transition => ({
+  ok: false,
+  reason: `${event} does not apply to a ${status} pod`,
+});

@@ -27,7 +27,11 @@ export type ResourceDemand = ResourceHoldings;
 const plural = (n: number, one: string, many = `${one}s`): string => `${n} ${n === 1 ? one : many}`;
 
 /** Why `demand` does not fit beside `held` under `quotas`; null when it fits. */
-export function resourceQuotaRefusal(held: ResourceHoldings, demand: ResourceDemand, quotas: Pick<Quotas, 'pods' | 'gpus'>): string | null {
+export function resourceQuotaRefusal(
+  held: ResourceHoldings,
+  demand: ResourceDemand,
+  quotas: Pick<Quotas, 'pods' | 'gpus'>,
+): string | null {
   if (demand.pods > 0 && held.pods + demand.pods > quotas.pods)
     return `The account holds ${plural(held.pods, 'pod')} (every status but TERMINATED), its quota (quotas.pods = ${quotas.pods}); terminate a pod first.`;
   if (demand.gpus > 0 && held.gpus + demand.gpus > quotas.gpus)
@@ -47,14 +51,22 @@ export interface JobHoldings {
 }
 
 /** Why a submission of `bytes` (its input) is refused; null when it fits. */
-export function submitQuotaRefusal(held: JobHoldings, bytes: number, quotas: Pick<Quotas, 'queuedJobs' | 'storedJobBytes'>): string | null {
+export function submitQuotaRefusal(
+  held: JobHoldings,
+  bytes: number,
+  quotas: Pick<Quotas, 'queuedJobs' | 'storedJobBytes'>,
+): string | null {
   if (held.queuedJobs + 1 > quotas.queuedJobs)
     return `The account has ${plural(held.queuedJobs, 'job')} queued, its quota (quotas.queuedJobs = ${quotas.queuedJobs}); retry once workers have taken some.`;
   return storedBytesRefusal(held, bytes, quotas);
 }
 
 /** Why storing `bytes` more of job data (an input, an output, a stream chunk) is refused; null when it fits. */
-export function storedBytesRefusal(held: JobHoldings, bytes: number, quotas: Pick<Quotas, 'storedJobBytes'>): string | null {
+export function storedBytesRefusal(
+  held: JobHoldings,
+  bytes: number,
+  quotas: Pick<Quotas, 'storedJobBytes'>,
+): string | null {
   if (held.storedBytes + bytes > quotas.storedJobBytes)
     return (
       `The account stores ${held.storedBytes} bytes of job inputs, outputs and stream chunks; ${bytes} more would exceed its quota ` +
@@ -64,7 +76,12 @@ export function storedBytesRefusal(held: JobHoldings, bytes: number, quotas: Pic
 }
 
 /** Why a stream chunk of `bytes` for a job already buffering `buffered` bytes is refused; null when it fits. */
-export function streamQuotaRefusal(jobId: string, buffered: number, bytes: number, quotas: Pick<Quotas, 'streamBytesPerJob'>): string | null {
+export function streamQuotaRefusal(
+  jobId: string,
+  buffered: number,
+  bytes: number,
+  quotas: Pick<Quotas, 'streamBytesPerJob'>,
+): string | null {
   if (buffered + bytes > quotas.streamBytesPerJob)
     return (
       `Job ${jobId} buffers ${buffered} bytes of stream chunks no client has read; ${bytes} more would exceed the per-job quota ` +

@@ -1,7 +1,7 @@
 /** Fixed-window request quotas per key over minute, hour and day windows (spec 8.2). */
 
-export type WindowName = 'minute' | 'hour' | 'day';
-export const WINDOWS: ReadonlyArray<{ name: WindowName; seconds: number }> = [
+type WindowName = 'minute' | 'hour' | 'day';
+const WINDOWS: ReadonlyArray<{ name: WindowName; seconds: number }> = [
   { name: 'minute', seconds: 60 },
   { name: 'hour', seconds: 3600 },
   { name: 'day', seconds: 86_400 },
@@ -64,4 +64,5 @@ export const rateLimitHeader = (a: Admission): string =>
   WINDOWS.map((w, i) => `"${w.name}";r=${a.remaining[i]};t=${a.resetSeconds[i]}`).join(', ');
 
 /** `RateLimit-Policy` header value: `"minute";q=60;w=60, …` */
-export const rateLimitPolicyHeader = (q: Quotas): string => WINDOWS.map((w) => `"${w.name}";q=${q[w.name]};w=${w.seconds}`).join(', ');
+export const rateLimitPolicyHeader = (q: Quotas): string =>
+  WINDOWS.map((w) => `"${w.name}";q=${q[w.name]};w=${w.seconds}`).join(', ');

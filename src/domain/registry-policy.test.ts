@@ -1,13 +1,28 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { registryOfImage } from './image-ref.js';
-import { DEFAULT_REGISTRY_POLICY, judgeRegistry, judgeResolved, parseRegistryPattern, type RegistryPolicyConfig } from './registry-policy.js';
+import {
+  DEFAULT_REGISTRY_POLICY,
+  judgeRegistry,
+  judgeResolved,
+  parseRegistryPattern,
+  type RegistryPolicyConfig,
+} from './registry-policy.js';
 
-const judge = (ref: string, policy: Partial<RegistryPolicyConfig> = {}) => judgeRegistry(registryOfImage(ref), { ...DEFAULT_REGISTRY_POLICY, ...policy });
+const judge = (ref: string, policy: Partial<RegistryPolicyConfig> = {}) =>
+  judgeRegistry(registryOfImage(ref), { ...DEFAULT_REGISTRY_POLICY, ...policy });
 const verdict = (ref: string, policy: Partial<RegistryPolicyConfig> = {}) => judge(ref, policy).verdict;
 
 test('by default a public registry is allowed and one on a non-public address is refused, in every spelling', () => {
-  const allowed = ['ubuntu:22.04', 'pytorch/pytorch:2.4.0', 'docker.io/library/ubuntu', 'index.docker.io/library/ubuntu', '8.8.8.8/x', '8.8.8.8:5000/x', '[2606:4700::1111]:5000/x'];
+  const allowed = [
+    'ubuntu:22.04',
+    'pytorch/pytorch:2.4.0',
+    'docker.io/library/ubuntu',
+    'index.docker.io/library/ubuntu',
+    '8.8.8.8/x',
+    '8.8.8.8:5000/x',
+    '[2606:4700::1111]:5000/x',
+  ];
   const refused = [
     '127.0.0.1:5000/x',
     '127.1:5000/x',
@@ -42,10 +57,16 @@ test('by default a public registry is allowed and one on a non-public address is
 test('a refusal names the registry, why, and the setting that allows it', () => {
   const loopback = judge('127.0.0.1:5000/x');
   assert.equal(loopback.verdict, 'refused');
-  assert.match(loopback.verdict === 'refused' ? loopback.reason : '', /^127\.0\.0\.1:5000 is not a public address \(loopback\), and the Docker Engine would reach it from the host's own network$/);
+  assert.match(
+    loopback.verdict === 'refused' ? loopback.reason : '',
+    /^127\.0\.0\.1:5000 is not a public address \(loopback\), and the Docker Engine would reach it from the host's own network$/,
+  );
   assert.match(loopback.verdict === 'refused' ? loopback.fix : '', /runtime\.docker\.registries\.allow/);
   const name = judge('localhost:8080/x');
-  assert.match(name.verdict === 'refused' ? name.reason : '', /^localhost:8080 names the Docker host itself \(loopback\)/);
+  assert.match(
+    name.verdict === 'refused' ? name.reason : '',
+    /^localhost:8080 names the Docker host itself \(loopback\)/,
+  );
   const metadata = judge('169.254.169.254/x');
   assert.match(metadata.verdict === 'refused' ? metadata.reason : '', /\(link-local\)/);
   const invalid = judge('a_b.example/x');
@@ -56,7 +77,11 @@ test('a host name is looked up; it is refused when any address it has is not pub
   assert.deepEqual(judge('registry.example.com/team/x'), { verdict: 'resolve', host: 'registry.example.com' });
   assert.deepEqual(judge('Registry.Example.com:5000/x'), { verdict: 'resolve', host: 'registry.example.com' });
   assert.equal(judgeResolved('registry.example.com', ['93.184.216.34']).verdict, 'allowed');
-  assert.equal(judgeResolved('registry.example.com', []).verdict, 'allowed', 'a name that does not resolve fails at the pull, with its own reason');
+  assert.equal(
+    judgeResolved('registry.example.com', []).verdict,
+    'allowed',
+    'a name that does not resolve fails at the pull, with its own reason',
+  );
   const rebound = judgeResolved('registry.example.com', ['93.184.216.34', '10.1.2.3']);
   assert.equal(rebound.verdict, 'refused');
   const reason = rebound.verdict === 'refused' ? rebound.reason : '';
@@ -88,7 +113,10 @@ test('with only, nothing but the allowed registries is allowed, Docker Hub inclu
   assert.equal(verdict('localhost:5000/x', policy), 'allowed');
   const quay = judge('quay.io/team/x', policy);
   assert.equal(quay.verdict, 'refused');
-  assert.match(quay.verdict === 'refused' ? `${quay.reason}; ${quay.fix}` : '', /^quay\.io is not one of the registries this server pulls from; an operator can add it to runtime\.docker\.registries\.allow$/);
+  assert.match(
+    quay.verdict === 'refused' ? `${quay.reason}; ${quay.fix}` : '',
+    /^quay\.io is not one of the registries this server pulls from; an operator can add it to runtime\.docker\.registries\.allow$/,
+  );
   assert.equal(verdict('ubuntu', { allow: ['ghcr.io'], only: true }), 'refused');
 });
 

@@ -39,10 +39,14 @@ export interface RegistryPolicyConfig {
   private: 'refuse' | 'allow';
 }
 
-export const DEFAULT_REGISTRY_POLICY: Readonly<RegistryPolicyConfig> = Object.freeze({ allow: [], only: false, private: 'refuse' });
+export const DEFAULT_REGISTRY_POLICY: Readonly<RegistryPolicyConfig> = Object.freeze({
+  allow: [],
+  only: false,
+  private: 'refuse',
+});
 
 /** Where an operator allows a registry (named in refusals). */
-export const ALLOW_SETTING = 'runtime.docker.registries.allow';
+const ALLOW_SETTING = 'runtime.docker.registries.allow';
 
 export type RegistryJudgement =
   | { verdict: 'allowed' }
@@ -63,11 +67,13 @@ export function parseRegistryPattern(text: string): Pattern | string {
   const wildcard = text.startsWith('*.');
   const parsed = parseRegistryHost(wildcard ? text.slice(2) : text);
   if (!parsed) return `"${text}" is not a registry: write host, host:port, [ipv6]:port or *.domain`;
-  if (wildcard && (parsed.bracketed || isIP(parsed.host) !== 0)) return `"${text}": a wildcard goes before a domain name, not an address`;
+  if (wildcard && (parsed.bracketed || isIP(parsed.host) !== 0))
+    return `"${text}": a wildcard goes before a domain name, not an address`;
   return { host: parsed.host, wildcard, port: parsed.port };
 }
 
-const matches = (p: Pattern, r: RegistryHost): boolean => p.port === r.port && (p.wildcard ? r.host.endsWith(`.${p.host}`) : r.host === p.host);
+const matches = (p: Pattern, r: RegistryHost): boolean =>
+  p.port === r.port && (p.wildcard ? r.host.endsWith(`.${p.host}`) : r.host === p.host);
 
 const ALLOW_FIX = `an operator can allow it with ${ALLOW_SETTING}`;
 /** Why a non-public registry matters, in a refusal. */
@@ -76,18 +82,31 @@ const REACH = "and the Docker Engine would reach it from the host's own network"
 /** How a registry is judged before any lookup: allowed, refused, or to be resolved. */
 export function judgeRegistry(registry: string, policy: RegistryPolicyConfig): RegistryJudgement {
   const parsed = parseRegistryHost(registry);
-  if (!parsed) return { verdict: 'refused', reason: `"${registry}" is not a valid registry host`, fix: 'name a registry as host, host:port or [ipv6]:port' };
+  if (!parsed)
+    return {
+      verdict: 'refused',
+      reason: `"${registry}" is not a valid registry host`,
+      fix: 'name a registry as host, host:port or [ipv6]:port',
+    };
   const patterns = policy.allow.map(parseRegistryPattern).filter((p): p is Pattern => typeof p !== 'string');
   if (patterns.some((p) => matches(p, parsed))) return { verdict: 'allowed' };
   const text = registryText(parsed);
-  if (policy.only) return { verdict: 'refused', reason: `${text} is not one of the registries this server pulls from`, fix: `an operator can add it to ${ALLOW_SETTING}` };
+  if (policy.only)
+    return {
+      verdict: 'refused',
+      reason: `${text} is not one of the registries this server pulls from`,
+      fix: `an operator can add it to ${ALLOW_SETTING}`,
+    };
   if (policy.private === 'allow' || text === DOCKER_HUB) return { verdict: 'allowed' };
   const { host } = parsed;
-  if (host === 'localhost' || host.endsWith('.localhost')) return { verdict: 'refused', reason: `${text} names the Docker host itself (loopback), ${REACH}`, fix: ALLOW_FIX };
+  if (host === 'localhost' || host.endsWith('.localhost'))
+    return { verdict: 'refused', reason: `${text} names the Docker host itself (loopback), ${REACH}`, fix: ALLOW_FIX };
   const literal = addressOf(parsed);
   if (literal === null) return { verdict: 'resolve', host };
   const kind = nonPublicKind(literal);
-  return kind === null ? { verdict: 'allowed' } : { verdict: 'refused', reason: `${text} is not a public address (${kind}), ${REACH}`, fix: ALLOW_FIX };
+  return kind === null
+    ? { verdict: 'allowed' }
+    : { verdict: 'refused', reason: `${text} is not a public address (${kind}), ${REACH}`, fix: ALLOW_FIX };
 }
 
 /**
@@ -98,7 +117,11 @@ export function judgeRegistry(registry: string, policy: RegistryPolicyConfig): R
 export function judgeResolved(registry: string, addresses: readonly string[]): RegistryJudgement {
   const kind = addresses.map(nonPublicKind).find((k) => k !== null);
   if (kind === undefined) return { verdict: 'allowed' };
-  return { verdict: 'refused', reason: `host ${registry} resolves to an address that is not public (${kind}), ${REACH}`, fix: ALLOW_FIX };
+  return {
+    verdict: 'refused',
+    reason: `host ${registry} resolves to an address that is not public (${kind}), ${REACH}`,
+    fix: ALLOW_FIX,
+  };
 }
 
 /**

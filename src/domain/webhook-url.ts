@@ -30,7 +30,8 @@ export function webhookUrlViolation(value: unknown): string | null {
   if (url.protocol !== 'http:' && url.protocol !== 'https:') return 'webhook must be an http(s) URL';
   if (url.hostname === '') return 'webhook must name a host';
   const authority = value.slice(value.indexOf('//') + 2).split(/[/?#\\]/)[0] ?? '';
-  if (url.username !== '' || url.password !== '' || authority.includes('@')) return 'webhook must not carry credentials (user:password@)';
+  if (url.username !== '' || url.password !== '' || authority.includes('@'))
+    return 'webhook must not carry credentials (user:password@)';
   return null;
 }
 

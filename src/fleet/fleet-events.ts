@@ -72,8 +72,8 @@ export class FleetEmitter {
   on<K extends keyof FleetEvents>(name: K, listener: FleetListener<K>): () => void {
     let set = this.#listeners.get(name);
     if (!set) this.#listeners.set(name, (set = new Set()));
-    set.add(listener as (payload: never) => void);
-    return () => void set.delete(listener as (payload: never) => void);
+    set.add(listener);
+    return () => void set.delete(listener);
   }
 
   emit<K extends keyof FleetEvents>(name: K, payload: FleetEvents[K]): void {

@@ -11,11 +11,16 @@ const tracked = (id: string, hostId: string, state: InstanceStatus['state']): Tr
   status: { id, state, startedAt: 1, exitCode: null, reason: null, stats: null },
 });
 
-test("a host going away is told for each of its live instances, as unknown with why, and for none of the others", () => {
+test('a host going away is told for each of its live instances, as unknown with why, and for none of the others', () => {
   const table = new FleetInstances();
   const heard: string[] = [];
   table.onChange((s) => heard.push(`${s.id} ${s.state}${s.reason ? ` (${s.reason})` : ''}`));
-  for (const t of [tracked('live-a', 'h1', 'running'), tracked('done-a', 'h1', 'exited'), tracked('live-b', 'h2', 'running')]) table.track(t);
+  for (const t of [
+    tracked('live-a', 'h1', 'running'),
+    tracked('done-a', 'h1', 'exited'),
+    tracked('live-b', 'h2', 'running'),
+  ])
+    table.track(t);
   const host = table.host('h1');
   table.changeHost(host, () => (host.downSince = Date.UTC(2026, 0, 1)));
   assert.deepEqual(heard, ['live-a unknown (host h1 unreachable since 2026-01-01T00:00:00.000Z)']);

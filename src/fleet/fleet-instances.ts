@@ -35,7 +35,8 @@ export interface HostState {
 
 export const copyStatus = (s: InstanceStatus): InstanceStatus => ({ ...s, stats: s.stats && { ...s.stats } });
 export const unreachable = (host: HostState): string => `host ${host.id} unreachable since ${iso(host.downSince!)}`;
-const differs = (a: InstanceStatus, b: InstanceStatus): boolean => a.state !== b.state || a.reason !== b.reason || a.exitCode !== b.exitCode;
+const differs = (a: InstanceStatus, b: InstanceStatus): boolean =>
+  a.state !== b.state || a.reason !== b.reason || a.exitCode !== b.exitCode;
 
 export class FleetInstances {
   /** the instances tracked (started, adopted from a report), by id */

@@ -6,8 +6,15 @@ import { FakeClock } from '../domain/clock.js';
 import { dialects, openTestDb, type TestDb } from '../../test/support/harness.js';
 import { FleetJournal, GAP_WAIT_MS, JOURNAL_RETENTION_MS, type JournalEntry } from './fleet-journal.js';
 
-const report = (id: string): JournalEntry => ({ t: 'report', full: false, items: [{ id, owner: { kind: 'pod', accountId: 'acct-1' }, state: 'running', startedAt: 1, exitCode: null, reason: null }] });
-const idsOf = (records: Array<{ entry: JournalEntry }>) => records.map((r) => (r.entry.t === 'report' ? r.entry.items[0]!.id : r.entry.t));
+const report = (id: string): JournalEntry => ({
+  t: 'report',
+  full: false,
+  items: [
+    { id, owner: { kind: 'pod', accountId: 'acct-1' }, state: 'running', startedAt: 1, exitCode: null, reason: null },
+  ],
+});
+const idsOf = (records: Array<{ entry: JournalEntry }>) =>
+  records.map((r) => (r.entry.t === 'report' ? r.entry.items[0]!.id : r.entry.t));
 
 for (const { name, skip } of dialects()) {
   describe(`the fleet journal on ${name}`, { skip }, () => {
@@ -15,14 +22,35 @@ for (const { name, skip } of dialects()) {
     const clock = new FakeClock(1_000_000);
     const logger = pino({ level: 'silent' });
     let published = 0;
-    const journal = (origin: string) => new FleetJournal({ db: t.db, origin, clock, logger, publish: () => void published++ });
+    const journal = (origin: string) =>
+      new FleetJournal({ db: t.db, origin, clock, logger, publish: () => void published++ });
     /** A row written as another replica would, with the given seq (a late commit). */
     const insertAt = async (seq: number, id: string) => {
-      await t.db.kysely.insertInto('fleet_journal').values({ seq, host_id: 'host-1', origin: 'other', entry: JSON.stringify(report(id)), at: clock.now() } as never).execute();
+      await t.db.kysely
+        .insertInto('fleet_journal')
+        .values({
+          seq,
+          host_id: 'host-1',
+          origin: 'other',
+          entry: JSON.stringify(report(id)),
+          at: clock.now(),
+        })
+        .execute();
       // PostgreSQL's sequence does not move for a given seq: later appends must not collide with it.
-      if (name === 'postgres') await sql`SELECT setval(pg_get_serial_sequence('fleet_journal', 'seq'), (SELECT max(seq) FROM fleet_journal))`.execute(t.db.kysely);
+      if (name === 'postgres')
+        await sql`SELECT setval(pg_get_serial_sequence('fleet_journal', 'seq'), (SELECT max(seq) FROM fleet_journal))`.execute(
+          t.db.kysely,
+        );
     };
-    const maxSeq = async () => Number((await t.db.kysely.selectFrom('fleet_journal').select((eb) => eb.fn.max('seq').as('m')).executeTakeFirst())?.m ?? 0);
+    const maxSeq = async () =>
+      Number(
+        (
+          await t.db.kysely
+            .selectFrom('fleet_journal')
+            .select((eb) => eb.fn.max('seq').as('m'))
+            .executeTakeFirst()
+        )?.m ?? 0,
+      );
 
     before(async () => {
       t = await openTestDb(name);
@@ -92,7 +120,10 @@ for (const { name, skip } of dialects()) {
       await a.flush();
       assert.ok((await a.prune()) >= 1);
       const left = await t.db.kysely.selectFrom('fleet_journal').select('entry').execute();
-      assert.deepEqual(left.map((r) => (JSON.parse(r.entry) as Extract<JournalEntry, { t: 'report' }>).items[0]!.id), ['new']);
+      assert.deepEqual(
+        left.map((r) => (JSON.parse(r.entry) as Extract<JournalEntry, { t: 'report' }>).items[0]!.id),
+        ['new'],
+      );
     });
   });
 }

@@ -79,13 +79,21 @@ export class FleetJournal {
 
   /** Starts reading after what is there now. */
   async start(): Promise<void> {
-    const row = await this.#d.db.kysely.selectFrom('fleet_journal').select((eb) => eb.fn.max('seq').as('max')).executeTakeFirst();
+    const row = await this.#d.db.kysely
+      .selectFrom('fleet_journal')
+      .select((eb) => eb.fn.max('seq').as('max'))
+      .executeTakeFirst();
     this.#cursor = Number(row?.max ?? 0);
   }
 
   /** Appends an entry about `hostId` (soon, in order with this replica's other entries), then tells the others. */
   append(hostId: string, entry: JournalEntry): void {
-    this.#queue.push({ host_id: hostId, origin: this.#d.origin, entry: JSON.stringify(entry), at: this.#d.clock.now() });
+    this.#queue.push({
+      host_id: hostId,
+      origin: this.#d.origin,
+      entry: JSON.stringify(entry),
+      at: this.#d.clock.now(),
+    });
     this.#appending ??= this.#drain();
   }
 
@@ -105,7 +113,10 @@ export class FleetJournal {
           this.#d.publish?.();
         } catch (err) {
           // The others miss these entries; the hosts' next full reports and the records repair their view.
-          this.#d.logger.warn({ err: (err as Error).message, entries: batch.length }, 'writing fleet journal entries failed');
+          this.#d.logger.warn(
+            { err: (err as Error).message, entries: batch.length },
+            'writing fleet journal entries failed',
+          );
         }
       }
     } finally {
@@ -125,7 +136,9 @@ export class FleetJournal {
     const rows = await this.#d.db.kysely
       .selectFrom('fleet_journal')
       .select(['seq', 'host_id', 'origin', 'entry', 'at'])
-      .where((eb) => (missing.length > 0 ? eb.or([eb('seq', '>', cursor), eb('seq', 'in', missing)]) : eb('seq', '>', cursor)))
+      .where((eb) =>
+        missing.length > 0 ? eb.or([eb('seq', '>', cursor), eb('seq', 'in', missing)]) : eb('seq', '>', cursor),
+      )
       .orderBy('seq')
       .limit(READ_PAGE + missing.length)
       .execute();
@@ -154,7 +167,10 @@ export class FleetJournal {
 
   /** Deletes entries older than the retention. Answers how many. */
   async prune(now: number = this.#d.clock.now()): Promise<number> {
-    const r = await this.#d.db.kysely.deleteFrom('fleet_journal').where('at', '<', now - JOURNAL_RETENTION_MS).executeTakeFirst();
+    const r = await this.#d.db.kysely
+      .deleteFrom('fleet_journal')
+      .where('at', '<', now - JOURNAL_RETENTION_MS)
+      .executeTakeFirst();
     return Number(r.numDeletedRows);
   }
 }

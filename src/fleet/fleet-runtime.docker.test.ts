@@ -32,7 +32,10 @@ if (!engine) {
           if (op.kind === 'start') records.set(op.instanceId, { hostId, owner: op.spec.owner });
           return agent.enqueue(hostId, op);
         },
-        placements: { placed: async (ids) => new Map(ids.flatMap((id) => (records.has(id) ? [[id, records.get(id)!] as const] : []))) },
+        placements: {
+          placed: async (ids) =>
+            new Map(ids.flatMap((id) => (records.has(id) ? [[id, records.get(id)!] as const] : []))),
+        },
         clock: systemClock,
         logger: pino({ level: process.env.GANTRY_TEST_LOG ?? 'silent' }),
       });

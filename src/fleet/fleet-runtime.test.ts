@@ -12,12 +12,20 @@ const GRACE = 300_000;
 const pod = (accountId = 'acct'): InstanceOwner => ({ kind: 'pod', accountId });
 
 /** The seams FleetRuntime is built on, in memory: the operation queue, the control plane's records, the cost hooks. */
-function fleet(options: { expected?: Array<PlacedInstance & { id: string }>; hosts?: Array<{ id: string; dataCenterId: string }>; healthOf?: (image: string) => HealthProbe | undefined } = {}) {
+function fleet(
+  options: {
+    expected?: Array<PlacedInstance & { id: string }>;
+    hosts?: Array<{ id: string; dataCenterId: string }>;
+    healthOf?: (image: string) => HealthProbe | undefined;
+  } = {},
+) {
   const clock = new FakeClock(Date.UTC(2026, 0, 1));
   const ops: Array<{ hostId: string; op: Operation }> = [];
   const placed = new Map<string, PlacedInstance>();
   const lookups: string[][] = [];
-  const cost: Array<{ call: 'pause'; hostId: string; at: number } | { call: 'resume'; podIds: readonly string[]; at: number }> = [];
+  const cost: Array<
+    { call: 'pause'; hostId: string; at: number } | { call: 'resume'; podIds: readonly string[]; at: number }
+  > = [];
   const costHooks: FleetCost = {
     pause: async (hostId, at) => void cost.push({ call: 'pause', hostId, at }),
     resume: async (podIds, at) => void cost.push({ call: 'resume', podIds, at }),
@@ -26,7 +34,7 @@ function fleet(options: { expected?: Array<PlacedInstance & { id: string }>; hos
   const runtime = new FleetRuntime({
     enqueue: async (hostId: string, op: NewOperation) => {
       seq += 1;
-      const full = { ...op, id: `op-${seq}`, seq } as Operation;
+      const full = { ...op, id: `op-${seq}`, seq };
       ops.push({ hostId, op: full });
       return full;
     },
@@ -51,7 +59,8 @@ function fleet(options: { expected?: Array<PlacedInstance & { id: string }>; hos
     await runtime.start(spec);
     return spec;
   };
-  const opFor = (id: string, kind: Operation['kind']) => ops.find((o) => o.op.kind === kind && 'instanceId' in o.op && o.op.instanceId === id)!.op;
+  const opFor = (id: string, kind: Operation['kind']) =>
+    ops.find((o) => o.op.kind === kind && 'instanceId' in o.op && o.op.instanceId === id)!.op;
   const item = (id: string, state: InstanceReport['state'], fields: Partial<InstanceReport> = {}): InstanceReport => ({
     id,
     owner: pod(),
@@ -72,7 +81,10 @@ describe('FleetRuntime', () => {
     const status = await f.runtime.start(spec);
     assert.equal(status.state, 'starting');
     assert.equal(status.startedAt, f.clock.now());
-    assert.deepEqual(f.ops.map((o) => [o.hostId, o.op.kind]), [['host-a', 'start']]);
+    assert.deepEqual(
+      f.ops.map((o) => [o.hostId, o.op.kind]),
+      [['host-a', 'start']],
+    );
     assert.deepEqual((f.ops[0]!.op as { spec: InstanceSpec }).spec, spec);
     assert.deepEqual(changes.statesOf(spec.id), ['starting']);
     assert.equal((await f.runtime.inspect(spec.id))?.state, 'starting');
@@ -84,42 +96,79 @@ describe('FleetRuntime', () => {
     const f = fleet({ healthOf: (image) => (image === 'probed/image' ? health : undefined) });
     const probed = await f.start({ id: 'pod-probed', image: 'probed/image' });
     const plain = await f.start({ id: 'pod-plain', image: 'plain/image' });
-    assert.deepEqual(f.opFor(probed.id, 'start'), { id: 'op-1', seq: 1, kind: 'start', instanceId: probed.id, spec: probed, health });
-    assert.deepEqual(f.opFor(plain.id, 'start'), { id: 'op-2', seq: 2, kind: 'start', instanceId: plain.id, spec: plain });
+    assert.deepEqual(f.opFor(probed.id, 'start'), {
+      id: 'op-1',
+      seq: 1,
+      kind: 'start',
+      instanceId: probed.id,
+      spec: probed,
+      health,
+    });
+    assert.deepEqual(f.opFor(plain.id, 'start'), {
+      id: 'op-2',
+      seq: 2,
+      kind: 'start',
+      instanceId: plain.id,
+      spec: plain,
+    });
   });
 
   test('a running report moves the instance to running, and listeners hear each change once', async () => {
     const f = fleet();
     const spec = await f.start();
     const changes = new ChangeRecorder(f.runtime);
-    await f.runtime.receive('host-a', { acks: [{ opId: f.opFor(spec.id, 'start').id, ok: true }], instances: { full: false, items: [f.item(spec.id, 'starting')] } });
+    await f.runtime.receive('host-a', {
+      acks: [{ opId: f.opFor(spec.id, 'start').id, ok: true }],
+      instances: { full: false, items: [f.item(spec.id, 'starting')] },
+    });
     await f.runtime.applyReport('host-a', { full: false, items: [f.item(spec.id, 'running')] });
     await f.runtime.applyReport('host-a', { full: false, items: [f.item(spec.id, 'running')] });
     assert.deepEqual(changes.statesOf(spec.id), ['running']);
     assert.equal((await f.runtime.inspect(spec.id))?.state, 'running');
-    assert.deepEqual((await f.runtime.list()).map((s) => s.id), [spec.id]);
+    assert.deepEqual(
+      (await f.runtime.list()).map((s) => s.id),
+      [spec.id],
+    );
   });
 
   test('a start the host could not apply fails with the agent’s error as the reason', async () => {
     const f = fleet();
     const spec = await f.start();
     const changes = new ChangeRecorder(f.runtime);
-    await f.runtime.applyAcks('host-a', [{ opId: f.opFor(spec.id, 'start').id, ok: false, error: 'pull failed: manifest for ghcr.io/x/y:1 not found' }]);
+    await f.runtime.applyAcks('host-a', [
+      { opId: f.opFor(spec.id, 'start').id, ok: false, error: 'pull failed: manifest for ghcr.io/x/y:1 not found' },
+    ]);
     const failed = await changes.next(spec.id, 'failed', 0);
     assert.equal(failed.reason, 'pull failed: manifest for ghcr.io/x/y:1 not found');
     assert.equal((await f.runtime.inspect(spec.id))?.state, 'failed');
     // Already failed: the agent's own report of it changes the reason, not the state.
-    await f.runtime.applyReport('host-a', { full: false, items: [f.item(spec.id, 'failed', { reason: 'image not found' })] });
+    await f.runtime.applyReport('host-a', {
+      full: false,
+      items: [f.item(spec.id, 'failed', { reason: 'image not found' })],
+    });
     assert.deepEqual(changes.statesOf(spec.id), ['failed', 'failed']);
     // A failed instance may be started again.
-    assert.equal((await f.runtime.start({ ...instanceSpec({ hostId: 'host-a', owner: pod() }), id: spec.id })).state, 'starting');
+    assert.equal(
+      (await f.runtime.start({ ...instanceSpec({ hostId: 'host-a', owner: pod() }), id: spec.id })).state,
+      'starting',
+    );
   });
 
   test('an instance its agent reports exited or failed takes the agent’s code and reason', async () => {
     const f = fleet();
     const spec = await f.start();
-    await f.runtime.applyReport('host-a', { full: false, items: [f.item(spec.id, 'exited', { exitCode: 3, reason: 'the process exited with code 3; last output:\nboom' })] });
-    assert.deepEqual(await f.runtime.inspect(spec.id), { id: spec.id, state: 'exited', startedAt: f.clock.now(), exitCode: 3, reason: 'the process exited with code 3; last output:\nboom', stats: null });
+    await f.runtime.applyReport('host-a', {
+      full: false,
+      items: [f.item(spec.id, 'exited', { exitCode: 3, reason: 'the process exited with code 3; last output:\nboom' })],
+    });
+    assert.deepEqual(await f.runtime.inspect(spec.id), {
+      id: spec.id,
+      state: 'exited',
+      startedAt: f.clock.now(),
+      exitCode: 3,
+      reason: 'the process exited with code 3; last output:\nboom',
+      stats: null,
+    });
   });
 
   test('while its host is unreachable an instance reads unknown with since when, and reads as last reported once the host is back; other hosts are unaffected', async () => {
@@ -132,7 +181,14 @@ describe('FleetRuntime', () => {
     const since = f.clock.now() - 30_000;
     f.runtime.hostUnavailable('host-a', since);
     const reason = `host host-a unreachable since ${new Date(since).toISOString()}`;
-    assert.deepEqual(await changes.next(a.id, 'unknown', 0), { id: a.id, state: 'unknown', startedAt: f.clock.now(), exitCode: null, reason, stats: null });
+    assert.deepEqual(await changes.next(a.id, 'unknown', 0), {
+      id: a.id,
+      state: 'unknown',
+      startedAt: f.clock.now(),
+      exitCode: null,
+      reason,
+      stats: null,
+    });
     assert.equal((await f.runtime.inspect(a.id))?.reason, reason);
     assert.equal(f.runtime.unavailable('host-a'), reason);
     assert.equal(f.runtime.unavailable('host-b'), null);
@@ -161,7 +217,11 @@ describe('FleetRuntime', () => {
     const exited = await changes.next(gone.id, 'exited', 0);
     assert.equal(exited.reason, 'its container is gone from host host-a');
     assert.equal(exited.exitCode, null);
-    assert.equal((await f.runtime.inspect(pending.id))?.state, 'starting', 'a start not yet acknowledged is not missing');
+    assert.equal(
+      (await f.runtime.inspect(pending.id))?.state,
+      'starting',
+      'a start not yet acknowledged is not missing',
+    );
   });
 
   test('ids a host may not claim are refused and change nothing, while the rest of its report applies', async () => {
@@ -172,7 +232,13 @@ describe('FleetRuntime', () => {
     const changes = new ChangeRecorder(f.runtime);
     const refused = await f.runtime.applyReport('host-a', {
       full: true,
-      items: [f.item(mine.id, 'running'), f.item(theirs.id, 'exited'), f.item('pod-elsewhere', 'running'), f.item('never-placed', 'running'), f.item('x'.repeat(500), 'running')],
+      items: [
+        f.item(mine.id, 'running'),
+        f.item(theirs.id, 'exited'),
+        f.item('pod-elsewhere', 'running'),
+        f.item('never-placed', 'running'),
+        f.item('x'.repeat(500), 'running'),
+      ],
     });
     assert.deepEqual(refused, [
       { id: theirs.id, reason: 'the control plane placed it on another host' },
@@ -185,11 +251,14 @@ describe('FleetRuntime', () => {
     assert.equal((await f.runtime.inspect(theirs.id))?.state, 'starting');
     assert.equal(await f.runtime.inspect('pod-elsewhere'), null);
     assert.equal(await f.runtime.inspect('never-placed'), null);
-    assert.deepEqual(await f.runtime.refusals('host-b', [theirs.id, mine.id]), [{ id: mine.id, reason: 'the control plane placed it on another host' }]);
-    // A state that is none of the port's is refused too.
-    assert.deepEqual(await f.runtime.applyReport('host-a', { full: false, items: [f.item(mine.id, 'exploded' as 'running')] }), [
-      { id: mine.id, reason: 'state "exploded" is none of starting, running, exited, failed, unknown' },
+    assert.deepEqual(await f.runtime.refusals('host-b', [theirs.id, mine.id]), [
+      { id: mine.id, reason: 'the control plane placed it on another host' },
     ]);
+    // A state that is none of the port's is refused too.
+    assert.deepEqual(
+      await f.runtime.applyReport('host-a', { full: false, items: [f.item(mine.id, 'exploded' as 'running')] }),
+      [{ id: mine.id, reason: 'state "exploded" is none of starting, running, exited, failed, unknown' }],
+    );
     assert.equal((await f.runtime.inspect(mine.id))?.state, 'running');
   });
 
@@ -208,10 +277,17 @@ describe('FleetRuntime', () => {
     await f.runtime.applyReport('host-a', { full: true, items: [f.item(spec.id, 'running')] });
     await f.runtime.stop(spec.id);
     assert.equal(await f.runtime.inspect(spec.id), null);
-    assert.deepEqual(f.ops.map((o) => o.op.kind), ['start', 'stop']);
+    assert.deepEqual(
+      f.ops.map((o) => o.op.kind),
+      ['start', 'stop'],
+    );
     const changes = new ChangeRecorder(f.runtime);
     await f.runtime.applyReport('host-a', { full: true, items: [f.item(spec.id, 'running')] });
-    assert.equal(await f.runtime.inspect(spec.id), null, 'a report sent before the stop was applied does not bring it back');
+    assert.equal(
+      await f.runtime.inspect(spec.id),
+      null,
+      'a report sent before the stop was applied does not bring it back',
+    );
     // Started again before the stop is acknowledged: the ack and the new run's state arrive together.
     await f.runtime.start(spec);
     await f.runtime.receive('host-a', {
@@ -231,14 +307,23 @@ describe('FleetRuntime', () => {
     await f.runtime.stop('pod-kept');
     await f.runtime.remove('no-such-instance');
     await f.runtime.stop('no-such-instance');
-    assert.deepEqual(f.ops.map((o) => [o.hostId, o.op.kind, 'instanceId' in o.op ? o.op.instanceId : null]), [
-      ['host-c', 'remove', 'pod-kept'],
-      ['host-c', 'stop', 'pod-kept'],
-    ]);
+    assert.deepEqual(
+      f.ops.map((o) => [o.hostId, o.op.kind, 'instanceId' in o.op ? o.op.instanceId : null]),
+      [
+        ['host-c', 'remove', 'pod-kept'],
+        ['host-c', 'stop', 'pod-kept'],
+      ],
+    );
   });
 
   test('removing a network volume reaches every host of its data center and every host an instance mounting it started on', async () => {
-    const f = fleet({ hosts: [{ id: 'host-a', dataCenterId: 'EU-RO-1' }, { id: 'host-b', dataCenterId: 'US-TX-3' }, { id: 'host-c', dataCenterId: 'EU-RO-1' }] });
+    const f = fleet({
+      hosts: [
+        { id: 'host-a', dataCenterId: 'EU-RO-1' },
+        { id: 'host-b', dataCenterId: 'US-TX-3' },
+        { id: 'host-c', dataCenterId: 'EU-RO-1' },
+      ],
+    });
     await f.start({ hostId: 'host-d', volumes: [{ kind: 'network', volumeId: 'vol1', path: '/data' }] });
     await f.runtime.removeVolume({ kind: 'network', volumeId: 'vol1', dataCenterId: 'EU-RO-1' });
     const removals = f.ops.filter((o) => o.op.kind === 'removeVolume');
@@ -252,7 +337,10 @@ describe('FleetRuntime', () => {
     const worker = await f.start({ owner: { kind: 'worker', accountId: 'acct', endpointId: 'ep' } });
     const exited = await f.start();
     const other = await f.start({ hostId: 'host-b' });
-    await f.runtime.applyReport('host-a', { full: true, items: [f.item(running.id, 'running'), f.item(worker.id, 'running'), f.item(exited.id, 'exited')] });
+    await f.runtime.applyReport('host-a', {
+      full: true,
+      items: [f.item(running.id, 'running'), f.item(worker.id, 'running'), f.item(exited.id, 'exited')],
+    });
     await f.runtime.applyReport('host-b', { full: true, items: [f.item(other.id, 'running')] });
     f.cost.length = 0;
     const since = f.clock.now();
@@ -267,9 +355,15 @@ describe('FleetRuntime', () => {
     f.clock.advance(3_600_000);
     f.runtime.hostAvailable('host-a');
     assert.deepEqual(f.cost.length, 1, 'back, but nothing reported yet');
-    await f.runtime.applyReport('host-a', { full: true, items: [f.item(running.id, 'running'), f.item(worker.id, 'running')] });
+    await f.runtime.applyReport('host-a', {
+      full: true,
+      items: [f.item(running.id, 'running'), f.item(worker.id, 'running')],
+    });
     assert.deepEqual(f.cost.at(-1), { call: 'resume', podIds: [running.id], at: f.clock.now() });
-    await f.runtime.applyReport('host-a', { full: true, items: [f.item(running.id, 'running'), f.item(worker.id, 'running')] });
+    await f.runtime.applyReport('host-a', {
+      full: true,
+      items: [f.item(running.id, 'running'), f.item(worker.id, 'running')],
+    });
     assert.equal(f.cost.length, 2, 'resumed once');
     await f.runtime.close();
   });
@@ -285,14 +379,23 @@ describe('FleetRuntime', () => {
     const attached = await f.runtime.attach();
     assert.deepEqual(
       attached.map((a) => [a.id, a.owner?.kind, a.status?.state, a.status?.reason]),
-      expected.map((e) => [e.id, e.owner.kind, 'unknown', `host ${e.hostId} has not reported since the control plane started`]),
+      expected.map((e) => [
+        e.id,
+        e.owner.kind,
+        'unknown',
+        `host ${e.hostId} has not reported since the control plane started`,
+      ]),
     );
     const changes = new ChangeRecorder(f.runtime);
     await f.runtime.applyReport('host-a', { full: true, items: [f.item('pod-1', 'running')] });
     assert.deepEqual(changes.statesOf('pod-1'), ['running']);
     assert.equal((await changes.next('pod-2', 'exited', 0)).reason, 'its container is gone from host host-a');
     assert.equal((await f.runtime.inspect('worker-1'))?.state, 'unknown');
-    assert.deepEqual(f.cost, [{ call: 'resume', podIds: ['pod-1'], at: f.clock.now() }], 'the first report resumes what a lost grace may have paused');
+    assert.deepEqual(
+      f.cost,
+      [{ call: 'resume', podIds: ['pod-1'], at: f.clock.now() }],
+      'the first report resumes what a lost grace may have paused',
+    );
   });
 
   test('an instance its host reports that this runtime never started is adopted with the owner on record, and one stopped and kept is answered by attach as such', async () => {
@@ -302,21 +405,41 @@ describe('FleetRuntime', () => {
     const changes = new ChangeRecorder(f.runtime);
     await f.runtime.applyReport('host-a', {
       full: true,
-      items: [f.item('pod-live', 'running', { owner: pod('claimed-by-agent') }), f.item('pod-kept', 'exited', { kept: true })],
+      items: [
+        f.item('pod-live', 'running', { owner: pod('claimed-by-agent') }),
+        f.item('pod-kept', 'exited', { kept: true }),
+      ],
     });
     assert.deepEqual(changes.statesOf('pod-live'), ['running']);
     assert.equal(await f.runtime.inspect('pod-kept'), null, 'a kept instance is not live');
     const attached = await f.runtime.attach();
     assert.deepEqual(attached, [
-      { id: 'pod-live', owner: pod('owner-on-record'), status: { id: 'pod-live', state: 'running', startedAt: f.clock.now(), exitCode: null, reason: null, stats: null } },
+      {
+        id: 'pod-live',
+        owner: pod('owner-on-record'),
+        status: {
+          id: 'pod-live',
+          state: 'running',
+          startedAt: f.clock.now(),
+          exitCode: null,
+          reason: null,
+          stats: null,
+        },
+      },
       { id: 'pod-kept', owner: pod('owner-on-record'), status: null },
     ]);
     // Known now: its next report needs no lookup.
     const lookups = f.lookups.length;
-    await f.runtime.applyReport('host-a', { full: true, items: [f.item('pod-live', 'running'), f.item('pod-kept', 'exited', { kept: true })] });
+    await f.runtime.applyReport('host-a', {
+      full: true,
+      items: [f.item('pod-live', 'running'), f.item('pod-kept', 'exited', { kept: true })],
+    });
     assert.equal(f.lookups.length, lookups);
     await f.runtime.remove('pod-kept');
-    assert.deepEqual(f.ops.map((o) => [o.hostId, o.op.kind]), [['host-a', 'remove']]);
+    assert.deepEqual(
+      f.ops.map((o) => [o.hostId, o.op.kind]),
+      [['host-a', 'remove']],
+    );
   });
 
   test('a report applied after close changes nothing, and a start after close is refused', async () => {
@@ -332,8 +455,14 @@ describe('FleetRuntime', () => {
 test('an id reported twice in one report, once with a state that is none of the port’s, is refused whole', async () => {
   const f = fleet();
   const spec = await f.start();
-  const refused = await f.runtime.applyReport('host-a', { full: false, items: [f.item(spec.id, 'running'), f.item(spec.id, 'bogus' as 'running')] });
-  assert.deepEqual(refused.map((r) => r.id), [spec.id]);
+  const refused = await f.runtime.applyReport('host-a', {
+    full: false,
+    items: [f.item(spec.id, 'running'), f.item(spec.id, 'bogus' as 'running')],
+  });
+  assert.deepEqual(
+    refused.map((r) => r.id),
+    [spec.id],
+  );
   assert.equal((await f.runtime.inspect(spec.id))?.state, 'starting');
 });
 
@@ -341,7 +470,10 @@ test("a host's utilisation figures reach its own running instances, outlive stat
   const f = fleet();
   const mine = await f.start();
   const theirs = await f.start({ hostId: 'host-b' });
-  await f.runtime.receive('host-a', { acks: [{ opId: f.opFor(mine.id, 'start').id, ok: true }], instances: { full: false, items: [f.item(mine.id, 'running')] } });
+  await f.runtime.receive('host-a', {
+    acks: [{ opId: f.opFor(mine.id, 'start').id, ok: true }],
+    instances: { full: false, items: [f.item(mine.id, 'running')] },
+  });
   const figures = { cpuUtil: 42, memoryUtil: 17, memoryBytes: 1_000_000, gpus: [{ util: 90, memoryUtil: 55 }] };
   f.runtime.applyStats('host-a', { [mine.id]: figures, [theirs.id]: figures });
   assert.deepEqual((await f.runtime.inspect(mine.id))?.stats, figures);
@@ -355,7 +487,10 @@ test("a host's utilisation figures reach its own running instances, outlive stat
 test("an instance's output and shell go to its host's agent, and a host that is unreachable says so at once", async () => {
   const f = fleet();
   const spec = await f.start();
-  await f.runtime.receive('host-a', { acks: [{ opId: f.opFor(spec.id, 'start').id, ok: true }], instances: { full: false, items: [f.item(spec.id, 'running')] } });
+  await f.runtime.receive('host-a', {
+    acks: [{ opId: f.opFor(spec.id, 'start').id, ok: true }],
+    instances: { full: false, items: [f.item(spec.id, 'running')] },
+  });
   const asked: string[] = [];
   f.runtime.useStreams({
     async *output(hostId, id) {
@@ -368,7 +503,8 @@ test("an instance's output and shell go to its host's agent, and a host that is 
     },
   });
   const lines = [];
-  for await (const l of f.runtime.output(spec.id, { follow: false, signal: new AbortController().signal })) lines.push(l.line);
+  for await (const l of f.runtime.output(spec.id, { follow: false, signal: new AbortController().signal }))
+    lines.push(l.line);
   assert.deepEqual(lines, ['hello']);
   await assert.rejects(f.runtime.shell(spec.id, { cols: 80, rows: 24 }), /stand-in/);
   assert.deepEqual(asked, [`output host-a ${spec.id}`, `shell host-a ${spec.id}`]);

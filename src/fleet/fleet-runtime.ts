@@ -80,7 +80,6 @@ import type { InstanceReport, NewOperation, Operation, OperationAck, ReportReque
 import { screenReport, type PlacedInstance, type Refusal, type Screened } from './report-screen.js';
 
 export type { FleetCost } from './lost-host-cost.js';
-export { DEFAULT_LOST_GRACE_MS } from './lost-host-cost.js';
 export type { PlacedInstance, Refusal } from './report-screen.js';
 
 export interface FleetPlacements {
@@ -118,8 +117,6 @@ const MAX_REASON = 2_000;
 /** Acks of operations not known yet (their replica's journal entry to come) remembered at most. */
 const MAX_EARLY_ACKS = 5_000;
 
-
-
 interface PendingOp {
   kind: Operation['kind'];
   hostId: string;
@@ -128,7 +125,8 @@ interface PendingOp {
   tracked: Tracked | null;
 }
 
-const clamp = (reason: string | null | undefined): string | null => (typeof reason === 'string' ? reason.slice(0, MAX_REASON) : null);
+const clamp = (reason: string | null | undefined): string | null =>
+  typeof reason === 'string' ? reason.slice(0, MAX_REASON) : null;
 
 export class FleetRuntime implements Runtime {
   readonly name = 'fleet';
@@ -151,7 +149,12 @@ export class FleetRuntime implements Runtime {
 
   constructor(deps: FleetRuntimeDeps) {
     this.#deps = deps;
-    this.#cost = new LostHostCost({ clock: deps.clock, logger: deps.logger, ...(deps.cost ? { cost: deps.cost } : {}), ...(deps.config ? { config: deps.config } : {}) });
+    this.#cost = new LostHostCost({
+      clock: deps.clock,
+      logger: deps.logger,
+      ...(deps.cost ? { cost: deps.cost } : {}),
+      ...(deps.config ? { config: deps.config } : {}),
+    });
   }
 
   /** The cost hooks, when they exist only after the runtime (the pod controller is built over it). */
@@ -177,10 +180,20 @@ export class FleetRuntime implements Runtime {
       // A host that reported in full already said what it runs.
       if (host.reported || this.#table.tracked.has(e.id)) continue;
       const reason = `host ${e.hostId} has not reported since the control plane started`;
-      this.#table.track({ id: e.id, hostId: e.hostId, owner: e.owner, starting: false, status: { id: e.id, state: 'unknown', startedAt: null, exitCode: null, reason, stats: null } });
+      this.#table.track({
+        id: e.id,
+        hostId: e.hostId,
+        owner: e.owner,
+        starting: false,
+        status: { id: e.id, state: 'unknown', startedAt: null, exitCode: null, reason, stats: null },
+      });
     }
     return [
-      ...[...this.#table.tracked.values()].map((t) => ({ id: t.id, owner: t.owner, status: copyStatus(this.#table.visible(t)) })),
+      ...[...this.#table.tracked.values()].map((t) => ({
+        id: t.id,
+        owner: t.owner,
+        status: copyStatus(this.#table.visible(t)),
+      })),
       ...[...this.#table.kept].map(([id, k]) => ({ id, owner: k.owner, status: null })),
     ];
   }
@@ -189,7 +202,9 @@ export class FleetRuntime implements Runtime {
     if (this.#closed) throw new Error(`cannot start instance "${spec.id}": the runtime is shutting down`);
     const current = this.#table.tracked.get(spec.id);
     if (current && LIVE.has(current.status.state))
-      throw new Error(`instance "${spec.id}" is already ${current.status.state} on host ${current.hostId}; stop it before starting it again`);
+      throw new Error(
+        `instance "${spec.id}" is already ${current.status.state} on host ${current.hostId}; stop it before starting it again`,
+      );
     if (current) this.#table.untrack(current);
     this.#table.kept.delete(spec.id);
     const t: Tracked = {
@@ -197,7 +212,14 @@ export class FleetRuntime implements Runtime {
       hostId: spec.hostId,
       owner: spec.owner,
       starting: true,
-      status: { id: spec.id, state: 'starting', startedAt: this.#deps.clock.now(), exitCode: null, reason: null, stats: null },
+      status: {
+        id: spec.id,
+        state: 'starting',
+        startedAt: this.#deps.clock.now(),
+        exitCode: null,
+        reason: null,
+        stats: null,
+      },
     };
     this.#table.track(t);
     for (const v of spec.volumes) if (v.kind === 'network') this.#volumeHostsOf(v.volumeId).add(spec.hostId);
@@ -205,14 +227,28 @@ export class FleetRuntime implements Runtime {
     let op: Operation;
     try {
       const health = this.#deps.healthOf?.(spec.image);
-      op = await this.#send(spec.id, spec.hostId, { kind: 'start', instanceId: spec.id, spec, ...(health ? { health } : {}) });
+      op = await this.#send(spec.id, spec.hostId, {
+        kind: 'start',
+        instanceId: spec.id,
+        spec,
+        ...(health ? { health } : {}),
+      });
     } catch (err) {
       if (this.#table.tracked.get(spec.id) === t) this.#table.untrack(t);
-      throw new Error(`could not hand the start of instance "${spec.id}" to host ${spec.hostId}: ${(err as Error).message}`);
+      throw new Error(
+        `could not hand the start of instance "${spec.id}" to host ${spec.hostId}: ${(err as Error).message}`,
+      );
     }
     this.#ops.set(op.id, { kind: 'start', hostId: spec.hostId, instanceId: spec.id, tracked: t });
     const volumes = spec.volumes.flatMap((v) => (v.kind === 'network' ? [v.volumeId] : []));
-    this.#journal?.append(spec.hostId, { t: 'start', opId: op.id, id: spec.id, owner: spec.owner, startedAt: t.status.startedAt!, volumes });
+    this.#journal?.append(spec.hostId, {
+      t: 'start',
+      opId: op.id,
+      id: spec.id,
+      owner: spec.owner,
+      startedAt: t.status.startedAt!,
+      volumes,
+    });
     return copyStatus(t.status);
   }
 
@@ -226,7 +262,8 @@ export class FleetRuntime implements Runtime {
 
   async removeVolume(volume: { kind: 'network'; volumeId: string; dataCenterId?: string }): Promise<void> {
     const targets = new Set(this.#volumeHosts.get(volume.volumeId));
-    for (const h of this.#deps.hosts?.() ?? []) if (volume.dataCenterId === undefined || h.dataCenterId === volume.dataCenterId) targets.add(h.id);
+    for (const h of this.#deps.hosts?.() ?? [])
+      if (volume.dataCenterId === undefined || h.dataCenterId === volume.dataCenterId) targets.add(h.id);
     for (const hostId of targets) {
       const op = await this.#send(null, hostId, { kind: 'removeVolume', volumeId: volume.volumeId });
       this.#ops.set(op.id, { kind: 'removeVolume', hostId, instanceId: null, tracked: null });
@@ -249,14 +286,16 @@ export class FleetRuntime implements Runtime {
     if (hostId === null || !this.#streams) return;
     const host = this.#table.knownHost(hostId);
     // Said at once rather than after the stream's connect timeout: nobody would dial back.
-    if (host?.downSince != null) throw new Error(`${unreachable(host)}: the output stays on the host until its agent is back`);
+    if (host?.downSince != null)
+      throw new Error(`${unreachable(host)}: the output stays on the host until its agent is back`);
     yield* this.#streams.output(hostId, id, query);
   }
 
   async shell(id: string, request: ShellRequest): Promise<ShellSession> {
     const t = this.#table.tracked.get(id);
     const visible = t ? this.#table.visible(t) : null;
-    if (!t || visible?.state !== 'running') throw new Error(`instance "${id}" is not running${visible?.reason ? ` (${visible.reason})` : ''}`);
+    if (!t || visible?.state !== 'running')
+      throw new Error(`instance "${id}" is not running${visible?.reason ? ` (${visible.reason})` : ''}`);
     if (!this.#streams) throw new Error('this control plane opens no streams to its agents');
     return this.#streams.shell(t.hostId, id, request);
   }
@@ -317,11 +356,20 @@ export class FleetRuntime implements Runtime {
         if (!t || this.#table.tracked.get(t.id) !== t) continue;
         t.starting = false;
         if (!ack.ok && LIVE.has(t.status.state))
-          this.#table.update(t, { ...t.status, state: 'failed', exitCode: null, reason: clamp(ack.error) ?? `host ${hostId} could not start it` });
+          this.#table.update(t, {
+            ...t.status,
+            state: 'failed',
+            exitCode: null,
+            reason: clamp(ack.error) ?? `host ${hostId} could not start it`,
+          });
         continue;
       }
       if (op.instanceId !== null) this.#ended(op.instanceId);
-      if (!ack.ok) this.#deps.logger.warn({ hostId, op: op.kind, instanceId: op.instanceId, error: clamp(ack.error) }, 'a host could not apply an operation');
+      if (!ack.ok)
+        this.#deps.logger.warn(
+          { hostId, op: op.kind, instanceId: op.instanceId, error: clamp(ack.error) },
+          'a host could not apply an operation',
+        );
     }
   }
 
@@ -329,10 +377,16 @@ export class FleetRuntime implements Runtime {
    * The host's instances as its agent reports them (`full`: all it has). Ids it may not claim are
    * answered and ignored; the rest update what is known, and listeners hear every change.
    */
-  applyReport(hostId: string, report: { full: boolean; items: readonly InstanceReport[] }, options: { screened?: boolean } = {}): Promise<Refusal[]> {
+  applyReport(
+    hostId: string,
+    report: { full: boolean; items: readonly InstanceReport[] },
+    options: { screened?: boolean } = {},
+  ): Promise<Refusal[]> {
     return this.#table.onHost(hostId, async () => {
       if (this.#closed) return [];
-      const { refused, accepted, placed } = options.screened ? await this.#owners(report.items) : await this.#screen(hostId, report.items);
+      const { refused, accepted, placed } = options.screened
+        ? await this.#owners(report.items)
+        : await this.#screen(hostId, report.items);
       const host = this.#table.host(hostId);
       const seen = new Set<string>();
       for (const item of report.items) {
@@ -344,13 +398,20 @@ export class FleetRuntime implements Runtime {
         for (const id of [...host.instances]) {
           const t = this.#table.tracked.get(id)!;
           if (seen.has(id) || t.starting || !LIVE.has(t.status.state)) continue;
-          this.#table.update(t, { ...t.status, state: 'exited', exitCode: null, reason: `its container is gone from host ${hostId}` });
+          this.#table.update(t, {
+            ...t.status,
+            state: 'exited',
+            exitCode: null,
+            reason: `its container is gone from host ${hostId}`,
+          });
         }
         for (const [id, k] of this.#table.kept) if (k.hostId === hostId && !seen.has(id)) this.#table.kept.delete(id);
         host.reported = true;
       }
       await this.#cost.reported(hostId, () =>
-        [...host.instances].map((id) => this.#table.tracked.get(id)!).flatMap((t) => (t.owner.kind === 'pod' && t.status.state === 'running' ? [t.id] : [])),
+        [...host.instances]
+          .map((id) => this.#table.tracked.get(id)!)
+          .flatMap((t) => (t.owner.kind === 'pod' && t.status.state === 'running' ? [t.id] : [])),
       );
       return refused;
     });
@@ -395,7 +456,13 @@ export class FleetRuntime implements Runtime {
     }
     if (current) this.#table.untrack(current);
     this.#table.kept.delete(e.id);
-    const t: Tracked = { id: e.id, hostId, owner: e.owner, starting: true, status: { id: e.id, state: 'starting', startedAt: e.startedAt, exitCode: null, reason: null, stats: null } };
+    const t: Tracked = {
+      id: e.id,
+      hostId,
+      owner: e.owner,
+      starting: true,
+      status: { id: e.id, state: 'starting', startedAt: e.startedAt, exitCode: null, reason: null, stats: null },
+    };
     this.#table.track(t);
     this.#ops.set(e.opId, { kind: 'start', hostId, instanceId: e.id, tracked: t });
     this.#table.emit(this.#table.visible(t));
@@ -417,7 +484,12 @@ export class FleetRuntime implements Runtime {
 
   /** Of the ids a host reports, those it may not claim (never placed there by the control plane), with why. */
   async refusals(hostId: string, ids: readonly string[]): Promise<Refusal[]> {
-    return (await this.#screen(hostId, ids.map((id) => ({ id })))).refused;
+    return (
+      await this.#screen(
+        hostId,
+        ids.map((id) => ({ id })),
+      )
+    ).refused;
   }
 
   // --- hosts that come and go -------------------------------------------------------------------
@@ -450,13 +522,22 @@ export class FleetRuntime implements Runtime {
   // --- bookkeeping ------------------------------------------------------------------------------
 
   #screen(hostId: string, items: ReadonlyArray<Pick<InstanceReport, 'id'> & Partial<Pick<InstanceReport, 'state'>>>) {
-    return screenReport(hostId, items, (id) => (this.#table.tracked.get(id) ?? this.#table.kept.get(id))?.hostId, (ids) => this.#deps.placements.placed(ids));
+    return screenReport(
+      hostId,
+      items,
+      (id) => (this.#table.tracked.get(id) ?? this.#table.kept.get(id))?.hostId,
+      (ids) => this.#deps.placements.placed(ids),
+    );
   }
 
   /** Items screened already (by the fleet service, or the replica that journaled them): only the owners of instances not tracked are looked up. */
   async #owners(items: readonly InstanceReport[]): Promise<Pick<Screened, 'refused' | 'accepted' | 'placed'>> {
     const unknown = items.flatMap((i) => (this.#table.tracked.has(i.id) || this.#table.kept.has(i.id) ? [] : [i.id]));
-    return { refused: [], accepted: new Set(items.map((i) => i.id)), placed: unknown.length > 0 ? await this.#deps.placements.placed(unknown) : new Map() };
+    return {
+      refused: [],
+      accepted: new Set(items.map((i) => i.id)),
+      placed: unknown.length > 0 ? await this.#deps.placements.placed(unknown) : new Map(),
+    };
   }
 
   #applyItem(hostId: string, item: InstanceReport, placed: ReadonlyMap<string, PlacedInstance>): void {
@@ -464,7 +545,13 @@ export class FleetRuntime implements Runtime {
     if (this.#ending.has(item.id)) return;
     const t = this.#table.tracked.get(item.id);
     if (item.kept) {
-      if (t && !t.starting && LIVE.has(t.status.state)) this.#table.update(t, { ...t.status, state: 'exited', exitCode: null, reason: `its container on host ${hostId} was stopped` });
+      if (t && !t.starting && LIVE.has(t.status.state))
+        this.#table.update(t, {
+          ...t.status,
+          state: 'exited',
+          exitCode: null,
+          reason: `its container on host ${hostId} was stopped`,
+        });
       else if (!t) {
         const owner = this.#table.kept.get(item.id)?.owner ?? placed.get(item.id)?.owner;
         if (owner) this.#table.kept.set(item.id, { hostId, owner });

@@ -10,7 +10,13 @@ import type { FleetEvents } from './fleet-events.js';
 import { ACKED_RETENTION_MS, FleetService } from './fleet-service.js';
 import type { InstanceReport, JoinRequest } from './protocol.js';
 
-const config = { heartbeatMs: 10_000, heartbeatTimeoutMs: 30_000, pollWaitMs: 25_000, lostGraceMs: 300_000, joinTokenTtlMs: 3_600_000 };
+const config = {
+  heartbeatMs: 10_000,
+  heartbeatTimeoutMs: 30_000,
+  pollWaitMs: 25_000,
+  lostGraceMs: 300_000,
+  joinTokenTtlMs: 3_600_000,
+};
 const secrets = new SecretBox(Buffer.alloc(32, 7));
 
 async function refusedWith(code: ErrorCode, promise: Promise<unknown>): Promise<string> {
@@ -24,7 +30,14 @@ async function refusedWith(code: ErrorCode, promise: Promise<unknown>): Promise<
   assert.fail(`expected ${code}`);
 }
 
-const instance = (id: string, state: InstanceReport['state'] = 'running'): InstanceReport => ({ id, owner: { kind: 'pod', accountId: 'acc' }, state, startedAt: 1, exitCode: null, reason: null });
+const instance = (id: string, state: InstanceReport['state'] = 'running'): InstanceReport => ({
+  id,
+  owner: { kind: 'pod', accountId: 'acc' },
+  state,
+  startedAt: 1,
+  exitCode: null,
+  reason: null,
+});
 
 for (const { name, skip } of dialects()) {
   describe(`FleetService on ${name}`, { skip }, () => {
@@ -34,14 +47,23 @@ for (const { name, skip } of dialects()) {
     const events: Array<[keyof FleetEvents, unknown]> = [];
     const join = async (over: Partial<JoinRequest> = {}) => {
       const { token } = await fleet.createJoinToken({ dataCenterId: 'EU-RO-1', cloud: 'COMMUNITY' });
-      return fleet.join({ token, name: 'gpu-01', publicIp: '203.0.113.7', portRange: [40000, 40999], agentVersion: '0.1.0', capacity: capacity(), ...over });
+      return fleet.join({
+        token,
+        name: 'gpu-01',
+        publicIp: '203.0.113.7',
+        portRange: [40000, 40999],
+        agentVersion: '0.1.0',
+        capacity: capacity(),
+        ...over,
+      });
     };
 
     before(async () => {
       t = await openTestDb(name);
       clock = new FakeClock(Date.UTC(2026, 0, 1));
       fleet = new FleetService({ db: t.db, clock, secrets, catalog: defaultCatalog(), config });
-      for (const name of ['host:joined', 'host:capacity', 'host:revoked', 'host:seen', 'instances', 'acks'] as const) fleet.on(name, (p) => events.push([name, p]));
+      for (const name of ['host:joined', 'host:capacity', 'host:revoked', 'host:seen', 'instances', 'acks'] as const)
+        fleet.on(name, (p) => events.push([name, p]));
     });
     after(async () => {
       await fleet?.close();
@@ -50,23 +72,63 @@ for (const { name, skip } of dialects()) {
 
     test('a join answers the host id, its credential, where it sits and the timings; the token joins once', async () => {
       const { token } = await fleet.createJoinToken({ dataCenterId: 'EU-RO-1', cloud: 'COMMUNITY' });
-      const request = { token, name: 'gpu-01', publicIp: '203.0.113.7', portRange: [40000, 40999] as [number, number], agentVersion: '0.1.0', capacity: capacity() };
+      const request = {
+        token,
+        name: 'gpu-01',
+        publicIp: '203.0.113.7',
+        portRange: [40000, 40999] as [number, number],
+        agentVersion: '0.1.0',
+        capacity: capacity(),
+      };
       const answer = await fleet.join(request);
       assert.match(answer.hostId, /^host-[a-z0-9]{12}$/);
       assert.match(answer.credential, new RegExp(`^ghc_${answer.hostId}_[A-Za-z0-9]{32}$`));
-      assert.deepEqual({ ...answer, hostId: '', credential: '' }, { hostId: '', credential: '', dataCenterId: 'EU-RO-1', cloud: 'COMMUNITY', heartbeatMs: 10_000, pollWaitMs: 25_000 });
+      assert.deepEqual(
+        { ...answer, hostId: '', credential: '' },
+        {
+          hostId: '',
+          credential: '',
+          dataCenterId: 'EU-RO-1',
+          cloud: 'COMMUNITY',
+          heartbeatMs: 10_000,
+          pollWaitMs: 25_000,
+        },
+      );
       assert.deepEqual(await fleet.authenticate(answer.credential), { hostId: answer.hostId });
       await refusedWith('JOIN_TOKEN_INVALID', fleet.join({ ...request, capacity: capacity() }));
       assert.equal(events.filter(([n]) => n === 'host:joined').length, 1);
       const stored = await fleet.hosts.getHost(answer.hostId);
-      assert.ok(stored && !JSON.stringify(stored).includes(answer.credential.slice(-32)), 'the credential is stored hashed');
+      assert.ok(
+        stored && !JSON.stringify(stored).includes(answer.credential.slice(-32)),
+        'the credential is stored hashed',
+      );
     });
 
     test('a token past its life on the injected clock is refused with the message of an unknown one', async () => {
       const { token } = await fleet.createJoinToken({ ttlMs: 60_000 });
       clock.advance(60_001);
-      const expired = await refusedWith('JOIN_TOKEN_INVALID', fleet.join({ token, name: 'late', publicIp: '203.0.113.8', portRange: [40000, 40999], agentVersion: '0.1.0', capacity: capacity() }));
-      const unknown = await refusedWith('JOIN_TOKEN_INVALID', fleet.join({ token: `gjt_${'x'.repeat(32)}`, name: 'late', publicIp: '203.0.113.8', portRange: [40000, 40999], agentVersion: '0.1.0', capacity: capacity() }));
+      const expired = await refusedWith(
+        'JOIN_TOKEN_INVALID',
+        fleet.join({
+          token,
+          name: 'late',
+          publicIp: '203.0.113.8',
+          portRange: [40000, 40999],
+          agentVersion: '0.1.0',
+          capacity: capacity(),
+        }),
+      );
+      const unknown = await refusedWith(
+        'JOIN_TOKEN_INVALID',
+        fleet.join({
+          token: `gjt_${'x'.repeat(32)}`,
+          name: 'late',
+          publicIp: '203.0.113.8',
+          portRange: [40000, 40999],
+          agentVersion: '0.1.0',
+          capacity: capacity(),
+        }),
+      );
       assert.equal(expired, unknown);
     });
 
@@ -106,7 +168,10 @@ for (const { name, skip } of dialects()) {
       await fleet.report(hostId, { capacity: { ...before, diskGb: 500 } });
       assert.equal(count(), seen + 1);
       assert.equal((await fleet.hosts.getHost(hostId))!.capacity.diskGb, 500);
-      const detail = await refusedWith('CAPACITY_INVALID', fleet.report(hostId, { capacity: { ...before, vcpus: -4 }, acks: [{ opId: 'op-x', ok: true }] }));
+      const detail = await refusedWith(
+        'CAPACITY_INVALID',
+        fleet.report(hostId, { capacity: { ...before, vcpus: -4 }, acks: [{ opId: 'op-x', ok: true }] }),
+      );
       assert.match(detail, /capacity\.vcpus/);
       assert.equal((await fleet.hosts.getHost(hostId))!.capacity.vcpus, before.vcpus);
     });
@@ -114,8 +179,13 @@ for (const { name, skip } of dialects()) {
     test('reported instances the ownership check refuses are answered and left out of the event', async () => {
       const { hostId, credential } = await join();
       await fleet.authenticate(credential);
-      fleet.setOwnership(async (_host, ids) => new Map(ids.filter((id) => id.startsWith('other-')).map((id) => [id, 'placed on another host'])));
-      const answer = await fleet.report(hostId, { instances: { full: true, items: [instance('mine-1'), instance('other-1', 'exited')] } });
+      fleet.setOwnership(
+        async (_host, ids) =>
+          new Map(ids.filter((id) => id.startsWith('other-')).map((id) => [id, 'placed on another host'])),
+      );
+      const answer = await fleet.report(hostId, {
+        instances: { full: true, items: [instance('mine-1'), instance('other-1', 'exited')] },
+      });
       assert.deepEqual(answer.refused, [{ id: 'other-1', reason: 'placed on another host' }]);
       assert.deepEqual(answer.ignoredAcks, []);
       const last = events.filter(([n]) => n === 'instances').at(-1)![1] as FleetEvents['instances'];
@@ -128,7 +198,12 @@ for (const { name, skip } of dialects()) {
       const b = await join();
       const op = await fleet.enqueue(a.hostId, { kind: 'remove', instanceId: 'pod-1' });
       const other = await fleet.enqueue(b.hostId, { kind: 'stop', instanceId: 'pod-2' });
-      const first = await fleet.report(a.hostId, { acks: [{ opId: op.id, ok: false, error: 'no such container' }, { opId: other.id, ok: true }] });
+      const first = await fleet.report(a.hostId, {
+        acks: [
+          { opId: op.id, ok: false, error: 'no such container' },
+          { opId: other.id, ok: true },
+        ],
+      });
       assert.deepEqual(first.ignoredAcks, [{ opId: other.id, reason: 'no operation of this host has this id' }]);
       await fleet.report(a.hostId, { acks: [{ opId: op.id, ok: true }] });
       const acks = events.filter(([n]) => n === 'acks').map(([, p]) => p as FleetEvents['acks']);
@@ -137,7 +212,10 @@ for (const { name, skip } of dialects()) {
         mine.map((x) => [x.opId, x.kind, x.instanceId, x.ok, x.error]),
         [[op.id, 'remove', 'pod-1', false, 'no such container']],
       );
-      assert.deepEqual((await fleet.pending(b.hostId, 0)).map((o) => o.id), [other.id]);
+      assert.deepEqual(
+        (await fleet.pending(b.hostId, 0)).map((o) => o.id),
+        [other.id],
+      );
     });
 
     test('a host revoked by another process is refused here after the next look, and announced once', async () => {
@@ -148,17 +226,32 @@ for (const { name, skip } of dialects()) {
       await fleet.syncRevocations();
       await refusedWith('HOST_REVOKED', fleet.authenticate(credential));
       await fleet.syncRevocations();
-      assert.equal(events.filter(([n, p]) => n === 'host:revoked' && (p as { hostId: string }).hostId === hostId).length, 1);
+      assert.equal(
+        events.filter(([n, p]) => n === 'host:revoked' && (p as { hostId: string }).hostId === hostId).length,
+        1,
+      );
       await refusedWith('NOT_FOUND', fleet.enqueue(hostId, { kind: 'stop', instanceId: 'p' }));
     });
 
     test('an operation whose body no longer opens (the secret key changed) is acknowledged as failed rather than blocking the queue', async () => {
       const { hostId } = await join();
-      const other = new FleetService({ db: t.db, clock, secrets: new SecretBox(Buffer.alloc(32, 9)), catalog: defaultCatalog(), config });
+      const other = new FleetService({
+        db: t.db,
+        clock,
+        secrets: new SecretBox(Buffer.alloc(32, 9)),
+        catalog: defaultCatalog(),
+        config,
+      });
       const lost = await other.enqueue(hostId, { kind: 'stop', instanceId: 'p-lost' });
       const kept = await fleet.enqueue(hostId, { kind: 'stop', instanceId: 'p-kept' });
-      assert.deepEqual((await fleet.pending(hostId, 0)).map((o) => o.id), [kept.id]);
-      const failed = events.filter(([n]) => n === 'acks').flatMap(([, p]) => (p as FleetEvents['acks']).acks).find((x) => x.opId === lost.id);
+      assert.deepEqual(
+        (await fleet.pending(hostId, 0)).map((o) => o.id),
+        [kept.id],
+      );
+      const failed = events
+        .filter(([n]) => n === 'acks')
+        .flatMap(([, p]) => (p as FleetEvents['acks']).acks)
+        .find((x) => x.opId === lost.id);
       assert.equal(failed?.ok, false);
       assert.match(failed?.error ?? '', /secret key changed/);
       await other.close();
@@ -174,7 +267,10 @@ for (const { name, skip } of dialects()) {
       assert.equal((await fleet.operations.get([done.id])).length, 1);
       clock.advance(2);
       await fleet.prune();
-      assert.deepEqual((await fleet.operations.get([done.id, open.id])).map((o) => o.id), [open.id]);
+      assert.deepEqual(
+        (await fleet.operations.get([done.id, open.id])).map((o) => o.id),
+        [open.id],
+      );
     });
   });
 }

@@ -41,14 +41,22 @@ import { createJoinToken, type CreatedJoinToken } from './join-tokens.js';
 import { HostStore, type HostRecord } from './host-store.js';
 import { ackedOperation, FLEET_OPS_TOPIC, OperationQueue } from './operation-queue.js';
 import { OperationStore } from './operation-store.js';
-import type { JoinAnswer, JoinRequest, NewOperation, Operation, OperationAck, ReportAnswer, ReportRequest } from './protocol.js';
+import type {
+  JoinAnswer,
+  JoinRequest,
+  NewOperation,
+  Operation,
+  OperationAck,
+  ReportAnswer,
+  ReportRequest,
+} from './protocol.js';
 
 /** Which reported instance ids a host may not claim: id → why. */
 export type OwnershipCheck = (hostId: string, ids: readonly string[], full: boolean) => Promise<Map<string, string>>;
 
 /** Relay topics: host lifecycle (key `<joined|capacity|revoked>:<hostId>`), and acknowledged operations (key the operation id). */
 export const FLEET_HOST_TOPIC = 'fleet-host';
-export const FLEET_ACK_TOPIC = 'fleet-ack';
+const FLEET_ACK_TOPIC = 'fleet-ack';
 export const FLEET_TOPICS: readonly string[] = [FLEET_OPS_TOPIC, FLEET_HOST_TOPIC, FLEET_ACK_TOPIC];
 
 /** How often revocations made elsewhere are looked for, and the period of the other chores. */
@@ -59,7 +67,7 @@ const FLUSH_EVERY_TICKS = 5;
 const PRUNE_EVERY_TICKS = 60;
 /** …once they are this old (acknowledged operations serve only to look into what happened). */
 export const ACKED_RETENTION_MS = 3_600_000;
-export const SPENT_TOKEN_RETENTION_MS = 86_400_000;
+const SPENT_TOKEN_RETENTION_MS = 86_400_000;
 /** A revocation written this long before the last check is still found (a slow transaction, another process's clock). */
 const REVOCATION_MARGIN_MS = 300_000;
 
@@ -83,7 +91,10 @@ export interface HostListing extends FleetHost {
 }
 
 const joinTokenInvalid = (): ApiError =>
-  new ApiError('JOIN_TOKEN_INVALID', 'The join token is unknown, already used or expired. Create a new one on the control plane: gantry hosts token create.');
+  new ApiError(
+    'JOIN_TOKEN_INVALID',
+    'The join token is unknown, already used or expired. Create a new one on the control plane: gantry hosts token create.',
+  );
 
 const publicHost = ({ credentialHash: _hash, ...host }: HostRecord): FleetHost => host;
 
@@ -114,7 +125,9 @@ export class FleetService {
     this.operations = new OperationStore(deps.db);
     this.#presence = new HostPresence(this.hosts, deps.clock);
     this.#ownership = deps.ownership ?? (async () => new Map());
-    this.#events = new FleetEmitter((name, err) => deps.logger?.warn({ event: name, err: (err as Error)?.message }, 'a fleet event listener failed'));
+    this.#events = new FleetEmitter((name, err) =>
+      deps.logger?.warn({ event: name, err: (err as Error)?.message }, 'a fleet event listener failed'),
+    );
     this.#queue = new OperationQueue({
       store: this.operations,
       secrets: deps.secrets,
@@ -151,14 +164,21 @@ export class FleetService {
     if (this.#timer) clearInterval(this.#timer);
     this.#timer = null;
     await this.#chore?.catch(() => undefined);
-    await this.flush().catch((err: unknown) => this.#deps.logger?.warn({ err: (err as Error).message }, "writing the hosts' last reports failed"));
+    await this.flush().catch((err: unknown) =>
+      this.#deps.logger?.warn({ err: (err as Error).message }, "writing the hosts' last reports failed"),
+    );
   }
 
   // ---- joining --------------------------------------------------------------------------------
 
   /** A new one-time join token (shown once; stored hashed). */
-  async createJoinToken(options: { dataCenterId?: string | null; cloud?: Cloud; ttlMs?: number } = {}): Promise<CreatedJoinToken> {
-    return createJoinToken(this.hosts, this.#deps.catalog, this.#deps.clock.now(), { ttlMs: this.#deps.config.joinTokenTtlMs, ...options });
+  async createJoinToken(
+    options: { dataCenterId?: string | null; cloud?: Cloud; ttlMs?: number } = {},
+  ): Promise<CreatedJoinToken> {
+    return createJoinToken(this.hosts, this.#deps.catalog, this.#deps.clock.now(), {
+      ttlMs: this.#deps.config.joinTokenTtlMs,
+      ...options,
+    });
   }
 
   /**
@@ -198,7 +218,10 @@ export class FleetService {
       }),
     );
     this.#presence.joined(hostId, host.credentialHash, now);
-    this.#deps.logger?.info({ hostId, name: host.name, dataCenterId: host.dataCenterId, gpus: capacity.gpus.length }, 'a host joined');
+    this.#deps.logger?.info(
+      { hostId, name: host.name, dataCenterId: host.dataCenterId, gpus: capacity.gpus.length },
+      'a host joined',
+    );
     this.#events.emit('host:joined', publicHost(host));
     this.#deps.relay?.publish(FLEET_HOST_TOPIC, `joined:${hostId}`, 1);
     const { heartbeatMs, pollWaitMs } = this.#deps.config;
@@ -219,7 +242,8 @@ export class FleetService {
   /** Revokes a host: its credential stops working here at once, on other replicas through the relay. 404 when no live host has the id. */
   async revoke(hostId: string): Promise<FleetHost> {
     const host = await this.hosts.revokeHost(hostId, this.#deps.clock.now());
-    if (!host) throw new ApiError('NOT_FOUND', `No live host with id "${hostId}" exists (unknown, or revoked already).`);
+    if (!host)
+      throw new ApiError('NOT_FOUND', `No live host with id "${hostId}" exists (unknown, or revoked already).`);
     this.#revokedHere(hostId, host.revokedAt!);
     this.#deps.relay?.publish(FLEET_HOST_TOPIC, `revoked:${hostId}`, 1);
     return publicHost(host);
@@ -249,7 +273,14 @@ export class FleetService {
     const refused: ReportAnswer['refused'] = [];
     if (report.instances) {
       const { full, items } = report.instances;
-      const refusals = items.length > 0 || full ? await this.#ownership(hostId, items.map((i) => i.id), full) : new Map<string, string>();
+      const refusals =
+        items.length > 0 || full
+          ? await this.#ownership(
+              hostId,
+              items.map((i) => i.id),
+              full,
+            )
+          : new Map<string, string>();
       for (const [id, reason] of refusals) refused.push({ id, reason });
       const accepted = refusals.size > 0 ? items.filter((i) => !refusals.has(i.id)) : items;
       this.#events.emit('instances', { hostId, full, items: accepted });
@@ -315,7 +346,11 @@ export class FleetService {
    * The agent's long-poll: `pending`, or wait up to `waitMs` for an operation. An open poll keeps
    * the host seen; a revocation meanwhile ends it with 401 HOST_REVOKED.
    */
-  async waitForOperations(hostId: string, after: number, options: { waitMs: number; signal?: CancelSignal }): Promise<Operation[]> {
+  async waitForOperations(
+    hostId: string,
+    after: number,
+    options: { waitMs: number; signal?: CancelSignal },
+  ): Promise<Operation[]> {
     this.#seen(hostId);
     const closed = this.#presence.pollOpened(hostId);
     try {
@@ -355,7 +390,11 @@ export class FleetService {
 
   #listing(host: HostRecord): HostListing {
     const lastSeenAt = Math.max(host.lastReportAt ?? 0, this.#presence.lastSeen(host.id) ?? 0) || null;
-    return { ...publicHost(host), lastSeenAt, state: hostState(host, lastSeenAt, this.#deps.clock.now(), this.#deps.config.heartbeatTimeoutMs) };
+    return {
+      ...publicHost(host),
+      lastSeenAt,
+      state: hostState(host, lastSeenAt, this.#deps.clock.now(), this.#deps.config.heartbeatTimeoutMs),
+    };
   }
 
   // ---- replicas and chores --------------------------------------------------------------------
@@ -405,7 +444,10 @@ export class FleetService {
       }
       for (const [hostId, acks] of byHost) this.#events.emit('acks', { hostId, acks, relayed: true });
     } catch (err) {
-      this.#deps.logger?.warn({ err: (err as Error).message }, 'reading operations acknowledged on another replica failed');
+      this.#deps.logger?.warn(
+        { err: (err as Error).message },
+        'reading operations acknowledged on another replica failed',
+      );
     }
   }
 
@@ -425,7 +467,10 @@ export class FleetService {
   /** Deletes acknowledged operations and spent or expired join tokens past their retention. */
   async prune(): Promise<{ operations: number; tokens: number }> {
     const now = this.#deps.clock.now();
-    return { operations: await this.operations.pruneAcked(now - ACKED_RETENTION_MS), tokens: await this.hosts.pruneJoinTokens(now - SPENT_TOKEN_RETENTION_MS) };
+    return {
+      operations: await this.operations.pruneAcked(now - ACKED_RETENTION_MS),
+      tokens: await this.hosts.pruneJoinTokens(now - SPENT_TOKEN_RETENTION_MS),
+    };
   }
 
   async #tick(): Promise<void> {

@@ -68,11 +68,25 @@ describe('streams between the control plane and an agent', () => {
     });
     streams = new FleetStreams({
       enqueue: async (hostId: string, op: NewOperation) => {
-        const operation = { ...op, id: `op-${ops.length}`, seq: ops.length } as Operation;
+        const operation = { ...op, id: `op-${ops.length}`, seq: ops.length };
         ops.push(operation);
         if (deliver) {
           // the agent's poll, then its acknowledgement through a report
-          void dialer.open(operation as StreamOperation).then((r) => streams.acked([{ opId: operation.id, hostId, seq: 0, kind: 'stream', instanceId: 'x', volumeId: null, ok: r.ok, error: r.error ?? null, at: 0 }]));
+          void dialer.open(operation as StreamOperation).then((r) =>
+            streams.acked([
+              {
+                opId: operation.id,
+                hostId,
+                seq: 0,
+                kind: 'stream',
+                instanceId: 'x',
+                volumeId: null,
+                ok: r.ok,
+                error: r.error ?? null,
+                at: 0,
+              },
+            ]),
+          );
         }
         return operation;
       },
@@ -98,7 +112,12 @@ describe('streams between the control plane and an agent', () => {
       for (let i = 0; i < 1200; i++) yield { ts: 1_000 + i, line: `line ${i}` };
     };
     const got: OutputLine[] = [];
-    for await (const line of streams.output('host-a', 'pod-1', { tail: 3, follow: true, signal: new AbortController().signal })) got.push(line);
+    for await (const line of streams.output('host-a', 'pod-1', {
+      tail: 3,
+      follow: true,
+      signal: new AbortController().signal,
+    }))
+      got.push(line);
     assert.equal(got.length, 1200);
     assert.deepEqual(got[0], { ts: 1_000, line: 'line 0' });
     assert.deepEqual(got.at(-1), { ts: 2_199, line: 'line 1199' });
@@ -110,7 +129,8 @@ describe('streams between the control plane and an agent', () => {
       for (let i = 0; i < 600; i++) yield { ts: i, line: `${i} ${long}` };
     };
     const got: OutputLine[] = [];
-    for await (const line of streams.output('host-a', 'pod-1', { follow: false, signal: new AbortController().signal })) got.push(line);
+    for await (const line of streams.output('host-a', 'pod-1', { follow: false, signal: new AbortController().signal }))
+      got.push(line);
     assert.equal(got.length, 600);
     assert.ok(got.every((l, i) => l.line === `${i} ${long}`));
   });
@@ -126,7 +146,8 @@ describe('streams between the control plane and an agent', () => {
     };
     const leave = new AbortController();
     let n = 0;
-    for await (const _ of streams.output('host-a', 'pod-1', { follow: true, signal: leave.signal })) if (++n === 5) leave.abort();
+    for await (const _ of streams.output('host-a', 'pod-1', { follow: true, signal: leave.signal }))
+      if (++n === 5) leave.abort();
     await waitFor(() => aborted);
     assert.equal(n, 5);
   });
@@ -166,7 +187,10 @@ describe('streams between the control plane and an agent', () => {
 
   test("a shell the agent cannot open fails at once with the agent's reason", async () => {
     const started = Date.now();
-    await assert.rejects(streams.shell('host-a', 'pod-gone', { cols: 80, rows: 24 }), /instance "pod-gone" is not running/);
+    await assert.rejects(
+      streams.shell('host-a', 'pod-gone', { cols: 80, rows: 24 }),
+      /instance "pod-gone" is not running/,
+    );
     assert.ok(Date.now() - started < 1_500, 'it waited for the connect timeout instead');
   });
 
@@ -178,7 +202,7 @@ describe('streams between the control plane and an agent', () => {
       // the database write of the operation takes a while
       enqueue: async (_hostId, op) => {
         await new Promise((r) => setTimeout(r, 100));
-        return { ...op, id: 'op-slow', seq: 1 } as Operation;
+        return { ...op, id: 'op-slow', seq: 1 };
       },
       authenticate: async () => ({ hostId: 'host-a' }),
       logger: silent,
@@ -201,7 +225,10 @@ describe('streams between the control plane and an agent', () => {
   test('a stream whose agent never dials back fails after the connect timeout, naming the host', async () => {
     deliver = false;
     try {
-      await assert.rejects(streams.shell('host-a', 'pod-1', { cols: 80, rows: 24 }), /host host-a did not open the stream within 2000 ms/);
+      await assert.rejects(
+        streams.shell('host-a', 'pod-1', { cols: 80, rows: 24 }),
+        /host host-a did not open the stream within 2000 ms/,
+      );
     } finally {
       deliver = true;
     }
@@ -233,7 +260,13 @@ function dialStatus(base: string, session: string, secret: string, credential: s
   return new Promise((resolve, reject) => {
     const req = request(`${base}/agent/v1/streams/${session}`, {
       method: 'POST',
-      headers: { connection: 'Upgrade', upgrade: STREAM_PROTOCOL, authorization: `Bearer ${credential}`, [STREAM_SECRET_HEADER]: secret, 'content-length': '0' },
+      headers: {
+        connection: 'Upgrade',
+        upgrade: STREAM_PROTOCOL,
+        authorization: `Bearer ${credential}`,
+        [STREAM_SECRET_HEADER]: secret,
+        'content-length': '0',
+      },
     });
     req.once('upgrade', (res, socket) => {
       socket.destroy();

@@ -18,11 +18,18 @@ import type { Logger } from 'pino';
 import { newId } from '../domain/ids.js';
 import type { OutputLine, OutputQuery, ShellRequest, ShellSession } from '../runtime/runtime.js';
 import type { AckedOperation } from './fleet-events.js';
-import { AGENT_API_PREFIX, STREAM_PROTOCOL, STREAM_SECRET_HEADER, type NewOperation, type Operation, type StreamRequest } from './protocol.js';
+import {
+  AGENT_API_PREFIX,
+  STREAM_PROTOCOL,
+  STREAM_SECRET_HEADER,
+  type NewOperation,
+  type Operation,
+  type StreamRequest,
+} from './protocol.js';
 import { encodeFrame, FRAME, frameJson, readFrames } from './stream-frames.js';
 
 /** @default 15000 */
-export const DEFAULT_STREAM_CONNECT_TIMEOUT_MS = 15_000;
+const DEFAULT_STREAM_CONNECT_TIMEOUT_MS = 15_000;
 const STREAMS_PATH = `${AGENT_API_PREFIX}/streams/`;
 const SESSION = /^[A-Za-z0-9_-]{8,64}$/;
 
@@ -64,7 +71,12 @@ export class FleetStreams {
 
   /** The instance's output on `hostId`, through its agent (the runtime port's `output()`). */
   async *output(hostId: string, instanceId: string, query: OutputQuery): AsyncGenerator<OutputLine> {
-    const request: StreamRequest = { what: 'output', follow: query.follow, ...(query.sinceMs !== undefined ? { sinceMs: query.sinceMs } : {}), ...(query.tail !== undefined ? { tail: query.tail } : {}) };
+    const request: StreamRequest = {
+      what: 'output',
+      follow: query.follow,
+      ...(query.sinceMs !== undefined ? { sinceMs: query.sinceMs } : {}),
+      ...(query.tail !== undefined ? { tail: query.tail } : {}),
+    };
     const { socket, head } = await this.#connect(hostId, instanceId, request, query.signal);
     const stop = () => socket.destroy();
     query.signal.addEventListener('abort', stop, { once: true });
@@ -79,7 +91,9 @@ export class FleetStreams {
             if (typeof l?.ts === 'number' && typeof l.line === 'string') yield { ts: l.ts, line: l.line };
           }
         } else if (frame.type === FRAME.error) {
-          throw new Error(String((frameJson(frame) as { message?: unknown } | null)?.message ?? 'the agent ended the stream'));
+          throw new Error(
+            String((frameJson(frame) as { message?: unknown } | null)?.message ?? 'the agent ended the stream'),
+          );
         }
       }
     } catch (err) {
@@ -163,13 +177,20 @@ export class FleetStreams {
   async #accept(req: IncomingMessage, socket: Duplex, head: Buffer, session: string): Promise<void> {
     const refuse = (status: number, title: string, detail: string) => {
       const body = JSON.stringify({ type: 'about:blank', title, status, detail });
-      socket.end(`HTTP/1.1 ${status} ${title}\r\ncontent-type: application/problem+json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`);
+      socket.end(
+        `HTTP/1.1 ${status} ${title}\r\ncontent-type: application/problem+json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
+      );
     };
     const waiting = SESSION.test(session) ? this.#waiting.get(session) : undefined;
     const secret = req.headers[STREAM_SECRET_HEADER];
-    if (req.method !== 'POST' || String(req.headers.upgrade ?? '').toLowerCase() !== STREAM_PROTOCOL) return refuse(400, 'Bad Request', `a stream's dial-back is a POST asking to upgrade to ${STREAM_PROTOCOL}`);
+    if (req.method !== 'POST' || String(req.headers.upgrade ?? '').toLowerCase() !== STREAM_PROTOCOL)
+      return refuse(400, 'Bad Request', `a stream's dial-back is a POST asking to upgrade to ${STREAM_PROTOCOL}`);
     if (!waiting || typeof secret !== 'string' || !timingSafeEqual(hash(secret), waiting.secretHash))
-      return refuse(404, 'Not Found', 'no stream waits for this session here (it ended, timed out, or waits on another replica)');
+      return refuse(
+        404,
+        'Not Found',
+        'no stream waits for this session here (it ended, timed out, or waits on another replica)',
+      );
     const auth = req.headers.authorization ?? '';
     let hostId: string;
     try {
@@ -177,13 +198,19 @@ export class FleetStreams {
     } catch {
       return refuse(401, 'Unauthorized', 'the host credential is missing, wrong or revoked');
     }
-    if (hostId !== waiting.hostId || this.#waiting.get(session) !== waiting) return refuse(404, 'Not Found', 'no stream waits for this session here');
+    if (hostId !== waiting.hostId || this.#waiting.get(session) !== waiting)
+      return refuse(404, 'Not Found', 'no stream waits for this session here');
     this.#waiting.delete(session);
     socket.write(`HTTP/1.1 101 Switching Protocols\r\nupgrade: ${STREAM_PROTOCOL}\r\nconnection: Upgrade\r\n\r\n`);
     waiting.resolve(socket, head);
   }
 
-  async #connect(hostId: string, instanceId: string, request: StreamRequest, signal: AbortSignal | null): Promise<{ socket: Duplex; head: Buffer }> {
+  async #connect(
+    hostId: string,
+    instanceId: string,
+    request: StreamRequest,
+    signal: AbortSignal | null,
+  ): Promise<{ socket: Duplex; head: Buffer }> {
     if (this.#closed) throw new Error('the control plane is shutting down');
     const session = newId(24);
     const secret = randomBytes(24).toString('base64url');
@@ -202,7 +229,13 @@ export class FleetStreams {
         },
       };
       this.#waiting.set(session, waiting);
-      timer = setTimeout(() => waiting.reject(new Error(`host ${hostId} did not open the stream within ${timeoutMs} ms (is its agent connected?)`)), timeoutMs);
+      timer = setTimeout(
+        () =>
+          waiting.reject(
+            new Error(`host ${hostId} did not open the stream within ${timeoutMs} ms (is its agent connected?)`),
+          ),
+        timeoutMs,
+      );
       timer.unref();
       if (signal) {
         onAbort = () => waiting.reject(new Error('the reader left'));

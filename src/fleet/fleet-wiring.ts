@@ -31,7 +31,7 @@ import { inventoryHost } from './host-capacity.js';
 
 const LIVE_WORKERS = ['initializing', 'idle', 'running', 'unhealthy'];
 /** How often a replica reads the journal when no wake-up came. */
-export const JOURNAL_READ_MS = 1_000;
+const JOURNAL_READ_MS = 1_000;
 /** How often old journal entries are pruned. */
 const JOURNAL_PRUNE_MS = 60_000;
 
@@ -44,15 +44,31 @@ export function recordPlacements(db: Db): Required<FleetPlacements> {
       const unique = [...new Set(ids)];
       for (let i = 0; i < unique.length; i += 500) {
         const chunk = unique.slice(i, i + 500);
-        const pods = await db.kysely.selectFrom('pods').select(['id', 'host_id', 'account_id']).where('id', 'in', chunk).execute();
-        for (const p of pods) if (p.host_id !== null) found.set(p.id, { hostId: p.host_id, owner: { kind: 'pod', accountId: p.account_id } });
+        const pods = await db.kysely
+          .selectFrom('pods')
+          .select(['id', 'host_id', 'account_id'])
+          .where('id', 'in', chunk)
+          .execute();
+        for (const p of pods)
+          if (p.host_id !== null)
+            found.set(p.id, { hostId: p.host_id, owner: { kind: 'pod', accountId: p.account_id } });
         const workers = await db.kysely
           .selectFrom('workers')
           .innerJoin('endpoints', 'endpoints.id', 'workers.endpoint_id')
-          .select(['workers.id as id', 'workers.host_id as host_id', 'workers.endpoint_id as endpoint_id', 'endpoints.account_id as account_id'])
+          .select([
+            'workers.id as id',
+            'workers.host_id as host_id',
+            'workers.endpoint_id as endpoint_id',
+            'endpoints.account_id as account_id',
+          ])
           .where('workers.id', 'in', chunk)
           .execute();
-        for (const w of workers) if (w.host_id !== null) found.set(w.id, { hostId: w.host_id, owner: { kind: 'worker', accountId: w.account_id, endpointId: w.endpoint_id } });
+        for (const w of workers)
+          if (w.host_id !== null)
+            found.set(w.id, {
+              hostId: w.host_id,
+              owner: { kind: 'worker', accountId: w.account_id, endpointId: w.endpoint_id },
+            });
       }
       return found;
     },
@@ -67,14 +83,27 @@ export function recordPlacements(db: Db): Required<FleetPlacements> {
       const workers = await db.kysely
         .selectFrom('workers')
         .innerJoin('endpoints', 'endpoints.id', 'workers.endpoint_id')
-        .select(['workers.id as id', 'workers.host_id as host_id', 'workers.endpoint_id as endpoint_id', 'endpoints.account_id as account_id'])
+        .select([
+          'workers.id as id',
+          'workers.host_id as host_id',
+          'workers.endpoint_id as endpoint_id',
+          'endpoints.account_id as account_id',
+        ])
         .where('workers.status', 'in', LIVE_WORKERS)
         .where('workers.allocation', 'is not', null)
         .where('workers.host_id', 'is not', null)
         .execute();
       return [
-        ...pods.map((p) => ({ id: p.id, hostId: p.host_id!, owner: { kind: 'pod' as const, accountId: p.account_id } })),
-        ...workers.map((w) => ({ id: w.id, hostId: w.host_id!, owner: { kind: 'worker' as const, accountId: w.account_id, endpointId: w.endpoint_id } })),
+        ...pods.map((p) => ({
+          id: p.id,
+          hostId: p.host_id!,
+          owner: { kind: 'pod' as const, accountId: p.account_id },
+        })),
+        ...workers.map((w) => ({
+          id: w.id,
+          hostId: w.host_id!,
+          owner: { kind: 'worker' as const, accountId: w.account_id, endpointId: w.endpoint_id },
+        })),
       ];
     },
   };
@@ -119,7 +148,11 @@ export class FleetWiring {
     // accepted items as screened.
     fleet.setOwnership(async (hostId, ids, full) => {
       const refused = await runtime.refusals(hostId, ids);
-      this.#d.orphans?.noted(hostId, { full, reported: ids, orphans: refused.filter(isNotPlacedHere).map((r) => r.id) });
+      this.#d.orphans?.noted(hostId, {
+        full,
+        reported: ids,
+        orphans: refused.filter(isNotPlacedHere).map((r) => r.id),
+      });
       return new Map(refused.map((r) => [r.id, r.reason]));
     });
     this.#d.orphans?.start();
@@ -152,7 +185,9 @@ export class FleetWiring {
         // With a journal, acks made through another replica come in order with its reports.
         if (relayed && journal) return;
         // A stream's ack is its own business (fleet-streams.ts): the instance is not changed by it.
-        const plain = acks.filter((a) => a.kind !== 'stream').map((a) => ({ opId: a.opId, ok: a.ok, ...(a.error !== null ? { error: a.error } : {}) }));
+        const plain = acks
+          .filter((a) => a.kind !== 'stream')
+          .map((a) => ({ opId: a.opId, ok: a.ok, ...(a.error !== null ? { error: a.error } : {}) }));
         if (plain.length === 0) return;
         void runtime.applyAcks(hostId, plain);
         if (!relayed) journal?.append(hostId, { t: 'acks', acks: plain });
@@ -163,7 +198,10 @@ export class FleetWiring {
         journal?.append(hostId, { t: 'report', full, items });
       }),
     );
-    this.#timer = setInterval(() => void this.check(), Math.max(200, Math.min(config.heartbeatMs, config.heartbeatTimeoutMs / 3)));
+    this.#timer = setInterval(
+      () => void this.check(),
+      Math.max(200, Math.min(config.heartbeatMs, config.heartbeatTimeoutMs / 3)),
+    );
     this.#timer.unref();
   }
 
@@ -228,7 +266,9 @@ export class FleetWiring {
     this.#checking = true;
     try {
       const { inventory, config, fleet } = this.#d;
-      const stale = [...this.#lastSeen].filter(([id, at]) => inventory.isAvailable(id) && now - at > config.heartbeatTimeoutMs);
+      const stale = [...this.#lastSeen].filter(
+        ([id, at]) => inventory.isAvailable(id) && now - at > config.heartbeatTimeoutMs,
+      );
       const away = [...this.#lastSeen.keys()].filter((id) => !inventory.isAvailable(id));
       // With replicas, the hosts are read every check anyway: a join announced while this
       // replica's relay was down would otherwise never reach its inventory.
@@ -240,7 +280,8 @@ export class FleetWiring {
         if (h.revokedAt !== null || this.#lastSeen.has(h.id)) continue;
         this.#d.inventory.upsertHost(inventoryHost(h, this.#d.catalog));
         this.#lastSeen.set(h.id, h.lastSeenAt ?? h.joinedAt);
-        if (now - (h.lastSeenAt ?? h.joinedAt) > config.heartbeatTimeoutMs) this.#down(h.id, h.lastSeenAt ?? h.joinedAt);
+        if (now - (h.lastSeenAt ?? h.joinedAt) > config.heartbeatTimeoutMs)
+          this.#down(h.id, h.lastSeenAt ?? h.joinedAt);
       }
       for (const [id, at] of stale) {
         const latest = Math.max(at, listed.get(id)?.lastSeenAt ?? 0);
@@ -250,7 +291,12 @@ export class FleetWiring {
       for (const id of away) {
         const host = listed.get(id);
         const latest = host?.lastSeenAt ?? 0;
-        if (host && host.revokedAt === null && latest > (this.#lastSeen.get(id) ?? 0) && now - latest <= config.heartbeatTimeoutMs) {
+        if (
+          host &&
+          host.revokedAt === null &&
+          latest > (this.#lastSeen.get(id) ?? 0) &&
+          now - latest <= config.heartbeatTimeoutMs
+        ) {
           this.#lastSeen.set(id, latest);
           this.#up(id);
         }
@@ -272,7 +318,10 @@ export class FleetWiring {
   #down(hostId: string, since: number): void {
     this.#d.inventory.setAvailable(hostId, false);
     this.#d.runtime.hostUnavailable(hostId, since);
-    this.#d.logger.warn({ hostId, since: new Date(since).toISOString() }, 'host missed its heartbeats: out of placement');
+    this.#d.logger.warn(
+      { hostId, since: new Date(since).toISOString() },
+      'host missed its heartbeats: out of placement',
+    );
   }
 
   stop(): void {

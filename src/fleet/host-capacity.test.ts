@@ -36,7 +36,18 @@ function refusedFields(raw: unknown): string[] {
 test('a believable capacity is accepted as it is, and unknown fields are dropped', () => {
   assert.deepEqual(validateCapacity(good(), catalog), good());
   assert.deepEqual(validateCapacity({ ...good(), futureField: 1 }, catalog), good());
-  const cpu = validateCapacity({ vcpus: 8, memoryGb: 16, diskGb: 0, gpus: [], cudaVersion: null, gpuMode: 'env-only', cpuFlavors: ['cpu3c', 'cpu3g'] }, catalog);
+  const cpu = validateCapacity(
+    {
+      vcpus: 8,
+      memoryGb: 16,
+      diskGb: 0,
+      gpus: [],
+      cudaVersion: null,
+      gpuMode: 'env-only',
+      cpuFlavors: ['cpu3c', 'cpu3g'],
+    },
+    catalog,
+  );
   assert.deepEqual(cpu.notes, []);
 });
 
@@ -52,12 +63,19 @@ test('figures no machine has are refused, each naming its field', () => {
 
 test('GPUs must be of one model the catalog knows, with real UUIDs, each once, at most 64', () => {
   const gpu = (uuid: string, name = 'NVIDIA GeForce RTX 4090', memoryMb = 24564) => ({ uuid, name, memoryMb });
-  assert.deepEqual(refusedFields({ ...good(), gpus: [gpu('GPU-aaa1', 'NVIDIA Imaginary 9000')] }), ['capacity.gpus[0].name']);
-  assert.deepEqual(refusedFields({ ...good(), gpus: [gpu('GPU-aaa1'), gpu('GPU-aaa2', 'NVIDIA L4')] }), ['capacity.gpus[1].name']);
+  assert.deepEqual(refusedFields({ ...good(), gpus: [gpu('GPU-aaa1', 'NVIDIA Imaginary 9000')] }), [
+    'capacity.gpus[0].name',
+  ]);
+  assert.deepEqual(refusedFields({ ...good(), gpus: [gpu('GPU-aaa1'), gpu('GPU-aaa2', 'NVIDIA L4')] }), [
+    'capacity.gpus[1].name',
+  ]);
   assert.deepEqual(refusedFields({ ...good(), gpus: [gpu('nvidia0')] }), ['capacity.gpus[0].uuid']);
   assert.deepEqual(refusedFields({ ...good(), gpus: [gpu('GPU-aaa1'), gpu('GPU-AAA1')] }), ['capacity.gpus[1].uuid']);
   assert.deepEqual(refusedFields({ ...good(), gpus: [gpu('GPU-aaa1', undefined, 0)] }), ['capacity.gpus[0].memoryMb']);
-  assert.deepEqual(refusedFields({ ...good(), gpus: Array.from({ length: 65 }, (_, i) => gpu(`GPU-${i.toString(16)}`)) }), ['capacity.gpus']);
+  assert.deepEqual(
+    refusedFields({ ...good(), gpus: Array.from({ length: 65 }, (_, i) => gpu(`GPU-${i.toString(16)}`)) }),
+    ['capacity.gpus'],
+  );
   assert.deepEqual(refusedFields({ ...good(), gpus: ['GPU-aaa1'] }), ['capacity.gpus[0]']);
   // catalog names are matched as discovery matches them: with or without the NVIDIA prefix, by id or display name
   assert.equal(validateCapacity({ ...good(), gpus: [gpu('GPU-aaa1', 'RTX 4090')] }, catalog).gpus.length, 1);
@@ -104,7 +122,17 @@ test('the public address must be one clients can reach, and the port range real'
 });
 
 test('a joined host maps onto the inventory with its GPUs as the catalog type, by index', () => {
-  const host = inventoryHost({ id: 'host-a', dataCenterId: 'EU-RO-1', cloud: 'COMMUNITY', publicIp: '203.0.113.7', portRange: [40000, 40999], capacity: good() }, catalog);
+  const host = inventoryHost(
+    {
+      id: 'host-a',
+      dataCenterId: 'EU-RO-1',
+      cloud: 'COMMUNITY',
+      publicIp: '203.0.113.7',
+      portRange: [40000, 40999],
+      capacity: good(),
+    },
+    catalog,
+  );
   assert.deepEqual(host, {
     id: 'host-a',
     dataCenterId: 'EU-RO-1',

@@ -11,7 +11,7 @@ import { catalogGpuType } from '../runtime/docker/discover-host.js';
 import type { HostCapacity } from './protocol.js';
 
 /** Bounds of a believable host (docs/fleet.md). */
-export const CAPACITY_BOUNDS = {
+const CAPACITY_BOUNDS = {
   vcpus: [1, 4096],
   memoryGb: [0.5, 65_536],
   diskGb: [0, 1_048_576],
@@ -32,7 +32,8 @@ type Obj = Record<string, unknown>;
 const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
 /** A value quoted back in an error, short and on one line (never more than a few characters of what was sent). */
 const shown = (v: unknown): string => {
-  const text = typeof v === 'string' ? JSON.stringify(v) : v === undefined ? 'nothing' : (JSON.stringify(v) ?? String(v));
+  const text =
+    typeof v === 'string' ? JSON.stringify(v) : v === undefined ? 'nothing' : (JSON.stringify(v) ?? String(v));
   return text.length > 40 ? `${text.slice(0, 40)}…` : text;
 };
 
@@ -52,7 +53,9 @@ class Violations {
   }
   throwIfAny(): void {
     if (this.list.length === 0) return;
-    throw new ApiError('CAPACITY_INVALID', `The host description cannot be real: ${this.list.join('; ')}.`, { errors: this.list });
+    throw new ApiError('CAPACITY_INVALID', `The host description cannot be real: ${this.list.join('; ')}.`, {
+      errors: this.list,
+    });
   }
 }
 
@@ -70,7 +73,8 @@ export function validateCapacity(raw: unknown, catalog: Catalog, field = 'capaci
 
   const gpus: HostCapacity['gpus'] = [];
   if (!Array.isArray(c.gpus)) v.add(`${field}.gpus`, 'must be a list', c.gpus);
-  else if (c.gpus.length > CAPACITY_BOUNDS.gpus) v.add(`${field}.gpus`, `must hold at most ${CAPACITY_BOUNDS.gpus} GPUs`, `${c.gpus.length} GPUs`);
+  else if (c.gpus.length > CAPACITY_BOUNDS.gpus)
+    v.add(`${field}.gpus`, `must hold at most ${CAPACITY_BOUNDS.gpus} GPUs`, `${c.gpus.length} GPUs`);
   else {
     const uuids = new Set<string>();
     let model: string | null = null;
@@ -78,13 +82,15 @@ export function validateCapacity(raw: unknown, catalog: Catalog, field = 'capaci
       const at = `${field}.gpus[${i}]`;
       if (!isObj(g)) return v.add(at, 'must be an object { uuid, name, memoryMb }', g);
       const uuid = g.uuid;
-      if (typeof uuid !== 'string' || !GPU_UUID.test(uuid)) v.add(`${at}.uuid`, 'must be "GPU-" followed by hex digits and dashes', uuid);
+      if (typeof uuid !== 'string' || !GPU_UUID.test(uuid))
+        v.add(`${at}.uuid`, 'must be "GPU-" followed by hex digits and dashes', uuid);
       else if (uuids.has(uuid.toLowerCase())) v.add(`${at}.uuid`, 'appears twice', uuid);
       else uuids.add(uuid.toLowerCase());
       const name = g.name;
       const type = typeof name === 'string' && name.length <= 128 ? catalogGpuType(name, catalog.gpuTypes) : null;
       if (!type) v.add(`${at}.name`, 'must be a GPU model the catalog knows (catalog.gpuTypes)', name);
-      else if (model !== null && type.id !== model) v.add(`${at}.name`, `must be the host's one GPU model, ${model}`, name);
+      else if (model !== null && type.id !== model)
+        v.add(`${at}.name`, `must be the host's one GPU model, ${model}`, name);
       else model = type.id;
       const memoryMb = v.number(g, 'memoryMb', `${at}.memoryMb`, CAPACITY_BOUNDS.gpuMemoryMb, true);
       if (typeof uuid === 'string' && typeof name === 'string') gpus.push({ uuid, name, memoryMb });
@@ -92,23 +98,33 @@ export function validateCapacity(raw: unknown, catalog: Catalog, field = 'capaci
   }
 
   const cuda = c.cudaVersion;
-  if (cuda !== null && (typeof cuda !== 'string' || !CUDA_VERSION.test(cuda))) v.add(`${field}.cudaVersion`, 'must be major.minor (e.g. "12.4") or null', cuda);
-  if (c.gpuMode !== 'nvidia' && c.gpuMode !== 'env-only') v.add(`${field}.gpuMode`, 'must be "nvidia" or "env-only"', c.gpuMode);
+  if (cuda !== null && (typeof cuda !== 'string' || !CUDA_VERSION.test(cuda)))
+    v.add(`${field}.cudaVersion`, 'must be major.minor (e.g. "12.4") or null', cuda);
+  if (c.gpuMode !== 'nvidia' && c.gpuMode !== 'env-only')
+    v.add(`${field}.gpuMode`, 'must be "nvidia" or "env-only"', c.gpuMode);
 
   const cpuFlavors: string[] = [];
-  if (!Array.isArray(c.cpuFlavors) || c.cpuFlavors.length > CAPACITY_BOUNDS.cpuFlavors) v.add(`${field}.cpuFlavors`, `must be a list of at most ${CAPACITY_BOUNDS.cpuFlavors} CPU flavor ids`, c.cpuFlavors);
+  if (!Array.isArray(c.cpuFlavors) || c.cpuFlavors.length > CAPACITY_BOUNDS.cpuFlavors)
+    v.add(
+      `${field}.cpuFlavors`,
+      `must be a list of at most ${CAPACITY_BOUNDS.cpuFlavors} CPU flavor ids`,
+      c.cpuFlavors,
+    );
   else
     c.cpuFlavors.forEach((f: unknown, i: number) => {
-      if (typeof f !== 'string' || !catalog.cpuFlavors.some((k) => k.id === f)) v.add(`${field}.cpuFlavors[${i}]`, 'must be a CPU flavor of the catalog', f);
+      if (typeof f !== 'string' || !catalog.cpuFlavors.some((k) => k.id === f))
+        v.add(`${field}.cpuFlavors[${i}]`, 'must be a CPU flavor of the catalog', f);
       else if (!cpuFlavors.includes(f)) cpuFlavors.push(f);
     });
 
   const notes: string[] = [];
   if (c.notes !== undefined) {
-    if (!Array.isArray(c.notes) || c.notes.length > CAPACITY_BOUNDS.notes) v.add(`${field}.notes`, `must be a list of at most ${CAPACITY_BOUNDS.notes} texts`, c.notes);
+    if (!Array.isArray(c.notes) || c.notes.length > CAPACITY_BOUNDS.notes)
+      v.add(`${field}.notes`, `must be a list of at most ${CAPACITY_BOUNDS.notes} texts`, c.notes);
     else
       c.notes.forEach((n: unknown, i: number) => {
-        if (typeof n !== 'string' || n.length > CAPACITY_BOUNDS.noteLength) v.add(`${field}.notes[${i}]`, `must be a text of at most ${CAPACITY_BOUNDS.noteLength} characters`, n);
+        if (typeof n !== 'string' || n.length > CAPACITY_BOUNDS.noteLength)
+          v.add(`${field}.notes[${i}]`, `must be a text of at most ${CAPACITY_BOUNDS.noteLength} characters`, n);
         else notes.push(n);
       });
   }
@@ -130,14 +146,20 @@ export function validateReachability(publicIp: string, portRange: readonly numbe
   const v = new Violations();
   const family = isIP(publicIp);
   if (family === 0) v.add('publicIp', 'must be an IPv4 or IPv6 address', publicIp);
-  else if (publicIp === '0.0.0.0' || publicIp === '::' || /^(22[4-9]|23\d|24\d|25[0-5])\./.test(publicIp) || /^ff/i.test(publicIp))
+  else if (
+    publicIp === '0.0.0.0' ||
+    publicIp === '::' ||
+    /^(22[4-9]|23\d|24\d|25[0-5])\./.test(publicIp) ||
+    /^ff/i.test(publicIp)
+  )
     v.add('publicIp', 'must be an address clients can reach (not unspecified, multicast or broadcast)', publicIp);
   const [low, high] = CAPACITY_BOUNDS.portRange;
   const [first, last] = portRange;
   const port = (p: unknown): p is number => typeof p === 'number' && Number.isInteger(p) && p >= low && p <= high;
   if (portRange.length !== 2 || !port(first) || !port(last) || first > last)
     v.add('portRange', `must be [first, last]: two ports from ${low} to ${high}, first <= last`, portRange);
-  else if (last - first + 1 > CAPACITY_BOUNDS.ports) v.add('portRange', `must span at most ${CAPACITY_BOUNDS.ports} ports`, portRange);
+  else if (last - first + 1 > CAPACITY_BOUNDS.ports)
+    v.add('portRange', `must span at most ${CAPACITY_BOUNDS.ports} ports`, portRange);
   v.throwIfAny();
 }
 

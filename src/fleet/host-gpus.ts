@@ -24,14 +24,20 @@ function gpusTaken(field: string, holder: string, uuid?: string): ApiError {
 }
 
 /** Claims the GPUs for the host in `tx` (replacing what it held): 400 CAPACITY_INVALID when another live host holds one. */
-export async function claimGpus(hosts: HostStore, hostId: string, gpus: ReadonlyArray<{ uuid: string }>, tx: Tx): Promise<void> {
+export async function claimGpus(
+  hosts: HostStore,
+  hostId: string,
+  gpus: ReadonlyArray<{ uuid: string }>,
+  tx: Tx,
+): Promise<void> {
   const keys = gpuKeys(gpus);
   const owners = await hosts.gpuOwners(keys, tx);
   const index = keys.findIndex((key) => {
     const owner = owners.get(key);
     return owner !== undefined && owner !== hostId;
   });
-  if (index >= 0) throw gpusTaken(`capacity.gpus[${index}].uuid`, `host ${owners.get(keys[index]!)}`, gpus[index]!.uuid);
+  if (index >= 0)
+    throw gpusTaken(`capacity.gpus[${index}].uuid`, `host ${owners.get(keys[index]!)}`, gpus[index]!.uuid);
   await hosts.setHostGpus(hostId, keys, tx);
 }
 

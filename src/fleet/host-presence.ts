@@ -21,13 +21,20 @@ interface Entry {
   polls: number;
 }
 
-export const unknownCredential = (): ApiError =>
-  new ApiError('UNAUTHORIZED', 'The host credential is malformed or unknown: send "Authorization: Bearer ghc_…", the credential the agent received when it joined.', {
-    headers: { 'WWW-Authenticate': 'Bearer error="invalid_token"' },
-  });
+const unknownCredential = (): ApiError =>
+  new ApiError(
+    'UNAUTHORIZED',
+    'The host credential is malformed or unknown: send "Authorization: Bearer ghc_…", the credential the agent received when it joined.',
+    {
+      headers: { 'WWW-Authenticate': 'Bearer error="invalid_token"' },
+    },
+  );
 
-export const hostRevoked = (hostId: string, at: number): ApiError =>
-  new ApiError('HOST_REVOKED', `Host ${hostId} was revoked at ${iso(at)}: its credential no longer works. Stop its agent; to bring the machine back, join it again with a new token (gantry hosts token create).`);
+const hostRevoked = (hostId: string, at: number): ApiError =>
+  new ApiError(
+    'HOST_REVOKED',
+    `Host ${hostId} was revoked at ${iso(at)}: its credential no longer works. Stop its agent; to bring the machine back, join it again with a new token (gantry hosts token create).`,
+  );
 
 export class HostPresence {
   readonly #entries = new Map<string, Entry>();
@@ -63,7 +70,13 @@ export class HostPresence {
       const record = await this.store.getHost(hostId);
       if (!record) throw unknownCredential();
       const seen = record.lastReportAt ?? record.joinedAt;
-      entry = this.#entries.get(hostId) ?? { hash: record.credentialHash, revokedAt: record.revokedAt, lastSeen: seen, written: seen, polls: 0 };
+      entry = this.#entries.get(hostId) ?? {
+        hash: record.credentialHash,
+        revokedAt: record.revokedAt,
+        lastSeen: seen,
+        written: seen,
+        polls: 0,
+      };
       this.#entries.set(hostId, entry);
     }
     if (!secretMatches(credential, entry.hash)) throw unknownCredential();

@@ -7,7 +7,7 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { newId } from '../domain/ids.js';
 
-export const JOIN_TOKEN_PREFIX = 'gjt_';
+const JOIN_TOKEN_PREFIX = 'gjt_';
 export const HOST_CREDENTIAL_PREFIX = 'ghc_';
 
 const BASE62 = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789';
@@ -42,9 +42,10 @@ export const newJoinToken = (): string => JOIN_TOKEN_PREFIX + base62(SECRET_LENG
 export const looksLikeJoinToken = (text: string): boolean => JOIN_TOKEN.test(text);
 
 export const newHostId = (): string => `host-${newId(12)}`;
-export const isHostId = (text: string): boolean => HOST_ID.test(text);
+const isHostId = (text: string): boolean => HOST_ID.test(text);
 
-export const newHostCredential = (hostId: string): string => `${HOST_CREDENTIAL_PREFIX}${hostId}_${base62(SECRET_LENGTH)}`;
+export const newHostCredential = (hostId: string): string =>
+  `${HOST_CREDENTIAL_PREFIX}${hostId}_${base62(SECRET_LENGTH)}`;
 
 /** The host a credential names, or null when the text is no host credential. */
 export function credentialHostId(text: string): string | null {

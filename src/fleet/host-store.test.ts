@@ -42,20 +42,48 @@ for (const { name, skip } of dialects()) {
     after(() => t?.cleanup());
 
     test('a join token is spent once, only before it expires, and says where the host goes', async () => {
-      await store.insertJoinToken({ hash: 'tok-1', dataCenterId: 'EU-RO-1', cloud: 'COMMUNITY', createdAt: 100, expiresAt: 200 });
-      await store.insertJoinToken({ hash: 'tok-2', dataCenterId: 'US-TX-3', cloud: 'SECURE', createdAt: 100, expiresAt: 200 });
+      await store.insertJoinToken({
+        hash: 'tok-1',
+        dataCenterId: 'EU-RO-1',
+        cloud: 'COMMUNITY',
+        createdAt: 100,
+        expiresAt: 200,
+      });
+      await store.insertJoinToken({
+        hash: 'tok-2',
+        dataCenterId: 'US-TX-3',
+        cloud: 'SECURE',
+        createdAt: 100,
+        expiresAt: 200,
+      });
       assert.equal(await store.spendJoinToken('tok-2', 'host-x', 200), null, 'expired at its expiry');
-      assert.deepEqual(await store.spendJoinToken('tok-1', 'host-a', 150), { dataCenterId: 'EU-RO-1', cloud: 'COMMUNITY' });
+      assert.deepEqual(await store.spendJoinToken('tok-1', 'host-a', 150), {
+        dataCenterId: 'EU-RO-1',
+        cloud: 'COMMUNITY',
+      });
       assert.equal(await store.spendJoinToken('tok-1', 'host-b', 151), null, 'used');
       assert.equal(await store.spendJoinToken('nope', 'host-b', 151), null, 'unknown');
-      const row = await t.db.kysely.selectFrom('join_tokens').selectAll().where('hash', '=', 'tok-1').executeTakeFirstOrThrow();
+      const row = await t.db.kysely
+        .selectFrom('join_tokens')
+        .selectAll()
+        .where('hash', '=', 'tok-1')
+        .executeTakeFirstOrThrow();
       assert.deepEqual([Number(row.used_at), row.used_by_host], [150, 'host-a']);
     });
 
     test('spent and expired tokens are pruned after their retention, live ones kept', async () => {
-      await store.insertJoinToken({ hash: 'tok-3', dataCenterId: 'US-TX-3', cloud: 'SECURE', createdAt: 100, expiresAt: 10_000 });
+      await store.insertJoinToken({
+        hash: 'tok-3',
+        dataCenterId: 'US-TX-3',
+        cloud: 'SECURE',
+        createdAt: 100,
+        expiresAt: 10_000,
+      });
       assert.equal(await store.pruneJoinTokens(201), 2);
-      assert.deepEqual((await t.db.kysely.selectFrom('join_tokens').select('hash').execute()).map((r) => r.hash), ['tok-3']);
+      assert.deepEqual(
+        (await t.db.kysely.selectFrom('join_tokens').select('hash').execute()).map((r) => r.hash),
+        ['tok-3'],
+      );
     });
 
     test('a host round-trips with its capacity, port range and times', async () => {
@@ -67,7 +95,10 @@ for (const { name, skip } of dialects()) {
     test('a GPU belongs to one host: the owners of UUIDs are found, and a second claim is refused by the key', async () => {
       await store.insertHost(host({ id: 'host-b', joinedAt: 2_000 }));
       await store.setHostGpus('host-a', ['GPU-aaaa-0001', 'GPU-aaaa-0002']);
-      assert.deepEqual(await store.gpuOwners(['GPU-aaaa-0002', 'GPU-bbbb-0001']), new Map([['GPU-aaaa-0002', 'host-a']]));
+      assert.deepEqual(
+        await store.gpuOwners(['GPU-aaaa-0002', 'GPU-bbbb-0001']),
+        new Map([['GPU-aaaa-0002', 'host-a']]),
+      );
       await assert.rejects(store.setHostGpus('host-b', ['GPU-aaaa-0001']));
       await store.setHostGpus('host-a', ['GPU-aaaa-0001']);
       assert.deepEqual(await store.gpuOwners(['GPU-aaaa-0002']), new Map());
@@ -82,7 +113,10 @@ for (const { name, skip } of dialects()) {
       assert.equal((await store.getHost('host-a'))!.lastReportAt, 5_000);
       assert.equal((await store.getHost('host-b'))!.lastReportAt, 3_000);
       // past one statement's worth of rows: every chunk is written
-      const many = Array.from({ length: 1200 }, (_, i) => [i === 1199 ? 'host-a' : i === 0 ? 'host-b' : `host-gone-${i}`, 6_000 + i] as const);
+      const many = Array.from(
+        { length: 1200 },
+        (_, i) => [i === 1199 ? 'host-a' : i === 0 ? 'host-b' : `host-gone-${i}`, 6_000 + i] as const,
+      );
       await store.touchHosts(many);
       assert.equal((await store.getHost('host-a'))!.lastReportAt, 7_199);
       assert.equal((await store.getHost('host-b'))!.lastReportAt, 6_000);
@@ -103,33 +137,86 @@ for (const { name, skip } of dialects()) {
       assert.equal(revoked?.revokedAt, 8_000);
       assert.equal(await store.revokeHost('host-a', 9_000), null);
       assert.deepEqual(await store.gpuOwners(['GPU-aaaa-0001']), new Map());
-      assert.deepEqual((await ops.get(['op-1', 'op-2'])).map((o) => o.id), ['op-1']);
+      assert.deepEqual(
+        (await ops.get(['op-1', 'op-2'])).map((o) => o.id),
+        ['op-1'],
+      );
       assert.equal(await store.updateCapacity('host-a', capacity), false);
       assert.deepEqual(await store.revokedSince(8_000), [{ id: 'host-a', revokedAt: 8_000 }]);
       assert.deepEqual(await store.revokedSince(8_001), []);
     });
 
     test('instances are counted per host from the pods and workers that hold one', async () => {
-      await t.db.kysely.insertInto('accounts').values({ id: 'acc', name: 'acc', ssh_keys: '[]', created_at: 1 }).execute();
+      await t.db.kysely
+        .insertInto('accounts')
+        .values({ id: 'acc', name: 'acc', ssh_keys: '[]', created_at: 1 })
+        .execute();
       const pod = (id: string, status: string, hostId: string | null) =>
         t.db.kysely
           .insertInto('pods')
-          .values({ id, account_id: 'acc', name: id, status, desired_status: 'RUNNING', image: 'i', disk: 1, cloud: 'SECURE', host_id: hostId, cost_per_hr: 0, constraints: '{}', created_at: 1, updated_at: 1 } as never)
+          .values({
+            id,
+            account_id: 'acc',
+            name: id,
+            status,
+            desired_status: 'RUNNING',
+            image: 'i',
+            disk: 1,
+            cloud: 'SECURE',
+            host_id: hostId,
+            cost_per_hr: 0,
+            constraints: '{}',
+            created_at: 1,
+            updated_at: 1,
+          } as never)
           .execute();
       await pod('p1', 'RUNNING', 'host-b');
       await pod('p2', 'STARTING', 'host-b');
       await pod('p3', 'EXITED', 'host-b');
       await pod('p4', 'RUNNING', 'host-c');
-      await t.db.kysely.insertInto('workers').values({ id: 'w1', endpoint_id: 'e1', status: 'idle', host_id: 'host-b', last_ping_at: 1, created_at: 1, updated_at: 1, allocation: null }).execute();
-      await t.db.kysely.insertInto('workers').values({ id: 'w2', endpoint_id: 'e1', status: 'dead', host_id: 'host-b', last_ping_at: 1, created_at: 1, updated_at: 1, allocation: null }).execute();
-      assert.deepEqual(await store.instanceCounts(), new Map([['host-b', 3], ['host-c', 1]]));
+      await t.db.kysely
+        .insertInto('workers')
+        .values({
+          id: 'w1',
+          endpoint_id: 'e1',
+          status: 'idle',
+          host_id: 'host-b',
+          last_ping_at: 1,
+          created_at: 1,
+          updated_at: 1,
+          allocation: null,
+        })
+        .execute();
+      await t.db.kysely
+        .insertInto('workers')
+        .values({
+          id: 'w2',
+          endpoint_id: 'e1',
+          status: 'dead',
+          host_id: 'host-b',
+          last_ping_at: 1,
+          created_at: 1,
+          updated_at: 1,
+          allocation: null,
+        })
+        .execute();
+      assert.deepEqual(
+        await store.instanceCounts(),
+        new Map([
+          ['host-b', 3],
+          ['host-c', 1],
+        ]),
+      );
     });
 
     test('hosts are listed oldest first, revoked ones included', async () => {
-      assert.deepEqual((await store.listHosts()).map((h) => [h.id, h.revokedAt]), [
-        ['host-a', 8_000],
-        ['host-b', null],
-      ]);
+      assert.deepEqual(
+        (await store.listHosts()).map((h) => [h.id, h.revokedAt]),
+        [
+          ['host-a', 8_000],
+          ['host-b', null],
+        ],
+      );
     });
   });
 }

@@ -46,7 +46,16 @@ const toHost = (r: HostsTable): HostRecord => ({
   cloud: r.cloud as Cloud,
   publicIp: r.public_ip,
   portRange: [Number(r.port_first), Number(r.port_last)],
-  capacity: fromJson<HostCapacity>(r.capacity, { vcpus: 0, memoryGb: 0, diskGb: 0, gpus: [], cudaVersion: null, gpuMode: 'env-only', cpuFlavors: [], notes: [] }),
+  capacity: fromJson<HostCapacity>(r.capacity, {
+    vcpus: 0,
+    memoryGb: 0,
+    diskGb: 0,
+    gpus: [],
+    cudaVersion: null,
+    gpuMode: 'env-only',
+    cpuFlavors: [],
+    notes: [],
+  }),
   agentVersion: r.agent_version,
   joinedAt: Number(r.joined_at),
   lastReportAt: r.last_report_at === null ? null : Number(r.last_report_at),
@@ -59,7 +68,15 @@ export class HostStore {
   async insertJoinToken(token: JoinTokenRecord, tx: Executor = this.db.kysely): Promise<void> {
     await tx
       .insertInto('join_tokens')
-      .values({ hash: token.hash, data_center_id: token.dataCenterId, cloud: token.cloud, created_at: token.createdAt, expires_at: token.expiresAt, used_at: null, used_by_host: null })
+      .values({
+        hash: token.hash,
+        data_center_id: token.dataCenterId,
+        cloud: token.cloud,
+        created_at: token.createdAt,
+        expires_at: token.expiresAt,
+        used_at: null,
+        used_by_host: null,
+      })
       .execute();
   }
 
@@ -68,7 +85,12 @@ export class HostStore {
    * goes, or null (unknown, used or expired: the caller cannot tell which, and neither can anyone
    * it answers). One conditional update: two joins racing with one token, one wins.
    */
-  async spendJoinToken(hash: string, hostId: string, now: number, tx: Executor = this.db.kysely): Promise<{ dataCenterId: string; cloud: Cloud } | null> {
+  async spendJoinToken(
+    hash: string,
+    hostId: string,
+    now: number,
+    tx: Executor = this.db.kysely,
+  ): Promise<{ dataCenterId: string; cloud: Cloud } | null> {
     const row = await tx
       .updateTable('join_tokens')
       .set({ used_at: now, used_by_host: hostId })
@@ -125,19 +147,32 @@ export class HostStore {
   /** Of `uuids`, those another host holds: GPU UUID → that host's id. */
   async gpuOwners(uuids: readonly string[], tx: Executor = this.db.kysely): Promise<Map<string, string>> {
     if (uuids.length === 0) return new Map();
-    const rows = await tx.selectFrom('host_gpus').select(['uuid', 'host_id']).where('uuid', 'in', [...uuids]).execute();
+    const rows = await tx
+      .selectFrom('host_gpus')
+      .select(['uuid', 'host_id'])
+      .where('uuid', 'in', [...uuids])
+      .execute();
     return new Map(rows.map((r) => [r.uuid, r.host_id]));
   }
 
   /** Makes `uuids` the host's GPUs (the primary key refuses one another host holds). */
   async setHostGpus(hostId: string, uuids: readonly string[], tx: Executor = this.db.kysely): Promise<void> {
     await tx.deleteFrom('host_gpus').where('host_id', '=', hostId).execute();
-    if (uuids.length > 0) await tx.insertInto('host_gpus').values(uuids.map((uuid) => ({ uuid, host_id: hostId }))).execute();
+    if (uuids.length > 0)
+      await tx
+        .insertInto('host_gpus')
+        .values(uuids.map((uuid) => ({ uuid, host_id: hostId })))
+        .execute();
   }
 
   /** Replaces a live host's capacity; answers whether it is live. */
   async updateCapacity(hostId: string, capacity: HostCapacity, tx: Executor = this.db.kysely): Promise<boolean> {
-    const res = await tx.updateTable('hosts').set({ capacity: toJson(capacity) }).where('id', '=', hostId).where('revoked_at', 'is', null).executeTakeFirst();
+    const res = await tx
+      .updateTable('hosts')
+      .set({ capacity: toJson(capacity) })
+      .where('id', '=', hostId)
+      .where('revoked_at', 'is', null)
+      .executeTakeFirst();
     return Number(res.numUpdatedRows) > 0;
   }
 
@@ -145,15 +180,27 @@ export class HostStore {
    * Writes last-report times gathered in memory, a few hundred hosts per statement. A time never
    * moves back (another replica may have written a later one).
    */
-  async touchHosts(seen: ReadonlyArray<readonly [hostId: string, at: number]>, tx: Executor = this.db.kysely): Promise<void> {
+  async touchHosts(
+    seen: ReadonlyArray<readonly [hostId: string, at: number]>,
+    tx: Executor = this.db.kysely,
+  ): Promise<void> {
     for (let i = 0; i < seen.length; i += TOUCH_CHUNK) {
       const chunk = seen.slice(i, i + TOUCH_CHUNK);
-      const cases = sql.join(chunk.map(([id, at]) => sql`WHEN ${id} THEN CAST(${at} AS BIGINT)`), sql` `);
+      const cases = sql.join(
+        chunk.map(([id, at]) => sql`WHEN ${id} THEN CAST(${at} AS BIGINT)`),
+        sql` `,
+      );
       const value = sql`(CASE id ${cases} END)`;
       await tx
         .updateTable('hosts')
-        .set({ last_report_at: sql<number>`CASE WHEN last_report_at IS NULL OR last_report_at < ${value} THEN ${value} ELSE last_report_at END` })
-        .where('id', 'in', chunk.map(([id]) => id))
+        .set({
+          last_report_at: sql<number>`CASE WHEN last_report_at IS NULL OR last_report_at < ${value} THEN ${value} ELSE last_report_at END`,
+        })
+        .where(
+          'id',
+          'in',
+          chunk.map(([id]) => id),
+        )
         .execute();
     }
   }
@@ -165,7 +212,12 @@ export class HostStore {
    */
   async revokeHost(hostId: string, now: number): Promise<HostRecord | null> {
     return this.db.withTransaction(async (tx) => {
-      const res = await tx.updateTable('hosts').set({ revoked_at: now }).where('id', '=', hostId).where('revoked_at', 'is', null).executeTakeFirst();
+      const res = await tx
+        .updateTable('hosts')
+        .set({ revoked_at: now })
+        .where('id', '=', hostId)
+        .where('revoked_at', 'is', null)
+        .executeTakeFirst();
       if (Number(res.numUpdatedRows) === 0) return null;
       await tx.deleteFrom('host_gpus').where('host_id', '=', hostId).execute();
       await tx.deleteFrom('host_operations').where('host_id', '=', hostId).where('state', '=', 'pending').execute();
@@ -175,7 +227,12 @@ export class HostStore {
 
   /** Hosts revoked at or after `since`. */
   async revokedSince(since: number, tx: Executor = this.db.kysely): Promise<Array<{ id: string; revokedAt: number }>> {
-    const rows = await tx.selectFrom('hosts').select(['id', 'revoked_at']).where('revoked_at', 'is not', null).where('revoked_at', '>=', since).execute();
+    const rows = await tx
+      .selectFrom('hosts')
+      .select(['id', 'revoked_at'])
+      .where('revoked_at', 'is not', null)
+      .where('revoked_at', '>=', since)
+      .execute();
     return rows.map((r) => ({ id: r.id, revokedAt: Number(r.revoked_at) }));
   }
 

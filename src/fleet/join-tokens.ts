@@ -24,9 +24,13 @@ export async function createJoinToken(
 ): Promise<CreatedJoinToken> {
   const dataCenterId = options.dataCenterId ?? catalog.dataCenters[0]?.id;
   if (!dataCenterId || !catalog.dataCenters.some((d) => d.id === dataCenterId))
-    throw new ApiError('BAD_REQUEST', `Data center "${dataCenterId ?? ''}" is not in the catalog (known: ${catalog.dataCenters.map((d) => d.id).join(', ')}).`);
+    throw new ApiError(
+      'BAD_REQUEST',
+      `Data center "${dataCenterId ?? ''}" is not in the catalog (known: ${catalog.dataCenters.map((d) => d.id).join(', ')}).`,
+    );
   const cloud = options.cloud ?? 'SECURE';
-  if (cloud !== 'SECURE' && cloud !== 'COMMUNITY') throw new ApiError('BAD_REQUEST', `Cloud must be SECURE or COMMUNITY (got "${String(cloud)}").`);
+  if (cloud !== 'SECURE' && cloud !== 'COMMUNITY')
+    throw new ApiError('BAD_REQUEST', `Cloud must be SECURE or COMMUNITY (got "${String(cloud)}").`);
   if (!Number.isFinite(options.ttlMs) || options.ttlMs < 1000 || options.ttlMs > MAX_JOIN_TOKEN_TTL_MS)
     throw new ApiError('BAD_REQUEST', `A join token lives from 1 s to 30 days (got ${options.ttlMs} ms).`);
   const token = newJoinToken();

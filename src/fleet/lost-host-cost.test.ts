@@ -47,10 +47,16 @@ test('a report while the host is still marked unreachable resumes nothing; the f
   clock.advance(GRACE);
   await lost.sweep();
   await lost.reported('host-a', () => ['pod-1']);
-  assert.deepEqual(calls.filter((c) => c.startsWith('resume')), []);
+  assert.deepEqual(
+    calls.filter((c) => c.startsWith('resume')),
+    [],
+  );
   lost.back('host-a');
   await lost.reported('host-a', () => ['pod-1']);
   await lost.reported('host-a', () => ['pod-1']);
-  assert.deepEqual(calls.filter((c) => c.startsWith('resume')), [`resume pod-1 at ${clock.now()}`]);
+  assert.deepEqual(
+    calls.filter((c) => c.startsWith('resume')),
+    [`resume pod-1 at ${clock.now()}`],
+  );
   await lost.close();
 });

@@ -21,7 +21,7 @@ export interface FleetCost {
   resume(podIds: readonly string[], at: number): Promise<void>;
 }
 
-export const DEFAULT_LOST_GRACE_MS = 300_000;
+const DEFAULT_LOST_GRACE_MS = 300_000;
 
 interface HostCost {
   /** since when it is unreachable; null while available */
@@ -44,7 +44,12 @@ export class LostHostCost {
   #sweeps: Promise<void> = Promise.resolve();
   #closed = false;
 
-  constructor(deps: { clock: Clock; logger: Pick<Logger, 'warn' | 'error'>; cost?: FleetCost; config?: { lostGraceMs?: number; sweepIntervalMs?: number } }) {
+  constructor(deps: {
+    clock: Clock;
+    logger: Pick<Logger, 'warn' | 'error'>;
+    cost?: FleetCost;
+    config?: { lostGraceMs?: number; sweepIntervalMs?: number };
+  }) {
     this.#clock = deps.clock;
     this.#logger = deps.logger;
     this.#cost = deps.cost ?? null;
@@ -88,7 +93,10 @@ export class LostHostCost {
       await this.#cost.resume(ids, this.#clock.now());
       host.paused = false;
     } catch (err) {
-      this.#logger.error({ hostId, err: (err as Error).message }, 'resuming the cost of a host’s pods failed; trying again at its next report');
+      this.#logger.error(
+        { hostId, err: (err as Error).message },
+        'resuming the cost of a host’s pods failed; trying again at its next report',
+      );
     }
   }
 
@@ -115,13 +123,19 @@ export class LostHostCost {
         continue;
       }
       host.paused = true;
-      this.#logger.warn({ hostId, since: iso(host.downSince) }, 'a host is lost past the grace: the cost of its pods stops');
+      this.#logger.warn(
+        { hostId, since: iso(host.downSince) },
+        'a host is lost past the grace: the cost of its pods stops',
+      );
       try {
         await this.#cost?.pause(hostId, host.downSince + this.#graceMs);
       } catch (err) {
         host.paused = false;
         waiting = true;
-        this.#logger.error({ hostId, err: (err as Error).message }, 'pausing the cost of a lost host’s pods failed; trying again');
+        this.#logger.error(
+          { hostId, err: (err as Error).message },
+          'pausing the cost of a lost host’s pods failed; trying again',
+        );
       }
     }
     if (!waiting && this.#timer) {

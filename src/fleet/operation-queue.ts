@@ -18,9 +18,9 @@ import type { OperationStore, OperationRow } from './operation-store.js';
 import type { NewOperation, Operation, OperationAck } from './protocol.js';
 
 /** Operations one answer carries at most; the agent asks again with `after` = the last seq. */
-export const OPERATIONS_PAGE = 100;
+const OPERATIONS_PAGE = 100;
 /** Longest text of a failed acknowledgement kept. */
-export const ACK_ERROR_MAX = 2000;
+const ACK_ERROR_MAX = 2000;
 
 export const FLEET_OPS_TOPIC = 'fleet-ops';
 
@@ -69,10 +69,14 @@ export class OperationQueue {
       },
       this.#deps.clock.now(),
     );
-    if (seq === null) throw new ApiError('NOT_FOUND', `No live host with id "${hostId}" exists (unknown or revoked); nothing was queued.`);
+    if (seq === null)
+      throw new ApiError(
+        'NOT_FOUND',
+        `No live host with id "${hostId}" exists (unknown or revoked); nothing was queued.`,
+      );
     this.#signal.notify(hostId);
     this.#deps.publish?.(FLEET_OPS_TOPIC, hostId, 1);
-    return { ...op, id, seq } as Operation;
+    return { ...op, id, seq };
   }
 
   /** The host's unacknowledged operations with `seq > after`, oldest first (a page of them). */
@@ -83,7 +87,7 @@ export class OperationQueue {
     for (const row of rows) {
       try {
         const body = JSON.parse(this.#deps.secrets.open(row.body)) as NewOperation;
-        operations.push({ ...body, id: row.id, seq: row.seq } as Operation);
+        operations.push({ ...body, id: row.id, seq: row.seq });
       } catch {
         unreadable.push(row);
       }
@@ -97,7 +101,12 @@ export class OperationQueue {
    * time out, when `signal` aborts or when the server closes. `check` runs before every read (it
    * throws when the host was revoked meanwhile).
    */
-  async wait(hostId: string, after: number, options: { waitMs: number; signal?: CancelSignal }, check: () => void = () => {}): Promise<Operation[]> {
+  async wait(
+    hostId: string,
+    after: number,
+    options: { waitMs: number; signal?: CancelSignal },
+    check: () => void = () => {},
+  ): Promise<Operation[]> {
     const deadline = performance.now() + options.waitMs;
     for (;;) {
       const remaining = Math.max(0, deadline - performance.now());
@@ -120,12 +129,22 @@ export class OperationQueue {
    * Records the host's acknowledgements; the first result of an operation stands. Answers those
    * acknowledged now, and the ids ignored (no operation of this host).
    */
-  async ack(hostId: string, acks: readonly OperationAck[]): Promise<{ applied: AckedOperation[]; ignored: Array<{ opId: string; reason: string }> }> {
-    const rows = acks.map((a) => ({ id: a.opId, ok: a.ok, error: a.ok ? null : (a.error ?? 'the agent gave no reason').slice(0, ACK_ERROR_MAX) }));
+  async ack(
+    hostId: string,
+    acks: readonly OperationAck[],
+  ): Promise<{ applied: AckedOperation[]; ignored: Array<{ opId: string; reason: string }> }> {
+    const rows = acks.map((a) => ({
+      id: a.opId,
+      ok: a.ok,
+      error: a.ok ? null : (a.error ?? 'the agent gave no reason').slice(0, ACK_ERROR_MAX),
+    }));
     const { applied, unknown } = await this.#deps.store.ack(hostId, rows, this.#deps.clock.now());
     const acked = applied.map(ackedOperation);
     if (acked.length > 0) this.#deps.onAcked(hostId, acked);
-    return { applied: acked, ignored: unknown.map((opId) => ({ opId, reason: 'no operation of this host has this id' })) };
+    return {
+      applied: acked,
+      ignored: unknown.map((opId) => ({ opId, reason: 'no operation of this host has this id' })),
+    };
   }
 
   /** Wakes the long-polls of a host here (an enqueue on another replica, a revocation). */
@@ -155,7 +174,11 @@ export class OperationQueue {
   async #failUnreadable(hostId: string, rows: OperationRow[]): Promise<void> {
     const error = 'the control plane could not open this operation (its secret key changed since it was queued)';
     this.#deps.logger?.warn({ hostId, operations: rows.map((r) => r.id) }, error);
-    const { applied } = await this.#deps.store.ack(hostId, rows.map((r) => ({ id: r.id, ok: false, error })), this.#deps.clock.now());
+    const { applied } = await this.#deps.store.ack(
+      hostId,
+      rows.map((r) => ({ id: r.id, ok: false, error })),
+      this.#deps.clock.now(),
+    );
     if (applied.length > 0) this.#deps.onAcked(hostId, applied.map(ackedOperation));
   }
 }

@@ -12,14 +12,30 @@ const host = (id: string): HostRecord => ({
   cloud: 'SECURE',
   publicIp: '203.0.113.7',
   portRange: [40000, 40999],
-  capacity: { vcpus: 4, memoryGb: 8, diskGb: 100, gpus: [], cudaVersion: null, gpuMode: 'env-only', cpuFlavors: ['cpu3c'], notes: [] },
+  capacity: {
+    vcpus: 4,
+    memoryGb: 8,
+    diskGb: 100,
+    gpus: [],
+    cudaVersion: null,
+    gpuMode: 'env-only',
+    cpuFlavors: ['cpu3c'],
+    notes: [],
+  },
   agentVersion: '0.1.0',
   joinedAt: 1,
   lastReportAt: null,
   revokedAt: null,
 });
 
-const op = (id: string, over: Partial<NewOperationRow> = {}): NewOperationRow => ({ id, kind: 'start', instanceId: `pod-${id}`, volumeId: null, body: `sealed-${id}`, ...over });
+const op = (id: string, over: Partial<NewOperationRow> = {}): NewOperationRow => ({
+  id,
+  kind: 'start',
+  instanceId: `pod-${id}`,
+  volumeId: null,
+  body: `sealed-${id}`,
+  ...over,
+});
 
 for (const { name, skip } of dialects()) {
   describe(`OperationStore on ${name}`, { skip }, () => {
@@ -37,7 +53,10 @@ for (const { name, skip } of dialects()) {
     test('each host numbers its operations from 1, in the order they were queued', async () => {
       assert.equal(await store.enqueue('host-a', op('a1'), 10), 1);
       assert.equal(await store.enqueue('host-a', op('a2', { kind: 'stop' }), 11), 2);
-      assert.equal(await store.enqueue('host-b', op('b1', { kind: 'removeVolume', instanceId: null, volumeId: 'vol-1' }), 12), 1);
+      assert.equal(
+        await store.enqueue('host-b', op('b1', { kind: 'removeVolume', instanceId: null, volumeId: 'vol-1' }), 12),
+        1,
+      );
       assert.equal(await store.enqueue('host-a', op('a3', { kind: 'remove' }), 13), 3);
     });
 
@@ -65,7 +84,10 @@ for (const { name, skip } of dialects()) {
           ['a3', 3, 'remove', 'pod-a3', 'sealed-a3', 'pending'],
         ],
       );
-      assert.deepEqual((await store.pending('host-a', 1, 1)).map((o) => o.id), ['a2']);
+      assert.deepEqual(
+        (await store.pending('host-a', 1, 1)).map((o) => o.id),
+        ['a2'],
+      );
       const b = await store.pending('host-b', 0, 1);
       assert.deepEqual([b[0]?.id, b[0]?.volumeId, b[0]?.instanceId], ['b1', 'vol-1', null]);
     });
@@ -95,13 +117,19 @@ for (const { name, skip } of dialects()) {
       assert.deepEqual([a2?.ackOk, a2?.ackError, a2?.ackedAt], [false, 'pull failed', 50], 'the first result stands');
       const [b1] = await store.get(['b1']);
       assert.equal(b1?.state, 'pending', "another host's ack changed nothing");
-      assert.deepEqual((await store.pending('host-a', 0, 100)).map((o) => o.id), ['a3']);
+      assert.deepEqual(
+        (await store.pending('host-a', 0, 100)).map((o) => o.id),
+        ['a3'],
+      );
     });
 
     test('acknowledged operations are pruned after their retention; pending ones stay', async () => {
       assert.equal(await store.pruneAcked(50), 0);
       assert.equal(await store.pruneAcked(51), 2);
-      assert.deepEqual((await store.get(['a1', 'a2', 'a3'])).map((o) => o.id), ['a3']);
+      assert.deepEqual(
+        (await store.get(['a1', 'a2', 'a3'])).map((o) => o.id),
+        ['a3'],
+      );
     });
   });
 }

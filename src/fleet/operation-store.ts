@@ -113,11 +113,24 @@ export class OperationStore {
    * now, and the ids that are no operation of this host (unknown, or another host's: the caller
    * cannot tell which).
    */
-  async ack(hostId: string, acks: readonly AckRow[], now: number): Promise<{ applied: OperationRow[]; unknown: string[] }> {
+  async ack(
+    hostId: string,
+    acks: readonly AckRow[],
+    now: number,
+  ): Promise<{ applied: OperationRow[]; unknown: string[] }> {
     if (acks.length === 0) return { applied: [], unknown: [] };
     return this.db.withTransaction(async (tx) => {
       const ids = [...new Set(acks.map((a) => a.id))];
-      const own = new Map((await tx.selectFrom('host_operations').selectAll().where('host_id', '=', hostId).where('id', 'in', ids).execute()).map((r) => [r.id, toRow(r)]));
+      const own = new Map(
+        (
+          await tx
+            .selectFrom('host_operations')
+            .selectAll()
+            .where('host_id', '=', hostId)
+            .where('id', 'in', ids)
+            .execute()
+        ).map((r) => [r.id, toRow(r)]),
+      );
       const applied: OperationRow[] = [];
       const seen = new Set<string>();
       for (const a of acks) {
@@ -131,7 +144,8 @@ export class OperationStore {
           .where('host_id', '=', hostId)
           .where('state', '=', 'pending')
           .executeTakeFirst();
-        if (Number(res.numUpdatedRows) > 0) applied.push({ ...row, state: 'acked', ackOk: a.ok, ackError: a.ok ? null : a.error, ackedAt: now });
+        if (Number(res.numUpdatedRows) > 0)
+          applied.push({ ...row, state: 'acked', ackOk: a.ok, ackError: a.ok ? null : a.error, ackedAt: now });
       }
       return { applied, unknown: ids.filter((id) => !own.has(id)) };
     });
@@ -140,13 +154,21 @@ export class OperationStore {
   /** Operations by id (any host, any state). */
   async get(ids: readonly string[], tx: Executor = this.db.kysely): Promise<OperationRow[]> {
     if (ids.length === 0) return [];
-    const rows = await tx.selectFrom('host_operations').selectAll().where('id', 'in', [...ids]).execute();
+    const rows = await tx
+      .selectFrom('host_operations')
+      .selectAll()
+      .where('id', 'in', [...ids])
+      .execute();
     return rows.map(toRow);
   }
 
   /** Deletes operations acknowledged before `before`. Answers how many. */
   async pruneAcked(before: number, tx: Executor = this.db.kysely): Promise<number> {
-    const res = await tx.deleteFrom('host_operations').where('state', '=', 'acked').where('acked_at', '<', before).executeTakeFirst();
+    const res = await tx
+      .deleteFrom('host_operations')
+      .where('state', '=', 'acked')
+      .where('acked_at', '<', before)
+      .executeTakeFirst();
     return Number(res.numDeletedRows);
   }
 }

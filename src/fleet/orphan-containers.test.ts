@@ -10,7 +10,12 @@ const GRACE = 60_000;
 function setup() {
   const clock = new FakeClock(1_000_000);
   const sent: Array<[string, NewOperation]> = [];
-  const orphans = new OrphanContainers({ enqueue: async (hostId, op) => void sent.push([hostId, op]), clock, logger: pino({ level: 'silent' }), graceMs: GRACE });
+  const orphans = new OrphanContainers({
+    enqueue: async (hostId, op) => void sent.push([hostId, op]),
+    clock,
+    logger: pino({ level: 'silent' }),
+    graceMs: GRACE,
+  });
   return { clock, sent, orphans };
 }
 
@@ -55,7 +60,10 @@ describe('containers no record places on their host', () => {
     orphans.noted('host-1', { full: true, reported: ['stray'], orphans: ['stray'] });
     clock.advance(GRACE / 2);
     await orphans.sweep();
-    assert.deepEqual(sent.map(([, op]) => op), [{ kind: 'remove', instanceId: 'stray' }]);
+    assert.deepEqual(
+      sent.map(([, op]) => op),
+      [{ kind: 'remove', instanceId: 'stray' }],
+    );
   });
 
   test('a revoked host is sent nothing more', async () => {

@@ -71,7 +71,11 @@ export class OrphanContainers {
       if (followed.size >= MAX_PER_HOST) skipped++;
       else followed.set(id, { since: now, removing: false });
     }
-    if (skipped > 0) this.#d.logger.warn({ hostId, skipped, followed: followed.size }, 'a host reports more unknown containers than are followed; the rest wait');
+    if (skipped > 0)
+      this.#d.logger.warn(
+        { hostId, skipped, followed: followed.size },
+        'a host reports more unknown containers than are followed; the rest wait',
+      );
   }
 
   /** The host is gone (revoked): nothing more is sent to it. */
@@ -99,10 +103,16 @@ export class OrphanContainers {
         orphan.removing = true;
         try {
           await this.#d.enqueue(hostId, { kind: 'remove', instanceId: id });
-          this.#d.logger.info({ hostId, instance: id, reportedSince: new Date(orphan.since).toISOString() }, 'removing a container no record places on its host');
+          this.#d.logger.info(
+            { hostId, instance: id, reportedSince: new Date(orphan.since).toISOString() },
+            'removing a container no record places on its host',
+          );
         } catch (err) {
           orphan.removing = false;
-          this.#d.logger.warn({ hostId, instance: id, err: (err as Error).message }, 'could not queue the removal of an unknown container');
+          this.#d.logger.warn(
+            { hostId, instance: id, err: (err as Error).message },
+            'could not queue the removal of an unknown container',
+          );
         }
       }
     }

@@ -98,8 +98,7 @@ export type OperationKind = 'start' | 'stop' | 'remove' | 'removeVolume' | 'stre
  * output (a log follow) or a shell in it (the SSH proxy).
  */
 export type StreamRequest =
-  | { what: 'output'; sinceMs?: number; tail?: number; follow: boolean }
-  | { what: 'shell'; shell: ShellRequest };
+  { what: 'output'; sinceMs?: number; tail?: number; follow: boolean } | { what: 'shell'; shell: ShellRequest };
 
 /** The `Upgrade` protocol of a stream's dial-back connection. */
 export const STREAM_PROTOCOL = 'gantry-stream.1';
@@ -128,11 +127,19 @@ export type Operation =
    * replica), and carry `request` over it. Acknowledged once connected (or failed, with why);
    * redelivered, it is not opened twice.
    */
-  | { id: string; seq: number; kind: 'stream'; instanceId: string; session: string; secret: string; request: StreamRequest };
+  | {
+      id: string;
+      seq: number;
+      kind: 'stream';
+      instanceId: string;
+      session: string;
+      secret: string;
+      request: StreamRequest;
+    };
 
 /** An operation before the queue gave it an id and a sequence number. */
 export type NewOperation = Operation extends infer O ? (O extends Operation ? Omit<O, 'id' | 'seq'> : never) : never;
 
-export interface OperationsAnswer {
+interface OperationsAnswer {
   operations: Operation[];
 }

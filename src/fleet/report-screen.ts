@@ -26,8 +26,8 @@ export interface Screened {
 
 const MAX_ID = 200;
 /** Why an id is refused when no record places it on the reporting host (orphan-containers.ts removes those after a grace). */
-export const NOT_PLACED = 'the control plane placed no instance with this id';
-export const PLACED_ELSEWHERE = 'the control plane placed it on another host';
+const NOT_PLACED = 'the control plane placed no instance with this id';
+const PLACED_ELSEWHERE = 'the control plane placed it on another host';
 export const isNotPlacedHere = (r: Refusal): boolean => r.reason === NOT_PLACED || r.reason === PLACED_ELSEWHERE;
 const STATES: ReadonlySet<InstanceState> = new Set(['starting', 'running', 'exited', 'failed', 'unknown']);
 
@@ -46,7 +46,8 @@ export async function screenReport(
   const unknown: string[] = [];
   // An id reported twice in one report is refused whole when either has no valid state.
   const badState = new Map<string, string>();
-  for (const { id, state } of items) if (state !== undefined && !STATES.has(state) && !badState.has(id)) badState.set(id, String(state));
+  for (const { id, state } of items)
+    if (state !== undefined && !STATES.has(state) && !badState.has(id)) badState.set(id, String(state));
   const decided = new Set<string>();
   for (const { id } of items) {
     if (decided.has(id)) continue;

@@ -27,13 +27,16 @@ export interface Frame {
 }
 
 /** Largest frame either side accepts. */
-export const MAX_FRAME_BYTES = 1024 * 1024;
+const MAX_FRAME_BYTES = 1024 * 1024;
 
 const HEADER = 5;
 
 export function encodeFrame(type: FrameType, payload: Buffer | string | object): Buffer {
-  const body = Buffer.isBuffer(payload) ? payload : Buffer.from(typeof payload === 'string' ? payload : JSON.stringify(payload));
-  if (body.length > MAX_FRAME_BYTES) throw new RangeError(`a stream frame of ${body.length} bytes is over the ${MAX_FRAME_BYTES}-byte limit`);
+  const body = Buffer.isBuffer(payload)
+    ? payload
+    : Buffer.from(typeof payload === 'string' ? payload : JSON.stringify(payload));
+  if (body.length > MAX_FRAME_BYTES)
+    throw new RangeError(`a stream frame of ${body.length} bytes is over the ${MAX_FRAME_BYTES}-byte limit`);
   const frame = Buffer.allocUnsafe(HEADER + body.length);
   frame.writeUInt8(type, 0);
   frame.writeUInt32BE(body.length, 1);
@@ -47,7 +50,8 @@ export async function* readFrames(source: Readable, head: Buffer = Buffer.alloc(
   const drain = function* (): Generator<Frame> {
     while (pending.length >= HEADER) {
       const length = pending.readUInt32BE(1);
-      if (length > MAX_FRAME_BYTES) throw new RangeError(`a stream frame announced ${length} bytes, over the ${MAX_FRAME_BYTES}-byte limit`);
+      if (length > MAX_FRAME_BYTES)
+        throw new RangeError(`a stream frame announced ${length} bytes, over the ${MAX_FRAME_BYTES}-byte limit`);
       if (pending.length < HEADER + length) return;
       yield { type: pending[0]!, payload: pending.subarray(HEADER, HEADER + length) };
       pending = pending.subarray(HEADER + length);

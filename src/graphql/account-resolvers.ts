@@ -27,22 +27,50 @@ export const accountResolvers: ResolverMap<GraphqlContext> = {
     myself: (_root, _args, { principal }: GraphqlContext): Me => ({ id: principal.accountId }),
   },
   Mutation: {
-    updateUserSettings: async (_root, args: { input?: { pubKey?: string | null } | null }, { services, principal }: GraphqlContext): Promise<Me> => {
+    updateUserSettings: async (
+      _root,
+      args: { input?: { pubKey?: string | null } | null },
+      { services, principal }: GraphqlContext,
+    ): Promise<Me> => {
       const pubKey = args.input?.pubKey;
-      if (pubKey !== undefined && pubKey !== null) await services.accounts.putSshKeys(principal.accountId, splitKeys(pubKey));
+      if (pubKey !== undefined && pubKey !== null)
+        await services.accounts.putSshKeys(principal.accountId, splitKeys(pubKey));
       return { id: principal.accountId };
     },
-    saveRegistryAuth: async (_root, args: { input?: { name?: string | null; username?: string | null; password?: string | null } | null }, { services, principal }: GraphqlContext) => {
+    saveRegistryAuth: async (
+      _root,
+      args: { input?: { name?: string | null; username?: string | null; password?: string | null } | null },
+      { services, principal }: GraphqlContext,
+    ) => {
       const { name, username, password } = args.input ?? {};
-      const missing = [...(name ? [] : ['name: is required']), ...(username ? [] : ['username: is required']), ...(password ? [] : ['password: is required'])];
+      const missing = [
+        ...(name ? [] : ['name: is required']),
+        ...(username ? [] : ['username: is required']),
+        ...(password ? [] : ['password: is required']),
+      ];
       if (missing.length > 0) throw validationFailed(missing);
-      return registryView(await services.registries.create(principal.accountId, { name: name!, username: username!, password: password! }));
+      return registryView(
+        await services.registries.create(principal.accountId, {
+          name: name!,
+          username: username!,
+          password: password!,
+        }),
+      );
     },
-    updateRegistryAuth: async (_root, args: { input?: { id?: string | null; username?: string | null; password?: string | null } | null }, { services, principal }: GraphqlContext) => {
+    updateRegistryAuth: async (
+      _root,
+      args: { input?: { id?: string | null; username?: string | null; password?: string | null } | null },
+      { services, principal }: GraphqlContext,
+    ) => {
       const { id, username, password } = args.input ?? {};
       if (!id) throw validationFailed(['id: is required']);
       // The service answers 404 for a credential the caller does not have before judging the rest.
-      return registryView(await services.registries.update(principal.accountId, id, { username: username ?? '', password: password ?? '' }));
+      return registryView(
+        await services.registries.update(principal.accountId, id, {
+          username: username ?? '',
+          password: password ?? '',
+        }),
+      );
     },
     deleteRegistryAuth: async (_root, args: { registryAuthId: string }, { services, principal }: GraphqlContext) => {
       await services.registries.delete(principal.accountId, args.registryAuthId);
@@ -51,15 +79,21 @@ export const accountResolvers: ResolverMap<GraphqlContext> = {
   },
   User: {
     email: () => null,
-    pubKey: async (me: Me, _args, { services }: GraphqlContext) => (await services.accounts.getSshKeys(me.id)).join('\n'),
+    pubKey: async (me: Me, _args, { services }: GraphqlContext) =>
+      (await services.accounts.getSshKeys(me.id)).join('\n'),
     endpoints: (me: Me, _args, { services }: GraphqlContext) => services.endpoints.list(me.id),
     serverlessDiscount: () => null,
-    networkVolumes: async (me: Me, _args, { services }: GraphqlContext) => (await services.volumes.list(me.id)).map(volumeView),
-    pods: async (me: Me, _args, ctx: GraphqlContext) => (await ctx.services.pods.list(me.id)).map((p) => toGqlPod(p, ctx)),
-    podTemplates: async (me: Me, _args, { services }: GraphqlContext) => (await services.templates.list(me.id)).map(toGqlTemplate),
-    containerRegistryCreds: async (me: Me, _args, { services }: GraphqlContext) => (await services.registries.list(me.id)).map(registryView),
+    networkVolumes: async (me: Me, _args, { services }: GraphqlContext) =>
+      (await services.volumes.list(me.id)).map(volumeView),
+    pods: async (me: Me, _args, ctx: GraphqlContext) =>
+      (await ctx.services.pods.list(me.id)).map((p) => toGqlPod(p, ctx)),
+    podTemplates: async (me: Me, _args, { services }: GraphqlContext) =>
+      (await services.templates.list(me.id)).map(toGqlTemplate),
+    containerRegistryCreds: async (me: Me, _args, { services }: GraphqlContext) =>
+      (await services.registries.list(me.id)).map(registryView),
     clientBalance: () => 0,
-    currentSpendPerHr: async (me: Me, _args, { services }: GraphqlContext) => (await services.pods.list(me.id)).reduce((sum, p) => sum + p.cost, 0),
+    currentSpendPerHr: async (me: Me, _args, { services }: GraphqlContext) =>
+      (await services.pods.list(me.id)).reduce((sum, p) => sum + p.cost, 0),
     spendLimit: () => null,
     notifyPodsStale: () => false,
     notifyPodsGeneral: () => false,

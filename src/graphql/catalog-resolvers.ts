@@ -11,7 +11,9 @@ interface LowestPriceInput {
 
 /** Prices per GPU per hour; Gantry rents by the hour only, so the term prices equal the on-demand one. */
 const toGqlGpuType = (g: GpuTypeView) => {
-  const cheapest = Math.min(...[g.secureCloud ? g.securePrice : Infinity, g.communityCloud ? g.communityPrice : Infinity]);
+  const cheapest = Math.min(
+    ...[g.secureCloud ? g.securePrice : Infinity, g.communityCloud ? g.communityPrice : Infinity],
+  );
   return {
     ...g,
     cudaCores: null,
@@ -35,7 +37,9 @@ export const catalogResolvers: ResolverMap<GraphqlContext> = {
       return services.catalog.listGpuTypes({ availability: true }).map(toGqlGpuType);
     },
     serverlessGpuPools: (_root, _args, { services }: GraphqlContext) =>
-      services.catalog.listPools().map((p) => ({ id: p.id, displayName: p.displayName, memoryInGb: p.memoryInGb, gpuTypeIds: p.gpuTypes })),
+      services.catalog
+        .listPools()
+        .map((p) => ({ id: p.id, displayName: p.displayName, memoryInGb: p.memoryInGb, gpuTypeIds: p.gpuTypes })),
   },
   GpuType: {
     /** The on-demand price for the asked cloud (both when not said), null when no host offers it. */

@@ -8,12 +8,21 @@ export interface GraphqlContext {
 }
 
 /** `[{key, value}]` (the GraphQL env shape) → an env object; a null value is the empty string. */
-export const envFromPairs = (pairs: ReadonlyArray<{ key: string; value?: string | null } | null> | null | undefined): Record<string, string> =>
-  Object.fromEntries((pairs ?? []).filter((p): p is { key: string; value?: string | null } => p !== null).map((p) => [p.key, p.value ?? '']));
+export const envFromPairs = (
+  pairs: ReadonlyArray<{ key: string; value?: string | null } | null> | null | undefined,
+): Record<string, string> =>
+  Object.fromEntries(
+    (pairs ?? [])
+      .filter((p): p is { key: string; value?: string | null } => p !== null)
+      .map((p) => [p.key, p.value ?? '']),
+  );
 
 /** An env object → `[{key, value}]`. */
-export const envToPairs = (env: Record<string, string>): Array<{ key: string; value: string }> => Object.entries(env).map(([key, value]) => ({ key, value }));
+export const envToPairs = (env: Record<string, string>): Array<{ key: string; value: string }> =>
+  Object.entries(env).map(([key, value]) => ({ key, value }));
 
 /** Drops the entries whose value is undefined or null: "not given" in a GraphQL input. */
-export const given = <T extends Record<string, unknown>>(obj: T): Partial<{ [K in keyof T]: NonNullable<T[K]> }> =>
-  Object.fromEntries(Object.entries(obj).filter(([, v]) => v !== undefined && v !== null)) as Partial<{ [K in keyof T]: NonNullable<T[K]> }>;
+const given = <T extends Record<string, unknown>>(obj: T): Partial<{ [K in keyof T]: NonNullable<T[K]> }> =>
+  Object.fromEntries(Object.entries(obj).filter(([, v]) => v !== undefined && v !== null)) as Partial<{
+    [K in keyof T]: NonNullable<T[K]>;
+  }>;

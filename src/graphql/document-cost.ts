@@ -38,7 +38,7 @@ export interface SelectionMeasure {
   cost: number;
 }
 
-export interface OperationMeasure extends SelectionMeasure {
+interface OperationMeasure extends SelectionMeasure {
   node: OperationDefinitionNode;
   name: string | undefined;
   operation: 'query' | 'mutation' | 'subscription';
@@ -79,7 +79,8 @@ function listMultiplier(type: GraphQLType): number {
  */
 export function measureDocument(document: DocumentNode, schema: GraphQLSchema): DocumentMeasure {
   const definitions = new Map<string, FragmentDefinitionNode>();
-  for (const d of document.definitions) if (d.kind === Kind.FRAGMENT_DEFINITION && !definitions.has(d.name.value)) definitions.set(d.name.value, d);
+  for (const d of document.definitions)
+    if (d.kind === Kind.FRAGMENT_DEFINITION && !definitions.has(d.name.value)) definitions.set(d.name.value, d);
   const measured = new Map<string, SelectionMeasure>();
   const visiting: string[] = [];
   let fragmentCycle: string[] | null = null;
@@ -118,12 +119,29 @@ export function measureDocument(document: DocumentNode, schema: GraphQLSchema): 
     };
     for (const selection of set.selections) {
       if (selection.kind === Kind.FIELD) {
-        const def = parent && (isObjectType(parent) || isInterfaceType(parent)) ? parent.getFields()[selection.name.value] : undefined;
-        const child = selection.selectionSet ? selections(selection.selectionSet, def ? typeNamed(getNamedType(def.type).name) : undefined) : EMPTY;
+        const def =
+          parent && (isObjectType(parent) || isInterfaceType(parent))
+            ? parent.getFields()[selection.name.value]
+            : undefined;
+        const child = selection.selectionSet
+          ? selections(selection.selectionSet, def ? typeNamed(getNamedType(def.type).name) : undefined)
+          : EMPTY;
         const factor = def && selection.selectionSet ? listMultiplier(def.type) : 1;
-        add({ fields: 1 + child.fields, spreads: child.spreads, aliases: (selection.alias ? 1 : 0) + child.aliases, depth: 1 + child.depth, topFields: 1, cost: 1 + factor * child.cost });
+        add({
+          fields: 1 + child.fields,
+          spreads: child.spreads,
+          aliases: (selection.alias ? 1 : 0) + child.aliases,
+          depth: 1 + child.depth,
+          topFields: 1,
+          cost: 1 + factor * child.cost,
+        });
       } else if (selection.kind === Kind.INLINE_FRAGMENT) {
-        add(selections(selection.selectionSet, selection.typeCondition ? typeNamed(selection.typeCondition.name.value) : parent));
+        add(
+          selections(
+            selection.selectionSet,
+            selection.typeCondition ? typeNamed(selection.typeCondition.name.value) : parent,
+          ),
+        );
       } else {
         const spread = fragment(selection.name.value);
         add({ ...spread, spreads: 1 + spread.spreads });
@@ -134,11 +152,21 @@ export function measureDocument(document: DocumentNode, schema: GraphQLSchema): 
 
   const operations: OperationMeasure[] = [];
   let variables = 0;
-  for (const d of document.definitions as readonly DefinitionNode[]) {
+  for (const d of document.definitions) {
     if (d.kind !== Kind.OPERATION_DEFINITION) continue;
     variables += d.variableDefinitions?.length ?? 0;
-    const root = d.operation === 'query' ? schema.getQueryType() : d.operation === 'mutation' ? schema.getMutationType() : schema.getSubscriptionType();
-    operations.push({ node: d, name: d.name?.value, operation: d.operation, ...selections(d.selectionSet, root ?? undefined) });
+    const root =
+      d.operation === 'query'
+        ? schema.getQueryType()
+        : d.operation === 'mutation'
+          ? schema.getMutationType()
+          : schema.getSubscriptionType();
+    operations.push({
+      node: d,
+      name: d.name?.value,
+      operation: d.operation,
+      ...selections(d.selectionSet, root ?? undefined),
+    });
   }
   const fragments = [...definitions].map(([name, node]) => ({ name, node, ...fragment(name) }));
 
@@ -167,7 +195,9 @@ export function measureDocument(document: DocumentNode, schema: GraphQLSchema): 
  */
 export function mostMergedSelections(document: DocumentNode, root: SelectionSetNode): number {
   const fragments = new Map<string, SelectionSetNode>();
-  for (const d of document.definitions) if (d.kind === Kind.FRAGMENT_DEFINITION && !fragments.has(d.name.value)) fragments.set(d.name.value, d.selectionSet);
+  for (const d of document.definitions)
+    if (d.kind === Kind.FRAGMENT_DEFINITION && !fragments.has(d.name.value))
+      fragments.set(d.name.value, d.selectionSet);
   const counts = new Map<string, number>();
   let most = 0;
   const stack: Array<{ set: SelectionSetNode; path: string }> = [{ set: root, path: '' }];

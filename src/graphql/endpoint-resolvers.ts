@@ -9,7 +9,7 @@ import { toGqlTemplate } from './template-resolvers.js';
 type EnvPair = { key: string; value?: string | null } | null;
 
 /** `EndpointInput` as graphql-js hands it over (coerced by the schema). */
-export interface GqlEndpointInput {
+interface GqlEndpointInput {
   id?: string | null;
   name?: string | null;
   templateId?: string | null;
@@ -32,28 +32,61 @@ export interface GqlEndpointInput {
   instanceIds?: Array<string | null> | null;
   modelReferences?: Array<string | null> | null;
   hubReleaseId?: string | null;
-  template?: { name?: string | null; imageName?: string | null; containerDiskInGb?: number | null; dockerArgs?: string | null; env?: EnvPair[] | null } | null;
+  template?: {
+    name?: string | null;
+    imageName?: string | null;
+    containerDiskInGb?: number | null;
+    dockerArgs?: string | null;
+    env?: EnvPair[] | null;
+  } | null;
 }
 
-const nonEmpty = (xs: ReadonlyArray<string | null> | null | undefined): string[] => (xs ?? []).filter((x): x is string => typeof x === 'string' && x.trim() !== '');
+const nonEmpty = (xs: ReadonlyArray<string | null> | null | undefined): string[] =>
+  (xs ?? []).filter((x): x is string => typeof x === 'string' && x.trim() !== '');
 
 /** GraphQL input → service input. Fields Gantry cannot honour are refused with a sentence saying what to do. */
-export function toEndpointInput(input: GqlEndpointInput): EndpointInput {
+function toEndpointInput(input: GqlEndpointInput): EndpointInput {
   if (nonEmpty(input.instanceIds).length > 0)
-    throw badRequest('instanceIds: CPU serverless endpoints are not supported by Gantry; send gpuIds (GPU pools) instead.');
+    throw badRequest(
+      'instanceIds: CPU serverless endpoints are not supported by Gantry; send gpuIds (GPU pools) instead.',
+    );
   if (input.minCudaVersion !== undefined && input.minCudaVersion !== null && input.minCudaVersion.trim() !== '')
-    throw badRequest('minCudaVersion is not supported for endpoints; send allowedCudaVersions (e.g. "12.4,12.8") instead.');
+    throw badRequest(
+      'minCudaVersion is not supported for endpoints; send allowedCudaVersions (e.g. "12.4,12.8") instead.',
+    );
   if (input.hubReleaseId !== undefined && input.hubReleaseId !== null && input.hubReleaseId.trim() !== '')
-    throw badRequest('hubReleaseId: hub releases are not available on Gantry; create a serverless template and pass templateId.');
+    throw badRequest(
+      'hubReleaseId: hub releases are not available on Gantry; create a serverless template and pass templateId.',
+    );
   const volumes = nonEmpty((input.networkVolumeIds ?? []).map((v) => v?.networkVolumeId ?? null));
-  if (volumes.length > 1) throw badRequest('networkVolumeIds: an endpoint can mount one network volume; send a single one.');
+  if (volumes.length > 1)
+    throw badRequest('networkVolumeIds: an endpoint can mount one network volume; send a single one.');
   const out: EndpointInput = {};
-  const copy = ['name', 'templateId', 'gpuIds', 'gpuCount', 'locations', 'idleTimeout', 'scalerType', 'scalerValue', 'workersMin', 'workersMax', 'executionTimeoutMs', 'type'] as const;
+  const copy = [
+    'name',
+    'templateId',
+    'gpuIds',
+    'gpuCount',
+    'locations',
+    'idleTimeout',
+    'scalerType',
+    'scalerValue',
+    'workersMin',
+    'workersMax',
+    'executionTimeoutMs',
+    'type',
+  ] as const;
   for (const k of copy) if (input[k] !== undefined) (out as Record<string, unknown>)[k] = input[k];
   if (input.networkVolumeId !== undefined) out.networkVolumeId = input.networkVolumeId;
-  if ((out.networkVolumeId === undefined || out.networkVolumeId === null || out.networkVolumeId === '') && volumes.length === 1) out.networkVolumeId = volumes[0]!;
-  if (input.flashBootType !== undefined) out.flashboot = input.flashBootType === null ? null : input.flashBootType === 'FLASHBOOT';
-  if (input.allowedCudaVersions !== undefined) out.allowedCudaVersions = input.allowedCudaVersions === null ? null : nonEmpty(input.allowedCudaVersions);
+  if (
+    (out.networkVolumeId === undefined || out.networkVolumeId === null || out.networkVolumeId === '') &&
+    volumes.length === 1
+  )
+    out.networkVolumeId = volumes[0]!;
+  if (input.flashBootType !== undefined)
+    out.flashboot = input.flashBootType === null ? null : input.flashBootType === 'FLASHBOOT';
+  if (input.allowedCudaVersions !== undefined)
+    out.allowedCudaVersions = input.allowedCudaVersions === null ? null : nonEmpty(input.allowedCudaVersions);
   if (input.env !== undefined) out.env = input.env === null ? null : envFromPairs(input.env);
   return out;
 }
@@ -65,10 +98,12 @@ async function saveEndpoint(input: GqlEndpointInput, { services, principal }: Gr
   const id = input.id?.trim();
   if (id) return endpoints.replace(accountId, id, fields);
   const inline = input.template;
-  if (!inline || (fields.templateId !== undefined && fields.templateId !== null && fields.templateId !== '')) return endpoints.create(accountId, fields);
+  if (!inline || (fields.templateId !== undefined && fields.templateId !== null && fields.templateId !== ''))
+    return endpoints.create(accountId, fields);
   // An inline template (runpodctl --image): create it as a serverless template, and drop it
   // again if the endpoint is refused, so a failed call leaves nothing behind.
-  if (!inline.imageName) throw badRequest('template.imageName is required to create the endpoint\'s template inline (or pass templateId).');
+  if (!inline.imageName)
+    throw badRequest("template.imageName is required to create the endpoint's template inline (or pass templateId).");
   const template = await templates.create(accountId, {
     name: inline.name || `${fields.name ?? 'endpoint'} template`,
     imageName: inline.imageName,
@@ -90,11 +125,15 @@ async function saveEndpoint(input: GqlEndpointInput, { services, principal }: Gr
  * row is kept an hour) is EXITED; every other one is meant to run.
  */
 const workerPods = async (e: Endpoint, { services, principal }: GraphqlContext) =>
-  (await services.endpoints.workers(principal.accountId, e.id)).map((w) => ({ id: w.id, desiredStatus: w.status === 'dead' ? 'EXITED' : 'RUNNING' }));
+  (await services.endpoints.workers(principal.accountId, e.id)).map((w) => ({
+    id: w.id,
+    desiredStatus: w.status === 'dead' ? 'EXITED' : 'RUNNING',
+  }));
 
 export const endpointResolvers: ResolverMap<GraphqlContext> = {
   Query: {
-    endpoint: (_root, args: { id: string }, ctx: GraphqlContext) => ctx.services.endpoints.get(ctx.principal.accountId, args.id),
+    endpoint: (_root, args: { id: string }, ctx: GraphqlContext) =>
+      ctx.services.endpoints.get(ctx.principal.accountId, args.id),
   },
   Mutation: {
     saveEndpoint: (_root, args: { input: GqlEndpointInput }, ctx: GraphqlContext) => saveEndpoint(args.input, ctx),
@@ -102,10 +141,17 @@ export const endpointResolvers: ResolverMap<GraphqlContext> = {
       await ctx.services.endpoints.delete(ctx.principal.accountId, args.id);
       return null;
     },
-    updateEndpointTemplate: (_root, args: { input?: { endpointId?: string | null; templateId?: string | null } | null }, ctx: GraphqlContext) => {
+    updateEndpointTemplate: (
+      _root,
+      args: { input?: { endpointId?: string | null; templateId?: string | null } | null },
+      ctx: GraphqlContext,
+    ) => {
       const endpointId = args.input?.endpointId;
       const templateId = args.input?.templateId;
-      if (!endpointId || !templateId) throw new ApiError('VALIDATION_FAILED', 'updateEndpointTemplate needs input.endpointId and input.templateId.', { errors: ['input.endpointId and input.templateId are required'] });
+      if (!endpointId || !templateId)
+        throw new ApiError('VALIDATION_FAILED', 'updateEndpointTemplate needs input.endpointId and input.templateId.', {
+          errors: ['input.endpointId and input.templateId are required'],
+        });
       return ctx.services.endpoints.update(ctx.principal.accountId, endpointId, { templateId });
     },
   },

@@ -8,7 +8,9 @@ const FLASHBOOT_VALUES = ['FLASHBOOT', 'OFF'] as const;
 export type FlashBootType = (typeof FLASHBOOT_VALUES)[number];
 
 const flashBootError = (got: string): GraphQLError =>
-  new GraphQLError(`flashBootType: "${got}" is not valid; use FLASHBOOT or OFF.`, { extensions: { code: 'VALIDATION_FAILED' } });
+  new GraphQLError(`flashBootType: "${got}" is not valid; use FLASHBOOT or OFF.`, {
+    extensions: { code: 'VALIDATION_FAILED' },
+  });
 
 /** A FlashBootType from a variable: FLASHBOOT or OFF in any case, "" or false for OFF, true for FLASHBOOT. */
 export function parseFlashBoot(value: unknown): FlashBootType {

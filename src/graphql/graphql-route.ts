@@ -1,5 +1,14 @@
 import type { FastifyBaseLogger, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { execute, getOperationAST, GraphQLError, parse, validate, type DocumentNode, type ExecutionResult, type GraphQLSchema } from 'graphql';
+import {
+  execute,
+  getOperationAST,
+  GraphQLError,
+  parse,
+  validate,
+  type DocumentNode,
+  type ExecutionResult,
+  type GraphQLSchema,
+} from 'graphql';
 import type { Principal } from '../accounts/accounts-service.js';
 import type { GraphqlLimits } from '../config.js';
 import { isApiError, type ErrorCode } from '../domain/errors.js';
@@ -15,14 +24,14 @@ import { createSchema } from './schema.js';
 import { nulArgument, nulVariable } from './nul-arguments.js';
 
 /** One entry of a GraphQL answer's `errors`; `extensions.code` is a code of docs/errors.md. */
-export interface GraphqlErrorEntry {
+interface GraphqlErrorEntry {
   message: string;
   locations?: ReadonlyArray<{ line: number; column: number }>;
   path?: ReadonlyArray<string | number>;
   extensions: { code: string; status?: number; errors?: string[] };
 }
 
-export interface GraphqlAnswer {
+interface GraphqlAnswer {
   data?: Record<string, unknown> | null;
   errors?: GraphqlErrorEntry[];
 }
@@ -38,10 +47,22 @@ function toEntry(err: GraphQLError, fallback: ErrorCode, log: FastifyBaseLogger,
   const where = { ...(err.locations ? { locations: err.locations } : {}), ...(err.path ? { path: err.path } : {}) };
   const original = err.originalError;
   if (isApiError(original))
-    return { message: original.detail, ...where, extensions: { code: original.code, status: original.status, ...(original.errors ? { errors: original.errors } : {}) } };
+    return {
+      message: original.detail,
+      ...where,
+      extensions: {
+        code: original.code,
+        status: original.status,
+        ...(original.errors ? { errors: original.errors } : {}),
+      },
+    };
   if (original && !(original instanceof GraphQLError)) {
     log.error({ err: original }, 'unhandled error in a GraphQL resolver');
-    return { message: `An unexpected error occurred; quote request id ${requestId} when reporting it.`, ...where, extensions: { code: 'INTERNAL' } };
+    return {
+      message: `An unexpected error occurred; quote request id ${requestId} when reporting it.`,
+      ...where,
+      extensions: { code: 'INTERNAL' },
+    };
   }
   const code = typeof err.extensions?.code === 'string' ? err.extensions.code : fallback;
   return { message: err.message, ...where, extensions: { code } };
@@ -52,7 +73,8 @@ function toEntry(err: GraphQLError, fallback: ErrorCode, log: FastifyBaseLogger,
  * document that fails to parse cannot tell which field a string belongs to: the string's text is
  * left out (its location is in `locations`).
  */
-const withoutStringToken = (message: string): string => message.replace(/((?:found|Unexpected) (?:String|BlockString)) "[\s\S]*"\.$/, '$1.');
+const withoutStringToken = (message: string): string =>
+  message.replace(/((?:found|Unexpected) (?:String|BlockString)) "[\s\S]*"\.$/, '$1.');
 
 const TOO_DEEP = 'The GraphQL document is nested too deeply to parse.';
 
@@ -72,7 +94,7 @@ function variablesOf(raw: unknown): Record<string, unknown> | null | 'invalid' {
 }
 
 /** What runGraphql needs besides the request: the document bounds and the caller's rate-limit charge. */
-export interface GraphqlRunOptions {
+interface GraphqlRunOptions {
   method: 'GET' | 'POST';
   log: FastifyBaseLogger;
   requestId: string;
@@ -90,23 +112,39 @@ export interface GraphqlRunOptions {
  * The document's bounds are checked on its text before parsing and on its AST before validation:
  * both checks are linear in the document, while validating or running an unbounded one is not.
  */
-export async function runGraphql(schema: GraphQLSchema, services: Services, principal: Principal, request: GraphqlRequest, options: GraphqlRunOptions): Promise<GraphqlAnswer> {
+async function runGraphql(
+  schema: GraphQLSchema,
+  services: Services,
+  principal: Principal,
+  request: GraphqlRequest,
+  options: GraphqlRunOptions,
+): Promise<GraphqlAnswer> {
   if (typeof request.query !== 'string' || request.query.trim() === '')
-    return failure('Send the GraphQL document as "query" (a string), e.g. {"query": "{ myself { id } }"}.', 'BAD_REQUEST');
+    return failure(
+      'Send the GraphQL document as "query" (a string), e.g. {"query": "{ myself { id } }"}.',
+      'BAD_REQUEST',
+    );
   const tooLarge = textRefusal(request.query, options.limits);
   if (tooLarge) return failure(tooLarge, 'QUERY_TOO_COMPLEX');
   const variables = variablesOf(request.variables);
   if (variables === 'invalid') return failure('"variables" must be a JSON object.', 'BAD_REQUEST');
-  if (exceedsJsonDepth(variables)) return failure(`"variables" nest more than ${MAX_JSON_DEPTH} levels deep.`, 'BAD_REQUEST');
+  if (exceedsJsonDepth(variables))
+    return failure(`"variables" nest more than ${MAX_JSON_DEPTH} levels deep.`, 'BAD_REQUEST');
   const variableWithNul = nulVariable(variables);
   if (variableWithNul) return failure(variableWithNul, 'VALIDATION_FAILED');
-  const operationName = typeof request.operationName === 'string' && request.operationName !== '' ? request.operationName : undefined;
+  const operationName =
+    typeof request.operationName === 'string' && request.operationName !== '' ? request.operationName : undefined;
 
   let document: DocumentNode;
   try {
     document = parse(request.query);
   } catch (err) {
-    if (err instanceof GraphQLError) return { errors: [{ ...toEntry(err, 'BAD_REQUEST', options.log, options.requestId), message: withoutStringToken(err.message) }] };
+    if (err instanceof GraphQLError)
+      return {
+        errors: [
+          { ...toEntry(err, 'BAD_REQUEST', options.log, options.requestId), message: withoutStringToken(err.message) },
+        ],
+      };
     // A backstop: textRefusal bounds the nesting the recursive parser sees.
     if (err instanceof RangeError) return failure(TOO_DEEP, 'BAD_REQUEST');
     throw err;
@@ -115,7 +153,9 @@ export async function runGraphql(schema: GraphQLSchema, services: Services, prin
   if (argumentWithNul) return failure(argumentWithNul, 'VALIDATION_FAILED');
   const secrets = secretFormsOf(document, variables);
   const clean = (answer: GraphqlAnswer): GraphqlAnswer =>
-    answer.errors ? { ...answer, errors: answer.errors.map((e) => ({ ...e, message: redactSecrets(e.message, secrets) })) } : answer;
+    answer.errors
+      ? { ...answer, errors: answer.errors.map((e) => ({ ...e, message: redactSecrets(e.message, secrets) })) }
+      : answer;
 
   const bounded = documentRefusal(document, schema, options.limits);
   if ('refusal' in bounded) return failure(bounded.refusal, 'QUERY_TOO_COMPLEX');
@@ -128,11 +168,13 @@ export async function runGraphql(schema: GraphQLSchema, services: Services, prin
     if (err instanceof RangeError) return failure(TOO_DEEP, 'BAD_REQUEST');
     throw err;
   }
-  if (invalid.length > 0) return clean({ errors: invalid.map((e) => toEntry(e, 'VALIDATION_FAILED', options.log, options.requestId)) });
+  if (invalid.length > 0)
+    return clean({ errors: invalid.map((e) => toEntry(e, 'VALIDATION_FAILED', options.log, options.requestId)) });
 
   const operation = getOperationAST(document, operationName);
   if (operation?.operation === 'mutation') {
-    if (options.method === 'GET') return failure('Mutations must be sent with POST; GET /graphql runs queries only.', 'METHOD_NOT_ALLOWED');
+    if (options.method === 'GET')
+      return failure('Mutations must be sent with POST; GET /graphql runs queries only.', 'METHOD_NOT_ALLOWED');
     if (principal.scope !== 'write')
       return failure(`This API key has the "${principal.scope}" scope; mutations need a "write" key.`, 'FORBIDDEN');
   }
@@ -143,9 +185,17 @@ export async function runGraphql(schema: GraphQLSchema, services: Services, prin
   if (executed && executed.topFields > 1) options.chargeRootFields?.(executed.topFields - 1);
 
   const contextValue: GraphqlContext = { services, principal };
-  const result: ExecutionResult = await execute({ schema, document, variableValues: variables, operationName, contextValue, hideSuggestions: true });
-  const answer: GraphqlAnswer = { data: (result.data as Record<string, unknown> | null | undefined) ?? null };
-  if (result.errors && result.errors.length > 0) answer.errors = result.errors.map((e) => toEntry(e, 'VALIDATION_FAILED', options.log, options.requestId));
+  const result: ExecutionResult = await execute({
+    schema,
+    document,
+    variableValues: variables,
+    operationName,
+    contextValue,
+    hideSuggestions: true,
+  });
+  const answer: GraphqlAnswer = { data: (result.data) ?? null };
+  if (result.errors && result.errors.length > 0)
+    answer.errors = result.errors.map((e) => toEntry(e, 'VALIDATION_FAILED', options.log, options.requestId));
   return clean(answer);
 }
 
@@ -168,20 +218,46 @@ export function graphqlRoutes(app: FastifyInstance, services: Services, rateLimi
       log: request.log,
       requestId: request.id,
       limits: services.config.graphql,
-      ...(principal.rateLimitExempt ? {} : { chargeRootFields: (extra: number) => void reply.headers(rateLimiter.charge(principal.keyId, extra, 1)) }),
+      ...(principal.rateLimitExempt
+        ? {}
+        : { chargeRootFields: (extra: number) => void reply.headers(rateLimiter.charge(principal.keyId, extra, 1)) }),
     };
   };
 
-  app.post('/graphql', { config, schema: { tags, summary: 'Run a GraphQL query or mutation', description } }, async (request, reply) => {
-    const body = request.body ?? {};
-    if (Array.isArray(body)) return failure('Batched requests (a JSON array of operations) are not supported; send one {"query": …} per request.', 'BAD_REQUEST');
-    const input: GraphqlRequest =
-      typeof body === 'object' ? { query: (body as Record<string, unknown>).query, variables: (body as Record<string, unknown>).variables, operationName: (body as Record<string, unknown>).operationName } : { query: undefined, variables: undefined, operationName: undefined };
-    return runGraphql(schema, services, principalOf(request), input, optionsFor(request, reply, 'POST'));
-  });
+  app.post(
+    '/graphql',
+    { config, schema: { tags, summary: 'Run a GraphQL query or mutation', description } },
+    async (request, reply) => {
+      const body = request.body ?? {};
+      if (Array.isArray(body))
+        return failure(
+          'Batched requests (a JSON array of operations) are not supported; send one {"query": …} per request.',
+          'BAD_REQUEST',
+        );
+      const input: GraphqlRequest =
+        typeof body === 'object'
+          ? {
+              query: (body as Record<string, unknown>).query,
+              variables: (body as Record<string, unknown>).variables,
+              operationName: (body as Record<string, unknown>).operationName,
+            }
+          : { query: undefined, variables: undefined, operationName: undefined };
+      return runGraphql(schema, services, principalOf(request), input, optionsFor(request, reply, 'POST'));
+    },
+  );
 
-  app.get('/graphql', { config, schema: { tags, summary: 'Run a GraphQL query (no mutations)', description } }, async (request, reply) => {
-    const q = (request.query ?? {}) as Record<string, unknown>;
-    return runGraphql(schema, services, principalOf(request), { query: q.query, variables: q.variables, operationName: q.operationName }, optionsFor(request, reply, 'GET'));
-  });
+  app.get(
+    '/graphql',
+    { config, schema: { tags, summary: 'Run a GraphQL query (no mutations)', description } },
+    async (request, reply) => {
+      const q = (request.query ?? {}) as Record<string, unknown>;
+      return runGraphql(
+        schema,
+        services,
+        principalOf(request),
+        { query: q.query, variables: q.variables, operationName: q.operationName },
+        optionsFor(request, reply, 'GET'),
+      );
+    },
+  );
 }

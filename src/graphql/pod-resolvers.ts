@@ -6,11 +6,14 @@ import { envFromPairs, type GraphqlContext } from './context.js';
 import type { ResolverMap } from './schema.js';
 
 /** The status a pod is driven toward, as GraphQL clients read `desiredStatus`. */
-const desiredStatus = (p: PodView): string => (p.status === 'TERMINATED' ? 'TERMINATED' : p.status === 'EXITED' || p.status === 'ERROR' ? 'EXITED' : 'RUNNING');
+const desiredStatus = (p: PodView): string =>
+  p.status === 'TERMINATED' ? 'TERMINATED' : p.status === 'EXITED' || p.status === 'ERROR' ? 'EXITED' : 'RUNNING';
 
 /** A pod in the GraphQL shape: env read as "K=V" strings, ports as a comma list. */
 export function toGqlPod(p: PodView, { services }: GraphqlContext) {
-  const gpuName = p.gpu ? (services.config.catalog.gpuTypes.find((g) => g.id === p.gpu!.id)?.displayName ?? p.gpu.id) : null;
+  const gpuName = p.gpu
+    ? (services.config.catalog.gpuTypes.find((g) => g.id === p.gpu!.id)?.displayName ?? p.gpu.id)
+    : null;
   const runtime = p.status === 'RUNNING' && p.runtime ? p.runtime : null;
   return {
     id: p.id,
@@ -34,12 +37,28 @@ export function toGqlPod(p: PodView, { services }: GraphqlContext) {
     ports: p.ports.join(','),
     uptimeSeconds: runtime?.uptime ?? 0,
     machineId: p.dataCenterId,
-    machine: { podHostId: p.id, gpuDisplayName: gpuName, gpuTypeId: p.gpu?.id ?? null, location: p.dataCenterId, dataCenterId: p.dataCenterId },
+    machine: {
+      podHostId: p.id,
+      gpuDisplayName: gpuName,
+      gpuTypeId: p.gpu?.id ?? null,
+      location: p.dataCenterId,
+      dataCenterId: p.dataCenterId,
+    },
     runtime: runtime
       ? {
           uptimeInSeconds: runtime.uptime ?? 0,
-          ports: (runtime.ports ?? []).map((port) => ({ ip: port.ip, isIpPublic: port.ip !== null, privatePort: port.private, publicPort: port.public, type: port.type })),
-          gpus: (runtime.gpus ?? []).map((g, i) => ({ id: g.id ?? String(i), gpuUtilPercent: g.util, memoryUtilPercent: g.memoryUtil })),
+          ports: (runtime.ports ?? []).map((port) => ({
+            ip: port.ip,
+            isIpPublic: port.ip !== null,
+            privatePort: port.private,
+            publicPort: port.public,
+            type: port.type,
+          })),
+          gpus: (runtime.gpus ?? []).map((g, i) => ({
+            id: g.id ?? String(i),
+            gpuUtilPercent: g.util,
+            memoryUtilPercent: g.memoryUtil,
+          })),
           container: { cpuPercent: runtime.cpu?.util ?? 0, memoryPercent: runtime.memory?.util ?? 0 },
         }
       : null,
@@ -76,7 +95,11 @@ interface GqlPodInput {
 const DEFAULT_MOUNT_PATH = '/workspace';
 
 /** GraphQL pod input → the REST create body the pods service takes. */
-function toCreatePod(input: GqlPodInput, compute: Pick<CreatePodInput, 'gpu' | 'cpu'>, ctx: GraphqlContext): CreatePodInput {
+function toCreatePod(
+  input: GqlPodInput,
+  compute: Pick<CreatePodInput, 'gpu' | 'cpu'>,
+  ctx: GraphqlContext,
+): CreatePodInput {
   const out: CreatePodInput = { name: input.name ?? '', ...compute };
   if (input.imageName) out.image = input.imageName;
   if (input.dockerArgs != null) out.args = input.dockerArgs;
@@ -90,7 +113,10 @@ function toCreatePod(input: GqlPodInput, compute: Pick<CreatePodInput, 'gpu' | '
   else if (input.countryCode) {
     const country = input.countryCode.toUpperCase();
     out.dataCenterIds = ctx.services.config.catalog.dataCenters.filter((d) => d.country === country).map((d) => d.id);
-    if (out.dataCenterIds.length === 0) throw badRequest(`countryCode "${input.countryCode}" has no data center; valid: ${[...new Set(ctx.services.config.catalog.dataCenters.map((d) => d.country))].join(', ')}.`);
+    if (out.dataCenterIds.length === 0)
+      throw badRequest(
+        `countryCode "${input.countryCode}" has no data center; valid: ${[...new Set(ctx.services.config.catalog.dataCenters.map((d) => d.country))].join(', ')}.`,
+      );
   }
   const cuda = (input.allowedCudaVersions ?? []).filter((v): v is string => typeof v === 'string' && v !== '');
   if (cuda.length > 0) out.allowedCudaVersions = cuda;
@@ -101,13 +127,18 @@ function toCreatePod(input: GqlPodInput, compute: Pick<CreatePodInput, 'gpu' | '
   const path = input.volumeMountPath || DEFAULT_MOUNT_PATH;
   const mounts: Mounts = {};
   if (input.networkVolumeId) mounts.network = [{ volumeId: input.networkVolumeId, path }];
-  else if (input.volumeInGb && input.volumeInGb > 0 && compute.gpu) mounts.persistent = { size: input.volumeInGb, path };
+  else if (input.volumeInGb && input.volumeInGb > 0 && compute.gpu)
+    mounts.persistent = { size: input.volumeInGb, path };
   if (mounts.network || mounts.persistent) out.mounts = mounts;
   return out;
 }
 
 /** `cpu3c-2-4` (flavor-vCPUs-memory, as runpod-python sends it) or a bare flavor id. */
-function parseInstanceId(instanceId: string | null | undefined, vcpuCount: number | null | undefined, ctx: GraphqlContext): { id: string; vcpuCount: number } {
+function parseInstanceId(
+  instanceId: string | null | undefined,
+  vcpuCount: number | null | undefined,
+  ctx: GraphqlContext,
+): { id: string; vcpuCount: number } {
   const flavors = ctx.services.config.catalog.cpuFlavors;
   const [flavor, vcpus] = (instanceId || flavors[0]?.id || '').split('-');
   return { id: flavor ?? '', vcpuCount: vcpuCount ?? (vcpus ? Number(vcpus) : 2) };
@@ -127,7 +158,10 @@ export const podResolvers: ResolverMap<GraphqlContext> = {
     podFindAndDeployOnDemand: async (_root, args: { input?: GqlPodInput | null }, ctx: GraphqlContext) => {
       const input = args.input ?? {};
       const gpuTypeId = input.gpuTypeId || (input.gpuTypeIdList ?? []).find((g): g is string => !!g);
-      if (!gpuTypeId) throw badRequest('gpuTypeId is required for a GPU pod (see the gpuTypes query); use deployCpuPod for a CPU pod.');
+      if (!gpuTypeId)
+        throw badRequest(
+          'gpuTypeId is required for a GPU pod (see the gpuTypes query); use deployCpuPod for a CPU pod.',
+        );
       const body = toCreatePod(input, { gpu: { id: gpuTypeId, count: input.gpuCount ?? 1 } }, ctx);
       return toGqlPod(await ctx.services.pods.create(ctx.principal.accountId, body), ctx);
     },

@@ -7,7 +7,7 @@ const SECRET_FIELD = /password|secret|token/i;
  * Shorter secrets are redacted only where they stand quoted, as GraphQL and the services print a
  * string value; longer ones also where they stand bare. A bare "a" is a word, not an echo.
  */
-export const MIN_BARE_SECRET = 8;
+const MIN_BARE_SECRET = 8;
 
 /**
  * The texts in which a request's secret values would appear in an error message, each with what
@@ -91,6 +91,8 @@ export function redactSecrets(message: string, forms: SecretForms): string {
   // Longest first: at one position, a quoted form wins over the bare secret inside it.
   const alternatives = [...forms]
     .sort(([a], [b]) => b.length - a.length)
-    .map(([form, replacement]) => (replacement === QUOTED ? escapeRegExp(form) : `(?<!\\w|\\d\\.)${escapeRegExp(form)}(?!\\w|\\.\\d)`));
+    .map(([form, replacement]) =>
+      replacement === QUOTED ? escapeRegExp(form) : `(?<!\\w|\\d\\.)${escapeRegExp(form)}(?!\\w|\\.\\d)`,
+    );
   return message.replace(new RegExp(alternatives.join('|'), 'g'), (found) => forms.get(found) ?? BARE);
 }

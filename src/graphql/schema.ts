@@ -13,7 +13,9 @@ import { templateTypeDefs } from './template-type-defs.js';
  * sentence from the service rather than a type error, and fields newer clients send but Gantry
  * does not act on are accepted (and refused by the resolver only when they ask for something).
  */
-export const typeDefs = [rootTypeDefs, endpointTypeDefs, templateTypeDefs, accountTypeDefs, catalogTypeDefs, podTypeDefs].join('');
+const typeDefs = [rootTypeDefs, endpointTypeDefs, templateTypeDefs, accountTypeDefs, catalogTypeDefs, podTypeDefs].join(
+  '',
+);
 
 /** Resolvers by type and field, attached to the SDL above. */
 export type ResolverMap<TContext> = Record<string, Record<string, GraphQLFieldResolver<any, TContext, any>>>;

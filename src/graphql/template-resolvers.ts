@@ -60,18 +60,21 @@ function toTemplateFields(input: GqlTemplateInput): Partial<TemplateInput> {
   if (input.dockerArgs != null) out.args = input.dockerArgs;
   if (input.containerDiskInGb != null) out.containerDiskInGb = input.containerDiskInGb;
   if (input.volumeInGb != null) out.volumeInGb = input.volumeInGb;
-  if (input.volumeMountPath != null) out.volumeMountPath = input.volumeMountPath.trim() === '' ? null : input.volumeMountPath;
+  if (input.volumeMountPath != null)
+    out.volumeMountPath = input.volumeMountPath.trim() === '' ? null : input.volumeMountPath;
   if (input.ports != null) out.ports = splitList(input.ports);
   if (input.env != null) out.env = envFromPairs(input.env);
   if (input.isServerless != null) out.isServerless = input.isServerless;
   if (input.readme != null) out.readme = input.readme;
-  if (input.containerRegistryAuthId != null) out.containerRegistryAuthId = input.containerRegistryAuthId.trim() === '' ? null : input.containerRegistryAuthId;
+  if (input.containerRegistryAuthId != null)
+    out.containerRegistryAuthId = input.containerRegistryAuthId.trim() === '' ? null : input.containerRegistryAuthId;
   if (input.startSsh != null) out.startSsh = input.startSsh;
   if (input.startJupyter != null) out.startJupyter = input.startJupyter;
   if (input.isPublic != null) out.isPublic = input.isPublic;
   if (input.category != null) {
     const category = input.category.toUpperCase();
-    if (category !== 'NVIDIA' && category !== 'AMD' && category !== 'CPU') throw validationFailed([`category: "${input.category}" must be NVIDIA, AMD or CPU`]);
+    if (category !== 'NVIDIA' && category !== 'AMD' && category !== 'CPU')
+      throw validationFailed([`category: "${input.category}" must be NVIDIA, AMD or CPU`]);
     out.category = category;
   }
   return out;
@@ -84,7 +87,10 @@ export const templateResolvers: ResolverMap<GraphqlContext> = {
       const fields = toTemplateFields(input);
       const id = input.id?.trim();
       if (id) return toGqlTemplate(await services.templates.update(principal.accountId, id, fields));
-      const missing = [...(fields.name ? [] : ['name: is required']), ...(fields.imageName ? [] : ['imageName: is required'])];
+      const missing = [
+        ...(fields.name ? [] : ['name: is required']),
+        ...(fields.imageName ? [] : ['imageName: is required']),
+      ];
       if (missing.length > 0) throw validationFailed(missing);
       return toGqlTemplate(await services.templates.create(principal.accountId, fields as TemplateInput));
     },

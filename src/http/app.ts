@@ -45,9 +45,16 @@ const redactUrl = (url: string): string => url.replace(/([?&]api_key=)[^&]*/gi, 
 
 export const loggerOptions = (level: string) => ({
   level,
-  redact: { paths: ['req.headers.authorization', 'req.headers.cookie', '*.password', '*.username', '*.accessSecret'], censor: '[redacted]' },
+  redact: {
+    paths: ['req.headers.authorization', 'req.headers.cookie', '*.password', '*.username', '*.accessSecret'],
+    censor: '[redacted]',
+  },
   serializers: {
-    req: (req: { method: string; url: string; id: string }) => ({ method: req.method, url: redactUrl(req.url), id: req.id }),
+    req: (req: { method: string; url: string; id: string }) => ({
+      method: req.method,
+      url: redactUrl(req.url),
+      id: req.id,
+    }),
   },
 });
 
@@ -64,7 +71,7 @@ export async function buildApp(services: Services, options: BuildAppOptions = {}
   const app = Fastify({
     logController: new RequestLogController({ disableRequestLogging: !requestLogging }),
     ...(typeof loggerSetting === 'object' && loggerSetting !== null && 'child' in loggerSetting
-      ? { loggerInstance: loggerSetting as FastifyServerOptions['loggerInstance'] }
+      ? { loggerInstance: loggerSetting }
       : { logger: loggerSetting as FastifyServerOptions['logger'] }),
     bodyLimit: config.server.bodyLimit,
     ...(loggerSetting === false ? {} : { childLoggerFactory: lazyChildLogger }),
@@ -79,14 +86,24 @@ export async function buildApp(services: Services, options: BuildAppOptions = {}
 
   // Bodies are validated strictly (no coercion, unknown properties reported, every violation
   // listed); query strings and path parameters are coerced from their text form.
-  const bodyAjv = addFormats(new Ajv({ allErrors: true, coerceTypes: false, useDefaults: false, removeAdditional: false, strict: false }));
-  const paramAjv = addFormats(new Ajv({ allErrors: true, coerceTypes: 'array', useDefaults: true, removeAdditional: false, strict: false }));
+  const bodyAjv = addFormats(
+    new Ajv({ allErrors: true, coerceTypes: false, useDefaults: false, removeAdditional: false, strict: false }),
+  );
+  const paramAjv = addFormats(
+    new Ajv({ allErrors: true, coerceTypes: 'array', useDefaults: true, removeAdditional: false, strict: false }),
+  );
   useRouteCompilers(app, { bodyAjv, paramAjv, eager: options.eagerSchemas ?? false });
 
   app.addHook('onRequest', (request, reply, done) => {
     void reply.header('x-request-id', request.id);
     // No id, name or parameter holds a NUL; PostgreSQL text cannot store one (it answered 500).
-    if (urlHasNul(request.url)) return done(new ApiError('INVALID_PARAMETER', 'The URL holds a NUL character (%00); no id or query parameter may contain one.'));
+    if (urlHasNul(request.url))
+      return done(
+        new ApiError(
+          'INVALID_PARAMETER',
+          'The URL holds a NUL character (%00); no id or query parameter may contain one.',
+        ),
+      );
     done();
   });
   // REST bodies: the default parser (with its prototype-poisoning checks), then a NUL check that
@@ -120,14 +137,18 @@ export async function buildApp(services: Services, options: BuildAppOptions = {}
       info: {
         title: 'Gantry API',
         version: '2.0.0',
-        description: 'Pods, templates, network volumes, registries, catalog and serverless endpoints. Errors are application/problem+json.',
+        description:
+          'Pods, templates, network volumes, registries, catalog and serverless endpoints. Errors are application/problem+json.',
       },
       servers: [{ url: config.server.publicUrl }],
       components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer' } } },
       security: [{ bearer: [] }],
     },
   });
-  await app.register(swaggerUi, { routePrefix: '/docs', uiConfig: { url: '/v2/openapi.json' } as Record<string, unknown> });
+  await app.register(swaggerUi, {
+    routePrefix: '/docs',
+    uiConfig: { url: '/v2/openapi.json' },
+  });
 
   systemRoutes(app, services);
   accountRoutes(app, services);

@@ -10,7 +10,13 @@ test('an IPv4 client is counted by its address', () => {
 test('every address of one IPv6 /64 is counted as one client, and the next /64 as another', () => {
   const key = clientKey('2001:db8:0:1::1');
   assert.equal(key, '2001:db8:0:1::/64');
-  for (const address of ['2001:db8:0:1:ffff:ffff:ffff:ffff', '2001:0db8:0000:0001:1234:5678:9abc:def0', '2001:DB8:0:1:a::b', '2001:db8::1:0:0:0:2', '2001:db8:0:1::1%eth0'])
+  for (const address of [
+    '2001:db8:0:1:ffff:ffff:ffff:ffff',
+    '2001:0db8:0000:0001:1234:5678:9abc:def0',
+    '2001:DB8:0:1:a::b',
+    '2001:db8::1:0:0:0:2',
+    '2001:db8:0:1::1%eth0',
+  ])
     assert.equal(clientKey(address), key, address);
   assert.equal(clientKey('2001:db8:0:2::1'), '2001:db8:0:2::/64');
   assert.equal(clientKey('::1'), '0:0:0:0::/64');

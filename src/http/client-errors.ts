@@ -9,7 +9,14 @@ export interface ClientErrorLimits {
 }
 
 /** Parser errors about how a body is framed, rather than about the request line or headers. */
-const FRAMING = new Set(['HPE_INVALID_CHUNK_SIZE', 'HPE_INVALID_TRANSFER_ENCODING', 'HPE_UNEXPECTED_CONTENT_LENGTH', 'HPE_INVALID_CONTENT_LENGTH', 'HPE_CHUNK_EXTENSIONS_OVERFLOW', 'HPE_INVALID_EOF_STATE']);
+const FRAMING = new Set([
+  'HPE_INVALID_CHUNK_SIZE',
+  'HPE_INVALID_TRANSFER_ENCODING',
+  'HPE_UNEXPECTED_CONTENT_LENGTH',
+  'HPE_INVALID_CONTENT_LENGTH',
+  'HPE_CHUNK_EXTENSIONS_OVERFLOW',
+  'HPE_INVALID_EOF_STATE',
+]);
 const REQUEST_LINE = new Set(['HPE_INVALID_METHOD', 'HPE_INVALID_URL', 'HPE_INVALID_VERSION', 'HPE_INVALID_CONSTANT']);
 
 /** The problem for an error Node's HTTP parser or its request timers raised, or null when nothing can be answered. */
@@ -19,10 +26,19 @@ export function clientErrorProblem(code: string | undefined, limits: ClientError
       'REQUEST_TIMEOUT',
       `The request was not received in time (headers within ${limits.headersTimeoutMs} ms, the whole request within ${limits.requestTimeoutMs} ms); the connection is closed.`,
     );
-  if (code === 'HPE_HEADER_OVERFLOW') return new ApiError('HEADERS_TOO_LARGE', `The request line and headers exceed the server's limit of ${maxHeaderSize} bytes.`);
+  if (code === 'HPE_HEADER_OVERFLOW')
+    return new ApiError(
+      'HEADERS_TOO_LARGE',
+      `The request line and headers exceed the server's limit of ${maxHeaderSize} bytes.`,
+    );
   if (code === undefined || !code.startsWith('HPE_')) return null;
-  if (FRAMING.has(code)) return new ApiError('BAD_REQUEST', `The request body is not framed correctly (chunked encoding or Content-Length): ${code}.`);
-  if (REQUEST_LINE.has(code)) return new ApiError('BAD_REQUEST', `The request line is malformed (method, target or HTTP version): ${code}.`);
+  if (FRAMING.has(code))
+    return new ApiError(
+      'BAD_REQUEST',
+      `The request body is not framed correctly (chunked encoding or Content-Length): ${code}.`,
+    );
+  if (REQUEST_LINE.has(code))
+    return new ApiError('BAD_REQUEST', `The request line is malformed (method, target or HTTP version): ${code}.`);
   return new ApiError('BAD_REQUEST', `The request is not valid HTTP/1.1: ${code}.`);
 }
 

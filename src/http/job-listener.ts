@@ -17,7 +17,8 @@ export function createJobListener(app: FastifyInstance, limits: ListenerLimits):
   });
   // the same timeouts and malformed-request answers as the main listener
   applyRequestTimeouts(server, limits);
-  for (const listener of app.server.listeners('clientError')) server.on('clientError', listener as (...args: unknown[]) => void);
+  for (const listener of app.server.listeners('clientError'))
+    server.on('clientError', listener as (...args: unknown[]) => void);
   return server;
 }
 
@@ -26,7 +27,18 @@ export function restrictToJobApi(app: FastifyInstance, mainUrl: string): void {
   app.addHook('onRequest', (request, _reply, done) => {
     if (!(request.raw as IncomingMessage & { [ON_JOB_LISTENER]?: true })[ON_JOB_LISTENER]) return done();
     const config = request.routeOptions.config;
-    if (config.jobApi || config.agentProtocol || request.routeOptions.url === '/healthz' || request.routeOptions.url === undefined) return done();
-    done(new ApiError('NOT_FOUND', `${request.method} ${request.routeOptions.url} is not on the job API listener; management routes answer at ${mainUrl}.`));
+    if (
+      config.jobApi ||
+      config.agentProtocol ||
+      request.routeOptions.url === '/healthz' ||
+      request.routeOptions.url === undefined
+    )
+      return done();
+    done(
+      new ApiError(
+        'NOT_FOUND',
+        `${request.method} ${request.routeOptions.url} is not on the job API listener; management routes answer at ${mainUrl}.`,
+      ),
+    );
   });
 }

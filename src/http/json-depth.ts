@@ -12,7 +12,8 @@ export function exceedsJsonDepth(value: unknown, max: number = MAX_JSON_DEPTH): 
   while (stack.length > 0) {
     const { v, depth } = stack.pop()!;
     if (depth > max) return true;
-    for (const child of Array.isArray(v) ? v : Object.values(v)) if (typeof child === 'object' && child !== null) stack.push({ v: child, depth: depth + 1 });
+    for (const child of Array.isArray(v) ? v : Object.values(v))
+      if (typeof child === 'object' && child !== null) stack.push({ v: child, depth: depth + 1 });
   }
   return false;
 }

@@ -12,14 +12,18 @@ import type { FastifyValidationResult } from 'fastify/types/schema.js';
 import type { Ajv } from 'ajv';
 import fastJsonStringify from 'fast-json-stringify';
 
-type Validator = ((data: unknown, context?: unknown) => ReturnType<FastifyValidationResult>) & { errors?: FastifySchemaValidationError[] | null; schemaEnv?: unknown };
+type Validator = ((data: unknown, context?: unknown) => ReturnType<FastifyValidationResult>) & {
+  errors?: FastifySchemaValidationError[] | null;
+  schemaEnv?: unknown;
+};
 
 /** A validator that compiles on its first call; Fastify reads `errors` from it after a failed call. */
 function lazyValidator(compile: () => Validator): Validator {
   let compiled: Validator | null = null;
   const validate: Validator = function (data: unknown, context?: unknown) {
     compiled ??= compile();
-    const result: ReturnType<FastifyValidationResult> = context === undefined ? compiled(data) : compiled(data, context);
+    const result: ReturnType<FastifyValidationResult> =
+      context === undefined ? compiled(data) : compiled(data, context);
     validate.errors = compiled.errors;
     return result;
   };
@@ -38,14 +42,18 @@ function lazySerializer(compile: () => (data: unknown) => string): (data: unknow
  * Sets the app's compilers: bodies with `bodyAjv`, other parts with `paramAjv`, responses with
  * fast-json-stringify; compiled on first use unless `eager`.
  */
-export function useRouteCompilers(app: FastifyInstance, compilers: { bodyAjv: Ajv; paramAjv: Ajv; eager: boolean }): void {
+export function useRouteCompilers(
+  app: FastifyInstance,
+  compilers: { bodyAjv: Ajv; paramAjv: Ajv; eager: boolean },
+): void {
   const { bodyAjv, paramAjv, eager } = compilers;
   app.setValidatorCompiler(({ schema, httpPart }) => {
     const compile = (): Validator => (httpPart === 'body' ? bodyAjv : paramAjv).compile(schema) as Validator;
     return eager ? compile() : lazyValidator(compile);
   });
   app.setSerializerCompiler(({ schema }) => {
-    const compile = (): ((data: unknown) => string) => fastJsonStringify(schema as Parameters<typeof fastJsonStringify>[0]) as (data: unknown) => string;
+    const compile = (): ((data: unknown) => string) =>
+      fastJsonStringify(schema as Parameters<typeof fastJsonStringify>[0]);
     return eager ? compile() : lazySerializer(compile);
   });
 }

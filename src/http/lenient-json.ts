@@ -18,10 +18,17 @@ export function useLenientJson(scope: FastifyInstance): void {
       value = JSON.parse(text);
     } catch (err) {
       const at = /position (\d+)/.exec((err as Error).message)?.[1];
-      return done(new ApiError('MALFORMED_JSON', `The request body is not valid JSON${at ? ` (parsing stopped at character ${at})` : ''}.`), undefined);
+      return done(
+        new ApiError(
+          'MALFORMED_JSON',
+          `The request body is not valid JSON${at ? ` (parsing stopped at character ${at})` : ''}.`,
+        ),
+        undefined,
+      );
     }
     // nesting n levels takes at least 2n characters: short bodies need no walk
-    if (text.length > 2 * MAX_JSON_DEPTH && exceedsJsonDepth(value)) return done(new ApiError('BAD_REQUEST', tooDeepDetail), undefined);
+    if (text.length > 2 * MAX_JSON_DEPTH && exceedsJsonDepth(value))
+      return done(new ApiError('BAD_REQUEST', tooDeepDetail), undefined);
     done(null, value);
   });
 }

@@ -14,7 +14,12 @@ test('slow clients are looked for every quarter of the shortest timeout, between
 
 test('a listener gets the request timeouts, headers never due after the whole request', () => {
   const server = createServer();
-  applyRequestTimeouts(server, { requestTimeoutMs: 5000, headersTimeoutMs: 8000, keepAliveTimeoutMs: 72_000, maxConnectionsPerClient: 1 });
+  applyRequestTimeouts(server, {
+    requestTimeoutMs: 5000,
+    headersTimeoutMs: 8000,
+    keepAliveTimeoutMs: 72_000,
+    maxConnectionsPerClient: 1,
+  });
   assert.deepEqual([server.requestTimeout, server.headersTimeout, server.keepAliveTimeout], [5000, 5000, 72_000]);
   assert.equal((server as unknown as { connectionsCheckingInterval: number }).connectionsCheckingInterval, 1000);
 });

@@ -31,7 +31,10 @@ export function checkingIntervalMs(limits: Pick<ListenerLimits, 'requestTimeoutM
 export function applyRequestTimeouts(server: Server, limits: ListenerLimits): void {
   server.requestTimeout = limits.requestTimeoutMs;
   // Node expects headers to be due no later than the whole request.
-  server.headersTimeout = limits.requestTimeoutMs > 0 && limits.headersTimeoutMs > 0 ? Math.min(limits.headersTimeoutMs, limits.requestTimeoutMs) : limits.headersTimeoutMs;
+  server.headersTimeout =
+    limits.requestTimeoutMs > 0 && limits.headersTimeoutMs > 0
+      ? Math.min(limits.headersTimeoutMs, limits.requestTimeoutMs)
+      : limits.headersTimeoutMs;
   server.keepAliveTimeout = limits.keepAliveTimeoutMs;
   // read by Node when the server starts listening
   (server as Server & { connectionsCheckingInterval: number }).connectionsCheckingInterval = checkingIntervalMs(limits);

@@ -15,7 +15,11 @@ async function appLogging(level: string) {
       done();
     },
   });
-  const app = Fastify({ loggerInstance: pino(loggerOptions(level), sink), childLoggerFactory: lazyChildLogger, logController: new RequestLogController() });
+  const app = Fastify({
+    loggerInstance: pino(loggerOptions(level), sink),
+    childLoggerFactory: lazyChildLogger,
+    logController: new RequestLogController(),
+  });
   app.post('/v2/:id/runsync', async () => ({ status: 'COMPLETED' }));
   app.get('/boom', async () => {
     throw new Error('broken');
@@ -59,7 +63,10 @@ test('a failing request is still logged, with its error', async () => {
     const res = await app.inject({ method: 'GET', url: '/boom' });
     assert.equal(res.statusCode, 500);
     const mine = lines.filter((l) => l.reqId !== undefined);
-    assert.ok(mine.some((l) => (l.err as { message?: string } | undefined)?.message === 'broken'), JSON.stringify(mine));
+    assert.ok(
+      mine.some((l) => (l.err as { message?: string } | undefined)?.message === 'broken'),
+      JSON.stringify(mine),
+    );
     assert.ok(mine.every((l) => l.msg !== 'incoming request'));
   } finally {
     await app.close();

@@ -47,7 +47,8 @@ export class RequestLogger {
     const own = this.#child === null ? this.#ownLevel : undefined;
     const values = (this.parent as { levels?: { values?: Record<string, number> } }).levels?.values;
     // a quieter route (worker protocol: `logLevel: 'warn'`) decides without making the child
-    if (own !== undefined && values?.[own] !== undefined && values[level] !== undefined) return values[level] >= values[own];
+    if (own !== undefined && values?.[own] !== undefined && values[level] !== undefined)
+      return values[level] >= values[own];
     const logger = (this.#child ?? this.parent) as FastifyBaseLogger & { isLevelEnabled?(level: string): boolean };
     return logger.isLevelEnabled ? logger.isLevelEnabled(level) : true;
   }
@@ -62,7 +63,7 @@ export class RequestLogger {
 for (const level of LEVELS) {
   Object.defineProperty(RequestLogger.prototype, level, {
     value: function (this: RequestLogger, ...args: Parameters<LogFn>) {
-      if (this.isLevelEnabled(level)) (this.logger[level] as (...a: unknown[]) => void)(...args);
+      if (this.isLevelEnabled(level)) (this.logger[level])(...args);
     },
     writable: true,
     configurable: true,
@@ -71,5 +72,5 @@ for (const level of LEVELS) {
 
 /** Fastify's `childLoggerFactory`: a lazy child per request (see RequestLogger). */
 export function lazyChildLogger(logger: FastifyBaseLogger, bindings: Bindings, options: object): FastifyBaseLogger {
-  return new RequestLogger(logger, bindings, options) as unknown as FastifyBaseLogger;
+  return new RequestLogger(logger, bindings, options);
 }

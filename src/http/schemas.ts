@@ -2,7 +2,7 @@ import { Type, type Static, type TSchema } from '@sinclair/typebox';
 import { ID_PATTERN } from '../domain/ids.js';
 
 /** spec 2.14, served as application/problem+json */
-export const ErrorResponse = Type.Object(
+const ErrorResponse = Type.Object(
   {
     type: Type.Optional(Type.String()),
     title: Type.String(),

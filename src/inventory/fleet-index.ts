@@ -69,7 +69,10 @@ export class FleetIndex {
 
   /** A slot for `host`, with the data center's global networking as the catalog says. */
   static slotFor(host: Host, catalog: Catalog): HostSlot {
-    return new HostSlot(host, catalog.dataCenters.some((d) => d.id === host.dataCenterId && d.globalNetworking));
+    return new HostSlot(
+      host,
+      catalog.dataCenters.some((d) => d.id === host.dataCenterId && d.globalNetworking),
+    );
   }
 
   /** Free and total GPUs of one type, overall and per data center and CUDA version. */

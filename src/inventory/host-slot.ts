@@ -1,5 +1,11 @@
 import type { Host } from '../domain/catalog.js';
-import { portCapacity, type FreeResources, type HostGroup, type HostUsage, type PlacementRequest } from '../domain/placement.js';
+import {
+  portCapacity,
+  type FreeResources,
+  type HostGroup,
+  type HostUsage,
+  type PlacementRequest,
+} from '../domain/placement.js';
 import type { GpuGroup } from './gpu-group.js';
 import type { Allocation } from './inventory.js';
 
@@ -83,17 +89,23 @@ export class HostSlot implements FreeResources {
   lowestFreePorts(count: number): number[] {
     const out: number[] = [];
     const base = this.host.portRange[0];
-    for (let i = this.portLow; i < this.portUsed.length && out.length < count; i++) if (this.portUsed[i] === 0) out.push(base + i);
+    for (let i = this.portLow; i < this.portUsed.length && out.length < count; i++)
+      if (this.portUsed[i] === 0) out.push(base + i);
     return out;
   }
 
   /** Why this exact allocation cannot be taken here now; null when it can. */
   refusalFor(allocation: Allocation): string | null {
     const id = allocation.hostId;
-    if (new Set(allocation.gpuIndices).size !== allocation.gpuIndices.length || new Set(allocation.publicPorts).size !== allocation.publicPorts.length) {
+    if (
+      new Set(allocation.gpuIndices).size !== allocation.gpuIndices.length ||
+      new Set(allocation.publicPorts).size !== allocation.publicPorts.length
+    ) {
       return `The allocation on host ${id} names a GPU or port twice`;
     }
-    const takenGpus = allocation.gpuIndices.filter((i) => !(Number.isInteger(i) && i >= 0 && i < this.gpuUsed.length) || this.gpuUsed[i] !== 0);
+    const takenGpus = allocation.gpuIndices.filter(
+      (i) => !(Number.isInteger(i) && i >= 0 && i < this.gpuUsed.length) || this.gpuUsed[i] !== 0,
+    );
     if (takenGpus.length > 0) return `Host ${id} no longer has GPUs [${takenGpus.join(',')}] free`;
     const base = this.host.portRange[0];
     const takenPorts = allocation.publicPorts.filter((p) => {
@@ -101,9 +113,12 @@ export class HostSlot implements FreeResources {
       return !(Number.isInteger(i) && i >= 0 && i < this.portUsed.length) || this.portUsed[i] !== 0;
     });
     if (takenPorts.length > 0) return `Host ${id} no longer has public ports [${takenPorts.join(',')}] free`;
-    if (this.freeVcpus < allocation.vcpus) return `Host ${id} no longer has ${allocation.vcpus} vCPUs free (${this.freeVcpus} free)`;
-    if (this.freeMemoryGb < allocation.memoryGb) return `Host ${id} no longer has ${allocation.memoryGb} GB of memory free (${this.freeMemoryGb} GB free)`;
-    if (this.freeDiskGb < allocation.diskGb) return `Host ${id} no longer has ${allocation.diskGb} GB of disk free (${this.freeDiskGb} GB free)`;
+    if (this.freeVcpus < allocation.vcpus)
+      return `Host ${id} no longer has ${allocation.vcpus} vCPUs free (${this.freeVcpus} free)`;
+    if (this.freeMemoryGb < allocation.memoryGb)
+      return `Host ${id} no longer has ${allocation.memoryGb} GB of memory free (${this.freeMemoryGb} GB free)`;
+    if (this.freeDiskGb < allocation.diskGb)
+      return `Host ${id} no longer has ${allocation.diskGb} GB of disk free (${this.freeDiskGb} GB free)`;
     return null;
   }
 

@@ -10,7 +10,8 @@ const catalog = defaultCatalog();
 const RTX4090 = 'NVIDIA GeForce RTX 4090';
 const A5000 = 'NVIDIA RTX A5000';
 
-const request = (fields: Partial<PlacementRequest> = {}): PlacementRequest => gpuPlacementRequest({ portCount: 1, ...fields });
+const request = (fields: Partial<PlacementRequest> = {}): PlacementRequest =>
+  gpuPlacementRequest({ portCount: 1, ...fields });
 
 const demo = () => new Inventory({ hosts: defaultFleet(), catalog });
 
@@ -26,7 +27,14 @@ test('a reservation holds its GPUs, ports and resources until released', () => {
   assert.equal(first.hostId, 'demo-tx-4090-a');
   assert.deepEqual(first.gpuIndices, [0, 1]);
   assert.deepEqual(first.publicPorts, [20000, 20001]);
-  assert.deepEqual(inventory.allocationOf('pod-1'), { hostId: 'demo-tx-4090-a', gpuIndices: [0, 1], vcpus: 4, memoryGb: 16, diskGb: 20, publicPorts: [20000, 20001] });
+  assert.deepEqual(inventory.allocationOf('pod-1'), {
+    hostId: 'demo-tx-4090-a',
+    gpuIndices: [0, 1],
+    vcpus: 4,
+    memoryGb: 16,
+    diskGb: 20,
+    publicPorts: [20000, 20001],
+  });
   const second = placeOk(inventory, 'pod-2', request({ gpuCount: 1 }));
   assert.deepEqual(second.gpuIndices, [2]);
   assert.deepEqual(second.publicPorts, [20002]);
@@ -62,7 +70,10 @@ test('a refused re-placement keeps the holder’s previous reservation', () => {
 
 test('a stopped pod restarts on its host with the same GPUs and ports', () => {
   const inventory = demo();
-  const allocation = Inventory.allocationFrom(placeOk(inventory, 'pod', request({ gpuCount: 2, portCount: 1 })), request({ gpuCount: 2 }));
+  const allocation = Inventory.allocationFrom(
+    placeOk(inventory, 'pod', request({ gpuCount: 2, portCount: 1 })),
+    request({ gpuCount: 2 }),
+  );
   inventory.release('pod');
   assert.deepEqual(inventory.reserveExact('pod', allocation), { ok: true });
   assert.deepEqual(inventory.allocationOf('pod'), allocation);
@@ -71,10 +82,16 @@ test('a stopped pod restarts on its host with the same GPUs and ports', () => {
 
 test('restarting on a host whose GPUs were taken meanwhile is refused naming the GPUs', () => {
   const inventory = demo();
-  const allocation = Inventory.allocationFrom(placeOk(inventory, 'pod', request({ gpuCount: 2, portCount: 0 })), request({ gpuCount: 2 }));
+  const allocation = Inventory.allocationFrom(
+    placeOk(inventory, 'pod', request({ gpuCount: 2, portCount: 0 })),
+    request({ gpuCount: 2 }),
+  );
   inventory.release('pod');
   placeOk(inventory, 'other', request({ gpuCount: 2, portCount: 0 }));
-  assert.deepEqual(inventory.reserveExact('pod', allocation), { ok: false, reason: 'Host demo-tx-4090-a no longer has GPUs [0,1] free' });
+  assert.deepEqual(inventory.reserveExact('pod', allocation), {
+    ok: false,
+    reason: 'Host demo-tx-4090-a no longer has GPUs [0,1] free',
+  });
   assert.equal(inventory.allocationOf('pod'), undefined);
 });
 
@@ -82,12 +99,18 @@ test('restarting is refused naming a taken port, missing vCPUs or a host gone fr
   const inventory = demo();
   placeOk(inventory, 'other', request({ gpuCount: 1, portCount: 1, vcpuCount: 60 }));
   const base = { hostId: 'demo-tx-4090-a', gpuIndices: [5], vcpus: 4, memoryGb: 1, diskGb: 1, publicPorts: [20000] };
-  assert.deepEqual(inventory.reserveExact('p', base), { ok: false, reason: 'Host demo-tx-4090-a no longer has public ports [20000] free' });
+  assert.deepEqual(inventory.reserveExact('p', base), {
+    ok: false,
+    reason: 'Host demo-tx-4090-a no longer has public ports [20000] free',
+  });
   assert.deepEqual(inventory.reserveExact('p', { ...base, publicPorts: [20001], vcpus: 8 }), {
     ok: false,
     reason: 'Host demo-tx-4090-a no longer has 8 vCPUs free (4 free)',
   });
-  assert.deepEqual(inventory.reserveExact('p', { ...base, hostId: 'gone' }), { ok: false, reason: 'Host gone is no longer in the fleet' });
+  assert.deepEqual(inventory.reserveExact('p', { ...base, hostId: 'gone' }), {
+    ok: false,
+    reason: 'Host gone is no longer in the fleet',
+  });
   assert.equal(inventory.gpuStock(RTX4090).available, 7);
 });
 
@@ -96,14 +119,25 @@ test('restoring allocations on server start reproduces the usage place() sees', 
   placeOk(first, 'a', request({ gpuCount: 3 }));
   placeOk(first, 'b', request({ gpuTypeIds: [A5000], cloud: 'SECURE', gpuCount: 1 }));
   const restored = demo();
-  for (const holder of ['a', 'b']) assert.deepEqual(restored.reserveExact(holder, first.allocationOf(holder)!), { ok: true });
-  assert.deepEqual(place(request({ gpuCount: 2 }), restored.snapshot()), place(request({ gpuCount: 2 }), first.snapshot()));
+  for (const holder of ['a', 'b'])
+    assert.deepEqual(restored.reserveExact(holder, first.allocationOf(holder)!), { ok: true });
+  assert.deepEqual(
+    place(request({ gpuCount: 2 }), restored.snapshot()),
+    place(request({ gpuCount: 2 }), first.snapshot()),
+  );
 });
 
 test('stock counts free GPUs per type, data center and CUDA version, and the largest count placeable on one host', () => {
   const hosts: Host[] = [
     ...defaultFleet(),
-    { ...defaultFleet()[0]!, id: 'extra-ro-4090', dataCenterId: 'EU-RO-1', cudaVersion: '12.8', gpuCount: 4, portRange: [40000, 40099] },
+    {
+      ...defaultFleet()[0]!,
+      id: 'extra-ro-4090',
+      dataCenterId: 'EU-RO-1',
+      cudaVersion: '12.8',
+      gpuCount: 4,
+      portRange: [40000, 40099],
+    },
   ];
   const inventory = new Inventory({ hosts, catalog });
   placeOk(inventory, 'a', request({ gpuCount: 6 }));
@@ -164,8 +198,17 @@ const requestArb = fc.record({
   volumeDataCenterId: fc.option(fc.constantFrom(...DCS), { freq: 4 }),
   cuda: fc.oneof(
     fc.constant({ allowedCudaVersions: [] as string[], minCudaVersion: null as string | null }),
-    fc.record({ allowedCudaVersions: fc.uniqueArray(fc.constantFrom('12.2', '12.4', '12.10', '13.0'), { minLength: 1, maxLength: 2 }), minCudaVersion: fc.constant(null) }),
-    fc.record({ allowedCudaVersions: fc.constant([] as string[]), minCudaVersion: fc.constantFrom('11', '12', '12.3', '12.9', '13') }),
+    fc.record({
+      allowedCudaVersions: fc.uniqueArray(fc.constantFrom('12.2', '12.4', '12.10', '13.0'), {
+        minLength: 1,
+        maxLength: 2,
+      }),
+      minCudaVersion: fc.constant(null),
+    }),
+    fc.record({
+      allowedCudaVersions: fc.constant([] as string[]),
+      minCudaVersion: fc.constantFrom('11', '12', '12.3', '12.9', '13'),
+    }),
   ),
   portCount: fc.integer({ min: 0, max: 3 }),
   globalNetworking: fc.boolean(),
@@ -174,47 +217,57 @@ const requestArb = fc.record({
 type Step = { op: 'place'; req: PlacementRequest } | { op: 'release'; which: number };
 
 const stepArb: fc.Arbitrary<Step> = fc.oneof(
-  { weight: 3, arbitrary: requestArb.map((r): Step => {
-    const { cuda, ...rest } = r;
-    const req: PlacementRequest = r.kind === 'gpu' ? { ...rest, ...cuda, cpuFlavorId: null } : { ...rest, gpuTypeIds: [], gpuCount: 0, allowedCudaVersions: [], minCudaVersion: null };
-    return { op: 'place', req };
-  }) },
+  {
+    weight: 3,
+    arbitrary: requestArb.map((r): Step => {
+      const { cuda, ...rest } = r;
+      const req: PlacementRequest =
+        r.kind === 'gpu'
+          ? { ...rest, ...cuda, cpuFlavorId: null }
+          : { ...rest, gpuTypeIds: [], gpuCount: 0, allowedCudaVersions: [], minCudaVersion: null };
+      return { op: 'place', req };
+    }),
+  },
   { weight: 1, arbitrary: fc.nat().map((which): Step => ({ op: 'release', which })) },
 );
 
 test('the indexed inventory makes the same decision as place() over the same snapshot, placement or refusal', () => {
   fc.assert(
-    fc.property(fc.array(hostArb, { minLength: 1, maxLength: 12 }), fc.array(stepArb, { minLength: 1, maxLength: 40 }), (specs, steps) => {
-      const hosts: Host[] = specs.map((s, i) => ({
-        // ids out of insertion order exercise the id tie-break
-        id: `h${(i * 7) % 13}-${i}`,
-        dataCenterId: s.dataCenterId,
-        cloud: s.cloud,
-        cudaVersion: s.gpuTypeId ? s.cudaVersion : null,
-        gpuTypeId: s.gpuTypeId,
-        gpuCount: s.gpuTypeId ? s.gpuCount : 0,
-        cpuFlavors: s.cpu || !s.gpuTypeId ? ['cpu3c'] : [],
-        vcpus: s.vcpus,
-        memoryGb: s.memoryGb,
-        diskGb: s.diskGb,
-        portRange: [30000 + i * 10, 30000 + i * 10 + s.ports - 1],
-        publicIp: '127.0.0.1',
-      }));
-      const inventory = new Inventory({ hosts, catalog });
-      const holders: string[] = [];
-      steps.forEach((step, n) => {
-        if (step.op === 'release') {
-          if (holders.length === 0) return;
-          const [holder] = holders.splice(step.which % holders.length, 1);
-          inventory.release(holder!);
-          return;
-        }
-        const expected = place(step.req, inventory.snapshot());
-        const actual = inventory.placeAndReserve(`holder-${n}`, step.req);
-        assert.deepEqual(actual, expected);
-        if (actual.ok) holders.push(`holder-${n}`);
-      });
-    }),
+    fc.property(
+      fc.array(hostArb, { minLength: 1, maxLength: 12 }),
+      fc.array(stepArb, { minLength: 1, maxLength: 40 }),
+      (specs, steps) => {
+        const hosts: Host[] = specs.map((s, i) => ({
+          // ids out of insertion order exercise the id tie-break
+          id: `h${(i * 7) % 13}-${i}`,
+          dataCenterId: s.dataCenterId,
+          cloud: s.cloud,
+          cudaVersion: s.gpuTypeId ? s.cudaVersion : null,
+          gpuTypeId: s.gpuTypeId,
+          gpuCount: s.gpuTypeId ? s.gpuCount : 0,
+          cpuFlavors: s.cpu || !s.gpuTypeId ? ['cpu3c'] : [],
+          vcpus: s.vcpus,
+          memoryGb: s.memoryGb,
+          diskGb: s.diskGb,
+          portRange: [30000 + i * 10, 30000 + i * 10 + s.ports - 1],
+          publicIp: '127.0.0.1',
+        }));
+        const inventory = new Inventory({ hosts, catalog });
+        const holders: string[] = [];
+        steps.forEach((step, n) => {
+          if (step.op === 'release') {
+            if (holders.length === 0) return;
+            const [holder] = holders.splice(step.which % holders.length, 1);
+            inventory.release(holder!);
+            return;
+          }
+          const expected = place(step.req, inventory.snapshot());
+          const actual = inventory.placeAndReserve(`holder-${n}`, step.req);
+          assert.deepEqual(actual, expected);
+          if (actual.ok) holders.push(`holder-${n}`);
+        });
+      },
+    ),
     { numRuns: 300 },
   );
 });
@@ -243,7 +296,10 @@ test('a host that joins is placed on and counted in the stock at once', () => {
   inventory.upsertHost(joined());
   assert.ok(inventory.version > before);
   assert.equal(inventory.gpuStock(RTX4090).total, 10);
-  assert.deepEqual(inventory.gpuStock(RTX4090).dataCenters.map((d) => d.id), ['EU-RO-1', 'US-TX-3']);
+  assert.deepEqual(
+    inventory.gpuStock(RTX4090).dataCenters.map((d) => d.id),
+    ['EU-RO-1', 'US-TX-3'],
+  );
   const p = placeOk(inventory, 'pod', request({ dataCenterIds: ['EU-RO-1'], portCount: 1 }));
   assert.deepEqual([p.hostId, p.gpuIndices, p.publicPorts, p.cudaVersion], ['agent-ro-4090', [0], [41000], '12.8']);
   assert.ok(inventory.hosts().some((h) => h.id === 'agent-ro-4090'));
@@ -256,10 +312,16 @@ test('an unavailable host is skipped by placement and left out of the stock, kee
   assert.equal(inventory.setAvailable('agent-ro-4090', false), true);
   assert.equal(inventory.isAvailable('agent-ro-4090'), false);
   assert.equal(inventory.gpuStock(RTX4090).total, 2, 'only the available host counts');
-  assert.deepEqual(inventory.availableHosts().map((h) => h.id), ['agent-ro-4090-b']);
+  assert.deepEqual(
+    inventory.availableHosts().map((h) => h.id),
+    ['agent-ro-4090-b'],
+  );
   assert.equal(placeOk(inventory, 'second', request({ gpuCount: 1 })).hostId, 'agent-ro-4090-b');
   const refused = inventory.placeAndReserve('third', request({ gpuCount: 2 }));
-  assert.deepEqual(refused, { ok: false, reason: `No host with "${RTX4090}" has 2 free GPUs (the most free on one host is 1)` });
+  assert.deepEqual(refused, {
+    ok: false,
+    reason: `No host with "${RTX4090}" has 2 free GPUs (the most free on one host is 1)`,
+  });
   assert.deepEqual(inventory.allocationOf('pod')?.gpuIndices, [0], 'the allocation on the unavailable host is kept');
   assert.ok(inventory.host('agent-ro-4090'), 'the host is still known');
   inventory.setAvailable('agent-ro-4090', true);
@@ -272,18 +334,36 @@ test('an unavailable host is skipped by placement and left out of the stock, kee
     dataCenters: [{ id: 'EU-RO-1', available: 2, total: 4 }],
     cudaVersions: [{ version: '12.8', available: 2, total: 4 }],
   });
-  assert.deepEqual(placeOk(inventory, 'third', request({ gpuCount: 1 })), { hostId: 'agent-ro-4090', dataCenterId: 'EU-RO-1', cloud: 'SECURE', gpuTypeId: RTX4090, gpuIndices: [1], cudaVersion: '12.8', publicPorts: [41001] });
+  assert.deepEqual(placeOk(inventory, 'third', request({ gpuCount: 1 })), {
+    hostId: 'agent-ro-4090',
+    dataCenterId: 'EU-RO-1',
+    cloud: 'SECURE',
+    gpuTypeId: RTX4090,
+    gpuIndices: [1],
+    cudaVersion: '12.8',
+    publicPorts: [41001],
+  });
   assert.equal(inventory.setAvailable('no-such-host', false), false);
 });
 
 test('an exact reservation on an unavailable host succeeds (a restarted server re-reserves what its pods hold) and release gives it back', () => {
   const inventory = new Inventory({ hosts: [joined()], catalog });
   inventory.setAvailable('agent-ro-4090', false);
-  const allocation = { hostId: 'agent-ro-4090', gpuIndices: [1], vcpus: 4, memoryGb: 8, diskGb: 10, publicPorts: [41003] };
+  const allocation = {
+    hostId: 'agent-ro-4090',
+    gpuIndices: [1],
+    vcpus: 4,
+    memoryGb: 8,
+    diskGb: 10,
+    publicPorts: [41003],
+  };
   assert.deepEqual(inventory.reserveExact('pod', allocation), { ok: true });
   inventory.setAvailable('agent-ro-4090', true);
   assert.equal(inventory.gpuStock(RTX4090).available, 1);
-  assert.deepEqual(placeOk(inventory, 'next', request({ gpuCount: 1, portCount: 4 })).publicPorts, [41000, 41001, 41002, 41004]);
+  assert.deepEqual(
+    placeOk(inventory, 'next', request({ gpuCount: 1, portCount: 4 })).publicPorts,
+    [41000, 41001, 41002, 41004],
+  );
   inventory.release('pod');
   assert.equal(inventory.gpuStock(RTX4090).available, 1);
   inventory.release('next');
@@ -302,11 +382,25 @@ test('a capacity change keeps the allocations held on the host, counted against 
   inventory.release('a');
   assert.equal(inventory.gpuStock(RTX4090).available, 2);
   const placed = inventory.placeAndReserve('c', request({ gpuCount: 1, vcpuCount: 1 }));
-  assert.deepEqual(placed, { ok: true, placement: { hostId: 'agent-ro-4090', dataCenterId: 'EU-RO-1', cloud: 'SECURE', gpuTypeId: RTX4090, gpuIndices: [0], cudaVersion: '12.8', publicPorts: [41000] } });
+  assert.deepEqual(placed, {
+    ok: true,
+    placement: {
+      hostId: 'agent-ro-4090',
+      dataCenterId: 'EU-RO-1',
+      cloud: 'SECURE',
+      gpuTypeId: RTX4090,
+      gpuIndices: [0],
+      cudaVersion: '12.8',
+      publicPorts: [41000],
+    },
+  });
   inventory.release('b');
   inventory.release('c');
   assert.equal(inventory.gpuStock(RTX4090).available, 2);
-  assert.deepEqual(place(request({ gpuCount: 2, vcpuCount: 12 }), inventory.snapshot()), inventory.placeAndReserve('d', request({ gpuCount: 2, vcpuCount: 12 })));
+  assert.deepEqual(
+    place(request({ gpuCount: 2, vcpuCount: 12 }), inventory.snapshot()),
+    inventory.placeAndReserve('d', request({ gpuCount: 2, vcpuCount: 12 })),
+  );
 });
 
 test('a removed host is neither placed on nor reserved on again, and releasing what was held there is a no-op', () => {
@@ -315,7 +409,10 @@ test('a removed host is neither placed on nor reserved on again, and releasing w
   placeOk(inventory, 'pod', request({ dataCenterIds: ['EU-RO-1'] }));
   inventory.removeHost('agent-ro-4090');
   assert.equal(inventory.host('agent-ro-4090'), undefined);
-  assert.equal(inventory.hosts().some((h) => h.id === 'agent-ro-4090'), false);
+  assert.equal(
+    inventory.hosts().some((h) => h.id === 'agent-ro-4090'),
+    false,
+  );
   assert.equal(inventory.gpuStock(RTX4090).total, 8);
   assert.deepEqual(inventory.placeAndReserve('next', request({ dataCenterIds: ['EU-RO-1'] })), {
     ok: false,
@@ -323,65 +420,79 @@ test('a removed host is neither placed on nor reserved on again, and releasing w
   });
   const held = inventory.allocationOf('pod')!;
   inventory.release('pod');
-  assert.deepEqual(inventory.reserveExact('pod', held), { ok: false, reason: 'Host agent-ro-4090 is no longer in the fleet' });
+  assert.deepEqual(inventory.reserveExact('pod', held), {
+    ok: false,
+    reason: 'Host agent-ro-4090 is no longer in the fleet',
+  });
   inventory.removeHost('agent-ro-4090');
 });
 
-type FleetStep = Step | { op: 'toggle'; which: number } | { op: 'resize'; which: number; gpuCount: number; vcpus: number };
+type FleetStep =
+  Step | { op: 'toggle'; which: number } | { op: 'resize'; which: number; gpuCount: number; vcpus: number };
 
 test('with hosts joining, resized and going away and back, the indexed inventory still decides as place() over the same snapshot', () => {
   const fleetStepArb: fc.Arbitrary<FleetStep> = fc.oneof(
     { weight: 4, arbitrary: stepArb },
     { weight: 1, arbitrary: fc.nat().map((which): FleetStep => ({ op: 'toggle', which })) },
-    { weight: 1, arbitrary: fc.record({ which: fc.nat(), gpuCount: fc.integer({ min: 1, max: 8 }), vcpus: fc.constantFrom(8, 16, 32) }).map((r): FleetStep => ({ op: 'resize', ...r })) },
+    {
+      weight: 1,
+      arbitrary: fc
+        .record({ which: fc.nat(), gpuCount: fc.integer({ min: 1, max: 8 }), vcpus: fc.constantFrom(8, 16, 32) })
+        .map((r): FleetStep => ({ op: 'resize', ...r })),
+    },
   );
   fc.assert(
-    fc.property(fc.array(hostArb, { minLength: 1, maxLength: 10 }), fc.array(fleetStepArb, { minLength: 1, maxLength: 50 }), (specs, steps) => {
-      const hosts: Host[] = specs.map((s, i) => ({
-        id: `h${(i * 7) % 13}-${i}`,
-        dataCenterId: s.dataCenterId,
-        cloud: s.cloud,
-        cudaVersion: s.gpuTypeId ? s.cudaVersion : null,
-        gpuTypeId: s.gpuTypeId,
-        gpuCount: s.gpuTypeId ? s.gpuCount : 0,
-        cpuFlavors: s.cpu || !s.gpuTypeId ? ['cpu3c'] : [],
-        vcpus: s.vcpus,
-        memoryGb: s.memoryGb,
-        diskGb: s.diskGb,
-        portRange: [30000 + i * 10, 30000 + i * 10 + s.ports - 1],
-        publicIp: '127.0.0.1',
-      }));
-      // Half the hosts are there from the start; the others join on their first toggle.
-      const inventory = new Inventory({ hosts: hosts.filter((_, i) => i % 2 === 0), catalog });
-      const holders: string[] = [];
-      steps.forEach((step, n) => {
-        if (step.op === 'toggle') {
-          const host = hosts[step.which % hosts.length]!;
-          if (!inventory.host(host.id)) inventory.upsertHost(host);
-          else inventory.setAvailable(host.id, !inventory.isAvailable(host.id));
-          return;
-        }
-        if (step.op === 'resize') {
-          const host = hosts[step.which % hosts.length]!;
-          const current = inventory.host(host.id);
-          if (current) inventory.upsertHost({ ...current, gpuCount: current.gpuTypeId ? step.gpuCount : 0, vcpus: step.vcpus });
-          return;
-        }
-        if (step.op === 'release') {
-          if (holders.length === 0) return;
-          const [holder] = holders.splice(step.which % holders.length, 1);
-          inventory.release(holder!);
-          return;
-        }
-        const expected = place(step.req, inventory.snapshot());
-        const actual = inventory.placeAndReserve(`holder-${n}`, step.req);
-        assert.deepEqual(actual, expected);
-        if (actual.ok) {
-          holders.push(`holder-${n}`);
-          assert.ok(inventory.isAvailable(actual.placement.hostId), 'placed on an available host');
-        }
-      });
-    }),
+    fc.property(
+      fc.array(hostArb, { minLength: 1, maxLength: 10 }),
+      fc.array(fleetStepArb, { minLength: 1, maxLength: 50 }),
+      (specs, steps) => {
+        const hosts: Host[] = specs.map((s, i) => ({
+          id: `h${(i * 7) % 13}-${i}`,
+          dataCenterId: s.dataCenterId,
+          cloud: s.cloud,
+          cudaVersion: s.gpuTypeId ? s.cudaVersion : null,
+          gpuTypeId: s.gpuTypeId,
+          gpuCount: s.gpuTypeId ? s.gpuCount : 0,
+          cpuFlavors: s.cpu || !s.gpuTypeId ? ['cpu3c'] : [],
+          vcpus: s.vcpus,
+          memoryGb: s.memoryGb,
+          diskGb: s.diskGb,
+          portRange: [30000 + i * 10, 30000 + i * 10 + s.ports - 1],
+          publicIp: '127.0.0.1',
+        }));
+        // Half the hosts are there from the start; the others join on their first toggle.
+        const inventory = new Inventory({ hosts: hosts.filter((_, i) => i % 2 === 0), catalog });
+        const holders: string[] = [];
+        steps.forEach((step, n) => {
+          if (step.op === 'toggle') {
+            const host = hosts[step.which % hosts.length]!;
+            if (!inventory.host(host.id)) inventory.upsertHost(host);
+            else inventory.setAvailable(host.id, !inventory.isAvailable(host.id));
+            return;
+          }
+          if (step.op === 'resize') {
+            const host = hosts[step.which % hosts.length]!;
+            const current = inventory.host(host.id);
+            if (current)
+              inventory.upsertHost({ ...current, gpuCount: current.gpuTypeId ? step.gpuCount : 0, vcpus: step.vcpus });
+            return;
+          }
+          if (step.op === 'release') {
+            if (holders.length === 0) return;
+            const [holder] = holders.splice(step.which % holders.length, 1);
+            inventory.release(holder!);
+            return;
+          }
+          const expected = place(step.req, inventory.snapshot());
+          const actual = inventory.placeAndReserve(`holder-${n}`, step.req);
+          assert.deepEqual(actual, expected);
+          if (actual.ok) {
+            holders.push(`holder-${n}`);
+            assert.ok(inventory.isAvailable(actual.placement.hostId), 'placed on an available host');
+          }
+        });
+      },
+    ),
     { numRuns: 300 },
   );
 });

@@ -86,7 +86,12 @@ export class ClientJobs {
    * @throws ApiError INVALID_PARAMETER (400) listing each violation of `input`, `webhook`, `policy`, `s3Config`
    * @throws ApiError WEBHOOK_NOT_ALLOWED (400) when `webhook` names an IP address the webhook policy refuses
    */
-  async submit(endpointId: string, accountId: string, body: SubmitBody, options: SubmitOptions = {}): Promise<{ id: string; status: 'IN_QUEUE' }> {
+  async submit(
+    endpointId: string,
+    accountId: string,
+    body: SubmitBody,
+    options: SubmitOptions = {},
+  ): Promise<{ id: string; status: 'IN_QUEUE' }> {
     const violations: string[] = [];
     if (!isObject(body) || body.input === undefined) violations.push('input is required');
     const webhook = isObject(body) ? body.webhook : undefined;
@@ -94,11 +99,16 @@ export class ClientJobs {
     if (webhookProblem) violations.push(webhookProblem);
     const s3Config = isObject(body) ? body.s3Config : undefined;
     violations.push(...s3ConfigViolations(s3Config));
-    if (typeof webhook === 'string' && webhook.includes('\u0000')) violations.push('webhook must not contain a NUL character');
+    if (typeof webhook === 'string' && webhook.includes('\u0000'))
+      violations.push('webhook must not contain a NUL character');
     const policy = normalizePolicy(isObject(body) ? body.policy : undefined, options.defaultExecutionTimeoutMs);
     if (!policy.ok) violations.push(...policy.violations);
-    if (violations.length || !policy.ok) throw new ApiError('INVALID_PARAMETER', `The job request is invalid: ${violations.join('; ')}.`, { errors: violations });
-    const literal = typeof webhook === 'string' && this.#deps.webhookAddresses ? literalAddress(new URL(webhook)) : null;
+    if (violations.length || !policy.ok)
+      throw new ApiError('INVALID_PARAMETER', `The job request is invalid: ${violations.join('; ')}.`, {
+        errors: violations,
+      });
+    const literal =
+      typeof webhook === 'string' && this.#deps.webhookAddresses ? literalAddress(new URL(webhook)) : null;
     // only a non-public IP literal waits on the policy (a public one or a host name costs no await)
     if (literal !== null && nonPublicKind(literal) !== null) await this.#checkWebhookAddress(literal);
     const { sequence, quota } = this.#deps;
@@ -137,11 +147,17 @@ export class ClientJobs {
    */
   async #checkWebhookAddress(address: string): Promise<void> {
     const refusal = await this.#deps.webhookAddresses!.refusal(address, [address]);
-    if (refusal) throw new ApiError('WEBHOOK_NOT_ALLOWED', `The job's webhook is not allowed: ${refusal}.`, { errors: [refusal] });
+    if (refusal)
+      throw new ApiError('WEBHOOK_NOT_ALLOWED', `The job's webhook is not allowed: ${refusal}.`, { errors: [refusal] });
   }
 
   /** `/runsync`: submits, then waits up to `waitMs` for a terminal state; answers the job as it is then. */
-  async runSync(endpointId: string, accountId: string, body: SubmitBody, options: Omit<SubmitOptions, 'sync'> & LongPollOptions = {}): Promise<JobView> {
+  async runSync(
+    endpointId: string,
+    accountId: string,
+    body: SubmitBody,
+    options: Omit<SubmitOptions, 'sync'> & LongPollOptions = {},
+  ): Promise<JobView> {
     const { id } = await this.submit(endpointId, accountId, body, { ...options, sync: true });
     return this.waitForTerminal(accountId, endpointId, id, options);
   }
@@ -156,8 +172,18 @@ export class ClientJobs {
   }
 
   /** `/status-sync/{id}` and the wait of `/runsync`: the job once terminal, or as it is after `waitMs`. */
-  waitForTerminal(accountId: string, endpointId: string, jobId: string, options: LongPollOptions = {}): Promise<JobView> {
-    return longPoll(this.#deps.clock, options.waitMs ?? 0, this.#terminalPoll, { accountId, endpointId, jobId, signal: options.signal });
+  waitForTerminal(
+    accountId: string,
+    endpointId: string,
+    jobId: string,
+    options: LongPollOptions = {},
+  ): Promise<JobView> {
+    return longPoll(this.#deps.clock, options.waitMs ?? 0, this.#terminalPoll, {
+      accountId,
+      endpointId,
+      jobId,
+      signal: options.signal,
+    });
   }
 
   readonly #terminalPoll: LongPollSteps<JobPoll, JobView, JobView> = {
@@ -172,11 +198,19 @@ export class ClientJobs {
   /** The job as the commit that finished it (and woke its waiters) left it, when held: it answers without a read. */
   #heldView(accountId: string, endpointId: string, jobId: string): JobView | undefined {
     const finished = this.#deps.finished.held(jobId);
-    if (!finished || finished.accountId !== accountId || finished.endpointId !== endpointId || !isVisible(finished, this.#deps.clock.now())) return undefined;
+    if (
+      !finished ||
+      finished.accountId !== accountId ||
+      finished.endpointId !== endpointId ||
+      !isVisible(finished, this.#deps.clock.now())
+    )
+      return undefined;
     // its webhook, if any, entered the outbox in that same commit: not yet attempted
     const view = toJobView(finished);
     const due = new Date(finished.completedAt ?? this.#deps.clock.now()).toISOString();
-    return finished.webhook !== null && finished.status !== 'CANCELLED' ? { ...view, webhookDelivery: { status: 'PENDING', attempts: 0, nextAttemptAt: due } } : view;
+    return finished.webhook !== null && finished.status !== 'CANCELLED'
+      ? { ...view, webhookDelivery: { status: 'PENDING', attempts: 0, nextAttemptAt: due } }
+      : view;
   }
 
   /**
@@ -210,7 +244,10 @@ export class ClientJobs {
     if (!retried) {
       const now = await store.get(jobId);
       const t = nextJobState(stateOf(now ?? job), { type: 'retry' }, clock.now());
-      throw new ApiError('INVALID_STATE', t.kind === 'refused' ? t.refusal.reason : `Job ${jobId} cannot be retried now.`);
+      throw new ApiError(
+        'INVALID_STATE',
+        t.kind === 'refused' ? t.refusal.reason : `Job ${jobId} cannot be retried now.`,
+      );
     }
     this.#deps.signals.notify('work', endpointId, 1);
     return { id: jobId, status: 'IN_QUEUE' };
@@ -231,7 +268,12 @@ export class ClientJobs {
    * job is not finished, waits up to `waitMs` for some.
    */
   stream(accountId: string, endpointId: string, jobId: string, options: LongPollOptions = {}): Promise<StreamReply> {
-    return longPoll(this.#deps.clock, options.waitMs ?? 0, this.#streamPoll, { accountId, endpointId, jobId, signal: options.signal });
+    return longPoll(this.#deps.clock, options.waitMs ?? 0, this.#streamPoll, {
+      accountId,
+      endpointId,
+      jobId,
+      signal: options.signal,
+    });
   }
 
   readonly #streamPoll: LongPollSteps<JobPoll, StreamReply, StreamReply> = {
@@ -239,7 +281,11 @@ export class ClientJobs {
     read: async (p) => {
       const job = await this.#visible(p.accountId, p.endpointId, p.jobId);
       const chunks = await this.#deps.store.drainStream(p.jobId);
-      if (chunks.length > 0) this.#deps.quota?.streamDrained(p.jobId, chunks.reduce((n, c) => n + Buffer.byteLength(c), 0));
+      if (chunks.length > 0)
+        this.#deps.quota?.streamDrained(
+          p.jobId,
+          chunks.reduce((n, c) => n + Buffer.byteLength(c), 0),
+        );
       return { id: p.jobId, status: job.status, stream: chunks.map((c) => ({ output: JSON.parse(c) as unknown })) };
     },
     ends: (reply) => reply.stream.length > 0 || isTerminalJobStatus(reply.status),
@@ -267,7 +313,8 @@ export class ClientJobs {
 
   async #visible(accountId: string, endpointId: string, jobId: string): Promise<JobRecord> {
     const job = await this.#deps.store.get(jobId);
-    if (!job || job.accountId !== accountId || job.endpointId !== endpointId || !isVisible(job, this.#deps.clock.now())) throw notFound('job', jobId);
+    if (!job || job.accountId !== accountId || job.endpointId !== endpointId || !isVisible(job, this.#deps.clock.now()))
+      throw notFound('job', jobId);
     return job;
   }
 }

@@ -41,7 +41,17 @@ export class FinishedJobs {
     return jobs.flatMap((job) => {
       if (!job || (job.status !== 'COMPLETED' && job.status !== 'FAILED' && job.status !== 'TIMED_OUT')) return [];
       const payload = toWebhookPayload(job);
-      return payload ? [{ id: newId(20), jobId: job.id, accountId: job.accountId, url: payload.webhook, payloadJson: JSON.stringify(payload) }] : [];
+      return payload
+        ? [
+            {
+              id: newId(20),
+              jobId: job.id,
+              accountId: job.accountId,
+              url: payload.webhook,
+              payloadJson: JSON.stringify(payload),
+            },
+          ]
+        : [];
     });
   }
 
@@ -56,8 +66,22 @@ export class FinishedJobs {
       // Keyed by endpoint too: a worker id alone is not secret (job replies show it), and another account's worker may use it.
       if (job.stopRequested === 1 && job.workerId) signals.notify('stop', stopKey(job.endpointId, job.workerId));
       this.#deps.quota?.jobFinished(job.id);
-      const name = job.status === 'COMPLETED' ? 'job:completed' : job.status === 'FAILED' ? 'job:failed' : job.status === 'TIMED_OUT' ? 'job:timed_out' : null;
-      if (name) events.emit(name, { job: toJobView(job), endpointId: job.endpointId, accountId: job.accountId, webhook: toWebhookPayload(job), at: now });
+      const name =
+        job.status === 'COMPLETED'
+          ? 'job:completed'
+          : job.status === 'FAILED'
+            ? 'job:failed'
+            : job.status === 'TIMED_OUT'
+              ? 'job:timed_out'
+              : null;
+      if (name)
+        events.emit(name, {
+          job: toJobView(job),
+          endpointId: job.endpointId,
+          accountId: job.accountId,
+          webhook: toWebhookPayload(job),
+          at: now,
+        });
     }
   }
 

@@ -128,7 +128,12 @@ export interface JobSignalsOptions {
  * - `stop` per worker (`stopKey`: endpoint and worker id): a job it holds must stop → the `job-stop` channel.
  */
 export class JobSignals {
-  readonly #channels: Record<JobChannel, KeyedSignal> = { work: new KeyedSignal(), job: new KeyedSignal(), stream: new KeyedSignal(), stop: new KeyedSignal() };
+  readonly #channels: Record<JobChannel, KeyedSignal> = {
+    work: new KeyedSignal(),
+    job: new KeyedSignal(),
+    stream: new KeyedSignal(),
+    stop: new KeyedSignal(),
+  };
   readonly #onLocal: JobSignalsOptions['onLocal'];
 
   constructor(options: JobSignalsOptions = {}) {

@@ -49,7 +49,9 @@ export function toJobView(job: JobRecord): JobView {
     status: job.status,
     ...(job.delayMs !== null ? { delayTime: job.delayMs } : {}),
     ...(job.executionMs !== null ? { executionTime: job.executionMs } : {}),
-    ...(job.outputJson !== null && (job.status === 'COMPLETED' || job.status === 'IN_PROGRESS') ? { output: parse(job.outputJson) } : {}),
+    ...(job.outputJson !== null && (job.status === 'COMPLETED' || job.status === 'IN_PROGRESS')
+      ? { output: parse(job.outputJson) }
+      : {}),
     ...(job.error !== null ? { error: job.error } : {}),
     retries: job.retries,
     ...(job.workerId !== null ? { workerId: job.workerId } : {}),

@@ -16,4 +16,11 @@ export interface JobsConfig {
   quotaRefreshMs: number;
 }
 
-export const DEFAULT_JOBS_CONFIG: JobsConfig = { retryBudget: 3, retention: DEFAULT_RETENTION, maxBatchSize: 1000, commitConcurrency: 1, sweepLimit: 1000, quotaRefreshMs: 1000 };
+export const DEFAULT_JOBS_CONFIG: JobsConfig = {
+  retryBudget: 3,
+  retention: DEFAULT_RETENTION,
+  maxBatchSize: 1000,
+  commitConcurrency: 1,
+  sweepLimit: 1000,
+  quotaRefreshMs: 1000,
+};

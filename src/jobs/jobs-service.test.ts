@@ -20,7 +20,8 @@ for (const { name, skip } of dialects()) {
     let jobs: JobsService;
     let events: EventBus;
     let emitted: Array<[string, JobEventPayload]>;
-    const submit = (body: Record<string, unknown> = { input: { n: 1 } }, sync = false) => jobs.submit('ep1', 'acct1', body, { sync });
+    const submit = (body: Record<string, unknown> = { input: { n: 1 } }, sync = false) =>
+      jobs.submit('ep1', 'acct1', body, { sync });
 
     before(async () => {
       t = await openTestDb(name);
@@ -32,12 +33,17 @@ for (const { name, skip } of dialects()) {
       clock = new FakeClock();
       events = new EventBus();
       emitted = [];
-      for (const e of ['job:completed', 'job:failed', 'job:timed_out'] as const) events.on(e, (p) => emitted.push([e, p]));
+      for (const e of ['job:completed', 'job:failed', 'job:timed_out'] as const)
+        events.on(e, (p) => emitted.push([e, p]));
       jobs = new JobsService({ db: t.db, clock, events });
     });
 
     test('a submitted job answers IN_QUEUE and its status shows it queued, without s3Config', async () => {
-      const { id, status } = await submit({ input: { prompt: 'hi' }, s3Config: { accessId: 'a', accessSecret: 's' }, webhook: 'http://hook.test/x' });
+      const { id, status } = await submit({
+        input: { prompt: 'hi' },
+        s3Config: { accessId: 'a', accessSecret: 's' },
+        webhook: 'http://hook.test/x',
+      });
       assert.equal(status, 'IN_QUEUE');
       assert.deepEqual(await jobs.status('acct1', 'ep1', id), { id, status: 'IN_QUEUE', retries: 0 });
     });
@@ -46,7 +52,11 @@ for (const { name, skip } of dialects()) {
       await assert.rejects(submit({ policy: { ttl: 5, lowPriority: 1 } }), (err: unknown) => {
         assert.ok(isApiError(err));
         assert.equal(err.status, 400);
-        assert.deepEqual(err.errors, ['input is required', 'policy.ttl must be between 10000 and 604800000 ms', 'policy.lowPriority must be a boolean']);
+        assert.deepEqual(err.errors, [
+          'input is required',
+          'policy.ttl must be between 10000 and 604800000 ms',
+          'policy.lowPriority must be a boolean',
+        ]);
         return true;
       });
     });
@@ -63,12 +73,24 @@ for (const { name, skip } of dialects()) {
       const ids = (await Promise.all(Array.from({ length: 50 }, (_, i) => submit({ input: { i } })))).map((r) => r.id);
       assert.ok(jobs.batchStats.submits.batches < 50, `batches: ${jobs.batchStats.submits.batches}`);
       const taken = await jobs.take('ep1', 'w1', { batchSize: 100 });
-      assert.deepEqual(taken.map((j) => j.id), ids);
-      assert.deepEqual(taken.map((j) => (j.input as { i: number }).i), ids.map((_, i) => i));
+      assert.deepEqual(
+        taken.map((j) => j.id),
+        ids,
+      );
+      assert.deepEqual(
+        taken.map((j) => (j.input as { i: number }).i),
+        ids.map((_, i) => i),
+      );
     });
 
     test('a batch take hands out at most batchSize jobs with input, webhook, s3Config and policy', async () => {
-      for (let i = 0; i < 3; i++) await submit({ input: { i }, webhook: 'http://hook.test', s3Config: { bucketName: 'b' }, policy: { ttl: 60_000 } });
+      for (let i = 0; i < 3; i++)
+        await submit({
+          input: { i },
+          webhook: 'http://hook.test',
+          s3Config: { bucketName: 'b' },
+          policy: { ttl: 60_000 },
+        });
       const taken = await jobs.take('ep1', 'w1', { batchSize: 2 });
       assert.equal(taken.length, 2);
       assert.deepEqual(taken[0], {
@@ -78,8 +100,8 @@ for (const { name, skip } of dialects()) {
         s3Config: { bucketName: 'b' },
         policy: { executionTimeout: 600_000, lowPriority: false, ttl: 60_000 },
       });
-      const view = await jobs.status('acct1', 'ep1', taken[0]!.id);
-      assert.deepEqual(view, { id: taken[0]!.id, status: 'IN_PROGRESS', delayTime: 0, retries: 0, workerId: 'w1' });
+      const view = await jobs.status('acct1', 'ep1', taken[0].id);
+      assert.deepEqual(view, { id: taken[0].id, status: 'IN_PROGRESS', delayTime: 0, retries: 0, workerId: 'w1' });
     });
 
     test('a waiting take is woken by a submission, without polling', async () => {
@@ -89,7 +111,10 @@ for (const { name, skip } of dialects()) {
       assert.equal(jobs.signals.waiting('work', 'ep1'), 1);
       const { id } = await submit();
       const taken = await pending;
-      assert.deepEqual(taken.map((j) => j.id), [id]);
+      assert.deepEqual(
+        taken.map((j) => j.id),
+        [id],
+      );
       assert.ok(performance.now() - started < 2000);
     });
 
@@ -119,15 +144,46 @@ for (const { name, skip } of dialects()) {
       const { id } = await submit({ input: {}, webhook: 'http://hook.test/done' });
       await jobs.take('ep1', 'w1');
       clock.advance(1500);
-      assert.deepEqual(await jobs.complete('w1', id, { output: { text: 'ok' } }), { outcome: 'applied', status: 'COMPLETED', stopPod: false });
+      assert.deepEqual(await jobs.complete('w1', id, { output: { text: 'ok' } }), {
+        outcome: 'applied',
+        status: 'COMPLETED',
+        stopPod: false,
+      });
       const again = await jobs.complete('w1', id, { output: { text: 'ok' } });
-      assert.deepEqual(again, { outcome: 'ignored', status: 'COMPLETED', reason: 'the same result was already recorded', stopPod: false });
+      assert.deepEqual(again, {
+        outcome: 'ignored',
+        status: 'COMPLETED',
+        reason: 'the same result was already recorded',
+        stopPod: false,
+      });
       const webhookDelivery = { status: 'PENDING', attempts: 0, nextAttemptAt: new Date(clock.now()).toISOString() };
-      assert.deepEqual(await jobs.status('acct1', 'ep1', id), { id, status: 'COMPLETED', delayTime: 0, executionTime: 1500, output: { text: 'ok' }, retries: 0, workerId: 'w1', webhookDelivery });
-      assert.deepEqual(emitted.map(([e]) => e), ['job:completed']);
+      assert.deepEqual(await jobs.status('acct1', 'ep1', id), {
+        id,
+        status: 'COMPLETED',
+        delayTime: 0,
+        executionTime: 1500,
+        output: { text: 'ok' },
+        retries: 0,
+        workerId: 'w1',
+        webhookDelivery,
+      });
+      assert.deepEqual(
+        emitted.map(([e]) => e),
+        ['job:completed'],
+      );
       const outbox = await t.db.kysely.selectFrom('webhook_deliveries').selectAll().execute();
       assert.equal(outbox.length, 1);
-      assert.deepEqual(JSON.parse(outbox[0]!.payload), { id, status: 'COMPLETED', delayTime: 0, executionTime: 1500, output: { text: 'ok' }, retries: 0, workerId: 'w1', input: {}, webhook: 'http://hook.test/done' });
+      assert.deepEqual(JSON.parse(outbox[0]!.payload), {
+        id,
+        status: 'COMPLETED',
+        delayTime: 0,
+        executionTime: 1500,
+        output: { text: 'ok' },
+        retries: 0,
+        workerId: 'w1',
+        input: {},
+        webhook: 'http://hook.test/done',
+      });
     });
 
     test('late progress after the result is ignored and does not overwrite it', async () => {
@@ -148,10 +204,13 @@ for (const { name, skip } of dialects()) {
       await jobs.complete('w1', id, { error: 'Traceback …', output: 'partial' });
       const view = await jobs.status('acct1', 'ep1', id);
       assert.deepEqual([view.status, view.error, view.output], ['FAILED', 'Traceback …', undefined]);
-      assert.deepEqual(emitted.map(([e, p]) => [e, p.job.id]), [['job:failed', id]]);
+      assert.deepEqual(
+        emitted.map(([e, p]) => [e, p.job.id]),
+        [['job:failed', id]],
+      );
     });
 
-    test("a post from a worker that does not hold the job is refused, and one for an unknown job is not found", async () => {
+    test('a post from a worker that does not hold the job is refused, and one for an unknown job is not found', async () => {
       const { id } = await submit();
       await jobs.take('ep1', 'w1');
       const foreign = await jobs.complete('w2', id, { output: 1 });
@@ -174,7 +233,7 @@ for (const { name, skip } of dialects()) {
       assert.deepEqual(await jobs.stopRequests('ep1', 'w1'), []);
     });
 
-    test("cancel of a running job cancels it and tells its worker on the job-stop channel, once", async () => {
+    test('cancel of a running job cancels it and tells its worker on the job-stop channel, once', async () => {
       const { id } = await submit();
       await jobs.take('ep1', 'w1');
       const stop = jobs.stopRequests('ep1', 'w1', { waitMs: 5000 });
@@ -245,7 +304,10 @@ for (const { name, skip } of dialects()) {
       const view = await jobs.status('acct1', 'ep1', id);
       assert.deepEqual([view.status, view.executionTime, view.delayTime], ['TIMED_OUT', 5000, 60_000]);
       assert.deepEqual(await jobs.stopRequests('ep1', 'w1'), [id]);
-      assert.deepEqual(emitted.map(([e]) => e), ['job:timed_out']);
+      assert.deepEqual(
+        emitted.map(([e]) => e),
+        ['job:timed_out'],
+      );
       assert.equal((await t.db.kysely.selectFrom('webhook_deliveries').selectAll().execute()).length, 1);
       assert.equal((await jobs.complete('w1', id, { output: 'late' })).outcome, 'ignored');
     });
@@ -281,7 +343,10 @@ for (const { name, skip } of dialects()) {
       const view = await jobs.status('acct1', 'ep1', id);
       assert.equal(view.status, 'FAILED');
       assert.equal((await jobs.queueStats('ep1')).retried, 1);
-      assert.deepEqual(emitted.map(([e]) => e), ['job:failed']);
+      assert.deepEqual(
+        emitted.map(([e]) => e),
+        ['job:failed'],
+      );
     });
 
     test('a job requeued from a lost worker wakes a waiting taker', async () => {
@@ -312,7 +377,11 @@ for (const { name, skip } of dialects()) {
       await jobs.take('ep1', 'w1');
       await jobs.appendStream('w1', id, { output: 'a' });
       await jobs.appendStream('w1', id, { output: 'b' });
-      assert.deepEqual(await jobs.stream('acct1', 'ep1', id), { id, status: 'IN_PROGRESS', stream: [{ output: 'a' }, { output: 'b' }] });
+      assert.deepEqual(await jobs.stream('acct1', 'ep1', id), {
+        id,
+        status: 'IN_PROGRESS',
+        stream: [{ output: 'a' }, { output: 'b' }],
+      });
       const waiting = jobs.stream('acct1', 'ep1', id, { waitMs: 5000 });
       await new Promise((r) => setTimeout(r, 10));
       await jobs.appendStream('w1', id, { output: 'c' });
@@ -324,7 +393,11 @@ for (const { name, skip } of dialects()) {
       assert.equal((await jobs.appendStream('w1', id, { output: 'late' })).outcome, 'ignored');
     });
     test('a submission that fails after its quota admission (the queue positions could not be read) gives the quota back', async () => {
-      const quoted = new JobsService({ db: t.db, clock, quotas: { queuedJobs: 2, storedJobBytes: 1e9, streamBytesPerJob: 1e9 } });
+      const quoted = new JobsService({
+        db: t.db,
+        clock,
+        quotas: { queuedJobs: 2, storedJobBytes: 1e9, streamBytesPerJob: 1e9 },
+      });
       const maxSeq = quoted.store.maxSeq.bind(quoted.store);
       let failures = 1;
       quoted.store.maxSeq = async () => {

@@ -56,12 +56,48 @@ export class JobsService {
     this.events = deps.events ?? new JobEvents();
     const { store, signals, events } = this;
     const sequence = new JobSequence({ store, clock });
-    const quota = deps.quotas ? new JobQuota({ usage: new JobUsageStore(db), clock, quotas: deps.quotas, refreshMs: this.config.quotaRefreshMs }) : undefined;
+    const quota = deps.quotas
+      ? new JobQuota({
+          usage: new JobUsageStore(db),
+          clock,
+          quotas: deps.quotas,
+          refreshMs: this.config.quotaRefreshMs,
+        })
+      : undefined;
     const finished = new FinishedJobs({ store, clock, signals, events, ...(quota ? { quota } : {}) });
     const batching = { maxBatchSize: this.config.maxBatchSize, concurrency: this.config.commitConcurrency };
-    this.#client = new ClientJobs({ store, webhooks: new WebhookStore(db), clock, signals, events, sequence, finished, batching, webhookAddresses: deps.webhookAddresses, ...(quota ? { quota } : {}) });
-    this.#worker = new WorkerJobs({ db, store, clock, signals, sequence, finished, retryBudget: this.config.retryBudget, batching, ...(quota ? { quota } : {}) });
-    this.#sweeper = new JobSweeper({ db, store, clock, signals, finished, sweepLimit: this.config.sweepLimit, usage: new JobUsageStore(db) });
+    this.#client = new ClientJobs({
+      store,
+      webhooks: new WebhookStore(db),
+      clock,
+      signals,
+      events,
+      sequence,
+      finished,
+      batching,
+      webhookAddresses: deps.webhookAddresses,
+      ...(quota ? { quota } : {}),
+    });
+    this.#worker = new WorkerJobs({
+      db,
+      store,
+      clock,
+      signals,
+      sequence,
+      finished,
+      retryBudget: this.config.retryBudget,
+      batching,
+      ...(quota ? { quota } : {}),
+    });
+    this.#sweeper = new JobSweeper({
+      db,
+      store,
+      clock,
+      signals,
+      finished,
+      sweepLimit: this.config.sweepLimit,
+      usage: new JobUsageStore(db),
+    });
   }
 
   // ── clients: see ClientJobs ────────────────────────────────────────────────────────────────

@@ -35,7 +35,11 @@ function fixture() {
 }
 
 /** Steps whose reads answer `values` in turn; a read ends the wait when it is 'done'. */
-function steps(wait: (ms: number) => Waiter, values: string[], extra: Partial<LongPollSteps<null, string, string>> = {}) {
+function steps(
+  wait: (ms: number) => Waiter,
+  values: string[],
+  extra: Partial<LongPollSteps<null, string, string>> = {},
+) {
   let reads = 0;
   const s: LongPollSteps<null, string, string> = {
     wait: (_, ms) => wait(ms),
@@ -65,50 +69,62 @@ describe('longPoll', () => {
     assert.deepEqual(f.timeouts, [1000]);
   });
 
-  it('a notification that lands during the read is not lost: the waiter is registered before the read', { timeout: 5000 }, async () => {
-    const f = fixture();
-    let reads = 0;
-    const s = steps(f.wait, [], {
-      read: async () => {
-        reads++;
-        if (reads === 1) {
-          f.signal.notify(KEY);
-          return 'nothing';
-        }
-        return 'done';
-      },
-    });
-    // no clock time passes: only the wake-up can end the first wait
-    assert.equal(await longPoll(f.clock, 1000, s.steps, null), 'answer:done');
-    assert.equal(reads, 2);
-  });
+  it(
+    'a notification that lands during the read is not lost: the waiter is registered before the read',
+    { timeout: 5000 },
+    async () => {
+      const f = fixture();
+      let reads = 0;
+      const s = steps(f.wait, [], {
+        read: async () => {
+          reads++;
+          if (reads === 1) {
+            f.signal.notify(KEY);
+            return 'nothing';
+          }
+          return 'done';
+        },
+      });
+      // no clock time passes: only the wake-up can end the first wait
+      assert.equal(await longPoll(f.clock, 1000, s.steps, null), 'answer:done');
+      assert.equal(reads, 2);
+    },
+  );
 
-  it('after a wake-up without an answer it waits only for the time left on the clock, then times out', { timeout: 5000 }, async () => {
-    const f = fixture();
-    const s = steps(f.wait, ['nothing', 'nothing', 'done']);
-    const reply = longPoll(f.clock, 1000, s.steps, null);
-    await f.timers.advance(300);
-    f.signal.notify(KEY);
-    await settle();
-    assert.deepEqual(f.timeouts, [1000, 700]);
-    await f.timers.advance(699);
-    assert.equal(s.reads(), 2, 'still waiting 1 ms before the deadline');
-    await f.timers.advance(1);
-    assert.equal(await reply, 'timed out');
-    assert.equal(s.reads(), 2, 'a timeout answers without another read');
-  });
+  it(
+    'after a wake-up without an answer it waits only for the time left on the clock, then times out',
+    { timeout: 5000 },
+    async () => {
+      const f = fixture();
+      const s = steps(f.wait, ['nothing', 'nothing', 'done']);
+      const reply = longPoll(f.clock, 1000, s.steps, null);
+      await f.timers.advance(300);
+      f.signal.notify(KEY);
+      await settle();
+      assert.deepEqual(f.timeouts, [1000, 700]);
+      await f.timers.advance(699);
+      assert.equal(s.reads(), 2, 'still waiting 1 ms before the deadline');
+      await f.timers.advance(1);
+      assert.equal(await reply, 'timed out');
+      assert.equal(s.reads(), 2, 'a timeout answers without another read');
+    },
+  );
 
-  it('woken when no time is left, it reads once more without waiting and answers that read', { timeout: 5000 }, async () => {
-    const f = fixture();
-    const s = steps(f.wait, ['nothing', 'nothing']);
-    const reply = longPoll(f.clock, 1000, s.steps, null);
-    await settle();
-    f.clock.advance(1500); // the wake-up comes late: the deadline has passed
-    f.signal.notify(KEY);
-    assert.equal(await reply, 'answer:nothing');
-    assert.equal(s.reads(), 2);
-    assert.deepEqual(f.timeouts, [1000]);
-  });
+  it(
+    'woken when no time is left, it reads once more without waiting and answers that read',
+    { timeout: 5000 },
+    async () => {
+      const f = fixture();
+      const s = steps(f.wait, ['nothing', 'nothing']);
+      const reply = longPoll(f.clock, 1000, s.steps, null);
+      await settle();
+      f.clock.advance(1500); // the wake-up comes late: the deadline has passed
+      f.signal.notify(KEY);
+      assert.equal(await reply, 'answer:nothing');
+      assert.equal(s.reads(), 2);
+      assert.deepEqual(f.timeouts, [1000]);
+    },
+  );
 
   it('a reply from woken() answers without another read', { timeout: 5000 }, async () => {
     const f = fixture();
@@ -120,19 +136,23 @@ describe('longPoll', () => {
     assert.equal(s.reads(), 1);
   });
 
-  it('a read that throws cancels its waiter, passing a wake-up it had received to the next waiter', { timeout: 5000 }, async () => {
-    const f = fixture();
-    let nextWoken: boolean | undefined;
-    const s = steps(f.wait, [], {
-      read: async () => {
-        void f.signal.waiter(KEY, 60_000).promise.then((woken) => (nextWoken = woken));
-        f.signal.notify(KEY, 1); // wakes the oldest: the long-poll's own waiter
-        throw new Error('the store failed');
-      },
-    });
-    await assert.rejects(longPoll(f.clock, 1000, s.steps, null), /the store failed/);
-    await settle();
-    assert.equal(nextWoken, true, 'the wake-up went on to the next waiter');
-    assert.equal(f.signal.waiting(KEY), 0);
-  });
+  it(
+    'a read that throws cancels its waiter, passing a wake-up it had received to the next waiter',
+    { timeout: 5000 },
+    async () => {
+      const f = fixture();
+      let nextWoken: boolean | undefined;
+      const s = steps(f.wait, [], {
+        read: async () => {
+          void f.signal.waiter(KEY, 60_000).promise.then((woken) => (nextWoken = woken));
+          f.signal.notify(KEY, 1); // wakes the oldest: the long-poll's own waiter
+          throw new Error('the store failed');
+        },
+      });
+      await assert.rejects(longPoll(f.clock, 1000, s.steps, null), /the store failed/);
+      await settle();
+      assert.equal(nextWoken, true, 'the wake-up went on to the next waiter');
+      assert.equal(f.signal.waiting(KEY), 0);
+    },
+  );
 });

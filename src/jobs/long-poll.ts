@@ -28,7 +28,12 @@ export interface LongPollSteps<A, T, R> {
  * already received on to the next waiter. A wake-up without an answer reads again, waiting only
  * for the time left; with none left the read is answered as it is. `waitMs` 0 reads once.
  */
-export async function longPoll<A, T, R>(clock: Clock, waitMs: number, steps: LongPollSteps<A, T, R>, args: A): Promise<R> {
+export async function longPoll<A, T, R>(
+  clock: Clock,
+  waitMs: number,
+  steps: LongPollSteps<A, T, R>,
+  args: A,
+): Promise<R> {
   const deadline = clock.now() + waitMs;
   for (;;) {
     const remaining = deadline - clock.now();

@@ -56,7 +56,10 @@ export class Timekeeper {
     for (const worker of await workers.expire(now - config.heartbeatTimeoutMs, now)) {
       const moved = await jobs.workerLost(worker.id, worker.endpointId);
       lostWorkers.push({ id: worker.id, ...moved });
-      this.#deps.logger?.warn({ workerId: worker.id, endpointId: worker.endpointId, ...moved }, 'worker lost: no heartbeat');
+      this.#deps.logger?.warn(
+        { workerId: worker.id, endpointId: worker.endpointId, ...moved },
+        'worker lost: no heartbeat',
+      );
     }
     await workers.refreshLiveCounts();
     return { ...result, lostWorkers };

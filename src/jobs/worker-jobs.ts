@@ -14,7 +14,16 @@ import { parseWorkerPost, workerResultEvent, type WorkerPostOutcome } from './wo
 
 export interface WorkerJobsDeps {
   db: Db;
-  store: Pick<JobStore, 'get' | 'takeCommitted' | 'completeCommitted' | 'release' | 'requeueFromWorker' | 'takeStopRequests' | 'appendStream'>;
+  store: Pick<
+    JobStore,
+    | 'get'
+    | 'takeCommitted'
+    | 'completeCommitted'
+    | 'release'
+    | 'requeueFromWorker'
+    | 'takeStopRequests'
+    | 'appendStream'
+  >;
   clock: Clock;
   signals: JobSignals;
   sequence: JobSequence;
@@ -74,9 +83,18 @@ export class WorkerJobs {
    * IN_PROGRESS on `workerId`. Waits up to `waitMs` for a submission when the queue is empty;
    * answers [] when none came. Concurrent takes are group-committed like submissions.
    */
-  take(endpointId: string, workerId: string, options: LongPollOptions & { batchSize?: number } = {}): Promise<TakenJob[]> {
+  take(
+    endpointId: string,
+    workerId: string,
+    options: LongPollOptions & { batchSize?: number } = {},
+  ): Promise<TakenJob[]> {
     const n = Math.max(1, Math.floor(options.batchSize ?? 1));
-    return longPoll(this.#deps.clock, options.waitMs ?? 0, this.#takePoll, { endpointId, workerId, n, signal: options.signal });
+    return longPoll(this.#deps.clock, options.waitMs ?? 0, this.#takePoll, {
+      endpointId,
+      workerId,
+      n,
+      signal: options.signal,
+    });
   }
 
   readonly #takePoll: LongPollSteps<TakePoll, JobRecord[], TakenJob[]> = {
@@ -84,12 +102,16 @@ export class WorkerJobs {
     read: (p) => this.#takes.add({ endpointId: p.endpointId, workerId: p.workerId, n: p.n }),
     ends: (jobs) => jobs.length > 0,
     // A worker that went away while its take was being committed would run none of its jobs.
-    answer: (p, jobs) => (jobs.length > 0 && p.signal?.aborted ? this.#releaseAll(p.workerId, jobs) : jobs.map(toTakenJob)),
+    answer: (p, jobs) =>
+      jobs.length > 0 && p.signal?.aborted ? this.#releaseAll(p.workerId, jobs) : jobs.map(toTakenJob),
     timedOut: () => [],
   };
 
   async #releaseAll(workerId: string, jobs: readonly JobRecord[]): Promise<TakenJob[]> {
-    await this.release(workerId, jobs.map((j) => j.id));
+    await this.release(
+      workerId,
+      jobs.map((j) => j.id),
+    );
     return [];
   }
 
@@ -116,7 +138,13 @@ export class WorkerJobs {
    * would pass it is not stored — a result finishes the job FAILED saying so (the job is not left
    * running), a progress post is ignored.
    */
-  async complete(workerId: string, jobId: string, body: unknown, endpointId?: string, accountId?: string): Promise<WorkerPostOutcome> {
+  async complete(
+    workerId: string,
+    jobId: string,
+    body: unknown,
+    endpointId?: string,
+    accountId?: string,
+  ): Promise<WorkerPostOutcome> {
     const { result, stopPod } = parseWorkerPost(jobId, workerId, body, endpointId);
     let settle: (() => void) | undefined;
     const quota = accountId !== undefined ? this.#deps.quota : undefined;
@@ -126,8 +154,13 @@ export class WorkerJobs {
       const admission = quota!.admitBytes(accountId!, bytes);
       const admitted = admission instanceof Promise ? await admission : admission;
       if ('refusal' in admitted) {
-        if (result.status === 'IN_PROGRESS') return { outcome: 'ignored', status: 'IN_PROGRESS', reason: admitted.refusal, stopPod };
-        Object.assign(result, { status: 'FAILED', outputJson: null, error: `The job's ${result.status === 'FAILED' ? 'error' : 'output'} was not stored: ${admitted.refusal}` });
+        if (result.status === 'IN_PROGRESS')
+          return { outcome: 'ignored', status: 'IN_PROGRESS', reason: admitted.refusal, stopPod };
+        Object.assign(result, {
+          status: 'FAILED',
+          outputJson: null,
+          error: `The job's ${result.status === 'FAILED' ? 'error' : 'output'} was not stored: ${admitted.refusal}`,
+        });
       } else settle = admitted.settle;
     }
     let changed: JobRecord | null;
@@ -139,7 +172,8 @@ export class WorkerJobs {
     if (changed) return { outcome: 'applied', status: changed.status, stopPod };
     const job = await this.#deps.store.get(jobId);
     const now = this.#deps.clock.now();
-    if (!job || !isVisible(job, now) || (endpointId !== undefined && job.endpointId !== endpointId)) return { outcome: 'not-found', stopPod };
+    if (!job || !isVisible(job, now) || (endpointId !== undefined && job.endpointId !== endpointId))
+      return { outcome: 'not-found', stopPod };
     const t = nextJobState(stateOf(job), workerResultEvent(result), now);
     switch (t.kind) {
       case 'ignored':
@@ -149,7 +183,16 @@ export class WorkerJobs {
       case 'changed':
       case 'deleted':
         // The job moved between the commit and this read (e.g. requeued, then taken again).
-        return { outcome: 'refused', refusal: { code: 'NOT_RUNNING', status: job.status, event: workerResultEvent(result).type, reason: 'The job changed state meanwhile.' }, stopPod };
+        return {
+          outcome: 'refused',
+          refusal: {
+            code: 'NOT_RUNNING',
+            status: job.status,
+            event: workerResultEvent(result).type,
+            reason: 'The job changed state meanwhile.',
+          },
+          stopPod,
+        };
       default:
         return ((x: never) => x)(t);
     }
@@ -162,9 +205,15 @@ export class WorkerJobs {
   async appendStream(workerId: string, jobId: string, body: unknown, endpointId?: string): Promise<WorkerPostOutcome> {
     const job = await this.#deps.store.get(jobId);
     const now = this.#deps.clock.now();
-    if (!job || !isVisible(job, now) || (endpointId !== undefined && job.endpointId !== endpointId)) return { outcome: 'not-found', stopPod: false };
+    if (!job || !isVisible(job, now) || (endpointId !== undefined && job.endpointId !== endpointId))
+      return { outcome: 'not-found', stopPod: false };
     if (job.status !== 'IN_PROGRESS' || job.workerId !== workerId)
-      return { outcome: 'ignored', status: job.status, reason: 'the job is not running on this worker', stopPod: false };
+      return {
+        outcome: 'ignored',
+        status: job.status,
+        reason: 'the job is not running on this worker',
+        stopPod: false,
+      };
     const output = isObject(body) && 'output' in body ? body.output : body;
     const outputJson = JSON.stringify(output ?? null);
     // Throws 429 QUOTA_EXCEEDED over the per-job or the account's quota: the chunk is dropped, the job goes on.
@@ -185,7 +234,12 @@ export class WorkerJobs {
 
   /** `job-stop`: ids of the endpoint's jobs the worker must stop (each answered once); waits up to `waitMs` for one. */
   stopRequests(endpointId: string, workerId: string, options: LongPollOptions = {}): Promise<string[]> {
-    return longPoll(this.#deps.clock, options.waitMs ?? 0, this.#stopPoll, { endpointId, workerId, n: 0, signal: options.signal });
+    return longPoll(this.#deps.clock, options.waitMs ?? 0, this.#stopPoll, {
+      endpointId,
+      workerId,
+      n: 0,
+      signal: options.signal,
+    });
   }
 
   readonly #stopPoll: LongPollSteps<TakePoll, string[], string[]> = {

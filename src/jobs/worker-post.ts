@@ -36,7 +36,8 @@ function parse(jobId: string, workerId: string, body: unknown): WorkerPost {
     const error = typeof b.error === 'string' ? b.error.replaceAll('\u0000', '\uFFFD') : JSON.stringify(b.error);
     return { result: { id: jobId, workerId, status: 'FAILED', outputJson: null, error }, stopPod };
   }
-  if (b.status === 'IN_PROGRESS') return { result: { id: jobId, workerId, status: 'IN_PROGRESS', outputJson, error: null }, stopPod };
+  if (b.status === 'IN_PROGRESS')
+    return { result: { id: jobId, workerId, status: 'IN_PROGRESS', outputJson, error: null }, stopPod };
   return { result: { id: jobId, workerId, status: 'COMPLETED', outputJson, error: null }, stopPod };
 }
 

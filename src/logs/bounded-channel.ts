@@ -19,7 +19,8 @@ export class BoundedChannel<T> {
 
   /** Adds an item, waiting for room; answers false (dropping it) once the channel is closed. */
   async push(item: T): Promise<boolean> {
-    while (!this.#closed && this.#items.length >= this.#capacity) await new Promise<void>((resolve) => this.#pushWakes.push(resolve));
+    while (!this.#closed && this.#items.length >= this.#capacity)
+      await new Promise<void>((resolve) => this.#pushWakes.push(resolve));
     if (this.#closed) return false;
     this.#items.push(item);
     this.#readerWake?.();

@@ -23,7 +23,8 @@ export function parseRfc3339(text: string): number | null {
 /** RFC3339 with milliseconds, UTC: `2026-06-01T12:02:03.000Z`. */
 export const formatTs = (ms: number): string => new Date(ms).toISOString();
 
-export const formatEventId = (ts: number, ordinal: number): string => `${formatTs(ts)}/${String(ordinal).padStart(12, '0')}`;
+export const formatEventId = (ts: number, ordinal: number): string =>
+  `${formatTs(ts)}/${String(ordinal).padStart(12, '0')}`;
 
 /** A `Last-Event-ID` this endpoint emitted (or a plain RFC3339 time), or null when it is neither. */
 export function parseEventId(text: string): LogCursor | null {

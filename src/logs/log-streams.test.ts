@@ -31,7 +31,12 @@ describe('log streams', () => {
         }
       },
     };
-    const streams = new LogStreams({ runtime, systemLog: quietSystemLog, clock: new FakeClock(1_000), bufferLines: 16 });
+    const streams = new LogStreams({
+      runtime,
+      systemLog: quietSystemLog,
+      clock: new FakeClock(1_000),
+      bufferLines: 16,
+    });
     const abort = new AbortController();
     const it = streams.open(alive, { start: { tail: 0 }, signal: abort.signal })[Symbol.asyncIterator]();
     assert.equal((await it.next()).value?.line, 'line 1');
@@ -44,40 +49,61 @@ describe('log streams', () => {
   test("output the runtime cannot read now is told as the stream's last platform line, after the kept platform lines", async () => {
     const runtime = {
       async *output(): AsyncGenerator<OutputLine> {
-        throw new Error('host h1 unreachable since 2026-01-01T00:00:00.000Z: the output stays on the host until its agent is back');
+        throw new Error(
+          'host h1 unreachable since 2026-01-01T00:00:00.000Z: the output stays on the host until its agent is back',
+        );
       },
     };
-    const systemLog = { ...quietSystemLog, read: async (): Promise<SystemLogRow[]> => [{ seq: 1, ts: 500, line: 'placed on host h1' } as SystemLogRow] };
+    const systemLog = {
+      ...quietSystemLog,
+      read: async (): Promise<SystemLogRow[]> => [{ seq: 1, ts: 500, line: 'placed on host h1' } as SystemLogRow],
+    };
     const streams = new LogStreams({ runtime, systemLog, clock: new FakeClock(1_000) });
     const stopped: LogTarget = { instanceId: 'pod1', alive: async () => false };
     const lines: string[] = [];
-    for await (const e of streams.open(stopped, { start: { tail: 100 }, signal: new AbortController().signal })) lines.push(`${e.source}: ${e.line}`);
-    assert.deepEqual(lines, ['system: placed on host h1', 'system: container output unavailable: host h1 unreachable since 2026-01-01T00:00:00.000Z: the output stays on the host until its agent is back']);
+    for await (const e of streams.open(stopped, { start: { tail: 100 }, signal: new AbortController().signal }))
+      lines.push(`${e.source}: ${e.line}`);
+    assert.deepEqual(lines, [
+      'system: placed on host h1',
+      'system: container output unavailable: host h1 unreachable since 2026-01-01T00:00:00.000Z: the output stays on the host until its agent is back',
+    ]);
   });
 
   test('sources merge by time, system first at equal times, each in its own order', () => {
     const s = (ts: number, line: string): LogEntry => ({ ts, source: 'system', line });
     const c = (ts: number, line: string): LogEntry => ({ ts, source: 'container', line });
     assert.deepEqual(
-      mergeByTs([s(1, 'placed'), s(3, 'started'), s(9, 'stopped')], [c(3, 'a'), c(3, 'b'), c(5, 'c')]).map((e) => e.line),
+      mergeByTs([s(1, 'placed'), s(3, 'started'), s(9, 'stopped')], [c(3, 'a'), c(3, 'b'), c(5, 'c')]).map(
+        (e) => e.line,
+      ),
       ['placed', 'started', 'a', 'b', 'c', 'stopped'],
     );
   });
 
   test('a resume cursor skips the lines up to its ordinal at its time; a plain time skips every line at it', () => {
     const lines = [1, 2, 2, 2, 3].map((ts, i): LogEntry => ({ ts, source: 'container', line: String(i) }));
-    assert.deepEqual(afterCursor(lines, { ts: 2, ordinal: 0 }).map((e) => e.line), ['2', '3', '4']);
-    assert.deepEqual(afterCursor(lines, { ts: 2, ordinal: 2 }).map((e) => e.line), ['4']);
-    assert.deepEqual(afterCursor(lines, { ts: 2, ordinal: null }).map((e) => e.line), ['4']);
+    assert.deepEqual(
+      afterCursor(lines, { ts: 2, ordinal: 0 }).map((e) => e.line),
+      ['2', '3', '4'],
+    );
+    assert.deepEqual(
+      afterCursor(lines, { ts: 2, ordinal: 2 }).map((e) => e.line),
+      ['4'],
+    );
+    assert.deepEqual(
+      afterCursor(lines, { ts: 2, ordinal: null }).map((e) => e.line),
+      ['4'],
+    );
   });
 
   test('ids count lines per time, and a live line older than the one before it (another source) takes that time in its id, so ids never go back', async () => {
     const runtime = {
       async *output(_id: string, q: OutputQuery): AsyncGenerator<OutputLine> {
-        if (!q.follow) return yield* [
-          { ts: 5_000, line: 'a' },
-          { ts: 5_000, line: 'b' },
-        ];
+        if (!q.follow)
+          return yield* [
+            { ts: 5_000, line: 'a' },
+            { ts: 5_000, line: 'b' },
+          ];
         yield { ts: 6_000, line: 'c' };
         await new Promise((r) => q.signal.addEventListener('abort', r, { once: true }));
       },

@@ -104,13 +104,19 @@ export class LogStreams {
     }
   }
 
-  async *#stream(target: LogTarget, start: LogStart, sources: readonly LogSource[] | undefined, signal: AbortSignal): AsyncGenerator<LogEvent> {
+  async *#stream(
+    target: LogTarget,
+    start: LogStart,
+    sources: readonly LogSource[] | undefined,
+    signal: AbortSignal,
+  ): AsyncGenerator<LogEvent> {
     const want = new Set(sources ?? LOG_SOURCES);
     const wantContainer = want.has('container') && this.#d.runtime.output !== undefined;
     const wantSystem = want.has('system');
     const id = target.instanceId;
     const now = this.#d.clock.now();
-    const lowerMs = 'tail' in start ? (start.tail === 0 ? now : undefined) : 'sinceMs' in start ? start.sinceMs : start.after.ts;
+    const lowerMs =
+      'tail' in start ? (start.tail === 0 ? now : undefined) : 'sinceMs' in start ? start.sinceMs : start.after.ts;
     const tail = 'tail' in start && start.tail > 0 ? start.tail : undefined;
     // Live only: what is already there at `now` is read too, only to start after it.
     const liveOnly = 'tail' in start && start.tail === 0;
@@ -133,7 +139,11 @@ export class LogStreams {
         if (signal.aborted) return;
         // The output cannot be read now (its host's agent is away): the reader is told why, in a
         // platform line of this stream only, rather than left with a stream that ends unexplained.
-        yield { ts: Math.max(now, containerCursor.ts ?? 0), source: 'system', line: `container output unavailable: ${(err as Error).message}` };
+        yield {
+          ts: Math.max(now, containerCursor.ts ?? 0),
+          source: 'system',
+          line: `container output unavailable: ${(err as Error).message}`,
+        };
       }
     };
 
@@ -182,7 +192,10 @@ export class LogStreams {
         let since = systemSince;
         for (;;) {
           const version = this.#d.systemLog.version;
-          const rows = await this.#d.systemLog.read(id, systemAfter !== undefined ? { afterSeq: systemAfter } : since !== undefined ? { sinceMs: since } : {});
+          const rows = await this.#d.systemLog.read(
+            id,
+            systemAfter !== undefined ? { afterSeq: systemAfter } : since !== undefined ? { sinceMs: since } : {},
+          );
           for (const r of rows) if (!(await channel.push({ ts: r.ts, source: 'system', line: r.line }))) return;
           if (rows.length > 0) systemAfter = rows[rows.length - 1]!.seq;
           since = undefined;
@@ -211,12 +224,21 @@ export class LogStreams {
   }
 
   /** The instance's output from the cursor on, reopened while the instance is alive (a launch, a restart). */
-  async #followContainer(target: LogTarget, cursor: SourceCursor, channel: BoundedChannel<LogEntry>, signal: AbortSignal): Promise<void> {
+  async #followContainer(
+    target: LogTarget,
+    cursor: SourceCursor,
+    channel: BoundedChannel<LogEntry>,
+    signal: AbortSignal,
+  ): Promise<void> {
     const output = this.#d.runtime.output!.bind(this.#d.runtime);
     while (!signal.aborted) {
       const version = this.#d.systemLog.version;
       let skip = cursor.seen;
-      for await (const l of output(target.instanceId, { ...(cursor.ts !== undefined ? { sinceMs: cursor.ts } : {}), follow: true, signal })) {
+      for await (const l of output(target.instanceId, {
+        ...(cursor.ts !== undefined ? { sinceMs: cursor.ts } : {}),
+        follow: true,
+        signal,
+      })) {
         if (cursor.ts !== undefined && l.ts < cursor.ts) continue;
         if (l.ts === cursor.ts && skip > 0) {
           skip--;

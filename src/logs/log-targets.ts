@@ -37,7 +37,8 @@ export class LogTargets {
 
   /** The worker's logs; followed until it is dead. */
   async worker(accountId: string, endpointId: string, workerId: string): Promise<LogTarget> {
-    const status = async (): Promise<string | null> => (await this.#d.endpoints.workers(accountId, endpointId)).find((w) => w.id === workerId)?.status ?? null;
+    const status = async (): Promise<string | null> =>
+      (await this.#d.endpoints.workers(accountId, endpointId)).find((w) => w.id === workerId)?.status ?? null;
     if ((await status()) === null) throw notFound('worker', workerId);
     return {
       instanceId: workerId,

@@ -18,7 +18,8 @@ test('a /16 pool spans the third octet and an unaligned base is aligned', () => 
 });
 
 test('malformed pools are rejected', () => {
-  for (const bad of ['10.200.0.0', '10.200.0.0/33', '300.1.1.1/16', 'x/16', '10.0.0.0/31']) assert.throws(() => parsePool(bad), /Invalid global networking pool/);
+  for (const bad of ['10.200.0.0', '10.200.0.0/33', '300.1.1.1/16', 'x/16', '10.0.0.0/31'])
+    assert.throws(() => parsePool(bad), /Invalid global networking pool/);
 });
 
 test('the pool hands out the lowest free address, skips those held by stored pods and reuses released ones', async () => {

@@ -20,14 +20,15 @@ const toInt = (ip: string): number | null => {
   return n;
 };
 
-export const toIp = (n: number): string => [n >>> 24, (n >>> 16) & 255, (n >>> 8) & 255, n & 255].join('.');
+const toIp = (n: number): string => [n >>> 24, (n >>> 16) & 255, (n >>> 8) & 255, n & 255].join('.');
 
 /** Parses `a.b.c.d/len` (len 8-30) into its usable range. */
 export function parsePool(cidr: string): AddressRange {
   const m = /^([\d.]+)\/(\d{1,2})$/.exec(cidr.trim());
   const base = m ? toInt(m[1]!) : null;
   const len = m ? Number(m[2]) : NaN;
-  if (base === null || !(len >= 8 && len <= 30)) throw new Error(`Invalid global networking pool "${cidr}": expected an IPv4 CIDR such as 10.200.0.0/16`);
+  if (base === null || !(len >= 8 && len <= 30))
+    throw new Error(`Invalid global networking pool "${cidr}": expected an IPv4 CIDR such as 10.200.0.0/16`);
   const size = 2 ** (32 - len);
   const network = base - (base % size);
   return { first: network + 1, last: network + size - 2 };

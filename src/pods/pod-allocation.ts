@@ -7,7 +7,9 @@ import type { Allocation, Inventory } from '../inventory/inventory.js';
 import type { PodRecord, PortMapping } from '../store/pod-store.js';
 
 /** The exact resources a pod holds on its host; the same shape placement reserved at create. */
-export function allocationOf(pod: Pick<PodRecord, 'hostId' | 'gpuIndices' | 'vcpuCount' | 'memoryGb' | 'disk' | 'mounts' | 'portMappings'>): Allocation {
+export function allocationOf(
+  pod: Pick<PodRecord, 'hostId' | 'gpuIndices' | 'vcpuCount' | 'memoryGb' | 'disk' | 'mounts' | 'portMappings'>,
+): Allocation {
   return {
     hostId: pod.hostId ?? '',
     gpuIndices: pod.gpuIndices,
@@ -19,7 +21,8 @@ export function allocationOf(pod: Pick<PodRecord, 'hostId' | 'gpuIndices' | 'vcp
 }
 
 /** Container disk plus the persistent mount: what the host's disk gives the pod. */
-export const diskOf = (pod: Pick<PodRecord, 'disk' | 'mounts'>): number => pod.disk + (pod.mounts.persistent?.size ?? 0);
+export const diskOf = (pod: Pick<PodRecord, 'disk' | 'mounts'>): number =>
+  pod.disk + (pod.mounts.persistent?.size ?? 0);
 
 /** Private port and protocol of each `<port>/<protocol>`. */
 export const parsePorts = (ports: string[]): Array<{ private: number; type: string }> =>
@@ -34,7 +37,11 @@ export const parsePorts = (ports: string[]): Array<{ private: number; type: stri
  * meant to run keeps the new reservation; a stopped one only records the mapping (start
  * reserves it). Synchronous: nothing else can touch the inventory between the steps.
  */
-export function reallocateOnHost(inventory: Pick<Inventory, 'host' | 'allocationOf' | 'release' | 'reserveExact'>, pod: PodRecord, next: PodRecord): PortMapping[] {
+export function reallocateOnHost(
+  inventory: Pick<Inventory, 'host' | 'allocationOf' | 'release' | 'reserveExact'>,
+  pod: PodRecord,
+  next: PodRecord,
+): PortMapping[] {
   const host = pod.hostId ? inventory.host(pod.hostId) : undefined;
   if (!host) throw new ApiError('HOST_FULL', `Pod "${pod.id}" has no host to change its ports or disk on.`);
   const holding = inventory.allocationOf(pod.id) !== undefined;
@@ -57,7 +64,10 @@ export function reallocateOnHost(inventory: Pick<Inventory, 'host' | 'allocation
   const chosen = (): number[] => mappings.map((m) => m.public).filter((p): p is number => p !== null);
   if (!attempt(chosen())) {
     restore();
-    throw new ApiError('HOST_FULL', `Host "${host.id}" of pod "${pod.id}" lacks the resources for the change (disk ${diskOf(next)} GB or its ports).`);
+    throw new ApiError(
+      'HOST_FULL',
+      `Host "${host.id}" of pod "${pod.id}" lacks the resources for the change (disk ${diskOf(next)} GB or its ports).`,
+    );
   }
   for (const m of mappings) {
     if (m.public !== null) continue;
@@ -71,7 +81,10 @@ export function reallocateOnHost(inventory: Pick<Inventory, 'host' | 'allocation
     }
     if (m.public === null) {
       restore();
-      throw new ApiError('HOST_FULL', `Host "${host.id}" of pod "${pod.id}" has no free public port for ${m.private}/${m.type}.`);
+      throw new ApiError(
+        'HOST_FULL',
+        `Host "${host.id}" of pod "${pod.id}" has no free public port for ${m.private}/${m.type}.`,
+      );
     }
   }
   if (!holding) inventory.release(pod.id);

@@ -86,7 +86,13 @@ export class PodController {
     this.#deps = deps;
     this.#lease = deps.lease ?? heldLease('pods');
     this.store = new PodStore(deps.db);
-    this.#status = new PodStatusWriter({ store: this.store, inventory: deps.inventory, clock: deps.clock, events: deps.events, systemLog: deps.systemLog });
+    this.#status = new PodStatusWriter({
+      store: this.store,
+      inventory: deps.inventory,
+      clock: deps.clock,
+      events: deps.events,
+      systemLog: deps.systemLog,
+    });
     this.addresses = new GlobalAddressPool(deps.config.networking.globalPool, () => this.store.listGlobalIps());
     // Runtime changes only wake the pod up; reconcile re-reads the instance, so a late event
     // about an instance that was since replaced does no harm.
@@ -108,7 +114,9 @@ export class PodController {
     for (const pod of await this.store.listActive()) {
       await this.#queues
         .run(pod.id, () => this.#restore(pod, live.get(pod.id) ?? null, now))
-        .catch((err: unknown) => this.#deps.logger.error({ err, podId: pod.id }, 'restoring the pod at server start failed'));
+        .catch((err: unknown) =>
+          this.#deps.logger.error({ err, podId: pod.id }, 'restoring the pod at server start failed'),
+        );
       this.kick(pod.id);
     }
     this.#timer = setInterval(() => void this.#sweep(), Math.max(50, this.#deps.config.pods.reconcileIntervalMs));
@@ -126,10 +134,16 @@ export class PodController {
       else if (isLive(pod.status)) await this.#status.settle(pod, 'EXITED', pod.statusReason ?? 'stopped by user');
       return;
     }
-    const reserved = pod.hostId ? this.#deps.inventory.reserveExact(pod.id, allocationOf(pod)) : { ok: false as const, reason: 'it has no machine assignment' };
+    const reserved = pod.hostId
+      ? this.#deps.inventory.reserveExact(pod.id, allocationOf(pod))
+      : { ok: false as const, reason: 'it has no machine assignment' };
     if (!reserved.ok) {
       if (live) await this.#deps.runtime.stop(pod.id);
-      await this.#status.settle(pod, 'ERROR', `Its machine could not be reserved again after a server restart: ${reserved.reason}`);
+      await this.#status.settle(
+        pod,
+        'ERROR',
+        `Its machine could not be reserved again after a server restart: ${reserved.reason}`,
+      );
       return;
     }
     if (live) {
@@ -158,17 +172,17 @@ export class PodController {
    */
   kick(podId: string, fresh?: PodRecord): void {
     if (this.#stopped) return;
-    void this.#queues.run(podId, () => this.#reconcile(podId, fresh)).catch((err: unknown) =>
-      this.#deps.logger.error({ err, podId }, 'pod reconcile failed'),
-    );
+    void this.#queues
+      .run(podId, () => this.#reconcile(podId, fresh))
+      .catch((err: unknown) => this.#deps.logger.error({ err, podId }, 'pod reconcile failed'));
   }
 
   /** A runtime event: reconcile unless, by the time the pod's turn comes, that state was applied. */
   #wake(podId: string, state: string): void {
     if (this.#stopped) return;
-    void this.#queues.run(podId, () => (this.#applied.get(podId) === state ? Promise.resolve() : this.#reconcile(podId))).catch((err: unknown) =>
-      this.#deps.logger.error({ err, podId }, 'pod reconcile failed'),
-    );
+    void this.#queues
+      .run(podId, () => (this.#applied.get(podId) === state ? Promise.resolve() : this.#reconcile(podId)))
+      .catch((err: unknown) => this.#deps.logger.error({ err, podId }, 'pod reconcile failed'));
   }
 
   /** Waits until every queued step of the pod has run (tests, shutdown). */
@@ -185,7 +199,10 @@ export class PodController {
       const pod = await this.store.get(podId);
       if (!pod) throw new ApiError('NOT_FOUND', `No pod with id "${podId}" exists for this account.`);
       if (pod.cluster !== null)
-        throw new ApiError('INVALID_STATE', `Pod "${pod.id}" belongs to cluster "${pod.cluster}"; manage it through /v2/clusters/${pod.cluster}.`);
+        throw new ApiError(
+          'INVALID_STATE',
+          `Pod "${pod.id}" belongs to cluster "${pod.cluster}"; manage it through /v2/clusters/${pod.cluster}.`,
+        );
       const decision = decideAction(pod.status, pod.locked, action);
       if (!decision.ok) throw new ApiError(decision.code, decision.reason);
       switch (action) {
@@ -211,12 +228,18 @@ export class PodController {
    * and disk on the pod's host when ports or disk change; `restart` restarts a RUNNING instance
    * so it sees the change.
    */
-  async reconfigure(podId: string, build: (pod: PodRecord) => { changes: PodChanges; restart: boolean; reallocate: boolean }): Promise<PodRecord> {
+  async reconfigure(
+    podId: string,
+    build: (pod: PodRecord) => { changes: PodChanges; restart: boolean; reallocate: boolean },
+  ): Promise<PodRecord> {
     const updated = await this.#queues.run(podId, async () => {
       const pod = await this.store.get(podId);
       if (!pod) throw new ApiError('NOT_FOUND', `No pod with id "${podId}" exists for this account.`);
       if (pod.cluster !== null)
-        throw new ApiError('INVALID_STATE', `Pod "${pod.id}" belongs to cluster "${pod.cluster}"; manage it through /v2/clusters/${pod.cluster}.`);
+        throw new ApiError(
+          'INVALID_STATE',
+          `Pod "${pod.id}" belongs to cluster "${pod.cluster}"; manage it through /v2/clusters/${pod.cluster}.`,
+        );
       if (pod.status === 'TERMINATED') throw new ApiError('INVALID_STATE', 'A TERMINATED pod cannot be changed.');
       const { changes, restart, reallocate } = build(pod);
       const next: PodRecord = { ...pod, ...changes };
@@ -225,7 +248,11 @@ export class PodController {
       if (restart && running) {
         await this.#deps.runtime.stop(pod.id);
         await this.store.closeUsage(pod.id, this.#deps.clock.now());
-        return this.#status.transition(pod, 'STARTING', { ...changes, portMappings: next.portMappings, statusReason: null });
+        return this.#status.transition(pod, 'STARTING', {
+          ...changes,
+          portMappings: next.portMappings,
+          statusReason: null,
+        });
       }
       return this.#status.update(pod, { ...changes, portMappings: next.portMappings });
     });
@@ -246,7 +273,8 @@ export class PodController {
     if (pod.status === 'EXITED' || pod.status === 'ERROR' || pod.status === 'TERMINATED') return;
     // A new pod has no instance yet (its create saves the look); one this process started or
     // adopted may (a start again, a launch whose status write did not happen).
-    const live = pod.status === 'PROVISIONING' && !this.#known.has(pod.id) ? null : await this.#deps.runtime.inspect(pod.id);
+    const live =
+      pod.status === 'PROVISIONING' && !this.#known.has(pod.id) ? null : await this.#deps.runtime.inspect(pod.id);
     if (live === null) return this.#launch(pod);
     await this.#observe(pod, live);
   }
@@ -272,7 +300,10 @@ export class PodController {
         await this.#unseen(pod, live.reason ?? 'the runtime cannot see the instance right now');
         return;
       case 'exited':
-        await this.#apply(pod, { type: 'exited', reason: live.reason ?? `the process exited with code ${live.exitCode ?? 'unknown'}` });
+        await this.#apply(pod, {
+          type: 'exited',
+          reason: live.reason ?? `the process exited with code ${live.exitCode ?? 'unknown'}`,
+        });
         return;
       case 'failed':
         await this.#apply(pod, { type: 'failed', reason: live.reason ?? 'the instance failed' });
@@ -319,7 +350,10 @@ export class PodController {
     if (await this.#waitForRuntime(current)) return;
     let spec: InstanceSpec;
     try {
-      spec = await podInstanceSpec(current, { registries: this.#deps.registries, internalDomain: this.#deps.config.networking.internalDomain });
+      spec = await podInstanceSpec(current, {
+        registries: this.#deps.registries,
+        internalDomain: this.#deps.config.networking.internalDomain,
+      });
     } catch (err) {
       await this.#status.settle(current, 'ERROR', `Preparing the pod failed: ${(err as Error).message}`);
       return;
@@ -327,7 +361,10 @@ export class PodController {
     // A PROVISIONING pod is written once, after the launch, with the state the runtime reports
     // (RUNNING straight away for placeholders and processes without a health probe).
     this.#known.add(pod.id);
-    await this.#status.log(pod.id, `placed on host ${current.hostId ?? '?'} (${current.dataCenterId ?? 'no data center'}); pulling (if needed) and starting image ${current.image}`);
+    await this.#status.log(
+      pod.id,
+      `placed on host ${current.hostId ?? '?'} (${current.dataCenterId ?? 'no data center'}); pulling (if needed) and starting image ${current.image}`,
+    );
     let status: InstanceStatus;
     try {
       status = await this.#deps.runtime.start(spec);
@@ -353,7 +390,10 @@ export class PodController {
   async #startAction(pod: PodRecord): Promise<PodRecord> {
     const reserved = this.#deps.inventory.reserveExact(pod.id, allocationOf(pod));
     if (!reserved.ok)
-      throw new ApiError('HOST_FULL', `Pod "${pod.id}" cannot start on its host "${pod.hostId}" again: ${reserved.reason}. Terminate it and create a new pod to run elsewhere.`);
+      throw new ApiError(
+        'HOST_FULL',
+        `Pod "${pod.id}" cannot start on its host "${pod.hostId}" again: ${reserved.reason}. Terminate it and create a new pod to run elsewhere.`,
+      );
     try {
       return await this.#status.transition(pod, 'PROVISIONING', { desiredStatus: 'RUNNING', statusReason: null });
     } catch (err) {
@@ -366,7 +406,12 @@ export class PodController {
     // Everything the instance had goes: a kept container, the persistent volume.
     await this.#deps.runtime.remove(pod.id);
     const now = this.#deps.clock.now();
-    const changes: PodChanges = { status: 'TERMINATED', desiredStatus: 'TERMINATED', terminatedAt: now, updatedAt: now };
+    const changes: PodChanges = {
+      status: 'TERMINATED',
+      desiredStatus: 'TERMINATED',
+      terminatedAt: now,
+      updatedAt: now,
+    };
     await this.store.withTransaction(async (tx) => {
       await this.store.update(pod.id, changes, tx);
       await this.store.closeUsage(pod.id, now, tx);
@@ -387,7 +432,9 @@ export class PodController {
    */
   async pauseUsage(hostId: string, at: number): Promise<void> {
     const pods = (await this.store.listActive()).filter((p) => p.hostId === hostId && p.status === 'RUNNING');
-    await Promise.all(pods.map((p) => this.#queues.run(p.id, () => this.store.closeUsage(p.id, Math.max(at, p.startedAt ?? at)))));
+    await Promise.all(
+      pods.map((p) => this.#queues.run(p.id, () => this.store.closeUsage(p.id, Math.max(at, p.startedAt ?? at)))),
+    );
   }
 
   /**
@@ -401,7 +448,13 @@ export class PodController {
           const pod = await this.store.get(id);
           if (!pod || pod.status !== 'RUNNING' || pod.desiredStatus !== 'RUNNING') return;
           if ((await this.store.listUsage(id)).some((u) => u.endedAt === null)) return;
-          await this.store.openUsage({ id: newSortableId(), podId: id, accountId: pod.accountId, costPerHr: pod.costPerHr, startedAt: at });
+          await this.store.openUsage({
+            id: newSortableId(),
+            podId: id,
+            accountId: pod.accountId,
+            costPerHr: pod.costPerHr,
+            startedAt: at,
+          });
         }),
       ),
     );
@@ -421,7 +474,12 @@ export class PodController {
         if (instance?.state === 'unknown') continue;
         const drifted =
           pod.desiredStatus === 'RUNNING'
-            ? pod.status === 'PROVISIONING' || ((pod.status === 'RUNNING' || pod.status === 'STARTING') && (!instance || instance.state === 'exited' || instance.state === 'failed' || (instance.state === 'running') !== (pod.status === 'RUNNING')))
+            ? pod.status === 'PROVISIONING' ||
+              ((pod.status === 'RUNNING' || pod.status === 'STARTING') &&
+                (!instance ||
+                  instance.state === 'exited' ||
+                  instance.state === 'failed' ||
+                  (instance.state === 'running') !== (pod.status === 'RUNNING')))
             : instance !== undefined;
         if (drifted) this.kick(pod.id);
       }
@@ -437,4 +495,5 @@ export class PodController {
 const appliedKey = (s: InstanceStatus): string => (s.state === 'unknown' ? `unknown:${s.reason ?? ''}` : s.state);
 const isLive = (s: PodStatus): boolean => s === 'PROVISIONING' || s === 'STARTING' || s === 'RUNNING';
 /** An instance that runs, or may (its engine cannot see it right now): adopted, not restarted. */
-const isLiveInstance = (s: InstanceStatus): boolean => s.state === 'starting' || s.state === 'running' || s.state === 'unknown';
+const isLiveInstance = (s: InstanceStatus): boolean =>
+  s.state === 'starting' || s.state === 'running' || s.state === 'unknown';

@@ -10,7 +10,7 @@ export interface PodInstanceDeps {
 }
 
 /** The private network of an account's globally networked pods (spec 2.8). */
-export const accountNetworkName = (accountId: string): string => `acct-${accountId}`;
+const accountNetworkName = (accountId: string): string => `acct-${accountId}`;
 
 /**
  * The instance a pod runs as: its image, args, the tenant's env and the platform's (identity,
@@ -47,7 +47,13 @@ export async function podInstanceSpec(pod: PodRecord, deps: PodInstanceDeps): Pr
     ports: pod.portMappings.map((m) => ({ private: m.private, public: m.public, protocol: m.type })),
     volumes,
     registryAuth,
-    network: pod.globalNetworking ? { name: accountNetworkName(pod.accountId), aliases: [internalDns(pod.id, deps.internalDomain)], ip: pod.globalIp } : null,
+    network: pod.globalNetworking
+      ? {
+          name: accountNetworkName(pod.accountId),
+          aliases: [internalDns(pod.id, deps.internalDomain)],
+          ip: pod.globalIp,
+        }
+      : null,
     networkMode: 'default',
   };
 }

@@ -2,7 +2,13 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { defaultCatalog } from '../domain/catalog.js';
 import { ApiError } from '../domain/errors.js';
-import { applyMountPatch, injectedEnv, resolveCreate, type CreatePodInput, type TemplateDefaults } from './pod-rules.js';
+import {
+  applyMountPatch,
+  injectedEnv,
+  resolveCreate,
+  type CreatePodInput,
+  type TemplateDefaults,
+} from './pod-rules.js';
 
 const catalog = defaultCatalog();
 const gpu = { id: 'NVIDIA GeForce RTX 4090' };
@@ -32,7 +38,8 @@ const fails = (fn: () => unknown, code: ApiError['code'], status: number, detail
   });
 };
 
-const create = (body: Partial<CreatePodInput>, tpl: TemplateDefaults | null = null) => resolveCreate({ name: 'p', image: 'img', ...body } as CreatePodInput, tpl, catalog);
+const create = (body: Partial<CreatePodInput>, tpl: TemplateDefaults | null = null) =>
+  resolveCreate({ name: 'p', image: 'img', ...body }, tpl, catalog);
 
 test('rule 1: exactly one of gpu or cpu — both or neither is a 400', () => {
   fails(() => create({}), 'GPU_OR_CPU_REQUIRED', 400);
@@ -42,9 +49,16 @@ test('rule 1: exactly one of gpu or cpu — both or neither is a 400', () => {
 });
 
 test('rule 2: CPU memory is vcpuCount × the flavor RAM multiplier and a persistent mount is refused on a CPU pod', () => {
-  assert.deepEqual(create({ cpu: { id: 'cpu3m', vcpuCount: 8 } }).compute, { kind: 'cpu', flavorId: 'cpu3m', vcpuCount: 8, memoryGb: 64 });
+  assert.deepEqual(create({ cpu: { id: 'cpu3m', vcpuCount: 8 } }).compute, {
+    kind: 'cpu',
+    flavorId: 'cpu3m',
+    vcpuCount: 8,
+    memoryGb: 64,
+  });
   fails(() => create({ cpu, mounts: { persistent: { size: 10, path: '/data' } } }), 'MOUNT_RULE', 400, /CPU pods/);
-  assert.deepEqual(create({ cpu, mounts: { network: [{ volumeId: 'v1', path: '/data' }] } }).mounts, { network: [{ volumeId: 'v1', path: '/data' }] });
+  assert.deepEqual(create({ cpu, mounts: { network: [{ volumeId: 'v1', path: '/data' }] } }).mounts, {
+    network: [{ volumeId: 'v1', path: '/data' }],
+  });
 });
 
 test('vcpuCount must be a power of two the flavor offers; the 400 names the valid options', () => {
@@ -79,7 +93,11 @@ test('defaults: gpu count 1, disk 20, cloud SECURE, no mounts, empty env and por
 });
 
 test('2.3: both persistent and network mounts is a 400', () => {
-  fails(() => create({ gpu, mounts: { persistent: { size: 10, path: '/a' }, network: [{ volumeId: 'v', path: '/b' }] } }), 'MOUNT_CONFLICT', 400);
+  fails(
+    () => create({ gpu, mounts: { persistent: { size: 10, path: '/a' }, network: [{ volumeId: 'v', path: '/b' }] } }),
+    'MOUNT_CONFLICT',
+    400,
+  );
 });
 
 test('image is required unless templateId is set (422)', () => {
@@ -102,7 +120,19 @@ test('rule 4: the template supplies image, args, disk, ports, env, registry, per
 
 test('rule 4: body fields override the template and env merges per key with the body winning', () => {
   const s = resolveCreate(
-    { name: 'p', gpu, templateId: 't', image: 'mine', args: '', disk: 7, ports: ['80/http'], env: { B: 'body', C: 'body' }, registry: null, startSsh: false, mounts: { network: [{ volumeId: 'v', path: '/n' }] } },
+    {
+      name: 'p',
+      gpu,
+      templateId: 't',
+      image: 'mine',
+      args: '',
+      disk: 7,
+      ports: ['80/http'],
+      env: { B: 'body', C: 'body' },
+      registry: null,
+      startSsh: false,
+      mounts: { network: [{ volumeId: 'v', path: '/n' }] },
+    },
     template,
     catalog,
   );
@@ -120,7 +150,11 @@ test('rule 4: sending either CUDA field replaces the template CUDA constraint en
   const withMin = resolveCreate({ name: 'p', gpu, templateId: 't', minCudaVersion: '11' }, template, catalog);
   assert.deepEqual(withMin.allowedCudaVersions, []);
   assert.equal(withMin.minCudaVersion, '11');
-  const withAllowed = resolveCreate({ name: 'p', gpu, templateId: 't', allowedCudaVersions: ['12.8'] }, template, catalog);
+  const withAllowed = resolveCreate(
+    { name: 'p', gpu, templateId: 't', allowedCudaVersions: ['12.8'] },
+    template,
+    catalog,
+  );
   assert.deepEqual(withAllowed.allowedCudaVersions, ['12.8']);
 });
 
@@ -138,15 +172,23 @@ test('ports must be <port>/<protocol> with a real port number, each port once', 
 
 test('rule 5: startSsh injects PUBLIC_KEY from the account keys unless env sets one; without keys it does nothing', () => {
   const pw = () => 'pw';
-  assert.deepEqual(injectedEnv({ env: {}, startSsh: true, startJupyter: false }, ['k1', 'k2'], pw), { PUBLIC_KEY: 'k1\nk2' });
+  assert.deepEqual(injectedEnv({ env: {}, startSsh: true, startJupyter: false }, ['k1', 'k2'], pw), {
+    PUBLIC_KEY: 'k1\nk2',
+  });
   assert.deepEqual(injectedEnv({ env: { PUBLIC_KEY: 'mine' }, startSsh: true, startJupyter: false }, ['k1'], pw), {});
   assert.deepEqual(injectedEnv({ env: {}, startSsh: true, startJupyter: false }, [], pw), {});
   assert.deepEqual(injectedEnv({ env: {}, startSsh: false, startJupyter: false }, ['k1'], pw), {});
 });
 
 test('rule 6: startJupyter injects a generated JUPYTER_PASSWORD unless env sets one', () => {
-  assert.deepEqual(injectedEnv({ env: {}, startSsh: false, startJupyter: true }, [], () => 'generated'), { JUPYTER_PASSWORD: 'generated' });
-  assert.deepEqual(injectedEnv({ env: { JUPYTER_PASSWORD: 'x' }, startSsh: false, startJupyter: true }, [], () => 'generated'), {});
+  assert.deepEqual(
+    injectedEnv({ env: {}, startSsh: false, startJupyter: true }, [], () => 'generated'),
+    { JUPYTER_PASSWORD: 'generated' },
+  );
+  assert.deepEqual(
+    injectedEnv({ env: { JUPYTER_PASSWORD: 'x' }, startSsh: false, startJupyter: true }, [], () => 'generated'),
+    {},
+  );
 });
 
 const persistent = { persistent: { size: 20, path: '/workspace' } };
@@ -167,16 +209,30 @@ test('PATCH: the mount kind is fixed at create — adding a kind or any mount to
   fails(() => applyMountPatch(persistent, { network: [{ volumeId: 'vol1', path: '/x' }] }), 'MOUNT_RULE', 400);
   fails(() => applyMountPatch(network, { persistent: { size: 20, path: '/x' } }), 'MOUNT_RULE', 400);
   fails(() => applyMountPatch({}, { persistent: { size: 20, path: '/x' } }), 'MOUNT_RULE', 400, /without a mount/);
-  fails(() => applyMountPatch({}, { network: [{ volumeId: 'vol1', path: '/x' }] }), 'MOUNT_RULE', 400, /without a mount/);
-  fails(() => applyMountPatch(persistent, { persistent: { size: 20, path: '/a' }, network: [{ volumeId: 'v', path: '/b' }] }), 'MOUNT_CONFLICT', 400);
+  fails(
+    () => applyMountPatch({}, { network: [{ volumeId: 'vol1', path: '/x' }] }),
+    'MOUNT_RULE',
+    400,
+    /without a mount/,
+  );
+  fails(
+    () =>
+      applyMountPatch(persistent, { persistent: { size: 20, path: '/a' }, network: [{ volumeId: 'v', path: '/b' }] }),
+    'MOUNT_CONFLICT',
+    400,
+  );
 });
 
 test('PATCH: a network mount volumeId is immutable and its path changes', () => {
   fails(() => applyMountPatch(network, { network: [{ volumeId: 'vol2', path: '/data' }] }), 'MOUNT_RULE', 400, /vol1/);
-  assert.deepEqual(applyMountPatch(network, { network: [{ volumeId: 'vol1', path: '/elsewhere' }] }), { network: [{ volumeId: 'vol1', path: '/elsewhere' }] });
+  assert.deepEqual(applyMountPatch(network, { network: [{ volumeId: 'vol1', path: '/elsewhere' }] }), {
+    network: [{ volumeId: 'vol1', path: '/elsewhere' }],
+  });
 });
 
 test('PATCH: a persistent mount path changes, its size does not', () => {
-  assert.deepEqual(applyMountPatch(persistent, { persistent: { size: 20, path: '/new' } }), { persistent: { size: 20, path: '/new' } });
+  assert.deepEqual(applyMountPatch(persistent, { persistent: { size: 20, path: '/new' } }), {
+    persistent: { size: 20, path: '/new' },
+  });
   fails(() => applyMountPatch(persistent, { persistent: { size: 40, path: '/new' } }), 'MOUNT_RULE', 400, /size/);
 });

@@ -6,12 +6,12 @@
 import type { Catalog, Cloud } from '../domain/catalog.js';
 import { ApiError, validationFailed } from '../domain/errors.js';
 
-export interface PersistentMount {
+interface PersistentMount {
   size: number;
   path: string;
 }
 
-export interface NetworkMount {
+interface NetworkMount {
   volumeId: string;
   path: string;
 }
@@ -73,7 +73,7 @@ export interface TemplateDefaults {
   allowedCudaVersions: string[];
 }
 
-export type Compute =
+type Compute =
   | { kind: 'gpu'; gpuTypeId: string; count: number }
   | { kind: 'cpu'; flavorId: string; vcpuCount: number; memoryGb: number };
 
@@ -98,28 +98,37 @@ export interface PodSettings {
 }
 
 /** @default 20 GB when neither the body nor the template gives a container disk */
-export const DEFAULT_DISK_GB = 20;
+const DEFAULT_DISK_GB = 20;
 
 /** Rule 1: exactly one of gpu or cpu. */
-export function checkGpuOrCpu(body: Pick<CreatePodInput, 'gpu' | 'cpu'>): void {
+function checkGpuOrCpu(body: Pick<CreatePodInput, 'gpu' | 'cpu'>): void {
   if (body.gpu && body.cpu) throw new ApiError('GPU_OR_CPU_REQUIRED', 'Set exactly one of "gpu" or "cpu", not both.');
-  if (!body.gpu && !body.cpu) throw new ApiError('GPU_OR_CPU_REQUIRED', 'Set exactly one of "gpu" (GPU pod) or "cpu" (CPU pod).');
+  if (!body.gpu && !body.cpu)
+    throw new ApiError('GPU_OR_CPU_REQUIRED', 'Set exactly one of "gpu" (GPU pod) or "cpu" (CPU pod).');
 }
 
 /** Rule 3: the two CUDA constraints are exclusive, and GPU-only. */
-export function checkCudaConstraints(body: Pick<CreatePodInput, 'cpu' | 'allowedCudaVersions' | 'minCudaVersion'>): void {
+function checkCudaConstraints(body: Pick<CreatePodInput, 'cpu' | 'allowedCudaVersions' | 'minCudaVersion'>): void {
   const allowed = body.allowedCudaVersions !== undefined;
   const min = body.minCudaVersion !== undefined;
   if (body.cpu && (allowed || min))
-    throw new ApiError('CUDA_CONSTRAINT_ON_CPU', `"${allowed ? 'allowedCudaVersions' : 'minCudaVersion'}" applies to GPU pods only; remove it from a CPU pod.`);
-  if (allowed && min) throw new ApiError('CUDA_CONSTRAINT_CONFLICT', 'Send either "allowedCudaVersions" or "minCudaVersion", not both.');
+    throw new ApiError(
+      'CUDA_CONSTRAINT_ON_CPU',
+      `"${allowed ? 'allowedCudaVersions' : 'minCudaVersion'}" applies to GPU pods only; remove it from a CPU pod.`,
+    );
+  if (allowed && min)
+    throw new ApiError('CUDA_CONSTRAINT_CONFLICT', 'Send either "allowedCudaVersions" or "minCudaVersion", not both.');
 }
 
 /** 2.3 and rule 2: at most one mount kind; no persistent mount on a CPU pod. */
-export function checkMounts(mounts: Mounts, kind: 'gpu' | 'cpu'): void {
-  if (mounts.persistent && mounts.network) throw new ApiError('MOUNT_CONFLICT', 'Set at most one of "mounts.persistent" or "mounts.network".');
+function checkMounts(mounts: Mounts, kind: 'gpu' | 'cpu'): void {
+  if (mounts.persistent && mounts.network)
+    throw new ApiError('MOUNT_CONFLICT', 'Set at most one of "mounts.persistent" or "mounts.network".');
   if (mounts.persistent && kind === 'cpu')
-    throw new ApiError('MOUNT_RULE', 'CPU pods support network volumes only; "mounts.persistent" is not allowed with "cpu".');
+    throw new ApiError(
+      'MOUNT_RULE',
+      'CPU pods support network volumes only; "mounts.persistent" is not allowed with "cpu".',
+    );
 }
 
 /** `<port>/<protocol>` with a port in 1-65535. */
@@ -128,7 +137,11 @@ export function checkPorts(ports: string[]): void {
     const m = /^(\d{1,5})\/([a-z]+)$/.exec(p);
     return !m || Number(m[1]) < 1 || Number(m[1]) > 65535;
   });
-  if (bad.length) throw new ApiError('BAD_REQUEST', `Ports must look like "<port>/<protocol>" with a port from 1 to 65535: ${bad.map((b) => `"${b}"`).join(', ')}.`);
+  if (bad.length)
+    throw new ApiError(
+      'BAD_REQUEST',
+      `Ports must look like "<port>/<protocol>" with a port from 1 to 65535: ${bad.map((b) => `"${b}"`).join(', ')}.`,
+    );
   const seen = new Set<number>();
   for (const p of ports) {
     const n = Number(p.split('/')[0]);
@@ -138,23 +151,35 @@ export function checkPorts(ports: string[]): void {
 }
 
 /** 2.4 / 2.5: the GPU type or CPU flavor exists; CPU memory = vcpuCount × the flavor's RAM multiplier. */
-export function resolveCompute(body: Pick<CreatePodInput, 'gpu' | 'cpu'>, catalog: Catalog): Compute {
+function resolveCompute(body: Pick<CreatePodInput, 'gpu' | 'cpu'>, catalog: Catalog): Compute {
   if (body.gpu) {
     const type = catalog.gpuTypes.find((g) => g.id === body.gpu!.id);
-    if (!type) throw new ApiError('UNKNOWN_REFERENCE', `Unknown GPU type "${body.gpu.id}"; GET /v2/catalog/gpus lists the valid ids.`);
+    if (!type)
+      throw new ApiError(
+        'UNKNOWN_REFERENCE',
+        `Unknown GPU type "${body.gpu.id}"; GET /v2/catalog/gpus lists the valid ids.`,
+      );
     return { kind: 'gpu', gpuTypeId: type.id, count: body.gpu.count ?? 1 };
   }
   const cpu = body.cpu!;
   const flavor = catalog.cpuFlavors.find((f) => f.id === cpu.id);
-  if (!flavor) throw new ApiError('UNKNOWN_REFERENCE', `Unknown CPU flavor "${cpu.id}"; GET /v2/catalog/cpus lists the valid ids.`);
+  if (!flavor)
+    throw new ApiError(
+      'UNKNOWN_REFERENCE',
+      `Unknown CPU flavor "${cpu.id}"; GET /v2/catalog/cpus lists the valid ids.`,
+    );
   const n = cpu.vcpuCount;
   const powerOfTwo = Number.isInteger(n) && n >= 2 && (n & (n - 1)) === 0;
   if (!powerOfTwo || !flavor.vcpuOptions.includes(n))
-    throw new ApiError('BAD_REQUEST', `cpu.vcpuCount ${n} is not valid for flavor "${flavor.id}"; valid options: ${flavor.vcpuOptions.join(', ')}.`);
+    throw new ApiError(
+      'BAD_REQUEST',
+      `cpu.vcpuCount ${n} is not valid for flavor "${flavor.id}"; valid options: ${flavor.vcpuOptions.join(', ')}.`,
+    );
   return { kind: 'cpu', flavorId: flavor.id, vcpuCount: n, memoryGb: n * flavor.ramMultiplier };
 }
 
-const hasMount = (m: Mounts | undefined): m is Mounts => m !== undefined && (m.persistent !== undefined || m.network !== undefined);
+const hasMount = (m: Mounts | undefined): m is Mounts =>
+  m !== undefined && (m.persistent !== undefined || m.network !== undefined);
 
 /**
  * Combines the create body with the template (rule 4) and the catalog into the pod's settings.
@@ -180,7 +205,8 @@ export function resolveCreate(body: CreatePodInput, template: TemplateDefaults |
   checkMounts(mounts, compute.kind);
 
   const bodyCuda = body.allowedCudaVersions !== undefined || body.minCudaVersion !== undefined;
-  const allowedCudaVersions = compute.kind === 'cpu' ? [] : bodyCuda ? (body.allowedCudaVersions ?? []) : (template?.allowedCudaVersions ?? []);
+  const allowedCudaVersions =
+    compute.kind === 'cpu' ? [] : bodyCuda ? (body.allowedCudaVersions ?? []) : (template?.allowedCudaVersions ?? []);
   const ports = body.ports ?? template?.ports ?? [];
   checkPorts(ports);
 
@@ -214,8 +240,10 @@ export function injectedEnv(
   generatePassword: () => string,
 ): Record<string, string> {
   const hidden: Record<string, string> = {};
-  if (settings.startSsh && sshKeys.length > 0 && settings.env.PUBLIC_KEY === undefined) hidden.PUBLIC_KEY = sshKeys.join('\n');
-  if (settings.startJupyter && settings.env.JUPYTER_PASSWORD === undefined) hidden.JUPYTER_PASSWORD = generatePassword();
+  if (settings.startSsh && sshKeys.length > 0 && settings.env.PUBLIC_KEY === undefined)
+    hidden.PUBLIC_KEY = sshKeys.join('\n');
+  if (settings.startJupyter && settings.env.JUPYTER_PASSWORD === undefined)
+    hidden.JUPYTER_PASSWORD = generatePassword();
   return hidden;
 }
 
@@ -225,22 +253,39 @@ export function injectedEnv(
  */
 export function applyMountPatch(current: Mounts, patch: Mounts | undefined): Mounts {
   if (patch === undefined || (patch.persistent === undefined && patch.network === undefined)) return current;
-  if (patch.persistent && patch.network) throw new ApiError('MOUNT_CONFLICT', 'Set at most one of "mounts.persistent" or "mounts.network".');
+  if (patch.persistent && patch.network)
+    throw new ApiError('MOUNT_CONFLICT', 'Set at most one of "mounts.persistent" or "mounts.network".');
   if (patch.network !== undefined) {
-    if (patch.network.length === 0) throw new ApiError('MOUNT_RULE', '"mounts.network" cannot be emptied; a pod keeps the mount kind it was created with.');
+    if (patch.network.length === 0)
+      throw new ApiError(
+        'MOUNT_RULE',
+        '"mounts.network" cannot be emptied; a pod keeps the mount kind it was created with.',
+      );
     if (!current.network?.length)
-      throw new ApiError('MOUNT_RULE', `The pod was created ${current.persistent ? 'with a persistent mount' : 'without a mount'}; a network mount cannot be added.`);
+      throw new ApiError(
+        'MOUNT_RULE',
+        `The pod was created ${current.persistent ? 'with a persistent mount' : 'without a mount'}; a network mount cannot be added.`,
+      );
     const next = patch.network[0]!;
     const was = current.network[0]!;
     if (next.volumeId !== was.volumeId)
-      throw new ApiError('MOUNT_RULE', `The network volume of a pod cannot change (it is "${was.volumeId}"); only its "path" can.`);
+      throw new ApiError(
+        'MOUNT_RULE',
+        `The network volume of a pod cannot change (it is "${was.volumeId}"); only its "path" can.`,
+      );
     return { network: [{ volumeId: was.volumeId, path: next.path }] };
   }
   const next = patch.persistent!;
   if (!current.persistent)
-    throw new ApiError('MOUNT_RULE', `The pod was created ${current.network?.length ? 'with a network mount' : 'without a mount'}; a persistent mount cannot be added.`);
+    throw new ApiError(
+      'MOUNT_RULE',
+      `The pod was created ${current.network?.length ? 'with a network mount' : 'without a mount'}; a persistent mount cannot be added.`,
+    );
   if (next.size !== current.persistent.size)
-    throw new ApiError('MOUNT_RULE', `The persistent mount size cannot change (it is ${current.persistent.size} GB); only its "path" can.`);
+    throw new ApiError(
+      'MOUNT_RULE',
+      `The persistent mount size cannot change (it is ${current.persistent.size} GB); only its "path" can.`,
+    );
   return { persistent: { size: current.persistent.size, path: next.path } };
 }
 

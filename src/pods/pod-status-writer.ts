@@ -46,7 +46,14 @@ export class PodStatusWriter {
     const { store } = this.#deps;
     const now = this.#deps.clock.now();
     const changes: PodChanges = { status, desiredStatus: 'EXITED', statusReason: reason, updatedAt: now };
-    await this.log(pod.id, status === 'ERROR' ? `ERROR: ${reason ?? 'the instance failed'}` : reason === 'stopped by user' ? 'stopped by user' : `exited: ${reason ?? 'it ended'}`);
+    await this.log(
+      pod.id,
+      status === 'ERROR'
+        ? `ERROR: ${reason ?? 'the instance failed'}`
+        : reason === 'stopped by user'
+          ? 'stopped by user'
+          : `exited: ${reason ?? 'it ended'}`,
+    );
     await store.withTransaction(async (tx) => {
       await store.update(pod.id, changes, tx);
       await store.closeUsage(pod.id, now, tx);
@@ -59,7 +66,8 @@ export class PodStatusWriter {
   async transition(pod: PodRecord, status: PodStatus, extra: PodChanges = {}): Promise<PodRecord> {
     const now = this.#deps.clock.now();
     const changes: PodChanges = { ...extra, status, updatedAt: now };
-    if (status === 'STARTING' && pod.status !== 'STARTING') await this.log(pod.id, pod.status === 'PROVISIONING' ? 'started; waiting until it is ready' : 'restarting');
+    if (status === 'STARTING' && pod.status !== 'STARTING')
+      await this.log(pod.id, pod.status === 'PROVISIONING' ? 'started; waiting until it is ready' : 'restarting');
     await this.#deps.store.update(pod.id, changes);
     if (pod.status !== status) this.emit(pod, status, now);
     return { ...pod, ...changes };

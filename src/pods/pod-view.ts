@@ -7,7 +7,7 @@ import type { PodRecord } from '../store/pod-store.js';
 import type { Mounts } from './pod-rules.js';
 import { internalDns } from './global-network.js';
 
-export interface PodSshEndpoint {
+interface PodSshEndpoint {
   host: string;
   port: number;
   username: string;
@@ -22,7 +22,7 @@ export interface SshProxyAddress {
 }
 
 /** Spec 2.9, from the runtime's last utilisation sample (docs/utilization.md). */
-export interface PodRuntimeView {
+interface PodRuntimeView {
   uptime?: number;
   /** percent of the pod's vCPUs */
   cpu?: { util: number };
@@ -84,7 +84,8 @@ export interface ViewContext {
 }
 
 /** Cost per hour while the pod holds its machine; nothing is billed for a stopped, failed or terminated pod. */
-const billed = (status: PodStatus): boolean => status === 'PROVISIONING' || status === 'STARTING' || status === 'RUNNING';
+const billed = (status: PodStatus): boolean =>
+  status === 'PROVISIONING' || status === 'STARTING' || status === 'RUNNING';
 
 function runtimeView(pod: PodRecord, ctx: ViewContext): PodRuntimeView | null {
   if (ctx.justCreated) return {};
@@ -96,7 +97,11 @@ function runtimeView(pod: PodRecord, ctx: ViewContext): PodRuntimeView | null {
     cpu: { util: Math.round(stats?.cpuUtil ?? 0) },
     memory: { util: Math.round(stats?.memoryUtil ?? 0) },
     ports: pod.portMappings.map((m) => ({ private: m.private, public: m.public, type: m.type, ip: ctx.hostIp })),
-    gpus: (stats?.gpus ?? []).map((g) => ({ util: Math.round(g.util), memoryUtil: Math.round(g.memoryUtil), ...(g.id ? { id: g.id } : {}) })),
+    gpus: (stats?.gpus ?? []).map((g) => ({
+      util: Math.round(g.util),
+      memoryUtil: Math.round(g.memoryUtil),
+      ...(g.id ? { id: g.id } : {}),
+    })),
   };
 }
 
@@ -104,7 +109,12 @@ function directSsh(pod: PodRecord, ctx: ViewContext): PodSshEndpoint | null {
   if (pod.status !== 'RUNNING' || ctx.hostIp === null || !pod.ports.includes('22/tcp')) return null;
   const mapping = pod.portMappings.find((m) => m.private === 22 && m.type === 'tcp');
   if (!mapping) return null;
-  return { host: ctx.hostIp, port: mapping.public, username: 'root', command: `ssh root@${ctx.hostIp} -p ${mapping.public}` };
+  return {
+    host: ctx.hostIp,
+    port: mapping.public,
+    username: 'root',
+    command: `ssh root@${ctx.hostIp} -p ${mapping.public}`,
+  };
 }
 
 /** Spec 2.6: through the proxy, once the pod has a machine assignment; the username is its routing token. */
@@ -112,7 +122,12 @@ function proxySsh(pod: PodRecord, ctx: ViewContext): PodSshEndpoint | null {
   const proxy = ctx.sshProxy;
   if (!proxy || pod.hostId === null || pod.sshToken === null || pod.status === 'TERMINATED') return null;
   // OpenSSH splits user@host at the first '@': an IPv6 host needs no brackets here
-  return { host: proxy.host, port: proxy.port, username: pod.sshToken, command: `ssh ${pod.sshToken}@${proxy.host} -p ${proxy.port}` };
+  return {
+    host: proxy.host,
+    port: proxy.port,
+    username: pod.sshToken,
+    command: `ssh ${pod.sshToken}@${proxy.host} -p ${proxy.port}`,
+  };
 }
 
 export function toPodView(pod: PodRecord, ctx: ViewContext): PodView {
@@ -136,7 +151,9 @@ export function toPodView(pod: PodRecord, ctx: ViewContext): PodView {
     template: null,
     cost: billed(pod.status) ? pod.costPerHr : 0,
     locked: pod.locked,
-    globalNetworking: pod.globalIp ? { enabled: true, ip: pod.globalIp, internalDns: internalDns(pod.id, ctx.internalDomain) } : { enabled: false },
+    globalNetworking: pod.globalIp
+      ? { enabled: true, ip: pod.globalIp, internalDns: internalDns(pod.id, ctx.internalDomain) }
+      : { enabled: false },
     runtime: runtimeView(pod, ctx),
     createdAt: iso(pod.createdAt),
     startedAt: pod.startedAt === null ? null : iso(pod.startedAt),

@@ -98,22 +98,33 @@ export class PodsService {
   async create(accountId: string, body: CreatePodInput): Promise<PodView> {
     this.#assertRuntimeAvailable();
     const { catalog } = this.#d.config;
-    const template = body.templateId ? templateDefaults(await this.#d.templates.resolveForPod(accountId, body.templateId)) : null;
+    const template = body.templateId
+      ? templateDefaults(await this.#d.templates.resolveForPod(accountId, body.templateId))
+      : null;
     const settings = resolveCreate(body, template, catalog);
     assertEnvAllowed(this.#d.runtime, settings.env, settings.image);
     await assertImageAllowed(this.#d.registryGuard, settings.image);
     if (settings.registry !== null) await this.#checkRegistry(accountId, settings.registry);
-    const volumeDataCenterId = settings.mounts.network?.length ? (await this.#volume(accountId, settings.mounts.network[0]!.volumeId)).dataCenterId : null;
+    const volumeDataCenterId = settings.mounts.network?.length
+      ? (await this.#volume(accountId, settings.mounts.network[0]!.volumeId)).dataCenterId
+      : null;
     const sshKeys = settings.startSsh ? await this.#d.accounts.getSshKeys(accountId) : [];
     const hiddenEnv = injectedEnv(settings, sshKeys, generatePassword);
 
     const gpus = settings.compute.kind === 'gpu' ? settings.compute.count : 0;
     const quota = this.#d.quota;
-    return quota ? quota.admit(accountId, { pods: 1, gpus }, () => this.#place(accountId, settings, volumeDataCenterId, hiddenEnv)) : this.#place(accountId, settings, volumeDataCenterId, hiddenEnv);
+    return quota
+      ? quota.admit(accountId, { pods: 1, gpus }, () => this.#place(accountId, settings, volumeDataCenterId, hiddenEnv))
+      : this.#place(accountId, settings, volumeDataCenterId, hiddenEnv);
   }
 
   /** Places, reserves and stores the pod (the step the quotas guard). */
-  async #place(accountId: string, settings: PodSettings, volumeDataCenterId: string | null, hiddenEnv: Record<string, string>): Promise<PodView> {
+  async #place(
+    accountId: string,
+    settings: PodSettings,
+    volumeDataCenterId: string | null,
+    hiddenEnv: Record<string, string>,
+  ): Promise<PodView> {
     const { catalog } = this.#d.config;
     const id = newSortableId();
     const request = placementRequest(settings, volumeDataCenterId);
@@ -128,7 +139,10 @@ export class PodsService {
     const { placement } = placed;
     const now = this.#d.clock.now();
     const compute = settings.compute;
-    const portMappings: PortMapping[] = parsePorts(settings.ports).map((p, i) => ({ ...p, public: placement.publicPorts[i]! }));
+    const portMappings: PortMapping[] = parsePorts(settings.ports).map((p, i) => ({
+      ...p,
+      public: placement.publicPorts[i]!,
+    }));
     const pod: PodRecord = {
       id,
       accountId,
@@ -211,11 +225,14 @@ export class PodsService {
     // half done, and the pod stays as it is. A start asks about the pod's own host (in a fleet,
     // another may be away); a stop or terminate only about the runtime as a whole (a fleet queues
     // them for a host that is away, so a lost host's pods can always be terminated).
-    if (action === 'start' || action === 'restart') this.#assertRuntimeAvailable('No instance can be started right now', pod.hostId);
+    if (action === 'start' || action === 'restart')
+      this.#assertRuntimeAvailable('No instance can be started right now', pod.hostId);
     else this.#assertRuntimeAvailable(`The pod cannot be ${action === 'stop' ? 'stopped' : 'terminated'} right now`);
     const quota = this.#d.quota;
     if (action === 'start' && quota && pod.desiredStatus !== 'RUNNING' && pod.gpuCount > 0)
-      return this.#render(await quota.admit(accountId, { pods: 0, gpus: pod.gpuCount }, () => this.#d.controller.act(id, action)));
+      return this.#render(
+        await quota.admit(accountId, { pods: 0, gpus: pod.gpuCount }, () => this.#d.controller.act(id, action)),
+      );
     const acted = await this.#d.controller.act(id, action);
     // Stopped pods give their GPUs back, terminated ones their place: room shows at once.
     if (action === 'stop' || action === 'terminate') quota?.released(accountId);
@@ -225,7 +242,9 @@ export class PodsService {
   /** PATCH: the readable configuration (spec 2.3 rules for mounts). */
   async update(accountId: string, id: string, patch: PatchPodInput): Promise<PodView> {
     await this.#owned(accountId, id);
-    const template = patch.templateId ? templateDefaults(await this.#d.templates.resolveForPod(accountId, patch.templateId)) : null;
+    const template = patch.templateId
+      ? templateDefaults(await this.#d.templates.resolveForPod(accountId, patch.templateId))
+      : null;
     const fields = effectivePatch(patch, template);
     if (fields.ports) checkPorts(fields.ports);
     if (fields.image !== undefined) await assertImageAllowed(this.#d.registryGuard, fields.image);
@@ -241,11 +260,14 @@ export class PodsService {
       if (fields.registry !== undefined) changes.registry = fields.registry;
       if (fields.env !== undefined) changes.env = fields.envOverPod ? { ...pod.env, ...fields.env } : fields.env;
       // The image's allow-list may differ: a new image is checked against the env it will run with.
-      if (changes.env !== undefined || changes.image !== undefined) assertEnvAllowed(this.#d.runtime, changes.env ?? pod.env, changes.image ?? pod.image);
+      if (changes.env !== undefined || changes.image !== undefined)
+        assertEnvAllowed(this.#d.runtime, changes.env ?? pod.env, changes.image ?? pod.image);
       const mounts = applyMountPatch(pod.mounts, patch.mounts);
       if (!sameJson(mounts, pod.mounts)) changes.mounts = mounts;
-      const differs = (k: (typeof RESTARTING_FIELDS)[number]): boolean => changes[k] !== undefined && !sameJson(changes[k], pod[k]);
-      const reallocate = differs('ports') || (changes.disk !== undefined && diskOf({ ...pod, ...changes }) !== diskOf(pod));
+      const differs = (k: (typeof RESTARTING_FIELDS)[number]): boolean =>
+        changes[k] !== undefined && !sameJson(changes[k], pod[k]);
+      const reallocate =
+        differs('ports') || (changes.disk !== undefined && diskOf({ ...pod, ...changes }) !== diskOf(pod));
       return { changes, restart: RESTARTING_FIELDS.some(differs), reallocate };
     });
     return this.#render(updated);
@@ -270,7 +292,11 @@ export class PodsService {
   /** 503 RUNTIME_UNAVAILABLE while the runtime (on `hostId`, when named) cannot start instances: nothing is stored or reserved. */
   #assertRuntimeAvailable(what = 'No instance can be started right now', hostId?: string | null): void {
     const reason = this.#d.runtime.unavailable?.(hostId ?? undefined) ?? null;
-    if (reason !== null) throw new ApiError('RUNTIME_UNAVAILABLE', `${what}: ${reason}. Nothing was created or changed; try again once the runtime is back.`);
+    if (reason !== null)
+      throw new ApiError(
+        'RUNTIME_UNAVAILABLE',
+        `${what}: ${reason}. Nothing was created or changed; try again once the runtime is back.`,
+      );
   }
 
   async #owned(accountId: string, id: string): Promise<PodRecord> {
@@ -284,7 +310,10 @@ export class PodsService {
       await this.#d.registries.get(accountId, registryId);
     } catch (err) {
       if (isApiError(err) && err.code === 'NOT_FOUND')
-        throw new ApiError('UNKNOWN_REFERENCE', `Unknown registry "${registryId}": it is not one of this account's registry credentials (GET /v2/registries).`);
+        throw new ApiError(
+          'UNKNOWN_REFERENCE',
+          `Unknown registry "${registryId}": it is not one of this account's registry credentials (GET /v2/registries).`,
+        );
       throw err;
     }
   }
@@ -294,7 +323,10 @@ export class PodsService {
       return await this.#d.volumes.get(accountId, volumeId);
     } catch (err) {
       if (isApiError(err) && err.code === 'NOT_FOUND')
-        throw new ApiError('UNKNOWN_REFERENCE', `Unknown network volume "${volumeId}": it is not one of this account's volumes (GET /v2/network-volumes).`);
+        throw new ApiError(
+          'UNKNOWN_REFERENCE',
+          `Unknown network volume "${volumeId}": it is not one of this account's volumes (GET /v2/network-volumes).`,
+        );
       throw err;
     }
   }
@@ -329,7 +361,7 @@ export class PodsService {
 }
 
 /** What placement needs from the pod's settings. */
-export function placementRequest(settings: PodSettings, volumeDataCenterId: string | null): PlacementRequest {
+function placementRequest(settings: PodSettings, volumeDataCenterId: string | null): PlacementRequest {
   const c = settings.compute;
   return {
     kind: c.kind,
@@ -354,7 +386,10 @@ export function placementRequest(settings: PodSettings, volumeDataCenterId: stri
  * if they were body fields; explicit body fields win. Its env is merged over the pod's env unless
  * the body sends `env` (a full replacement, merged over the template's).
  */
-function effectivePatch(patch: PatchPodInput, template: TemplateDefaults | null): PatchPodInput & { envOverPod: boolean } {
+function effectivePatch(
+  patch: PatchPodInput,
+  template: TemplateDefaults | null,
+): PatchPodInput & { envOverPod: boolean } {
   if (!template) return { ...patch, envOverPod: false };
   return {
     ...patch,

@@ -51,13 +51,16 @@ test('the stored counters are read once per refresh interval, not per submission
 test('submissions admitted here count at once, before any refresh: the fourth is refused with 429 naming the quota', async () => {
   const q = new JobQuota({ usage: fakeUsage(), clock: new FakeClock(0), quotas });
   for (let i = 0; i < 3; i++) (await admit(q, 'a'))();
-  await assert.rejects(admit(q, 'a'), (err: { code: string; status: number; headers: Record<string, string>; detail: string }) => {
-    assert.equal(err.code, 'QUOTA_EXCEEDED');
-    assert.equal(err.status, 429);
-    assert.equal(err.headers['retry-after'], '1');
-    assert.match(err.detail, /quotas\.queuedJobs = 3/);
-    return true;
-  });
+  await assert.rejects(
+    admit(q, 'a'),
+    (err: { code: string; status: number; headers: Record<string, string>; detail: string }) => {
+      assert.equal(err.code, 'QUOTA_EXCEEDED');
+      assert.equal(err.status, 429);
+      assert.equal(err.headers['retry-after'], '1');
+      assert.match(err.detail, /quotas\.queuedJobs = 3/);
+      return true;
+    },
+  );
   await admit(q, 'b');
 });
 

@@ -153,12 +153,16 @@ export class JobQuota {
       streamSettle(false);
       throw err;
     }
-    return admitted instanceof Promise ? admitted.then(decide, (err: unknown) => (streamSettle(false), Promise.reject(err))) : decide(admitted);
+    return admitted instanceof Promise
+      ? admitted.then(decide, (err: unknown) => (streamSettle(false), Promise.reject(err)))
+      : decide(admitted);
   }
 
   /** The error a refusal answers; Retry-After: when the next refresh may show room. */
   #exceeded(detail: string): ApiError {
-    return new ApiError('QUOTA_EXCEEDED', detail, { headers: { 'retry-after': String(Math.max(1, Math.ceil(this.#refreshMs / 1000))) } });
+    return new ApiError('QUOTA_EXCEEDED', detail, {
+      headers: { 'retry-after': String(Math.max(1, Math.ceil(this.#refreshMs / 1000))) },
+    });
   }
 
   #admit(accountId: string, queuedJobs: number, storedBytes: number): () => void {
@@ -170,7 +174,8 @@ export class JobQuota {
       if (settled) return;
       settled = true;
       add(this.#uncommitted, accountId, -queuedJobs, -storedBytes);
-      if (this.#uncommitted.get(accountId)?.queuedJobs === 0 && this.#uncommitted.get(accountId)?.storedBytes === 0) this.#uncommitted.delete(accountId);
+      if (this.#uncommitted.get(accountId)?.queuedJobs === 0 && this.#uncommitted.get(accountId)?.storedBytes === 0)
+        this.#uncommitted.delete(accountId);
     };
   }
 

@@ -8,7 +8,7 @@ import { ResourceQuota } from './resource-quota.js';
 /** A store whose holdings the test sets, counting its reads. */
 function fixture(quotas = { pods: 100, gpus: 4 }) {
   const clock = new FakeClock(Date.UTC(2026, 0, 1));
-  const store = { held: { pods: 0, gpus: 0 } as ResourceHoldings, reads: 0 };
+  const store = { held: { pods: 0, gpus: 0 }, reads: 0 };
   const quota = new ResourceQuota({
     clock,
     quotas,
@@ -52,7 +52,10 @@ test('an account’s holdings are read once per refresh interval, not once per a
 test('what was admitted since the last read counts until a read includes it, and then only once', async () => {
   const { clock, store, quota } = fixture({ pods: 100, gpus: 3 });
   await quota.admit('a', { pods: 1, gpus: 2 }, async () => undefined); // committed, not yet in the read
-  await assert.rejects(quota.admit('a', { pods: 1, gpus: 2 }, async () => undefined), (err) => isApiError(err) && err.code === 'RESOURCE_QUOTA_EXCEEDED');
+  await assert.rejects(
+    quota.admit('a', { pods: 1, gpus: 2 }, async () => undefined),
+    (err) => isApiError(err) && err.code === 'RESOURCE_QUOTA_EXCEEDED',
+  );
   store.held = { pods: 1, gpus: 2 };
   clock.advance(1000);
   assert.equal(await quota.admit('a', { pods: 1, gpus: 1 }, async () => 'fits'), 'fits', 'the first pod counted twice');
@@ -60,14 +63,20 @@ test('what was admitted since the last read counts until a read includes it, and
 
 test('a step that fails gives its reservation back', async () => {
   const { quota } = fixture({ pods: 100, gpus: 1 });
-  await assert.rejects(quota.admit('a', { pods: 1, gpus: 1 }, async () => Promise.reject(new Error('no host'))), /no host/);
+  await assert.rejects(
+    quota.admit('a', { pods: 1, gpus: 1 }, async () => Promise.reject(new Error('no host'))),
+    /no host/,
+  );
   assert.equal(await quota.admit('a', { pods: 1, gpus: 1 }, async () => 'placed'), 'placed');
 });
 
 test('a release makes the next admission read the store again, so freed room shows at once', async () => {
   const { store, quota } = fixture({ pods: 100, gpus: 1 });
   await quota.admit('a', { pods: 1, gpus: 1 }, async () => void (store.held = { pods: 1, gpus: 1 }));
-  await assert.rejects(quota.admit('a', { pods: 1, gpus: 1 }, async () => undefined), /quotas\.gpus/);
+  await assert.rejects(
+    quota.admit('a', { pods: 1, gpus: 1 }, async () => undefined),
+    /quotas\.gpus/,
+  );
   store.held = { pods: 1, gpus: 0 }; // stopped
   quota.released('a');
   assert.equal(await quota.admit('a', { pods: 1, gpus: 1 }, async () => 'started'), 'started');
@@ -79,7 +88,10 @@ test('an admission in flight while the holdings are read stays counted beside th
   const slow = quota.admit('a', { pods: 1, gpus: 2 }, () => new Promise<void>((r) => (finish = r)));
   await new Promise((r) => setImmediate(r));
   clock.advance(1000); // the next admission re-reads while the first has not committed (not in the read)
-  await assert.rejects(quota.admit('a', { pods: 1, gpus: 1 }, async () => undefined), /quotas\.gpus/);
+  await assert.rejects(
+    quota.admit('a', { pods: 1, gpus: 1 }, async () => undefined),
+    /quotas\.gpus/,
+  );
   finish();
   await slow;
   assert.equal(store.reads, 2);

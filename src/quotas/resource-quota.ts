@@ -62,7 +62,11 @@ export class ResourceQuota {
   }
 
   /** `admit` that answers a refusal instead of throwing (the autoscaler throttles on it). */
-  async tryAdmit<T>(accountId: string, demand: ResourceDemand, step: () => Promise<T>): Promise<{ ok: true; value: T } | { ok: false; reason: string }> {
+  async tryAdmit<T>(
+    accountId: string,
+    demand: ResourceDemand,
+    step: () => Promise<T>,
+  ): Promise<{ ok: true; value: T } | { ok: false; reason: string }> {
     const view = this.#fresh(accountId) ?? (await this.#load(accountId));
     // From here to `step()`, nothing awaits: the check and the reservation are one step.
     const held = { pods: view.stored.pods + view.recent.pods, gpus: view.stored.gpus + view.recent.gpus };
@@ -81,7 +85,8 @@ export class ResourceQuota {
       return { ok: true, value };
     } finally {
       addTo(inFlight, demand, -1);
-      if (inFlight.pods === 0 && inFlight.gpus === 0 && this.#inFlight.get(accountId) === inFlight) this.#inFlight.delete(accountId);
+      if (inFlight.pods === 0 && inFlight.gpus === 0 && this.#inFlight.get(accountId) === inFlight)
+        this.#inFlight.delete(accountId);
       if (!done) {
         // Whichever view counts it now (a read during the step carried it over) gives it back.
         const current = this.#views.get(accountId);

@@ -31,12 +31,17 @@ function fakeUsage() {
 }
 
 const quotas = { queuedJobs: 10, storedJobBytes: 10_000, streamBytesPerJob: 100 };
-const exceeded = (err: { code?: string; detail?: string }) => err.code === 'QUOTA_EXCEEDED' && /quotas\.streamBytesPerJob = 100/.test(err.detail ?? '');
+const exceeded = (err: { code?: string; detail?: string }) =>
+  err.code === 'QUOTA_EXCEEDED' && /quotas\.streamBytesPerJob = 100/.test(err.detail ?? '');
 
 test('concurrent chunk posts for one job cannot pass quotas.streamBytesPerJob together', async () => {
   const q = new JobQuota({ usage: fakeUsage(), clock: new FakeClock(0), quotas });
   const results = await Promise.allSettled([1, 2, 3].map(async () => q.admitStreamChunk('a', 'job1', 40)));
-  assert.equal(results.filter((r) => r.status === 'fulfilled').length, 2, 'two chunks of 40 fit in 100, a third does not');
+  assert.equal(
+    results.filter((r) => r.status === 'fulfilled').length,
+    2,
+    'two chunks of 40 fit in 100, a third does not',
+  );
   const refused = results.find((r) => r.status === 'rejected');
   assert.ok(refused && exceeded(refused.reason as { code: string; detail: string }));
 });
@@ -90,7 +95,11 @@ test('a refusal by the account’s stored-bytes quota frees the job’s reservat
   (await q.admitStreamChunk('a', 'job1', 40))(true);
   assert.throws(() => q.admitStreamChunk('a', 'job1', 40), /quotas\.storedJobBytes = 50/);
   q.streamDrained('job1', 40);
-  assert.throws(() => q.admitStreamChunk('a', 'job1', 40), /quotas\.storedJobBytes = 50/, 'still the account quota, not the job’s');
+  assert.throws(
+    () => q.admitStreamChunk('a', 'job1', 40),
+    /quotas\.storedJobBytes = 50/,
+    'still the account quota, not the job’s',
+  );
   (q.admitStreamChunk('a', 'job1', 5) as (committed: boolean) => void)(true);
 });
 

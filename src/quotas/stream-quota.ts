@@ -85,7 +85,8 @@ export class StreamQuota {
     const refusal = streamQuotaRefusal(jobId, job.stored + job.reserved, bytes, this.#deps.quotas);
     if (refusal !== null) {
       // The figure may be stale (a drain on another replica): re-read it, at most once per refreshMs.
-      if (!fresh && this.#deps.clock.now() - job.readAt >= this.#refreshMs) return this.#load(jobId).then(() => this.#reserveKnown(jobId, bytes, true));
+      if (!fresh && this.#deps.clock.now() - job.readAt >= this.#refreshMs)
+        return this.#load(jobId).then(() => this.#reserveKnown(jobId, bytes, true));
       throw this.#deps.exceeded(refusal);
     }
     job.reserved += bytes;

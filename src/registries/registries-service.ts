@@ -24,14 +24,27 @@ const MAX_USERNAME = 1024;
 const MAX_PASSWORD = 16384;
 function checkSecrets({ username, password }: UpdateRegistryInput): void {
   const errors = [
-    ...(typeof username !== 'string' || username.length === 0 ? ['username: is required'] : username.length > MAX_USERNAME ? [`username: must be at most ${MAX_USERNAME} characters`] : []),
-    ...(typeof password !== 'string' || password.length === 0 ? ['password: is required'] : password.length > MAX_PASSWORD ? [`password: must be at most ${MAX_PASSWORD} characters`] : []),
+    ...(typeof username !== 'string' || username.length === 0
+      ? ['username: is required']
+      : username.length > MAX_USERNAME
+        ? [`username: must be at most ${MAX_USERNAME} characters`]
+        : []),
+    ...(typeof password !== 'string' || password.length === 0
+      ? ['password: is required']
+      : password.length > MAX_PASSWORD
+        ? [`password: must be at most ${MAX_PASSWORD} characters`]
+        : []),
   ];
   if (errors.length > 0) throw validationFailed(errors);
 }
 
 /** Strips the sealed secrets: nothing outside this service sees even the ciphertext. */
-const toRegistry = ({ id, accountId, name, createdAt }: RegistryRecord): Registry => ({ id, accountId, name, createdAt });
+const toRegistry = ({ id, accountId, name, createdAt }: RegistryRecord): Registry => ({
+  id,
+  accountId,
+  name,
+  createdAt,
+});
 
 /** Container registry credentials. Username and password are sealed at rest and leave only through `credentials`. */
 export class RegistriesService {
@@ -67,7 +80,10 @@ export class RegistriesService {
   /** Decrypted credentials, for the runtime only. Never returned by any route or logged. */
   async credentials(accountId: string, id: string): Promise<{ username: string; password: string }> {
     const record = await this.#record(accountId, id);
-    return { username: this.deps.secrets.open(record.usernameSealed), password: this.deps.secrets.open(record.passwordSealed) };
+    return {
+      username: this.deps.secrets.open(record.usernameSealed),
+      password: this.deps.secrets.open(record.passwordSealed),
+    };
   }
 
   /**
@@ -77,7 +93,10 @@ export class RegistriesService {
   async update(accountId: string, id: string, input: UpdateRegistryInput): Promise<Registry> {
     const record = await this.#record(accountId, id);
     checkSecrets(input);
-    const sealed = { usernameSealed: this.deps.secrets.seal(input.username), passwordSealed: this.deps.secrets.seal(input.password) };
+    const sealed = {
+      usernameSealed: this.deps.secrets.seal(input.username),
+      passwordSealed: this.deps.secrets.seal(input.password),
+    };
     if (!(await this.store.updateSecrets(accountId, id, sealed))) throw notFound('registry credential', id);
     return toRegistry(record);
   }

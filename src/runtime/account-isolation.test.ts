@@ -1,7 +1,13 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { loadConfig } from '../config.js';
-import { accountIsolationOf, multiAccountCreateRefusal, multiAccountStartRefusal, sharedReach, type AccountIsolation } from './account-isolation.js';
+import {
+  accountIsolationOf,
+  multiAccountCreateRefusal,
+  multiAccountStartRefusal,
+  sharedReach,
+  type AccountIsolation,
+} from './account-isolation.js';
 
 const LOOPBACK = 'http://127.0.0.1:8080';
 const deployment = (overrides: Partial<AccountIsolation> = {}): AccountIsolation => ({
@@ -17,8 +23,10 @@ test('the process runtime cannot keep accounts apart, whatever the job URL', () 
 });
 
 test('the docker runtime cannot keep accounts apart exactly when its workers are on the host network: a loopback job URL', () => {
-  for (const url of [LOOPBACK, 'http://localhost:8080', 'http://[::1]:9000', 'http://127.0.0.2']) assert.equal(sharedReach('docker', url), 'docker-host-network', url);
-  for (const url of ['http://10.0.0.5:8080', 'http://172.17.0.1:8080', 'https://jobs.example.test']) assert.equal(sharedReach('docker', url), null, url);
+  for (const url of [LOOPBACK, 'http://localhost:8080', 'http://[::1]:9000', 'http://127.0.0.2'])
+    assert.equal(sharedReach('docker', url), 'docker-host-network', url);
+  for (const url of ['http://10.0.0.5:8080', 'http://172.17.0.1:8080', 'https://jobs.example.test'])
+    assert.equal(sharedReach('docker', url), null, url);
 });
 
 test('a runtime of another name is not held to the rule', () => {
@@ -28,19 +36,40 @@ test('a runtime of another name is not held to the rule', () => {
 test('a docker deployment with a loopback job URL refuses a second account at start and at creation, naming why and what to do', () => {
   const start = multiAccountStartRefusal(2, deployment());
   assert.ok(start);
-  assert.match(start, /^refusing to start: this deployment has 2 accounts, and the docker runtime puts serverless workers on the host's network while the job URL they are given \(127\.0\.0\.1:8080\) is on loopback/);
-  for (const named of [/--host/, /GANTRY_HOST/, /GANTRY_PUBLIC_JOB_URL/, /server\.publicJobUrl/, /server\.jobPort/, /runtime\.docker\.allowMultipleAccountsOnHostNetwork: true/, /GANTRY_DOCKER_HOST_NETWORK_MULTI_ACCOUNT=true/])
+  assert.match(
+    start,
+    /^refusing to start: this deployment has 2 accounts, and the docker runtime puts serverless workers on the host's network while the job URL they are given \(127\.0\.0\.1:8080\) is on loopback/,
+  );
+  for (const named of [
+    /--host/,
+    /GANTRY_HOST/,
+    /GANTRY_PUBLIC_JOB_URL/,
+    /server\.publicJobUrl/,
+    /server\.jobPort/,
+    /runtime\.docker\.allowMultipleAccountsOnHostNetwork: true/,
+    /GANTRY_DOCKER_HOST_NETWORK_MULTI_ACCOUNT=true/,
+  ])
     assert.match(start, named);
-  assert.doesNotMatch(start, /runtime\.process\.allowMultipleAccounts/, "the process runtime's opt-in is not the one to take");
+  assert.doesNotMatch(
+    start,
+    /runtime\.process\.allowMultipleAccounts/,
+    "the process runtime's opt-in is not the one to take",
+  );
   const create = multiAccountCreateRefusal(1, deployment());
   assert.ok(create);
-  assert.match(create, /^refusing to create a second account: the docker runtime puts serverless workers on the host's network/);
+  assert.match(
+    create,
+    /^refusing to create a second account: the docker runtime puts serverless workers on the host's network/,
+  );
   assert.match(create, /runtime\.docker\.allowMultipleAccountsOnHostNetwork: true/);
   assert.match(create, /not from gantry serve's flags/);
 });
 
 test("a refusal shows the job URL's host and port, never its credentials or path", () => {
-  const refusal = multiAccountStartRefusal(2, deployment({ workerJobUrl: 'http://user:s3cret@localhost:8080/base?token=t0k' }));
+  const refusal = multiAccountStartRefusal(
+    2,
+    deployment({ workerJobUrl: 'http://user:s3cret@localhost:8080/base?token=t0k' }),
+  );
   assert.match(refusal ?? '', /\(localhost:8080\)/);
   assert.doesNotMatch(refusal ?? '', /s3cret|t0k|user/);
 });
@@ -64,16 +93,42 @@ test("one runtime's opt-in never lifts the other's rule", () => {
 
 test('the process runtime refuses a second account with its own reason and opt-in, as before', () => {
   const start = multiAccountStartRefusal(3, deployment({ runtime: 'process' }));
-  assert.match(start ?? '', /^refusing to start: this deployment has 3 accounts, and the process runtime runs every instance as a process of the server's own user/);
-  assert.match(start ?? '', /runtime\.process\.allowMultipleAccounts: true in the config file \(or GANTRY_PROCESS_RUNTIME_MULTI_ACCOUNT=true\)/);
-  assert.match(multiAccountCreateRefusal(1, deployment({ runtime: 'process' })) ?? '', /^refusing to create a second account: the process runtime/);
+  assert.match(
+    start ?? '',
+    /^refusing to start: this deployment has 3 accounts, and the process runtime runs every instance as a process of the server's own user/,
+  );
+  assert.match(
+    start ?? '',
+    /runtime\.process\.allowMultipleAccounts: true in the config file \(or GANTRY_PROCESS_RUNTIME_MULTI_ACCOUNT=true\)/,
+  );
+  assert.match(
+    multiAccountCreateRefusal(1, deployment({ runtime: 'process' })) ?? '',
+    /^refusing to create a second account: the process runtime/,
+  );
 });
 
 test("the deployment a config describes takes the workers' job URL and both opt-ins from it", () => {
   const config = loadConfig({
-    env: { GANTRY_DATA_DIR: '/nonexistent/gantry', GANTRY_RUNTIME: 'docker', GANTRY_HOST: '0.0.0.0', GANTRY_PUBLIC_JOB_URL: 'http://192.0.2.10:8081', GANTRY_DOCKER_HOST_NETWORK_MULTI_ACCOUNT: 'true' },
+    env: {
+      GANTRY_DATA_DIR: '/nonexistent/gantry',
+      GANTRY_RUNTIME: 'docker',
+      GANTRY_HOST: '0.0.0.0',
+      GANTRY_PUBLIC_JOB_URL: 'http://192.0.2.10:8081',
+      GANTRY_DOCKER_HOST_NETWORK_MULTI_ACCOUNT: 'true',
+    },
   });
-  assert.deepEqual(accountIsolationOf('docker', config), { runtime: 'docker', workerJobUrl: 'http://192.0.2.10:8081', allowProcess: false, allowDockerHostNetwork: true });
-  const onAllAddresses = loadConfig({ env: { GANTRY_DATA_DIR: '/nonexistent/gantry', GANTRY_RUNTIME: 'docker', GANTRY_HOST: '0.0.0.0' } });
-  assert.equal(sharedReach('docker', accountIsolationOf('docker', onAllAddresses).workerJobUrl), 'docker-host-network', 'listening on 0.0.0.0 alone still hands workers a loopback URL');
+  assert.deepEqual(accountIsolationOf('docker', config), {
+    runtime: 'docker',
+    workerJobUrl: 'http://192.0.2.10:8081',
+    allowProcess: false,
+    allowDockerHostNetwork: true,
+  });
+  const onAllAddresses = loadConfig({
+    env: { GANTRY_DATA_DIR: '/nonexistent/gantry', GANTRY_RUNTIME: 'docker', GANTRY_HOST: '0.0.0.0' },
+  });
+  assert.equal(
+    sharedReach('docker', accountIsolationOf('docker', onAllAddresses).workerJobUrl),
+    'docker-host-network',
+    'listening on 0.0.0.0 alone still hands workers a loopback URL',
+  );
 });

@@ -50,7 +50,8 @@ export function accountIsolationOf(runtime: string, config: Pick<Config, 'server
 export function sharedReach(runtime: string, workerJobUrl: string): SharedReach | null {
   if (runtime === 'process') return 'process';
   // Fleet workers are containers on the agents' engines: the same host-network rule.
-  if ((runtime === 'docker' || runtime === 'fleet') && workerNetworkMode(workerJobUrl) === 'host') return 'docker-host-network';
+  if ((runtime === 'docker' || runtime === 'fleet') && workerNetworkMode(workerJobUrl) === 'host')
+    return 'docker-host-network';
   return null;
 }
 
@@ -62,7 +63,8 @@ function unacceptedReach(d: AccountIsolation): SharedReach | null {
   return reach;
 }
 
-const PROCESS_WHY = "the process runtime runs every instance as a process of the server's own user, on the host's network, with the data dir (database, secret key) within reach, so it cannot keep accounts apart";
+const PROCESS_WHY =
+  "the process runtime runs every instance as a process of the server's own user, on the host's network, with the data dir (database, secret key) within reach, so it cannot keep accounts apart";
 const PROCESS_OPT_IN =
   'set runtime.process.allowMultipleAccounts: true in the config file (or GANTRY_PROCESS_RUNTIME_MULTI_ACCOUNT=true) to accept that every account can then reach the host and the other accounts';
 

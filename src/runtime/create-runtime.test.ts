@@ -34,13 +34,25 @@ test('the process runtime is built with the config’s fleet as its hosts', asyn
 
 test('the docker runtime refuses to start when its engine does not answer, naming the socket and the way out', async () => {
   const c = config({ GANTRY_RUNTIME: 'docker', DOCKER_HOST: `unix://${join(dataDir, 'no-engine.sock')}` });
-  await assert.rejects(createRuntime(c, { clock: systemClock, logger, loadDockerRuntime: () => assert.fail('no runtime is built without an engine') }), (err: Error) => {
-    assert.ok(err instanceof RuntimeStartRefused);
-    assert.match(err.message, new RegExp(`^refusing to start with runtime docker: cannot reach the Docker Engine at unix://${join(dataDir, 'no-engine.sock')}: connect ENOENT`));
-    assert.match(err.message, /DOCKER_HOST \(or runtime\.docker\.host\)/);
-    assert.match(err.message, /GANTRY_RUNTIME=process/);
-    return true;
-  });
+  await assert.rejects(
+    createRuntime(c, {
+      clock: systemClock,
+      logger,
+      loadDockerRuntime: () => assert.fail('no runtime is built without an engine'),
+    }),
+    (err: Error) => {
+      assert.ok(err instanceof RuntimeStartRefused);
+      assert.match(
+        err.message,
+        new RegExp(
+          `^refusing to start with runtime docker: cannot reach the Docker Engine at unix://${join(dataDir, 'no-engine.sock')}: connect ENOENT`,
+        ),
+      );
+      assert.match(err.message, /DOCKER_HOST \(or runtime\.docker\.host\)/);
+      assert.match(err.message, /GANTRY_RUNTIME=process/);
+      return true;
+    },
+  );
 });
 
 const reachable = await fetchEngineInfo(dockerHost, { timeoutMs: 3000 }).then(
@@ -48,35 +60,48 @@ const reachable = await fetchEngineInfo(dockerHost, { timeoutMs: 3000 }).then(
   (err: Error) => `no Docker Engine at ${dockerHost} (${err.message}); set DOCKER_HOST`,
 );
 
-test('the docker runtime is built for the discovered host with the config’s engine, namespace, bind address, images and grace', { skip: reachable }, async () => {
-  const { env } = standInNvidiaSmi({ csv: TWO_4090, banner: BANNER_12_4 });
-  const c = config({ GANTRY_RUNTIME: 'docker', DOCKER_HOST: dockerHost });
-  let built: DockerRuntimeOptions | undefined;
-  class Recording {
-    readonly name = 'docker';
-    constructor(options: DockerRuntimeOptions) {
-      built = options;
+test(
+  'the docker runtime is built for the discovered host with the config’s engine, namespace, bind address, images and grace',
+  { skip: reachable },
+  async () => {
+    const { env } = standInNvidiaSmi({ csv: TWO_4090, banner: BANNER_12_4 });
+    const c = config({ GANTRY_RUNTIME: 'docker', DOCKER_HOST: dockerHost });
+    let built: DockerRuntimeOptions | undefined;
+    class Recording {
+      readonly name = 'docker';
+      constructor(options: DockerRuntimeOptions) {
+        built = options;
+      }
     }
-  }
-  const module = { DockerRuntime: Recording as unknown as DockerRuntimeModule['DockerRuntime'] };
-  const { runtime, hosts } = await createRuntime(c, { clock: systemClock, logger, env, loadDockerRuntime: async () => module });
-  assert.ok(runtime instanceof Recording);
-  assert.ok(built);
-  assert.equal(built.dockerHost, dockerHost);
-  assert.equal(built.namespace, c.runtime.docker.namespace);
-  assert.equal(built.bindIp, '0.0.0.0');
-  assert.equal(built.stopGraceMs, c.pods.stopGraceMs);
-  assert.equal(built.images, c.images);
-  assert.deepEqual(hosts, [built.host]);
-  assert.equal(built.host.gpuTypeId, 'NVIDIA GeForce RTX 4090');
-  assert.equal(built.host.gpuUuids?.length, 2);
-});
+    const module = { DockerRuntime: Recording as unknown as DockerRuntimeModule['DockerRuntime'] };
+    const { runtime, hosts } = await createRuntime(c, {
+      clock: systemClock,
+      logger,
+      env,
+      loadDockerRuntime: async () => module,
+    });
+    assert.ok(runtime instanceof Recording);
+    assert.ok(built);
+    assert.equal(built.dockerHost, dockerHost);
+    assert.equal(built.namespace, c.runtime.docker.namespace);
+    assert.equal(built.bindIp, '0.0.0.0');
+    assert.equal(built.stopGraceMs, c.pods.stopGraceMs);
+    assert.equal(built.images, c.images);
+    assert.deepEqual(hosts, [built.host]);
+    assert.equal(built.host.gpuTypeId, 'NVIDIA GeForce RTX 4090');
+    assert.equal(built.host.gpuUuids?.length, 2);
+  },
+);
 
 test('a build without the Docker runtime module refuses runtime docker, saying so', { skip: reachable }, async () => {
   const c = config({ GANTRY_RUNTIME: 'docker', DOCKER_HOST: dockerHost });
   const missing = './docker/no-such-docker-runtime.js';
   await assert.rejects(
-    createRuntime(c, { clock: systemClock, logger, loadDockerRuntime: () => import(missing) as Promise<{ DockerRuntime: new (o: DockerRuntimeOptions) => Runtime }> }),
+    createRuntime(c, {
+      clock: systemClock,
+      logger,
+      loadDockerRuntime: () => import(missing) as Promise<{ DockerRuntime: new (o: DockerRuntimeOptions) => Runtime }>,
+    }),
     /^RuntimeStartRefused: refusing to start with runtime docker: this build of gantry has no Docker runtime/,
   );
 });

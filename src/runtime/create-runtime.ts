@@ -40,7 +40,8 @@ export interface CreateRuntimeDeps {
 
 /** Kept out of the static import graph: only a server that runs containers loads the Docker adapter. */
 const DOCKER_RUNTIME_MODULE = './docker/docker-runtime.js';
-const importDockerRuntime = (): Promise<DockerRuntimeModule> => import(DOCKER_RUNTIME_MODULE) as Promise<DockerRuntimeModule>;
+const importDockerRuntime = (): Promise<DockerRuntimeModule> =>
+  import(DOCKER_RUNTIME_MODULE) as Promise<DockerRuntimeModule>;
 
 export async function createRuntime(config: Config, deps: CreateRuntimeDeps): Promise<ConfiguredRuntime> {
   const { clock, logger } = deps;
@@ -73,7 +74,9 @@ export async function createRuntime(config: Config, deps: CreateRuntimeDeps): Pr
   } catch (err) {
     const e = err as NodeJS.ErrnoException;
     if (e.code !== 'ERR_MODULE_NOT_FOUND' || !e.message.includes('docker-runtime')) throw err;
-    throw new RuntimeStartRefused(`refusing to start with runtime docker: this build of gantry has no Docker runtime (${e.message})`);
+    throw new RuntimeStartRefused(
+      `refusing to start with runtime docker: this build of gantry has no Docker runtime (${e.message})`,
+    );
   }
   const runtime = new module.DockerRuntime({
     dockerHost: docker.host,

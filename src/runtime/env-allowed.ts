@@ -6,7 +6,11 @@ import type { Runtime } from './runtime.js';
  * to an instance of `image`. Called by every service where tenant env enters; a runtime without
  * `refusedEnv` (one that isolates env) accepts all.
  */
-export function assertEnvAllowed(runtime: Pick<Runtime, 'refusedEnv'> | undefined, env: Record<string, string>, image: string): void {
+export function assertEnvAllowed(
+  runtime: Pick<Runtime, 'refusedEnv'> | undefined,
+  env: Record<string, string>,
+  image: string,
+): void {
   const refusal = runtime?.refusedEnv?.(env, image);
   if (!refusal) return;
   throw new ApiError(

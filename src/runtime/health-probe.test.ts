@@ -38,7 +38,11 @@ test('waiting for health ends with the last error once the timeout passes, and a
   const target = http(await freePort());
   const t0 = performance.now();
   // a second of attempts: on a loaded machine one attempt at a refused port can take a while
-  const result = await waitUntilHealthy(target, { intervalMs: 20, timeoutMs: 1_000, signal: new AbortController().signal });
+  const result = await waitUntilHealthy(target, {
+    intervalMs: 20,
+    timeoutMs: 1_000,
+    signal: new AbortController().signal,
+  });
   assert.equal(result.ok, false);
   assert.ok(!result.ok && !result.aborted && /ECONNREFUSED/.test(result.lastError), JSON.stringify(result));
   assert.ok(performance.now() - t0 < 5_000);

@@ -22,7 +22,9 @@ export type ProbeResult = { ok: true } | { ok: false; aborted: boolean; lastErro
 
 /** How the target reads in messages: `http://127.0.0.1:31000/health` or `tcp 127.0.0.1:31000`. */
 export const describeTarget = (t: ProbeTarget): string =>
-  t.type === 'http' ? `http://${t.host}:${t.port}${t.path.startsWith('/') ? t.path : `/${t.path}`}` : `tcp ${t.host}:${t.port}`;
+  t.type === 'http'
+    ? `http://${t.host}:${t.port}${t.path.startsWith('/') ? t.path : `/${t.path}`}`
+    : `tcp ${t.host}:${t.port}`;
 
 /** One attempt: null on success (http: any status below 500; tcp: a connection), else what went wrong. */
 export function probeOnce(target: ProbeTarget, timeoutMs: number): Promise<string | null> {
@@ -41,7 +43,14 @@ export function probeOnce(target: ProbeTarget, timeoutMs: number): Promise<strin
       return;
     }
     const req = request(
-      { host: target.host, port: target.port, path: target.path.startsWith('/') ? target.path : `/${target.path}`, method: 'GET', agent: false, timeout: timeoutMs },
+      {
+        host: target.host,
+        port: target.port,
+        path: target.path.startsWith('/') ? target.path : `/${target.path}`,
+        method: 'GET',
+        agent: false,
+        timeout: timeoutMs,
+      },
       (res) => {
         res.resume();
         const status = res.statusCode ?? 0;

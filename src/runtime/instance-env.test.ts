@@ -4,7 +4,8 @@ import { instanceSpec } from './runtime-contract.js';
 import { layeredInstanceEnv, platformInstanceEnv } from './instance-env.js';
 import type { InstanceSpec } from './runtime.js';
 
-const spec = (overrides: Partial<InstanceSpec> = {}): InstanceSpec => instanceSpec({ id: 'pod1', vcpus: 4, memoryGb: 16, ...overrides });
+const spec = (overrides: Partial<InstanceSpec> = {}): InstanceSpec =>
+  instanceSpec({ id: 'pod1', vcpus: 4, memoryGb: 16, ...overrides });
 const cpu = { publicIp: '203.0.113.7', gpuDevices: [] };
 
 test('an instance is told its id under both names, its vCPUs and its public IP', () => {
@@ -55,7 +56,12 @@ test("the platform's env is layered over the tenant's, and the platform's per-in
   const env = layeredInstanceEnv(
     spec({
       env: { JUPYTER_PASSWORD: 'tenant', MODEL: 'm', RUNPOD_POD_ID: 'tenant', GANTRY_PORT_80: '1' },
-      platformEnv: { JUPYTER_PASSWORD: 'generated', RUNPOD_SKIP_GPU_CHECK: 'true', RUNPOD_POD_ID: 'platform', CUDA_VISIBLE_DEVICES: '0,1' },
+      platformEnv: {
+        JUPYTER_PASSWORD: 'generated',
+        RUNPOD_SKIP_GPU_CHECK: 'true',
+        RUNPOD_POD_ID: 'platform',
+        CUDA_VISIBLE_DEVICES: '0,1',
+      },
       ports: [{ private: 80, public: 30080, protocol: 'http' }],
     }),
     cpu,

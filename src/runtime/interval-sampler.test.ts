@@ -9,7 +9,13 @@ const logger = pino({ level: 'silent' });
 function setup() {
   const timers = new FakeTimers();
   const state = { live: 1, taken: 0 };
-  const sampler = new IntervalSampler({ intervalMs: 1_000, timers, logger, live: () => state.live > 0, sample: async () => void state.taken++ });
+  const sampler = new IntervalSampler({
+    intervalMs: 1_000,
+    timers,
+    logger,
+    live: () => state.live > 0,
+    sample: async () => void state.taken++,
+  });
   return { timers, state, sampler };
 }
 

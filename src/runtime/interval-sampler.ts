@@ -13,7 +13,7 @@ export interface SamplerTimers {
 }
 
 /** Real waiting that never keeps the server's process alive on its own. */
-export const unrefTimers: SamplerTimers = {
+const unrefTimers: SamplerTimers = {
   sleep: (ms, signal) =>
     new Promise((resolve) => {
       if (signal?.aborted) return resolve();
@@ -29,7 +29,7 @@ export const unrefTimers: SamplerTimers = {
 };
 
 /** Config `runtime.statsIntervalMs`. @default 5000 */
-export const DEFAULT_STATS_INTERVAL_MS = 5_000;
+const DEFAULT_STATS_INTERVAL_MS = 5_000;
 
 export interface IntervalSamplerOptions {
   /** Time between the end of one sample and the start of the next. @default 5000 */

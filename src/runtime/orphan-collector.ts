@@ -92,7 +92,10 @@ export class OrphanCollector {
       try {
         await this.#deps.runtime.remove(id);
       } catch (err) {
-        this.#deps.logger.warn({ instance: id, err: (err as Error).message }, 'removing an orphaned instance failed; trying again later');
+        this.#deps.logger.warn(
+          { instance: id, err: (err as Error).message },
+          'removing an orphaned instance failed; trying again later',
+        );
         continue;
       }
       this.#candidates.delete(id);

@@ -17,15 +17,23 @@ function table(entries: Record<string, string[]>): ResolveAddresses & { asked: s
 }
 
 test('a registry host name resolving to a non-public address is refused, without repeating the address', async () => {
-  const resolve = table({ 'registry.corp.example': ['10.20.30.40'], 'cache.example': ['93.184.216.34', '::1'], 'ghcr.io': ['140.82.112.34'] });
+  const resolve = table({
+    'registry.corp.example': ['10.20.30.40'],
+    'cache.example': ['93.184.216.34', '::1'],
+    'ghcr.io': ['140.82.112.34'],
+  });
   const guard = new RegistryGuard({ resolve });
   const refusal = await guard.refusal('registry.corp.example:5000/team/app:1');
   assert.equal(
     refusal,
     "its registry host registry.corp.example:5000 resolves to an address that is not public (private), and the Docker Engine would reach it from the host's own network; an operator can allow it with runtime.docker.registries.allow",
   );
-  assert.doesNotMatch(refusal!, /10\.20\.30\.40/);
-  assert.match((await guard.refusal('cache.example/x'))!, /\(loopback\)/, 'one non-public address among public ones is enough');
+  assert.doesNotMatch(refusal, /10\.20\.30\.40/);
+  assert.match(
+    (await guard.refusal('cache.example/x'))!,
+    /\(loopback\)/,
+    'one non-public address among public ones is enough',
+  );
   assert.equal(await guard.refusal('ghcr.io/team/app'), null);
   assert.deepEqual(resolve.asked, ['registry.corp.example', 'cache.example', 'ghcr.io']);
 });
@@ -35,7 +43,10 @@ test('Docker Hub, IP literals and localhost are judged without a lookup', async 
   const guard = new RegistryGuard({ resolve });
   assert.equal(await guard.refusal('ubuntu:22.04'), null);
   assert.equal(await guard.refusal('docker.io/library/ubuntu'), null);
-  assert.match((await guard.refusal('127.0.0.1:5000/x'))!, /^its registry 127\.0\.0\.1:5000 is not a public address \(loopback\)/);
+  assert.match(
+    (await guard.refusal('127.0.0.1:5000/x'))!,
+    /^its registry 127\.0\.0\.1:5000 is not a public address \(loopback\)/,
+  );
   assert.match((await guard.refusal('localhost:8080/x'))!, /^its registry localhost:8080 names the Docker host itself/);
   assert.equal(await guard.refusal('8.8.8.8/x'), null);
   assert.deepEqual(resolve.asked, []);
@@ -71,10 +82,16 @@ test('the timeout is let go once the lookup answers', async () => {
 
 test('an allowed registry is not looked up; with only, any other is refused before a lookup', async () => {
   const resolve = table({ 'registry.corp.example': ['10.0.0.9'] });
-  const guard = new RegistryGuard({ resolve, policy: { allow: ['registry.corp.example', 'docker.io'], only: true, private: 'refuse' } });
+  const guard = new RegistryGuard({
+    resolve,
+    policy: { allow: ['registry.corp.example', 'docker.io'], only: true, private: 'refuse' },
+  });
   assert.equal(await guard.refusal('registry.corp.example/x'), null);
   assert.equal(await guard.refusal('ubuntu'), null);
-  assert.match((await guard.refusal('ghcr.io/x'))!, /^its registry ghcr\.io is not one of the registries this server pulls from; an operator can add it to runtime\.docker\.registries\.allow$/);
+  assert.match(
+    (await guard.refusal('ghcr.io/x'))!,
+    /^its registry ghcr\.io is not one of the registries this server pulls from; an operator can add it to runtime\.docker\.registries\.allow$/,
+  );
   assert.deepEqual(resolve.asked, []);
 });
 
@@ -84,7 +101,10 @@ test('assertImageAllowed answers 400 IMAGE_NOT_ALLOWED naming the field; without
     assert.ok(isApiError(err));
     assert.equal(err.code, 'IMAGE_NOT_ALLOWED');
     assert.equal(err.status, 400);
-    assert.match(err.detail, /^imageName is not allowed: its registry \[::1\]:5000 is not a public address \(loopback\)/);
+    assert.match(
+      err.detail,
+      /^imageName is not allowed: its registry \[::1\]:5000 is not a public address \(loopback\)/,
+    );
     return true;
   });
   await assertImageAllowed(null, '127.0.0.1:5000/x');

@@ -12,7 +12,12 @@ import { lookup } from 'node:dns/promises';
 import { setTimeout as delay } from 'node:timers/promises';
 import { ApiError } from '../domain/errors.js';
 import { registryOfImage } from '../domain/image-ref.js';
-import { DEFAULT_REGISTRY_POLICY, judgeRegistry, judgeResolved, type RegistryPolicyConfig } from '../domain/registry-policy.js';
+import {
+  DEFAULT_REGISTRY_POLICY,
+  judgeRegistry,
+  judgeResolved,
+  type RegistryPolicyConfig,
+} from '../domain/registry-policy.js';
 
 /** Resolves a host name to every address it has (text form). */
 export type ResolveAddresses = (hostname: string) => Promise<readonly string[]>;
@@ -28,8 +33,10 @@ export interface RegistryGuardDeps {
   wait?: (ms: number, signal: AbortSignal) => Promise<void>;
 }
 
-const systemResolve: ResolveAddresses = async (hostname) => (await lookup(hostname, { all: true, verbatim: true })).map((a) => a.address);
-const timer = (ms: number, signal: AbortSignal): Promise<void> => delay(ms, undefined, { signal, ref: false }).catch(() => undefined);
+const systemResolve: ResolveAddresses = async (hostname) =>
+  (await lookup(hostname, { all: true, verbatim: true })).map((a) => a.address);
+const timer = (ms: number, signal: AbortSignal): Promise<void> =>
+  delay(ms, undefined, { signal, ref: false }).catch(() => undefined);
 
 export class RegistryGuard {
   readonly #policy: RegistryPolicyConfig;
@@ -61,7 +68,10 @@ export class RegistryGuard {
     const abort = new AbortController();
     try {
       // null: no answer in time
-      const found = await Promise.race([this.#resolve(host), this.#wait(this.#timeoutMs, abort.signal).then(() => null)]);
+      const found = await Promise.race([
+        this.#resolve(host),
+        this.#wait(this.#timeoutMs, abort.signal).then(() => null),
+      ]);
       return found ?? [];
     } catch {
       return [];
@@ -75,7 +85,11 @@ export class RegistryGuard {
  * Refuses, with 400 IMAGE_NOT_ALLOWED, an image whose registry the guard refuses. Without a guard
  * (a runtime that never pulls: the process runtime) every image passes.
  */
-export async function assertImageAllowed(guard: Pick<RegistryGuard, 'refusal'> | null | undefined, image: string, field = 'image'): Promise<void> {
+export async function assertImageAllowed(
+  guard: Pick<RegistryGuard, 'refusal'> | null | undefined,
+  image: string,
+  field = 'image',
+): Promise<void> {
   const refusal = guard ? await guard.refusal(image) : null;
   if (refusal === null) return;
   throw new ApiError('IMAGE_NOT_ALLOWED', `${field} is not allowed: ${refusal}.`, { errors: [`${field}: ${refusal}`] });

@@ -54,12 +54,16 @@ export async function freePort(): Promise<number> {
 }
 
 /** Polls `check` until it answers a truthy value, or fails after `timeoutMs` with `what`. */
-export async function waitFor<T>(what: string, check: () => T | Promise<T>, timeoutMs = 10_000): Promise<NonNullable<T>> {
+export async function waitFor<T>(
+  what: string,
+  check: () => T | Promise<T>,
+  timeoutMs = 10_000,
+): Promise<NonNullable<T>> {
   const deadline = Date.now() + timeoutMs;
   let pause = 10;
   for (;;) {
     const value = await check();
-    if (value) return value as NonNullable<T>;
+    if (value) return value;
     if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
     await new Promise((resolve) => setTimeout(resolve, pause));
     pause = Math.min(pause * 2, 100);
@@ -88,7 +92,11 @@ export class ChangeRecorder {
     return new Promise((resolve, reject) => {
       const timer = setTimeout(() => {
         this.#waiters.delete(check);
-        reject(new Error(`no "${state}" change of ${id} within ${timeoutMs} ms (saw: ${this.statesOf(id).join(', ') || 'nothing'})`));
+        reject(
+          new Error(
+            `no "${state}" change of ${id} within ${timeoutMs} ms (saw: ${this.statesOf(id).join(', ') || 'nothing'})`,
+          ),
+        );
       }, timeoutMs);
       const check = (): void => {
         const hit = find();
@@ -128,7 +136,13 @@ export function instanceSpec(overrides: Partial<InstanceSpec> = {}): InstanceSpe
  * One HTTP request to 127.0.0.1:`port` on a connection of its own: an instance stopped and started
  * again on the same port must not be reached through a pooled connection to its previous run.
  */
-export function request(port: number, method: string, path: string, body?: string, timeoutMs = 5_000): Promise<{ status: number; body: string }> {
+function request(
+  port: number,
+  method: string,
+  path: string,
+  body?: string,
+  timeoutMs = 5_000,
+): Promise<{ status: number; body: string }> {
   return new Promise((resolve, reject) => {
     const req = httpRequest({ host: '127.0.0.1', port, method, path, agent: false, timeout: timeoutMs }, (res) => {
       const chunks: Buffer[] = [];
@@ -136,7 +150,9 @@ export function request(port: number, method: string, path: string, body?: strin
       res.on('end', () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString('utf8') }));
       res.on('error', reject);
     });
-    req.once('timeout', () => req.destroy(new Error(`${method} ${path} on port ${port}: no answer within ${timeoutMs} ms`)));
+    req.once('timeout', () =>
+      req.destroy(new Error(`${method} ${path} on port ${port}: no answer within ${timeoutMs} ms`)),
+    );
     req.once('error', reject);
     req.end(body);
   });
@@ -151,13 +167,13 @@ export async function getJson(port: number, path: string): Promise<unknown> {
 const fileUrl = (path: string): string => `/file?path=${encodeURIComponent(path)}`;
 
 /** Writes `content` to the instance's file `path` (the http image's `PUT /file`). */
-export async function putFile(port: number, path: string, content: string): Promise<void> {
+async function putFile(port: number, path: string, content: string): Promise<void> {
   const res = await request(port, 'PUT', fileUrl(path), content);
   assert.equal(res.status, 204, `PUT /file?path=${path} answered ${res.status}: ${res.body}`);
 }
 
 /** The instance's file `path`, or null when it has none. */
-export async function getFile(port: number, path: string): Promise<string | null> {
+async function getFile(port: number, path: string): Promise<string | null> {
   const res = await request(port, 'GET', fileUrl(path));
   if (res.status === 404) return null;
   assert.equal(res.status, 200, `GET /file?path=${path} answered ${res.status}`);
@@ -165,7 +181,7 @@ export async function getFile(port: number, path: string): Promise<string | null
 }
 
 /** Whether anything answers HTTP on the port. */
-export async function answers(port: number): Promise<boolean> {
+async function answers(port: number): Promise<boolean> {
   try {
     await request(port, 'GET', '/health', undefined, 2_000);
     return true;
@@ -175,7 +191,7 @@ export async function answers(port: number): Promise<boolean> {
 }
 
 /** Starts `spec` and waits until it is running; fails with the states seen when it is not. */
-export async function startRunning(runtime: Runtime, spec: InstanceSpec, timeoutMs = 20_000): Promise<InstanceStatus> {
+async function startRunning(runtime: Runtime, spec: InstanceSpec, timeoutMs = 20_000): Promise<InstanceStatus> {
   const changes = new ChangeRecorder(runtime);
   try {
     const started = await runtime.start(spec);
@@ -217,7 +233,8 @@ export function describeRuntime(name: string, makeRuntime: () => Promise<Runtime
   const httpSpec = async (image: string, overrides: Partial<InstanceSpec> = {}): Promise<InstanceSpec> =>
     instanceSpec({ image, ports: [{ private: 8000, public: await freePort(), protocol: 'http' }], ...overrides });
   const portOf = (spec: InstanceSpec): number => spec.ports[0]!.public;
-  const bootIdOf = async (spec: InstanceSpec): Promise<string> => ((await getJson(portOf(spec), '/info')) as { bootId: string }).bootId;
+  const bootIdOf = async (spec: InstanceSpec): Promise<string> =>
+    ((await getJson(portOf(spec), '/info')) as { bootId: string }).bootId;
 
   describe(`Runtime contract: ${name}`, () => {
     test('a runtime over fresh state attaches to no instance', async () => {
@@ -321,7 +338,10 @@ export function describeRuntime(name: string, makeRuntime: () => Promise<Runtime
           return;
         }
         const { runtime, images } = rt;
-        const specs = [instanceSpec({ image: images.idle }), instanceSpec({ image: images.idle, owner: { kind: 'worker', accountId: 'contract', endpointId: 'ep1' } })];
+        const specs = [
+          instanceSpec({ image: images.idle }),
+          instanceSpec({ image: images.idle, owner: { kind: 'worker', accountId: 'contract', endpointId: 'ep1' } }),
+        ];
         for (const spec of specs) await runtime.start(spec);
         const served = images.http === undefined ? null : await httpSpec(images.http);
         if (served) await startRunning(runtime, served);
@@ -428,7 +448,11 @@ export function describeRuntime(name: string, makeRuntime: () => Promise<Runtime
         await runtime.remove(writer.id);
         const reader = await httpSpec(http, { volumes });
         await startRunning(runtime, reader);
-        assert.equal(await getFile(portOf(reader), '/data/model.bin'), 'weights', 'removing an instance leaves the network volume');
+        assert.equal(
+          await getFile(portOf(reader), '/data/model.bin'),
+          'weights',
+          'removing an instance leaves the network volume',
+        );
         await runtime.remove(reader.id);
         await runtime.removeVolume({ kind: 'network', volumeId });
         const after = await httpSpec(http, { volumes });

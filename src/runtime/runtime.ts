@@ -19,7 +19,7 @@
 import type { Duplex } from 'node:stream';
 import type { HealthProbe } from '../config-images.js';
 
-export interface PortBinding {
+interface PortBinding {
   /** port inside the instance (the `<port>` of `<port>/<protocol>`) */
   private: number;
   /** port on the host that reaches it */

@@ -9,7 +9,12 @@ test('args split on runs of whitespace, with nothing for a blank string', () => 
 });
 
 test('double and single quotes keep spaces inside one word and may join with plain text', () => {
-  assert.deepEqual(splitArgs(`--prompt "a red fox" --name 'my model'`), ['--prompt', 'a red fox', '--name', 'my model']);
+  assert.deepEqual(splitArgs(`--prompt "a red fox" --name 'my model'`), [
+    '--prompt',
+    'a red fox',
+    '--name',
+    'my model',
+  ]);
   assert.deepEqual(splitArgs(`--opt="x y"z`), ['--opt=x yz']);
   assert.deepEqual(splitArgs(`"" ''`), ['', '']);
 });

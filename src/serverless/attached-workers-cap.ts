@@ -53,7 +53,13 @@ export class AttachedWorkersCap {
         if (r.status === 'dead') dead += Number(r.n);
       }
       if (total < this.#max) return;
-      if (dead > 0) await db.deleteFrom('workers').where('endpoint_id', '=', endpointId).where('host_id', 'is', null).where('status', '=', 'dead').execute();
+      if (dead > 0)
+        await db
+          .deleteFrom('workers')
+          .where('endpoint_id', '=', endpointId)
+          .where('host_id', 'is', null)
+          .where('status', '=', 'dead')
+          .execute();
       live = total - dead;
       if (live < this.#max) return;
       // Full: for a second, further new ids cost one primary-key read, not a count each (a flood
@@ -61,7 +67,12 @@ export class AttachedWorkersCap {
       this.#full.set(endpointId, now + FULL_RECHECK_MS);
     }
     // A worker with a live row (launched, or seen by another replica) is not new: it passes.
-    const own = await db.selectFrom('workers').select('status').where('endpoint_id', '=', endpointId).where('id', '=', workerId).executeTakeFirst();
+    const own = await db
+      .selectFrom('workers')
+      .select('status')
+      .where('endpoint_id', '=', endpointId)
+      .where('id', '=', workerId)
+      .executeTakeFirst();
     if (own && own.status !== 'dead') return;
     const retry = Math.max(1, Math.ceil(this.#heartbeatTimeoutMs / 1000));
     throw new ApiError(

@@ -28,23 +28,53 @@ describe('Autoscaler', () => {
   let templateId: string;
 
   const endpoint = (patch: Record<string, unknown> = {}): Promise<Endpoint> =>
-    t.services.endpoints.create(accountId, { name: `ep-${Math.random()}`, templateId, gpuIds: 'ADA_24', workersMin: 0, workersMax: 2, idleTimeout: 5, ...patch });
+    t.services.endpoints.create(accountId, {
+      name: `ep-${Math.random()}`,
+      templateId,
+      gpuIds: 'ADA_24',
+      workersMin: 0,
+      workersMax: 2,
+      idleTimeout: 5,
+      ...patch,
+    });
   /** An endpoint of an account of its own: no GPU quota shared with the other tests' workers. */
   const endpointOfNewAccount = async (patch: Record<string, unknown> = {}): Promise<Endpoint> => {
     const owner = (await t.newAccount()).accountId;
-    const template = await t.services.templates.create(owner, { name: 'worker', imageName: 'my-worker:dev', isServerless: true });
-    return t.services.endpoints.create(owner, { name: `ep-${Math.random()}`, templateId: template.id, gpuIds: 'ADA_24', workersMin: 0, workersMax: 2, idleTimeout: 5, ...patch });
+    const template = await t.services.templates.create(owner, {
+      name: 'worker',
+      imageName: 'my-worker:dev',
+      isServerless: true,
+    });
+    return t.services.endpoints.create(owner, {
+      name: `ep-${Math.random()}`,
+      templateId: template.id,
+      gpuIds: 'ADA_24',
+      workersMin: 0,
+      workersMax: 2,
+      idleTimeout: 5,
+      ...patch,
+    });
   };
-  const rows = (endpointId: string) => t.services.db.kysely.selectFrom('workers').selectAll().where('endpoint_id', '=', endpointId).execute();
+  const rows = (endpointId: string) =>
+    t.services.db.kysely.selectFrom('workers').selectAll().where('endpoint_id', '=', endpointId).execute();
 
   before(async () => {
     clock = new FakeClock();
     runtime = new FakeRuntime();
-    t = await createTestApp({ clock, runtime, file: { serverless: { autoscaler: { crashThreshold: 2, backoffBaseMs: 60_000 } } } });
+    t = await createTestApp({
+      clock,
+      runtime,
+      file: { serverless: { autoscaler: { crashThreshold: 2, backoffBaseMs: 60_000 } } },
+    });
     autoscaler = t.services.autoscaler;
     await autoscaler.start({ loop: false });
     accountId = (await t.newAccount()).accountId;
-    const template = await t.services.templates.create(accountId, { name: 'worker', imageName: 'my-worker:dev', isServerless: true, env: { FROM_TEMPLATE: '1', SHARED: 'template' } });
+    const template = await t.services.templates.create(accountId, {
+      name: 'worker',
+      imageName: 'my-worker:dev',
+      isServerless: true,
+      env: { FROM_TEMPLATE: '1', SHARED: 'template' },
+    });
     templateId = template.id;
   });
   after(async () => {
@@ -63,11 +93,15 @@ describe('Autoscaler', () => {
     const [row, ...more] = await rows(ep.id);
     assert.equal(more.length, 0);
     assert.equal(row?.status, 'initializing');
-    const spec = runtime.specs.get(row!.id)!;
+    const spec = runtime.specs.get(row.id)!;
     assert.equal(spec.image, 'my-worker:dev');
     assert.equal(spec.hostId, row?.host_id);
     assert.equal(spec.gpuIndices.length, 1);
-    assert.equal(t.services.inventory.host(spec.hostId)?.gpuTypeId, 'NVIDIA GeForce RTX 4090', 'ADA_24 expands to its GPU types');
+    assert.equal(
+      t.services.inventory.host(spec.hostId)?.gpuTypeId,
+      'NVIDIA GeForce RTX 4090',
+      'ADA_24 expands to its GPU types',
+    );
     assert.equal(spec.env.FROM_TEMPLATE, '1');
     assert.equal(spec.env.SHARED, 'endpoint', 'endpoint env overrides the template');
     assert.equal(spec.platformEnv.RUNPOD_POD_ID, row?.id);
@@ -132,8 +166,14 @@ describe('Autoscaler', () => {
     const first = (await rows(ep.id))[0]!.id;
     await t.services.jobs.take(ep.id, first);
     runtime.crash(first);
-    await until('the lost worker is cleaned up', () => autoscaler.workerIds(ep.id).length === 0 && t.services.inventory.allocationOf(first) === undefined);
-    await until('its job is requeued', async () => (await t.services.jobs.status(accountId, ep.id, jobId)).status === 'IN_QUEUE');
+    await until(
+      'the lost worker is cleaned up',
+      () => autoscaler.workerIds(ep.id).length === 0 && t.services.inventory.allocationOf(first) === undefined,
+    );
+    await until(
+      'its job is requeued',
+      async () => (await t.services.jobs.status(accountId, ep.id, jobId)).status === 'IN_QUEUE',
+    );
     assert.equal((await t.services.jobs.status(accountId, ep.id, jobId)).status, 'IN_QUEUE');
     assert.equal(autoscaler.health(ep.id).crashes, 1);
     clock.advance(S);
@@ -175,13 +215,25 @@ describe('Autoscaler', () => {
     const { id: jobId } = await t.services.jobs.submit(ep.id, accountId, { input: {} });
     await t.services.db.kysely
       .insertInto('workers')
-      .values({ id: 'ghost', endpoint_id: ep.id, status: 'running', host_id: 'demo-tx-4090-a', last_ping_at: clock.now(), created_at: clock.now(), updated_at: clock.now() })
+      .values({
+        id: 'ghost',
+        endpoint_id: ep.id,
+        status: 'running',
+        host_id: 'demo-tx-4090-a',
+        last_ping_at: clock.now(),
+        created_at: clock.now(),
+        updated_at: clock.now(),
+      })
       .execute();
     await t.services.jobs.take(ep.id, 'ghost');
     const { cleaned } = await autoscaler.recover();
     assert.ok(cleaned.includes('ghost'));
     assert.equal((await t.services.jobs.status(accountId, ep.id, jobId)).status, 'IN_QUEUE');
-    const ghost = await t.services.db.kysely.selectFrom('workers').select('status').where('id', '=', 'ghost').executeTakeFirst();
+    const ghost = await t.services.db.kysely
+      .selectFrom('workers')
+      .select('status')
+      .where('id', '=', 'ghost')
+      .executeTakeFirst();
     assert.equal(ghost?.status, 'dead');
   });
 
@@ -199,16 +251,34 @@ describe('Autoscaler', () => {
     assert.equal((await rows(ep.id)).length, 2, 'two attempts, then backed off');
   });
 
-  test("a worker of a template with registry credentials is started with them, for the runtime to pull its image", async () => {
-    const registry = await t.services.registries.create(accountId, { name: `reg-${Math.random()}`, username: 'puller', password: 's3cret' });
-    const template = await t.services.templates.create(accountId, { name: `private-${Math.random()}`, imageName: 'registry.example/private:1', isServerless: true, containerRegistryAuthId: registry.id });
-    const ep = await t.services.endpoints.create(accountId, { name: `ep-${Math.random()}`, templateId: template.id, gpuIds: 'ADA_24', workersMax: 1 });
+  test('a worker of a template with registry credentials is started with them, for the runtime to pull its image', async () => {
+    const registry = await t.services.registries.create(accountId, {
+      name: `reg-${Math.random()}`,
+      username: 'puller',
+      password: 's3cret',
+    });
+    const template = await t.services.templates.create(accountId, {
+      name: `private-${Math.random()}`,
+      imageName: 'registry.example/private:1',
+      isServerless: true,
+      containerRegistryAuthId: registry.id,
+    });
+    const ep = await t.services.endpoints.create(accountId, {
+      name: `ep-${Math.random()}`,
+      templateId: template.id,
+      gpuIds: 'ADA_24',
+      workersMax: 1,
+    });
     await t.services.jobs.submit(ep.id, accountId, { input: {} });
     await autoscaler.tick(clock.now());
     const [row] = await rows(ep.id);
     assert.deepEqual(runtime.specs.get(row!.id)?.registryAuth, { username: 'puller', password: 's3cret' });
     const spec = runtime.specs.get(row!.id)!;
-    assert.equal(JSON.stringify([spec.env, spec.platformEnv]).includes('s3cret'), false, 'the password is not in the environment');
+    assert.equal(
+      JSON.stringify([spec.env, spec.platformEnv]).includes('s3cret'),
+      false,
+      'the password is not in the environment',
+    );
   });
 
   test('while the runtime is unavailable no worker is launched or stopped and nothing counts as a crash; once it is back the wanted workers launch', async () => {
@@ -234,7 +304,11 @@ describe('Autoscaler', () => {
     assert.equal(health.crashes, 0);
     assert.equal(health.throttled, 1);
     assert.match(health.capacityError ?? '', /unreachable/);
-    assert.deepEqual(autoscaler.workerIds(idle.id), [kept], 'an idle worker is not stopped while its instance cannot be removed');
+    assert.deepEqual(
+      autoscaler.workerIds(idle.id),
+      [kept],
+      'an idle worker is not stopped while its instance cannot be removed',
+    );
     assert.equal(runtime.removed.includes(kept!), false);
     runtime.unavailableReason = null;
     await autoscaler.tick(clock.now());
@@ -285,7 +359,11 @@ describe('Autoscaler', () => {
 describe('Autoscaler wake-ups', () => {
   test('after a quiet spell a submission wakes a pass at once; a flood within the nudge gap wakes no more', async () => {
     const clock = new FakeClock();
-    const t = await createTestApp({ clock, runtime: new FakeRuntime(), file: { serverless: { autoscaler: { intervalMs: 600_000, nudgeGapMs: 100 } } } });
+    const t = await createTestApp({
+      clock,
+      runtime: new FakeRuntime(),
+      file: { serverless: { autoscaler: { intervalMs: 600_000, nudgeGapMs: 100 } } },
+    });
     const autoscaler = t.services.autoscaler;
     const store = autoscaler.store;
     const launchedWorkers = store.launchedWorkers.bind(store);
@@ -323,7 +401,14 @@ describe('Autoscaler after a restart', () => {
   let clock: FakeClock;
   let runtime: FakeRuntime;
   const silent = pino({ level: 'silent' });
-  const running = (id: string) => ({ id, state: 'running' as const, startedAt: 0, exitCode: null, reason: null, stats: null });
+  const running = (id: string) => ({
+    id,
+    state: 'running' as const,
+    startedAt: 0,
+    exitCode: null,
+    reason: null,
+    stats: null,
+  });
 
   before(async () => {
     clock = new FakeClock();
@@ -339,8 +424,18 @@ describe('Autoscaler after a restart', () => {
   /** An endpoint of a new account, and its launched workers (the first server's). */
   async function launched(workers: number): Promise<{ accountId: string; ep: Endpoint; ids: string[] }> {
     const { accountId } = await t.newAccount();
-    const template = await t.services.templates.create(accountId, { name: 'worker', imageName: 'my-worker:dev', isServerless: true });
-    const ep = await t.services.endpoints.create(accountId, { name: `ep-${Math.random()}`, templateId: template.id, gpuIds: 'ADA_24', workersMin: workers, workersMax: workers });
+    const template = await t.services.templates.create(accountId, {
+      name: 'worker',
+      imageName: 'my-worker:dev',
+      isServerless: true,
+    });
+    const ep = await t.services.endpoints.create(accountId, {
+      name: `ep-${Math.random()}`,
+      templateId: template.id,
+      gpuIds: 'ADA_24',
+      workersMin: workers,
+      workersMax: workers,
+    });
     await t.services.autoscaler.tick(clock.now());
     const ids = t.services.autoscaler.workerIds(ep.id);
     assert.equal(ids.length, workers);
@@ -355,11 +450,23 @@ describe('Autoscaler after a restart', () => {
     const runtime = new FakeRuntime();
     runtime.attached = attached;
     const inventory = new Inventory({ hosts: t.config.fleet, catalog: t.config.catalog });
-    const autoscaler = new Autoscaler({ db: s.db, clock, runtime, inventory, jobs: s.jobs, workers: s.workers, endpoints: s.endpoints, accounts: s.accounts, logger, config: { catalog: t.config.catalog, publicUrl: 'http://127.0.0.1:1' } });
+    const autoscaler = new Autoscaler({
+      db: s.db,
+      clock,
+      runtime,
+      inventory,
+      jobs: s.jobs,
+      workers: s.workers,
+      endpoints: s.endpoints,
+      accounts: s.accounts,
+      logger,
+      config: { catalog: t.config.catalog, publicUrl: 'http://127.0.0.1:1' },
+    });
     return { runtime, inventory, autoscaler };
   }
 
-  const statusOf = async (id: string) => (await t.services.db.kysely.selectFrom('workers').select('status').where('id', '=', id).executeTakeFirst())?.status;
+  const statusOf = async (id: string) =>
+    (await t.services.db.kysely.selectFrom('workers').select('status').where('id', '=', id).executeTakeFirst())?.status;
 
   test('a worker whose row, key and container survived the server is adopted: not started again, its key valid, its allocation reserved again', async () => {
     const { accountId, ep, ids } = await launched(1);
@@ -417,7 +524,8 @@ describe('Autoscaler after a restart', () => {
 
   test('an unavailable runtime is logged once while it lasts, and its return once', async () => {
     const lines: string[] = [];
-    const record = (level: string) => (_obj: unknown, msg?: string) => void lines.push(`${level}: ${msg ?? String(_obj)}`);
+    const record = (level: string) => (_obj: unknown, msg?: string) =>
+      void lines.push(`${level}: ${msg ?? String(_obj)}`);
     const next = restarted([], { info: record('info'), warn: record('warn'), error: record('error'), debug: () => {} });
     await next.autoscaler.start({ loop: false });
     try {
@@ -427,7 +535,10 @@ describe('Autoscaler after a restart', () => {
       for (let i = 0; i < 3; i++) await next.autoscaler.tick(clock.now());
       assert.deepEqual(
         lines.filter((l) => /runtime/.test(l)),
-        ['warn: the runtime is unavailable: no worker is launched or stopped until it is back', 'info: the runtime is available again; scaling resumes'],
+        [
+          'warn: the runtime is unavailable: no worker is launched or stopped until it is back',
+          'info: the runtime is available again; scaling resumes',
+        ],
       );
     } finally {
       await next.autoscaler.stop();

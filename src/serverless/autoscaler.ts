@@ -46,7 +46,7 @@ import type { WorkersRegistry } from './workers-registry.js';
 import type { RegistriesService } from '../registries/registries-service.js';
 import type { ResourceQuota } from '../quotas/resource-quota.js';
 
-export const DEFAULT_AUTOSCALER_CONFIG: AutoscalerConfig = {
+const DEFAULT_AUTOSCALER_CONFIG: AutoscalerConfig = {
   intervalMs: 1_000,
   nudgeGapMs: 100,
   crashWindowMs: 30_000,
@@ -114,7 +114,12 @@ export class Autoscaler {
     this.store = new AutoscalerStore(deps.db);
     this.config = { ...DEFAULT_AUTOSCALER_CONFIG, ...deps.config.autoscaler };
     this.#states = new EndpointScaleStates({ config: this.config, logger: deps.logger });
-    this.#workers = new LaunchedWorkers({ ...deps, store: this.store, states: this.#states, onEnded: () => this.nudge() });
+    this.#workers = new LaunchedWorkers({
+      ...deps,
+      store: this.store,
+      states: this.#states,
+      onEnded: () => this.nudge(),
+    });
     this.#loop = new PassLoop({
       clock: deps.clock,
       config: this.config,
@@ -139,7 +144,8 @@ export class Autoscaler {
       const active = (p: JobEventPayload): void => {
         if (p.job.workerId) this.#workers.finishedJob(p.endpointId, p.job.workerId, p.at);
       };
-      for (const name of ['job:completed', 'job:failed', 'job:timed_out'] as const) this.#unsubscribe.push(this.#deps.events.on(name, active));
+      for (const name of ['job:completed', 'job:failed', 'job:timed_out'] as const)
+        this.#unsubscribe.push(this.#deps.events.on(name, active));
       // A queued job may need a worker now (cold start), not at the next interval.
       this.#unsubscribe.push(this.#deps.events.on('job:queued', (q) => void (q.lowPriority || this.nudge())));
     }
@@ -165,7 +171,10 @@ export class Autoscaler {
     if (!this.#lease.isHeld()) {
       // Another replica drives now: the workers launched here are no longer accounted for by anyone.
       if (this.#workers.size > 0 || this.#workers.holdsKeys) {
-        this.#deps.logger.warn({ workers: this.#workers.size }, 'autoscaler lease lost; stopping the workers launched here');
+        this.#deps.logger.warn(
+          { workers: this.#workers.size },
+          'autoscaler lease lost; stopping the workers launched here',
+        );
         await this.#workers.stopAll('autoscaler lease lost');
         this.#states.clear();
       }
@@ -216,17 +225,27 @@ export class Autoscaler {
         const adoption = await this.#workers.adopt(row, attached.get(row.id));
         if (adoption.ok) {
           adopted.push(row.id);
-          this.#deps.logger.info({ workerId: row.id, endpointId: row.endpointId }, 'adopted a worker left running by a previous server');
+          this.#deps.logger.info(
+            { workerId: row.id, endpointId: row.endpointId },
+            'adopted a worker left running by a previous server',
+          );
           continue;
         }
-        if (attached.has(row.id)) this.#deps.logger.info({ workerId: row.id, endpointId: row.endpointId, reason: adoption.reason }, 'not adopting a worker left by a previous server');
+        if (attached.has(row.id))
+          this.#deps.logger.info(
+            { workerId: row.id, endpointId: row.endpointId, reason: adoption.reason },
+            'not adopting a worker left by a previous server',
+          );
       }
       await this.#deps.runtime.remove(row.id).catch(() => undefined);
       this.#deps.inventory.release(row.id);
       await this.#deps.workers.markDead(row.endpointId, [row.id], this.#deps.clock.now());
       const moved = await this.#deps.jobs.workerLost(row.id, row.endpointId);
       cleaned.push(row.id);
-      this.#deps.logger.info({ workerId: row.id, endpointId: row.endpointId, ...moved }, 'cleaned up a worker left by a previous server');
+      this.#deps.logger.info(
+        { workerId: row.id, endpointId: row.endpointId, ...moved },
+        'cleaned up a worker left by a previous server',
+      );
     }
     // Keys of workers launched before (a crash skips their revocation): none of them runs now.
     const revoked = await this.#workers.revokeOrphanKeys();
@@ -275,13 +294,24 @@ export class Autoscaler {
   /** The runtime's reason while it cannot start instances, logged once when it goes and once when it is back. */
   #runtimeUnavailable(): string | null {
     const reason = this.#deps.runtime.unavailable?.() ?? null;
-    if (reason !== null && this.#unavailable === null) this.#deps.logger.warn({ reason }, 'the runtime is unavailable: no worker is launched or stopped until it is back');
-    if (reason === null && this.#unavailable !== null) this.#deps.logger.info('the runtime is available again; scaling resumes');
+    if (reason !== null && this.#unavailable === null)
+      this.#deps.logger.warn(
+        { reason },
+        'the runtime is unavailable: no worker is launched or stopped until it is back',
+      );
+    if (reason === null && this.#unavailable !== null)
+      this.#deps.logger.info('the runtime is available again; scaling resumes');
     this.#unavailable = reason;
     return reason;
   }
 
-  async #scaleEndpoint(accountId: string, endpointId: string, rows: LaunchedWorkerRow[], now: number, unavailable: string | null = null): Promise<void> {
+  async #scaleEndpoint(
+    accountId: string,
+    endpointId: string,
+    rows: LaunchedWorkerRow[],
+    now: number,
+    unavailable: string | null = null,
+  ): Promise<void> {
     const state = this.#states.of(endpointId);
     const endpoint = await this.#deps.endpoints.get(accountId, endpointId);
     // Counting past workersMax × scalerValue queued jobs cannot change the decision: the pass
@@ -297,7 +327,12 @@ export class Autoscaler {
     for (const n of busy.values()) inProgress += n;
     // Only "low-priority jobs wait" matters beyond the urgent count (it keeps idle workers up).
     const lowOnly = anyQueued && urgent === 0 ? 1 : 0;
-    const queue: ScaleQueue = { inQueue: urgent + lowOnly, inQueueLowPriority: lowOnly, inProgress, oldestUrgentQueuedAt };
+    const queue: ScaleQueue = {
+      inQueue: urgent + lowOnly,
+      inQueueLowPriority: lowOnly,
+      inProgress,
+      oldestUrgentQueuedAt,
+    };
     const workers: ScaleWorker[] = [];
     const counts = { idle: 0, running: 0, initializing: 0 };
     for (const row of rows) {
@@ -321,13 +356,25 @@ export class Autoscaler {
       }
       if (!initializing) m.ready = true;
       if (!m.proven && now - m.startedAt > this.config.crashWindowMs && !initializing) this.#workers.prove(m);
-      const w: ScaleWorker = { id: row.id, state: initializing ? 'initializing' : holds > 0 ? 'running' : 'idle', startedAt: m.startedAt, lastActiveAt: m.lastActiveAt, recycle: m.recycle };
+      const w: ScaleWorker = {
+        id: row.id,
+        state: initializing ? 'initializing' : holds > 0 ? 'running' : 'idle',
+        startedAt: m.startedAt,
+        lastActiveAt: m.lastActiveAt,
+        recycle: m.recycle,
+      };
       counts[w.state]++;
       workers.push(w);
     }
     state.counts = counts;
     const decision = decideScale(
-      { workersMin: endpoint.workersMin, workersMax: endpoint.workersMax, scalerType: endpoint.scalerType, scalerValue: endpoint.scalerValue, idleTimeout: endpoint.idleTimeout },
+      {
+        workersMin: endpoint.workersMin,
+        workersMax: endpoint.workersMax,
+        scalerType: endpoint.scalerType,
+        scalerValue: endpoint.scalerValue,
+        idleTimeout: endpoint.idleTimeout,
+      },
       queue,
       workers,
       state.crash,
@@ -341,11 +388,21 @@ export class Autoscaler {
       state.capacityError = decision.start > 0 ? `the runtime is unavailable: ${unavailable}` : null;
       return;
     }
-    if (decision.start > 0 || decision.stop.length > 0) this.#deps.logger.info({ endpointId, start: decision.start, stop: decision.stop, reasons: decision.reasons }, 'scaling');
+    if (decision.start > 0 || decision.stop.length > 0)
+      this.#deps.logger.info(
+        { endpointId, start: decision.start, stop: decision.stop, reasons: decision.reasons },
+        'scaling',
+      );
     for (const { id, reason } of decision.stop) {
       const m = this.#workers.get(id);
       await this.#workers.stop(id, reason);
-      if (reason === 'start-timeout' && m) this.#states.crashed(endpointId, m.startedAt, now, `did not become ready within ${this.config.startTimeoutMs} ms`);
+      if (reason === 'start-timeout' && m)
+        this.#states.crashed(
+          endpointId,
+          m.startedAt,
+          now,
+          `did not become ready within ${this.config.startTimeoutMs} ms`,
+        );
     }
     let throttled = 0;
     for (let i = 0; i < decision.start; i++) {

@@ -1,5 +1,12 @@
 import type { Logger } from 'pino';
-import { HEALTHY, isBackedOff, recordWorkerEnd, recordWorkerHealthy, type CrashState, type ScaleConfig } from '../domain/autoscale.js';
+import {
+  HEALTHY,
+  isBackedOff,
+  recordWorkerEnd,
+  recordWorkerHealthy,
+  type CrashState,
+  type ScaleConfig,
+} from '../domain/autoscale.js';
 
 /** Worker counts of one endpoint by state, for `/health` ("no capacity" vs "crash-looping"). */
 export interface EndpointScaleHealth {
@@ -57,7 +64,13 @@ export class EndpointScaleStates {
   of(endpointId: string): EndpointScaleState {
     let s = this.#states.get(endpointId);
     if (!s) {
-      s = { crash: HEALTHY, throttled: 0, capacityError: null, heldBack: 0, counts: { idle: 0, running: 0, initializing: 0 } };
+      s = {
+        crash: HEALTHY,
+        throttled: 0,
+        capacityError: null,
+        heldBack: 0,
+        counts: { idle: 0, running: 0, initializing: 0 },
+      };
       this.#states.set(endpointId, s);
     }
     return s;
@@ -70,7 +83,11 @@ export class EndpointScaleStates {
     state.crash = recordWorkerEnd(before, { startedAt, endedAt, reason }, this.#config);
     if (state.crash.backoffUntil !== before.backoffUntil && state.crash.backoffUntil !== null)
       this.#logger.warn(
-        { endpointId, crashes: state.crash.consecutive, backoffUntil: new Date(state.crash.backoffUntil).toISOString() },
+        {
+          endpointId,
+          crashes: state.crash.consecutive,
+          backoffUntil: new Date(state.crash.backoffUntil).toISOString(),
+        },
         'endpoint workers are crash-looping; backing off',
       );
   }
@@ -84,7 +101,18 @@ export class EndpointScaleStates {
   /** Worker counts by state of an endpoint, as of the last pass. */
   health(endpointId: string, now: number): EndpointScaleHealth {
     const s = this.#states.get(endpointId);
-    if (!s) return { idle: 0, running: 0, initializing: 0, throttled: 0, unhealthy: 0, capacityError: null, crashes: 0, backoffUntil: null, lastCrash: null };
+    if (!s)
+      return {
+        idle: 0,
+        running: 0,
+        initializing: 0,
+        throttled: 0,
+        unhealthy: 0,
+        capacityError: null,
+        crashes: 0,
+        backoffUntil: null,
+        lastCrash: null,
+      };
     const backedOff = isBackedOff(s.crash, now);
     return {
       ...s.counts,

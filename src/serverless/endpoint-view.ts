@@ -33,7 +33,7 @@ export interface EndpointViewContext {
 }
 
 /** The job-operation addresses of an endpoint; those about one job end with `/{job_id}`. */
-export function requestUrls(publicUrl: string, endpointId: string): ServerlessEndpointView['requestUrls'] {
+function requestUrls(publicUrl: string, endpointId: string): ServerlessEndpointView['requestUrls'] {
   const base = `${publicUrl}/v2/${endpointId}`;
   return {
     run: `${base}/run`,
@@ -48,14 +48,18 @@ export function requestUrls(publicUrl: string, endpointId: string): ServerlessEn
 }
 
 /** Data centers whose country is one of `locations`; all of them when `locations` is empty. */
-export const dataCentersFor = (locations: readonly string[], dataCenters: EndpointViewContext['dataCenters']): string[] =>
+const dataCentersFor = (locations: readonly string[], dataCenters: EndpointViewContext['dataCenters']): string[] =>
   dataCenters.filter((d) => locations.length === 0 || locations.includes(d.country)).map((d) => d.id);
 
 /**
  * Container settings come from the endpoint's template, with the endpoint's env overriding the
  * template's per key. `template` is null only if it vanished; the container fields are then empty.
  */
-export function toServerlessView(e: Endpoint, template: Template | null, ctx: EndpointViewContext): ServerlessEndpointView {
+export function toServerlessView(
+  e: Endpoint,
+  template: Template | null,
+  ctx: EndpointViewContext,
+): ServerlessEndpointView {
   return {
     id: e.id,
     name: e.name,
@@ -69,7 +73,10 @@ export function toServerlessView(e: Endpoint, template: Template | null, ctx: En
     registry: template?.containerRegistryAuthId ?? null,
     gpu: { pools: e.gpuIds, count: e.gpuCount },
     workers: { min: e.workersMin, max: e.workersMax, idleTimeout: e.idleTimeout },
-    scaling: e.scalerType === 'REQUEST_COUNT' ? { type: e.scalerType, requestCount: e.scalerValue } : { type: e.scalerType, queueDelay: e.scalerValue },
+    scaling:
+      e.scalerType === 'REQUEST_COUNT'
+        ? { type: e.scalerType, requestCount: e.scalerValue }
+        : { type: e.scalerType, queueDelay: e.scalerValue },
     dataCenterIds: dataCentersFor(e.locations, ctx.dataCenters),
     networkVolumes: e.networkVolumeId === null ? [] : [e.networkVolumeId],
     timeout: e.executionTimeoutMs,

@@ -40,11 +40,36 @@ test('an unknown GPU pool is named together with the valid ones', () => {
 
 test('every broken rule is reported, one entry each', () => {
   const problems = endpointViolations(
-    { ...valid, name: '', gpuIds: [], workersMin: 4, workersMax: 2, idleTimeout: 4000, scalerValue: 0, locations: ['XX'], allowedCudaVersions: ['12'], executionTimeoutMs: 1000, env: { '1BAD': 'x' } },
+    {
+      ...valid,
+      name: '',
+      gpuIds: [],
+      workersMin: 4,
+      workersMax: 2,
+      idleTimeout: 4000,
+      scalerValue: 0,
+      locations: ['XX'],
+      allowedCudaVersions: ['12'],
+      executionTimeoutMs: 1000,
+      env: { '1BAD': 'x' },
+    },
     catalog,
   );
-  for (const field of ['name', 'gpuIds', 'workersMax', 'idleTimeout', 'scalerValue', 'locations', 'allowedCudaVersions', 'executionTimeoutMs', 'env'])
-    assert.ok(problems.some((p) => p.startsWith(`${field}:`)), `${field} is not reported in ${JSON.stringify(problems)}`);
+  for (const field of [
+    'name',
+    'gpuIds',
+    'workersMax',
+    'idleTimeout',
+    'scalerValue',
+    'locations',
+    'allowedCudaVersions',
+    'executionTimeoutMs',
+    'env',
+  ])
+    assert.ok(
+      problems.some((p) => p.startsWith(`${field}:`)),
+      `${field} is not reported in ${JSON.stringify(problems)}`,
+    );
 });
 
 test('workersMax is capped by the configured maximum', () => {

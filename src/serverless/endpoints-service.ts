@@ -10,7 +10,14 @@ import { EndpointStore } from '../store/endpoint-store.js';
 import type { Template } from '../templates/template.js';
 import type { TemplateReferenceChecker, TemplatesService } from '../templates/templates-service.js';
 import type { VolumesService } from '../volumes/volumes-service.js';
-import { ENDPOINT_TYPES, SCALER_TYPES, type Endpoint, type EndpointType, type EndpointWorker, type ScalerType } from './endpoint.js';
+import {
+  ENDPOINT_TYPES,
+  SCALER_TYPES,
+  type Endpoint,
+  type EndpointType,
+  type EndpointWorker,
+  type ScalerType,
+} from './endpoint.js';
 
 /**
  * An endpoint as a transport hands it over. Lists may come as comma lists (the GraphQL wire form)
@@ -119,12 +126,22 @@ function merge(base: Settings, input: EndpointInput): { settings: Settings; prob
     else {
       const t = typeAliases[String(raw).toUpperCase()];
       if (t) s.type = t;
-      else problems.push(`type: "${String(raw)}" is not an endpoint type; use ${ENDPOINT_TYPES.join(' (queue-based) or ')} (load balancing)`);
+      else
+        problems.push(
+          `type: "${String(raw)}" is not an endpoint type; use ${ENDPOINT_TYPES.join(' (queue-based) or ')} (load balancing)`,
+        );
     }
   }
-  if (has('gpuIds')) s.gpuIds = isNull('gpuIds') ? DEFAULTS.gpuIds : dedupe(splitList(pick('gpuIds')!).map((g) => g.toUpperCase()));
-  if (has('locations')) s.locations = isNull('locations') ? DEFAULTS.locations : dedupe(splitList(pick('locations')!).map((l) => l.toUpperCase()));
-  if (has('allowedCudaVersions')) s.allowedCudaVersions = isNull('allowedCudaVersions') ? DEFAULTS.allowedCudaVersions : dedupe(splitList(pick('allowedCudaVersions')!));
+  if (has('gpuIds'))
+    s.gpuIds = isNull('gpuIds') ? DEFAULTS.gpuIds : dedupe(splitList(pick('gpuIds')!).map((g) => g.toUpperCase()));
+  if (has('locations'))
+    s.locations = isNull('locations')
+      ? DEFAULTS.locations
+      : dedupe(splitList(pick('locations')!).map((l) => l.toUpperCase()));
+  if (has('allowedCudaVersions'))
+    s.allowedCudaVersions = isNull('allowedCudaVersions')
+      ? DEFAULTS.allowedCudaVersions
+      : dedupe(splitList(pick('allowedCudaVersions')!));
   if (has('networkVolumeId')) {
     const v = pick('networkVolumeId');
     s.networkVolumeId = v === null || v === undefined || v.trim() === '' ? null : v.trim();
@@ -132,10 +149,18 @@ function merge(base: Settings, input: EndpointInput): { settings: Settings; prob
   if (has('scalerType')) {
     const raw = pick('scalerType');
     if (raw === null || raw === '') s.scalerType = DEFAULTS.scalerType;
-    else if ((SCALER_TYPES as readonly string[]).includes(String(raw).toUpperCase())) s.scalerType = String(raw).toUpperCase() as ScalerType;
+    else if ((SCALER_TYPES as readonly string[]).includes(String(raw).toUpperCase()))
+      s.scalerType = String(raw).toUpperCase() as ScalerType;
     else problems.push(`scalerType: "${String(raw)}" is not a scaler type; use ${SCALER_TYPES.join(' or ')}`);
   }
-  for (const k of ['gpuCount', 'idleTimeout', 'scalerValue', 'workersMin', 'workersMax', 'executionTimeoutMs'] as const) {
+  for (const k of [
+    'gpuCount',
+    'idleTimeout',
+    'scalerValue',
+    'workersMin',
+    'workersMax',
+    'executionTimeoutMs',
+  ] as const) {
     if (has(k)) s[k] = isNull(k) ? DEFAULTS[k] : (pick(k) as number);
   }
   if (has('flashboot')) s.flashboot = isNull('flashboot') ? DEFAULTS.flashboot : pick('flashboot') === true;
@@ -150,7 +175,11 @@ const SPEC_LOCATIONS = ['CZ', 'FR', 'GB', 'NO', 'RO', 'US'];
  * The rules of an endpoint's settings that need no I/O, one entry per violation, each naming the
  * field and what would be valid.
  */
-export function endpointViolations(s: Settings, catalog: Pick<Catalog, 'pools' | 'dataCenters'>, maxWorkers = 100): string[] {
+export function endpointViolations(
+  s: Settings,
+  catalog: Pick<Catalog, 'pools' | 'dataCenters'>,
+  maxWorkers = 100,
+): string[] {
   const out: string[] = [];
   const int = (field: string, v: number, min: number, max: number, unit = ''): void => {
     if (!Number.isInteger(v)) out.push(`${field}: must be an integer (got ${String(v)})`);
@@ -161,20 +190,32 @@ export function endpointViolations(s: Settings, catalog: Pick<Catalog, 'pools' |
   if (s.templateId.length === 0) out.push('templateId: is required; name a serverless template (isServerless true)');
   const pools = catalog.pools.map((p) => p.id);
   if (s.gpuIds.length === 0) out.push(`gpuIds: is required; a comma list of GPU pools from ${pools.join(', ')}`);
-  for (const g of s.gpuIds) if (!pools.includes(g)) out.push(`gpuIds: "${g}" is not a GPU pool; valid pools: ${pools.join(', ')}`);
+  for (const g of s.gpuIds)
+    if (!pools.includes(g)) out.push(`gpuIds: "${g}" is not a GPU pool; valid pools: ${pools.join(', ')}`);
   int('gpuCount', s.gpuCount, 1, MAX_GPU_COUNT);
   // the spec's region options are always accepted (with no data center there, workers wait as throttled)
   const countries = dedupe([...catalog.dataCenters.map((d) => d.country), ...SPEC_LOCATIONS]);
-  for (const l of s.locations) if (!countries.includes(l)) out.push(`locations: "${l}" is not a known region; valid: ${countries.join(', ')} (empty means any)`);
+  for (const l of s.locations)
+    if (!countries.includes(l))
+      out.push(`locations: "${l}" is not a known region; valid: ${countries.join(', ')} (empty means any)`);
   int('idleTimeout', s.idleTimeout, 0, MAX_IDLE_TIMEOUT_S, ' seconds');
   int('scalerValue', s.scalerValue, 1, 1_000_000);
   int('workersMin', s.workersMin, 0, maxWorkers);
   int('workersMax', s.workersMax, 0, maxWorkers);
   if (Number.isInteger(s.workersMin) && Number.isInteger(s.workersMax) && s.workersMax < s.workersMin)
     out.push(`workersMax: must be at least workersMin (${s.workersMin}); got ${s.workersMax}`);
-  for (const v of s.allowedCudaVersions) if (!CUDA.test(v)) out.push(`allowedCudaVersions: "${v}" must be "<major>.<minor>", e.g. "12.4"`);
-  int('executionTimeoutMs', s.executionTimeoutMs, MIN_EXECUTION_TIMEOUT_MS, MAX_EXECUTION_TIMEOUT_MS, ' ms (5 seconds to 7 days)');
-  for (const k of Object.keys(s.env)) if (!ENV_KEY.test(k)) out.push(`env: "${k}" is not a valid variable name (letters, digits and "_", not starting with a digit)`);
+  for (const v of s.allowedCudaVersions)
+    if (!CUDA.test(v)) out.push(`allowedCudaVersions: "${v}" must be "<major>.<minor>", e.g. "12.4"`);
+  int(
+    'executionTimeoutMs',
+    s.executionTimeoutMs,
+    MIN_EXECUTION_TIMEOUT_MS,
+    MAX_EXECUTION_TIMEOUT_MS,
+    ' ms (5 seconds to 7 days)',
+  );
+  for (const k of Object.keys(s.env))
+    if (!ENV_KEY.test(k))
+      out.push(`env: "${k}" is not a valid variable name (letters, digits and "_", not starting with a digit)`);
   return out;
 }
 
@@ -251,12 +292,20 @@ export class EndpointsService {
     return `used by serverless endpoint${bound.length > 1 ? 's' : ''} ${names}; point ${bound.length > 1 ? 'them' : 'it'} at another template or delete ${bound.length > 1 ? 'them' : 'it'} first`;
   };
 
-  async #change(accountId: string, id: string, base: (current: Endpoint) => Settings, input: EndpointInput): Promise<Endpoint> {
+  async #change(
+    accountId: string,
+    id: string,
+    base: (current: Endpoint) => Settings,
+    input: EndpointInput,
+  ): Promise<Endpoint> {
     const current = await this.get(accountId, id);
     const settings = await this.#settings(accountId, base(current), input);
     const next: Endpoint = { ...current, ...settings, updatedAt: this.deps.clock.now(), version: current.version + 1 };
     if (!(await this.store.replace(next, current.version)))
-      throw new ApiError('CONFLICT', `Endpoint "${id}" was changed by another request meanwhile; read it again and retry.`);
+      throw new ApiError(
+        'CONFLICT',
+        `Endpoint "${id}" was changed by another request meanwhile; read it again and retry.`,
+      );
     return next;
   }
 
@@ -276,7 +325,10 @@ export class EndpointsService {
         await this.deps.volumes.get(accountId, settings.networkVolumeId);
       } catch (err) {
         if (isApiError(err) && err.code === 'NOT_FOUND')
-          throw new ApiError('UNKNOWN_REFERENCE', `networkVolumeId "${settings.networkVolumeId}" is not a network volume of this account (see GET /v2/network-volumes).`);
+          throw new ApiError(
+            'UNKNOWN_REFERENCE',
+            `networkVolumeId "${settings.networkVolumeId}" is not a network volume of this account (see GET /v2/network-volumes).`,
+          );
         throw err;
       }
     }

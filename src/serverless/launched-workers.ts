@@ -129,19 +129,37 @@ export class LaunchedWorkers {
   async launch(endpoint: Endpoint, now: number): Promise<{ ok: true } | { ok: false; reason: string }> {
     const template = await this.#deps.endpoints.templateOf(endpoint);
     if (!template) return { ok: false, reason: `template ${endpoint.templateId} of the endpoint no longer exists` };
-    const volume = endpoint.networkVolumeId && this.#deps.volumes ? await this.#deps.volumes.get(endpoint.accountId, endpoint.networkVolumeId) : null;
+    const volume =
+      endpoint.networkVolumeId && this.#deps.volumes
+        ? await this.#deps.volumes.get(endpoint.accountId, endpoint.networkVolumeId)
+        : null;
     const request = workerPlacementRequest(endpoint, template, volume?.dataCenterId ?? null, this.#deps.config.catalog);
     const workerId = newId();
     const placed = this.#deps.inventory.placeAndReserve(workerId, request);
     if (!placed.ok) return { ok: false, reason: placed.reason };
     const { placement } = placed;
-    this.#workers.set(workerId, { endpointId: endpoint.id, startedAt: now, lastActiveAt: now, ready: false, proven: false, recycle: false, stopping: false });
+    this.#workers.set(workerId, {
+      endpointId: endpoint.id,
+      startedAt: now,
+      lastActiveAt: now,
+      ready: false,
+      proven: false,
+      recycle: false,
+      stopping: false,
+    });
     try {
-      const allocation = { gpuIndices: placement.gpuIndices, vcpus: request.vcpuCount, memoryGb: request.memoryGb, diskGb: request.diskGb };
+      const allocation = {
+        gpuIndices: placement.gpuIndices,
+        vcpus: request.vcpuCount,
+        memoryGb: request.memoryGb,
+        diskGb: request.diskGb,
+      };
       await this.#deps.store.insertLaunched(workerId, endpoint.id, placement.hostId, allocation, now);
       const apiKey = await this.#keys.mint(endpoint, workerId);
       const registryAuth =
-        template.containerRegistryAuthId && this.#deps.registries ? await this.#deps.registries.credentials(endpoint.accountId, template.containerRegistryAuthId) : null;
+        template.containerRegistryAuthId && this.#deps.registries
+          ? await this.#deps.registries.credentials(endpoint.accountId, template.containerRegistryAuthId)
+          : null;
       const spec = workerInstanceSpec({
         registryAuth,
         workerId,
@@ -153,8 +171,14 @@ export class LaunchedWorkers {
         publicUrl: this.#deps.config.publicUrl,
         pingIntervalMs: this.#deps.config.pingIntervalMs ?? 10_000,
       });
-      this.#deps.logger.info({ endpointId: endpoint.id, workerId, hostId: placement.hostId, image: template.imageName }, 'launching worker');
-      await this.#log(workerId, `placed on host ${placement.hostId} (${placement.dataCenterId}); pulling (if needed) and starting image ${template.imageName}`);
+      this.#deps.logger.info(
+        { endpointId: endpoint.id, workerId, hostId: placement.hostId, image: template.imageName },
+        'launching worker',
+      );
+      await this.#log(
+        workerId,
+        `placed on host ${placement.hostId} (${placement.dataCenterId}); pulling (if needed) and starting image ${template.imageName}`,
+      );
       await this.#deps.runtime.start(spec);
       await this.#log(workerId, 'started');
       const image = template.imageName;
@@ -174,7 +198,8 @@ export class LaunchedWorkers {
       this.#deps.logger.warn({ endpointId: endpoint.id, workerId, reason }, 'worker launch failed');
       await this.#log(workerId, `ERROR: ${reason}`);
       await this.stop(workerId, 'launch failed');
-      if ((this.#deps.runtime.unavailable?.(placement.hostId) ?? null) === null) this.#deps.states.crashed(endpoint.id, now, this.#deps.clock.now(), reason);
+      if ((this.#deps.runtime.unavailable?.(placement.hostId) ?? null) === null)
+        this.#deps.states.crashed(endpoint.id, now, this.#deps.clock.now(), reason);
       return { ok: true };
     }
   }
@@ -184,21 +209,41 @@ export class LaunchedWorkers {
    * runtime's `attach()` found under its id): its allocation is reserved again and its key kept,
    * so it goes on taking jobs. Answers why not when it cannot be (the caller then removes it).
    */
-  async adopt(row: LaunchedWorkerRow, attached: AttachedInstance | undefined): Promise<{ ok: true } | { ok: false; reason: string }> {
+  async adopt(
+    row: LaunchedWorkerRow,
+    attached: AttachedInstance | undefined,
+  ): Promise<{ ok: true } | { ok: false; reason: string }> {
     if (!attached) return { ok: false, reason: 'the runtime found no instance of it' };
-    if (attached.owner && (attached.owner.kind !== 'worker' || (attached.owner.endpointId !== undefined && attached.owner.endpointId !== row.endpointId)))
+    if (
+      attached.owner &&
+      (attached.owner.kind !== 'worker' ||
+        (attached.owner.endpointId !== undefined && attached.owner.endpointId !== row.endpointId))
+    )
       return { ok: false, reason: 'its instance belongs to something else' };
     if (!row.allocation) return { ok: false, reason: 'its row does not say what it holds on its host' };
     const live = await this.#deps.runtime.inspect(row.id);
-    if (!live || (live.state !== 'starting' && live.state !== 'running' && live.state !== 'unknown')) return { ok: false, reason: 'its instance no longer runs' };
+    if (!live || (live.state !== 'starting' && live.state !== 'running' && live.state !== 'unknown'))
+      return { ok: false, reason: 'its instance no longer runs' };
     const keyId = await this.#deps.accounts.liveWorkerKeyId(row.endpointId, row.id);
     if (keyId === null) return { ok: false, reason: 'its key was revoked' };
-    const reserved = this.#deps.inventory.reserveExact(row.id, { hostId: row.hostId, ...row.allocation, publicPorts: [] });
+    const reserved = this.#deps.inventory.reserveExact(row.id, {
+      hostId: row.hostId,
+      ...row.allocation,
+      publicPorts: [],
+    });
     if (!reserved.ok) return { ok: false, reason: `its allocation could not be reserved again: ${reserved.reason}` };
     const now = this.#deps.clock.now();
     this.#keys.adopt(row.id, keyId);
     // startedAt is its launch: the crash window and the start timeout count from there.
-    this.#workers.set(row.id, { endpointId: row.endpointId, startedAt: row.createdAt, lastActiveAt: now, ready: false, proven: false, recycle: false, stopping: false });
+    this.#workers.set(row.id, {
+      endpointId: row.endpointId,
+      startedAt: row.createdAt,
+      lastActiveAt: now,
+      ready: false,
+      proven: false,
+      recycle: false,
+      stopping: false,
+    });
     return { ok: true };
   }
 
@@ -215,7 +260,11 @@ export class LaunchedWorkers {
     this.#deps.logger.info({ workerId, endpointId: endpoint, reason }, 'stopping worker');
     await this.#log(workerId, `stopped: ${reason}`);
     try {
-      await this.#deps.runtime.remove(workerId).catch((err: unknown) => this.#deps.logger.warn({ workerId, err: (err as Error).message }, 'removing the worker instance failed'));
+      await this.#deps.runtime
+        .remove(workerId)
+        .catch((err: unknown) =>
+          this.#deps.logger.warn({ workerId, err: (err as Error).message }, 'removing the worker instance failed'),
+        );
       this.#deps.inventory.release(workerId);
       await this.#keys.revoke(workerId);
       if (endpoint !== null) await this.#deps.workers.markDead(endpoint, [workerId], this.#deps.clock.now());
@@ -247,11 +296,19 @@ export class LaunchedWorkers {
     if (!m || m.stopping) return;
     const now = this.#deps.clock.now();
     const reason = (status.reason ?? `exited with code ${status.exitCode}`).slice(0, MAX_REASON);
-    this.#deps.logger.warn({ workerId: status.id, endpointId: m.endpointId, exitCode: status.exitCode }, 'worker ended on its own');
+    this.#deps.logger.warn(
+      { workerId: status.id, endpointId: m.endpointId, exitCode: status.exitCode },
+      'worker ended on its own',
+    );
     void this.#log(status.id, `${status.state === 'failed' ? 'ERROR' : 'exited'}: ${reason}`);
     if (!m.proven) this.#deps.states.crashed(m.endpointId, m.startedAt, now, reason);
     void this.stop(status.id, 'instance ended')
-      .catch((err: unknown) => this.#deps.logger.error({ workerId: status.id, err: (err as Error).message }, 'cleaning up an ended worker failed'))
+      .catch((err: unknown) =>
+        this.#deps.logger.error(
+          { workerId: status.id, err: (err as Error).message },
+          'cleaning up an ended worker failed',
+        ),
+      )
       .finally(() => this.#deps.onEnded());
   }
 }

@@ -68,7 +68,9 @@ export class WebhookAddressPolicy {
    * non-public address; a failing count refuses (fail closed).
    */
   async refusal(host: string, addresses: readonly string[]): Promise<string | null> {
-    const refused = addresses.map((address) => ({ address, kind: nonPublicKind(address) })).find((a) => a.kind !== null);
+    const refused = addresses
+      .map((address) => ({ address, kind: nonPublicKind(address) }))
+      .find((a) => a.kind !== null);
     if (!refused || this.mode === 'allow') return null;
     if (this.mode === 'auto') {
       const multi = this.#knownMulti();
@@ -94,7 +96,8 @@ export class WebhookAddressPolicy {
       .countAccounts()
       .then((n) => {
         if (n > 1) this.#multiAccount = true;
-        else if (generation === this.#generation) this.#singleUntil = this.#deps.clock.now() + (this.#deps.cacheMs ?? 1000);
+        else if (generation === this.#generation)
+          this.#singleUntil = this.#deps.clock.now() + (this.#deps.cacheMs ?? 1000);
         return this.#multiAccount;
       })
       .finally(() => {

@@ -77,7 +77,10 @@ describe('WebhookDispatcher', () => {
     const [row] = await d.deliveriesFor('job-0');
     assert.equal(row?.status, 'FAILED');
     assert.equal(row?.attempts, 1);
-    assert.equal(row?.lastError, 'webhook host hooks.internal resolves to an address that is private; this deployment refuses private webhook receivers (serverless.webhooks.privateAddresses)');
+    assert.equal(
+      row?.lastError,
+      'webhook host hooks.internal resolves to an address that is private; this deployment refuses private webhook receivers (serverless.webhooks.privateAddresses)',
+    );
     clock.advance(60_000);
     assert.deepEqual(await d.dispatchDue(), { delivered: 0, retrying: 0, failed: 0 });
   });
@@ -96,7 +99,10 @@ describe('WebhookDispatcher', () => {
     );
     const d = make({ config: { timeoutMs: 150 } });
     assert.deepEqual(await d.dispatchDue(), { delivered: 0, retrying: 2, failed: 0 });
-    const errors = [(await d.deliveriesFor('job-closed'))[0]?.lastError, (await d.deliveriesFor('job-silent'))[0]?.lastError];
+    const errors = [
+      (await d.deliveriesFor('job-closed'))[0]?.lastError,
+      (await d.deliveriesFor('job-silent'))[0]?.lastError,
+    ];
     assert.deepEqual(errors, [UNREACHABLE, UNREACHABLE]);
   });
 
@@ -111,7 +117,10 @@ describe('WebhookDispatcher', () => {
       return { status: 200, body: null };
     };
     await enqueue(40);
-    const result = await make({ fetch, config: { concurrency: 4, perAccountConcurrency: 8, perReceiverConcurrency: 8 } }).dispatchDue();
+    const result = await make({
+      fetch,
+      config: { concurrency: 4, perAccountConcurrency: 8, perReceiverConcurrency: 8 },
+    }).dispatchDue();
     assert.equal(result.delivered, 40);
     assert.equal(peak, 4);
   });

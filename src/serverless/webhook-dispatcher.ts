@@ -40,7 +40,16 @@ import { createWebhookFetch, type FetchLike, type ResolveLike } from './webhook-
 export type { WebhookDelivery } from '../store/webhook-store.js';
 export type { FetchLike } from './webhook-http.js';
 
-export const DEFAULT_WEBHOOK_CONFIG: WebhookConfig = { timeoutMs: 10_000, retryDelayMs: 10_000, maxAttempts: 3, pollIntervalMs: 1_000, concurrency: 16, perAccountConcurrency: 4, perReceiverConcurrency: 2, privateAddresses: 'auto' };
+const DEFAULT_WEBHOOK_CONFIG: WebhookConfig = {
+  timeoutMs: 10_000,
+  retryDelayMs: 10_000,
+  maxAttempts: 3,
+  pollIntervalMs: 1_000,
+  concurrency: 16,
+  perAccountConcurrency: 4,
+  perReceiverConcurrency: 2,
+  privateAddresses: 'auto',
+};
 
 /** Where finished jobs are announced (the app's `EventBus`, or `JobEvents`). */
 export interface JobFinishedEvents {
@@ -124,10 +133,21 @@ export class WebhookDispatcher {
     this.#logger = deps.logger;
     this.#events = deps.events;
     const accounts = new AccountStore(deps.db);
-    this.addressPolicy = deps.addressPolicy ?? new WebhookAddressPolicy({ mode: this.config.privateAddresses, countAccounts: () => accounts.countAccounts(), clock: deps.clock });
-    this.#fetch = deps.fetch ?? createWebhookFetch({ policy: this.addressPolicy, ...(deps.resolve ? { resolve: deps.resolve } : {}) });
+    this.addressPolicy =
+      deps.addressPolicy ??
+      new WebhookAddressPolicy({
+        mode: this.config.privateAddresses,
+        countAccounts: () => accounts.countAccounts(),
+        clock: deps.clock,
+      });
+    this.#fetch =
+      deps.fetch ??
+      createWebhookFetch({ policy: this.addressPolicy, ...(deps.resolve ? { resolve: deps.resolve } : {}) });
     this.#lease = deps.lease ?? heldLease('webhooks');
-    this.#share = new WebhookFairShare({ perAccount: this.config.perAccountConcurrency, perReceiver: this.config.perReceiverConcurrency });
+    this.#share = new WebhookFairShare({
+      perAccount: this.config.perAccountConcurrency,
+      perReceiver: this.config.perReceiverConcurrency,
+    });
   }
 
   /** Subscribes to finished jobs, polls for due retries, and delivers what is already due (a restart). */
@@ -137,7 +157,9 @@ export class WebhookDispatcher {
       const wake = (p: JobEventPayload): void => {
         if (p.webhook) this.wake();
       };
-      this.#unsubscribe = (['job:completed', 'job:failed', 'job:timed_out'] as const).map((name) => this.#events!.on(name, wake));
+      this.#unsubscribe = (['job:completed', 'job:failed', 'job:timed_out'] as const).map((name) =>
+        this.#events!.on(name, wake),
+      );
     }
     this.#timer = setInterval(() => this.wake(), this.config.pollIntervalMs);
     this.#timer.unref();
@@ -191,7 +213,11 @@ export class WebhookDispatcher {
   async dispatchDue(now: number = this.#clock.now()): Promise<DispatchResult> {
     const result: DispatchResult = { delivered: 0, retrying: 0, failed: 0 };
     const mine = new Set<Promise<void>>();
-    result.failed += await this.store.failInterrupted(now, this.config.maxAttempts, 'the server stopped during the last attempt');
+    result.failed += await this.store.failInterrupted(
+      now,
+      this.config.maxAttempts,
+      'the server stopped during the last attempt',
+    );
     while (!this.#stopped) {
       const started = await this.#fillSerially(now, (outcome) => result[outcome]++);
       for (const call of started) {
@@ -231,7 +257,12 @@ export class WebhookDispatcher {
     const queue = this.#share.turnOrder(await this.store.dueAccounts(now));
     while (queue.length > 0 && this.#inFlight.size < concurrency && !this.#stopped) {
       const account = this.#share.takeNext(queue)!;
-      const claim = { limit: 1, leaseUntil: now + timeoutMs + LEASE_MARGIN_MS, maxAttempts, skipReceivers: this.#share.fullReceivers() };
+      const claim = {
+        limit: 1,
+        leaseUntil: now + timeoutMs + LEASE_MARGIN_MS,
+        maxAttempts,
+        skipReceivers: this.#share.fullReceivers(),
+      };
       const [delivery] = await this.store.claimDueFor(account, now, claim);
       if (!delivery) continue; // nothing of this account can go now
       started.push(this.#track(delivery, now, onOutcome));
@@ -247,7 +278,12 @@ export class WebhookDispatcher {
       .then((outcome) => {
         if (outcome) onOutcome?.(outcome);
       })
-      .catch((err: unknown) => this.#logger.warn({ delivery: d.id, err: (err as Error).message }, 'recording a webhook attempt failed; it is retried after its lease'))
+      .catch((err: unknown) =>
+        this.#logger.warn(
+          { delivery: d.id, err: (err as Error).message },
+          'recording a webhook attempt failed; it is retried after its lease',
+        ),
+      )
       .finally(() => {
         this.#share.ended(d.accountId, d.receiver);
         this.#inFlight.delete(call);
@@ -275,11 +311,17 @@ export class WebhookDispatcher {
     const cause = outcome.cause ?? outcome.error;
     if (outcome.final || d.attempts >= this.config.maxAttempts) {
       await this.store.markFailed(d.id, outcome.error);
-      this.#logger.warn({ ...log, error: cause }, outcome.final ? 'webhook refused by the address policy' : 'webhook delivery failed; no attempts left');
+      this.#logger.warn(
+        { ...log, error: cause },
+        outcome.final ? 'webhook refused by the address policy' : 'webhook delivery failed; no attempts left',
+      );
       return 'failed';
     }
     await this.store.markRetry(d.id, at + this.config.retryDelayMs, outcome.error);
-    this.#logger.info({ ...log, error: cause, retryInMs: this.config.retryDelayMs }, 'webhook attempt failed; will retry');
+    this.#logger.info(
+      { ...log, error: cause, retryInMs: this.config.retryDelayMs },
+      'webhook attempt failed; will retry',
+    );
     return 'retrying';
   }
 
@@ -318,7 +360,9 @@ export class WebhookDispatcher {
     } catch (err) {
       if (err instanceof WebhookAddressRefused) return { ok: false, error: err.message, aborted: false, final: true };
       if (this.#shutdown.signal.aborted) return { ok: false, error: 'server shutdown', aborted: true, final: false };
-      const cause = timedOut ? `no answer within ${this.config.timeoutMs} ms` : `network error: ${describeNetworkError(err)}`;
+      const cause = timedOut
+        ? `no answer within ${this.config.timeoutMs} ms`
+        : `network error: ${describeNetworkError(err)}`;
       return { ok: false, error: UNREACHABLE, aborted: false, final: false, cause };
     } finally {
       clearTimeout(timer);

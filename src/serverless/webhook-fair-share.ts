@@ -33,7 +33,8 @@ export class WebhookFairShare {
   /** Takes the next account to serve out of `queue`: the fewest calls in flight, the earliest in turn among equals. */
   takeNext(queue: string[]): string | undefined {
     let pick = 0;
-    for (let i = 1; i < queue.length; i++) if (this.#calls(this.#accountCalls, queue[i]!) < this.#calls(this.#accountCalls, queue[pick]!)) pick = i;
+    for (let i = 1; i < queue.length; i++)
+      if (this.#calls(this.#accountCalls, queue[i]!) < this.#calls(this.#accountCalls, queue[pick]!)) pick = i;
     return queue.splice(pick, 1)[0];
   }
 

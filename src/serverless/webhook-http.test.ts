@@ -10,8 +10,15 @@ import { FakeClock } from '../domain/clock.js';
 import { WebhookAddressPolicy, WebhookAddressRefused } from './webhook-address-policy.js';
 import { createWebhookFetch, type ResolveLike } from './webhook-http.js';
 
-const post = (body = '{"ok":true}') => ({ method: 'POST' as const, headers: { 'content-type': 'application/json' }, body, redirect: 'manual' as const, signal: AbortSignal.timeout(60_000) });
-const policy = (mode: 'allow' | 'deny') => new WebhookAddressPolicy({ mode, countAccounts: async () => 2, clock: new FakeClock(0) });
+const post = (body = '{"ok":true}') => ({
+  method: 'POST' as const,
+  headers: { 'content-type': 'application/json' },
+  body,
+  redirect: 'manual' as const,
+  signal: AbortSignal.timeout(60_000),
+});
+const policy = (mode: 'allow' | 'deny') =>
+  new WebhookAddressPolicy({ mode, countAccounts: async () => 2, clock: new FakeClock(0) });
 /** A resolver answering fixed addresses, recording the names it was asked. */
 const resolver = (answers: Record<string, string[]>) => {
   const asked: string[] = [];
@@ -36,7 +43,11 @@ describe('createWebhookFetch', () => {
   test('a host name resolving to a private address is refused before any connection is made', async () => {
     const { resolve, asked } = resolver({ 'hooks.internal': ['10.0.0.5'] });
     const fetch = createWebhookFetch({ policy: policy('deny'), resolve });
-    await assert.rejects(fetch(`http://hooks.internal:${port}/x`, post()), (err: Error) => err instanceof WebhookAddressRefused && /resolves to an address that is private/.test(err.message));
+    await assert.rejects(
+      fetch(`http://hooks.internal:${port}/x`, post()),
+      (err: Error) =>
+        err instanceof WebhookAddressRefused && /resolves to an address that is private/.test(err.message),
+    );
     assert.deepEqual(asked, ['hooks.internal']);
   });
 
@@ -50,7 +61,20 @@ describe('createWebhookFetch', () => {
   test('IP literals in every spelling are refused without resolving or connecting', async () => {
     const { resolve, asked } = resolver({});
     const fetch = createWebhookFetch({ policy: policy('deny'), resolve });
-    for (const host of ['127.0.0.1', '2130706433', '0x7f.1', '127.1', '0177.0.0.01', '[::ffff:127.0.0.1]', '[::1]', '10.0.0.5', '169.254.169.254', '[64:ff9b::a00:5]', '[2002:7f00:1::1]', '0'])
+    for (const host of [
+      '127.0.0.1',
+      '2130706433',
+      '0x7f.1',
+      '127.1',
+      '0177.0.0.01',
+      '[::ffff:127.0.0.1]',
+      '[::1]',
+      '10.0.0.5',
+      '169.254.169.254',
+      '[64:ff9b::a00:5]',
+      '[2002:7f00:1::1]',
+      '0',
+    ])
       await assert.rejects(fetch(`http://${host}:${port}/hook`, post()), WebhookAddressRefused, host);
     assert.deepEqual(asked, []);
     assert.equal(receiver.calls.length, 0);
@@ -64,7 +88,9 @@ describe('createWebhookFetch', () => {
       if (calls++ > 0) throw new Error('resolved twice');
       return [{ address: '127.0.0.1', family: 4 }];
     };
-    const approving = { refusal: async (_host: string, addresses: readonly string[]) => (seen.push([...addresses]), null) };
+    const approving = {
+      refusal: async (_host: string, addresses: readonly string[]) => (seen.push([...addresses]), null),
+    };
     const fetch = createWebhookFetch({ policy: approving, resolve });
     const res = await fetch(`http://receiver.test:${port}/hook?token=t`, post('{"n":1}'));
     assert.equal(res.status, 200);
@@ -78,7 +104,8 @@ describe('createWebhookFetch', () => {
 
   test('allowed numeric host forms reach the address they name', async () => {
     const fetch = createWebhookFetch({ policy: policy('allow') });
-    for (const host of ['2130706433', '0x7f.1', '127.1']) assert.equal((await fetch(`http://${host}:${port}/n`, post())).status, 200, host);
+    for (const host of ['2130706433', '0x7f.1', '127.1'])
+      assert.equal((await fetch(`http://${host}:${port}/n`, post())).status, 200, host);
     assert.equal(receiver.calls.length, 3);
   });
 

@@ -18,7 +18,10 @@ import { literalAddress } from '../domain/webhook-url.js';
 import { WebhookAddressRefused, type WebhookAddressPolicy } from './webhook-address-policy.js';
 
 /** The part of `fetch` the dispatcher uses (what `createWebhookFetch` implements). */
-export type FetchLike = (url: string, init: { method: 'POST'; headers: Record<string, string>; body: string; redirect: 'manual'; signal: AbortSignal }) => Promise<{
+export type FetchLike = (
+  url: string,
+  init: { method: 'POST'; headers: Record<string, string>; body: string; redirect: 'manual'; signal: AbortSignal },
+) => Promise<{
   status: number;
   body: { cancel(): Promise<void> } | null;
 }>;
@@ -39,7 +42,8 @@ export function createWebhookFetch(deps: WebhookHttpDeps): FetchLike {
   const resolve = deps.resolve ?? systemResolve;
   return async (rawUrl, init) => {
     const url = new URL(rawUrl);
-    if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new WebhookAddressRefused('webhook URL is not http(s)');
+    if (url.protocol !== 'http:' && url.protocol !== 'https:')
+      throw new WebhookAddressRefused('webhook URL is not http(s)');
     const literal = literalAddress(url);
     if (literal !== null) {
       const why = await deps.policy.refusal(literal, [literal]);
@@ -50,9 +54,13 @@ export function createWebhookFetch(deps: WebhookHttpDeps): FetchLike {
         .then(async (found) => {
           const family = options.family === 4 || options.family === 6 ? options.family : 0;
           const addresses = family ? found.filter((a) => a.family === family) : found;
-          if (addresses.length === 0) throw Object.assign(new Error(`no address for ${hostname}`), { code: 'ENOTFOUND' });
+          if (addresses.length === 0)
+            throw Object.assign(new Error(`no address for ${hostname}`), { code: 'ENOTFOUND' });
           // Every address is checked, not only the first: the socket may try them all.
-          const why = await deps.policy.refusal(hostname, addresses.map((a) => a.address));
+          const why = await deps.policy.refusal(
+            hostname,
+            addresses.map((a) => a.address),
+          );
           if (why) throw new WebhookAddressRefused(why);
           if (options.all) callback(null, addresses);
           else callback(null, addresses[0]!.address, addresses[0]!.family);

@@ -38,7 +38,7 @@ export function workerEnvironment(input: WorkerEnvironmentInput): Record<string,
 }
 
 /** Single-quotes a value for a POSIX shell (so `$ID` stays literal). */
-export const shellQuote = (value: string): string => `'${value.replace(/'/g, `'\\''`)}'`;
+const shellQuote = (value: string): string => `'${value.replace(/'/g, `'\\''`)}'`;
 
 /** `export NAME='value'` lines, one per variable. */
 export const exportLines = (env: Record<string, string>): string =>

@@ -9,15 +9,30 @@ test("a launched worker's platform env carries the informational variables of wi
   const spec = workerInstanceSpec({
     workerId: 'w123',
     endpoint: { id: 'ep1', env: { RUNPOD_DC_ID: 'from-endpoint', LEVEL: 'debug', MODEL: 'y' } } as unknown as Endpoint,
-    template: { imageName: 'my-worker:dev', args: '', env: { RUNPOD_POD_ID: 'from-template', MODEL: 'x', SIZE: 's' } } as unknown as Template,
-    placement: { hostId: 'host-a', dataCenterId: 'US-TX-3', gpuTypeId: 'NVIDIA GeForce RTX 4090', gpuIndices: [0, 1] } as unknown as Placement,
+    template: {
+      imageName: 'my-worker:dev',
+      args: '',
+      env: { RUNPOD_POD_ID: 'from-template', MODEL: 'x', SIZE: 's' },
+    } as unknown as Template,
+    placement: {
+      hostId: 'host-a',
+      dataCenterId: 'US-TX-3',
+      gpuTypeId: 'NVIDIA GeForce RTX 4090',
+      gpuIndices: [0, 1],
+    } as unknown as Placement,
     request: { vcpuCount: 0, memoryGb: 0 } as unknown as PlacementRequest,
     apiKey: 'worker-key',
     publicUrl: 'http://127.0.0.1:8080',
     pingIntervalMs: 10_000,
   });
   // the tenant's: the template's env, the endpoint's over it, nothing of the platform's
-  assert.deepEqual(spec.env, { RUNPOD_DC_ID: 'from-endpoint', LEVEL: 'debug', MODEL: 'y', RUNPOD_POD_ID: 'from-template', SIZE: 's' });
+  assert.deepEqual(spec.env, {
+    RUNPOD_DC_ID: 'from-endpoint',
+    LEVEL: 'debug',
+    MODEL: 'y',
+    RUNPOD_POD_ID: 'from-template',
+    SIZE: 's',
+  });
   const p = spec.platformEnv;
   assert.equal(p.RUNPOD_ENDPOINT_ID, 'ep1');
   assert.equal(p.RUNPOD_POD_ID, 'w123');
@@ -42,8 +57,22 @@ test('a worker given a loopback job URL shares the host network; one given any o
       publicUrl,
       pingIntervalMs: 10_000,
     }).networkMode;
-  for (const url of ['http://127.0.0.1:8080', 'http://127.10.0.1', 'http://localhost:8080', 'http://LOCALHOST', 'http://api.localhost', 'http://[::1]:8080', 'http://[::ffff:127.0.0.1]'])
+  for (const url of [
+    'http://127.0.0.1:8080',
+    'http://127.10.0.1',
+    'http://localhost:8080',
+    'http://LOCALHOST',
+    'http://api.localhost',
+    'http://[::1]:8080',
+    'http://[::ffff:127.0.0.1]',
+  ])
     assert.equal(spec(url), 'host', url);
-  for (const url of ['http://10.0.0.5:8080', 'https://api.example.test', 'http://[::2]', 'http://localhost.example.test', 'not a url'])
+  for (const url of [
+    'http://10.0.0.5:8080',
+    'https://api.example.test',
+    'http://[::2]',
+    'http://localhost.example.test',
+    'not a url',
+  ])
     assert.equal(spec(url), 'default', url);
 });

@@ -20,9 +20,14 @@ export function workerPlacementRequest(
   volumeDataCenterId: string | null,
   catalog: Pick<Catalog, 'gpuTypes' | 'dataCenters'>,
 ): PlacementRequest {
-  const gpuTypeIds = endpoint.gpuIds.flatMap((pool) => catalog.gpuTypes.filter((g) => g.pool === pool).map((g) => g.id));
+  const gpuTypeIds = endpoint.gpuIds.flatMap((pool) =>
+    catalog.gpuTypes.filter((g) => g.pool === pool).map((g) => g.id),
+  );
   const countries = new Set(endpoint.locations.map((c) => c.toUpperCase()));
-  const dataCenterIds = countries.size === 0 ? [] : catalog.dataCenters.filter((d) => countries.has(d.country.toUpperCase())).map((d) => d.id);
+  const dataCenterIds =
+    countries.size === 0
+      ? []
+      : catalog.dataCenters.filter((d) => countries.has(d.country.toUpperCase())).map((d) => d.id);
   return {
     kind: 'gpu',
     gpuTypeIds,
@@ -66,7 +71,8 @@ export interface WorkerInstanceInput {
 export function workerInstanceSpec(input: WorkerInstanceInput): InstanceSpec {
   const { workerId, endpoint, template, placement, request } = input;
   const volumes: VolumeSource[] = [];
-  if (endpoint.networkVolumeId) volumes.push({ kind: 'network', volumeId: endpoint.networkVolumeId, path: '/runpod-volume' });
+  if (endpoint.networkVolumeId)
+    volumes.push({ kind: 'network', volumeId: endpoint.networkVolumeId, path: '/runpod-volume' });
   const platformEnv = {
     ...workerEnvironment({
       publicUrl: input.publicUrl,

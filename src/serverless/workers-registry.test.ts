@@ -126,25 +126,70 @@ for (const { name, skip } of dialects()) {
       await registry.unhealthy('ep1', 'c');
       await t.db.kysely
         .insertInto('workers')
-        .values({ id: 'd', endpoint_id: 'ep1', status: 'initializing', host_id: null, last_ping_at: null, created_at: 0, updated_at: 0 })
+        .values({
+          id: 'd',
+          endpoint_id: 'ep1',
+          status: 'initializing',
+          host_id: null,
+          last_ping_at: null,
+          created_at: 0,
+          updated_at: 0,
+        })
         .execute();
       const now = clock.now();
       await t.db.kysely
         .insertInto('jobs')
         .values({
-          id: 'j1', endpoint_id: 'ep1', account_id: 'acct', status: 'IN_PROGRESS', seq: 1, input: '{}', webhook: null, s3_config: null,
-          execution_timeout_ms: 600_000, low_priority: 0, ttl_ms: 86_400_000, sync: 0, created_at: now, queued_at: now, started_at: now,
-          completed_at: null, expires_at: now + 86_400_000, retain_until: null, timeout_at: now + 600_000, output: null, error: null,
-          worker_id: 'b', retries: 0, delay_ms: 0, execution_ms: null, stop_requested: 0,
+          id: 'j1',
+          endpoint_id: 'ep1',
+          account_id: 'acct',
+          status: 'IN_PROGRESS',
+          seq: 1,
+          input: '{}',
+          webhook: null,
+          s3_config: null,
+          execution_timeout_ms: 600_000,
+          low_priority: 0,
+          ttl_ms: 86_400_000,
+          sync: 0,
+          created_at: now,
+          queued_at: now,
+          started_at: now,
+          completed_at: null,
+          expires_at: now + 86_400_000,
+          retain_until: null,
+          timeout_at: now + 600_000,
+          output: null,
+          error: null,
+          worker_id: 'b',
+          retries: 0,
+          delay_ms: 0,
+          execution_ms: null,
+          stop_requested: 0,
         })
         .execute();
-      assert.deepEqual(await registry.healthCounts('ep1'), { idle: 1, running: 1, initializing: 1, ready: 2, throttled: 0, unhealthy: 1 });
+      assert.deepEqual(await registry.healthCounts('ep1'), {
+        idle: 1,
+        running: 1,
+        initializing: 1,
+        ready: 2,
+        throttled: 0,
+        unhealthy: 1,
+      });
     });
 
     test('only running workers the platform launched count toward the dynamic rate limit, never ids made up in pings', async () => {
       await t.db.kysely
         .insertInto('workers')
-        .values({ id: 'launched', endpoint_id: 'ep1', status: 'initializing', host_id: 'host-1', last_ping_at: null, created_at: 0, updated_at: 0 })
+        .values({
+          id: 'launched',
+          endpoint_id: 'ep1',
+          status: 'initializing',
+          host_id: 'host-1',
+          last_ping_at: null,
+          created_at: 0,
+          updated_at: 0,
+        })
         .execute();
       for (let i = 0; i < 50; i++) await registry.seen('ep1', `made-up-${i}`, true);
       await registry.refreshLiveCounts();
@@ -161,41 +206,77 @@ for (const { name, skip } of dialects()) {
     test('the same worker id through two endpoints is two workers: neither sighting, death nor recycle request crosses over', async () => {
       await registry.seen('ep-a', 'shared', true);
       await registry.seen('ep-b', 'shared');
-      const rows = await t.db.kysely.selectFrom('workers').select(['endpoint_id', 'status']).where('id', '=', 'shared').orderBy('endpoint_id').execute();
-      assert.deepEqual(rows, [{ endpoint_id: 'ep-a', status: 'running' }, { endpoint_id: 'ep-b', status: 'idle' }]);
+      const rows = await t.db.kysely
+        .selectFrom('workers')
+        .select(['endpoint_id', 'status'])
+        .where('id', '=', 'shared')
+        .orderBy('endpoint_id')
+        .execute();
+      assert.deepEqual(rows, [
+        { endpoint_id: 'ep-a', status: 'running' },
+        { endpoint_id: 'ep-b', status: 'idle' },
+      ]);
       registry.requestRecycle('ep-b', 'shared');
       assert.equal(registry.takeRecycleRequest('ep-a', 'shared'), false);
       await registry.markDead('ep-b', ['shared']);
       await registry.unhealthy('ep-b', 'shared');
-      const after = await t.db.kysely.selectFrom('workers').select(['endpoint_id', 'status']).where('id', '=', 'shared').orderBy('endpoint_id').execute();
-      assert.deepEqual(after, [{ endpoint_id: 'ep-a', status: 'running' }, { endpoint_id: 'ep-b', status: 'unhealthy' }]);
+      const after = await t.db.kysely
+        .selectFrom('workers')
+        .select(['endpoint_id', 'status'])
+        .where('id', '=', 'shared')
+        .orderBy('endpoint_id')
+        .execute();
+      assert.deepEqual(after, [
+        { endpoint_id: 'ep-a', status: 'running' },
+        { endpoint_id: 'ep-b', status: 'unhealthy' },
+      ]);
       const close = registry.pollOpened('ep-b', 'shared');
       clock.advance(60_000);
       await registry.flush();
       const lost = await registry.expire(clock.now() - 30_000);
       close();
-      assert.deepEqual(lost, [{ id: 'shared', endpointId: 'ep-a' }], "a poll through ep-b keeps only ep-b's worker alive");
+      assert.deepEqual(
+        lost,
+        [{ id: 'shared', endpointId: 'ep-a' }],
+        "a poll through ep-b keeps only ep-b's worker alive",
+      );
     });
 
     test('hand-attached worker rows per endpoint are capped: a new id past the cap is refused with 429, dead rows make room first', async () => {
       registry = new WorkersRegistry({ db: t.db, clock, maxAttachedWorkers: 3, heartbeatTimeoutMs: 30_000 });
       await t.db.kysely
         .insertInto('workers')
-        .values({ id: 'launched', endpoint_id: 'ep1', status: 'idle', host_id: 'host-1', last_ping_at: 0, created_at: 0, updated_at: 0 })
+        .values({
+          id: 'launched',
+          endpoint_id: 'ep1',
+          status: 'idle',
+          host_id: 'host-1',
+          last_ping_at: 0,
+          created_at: 0,
+          updated_at: 0,
+        })
         .execute();
       for (const id of ['h1', 'h2', 'h3']) await registry.seen('ep1', id);
-      await assert.rejects(registry.seen('ep1', 'h4'), (err: { code?: string; status?: number; headers?: Record<string, string> }) => {
-        assert.equal(err.code, 'RATE_LIMITED');
-        assert.equal(err.status, 429);
-        assert.equal(err.headers?.['Retry-After'], '30');
-        return true;
-      });
+      await assert.rejects(
+        registry.seen('ep1', 'h4'),
+        (err: { code?: string; status?: number; headers?: Record<string, string> }) => {
+          assert.equal(err.code, 'RATE_LIMITED');
+          assert.equal(err.status, 429);
+          assert.equal(err.headers?.['Retry-After'], '30');
+          return true;
+        },
+      );
       await registry.seen('ep1', 'h2', true);
       await registry.seen('ep1', 'launched');
       await registry.seen('ep2', 'h4');
       await registry.markDead('ep1', ['h1']);
       await registry.seen('ep1', 'h4');
-      const rows = await t.db.kysely.selectFrom('workers').select(['id', 'status']).where('endpoint_id', '=', 'ep1').orderBy('id').execute();
+      const rows = await t.db.kysely
+        .selectFrom('workers')
+        .select(['id', 'status'])
+        .where('endpoint_id', '=', 'ep1')
+        .orderBy('id')
+        .execute();
       assert.deepEqual(
         rows.map((r) => r.id),
         ['h2', 'h3', 'h4', 'launched'],

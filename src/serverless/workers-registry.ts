@@ -10,7 +10,7 @@ import { AttachedWorkersCap } from './attached-workers-cap.js';
 export type WorkerStatus = 'initializing' | 'idle' | 'running' | 'throttled' | 'unhealthy' | 'dead';
 
 /** Statuses of a worker that is up and taking work. */
-export const LIVE_WORKER_STATUSES: readonly WorkerStatus[] = ['idle', 'running'];
+const LIVE_WORKER_STATUSES: readonly WorkerStatus[] = ['idle', 'running'];
 
 /** The `workers` part of `/health`. */
 export interface WorkerHealthCounts {
@@ -24,7 +24,7 @@ export interface WorkerHealthCounts {
 }
 
 /** Statuses a worker row never leaves on its own (a worker that calls again is a new sighting). */
-export const TERMINAL_WORKER_STATUSES: readonly WorkerStatus[] = ['dead'];
+const TERMINAL_WORKER_STATUSES: readonly WorkerStatus[] = ['dead'];
 
 export interface WorkersRegistryDeps {
   db: Db;
@@ -89,7 +89,11 @@ export class WorkersRegistry {
     this.#db = deps.db;
     this.#clock = deps.clock;
     this.#deadRetentionMs = Math.max(0, deps.deadRetentionMs ?? 3_600_000);
-    this.#cap = new AttachedWorkersCap({ db: deps.db, max: deps.maxAttachedWorkers ?? 200, heartbeatTimeoutMs: deps.heartbeatTimeoutMs ?? 30_000 });
+    this.#cap = new AttachedWorkersCap({
+      db: deps.db,
+      max: deps.maxAttachedWorkers ?? 200,
+      heartbeatTimeoutMs: deps.heartbeatTimeoutMs ?? 30_000,
+    });
   }
 
   /**
@@ -180,7 +184,8 @@ export class WorkersRegistry {
    * sweep (the timekeeper runs it every tick), it also prunes dead rows, at most once a minute.
    */
   async expire(cutoff: number, now: number = this.#clock.now()): Promise<Array<{ id: string; endpointId: string }>> {
-    if (this.#lastPrune === null || now - this.#lastPrune >= Math.min(PRUNE_EVERY_MS, this.#deadRetentionMs)) await this.prune(now);
+    if (this.#lastPrune === null || now - this.#lastPrune >= Math.min(PRUNE_EVERY_MS, this.#deadRetentionMs))
+      await this.prune(now);
     const rows = await this.#db.kysely
       .selectFrom('workers')
       .select(['id', 'endpoint_id'])
@@ -202,15 +207,25 @@ export class WorkersRegistry {
   async prune(now: number = this.#clock.now()): Promise<number> {
     this.#lastPrune = now;
     const cutoff = now - this.#deadRetentionMs;
-    const res = await this.#db.kysely.deleteFrom('workers').where('status', 'in', [...TERMINAL_WORKER_STATUSES]).where('updated_at', '<', cutoff).executeTakeFirst();
-    for (const [key, entry] of this.#known) if (TERMINAL_WORKER_STATUSES.includes(entry.status) && entry.polls === 0) this.#known.delete(key);
+    const res = await this.#db.kysely
+      .deleteFrom('workers')
+      .where('status', 'in', [...TERMINAL_WORKER_STATUSES])
+      .where('updated_at', '<', cutoff)
+      .executeTakeFirst();
+    for (const [key, entry] of this.#known)
+      if (TERMINAL_WORKER_STATUSES.includes(entry.status) && entry.polls === 0) this.#known.delete(key);
     return Number(res.numDeletedRows);
   }
 
   /** Marks workers of the endpoint dead (lost, or stopped by the autoscaler). */
   async markDead(endpointId: string, ids: readonly string[], now: number = this.#clock.now()): Promise<void> {
     if (ids.length === 0) return;
-    await this.#db.kysely.updateTable('workers').set({ status: 'dead', updated_at: now }).where('endpoint_id', '=', endpointId).where('id', 'in', [...ids]).execute();
+    await this.#db.kysely
+      .updateTable('workers')
+      .set({ status: 'dead', updated_at: now })
+      .where('endpoint_id', '=', endpointId)
+      .where('id', 'in', [...ids])
+      .execute();
     this.#cap.roomMade(endpointId);
     for (const id of ids) {
       const key = keyOf(endpointId, id);
@@ -242,7 +257,8 @@ export class WorkersRegistry {
    */
   liveWorkers(endpointId: string): number {
     let local = 0;
-    for (const e of this.#known.values()) if (e.launched && e.endpointId === endpointId && (e.status === 'idle' || e.status === 'running')) local++;
+    for (const e of this.#known.values())
+      if (e.launched && e.endpointId === endpointId && (e.status === 'idle' || e.status === 'running')) local++;
     return Math.max(local, this.#liveCounts.get(endpointId) ?? 0);
   }
 
@@ -262,7 +278,11 @@ export class WorkersRegistry {
       .where('jobs.endpoint_id', '=', endpointId)
       .where('jobs.status', '=', 'IN_PROGRESS')
       .where('jobs.worker_id', 'in', (eb) =>
-        eb.selectFrom('workers').select('workers.id').where('workers.endpoint_id', '=', endpointId).where('workers.status', 'in', [...LIVE_WORKER_STATUSES]),
+        eb
+          .selectFrom('workers')
+          .select('workers.id')
+          .where('workers.endpoint_id', '=', endpointId)
+          .where('workers.status', 'in', [...LIVE_WORKER_STATUSES]),
       )
       .executeTakeFirst();
     const running = Math.min(live, Number(busy?.n ?? 0));
@@ -286,11 +306,29 @@ export class WorkersRegistry {
       await this.#cap.admit(endpointId, workerId, now);
       const row = await this.#db.kysely
         .insertInto('workers')
-        .values({ id: workerId, endpoint_id: endpointId, status, host_id: null, last_ping_at: now, created_at: now, updated_at: now })
-        .onConflict((oc) => oc.columns(['endpoint_id', 'id']).doUpdateSet({ status, last_ping_at: now, updated_at: now }))
+        .values({
+          id: workerId,
+          endpoint_id: endpointId,
+          status,
+          host_id: null,
+          last_ping_at: now,
+          created_at: now,
+          updated_at: now,
+        })
+        .onConflict((oc) =>
+          oc.columns(['endpoint_id', 'id']).doUpdateSet({ status, last_ping_at: now, updated_at: now }),
+        )
         .returning('host_id')
         .executeTakeFirst();
-      this.#known.set(keyOf(endpointId, workerId), { endpointId, workerId, launched: row?.host_id != null, status, lastSeen: now, dirty: false, polls });
+      this.#known.set(keyOf(endpointId, workerId), {
+        endpointId,
+        workerId,
+        launched: row?.host_id != null,
+        status,
+        lastSeen: now,
+        dirty: false,
+        polls,
+      });
     };
     const turn = (this.#writing.get(endpointId) ?? Promise.resolve()).then(write, write);
     this.#writing.set(endpointId, turn);

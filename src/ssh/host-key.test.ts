@@ -27,7 +27,9 @@ test('a generated host key that does not parse back is drawn again, so a first s
   const draws: string[] = [];
   const key = generateHostKey(() => {
     draws.push('draw');
-    return draws.length === 1 ? '-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAABG5vbmU=\n-----END OPENSSH PRIVATE KEY-----\n' : ssh2.utils.generateKeyPairSync('ed25519').private;
+    return draws.length === 1
+      ? '-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAABG5vbmU=\n-----END OPENSSH PRIVATE KEY-----\n'
+      : ssh2.utils.generateKeyPairSync('ed25519').private;
   });
   assert.equal(draws.length, 2);
   assert.ok(!(ssh2.utils.parseKey(key) instanceof Error));

@@ -62,7 +62,10 @@ export function loadHostKey(dataDir: string): HostKey {
   const privateKey = readFileSync(path, 'utf8');
   const parsed = utils.parseKey(privateKey);
   const key: ParsedKey | undefined = Array.isArray(parsed) ? parsed[0] : parsed instanceof Error ? undefined : parsed;
-  if (!key) throw new Error(`the SSH host key ${path} cannot be read: ${parsed instanceof Error ? parsed.message : 'no key in it'}`);
+  if (!key)
+    throw new Error(
+      `the SSH host key ${path} cannot be read: ${parsed instanceof Error ? parsed.message : 'no key in it'}`,
+    );
   const fingerprint = `SHA256:${createHash('sha256').update(key.getPublicSSH()).digest('base64').replace(/=+$/, '')}`;
   return { privateKey, path, fingerprint, created };
 }

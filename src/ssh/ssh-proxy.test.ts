@@ -32,7 +32,8 @@ describe('SshProxy timeouts', { skip: noOpenSsh() }, () => {
       config: { idleTimeoutMs: 60_000, keepaliveIntervalMs: 0, keepaliveCountMax: 3 },
       hostKey: loadHostKey(dir).privateKey,
       authorizer: new SshAuthorizer({
-        podByToken: async (token) => (token === TOKEN ? { id: 'pod1', accountId: 'acc1', status: 'RUNNING', startSsh: true } : null),
+        podByToken: async (token) =>
+          token === TOKEN ? { id: 'pod1', accountId: 'acc1', status: 'RUNNING', startSsh: true } : null,
         keysOf: async (accountId) => (accountId === 'acc1' ? [key.publicKey] : []),
       }),
       runtime: { shell: (id, request) => openProcessShell(id, { pid: instance.pid!, exited }, request) },

@@ -58,7 +58,11 @@ export class SshProxy {
     this.#d = deps;
     const { keepaliveIntervalMs, keepaliveCountMax } = deps.config;
     this.#server = new ssh2.Server(
-      { hostKeys: [deps.hostKey], ident: 'Gantry', ...(keepaliveIntervalMs > 0 ? { keepaliveInterval: keepaliveIntervalMs, keepaliveCountMax } : {}) },
+      {
+        hostKeys: [deps.hostKey],
+        ident: 'Gantry',
+        ...(keepaliveIntervalMs > 0 ? { keepaliveInterval: keepaliveIntervalMs, keepaliveCountMax } : {}),
+      },
       (client) => this.#accept(client),
     );
     const loginGraceMs = deps.loginGraceMs ?? 30_000;
@@ -84,7 +88,10 @@ export class SshProxy {
     this.#server.on('error', (err: Error) => this.#d.logger.debug({ err }, 'ssh connection error'));
     const { idleTimeoutMs } = this.#d.config;
     if (idleTimeoutMs > 0) {
-      this.#idleTimer = setInterval(() => this.#closeIdle(), this.#d.idleCheckMs ?? Math.min(Math.max(idleTimeoutMs / 2, 10), 5000));
+      this.#idleTimer = setInterval(
+        () => this.#closeIdle(),
+        this.#d.idleCheckMs ?? Math.min(Math.max(idleTimeoutMs / 2, 10), 5000),
+      );
       this.#idleTimer.unref();
     }
     const address = this.#listener.address();
@@ -178,7 +185,8 @@ export class SshProxy {
    */
   async #decide(ctx: AuthContext): Promise<Decision> {
     if (ctx.method !== 'publickey' || !ctx.key) return { kind: 'refused' };
-    const signed = ctx.signature && ctx.blob ? { blob: ctx.blob, signature: ctx.signature, hashAlgo: ctx.hashAlgo } : undefined;
+    const signed =
+      ctx.signature && ctx.blob ? { blob: ctx.blob, signature: ctx.signature, hashAlgo: ctx.hashAlgo } : undefined;
     const target = await this.#d.authorizer.authorize(ctx.username, ctx.key, signed);
     if (!target) return { kind: 'refused' };
     return signed ? { kind: 'authenticated', target } : { kind: 'key-ok' };
@@ -188,7 +196,8 @@ export class SshProxy {
     const { idleTimeoutMs } = this.#d.config;
     const now = this.#d.clock.now();
     for (const held of this.#held)
-      if (held.target && now - held.lastActivity >= idleTimeoutMs) this.#end(held, `idle for ${Math.round(idleTimeoutMs / 1000)} s: closing the session`);
+      if (held.target && now - held.lastActivity >= idleTimeoutMs)
+        this.#end(held, `idle for ${Math.round(idleTimeoutMs / 1000)} s: closing the session`);
   }
 
   #end(held: Held, why: string): void {

@@ -10,7 +10,7 @@ import type { Logger } from 'pino';
 import type { Runtime, ShellSession } from '../runtime/runtime.js';
 
 /** What a refused command or subsystem reads on its stderr. */
-export const INTERACTIVE_ONLY =
+const INTERACTIVE_ONLY =
   'The Gantry SSH proxy opens interactive shells only: commands (ssh host <command>), scp, sftp, rsync and port forwarding are refused. ' +
   'For those, publish 22/tcp and run sshd in the pod, then connect with its ssh.direct endpoint (docs/ssh.md).';
 
@@ -33,7 +33,11 @@ export function serveSession(session: Session, ctx: SessionContext): void {
   let started = false;
 
   session.on('pty', (accept, _reject, info) => {
-    pty = { cols: info.cols || DEFAULT_PTY.cols, rows: info.rows || DEFAULT_PTY.rows, term: /^[\w.+-]{1,64}$/.test(info.term) ? info.term : DEFAULT_PTY.term };
+    pty = {
+      cols: info.cols || DEFAULT_PTY.cols,
+      rows: info.rows || DEFAULT_PTY.rows,
+      term: /^[\w.+-]{1,64}$/.test(info.term) ? info.term : DEFAULT_PTY.term,
+    };
     accept();
   });
   session.on('window-change', (accept, _reject, info) => {

@@ -65,11 +65,23 @@ declare module 'ssh2' {
 
   export interface Session extends EventEmitter {
     on(event: 'pty', listener: (accept: Accept, reject: Reject, info: PseudoTtyInfo) => void): this;
-    on(event: 'window-change', listener: (accept: Accept | undefined, reject: Reject | undefined, info: WindowChangeInfo) => void): this;
+    on(
+      event: 'window-change',
+      listener: (accept: Accept | undefined, reject: Reject | undefined, info: WindowChangeInfo) => void,
+    ): this;
     on(event: 'shell', listener: (accept: Accept<ServerChannel>, reject: Reject) => void): this;
-    on(event: 'exec', listener: (accept: Accept<ServerChannel>, reject: Reject, info: { command: string }) => void): this;
-    on(event: 'subsystem', listener: (accept: Accept<ServerChannel>, reject: Reject, info: { name: string }) => void): this;
-    on(event: 'env' | 'x11' | 'auth-agent' | 'signal', listener: (accept: Accept | undefined, reject: Reject | undefined) => void): this;
+    on(
+      event: 'exec',
+      listener: (accept: Accept<ServerChannel>, reject: Reject, info: { command: string }) => void,
+    ): this;
+    on(
+      event: 'subsystem',
+      listener: (accept: Accept<ServerChannel>, reject: Reject, info: { name: string }) => void,
+    ): this;
+    on(
+      event: 'env' | 'x11' | 'auth-agent' | 'signal',
+      listener: (accept: Accept | undefined, reject: Reject | undefined) => void,
+    ): this;
     on(event: 'close', listener: () => void): this;
   }
 
@@ -79,7 +91,10 @@ declare module 'ssh2' {
     on(event: 'error', listener: (err: Error) => void): this;
     on(event: 'session', listener: (accept: Accept<Session>, reject: Reject) => void): this;
     on(event: 'tcpip' | 'openssh.streamlocal', listener: (accept: Accept<Duplex>, reject: Reject) => void): this;
-    on(event: 'request', listener: (accept: ((port?: number) => void) | undefined, reject: Reject | undefined, name: string) => void): this;
+    on(
+      event: 'request',
+      listener: (accept: ((port?: number) => void) | undefined, reject: Reject | undefined, name: string) => void,
+    ): this;
     end(): this;
   }
 

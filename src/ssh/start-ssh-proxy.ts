@@ -18,7 +18,9 @@ export interface RunningSshProxy {
  * or when the default port is taken (a warning says so; a port the config sets that is taken
  * fails the start instead).
  */
-export async function startSshProxy(services: Pick<Services, 'config' | 'podController' | 'accounts' | 'runtime' | 'events' | 'clock' | 'logger'>): Promise<RunningSshProxy | null> {
+export async function startSshProxy(
+  services: Pick<Services, 'config' | 'podController' | 'accounts' | 'runtime' | 'events' | 'clock' | 'logger'>,
+): Promise<RunningSshProxy | null> {
   const { config, logger } = services;
   const ssh = config.ssh;
   if (!ssh.enabled) return null;
@@ -40,7 +42,9 @@ export async function startSshProxy(services: Pick<Services, 'config' | 'podCont
     port = await proxy.listen(ssh.port, config.server.host);
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code === 'EADDRINUSE' && !ssh.portConfigured) {
-      logger.warn(`the SSH proxy is off: its default port ${ssh.port} is taken (set ssh.port or GANTRY_SSH_PORT to another port, or ssh.enabled: false)`);
+      logger.warn(
+        `the SSH proxy is off: its default port ${ssh.port} is taken (set ssh.port or GANTRY_SSH_PORT to another port, or ssh.enabled: false)`,
+      );
       await proxy.close();
       return null;
     }
@@ -49,7 +53,8 @@ export async function startSshProxy(services: Pick<Services, 'config' | 'podCont
   }
   ssh.port = port;
   ssh.listening = true;
-  if (hostKey.created) logger.info({ path: hostKey.path, fingerprint: hostKey.fingerprint }, 'generated the SSH proxy host key');
+  if (hostKey.created)
+    logger.info({ path: hostKey.path, fingerprint: hostKey.fingerprint }, 'generated the SSH proxy host key');
   // A pod that leaves RUNNING ends its sessions (the runtime's shell ends with the instance too).
   const unsubscribe = services.events.on('pod:status', ({ podId, to }) => {
     if (to !== 'RUNNING') proxy.closePod(podId, `the pod is ${to}`);

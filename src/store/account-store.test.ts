@@ -16,7 +16,12 @@ for (const { name, skip } of dialects()) {
     test('an account round-trips with its ssh keys', async () => {
       await store.insertAccount({ id: 'a1', name: 'alice', sshKeys: [], createdAt: 1_700_000_000_000 });
       await store.setSshKeys('a1', ['ssh-ed25519 AAAA x']);
-      assert.deepEqual(await store.getAccount('a1'), { id: 'a1', name: 'alice', sshKeys: ['ssh-ed25519 AAAA x'], createdAt: 1_700_000_000_000 });
+      assert.deepEqual(await store.getAccount('a1'), {
+        id: 'a1',
+        name: 'alice',
+        sshKeys: ['ssh-ed25519 AAAA x'],
+        createdAt: 1_700_000_000_000,
+      });
       assert.equal((await store.getAccountByName('alice'))?.id, 'a1');
       assert.equal(await store.getAccount('nope'), null);
     });
@@ -26,7 +31,19 @@ for (const { name, skip } of dialects()) {
     });
 
     test('keys are found by hash and a revoked key stays revoked', async () => {
-      await store.insertKey({ id: 'k1', accountId: 'a1', name: 'ci', scope: 'read', hash: 'h1', prefix: 'gty_abcd', rateLimitExempt: true, createdAt: 5, revokedAt: null, endpointId: null, workerId: null });
+      await store.insertKey({
+        id: 'k1',
+        accountId: 'a1',
+        name: 'ci',
+        scope: 'read',
+        hash: 'h1',
+        prefix: 'gty_abcd',
+        rateLimitExempt: true,
+        createdAt: 5,
+        revokedAt: null,
+        endpointId: null,
+        workerId: null,
+      });
       const key = await store.getKeyByHash('h1');
       assert.equal(key?.scope, 'read');
       assert.equal(key?.rateLimitExempt, true);

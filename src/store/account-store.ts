@@ -73,12 +73,19 @@ export class AccountStore {
   }
 
   async countAccounts(tx: Executor = this.db.kysely): Promise<number> {
-    const row = await tx.selectFrom('accounts').select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow();
+    const row = await tx
+      .selectFrom('accounts')
+      .select((eb) => eb.fn.countAll<number>().as('n'))
+      .executeTakeFirstOrThrow();
     return Number(row.n);
   }
 
   async setSshKeys(accountId: string, keys: string[], tx: Executor = this.db.kysely): Promise<void> {
-    await tx.updateTable('accounts').set({ ssh_keys: toJson(keys) }).where('id', '=', accountId).execute();
+    await tx
+      .updateTable('accounts')
+      .set({ ssh_keys: toJson(keys) })
+      .where('id', '=', accountId)
+      .execute();
   }
 
   async insertKey(key: ApiKeyRecord, tx: Executor = this.db.kysely): Promise<void> {
@@ -114,7 +121,12 @@ export class AccountStore {
 
   /** Marks the key revoked; answers whether a live key was revoked. */
   async revokeKey(id: string, now: number, tx: Executor = this.db.kysely): Promise<boolean> {
-    const res = await tx.updateTable('api_keys').set({ revoked_at: now }).where('id', '=', id).where('revoked_at', 'is', null).executeTakeFirst();
+    const res = await tx
+      .updateTable('api_keys')
+      .set({ revoked_at: now })
+      .where('id', '=', id)
+      .where('revoked_at', 'is', null)
+      .executeTakeFirst();
     return Number(res.numUpdatedRows) > 0;
   }
 
@@ -150,7 +162,12 @@ export class AccountStore {
    * `keep`: after a restart or a lease change their workers are gone. Answers their ids.
    */
   async revokeWorkerKeysExcept(keep: readonly string[], now: number, tx: Executor = this.db.kysely): Promise<string[]> {
-    let q = tx.updateTable('api_keys').set({ revoked_at: now }).where('scope', '=', 'worker').where('worker_id', 'is not', null).where('revoked_at', 'is', null);
+    let q = tx
+      .updateTable('api_keys')
+      .set({ revoked_at: now })
+      .where('scope', '=', 'worker')
+      .where('worker_id', 'is not', null)
+      .where('revoked_at', 'is', null);
     if (keep.length > 0) q = q.where('worker_id', 'not in', [...keep]);
     return (await q.returning('id').execute()).map((r) => r.id);
   }

@@ -30,14 +30,26 @@ export class AutoscalerStore {
   constructor(private readonly db: Db) {}
 
   /** Queue-based endpoints, with their owner. */
-  async endpointIds(tx: Executor = this.db.kysely): Promise<Array<{ id: string; accountId: string; workersMax: number }>> {
-    const rows = await tx.selectFrom('endpoints').select(['id', 'account_id', 'workers_max']).where('type', '=', 'QB').orderBy('id').execute();
+  async endpointIds(
+    tx: Executor = this.db.kysely,
+  ): Promise<Array<{ id: string; accountId: string; workersMax: number }>> {
+    const rows = await tx
+      .selectFrom('endpoints')
+      .select(['id', 'account_id', 'workers_max'])
+      .where('type', '=', 'QB')
+      .orderBy('id')
+      .execute();
     return rows.map((r) => ({ id: r.id, accountId: r.account_id, workersMax: Number(r.workers_max) }));
   }
 
   /** Every launched worker not marked dead. */
   async launchedWorkers(tx: Executor = this.db.kysely): Promise<LaunchedWorkerRow[]> {
-    const rows = await tx.selectFrom('workers').selectAll().where('status', '!=', 'dead').where('host_id', 'is not', null).execute();
+    const rows = await tx
+      .selectFrom('workers')
+      .selectAll()
+      .where('status', '!=', 'dead')
+      .where('host_id', 'is not', null)
+      .execute();
     return rows.map((r) => ({
       id: r.id,
       endpointId: r.endpoint_id,
@@ -50,10 +62,26 @@ export class AutoscalerStore {
   }
 
   /** Records a worker just launched, with what it holds on its host: INITIALIZING until the registry hears from it. */
-  async insertLaunched(id: string, endpointId: string, hostId: string, allocation: WorkerAllocation, now: number, tx: Executor = this.db.kysely): Promise<void> {
+  async insertLaunched(
+    id: string,
+    endpointId: string,
+    hostId: string,
+    allocation: WorkerAllocation,
+    now: number,
+    tx: Executor = this.db.kysely,
+  ): Promise<void> {
     await tx
       .insertInto('workers')
-      .values({ id, endpoint_id: endpointId, status: 'initializing', host_id: hostId, last_ping_at: null, created_at: now, updated_at: now, allocation: JSON.stringify(allocation) })
+      .values({
+        id,
+        endpoint_id: endpointId,
+        status: 'initializing',
+        host_id: hostId,
+        last_ping_at: null,
+        created_at: now,
+        updated_at: now,
+        allocation: JSON.stringify(allocation),
+      })
       .execute();
   }
 
@@ -79,13 +107,22 @@ export class AutoscalerStore {
       .where('low_priority', '=', 0)
       .limit(cap)
       .as('head');
-    const row = await tx.selectFrom(head).select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirst();
+    const row = await tx
+      .selectFrom(head)
+      .select((eb) => eb.fn.countAll<number>().as('n'))
+      .executeTakeFirst();
     return Number(row?.n ?? 0);
   }
 
   /** Whether any job of the endpoint is queued (the index alone answers). */
   async anyQueued(endpointId: string, tx: Executor = this.db.kysely): Promise<boolean> {
-    const row = await tx.selectFrom('jobs').select('id').where('endpoint_id', '=', endpointId).where('status', '=', 'IN_QUEUE').limit(1).executeTakeFirst();
+    const row = await tx
+      .selectFrom('jobs')
+      .select('id')
+      .where('endpoint_id', '=', endpointId)
+      .where('status', '=', 'IN_QUEUE')
+      .limit(1)
+      .executeTakeFirst();
     return row !== undefined;
   }
 
@@ -110,7 +147,14 @@ function parseAllocation(text: string | null): WorkerAllocation | null {
   try {
     const a = JSON.parse(text) as Partial<WorkerAllocation>;
     const count = (n: unknown): n is number => typeof n === 'number' && Number.isFinite(n) && n >= 0;
-    if (!Array.isArray(a.gpuIndices) || !a.gpuIndices.every((i) => Number.isInteger(i) && i >= 0) || !count(a.vcpus) || !count(a.memoryGb) || !count(a.diskGb)) return null;
+    if (
+      !Array.isArray(a.gpuIndices) ||
+      !a.gpuIndices.every((i) => Number.isInteger(i) && i >= 0) ||
+      !count(a.vcpus) ||
+      !count(a.memoryGb) ||
+      !count(a.diskGb)
+    )
+      return null;
     return { gpuIndices: a.gpuIndices, vcpus: a.vcpus, memoryGb: a.memoryGb, diskGb: a.diskGb };
   } catch {
     return null;

@@ -24,7 +24,10 @@ export class CommittedClaims {
   }
 
   /** Takes for several requests (see `JobClaims.takeMany`), committed. */
-  async takeCommitted(requests: ReadonlyArray<{ endpointId: string; workerId: string; n: number }>, now: number): Promise<JobRecord[][]> {
+  async takeCommitted(
+    requests: ReadonlyArray<{ endpointId: string; workerId: string; n: number }>,
+    now: number,
+  ): Promise<JobRecord[][]> {
     const sync = this.db.syncTransaction;
     if (!sync) return this.db.withTransaction((tx) => this.claims.takeMany(requests, now, tx));
     const rows = await sync((raw) => this.#sqlite.take(raw, requests, now));

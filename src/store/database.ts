@@ -1,7 +1,16 @@
 import { closeSync, mkdirSync, openSync } from 'node:fs';
 import { join } from 'node:path';
 import SqliteDatabase from 'better-sqlite3';
-import { CompiledQuery, Kysely, Migrator, PostgresDialect, SqliteDialect, type Migration, type QueryResult, type Transaction } from 'kysely';
+import {
+  CompiledQuery,
+  Kysely,
+  Migrator,
+  PostgresDialect,
+  SqliteDialect,
+  type Migration,
+  type QueryResult,
+  type Transaction,
+} from 'kysely';
 import pg from 'pg';
 import { DIR_MODE, FILE_MODE } from './data-dir-permissions.js';
 import type { Database } from './schema.js';
@@ -9,10 +18,10 @@ import { SqliteCheckpointer, type CheckpointStats } from './sqlite-checkpointer.
 import { sqliteMigrations } from './migrations/sqlite/index.js';
 import { postgresMigrations } from './migrations/postgres/index.js';
 
-export type Dialect = 'sqlite' | 'postgres';
+type Dialect = 'sqlite' | 'postgres';
 
 /** What a dialect can do; callers branch on capabilities, never on the dialect's name. */
-export interface StoreCapabilities {
+interface StoreCapabilities {
   /** `SELECT … FOR UPDATE SKIP LOCKED` */
   skipLocked: boolean;
   /** `LISTEN/NOTIFY` across processes */
@@ -115,7 +124,7 @@ const SCHEMA_CHANGE_LOCK = 0x67616e747279n; // "gantry"
  * (`dropSchema`) take this lock, so replicas starting together or test runs sharing a database
  * never collide.
  */
-export async function withSchemaChangeLock<T>(url: string, fn: () => Promise<T>): Promise<T> {
+async function withSchemaChangeLock<T>(url: string, fn: () => Promise<T>): Promise<T> {
   const client = new pg.Client({ connectionString: url });
   await client.connect();
   try {
@@ -234,7 +243,12 @@ const SESSION_QUERY_TIMEOUT_MS = 10_000;
 
 async function openSession(url: string, schema: string): Promise<Session> {
   // keepAlive: a peer that vanished without closing the socket is noticed by TCP, not only by the next query.
-  const client = new pg.Client({ connectionString: url, options: `-c search_path=${schema}`, keepAlive: true, query_timeout: SESSION_QUERY_TIMEOUT_MS });
+  const client = new pg.Client({
+    connectionString: url,
+    options: `-c search_path=${schema}`,
+    keepAlive: true,
+    query_timeout: SESSION_QUERY_TIMEOUT_MS,
+  });
   const closeListeners: Array<(err?: Error) => void> = [];
   let ended = false;
   let endError: Error | undefined;
@@ -257,7 +271,8 @@ async function openSession(url: string, schema: string): Promise<Session> {
   }
   return {
     pid,
-    query: async <R>(text: string, values?: readonly unknown[]) => (await client.query(text, values ? [...values] : undefined)).rows as R[],
+    query: async <R>(text: string, values?: readonly unknown[]) =>
+      (await client.query(text, values ? [...values] : undefined)).rows as R[],
     onNotification: (listener) => void client.on('notification', (m) => listener(m.channel, m.payload ?? '')),
     onClose: (listener) => {
       if (ended) queueMicrotask(() => listener(endError));
@@ -270,7 +285,11 @@ async function openSession(url: string, schema: string): Promise<Session> {
   };
 }
 
-async function migrate(kysely: Kysely<Database>, migrations: Record<string, Migration>, schema?: string): Promise<void> {
+async function migrate(
+  kysely: Kysely<Database>,
+  migrations: Record<string, Migration>,
+  schema?: string,
+): Promise<void> {
   const migrator = new Migrator({
     db: kysely,
     provider: { getMigrations: async () => migrations },
@@ -282,7 +301,9 @@ async function migrate(kysely: Kysely<Database>, migrations: Record<string, Migr
   const { error, results } = await migrator.migrateToLatest();
   if (error) {
     const failed = results?.find((r) => r.status === 'Error');
-    throw new Error(`Database migration ${failed?.migrationName ?? ''} failed: ${(error as Error).message ?? String(error)}`);
+    throw new Error(
+      `Database migration ${failed?.migrationName ?? ''} failed: ${(error as Error).message ?? String(error)}`,
+    );
   }
 }
 
@@ -301,7 +322,12 @@ export const fromJson = <T>(text: string | null | undefined, fallback: T): T => 
 export class ShapedStatements {
   readonly #sql = new Map<string, string>();
 
-  run(tx: Executor, shape: string, build: () => { compile(): CompiledQuery }, params: readonly unknown[]): Promise<QueryResult<unknown>> {
+  run(
+    tx: Executor,
+    shape: string,
+    build: () => { compile(): CompiledQuery },
+    params: readonly unknown[],
+  ): Promise<QueryResult<unknown>> {
     let text = this.#sql.get(shape);
     if (text === undefined) {
       const compiled = build().compile();

@@ -49,7 +49,16 @@ for (const { name, skip } of dialects()) {
     });
 
     test('empty lists and no volume round-trip as empty and null', async () => {
-      const bare = endpoint({ id: 'e0', gpuIds: ['AMPERE_16'], locations: [], networkVolumeId: null, allowedCudaVersions: [], env: {}, flashboot: false, createdAt: 1_700_000_000_001 });
+      const bare = endpoint({
+        id: 'e0',
+        gpuIds: ['AMPERE_16'],
+        locations: [],
+        networkVolumeId: null,
+        allowedCudaVersions: [],
+        env: {},
+        flashboot: false,
+        createdAt: 1_700_000_000_001,
+      });
       await store.insert(bare);
       assert.deepEqual(await store.get('a1', 'e0'), bare);
     });
@@ -64,8 +73,14 @@ for (const { name, skip } of dialects()) {
 
     test('list answers the account’s endpoints oldest first', async () => {
       await store.insert(endpoint({ id: 'e2', accountId: 'a2', createdAt: 1_700_000_000_002 }));
-      assert.deepEqual((await store.list('a1')).map((e) => e.id), ['e1', 'e0']);
-      assert.deepEqual((await store.list('a2')).map((e) => e.id), ['e2']);
+      assert.deepEqual(
+        (await store.list('a1')).map((e) => e.id),
+        ['e1', 'e0'],
+      );
+      assert.deepEqual(
+        (await store.list('a2')).map((e) => e.id),
+        ['e2'],
+      );
     });
 
     test('replace writes only over the expected version', async () => {
@@ -86,7 +101,18 @@ for (const { name, skip } of dialects()) {
 
     test('workers lists the endpoint’s worker rows oldest first', async () => {
       const worker = (id: string, endpointId: string, createdAt: number, lastPingAt: number | null) =>
-        t.db.kysely.insertInto('workers').values({ id, endpoint_id: endpointId, status: 'RUNNING', host_id: null, last_ping_at: lastPingAt, created_at: createdAt, updated_at: createdAt }).execute();
+        t.db.kysely
+          .insertInto('workers')
+          .values({
+            id,
+            endpoint_id: endpointId,
+            status: 'RUNNING',
+            host_id: null,
+            last_ping_at: lastPingAt,
+            created_at: createdAt,
+            updated_at: createdAt,
+          })
+          .execute();
       await worker('w2', 'e1', 20, null);
       await worker('w1', 'e1', 10, 15);
       await worker('w3', 'e2', 5, null);

@@ -51,7 +51,9 @@ const toColumns = (e: Endpoint): Omit<EndpointsTable, 'id' | 'account_id' | 'cre
   version: e.version,
 });
 
-const toWorker = (r: Pick<WorkersTable, 'id' | 'endpoint_id' | 'status' | 'created_at' | 'last_ping_at'>): EndpointWorker => ({
+const toWorker = (
+  r: Pick<WorkersTable, 'id' | 'endpoint_id' | 'status' | 'created_at' | 'last_ping_at'>,
+): EndpointWorker => ({
   id: r.id,
   endpointId: r.endpoint_id,
   status: r.status,
@@ -66,19 +68,35 @@ export class EndpointStore {
   async insert(endpoint: Endpoint, tx: Executor = this.db.kysely): Promise<void> {
     await tx
       .insertInto('endpoints')
-      .values({ id: endpoint.id, account_id: endpoint.accountId, created_at: endpoint.createdAt, ...toColumns(endpoint) })
+      .values({
+        id: endpoint.id,
+        account_id: endpoint.accountId,
+        created_at: endpoint.createdAt,
+        ...toColumns(endpoint),
+      })
       .execute();
   }
 
   /** The account's endpoint, or null (also for another account's). */
   async get(accountId: string, id: string, tx: Executor = this.db.kysely): Promise<Endpoint | null> {
-    const row = await tx.selectFrom('endpoints').selectAll().where('id', '=', id).where('account_id', '=', accountId).executeTakeFirst();
+    const row = await tx
+      .selectFrom('endpoints')
+      .selectAll()
+      .where('id', '=', id)
+      .where('account_id', '=', accountId)
+      .executeTakeFirst();
     return row ? toEndpoint(row) : null;
   }
 
   /** The account's endpoints, oldest first. */
   async list(accountId: string, tx: Executor = this.db.kysely): Promise<Endpoint[]> {
-    const rows = await tx.selectFrom('endpoints').selectAll().where('account_id', '=', accountId).orderBy('created_at').orderBy('id').execute();
+    const rows = await tx
+      .selectFrom('endpoints')
+      .selectAll()
+      .where('account_id', '=', accountId)
+      .orderBy('created_at')
+      .orderBy('id')
+      .execute();
     return rows.map(toEndpoint);
   }
 
@@ -99,12 +117,20 @@ export class EndpointStore {
 
   /** Answers whether an endpoint was deleted. */
   async delete(accountId: string, id: string, tx: Executor = this.db.kysely): Promise<boolean> {
-    const res = await tx.deleteFrom('endpoints').where('id', '=', id).where('account_id', '=', accountId).executeTakeFirst();
+    const res = await tx
+      .deleteFrom('endpoints')
+      .where('id', '=', id)
+      .where('account_id', '=', accountId)
+      .executeTakeFirst();
     return Number(res.numDeletedRows) > 0;
   }
 
   /** The account's endpoints bound to a template, oldest first (template delete refuses while any). */
-  async boundToTemplate(accountId: string, templateId: string, tx: Executor = this.db.kysely): Promise<Array<Pick<Endpoint, 'id' | 'name'>>> {
+  async boundToTemplate(
+    accountId: string,
+    templateId: string,
+    tx: Executor = this.db.kysely,
+  ): Promise<Array<Pick<Endpoint, 'id' | 'name'>>> {
     return tx
       .selectFrom('endpoints')
       .select(['id', 'name'])

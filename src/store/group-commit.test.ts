@@ -17,7 +17,9 @@ const turn = (): Promise<void> => new Promise((r) => setImmediate(r));
 
 test('items added together while idle are committed in one transaction', async () => {
   const commits: number[][] = [];
-  const gc = new GroupCommit<number, string>({ commit: async (items) => (commits.push([...items]), items.map((i) => `r${i}`)) });
+  const gc = new GroupCommit<number, string>({
+    commit: async (items) => (commits.push([...items]), items.map((i) => `r${i}`)),
+  });
   const results = await Promise.all([1, 2, 3].map((i) => gc.add(i)));
   assert.deepEqual(results, ['r1', 'r2', 'r3']);
   assert.deepEqual(commits, [[1, 2, 3]]);
@@ -71,7 +73,10 @@ test('a failing transaction rejects exactly its own callers', async () => {
 
 test('a batch never exceeds the maximum batch size', async () => {
   const sizes: number[] = [];
-  const gc = new GroupCommit<number, number>({ maxBatchSize: 10, commit: async (items) => (sizes.push(items.length), [...items]) });
+  const gc = new GroupCommit<number, number>({
+    maxBatchSize: 10,
+    commit: async (items) => (sizes.push(items.length), [...items]),
+  });
   await Promise.all(Array.from({ length: 35 }, (_, i) => gc.add(i)));
   assert.deepEqual(sizes, [10, 10, 10, 5]);
 });

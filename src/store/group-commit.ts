@@ -87,7 +87,8 @@ export class GroupCommit<T, R> {
         let results: readonly R[];
         try {
           results = await this.#commit(batch.map((p) => p.item));
-          if (results.length !== batch.length) throw new Error(`group commit answered ${results.length} results for ${batch.length} items`);
+          if (results.length !== batch.length)
+            throw new Error(`group commit answered ${results.length} results for ${batch.length} items`);
         } catch (err) {
           this.stats.failedBatches++;
           for (const p of batch) p.reject(err);

@@ -8,14 +8,20 @@ describeJobStore('JobClaims', (s) => {
     const jobs = [newJob(), newJob(), newJob(), newJob({ endpointId: 'other' })];
     await s.store.insertMany(jobs);
     const first = await s.store.takeNext('ep1', 'w1', 1, T0 + 500);
-    assert.deepEqual(first.map((j) => j.id), [jobs[0]!.id]);
+    assert.deepEqual(
+      first.map((j) => j.id),
+      [jobs[0]!.id],
+    );
     assert.equal(first[0]!.status, 'IN_PROGRESS');
     assert.equal(first[0]!.workerId, 'w1');
     assert.equal(first[0]!.startedAt, T0 + 500);
     assert.equal(first[0]!.delayMs, 500);
     assert.equal(first[0]!.timeoutAt, T0 + 500 + 600_000);
     const batch = await s.store.takeNext('ep1', 'w2', 10, T0 + 600);
-    assert.deepEqual(batch.map((j) => j.id), [jobs[1]!.id, jobs[2]!.id]);
+    assert.deepEqual(
+      batch.map((j) => j.id),
+      [jobs[1]!.id, jobs[2]!.id],
+    );
     assert.deepEqual(await s.store.takeNext('ep1', 'w3', 10, T0 + 700), []);
   });
 
@@ -56,32 +62,55 @@ describeJobStore('JobClaims', (s) => {
 
   test('in one batch of posts, the first result of a job wins and later posts for it change nothing', async () => {
     const [a, b] = [newJob(), newJob()];
-    await s.store.insertMany([a!, b!]);
+    await s.store.insertMany([a, b]);
     await s.store.takeNext('ep1', 'w1', 2, T0);
     const res = await s.store.completeMany(
       [
-        { id: a!.id, workerId: 'w1', status: 'IN_PROGRESS', outputJson: '"50%"', error: null },
-        { id: a!.id, workerId: 'w1', status: 'COMPLETED', outputJson: '"done"', error: null },
-        { id: a!.id, workerId: 'w1', status: 'COMPLETED', outputJson: '"done"', error: null },
-        { id: b!.id, workerId: 'w1', status: 'IN_PROGRESS', outputJson: '"10%"', error: null },
+        { id: a.id, workerId: 'w1', status: 'IN_PROGRESS', outputJson: '"50%"', error: null },
+        { id: a.id, workerId: 'w1', status: 'COMPLETED', outputJson: '"done"', error: null },
+        { id: a.id, workerId: 'w1', status: 'COMPLETED', outputJson: '"done"', error: null },
+        { id: b.id, workerId: 'w1', status: 'IN_PROGRESS', outputJson: '"10%"', error: null },
       ],
       T0 + 10,
     );
-    assert.deepEqual(res.map((r) => r && [r.status, r.outputJson]), [null, ['COMPLETED', '"done"'], null, ['IN_PROGRESS', '"10%"']]);
+    assert.deepEqual(
+      res.map((r) => r && [r.status, r.outputJson]),
+      [null, ['COMPLETED', '"done"'], null, ['IN_PROGRESS', '"10%"']],
+    );
   });
 
   test("a result naming another endpoint than the job's changes nothing, in a batch or alone, committed or not", async () => {
     const [a, b] = [newJob(), newJob()];
-    await s.store.insertMany([a!, b!]);
+    await s.store.insertMany([a, b]);
     await s.store.takeNext('ep1', 'w1', 2, T0);
     const posts = [
-      { id: a!.id, workerId: 'w1', endpointId: 'ep2', status: 'COMPLETED' as const, outputJson: '"foreign"', error: null },
-      { id: b!.id, workerId: 'w1', endpointId: 'ep2', status: 'IN_PROGRESS' as const, outputJson: '"foreign"', error: null },
-      { id: b!.id, workerId: 'w1', endpointId: 'ep1', status: 'COMPLETED' as const, outputJson: '"own"', error: null },
+      {
+        id: a.id,
+        workerId: 'w1',
+        endpointId: 'ep2',
+        status: 'COMPLETED' as const,
+        outputJson: '"foreign"',
+        error: null,
+      },
+      {
+        id: b.id,
+        workerId: 'w1',
+        endpointId: 'ep2',
+        status: 'IN_PROGRESS' as const,
+        outputJson: '"foreign"',
+        error: null,
+      },
+      { id: b.id, workerId: 'w1', endpointId: 'ep1', status: 'COMPLETED' as const, outputJson: '"own"', error: null },
     ];
-    assert.deepEqual((await s.store.completeMany(posts, T0 + 10)).map((r) => r && [r.status, r.outputJson]), [null, null, ['COMPLETED', '"own"']]);
-    assert.deepEqual((await s.store.completeCommitted([posts[0]!], T0 + 10, () => [])).map((r) => r?.status ?? null), [null]);
-    assert.equal((await s.store.get(a!.id))?.status, 'IN_PROGRESS');
+    assert.deepEqual(
+      (await s.store.completeMany(posts, T0 + 10)).map((r) => r && [r.status, r.outputJson]),
+      [null, null, ['COMPLETED', '"own"']],
+    );
+    assert.deepEqual(
+      (await s.store.completeCommitted([posts[0]!], T0 + 10, () => [])).map((r) => r?.status ?? null),
+      [null],
+    );
+    assert.equal((await s.store.get(a.id))?.status, 'IN_PROGRESS');
   });
 
   test('a result is applied once, only from the worker holding the job, and sets execution time and retention', async () => {
@@ -89,7 +118,10 @@ describeJobStore('JobClaims', (s) => {
     const sync = newJob({ sync: true });
     await s.store.insertMany([run, sync]);
     await s.store.takeNext('ep1', 'w1', 2, T0 + 100);
-    const foreign = await s.store.completeMany([{ id: run.id, workerId: 'w2', status: 'COMPLETED', outputJson: '1', error: null }], T0 + 1100);
+    const foreign = await s.store.completeMany(
+      [{ id: run.id, workerId: 'w2', status: 'COMPLETED', outputJson: '1', error: null }],
+      T0 + 1100,
+    );
     assert.deepEqual(foreign, [null]);
     const done = await s.store.completeMany(
       [
@@ -105,7 +137,10 @@ describeJobStore('JobClaims', (s) => {
         ['FAILED', 1000, T0 + 1100 + MIN, null, 'boom'],
       ],
     );
-    const again = await s.store.completeMany([{ id: run.id, workerId: 'w1', status: 'IN_PROGRESS', outputJson: '"late"', error: null }], T0 + 1200);
+    const again = await s.store.completeMany(
+      [{ id: run.id, workerId: 'w1', status: 'IN_PROGRESS', outputJson: '"late"', error: null }],
+      T0 + 1200,
+    );
     assert.deepEqual(again, [null]);
     assert.equal((await s.store.get(run.id))?.outputJson, '{"ok":true}');
   });
@@ -114,24 +149,30 @@ describeJobStore('JobClaims', (s) => {
     const job = newJob();
     await s.store.insertMany([job]);
     await s.store.takeNext('ep1', 'w1', 1, T0);
-    const [p] = await s.store.completeMany([{ id: job.id, workerId: 'w1', status: 'IN_PROGRESS', outputJson: '"50%"', error: null }], T0 + 10);
+    const [p] = await s.store.completeMany(
+      [{ id: job.id, workerId: 'w1', status: 'IN_PROGRESS', outputJson: '"50%"', error: null }],
+      T0 + 10,
+    );
     assert.equal(p?.status, 'IN_PROGRESS');
     assert.equal(p?.outputJson, '"50%"');
   });
 
   test("a lost worker's jobs go back to the queue, keeping their place, until the retry budget is spent", async () => {
     const [a, b, c] = [newJob(), newJob(), newJob()];
-    await s.store.insertMany([a!, b!, c!]);
+    await s.store.insertMany([a, b, c]);
     await s.store.takeNext('ep1', 'w1', 1, T0);
     for (let i = 1; i <= 2; i++) {
       const lost = await s.store.requeueFromWorker('w1', 'ep1', T0 + i, 2);
-      assert.deepEqual([lost.requeued.map((j) => [j.id, j.retries]), lost.failed], [[[a!.id, i]], []]);
+      assert.deepEqual([lost.requeued.map((j) => [j.id, j.retries]), lost.failed], [[[a.id, i]], []]);
       const [again] = await s.store.takeNext('ep1', 'w1', 1, T0 + i);
-      assert.equal(again?.id, a!.id, 'a requeued job keeps its place at the head of the queue');
+      assert.equal(again?.id, a.id, 'a requeued job keeps its place at the head of the queue');
     }
     const last = await s.store.requeueFromWorker('w1', 'ep1', T0 + 10, 2);
     assert.deepEqual(last.requeued, []);
-    assert.deepEqual(last.failed.map((j) => [j.id, j.status, j.error]), [[a!.id, 'FAILED', WORKER_LOST_ERROR]]);
+    assert.deepEqual(
+      last.failed.map((j) => [j.id, j.status, j.error]),
+      [[a.id, 'FAILED', WORKER_LOST_ERROR]],
+    );
     assert.equal((await s.store.queueStats('ep1')).retried, 1);
   });
 
@@ -159,7 +200,14 @@ describeJobStore('JobClaims', (s) => {
       const taker = async (worker: string): Promise<void> => {
         for (;;) {
           const got = await s.t.db.withTransaction((tx) =>
-            s.store.takeMany([{ endpointId: 'ep1', workerId: `${worker}a`, n: 2 }, { endpointId: 'ep1', workerId: `${worker}b`, n: 3 }], T0, tx),
+            s.store.takeMany(
+              [
+                { endpointId: 'ep1', workerId: `${worker}a`, n: 2 },
+                { endpointId: 'ep1', workerId: `${worker}b`, n: 3 },
+              ],
+              T0,
+              tx,
+            ),
           );
           const ids = got.flat().map((j) => j.id);
           if (ids.length === 0) return;

@@ -40,7 +40,11 @@ export class JobClaims {
    * are dealt out to the requests in order, FIFO. Answers the jobs of each request, in order.
    * Call it inside a transaction, so the rows read stay reserved until they are updated.
    */
-  async takeMany(requests: ReadonlyArray<{ endpointId: string; workerId: string; n: number }>, now: number, tx: Executor): Promise<JobRecord[][]> {
+  async takeMany(
+    requests: ReadonlyArray<{ endpointId: string; workerId: string; n: number }>,
+    now: number,
+    tx: Executor,
+  ): Promise<JobRecord[][]> {
     const results: JobRecord[][] = requests.map(() => []);
     const byEndpoint = new Map<string, number[]>();
     requests.forEach((r, i) => {
@@ -56,7 +60,9 @@ export class JobClaims {
         .where('expires_at', '>', now)
         .orderBy('seq')
         .limit(total);
-      const ids = (await (this.db.capabilities.skipLocked ? head.forUpdate().skipLocked() : head).execute()).map((r) => r.id);
+      const ids = (await (this.db.capabilities.skipLocked ? head.forUpdate().skipLocked() : head).execute()).map(
+        (r) => r.id,
+      );
       // Deal the head of the queue out to the requests in order, then claim it in ONE statement.
       const owner = new Map<string, number>();
       let offset = 0;
@@ -82,7 +88,11 @@ export class JobClaims {
             output: null,
             error: null,
           })
-          .where('id', 'in', chunk.map(([id]) => id))
+          .where(
+            'id',
+            'in',
+            chunk.map(([id]) => id),
+          )
           .where('status', 'in', changesFrom('take'))
           .returningAll()
           .execute();
@@ -103,7 +113,11 @@ export class JobClaims {
    * and further posts for the same job follow one by one, in order — so a progress post in the
    * same batch as its job's result is dropped like any late progress.
    */
-  async completeMany(results: readonly WorkerResult[], now: number, tx: Executor = this.db.kysely): Promise<Array<JobRecord | null>> {
+  async completeMany(
+    results: readonly WorkerResult[],
+    now: number,
+    tx: Executor = this.db.kysely,
+  ): Promise<Array<JobRecord | null>> {
     const changed: Array<JobRecord | null> = results.map(() => null);
     const finals = new Map<string, number>();
     const rest: number[] = [];
@@ -114,7 +128,11 @@ export class JobClaims {
     const firsts = [...finals.values()];
     for (let c = 0; c < firsts.length; c += COMPLETE_CHUNK) {
       const chunk = firsts.slice(c, c + COMPLETE_CHUNK).map((i) => results[i]!);
-      const byId = <T>(value: (r: WorkerResult) => T) => sql<T>`CASE id ${sql.join(chunk.map((r) => sql`WHEN ${r.id} THEN ${value(r)}`), sql` `)} END`;
+      const byId = <T>(value: (r: WorkerResult) => T) =>
+        sql<T>`CASE id ${sql.join(
+          chunk.map((r) => sql`WHEN ${r.id} THEN ${value(r)}`),
+          sql` `,
+        )} END`;
       const rows = await tx
         .updateTable('jobs')
         .set({
@@ -126,9 +144,17 @@ export class JobClaims {
           retain_until: retainUntil(this.retention, now),
           timeout_at: null,
         })
-        .where('id', 'in', chunk.map((r) => r.id))
+        .where(
+          'id',
+          'in',
+          chunk.map((r) => r.id),
+        )
         .where('status', 'in', changesFrom('complete'))
-        .where('worker_id', '=', byId((r) => r.workerId))
+        .where(
+          'worker_id',
+          '=',
+          byId((r) => r.workerId),
+        )
         .where(sql<boolean>`endpoint_id = ${byId((r) => r.endpointId ?? sql`endpoint_id`)}`)
         .returningAll()
         .execute();
@@ -136,7 +162,11 @@ export class JobClaims {
     }
     for (const i of rest) {
       const r = results[i]!;
-      let base = tx.updateTable('jobs').where('id', '=', r.id).where('status', 'in', changesFrom('complete')).where('worker_id', '=', r.workerId);
+      let base = tx
+        .updateTable('jobs')
+        .where('id', '=', r.id)
+        .where('status', 'in', changesFrom('complete'))
+        .where('worker_id', '=', r.workerId);
       if (r.endpointId !== undefined) base = base.where('endpoint_id', '=', r.endpointId);
       const row =
         r.status === 'IN_PROGRESS'

@@ -71,8 +71,19 @@ export class JobControls {
   /** Deletes the endpoint's queued jobs (running and finished ones stay), with any stream chunks a requeued one kept; answers how many. */
   async purgeQueue(endpointId: string, tx?: Executor): Promise<number> {
     if (!tx) return this.db.withTransaction((t) => this.purgeQueue(endpointId, t));
-    const ids = (await tx.deleteFrom('jobs').where('endpoint_id', '=', endpointId).where('status', '=', 'IN_QUEUE').returning('id').execute()).map((r) => r.id);
-    for (let i = 0; i < ids.length; i += 1000) await tx.deleteFrom('job_stream').where('job_id', 'in', ids.slice(i, i + 1000)).execute();
+    const ids = (
+      await tx
+        .deleteFrom('jobs')
+        .where('endpoint_id', '=', endpointId)
+        .where('status', '=', 'IN_QUEUE')
+        .returning('id')
+        .execute()
+    ).map((r) => r.id);
+    for (let i = 0; i < ids.length; i += 1000)
+      await tx
+        .deleteFrom('job_stream')
+        .where('job_id', 'in', ids.slice(i, i + 1000))
+        .execute();
     return ids.length;
   }
 }

@@ -3,7 +3,11 @@ import assert from 'node:assert/strict';
 import { dialects, openTestDb, type TestDb } from '../../test/support/harness.js';
 import { JobListing } from './job-listing.js';
 
-const job = (id: string, createdAt: number, over: { endpoint?: string; account?: string; status?: string; delay?: number; exec?: number; retries?: number } = {}) => ({
+const job = (
+  id: string,
+  createdAt: number,
+  over: { endpoint?: string; account?: string; status?: string; delay?: number; exec?: number; retries?: number } = {},
+) => ({
   id,
   endpoint_id: over.endpoint ?? 'ep1',
   account_id: over.account ?? 'a1',
@@ -59,15 +63,29 @@ for (const { name, skip } of dialects()) {
       const page = await listing.recent('a1', 'ep1', { now: 5000, limit: 10 });
       assert.deepEqual(ids(page), ['j4', 'j3b', 'j3a', 'j2', 'j1']);
       assert.equal(page.next, null);
-      assert.deepEqual(page.jobs[3], { id: 'j2', status: 'COMPLETED', createdAt: 2000, delayMs: 15, executionMs: 250, retries: 1 });
-      assert.deepEqual(page.jobs[0], { id: 'j4', status: 'IN_QUEUE', createdAt: 4000, delayMs: null, executionMs: null, retries: 0 });
+      assert.deepEqual(page.jobs[3], {
+        id: 'j2',
+        status: 'COMPLETED',
+        createdAt: 2000,
+        delayMs: 15,
+        executionMs: 250,
+        retries: 1,
+      });
+      assert.deepEqual(page.jobs[0], {
+        id: 'j4',
+        status: 'IN_QUEUE',
+        createdAt: 4000,
+        delayMs: null,
+        executionMs: null,
+        retries: 0,
+      });
     });
 
     test('pages continue after the position of the last job, through ties, without repeats', async () => {
       const first = await listing.recent('a1', 'ep1', { now: 5000, limit: 2 });
       assert.deepEqual(ids(first), ['j4', 'j3b']);
       assert.deepEqual(first.next, { createdAt: 3000, id: 'j3b' });
-      const second = await listing.recent('a1', 'ep1', { now: 5000, limit: 2, after: first.next! });
+      const second = await listing.recent('a1', 'ep1', { now: 5000, limit: 2, after: first.next });
       assert.deepEqual(ids(second), ['j3a', 'j2']);
       const third = await listing.recent('a1', 'ep1', { now: 5000, limit: 2, after: second.next! });
       assert.deepEqual(ids(third), ['j1']);
@@ -75,7 +93,10 @@ for (const { name, skip } of dialects()) {
     });
 
     test('a status keeps only the jobs in it', async () => {
-      assert.deepEqual(ids(await listing.recent('a1', 'ep1', { now: 5000, limit: 10, status: 'COMPLETED' })), ['j3b', 'j2']);
+      assert.deepEqual(ids(await listing.recent('a1', 'ep1', { now: 5000, limit: 10, status: 'COMPLETED' })), [
+        'j3b',
+        'j2',
+      ]);
       assert.deepEqual(ids(await listing.recent('a1', 'ep1', { now: 5000, limit: 10, status: 'FAILED' })), []);
     });
 
@@ -88,7 +109,11 @@ for (const { name, skip } of dialects()) {
           { ...job('retained', 4700, { endpoint: 'ep3', status: 'COMPLETED' }), retain_until: 6000 },
         ])
         .execute();
-      assert.deepEqual(ids(await listing.recent('a1', 'ep3', { now: 4800, limit: 10 })), ['retained', 'unretained', 'expired']);
+      assert.deepEqual(ids(await listing.recent('a1', 'ep3', { now: 4800, limit: 10 })), [
+        'retained',
+        'unretained',
+        'expired',
+      ]);
       assert.deepEqual(ids(await listing.recent('a1', 'ep3', { now: 5000, limit: 10 })), ['retained']);
     });
 

@@ -42,7 +42,12 @@ export interface RecentJobsPage {
 export class JobListing {
   constructor(private readonly db: Db) {}
 
-  async recent(accountId: string, endpointId: string, query: RecentJobsQuery, tx: Executor = this.db.kysely): Promise<RecentJobsPage> {
+  async recent(
+    accountId: string,
+    endpointId: string,
+    query: RecentJobsQuery,
+    tx: Executor = this.db.kysely,
+  ): Promise<RecentJobsPage> {
     let q = tx
       .selectFrom('jobs')
       .select(['id', 'status', 'created_at', 'delay_ms', 'execution_ms', 'retries'])
@@ -53,22 +58,25 @@ export class JobListing {
     if (query.status !== undefined) q = q.where('status', '=', query.status);
     const after = query.after;
     if (after !== undefined)
-      q = q.where((eb) => eb.or([eb('created_at', '<', after.createdAt), eb.and([eb('created_at', '=', after.createdAt), eb('id', '<', after.id)])]));
+      q = q.where((eb) =>
+        eb.or([
+          eb('created_at', '<', after.createdAt),
+          eb.and([eb('created_at', '=', after.createdAt), eb('id', '<', after.id)]),
+        ]),
+      );
     const rows = await q
       .orderBy('created_at', 'desc')
       .orderBy('id', 'desc')
       .limit(query.limit + 1)
       .execute();
-    const jobs = rows.slice(0, query.limit).map(
-      (r): JobSummary => ({
-        id: r.id,
-        status: r.status as JobStatus,
-        createdAt: Number(r.created_at),
-        delayMs: r.delay_ms === null ? null : Number(r.delay_ms),
-        executionMs: r.execution_ms === null ? null : Number(r.execution_ms),
-        retries: Number(r.retries),
-      }),
-    );
+    const jobs = rows.slice(0, query.limit).map((r): JobSummary => ({
+      id: r.id,
+      status: r.status as JobStatus,
+      createdAt: Number(r.created_at),
+      delayMs: r.delay_ms === null ? null : Number(r.delay_ms),
+      executionMs: r.execution_ms === null ? null : Number(r.execution_ms),
+      retries: Number(r.retries),
+    }));
     const last = jobs.at(-1);
     return { jobs, next: rows.length > query.limit && last ? { createdAt: last.createdAt, id: last.id } : null };
   }

@@ -37,7 +37,10 @@ export interface JobRecord {
 }
 
 /** What a submission writes; the rest of the record starts empty. */
-export type NewJob = Pick<JobRecord, 'id' | 'endpointId' | 'accountId' | 'seq' | 'inputJson' | 'webhook' | 's3ConfigJson' | 'policy' | 'sync' | 'createdAt'>;
+export type NewJob = Pick<
+  JobRecord,
+  'id' | 'endpointId' | 'accountId' | 'seq' | 'inputJson' | 'webhook' | 's3ConfigJson' | 'policy' | 'sync' | 'createdAt'
+>;
 
 /** A worker's post about a job it holds. `IN_PROGRESS` is a progress update (output only). */
 export interface WorkerResult {
@@ -60,7 +63,11 @@ export const toJobRecord = (r: JobsTable): JobRecord => ({
   inputJson: r.input,
   webhook: r.webhook,
   s3ConfigJson: r.s3_config,
-  policy: { executionTimeout: Number(r.execution_timeout_ms), lowPriority: r.low_priority === 1, ttl: Number(r.ttl_ms) },
+  policy: {
+    executionTimeout: Number(r.execution_timeout_ms),
+    lowPriority: r.low_priority === 1,
+    ttl: Number(r.ttl_ms),
+  },
   sync: r.sync === 1,
   createdAt: Number(r.created_at),
   queuedAt: Number(r.queued_at),

@@ -4,7 +4,9 @@ import { describeJobStore, T0, newJob } from '../../test/support/job-store-suite
 
 describeJobStore('JobRows', (s) => {
   test('a batch of jobs is inserted IN_QUEUE with its policy, ttl deadline and input intact', async () => {
-    const jobs = Array.from({ length: 1200 }, () => newJob({ ttl: 20_000, lowPriority: true, webhook: 'http://hook', s3ConfigJson: '{"bucketName":"b"}' }));
+    const jobs = Array.from({ length: 1200 }, () =>
+      newJob({ ttl: 20_000, lowPriority: true, webhook: 'http://hook', s3ConfigJson: '{"bucketName":"b"}' }),
+    );
     await s.t.db.withTransaction((tx) => s.store.insertMany(jobs, tx));
     const got = await s.store.get(jobs[1100]!.id);
     assert.equal(got?.status, 'IN_QUEUE');

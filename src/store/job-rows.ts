@@ -30,7 +30,9 @@ export class JobRows {
             ${col((j) => j.s3ConfigJson)}::text[], ${col((j) => j.policy.executionTimeout)}::bigint[],
             ${col((j) => (j.policy.lowPriority ? 1 : 0))}::int[], ${col((j) => j.policy.ttl)}::bigint[], ${col((j) => (j.sync ? 1 : 0))}::int[],
             ${col((j) => j.createdAt)}::bigint[], ${col((j) => j.createdAt + j.policy.ttl)}::bigint[])
-            AS t(id, endpoint_id, account_id, seq, input, webhook, s3_config, execution_timeout_ms, low_priority, ttl_ms, sync, created_at, expires_at)`.execute(tx);
+            AS t(id, endpoint_id, account_id, seq, input, webhook, s3_config, execution_timeout_ms, low_priority, ttl_ms, sync, created_at, expires_at)`.execute(
+          tx,
+        );
         continue;
       }
       const rows = chunk.map((j) => ({
@@ -62,7 +64,8 @@ export class JobRows {
         stop_requested: 0,
       }));
       // one prepared single-row insert, run per job: no SQL to build or parse per batch
-      for (const row of rows) await this.#shapes.run(tx, 'insert-job', () => tx.insertInto('jobs').values(row), Object.values(row));
+      for (const row of rows)
+        await this.#shapes.run(tx, 'insert-job', () => tx.insertInto('jobs').values(row), Object.values(row));
     }
   }
 
@@ -77,14 +80,28 @@ export class JobRows {
   async insertCommitted(jobs: readonly NewJob[]): Promise<void> {
     const sync = this.db.syncTransaction;
     // one statement is its own transaction: no BEGIN and COMMIT round trips for a batch that fits
-    if (!sync) return jobs.length <= INSERT_CHUNK ? this.insertMany(jobs) : this.db.withTransaction((tx) => this.insertMany(jobs, tx));
+    if (!sync)
+      return jobs.length <= INSERT_CHUNK
+        ? this.insertMany(jobs)
+        : this.db.withTransaction((tx) => this.insertMany(jobs, tx));
     return sync((raw) => {
       const stmt = raw.prepare<unknown[]>(INSERT_NEW_JOB);
       for (const j of jobs)
         stmt.run(
-          j.id, j.endpointId, j.accountId, j.seq, j.inputJson, j.webhook, j.s3ConfigJson,
-          j.policy.executionTimeout, j.policy.lowPriority ? 1 : 0, j.policy.ttl, j.sync ? 1 : 0,
-          j.createdAt, j.createdAt, j.createdAt + j.policy.ttl,
+          j.id,
+          j.endpointId,
+          j.accountId,
+          j.seq,
+          j.inputJson,
+          j.webhook,
+          j.s3ConfigJson,
+          j.policy.executionTimeout,
+          j.policy.lowPriority ? 1 : 0,
+          j.policy.ttl,
+          j.sync ? 1 : 0,
+          j.createdAt,
+          j.createdAt,
+          j.createdAt + j.policy.ttl,
         );
     });
   }
@@ -102,13 +119,20 @@ export class JobRows {
 
   async getMany(ids: readonly string[], tx: Executor = this.db.kysely): Promise<JobRecord[]> {
     if (ids.length === 0) return [];
-    const rows = await tx.selectFrom('jobs').selectAll().where('id', 'in', [...ids]).execute();
+    const rows = await tx
+      .selectFrom('jobs')
+      .selectAll()
+      .where('id', 'in', [...ids])
+      .execute();
     return rows.map(toJobRecord);
   }
 
   /** The largest `seq` ever stored (0 when none); seeds the in-process sequence after a restart. */
   async maxSeq(tx: Executor = this.db.kysely): Promise<number> {
-    const row = await tx.selectFrom('jobs').select((eb) => eb.fn.max('seq').as('m')).executeTakeFirst();
+    const row = await tx
+      .selectFrom('jobs')
+      .select((eb) => eb.fn.max('seq').as('m'))
+      .executeTakeFirst();
     return Number(row?.m ?? 0);
   }
 }

@@ -15,6 +15,7 @@ export const big = (n: number): RawBuilder<number> => sql<number>`CAST(${n} AS B
  */
 export function soleStatus(event: Parameters<typeof changesFrom>[0]): JobStatus {
   const from = changesFrom(event);
-  if (from.length !== 1) throw new Error(`${event} applies to ${from.length} statuses; its query needs an index on status`);
+  if (from.length !== 1)
+    throw new Error(`${event} applies to ${from.length} statuses; its query needs an index on status`);
   return from[0]!;
 }

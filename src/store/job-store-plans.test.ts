@@ -34,8 +34,10 @@ async function plansOf(run: (store: JobStore) => Promise<unknown>): Promise<stri
   const executor = t.db.kysely.getExecutor();
   const plans: string[] = [];
   for (const node of captured) {
-    const compiled = executor.compileQuery(node, { queryId: 'plan' } as never);
-    const explained = await t.db.kysely.executeQuery<{ detail: string }>(CompiledQuery.raw(`EXPLAIN QUERY PLAN ${compiled.sql}`, [...compiled.parameters]));
+    const compiled = executor.compileQuery(node, { queryId: 'plan' });
+    const explained = await t.db.kysely.executeQuery<{ detail: string }>(
+      CompiledQuery.raw(`EXPLAIN QUERY PLAN ${compiled.sql}`, [...compiled.parameters]),
+    );
     plans.push(`${compiled.sql.slice(0, 60)}… → ${explained.rows.map((r) => r.detail).join(' | ')}`);
   }
   return plans;

@@ -86,7 +86,9 @@ export class JobStore {
   takeCommitted(...args: Parameters<CommittedClaims['takeCommitted']>): ReturnType<CommittedClaims['takeCommitted']> {
     return this.#committed.takeCommitted(...args);
   }
-  completeCommitted(...args: Parameters<CommittedClaims['completeCommitted']>): ReturnType<CommittedClaims['completeCommitted']> {
+  completeCommitted(
+    ...args: Parameters<CommittedClaims['completeCommitted']>
+  ): ReturnType<CommittedClaims['completeCommitted']> {
     return this.#committed.completeCommitted(...args);
   }
 
@@ -119,7 +121,9 @@ export class JobStore {
   drainStream(...args: Parameters<JobStreamBuffer['drainStream']>): ReturnType<JobStreamBuffer['drainStream']> {
     return this.#stream.drainStream(...args);
   }
-  insertWebhookDeliveries(...args: Parameters<JobWebhookOutbox['insertWebhookDeliveries']>): ReturnType<JobWebhookOutbox['insertWebhookDeliveries']> {
+  insertWebhookDeliveries(
+    ...args: Parameters<JobWebhookOutbox['insertWebhookDeliveries']>
+  ): ReturnType<JobWebhookOutbox['insertWebhookDeliveries']> {
     return this.#outbox.insertWebhookDeliveries(...args);
   }
   queueStats(...args: Parameters<QueueStatsReader['queueStats']>): ReturnType<QueueStatsReader['queueStats']> {

@@ -7,7 +7,14 @@ describeJobStore('JobStreamBuffer', (s) => {
     const job = newJob();
     await s.store.insertMany([job]);
     await s.store.appendStream(job.id, [{ seq: 2, outputJson: '"b"' }], T0);
-    await s.store.appendStream(job.id, [{ seq: 1, outputJson: '"a"' }, { seq: 3, outputJson: '"c"' }], T0);
+    await s.store.appendStream(
+      job.id,
+      [
+        { seq: 1, outputJson: '"a"' },
+        { seq: 3, outputJson: '"c"' },
+      ],
+      T0,
+    );
     assert.deepEqual(await s.store.drainStream(job.id), ['"a"', '"b"', '"c"']);
     assert.deepEqual(await s.store.drainStream(job.id), []);
   });

@@ -10,7 +10,10 @@ describeJobStore('JobSweeps', (s) => {
     await s.store.insertMany([short, finished, long]);
     await s.store.takeNext('ep1', 'w1', 2, T0);
     await s.store.appendStream(short.id, [{ seq: 1, outputJson: '1' }], T0);
-    await s.store.completeMany([{ id: finished.id, workerId: 'w1', status: 'COMPLETED', outputJson: '1', error: null }], T0);
+    await s.store.completeMany(
+      [{ id: finished.id, workerId: 'w1', status: 'COMPLETED', outputJson: '1', error: null }],
+      T0,
+    );
     assert.deepEqual(await s.store.expire(T0 + 9_999), { expired: [], purged: [] });
     assert.deepEqual(await s.store.expire(T0 + 10_000), { expired: [short.id], purged: [] });
     assert.equal(await s.store.get(short.id), null);

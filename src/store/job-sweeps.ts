@@ -16,7 +16,11 @@ export class JobSweeps {
    * Deletes up to `limit` jobs whose ttl ended (any state) and up to `limit` finished jobs past
    * their retention, with their stream buffers. Answers the ids of each kind.
    */
-  async expire(now: number, limit = 1000, tx: Executor = this.db.kysely): Promise<{ expired: string[]; purged: string[] }> {
+  async expire(
+    now: number,
+    limit = 1000,
+    tx: Executor = this.db.kysely,
+  ): Promise<{ expired: string[]; purged: string[] }> {
     const expired = await tx
       .deleteFrom('jobs')
       .where('id', 'in', (eb) => eb.selectFrom('jobs').select('id').where('expires_at', '<=', now).limit(limit))
@@ -49,7 +53,12 @@ export class JobSweeps {
         timeout_at: null,
       })
       .where('id', 'in', (eb) =>
-        eb.selectFrom('jobs').select('id').where('status', '=', soleStatus('timeout')).where('timeout_at', '<=', now).limit(limit),
+        eb
+          .selectFrom('jobs')
+          .select('id')
+          .where('status', '=', soleStatus('timeout'))
+          .where('timeout_at', '<=', now)
+          .limit(limit),
       )
       .returningAll()
       .execute();

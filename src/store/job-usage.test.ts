@@ -12,7 +12,9 @@ async function truth(s: JobStoreSuite): Promise<Record<string, { queuedJobs: num
         octet_length(input) + coalesce(octet_length(output), 0) + coalesce(octet_length(error), 0) AS bytes FROM jobs
       UNION ALL SELECT account_id, 0, octet_length(output) FROM job_stream
     ) AS u GROUP BY account_id`.execute(s.t.db.kysely);
-  return Object.fromEntries(rows.map((r) => [r.account_id, { queuedJobs: Number(r.queued), storedBytes: Number(r.bytes) }]));
+  return Object.fromEntries(
+    rows.map((r) => [r.account_id, { queuedJobs: Number(r.queued), storedBytes: Number(r.bytes) }]),
+  );
 }
 
 /** The counters, with accounts whose figures are all zero left out (their rows stay, at 0). */
@@ -24,7 +26,13 @@ async function counters(s: JobStoreSuite): Promise<Record<string, { queuedJobs: 
 describeJobStore('job usage counters', (s) => {
   test('every statement that writes jobs or stream chunks keeps the per-account counters equal to the rows', async () => {
     const check = async (step: string) => assert.deepEqual(await counters(s), await truth(s), step);
-    const a = [newJob(), newJob(), newJob(), newJob({ inputJson: JSON.stringify({ text: 'ünïcödé €' }) }), newJob({ ttl: 1000 })];
+    const a = [
+      newJob(),
+      newJob(),
+      newJob(),
+      newJob({ inputJson: JSON.stringify({ text: 'ünïcödé €' }) }),
+      newJob({ ttl: 1000 }),
+    ];
     const b = [newJob({ accountId: 'acct2', endpointId: 'ep2' }), newJob({ accountId: 'acct2', endpointId: 'ep2' })];
     await s.store.insertCommitted([...a, ...b]);
     await check('inserted');
@@ -32,7 +40,14 @@ describeJobStore('job usage counters', (s) => {
     const [taken] = await s.store.takeCommitted([{ endpointId: 'ep1', workerId: 'w1', n: 3 }], T0 + 1);
     await check('taken');
     const [j1, j2, j3] = taken!;
-    await s.store.appendStream(j1!.id, [{ seq: 1, outputJson: '"chunk one"', accountId: 'acct1' }, { seq: 2, outputJson: '"chunk two"', accountId: 'acct1' }], T0 + 2);
+    await s.store.appendStream(
+      j1!.id,
+      [
+        { seq: 1, outputJson: '"chunk one"', accountId: 'acct1' },
+        { seq: 2, outputJson: '"chunk two"', accountId: 'acct1' },
+      ],
+      T0 + 2,
+    );
     await s.store.appendStream(j2!.id, [{ seq: 3, outputJson: '"kept"', accountId: 'acct1' }], T0 + 2);
     await check('streamed');
     assert.equal(await new JobUsageStore(s.t.db).streamBytes(j1!.id), 22);
@@ -41,7 +56,13 @@ describeJobStore('job usage counters', (s) => {
     await s.store.completeCommitted(
       [
         { id: j1!.id, workerId: 'w1', status: 'IN_PROGRESS', outputJson: '"half way"', error: null },
-        { id: j2!.id, workerId: 'w1', status: 'COMPLETED', outputJson: JSON.stringify({ result: 'x'.repeat(100) }), error: null },
+        {
+          id: j2!.id,
+          workerId: 'w1',
+          status: 'COMPLETED',
+          outputJson: JSON.stringify({ result: 'x'.repeat(100) }),
+          error: null,
+        },
         { id: j3!.id, workerId: 'w1', status: 'FAILED', outputJson: null, error: 'a traceback' },
       ],
       T0 + 3,
@@ -74,7 +95,9 @@ describeJobStore('job usage counters', (s) => {
     }
     // the shards other connections (backend PIDs) left behind
     await sql`INSERT INTO job_usage (account_id, shard, queued_jobs, stored_bytes) VALUES
-      ('acct1', 101, 2, 50), ('acct1', 102, -1, 7), ('acct2', 103, 0, -3), ('acct3', 104, 4, 40)`.execute(s.t.db.kysely);
+      ('acct1', 101, 2, 50), ('acct1', 102, -1, 7), ('acct2', 103, 0, -3), ('acct3', 104, 4, 40)`.execute(
+      s.t.db.kysely,
+    );
     const rowsOf = async () => {
       const rows = await s.t.db.kysely.selectFrom('job_usage').select(['account_id', 'shard']).execute();
       return rows.reduce<Record<string, number>>((n, r) => ({ ...n, [r.account_id]: (n[r.account_id] ?? 0) + 1 }), {});
@@ -85,18 +108,31 @@ describeJobStore('job usage counters', (s) => {
     let held!: () => void;
     const heldRow = new Promise<void>((r) => (held = r));
     const running = s.t.db.withTransaction(async (tx) => {
-      await sql`UPDATE job_usage SET stored_bytes = stored_bytes + 5 WHERE account_id = 'acct3' AND shard = 104`.execute(tx);
+      await sql`UPDATE job_usage SET stored_bytes = stored_bytes + 5 WHERE account_id = 'acct3' AND shard = 104`.execute(
+        tx,
+      );
       held();
       await new Promise<void>((r) => (release = r));
     });
     await heldRow;
-    const shards = Number((await sql<{ n: string }>`SELECT count(*) AS n FROM job_usage WHERE shard <> 0`.execute(s.t.db.kysely)).rows[0]!.n);
+    const shards = Number(
+      (await sql<{ n: string }>`SELECT count(*) AS n FROM job_usage WHERE shard <> 0`.execute(s.t.db.kysely)).rows[0]!
+        .n,
+    );
     assert.equal(await usage.foldShards(), shards - 1, 'every shard but the held one was folded');
     release();
     await running;
     const after = await usage.byAccount();
-    assert.deepEqual(after, new Map([...before].map(([id, h]) => [id, id === 'acct3' ? { ...h, storedBytes: h.storedBytes + 5 } : h])), 'sums unchanged, the held increment kept');
-    assert.deepEqual(await rowsOf(), { acct1: 1, acct2: 1, acct3: 1 }, 'the held shard is still its own row (acct3 had no other)');
+    assert.deepEqual(
+      after,
+      new Map([...before].map(([id, h]) => [id, id === 'acct3' ? { ...h, storedBytes: h.storedBytes + 5 } : h])),
+      'sums unchanged, the held increment kept',
+    );
+    assert.deepEqual(
+      await rowsOf(),
+      { acct1: 1, acct2: 1, acct3: 1 },
+      'the held shard is still its own row (acct3 had no other)',
+    );
     await usage.foldShards();
     assert.deepEqual(await usage.byAccount(), after);
     assert.deepEqual(await rowsOf(), { acct1: 1, acct2: 1, acct3: 1 });

@@ -19,7 +19,11 @@ export class JobWebhookOutbox {
   constructor(private readonly db: Db) {}
 
   /** Writes webhook calls to the outbox; the dispatcher delivers them after the commit. */
-  async insertWebhookDeliveries(rows: readonly NewWebhookDelivery[], now: number, tx: Executor = this.db.kysely): Promise<void> {
+  async insertWebhookDeliveries(
+    rows: readonly NewWebhookDelivery[],
+    now: number,
+    tx: Executor = this.db.kysely,
+  ): Promise<void> {
     for (let i = 0; i < rows.length; i += INSERT_CHUNK) {
       await tx
         .insertInto('webhook_deliveries')

@@ -263,7 +263,10 @@ export class PostgresLeases implements Leases {
       const session = this.#session;
       if (!session) return;
       try {
-        await session.query('SELECT pg_advisory_unlock($1::int4, $2::int4)', [toInt4(lease.key.classid), toInt4(lease.key.objid)]);
+        await session.query('SELECT pg_advisory_unlock($1::int4, $2::int4)', [
+          toInt4(lease.key.classid),
+          toInt4(lease.key.objid),
+        ]);
         this.#logger?.info({ lease: lease.name }, 'lease released');
       } catch (err) {
         this.#failed(session, err);
@@ -316,7 +319,10 @@ export class PostgresLeases implements Leases {
   }
 
   async #tryLock(session: Session, lease: PostgresLease): Promise<void> {
-    const [row] = await session.query<{ ok: boolean }>('SELECT pg_try_advisory_lock($1::int4, $2::int4) AS ok', [toInt4(lease.key.classid), toInt4(lease.key.objid)]);
+    const [row] = await session.query<{ ok: boolean }>('SELECT pg_try_advisory_lock($1::int4, $2::int4) AS ok', [
+      toInt4(lease.key.classid),
+      toInt4(lease.key.objid),
+    ]);
     if (!row?.ok) return;
     lease.gained();
     this.#logger?.info({ lease: lease.name, term: lease.term }, 'lease acquired');

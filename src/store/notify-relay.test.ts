@@ -16,7 +16,11 @@ async function eventually(what: string, cond: () => boolean, timeoutMs = 5_000):
 }
 
 test('payloads stay under the size limit, splitting entries between them, and decode to what was encoded', () => {
-  const entries: Array<[string, string, number]> = Array.from({ length: 500 }, (_, i) => ['work', `endpoint-${i}`, i + 1]);
+  const entries: Array<[string, string, number]> = Array.from({ length: 500 }, (_, i) => [
+    'work',
+    `endpoint-${i}`,
+    i + 1,
+  ]);
   entries.push(['job', 'all-waiters', Number.POSITIVE_INFINITY]);
   const payloads = encodePayloads('me', entries, 1_000);
   assert.ok(payloads.length > 1);

@@ -71,7 +71,11 @@ export function relayChannel(namespace: string): string {
  * Splits entries into payloads under `maxBytes`, each a JSON text. An entry too large for any
  * payload (a key of thousands of bytes) is dropped; keys are ids.
  */
-export function encodePayloads(origin: string, entries: Iterable<[string, string, number]>, maxBytes = MAX_PAYLOAD_BYTES): string[] {
+export function encodePayloads(
+  origin: string,
+  entries: Iterable<[string, string, number]>,
+  maxBytes = MAX_PAYLOAD_BYTES,
+): string[] {
   const head = `{"v":${PAYLOAD_VERSION},"o":${JSON.stringify(origin)},"m":[`;
   const tail = ']}';
   const payloads: string[] = [];
@@ -108,7 +112,8 @@ export function decodePayload(text: string): Payload | null {
   if (p.all === true) return { v: p.v, o: p.o, all: true };
   if (!Array.isArray(p.m)) return null;
   const m = p.m.filter(
-    (e): e is [string, string, number] => Array.isArray(e) && typeof e[0] === 'string' && typeof e[1] === 'string' && typeof e[2] === 'number' && e[2] >= 0,
+    (e): e is [string, string, number] =>
+      Array.isArray(e) && typeof e[0] === 'string' && typeof e[1] === 'string' && typeof e[2] === 'number' && e[2] >= 0,
   );
   return { v: p.v, o: p.o, m };
 }
@@ -206,7 +211,8 @@ export class PostgresNotifyRelay implements NotifyRelay {
       for (const [topic, keys] of pending) for (const [key, count] of keys) yield [topic, key, count];
     };
     try {
-      for (const payload of encodePayloads(this.origin, entries(), this.#maxBytes)) await session.query('SELECT pg_notify($1, $2)', [this.channel, payload]);
+      for (const payload of encodePayloads(this.origin, entries(), this.#maxBytes))
+        await session.query('SELECT pg_notify($1, $2)', [this.channel, payload]);
     } catch (err) {
       // The session is likely gone; its close handler reconnects, and the wake-all on reconnect covers what was lost.
       this.#logger?.warn({ err: (err as Error).message }, 'relaying notifications failed');
@@ -250,7 +256,12 @@ export class PostgresNotifyRelay implements NotifyRelay {
     if (reconnected) {
       // Notifications were lost both ways while disconnected: everyone re-reads the database.
       this.#target?.wakeAll();
-      await session.query('SELECT pg_notify($1, $2)', [this.channel, JSON.stringify({ v: PAYLOAD_VERSION, o: this.origin, all: true } satisfies Payload)]).catch(() => undefined);
+      await session
+        .query('SELECT pg_notify($1, $2)', [
+          this.channel,
+          JSON.stringify({ v: PAYLOAD_VERSION, o: this.origin, all: true } satisfies Payload),
+        ])
+        .catch(() => undefined);
       this.#logger?.info({ channel: this.channel }, 'notify relay reconnected');
     }
     return true;
@@ -276,7 +287,8 @@ export class PostgresNotifyRelay implements NotifyRelay {
       this.#target.wakeAll();
       return;
     }
-    for (const [topic, key, count] of payload.m ?? []) this.#target.deliver(topic, key, count === 0 ? Number.POSITIVE_INFINITY : count);
+    for (const [topic, key, count] of payload.m ?? [])
+      this.#target.deliver(topic, key, count === 0 ? Number.POSITIVE_INFINITY : count);
   }
 }
 

@@ -36,7 +36,12 @@ const pod = (over: Partial<PodRecord> & Pick<PodRecord, 'id' | 'accountId'>): Po
   globalNetworking: true,
   globalIp: '10.200.0.1',
   costPerHr: 1.38,
-  constraints: { dataCenterIds: ['US-TX-3'], allowedCudaVersions: ['12.4'], minCudaVersion: null, volumeDataCenterId: null },
+  constraints: {
+    dataCenterIds: ['US-TX-3'],
+    allowedCudaVersions: ['12.4'],
+    minCudaVersion: null,
+    volumeDataCenterId: null,
+  },
   cluster: null,
   createdAt: 1_700_000_000_000,
   startedAt: null,
@@ -73,7 +78,16 @@ for (const { name, skip } of dialects()) {
     });
 
     test('update writes only the given fields', async () => {
-      assert.equal(await store.update('p1', { status: 'RUNNING', startedAt: 5, statusReason: null, locked: true, env: { B: '2' } }), true);
+      assert.equal(
+        await store.update('p1', {
+          status: 'RUNNING',
+          startedAt: 5,
+          statusReason: null,
+          locked: true,
+          env: { B: '2' },
+        }),
+        true,
+      );
       const p = (await store.get('p1'))!;
       assert.equal(p.status, 'RUNNING');
       assert.equal(p.startedAt, 5);
@@ -85,10 +99,40 @@ for (const { name, skip } of dialects()) {
     });
 
     test('lists hide TERMINATED and cluster pods unless asked, and filter by status, name, GPU type and data center', async () => {
-      await store.insert(pod({ id: 'p2', accountId: 'acc-a', name: 'gone', status: 'TERMINATED', desiredStatus: 'TERMINATED', terminatedAt: 2_000_000_000_001, globalIp: '10.200.0.2', createdAt: 2_000_000_000_000 }));
-      await store.insert(pod({ id: 'p3', accountId: 'acc-a', name: 'member', cluster: 'c1', globalIp: null, createdAt: 2_000_000_000_001 }));
       await store.insert(
-        pod({ id: 'p4', accountId: 'acc-a', name: 'cpu', gpuTypeId: null, cpuFlavorId: 'cpu3c', dataCenterId: 'EU-RO-1', globalIp: null, status: 'EXITED', createdAt: 2_000_000_000_002 }),
+        pod({
+          id: 'p2',
+          accountId: 'acc-a',
+          name: 'gone',
+          status: 'TERMINATED',
+          desiredStatus: 'TERMINATED',
+          terminatedAt: 2_000_000_000_001,
+          globalIp: '10.200.0.2',
+          createdAt: 2_000_000_000_000,
+        }),
+      );
+      await store.insert(
+        pod({
+          id: 'p3',
+          accountId: 'acc-a',
+          name: 'member',
+          cluster: 'c1',
+          globalIp: null,
+          createdAt: 2_000_000_000_001,
+        }),
+      );
+      await store.insert(
+        pod({
+          id: 'p4',
+          accountId: 'acc-a',
+          name: 'cpu',
+          gpuTypeId: null,
+          cpuFlavorId: 'cpu3c',
+          dataCenterId: 'EU-RO-1',
+          globalIp: null,
+          status: 'EXITED',
+          createdAt: 2_000_000_000_002,
+        }),
       );
       await store.insert(pod({ id: 'p5', accountId: 'acc-b', globalIp: '10.200.0.5' }));
       const ids = async (f: Parameters<PodStore['list']>[1]) => (await store.list('acc-a', f)).map((p) => p.id);
@@ -106,7 +150,10 @@ for (const { name, skip } of dialects()) {
       assert.deepEqual((await store.listActive()).map((p) => p.id).sort(), ['p1', 'p3', 'p4', 'p5']);
       assert.deepEqual((await store.listGlobalIps()).sort(), ['10.200.0.1', '10.200.0.5']);
       const states = (await store.listActiveStates()).sort((x, y) => x.id.localeCompare(y.id));
-      assert.deepEqual(states.map((s) => s.id), ['p1', 'p3', 'p4', 'p5']);
+      assert.deepEqual(
+        states.map((s) => s.id),
+        ['p1', 'p3', 'p4', 'p5'],
+      );
       assert.deepEqual(states[0], { id: 'p1', status: 'RUNNING', desiredStatus: 'RUNNING' });
     });
 
@@ -145,10 +192,16 @@ for (const { name, skip } of dialects()) {
     });
 
     test('concurrent inserts and RUNNING marks all commit, each visible to its caller', async () => {
-      await Promise.all(Array.from({ length: 25 }, (_, i) => store.insert(pod({ id: `batch-${i}`, accountId: 'acc-b' }))));
+      await Promise.all(
+        Array.from({ length: 25 }, (_, i) => store.insert(pod({ id: `batch-${i}`, accountId: 'acc-b' }))),
+      );
       await Promise.all(
         Array.from({ length: 25 }, (_, i) =>
-          store.markRunning(`batch-${i}`, { status: 'RUNNING', startedAt: 9 }, { id: `u-${i}`, podId: `batch-${i}`, accountId: 'acc-b', costPerHr: 1, startedAt: 9 }),
+          store.markRunning(
+            `batch-${i}`,
+            { status: 'RUNNING', startedAt: 9 },
+            { id: `u-${i}`, podId: `batch-${i}`, accountId: 'acc-b', costPerHr: 1, startedAt: 9 },
+          ),
         ),
       );
       for (let i = 0; i < 25; i++) {
@@ -162,7 +215,10 @@ for (const { name, skip } of dialects()) {
       assert.equal(found?.id, 'pod-ssh-1');
       assert.equal(found?.startSsh, false);
       assert.equal(await store.getBySshToken('tok-unknown'), null);
-      await assert.rejects(store.insert(pod({ id: 'pod-ssh-2', accountId: 'acc-b', sshToken: 'tok-ssh-1' })), 'tokens are unique');
+      await assert.rejects(
+        store.insert(pod({ id: 'pod-ssh-2', accountId: 'acc-b', sshToken: 'tok-ssh-1' })),
+        'tokens are unique',
+      );
     });
   });
 }

@@ -15,7 +15,7 @@ export interface PortMapping {
 }
 
 /** Placement constraints kept so that a restart on another occasion is placed the same way. */
-export interface PodConstraints {
+interface PodConstraints {
   dataCenterIds: string[];
   allowedCudaVersions: string[];
   minCudaVersion: string | null;
@@ -121,7 +121,12 @@ const toRecord = (r: PodsTable): PodRecord => ({
   globalNetworking: Number(r.global_networking) === 1,
   globalIp: r.global_ip,
   costPerHr: Number(r.cost_per_hr),
-  constraints: fromJson<PodConstraints>(r.constraints, { dataCenterIds: [], allowedCudaVersions: [], minCudaVersion: null, volumeDataCenterId: null }),
+  constraints: fromJson<PodConstraints>(r.constraints, {
+    dataCenterIds: [],
+    allowedCudaVersions: [],
+    minCudaVersion: null,
+    volumeDataCenterId: null,
+  }),
   cluster: r.cluster,
   createdAt: Number(r.created_at),
   startedAt: nullableNumber(r.started_at),
@@ -274,8 +279,18 @@ export class PodStore {
 
   async #insertRow(pod: PodRecord, tx: Executor): Promise<void> {
     const { id, accountId, createdAt, ...rest } = pod;
-    const row = { id, account_id: accountId, created_at: createdAt, ...(toColumns(rest) as Omit<PodsTable, 'id' | 'account_id' | 'created_at'>) };
-    await this.#shapes.run(tx, `insert:${Object.keys(row).join(',')}`, () => tx.insertInto('pods').values(row), Object.values(row));
+    const row = {
+      id,
+      account_id: accountId,
+      created_at: createdAt,
+      ...(toColumns(rest) as Omit<PodsTable, 'id' | 'account_id' | 'created_at'>),
+    };
+    await this.#shapes.run(
+      tx,
+      `insert:${Object.keys(row).join(',')}`,
+      () => tx.insertInto('pods').values(row),
+      Object.values(row),
+    );
   }
 
   readonly #shapes = new ShapedStatements();
@@ -319,19 +334,39 @@ export class PodStore {
 
   /** Every pod that is not TERMINATED, of all accounts: what the controller reconciles. */
   async listActive(tx: Executor = this.db.kysely): Promise<PodRecord[]> {
-    const rows = await tx.selectFrom('pods').selectAll().where('terminated_at', 'is', null).orderBy('created_at').execute();
+    const rows = await tx
+      .selectFrom('pods')
+      .selectAll()
+      .where('terminated_at', 'is', null)
+      .orderBy('created_at')
+      .execute();
     return rows.map(toRecord);
   }
 
   /** id, status and desired status of every pod that is not TERMINATED: the periodic sweep's cheap view. */
-  async listActiveStates(tx: Executor = this.db.kysely): Promise<Array<Pick<PodRecord, 'id' | 'status' | 'desiredStatus'>>> {
-    const rows = await tx.selectFrom('pods').select(['id', 'status', 'desired_status']).where('terminated_at', 'is', null).execute();
-    return rows.map((r) => ({ id: r.id, status: r.status as PodStatus, desiredStatus: r.desired_status as DesiredStatus }));
+  async listActiveStates(
+    tx: Executor = this.db.kysely,
+  ): Promise<Array<Pick<PodRecord, 'id' | 'status' | 'desiredStatus'>>> {
+    const rows = await tx
+      .selectFrom('pods')
+      .select(['id', 'status', 'desired_status'])
+      .where('terminated_at', 'is', null)
+      .execute();
+    return rows.map((r) => ({
+      id: r.id,
+      status: r.status as PodStatus,
+      desiredStatus: r.desired_status as DesiredStatus,
+    }));
   }
 
   /** Global-network addresses held by pods that are not TERMINATED. */
   async listGlobalIps(tx: Executor = this.db.kysely): Promise<string[]> {
-    const rows = await tx.selectFrom('pods').select('global_ip').where('terminated_at', 'is', null).where('global_ip', 'is not', null).execute();
+    const rows = await tx
+      .selectFrom('pods')
+      .select('global_ip')
+      .where('terminated_at', 'is', null)
+      .where('global_ip', 'is not', null)
+      .execute();
     return rows.map((r) => r.global_ip!);
   }
 
@@ -340,25 +375,44 @@ export class PodStore {
     const columns = toColumns(changes);
     if (Object.keys(columns).length === 0) return (await this.get(id, tx)) !== null;
     this.#cache?.invalidate(id);
-    const res = await this.#shapes.run(tx, `update:${Object.keys(columns).join(',')}`, () => tx.updateTable('pods').set(columns).where('id', '=', id), [
-      ...Object.values(columns),
-      id,
-    ]);
+    const res = await this.#shapes.run(
+      tx,
+      `update:${Object.keys(columns).join(',')}`,
+      () => tx.updateTable('pods').set(columns).where('id', '=', id),
+      [...Object.values(columns), id],
+    );
     return Number(res.numAffectedRows ?? 0) > 0;
   }
 
   async openUsage(usage: Omit<PodUsageRecord, 'endedAt'>, tx: Executor = this.db.kysely): Promise<void> {
-    const row = { id: usage.id, pod_id: usage.podId, account_id: usage.accountId, cost_per_hr: usage.costPerHr, started_at: usage.startedAt, ended_at: null };
+    const row = {
+      id: usage.id,
+      pod_id: usage.podId,
+      account_id: usage.accountId,
+      cost_per_hr: usage.costPerHr,
+      started_at: usage.startedAt,
+      ended_at: null,
+    };
     await this.#shapes.run(tx, 'insert-usage', () => tx.insertInto('pod_usage').values(row), Object.values(row));
   }
 
   /** Ends the pod's open usage interval(s) at `endedAt`. */
   async closeUsage(podId: string, endedAt: number, tx: Executor = this.db.kysely): Promise<void> {
-    await tx.updateTable('pod_usage').set({ ended_at: endedAt }).where('pod_id', '=', podId).where('ended_at', 'is', null).execute();
+    await tx
+      .updateTable('pod_usage')
+      .set({ ended_at: endedAt })
+      .where('pod_id', '=', podId)
+      .where('ended_at', 'is', null)
+      .execute();
   }
 
   async listUsage(podId: string, tx: Executor = this.db.kysely): Promise<PodUsageRecord[]> {
-    const rows = await tx.selectFrom('pod_usage').selectAll().where('pod_id', '=', podId).orderBy('started_at').execute();
+    const rows = await tx
+      .selectFrom('pod_usage')
+      .selectAll()
+      .where('pod_id', '=', podId)
+      .orderBy('started_at')
+      .execute();
     return rows.map(toUsage);
   }
 }

@@ -4,7 +4,13 @@ import { describeJobStore, T0, newJob } from '../../test/support/job-store-suite
 
 describeJobStore('QueueStatsReader', (s) => {
   test('queue stats count every status exactly, and the jobs that went back to the queue', async () => {
-    const jobs = [newJob({ createdAt: T0 + 5 }), newJob({ createdAt: T0 + 1, lowPriority: true }), newJob(), newJob(), newJob()];
+    const jobs = [
+      newJob({ createdAt: T0 + 5 }),
+      newJob({ createdAt: T0 + 1, lowPriority: true }),
+      newJob(),
+      newJob(),
+      newJob(),
+    ];
     await s.store.insertMany(jobs);
     const taken = await s.store.takeNext('ep1', 'w1', 3, T0 + 10);
     await s.store.completeMany(
@@ -23,6 +29,14 @@ describeJobStore('QueueStatsReader', (s) => {
       timedOut: 0,
       retried: 0,
     });
-    assert.deepEqual(await s.store.queueStats('none'), { inQueue: 0, inProgress: 0, completed: 0, failed: 0, cancelled: 0, timedOut: 0, retried: 0 });
+    assert.deepEqual(await s.store.queueStats('none'), {
+      inQueue: 0,
+      inProgress: 0,
+      completed: 0,
+      failed: 0,
+      cancelled: 0,
+      timedOut: 0,
+      retried: 0,
+    });
   });
 });

@@ -34,7 +34,15 @@ export class QueueStatsReader {
       .where('endpoint_id', '=', endpointId)
       .where('retries', '>', 0)
       .executeTakeFirst();
-    const stats: QueueStats = { inQueue: 0, inProgress: 0, completed: 0, failed: 0, cancelled: 0, timedOut: 0, retried: Number(retried?.n ?? 0) };
+    const stats: QueueStats = {
+      inQueue: 0,
+      inProgress: 0,
+      completed: 0,
+      failed: 0,
+      cancelled: 0,
+      timedOut: 0,
+      retried: Number(retried?.n ?? 0),
+    };
     for (const r of rows) {
       const n = Number(r.n);
       const status = r.status as JobStatus;

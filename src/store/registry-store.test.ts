@@ -18,11 +18,21 @@ for (const { name, skip } of dialects()) {
     after(() => t?.cleanup());
 
     test('a credential round-trips with its sealed secrets and is visible only to its account', async () => {
-      const record = { id: 'r1', accountId: 'a1', name: 'ghcr', usernameSealed: 'u.sealed', passwordSealed: 'p.sealed', createdAt: 1_700_000_000_000 };
+      const record = {
+        id: 'r1',
+        accountId: 'a1',
+        name: 'ghcr',
+        usernameSealed: 'u.sealed',
+        passwordSealed: 'p.sealed',
+        createdAt: 1_700_000_000_000,
+      };
       await store.insert(record);
       assert.deepEqual(await store.get('a1', 'r1'), record);
       assert.equal(await store.get('a2', 'r1'), null);
-      assert.deepEqual((await store.list('a1')).map((r) => r.id), ['r1']);
+      assert.deepEqual(
+        (await store.list('a1')).map((r) => r.id),
+        ['r1'],
+      );
       assert.deepEqual(await store.list('a2'), []);
     });
 
@@ -30,13 +40,46 @@ for (const { name, skip } of dialects()) {
       await t.db.kysely
         .insertInto('pods')
         .values([
-          { id: 'p1', account_id: 'a1', name: 'p1', status: 'RUNNING', desired_status: 'RUNNING', image: 'x', disk: 20, cloud: 'SECURE', registry: 'r1', created_at: 1, updated_at: 1 },
-          { id: 'p2', account_id: 'a1', name: 'p2', status: 'TERMINATED', desired_status: 'TERMINATED', image: 'x', disk: 20, cloud: 'SECURE', registry: 'r1', created_at: 2, updated_at: 2 },
+          {
+            id: 'p1',
+            account_id: 'a1',
+            name: 'p1',
+            status: 'RUNNING',
+            desired_status: 'RUNNING',
+            image: 'x',
+            disk: 20,
+            cloud: 'SECURE',
+            registry: 'r1',
+            created_at: 1,
+            updated_at: 1,
+          },
+          {
+            id: 'p2',
+            account_id: 'a1',
+            name: 'p2',
+            status: 'TERMINATED',
+            desired_status: 'TERMINATED',
+            image: 'x',
+            disk: 20,
+            cloud: 'SECURE',
+            registry: 'r1',
+            created_at: 2,
+            updated_at: 2,
+          },
         ] as never)
         .execute();
       await t.db.kysely
         .insertInto('templates')
-        .values({ id: 't1', account_id: 'a1', name: 't', image: 'x', container_disk_gb: 20, registry_id: 'r1', created_at: 1, updated_at: 1 } as never)
+        .values({
+          id: 't1',
+          account_id: 'a1',
+          name: 't',
+          image: 'x',
+          container_disk_gb: 20,
+          registry_id: 'r1',
+          created_at: 1,
+          updated_at: 1,
+        } as never)
         .execute();
       assert.deepEqual(await store.usage('a1', 'r1'), { pods: ['p1'], templates: ['t1'] });
       assert.deepEqual(await store.usage('a2', 'r1'), { pods: [], templates: [] });
@@ -45,9 +88,26 @@ for (const { name, skip } of dialects()) {
     test('updateSecrets replaces the sealed username and password of the account’s credential only', async () => {
       assert.equal(await store.updateSecrets('a2', 'r1', { usernameSealed: 'bob.u', passwordSealed: 'bob.p' }), false);
       assert.equal(await store.updateSecrets('a1', 'missing', { usernameSealed: 'x', passwordSealed: 'y' }), false);
-      assert.deepEqual(await store.get('a1', 'r1'), { id: 'r1', accountId: 'a1', name: 'ghcr', usernameSealed: 'u.sealed', passwordSealed: 'p.sealed', createdAt: 1_700_000_000_000 });
-      assert.equal(await store.updateSecrets('a1', 'r1', { usernameSealed: 'u2.sealed', passwordSealed: 'p2.sealed' }), true);
-      assert.deepEqual(await store.get('a1', 'r1'), { id: 'r1', accountId: 'a1', name: 'ghcr', usernameSealed: 'u2.sealed', passwordSealed: 'p2.sealed', createdAt: 1_700_000_000_000 });
+      assert.deepEqual(await store.get('a1', 'r1'), {
+        id: 'r1',
+        accountId: 'a1',
+        name: 'ghcr',
+        usernameSealed: 'u.sealed',
+        passwordSealed: 'p.sealed',
+        createdAt: 1_700_000_000_000,
+      });
+      assert.equal(
+        await store.updateSecrets('a1', 'r1', { usernameSealed: 'u2.sealed', passwordSealed: 'p2.sealed' }),
+        true,
+      );
+      assert.deepEqual(await store.get('a1', 'r1'), {
+        id: 'r1',
+        accountId: 'a1',
+        name: 'ghcr',
+        usernameSealed: 'u2.sealed',
+        passwordSealed: 'p2.sealed',
+        createdAt: 1_700_000_000_000,
+      });
     });
 
     test('delete removes the row once', async () => {

@@ -43,12 +43,23 @@ export class RegistryStore {
 
   /** The account's credential, or null (also for another account's). */
   async get(accountId: string, id: string, tx: Executor = this.db.kysely): Promise<RegistryRecord | null> {
-    const row = await tx.selectFrom('registries').selectAll().where('id', '=', id).where('account_id', '=', accountId).executeTakeFirst();
+    const row = await tx
+      .selectFrom('registries')
+      .selectAll()
+      .where('id', '=', id)
+      .where('account_id', '=', accountId)
+      .executeTakeFirst();
     return row ? toRecord(row) : null;
   }
 
   async list(accountId: string, tx: Executor = this.db.kysely): Promise<RegistryRecord[]> {
-    const rows = await tx.selectFrom('registries').selectAll().where('account_id', '=', accountId).orderBy('created_at').orderBy('id').execute();
+    const rows = await tx
+      .selectFrom('registries')
+      .selectAll()
+      .where('account_id', '=', accountId)
+      .orderBy('created_at')
+      .orderBy('id')
+      .execute();
     return rows.map(toRecord);
   }
 

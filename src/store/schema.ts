@@ -212,7 +212,7 @@ export interface JobsTable {
 }
 
 /** Stream chunks a worker posted and no client has drained yet. */
-export interface JobStreamTable {
+interface JobStreamTable {
   job_id: string;
   seq: number;
   /** JSON text of one chunk's `output`. */
@@ -227,7 +227,7 @@ export interface JobStreamTable {
  * bytes of job inputs, outputs, errors and stream chunks. An account's figures are the sum of its
  * rows (one per writer shard).
  */
-export interface JobUsageTable {
+interface JobUsageTable {
   account_id: string;
   shard: number;
   queued_jobs: number;
@@ -267,7 +267,7 @@ export interface WebhookDeliveriesTable {
 }
 
 /** A one-time join token (migration 0009); only its hash is stored. */
-export interface JoinTokensTable {
+interface JoinTokensTable {
   /** sha256 of the token, hex */
   hash: string;
   data_center_id: string;
@@ -300,7 +300,7 @@ export interface HostsTable {
 }
 
 /** The GPUs of live hosts, by UUID: a GPU belongs to one host. */
-export interface HostGpusTable {
+interface HostGpusTable {
   uuid: string;
   host_id: string;
 }
@@ -324,7 +324,7 @@ export interface HostOperationsTable {
 }
 
 /** What a replica told the others about the fleet (migration 0010; src/fleet/fleet-journal.ts). */
-export interface FleetJournalTable {
+interface FleetJournalTable {
   seq: Generated<number>;
   host_id: string;
   origin: string;
@@ -334,7 +334,7 @@ export interface FleetJournalTable {
 }
 
 /** The platform's own lines about a pod or worker (migration 0011; src/store/system-log-store.ts). */
-export interface SystemLogTable {
+interface SystemLogTable {
   seq: Generated<number>;
   /** the pod id or the serverless worker id */
   instance_id: string;

@@ -21,7 +21,10 @@ test('the background checkpointer copies committed log frames into the database 
         .values({ id: `acct-${i}`, name: `a${i}`, ssh_keys: '[]', created_at: Date.now() })
         .execute();
     }
-    await eventually('a checkpoint that copied every frame written', () => stats.logFrames > 0 && stats.checkpointedFrames === stats.logFrames);
+    await eventually(
+      'a checkpoint that copied every frame written',
+      () => stats.logFrames > 0 && stats.checkpointedFrames === stats.logFrames,
+    );
     assert.equal(stats.lastError, null);
   } finally {
     await t.cleanup();

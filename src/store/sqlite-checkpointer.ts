@@ -54,7 +54,10 @@ export class SqliteCheckpointer {
 
   /** @param intervalMs how often to checkpoint. @default 250 */
   constructor(path: string, intervalMs = 250) {
-    this.#worker = new Worker(WORKER_SOURCE, { eval: true, workerData: { path, intervalMs, module: requireHere.resolve('better-sqlite3') } });
+    this.#worker = new Worker(WORKER_SOURCE, {
+      eval: true,
+      workerData: { path, intervalMs, module: requireHere.resolve('better-sqlite3') },
+    });
     this.#worker.unref();
     this.#worker.once('exit', () => (this.#exited = true));
     this.#worker.on('message', (m: { log: number; checkpointed: number; error: string | null }) => {

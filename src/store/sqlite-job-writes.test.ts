@@ -47,10 +47,27 @@ describe('SqliteJobWrites', () => {
     for (const id of ['a', 'b', 'c', 'd']) await insert(id);
     await insert('other', { endpointId: 'ep-2' });
     const [first, second, none] = await sync((raw) =>
-      writes.take(raw, [{ endpointId: 'ep', workerId: 'w1', n: 1 }, { endpointId: 'ep', workerId: 'w2', n: 2 }, { endpointId: 'ep-3', workerId: 'w3', n: 5 }], T0 + 100),
+      writes.take(
+        raw,
+        [
+          { endpointId: 'ep', workerId: 'w1', n: 1 },
+          { endpointId: 'ep', workerId: 'w2', n: 2 },
+          { endpointId: 'ep-3', workerId: 'w3', n: 5 },
+        ],
+        T0 + 100,
+      ),
     );
-    assert.deepEqual(first!.map((r) => [r.id, r.worker_id]), [['a', 'w1']]);
-    assert.deepEqual(second!.map((r) => [r.id, r.worker_id]), [['b', 'w2'], ['c', 'w2']]);
+    assert.deepEqual(
+      first!.map((r) => [r.id, r.worker_id]),
+      [['a', 'w1']],
+    );
+    assert.deepEqual(
+      second!.map((r) => [r.id, r.worker_id]),
+      [
+        ['b', 'w2'],
+        ['c', 'w2'],
+      ],
+    );
     assert.deepEqual(none, []);
     const b = await row('b');
     assert.equal(b.status, 'IN_PROGRESS');
@@ -110,7 +127,9 @@ describe('SqliteJobWrites', () => {
   });
 
   test('webhook outbox rows are due at once', async () => {
-    await sync((raw) => writes.insertWebhooks(raw, [{ id: 'd1', jobId: 'j', url: 'http://127.0.0.1:1/h', payloadJson: '{}' }], T0));
+    await sync((raw) =>
+      writes.insertWebhooks(raw, [{ id: 'd1', jobId: 'j', url: 'http://127.0.0.1:1/h', payloadJson: '{}' }], T0),
+    );
     const d = await t.db.kysely.selectFrom('webhook_deliveries').selectAll().executeTakeFirstOrThrow();
     assert.equal(d.status, 'PENDING');
     assert.equal(Number(d.next_attempt_at), T0);

@@ -92,7 +92,18 @@ export class SqliteJobWrites {
     const runsync = now + this.retention.runsyncMs;
     const run = now + this.retention.runMs;
     const finish = (p: WorkerResult): JobsTable | undefined =>
-      finishStmt.get(p.status, p.status === 'COMPLETED' ? p.outputJson : null, p.status === 'FAILED' ? p.error : null, now, now, runsync, run, p.id, p.workerId, p.endpointId ?? null);
+      finishStmt.get(
+        p.status,
+        p.status === 'COMPLETED' ? p.outputJson : null,
+        p.status === 'FAILED' ? p.error : null,
+        now,
+        now,
+        runsync,
+        run,
+        p.id,
+        p.workerId,
+        p.endpointId ?? null,
+      );
     posts.forEach((p, i) => {
       if (p.status !== 'IN_PROGRESS' && !seen.has(p.id)) {
         seen.add(p.id);
@@ -101,7 +112,9 @@ export class SqliteJobWrites {
     });
     for (const i of rest) {
       const p = posts[i]!;
-      changed[i] = (p.status === 'IN_PROGRESS' ? progress.get(p.outputJson, p.id, p.workerId, p.endpointId ?? null) : finish(p)) ?? null;
+      changed[i] =
+        (p.status === 'IN_PROGRESS' ? progress.get(p.outputJson, p.id, p.workerId, p.endpointId ?? null) : finish(p)) ??
+        null;
     }
     return changed;
   }
@@ -109,6 +122,7 @@ export class SqliteJobWrites {
   /** Outbox rows for finished jobs' webhooks, due now. */
   insertWebhooks(raw: SqliteDatabase.Database, rows: readonly WebhookRow[], now: number): void {
     const insert = raw.prepare<unknown[]>(SQL.webhook);
-    for (const d of rows) insert.run(d.id, d.jobId, d.url, d.payloadJson, now, now, d.accountId ?? '', receiverKey(d.url));
+    for (const d of rows)
+      insert.run(d.id, d.jobId, d.url, d.payloadJson, now, now, d.accountId ?? '', receiverKey(d.url));
   }
 }

@@ -20,18 +20,39 @@ for (const { name, skip } of dialects()) {
       for (let i = 1; i <= 4; i++) await store.append('pod1', 1_000 * i, `line ${i}`);
       await store.append('pod2', 2_500, 'other pod');
       const all = await store.read('pod1');
-      assert.deepEqual(all.map((r) => r.line), ['line 1', 'line 2', 'line 3', 'line 4']);
-      assert.deepEqual(all.map((r) => r.ts), [1_000, 2_000, 3_000, 4_000]);
-      assert.deepEqual((await store.read('pod1', { sinceMs: 2_000 })).map((r) => r.line), ['line 2', 'line 3', 'line 4']);
-      assert.deepEqual((await store.read('pod1', { afterSeq: all[2]!.seq })).map((r) => r.line), ['line 4']);
-      assert.deepEqual((await store.read('pod1', { tail: 2 })).map((r) => r.line), ['line 3', 'line 4']);
+      assert.deepEqual(
+        all.map((r) => r.line),
+        ['line 1', 'line 2', 'line 3', 'line 4'],
+      );
+      assert.deepEqual(
+        all.map((r) => r.ts),
+        [1_000, 2_000, 3_000, 4_000],
+      );
+      assert.deepEqual(
+        (await store.read('pod1', { sinceMs: 2_000 })).map((r) => r.line),
+        ['line 2', 'line 3', 'line 4'],
+      );
+      assert.deepEqual(
+        (await store.read('pod1', { afterSeq: all[2]!.seq })).map((r) => r.line),
+        ['line 4'],
+      );
+      assert.deepEqual(
+        (await store.read('pod1', { tail: 2 })).map((r) => r.line),
+        ['line 3', 'line 4'],
+      );
       assert.deepEqual(await store.read('nobody'), []);
     });
 
     test('only the last lines of each instance are kept, the others untouched', async () => {
       for (let i = 5; i <= 9; i++) await store.append('pod1', 1_000 * i, `line ${i}`);
-      assert.deepEqual((await store.read('pod1')).map((r) => r.line), ['line 5', 'line 6', 'line 7', 'line 8', 'line 9']);
-      assert.deepEqual((await store.read('pod2')).map((r) => r.line), ['other pod']);
+      assert.deepEqual(
+        (await store.read('pod1')).map((r) => r.line),
+        ['line 5', 'line 6', 'line 7', 'line 8', 'line 9'],
+      );
+      assert.deepEqual(
+        (await store.read('pod2')).map((r) => r.line),
+        ['other pod'],
+      );
     });
 
     test('one cursor finds which instances got lines since, across instances', async () => {
@@ -48,11 +69,27 @@ for (const { name, skip } of dialects()) {
       await store.remove('pod2');
       assert.deepEqual(await store.read('pod2'), []);
       const k = t.db.kysely;
-      await k.insertInto('accounts').values({ id: 'acc', name: 'acc', ssh_keys: '[]', created_at: 1 } as never).execute();
+      await k
+        .insertInto('accounts')
+        .values({ id: 'acc', name: 'acc', ssh_keys: '[]', created_at: 1 })
+        .execute();
       const pod = (id: string, status: string, terminatedAt: number | null) =>
         k
           .insertInto('pods')
-          .values({ id, account_id: 'acc', name: id, status, desired_status: 'RUNNING', image: 'x', disk: 20, cloud: 'SECURE', mounts: '{}', created_at: 1, updated_at: 1, terminated_at: terminatedAt } as never)
+          .values({
+            id,
+            account_id: 'acc',
+            name: id,
+            status,
+            desired_status: 'RUNNING',
+            image: 'x',
+            disk: 20,
+            cloud: 'SECURE',
+            mounts: '{}',
+            created_at: 1,
+            updated_at: 1,
+            terminated_at: terminatedAt,
+          } as never)
           .execute();
       await pod('gone', 'TERMINATED', 5_000);
       await pod('late', 'TERMINATED', 50_000);
@@ -78,7 +115,10 @@ for (const { name, skip } of dialects()) {
       await replicaA.write('pod9', 'placed on host h1');
       await woken;
       assert.ok(Date.now() - started < 5_000, 'woken by the shared poll, not by the timeout');
-      assert.deepEqual((await replicaB.read('pod9')).map((r) => r.line), ['placed on host h1']);
+      assert.deepEqual(
+        (await replicaB.read('pod9')).map((r) => r.line),
+        ['placed on host h1'],
+      );
       replicaA.close();
       replicaB.close();
     });

@@ -51,21 +51,42 @@ for (const { name, skip } of dialects()) {
     test('listOwned answers only the account’s templates and listPublic only the public ones', async () => {
       await store.insert(template({ id: 't2', accountId: 'a2', createdAt: 1_700_000_000_001 }));
       await store.insert(template({ id: 'pub1', accountId: null, isPublic: true, createdAt: 1_700_000_000_002 }));
-      assert.deepEqual((await store.listOwned('a1')).map((x) => x.id), ['t1']);
-      assert.deepEqual((await store.listOwned('a2')).map((x) => x.id), ['t2']);
-      assert.deepEqual((await store.listPublic()).map((x) => x.id), ['pub1']);
+      assert.deepEqual(
+        (await store.listOwned('a1')).map((x) => x.id),
+        ['t1'],
+      );
+      assert.deepEqual(
+        (await store.listOwned('a2')).map((x) => x.id),
+        ['t2'],
+      );
+      assert.deepEqual(
+        (await store.listPublic()).map((x) => x.id),
+        ['pub1'],
+      );
     });
 
     test('insertIfMissing inserts once and leaves an existing row alone', async () => {
-      assert.equal(await store.insertIfMissing(template({ id: 'pub2', accountId: null, isPublic: true, name: 'first' })), true);
-      assert.equal(await store.insertIfMissing(template({ id: 'pub2', accountId: null, isPublic: true, name: 'second' })), false);
+      assert.equal(
+        await store.insertIfMissing(template({ id: 'pub2', accountId: null, isPublic: true, name: 'first' })),
+        true,
+      );
+      assert.equal(
+        await store.insertIfMissing(template({ id: 'pub2', accountId: null, isPublic: true, name: 'second' })),
+        false,
+      );
       assert.equal((await store.get('pub2'))?.name, 'first');
     });
 
     test('update changes only the fields given, including clearing to null', async () => {
-      assert.equal(await store.update('t1', { name: 'renamed', env: {}, volumeMountPath: null, isServerless: true, updatedAt: 5 }), true);
+      assert.equal(
+        await store.update('t1', { name: 'renamed', env: {}, volumeMountPath: null, isServerless: true, updatedAt: 5 }),
+        true,
+      );
       const after = await store.get('t1');
-      assert.deepEqual(after, template({ name: 'renamed', env: {}, volumeMountPath: null, isServerless: true, updatedAt: 5 }));
+      assert.deepEqual(
+        after,
+        template({ name: 'renamed', env: {}, volumeMountPath: null, isServerless: true, updatedAt: 5 }),
+      );
       assert.equal(await store.update('nope', { name: 'x' }), false);
     });
 
@@ -73,7 +94,19 @@ for (const { name, skip } of dialects()) {
       const pod = (id: string, accountId: string, status: string, templateId: string | null, createdAt: number) =>
         t.db.kysely
           .insertInto('pods')
-          .values({ id, account_id: accountId, name: id, status, desired_status: 'RUNNING', image: 'x', disk: 20, cloud: 'SECURE', template_id: templateId, created_at: createdAt, updated_at: createdAt } as never)
+          .values({
+            id,
+            account_id: accountId,
+            name: id,
+            status,
+            desired_status: 'RUNNING',
+            image: 'x',
+            disk: 20,
+            cloud: 'SECURE',
+            template_id: templateId,
+            created_at: createdAt,
+            updated_at: createdAt,
+          } as never)
           .execute();
       await pod('p1', 'a1', 'RUNNING', 't1', 1);
       await pod('p2', 'a1', 'TERMINATED', 't1', 2);

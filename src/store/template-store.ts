@@ -100,12 +100,24 @@ export class TemplateStore {
   }
 
   async listOwned(accountId: string, tx: Executor = this.db.kysely): Promise<Template[]> {
-    const rows = await tx.selectFrom('templates').selectAll().where('account_id', '=', accountId).orderBy('created_at').orderBy('id').execute();
+    const rows = await tx
+      .selectFrom('templates')
+      .selectAll()
+      .where('account_id', '=', accountId)
+      .orderBy('created_at')
+      .orderBy('id')
+      .execute();
     return rows.map(toTemplate);
   }
 
   async listPublic(tx: Executor = this.db.kysely): Promise<Template[]> {
-    const rows = await tx.selectFrom('templates').selectAll().where('is_public', '=', 1).orderBy('created_at').orderBy('id').execute();
+    const rows = await tx
+      .selectFrom('templates')
+      .selectAll()
+      .where('is_public', '=', 1)
+      .orderBy('created_at')
+      .orderBy('id')
+      .execute();
     return rows.map(toTemplate);
   }
 

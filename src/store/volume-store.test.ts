@@ -11,7 +11,19 @@ for (const { name, skip } of dialects()) {
     const pod = (id: string, accountId: string, status: string, mounts: string, createdAt: number) =>
       t.db.kysely
         .insertInto('pods')
-        .values({ id, account_id: accountId, name: id, status, desired_status: 'RUNNING', image: 'x', disk: 20, cloud: 'SECURE', mounts, created_at: createdAt, updated_at: createdAt } as never)
+        .values({
+          id,
+          account_id: accountId,
+          name: id,
+          status,
+          desired_status: 'RUNNING',
+          image: 'x',
+          disk: 20,
+          cloud: 'SECURE',
+          mounts,
+          created_at: createdAt,
+          updated_at: createdAt,
+        } as never)
         .execute();
     before(async () => {
       t = await openTestDb(name);
@@ -23,11 +35,21 @@ for (const { name, skip } of dialects()) {
     after(() => t?.cleanup());
 
     test('a volume round-trips and is visible only to its account', async () => {
-      const volume = { id: 'v1', accountId: 'a1', name: 'data', size: 50, dataCenterId: 'US-TX-3', createdAt: 1_700_000_000_000 };
+      const volume = {
+        id: 'v1',
+        accountId: 'a1',
+        name: 'data',
+        size: 50,
+        dataCenterId: 'US-TX-3',
+        createdAt: 1_700_000_000_000,
+      };
       await store.insert(volume);
       assert.deepEqual(await store.get('a1', 'v1'), volume);
       assert.equal(await store.get('a2', 'v1'), null);
-      assert.deepEqual((await store.list('a1')).map((v) => v.id), ['v1']);
+      assert.deepEqual(
+        (await store.list('a1')).map((v) => v.id),
+        ['v1'],
+      );
       assert.deepEqual(await store.list('a2'), []);
     });
 

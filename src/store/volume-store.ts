@@ -31,18 +31,36 @@ export class VolumeStore {
   async insert(volume: NetworkVolume, tx: Executor = this.db.kysely): Promise<void> {
     await tx
       .insertInto('network_volumes')
-      .values({ id: volume.id, account_id: volume.accountId, name: volume.name, size: volume.size, data_center_id: volume.dataCenterId, created_at: volume.createdAt })
+      .values({
+        id: volume.id,
+        account_id: volume.accountId,
+        name: volume.name,
+        size: volume.size,
+        data_center_id: volume.dataCenterId,
+        created_at: volume.createdAt,
+      })
       .execute();
   }
 
   /** The account's volume, or null (also for another account's). */
   async get(accountId: string, id: string, tx: Executor = this.db.kysely): Promise<NetworkVolume | null> {
-    const row = await tx.selectFrom('network_volumes').selectAll().where('id', '=', id).where('account_id', '=', accountId).executeTakeFirst();
+    const row = await tx
+      .selectFrom('network_volumes')
+      .selectAll()
+      .where('id', '=', id)
+      .where('account_id', '=', accountId)
+      .executeTakeFirst();
     return row ? toVolume(row) : null;
   }
 
   async list(accountId: string, tx: Executor = this.db.kysely): Promise<NetworkVolume[]> {
-    const rows = await tx.selectFrom('network_volumes').selectAll().where('account_id', '=', accountId).orderBy('created_at').orderBy('id').execute();
+    const rows = await tx
+      .selectFrom('network_volumes')
+      .selectAll()
+      .where('account_id', '=', accountId)
+      .orderBy('created_at')
+      .orderBy('id')
+      .execute();
     return rows.map(toVolume);
   }
 
@@ -79,7 +97,11 @@ export class VolumeStore {
   }
 
   /** Ids and names of the account's serverless endpoints whose workers mount the volume (`networkVolumeId`). */
-  async endpointsUsing(accountId: string, volumeId: string, tx: Executor = this.db.kysely): Promise<Array<{ id: string; name: string }>> {
+  async endpointsUsing(
+    accountId: string,
+    volumeId: string,
+    tx: Executor = this.db.kysely,
+  ): Promise<Array<{ id: string; name: string }>> {
     return tx
       .selectFrom('endpoints')
       .select(['id', 'name'])

@@ -13,7 +13,10 @@ for (const { name, skip } of dialects()) {
     let store: WebhookStore;
     let jobs: JobStore;
     const enqueue = (id: string, jobId = `job-${id}`, at = T0) =>
-      jobs.insertWebhookDeliveries([{ id, jobId, url: 'http://127.0.0.1:1/hook', payloadJson: JSON.stringify({ id: jobId }) }], at);
+      jobs.insertWebhookDeliveries(
+        [{ id, jobId, url: 'http://127.0.0.1:1/hook', payloadJson: JSON.stringify({ id: jobId }) }],
+        at,
+      );
 
     before(async () => {
       t = await openTestDb(name);
@@ -45,7 +48,10 @@ for (const { name, skip } of dialects()) {
       await store.markDelivered('done');
       await store.markFailed('gone', 'boom');
       const claimed = await store.claimDue(T0, 10, T0 + 15 * S, 3);
-      assert.deepEqual(claimed.map((d) => d.id), ['due']);
+      assert.deepEqual(
+        claimed.map((d) => d.id),
+        ['due'],
+      );
     });
 
     test('claims take at most the limit, oldest due first', async () => {
@@ -53,7 +59,10 @@ for (const { name, skip } of dialects()) {
       await enqueue('a', 'job-a', T0 + 1);
       await enqueue('c', 'job-c', T0 + 3);
       const first = await store.claimDue(T0 + 10, 2, T0 + 15 * S, 3);
-      assert.deepEqual(first.map((d) => d.id), ['a', 'b']);
+      assert.deepEqual(
+        first.map((d) => d.id),
+        ['a', 'b'],
+      );
     });
 
     test('a retry is due at its next attempt time and keeps the last error', async () => {
@@ -70,7 +79,8 @@ for (const { name, skip } of dialects()) {
 
     test('a delivery whose attempts are spent is never claimed, and fails once its last claim lapses', async () => {
       await enqueue('d1');
-      for (let i = 0; i < 3; i++) assert.equal((await store.claimDue(T0 + i * 20 * S, 10, T0 + i * 20 * S + 15 * S, 3)).length, 1);
+      for (let i = 0; i < 3; i++)
+        assert.equal((await store.claimDue(T0 + i * 20 * S, 10, T0 + i * 20 * S + 15 * S, 3)).length, 1);
       assert.deepEqual(await store.claimDue(T0 + 100 * S, 10, T0 + 200 * S, 3), []);
       assert.equal(await store.failInterrupted(T0 + 100 * S, 3, 'interrupted'), 1);
       const row = await store.get('d1');
@@ -98,14 +108,32 @@ for (const { name, skip } of dialects()) {
     });
 
     test('deliveries carry their account and their receiver (the URL origin)', async () => {
-      await jobs.insertWebhookDeliveries([{ id: 'd1', jobId: 'j1', accountId: 'acct-a', url: 'HTTPS://Hooks.Example.com:443/x?token=t', payloadJson: '{}' }], T0);
+      await jobs.insertWebhookDeliveries(
+        [
+          {
+            id: 'd1',
+            jobId: 'j1',
+            accountId: 'acct-a',
+            url: 'HTTPS://Hooks.Example.com:443/x?token=t',
+            payloadJson: '{}',
+          },
+        ],
+        T0,
+      );
       const row = await store.get('d1');
       assert.equal(row?.accountId, 'acct-a');
       assert.equal(row?.receiver, 'https://hooks.example.com');
     });
 
     test('the accounts with due deliveries are listed once each, however long their backlog; not-yet-due and finished ones are not', async () => {
-      const rows = (account: string, n: number) => Array.from({ length: n }, (_, i) => ({ id: `${account}-${i}`, jobId: `${account}-j${i}`, accountId: account, url: 'http://r.test/', payloadJson: '{}' }));
+      const rows = (account: string, n: number) =>
+        Array.from({ length: n }, (_, i) => ({
+          id: `${account}-${i}`,
+          jobId: `${account}-j${i}`,
+          accountId: account,
+          url: 'http://r.test/',
+          payloadJson: '{}',
+        }));
       await jobs.insertWebhookDeliveries([...rows('acct-b', 50), ...rows('acct-a', 3)], T0);
       await jobs.insertWebhookDeliveries(rows('acct-later', 2), T0 + 60 * S);
       await jobs.insertWebhookDeliveries(rows('acct-done', 1), T0);
@@ -115,13 +143,35 @@ for (const { name, skip } of dialects()) {
     });
 
     test("an account's claim takes its own oldest due deliveries and passes over receivers at their cap", async () => {
-      const row = (id: string, accountId: string, url: string) => ({ id, jobId: `job-${id}`, accountId, url, payloadJson: '{}' });
-      await jobs.insertWebhookDeliveries([row('a1', 'acct-a', 'http://busy.test/1'), row('b1', 'acct-b', 'http://free.test/1')], T0);
-      await jobs.insertWebhookDeliveries([row('a2', 'acct-a', 'http://busy.test/2'), row('a3', 'acct-a', 'http://free.test/3')], T0 + 1);
-      const claim = (account: string, skipReceivers: string[]) => store.claimDueFor(account, T0 + 10, { limit: 1, leaseUntil: T0 + 15 * S, maxAttempts: 3, skipReceivers });
-      assert.deepEqual((await claim('acct-a', ['http://busy.test'])).map((d) => [d.id, d.attempts]), [['a3', 1]]);
-      assert.deepEqual((await claim('acct-a', [])).map((d) => d.id), ['a1']);
-      assert.deepEqual((await claim('acct-a', ['http://busy.test'])).map((d) => d.id), []);
+      const row = (id: string, accountId: string, url: string) => ({
+        id,
+        jobId: `job-${id}`,
+        accountId,
+        url,
+        payloadJson: '{}',
+      });
+      await jobs.insertWebhookDeliveries(
+        [row('a1', 'acct-a', 'http://busy.test/1'), row('b1', 'acct-b', 'http://free.test/1')],
+        T0,
+      );
+      await jobs.insertWebhookDeliveries(
+        [row('a2', 'acct-a', 'http://busy.test/2'), row('a3', 'acct-a', 'http://free.test/3')],
+        T0 + 1,
+      );
+      const claim = (account: string, skipReceivers: string[]) =>
+        store.claimDueFor(account, T0 + 10, { limit: 1, leaseUntil: T0 + 15 * S, maxAttempts: 3, skipReceivers });
+      assert.deepEqual(
+        (await claim('acct-a', ['http://busy.test'])).map((d) => [d.id, d.attempts]),
+        [['a3', 1]],
+      );
+      assert.deepEqual(
+        (await claim('acct-a', [])).map((d) => d.id),
+        ['a1'],
+      );
+      assert.deepEqual(
+        (await claim('acct-a', ['http://busy.test'])).map((d) => d.id),
+        [],
+      );
       assert.equal((await store.get('b1'))?.attempts, 0, "another account's delivery is untouched");
     });
 
@@ -129,7 +179,10 @@ for (const { name, skip } of dialects()) {
       await enqueue('second', 'job-x', T0 + 5);
       await enqueue('first', 'job-x', T0);
       await enqueue('other', 'job-y');
-      assert.deepEqual((await store.forJob('job-x')).map((d) => d.id), ['first', 'second']);
+      assert.deepEqual(
+        (await store.forJob('job-x')).map((d) => d.id),
+        ['first', 'second'],
+      );
     });
 
     test('finished deliveries older than the cut-off are purged; pending ones are kept', async () => {
@@ -139,7 +192,10 @@ for (const { name, skip } of dialects()) {
       await store.markDelivered('old-done');
       await store.markDelivered('new-done');
       assert.equal(await store.purgeFinished(T0 + 50 * S, 100), 1);
-      assert.deepEqual((await t.db.kysely.selectFrom('webhook_deliveries').select('id').orderBy('id').execute()).map((r) => r.id), ['new-done', 'old-pending']);
+      assert.deepEqual(
+        (await t.db.kysely.selectFrom('webhook_deliveries').select('id').orderBy('id').execute()).map((r) => r.id),
+        ['new-done', 'old-pending'],
+      );
     });
   });
 }

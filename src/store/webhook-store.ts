@@ -3,7 +3,7 @@ import type { Db, Executor } from './database.js';
 import type { WebhookDeliveriesTable } from './schema.js';
 
 /** PENDING until delivered; FAILED once its attempts are spent. */
-export type WebhookDeliveryStatus = 'PENDING' | 'DELIVERED' | 'FAILED';
+type WebhookDeliveryStatus = 'PENDING' | 'DELIVERED' | 'FAILED';
 
 /** One webhook call of the outbox (written by JobsService when a job finishes). */
 export interface WebhookDelivery {
@@ -40,7 +40,8 @@ const toDelivery = (r: WebhookDeliveriesTable): WebhookDelivery => ({
 
 /** Longest `last_error` kept: a receiver's error page must not bloat the row. */
 const MAX_ERROR_CHARS = 500;
-const clip = (error: string): string => (error.length > MAX_ERROR_CHARS ? `${error.slice(0, MAX_ERROR_CHARS - 1)}…` : error);
+const clip = (error: string): string =>
+  error.length > MAX_ERROR_CHARS ? `${error.slice(0, MAX_ERROR_CHARS - 1)}…` : error;
 
 /**
  * The webhook outbox as the dispatcher uses it. Claiming a row counts its attempt and pushes its
@@ -55,7 +56,13 @@ export class WebhookStore {
    * Claims up to `limit` due PENDING rows (oldest due first) whose attempts are not spent, of any
    * account: as `claimDueFor` does for one.
    */
-  claimDue(now: number, limit: number, leaseUntil: number, maxAttempts: number, tx?: Executor): Promise<WebhookDelivery[]> {
+  claimDue(
+    now: number,
+    limit: number,
+    leaseUntil: number,
+    maxAttempts: number,
+    tx?: Executor,
+  ): Promise<WebhookDelivery[]> {
     return this.#claim(null, now, { limit, leaseUntil, maxAttempts, skipReceivers: [] }, tx);
   }
 
@@ -74,7 +81,9 @@ export class WebhookStore {
       )
       SELECT account_id FROM pending p
       WHERE p.account_id IS NOT NULL
-        AND (SELECT MIN(w.next_attempt_at) FROM webhook_deliveries w WHERE w.status = 'PENDING' AND w.account_id = p.account_id) <= ${now}`.execute(tx);
+        AND (SELECT MIN(w.next_attempt_at) FROM webhook_deliveries w WHERE w.status = 'PENDING' AND w.account_id = p.account_id) <= ${now}`.execute(
+      tx,
+    );
     return rows.map((r) => r.account_id);
   }
 
@@ -130,7 +139,12 @@ export class WebhookStore {
    * PENDING rows whose last attempt was claimed but never recorded (the server stopped during the
    * call) and whose attempts are spent become FAILED with `error`. Answers how many.
    */
-  async failInterrupted(now: number, maxAttempts: number, error: string, tx: Executor = this.db.kysely): Promise<number> {
+  async failInterrupted(
+    now: number,
+    maxAttempts: number,
+    error: string,
+    tx: Executor = this.db.kysely,
+  ): Promise<number> {
     const rows = await tx
       .updateTable('webhook_deliveries')
       .set({ status: 'FAILED', last_error: clip(error) })
@@ -155,7 +169,12 @@ export class WebhookStore {
 
   /** The claimed attempt succeeded. */
   async markDelivered(id: string, tx: Executor = this.db.kysely): Promise<void> {
-    await tx.updateTable('webhook_deliveries').set({ status: 'DELIVERED', last_error: null }).where('id', '=', id).where('status', '=', 'PENDING').execute();
+    await tx
+      .updateTable('webhook_deliveries')
+      .set({ status: 'DELIVERED', last_error: null })
+      .where('id', '=', id)
+      .where('status', '=', 'PENDING')
+      .execute();
   }
 
   /** The claimed attempt failed and another one is due at `nextAttemptAt`. */
@@ -170,7 +189,12 @@ export class WebhookStore {
 
   /** The claimed attempt failed and was the last one. */
   async markFailed(id: string, error: string, tx: Executor = this.db.kysely): Promise<void> {
-    await tx.updateTable('webhook_deliveries').set({ status: 'FAILED', last_error: clip(error) }).where('id', '=', id).where('status', '=', 'PENDING').execute();
+    await tx
+      .updateTable('webhook_deliveries')
+      .set({ status: 'FAILED', last_error: clip(error) })
+      .where('id', '=', id)
+      .where('status', '=', 'PENDING')
+      .execute();
   }
 
   async get(id: string, tx: Executor = this.db.kysely): Promise<WebhookDelivery | null> {
@@ -180,7 +204,13 @@ export class WebhookStore {
 
   /** A job's deliveries, oldest first (one per finish: a retried job that finishes again gets another). */
   async forJob(jobId: string, tx: Executor = this.db.kysely): Promise<WebhookDelivery[]> {
-    const rows = await tx.selectFrom('webhook_deliveries').selectAll().where('job_id', '=', jobId).orderBy('created_at').orderBy('id').execute();
+    const rows = await tx
+      .selectFrom('webhook_deliveries')
+      .selectAll()
+      .where('job_id', '=', jobId)
+      .orderBy('created_at')
+      .orderBy('id')
+      .execute();
     return rows.map(toDelivery);
   }
 
@@ -199,7 +229,12 @@ export class WebhookStore {
     const rows = await tx
       .deleteFrom('webhook_deliveries')
       .where('id', 'in', (eb) =>
-        eb.selectFrom('webhook_deliveries').select('id').where('status', 'in', ['DELIVERED', 'FAILED']).where('created_at', '<', before).limit(limit),
+        eb
+          .selectFrom('webhook_deliveries')
+          .select('id')
+          .where('status', 'in', ['DELIVERED', 'FAILED'])
+          .where('created_at', '<', before)
+          .limit(limit),
       )
       .returning('id')
       .execute();

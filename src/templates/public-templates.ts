@@ -81,6 +81,7 @@ export const publicTemplates: readonly PublicTemplate[] = [
     containerDiskInGb: 10,
     isServerless: true,
     category: 'NVIDIA',
-    readme: 'A base image for queue-based serverless workers: Python 3.11 with a handler entry point. For endpoints only; pods cannot use it.',
+    readme:
+      'A base image for queue-based serverless workers: Python 3.11 with a handler entry point. For endpoints only; pods cannot use it.',
   },
 ];

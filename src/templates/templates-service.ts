@@ -76,8 +76,10 @@ function violations(t: Template): string[] {
   const out: string[] = [];
   if (t.name.length === 0) out.push('name: must NOT have fewer than 1 characters');
   if (t.imageName.length === 0) out.push('imageName: must NOT have fewer than 1 characters');
-  if (!Number.isInteger(t.containerDiskInGb) || t.containerDiskInGb < 1 || t.containerDiskInGb > MAX_DISK_GB) out.push(`containerDiskInGb: must be an integer from 1 to ${MAX_DISK_GB}`);
-  if (!Number.isInteger(t.volumeInGb) || (t.volumeInGb !== 0 && t.volumeInGb < 10) || t.volumeInGb > MAX_DISK_GB) out.push(`volumeInGb: must be 0 (no volume) or from 10 to ${MAX_DISK_GB}`);
+  if (!Number.isInteger(t.containerDiskInGb) || t.containerDiskInGb < 1 || t.containerDiskInGb > MAX_DISK_GB)
+    out.push(`containerDiskInGb: must be an integer from 1 to ${MAX_DISK_GB}`);
+  if (!Number.isInteger(t.volumeInGb) || (t.volumeInGb !== 0 && t.volumeInGb < 10) || t.volumeInGb > MAX_DISK_GB)
+    out.push(`volumeInGb: must be 0 (no volume) or from 10 to ${MAX_DISK_GB}`);
   t.ports.forEach((p, i) => {
     const m = PORT.exec(p);
     if (!m) out.push(`ports.${i}: must be "<port>/<protocol>" with protocol tcp, http or udp`);
@@ -90,7 +92,9 @@ function violations(t: Template): string[] {
 }
 
 const sameContent = (stored: Template, shipped: PublicTemplate): boolean =>
-  (Object.keys(shipped) as Array<keyof PublicTemplate>).every((k) => JSON.stringify(stored[k]) === JSON.stringify(shipped[k]));
+  (Object.keys(shipped) as Array<keyof PublicTemplate>).every(
+    (k) => JSON.stringify(stored[k]) === JSON.stringify(shipped[k]),
+  );
 
 /** Templates: the accounts' own, and the public catalog ones shipped with Gantry. */
 export class TemplatesService {
@@ -176,10 +180,14 @@ export class TemplatesService {
     await this.#owned(accountId, id);
     const pods = await this.store.podsReferencing(accountId, id);
     if (pods.length > 0)
-      throw new ApiError('TEMPLATE_IN_USE', `Template "${id}" is referenced by pod(s) ${pods.map((p) => `"${p}"`).join(', ')}; terminate them before deleting it.`);
+      throw new ApiError(
+        'TEMPLATE_IN_USE',
+        `Template "${id}" is referenced by pod(s) ${pods.map((p) => `"${p}"`).join(', ')}; terminate them before deleting it.`,
+      );
     for (const check of this.#checkers) {
       const reason = await check(id, accountId);
-      if (reason !== null) throw new ApiError('TEMPLATE_IN_USE', `Template "${id}" cannot be deleted: it is ${reason}.`);
+      if (reason !== null)
+        throw new ApiError('TEMPLATE_IN_USE', `Template "${id}" cannot be deleted: it is ${reason}.`);
     }
     if (!(await this.store.delete(id))) throw notFound('template', id);
   }
@@ -191,7 +199,10 @@ export class TemplatesService {
   async resolveForPod(accountId: string, templateId: string): Promise<Template> {
     const template = await this.get(accountId, templateId);
     if (template.isServerless)
-      throw new ApiError('SERVERLESS_TEMPLATE', `Template "${templateId}" is a serverless template; pods need a pod template (one with isServerless false).`);
+      throw new ApiError(
+        'SERVERLESS_TEMPLATE',
+        `Template "${templateId}" is a serverless template; pods need a pod template (one with isServerless false).`,
+      );
     return template;
   }
 
@@ -213,7 +224,13 @@ export class TemplatesService {
     for (const shipped of this.deps.publicTemplates ?? shippedTemplates) {
       const stored = await this.store.get(shipped.id);
       if (!stored) {
-        await this.store.insertIfMissing({ ...shipped, accountId: null, isPublic: true, createdAt: now, updatedAt: now });
+        await this.store.insertIfMissing({
+          ...shipped,
+          accountId: null,
+          isPublic: true,
+          createdAt: now,
+          updatedAt: now,
+        });
       } else if (stored.isPublic && stored.accountId === null && !sameContent(stored, shipped)) {
         const { id: _id, ...fields } = shipped;
         await this.store.update(shipped.id, { ...fields, updatedAt: now });
@@ -234,7 +251,10 @@ export class TemplatesService {
     if (what.image) await assertImageAllowed(this.deps.registryGuard, template.imageName, 'imageName');
     const registryId = template.containerRegistryAuthId;
     if (registryId !== null && !(await this.#registries.get(accountId, registryId)))
-      throw new ApiError('UNKNOWN_REFERENCE', `containerRegistryAuthId "${registryId}" is not a registry credential of this account (see GET /v2/registries).`);
+      throw new ApiError(
+        'UNKNOWN_REFERENCE',
+        `containerRegistryAuthId "${registryId}" is not a registry credential of this account (see GET /v2/registries).`,
+      );
   }
 }
 

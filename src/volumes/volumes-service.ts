@@ -48,7 +48,14 @@ export class VolumesService {
     const known = this.deps.catalog.dataCenters.map((d) => d.id);
     if (!known.includes(input.dataCenterId))
       throw badRequest(`Data center "${input.dataCenterId}" is unknown; valid data centers: ${known.join(', ')}.`);
-    const volume: NetworkVolume = { id: newId(), accountId, name: input.name, size: input.size, dataCenterId: input.dataCenterId, createdAt: this.deps.clock.now() };
+    const volume: NetworkVolume = {
+      id: newId(),
+      accountId,
+      name: input.name,
+      size: input.size,
+      dataCenterId: input.dataCenterId,
+      createdAt: this.deps.clock.now(),
+    };
     await this.store.insert(volume);
     return volume;
   }
@@ -68,10 +75,17 @@ export class VolumesService {
   async update(accountId: string, id: string, patch: PatchVolumeInput): Promise<NetworkVolume> {
     const volume = await this.get(accountId, id);
     if (patch.dataCenterId !== undefined && patch.dataCenterId !== volume.dataCenterId)
-      throw badRequest(`dataCenterId is immutable: volume "${id}" stays in ${volume.dataCenterId}; create a new volume in ${patch.dataCenterId} instead.`);
+      throw badRequest(
+        `dataCenterId is immutable: volume "${id}" stays in ${volume.dataCenterId}; create a new volume in ${patch.dataCenterId} instead.`,
+      );
     if (patch.size !== undefined && patch.size < volume.size)
-      throw badRequest(`A network volume can only grow: volume "${id}" has ${volume.size} GB, so size must be at least ${volume.size} (got ${patch.size}).`);
-    const changes = { ...(patch.name !== undefined ? { name: patch.name } : {}), ...(patch.size !== undefined ? { size: patch.size } : {}) };
+      throw badRequest(
+        `A network volume can only grow: volume "${id}" has ${volume.size} GB, so size must be at least ${volume.size} (got ${patch.size}).`,
+      );
+    const changes = {
+      ...(patch.name !== undefined ? { name: patch.name } : {}),
+      ...(patch.size !== undefined ? { size: patch.size } : {}),
+    };
     if (!(await this.store.update(id, changes))) throw notFound('network volume', id);
     return { ...volume, ...changes };
   }
@@ -84,7 +98,10 @@ export class VolumesService {
     const volume = await this.get(accountId, id);
     const pods = await this.store.podsMounting(accountId, id);
     if (pods.length > 0)
-      throw new ApiError('VOLUME_IN_USE', `Network volume "${id}" is mounted by pod(s) ${pods.map((p) => `"${p}"`).join(', ')}; terminate them before deleting it.`);
+      throw new ApiError(
+        'VOLUME_IN_USE',
+        `Network volume "${id}" is mounted by pod(s) ${pods.map((p) => `"${p}"`).join(', ')}; terminate them before deleting it.`,
+      );
     const endpoints = await this.store.endpointsUsing(accountId, id);
     if (endpoints.length > 0)
       throw new ApiError(

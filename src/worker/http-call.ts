@@ -46,7 +46,11 @@ export function httpCaller(): HttpCaller {
         const secure = target.protocol === 'https:';
         const headers: Record<string, string | number> = { ...init.headers };
         if (init.body !== undefined) headers['content-length'] = Buffer.byteLength(init.body);
-        const req = (secure ? https : http).request(target, { method: init.method ?? 'GET', headers, agent: secure ? agents.https : agents.http });
+        const req = (secure ? https : http).request(target, {
+          method: init.method ?? 'GET',
+          headers,
+          agent: secure ? agents.https : agents.http,
+        });
         const onAbort = (): void => void req.destroy(abortError(signal?.reason));
         signal?.addEventListener('abort', onAbort, { once: true });
         const done = (): void => signal?.removeEventListener('abort', onAbort);

@@ -37,7 +37,9 @@ test('a take reply cut off mid-body does not stop the worker; it takes again and
         res.write('{"id": "j');
         setTimeout(() => res.destroy(), 10);
       } else if (takes === 2) {
-        res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ id: 'job-1', input: { n: 2 } }));
+        res
+          .writeHead(200, { 'content-type': 'application/json' })
+          .end(JSON.stringify({ id: 'job-1', input: { n: 2 } }));
       } else setTimeout(() => res.writeHead(204).end(), 50);
     } else if (req.url!.includes('/job-done/')) {
       posted = { url: req.url!, body, auth: req.headers.authorization };
@@ -45,7 +47,11 @@ test('a take reply cut off mid-body does not stop the worker; it takes again and
       resolvePosted();
     } else res.writeHead(204).end();
   });
-  const worker = serve((job) => ({ doubled: (job.input as { n: number }).n * 2 }), { env: p.env, handleSignals: false, shutdownGraceMs: 100 });
+  const worker = serve((job) => ({ doubled: (job.input as { n: number }).n * 2 }), {
+    env: p.env,
+    handleSignals: false,
+    shutdownGraceMs: 100,
+  });
   try {
     await gotPost;
     assert.equal(posted!.url, '/v2/ep/job-done/w1/job-1?gpu=x&isStream=false');
@@ -62,7 +68,9 @@ test('a 400 from job-take (a request the platform will refuse again) makes the w
   const p = await platform((req, res) => {
     if (req.url!.includes('/job-take/')) {
       takes += 1;
-      res.writeHead(400, { 'content-type': 'application/problem+json' }).end('{"status":400,"detail":"Invalid worker id"}');
+      res
+        .writeHead(400, { 'content-type': 'application/problem+json' })
+        .end('{"status":400,"detail":"Invalid worker id"}');
     } else res.writeHead(204).end();
   });
   const worker = serve(() => ({}), { env: p.env, handleSignals: false, shutdownGraceMs: 100 });

@@ -78,7 +78,8 @@ export function serve(handler: Handler, options: ServeOptions = {}): WorkerHandl
   let slotFreed: (() => void) | null = null;
 
   const http = httpCaller();
-  const call = (url: string, init: CallInit = {}): Promise<CallResponse> => http.call(url, { ...init, headers: { ...headers, ...init.headers } });
+  const call = (url: string, init: CallInit = {}): Promise<CallResponse> =>
+    http.call(url, { ...init, headers: { ...headers, ...init.headers } });
 
   /** Result posts are retried (3 attempts); the platform treats repeats as no-ops. */
   const post = async (url: string, body: unknown): Promise<void> => {
@@ -102,7 +103,8 @@ export function serve(handler: Handler, options: ServeOptions = {}): WorkerHandl
     const context: JobContext = {
       workerId: env.workerId,
       signal: abort.signal,
-      progress: (update) => post(withQuery(env.doneUrl(job.id), { isStream: 'false' }), { status: 'IN_PROGRESS', output: update }),
+      progress: (update) =>
+        post(withQuery(env.doneUrl(job.id), { isStream: 'false' }), { status: 'IN_PROGRESS', output: update }),
       stopPod: () => void (stopPod = true),
     };
     const extra = () => (stopPod ? { stopPod: true } : {});
@@ -121,7 +123,10 @@ export function serve(handler: Handler, options: ServeOptions = {}): WorkerHandl
         // A stopped job posts nothing: the platform has finalised it already.
         if (abort.signal.aborted) return;
         const isErrorObject = typeof result === 'object' && result !== null && 'error' in result;
-        await post(withQuery(env.doneUrl(job.id), { isStream: 'false' }), isErrorObject ? { ...(result as object), ...extra() } : { output: result, ...extra() });
+        await post(
+          withQuery(env.doneUrl(job.id), { isStream: 'false' }),
+          isErrorObject ? { ...(result as object), ...extra() } : { output: result, ...extra() },
+        );
       }
     } catch (err) {
       if (abort.signal.aborted) return;
@@ -142,7 +147,10 @@ export function serve(handler: Handler, options: ServeOptions = {}): WorkerHandl
       }
       const batch = concurrency > 1;
       const url = batch
-        ? withQuery(env.takeUrl.replace('/job-take/', '/job-take-batch/'), { job_in_progress: running.size > 0 ? 1 : 0, batch_size: free })
+        ? withQuery(env.takeUrl.replace('/job-take/', '/job-take-batch/'), {
+            job_in_progress: running.size > 0 ? 1 : 0,
+            batch_size: free,
+          })
         : withQuery(env.takeUrl, { job_in_progress: running.size > 0 ? 1 : 0 });
       let res: CallResponse;
       try {
@@ -199,7 +207,10 @@ export function serve(handler: Handler, options: ServeOptions = {}): WorkerHandl
     if (!env.pingUrl) return;
     while (!stopping.signal.aborted) {
       try {
-        const res = await call(withQuery(env.pingUrl, { job_id: [...running.keys()].join(','), runpod_version: VERSION }), { signal: stopping.signal });
+        const res = await call(
+          withQuery(env.pingUrl, { job_id: [...running.keys()].join(','), runpod_version: VERSION }),
+          { signal: stopping.signal },
+        );
         await res.arrayBuffer();
       } catch {
         // the next heartbeat tries again

@@ -21,7 +21,10 @@ export class WorkerEnvError extends Error {}
 export function readWorkerEnv(env: Record<string, string | undefined>): WorkerEnv {
   const need = (name: string): string => {
     const v = env[name];
-    if (!v) throw new WorkerEnvError(`${name} is not set: run this worker under Gantry, or export the variables \`gantry worker env <endpoint>\` prints`);
+    if (!v)
+      throw new WorkerEnvError(
+        `${name} is not set: run this worker under Gantry, or export the variables \`gantry worker env <endpoint>\` prints`,
+      );
     return v;
   };
   // a worker attached by hand without an id gets its own: a shared default would let two such
@@ -30,8 +33,11 @@ export function readWorkerEnv(env: Record<string, string | undefined>): WorkerEn
   const take = need('RUNPOD_WEBHOOK_GET_JOB').replaceAll('$ID', workerId).replaceAll('$RUNPOD_POD_ID', workerId);
   const done = need('RUNPOD_WEBHOOK_POST_OUTPUT');
   const stream = env.RUNPOD_WEBHOOK_POST_STREAM ?? done.replace('/job-done/', '/job-stream/');
-  const fill = (template: string) => (jobId: string) => template.replaceAll('$RUNPOD_POD_ID', workerId).replaceAll('$ID', jobId);
-  const ping = env.RUNPOD_WEBHOOK_PING ? env.RUNPOD_WEBHOOK_PING.replaceAll('$RUNPOD_POD_ID', workerId).replaceAll('$ID', workerId) : null;
+  const fill = (template: string) => (jobId: string) =>
+    template.replaceAll('$RUNPOD_POD_ID', workerId).replaceAll('$ID', jobId);
+  const ping = env.RUNPOD_WEBHOOK_PING
+    ? env.RUNPOD_WEBHOOK_PING.replaceAll('$RUNPOD_POD_ID', workerId).replaceAll('$ID', workerId)
+    : null;
   const interval = Number(env.RUNPOD_PING_INTERVAL ?? 10_000);
   return {
     workerId,
@@ -47,7 +53,9 @@ export function readWorkerEnv(env: Record<string, string | undefined>): WorkerEn
 
 /** Appends query parameters the way the platform's URLs expect (they may already carry a `?`). */
 export function withQuery(url: string, params: Record<string, string | number>): string {
-  const query = new URLSearchParams(Object.entries(params).map(([k, v]): [string, string] => [k, String(v)])).toString();
+  const query = new URLSearchParams(
+    Object.entries(params).map(([k, v]): [string, string] => [k, String(v)]),
+  ).toString();
   if (!query) return url;
   return url + (url.includes('?') ? '&' : '?') + query;
 }

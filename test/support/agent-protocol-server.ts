@@ -59,7 +59,7 @@ export class AgentProtocolServer {
     const host = this.hosts.get(hostId);
     if (!host) throw new Error(`no host ${hostId}`);
     host.seq += 1;
-    const full = { ...op, id: `op-${randomBytes(6).toString('hex')}`, seq: host.seq } as Operation;
+    const full = { ...op, id: `op-${randomBytes(6).toString('hex')}`, seq: host.seq };
     host.pending.push(full);
     this.#wake();
     return full;
@@ -70,12 +70,19 @@ export class AgentProtocolServer {
   }
 
   /** Waits (real time: the agent is another process) until a report satisfies `cond`; answers it. */
-  async report(cond: (r: ReceivedReport, index: number) => boolean, what: string, timeoutMs = 30_000): Promise<ReceivedReport> {
+  async report(
+    cond: (r: ReceivedReport, index: number) => boolean,
+    what: string,
+    timeoutMs = 30_000,
+  ): Promise<ReceivedReport> {
     const deadline = Date.now() + timeoutMs;
     for (;;) {
       const found = this.reports.find(cond);
       if (found) return found;
-      if (Date.now() > deadline) throw new Error(`no report ${what} within ${timeoutMs} ms; got ${JSON.stringify(this.reports.map((r) => r.body))}`);
+      if (Date.now() > deadline)
+        throw new Error(
+          `no report ${what} within ${timeoutMs} ms; got ${JSON.stringify(this.reports.map((r) => r.body))}`,
+        );
       await new Promise((resolve) => setTimeout(resolve, 20));
     }
   }
@@ -99,11 +106,19 @@ export class AgentProtocolServer {
     if (req.method === 'POST' && url.pathname === '/agent/v1/join') {
       const body = JSON.parse(text) as JoinRequest;
       this.joins.push(body);
-      if (!this.#tokens.delete(body.token)) return problem(res, 401, 'JOIN_TOKEN_INVALID', 'the join token is unknown, used or expired');
+      if (!this.#tokens.delete(body.token))
+        return problem(res, 401, 'JOIN_TOKEN_INVALID', 'the join token is unknown, used or expired');
       const hostId = `host-${randomBytes(6).toString('hex')}`;
       const credential = `ghc_${hostId}_${randomBytes(16).toString('hex')}`;
       this.hosts.set(hostId, { hostId, credential, revoked: false, pending: [], seq: 0 });
-      return json(res, 201, { hostId, credential, dataCenterId: 'US-TX-3', cloud: 'SECURE', heartbeatMs: this.heartbeatMs, pollWaitMs: this.pollWaitMs });
+      return json(res, 201, {
+        hostId,
+        credential,
+        dataCenterId: 'US-TX-3',
+        cloud: 'SECURE',
+        heartbeatMs: this.heartbeatMs,
+        pollWaitMs: this.pollWaitMs,
+      });
     }
     const bearer = /^Bearer (\S+)$/.exec(req.headers.authorization ?? '')?.[1];
     const host = [...this.hosts.values()].find((h) => h.credential === bearer);

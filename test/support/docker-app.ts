@@ -13,7 +13,7 @@ import { createTestApp, json, type TestApp } from './harness.js';
 const GPU = 'NVIDIA GeForce RTX 4090';
 
 /** The engine's host, as discovery would describe it. */
-export const DOCKER_HOST_RECORD: Host = {
+const DOCKER_HOST_RECORD: Host = {
   id: 'engine-host',
   dataCenterId: 'US-TX-3',
   cloud: 'SECURE',
@@ -31,7 +31,7 @@ export const DOCKER_HOST_RECORD: Host = {
 };
 
 /** Registry host names as a DNS answers them here; anything else does not resolve. */
-export const registryDns: ResolveAddresses = async (host) => {
+const registryDns: ResolveAddresses = async (host) => {
   const table: Record<string, string[]> = {
     'registry.corp.example': ['10.20.30.40'],
     'metadata.corp.example': ['169.254.169.254'],
@@ -49,7 +49,10 @@ export async function dockerApp(registries?: Record<string, unknown>): Promise<{
     runtime,
     hosts: [DOCKER_HOST_RECORD],
     registryResolver: registryDns,
-    file: { runtime: { kind: 'docker', docker: registries ? { registries } : {} }, rateLimits: { minute: 1_000_000, hour: 1_000_000, day: 1_000_000 } },
+    file: {
+      runtime: { kind: 'docker', docker: registries ? { registries } : {} },
+      rateLimits: { minute: 1_000_000, hour: 1_000_000, day: 1_000_000 },
+    },
   });
   return { t, runtime };
 }
@@ -63,4 +66,3 @@ export function assertImageRefused(res: LightMyRequestResponse, detail: RegExp, 
   assert.match(body.detail, detail, label);
   return body.detail as string;
 }
-

@@ -22,7 +22,8 @@ export interface DockerDaemon {
 /** Why this machine cannot start daemons of a test's own, or null when it can. */
 export function dockerDaemonsUnavailable(): string | null {
   if (process.getuid?.() !== 0) return 'starting Docker daemons needs root';
-  if (spawnSync('sh', ['-c', 'command -v dockerd'], { encoding: 'utf8' }).status !== 0) return 'dockerd is not installed (apt-get install docker.io)';
+  if (spawnSync('sh', ['-c', 'command -v dockerd'], { encoding: 'utf8' }).status !== 0)
+    return 'dockerd is not installed (apt-get install docker.io)';
   return null;
 }
 
@@ -46,7 +47,7 @@ export async function startDockerDaemon(): Promise<DockerDaemon> {
   const dir = mkdtempSync('/tmp/gdt-');
   const bridge = `gdt${dir.slice(-6).replace(/[^a-zA-Z0-9]/g, '')}`.slice(0, 15);
   const subnet = freeSubnet();
-  let made = ip('link', 'add', bridge, 'type', 'bridge');
+  const made = ip('link', 'add', bridge, 'type', 'bridge');
   if (made.status !== 0) throw new Error(`creating bridge ${bridge}: ${made.stderr}`);
   ip('addr', 'add', `${subnet}.1/24`, 'dev', bridge);
   ip('link', 'set', bridge, 'up');
@@ -54,8 +55,21 @@ export async function startDockerDaemon(): Promise<DockerDaemon> {
   const child: ChildProcess = spawn(
     'dockerd',
     [
-      '--data-root', `${dir}/root`, '--exec-root', `${dir}/exec`, '--host', host, '--pidfile', `${dir}/dockerd.pid`,
-      '--iptables=false', '--ip-masq=false', '--ip6tables=false', '--shutdown-timeout', '2', '--bridge', bridge,
+      '--data-root',
+      `${dir}/root`,
+      '--exec-root',
+      `${dir}/exec`,
+      '--host',
+      host,
+      '--pidfile',
+      `${dir}/dockerd.pid`,
+      '--iptables=false',
+      '--ip-masq=false',
+      '--ip6tables=false',
+      '--shutdown-timeout',
+      '2',
+      '--bridge',
+      bridge,
     ],
     { stdio: ['ignore', 'pipe', 'pipe'] },
   );

@@ -7,7 +7,18 @@
  */
 import { execFileSync, spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { chmodSync, copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, rmdirSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import {
+  chmodSync,
+  copyFileSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  rmSync,
+  rmdirSync,
+  statSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import type { DockerClient } from '../../src/runtime/docker/docker-client.js';
@@ -29,13 +40,32 @@ export interface ImageRecipe {
   changes: string[];
 }
 
-const BUSYBOX_APPLETS = ['sh', 'sleep', 'echo', 'cat', 'ls', 'env', 'kill', 'ps', 'mkdir', 'rm', 'true', 'false', 'wget', 'id', 'stty'];
+const BUSYBOX_APPLETS = [
+  'sh',
+  'sleep',
+  'echo',
+  'cat',
+  'ls',
+  'env',
+  'kill',
+  'ps',
+  'mkdir',
+  'rm',
+  'true',
+  'false',
+  'wget',
+  'id',
+  'stty',
+];
 const fixture = (name: string): string => join(import.meta.dirname, '..', 'fixtures', name);
 
 /** The four images every Docker test can use. */
 export const RECIPES = {
   /** Runs until stopped (and stops at once on SIGTERM). */
-  idle: { name: 'idle', changes: [`CMD ["/bin/sh", "-c", "trap 'exit 0' TERM; while :; do sleep 3600 & wait $!; done"]`] },
+  idle: {
+    name: 'idle',
+    changes: [`CMD ["/bin/sh", "-c", "trap 'exit 0' TERM; while :; do sleep 3600 & wait $!; done"]`],
+  },
   /** Prints "boom" on stderr and exits with code 3. */
   crashing: { name: 'crashing', changes: ['CMD ["/bin/sh", "-c", "echo loading >&1; echo boom >&2; exit 3"]'] },
   /** test/fixtures/http-server.mjs on port 8000; args go to it. */
@@ -72,7 +102,9 @@ export async function buildImage(client: DockerClient, recipe: ImageRecipe): Pro
     const root = mkdtempSync(join(tmpdir(), `gantry-rootfs-${recipe.name}-`));
     try {
       assemble(root, files);
-      const tar = spawn('tar', ['-C', root, '-c', '--numeric-owner', '--owner=0', '--group=0', '.'], { stdio: ['ignore', 'pipe', 'inherit'] });
+      const tar = spawn('tar', ['-C', root, '-c', '--numeric-owner', '--owner=0', '--group=0', '.'], {
+        stdio: ['ignore', 'pipe', 'inherit'],
+      });
       await client.importImage(tar.stdout, { repo: `gantry-test/${recipe.name}`, tag, changes: recipe.changes });
     } finally {
       rmSync(root, { recursive: true, force: true });
@@ -103,7 +135,8 @@ function filesOf(recipe: ImageRecipe): CopiedFile[] {
 }
 
 function assemble(root: string, files: CopiedFile[]): void {
-  for (const dir of ['bin', 'etc', 'proc', 'sys', 'dev', 'root', 'app']) mkdirSync(join(root, dir), { recursive: true });
+  for (const dir of ['bin', 'etc', 'proc', 'sys', 'dev', 'root', 'app'])
+    mkdirSync(join(root, dir), { recursive: true });
   mkdirSync(join(root, 'tmp'), { mode: 0o1777 });
   chmodSync(join(root, 'tmp'), 0o1777);
   writeFileSync(join(root, 'etc', 'passwd'), 'root:x:0:0:root:/root:/bin/sh\n');

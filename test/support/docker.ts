@@ -86,10 +86,16 @@ export const testHost = (overrides: Partial<Host> = {}): Host => ({
   ...overrides,
 });
 
-const probe = (port: number, timeoutMs = 20_000): HealthProbe => ({ type: 'http', port, path: '/health', intervalMs: 25, timeoutMs });
+const probe = (port: number, timeoutMs = 20_000): HealthProbe => ({
+  type: 'http',
+  port,
+  path: '/health',
+  intervalMs: 25,
+  timeoutMs,
+});
 
 /** The images map the runtime is given: only `health` matters to it. */
-export const testImageSpecs = (images: DockerEngine['images']): Record<string, ImageSpec> => ({
+const testImageSpecs = (images: DockerEngine['images']): Record<string, ImageSpec> => ({
   [images.http]: { command: ['unused'], health: probe(8000) },
 });
 
@@ -129,7 +135,12 @@ export function makeDockerRuntime(e: DockerEngine, overrides: Partial<DockerRunt
  * One HTTP exchange with an instance on 127.0.0.1, on a fresh connection: a pooled keep-alive
  * connection (fetch's) can outlive the container behind a published port and fail its next use.
  */
-export function instanceHttp(port: number, method: 'GET' | 'PUT', path: string, body?: string): Promise<{ status: number; text: string }> {
+export function instanceHttp(
+  port: number,
+  method: 'GET' | 'PUT',
+  path: string,
+  body?: string,
+): Promise<{ status: number; text: string }> {
   return new Promise((resolve, reject) => {
     const req = request({ host: '127.0.0.1', port, method, path, agent: false, timeout: 10_000 }, (res) => {
       const chunks: Buffer[] = [];
@@ -144,7 +155,9 @@ export function instanceHttp(port: number, method: 'GET' | 'PUT', path: string, 
 }
 
 /** `GET /info` of the http fixture. */
-export async function instanceInfo(port: number): Promise<{ env: Record<string, string>; argv: string[]; bootId: string }> {
+export async function instanceInfo(
+  port: number,
+): Promise<{ env: Record<string, string>; argv: string[]; bootId: string }> {
   const res = await instanceHttp(port, 'GET', '/info');
   if (res.status !== 200) throw new Error(`GET /info on port ${port} answered ${res.status}`);
   return JSON.parse(res.text) as { env: Record<string, string>; argv: string[]; bootId: string };

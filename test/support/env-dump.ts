@@ -12,7 +12,7 @@ export const DUMP_ENV = `const fs = require('fs'), p = require('path').join(proc
 export const envFileOf = (dataDir: string, id: string): string => join(dataDir, 'instances', id, 'env.json');
 
 /** Polls `probe` until it answers non-null (an instance process is real: it starts when it starts). */
-export async function eventually<T>(what: string, probe: () => Promise<T | null> | T | null, timeoutMs = 20_000): Promise<T> {
+async function eventually<T>(what: string, probe: () => Promise<T | null> | T | null, timeoutMs = 20_000): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const value = await probe();
@@ -24,4 +24,8 @@ export async function eventually<T>(what: string, probe: () => Promise<T | null>
 
 /** The environment instance `id` reported, once it has. */
 export const seenEnv = (dataDir: string, id: string): Promise<Record<string, string>> =>
-  eventually(`the env dump of ${id}`, () => (existsSync(envFileOf(dataDir, id)) ? (JSON.parse(readFileSync(envFileOf(dataDir, id), 'utf8')) as Record<string, string>) : null));
+  eventually(`the env dump of ${id}`, () =>
+    existsSync(envFileOf(dataDir, id))
+      ? (JSON.parse(readFileSync(envFileOf(dataDir, id), 'utf8')) as Record<string, string>)
+      : null,
+  );

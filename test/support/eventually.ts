@@ -4,12 +4,18 @@ import { createServer } from 'node:net';
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** Polls `check` every `intervalMs` until it answers a truthy value, or fails after `ms` naming `what`. */
-export async function eventually<T>(what: string | (() => string | Promise<string>), check: () => Promise<T | null | undefined | false>, ms = 30_000, intervalMs = 100): Promise<T> {
+export async function eventually<T>(
+  what: string | (() => string | Promise<string>),
+  check: () => Promise<T | null | undefined | false>,
+  ms = 30_000,
+  intervalMs = 100,
+): Promise<T> {
   const deadline = Date.now() + ms;
   for (;;) {
     const v = await check();
     if (v) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${typeof what === 'string' ? what : await what()}`);
+    if (Date.now() > deadline)
+      throw new Error(`timed out waiting for ${typeof what === 'string' ? what : await what()}`);
     await sleep(intervalMs);
   }
 }

@@ -1,4 +1,11 @@
-import type { AttachedInstance, InstanceListener, InstanceSpec, InstanceState, InstanceStatus, Runtime } from '../../src/runtime/runtime.js';
+import type {
+  AttachedInstance,
+  InstanceListener,
+  InstanceSpec,
+  InstanceState,
+  InstanceStatus,
+  Runtime,
+} from '../../src/runtime/runtime.js';
 
 const isLive = (state: InstanceState): boolean => state === 'starting' || state === 'running' || state === 'unknown';
 
@@ -46,7 +53,10 @@ export class FakeRuntime implements Runtime {
   /** how many times list() was called */
   lists = 0;
 
-  constructor(options: { name?: string } = {}, engine: FakeEngine = { specs: new Map(), statuses: new Map(), kept: new Map() }) {
+  constructor(
+    options: { name?: string } = {},
+    engine: FakeEngine = { specs: new Map(), statuses: new Map(), kept: new Map() },
+  ) {
     this.name = options.name ?? 'fake';
     this.#engine = engine;
   }
@@ -79,11 +89,19 @@ export class FakeRuntime implements Runtime {
     if (this.failStart) throw new Error('image not found');
     const { specs, statuses, kept } = this.#engine;
     const state = statuses.get(spec.id)?.state;
-    if (state === 'starting' || state === 'running') throw new Error(`instance "${spec.id}" is already ${state}; stop it before starting it again`);
+    if (state === 'starting' || state === 'running')
+      throw new Error(`instance "${spec.id}" is already ${state}; stop it before starting it again`);
     this.started.push(spec.id);
     kept.delete(spec.id);
     specs.set(spec.id, spec);
-    const status: InstanceStatus = { id: spec.id, state: 'running', startedAt: 0, exitCode: null, reason: null, stats: null };
+    const status: InstanceStatus = {
+      id: spec.id,
+      state: 'running',
+      startedAt: 0,
+      exitCode: null,
+      reason: null,
+      stats: null,
+    };
     statuses.set(spec.id, status);
     this.#emit(status);
     if (spec.image === FakeRuntime.IMAGES.crashing) {
@@ -135,7 +153,14 @@ export class FakeRuntime implements Runtime {
 
   /** The instance's process exits on its own. */
   crash(id: string, exitCode = 1, output = ''): void {
-    const current = this.#engine.statuses.get(id) ?? { id, state: 'running' as const, startedAt: 0, exitCode: null, reason: null, stats: null };
+    const current = this.#engine.statuses.get(id) ?? {
+      id,
+      state: 'running' as const,
+      startedAt: 0,
+      exitCode: null,
+      reason: null,
+      stats: null,
+    };
     const reason = `process exited with code ${exitCode}${output ? `; last output:\n${output}` : ''}`;
     this.#set({ ...current, state: 'exited', exitCode, reason, stats: null });
   }

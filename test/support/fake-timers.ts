@@ -52,7 +52,9 @@ export class FakeTimers implements Timers {
     const target = this.clock.now() + ms;
     for (;;) {
       await settle();
-      const next = [...this.#sleepers].filter((s) => s.due <= target).sort((a, b) => a.due - b.due || a.order - b.order)[0];
+      const next = [...this.#sleepers]
+        .filter((s) => s.due <= target)
+        .sort((a, b) => a.due - b.due || a.order - b.order)[0];
       if (!next) break;
       if (next.due > this.clock.now()) this.clock.set(next.due);
       next.resolve();

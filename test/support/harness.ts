@@ -60,7 +60,10 @@ export async function openTestDb(dialect: DialectName = 'sqlite'): Promise<TestD
  * network (a loopback job URL, as every test server has), which a real deployment refuses unless
  * its operator does (runtime/account-isolation.ts). A test of that refusal overrides it through `env`.
  */
-const MULTI_ACCOUNT = { GANTRY_PROCESS_RUNTIME_MULTI_ACCOUNT: 'true', GANTRY_DOCKER_HOST_NETWORK_MULTI_ACCOUNT: 'true' } as const;
+const MULTI_ACCOUNT = {
+  GANTRY_PROCESS_RUNTIME_MULTI_ACCOUNT: 'true',
+  GANTRY_DOCKER_HOST_NETWORK_MULTI_ACCOUNT: 'true',
+} as const;
 
 export interface TestAppOptions {
   dialect?: DialectName;
@@ -85,7 +88,13 @@ export interface TestApp {
   /** Creates an account with a write key (and a read key); answers both keys. */
   newAccount(name?: string): Promise<{ accountId: string; key: string; readKey: string }>;
   /** `app.inject` with `Authorization: Bearer <key>` and JSON body handling. */
-  request(key: string | null, method: InjectOptions['method'], url: string, body?: unknown, headers?: Record<string, string>): Promise<LightMyRequestResponse>;
+  request(
+    key: string | null,
+    method: InjectOptions['method'],
+    url: string,
+    body?: unknown,
+    headers?: Record<string, string>,
+  ): Promise<LightMyRequestResponse>;
   close(): Promise<void>;
 }
 
@@ -95,7 +104,15 @@ export async function createTestApp(options: TestAppOptions = {}): Promise<TestA
   const { writeFileSync } = await import('node:fs');
   const configPath = join(testDb.dataDir, 'config.json');
   writeFileSync(configPath, JSON.stringify(options.file ?? {}));
-  const config = loadConfig({ env: { GANTRY_DATA_DIR: testDb.dataDir, GANTRY_CONFIG: configPath, GANTRY_LOG_LEVEL: 'silent', ...MULTI_ACCOUNT, ...(options.env ?? {}) } });
+  const config = loadConfig({
+    env: {
+      GANTRY_DATA_DIR: testDb.dataDir,
+      GANTRY_CONFIG: configPath,
+      GANTRY_LOG_LEVEL: 'silent',
+      ...MULTI_ACCOUNT,
+      ...(options.env ?? {}),
+    },
+  });
   const clock = options.clock ?? new FakeClock(Date.now());
   const services = await createServices(config, {
     db: testDb.db,
@@ -111,7 +128,11 @@ export async function createTestApp(options: TestAppOptions = {}): Promise<TestA
     app.inject({
       method,
       url,
-      headers: { ...(key ? { authorization: `Bearer ${key}` } : {}), ...(body !== undefined && typeof body !== 'string' ? { 'content-type': 'application/json' } : {}), ...headers },
+      headers: {
+        ...(key ? { authorization: `Bearer ${key}` } : {}),
+        ...(body !== undefined && typeof body !== 'string' ? { 'content-type': 'application/json' } : {}),
+        ...headers,
+      },
       ...(body !== undefined ? { payload: typeof body === 'string' ? body : JSON.stringify(body) } : {}),
     });
   return {
@@ -158,7 +179,9 @@ export async function startListeningServer(file: Record<string, unknown> = {}): 
   // A real port rather than 0: the public URL (which workers the autoscaler launches call) is built from it.
   const server = { port: await freePort(), ...(file.server as Record<string, unknown> | undefined) };
   writeFileSync(configPath, JSON.stringify({ ...file, server }));
-  const config = loadConfig({ env: { GANTRY_DATA_DIR: dataDir, GANTRY_CONFIG: configPath, GANTRY_LOG_LEVEL: 'silent', ...MULTI_ACCOUNT } });
+  const config = loadConfig({
+    env: { GANTRY_DATA_DIR: dataDir, GANTRY_CONFIG: configPath, GANTRY_LOG_LEVEL: 'silent', ...MULTI_ACCOUNT },
+  });
   const running = await startServer(config, { logger: pino({ level: 'silent' }), print: () => {} });
   return {
     server: running,

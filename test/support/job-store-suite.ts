@@ -8,7 +8,9 @@ export const MIN = 60_000;
 let counter = 0;
 
 /** A job to insert: ids and queue positions increase per call; the rest defaults to a plain job of `ep1`. */
-export const newJob = (patch: Partial<NewJob> & { ttl?: number; executionTimeout?: number; lowPriority?: boolean } = {}): NewJob => {
+export const newJob = (
+  patch: Partial<NewJob> & { ttl?: number; executionTimeout?: number; lowPriority?: boolean } = {},
+): NewJob => {
   const n = ++counter;
   const { ttl, executionTimeout, lowPriority, ...rest } = patch;
   return {
@@ -19,7 +21,11 @@ export const newJob = (patch: Partial<NewJob> & { ttl?: number; executionTimeout
     inputJson: JSON.stringify({ n }),
     webhook: null,
     s3ConfigJson: null,
-    policy: { executionTimeout: executionTimeout ?? 600_000, lowPriority: lowPriority ?? false, ttl: ttl ?? 86_400_000 },
+    policy: {
+      executionTimeout: executionTimeout ?? 600_000,
+      lowPriority: lowPriority ?? false,
+      ttl: ttl ?? 86_400_000,
+    },
     sync: false,
     createdAt: T0,
     ...rest,

@@ -45,7 +45,7 @@ export class LoopbackAgent {
   readonly enqueue = async (hostId: string, op: NewOperation): Promise<Operation> => {
     if (hostId !== this.hostId) throw new Error(`no agent serves host ${hostId}`);
     this.#seq += 1;
-    const operation = { ...op, id: `op-${this.#seq}`, seq: this.#seq } as Operation;
+    const operation = { ...op, id: `op-${this.#seq}`, seq: this.#seq };
     this.operations.push(operation);
     this.#applying = this.#applying.then(() => this.#apply(operation));
     return operation;
@@ -90,7 +90,22 @@ export class LoopbackAgent {
           const owner = this.#owners.get(op.instanceId);
           if (!owner) break;
           this.#kept.add(op.instanceId);
-          this.#send({ instances: { full: false, items: [{ id: op.instanceId, owner, state: 'exited', startedAt: null, exitCode: null, reason: null, kept: true }] } });
+          this.#send({
+            instances: {
+              full: false,
+              items: [
+                {
+                  id: op.instanceId,
+                  owner,
+                  state: 'exited',
+                  startedAt: null,
+                  exitCode: null,
+                  reason: null,
+                  kept: true,
+                },
+              ],
+            },
+          });
           break;
         }
         case 'remove':

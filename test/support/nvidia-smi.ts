@@ -21,7 +21,13 @@ export function removeStandIns(): void {
  * `body` replaces the whole script. `env` has the directory first on PATH; `calls()` answers the
  * argument lines of the calls made so far.
  */
-export function standInNvidiaSmi(script: { csv?: string; banner?: string; exit?: number; body?: string; utilization?: string }): {
+export function standInNvidiaSmi(script: {
+  csv?: string;
+  banner?: string;
+  exit?: number;
+  body?: string;
+  utilization?: string;
+}): {
   env: NodeJS.ProcessEnv;
   dir: string;
   path: string;
@@ -54,7 +60,12 @@ esac`;
     dir,
     path,
     env: { ...process.env, PATH: `${dir}:${process.env.PATH ?? ''}` },
-    calls: () => (existsSync(callLog) ? readFileSync(callLog, 'utf8').split('\n').filter((l) => l !== '') : []),
+    calls: () =>
+      existsSync(callLog)
+        ? readFileSync(callLog, 'utf8')
+            .split('\n')
+            .filter((l) => l !== '')
+        : [],
     setUtilization: (csv) => writeFileSync(utilization, `${csv}\n`),
   };
 }

@@ -10,7 +10,9 @@ import { join } from 'node:path';
 
 /** Why the OpenSSH tests cannot run here, or false. */
 export const noOpenSsh = (): string | false =>
-  spawnSync('ssh', ['-V'], { encoding: 'utf8' }).error ? 'the OpenSSH client (ssh) is not installed: apt-get install openssh-client' : false;
+  spawnSync('ssh', ['-V'], { encoding: 'utf8' }).error
+    ? 'the OpenSSH client (ssh) is not installed: apt-get install openssh-client'
+    : false;
 
 export interface KeyPair {
   /** the private key file */
@@ -50,13 +52,36 @@ export interface SshOptions {
   timeoutMs?: number;
 }
 
-const COMMON = ['-F', '/dev/null', '-o', 'StrictHostKeyChecking=no', '-o', 'UserKnownHostsFile=/dev/null', '-o', 'BatchMode=yes', '-o', 'IdentitiesOnly=yes', '-o', 'LogLevel=ERROR'];
+const COMMON = [
+  '-F',
+  '/dev/null',
+  '-o',
+  'StrictHostKeyChecking=no',
+  '-o',
+  'UserKnownHostsFile=/dev/null',
+  '-o',
+  'BatchMode=yes',
+  '-o',
+  'IdentitiesOnly=yes',
+  '-o',
+  'LogLevel=ERROR',
+];
 
 /** Runs the client to its end (killed after `timeoutMs`); answers its exit code and output. */
 export function runSsh(o: SshOptions): Promise<SshRun> {
   const program = o.program ?? 'ssh';
   const portFlag = program === 'sftp' ? '-P' : '-p';
-  const args = [...(program === 'ssh' && !o.command ? ['-tt'] : []), '-i', o.key, portFlag, String(o.port), ...COMMON, ...(o.args ?? []), `${o.user}@${o.host ?? '127.0.0.1'}`, ...(o.command ?? [])];
+  const args = [
+    ...(program === 'ssh' && !o.command ? ['-tt'] : []),
+    '-i',
+    o.key,
+    portFlag,
+    String(o.port),
+    ...COMMON,
+    ...(o.args ?? []),
+    `${o.user}@${o.host ?? '127.0.0.1'}`,
+    ...(o.command ?? []),
+  ];
   const child = spawn(program, args, { env: { ...process.env, SSH_AUTH_SOCK: '' }, stdio: ['pipe', 'pipe', 'pipe'] });
   let stdout = '';
   let stderr = '';

@@ -1,6 +1,6 @@
 import type { PlacementRequest } from '../../src/domain/placement.js';
 
-export const RTX4090 = 'NVIDIA GeForce RTX 4090';
+const RTX4090 = 'NVIDIA GeForce RTX 4090';
 
 /** One RTX 4090 on SECURE, no other constraint; tests override what they examine. */
 export const gpuPlacementRequest = (fields: Partial<PlacementRequest> = {}): PlacementRequest => ({

@@ -38,7 +38,10 @@ export class UnixSocketProxy {
       upstream.on('error', drop).on('close', drop);
       client.on('data', (chunk: Buffer) => {
         // A request line starts a chunk in practice (small JSON calls); enough to count calls by path.
-        for (const m of chunk.toString('latin1').matchAll(/(?:^|\r\n)((?:GET|POST|PUT|DELETE|HEAD) \S+ HTTP\/1\.[01])\r\n/g)) this.requests.push(m[1]!);
+        for (const m of chunk
+          .toString('latin1')
+          .matchAll(/(?:^|\r\n)((?:GET|POST|PUT|DELETE|HEAD) \S+ HTTP\/1\.[01])\r\n/g))
+          this.requests.push(m[1]!);
       });
       client.pipe(upstream).pipe(client);
     });

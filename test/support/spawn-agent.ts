@@ -15,17 +15,26 @@ export interface SpawnedAgent {
 /** Runs `gantry agent ARGS` as a real process. */
 export function spawnAgent(args: string[], env: Record<string, string> = {}): SpawnedAgent {
   const child = spawn(process.execPath, [gantryBin, 'agent', ...args], {
-    env: { ...process.env, GANTRY_LOG_LEVEL: 'info', GANTRY_AGENT_TOKEN: '', GANTRY_AGENT_SERVER: '', GANTRY_AGENT_DATA_DIR: '', ...env },
+    env: {
+      ...process.env,
+      GANTRY_LOG_LEVEL: 'info',
+      GANTRY_AGENT_TOKEN: '',
+      GANTRY_AGENT_SERVER: '',
+      GANTRY_AGENT_DATA_DIR: '',
+      ...env,
+    },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';
   let err = '';
-  child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
-  child.stderr!.on('data', (d: Buffer) => {
+  child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+  child.stderr.on('data', (d: Buffer) => {
     out += d.toString();
     err += d.toString();
   });
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+    child.once('exit', (code, signal) => resolve({ code, signal })),
+  );
   return {
     child,
     output: () => out,

@@ -14,16 +14,23 @@ export interface SpawnedGantry {
 }
 
 /** Runs `gantry serve` as a real process and waits until it prints its URL. */
-export async function spawnGantry(args: string[], env: Record<string, string> = {}, timeoutMs = 30_000): Promise<SpawnedGantry> {
+export async function spawnGantry(
+  args: string[],
+  env: Record<string, string> = {},
+  timeoutMs = 30_000,
+): Promise<SpawnedGantry> {
   const child = spawn(process.execPath, [gantryBin, 'serve', '--port', '0', ...args], {
     env: { ...process.env, GANTRY_LOG_LEVEL: 'warn', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';
-  child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
-  child.stderr!.on('data', (d: Buffer) => (out += d.toString()));
+  child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+  child.stderr.on('data', (d: Buffer) => (out += d.toString()));
   const url = await new Promise<string>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`gantry did not start within ${timeoutMs} ms:\n${out}`)), timeoutMs);
+    const timer = setTimeout(
+      () => reject(new Error(`gantry did not start within ${timeoutMs} ms:\n${out}`)),
+      timeoutMs,
+    );
     const check = () => {
       const m = /gantry listening on (http:\/\/\S+)/.exec(out);
       if (m) {
@@ -31,7 +38,7 @@ export async function spawnGantry(args: string[], env: Record<string, string> = 
         resolve(m[1]!);
       }
     };
-    child.stdout!.on('data', check);
+    child.stdout.on('data', check);
     child.on('exit', (code) => {
       clearTimeout(timer);
       reject(new Error(`gantry exited with ${code} before it was ready:\n${out}`));
@@ -52,7 +59,14 @@ export async function spawnGantry(args: string[], env: Record<string, string> = 
 }
 
 /** Runs a one-shot `gantry …` command; answers its exit status and output. */
-export function runGantry(args: string[], env: Record<string, string> = {}): { status: number | null; stdout: string; stderr: string } {
-  const r = spawnSync(process.execPath, [gantryBin, ...args], { env: { ...process.env, ...env }, encoding: 'utf8', timeout: 60_000 });
+export function runGantry(
+  args: string[],
+  env: Record<string, string> = {},
+): { status: number | null; stdout: string; stderr: string } {
+  const r = spawnSync(process.execPath, [gantryBin, ...args], {
+    env: { ...process.env, ...env },
+    encoding: 'utf8',
+    timeout: 60_000,
+  });
   return { status: r.status, stdout: r.stdout, stderr: r.stderr };
 }

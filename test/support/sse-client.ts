@@ -30,7 +30,10 @@ export interface SseOptions {
 
 export async function readSse(url: string, options: SseOptions = {}): Promise<SseRead> {
   const abort = new AbortController();
-  const timer = setTimeout(() => abort.abort(new Error(`no end to the stream of ${url} within ${options.timeoutMs ?? 15_000} ms`)), options.timeoutMs ?? 15_000);
+  const timer = setTimeout(
+    () => abort.abort(new Error(`no end to the stream of ${url} within ${options.timeoutMs ?? 15_000} ms`)),
+    options.timeoutMs ?? 15_000,
+  );
   try {
     const res = await fetch(url, { headers: options.headers ?? {}, signal: abort.signal });
     const out: SseRead = { status: res.status, headers: res.headers, events: [], comments: [], ended: false, body: '' };

@@ -7,7 +7,7 @@ import { eventually } from './eventually.js';
 import { startListeningServer, type ListeningServer } from './harness.js';
 import { newKeyPair, type KeyPair } from './openssh.js';
 
-export const SLEEPER = 'test/sleeper';
+const SLEEPER = 'test/sleeper';
 const GPU = 'NVIDIA GeForce RTX 4090';
 
 export interface SshTenant {
@@ -19,7 +19,10 @@ export interface SshTenant {
 export interface SshPod {
   id: string;
   status: string;
-  ssh: { proxy: { host: string; port: number; username: string; command: string } | null; direct: { host: string; port: number; username: string; command: string } | null };
+  ssh: {
+    proxy: { host: string; port: number; username: string; command: string } | null;
+    direct: { host: string; port: number; username: string; command: string } | null;
+  };
   [field: string]: unknown;
 }
 
@@ -37,14 +40,22 @@ export interface SshFixture {
 
 export async function startSshFixture(file: Record<string, unknown> = {}): Promise<SshFixture> {
   const { ssh, ...rest } = file as { ssh?: Record<string, unknown> };
-  const server = await startListeningServer({ images: { [SLEEPER]: { command: ['sleep', '600'] } }, pods: { reconcileIntervalMs: 100, stopGraceMs: 1000 }, ...rest, ssh: { port: 0, ...ssh } });
+  const server = await startListeningServer({
+    images: { [SLEEPER]: { command: ['sleep', '600'] } },
+    pods: { reconcileIntervalMs: 100, stopGraceMs: 1000 },
+    ...rest,
+    ssh: { port: 0, ...ssh },
+  });
   const running = server.server;
   if (!running.ssh) throw new Error('the SSH proxy did not start');
   const url = running.url;
   const call: SshFixture['call'] = async (key, method, path, body) => {
     const res = await fetch(`${url}${path}`, {
       method,
-      headers: { authorization: `Bearer ${key}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+      headers: {
+        authorization: `Bearer ${key}`,
+        ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+      },
       ...(body === undefined ? {} : { body: JSON.stringify(body) }),
     });
     const text = await res.text();
@@ -66,7 +77,9 @@ export async function startSshFixture(file: Record<string, unknown> = {}): Promi
     url,
     sshPort: running.services.config.ssh.port,
     async tenant(name) {
-      const account = await running.services.accounts.createAccount(`${name}-${Math.random().toString(36).slice(2, 8)}`);
+      const account = await running.services.accounts.createAccount(
+        `${name}-${Math.random().toString(36).slice(2, 8)}`,
+      );
       const { key } = await running.services.accounts.createKey(account.id, { scope: 'write' });
       const sshKey = newKeyPair(name);
       const put = await call(key, 'PUT', '/v2/account/ssh-keys', [sshKey.publicKey]);
@@ -75,7 +88,13 @@ export async function startSshFixture(file: Record<string, unknown> = {}): Promi
     },
     call,
     async runningPod(owner, body = {}) {
-      const created = await call(owner.key, 'POST', '/v2/pods', { name: 'ssh', image: SLEEPER, gpu: { id: GPU }, startSsh: true, ...body });
+      const created = await call(owner.key, 'POST', '/v2/pods', {
+        name: 'ssh',
+        image: SLEEPER,
+        gpu: { id: GPU },
+        startSsh: true,
+        ...body,
+      });
       if (created.status !== 201) throw new Error(`POST /v2/pods: ${created.status} ${JSON.stringify(created.body)}`);
       return podUntil(owner, created.body.id, (p) => p.status === 'RUNNING');
     },

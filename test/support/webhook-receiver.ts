@@ -1,7 +1,7 @@
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 
-export interface ReceivedCall {
+interface ReceivedCall {
   path: string;
   headers: IncomingHttpHeaders;
   body: unknown;

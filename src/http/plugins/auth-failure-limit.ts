@@ -3,7 +3,7 @@ import { ApiError } from '../../domain/errors.js';
 import { admit, newCounters, type Quotas, type WindowCounters } from '../../domain/rate-windows.js';
 
 /** Wrong join tokens or host credentials one client address may send, per window (docs/security.md). */
-export const AUTH_FAILURE_QUOTAS: Quotas = { minute: 20, hour: 200, day: 1000 };
+const AUTH_FAILURE_QUOTAS: Quotas = { minute: 20, hour: 200, day: 1000 };
 /** Addresses remembered at most; past it, those whose day window is over are forgotten first. */
 const MAX_CLIENTS = 10_000;
 
@@ -28,11 +28,20 @@ export class AuthFailureLimiter {
     const counters = this.#counters.get(client);
     if (!counters) return null;
     // a trial admission on a copy: would one more failure still be allowed?
-    const trial = admit({ starts: [...counters.starts], counts: [...counters.counts] }, this.quotas, this.clock.now(), 1);
+    const trial = admit(
+      { starts: [...counters.starts], counts: [...counters.counts] },
+      this.quotas,
+      this.clock.now(),
+      1,
+    );
     if (trial.allowed) return null;
-    return new ApiError('RATE_LIMITED', `Too many failed authentications from this address (${this.quotas[trial.exceeded!]} per ${trial.exceeded}); retry in ${trial.retryAfterSeconds} s.`, {
-      headers: { 'Retry-After': String(trial.retryAfterSeconds) },
-    });
+    return new ApiError(
+      'RATE_LIMITED',
+      `Too many failed authentications from this address (${this.quotas[trial.exceeded!]} per ${trial.exceeded}); retry in ${trial.retryAfterSeconds} s.`,
+      {
+        headers: { 'Retry-After': String(trial.retryAfterSeconds) },
+      },
+    );
   }
 
   /** Counts a failure of the address. */

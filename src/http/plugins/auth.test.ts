@@ -46,8 +46,8 @@ test('authenticated responses carry RateLimit headers and the quota is enforced 
     last = await t.request(acct.key, 'GET', '/v2/account/ssh-keys');
     assert.equal(last.statusCode, 200);
   }
-  assert.match(String(last!.headers['ratelimit']), /^"minute";r=0;t=\d+, "hour";r=95;t=\d+, "day";r=995;t=\d+$/);
-  assert.equal(last!.headers['ratelimit-policy'], '"minute";q=5;w=60, "hour";q=100;w=3600, "day";q=1000;w=86400');
+  assert.match(String(last.headers['ratelimit']), /^"minute";r=0;t=\d+, "hour";r=95;t=\d+, "day";r=995;t=\d+$/);
+  assert.equal(last.headers['ratelimit-policy'], '"minute";q=5;w=60, "hour";q=100;w=3600, "day";q=1000;w=86400');
   const refused = await t.request(acct.key, 'GET', '/v2/account/ssh-keys');
   assert.equal(refused.statusCode, 429);
   assert.ok(Number(refused.headers['retry-after']) >= 1);
@@ -69,7 +69,9 @@ test('unknown routes, malformed JSON and schema failures are problem+json with t
   assert.equal(unknown.statusCode, 404);
   assert.match(String(unknown.headers['content-type']), /problem\+json/);
   const acct = await t.newAccount();
-  const malformed = await t.request(acct.key, 'PUT', '/v2/account/ssh-keys', '{"oops', { 'content-type': 'application/json' });
+  const malformed = await t.request(acct.key, 'PUT', '/v2/account/ssh-keys', '{"oops', {
+    'content-type': 'application/json',
+  });
   assert.equal(malformed.statusCode, 400);
   const invalid = await t.request(acct.key, 'PUT', '/v2/account/ssh-keys', [1, 'x']);
   assert.equal(invalid.statusCode, 422);
@@ -78,7 +80,12 @@ test('unknown routes, malformed JSON and schema failures are problem+json with t
 
 test('ssh keys are validated as authorized_keys lines and replaced whole', async () => {
   const acct = await t.newAccount();
-  const blob = Buffer.concat([Buffer.from([0, 0, 0, 11]), Buffer.from('ssh-ed25519'), Buffer.from([0, 0, 0, 32]), Buffer.alloc(32, 7)]).toString('base64');
+  const blob = Buffer.concat([
+    Buffer.from([0, 0, 0, 11]),
+    Buffer.from('ssh-ed25519'),
+    Buffer.from([0, 0, 0, 32]),
+    Buffer.alloc(32, 7),
+  ]).toString('base64');
   const good = `ssh-ed25519 ${blob} me@laptop`;
   const put = await t.request(acct.key, 'PUT', '/v2/account/ssh-keys', [good]);
   assert.equal(put.statusCode, 200);

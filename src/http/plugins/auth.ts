@@ -30,7 +30,7 @@ declare module 'fastify' {
 }
 
 /** Reads the presented key: `Authorization: Bearer <key>`, the raw key, or `?api_key=` where allowed. */
-export function presentedKey(request: FastifyRequest, allowQuery: boolean): string | null {
+function presentedKey(request: FastifyRequest, allowQuery: boolean): string | null {
   const header = request.headers.authorization;
   if (typeof header === 'string' && header.length > 0) {
     const match = /^Bearer\s+(.+)$/i.exec(header);
@@ -43,7 +43,10 @@ export function presentedKey(request: FastifyRequest, allowQuery: boolean): stri
   return null;
 }
 
-export function registerAuth(app: FastifyInstance, deps: { accounts: AccountsService; rateLimiter: RestRateLimiter }): void {
+export function registerAuth(
+  app: FastifyInstance,
+  deps: { accounts: AccountsService; rateLimiter: RestRateLimiter },
+): void {
   app.decorateRequest('principal', null);
   // Callback-style hook: a key seen in the last few seconds is checked without awaiting anything.
   app.addHook('onRequest', (request, reply, done) => {
@@ -52,27 +55,47 @@ export function registerAuth(app: FastifyInstance, deps: { accounts: AccountsSer
     if (config.public || config.agentProtocol || request.routeOptions.url === undefined) return done();
     const key = presentedKey(request, config.queryKey === true);
     if (key === null)
-      return done(new ApiError('UNAUTHORIZED', 'An API key is required: send "Authorization: Bearer <key>".', { headers: { 'WWW-Authenticate': 'Bearer' } }));
+      return done(
+        new ApiError('UNAUTHORIZED', 'An API key is required: send "Authorization: Bearer <key>".', {
+          headers: { 'WWW-Authenticate': 'Bearer' },
+        }),
+      );
     // A host's credential is for its agent's protocol only: never an API key, whatever the store holds.
     if (key.startsWith(HOST_CREDENTIAL_PREFIX))
-      return done(new ApiError('UNAUTHORIZED', `A host credential (${HOST_CREDENTIAL_PREFIX}…) is accepted only by the agent protocol (/agent/v1), not by the API: send an API key.`, { headers: { 'WWW-Authenticate': 'Bearer error="invalid_token"' } }));
+      return done(
+        new ApiError(
+          'UNAUTHORIZED',
+          `A host credential (${HOST_CREDENTIAL_PREFIX}…) is accepted only by the agent protocol (/agent/v1), not by the API: send an API key.`,
+          { headers: { 'WWW-Authenticate': 'Bearer error="invalid_token"' } },
+        ),
+      );
     const admit = (principal: Principal | null): void => {
       if (principal === null)
-        return done(new ApiError('UNAUTHORIZED', 'The API key is malformed, unknown or revoked.', { headers: { 'WWW-Authenticate': 'Bearer error="invalid_token"' } }));
+        return done(
+          new ApiError('UNAUTHORIZED', 'The API key is malformed, unknown or revoked.', {
+            headers: { 'WWW-Authenticate': 'Bearer error="invalid_token"' },
+          }),
+        );
       request.principal = principal;
       if (principal.scope === 'worker') {
         const refusal = workerKeyRefusal(principal, request);
         if (refusal !== null) return done(new ApiError('FORBIDDEN', refusal));
       }
       try {
-        if (!principal.rateLimitExempt && !config.ownRateLimits) void reply.headers(deps.rateLimiter.check(principal.keyId));
+        if (!principal.rateLimitExempt && !config.ownRateLimits)
+          void reply.headers(deps.rateLimiter.check(principal.keyId));
       } catch (err) {
         return done(err as Error);
       }
       const needed = config.scope ?? (request.method === 'GET' || request.method === 'HEAD' ? 'read' : 'write');
       // a worker key got here only on its own worker routes (above), which need no more
       if (needed === 'write' && principal.scope === 'read')
-        return done(new ApiError('FORBIDDEN', `This API key has the "${principal.scope}" scope; ${request.method} ${request.routeOptions.url} needs "write".`));
+        return done(
+          new ApiError(
+            'FORBIDDEN',
+            `This API key has the "${principal.scope}" scope; ${request.method} ${request.routeOptions.url} needs "write".`,
+          ),
+        );
       done();
     };
     const cached = deps.accounts.cachedPrincipal(key);

@@ -1,6 +1,13 @@
 import type { Clock } from '../../domain/clock.js';
 import { ApiError } from '../../domain/errors.js';
-import { admit, newCounters, rateLimitHeader, rateLimitPolicyHeader, type Quotas, type WindowCounters } from '../../domain/rate-windows.js';
+import {
+  admit,
+  newCounters,
+  rateLimitHeader,
+  rateLimitPolicyHeader,
+  type Quotas,
+  type WindowCounters,
+} from '../../domain/rate-windows.js';
 
 const windowLabel = { minute: 'per minute', hour: 'per hour', day: 'per day' } as const;
 const WINDOW_INDEX = { minute: 0, hour: 1, day: 2 } as const;
@@ -39,7 +46,10 @@ export class RestRateLimiter {
       const window = admission.exceeded!;
       headers['Retry-After'] = String(admission.retryAfterSeconds);
       const total = units + counted;
-      const needs = total === 1 ? '' : ` This request counts as ${total} requests (one per GraphQL root field) and ${admission.remaining[WINDOW_INDEX[window]]} remain.`;
+      const needs =
+        total === 1
+          ? ''
+          : ` This request counts as ${total} requests (one per GraphQL root field) and ${admission.remaining[WINDOW_INDEX[window]]} remain.`;
       throw new ApiError(
         'RATE_LIMITED',
         `Rate limit exceeded for the ${window} window: this API key may make ${this.quotas[window]} requests ${windowLabel[window]}; retry in ${admission.retryAfterSeconds} s.${needs}`,

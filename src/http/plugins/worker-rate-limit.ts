@@ -1,7 +1,14 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Clock } from '../../domain/clock.js';
 import { ApiError } from '../../domain/errors.js';
-import { admitJobRequest, isIdleJobWindow, JOB_RATE_WINDOW_MS, newJobWindow, releaseJobRequest, type JobWindow } from '../../domain/job-rate-limits.js';
+import {
+  admitJobRequest,
+  isIdleJobWindow,
+  JOB_RATE_WINDOW_MS,
+  newJobWindow,
+  releaseJobRequest,
+  type JobWindow,
+} from '../../domain/job-rate-limits.js';
 
 export interface WorkerRateLimiterDeps {
   clock: Clock;
@@ -39,10 +46,14 @@ export class WorkerRateLimiter {
       endpointWindow = this.#window(endpointKey);
       // Counting the endpoint's workers walks the registry: only worth it once the base is spent.
       const used = endpointWindow.start === now - (now % JOB_RATE_WINDOW_MS) ? endpointWindow.count : 0;
-      const rate = used < perEndpoint ? perEndpoint : Math.max(perEndpoint, perWorker * this.#deps.liveWorkers(endpointId));
+      const rate =
+        used < perEndpoint ? perEndpoint : Math.max(perEndpoint, perWorker * this.#deps.liveWorkers(endpointId));
       const admission = admitJobRequest(endpointWindow, { rate, concurrent: null }, now);
       if (!admission.allowed)
-        throw refusal(`The workers of endpoint ${endpointId} made ${admission.limit} worker-protocol calls within 10 seconds, the most allowed (jobs.workerRateLimits.perEndpoint); retry in ${admission.retryAfterSeconds} s.`, admission.retryAfterSeconds);
+        throw refusal(
+          `The workers of endpoint ${endpointId} made ${admission.limit} worker-protocol calls within 10 seconds, the most allowed (jobs.workerRateLimits.perEndpoint); retry in ${admission.retryAfterSeconds} s.`,
+          admission.retryAfterSeconds,
+        );
       releaseJobRequest(endpointWindow);
     }
     if (perWorker > 0) {
@@ -50,7 +61,10 @@ export class WorkerRateLimiter {
       const admission = admitJobRequest(workerWindow, { rate: perWorker, concurrent: null }, now);
       if (!admission.allowed) {
         if (endpointWindow) endpointWindow.count = Math.max(0, endpointWindow.count - 1);
-        throw refusal(`Worker ${workerId.slice(0, 128)} of endpoint ${endpointId} made ${admission.limit} worker-protocol calls within 10 seconds, the most allowed per worker (jobs.workerRateLimits.perWorker); retry in ${admission.retryAfterSeconds} s.`, admission.retryAfterSeconds);
+        throw refusal(
+          `Worker ${workerId.slice(0, 128)} of endpoint ${endpointId} made ${admission.limit} worker-protocol calls within 10 seconds, the most allowed per worker (jobs.workerRateLimits.perWorker); retry in ${admission.retryAfterSeconds} s.`,
+          admission.retryAfterSeconds,
+        );
       }
       releaseJobRequest(workerWindow);
     }
@@ -78,7 +92,8 @@ export class WorkerRateLimiter {
   }
 }
 
-const refusal = (detail: string, retryAfterSeconds: number): ApiError => new ApiError('RATE_LIMITED', detail, { headers: { 'Retry-After': String(retryAfterSeconds) } });
+const refusal = (detail: string, retryAfterSeconds: number): ApiError =>
+  new ApiError('RATE_LIMITED', detail, { headers: { 'Retry-After': String(retryAfterSeconds) } });
 
 /** The route hook applying the worker protocol limits, once the caller is authenticated. */
 export function workerRateLimitHook(limiter: WorkerRateLimiter) {

@@ -9,7 +9,13 @@ const SshKeys = Type.Array(Type.String({ maxLength: 16384 }), { maxItems: 100 })
 export function accountRoutes(app: FastifyInstance, { accounts }: Services): void {
   app.get(
     '/v2/account/ssh-keys',
-    { schema: { tags: ['account'], summary: 'List the SSH public keys registered for the account', response: { 200: SshKeys, ...errorResponses } } },
+    {
+      schema: {
+        tags: ['account'],
+        summary: 'List the SSH public keys registered for the account',
+        response: { 200: SshKeys, ...errorResponses },
+      },
+    },
     async (request) => accounts.getSshKeys(principalOf(request).accountId),
   );
   app.put(

@@ -36,10 +36,13 @@ const INSTANCE_ID = '^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$';
 const INSTANCE_ID_RE = new RegExp(INSTANCE_ID);
 const GPU_UUID = /^GPU-[0-9A-Fa-f-]{1,64}$/;
 
-export const JoinBody = Type.Object(
+const JoinBody = Type.Object(
   {
     token: Type.String({ maxLength: 128 }),
-    name: Type.String({ pattern: '^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$', description: 'the host name, as `hostname` gives it' }),
+    name: Type.String({
+      pattern: '^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$',
+      description: 'the host name, as `hostname` gives it',
+    }),
     publicIp: Type.String({ maxLength: 64 }),
     portRange: Type.Array(Type.Integer(), { maxItems: 2 }),
     agentVersion: Type.String({ minLength: 1, maxLength: 64 }),
@@ -52,7 +55,14 @@ export const JoinBody = Type.Object(
 const InstanceReportSchema = Type.Object(
   {
     id: Type.String({ pattern: INSTANCE_ID }),
-    owner: Type.Object({ kind: StringEnum(['pod', 'worker'] as const), accountId: Type.String({ maxLength: 128 }), endpointId: Type.Optional(Type.String({ maxLength: 128 })) }, open),
+    owner: Type.Object(
+      {
+        kind: StringEnum(['pod', 'worker'] as const),
+        accountId: Type.String({ maxLength: 128 }),
+        endpointId: Type.Optional(Type.String({ maxLength: 128 })),
+      },
+      open,
+    ),
     state: StringEnum(['starting', 'running', 'exited', 'failed', 'unknown'] as const),
     startedAt: Nullable(Type.Number()),
     exitCode: Nullable(Type.Integer()),
@@ -62,18 +72,32 @@ const InstanceReportSchema = Type.Object(
   open,
 );
 
-export const ReportBody = Type.Object(
+const ReportBody = Type.Object(
   {
     capacity: Type.Optional(Type.Object({}, open)),
     /** screened entry by entry in knownReport (figures out of range or of another shape are dropped) */
     stats: Type.Optional(Type.Object({}, { ...open, maxProperties: 10_000 })),
-    instances: Type.Optional(Type.Object({ full: Type.Boolean(), items: Type.Array(InstanceReportSchema, { maxItems: 10_000 }) }, open)),
-    acks: Type.Optional(Type.Array(Type.Object({ opId: Type.String({ maxLength: 128 }), ok: Type.Boolean(), error: Type.Optional(Type.String({ maxLength: 10_000 })) }, open), { maxItems: 1000 })),
+    instances: Type.Optional(
+      Type.Object({ full: Type.Boolean(), items: Type.Array(InstanceReportSchema, { maxItems: 10_000 }) }, open),
+    ),
+    acks: Type.Optional(
+      Type.Array(
+        Type.Object(
+          {
+            opId: Type.String({ maxLength: 128 }),
+            ok: Type.Boolean(),
+            error: Type.Optional(Type.String({ maxLength: 10_000 })),
+          },
+          open,
+        ),
+        { maxItems: 1000 },
+      ),
+    ),
   },
   open,
 );
 
-export const OperationsQuery = Type.Object(
+const OperationsQuery = Type.Object(
   {
     after: Type.Integer({ minimum: 0, maximum: Number.MAX_SAFE_INTEGER, default: 0 }),
     waitMs: Type.Integer({ minimum: 0, maximum: MAX_AGENT_POLL_WAIT_MS, default: 0 }),
@@ -85,28 +109,36 @@ export const OperationsQuery = Type.Object(
 function knownReport(body: Static<typeof ReportBody>): ReportRequest {
   const report: ReportRequest = {};
   if (body.capacity !== undefined) report.capacity = body.capacity as unknown as ReportRequest['capacity'];
-  if (body.acks) report.acks = body.acks.map((a) => ({ opId: a.opId, ok: a.ok, ...(a.error !== undefined ? { error: a.error } : {}) }));
+  if (body.acks)
+    report.acks = body.acks.map((a) => ({
+      opId: a.opId,
+      ok: a.ok,
+      ...(a.error !== undefined ? { error: a.error } : {}),
+    }));
   if (body.stats) report.stats = knownStats(body.stats);
   if (body.instances)
     report.instances = {
       full: body.instances.full,
-      items: body.instances.items.map(
-        (i): InstanceReport => ({
-          id: i.id,
-          owner: { kind: i.owner.kind, accountId: i.owner.accountId, ...(i.owner.endpointId !== undefined ? { endpointId: i.owner.endpointId } : {}) },
-          state: i.state,
-          startedAt: i.startedAt,
-          exitCode: i.exitCode,
-          reason: i.reason,
-          // a stopped container the host keeps: not an instance that exited on its own
-          ...(i.kept === true ? { kept: true } : {}),
-        }),
-      ),
+      items: body.instances.items.map((i): InstanceReport => ({
+        id: i.id,
+        owner: {
+          kind: i.owner.kind,
+          accountId: i.owner.accountId,
+          ...(i.owner.endpointId !== undefined ? { endpointId: i.owner.endpointId } : {}),
+        },
+        state: i.state,
+        startedAt: i.startedAt,
+        exitCode: i.exitCode,
+        reason: i.reason,
+        // a stopped container the host keeps: not an instance that exited on its own
+        ...(i.kept === true ? { kept: true } : {}),
+      })),
     };
   return report;
 }
 
-const percent = (v: unknown): number | null => (typeof v === 'number' && Number.isFinite(v) ? Math.min(100, Math.max(0, v)) : null);
+const percent = (v: unknown): number | null =>
+  typeof v === 'number' && Number.isFinite(v) ? Math.min(100, Math.max(0, v)) : null;
 
 /** The figures of a report's `stats` that have the protocol's shape, per instance id. */
 function knownStats(raw: Record<string, unknown>): Record<string, InstanceStats> {
@@ -116,7 +148,8 @@ function knownStats(raw: Record<string, unknown>): Record<string, InstanceStats>
     const v = value as Record<string, unknown>;
     const cpuUtil = percent(v.cpuUtil);
     const memoryUtil = percent(v.memoryUtil);
-    const memoryBytes = typeof v.memoryBytes === 'number' && Number.isFinite(v.memoryBytes) && v.memoryBytes >= 0 ? v.memoryBytes : null;
+    const memoryBytes =
+      typeof v.memoryBytes === 'number' && Number.isFinite(v.memoryBytes) && v.memoryBytes >= 0 ? v.memoryBytes : null;
     if (cpuUtil === null || memoryUtil === null || memoryBytes === null) continue;
     const stats: InstanceStats = { cpuUtil, memoryUtil, memoryBytes };
     if (Array.isArray(v.gpus) && v.gpus.length <= 64) {
@@ -125,7 +158,8 @@ function knownStats(raw: Record<string, unknown>): Record<string, InstanceStats>
         const id = typeof gpu.id === 'string' && GPU_UUID.test(gpu.id) ? { id: gpu.id } : {};
         return { util: percent(gpu.util), memoryUtil: percent(gpu.memoryUtil), ...id };
       });
-      if (gpus.every((g) => g.util !== null && g.memoryUtil !== null)) stats.gpus = gpus as NonNullable<InstanceStats['gpus']>;
+      if (gpus.every((g) => g.util !== null && g.memoryUtil !== null))
+        stats.gpus = gpus as NonNullable<InstanceStats['gpus']>;
     }
     known[id] = stats;
   }
@@ -145,7 +179,8 @@ export function agentRoutes(app: FastifyInstance, services: Services): void {
   const failures = new AuthFailureLimiter(services.clock);
   app.decorateRequest('agentHostId', null);
   // Reports come every few seconds from every host: request lines only at warn (or quieter).
-  const logLevel = (['error', 'fatal', 'silent'] as const).find((l) => l === config.server.logLevel) ?? ('warn' as const);
+  const logLevel =
+    (['error', 'fatal', 'silent'] as const).find((l) => l === config.server.logLevel) ?? ('warn' as const);
   const base = { config: { agentProtocol: true }, logLevel, exposeHeadRoute: false } as const;
 
   /** Authenticates the host credential; wrong ones count against the client address. */
@@ -154,15 +189,23 @@ export function agentRoutes(app: FastifyInstance, services: Services): void {
     const refusal = failures.refusal(client);
     const credential = bearer(request);
     if (credential === null)
-      throw new ApiError('UNAUTHORIZED', `A host credential is required: send "Authorization: Bearer ${HOST_CREDENTIAL_PREFIX}…", the credential the agent received when it joined.`, {
-        headers: { 'WWW-Authenticate': 'Bearer' },
-      });
+      throw new ApiError(
+        'UNAUTHORIZED',
+        `A host credential is required: send "Authorization: Bearer ${HOST_CREDENTIAL_PREFIX}…", the credential the agent received when it joined.`,
+        {
+          headers: { 'WWW-Authenticate': 'Bearer' },
+        },
+      );
     if (!credential.startsWith(HOST_CREDENTIAL_PREFIX)) {
       if (refusal) throw refusal;
       failures.failed(client);
-      throw new ApiError('UNAUTHORIZED', `The agent protocol takes a host credential (${HOST_CREDENTIAL_PREFIX}…), the one its agent received when it joined; API keys are not accepted here.`, {
-        headers: { 'WWW-Authenticate': 'Bearer error="invalid_token"' },
-      });
+      throw new ApiError(
+        'UNAUTHORIZED',
+        `The agent protocol takes a host credential (${HOST_CREDENTIAL_PREFIX}…), the one its agent received when it joined; API keys are not accepted here.`,
+        {
+          headers: { 'WWW-Authenticate': 'Bearer error="invalid_token"' },
+        },
+      );
     }
     try {
       request.agentHostId = (await fleet.authenticate(credential, { unlessKnown: refusal })).hostId;
@@ -176,26 +219,30 @@ export function agentRoutes(app: FastifyInstance, services: Services): void {
     return request.agentHostId;
   };
 
-  app.post<{ Body: Static<typeof JoinBody> }>(`${AGENT_API_PREFIX}/join`, { ...base, schema: { hide: true, body: JoinBody } }, async (request, reply) => {
-    const client = clientKey(request.ip);
-    const refusal = failures.refusal(client);
-    if (refusal) throw refusal;
-    const body = request.body;
-    try {
-      const answer = await fleet.join({
-        token: body.token,
-        name: body.name,
-        publicIp: body.publicIp,
-        portRange: body.portRange as [number, number],
-        agentVersion: body.agentVersion,
-        capacity: body.capacity as never,
-      });
-      return reply.code(201).send(answer);
-    } catch (err) {
-      if (isApiError(err) && err.code === 'JOIN_TOKEN_INVALID') failures.failed(client);
-      throw err;
-    }
-  });
+  app.post<{ Body: Static<typeof JoinBody> }>(
+    `${AGENT_API_PREFIX}/join`,
+    { ...base, schema: { hide: true, body: JoinBody } },
+    async (request, reply) => {
+      const client = clientKey(request.ip);
+      const refusal = failures.refusal(client);
+      if (refusal) throw refusal;
+      const body = request.body;
+      try {
+        const answer = await fleet.join({
+          token: body.token,
+          name: body.name,
+          publicIp: body.publicIp,
+          portRange: body.portRange as [number, number],
+          agentVersion: body.agentVersion,
+          capacity: body.capacity as never,
+        });
+        return reply.code(201).send(answer);
+      } catch (err) {
+        if (isApiError(err) && err.code === 'JOIN_TOKEN_INVALID') failures.failed(client);
+        throw err;
+      }
+    },
+  );
 
   app.post<{ Body: Static<typeof ReportBody> }>(
     `${AGENT_API_PREFIX}/report`,

@@ -8,7 +8,13 @@ const tags = ['catalog'];
 
 /** Catalog ids are free text (GPU type ids contain spaces); send them URL-encoded. */
 const CatalogIdParams = Type.Object(
-  { id: Type.String({ minLength: 1, maxLength: 200, description: 'URL-encoded id, e.g. `NVIDIA%20GeForce%20RTX%204090`' }) },
+  {
+    id: Type.String({
+      minLength: 1,
+      maxLength: 200,
+      description: 'URL-encoded id, e.g. `NVIDIA%20GeForce%20RTX%204090`',
+    }),
+  },
   { additionalProperties: false },
 );
 type CatalogIdParams = Static<typeof CatalogIdParams>;
@@ -21,7 +27,10 @@ const Include = Type.Unsafe<'AVAILABILITY'>({
 const GpuQuery = Type.Object({ include: Type.Optional(Include) });
 type GpuQuery = Static<typeof GpuQuery>;
 
-const StockStatus = Type.Unsafe<'High' | 'Medium' | 'Low' | 'None'>({ type: 'string', enum: ['High', 'Medium', 'Low', 'None'] });
+const StockStatus = Type.Unsafe<'High' | 'Medium' | 'Low' | 'None'>({
+  type: 'string',
+  enum: ['High', 'Medium', 'Low', 'None'],
+});
 
 const GpuAvailability = Type.Object({
   stockStatus: StockStatus,
@@ -97,13 +106,28 @@ export function catalogRoutes(app: FastifyInstance, { catalog, templates }: Serv
   );
   app.get(
     '/v2/catalog/gpus/:id',
-    { schema: { tags, summary: 'One GPU type', params: CatalogIdParams, querystring: GpuQuery, response: ok(GpuTypeSchema) } },
-    async (request) => catalog.getGpuType((request.params as CatalogIdParams).id, availability(request.query as GpuQuery)),
+    {
+      schema: {
+        tags,
+        summary: 'One GPU type',
+        params: CatalogIdParams,
+        querystring: GpuQuery,
+        response: ok(GpuTypeSchema),
+      },
+    },
+    async (request) =>
+      catalog.getGpuType((request.params as CatalogIdParams).id, availability(request.query as GpuQuery)),
   );
 
   app.get(
     '/v2/catalog/cpus',
-    { schema: { tags, summary: 'List CPU flavors with per-vCPU prices', response: ok(Type.Object({ cpus: Type.Array(CpuFlavorSchema) })) } },
+    {
+      schema: {
+        tags,
+        summary: 'List CPU flavors with per-vCPU prices',
+        response: ok(Type.Object({ cpus: Type.Array(CpuFlavorSchema) })),
+      },
+    },
     async () => ({ cpus: catalog.listCpuFlavors() }),
   );
   app.get(
@@ -148,7 +172,13 @@ export function catalogRoutes(app: FastifyInstance, { catalog, templates }: Serv
 
   app.get(
     '/v2/catalog/templates',
-    { schema: { tags, summary: 'List the public templates any account can create pods from', response: ok(TemplateList) } },
+    {
+      schema: {
+        tags,
+        summary: 'List the public templates any account can create pods from',
+        response: ok(TemplateList),
+      },
+    },
     async () => ({ templates: (await templates.listPublic()).map(templateView) }),
   );
   app.get(

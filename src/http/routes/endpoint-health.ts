@@ -5,7 +5,10 @@ import type { Services } from '../../services.js';
  * autoscaler knows that the workers table cannot (placements refused for lack of capacity, a
  * crash-looping image held back).
  */
-export async function endpointHealth({ jobs, workers, autoscaler }: Pick<Services, 'jobs' | 'workers' | 'autoscaler'>, endpointId: string) {
+export async function endpointHealth(
+  { jobs, workers, autoscaler }: Pick<Services, 'jobs' | 'workers' | 'autoscaler'>,
+  endpointId: string,
+) {
   const [stats, workerCounts] = await Promise.all([jobs.queueStats(endpointId), workers.healthCounts(endpointId)]);
   // The autoscaler knows what the workers table cannot: placements refused for lack of
   // capacity (throttled) and crash-looping images held back (unhealthy).

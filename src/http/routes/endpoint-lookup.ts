@@ -18,7 +18,9 @@ export class EndpointLookup {
   /** The endpoint when its lookup is cached and fresh: no promise on the hot path. */
   peek(accountId: string, endpointId: string): Endpoint | undefined {
     const hit = this.#cache.get(endpointId);
-    return hit && hit.endpoint.accountId === accountId && performance.now() - hit.at < this.ttlMs ? hit.endpoint : undefined;
+    return hit && hit.endpoint.accountId === accountId && performance.now() - hit.at < this.ttlMs
+      ? hit.endpoint
+      : undefined;
   }
 
   async get(accountId: string, endpointId: string): Promise<Endpoint> {
@@ -26,7 +28,10 @@ export class EndpointLookup {
     if (cached) return cached;
     const endpoint = await this.endpoints.get(accountId, endpointId);
     if (endpoint.type !== 'QB')
-      throw new ApiError('BAD_REQUEST', `Endpoint "${endpoint.name}" (${endpoint.id}) is a load-balancing endpoint; it has no job queue. Call its own paths instead.`);
+      throw new ApiError(
+        'BAD_REQUEST',
+        `Endpoint "${endpoint.name}" (${endpoint.id}) is a load-balancing endpoint; it has no job queue. Call its own paths instead.`,
+      );
     if (this.#cache.size >= 10_000) this.#cache.clear();
     this.#cache.set(endpointId, { endpoint, at: performance.now() });
     return endpoint;

@@ -10,24 +10,38 @@ const MB = 1024 * 1024;
 export const RUN_BODY_LIMIT = 10 * MB;
 export const RUNSYNC_BODY_LIMIT = 20 * MB;
 
-export const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+export const isObject = (v: unknown): v is Record<string, unknown> =>
+  typeof v === 'object' && v !== null && !Array.isArray(v);
 
 export const EndpointParams = Type.Object({ endpointId: Type.String({ minLength: 1 }) });
-export const JobParams = Type.Object({ endpointId: Type.String({ minLength: 1 }), jobId: Type.String({ minLength: 1 }) });
+export const JobParams = Type.Object({
+  endpointId: Type.String({ minLength: 1 }),
+  jobId: Type.String({ minLength: 1 }),
+});
 export const WaitQuery = Type.Object({ wait: Type.Optional(Type.Number({ description: 'milliseconds to wait' })) });
 
 export function waitOf(request: FastifyRequest, bounds: WaitBounds): number {
   const wait = normalizeWait((request.query as { wait?: unknown }).wait, bounds);
-  if (!wait.ok) throw new ApiError('INVALID_PARAMETER', `Invalid query parameter: ${wait.violations.join('; ')}.`, { errors: wait.violations });
+  if (!wait.ok)
+    throw new ApiError('INVALID_PARAMETER', `Invalid query parameter: ${wait.violations.join('; ')}.`, {
+      errors: wait.violations,
+    });
   return wait.value;
 }
 
 /** A `/run` or `/runsync` body (spec 2.12); the service checks the fields' values. */
 export function jobBody(body: unknown): SubmitBody {
   if (body === undefined || body === null)
-    throw new ApiError('INVALID_PARAMETER', 'The job request needs a JSON body: {"input": {...}}.', { errors: ['input is required'] });
-  if (!isObject(body)) throw new ApiError('INVALID_PARAMETER', 'The job request must be a JSON object: {"input": {...}}.', { errors: ['body must be an object'] });
+    throw new ApiError('INVALID_PARAMETER', 'The job request needs a JSON body: {"input": {...}}.', {
+      errors: ['input is required'],
+    });
+  if (!isObject(body))
+    throw new ApiError('INVALID_PARAMETER', 'The job request must be a JSON object: {"input": {...}}.', {
+      errors: ['body must be an object'],
+    });
   if (body.input !== undefined && !isObject(body.input))
-    throw new ApiError('INVALID_PARAMETER', 'The job request is invalid: input must be a JSON object.', { errors: ['input must be a JSON object'] });
+    throw new ApiError('INVALID_PARAMETER', 'The job request is invalid: input must be a JSON object.', {
+      errors: ['input must be a JSON object'],
+    });
   return body;
 }

@@ -12,13 +12,15 @@ import type { JobRouteContext } from './jobs.js';
 const EndpointParams = Type.Object({ endpointId: Type.String({ minLength: 1 }) });
 
 /** Other query parameters pass (`api_key` authenticates). */
-export const JobRequestsQuery = Type.Object({
+const JobRequestsQuery = Type.Object({
   status: Type.Optional(StringEnum(JOB_STATUSES, { description: 'only jobs in this status' })),
   limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000, default: 100, description: 'jobs per page' })),
-  cursor: Type.Optional(Type.String({ minLength: 1, maxLength: 512, description: 'the nextCursor of the previous page' })),
+  cursor: Type.Optional(
+    Type.String({ minLength: 1, maxLength: 512, description: 'the nextCursor of the previous page' }),
+  ),
 });
 
-export const JobRequest = Type.Object({
+const JobRequest = Type.Object({
   id: Type.String(),
   status: StringEnum(JOB_STATUSES),
   createdAt: Type.String({ format: 'date-time' }),
@@ -27,7 +29,7 @@ export const JobRequest = Type.Object({
   retries: Type.Integer(),
 });
 
-export const JobRequestList = Type.Object({
+const JobRequestList = Type.Object({
   requests: Type.Array(JobRequest),
   nextCursor: Nullable(Type.String({ description: 'pass as ?cursor= for the next page; null on the last page' })),
 });
@@ -42,14 +44,21 @@ const toRequest = (job: JobSummary): Static<typeof JobRequest> => ({
 });
 
 /** Cursors are opaque to clients: the last job's creation time and id, base64url. */
-export const encodeJobCursor = (p: JobListingPosition): string => Buffer.from(`${p.createdAt}.${p.id}`, 'utf8').toString('base64url');
+const encodeJobCursor = (p: JobListingPosition): string =>
+  Buffer.from(`${p.createdAt}.${p.id}`, 'utf8').toString('base64url');
 
-export function decodeJobCursor(cursor: string): JobListingPosition {
+function decodeJobCursor(cursor: string): JobListingPosition {
   const text = Buffer.from(cursor, 'base64url').toString('utf8');
   const dot = text.indexOf('.');
   const createdAt = Number(text.slice(0, dot));
   const id = text.slice(dot + 1);
-  if (dot <= 0 || !Number.isSafeInteger(createdAt) || createdAt < 0 || id.length === 0 || encodeJobCursor({ createdAt, id }) !== cursor) {
+  if (
+    dot <= 0 ||
+    !Number.isSafeInteger(createdAt) ||
+    createdAt < 0 ||
+    id.length === 0 ||
+    encodeJobCursor({ createdAt, id }) !== cursor
+  ) {
     const violation = 'cursor: is not a cursor this route answered; pass the nextCursor of the previous page';
     throw new ApiError('INVALID_PARAMETER', `Invalid query parameter: ${violation}.`, { errors: [violation] });
   }
@@ -61,7 +70,11 @@ export function decodeJobCursor(cursor: string): JobListingPosition {
  * the caller's recent jobs on the endpoint, newest first, a page at a time. Shares the job API's
  * limiter and endpoint cache (`jobRoutes` answers them).
  */
-export function jobRequestRoutes(app: FastifyInstance, services: Services, { limiter, endpoints }: JobRouteContext): void {
+export function jobRequestRoutes(
+  app: FastifyInstance,
+  services: Services,
+  { limiter, endpoints }: JobRouteContext,
+): void {
   const listing = new JobListing(services.db);
   app.get(
     '/v2/:endpointId/requests',
@@ -80,7 +93,10 @@ export function jobRequestRoutes(app: FastifyInstance, services: Services, { lim
     },
     async (request): Promise<Static<typeof JobRequestList>> => {
       const query = request.query as Static<typeof JobRequestsQuery>;
-      const endpoint = await endpoints.get(principalOf(request).accountId, (request.params as Static<typeof EndpointParams>).endpointId);
+      const endpoint = await endpoints.get(
+        principalOf(request).accountId,
+        (request.params as Static<typeof EndpointParams>).endpointId,
+      );
       const after = query.cursor === undefined ? undefined : decodeJobCursor(query.cursor);
       const page = await listing.recent(endpoint.accountId, endpoint.id, {
         now: services.clock.now(),

@@ -10,7 +10,15 @@ import { errorResponses } from '../schemas.js';
 import { clientGone } from '../client-gone.js';
 import { useLenientJson } from '../lenient-json.js';
 import { endpointHealth } from './endpoint-health.js';
-import { EndpointParams, JobParams, jobBody, RUN_BODY_LIMIT, RUNSYNC_BODY_LIMIT, WaitQuery, waitOf } from './job-body.js';
+import {
+  EndpointParams,
+  JobParams,
+  jobBody,
+  RUN_BODY_LIMIT,
+  RUNSYNC_BODY_LIMIT,
+  WaitQuery,
+  waitOf,
+} from './job-body.js';
 import { openAiRoutes } from './openai-proxy.js';
 import { EndpointLookup } from './endpoint-lookup.js';
 
@@ -57,15 +65,34 @@ export function jobRoutes(app: FastifyInstance, services: Services): JobRouteCon
   void app.register(async (scope) => {
     useLenientJson(scope);
 
-    scope.post('/v2/:endpointId/run', { ...route('run'), bodyLimit: RUN_BODY_LIMIT, schema: doc('Queue a job (body: input, webhook, policy, s3Config)', EndpointParams) }, (request) => {
-      const submit = (endpoint: Endpoint) => jobs.submit(endpoint.id, endpoint.accountId, jobBody(request.body), { defaultExecutionTimeoutMs: endpoint.executionTimeoutMs });
-      const endpoint = endpointOf(request);
-      return endpoint instanceof Promise ? endpoint.then(submit) : submit(endpoint);
-    });
+    scope.post(
+      '/v2/:endpointId/run',
+      {
+        ...route('run'),
+        bodyLimit: RUN_BODY_LIMIT,
+        schema: doc('Queue a job (body: input, webhook, policy, s3Config)', EndpointParams),
+      },
+      (request) => {
+        const submit = (endpoint: Endpoint) =>
+          jobs.submit(endpoint.id, endpoint.accountId, jobBody(request.body), {
+            defaultExecutionTimeoutMs: endpoint.executionTimeoutMs,
+          });
+        const endpoint = endpointOf(request);
+        return endpoint instanceof Promise ? endpoint.then(submit) : submit(endpoint);
+      },
+    );
 
     scope.post(
       '/v2/:endpointId/runsync',
-      { ...route('runsync'), bodyLimit: RUNSYNC_BODY_LIMIT, schema: doc('Queue a job and wait for its result (wait 1000-300000 ms, default 90000)', EndpointParams, WaitQuery) },
+      {
+        ...route('runsync'),
+        bodyLimit: RUNSYNC_BODY_LIMIT,
+        schema: doc(
+          'Queue a job and wait for its result (wait 1000-300000 ms, default 90000)',
+          EndpointParams,
+          WaitQuery,
+        ),
+      },
       async (request, reply) => {
         const endpoint = await endpointOf(request);
         const waitMs = waitOf(request, RUNSYNC_WAIT);
@@ -83,45 +110,100 @@ export function jobRoutes(app: FastifyInstance, services: Services): JobRouteCon
       return jobs.status(endpoint.accountId, endpoint.id, (request.params as { jobId: string }).jobId);
     };
     // The POST forms (the Go SDK's) only read: a read key may call them.
-    scope.get('/v2/:endpointId/status/:jobId', { ...route('status'), schema: doc('A job: status, timings, output or error', JobParams) }, status);
-    scope.post('/v2/:endpointId/status/:jobId', { ...route('status', { scope: 'read' }), schema: { ...doc('A job (POST form)', JobParams), hide: true } }, status);
+    scope.get(
+      '/v2/:endpointId/status/:jobId',
+      { ...route('status'), schema: doc('A job: status, timings, output or error', JobParams) },
+      status,
+    );
+    scope.post(
+      '/v2/:endpointId/status/:jobId',
+      { ...route('status', { scope: 'read' }), schema: { ...doc('A job (POST form)', JobParams), hide: true } },
+      status,
+    );
 
     const statusSync = async (request: FastifyRequest, reply: FastifyReply) => {
       const endpoint = await endpointOf(request);
       const waitMs = waitOf(request, STATUS_SYNC_WAIT);
-      return jobs.waitForTerminal(endpoint.accountId, endpoint.id, (request.params as { jobId: string }).jobId, { waitMs, signal: clientGone(reply) });
+      return jobs.waitForTerminal(endpoint.accountId, endpoint.id, (request.params as { jobId: string }).jobId, {
+        waitMs,
+        signal: clientGone(reply),
+      });
     };
-    scope.get('/v2/:endpointId/status-sync/:jobId', { ...route('status'), schema: doc('A job, once finished or after wait ms', JobParams, WaitQuery) }, statusSync);
-    scope.post('/v2/:endpointId/status-sync/:jobId', { ...route('status', { scope: 'read' }), schema: { ...doc('status-sync (POST form)', JobParams, WaitQuery), hide: true } }, statusSync);
+    scope.get(
+      '/v2/:endpointId/status-sync/:jobId',
+      { ...route('status'), schema: doc('A job, once finished or after wait ms', JobParams, WaitQuery) },
+      statusSync,
+    );
+    scope.post(
+      '/v2/:endpointId/status-sync/:jobId',
+      {
+        ...route('status', { scope: 'read' }),
+        schema: { ...doc('status-sync (POST form)', JobParams, WaitQuery), hide: true },
+      },
+      statusSync,
+    );
 
     const stream = async (request: FastifyRequest, reply: FastifyReply) => {
       const endpoint = await endpointOf(request);
       const waitMs = waitOf(request, STREAM_WAIT);
-      const r = await jobs.stream(endpoint.accountId, endpoint.id, (request.params as { jobId: string }).jobId, { waitMs, signal: clientGone(reply) });
+      const r = await jobs.stream(endpoint.accountId, endpoint.id, (request.params as { jobId: string }).jobId, {
+        waitMs,
+        signal: clientGone(reply),
+      });
       return { id: r.id, status: r.status, stream: r.stream };
     };
-    scope.get('/v2/:endpointId/stream/:jobId', { ...route('stream'), schema: doc('Stream chunks buffered since the last call (waits while none)', JobParams, WaitQuery) }, stream);
-    scope.post('/v2/:endpointId/stream/:jobId', { ...route('stream', { scope: 'read' }), schema: { ...doc('stream (POST form)', JobParams, WaitQuery), hide: true } }, stream);
+    scope.get(
+      '/v2/:endpointId/stream/:jobId',
+      {
+        ...route('stream'),
+        schema: doc('Stream chunks buffered since the last call (waits while none)', JobParams, WaitQuery),
+      },
+      stream,
+    );
+    scope.post(
+      '/v2/:endpointId/stream/:jobId',
+      {
+        ...route('stream', { scope: 'read' }),
+        schema: { ...doc('stream (POST form)', JobParams, WaitQuery), hide: true },
+      },
+      stream,
+    );
 
-    scope.post('/v2/:endpointId/cancel/:jobId', { ...route('cancel'), schema: doc('Cancel a queued or running job', JobParams) }, async (request) => {
-      const endpoint = await endpointOf(request);
-      return jobs.cancel(endpoint.accountId, endpoint.id, (request.params as { jobId: string }).jobId);
-    });
+    scope.post(
+      '/v2/:endpointId/cancel/:jobId',
+      { ...route('cancel'), schema: doc('Cancel a queued or running job', JobParams) },
+      async (request) => {
+        const endpoint = await endpointOf(request);
+        return jobs.cancel(endpoint.accountId, endpoint.id, (request.params as { jobId: string }).jobId);
+      },
+    );
 
-    scope.post('/v2/:endpointId/retry/:jobId', { ...route('retry'), schema: doc('Requeue a FAILED or TIMED_OUT job (same id and input)', JobParams) }, async (request) => {
-      const endpoint = await endpointOf(request);
-      return jobs.retry(endpoint.accountId, endpoint.id, (request.params as { jobId: string }).jobId);
-    });
+    scope.post(
+      '/v2/:endpointId/retry/:jobId',
+      { ...route('retry'), schema: doc('Requeue a FAILED or TIMED_OUT job (same id and input)', JobParams) },
+      async (request) => {
+        const endpoint = await endpointOf(request);
+        return jobs.retry(endpoint.accountId, endpoint.id, (request.params as { jobId: string }).jobId);
+      },
+    );
 
-    scope.post('/v2/:endpointId/purge-queue', { ...route('purge-queue'), schema: doc('Delete every queued job of the endpoint', EndpointParams) }, async (request) => {
-      const endpoint = await endpointOf(request);
-      return jobs.purgeQueue(endpoint.id);
-    });
+    scope.post(
+      '/v2/:endpointId/purge-queue',
+      { ...route('purge-queue'), schema: doc('Delete every queued job of the endpoint', EndpointParams) },
+      async (request) => {
+        const endpoint = await endpointOf(request);
+        return jobs.purgeQueue(endpoint.id);
+      },
+    );
 
-    scope.get('/v2/:endpointId/health', { ...route('health'), schema: doc('Job and worker counts of the endpoint', EndpointParams) }, async (request) => {
-      const endpoint = await endpointOf(request);
-      return endpointHealth(services, endpoint.id);
-    });
+    scope.get(
+      '/v2/:endpointId/health',
+      { ...route('health'), schema: doc('Job and worker counts of the endpoint', EndpointParams) },
+      async (request) => {
+        const endpoint = await endpointOf(request);
+        return endpointHealth(services, endpoint.id);
+      },
+    );
 
     openAiRoutes(scope, { jobs, endpointOf, route: route('openai') });
   });

@@ -18,22 +18,32 @@ import { principalOf } from '../plugins/auth.js';
 import { IdParams, StringEnum, errorResponses } from '../schemas.js';
 
 /** @see the OpenAPI's LogTail */
-export const MAX_LOG_TAIL = 5000;
+const MAX_LOG_TAIL = 5000;
 const DEFAULT_TAIL = 100;
 
 const LogQuery = Type.Object(
   {
     source: Type.Optional(
-      StringEnum(LOG_SOURCES, { description: 'Log source to stream: `container` (its stdout/stderr) or `system` (the platform\'s lifecycle lines). Omit for both, merged in time order.' }),
+      StringEnum(LOG_SOURCES, {
+        description:
+          "Log source to stream: `container` (its stdout/stderr) or `system` (the platform's lifecycle lines). Omit for both, merged in time order.",
+      }),
     ),
     tail: Type.Optional(
       Type.Integer({
         minimum: 0,
         maximum: MAX_LOG_TAIL,
-        description: 'Historical lines to backfill before streaming (default 100; 0 = live only; at most 5000). Ignored with `since` or `Last-Event-ID`.',
+        description:
+          'Historical lines to backfill before streaming (default 100; 0 = live only; at most 5000). Ignored with `since` or `Last-Event-ID`.',
       }),
     ),
-    since: Type.Optional(Type.String({ description: 'RFC3339 time to resume from (inclusive). Ignored with `Last-Event-ID`; `tail` is ignored with it.', examples: ['2026-06-01T12:02:03Z'] })),
+    since: Type.Optional(
+      Type.String({
+        description:
+          'RFC3339 time to resume from (inclusive). Ignored with `Last-Event-ID`; `tail` is ignored with it.',
+        examples: ['2026-06-01T12:02:03Z'],
+      }),
+    ),
   },
   { additionalProperties: false },
 );
@@ -41,11 +51,17 @@ type LogQuery = Static<typeof LogQuery>;
 
 const LogHeaders = Type.Object({
   'last-event-id': Type.Optional(
-    Type.String({ description: 'SSE reconnect cursor: an event `id` this endpoint sent (`<ts>/<ordinal>`) or an RFC3339 time. Takes precedence over `since` and `tail`.' }),
+    Type.String({
+      description:
+        'SSE reconnect cursor: an event `id` this endpoint sent (`<ts>/<ordinal>`) or an RFC3339 time. Takes precedence over `since` and `tail`.',
+    }),
   ),
 });
 
-const WorkerParams = Type.Object({ id: Type.String({ pattern: ID_PATTERN }), workerId: Type.String({ pattern: ID_PATTERN }) }, { additionalProperties: false });
+const WorkerParams = Type.Object(
+  { id: Type.String({ pattern: ID_PATTERN }), workerId: Type.String({ pattern: ID_PATTERN }) },
+  { additionalProperties: false },
+);
 
 const eventStream = {
   200: {
@@ -53,7 +69,12 @@ const eventStream = {
       'Server-Sent Events. Each event: `id: <ts>/<12-digit ordinal>` and `data: {"ts","source","line"}`; comment lines (`: keep-alive`) come while idle. Headers: Cache-Control: no-cache, Connection: keep-alive, X-Accel-Buffering: no.',
     content: {
       'text/event-stream': {
-        schema: { type: 'string', examples: ['id: 2026-06-01T12:02:03.000Z/000000000000\ndata: {"ts":"2026-06-01T12:02:03.000Z","source":"container","line":"Model loaded."}\n\n'] },
+        schema: {
+          type: 'string',
+          examples: [
+            'id: 2026-06-01T12:02:03.000Z/000000000000\ndata: {"ts":"2026-06-01T12:02:03.000Z","source":"container","line":"Model loaded."}\n\n',
+          ],
+        },
       },
     },
   },
@@ -68,7 +89,8 @@ export function logRoutes(app: FastifyInstance, { logs, logTargets }: Services):
         operationId: 'getPodLogs',
         tags: ['pods'],
         summary: 'Stream pod logs',
-        description: "Streams the pod's logs as Server-Sent Events: its own output (`container`) and the platform's lines about it (`system`). A stopped pod's stream sends what is kept and ends.",
+        description:
+          "Streams the pod's logs as Server-Sent Events: its own output (`container`) and the platform's lines about it (`system`). A stopped pod's stream sends what is kept and ends.",
         params: IdParams,
         querystring: LogQuery,
         headers: LogHeaders,
@@ -89,7 +111,8 @@ export function logRoutes(app: FastifyInstance, { logs, logTargets }: Services):
         operationId: 'getWorkerLogs',
         tags: ['serverless'],
         summary: "Stream a serverless worker's logs",
-        description: "Streams the worker's logs as Server-Sent Events, like a pod's (`container` and `system` sources). A dead worker's stream sends what is kept and ends.",
+        description:
+          "Streams the worker's logs as Server-Sent Events, like a pod's (`container` and `system` sources). A dead worker's stream sends what is kept and ends.",
         params: WorkerParams,
         querystring: LogQuery,
         headers: LogHeaders,
@@ -98,13 +121,22 @@ export function logRoutes(app: FastifyInstance, { logs, logTargets }: Services):
     },
     async (request, reply) => {
       const start = startOf(request);
-      const target = await logTargets.worker(principalOf(request).accountId, request.params.id, request.params.workerId);
+      const target = await logTargets.worker(
+        principalOf(request).accountId,
+        request.params.id,
+        request.params.workerId,
+      );
       await stream(request, reply, target, start);
     },
   );
 
   /** The lines, written as fast as the client reads them. */
-  async function stream(request: FastifyRequest<{ Querystring: LogQuery }>, reply: FastifyReply, target: LogTarget, start: LogStart): Promise<void> {
+  async function stream(
+    request: FastifyRequest<{ Querystring: LogQuery }>,
+    reply: FastifyReply,
+    target: LogTarget,
+    start: LogStart,
+  ): Promise<void> {
     const raw = reply.raw;
     const gone = new AbortController();
     raw.once('close', () => gone.abort());
@@ -124,7 +156,11 @@ export function logRoutes(app: FastifyInstance, { logs, logTargets }: Services):
     }, logs.keepAliveMs);
     try {
       const source = request.query.source;
-      for await (const e of logs.open(target, { start, signal: gone.signal, ...(source ? { sources: [source] } : {}) })) {
+      for await (const e of logs.open(target, {
+        start,
+        signal: gone.signal,
+        ...(source ? { sources: [source] } : {}),
+      })) {
         const data = JSON.stringify({ ts: formatTs(e.ts), source: e.source, line: e.line });
         if (!raw.write(`id: ${e.id}\ndata: ${data}\n\n`)) await Promise.race([once(raw, 'drain'), once(raw, 'close')]);
         if (gone.signal.aborted) break;
@@ -146,13 +182,20 @@ function startOf(request: FastifyRequest<{ Querystring: LogQuery }>): LogStart {
   if (lastEventId !== undefined && lastEventId.trim() !== '') {
     const cursor = parseEventId(lastEventId);
     if (!cursor)
-      throw new ApiError('INVALID_PARAMETER', `Invalid Last-Event-ID "${lastEventId.slice(0, 80)}": expected an event id this endpoint sent (<RFC3339 time>/<ordinal>) or an RFC3339 time.`);
+      throw new ApiError(
+        'INVALID_PARAMETER',
+        `Invalid Last-Event-ID "${lastEventId.slice(0, 80)}": expected an event id this endpoint sent (<RFC3339 time>/<ordinal>) or an RFC3339 time.`,
+      );
     return { after: cursor };
   }
   const { since, tail } = request.query;
   if (since !== undefined) {
     const sinceMs = parseRfc3339(since);
-    if (sinceMs === null) throw new ApiError('INVALID_PARAMETER', `Invalid query parameter: since "${since.slice(0, 80)}" is not an RFC3339 time (e.g. 2026-06-01T12:02:03Z).`);
+    if (sinceMs === null)
+      throw new ApiError(
+        'INVALID_PARAMETER',
+        `Invalid query parameter: since "${since.slice(0, 80)}" is not an RFC3339 time (e.g. 2026-06-01T12:02:03Z).`,
+      );
     return { sinceMs };
   }
   return { tail: tail ?? DEFAULT_TAIL };

@@ -9,34 +9,68 @@ const closed = { additionalProperties: false } as const;
 const Name = Type.String({ minLength: 1, maxLength: 191 });
 const Size = Type.Integer({ minimum: 10, maximum: 4000, description: 'GB' });
 
-export const CreateNetworkVolumeRequest = Type.Object(
-  { name: Name, size: Size, dataCenterId: Type.String({ minLength: 1, maxLength: 64, description: 'a data center of GET /v2/catalog/datacenters' }) },
+const CreateNetworkVolumeRequest = Type.Object(
+  {
+    name: Name,
+    size: Size,
+    dataCenterId: Type.String({
+      minLength: 1,
+      maxLength: 64,
+      description: 'a data center of GET /v2/catalog/datacenters',
+    }),
+  },
   closed,
 );
-export const PatchNetworkVolumeRequest = Type.Object(
+const PatchNetworkVolumeRequest = Type.Object(
   {
     name: Type.Optional(Name),
-    size: Type.Optional(Type.Integer({ minimum: 10, maximum: 4000, description: 'GB; may only grow (a smaller size answers 400)' })),
+    size: Type.Optional(
+      Type.Integer({ minimum: 10, maximum: 4000, description: 'GB; may only grow (a smaller size answers 400)' }),
+    ),
     dataCenterId: Type.Optional(
-      Type.String({ minLength: 1, maxLength: 64, description: 'immutable: accepted only when equal to the current one; another value answers 400' }),
+      Type.String({
+        minLength: 1,
+        maxLength: 64,
+        description: 'immutable: accepted only when equal to the current one; another value answers 400',
+      }),
     ),
   },
   closed,
 );
 
-export const NetworkVolumeSchema = Type.Object({ id: Type.String(), name: Type.String(), size: Type.Integer(), dataCenterId: Type.String() });
-export const NetworkVolumeList = Type.Object({ networkVolumes: Type.Array(NetworkVolumeSchema) });
+const NetworkVolumeSchema = Type.Object({
+  id: Type.String(),
+  name: Type.String(),
+  size: Type.Integer(),
+  dataCenterId: Type.String(),
+});
+const NetworkVolumeList = Type.Object({ networkVolumes: Type.Array(NetworkVolumeSchema) });
 
-const view = ({ id, name, size, dataCenterId }: NetworkVolume): Static<typeof NetworkVolumeSchema> => ({ id, name, size, dataCenterId });
+const view = ({ id, name, size, dataCenterId }: NetworkVolume): Static<typeof NetworkVolumeSchema> => ({
+  id,
+  name,
+  size,
+  dataCenterId,
+});
 const idOf = (params: unknown): string => (params as Static<typeof IdParams>).id;
 const tags = ['network volumes'];
 
 export function volumeRoutes(app: FastifyInstance, { volumes }: Services): void {
   app.post(
     '/v2/network-volumes',
-    { schema: { tags, summary: 'Create a network volume', body: CreateNetworkVolumeRequest, response: { 201: NetworkVolumeSchema, ...errorResponses } } },
+    {
+      schema: {
+        tags,
+        summary: 'Create a network volume',
+        body: CreateNetworkVolumeRequest,
+        response: { 201: NetworkVolumeSchema, ...errorResponses },
+      },
+    },
     async (request, reply) => {
-      const created = await volumes.create(principalOf(request).accountId, request.body as Static<typeof CreateNetworkVolumeRequest>);
+      const created = await volumes.create(
+        principalOf(request).accountId,
+        request.body as Static<typeof CreateNetworkVolumeRequest>,
+      );
       return reply.code(201).send(view(created));
     },
   );
@@ -49,7 +83,14 @@ export function volumeRoutes(app: FastifyInstance, { volumes }: Services): void 
 
   app.get(
     '/v2/network-volumes/:id',
-    { schema: { tags, summary: 'Get a network volume', params: IdParams, response: { 200: NetworkVolumeSchema, ...errorResponses } } },
+    {
+      schema: {
+        tags,
+        summary: 'Get a network volume',
+        params: IdParams,
+        response: { 200: NetworkVolumeSchema, ...errorResponses },
+      },
+    },
     async (request) => view(await volumes.get(principalOf(request).accountId, idOf(request.params))),
   );
 
@@ -65,7 +106,13 @@ export function volumeRoutes(app: FastifyInstance, { volumes }: Services): void 
       },
     },
     async (request) =>
-      view(await volumes.update(principalOf(request).accountId, idOf(request.params), request.body as Static<typeof PatchNetworkVolumeRequest>)),
+      view(
+        await volumes.update(
+          principalOf(request).accountId,
+          idOf(request.params),
+          request.body as Static<typeof PatchNetworkVolumeRequest>,
+        ),
+      ),
   );
 
   app.delete(

@@ -43,10 +43,16 @@ export function openAiRoutes(scope: FastifyInstance, { jobs, endpointOf, route }
         case 'FAILED':
         case 'TIMED_OUT':
         case 'CANCELLED':
-          throw new ApiError('JOB_FAILED', `Job ${view.id} ended ${view.status}${view.error ? `: ${view.error}` : ''}.`);
+          throw new ApiError(
+            'JOB_FAILED',
+            `Job ${view.id} ended ${view.status}${view.error ? `: ${view.error}` : ''}.`,
+          );
         case 'IN_QUEUE':
         case 'IN_PROGRESS':
-          throw new ApiError('JOB_NOT_FINISHED', `Job ${view.id} is still ${view.status}; poll GET /v2/${endpoint.id}/status/${view.id} for its result.`);
+          throw new ApiError(
+            'JOB_NOT_FINISHED',
+            `Job ${view.id} is still ${view.status}; poll GET /v2/${endpoint.id}/status/${view.id} for its result.`,
+          );
         default:
           return ((s: never) => s)(view.status);
       }
@@ -55,16 +61,34 @@ export function openAiRoutes(scope: FastifyInstance, { jobs, endpointOf, route }
 }
 
 /** `stream: true` OpenAI requests: the job's chunks as server-sent events, then `[DONE]`. */
-async function streamOpenAi(jobs: Services['jobs'], request: FastifyRequest, reply: FastifyReply, endpoint: Endpoint, submit: SubmitBody): Promise<void> {
-  const { id } = await jobs.submit(endpoint.id, endpoint.accountId, submit, { defaultExecutionTimeoutMs: endpoint.executionTimeoutMs });
+async function streamOpenAi(
+  jobs: Services['jobs'],
+  request: FastifyRequest,
+  reply: FastifyReply,
+  endpoint: Endpoint,
+  submit: SubmitBody,
+): Promise<void> {
+  const { id } = await jobs.submit(endpoint.id, endpoint.accountId, submit, {
+    defaultExecutionTimeoutMs: endpoint.executionTimeoutMs,
+  });
   const gone = clientGone(reply);
   reply.hijack();
   const raw = reply.raw;
-  raw.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive', 'x-request-id': request.id });
+  raw.writeHead(200, {
+    'content-type': 'text/event-stream',
+    'cache-control': 'no-cache',
+    connection: 'keep-alive',
+    'x-request-id': request.id,
+  });
   let sawDone = false;
   const write = (chunk: unknown): void => {
     for (const item of Array.isArray(chunk) ? chunk : [chunk]) {
-      const text = typeof item === 'string' ? (item.startsWith('data:') ? item : `data: ${item}`) : `data: ${JSON.stringify(item)}`;
+      const text =
+        typeof item === 'string'
+          ? item.startsWith('data:')
+            ? item
+            : `data: ${item}`
+          : `data: ${JSON.stringify(item)}`;
       if (text.includes('[DONE]')) sawDone = true;
       raw.write(text.endsWith('\n\n') ? text : `${text.replace(/\n*$/, '')}\n\n`);
     }
@@ -80,7 +104,9 @@ async function streamOpenAi(jobs: Services['jobs'], request: FastifyRequest, rep
       if (isTerminalJobStatus(r.status)) {
         if (r.status !== 'COMPLETED') {
           const view = await jobs.status(endpoint.accountId, endpoint.id, id).catch(() => null);
-          raw.write(`data: ${JSON.stringify({ error: { message: `job ${id} ended ${r.status}${view?.error ? `: ${view.error}` : ''}`, type: r.status } })}\n\n`);
+          raw.write(
+            `data: ${JSON.stringify({ error: { message: `job ${id} ended ${r.status}${view?.error ? `: ${view.error}` : ''}`, type: r.status } })}\n\n`,
+          );
         }
         break;
       }

@@ -3,7 +3,14 @@ import type { Static } from '@sinclair/typebox';
 import type { Services } from '../../services.js';
 import { principalOf } from '../plugins/auth.js';
 import { IdParams, errorResponses } from '../schemas.js';
-import { CreatePodRequest, PatchPodRequest, Pod, PodActionRequest, PodList, PodListQuery } from '../schemas/pod-schemas.js';
+import {
+  CreatePodRequest,
+  PatchPodRequest,
+  Pod,
+  PodActionRequest,
+  PodList,
+  PodListQuery,
+} from '../schemas/pod-schemas.js';
 
 type IdParams = Static<typeof IdParams>;
 
@@ -34,7 +41,8 @@ export function podRoutes(app: FastifyInstance, { pods }: Services): void {
         operationId: 'listPods',
         tags: ['pods'],
         summary: "List the account's pods",
-        description: 'TERMINATED pods and cluster member pods are left out unless includeTerminated / includeClusterPods is true.',
+        description:
+          'TERMINATED pods and cluster member pods are left out unless includeTerminated / includeClusterPods is true.',
         querystring: PodListQuery,
         response: { 200: PodList, ...errorResponses },
       },
@@ -56,7 +64,15 @@ export function podRoutes(app: FastifyInstance, { pods }: Services): void {
 
   app.get<{ Params: IdParams }>(
     '/v2/pods/:id',
-    { schema: { operationId: 'getPod', tags: ['pods'], summary: 'Read one pod', params: IdParams, response: { 200: Pod, ...errorResponses } } },
+    {
+      schema: {
+        operationId: 'getPod',
+        tags: ['pods'],
+        summary: 'Read one pod',
+        params: IdParams,
+        response: { 200: Pod, ...errorResponses },
+      },
+    },
     async (request) => pods.get(principalOf(request).accountId, request.params.id),
   );
 
@@ -84,7 +100,8 @@ export function podRoutes(app: FastifyInstance, { pods }: Services): void {
         operationId: 'podAction',
         tags: ['pods'],
         summary: 'Start, stop, restart or terminate a pod',
-        description: 'start/stop/restart answer 200 with the pod, terminate answers 204. An action the status does not allow, or stop/restart of a locked pod, answers 409.',
+        description:
+          'start/stop/restart answer 200 with the pod, terminate answers 204. An action the status does not allow, or stop/restart of a locked pod, answers 409.',
         params: IdParams,
         body: PodActionRequest,
         response: { 200: Pod, 204: { type: 'null', description: 'terminated' }, ...errorResponses },

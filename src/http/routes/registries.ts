@@ -5,18 +5,22 @@ import type { Services } from '../../services.js';
 import { principalOf } from '../plugins/auth.js';
 import { errorResponses, IdParams } from '../schemas.js';
 
-export const CreateRegistryRequest = Type.Object(
+const CreateRegistryRequest = Type.Object(
   {
     name: Type.String({ minLength: 1, maxLength: 191 }),
     username: Type.String({ minLength: 1, maxLength: 1024 }),
-    password: Type.String({ minLength: 1, maxLength: 16384, description: 'a password or access token; stored encrypted and never returned' }),
+    password: Type.String({
+      minLength: 1,
+      maxLength: 16384,
+      description: 'a password or access token; stored encrypted and never returned',
+    }),
   },
   { additionalProperties: false },
 );
 
 /** Credentials are write-only: the answer names the credential, never its username or password. */
-export const RegistrySchema = Type.Object({ id: Type.String(), name: Type.String() });
-export const RegistryList = Type.Object({ registries: Type.Array(RegistrySchema) });
+const RegistrySchema = Type.Object({ id: Type.String(), name: Type.String() });
+const RegistryList = Type.Object({ registries: Type.Array(RegistrySchema) });
 
 const view = ({ id, name }: Registry): Static<typeof RegistrySchema> => ({ id, name });
 const idOf = (params: unknown): string => (params as Static<typeof IdParams>).id;
@@ -35,7 +39,10 @@ export function registryRoutes(app: FastifyInstance, { registries }: Services): 
       },
     },
     async (request, reply) => {
-      const created = await registries.create(principalOf(request).accountId, request.body as Static<typeof CreateRegistryRequest>);
+      const created = await registries.create(
+        principalOf(request).accountId,
+        request.body as Static<typeof CreateRegistryRequest>,
+      );
       return reply.code(201).send(view(created));
     },
   );
@@ -48,7 +55,14 @@ export function registryRoutes(app: FastifyInstance, { registries }: Services): 
 
   app.get(
     '/v2/registries/:id',
-    { schema: { tags, summary: 'Get a registry credential (without its secrets)', params: IdParams, response: { 200: RegistrySchema, ...errorResponses } } },
+    {
+      schema: {
+        tags,
+        summary: 'Get a registry credential (without its secrets)',
+        params: IdParams,
+        response: { 200: RegistrySchema, ...errorResponses },
+      },
+    },
     async (request) => view(await registries.get(principalOf(request).accountId, idOf(request.params))),
   );
 
@@ -58,7 +72,8 @@ export function registryRoutes(app: FastifyInstance, { registries }: Services): 
       schema: {
         tags,
         summary: 'Delete a registry credential',
-        description: 'Refused with 400 REGISTRY_IN_USE while a pod that is not terminated or one of your templates uses it.',
+        description:
+          'Refused with 400 REGISTRY_IN_USE while a pod that is not terminated or one of your templates uses it.',
         params: IdParams,
         response: { 204: Type.Null({ description: 'Deleted' }), ...errorResponses },
       },

@@ -10,36 +10,70 @@ import { errorResponses, IdParams } from '../schemas.js';
 
 const closed = { additionalProperties: false } as const;
 const StringList = (description: string) =>
-  Type.Union([Type.String({ maxLength: 1024 }), Type.Array(Type.String({ maxLength: 64 }), { maxItems: 64 })], { description });
+  Type.Union([Type.String({ maxLength: 1024 }), Type.Array(Type.String({ maxLength: 64 }), { maxItems: 64 })], {
+    description,
+  });
 
 /** Request fields mirror the GraphQL `EndpointInput` names; lists may be comma strings or arrays. */
 const endpointFields = {
   name: Type.String({ minLength: 1, maxLength: 191 }),
-  templateId: Type.String({ minLength: 1, maxLength: 64, description: 'a serverless template (isServerless true): yours or a public one' }),
-  type: Type.Optional(Type.Unsafe<string>({ type: 'string', enum: ['QB', 'LB', 'QUEUE', 'LOAD_BALANCER'], description: 'default QB (queue-based)' })),
+  templateId: Type.String({
+    minLength: 1,
+    maxLength: 64,
+    description: 'a serverless template (isServerless true): yours or a public one',
+  }),
+  type: Type.Optional(
+    Type.Unsafe<string>({
+      type: 'string',
+      enum: ['QB', 'LB', 'QUEUE', 'LOAD_BALANCER'],
+      description: 'default QB (queue-based)',
+    }),
+  ),
   gpuIds: StringList('GPU pools, e.g. "ADA_24,AMPERE_24" or ["ADA_24"]; see GET /v2/catalog/pools'),
   gpuCount: Type.Optional(Type.Integer({ description: 'GPUs per worker, 1-16; default 1' })),
   workersMin: Type.Optional(Type.Integer({ description: 'default 0 (scale to zero)' })),
   workersMax: Type.Optional(Type.Integer({ description: 'default 3, at most 100' })),
   idleTimeout: Type.Optional(Type.Integer({ description: 'seconds an idle worker stays up, 0-3600; default 5' })),
-  scalerType: Type.Optional(Type.Unsafe<string>({ type: 'string', enum: ['QUEUE_DELAY', 'REQUEST_COUNT'], description: 'default QUEUE_DELAY' })),
+  scalerType: Type.Optional(
+    Type.Unsafe<string>({ type: 'string', enum: ['QUEUE_DELAY', 'REQUEST_COUNT'], description: 'default QUEUE_DELAY' }),
+  ),
   scalerValue: Type.Optional(Type.Integer({ description: '>= 1; default 4' })),
   locations: Type.Optional(StringList('country codes of the data centers workers may run in; empty = any')),
-  networkVolumeId: Type.Optional(Type.Union([Type.String({ maxLength: 64 }), Type.Null()], { description: 'one of your network volumes; null or "" = none' })),
-  flashboot: Type.Optional(Type.Union([Type.Boolean(), Type.Unsafe<string>({ type: 'string', enum: ['OFF', 'FLASHBOOT'] })], { description: 'default OFF' })),
+  networkVolumeId: Type.Optional(
+    Type.Union([Type.String({ maxLength: 64 }), Type.Null()], {
+      description: 'one of your network volumes; null or "" = none',
+    }),
+  ),
+  flashboot: Type.Optional(
+    Type.Union([Type.Boolean(), Type.Unsafe<string>({ type: 'string', enum: ['OFF', 'FLASHBOOT'] })], {
+      description: 'default OFF',
+    }),
+  ),
   allowedCudaVersions: Type.Optional(StringList('host CUDA versions, "<major>.<minor>"; empty = any')),
-  executionTimeoutMs: Type.Optional(Type.Integer({ description: 'default execution timeout of jobs, 5000 ms to 7 days; default 600000' })),
-  env: Type.Optional(Type.Record(Type.String(), Type.String({ maxLength: 32768 }), { maxProperties: 256, description: 'overrides the template env per key' })),
+  executionTimeoutMs: Type.Optional(
+    Type.Integer({ description: 'default execution timeout of jobs, 5000 ms to 7 days; default 600000' }),
+  ),
+  env: Type.Optional(
+    Type.Record(Type.String(), Type.String({ maxLength: 32768 }), {
+      maxProperties: 256,
+      description: 'overrides the template env per key',
+    }),
+  ),
 };
 
-export const CreateEndpointRequest = Type.Object(endpointFields, closed);
-export const PatchEndpointRequest = Type.Object(
-  { ...endpointFields, name: Type.Optional(endpointFields.name), templateId: Type.Optional(endpointFields.templateId), gpuIds: Type.Optional(endpointFields.gpuIds) },
+const CreateEndpointRequest = Type.Object(endpointFields, closed);
+const PatchEndpointRequest = Type.Object(
+  {
+    ...endpointFields,
+    name: Type.Optional(endpointFields.name),
+    templateId: Type.Optional(endpointFields.templateId),
+    gpuIds: Type.Optional(endpointFields.gpuIds),
+  },
   { ...closed, description: 'Only the fields sent change (send networkVolumeId null to detach the volume).' },
 );
 
 /** spec 2.10 */
-export const ServerlessEndpointSchema = Type.Object({
+const ServerlessEndpointSchema = Type.Object({
   id: Type.String(),
   name: Type.String(),
   type: Type.String({ description: 'QUEUE or LOAD_BALANCER' }),
@@ -60,8 +94,16 @@ export const ServerlessEndpointSchema = Type.Object({
   env: Type.Record(Type.String(), Type.String()),
   registry: Type.Union([Type.String(), Type.Null()]),
   gpu: Type.Object({ pools: Type.Array(Type.String()), count: Type.Integer() }),
-  workers: Type.Object({ min: Type.Integer(), max: Type.Integer(), idleTimeout: Type.Integer({ description: 'seconds' }) }),
-  scaling: Type.Object({ type: Type.String(), queueDelay: Type.Optional(Type.Integer()), requestCount: Type.Optional(Type.Integer()) }),
+  workers: Type.Object({
+    min: Type.Integer(),
+    max: Type.Integer(),
+    idleTimeout: Type.Integer({ description: 'seconds' }),
+  }),
+  scaling: Type.Object({
+    type: Type.String(),
+    queueDelay: Type.Optional(Type.Integer()),
+    requestCount: Type.Optional(Type.Integer()),
+  }),
   dataCenterIds: Type.Array(Type.String()),
   networkVolumes: Type.Array(Type.String()),
   timeout: Type.Integer({ description: 'default execution timeout of jobs, ms' }),
@@ -69,15 +111,15 @@ export const ServerlessEndpointSchema = Type.Object({
   allowedCudaVersions: Type.Array(Type.String()),
   createdAt: Type.String({ format: 'date-time' }),
 });
-export const ServerlessEndpointList = Type.Object({ endpoints: Type.Array(ServerlessEndpointSchema) });
+const ServerlessEndpointList = Type.Object({ endpoints: Type.Array(ServerlessEndpointSchema) });
 
-export const WorkerSchema = Type.Object({
+const WorkerSchema = Type.Object({
   id: Type.String(),
   status: Type.String(),
   createdAt: Type.String({ format: 'date-time' }),
   lastPingAt: Type.Union([Type.String({ format: 'date-time' }), Type.Null()]),
 });
-export const WorkerList = Type.Object({ workers: Type.Array(WorkerSchema) });
+const WorkerList = Type.Object({ workers: Type.Array(WorkerSchema) });
 
 type EndpointBody = Static<typeof PatchEndpointRequest>;
 
@@ -98,12 +140,21 @@ export function serverlessRoutes(app: FastifyInstance, { endpoints, config }: Se
     },
     dataCenters: config.catalog.dataCenters,
   };
-  const render = async (e: Endpoint): Promise<ServerlessEndpointView> => toServerlessView(e, await endpoints.templateOf(e), ctx);
+  const render = async (e: Endpoint): Promise<ServerlessEndpointView> =>
+    toServerlessView(e, await endpoints.templateOf(e), ctx);
 
   app.get(
     '/v2/serverless',
-    { schema: { tags, summary: 'List your serverless endpoints', response: { 200: ServerlessEndpointList, ...errorResponses } } },
-    async (request) => ({ endpoints: await Promise.all((await endpoints.list(principalOf(request).accountId)).map(render)) }),
+    {
+      schema: {
+        tags,
+        summary: 'List your serverless endpoints',
+        response: { 200: ServerlessEndpointList, ...errorResponses },
+      },
+    },
+    async (request) => ({
+      endpoints: await Promise.all((await endpoints.list(principalOf(request).accountId)).map(render)),
+    }),
   );
 
   app.post(
@@ -125,7 +176,14 @@ export function serverlessRoutes(app: FastifyInstance, { endpoints, config }: Se
 
   app.get(
     '/v2/serverless/:id',
-    { schema: { tags, summary: 'Get one of your serverless endpoints', params: IdParams, response: { 200: ServerlessEndpointSchema, ...errorResponses } } },
+    {
+      schema: {
+        tags,
+        summary: 'Get one of your serverless endpoints',
+        params: IdParams,
+        response: { 200: ServerlessEndpointSchema, ...errorResponses },
+      },
+    },
     async (request) => render(await endpoints.get(principalOf(request).accountId, idOf(request.params))),
   );
 
@@ -140,7 +198,14 @@ export function serverlessRoutes(app: FastifyInstance, { endpoints, config }: Se
         response: { 200: ServerlessEndpointSchema, ...errorResponses },
       },
     },
-    async (request) => render(await endpoints.update(principalOf(request).accountId, idOf(request.params), toInput(request.body as EndpointBody))),
+    async (request) =>
+      render(
+        await endpoints.update(
+          principalOf(request).accountId,
+          idOf(request.params),
+          toInput(request.body as EndpointBody),
+        ),
+      ),
   );
 
   app.delete(
@@ -162,7 +227,14 @@ export function serverlessRoutes(app: FastifyInstance, { endpoints, config }: Se
 
   app.get(
     '/v2/serverless/:id/workers',
-    { schema: { tags, summary: "List an endpoint's workers", params: IdParams, response: { 200: WorkerList, ...errorResponses } } },
+    {
+      schema: {
+        tags,
+        summary: "List an endpoint's workers",
+        params: IdParams,
+        response: { 200: WorkerList, ...errorResponses },
+      },
+    },
     async (request) => ({
       workers: (await endpoints.workers(principalOf(request).accountId, idOf(request.params))).map((w) => ({
         id: w.id,

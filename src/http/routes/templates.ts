@@ -11,9 +11,15 @@ import { MAX_DISK_GB } from '../../domain/limits.js';
 const closed = { additionalProperties: false } as const;
 
 const Category = Type.Unsafe<Template['category']>({ type: 'string', enum: ['NVIDIA', 'AMD', 'CPU'] });
-const Ports = Type.Array(Type.String({ pattern: '^\\d{1,5}/(tcp|http|udp)$', description: '`<port>/<protocol>`, protocol tcp, http or udp' }), { maxItems: 64 });
+const Ports = Type.Array(
+  Type.String({ pattern: '^\\d{1,5}/(tcp|http|udp)$', description: '`<port>/<protocol>`, protocol tcp, http or udp' }),
+  { maxItems: 64 },
+);
 const Env = Type.Record(Type.String(), Type.String({ maxLength: 32768 }), { maxProperties: 256 });
-const CudaVersions = Type.Array(Type.String({ pattern: '^\\d+\\.\\d+$' }), { maxItems: 64, description: 'host CUDA versions a pod may run on, `<major>.<minor>`' });
+const CudaVersions = Type.Array(Type.String({ pattern: '^\\d+\\.\\d+$' }), {
+  maxItems: 64,
+  description: 'host CUDA versions a pod may run on, `<major>.<minor>`',
+});
 
 /** The fields a create and a PATCH may send; PATCH makes every one optional. */
 const templateFields = {
@@ -21,22 +27,38 @@ const templateFields = {
   imageName: Type.String({ minLength: 1, maxLength: 1024 }),
   args: Type.Optional(Type.String({ maxLength: 8192, description: 'start command / docker args; default ""' })),
   containerDiskInGb: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_DISK_GB, description: 'GB; default 20' })),
-  volumeInGb: Type.Optional(Type.Integer({ minimum: 0, maximum: MAX_DISK_GB, description: 'persistent volume, GB: 0 (none, the default) or at least 10' })),
-  volumeMountPath: Type.Optional(Type.Union([Type.String({ minLength: 1, maxLength: 1024 }), Type.Null()], { description: 'default "/workspace" when volumeInGb > 0' })),
+  volumeInGb: Type.Optional(
+    Type.Integer({
+      minimum: 0,
+      maximum: MAX_DISK_GB,
+      description: 'persistent volume, GB: 0 (none, the default) or at least 10',
+    }),
+  ),
+  volumeMountPath: Type.Optional(
+    Type.Union([Type.String({ minLength: 1, maxLength: 1024 }), Type.Null()], {
+      description: 'default "/workspace" when volumeInGb > 0',
+    }),
+  ),
   ports: Type.Optional(Ports),
   env: Type.Optional(Env),
-  containerRegistryAuthId: Type.Optional(Type.Union([Type.String({ minLength: 1, maxLength: 64 }), Type.Null()], { description: 'one of your registry credentials (GET /v2/registries)' })),
+  containerRegistryAuthId: Type.Optional(
+    Type.Union([Type.String({ minLength: 1, maxLength: 64 }), Type.Null()], {
+      description: 'one of your registry credentials (GET /v2/registries)',
+    }),
+  ),
   startSsh: Type.Optional(Type.Boolean()),
   startJupyter: Type.Optional(Type.Boolean()),
   allowedCudaVersions: Type.Optional(CudaVersions),
   isServerless: Type.Optional(Type.Boolean({ description: 'a template for serverless endpoints; pods cannot use it' })),
-  isPublic: Type.Optional(Type.Boolean({ description: 'only false: public templates are the shipped catalog; true answers 403' })),
+  isPublic: Type.Optional(
+    Type.Boolean({ description: 'only false: public templates are the shipped catalog; true answers 403' }),
+  ),
   category: Type.Optional(Category),
   readme: Type.Optional(Type.String({ maxLength: 65536 })),
 };
 
-export const CreateTemplateRequest = Type.Object(templateFields, closed);
-export const PatchTemplateRequest = Type.Object(
+const CreateTemplateRequest = Type.Object(templateFields, closed);
+const PatchTemplateRequest = Type.Object(
   { ...templateFields, name: Type.Optional(templateFields.name), imageName: Type.Optional(templateFields.imageName) },
   { ...closed, description: 'Only the fields sent change; `containerRegistryAuthId: null` clears the registry.' },
 );
@@ -83,7 +105,14 @@ const tags = ['templates'];
 export function templateRoutes(app: FastifyInstance, { templates }: Services): void {
   app.post(
     '/v2/templates',
-    { schema: { tags, summary: 'Create a template', body: CreateTemplateRequest, response: { 201: TemplateSchema, ...errorResponses } } },
+    {
+      schema: {
+        tags,
+        summary: 'Create a template',
+        body: CreateTemplateRequest,
+        response: { 201: TemplateSchema, ...errorResponses },
+      },
+    },
     async (request, reply) => {
       const created = await templates.create(principalOf(request).accountId, request.body as TemplateInput);
       return reply.code(201).send(templateView(created));
@@ -92,17 +121,36 @@ export function templateRoutes(app: FastifyInstance, { templates }: Services): v
 
   app.get(
     '/v2/templates',
-    { schema: { tags, summary: 'List your templates (and, with includePublic, the public ones)', querystring: ListQuery, response: { 200: TemplateList, ...errorResponses } } },
+    {
+      schema: {
+        tags,
+        summary: 'List your templates (and, with includePublic, the public ones)',
+        querystring: ListQuery,
+        response: { 200: TemplateList, ...errorResponses },
+      },
+    },
     async (request) => {
       const { includePublic } = request.query as Static<typeof ListQuery>;
-      return { templates: (await templates.list(principalOf(request).accountId, { includePublic: includePublic === true })).map(templateView) };
+      return {
+        templates: (
+          await templates.list(principalOf(request).accountId, { includePublic: includePublic === true })
+        ).map(templateView),
+      };
     },
   );
 
   app.get(
     '/v2/templates/:id',
-    { schema: { tags, summary: 'Get one of your templates or a public one', params: IdParams, response: { 200: TemplateSchema, ...errorResponses } } },
-    async (request) => templateView(await templates.get(principalOf(request).accountId, (request.params as Static<typeof IdParams>).id)),
+    {
+      schema: {
+        tags,
+        summary: 'Get one of your templates or a public one',
+        params: IdParams,
+        response: { 200: TemplateSchema, ...errorResponses },
+      },
+    },
+    async (request) =>
+      templateView(await templates.get(principalOf(request).accountId, (request.params as Static<typeof IdParams>).id)),
   );
 
   app.patch(
@@ -111,14 +159,21 @@ export function templateRoutes(app: FastifyInstance, { templates }: Services): v
       schema: {
         tags,
         summary: 'Change one of your templates',
-        description: 'Pods already created from the template keep their settings. Public templates cannot be changed (404).',
+        description:
+          'Pods already created from the template keep their settings. Public templates cannot be changed (404).',
         params: IdParams,
         body: PatchTemplateRequest,
         response: { 200: TemplateSchema, ...errorResponses },
       },
     },
     async (request) =>
-      templateView(await templates.update(principalOf(request).accountId, (request.params as Static<typeof IdParams>).id, request.body as TemplatePatch)),
+      templateView(
+        await templates.update(
+          principalOf(request).accountId,
+          (request.params as Static<typeof IdParams>).id,
+          request.body as TemplatePatch,
+        ),
+      ),
   );
 
   app.delete(
@@ -127,7 +182,8 @@ export function templateRoutes(app: FastifyInstance, { templates }: Services): v
       schema: {
         tags,
         summary: 'Delete one of your templates',
-        description: 'Public templates answer 404. A template a live pod or a serverless endpoint references answers 400 TEMPLATE_IN_USE.',
+        description:
+          'Public templates answer 404. A template a live pod or a serverless endpoint references answers 400 TEMPLATE_IN_USE.',
         params: IdParams,
         response: { 204: Type.Null({ description: 'Deleted' }), ...errorResponses },
       },

@@ -20,15 +20,24 @@ type WorkerQuery = Record<string, string | undefined>;
 function workerIdOf(request: FastifyRequest): string {
   const { workerId } = request.params as WorkerParams;
   if (!WORKER_ID.test(workerId)) {
-    const hint = workerId.includes('$') ? ' It looks like an unreplaced placeholder: set RUNPOD_POD_ID for the worker.' : '';
-    throw new ApiError('INVALID_PARAMETER', `Invalid worker id "${workerId.slice(0, 64)}": use 1-128 letters, digits, ".", "_" or "-".${hint}`);
+    const hint = workerId.includes('$')
+      ? ' It looks like an unreplaced placeholder: set RUNPOD_POD_ID for the worker.'
+      : '';
+    throw new ApiError(
+      'INVALID_PARAMETER',
+      `Invalid worker id "${workerId.slice(0, 64)}": use 1-128 letters, digits, ".", "_" or "-".${hint}`,
+    );
   }
   return workerId;
 }
 
 function jobIdOf(request: FastifyRequest): string {
   const jobId = (request.params as WorkerParams).jobId ?? (request.query as WorkerQuery).id;
-  if (!jobId) throw new ApiError('INVALID_PARAMETER', 'The job id is missing: post to …/job-done/<worker>/<job id> (or pass ?id=<job id>).');
+  if (!jobId)
+    throw new ApiError(
+      'INVALID_PARAMETER',
+      'The job id is missing: post to …/job-done/<worker>/<job id> (or pass ?id=<job id>).',
+    );
   return jobId;
 }
 
@@ -43,11 +52,16 @@ function jobIdOf(request: FastifyRequest): string {
 export function workerProtocolRoutes(app: FastifyInstance, services: Services): void {
   const { jobs, workers, config } = services;
   const endpoints = new EndpointLookup(services.endpoints);
-  const limiter = new WorkerRateLimiter({ clock: services.clock, ...config.jobs.workerRateLimits, liveWorkers: (endpointId) => workers.liveWorkers(endpointId) });
+  const limiter = new WorkerRateLimiter({
+    clock: services.clock,
+    ...config.jobs.workerRateLimits,
+    liveWorkers: (endpointId) => workers.liveWorkers(endpointId),
+  });
   // No automatic HEAD twins: a HEAD on job-take or job-stop would consume jobs or stop notices.
   // Logged at warn (or quieter, if the server is): a line per ping (Fastify's request lines are
   // info) would let workers flood the log.
-  const logLevel = (['error', 'fatal', 'silent'] as const).find((l) => l === config.server.logLevel) ?? ('warn' as const);
+  const logLevel =
+    (['error', 'fatal', 'silent'] as const).find((l) => l === config.server.logLevel) ?? ('warn' as const);
   const opts = {
     config: { ownRateLimits: true, jobApi: true, workerProtocol: true, scope: 'write' as const },
     schema: { hide: true },
@@ -59,7 +73,12 @@ export function workerProtocolRoutes(app: FastifyInstance, services: Services): 
     endpoints.get(principalOf(request).accountId, (request.params as WorkerParams).endpointId);
 
   /** A worker's long-poll; an open one keeps the worker alive for the heartbeat check. */
-  async function longPoll<T>(endpoint: Endpoint, workerId: string, busy: boolean | undefined, wait: () => Promise<T>): Promise<T> {
+  async function longPoll<T>(
+    endpoint: Endpoint,
+    workerId: string,
+    busy: boolean | undefined,
+    wait: () => Promise<T>,
+  ): Promise<T> {
     await workers.seen(endpoint.id, workerId, busy);
     const closed = workers.pollOpened(endpoint.id, workerId);
     try {
@@ -74,9 +93,14 @@ export function workerProtocolRoutes(app: FastifyInstance, services: Services): 
     const workerId = workerIdOf(request);
     const query = request.query as WorkerQuery;
     const requested = Number(query.batch_size ?? 1);
-    const batchSize = batch ? Math.min(MAX_BATCH, Math.max(1, Number.isFinite(requested) ? Math.floor(requested) : 1)) : 1;
+    const batchSize = batch
+      ? Math.min(MAX_BATCH, Math.max(1, Number.isFinite(requested) ? Math.floor(requested) : 1))
+      : 1;
     // job_in_progress is only a hint for /health; jobs never move on what a worker claims.
-    const busy = query.job_in_progress === undefined ? undefined : query.job_in_progress === '1' || query.job_in_progress === 'true';
+    const busy =
+      query.job_in_progress === undefined
+        ? undefined
+        : query.job_in_progress === '1' || query.job_in_progress === 'true';
     const taken = await longPoll(endpoint, workerId, busy, () =>
       jobs.take(endpoint.id, workerId, { batchSize, waitMs: config.jobs.takeWaitMs, signal: clientGone(reply) }),
     );
@@ -93,7 +117,9 @@ export function workerProtocolRoutes(app: FastifyInstance, services: Services): 
     scope.get('/v2/:endpointId/job-stop/:workerId', opts, async (request, reply) => {
       const endpoint = await endpointOf(request);
       const workerId = workerIdOf(request);
-      const ids = await longPoll(endpoint, workerId, undefined, () => jobs.stopRequests(endpoint.id, workerId, { waitMs: config.jobs.stopWaitMs, signal: clientGone(reply) }));
+      const ids = await longPoll(endpoint, workerId, undefined, () =>
+        jobs.stopRequests(endpoint.id, workerId, { waitMs: config.jobs.stopWaitMs, signal: clientGone(reply) }),
+      );
       if (ids.length === 0) return reply.code(204).send();
       return { jobsToStop: ids };
     });
@@ -145,7 +171,11 @@ export function workerProtocolRoutes(app: FastifyInstance, services: Services): 
         const news = await workers.unhealthy(endpoint.id, workerId);
         const moved = await jobs.workerLost(workerId, endpoint.id);
         // once per worker: a repeated report must not become a line per ping
-        if (news) request.log.warn({ workerId, endpointId: endpoint.id, check: query.check, reason: query.reason, ...moved }, 'worker reported itself unhealthy');
+        if (news)
+          request.log.warn(
+            { workerId, endpointId: endpoint.id, check: query.check, reason: query.reason, ...moved },
+            'worker reported itself unhealthy',
+          );
         return { status: 'unhealthy' };
       }
       const ids = (query.job_id ?? '').split(',').filter((s) => s.trim() !== '');

@@ -12,29 +12,38 @@ import { MAX_DISK_GB } from '../../domain/limits.js';
 
 const closed = { additionalProperties: false } as const;
 
-const PortList = Type.Array(Type.String({ pattern: '^[0-9]{1,5}/[a-z]+$', description: '`<port>/<protocol>`, e.g. `8888/http` or `22/tcp`' }), {
-  maxItems: 64,
-});
+const PortList = Type.Array(
+  Type.String({ pattern: '^[0-9]{1,5}/[a-z]+$', description: '`<port>/<protocol>`, e.g. `8888/http` or `22/tcp`' }),
+  {
+    maxItems: 64,
+  },
+);
 const Env = Type.Record(Type.String({ minLength: 1, maxLength: 256 }), Type.String({ maxLength: 32768 }));
 const Cloud = StringEnum(['SECURE', 'COMMUNITY'] as const);
 
-export const PersistentMount = Type.Object(
-  { size: Type.Integer({ minimum: 10, maximum: MAX_DISK_GB, description: 'GB' }), path: Type.String({ minLength: 1, maxLength: 1024 }) },
+const PersistentMount = Type.Object(
+  {
+    size: Type.Integer({ minimum: 10, maximum: MAX_DISK_GB, description: 'GB' }),
+    path: Type.String({ minLength: 1, maxLength: 1024 }),
+  },
   { ...closed, description: 'Host-local storage (deprecated; prefer a network volume). Not allowed on CPU pods.' },
 );
-export const NetworkMount = Type.Object(
+const NetworkMount = Type.Object(
   { volumeId: Type.String({ minLength: 1, maxLength: 64 }), path: Type.String({ minLength: 1, maxLength: 1024 }) },
   { ...closed, description: 'A network volume of the caller, in the data center the pod runs in.' },
 );
-export const Mounts = Type.Object(
+const Mounts = Type.Object(
   { persistent: Type.Optional(PersistentMount), network: Type.Optional(Type.Array(NetworkMount, { maxItems: 1 })) },
   { ...closed, description: 'At most one of persistent or network.' },
 );
-export const GpuConfig = Type.Object(
-  { id: Type.String({ minLength: 1, description: 'GPU type id (GET /v2/catalog/gpus)' }), count: Type.Optional(Type.Integer({ minimum: 1, default: 1 })) },
+const GpuConfig = Type.Object(
+  {
+    id: Type.String({ minLength: 1, description: 'GPU type id (GET /v2/catalog/gpus)' }),
+    count: Type.Optional(Type.Integer({ minimum: 1, default: 1 })),
+  },
   closed,
 );
-export const CreateCpuConfig = Type.Object(
+const CreateCpuConfig = Type.Object(
   {
     id: Type.String({ minLength: 1, description: 'CPU flavor id (GET /v2/catalog/cpus)' }),
     vcpuCount: Type.Integer({ minimum: 2, description: "a power of two listed in the flavor's vcpuOptions" }),
@@ -45,9 +54,17 @@ export const CreateCpuConfig = Type.Object(
 export const CreatePodRequest = Type.Object(
   {
     name: Type.String({ minLength: 1, maxLength: 191 }),
-    image: Type.Optional(Type.String({ minLength: 1, maxLength: 1024, description: 'required unless templateId is set' })),
+    image: Type.Optional(
+      Type.String({ minLength: 1, maxLength: 1024, description: 'required unless templateId is set' }),
+    ),
     args: Type.Optional(Type.String({ maxLength: 8192 })),
-    disk: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_DISK_GB, description: 'container disk, GB; default: the template’s, else 20' })),
+    disk: Type.Optional(
+      Type.Integer({
+        minimum: 1,
+        maximum: MAX_DISK_GB,
+        description: 'container disk, GB; default: the template’s, else 20',
+      }),
+    ),
     ports: Type.Optional(PortList),
     env: Type.Optional(Env),
     registry: Type.Optional(Type.Union([Type.String({ minLength: 1 }), Type.Null()])),
@@ -73,27 +90,48 @@ export const PatchPodRequest = Type.Object(
     args: Type.Optional(Type.String({ maxLength: 8192 })),
     disk: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_DISK_GB })),
     ports: Type.Optional(PortList),
-    env: Type.Optional(Type.Record(Type.String({ minLength: 1, maxLength: 256 }), Type.String({ maxLength: 32768 }), { description: 'replaces the env' })),
+    env: Type.Optional(
+      Type.Record(Type.String({ minLength: 1, maxLength: 256 }), Type.String({ maxLength: 32768 }), {
+        description: 'replaces the env',
+      }),
+    ),
     registry: Type.Optional(Type.Union([Type.String({ minLength: 1 }), Type.Null()])),
     locked: Type.Optional(Type.Boolean()),
     mounts: Type.Optional(Mounts),
-    templateId: Type.Optional(Type.String({ minLength: 1, maxLength: 64, description: "applies the template's image, args, disk, ports, env (merged) and registry" })),
+    templateId: Type.Optional(
+      Type.String({
+        minLength: 1,
+        maxLength: 64,
+        description: "applies the template's image, args, disk, ports, env (merged) and registry",
+      }),
+    ),
   },
   { ...closed, description: 'Readable configuration. Changes the instance sees restart a RUNNING pod.' },
 );
 
 export const PodActionRequest = Type.Object({ action: Type.Union(POD_ACTIONS.map((a) => Type.Literal(a))) }, closed);
 
+const SshEndpoint = Type.Object({
+  host: Type.String(),
+  port: Type.Integer(),
+  username: Type.String(),
+  command: Type.String(),
+});
 
-const SshEndpoint = Type.Object({ host: Type.String(), port: Type.Integer(), username: Type.String(), command: Type.String() });
-
-export const PodRuntime = Type.Object({
+const PodRuntime = Type.Object({
   uptime: Type.Optional(Type.Integer()),
   gpus: Type.Optional(Type.Array(Type.Object({ util: Type.Integer(), memoryUtil: Type.Integer() }))),
   cpu: Type.Optional(Type.Object({ util: Type.Integer() })),
   memory: Type.Optional(Type.Object({ util: Type.Integer() })),
   ports: Type.Optional(
-    Type.Array(Type.Object({ private: Type.Integer(), public: Nullable(Type.Integer()), type: Type.String(), ip: Nullable(Type.String()) })),
+    Type.Array(
+      Type.Object({
+        private: Type.Integer(),
+        public: Nullable(Type.Integer()),
+        type: Type.String(),
+        ip: Nullable(Type.String()),
+      }),
+    ),
   ),
 });
 
@@ -121,7 +159,11 @@ export const Pod = Type.Object({
   template: Nullable(Type.String()),
   cost: Type.Number({ description: 'USD per hour; 0 when EXITED, ERROR or TERMINATED' }),
   locked: Type.Boolean(),
-  globalNetworking: Type.Object({ enabled: Type.Boolean(), ip: Type.Optional(Type.String()), internalDns: Type.Optional(Type.String()) }),
+  globalNetworking: Type.Object({
+    enabled: Type.Boolean(),
+    ip: Type.Optional(Type.String()),
+    internalDns: Type.Optional(Type.String()),
+  }),
   runtime: Nullable(PodRuntime),
   createdAt: Type.String({ format: 'date-time' }),
   startedAt: Nullable(Type.String({ format: 'date-time' })),

@@ -17,9 +17,16 @@ const ctx = (overrides: Partial<ContainerContext> = {}): ContainerContext => ({
 });
 
 const spec = (overrides: Partial<InstanceSpec> = {}): InstanceSpec =>
-  instanceSpec({ id: 'pod1', image: 'team/app:1', owner: { kind: 'worker', accountId: 'acc1', endpointId: 'ep1' }, hostId: 'h1', ...overrides });
+  instanceSpec({
+    id: 'pod1',
+    image: 'team/app:1',
+    owner: { kind: 'worker', accountId: 'acc1', endpointId: 'ep1' },
+    hostId: 'h1',
+    ...overrides,
+  });
 
-const envOf = (body: { Env: string[] }): Record<string, string> => Object.fromEntries(body.Env.map((e) => [e.slice(0, e.indexOf('=')), e.slice(e.indexOf('=') + 1)]));
+const envOf = (body: { Env: string[] }): Record<string, string> =>
+  Object.fromEntries(body.Env.map((e) => [e.slice(0, e.indexOf('=')), e.slice(e.indexOf('=') + 1)]));
 
 describe('planContainer', () => {
   test('names the container after the namespace and id and labels it with its owner, host, spec hash and memory limit', () => {
@@ -46,14 +53,26 @@ describe('planContainer', () => {
     assert.notEqual(planContainer(spec({ env: { A: '1', B: '3' } }), ctx()).specHash, base);
     assert.notEqual(planContainer(spec({ env: { A: '1', B: '2' }, image: 'team/app:2' }), ctx()).specHash, base);
     assert.notEqual(planContainer(spec({ env: { A: '1', B: '2' }, args: '--x' }), ctx()).specHash, base);
-    assert.notEqual(planContainer(spec({ env: { A: '1', B: '2' }, ports: [{ private: 80, public: 30080, protocol: 'http' }] }), ctx()).specHash, base);
+    assert.notEqual(
+      planContainer(spec({ env: { A: '1', B: '2' }, ports: [{ private: 80, public: 30080, protocol: 'http' }] }), ctx())
+        .specHash,
+      base,
+    );
     assert.notEqual(planContainer(spec({ env: { A: '1', B: '2' }, memoryGb: 8 }), ctx()).specHash, base);
   });
 
   test('args are split like a shell and replace the image CMD; empty args keep it', () => {
-    assert.deepEqual(planContainer(spec({ args: `serve --name "two words" 'x y'` }), ctx()).body.Cmd, ['serve', '--name', 'two words', 'x y']);
+    assert.deepEqual(planContainer(spec({ args: `serve --name "two words" 'x y'` }), ctx()).body.Cmd, [
+      'serve',
+      '--name',
+      'two words',
+      'x y',
+    ]);
     assert.equal(planContainer(spec({ args: '' }), ctx()).body.Cmd, undefined);
-    assert.throws(() => planContainer(spec({ args: 'a "b' }), ctx()), /cannot start image "team\/app:1": its args have an unterminated " quote/);
+    assert.throws(
+      () => planContainer(spec({ args: 'a "b' }), ctx()),
+      /cannot start image "team\/app:1": its args have an unterminated " quote/,
+    );
   });
 
   test('every binding is exposed and published on the bind address, http and tcp alike', () => {
@@ -79,7 +98,11 @@ describe('planContainer', () => {
 
   test("on the host's network nothing is published and no hostname or network is set", () => {
     const plan = planContainer(
-      spec({ networkMode: 'host', ports: [{ private: 8000, public: 30001, protocol: 'http' }], network: { name: 'acct', aliases: ['a'], ip: null } }),
+      spec({
+        networkMode: 'host',
+        ports: [{ private: 8000, public: 30001, protocol: 'http' }],
+        network: { name: 'acct', aliases: ['a'], ip: null },
+      }),
       ctx({ network: { name: 'gantry-ns1-acct', fixedIp: false } }),
     );
     assert.equal(plan.body.HostConfig.NetworkMode, 'host');
@@ -94,9 +117,13 @@ describe('planContainer', () => {
     const network = { name: 'acct', aliases: ['pod1.gantry'], ip: '10.200.0.9' };
     const allowed = planContainer(spec({ network }), ctx({ network: { name: 'gantry-ns1-acct', fixedIp: true } }));
     assert.equal(allowed.body.HostConfig.NetworkMode, 'gantry-ns1-acct');
-    assert.deepEqual(allowed.body.NetworkingConfig, { EndpointsConfig: { 'gantry-ns1-acct': { Aliases: ['pod1.gantry'], IPAMConfig: { IPv4Address: '10.200.0.9' } } } });
+    assert.deepEqual(allowed.body.NetworkingConfig, {
+      EndpointsConfig: { 'gantry-ns1-acct': { Aliases: ['pod1.gantry'], IPAMConfig: { IPv4Address: '10.200.0.9' } } },
+    });
     const refused = planContainer(spec({ network }), ctx({ network: { name: 'gantry-ns1-acct', fixedIp: false } }));
-    assert.deepEqual(refused.body.NetworkingConfig, { EndpointsConfig: { 'gantry-ns1-acct': { Aliases: ['pod1.gantry'] } } });
+    assert.deepEqual(refused.body.NetworkingConfig, {
+      EndpointsConfig: { 'gantry-ns1-acct': { Aliases: ['pod1.gantry'] } },
+    });
   });
 
   test('CPUs become NanoCpus (capped at the engine), memory GiB without swap, disk a size only where the driver takes one', () => {
@@ -125,28 +152,57 @@ describe('planContainer', () => {
       { Type: 'volume', Source: 'gantry-ns1-nv-nv9', Target: '/data' },
     ]);
     assert.deepEqual(plan.volumes, [
-      { name: 'gantry-ns1-pod-pod1', labels: { 'gantry.namespace': 'ns1', 'gantry.volume': 'persistent', 'gantry.instance': 'pod1', 'gantry.account': 'acc1' } },
-      { name: 'gantry-ns1-nv-nv9', labels: { 'gantry.namespace': 'ns1', 'gantry.volume': 'network', 'gantry.volume-id': 'nv9' } },
+      {
+        name: 'gantry-ns1-pod-pod1',
+        labels: {
+          'gantry.namespace': 'ns1',
+          'gantry.volume': 'persistent',
+          'gantry.instance': 'pod1',
+          'gantry.account': 'acc1',
+        },
+      },
+      {
+        name: 'gantry-ns1-nv-nv9',
+        labels: { 'gantry.namespace': 'ns1', 'gantry.volume': 'network', 'gantry.volume-id': 'nv9' },
+      },
     ]);
-    assert.throws(() => planContainer(spec({ volumes: [{ kind: 'persistent', path: 'relative' }] }), ctx()), /not absolute/);
+    assert.throws(
+      () => planContainer(spec({ volumes: [{ kind: 'persistent', path: 'relative' }] }), ctx()),
+      /not absolute/,
+    );
   });
 
   test('GPUs are device requests by UUID in nvidia mode, and env only in env-only mode', () => {
-    const nvidia = planContainer(spec({ gpuIndices: [0, 2] }), ctx({ host: { publicIp: '1.2.3.4', gpuUuids: ['GPU-aaa', 'GPU-bbb', 'GPU-ccc'], gpuMode: 'nvidia' } }));
-    assert.deepEqual(nvidia.body.HostConfig.DeviceRequests, [{ Driver: 'nvidia', DeviceIDs: ['GPU-aaa', 'GPU-ccc'], Capabilities: [['gpu']] }]);
+    const nvidia = planContainer(
+      spec({ gpuIndices: [0, 2] }),
+      ctx({ host: { publicIp: '1.2.3.4', gpuUuids: ['GPU-aaa', 'GPU-bbb', 'GPU-ccc'], gpuMode: 'nvidia' } }),
+    );
+    assert.deepEqual(nvidia.body.HostConfig.DeviceRequests, [
+      { Driver: 'nvidia', DeviceIDs: ['GPU-aaa', 'GPU-ccc'], Capabilities: [['gpu']] },
+    ]);
     const envOnly = planContainer(spec({ gpuIndices: [0, 2] }), ctx());
     assert.equal(envOnly.body.HostConfig.DeviceRequests, undefined);
     assert.equal(envOf(envOnly.body).NVIDIA_VISIBLE_DEVICES, 'GPU-aaa,GPU-ccc');
-    assert.equal(planContainer(spec(), ctx({ host: { publicIp: '1.2.3.4', gpuMode: 'nvidia' } })).body.HostConfig.DeviceRequests, undefined, 'a CPU instance asks for no device');
+    assert.equal(
+      planContainer(spec(), ctx({ host: { publicIp: '1.2.3.4', gpuMode: 'nvidia' } })).body.HostConfig.DeviceRequests,
+      undefined,
+      'a CPU instance asks for no device',
+    );
   });
 
   test('the json-file log is capped when the engine logs there, and left alone otherwise', () => {
-    assert.deepEqual(planContainer(spec(), ctx()).body.HostConfig.LogConfig, { Type: 'json-file', Config: { 'max-size': '1024', 'max-file': '2' } });
+    assert.deepEqual(planContainer(spec(), ctx()).body.HostConfig.LogConfig, {
+      Type: 'json-file',
+      Config: { 'max-size': '1024', 'max-file': '2' },
+    });
     assert.equal(planContainer(spec(), ctx({ logMaxBytes: null })).body.HostConfig.LogConfig, undefined);
   });
 
   test('an id the engine could not name is refused', () => {
-    assert.throws(() => planContainer(spec({ id: 'a/b' }), ctx()), /instance id "a\/b" cannot be part of a Docker name/);
+    assert.throws(
+      () => planContainer(spec({ id: 'a/b' }), ctx()),
+      /instance id "a\/b" cannot be part of a Docker name/,
+    );
   });
 });
 
@@ -157,7 +213,14 @@ describe('containerEnv', () => {
         id: 'pod1',
         vcpus: 4,
         gpuIndices: [1],
-        env: { MINE: 'tenant', SHARED: 'tenant', GANTRY_INSTANCE_ID: 'spoof', RUNPOD_PUBLIC_IP: 'spoof', CUDA_VISIBLE_DEVICES: 'all', GANTRY_PORT_22: '1' },
+        env: {
+          MINE: 'tenant',
+          SHARED: 'tenant',
+          GANTRY_INSTANCE_ID: 'spoof',
+          RUNPOD_PUBLIC_IP: 'spoof',
+          CUDA_VISIBLE_DEVICES: 'all',
+          GANTRY_PORT_22: '1',
+        },
         platformEnv: { SHARED: 'platform', RUNPOD_POD_ID: 'spoof-too' },
         ports: [
           { private: 22, public: 30022, protocol: 'tcp' },
@@ -182,7 +245,10 @@ describe('containerEnv', () => {
   });
 
   test('GPUs without a known UUID are named by index; a CPU instance sees none', () => {
-    assert.equal(containerEnv(spec({ gpuIndices: [0, 3] }), { publicIp: 'x', gpuUuids: ['GPU-aaa'] }).CUDA_VISIBLE_DEVICES, 'GPU-aaa,3');
+    assert.equal(
+      containerEnv(spec({ gpuIndices: [0, 3] }), { publicIp: 'x', gpuUuids: ['GPU-aaa'] }).CUDA_VISIBLE_DEVICES,
+      'GPU-aaa,3',
+    );
     const cpu = containerEnv(spec({ gpuIndices: [] }), { publicIp: 'x' });
     assert.equal(cpu.CUDA_VISIBLE_DEVICES, '');
     assert.equal(cpu.NVIDIA_VISIBLE_DEVICES, 'none');

@@ -25,7 +25,7 @@ export interface ContainerContext {
   network: { name: string; fixedIp: boolean } | null;
 }
 
-export interface VolumePlan {
+interface VolumePlan {
   name: string;
   labels: Labels;
 }
@@ -64,10 +64,18 @@ export function planContainer(spec: InstanceSpec, ctx: ContainerContext): Contai
   const volumes: VolumePlan[] = [];
   const mounts: MountSpec[] = spec.volumes.map((volume) => {
     if (!volume.path.startsWith('/')) throw cannot(`its volume mount path "${volume.path}" is not absolute`);
-    const source = volume.kind === 'persistent' ? podVolumeNameOf(ctx.namespace, spec.id) : networkVolumeNameOf(ctx.namespace, volume.volumeId);
+    const source =
+      volume.kind === 'persistent'
+        ? podVolumeNameOf(ctx.namespace, spec.id)
+        : networkVolumeNameOf(ctx.namespace, volume.volumeId);
     const volumeLabels: Labels =
       volume.kind === 'persistent'
-        ? { [LABEL.namespace]: ctx.namespace, [LABEL.volume]: 'persistent', [LABEL.instance]: spec.id, [LABEL.account]: spec.owner.accountId }
+        ? {
+            [LABEL.namespace]: ctx.namespace,
+            [LABEL.volume]: 'persistent',
+            [LABEL.instance]: spec.id,
+            [LABEL.account]: spec.owner.accountId,
+          }
         : { [LABEL.namespace]: ctx.namespace, [LABEL.volume]: 'network', [LABEL.volumeId]: volume.volumeId };
     volumes.push({ name: source, labels: volumeLabels });
     return { Type: 'volume', Source: source, Target: volume.path };
@@ -123,7 +131,8 @@ export function planContainer(spec: InstanceSpec, ctx: ContainerContext): Contai
   if (mounts.length > 0) host.Mounts = mounts;
   if (spec.gpuIndices.length > 0 && ctx.host.gpuMode === 'nvidia')
     host.DeviceRequests = [{ Driver: 'nvidia', DeviceIDs: gpuDeviceIds(spec, ctx.host), Capabilities: [['gpu']] }];
-  if (ctx.logMaxBytes !== null) host.LogConfig = { Type: 'json-file', Config: { 'max-size': String(ctx.logMaxBytes), 'max-file': '2' } };
+  if (ctx.logMaxBytes !== null)
+    host.LogConfig = { Type: 'json-file', Config: { 'max-size': String(ctx.logMaxBytes), 'max-file': '2' } };
 
   const specHash = hashOf(body);
   // The memory limit as a label too: a restart adopts running containers from the listing alone.
@@ -132,7 +141,7 @@ export function planContainer(spec: InstanceSpec, ctx: ContainerContext): Contai
 }
 
 /** A stable hash of a JSON value (keys sorted), 32 hex characters. */
-export function hashOf(value: unknown): string {
+function hashOf(value: unknown): string {
   return createHash('sha256').update(canonicalJson(value)).digest('hex').slice(0, 32);
 }
 

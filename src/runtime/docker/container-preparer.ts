@@ -27,8 +27,7 @@ export interface DiskLimitSupport {
 
 /** What a start found or made: a container already running from this spec, or one to start. */
 export type Prepared =
-  | { kind: 'running'; info: ContainerInspect }
-  | { kind: 'created'; containerId: string; plan: ContainerPlan };
+  { kind: 'running'; info: ContainerInspect } | { kind: 'created'; containerId: string; plan: ContainerPlan };
 
 export interface ContainerPreparerOptions {
   client: DockerClient;
@@ -63,7 +62,8 @@ export class ContainerPreparer {
   async prepare(spec: InstanceSpec): Promise<Prepared> {
     const { client, logger } = this.#o;
     const facts = await this.#engineFacts();
-    const network = spec.network && spec.networkMode !== 'host' ? await ensureNetwork(client, this.#o.namespace, spec.network) : null;
+    const network =
+      spec.network && spec.networkMode !== 'host' ? await ensureNetwork(client, this.#o.namespace, spec.network) : null;
     let plan = this.#plan(spec, facts, network, this.#disk.enforced !== false);
 
     for (const volume of plan.volumes) await client.createVolume(volume.name, volume.labels);
@@ -79,9 +79,13 @@ export class ContainerPreparer {
         if (err.statusCode === 409) {
           const kept = await client.inspectContainer(plan.name);
           // Running already: a start retried after its answer was lost.
-          if (kept && kept.State.Running && kept.Config.Labels?.[LABEL.spec] === plan.specHash) return { kind: 'running', info: kept };
+          if (kept && kept.State.Running && kept.Config.Labels?.[LABEL.spec] === plan.specHash)
+            return { kind: 'running', info: kept };
           if (kept) {
-            logger.debug({ instance: spec.id, container: kept.Id.slice(0, 12) }, 'removing the container the last stop kept: a start begins with a fresh container disk');
+            logger.debug(
+              { instance: spec.id, container: kept.Id.slice(0, 12) },
+              'removing the container the last stop kept: a start begins with a fresh container disk',
+            );
             await client.removeContainer(kept.Id, { force: true, volumes: true });
           }
           continue;
@@ -96,7 +100,12 @@ export class ContainerPreparer {
   }
 
   /** Creates the container; an engine that refuses a disk size is remembered and asked again without. */
-  async #create(spec: InstanceSpec, plan: ContainerPlan, facts: EngineFacts, network: JoinedNetwork | null): Promise<{ containerId: string; plan: ContainerPlan }> {
+  async #create(
+    spec: InstanceSpec,
+    plan: ContainerPlan,
+    facts: EngineFacts,
+    network: JoinedNetwork | null,
+  ): Promise<{ containerId: string; plan: ContainerPlan }> {
     const { client, logger } = this.#o;
     try {
       const created = await client.createContainer(plan.name, plan.body);
@@ -104,7 +113,10 @@ export class ContainerPreparer {
       return { containerId: created.Id, plan };
     } catch (err) {
       if (!(plan.body.HostConfig.StorageOpt && isStorageOptRefusal(err))) throw err;
-      this.#disk = { enforced: false, note: `container disk sizes are not enforced: the engine refused a size limit (${(err as DockerEngineError).engineMessage})` };
+      this.#disk = {
+        enforced: false,
+        note: `container disk sizes are not enforced: the engine refused a size limit (${(err as DockerEngineError).engineMessage})`,
+      };
       logger.warn(this.#disk.note!);
       const without = this.#plan(spec, facts, network, false);
       return { containerId: (await client.createContainer(without.name, without.body)).Id, plan: without };
@@ -113,7 +125,15 @@ export class ContainerPreparer {
 
   #plan(spec: InstanceSpec, facts: EngineFacts, network: JoinedNetwork | null, diskLimit: boolean): ContainerPlan {
     const { namespace, host, bindIp } = this.#o;
-    return planContainer(spec, { namespace, host, bindIp, diskLimit, engineCpus: facts.cpus, logMaxBytes: facts.logMaxBytes, network });
+    return planContainer(spec, {
+      namespace,
+      host,
+      bindIp,
+      diskLimit,
+      engineCpus: facts.cpus,
+      logMaxBytes: facts.logMaxBytes,
+      network,
+    });
   }
 
   async #pull(spec: InstanceSpec): Promise<void> {
@@ -154,10 +174,14 @@ export class ContainerPreparer {
     if (this.#disk.enforced !== null) return;
     const backing = info.DriverStatus?.find(([key]) => key === 'Backing Filesystem')?.[1];
     if (info.Driver === 'overlay2' && backing !== undefined && backing !== 'xfs') {
-      this.#disk = { enforced: false, note: `container disk sizes are not enforced: the engine's storage driver overlay2 on ${backing} takes no size limit (it needs xfs mounted with pquota)` };
+      this.#disk = {
+        enforced: false,
+        note: `container disk sizes are not enforced: the engine's storage driver overlay2 on ${backing} takes no size limit (it needs xfs mounted with pquota)`,
+      };
       this.#o.logger.warn({ driver: info.Driver, backing }, this.#disk.note!);
     }
   }
 }
 
-const isStorageOptRefusal = (err: unknown): boolean => err instanceof DockerEngineError && /storage.?opt|storage option|quota/i.test(err.engineMessage);
+const isStorageOptRefusal = (err: unknown): boolean =>
+  err instanceof DockerEngineError && /storage.?opt|storage option|quota/i.test(err.engineMessage);

@@ -6,7 +6,14 @@
 import { after, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { FakeTimers, settle } from '../../../test/support/fake-timers.js';
-import { DOCKER_HOST, dockerEngine, makeDockerRuntime, noEngine, testHost, type RuntimeFixture } from '../../../test/support/docker.js';
+import {
+  DOCKER_HOST,
+  dockerEngine,
+  makeDockerRuntime,
+  noEngine,
+  testHost,
+  type RuntimeFixture,
+} from '../../../test/support/docker.js';
 import { removeStandIns, standInNvidiaSmi } from '../../../test/support/nvidia-smi.js';
 import { UnixSocketProxy } from '../../../test/support/socket-proxy.js';
 import { ChangeRecorder, instanceSpec, waitFor } from '../runtime-contract.js';
@@ -25,17 +32,28 @@ test('a container’s GPUs are read back from the NVIDIA_VISIBLE_DEVICES the pla
   assert.deepEqual(gpuIndicesOf(['A=1', 'NVIDIA_VISIBLE_DEVICES=GPU-c,GPU-a'], uuids), [2, 0]);
   assert.deepEqual(gpuIndicesOf(['NVIDIA_VISIBLE_DEVICES=1'], uuids), [1]);
   assert.deepEqual(gpuIndicesOf(['NVIDIA_VISIBLE_DEVICES=none'], uuids), []);
-  assert.deepEqual(gpuIndicesOf(['NVIDIA_VISIBLE_DEVICES=GPU-zzz,7'], uuids), [], 'a GPU the host does not have is not read');
+  assert.deepEqual(
+    gpuIndicesOf(['NVIDIA_VISIBLE_DEVICES=GPU-zzz,7'], uuids),
+    [],
+    'a GPU the host does not have is not read',
+  );
   assert.deepEqual(gpuIndicesOf([], uuids), []);
 });
 
 if (!engine) {
   test('the Docker utilisation sampler', { skip: noEngine() }, () => {});
 } else if (!DOCKER_HOST.startsWith('unix://')) {
-  test('the Docker utilisation sampler', { skip: `these tests count engine calls through a unix socket proxy; DOCKER_HOST ${DOCKER_HOST} is not one` }, () => {});
+  test(
+    'the Docker utilisation sampler',
+    { skip: `these tests count engine calls through a unix socket proxy; DOCKER_HOST ${DOCKER_HOST} is not one` },
+    () => {},
+  );
 } else {
   const e = engine;
-  const withRuntime = async (body: (t: RuntimeFixture & { proxy: UnixSocketProxy; statsCalls: () => number }) => Promise<void>, overrides: Partial<DockerRuntimeOptions> = {}) => {
+  const withRuntime = async (
+    body: (t: RuntimeFixture & { proxy: UnixSocketProxy; statsCalls: () => number }) => Promise<void>,
+    overrides: Partial<DockerRuntimeOptions> = {},
+  ) => {
     const proxy = new UnixSocketProxy(DOCKER_HOST.slice('unix://'.length));
     await proxy.start();
     const t = makeDockerRuntime(e, { dockerHost: `unix://${proxy.path}`, ...overrides });
@@ -68,12 +86,24 @@ if (!engine) {
           );
           assert.ok(stats.cpuUtil <= 100);
           const expectedUtil = (stats.memoryBytes / 1024 ** 3) * 100;
-          assert.ok(Math.abs(stats.memoryUtil - expectedUtil) < 0.2, `memoryUtil ${stats.memoryUtil} is memoryBytes over the 1 GB limit (${expectedUtil})`);
+          assert.ok(
+            Math.abs(stats.memoryUtil - expectedUtil) < 0.2,
+            `memoryUtil ${stats.memoryUtil} is memoryBytes over the 1 GB limit (${expectedUtil})`,
+          );
           // The engine's own reading, now: the same order as the sampled one (the process holds its 96 MiB throughout).
           const direct = await e.client.containerStats(`gantry-${namespace}-${busy.id}`);
-          const engineBytes = (direct?.memory_stats?.usage ?? 0) - (direct?.memory_stats?.stats?.inactive_file ?? direct?.memory_stats?.stats?.total_inactive_file ?? 0);
-          assert.ok(Math.abs(engineBytes - stats.memoryBytes) < 0.25 * engineBytes, `sampled ${stats.memoryBytes} B, the engine says ${engineBytes} B`);
-          const quiet = await waitFor('the idle container to have figures', async () => (await runtime.inspect(idle.id))?.stats ?? null, 30_000);
+          const engineBytes =
+            (direct?.memory_stats?.usage ?? 0) -
+            (direct?.memory_stats?.stats?.inactive_file ?? direct?.memory_stats?.stats?.total_inactive_file ?? 0);
+          assert.ok(
+            Math.abs(engineBytes - stats.memoryBytes) < 0.25 * engineBytes,
+            `sampled ${stats.memoryBytes} B, the engine says ${engineBytes} B`,
+          );
+          const quiet = await waitFor(
+            'the idle container to have figures',
+            async () => (await runtime.inspect(idle.id))?.stats ?? null,
+            30_000,
+          );
           assert.ok(quiet.cpuUtil < 15, `an idle container's cpuUtil is low (${quiet.cpuUtil})`);
           assert.ok(quiet.memoryBytes < 32 * MiB, `an idle container holds little memory (${quiet.memoryBytes})`);
           assert.equal(stats.gpus, undefined, 'a host without GPUs runs no nvidia-smi and reports no GPU figures');
@@ -128,7 +158,12 @@ if (!engine) {
       const timers = new FakeTimers();
       const uuids = ['GPU-0000-a', 'GPU-0000-b'];
       const smi = standInNvidiaSmi({ utilization: `0, ${uuids[0]}, 50, 100, 1000\n1, ${uuids[1]}, 20, 500, 1000` });
-      const host = testHost({ gpuTypeId: 'NVIDIA GeForce RTX 4090', gpuCount: 2, gpuUuids: uuids, gpuMode: 'env-only' });
+      const host = testHost({
+        gpuTypeId: 'NVIDIA GeForce RTX 4090',
+        gpuCount: 2,
+        gpuUuids: uuids,
+        gpuMode: 'env-only',
+      });
       const gpuCalls = () => smi.calls().filter((c) => c.includes('utilization.gpu')).length;
       await withRuntime(
         async ({ runtime, statsCalls }) => {

@@ -58,7 +58,8 @@ interface CpuReading {
 
 const percent = (n: number): number => Math.round(Math.min(100, Math.max(0, n)) * 10) / 10;
 
-const sampled = (live: Live): boolean => live.launched && !live.stopping && (live.status.state === 'running' || live.status.state === 'starting');
+const sampled = (live: Live): boolean =>
+  live.launched && !live.stopping && (live.status.state === 'running' || live.status.state === 'starting');
 
 export class ContainerSampler {
   readonly #o: ContainerSamplerOptions;
@@ -145,12 +146,16 @@ export class ContainerSampler {
   async #readGpus(): Promise<GpuReading[] | null> {
     if ((this.#o.host.gpuUuids ?? []).length === 0) return null;
     try {
-      const readings = await readGpuUtilization(this.#o.nvidiaSmi ?? 'nvidia-smi', this.#o.env ? { env: this.#o.env } : {});
+      const readings = await readGpuUtilization(
+        this.#o.nvidiaSmi ?? 'nvidia-smi',
+        this.#o.env ? { env: this.#o.env } : {},
+      );
       this.#gpuFailure = null;
       return readings;
     } catch (err) {
       const message = (err as Error).message;
-      if (this.#gpuFailure !== message) this.#o.logger.warn({ err }, 'cannot read GPU utilisation; pods report no GPU figures until it answers');
+      if (this.#gpuFailure !== message)
+        this.#o.logger.warn({ err }, 'cannot read GPU utilisation; pods report no GPU figures until it answers');
       this.#gpuFailure = message;
       return null;
     }
@@ -164,12 +169,19 @@ export class ContainerSampler {
     this.#cpu.set(containerId, { totalNs, atMs });
     const vcpus = allotment.vcpus ?? stats.cpu_stats?.online_cpus ?? 1;
     // The first reading has nothing to compare with; a counter that went back is a restarted container.
-    const cpuUtil = previous && atMs > previous.atMs && totalNs >= previous.totalNs ? percent(((totalNs - previous.totalNs) / 1e6 / (atMs - previous.atMs) / Math.max(vcpus, 0.01)) * 100) : 0;
+    const cpuUtil =
+      previous && atMs > previous.atMs && totalNs >= previous.totalNs
+        ? percent(((totalNs - previous.totalNs) / 1e6 / (atMs - previous.atMs) / Math.max(vcpus, 0.01)) * 100)
+        : 0;
     const memory = stats.memory_stats ?? {};
     const cache = memory.stats?.inactive_file ?? memory.stats?.total_inactive_file ?? 0;
     const memoryBytes = Math.max(0, (memory.usage ?? 0) - cache);
     const limit = allotment.memoryLimitBytes > 0 ? allotment.memoryLimitBytes : (memory.limit ?? 0);
-    const figures: InstanceStats = { cpuUtil, memoryUtil: limit > 0 ? percent((memoryBytes / limit) * 100) : 0, memoryBytes };
+    const figures: InstanceStats = {
+      cpuUtil,
+      memoryUtil: limit > 0 ? percent((memoryBytes / limit) * 100) : 0,
+      memoryBytes,
+    };
     if (gpus && allotment.gpuIndices.length > 0) {
       const mine = gpuFiguresOf(allotment.gpuIndices, this.#o.host.gpuUuids ?? [], gpus);
       if (mine) figures.gpus = mine;

@@ -12,7 +12,19 @@ import { queryNvidiaSmi, type NvidiaGpu, type NvidiaSmiResult } from './nvidia-s
 const GiB = 1024 ** 3;
 
 /** The config's say in the host (runtime.docker): where it sits, and what overrides discovery. */
-export type HostSettings = Pick<DockerRuntimeConfig, 'host' | 'hostId' | 'dataCenterId' | 'cloud' | 'publicIp' | 'bindIp' | 'portRange' | 'diskGb' | 'gpuMode' | 'cpuFlavors'>;
+export type HostSettings = Pick<
+  DockerRuntimeConfig,
+  | 'host'
+  | 'hostId'
+  | 'dataCenterId'
+  | 'cloud'
+  | 'publicIp'
+  | 'bindIp'
+  | 'portRange'
+  | 'diskGb'
+  | 'gpuMode'
+  | 'cpuFlavors'
+>;
 
 export interface DiscoveryInput {
   info: EngineInfo;
@@ -33,11 +45,14 @@ const normalize = (name: string): string =>
 /** The catalog GPU type nvidia-smi's `name` is, matched on id then display name, with or without an `NVIDIA ` prefix. */
 export function catalogGpuType(name: string, gpuTypes: readonly GpuType[]): GpuType | null {
   const key = normalize(name);
-  return gpuTypes.find((t) => normalize(t.id) === key) ?? gpuTypes.find((t) => normalize(t.displayName) === key) ?? null;
+  return (
+    gpuTypes.find((t) => normalize(t.id) === key) ?? gpuTypes.find((t) => normalize(t.displayName) === key) ?? null
+  );
 }
 
 const plural = (n: number, one: string): string => `${n} ${one}${n === 1 ? '' : 's'}`;
-const indices = (gpus: NvidiaGpu[]): string => `${gpus.length === 1 ? 'index' : 'indices'} ${gpus.map((g) => g.index).join(', ')}`;
+const indices = (gpus: NvidiaGpu[]): string =>
+  `${gpus.length === 1 ? 'index' : 'indices'} ${gpus.map((g) => g.index).join(', ')}`;
 
 interface OfferedGpus {
   type: GpuType | null;
@@ -50,7 +65,15 @@ interface OfferedGpus {
  * the one at the lowest index; the others, and models the catalog does not know, are noted.
  */
 function offeredGpus(nvidia: NvidiaSmiResult, gpuTypes: readonly GpuType[]): OfferedGpus {
-  if (nvidia.kind === 'absent') return { type: null, gpus: [], notes: nvidia.command === 'nvidia-smi' ? [] : [`the nvidia-smi command "${nvidia.command}" was not found; no GPUs are offered`] };
+  if (nvidia.kind === 'absent')
+    return {
+      type: null,
+      gpus: [],
+      notes:
+        nvidia.command === 'nvidia-smi'
+          ? []
+          : [`the nvidia-smi command "${nvidia.command}" was not found; no GPUs are offered`],
+    };
   if (nvidia.kind === 'failed') return { type: null, gpus: [], notes: [`${nvidia.message}; no GPUs are offered`] };
   const known = new Map<string, { type: GpuType; gpus: NvidiaGpu[] }>();
   const unknown = new Map<string, NvidiaGpu[]>();
@@ -63,13 +86,18 @@ function offeredGpus(nvidia: NvidiaSmiResult, gpuTypes: readonly GpuType[]): Off
     } else unknown.set(gpu.name, [...(unknown.get(gpu.name) ?? []), gpu]);
   }
   const notes = [...unknown].map(
-    ([name, gpus]) => `${plural(gpus.length, 'GPU')} "${name}" (${indices(gpus)}) ${gpus.length === 1 ? 'is' : 'are'} no GPU type of the catalog and not offered (add a catalog.gpuTypes entry with id "${name}")`,
+    ([name, gpus]) =>
+      `${plural(gpus.length, 'GPU')} "${name}" (${indices(gpus)}) ${gpus.length === 1 ? 'is' : 'are'} no GPU type of the catalog and not offered (add a catalog.gpuTypes entry with id "${name}")`,
   );
-  const groups = [...known.values()].sort((a, b) => b.gpus.length - a.gpus.length || a.gpus[0]!.index - b.gpus[0]!.index);
+  const groups = [...known.values()].sort(
+    (a, b) => b.gpus.length - a.gpus.length || a.gpus[0]!.index - b.gpus[0]!.index,
+  );
   const [chosen, ...rest] = groups;
   if (!chosen) return { type: null, gpus: [], notes };
   for (const other of rest)
-    notes.push(`${plural(other.gpus.length, 'GPU')} ${other.type.id} (${indices(other.gpus)}) not offered: a host offers one GPU model, its most numerous (${chosen.gpus.length} × ${chosen.type.id})`);
+    notes.push(
+      `${plural(other.gpus.length, 'GPU')} ${other.type.id} (${indices(other.gpus)}) not offered: a host offers one GPU model, its most numerous (${chosen.gpus.length} × ${chosen.type.id})`,
+    );
   return { type: chosen.type, gpus: chosen.gpus, notes };
 }
 
@@ -77,8 +105,12 @@ function offeredGpus(nvidia: NvidiaSmiResult, gpuTypes: readonly GpuType[]): Off
 function engineGpuMode(info: EngineInfo): { mode: 'nvidia' | 'env-only'; what: string } {
   const runtimes = Object.keys(info.Runtimes ?? {});
   if (runtimes.includes('nvidia')) return { mode: 'nvidia', what: 'the engine has the nvidia runtime' };
-  if ((info.DiscoveredDevices ?? []).some((d) => d.Source === 'cdi' && d.ID?.startsWith('nvidia.com/gpu'))) return { mode: 'nvidia', what: 'the engine has CDI GPU devices' };
-  return { mode: 'env-only', what: `the engine has no nvidia runtime (its runtimes: ${runtimes.join(', ') || 'none'}) and no CDI GPU devices` };
+  if ((info.DiscoveredDevices ?? []).some((d) => d.Source === 'cdi' && d.ID?.startsWith('nvidia.com/gpu')))
+    return { mode: 'nvidia', what: 'the engine has CDI GPU devices' };
+  return {
+    mode: 'env-only',
+    what: `the engine has no nvidia runtime (its runtimes: ${runtimes.join(', ') || 'none'}) and no CDI GPU devices`,
+  };
 }
 
 /** The storage drivers that limit a container's writable layer (`StorageOpt size`); overlay2 only on xfs (with pquota). */
@@ -100,7 +132,8 @@ function publicIpOf(settings: HostSettings): string {
 
 /** The host the engine is. Pure: the engine's answers, nvidia-smi's and the data root's free space come in. */
 export function discoverHost({ info, nvidia, catalog, settings, dataRootFree }: DiscoveryInput): Host {
-  if (typeof info.NCPU !== 'number' || typeof info.MemTotal !== 'number') throw new Error('the Docker Engine answered GET /info without NCPU and MemTotal');
+  if (typeof info.NCPU !== 'number' || typeof info.MemTotal !== 'number')
+    throw new Error('the Docker Engine answered GET /info without NCPU and MemTotal');
   const dataCenterId = settings.dataCenterId ?? catalog.dataCenters[0]?.id;
   if (!dataCenterId) throw new Error('the catalog has no data center to put the discovered host in');
   const gpus = offeredGpus(nvidia, catalog.gpuTypes);
@@ -114,7 +147,8 @@ export function discoverHost({ info, nvidia, catalog, settings, dataRootFree }: 
         : `${engine.what}: containers get only NVIDIA_VISIBLE_DEVICES / CUDA_VISIBLE_DEVICES, not the GPU devices (install the NVIDIA Container Toolkit, or set runtime.docker.gpuMode: nvidia)`,
     );
   const cudaVersion = gpus.type && nvidia.kind === 'ok' ? nvidia.cudaVersion : null;
-  if (gpus.type && cudaVersion === null) notes.push("nvidia-smi's banner names no CUDA version: pods asking for one are not placed here");
+  if (gpus.type && cudaVersion === null)
+    notes.push("nvidia-smi's banner names no CUDA version: pods asking for one are not placed here");
   let diskGb: number;
   if (settings.diskGb !== null) diskGb = settings.diskGb;
   else if ('bytes' in dataRootFree) diskGb = Math.floor(dataRootFree.bytes / GiB);
@@ -146,7 +180,9 @@ export function discoverHost({ info, nvidia, catalog, settings, dataRootFree }: 
 
 /** One line for the start-up banner: `vm (US-TX-3): 2 vCPUs, 23 GB, no GPUs, disk 80 GB`. */
 export function describeHost(host: Host): string {
-  const gpus = host.gpuTypeId ? `${host.gpuCount} × ${host.gpuTypeId}${host.cudaVersion ? ` (CUDA ${host.cudaVersion})` : ''}${host.gpuMode === 'env-only' ? ' env-only' : ''}` : 'no GPUs';
+  const gpus = host.gpuTypeId
+    ? `${host.gpuCount} × ${host.gpuTypeId}${host.cudaVersion ? ` (CUDA ${host.cudaVersion})` : ''}${host.gpuMode === 'env-only' ? ' env-only' : ''}`
+    : 'no GPUs';
   return `${host.id} (${host.dataCenterId}): ${plural(host.vcpus, 'vCPU')}, ${host.memoryGb} GB, ${gpus}, disk ${host.diskGb} GB`;
 }
 
@@ -154,7 +190,8 @@ export function describeHost(host: Host): string {
 export async function freeBytes(info: EngineInfo, dockerHost: string): Promise<DiscoveryInput['dataRootFree']> {
   const root = info.DockerRootDir;
   if (!root) return { error: 'the engine names no data root' };
-  if (!isLocalEngine(parseDockerHost(dockerHost))) return { error: `the engine at ${dockerHost} is on another machine` };
+  if (!isLocalEngine(parseDockerHost(dockerHost)))
+    return { error: `the engine at ${dockerHost} is on another machine` };
   try {
     const s = await statfs(root);
     return { bytes: s.bavail * s.bsize };
@@ -173,6 +210,9 @@ export async function discoverEngineHost(
   options: { env?: NodeJS.ProcessEnv; timeoutMs?: number } = {},
 ): Promise<{ host: Host; info: EngineInfo }> {
   const info = await fetchEngineInfo(settings.host, { timeoutMs: options.timeoutMs ?? 5000 });
-  const [nvidia, dataRootFree] = await Promise.all([queryNvidiaSmi(settings.nvidiaSmi, options.env ? { env: options.env } : {}), freeBytes(info, settings.host)]);
+  const [nvidia, dataRootFree] = await Promise.all([
+    queryNvidiaSmi(settings.nvidiaSmi, options.env ? { env: options.env } : {}),
+    freeBytes(info, settings.host),
+  ]);
   return { host: discoverHost({ info, nvidia, catalog, settings, dataRootFree }), info };
 }

@@ -45,7 +45,10 @@ if (!engine) {
           // adopted from the listing: started when it was created (whole seconds), never later than the engine says
           const engineStart = Date.parse(container!.State.StartedAt);
           const adoptedStart = adopted?.status?.startedAt ?? NaN;
-          assert.ok(adoptedStart <= engineStart && adoptedStart > engineStart - 3_000, `${adoptedStart} vs ${engineStart}`);
+          assert.ok(
+            adoptedStart <= engineStart && adoptedStart > engineStart - 3_000,
+            `${adoptedStart} vs ${engineStart}`,
+          );
           assert.deepEqual(kept, { id: idle.id, owner: { kind: 'pod', accountId: 'acct-b' }, status: null });
 
           assert.equal((await instanceInfo(web.ports[0]!.public)).bootId, bootId, 'adopted, not restarted');
@@ -80,7 +83,17 @@ if (!engine) {
         const labels = { ...made.Config.Labels };
         delete labels['gantry.memory'];
         await e.client.removeContainer(made.Id, { force: true });
-        const { Id } = await e.client.createContainer(name, { Image: e.images.idle, Labels: labels, Env: [], Tty: false, OpenStdin: false, AttachStdin: false, AttachStdout: false, AttachStderr: false, HostConfig: { RestartPolicy: { Name: 'no' }, Memory: 1024 ** 3 } });
+        const { Id } = await e.client.createContainer(name, {
+          Image: e.images.idle,
+          Labels: labels,
+          Env: [],
+          Tty: false,
+          OpenStdin: false,
+          AttachStdin: false,
+          AttachStdout: false,
+          AttachStderr: false,
+          HostConfig: { RestartPolicy: { Name: 'no' }, Memory: 1024 ** 3 },
+        });
         await e.client.startContainer(Id);
         const engineStart = Date.parse((await e.client.inspectContainer(Id))!.State.StartedAt);
 

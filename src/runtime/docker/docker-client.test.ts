@@ -5,7 +5,13 @@ import { createServer, type IncomingHttpHeaders } from 'node:http';
 import { createConnection, createServer as createTcpServer, type AddressInfo } from 'node:net';
 import { Writable } from 'node:stream';
 import pino from 'pino';
-import { DOCKER_HOST, dockerEngine, makeDockerRuntime, noEngine, uniqueNamespace } from '../../../test/support/docker.js';
+import {
+  DOCKER_HOST,
+  dockerEngine,
+  makeDockerRuntime,
+  noEngine,
+  uniqueNamespace,
+} from '../../../test/support/docker.js';
 import { instanceSpec } from '../runtime-contract.js';
 import { registryOfImage } from '../../domain/image-ref.js';
 import { DockerClient, registryAuthHeader } from './docker-client.js';
@@ -17,7 +23,11 @@ describe('registry credentials and engine addresses', () => {
     const header = registryAuthHeader({ username: 'u', password: 'p?>~' }, 'ghcr.io');
     assert.doesNotMatch(header, /[+/]/);
     assert.equal(header.length % 4, 0);
-    assert.deepEqual(JSON.parse(Buffer.from(header, 'base64url').toString()), { username: 'u', password: 'p?>~', serveraddress: 'ghcr.io' });
+    assert.deepEqual(JSON.parse(Buffer.from(header, 'base64url').toString()), {
+      username: 'u',
+      password: 'p?>~',
+      serveraddress: 'ghcr.io',
+    });
   });
 
   test('DOCKER_HOST is a unix socket or a tcp address; anything else is refused clearly', () => {
@@ -30,16 +40,25 @@ describe('registry credentials and engine addresses', () => {
 
   test('an address nothing listens at fails fast with a clear message', async () => {
     const client = new DockerClient({ dockerHost: 'tcp://127.0.0.1:9' });
-    await assert.rejects(client.ping(), /the Docker Engine at tcp:\/\/127\.0\.0\.1:9 is unreachable: connect ECONNREFUSED/);
+    await assert.rejects(
+      client.ping(),
+      /the Docker Engine at tcp:\/\/127\.0\.0\.1:9 is unreachable: connect ECONNREFUSED/,
+    );
     client.close();
   });
 
   test('an engine that does not answer in time fails with what was being done', async () => {
     const silent = createServer(() => undefined);
     await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
-    const client = new DockerClient({ dockerHost: `tcp://127.0.0.1:${(silent.address() as AddressInfo).port}`, timeoutMs: 200 });
+    const client = new DockerClient({
+      dockerHost: `tcp://127.0.0.1:${(silent.address() as AddressInfo).port}`,
+      timeoutMs: 200,
+    });
     try {
-      await assert.rejects(client.info(), /^Error: reading the engine info: the Docker Engine at tcp:\/\/127\.0\.0\.1:\d+ did not answer within 200 ms$/);
+      await assert.rejects(
+        client.info(),
+        /^Error: reading the engine info: the Docker Engine at tcp:\/\/127\.0\.0\.1:\d+ did not answer within 200 ms$/,
+      );
     } finally {
       client.close();
       silent.closeAllConnections();
@@ -81,7 +100,10 @@ if (!engine) {
 
     test('an engine error says what was being done and what the engine said', async () => {
       await assert.rejects(client.startContainer('gantry-no-such-container'), (err: Error) => {
-        assert.match(err.message, /^starting container "gantry-no-such-container": No such container: gantry-no-such-container$/);
+        assert.match(
+          err.message,
+          /^starting container "gantry-no-such-container": No such container: gantry-no-such-container$/,
+        );
         return true;
       });
       assert.equal(await client.inspectContainer('gantry-no-such-container'), null);
@@ -114,7 +136,10 @@ if (!engine) {
     test('events are a stream of the filtered containers` actions', async () => {
       const namespace = uniqueNamespace();
       const abort = new AbortController();
-      const events = await client.events({ filters: { type: ['container'], label: [`gantry.namespace=${namespace}`] } }, abort.signal);
+      const events = await client.events(
+        { filters: { type: ['container'], label: [`gantry.namespace=${namespace}`] } },
+        abort.signal,
+      );
       const seen: EngineEvent[] = [];
       const reading = (async () => {
         try {
@@ -155,20 +180,36 @@ if (!engine) {
       const registry = createServer((req, res) => {
         seen.push(req.headers);
         if (!req.headers.authorization) {
-          res.writeHead(401, { 'www-authenticate': 'Basic realm="gantry-test"', 'docker-distribution-api-version': 'registry/2.0' }).end();
+          res
+            .writeHead(401, {
+              'www-authenticate': 'Basic realm="gantry-test"',
+              'docker-distribution-api-version': 'registry/2.0',
+            })
+            .end();
           return;
         }
-        res.writeHead(404, { 'content-type': 'application/json' }).end(JSON.stringify({ errors: [{ code: 'MANIFEST_UNKNOWN', message: 'manifest unknown' }] }));
+        res
+          .writeHead(404, { 'content-type': 'application/json' })
+          .end(JSON.stringify({ errors: [{ code: 'MANIFEST_UNKNOWN', message: 'manifest unknown' }] }));
       });
       await new Promise<void>((resolve) => registry.listen(0, '127.0.0.1', resolve));
       const image = `127.0.0.1:${(registry.address() as AddressInfo).port}/team/app:1`;
       const lines: string[] = [];
-      const logger = pino({ level: 'debug' }, new Writable({ write: (chunk: Buffer, _enc, done) => (lines.push(chunk.toString()), done()) }));
-      const t = makeDockerRuntime(e, { logger, registries: { allow: [registryOfImage(image)], only: false, private: 'refuse' } });
+      const logger = pino(
+        { level: 'debug' },
+        new Writable({ write: (chunk: Buffer, _enc, done) => (lines.push(chunk.toString()), done()) }),
+      );
+      const t = makeDockerRuntime(e, {
+        logger,
+        registries: { allow: [registryOfImage(image)], only: false, private: 'refuse' },
+      });
       try {
         const spec = instanceSpec({ image, registryAuth: { username: 'robot', password: 's3cret-pw' } });
         await assert.rejects(t.runtime.start(spec), (err: Error) => {
-          assert.match(err.message, new RegExp(`^pulling image "${image.replace(/[.]/g, '\\.')}": .*(manifest unknown|not found)`));
+          assert.match(
+            err.message,
+            new RegExp(`^pulling image "${image.replace(/[.]/g, '\\.')}": .*(manifest unknown|not found)`),
+          );
           return true;
         });
         const basic = seen.map((h) => h.authorization).find((a) => a?.startsWith('Basic '));
@@ -188,28 +229,53 @@ if (!engine) {
       const manifest = JSON.stringify({
         schemaVersion: 2,
         mediaType: 'application/vnd.docker.distribution.manifest.v2+json',
-        config: { mediaType: 'application/vnd.docker.container.image.v1+json', size: 2, digest: `sha256:${'1'.repeat(64)}` },
-        layers: [{ mediaType: 'application/vnd.docker.image.rootfs.diff.tar.gzip', size: 10, digest: `sha256:${'2'.repeat(64)}` }],
+        config: {
+          mediaType: 'application/vnd.docker.container.image.v1+json',
+          size: 2,
+          digest: `sha256:${'1'.repeat(64)}`,
+        },
+        layers: [
+          {
+            mediaType: 'application/vnd.docker.image.rootfs.diff.tar.gzip',
+            size: 10,
+            digest: `sha256:${'2'.repeat(64)}`,
+          },
+        ],
       });
       const digest = `sha256:${createHash('sha256').update(manifest).digest('hex')}`;
       const registry = createServer((req, res) => {
         if (req.url === '/v2/' || req.url === '/v2') {
           res.writeHead(200, { 'docker-distribution-api-version': 'registry/2.0' }).end('{}');
         } else if (req.url?.includes('/manifests/')) {
-          res.writeHead(200, { 'content-type': 'application/vnd.docker.distribution.manifest.v2+json', 'docker-content-digest': digest, 'content-length': Buffer.byteLength(manifest) });
+          res.writeHead(200, {
+            'content-type': 'application/vnd.docker.distribution.manifest.v2+json',
+            'docker-content-digest': digest,
+            'content-length': Buffer.byteLength(manifest),
+          });
           res.end(req.method === 'HEAD' ? undefined : manifest);
         } else {
-          res.writeHead(404, { 'content-type': 'application/json' }).end(JSON.stringify({ errors: [{ code: 'BLOB_UNKNOWN', message: 'blob unknown to registry' }] }));
+          res
+            .writeHead(404, { 'content-type': 'application/json' })
+            .end(JSON.stringify({ errors: [{ code: 'BLOB_UNKNOWN', message: 'blob unknown to registry' }] }));
         }
       });
       await new Promise<void>((resolve) => registry.listen(0, '127.0.0.1', resolve));
       const image = `127.0.0.1:${(registry.address() as AddressInfo).port}/team/broken:1`;
       const progress: string[] = [];
       try {
-        await assert.rejects(client.pullImage(image, { onProgress: (m) => progress.push(m.status ?? '') }), (err: Error) => {
-          assert.match(err.message, new RegExp(`^pulling image "${image.replace(/[.]/g, '\\.')}": .*(blob unknown|not found|unknown blob)`, 'i'));
-          return true;
-        });
+        await assert.rejects(
+          client.pullImage(image, { onProgress: (m) => progress.push(m.status ?? '') }),
+          (err: Error) => {
+            assert.match(
+              err.message,
+              new RegExp(
+                `^pulling image "${image.replace(/[.]/g, '\\.')}": .*(blob unknown|not found|unknown blob)`,
+                'i',
+              ),
+            );
+            return true;
+          },
+        );
         assert.ok(progress.length > 0, 'the stream had begun before its error');
       } finally {
         registry.closeAllConnections();

@@ -6,7 +6,12 @@
  */
 import type { Readable } from 'node:stream';
 import { registryOf, splitImageRef } from '../../domain/image-ref.js';
-import { DEFAULT_ENGINE_TIMEOUT_MS, EngineConnection, isNotFound, type EngineConnectionOptions } from './engine-connection.js';
+import {
+  DEFAULT_ENGINE_TIMEOUT_MS,
+  EngineConnection,
+  isNotFound,
+  type EngineConnectionOptions,
+} from './engine-connection.js';
 import { decodeLogFrames, ndjson } from './engine-streams.js';
 import type {
   ContainerCreateBody,
@@ -32,7 +37,7 @@ export interface RegistryCredential {
 export type Filters = Record<string, string[]>;
 
 /** A pull that shows no progress for this long is given up. @default 300000 */
-export const PULL_INACTIVITY_MS = 300_000;
+const PULL_INACTIVITY_MS = 300_000;
 
 const enc = encodeURIComponent;
 
@@ -51,7 +56,9 @@ export class DockerClient {
   }
 
   async ping(timeoutMs?: number): Promise<void> {
-    await this.#conn.stream({ method: 'GET', path: '/_ping', doing: 'pinging the engine', ...(timeoutMs ? { timeoutMs } : {}) }).then((res) => res.resume());
+    await this.#conn
+      .stream({ method: 'GET', path: '/_ping', doing: 'pinging the engine', ...(timeoutMs ? { timeoutMs } : {}) })
+      .then((res) => res.resume());
   }
 
   async info(): Promise<EngineInfo> {
@@ -61,7 +68,13 @@ export class DockerClient {
   // ---- images
 
   async inspectImage(ref: string): Promise<ImageInspect | null> {
-    return orNull(this.#conn.json<ImageInspect>({ method: 'GET', path: `/images/${enc(ref)}/json`, doing: `inspecting image "${ref}"` }));
+    return orNull(
+      this.#conn.json<ImageInspect>({
+        method: 'GET',
+        path: `/images/${enc(ref)}/json`,
+        doing: `inspecting image "${ref}"`,
+      }),
+    );
   }
 
   /**
@@ -69,12 +82,23 @@ export class DockerClient {
    * the engine reports most failures inside the stream, with a 200 status. `onProgress` hears each
    * message (never the credential).
    */
-  async pullImage(ref: string, options: { auth?: RegistryCredential | null; onProgress?: (m: ProgressMessage) => void; inactivityMs?: number } = {}): Promise<void> {
+  async pullImage(
+    ref: string,
+    options: {
+      auth?: RegistryCredential | null;
+      onProgress?: (m: ProgressMessage) => void;
+      inactivityMs?: number;
+    } = {},
+  ): Promise<void> {
     const { repo, tag } = splitImageRef(ref);
     const headers: Record<string, string> = {};
     if (options.auth) headers['x-registry-auth'] = registryAuthHeader(options.auth, registryOf(repo));
     const doing = `pulling image "${ref}"`;
-    await this.#progress({ method: 'POST', path: '/images/create', query: { fromImage: repo, tag }, headers, doing }, options.onProgress, options.inactivityMs ?? PULL_INACTIVITY_MS);
+    await this.#progress(
+      { method: 'POST', path: '/images/create', query: { fromImage: repo, tag }, headers, doing },
+      options.onProgress,
+      options.inactivityMs ?? PULL_INACTIVITY_MS,
+    );
   }
 
   /** Imports a root filesystem tar as image `repo:tag`; `changes` are Dockerfile instructions (`CMD ["sh"]`). */
@@ -82,7 +106,13 @@ export class DockerClient {
     const query = new URLSearchParams({ fromSrc: '-', repo: target.repo, tag: target.tag });
     for (const change of target.changes ?? []) query.append('changes', change);
     await this.#progress(
-      { method: 'POST', path: `/images/create?${query.toString()}`, bodyStream: tar, contentType: 'application/x-tar', doing: `importing image "${target.repo}:${target.tag}"` },
+      {
+        method: 'POST',
+        path: `/images/create?${query.toString()}`,
+        bodyStream: tar,
+        contentType: 'application/x-tar',
+        doing: `importing image "${target.repo}:${target.tag}"`,
+      },
       undefined,
       PULL_INACTIVITY_MS,
     );
@@ -95,12 +125,24 @@ export class DockerClient {
   // ---- containers
 
   async createContainer(name: string, body: ContainerCreateBody): Promise<{ Id: string; Warnings: string[] | null }> {
-    return (await this.#conn.json<{ Id: string; Warnings: string[] | null }>({ method: 'POST', path: '/containers/create', query: { name }, body, doing: `creating container "${name}"` })).body;
+    return (
+      await this.#conn.json<{ Id: string; Warnings: string[] | null }>({
+        method: 'POST',
+        path: '/containers/create',
+        query: { name },
+        body,
+        doing: `creating container "${name}"`,
+      })
+    ).body;
   }
 
   /** Starts it; a container already running is left as it is. */
   async startContainer(id: string): Promise<void> {
-    await this.#conn.json({ method: 'POST', path: `/containers/${enc(id)}/start`, doing: `starting container ${short(id)}` });
+    await this.#conn.json({
+      method: 'POST',
+      path: `/containers/${enc(id)}/start`,
+      doing: `starting container ${short(id)}`,
+    });
   }
 
   /** SIGTERM, then SIGKILL after `graceSeconds`; a container already stopped is left as it is. */
@@ -115,33 +157,66 @@ export class DockerClient {
   }
 
   async killContainer(id: string, signal = 'SIGKILL'): Promise<void> {
-    await this.#conn.json({ method: 'POST', path: `/containers/${enc(id)}/kill`, query: { signal }, doing: `killing container ${short(id)}` });
+    await this.#conn.json({
+      method: 'POST',
+      path: `/containers/${enc(id)}/kill`,
+      query: { signal },
+      doing: `killing container ${short(id)}`,
+    });
   }
 
   /** Answers false when there was no such container. */
   async removeContainer(id: string, options: { force?: boolean; volumes?: boolean } = {}): Promise<boolean> {
     return gone(
-      this.#conn.json({ method: 'DELETE', path: `/containers/${enc(id)}`, query: { force: options.force ?? false, v: options.volumes ?? false }, doing: `removing container ${short(id)}` }),
+      this.#conn.json({
+        method: 'DELETE',
+        path: `/containers/${enc(id)}`,
+        query: { force: options.force ?? false, v: options.volumes ?? false },
+        doing: `removing container ${short(id)}`,
+      }),
     );
   }
 
   async inspectContainer(id: string): Promise<ContainerInspect | null> {
-    return orNull(this.#conn.json<ContainerInspect>({ method: 'GET', path: `/containers/${enc(id)}/json`, doing: `inspecting container ${short(id)}` }));
+    return orNull(
+      this.#conn.json<ContainerInspect>({
+        method: 'GET',
+        path: `/containers/${enc(id)}/json`,
+        doing: `inspecting container ${short(id)}`,
+      }),
+    );
   }
 
   /** One reading of a running container's CPU and memory, without the engine's one-second wait; null when it is gone. */
   async containerStats(id: string): Promise<ContainerStats | null> {
     const query = { stream: false, 'one-shot': true };
-    return orNull(this.#conn.json<ContainerStats>({ method: 'GET', path: `/containers/${enc(id)}/stats`, query, doing: `reading the stats of container ${short(id)}` }));
+    return orNull(
+      this.#conn.json<ContainerStats>({
+        method: 'GET',
+        path: `/containers/${enc(id)}/stats`,
+        query,
+        doing: `reading the stats of container ${short(id)}`,
+      }),
+    );
   }
 
   async listContainers(options: { all?: boolean; filters?: Filters } = {}): Promise<ContainerSummary[]> {
     const query = { all: options.all ?? false, filters: options.filters ? JSON.stringify(options.filters) : undefined };
-    return (await this.#conn.json<ContainerSummary[]>({ method: 'GET', path: '/containers/json', query, doing: 'listing containers' })).body;
+    return (
+      await this.#conn.json<ContainerSummary[]>({
+        method: 'GET',
+        path: '/containers/json',
+        query,
+        doing: 'listing containers',
+      })
+    ).body;
   }
 
   /** Waits until it is no longer running (or `condition`); no timeout unless given. */
-  async waitContainer(id: string, options: { condition?: 'not-running' | 'next-exit' | 'removed'; timeoutMs?: number } = {}): Promise<{ StatusCode: number }> {
+  async waitContainer(
+    id: string,
+    options: { condition?: 'not-running' | 'next-exit' | 'removed'; timeoutMs?: number } = {},
+  ): Promise<{ StatusCode: number }> {
     return (
       await this.#conn.json<{ StatusCode: number }>({
         method: 'POST',
@@ -158,7 +233,12 @@ export class DockerClient {
     const res = await this.#conn.stream({
       method: 'GET',
       path: `/containers/${enc(id)}/logs`,
-      query: { stdout: true, stderr: true, tail: options.tail ?? 'all', since: options.sinceMs !== undefined ? (options.sinceMs / 1000).toFixed(3) : undefined },
+      query: {
+        stdout: true,
+        stderr: true,
+        tail: options.tail ?? 'all',
+        since: options.sinceMs !== undefined ? (options.sinceMs / 1000).toFixed(3) : undefined,
+      },
       doing: `reading the logs of container ${short(id)}`,
     });
     const chunks: Buffer[] = [];
@@ -172,12 +252,23 @@ export class DockerClient {
    * Its stdout and stderr as a stream (framed unless the container has a TTY), each line prefixed
    * with its RFC3339Nano time; with `follow`, open until the container stops or `signal` aborts.
    */
-  async containerLogStream(id: string, options: { follow: boolean; tail?: number; sinceMs?: number }, signal: AbortSignal): Promise<Readable> {
+  async containerLogStream(
+    id: string,
+    options: { follow: boolean; tail?: number; sinceMs?: number },
+    signal: AbortSignal,
+  ): Promise<Readable> {
     return this.#conn.stream(
       {
         method: 'GET',
         path: `/containers/${enc(id)}/logs`,
-        query: { stdout: true, stderr: true, timestamps: true, follow: options.follow, tail: options.tail ?? 'all', since: options.sinceMs !== undefined ? (options.sinceMs / 1000).toFixed(3) : undefined },
+        query: {
+          stdout: true,
+          stderr: true,
+          timestamps: true,
+          follow: options.follow,
+          tail: options.tail ?? 'all',
+          since: options.sinceMs !== undefined ? (options.sinceMs / 1000).toFixed(3) : undefined,
+        },
         doing: `reading the logs of container ${short(id)}`,
       },
       signal,
@@ -188,20 +279,40 @@ export class DockerClient {
 
   /** Creates it, or answers the existing one of that name (its labels are not changed then). */
   async createVolume(name: string, labels: Labels): Promise<VolumeInspect> {
-    return (await this.#conn.json<VolumeInspect>({ method: 'POST', path: '/volumes/create', body: { Name: name, Labels: labels }, doing: `creating volume "${name}"` })).body;
+    return (
+      await this.#conn.json<VolumeInspect>({
+        method: 'POST',
+        path: '/volumes/create',
+        body: { Name: name, Labels: labels },
+        doing: `creating volume "${name}"`,
+      })
+    ).body;
   }
 
   async inspectVolume(name: string): Promise<VolumeInspect | null> {
-    return orNull(this.#conn.json<VolumeInspect>({ method: 'GET', path: `/volumes/${enc(name)}`, doing: `inspecting volume "${name}"` }));
+    return orNull(
+      this.#conn.json<VolumeInspect>({
+        method: 'GET',
+        path: `/volumes/${enc(name)}`,
+        doing: `inspecting volume "${name}"`,
+      }),
+    );
   }
 
   /** Answers false when there was no such volume; a volume in use rejects (409). */
   async removeVolume(name: string): Promise<boolean> {
-    return gone(this.#conn.json({ method: 'DELETE', path: `/volumes/${enc(name)}`, doing: `removing volume "${name}"` }));
+    return gone(
+      this.#conn.json({ method: 'DELETE', path: `/volumes/${enc(name)}`, doing: `removing volume "${name}"` }),
+    );
   }
 
   async listVolumes(filters: Filters): Promise<VolumeInspect[]> {
-    const res = await this.#conn.json<{ Volumes: VolumeInspect[] | null }>({ method: 'GET', path: '/volumes', query: { filters: JSON.stringify(filters) }, doing: 'listing volumes' });
+    const res = await this.#conn.json<{ Volumes: VolumeInspect[] | null }>({
+      method: 'GET',
+      path: '/volumes',
+      query: { filters: JSON.stringify(filters) },
+      doing: 'listing volumes',
+    });
     return res.body.Volumes ?? [];
   }
 
@@ -209,11 +320,24 @@ export class DockerClient {
 
   async createNetwork(name: string, labels: Labels): Promise<{ Id: string }> {
     const body = { Name: name, Driver: 'bridge', CheckDuplicate: true, Labels: labels };
-    return (await this.#conn.json<{ Id: string }>({ method: 'POST', path: '/networks/create', body, doing: `creating network "${name}"` })).body;
+    return (
+      await this.#conn.json<{ Id: string }>({
+        method: 'POST',
+        path: '/networks/create',
+        body,
+        doing: `creating network "${name}"`,
+      })
+    ).body;
   }
 
   async inspectNetwork(name: string): Promise<NetworkInspect | null> {
-    return orNull(this.#conn.json<NetworkInspect>({ method: 'GET', path: `/networks/${enc(name)}`, doing: `inspecting network "${name}"` }));
+    return orNull(
+      this.#conn.json<NetworkInspect>({
+        method: 'GET',
+        path: `/networks/${enc(name)}`,
+        doing: `inspecting network "${name}"`,
+      }),
+    );
   }
 
   async connectNetwork(network: string, containerId: string, endpoint: EndpointSettings = {}): Promise<void> {
@@ -226,11 +350,20 @@ export class DockerClient {
   }
 
   async removeNetwork(name: string): Promise<boolean> {
-    return gone(this.#conn.json({ method: 'DELETE', path: `/networks/${enc(name)}`, doing: `removing network "${name}"` }));
+    return gone(
+      this.#conn.json({ method: 'DELETE', path: `/networks/${enc(name)}`, doing: `removing network "${name}"` }),
+    );
   }
 
   async listNetworks(filters: Filters): Promise<NetworkInspect[]> {
-    return (await this.#conn.json<NetworkInspect[]>({ method: 'GET', path: '/networks', query: { filters: JSON.stringify(filters) }, doing: 'listing networks' })).body;
+    return (
+      await this.#conn.json<NetworkInspect[]>({
+        method: 'GET',
+        path: '/networks',
+        query: { filters: JSON.stringify(filters) },
+        doing: 'listing networks',
+      })
+    ).body;
   }
 
   // ---- events
@@ -240,9 +373,18 @@ export class DockerClient {
    * (events from then on are delivered); iterate the answer to read them. It ends when the engine
    * closes it and throws when the connection breaks; `signal` ends it.
    */
-  async events(options: { filters?: Filters; sinceMs?: number }, signal?: AbortSignal): Promise<AsyncIterable<EngineEvent>> {
-    const query = { filters: options.filters ? JSON.stringify(options.filters) : undefined, since: options.sinceMs !== undefined ? (options.sinceMs / 1000).toFixed(3) : undefined };
-    const res = await this.#conn.stream({ method: 'GET', path: '/events', query, doing: 'following the engine events' }, signal);
+  async events(
+    options: { filters?: Filters; sinceMs?: number },
+    signal?: AbortSignal,
+  ): Promise<AsyncIterable<EngineEvent>> {
+    const query = {
+      filters: options.filters ? JSON.stringify(options.filters) : undefined,
+      since: options.sinceMs !== undefined ? (options.sinceMs / 1000).toFixed(3) : undefined,
+    };
+    const res = await this.#conn.stream(
+      { method: 'GET', path: '/events', query, doing: 'following the engine events' },
+      signal,
+    );
     return ndjson<EngineEvent>(res);
   }
 
@@ -252,7 +394,11 @@ export class DockerClient {
   }
 
   /** Reads a progress stream to its end; an `error` message in it rejects; silence for `inactivityMs` too. */
-  async #progress(req: Parameters<EngineConnection['stream']>[0], onProgress: ((m: ProgressMessage) => void) | undefined, inactivityMs: number): Promise<void> {
+  async #progress(
+    req: Parameters<EngineConnection['stream']>[0],
+    onProgress: ((m: ProgressMessage) => void) | undefined,
+    inactivityMs: number,
+  ): Promise<void> {
     const abort = new AbortController();
     // The engine answers a pull's headers only once it has reached the registry.
     const res = await this.#conn.stream({ ...req, timeoutMs: inactivityMs }, abort.signal);
@@ -266,7 +412,8 @@ export class DockerClient {
         onProgress?.(message);
       }
     } catch (err) {
-      if (abort.signal.aborted) throw new Error(`${req.doing}: no progress for ${Math.round(inactivityMs / 1000)} s; gave up`);
+      if (abort.signal.aborted)
+        throw new Error(`${req.doing}: no progress for ${Math.round(inactivityMs / 1000)} s; gave up`);
       throw err;
     } finally {
       clearTimeout(idle);
@@ -280,7 +427,9 @@ export class DockerClient {
  * 23 decode it with Go's padded URL encoding and, failing, pull with no credential at all.
  */
 export function registryAuthHeader(auth: RegistryCredential, serveraddress: string): string {
-  const encoded = Buffer.from(JSON.stringify({ username: auth.username, password: auth.password, serveraddress })).toString('base64url');
+  const encoded = Buffer.from(
+    JSON.stringify({ username: auth.username, password: auth.password, serveraddress }),
+  ).toString('base64url');
   return encoded.padEnd(Math.ceil(encoded.length / 4) * 4, '=');
 }
 

@@ -33,20 +33,27 @@ const NAME_PART = /^[a-zA-Z0-9][a-zA-Z0-9_.-]*$/;
 /** Refuses a namespace the engine could not carry in names (it is also a label value). */
 export function checkNamespace(namespace: string): string {
   if (!NAME_PART.test(namespace) || namespace.length > 40)
-    throw new Error(`the Docker namespace "${namespace}" must be 1-40 letters, digits, '_', '.' or '-', starting with a letter or digit`);
+    throw new Error(
+      `the Docker namespace "${namespace}" must be 1-40 letters, digits, '_', '.' or '-', starting with a letter or digit`,
+    );
   return namespace;
 }
 
 const part = (what: string, value: string): string => {
-  if (!NAME_PART.test(value)) throw new Error(`${what} "${value}" cannot be part of a Docker name (letters, digits, '_', '.', '-')`);
+  if (!NAME_PART.test(value))
+    throw new Error(`${what} "${value}" cannot be part of a Docker name (letters, digits, '_', '.', '-')`);
   return value;
 };
 
-export const containerNameOf = (namespace: string, id: string): string => `gantry-${namespace}-${part('instance id', id)}`;
-export const podVolumeNameOf = (namespace: string, id: string): string => `gantry-${namespace}-pod-${part('instance id', id)}`;
-export const networkVolumeNameOf = (namespace: string, volumeId: string): string => `gantry-${namespace}-nv-${part('network volume id', volumeId)}`;
+export const containerNameOf = (namespace: string, id: string): string =>
+  `gantry-${namespace}-${part('instance id', id)}`;
+export const podVolumeNameOf = (namespace: string, id: string): string =>
+  `gantry-${namespace}-pod-${part('instance id', id)}`;
+export const networkVolumeNameOf = (namespace: string, volumeId: string): string =>
+  `gantry-${namespace}-nv-${part('network volume id', volumeId)}`;
 /** A user-defined bridge network; a name the engine would refuse has its other characters replaced by '-'. */
-export const networkNameOf = (namespace: string, name: string): string => `gantry-${namespace}-${name.replace(/[^a-zA-Z0-9_.-]/g, '-')}`;
+export const networkNameOf = (namespace: string, name: string): string =>
+  `gantry-${namespace}-${name.replace(/[^a-zA-Z0-9_.-]/g, '-')}`;
 
 /** The labels of everything made for `namespace`, as a list filter. */
 export const namespaceFilter = (namespace: string): Filters => ({ label: [`${LABEL.namespace}=${namespace}`] });

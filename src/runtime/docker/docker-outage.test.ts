@@ -9,8 +9,18 @@ const engine = await dockerEngine();
 after(() => engine?.client.close());
 
 /** The first change of `id` to `state` after the `from`th change recorded. */
-const nextAfter = (changes: ChangeRecorder, from: number, id: string, state: InstanceState, timeoutMs = 20_000): Promise<InstanceStatus> =>
-  waitFor(`a "${state}" change of ${id}`, () => changes.changes.slice(from).find((c) => c.id === id && c.state === state), timeoutMs);
+const nextAfter = (
+  changes: ChangeRecorder,
+  from: number,
+  id: string,
+  state: InstanceState,
+  timeoutMs = 20_000,
+): Promise<InstanceStatus> =>
+  waitFor(
+    `a "${state}" change of ${id}`,
+    () => changes.changes.slice(from).find((c) => c.id === id && c.state === state),
+    timeoutMs,
+  );
 
 if (!engine) {
   test('the Docker runtime`s engine outages', { skip: noEngine() }, () => {});
@@ -23,9 +33,15 @@ if (!engine) {
       try {
         assert.equal(t.runtime.unavailable(), null, 'nothing is known before the engine is asked');
         const began = Date.now();
-        await assert.rejects(t.runtime.start(instanceSpec({ image: e.images.idle })), /the Docker Engine at unix:\/\/\/nonexistent\/gantry\/docker\.sock is unreachable: connect ENOENT/);
+        await assert.rejects(
+          t.runtime.start(instanceSpec({ image: e.images.idle })),
+          /the Docker Engine at unix:\/\/\/nonexistent\/gantry\/docker\.sock is unreachable: connect ENOENT/,
+        );
         assert.ok(Date.now() - began < 5_000, 'it fails fast');
-        assert.match(t.runtime.unavailable() ?? '', /^the Docker Engine at unix:\/\/\/nonexistent\/gantry\/docker\.sock is unreachable since \d{4}-\d\d-\d\dT[\d:.]+Z: connect ENOENT/);
+        assert.match(
+          t.runtime.unavailable() ?? '',
+          /^the Docker Engine at unix:\/\/\/nonexistent\/gantry\/docker\.sock is unreachable since \d{4}-\d\d-\d\dT[\d:.]+Z: connect ENOENT/,
+        );
         await assert.rejects(t.runtime.attach(), /is unreachable: connect ENOENT/);
         await t.runtime.stop('never-started');
       } finally {
@@ -40,7 +56,12 @@ if (!engine) {
       const t = makeDockerRuntime(e, { dockerHost: `unix://${proxy.path}` });
       try {
         const spec = async (): Promise<InstanceSpec> =>
-          instanceSpec({ image: e.images.http, vcpus: 1, memoryGb: 1, ports: [{ private: 8000, public: await freePort(), protocol: 'http' }] });
+          instanceSpec({
+            image: e.images.http,
+            vcpus: 1,
+            memoryGb: 1,
+            ports: [{ private: 8000, public: await freePort(), protocol: 'http' }],
+          });
         const [steady, dying] = [await spec(), await spec()];
         const changes = new ChangeRecorder(t.runtime);
         await t.runtime.start(steady);
@@ -54,7 +75,12 @@ if (!engine) {
         await proxy.cut();
         const unknown = await nextAfter(changes, beforeCut, steady.id, 'unknown');
         await nextAfter(changes, beforeCut, dying.id, 'unknown');
-        assert.match(unknown.reason ?? '', new RegExp(`^the Docker Engine at unix://${proxy.path.replace(/[.]/g, '\\.')} is unreachable since \\d{4}-[\\d-]+T[\\d:.]+Z: `));
+        assert.match(
+          unknown.reason ?? '',
+          new RegExp(
+            `^the Docker Engine at unix://${proxy.path.replace(/[.]/g, '\\.')} is unreachable since \\d{4}-[\\d-]+T[\\d:.]+Z: `,
+          ),
+        );
         assert.equal(t.runtime.unavailable(), unknown.reason);
         assert.equal((await t.runtime.inspect(steady.id))?.state, 'unknown');
         await assert.rejects(t.runtime.start(instanceSpec({ image: e.images.idle })), /is unreachable/);
@@ -68,10 +94,22 @@ if (!engine) {
         await nextAfter(changes, beforeReturn, steady.id, 'running');
         await nextAfter(changes, beforeReturn, dying.id, 'running', 30_000);
         assert.equal(t.runtime.unavailable(), null);
-        assert.equal(changes.statesOf(steady.id).filter((s) => s === 'unknown').length, 1, 'unknown is told once per outage');
-        assert.equal((await instanceInfo(steady.ports[0]!.public)).bootId, steadyBoot, 'a container that kept running is not touched');
+        assert.equal(
+          changes.statesOf(steady.id).filter((s) => s === 'unknown').length,
+          1,
+          'unknown is told once per outage',
+        );
+        assert.equal(
+          (await instanceInfo(steady.ports[0]!.public)).bootId,
+          steadyBoot,
+          'a container that kept running is not touched',
+        );
         assert.notEqual((await instanceInfo(dying.ports[0]!.public)).bootId, dyingBoot, 'the one that died runs again');
-        assert.equal((await e.client.inspectContainer(dyingContainer!.Id))?.State.Running, true, 'in its own container');
+        assert.equal(
+          (await e.client.inspectContainer(dyingContainer!.Id))?.State.Running,
+          true,
+          'in its own container',
+        );
         assert.ok(!changes.statesOf(dying.id).includes('exited'));
       } finally {
         await t.cleanup();

@@ -15,7 +15,10 @@ const collect = async (runtime: Runtime, id: string, q: Partial<OutputQuery> = {
 };
 
 test("the engine's RFC3339Nano times are read to the millisecond", () => {
-  assert.deepEqual(parseLine('2026-06-01T12:02:03.123456789Z Model loaded.\r'), { ts: Date.UTC(2026, 5, 1, 12, 2, 3, 123), line: 'Model loaded.' });
+  assert.deepEqual(parseLine('2026-06-01T12:02:03.123456789Z Model loaded.\r'), {
+    ts: Date.UTC(2026, 5, 1, 12, 2, 3, 123),
+    line: 'Model loaded.',
+  });
   assert.deepEqual(parseLine('2026-06-01T12:02:03Z '), { ts: Date.UTC(2026, 5, 1, 12, 2, 3), line: '' });
   assert.equal(parseLine('not a time'), null);
 });
@@ -37,15 +40,33 @@ if (!engine) {
           return got.length >= 4 ? got : null;
         });
         assert.deepEqual(lines.map((l) => l.line).sort(), ['later', 'one', 'three', 'two']);
-        assert.ok(lines.every((l) => l.ts >= before && l.ts <= Date.now() + 1_000), 'the engine times are now');
-        assert.deepEqual((await collect(t.runtime, 'out1', { tail: 1 })).map((l) => l.line), ['later']);
+        assert.ok(
+          lines.every((l) => l.ts >= before && l.ts <= Date.now() + 1_000),
+          'the engine times are now',
+        );
+        assert.deepEqual(
+          (await collect(t.runtime, 'out1', { tail: 1 })).map((l) => l.line),
+          ['later'],
+        );
         const later = lines.find((l) => l.line === 'later')!;
-        assert.deepEqual((await collect(t.runtime, 'out1', { sinceMs: later.ts })).map((l) => l.line), ['later']);
-        assert.deepEqual((await collect(t.runtime, 'out1', { sinceMs: before, tail: 1 })).map((l) => l.line), ['later']);
+        assert.deepEqual(
+          (await collect(t.runtime, 'out1', { sinceMs: later.ts })).map((l) => l.line),
+          ['later'],
+        );
+        assert.deepEqual(
+          (await collect(t.runtime, 'out1', { sinceMs: before, tail: 1 })).map((l) => l.line),
+          ['later'],
+        );
         // what the engine keeps is bounded by default: json-file rotation at 10 MiB, two files
-        const info = (await e.client.inspectContainer(`gantry-${t.namespace}-out1`)) as unknown as { HostConfig: { LogConfig?: { Type: string; Config: Record<string, string> } } };
+        const info = (await e.client.inspectContainer(`gantry-${t.namespace}-out1`)) as unknown as {
+          HostConfig: { LogConfig?: { Type: string; Config: Record<string, string> } };
+        };
         const driver = ((await e.client.info()) as { LoggingDriver?: string }).LoggingDriver;
-        if (driver === 'json-file') assert.deepEqual(info.HostConfig.LogConfig, { Type: 'json-file', Config: { 'max-size': String(10 * 1024 * 1024), 'max-file': '2' } });
+        if (driver === 'json-file')
+          assert.deepEqual(info.HostConfig.LogConfig, {
+            Type: 'json-file',
+            Config: { 'max-size': String(10 * 1024 * 1024), 'max-file': '2' },
+          });
       } finally {
         await t.cleanup();
       }
@@ -57,7 +78,8 @@ if (!engine) {
         await t.runtime.start(instanceSpec({ id: 'out2', image: e.images.idle, args: `/bin/sh -c "${script}"` }));
         const got: string[] = [];
         const following = (async () => {
-          for await (const l of t.runtime.output!('out2', { follow: true, signal: new AbortController().signal })) got.push(l.line);
+          for await (const l of t.runtime.output('out2', { follow: true, signal: new AbortController().signal }))
+            got.push(l.line);
         })();
         await waitFor('the live line', () => got.includes('later'));
         await t.runtime.stop('out2');
@@ -79,7 +101,7 @@ if (!engine) {
         const abort = new AbortController();
         const got: string[] = [];
         const following = (async () => {
-          for await (const l of t.runtime.output!('out3', { follow: true, signal: abort.signal })) {
+          for await (const l of t.runtime.output('out3', { follow: true, signal: abort.signal })) {
             got.push(l.line);
             if (got.length === 1) abort.abort();
           }

@@ -18,7 +18,11 @@ const STREAMS = 3;
 /** A line the engine split (past 16 KiB) or never ended is cut here. */
 const MAX_LINE_BYTES = 64 * 1024;
 
-export async function* containerOutput(client: Pick<DockerClient, 'inspectContainer' | 'containerLogStream'>, container: string, query: OutputQuery): AsyncGenerator<OutputLine> {
+export async function* containerOutput(
+  client: Pick<DockerClient, 'inspectContainer' | 'containerLogStream'>,
+  container: string,
+  query: OutputQuery,
+): AsyncGenerator<OutputLine> {
   const info = await client.inspectContainer(container).catch(() => null);
   if (!info || query.signal.aborted) return;
   const tty = (info.Config as { Tty?: boolean }).Tty === true;
@@ -29,7 +33,11 @@ export async function* containerOutput(client: Pick<DockerClient, 'inspectContai
   try {
     body = await client.containerLogStream(
       container,
-      { follow: query.follow, ...(engineTail !== undefined ? { tail: engineTail } : {}), ...(query.sinceMs !== undefined ? { sinceMs: query.sinceMs } : {}) },
+      {
+        follow: query.follow,
+        ...(engineTail !== undefined ? { tail: engineTail } : {}),
+        ...(query.sinceMs !== undefined ? { sinceMs: query.sinceMs } : {}),
+      },
       query.signal,
     );
   } catch {

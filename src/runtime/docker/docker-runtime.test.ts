@@ -2,7 +2,14 @@ import { after, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { dockerEngine, instanceInfo, makeDockerRuntime, noEngine, testHost, type RuntimeFixture } from '../../../test/support/docker.js';
+import {
+  dockerEngine,
+  instanceInfo,
+  makeDockerRuntime,
+  noEngine,
+  testHost,
+  type RuntimeFixture,
+} from '../../../test/support/docker.js';
 import { ChangeRecorder, describeRuntime, freePort, instanceSpec, type RuntimeUnderTest } from '../runtime-contract.js';
 import type { DockerRuntime } from './docker-runtime.js';
 import type { DockerRuntimeOptions } from './docker-runtime-options.js';
@@ -34,7 +41,10 @@ if (!engine) {
   });
 
   /** Runs `body` with a fresh runtime on its own namespace, removing all it made afterwards. */
-  const withRuntime = async (body: (t: RuntimeFixture) => Promise<void>, overrides: Partial<DockerRuntimeOptions> = {}): Promise<void> => {
+  const withRuntime = async (
+    body: (t: RuntimeFixture) => Promise<void>,
+    overrides: Partial<DockerRuntimeOptions> = {},
+  ): Promise<void> => {
     const t = makeDockerRuntime(e, overrides);
     try {
       await body(t);
@@ -43,7 +53,13 @@ if (!engine) {
     }
   };
   const httpSpec = async (overrides: Parameters<typeof instanceSpec>[0] = {}) =>
-    instanceSpec({ image: e.images.http, vcpus: 1, memoryGb: 1, ports: [{ private: 8000, public: await freePort(), protocol: 'http' }], ...overrides });
+    instanceSpec({
+      image: e.images.http,
+      vcpus: 1,
+      memoryGb: 1,
+      ports: [{ private: 8000, public: await freePort(), protocol: 'http' }],
+      ...overrides,
+    });
   const info = instanceInfo;
   const containerOf = (t: RuntimeFixture, id: string) => e.client.inspectContainer(`gantry-${t.namespace}-${id}`);
 
@@ -63,7 +79,11 @@ if (!engine) {
         const changes = new ChangeRecorder(runtime);
         await runtime.start(spec);
         await changes.next(spec.id, 'running', 30_000);
-        assert.equal((await info(web)).env.GANTRY_PORT_8000, String(web), 'the first binding of a private port names it');
+        assert.equal(
+          (await info(web)).env.GANTRY_PORT_8000,
+          String(web),
+          'the first binding of a private port names it',
+        );
         assert.equal((await info(raw)).env.RUNPOD_TCP_PORT_8000, String(raw));
       }));
 
@@ -74,7 +94,11 @@ if (!engine) {
           const probed = await httpSpec({ env: { LISTEN_AFTER_MS: '400' }, health });
           const plain = await httpSpec({ env: { LISTEN_AFTER_MS: '400' } });
           const changes = new ChangeRecorder(runtime);
-          assert.equal((await runtime.start(plain)).state, 'running', 'without a probe, running once the container starts');
+          assert.equal(
+            (await runtime.start(plain)).state,
+            'running',
+            'without a probe, running once the container starts',
+          );
           const started = await runtime.start(probed);
           assert.equal(started.state, 'starting');
           await changes.next(probed.id, 'running', 30_000);
@@ -88,7 +112,13 @@ if (!engine) {
     test('a tenant cannot override the platform variables; platformEnv wins over the tenant env', () =>
       withRuntime(async ({ runtime }) => {
         const spec = await httpSpec({
-          env: { GREETING: 'hi', GANTRY_INSTANCE_ID: 'spoof', RUNPOD_PUBLIC_IP: '6.6.6.6', CUDA_VISIBLE_DEVICES: '0', SHARED: 'tenant' },
+          env: {
+            GREETING: 'hi',
+            GANTRY_INSTANCE_ID: 'spoof',
+            RUNPOD_PUBLIC_IP: '6.6.6.6',
+            CUDA_VISIBLE_DEVICES: '0',
+            SHARED: 'tenant',
+          },
           platformEnv: { SHARED: 'platform', RUNPOD_POD_ID: 'spoof' },
           vcpus: 2,
         });
@@ -117,7 +147,9 @@ if (!engine) {
           assert.equal(env.CUDA_VISIBLE_DEVICES, 'GPU-cc,GPU-aa');
           assert.equal(env.NVIDIA_VISIBLE_DEVICES, 'GPU-cc,GPU-aa');
           assert.equal(env.RUNPOD_GPU_COUNT, '2');
-          const container = (await e.client.inspectContainer(`gantry-${namespace}-${spec.id}`)) as unknown as { HostConfig: { DeviceRequests: unknown[] | null } };
+          const container = (await e.client.inspectContainer(`gantry-${namespace}-${spec.id}`)) as unknown as {
+            HostConfig: { DeviceRequests: unknown[] | null };
+          };
           assert.equal(container.HostConfig.DeviceRequests?.length ?? 0, 0);
         },
         { host: testHost({ gpuCount: 3, gpuUuids: ['GPU-aa', 'GPU-bb', 'GPU-cc'], gpuMode: 'env-only' }) },
@@ -154,28 +186,33 @@ if (!engine) {
       }));
 
     test('an image that exists nowhere rejects the start with a reason a user can act on, and leaves nothing behind', () =>
-      withRuntime(async (t) => {
-        const spec = instanceSpec({ image: '127.0.0.1:9/gantry-no-such/image:1' });
-        const began = Date.now();
-        await assert.rejects(t.runtime.start(spec), (err: Error) => {
-          assert.match(err.message, /^pulling image "127\.0\.0\.1:9\/gantry-no-such\/image:1": .*connection refused/);
-          return true;
-        });
-        assert.ok(Date.now() - began < 20_000, 'no hang');
-        assert.equal(await t.runtime.inspect(spec.id), null);
-        assert.equal(await containerOf(t, spec.id), null);
-        // The runtime still works.
-        const next = instanceSpec({ image: e.images.idle });
-        await t.runtime.start(next);
-        assert.ok(await t.runtime.inspect(next.id));
-      }, { registries: { allow: ['127.0.0.1:9'], only: false, private: 'refuse' } }));
+      withRuntime(
+        async (t) => {
+          const spec = instanceSpec({ image: '127.0.0.1:9/gantry-no-such/image:1' });
+          const began = Date.now();
+          await assert.rejects(t.runtime.start(spec), (err: Error) => {
+            assert.match(err.message, /^pulling image "127\.0\.0\.1:9\/gantry-no-such\/image:1": .*connection refused/);
+            return true;
+          });
+          assert.ok(Date.now() - began < 20_000, 'no hang');
+          assert.equal(await t.runtime.inspect(spec.id), null);
+          assert.equal(await containerOf(t, spec.id), null);
+          // The runtime still works.
+          const next = instanceSpec({ image: e.images.idle });
+          await t.runtime.start(next);
+          assert.ok(await t.runtime.inspect(next.id));
+        },
+        { registries: { allow: ['127.0.0.1:9'], only: false, private: 'refuse' } },
+      ));
 
     test('a pull from a registry on loopback is refused before the engine is asked: the registry sees no request, unless the operator allows it', async () => {
       // What a tenant would aim the engine at: a plain-HTTP service on the host's loopback.
       const seen: string[] = [];
       const registry = createServer((req, res) => {
         seen.push(`${req.method} ${req.url}`);
-        res.writeHead(404, { 'content-type': 'application/json', 'docker-distribution-api-version': 'registry/2.0' }).end('{"errors":[{"code":"NAME_UNKNOWN","message":"unknown"}]}');
+        res
+          .writeHead(404, { 'content-type': 'application/json', 'docker-distribution-api-version': 'registry/2.0' })
+          .end('{"errors":[{"code":"NAME_UNKNOWN","message":"unknown"}]}');
       });
       await new Promise<void>((resolve) => registry.listen(0, '127.0.0.1', resolve));
       const target = `127.0.0.1:${(registry.address() as AddressInfo).port}`;
@@ -183,7 +220,12 @@ if (!engine) {
         await withRuntime(async (t) => {
           const spec = instanceSpec({ image: `${target}/internal/admin:1` });
           await assert.rejects(t.runtime.start(spec), (err: Error) => {
-            assert.match(err.message, new RegExp(`^pulling image "${target.replace(/\./g, '\\.')}/internal/admin:1": refused: its registry ${target.replace(/\./g, '\\.')} is not a public address \\(loopback\\).*runtime\\.docker\\.registries\\.allow$`));
+            assert.match(
+              err.message,
+              new RegExp(
+                `^pulling image "${target.replace(/\./g, '\\.')}/internal/admin:1": refused: its registry ${target.replace(/\./g, '\\.')} is not a public address \\(loopback\\).*runtime\\.docker\\.registries\\.allow$`,
+              ),
+            );
             return true;
           });
           assert.deepEqual(seen, [], 'the engine never contacted the registry');
@@ -193,7 +235,10 @@ if (!engine) {
         // The same start under an operator's allow list reaches the registry: the refusal above was the policy's.
         await withRuntime(
           async (t) => {
-            await assert.rejects(t.runtime.start(instanceSpec({ image: `${target}/internal/admin:1` })), /pulling image .*(not found|unknown|manifest)/i);
+            await assert.rejects(
+              t.runtime.start(instanceSpec({ image: `${target}/internal/admin:1` })),
+              /pulling image .*(not found|unknown|manifest)/i,
+            );
             assert.ok(seen.length > 0, 'the engine asked the allowed registry');
           },
           { registries: { allow: [target], only: false, private: 'refuse' } },
@@ -218,12 +263,19 @@ if (!engine) {
 
     test('a container the kernel kills for its memory limit fails, saying so', () =>
       withRuntime(async (t) => {
-        const spec = instanceSpec({ image: e.images.node, memoryGb: 0.0625, args: `-e "console.log('allocating'); const keep = []; for (;;) keep.push(Buffer.alloc(1 << 20, 1))"` });
+        const spec = instanceSpec({
+          image: e.images.node,
+          memoryGb: 0.0625,
+          args: `-e "console.log('allocating'); const keep = []; for (;;) keep.push(Buffer.alloc(1 << 20, 1))"`,
+        });
         const changes = new ChangeRecorder(t.runtime);
         await t.runtime.start(spec);
         const failed = await changes.next(spec.id, 'failed', 30_000);
         assert.equal(failed.exitCode, 137);
-        assert.match(failed.reason ?? '', /^process was killed for running out of memory \(its limit of 0\.06 GiB\), exit code 137; last output:\n[^]*allocating/);
+        assert.match(
+          failed.reason ?? '',
+          /^process was killed for running out of memory \(its limit of 0\.06 GiB\), exit code 137; last output:\n[^]*allocating/,
+        );
       }));
 
     test('an instance that never passes its health check fails with the reason and its container is stopped', () =>
@@ -233,12 +285,23 @@ if (!engine) {
           const changes = new ChangeRecorder(t.runtime);
           await t.runtime.start(spec);
           const failed = await changes.next(spec.id, 'failed', 15_000);
-          assert.match(failed.reason ?? '', /^health check http:\/\/127\.0\.0\.1:\d+\/health did not pass within 400 ms/);
-          for (let i = 0; i < 100 && (await containerOf(t, spec.id))?.State.Running; i++) await new Promise((r) => setTimeout(r, 100));
+          assert.match(
+            failed.reason ?? '',
+            /^health check http:\/\/127\.0\.0\.1:\d+\/health did not pass within 400 ms/,
+          );
+          for (let i = 0; i < 100 && (await containerOf(t, spec.id))?.State.Running; i++)
+            await new Promise((r) => setTimeout(r, 100));
           assert.equal((await containerOf(t, spec.id))?.State.Running, false);
           assert.equal((await t.runtime.inspect(spec.id))?.state, 'failed');
         },
-        { images: { [e.images.http]: { command: ['unused'], health: { type: 'http', port: 8000, path: '/health', intervalMs: 50, timeoutMs: 400 } } } },
+        {
+          images: {
+            [e.images.http]: {
+              command: ['unused'],
+              health: { type: 'http', port: 8000, path: '/health', intervalMs: 50, timeoutMs: 400 },
+            },
+          },
+        },
       ));
 
     test('a disk size the storage driver cannot enforce starts without it, and the runtime says so', () =>
@@ -256,14 +319,21 @@ if (!engine) {
 
     test('a networked instance joins its private network, made on first use and labelled, with its aliases', () =>
       withRuntime(async (t) => {
-        const spec = instanceSpec({ image: e.images.idle, network: { name: 'acct1', aliases: [`x${Date.now()}.gantry`], ip: '10.200.0.9' } });
+        const spec = instanceSpec({
+          image: e.images.idle,
+          network: { name: 'acct1', aliases: [`x${Date.now()}.gantry`], ip: '10.200.0.9' },
+        });
         await t.runtime.start(spec);
         const network = await e.client.inspectNetwork(`gantry-${t.namespace}-acct1`);
         assert.equal(network?.Labels?.['gantry.namespace'], t.namespace);
-        const container = (await containerOf(t, spec.id)) as unknown as { NetworkSettings: { Networks: Record<string, { Aliases: string[] | null }> } };
+        const container = (await containerOf(t, spec.id)) as unknown as {
+          NetworkSettings: { Networks: Record<string, { Aliases: string[] | null }> };
+        };
         const endpoint = container.NetworkSettings.Networks[`gantry-${t.namespace}-acct1`];
-        assert.ok(endpoint?.Aliases?.includes(spec.network!.aliases[0]!), `aliases: ${JSON.stringify(endpoint?.Aliases)}`);
+        assert.ok(
+          endpoint?.Aliases?.includes(spec.network!.aliases[0]!),
+          `aliases: ${JSON.stringify(endpoint?.Aliases)}`,
+        );
       }));
   });
-
 }

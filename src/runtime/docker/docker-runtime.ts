@@ -20,13 +20,32 @@
 import type { HealthProbe, ImageSpec } from '../../config.js';
 import { describeTarget, waitUntilHealthy } from '../health-probe.js';
 import { RegistryGuard } from '../registry-guard.js';
-import type { AttachedInstance, InstanceListener, InstanceSpec, InstanceState, InstanceStatus, OutputLine, OutputQuery, Runtime, ShellRequest, ShellSession } from '../runtime.js';
+import type {
+  AttachedInstance,
+  InstanceListener,
+  InstanceSpec,
+  InstanceState,
+  InstanceStatus,
+  OutputLine,
+  OutputQuery,
+  Runtime,
+  ShellRequest,
+  ShellSession,
+} from '../runtime.js';
 import { containerOutput } from './docker-output.js';
 import { openDockerShell } from './docker-shell.js';
 import { ContainerPreparer, type DiskLimitSupport, type Prepared } from './container-preparer.js';
 import { DockerClient } from './docker-client.js';
 import type { DockerRuntimeOptions } from './docker-runtime-options.js';
-import { LABEL, checkNamespace, containerNameOf, namespaceFilter, networkVolumeNameOf, ownerOf, podVolumeNameOf } from './docker-names.js';
+import {
+  LABEL,
+  checkNamespace,
+  containerNameOf,
+  namespaceFilter,
+  networkVolumeNameOf,
+  ownerOf,
+  podVolumeNameOf,
+} from './docker-names.js';
 import { DockerEngineError, isNotFound, isUnreachable } from './engine-connection.js';
 import { EngineEvents, type Outage } from './engine-events.js';
 import { tailLines } from './engine-streams.js';
@@ -69,7 +88,10 @@ export class DockerRuntime implements Runtime {
     this.#images = new Map(Object.entries(options.images));
     this.#live = new LiveInstances(options.logger);
     this.#startSlots = new StartSlots(options.maxConcurrentStarts ?? 4);
-    this.#client = new DockerClient({ dockerHost: options.dockerHost, ...(options.engineTimeoutMs ? { timeoutMs: options.engineTimeoutMs } : {}) });
+    this.#client = new DockerClient({
+      dockerHost: options.dockerHost,
+      ...(options.engineTimeoutMs ? { timeoutMs: options.engineTimeoutMs } : {}),
+    });
     this.#preparer = new ContainerPreparer({
       client: this.#client,
       namespace: this.#namespace,
@@ -80,7 +102,16 @@ export class DockerRuntime implements Runtime {
       registryGuard: new RegistryGuard(options.registries ? { policy: options.registries } : {}),
     });
     const { statsIntervalMs: intervalMs, timers, nvidiaSmi, nvidiaSmiEnv: env } = options;
-    this.#stats = new ContainerSampler({ client: this.#client, live: this.#live, host: options.host, logger: options.logger, intervalMs, timers, nvidiaSmi, env });
+    this.#stats = new ContainerSampler({
+      client: this.#client,
+      live: this.#live,
+      host: options.host,
+      logger: options.logger,
+      intervalMs,
+      timers,
+      nvidiaSmi,
+      env,
+    });
     this.#events = new EngineEvents({
       client: this.#client,
       namespace: this.#namespace,
@@ -103,7 +134,9 @@ export class DockerRuntime implements Runtime {
   }
 
   async attach(): Promise<AttachedInstance[]> {
-    const containers = await this.#call(this.#client.listContainers({ all: true, filters: namespaceFilter(this.#namespace) }));
+    const containers = await this.#call(
+      this.#client.listContainers({ all: true, filters: namespaceFilter(this.#namespace) }),
+    );
     // A running container is adopted from the listing: its labels carry the memory limit, and it
     // started when it was created (a start always creates a fresh container). One from an older
     // Gantry without the label is inspected, a few at a time.
@@ -111,8 +144,12 @@ export class DockerRuntime implements Runtime {
     const inspected = new Map(
       await Promise.all(
         containers
-          .filter((c) => c.Labels?.[LABEL.instance] && RUNNING_CONTAINER.has(c.State) && c.Labels[LABEL.memory] === undefined)
-          .map(async (c) => [c.Id, await inspections.run(() => this.#call(this.#client.inspectContainer(c.Id)))] as const),
+          .filter(
+            (c) => c.Labels?.[LABEL.instance] && RUNNING_CONTAINER.has(c.State) && c.Labels[LABEL.memory] === undefined,
+          )
+          .map(
+            async (c) => [c.Id, await inspections.run(() => this.#call(this.#client.inspectContainer(c.Id)))] as const,
+          ),
       ),
     );
     const found: AttachedInstance[] = [];
@@ -126,9 +163,16 @@ export class DockerRuntime implements Runtime {
         continue;
       }
       const memory = Number(c.Labels?.[LABEL.memory]);
-      const seen = RUNNING_CONTAINER.has(c.State) && Number.isFinite(memory) ? { Id: c.Id, startedMs: c.Created * 1000, memoryBytes: memory } : null;
+      const seen =
+        RUNNING_CONTAINER.has(c.State) && Number.isFinite(memory)
+          ? { Id: c.Id, startedMs: c.Created * 1000, memoryBytes: memory }
+          : null;
       const info = inspected.get(c.Id);
-      const running = seen ?? (info?.State.Running ? { Id: info.Id, startedMs: parseEngineTime(info.State.StartedAt), memoryBytes: info.HostConfig.Memory ?? 0 } : null);
+      const running =
+        seen ??
+        (info?.State.Running
+          ? { Id: info.Id, startedMs: parseEngineTime(info.State.StartedAt), memoryBytes: info.HostConfig.Memory ?? 0 }
+          : null);
       if (!running) {
         found.push({ id, owner, status: null });
         continue;
@@ -150,10 +194,12 @@ export class DockerRuntime implements Runtime {
     const existing = this.#live.get(spec.id);
     if (existing) {
       const { state } = existing.status;
-      if (!existing.stopping && LIVE_STATES.has(state)) throw new Error(`instance "${spec.id}" is already ${state}; stop it before starting it again`);
+      if (!existing.stopping && LIVE_STATES.has(state))
+        throw new Error(`instance "${spec.id}" is already ${state}; stop it before starting it again`);
       // A finished instance that was never stopped, or one being stopped: clear it out first.
       await this.stop(spec.id);
-      if (this.#live.has(spec.id) || this.#launching.has(spec.id)) throw new Error(`instance "${spec.id}" is already being started`);
+      if (this.#live.has(spec.id) || this.#launching.has(spec.id))
+        throw new Error(`instance "${spec.id}" is already being started`);
     }
     const launch = this.#startSlots.run(async () => {
       // Closed while it waited for its turn: nothing was sent to the engine yet.
@@ -197,7 +243,9 @@ export class DockerRuntime implements Runtime {
     const live = this.#live.get(id);
     live?.probing?.abort();
     const removing = (async () => {
-      await this.#call(this.#client.removeContainer(containerNameOf(this.#namespace, id), { force: true, volumes: true }));
+      await this.#call(
+        this.#client.removeContainer(containerNameOf(this.#namespace, id), { force: true, volumes: true }),
+      );
       await this.#call(this.#client.removeVolume(podVolumeNameOf(this.#namespace, id)));
     })();
     if (live) live.stopping = removing;
@@ -221,15 +269,21 @@ export class DockerRuntime implements Runtime {
     const users = await this.#call(this.#client.listContainers({ all: true, filters: { volume: [name] } }));
     const running = users.filter((c) => RUNNING_CONTAINER.has(c.State));
     if (running.length > 0) {
-      const names = running.map((c) => c.Labels?.[LABEL.instance] ?? c.Names[0]?.replace(/^\//, '') ?? c.Id.slice(0, 12));
-      throw new Error(`network volume "${volume.volumeId}" is still mounted by running instances (${names.join(', ')}); stop them first`);
+      const names = running.map(
+        (c) => c.Labels?.[LABEL.instance] ?? c.Names[0]?.replace(/^\//, '') ?? c.Id.slice(0, 12),
+      );
+      throw new Error(
+        `network volume "${volume.volumeId}" is still mounted by running instances (${names.join(', ')}); stop them first`,
+      );
     }
     for (const kept of users) await this.#call(this.#client.removeContainer(kept.Id, { force: false }));
     try {
       await this.#call(this.#client.removeVolume(name));
     } catch (err) {
       if (err instanceof DockerEngineError && err.statusCode === 409)
-        throw new Error(`network volume "${volume.volumeId}" is still mounted by a container (stop the instances using it first): ${err.engineMessage}`);
+        throw new Error(
+          `network volume "${volume.volumeId}" is still mounted by a container (stop the instances using it first): ${err.engineMessage}`,
+        );
       throw err;
     }
   }
@@ -255,7 +309,8 @@ export class DockerRuntime implements Runtime {
   /** A TTY exec in the instance's container (docker-shell.ts). */
   async shell(id: string, request: ShellRequest): Promise<ShellSession> {
     const live = this.#live.get(id);
-    if (!live?.launched || live.stopping || live.status.state !== 'running') throw new Error(`pod "${id}" is not running here`);
+    if (!live?.launched || live.stopping || live.status.state !== 'running')
+      throw new Error(`pod "${id}" is not running here`);
     return openDockerShell({ dockerHost: this.#o.dockerHost, containerId: live.containerId }, request);
   }
 
@@ -284,7 +339,12 @@ export class DockerRuntime implements Runtime {
     const prepared: Prepared = await this.#call(this.#preparer.prepare(spec));
     if (prepared.kind === 'running') {
       const { info } = prepared;
-      const live = this.#adopt(spec.id, { Id: info.Id, startedMs: parseEngineTime(info.State.StartedAt), memoryBytes: info.HostConfig.Memory ?? 0 }, probe, probe ? 'starting' : 'running');
+      const live = this.#adopt(
+        spec.id,
+        { Id: info.Id, startedMs: parseEngineTime(info.State.StartedAt), memoryBytes: info.HostConfig.Memory ?? 0 },
+        probe,
+        probe ? 'starting' : 'running',
+      );
       this.#live.emit(live);
       if (probe) this.#probe(live);
       return copyStatus(live.status);
@@ -303,8 +363,18 @@ export class DockerRuntime implements Runtime {
       throw err;
     }
     live.launched = true;
-    live.status = { id: spec.id, state: probe ? 'starting' : 'running', startedAt: this.#o.clock.now(), exitCode: null, reason: null, stats: null };
-    this.#o.logger.info({ instance: spec.id, image: spec.image, container: containerId.slice(0, 12) }, 'instance container started');
+    live.status = {
+      id: spec.id,
+      state: probe ? 'starting' : 'running',
+      startedAt: this.#o.clock.now(),
+      exitCode: null,
+      reason: null,
+      stats: null,
+    };
+    this.#o.logger.info(
+      { instance: spec.id, image: spec.image, container: containerId.slice(0, 12) },
+      'instance container started',
+    );
     // Closed meanwhile: left running (close detaches; a later attach adopts it).
     if (this.#closed) return copyStatus(live.status);
     this.#live.emit(live);
@@ -329,7 +399,11 @@ export class DockerRuntime implements Runtime {
     const { target, health } = live.probe!;
     const abort = new AbortController();
     live.probing = abort;
-    void waitUntilHealthy(target, { intervalMs: Math.max(10, health.intervalMs), timeoutMs: health.timeoutMs, signal: abort.signal }).then(async (result) => {
+    void waitUntilHealthy(target, {
+      intervalMs: Math.max(10, health.intervalMs),
+      timeoutMs: health.timeoutMs,
+      signal: abort.signal,
+    }).then(async (result) => {
       if (!this.#live.current(live) || live.stopping) return;
       if (result.ok) {
         if (live.status.state === 'starting') {
@@ -341,7 +415,10 @@ export class DockerRuntime implements Runtime {
       if (result.aborted || live.status.state !== 'starting') return;
       const tail = await this.#tail(live);
       if (!this.#live.current(live) || live.stopping || stateOf(live) !== 'starting') return;
-      const reason = withOutput(`health check ${describeTarget(target)} did not pass within ${health.timeoutMs} ms (last attempt: ${result.lastError})`, tail);
+      const reason = withOutput(
+        `health check ${describeTarget(target)} did not pass within ${health.timeoutMs} ms (last attempt: ${result.lastError})`,
+        tail,
+      );
       live.status = { ...live.status, state: 'failed', reason, stats: null };
       this.#live.emit(live);
       // A failed instance must not keep running (and holding its port) until someone stops it.
@@ -385,9 +462,15 @@ export class DockerRuntime implements Runtime {
       }
       const tail = code !== 0 || oom ? await this.#tail(live) : '';
       if (live.stopping || !this.#live.current(live) || stateOf(live) === 'failed') return;
-      const starting = (live.status.state === 'unknown' ? live.beforeOutage : live.status.state) === 'starting' && live.probe !== null;
+      const starting =
+        (live.status.state === 'unknown' ? live.beforeOutage : live.status.state) === 'starting' && live.probe !== null;
       // Killed for its memory limit is a failure (the pod's ERROR), not an ending of its own.
-      this.#ended(live, code, exitReason(info.State, tail, { starting, memoryBytes: live.memoryBytes }), starting || oom);
+      this.#ended(
+        live,
+        code,
+        exitReason(info.State, tail, { starting, memoryBytes: live.memoryBytes }),
+        starting || oom,
+      );
     } catch (err) {
       if (isUnreachable(err)) this.#events.reportUnreachable(err);
       else this.#o.logger.warn({ err, instance: live.id }, 'cannot inspect the container that ended');
@@ -406,7 +489,8 @@ export class DockerRuntime implements Runtime {
 
   #onOutage(outage: Outage): void {
     for (const live of this.#live.all()) {
-      if (!live.launched || live.stopping || (live.status.state !== 'starting' && live.status.state !== 'running')) continue;
+      if (!live.launched || live.stopping || (live.status.state !== 'starting' && live.status.state !== 'running'))
+        continue;
       live.beforeOutage = live.status.state;
       live.status = { ...live.status, state: 'unknown', reason: outage.reason };
       this.#live.emit(live);
@@ -451,17 +535,31 @@ export class DockerRuntime implements Runtime {
   }
 
   async #restartAfterOutage(live: Live): Promise<void> {
-    this.#o.logger.warn({ instance: live.id }, 'its container died while the Docker Engine was unreachable; starting it again');
+    this.#o.logger.warn(
+      { instance: live.id },
+      'its container died while the Docker Engine was unreachable; starting it again',
+    );
     try {
       live.logsSinceMs = Date.now() - LOG_CLOCK_SLACK_MS;
       await this.#client.startContainer(live.containerId);
     } catch (err) {
       if (isUnreachable(err)) throw err;
-      this.#ended(live, null, `its container stopped while the Docker Engine was unreachable and could not be started again: ${(err as Error).message}`, true);
+      this.#ended(
+        live,
+        null,
+        `its container stopped while the Docker Engine was unreachable and could not be started again: ${(err as Error).message}`,
+        true,
+      );
       return;
     }
     live.beforeOutage = null;
-    live.status = { ...live.status, state: live.probe ? 'starting' : 'running', startedAt: this.#o.clock.now(), exitCode: null, reason: null };
+    live.status = {
+      ...live.status,
+      state: live.probe ? 'starting' : 'running',
+      startedAt: this.#o.clock.now(),
+      exitCode: null,
+      reason: null,
+    };
     this.#live.emit(live);
     if (live.probe) this.#probe(live);
   }
@@ -480,7 +578,12 @@ export class DockerRuntime implements Runtime {
 
   async #tail(live: Live): Promise<string> {
     try {
-      return tailLines(await this.#client.containerLogs(live.containerId, { tail: 50, ...(live.logsSinceMs !== null ? { sinceMs: live.logsSinceMs } : {}) }));
+      return tailLines(
+        await this.#client.containerLogs(live.containerId, {
+          tail: 50,
+          ...(live.logsSinceMs !== null ? { sinceMs: live.logsSinceMs } : {}),
+        }),
+      );
     } catch {
       return '';
     }
@@ -496,14 +599,16 @@ function probeOf(health: HealthProbe, spec: InstanceSpec): Live['probe'] {
   const binding = spec.ports.find((p) => p.private === health.port);
   if (!binding) {
     const ports = spec.ports.map((p) => `${p.private}/${p.protocol}`).join(', ') || 'none';
-    throw new Error(`cannot start image "${spec.image}": its health check probes port ${health.port}, which this instance does not expose (ports: ${ports})`);
+    throw new Error(
+      `cannot start image "${spec.image}": its health check probes port ${health.port}, which this instance does not expose (ports: ${ports})`,
+    );
   }
   const port = spec.networkMode === 'host' ? binding.private : binding.public;
   return { target: { type: health.type, host: '127.0.0.1', port, path: health.path || '/' }, health };
 }
 
 /** An engine timestamp (RFC 3339, nanoseconds) in ms; null for the zero time or nonsense. */
-export function parseEngineTime(text: string): number | null {
+function parseEngineTime(text: string): number | null {
   const ms = Date.parse(text);
   return Number.isFinite(ms) && ms > 0 ? ms : null;
 }

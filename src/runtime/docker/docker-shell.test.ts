@@ -25,7 +25,8 @@ describe('the Docker runtime`s shell', { skip: engine ? false : noEngine() }, ()
     shell.resize(132, 41);
     // the resize call is asynchronous: ask until the terminal has the new size
     let size = '';
-    for (let i = 0; i < 20 && !/41 132/.test(size); i++) size = await typeInto(shell.stream, 'stty size', /\d+ \d+\s*\r?\n[^]*$/);
+    for (let i = 0; i < 20 && !/41 132/.test(size); i++)
+      size = await typeInto(shell.stream, 'stty size', /\d+ \d+\s*\r?\n[^]*$/);
     assert.match(size, /41 132/);
     shell.stream.write('exit 7\n');
     assert.equal(await shell.exited, 7);

@@ -14,7 +14,7 @@ import type { ShellRequest, ShellSession } from '../runtime.js';
 import { EngineConnection, parseDockerHost } from './engine-connection.js';
 
 /** bash when the image has it (a friendlier prompt, history), else POSIX sh. */
-export const DOCKER_SHELL_CMD = ['/bin/sh', '-c', 'if command -v bash >/dev/null 2>&1; then exec bash; else exec sh; fi'];
+const DOCKER_SHELL_CMD = ['/bin/sh', '-c', 'if command -v bash >/dev/null 2>&1; then exec bash; else exec sh; fi'];
 
 /** How long the hijacked start may take to answer. */
 const START_TIMEOUT_MS = 15_000;
@@ -30,14 +30,27 @@ export async function openDockerShell(target: DockerShellTarget, request: ShellR
   const { body } = await engine.json<{ Id: string }>({
     method: 'POST',
     path: `/containers/${encodeURIComponent(target.containerId)}/exec`,
-    body: { AttachStdin: true, AttachStdout: true, AttachStderr: true, Tty: true, Cmd: DOCKER_SHELL_CMD, Env: [`TERM=${term}`], ConsoleSize: [request.rows, request.cols] },
+    body: {
+      AttachStdin: true,
+      AttachStdout: true,
+      AttachStderr: true,
+      Tty: true,
+      Cmd: DOCKER_SHELL_CMD,
+      Env: [`TERM=${term}`],
+      ConsoleSize: [request.rows, request.cols],
+    },
     doing: 'opening a shell in the container',
   });
   const execId = body.Id;
   const socket = await startHijacked(target.dockerHost, execId);
   const resize = (cols: number, rows: number): void => {
     engine
-      .json({ method: 'POST', path: `/exec/${execId}/resize`, query: { h: rows, w: cols }, doing: 'resizing the shell' })
+      .json({
+        method: 'POST',
+        path: `/exec/${execId}/resize`,
+        query: { h: rows, w: cols },
+        doing: 'resizing the shell',
+      })
       .catch(() => undefined);
   };
   // ConsoleSize is ignored before API 1.42: size it once started as well
@@ -58,7 +71,11 @@ export async function openDockerShell(target: DockerShellTarget, request: ShellR
     socket.once('close', () => {
       stream.push(null);
       engine
-        .json<{ ExitCode: number | null; Running: boolean }>({ method: 'GET', path: `/exec/${execId}/json`, doing: 'reading the shell exit code' })
+        .json<{ ExitCode: number | null; Running: boolean }>({
+          method: 'GET',
+          path: `/exec/${execId}/json`,
+          doing: 'reading the shell exit code',
+        })
         .then(
           ({ body: info }) => resolve(info.Running ? null : info.ExitCode),
           () => resolve(null),
@@ -88,10 +105,19 @@ function startHijacked(dockerHost: string, execId: string): Promise<Socket> {
       ...(address.socketPath ? { socketPath: address.socketPath } : { host: address.host, port: address.port }),
       method: 'POST',
       path: `/exec/${execId}/start`,
-      headers: { 'content-type': 'application/json', 'content-length': String(payload.length), connection: 'Upgrade', upgrade: 'tcp' },
+      headers: {
+        'content-type': 'application/json',
+        'content-length': String(payload.length),
+        connection: 'Upgrade',
+        upgrade: 'tcp',
+      },
       agent: false,
     });
-    const timer = setTimeout(() => req.destroy(new Error(`starting the shell: the Docker Engine did not answer within ${START_TIMEOUT_MS} ms`)), START_TIMEOUT_MS);
+    const timer = setTimeout(
+      () =>
+        req.destroy(new Error(`starting the shell: the Docker Engine did not answer within ${START_TIMEOUT_MS} ms`)),
+      START_TIMEOUT_MS,
+    );
     req.once('upgrade', (_res, socket, head) => {
       clearTimeout(timer);
       if (head.length > 0) socket.unshift(head);
@@ -102,7 +128,13 @@ function startHijacked(dockerHost: string, execId: string): Promise<Socket> {
       clearTimeout(timer);
       const chunks: Buffer[] = [];
       res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => reject(new Error(`starting the shell: the engine answered HTTP ${res.statusCode} instead of a stream: ${Buffer.concat(chunks).toString().slice(0, 200)}`)));
+      res.on('end', () =>
+        reject(
+          new Error(
+            `starting the shell: the engine answered HTTP ${res.statusCode} instead of a stream: ${Buffer.concat(chunks).toString().slice(0, 200)}`,
+          ),
+        ),
+      );
     });
     req.once('error', (err) => {
       clearTimeout(timer);

@@ -1,6 +1,12 @@
 import { after, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { dockerEngine, instanceHttp, makeDockerRuntime, noEngine, type RuntimeFixture } from '../../../test/support/docker.js';
+import {
+  dockerEngine,
+  instanceHttp,
+  makeDockerRuntime,
+  noEngine,
+  type RuntimeFixture,
+} from '../../../test/support/docker.js';
 import type { InstanceSpec, VolumeSource } from '../runtime.js';
 import { ChangeRecorder, freePort, instanceSpec } from '../runtime-contract.js';
 
@@ -20,7 +26,14 @@ if (!engine) {
     }
   };
   const httpSpec = async (volumes: VolumeSource[], overrides: Partial<InstanceSpec> = {}): Promise<InstanceSpec> =>
-    instanceSpec({ image: e.images.http, vcpus: 1, memoryGb: 1, volumes, ports: [{ private: 8000, public: await freePort(), protocol: 'http' }], ...overrides });
+    instanceSpec({
+      image: e.images.http,
+      vcpus: 1,
+      memoryGb: 1,
+      volumes,
+      ports: [{ private: 8000, public: await freePort(), protocol: 'http' }],
+      ...overrides,
+    });
   const startRunning = async (t: RuntimeFixture, spec: InstanceSpec): Promise<void> => {
     const changes = new ChangeRecorder(t.runtime);
     await t.runtime.start(spec);
@@ -62,18 +75,29 @@ if (!engine) {
 
     test('a network volume is shared by the instances that mount it, refused removal while one runs, and removed by removeVolume', () =>
       withRuntime(async (t) => {
-        const volume: VolumeSource = { kind: 'network', volumeId: `nv${Date.now().toString(36)}`, path: '/runpod-volume' };
+        const volume: VolumeSource = {
+          kind: 'network',
+          volumeId: `nv${Date.now().toString(36)}`,
+          path: '/runpod-volume',
+        };
         const [a, b] = [await httpSpec([volume]), await httpSpec([volume])];
         await startRunning(t, a);
         await startRunning(t, b);
         await put(a, '/runpod-volume/model.bin', 'weights');
         assert.equal(await get(b, '/runpod-volume/model.bin'), 'weights');
 
-        await assert.rejects(t.runtime.removeVolume({ kind: 'network', volumeId: volume.volumeId }), /still mounted by running instances \(.*(ct\w+).*\); stop them first/);
+        await assert.rejects(
+          t.runtime.removeVolume({ kind: 'network', volumeId: volume.volumeId }),
+          /still mounted by running instances \(.*(ct\w+).*\); stop them first/,
+        );
         await t.runtime.stop(a.id);
         await t.runtime.remove(b.id);
         const name = `gantry-${t.namespace}-nv-${volume.volumeId}`;
-        assert.equal((await e.client.inspectVolume(name))?.Labels?.['gantry.volume-id'], volume.volumeId, 'the volume outlives its instances');
+        assert.equal(
+          (await e.client.inspectVolume(name))?.Labels?.['gantry.volume-id'],
+          volume.volumeId,
+          'the volume outlives its instances',
+        );
         await t.runtime.removeVolume({ kind: 'network', volumeId: volume.volumeId });
         assert.equal(await e.client.inspectVolume(name), null);
       }));

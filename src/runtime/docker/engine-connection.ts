@@ -18,7 +18,17 @@ import type { Readable } from 'node:stream';
 export const DEFAULT_ENGINE_TIMEOUT_MS = 30_000;
 
 /** Connection failures that mean nothing answers at the address (rather than a failed call). */
-const UNREACHABLE_CODES = new Set(['ENOENT', 'ECONNREFUSED', 'EACCES', 'EPERM', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN', 'ENOTSOCK']);
+const UNREACHABLE_CODES = new Set([
+  'ENOENT',
+  'ECONNREFUSED',
+  'EACCES',
+  'EPERM',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'ENOTSOCK',
+]);
 
 /** The engine answered with an error status; `message` is what we were doing, then its message. */
 export class DockerEngineError extends Error {
@@ -63,17 +73,22 @@ export interface EngineRequest {
   doing: string;
 }
 
-export type EngineAddress = { socketPath: string; host?: undefined; port?: undefined } | { socketPath?: undefined; host: string; port: number };
+export type EngineAddress =
+  { socketPath: string; host?: undefined; port?: undefined } | { socketPath?: undefined; host: string; port: number };
 
 /** `unix:///var/run/docker.sock` or `tcp://host:2375` (an `http://` address is read as tcp). */
 export function parseDockerHost(dockerHost: string): EngineAddress {
   if (dockerHost.startsWith('unix://')) {
     const socketPath = dockerHost.slice('unix://'.length);
-    if (!socketPath.startsWith('/')) throw new Error(`DOCKER_HOST ${dockerHost} must name an absolute socket path (unix:///path/docker.sock)`);
+    if (!socketPath.startsWith('/'))
+      throw new Error(`DOCKER_HOST ${dockerHost} must name an absolute socket path (unix:///path/docker.sock)`);
     return { socketPath };
   }
   const match = /^(?:tcp|http):\/\/(\[[^\]]+\]|[^:/]+)(?::(\d+))?\/?$/.exec(dockerHost);
-  if (!match) throw new Error(`DOCKER_HOST ${dockerHost} is neither unix:///path nor tcp://host:port (TLS engines are not supported)`);
+  if (!match)
+    throw new Error(
+      `DOCKER_HOST ${dockerHost} is neither unix:///path nor tcp://host:port (TLS engines are not supported)`,
+    );
   const host = match[1]!.replace(/^\[|\]$/g, '');
   return { host, port: match[2] ? Number(match[2]) : 2375 };
 }
@@ -154,7 +169,10 @@ export class EngineConnection {
     return new Error(`${doing}: the Docker Engine at ${this.address} did not answer within ${timeoutMs} ms`);
   }
 
-  #send(req: EngineRequest, opts: { signal: AbortSignal; timeoutMs: number; pooled: boolean }): Promise<IncomingMessage> {
+  #send(
+    req: EngineRequest,
+    opts: { signal: AbortSignal; timeoutMs: number; pooled: boolean },
+  ): Promise<IncomingMessage> {
     return new Promise((resolve, reject) => {
       const headers: Record<string, string> = { ...req.headers };
       let payload: Buffer | null = null;
@@ -166,7 +184,9 @@ export class EngineConnection {
         headers['content-type'] = req.contentType ?? 'application/octet-stream';
       }
       const options: RequestOptions = {
-        ...(this.#target.socketPath ? { socketPath: this.#target.socketPath } : { host: this.#target.host, port: this.#target.port }),
+        ...(this.#target.socketPath
+          ? { socketPath: this.#target.socketPath }
+          : { host: this.#target.host, port: this.#target.port }),
         method: req.method,
         path: req.path + queryString(req.query),
         headers,
@@ -185,7 +205,8 @@ export class EngineConnection {
         );
       });
       // A long-lived stream over TCP learns of a vanished engine from keep-alive probes, not silence.
-      if (!opts.pooled && this.#target.host !== undefined) r.once('socket', (socket) => socket.setKeepAlive(true, 15_000));
+      if (!opts.pooled && this.#target.host !== undefined)
+        r.once('socket', (socket) => socket.setKeepAlive(true, 15_000));
       r.once('error', (err: NodeJS.ErrnoException) => {
         if (opts.signal.aborted) reject(err);
         else if (err.code && UNREACHABLE_CODES.has(err.code)) reject(new DockerUnreachableError(this.address, err));

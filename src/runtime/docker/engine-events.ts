@@ -97,12 +97,18 @@ export class EngineEvents {
       const abort = new AbortController();
       this.#abort = abort;
       try {
-        const events = await this.#o.client.events({ filters: { type: ['container'], ...namespaceFilter(this.#o.namespace) } }, abort.signal);
+        const events = await this.#o.client.events(
+          { filters: { type: ['container'], ...namespaceFilter(this.#o.namespace) } },
+          abort.signal,
+        );
         const ended = this.#outage;
         await this.#o.onConnected(ended);
         if (ended && this.#outage === ended) {
           this.#outage = null;
-          this.#o.logger.info({ engine: this.#o.client.address, since: new Date(ended.since).toISOString() }, 'the Docker Engine is reachable again');
+          this.#o.logger.info(
+            { engine: this.#o.client.address, since: new Date(ended.since).toISOString() },
+            'the Docker Engine is reachable again',
+          );
         }
         wasUp = true;
         failures = 0;
@@ -129,7 +135,11 @@ export class EngineEvents {
       const retryAtOnce = wasUp && !this.#outage;
       if (!retryAtOnce) this.#beginOutage(cause, droppedAt);
       delay = retryAtOnce ? 0 : Math.min(maxMs, initialMs * 2 ** Math.min(failures - 1, 16));
-      if (!isUnreachable(cause)) this.#o.logger.debug({ err: cause, engine: this.#o.client.address }, 'the Docker Engine event stream ended; reconnecting');
+      if (!isUnreachable(cause))
+        this.#o.logger.debug(
+          { err: cause, engine: this.#o.client.address },
+          'the Docker Engine event stream ended; reconnecting',
+        );
     }
     this.#running = false;
   }

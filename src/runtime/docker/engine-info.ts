@@ -27,13 +27,19 @@ export async function fetchEngineInfo(dockerHost: string, options: { timeoutMs?:
   const client = new DockerClient({ dockerHost, timeoutMs: options.timeoutMs ?? 5000 });
   try {
     const info: unknown = await client.info();
-    if (typeof info !== 'object' || info === null || Array.isArray(info)) throw new EngineUnreachable(`the Docker Engine at ${dockerHost} answered GET /info with no object`);
-    return info as EngineInfo;
+    if (typeof info !== 'object' || info === null || Array.isArray(info))
+      throw new EngineUnreachable(`the Docker Engine at ${dockerHost} answered GET /info with no object`);
+    return info;
   } catch (err) {
     if (err instanceof EngineUnreachable) throw err;
     const cause = isUnreachable(err) ? err.cause : (err as NodeJS.ErrnoException);
     const code = (cause as NodeJS.ErrnoException).code;
-    const why = code === 'EACCES' ? `${cause.message} (the user running gantry needs access to the socket: the docker group, or root)` : err instanceof DockerEngineError ? err.message : cause.message;
+    const why =
+      code === 'EACCES'
+        ? `${cause.message} (the user running gantry needs access to the socket: the docker group, or root)`
+        : err instanceof DockerEngineError
+          ? err.message
+          : cause.message;
     throw new EngineUnreachable(`cannot reach the Docker Engine at ${dockerHost}: ${why}`);
   } finally {
     client.close();

@@ -19,7 +19,11 @@ export interface JoinedNetwork {
  * engine's own subnet (any fixed one could collide with another installation's), so the IP is
  * kept only on a network an operator made beforehand, under that name, with a subnet.
  */
-export async function ensureNetwork(client: DockerClient, namespace: string, network: { name: string; ip: string | null }): Promise<JoinedNetwork> {
+export async function ensureNetwork(
+  client: DockerClient,
+  namespace: string,
+  network: { name: string; ip: string | null },
+): Promise<JoinedNetwork> {
   const name = networkNameOf(namespace, network.name);
   let info = await client.inspectNetwork(name);
   if (!info) {
@@ -32,20 +36,27 @@ export async function ensureNetwork(client: DockerClient, namespace: string, net
     info = await client.inspectNetwork(name);
     if (!info) throw new Error(`network "${name}" was removed as it was being made`);
   }
-  return { name, fixedIp: network.ip !== null && madeElsewhere(info, namespace) && (info.IPAM.Config ?? []).some((c) => c.Subnet !== undefined && ipv4InCidr(network.ip!, c.Subnet)) };
+  return {
+    name,
+    fixedIp:
+      network.ip !== null &&
+      madeElsewhere(info, namespace) &&
+      (info.IPAM.Config ?? []).some((c) => c.Subnet !== undefined && ipv4InCidr(network.ip!, c.Subnet)),
+  };
 }
 
-const madeElsewhere = (info: NetworkInspect, namespace: string): boolean => info.Labels?.[LABEL.namespace] !== namespace;
+const madeElsewhere = (info: NetworkInspect, namespace: string): boolean =>
+  info.Labels?.[LABEL.namespace] !== namespace;
 
 /** Whether IPv4 `ip` lies in `cidr` (`10.200.0.0/16`); false for anything that is not IPv4. */
-export function ipv4InCidr(ip: string, cidr: string): boolean {
+function ipv4InCidr(ip: string, cidr: string): boolean {
   const [base, bitsText] = cidr.split('/');
   const bits = Number(bitsText);
   const a = ipv4(ip);
   const b = ipv4(base ?? '');
   if (a === null || b === null || !Number.isInteger(bits) || bits < 0 || bits > 32) return false;
   const mask = bits === 0 ? 0 : (~0 << (32 - bits)) >>> 0;
-  return ((a & mask) >>> 0) === ((b & mask) >>> 0);
+  return (a & mask) >>> 0 === (b & mask) >>> 0;
 }
 
 function ipv4(text: string): number | null {

@@ -45,7 +45,7 @@ export interface MountSpec {
   ReadOnly?: boolean;
 }
 
-export interface DeviceRequest {
+interface DeviceRequest {
   Driver: string;
   Count?: number;
   DeviceIDs?: string[];

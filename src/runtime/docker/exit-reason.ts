@@ -10,7 +10,11 @@ const SIGNAL_NAMES = new Map(Object.entries(constants.signals).map(([name, n]) =
  * - an exit code above 128 names the signal (`137` = 128 + SIGKILL);
  * - `starting`: it ended before its health check passed.
  */
-export function exitReason(state: Pick<ContainerState, 'ExitCode' | 'OOMKilled' | 'Error'>, tail: string, options: { starting?: boolean; memoryBytes?: number } = {}): string {
+export function exitReason(
+  state: Pick<ContainerState, 'ExitCode' | 'OOMKilled' | 'Error'>,
+  tail: string,
+  options: { starting?: boolean; memoryBytes?: number } = {},
+): string {
   let what: string;
   if (state.OOMKilled) {
     const limit = options.memoryBytes ? ` of ${formatGiB(options.memoryBytes)}` : '';
@@ -26,6 +30,7 @@ export function exitReason(state: Pick<ContainerState, 'ExitCode' | 'OOMKilled' 
 }
 
 /** Appends the tail of the output to a reason, so the user sees why. */
-export const withOutput = (reason: string, tail: string): string => (tail ? `${reason}; last output:\n${tail}` : reason);
+export const withOutput = (reason: string, tail: string): string =>
+  tail ? `${reason}; last output:\n${tail}` : reason;
 
 const formatGiB = (bytes: number): string => `${Number((bytes / 1024 ** 3).toFixed(2))} GiB`;

@@ -15,7 +15,10 @@ test('nvidia-smi’s utilization CSV is read per GPU, [N/A] as no figure', () =>
     { index: 1, uuid: 'GPU-aaaa-0002', util: 3, memoryUsedMiB: 1024, memoryTotalMiB: 24564 },
     { index: 2, uuid: 'MIG-bbbb-0003', util: null, memoryUsedMiB: 512, memoryTotalMiB: 10240 },
   ]);
-  assert.throws(() => parseGpuUtilization('0, GPU-a, lots, 1, 2'), /cannot read as "index, uuid, utilization\.gpu, memory\.used, memory\.total": "0, GPU-a, lots, 1, 2"/);
+  assert.throws(
+    () => parseGpuUtilization('0, GPU-a, lots, 1, 2'),
+    /cannot read as "index, uuid, utilization\.gpu, memory\.used, memory\.total": "0, GPU-a, lots, 1, 2"/,
+  );
 });
 
 test('an instance’s GPU figures follow its indices by UUID, and a GPU without a reading gives none rather than a made-up one', () => {
@@ -34,8 +37,15 @@ test('an instance’s GPU figures follow its indices by UUID, and a GPU without 
 test('the query runs the configured nvidia-smi and says why when it fails', async () => {
   const smi = standInNvidiaSmi({ utilization: CSV });
   assert.equal((await readGpuUtilization('nvidia-smi', { env: smi.env }))[0]?.util, 87);
-  assert.deepEqual(smi.calls(), ['--query-gpu=index,uuid,utilization.gpu,memory.used,memory.total --format=csv,noheader,nounits']);
-  const broken = standInNvidiaSmi({ body: 'echo "NVIDIA-SMI has failed because it couldn\'t communicate with the NVIDIA driver" >&2; exit 9' });
-  await assert.rejects(readGpuUtilization(broken.path), /failed \(9\): NVIDIA-SMI has failed because it couldn't communicate/);
+  assert.deepEqual(smi.calls(), [
+    '--query-gpu=index,uuid,utilization.gpu,memory.used,memory.total --format=csv,noheader,nounits',
+  ]);
+  const broken = standInNvidiaSmi({
+    body: 'echo "NVIDIA-SMI has failed because it couldn\'t communicate with the NVIDIA driver" >&2; exit 9',
+  });
+  await assert.rejects(
+    readGpuUtilization(broken.path),
+    /failed \(9\): NVIDIA-SMI has failed because it couldn't communicate/,
+  );
   await assert.rejects(readGpuUtilization('/nonexistent/nvidia-smi'), /\/nonexistent\/nvidia-smi failed \(ENOENT\)/);
 });

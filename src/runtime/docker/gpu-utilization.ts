@@ -5,7 +5,10 @@
  */
 import { execFile } from 'node:child_process';
 
-export const GPU_UTILIZATION_QUERY = ['--query-gpu=index,uuid,utilization.gpu,memory.used,memory.total', '--format=csv,noheader,nounits'];
+const GPU_UTILIZATION_QUERY = [
+  '--query-gpu=index,uuid,utilization.gpu,memory.used,memory.total',
+  '--format=csv,noheader,nounits',
+];
 
 export interface GpuReading {
   index: number;
@@ -17,7 +20,8 @@ export interface GpuReading {
   memoryTotalMiB: number | null;
 }
 
-const figure = (text: string): number | null | undefined => (text === '[N/A]' || text === '[Not Supported]' ? null : /^\d+(\.\d+)?$/.test(text) ? Number(text) : undefined);
+const figure = (text: string): number | null | undefined =>
+  text === '[N/A]' || text === '[Not Supported]' ? null : /^\d+(\.\d+)?$/.test(text) ? Number(text) : undefined;
 
 /** Reads the utilization CSV; throws naming the first line it cannot read. */
 export function parseGpuUtilization(csv: string): GpuReading[] {
@@ -27,10 +31,23 @@ export function parseGpuUtilization(csv: string): GpuReading[] {
     if (line === '') continue;
     const [index, uuid, util, used, total, ...rest] = line.split(',').map((f) => f.trim());
     const figures = [util, used, total].map((f) => figure(f ?? ''));
-    if (rest.length > 0 || !/^\d+$/.test(index ?? '') || !/^(GPU|MIG)-[0-9A-Za-z-]+$/.test(uuid ?? '') || figures.some((f) => f === undefined))
-      throw new Error(`printed a line gantry cannot read as "index, uuid, utilization.gpu, memory.used, memory.total": "${line.slice(0, 200)}"`);
+    if (
+      rest.length > 0 ||
+      !/^\d+$/.test(index ?? '') ||
+      !/^(GPU|MIG)-[0-9A-Za-z-]+$/.test(uuid ?? '') ||
+      figures.some((f) => f === undefined)
+    )
+      throw new Error(
+        `printed a line gantry cannot read as "index, uuid, utilization.gpu, memory.used, memory.total": "${line.slice(0, 200)}"`,
+      );
     const [u, m, t] = figures as Array<number | null>;
-    readings.push({ index: Number(index), uuid: uuid!, util: u ?? null, memoryUsedMiB: m ?? null, memoryTotalMiB: t ?? null });
+    readings.push({
+      index: Number(index),
+      uuid: uuid!,
+      util: u ?? null,
+      memoryUsedMiB: m ?? null,
+      memoryTotalMiB: t ?? null,
+    });
   }
   return readings;
 }
@@ -41,21 +58,33 @@ export function parseGpuUtilization(csv: string): GpuReading[] {
  * @param options.timeoutMs @default 5000
  * @param options.env the environment it runs in (its PATH finds the command) @default process.env
  */
-export function readGpuUtilization(command: string, options: { timeoutMs?: number; env?: NodeJS.ProcessEnv } = {}): Promise<GpuReading[]> {
+export function readGpuUtilization(
+  command: string,
+  options: { timeoutMs?: number; env?: NodeJS.ProcessEnv } = {},
+): Promise<GpuReading[]> {
   const timeoutMs = options.timeoutMs ?? 5_000;
   return new Promise((resolve, reject) => {
-    execFile(command, GPU_UTILIZATION_QUERY, { timeout: timeoutMs, env: options.env ?? process.env, maxBuffer: 1024 * 1024, windowsHide: true }, (error, stdout, stderr) => {
-      if (error) {
-        const said = String(stderr).trim().split('\n')[0] || String(stdout).trim().split('\n')[0] || '';
-        reject(new Error(`${command} ${error.killed ? `did not finish within ${timeoutMs} ms` : `failed (${error.code ?? error.signal ?? 'error'})`}${said ? `: ${said.slice(0, 300)}` : ''}`));
-        return;
-      }
-      try {
-        resolve(parseGpuUtilization(String(stdout)));
-      } catch (err) {
-        reject(new Error(`${command} ${(err as Error).message}`));
-      }
-    });
+    execFile(
+      command,
+      GPU_UTILIZATION_QUERY,
+      { timeout: timeoutMs, env: options.env ?? process.env, maxBuffer: 1024 * 1024, windowsHide: true },
+      (error, stdout, stderr) => {
+        if (error) {
+          const said = String(stderr).trim().split('\n')[0] || String(stdout).trim().split('\n')[0] || '';
+          reject(
+            new Error(
+              `${command} ${error.killed ? `did not finish within ${timeoutMs} ms` : `failed (${error.code ?? error.signal ?? 'error'})`}${said ? `: ${said.slice(0, 300)}` : ''}`,
+            ),
+          );
+          return;
+        }
+        try {
+          resolve(parseGpuUtilization(String(stdout)));
+        } catch (err) {
+          reject(new Error(`${command} ${(err as Error).message}`));
+        }
+      },
+    );
   });
 }
 
@@ -67,11 +96,17 @@ const percent = (n: number): number => Math.round(Math.min(100, Math.max(0, n)) 
  * host's `gpuUuids[index]`), else by index. Undefined when any of them has no reading: a partial
  * list would shift the others' positions, and a missing figure is never made up.
  */
-export function gpuFiguresOf(indices: readonly number[], uuids: readonly string[], readings: readonly GpuReading[]): Array<{ id: string; util: number; memoryUtil: number }> | undefined {
+export function gpuFiguresOf(
+  indices: readonly number[],
+  uuids: readonly string[],
+  readings: readonly GpuReading[],
+): Array<{ id: string; util: number; memoryUtil: number }> | undefined {
   const out: Array<{ id: string; util: number; memoryUtil: number }> = [];
   for (const index of indices) {
     const uuid = uuids[index];
-    const r = (uuid !== undefined ? readings.find((g) => g.uuid === uuid) : undefined) ?? readings.find((g) => g.index === index);
+    const r =
+      (uuid !== undefined ? readings.find((g) => g.uuid === uuid) : undefined) ??
+      readings.find((g) => g.index === index);
     if (!r || r.util === null || r.memoryUsedMiB === null || !r.memoryTotalMiB) return undefined;
     out.push({ id: r.uuid, util: percent(r.util), memoryUtil: percent((r.memoryUsedMiB / r.memoryTotalMiB) * 100) });
   }

@@ -118,4 +118,7 @@ export class LiveInstances {
 }
 
 /** A status callers may keep or change without touching ours. */
-export const copyStatus = (status: InstanceStatus): InstanceStatus => ({ ...status, stats: status.stats && { ...status.stats } });
+export const copyStatus = (status: InstanceStatus): InstanceStatus => ({
+  ...status,
+  stats: status.stats && { ...status.stats },
+});

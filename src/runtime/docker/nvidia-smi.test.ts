@@ -8,7 +8,6 @@ import { BANNER_12_4, removeStandIns, standInNvidiaSmi, TWO_4090 } from '../../.
 
 after(removeStandIns);
 
-
 test('two GPUs on PATH are listed by index with their UUIDs, names, memory and the CUDA version of the banner', async () => {
   const { env } = standInNvidiaSmi({ csv: TWO_4090, banner: BANNER_12_4 });
   const result = await queryNvidiaSmi('nvidia-smi', { env });
@@ -36,28 +35,47 @@ test('one GPU is listed, and the driver 610 banner (CUDA UMD Version) gives the 
 
 test('a driver that finds no devices is a host without GPUs, not a failure', async () => {
   const { env } = standInNvidiaSmi({ csv: 'No devices were found', exit: 6 });
-  assert.deepEqual(await queryNvidiaSmi('nvidia-smi', { env }), { kind: 'ok', command: 'nvidia-smi', gpus: [], cudaVersion: null });
+  assert.deepEqual(await queryNvidiaSmi('nvidia-smi', { env }), {
+    kind: 'ok',
+    command: 'nvidia-smi',
+    gpus: [],
+    cudaVersion: null,
+  });
 });
 
 test('a command that is not there answers absent', async () => {
   const empty = mkdtempSync(join(tmpdir(), 'gantry-nvsmi-'));
   after(() => rmSync(empty, { recursive: true, force: true }));
-  assert.deepEqual(await queryNvidiaSmi('nvidia-smi', { env: { PATH: empty } }), { kind: 'absent', command: 'nvidia-smi' });
-  assert.deepEqual(await queryNvidiaSmi(join(empty, 'nvidia-smi')), { kind: 'absent', command: join(empty, 'nvidia-smi') });
+  assert.deepEqual(await queryNvidiaSmi('nvidia-smi', { env: { PATH: empty } }), {
+    kind: 'absent',
+    command: 'nvidia-smi',
+  });
+  assert.deepEqual(await queryNvidiaSmi(join(empty, 'nvidia-smi')), {
+    kind: 'absent',
+    command: join(empty, 'nvidia-smi'),
+  });
 });
 
 test('a failing command answers failed with what it printed', async () => {
-  const { env } = standInNvidiaSmi({ body: `echo "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver. Make sure that the latest NVIDIA driver is installed and running." >&2\nexit 9` });
+  const { env } = standInNvidiaSmi({
+    body: `echo "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver. Make sure that the latest NVIDIA driver is installed and running." >&2\nexit 9`,
+  });
   const result = await queryNvidiaSmi('nvidia-smi', { env });
   assert.equal(result.kind, 'failed');
-  assert.match(result.kind === 'failed' ? result.message : '', /^nvidia-smi failed \(9\): NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver/);
+  assert.match(
+    result.kind === 'failed' ? result.message : '',
+    /^nvidia-smi failed \(9\): NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver/,
+  );
 });
 
 test('garbage output answers failed, quoting the line it could not read', async () => {
   const { env } = standInNvidiaSmi({ csv: 'Field "uuid" is not a valid field to query.' });
   const result = await queryNvidiaSmi('nvidia-smi', { env });
   assert.equal(result.kind, 'failed');
-  assert.match(result.kind === 'failed' ? result.message : '', /^nvidia-smi printed a line gantry cannot read as "index, uuid, name, memory\.total": "Field "uuid" is not a valid field/);
+  assert.match(
+    result.kind === 'failed' ? result.message : '',
+    /^nvidia-smi printed a line gantry cannot read as "index, uuid, name, memory\.total": "Field "uuid" is not a valid field/,
+  );
 });
 
 test('a command that hangs is given up on after its timeout', async () => {
@@ -70,7 +88,9 @@ test('a command that hangs is given up on after its timeout', async () => {
 });
 
 test('the CSV reader keeps a name with a comma, reads [N/A] memory as unknown, and refuses a short line', () => {
-  assert.deepEqual(parseGpuCsv('3, GPU-aa, Some, Odd Name, [N/A]\n\n'), [{ index: 3, uuid: 'GPU-aa', name: 'Some, Odd Name', memoryMiB: null }]);
+  assert.deepEqual(parseGpuCsv('3, GPU-aa, Some, Odd Name, [N/A]\n\n'), [
+    { index: 3, uuid: 'GPU-aa', name: 'Some, Odd Name', memoryMiB: null },
+  ]);
   assert.throws(() => parseGpuCsv('0, GPU-aa, 24564'), /cannot read/);
   assert.throws(() => parseGpuCsv('x, GPU-aa, NVIDIA L4, 23034'), /cannot read/);
 });

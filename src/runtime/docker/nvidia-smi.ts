@@ -25,9 +25,14 @@ export type NvidiaSmiResult =
   | { kind: 'absent'; command: string }
   /** The command ran and failed, or printed what cannot be read; `message` says what it printed. */
   | { kind: 'failed'; command: string; message: string }
-  | { kind: 'ok'; command: string; gpus: NvidiaGpu[]; /** major.minor, null when the banner has none */ cudaVersion: string | null };
+  | {
+      kind: 'ok';
+      command: string;
+      gpus: NvidiaGpu[];
+      /** major.minor, null when the banner has none */ cudaVersion: string | null;
+    };
 
-export const GPU_QUERY = ['--query-gpu=index,uuid,name,memory.total', '--format=csv,noheader,nounits'];
+const GPU_QUERY = ['--query-gpu=index,uuid,name,memory.total', '--format=csv,noheader,nounits'];
 
 interface Run {
   stdout: string;
@@ -38,8 +43,12 @@ interface Run {
 
 function run(command: string, args: string[], timeoutMs: number, env: NodeJS.ProcessEnv): Promise<Run> {
   return new Promise((resolve) => {
-    execFile(command, args, { timeout: timeoutMs, env, maxBuffer: 1024 * 1024, windowsHide: true }, (error, stdout, stderr) =>
-      resolve({ stdout: String(stdout), stderr: String(stderr), error: error as Run['error'] }),
+    execFile(
+      command,
+      args,
+      { timeout: timeoutMs, env, maxBuffer: 1024 * 1024, windowsHide: true },
+      (error, stdout, stderr) =>
+        resolve({ stdout: String(stdout), stderr: String(stderr), error: error as Run['error'] }),
     );
   });
 }
@@ -57,8 +66,16 @@ export function parseGpuCsv(csv: string): NvidiaGpu[] {
     const [index, uuid] = fields;
     const memory = fields.at(-1) ?? '';
     const name = fields.slice(2, -1).join(', ');
-    if (fields.length < 4 || !/^\d+$/.test(index ?? '') || !/^(GPU|MIG)-[0-9A-Za-z-]+$/.test(uuid ?? '') || name === '' || !/^(\d+(\.\d+)?|\[N\/A\])$/.test(memory))
-      throw new Error(`printed a line gantry cannot read as "index, uuid, name, memory.total": "${line.slice(0, 200)}"`);
+    if (
+      fields.length < 4 ||
+      !/^\d+$/.test(index ?? '') ||
+      !/^(GPU|MIG)-[0-9A-Za-z-]+$/.test(uuid ?? '') ||
+      name === '' ||
+      !/^(\d+(\.\d+)?|\[N\/A\])$/.test(memory)
+    )
+      throw new Error(
+        `printed a line gantry cannot read as "index, uuid, name, memory.total": "${line.slice(0, 200)}"`,
+      );
     gpus.push({ index: Number(index), uuid: uuid!, name, memoryMiB: memory === '[N/A]' ? null : Number(memory) });
   }
   return gpus.sort((a, b) => a.index - b.index);
@@ -75,15 +92,21 @@ export function parseCudaVersion(banner: string): string | null {
  * @param options.timeoutMs each call's limit @default 10000
  * @param options.env the environment it runs in (its PATH finds the command) @default process.env
  */
-export async function queryNvidiaSmi(command: string, options: { timeoutMs?: number; env?: NodeJS.ProcessEnv } = {}): Promise<NvidiaSmiResult> {
+export async function queryNvidiaSmi(
+  command: string,
+  options: { timeoutMs?: number; env?: NodeJS.ProcessEnv } = {},
+): Promise<NvidiaSmiResult> {
   const timeoutMs = options.timeoutMs ?? 10_000;
   const env = options.env ?? process.env;
   const query = await run(command, GPU_QUERY, timeoutMs, env);
   if (query.error?.code === 'ENOENT') return { kind: 'absent', command };
   // A driver with no GPUs to show exits non-zero saying so: that is a host without GPUs, not a failure.
-  if (/No devices were found/i.test(query.stdout + query.stderr)) return { kind: 'ok', command, gpus: [], cudaVersion: null };
+  if (/No devices were found/i.test(query.stdout + query.stderr))
+    return { kind: 'ok', command, gpus: [], cudaVersion: null };
   if (query.error) {
-    const why = query.error.killed ? `did not finish within ${timeoutMs} ms` : `failed (${query.error.code ?? query.error.signal ?? 'error'})`;
+    const why = query.error.killed
+      ? `did not finish within ${timeoutMs} ms`
+      : `failed (${query.error.code ?? query.error.signal ?? 'error'})`;
     const said = firstLine(query.stderr) || firstLine(query.stdout);
     return { kind: 'failed', command, message: `${command} ${why}${said ? `: ${said}` : ''}` };
   }

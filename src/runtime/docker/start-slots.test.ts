@@ -8,18 +8,22 @@ test('no more than the slots run at once, the rest run in the order they came, a
   let peak = 0;
   const order: number[] = [];
   const releases: Array<() => void> = [];
-  const task = (n: number, fail = false) => () =>
-    new Promise<number>((resolve, reject) => {
-      running++;
-      peak = Math.max(peak, running);
-      order.push(n);
-      releases.push(() => {
-        running--;
-        if (fail) reject(new Error(`task ${n} failed`));
-        else resolve(n);
+  const task =
+    (n: number, fail = false) =>
+    () =>
+      new Promise<number>((resolve, reject) => {
+        running++;
+        peak = Math.max(peak, running);
+        order.push(n);
+        releases.push(() => {
+          running--;
+          if (fail) reject(new Error(`task ${n} failed`));
+          else resolve(n);
+        });
       });
-    });
-  const results = [slots.run(task(0, true)), slots.run(task(1)), slots.run(task(2)), slots.run(task(3))].map((p) => p.catch((err: Error) => err.message));
+  const results = [slots.run(task(0, true)), slots.run(task(1)), slots.run(task(2)), slots.run(task(3))].map((p) =>
+    p.catch((err: Error) => err.message),
+  );
   await new Promise((r) => setImmediate(r));
   assert.deepEqual(order, [0, 1]);
   assert.equal(slots.queued, 2);

@@ -34,7 +34,20 @@ const RULES: readonly Rule[] = [
     // host aliases, resolver options, message catalogs, locales, zoneinfo, malloc tracing),
     // plus GLIBC_TUNABLES (CVE-2023-4911) and macOS's DYLD_* twins.
     prefixes: ['LD_', 'DYLD_', 'MALLOC_'],
-    names: ['GCONV_PATH', 'GETCONF_DIR', 'GLIBC_TUNABLES', 'HOSTALIASES', 'LOCALDOMAIN', 'LOCPATH', 'NIS_PATH', 'NLSPATH', 'RESOLV_HOST_CONF', 'RES_OPTIONS', 'TMPDIR', 'TZDIR'],
+    names: [
+      'GCONV_PATH',
+      'GETCONF_DIR',
+      'GLIBC_TUNABLES',
+      'HOSTALIASES',
+      'LOCALDOMAIN',
+      'LOCPATH',
+      'NIS_PATH',
+      'NLSPATH',
+      'RESOLV_HOST_CONF',
+      'RES_OPTIONS',
+      'TMPDIR',
+      'TZDIR',
+    ],
     reason: 'the dynamic loader or the C library reads it to load code or files from a path it names',
   },
   {
@@ -51,7 +64,22 @@ const RULES: readonly Rule[] = [
     // PS0-PS4 and PROMPT_COMMAND are expanded (commands included); IFS and CDPATH change how
     // scripts split words and resolve `cd`; ZDOTDIR and FPATH pick zsh's start-up and function files.
     prefixes: ['BASH_'],
-    names: ['ENV', 'BASHOPTS', 'SHELLOPTS', 'PS0', 'PS1', 'PS2', 'PS3', 'PS4', 'PROMPT_COMMAND', 'IFS', 'CDPATH', 'GLOBIGNORE', 'ZDOTDIR', 'FPATH'],
+    names: [
+      'ENV',
+      'BASHOPTS',
+      'SHELLOPTS',
+      'PS0',
+      'PS1',
+      'PS2',
+      'PS3',
+      'PS4',
+      'PROMPT_COMMAND',
+      'IFS',
+      'CDPATH',
+      'GLOBIGNORE',
+      'ZDOTDIR',
+      'FPATH',
+    ],
     reason: 'a shell reads it to run commands or source a file',
   },
   {
@@ -91,7 +119,24 @@ const RULES: readonly Rule[] = [
     // Build tools a worker may run on start (pip building a C extension, make): CC and friends
     // are the programs run; gcc's -wrapper and -fplugin in *FLAGS run or load anything; make
     // reads MAKEFILES and MAKEFLAGS; CMake's *_COMPILER_LAUNCHER.
-    names: ['CC', 'CXX', 'CPP', 'LD', 'AR', 'AS', 'FC', 'CFLAGS', 'CXXFLAGS', 'CPPFLAGS', 'LDFLAGS', 'LIBRARY_PATH', 'MAKEFLAGS', 'MAKEFILES', 'MFLAGS', 'GNUMAKEFLAGS'],
+    names: [
+      'CC',
+      'CXX',
+      'CPP',
+      'LD',
+      'AR',
+      'AS',
+      'FC',
+      'CFLAGS',
+      'CXXFLAGS',
+      'CPPFLAGS',
+      'LDFLAGS',
+      'LIBRARY_PATH',
+      'MAKEFLAGS',
+      'MAKEFILES',
+      'MFLAGS',
+      'GNUMAKEFLAGS',
+    ],
     prefixes: ['CMAKE_'],
     reason: 'build tools run it as a program or read it as compiler options that can run programs',
   },
@@ -101,7 +146,17 @@ const RULES: readonly Rule[] = [
     // LESSCLOSE and takes `+!command` in LESS; SSH/sudo run *_ASKPASS; git runs GIT_SSH_COMMAND,
     // GIT_EXTERNAL_DIFF, core.fsmonitor from GIT_CONFIG_*, hooks from GIT_TEMPLATE_DIR.
     prefixes: ['GIT_', 'LESS'],
-    names: ['BROWSER', 'EDITOR', 'VISUAL', 'PAGER', 'MANPAGER', 'MANOPT', 'SSH_ASKPASS', 'SSH_ASKPASS_REQUIRE', 'SUDO_ASKPASS'],
+    names: [
+      'BROWSER',
+      'EDITOR',
+      'VISUAL',
+      'PAGER',
+      'MANPAGER',
+      'MANOPT',
+      'SSH_ASKPASS',
+      'SSH_ASKPASS_REQUIRE',
+      'SUDO_ASKPASS',
+    ],
     reason: 'a library or tool runs its value as a command',
   },
   {
@@ -112,7 +167,15 @@ const RULES: readonly Rule[] = [
     // *_FILE names are files it writes (NCCL_DEBUG_FILE, NCCL_TOPO_DUMP_FILE) or parses;
     // ncurses parses terminal descriptions from TERMINFO / TERMCAP.
     prefixes: ['OPENSSL_', 'KRB5', 'GST_PLUGIN', 'TERMINFO'],
-    names: ['SASL_PATH', 'GTK_MODULES', 'GTK_PATH', 'GIO_EXTRA_MODULES', 'QT_PLUGIN_PATH', 'QT_QPA_PLATFORM_PLUGIN_PATH', 'TERMCAP'],
+    names: [
+      'SASL_PATH',
+      'GTK_MODULES',
+      'GTK_PATH',
+      'GIO_EXTRA_MODULES',
+      'QT_PLUGIN_PATH',
+      'QT_QPA_PLATFORM_PLUGIN_PATH',
+      'TERMCAP',
+    ],
     pattern: /^NCCL_\w*(PLUGIN|FILE)$/,
     reason: 'a library loads a plug-in or shared object from the path it names',
   },
@@ -142,7 +205,18 @@ const RULES: readonly Rule[] = [
     // ptxas, libcuda and a cache-manager class to import), torch.hub's hubconf.py under TORCH_HOME,
     // torch extensions, Numba's cache, PyTorch's kernel cache.
     prefixes: ['JUPYTER_', 'TORCHINDUCTOR_', 'TORCHDYNAMO_', 'TRITON_'],
-    names: ['SSLKEYLOGFILE', 'TEMP', 'TMP', 'IPYTHONDIR', 'MPLCONFIGDIR', 'CURL_HOME', 'WGETRC', 'HISTFILE', 'NUMBA_CACHE_DIR', 'PYTORCH_KERNEL_CACHE_PATH'],
+    names: [
+      'SSLKEYLOGFILE',
+      'TEMP',
+      'TMP',
+      'IPYTHONDIR',
+      'MPLCONFIGDIR',
+      'CURL_HOME',
+      'WGETRC',
+      'HISTFILE',
+      'NUMBA_CACHE_DIR',
+      'PYTORCH_KERNEL_CACHE_PATH',
+    ],
     pattern: /^TORCH\w*_(DIR|PATH|HOME|FILE|LIB|OUT)$/,
     reason: 'a program writes files to, or loads configuration or compiled code from, the path it names',
   },
@@ -210,7 +284,8 @@ const PLATFORM_NAMES = new Set([
 ]);
 
 /** Whether the platform sets `name` itself for every instance. */
-export const isPlatformVariable = (name: string): boolean => PLATFORM_NAMES.has(name) || PLATFORM_PREFIXES.some((p) => name.startsWith(p));
+const isPlatformVariable = (name: string): boolean =>
+  PLATFORM_NAMES.has(name) || PLATFORM_PREFIXES.some((p) => name.startsWith(p));
 
 /** Why `name` may not be set by a tenant whatever its image, or null when it may. */
 export function deniedReason(name: string): string | null {
@@ -218,13 +293,14 @@ export function deniedReason(name: string): string | null {
   const upper = name.toUpperCase();
   if (SAFE.has(upper)) return null;
   for (const rule of RULES) {
-    if (rule.names?.includes(upper) || rule.prefixes?.some((p) => upper.startsWith(p)) || rule.pattern?.test(upper)) return rule.reason;
+    if (rule.names?.includes(upper) || rule.prefixes?.some((p) => upper.startsWith(p)) || rule.pattern?.test(upper))
+      return rule.reason;
   }
   return null;
 }
 
 /** Whether `name` matches one of an image's `tenantEnv` patterns (`NAME`, or `PREFIX*`). */
-export const matchesAllowList = (name: string, patterns: readonly string[]): boolean =>
+const matchesAllowList = (name: string, patterns: readonly string[]): boolean =>
   patterns.some((p) => (p.endsWith('*') ? name.startsWith(p.slice(0, -1)) : name === p));
 
 /** Why a tenant may not set `name` for an instance of an image whose `tenantEnv` is `allow`, or null. */
@@ -232,7 +308,8 @@ function refusalOf(name: string, allow?: readonly string[]): string | null {
   if (isPlatformVariable(name)) return 'the platform sets it for every instance';
   const denied = deniedReason(name);
   if (denied) return denied;
-  if (allow && !matchesAllowList(name, allow)) return `the image's tenantEnv allow-list (${allow.join(', ') || 'empty'}) does not include it`;
+  if (allow && !matchesAllowList(name, allow))
+    return `the image's tenantEnv allow-list (${allow.join(', ') || 'empty'}) does not include it`;
   return null;
 }
 
@@ -255,7 +332,10 @@ export function tenantEnvRefusal(env: Record<string, string>, allow?: readonly s
  * variables are never in this map: they travel in `InstanceSpec.platformEnv`, which is not
  * screened, so an image's allow-list cannot strip a generated Jupyter password or a worker key.
  */
-export function screenInstanceEnv(env: Record<string, string>, allow?: readonly string[]): { env: Record<string, string>; dropped: string[] } {
+export function screenInstanceEnv(
+  env: Record<string, string>,
+  allow?: readonly string[],
+): { env: Record<string, string>; dropped: string[] } {
   const kept: Record<string, string> = {};
   const dropped: string[] = [];
   for (const [name, value] of Object.entries(env)) {

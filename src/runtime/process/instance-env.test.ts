@@ -4,8 +4,13 @@ import { instanceSpec } from '../runtime-contract.js';
 import type { InstanceSpec } from '../runtime.js';
 import { instanceEnv } from './instance-env.js';
 
-const spec = (overrides: Partial<InstanceSpec> = {}): InstanceSpec => instanceSpec({ id: 'pod1', vcpus: 4, memoryGb: 16, ...overrides });
-const ctx = { hostEnv: { PATH: '/usr/bin', HOME: '/home/g', SECRET_TOKEN: 'server-only' }, instanceDir: '/data/instances/pod1', volumeFolders: [] as string[] };
+const spec = (overrides: Partial<InstanceSpec> = {}): InstanceSpec =>
+  instanceSpec({ id: 'pod1', vcpus: 4, memoryGb: 16, ...overrides });
+const ctx = {
+  hostEnv: { PATH: '/usr/bin', HOME: '/home/g', SECRET_TOKEN: 'server-only' },
+  instanceDir: '/data/instances/pod1',
+  volumeFolders: [] as string[],
+};
 
 test('a process names its GPUs by host index and is reached on 127.0.0.1', () => {
   const env = instanceEnv(spec({ gpuIndices: [1, 3] }), ctx);
@@ -71,7 +76,11 @@ test("host basics < the image's env < the tenant's < the platform's, and the pro
       env: { LANG: 'tenant', MODEL: 'tenant', FROM_IMAGE: 'tenant', GANTRY_INSTANCE_DIR: 'tenant' },
       platformEnv: { MODEL: 'platform' },
     }),
-    { ...ctx, hostEnv: { ...ctx.hostEnv, LANG: 'C.UTF-8' }, imageEnv: { FROM_IMAGE: 'image', LANG: 'image', ONLY_IMAGE: 'image' } },
+    {
+      ...ctx,
+      hostEnv: { ...ctx.hostEnv, LANG: 'C.UTF-8' },
+      imageEnv: { FROM_IMAGE: 'image', LANG: 'image', ONLY_IMAGE: 'image' },
+    },
   );
   assert.equal(env.LANG, 'tenant');
   assert.equal(env.ONLY_IMAGE, 'image');

@@ -2,7 +2,7 @@ import { layeredInstanceEnv } from '../instance-env.js';
 import type { InstanceSpec } from '../runtime.js';
 
 /** Host variables a child keeps; everything else of the server's own environment stays private. */
-export const HOST_ENV_KEYS = ['PATH', 'HOME', 'LANG', 'LC_ALL', 'TZ', 'TMPDIR'] as const;
+const HOST_ENV_KEYS = ['PATH', 'HOME', 'LANG', 'LC_ALL', 'TZ', 'TMPDIR'] as const;
 
 /** Where instances reach each other and the host: processes share the host's network. */
 export const INSTANCE_PUBLIC_IP = '127.0.0.1';
@@ -51,7 +51,11 @@ export function instanceEnv(spec: InstanceSpec, ctx: InstanceEnvContext): Record
   const first = spec.ports[0];
   if (first) env.PORT = String(first.public);
 
-  const mounts = spec.volumes.map((volume, n) => ({ path: volume.path, hostPath: ctx.volumeFolders[n] ?? '', kind: volume.kind }));
+  const mounts = spec.volumes.map((volume, n) => ({
+    path: volume.path,
+    hostPath: ctx.volumeFolders[n] ?? '',
+    kind: volume.kind,
+  }));
   mounts.forEach((mount, n) => {
     env[`GANTRY_VOLUME_${n}`] = mount.hostPath;
   });

@@ -15,7 +15,7 @@ export interface LaunchRequest {
   onError: (err: Error) => void;
 }
 
-export interface ExitInfo {
+interface ExitInfo {
   code: number | null;
   signal: NodeJS.Signals | null;
 }
@@ -40,7 +40,12 @@ export async function launchProcess(req: LaunchRequest): Promise<LaunchedProcess
   const log = await open(req.logPath, 'a', 0o600);
   let child: ChildProcess;
   try {
-    child = spawn(req.file, req.args, { cwd: req.cwd, env: req.env, detached: true, stdio: ['ignore', log.fd, log.fd] });
+    child = spawn(req.file, req.args, {
+      cwd: req.cwd,
+      env: req.env,
+      detached: true,
+      stdio: ['ignore', log.fd, log.fd],
+    });
   } catch (err) {
     await log.close();
     throw new Error(describeSpawnError(err as NodeJS.ErrnoException, req.file, req.cwd));
@@ -59,7 +64,7 @@ export async function launchProcess(req: LaunchRequest): Promise<LaunchedProcess
   );
   await log.close();
   const error = await started;
-  if (error) throw new Error(describeSpawnError(error as NodeJS.ErrnoException, req.file, req.cwd));
+  if (error) throw new Error(describeSpawnError(error, req.file, req.cwd));
   return { child, pgid: child.pid!, logOffset, exit };
 }
 
@@ -71,7 +76,7 @@ async function isDirectory(path: string): Promise<boolean> {
   }
 }
 
-export function describeSpawnError(err: NodeJS.ErrnoException, file: string, cwd: string): string {
+function describeSpawnError(err: NodeJS.ErrnoException, file: string, cwd: string): string {
   switch (err.code) {
     case 'ENOENT':
       return `command "${file}" not found (cwd ${cwd})`;

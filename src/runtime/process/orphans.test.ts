@@ -14,7 +14,11 @@ describe('orphans', () => {
     withRuntime(async ({ runtime, dataDir }) => {
       const spec = instanceSpec({ image: 'test/idle' });
       // The "previous server": started the instance detached, wrote its pid file, then died.
-      const leftover = spawn(node, ['-e', 'setInterval(() => {}, 1 << 30)'], { detached: true, stdio: 'ignore', env: { GANTRY_INSTANCE_ID: spec.id } });
+      const leftover = spawn(node, ['-e', 'setInterval(() => {}, 1 << 30)'], {
+        detached: true,
+        stdio: 'ignore',
+        env: { GANTRY_INSTANCE_ID: spec.id },
+      });
       leftover.unref();
       await new Promise((resolve) => leftover.once('spawn', resolve));
       const oldPid = leftover.pid!;
@@ -28,21 +32,29 @@ describe('orphans', () => {
       assert.ok(alive(newPid));
     }));
 
-  test('a pid file naming a process that is not ours leaves that process alone', { skip: procAvailable() ? false : 'needs /proc' }, () =>
-    withRuntime(async ({ runtime, dataDir }) => {
-      const spec = instanceSpec({ image: 'test/idle' });
-      const stranger = spawn(node, ['-e', 'setInterval(() => {}, 1 << 30)'], { detached: true, stdio: 'ignore', env: { GANTRY_INSTANCE_ID: 'someone-else' } });
-      stranger.unref();
-      await new Promise((resolve) => stranger.once('spawn', resolve));
-      try {
-        mkdirSync(join(dataDir, 'instances', spec.id), { recursive: true });
-        writeFileSync(join(dataDir, 'instances', spec.id, 'pid'), `${stranger.pid}\n`);
-        await runtime.start(spec);
-        assert.ok(alive(stranger.pid!), 'a pid reused by another process is not killed');
-      } finally {
-        stranger.kill('SIGKILL');
-      }
-    }));
+  test(
+    'a pid file naming a process that is not ours leaves that process alone',
+    { skip: procAvailable() ? false : 'needs /proc' },
+    () =>
+      withRuntime(async ({ runtime, dataDir }) => {
+        const spec = instanceSpec({ image: 'test/idle' });
+        const stranger = spawn(node, ['-e', 'setInterval(() => {}, 1 << 30)'], {
+          detached: true,
+          stdio: 'ignore',
+          env: { GANTRY_INSTANCE_ID: 'someone-else' },
+        });
+        stranger.unref();
+        await new Promise((resolve) => stranger.once('spawn', resolve));
+        try {
+          mkdirSync(join(dataDir, 'instances', spec.id), { recursive: true });
+          writeFileSync(join(dataDir, 'instances', spec.id, 'pid'), `${stranger.pid}\n`);
+          await runtime.start(spec);
+          assert.ok(alive(stranger.pid!), 'a pid reused by another process is not killed');
+        } finally {
+          stranger.kill('SIGKILL');
+        }
+      }),
+  );
 
   test('reapOrphans kills every leftover instance a previous server left, but none of its own', () =>
     withRuntime(async ({ runtime, dataDir }) => {
@@ -51,7 +63,11 @@ describe('orphans', () => {
       const ids = ['orphan-a', 'orphan-b'];
       const pids: number[] = [];
       for (const id of ids) {
-        const child = spawn(node, ['-e', 'setInterval(() => {}, 1 << 30)'], { detached: true, stdio: 'ignore', env: { GANTRY_INSTANCE_ID: id } });
+        const child = spawn(node, ['-e', 'setInterval(() => {}, 1 << 30)'], {
+          detached: true,
+          stdio: 'ignore',
+          env: { GANTRY_INSTANCE_ID: id },
+        });
         child.unref();
         await new Promise((resolve) => child.once('spawn', resolve));
         pids.push(child.pid!);

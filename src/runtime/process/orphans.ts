@@ -12,7 +12,7 @@ import { terminateGroup } from './process-group.js';
 import { isLiveState, readEnviron, scanProcesses } from './proc-stats.js';
 
 export const instanceDirOf = (dataDir: string, id: string): string => join(dataDir, 'instances', id);
-export const pidFileOf = (dataDir: string, id: string): string => join(instanceDirOf(dataDir, id), 'pid');
+const pidFileOf = (dataDir: string, id: string): string => join(instanceDirOf(dataDir, id), 'pid');
 
 export async function writePidFile(dataDir: string, id: string, pid: number): Promise<void> {
   await writeFile(pidFileOf(dataDir, id), `${pid}\n`, { mode: 0o600 });
@@ -23,10 +23,10 @@ export async function removePidFile(dataDir: string, id: string): Promise<void> 
 }
 
 /** Cheap check (no I/O beyond one stat) for callers that must stay cheap, like placeholder starts. */
-export const hasPidFile = (dataDir: string, id: string): boolean => existsSync(pidFileOf(dataDir, id));
+const hasPidFile = (dataDir: string, id: string): boolean => existsSync(pidFileOf(dataDir, id));
 
 /** Whether process group `pgid` has a live member started as instance `id`. */
-export async function groupBelongsTo(pgid: number, id: string): Promise<boolean> {
+async function groupBelongsTo(pgid: number, id: string): Promise<boolean> {
   const entries = await scanProcesses();
   if (entries === null) return false;
   const marker = `GANTRY_INSTANCE_ID=${id}`;
@@ -64,7 +64,11 @@ export async function reapOrphan(dataDir: string, id: string, { graceMs }: ReapO
 }
 
 /** {@link reapOrphan} for every instance folder under `<dataDir>/instances`; answers the ids whose leftovers were killed. */
-export async function reapOrphans(dataDir: string, options: ReapOptions, include: (id: string) => boolean = () => true): Promise<string[]> {
+export async function reapOrphans(
+  dataDir: string,
+  options: ReapOptions,
+  include: (id: string) => boolean = () => true,
+): Promise<string[]> {
   let ids: string[];
   try {
     ids = (await readdir(join(dataDir, 'instances'))).filter(include);

@@ -23,7 +23,13 @@ describe('output.log', () => {
       {
         images: {
           ...images,
-          'test/many-lines': { command: [node, '-e', 'for (let i = 0; i < 100; i++) console.log(`line ${i} ` + "y".repeat(200)); process.exitCode = 1'] },
+          'test/many-lines': {
+            command: [
+              node,
+              '-e',
+              'for (let i = 0; i < 100; i++) console.log(`line ${i} ` + "y".repeat(200)); process.exitCode = 1',
+            ],
+          },
         },
       },
     ));

@@ -37,7 +37,11 @@ export async function logSize(path: string): Promise<number> {
  * The last `lines` lines written since byte `fromOffset` (where this run's output began), at most
  * `maxBytes` characters, trailing blank lines dropped; '' when there is nothing.
  */
-export async function readTail(path: string, fromOffset: number, { lines = 20, maxBytes = 2048 } = {}): Promise<string> {
+export async function readTail(
+  path: string,
+  fromOffset: number,
+  { lines = 20, maxBytes = 2048 } = {},
+): Promise<string> {
   let handle;
   try {
     handle = await open(path, 'r');

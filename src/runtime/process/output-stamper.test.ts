@@ -12,9 +12,15 @@ const testImages = {
   ...images,
   // three lines, then one each time the file `more` appears in its folder, then idles
   'test/lines': {
-    command: [node, '-e', 'console.log("one"); console.error("two"); process.stdout.write("three\\r\\n"); const fs = require("fs"); let n = 0; setInterval(() => { if (fs.existsSync("more")) { fs.unlinkSync("more"); console.log("more " + ++n); } }, 20)'],
+    command: [
+      node,
+      '-e',
+      'console.log("one"); console.error("two"); process.stdout.write("three\\r\\n"); const fs = require("fs"); let n = 0; setInterval(() => { if (fs.existsSync("more")) { fs.unlinkSync("more"); console.log("more " + ++n); } }, 20)',
+    ],
   },
-  'test/partial': { command: [node, '-e', 'process.stdout.write("no newline at the end"); setTimeout(() => process.exit(0), 100)'] },
+  'test/partial': {
+    command: [node, '-e', 'process.stdout.write("no newline at the end"); setTimeout(() => process.exit(0), 100)'],
+  },
 };
 
 const collect = async (it: AsyncIterable<OutputLine>): Promise<OutputLine[]> => {
@@ -22,7 +28,11 @@ const collect = async (it: AsyncIterable<OutputLine>): Promise<OutputLine[]> => 
   for await (const l of it) out.push(l);
   return out;
 };
-const query = (q: Partial<OutputQuery> = {}): OutputQuery => ({ follow: false, signal: new AbortController().signal, ...q });
+const query = (q: Partial<OutputQuery> = {}): OutputQuery => ({
+  follow: false,
+  signal: new AbortController().signal,
+  ...q,
+});
 
 describe('process runtime output()', () => {
   test('the output of an instance is answered line by line, stdout and stderr, with the time it was read', async () => {
@@ -40,7 +50,10 @@ describe('process runtime output()', () => {
         ['one', 'two', 'three'],
       );
       assert.ok(lines.every((l) => l.ts === 1_700_000_000_000));
-      assert.deepEqual((await collect(runtime.output('lines1', query({ tail: 1 })))).map((l) => l.line), ['three']);
+      assert.deepEqual(
+        (await collect(runtime.output('lines1', query({ tail: 1 })))).map((l) => l.line),
+        ['three'],
+      );
       assert.deepEqual(await collect(runtime.output('lines1', query({ sinceMs: 1_700_000_000_001 }))), []);
     } finally {
       await runtime.close();
@@ -67,7 +80,10 @@ describe('process runtime output()', () => {
       await following;
       assert.deepEqual(got, ['one', 'two', 'three', 'more 1']);
       const kept = await collect(runtime.output('lines2', query()));
-      assert.deepEqual(kept.map((l) => l.line), ['one', 'two', 'three', 'more 1']);
+      assert.deepEqual(
+        kept.map((l) => l.line),
+        ['one', 'two', 'three', 'more 1'],
+      );
       assert.equal(kept[3]!.ts, 1_700_000_005_000);
       assert.match(readFileSync(stampedPathOf(dataDir, 'lines2'), 'utf8'), /^1700000000000 one\n/);
     } finally {
@@ -80,8 +96,14 @@ describe('process runtime output()', () => {
     try {
       await runtime.start(instanceSpec({ id: 'partial1', image: 'test/partial' }));
       const lines = await collect(runtime.output('partial1', { follow: true, signal: new AbortController().signal }));
-      assert.deepEqual(lines.map((l) => l.line), ['no newline at the end']);
-      assert.deepEqual(await collect(runtime.output('nobody', { follow: true, signal: new AbortController().signal })), []);
+      assert.deepEqual(
+        lines.map((l) => l.line),
+        ['no newline at the end'],
+      );
+      assert.deepEqual(
+        await collect(runtime.output('nobody', { follow: true, signal: new AbortController().signal })),
+        [],
+      );
     } finally {
       await runtime.close();
     }
@@ -95,7 +117,10 @@ describe('process runtime output()', () => {
       const path = stampedPathOf(dataDir, 'chatty1');
       await waitFor('a rotation', () => existsSync(`${path}.1`));
       await runtime.stop('chatty1');
-      assert.ok((existsSync(path) ? statSync(path).size : 0) <= 4096 + 80 * 1024, 'the current file is cut soon after the cap');
+      assert.ok(
+        (existsSync(path) ? statSync(path).size : 0) <= 4096 + 80 * 1024,
+        'the current file is cut soon after the cap',
+      );
       const kept = await collect(runtime.output('chatty1', query()));
       assert.ok(kept.length > 0 && kept.every((l) => l.line === 'x'.repeat(1023)));
       // a tail reads back from the end, across the rotated file

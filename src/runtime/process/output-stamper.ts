@@ -12,7 +12,15 @@
  */
 import { EventEmitter } from 'node:events';
 import { appendFile, open, rename, stat, type FileHandle } from 'node:fs/promises';
-import { fileAt, lastLineEnd, linesOf, readLinesBackward, readLinesFrom, readRange, stampLine } from './stamped-lines.js';
+import {
+  fileAt,
+  lastLineEnd,
+  linesOf,
+  readLinesBackward,
+  readLinesFrom,
+  readRange,
+  stampLine,
+} from './stamped-lines.js';
 import { join } from 'node:path';
 import type { Clock } from '../../domain/clock.js';
 import type { OutputLine, OutputQuery } from '../runtime.js';
@@ -48,7 +56,8 @@ interface Tracked {
   partial: Buffer;
 }
 
-export const stampedPathOf = (dataDir: string, id: string): string => join(instanceDirOf(dataDir, id), 'output.stamped.log');
+export const stampedPathOf = (dataDir: string, id: string): string =>
+  join(instanceDirOf(dataDir, id), 'output.stamped.log');
 
 export class OutputStamper {
   readonly #o: OutputStamperOptions;
@@ -132,7 +141,11 @@ export class OutputStamper {
     const now = this.#o.clock.now();
     let text = '';
     let from = 0;
-    for (let nl = bytes.indexOf(10, from); nl !== -1 || bytes.length - from > MAX_LINE_BYTES; nl = bytes.indexOf(10, from)) {
+    for (
+      let nl = bytes.indexOf(10, from);
+      nl !== -1 || bytes.length - from > MAX_LINE_BYTES;
+      nl = bytes.indexOf(10, from)
+    ) {
       const end = nl === -1 || nl - from > MAX_LINE_BYTES ? from + MAX_LINE_BYTES : nl;
       text += stampLine(now, bytes.subarray(from, end));
       from = end === nl ? nl + 1 : end;
@@ -159,14 +172,20 @@ export class OutputStamper {
     if (query.tail === undefined && query.sinceMs === undefined) {
       // Everything kept, oldest first, a chunk at a time.
       for await (const line of readLinesFrom(`${path}.1`, 0, query.signal)) if (!query.signal.aborted) yield line;
-      for await (const line of readLinesFrom(path, 0, query.signal, position.size)) if (!query.signal.aborted) yield line;
+      for await (const line of readLinesFrom(path, 0, query.signal, position.size))
+        if (!query.signal.aborted) yield line;
     } else {
       // The newest lines first, back to `tail` lines or to `sinceMs` (lines are in time order):
       // what is held is what is answered, never the whole file.
       const newest: OutputLine[] = [];
-      const enough = (line: OutputLine): boolean => (query.sinceMs !== undefined && line.ts < query.sinceMs) || (query.tail !== undefined && newest.length >= query.tail);
+      const enough = (line: OutputLine): boolean =>
+        (query.sinceMs !== undefined && line.ts < query.sinceMs) ||
+        (query.tail !== undefined && newest.length >= query.tail);
       let done = false;
-      for (const [file, end] of [[path, position.size], [`${path}.1`, Infinity]] as const) {
+      for (const [file, end] of [
+        [path, position.size],
+        [`${path}.1`, Infinity],
+      ] as const) {
         if (done) break;
         for await (const line of readLinesBackward(file, end)) {
           if (enough(line)) {
@@ -191,13 +210,15 @@ export class OutputStamper {
       try {
         if (now.ino !== position.ino && position.ino !== 0) {
           // Rotated: the rest of the file we were reading is now `.1`.
-          for await (const line of readLinesFrom(`${path}.1`, position.size, query.signal)) if (!query.signal.aborted) yield line;
+          for await (const line of readLinesFrom(`${path}.1`, position.size, query.signal))
+            if (!query.signal.aborted) yield line;
           position = { ino: now.ino, size: 0 };
         }
         if (now.size > position.size) {
           handle = await open(path, 'r');
           let read = 0;
-          for await (const line of linesOf(handle, position.size, now.size, (n) => (read = n), query.signal)) if (!query.signal.aborted) yield line;
+          for await (const line of linesOf(handle, position.size, now.size, (n) => (read = n), query.signal))
+            if (!query.signal.aborted) yield line;
           position = { ino: now.ino, size: position.size + read };
           continue;
         }

@@ -6,7 +6,7 @@ import { readdir, readFile } from 'node:fs/promises';
 import { readFileSync } from 'node:fs';
 
 /** Linux's USER_HZ, the unit of utime/stime in /proc/<pid>/stat: 100 on every mainstream architecture (Node cannot ask sysconf). */
-export const CLOCK_TICKS_PER_SECOND = 100;
+const CLOCK_TICKS_PER_SECOND = 100;
 
 export interface ProcEntry {
   pid: number;
@@ -37,7 +37,7 @@ function kernelPageSize(): number {
 }
 
 /** Parses one /proc/<pid>/stat line; the command name sits in parentheses and may itself hold spaces or parentheses. */
-export function parseStat(pid: number, text: string): ProcEntry | null {
+function parseStat(pid: number, text: string): ProcEntry | null {
   const close = text.lastIndexOf(')');
   if (close < 0) return null;
   const f = text.slice(close + 2).split(' ');
@@ -161,4 +161,5 @@ export function cpuPercent(previous: CpuSample, next: CpuSample, vcpus: number):
 }
 
 /** Resident memory against the allotment, 0–100 (processes are not capped, so it saturates at 100). */
-export const memoryPercent = (rssBytes: number, memoryGb: number): number => (memoryGb > 0 ? percent((rssBytes / (memoryGb * 1024 ** 3)) * 100) : 0);
+export const memoryPercent = (rssBytes: number, memoryGb: number): number =>
+  memoryGb > 0 ? percent((rssBytes / (memoryGb * 1024 ** 3)) * 100) : 0;

@@ -25,7 +25,7 @@ export function signalGroup(pgid: number, signal: NodeJS.Signals | 0): boolean {
  * members that exited stay zombies (still in the group) when PID 1 does not reap, as in many
  * containers, so on Linux the group's members are looked up in /proc and zombies do not count.
  */
-export async function groupAlive(pgid: number): Promise<boolean> {
+async function groupAlive(pgid: number): Promise<boolean> {
   if (!signalGroup(pgid, 0)) return false;
   const entries = await scanProcesses();
   if (entries === null) return true;
@@ -33,7 +33,7 @@ export async function groupAlive(pgid: number): Promise<boolean> {
 }
 
 /** Waits until the group is gone or `timeoutMs` passes; answers whether it is gone. `wake` (e.g. the leader's exit) checks early. */
-export async function waitGroupGone(pgid: number, timeoutMs: number, wake?: Promise<unknown>): Promise<boolean> {
+async function waitGroupGone(pgid: number, timeoutMs: number, wake?: Promise<unknown>): Promise<boolean> {
   const deadline = performance.now() + timeoutMs;
   let pause = 10;
   let woken = false;

@@ -2,9 +2,23 @@ import { describe, test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { alive, makeRuntime, readJson, removeDataDirs, withRuntime } from '../../../test/support/process-runtime-harness.js';
+import {
+  alive,
+  makeRuntime,
+  readJson,
+  removeDataDirs,
+  withRuntime,
+} from '../../../test/support/process-runtime-harness.js';
 import type { InstanceSpec } from '../runtime.js';
-import { ChangeRecorder, describeRuntime, freePort, getJson, instanceSpec, waitFor, type RuntimeUnderTest } from '../runtime-contract.js';
+import {
+  ChangeRecorder,
+  describeRuntime,
+  freePort,
+  getJson,
+  instanceSpec,
+  waitFor,
+  type RuntimeUnderTest,
+} from '../runtime-contract.js';
 
 after(removeDataDirs);
 
@@ -91,7 +105,10 @@ describe('ProcessRuntime', () => {
 
   test('a health check that never passes fails the instance with a timeout reason and kills its process', () =>
     withRuntime(async ({ runtime, dataDir }) => {
-      const spec = instanceSpec({ image: 'test/never-ready', ports: [{ private: 8000, public: await freePort(), protocol: 'tcp' }] });
+      const spec = instanceSpec({
+        image: 'test/never-ready',
+        ports: [{ private: 8000, public: await freePort(), protocol: 'tcp' }],
+      });
       const changes = new ChangeRecorder(runtime);
       assert.equal((await runtime.start(spec)).state, 'starting');
       const pid = Number(readFileSync(join(dataDir, 'instances', spec.id, 'pid'), 'utf8'));
@@ -105,7 +122,10 @@ describe('ProcessRuntime', () => {
 
   test('a process that exits before its health check passes fails with its exit code', () =>
     withRuntime(async ({ runtime }) => {
-      const spec = instanceSpec({ image: 'test/dies-early', ports: [{ private: 8000, public: await freePort(), protocol: 'http' }] });
+      const spec = instanceSpec({
+        image: 'test/dies-early',
+        ports: [{ private: 8000, public: await freePort(), protocol: 'http' }],
+      });
       const changes = new ChangeRecorder(runtime);
       await runtime.start(spec);
       const failed = await changes.next(spec.id, 'failed');
@@ -199,9 +219,14 @@ describe('ProcessRuntime', () => {
         await assert.rejects(runtime.remove(id), /cannot name a folder/);
         await assert.rejects(runtime.removeVolume({ kind: 'network', volumeId: id }), /cannot name a folder/);
       }
-      await assert.rejects(runtime.start(instanceSpec({ id: '../escape', image: 'test/idle' })), /cannot start image "test\/idle": instance id "..\/escape" cannot name a folder/);
       await assert.rejects(
-        runtime.start(instanceSpec({ image: 'test/idle', volumes: [{ kind: 'network', volumeId: '../../etc', path: '/v' }] })),
+        runtime.start(instanceSpec({ id: '../escape', image: 'test/idle' })),
+        /cannot start image "test\/idle": instance id "..\/escape" cannot name a folder/,
+      );
+      await assert.rejects(
+        runtime.start(
+          instanceSpec({ image: 'test/idle', volumes: [{ kind: 'network', volumeId: '../../etc', path: '/v' }] }),
+        ),
         /volume id "..\/..\/etc" cannot name a folder/,
       );
       assert.ok(existsSync(bystander));
@@ -220,7 +245,9 @@ describe('ProcessRuntime', () => {
 
   test('placeholders for unmapped images are running at once with zero stats, and 2,000 of them are cheap', () =>
     withRuntime(async ({ runtime, dataDir }) => {
-      const specs: InstanceSpec[] = Array.from({ length: 2_000 }, () => instanceSpec({ image: 'someone/unmapped:v1', ports: [{ private: 80, public: 1, protocol: 'http' }] }));
+      const specs: InstanceSpec[] = Array.from({ length: 2_000 }, () =>
+        instanceSpec({ image: 'someone/unmapped:v1', ports: [{ private: 80, public: 1, protocol: 'http' }] }),
+      );
       const t0 = performance.now();
       const started = await Promise.all(specs.map((s) => runtime.start(s)));
       const listed = await runtime.list();

@@ -23,7 +23,19 @@ import { join } from 'node:path';
 import type { Logger } from 'pino';
 import type { HealthProbe, ImageSpec } from '../../config.js';
 import type { Clock } from '../../domain/clock.js';
-import type { AttachedInstance, EnvRefusal, InstanceListener, InstanceSpec, InstanceState, InstanceStatus, OutputLine, OutputQuery, Runtime, ShellRequest, ShellSession } from '../runtime.js';
+import type {
+  AttachedInstance,
+  EnvRefusal,
+  InstanceListener,
+  InstanceSpec,
+  InstanceState,
+  InstanceStatus,
+  OutputLine,
+  OutputQuery,
+  Runtime,
+  ShellRequest,
+  ShellSession,
+} from '../runtime.js';
 import { openProcessShell } from './process-shell.js';
 import { tenantEnvRefusal } from './env-policy.js';
 import { describeTarget, waitUntilHealthy, type ProbeTarget } from '../health-probe.js';
@@ -63,7 +75,7 @@ export interface ProcessRuntimeOptions {
 }
 
 /** @see ProcessRuntimeOptions.orphanGraceMs */
-export const DEFAULT_ORPHAN_GRACE_MS = 30_000;
+const DEFAULT_ORPHAN_GRACE_MS = 30_000;
 
 type Stats = NonNullable<InstanceStatus['stats']>;
 const ZERO_STATS: Stats = Object.freeze({ cpuUtil: 0, memoryUtil: 0, memoryBytes: 0 });
@@ -111,8 +123,16 @@ export class ProcessRuntime implements Runtime {
     this.#images = new Map(Object.entries(options.images));
     this.#logs = new LogRotator(options, () => this.#liveLogs());
     const live = (): boolean => !this.#liveLogs().next().done;
-    this.#sampler = new IntervalSampler({ intervalMs: options.statsIntervalMs, timers: options.timers, logger: options.logger, live, sample: () => measureAll(this.#liveLogs()) });
-    this.#output = new OutputStamper({ ...options, maxBytes: this.#logs.maxLogBytes }, () => [...this.#instances].flatMap(([id, i]) => (i.proc && isLive(i) ? [[id, i.proc] as const] : [])));
+    this.#sampler = new IntervalSampler({
+      intervalMs: options.statsIntervalMs,
+      timers: options.timers,
+      logger: options.logger,
+      live,
+      sample: () => measureAll(this.#liveLogs()),
+    });
+    this.#output = new OutputStamper({ ...options, maxBytes: this.#logs.maxLogBytes }, () =>
+      [...this.#instances].flatMap(([id, i]) => (i.proc && isLive(i) ? [[id, i.proc] as const] : [])),
+    );
     this.#watchdog = new Watchdog({
       graceMs: options.orphanGraceMs ?? DEFAULT_ORPHAN_GRACE_MS,
       stopGraceMs: options.stopGraceMs,
@@ -157,7 +177,8 @@ export class ProcessRuntime implements Runtime {
       }
       // A finished instance that was never stopped, or one being stopped: clear it out first.
       await this.stop(spec.id);
-      if (this.#instances.has(spec.id) || this.#launching.has(spec.id)) throw new Error(`instance "${spec.id}" is already being started`);
+      if (this.#instances.has(spec.id) || this.#launching.has(spec.id))
+        throw new Error(`instance "${spec.id}" is already being started`);
     }
     this.#launching.add(spec.id);
     try {
@@ -256,8 +277,13 @@ export class ProcessRuntime implements Runtime {
    */
   async reapOrphans(): Promise<string[]> {
     const held = new Set([...this.#instances.keys(), ...this.#launching]);
-    const killed = await reapOrphans(this.#options.dataDir, { graceMs: this.#options.stopGraceMs }, (id) => !held.has(id));
-    if (killed.length > 0) this.#options.logger.warn({ instances: killed }, 'killed processes left behind by a previous server');
+    const killed = await reapOrphans(
+      this.#options.dataDir,
+      { graceMs: this.#options.stopGraceMs },
+      (id) => !held.has(id),
+    );
+    if (killed.length > 0)
+      this.#options.logger.warn({ instances: killed }, 'killed processes left behind by a previous server');
     return killed;
   }
 
@@ -265,7 +291,14 @@ export class ProcessRuntime implements Runtime {
     // A real process this id ran under a previous server and config is killed by `reapOrphans()`
     // when the server starts, so a placeholder start touches no file.
     const instance: Instance = {
-      status: { id: spec.id, state: 'running', startedAt: this.#options.clock.now(), exitCode: null, reason: null, stats: ZERO_STATS },
+      status: {
+        id: spec.id,
+        state: 'running',
+        startedAt: this.#options.clock.now(),
+        exitCode: null,
+        reason: null,
+        stats: ZERO_STATS,
+      },
       proc: null,
       stopping: null,
     };
@@ -297,13 +330,22 @@ export class ProcessRuntime implements Runtime {
       usage: new UsageMeter(pgid, spec),
     };
     const instance: Instance = {
-      status: { id: spec.id, state: probe ? 'starting' : 'running', startedAt: clock.now(), exitCode: null, reason: null, stats: null },
+      status: {
+        id: spec.id,
+        state: probe ? 'starting' : 'running',
+        startedAt: clock.now(),
+        exitCode: null,
+        reason: null,
+        stats: null,
+      },
       proc,
       stopping: null,
     };
     this.#instances.set(spec.id, instance);
     void exit.then((info) => this.#onExit(spec.id, instance, info.code, info.signal));
-    await writePidFile(dataDir, spec.id, pgid).catch((err: unknown) => logger.warn({ err, instance: spec.id }, 'cannot write the pid file'));
+    await writePidFile(dataDir, spec.id, pgid).catch((err: unknown) =>
+      logger.warn({ err, instance: spec.id }, 'cannot write the pid file'),
+    );
 
     if (this.#closed) {
       await this.stop(spec.id);
@@ -322,7 +364,11 @@ export class ProcessRuntime implements Runtime {
     const proc = instance.proc!;
     const abort = new AbortController();
     proc.probe = abort;
-    void waitUntilHealthy(target, { intervalMs: Math.max(10, health.intervalMs), timeoutMs: health.timeoutMs, signal: abort.signal }).then(async (result) => {
+    void waitUntilHealthy(target, {
+      intervalMs: Math.max(10, health.intervalMs),
+      timeoutMs: health.timeoutMs,
+      signal: abort.signal,
+    }).then(async (result) => {
       if (!this.#current(id, instance) || instance.status.state !== 'starting') return;
       if (result.ok) {
         instance.status = { ...instance.status, state: 'running' };
@@ -332,7 +378,10 @@ export class ProcessRuntime implements Runtime {
       if (result.aborted) return;
       const tail = await readTail(proc.logPath, proc.logOffset);
       if (!this.#current(id, instance) || stateOf(instance) !== 'starting') return;
-      const reason = withOutput(`health check ${describeTarget(target)} did not pass within ${health.timeoutMs} ms (last attempt: ${result.lastError})`, tail);
+      const reason = withOutput(
+        `health check ${describeTarget(target)} did not pass within ${health.timeoutMs} ms (last attempt: ${result.lastError})`,
+        tail,
+      );
       instance.status = { ...instance.status, state: 'failed', reason, stats: null };
       // A failed instance must not keep running (and holding its port) until someone stops it.
       proc.killing = terminateGroup(proc.pgid, this.#options.stopGraceMs, proc.exited).catch(() => undefined);
@@ -426,11 +475,15 @@ export class ProcessRuntime implements Runtime {
 const leaderGone = (proc: LiveProcess): boolean => proc.child.exitCode !== null || proc.child.signalCode !== null;
 
 /** A status callers may keep or change without touching ours. */
-const copyStatus = (status: InstanceStatus): InstanceStatus => ({ ...status, stats: status.stats && { ...status.stats } });
+const copyStatus = (status: InstanceStatus): InstanceStatus => ({
+  ...status,
+  stats: status.stats && { ...status.stats },
+});
 
 /** Read through a function so TypeScript does not keep a narrowing across an await. */
 const stateOf = (instance: Instance): InstanceState => instance.status.state;
-const isLive = (instance: Instance): boolean => instance.status.state === 'starting' || instance.status.state === 'running';
+const isLive = (instance: Instance): boolean =>
+  instance.status.state === 'starting' || instance.status.state === 'running';
 
 /** Appends the tail of the process's output to a reason, so the user sees why. */
 const withOutput = (reason: string, tail: string): string => (tail ? `${reason}; last output:\n${tail}` : reason);

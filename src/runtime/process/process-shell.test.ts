@@ -14,10 +14,15 @@ function instance(env: Record<string, string>): { target: ShellTarget; dir: stri
   const dir = realpathSync(mkdtempSync(join(tmpdir(), 'gantry-shell-')));
   const child = spawn('sleep', ['60'], { cwd: dir, env, stdio: 'ignore' });
   const exited = once(child, 'exit').then(() => undefined);
-  return { target: { pid: child.pid!, exited }, dir, stop: () => (child.kill('SIGKILL'), rmSync(dir, { recursive: true, force: true })) };
+  return {
+    target: { pid: child.pid!, exited },
+    dir,
+    stop: () => (child.kill('SIGKILL'), rmSync(dir, { recursive: true, force: true })),
+  };
 }
 
-const typed = (shell: ShellSession, line: string, until: RegExp): Promise<string> => typeInto(shell.stream, line, until);
+const typed = (shell: ShellSession, line: string, until: RegExp): Promise<string> =>
+  typeInto(shell.stream, line, until);
 
 describe('process runtime shell', { skip: process.platform !== 'linux' && 'reads /proc' }, () => {
   test('parseEnviron reads NAME=value pairs, values may hold =', () => {

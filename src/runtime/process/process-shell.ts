@@ -18,7 +18,7 @@ export interface ShellTarget {
 }
 
 /** The shell the session runs. */
-export const PROCESS_SHELL = '/bin/sh';
+const PROCESS_SHELL = '/bin/sh';
 
 /** How long a shell may take to end after SIGHUP before its group is killed. */
 const HANGUP_GRACE_MS = 2000;
@@ -33,15 +33,22 @@ export function parseEnviron(raw: Buffer): Record<string, string> {
   return env;
 }
 
-export async function openProcessShell(id: string, target: ShellTarget | null, request: ShellRequest): Promise<ShellSession> {
-  if (!target) throw new Error(`pod "${id}" runs no process here: it is not running, or its image runs as a placeholder`);
+export async function openProcessShell(
+  id: string,
+  target: ShellTarget | null,
+  request: ShellRequest,
+): Promise<ShellSession> {
+  if (!target)
+    throw new Error(`pod "${id}" runs no process here: it is not running, or its image runs as a placeholder`);
   let env: Record<string, string>;
   let cwd: string;
   try {
     env = parseEnviron(await readFile(`/proc/${target.pid}/environ`));
     cwd = await readlink(`/proc/${target.pid}/cwd`);
   } catch (err) {
-    throw new Error(`pod "${id}" has no running process to open a shell beside (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`);
+    throw new Error(
+      `pod "${id}" has no running process to open a shell beside (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`,
+    );
   }
   const { spawn } = await import('node-pty');
   const pty = spawn(PROCESS_SHELL, [], {
@@ -64,7 +71,7 @@ export async function openProcessShell(id: string, target: ShellTarget | null, r
   });
   pty.onData((data) => {
     // with `encoding: null` the data is a Buffer (node-pty's typing says string)
-    if (!stream.push(data as unknown as Buffer)) pty.pause();
+    if (!stream.push(data)) pty.pause();
   });
   const exited = new Promise<number | null>((resolve) => {
     pty.onExit(({ exitCode, signal }) => {

@@ -26,12 +26,20 @@ describe('spawnInstance', () => {
   test('start is rejected with a clear message for a missing working directory, an unexposed probe port or broken args', () =>
     withRuntime(async ({ runtime }) => {
       await assert.rejects(runtime.start(instanceSpec({ image: 'test/missing-cwd' })), {
-        message: 'cannot start image "test/missing-cwd": its working directory /nonexistent/gantry/worker does not exist',
+        message:
+          'cannot start image "test/missing-cwd": its working directory /nonexistent/gantry/worker does not exist',
       });
-      await assert.rejects(runtime.start(instanceSpec({ image: 'test/http', ports: [{ private: 22, public: 30022, protocol: 'tcp' }] })), {
-        message: 'cannot start image "test/http": its health check probes port 8000, which this instance does not expose (ports: 22/tcp)',
-      });
-      await assert.rejects(runtime.start(instanceSpec({ image: 'test/idle', args: `--prompt "unfinished` })), /unterminated " quote/);
+      await assert.rejects(
+        runtime.start(instanceSpec({ image: 'test/http', ports: [{ private: 22, public: 30022, protocol: 'tcp' }] })),
+        {
+          message:
+            'cannot start image "test/http": its health check probes port 8000, which this instance does not expose (ports: 22/tcp)',
+        },
+      );
+      await assert.rejects(
+        runtime.start(instanceSpec({ image: 'test/idle', args: `--prompt "unfinished` })),
+        /unterminated " quote/,
+      );
       assert.deepEqual(await runtime.list(), []);
     }));
 
@@ -39,10 +47,18 @@ describe('spawnInstance', () => {
     withRuntime(async ({ runtime, dataDir }) => {
       const script = join(dataDir, 'handler.sh');
       writeFileSync(script, '#!/bin/sh\necho hi\n', { mode: 0o644 });
-      const withScript = new ProcessRuntime({ images: { 'my-worker:dev': { command: [script] } }, dataDir, clock: new FakeClock(), logger: pino({ level: 'silent' }), stopGraceMs: 500 });
+      const withScript = new ProcessRuntime({
+        images: { 'my-worker:dev': { command: [script] } },
+        dataDir,
+        clock: new FakeClock(),
+        logger: pino({ level: 'silent' }),
+        stopGraceMs: 500,
+      });
       try {
         await assert.rejects(withScript.start(instanceSpec({ image: 'my-worker:dev' })), {
-          message: new RegExp(`^cannot start image "my-worker:dev": command "${script}" is not executable: permission denied`),
+          message: new RegExp(
+            `^cannot start image "my-worker:dev": command "${script}" is not executable: permission denied`,
+          ),
         });
       } finally {
         await withScript.close();

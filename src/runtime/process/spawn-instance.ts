@@ -38,12 +38,18 @@ export interface SpawnedInstance {
  * created, a process a previous server left for the same id killed, its output.log capped, the
  * tenant's env screened (env-policy.ts). Every refusal reads `cannot start image "<image>": <why>`.
  */
-export async function spawnInstance(spec: InstanceSpec, image: ImageSpec, options: SpawnOptions): Promise<SpawnedInstance> {
+export async function spawnInstance(
+  spec: InstanceSpec,
+  image: ImageSpec,
+  options: SpawnOptions,
+): Promise<SpawnedInstance> {
   const { dataDir, logger } = options;
   const cannot = (why: string): Error => new Error(`cannot start image "${spec.image}": ${why}`);
 
   if (image.tenantArgs === false && spec.args.trim() !== '')
-    throw cannot(`its mapping takes no args (tenantArgs: false) and this instance sets args "${spec.args}"; remove them`);
+    throw cannot(
+      `its mapping takes no args (tenantArgs: false) and this instance sets args "${spec.args}"; remove them`,
+    );
   let argv: string[];
   try {
     argv = [...image.command, ...splitArgs(spec.args)];
@@ -55,7 +61,9 @@ export async function spawnInstance(spec: InstanceSpec, image: ImageSpec, option
   const probe = image.health ? probeTargetOf(image.health, spec) : null;
   if (probe === undefined) {
     const ports = spec.ports.map((p) => `${p.private}/${p.protocol}`).join(', ') || 'none';
-    throw cannot(`its health check probes port ${image.health?.port}, which this instance does not expose (ports: ${ports})`);
+    throw cannot(
+      `its health check probes port ${image.health?.port}, which this instance does not expose (ports: ${ports})`,
+    );
   }
 
   let volumeFolders: string[];
@@ -73,7 +81,9 @@ export async function spawnInstance(spec: InstanceSpec, image: ImageSpec, option
     try {
       await mkdir(volumeFolders[n]!, { recursive: true, mode: 0o700 });
     } catch (err) {
-      throw cannot(`cannot create the folder of volume ${volume.path} at ${volumeFolders[n]}: ${(err as Error).message}`);
+      throw cannot(
+        `cannot create the folder of volume ${volume.path} at ${volumeFolders[n]}: ${(err as Error).message}`,
+      );
     }
   }
   const logPath = join(dir, 'output.log');
@@ -83,7 +93,10 @@ export async function spawnInstance(spec: InstanceSpec, image: ImageSpec, option
   // still never reach the process. Only the tenant's env is screened; platformEnv is layered over it.
   const screened = screenInstanceEnv(spec.env, image.tenantEnv);
   if (screened.dropped.length > 0)
-    logger.warn({ instance: spec.id, image: spec.image, dropped: screened.dropped }, `dropped env variables the process runtime refuses: ${screened.dropped.join(', ')}`);
+    logger.warn(
+      { instance: spec.id, image: spec.image, dropped: screened.dropped },
+      `dropped env variables the process runtime refuses: ${screened.dropped.join(', ')}`,
+    );
   let launched: LaunchedProcess;
   try {
     launched = await launchProcess({
@@ -91,7 +104,10 @@ export async function spawnInstance(spec: InstanceSpec, image: ImageSpec, option
       args: rest,
       cwd,
       logPath,
-      env: instanceEnv({ ...spec, env: screened.env }, { hostEnv: process.env, imageEnv: image.env, instanceDir: dir, volumeFolders }),
+      env: instanceEnv(
+        { ...spec, env: screened.env },
+        { hostEnv: process.env, imageEnv: image.env, instanceDir: dir, volumeFolders },
+      ),
       onError: (err) => logger.warn({ err, instance: spec.id }, 'instance process error'),
     });
   } catch (err) {
@@ -102,7 +118,8 @@ export async function spawnInstance(spec: InstanceSpec, image: ImageSpec, option
 
 async function reap(id: string, options: SpawnOptions): Promise<void> {
   const killed = await reapOrphan(options.dataDir, id, { graceMs: options.stopGraceMs });
-  if (killed) options.logger.warn({ instance: id }, 'killed the process a previous server left behind for this instance');
+  if (killed)
+    options.logger.warn({ instance: id }, 'killed the process a previous server left behind for this instance');
 }
 
 /** The host address to probe: the public port bound to the probe's private port; undefined when none is. */

@@ -6,7 +6,7 @@ import { open, stat, type FileHandle } from 'node:fs/promises';
 import type { OutputLine } from '../runtime.js';
 
 /** Bytes read at a time, by the stamper and by a reader. */
-export const CHUNK = 64 * 1024;
+const CHUNK = 64 * 1024;
 
 /** `<ms> <text>\n`: the time the line was read, then the line as written (a trailing CR dropped). */
 export function stampLine(ts: number, bytes: Buffer): string {
@@ -15,7 +15,7 @@ export function stampLine(ts: number, bytes: Buffer): string {
   return `${ts} ${text}\n`;
 }
 
-export function* parseLines(bytes: Buffer): Generator<OutputLine> {
+function* parseLines(bytes: Buffer): Generator<OutputLine> {
   let from = 0;
   for (let nl = bytes.indexOf(10); nl !== -1; nl = bytes.indexOf(10, from)) {
     const text = bytes.toString('utf8', from, nl);
@@ -49,7 +49,12 @@ export async function readRange(path: string, from: number, to: number): Promise
   }
 }
 
-export async function* readLinesFrom(path: string, from: number, signal: AbortSignal, to = Infinity): AsyncGenerator<OutputLine> {
+export async function* readLinesFrom(
+  path: string,
+  from: number,
+  signal: AbortSignal,
+  to = Infinity,
+): AsyncGenerator<OutputLine> {
   let handle: FileHandle;
   try {
     handle = await open(path, 'r');
@@ -109,7 +114,13 @@ export async function* readLinesBackward(path: string, end: number): AsyncGenera
 }
 
 /** Whole lines between `from` and `to`, a chunk at a time (the reader's pace sets the reads); `consumed` hears the bytes taken. */
-export async function* linesOf(handle: FileHandle, from: number, to: number, consumed: (n: number) => void, signal: AbortSignal): AsyncGenerator<OutputLine> {
+export async function* linesOf(
+  handle: FileHandle,
+  from: number,
+  to: number,
+  consumed: (n: number) => void,
+  signal: AbortSignal,
+): AsyncGenerator<OutputLine> {
   let at = from;
   let rest = Buffer.alloc(0);
   while (at < to && !signal.aborted) {

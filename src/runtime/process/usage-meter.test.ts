@@ -34,21 +34,26 @@ describe('UsageMeter', () => {
         assert.equal(quiet.gpus, undefined, 'a process host has no real GPUs to read');
       },
       { statsIntervalMs: 250 },
-    ));
+    ),
+  );
 
-  test('inspect answers the last sample and never measures: between two turns it gives the same figures', needsProc, () =>
-    withRuntime(
-      async ({ runtime }) => {
-        const busy = instanceSpec({ image: 'test/busy', vcpus: 1, memoryGb: 1 });
-        await runtime.start(busy);
-        const first = await waitFor('a sample', async () => (await runtime.inspect(busy.id))?.stats ?? null, 10_000);
-        await sleep(300);
-        // A busy process's memory and CPU time move all the time: only an unmeasured read repeats exactly.
-        const again = await Promise.all(Array.from({ length: 50 }, () => runtime.inspect(busy.id)));
-        for (const status of again) assert.deepEqual(status?.stats, first);
-        const [listed] = await runtime.list();
-        assert.deepEqual(listed?.stats, first);
-      },
-      { statsIntervalMs: 60_000 },
-    ));
+  test(
+    'inspect answers the last sample and never measures: between two turns it gives the same figures',
+    needsProc,
+    () =>
+      withRuntime(
+        async ({ runtime }) => {
+          const busy = instanceSpec({ image: 'test/busy', vcpus: 1, memoryGb: 1 });
+          await runtime.start(busy);
+          const first = await waitFor('a sample', async () => (await runtime.inspect(busy.id))?.stats ?? null, 10_000);
+          await sleep(300);
+          // A busy process's memory and CPU time move all the time: only an unmeasured read repeats exactly.
+          const again = await Promise.all(Array.from({ length: 50 }, () => runtime.inspect(busy.id)));
+          for (const status of again) assert.deepEqual(status?.stats, first);
+          const [listed] = await runtime.list();
+          assert.deepEqual(listed?.stats, first);
+        },
+        { statsIntervalMs: 60_000 },
+      ),
+  );
 });

@@ -36,7 +36,11 @@ export class UsageMeter {
       this.#cpuUtil = cpuPercent(this.#sample, sample, this.#vcpus);
       this.#sample = sample;
     }
-    this.#latest = { cpuUtil: this.#cpuUtil, memoryUtil: memoryPercent(usage.rssBytes, this.#memoryGb), memoryBytes: usage.rssBytes };
+    this.#latest = {
+      cpuUtil: this.#cpuUtil,
+      memoryUtil: memoryPercent(usage.rssBytes, this.#memoryGb),
+      memoryBytes: usage.rssBytes,
+    };
     return this.#latest;
   }
 }

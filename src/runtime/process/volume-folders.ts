@@ -12,13 +12,18 @@ import type { VolumeSource } from '../runtime.js';
  * deleted recursively: an id that could climb out of its folder is refused outright.
  */
 function folderName(what: string, name: string): string {
-  if (name === '' || name === '.' || name === '..' || /[/\\\0]/.test(name)) throw new Error(`${what} ${JSON.stringify(name)} cannot name a folder`);
+  if (name === '' || name === '.' || name === '..' || /[/\\\0]/.test(name))
+    throw new Error(`${what} ${JSON.stringify(name)} cannot name a folder`);
   return name;
 }
 
-export const podFolderOf = (dataDir: string, instanceId: string): string => join(dataDir, 'pods', folderName('instance id', instanceId));
-export const networkVolumeFolderOf = (dataDir: string, volumeId: string): string => join(dataDir, 'volumes', folderName('volume id', volumeId));
+export const podFolderOf = (dataDir: string, instanceId: string): string =>
+  join(dataDir, 'pods', folderName('instance id', instanceId));
+export const networkVolumeFolderOf = (dataDir: string, volumeId: string): string =>
+  join(dataDir, 'volumes', folderName('volume id', volumeId));
 
 export function volumeFolderOf(dataDir: string, instanceId: string, volume: VolumeSource): string {
-  return volume.kind === 'persistent' ? join(podFolderOf(dataDir, instanceId), 'persistent') : networkVolumeFolderOf(dataDir, volume.volumeId);
+  return volume.kind === 'persistent'
+    ? join(podFolderOf(dataDir, instanceId), 'persistent')
+    : networkVolumeFolderOf(dataDir, volume.volumeId);
 }

@@ -138,7 +138,9 @@ async function onServerGone(why) {
     log(`the server is gone (${why}); it left no instance running`);
     process.exit(0);
   }
-  log(`the server is gone (${why}); ${guarded.size} instance group(s) are stopped in ${graceMs} ms unless they end first`);
+  log(
+    `the server is gone (${why}); ${guarded.size} instance group(s) are stopped in ${graceMs} ms unless they end first`,
+  );
   const deadline = performance.now() + graceMs;
   for (;;) {
     if (forgetEnded() === 0) {
@@ -163,7 +165,8 @@ function onLine(line) {
     return;
   }
   if (message.bye === true) process.exit(0);
-  if (Number.isInteger(message.guard) && message.guard > 1 && typeof message.id === 'string') guarded.set(message.guard, message.id);
+  if (Number.isInteger(message.guard) && message.guard > 1 && typeof message.id === 'string')
+    guarded.set(message.guard, message.id);
   else if (Number.isInteger(message.release)) guarded.delete(message.release);
   else log(`ignored an unknown message: ${line.slice(0, 200)}`);
 }

@@ -46,13 +46,26 @@ interface ServerLike {
 }
 
 /** Starts the server-like fixture and waits for its line: the watchdog's pid and each instance's. */
-async function startServer(options: { dataDir: string; orphanGraceMs: number; stopGraceMs: number; instances: { id: string; image: string }[]; killWatchdogAfter?: number }): Promise<ServerLike> {
-  const child = spawn(node, ['--import', 'tsx', serverFixture, JSON.stringify(options)], { cwd: root, stdio: ['ignore', 'pipe', 'pipe'] });
+async function startServer(options: {
+  dataDir: string;
+  orphanGraceMs: number;
+  stopGraceMs: number;
+  instances: { id: string; image: string }[];
+  killWatchdogAfter?: number;
+}): Promise<ServerLike> {
+  const child = spawn(node, ['--import', 'tsx', serverFixture, JSON.stringify(options)], {
+    cwd: root,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   let out = '';
   let err = '';
-  child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
-  child.stderr!.on('data', (d: Buffer) => (err += d.toString()));
-  const line = await waitFor('the server-like process to start its instances', () => (out.includes('\n') ? out.slice(0, out.indexOf('\n')) : child.exitCode !== null ? `exited: ${err}` : null), 30_000);
+  child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+  child.stderr.on('data', (d: Buffer) => (err += d.toString()));
+  const line = await waitFor(
+    'the server-like process to start its instances',
+    () => (out.includes('\n') ? out.slice(0, out.indexOf('\n')) : child.exitCode !== null ? `exited: ${err}` : null),
+    30_000,
+  );
   const parsed = JSON.parse(line) as { watchdog: number; pids: Record<string, number> };
   strays.push(parsed.watchdog, ...Object.values(parsed.pids));
   return { child, ...parsed };
@@ -86,7 +99,11 @@ async function killHard(server: ServerLike): Promise<number> {
 async function staysAlive(pids: number[], since: number, untilMs: number, everyMs = 50): Promise<number> {
   let checks = 0;
   while (performance.now() - since < untilMs) {
-    for (const pid of pids) assert.ok(alive(pid), `process ${pid} was stopped ${Math.round(performance.now() - since)} ms after the server died, inside the grace`);
+    for (const pid of pids)
+      assert.ok(
+        alive(pid),
+        `process ${pid} was stopped ${Math.round(performance.now() - since)} ms after the server died, inside the grace`,
+      );
     checks += 1;
     await pause(everyMs);
   }
@@ -115,22 +132,34 @@ describe('the process watchdog', () => {
       ],
     });
     const { grandchild } = await grandchildPids(dir, 'forks');
-    await waitFor('the stubborn fixture to install its SIGTERM handler', () => existsSync(join(dir, 'instances', 'stubborn', 'ready')));
+    await waitFor('the stubborn fixture to install its SIGTERM handler', () =>
+      existsSync(join(dir, 'instances', 'stubborn', 'ready')),
+    );
     const { idle, forks, stubborn } = server.pids as Record<'idle' | 'forks' | 'stubborn', number>;
     assert.ok(alive(server.watchdog), 'the watchdog runs beside the server');
 
     const killedAt = await killHard(server);
-    const checks = await staysAlive([idle!, forks!, grandchild, stubborn!, server.watchdog], killedAt, graceMs / 2);
+    const checks = await staysAlive([idle, forks, grandchild, stubborn, server.watchdog], killedAt, graceMs / 2);
     assert.ok(checks >= 10, `alive at ${checks} checks over the first half of the grace`);
 
     const [idleGone, forksGone, grandchildGone, stubbornGone] = await Promise.all(
-      [idle!, forks!, grandchild, stubborn!].map((pid) => goneAfter(pid, killedAt, graceMs + stopGraceMs + 10_000)),
+      [idle, forks, grandchild, stubborn].map((pid) => goneAfter(pid, killedAt, graceMs + stopGraceMs + 10_000)),
     );
-    for (const [what, ms] of [['idle', idleGone], ['forks', forksGone], ['its grandchild', grandchildGone]] as const) {
+    for (const [what, ms] of [
+      ['idle', idleGone],
+      ['forks', forksGone],
+      ['its grandchild', grandchildGone],
+    ] as const) {
       assert.ok(ms! >= graceMs, `${what} was stopped after the grace (${Math.round(ms!)} ms after the kill)`);
-      assert.ok(ms! < graceMs + 3_000, `${what} was stopped soon after the grace (${Math.round(ms!)} ms after the kill)`);
+      assert.ok(
+        ms! < graceMs + 3_000,
+        `${what} was stopped soon after the grace (${Math.round(ms!)} ms after the kill)`,
+      );
     }
-    assert.ok(stubbornGone! >= graceMs + stopGraceMs, `what ignores SIGTERM is SIGKILLed ${stopGraceMs} ms later (${Math.round(stubbornGone!)} ms after the kill)`);
+    assert.ok(
+      stubbornGone! >= graceMs + stopGraceMs,
+      `what ignores SIGTERM is SIGKILLed ${stopGraceMs} ms later (${Math.round(stubbornGone!)} ms after the kill)`,
+    );
     await waitFor('the watchdog to exit once done', () => !alive(server.watchdog));
     const log = readFileSync(join(dir, 'watchdog.log'), 'utf8');
     assert.match(log, /the server is gone/);
@@ -154,36 +183,56 @@ describe('the process watchdog', () => {
     await waitFor('the watchdog to exit', () => !alive(watchdog), 3_000);
   });
 
-  test('close lets a start under way finish, stops what it started, then dismisses the watchdog', { skip: procAvailable() ? false : 'needs /proc' }, async () => {
-    const { runtime } = makeRuntime();
-    const first = instanceSpec({ image: 'test/idle' });
-    await runtime.start(first);
-    const watchdog = runtime.watchdogPid!;
-    const late = instanceSpec({ image: 'test/idle' });
-    let settled = false;
-    const outcome = runtime
-      .start(late)
-      .then(
-        () => null,
-        (err: Error) => err.message,
-      )
-      .finally(() => (settled = true));
-    await runtime.close();
-    assert.ok(settled, 'the start under way had settled when close() resolved');
-    const marker = `GANTRY_INSTANCE_ID=${late.id}`;
-    const entries = (await scanProcesses()) ?? [];
-    const running = await Promise.all(entries.filter((e) => isLiveState(e.state)).map(async (e) => ((await readEnviron(e.pid)) ?? []).includes(marker)));
-    assert.ok(!running.includes(true), 'no process of the late instance is left once close() resolves');
-    assert.match((await outcome) ?? 'started', /shutting down/);
-    await waitFor('the watchdog to exit', () => !alive(watchdog), 3_000);
-  });
+  test(
+    'close lets a start under way finish, stops what it started, then dismisses the watchdog',
+    { skip: procAvailable() ? false : 'needs /proc' },
+    async () => {
+      const { runtime } = makeRuntime();
+      const first = instanceSpec({ image: 'test/idle' });
+      await runtime.start(first);
+      const watchdog = runtime.watchdogPid!;
+      const late = instanceSpec({ image: 'test/idle' });
+      let settled = false;
+      const outcome = runtime
+        .start(late)
+        .then(
+          () => null,
+          (err: Error) => err.message,
+        )
+        .finally(() => (settled = true));
+      await runtime.close();
+      assert.ok(settled, 'the start under way had settled when close() resolved');
+      const marker = `GANTRY_INSTANCE_ID=${late.id}`;
+      const entries = (await scanProcesses()) ?? [];
+      const running = await Promise.all(
+        entries
+          .filter((e) => isLiveState(e.state))
+          .map(async (e) => ((await readEnviron(e.pid)) ?? []).includes(marker)),
+      );
+      assert.ok(!running.includes(true), 'no process of the late instance is left once close() resolves');
+      assert.match((await outcome) ?? 'started', /shutting down/);
+      await waitFor('the watchdog to exit', () => !alive(watchdog), 3_000);
+    },
+  );
 
   test('a server started again on the same data dir within the grace stops the leftovers at once, and the old watchdog leaves without touching what it starts', async () => {
     const dir = dataDir();
     const graceMs = 1_500;
-    const server = await startServer({ dataDir: dir, orphanGraceMs: graceMs, stopGraceMs: 500, instances: [{ id: 'pod1', image: 'test/idle' }] });
+    const server = await startServer({
+      dataDir: dir,
+      orphanGraceMs: graceMs,
+      stopGraceMs: 500,
+      instances: [{ id: 'pod1', image: 'test/idle' }],
+    });
     const killedAt = await killHard(server);
-    const next = new ProcessRuntime({ images, dataDir: dir, clock: new FakeClock(), logger: pino({ level: 'silent' }), stopGraceMs: 500, orphanGraceMs: graceMs });
+    const next = new ProcessRuntime({
+      images,
+      dataDir: dir,
+      clock: new FakeClock(),
+      logger: pino({ level: 'silent' }),
+      stopGraceMs: 500,
+      orphanGraceMs: graceMs,
+    });
     try {
       assert.deepEqual(await next.attach(), []);
       const stoppedAfter = performance.now() - killedAt;
@@ -194,7 +243,11 @@ describe('the process watchdog', () => {
       await waitFor('the old watchdog to exit', () => !alive(server.watchdog), graceMs + 10_000);
       const log = readFileSync(join(dir, 'watchdog.log'), 'utf8');
       // It saw the server go either before or after the new server stopped the leftover.
-      assert.match(log, /every instance ended; nothing to stop|it left no instance running/, 'it saw its groups end, and left');
+      assert.match(
+        log,
+        /every instance ended; nothing to stop|it left no instance running/,
+        'it saw its groups end, and left',
+      );
       assert.doesNotMatch(log, /stopping instance/);
       assert.ok(alive(pid), 'the new server’s instance of the same id runs on');
     } finally {
@@ -220,43 +273,63 @@ describe('the process watchdog', () => {
     assert.match(readFileSync(join(dir, 'watchdog.log'), 'utf8'), /stopping instance before/);
   });
 
-  describe('the script', { skip: procAvailable() ? false : 'needs /proc to tell an instance’s group from a stranger’s' }, () => {
-    /** A process leading its own group, started as instance `id`. */
-    async function groupLeader(id: string): Promise<number> {
-      const child = spawn(node, ['-e', 'setInterval(() => {}, 1 << 30)'], { detached: true, stdio: 'ignore', env: { GANTRY_INSTANCE_ID: id } });
-      child.unref();
-      await new Promise((resolve) => child.once('spawn', resolve));
-      strays.push(child.pid!);
-      return child.pid!;
-    }
-    /** Runs the watchdog script fed `lines` and then end of file; resolves when it exits. */
-    async function runScript(lines: object[], graceMs: number): Promise<void> {
-      const child = spawn(node, [WATCHDOG_SCRIPT, JSON.stringify({ graceMs, stopGraceMs: 500 })], { stdio: ['pipe', 'ignore', 'ignore'] });
-      const exited = new Promise((resolve) => child.once('exit', resolve));
-      for (const line of lines) child.stdin!.write(`${JSON.stringify(line)}\n`);
-      child.stdin!.end();
-      await exited;
-    }
+  describe(
+    'the script',
+    { skip: procAvailable() ? false : 'needs /proc to tell an instance’s group from a stranger’s' },
+    () => {
+      /** A process leading its own group, started as instance `id`. */
+      async function groupLeader(id: string): Promise<number> {
+        const child = spawn(node, ['-e', 'setInterval(() => {}, 1 << 30)'], {
+          detached: true,
+          stdio: 'ignore',
+          env: { GANTRY_INSTANCE_ID: id },
+        });
+        child.unref();
+        await new Promise((resolve) => child.once('spawn', resolve));
+        strays.push(child.pid!);
+        return child.pid!;
+      }
+      /** Runs the watchdog script fed `lines` and then end of file; resolves when it exits. */
+      async function runScript(lines: object[], graceMs: number): Promise<void> {
+        const child = spawn(node, [WATCHDOG_SCRIPT, JSON.stringify({ graceMs, stopGraceMs: 500 })], {
+          stdio: ['pipe', 'ignore', 'ignore'],
+        });
+        const exited = new Promise((resolve) => child.once('exit', resolve));
+        for (const line of lines) child.stdin.write(`${JSON.stringify(line)}\n`);
+        child.stdin.end();
+        await exited;
+      }
 
-    test('a guarded group that is no longer the instance’s (its id went to another process) is left alone', async () => {
-      const mine = await groupLeader('mine');
-      const stranger = await groupLeader('someone-else');
-      await runScript([{ guard: mine, id: 'mine' }, { guard: stranger, id: 'reused' }], 100);
-      assert.equal(alive(mine), false);
-      assert.ok(alive(stranger), 'a group without the instance’s marker is not signalled');
-    });
+      test('a guarded group that is no longer the instance’s (its id went to another process) is left alone', async () => {
+        const mine = await groupLeader('mine');
+        const stranger = await groupLeader('someone-else');
+        await runScript(
+          [
+            { guard: mine, id: 'mine' },
+            { guard: stranger, id: 'reused' },
+          ],
+          100,
+        );
+        assert.equal(alive(mine), false);
+        assert.ok(alive(stranger), 'a group without the instance’s marker is not signalled');
+      });
 
-    test('a released group, and every group after a goodbye, are left alone', async () => {
-      const released = await groupLeader('released');
-      await runScript([{ guard: released, id: 'released' }, { release: released }], 100);
-      assert.ok(alive(released));
-      const kept = await groupLeader('kept');
-      await runScript([{ guard: kept, id: 'kept' }, { bye: true }], 100);
-      assert.ok(alive(kept));
-    });
-  });
+      test('a released group, and every group after a goodbye, are left alone', async () => {
+        const released = await groupLeader('released');
+        await runScript([{ guard: released, id: 'released' }, { release: released }], 100);
+        assert.ok(alive(released));
+        const kept = await groupLeader('kept');
+        await runScript([{ guard: kept, id: 'kept' }, { bye: true }], 100);
+        assert.ok(alive(kept));
+      });
+    },
+  );
 
-  test('the build ships the watchdog script beside its module', { skip: existsSync(join(root, 'dist', 'runtime', 'process', 'watchdog.js')) ? false : 'no build in dist/' }, () => {
-    assert.ok(existsSync(join(root, 'dist', 'runtime', 'process', 'watchdog-process.mjs')));
-  });
+  test(
+    'the build ships the watchdog script beside its module',
+    { skip: existsSync(join(root, 'dist', 'runtime', 'process', 'watchdog.js')) ? false : 'no build in dist/' },
+    () => {
+      assert.ok(existsSync(join(root, 'dist', 'runtime', 'process', 'watchdog-process.mjs')));
+    },
+  );
 });

@@ -93,7 +93,10 @@ export class Watchdog {
   async #spawn(): Promise<void> {
     const { logger, logPath, graceMs, stopGraceMs } = this.#options;
     if (!existsSync(WATCHDOG_SCRIPT)) {
-      logger.error({ script: WATCHDOG_SCRIPT }, 'the process watchdog is missing from this installation: instances of a server killed without closing keep running until a server starts again on this data dir');
+      logger.error(
+        { script: WATCHDOG_SCRIPT },
+        'the process watchdog is missing from this installation: instances of a server killed without closing keep running until a server starts again on this data dir',
+      );
       return;
     }
     let log: FileHandle | null = null;
@@ -136,7 +139,11 @@ export class Watchdog {
     child.stdin?.on('error', () => undefined);
     child.once('exit', (code, signal) => {
       if (this.#child === child) this.#child = null;
-      if (!this.#closed) logger.error({ code, signal, log: logPath }, 'the process watchdog ended on its own; it is started again with the next instance');
+      if (!this.#closed)
+        logger.error(
+          { code, signal, log: logPath },
+          'the process watchdog ended on its own; it is started again with the next instance',
+        );
     });
     // Neither it nor its pipe keeps the server running.
     child.unref();

@@ -16,7 +16,8 @@
  */
 
 /** Bytes a job row stores: input, output, error. */
-const rowBytes = (r: string): string => `octet_length(${r}.input) + coalesce(octet_length(${r}.output), 0) + coalesce(octet_length(${r}.error), 0)`;
+const rowBytes = (r: string): string =>
+  `octet_length(${r}.input) + coalesce(octet_length(${r}.output), 0) + coalesce(octet_length(${r}.error), 0)`;
 
 const backfill = (shard: string): string[] => [
   `UPDATE job_stream SET account_id = (SELECT account_id FROM jobs WHERE jobs.id = job_stream.job_id)`,
@@ -75,7 +76,11 @@ export const jobUsageSqlite = (): string[] => [
  * no row. `rows`, the transition table, is checked first, so such a statement costs one empty scan,
  * not the join and upsert.
  */
-const pgFunction = (name: string, rows: string, select: string): string => `CREATE FUNCTION ${name}() RETURNS trigger LANGUAGE plpgsql AS $$
+const pgFunction = (
+  name: string,
+  rows: string,
+  select: string,
+): string => `CREATE FUNCTION ${name}() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
   IF NOT EXISTS (SELECT 1 FROM ${rows}) THEN RETURN NULL; END IF;
   INSERT INTO job_usage AS u (account_id, shard, queued_jobs, stored_bytes)
@@ -92,7 +97,11 @@ const queued = (r: string): string => `CASE WHEN ${r}.status = 'IN_QUEUE' THEN 1
 export const jobUsagePostgres = (): string[] => [
   ...table('BIGINT'),
   ...backfill('0'),
-  pgFunction('jobs_usage_insert', 'jobs_new', `SELECT n.account_id, sum(${queued('n')}) AS queued, sum(${rowBytes('n')}) AS bytes FROM jobs_new n GROUP BY n.account_id`),
+  pgFunction(
+    'jobs_usage_insert',
+    'jobs_new',
+    `SELECT n.account_id, sum(${queued('n')}) AS queued, sum(${rowBytes('n')}) AS bytes FROM jobs_new n GROUP BY n.account_id`,
+  ),
   pgTrigger('jobs_usage_insert', 'INSERT', 'jobs', 'NEW TABLE AS jobs_new'),
   pgFunction(
     'jobs_usage_update',
@@ -101,10 +110,22 @@ export const jobUsagePostgres = (): string[] => [
       FROM jobs_new n JOIN jobs_old o ON o.id = n.id GROUP BY n.account_id`,
   ),
   pgTrigger('jobs_usage_update', 'UPDATE', 'jobs', 'OLD TABLE AS jobs_old NEW TABLE AS jobs_new'),
-  pgFunction('jobs_usage_delete', 'jobs_old', `SELECT o.account_id, -sum(${queued('o')}) AS queued, -sum(${rowBytes('o')}) AS bytes FROM jobs_old o GROUP BY o.account_id`),
+  pgFunction(
+    'jobs_usage_delete',
+    'jobs_old',
+    `SELECT o.account_id, -sum(${queued('o')}) AS queued, -sum(${rowBytes('o')}) AS bytes FROM jobs_old o GROUP BY o.account_id`,
+  ),
   pgTrigger('jobs_usage_delete', 'DELETE', 'jobs', 'OLD TABLE AS jobs_old'),
-  pgFunction('job_stream_usage_insert', 'stream_new', `SELECT n.account_id, 0 AS queued, sum(octet_length(n.output)) AS bytes FROM stream_new n WHERE n.account_id IS NOT NULL GROUP BY n.account_id`),
+  pgFunction(
+    'job_stream_usage_insert',
+    'stream_new',
+    `SELECT n.account_id, 0 AS queued, sum(octet_length(n.output)) AS bytes FROM stream_new n WHERE n.account_id IS NOT NULL GROUP BY n.account_id`,
+  ),
   pgTrigger('job_stream_usage_insert', 'INSERT', 'job_stream', 'NEW TABLE AS stream_new'),
-  pgFunction('job_stream_usage_delete', 'stream_old', `SELECT o.account_id, 0 AS queued, -sum(octet_length(o.output)) AS bytes FROM stream_old o WHERE o.account_id IS NOT NULL GROUP BY o.account_id`),
+  pgFunction(
+    'job_stream_usage_delete',
+    'stream_old',
+    `SELECT o.account_id, 0 AS queued, -sum(octet_length(o.output)) AS bytes FROM stream_old o WHERE o.account_id IS NOT NULL GROUP BY o.account_id`,
+  ),
   pgTrigger('job_stream_usage_delete', 'DELETE', 'job_stream', 'OLD TABLE AS stream_old'),
 ];

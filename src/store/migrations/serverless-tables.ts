@@ -113,7 +113,9 @@ export const serverlessTables = ({ big }: DialectTypes): string[] => [
 ];
 
 /** Migration `0003-webhook-deliveries-by-job`: a job's deliveries, for its status view. */
-export const webhookDeliveriesByJob = (): string[] => [`CREATE INDEX webhook_deliveries_job ON webhook_deliveries(job_id, created_at)`];
+export const webhookDeliveriesByJob = (): string[] => [
+  `CREATE INDEX webhook_deliveries_job ON webhook_deliveries(job_id, created_at)`,
+];
 
 /**
  * Migration `0007-webhook-fairness`: deliveries carry their job's account and their receiver (the
@@ -134,10 +136,16 @@ export const webhookFairness = (): string[] => [
  * Migration `0004-jobs-retried`: `/health`'s retried count from an index. Partial: only jobs that
  * went back to the queue have an entry, so inserts pay nothing for it.
  */
-export const jobsRetriedIndex = (): string[] => [`CREATE INDEX jobs_retried ON jobs(endpoint_id, retries) WHERE retries > 0`];
+export const jobsRetriedIndex = (): string[] => [
+  `CREATE INDEX jobs_retried ON jobs(endpoint_id, retries) WHERE retries > 0`,
+];
 
 /** Part of migration 0007: the receiver of every PENDING row, from its URL (SQL cannot parse one). */
 export async function backfillWebhookReceivers(db: Kysely<unknown>): Promise<void> {
-  const rows = await sql<{ id: string; url: string }>`SELECT id, url FROM webhook_deliveries WHERE status = 'PENDING'`.execute(db);
-  for (const { id, url } of rows.rows) await sql`UPDATE webhook_deliveries SET receiver = ${receiverKey(url)} WHERE id = ${id}`.execute(db);
+  const rows = await sql<{
+    id: string;
+    url: string;
+  }>`SELECT id, url FROM webhook_deliveries WHERE status = 'PENDING'`.execute(db);
+  for (const { id, url } of rows.rows)
+    await sql`UPDATE webhook_deliveries SET receiver = ${receiverKey(url)} WHERE id = ${id}`.execute(db);
 }

@@ -15,8 +15,12 @@
  *   `gantry worker env` run again after the upgrade, which mints an endpoint-bound worker key.
  */
 export const workerIdentity = (dialect: 'sqlite' | 'postgres'): string[] => {
-  const nowMs = dialect === 'postgres' ? `(EXTRACT(EPOCH FROM now()) * 1000)::BIGINT` : `CAST(strftime('%s', 'now') AS INTEGER) * 1000`;
-  const workerEnvKey = dialect === 'postgres' ? `name ~ '^worker [a-z0-9]{14}$'` : `name GLOB 'worker ${'[a-z0-9]'.repeat(14)}'`;
+  const nowMs =
+    dialect === 'postgres'
+      ? `(EXTRACT(EPOCH FROM now()) * 1000)::BIGINT`
+      : `CAST(strftime('%s', 'now') AS INTEGER) * 1000`;
+  const workerEnvKey =
+    dialect === 'postgres' ? `name ~ '^worker [a-z0-9]{14}$'` : `name GLOB 'worker ${'[a-z0-9]'.repeat(14)}'`;
   const keys = [
     `UPDATE api_keys SET revoked_at = ${nowMs} WHERE revoked_at IS NULL AND rate_limit_exempt = 1 AND name LIKE 'workers of endpoint % (autoscaler)'`,
     `UPDATE api_keys SET revoked_at = ${nowMs} WHERE revoked_at IS NULL AND scope = 'write' AND ${workerEnvKey}`,
@@ -24,7 +28,12 @@ export const workerIdentity = (dialect: 'sqlite' | 'postgres'): string[] => {
     `ALTER TABLE api_keys ADD COLUMN worker_id TEXT`,
     `CREATE INDEX api_keys_endpoint ON api_keys(endpoint_id) WHERE endpoint_id IS NOT NULL`,
   ];
-  if (dialect === 'postgres') return [`ALTER TABLE workers DROP CONSTRAINT workers_pkey`, `ALTER TABLE workers ADD PRIMARY KEY (endpoint_id, id)`, ...keys];
+  if (dialect === 'postgres')
+    return [
+      `ALTER TABLE workers DROP CONSTRAINT workers_pkey`,
+      `ALTER TABLE workers ADD PRIMARY KEY (endpoint_id, id)`,
+      ...keys,
+    ];
   return [
     `CREATE TABLE workers_0005 (
       id TEXT NOT NULL,

@@ -1,6 +1,12 @@
 import { sql, type Kysely, type Migration } from 'kysely';
 import { initialTables } from '../tables.js';
-import { backfillWebhookReceivers, jobsRetriedIndex, serverlessTables, webhookDeliveriesByJob, webhookFairness } from '../serverless-tables.js';
+import {
+  backfillWebhookReceivers,
+  jobsRetriedIndex,
+  serverlessTables,
+  webhookDeliveriesByJob,
+  webhookFairness,
+} from '../serverless-tables.js';
 import { jobUsagePostgres } from '../job-usage.js';
 import { workerIdentity } from '../worker-identity.js';
 import { workerAllocation } from '../worker-allocation.js';
