@@ -54,7 +54,6 @@ const POLL_MS = Number(process.env.POLL_MS ?? 100);
 const ONLY = new Set(values.only.split(',').map((s) => s.trim()));
 const DOCKER_HOST = process.env.DOCKER_HOST || 'unix:///var/run/docker.sock';
 const root = join(import.meta.dirname, '..');
-const GiB = 1024 ** 3;
 
 const median = (a: number[]) =>
   percentile(

@@ -182,9 +182,9 @@ async function main() {
       'RSS outside the heap': (m.rssMb - m.heapTotalMb).toFixed(1),
       external: m.externalMb.toFixed(1),
     });
-  let agentKb = NaN;
-  let agentCpu = NaN;
-  let healthy = false;
+  let agentKb: number;
+  let agentCpu: number;
+  let healthy: boolean;
 
   // ---- the agents ------------------------------------------------------------------------------
   const server = await startGantry({ config, nodeArgs });

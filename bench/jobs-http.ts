@@ -252,8 +252,11 @@ async function stores(bare: Child): Promise<void> {
       const c = new pg.Client({ connectionString: pgUrl });
       await c.connect();
       try {
-        const r = await c.query(`SELECT count(*)::int AS n FROM "${schema}".jobs WHERE endpoint_id = $1`, [endpointId]);
-        durabilityRow('postgres', ok, Number(r.rows[0].n));
+        const r = await c.query<{ n: number }>(
+          `SELECT count(*)::int AS n FROM "${schema}".jobs WHERE endpoint_id = $1`,
+          [endpointId],
+        );
+        durabilityRow('postgres', ok, Number(r.rows[0]?.n));
       } finally {
         await c.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
         await c.end();

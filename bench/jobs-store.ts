@@ -29,7 +29,7 @@ const WORKERS = Number(values.workers);
 
 interface Target {
   name: string;
-  open(): Promise<{ db: Db; cleanup(): Promise<void> }>;
+  open(): Promise<{ db: Db; cleanup: () => Promise<void> }>;
 }
 
 const targets: Target[] = [

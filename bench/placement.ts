@@ -121,7 +121,7 @@ const totalGpus = hosts.reduce((n, h) => n + h.gpuCount, 0);
 
 // Holders live in a ring: each new reservation past the target evicts the oldest (churn).
 const target = Math.floor(totalGpus * 0.35);
-const ring: string[] = new Array(target);
+const ring = new Array<string>(target);
 let head = 0;
 let live = 0;
 let placed = 0;

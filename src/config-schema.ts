@@ -42,11 +42,14 @@ const choice = <const T extends readonly string[]>(
   description: string,
   options: Options = {},
 ) =>
-  Type.Union(values.map((v) => Type.Literal(v)), {
-    default: fallback,
-    description,
-    ...options,
-  }) as unknown as TUnion<[TLiteral<T[number]>]>;
+  Type.Union(
+    values.map((v) => Type.Literal(v)),
+    {
+      default: fallback,
+      description,
+      ...options,
+    },
+  ) as unknown as TUnion<[TLiteral<T[number]>]>;
 const text = (fallback: string, description: string, options: Options = {}) =>
   Type.String({ default: fallback, description, ...options });
 const nonEmpty = (options: Options = {}) => Type.String({ pattern: '\\S', mustBe: 'a non-empty string', ...options });

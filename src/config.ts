@@ -125,6 +125,13 @@ function normalise(file: Obj): Obj {
   return out;
 }
 
+/** A host's CUDA version as written ("12.4", or a number in YAML); absent → unknown. */
+function cudaVersionOf(v: unknown, path: string): string | null {
+  if (v === undefined || v === null) return null;
+  if (typeof v === 'string' || typeof v === 'number') return String(v);
+  return fail(`${path} must be a version like "12.4"`);
+}
+
 function parseFleet(raw: unknown, catalog: Catalog): Host[] {
   if (raw === undefined) return defaultFleet();
   if (!Array.isArray(raw)) fail('fleet must be a list of hosts (or fleet.hosts, when fleet is a mapping)');
@@ -146,7 +153,7 @@ function parseFleet(raw: unknown, catalog: Catalog): Host[] {
       id,
       dataCenterId,
       cloud: h.cloud === 'COMMUNITY' ? 'COMMUNITY' : 'SECURE',
-      cudaVersion: h.cudaVersion === undefined || h.cudaVersion === null ? null : String(h.cudaVersion),
+      cudaVersion: cudaVersionOf(h.cudaVersion, `fleet[${i}].cudaVersion`),
       gpuTypeId,
       gpuCount: gpuTypeId ? num(h.gpuCount, `fleet[${i}].gpuCount`, 1) : 0,
       cpuFlavors: Array.isArray(h.cpuFlavors) ? h.cpuFlavors.map(String) : [],

@@ -31,7 +31,7 @@ function getJson(port: number, path: string): Promise<Record<string, unknown>> {
         try {
           resolve(JSON.parse(body) as Record<string, unknown>);
         } catch (err) {
-          reject(err);
+          reject(new Error(`${path} did not answer JSON: ${body.slice(0, 200)}`, { cause: err }));
         }
       });
     });

@@ -27,7 +27,16 @@ const weirdString = fc.oneof(
     "' OR 1=1 --",
   ),
 );
-const hugeNumber = fc.constantFrom(2 ** 31, 2 ** 53, 9007199254740993, 1e300, -1, -1e300, 0.5, Number.MIN_VALUE);
+const hugeNumber = fc.constantFrom(
+  2 ** 31,
+  2 ** 53,
+  Number.MAX_SAFE_INTEGER + 2,
+  1e300,
+  -1,
+  -1e300,
+  0.5,
+  Number.MIN_VALUE,
+);
 const hostile = fc.oneof(weirdString, hugeNumber, fc.jsonValue({ maxDepth: 3 }), fc.constant(null));
 const capacityFields = [
   'vcpus',

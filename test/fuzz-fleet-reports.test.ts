@@ -9,7 +9,7 @@ import fc from 'fast-check';
 import pino from 'pino';
 import { FakeClock } from '../src/domain/clock.js';
 import { FleetRuntime, type PlacedInstance } from '../src/fleet/fleet-runtime.js';
-import type { InstanceReport, NewOperation, Operation } from '../src/fleet/protocol.js';
+import type { InstanceReport, NewOperation } from '../src/fleet/protocol.js';
 import { instanceSpec } from '../src/runtime/runtime-contract.js';
 
 const STATES = ['starting', 'running', 'exited', 'failed', 'unknown'] as const;

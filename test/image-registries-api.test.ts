@@ -25,10 +25,10 @@ describe('image registries with runtime docker', () => {
   const gql = async (query: string, variables: Record<string, unknown>) => {
     const res = await t.request(key, 'POST', '/graphql', { query, variables });
     assert.equal(res.statusCode, 200);
-    return json(res) as {
+    return json<{
       data: Record<string, unknown> | null;
       errors?: Array<{ message: string; extensions: { code: string } }>;
-    };
+    }>(res);
   };
 
   before(async () => {

@@ -31,7 +31,7 @@ const create = async (key: string, body: Record<string, unknown> = {}) => {
     ...body,
   });
   assert.equal(res.statusCode, 201, res.body);
-  return json(res) as { id: string; name: string };
+  return json<{ id: string; name: string }>(res);
 };
 
 const assertProblem = (

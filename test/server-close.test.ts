@@ -3,6 +3,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { connect, type Socket } from 'node:net';
+import { join } from 'node:path';
 import { startListeningServer } from './support/harness.js';
 
 /** Far under Node's headers timeout (a minute), which is what a silent connection used to cost. */
@@ -38,8 +39,7 @@ test('a start that fails after the server listened (its configured SSH port is t
   const { createServer } = await import('node:net');
   const { mkdtempSync, rmSync, writeFileSync } = await import('node:fs');
   const { tmpdir } = await import('node:os');
-  const { join } = await import('node:path');
-  const { default: pino } = await import('pino');
+  const { pino } = await import('pino');
   const { loadConfig } = await import('../src/config.js');
   const { startServer } = await import('../src/main.js');
   const { freePort } = await import('../src/runtime/runtime-contract.js');

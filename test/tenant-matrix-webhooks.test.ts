@@ -123,7 +123,9 @@ for (const { name, skip } of dialects()) {
     const fetch: FetchLike = (url, init) => {
       calls.push({ url, account: new URL(url).searchParams.get('a') ?? '' });
       if (new URL(url).port !== '1') return Promise.resolve({ status: 200, body: null });
-      return new Promise((_, reject) => init.signal.addEventListener('abort', () => reject(init.signal.reason)));
+      return new Promise((_, reject) =>
+        init.signal.addEventListener('abort', () => reject(init.signal.reason as Error)),
+      );
     };
     const enqueue = (accountId: string, n: number, url: (i: number) => string) =>
       new JobStore(t.db).insertWebhookDeliveries(

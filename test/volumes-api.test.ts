@@ -25,7 +25,7 @@ const create = async (key: string, body: Record<string, unknown> = {}) => {
     ...body,
   });
   assert.equal(res.statusCode, 201, res.body);
-  return json(res) as { id: string; name: string; size: number; dataCenterId: string };
+  return json<{ id: string; name: string; size: number; dataCenterId: string }>(res);
 };
 
 const insertPod = (id: string, accountId: string, status: string, mounts: unknown) =>
@@ -309,7 +309,7 @@ test('DELETE asks the runtime to remove the network volume’s data; a refused d
       size: 50,
       dataCenterId: 'US-TX-3',
     });
-    const volume = json(res) as { id: string };
+    const volume = json<{ id: string }>(res);
     await app.services.db.kysely
       .insertInto('pods')
       .values({

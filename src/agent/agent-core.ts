@@ -170,7 +170,7 @@ export class AgentCore {
       operated: (id) => reports.operated(id),
       acknowledge: (ack) => reports.acknowledge(ack),
     });
-    let fatal: AgentFatal | null = null;
+    let fatal: AgentFatal | null;
     try {
       let attached;
       try {

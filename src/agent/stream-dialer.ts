@@ -127,7 +127,8 @@ export class StreamDialer {
         res.on('end', () => {
           const detail = (() => {
             try {
-              return String((JSON.parse(body) as { detail?: unknown }).detail ?? '');
+              const given = (JSON.parse(body) as { detail?: unknown }).detail;
+              return typeof given === 'string' ? given : '';
             } catch {
               return body.trim().split('\n')[0] ?? '';
             }

@@ -1,5 +1,4 @@
 import type { Config } from '../config.js';
-import type { Cloud } from '../domain/catalog.js';
 import { iso } from '../domain/clock.js';
 import { ApiError } from '../domain/errors.js';
 import { FLEET_HOST_TOPIC } from '../fleet/fleet-service.js';

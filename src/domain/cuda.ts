@@ -56,8 +56,6 @@ export function cudaRule(request: { allowedCudaVersions: readonly string[]; minC
   };
 }
 
-const isUnconstrained = (rule: CudaRule): boolean => rule.allowed === null && rule.min === null;
-
 /** Whether a host reporting `hostCode` satisfies the rule. A host that reports no version satisfies only no constraint. */
 export function cudaAccepts(rule: CudaRule, hostCode: number): boolean {
   if (rule.allowed === null && rule.min === null) return true;

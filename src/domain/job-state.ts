@@ -18,7 +18,6 @@ export type JobStatus = (typeof JOB_STATUSES)[number];
 
 const TERMINAL_JOB_STATUSES: readonly JobStatus[] = ['COMPLETED', 'FAILED', 'CANCELLED', 'TIMED_OUT'];
 
-const isJobStatus = (s: string): s is JobStatus => (JOB_STATUSES as readonly string[]).includes(s);
 export const isTerminalJobStatus = (s: JobStatus): boolean => TERMINAL_JOB_STATUSES.includes(s);
 
 /** Error text of a job whose worker stopped answering after the retry budget was spent. */

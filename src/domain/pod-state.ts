@@ -12,8 +12,6 @@ export type PodAction = (typeof POD_ACTIONS)[number];
 /** What the user asked for; the controller drives `status` toward it. */
 export type DesiredStatus = 'RUNNING' | 'EXITED' | 'TERMINATED';
 
-const isPodStatus = (s: string): s is PodStatus => (POD_STATUSES as readonly string[]).includes(s);
-
 const assertNever = (x: never): never => {
   throw new Error(`unexpected value ${String(x)}`);
 };

@@ -9,6 +9,7 @@ import { isIP } from 'node:net';
 export const MAX_WEBHOOK_URL_LENGTH = 2048;
 
 /** C0 and C1 controls, DEL, and every Unicode space or invisible separator. */
+// eslint-disable-next-line no-control-regex -- matching control characters is this pattern's purpose
 const FORBIDDEN_CHARS = /[\u0000-\u0020\u007f-\u00a0\u1680\u180e\u2000-\u200f\u2028-\u202f\u205f\u2060\u3000\ufeff]/u;
 
 /**

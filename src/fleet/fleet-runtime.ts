@@ -237,6 +237,7 @@ export class FleetRuntime implements Runtime {
       if (this.#table.tracked.get(spec.id) === t) this.#table.untrack(t);
       throw new Error(
         `could not hand the start of instance "${spec.id}" to host ${spec.hostId}: ${(err as Error).message}`,
+        { cause: err },
       );
     }
     this.#ops.set(op.id, { kind: 'start', hostId: spec.hostId, instanceId: spec.id, tracked: t });
@@ -595,7 +596,9 @@ export class FleetRuntime implements Runtime {
       this.#journal?.append(hostId, { t: 'end', opId: op.id, kind, id });
     } catch (err) {
       this.#ended(id);
-      throw new Error(`could not hand the ${kind} of instance "${id}" to host ${hostId}: ${(err as Error).message}`);
+      throw new Error(`could not hand the ${kind} of instance "${id}" to host ${hostId}: ${(err as Error).message}`, {
+        cause: err,
+      });
     }
   }
 

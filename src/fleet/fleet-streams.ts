@@ -91,9 +91,8 @@ export class FleetStreams {
             if (typeof l?.ts === 'number' && typeof l.line === 'string') yield { ts: l.ts, line: l.line };
           }
         } else if (frame.type === FRAME.error) {
-          throw new Error(
-            String((frameJson(frame) as { message?: unknown } | null)?.message ?? 'the agent ended the stream'),
-          );
+          const message = (frameJson(frame) as { message?: unknown } | null)?.message;
+          throw new Error(typeof message === 'string' ? message : 'the agent ended the stream');
         }
       }
     } catch (err) {
@@ -124,7 +123,7 @@ export class FleetStreams {
             exitCode = typeof code === 'number' ? code : null;
           } else if (frame.type === FRAME.error) {
             const message = (frameJson(frame) as { message?: unknown } | null)?.message;
-            output.write(`\r\n${String(message ?? 'the shell ended')}\r\n`);
+            output.write(`\r\n${typeof message === 'string' ? message : 'the shell ended'}\r\n`);
           }
         }
       } catch {

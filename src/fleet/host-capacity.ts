@@ -33,7 +33,7 @@ const isObj = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !
 /** A value quoted back in an error, short and on one line (never more than a few characters of what was sent). */
 const shown = (v: unknown): string => {
   const text =
-    typeof v === 'string' ? JSON.stringify(v) : v === undefined ? 'nothing' : (JSON.stringify(v) ?? String(v));
+    typeof v === 'string' ? JSON.stringify(v) : v === undefined ? 'nothing' : (JSON.stringify(v) ?? typeof v);
   return text.length > 40 ? `${text.slice(0, 40)}…` : text;
 };
 

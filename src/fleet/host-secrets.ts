@@ -13,7 +13,6 @@ export const HOST_CREDENTIAL_PREFIX = 'ghc_';
 const BASE62 = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789';
 const SECRET_LENGTH = 32;
 const JOIN_TOKEN = /^gjt_[A-Za-z0-9]{32}$/;
-const HOST_ID = /^host-[a-z0-9]{12}$/;
 const CREDENTIAL = /^ghc_(host-[a-z0-9]{12})_[A-Za-z0-9]{32}$/;
 
 /** `length` base62 characters from the CSPRNG, uniform (bytes ≥ 248 are drawn again). */
@@ -42,7 +41,6 @@ export const newJoinToken = (): string => JOIN_TOKEN_PREFIX + base62(SECRET_LENG
 export const looksLikeJoinToken = (text: string): boolean => JOIN_TOKEN.test(text);
 
 export const newHostId = (): string => `host-${newId(12)}`;
-const isHostId = (text: string): boolean => HOST_ID.test(text);
 
 export const newHostCredential = (hostId: string): string =>
   `${HOST_CREDENTIAL_PREFIX}${hostId}_${base62(SECRET_LENGTH)}`;

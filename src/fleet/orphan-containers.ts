@@ -64,7 +64,7 @@ export class OrphanContainers {
       if (followed?.size === 0) this.#hosts.delete(hostId);
       return;
     }
-    if (!followed) this.#hosts.set(hostId, (followed = new Map()));
+    if (!followed) this.#hosts.set(hostId, (followed = new Map<string, Orphan>()));
     let skipped = 0;
     for (const id of orphans) {
       if (followed.has(id)) continue;

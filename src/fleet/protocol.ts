@@ -139,7 +139,3 @@ export type Operation =
 
 /** An operation before the queue gave it an id and a sequence number. */
 export type NewOperation = Operation extends infer O ? (O extends Operation ? Omit<O, 'id' | 'seq'> : never) : never;
-
-interface OperationsAnswer {
-  operations: Operation[];
-}

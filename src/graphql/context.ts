@@ -20,9 +20,3 @@ export const envFromPairs = (
 /** An env object → `[{key, value}]`. */
 export const envToPairs = (env: Record<string, string>): Array<{ key: string; value: string }> =>
   Object.entries(env).map(([key, value]) => ({ key, value }));
-
-/** Drops the entries whose value is undefined or null: "not given" in a GraphQL input. */
-const given = <T extends Record<string, unknown>>(obj: T): Partial<{ [K in keyof T]: NonNullable<T[K]> }> =>
-  Object.fromEntries(Object.entries(obj).filter(([, v]) => v !== undefined && v !== null)) as Partial<{
-    [K in keyof T]: NonNullable<T[K]>;
-  }>;

@@ -6,7 +6,7 @@ import {
   isObjectType,
   isInterfaceType,
   Kind,
-  type DefinitionNode,
+  OperationTypeNode,
   type DocumentNode,
   type FragmentDefinitionNode,
   type GraphQLCompositeType,
@@ -156,9 +156,9 @@ export function measureDocument(document: DocumentNode, schema: GraphQLSchema): 
     if (d.kind !== Kind.OPERATION_DEFINITION) continue;
     variables += d.variableDefinitions?.length ?? 0;
     const root =
-      d.operation === 'query'
+      d.operation === OperationTypeNode.QUERY
         ? schema.getQueryType()
-        : d.operation === 'mutation'
+        : d.operation === OperationTypeNode.MUTATION
           ? schema.getMutationType()
           : schema.getSubscriptionType();
     operations.push({

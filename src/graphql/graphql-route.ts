@@ -1,5 +1,6 @@
 import type { FastifyBaseLogger, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import {
+  OperationTypeNode,
   execute,
   getOperationAST,
   GraphQLError,
@@ -172,13 +173,14 @@ async function runGraphql(
     return clean({ errors: invalid.map((e) => toEntry(e, 'VALIDATION_FAILED', options.log, options.requestId)) });
 
   const operation = getOperationAST(document, operationName);
-  if (operation?.operation === 'mutation') {
+  if (operation?.operation === OperationTypeNode.MUTATION) {
     if (options.method === 'GET')
       return failure('Mutations must be sent with POST; GET /graphql runs queries only.', 'METHOD_NOT_ALLOWED');
     if (principal.scope !== 'write')
       return failure(`This API key has the "${principal.scope}" scope; mutations need a "write" key.`, 'FORBIDDEN');
   }
-  if (operation?.operation === 'subscription') return failure('Subscriptions are not supported.', 'BAD_REQUEST');
+  if (operation?.operation === OperationTypeNode.SUBSCRIPTION)
+    return failure('Subscriptions are not supported.', 'BAD_REQUEST');
 
   // Each root field is a request against the key's rate limits: the request itself counted one.
   const executed = bounded.measure.operations.find((m) => m.node === operation);
@@ -193,7 +195,7 @@ async function runGraphql(
     contextValue,
     hideSuggestions: true,
   });
-  const answer: GraphqlAnswer = { data: (result.data) ?? null };
+  const answer: GraphqlAnswer = { data: result.data ?? null };
   if (result.errors && result.errors.length > 0)
     answer.errors = result.errors.map((e) => toEntry(e, 'VALIDATION_FAILED', options.log, options.requestId));
   return clean(answer);

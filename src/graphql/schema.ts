@@ -17,7 +17,11 @@ const typeDefs = [rootTypeDefs, endpointTypeDefs, templateTypeDefs, accountTypeD
   '',
 );
 
-/** Resolvers by type and field, attached to the SDL above. */
+/**
+ * Resolvers by type and field, attached to the SDL above. Each resolver types its own source and
+ * arguments; a map of them can only say `any` there (function parameters are contravariant).
+ */
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
 export type ResolverMap<TContext> = Record<string, Record<string, GraphQLFieldResolver<any, TContext, any>>>;
 
 /** Builds the executable schema: the SDL, its resolvers, and the FlashBootType scalar's parsing. */

@@ -111,7 +111,7 @@ export async function buildApp(services: Services, options: BuildAppOptions = {}
   // GraphQL checks its own arguments and variables, and answers in its own shape.
   const parseJson = app.getDefaultJsonParser('error', 'error');
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, text, done) => {
-    parseJson(request, text as string, (err, value) => {
+    void parseJson(request, text as string, (err, value) => {
       if (err || !jsonMayHoldNul(text as string) || request.routeOptions.url === '/graphql') return done(err, value);
       const at = findNul(value);
       if (at !== null) return done(validationFailed([nulViolation(at)]), undefined);

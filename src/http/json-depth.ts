@@ -12,7 +12,7 @@ export function exceedsJsonDepth(value: unknown, max: number = MAX_JSON_DEPTH): 
   while (stack.length > 0) {
     const { v, depth } = stack.pop()!;
     if (depth > max) return true;
-    for (const child of Array.isArray(v) ? v : Object.values(v))
+    for (const child of Array.isArray(v) ? (v as unknown[]) : (Object.values(v) as unknown[]))
       if (typeof child === 'object' && child !== null) stack.push({ v: child, depth: depth + 1 });
   }
   return false;

@@ -31,7 +31,7 @@ export function findNul(value: unknown, root = ''): string | null {
       v.forEach((x, i) => stack.push({ v: x, path: join(path, i) }));
     } else if (typeof v === 'object' && v !== null) {
       for (const [k, x] of Object.entries(v)) {
-        if (k.includes('\u0000')) return join(path, k.replace(/\u0000/g, '\\u0000'));
+        if (k.includes('\u0000')) return join(path, k.replaceAll('\u0000', '\\u0000'));
         stack.push({ v: x, path: join(path, k) });
       }
     }

@@ -9,7 +9,7 @@ import { LogController, type FastifyReply as Reply, type FastifyRequest as Reque
  * Errors are logged as before.
  */
 export class RequestLogController extends LogController {
-  override incomingRequest(request: Request, reply: Reply): void {
+  override incomingRequest(request: Request, _reply: Reply): void {
     if (this.isLogDisabled(request)) return;
     request.log.debug({ req: request }, 'incoming request');
   }

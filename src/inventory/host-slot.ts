@@ -50,6 +50,8 @@ export class HostSlot implements FreeResources {
     this.freeDiskGb = host.diskGb;
     this.freePorts = this.portUsed.length;
     this.dcGlobalNetworking = dcGlobalNetworking;
+    // The view's getters read this slot's live counters (an object literal's getters have their own `this`).
+    // eslint-disable-next-line @typescript-eslint/no-this-alias
     const slot = this;
     this.single = {
       gpuTypeId: host.gpuTypeId,

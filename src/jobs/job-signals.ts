@@ -30,6 +30,8 @@ export class KeyedSignal {
   waiter(key: string, timeoutMs: number, signal?: CancelSignal): Waiter {
     let entry!: Entry;
     const promise = new Promise<boolean>((resolve) => {
+      // Declared before `settle`, which may run (and read it) before the timer is set.
+      // eslint-disable-next-line prefer-const
       let timer: NodeJS.Timeout | undefined;
       const onAbort = (): void => entry.settle(false);
       entry = {

@@ -9,7 +9,7 @@
  * so a slow reader holds the sources, never a growing buffer.
  */
 import type { Clock } from '../domain/clock.js';
-import type { OutputLine, Runtime } from '../runtime/runtime.js';
+import type { Runtime } from '../runtime/runtime.js';
 import type { SystemLogRow } from '../store/system-log-store.js';
 import { BoundedChannel } from './bounded-channel.js';
 import { formatEventId, type LogCursor } from './log-cursor.js';

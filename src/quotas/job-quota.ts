@@ -154,7 +154,10 @@ export class JobQuota {
       throw err;
     }
     return admitted instanceof Promise
-      ? admitted.then(decide, (err: unknown) => (streamSettle(false), Promise.reject(err)))
+      ? admitted.then(decide, (err: unknown) => {
+          streamSettle(false);
+          throw err;
+        })
       : decide(admitted);
   }
 

@@ -2,7 +2,6 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { FakeClock } from '../domain/clock.js';
 import { isApiError } from '../domain/errors.js';
-import type { ResourceHoldings } from '../domain/quotas.js';
 import { ResourceQuota } from './resource-quota.js';
 
 /** A store whose holdings the test sets, counting its reads. */

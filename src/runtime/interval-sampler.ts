@@ -82,7 +82,7 @@ export class IntervalSampler {
   async #loop(): Promise<void> {
     const { logger, live, sample } = this.#o;
     // wake() stores this promise first: a loop that ends at once (nothing live) must clear it after.
-    await null;
+    await Promise.resolve();
     for (;;) {
       // Decided and cleared in one synchronous step, so a wake() right after sees a stopped loop.
       if (this.#stop.signal.aborted || !live()) {

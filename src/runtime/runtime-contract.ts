@@ -484,6 +484,8 @@ export function describeRuntime(name: string, makeRuntime: () => Promise<Runtime
         runtime.onChange(() => {
           throw new Error('listener bug');
         });
+        // A listener returning a rejected promise is the case under test.
+        // eslint-disable-next-line @typescript-eslint/no-misused-promises
         runtime.onChange(async () => {
           throw new Error('async listener bug');
         });

@@ -195,7 +195,8 @@ export class WebhookDispatcher {
           this.#again = false;
           const now = this.#clock.now();
           await this.store.failInterrupted(now, this.config.maxAttempts, 'the server stopped during the last attempt');
-          await this.#fillSerially(now);
+          // The calls started run on their own; each settles its delivery and catches its errors.
+          void (await this.#fillSerially(now));
           await this.#purgeOld(now);
         } while (this.#again && !this.#stopped);
       } catch (err) {

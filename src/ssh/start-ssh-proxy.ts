@@ -49,7 +49,9 @@ export async function startSshProxy(
       return null;
     }
     await proxy.close();
-    throw new Error(`the SSH proxy cannot listen on ${config.server.host}:${ssh.port}: ${(err as Error).message}`);
+    throw new Error(`the SSH proxy cannot listen on ${config.server.host}:${ssh.port}: ${(err as Error).message}`, {
+      cause: err,
+    });
   }
   ssh.port = port;
   ssh.listening = true;

@@ -302,7 +302,7 @@ async function migrate(
   if (error) {
     const failed = results?.find((r) => r.status === 'Error');
     throw new Error(
-      `Database migration ${failed?.migrationName ?? ''} failed: ${(error as Error).message ?? String(error)}`,
+      `Database migration ${failed?.migrationName ?? ''} failed: ${error instanceof Error ? error.message : JSON.stringify(error)}`,
     );
   }
 }

@@ -14,7 +14,7 @@ export interface GroupCommitOptions<T, R> {
    * Commits a batch in ONE transaction and answers one result per item, in order. Throwing
    * rejects every caller of the batch (and only them).
    */
-  commit(items: readonly T[]): Promise<readonly R[]>;
+  commit: (items: readonly T[]) => Promise<readonly R[]>;
   /** Largest batch per transaction. @default 1000 */
   maxBatchSize?: number;
   /**

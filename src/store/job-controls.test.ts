@@ -21,10 +21,7 @@ describeJobStore('JobControls', (s) => {
     await s.store.insertMany([a, b]);
     await s.store.takeNext('ep1', 'w1', 1, T0);
     assert.equal(await s.store.retry(a.id, 1e9, T0), null);
-    await s.store.completeMany(
-      [{ id: a.id, workerId: 'w1', status: 'FAILED', outputJson: null, error: 'x' }],
-      T0 + 10,
-    );
+    await s.store.completeMany([{ id: a.id, workerId: 'w1', status: 'FAILED', outputJson: null, error: 'x' }], T0 + 10);
     const retried = await s.store.retry(a.id, 1e9, T0 + 20);
     assert.deepEqual(
       [retried?.status, retried?.retries, retried?.inputJson, retried?.error, retried?.queuedAt],

@@ -208,7 +208,8 @@ export class PostgresLeases implements Leases {
     if (this.#timer || this.#closed) return;
     await this.renewAll();
     this.#timer = setInterval(() => {
-      this.#round ??= this.renewAll().finally(() => (this.#round = null));
+      if (this.#round) return;
+      this.#round = this.renewAll().finally(() => (this.#round = null));
     }, this.#renewIntervalMs);
     this.#timer.unref();
   }

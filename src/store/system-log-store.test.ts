@@ -69,10 +69,7 @@ for (const { name, skip } of dialects()) {
       await store.remove('pod2');
       assert.deepEqual(await store.read('pod2'), []);
       const k = t.db.kysely;
-      await k
-        .insertInto('accounts')
-        .values({ id: 'acc', name: 'acc', ssh_keys: '[]', created_at: 1 })
-        .execute();
+      await k.insertInto('accounts').values({ id: 'acc', name: 'acc', ssh_keys: '[]', created_at: 1 }).execute();
       const pod = (id: string, status: string, terminatedAt: number | null) =>
         k
           .insertInto('pods')

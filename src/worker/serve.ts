@@ -19,7 +19,7 @@ export interface JobContext {
 }
 
 /** A handler returns the output (or a promise of it), or yields chunks to stream them. */
-export type Handler = (job: WorkerJob, context: JobContext) => unknown | Promise<unknown> | AsyncIterable<unknown>;
+export type Handler = (job: WorkerJob, context: JobContext) => unknown;
 
 export interface ServeOptions {
   /** Jobs run at once; with more than one, jobs are taken in batches. @default 1 */

@@ -40,7 +40,7 @@ export function dockerEngine(): Promise<DockerEngine | null> {
       client.close();
       skipReason = `no Docker Engine answers at ${DOCKER_HOST} (${(err as Error).message}); set DOCKER_HOST to run the Docker tests`;
       // CI starts an engine (.ci/run): there a missing one is a failure, never a quiet skip.
-      if (process.env.CI === 'true') throw new Error(`CI=true: ${skipReason}`);
+      if (process.env.CI === 'true') throw new Error(`CI=true: ${skipReason}`, { cause: err });
       return null;
     }
     return { dockerHost: DOCKER_HOST, client, images: await buildTestImages(client) };

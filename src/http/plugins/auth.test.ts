@@ -46,6 +46,7 @@ test('authenticated responses carry RateLimit headers and the quota is enforced 
     last = await t.request(acct.key, 'GET', '/v2/account/ssh-keys');
     assert.equal(last.statusCode, 200);
   }
+  assert.ok(last);
   assert.match(String(last.headers['ratelimit']), /^"minute";r=0;t=\d+, "hour";r=95;t=\d+, "day";r=995;t=\d+$/);
   assert.equal(last.headers['ratelimit-policy'], '"minute";q=5;w=60, "hour";q=100;w=3600, "day";q=1000;w=86400');
   const refused = await t.request(acct.key, 'GET', '/v2/account/ssh-keys');

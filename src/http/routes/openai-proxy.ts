@@ -16,7 +16,7 @@ import { isObject, RUNSYNC_BODY_LIMIT, waitOf } from './job-body.js';
 
 export interface OpenAiRouteDeps {
   jobs: Services['jobs'];
-  endpointOf(request: FastifyRequest): Endpoint | Promise<Endpoint>;
+  endpointOf: (request: FastifyRequest) => Endpoint | Promise<Endpoint>;
   /** the route's options (its rate limit hooks and config) */
   route: object;
 }

@@ -413,7 +413,7 @@ export class DockerClient {
       }
     } catch (err) {
       if (abort.signal.aborted)
-        throw new Error(`${req.doing}: no progress for ${Math.round(inactivityMs / 1000)} s; gave up`);
+        throw new Error(`${req.doing}: no progress for ${Math.round(inactivityMs / 1000)} s; gave up`, { cause: err });
       throw err;
     } finally {
       clearTimeout(idle);

@@ -11,7 +11,6 @@ import {
   type RuntimeFixture,
 } from '../../../test/support/docker.js';
 import { ChangeRecorder, describeRuntime, freePort, instanceSpec, type RuntimeUnderTest } from '../runtime-contract.js';
-import type { DockerRuntime } from './docker-runtime.js';
 import type { DockerRuntimeOptions } from './docker-runtime-options.js';
 
 const engine = await dockerEngine();

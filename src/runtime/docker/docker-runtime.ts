@@ -49,7 +49,7 @@ import {
 import { DockerEngineError, isNotFound, isUnreachable } from './engine-connection.js';
 import { EngineEvents, type Outage } from './engine-events.js';
 import { tailLines } from './engine-streams.js';
-import type { ContainerInspect, EngineEvent } from './engine-types.js';
+import type { EngineEvent } from './engine-types.js';
 import { exitReason, withOutput } from './exit-reason.js';
 import { StartSlots } from './start-slots.js';
 import { LiveInstances, copyStatus, newLive, type Live } from './live-instances.js';
@@ -283,6 +283,7 @@ export class DockerRuntime implements Runtime {
       if (err instanceof DockerEngineError && err.statusCode === 409)
         throw new Error(
           `network volume "${volume.volumeId}" is still mounted by a container (stop the instances using it first): ${err.engineMessage}`,
+          { cause: err },
         );
       throw err;
     }

@@ -48,7 +48,7 @@ export async function launchProcess(req: LaunchRequest): Promise<LaunchedProcess
     });
   } catch (err) {
     await log.close();
-    throw new Error(describeSpawnError(err as NodeJS.ErrnoException, req.file, req.cwd));
+    throw new Error(describeSpawnError(err as NodeJS.ErrnoException, req.file, req.cwd), { cause: err });
   }
   // 'spawn', 'error' and 'exit' come on later ticks: listen before the first await.
   const exit = new Promise<ExitInfo>((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));

@@ -5,7 +5,6 @@
  * `GANTRY_INSTANCE_ID=<id>` in the environment of one of its live members (/proc/<pid>/environ).
  * Without /proc (not Linux) nothing can be verified, so nothing is killed.
  */
-import { existsSync } from 'node:fs';
 import { readFile, readdir, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { terminateGroup } from './process-group.js';
@@ -21,9 +20,6 @@ export async function writePidFile(dataDir: string, id: string, pid: number): Pr
 export async function removePidFile(dataDir: string, id: string): Promise<void> {
   await rm(pidFileOf(dataDir, id), { force: true });
 }
-
-/** Cheap check (no I/O beyond one stat) for callers that must stay cheap, like placeholder starts. */
-const hasPidFile = (dataDir: string, id: string): boolean => existsSync(pidFileOf(dataDir, id));
 
 /** Whether process group `pgid` has a live member started as instance `id`. */
 async function groupBelongsTo(pgid: number, id: string): Promise<boolean> {

@@ -48,6 +48,7 @@ export async function openProcessShell(
   } catch (err) {
     throw new Error(
       `pod "${id}" has no running process to open a shell beside (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`,
+      { cause: err },
     );
   }
   const { spawn } = await import('node-pty');
