@@ -51,6 +51,25 @@ export const catalogTypeDefs = /* GraphQL */ `
     stockStatus: String
   }
 
+  type DataCenter {
+    id: String
+    name: String
+    location: String
+    countryCode: String
+    "False when no host in it is available."
+    listed: Boolean
+    "One entry per GPU type some host in the data center has."
+    gpuAvailability: [GpuAvailabilityInDataCenter]
+  }
+
+  type GpuAvailabilityInDataCenter {
+    gpuTypeId: String
+    displayName: String
+    "High, Medium or Low, from the GPUs free in the data center."
+    stockStatus: String
+    available: Boolean
+  }
+
   type ServerlessGpuPool {
     id: String
     displayName: String

@@ -22,6 +22,7 @@ import { redactSecrets, secretFormsOf } from './redact-secrets.js';
 import { allResolvers } from './resolvers.js';
 import { createSchema } from './schema.js';
 import { nulArgument, nulVariable } from './nul-arguments.js';
+import { unsupportedOperation } from './unsupported-operations.js';
 
 /** One entry of a GraphQL answer's `errors`; `extensions.code` is a code of docs/errors.md. */
 interface GraphqlErrorEntry {
@@ -151,6 +152,8 @@ async function runGraphql(
   }
   const argumentWithNul = nulArgument(document);
   if (argumentWithNul) return failure(argumentWithNul, 'VALIDATION_FAILED');
+  const unsupported = unsupportedOperation(document, operationName);
+  if (unsupported) return failure(unsupported, 'BAD_REQUEST');
   const secrets = secretFormsOf(document, variables);
   const clean = (answer: GraphqlAnswer): GraphqlAnswer =>
     answer.errors
@@ -193,7 +196,7 @@ async function runGraphql(
     contextValue,
     hideSuggestions: true,
   });
-  const answer: GraphqlAnswer = { data: (result.data) ?? null };
+  const answer: GraphqlAnswer = { data: result.data ?? null };
   if (result.errors && result.errors.length > 0)
     answer.errors = result.errors.map((e) => toEntry(e, 'VALIDATION_FAILED', options.log, options.requestId));
   return clean(answer);

@@ -94,6 +94,13 @@ interface GqlPodInput {
 
 const DEFAULT_MOUNT_PATH = '/workspace';
 
+/**
+ * The platform's own template ids clients send on their own, as the catalog templates Gantry
+ * ships: runpod-python's create_pod names "runpod-ubuntu" for every CPU pod it makes.
+ */
+const PLATFORM_TEMPLATES: Readonly<Record<string, string>> = { 'runpod-ubuntu': 'gantry-ubuntu-cpu' };
+const templateIdOf = (id: string): string => (Object.hasOwn(PLATFORM_TEMPLATES, id) ? PLATFORM_TEMPLATES[id]! : id);
+
 /** GraphQL pod input → the REST create body the pods service takes. */
 function toCreatePod(
   input: GqlPodInput,
@@ -106,7 +113,7 @@ function toCreatePod(
   if (input.containerDiskInGb != null) out.disk = input.containerDiskInGb;
   if (input.ports != null) out.ports = splitList(input.ports);
   if (input.env != null) out.env = envFromPairs(input.env);
-  if (input.templateId) out.templateId = input.templateId;
+  if (input.templateId) out.templateId = templateIdOf(input.templateId);
   if (input.containerRegistryAuthId) out.registry = input.containerRegistryAuthId;
   if (input.cloudType === 'SECURE' || input.cloudType === 'COMMUNITY') out.cloud = input.cloudType;
   if (input.dataCenterId) out.dataCenterIds = [input.dataCenterId];
@@ -173,6 +180,8 @@ export const podResolvers: ResolverMap<GraphqlContext> = {
     podStop: async (_root, args: { input?: { podId?: string | null } | null }, ctx: GraphqlContext) =>
       toGqlPod(await ctx.services.pods.act(ctx.principal.accountId, podIdOf(args.input), 'stop'), ctx),
     podResume: async (_root, args: { input?: { podId?: string | null } | null }, ctx: GraphqlContext) =>
+      toGqlPod(await ctx.services.pods.act(ctx.principal.accountId, podIdOf(args.input), 'start'), ctx),
+    podBidResume: async (_root, args: { input?: { podId?: string | null } | null }, ctx: GraphqlContext) =>
       toGqlPod(await ctx.services.pods.act(ctx.principal.accountId, podIdOf(args.input), 'start'), ctx),
     podTerminate: async (_root, args: { input?: { podId?: string | null } | null }, ctx: GraphqlContext) => {
       await ctx.services.pods.act(ctx.principal.accountId, podIdOf(args.input), 'terminate');

@@ -80,6 +80,12 @@ export const podTypeDefs = /* GraphQL */ `
     gpuCount: Int
   }
 
+  input PodBidResumeInput {
+    podId: String
+    bidPerGpu: Float
+    gpuCount: Int
+  }
+
   input PodTerminateInput {
     podId: String
   }
