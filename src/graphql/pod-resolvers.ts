@@ -90,6 +90,22 @@ interface GqlPodInput {
   startJupyter?: boolean | null;
   containerRegistryAuthId?: string | null;
   globalNetworking?: boolean | null;
+  stopAfter?: string | null;
+  terminateAfter?: string | null;
+  compliance?: Array<string | null> | null;
+}
+
+/**
+ * Inputs that ask for something Gantry does not do are refused rather than dropped: a pod asked
+ * to stop at a time would otherwise run on. Empty values (what clients send by default) pass.
+ */
+function refuseUnsupported(input: GqlPodInput): void {
+  if (input.stopAfter?.trim())
+    throw badRequest('stopAfter is not supported by Gantry; stop the pod with podStop (or POST /v2/pods/{id}/action).');
+  if (input.terminateAfter?.trim())
+    throw badRequest('terminateAfter is not supported by Gantry; end the pod with podTerminate.');
+  if ((input.compliance ?? []).some((c) => c?.trim()))
+    throw badRequest('compliance is not supported by Gantry: its hosts carry no compliance attributes.');
 }
 
 const DEFAULT_MOUNT_PATH = '/workspace';
@@ -107,6 +123,7 @@ function toCreatePod(
   compute: Pick<CreatePodInput, 'gpu' | 'cpu'>,
   ctx: GraphqlContext,
 ): CreatePodInput {
+  refuseUnsupported(input);
   const out: CreatePodInput = { name: input.name ?? '', ...compute };
   if (input.imageName) out.image = input.imageName;
   if (input.dockerArgs != null) out.args = input.dockerArgs;

@@ -34,8 +34,11 @@ export const podTypeDefs = /* GraphQL */ `
     containerRegistryAuthId: String
     minDownload: Int
     minUpload: Int
+    "Not supported: refused unless empty."
     stopAfter: String
+    "Not supported: refused unless empty."
     terminateAfter: String
+    "Not supported: refused unless empty."
     compliance: [String]
     globalNetworking: Boolean
   }
