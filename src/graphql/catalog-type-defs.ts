@@ -65,7 +65,7 @@ export const catalogTypeDefs = /* GraphQL */ `
   type GpuAvailabilityInDataCenter {
     gpuTypeId: String
     displayName: String
-    "High, Medium or Low, from the GPUs free in the data center."
+    "The GPU type's stock across the catalog (High, Medium or Low) where the data center has one free; null where it has none free."
     stockStatus: String
     available: Boolean
   }

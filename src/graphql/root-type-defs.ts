@@ -15,7 +15,7 @@ export const rootTypeDefs = /* GraphQL */ `
     pod(input: PodFilter): Pod
     "The data centers and the GPU types their hosts offer."
     dataCenters: [DataCenter]
-    "The public template catalog: isRunpod true answers the templates Gantry ships, false the ones accounts made public; neither, both."
+    "The public template catalog: the templates Gantry ships (isRunpod true). isRunpod false answers the community ones, none on Gantry, where accounts cannot publish templates."
     podTemplates(input: PodTemplateInput): [PodTemplate]
     "One of your templates, or a public one."
     podTemplate(id: String!): PodTemplate
