@@ -281,6 +281,7 @@ describe('runpod-python documents', () => {
     assert.equal(read.body.gpu.count, 1);
     const podIds = { POD_ID: created.id };
     const { pod } = await run('runpod-python', 'get-pod', { ids: podIds });
+    assert.notEqual(pod.runtime, null, 'a RUNNING pod answers its runtime');
     assertShape(pod, {
       ...POD_READ,
       dockerId: 'string?',
@@ -800,6 +801,12 @@ describe('runpodctl documents', () => {
         runtime: new Maybe(CTL_RUNTIME),
       },
     ]);
+    // The ports runpodctl's ssh connect reads: both of the legacy pod's, published.
+    const ports = listed.find((p: { id: string }) => p.id === podId).runtime.ports;
+    assert.deepEqual(
+      ports.map((p: { privatePort: number; PortType: string }) => `${p.privatePort}/${p.PortType}`).sort(),
+      ['22/tcp', '8888/http'],
+    );
     const listed2 = (await run('runpodctl', 'get-pods-gql-client')).myself.pods;
     assert.deepEqual(listed2.map((p: { id: string }) => p.id).sort(), listed.map((p: { id: string }) => p.id).sort());
 
