@@ -88,7 +88,7 @@ export const accountResolvers: ResolverMap<GraphqlContext> = {
     pods: async (me: Me, _args, ctx: GraphqlContext) =>
       (await ctx.services.pods.list(me.id)).map((p) => toGqlPod(p, ctx)),
     podTemplates: async (me: Me, _args, { services }: GraphqlContext) =>
-      (await services.templates.list(me.id)).map(toGqlTemplate),
+      (await services.templates.list(me.id)).map((t) => toGqlTemplate(t, me.id)),
     containerRegistryCreds: async (me: Me, _args, { services }: GraphqlContext) =>
       (await services.registries.list(me.id)).map(registryView),
     clientBalance: () => 0,

@@ -36,6 +36,30 @@ export const catalogResolvers: ResolverMap<GraphqlContext> = {
       if (id) return [toGqlGpuType(services.catalog.getGpuType(id, { availability: true }))];
       return services.catalog.listGpuTypes({ availability: true }).map(toGqlGpuType);
     },
+    /**
+     * Each data center with the GPU types its hosts have; a type's stock status is the catalog's
+     * (High, Medium, Low) where the data center has one free, null where it has none free.
+     */
+    dataCenters: (_root, _args, { services }: GraphqlContext) => {
+      const gpuTypes = new Map(services.catalog.listGpuTypes({ availability: true }).map((g) => [g.id, g]));
+      return services.catalog.listDataCenters().map((d) => ({
+        id: d.id,
+        name: d.name,
+        location: d.location,
+        countryCode: d.country,
+        listed: d.gpuTypes.length > 0 || d.cpuFlavors.length > 0,
+        gpuAvailability: d.gpuTypes.map((id) => {
+          const g = gpuTypes.get(id);
+          const free = (g?.availability?.dataCenters.find((s) => s.id === d.id)?.available ?? 0) > 0;
+          return {
+            gpuTypeId: id,
+            displayName: g?.displayName ?? id,
+            stockStatus: free ? (g?.availability?.stockStatus ?? null) : null,
+            available: free,
+          };
+        }),
+      }));
+    },
     serverlessGpuPools: (_root, _args, { services }: GraphqlContext) =>
       services.catalog
         .listPools()

@@ -51,6 +51,25 @@ export const catalogTypeDefs = /* GraphQL */ `
     stockStatus: String
   }
 
+  type DataCenter {
+    id: String
+    name: String
+    location: String
+    countryCode: String
+    "False when no host in it is available."
+    listed: Boolean
+    "One entry per GPU type some host in the data center has."
+    gpuAvailability: [GpuAvailabilityInDataCenter]
+  }
+
+  type GpuAvailabilityInDataCenter {
+    gpuTypeId: String
+    displayName: String
+    "The GPU type's stock across the catalog (High, Medium or Low) where the data center has one free; null where it has none free."
+    stockStatus: String
+    available: Boolean
+  }
+
   type ServerlessGpuPool {
     id: String
     displayName: String

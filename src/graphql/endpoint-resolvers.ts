@@ -1,6 +1,7 @@
-import { ApiError, badRequest } from '../domain/errors.js';
+import { compareCudaVersions } from '../domain/cuda.js';
+import { ApiError, badRequest, validationFailed } from '../domain/errors.js';
 import type { Endpoint } from '../serverless/endpoint.js';
-import type { EndpointInput } from '../serverless/endpoints-service.js';
+import { splitList, type EndpointInput } from '../serverless/endpoints-service.js';
 import { envFromPairs, envToPairs, type GraphqlContext } from './context.js';
 import type { FlashBootType } from './flash-boot-type.js';
 import type { ResolverMap } from './schema.js';
@@ -44,15 +45,35 @@ interface GqlEndpointInput {
 const nonEmpty = (xs: ReadonlyArray<string | null> | null | undefined): string[] =>
   (xs ?? []).filter((x): x is string => typeof x === 'string' && x.trim() !== '');
 
+const CUDA_VERSION = /^\d+\.\d+$/;
+
+/**
+ * `minCudaVersion` as the allowed list endpoints keep: the CUDA versions of the catalog's hosts
+ * from that one up (narrowing allowedCudaVersions when both are sent); the version alone when no
+ * host has one that new yet, so workers wait for such a host.
+ */
+function cudaFrom(minimum: string, allowed: string[] | null, services: GraphqlContext['services']): string[] {
+  if (!CUDA_VERSION.test(minimum))
+    throw validationFailed([`minCudaVersion: "${minimum}" must be "<major>.<minor>", e.g. "12.4"`]);
+  const known =
+    allowed && allowed.length > 0
+      ? allowed
+      : [
+          ...new Set(
+            services.catalog
+              .listGpuTypes({ availability: true })
+              .flatMap((g) => (g.cudaVersions ?? []).map((c) => c.version)),
+          ),
+        ];
+  const atLeast = known.filter((v) => CUDA_VERSION.test(v) && compareCudaVersions(v, minimum) >= 0);
+  return atLeast.length > 0 ? atLeast.sort(compareCudaVersions) : [minimum];
+}
+
 /** GraphQL input → service input. Fields Gantry cannot honour are refused with a sentence saying what to do. */
-function toEndpointInput(input: GqlEndpointInput): EndpointInput {
+function toEndpointInput(input: GqlEndpointInput, services: GraphqlContext['services']): EndpointInput {
   if (nonEmpty(input.instanceIds).length > 0)
     throw badRequest(
       'instanceIds: CPU serverless endpoints are not supported by Gantry; send gpuIds (GPU pools) instead.',
-    );
-  if (input.minCudaVersion !== undefined && input.minCudaVersion !== null && input.minCudaVersion.trim() !== '')
-    throw badRequest(
-      'minCudaVersion is not supported for endpoints; send allowedCudaVersions (e.g. "12.4,12.8") instead.',
     );
   if (input.hubReleaseId !== undefined && input.hubReleaseId !== null && input.hubReleaseId.trim() !== '')
     throw badRequest(
@@ -87,6 +108,13 @@ function toEndpointInput(input: GqlEndpointInput): EndpointInput {
     out.flashboot = input.flashBootType === null ? null : input.flashBootType === 'FLASHBOOT';
   if (input.allowedCudaVersions !== undefined)
     out.allowedCudaVersions = input.allowedCudaVersions === null ? null : nonEmpty(input.allowedCudaVersions);
+  const minimum = input.minCudaVersion?.trim();
+  if (minimum)
+    out.allowedCudaVersions = cudaFrom(
+      minimum,
+      input.allowedCudaVersions ? splitList(nonEmpty(input.allowedCudaVersions)) : null,
+      services,
+    );
   if (input.env !== undefined) out.env = input.env === null ? null : envFromPairs(input.env);
   return out;
 }
@@ -94,7 +122,7 @@ function toEndpointInput(input: GqlEndpointInput): EndpointInput {
 async function saveEndpoint(input: GqlEndpointInput, { services, principal }: GraphqlContext): Promise<Endpoint> {
   const { endpoints, templates } = services;
   const accountId = principal.accountId;
-  const fields = toEndpointInput(input);
+  const fields = toEndpointInput(input, services);
   const id = input.id?.trim();
   if (id) return endpoints.replace(accountId, id, fields);
   const inline = input.template;
@@ -171,7 +199,7 @@ export const endpointResolvers: ResolverMap<GraphqlContext> = {
     modelReferences: () => [],
     template: async (e: Endpoint, _args, ctx: GraphqlContext) => {
       const template = await ctx.services.endpoints.templateOf(e);
-      return template ? toGqlTemplate(template) : null;
+      return template ? toGqlTemplate(template, e.accountId) : null;
     },
     networkVolume: async (e: Endpoint, _args, ctx: GraphqlContext) =>
       e.networkVolumeId === null ? null : ctx.services.volumes.get(e.accountId, e.networkVolumeId).catch(() => null),

@@ -85,7 +85,7 @@ export const endpointTypeDefs = /* GraphQL */ `
     flashBootType: FlashBootType
     "A comma list (\\"12.1,12.2\\") or a list of versions."
     allowedCudaVersions: [String]
-    "Not supported: use allowedCudaVersions."
+    "Kept as allowedCudaVersions: the hosts' CUDA versions from this one up."
     minCudaVersion: String
     executionTimeoutMs: Int
     type: String

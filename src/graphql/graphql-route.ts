@@ -23,6 +23,7 @@ import { redactSecrets, secretFormsOf } from './redact-secrets.js';
 import { allResolvers } from './resolvers.js';
 import { createSchema } from './schema.js';
 import { nulArgument, nulVariable } from './nul-arguments.js';
+import { unsupportedOperation } from './unsupported-operations.js';
 
 /** One entry of a GraphQL answer's `errors`; `extensions.code` is a code of docs/errors.md. */
 interface GraphqlErrorEntry {
@@ -152,6 +153,8 @@ async function runGraphql(
   }
   const argumentWithNul = nulArgument(document);
   if (argumentWithNul) return failure(argumentWithNul, 'VALIDATION_FAILED');
+  const unsupported = unsupportedOperation(document, operationName);
+  if (unsupported) return failure(unsupported, 'BAD_REQUEST');
   const secrets = secretFormsOf(document, variables);
   const clean = (answer: GraphqlAnswer): GraphqlAnswer =>
     answer.errors

@@ -90,9 +90,32 @@ interface GqlPodInput {
   startJupyter?: boolean | null;
   containerRegistryAuthId?: string | null;
   globalNetworking?: boolean | null;
+  stopAfter?: string | null;
+  terminateAfter?: string | null;
+  compliance?: Array<string | null> | null;
+}
+
+/**
+ * Inputs that ask for something Gantry does not do are refused rather than dropped: a pod asked
+ * to stop at a time would otherwise run on. Empty values (what clients send by default) pass.
+ */
+function refuseUnsupported(input: GqlPodInput): void {
+  if (input.stopAfter?.trim())
+    throw badRequest('stopAfter is not supported by Gantry; stop the pod with podStop (or POST /v2/pods/{id}/action).');
+  if (input.terminateAfter?.trim())
+    throw badRequest('terminateAfter is not supported by Gantry; end the pod with podTerminate.');
+  if ((input.compliance ?? []).some((c) => c?.trim()))
+    throw badRequest('compliance is not supported by Gantry: its hosts carry no compliance attributes.');
 }
 
 const DEFAULT_MOUNT_PATH = '/workspace';
+
+/**
+ * The platform's own template ids clients send on their own, as the catalog templates Gantry
+ * ships: runpod-python's create_pod names "runpod-ubuntu" for every CPU pod it makes.
+ */
+const PLATFORM_TEMPLATES: Readonly<Record<string, string>> = { 'runpod-ubuntu': 'gantry-ubuntu-cpu' };
+const templateIdOf = (id: string): string => (Object.hasOwn(PLATFORM_TEMPLATES, id) ? PLATFORM_TEMPLATES[id]! : id);
 
 /** GraphQL pod input → the REST create body the pods service takes. */
 function toCreatePod(
@@ -100,13 +123,14 @@ function toCreatePod(
   compute: Pick<CreatePodInput, 'gpu' | 'cpu'>,
   ctx: GraphqlContext,
 ): CreatePodInput {
+  refuseUnsupported(input);
   const out: CreatePodInput = { name: input.name ?? '', ...compute };
   if (input.imageName) out.image = input.imageName;
   if (input.dockerArgs != null) out.args = input.dockerArgs;
   if (input.containerDiskInGb != null) out.disk = input.containerDiskInGb;
   if (input.ports != null) out.ports = splitList(input.ports);
   if (input.env != null) out.env = envFromPairs(input.env);
-  if (input.templateId) out.templateId = input.templateId;
+  if (input.templateId) out.templateId = templateIdOf(input.templateId);
   if (input.containerRegistryAuthId) out.registry = input.containerRegistryAuthId;
   if (input.cloudType === 'SECURE' || input.cloudType === 'COMMUNITY') out.cloud = input.cloudType;
   if (input.dataCenterId) out.dataCenterIds = [input.dataCenterId];
@@ -173,6 +197,8 @@ export const podResolvers: ResolverMap<GraphqlContext> = {
     podStop: async (_root, args: { input?: { podId?: string | null } | null }, ctx: GraphqlContext) =>
       toGqlPod(await ctx.services.pods.act(ctx.principal.accountId, podIdOf(args.input), 'stop'), ctx),
     podResume: async (_root, args: { input?: { podId?: string | null } | null }, ctx: GraphqlContext) =>
+      toGqlPod(await ctx.services.pods.act(ctx.principal.accountId, podIdOf(args.input), 'start'), ctx),
+    podBidResume: async (_root, args: { input?: { podId?: string | null } | null }, ctx: GraphqlContext) =>
       toGqlPod(await ctx.services.pods.act(ctx.principal.accountId, podIdOf(args.input), 'start'), ctx),
     podTerminate: async (_root, args: { input?: { podId?: string | null } | null }, ctx: GraphqlContext) => {
       await ctx.services.pods.act(ctx.principal.accountId, podIdOf(args.input), 'terminate');

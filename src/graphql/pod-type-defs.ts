@@ -34,8 +34,11 @@ export const podTypeDefs = /* GraphQL */ `
     containerRegistryAuthId: String
     minDownload: Int
     minUpload: Int
+    "Not supported: refused unless empty."
     stopAfter: String
+    "Not supported: refused unless empty."
     terminateAfter: String
+    "Not supported: refused unless empty."
     compliance: [String]
     globalNetworking: Boolean
   }
@@ -77,6 +80,12 @@ export const podTypeDefs = /* GraphQL */ `
 
   input PodResumeInput {
     podId: String
+    gpuCount: Int
+  }
+
+  input PodBidResumeInput {
+    podId: String
+    bidPerGpu: Float
     gpuCount: Int
   }
 

@@ -13,6 +13,12 @@ export const rootTypeDefs = /* GraphQL */ `
     endpoint(id: String!): Endpoint
     "One of your pods."
     pod(input: PodFilter): Pod
+    "The data centers and the GPU types their hosts offer."
+    dataCenters: [DataCenter]
+    "The public template catalog: the templates Gantry ships (isRunpod true). isRunpod false answers the community ones, none on Gantry, where accounts cannot publish templates."
+    podTemplates(input: PodTemplateInput): [PodTemplate]
+    "One of your templates, or a public one."
+    podTemplate(id: String!): PodTemplate
   }
 
   type Mutation {
@@ -33,6 +39,8 @@ export const rootTypeDefs = /* GraphQL */ `
     deployCpuPod(input: DeployCpuPodInput): Pod
     podStop(input: PodStopInput): Pod
     podResume(input: PodResumeInput): Pod
+    "Gantry has no spot market: resumes the pod on demand, at the on-demand price (bidPerGpu is not used)."
+    podBidResume(input: PodBidResumeInput): Pod
     "Answers null."
     podTerminate(input: PodTerminateInput): Boolean
   }

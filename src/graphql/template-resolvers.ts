@@ -5,8 +5,11 @@ import type { TemplateInput } from '../templates/templates-service.js';
 import { envFromPairs, envToPairs, type GraphqlContext } from './context.js';
 import type { ResolverMap } from './schema.js';
 
-/** A template in the GraphQL shape: `dockerArgs`, ports as a comma list, env as `[{key, value}]`. */
-export const toGqlTemplate = (t: Template) => ({
+/**
+ * A template in the GraphQL shape: `dockerArgs`, ports as a comma list, env as `[{key, value}]`.
+ * Another account's public template does not name its registry credential.
+ */
+export const toGqlTemplate = (t: Template, viewerAccountId: string) => ({
   id: t.id,
   name: t.name,
   imageName: t.imageName,
@@ -18,13 +21,15 @@ export const toGqlTemplate = (t: Template) => ({
   env: envToPairs(t.env),
   isServerless: t.isServerless,
   readme: t.readme,
-  containerRegistryAuthId: t.containerRegistryAuthId,
+  containerRegistryAuthId: t.accountId === viewerAccountId ? t.containerRegistryAuthId : null,
   startSsh: t.startSsh,
   startJupyter: t.startJupyter,
   startScript: null,
   advancedStart: false,
   isPublic: t.isPublic,
+  isRunpod: t.accountId === null,
   category: t.category,
+  portsConfig: t.ports.map((p) => ({ port: p.split('/')[0], name: null })),
 });
 
 interface GqlTemplateInput {
@@ -86,13 +91,44 @@ export const templateResolvers: ResolverMap<GraphqlContext> = {
       const input = args.input ?? {};
       const fields = toTemplateFields(input);
       const id = input.id?.trim();
-      if (id) return toGqlTemplate(await services.templates.update(principal.accountId, id, fields));
+      if (id)
+        return toGqlTemplate(await services.templates.update(principal.accountId, id, fields), principal.accountId);
       const missing = [
         ...(fields.name ? [] : ['name: is required']),
         ...(fields.imageName ? [] : ['imageName: is required']),
       ];
       if (missing.length > 0) throw validationFailed(missing);
-      return toGqlTemplate(await services.templates.create(principal.accountId, fields as TemplateInput));
+      return toGqlTemplate(
+        await services.templates.create(principal.accountId, fields as TemplateInput),
+        principal.accountId,
+      );
     },
   },
+  Query: {
+    podTemplates: async (
+      _root,
+      args: { input?: PodTemplateFilter | null },
+      { services, principal }: GraphqlContext,
+    ) => {
+      const { isRunpod, isPublic, isServerless, category } = args.input ?? {};
+      if (isPublic === false) return [];
+      return (await services.templates.listPublic())
+        .filter(
+          (t) =>
+            (isRunpod == null || (t.accountId === null) === isRunpod) &&
+            (isServerless == null || t.isServerless === isServerless) &&
+            (category == null || t.category === category.toUpperCase()),
+        )
+        .map((t) => toGqlTemplate(t, principal.accountId));
+    },
+    podTemplate: async (_root, args: { id: string }, { services, principal }: GraphqlContext) =>
+      toGqlTemplate(await services.templates.get(principal.accountId, args.id), principal.accountId),
+  },
 };
+
+interface PodTemplateFilter {
+  isRunpod?: boolean | null;
+  isPublic?: boolean | null;
+  isServerless?: boolean | null;
+  category?: string | null;
+}

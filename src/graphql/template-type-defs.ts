@@ -19,6 +19,27 @@ export const templateTypeDefs = /* GraphQL */ `
     startScript: String
     advancedStart: Boolean
     isPublic: Boolean
+    "True for the templates Gantry ships (its official catalog)."
+    isRunpod: Boolean
+    category: String
+    "One entry per port, from ports; Gantry keeps no port labels (name is null)."
+    portsConfig: [PortConfig]
+  }
+
+  type PortConfig {
+    port: String
+    name: String
+  }
+
+  input PortConfigInput {
+    port: String
+    name: String
+  }
+
+  input PodTemplateInput {
+    isRunpod: Boolean
+    isPublic: Boolean
+    isServerless: Boolean
     category: String
   }
 
@@ -42,5 +63,7 @@ export const templateTypeDefs = /* GraphQL */ `
     category: String
     startScript: String
     advancedStart: Boolean
+    "Accepted and not kept: Gantry has no port labels."
+    portsConfig: [PortConfigInput]
   }
 `;
