@@ -1,4 +1,5 @@
 import type { FastifyBaseLogger, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { TypedApp } from '../http/type-provider.js';
 import {
   execute,
   getOperationAST,
@@ -207,7 +208,7 @@ const description =
   'each root field counts as one request against the rate limits (429 when they do not all fit). Batches (JSON arrays) are not accepted.';
 
 /** Where GraphQL counts against the REST rate limits: the limiter the auth hook charges. */
-export function graphqlRoutes(app: FastifyInstance, services: Services, rateLimiter: RestRateLimiter): void {
+export function graphqlRoutes(app: TypedApp, services: Services, rateLimiter: RestRateLimiter): void {
   const schema = createSchema(allResolvers());
   const config = { scope: 'read', queryKey: true } as const;
   const tags = ['graphql'];

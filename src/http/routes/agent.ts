@@ -9,7 +9,8 @@
  * Fields a newer agent sends and this server does not know are ignored, so agents and control
  * planes of neighbouring versions keep talking during an upgrade; the known ones are typed strictly.
  */
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyRequest } from 'fastify';
+import type { TypedApp } from '../type-provider.js';
 import { Type, type Static } from '@sinclair/typebox';
 import { MAX_AGENT_POLL_WAIT_MS } from '../../config.js';
 import { ApiError, isApiError } from '../../domain/errors.js';
@@ -174,7 +175,7 @@ function bearer(request: FastifyRequest): string | null {
   return match ? match[1]! : null;
 }
 
-export function agentRoutes(app: FastifyInstance, services: Services): void {
+export function agentRoutes(app: TypedApp, services: Services): void {
   const { fleet, config } = services;
   const failures = new AuthFailureLimiter(services.clock);
   app.decorateRequest('agentHostId', null);
@@ -219,7 +220,7 @@ export function agentRoutes(app: FastifyInstance, services: Services): void {
     return request.agentHostId;
   };
 
-  app.post<{ Body: Static<typeof JoinBody> }>(
+  app.post(
     `${AGENT_API_PREFIX}/join`,
     { ...base, schema: { hide: true, body: JoinBody } },
     async (request, reply) => {
@@ -244,13 +245,13 @@ export function agentRoutes(app: FastifyInstance, services: Services): void {
     },
   );
 
-  app.post<{ Body: Static<typeof ReportBody> }>(
+  app.post(
     `${AGENT_API_PREFIX}/report`,
     { ...base, bodyLimit: REPORT_BODY_LIMIT, onRequest: hostCredential, schema: { hide: true, body: ReportBody } },
     async (request) => fleet.report(hostOf(request), knownReport(request.body ?? {})),
   );
 
-  app.get<{ Querystring: Static<typeof OperationsQuery> }>(
+  app.get(
     `${AGENT_API_PREFIX}/operations`,
     { ...base, onRequest: hostCredential, schema: { hide: true, querystring: OperationsQuery } },
     async (request, reply) => {

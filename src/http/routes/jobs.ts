@@ -1,4 +1,5 @@
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { TypedApp } from '../type-provider.js';
 import { isTerminalJobStatus } from '../../domain/job-state.js';
 import { RUNSYNC_WAIT, STATUS_SYNC_WAIT, STREAM_WAIT } from '../../domain/job-policy.js';
 import type { JobOperation } from '../../domain/job-rate-limits.js';
@@ -33,7 +34,7 @@ export interface JobRouteContext {
  * 200 (the JS SDK treats anything else as an error); errors are problem+json. The spec 8.1 limits
  * apply instead of the REST limiter.
  */
-export function jobRoutes(app: FastifyInstance, services: Services): JobRouteContext {
+export function jobRoutes(app: TypedApp, services: Services): JobRouteContext {
   const { jobs, workers } = services;
   const endpoints = new EndpointLookup(services.endpoints);
   const limiter = new JobRateLimiter({

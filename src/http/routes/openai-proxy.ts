@@ -3,7 +3,8 @@
  * `openai_route` and `openai_input` (what OpenAI-compatible workers read); the answer is the job's
  * output, or with `stream: true` its chunks as server-sent events ending in `[DONE]`.
  */
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { TypedApp } from '../type-provider.js';
 import { ApiError } from '../../domain/errors.js';
 import { isTerminalJobStatus } from '../../domain/job-state.js';
 import { RUNSYNC_WAIT, STREAM_WAIT } from '../../domain/job-policy.js';
@@ -21,7 +22,7 @@ export interface OpenAiRouteDeps {
   route: object;
 }
 
-export function openAiRoutes(scope: FastifyInstance, { jobs, endpointOf, route }: OpenAiRouteDeps): void {
+export function openAiRoutes(scope: TypedApp, { jobs, endpointOf, route }: OpenAiRouteDeps): void {
   scope.post(
     '/v2/:endpointId/openai/v1/*',
     { ...route, bodyLimit: RUNSYNC_BODY_LIMIT, schema: { hide: true } },

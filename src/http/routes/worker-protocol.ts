@@ -1,4 +1,5 @@
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { TypedApp } from '../type-provider.js';
 import { ApiError } from '../../domain/errors.js';
 import type { WorkerPostOutcome } from '../../jobs/worker-post.js';
 import type { Endpoint } from '../../serverless/endpoint.js';
@@ -49,7 +50,7 @@ function jobIdOf(request: FastifyRequest): string {
  * worker and per endpoint (`jobs.workerRateLimits`). Result posts are idempotent: a late, repeated or superseded post answers 200 and
  * changes nothing. Not in the OpenAPI document: workers, not people, call these.
  */
-export function workerProtocolRoutes(app: FastifyInstance, services: Services): void {
+export function workerProtocolRoutes(app: TypedApp, services: Services): void {
   const { jobs, workers, config } = services;
   const endpoints = new EndpointLookup(services.endpoints);
   const limiter = new WorkerRateLimiter({
