@@ -1,4 +1,4 @@
-import type { FastifyBaseLogger, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyBaseLogger, FastifyReply, FastifyRequest } from 'fastify';
 import type { TypedApp } from '../http/type-provider.js';
 import {
   execute,
@@ -15,6 +15,7 @@ import type { GraphqlLimits } from '../config.js';
 import { isApiError, type ErrorCode } from '../domain/errors.js';
 import { principalOf } from '../http/plugins/auth.js';
 import { exceedsJsonDepth, MAX_JSON_DEPTH } from '../http/json-depth.js';
+import { isObject } from '../http/type-provider.js';
 import type { RestRateLimiter } from '../http/plugins/rate-limit.js';
 import type { Services } from '../services.js';
 import type { GraphqlContext } from './context.js';
@@ -194,7 +195,7 @@ async function runGraphql(
     contextValue,
     hideSuggestions: true,
   });
-  const answer: GraphqlAnswer = { data: (result.data) ?? null };
+  const answer: GraphqlAnswer = { data: result.data ?? null };
   if (result.errors && result.errors.length > 0)
     answer.errors = result.errors.map((e) => toEntry(e, 'VALIDATION_FAILED', options.log, options.requestId));
   return clean(answer);
@@ -235,14 +236,10 @@ export function graphqlRoutes(app: TypedApp, services: Services, rateLimiter: Re
           'Batched requests (a JSON array of operations) are not supported; send one {"query": …} per request.',
           'BAD_REQUEST',
         );
-      const input: GraphqlRequest =
-        typeof body === 'object'
-          ? {
-              query: (body as Record<string, unknown>).query,
-              variables: (body as Record<string, unknown>).variables,
-              operationName: (body as Record<string, unknown>).operationName,
-            }
-          : { query: undefined, variables: undefined, operationName: undefined };
+      // no body schema: GraphQL answers a malformed request in its own shape
+      const input: GraphqlRequest = isObject(body)
+        ? { query: body.query, variables: body.variables, operationName: body.operationName }
+        : { query: undefined, variables: undefined, operationName: undefined };
       return runGraphql(schema, services, principalOf(request), input, optionsFor(request, reply, 'POST'));
     },
   );
@@ -251,7 +248,7 @@ export function graphqlRoutes(app: TypedApp, services: Services, rateLimiter: Re
     '/graphql',
     { config, schema: { tags, summary: 'Run a GraphQL query (no mutations)', description } },
     async (request, reply) => {
-      const q = (request.query ?? {}) as Record<string, unknown>;
+      const q = isObject(request.query) ? request.query : {};
       return runGraphql(
         schema,
         services,

@@ -63,7 +63,7 @@ export class RequestLogger {
 for (const level of LEVELS) {
   Object.defineProperty(RequestLogger.prototype, level, {
     value: function (this: RequestLogger, ...args: Parameters<LogFn>) {
-      if (this.isLevelEnabled(level)) this.logger[level](...args);
+      if (this.isLevelEnabled(level)) (this.logger[level])(...args);
     },
     writable: true,
     configurable: true,

@@ -3,7 +3,8 @@
  * `typed(app)`, a route's `request.body`, `params`, `query` and `headers` have the `Static` type of
  * the schemas it declares, and its handler's answer the type of its response schemas. A part the
  * route declares no schema for is `unknown` (the lenient job and worker routes read theirs with
- * their own checks). Types only: `withTypeProvider` returns the same instance.
+ * their own checks, through `isObject`, `pathParam` and `queryParam`). Types only: `withTypeProvider`
+ * returns the same instance.
  */
 import type {
   FastifyBaseLogger,
@@ -42,3 +43,21 @@ export type TypedRequest<S extends FastifySchema> = FastifyRequest<
   S,
   TypeBoxProvider
 >;
+
+/** A plain object (not null, not a list): how a request part without a schema is read. */
+export const isObject = (v: unknown): v is Record<string, unknown> =>
+  typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/**
+ * A path parameter, for a hook that runs for many routes (so knows no one schema): the router's
+ * text, or undefined where the route has no such parameter.
+ */
+export function pathParam(request: FastifyRequest, name: string): string | undefined {
+  const params = request.params;
+  const value = isObject(params) ? params[name] : undefined;
+  return typeof value === 'string' ? value : undefined;
+}
+
+/** A query parameter where no schema types the query: text, a list when repeated, or undefined. */
+export const queryParam = (request: FastifyRequest, name: string): unknown =>
+  isObject(request.query) ? request.query[name] : undefined;

@@ -220,30 +220,26 @@ export function agentRoutes(app: TypedApp, services: Services): void {
     return request.agentHostId;
   };
 
-  app.post(
-    `${AGENT_API_PREFIX}/join`,
-    { ...base, schema: { hide: true, body: JoinBody } },
-    async (request, reply) => {
-      const client = clientKey(request.ip);
-      const refusal = failures.refusal(client);
-      if (refusal) throw refusal;
-      const body = request.body;
-      try {
-        const answer = await fleet.join({
-          token: body.token,
-          name: body.name,
-          publicIp: body.publicIp,
-          portRange: body.portRange as [number, number],
-          agentVersion: body.agentVersion,
-          capacity: body.capacity as never,
-        });
-        return reply.code(201).send(answer);
-      } catch (err) {
-        if (isApiError(err) && err.code === 'JOIN_TOKEN_INVALID') failures.failed(client);
-        throw err;
-      }
-    },
-  );
+  app.post(`${AGENT_API_PREFIX}/join`, { ...base, schema: { hide: true, body: JoinBody } }, async (request, reply) => {
+    const client = clientKey(request.ip);
+    const refusal = failures.refusal(client);
+    if (refusal) throw refusal;
+    const body = request.body;
+    try {
+      const answer = await fleet.join({
+        token: body.token,
+        name: body.name,
+        publicIp: body.publicIp,
+        portRange: body.portRange as [number, number],
+        agentVersion: body.agentVersion,
+        capacity: body.capacity as never,
+      });
+      return reply.code(201).send(answer);
+    } catch (err) {
+      if (isApiError(err) && err.code === 'JOIN_TOKEN_INVALID') failures.failed(client);
+      throw err;
+    }
+  });
 
   app.post(
     `${AGENT_API_PREFIX}/report`,

@@ -1,5 +1,6 @@
-import type { FastifyReply, FastifyRequest } from 'fastify';
-import type { TypedApp } from '../type-provider.js';
+import type { FastifyReply } from 'fastify';
+import type { TSchema, TUnknown } from '@sinclair/typebox';
+import { typed, type TypedApp, type TypedRequest } from '../type-provider.js';
 import { isTerminalJobStatus } from '../../domain/job-state.js';
 import { RUNSYNC_WAIT, STATUS_SYNC_WAIT, STREAM_WAIT } from '../../domain/job-policy.js';
 import type { JobOperation } from '../../domain/job-rate-limits.js';
@@ -13,6 +14,7 @@ import { useLenientJson } from '../lenient-json.js';
 import { endpointHealth } from './endpoint-health.js';
 import {
   EndpointParams,
+  type EndpointRequest,
   JobParams,
   jobBody,
   RUN_BODY_LIMIT,
@@ -22,6 +24,11 @@ import {
 } from './job-body.js';
 import { openAiRoutes } from './openai-proxy.js';
 import { EndpointLookup } from './endpoint-lookup.js';
+
+/** Requests of the routes under `/v2/:endpointId/…`; bodies are `unknown` (lenient JSON, checked by `jobBody`). */
+type JobRequest = TypedRequest<{ params: typeof JobParams }>;
+/** Only the error answers have schemas: a success is the service's answer as it is. */
+type JobResponses = typeof errorResponses & { 200?: TUnknown };
 
 /** What the job routes share with job routes registered beside them (`job-requests.ts`): one limiter, one endpoint cache. */
 export interface JobRouteContext {
@@ -50,21 +57,26 @@ export function jobRoutes(app: TypedApp, services: Services): JobRouteContext {
     config: { ownRateLimits: true, jobApi: true, ...extra },
     ...jobRateLimitHooks(limiter, op),
   });
-  const doc = (summary: string, params: typeof EndpointParams | typeof JobParams, querystring?: typeof WaitQuery) => ({
+  const doc = <P extends TSchema>(
+    summary: string,
+    params: P,
+    querystring?: typeof WaitQuery,
+  ): { tags: string[]; summary: string; params: P; querystring?: typeof WaitQuery; response: JobResponses } => ({
     tags: ['jobs'],
     summary,
     params,
     ...(querystring ? { querystring } : {}),
     response: errorResponses,
   });
-  const endpointOf = (request: FastifyRequest): Endpoint | Promise<Endpoint> => {
+  const endpointOf = (request: EndpointRequest): Endpoint | Promise<Endpoint> => {
     const accountId = principalOf(request).accountId;
-    const endpointId = (request.params as { endpointId: string }).endpointId;
+    const { endpointId } = request.params;
     return endpoints.peek(accountId, endpointId) ?? endpoints.get(accountId, endpointId);
   };
 
-  void app.register(async (scope) => {
-    useLenientJson(scope);
+  void app.register(async (plain) => {
+    useLenientJson(plain);
+    const scope = typed(plain); // a plugin's instance does not keep the provider's types
 
     scope.post(
       '/v2/:endpointId/run',
@@ -106,9 +118,9 @@ export function jobRoutes(app: TypedApp, services: Services): JobRouteContext {
       },
     );
 
-    const status = async (request: FastifyRequest) => {
+    const status = async (request: JobRequest) => {
       const endpoint = await endpointOf(request);
-      return jobs.status(endpoint.accountId, endpoint.id, (request.params as { jobId: string }).jobId);
+      return jobs.status(endpoint.accountId, endpoint.id, request.params.jobId);
     };
     // The POST forms (the Go SDK's) only read: a read key may call them.
     scope.get(
@@ -122,10 +134,10 @@ export function jobRoutes(app: TypedApp, services: Services): JobRouteContext {
       status,
     );
 
-    const statusSync = async (request: FastifyRequest, reply: FastifyReply) => {
+    const statusSync = async (request: JobRequest, reply: FastifyReply) => {
       const endpoint = await endpointOf(request);
       const waitMs = waitOf(request, STATUS_SYNC_WAIT);
-      return jobs.waitForTerminal(endpoint.accountId, endpoint.id, (request.params as { jobId: string }).jobId, {
+      return jobs.waitForTerminal(endpoint.accountId, endpoint.id, request.params.jobId, {
         waitMs,
         signal: clientGone(reply),
       });
@@ -144,10 +156,10 @@ export function jobRoutes(app: TypedApp, services: Services): JobRouteContext {
       statusSync,
     );
 
-    const stream = async (request: FastifyRequest, reply: FastifyReply) => {
+    const stream = async (request: JobRequest, reply: FastifyReply) => {
       const endpoint = await endpointOf(request);
       const waitMs = waitOf(request, STREAM_WAIT);
-      const r = await jobs.stream(endpoint.accountId, endpoint.id, (request.params as { jobId: string }).jobId, {
+      const r = await jobs.stream(endpoint.accountId, endpoint.id, request.params.jobId, {
         waitMs,
         signal: clientGone(reply),
       });
@@ -175,7 +187,7 @@ export function jobRoutes(app: TypedApp, services: Services): JobRouteContext {
       { ...route('cancel'), schema: doc('Cancel a queued or running job', JobParams) },
       async (request) => {
         const endpoint = await endpointOf(request);
-        return jobs.cancel(endpoint.accountId, endpoint.id, (request.params as { jobId: string }).jobId);
+        return jobs.cancel(endpoint.accountId, endpoint.id, request.params.jobId);
       },
     );
 
@@ -184,7 +196,7 @@ export function jobRoutes(app: TypedApp, services: Services): JobRouteContext {
       { ...route('retry'), schema: doc('Requeue a FAILED or TIMED_OUT job (same id and input)', JobParams) },
       async (request) => {
         const endpoint = await endpointOf(request);
-        return jobs.retry(endpoint.accountId, endpoint.id, (request.params as { jobId: string }).jobId);
+        return jobs.retry(endpoint.accountId, endpoint.id, request.params.jobId);
       },
     );
 

@@ -134,12 +134,7 @@ export function logRoutes(app: TypedApp, { logs, logTargets }: Services): void {
   );
 
   /** The lines, written as fast as the client reads them. */
-  async function stream(
-    request: LogRequest,
-    reply: FastifyReply,
-    target: LogTarget,
-    start: LogStart,
-  ): Promise<void> {
+  async function stream(request: LogRequest, reply: FastifyReply, target: LogTarget, start: LogStart): Promise<void> {
     const raw = reply.raw;
     const gone = new AbortController();
     raw.once('close', () => gone.abort());
