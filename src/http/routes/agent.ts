@@ -10,7 +10,7 @@
  * planes of neighbouring versions keep talking during an upgrade; the known ones are typed strictly.
  */
 import type { FastifyRequest } from 'fastify';
-import type { TypedApp } from '../type-provider.js';
+import { isObject, type TypedApp } from '../type-provider.js';
 import { Type, type Static } from '@sinclair/typebox';
 import { MAX_AGENT_POLL_WAIT_MS } from '../../config.js';
 import { ApiError, isApiError } from '../../domain/errors.js';
@@ -145,8 +145,9 @@ const percent = (v: unknown): number | null =>
 function knownStats(raw: Record<string, unknown>): Record<string, InstanceStats> {
   const known: Record<string, InstanceStats> = Object.create(null) as Record<string, InstanceStats>;
   for (const [id, value] of Object.entries(raw)) {
-    if (!INSTANCE_ID_RE.test(id) || typeof value !== 'object' || value === null) continue;
-    const v = value as Record<string, unknown>;
+    // (an array, which has none of the figures, is skipped here rather than below)
+    if (!INSTANCE_ID_RE.test(id) || !isObject(value)) continue;
+    const v = value;
     const cpuUtil = percent(v.cpuUtil);
     const memoryUtil = percent(v.memoryUtil);
     const memoryBytes =
@@ -155,7 +156,7 @@ function knownStats(raw: Record<string, unknown>): Record<string, InstanceStats>
     const stats: InstanceStats = { cpuUtil, memoryUtil, memoryBytes };
     if (Array.isArray(v.gpus) && v.gpus.length <= 64) {
       const gpus = (v.gpus as unknown[]).map((g) => {
-        const gpu = (typeof g === 'object' && g !== null ? g : {}) as Record<string, unknown>;
+        const gpu = isObject(g) ? g : {};
         const id = typeof gpu.id === 'string' && GPU_UUID.test(gpu.id) ? { id: gpu.id } : {};
         return { util: percent(gpu.util), memoryUtil: percent(gpu.memoryUtil), ...id };
       });
