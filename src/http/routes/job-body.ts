@@ -12,7 +12,10 @@ export const RUN_BODY_LIMIT = 10 * MB;
 export const RUNSYNC_BODY_LIMIT = 20 * MB;
 
 export const EndpointParams = Type.Object({ endpointId: Type.String({ minLength: 1 }) });
-/** A request under `/v2/:endpointId/…` (any of the job routes). */
+/**
+ * A request of any route under `/v2/:endpointId/…`: a structural type, so every route whose
+ * parameters include `endpointId` fits (a `TypedRequest` fits only its own schema's routes).
+ */
 export type EndpointRequest = FastifyRequest & { params: Static<typeof EndpointParams> };
 export const JobParams = Type.Object({
   endpointId: Type.String({ minLength: 1 }),

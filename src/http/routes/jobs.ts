@@ -25,7 +25,7 @@ import {
 import { openAiRoutes } from './openai-proxy.js';
 import { EndpointLookup } from './endpoint-lookup.js';
 
-/** Requests of the routes under `/v2/:endpointId/…`; bodies are `unknown` (lenient JSON, checked by `jobBody`). */
+/** A request of a route under `/v2/:endpointId/…/:jobId`; a body, where one is read, is `unknown` (lenient JSON, checked by `jobBody`). */
 type JobRequest = TypedRequest<{ params: typeof JobParams }>;
 /** Only the error answers have schemas: a success is the service's answer as it is. */
 type JobResponses = typeof errorResponses & { 200?: TUnknown };
