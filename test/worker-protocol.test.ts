@@ -142,6 +142,16 @@ describe('results', () => {
     assert.equal((await status(id)).output, 7);
   });
 
+  test('a repeated ?id= is a 400 naming the job id, not a 500, and the job stays running', async () => {
+    const id = await submit();
+    await worker('GET', 'job-take/w1');
+    const res = await worker('POST', `job-done/w1?id=${id}&id=${id}`, { output: 7 });
+    assert.equal(res.statusCode, 400);
+    assert.equal(json(res).code, 'INVALID_PARAMETER');
+    assert.match(json(res).detail, /job id/);
+    assert.equal((await status(id)).status, 'IN_PROGRESS');
+  });
+
   test('an error post fails the job, and error wins over output', async () => {
     const id = await submit();
     await worker('GET', 'job-take/w1');
@@ -246,6 +256,15 @@ describe('heartbeats', () => {
       throttled: 0,
       unhealthy: 0,
     });
+  });
+
+  test('a ping with a repeated job_id is answered like one without job ids, not with a 500', async () => {
+    const res = await worker('GET', 'ping/w-repeat?job_id=a&job_id=b');
+    assert.equal(res.statusCode, 200);
+    assert.deepEqual(json(res), { status: 'ok' });
+    const workers = (await health()).workers;
+    assert.equal(workers.idle, 1);
+    assert.equal(workers.running, 0);
   });
 
   test('a worker silent past the heartbeat timeout is lost: its job goes back to the queue, then fails after the retry budget', async () => {

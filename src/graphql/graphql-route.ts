@@ -1,4 +1,5 @@
-import type { FastifyBaseLogger, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyBaseLogger, FastifyReply, FastifyRequest } from 'fastify';
+import type { TypedApp } from '../http/type-provider.js';
 import {
   OperationTypeNode,
   execute,
@@ -15,6 +16,7 @@ import type { GraphqlLimits } from '../config.js';
 import { isApiError, type ErrorCode } from '../domain/errors.js';
 import { principalOf } from '../http/plugins/auth.js';
 import { exceedsJsonDepth, MAX_JSON_DEPTH } from '../http/json-depth.js';
+import { isObject } from '../http/type-provider.js';
 import type { RestRateLimiter } from '../http/plugins/rate-limit.js';
 import type { Services } from '../services.js';
 import type { GraphqlContext } from './context.js';
@@ -212,7 +214,7 @@ const description =
   'each root field counts as one request against the rate limits (429 when they do not all fit). Batches (JSON arrays) are not accepted.';
 
 /** Where GraphQL counts against the REST rate limits: the limiter the auth hook charges. */
-export function graphqlRoutes(app: FastifyInstance, services: Services, rateLimiter: RestRateLimiter): void {
+export function graphqlRoutes(app: TypedApp, services: Services, rateLimiter: RestRateLimiter): void {
   const schema = createSchema(allResolvers());
   const config = { scope: 'read', queryKey: true } as const;
   const tags = ['graphql'];
@@ -239,14 +241,10 @@ export function graphqlRoutes(app: FastifyInstance, services: Services, rateLimi
           'Batched requests (a JSON array of operations) are not supported; send one {"query": …} per request.',
           'BAD_REQUEST',
         );
-      const input: GraphqlRequest =
-        typeof body === 'object'
-          ? {
-              query: (body as Record<string, unknown>).query,
-              variables: (body as Record<string, unknown>).variables,
-              operationName: (body as Record<string, unknown>).operationName,
-            }
-          : { query: undefined, variables: undefined, operationName: undefined };
+      // no body schema: GraphQL answers a malformed request in its own shape
+      const input: GraphqlRequest = isObject(body)
+        ? { query: body.query, variables: body.variables, operationName: body.operationName }
+        : { query: undefined, variables: undefined, operationName: undefined };
       return runGraphql(schema, services, principalOf(request), input, optionsFor(request, reply, 'POST'));
     },
   );
@@ -255,7 +253,7 @@ export function graphqlRoutes(app: FastifyInstance, services: Services, rateLimi
     '/graphql',
     { config, schema: { tags, summary: 'Run a GraphQL query (no mutations)', description } },
     async (request, reply) => {
-      const q = (request.query ?? {}) as Record<string, unknown>;
+      const q = isObject(request.query) ? request.query : {};
       return runGraphql(
         schema,
         services,

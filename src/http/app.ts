@@ -29,6 +29,7 @@ import { requestIdOf } from './request-id.js';
 import { answerClientError } from './client-errors.js';
 import { useRouteCompilers } from './lazy-schemas.js';
 import { applyRequestTimeouts } from './listener-limits.js';
+import { typed } from './type-provider.js';
 import { ApiError, validationFailed } from '../domain/errors.js';
 
 const addFormats = addFormatsModule as unknown as (ajv: Ajv) => Ajv;
@@ -150,19 +151,21 @@ export async function buildApp(services: Services, options: BuildAppOptions = {}
     uiConfig: { url: '/v2/openapi.json' },
   });
 
-  systemRoutes(app, services);
-  accountRoutes(app, services);
-  podRoutes(app, services);
-  logRoutes(app, services);
-  templateRoutes(app, services);
-  catalogRoutes(app, services);
-  volumeRoutes(app, services);
-  registryRoutes(app, services);
-  serverlessRoutes(app, services);
-  jobRequestRoutes(app, services, jobRoutes(app, services));
-  workerProtocolRoutes(app, services);
-  agentRoutes(app, services);
-  graphqlRoutes(app, services, rateLimiter);
+  // Routes read their inputs typed from their schemas (type-provider.ts).
+  const routes = typed(app);
+  systemRoutes(routes, services);
+  accountRoutes(routes, services);
+  podRoutes(routes, services);
+  logRoutes(routes, services);
+  templateRoutes(routes, services);
+  catalogRoutes(routes, services);
+  volumeRoutes(routes, services);
+  registryRoutes(routes, services);
+  serverlessRoutes(routes, services);
+  jobRequestRoutes(routes, services, jobRoutes(routes, services));
+  workerProtocolRoutes(routes, services);
+  agentRoutes(routes, services);
+  graphqlRoutes(routes, services, rateLimiter);
 
   await app.ready();
   return app;

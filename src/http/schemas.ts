@@ -20,6 +20,9 @@ export const errorResponses = {
   '5xx': ErrorResponse,
 } as const;
 
+/** A 204 answer: no body (the handler sends none), documented as `null` like before. */
+export const Deleted = Type.Unsafe<void>(Type.Null({ description: 'Deleted' }));
+
 export const IdParams = Type.Object({ id: Type.String({ pattern: ID_PATTERN }) }, { additionalProperties: false });
 
 /**

@@ -2,6 +2,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { AccountsService, Principal } from '../../accounts/accounts-service.js';
 import { ApiError } from '../../domain/errors.js';
 import type { RestRateLimiter } from './rate-limit.js';
+import { pathParam, queryParam } from '../type-provider.js';
 import { HOST_CREDENTIAL_PREFIX } from '../../fleet/host-secrets.js';
 
 declare module 'fastify' {
@@ -37,7 +38,7 @@ function presentedKey(request: FastifyRequest, allowQuery: boolean): string | nu
     return (match ? match[1]! : header).trim();
   }
   if (allowQuery) {
-    const q = (request.query as Record<string, unknown> | undefined)?.api_key;
+    const q = queryParam(request, 'api_key');
     if (typeof q === 'string' && q.length > 0) return q;
   }
   return null;
@@ -110,12 +111,13 @@ export function registerAuth(
  * it (the worker's environment), so it must not reach the account's pods, keys or other endpoints.
  */
 function workerKeyRefusal(principal: Principal, request: FastifyRequest): string | null {
-  const params = request.params as { endpointId?: string; workerId?: string } | undefined;
+  const endpointId = pathParam(request, 'endpointId');
+  const workerId = pathParam(request, 'workerId');
   const owner = `endpoint ${principal.endpointId ?? '?'}`;
-  if (request.routeOptions.config.workerProtocol !== true || params?.endpointId !== principal.endpointId)
+  if (request.routeOptions.config.workerProtocol !== true || endpointId !== principal.endpointId)
     return `This API key belongs to a worker of ${owner}; it may call only that endpoint's worker protocol (job-take, job-stop, job-done, job-stream, ping), not ${request.method} ${request.routeOptions.url}.`;
-  if (principal.workerId && params?.workerId !== principal.workerId)
-    return `This API key belongs to worker ${principal.workerId} of ${owner}; it may not call as worker "${String(params?.workerId).slice(0, 64)}".`;
+  if (principal.workerId && workerId !== principal.workerId)
+    return `This API key belongs to worker ${principal.workerId} of ${owner}; it may not call as worker "${String(workerId).slice(0, 64)}".`;
   return null;
 }
 

@@ -1,6 +1,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Clock } from '../../domain/clock.js';
 import { ApiError } from '../../domain/errors.js';
+import { pathParam } from '../type-provider.js';
 import {
   addRemoteJobRequests,
   admitJobRequest,
@@ -125,7 +126,7 @@ export function jobRateLimitHooks(limiter: JobRateLimiter, op: JobOperation) {
     onRequest: (request: FastifyRequest, _reply: FastifyReply, done: (err?: Error) => void): void => {
       const principal = request.principal;
       if (!principal || principal.rateLimitExempt) return done();
-      const endpointId = (request.params as { endpointId?: string }).endpointId ?? '';
+      const endpointId = pathParam(request, 'endpointId') ?? '';
       try {
         releases.set(request, limiter.admit(principal.accountId, endpointId, op));
       } catch (err) {

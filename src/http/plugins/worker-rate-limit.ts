@@ -1,6 +1,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Clock } from '../../domain/clock.js';
 import { ApiError } from '../../domain/errors.js';
+import { pathParam } from '../type-provider.js';
 import {
   admitJobRequest,
   isIdleJobWindow,
@@ -101,7 +102,8 @@ export function workerRateLimitHook(limiter: WorkerRateLimiter) {
   return (request: FastifyRequest, _reply: FastifyReply, done: (err?: Error) => void): void => {
     const principal = request.principal;
     if (!principal || principal.rateLimitExempt) return done();
-    const { endpointId = '', workerId = '' } = request.params as { endpointId?: string; workerId?: string };
+    const endpointId = pathParam(request, 'endpointId') ?? '';
+    const workerId = pathParam(request, 'workerId') ?? '';
     try {
       limiter.admit(principal.accountId, endpointId, workerId);
     } catch (err) {

@@ -1,4 +1,4 @@
-import type { FastifyInstance } from 'fastify';
+import type { TypedApp } from '../type-provider.js';
 import { Type } from '@sinclair/typebox';
 import type { Services } from '../../services.js';
 import { principalOf } from '../plugins/auth.js';
@@ -6,7 +6,7 @@ import { errorResponses } from '../schemas.js';
 
 const SshKeys = Type.Array(Type.String({ maxLength: 16384 }), { maxItems: 100 });
 
-export function accountRoutes(app: FastifyInstance, { accounts }: Services): void {
+export function accountRoutes(app: TypedApp, { accounts }: Services): void {
   app.get(
     '/v2/account/ssh-keys',
     {
@@ -29,6 +29,6 @@ export function accountRoutes(app: FastifyInstance, { accounts }: Services): voi
         response: { 200: SshKeys, ...errorResponses },
       },
     },
-    async (request) => accounts.putSshKeys(principalOf(request).accountId, request.body as string[]),
+    async (request) => accounts.putSshKeys(principalOf(request).accountId, request.body),
   );
 }

@@ -9,7 +9,8 @@
  * Fields a newer agent sends and this server does not know are ignored, so agents and control
  * planes of neighbouring versions keep talking during an upgrade; the known ones are typed strictly.
  */
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyRequest } from 'fastify';
+import { isObject, type TypedApp } from '../type-provider.js';
 import { Type, type Static } from '@sinclair/typebox';
 import { MAX_AGENT_POLL_WAIT_MS } from '../../config.js';
 import { ApiError, isApiError } from '../../domain/errors.js';
@@ -144,8 +145,9 @@ const percent = (v: unknown): number | null =>
 function knownStats(raw: Record<string, unknown>): Record<string, InstanceStats> {
   const known: Record<string, InstanceStats> = Object.create(null) as Record<string, InstanceStats>;
   for (const [id, value] of Object.entries(raw)) {
-    if (!INSTANCE_ID_RE.test(id) || typeof value !== 'object' || value === null) continue;
-    const v = value as Record<string, unknown>;
+    // (an array, which has none of the figures, is skipped here rather than below)
+    if (!INSTANCE_ID_RE.test(id) || !isObject(value)) continue;
+    const v = value;
     const cpuUtil = percent(v.cpuUtil);
     const memoryUtil = percent(v.memoryUtil);
     const memoryBytes =
@@ -154,7 +156,7 @@ function knownStats(raw: Record<string, unknown>): Record<string, InstanceStats>
     const stats: InstanceStats = { cpuUtil, memoryUtil, memoryBytes };
     if (Array.isArray(v.gpus) && v.gpus.length <= 64) {
       const gpus = (v.gpus as unknown[]).map((g) => {
-        const gpu = (typeof g === 'object' && g !== null ? g : {}) as Record<string, unknown>;
+        const gpu = isObject(g) ? g : {};
         const id = typeof gpu.id === 'string' && GPU_UUID.test(gpu.id) ? { id: gpu.id } : {};
         return { util: percent(gpu.util), memoryUtil: percent(gpu.memoryUtil), ...id };
       });
@@ -174,7 +176,7 @@ function bearer(request: FastifyRequest): string | null {
   return match ? match[1]! : null;
 }
 
-export function agentRoutes(app: FastifyInstance, services: Services): void {
+export function agentRoutes(app: TypedApp, services: Services): void {
   const { fleet, config } = services;
   const failures = new AuthFailureLimiter(services.clock);
   app.decorateRequest('agentHostId', null);
@@ -219,38 +221,34 @@ export function agentRoutes(app: FastifyInstance, services: Services): void {
     return request.agentHostId;
   };
 
-  app.post<{ Body: Static<typeof JoinBody> }>(
-    `${AGENT_API_PREFIX}/join`,
-    { ...base, schema: { hide: true, body: JoinBody } },
-    async (request, reply) => {
-      const client = clientKey(request.ip);
-      const refusal = failures.refusal(client);
-      if (refusal) throw refusal;
-      const body = request.body;
-      try {
-        const answer = await fleet.join({
-          token: body.token,
-          name: body.name,
-          publicIp: body.publicIp,
-          portRange: body.portRange as [number, number],
-          agentVersion: body.agentVersion,
-          capacity: body.capacity as never,
-        });
-        return reply.code(201).send(answer);
-      } catch (err) {
-        if (isApiError(err) && err.code === 'JOIN_TOKEN_INVALID') failures.failed(client);
-        throw err;
-      }
-    },
-  );
+  app.post(`${AGENT_API_PREFIX}/join`, { ...base, schema: { hide: true, body: JoinBody } }, async (request, reply) => {
+    const client = clientKey(request.ip);
+    const refusal = failures.refusal(client);
+    if (refusal) throw refusal;
+    const body = request.body;
+    try {
+      const answer = await fleet.join({
+        token: body.token,
+        name: body.name,
+        publicIp: body.publicIp,
+        portRange: body.portRange as [number, number],
+        agentVersion: body.agentVersion,
+        capacity: body.capacity as never,
+      });
+      return reply.code(201).send(answer);
+    } catch (err) {
+      if (isApiError(err) && err.code === 'JOIN_TOKEN_INVALID') failures.failed(client);
+      throw err;
+    }
+  });
 
-  app.post<{ Body: Static<typeof ReportBody> }>(
+  app.post(
     `${AGENT_API_PREFIX}/report`,
     { ...base, bodyLimit: REPORT_BODY_LIMIT, onRequest: hostCredential, schema: { hide: true, body: ReportBody } },
     async (request) => fleet.report(hostOf(request), knownReport(request.body ?? {})),
   );
 
-  app.get<{ Querystring: Static<typeof OperationsQuery> }>(
+  app.get(
     `${AGENT_API_PREFIX}/operations`,
     { ...base, onRequest: hostCredential, schema: { hide: true, querystring: OperationsQuery } },
     async (request, reply) => {

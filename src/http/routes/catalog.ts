@@ -1,4 +1,4 @@
-import type { FastifyInstance } from 'fastify';
+import type { TypedApp } from '../type-provider.js';
 import { Type, type Static } from '@sinclair/typebox';
 import type { Services } from '../../services.js';
 import { errorResponses } from '../schemas.js';
@@ -17,7 +17,6 @@ const CatalogIdParams = Type.Object(
   },
   { additionalProperties: false },
 );
-type CatalogIdParams = Static<typeof CatalogIdParams>;
 
 const Include = Type.Unsafe<'AVAILABILITY'>({
   type: 'string',
@@ -89,7 +88,7 @@ const PoolSchema = Type.Object({
 
 const ok = <T extends object>(schema: T) => ({ 200: schema, ...errorResponses });
 
-export function catalogRoutes(app: FastifyInstance, { catalog, templates }: Services): void {
+export function catalogRoutes(app: TypedApp, { catalog, templates }: Services): void {
   const availability = (query: GpuQuery) => ({ availability: query.include === 'AVAILABILITY' });
 
   app.get(
@@ -102,7 +101,7 @@ export function catalogRoutes(app: FastifyInstance, { catalog, templates }: Serv
         response: ok(Type.Object({ gpus: Type.Array(GpuTypeSchema) })),
       },
     },
-    async (request) => ({ gpus: catalog.listGpuTypes(availability(request.query as GpuQuery)) }),
+    async (request) => ({ gpus: catalog.listGpuTypes(availability(request.query)) }),
   );
   app.get(
     '/v2/catalog/gpus/:id',
@@ -115,8 +114,7 @@ export function catalogRoutes(app: FastifyInstance, { catalog, templates }: Serv
         response: ok(GpuTypeSchema),
       },
     },
-    async (request) =>
-      catalog.getGpuType((request.params as CatalogIdParams).id, availability(request.query as GpuQuery)),
+    async (request) => catalog.getGpuType(request.params.id, availability(request.query)),
   );
 
   app.get(
@@ -133,7 +131,7 @@ export function catalogRoutes(app: FastifyInstance, { catalog, templates }: Serv
   app.get(
     '/v2/catalog/cpus/:id',
     { schema: { tags, summary: 'One CPU flavor', params: CatalogIdParams, response: ok(CpuFlavorSchema) } },
-    async (request) => catalog.getCpuFlavor((request.params as CatalogIdParams).id),
+    async (request) => catalog.getCpuFlavor(request.params.id),
   );
 
   app.get(
@@ -150,7 +148,7 @@ export function catalogRoutes(app: FastifyInstance, { catalog, templates }: Serv
   app.get(
     '/v2/catalog/datacenters/:id',
     { schema: { tags, summary: 'One data center', params: CatalogIdParams, response: ok(DataCenterSchema) } },
-    async (request) => catalog.getDataCenter((request.params as CatalogIdParams).id),
+    async (request) => catalog.getDataCenter(request.params.id),
   );
 
   app.get(
@@ -167,7 +165,7 @@ export function catalogRoutes(app: FastifyInstance, { catalog, templates }: Serv
   app.get(
     '/v2/catalog/pools/:id',
     { schema: { tags, summary: 'One serverless GPU pool', params: CatalogIdParams, response: ok(PoolSchema) } },
-    async (request) => catalog.getPool((request.params as CatalogIdParams).id),
+    async (request) => catalog.getPool(request.params.id),
   );
 
   app.get(
@@ -184,6 +182,6 @@ export function catalogRoutes(app: FastifyInstance, { catalog, templates }: Serv
   app.get(
     '/v2/catalog/templates/:id',
     { schema: { tags, summary: 'One public template', params: CatalogIdParams, response: ok(TemplateSchema) } },
-    async (request) => templateView(await templates.getPublic((request.params as CatalogIdParams).id)),
+    async (request) => templateView(await templates.getPublic(request.params.id)),
   );
 }

@@ -1,6 +1,7 @@
 /** What the client job routes share: body limits, their parameters' schemas, a job body's shape, the `wait` parameter. */
 import type { FastifyRequest } from 'fastify';
-import { Type } from '@sinclair/typebox';
+import { Type, type Static } from '@sinclair/typebox';
+import { isObject } from '../type-provider.js';
 import { ApiError } from '../../domain/errors.js';
 import { normalizeWait, type WaitBounds } from '../../domain/job-policy.js';
 import type { SubmitBody } from '../../jobs/client-jobs.js';
@@ -10,18 +11,22 @@ const MB = 1024 * 1024;
 export const RUN_BODY_LIMIT = 10 * MB;
 export const RUNSYNC_BODY_LIMIT = 20 * MB;
 
-export const isObject = (v: unknown): v is Record<string, unknown> =>
-  typeof v === 'object' && v !== null && !Array.isArray(v);
-
 export const EndpointParams = Type.Object({ endpointId: Type.String({ minLength: 1 }) });
+/**
+ * A request of any route under `/v2/:endpointId/…`: a structural type, so every route whose
+ * parameters include `endpointId` fits (a `TypedRequest` fits only its own schema's routes).
+ */
+export type EndpointRequest = FastifyRequest & { params: Static<typeof EndpointParams> };
 export const JobParams = Type.Object({
   endpointId: Type.String({ minLength: 1 }),
   jobId: Type.String({ minLength: 1 }),
 });
 export const WaitQuery = Type.Object({ wait: Type.Optional(Type.Number({ description: 'milliseconds to wait' })) });
 
-export function waitOf(request: FastifyRequest, bounds: WaitBounds): number {
-  const wait = normalizeWait((request.query as { wait?: unknown }).wait, bounds);
+/** The `wait` query parameter: numeric where the route declares `WaitQuery`, raw text where it declares no query schema. */
+export function waitOf(request: { query: unknown }, bounds: WaitBounds): number {
+  const { query } = request;
+  const wait = normalizeWait(isObject(query) ? query.wait : undefined, bounds);
   if (!wait.ok)
     throw new ApiError('INVALID_PARAMETER', `Invalid query parameter: ${wait.violations.join('; ')}.`, {
       errors: wait.violations,

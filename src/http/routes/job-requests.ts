@@ -1,4 +1,4 @@
-import type { FastifyInstance } from 'fastify';
+import type { TypedApp } from '../type-provider.js';
 import { Type, type Static } from '@sinclair/typebox';
 import { ApiError } from '../../domain/errors.js';
 import { JOB_STATUSES } from '../../domain/job-state.js';
@@ -70,11 +70,7 @@ function decodeJobCursor(cursor: string): JobListingPosition {
  * the caller's recent jobs on the endpoint, newest first, a page at a time. Shares the job API's
  * limiter and endpoint cache (`jobRoutes` answers them).
  */
-export function jobRequestRoutes(
-  app: FastifyInstance,
-  services: Services,
-  { limiter, endpoints }: JobRouteContext,
-): void {
+export function jobRequestRoutes(app: TypedApp, services: Services, { limiter, endpoints }: JobRouteContext): void {
   const listing = new JobListing(services.db);
   app.get(
     '/v2/:endpointId/requests',
@@ -92,11 +88,8 @@ export function jobRequestRoutes(
       },
     },
     async (request): Promise<Static<typeof JobRequestList>> => {
-      const query = request.query as Static<typeof JobRequestsQuery>;
-      const endpoint = await endpoints.get(
-        principalOf(request).accountId,
-        (request.params as Static<typeof EndpointParams>).endpointId,
-      );
+      const query = request.query;
+      const endpoint = await endpoints.get(principalOf(request).accountId, request.params.endpointId);
       const after = query.cursor === undefined ? undefined : decodeJobCursor(query.cursor);
       const page = await listing.recent(endpoint.accountId, endpoint.id, {
         now: services.clock.now(),

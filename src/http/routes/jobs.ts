@@ -1,4 +1,6 @@
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyReply } from 'fastify';
+import type { TSchema, TUnknown } from '@sinclair/typebox';
+import { typed, type TypedApp, type TypedRequest } from '../type-provider.js';
 import { isTerminalJobStatus } from '../../domain/job-state.js';
 import { RUNSYNC_WAIT, STATUS_SYNC_WAIT, STREAM_WAIT } from '../../domain/job-policy.js';
 import type { JobOperation } from '../../domain/job-rate-limits.js';
@@ -12,6 +14,7 @@ import { useLenientJson } from '../lenient-json.js';
 import { endpointHealth } from './endpoint-health.js';
 import {
   EndpointParams,
+  type EndpointRequest,
   JobParams,
   jobBody,
   RUN_BODY_LIMIT,
@@ -21,6 +24,11 @@ import {
 } from './job-body.js';
 import { openAiRoutes } from './openai-proxy.js';
 import { EndpointLookup } from './endpoint-lookup.js';
+
+/** A request of a route under `/v2/:endpointId/…/:jobId`; a body, where one is read, is `unknown` (lenient JSON, checked by `jobBody`). */
+type JobRequest = TypedRequest<{ params: typeof JobParams }>;
+/** Only the error answers have schemas: a success is the service's answer as it is. */
+type JobResponses = typeof errorResponses & { 200?: TUnknown };
 
 /** What the job routes share with job routes registered beside them (`job-requests.ts`): one limiter, one endpoint cache. */
 export interface JobRouteContext {
@@ -33,7 +41,7 @@ export interface JobRouteContext {
  * 200 (the JS SDK treats anything else as an error); errors are problem+json. The spec 8.1 limits
  * apply instead of the REST limiter.
  */
-export function jobRoutes(app: FastifyInstance, services: Services): JobRouteContext {
+export function jobRoutes(app: TypedApp, services: Services): JobRouteContext {
   const { jobs, workers } = services;
   const endpoints = new EndpointLookup(services.endpoints);
   const limiter = new JobRateLimiter({
@@ -49,21 +57,26 @@ export function jobRoutes(app: FastifyInstance, services: Services): JobRouteCon
     config: { ownRateLimits: true, jobApi: true, ...extra },
     ...jobRateLimitHooks(limiter, op),
   });
-  const doc = (summary: string, params: typeof EndpointParams | typeof JobParams, querystring?: typeof WaitQuery) => ({
+  const doc = <P extends TSchema>(
+    summary: string,
+    params: P,
+    querystring?: typeof WaitQuery,
+  ): { tags: string[]; summary: string; params: P; querystring?: typeof WaitQuery; response: JobResponses } => ({
     tags: ['jobs'],
     summary,
     params,
     ...(querystring ? { querystring } : {}),
     response: errorResponses,
   });
-  const endpointOf = (request: FastifyRequest): Endpoint | Promise<Endpoint> => {
+  const endpointOf = (request: EndpointRequest): Endpoint | Promise<Endpoint> => {
     const accountId = principalOf(request).accountId;
-    const endpointId = (request.params as { endpointId: string }).endpointId;
+    const { endpointId } = request.params;
     return endpoints.peek(accountId, endpointId) ?? endpoints.get(accountId, endpointId);
   };
 
-  void app.register(async (scope) => {
-    useLenientJson(scope);
+  void app.register(async (plain) => {
+    useLenientJson(plain);
+    const scope = typed(plain); // a plugin's instance does not keep the provider's types
 
     scope.post(
       '/v2/:endpointId/run',
@@ -105,9 +118,9 @@ export function jobRoutes(app: FastifyInstance, services: Services): JobRouteCon
       },
     );
 
-    const status = async (request: FastifyRequest) => {
+    const status = async (request: JobRequest) => {
       const endpoint = await endpointOf(request);
-      return jobs.status(endpoint.accountId, endpoint.id, (request.params as { jobId: string }).jobId);
+      return jobs.status(endpoint.accountId, endpoint.id, request.params.jobId);
     };
     // The POST forms (the Go SDK's) only read: a read key may call them.
     scope.get(
@@ -121,10 +134,10 @@ export function jobRoutes(app: FastifyInstance, services: Services): JobRouteCon
       status,
     );
 
-    const statusSync = async (request: FastifyRequest, reply: FastifyReply) => {
+    const statusSync = async (request: JobRequest, reply: FastifyReply) => {
       const endpoint = await endpointOf(request);
       const waitMs = waitOf(request, STATUS_SYNC_WAIT);
-      return jobs.waitForTerminal(endpoint.accountId, endpoint.id, (request.params as { jobId: string }).jobId, {
+      return jobs.waitForTerminal(endpoint.accountId, endpoint.id, request.params.jobId, {
         waitMs,
         signal: clientGone(reply),
       });
@@ -143,10 +156,10 @@ export function jobRoutes(app: FastifyInstance, services: Services): JobRouteCon
       statusSync,
     );
 
-    const stream = async (request: FastifyRequest, reply: FastifyReply) => {
+    const stream = async (request: JobRequest, reply: FastifyReply) => {
       const endpoint = await endpointOf(request);
       const waitMs = waitOf(request, STREAM_WAIT);
-      const r = await jobs.stream(endpoint.accountId, endpoint.id, (request.params as { jobId: string }).jobId, {
+      const r = await jobs.stream(endpoint.accountId, endpoint.id, request.params.jobId, {
         waitMs,
         signal: clientGone(reply),
       });
@@ -174,7 +187,7 @@ export function jobRoutes(app: FastifyInstance, services: Services): JobRouteCon
       { ...route('cancel'), schema: doc('Cancel a queued or running job', JobParams) },
       async (request) => {
         const endpoint = await endpointOf(request);
-        return jobs.cancel(endpoint.accountId, endpoint.id, (request.params as { jobId: string }).jobId);
+        return jobs.cancel(endpoint.accountId, endpoint.id, request.params.jobId);
       },
     );
 
@@ -183,7 +196,7 @@ export function jobRoutes(app: FastifyInstance, services: Services): JobRouteCon
       { ...route('retry'), schema: doc('Requeue a FAILED or TIMED_OUT job (same id and input)', JobParams) },
       async (request) => {
         const endpoint = await endpointOf(request);
-        return jobs.retry(endpoint.accountId, endpoint.id, (request.params as { jobId: string }).jobId);
+        return jobs.retry(endpoint.accountId, endpoint.id, request.params.jobId);
       },
     );
 

@@ -7,8 +7,9 @@
  * no more lines are read.
  */
 import { once } from 'node:events';
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { Type, type Static } from '@sinclair/typebox';
+import type { FastifyReply } from 'fastify';
+import type { TypedApp, TypedRequest } from '../type-provider.js';
+import { Type } from '@sinclair/typebox';
 import type { Services } from '../../services.js';
 import { ApiError } from '../../domain/errors.js';
 import { ID_PATTERN } from '../../domain/ids.js';
@@ -47,7 +48,6 @@ const LogQuery = Type.Object(
   },
   { additionalProperties: false },
 );
-type LogQuery = Static<typeof LogQuery>;
 
 const LogHeaders = Type.Object({
   'last-event-id': Type.Optional(
@@ -57,6 +57,9 @@ const LogHeaders = Type.Object({
     }),
   ),
 });
+
+/** What the log routes share: their query and headers. */
+type LogRequest = TypedRequest<{ querystring: typeof LogQuery; headers: typeof LogHeaders }>;
 
 const WorkerParams = Type.Object(
   { id: Type.String({ pattern: ID_PATTERN }), workerId: Type.String({ pattern: ID_PATTERN }) },
@@ -81,8 +84,8 @@ const eventStream = {
   ...errorResponses,
 };
 
-export function logRoutes(app: FastifyInstance, { logs, logTargets }: Services): void {
-  app.get<{ Params: Static<typeof IdParams>; Querystring: LogQuery }>(
+export function logRoutes(app: TypedApp, { logs, logTargets }: Services): void {
+  app.get(
     '/v2/pods/:id/logs',
     {
       schema: {
@@ -104,7 +107,7 @@ export function logRoutes(app: FastifyInstance, { logs, logTargets }: Services):
     },
   );
 
-  app.get<{ Params: Static<typeof WorkerParams>; Querystring: LogQuery }>(
+  app.get(
     '/v2/serverless/:id/workers/:workerId/logs',
     {
       schema: {
@@ -131,12 +134,7 @@ export function logRoutes(app: FastifyInstance, { logs, logTargets }: Services):
   );
 
   /** The lines, written as fast as the client reads them. */
-  async function stream(
-    request: FastifyRequest<{ Querystring: LogQuery }>,
-    reply: FastifyReply,
-    target: LogTarget,
-    start: LogStart,
-  ): Promise<void> {
+  async function stream(request: LogRequest, reply: FastifyReply, target: LogTarget, start: LogStart): Promise<void> {
     const raw = reply.raw;
     const gone = new AbortController();
     raw.once('close', () => gone.abort());
@@ -176,9 +174,9 @@ export function logRoutes(app: FastifyInstance, { logs, logTargets }: Services):
 }
 
 /** Where the stream begins: `Last-Event-ID`, else `since`, else `tail` (the OpenAPI's precedence). */
-function startOf(request: FastifyRequest<{ Querystring: LogQuery }>): LogStart {
-  const header = request.headers['last-event-id'];
-  const lastEventId = Array.isArray(header) ? header[0] : header;
+function startOf(request: LogRequest): LogStart {
+  // a string: Node joins a repeated header's values (only set-cookie stays a list)
+  const lastEventId = request.headers['last-event-id'];
   if (lastEventId !== undefined && lastEventId.trim() !== '') {
     const cursor = parseEventId(lastEventId);
     if (!cursor)

@@ -1,9 +1,9 @@
-import type { FastifyInstance } from 'fastify';
+import type { TypedApp } from '../type-provider.js';
 import { Type, type Static } from '@sinclair/typebox';
 import type { Services } from '../../services.js';
 import type { NetworkVolume } from '../../volumes/network-volume.js';
 import { principalOf } from '../plugins/auth.js';
-import { errorResponses, IdParams } from '../schemas.js';
+import { Deleted, errorResponses, IdParams } from '../schemas.js';
 
 const closed = { additionalProperties: false } as const;
 const Name = Type.String({ minLength: 1, maxLength: 191 });
@@ -52,10 +52,9 @@ const view = ({ id, name, size, dataCenterId }: NetworkVolume): Static<typeof Ne
   size,
   dataCenterId,
 });
-const idOf = (params: unknown): string => (params as Static<typeof IdParams>).id;
 const tags = ['network volumes'];
 
-export function volumeRoutes(app: FastifyInstance, { volumes }: Services): void {
+export function volumeRoutes(app: TypedApp, { volumes }: Services): void {
   app.post(
     '/v2/network-volumes',
     {
@@ -67,10 +66,7 @@ export function volumeRoutes(app: FastifyInstance, { volumes }: Services): void 
       },
     },
     async (request, reply) => {
-      const created = await volumes.create(
-        principalOf(request).accountId,
-        request.body as Static<typeof CreateNetworkVolumeRequest>,
-      );
+      const created = await volumes.create(principalOf(request).accountId, request.body);
       return reply.code(201).send(view(created));
     },
   );
@@ -91,7 +87,7 @@ export function volumeRoutes(app: FastifyInstance, { volumes }: Services): void 
         response: { 200: NetworkVolumeSchema, ...errorResponses },
       },
     },
-    async (request) => view(await volumes.get(principalOf(request).accountId, idOf(request.params))),
+    async (request) => view(await volumes.get(principalOf(request).accountId, request.params.id)),
   );
 
   app.patch(
@@ -105,14 +101,7 @@ export function volumeRoutes(app: FastifyInstance, { volumes }: Services): void 
         response: { 200: NetworkVolumeSchema, ...errorResponses },
       },
     },
-    async (request) =>
-      view(
-        await volumes.update(
-          principalOf(request).accountId,
-          idOf(request.params),
-          request.body as Static<typeof PatchNetworkVolumeRequest>,
-        ),
-      ),
+    async (request) => view(await volumes.update(principalOf(request).accountId, request.params.id, request.body)),
   );
 
   app.delete(
@@ -123,11 +112,11 @@ export function volumeRoutes(app: FastifyInstance, { volumes }: Services): void 
         summary: 'Delete a network volume and its data',
         description: 'Refused with 400 VOLUME_IN_USE while a pod that is not terminated mounts it.',
         params: IdParams,
-        response: { 204: Type.Null({ description: 'Deleted' }), ...errorResponses },
+        response: { 204: Deleted, ...errorResponses },
       },
     },
     async (request, reply) => {
-      await volumes.delete(principalOf(request).accountId, idOf(request.params));
+      await volumes.delete(principalOf(request).accountId, request.params.id);
       return reply.code(204).send();
     },
   );

@@ -3,7 +3,8 @@
  * `openai_route` and `openai_input` (what OpenAI-compatible workers read); the answer is the job's
  * output, or with `stream: true` its chunks as server-sent events ending in `[DONE]`.
  */
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { Type } from '@sinclair/typebox';
 import { ApiError } from '../../domain/errors.js';
 import { isTerminalJobStatus } from '../../domain/job-state.js';
 import { RUNSYNC_WAIT, STREAM_WAIT } from '../../domain/job-policy.js';
@@ -12,22 +13,26 @@ import type { Endpoint } from '../../serverless/endpoint.js';
 import type { Services } from '../../services.js';
 import { clientGone } from '../client-gone.js';
 import { endJobRequestFlight } from '../plugins/job-rate-limit.js';
-import { isObject, RUNSYNC_BODY_LIMIT, waitOf } from './job-body.js';
+import { isObject, type TypedApp } from '../type-provider.js';
+import { RUNSYNC_BODY_LIMIT, waitOf, type EndpointRequest } from './job-body.js';
 
 export interface OpenAiRouteDeps {
   jobs: Services['jobs'];
-  endpointOf: (request: FastifyRequest) => Endpoint | Promise<Endpoint>;
+  endpointOf: (request: EndpointRequest) => Endpoint | Promise<Endpoint>;
   /** the route's options (its rate limit hooks and config) */
   route: object;
 }
 
-export function openAiRoutes(scope: FastifyInstance, { jobs, endpointOf, route }: OpenAiRouteDeps): void {
+/** The router's parameters, as text (never refused here): the endpoint and the OpenAI path after `/v1/`. */
+const OpenAiParams = Type.Object({ endpointId: Type.String(), '*': Type.String() });
+
+export function openAiRoutes(scope: TypedApp, { jobs, endpointOf, route }: OpenAiRouteDeps): void {
   scope.post(
     '/v2/:endpointId/openai/v1/*',
-    { ...route, bodyLimit: RUNSYNC_BODY_LIMIT, schema: { hide: true } },
+    { ...route, bodyLimit: RUNSYNC_BODY_LIMIT, schema: { hide: true, params: OpenAiParams } },
     async (request, reply) => {
       const endpoint = await endpointOf(request);
-      const openaiRoute = `/v1/${(request.params as { '*': string })['*']}`;
+      const openaiRoute = `/v1/${request.params['*']}`;
       const body = request.body === undefined ? {} : request.body;
       const submit: SubmitBody = { input: { openai_route: openaiRoute, openai_input: body } };
       if (isObject(body) && body.stream === true) return streamOpenAi(jobs, request, reply, endpoint, submit);

@@ -1,4 +1,4 @@
-import type { FastifyInstance } from 'fastify';
+import type { TypedApp } from '../type-provider.js';
 import type { Static } from '@sinclair/typebox';
 import type { Services } from '../../services.js';
 import { principalOf } from '../plugins/auth.js';
@@ -14,8 +14,8 @@ import {
 
 type IdParams = Static<typeof IdParams>;
 
-export function podRoutes(app: FastifyInstance, { pods }: Services): void {
-  app.post<{ Body: Static<typeof CreatePodRequest> }>(
+export function podRoutes(app: TypedApp, { pods }: Services): void {
+  app.post(
     '/v2/pods',
     {
       schema: {
@@ -34,7 +34,7 @@ export function podRoutes(app: FastifyInstance, { pods }: Services): void {
     },
   );
 
-  app.get<{ Querystring: Static<typeof PodListQuery> }>(
+  app.get(
     '/v2/pods',
     {
       schema: {
@@ -62,7 +62,7 @@ export function podRoutes(app: FastifyInstance, { pods }: Services): void {
     },
   );
 
-  app.get<{ Params: IdParams }>(
+  app.get(
     '/v2/pods/:id',
     {
       schema: {
@@ -76,7 +76,7 @@ export function podRoutes(app: FastifyInstance, { pods }: Services): void {
     async (request) => pods.get(principalOf(request).accountId, request.params.id),
   );
 
-  app.patch<{ Params: IdParams; Body: Static<typeof PatchPodRequest> }>(
+  app.patch(
     '/v2/pods/:id',
     {
       schema: {
@@ -93,7 +93,7 @@ export function podRoutes(app: FastifyInstance, { pods }: Services): void {
     async (request) => pods.update(principalOf(request).accountId, request.params.id, request.body),
   );
 
-  app.post<{ Params: IdParams; Body: Static<typeof PodActionRequest> }>(
+  app.post(
     '/v2/pods/:id/action',
     {
       schema: {
@@ -114,7 +114,7 @@ export function podRoutes(app: FastifyInstance, { pods }: Services): void {
     },
   );
 
-  app.delete<{ Params: IdParams }>(
+  app.delete(
     '/v2/pods/:id',
     {
       schema: {

@@ -1,9 +1,9 @@
-import type { FastifyInstance } from 'fastify';
+import type { TypedApp } from '../type-provider.js';
 import { Type, type Static } from '@sinclair/typebox';
 import type { Registry } from '../../registries/registry.js';
 import type { Services } from '../../services.js';
 import { principalOf } from '../plugins/auth.js';
-import { errorResponses, IdParams } from '../schemas.js';
+import { Deleted, errorResponses, IdParams } from '../schemas.js';
 
 const CreateRegistryRequest = Type.Object(
   {
@@ -23,10 +23,9 @@ const RegistrySchema = Type.Object({ id: Type.String(), name: Type.String() });
 const RegistryList = Type.Object({ registries: Type.Array(RegistrySchema) });
 
 const view = ({ id, name }: Registry): Static<typeof RegistrySchema> => ({ id, name });
-const idOf = (params: unknown): string => (params as Static<typeof IdParams>).id;
 const tags = ['registries'];
 
-export function registryRoutes(app: FastifyInstance, { registries }: Services): void {
+export function registryRoutes(app: TypedApp, { registries }: Services): void {
   app.post(
     '/v2/registries',
     {
@@ -39,10 +38,7 @@ export function registryRoutes(app: FastifyInstance, { registries }: Services): 
       },
     },
     async (request, reply) => {
-      const created = await registries.create(
-        principalOf(request).accountId,
-        request.body as Static<typeof CreateRegistryRequest>,
-      );
+      const created = await registries.create(principalOf(request).accountId, request.body);
       return reply.code(201).send(view(created));
     },
   );
@@ -63,7 +59,7 @@ export function registryRoutes(app: FastifyInstance, { registries }: Services): 
         response: { 200: RegistrySchema, ...errorResponses },
       },
     },
-    async (request) => view(await registries.get(principalOf(request).accountId, idOf(request.params))),
+    async (request) => view(await registries.get(principalOf(request).accountId, request.params.id)),
   );
 
   app.delete(
@@ -75,11 +71,11 @@ export function registryRoutes(app: FastifyInstance, { registries }: Services): 
         description:
           'Refused with 400 REGISTRY_IN_USE while a pod that is not terminated or one of your templates uses it.',
         params: IdParams,
-        response: { 204: Type.Null({ description: 'Deleted' }), ...errorResponses },
+        response: { 204: Deleted, ...errorResponses },
       },
     },
     async (request, reply) => {
-      await registries.delete(principalOf(request).accountId, idOf(request.params));
+      await registries.delete(principalOf(request).accountId, request.params.id);
       return reply.code(204).send();
     },
   );

@@ -1,4 +1,4 @@
-import type { FastifyInstance } from 'fastify';
+import type { TypedApp } from '../type-provider.js';
 import { Type, type Static } from '@sinclair/typebox';
 import { iso } from '../../domain/clock.js';
 import type { Endpoint } from '../../serverless/endpoint.js';
@@ -6,7 +6,7 @@ import { toServerlessView, type ServerlessEndpointView } from '../../serverless/
 import type { EndpointInput } from '../../serverless/endpoints-service.js';
 import type { Services } from '../../services.js';
 import { principalOf } from '../plugins/auth.js';
-import { errorResponses, IdParams } from '../schemas.js';
+import { Deleted, errorResponses, IdParams } from '../schemas.js';
 
 const closed = { additionalProperties: false } as const;
 const StringList = (description: string) =>
@@ -129,10 +129,9 @@ const toInput = ({ flashboot, ...rest }: EndpointBody): EndpointInput => ({
   ...(flashboot !== undefined ? { flashboot: flashboot === true || flashboot === 'FLASHBOOT' } : {}),
 });
 
-const idOf = (params: unknown): string => (params as Static<typeof IdParams>).id;
 const tags = ['serverless'];
 
-export function serverlessRoutes(app: FastifyInstance, { endpoints, config }: Services): void {
+export function serverlessRoutes(app: TypedApp, { endpoints, config }: Services): void {
   // Read at each request: a server started on port 0 learns its job URL's port only once it listens.
   const ctx = {
     get publicUrl() {
@@ -169,7 +168,7 @@ export function serverlessRoutes(app: FastifyInstance, { endpoints, config }: Se
       },
     },
     async (request, reply) => {
-      const created = await endpoints.create(principalOf(request).accountId, toInput(request.body as EndpointBody));
+      const created = await endpoints.create(principalOf(request).accountId, toInput(request.body));
       return reply.code(201).send(await render(created));
     },
   );
@@ -184,7 +183,7 @@ export function serverlessRoutes(app: FastifyInstance, { endpoints, config }: Se
         response: { 200: ServerlessEndpointSchema, ...errorResponses },
       },
     },
-    async (request) => render(await endpoints.get(principalOf(request).accountId, idOf(request.params))),
+    async (request) => render(await endpoints.get(principalOf(request).accountId, request.params.id)),
   );
 
   app.patch(
@@ -199,13 +198,7 @@ export function serverlessRoutes(app: FastifyInstance, { endpoints, config }: Se
       },
     },
     async (request) =>
-      render(
-        await endpoints.update(
-          principalOf(request).accountId,
-          idOf(request.params),
-          toInput(request.body as EndpointBody),
-        ),
-      ),
+      render(await endpoints.update(principalOf(request).accountId, request.params.id, toInput(request.body))),
   );
 
   app.delete(
@@ -216,11 +209,11 @@ export function serverlessRoutes(app: FastifyInstance, { endpoints, config }: Se
         summary: 'Delete a serverless endpoint',
         description: 'Refused with 400 ENDPOINT_HAS_WORKERS until workersMin and workersMax are both 0.',
         params: IdParams,
-        response: { 204: Type.Null({ description: 'Deleted' }), ...errorResponses },
+        response: { 204: Deleted, ...errorResponses },
       },
     },
     async (request, reply) => {
-      await endpoints.delete(principalOf(request).accountId, idOf(request.params));
+      await endpoints.delete(principalOf(request).accountId, request.params.id);
       return reply.code(204).send();
     },
   );
@@ -236,7 +229,7 @@ export function serverlessRoutes(app: FastifyInstance, { endpoints, config }: Se
       },
     },
     async (request) => ({
-      workers: (await endpoints.workers(principalOf(request).accountId, idOf(request.params))).map((w) => ({
+      workers: (await endpoints.workers(principalOf(request).accountId, request.params.id)).map((w) => ({
         id: w.id,
         status: w.status,
         createdAt: iso(w.createdAt),

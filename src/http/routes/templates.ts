@@ -1,11 +1,10 @@
-import type { FastifyInstance } from 'fastify';
+import type { TypedApp } from '../type-provider.js';
 import { Type, type Static } from '@sinclair/typebox';
 import { iso } from '../../domain/clock.js';
 import type { Services } from '../../services.js';
 import type { Template } from '../../templates/template.js';
-import type { TemplateInput, TemplatePatch } from '../../templates/templates-service.js';
 import { principalOf } from '../plugins/auth.js';
-import { errorResponses, IdParams } from '../schemas.js';
+import { Deleted, errorResponses, IdParams } from '../schemas.js';
 import { MAX_DISK_GB } from '../../domain/limits.js';
 
 const closed = { additionalProperties: false } as const;
@@ -102,7 +101,7 @@ export const templateView = ({ accountId: _owner, createdAt, updatedAt, ...rest 
 
 const tags = ['templates'];
 
-export function templateRoutes(app: FastifyInstance, { templates }: Services): void {
+export function templateRoutes(app: TypedApp, { templates }: Services): void {
   app.post(
     '/v2/templates',
     {
@@ -114,7 +113,7 @@ export function templateRoutes(app: FastifyInstance, { templates }: Services): v
       },
     },
     async (request, reply) => {
-      const created = await templates.create(principalOf(request).accountId, request.body as TemplateInput);
+      const created = await templates.create(principalOf(request).accountId, request.body);
       return reply.code(201).send(templateView(created));
     },
   );
@@ -130,7 +129,7 @@ export function templateRoutes(app: FastifyInstance, { templates }: Services): v
       },
     },
     async (request) => {
-      const { includePublic } = request.query as Static<typeof ListQuery>;
+      const { includePublic } = request.query;
       return {
         templates: (
           await templates.list(principalOf(request).accountId, { includePublic: includePublic === true })
@@ -149,8 +148,7 @@ export function templateRoutes(app: FastifyInstance, { templates }: Services): v
         response: { 200: TemplateSchema, ...errorResponses },
       },
     },
-    async (request) =>
-      templateView(await templates.get(principalOf(request).accountId, (request.params as Static<typeof IdParams>).id)),
+    async (request) => templateView(await templates.get(principalOf(request).accountId, request.params.id)),
   );
 
   app.patch(
@@ -167,13 +165,7 @@ export function templateRoutes(app: FastifyInstance, { templates }: Services): v
       },
     },
     async (request) =>
-      templateView(
-        await templates.update(
-          principalOf(request).accountId,
-          (request.params as Static<typeof IdParams>).id,
-          request.body as TemplatePatch,
-        ),
-      ),
+      templateView(await templates.update(principalOf(request).accountId, request.params.id, request.body)),
   );
 
   app.delete(
@@ -185,11 +177,11 @@ export function templateRoutes(app: FastifyInstance, { templates }: Services): v
         description:
           'Public templates answer 404. A template a live pod or a serverless endpoint references answers 400 TEMPLATE_IN_USE.',
         params: IdParams,
-        response: { 204: Type.Null({ description: 'Deleted' }), ...errorResponses },
+        response: { 204: Deleted, ...errorResponses },
       },
     },
     async (request, reply) => {
-      await templates.delete(principalOf(request).accountId, (request.params as Static<typeof IdParams>).id);
+      await templates.delete(principalOf(request).accountId, request.params.id);
       return reply.code(204).send();
     },
   );

@@ -1,4 +1,6 @@
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyReply } from 'fastify';
+import { Type } from '@sinclair/typebox';
+import { isObject, typed, type TypedApp, type TypedRequest } from '../type-provider.js';
 import { ApiError } from '../../domain/errors.js';
 import type { WorkerPostOutcome } from '../../jobs/worker-post.js';
 import type { Endpoint } from '../../serverless/endpoint.js';
@@ -14,11 +16,22 @@ const WORKER_ID = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
 /** Jobs one batch take may hand out. */
 const MAX_BATCH = 1000;
 
-type WorkerParams = { endpointId: string; workerId: string; jobId?: string };
-type WorkerQuery = Record<string, string | undefined>;
+/** The router's parameters, as text (never refused by the schema; `workerIdOf` checks the worker id). */
+const WorkerParams = Type.Object({
+  endpointId: Type.String(),
+  workerId: Type.String(),
+  jobId: Type.Optional(Type.String()),
+});
+type WorkerRequest = TypedRequest<{ params: typeof WorkerParams }>;
 
-function workerIdOf(request: FastifyRequest): string {
-  const { workerId } = request.params as WorkerParams;
+/**
+ * The query parameters: no schema, workers send what they send. A value is text, a list when the
+ * parameter is repeated.
+ */
+const queryOf = (request: WorkerRequest): Record<string, unknown> => (isObject(request.query) ? request.query : {});
+
+function workerIdOf(request: WorkerRequest): string {
+  const { workerId } = request.params;
   if (!WORKER_ID.test(workerId)) {
     const hint = workerId.includes('$')
       ? ' It looks like an unreplaced placeholder: set RUNPOD_POD_ID for the worker.'
@@ -31,9 +44,9 @@ function workerIdOf(request: FastifyRequest): string {
   return workerId;
 }
 
-function jobIdOf(request: FastifyRequest): string {
-  const jobId = (request.params as WorkerParams).jobId ?? (request.query as WorkerQuery).id;
-  if (!jobId)
+function jobIdOf(request: WorkerRequest): string {
+  const jobId = request.params.jobId ?? queryOf(request).id;
+  if (typeof jobId !== 'string' || !jobId)
     throw new ApiError(
       'INVALID_PARAMETER',
       'The job id is missing: post to …/job-done/<worker>/<job id> (or pass ?id=<job id>).',
@@ -49,7 +62,7 @@ function jobIdOf(request: FastifyRequest): string {
  * worker and per endpoint (`jobs.workerRateLimits`). Result posts are idempotent: a late, repeated or superseded post answers 200 and
  * changes nothing. Not in the OpenAPI document: workers, not people, call these.
  */
-export function workerProtocolRoutes(app: FastifyInstance, services: Services): void {
+export function workerProtocolRoutes(app: TypedApp, services: Services): void {
   const { jobs, workers, config } = services;
   const endpoints = new EndpointLookup(services.endpoints);
   const limiter = new WorkerRateLimiter({
@@ -64,13 +77,13 @@ export function workerProtocolRoutes(app: FastifyInstance, services: Services): 
     (['error', 'fatal', 'silent'] as const).find((l) => l === config.server.logLevel) ?? ('warn' as const);
   const opts = {
     config: { ownRateLimits: true, jobApi: true, workerProtocol: true, scope: 'write' as const },
-    schema: { hide: true },
+    schema: { hide: true, params: WorkerParams },
     exposeHeadRoute: false,
     logLevel,
     onRequest: workerRateLimitHook(limiter),
   };
-  const endpointOf = (request: FastifyRequest): Promise<Endpoint> =>
-    endpoints.get(principalOf(request).accountId, (request.params as WorkerParams).endpointId);
+  const endpointOf = (request: WorkerRequest): Promise<Endpoint> =>
+    endpoints.get(principalOf(request).accountId, request.params.endpointId);
 
   /** A worker's long-poll; an open one keeps the worker alive for the heartbeat check. */
   async function longPoll<T>(
@@ -88,10 +101,10 @@ export function workerProtocolRoutes(app: FastifyInstance, services: Services): 
     }
   }
 
-  const take = (batch: boolean) => async (request: FastifyRequest, reply: FastifyReply) => {
+  const take = (batch: boolean) => async (request: WorkerRequest, reply: FastifyReply) => {
     const endpoint = await endpointOf(request);
     const workerId = workerIdOf(request);
-    const query = request.query as WorkerQuery;
+    const query = queryOf(request);
     const requested = Number(query.batch_size ?? 1);
     const batchSize = batch
       ? Math.min(MAX_BATCH, Math.max(1, Number.isFinite(requested) ? Math.floor(requested) : 1))
@@ -108,8 +121,9 @@ export function workerProtocolRoutes(app: FastifyInstance, services: Services): 
     await workers.seen(endpoint.id, workerId, true);
     return batch ? taken : taken[0];
   };
-  void app.register(async (scope) => {
-    useLenientJson(scope);
+  void app.register(async (plain) => {
+    useLenientJson(plain);
+    const scope = typed(plain); // a plugin's instance does not keep the provider's types
 
     scope.get('/v2/:endpointId/job-take/:workerId', opts, take(false));
     scope.get('/v2/:endpointId/job-take-batch/:workerId', opts, take(true));
@@ -140,7 +154,7 @@ export function workerProtocolRoutes(app: FastifyInstance, services: Services): 
       }
     };
 
-    const done = async (request: FastifyRequest) => {
+    const done = async (request: WorkerRequest) => {
       const endpoint = await endpointOf(request);
       const workerId = workerIdOf(request);
       const jobId = jobIdOf(request);
@@ -152,7 +166,7 @@ export function workerProtocolRoutes(app: FastifyInstance, services: Services): 
     scope.post('/v2/:endpointId/job-done/:workerId/:jobId', { ...opts, bodyLimit: RUNSYNC_BODY_LIMIT }, done);
     scope.post('/v2/:endpointId/job-done/:workerId', { ...opts, bodyLimit: RUNSYNC_BODY_LIMIT }, done);
 
-    const stream = async (request: FastifyRequest) => {
+    const stream = async (request: WorkerRequest) => {
       const endpoint = await endpointOf(request);
       const workerId = workerIdOf(request);
       const jobId = jobIdOf(request);
@@ -165,7 +179,7 @@ export function workerProtocolRoutes(app: FastifyInstance, services: Services): 
     scope.get('/v2/:endpointId/ping/:workerId', opts, async (request) => {
       const endpoint = await endpointOf(request);
       const workerId = workerIdOf(request);
-      const query = request.query as WorkerQuery;
+      const query = queryOf(request);
       if (query.status === 'unhealthy') {
         // The worker failed its own checks and exits next: its jobs will never finish here.
         const news = await workers.unhealthy(endpoint.id, workerId);
@@ -178,7 +192,7 @@ export function workerProtocolRoutes(app: FastifyInstance, services: Services): 
           );
         return { status: 'unhealthy' };
       }
-      const ids = (query.job_id ?? '').split(',').filter((s) => s.trim() !== '');
+      const ids = (typeof query.job_id === 'string' ? query.job_id : '').split(',').filter((s) => s.trim() !== '');
       await workers.seen(endpoint.id, workerId, ids.length > 0);
       return { status: 'ok' };
     });
