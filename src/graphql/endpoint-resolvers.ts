@@ -1,5 +1,5 @@
 import { ApiError, badRequest } from '../domain/errors.js';
-import type { Endpoint } from '../serverless/endpoint.js';
+import type { Endpoint } from '../domain/endpoint.js';
 import type { EndpointInput } from '../serverless/endpoints-service.js';
 import { envFromPairs, envToPairs, type GraphqlContext } from './context.js';
 import type { FlashBootType } from './flash-boot-type.js';

@@ -4,9 +4,9 @@ import { newId } from '../domain/ids.js';
 import type { Db } from '../store/database.js';
 import { RegistryStore, type RegistryRecord } from '../store/registry-store.js';
 import type { SecretBox } from '../store/secret-box.js';
-import type { Registry } from './registry.js';
+import type { Registry } from '../domain/registry.js';
 
-export type { Registry } from './registry.js';
+export type { Registry } from '../domain/registry.js';
 
 export interface CreateRegistryInput {
   name: string;

@@ -4,7 +4,7 @@ import { createTestApp, type TestApp } from '../../test/support/harness.js';
 import { FakeClock } from '../domain/clock.js';
 import { FakeRuntime } from '../../test/support/fake-runtime.js';
 import pino, { type Logger } from 'pino';
-import type { Endpoint } from './endpoint.js';
+import type { Endpoint } from '../domain/endpoint.js';
 import { Autoscaler } from './autoscaler.js';
 import { Inventory } from '../inventory/inventory.js';
 import type { AttachedInstance } from '../runtime/runtime.js';

@@ -36,7 +36,7 @@ import type { AttachedInstance, Runtime } from '../runtime/runtime.js';
 import type { Db } from '../store/database.js';
 import { AutoscalerStore, type LaunchedWorkerRow } from '../store/autoscaler-store.js';
 import { heldLease, type Lease } from '../store/leases.js';
-import type { Endpoint } from './endpoint.js';
+import type { Endpoint } from '../domain/endpoint.js';
 import type { EndpointsService } from './endpoints-service.js';
 import { EndpointScaleStates, type EndpointScaleHealth } from './endpoint-scale-states.js';
 import { LaunchedWorkers, type WorkerVolumes } from './launched-workers.js';

@@ -7,7 +7,7 @@ import { assertEnvAllowed } from '../runtime/env-allowed.js';
 import type { Runtime } from '../runtime/runtime.js';
 import type { Db } from '../store/database.js';
 import { EndpointStore } from '../store/endpoint-store.js';
-import type { Template } from '../templates/template.js';
+import type { Template } from '../domain/template.js';
 import type { TemplateReferenceChecker, TemplatesService } from '../templates/templates-service.js';
 import type { VolumesService } from '../volumes/volumes-service.js';
 import {
@@ -17,7 +17,7 @@ import {
   type EndpointType,
   type EndpointWorker,
   type ScalerType,
-} from './endpoint.js';
+} from '../domain/endpoint.js';
 
 /**
  * An endpoint as a transport hands it over. Lists may come as comma lists (the GraphQL wire form)

@@ -8,7 +8,7 @@ import type { Db } from '../store/database.js';
 import { RegistryStore } from '../store/registry-store.js';
 import { TemplateStore, type TemplateChanges } from '../store/template-store.js';
 import { publicTemplates as shippedTemplates, type PublicTemplate } from './public-templates.js';
-import type { Template } from './template.js';
+import type { Template } from '../domain/template.js';
 import { MAX_DISK_GB } from '../domain/limits.js';
 
 /** The body of a template create (REST field names); omitted fields take their defaults. */

@@ -5,9 +5,9 @@ import { newId } from '../domain/ids.js';
 import type { Runtime } from '../runtime/runtime.js';
 import type { Db } from '../store/database.js';
 import { VolumeStore } from '../store/volume-store.js';
-import type { NetworkVolume } from './network-volume.js';
+import type { NetworkVolume } from '../domain/network-volume.js';
 
-export type { NetworkVolume } from './network-volume.js';
+export type { NetworkVolume } from '../domain/network-volume.js';
 
 export interface CreateVolumeInput {
   name: string;

@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import { Type, type Static } from '@sinclair/typebox';
 import { iso } from '../../domain/clock.js';
 import type { Services } from '../../services.js';
-import type { Template } from '../../templates/template.js';
+import type { Template } from '../../domain/template.js';
 import type { TemplateInput, TemplatePatch } from '../../templates/templates-service.js';
 import { principalOf } from '../plugins/auth.js';
 import { errorResponses, IdParams } from '../schemas.js';

@@ -1,7 +1,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { ApiError } from '../../domain/errors.js';
 import type { WorkerPostOutcome } from '../../jobs/worker-post.js';
-import type { Endpoint } from '../../serverless/endpoint.js';
+import type { Endpoint } from '../../domain/endpoint.js';
 import type { Services } from '../../services.js';
 import { principalOf } from '../plugins/auth.js';
 import { WorkerRateLimiter, workerRateLimitHook } from '../plugins/worker-rate-limit.js';
