@@ -5,8 +5,7 @@ import { ApiError, isApiError, notFound, validationFailed } from '../domain/erro
 import { newId } from '../domain/ids.js';
 import { assertEnvAllowed } from '../runtime/env-allowed.js';
 import type { Runtime } from '../runtime/runtime.js';
-import type { Db } from '../store/database.js';
-import { EndpointStore } from '../store/endpoint-store.js';
+import type { EndpointStore } from '../store/endpoint-store.js';
 import type { Template } from '../domain/template.js';
 import type { TemplateReferenceChecker, TemplatesService } from '../templates/templates-service.js';
 import type { VolumesService } from '../volumes/volumes-service.js';
@@ -58,7 +57,7 @@ export interface EndpointInput {
 }
 
 export interface EndpointsServiceDeps {
-  db: Db;
+  store: EndpointStore;
   clock: Clock;
   templates: Pick<TemplatesService, 'get'>;
   volumes: Pick<VolumesService, 'get'>;
@@ -224,7 +223,7 @@ export class EndpointsService {
   readonly store: EndpointStore;
 
   constructor(private readonly deps: EndpointsServiceDeps) {
-    this.store = new EndpointStore(deps.db);
+    this.store = deps.store;
   }
 
   async create(accountId: string, input: EndpointInput): Promise<Endpoint> {
