@@ -16,7 +16,6 @@ import { VolumesService } from './volumes/volumes-service.js';
 import { RegistriesService } from './registries/registries-service.js';
 import { PodsService } from './pods/pods-service.js';
 import { ResourceQuota } from './quotas/resource-quota.js';
-import { ResourceHoldingsStore } from './store/resource-holdings.js';
 import { EndpointsService } from './serverless/endpoints-service.js';
 import { WorkersRegistry } from './serverless/workers-registry.js';
 import { JobsService } from './jobs/jobs-service.js';
@@ -24,7 +23,6 @@ import { JobSignals, type JobChannel } from './jobs/job-signals.js';
 import { LEASE_NAMES, LocalLeases, PostgresLeases, type Leases } from './store/leases.js';
 import { PostgresNotifyRelay } from './store/notify-relay.js';
 import { SystemLog } from './logs/system-log.js';
-import { SystemLogStore } from './store/system-log-store.js';
 import { LogStreams } from './logs/log-streams.js';
 import { LogTargets } from './logs/log-targets.js';
 import type { JobRequestCounts } from './domain/job-rate-limits.js';
@@ -41,6 +39,7 @@ import type { Runtime } from './runtime/runtime.js';
 import { OrphanCollector } from './runtime/orphan-collector.js';
 import { accountIsolationOf, MultiAccountRefused, multiAccountStartRefusal } from './runtime/account-isolation.js';
 import type { Services } from './services.js';
+import { createStores } from './stores.js';
 import { buildApp, loggerOptions } from './http/app.js';
 import { createJobListener } from './http/job-listener.js';
 import { ConnectionCap } from './http/listener-limits.js';
@@ -134,6 +133,8 @@ export async function createServices(config: Config, overrides: ServiceOverrides
       ? { runtime: fleetRuntime, hosts: [] }
       : await createRuntime(config, { clock, logger: logger.child({ component: 'runtime' }) });
   const db = overrides.db ?? (await openConfiguredDatabase(config));
+  // Each store once, handed to the services that use it.
+  const stores = createStores(db);
   const events = new EventBus();
   // Replicas sharing one PostgreSQL database: each control loop runs under a lease, and long-polls
   // are woken across replicas (DESIGN "Scale-out"). Connected by startServer.
@@ -144,7 +145,7 @@ export async function createServices(config: Config, overrides: ServiceOverrides
   const relay = sessions ? new PostgresNotifyRelay({ sessions, logger: logger.child({ component: 'relay' }) }) : null;
   const signals = new JobSignals(relay ? { onLocal: relay.publish } : {});
   const secrets = loadSecretBox(config, logger);
-  const accounts = new AccountsService({ db, clock });
+  const accounts = new AccountsService({ store: stores.accounts, clock });
   const inventory = new Inventory({ hosts, catalog: config.catalog });
   const catalog = new CatalogService({ catalog: config.catalog, inventory });
   // Only the Docker runtime pulls images: the process runtime maps them through `images` and never does.
@@ -155,11 +156,18 @@ export async function createServices(config: Config, overrides: ServiceOverrides
           ...(overrides.registryResolver ? { resolve: overrides.registryResolver } : {}),
         })
       : null;
-  const templates = new TemplatesService({ db, clock, runtime, registryGuard });
-  const volumes = new VolumesService({ db, clock, runtime, catalog: config.catalog });
-  const registries = new RegistriesService({ db, clock, secrets });
+  const templates = new TemplatesService({
+    store: stores.templates,
+    registries: stores.registries,
+    clock,
+    runtime,
+    registryGuard,
+  });
+  const volumes = new VolumesService({ store: stores.volumes, clock, runtime, catalog: config.catalog });
+  const registries = new RegistriesService({ store: stores.registries, clock, secrets });
   const fleet = new FleetService({
-    db,
+    hosts: stores.hosts,
+    operations: stores.operations,
     clock,
     secrets,
     catalog: config.catalog,
@@ -167,9 +175,9 @@ export async function createServices(config: Config, overrides: ServiceOverrides
     relay,
     logger: logger.child({ component: 'fleet' }),
   });
-  const systemLog = new SystemLog({ store: new SystemLogStore(db), clock, logger });
+  const systemLog = new SystemLog({ store: stores.systemLog, clock, logger });
   const podController = new PodController({
-    db,
+    store: stores.pods,
     runtime,
     inventory,
     registries,
@@ -229,7 +237,7 @@ export async function createServices(config: Config, overrides: ServiceOverrides
       }),
     });
   }
-  const quota = new ResourceQuota({ holdings: new ResourceHoldingsStore(db), quotas: config.quotas, clock });
+  const quota = new ResourceQuota({ holdings: stores.holdings, quotas: config.quotas, clock });
   const pods = new PodsService({
     controller: podController,
     inventory,
@@ -243,12 +251,20 @@ export async function createServices(config: Config, overrides: ServiceOverrides
     quota,
     registryGuard,
   });
-  const endpoints = new EndpointsService({ db, clock, templates, volumes, config, runtime, keys: accounts });
+  const endpoints = new EndpointsService({
+    store: stores.endpoints,
+    clock,
+    templates,
+    volumes,
+    config,
+    runtime,
+    keys: accounts,
+  });
   templates.addReferenceChecker(endpoints.templateReferenceChecker);
   // One policy for the submit-time check and the dispatcher, so they share the account count.
   const webhookAddresses = new WebhookAddressPolicy({
     mode: config.serverless.webhooks.privateAddresses,
-    countAccounts: () => accounts.store.countAccounts(),
+    countAccounts: () => stores.accounts.countAccounts(),
     clock,
   });
   accounts.onAccountCreated(() => webhookAddresses.accountCreated());
@@ -267,7 +283,7 @@ export async function createServices(config: Config, overrides: ServiceOverrides
   });
   for (const warning of config.warnings) logger.warn(warning);
   const workers = new WorkersRegistry({
-    db,
+    store: stores.workers,
     clock,
     deadRetentionMs: config.jobs.deadWorkerRetentionMs,
     maxAttachedWorkers: config.jobs.workerRateLimits.attachedWorkers,
@@ -282,7 +298,8 @@ export async function createServices(config: Config, overrides: ServiceOverrides
     config: config.jobs,
   });
   const webhooks = new WebhookDispatcher({
-    db,
+    store: stores.webhooks,
+    accounts: stores.accounts,
     clock,
     events,
     logger: logger.child({ component: 'webhooks' }),
@@ -291,7 +308,7 @@ export async function createServices(config: Config, overrides: ServiceOverrides
     addressPolicy: webhookAddresses,
   });
   const autoscaler = new Autoscaler({
-    db,
+    store: stores.autoscaler,
     clock,
     runtime,
     inventory,

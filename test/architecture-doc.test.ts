@@ -100,6 +100,18 @@ test('the domain floor imports nothing else of Gantry', () => {
   assert.deepEqual(outward, []);
 });
 
+test('the store floor imports only itself and the domain: entity types live in src/domain, not in service folders', () => {
+  const edges = sourceImports();
+  assert.ok(
+    edges.some((e) => e.file.startsWith('src/store/')),
+    'store files were read',
+  );
+  const upward = edges.filter(
+    (e) => e.file.startsWith('src/store/') && !e.target.startsWith('src/store/') && !e.target.startsWith('src/domain/'),
+  );
+  assert.deepEqual(upward, []);
+});
+
 test('only the composition root and the transports import from src/http, and only src/cli imports from src/cli', () => {
   const edges = sourceImports();
   const intoHttp = edges.filter(

@@ -19,6 +19,11 @@ import { WorkersRegistry } from '../src/serverless/workers-registry.js';
 import { openDatabase, type Db, type Session } from '../src/store/database.js';
 import { PostgresLeases, type Lease } from '../src/store/leases.js';
 import { createTestApp, openTestDb, postgresUrl, type TestApp, type TestDb } from './support/harness.js';
+import { AccountStore } from '../src/store/account-store.js';
+import { AutoscalerStore } from '../src/store/autoscaler-store.js';
+import { PodStore } from '../src/store/pod-store.js';
+import { WebhookStore } from '../src/store/webhook-store.js';
+import { WorkerStore } from '../src/store/worker-store.js';
 
 const silent = pino({ level: 'silent' });
 
@@ -110,7 +115,8 @@ describe('loops on SQLite services, with a lease they do not hold', () => {
     };
     const lease = new SwitchLease();
     const dispatcher = new WebhookDispatcher({
-      db: t.services.db,
+      store: new WebhookStore(t.services.db),
+      accounts: new AccountStore(t.services.db),
       clock,
       logger: silent,
       fetch,
@@ -150,7 +156,7 @@ describe('loops on SQLite services, with a lease they do not hold', () => {
     });
     const s = t.services;
     const autoscaler = new Autoscaler({
-      db: s.db,
+      store: new AutoscalerStore(s.db),
       clock,
       runtime,
       inventory: s.inventory,
@@ -184,7 +190,7 @@ describe('loops on SQLite services, with a lease they do not hold', () => {
     const lease = new SwitchLease();
     const s = t.services;
     const controller = new PodController({
-      db: s.db,
+      store: new PodStore(s.db),
       runtime,
       inventory: s.inventory,
       registries: s.registries,
@@ -260,7 +266,7 @@ describe(
       };
       const timekeeperB = new Timekeeper({
         jobs: jobsB,
-        workers: new WorkersRegistry({ db: dbB, clock }),
+        workers: new WorkersRegistry({ store: new WorkerStore(dbB), clock }),
         clock,
         lease: countingB,
         config: { timekeeperIntervalMs: 5, heartbeatTimeoutMs: 30_000 },

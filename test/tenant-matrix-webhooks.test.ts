@@ -13,6 +13,8 @@ import { startReceiver, type WebhookReceiver } from './support/webhook-receiver.
 import { FakeClock } from '../src/domain/clock.js';
 import { JobStore } from '../src/store/job-store.js';
 import { WebhookDispatcher, type FetchLike } from '../src/serverless/webhook-dispatcher.js';
+import { AccountStore } from '../src/store/account-store.js';
+import { WebhookStore } from '../src/store/webhook-store.js';
 
 const silent = pino({ level: 'silent' });
 const tick = () => new Promise((r) => setImmediate(r));
@@ -140,7 +142,8 @@ for (const { name, skip } of dialects()) {
       );
     const make = (config: Partial<WebhookDispatcher['config']> = {}) =>
       (dispatcher = new WebhookDispatcher({
-        db: t.db,
+        store: new WebhookStore(t.db),
+        accounts: new AccountStore(t.db),
         clock,
         logger: silent,
         fetch,

@@ -8,6 +8,7 @@ import { createTestApp, dialects, json, type TestApp } from './support/harness.j
 import { FakeRuntime } from './support/fake-runtime.js';
 import { FakeClock } from '../src/domain/clock.js';
 import { Autoscaler } from '../src/serverless/autoscaler.js';
+import { AutoscalerStore } from '../src/store/autoscaler-store.js';
 
 for (const { name, skip } of dialects()) {
   describe(`a launched worker's key, on ${name}`, { skip }, () => {
@@ -145,7 +146,7 @@ for (const { name, skip } of dialects()) {
       // The crashed server's autoscaler never ran its stop: a new one starts with nothing running.
       const { services } = t;
       const restarted = new Autoscaler({
-        db: services.db,
+        store: new AutoscalerStore(services.db),
         clock,
         runtime: new FakeRuntime(),
         inventory: services.inventory,

@@ -11,6 +11,8 @@ import { FakeClock } from '../src/domain/clock.js';
 import { EventBus } from '../src/events.js';
 import { JobsService } from '../src/jobs/jobs-service.js';
 import { UNREACHABLE, WebhookDispatcher } from '../src/serverless/webhook-dispatcher.js';
+import { AccountStore } from '../src/store/account-store.js';
+import { WebhookStore } from '../src/store/webhook-store.js';
 
 const S = 1_000;
 const logger = pino({ level: 'silent' });
@@ -25,7 +27,14 @@ for (const { name, skip } of dialects()) {
     let receiver: WebhookReceiver;
     const hook = () => `${receiver.url}/hook?token=secret`;
     const newDispatcher = () =>
-      new WebhookDispatcher({ db: t.db, clock, logger, events, config: { timeoutMs: 2_000 } });
+      new WebhookDispatcher({
+        store: new WebhookStore(t.db),
+        accounts: new AccountStore(t.db),
+        clock,
+        logger,
+        events,
+        config: { timeoutMs: 2_000 },
+      });
 
     /** Submits a job with a webhook and has worker `w1` take it. */
     const running = async (body: Record<string, unknown> = {}) => {
@@ -244,7 +253,14 @@ for (const { name, skip } of dialects()) {
     });
 
     test('a started dispatcher delivers as soon as a job finishes, without waiting for its poll', async () => {
-      dispatcher = new WebhookDispatcher({ db: t.db, clock, logger, events, config: { pollIntervalMs: 3_600_000 } });
+      dispatcher = new WebhookDispatcher({
+        store: new WebhookStore(t.db),
+        accounts: new AccountStore(t.db),
+        clock,
+        logger,
+        events,
+        config: { pollIntervalMs: 3_600_000 },
+      });
       dispatcher.start();
       const id = await running();
       await jobs.complete('w1', id, { output: 'done' });

@@ -1,8 +1,7 @@
 import { ApiError, badRequest, notFound } from '../domain/errors.js';
 import type { Clock } from '../domain/clock.js';
 import { newId } from '../domain/ids.js';
-import type { Db } from '../store/database.js';
-import { AccountStore, type Account, type ApiKeyRecord } from '../store/account-store.js';
+import type { AccountStore, Account, ApiKeyRecord } from '../store/account-store.js';
 import type { KeyScope } from '../store/schema.js';
 import { generateApiKey, hashApiKey, looksLikeKey } from './api-keys.js';
 import { validateAuthorizedKey } from './ssh-keys.js';
@@ -36,8 +35,8 @@ export class AccountsService {
 
   readonly #created: Array<(account: Account) => void> = [];
 
-  constructor(deps: { db: Db; clock: Clock }) {
-    this.store = new AccountStore(deps.db);
+  constructor(deps: { store: AccountStore; clock: Clock }) {
+    this.store = deps.store;
     this.#clock = deps.clock;
   }
 

@@ -5,7 +5,7 @@ import { FLEET_HOST_TOPIC } from '../fleet/fleet-service.js';
 import { createJoinToken, MAX_JOIN_TOKEN_TTL_MS } from '../fleet/join-tokens.js';
 import { inventoryHost } from '../fleet/host-capacity.js';
 import { hostState, type HostState } from '../fleet/host-state.js';
-import { HostStore, type HostRecord } from '../fleet/host-store.js';
+import type { HostRecord } from '../fleet/host-store.js';
 import { notifyReplicasOnce } from '../store/notify-relay.js';
 import { parseArgs, configFrom, storeOptions, UsageError } from './args.js';
 import { withStore } from './with-store.js';
@@ -109,8 +109,8 @@ export async function hosts(argv: string[]): Promise<void> {
   const hostId = sub === 'revoke' ? arg : undefined;
   if (sub === 'revoke' && (!hostId || id !== undefined)) throw new UsageError('usage: gantry hosts revoke ID');
 
-  await withStore(config, async ({ db }) => {
-    const store = new HostStore(db);
+  await withStore(config, async ({ stores, db }) => {
+    const store = stores.hosts;
     if (sub === 'token') {
       const created = await createJoinToken(store, config.catalog, Date.now(), {
         dataCenterId: values['data-center'] ?? null,

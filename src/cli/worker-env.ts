@@ -1,9 +1,7 @@
 import { parseArgs, configFrom, storeOptions, UsageError } from './args.js';
-import { systemClock } from '../domain/clock.js';
 import { newId } from '../domain/ids.js';
-import { AccountsService } from '../accounts/accounts-service.js';
-import { openConfiguredDatabase } from '../main.js';
 import { exportLines, workerEnvironment } from '../serverless/worker-env.js';
+import { withStore } from './with-store.js';
 
 export const workerHelp = `gantry worker env ENDPOINT [--url URL] [--gpu TYPE] [--data-dir DIR] [--config FILE]
                                 prints export lines that attach a worker to ENDPOINT by hand:
@@ -24,8 +22,7 @@ export async function worker(argv: string[]): Promise<void> {
   const [sub, endpointId] = positionals;
   if (sub !== 'env' || !endpointId) throw new UsageError(workerHelp);
   const config = configFrom(values);
-  const db = await openConfiguredDatabase(config);
-  try {
+  await withStore(config, async ({ accounts, db }) => {
     const endpoint = await db.kysely
       .selectFrom('endpoints')
       .select(['id', 'account_id', 'gpu_ids'])
@@ -35,7 +32,6 @@ export async function worker(argv: string[]): Promise<void> {
       throw new UsageError(
         `no serverless endpoint "${endpointId}" in this data folder (${config.databaseUrl ? 'database' : config.dataDir})`,
       );
-    const accounts = new AccountsService({ db, clock: systemClock });
     // Not the account's write key: the worker's code (and its environment) can read this one.
     const { key } = await accounts.createKey(endpoint.account_id, {
       scope: 'worker',
@@ -56,7 +52,5 @@ export async function worker(argv: string[]): Promise<void> {
       pingIntervalMs: config.jobs.pingIntervalMs,
     });
     console.log(exportLines(env));
-  } finally {
-    await db.close();
-  }
+  });
 }

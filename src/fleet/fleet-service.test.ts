@@ -8,6 +8,8 @@ import { isApiError, type ErrorCode } from '../domain/errors.js';
 import { SecretBox } from '../store/secret-box.js';
 import type { FleetEvents } from './fleet-events.js';
 import { ACKED_RETENTION_MS, FleetService } from './fleet-service.js';
+import { HostStore } from './host-store.js';
+import { OperationStore } from './operation-store.js';
 import type { InstanceReport, JoinRequest } from './protocol.js';
 
 const config = {
@@ -61,7 +63,14 @@ for (const { name, skip } of dialects()) {
     before(async () => {
       t = await openTestDb(name);
       clock = new FakeClock(Date.UTC(2026, 0, 1));
-      fleet = new FleetService({ db: t.db, clock, secrets, catalog: defaultCatalog(), config });
+      fleet = new FleetService({
+        hosts: new HostStore(t.db),
+        operations: new OperationStore(t.db),
+        clock,
+        secrets,
+        catalog: defaultCatalog(),
+        config,
+      });
       for (const name of ['host:joined', 'host:capacity', 'host:revoked', 'host:seen', 'instances', 'acks'] as const)
         fleet.on(name, (p) => events.push([name, p]));
     });
@@ -236,7 +245,8 @@ for (const { name, skip } of dialects()) {
     test('an operation whose body no longer opens (the secret key changed) is acknowledged as failed rather than blocking the queue', async () => {
       const { hostId } = await join();
       const other = new FleetService({
-        db: t.db,
+        hosts: new HostStore(t.db),
+        operations: new OperationStore(t.db),
         clock,
         secrets: new SecretBox(Buffer.alloc(32, 9)),
         catalog: defaultCatalog(),

@@ -29,7 +29,6 @@ import type { Catalog, Cloud } from '../domain/catalog.js';
 import type { Clock } from '../domain/clock.js';
 import { ApiError } from '../domain/errors.js';
 import type { CancelSignal } from '../jobs/job-signals.js';
-import type { Db } from '../store/database.js';
 import type { SecretBox } from '../store/secret-box.js';
 import { FleetEmitter, type FleetEvents, type FleetHost, type FleetListener } from './fleet-events.js';
 import { sameCapacity, validateCapacity, validateReachability } from './host-capacity.js';
@@ -38,9 +37,9 @@ import { HostPresence } from './host-presence.js';
 import { hashSecret, looksLikeJoinToken, newHostCredential, newHostId } from './host-secrets.js';
 import { hostState, type HostState } from './host-state.js';
 import { createJoinToken, type CreatedJoinToken } from './join-tokens.js';
-import { HostStore, type HostRecord } from './host-store.js';
+import type { HostStore, HostRecord } from './host-store.js';
 import { ackedOperation, FLEET_OPS_TOPIC, OperationQueue } from './operation-queue.js';
-import { OperationStore } from './operation-store.js';
+import type { OperationStore } from './operation-store.js';
 import type {
   JoinAnswer,
   JoinRequest,
@@ -72,7 +71,8 @@ const SPENT_TOKEN_RETENTION_MS = 86_400_000;
 const REVOCATION_MARGIN_MS = 300_000;
 
 export interface FleetServiceDeps {
-  db: Db;
+  hosts: HostStore;
+  operations: OperationStore;
   clock: Clock;
   secrets: SecretBox;
   catalog: Catalog;
@@ -121,8 +121,8 @@ export class FleetService {
 
   constructor(deps: FleetServiceDeps) {
     this.#deps = deps;
-    this.hosts = new HostStore(deps.db);
-    this.operations = new OperationStore(deps.db);
+    this.hosts = deps.hosts;
+    this.operations = deps.operations;
     this.#presence = new HostPresence(this.hosts, deps.clock);
     this.#ownership = deps.ownership ?? (async () => new Map());
     this.#events = new FleetEmitter((name, err) =>
@@ -195,7 +195,7 @@ export class FleetService {
     const credential = newHostCredential(hostId);
     const now = this.#deps.clock.now();
     const host = await withGpuClaims(() =>
-      this.#deps.db.withTransaction(async (tx) => {
+      this.hosts.withTransaction(async (tx) => {
         const place = await this.hosts.spendJoinToken(hashSecret(request.token), hostId, now, tx);
         if (!place) throw joinTokenInvalid();
         const record: HostRecord = {
@@ -312,7 +312,7 @@ export class FleetService {
     const current = await this.hosts.getHost(hostId);
     if (!current || current.revokedAt !== null || sameCapacity(current.capacity, capacity)) return;
     const updated = await withGpuClaims(() =>
-      this.#deps.db.withTransaction(async (tx): Promise<HostRecord | null> => {
+      this.hosts.withTransaction(async (tx): Promise<HostRecord | null> => {
         if (!(await this.hosts.updateCapacity(hostId, capacity, tx))) return null;
         await claimGpus(this.hosts, hostId, capacity.gpus, tx);
         return { ...current, capacity };

@@ -65,6 +65,11 @@ const toHost = (r: HostsTable): HostRecord => ({
 export class HostStore {
   constructor(private readonly db: Db) {}
 
+  /** Runs `fn` in one transaction, for a service composing several of these writes (a join, a capacity change). */
+  withTransaction<T>(fn: (tx: Executor) => Promise<T>): Promise<T> {
+    return this.db.withTransaction(fn);
+  }
+
   async insertJoinToken(token: JoinTokenRecord, tx: Executor = this.db.kysely): Promise<void> {
     await tx
       .insertInto('join_tokens')

@@ -1,6 +1,6 @@
 import { validationFailed } from '../domain/errors.js';
-import type { Registry } from '../registries/registry.js';
-import type { NetworkVolume } from '../volumes/network-volume.js';
+import type { Registry } from '../domain/registry.js';
+import type { NetworkVolume } from '../domain/network-volume.js';
 import type { GraphqlContext } from './context.js';
 import { toGqlPod } from './pod-resolvers.js';
 import type { ResolverMap } from './schema.js';

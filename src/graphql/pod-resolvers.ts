@@ -1,5 +1,6 @@
 import { badRequest } from '../domain/errors.js';
-import type { CreatePodInput, Mounts } from '../pods/pod-rules.js';
+import type { Mounts } from '../domain/mounts.js';
+import type { CreatePodInput } from '../pods/pod-rules.js';
 import type { PodView } from '../pods/pod-view.js';
 import { splitList } from '../serverless/endpoints-service.js';
 import { envFromPairs, type GraphqlContext } from './context.js';

@@ -1,6 +1,6 @@
 import { validationFailed } from '../domain/errors.js';
 import { splitList } from '../serverless/endpoints-service.js';
-import type { Template } from '../templates/template.js';
+import type { Template } from '../domain/template.js';
 import type { TemplateInput } from '../templates/templates-service.js';
 import { envFromPairs, envToPairs, type GraphqlContext } from './context.js';
 import type { ResolverMap } from './schema.js';

@@ -36,9 +36,8 @@ import type { Inventory } from '../inventory/inventory.js';
 import type { SystemLogWriter } from '../logs/system-log.js';
 import type { RegistriesService } from '../registries/registries-service.js';
 import type { AttachedInstance, InstanceSpec, InstanceStatus, Runtime } from '../runtime/runtime.js';
-import type { Db } from '../store/database.js';
 import { heldLease, type Lease } from '../store/leases.js';
-import { PodStore, type PodChanges, type PodRecord } from '../store/pod-store.js';
+import type { PodStore, PodChanges, PodRecord } from '../store/pod-store.js';
 import { GlobalAddressPool } from './global-network.js';
 import { allocationOf, reallocateOnHost } from './pod-allocation.js';
 import { podInstanceSpec } from './pod-instance-spec.js';
@@ -46,7 +45,7 @@ import { PodStatusWriter } from './pod-status-writer.js';
 import { SerialQueues } from './serial-queues.js';
 
 export interface PodControllerDeps {
-  db: Db;
+  store: PodStore;
   runtime: Runtime;
   inventory: Inventory;
   registries: Pick<RegistriesService, 'credentials'>;
@@ -85,7 +84,7 @@ export class PodController {
   constructor(deps: PodControllerDeps) {
     this.#deps = deps;
     this.#lease = deps.lease ?? heldLease('pods');
-    this.store = new PodStore(deps.db);
+    this.store = deps.store;
     this.#status = new PodStatusWriter({
       store: this.store,
       inventory: deps.inventory,

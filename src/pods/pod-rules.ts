@@ -5,21 +5,7 @@
  */
 import type { Catalog, Cloud } from '../domain/catalog.js';
 import { ApiError, validationFailed } from '../domain/errors.js';
-
-interface PersistentMount {
-  size: number;
-  path: string;
-}
-
-interface NetworkMount {
-  volumeId: string;
-  path: string;
-}
-
-export interface Mounts {
-  persistent?: PersistentMount;
-  network?: NetworkMount[];
-}
+import type { Mounts } from '../domain/mounts.js';
 
 /** The create body after schema validation (spec 2.2). */
 export interface CreatePodInput {

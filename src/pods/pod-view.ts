@@ -4,7 +4,7 @@ import { iso } from '../domain/clock.js';
 import { actionsFor, type PodAction, type PodStatus } from '../domain/pod-state.js';
 import type { InstanceStatus } from '../runtime/runtime.js';
 import type { PodRecord } from '../store/pod-store.js';
-import type { Mounts } from './pod-rules.js';
+import type { Mounts } from '../domain/mounts.js';
 import { internalDns } from './global-network.js';
 
 interface PodSshEndpoint {

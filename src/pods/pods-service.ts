@@ -17,7 +17,7 @@ import { assertEnvAllowed } from '../runtime/env-allowed.js';
 import { assertImageAllowed, type RegistryGuard } from '../runtime/registry-guard.js';
 import type { Runtime } from '../runtime/runtime.js';
 import type { PodChanges, PodListFilter, PodRecord, PortMapping } from '../store/pod-store.js';
-import type { Template } from '../templates/template.js';
+import type { Template } from '../domain/template.js';
 import type { TemplatesService } from '../templates/templates-service.js';
 import type { VolumesService } from '../volumes/volumes-service.js';
 import type { ResourceQuota } from '../quotas/resource-quota.js';

@@ -1,12 +1,11 @@
 import type { Clock } from '../domain/clock.js';
 import { ApiError, notFound, validationFailed } from '../domain/errors.js';
 import { newId } from '../domain/ids.js';
-import type { Db } from '../store/database.js';
-import { RegistryStore, type RegistryRecord } from '../store/registry-store.js';
+import type { RegistryStore, RegistryRecord } from '../store/registry-store.js';
 import type { SecretBox } from '../store/secret-box.js';
-import type { Registry } from './registry.js';
+import type { Registry } from '../domain/registry.js';
 
-export type { Registry } from './registry.js';
+export type { Registry } from '../domain/registry.js';
 
 export interface CreateRegistryInput {
   name: string;
@@ -50,8 +49,8 @@ const toRegistry = ({ id, accountId, name, createdAt }: RegistryRecord): Registr
 export class RegistriesService {
   readonly store: RegistryStore;
 
-  constructor(private readonly deps: { db: Db; clock: Clock; secrets: SecretBox }) {
-    this.store = new RegistryStore(deps.db);
+  constructor(private readonly deps: { store: RegistryStore; clock: Clock; secrets: SecretBox }) {
+    this.store = deps.store;
   }
 
   async create(accountId: string, input: CreateRegistryInput): Promise<Registry> {

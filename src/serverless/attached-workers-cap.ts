@@ -1,5 +1,5 @@
 import { ApiError } from '../domain/errors.js';
-import type { Db } from '../store/database.js';
+import type { WorkerStore } from '../store/worker-store.js';
 
 /** How long an endpoint found at its cap is taken to be full without counting again. */
 const FULL_RECHECK_MS = 1_000;
@@ -10,14 +10,14 @@ const FULL_RECHECK_MS = 1_000;
  * count; dead hand-attached rows are dropped to make room before a new id is refused.
  */
 export class AttachedWorkersCap {
-  readonly #db: Db;
+  readonly #store: WorkerStore;
   readonly #max: number;
   readonly #heartbeatTimeoutMs: number;
   /** Endpoints found at their cap, until when (clock ms) to trust that without a count. */
   readonly #full = new Map<string, number>();
 
-  constructor(deps: { db: Db; /** 0: no cap */ max: number; heartbeatTimeoutMs: number }) {
-    this.#db = deps.db;
+  constructor(deps: { store: WorkerStore; /** 0: no cap */ max: number; heartbeatTimeoutMs: number }) {
+    this.#store = deps.store;
     this.#max = Math.max(0, Math.floor(deps.max));
     this.#heartbeatTimeoutMs = deps.heartbeatTimeoutMs;
   }
@@ -34,18 +34,11 @@ export class AttachedWorkersCap {
    */
   async admit(endpointId: string, workerId: string, now: number): Promise<void> {
     if (this.#max === 0) return;
-    const db = this.#db.kysely;
     const full = this.#full.get(endpointId);
     let live = this.#max;
     if (full === undefined || full <= now) {
       this.#full.delete(endpointId);
-      const attached = await db
-        .selectFrom('workers')
-        .select((eb) => ['status', eb.fn.countAll<number>().as('n')])
-        .where('endpoint_id', '=', endpointId)
-        .where('host_id', 'is', null)
-        .groupBy('status')
-        .execute();
+      const attached = await this.#store.countAttachedByStatus(endpointId);
       let total = 0;
       let dead = 0;
       for (const r of attached) {
@@ -53,13 +46,7 @@ export class AttachedWorkersCap {
         if (r.status === 'dead') dead += Number(r.n);
       }
       if (total < this.#max) return;
-      if (dead > 0)
-        await db
-          .deleteFrom('workers')
-          .where('endpoint_id', '=', endpointId)
-          .where('host_id', 'is', null)
-          .where('status', '=', 'dead')
-          .execute();
+      if (dead > 0) await this.#store.deleteDeadAttached(endpointId);
       live = total - dead;
       if (live < this.#max) return;
       // Full: for a second, further new ids cost one primary-key read, not a count each (a flood
@@ -67,13 +54,8 @@ export class AttachedWorkersCap {
       this.#full.set(endpointId, now + FULL_RECHECK_MS);
     }
     // A worker with a live row (launched, or seen by another replica) is not new: it passes.
-    const own = await db
-      .selectFrom('workers')
-      .select('status')
-      .where('endpoint_id', '=', endpointId)
-      .where('id', '=', workerId)
-      .executeTakeFirst();
-    if (own && own.status !== 'dead') return;
+    const own = await this.#store.statusOf(endpointId, workerId);
+    if (own !== undefined && own !== 'dead') return;
     const retry = Math.max(1, Math.ceil(this.#heartbeatTimeoutMs / 1000));
     throw new ApiError(
       'RATE_LIMITED',

@@ -4,10 +4,11 @@ import { createTestApp, type TestApp } from '../../test/support/harness.js';
 import { FakeClock } from '../domain/clock.js';
 import { FakeRuntime } from '../../test/support/fake-runtime.js';
 import pino, { type Logger } from 'pino';
-import type { Endpoint } from './endpoint.js';
+import type { Endpoint } from '../domain/endpoint.js';
 import { Autoscaler } from './autoscaler.js';
 import { Inventory } from '../inventory/inventory.js';
 import type { AttachedInstance } from '../runtime/runtime.js';
+import { AutoscalerStore } from '../store/autoscaler-store.js';
 
 const S = 1_000;
 /** Lets the autoscaler's reaction to an instance event (a few store calls) run. */
@@ -451,7 +452,7 @@ describe('Autoscaler after a restart', () => {
     runtime.attached = attached;
     const inventory = new Inventory({ hosts: t.config.fleet, catalog: t.config.catalog });
     const autoscaler = new Autoscaler({
-      db: s.db,
+      store: new AutoscalerStore(s.db),
       clock,
       runtime,
       inventory,

@@ -33,10 +33,9 @@ import type { Inventory } from '../inventory/inventory.js';
 import type { JobsService } from '../jobs/jobs-service.js';
 import type { JobEventPayload } from '../jobs/job-view.js';
 import type { AttachedInstance, Runtime } from '../runtime/runtime.js';
-import type { Db } from '../store/database.js';
-import { AutoscalerStore, type LaunchedWorkerRow } from '../store/autoscaler-store.js';
+import type { AutoscalerStore, LaunchedWorkerRow } from '../store/autoscaler-store.js';
 import { heldLease, type Lease } from '../store/leases.js';
-import type { Endpoint } from './endpoint.js';
+import type { Endpoint } from '../domain/endpoint.js';
 import type { EndpointsService } from './endpoints-service.js';
 import { EndpointScaleStates, type EndpointScaleHealth } from './endpoint-scale-states.js';
 import { LaunchedWorkers, type WorkerVolumes } from './launched-workers.js';
@@ -57,7 +56,7 @@ const DEFAULT_AUTOSCALER_CONFIG: AutoscalerConfig = {
 };
 
 export interface AutoscalerDeps {
-  db: Db;
+  store: AutoscalerStore;
   clock: Clock;
   runtime: Runtime;
   inventory: Pick<Inventory, 'placeAndReserve' | 'reserveExact' | 'release'>;
@@ -111,7 +110,7 @@ export class Autoscaler {
   constructor(deps: AutoscalerDeps) {
     this.#deps = deps;
     this.#lease = deps.lease ?? heldLease('autoscaler');
-    this.store = new AutoscalerStore(deps.db);
+    this.store = deps.store;
     this.config = { ...DEFAULT_AUTOSCALER_CONFIG, ...deps.config.autoscaler };
     this.#states = new EndpointScaleStates({ config: this.config, logger: deps.logger });
     this.#workers = new LaunchedWorkers({

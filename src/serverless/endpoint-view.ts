@@ -1,7 +1,7 @@
 import type { DataCenter } from '../domain/catalog.js';
 import { iso } from '../domain/clock.js';
-import type { Template } from '../templates/template.js';
-import type { Endpoint } from './endpoint.js';
+import type { Template } from '../domain/template.js';
+import type { Endpoint } from '../domain/endpoint.js';
 
 /** A serverless endpoint as `GET /v2/serverless` answers it (spec 2.10). */
 export interface ServerlessEndpointView {

@@ -5,9 +5,8 @@ import { ApiError, isApiError, notFound, validationFailed } from '../domain/erro
 import { newId } from '../domain/ids.js';
 import { assertEnvAllowed } from '../runtime/env-allowed.js';
 import type { Runtime } from '../runtime/runtime.js';
-import type { Db } from '../store/database.js';
-import { EndpointStore } from '../store/endpoint-store.js';
-import type { Template } from '../templates/template.js';
+import type { EndpointStore } from '../store/endpoint-store.js';
+import type { Template } from '../domain/template.js';
 import type { TemplateReferenceChecker, TemplatesService } from '../templates/templates-service.js';
 import type { VolumesService } from '../volumes/volumes-service.js';
 import {
@@ -17,7 +16,7 @@ import {
   type EndpointType,
   type EndpointWorker,
   type ScalerType,
-} from './endpoint.js';
+} from '../domain/endpoint.js';
 
 /**
  * An endpoint as a transport hands it over. Lists may come as comma lists (the GraphQL wire form)
@@ -58,7 +57,7 @@ export interface EndpointInput {
 }
 
 export interface EndpointsServiceDeps {
-  db: Db;
+  store: EndpointStore;
   clock: Clock;
   templates: Pick<TemplatesService, 'get'>;
   volumes: Pick<VolumesService, 'get'>;
@@ -224,7 +223,7 @@ export class EndpointsService {
   readonly store: EndpointStore;
 
   constructor(private readonly deps: EndpointsServiceDeps) {
-    this.store = new EndpointStore(deps.db);
+    this.store = deps.store;
   }
 
   async create(accountId: string, input: EndpointInput): Promise<Endpoint> {

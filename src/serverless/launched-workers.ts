@@ -8,7 +8,7 @@ import type { SystemLogWriter } from '../logs/system-log.js';
 import type { JobsService } from '../jobs/jobs-service.js';
 import type { AttachedInstance, InstanceStatus, Runtime } from '../runtime/runtime.js';
 import type { AutoscalerStore, LaunchedWorkerRow } from '../store/autoscaler-store.js';
-import type { Endpoint } from './endpoint.js';
+import type { Endpoint } from '../domain/endpoint.js';
 import type { EndpointScaleStates } from './endpoint-scale-states.js';
 import type { EndpointsService } from './endpoints-service.js';
 import { WorkerKeys } from './worker-keys.js';

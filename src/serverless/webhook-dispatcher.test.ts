@@ -8,6 +8,8 @@ import { FakeClock } from '../domain/clock.js';
 import { JobStore } from '../store/job-store.js';
 import { UNREACHABLE, WebhookDispatcher, type FetchLike } from './webhook-dispatcher.js';
 import type { ResolveLike } from './webhook-http.js';
+import { AccountStore } from '../store/account-store.js';
+import { WebhookStore } from '../store/webhook-store.js';
 
 const silent = pino({ level: 'silent' });
 
@@ -26,7 +28,13 @@ describe('WebhookDispatcher', () => {
     await new JobStore(t.db).insertWebhookDeliveries(rows, clock.now());
   };
   const make = (extra: Partial<ConstructorParameters<typeof WebhookDispatcher>[0]> = {}) => {
-    const d = new WebhookDispatcher({ db: t.db, clock, logger: silent, ...extra });
+    const d = new WebhookDispatcher({
+      store: new WebhookStore(t.db),
+      accounts: new AccountStore(t.db),
+      clock,
+      logger: silent,
+      ...extra,
+    });
     dispatchers.push(d);
     return d;
   };

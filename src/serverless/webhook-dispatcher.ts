@@ -29,10 +29,9 @@ import type { Logger } from 'pino';
 import type { WebhookConfig } from '../config.js';
 import type { Clock } from '../domain/clock.js';
 import type { JobEventPayload } from '../jobs/job-view.js';
-import type { Db } from '../store/database.js';
-import { AccountStore } from '../store/account-store.js';
+import type { AccountStore } from '../store/account-store.js';
 import { heldLease, type Lease } from '../store/leases.js';
-import { WebhookStore, type WebhookDelivery } from '../store/webhook-store.js';
+import type { WebhookStore, WebhookDelivery } from '../store/webhook-store.js';
 import { WebhookAddressPolicy, WebhookAddressRefused } from './webhook-address-policy.js';
 import { WebhookFairShare } from './webhook-fair-share.js';
 import { createWebhookFetch, type FetchLike, type ResolveLike } from './webhook-http.js';
@@ -57,14 +56,17 @@ export interface JobFinishedEvents {
 }
 
 export interface WebhookDispatcherDeps {
-  db: Db;
+  /** The deliveries outbox. */
+  store: WebhookStore;
+  /** Counted by the default address policy (the `privateAddresses` mode depends on how many accounts there are). */
+  accounts: Pick<AccountStore, 'countAccounts'>;
   clock: Clock;
   logger: Pick<Logger, 'info' | 'warn' | 'debug'>;
   /** @default DEFAULT_WEBHOOK_CONFIG */
   config?: Partial<WebhookConfig>;
   /** Subscribed to by `start()`. */
   events?: JobFinishedEvents;
-  /** Which receivers may be called. @default from `config.privateAddresses`, counting the accounts in `db` */
+  /** Which receivers may be called. @default from `config.privateAddresses`, counting `accounts` */
   addressPolicy?: WebhookAddressPolicy;
   /** Host name resolution for the default HTTP client (a test seam). @default dns.lookup */
   resolve?: ResolveLike;
@@ -127,17 +129,16 @@ export class WebhookDispatcher {
   #stopped = false;
 
   constructor(deps: WebhookDispatcherDeps) {
-    this.store = new WebhookStore(deps.db);
+    this.store = deps.store;
     this.config = { ...DEFAULT_WEBHOOK_CONFIG, ...deps.config };
     this.#clock = deps.clock;
     this.#logger = deps.logger;
     this.#events = deps.events;
-    const accounts = new AccountStore(deps.db);
     this.addressPolicy =
       deps.addressPolicy ??
       new WebhookAddressPolicy({
         mode: this.config.privateAddresses,
-        countAccounts: () => accounts.countAccounts(),
+        countAccounts: () => deps.accounts.countAccounts(),
         clock: deps.clock,
       });
     this.#fetch =

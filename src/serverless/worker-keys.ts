@@ -1,5 +1,5 @@
 import type { AccountsService } from '../accounts/accounts-service.js';
-import type { Endpoint } from './endpoint.js';
+import type { Endpoint } from '../domain/endpoint.js';
 
 /**
  * One API key per worker the autoscaler launches, in the `worker` scope: bound to the worker's

@@ -1,8 +1,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { Placement, PlacementRequest } from '../domain/placement.js';
-import type { Template } from '../templates/template.js';
-import type { Endpoint } from './endpoint.js';
+import type { Template } from '../domain/template.js';
+import type { Endpoint } from '../domain/endpoint.js';
 import { workerInstanceSpec } from './worker-spec.js';
 
 test("a launched worker's platform env carries the informational variables of wire-protocol §1 apart from the tenant's template and endpoint env", () => {

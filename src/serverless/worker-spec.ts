@@ -6,8 +6,8 @@ import type { Catalog } from '../domain/catalog.js';
 import type { Placement, PlacementRequest } from '../domain/placement.js';
 import { workerNetworkMode } from '../domain/worker-network.js';
 import type { InstanceSpec, VolumeSource } from '../runtime/runtime.js';
-import type { Template } from '../templates/template.js';
-import type { Endpoint } from './endpoint.js';
+import type { Template } from '../domain/template.js';
+import type { Endpoint } from '../domain/endpoint.js';
 import { workerEnvironment } from './worker-env.js';
 
 /**

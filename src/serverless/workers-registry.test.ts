@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import { dialects, openTestDb, type TestDb } from '../../test/support/harness.js';
 import { FakeClock } from '../domain/clock.js';
 import { WorkersRegistry } from './workers-registry.js';
+import { WorkerStore } from '../store/worker-store.js';
 
 for (const { name, skip } of dialects()) {
   describe(`WorkersRegistry on ${name}`, { skip }, () => {
@@ -19,7 +20,7 @@ for (const { name, skip } of dialects()) {
       await t.db.kysely.deleteFrom('workers').execute();
       await t.db.kysely.deleteFrom('jobs').execute();
       clock = new FakeClock();
-      registry = new WorkersRegistry({ db: t.db, clock });
+      registry = new WorkersRegistry({ store: new WorkerStore(t.db), clock });
     });
 
     test('a worker is written on first sight; later signs of life wait for the flush', async () => {
@@ -70,7 +71,7 @@ for (const { name, skip } of dialects()) {
     });
 
     test('rows of workers dead for longer than the retention are pruned by the sweep; live and recently dead rows stay', async () => {
-      registry = new WorkersRegistry({ db: t.db, clock, deadRetentionMs: 3_600_000 });
+      registry = new WorkersRegistry({ store: new WorkerStore(t.db), clock, deadRetentionMs: 3_600_000 });
       await registry.seen('ep1', 'gone-long');
       await registry.seen('ep1', 'gone-lately');
       await registry.seen('ep1', 'alive');
@@ -96,7 +97,7 @@ for (const { name, skip } of dialects()) {
     });
 
     test('the sweep prunes at most once a minute', async () => {
-      registry = new WorkersRegistry({ db: t.db, clock, deadRetentionMs: 3_600_000 });
+      registry = new WorkersRegistry({ store: new WorkerStore(t.db), clock, deadRetentionMs: 3_600_000 });
       await registry.seen('ep1', 'brief');
       await registry.markDead('ep1', ['brief']);
       clock.advance(3_599_990);
@@ -111,7 +112,7 @@ for (const { name, skip } of dialects()) {
     });
 
     test('a pruned worker that calls again is recorded afresh', async () => {
-      registry = new WorkersRegistry({ db: t.db, clock, deadRetentionMs: 1_000 });
+      registry = new WorkersRegistry({ store: new WorkerStore(t.db), clock, deadRetentionMs: 1_000 });
       await registry.seen('ep1', 'lazarus');
       await registry.markDead('ep1', ['lazarus']);
       clock.advance(2_000);
@@ -197,7 +198,7 @@ for (const { name, skip } of dialects()) {
       await registry.seen('ep1', 'launched');
       assert.equal(registry.liveWorkers('ep1'), 1, 'seen here: counts at once');
       await registry.flush();
-      const elsewhere = new WorkersRegistry({ db: t.db, clock });
+      const elsewhere = new WorkersRegistry({ store: new WorkerStore(t.db), clock });
       await elsewhere.refreshLiveCounts();
       assert.equal(elsewhere.liveWorkers('ep1'), 1, 'another replica reads the same count from the table');
       assert.equal(elsewhere.liveWorkers('ep2'), 0);
@@ -243,7 +244,12 @@ for (const { name, skip } of dialects()) {
     });
 
     test('hand-attached worker rows per endpoint are capped: a new id past the cap is refused with 429, dead rows make room first', async () => {
-      registry = new WorkersRegistry({ db: t.db, clock, maxAttachedWorkers: 3, heartbeatTimeoutMs: 30_000 });
+      registry = new WorkersRegistry({
+        store: new WorkerStore(t.db),
+        clock,
+        maxAttachedWorkers: 3,
+        heartbeatTimeoutMs: 30_000,
+      });
       await t.db.kysely
         .insertInto('workers')
         .values({

@@ -1,16 +1,6 @@
-import { sql } from 'kysely';
 import type { Clock } from '../domain/clock.js';
-import type { Db } from '../store/database.js';
+import { TERMINAL_WORKER_STATUSES, type WorkerStatus, type WorkerStore } from '../store/worker-store.js';
 import { AttachedWorkersCap } from './attached-workers-cap.js';
-
-/**
- * What the `workers` table says of a worker. The autoscaler writes `initializing` (launched, not
- * heard from yet) and `throttled`; this registry writes the others from what workers send.
- */
-export type WorkerStatus = 'initializing' | 'idle' | 'running' | 'throttled' | 'unhealthy' | 'dead';
-
-/** Statuses of a worker that is up and taking work. */
-const LIVE_WORKER_STATUSES: readonly WorkerStatus[] = ['idle', 'running'];
 
 /** The `workers` part of `/health`. */
 export interface WorkerHealthCounts {
@@ -23,11 +13,9 @@ export interface WorkerHealthCounts {
   unhealthy: number;
 }
 
-/** Statuses a worker row never leaves on its own (a worker that calls again is a new sighting). */
-const TERMINAL_WORKER_STATUSES: readonly WorkerStatus[] = ['dead'];
-
 export interface WorkersRegistryDeps {
-  db: Db;
+  /** The `workers` table. */
+  store: WorkerStore;
   clock: Clock;
   /** How long the row of a dead worker is kept (for `GET /v2/serverless/{id}/workers`) before `prune` deletes it. @default 3600000 */
   deadRetentionMs?: number;
@@ -73,7 +61,7 @@ interface Entry {
  * job's `workerId`).
  */
 export class WorkersRegistry {
-  readonly #db: Db;
+  readonly #store: WorkerStore;
   readonly #clock: Clock;
   readonly #known = new Map<string, Entry>();
   readonly #recycle = new Set<string>();
@@ -86,11 +74,11 @@ export class WorkersRegistry {
   #lastPrune: number | null = null;
 
   constructor(deps: WorkersRegistryDeps) {
-    this.#db = deps.db;
+    this.#store = deps.store;
     this.#clock = deps.clock;
     this.#deadRetentionMs = Math.max(0, deps.deadRetentionMs ?? 3_600_000);
     this.#cap = new AttachedWorkersCap({
-      db: deps.db,
+      store: deps.store,
       max: deps.maxAttachedWorkers ?? 200,
       heartbeatTimeoutMs: deps.heartbeatTimeoutMs ?? 30_000,
     });
@@ -164,17 +152,7 @@ export class WorkersRegistry {
     }
     if (due.length === 0) return 0;
     for (const entry of due) entry.dirty = false;
-    await this.#db.withTransaction(async (tx) => {
-      for (const entry of due) {
-        await tx
-          .updateTable('workers')
-          .set({ status: entry.status, last_ping_at: entry.lastSeen, updated_at: now })
-          .where('endpoint_id', '=', entry.endpointId)
-          .where('id', '=', entry.workerId)
-          .where('status', 'in', [...LIVE_WORKER_STATUSES, 'initializing'])
-          .execute();
-      }
-    });
+    await this.#store.writeSightings(due, now);
     return due.length;
   }
 
@@ -186,12 +164,7 @@ export class WorkersRegistry {
   async expire(cutoff: number, now: number = this.#clock.now()): Promise<Array<{ id: string; endpointId: string }>> {
     if (this.#lastPrune === null || now - this.#lastPrune >= Math.min(PRUNE_EVERY_MS, this.#deadRetentionMs))
       await this.prune(now);
-    const rows = await this.#db.kysely
-      .selectFrom('workers')
-      .select(['id', 'endpoint_id'])
-      .where('status', 'in', [...LIVE_WORKER_STATUSES, 'unhealthy'])
-      .where('last_ping_at', '<', cutoff)
-      .execute();
+    const rows = await this.#store.silentSince(cutoff);
     const lost = rows.filter((r) => (this.#known.get(keyOf(r.endpoint_id, r.id))?.polls ?? 0) === 0);
     if (lost.length === 0) return [];
     const byEndpoint = new Map<string, string[]>();
@@ -207,25 +180,16 @@ export class WorkersRegistry {
   async prune(now: number = this.#clock.now()): Promise<number> {
     this.#lastPrune = now;
     const cutoff = now - this.#deadRetentionMs;
-    const res = await this.#db.kysely
-      .deleteFrom('workers')
-      .where('status', 'in', [...TERMINAL_WORKER_STATUSES])
-      .where('updated_at', '<', cutoff)
-      .executeTakeFirst();
+    const deleted = await this.#store.deleteTerminalBefore(cutoff);
     for (const [key, entry] of this.#known)
       if (TERMINAL_WORKER_STATUSES.includes(entry.status) && entry.polls === 0) this.#known.delete(key);
-    return Number(res.numDeletedRows);
+    return deleted;
   }
 
   /** Marks workers of the endpoint dead (lost, or stopped by the autoscaler). */
   async markDead(endpointId: string, ids: readonly string[], now: number = this.#clock.now()): Promise<void> {
     if (ids.length === 0) return;
-    await this.#db.kysely
-      .updateTable('workers')
-      .set({ status: 'dead', updated_at: now })
-      .where('endpoint_id', '=', endpointId)
-      .where('id', 'in', [...ids])
-      .execute();
+    await this.#store.markDead(endpointId, ids, now);
     this.#cap.roomMade(endpointId);
     for (const id of ids) {
       const key = keyOf(endpointId, id);
@@ -241,14 +205,7 @@ export class WorkersRegistry {
    * workers the platform launched count: a ping with a made-up id must not raise any limit.
    */
   async refreshLiveCounts(): Promise<void> {
-    const rows = await this.#db.kysely
-      .selectFrom('workers')
-      .select((eb) => ['endpoint_id', eb.fn.countAll<number>().as('n')])
-      .where('status', 'in', [...LIVE_WORKER_STATUSES])
-      .where('host_id', 'is not', null)
-      .groupBy('endpoint_id')
-      .execute();
-    this.#liveCounts = new Map(rows.map((r) => [r.endpoint_id, Number(r.n)]));
+    this.#liveCounts = await this.#store.liveLaunchedCounts();
   }
 
   /**
@@ -264,28 +221,9 @@ export class WorkersRegistry {
 
   /** The worker counts of `/health`: running = live workers holding a job in progress. */
   async healthCounts(endpointId: string): Promise<WorkerHealthCounts> {
-    const rows = await this.#db.kysely
-      .selectFrom('workers')
-      .select((eb) => ['status', eb.fn.countAll<number>().as('n')])
-      .where('endpoint_id', '=', endpointId)
-      .groupBy('status')
-      .execute();
-    const by = new Map(rows.map((r) => [r.status, Number(r.n)]));
+    const by = await this.#store.countByStatus(endpointId);
     const live = (by.get('idle') ?? 0) + (by.get('running') ?? 0);
-    const busy = await this.#db.kysely
-      .selectFrom('jobs')
-      .select(sql<number>`COUNT(DISTINCT jobs.worker_id)`.as('n'))
-      .where('jobs.endpoint_id', '=', endpointId)
-      .where('jobs.status', '=', 'IN_PROGRESS')
-      .where('jobs.worker_id', 'in', (eb) =>
-        eb
-          .selectFrom('workers')
-          .select('workers.id')
-          .where('workers.endpoint_id', '=', endpointId)
-          .where('workers.status', 'in', [...LIVE_WORKER_STATUSES]),
-      )
-      .executeTakeFirst();
-    const running = Math.min(live, Number(busy?.n ?? 0));
+    const running = Math.min(live, await this.#store.liveWorkersWithJobs(endpointId));
     return {
       idle: live - running,
       running,
@@ -304,26 +242,11 @@ export class WorkersRegistry {
   async #record(endpointId: string, workerId: string, status: WorkerStatus, now: number, polls: number): Promise<void> {
     const write = async (): Promise<void> => {
       await this.#cap.admit(endpointId, workerId, now);
-      const row = await this.#db.kysely
-        .insertInto('workers')
-        .values({
-          id: workerId,
-          endpoint_id: endpointId,
-          status,
-          host_id: null,
-          last_ping_at: now,
-          created_at: now,
-          updated_at: now,
-        })
-        .onConflict((oc) =>
-          oc.columns(['endpoint_id', 'id']).doUpdateSet({ status, last_ping_at: now, updated_at: now }),
-        )
-        .returning('host_id')
-        .executeTakeFirst();
+      const row = await this.#store.upsertSighting(endpointId, workerId, status, now);
       this.#known.set(keyOf(endpointId, workerId), {
         endpointId,
         workerId,
-        launched: row?.host_id != null,
+        launched: row?.hostId != null,
         status,
         lastSeen: now,
         dirty: false,

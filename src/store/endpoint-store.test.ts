@@ -1,7 +1,7 @@
 import { describe, test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { dialects, openTestDb, type TestDb } from '../../test/support/harness.js';
-import type { Endpoint } from '../serverless/endpoint.js';
+import type { Endpoint } from '../domain/endpoint.js';
 import { AccountStore } from './account-store.js';
 import { EndpointStore } from './endpoint-store.js';
 

@@ -1,4 +1,4 @@
-import type { Endpoint, EndpointWorker, ScalerType } from '../serverless/endpoint.js';
+import type { Endpoint, EndpointWorker, ScalerType } from '../domain/endpoint.js';
 import type { Db, Executor } from './database.js';
 import { fromJson, toJson } from './database.js';
 import type { EndpointsTable, WorkersTable } from './schema.js';

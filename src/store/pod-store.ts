@@ -1,6 +1,6 @@
 import type { Cloud } from '../domain/catalog.js';
 import type { DesiredStatus, PodStatus } from '../domain/pod-state.js';
-import type { Mounts } from '../pods/pod-rules.js';
+import type { Mounts } from '../domain/mounts.js';
 import type { Db, Executor } from './database.js';
 import { fromJson, ShapedStatements, toJson } from './database.js';
 import { GroupCommit } from './group-commit.js';

@@ -1,4 +1,4 @@
-import type { Registry } from '../registries/registry.js';
+import type { Registry } from '../domain/registry.js';
 import type { Db, Executor } from './database.js';
 import type { RegistriesTable } from './schema.js';
 

@@ -1,7 +1,7 @@
 import { describe, test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { dialects, openTestDb, type TestDb } from '../../test/support/harness.js';
-import type { Template } from '../templates/template.js';
+import type { Template } from '../domain/template.js';
 import { AccountStore } from './account-store.js';
 import { TemplateStore } from './template-store.js';
 

@@ -1,4 +1,4 @@
-import type { Template } from '../templates/template.js';
+import type { Template } from '../domain/template.js';
 import type { Db, Executor } from './database.js';
 import { fromJson, toJson } from './database.js';
 import type { TemplatesTable } from './schema.js';

@@ -1,5 +1,5 @@
-import type { Mounts } from '../pods/pod-rules.js';
-import type { NetworkVolume } from '../volumes/network-volume.js';
+import type { Mounts } from '../domain/mounts.js';
+import type { NetworkVolume } from '../domain/network-volume.js';
 import type { Db, Executor } from './database.js';
 import { fromJson } from './database.js';
 import type { NetworkVolumesTable } from './schema.js';

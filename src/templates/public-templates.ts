@@ -1,4 +1,4 @@
-import type { Template } from './template.js';
+import type { Template } from '../domain/template.js';
 
 /** A catalog template as shipped: everything but ownership and timestamps. */
 export type PublicTemplate = Omit<Template, 'accountId' | 'isPublic' | 'createdAt' | 'updatedAt'>;

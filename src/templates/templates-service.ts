@@ -4,11 +4,10 @@ import { newId } from '../domain/ids.js';
 import { assertEnvAllowed } from '../runtime/env-allowed.js';
 import { assertImageAllowed, type RegistryGuard } from '../runtime/registry-guard.js';
 import type { Runtime } from '../runtime/runtime.js';
-import type { Db } from '../store/database.js';
-import { RegistryStore } from '../store/registry-store.js';
-import { TemplateStore, type TemplateChanges } from '../store/template-store.js';
+import type { RegistryStore } from '../store/registry-store.js';
+import type { TemplateStore, TemplateChanges } from '../store/template-store.js';
 import { publicTemplates as shippedTemplates, type PublicTemplate } from './public-templates.js';
-import type { Template } from './template.js';
+import type { Template } from '../domain/template.js';
 import { MAX_DISK_GB } from '../domain/limits.js';
 
 /** The body of a template create (REST field names); omitted fields take their defaults. */
@@ -55,7 +54,9 @@ export type TemplatePatch = Partial<TemplateInput>;
 export type TemplateReferenceChecker = (templateId: string, accountId: string) => Promise<string | null>;
 
 export interface TemplatesServiceDeps {
-  db: Db;
+  store: TemplateStore;
+  /** Where a template's `containerRegistryAuthId` is checked to be the account's. */
+  registries: Pick<RegistryStore, 'get'>;
   clock: Clock;
   /** Extension point for references other than pods (serverless endpoints). @default [] */
   referenceCheckers?: TemplateReferenceChecker[];
@@ -99,12 +100,12 @@ const sameContent = (stored: Template, shipped: PublicTemplate): boolean =>
 /** Templates: the accounts' own, and the public catalog ones shipped with Gantry. */
 export class TemplatesService {
   readonly store: TemplateStore;
-  readonly #registries: RegistryStore;
+  readonly #registries: Pick<RegistryStore, 'get'>;
   readonly #checkers: TemplateReferenceChecker[];
 
   constructor(private readonly deps: TemplatesServiceDeps) {
-    this.store = new TemplateStore(deps.db);
-    this.#registries = new RegistryStore(deps.db);
+    this.store = deps.store;
+    this.#registries = deps.registries;
     this.#checkers = [...(deps.referenceCheckers ?? [])];
   }
 

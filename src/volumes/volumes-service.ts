@@ -3,11 +3,10 @@ import type { Clock } from '../domain/clock.js';
 import { ApiError, badRequest, notFound } from '../domain/errors.js';
 import { newId } from '../domain/ids.js';
 import type { Runtime } from '../runtime/runtime.js';
-import type { Db } from '../store/database.js';
-import { VolumeStore } from '../store/volume-store.js';
-import type { NetworkVolume } from './network-volume.js';
+import type { VolumeStore } from '../store/volume-store.js';
+import type { NetworkVolume } from '../domain/network-volume.js';
 
-export type { NetworkVolume } from './network-volume.js';
+export type { NetworkVolume } from '../domain/network-volume.js';
 
 export interface CreateVolumeInput {
   name: string;
@@ -25,7 +24,7 @@ export interface PatchVolumeInput {
 }
 
 export interface VolumesServiceDeps {
-  db: Db;
+  store: VolumeStore;
   clock: Clock;
   /** Where a volume's data lives is the runtime's: it creates it when an instance first mounts the volume, and deletes it. */
   runtime: Pick<Runtime, 'removeVolume'>;
@@ -41,7 +40,7 @@ export class VolumesService {
   readonly store: VolumeStore;
 
   constructor(private readonly deps: VolumesServiceDeps) {
-    this.store = new VolumeStore(deps.db);
+    this.store = deps.store;
   }
 
   async create(accountId: string, input: CreateVolumeInput): Promise<NetworkVolume> {

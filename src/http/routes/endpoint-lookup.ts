@@ -1,5 +1,5 @@
 import { ApiError } from '../../domain/errors.js';
-import type { Endpoint } from '../../serverless/endpoint.js';
+import type { Endpoint } from '../../domain/endpoint.js';
 import type { EndpointsService } from '../../serverless/endpoints-service.js';
 
 /**

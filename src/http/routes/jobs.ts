@@ -4,7 +4,7 @@ import { typed, type TypedApp, type TypedRequest } from '../type-provider.js';
 import { isTerminalJobStatus } from '../../domain/job-state.js';
 import { RUNSYNC_WAIT, STATUS_SYNC_WAIT, STREAM_WAIT } from '../../domain/job-policy.js';
 import type { JobOperation } from '../../domain/job-rate-limits.js';
-import type { Endpoint } from '../../serverless/endpoint.js';
+import type { Endpoint } from '../../domain/endpoint.js';
 import type { Services } from '../../services.js';
 import { principalOf } from '../plugins/auth.js';
 import { JobRateLimiter, jobRateLimitHooks } from '../plugins/job-rate-limit.js';

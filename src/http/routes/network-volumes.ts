@@ -1,7 +1,7 @@
 import type { TypedApp } from '../type-provider.js';
 import { Type, type Static } from '@sinclair/typebox';
 import type { Services } from '../../services.js';
-import type { NetworkVolume } from '../../volumes/network-volume.js';
+import type { NetworkVolume } from '../../domain/network-volume.js';
 import { principalOf } from '../plugins/auth.js';
 import { Deleted, errorResponses, IdParams } from '../schemas.js';
 

@@ -9,7 +9,7 @@ import { ApiError } from '../../domain/errors.js';
 import { isTerminalJobStatus } from '../../domain/job-state.js';
 import { RUNSYNC_WAIT, STREAM_WAIT } from '../../domain/job-policy.js';
 import type { SubmitBody } from '../../jobs/client-jobs.js';
-import type { Endpoint } from '../../serverless/endpoint.js';
+import type { Endpoint } from '../../domain/endpoint.js';
 import type { Services } from '../../services.js';
 import { clientGone } from '../client-gone.js';
 import { endJobRequestFlight } from '../plugins/job-rate-limit.js';

@@ -1,6 +1,6 @@
 import type { TypedApp } from '../type-provider.js';
 import { Type, type Static } from '@sinclair/typebox';
-import type { Registry } from '../../registries/registry.js';
+import type { Registry } from '../../domain/registry.js';
 import type { Services } from '../../services.js';
 import { principalOf } from '../plugins/auth.js';
 import { Deleted, errorResponses, IdParams } from '../schemas.js';

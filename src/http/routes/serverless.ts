@@ -1,7 +1,7 @@
 import type { TypedApp } from '../type-provider.js';
 import { Type, type Static } from '@sinclair/typebox';
 import { iso } from '../../domain/clock.js';
-import type { Endpoint } from '../../serverless/endpoint.js';
+import type { Endpoint } from '../../domain/endpoint.js';
 import { toServerlessView, type ServerlessEndpointView } from '../../serverless/endpoint-view.js';
 import type { EndpointInput } from '../../serverless/endpoints-service.js';
 import type { Services } from '../../services.js';

@@ -2,7 +2,7 @@ import type { TypedApp } from '../type-provider.js';
 import { Type, type Static } from '@sinclair/typebox';
 import { iso } from '../../domain/clock.js';
 import type { Services } from '../../services.js';
-import type { Template } from '../../templates/template.js';
+import type { Template } from '../../domain/template.js';
 import { principalOf } from '../plugins/auth.js';
 import { Deleted, errorResponses, IdParams } from '../schemas.js';
 import { MAX_DISK_GB } from '../../domain/limits.js';

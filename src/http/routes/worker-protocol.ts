@@ -3,7 +3,7 @@ import { Type } from '@sinclair/typebox';
 import { isObject, typed, type TypedApp, type TypedRequest } from '../type-provider.js';
 import { ApiError } from '../../domain/errors.js';
 import type { WorkerPostOutcome } from '../../jobs/worker-post.js';
-import type { Endpoint } from '../../serverless/endpoint.js';
+import type { Endpoint } from '../../domain/endpoint.js';
 import type { Services } from '../../services.js';
 import { principalOf } from '../plugins/auth.js';
 import { WorkerRateLimiter, workerRateLimitHook } from '../plugins/worker-rate-limit.js';
