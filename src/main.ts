@@ -13,6 +13,8 @@ import { Inventory } from './inventory/inventory.js';
 import { CatalogService } from './catalog/catalog-service.js';
 import { TemplatesService } from './templates/templates-service.js';
 import { VolumesService } from './volumes/volumes-service.js';
+import { BillingService } from './billing/billing-service.js';
+import { BillingStore } from './store/billing-store.js';
 import { RegistriesService } from './registries/registries-service.js';
 import { PodsService } from './pods/pods-service.js';
 import { ResourceQuota } from './quotas/resource-quota.js';
@@ -158,6 +160,7 @@ export async function createServices(config: Config, overrides: ServiceOverrides
   const templates = new TemplatesService({ db, clock, runtime, registryGuard });
   const volumes = new VolumesService({ db, clock, runtime, catalog: config.catalog });
   const registries = new RegistriesService({ db, clock, secrets });
+  const billing = new BillingService({ store: new BillingStore(db), clock });
   const fleet = new FleetService({
     db,
     clock,
@@ -371,6 +374,7 @@ export async function createServices(config: Config, overrides: ServiceOverrides
     templates,
     volumes,
     registries,
+    billing,
     endpoints,
     jobs,
     workers,

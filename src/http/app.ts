@@ -16,6 +16,7 @@ import { templateRoutes } from './routes/templates.js';
 import { catalogRoutes } from './routes/catalog.js';
 import { volumeRoutes } from './routes/network-volumes.js';
 import { registryRoutes } from './routes/registries.js';
+import { billingRoutes } from './routes/billing.js';
 import { serverlessRoutes } from './routes/serverless.js';
 import { jobRoutes } from './routes/jobs.js';
 import { jobRequestRoutes } from './routes/job-requests.js';
@@ -158,6 +159,7 @@ export async function buildApp(services: Services, options: BuildAppOptions = {}
   catalogRoutes(app, services);
   volumeRoutes(app, services);
   registryRoutes(app, services);
+  billingRoutes(app, services);
   serverlessRoutes(app, services);
   jobRequestRoutes(app, services, jobRoutes(app, services));
   workerProtocolRoutes(app, services);

@@ -226,6 +226,14 @@ export class WorkersRegistry {
       .where('endpoint_id', '=', endpointId)
       .where('id', 'in', [...ids])
       .execute();
+    // A launched worker's usage interval (billing) ends with it.
+    await this.#db.kysely
+      .updateTable('worker_usage')
+      .set({ ended_at: now })
+      .where('endpoint_id', '=', endpointId)
+      .where('worker_id', 'in', [...ids])
+      .where('ended_at', 'is', null)
+      .execute();
     this.#cap.roomMade(endpointId);
     for (const id of ids) {
       const key = keyOf(endpointId, id);
