@@ -35,7 +35,7 @@ interface Bucketed {
   endTime: string;
 }
 
-export interface BillingAmounts {
+interface BillingAmounts {
   totalAmount: number;
   podGpuAmount: number;
   podCpuAmount: number;
@@ -51,24 +51,24 @@ export interface BillingAmounts {
   clusterDiskAmount: number;
   clusterNetworkingAmount: number;
 }
-export interface PodBillingAmounts {
+interface PodBillingAmounts {
   totalAmount: number;
   gpuAmount: number;
   cpuAmount: number;
   diskAmount: number;
 }
-export interface ServerlessBillingAmounts extends PodBillingAmounts {
+interface ServerlessBillingAmounts extends PodBillingAmounts {
   feeAmount: number;
 }
-export interface EndpointBillingAmounts {
+interface EndpointBillingAmounts {
   totalAmount: number;
 }
-export interface NetworkVolumeBillingAmounts {
+interface NetworkVolumeBillingAmounts {
   totalAmount: number;
   standardAmount: number;
   highPerformanceAmount: number;
 }
-export interface ClusterBillingAmounts {
+interface ClusterBillingAmounts {
   totalAmount: number;
   gpuAmount: number;
   diskAmount: number;
@@ -153,7 +153,7 @@ function accrue(
       else hi = mid;
     }
     let perBucket = byResource.get(interval.resourceId);
-    if (!perBucket) byResource.set(interval.resourceId, (perBucket = new Map()));
+    if (!perBucket) byResource.set(interval.resourceId, (perBucket = new Map<number, KindAmounts>()));
     for (let i = lo; i < buckets.length && buckets[i]!.start < to; i++) {
       const ms = Math.min(to, buckets[i]!.end) - Math.max(from, buckets[i]!.start);
       if (ms <= 0) continue;

@@ -64,7 +64,7 @@ export function nextBucket(start: number, size: BucketSize): number {
 }
 
 /** A half-open range [start, end) of epoch milliseconds. */
-export interface Range {
+interface Range {
   start: number;
   end: number;
 }

@@ -99,7 +99,7 @@ export interface PodUsageTable {
 }
 
 /** A launched serverless worker's usage interval (migration 0013): append-only, closed when it dies. */
-export interface WorkerUsageTable {
+interface WorkerUsageTable {
   id: string;
   worker_id: string;
   endpoint_id: string;
@@ -112,7 +112,7 @@ export interface WorkerUsageTable {
 }
 
 /** A network volume's size over an interval (migration 0013): a resize or the deletion closes it. */
-export interface VolumeUsageTable {
+interface VolumeUsageTable {
   id: string;
   volume_id: string;
   account_id: string;
