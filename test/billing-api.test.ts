@@ -7,6 +7,7 @@ import type { LightMyRequestResponse } from 'fastify';
 import { createTestApp, dialects, json, type TestApp } from './support/harness.js';
 import { FakeClock } from '../src/domain/clock.js';
 import { AutoscalerStore } from '../src/store/autoscaler-store.js';
+import { FakeRuntime } from './support/fake-runtime.js';
 import { DEFAULT_VOLUME_PRICE_PER_GB_MONTH } from '../src/billing/billing-service.js';
 
 const GPU = 'NVIDIA GeForce RTX 4090';
@@ -33,6 +34,11 @@ const fleet = [
 ];
 const usd = (x: number): number => Math.round(x * 1e9) / 1e9;
 const at = (iso: string): number => Date.parse(iso);
+async function ok(t: TestApp, key: string, url: string): Promise<any> {
+  const res = await t.request(key, 'GET', url);
+  assert.equal(res.statusCode, 200, res.body);
+  return json(res);
+}
 
 for (const { name, skip } of dialects()) {
   describe(`billing API on ${name}`, { skip }, () => {
@@ -49,11 +55,6 @@ for (const { name, skip } of dialects()) {
     after(() => t?.close());
 
     const get = (key: string, url: string) => t.request(key, 'GET', url);
-    const ok = async (key: string, url: string): Promise<any> => {
-      const res = await get(key, url);
-      assert.equal(res.statusCode, 200, res.body);
-      return json(res);
-    };
     const problem = (res: LightMyRequestResponse, detail: RegExp) => {
       assert.equal(res.statusCode, 400, res.body);
       assert.match(String(res.headers['content-type']), /application\/problem\+json/);
@@ -95,7 +96,7 @@ for (const { name, skip } of dialects()) {
       await action(a.key, pod.id, 'stop', 'EXITED');
       clock.advance(3_600_000); // stopped: accrues nothing more
 
-      const body = await ok(a.key, `/v2/billing/pods?${DAYS}`);
+      const body = await ok(t, a.key, `/v2/billing/pods?${DAYS}`);
       assert.deepEqual(
         body.records.map((r: any) => [r.startTime, r.endTime, r.podId, r.gpuAmount]),
         [
@@ -119,6 +120,7 @@ for (const { name, skip } of dialects()) {
       assert.equal(body.metadata.uniquePodCount, 1);
 
       const hours = await ok(
+        t,
         a.key,
         `/v2/billing/pods?startTime=2026-06-01T23:00:00Z&endTime=2026-06-02T01:00:00Z&bucketSize=hour`,
       );
@@ -126,7 +128,7 @@ for (const { name, skip } of dialects()) {
         hours.records.map((r: any) => r.totalAmount),
         [usd((60 * price) / 3600), usd((60 * price) / 3600)],
       );
-      const aggregate = await ok(a.key, `/v2/billing?${DAYS}`);
+      const aggregate = await ok(t, a.key, `/v2/billing?${DAYS}`);
       assert.equal(aggregate.metadata.totals.podGpuAmount, usd((120 * price) / 3600));
       assert.equal(aggregate.metadata.totals.totalAmount, usd((120 * price) / 3600));
       assert.equal(aggregate.metadata.recordCount, 2);
@@ -156,7 +158,7 @@ for (const { name, skip } of dialects()) {
       const gpuPod = await runningPod(a.key);
       const cpuPod = await runningPod(a.key, { cpu: { id: 'cpu3c', vcpuCount: 2 } });
       clock.advance(3_600_000);
-      const body = await ok(a.key, `/v2/billing/pods?${DAYS}`);
+      const body = await ok(t, a.key, `/v2/billing/pods?${DAYS}`);
       assert.equal(body.metadata.uniquePodCount, 2);
       assert.equal(body.metadata.recordCount, 4, 'two buckets × two pods');
       const day2 = body.records.filter((r: any) => r.startTime === '2026-06-02T00:00:00Z');
@@ -165,7 +167,7 @@ for (const { name, skip } of dialects()) {
       assert.equal((byId.get(cpuPod.id) as any).cpuAmount, usd(cpuPod.cost));
       assert.equal((byId.get(cpuPod.id) as any).gpuAmount, 0);
 
-      const one = await ok(a.key, `/v2/billing/pods?${DAYS}&podId=${cpuPod.id}`);
+      const one = await ok(t, a.key, `/v2/billing/pods?${DAYS}&podId=${cpuPod.id}`);
       assert.deepEqual(new Set(one.records.map((r: any) => r.podId)), new Set([cpuPod.id]));
       assert.equal(one.metadata.query.podId, cpuPod.id);
       assert.equal(one.metadata.totals.totalAmount, usd(cpuPod.cost));
@@ -179,12 +181,12 @@ for (const { name, skip } of dialects()) {
       clock.set(at('2026-06-02T08:00:00Z'));
       const theirs = await runningPod(b.key);
       clock.advance(600_000);
-      const filtered = await ok(a.key, `/v2/billing/pods?${DAYS}&podId=${theirs.id}`);
+      const filtered = await ok(t, a.key, `/v2/billing/pods?${DAYS}&podId=${theirs.id}`);
       assert.deepEqual(filtered.records, []);
       assert.equal(filtered.metadata.totals.totalAmount, 0);
-      const all = await ok(a.key, `/v2/billing?${DAYS}`);
+      const all = await ok(t, a.key, `/v2/billing?${DAYS}`);
       assert.equal(all.metadata.totals.totalAmount, 0);
-      assert.ok((await ok(b.key, `/v2/billing/pods?${DAYS}&podId=${theirs.id}`)).metadata.totals.totalAmount > 0);
+      assert.ok((await ok(t, b.key, `/v2/billing/pods?${DAYS}&podId=${theirs.id}`)).metadata.totals.totalAmount > 0);
       await action(b.key, theirs.id, 'stop', 'EXITED');
     });
 
@@ -206,7 +208,7 @@ for (const { name, skip } of dialects()) {
       await t.services.workers.markDead('ep-a2', ['w2'], at('2026-06-02T12:00:45Z'));
       await t.services.workers.markDead('ep-a1', ['w1'], at('2026-06-01T18:00:00Z')); // already dead: stays ended
 
-      const body = await ok(a.key, `/v2/billing/serverless?${DAYS}`);
+      const body = await ok(t, a.key, `/v2/billing/serverless?${DAYS}`);
       assert.equal(body.metadata.uniqueServerlessCount, 2);
       const cost = (id: string, day: string) =>
         body.records.find((r: any) => r.serverlessId === id && r.startTime === day)?.gpuAmount;
@@ -224,10 +226,10 @@ for (const { name, skip } of dialects()) {
         'startTime',
         'totalAmount',
       ]);
-      const one = await ok(a.key, `/v2/billing/serverless?${DAYS}&serverlessId=ep-a2`);
+      const one = await ok(t, a.key, `/v2/billing/serverless?${DAYS}&serverlessId=ep-a2`);
       assert.equal(one.metadata.totals.totalAmount, usd((45 * 0.72) / 3600));
       assert.equal(one.metadata.query.serverlessId, 'ep-a2');
-      const aggregate = await ok(a.key, `/v2/billing?${DAYS}`);
+      const aggregate = await ok(t, a.key, `/v2/billing?${DAYS}`);
       assert.equal(aggregate.metadata.totals.serverlessGpuAmount, usd((645 * 0.72) / 3600));
     });
 
@@ -248,7 +250,7 @@ for (const { name, skip } of dialects()) {
       clock.set(at('2026-06-02T12:00:00Z'));
 
       const perGbHour = DEFAULT_VOLUME_PRICE_PER_GB_MONTH / 730;
-      const body = await ok(a.key, `/v2/billing/network-volumes?${DAYS}`);
+      const body = await ok(t, a.key, `/v2/billing/network-volumes?${DAYS}`);
       assert.deepEqual(
         body.records.map((r: any) => [r.networkVolumeId, r.startTime, r.standardAmount, r.highPerformanceAmount]),
         [
@@ -259,13 +261,16 @@ for (const { name, skip } of dialects()) {
       assert.equal(body.metadata.uniqueNetworkVolumeCount, 1);
       assert.equal(body.metadata.query.networkVolumeId, null);
       const other = await t.newAccount();
-      assert.deepEqual((await ok(other.key, `/v2/billing/network-volumes?${DAYS}&networkVolumeId=${id}`)).records, []);
+      assert.deepEqual(
+        (await ok(t, other.key, `/v2/billing/network-volumes?${DAYS}&networkVolumeId=${id}`)).records,
+        [],
+      );
     });
 
     test('lastN answers that many buckets ending with the current one, in the documented shape', async () => {
       const a = await t.newAccount();
       clock.set(at('2026-06-17T15:42:10Z'));
-      const body = await ok(a.key, '/v2/billing?lastN=3&bucketSize=week');
+      const body = await ok(t, a.key, '/v2/billing?lastN=3&bucketSize=week');
       assert.deepEqual(body.metadata.query, {
         startTime: '2026-06-01T00:00:00Z',
         endTime: '2026-06-22T00:00:00Z',
@@ -275,20 +280,20 @@ for (const { name, skip } of dialects()) {
         body.records.map((r: any) => r.startTime),
         ['2026-06-01T00:00:00Z', '2026-06-08T00:00:00Z', '2026-06-15T00:00:00Z'],
       );
-      const months = await ok(a.key, '/v2/billing/endpoints?lastN=2&bucketSize=month');
+      const months = await ok(t, a.key, '/v2/billing/endpoints?lastN=2&bucketSize=month');
       assert.deepEqual(months.records, [
         { startTime: '2026-05-01T00:00:00Z', endTime: '2026-06-01T00:00:00Z', totalAmount: 0 },
         { startTime: '2026-06-01T00:00:00Z', endTime: '2026-07-01T00:00:00Z', totalAmount: 0 },
       ]);
       assert.deepEqual(months.metadata.totals, { totalAmount: 0 });
-      const defaults = await ok(a.key, '/v2/billing');
+      const defaults = await ok(t, a.key, '/v2/billing');
       assert.equal(defaults.metadata.query.bucketSize, 'day');
       assert.equal(defaults.metadata.query.endTime, '2026-06-18T00:00:00Z');
     });
 
     test('clusters answer no records in the documented shape, since Gantry has no clusters', async () => {
       const a = await t.newAccount();
-      const body = await ok(a.key, `/v2/billing/clusters?${DAYS}&clusterId=c1`);
+      const body = await ok(t, a.key, `/v2/billing/clusters?${DAYS}&clusterId=c1`);
       assert.deepEqual(body, {
         records: [],
         metadata: {
@@ -347,3 +352,53 @@ for (const { name, skip } of dialects()) {
     });
   });
 }
+
+describe('serverless billing through the autoscaler', () => {
+  let t: TestApp;
+  const clock = new FakeClock(at('2026-06-02T10:00:00Z'));
+  const runtime = new FakeRuntime();
+  before(async () => {
+    t = await createTestApp({ clock, runtime });
+    await t.services.autoscaler.start({ loop: false });
+  });
+  after(async () => {
+    await t?.services.autoscaler.stop();
+    await t?.close();
+  });
+
+  test('a worker the autoscaler launches is billed at the catalog price of the GPU it was placed on until it is marked dead', async () => {
+    const a = await t.newAccount();
+    const template = await t.services.templates.create(a.accountId, {
+      name: 'worker',
+      imageName: 'my-worker:dev',
+      isServerless: true,
+    });
+    const ep = await t.services.endpoints.create(a.accountId, {
+      name: 'billed',
+      templateId: template.id,
+      gpuIds: 'ADA_24',
+      gpuCount: 2,
+      workersMin: 0,
+      workersMax: 1,
+      idleTimeout: 5,
+    });
+    await t.services.jobs.submit(ep.id, a.accountId, { input: {} });
+    await t.services.autoscaler.tick(clock.now());
+    const [worker] = await t.services.db.kysely
+      .selectFrom('workers')
+      .selectAll()
+      .where('endpoint_id', '=', ep.id)
+      .execute();
+    assert.ok(worker, 'a worker was launched');
+    const host = t.services.inventory.host(worker.host_id!)!;
+    const gpuType = t.config.catalog.gpuTypes.find((g) => g.id === host.gpuTypeId)!;
+    const hourly = 2 * (host.cloud === 'SECURE' ? gpuType.securePrice : gpuType.communityPrice);
+    clock.advance(42_000);
+    await t.services.workers.markDead(ep.id, [worker.id], clock.now());
+    clock.advance(3_600_000);
+
+    const body = await ok(t, a.key, `/v2/billing/serverless?lastN=1&serverlessId=${ep.id}`);
+    assert.equal(body.metadata.totals.gpuAmount, usd((42 * hourly) / 3600));
+    assert.equal(body.records[0].serverlessId, ep.id);
+  });
+});
