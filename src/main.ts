@@ -13,6 +13,7 @@ import { Inventory } from './inventory/inventory.js';
 import { CatalogService } from './catalog/catalog-service.js';
 import { TemplatesService } from './templates/templates-service.js';
 import { VolumesService } from './volumes/volumes-service.js';
+import { BillingService } from './billing/billing-service.js';
 import { RegistriesService } from './registries/registries-service.js';
 import { PodsService } from './pods/pods-service.js';
 import { ResourceQuota } from './quotas/resource-quota.js';
@@ -165,6 +166,7 @@ export async function createServices(config: Config, overrides: ServiceOverrides
   });
   const volumes = new VolumesService({ store: stores.volumes, clock, runtime, catalog: config.catalog });
   const registries = new RegistriesService({ store: stores.registries, clock, secrets });
+  const billing = new BillingService({ store: stores.billing, clock });
   const fleet = new FleetService({
     hosts: stores.hosts,
     operations: stores.operations,
@@ -388,6 +390,7 @@ export async function createServices(config: Config, overrides: ServiceOverrides
     templates,
     volumes,
     registries,
+    billing,
     endpoints,
     jobs,
     workers,

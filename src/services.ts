@@ -11,6 +11,7 @@ import type { PodsService } from './pods/pods-service.js';
 import type { PodController } from './pods/pod-controller.js';
 import type { TemplatesService } from './templates/templates-service.js';
 import type { VolumesService } from './volumes/volumes-service.js';
+import type { BillingService } from './billing/billing-service.js';
 import type { RegistriesService } from './registries/registries-service.js';
 import type { SecretBox } from './store/secret-box.js';
 import type { EndpointsService } from './serverless/endpoints-service.js';
@@ -46,6 +47,8 @@ export interface Services {
   templates: TemplatesService;
   volumes: VolumesService;
   registries: RegistriesService;
+  /** What the account spent per time bucket (REST /v2/billing*, docs/billing.md). */
+  billing: BillingService;
   endpoints: EndpointsService;
   webhooks: WebhookDispatcher;
   autoscaler: Autoscaler;

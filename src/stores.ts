@@ -1,6 +1,7 @@
 import type { Db } from './store/database.js';
 import { AccountStore } from './store/account-store.js';
 import { AutoscalerStore } from './store/autoscaler-store.js';
+import { BillingStore } from './store/billing-store.js';
 import { EndpointStore } from './store/endpoint-store.js';
 import { PodStore } from './store/pod-store.js';
 import { RegistryStore } from './store/registry-store.js';
@@ -21,6 +22,8 @@ import { OperationStore } from './fleet/operation-store.js';
 export interface Stores {
   accounts: AccountStore;
   autoscaler: AutoscalerStore;
+  /** Usage intervals, read by billing. */
+  billing: BillingStore;
   endpoints: EndpointStore;
   hosts: HostStore;
   /** What each account holds (pods, workers, volumes), for the quotas. */
@@ -41,6 +44,7 @@ export function createStores(db: Db): Stores {
   return {
     accounts: new AccountStore(db),
     autoscaler: new AutoscalerStore(db),
+    billing: new BillingStore(db),
     endpoints: new EndpointStore(db),
     hosts: new HostStore(db),
     holdings: new ResourceHoldingsStore(db),

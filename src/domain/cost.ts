@@ -22,7 +22,7 @@ const vcpuPricePerHour = (flavor: CpuFlavor, cloud: Cloud): number =>
  * Cost per hour of running the compute; 0 when the GPU type or CPU flavor is not in the catalog
  * (a type removed from the config is not charged for).
  */
-export function costPerHour(compute: PricedCompute, catalog: Catalog): number {
+export function costPerHour(compute: PricedCompute, catalog: Pick<Catalog, 'gpuTypes' | 'cpuFlavors'>): number {
   switch (compute.kind) {
     case 'gpu': {
       const gpuType = catalog.gpuTypes.find((t) => t.id === compute.gpuTypeId);

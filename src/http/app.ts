@@ -16,6 +16,7 @@ import { templateRoutes } from './routes/templates.js';
 import { catalogRoutes } from './routes/catalog.js';
 import { volumeRoutes } from './routes/network-volumes.js';
 import { registryRoutes } from './routes/registries.js';
+import { billingRoutes } from './routes/billing.js';
 import { serverlessRoutes } from './routes/serverless.js';
 import { jobRoutes } from './routes/jobs.js';
 import { jobRequestRoutes } from './routes/job-requests.js';
@@ -161,6 +162,7 @@ export async function buildApp(services: Services, options: BuildAppOptions = {}
   catalogRoutes(routes, services);
   volumeRoutes(routes, services);
   registryRoutes(routes, services);
+  billingRoutes(routes, services);
   serverlessRoutes(routes, services);
   jobRequestRoutes(routes, services, jobRoutes(routes, services));
   workerProtocolRoutes(routes, services);

@@ -81,7 +81,7 @@ export interface AutoscalerDeps {
   systemLog?: import('../logs/system-log.js').SystemLogWriter;
   config: {
     autoscaler?: Partial<AutoscalerConfig>;
-    catalog: Pick<Catalog, 'gpuTypes' | 'dataCenters'>;
+    catalog: Pick<Catalog, 'gpuTypes' | 'cpuFlavors' | 'dataCenters'>;
     /** Base URL workers reach this server at. */
     publicUrl: string;
     /** @default 10000 */

@@ -2,6 +2,7 @@ import type { Logger } from 'pino';
 import type { AccountsService } from '../accounts/accounts-service.js';
 import type { Catalog } from '../domain/catalog.js';
 import type { Clock } from '../domain/clock.js';
+import { costPerHour, type PricedCompute } from '../domain/cost.js';
 import { newId } from '../domain/ids.js';
 import type { Inventory } from '../inventory/inventory.js';
 import type { SystemLogWriter } from '../logs/system-log.js';
@@ -37,7 +38,7 @@ export interface LaunchedWorkersDeps {
   registries?: Pick<RegistriesService, 'credentials'>;
   logger: Pick<Logger, 'info' | 'warn' | 'error'>;
   config: {
-    catalog: Pick<Catalog, 'gpuTypes' | 'dataCenters'>;
+    catalog: Pick<Catalog, 'gpuTypes' | 'cpuFlavors' | 'dataCenters'>;
     /** Base URL workers reach this server at. */
     publicUrl: string;
     /** @default 10000 */
@@ -154,7 +155,20 @@ export class LaunchedWorkers {
         memoryGb: request.memoryGb,
         diskGb: request.diskGb,
       };
-      await this.#deps.store.insertLaunched(workerId, endpoint.id, placement.hostId, allocation, now);
+      const compute: PricedCompute =
+        request.kind === 'gpu' && placement.gpuTypeId !== null
+          ? { kind: 'gpu', gpuTypeId: placement.gpuTypeId, gpuCount: request.gpuCount, cloud: placement.cloud }
+          : {
+              kind: 'cpu',
+              cpuFlavorId: request.cpuFlavorId ?? '',
+              vcpuCount: request.vcpuCount,
+              cloud: placement.cloud,
+            };
+      await this.#deps.store.insertLaunched(workerId, endpoint.id, placement.hostId, allocation, now, {
+        accountId: endpoint.accountId,
+        kind: compute.kind,
+        costPerHr: costPerHour(compute, this.#deps.config.catalog),
+      });
       const apiKey = await this.#keys.mint(endpoint, workerId);
       const registryAuth =
         template.containerRegistryAuthId && this.#deps.registries

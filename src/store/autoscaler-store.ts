@@ -1,5 +1,6 @@
 import { sql } from 'kysely';
 import type { Db, Executor } from './database.js';
+import { newId } from '../domain/ids.js';
 
 /** What a launched worker holds on its host, besides the host: enough to reserve it again after a restart. */
 export interface WorkerAllocation {
@@ -7,6 +8,13 @@ export interface WorkerAllocation {
   vcpus: number;
   memoryGb: number;
   diskGb: number;
+}
+
+/** Whose a launched worker's usage is and what it costs an hour (catalog prices at launch). */
+export interface WorkerUsageStart {
+  accountId: string;
+  kind: 'gpu' | 'cpu';
+  costPerHr: number;
 }
 
 /** A worker row the autoscaler launched (host_id set), not yet dead. */
@@ -61,28 +69,48 @@ export class AutoscalerStore {
     }));
   }
 
-  /** Records a worker just launched, with what it holds on its host: INITIALIZING until the registry hears from it. */
+  /**
+   * Records a worker just launched, with what it holds on its host: INITIALIZING until the registry
+   * hears from it. Its usage interval (billing) opens with it, in the same transaction.
+   */
   async insertLaunched(
     id: string,
     endpointId: string,
     hostId: string,
     allocation: WorkerAllocation,
     now: number,
-    tx: Executor = this.db.kysely,
+    usage: WorkerUsageStart,
+    tx?: Executor,
   ): Promise<void> {
-    await tx
-      .insertInto('workers')
-      .values({
-        id,
-        endpoint_id: endpointId,
-        status: 'initializing',
-        host_id: hostId,
-        last_ping_at: null,
-        created_at: now,
-        updated_at: now,
-        allocation: JSON.stringify(allocation),
-      })
-      .execute();
+    const write = async (t: Executor): Promise<void> => {
+      await t
+        .insertInto('workers')
+        .values({
+          id,
+          endpoint_id: endpointId,
+          status: 'initializing',
+          host_id: hostId,
+          last_ping_at: null,
+          created_at: now,
+          updated_at: now,
+          allocation: JSON.stringify(allocation),
+        })
+        .execute();
+      await t
+        .insertInto('worker_usage')
+        .values({
+          id: newId(),
+          worker_id: id,
+          endpoint_id: endpointId,
+          account_id: usage.accountId,
+          kind: usage.kind,
+          cost_per_hr: usage.costPerHr,
+          started_at: now,
+          ended_at: null,
+        })
+        .execute();
+    };
+    await (tx ? write(tx) : this.db.withTransaction(write));
   }
 
   /** Workers of the endpoint holding jobs in progress, with how many. */

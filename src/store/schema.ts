@@ -98,6 +98,29 @@ export interface PodUsageTable {
   ended_at: number | null;
 }
 
+/** A launched serverless worker's usage interval (migration 0013): append-only, closed when it dies. */
+interface WorkerUsageTable {
+  id: string;
+  worker_id: string;
+  endpoint_id: string;
+  account_id: string;
+  /** `gpu` or `cpu`: which amount of the bill it counts in. */
+  kind: string;
+  cost_per_hr: number;
+  started_at: number;
+  ended_at: number | null;
+}
+
+/** A network volume's size over an interval (migration 0013): a resize or the deletion closes it. */
+interface VolumeUsageTable {
+  id: string;
+  volume_id: string;
+  account_id: string;
+  size_gb: number;
+  started_at: number;
+  ended_at: number | null;
+}
+
 export interface TemplatesTable {
   id: string;
   /** null for public catalog templates shipped with Gantry. */
@@ -348,6 +371,8 @@ export interface Database {
   api_keys: ApiKeysTable;
   pods: PodsTable;
   pod_usage: PodUsageTable;
+  worker_usage: WorkerUsageTable;
+  volume_usage: VolumeUsageTable;
   templates: TemplatesTable;
   network_volumes: NetworkVolumesTable;
   registries: RegistriesTable;

@@ -54,11 +54,11 @@ for (const { name, skip } of dialects()) {
     });
 
     test('update renames and resizes', async () => {
-      assert.equal(await store.update('v1', { name: 'bigger', size: 100 }), true);
+      assert.equal(await store.update('v1', { name: 'bigger', size: 100 }, 2), true);
       const v = await store.get('a1', 'v1');
       assert.equal(v?.name, 'bigger');
       assert.equal(v?.size, 100);
-      assert.equal(await store.update('nope', { name: 'x' }), false);
+      assert.equal(await store.update('nope', { name: 'x' }, 2), false);
     });
 
     test('podsMounting parses mounts: live pods that mount the volume, and no prefix or path false hits', async () => {
@@ -74,8 +74,8 @@ for (const { name, skip } of dialects()) {
     });
 
     test('delete removes the row once', async () => {
-      assert.equal(await store.delete('v1'), true);
-      assert.equal(await store.delete('v1'), false);
+      assert.equal(await store.delete('v1', 3), true);
+      assert.equal(await store.delete('v1', 3), false);
       assert.equal(await store.get('a1', 'v1'), null);
     });
   });

@@ -2,6 +2,7 @@ import type { Mounts } from '../domain/mounts.js';
 import type { NetworkVolume } from '../domain/network-volume.js';
 import type { Db, Executor } from './database.js';
 import { fromJson } from './database.js';
+import { newId } from '../domain/ids.js';
 import type { NetworkVolumesTable } from './schema.js';
 
 const toVolume = (r: NetworkVolumesTable): NetworkVolume => ({
@@ -28,17 +29,48 @@ function mountsVolume(mountsJson: string, volumeId: string): boolean {
 export class VolumeStore {
   constructor(private readonly db: Db) {}
 
-  async insert(volume: NetworkVolume, tx: Executor = this.db.kysely): Promise<void> {
+  /** Inserts the volume and opens its usage interval at its creation (billing). */
+  async insert(volume: NetworkVolume, tx?: Executor): Promise<void> {
+    await this.#inTransaction(tx, async (t) => {
+      await t
+        .insertInto('network_volumes')
+        .values({
+          id: volume.id,
+          account_id: volume.accountId,
+          name: volume.name,
+          size: volume.size,
+          data_center_id: volume.dataCenterId,
+          created_at: volume.createdAt,
+        })
+        .execute();
+      await this.#openUsage(t, volume.id, volume.accountId, volume.size, volume.createdAt);
+    });
+  }
+
+  #inTransaction<T>(tx: Executor | undefined, fn: (tx: Executor) => Promise<T>): Promise<T> {
+    return tx ? fn(tx) : this.db.withTransaction(fn);
+  }
+
+  async #openUsage(tx: Executor, volumeId: string, accountId: string, sizeGb: number, at: number): Promise<void> {
     await tx
-      .insertInto('network_volumes')
+      .insertInto('volume_usage')
       .values({
-        id: volume.id,
-        account_id: volume.accountId,
-        name: volume.name,
-        size: volume.size,
-        data_center_id: volume.dataCenterId,
-        created_at: volume.createdAt,
+        id: newId(),
+        volume_id: volumeId,
+        account_id: accountId,
+        size_gb: sizeGb,
+        started_at: at,
+        ended_at: null,
       })
+      .execute();
+  }
+
+  async #closeUsage(tx: Executor, volumeId: string, at: number): Promise<void> {
+    await tx
+      .updateTable('volume_usage')
+      .set({ ended_at: at })
+      .where('volume_id', '=', volumeId)
+      .where('ended_at', 'is', null)
       .execute();
   }
 
@@ -64,20 +96,39 @@ export class VolumeStore {
     return rows.map(toVolume);
   }
 
-  /** Answers whether a volume was updated. */
-  async update(id: string, changes: { name?: string; size?: number }, tx: Executor = this.db.kysely): Promise<boolean> {
+  /**
+   * Answers whether a volume was updated. A new size closes the usage interval of the old one at
+   * `at` and opens one at the new size (billing).
+   */
+  async update(id: string, changes: { name?: string; size?: number }, at: number, tx?: Executor): Promise<boolean> {
     const set: Partial<NetworkVolumesTable> = {};
     if (changes.name !== undefined) set.name = changes.name;
     if (changes.size !== undefined) set.size = changes.size;
     if (Object.keys(set).length === 0) return true;
-    const res = await tx.updateTable('network_volumes').set(set).where('id', '=', id).executeTakeFirst();
-    return Number(res.numUpdatedRows) > 0;
+    return this.#inTransaction(tx, async (t) => {
+      const before = await t
+        .selectFrom('network_volumes')
+        .select(['account_id', 'size'])
+        .where('id', '=', id)
+        .executeTakeFirst();
+      if (!before) return false;
+      await t.updateTable('network_volumes').set(set).where('id', '=', id).execute();
+      if (changes.size !== undefined && changes.size !== Number(before.size)) {
+        await this.#closeUsage(t, id, at);
+        await this.#openUsage(t, id, before.account_id, changes.size, at);
+      }
+      return true;
+    });
   }
 
-  /** Answers whether a volume was deleted. */
-  async delete(id: string, tx: Executor = this.db.kysely): Promise<boolean> {
-    const res = await tx.deleteFrom('network_volumes').where('id', '=', id).executeTakeFirst();
-    return Number(res.numDeletedRows) > 0;
+  /** Answers whether a volume was deleted; its usage interval ends at `at` (billing). */
+  async delete(id: string, at: number, tx?: Executor): Promise<boolean> {
+    return this.#inTransaction(tx, async (t) => {
+      const res = await t.deleteFrom('network_volumes').where('id', '=', id).executeTakeFirst();
+      if (Number(res.numDeletedRows) === 0) return false;
+      await this.#closeUsage(t, id, at);
+      return true;
+    });
   }
 
   /**

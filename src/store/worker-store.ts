@@ -98,6 +98,14 @@ export class WorkerStore {
       .where('endpoint_id', '=', endpointId)
       .where('id', 'in', [...ids])
       .execute();
+    // A launched worker's usage interval (billing) ends with it.
+    await this.db.kysely
+      .updateTable('worker_usage')
+      .set({ ended_at: now })
+      .where('endpoint_id', '=', endpointId)
+      .where('worker_id', 'in', [...ids])
+      .where('ended_at', 'is', null)
+      .execute();
   }
 
   /** Live workers the platform launched (the row carries a host), per endpoint. */

@@ -85,7 +85,7 @@ export class VolumesService {
       ...(patch.name !== undefined ? { name: patch.name } : {}),
       ...(patch.size !== undefined ? { size: patch.size } : {}),
     };
-    if (!(await this.store.update(id, changes))) throw notFound('network volume', id);
+    if (!(await this.store.update(id, changes, this.deps.clock.now()))) throw notFound('network volume', id);
     return { ...volume, ...changes };
   }
 
@@ -107,7 +107,7 @@ export class VolumesService {
         'VOLUME_IN_USE',
         `Network volume "${id}" is used by serverless endpoint(s) ${endpoints.map((e) => `"${e.name}" (${e.id})`).join(', ')}; set their networkVolumeId to another volume or none, or delete them, before deleting it.`,
       );
-    if (!(await this.store.delete(id))) throw notFound('network volume', id);
+    if (!(await this.store.delete(id, this.deps.clock.now()))) throw notFound('network volume', id);
     await this.deps.runtime.removeVolume({ kind: 'network', volumeId: id, dataCenterId: volume.dataCenterId });
   }
 }

@@ -13,6 +13,7 @@ import { workerAllocation } from '../worker-allocation.js';
 import { fleetJournalTable, fleetTables } from '../fleet-tables.js';
 import { systemLogTable } from '../system-log.js';
 import { podSshToken } from '../pod-ssh-token.js';
+import { billingUsageTables } from '../billing-usage.js';
 
 const run = async (db: Kysely<unknown>, statements: string[]): Promise<void> => {
   for (const s of statements) await sql.raw(s).execute(db);
@@ -37,4 +38,5 @@ export const sqliteMigrations: Record<string, Migration> = {
   '0010-fleet-journal': { up: (db) => run(db, fleetJournalTable('sqlite')) },
   '0011-system-log': { up: (db) => run(db, systemLogTable('sqlite')) },
   '0012-pod-ssh-token': { up: (db) => run(db, podSshToken('sqlite')) },
+  '0013-billing-usage': { up: (db) => run(db, billingUsageTables('sqlite')) },
 };
