@@ -48,11 +48,11 @@ const VolumeBillingRecord = Type.Object({
   highPerformanceStorageDiskSpaceBilledGb: Type.Optional(Type.Integer()),
 });
 
-export type PodBillingQuery = Static<typeof PodQuery>;
-export type EndpointBillingQuery = Static<typeof EndpointQuery>;
-export type VolumeBillingQuery = Static<typeof VolumeQuery>;
-export type BillingRecordV1 = Static<typeof BillingRecord>;
-export type VolumeBillingRecordV1 = Static<typeof VolumeBillingRecord>;
+type PodBillingQuery = Static<typeof PodQuery>;
+type EndpointBillingQuery = Static<typeof EndpointQuery>;
+type VolumeBillingQuery = Static<typeof VolumeQuery>;
+type BillingRecordV1 = Static<typeof BillingRecord>;
+type VolumeBillingRecordV1 = Static<typeof VolumeBillingRecord>;
 
 /** Where /v1/billing/* reads its records, per account; v1 names and shapes. */
 export interface BillingQueries {

@@ -16,7 +16,7 @@ import { networkVolumeV1Routes } from './network-volumes.js';
 import { containerRegistryAuthV1Routes } from './container-registry-auth.js';
 import { billingV1Routes, noBilling, type BillingQueries } from './billing.js';
 
-export const V1_PREFIX = '/v1';
+const V1_PREFIX = '/v1';
 
 /** /v2's swagger transform: v1 routes stay out of /v2/openapi.json. */
 export const hideV1 = ({ schema, url }: { schema: unknown; url: string }) =>
