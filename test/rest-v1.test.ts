@@ -344,7 +344,7 @@ describe('network volumes', () => {
       await t.request(a.key, 'POST', '/v1/networkvolumes', { name: 'podvol', size: 10, dataCenterId: 'US-TX-3' }),
     );
     const pod = await createPod(a.key, { networkVolumeId: vol.id, volumeInGb: undefined, volumeMountPath: '/mnt/vol' });
-    assert.equal(pod.networkVolumeId, vol.id);
+    assert.equal(pod.networkVolumeId, vol.id, JSON.stringify(pod));
     assert.equal(pod.volumeMountPath, '/mnt/vol');
     const read = ok(await t.request(a.key, 'GET', `/v1/pods/${pod.id}?includeNetworkVolume=true`));
     assert.deepEqual(read.networkVolume, { id: vol.id, name: 'podvol', size: 10, dataCenterId: 'US-TX-3' });
@@ -544,5 +544,53 @@ describe('OpenAPI', () => {
     const doc = ok(await t.request(null, 'GET', '/v2/openapi.json'));
     assert.ok(Object.keys(doc.paths).every((p) => !p.startsWith('/v1')));
     assert.ok(doc.paths['/v2/pods']);
+  });
+});
+
+describe('over a real socket', () => {
+  test("runpodctl's sequence over HTTP with its headers: credential, volume, template, pod, stop, start, delete", async () => {
+    const address = await t.app.listen({ port: 0, host: '127.0.0.1' });
+    const base = `${address}/v1`;
+    // runpodctl's client: a bearer key, a JSON content type on every request, bodies only when it has one
+    const call = async (method: string, path: string, body?: unknown) => {
+      const res = await fetch(`${base}${path}`, {
+        method,
+        headers: {
+          authorization: `Bearer ${a.key}`,
+          'content-type': 'application/json',
+          'user-agent': 'runpod-cli/test (linux; amd64)',
+        },
+        ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
+      });
+      const text = await res.text();
+      assert.ok(res.status >= 200 && res.status < 300, `${method} ${path}: ${res.status} ${text}`);
+      return text === '' ? null : JSON.parse(text);
+    };
+    const reg = await call('POST', '/containerregistryauth', { name: 'sock', username: 'u', password: 'p' });
+    const vol = await call('POST', '/networkvolumes', { name: 'sock', size: 10, dataCenterId: 'US-TX-3' });
+    const tpl = await call('POST', '/templates', {
+      name: 'sock',
+      imageName: 'busybox',
+      containerRegistryAuthId: reg.id,
+    });
+    const pod = await call('POST', '/pods', {
+      name: 'sock',
+      templateId: tpl.id,
+      gpuTypeIds: [GPU],
+      gpuCount: 1,
+      networkVolumeId: vol.id,
+      cloudType: 'SECURE',
+    });
+    // the template's image and registry credential; Gantry keeps no link to the template itself
+    assert.equal(pod.image, 'busybox');
+    assert.equal(pod.containerRegistryAuthId, reg.id);
+    assert.equal(pod.networkVolumeId, vol.id);
+    assert.equal((await call('POST', `/pods/${pod.id}/stop`)).desiredStatus, 'EXITED');
+    assert.equal((await call('POST', `/pods/${pod.id}/start`)).desiredStatus, 'RUNNING');
+    assert.ok((await call('GET', '/pods')).some((p: Json) => p.id === pod.id));
+    assert.equal(await call('DELETE', `/pods/${pod.id}`), null);
+    assert.equal(await call('DELETE', `/templates/${tpl.id}`), null);
+    assert.equal(await call('DELETE', `/networkvolumes/${vol.id}`), null);
+    assert.equal(await call('DELETE', `/containerregistryauth/${reg.id}`), null);
   });
 });

@@ -47,11 +47,12 @@ export async function registerV1(
         },
       });
 
-      // runpodctl sends `Content-Type: application/json` with no body on start/stop/delete: an
-      // empty body is no body, not malformed JSON.
+      // runpodctl sends `Content-Type: application/json` with no body on start/stop (Content-Length: 0)
+      // and delete (no Content-Length at all): an empty body is no body, not malformed JSON.
       v1.addHook('onRequest', (request, _reply, done) => {
         const { headers } = request;
-        if (headers['content-length'] === '0' && headers['transfer-encoding'] === undefined)
+        const length = headers['content-length'];
+        if ((length === undefined || length === '0') && headers['transfer-encoding'] === undefined)
           delete headers['content-type'];
         done();
       });
