@@ -82,6 +82,32 @@ for (const { name, skip } of dialects()) {
     };
     const DAYS = 'startTime=2026-06-01T00:00:00Z&endTime=2026-06-03T00:00:00Z&bucketSize=day';
 
+    test('REST v1 billing answers the same amounts as v2, per bucket or per pod when grouped by pod', async () => {
+      const a = await t.newAccount();
+      clock.set(at('2026-06-01T23:59:00Z'));
+      const first = await runningPod(a.key);
+      const second = await runningPod(a.key);
+      clock.advance(120_000);
+      await action(a.key, first.id, 'stop', 'EXITED');
+      await action(a.key, second.id, 'stop', 'EXITED');
+      const v2 = await ok(t, a.key, `/v2/billing/pods?${DAYS}`);
+      const byPod = await ok(t, a.key, `/v1/billing/pods?${DAYS}&grouping=podId`);
+      assert.deepEqual(
+        byPod.map((r: any) => [r.time, r.podId, r.amount]).sort(),
+        v2.records.map((r: any) => [r.startTime, r.podId, r.totalAmount]).sort(),
+      );
+      const perBucket = await ok(t, a.key, `/v1/billing/pods?${DAYS}`);
+      assert.deepEqual(
+        perBucket.map((r: any) => [r.time, r.amount]),
+        [
+          ['2026-06-01T00:00:00Z', usd((2 * 60 * first.cost) / 3600)],
+          ['2026-06-02T00:00:00Z', usd((2 * 60 * first.cost) / 3600)],
+        ],
+      );
+      const other = await t.newAccount();
+      assert.deepEqual(await ok(t, other.key, `/v1/billing/pods?${DAYS}&podId=${first.id}`), []);
+    });
+
     test('a pod that runs 90 s, is stopped, and runs 30 s more costs exactly 120 s of its price, split at midnight', async () => {
       const a = await t.newAccount();
       clock.set(at('2026-06-01T23:59:00Z'));

@@ -27,7 +27,10 @@ const served = async (path: string): Promise<OpenApiSummary> => {
   const res = await t.request(null, 'GET', path);
   if (res.statusCode === 404) return {};
   assert.equal(res.statusCode, 200, `${path}: ${res.body}`);
-  return summarizeOpenApi(json(res));
+  // paths are relative to the document's server URL (`…/v1` for REST v1)
+  const doc = json(res);
+  const server = (doc.servers as Array<{ url: string }> | undefined)?.[0]?.url;
+  return summarizeOpenApi(doc, server ? new URL(server, 'http://gantry').pathname.replace(/\/$/, '') : '');
 };
 
 /** The queue-based job API and GraphQL are described elsewhere (the spec), not in REST v2. */

@@ -23,6 +23,7 @@ import { jobRequestRoutes } from './routes/job-requests.js';
 import { workerProtocolRoutes } from './routes/worker-protocol.js';
 import { agentRoutes } from './routes/agent.js';
 import { graphqlRoutes } from '../graphql/graphql-route.js';
+import { hideV1, registerV1 } from './routes/v1/index.js';
 import { RequestLogController } from './request-log-controller.js';
 import { lazyChildLogger } from './request-logger.js';
 import { findNul, jsonMayHoldNul, nulViolation, urlHasNul } from './nul-text.js';
@@ -146,6 +147,8 @@ export async function buildApp(services: Services, options: BuildAppOptions = {}
       components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer' } } },
       security: [{ bearer: [] }],
     },
+    // /v1 has its own document (GET /v1/openapi.json)
+    transform: hideV1,
   });
   await app.register(swaggerUi, {
     routePrefix: '/docs',
@@ -168,6 +171,7 @@ export async function buildApp(services: Services, options: BuildAppOptions = {}
   workerProtocolRoutes(routes, services);
   agentRoutes(routes, services);
   graphqlRoutes(routes, services, rateLimiter);
+  await registerV1(app, services);
 
   await app.ready();
   return app;

@@ -3,7 +3,7 @@ import type { ErrorObject } from 'ajv';
 import { ApiError, validationFailed } from '../../domain/errors.js';
 
 /** Renders one Ajv violation as `field: message`, naming the field the way the client wrote it. */
-function describeViolation(e: ErrorObject, root = 'body'): string {
+export function describeViolation(e: ErrorObject, root = 'body'): string {
   const path = e.instancePath
     .split('/')
     .slice(1)

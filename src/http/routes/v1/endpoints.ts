@@ -1,0 +1,287 @@
+/** REST v1 serverless endpoints (`/v1/endpoints`) over EndpointsService. */
+import type { FastifyInstance } from 'fastify';
+import { Type, type Static } from '@sinclair/typebox';
+import { iso } from '../../../domain/clock.js';
+import { badRequest } from '../../../domain/errors.js';
+import type { Endpoint } from '../../../domain/endpoint.js';
+import type { EndpointInput } from '../../../serverless/endpoints-service.js';
+import type { Services } from '../../../services.js';
+import { principalOf } from '../../plugins/auth.js';
+import { closed, Deleted, Env, errorResponses, IdParam, refuseUnsupported, StringArray } from './common.js';
+import { templateV1View, TemplateV1Schema } from './templates.js';
+
+const tags = ['endpoints'];
+const Params = IdParam('endpointId');
+type Params = Static<typeof Params>;
+const ScalerType = Type.Unsafe<string>({ type: 'string', enum: ['QUEUE_DELAY', 'REQUEST_COUNT'] });
+
+const fields = {
+  name: Type.Optional(Type.String({ minLength: 1, maxLength: 191 })),
+  templateId: Type.String({ minLength: 1, maxLength: 64, description: 'a serverless template' }),
+  computeType: Type.Optional(
+    Type.Unsafe<string>({ type: 'string', enum: ['GPU'], description: 'only GPU: endpoints run on GPU pools' }),
+  ),
+  gpuTypeIds: Type.Optional(StringArray('GPU types workers may use; their pools are kept. Default: every pool')),
+  gpuCount: Type.Optional(Type.Integer({ minimum: 1, maximum: 16, default: 1 })),
+  workersMin: Type.Optional(Type.Integer({ minimum: 0, default: 0 })),
+  workersMax: Type.Optional(Type.Integer({ minimum: 0, default: 3 })),
+  idleTimeout: Type.Optional(Type.Integer({ minimum: 0, maximum: 3600, default: 5 })),
+  scalerType: Type.Optional(ScalerType),
+  scalerValue: Type.Optional(Type.Integer({ minimum: 1, default: 4 })),
+  executionTimeoutMs: Type.Optional(Type.Integer({ description: '5000 ms to 7 days; default 600000' })),
+  flashboot: Type.Optional(Type.Boolean({ default: false })),
+  allowedCudaVersions: Type.Optional(StringArray('host CUDA versions', Type.String({ pattern: '^\\d+\\.\\d+$' }))),
+  minCudaVersion: Type.Optional(Type.String({ description: 'accepted and ignored: use allowedCudaVersions' })),
+  dataCenterIds: Type.Optional(
+    StringArray('data centers workers may run in; kept as their countries (the endpoint `locations`)'),
+  ),
+  networkVolumeId: Type.Optional(Type.String({ maxLength: 64, description: '"" = none' })),
+  networkVolumeIds: Type.Optional(StringArray('at most one network volume', Type.String({ maxLength: 64 }))),
+  cpuFlavorIds: Type.Optional(StringArray('only []: endpoints run on GPU pools')),
+  vcpuCount: Type.Optional(Type.Integer({ description: 'accepted and ignored' })),
+  env: Type.Optional(Env),
+};
+const CreateBody = Type.Object(fields, closed);
+const { computeType: _computeType, ...updatable } = fields;
+const UpdateBody = Type.Object(
+  { ...updatable, templateId: Type.Optional(fields.templateId) },
+  { ...closed, description: 'Only the fields sent change.' },
+);
+type Body = Partial<Static<typeof CreateBody>>;
+
+const WorkerSchema = Type.Object({ id: Type.String(), desiredStatus: Type.String(), lastStartedAt: Type.String() });
+const EndpointSchema = Type.Object({
+  id: Type.String(),
+  name: Type.String(),
+  userId: Type.String(),
+  templateId: Type.String(),
+  template: Type.Optional(TemplateV1Schema),
+  computeType: Type.String(),
+  gpuTypeIds: Type.Array(Type.String()),
+  gpuCount: Type.Integer(),
+  workersMin: Type.Integer(),
+  workersMax: Type.Integer(),
+  idleTimeout: Type.Integer(),
+  scalerType: Type.String(),
+  scalerValue: Type.Integer(),
+  executionTimeoutMs: Type.Integer(),
+  flashboot: Type.Boolean({ description: 'Gantry extension (runpodctl reads it)' }),
+  allowedCudaVersions: Type.Array(Type.String()),
+  dataCenterIds: Type.Array(Type.String()),
+  networkVolumeId: Type.Optional(Type.String()),
+  networkVolumeIds: Type.Array(Type.String()),
+  instanceIds: Type.Array(Type.String()),
+  env: Type.Record(Type.String(), Type.String()),
+  workers: Type.Optional(Type.Array(WorkerSchema)),
+  createdAt: Type.String(),
+  version: Type.Integer(),
+});
+type EndpointV1 = Static<typeof EndpointSchema>;
+const Includes = Type.Object({
+  includeTemplate: Type.Optional(Type.Boolean({ default: false })),
+  includeWorkers: Type.Optional(Type.Boolean({ default: false })),
+});
+type Includes = Static<typeof Includes>;
+
+export function endpointV1Routes(app: FastifyInstance, { endpoints, catalog }: Services): void {
+  const gpuTypes = () => catalog.listGpuTypes({ availability: false });
+  const dataCenters = () => catalog.listDataCenters();
+
+  /** v1 GPU types → the pools they belong to (the endpoint keeps pools). */
+  function poolsOf(ids: readonly string[]): string[] {
+    const types = gpuTypes();
+    return [
+      ...new Set(
+        ids.map((id) => {
+          const t = types.find((g) => g.id === id);
+          if (!t) throw badRequest(`gpuTypeIds: "${id}" is not a GPU type (GET /v2/catalog/gpus)`);
+          return t.pool;
+        }),
+      ),
+    ];
+  }
+
+  /** v1 data centers → their countries (the endpoint's `locations`); every data center = any. */
+  function locationsOf(ids: readonly string[]): string[] {
+    const all = dataCenters();
+    const chosen = ids.map((id) => {
+      const d = all.find((c) => c.id === id);
+      if (!d) throw badRequest(`dataCenterIds: "${id}" is not a data center (GET /v2/catalog/datacenters)`);
+      return d;
+    });
+    if (all.every((d) => chosen.includes(d))) return [];
+    return [...new Set(chosen.map((d) => d.country))];
+  }
+
+  function input(b: Body): EndpointInput {
+    refuseUnsupported('cpuFlavorIds', b.cpuFlavorIds, [], 'Gantry endpoints run on GPU pools only');
+    if (b.networkVolumeIds !== undefined && b.networkVolumeIds.length > 1)
+      throw badRequest('networkVolumeIds: a Gantry endpoint mounts at most one network volume');
+    const volume = b.networkVolumeIds !== undefined ? (b.networkVolumeIds[0] ?? '') : b.networkVolumeId;
+    return {
+      ...(b.name !== undefined ? { name: b.name } : {}),
+      ...(b.templateId !== undefined ? { templateId: b.templateId } : {}),
+      ...(b.gpuTypeIds !== undefined ? { gpuIds: poolsOf(b.gpuTypeIds) } : {}),
+      ...(b.gpuCount !== undefined ? { gpuCount: b.gpuCount } : {}),
+      ...(b.workersMin !== undefined ? { workersMin: b.workersMin } : {}),
+      ...(b.workersMax !== undefined ? { workersMax: b.workersMax } : {}),
+      ...(b.idleTimeout !== undefined ? { idleTimeout: b.idleTimeout } : {}),
+      ...(b.scalerType !== undefined ? { scalerType: b.scalerType } : {}),
+      ...(b.scalerValue !== undefined ? { scalerValue: b.scalerValue } : {}),
+      ...(b.executionTimeoutMs !== undefined ? { executionTimeoutMs: b.executionTimeoutMs } : {}),
+      ...(b.flashboot !== undefined ? { flashboot: b.flashboot } : {}),
+      ...(b.allowedCudaVersions !== undefined ? { allowedCudaVersions: b.allowedCudaVersions } : {}),
+      ...(b.dataCenterIds !== undefined ? { locations: locationsOf(b.dataCenterIds) } : {}),
+      ...(volume !== undefined ? { networkVolumeId: volume } : {}),
+      ...(b.env !== undefined ? { env: b.env } : {}),
+    };
+  }
+
+  async function view(accountId: string, e: Endpoint, include: Includes = {}): Promise<EndpointV1> {
+    const out: EndpointV1 = {
+      id: e.id,
+      name: e.name,
+      userId: e.accountId,
+      templateId: e.templateId,
+      computeType: 'GPU',
+      gpuTypeIds: gpuTypes()
+        .filter((t) => e.gpuIds.includes(t.pool))
+        .map((t) => t.id),
+      gpuCount: e.gpuCount,
+      workersMin: e.workersMin,
+      workersMax: e.workersMax,
+      idleTimeout: e.idleTimeout,
+      scalerType: e.scalerType,
+      scalerValue: e.scalerValue,
+      executionTimeoutMs: e.executionTimeoutMs,
+      flashboot: e.flashboot,
+      allowedCudaVersions: e.allowedCudaVersions,
+      dataCenterIds: dataCenters()
+        .filter((d) => e.locations.length === 0 || e.locations.includes(d.country))
+        .map((d) => d.id),
+      ...(e.networkVolumeId !== null ? { networkVolumeId: e.networkVolumeId } : {}),
+      networkVolumeIds: e.networkVolumeId !== null ? [e.networkVolumeId] : [],
+      instanceIds: [],
+      env: e.env,
+      createdAt: iso(e.createdAt),
+      version: e.version,
+    };
+    if (include.includeTemplate) {
+      const template = await endpoints.templateOf(e);
+      if (template) out.template = templateV1View(template);
+    }
+    if (include.includeWorkers)
+      out.workers = (await endpoints.workers(accountId, e.id)).map((w) => ({
+        id: w.id,
+        desiredStatus: w.status,
+        lastStartedAt: iso(w.createdAt),
+      }));
+    return out;
+  }
+
+  app.post(
+    '/endpoints',
+    {
+      schema: {
+        tags,
+        operationId: 'CreateEndpoint',
+        summary: 'Create a serverless endpoint',
+        body: CreateBody,
+        response: { 200: EndpointSchema, ...errorResponses },
+      },
+    },
+    async (request) => {
+      const accountId = principalOf(request).accountId;
+      const b = request.body as Static<typeof CreateBody>;
+      const created = await endpoints.create(accountId, {
+        name: b.name ?? `endpoint-${b.templateId}`,
+        gpuIds: catalog.listPools().map((p) => p.id),
+        ...input(b),
+      });
+      return view(accountId, created);
+    },
+  );
+
+  app.get(
+    '/endpoints',
+    {
+      schema: {
+        tags,
+        operationId: 'ListEndpoints',
+        summary: 'List your endpoints (a bare array)',
+        querystring: Includes,
+        response: { 200: Type.Array(EndpointSchema), ...errorResponses },
+      },
+    },
+    async (request) => {
+      const accountId = principalOf(request).accountId;
+      const list = await endpoints.list(accountId);
+      return Promise.all(list.map((e) => view(accountId, e, request.query as Includes)));
+    },
+  );
+
+  app.get(
+    '/endpoints/:endpointId',
+    {
+      schema: {
+        tags,
+        operationId: 'GetEndpoint',
+        summary: 'Read one endpoint',
+        params: Params,
+        querystring: Includes,
+        response: { 200: EndpointSchema, ...errorResponses },
+      },
+    },
+    async (request) => {
+      const accountId = principalOf(request).accountId;
+      const e = await endpoints.get(accountId, (request.params as Params).endpointId);
+      return view(accountId, e, request.query as Includes);
+    },
+  );
+
+  for (const [method, url, operationId] of [
+    ['PATCH', '/endpoints/:endpointId', 'UpdateEndpoint'],
+    ['POST', '/endpoints/:endpointId/update', 'UpdateEndpointPost'],
+  ] as const)
+    app.route({
+      method,
+      url,
+      schema: {
+        tags,
+        operationId,
+        summary: 'Change an endpoint',
+        params: Params,
+        body: UpdateBody,
+        response: { 200: EndpointSchema, ...errorResponses },
+      },
+      handler: async (request) => {
+        const accountId = principalOf(request).accountId;
+        const id = (request.params as Params).endpointId;
+        return view(accountId, await endpoints.update(accountId, id, input(request.body as Body)));
+      },
+    });
+
+  app.delete(
+    '/endpoints/:endpointId',
+    {
+      schema: {
+        tags,
+        operationId: 'DeleteEndpoint',
+        summary: 'Delete an endpoint',
+        description: 'Scales the endpoint to 0 workers first (what /v2 asks callers to do), then deletes it.',
+        params: Params,
+        response: { 204: Deleted, ...errorResponses },
+      },
+    },
+    async (request, reply) => {
+      const accountId = principalOf(request).accountId;
+      const id = (request.params as Params).endpointId;
+      // v1 deletes in one call; /v2 first wants workers scaled to 0 (spec 3.2), so do that here.
+      const current = await endpoints.get(accountId, id);
+      if (current.workersMin !== 0 || current.workersMax !== 0)
+        await endpoints.update(accountId, id, { workersMin: 0, workersMax: 0 });
+      await endpoints.delete(accountId, id);
+      return reply.code(204).send();
+    },
+  );
+}

@@ -1,0 +1,473 @@
+/** REST v1 pods (`/v1/pods`): v1 names and shapes over PodsService. */
+import type { FastifyInstance } from 'fastify';
+import { Type, type Static } from '@sinclair/typebox';
+import { ApiError } from '../../../domain/errors.js';
+import type { PodView } from '../../../pods/pod-view.js';
+import type { CreatePodInput, PatchPodInput } from '../../../pods/pod-rules.js';
+import type { Services } from '../../../services.js';
+import { principalOf } from '../../plugins/auth.js';
+import { MAX_DISK_GB } from '../../../domain/limits.js';
+import {
+  argsOf,
+  closed,
+  Deleted,
+  Entrypoint,
+  Env,
+  errorResponses,
+  IdParam,
+  refuseUnsupported,
+  StartCmd,
+  startCmdOf,
+  StringArray,
+} from './common.js';
+
+const tags = ['pods'];
+const Params = IdParam('podId');
+type Params = Static<typeof Params>;
+const Port = Type.String({ pattern: '^[0-9]{1,5}/[a-z]+$', description: '`<port>/<protocol>`' });
+const Ports = Type.Array(Port, { maxItems: 64, description: 'default ["8888/http", "22/tcp"]' });
+const Disk = (description: string) => Type.Integer({ minimum: 1, maximum: MAX_DISK_GB, description });
+const VolumeSize = Type.Integer({
+  minimum: 0,
+  maximum: MAX_DISK_GB,
+  description: 'pod volume, GB: 0 (none) or at least 10; default 20 on GPU pods without a network volume',
+});
+const Ignored = (description: string) => ({ description: `Accepted and ignored: ${description}` });
+
+const CreatePodBody = Type.Object(
+  {
+    name: Type.Optional(Type.String({ minLength: 1, maxLength: 191, default: 'my pod' })),
+    imageName: Type.Optional(Type.String({ minLength: 1, maxLength: 1024, description: 'required unless templateId' })),
+    templateId: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })),
+    computeType: Type.Optional(Type.Unsafe<'GPU' | 'CPU'>({ type: 'string', enum: ['GPU', 'CPU'], default: 'GPU' })),
+    gpuTypeIds: Type.Optional(StringArray('GPU types in order of preference; the first with capacity is used')),
+    gpuTypePriority: Type.Optional(Type.String(Ignored('the order of gpuTypeIds is the priority'))),
+    gpuCount: Type.Optional(Type.Integer({ minimum: 1, default: 1 })),
+    cpuFlavorIds: Type.Optional(StringArray('CPU flavors in order of preference (computeType CPU)')),
+    cpuFlavorPriority: Type.Optional(Type.String(Ignored('the order of cpuFlavorIds is the priority'))),
+    vcpuCount: Type.Optional(Type.Integer({ minimum: 2, default: 2, description: 'vCPUs of a CPU pod' })),
+    cloudType: Type.Optional(Type.Unsafe<'SECURE' | 'COMMUNITY'>({ type: 'string', enum: ['SECURE', 'COMMUNITY'] })),
+    dataCenterIds: Type.Optional(StringArray('data centers the pod may run in; default any')),
+    dataCenterPriority: Type.Optional(Type.String(Ignored('placement chooses'))),
+    countryCodes: Type.Optional(StringArray('accepted and ignored')),
+    allowedCudaVersions: Type.Optional(StringArray('host CUDA versions', Type.String({ pattern: '^\\d+\\.\\d+$' }))),
+    minCudaVersion: Type.Optional(
+      Type.String({ pattern: '^\\d+(\\.\\d+)?$', description: 'Gantry extension (runpodctl sends it)' }),
+    ),
+    containerDiskInGb: Type.Optional(Disk("container disk, GB; default 50 (a template's own without imageName)")),
+    volumeInGb: Type.Optional(VolumeSize),
+    volumeMountPath: Type.Optional(Type.String({ minLength: 1, maxLength: 1024, default: '/workspace' })),
+    networkVolumeId: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })),
+    ports: Type.Optional(Ports),
+    env: Type.Optional(Env),
+    containerRegistryAuthId: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })),
+    dockerEntrypoint: Type.Optional(Entrypoint),
+    dockerStartCmd: Type.Optional(StartCmd),
+    dockerArgs: Type.Optional(
+      Type.String({ maxLength: 8192, description: 'Gantry extension (runpodctl sends it): the start command as text' }),
+    ),
+    globalNetworking: Type.Optional(Type.Boolean({ default: false })),
+    supportPublicIp: Type.Optional(Type.Boolean(Ignored('ports are published on the host address'))),
+    interruptible: Type.Optional(Type.Boolean({ description: 'only false: Gantry has no spot pods' })),
+    locked: Type.Optional(Type.Boolean({ default: false })),
+    minRAMPerGPU: Type.Optional(Type.Integer(Ignored('placement chooses'))),
+    minVCPUPerGPU: Type.Optional(Type.Integer(Ignored('placement chooses'))),
+    minDiskBandwidthMBps: Type.Optional(Type.Number(Ignored('placement chooses'))),
+    minDownloadMbps: Type.Optional(Type.Number(Ignored('placement chooses'))),
+    minUploadMbps: Type.Optional(Type.Number(Ignored('placement chooses'))),
+  },
+  closed,
+);
+
+const UpdatePodBody = Type.Object(
+  {
+    name: Type.Optional(Type.String({ minLength: 1, maxLength: 191 })),
+    imageName: Type.Optional(Type.String({ minLength: 1, maxLength: 1024 })),
+    containerDiskInGb: Type.Optional(Disk('container disk, GB')),
+    volumeInGb: Type.Optional(VolumeSize),
+    volumeMountPath: Type.Optional(Type.String({ minLength: 1, maxLength: 1024 })),
+    ports: Type.Optional(Ports),
+    env: Type.Optional(Env),
+    containerRegistryAuthId: Type.Optional(Type.String({ maxLength: 64, description: '"" removes the credential' })),
+    dockerEntrypoint: Type.Optional(Entrypoint),
+    dockerStartCmd: Type.Optional(StartCmd),
+    globalNetworking: Type.Optional(Type.Boolean({ description: 'only its current value: set at creation' })),
+    locked: Type.Optional(Type.Boolean()),
+  },
+  { ...closed, description: 'Only the fields sent change. Changes the instance sees restart a running pod.' },
+);
+
+const NetworkVolumeView = Type.Object({
+  id: Type.String(),
+  name: Type.String(),
+  size: Type.Integer(),
+  dataCenterId: Type.String(),
+});
+
+const PodSchema = Type.Object({
+  id: Type.String(),
+  name: Type.String(),
+  desiredStatus: Type.Unsafe<string>({ type: 'string', enum: ['RUNNING', 'EXITED', 'TERMINATED'] }),
+  image: Type.String(),
+  imageName: Type.String({ description: 'Gantry extension: the same as image (runpodctl reads imageName)' }),
+  templateId: Type.Optional(Type.String()),
+  containerRegistryAuthId: Type.Optional(Type.String()),
+  containerDiskInGb: Type.Integer(),
+  volumeInGb: Type.Integer(),
+  volumeMountPath: Type.Optional(Type.String()),
+  networkVolumeId: Type.Optional(Type.String({ description: 'Gantry extension' })),
+  networkVolume: Type.Optional(NetworkVolumeView),
+  dockerEntrypoint: Type.Array(Type.String()),
+  dockerStartCmd: Type.Array(Type.String()),
+  env: Type.Record(Type.String(), Type.String()),
+  ports: Type.Array(Type.String()),
+  portMappings: Type.Record(Type.String(), Type.Integer()),
+  publicIp: Type.Optional(Type.String()),
+  gpu: Type.Optional(Type.Object({ id: Type.String(), count: Type.Integer(), displayName: Type.String() })),
+  gpuCount: Type.Integer({ description: 'runpodctl reads it' }),
+  cpuFlavorId: Type.Optional(Type.String()),
+  vcpuCount: Type.Optional(Type.Number()),
+  memoryInGb: Type.Optional(Type.Number()),
+  machine: Type.Optional(
+    Type.Object({
+      dataCenterId: Type.Optional(Type.String()),
+      gpuTypeId: Type.Optional(Type.String()),
+      secureCloud: Type.Boolean(),
+    }),
+  ),
+  costPerHr: Type.Number(),
+  adjustedCostPerHr: Type.Number(),
+  interruptible: Type.Boolean(),
+  locked: Type.Boolean(),
+  lastStartedAt: Type.Optional(Type.String()),
+  createdAt: Type.String({ description: 'Gantry extension' }),
+  status: Type.String({ description: 'Gantry extension: the /v2 status (PROVISIONING ... TERMINATED)' }),
+});
+type PodV1 = Static<typeof PodSchema>;
+
+const ListQuery = Type.Object({
+  computeType: Type.Optional(Type.Unsafe<string>({ type: 'string', enum: ['GPU', 'CPU'] })),
+  cpuFlavorId: Type.Optional(Type.Array(Type.String())),
+  dataCenterId: Type.Optional(Type.Array(Type.String())),
+  desiredStatus: Type.Optional(Type.Unsafe<string>({ type: 'string', enum: ['RUNNING', 'EXITED', 'TERMINATED'] })),
+  endpointId: Type.Optional(Type.String()),
+  gpuTypeId: Type.Optional(Type.Array(Type.String())),
+  id: Type.Optional(Type.String()),
+  imageName: Type.Optional(Type.String()),
+  name: Type.Optional(Type.String()),
+  networkVolumeId: Type.Optional(Type.String()),
+  templateId: Type.Optional(Type.String()),
+  includeMachine: Type.Optional(Type.Boolean({ default: false })),
+  includeNetworkVolume: Type.Optional(Type.Boolean({ default: false })),
+  includeSavingsPlans: Type.Optional(Type.Boolean({ default: false })),
+  includeTemplate: Type.Optional(Type.Boolean({ default: false })),
+  includeWorkers: Type.Optional(Type.Boolean({ default: false })),
+});
+type ListQuery = Static<typeof ListQuery>;
+const GetQuery = Type.Object({
+  includeMachine: Type.Optional(Type.Boolean({ default: false })),
+  includeNetworkVolume: Type.Optional(Type.Boolean({ default: false })),
+  includeSavingsPlans: Type.Optional(Type.Boolean({ default: false })),
+  includeTemplate: Type.Optional(Type.Boolean({ default: false })),
+  includeWorkers: Type.Optional(Type.Boolean({ default: false })),
+});
+type Includes = Static<typeof GetQuery>;
+
+const desiredStatusOf = (p: PodView): string =>
+  p.status === 'TERMINATED' ? 'TERMINATED' : p.status === 'EXITED' || p.status === 'ERROR' ? 'EXITED' : 'RUNNING';
+
+export function podV1Routes(app: FastifyInstance, { pods, volumes, catalog }: Services): void {
+  const gpuName = (id: string): string => {
+    try {
+      return catalog.getGpuType(id, { availability: false }).displayName;
+    } catch {
+      return id;
+    }
+  };
+
+  async function view(accountId: string, p: PodView, include: Includes = {}): Promise<PodV1> {
+    const network = p.mounts.network?.[0];
+    const portMappings: Record<string, number> = {};
+    let publicIp: string | undefined;
+    for (const m of p.runtime?.ports ?? []) {
+      if (m.public !== null) portMappings[String(m.private)] = m.public;
+      if (m.ip && publicIp === undefined) publicIp = m.ip;
+    }
+    const out: PodV1 = {
+      id: p.id,
+      name: p.name,
+      desiredStatus: desiredStatusOf(p),
+      image: p.image,
+      imageName: p.image,
+      ...(p.template !== null ? { templateId: p.template } : {}),
+      ...(p.registry !== null ? { containerRegistryAuthId: p.registry } : {}),
+      containerDiskInGb: p.disk,
+      volumeInGb: p.mounts.persistent?.size ?? 0,
+      ...((p.mounts.persistent?.path ?? network?.path)
+        ? { volumeMountPath: p.mounts.persistent?.path ?? network!.path }
+        : {}),
+      ...(network ? { networkVolumeId: network.volumeId } : {}),
+      dockerEntrypoint: [],
+      dockerStartCmd: startCmdOf(p.args),
+      env: p.env,
+      ports: p.ports,
+      portMappings,
+      ...(publicIp !== undefined ? { publicIp } : {}),
+      ...(p.gpu ? { gpu: { id: p.gpu.id, count: p.gpu.count, displayName: gpuName(p.gpu.id) } } : {}),
+      gpuCount: p.gpu?.count ?? 0,
+      ...(p.cpu ? { cpuFlavorId: p.cpu.id, vcpuCount: p.cpu.vcpuCount, memoryInGb: p.cpu.memory } : {}),
+      costPerHr: p.cost,
+      adjustedCostPerHr: p.cost,
+      interruptible: false,
+      locked: p.locked,
+      ...(p.startedAt !== null ? { lastStartedAt: p.startedAt } : {}),
+      createdAt: p.createdAt,
+      status: p.status,
+    };
+    if (include.includeMachine)
+      out.machine = {
+        ...(p.dataCenterId !== null ? { dataCenterId: p.dataCenterId } : {}),
+        ...(p.gpu ? { gpuTypeId: p.gpu.id } : {}),
+        secureCloud: p.cloud === 'SECURE',
+      };
+    if (include.includeNetworkVolume && network) {
+      const v = await volumes.get(accountId, network.volumeId);
+      out.networkVolume = { id: v.id, name: v.name, size: v.size, dataCenterId: v.dataCenterId };
+    }
+    return out;
+  }
+
+  /** v1 create → /v2 create input; the GPU or CPU choice is filled in per candidate. */
+  function createInput(b: Static<typeof CreatePodBody>): Omit<CreatePodInput, 'gpu' | 'cpu'> {
+    refuseUnsupported('interruptible', b.interruptible, false, 'Gantry has no interruptible (spot) pods');
+    const fromTemplate = b.templateId !== undefined && b.imageName === undefined;
+    const isCpu = b.computeType === 'CPU';
+    const path = b.volumeMountPath ?? '/workspace';
+    const volumeInGb = b.volumeInGb ?? (fromTemplate || isCpu || b.networkVolumeId !== undefined ? undefined : 20);
+    const args =
+      b.dockerStartCmd !== undefined && b.dockerStartCmd.length > 0 ? argsOf(b.dockerStartCmd) : b.dockerArgs;
+    return {
+      name: b.name ?? 'my pod',
+      ...(b.imageName !== undefined ? { image: b.imageName } : {}),
+      ...(b.templateId !== undefined ? { templateId: b.templateId } : {}),
+      ...(args !== undefined && args !== '' ? { args } : {}),
+      ...(b.containerDiskInGb !== undefined ? { disk: b.containerDiskInGb } : fromTemplate ? {} : { disk: 50 }),
+      ...(b.ports !== undefined ? { ports: b.ports } : fromTemplate ? {} : { ports: ['8888/http', '22/tcp'] }),
+      ...(b.env !== undefined ? { env: b.env } : {}),
+      ...(b.containerRegistryAuthId !== undefined ? { registry: b.containerRegistryAuthId } : {}),
+      ...(b.networkVolumeId !== undefined
+        ? { mounts: { network: [{ volumeId: b.networkVolumeId, path }] } }
+        : volumeInGb !== undefined && volumeInGb > 0
+          ? { mounts: { persistent: { size: volumeInGb, path } } }
+          : {}),
+      ...(b.cloudType !== undefined ? { cloud: b.cloudType } : {}),
+      ...(b.dataCenterIds !== undefined ? { dataCenterIds: b.dataCenterIds } : {}),
+      ...(b.allowedCudaVersions !== undefined ? { allowedCudaVersions: b.allowedCudaVersions } : {}),
+      ...(b.minCudaVersion !== undefined ? { minCudaVersion: b.minCudaVersion } : {}),
+      ...(b.globalNetworking !== undefined ? { globalNetworking: b.globalNetworking } : {}),
+    };
+  }
+
+  async function create(accountId: string, b: Static<typeof CreatePodBody>): Promise<PodView> {
+    const base = createInput(b);
+    const candidates: Array<Pick<CreatePodInput, 'gpu' | 'cpu'>> =
+      b.computeType === 'CPU'
+        ? (b.cpuFlavorIds ?? []).map((id) => ({ cpu: { id, vcpuCount: b.vcpuCount ?? 2 } }))
+        : (b.gpuTypeIds ?? []).map((id) => ({ gpu: { id, count: b.gpuCount ?? 1 } }));
+    if (candidates.length === 0)
+      throw new ApiError(
+        'BAD_REQUEST',
+        b.computeType === 'CPU'
+          ? 'cpuFlavorIds: name at least one CPU flavor for a CPU pod (GET /v2/catalog/cpus).'
+          : 'gpuTypeIds: name at least one GPU type for a GPU pod (GET /v2/catalog/gpus).',
+      );
+    // The first candidate with capacity wins, as v1's gpuTypeIds / cpuFlavorIds promise.
+    for (let i = 0; ; i++) {
+      try {
+        return await pods.create(accountId, { ...base, ...candidates[i] });
+      } catch (err) {
+        if (!(err instanceof ApiError) || err.code !== 'NO_CAPACITY' || i === candidates.length - 1) throw err;
+      }
+    }
+  }
+
+  async function updateInput(accountId: string, id: string, b: Static<typeof UpdatePodBody>): Promise<PatchPodInput> {
+    const patch: PatchPodInput = {
+      ...(b.name !== undefined ? { name: b.name } : {}),
+      ...(b.imageName !== undefined ? { image: b.imageName } : {}),
+      ...(b.containerDiskInGb !== undefined ? { disk: b.containerDiskInGb } : {}),
+      ...(b.ports !== undefined ? { ports: b.ports } : {}),
+      ...(b.env !== undefined ? { env: b.env } : {}),
+      ...(b.containerRegistryAuthId !== undefined
+        ? { registry: b.containerRegistryAuthId === '' ? null : b.containerRegistryAuthId }
+        : {}),
+      ...(b.dockerStartCmd !== undefined ? { args: argsOf(b.dockerStartCmd) } : {}),
+      ...(b.locked !== undefined ? { locked: b.locked } : {}),
+    };
+    if (b.volumeInGb !== undefined || b.volumeMountPath !== undefined || b.globalNetworking !== undefined) {
+      const current = await pods.get(accountId, id);
+      refuseUnsupported(
+        'globalNetworking',
+        b.globalNetworking,
+        current.globalNetworking.enabled,
+        'global networking is chosen when the pod is created',
+      );
+      const network = current.mounts.network?.[0];
+      if (network && b.volumeMountPath !== undefined)
+        patch.mounts = { network: [{ volumeId: network.volumeId, path: b.volumeMountPath }] };
+      else if (!network && (b.volumeInGb !== undefined || b.volumeMountPath !== undefined)) {
+        const size = b.volumeInGb ?? current.mounts.persistent?.size ?? 20;
+        const path = b.volumeMountPath ?? current.mounts.persistent?.path ?? '/workspace';
+        patch.mounts = size > 0 ? { persistent: { size, path } } : {};
+      }
+    }
+    return patch;
+  }
+
+  app.post(
+    '/pods',
+    {
+      schema: {
+        tags,
+        operationId: 'CreatePod',
+        summary: 'Create a pod',
+        description:
+          'Answers 201 with the pod, which starts asynchronously. The first of gpuTypeIds (cpuFlavorIds) with capacity is used.',
+        body: CreatePodBody,
+        response: { 201: PodSchema, ...errorResponses },
+      },
+    },
+    async (request, reply) => {
+      const accountId = principalOf(request).accountId;
+      const body = request.body as Static<typeof CreatePodBody>;
+      let pod = await create(accountId, body);
+      if (body.locked === true) pod = await pods.update(accountId, pod.id, { locked: true });
+      return reply.code(201).send(await view(accountId, pod));
+    },
+  );
+
+  app.get(
+    '/pods',
+    {
+      schema: {
+        tags,
+        operationId: 'ListPods',
+        summary: 'List your pods (a bare array)',
+        description: 'Terminated pods are left out. List filters that repeat (gpuTypeId=a&gpuTypeId=b) match any.',
+        querystring: ListQuery,
+        response: { 200: Type.Array(PodSchema), ...errorResponses },
+      },
+    },
+    async (request) => {
+      const accountId = principalOf(request).accountId;
+      const q = request.query as ListQuery;
+      const all = await pods.list(accountId, { includeTerminated: q.desiredStatus === 'TERMINATED' });
+      const any = <T>(values: T[] | undefined, v: T | undefined): boolean =>
+        values === undefined || (v !== undefined && values.includes(v));
+      const chosen = all.filter(
+        (p) =>
+          (q.computeType === undefined || (q.computeType === 'CPU') === (p.cpu !== undefined)) &&
+          any(q.cpuFlavorId, p.cpu?.id) &&
+          any(q.gpuTypeId, p.gpu?.id) &&
+          any(q.dataCenterId, p.dataCenterId ?? undefined) &&
+          (q.desiredStatus === undefined || desiredStatusOf(p) === q.desiredStatus) &&
+          q.endpointId === undefined &&
+          (q.id === undefined || p.id === q.id) &&
+          (q.imageName === undefined || p.image === q.imageName) &&
+          (q.name === undefined || p.name === q.name) &&
+          (q.networkVolumeId === undefined || p.mounts.network?.[0]?.volumeId === q.networkVolumeId) &&
+          (q.templateId === undefined || p.template === q.templateId),
+      );
+      return Promise.all(chosen.map((p) => view(accountId, p, q)));
+    },
+  );
+
+  app.get(
+    '/pods/:podId',
+    {
+      schema: {
+        tags,
+        operationId: 'GetPod',
+        summary: 'Read one pod',
+        params: Params,
+        querystring: GetQuery,
+        response: { 200: PodSchema, ...errorResponses },
+      },
+    },
+    async (request) => {
+      const accountId = principalOf(request).accountId;
+      const pod = await pods.get(accountId, (request.params as Params).podId);
+      return view(accountId, pod, request.query as Includes);
+    },
+  );
+
+  const update = async (request: { params: unknown; body: unknown }, accountId: string) => {
+    const id = (request.params as Params).podId;
+    const patch = await updateInput(accountId, id, request.body as Static<typeof UpdatePodBody>);
+    return view(accountId, await pods.update(accountId, id, patch));
+  };
+  for (const [method, url, operationId] of [
+    ['PATCH', '/pods/:podId', 'UpdatePod'],
+    ['POST', '/pods/:podId/update', 'UpdatePodPost'],
+  ] as const)
+    app.route({
+      method,
+      url,
+      schema: {
+        tags,
+        operationId,
+        summary: 'Change a pod',
+        params: Params,
+        body: UpdatePodBody,
+        response: { 200: PodSchema, ...errorResponses },
+      },
+      handler: async (request) => update(request, principalOf(request).accountId),
+    });
+
+  for (const [action, operationId, summary] of [
+    ['start', 'StartPod', 'Start a stopped pod'],
+    ['stop', 'StopPod', 'Stop a running pod'],
+    ['restart', 'RestartPod', 'Restart a pod'],
+    ['reset', 'ResetPod', 'Reset a pod: Gantry restarts it on a fresh container'],
+  ] as const)
+    app.post(
+      `/pods/:podId/${action}`,
+      {
+        schema: {
+          tags,
+          operationId,
+          summary,
+          description:
+            'Answers 200 with the pod. An action its status does not allow, or stop/restart of a locked pod, answers 409.',
+          params: Params,
+          response: { 200: PodSchema, ...errorResponses },
+        },
+      },
+      async (request) => {
+        const accountId = principalOf(request).accountId;
+        const pod = await pods.act(
+          accountId,
+          (request.params as Params).podId,
+          action === 'reset' ? 'restart' : action,
+        );
+        return view(accountId, pod);
+      },
+    );
+
+  app.delete(
+    '/pods/:podId',
+    {
+      schema: {
+        tags,
+        operationId: 'DeletePod',
+        summary: 'Terminate a pod',
+        params: Params,
+        response: { 204: Deleted, ...errorResponses },
+      },
+    },
+    async (request, reply) => {
+      await pods.act(principalOf(request).accountId, (request.params as Params).podId, 'terminate');
+      return reply.code(204).send();
+    },
+  );
+}
