@@ -35,6 +35,11 @@ async function applierIn(
   });
 }
 
+/** Resolves once `acks` holds `n` acknowledgements (whatever the machine's load: no fixed wait). */
+async function acked(acks: OperationAck[], n: number): Promise<void> {
+  while (acks.length < n) await new Promise((r) => setImmediate(r));
+}
+
 const streamOp = (id: string): StreamOperation => ({
   id,
   seq: 1,
@@ -66,7 +71,7 @@ test('a stream operation delivered again while it connects, or after, is opened 
     assert.equal(opened, 1);
     assert.equal(acks.length, 0, 'acknowledged before it connected');
     connect();
-    await new Promise((r) => setTimeout(r, 20));
+    await applier.idle();
     assert.deepEqual(acks, [{ opId: 'op-1', ok: true }]);
     applier.dispatch(streamOp('op-1'));
     assert.equal(opened, 1, 'a redelivery after it connected opened it again');
@@ -105,7 +110,7 @@ test('a stream operation does not wait behind its instance’s operation under w
     };
     applier.dispatch({ id: 'op-start', seq: 1, kind: 'start', instanceId: 'pod-1', spec });
     applier.dispatch(streamOp('op-stream'));
-    await new Promise((r) => setTimeout(r, 20));
+    await acked(acks, 1);
     assert.deepEqual(acks, [{ opId: 'op-stream', ok: false, error: 'instance "pod-1" is not running' }]);
     finishStart();
     await applier.idle();

@@ -35,6 +35,8 @@ export class OperationApplier {
   readonly #applying = new Set<string>();
   /** per instance (or volume): the last operation queued, which the next one waits for */
   readonly #queues = new Map<string, Promise<void>>();
+  /** Streams being opened (each until it connected or failed, and was acknowledged). */
+  readonly #streams = new Set<Promise<void>>();
 
   constructor(deps: OperationApplierDeps) {
     this.#deps = deps;
@@ -54,7 +56,11 @@ export class OperationApplier {
     if (this.#applying.has(op.id)) return;
     this.#applying.add(op.id);
     // A stream runs beside the instance's operations: a log follow must not hold up its stop.
-    if (op.kind === 'stream') return void this.#openStream(op);
+    if (op.kind === 'stream') {
+      const opening = this.#openStream(op).finally(() => this.#streams.delete(opening));
+      this.#streams.add(opening);
+      return;
+    }
     const key = op.kind === 'removeVolume' ? `volume:${op.volumeId}` : `instance:${op.instanceId}`;
     const queued: Promise<void> = (this.#queues.get(key) ?? Promise.resolve())
       .then(() => this.#apply(op))
@@ -99,7 +105,8 @@ export class OperationApplier {
 
   /** Resolves once every operation dispatched so far is applied and acknowledged. */
   async idle(): Promise<void> {
-    while (this.#queues.size > 0) await Promise.allSettled([...this.#queues.values()]);
+    while (this.#queues.size > 0 || this.#streams.size > 0)
+      await Promise.allSettled([...this.#queues.values(), ...this.#streams]);
   }
 
   async #apply(op: Operation): Promise<AppliedResult> {
