@@ -10,6 +10,7 @@ import { FakeClock } from '../src/domain/clock.js';
 import { FleetRuntime } from '../src/fleet/fleet-runtime.js';
 import type { InstanceReport, NewOperation, Operation } from '../src/fleet/protocol.js';
 import { createTestApp, dialects, json, type DialectName, type TestApp } from './support/harness.js';
+import { until } from './support/eventually.js';
 
 const GPU = 'NVIDIA GeForce RTX 4090';
 const GRACE = 300_000;
@@ -125,13 +126,6 @@ function suite(dialect: DialectName): void {
     await agent.drain(true);
   };
 
-  const until = async (what: string, cond: () => Promise<boolean>) => {
-    const deadline = Date.now() + 5_000;
-    while (!(await cond())) {
-      if (Date.now() > deadline) throw new Error(`never happened: ${what}`);
-      await new Promise((r) => setTimeout(r, 5));
-    }
-  };
   const get = async (id: string) => json(await t.request(key, 'GET', `/v2/pods/${id}`));
   const create = async () => {
     const res = await t.request(key, 'POST', '/v2/pods', { name: 'fleet', image: 'ubuntu:22.04', gpu: { id: GPU } });

@@ -24,6 +24,7 @@ import { AutoscalerStore } from '../src/store/autoscaler-store.js';
 import { PodStore } from '../src/store/pod-store.js';
 import { WebhookStore } from '../src/store/webhook-store.js';
 import { WorkerStore } from '../src/store/worker-store.js';
+import { until } from './support/eventually.js';
 
 const silent = pino({ level: 'silent' });
 
@@ -56,15 +57,6 @@ class SwitchLease implements Lease {
   }
   async release(): Promise<void> {
     this.set(false);
-  }
-}
-
-/** Waits until `cond` holds (the loops run on real timers). */
-async function until(what: string, cond: () => boolean | Promise<boolean>): Promise<void> {
-  const deadline = Date.now() + 5_000;
-  while (!(await cond())) {
-    if (Date.now() > deadline) throw new Error(`never happened: ${what}`);
-    await new Promise((r) => setTimeout(r, 5));
   }
 }
 

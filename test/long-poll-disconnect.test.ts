@@ -7,6 +7,7 @@ import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import type { RunningServer } from '../src/main.js';
 import { startListeningServer, type ListeningServer } from './support/harness.js';
+import { until } from './support/eventually.js';
 
 let listening: ListeningServer;
 let server: RunningServer;
@@ -30,14 +31,6 @@ before(async () => {
   ).id;
 });
 after(() => listening?.close());
-
-const until = async (what: string, check: () => boolean): Promise<void> => {
-  const deadline = Date.now() + 5_000;
-  while (!check()) {
-    if (Date.now() > deadline) throw new Error(`never happened: ${what}`);
-    await new Promise((r) => setTimeout(r, 5));
-  }
-};
 
 test('a job-take long-poll ends when its worker hangs up, leaving no waiter behind', async () => {
   const signals = server.services.jobs.signals;

@@ -8,6 +8,7 @@ import assert from 'node:assert/strict';
 import { createTestApp, json, type TestApp } from './support/harness.js';
 import { FakeClock } from '../src/domain/clock.js';
 import { FakeRuntime } from './support/fake-runtime.js';
+import { until } from './support/eventually.js';
 
 const GPU = 'NVIDIA GeForce RTX 4090';
 const SMALL = 'NVIDIA RTX A5000';
@@ -32,15 +33,6 @@ const fleet = [
   },
 ];
 const ENGINE_AWAY = 'the Docker Engine at unix:///var/run/docker.sock is unreachable (connect ECONNREFUSED)';
-
-/** Waits until `cond` holds (the sweep runs on a real timer), failing after a bounded deadline. */
-async function until(what: string, cond: () => boolean | Promise<boolean>): Promise<void> {
-  const deadline = Date.now() + 5_000;
-  while (!(await cond())) {
-    if (Date.now() > deadline) throw new Error(`never happened: ${what}`);
-    await new Promise((r) => setTimeout(r, 5));
-  }
-}
 
 describe('pods on the runtime port', () => {
   let t: TestApp;

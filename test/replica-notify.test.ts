@@ -18,19 +18,12 @@ import type { Services } from '../src/services.js';
 import { openDatabase } from '../src/store/database.js';
 import { buildApp } from '../src/http/app.js';
 import { openTestDb, postgresUrl, type TestDb } from './support/harness.js';
+import { until } from './support/eventually.js';
 
 /** Far longer than a relayed wake-up takes; a long-poll answering near it was not woken. */
 const WAIT_MS = 10_000;
 /** What "promptly" means here: a wake-up crosses two connections and the server. */
 const PROMPT_MS = 2_000;
-
-async function until(what: string, cond: () => boolean): Promise<void> {
-  const deadline = Date.now() + 5_000;
-  while (!cond()) {
-    if (Date.now() > deadline) throw new Error(`never happened: ${what}`);
-    await new Promise((r) => setTimeout(r, 2));
-  }
-}
 
 describe(
   'replicas on one PostgreSQL database',

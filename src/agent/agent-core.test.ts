@@ -20,6 +20,7 @@ import { AgentFatal, JOIN_TOKEN_INVALID_MESSAGE } from './agent-fatal.js';
 import { ControlPlaneRefusal, ControlPlaneUnreachable, type AgentTransport } from './agent-transport.js';
 import { AppliedOperations } from './applied-operations.js';
 import { CredentialFile } from './credential-file.js';
+import { until as untilHolds } from '../../test/support/eventually.js';
 
 const dirs: string[] = [];
 after(() => {
@@ -178,13 +179,7 @@ function deferred(): { promise: Promise<void>; resolve: () => void } {
 }
 
 /** Waits (in real time: file writes) until `cond` holds, moving no clock. */
-async function until(cond: () => boolean, what: string): Promise<void> {
-  const deadline = Date.now() + 5_000;
-  while (!cond()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 1));
-  }
-}
+const until = (cond: () => boolean, what: string): Promise<void> => untilHolds(what, cond);
 
 /** Lets batches go out (moving the fake clock a little at a time) until a report satisfies `cond`. */
 async function reportWhere(
@@ -192,7 +187,7 @@ async function reportWhere(
   cond: (body: ReportRequest) => boolean,
   what: string,
 ): Promise<ReportRequest> {
-  const deadline = Date.now() + 5_000;
+  const deadline = Date.now() + 30_000;
   for (;;) {
     const found = t.reports.find((r) => cond(r.body));
     if (found) return found.body;

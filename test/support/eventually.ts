@@ -36,3 +36,16 @@ export async function freePortRange(count: number): Promise<[number, number]> {
   }
   throw new Error(`no ${count} free consecutive ports found`);
 }
+
+/**
+ * Polls `cond` every few milliseconds until it holds, or fails after `ms` naming `what`. The
+ * ceiling is generous on purpose: it bounds a hung test, it does not time anything (a loaded
+ * machine may take seconds for what a quiet one does at once).
+ */
+export async function until(what: string, cond: () => boolean | Promise<boolean>, ms = 30_000): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!(await cond())) {
+    if (Date.now() > deadline) throw new Error(`never happened: ${what}`);
+    await sleep(5);
+  }
+}

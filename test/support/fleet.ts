@@ -13,6 +13,7 @@ import { freePort } from '../../src/runtime/runtime-contract.js';
 import { openDatabase } from '../../src/store/database.js';
 import type { HostCapacity } from '../../src/fleet/protocol.js';
 import { postgresUrl, type DialectName } from './harness.js';
+export { until } from './eventually.js';
 
 /** The secret key every test server shares (replicas of one database must). */
 const TEST_SECRET_KEY = 'cd'.repeat(32);
@@ -132,13 +133,4 @@ export async function call(
     body: text ? JSON.parse(text) : null,
     contentType: res.headers.get('content-type') ?? '',
   };
-}
-
-/** Polls `check` every few ms until true (5 s at most). */
-export async function until(what: string, check: () => boolean): Promise<void> {
-  const deadline = Date.now() + 5_000;
-  while (!check()) {
-    if (Date.now() > deadline) throw new Error(`never happened: ${what}`);
-    await new Promise((r) => setTimeout(r, 5));
-  }
 }
