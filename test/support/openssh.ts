@@ -90,7 +90,7 @@ export function runSsh(o: SshOptions): Promise<SshRun> {
   if (o.input !== undefined) child.stdin.write(o.input);
   else child.stdin.end();
   return new Promise((resolve) => {
-    const timer = setTimeout(() => child.kill('SIGKILL'), o.timeoutMs ?? 20_000);
+    const timer = setTimeout(() => child.kill('SIGKILL'), o.timeoutMs ?? 60_000);
     child.on('close', (code) => {
       clearTimeout(timer);
       resolve({ code, stdout, stderr });
