@@ -9,6 +9,7 @@ import { CompiledQuery, type KyselyPlugin, type RootOperationNode } from 'kysely
 import { openTestDb, type TestDb } from '../../test/support/harness.js';
 import type { Db } from './database.js';
 import { JobStore } from './job-store.js';
+import { jobStatements, type CompiledStatement } from './job-statements.js';
 
 let t: TestDb;
 const captured: RootOperationNode[] = [];
@@ -59,6 +60,21 @@ for (const [what, run] of sweeps) {
     for (const plan of plans) assert.doesNotMatch(plan, /SCAN jobs(?! USING)/, plan);
   });
 }
+
+test('every compiled statement of the job hot path reads the jobs table through an index, never a full scan', async () => {
+  const statements = Object.entries(jobStatements(t.db)).filter(
+    (e): e is [string, CompiledStatement<never>] => e[1] !== null,
+  );
+  assert.ok(statements.length >= 6);
+  for (const [name, s] of statements) {
+    const params = s.sql.split('?').length - 1;
+    const explained = await t.db.kysely.executeQuery<{ detail: string }>(
+      CompiledQuery.raw(`EXPLAIN QUERY PLAN ${s.sql}`, Array.from({ length: params }, () => null)),
+    );
+    const plan = explained.rows.map((r) => r.detail).join(' | ');
+    assert.doesNotMatch(plan, /SCAN jobs(?! USING)/, `${name}: ${plan}`);
+  }
+});
 
 test("/health's counts read only indexes, never a job row", async () => {
   const plans = await plansOf((s) => s.queueStats('ep-1'));

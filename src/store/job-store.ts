@@ -39,7 +39,7 @@ export class JobStore {
     this.#stream = new JobStreamBuffer(db);
     this.#outbox = new JobWebhookOutbox(db);
     this.#stats = new QueueStatsReader(db);
-    this.#committed = new CommittedClaims(db, this.#claims, this.#outbox, this.retention);
+    this.#committed = new CommittedClaims(db, this.#claims, this.#outbox);
   }
 
   // ── rows: see JobRows ──────────────────────────────────────────────────────────────────────
