@@ -47,11 +47,14 @@ function byEndpoint(requests: readonly TakeRequest[]): Map<string, { indexes: nu
 }
 
 /** The head of a queue dealt out to its requests in order: [job id, request index], FIFO. */
-function deal(ids: readonly string[], indexes: readonly number[], requests: readonly TakeRequest[]): Array<[string, number]> {
+function deal(
+  ids: readonly string[],
+  indexes: readonly number[],
+  requests: readonly TakeRequest[],
+): Array<[string, number]> {
   const claims: Array<[string, number]> = [];
   let next = 0;
-  for (const i of indexes)
-    for (let k = 0; k < requests[i]!.n && next < ids.length; k++) claims.push([ids[next++]!, i]);
+  for (const i of indexes) for (let k = 0; k < requests[i]!.n && next < ids.length; k++) claims.push([ids[next++]!, i]);
   return claims;
 }
 

@@ -343,9 +343,9 @@ function compileJobStatements(db: Pick<Db, 'kysely' | 'capabilities'>): JobState
         .returningAll(),
     ),
     webhook: compileStatement(
-      k.insertInto('webhook_deliveries').values(
-        webhookRow(slotsOf<WebhookArgs>(['id', 'job_id', 'url', 'payload', 'account_id', 'receiver', 'now'])),
-      ),
+      k
+        .insertInto('webhook_deliveries')
+        .values(webhookRow(slotsOf<WebhookArgs>(['id', 'job_id', 'url', 'payload', 'account_id', 'receiver', 'now']))),
     ),
   };
 }

@@ -69,7 +69,10 @@ test('every compiled statement of the job hot path reads the jobs table through 
   for (const [name, s] of statements) {
     const params = s.sql.split('?').length - 1;
     const explained = await t.db.kysely.executeQuery<{ detail: string }>(
-      CompiledQuery.raw(`EXPLAIN QUERY PLAN ${s.sql}`, Array.from({ length: params }, () => null)),
+      CompiledQuery.raw(
+        `EXPLAIN QUERY PLAN ${s.sql}`,
+        Array.from({ length: params }, () => null),
+      ),
     );
     const plan = explained.rows.map((r) => r.detail).join(' | ');
     assert.doesNotMatch(plan, /SCAN jobs(?! USING)/, `${name}: ${plan}`);
