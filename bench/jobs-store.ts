@@ -13,7 +13,7 @@ import { printTable } from './support/processes.js';
 import { systemClock } from '../src/domain/clock.js';
 import { newId, newJobId } from '../src/domain/ids.js';
 import { openDatabase, type Db } from '../src/store/database.js';
-import { JobStore } from '../src/store/job-store.js';
+import { openJobStore } from '../src/store/job-store.js';
 import { JobsService } from '../src/jobs/jobs-service.js';
 
 const { values } = parseArgs({
@@ -99,7 +99,7 @@ for (const target of targets) {
   // 1b. submit, one transaction per job
   {
     const { db, cleanup } = await target.open();
-    const store = new JobStore(db);
+    const store = openJobStore(db);
     let seq = 0;
     const s = await loops(N, CLIENTS, async (i) => {
       const job = {
@@ -114,7 +114,7 @@ for (const target of targets) {
         sync: false,
         createdAt: Date.now(),
       };
-      await db.withTransaction((tx) => store.insertMany([job], tx));
+      await db.withTransaction((tx) => store.rows.insertMany([job], tx));
     });
     rows.push({
       store: target.name,

@@ -139,7 +139,7 @@ describe(
       assert.equal((await a.jobs.take('ep-stop-a', 'w4'))[0]?.id, mine);
       assert.equal((await b.jobs.take('ep-stop-b', 'w4'))[0]?.id, theirs);
       const reads: string[] = [];
-      const store = a.jobs.store;
+      const store = a.jobs.store.claims;
       const takeStopRequests = store.takeStopRequests.bind(store);
       store.takeStopRequests = (workerId, endpointId, ...rest) => {
         reads.push(endpointId);

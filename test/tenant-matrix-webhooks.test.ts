@@ -11,7 +11,7 @@ import pino from 'pino';
 import { createTestApp, dialects, json, openTestDb, type TestApp, type TestDb } from './support/harness.js';
 import { startReceiver, type WebhookReceiver } from './support/webhook-receiver.js';
 import { FakeClock } from '../src/domain/clock.js';
-import { JobStore } from '../src/store/job-store.js';
+import { openJobStore } from '../src/store/job-store.js';
 import { WebhookDispatcher, type FetchLike } from '../src/serverless/webhook-dispatcher.js';
 
 const silent = pino({ level: 'silent' });
@@ -126,7 +126,7 @@ for (const { name, skip } of dialects()) {
       return new Promise((_, reject) => init.signal.addEventListener('abort', () => reject(init.signal.reason)));
     };
     const enqueue = (accountId: string, n: number, url: (i: number) => string) =>
-      new JobStore(t.db).insertWebhookDeliveries(
+      openJobStore(t.db).outbox.insertWebhookDeliveries(
         Array.from({ length: n }, (_, i) => ({
           id: `${accountId}-${String(i).padStart(3, '0')}`,
           jobId: `${accountId}-job-${i}`,

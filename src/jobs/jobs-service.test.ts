@@ -398,9 +398,9 @@ for (const { name, skip } of dialects()) {
         clock,
         quotas: { queuedJobs: 2, storedJobBytes: 1e9, streamBytesPerJob: 1e9 },
       });
-      const maxSeq = quoted.store.maxSeq.bind(quoted.store);
+      const maxSeq = quoted.store.rows.maxSeq.bind(quoted.store.rows);
       let failures = 1;
-      quoted.store.maxSeq = async () => {
+      quoted.store.rows.maxSeq = async () => {
         if (failures-- > 0) throw new Error('the store is down');
         return maxSeq();
       };

@@ -1,7 +1,7 @@
 import type { Clock } from '../domain/clock.js';
 import type { Db } from '../store/database.js';
 import type { GroupCommit } from '../store/group-commit.js';
-import { JobStore } from '../store/job-store.js';
+import { openJobStore, type JobStore } from '../store/job-store.js';
 import { ClientJobs, type ClientJobsDeps } from './client-jobs.js';
 import { FinishedJobs } from './finished-jobs.js';
 import { JobEvents, type JobEventSink } from './job-events.js';
@@ -51,7 +51,7 @@ export class JobsService {
   constructor(deps: JobsServiceDeps) {
     const { db, clock } = deps;
     this.config = { ...DEFAULT_JOBS_CONFIG, ...deps.config };
-    this.store = new JobStore(db, { retention: this.config.retention });
+    this.store = openJobStore(db, { retention: this.config.retention });
     this.signals = deps.signals ?? new JobSignals();
     this.events = deps.events ?? new JobEvents();
     const { store, signals, events } = this;

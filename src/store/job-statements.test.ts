@@ -6,26 +6,38 @@ import type { JobRecord } from './job-record.js';
 
 /** The events the hot path's statements apply, as the store runs them; answers the changed job or null. */
 const apply: Record<string, (s: JobStoreSuite, id: string, now: number) => Promise<JobRecord | null>> = {
-  take: async (s, _id, now) => (await s.store.takeNext('ep1', 'w1', 1, now))[0] ?? null,
+  take: async (s, _id, now) => (await s.store.claims.takeNext('ep1', 'w1', 1, now))[0] ?? null,
   complete: async (s, id, now) =>
-    (await s.store.completeMany([{ id, workerId: 'w1', status: 'COMPLETED', outputJson: '1', error: null }], now))[0]!,
+    (
+      await s.store.claims.completeMany(
+        [{ id, workerId: 'w1', status: 'COMPLETED', outputJson: '1', error: null }],
+        now,
+      )
+    )[0]!,
   fail: async (s, id, now) =>
-    (await s.store.completeMany([{ id, workerId: 'w1', status: 'FAILED', outputJson: null, error: 'x' }], now))[0]!,
+    (
+      await s.store.claims.completeMany([{ id, workerId: 'w1', status: 'FAILED', outputJson: null, error: 'x' }], now)
+    )[0]!,
   progress: async (s, id, now) =>
     (
-      await s.store.completeMany([{ id, workerId: 'w1', status: 'IN_PROGRESS', outputJson: '2', error: null }], now)
+      await s.store.claims.completeMany(
+        [{ id, workerId: 'w1', status: 'IN_PROGRESS', outputJson: '2', error: null }],
+        now,
+      )
     )[0]!,
-  cancel: (s, id, now) => s.store.cancel(id, now),
+  cancel: (s, id, now) => s.store.controls.cancel(id, now),
 };
 
 const event = (type: string): JobEvent =>
-  type === 'take' || type === 'progress'
-    ? { type, workerId: 'w1', ...(type === 'progress' ? { output: '2' } : {}) }
-    : type === 'complete'
-      ? { type, workerId: 'w1', output: '1' }
-      : type === 'fail'
-        ? { type, workerId: 'w1', error: 'x' }
-        : { type: 'cancel' };
+  type === 'take'
+    ? { type, workerId: 'w1' }
+    : type === 'progress'
+      ? { type, workerId: 'w1', output: '2' }
+      : type === 'complete'
+        ? { type, workerId: 'w1', output: '1' }
+        : type === 'fail'
+          ? { type, workerId: 'w1', error: 'x' }
+          : { type: 'cancel' };
 
 const stateOf = (status: JobStatus): JobState => ({
   status,
@@ -46,7 +58,7 @@ describeJobStore('the job statements against the state machine', (s) => {
     for (const type of Object.keys(apply))
       for (const status of JOB_STATUSES) {
         const job = newJob();
-        await s.store.insertMany([job]);
+        await s.store.rows.insertMany([job]);
         await s.t.db.kysely
           .updateTable('jobs')
           .set({

@@ -1,7 +1,8 @@
 import { describe, before, after, beforeEach } from 'node:test';
 import { dialects, openTestDb, type DialectName, type TestDb } from './harness.js';
 import type { NewJob } from '../../src/store/job-record.js';
-import { JobStore } from '../../src/store/job-store.js';
+import { openJobStore, type JobStore } from '../../src/store/job-store.js';
+import type { JobClaims } from '../../src/store/job-claims.js';
 
 export const T0 = 1_767_225_600_000;
 export const MIN = 60_000;
@@ -46,20 +47,22 @@ export interface JobStoreSuite {
  * commits run them: on SQLite, by the synchronous executor.
  */
 function throughCommits(store: JobStore): JobStore {
-  return new Proxy(store, {
+  const { claims, committed } = store;
+  const viaCommits = new Proxy(claims, {
     get(target, prop, receiver) {
       if (prop === 'takeNext')
-        return async (...[endpointId, workerId, n, now, tx]: Parameters<JobStore['takeNext']>) =>
+        return async (...[endpointId, workerId, n, now, tx]: Parameters<JobClaims['takeNext']>) =>
           tx || n <= 0
             ? target.takeNext(endpointId, workerId, n, now, tx)
-            : (await target.takeCommitted([{ endpointId, workerId, n }], now))[0]!;
+            : (await committed.takeCommitted([{ endpointId, workerId, n }], now))[0]!;
       if (prop === 'completeMany')
-        return (...[posts, now, tx]: Parameters<JobStore['completeMany']>) =>
-          tx ? target.completeMany(posts, now, tx) : target.completeCommitted(posts, now, () => []);
+        return (...[posts, now, tx]: Parameters<JobClaims['completeMany']>) =>
+          tx ? target.completeMany(posts, now, tx) : committed.completeCommitted(posts, now, () => []);
       const value = Reflect.get(target, prop, receiver) as unknown;
       return typeof value === 'function' ? (value as (...a: unknown[]) => unknown).bind(target) : value;
     },
   });
+  return { ...store, claims: viaCommits };
 }
 
 /**
@@ -69,20 +72,21 @@ function throughCommits(store: JobStore): JobStore {
  * answers.
  */
 export function describeJobStore(title: string, body: (suite: JobStoreSuite) => void): void {
-  const variants = dialects().flatMap(({ name, skip }) =>
+  type Variant = { name: DialectName; skip: string | false; executor: JobStoreSuite['executor']; label: string };
+  const variants = dialects().flatMap(({ name, skip }): Variant[] =>
     name === 'sqlite'
       ? [
-          { name, skip, executor: 'kysely' as const, label: 'sqlite' },
-          { name, skip, executor: 'sqlite-sync' as const, label: "sqlite's synchronous executor" },
+          { name, skip, executor: 'kysely', label: 'sqlite' },
+          { name, skip, executor: 'sqlite-sync', label: "sqlite's synchronous executor" },
         ]
-      : [{ name, skip, executor: 'kysely' as const, label: name }],
+      : [{ name, skip, executor: 'kysely', label: name }],
   );
   for (const { name, skip, executor, label } of variants) {
     describe(`${title} on ${label}`, { skip }, () => {
       const suite = { dialect: name, executor } as JobStoreSuite;
       before(async () => {
         suite.t = await openTestDb(name);
-        const store = new JobStore(suite.t.db);
+        const store = openJobStore(suite.t.db);
         suite.store = executor === 'sqlite-sync' ? throughCommits(store) : store;
       });
       after(() => suite.t?.cleanup());
