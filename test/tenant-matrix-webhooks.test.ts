@@ -31,9 +31,9 @@ async function newEndpoint(t: TestApp, accountId: string, name: string): Promise
 async function finishWithWebhook(t: TestApp, key: string, endpointId: string, webhook: string) {
   const run = await t.request(key, 'POST', `/v2/${endpointId}/run`, { input: { n: 1 }, webhook });
   assert.equal(run.statusCode, 200, run.body);
-  const [job] = await t.services.jobs.take(endpointId, 'w1');
+  const [job] = await t.services.jobs.worker.take(endpointId, 'w1');
   assert.equal(job?.id, json(run).id);
-  await t.services.jobs.complete('w1', job!.id, { output: { ok: true } });
+  await t.services.jobs.worker.complete('w1', job!.id, { output: { ok: true } });
   await t.services.webhooks.dispatchDue(t.clock.now());
   return (await t.request(key, 'GET', `/v2/${endpointId}/status/${job!.id}`)).json();
 }

@@ -74,7 +74,7 @@ export function jobRoutes(app: FastifyInstance, services: Services): JobRouteCon
       },
       (request) => {
         const submit = (endpoint: Endpoint) =>
-          jobs.submit(endpoint.id, endpoint.accountId, jobBody(request.body), {
+          jobs.client.submit(endpoint.id, endpoint.accountId, jobBody(request.body), {
             defaultExecutionTimeoutMs: endpoint.executionTimeoutMs,
           });
         const endpoint = endpointOf(request);
@@ -96,7 +96,7 @@ export function jobRoutes(app: FastifyInstance, services: Services): JobRouteCon
       async (request, reply) => {
         const endpoint = await endpointOf(request);
         const waitMs = waitOf(request, RUNSYNC_WAIT);
-        const view = await jobs.runSync(endpoint.id, endpoint.accountId, jobBody(request.body), {
+        const view = await jobs.client.runSync(endpoint.id, endpoint.accountId, jobBody(request.body), {
           defaultExecutionTimeoutMs: endpoint.executionTimeoutMs,
           waitMs,
           signal: clientGone(reply),
@@ -107,7 +107,7 @@ export function jobRoutes(app: FastifyInstance, services: Services): JobRouteCon
 
     const status = async (request: FastifyRequest) => {
       const endpoint = await endpointOf(request);
-      return jobs.status(endpoint.accountId, endpoint.id, (request.params as { jobId: string }).jobId);
+      return jobs.client.status(endpoint.accountId, endpoint.id, (request.params as { jobId: string }).jobId);
     };
     // The POST forms (the Go SDK's) only read: a read key may call them.
     scope.get(
@@ -124,7 +124,7 @@ export function jobRoutes(app: FastifyInstance, services: Services): JobRouteCon
     const statusSync = async (request: FastifyRequest, reply: FastifyReply) => {
       const endpoint = await endpointOf(request);
       const waitMs = waitOf(request, STATUS_SYNC_WAIT);
-      return jobs.waitForTerminal(endpoint.accountId, endpoint.id, (request.params as { jobId: string }).jobId, {
+      return jobs.client.waitForTerminal(endpoint.accountId, endpoint.id, (request.params as { jobId: string }).jobId, {
         waitMs,
         signal: clientGone(reply),
       });
@@ -146,7 +146,7 @@ export function jobRoutes(app: FastifyInstance, services: Services): JobRouteCon
     const stream = async (request: FastifyRequest, reply: FastifyReply) => {
       const endpoint = await endpointOf(request);
       const waitMs = waitOf(request, STREAM_WAIT);
-      const r = await jobs.stream(endpoint.accountId, endpoint.id, (request.params as { jobId: string }).jobId, {
+      const r = await jobs.client.stream(endpoint.accountId, endpoint.id, (request.params as { jobId: string }).jobId, {
         waitMs,
         signal: clientGone(reply),
       });
@@ -174,7 +174,7 @@ export function jobRoutes(app: FastifyInstance, services: Services): JobRouteCon
       { ...route('cancel'), schema: doc('Cancel a queued or running job', JobParams) },
       async (request) => {
         const endpoint = await endpointOf(request);
-        return jobs.cancel(endpoint.accountId, endpoint.id, (request.params as { jobId: string }).jobId);
+        return jobs.client.cancel(endpoint.accountId, endpoint.id, (request.params as { jobId: string }).jobId);
       },
     );
 
@@ -183,7 +183,7 @@ export function jobRoutes(app: FastifyInstance, services: Services): JobRouteCon
       { ...route('retry'), schema: doc('Requeue a FAILED or TIMED_OUT job (same id and input)', JobParams) },
       async (request) => {
         const endpoint = await endpointOf(request);
-        return jobs.retry(endpoint.accountId, endpoint.id, (request.params as { jobId: string }).jobId);
+        return jobs.client.retry(endpoint.accountId, endpoint.id, (request.params as { jobId: string }).jobId);
       },
     );
 
@@ -192,7 +192,7 @@ export function jobRoutes(app: FastifyInstance, services: Services): JobRouteCon
       { ...route('purge-queue'), schema: doc('Delete every queued job of the endpoint', EndpointParams) },
       async (request) => {
         const endpoint = await endpointOf(request);
-        return jobs.purgeQueue(endpoint.id);
+        return jobs.client.purgeQueue(endpoint.id);
       },
     );
 
