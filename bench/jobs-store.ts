@@ -139,7 +139,9 @@ for (const target of targets) {
         const taken = await jobs.worker.take('ep', `w${w}`, { batchSize, waitMs: 200, signal: controller.signal });
         await Promise.all(
           taken.map(async (j) => {
-            await jobs.worker.complete(`w${w}`, j.id, { output: { text: `done ${(j.input as { prompt: string }).prompt}` } });
+            await jobs.worker.complete(`w${w}`, j.id, {
+              output: { text: `done ${(j.input as { prompt: string }).prompt}` },
+            });
             if (++completed === N) done = true;
           }),
         );

@@ -37,7 +37,9 @@ function startAutoWorker(endpointId: string): { stop(): Promise<void> } {
         .take(endpointId, 'auto-worker', { batchSize: 16, waitMs: 50, signal: abort.signal })
         .catch(() => []);
       for (const job of taken)
-        await t.services.jobs.worker.complete('auto-worker', job.id, { output: job.input ?? null }).catch(() => undefined);
+        await t.services.jobs.worker
+          .complete('auto-worker', job.id, { output: job.input ?? null })
+          .catch(() => undefined);
     }
   })();
   return {

@@ -159,7 +159,8 @@ describe('paging', () => {
   test('jobs that share a creation time are neither skipped nor repeated across pages', async () => {
     const same = await newEndpoint(acct.accountId, 'same-millisecond');
     const ids: string[] = [];
-    for (let i = 0; i < 5; i++) ids.push((await t.services.jobs.client.submit(same, acct.accountId, { input: { i } })).id);
+    for (let i = 0; i < 5; i++)
+      ids.push((await t.services.jobs.client.submit(same, acct.accountId, { input: { i } })).id);
     const seen: string[] = [];
     let cursor: string | null = null;
     do {

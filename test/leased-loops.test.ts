@@ -117,7 +117,10 @@ describe('loops on SQLite services, with a lease they do not hold', () => {
       lease,
       config: { pollIntervalMs: 2 },
     });
-    const { id } = await t.services.jobs.client.submit('ep-hook', 'acct1', { input: {}, webhook: 'http://hook.test/done' });
+    const { id } = await t.services.jobs.client.submit('ep-hook', 'acct1', {
+      input: {},
+      webhook: 'http://hook.test/done',
+    });
     await t.services.jobs.worker.take('ep-hook', 'w1');
     await t.services.jobs.worker.complete('w1', id, { output: 1 });
     dispatcher.start();

@@ -40,8 +40,10 @@ function byEndpoint(requests: readonly TakeRequest[]): Map<string, { indexes: nu
   requests.forEach((r, i) => {
     if (r.n <= 0) return;
     const g = groups.get(r.endpointId);
-    if (g) (g.indexes.push(i), (g.total += r.n));
-    else groups.set(r.endpointId, { indexes: [i], total: r.n });
+    if (g) {
+      g.indexes.push(i);
+      g.total += r.n;
+    } else groups.set(r.endpointId, { indexes: [i], total: r.n });
   });
   return groups;
 }
@@ -64,8 +66,10 @@ function splitPosts(posts: readonly WorkerResult[]): { firsts: number[]; rest: n
   const firsts: number[] = [];
   const rest: number[] = [];
   posts.forEach((p, i) => {
-    if (p.status !== 'IN_PROGRESS' && !seen.has(p.id)) (seen.add(p.id), firsts.push(i));
-    else rest.push(i);
+    if (p.status !== 'IN_PROGRESS' && !seen.has(p.id)) {
+      seen.add(p.id);
+      firsts.push(i);
+    } else rest.push(i);
   });
   return { firsts, rest };
 }

@@ -27,7 +27,7 @@ const SLOT = '\u0000slot:';
 const slot = <T>(name: string): T => `${SLOT}${name}` as T;
 
 /** Every key of `A` as its own slot. */
-function slotsOf<A extends object>(keys: ReadonlyArray<keyof A & string>): A {
+function slotsOf<A extends object>(keys: ReadonlyArray<Extract<keyof A, string>>): A {
   return Object.fromEntries(keys.map((k) => [k, slot(k)])) as A;
 }
 
@@ -127,7 +127,7 @@ export interface NewJobArgs {
 }
 
 /** The columns of `NewJobArgs` with their PostgreSQL types (for the column-array insert). */
-const NEW_JOB_COLUMNS: ReadonlyArray<[keyof NewJobArgs & string, string]> = [
+const NEW_JOB_COLUMNS: ReadonlyArray<[keyof NewJobArgs, string]> = [
   ['id', 'text'],
   ['endpoint_id', 'text'],
   ['account_id', 'text'],
@@ -219,7 +219,7 @@ export interface HeadArgs {
   now: number;
   limit: number;
 }
-export interface ClaimArgs {
+interface ClaimArgs {
   id: string;
   workerId: string;
   now: number;

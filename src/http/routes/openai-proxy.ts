@@ -95,7 +95,10 @@ async function streamOpenAi(
   };
   try {
     for (;;) {
-      const r = await jobs.client.stream(endpoint.accountId, endpoint.id, id, { waitMs: STREAM_WAIT.default, signal: gone });
+      const r = await jobs.client.stream(endpoint.accountId, endpoint.id, id, {
+        waitMs: STREAM_WAIT.default,
+        signal: gone,
+      });
       for (const c of r.stream) write(c.output);
       if (gone.aborted) {
         await jobs.client.cancel(endpoint.accountId, endpoint.id, id).catch(() => undefined);
