@@ -219,4 +219,55 @@ describeJobStore('JobClaims', (s) => {
       assert.equal(new Set(seen).size, 400);
     });
   }
+
+  test('takes committed together deal the queue head out FIFO to the requests in order, each job claimed for its worker', async () => {
+    const jobs = [newJob(), newJob(), newJob(), newJob(), newJob({ endpointId: 'ep2' })];
+    await s.store.rows.insertMany(jobs);
+    const res = await s.store.committed.takeCommitted(
+      [
+        { endpointId: 'ep1', workerId: 'w1', n: 1 },
+        { endpointId: 'ep1', workerId: 'w2', n: 2 },
+        { endpointId: 'ep3', workerId: 'w3', n: 5 },
+        { endpointId: 'ep2', workerId: 'w4', n: 0 },
+      ],
+      T0 + 100,
+    );
+    assert.deepEqual(
+      res.map((r) => r.map((j) => [j.id, j.workerId, j.delayMs, j.timeoutAt])),
+      [
+        [[jobs[0]!.id, 'w1', 100, T0 + 100 + 600_000]],
+        [
+          [jobs[1]!.id, 'w2', 100, T0 + 100 + 600_000],
+          [jobs[2]!.id, 'w2', 100, T0 + 100 + 600_000],
+        ],
+        [],
+        [],
+      ],
+    );
+    assert.equal((await s.store.rows.get(jobs[3]!.id))?.status, 'IN_QUEUE');
+  });
+
+  test("results committed together write the outbox rows their webhooks ask for, due at once, in the results' transaction", async () => {
+    const job = newJob({ webhook: 'http://127.0.0.1:1/h', sync: true });
+    await s.store.rows.insertMany([job]);
+    await s.store.claims.takeNext('ep1', 'w1', 1, T0);
+    const changed = await s.store.committed.completeCommitted(
+      [{ id: job.id, workerId: 'w1', status: 'FAILED', outputJson: null, error: 'boom' }],
+      T0 + 500,
+      (rows) =>
+        rows.flatMap((r) =>
+          r?.webhook
+            ? [{ id: `d-${r.id}`, jobId: r.id, url: r.webhook, payloadJson: '{}', accountId: r.accountId }]
+            : [],
+        ),
+    );
+    assert.equal(changed[0]?.status, 'FAILED');
+    assert.equal(changed[0]?.executionMs, 500);
+    assert.equal(changed[0]?.retainUntil, T0 + 500 + 60_000, 'a /runsync job is kept one minute');
+    const d = await s.t.db.kysely.selectFrom('webhook_deliveries').selectAll().executeTakeFirstOrThrow();
+    assert.deepEqual(
+      [d.id, d.status, Number(d.next_attempt_at), d.attempts, d.account_id, d.receiver],
+      [`d-${job.id}`, 'PENDING', T0 + 500, 0, 'acct1', 'http://127.0.0.1:1'],
+    );
+  });
 });
