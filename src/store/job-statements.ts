@@ -39,14 +39,23 @@ export interface CompiledStatement<A> {
 
 function compileStatement<A>(query: Compilable): CompiledStatement<A> {
   const compiled = query.compile();
-  const binders = compiled.parameters.map((p): ((args: A) => unknown) => {
-    if (typeof p === 'string' && p.startsWith(SLOT)) {
-      const name = p.slice(SLOT.length) as keyof A;
-      return (args) => args[name];
-    }
-    return () => p;
-  });
-  return { sql: compiled.sql, bind: (args) => binders.map((b) => b(args)) };
+  const n = compiled.parameters.length;
+  // per parameter: the slot it takes its value from, or null for a constant of the statement
+  const names = compiled.parameters.map((p) =>
+    typeof p === 'string' && p.startsWith(SLOT) ? (p.slice(SLOT.length) as keyof A) : null,
+  );
+  const constants = compiled.parameters.map((p, i) => (names[i] === null ? p : undefined));
+  return {
+    sql: compiled.sql,
+    bind(args) {
+      const values = new Array<unknown>(n);
+      for (let i = 0; i < n; i++) {
+        const name = names[i];
+        values[i] = name === null ? constants[i] : args[name!];
+      }
+      return values;
+    },
+  };
 }
 
 /** The asynchronous executor: Kysely runs the compiled text with `args`. */
