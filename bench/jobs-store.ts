@@ -13,7 +13,7 @@ import { printTable } from './support/processes.js';
 import { systemClock } from '../src/domain/clock.js';
 import { newId, newJobId } from '../src/domain/ids.js';
 import { openDatabase, type Db } from '../src/store/database.js';
-import { JobStore } from '../src/store/job-store.js';
+import { openJobStore } from '../src/store/job-store.js';
 import { JobsService } from '../src/jobs/jobs-service.js';
 
 const { values } = parseArgs({
@@ -85,7 +85,7 @@ for (const target of targets) {
   {
     const { db, cleanup } = await target.open();
     const jobs = new JobsService({ db, clock: systemClock });
-    const s = await loops(N, CLIENTS, async (i) => void (await jobs.submit('ep', 'acct', body(i))));
+    const s = await loops(N, CLIENTS, async (i) => void (await jobs.client.submit('ep', 'acct', body(i))));
     const { batches, items } = jobs.batchStats.submits;
     rows.push({
       store: target.name,
@@ -99,7 +99,7 @@ for (const target of targets) {
   // 1b. submit, one transaction per job
   {
     const { db, cleanup } = await target.open();
-    const store = new JobStore(db);
+    const store = openJobStore(db);
     let seq = 0;
     const s = await loops(N, CLIENTS, async (i) => {
       const job = {
@@ -114,7 +114,7 @@ for (const target of targets) {
         sync: false,
         createdAt: Date.now(),
       };
-      await db.withTransaction((tx) => store.insertMany([job], tx));
+      await db.withTransaction((tx) => store.rows.insertMany([job], tx));
     });
     rows.push({
       store: target.name,
@@ -136,22 +136,24 @@ for (const target of targets) {
     const workers = Array.from({ length: WORKERS }, async (_, w) => {
       const controller = new AbortController();
       while (!done) {
-        const taken = await jobs.take('ep', `w${w}`, { batchSize, waitMs: 200, signal: controller.signal });
+        const taken = await jobs.worker.take('ep', `w${w}`, { batchSize, waitMs: 200, signal: controller.signal });
         await Promise.all(
           taken.map(async (j) => {
-            await jobs.complete(`w${w}`, j.id, { output: { text: `done ${(j.input as { prompt: string }).prompt}` } });
+            await jobs.worker.complete(`w${w}`, j.id, {
+              output: { text: `done ${(j.input as { prompt: string }).prompt}` },
+            });
             if (++completed === N) done = true;
           }),
         );
       }
     });
-    await loops(N, CLIENTS, async (i) => void ids.push((await jobs.submit('ep', 'acct', body(i))).id));
+    await loops(N, CLIENTS, async (i) => void ids.push((await jobs.client.submit('ep', 'acct', body(i))).id));
     await Promise.all(workers);
     let ok = 0;
     await loops(
       ids.length,
       CLIENTS,
-      async (i) => void ((await jobs.status('acct', 'ep', ids[i]!)).status === 'COMPLETED' && ok++),
+      async (i) => void ((await jobs.client.status('acct', 'ep', ids[i]!)).status === 'COMPLETED' && ok++),
     );
     const s = (performance.now() - started) / 1000;
     if (ok !== N) throw new Error(`only ${ok} of ${N} jobs COMPLETED`);

@@ -3,7 +3,7 @@
 // 1. A `gantry serve` child on a fresh SQLite data dir: take latency on an empty endpoint
 //    (each sample: POST /run, then the timed GET job-take, so the queue holds one job) — the baseline.
 // 2. Server stopped; 1,000,000 jobs inserted into a second endpoint's queue in-process through
-//    JobStore.insertMany (10,000 rows a transaction), as /run would store them.
+//    JobRows.insertMany (10,000 rows a transaction), as /run would store them.
 // 3. The server started again on the same data: its RSS (VmRSS of the server process, after the
 //    takes below), and take latency on the endpoint with 1M queued vs the empty one again.
 // Goals: server RSS <= 300 MB with 1M queued; take p50 with 1M queued <= 2× take p50 on an empty queue.
@@ -17,7 +17,7 @@ import { httpClient } from './support/http-client.js';
 import { newJobId } from '../src/domain/ids.js';
 import { openDatabase } from '../src/store/database.js';
 import type { NewJob } from '../src/store/job-record.js';
-import { JobStore } from '../src/store/job-store.js';
+import { openJobStore } from '../src/store/job-store.js';
 
 const { values } = parseArgs({
   options: { jobs: { type: 'string', default: '1000000' }, takes: { type: 'string', default: '1000' } },
@@ -77,7 +77,7 @@ async function main() {
     {
       const db = await openDatabase({ url: null, dataDir });
       try {
-        const store = new JobStore(db);
+        const store = openJobStore(db);
         const { account_id: accountId } = await db.kysely
           .selectFrom('endpoints')
           .select('account_id')
@@ -101,7 +101,7 @@ async function main() {
               createdAt: now,
             });
           }
-          await db.withTransaction((tx) => store.insertMany(jobs, tx));
+          await db.withTransaction((tx) => store.rows.insertMany(jobs, tx));
         }
       } finally {
         await db.close();
@@ -129,7 +129,7 @@ async function main() {
       // against the lower of the two empty-queue figures, the stricter comparison
       const ratio = big.p50 / Math.min(before.p50, empty.p50);
       rows.push({
-        measure: `insert ${JOBS.toLocaleString('en-US')} jobs in-process (JobStore.insertMany, ${BATCH}/tx)`,
+        measure: `insert ${JOBS.toLocaleString('en-US')} jobs in-process (JobRows.insertMany, ${BATCH}/tx)`,
         value: `${insertSeconds.toFixed(1)} s (${Math.round(JOBS / insertSeconds).toLocaleString('en-US')}/s)`,
         goal: '',
         verdict: '',

@@ -101,11 +101,11 @@ describe('autoscaler end to end (process runtime, real workers)', () => {
     assert.deepEqual(autoscaler.workerIds(endpoint.id), [], 'scaled to zero before any job');
 
     const submittedAt = Date.now();
-    const { id } = await jobs.submit(endpoint.id, accountId, { input: { hello: 'world' } });
+    const { id } = await jobs.client.submit(endpoint.id, accountId, { input: { hello: 'world' } });
     const done = await eventually(
       () => `the job to complete (${JSON.stringify(autoscaler.health(endpoint.id))})`,
       async () => {
-        const view = await jobs.status(accountId, endpoint.id, id);
+        const view = await jobs.client.status(accountId, endpoint.id, id);
         return view.status === 'COMPLETED' || view.status === 'FAILED' ? view : null;
       },
     );
@@ -147,7 +147,7 @@ describe('autoscaler end to end (process runtime, real workers)', () => {
   test('a worker image that crashes at start is backed off and reported unhealthy, not restarted in a hot loop', async () => {
     const { jobs, autoscaler } = server.services;
     const endpoint = await endpointFor('crashing-worker:dev', { workersMax: 1 });
-    const { id } = await jobs.submit(endpoint.id, accountId, { input: {} });
+    const { id } = await jobs.client.submit(endpoint.id, accountId, { input: {} });
     const health = await eventually('the endpoint to be backed off', async () => {
       const h = autoscaler.health(endpoint.id);
       return h.unhealthy > 0 ? h : null;
@@ -158,21 +158,21 @@ describe('autoscaler end to end (process runtime, real workers)', () => {
     // A second later: still backed off, still 2 crashes (no restarts while backed off).
     await new Promise((r) => setTimeout(r, 1_000));
     assert.equal(autoscaler.health(endpoint.id).crashes, 2);
-    assert.equal((await jobs.status(accountId, endpoint.id, id)).status, 'IN_QUEUE');
+    assert.equal((await jobs.client.status(accountId, endpoint.id, id)).status, 'IN_QUEUE');
   });
 
   test('an endpoint whose image the config does not map gets one warning naming the image: its placeholder workers take no jobs', async () => {
     const { jobs } = server.services;
     const endpoint = await endpointFor('unmapped-worker:dev', { workersMax: 1 });
-    await jobs.submit(endpoint.id, accountId, { input: {} });
-    await jobs.submit(endpoint.id, accountId, { input: {} });
+    await jobs.client.submit(endpoint.id, accountId, { input: {} });
+    await jobs.client.submit(endpoint.id, accountId, { input: {} });
     const about = () => warnings.filter((w) => w.image === 'unmapped-worker:dev');
     await eventually('a warning about the unmapped image', async () => about().length > 0);
     assert.match(
       about()[0]!.msg,
       /not in the config's images map: its workers run as idle placeholders and take no jobs/,
     );
-    assert.equal((await jobs.queueStats(endpoint.id)).inQueue, 2, 'nothing took the jobs');
+    assert.equal((await jobs.client.queueStats(endpoint.id)).inQueue, 2, 'nothing took the jobs');
     assert.equal(about().length, 1, 'warned once');
   });
 });

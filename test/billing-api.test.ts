@@ -408,7 +408,7 @@ describe('serverless billing through the autoscaler', () => {
       workersMax: 1,
       idleTimeout: 5,
     });
-    await t.services.jobs.submit(ep.id, a.accountId, { input: {} });
+    await t.services.jobs.client.submit(ep.id, a.accountId, { input: {} });
     await t.services.autoscaler.tick(clock.now());
     const [worker] = await t.services.db.kysely
       .selectFrom('workers')

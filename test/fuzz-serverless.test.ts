@@ -33,11 +33,13 @@ function startAutoWorker(endpointId: string): { stop(): Promise<void> } {
   const abort = new AbortController();
   const loop = (async () => {
     while (!abort.signal.aborted) {
-      const taken = await t.services.jobs
+      const taken = await t.services.jobs.worker
         .take(endpointId, 'auto-worker', { batchSize: 16, waitMs: 50, signal: abort.signal })
         .catch(() => []);
       for (const job of taken)
-        await t.services.jobs.complete('auto-worker', job.id, { output: job.input ?? null }).catch(() => undefined);
+        await t.services.jobs.worker
+          .complete('auto-worker', job.id, { output: job.input ?? null })
+          .catch(() => undefined);
     }
   })();
   return {
@@ -355,8 +357,8 @@ for (const dialect of dialects()) {
         })
       ).id;
       for (let i = 0; i < 5; i++) {
-        realJobs.push((await t.services.jobs.submit(ep, acct.accountId, { input: { i } })).id);
-        realJobs.push((await t.services.jobs.submit(epW, acct.accountId, { input: { i } })).id);
+        realJobs.push((await t.services.jobs.client.submit(ep, acct.accountId, { input: { i } })).id);
+        realJobs.push((await t.services.jobs.client.submit(epW, acct.accountId, { input: { i } })).id);
       }
       autoWorker = startAutoWorker(ep);
     });
@@ -418,7 +420,7 @@ for (const dialect of dialects()) {
       test('a worker that takes a fuzzed job and posts a generated result gets a 200 JSON answer or a problem', async () => {
         await fc.assert(
           fc.asyncProperty(body(resultBody), contentType, fc.boolean(), async (payload, type, stream) => {
-            await t.services.jobs.submit(epW, accountId, { input: { fuzz: true } });
+            await t.services.jobs.client.submit(epW, accountId, { input: { fuzz: true } });
             const take = await send(
               'GET',
               `/v2/${epW}/job-take/fuzz-taker?job_in_progress=0`,
@@ -539,7 +541,7 @@ for (const dialect of dialects()) {
             await send('POST', url(), headersFor('raw', 'application/json'), payload);
           });
       test('a job-done for a taken job with an output nested 100 000 lists deep answers without a 5xx', async () => {
-        await t.services.jobs.submit(epW, accountId, { input: { deep: true } });
+        await t.services.jobs.client.submit(epW, accountId, { input: { deep: true } });
         const take = await send('GET', `/v2/${epW}/job-take/deep-taker`, headersFor('raw', ''), undefined);
         if (take.statusCode !== 200) return;
         const job = json<{ id: string }>(take);

@@ -31,7 +31,7 @@ before(async () => {
 after(() => t.close());
 
 const run = (webhook: unknown) => t.request(key, 'POST', `/v2/${ep}/run`, { input: { n: 1 }, webhook });
-const queued = async () => (await t.services.jobs.queueStats(ep)).inQueue;
+const queued = async () => (await t.services.jobs.client.queueStats(ep)).inQueue;
 
 /** Asserts a 400 problem with `code` whose `errors` name the webhook. */
 function assertRefused(

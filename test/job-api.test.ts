@@ -21,9 +21,9 @@ async function newEndpoint(accountId: string, name = 'ep'): Promise<string> {
 
 /** Takes the next job of the endpoint as `worker` and posts `body` as its result. */
 async function work(endpointId: string, body: unknown, worker = 'w1'): Promise<string> {
-  const [job] = await t.services.jobs.take(endpointId, worker, { waitMs: 5000 });
+  const [job] = await t.services.jobs.worker.take(endpointId, worker, { waitMs: 5000 });
   assert.ok(job, 'a job was queued');
-  await t.services.jobs.complete(worker, job.id, body);
+  await t.services.jobs.worker.complete(worker, job.id, body);
   return job.id;
 }
 
@@ -87,7 +87,7 @@ describe('run and status', () => {
         s3Config: { accessId: 'a', accessSecret: 'secret', bucketName: 'b', endpointUrl: 'http://s3' },
       }),
     );
-    await t.services.jobs.purgeQueue(ep).catch(() => undefined);
+    await t.services.jobs.client.purgeQueue(ep).catch(() => undefined);
     // the purge removed it; queue another and complete it
     const again = json(
       await t.request(acct.key, 'POST', `/v2/${ep}/run`, {
@@ -165,7 +165,7 @@ describe('request validation', () => {
         .statusCode,
       413,
     );
-    await t.services.jobs.purgeQueue(ep);
+    await t.services.jobs.client.purgeQueue(ep);
   });
 
   test("an unknown endpoint, another account's endpoint and an unknown job answer 404", async () => {
@@ -207,7 +207,7 @@ describe('runsync, status-sync and stream', () => {
     assert.equal(res.statusCode, 200);
     assert.deepEqual(Object.keys(json(res)).sort(), ['id', 'status']);
     assert.equal(json(res).status, 'IN_QUEUE');
-    await t.services.jobs.purgeQueue(ep);
+    await t.services.jobs.client.purgeQueue(ep);
   });
 
   test('status-sync waits for the terminal state', async () => {
@@ -224,13 +224,13 @@ describe('runsync, status-sync and stream', () => {
     let res = await t.request(acct.key, 'GET', `/v2/${ep}/stream/${id}?wait=0`);
     assert.equal(res.statusCode, 200);
     assert.deepEqual(json(res), { id, status: 'IN_QUEUE', stream: [] });
-    const [job] = await t.services.jobs.take(ep, 'w-stream');
-    await t.services.jobs.appendStream('w-stream', job!.id, { output: 'a' });
-    await t.services.jobs.appendStream('w-stream', job!.id, { output: { b: 2 } });
+    const [job] = await t.services.jobs.worker.take(ep, 'w-stream');
+    await t.services.jobs.worker.appendStream('w-stream', job!.id, { output: 'a' });
+    await t.services.jobs.worker.appendStream('w-stream', job!.id, { output: { b: 2 } });
     res = await t.request(acct.readKey, 'GET', `/v2/${ep}/stream/${id}`);
     assert.deepEqual(json(res).stream, [{ output: 'a' }, { output: { b: 2 } }]);
     assert.equal(json(res).status, 'IN_PROGRESS');
-    await t.services.jobs.complete('w-stream', job!.id, { output: [] });
+    await t.services.jobs.worker.complete('w-stream', job!.id, { output: [] });
     res = await t.request(acct.key, 'POST', `/v2/${ep}/stream/${id}`);
     assert.deepEqual(json(res), { id, status: 'COMPLETED', stream: [] });
   });
@@ -263,9 +263,9 @@ describe('cancel, retry, purge-queue and health', () => {
     assert.deepEqual(json(res), { id, status: 'IN_QUEUE' });
     const conflict = await t.request(acct.key, 'POST', `/v2/${ep}/retry/${id}`);
     assert.equal(conflict.statusCode, 409);
-    const [job] = await t.services.jobs.take(ep, 'w2');
+    const [job] = await t.services.jobs.worker.take(ep, 'w2');
     assert.deepEqual(job?.input, { again: true });
-    await t.services.jobs.complete('w2', id, { output: 1 });
+    await t.services.jobs.worker.complete('w2', id, { output: 1 });
   });
 
   test('purge-queue removes the queued jobs and answers how many', async () => {
@@ -303,12 +303,12 @@ describe('openai passthrough', () => {
       model: 'm',
       messages: [{ role: 'user', content: 'hi' }],
     });
-    const [job] = await t.services.jobs.take(ep, 'w-openai', { waitMs: 5000 });
+    const [job] = await t.services.jobs.worker.take(ep, 'w-openai', { waitMs: 5000 });
     assert.deepEqual(job?.input, {
       openai_route: '/v1/chat/completions',
       openai_input: { model: 'm', messages: [{ role: 'user', content: 'hi' }] },
     });
-    await t.services.jobs.complete('w-openai', job.id, { output: [{ id: 'chatcmpl-1', choices: [] }] });
+    await t.services.jobs.worker.complete('w-openai', job.id, { output: [{ id: 'chatcmpl-1', choices: [] }] });
     const res = await pending;
     assert.equal(res.statusCode, 200);
     assert.deepEqual(json(res), { id: 'chatcmpl-1', choices: [] });
@@ -321,10 +321,10 @@ describe('openai passthrough', () => {
       prompt: 'x',
       stream: true,
     });
-    const [job] = await t.services.jobs.take(ep, 'w-sse', { waitMs: 5000 });
-    await t.services.jobs.appendStream('w-sse', job!.id, { output: { choices: [{ text: 'a' }] } });
-    await t.services.jobs.appendStream('w-sse', job!.id, { output: 'data: {"choices":[{"text":"b"}]}\n\n' });
-    await t.services.jobs.complete('w-sse', job!.id, { output: [] });
+    const [job] = await t.services.jobs.worker.take(ep, 'w-sse', { waitMs: 5000 });
+    await t.services.jobs.worker.appendStream('w-sse', job!.id, { output: { choices: [{ text: 'a' }] } });
+    await t.services.jobs.worker.appendStream('w-sse', job!.id, { output: 'data: {"choices":[{"text":"b"}]}\n\n' });
+    await t.services.jobs.worker.complete('w-sse', job!.id, { output: [] });
     const res = await pending;
     assert.equal(res.statusCode, 200);
     assert.match(String(res.headers['content-type']), /text\/event-stream/);
@@ -394,7 +394,7 @@ describe('rate limits (spec 8.1)', () => {
     const refused = await t.request(acct.key, 'GET', `/v2/${ep}/status/${id}`);
     assert.equal(refused.statusCode, 429, refused.body);
     assert.match(json(refused).detail, /in flight/);
-    await t.services.jobs.cancel(acct.accountId, ep, id);
+    await t.services.jobs.client.cancel(acct.accountId, ep, id);
     for (const r of await Promise.all(held)) assert.equal(r.statusCode, 200);
     assert.equal((await t.request(acct.key, 'GET', `/v2/${ep}/status/${id}`)).statusCode, 200, 'slots are free again');
   });

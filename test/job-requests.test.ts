@@ -35,7 +35,7 @@ async function submit(endpointId: string, n: number, input: Record<string, unkno
   const ids: string[] = [];
   for (let i = 0; i < n; i++) {
     clock.advance(1000);
-    ids.push((await t.services.jobs.submit(endpointId, acct.accountId, { input: { ...input, i } })).id);
+    ids.push((await t.services.jobs.client.submit(endpointId, acct.accountId, { input: { ...input, i } })).id);
   }
   return ids;
 }
@@ -60,9 +60,9 @@ describe('listing', () => {
   before(async () => {
     ep = await newEndpoint(acct.accountId, 'listed');
     jobs = await submit(ep, 3, { secret: 'input-never-listed' });
-    const [taken] = await t.services.jobs.take(ep, 'w1', { waitMs: 1000 });
+    const [taken] = await t.services.jobs.worker.take(ep, 'w1', { waitMs: 1000 });
     clock.advance(250);
-    await t.services.jobs.complete('w1', taken!.id, { output: 'output-never-listed' });
+    await t.services.jobs.worker.complete('w1', taken!.id, { output: 'output-never-listed' });
     done = taken!.id;
     const elsewhere = await newEndpoint(acct.accountId, 'elsewhere');
     await submit(elsewhere, 2);
@@ -159,7 +159,8 @@ describe('paging', () => {
   test('jobs that share a creation time are neither skipped nor repeated across pages', async () => {
     const same = await newEndpoint(acct.accountId, 'same-millisecond');
     const ids: string[] = [];
-    for (let i = 0; i < 5; i++) ids.push((await t.services.jobs.submit(same, acct.accountId, { input: { i } })).id);
+    for (let i = 0; i < 5; i++)
+      ids.push((await t.services.jobs.client.submit(same, acct.accountId, { input: { i } })).id);
     const seen: string[] = [];
     let cursor: string | null = null;
     do {
@@ -174,7 +175,7 @@ describe('paging', () => {
 
   test('without ?limit= a page holds 100 jobs', async () => {
     const many = await newEndpoint(acct.accountId, 'many');
-    for (let i = 0; i < 101; i++) await t.services.jobs.submit(many, acct.accountId, { input: { i } });
+    for (let i = 0; i < 101; i++) await t.services.jobs.client.submit(many, acct.accountId, { input: { i } });
     const body = json(await list(many));
     assert.equal(body.requests.length, 100);
     assert.equal(typeof body.nextCursor, 'string');

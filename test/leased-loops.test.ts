@@ -65,8 +65,8 @@ test('a timekeeper without the lease only writes its workers’ signs of life; w
   const lease = new SwitchLease();
   const timekeeper = new Timekeeper({
     jobs: {
-      tick: async () => (calls.tick++, { timedOut: 0, expired: 0, purged: 0 }),
-      workerLost: async () => ({ requeued: [], failed: [] }),
+      sweeper: { tick: async () => (calls.tick++, { timedOut: 0, expired: 0, purged: 0 }) },
+      worker: { workerLost: async () => ({ requeued: [], failed: [] }) },
     },
     workers: {
       flush: async () => (calls.flush++, 0),
@@ -115,9 +115,12 @@ describe('loops on SQLite services, with a lease they do not hold', () => {
       lease,
       config: { pollIntervalMs: 2 },
     });
-    const { id } = await t.services.jobs.submit('ep-hook', 'acct1', { input: {}, webhook: 'http://hook.test/done' });
-    await t.services.jobs.take('ep-hook', 'w1');
-    await t.services.jobs.complete('w1', id, { output: 1 });
+    const { id } = await t.services.jobs.client.submit('ep-hook', 'acct1', {
+      input: {},
+      webhook: 'http://hook.test/done',
+    });
+    await t.services.jobs.worker.take('ep-hook', 'w1');
+    await t.services.jobs.worker.complete('w1', id, { output: 1 });
     dispatcher.start();
     try {
       await lease.asked(5);
@@ -241,8 +244,8 @@ describe(
 
       const jobsA = new JobsService({ db: t.db, clock });
       const jobsB = new JobsService({ db: dbB, clock });
-      const { id } = await jobsA.submit('ep1', 'acct1', { input: {}, policy: { executionTimeout: 5_000 } });
-      await jobsA.take('ep1', 'w1');
+      const { id } = await jobsA.client.submit('ep1', 'acct1', { input: {}, policy: { executionTimeout: 5_000 } });
+      await jobsA.worker.take('ep1', 'w1');
       clock.advance(10_000);
 
       // B runs its loop; A holds the lease but (busy elsewhere) runs no pass.
@@ -266,11 +269,11 @@ describe(
       timekeeperB.start();
       try {
         await until('B passes a few times', () => askedB >= 5);
-        assert.equal((await jobsB.status('acct1', 'ep1', id)).status, 'IN_PROGRESS');
+        assert.equal((await jobsB.client.status('acct1', 'ep1', id)).status, 'IN_PROGRESS');
         await sql`SELECT pg_terminate_backend(${sessionsOfA[0]!.pid})`.execute(t.db.kysely);
         await until(
           'B takes over and times the job out',
-          async () => (await jobsB.status('acct1', 'ep1', id)).status === 'TIMED_OUT',
+          async () => (await jobsB.client.status('acct1', 'ep1', id)).status === 'TIMED_OUT',
         );
         assert.equal(leaseA.isHeld(), false);
       } finally {

@@ -179,16 +179,16 @@ describe('runpod-python workers against a real server', { skip: skipReason() }, 
     server = listening.server;
     dir = listening.dataDir;
     const { services } = server;
-    // Record every job-done post and what became of it (the route calls services.jobs.complete).
-    const complete = services.jobs.complete.bind(services.jobs);
-    services.jobs.complete = async (workerId, jobId, body) => {
+    // Record every job-done post and what became of it (the route calls services.jobs.worker.complete).
+    const complete = services.jobs.worker.complete.bind(services.jobs.worker);
+    services.jobs.worker.complete = async (workerId, jobId, body) => {
       const outcome = await complete(workerId, jobId, body);
       posts.push({ jobId, body, outcome: outcome.outcome });
       return outcome;
     };
-    // And the batch sizes each worker asked for (job-take and job-take-batch call services.jobs.take).
-    const take = services.jobs.take.bind(services.jobs);
-    services.jobs.take = async (endpointId, workerId, options) => {
+    // And the batch sizes each worker asked for (job-take and job-take-batch call services.jobs.worker.take).
+    const take = services.jobs.worker.take.bind(services.jobs.worker);
+    services.jobs.worker.take = async (endpointId, workerId, options) => {
       const taken = await take(endpointId, workerId, options);
       if (taken.length > 0) takes.push({ workerId, batchSize: options?.batchSize ?? 1, taken: taken.length });
       return taken;

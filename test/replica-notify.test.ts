@@ -89,9 +89,9 @@ describe(
 
     test('a job submitted on replica A wakes a take long-polling on replica B promptly', async () => {
       const started = performance.now();
-      const take = b.jobs.take('ep-take', 'w1', { waitMs: WAIT_MS });
+      const take = b.jobs.worker.take('ep-take', 'w1', { waitMs: WAIT_MS });
       await waiting(b, 'work', 'ep-take');
-      const { id } = await a.jobs.submit('ep-take', 'acct1', { input: { n: 1 } });
+      const { id } = await a.jobs.client.submit('ep-take', 'acct1', { input: { n: 1 } });
       const taken = await take;
       const elapsed = performance.now() - started;
       assert.deepEqual(
@@ -102,12 +102,12 @@ describe(
     });
 
     test('a job completed on replica A wakes a status-sync waiting on replica B promptly', async () => {
-      const { id } = await a.jobs.submit('ep-sync', 'acct1', { input: { n: 2 } });
-      assert.equal((await a.jobs.take('ep-sync', 'w2'))[0]?.id, id);
+      const { id } = await a.jobs.client.submit('ep-sync', 'acct1', { input: { n: 2 } });
+      assert.equal((await a.jobs.worker.take('ep-sync', 'w2'))[0]?.id, id);
       const started = performance.now();
-      const sync = b.jobs.waitForTerminal('acct1', 'ep-sync', id, { waitMs: WAIT_MS });
+      const sync = b.jobs.client.waitForTerminal('acct1', 'ep-sync', id, { waitMs: WAIT_MS });
       await waiting(b, 'job', id);
-      await a.jobs.complete('w2', id, { output: { ok: true } });
+      await a.jobs.worker.complete('w2', id, { output: { ok: true } });
       const view = await sync;
       const elapsed = performance.now() - started;
       assert.equal(view.status, 'COMPLETED');
@@ -115,24 +115,24 @@ describe(
     });
 
     test('a job cancelled on replica B tells its worker, long-polling job-stop on replica A, promptly', async () => {
-      const { id } = await b.jobs.submit('ep-stop', 'acct1', { input: { n: 3 } });
-      assert.equal((await a.jobs.take('ep-stop', 'w3'))[0]?.id, id);
+      const { id } = await b.jobs.client.submit('ep-stop', 'acct1', { input: { n: 3 } });
+      assert.equal((await a.jobs.worker.take('ep-stop', 'w3'))[0]?.id, id);
       const started = performance.now();
-      const stops = a.jobs.stopRequests('ep-stop', 'w3', { waitMs: WAIT_MS });
+      const stops = a.jobs.worker.stopRequests('ep-stop', 'w3', { waitMs: WAIT_MS });
       await waiting(a, 'stop', stopKey('ep-stop', 'w3'));
-      await b.jobs.cancel('acct1', 'ep-stop', id);
+      await b.jobs.client.cancel('acct1', 'ep-stop', id);
       assert.deepEqual(await stops, [id]);
       const elapsed = performance.now() - started;
       assert.ok(elapsed < PROMPT_MS, `took ${Math.round(elapsed)} ms`);
     });
 
     test("a cancel on replica B of another endpoint's job, run by a worker of the same id, never wakes that worker id's job-stop poll on replica A", async () => {
-      const mine = (await a.jobs.submit('ep-stop-a', 'acct1', { input: {} })).id;
-      const theirs = (await b.jobs.submit('ep-stop-b', 'acct2', { input: {} })).id;
-      assert.equal((await a.jobs.take('ep-stop-a', 'w4'))[0]?.id, mine);
-      assert.equal((await b.jobs.take('ep-stop-b', 'w4'))[0]?.id, theirs);
+      const mine = (await a.jobs.client.submit('ep-stop-a', 'acct1', { input: {} })).id;
+      const theirs = (await b.jobs.client.submit('ep-stop-b', 'acct2', { input: {} })).id;
+      assert.equal((await a.jobs.worker.take('ep-stop-a', 'w4'))[0]?.id, mine);
+      assert.equal((await b.jobs.worker.take('ep-stop-b', 'w4'))[0]?.id, theirs);
       const reads: string[] = [];
-      const store = a.jobs.store;
+      const store = a.jobs.store.claims;
       const takeStopRequests = store.takeStopRequests.bind(store);
       store.takeStopRequests = (workerId, endpointId, ...rest) => {
         reads.push(endpointId);
@@ -146,16 +146,16 @@ describe(
         deliver(channel, key, count);
       };
       try {
-        const stops = a.jobs.stopRequests('ep-stop-a', 'w4', { waitMs: WAIT_MS });
+        const stops = a.jobs.worker.stopRequests('ep-stop-a', 'w4', { waitMs: WAIT_MS });
         await waiting(a, 'stop', stopKey('ep-stop-a', 'w4'));
-        await b.jobs.cancel('acct2', 'ep-stop-b', theirs);
+        await b.jobs.client.cancel('acct2', 'ep-stop-b', theirs);
         await until(
           "B's stop notice reached A",
           () => delivered.includes(stopKey('ep-stop-b', 'w4')) || delivered.includes('w4'),
         );
         for (let i = 0; i < 5; i++) await new Promise((r) => setImmediate(r));
         assert.deepEqual(reads, ['ep-stop-a'], 'a woken poll would have read its stop requests again');
-        await b.jobs.cancel('acct1', 'ep-stop-a', mine);
+        await b.jobs.client.cancel('acct1', 'ep-stop-a', mine);
         assert.deepEqual(await stops, [mine]);
       } finally {
         store.takeStopRequests = takeStopRequests;
@@ -181,10 +181,10 @@ describe(
       other.webhooks.start();
       try {
         await new Promise((r) => setTimeout(r, 100)); // the start passes: nothing due yet
-        const { id } = await other.jobs.submit('ep-hook', 'acct1', { input: { n: 4 }, webhook: url });
-        assert.equal((await other.jobs.take('ep-hook', 'w4'))[0]?.id, id);
+        const { id } = await other.jobs.client.submit('ep-hook', 'acct1', { input: { n: 4 }, webhook: url });
+        assert.equal((await other.jobs.worker.take('ep-hook', 'w4'))[0]?.id, id);
         const started = performance.now();
-        await other.jobs.complete('w4', id, { output: 'done' });
+        await other.jobs.worker.complete('w4', id, { output: 'done' });
         await until('the webhook arrived', () => received.length === 1);
         const elapsed = performance.now() - started;
         assert.equal(JSON.parse(received[0]!).id, id);

@@ -52,7 +52,7 @@ for (const { name, skip } of dialects()) {
       const jobA = await running(a.key, epA, 'w1');
       const jobB = await running(b.key, epB, 'w1'); // B's worker, under A's worker's id
 
-      const store = t.services.jobs.store;
+      const store = t.services.jobs.store.claims;
       const reads: string[] = [];
       const takeStopRequests = store.takeStopRequests.bind(store);
       store.takeStopRequests = (workerId, endpointId, ...rest) => {

@@ -11,7 +11,7 @@ import pino from 'pino';
 import { createTestApp, dialects, json, openTestDb, type TestApp, type TestDb } from './support/harness.js';
 import { startReceiver, type WebhookReceiver } from './support/webhook-receiver.js';
 import { FakeClock } from '../src/domain/clock.js';
-import { JobStore } from '../src/store/job-store.js';
+import { openJobStore } from '../src/store/job-store.js';
 import { WebhookDispatcher, type FetchLike } from '../src/serverless/webhook-dispatcher.js';
 import { AccountStore } from '../src/store/account-store.js';
 import { WebhookStore } from '../src/store/webhook-store.js';
@@ -33,9 +33,9 @@ async function newEndpoint(t: TestApp, accountId: string, name: string): Promise
 async function finishWithWebhook(t: TestApp, key: string, endpointId: string, webhook: string) {
   const run = await t.request(key, 'POST', `/v2/${endpointId}/run`, { input: { n: 1 }, webhook });
   assert.equal(run.statusCode, 200, run.body);
-  const [job] = await t.services.jobs.take(endpointId, 'w1');
+  const [job] = await t.services.jobs.worker.take(endpointId, 'w1');
   assert.equal(job?.id, json(run).id);
-  await t.services.jobs.complete('w1', job!.id, { output: { ok: true } });
+  await t.services.jobs.worker.complete('w1', job!.id, { output: { ok: true } });
   await t.services.webhooks.dispatchDue(t.clock.now());
   return (await t.request(key, 'GET', `/v2/${endpointId}/status/${job!.id}`)).json();
 }
@@ -130,7 +130,7 @@ for (const { name, skip } of dialects()) {
       );
     };
     const enqueue = (accountId: string, n: number, url: (i: number) => string) =>
-      new JobStore(t.db).insertWebhookDeliveries(
+      openJobStore(t.db).outbox.insertWebhookDeliveries(
         Array.from({ length: n }, (_, i) => ({
           id: `${accountId}-${String(i).padStart(3, '0')}`,
           jobId: `${accountId}-job-${i}`,

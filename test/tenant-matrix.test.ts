@@ -134,7 +134,7 @@ for (const dialect of dialects()) {
         templateId: template.id,
         gpuIds: 'ADA_24',
       });
-      const job = await t.services.jobs.submit(endpoint.id, owner.accountId, { input: { secret: 'a-input' } });
+      const job = await t.services.jobs.client.submit(endpoint.id, owner.accountId, { input: { secret: 'a-input' } });
       let checked = 0;
       for (const path of paths) {
         for (const method of Object.keys(doc.paths[path]!)) {

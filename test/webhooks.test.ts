@@ -38,14 +38,14 @@ for (const { name, skip } of dialects()) {
 
     /** Submits a job with a webhook and has worker `w1` take it. */
     const running = async (body: Record<string, unknown> = {}) => {
-      const { id } = await jobs.submit('ep1', 'acct1', {
+      const { id } = await jobs.client.submit('ep1', 'acct1', {
         input: { prompt: 'hi' },
         webhook: hook(),
         s3Config: { accessId: 'AK', accessSecret: 'SK' },
         ...body,
       });
       clock.advance(1_500);
-      const [taken] = await jobs.take('ep1', 'w1');
+      const [taken] = await jobs.worker.take('ep1', 'w1');
       assert.equal(taken?.id, id);
       clock.advance(2_000);
       return id;
@@ -71,7 +71,7 @@ for (const { name, skip } of dialects()) {
 
     test('a completed job is delivered once with its status view, input and webhook, and without s3Config', async () => {
       const id = await running();
-      await jobs.complete('w1', id, { output: { text: 'hello' } });
+      await jobs.worker.complete('w1', id, { output: { text: 'hello' } });
       const result = await dispatcher.dispatchDue(clock.now());
       assert.deepEqual(result, { delivered: 1, retrying: 0, failed: 0 });
       assert.equal(receiver.calls.length, 1);
@@ -99,7 +99,7 @@ for (const { name, skip } of dialects()) {
 
     test('a failed job is delivered with its error', async () => {
       const id = await running();
-      await jobs.complete('w1', id, { error: 'CUDA out of memory' });
+      await jobs.worker.complete('w1', id, { error: 'CUDA out of memory' });
       await dispatcher.dispatchDue(clock.now());
       assert.equal(receiver.calls.length, 1);
       const body = receiver.calls[0]!.body as Record<string, unknown>;
@@ -112,7 +112,7 @@ for (const { name, skip } of dialects()) {
     test('a job that times out is delivered as TIMED_OUT', async () => {
       const id = await running({ policy: { executionTimeout: 5_000 } });
       clock.advance(5_000);
-      assert.equal((await jobs.tick()).timedOut, 1);
+      assert.equal((await jobs.sweeper.tick()).timedOut, 1);
       await dispatcher.dispatchDue(clock.now());
       assert.equal(receiver.calls.length, 1);
       const body = receiver.calls[0]!.body as Record<string, unknown>;
@@ -122,10 +122,10 @@ for (const { name, skip } of dialects()) {
 
     test('a cancelled job and a job without webhook send nothing', async () => {
       const id = await running();
-      await jobs.cancel('acct1', 'ep1', id);
-      const { id: plain } = await jobs.submit('ep1', 'acct1', { input: {} });
-      await jobs.take('ep1', 'w2');
-      await jobs.complete('w2', plain, { output: 1 });
+      await jobs.client.cancel('acct1', 'ep1', id);
+      const { id: plain } = await jobs.client.submit('ep1', 'acct1', { input: {} });
+      await jobs.worker.take('ep1', 'w2');
+      await jobs.worker.complete('w2', plain, { output: 1 });
       await dispatcher.dispatchDue(clock.now());
       assert.equal(receiver.calls.length, 0);
     });
@@ -133,7 +133,7 @@ for (const { name, skip } of dialects()) {
     test('a receiver failing twice gets exactly one success, after 3 attempts spaced 10 s apart', async () => {
       receiver.script = [500, 503];
       const id = await running();
-      await jobs.complete('w1', id, { output: 'done' });
+      await jobs.worker.complete('w1', id, { output: 'done' });
       const t0 = clock.now();
       assert.deepEqual(await dispatcher.dispatchDue(t0), { delivered: 0, retrying: 1, failed: 0 });
       assert.equal(receiver.calls.length, 1);
@@ -164,7 +164,7 @@ for (const { name, skip } of dialects()) {
     test('after 3 failed attempts the delivery is FAILED with the last error and never tried again', async () => {
       receiver.fallback = 500;
       const id = await running();
-      await jobs.complete('w1', id, { output: 'done' });
+      await jobs.worker.complete('w1', id, { output: 'done' });
       await dispatcher.dispatchDue(clock.now());
       clock.advance(10 * S);
       await dispatcher.dispatchDue(clock.now());
@@ -182,15 +182,15 @@ for (const { name, skip } of dialects()) {
     test("a finished job's status shows where its webhook delivery stands: pending, retrying, then failed", async () => {
       receiver.fallback = 500;
       const id = await running();
-      await jobs.complete('w1', id, { output: 'done' });
+      await jobs.worker.complete('w1', id, { output: 'done' });
       const completedAt = new Date(clock.now()).toISOString();
-      assert.deepEqual((await jobs.status('acct1', 'ep1', id)).webhookDelivery, {
+      assert.deepEqual((await jobs.client.status('acct1', 'ep1', id)).webhookDelivery, {
         status: 'PENDING',
         attempts: 0,
         nextAttemptAt: completedAt,
       });
       await dispatcher.dispatchDue(clock.now());
-      assert.deepEqual((await jobs.status('acct1', 'ep1', id)).webhookDelivery, {
+      assert.deepEqual((await jobs.client.status('acct1', 'ep1', id)).webhookDelivery, {
         status: 'PENDING',
         attempts: 1,
         lastError: 'the receiver answered HTTP 500',
@@ -200,34 +200,34 @@ for (const { name, skip } of dialects()) {
       await dispatcher.dispatchDue(clock.now());
       clock.advance(10 * S);
       await dispatcher.dispatchDue(clock.now());
-      assert.deepEqual((await jobs.status('acct1', 'ep1', id)).webhookDelivery, {
+      assert.deepEqual((await jobs.client.status('acct1', 'ep1', id)).webhookDelivery, {
         status: 'FAILED',
         attempts: 3,
         lastError: 'the receiver answered HTTP 500',
       });
-      const plain = await jobs.submit('ep1', 'acct1', { input: {} });
+      const plain = await jobs.client.submit('ep1', 'acct1', { input: {} });
       assert.equal(
-        (await jobs.status('acct1', 'ep1', plain.id)).webhookDelivery,
+        (await jobs.client.status('acct1', 'ep1', plain.id)).webhookDelivery,
         undefined,
         'a job without a webhook has no delivery',
       );
     });
 
     test('a runsync woken by its result reports the webhook just queued, as a read would', async () => {
-      const { id } = await jobs.submit('ep1', 'acct1', { input: {}, webhook: hook() });
-      const [taken] = await jobs.take('ep1', 'w1');
+      const { id } = await jobs.client.submit('ep1', 'acct1', { input: {}, webhook: hook() });
+      const [taken] = await jobs.worker.take('ep1', 'w1');
       assert.equal(taken?.id, id);
-      const waiting = jobs.waitForTerminal('acct1', 'ep1', id, { waitMs: 5_000 });
+      const waiting = jobs.client.waitForTerminal('acct1', 'ep1', id, { waitMs: 5_000 });
       await new Promise((r) => setImmediate(r));
-      await jobs.complete('w1', id, { output: 1 });
+      await jobs.worker.complete('w1', id, { output: 1 });
       const woken = await waiting;
-      assert.deepEqual(woken.webhookDelivery, (await jobs.status('acct1', 'ep1', id)).webhookDelivery);
+      assert.deepEqual(woken.webhookDelivery, (await jobs.client.status('acct1', 'ep1', id)).webhookDelivery);
       assert.equal(woken.webhookDelivery?.status, 'PENDING');
     });
 
     test('a receiver that is down counts as a failed attempt and is retried, recorded as unreachable', async () => {
       const id = await running();
-      await jobs.complete('w1', id, { output: 'done' });
+      await jobs.worker.complete('w1', id, { output: 'done' });
       const url = receiver.url;
       await receiver.close();
       assert.deepEqual(await dispatcher.dispatchDue(clock.now()), { delivered: 0, retrying: 1, failed: 0 });
@@ -240,7 +240,7 @@ for (const { name, skip } of dialects()) {
     test('a restarted server (a new dispatcher over the same database) resumes a pending delivery', async () => {
       receiver.script = [500];
       const id = await running();
-      await jobs.complete('w1', id, { output: 'done' });
+      await jobs.worker.complete('w1', id, { output: 'done' });
       await dispatcher.dispatchDue(clock.now());
       await dispatcher.stop();
       assert.equal(receiver.calls.length, 1);
@@ -263,7 +263,7 @@ for (const { name, skip } of dialects()) {
       });
       dispatcher.start();
       const id = await running();
-      await jobs.complete('w1', id, { output: 'done' });
+      await jobs.worker.complete('w1', id, { output: 'done' });
       for (let i = 0; i < 200 && (await dispatcher.deliveriesFor(id))[0]?.status !== 'DELIVERED'; i++)
         await new Promise((r) => setTimeout(r, 10));
       assert.equal((await dispatcher.deliveriesFor(id))[0]?.status, 'DELIVERED');

@@ -41,7 +41,12 @@ export interface StreamReply {
 }
 
 export interface ClientJobsDeps {
-  store: Pick<JobStore, 'get' | 'insertCommitted' | 'cancel' | 'retry' | 'purgeQueue' | 'queueStats' | 'drainStream'>;
+  store: {
+    rows: Pick<JobStore['rows'], 'get' | 'insertCommitted'>;
+    controls: Pick<JobStore['controls'], 'cancel' | 'retry' | 'purgeQueue'>;
+    stats: Pick<JobStore['stats'], 'queueStats'>;
+    stream: Pick<JobStore['stream'], 'drainStream'>;
+  };
   /** A finished job's webhook deliveries, for its status view. */
   webhooks: Pick<WebhookStore, 'forJob'>;
   clock: Clock;
@@ -220,7 +225,7 @@ export class ClientJobs {
    */
   async cancel(accountId: string, endpointId: string, jobId: string): Promise<{ id: string; status: JobStatus }> {
     await this.#visible(accountId, endpointId, jobId);
-    const cancelled = await this.#deps.store.cancel(jobId, this.#deps.clock.now());
+    const cancelled = await this.#deps.store.controls.cancel(jobId, this.#deps.clock.now());
     if (!cancelled) return { id: jobId, status: (await this.#visible(accountId, endpointId, jobId)).status };
     this.#deps.finished.announce([cancelled]);
     return { id: jobId, status: cancelled.status };
@@ -237,12 +242,12 @@ export class ClientJobs {
     const settle = await this.#deps.quota?.admitRequeue(accountId);
     let retried: JobRecord | null;
     try {
-      retried = await store.retry(jobId, sequence.next(), clock.now());
+      retried = await store.controls.retry(jobId, sequence.next(), clock.now());
     } finally {
       settle?.();
     }
     if (!retried) {
-      const now = await store.get(jobId);
+      const now = await store.rows.get(jobId);
       const t = nextJobState(stateOf(now ?? job), { type: 'retry' }, clock.now());
       throw new ApiError(
         'INVALID_STATE',
@@ -255,12 +260,12 @@ export class ClientJobs {
 
   /** `/purge-queue`: deletes the endpoint's queued jobs (running ones continue). */
   async purgeQueue(endpointId: string): Promise<{ removed: number; status: 'completed' }> {
-    return { removed: await this.#deps.store.purgeQueue(endpointId), status: 'completed' };
+    return { removed: await this.#deps.store.controls.purgeQueue(endpointId), status: 'completed' };
   }
 
   /** Job counts of `/health` and for the autoscaler. */
   queueStats(endpointId: string): Promise<QueueStats> {
-    return this.#deps.store.queueStats(endpointId);
+    return this.#deps.store.stats.queueStats(endpointId);
   }
 
   /**
@@ -280,7 +285,7 @@ export class ClientJobs {
     wait: (p, timeoutMs) => this.#deps.signals.waiter('stream', p.jobId, timeoutMs, p.signal),
     read: async (p) => {
       const job = await this.#visible(p.accountId, p.endpointId, p.jobId);
-      const chunks = await this.#deps.store.drainStream(p.jobId);
+      const chunks = await this.#deps.store.stream.drainStream(p.jobId);
       if (chunks.length > 0)
         this.#deps.quota?.streamDrained(
           p.jobId,
@@ -304,7 +309,7 @@ export class ClientJobs {
   }
 
   async #commitSubmits(jobs: readonly NewJob[]): Promise<void[]> {
-    await this.#deps.store.insertCommitted(jobs);
+    await this.#deps.store.rows.insertCommitted(jobs);
     const perEndpoint = new Map<string, number>();
     for (const j of jobs) perEndpoint.set(j.endpointId, (perEndpoint.get(j.endpointId) ?? 0) + 1);
     for (const [endpointId, n] of perEndpoint) this.#deps.signals.notify('work', endpointId, n);
@@ -312,7 +317,7 @@ export class ClientJobs {
   }
 
   async #visible(accountId: string, endpointId: string, jobId: string): Promise<JobRecord> {
-    const job = await this.#deps.store.get(jobId);
+    const job = await this.#deps.store.rows.get(jobId);
     if (!job || job.accountId !== accountId || job.endpointId !== endpointId || !isVisible(job, this.#deps.clock.now()))
       throw notFound('job', jobId);
     return job;

@@ -9,7 +9,7 @@ import { stopKey, type JobSignals } from './job-signals.js';
 import { toJobView, toWebhookPayload } from './job-view.js';
 
 export interface FinishedJobsDeps {
-  store: Pick<JobStore, 'insertWebhookDeliveries'>;
+  store: { outbox: Pick<JobStore['outbox'], 'insertWebhookDeliveries'> };
   clock: Clock;
   signals: JobSignals;
   events: JobEventSink;
@@ -33,7 +33,7 @@ export class FinishedJobs {
   /** The webhook outbox rows of finished jobs, in the transaction that finished them. */
   async enqueueWebhooks(jobs: readonly JobRecord[], now: number, tx: Executor): Promise<void> {
     const deliveries = this.webhooksOf(jobs);
-    if (deliveries.length) await this.#deps.store.insertWebhookDeliveries(deliveries, now, tx);
+    if (deliveries.length) await this.#deps.store.outbox.insertWebhookDeliveries(deliveries, now, tx);
   }
 
   /** The outbox rows for the jobs among `jobs` that finished with a webhook to call. */

@@ -2,7 +2,7 @@ import type { Clock } from '../domain/clock.js';
 import type { JobStore } from '../store/job-store.js';
 
 export interface JobSequenceDeps {
-  store: Pick<JobStore, 'maxSeq'>;
+  store: { rows: Pick<JobStore['rows'], 'maxSeq'> };
   clock: Clock;
 }
 
@@ -33,7 +33,7 @@ export class JobSequence {
 
   /** Seeds the sequence from the store, once (again after a failed read). */
   ensure(): Promise<void> {
-    this.#seqSeed ??= this.#deps.store.maxSeq().then(
+    this.#seqSeed ??= this.#deps.store.rows.maxSeq().then(
       (max) => {
         this.#lastSeq = Math.max(this.#lastSeq, max);
         this.#seeded = true;

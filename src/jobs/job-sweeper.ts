@@ -13,7 +13,7 @@ export interface TickResult {
 
 export interface JobSweeperDeps {
   db: Db;
-  store: Pick<JobStore, 'timeOut' | 'expire'>;
+  store: { sweeps: Pick<JobStore['sweeps'], 'timeOut' | 'expire'> };
   clock: Clock;
   signals: JobSignals;
   finished: FinishedJobs;
@@ -48,7 +48,7 @@ export class JobSweeper {
     const limit = this.#deps.sweepLimit;
     for (;;) {
       const timedOut = await db.withTransaction(async (tx) => {
-        const jobs = await store.timeOut(now, limit, tx);
+        const jobs = await store.sweeps.timeOut(now, limit, tx);
         await finished.enqueueWebhooks(jobs, now, tx);
         return jobs;
       });
@@ -57,7 +57,7 @@ export class JobSweeper {
       if (timedOut.length < limit) break;
     }
     for (;;) {
-      const { expired, purged } = await db.withTransaction((tx) => store.expire(now, limit, tx));
+      const { expired, purged } = await db.withTransaction((tx) => store.sweeps.expire(now, limit, tx));
       for (const id of [...expired, ...purged]) {
         signals.notify('job', id);
         signals.notify('stream', id);

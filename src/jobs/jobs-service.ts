@@ -1,7 +1,7 @@
 import type { Clock } from '../domain/clock.js';
 import type { Db } from '../store/database.js';
 import type { GroupCommit } from '../store/group-commit.js';
-import { JobStore } from '../store/job-store.js';
+import { openJobStore, type JobStore } from '../store/job-store.js';
 import { ClientJobs, type ClientJobsDeps } from './client-jobs.js';
 import { FinishedJobs } from './finished-jobs.js';
 import { JobEvents, type JobEventSink } from './job-events.js';
@@ -30,28 +30,29 @@ export interface JobsServiceDeps {
 }
 
 /**
- * The queue: submit, take, complete, status, stream, cancel, retry, purge, and the timekeeper.
- * Submissions, completions and stream chunks go through group commit; long-polls wait on
- * in-process signals. Every method that answers a client checks the job belongs to the caller's
- * account and endpoint, and hides expired jobs (404), even before the timekeeper deletes them.
+ * The queue, wired: its three sides over one job store, one set of signals and one sequence.
+ * Callers use the sides directly — `client` (the client API: submit, runsync, status, stream,
+ * cancel, retry, purge, queue stats), `worker` (the worker protocol: take, release, results,
+ * stream chunks, stop requests, lost workers) and `sweeper` (the timekeeper's pass). They share
+ * the queue positions (`JobSequence`) and what follows a job's end (`FinishedJobs`).
  *
- * A facade over its three sides: `ClientJobs` (the client API), `WorkerJobs` (the worker
- * protocol) and `JobSweeper` (the timekeeper's pass), which share the queue positions
- * (`JobSequence`) and what follows a job's end (`FinishedJobs`).
+ * Submissions, results and stream chunks go through group commit; long-polls wait on in-process
+ * signals. Every client method checks the job belongs to the caller's account and endpoint, and
+ * hides expired jobs (404), even before the timekeeper deletes them.
  */
 export class JobsService {
   readonly store: JobStore;
   readonly signals: JobSignals;
   readonly events: JobEventSink;
   readonly config: JobsConfig;
-  readonly #client: ClientJobs;
-  readonly #worker: WorkerJobs;
-  readonly #sweeper: JobSweeper;
+  readonly client: ClientJobs;
+  readonly worker: WorkerJobs;
+  readonly sweeper: JobSweeper;
 
   constructor(deps: JobsServiceDeps) {
     const { db, clock } = deps;
     this.config = { ...DEFAULT_JOBS_CONFIG, ...deps.config };
-    this.store = new JobStore(db, { retention: this.config.retention });
+    this.store = openJobStore(db, { retention: this.config.retention });
     this.signals = deps.signals ?? new JobSignals();
     this.events = deps.events ?? new JobEvents();
     const { store, signals, events } = this;
@@ -66,7 +67,7 @@ export class JobsService {
       : undefined;
     const finished = new FinishedJobs({ store, clock, signals, events, ...(quota ? { quota } : {}) });
     const batching = { maxBatchSize: this.config.maxBatchSize, concurrency: this.config.commitConcurrency };
-    this.#client = new ClientJobs({
+    this.client = new ClientJobs({
       store,
       webhooks: new WebhookStore(db),
       clock,
@@ -78,7 +79,7 @@ export class JobsService {
       webhookAddresses: deps.webhookAddresses,
       ...(quota ? { quota } : {}),
     });
-    this.#worker = new WorkerJobs({
+    this.worker = new WorkerJobs({
       db,
       store,
       clock,
@@ -89,7 +90,7 @@ export class JobsService {
       batching,
       ...(quota ? { quota } : {}),
     });
-    this.#sweeper = new JobSweeper({
+    this.sweeper = new JobSweeper({
       db,
       store,
       clock,
@@ -100,70 +101,13 @@ export class JobsService {
     });
   }
 
-  // ── clients: see ClientJobs ────────────────────────────────────────────────────────────────
-
-  submit(...args: Parameters<ClientJobs['submit']>): ReturnType<ClientJobs['submit']> {
-    return this.#client.submit(...args);
-  }
-  runSync(...args: Parameters<ClientJobs['runSync']>): ReturnType<ClientJobs['runSync']> {
-    return this.#client.runSync(...args);
-  }
-  status(...args: Parameters<ClientJobs['status']>): ReturnType<ClientJobs['status']> {
-    return this.#client.status(...args);
-  }
-  waitForTerminal(...args: Parameters<ClientJobs['waitForTerminal']>): ReturnType<ClientJobs['waitForTerminal']> {
-    return this.#client.waitForTerminal(...args);
-  }
-  cancel(...args: Parameters<ClientJobs['cancel']>): ReturnType<ClientJobs['cancel']> {
-    return this.#client.cancel(...args);
-  }
-  retry(...args: Parameters<ClientJobs['retry']>): ReturnType<ClientJobs['retry']> {
-    return this.#client.retry(...args);
-  }
-  purgeQueue(...args: Parameters<ClientJobs['purgeQueue']>): ReturnType<ClientJobs['purgeQueue']> {
-    return this.#client.purgeQueue(...args);
-  }
-  queueStats(...args: Parameters<ClientJobs['queueStats']>): ReturnType<ClientJobs['queueStats']> {
-    return this.#client.queueStats(...args);
-  }
-  stream(...args: Parameters<ClientJobs['stream']>): ReturnType<ClientJobs['stream']> {
-    return this.#client.stream(...args);
-  }
-
-  // ── workers: see WorkerJobs ────────────────────────────────────────────────────────────────
-
-  take(...args: Parameters<WorkerJobs['take']>): ReturnType<WorkerJobs['take']> {
-    return this.#worker.take(...args);
-  }
-  release(...args: Parameters<WorkerJobs['release']>): ReturnType<WorkerJobs['release']> {
-    return this.#worker.release(...args);
-  }
-  complete(...args: Parameters<WorkerJobs['complete']>): ReturnType<WorkerJobs['complete']> {
-    return this.#worker.complete(...args);
-  }
-  appendStream(...args: Parameters<WorkerJobs['appendStream']>): ReturnType<WorkerJobs['appendStream']> {
-    return this.#worker.appendStream(...args);
-  }
-  stopRequests(...args: Parameters<WorkerJobs['stopRequests']>): ReturnType<WorkerJobs['stopRequests']> {
-    return this.#worker.stopRequests(...args);
-  }
-  workerLost(...args: Parameters<WorkerJobs['workerLost']>): ReturnType<WorkerJobs['workerLost']> {
-    return this.#worker.workerLost(...args);
-  }
-
-  // ── timekeeper: see JobSweeper ─────────────────────────────────────────────────────────────
-
-  tick(...args: Parameters<JobSweeper['tick']>): ReturnType<JobSweeper['tick']> {
-    return this.#sweeper.tick(...args);
-  }
-
   /** Resolves once every accepted submission, result and chunk is committed. */
   async flush(): Promise<void> {
-    await Promise.all([this.#client.flush(), this.#worker.flush()]);
+    await Promise.all([this.client.flush(), this.worker.flush()]);
   }
 
   /** Group-commit counters (batches, items), for benchmarks and metrics. */
   get batchStats(): Record<'submits' | 'takes' | 'posts', GroupCommit<unknown, unknown>['stats']> {
-    return { submits: this.#client.batchStats, ...this.#worker.batchStats };
+    return { submits: this.client.batchStats, ...this.worker.batchStats };
   }
 }

@@ -2,11 +2,11 @@ import type { Logger } from 'pino';
 import type { Clock } from '../domain/clock.js';
 import { heldLease, type Lease } from '../store/leases.js';
 import type { WorkersRegistry } from '../serverless/workers-registry.js';
-import type { JobsService } from './jobs-service.js';
-import type { TickResult } from './job-sweeper.js';
+import type { JobSweeper, TickResult } from './job-sweeper.js';
+import type { WorkerJobs } from './worker-jobs.js';
 
 export interface TimekeeperDeps {
-  jobs: Pick<JobsService, 'tick' | 'workerLost'>;
+  jobs: { sweeper: Pick<JobSweeper, 'tick'>; worker: Pick<WorkerJobs, 'workerLost'> };
   workers: Pick<WorkersRegistry, 'flush' | 'expire' | 'refreshLiveCounts'>;
   clock: Clock;
   logger?: Pick<Logger, 'warn' | 'error' | 'info'>;
@@ -27,7 +27,7 @@ export interface TimekeeperPass extends TickResult {
 
 /**
  * The loop that keeps job time: every interval it writes the workers' signs of life, times out
- * and expires jobs (`JobsService.tick`), and declares workers silent for longer than the heartbeat
+ * and expires jobs (`JobSweeper.tick`), and declares workers silent for longer than the heartbeat
  * timeout lost, so their jobs go back to the queue. Time comes from the injected clock; tests call
  * `tick()` directly on a fake clock.
  *
@@ -51,10 +51,10 @@ export class Timekeeper {
   async tick(now: number = this.#deps.clock.now()): Promise<TimekeeperPass> {
     const { jobs, workers, config } = this.#deps;
     await workers.flush(now);
-    const result = await jobs.tick(now);
+    const result = await jobs.sweeper.tick(now);
     const lostWorkers: TimekeeperPass['lostWorkers'] = [];
     for (const worker of await workers.expire(now - config.heartbeatTimeoutMs, now)) {
-      const moved = await jobs.workerLost(worker.id, worker.endpointId);
+      const moved = await jobs.worker.workerLost(worker.id, worker.endpointId);
       lostWorkers.push({ id: worker.id, ...moved });
       this.#deps.logger?.warn(
         { workerId: worker.id, endpointId: worker.endpointId, ...moved },

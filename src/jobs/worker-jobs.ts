@@ -14,16 +14,12 @@ import { parseWorkerPost, workerResultEvent, type WorkerPostOutcome } from './wo
 
 export interface WorkerJobsDeps {
   db: Db;
-  store: Pick<
-    JobStore,
-    | 'get'
-    | 'takeCommitted'
-    | 'completeCommitted'
-    | 'release'
-    | 'requeueFromWorker'
-    | 'takeStopRequests'
-    | 'appendStream'
-  >;
+  store: {
+    rows: Pick<JobStore['rows'], 'get'>;
+    committed: Pick<JobStore['committed'], 'takeCommitted' | 'completeCommitted'>;
+    claims: Pick<JobStore['claims'], 'release' | 'requeueFromWorker' | 'takeStopRequests'>;
+    stream: Pick<JobStore['stream'], 'appendStream'>;
+  };
   clock: Clock;
   signals: JobSignals;
   sequence: JobSequence;
@@ -63,14 +59,14 @@ export class WorkerJobs {
     this.#posts = new GroupCommit({ ...batching, commit: (posts) => this.#commitPosts(posts) });
     this.#takes = new GroupCommit({
       ...batching,
-      commit: (requests) => store.takeCommitted(requests, clock.now()),
+      commit: (requests) => store.committed.takeCommitted(requests, clock.now()),
     });
     this.#chunks = new GroupCommit({
       ...batching,
       commit: async (chunks) => {
         const now = clock.now();
         await db.withTransaction(async (tx) => {
-          for (const c of chunks) await store.appendStream(c.jobId, [c], now, tx);
+          for (const c of chunks) await store.stream.appendStream(c.jobId, [c], now, tx);
         });
         for (const jobId of new Set(chunks.map((c) => c.jobId))) signals.notify('stream', jobId);
         return chunks.map(() => undefined);
@@ -120,9 +116,9 @@ export class WorkerJobs {
    * take reply could not be written). No retry is counted.
    */
   async release(workerId: string, jobIds: readonly string[]): Promise<number> {
-    const n = await this.#deps.store.release(jobIds, workerId);
+    const n = await this.#deps.store.claims.release(jobIds, workerId);
     if (n > 0) {
-      const job = await this.#deps.store.get(jobIds[0]!);
+      const job = await this.#deps.store.rows.get(jobIds[0]!);
       if (job) this.#deps.signals.notify('work', job.endpointId, n);
     }
     return n;
@@ -170,7 +166,7 @@ export class WorkerJobs {
       settle?.();
     }
     if (changed) return { outcome: 'applied', status: changed.status, stopPod };
-    const job = await this.#deps.store.get(jobId);
+    const job = await this.#deps.store.rows.get(jobId);
     const now = this.#deps.clock.now();
     if (!job || !isVisible(job, now) || (endpointId !== undefined && job.endpointId !== endpointId))
       return { outcome: 'not-found', stopPod };
@@ -203,7 +199,7 @@ export class WorkerJobs {
    * job of another endpoint than `endpointId` (when given) is not found.
    */
   async appendStream(workerId: string, jobId: string, body: unknown, endpointId?: string): Promise<WorkerPostOutcome> {
-    const job = await this.#deps.store.get(jobId);
+    const job = await this.#deps.store.rows.get(jobId);
     const now = this.#deps.clock.now();
     if (!job || !isVisible(job, now) || (endpointId !== undefined && job.endpointId !== endpointId))
       return { outcome: 'not-found', stopPod: false };
@@ -244,7 +240,7 @@ export class WorkerJobs {
 
   readonly #stopPoll: LongPollSteps<TakePoll, string[], string[]> = {
     wait: (p, timeoutMs) => this.#deps.signals.waiter('stop', stopKey(p.endpointId, p.workerId), timeoutMs, p.signal),
-    read: (p) => this.#deps.store.takeStopRequests(p.workerId, p.endpointId),
+    read: (p) => this.#deps.store.claims.takeStopRequests(p.workerId, p.endpointId),
     ends: (ids) => ids.length > 0,
     answer: (_, ids) => ids,
     timedOut: () => [],
@@ -259,7 +255,7 @@ export class WorkerJobs {
     const { db, store, clock, signals, finished, retryBudget } = this.#deps;
     const now = clock.now();
     const { requeued, failed } = await db.withTransaction(async (tx) => {
-      const res = await store.requeueFromWorker(workerId, endpointId, now, retryBudget, tx);
+      const res = await store.claims.requeueFromWorker(workerId, endpointId, now, retryBudget, tx);
       await finished.enqueueWebhooks(res.failed, now, tx);
       return res;
     });
@@ -283,7 +279,7 @@ export class WorkerJobs {
   async #commitPosts(posts: readonly WorkerResult[]): Promise<Array<JobRecord | null>> {
     const { store, clock, finished } = this.#deps;
     const now = clock.now();
-    const changed = await store.completeCommitted(posts, now, (rows) => finished.webhooksOf(rows));
+    const changed = await store.committed.completeCommitted(posts, now, (rows) => finished.webhooksOf(rows));
     finished.announce(changed.filter((r): r is JobRecord => r !== null && isTerminalJobStatus(r.status)));
     return changed;
   }

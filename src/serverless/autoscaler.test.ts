@@ -89,7 +89,7 @@ describe('Autoscaler', () => {
 
   test('a queued job on an endpoint without workers launches one, placed on a GPU of its pool, with the worker environment', async () => {
     const ep = await endpoint({ env: { SHARED: 'endpoint' }, locations: 'US' });
-    await t.services.jobs.submit(ep.id, accountId, { input: {} });
+    await t.services.jobs.client.submit(ep.id, accountId, { input: {} });
     await autoscaler.tick(clock.now());
     const [row, ...more] = await rows(ep.id);
     assert.equal(more.length, 0);
@@ -115,14 +115,14 @@ describe('Autoscaler', () => {
 
   test('an idle worker is stopped after idleTimeout: instance, reservation and row', async () => {
     const ep = await endpoint({ idleTimeout: 5 });
-    await t.services.jobs.submit(ep.id, accountId, { input: {} });
+    await t.services.jobs.client.submit(ep.id, accountId, { input: {} });
     await autoscaler.tick(clock.now());
     const [row] = await rows(ep.id);
     const id = row!.id;
-    const [taken] = await t.services.jobs.take(ep.id, id);
+    const [taken] = await t.services.jobs.worker.take(ep.id, id);
     await t.services.workers.seen(ep.id, id, true);
     await autoscaler.tick(clock.now());
-    await t.services.jobs.complete(id, taken!.id, { output: 1 });
+    await t.services.jobs.worker.complete(id, taken!.id, { output: 1 });
     await t.services.workers.seen(ep.id, id, false);
     clock.advance(4 * S);
     await autoscaler.tick(clock.now());
@@ -151,7 +151,7 @@ describe('Autoscaler', () => {
 
   test('with no capacity the worker is reported throttled with the reason, and nothing is recorded', async () => {
     const ep = await endpoint({ gpuCount: 8, locations: 'CZ' });
-    await t.services.jobs.submit(ep.id, accountId, { input: {} });
+    await t.services.jobs.client.submit(ep.id, accountId, { input: {} });
     await autoscaler.tick(clock.now());
     assert.deepEqual(await rows(ep.id), []);
     const health = autoscaler.health(ep.id);
@@ -162,10 +162,10 @@ describe('Autoscaler', () => {
 
   test('a worker that exits on its own loses its job back to the queue and counts a crash; repeated crashes back the endpoint off', async () => {
     const ep = await endpoint({ workersMax: 1 });
-    const { id: jobId } = await t.services.jobs.submit(ep.id, accountId, { input: {} });
+    const { id: jobId } = await t.services.jobs.client.submit(ep.id, accountId, { input: {} });
     await autoscaler.tick(clock.now());
     const first = (await rows(ep.id))[0]!.id;
-    await t.services.jobs.take(ep.id, first);
+    await t.services.jobs.worker.take(ep.id, first);
     runtime.crash(first);
     await until(
       'the lost worker is cleaned up',
@@ -173,9 +173,9 @@ describe('Autoscaler', () => {
     );
     await until(
       'its job is requeued',
-      async () => (await t.services.jobs.status(accountId, ep.id, jobId)).status === 'IN_QUEUE',
+      async () => (await t.services.jobs.client.status(accountId, ep.id, jobId)).status === 'IN_QUEUE',
     );
-    assert.equal((await t.services.jobs.status(accountId, ep.id, jobId)).status, 'IN_QUEUE');
+    assert.equal((await t.services.jobs.client.status(accountId, ep.id, jobId)).status, 'IN_QUEUE');
     assert.equal(autoscaler.health(ep.id).crashes, 1);
     clock.advance(S);
     await autoscaler.tick(clock.now());
@@ -213,7 +213,7 @@ describe('Autoscaler', () => {
 
   test('after a restart, rows of launched workers whose instance is gone are marked dead and their jobs requeued', async () => {
     const ep = await endpoint();
-    const { id: jobId } = await t.services.jobs.submit(ep.id, accountId, { input: {} });
+    const { id: jobId } = await t.services.jobs.client.submit(ep.id, accountId, { input: {} });
     await t.services.db.kysely
       .insertInto('workers')
       .values({
@@ -226,10 +226,10 @@ describe('Autoscaler', () => {
         updated_at: clock.now(),
       })
       .execute();
-    await t.services.jobs.take(ep.id, 'ghost');
+    await t.services.jobs.worker.take(ep.id, 'ghost');
     const { cleaned } = await autoscaler.recover();
     assert.ok(cleaned.includes('ghost'));
-    assert.equal((await t.services.jobs.status(accountId, ep.id, jobId)).status, 'IN_QUEUE');
+    assert.equal((await t.services.jobs.client.status(accountId, ep.id, jobId)).status, 'IN_QUEUE');
     const ghost = await t.services.db.kysely
       .selectFrom('workers')
       .select('status')
@@ -241,7 +241,7 @@ describe('Autoscaler', () => {
   test('a worker that cannot be launched at all counts as a crash, not as a hot loop', async () => {
     runtime.failStart = true;
     const ep = await endpoint({ workersMax: 1 });
-    await t.services.jobs.submit(ep.id, accountId, { input: {} });
+    await t.services.jobs.client.submit(ep.id, accountId, { input: {} });
     for (let i = 0; i < 20; i++) {
       await autoscaler.tick(clock.now());
       clock.advance(S);
@@ -270,7 +270,7 @@ describe('Autoscaler', () => {
       gpuIds: 'ADA_24',
       workersMax: 1,
     });
-    await t.services.jobs.submit(ep.id, accountId, { input: {} });
+    await t.services.jobs.client.submit(ep.id, accountId, { input: {} });
     await autoscaler.tick(clock.now());
     const [row] = await rows(ep.id);
     assert.deepEqual(runtime.specs.get(row!.id)?.registryAuth, { username: 'puller', password: 's3cret' });
@@ -284,13 +284,13 @@ describe('Autoscaler', () => {
 
   test('while the runtime is unavailable no worker is launched or stopped and nothing counts as a crash; once it is back the wanted workers launch', async () => {
     const idle = await endpointOfNewAccount({ idleTimeout: 5 });
-    await t.services.jobs.submit(idle.id, idle.accountId, { input: {} });
+    await t.services.jobs.client.submit(idle.id, idle.accountId, { input: {} });
     await autoscaler.tick(clock.now());
     const [kept] = autoscaler.workerIds(idle.id);
-    const [taken] = await t.services.jobs.take(idle.id, kept!);
+    const [taken] = await t.services.jobs.worker.take(idle.id, kept!);
     await t.services.workers.seen(idle.id, kept!, true);
     await autoscaler.tick(clock.now());
-    await t.services.jobs.complete(kept!, taken!.id, { output: 1 });
+    await t.services.jobs.worker.complete(kept!, taken!.id, { output: 1 });
     await t.services.workers.seen(idle.id, kept!, false);
     const ep = await endpointOfNewAccount({ workersMin: 1 });
     const started = runtime.started.length;
@@ -339,7 +339,7 @@ describe('Autoscaler', () => {
 
   test('a long queue launches workersMax workers under REQUEST_COUNT, the pass counting only what can change the decision', async () => {
     const ep = await endpoint({ scalerType: 'REQUEST_COUNT', scalerValue: 2, workersMax: 2 });
-    for (let i = 0; i < 40; i++) await t.services.jobs.submit(ep.id, accountId, { input: { i } });
+    for (let i = 0; i < 40; i++) await t.services.jobs.client.submit(ep.id, accountId, { input: { i } });
     const counted: number[] = [];
     const store = autoscaler.store;
     const urgentQueued = store.urgentQueued.bind(store);
@@ -500,8 +500,8 @@ describe('Autoscaler after a restart', () => {
     const [revoked, stopped, old] = ids as [string, string, string];
     await t.services.accounts.revokeKey((await t.services.accounts.liveWorkerKeyId(ep.id, revoked))!);
     await t.services.db.kysely.updateTable('workers').set({ allocation: null }).where('id', '=', old).execute();
-    const { id: jobId } = await t.services.jobs.submit(ep.id, accountId, { input: {} });
-    await t.services.jobs.take(ep.id, old);
+    const { id: jobId } = await t.services.jobs.client.submit(ep.id, accountId, { input: {} });
+    await t.services.jobs.worker.take(ep.id, old);
     const owner = { kind: 'worker' as const, accountId, endpointId: ep.id };
     const next = restarted([
       { id: revoked, owner, status: running(revoked) },
@@ -517,7 +517,7 @@ describe('Autoscaler after a restart', () => {
         assert.equal(await statusOf(id), 'dead');
         assert.equal(next.inventory.allocationOf(id), undefined);
       }
-      assert.equal((await t.services.jobs.status(accountId, ep.id, jobId)).status, 'IN_QUEUE');
+      assert.equal((await t.services.jobs.client.status(accountId, ep.id, jobId)).status, 'IN_QUEUE');
     } finally {
       await next.autoscaler.stop();
     }

@@ -30,7 +30,7 @@ import type { Catalog } from '../domain/catalog.js';
 import type { Clock } from '../domain/clock.js';
 import { decideScale, type ScaleQueue, type ScaleWorker } from '../domain/autoscale.js';
 import type { Inventory } from '../inventory/inventory.js';
-import type { JobsService } from '../jobs/jobs-service.js';
+import type { WorkerJobs } from '../jobs/worker-jobs.js';
 import type { JobEventPayload } from '../jobs/job-view.js';
 import type { AttachedInstance, Runtime } from '../runtime/runtime.js';
 import type { AutoscalerStore, LaunchedWorkerRow } from '../store/autoscaler-store.js';
@@ -60,7 +60,7 @@ export interface AutoscalerDeps {
   clock: Clock;
   runtime: Runtime;
   inventory: Pick<Inventory, 'placeAndReserve' | 'reserveExact' | 'release'>;
-  jobs: Pick<JobsService, 'workerLost'>;
+  jobs: { worker: Pick<WorkerJobs, 'workerLost'> };
   workers: Pick<WorkersRegistry, 'markDead' | 'takeRecycleRequest'>;
   endpoints: Pick<EndpointsService, 'get' | 'templateOf'>;
   accounts: Pick<AccountsService, 'createKey' | 'revokeKey' | 'revokeWorkerKeysExcept' | 'liveWorkerKeyId'>;
@@ -239,7 +239,7 @@ export class Autoscaler {
       await this.#deps.runtime.remove(row.id).catch(() => undefined);
       this.#deps.inventory.release(row.id);
       await this.#deps.workers.markDead(row.endpointId, [row.id], this.#deps.clock.now());
-      const moved = await this.#deps.jobs.workerLost(row.id, row.endpointId);
+      const moved = await this.#deps.jobs.worker.workerLost(row.id, row.endpointId);
       cleaned.push(row.id);
       this.#deps.logger.info(
         { workerId: row.id, endpointId: row.endpointId, ...moved },

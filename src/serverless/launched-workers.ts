@@ -6,7 +6,7 @@ import { costPerHour, type PricedCompute } from '../domain/cost.js';
 import { newId } from '../domain/ids.js';
 import type { Inventory } from '../inventory/inventory.js';
 import type { SystemLogWriter } from '../logs/system-log.js';
-import type { JobsService } from '../jobs/jobs-service.js';
+import type { WorkerJobs } from '../jobs/worker-jobs.js';
 import type { AttachedInstance, InstanceStatus, Runtime } from '../runtime/runtime.js';
 import type { AutoscalerStore, LaunchedWorkerRow } from '../store/autoscaler-store.js';
 import type { Endpoint } from '../domain/endpoint.js';
@@ -29,7 +29,7 @@ export interface LaunchedWorkersDeps {
   clock: Clock;
   runtime: Pick<Runtime, 'start' | 'remove' | 'inspect' | 'runsAsPlaceholder' | 'unavailable'>;
   inventory: Pick<Inventory, 'placeAndReserve' | 'reserveExact' | 'release'>;
-  jobs: Pick<JobsService, 'workerLost'>;
+  jobs: { worker: Pick<WorkerJobs, 'workerLost'> };
   workers: Pick<WorkersRegistry, 'markDead'>;
   endpoints: Pick<EndpointsService, 'templateOf'>;
   accounts: Pick<AccountsService, 'createKey' | 'revokeKey' | 'revokeWorkerKeysExcept' | 'liveWorkerKeyId'>;
@@ -282,7 +282,7 @@ export class LaunchedWorkers {
       this.#deps.inventory.release(workerId);
       await this.#keys.revoke(workerId);
       if (endpoint !== null) await this.#deps.workers.markDead(endpoint, [workerId], this.#deps.clock.now());
-      await this.#deps.jobs.workerLost(workerId, endpoint);
+      await this.#deps.jobs.worker.workerLost(workerId, endpoint);
     } finally {
       this.#workers.delete(workerId);
     }

@@ -5,7 +5,7 @@ import pino from 'pino';
 import { openTestDb, type TestDb } from '../../test/support/harness.js';
 import { startReceiver, type WebhookReceiver } from '../../test/support/webhook-receiver.js';
 import { FakeClock } from '../domain/clock.js';
-import { JobStore } from '../store/job-store.js';
+import { openJobStore } from '../store/job-store.js';
 import { UNREACHABLE, WebhookDispatcher, type FetchLike } from './webhook-dispatcher.js';
 import type { ResolveLike } from './webhook-http.js';
 import { AccountStore } from '../store/account-store.js';
@@ -25,7 +25,7 @@ describe('WebhookDispatcher', () => {
       url,
       payloadJson: JSON.stringify({ id: `job-${i}`, status: 'COMPLETED', input: { password: 'hunter2' } }),
     }));
-    await new JobStore(t.db).insertWebhookDeliveries(rows, clock.now());
+    await openJobStore(t.db).outbox.insertWebhookDeliveries(rows, clock.now());
   };
   const make = (extra: Partial<ConstructorParameters<typeof WebhookDispatcher>[0]> = {}) => {
     const d = new WebhookDispatcher({
@@ -98,7 +98,7 @@ describe('WebhookDispatcher', () => {
     const closedUrl = closed.url;
     await closed.close();
     receiver.hang = true;
-    await new JobStore(t.db).insertWebhookDeliveries(
+    await openJobStore(t.db).outbox.insertWebhookDeliveries(
       [
         { id: 'to-closed', jobId: 'job-closed', url: `${closedUrl}/hook`, payloadJson: '{}' },
         { id: 'to-silent', jobId: 'job-silent', url: `${receiver.url}/hook`, payloadJson: '{}' },

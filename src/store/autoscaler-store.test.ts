@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { dialects, openTestDb, type TestDb } from '../../test/support/harness.js';
 import { AutoscalerStore } from './autoscaler-store.js';
 import type { NewJob } from './job-record.js';
-import { JobStore } from './job-store.js';
+import { openJobStore, type JobStore } from './job-store.js';
 
 const T0 = 1_767_225_600_000;
 const DAY = 86_400_000;
@@ -30,7 +30,7 @@ for (const { name, skip } of dialects()) {
     before(async () => {
       t = await openTestDb(name);
       store = new AutoscalerStore(t.db);
-      jobs = new JobStore(t.db);
+      jobs = openJobStore(t.db);
     });
     after(() => t?.cleanup());
     beforeEach(async () => {
@@ -38,7 +38,7 @@ for (const { name, skip } of dialects()) {
     });
 
     test('urgent queued jobs are counted up to the cap, low-priority and other endpoints not at all', async () => {
-      await jobs.insertCommitted([
+      await jobs.rows.insertCommitted([
         ...Array.from({ length: 7 }, () => job('ep-a')),
         ...Array.from({ length: 3 }, () => job('ep-a', true)),
         ...Array.from({ length: 4 }, () => job('ep-b')),
@@ -49,7 +49,7 @@ for (const { name, skip } of dialects()) {
     });
 
     test('anyQueued tells an endpoint with only low-priority jobs queued from an empty one', async () => {
-      await jobs.insertCommitted([job('ep-a', true)]);
+      await jobs.rows.insertCommitted([job('ep-a', true)]);
       assert.equal(await store.anyQueued('ep-a'), true);
       assert.equal(await store.urgentQueued('ep-a', 10), 0);
       assert.equal(await store.anyQueued('ep-b'), false);

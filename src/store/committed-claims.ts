@@ -1,36 +1,27 @@
 import type { Db } from './database.js';
-import type { JobClaims } from './job-claims.js';
+import type { JobClaims, TakeRequest } from './job-claims.js';
 import { toJobRecord, type JobRecord, type WorkerResult } from './job-record.js';
-import type { JobRetention } from './job-retention.js';
 import type { JobWebhookOutbox, NewWebhookDelivery } from './job-webhook-outbox.js';
-import { SqliteJobWrites } from './sqlite-job-writes.js';
 
 /**
  * The group commits of the worker side, each one whole transaction: a batch of takes, and a batch
  * of results with the webhook outbox rows of the jobs they finish. In-process engines (SQLite) run
- * them as rebound per-row statements in one synchronous transaction (`SqliteJobWrites`); others
- * as the set-based statements of `JobClaims` in a Kysely transaction. Same guards, same answers.
+ * them on the synchronous executor, in one synchronous transaction (`JobClaims.takeRows`,
+ * `completeRows`); others on Kysely in a transaction (`takeMany`, `completeMany`). Same
+ * statements, same guards, same answers.
  */
 export class CommittedClaims {
-  readonly #sqlite: SqliteJobWrites;
-
   constructor(
     private readonly db: Db,
-    private readonly claims: Pick<JobClaims, 'takeMany' | 'completeMany'>,
-    private readonly outbox: Pick<JobWebhookOutbox, 'insertWebhookDeliveries'>,
-    retention: JobRetention,
-  ) {
-    this.#sqlite = new SqliteJobWrites(retention);
-  }
+    private readonly claims: Pick<JobClaims, 'takeMany' | 'completeMany' | 'takeRows' | 'completeRows'>,
+    private readonly outbox: Pick<JobWebhookOutbox, 'insertWebhookDeliveries' | 'insertRows'>,
+  ) {}
 
   /** Takes for several requests (see `JobClaims.takeMany`), committed. */
-  async takeCommitted(
-    requests: ReadonlyArray<{ endpointId: string; workerId: string; n: number }>,
-    now: number,
-  ): Promise<JobRecord[][]> {
+  async takeCommitted(requests: readonly TakeRequest[], now: number): Promise<JobRecord[][]> {
     const sync = this.db.syncTransaction;
     if (!sync) return this.db.withTransaction((tx) => this.claims.takeMany(requests, now, tx));
-    const rows = await sync((raw) => this.#sqlite.take(raw, requests, now));
+    const rows = await sync((raw) => this.claims.takeRows(raw, requests, now));
     return rows.map((list) => list.map(toJobRecord));
   }
 
@@ -52,9 +43,9 @@ export class CommittedClaims {
         return changed;
       });
     return sync((raw) => {
-      const changed = this.#sqlite.complete(raw, posts, now).map((r) => (r ? toJobRecord(r) : null));
+      const changed = this.claims.completeRows(raw, posts, now).map((r) => (r ? toJobRecord(r) : null));
       const deliveries = webhooksOf(changed);
-      if (deliveries.length) this.#sqlite.insertWebhooks(raw, deliveries, now);
+      if (deliveries.length) this.outbox.insertRows(raw, deliveries, now);
       return changed;
     });
   }

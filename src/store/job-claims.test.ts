@@ -6,8 +6,8 @@ import { describeJobStore, MIN, T0, newJob } from '../../test/support/job-store-
 describeJobStore('JobClaims', (s) => {
   test('take hands out the oldest queued jobs of the endpoint first (FIFO) and marks them IN_PROGRESS', async () => {
     const jobs = [newJob(), newJob(), newJob(), newJob({ endpointId: 'other' })];
-    await s.store.insertMany(jobs);
-    const first = await s.store.takeNext('ep1', 'w1', 1, T0 + 500);
+    await s.store.rows.insertMany(jobs);
+    const first = await s.store.claims.takeNext('ep1', 'w1', 1, T0 + 500);
     assert.deepEqual(
       first.map((j) => j.id),
       [jobs[0]!.id],
@@ -17,25 +17,25 @@ describeJobStore('JobClaims', (s) => {
     assert.equal(first[0]!.startedAt, T0 + 500);
     assert.equal(first[0]!.delayMs, 500);
     assert.equal(first[0]!.timeoutAt, T0 + 500 + 600_000);
-    const batch = await s.store.takeNext('ep1', 'w2', 10, T0 + 600);
+    const batch = await s.store.claims.takeNext('ep1', 'w2', 10, T0 + 600);
     assert.deepEqual(
       batch.map((j) => j.id),
       [jobs[1]!.id, jobs[2]!.id],
     );
-    assert.deepEqual(await s.store.takeNext('ep1', 'w3', 10, T0 + 700), []);
+    assert.deepEqual(await s.store.claims.takeNext('ep1', 'w3', 10, T0 + 700), []);
   });
 
   test('a job whose ttl has passed is never taken', async () => {
     const job = newJob({ ttl: 10_000 });
-    await s.store.insertMany([job]);
-    assert.deepEqual(await s.store.takeNext('ep1', 'w1', 1, T0 + 10_000), []);
+    await s.store.rows.insertMany([job]);
+    assert.deepEqual(await s.store.claims.takeNext('ep1', 'w1', 1, T0 + 10_000), []);
   });
 
   test('several takes in one transaction deal the queue head out to the requests in order', async () => {
     const jobs = [newJob(), newJob(), newJob(), newJob(), newJob({ endpointId: 'ep2' })];
-    await s.store.insertMany(jobs);
+    await s.store.rows.insertMany(jobs);
     const res = await s.t.db.withTransaction((tx) =>
-      s.store.takeMany(
+      s.store.claims.takeMany(
         [
           { endpointId: 'ep1', workerId: 'w1', n: 1 },
           { endpointId: 'ep2', workerId: 'w2', n: 5 },
@@ -62,9 +62,9 @@ describeJobStore('JobClaims', (s) => {
 
   test('in one batch of posts, the first result of a job wins and later posts for it change nothing', async () => {
     const [a, b] = [newJob(), newJob()];
-    await s.store.insertMany([a, b]);
-    await s.store.takeNext('ep1', 'w1', 2, T0);
-    const res = await s.store.completeMany(
+    await s.store.rows.insertMany([a, b]);
+    await s.store.claims.takeNext('ep1', 'w1', 2, T0);
+    const res = await s.store.claims.completeMany(
       [
         { id: a.id, workerId: 'w1', status: 'IN_PROGRESS', outputJson: '"50%"', error: null },
         { id: a.id, workerId: 'w1', status: 'COMPLETED', outputJson: '"done"', error: null },
@@ -81,8 +81,8 @@ describeJobStore('JobClaims', (s) => {
 
   test("a result naming another endpoint than the job's changes nothing, in a batch or alone, committed or not", async () => {
     const [a, b] = [newJob(), newJob()];
-    await s.store.insertMany([a, b]);
-    await s.store.takeNext('ep1', 'w1', 2, T0);
+    await s.store.rows.insertMany([a, b]);
+    await s.store.claims.takeNext('ep1', 'w1', 2, T0);
     const posts = [
       {
         id: a.id,
@@ -103,27 +103,27 @@ describeJobStore('JobClaims', (s) => {
       { id: b.id, workerId: 'w1', endpointId: 'ep1', status: 'COMPLETED' as const, outputJson: '"own"', error: null },
     ];
     assert.deepEqual(
-      (await s.store.completeMany(posts, T0 + 10)).map((r) => r && [r.status, r.outputJson]),
+      (await s.store.claims.completeMany(posts, T0 + 10)).map((r) => r && [r.status, r.outputJson]),
       [null, null, ['COMPLETED', '"own"']],
     );
     assert.deepEqual(
-      (await s.store.completeCommitted([posts[0]!], T0 + 10, () => [])).map((r) => r?.status ?? null),
+      (await s.store.committed.completeCommitted([posts[0]!], T0 + 10, () => [])).map((r) => r?.status ?? null),
       [null],
     );
-    assert.equal((await s.store.get(a.id))?.status, 'IN_PROGRESS');
+    assert.equal((await s.store.rows.get(a.id))?.status, 'IN_PROGRESS');
   });
 
   test('a result is applied once, only from the worker holding the job, and sets execution time and retention', async () => {
     const run = newJob();
     const sync = newJob({ sync: true });
-    await s.store.insertMany([run, sync]);
-    await s.store.takeNext('ep1', 'w1', 2, T0 + 100);
-    const foreign = await s.store.completeMany(
+    await s.store.rows.insertMany([run, sync]);
+    await s.store.claims.takeNext('ep1', 'w1', 2, T0 + 100);
+    const foreign = await s.store.claims.completeMany(
       [{ id: run.id, workerId: 'w2', status: 'COMPLETED', outputJson: '1', error: null }],
       T0 + 1100,
     );
     assert.deepEqual(foreign, [null]);
-    const done = await s.store.completeMany(
+    const done = await s.store.claims.completeMany(
       [
         { id: run.id, workerId: 'w1', status: 'COMPLETED', outputJson: '{"ok":true}', error: null },
         { id: sync.id, workerId: 'w1', status: 'FAILED', outputJson: null, error: 'boom' },
@@ -137,19 +137,19 @@ describeJobStore('JobClaims', (s) => {
         ['FAILED', 1000, T0 + 1100 + MIN, null, 'boom'],
       ],
     );
-    const again = await s.store.completeMany(
+    const again = await s.store.claims.completeMany(
       [{ id: run.id, workerId: 'w1', status: 'IN_PROGRESS', outputJson: '"late"', error: null }],
       T0 + 1200,
     );
     assert.deepEqual(again, [null]);
-    assert.equal((await s.store.get(run.id))?.outputJson, '{"ok":true}');
+    assert.equal((await s.store.rows.get(run.id))?.outputJson, '{"ok":true}');
   });
 
   test('progress replaces the visible output of a running job', async () => {
     const job = newJob();
-    await s.store.insertMany([job]);
-    await s.store.takeNext('ep1', 'w1', 1, T0);
-    const [p] = await s.store.completeMany(
+    await s.store.rows.insertMany([job]);
+    await s.store.claims.takeNext('ep1', 'w1', 1, T0);
+    const [p] = await s.store.claims.completeMany(
       [{ id: job.id, workerId: 'w1', status: 'IN_PROGRESS', outputJson: '"50%"', error: null }],
       T0 + 10,
     );
@@ -159,31 +159,31 @@ describeJobStore('JobClaims', (s) => {
 
   test("a lost worker's jobs go back to the queue, keeping their place, until the retry budget is spent", async () => {
     const [a, b, c] = [newJob(), newJob(), newJob()];
-    await s.store.insertMany([a, b, c]);
-    await s.store.takeNext('ep1', 'w1', 1, T0);
+    await s.store.rows.insertMany([a, b, c]);
+    await s.store.claims.takeNext('ep1', 'w1', 1, T0);
     for (let i = 1; i <= 2; i++) {
-      const lost = await s.store.requeueFromWorker('w1', 'ep1', T0 + i, 2);
+      const lost = await s.store.claims.requeueFromWorker('w1', 'ep1', T0 + i, 2);
       assert.deepEqual([lost.requeued.map((j) => [j.id, j.retries]), lost.failed], [[[a.id, i]], []]);
-      const [again] = await s.store.takeNext('ep1', 'w1', 1, T0 + i);
+      const [again] = await s.store.claims.takeNext('ep1', 'w1', 1, T0 + i);
       assert.equal(again?.id, a.id, 'a requeued job keeps its place at the head of the queue');
     }
-    const last = await s.store.requeueFromWorker('w1', 'ep1', T0 + 10, 2);
+    const last = await s.store.claims.requeueFromWorker('w1', 'ep1', T0 + 10, 2);
     assert.deepEqual(last.requeued, []);
     assert.deepEqual(
       last.failed.map((j) => [j.id, j.status, j.error]),
       [[a.id, 'FAILED', WORKER_LOST_ERROR]],
     );
-    assert.equal((await s.store.queueStats('ep1')).retried, 1);
+    assert.equal((await s.store.stats.queueStats('ep1')).retried, 1);
   });
 
   if (s.dialect === 'postgres') {
     test('two concurrent takers with SKIP LOCKED never hand out a job twice', async () => {
       const jobs = Array.from({ length: 400 }, () => newJob());
-      await s.store.insertMany(jobs);
+      await s.store.rows.insertMany(jobs);
       const seen: string[] = [];
       const taker = async (worker: string): Promise<void> => {
         for (;;) {
-          const got = await s.t.db.withTransaction((tx) => s.store.takeNext('ep1', worker, 3, T0, tx));
+          const got = await s.t.db.withTransaction((tx) => s.store.claims.takeNext('ep1', worker, 3, T0, tx));
           if (got.length === 0) return;
           seen.push(...got.map((j) => j.id));
         }
@@ -195,12 +195,12 @@ describeJobStore('JobClaims', (s) => {
 
     test('concurrent batched takes with SKIP LOCKED never hand out a job twice', async () => {
       const jobs = Array.from({ length: 400 }, () => newJob());
-      await s.store.insertMany(jobs);
+      await s.store.rows.insertMany(jobs);
       const seen: string[] = [];
       const taker = async (worker: string): Promise<void> => {
         for (;;) {
           const got = await s.t.db.withTransaction((tx) =>
-            s.store.takeMany(
+            s.store.claims.takeMany(
               [
                 { endpointId: 'ep1', workerId: `${worker}a`, n: 2 },
                 { endpointId: 'ep1', workerId: `${worker}b`, n: 3 },
@@ -219,4 +219,55 @@ describeJobStore('JobClaims', (s) => {
       assert.equal(new Set(seen).size, 400);
     });
   }
+
+  test('takes committed together deal the queue head out FIFO to the requests in order, each job claimed for its worker', async () => {
+    const jobs = [newJob(), newJob(), newJob(), newJob(), newJob({ endpointId: 'ep2' })];
+    await s.store.rows.insertMany(jobs);
+    const res = await s.store.committed.takeCommitted(
+      [
+        { endpointId: 'ep1', workerId: 'w1', n: 1 },
+        { endpointId: 'ep1', workerId: 'w2', n: 2 },
+        { endpointId: 'ep3', workerId: 'w3', n: 5 },
+        { endpointId: 'ep2', workerId: 'w4', n: 0 },
+      ],
+      T0 + 100,
+    );
+    assert.deepEqual(
+      res.map((r) => r.map((j) => [j.id, j.workerId, j.delayMs, j.timeoutAt])),
+      [
+        [[jobs[0]!.id, 'w1', 100, T0 + 100 + 600_000]],
+        [
+          [jobs[1]!.id, 'w2', 100, T0 + 100 + 600_000],
+          [jobs[2]!.id, 'w2', 100, T0 + 100 + 600_000],
+        ],
+        [],
+        [],
+      ],
+    );
+    assert.equal((await s.store.rows.get(jobs[3]!.id))?.status, 'IN_QUEUE');
+  });
+
+  test("results committed together write the outbox rows their webhooks ask for, due at once, in the results' transaction", async () => {
+    const job = newJob({ webhook: 'http://127.0.0.1:1/h', sync: true });
+    await s.store.rows.insertMany([job]);
+    await s.store.claims.takeNext('ep1', 'w1', 1, T0);
+    const changed = await s.store.committed.completeCommitted(
+      [{ id: job.id, workerId: 'w1', status: 'FAILED', outputJson: null, error: 'boom' }],
+      T0 + 500,
+      (rows) =>
+        rows.flatMap((r) =>
+          r?.webhook
+            ? [{ id: `d-${r.id}`, jobId: r.id, url: r.webhook, payloadJson: '{}', accountId: r.accountId }]
+            : [],
+        ),
+    );
+    assert.equal(changed[0]?.status, 'FAILED');
+    assert.equal(changed[0]?.executionMs, 500);
+    assert.equal(changed[0]?.retainUntil, T0 + 500 + 60_000, 'a /runsync job is kept one minute');
+    const d = await s.t.db.kysely.selectFrom('webhook_deliveries').selectAll().executeTakeFirstOrThrow();
+    assert.deepEqual(
+      [d.id, d.status, Number(d.next_attempt_at), d.attempts, d.account_id, d.receiver],
+      [`d-${job.id}`, 'PENDING', T0 + 500, 0, 'acct1', 'http://127.0.0.1:1'],
+    );
+  });
 });

@@ -1,9 +1,24 @@
 import { sql } from 'kysely';
+import type SqliteDatabase from 'better-sqlite3';
 import type { Db, Executor } from './database.js';
-import { changesFrom, WORKER_LOST_ERROR } from '../domain/job-state.js';
+import { WORKER_LOST_ERROR } from '../domain/job-state.js';
 import { toJobRecord, type JobRecord, type WorkerResult } from './job-record.js';
 import { DEFAULT_RETENTION, retainUntil, type JobRetention } from './job-retention.js';
 import { big, soleStatus } from './job-sql.js';
+import {
+  finishArgs,
+  finishedAt,
+  heldBy,
+  jobStatements,
+  prepareSync,
+  progressArgs,
+  runAsync,
+  statusGuard,
+  takenBy,
+  type FinishArgs,
+  type HeadArgs,
+} from './job-statements.js';
+import type { JobsTable } from './schema.js';
 
 /** Jobs claimed per take statement: 3 parameters each, well under SQLite's limit. */
 const TAKE_CHUNK = 2000;
@@ -12,6 +27,52 @@ const TAKE_CHUNK = 2000;
 const COMPLETE_CHUNK = 1000;
 
 const bySeq = (a: JobRecord, b: JobRecord): number => a.seq - b.seq;
+
+export interface TakeRequest {
+  endpointId: string;
+  workerId: string;
+  n: number;
+}
+
+/** Per endpoint, the requests that ask it for jobs, in order, and how many jobs they ask in all. */
+function byEndpoint(requests: readonly TakeRequest[]): Map<string, { indexes: number[]; total: number }> {
+  const groups = new Map<string, { indexes: number[]; total: number }>();
+  requests.forEach((r, i) => {
+    if (r.n <= 0) return;
+    const g = groups.get(r.endpointId);
+    if (g) {
+      g.indexes.push(i);
+      g.total += r.n;
+    } else groups.set(r.endpointId, { indexes: [i], total: r.n });
+  });
+  return groups;
+}
+
+/** The head of a queue dealt out to its requests in order: [job id, request index], FIFO. */
+function deal(
+  ids: readonly string[],
+  indexes: readonly number[],
+  requests: readonly TakeRequest[],
+): Array<[string, number]> {
+  const claims: Array<[string, number]> = [];
+  let next = 0;
+  for (const i of indexes) for (let k = 0; k < requests[i]!.n && next < ids.length; k++) claims.push([ids[next++]!, i]);
+  return claims;
+}
+
+/** The posts that are the first result of their job, and the rest (progress, repeats), in order. */
+function splitPosts(posts: readonly WorkerResult[]): { firsts: number[]; rest: number[] } {
+  const seen = new Set<string>();
+  const firsts: number[] = [];
+  const rest: number[] = [];
+  posts.forEach((p, i) => {
+    if (p.status !== 'IN_PROGRESS' && !seen.has(p.id)) {
+      seen.add(p.id);
+      firsts.push(i);
+    } else rest.push(i);
+  });
+  return { firsts, rest };
+}
 
 /**
  * Workers' claims on jobs: taking them, posting their results, giving them back (released, or
@@ -39,38 +100,28 @@ export class JobClaims {
    * endpoint, one read of the queue head (locking with SKIP LOCKED on PostgreSQL), then the jobs
    * are dealt out to the requests in order, FIFO. Answers the jobs of each request, in order.
    * Call it inside a transaction, so the rows read stay reserved until they are updated.
+   *
+   * In-process engines (SQLite) claim each job with the row-at-a-time statement `takeRows` also
+   * runs; others claim a chunk of the head in one set-based statement built from the same pieces.
    */
-  async takeMany(
-    requests: ReadonlyArray<{ endpointId: string; workerId: string; n: number }>,
-    now: number,
-    tx: Executor,
-  ): Promise<JobRecord[][]> {
+  async takeMany(requests: readonly TakeRequest[], now: number, tx: Executor): Promise<JobRecord[][]> {
+    const st = jobStatements(this.db);
     const results: JobRecord[][] = requests.map(() => []);
-    const byEndpoint = new Map<string, number[]>();
-    requests.forEach((r, i) => {
-      if (r.n > 0) byEndpoint.set(r.endpointId, [...(byEndpoint.get(r.endpointId) ?? []), i]);
-    });
-    for (const [endpointId, indexes] of byEndpoint) {
-      const total = indexes.reduce((sum, i) => sum + requests[i]!.n, 0);
-      const head = tx
-        .selectFrom('jobs')
-        .select('id')
-        .where('endpoint_id', '=', endpointId)
-        .where('status', 'in', changesFrom('take'))
-        .where('expires_at', '>', now)
-        .orderBy('seq')
-        .limit(total);
-      const ids = (await (this.db.capabilities.skipLocked ? head.forUpdate().skipLocked() : head).execute()).map(
-        (r) => r.id,
+    for (const [endpointId, { indexes, total }] of byEndpoint(requests)) {
+      const head = await runAsync<HeadArgs, { id: string }>(tx, st.head, { endpointId, now, limit: total });
+      const claims = deal(
+        head.map((r) => r.id),
+        indexes,
+        requests,
       );
-      // Deal the head of the queue out to the requests in order, then claim it in ONE statement.
-      const owner = new Map<string, number>();
-      let offset = 0;
-      for (const i of indexes) {
-        for (const id of ids.slice(offset, offset + requests[i]!.n)) owner.set(id, i);
-        offset += requests[i]!.n;
+      if (this.db.capabilities.inProcess) {
+        for (const [id, i] of claims) {
+          const [row] = await runAsync(tx, st.claim, { id, workerId: requests[i]!.workerId, now });
+          if (row) results[i]!.push(toJobRecord(row));
+        }
+        continue;
       }
-      const claims = [...owner];
+      const owner = new Map(claims);
       for (let c = 0; c < claims.length; c += TAKE_CHUNK) {
         const chunk = claims.slice(c, c + TAKE_CHUNK);
         const workerCase = sql<string>`CASE id ${sql.join(
@@ -79,21 +130,13 @@ export class JobClaims {
         )} END`;
         const rows = await tx
           .updateTable('jobs')
-          .set({
-            status: 'IN_PROGRESS',
-            worker_id: workerCase,
-            started_at: now,
-            delay_ms: sql<number>`${big(now)} - queued_at`,
-            timeout_at: sql<number>`${big(now)} + execution_timeout_ms`,
-            output: null,
-            error: null,
-          })
+          .set(takenBy(workerCase, now))
           .where(
             'id',
             'in',
             chunk.map(([id]) => id),
           )
-          .where('status', 'in', changesFrom('take'))
+          .where(statusGuard('take'))
           .returningAll()
           .execute();
         for (const row of rows) results[owner.get(row.id)!]!.push(toJobRecord(row));
@@ -104,87 +147,100 @@ export class JobClaims {
   }
 
   /**
+   * `takeMany` on SQLite's synchronous executor: the same statements, prepared once and rebound
+   * per job, inside `Db.syncTransaction`. Answers each request's rows.
+   */
+  takeRows(raw: SqliteDatabase.Database, requests: readonly TakeRequest[], now: number): JobsTable[][] {
+    const st = jobStatements(this.db);
+    const head = prepareSync<HeadArgs, { id: string }>(raw, st.head);
+    const claim = prepareSync(raw, st.claim);
+    const results: JobsTable[][] = requests.map(() => []);
+    for (const [endpointId, { indexes, total }] of byEndpoint(requests)) {
+      const ids = head.all({ endpointId, now, limit: total }).map((r) => r.id);
+      for (const [id, i] of deal(ids, indexes, requests)) {
+        const row = claim.get({ id, workerId: requests[i]!.workerId, now });
+        if (row) results[i]!.push(row);
+      }
+    }
+    return results;
+  }
+
+  /**
    * Applies workers' posts, each guarded by "IN_PROGRESS on this worker": results finish the job
    * (execution time, retention deadline), progress replaces the visible output. Answers, per post
    * and in order, the job as changed — or null when its guard failed (late, repeated, foreign
    * post, or no such job) and nothing changed.
    *
-   * The first result of each job is applied by one set-based statement per chunk; progress posts
-   * and further posts for the same job follow one by one, in order — so a progress post in the
-   * same batch as its job's result is dropped like any late progress.
+   * The first result of each job is applied first (on PostgreSQL by one set-based statement per
+   * chunk); progress posts and further posts for the same job follow one by one, in order — so a
+   * progress post in the same batch as its job's result is dropped like any late progress.
    */
   async completeMany(
     results: readonly WorkerResult[],
     now: number,
     tx: Executor = this.db.kysely,
   ): Promise<Array<JobRecord | null>> {
+    const st = jobStatements(this.db);
     const changed: Array<JobRecord | null> = results.map(() => null);
-    const finals = new Map<string, number>();
-    const rest: number[] = [];
-    results.forEach((r, i) => {
-      if (r.status !== 'IN_PROGRESS' && !finals.has(r.id)) finals.set(r.id, i);
-      else rest.push(i);
-    });
-    const firsts = [...finals.values()];
-    for (let c = 0; c < firsts.length; c += COMPLETE_CHUNK) {
-      const chunk = firsts.slice(c, c + COMPLETE_CHUNK).map((i) => results[i]!);
-      const byId = <T>(value: (r: WorkerResult) => T) =>
-        sql<T>`CASE id ${sql.join(
-          chunk.map((r) => sql`WHEN ${r.id} THEN ${value(r)}`),
-          sql` `,
-        )} END`;
-      const rows = await tx
-        .updateTable('jobs')
-        .set({
-          status: byId((r) => r.status),
-          output: byId((r) => (r.status === 'COMPLETED' ? r.outputJson : null)),
-          error: byId((r) => (r.status === 'FAILED' ? r.error : null)),
-          completed_at: now,
-          execution_ms: sql<number>`${big(now)} - started_at`,
-          retain_until: retainUntil(this.retention, now),
-          timeout_at: null,
-        })
-        .where(
-          'id',
-          'in',
-          chunk.map((r) => r.id),
-        )
-        .where('status', 'in', changesFrom('complete'))
-        .where(
-          'worker_id',
-          '=',
-          byId((r) => r.workerId),
-        )
-        .where(sql<boolean>`endpoint_id = ${byId((r) => r.endpointId ?? sql`endpoint_id`)}`)
-        .returningAll()
-        .execute();
-      for (const row of rows) changed[finals.get(row.id)!] = toJobRecord(row);
-    }
-    for (const i of rest) {
-      const r = results[i]!;
-      let base = tx
-        .updateTable('jobs')
-        .where('id', '=', r.id)
-        .where('status', 'in', changesFrom('complete'))
-        .where('worker_id', '=', r.workerId);
-      if (r.endpointId !== undefined) base = base.where('endpoint_id', '=', r.endpointId);
-      const row =
+    const { firsts, rest } = splitPosts(results);
+    const one = async (r: WorkerResult): Promise<JobRecord | null> => {
+      const [row] =
         r.status === 'IN_PROGRESS'
-          ? await base.set({ output: r.outputJson }).returningAll().executeTakeFirst()
-          : await base
-              .set({
-                status: r.status,
-                output: r.status === 'COMPLETED' ? r.outputJson : null,
-                error: r.status === 'FAILED' ? r.error : null,
-                completed_at: now,
-                execution_ms: sql<number>`${big(now)} - started_at`,
-                retain_until: retainUntil(this.retention, now),
-                timeout_at: null,
-              })
-              .returningAll()
-              .executeTakeFirst();
-      changed[i] = row ? toJobRecord(row) : null;
-    }
+          ? await runAsync(tx, st.progress, progressArgs(r))
+          : await runAsync(tx, st.finish, finishArgs(r, now, this.retention));
+      return row ? toJobRecord(row) : null;
+    };
+    if (this.db.capabilities.inProcess) for (const i of firsts) changed[i] = await one(results[i]!);
+    else
+      for (let c = 0; c < firsts.length; c += COMPLETE_CHUNK) {
+        const indexes = firsts.slice(c, c + COMPLETE_CHUNK);
+        const chunk = indexes.map((i) => finishArgs(results[i]!, now, this.retention));
+        const byId = <T>(value: (r: FinishArgs) => T) =>
+          sql<T>`CASE id ${sql.join(
+            chunk.map((r) => sql`WHEN ${r.id} THEN ${value(r)}`),
+            sql` `,
+          )} END`;
+        const rows = await tx
+          .updateTable('jobs')
+          .set({
+            status: byId((r) => r.status),
+            output: byId((r) => r.output),
+            error: byId((r) => r.error),
+            ...finishedAt(now, retainUntil(this.retention, now)),
+          })
+          .where(
+            'id',
+            'in',
+            chunk.map((r) => r.id),
+          )
+          .where(statusGuard('complete'))
+          .where(
+            heldBy(
+              byId((r) => r.workerId),
+              byId((r) => r.endpointId),
+            ),
+          )
+          .returningAll()
+          .execute();
+        const at = new Map(indexes.map((i) => [results[i]!.id, i]));
+        for (const row of rows) changed[at.get(row.id)!] = toJobRecord(row);
+      }
+    for (const i of rest) changed[i] = await one(results[i]!);
+    return changed;
+  }
+
+  /** `completeMany` on SQLite's synchronous executor (see `takeRows`). */
+  completeRows(raw: SqliteDatabase.Database, posts: readonly WorkerResult[], now: number): Array<JobsTable | null> {
+    const st = jobStatements(this.db);
+    const finish = prepareSync(raw, st.finish);
+    const progress = prepareSync(raw, st.progress);
+    const one = (p: WorkerResult): JobsTable | null =>
+      (p.status === 'IN_PROGRESS' ? progress.get(progressArgs(p)) : finish.get(finishArgs(p, now, this.retention))) ??
+      null;
+    const changed: Array<JobsTable | null> = posts.map(() => null);
+    const { firsts, rest } = splitPosts(posts);
+    for (const i of firsts) changed[i] = one(posts[i]!);
+    for (const i of rest) changed[i] = one(posts[i]!);
     return changed;
   }
 

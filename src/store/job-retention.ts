@@ -10,7 +10,11 @@ export interface JobRetention {
 
 export const DEFAULT_RETENTION: JobRetention = { runMs: 30 * 60_000, runsyncMs: 60_000 };
 
+/** The retention rule: a finished job stays readable until `runsyncUntil` or `runUntil`, by its `sync` flag. */
+export const retainUntilOf = (runsyncUntil: Expression<number>, runUntil: Expression<number>): Expression<number> =>
+  sql<number>`CASE WHEN sync = 1 THEN ${runsyncUntil} ELSE ${runUntil} END`;
+
 /** `now + retention`, chosen per row by its `sync` flag. */
 export function retainUntil(retention: JobRetention, now: number): Expression<number> {
-  return sql<number>`CASE WHEN sync = 1 THEN ${big(now + retention.runsyncMs)} ELSE ${big(now + retention.runMs)} END`;
+  return retainUntilOf(big(now + retention.runsyncMs), big(now + retention.runMs));
 }

@@ -8,7 +8,8 @@ import assert from 'node:assert/strict';
 import { CompiledQuery, type KyselyPlugin, type RootOperationNode } from 'kysely';
 import { openTestDb, type TestDb } from '../../test/support/harness.js';
 import type { Db } from './database.js';
-import { JobStore } from './job-store.js';
+import { openJobStore, type JobStore } from './job-store.js';
+import { jobStatements, type CompiledStatement } from './job-statements.js';
 
 let t: TestDb;
 const captured: RootOperationNode[] = [];
@@ -30,7 +31,7 @@ async function plansOf(run: (store: JobStore) => Promise<unknown>): Promise<stri
   const kysely = t.db.kysely.withPlugin(capture);
   const db: Db = { ...t.db, kysely, withTransaction: (fn) => kysely.transaction().execute(fn) };
   captured.length = 0;
-  await run(new JobStore(db));
+  await run(openJobStore(db));
   const executor = t.db.kysely.getExecutor();
   const plans: string[] = [];
   for (const node of captured) {
@@ -45,11 +46,11 @@ async function plansOf(run: (store: JobStore) => Promise<unknown>): Promise<stri
 
 const NOW = 1_767_225_600_000;
 const sweeps: Array<[string, (s: JobStore) => Promise<unknown>]> = [
-  ['the execution-timeout sweep', (s) => s.timeOut(NOW)],
-  ['ttl expiry and result retention', (s) => s.expire(NOW)],
-  ["a lost worker's requeue", (s) => s.requeueFromWorker('w-1', 'ep-1', NOW, 3)],
-  ["a worker's job-stop channel", (s) => s.takeStopRequests('w-1', 'ep-1')],
-  ['a take', (s) => s.takeNext('ep-1', 'w-1', 4, NOW)],
+  ['the execution-timeout sweep', (s) => s.sweeps.timeOut(NOW)],
+  ['ttl expiry and result retention', (s) => s.sweeps.expire(NOW)],
+  ["a lost worker's requeue", (s) => s.claims.requeueFromWorker('w-1', 'ep-1', NOW, 3)],
+  ["a worker's job-stop channel", (s) => s.claims.takeStopRequests('w-1', 'ep-1')],
+  ['a take', (s) => s.claims.takeNext('ep-1', 'w-1', 4, NOW)],
 ];
 
 for (const [what, run] of sweeps) {
@@ -60,8 +61,26 @@ for (const [what, run] of sweeps) {
   });
 }
 
+test('every compiled statement of the job hot path reads the jobs table through an index, never a full scan', async () => {
+  const statements = Object.entries(jobStatements(t.db)).filter(
+    (e): e is [string, CompiledStatement<never>] => e[1] !== null,
+  );
+  assert.ok(statements.length >= 6);
+  for (const [name, s] of statements) {
+    const params = s.sql.split('?').length - 1;
+    const explained = await t.db.kysely.executeQuery<{ detail: string }>(
+      CompiledQuery.raw(
+        `EXPLAIN QUERY PLAN ${s.sql}`,
+        Array.from({ length: params }, () => null),
+      ),
+    );
+    const plan = explained.rows.map((r) => r.detail).join(' | ');
+    assert.doesNotMatch(plan, /SCAN jobs(?! USING)/, `${name}: ${plan}`);
+  }
+});
+
 test("/health's counts read only indexes, never a job row", async () => {
-  const plans = await plansOf((s) => s.queueStats('ep-1'));
+  const plans = await plansOf((s) => s.stats.queueStats('ep-1'));
   assert.equal(plans.length, 2);
   for (const plan of plans) assert.match(plan, /USING COVERING INDEX (jobs_take|jobs_retried)/, plan);
 });

@@ -5,9 +5,9 @@ import { describeJobStore, T0, newJob } from '../../test/support/job-store-suite
 describeJobStore('JobStreamBuffer', (s) => {
   test('a drained stream answers its chunks in order once', async () => {
     const job = newJob();
-    await s.store.insertMany([job]);
-    await s.store.appendStream(job.id, [{ seq: 2, outputJson: '"b"' }], T0);
-    await s.store.appendStream(
+    await s.store.rows.insertMany([job]);
+    await s.store.stream.appendStream(job.id, [{ seq: 2, outputJson: '"b"' }], T0);
+    await s.store.stream.appendStream(
       job.id,
       [
         { seq: 1, outputJson: '"a"' },
@@ -15,7 +15,7 @@ describeJobStore('JobStreamBuffer', (s) => {
       ],
       T0,
     );
-    assert.deepEqual(await s.store.drainStream(job.id), ['"a"', '"b"', '"c"']);
-    assert.deepEqual(await s.store.drainStream(job.id), []);
+    assert.deepEqual(await s.store.stream.drainStream(job.id), ['"a"', '"b"', '"c"']);
+    assert.deepEqual(await s.store.stream.drainStream(job.id), []);
   });
 });

@@ -34,13 +34,13 @@ describeJobStore('job usage counters', (s) => {
       newJob({ ttl: 1000 }),
     ];
     const b = [newJob({ accountId: 'acct2', endpointId: 'ep2' }), newJob({ accountId: 'acct2', endpointId: 'ep2' })];
-    await s.store.insertCommitted([...a, ...b]);
+    await s.store.rows.insertCommitted([...a, ...b]);
     await check('inserted');
     assert.equal((await counters(s)).acct1?.queuedJobs, 5);
-    const [taken] = await s.store.takeCommitted([{ endpointId: 'ep1', workerId: 'w1', n: 3 }], T0 + 1);
+    const [taken] = await s.store.committed.takeCommitted([{ endpointId: 'ep1', workerId: 'w1', n: 3 }], T0 + 1);
     await check('taken');
     const [j1, j2, j3] = taken!;
-    await s.store.appendStream(
+    await s.store.stream.appendStream(
       j1!.id,
       [
         { seq: 1, outputJson: '"chunk one"', accountId: 'acct1' },
@@ -48,12 +48,12 @@ describeJobStore('job usage counters', (s) => {
       ],
       T0 + 2,
     );
-    await s.store.appendStream(j2!.id, [{ seq: 3, outputJson: '"kept"', accountId: 'acct1' }], T0 + 2);
+    await s.store.stream.appendStream(j2!.id, [{ seq: 3, outputJson: '"kept"', accountId: 'acct1' }], T0 + 2);
     await check('streamed');
     assert.equal(await new JobUsageStore(s.t.db).streamBytes(j1!.id), 22);
-    await s.store.drainStream(j1!.id);
+    await s.store.stream.drainStream(j1!.id);
     await check('drained');
-    await s.store.completeCommitted(
+    await s.store.committed.completeCommitted(
       [
         { id: j1!.id, workerId: 'w1', status: 'IN_PROGRESS', outputJson: '"half way"', error: null },
         {
@@ -69,26 +69,26 @@ describeJobStore('job usage counters', (s) => {
       () => [],
     );
     await check('completed');
-    await s.store.cancel(j2!.id, T0 + 4);
-    await s.store.cancel(j1!.id, T0 + 4);
+    await s.store.controls.cancel(j2!.id, T0 + 4);
+    await s.store.controls.cancel(j1!.id, T0 + 4);
     await check('cancelled');
-    await s.store.retry(j3!.id, 1e9, T0 + 5);
+    await s.store.controls.retry(j3!.id, 1e9, T0 + 5);
     await check('retried');
-    await s.store.takeCommitted([{ endpointId: 'ep1', workerId: 'w2', n: 1 }], T0 + 6);
-    await s.store.requeueFromWorker('w2', 'ep1', T0 + 7, 3);
+    await s.store.committed.takeCommitted([{ endpointId: 'ep1', workerId: 'w2', n: 1 }], T0 + 6);
+    await s.store.claims.requeueFromWorker('w2', 'ep1', T0 + 7, 3);
     await check('requeued');
-    await s.store.takeCommitted([{ endpointId: 'ep1', workerId: 'w3', n: 1 }], T0 + 8);
-    assert.equal((await s.store.timeOut(T0 + 8 + 600_000)).length, 1);
+    await s.store.committed.takeCommitted([{ endpointId: 'ep1', workerId: 'w3', n: 1 }], T0 + 8);
+    assert.equal((await s.store.sweeps.timeOut(T0 + 8 + 600_000)).length, 1);
     await check('timed out');
-    await s.store.purgeQueue('ep2');
+    await s.store.controls.purgeQueue('ep2');
     await check('purged');
-    await s.store.expire(T0 + 86_400_000 * 2);
+    await s.store.sweeps.expire(T0 + 86_400_000 * 2);
     await check('expired');
     assert.deepEqual(await counters(s), {});
   });
   test('folding the shards keeps every account’s sums and leaves one row per account (plus shards a running transaction holds)', async () => {
     const usage = new JobUsageStore(s.t.db);
-    await s.store.insertCommitted([newJob(), newJob({ accountId: 'acct2', endpointId: 'ep2' })]);
+    await s.store.rows.insertCommitted([newJob(), newJob({ accountId: 'acct2', endpointId: 'ep2' })]);
     if (s.dialect !== 'postgres') {
       assert.equal(await usage.foldShards(), 0, 'one writer, one shard: nothing to fold');
       return;

@@ -1,6 +1,7 @@
-import { receiverKey } from '../domain/webhook-url.js';
+import type SqliteDatabase from 'better-sqlite3';
 import type { Db, Executor } from './database.js';
 import { INSERT_CHUNK } from './job-sql.js';
+import { jobStatements, prepareSync, webhookArgs, webhookRow } from './job-statements.js';
 
 export interface NewWebhookDelivery {
   id: string;
@@ -24,25 +25,16 @@ export class JobWebhookOutbox {
     now: number,
     tx: Executor = this.db.kysely,
   ): Promise<void> {
-    for (let i = 0; i < rows.length; i += INSERT_CHUNK) {
+    for (let i = 0; i < rows.length; i += INSERT_CHUNK)
       await tx
         .insertInto('webhook_deliveries')
-        .values(
-          rows.slice(i, i + INSERT_CHUNK).map((d) => ({
-            id: d.id,
-            job_id: d.jobId,
-            url: d.url,
-            payload: d.payloadJson,
-            attempts: 0,
-            next_attempt_at: now,
-            status: 'PENDING',
-            last_error: null,
-            created_at: now,
-            account_id: d.accountId ?? '',
-            receiver: receiverKey(d.url),
-          })),
-        )
+        .values(rows.slice(i, i + INSERT_CHUNK).map((d) => webhookRow(webhookArgs(d, now))))
         .execute();
-    }
+  }
+
+  /** `insertWebhookDeliveries` on SQLite's synchronous executor: one prepared insert, rebound per row. */
+  insertRows(raw: SqliteDatabase.Database, rows: readonly NewWebhookDelivery[], now: number): void {
+    const insert = prepareSync(raw, jobStatements(this.db).webhook);
+    for (const d of rows) insert.run(webhookArgs(d, now));
   }
 }

@@ -11,16 +11,16 @@ describeJobStore('QueueStatsReader', (s) => {
       newJob(),
       newJob(),
     ];
-    await s.store.insertMany(jobs);
-    const taken = await s.store.takeNext('ep1', 'w1', 3, T0 + 10);
-    await s.store.completeMany(
+    await s.store.rows.insertMany(jobs);
+    const taken = await s.store.claims.takeNext('ep1', 'w1', 3, T0 + 10);
+    await s.store.claims.completeMany(
       [
         { id: taken[0]!.id, workerId: 'w1', status: 'COMPLETED', outputJson: '1', error: null },
         { id: taken[1]!.id, workerId: 'w1', status: 'FAILED', outputJson: null, error: 'e' },
       ],
       T0 + 20,
     );
-    assert.deepEqual(await s.store.queueStats('ep1'), {
+    assert.deepEqual(await s.store.stats.queueStats('ep1'), {
       inQueue: 2,
       inProgress: 1,
       completed: 1,
@@ -29,7 +29,7 @@ describeJobStore('QueueStatsReader', (s) => {
       timedOut: 0,
       retried: 0,
     });
-    assert.deepEqual(await s.store.queueStats('none'), {
+    assert.deepEqual(await s.store.stats.queueStats('none'), {
       inQueue: 0,
       inProgress: 0,
       completed: 0,

@@ -1,7 +1,7 @@
 import { describe, test, before, after, beforeEach } from 'node:test';
 import assert from 'node:assert/strict';
 import { dialects, openTestDb, type TestDb } from '../../test/support/harness.js';
-import { JobStore } from './job-store.js';
+import { openJobStore, type JobStore } from './job-store.js';
 import { WebhookStore } from './webhook-store.js';
 
 const T0 = 1_767_225_600_000;
@@ -13,7 +13,7 @@ for (const { name, skip } of dialects()) {
     let store: WebhookStore;
     let jobs: JobStore;
     const enqueue = (id: string, jobId = `job-${id}`, at = T0) =>
-      jobs.insertWebhookDeliveries(
+      jobs.outbox.insertWebhookDeliveries(
         [{ id, jobId, url: 'http://127.0.0.1:1/hook', payloadJson: JSON.stringify({ id: jobId }) }],
         at,
       );
@@ -21,7 +21,7 @@ for (const { name, skip } of dialects()) {
     before(async () => {
       t = await openTestDb(name);
       store = new WebhookStore(t.db);
-      jobs = new JobStore(t.db);
+      jobs = openJobStore(t.db);
     });
     after(() => t?.cleanup());
     beforeEach(async () => {
@@ -108,7 +108,7 @@ for (const { name, skip } of dialects()) {
     });
 
     test('deliveries carry their account and their receiver (the URL origin)', async () => {
-      await jobs.insertWebhookDeliveries(
+      await jobs.outbox.insertWebhookDeliveries(
         [
           {
             id: 'd1',
@@ -134,9 +134,9 @@ for (const { name, skip } of dialects()) {
           url: 'http://r.test/',
           payloadJson: '{}',
         }));
-      await jobs.insertWebhookDeliveries([...rows('acct-b', 50), ...rows('acct-a', 3)], T0);
-      await jobs.insertWebhookDeliveries(rows('acct-later', 2), T0 + 60 * S);
-      await jobs.insertWebhookDeliveries(rows('acct-done', 1), T0);
+      await jobs.outbox.insertWebhookDeliveries([...rows('acct-b', 50), ...rows('acct-a', 3)], T0);
+      await jobs.outbox.insertWebhookDeliveries(rows('acct-later', 2), T0 + 60 * S);
+      await jobs.outbox.insertWebhookDeliveries(rows('acct-done', 1), T0);
       await store.markDelivered('acct-done-0');
       assert.deepEqual(await store.dueAccounts(T0), ['acct-a', 'acct-b']);
       assert.deepEqual(await store.dueAccounts(T0 + 60 * S), ['acct-a', 'acct-b', 'acct-later']);
@@ -150,11 +150,11 @@ for (const { name, skip } of dialects()) {
         url,
         payloadJson: '{}',
       });
-      await jobs.insertWebhookDeliveries(
+      await jobs.outbox.insertWebhookDeliveries(
         [row('a1', 'acct-a', 'http://busy.test/1'), row('b1', 'acct-b', 'http://free.test/1')],
         T0,
       );
-      await jobs.insertWebhookDeliveries(
+      await jobs.outbox.insertWebhookDeliveries(
         [row('a2', 'acct-a', 'http://busy.test/2'), row('a3', 'acct-a', 'http://free.test/3')],
         T0 + 1,
       );

@@ -9,7 +9,10 @@ export async function endpointHealth(
   { jobs, workers, autoscaler }: Pick<Services, 'jobs' | 'workers' | 'autoscaler'>,
   endpointId: string,
 ) {
-  const [stats, workerCounts] = await Promise.all([jobs.queueStats(endpointId), workers.healthCounts(endpointId)]);
+  const [stats, workerCounts] = await Promise.all([
+    jobs.client.queueStats(endpointId),
+    workers.healthCounts(endpointId),
+  ]);
   // The autoscaler knows what the workers table cannot: placements refused for lack of
   // capacity (throttled) and crash-looping images held back (unhealthy).
   const scale = autoscaler.health(endpointId);

@@ -87,7 +87,7 @@ export function jobRoutes(app: TypedApp, services: Services): JobRouteContext {
       },
       (request) => {
         const submit = (endpoint: Endpoint) =>
-          jobs.submit(endpoint.id, endpoint.accountId, jobBody(request.body), {
+          jobs.client.submit(endpoint.id, endpoint.accountId, jobBody(request.body), {
             defaultExecutionTimeoutMs: endpoint.executionTimeoutMs,
           });
         const endpoint = endpointOf(request);
@@ -109,7 +109,7 @@ export function jobRoutes(app: TypedApp, services: Services): JobRouteContext {
       async (request, reply) => {
         const endpoint = await endpointOf(request);
         const waitMs = waitOf(request, RUNSYNC_WAIT);
-        const view = await jobs.runSync(endpoint.id, endpoint.accountId, jobBody(request.body), {
+        const view = await jobs.client.runSync(endpoint.id, endpoint.accountId, jobBody(request.body), {
           defaultExecutionTimeoutMs: endpoint.executionTimeoutMs,
           waitMs,
           signal: clientGone(reply),
@@ -120,7 +120,7 @@ export function jobRoutes(app: TypedApp, services: Services): JobRouteContext {
 
     const status = async (request: JobRequest) => {
       const endpoint = await endpointOf(request);
-      return jobs.status(endpoint.accountId, endpoint.id, request.params.jobId);
+      return jobs.client.status(endpoint.accountId, endpoint.id, request.params.jobId);
     };
     // The POST forms (the Go SDK's) only read: a read key may call them.
     scope.get(
@@ -137,7 +137,7 @@ export function jobRoutes(app: TypedApp, services: Services): JobRouteContext {
     const statusSync = async (request: JobRequest, reply: FastifyReply) => {
       const endpoint = await endpointOf(request);
       const waitMs = waitOf(request, STATUS_SYNC_WAIT);
-      return jobs.waitForTerminal(endpoint.accountId, endpoint.id, request.params.jobId, {
+      return jobs.client.waitForTerminal(endpoint.accountId, endpoint.id, request.params.jobId, {
         waitMs,
         signal: clientGone(reply),
       });
@@ -159,7 +159,7 @@ export function jobRoutes(app: TypedApp, services: Services): JobRouteContext {
     const stream = async (request: JobRequest, reply: FastifyReply) => {
       const endpoint = await endpointOf(request);
       const waitMs = waitOf(request, STREAM_WAIT);
-      const r = await jobs.stream(endpoint.accountId, endpoint.id, request.params.jobId, {
+      const r = await jobs.client.stream(endpoint.accountId, endpoint.id, request.params.jobId, {
         waitMs,
         signal: clientGone(reply),
       });
@@ -187,7 +187,7 @@ export function jobRoutes(app: TypedApp, services: Services): JobRouteContext {
       { ...route('cancel'), schema: doc('Cancel a queued or running job', JobParams) },
       async (request) => {
         const endpoint = await endpointOf(request);
-        return jobs.cancel(endpoint.accountId, endpoint.id, request.params.jobId);
+        return jobs.client.cancel(endpoint.accountId, endpoint.id, request.params.jobId);
       },
     );
 
@@ -196,7 +196,7 @@ export function jobRoutes(app: TypedApp, services: Services): JobRouteContext {
       { ...route('retry'), schema: doc('Requeue a FAILED or TIMED_OUT job (same id and input)', JobParams) },
       async (request) => {
         const endpoint = await endpointOf(request);
-        return jobs.retry(endpoint.accountId, endpoint.id, request.params.jobId);
+        return jobs.client.retry(endpoint.accountId, endpoint.id, request.params.jobId);
       },
     );
 
@@ -205,7 +205,7 @@ export function jobRoutes(app: TypedApp, services: Services): JobRouteContext {
       { ...route('purge-queue'), schema: doc('Delete every queued job of the endpoint', EndpointParams) },
       async (request) => {
         const endpoint = await endpointOf(request);
-        return jobs.purgeQueue(endpoint.id);
+        return jobs.client.purgeQueue(endpoint.id);
       },
     );
 

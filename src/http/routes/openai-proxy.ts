@@ -36,7 +36,7 @@ export function openAiRoutes(scope: TypedApp, { jobs, endpointOf, route }: OpenA
       const body = request.body === undefined ? {} : request.body;
       const submit: SubmitBody = { input: { openai_route: openaiRoute, openai_input: body } };
       if (isObject(body) && body.stream === true) return streamOpenAi(jobs, request, reply, endpoint, submit);
-      const view = await jobs.runSync(endpoint.id, endpoint.accountId, submit, {
+      const view = await jobs.client.runSync(endpoint.id, endpoint.accountId, submit, {
         defaultExecutionTimeoutMs: endpoint.executionTimeoutMs,
         waitMs: waitOf(request, RUNSYNC_WAIT),
         signal: clientGone(reply),
@@ -73,7 +73,7 @@ async function streamOpenAi(
   endpoint: Endpoint,
   submit: SubmitBody,
 ): Promise<void> {
-  const { id } = await jobs.submit(endpoint.id, endpoint.accountId, submit, {
+  const { id } = await jobs.client.submit(endpoint.id, endpoint.accountId, submit, {
     defaultExecutionTimeoutMs: endpoint.executionTimeoutMs,
   });
   const gone = clientGone(reply);
@@ -100,15 +100,18 @@ async function streamOpenAi(
   };
   try {
     for (;;) {
-      const r = await jobs.stream(endpoint.accountId, endpoint.id, id, { waitMs: STREAM_WAIT.default, signal: gone });
+      const r = await jobs.client.stream(endpoint.accountId, endpoint.id, id, {
+        waitMs: STREAM_WAIT.default,
+        signal: gone,
+      });
       for (const c of r.stream) write(c.output);
       if (gone.aborted) {
-        await jobs.cancel(endpoint.accountId, endpoint.id, id).catch(() => undefined);
+        await jobs.client.cancel(endpoint.accountId, endpoint.id, id).catch(() => undefined);
         return;
       }
       if (isTerminalJobStatus(r.status)) {
         if (r.status !== 'COMPLETED') {
-          const view = await jobs.status(endpoint.accountId, endpoint.id, id).catch(() => null);
+          const view = await jobs.client.status(endpoint.accountId, endpoint.id, id).catch(() => null);
           raw.write(
             `data: ${JSON.stringify({ error: { message: `job ${id} ended ${r.status}${view?.error ? `: ${view.error}` : ''}`, type: r.status } })}\n\n`,
           );

@@ -115,7 +115,7 @@ export function workerProtocolRoutes(app: TypedApp, services: Services): void {
         ? undefined
         : query.job_in_progress === '1' || query.job_in_progress === 'true';
     const taken = await longPoll(endpoint, workerId, busy, () =>
-      jobs.take(endpoint.id, workerId, { batchSize, waitMs: config.jobs.takeWaitMs, signal: clientGone(reply) }),
+      jobs.worker.take(endpoint.id, workerId, { batchSize, waitMs: config.jobs.takeWaitMs, signal: clientGone(reply) }),
     );
     if (taken.length === 0) return reply.code(204).send();
     await workers.seen(endpoint.id, workerId, true);
@@ -132,7 +132,7 @@ export function workerProtocolRoutes(app: TypedApp, services: Services): void {
       const endpoint = await endpointOf(request);
       const workerId = workerIdOf(request);
       const ids = await longPoll(endpoint, workerId, undefined, () =>
-        jobs.stopRequests(endpoint.id, workerId, { waitMs: config.jobs.stopWaitMs, signal: clientGone(reply) }),
+        jobs.worker.stopRequests(endpoint.id, workerId, { waitMs: config.jobs.stopWaitMs, signal: clientGone(reply) }),
       );
       if (ids.length === 0) return reply.code(204).send();
       return { jobsToStop: ids };
@@ -159,7 +159,7 @@ export function workerProtocolRoutes(app: TypedApp, services: Services): void {
       const workerId = workerIdOf(request);
       const jobId = jobIdOf(request);
       await workers.seen(endpoint.id, workerId);
-      const outcome = await jobs.complete(workerId, jobId, request.body ?? {}, endpoint.id, endpoint.accountId);
+      const outcome = await jobs.worker.complete(workerId, jobId, request.body ?? {}, endpoint.id, endpoint.accountId);
       if (outcome.stopPod && outcome.outcome !== 'not-found') workers.requestRecycle(endpoint.id, workerId);
       return answer(jobId, outcome);
     };
@@ -171,7 +171,7 @@ export function workerProtocolRoutes(app: TypedApp, services: Services): void {
       const workerId = workerIdOf(request);
       const jobId = jobIdOf(request);
       await workers.seen(endpoint.id, workerId, true);
-      return answer(jobId, await jobs.appendStream(workerId, jobId, request.body ?? null, endpoint.id));
+      return answer(jobId, await jobs.worker.appendStream(workerId, jobId, request.body ?? null, endpoint.id));
     };
     scope.post('/v2/:endpointId/job-stream/:workerId/:jobId', { ...opts, bodyLimit: RUNSYNC_BODY_LIMIT }, stream);
     scope.post('/v2/:endpointId/job-stream/:workerId', { ...opts, bodyLimit: RUNSYNC_BODY_LIMIT }, stream);
@@ -183,7 +183,7 @@ export function workerProtocolRoutes(app: TypedApp, services: Services): void {
       if (query.status === 'unhealthy') {
         // The worker failed its own checks and exits next: its jobs will never finish here.
         const news = await workers.unhealthy(endpoint.id, workerId);
-        const moved = await jobs.workerLost(workerId, endpoint.id);
+        const moved = await jobs.worker.workerLost(workerId, endpoint.id);
         // once per worker: a repeated report must not become a line per ping
         if (news)
           request.log.warn(
