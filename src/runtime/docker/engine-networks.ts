@@ -17,18 +17,23 @@ export interface JoinedNetwork {
  * Finds or makes the network. A fixed IP is asked for only where the engine takes one: on a
  * network with a subnet its maker configured, containing the IP. The networks made here have the
  * engine's own subnet (any fixed one could collide with another installation's), so the IP is
- * kept only on a network an operator made beforehand, under that name, with a subnet.
+ * kept only on a network an operator made beforehand, under that name, with a subnet — or on a
+ * cluster's network, made with the cluster's own `subnet` (docs/clusters.md).
  */
 export async function ensureNetwork(
   client: DockerClient,
   namespace: string,
-  network: { name: string; ip: string | null },
+  network: { name: string; ip: string | null; subnet?: string },
 ): Promise<JoinedNetwork> {
   const name = networkNameOf(namespace, network.name);
   let info = await client.inspectNetwork(name);
   if (!info) {
     try {
-      await client.createNetwork(name, { [LABEL.namespace]: namespace, 'gantry.network': network.name });
+      await client.createNetwork(
+        name,
+        { [LABEL.namespace]: namespace, 'gantry.network': network.name },
+        network.subnet,
+      );
     } catch (err) {
       // Made by a concurrent start in between: use it.
       if (!(err instanceof DockerEngineError && err.statusCode === 409)) throw err;
@@ -40,7 +45,7 @@ export async function ensureNetwork(
     name,
     fixedIp:
       network.ip !== null &&
-      madeElsewhere(info, namespace) &&
+      (madeElsewhere(info, namespace) || network.subnet !== undefined) &&
       (info.IPAM.Config ?? []).some((c) => c.Subnet !== undefined && ipv4InCidr(network.ip!, c.Subnet)),
   };
 }
