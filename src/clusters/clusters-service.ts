@@ -25,7 +25,7 @@ import type { PodView } from '../pods/pod-view.js';
 import { isUniqueViolation, type ClusterStore } from '../store/cluster-store.js';
 import type { PodRecord } from '../store/pod-store.js';
 
-export interface ClusterCompute {
+interface ClusterCompute {
   gpuTypeId: string;
   gpuCountPerPod: number;
   podCount: number;
@@ -52,6 +52,8 @@ export interface ClusterView {
   name: string;
   type: ClusterType;
   compute: ClusterCompute;
+  /** never set: the create body has no templateId (a template response is spread into it) */
+  template?: string;
   dataCenterId?: string;
   /** `byStatus`: counts keyed by pod status; statuses with no pods are omitted */
   pods: { total: number; byStatus: Record<string, number> };

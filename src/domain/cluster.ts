@@ -23,7 +23,7 @@ export function roleOf(type: ClusterType, rank: number): ClusterRole | undefined
 }
 
 /** The port rank 0 listens on for the others' rendezvous (`MASTER_PORT`). */
-export const CLUSTER_MASTER_PORT = 29500;
+const CLUSTER_MASTER_PORT = 29500;
 
 /**
  * How many overlay networks there are: the n-th is `10.<65 + n/256>.<n%256>.0/24`, so

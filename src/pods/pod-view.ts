@@ -73,7 +73,7 @@ export interface PodView {
 }
 
 /** Spec 2.7 PodCluster. */
-export interface PodClusterView {
+interface PodClusterView {
   id: string;
   rank: number | null;
   role?: ClusterRole;

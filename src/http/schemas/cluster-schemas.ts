@@ -81,6 +81,12 @@ export const Cluster = Type.Object({
   name: Type.String(),
   type: ClusterType,
   compute: ClusterCompute,
+  template: Type.Optional(
+    Type.String({
+      description:
+        'ID of the template the pods were created from; always omitted (the create body has no templateId: a template is spread into it)',
+    }),
+  ),
   dataCenterId: Type.Optional(Type.String({ description: 'omitted until a pod is placed' })),
   pods: Type.Object({
     total: Type.Integer(),

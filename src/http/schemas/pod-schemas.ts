@@ -136,7 +136,7 @@ const PodRuntime = Type.Object({
   ),
 });
 
-export const PodCluster = Type.Object(
+const PodCluster = Type.Object(
   {
     id: Type.String({ description: 'ID of the cluster this pod belongs to.' }),
     rank: Nullable(Type.Integer({ description: 'Node rank (NODE_RANK); rank 0 is the entry node.' })),
