@@ -4,7 +4,7 @@
  */
 import { DockerEngineError } from './engine-connection.js';
 import type { DockerClient } from './docker-client.js';
-import { LABEL, networkNameOf } from './docker-names.js';
+import { LABEL, namespaceFilter, networkNameOf } from './docker-names.js';
 import type { NetworkInspect } from './engine-types.js';
 
 export interface JoinedNetwork {
@@ -68,4 +68,22 @@ function ipv4(text: string): number | null {
   const parts = text.split('.');
   if (parts.length !== 4 || !parts.every((p) => /^\d{1,3}$/.test(p) && Number(p) <= 255)) return null;
   return parts.reduce((n, p) => n * 256 + Number(p), 0);
+}
+
+/**
+ * Removes the namespace's cluster networks (`cluster-<id>`, docs/clusters.md) no container uses
+ * any more: called after an instance is removed, so a deleted cluster's network goes with its last
+ * member. One still in use is refused by the engine and kept.
+ */
+export async function removeUnusedClusterNetworks(client: DockerClient, namespace: string): Promise<void> {
+  const networks = await client.listNetworks(namespaceFilter(namespace));
+  for (const n of networks) {
+    if (!n.Labels?.['gantry.network']?.startsWith('cluster-')) continue;
+    try {
+      await client.removeNetwork(n.Id);
+    } catch (err) {
+      // 403 "has active endpoints": another member still runs on it
+      if (!(err instanceof DockerEngineError)) throw err;
+    }
+  }
 }
