@@ -168,6 +168,16 @@ for (const { name: dialect, skip } of dialects()) {
       await remove(a.key, ray.id);
     });
 
+    test('clusters created at the same moment each get a network of their own', async () => {
+      const made = await Promise.all(
+        ['x', 'y', 'z'].map((n) =>
+          create(a.key, { name: n, compute: { gpuTypeId: GPU, gpuCountPerPod: 1, podCount: 2 } }),
+        ),
+      );
+      assert.equal(new Set(made.map((c) => c.network.cidr)).size, 3, JSON.stringify(made.map((c) => c.network)));
+      for (const c of made) await remove(a.key, c.id);
+    });
+
     test('GET /v2/pods leaves cluster members out unless includeClusterPods=true, and a standalone pod has no cluster field', async () => {
       const cluster = await create(a.key, { compute: { gpuTypeId: GPU, gpuCountPerPod: 1, podCount: 2 } });
       const solo = await call(a.key, 'POST', '/v2/pods', { name: 'solo', image: 'fake/idle', gpu: { id: GPU } });
