@@ -16,6 +16,7 @@ import { VolumesService } from './volumes/volumes-service.js';
 import { BillingService } from './billing/billing-service.js';
 import { RegistriesService } from './registries/registries-service.js';
 import { PodsService } from './pods/pods-service.js';
+import { ClustersService } from './clusters/clusters-service.js';
 import { ResourceQuota } from './quotas/resource-quota.js';
 import { EndpointsService } from './serverless/endpoints-service.js';
 import { WorkersRegistry } from './serverless/workers-registry.js';
@@ -253,6 +254,7 @@ export async function createServices(config: Config, overrides: ServiceOverrides
     quota,
     registryGuard,
   });
+  const clusters = new ClustersService({ store: stores.clusters, pods, clock });
   const endpoints = new EndpointsService({
     store: stores.endpoints,
     clock,
@@ -386,6 +388,7 @@ export async function createServices(config: Config, overrides: ServiceOverrides
     catalog,
     inventory,
     pods,
+    clusters,
     podController,
     templates,
     volumes,

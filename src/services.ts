@@ -8,6 +8,7 @@ import type { AccountsService } from './accounts/accounts-service.js';
 import type { CatalogService } from './catalog/catalog-service.js';
 import type { Inventory } from './inventory/inventory.js';
 import type { PodsService } from './pods/pods-service.js';
+import type { ClustersService } from './clusters/clusters-service.js';
 import type { PodController } from './pods/pod-controller.js';
 import type { TemplatesService } from './templates/templates-service.js';
 import type { VolumesService } from './volumes/volumes-service.js';
@@ -43,6 +44,8 @@ export interface Services {
   catalog: CatalogService;
   inventory: Inventory;
   pods: PodsService;
+  /** Multi-node clusters over the pods (REST /v2/clusters, docs/clusters.md). */
+  clusters: ClustersService;
   podController: PodController;
   templates: TemplatesService;
   volumes: VolumesService;

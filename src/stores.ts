@@ -2,6 +2,7 @@ import type { Db } from './store/database.js';
 import { AccountStore } from './store/account-store.js';
 import { AutoscalerStore } from './store/autoscaler-store.js';
 import { BillingStore } from './store/billing-store.js';
+import { ClusterStore } from './store/cluster-store.js';
 import { EndpointStore } from './store/endpoint-store.js';
 import { PodStore } from './store/pod-store.js';
 import { RegistryStore } from './store/registry-store.js';
@@ -24,6 +25,7 @@ export interface Stores {
   autoscaler: AutoscalerStore;
   /** Usage intervals, read by billing. */
   billing: BillingStore;
+  clusters: ClusterStore;
   endpoints: EndpointStore;
   hosts: HostStore;
   /** What each account holds (pods, workers, volumes), for the quotas. */
@@ -45,6 +47,7 @@ export function createStores(db: Db): Stores {
     accounts: new AccountStore(db),
     autoscaler: new AutoscalerStore(db),
     billing: new BillingStore(db),
+    clusters: new ClusterStore(db),
     endpoints: new EndpointStore(db),
     hosts: new HostStore(db),
     holdings: new ResourceHoldingsStore(db),

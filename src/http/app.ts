@@ -11,6 +11,7 @@ import { RestRateLimiter } from './plugins/rate-limit.js';
 import { systemRoutes } from './routes/system.js';
 import { accountRoutes } from './routes/account.js';
 import { podRoutes } from './routes/pods.js';
+import { clusterRoutes } from './routes/clusters.js';
 import { logRoutes } from './routes/logs.js';
 import { templateRoutes } from './routes/templates.js';
 import { catalogRoutes } from './routes/catalog.js';
@@ -160,6 +161,7 @@ export async function buildApp(services: Services, options: BuildAppOptions = {}
   systemRoutes(routes, services);
   accountRoutes(routes, services);
   podRoutes(routes, services);
+  clusterRoutes(routes, services);
   logRoutes(routes, services);
   templateRoutes(routes, services);
   catalogRoutes(routes, services);

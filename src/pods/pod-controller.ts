@@ -192,12 +192,13 @@ export class PodController {
   /**
    * Performs a user action on the pod (already known to belong to the caller), under the pod's
    * lock, and answers the pod as it stands afterwards. Refusals are ApiErrors (409 / 400 HOST_FULL).
+   * A cluster's member is refused (409) unless the cluster itself acts (`asCluster`).
    */
-  async act(podId: string, action: PodAction): Promise<PodRecord> {
+  async act(podId: string, action: PodAction, options: { asCluster?: boolean } = {}): Promise<PodRecord> {
     const updated = await this.#queues.run(podId, async () => {
       const pod = await this.store.get(podId);
       if (!pod) throw new ApiError('NOT_FOUND', `No pod with id "${podId}" exists for this account.`);
-      if (pod.cluster !== null)
+      if (pod.cluster !== null && !options.asCluster)
         throw new ApiError(
           'INVALID_STATE',
           `Pod "${pod.id}" belongs to cluster "${pod.cluster}"; manage it through /v2/clusters/${pod.cluster}.`,

@@ -13,6 +13,19 @@ export interface PodInstanceDeps {
 const accountNetworkName = (accountId: string): string => `acct-${accountId}`;
 
 /**
+ * A cluster's private network (docs/clusters.md): its members answer at their overlay address
+ * (on a runtime that can fix one) and to `node-<rank>`.
+ */
+function clusterNetwork(clusterId: string, rank: number | null, ip: string): NonNullable<InstanceSpec['network']> {
+  return {
+    name: `cluster-${clusterId}`,
+    aliases: rank === null ? [] : [`node-${rank}`],
+    ip,
+    subnet: `${ip.split('.').slice(0, 3).join('.')}.0/24`,
+  };
+}
+
+/**
  * The instance a pod runs as: its image, args, the tenant's env and the platform's (identity,
  * placement, and the hidden env startSsh / startJupyter injected — a runtime screens only the
  * tenant's, and the platform's wins), its machine assignment, ports, volumes (named by source: the
@@ -47,13 +60,16 @@ export async function podInstanceSpec(pod: PodRecord, deps: PodInstanceDeps): Pr
     ports: pod.portMappings.map((m) => ({ private: m.private, public: m.public, protocol: m.type })),
     volumes,
     registryAuth,
-    network: pod.globalNetworking
-      ? {
-          name: accountNetworkName(pod.accountId),
-          aliases: [internalDns(pod.id, deps.internalDomain)],
-          ip: pod.globalIp,
-        }
-      : null,
+    network:
+      pod.cluster !== null && pod.clusterMember?.ip
+        ? clusterNetwork(pod.cluster, pod.clusterMember.rank, pod.clusterMember.ip)
+        : pod.globalNetworking
+          ? {
+              name: accountNetworkName(pod.accountId),
+              aliases: [internalDns(pod.id, deps.internalDomain)],
+              ip: pod.globalIp,
+            }
+          : null,
     networkMode: 'default',
   };
 }

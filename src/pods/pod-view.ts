@@ -6,6 +6,7 @@ import type { InstanceStatus } from '../runtime/runtime.js';
 import type { PodRecord } from '../store/pod-store.js';
 import type { Mounts } from '../domain/mounts.js';
 import { internalDns } from './global-network.js';
+import type { ClusterRole } from '../domain/cluster.js';
 
 interface PodSshEndpoint {
   host: string;
@@ -67,6 +68,16 @@ export interface PodView {
    * reason, the launch error, or "stopped by user"; null otherwise.
    */
   statusReason: string | null;
+  /** Spec 2.7: the pod's place in its cluster; omitted for a standalone pod. */
+  cluster?: PodClusterView;
+}
+
+/** Spec 2.7 PodCluster. */
+interface PodClusterView {
+  id: string;
+  rank: number | null;
+  role?: ClusterRole;
+  ip?: string;
 }
 
 export interface ViewContext {
@@ -161,5 +172,11 @@ export function toPodView(pod: PodRecord, ctx: ViewContext): PodView {
   };
   if (pod.gpuTypeId) view.gpu = { id: pod.gpuTypeId, count: pod.gpuCount };
   else if (pod.cpuFlavorId) view.cpu = { id: pod.cpuFlavorId, vcpuCount: pod.vcpuCount, memory: pod.memoryGb };
+  if (pod.cluster !== null) {
+    const m = pod.clusterMember;
+    view.cluster = { id: pod.cluster, rank: m?.rank ?? null };
+    if (m?.role) view.cluster.role = m.role;
+    if (m?.ip) view.cluster.ip = m.ip;
+  }
   return view;
 }

@@ -10,7 +10,8 @@ import type { Clock } from '../domain/clock.js';
 import { ApiError, isApiError, notFound } from '../domain/errors.js';
 import { newId, newSortableId } from '../domain/ids.js';
 import type { PodAction } from '../domain/pod-state.js';
-import type { PlacementRequest } from '../domain/placement.js';
+import type { Placement, PlacementRequest } from '../domain/placement.js';
+import type { ClusterMember } from '../domain/cluster.js';
 import type { Inventory } from '../inventory/inventory.js';
 import type { RegistriesService } from '../registries/registries-service.js';
 import { assertEnvAllowed } from '../runtime/env-allowed.js';
@@ -54,6 +55,13 @@ export interface PodsServiceDeps {
   quota?: Pick<ResourceQuota, 'admit' | 'released'>;
   /** Refuses images from registries the engine may not pull from (runtime docker). @default none: every image passes */
   registryGuard?: Pick<RegistryGuard, 'refusal'> | null;
+}
+
+/** One member of a cluster to create: its pod name, rank/role/address and platform env. */
+export interface ClusterMemberInput {
+  name: string;
+  cluster: ClusterMember;
+  env: Record<string, string>;
 }
 
 /** Accrued usage of one pod, for billing. */
@@ -125,7 +133,6 @@ export class PodsService {
     volumeDataCenterId: string | null,
     hiddenEnv: Record<string, string>,
   ): Promise<PodView> {
-    const { catalog } = this.#d.config;
     const id = newSortableId();
     const request = placementRequest(settings, volumeDataCenterId);
     const globalIp = settings.globalNetworking ? await this.#d.controller.addresses.allocate() : null;
@@ -136,14 +143,118 @@ export class PodsService {
       this.#d.controller.addresses.release(globalIp);
       throw new ApiError('NO_CAPACITY', placed.reason);
     }
-    const { placement } = placed;
+    const pod = this.#record(id, accountId, settings, placed.placement, volumeDataCenterId, hiddenEnv, globalIp, null);
+    try {
+      await this.store.insert(pod);
+    } catch (err) {
+      this.#d.inventory.release(id);
+      this.#d.controller.addresses.release(globalIp);
+      throw err;
+    }
+    this.#d.controller.kick(id, pod);
+    return this.#view(pod, { justCreated: true });
+  }
+
+  /**
+   * Creates a cluster's member pods (docs/clusters.md): one shape from `body`, all placed in one
+   * data center or none — every member is reserved before any is stored, and a member that does
+   * not fit releases those reserved before it (400 NO_CAPACITY). They are stored in one
+   * transaction. `members[i].env` is platform env (rank, addresses) layered over the tenant's.
+   */
+  async createGroup(
+    accountId: string,
+    body: CreatePodInput,
+    group: { clusterId: string; members: ReadonlyArray<ClusterMemberInput> },
+  ): Promise<PodRecord[]> {
+    this.#assertRuntimeAvailable();
+    const { catalog } = this.#d.config;
+    const settings = resolveCreate(body, null, catalog);
+    assertEnvAllowed(this.#d.runtime, settings.env, settings.image);
+    await assertImageAllowed(this.#d.registryGuard, settings.image);
+    const volumeDataCenterId = settings.mounts.network?.length
+      ? (await this.#volume(accountId, settings.mounts.network[0]!.volumeId)).dataCenterId
+      : null;
+    const sshKeys = settings.startSsh ? await this.#d.accounts.getSshKeys(accountId) : [];
+    const n = group.members.length;
+    const gpus = settings.compute.kind === 'gpu' ? settings.compute.count * n : 0;
+    const place = async (): Promise<PodRecord[]> => {
+      const ids = group.members.map(() => newSortableId());
+      const placements = this.#placeAll(ids, placementRequest(settings, volumeDataCenterId));
+      const pods = group.members.map((m, i) =>
+        this.#record(
+          ids[i]!,
+          accountId,
+          { ...settings, name: m.name },
+          placements[i]!,
+          volumeDataCenterId,
+          { ...injectedEnv(settings, sshKeys, generatePassword), ...m.env },
+          null,
+          { id: group.clusterId, member: m.cluster },
+        ),
+      );
+      try {
+        await this.store.withTransaction(async (tx) => {
+          for (const pod of pods) await this.store.insert(pod, tx);
+        });
+      } catch (err) {
+        for (const id of ids) this.#d.inventory.release(id);
+        throw err;
+      }
+      for (const pod of pods) this.#d.controller.kick(pod.id, pod);
+      return pods;
+    };
+    const quota = this.#d.quota;
+    return quota ? quota.admit(accountId, { pods: n, gpus }, place) : place();
+  }
+
+  /**
+   * Reserves one allocation per id, all in one data center (the request's, else each one the
+   * fleet has, in order), or none: synchronous, so no other create interleaves.
+   */
+  #placeAll(ids: readonly string[], request: PlacementRequest): Placement[] {
+    const inventory = this.#d.inventory;
+    const centers = request.volumeDataCenterId
+      ? [request.volumeDataCenterId]
+      : request.dataCenterIds.length > 0
+        ? request.dataCenterIds
+        : [...new Set(inventory.availableHosts().map((h) => h.dataCenterId))];
+    let reason = 'no host is available';
+    for (const dataCenterId of centers) {
+      const placements: Placement[] = [];
+      for (const id of ids) {
+        const placed = inventory.placeAndReserve(id, { ...request, dataCenterIds: [dataCenterId] });
+        if (!placed.ok) {
+          reason = `${dataCenterId}: ${placed.reason}`;
+          break;
+        }
+        placements.push(placed.placement);
+      }
+      if (placements.length === ids.length) return placements;
+      for (const id of ids) inventory.release(id);
+    }
+    throw new ApiError(
+      'NO_CAPACITY',
+      `The ${ids.length} pods do not fit together in one data center, so none was created (${reason}).`,
+    );
+  }
+
+  #record(
+    id: string,
+    accountId: string,
+    settings: PodSettings,
+    placement: Placement,
+    volumeDataCenterId: string | null,
+    hiddenEnv: Record<string, string>,
+    globalIp: string | null,
+    cluster: { id: string; member: ClusterMember } | null,
+  ): PodRecord {
     const now = this.#d.clock.now();
     const compute = settings.compute;
     const portMappings: PortMapping[] = parsePorts(settings.ports).map((p, i) => ({
       ...p,
       public: placement.publicPorts[i]!,
     }));
-    const pod: PodRecord = {
+    return {
       id,
       accountId,
       name: settings.name,
@@ -178,7 +289,7 @@ export class PodsService {
         compute.kind === 'gpu'
           ? { kind: 'gpu', gpuTypeId: compute.gpuTypeId, gpuCount: compute.count, cloud: placement.cloud }
           : { kind: 'cpu', cpuFlavorId: compute.flavorId, vcpuCount: compute.vcpuCount, cloud: placement.cloud },
-        catalog,
+        this.#d.config.catalog,
       ),
       constraints: {
         dataCenterIds: settings.dataCenterIds,
@@ -186,7 +297,8 @@ export class PodsService {
         minCudaVersion: settings.minCudaVersion,
         volumeDataCenterId,
       },
-      cluster: null,
+      cluster: cluster?.id ?? null,
+      clusterMember: cluster?.member ?? null,
       createdAt: now,
       startedAt: null,
       updatedAt: now,
@@ -195,15 +307,22 @@ export class PodsService {
       // ≈134 bits: the proxy's routing token must not be guessable (docs/ssh.md)
       sshToken: newId(26),
     };
-    try {
-      await this.store.insert(pod);
-    } catch (err) {
-      this.#d.inventory.release(id);
-      this.#d.controller.addresses.release(globalIp);
-      throw err;
-    }
-    this.#d.controller.kick(id, pod);
-    return this.#view(pod, { justCreated: true });
+  }
+
+  /** Renders stored pods (a cluster's members) as the pod routes answer them. */
+  async render(pods: readonly PodRecord[]): Promise<PodView[]> {
+    return Promise.all(pods.map((p) => this.#render(p)));
+  }
+
+  /**
+   * Terminates a cluster's member (DELETE /v2/clusters/{id}); the pod routes refuse to. A pod
+   * already TERMINATED is left as it is.
+   */
+  async terminateMember(accountId: string, pod: PodRecord): Promise<void> {
+    if (pod.status === 'TERMINATED') return;
+    this.#assertRuntimeAvailable('The cluster cannot be deleted right now');
+    await this.#d.controller.act(pod.id, 'terminate', { asCluster: true });
+    this.#d.quota?.released(accountId);
   }
 
   async get(accountId: string, id: string): Promise<PodView> {

@@ -78,9 +78,11 @@ export interface InstanceSpec {
   registryAuth?: { username: string; password: string } | null;
   /**
    * The account's private network, for a globally networked pod (spec 2.8): instances of the same
-   * network reach each other by `<id>.<domain>`; null for none.
+   * network reach each other by `<id>.<domain>`; null for none. A cluster's members share the
+   * cluster's network; its `subnet` (the cluster's overlay CIDR) is the one the network is made
+   * with, so each member gets its fixed `ip` (docs/clusters.md).
    */
-  network?: { name: string; aliases: string[]; ip: string | null } | null;
+  network?: { name: string; aliases: string[]; ip: string | null; subnet?: string } | null;
   /**
    * How the instance reaches the control plane's job URL. `host`: it shares the host's network
    * (a worker given a loopback URL); `default`: its own network (pods; workers given a public URL).

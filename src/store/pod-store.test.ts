@@ -43,6 +43,7 @@ const pod = (over: Partial<PodRecord> & Pick<PodRecord, 'id' | 'accountId'>): Po
     volumeDataCenterId: null,
   },
   cluster: null,
+  clusterMember: null,
   createdAt: 1_700_000_000_000,
   startedAt: null,
   updatedAt: 1_700_000_000_000,

@@ -1,6 +1,7 @@
 import type { Cloud } from '../domain/catalog.js';
 import type { DesiredStatus, PodStatus } from '../domain/pod-state.js';
 import type { Mounts } from '../domain/mounts.js';
+import type { ClusterMember } from '../domain/cluster.js';
 import type { Db, Executor } from './database.js';
 import { fromJson, ShapedStatements, toJson } from './database.js';
 import { GroupCommit } from './group-commit.js';
@@ -57,7 +58,10 @@ export interface PodRecord {
   globalIp: string | null;
   costPerHr: number;
   constraints: PodConstraints;
+  /** the cluster's id for a member pod (spec 2.7), null for a standalone pod */
   cluster: string | null;
+  /** a member's rank, role and overlay address; null for a standalone pod */
+  clusterMember: ClusterMember | null;
   createdAt: number;
   startedAt: number | null;
   updatedAt: number;
@@ -128,6 +132,7 @@ const toRecord = (r: PodsTable): PodRecord => ({
     volumeDataCenterId: null,
   }),
   cluster: r.cluster,
+  clusterMember: fromJson<ClusterMember | null>(r.cluster_member, null),
   createdAt: Number(r.created_at),
   startedAt: nullableNumber(r.started_at),
   updatedAt: Number(r.updated_at),
@@ -170,6 +175,7 @@ function toColumns(changes: PodChanges): Partial<PodsTable> {
   if (has('costPerHr')) c.cost_per_hr = changes.costPerHr!;
   if (has('constraints')) c.constraints = toJson(changes.constraints);
   if (has('cluster')) c.cluster = changes.cluster ?? null;
+  if (has('clusterMember')) c.cluster_member = changes.clusterMember ? toJson(changes.clusterMember) : null;
   if (has('startedAt')) c.started_at = changes.startedAt ?? null;
   if (has('updatedAt')) c.updated_at = changes.updatedAt!;
   if (has('terminatedAt')) c.terminated_at = changes.terminatedAt ?? null;
@@ -330,6 +336,17 @@ export class PodStore {
     if (filter.dataCenterId !== undefined) q = q.where('data_center_id', '=', filter.dataCenterId);
     const rows = await q.orderBy('created_at').orderBy('id').execute();
     return rows.map(toRecord);
+  }
+
+  /** A cluster's member pods (TERMINATED ones too), by rank. */
+  async listByCluster(clusterId: string, tx: Executor = this.db.kysely): Promise<PodRecord[]> {
+    const rows = await tx
+      .selectFrom('pods')
+      .selectAll()
+      .where('cluster', '=', clusterId)
+      .orderBy('created_at')
+      .execute();
+    return rows.map(toRecord).sort((a, b) => (a.clusterMember?.rank ?? 0) - (b.clusterMember?.rank ?? 0));
   }
 
   /** Every pod that is not TERMINATED, of all accounts: what the controller reconciles. */

@@ -78,7 +78,10 @@ export interface PodsTable {
   cost_per_hr: number;
   /** JSON: the placement constraints kept for restarts (cuda rules, dataCenterIds). */
   constraints: string;
+  /** The cluster's id for a member pod, null for a standalone pod. */
   cluster: string | null;
+  /** JSON `{ rank, role, ip }` of a cluster member (migration 0016); null for a standalone pod. */
+  cluster_member: string | null;
   created_at: number;
   started_at: number | null;
   updated_at: number;
@@ -357,6 +360,22 @@ interface FleetJournalTable {
 }
 
 /** The platform's own lines about a pod or worker (migration 0011; src/store/system-log-store.ts). */
+/** A multi-node cluster (migration 0016, docs/clusters.md). */
+export interface ClustersTable {
+  id: string;
+  account_id: string;
+  name: string;
+  /** APPLICATION, TRAINING, SLURM or RAY */
+  type: string;
+  gpu_type_id: string;
+  gpu_count_per_pod: number;
+  pod_count: number;
+  /** The private overlay network, unique among clusters, e.g. `10.65.3.0/24`. */
+  cidr: string;
+  data_center_id: string | null;
+  created_at: number;
+}
+
 interface SystemLogTable {
   seq: Generated<number>;
   /** the pod id or the serverless worker id */
@@ -370,6 +389,7 @@ export interface Database {
   accounts: AccountsTable;
   api_keys: ApiKeysTable;
   pods: PodsTable;
+  clusters: ClustersTable;
   pod_usage: PodUsageTable;
   worker_usage: WorkerUsageTable;
   volume_usage: VolumeUsageTable;

@@ -9,6 +9,7 @@ import type { CreatePodInput, PatchPodInput } from '../../pods/pod-rules.js';
 import type { PodView } from '../../pods/pod-view.js';
 import { Nullable, StringEnum } from '../schemas.js';
 import { MAX_DISK_GB } from '../../domain/limits.js';
+import { CLUSTER_ROLES } from '../../domain/cluster.js';
 
 const closed = { additionalProperties: false } as const;
 
@@ -135,6 +136,16 @@ const PodRuntime = Type.Object({
   ),
 });
 
+const PodCluster = Type.Object(
+  {
+    id: Type.String({ description: 'ID of the cluster this pod belongs to.' }),
+    rank: Nullable(Type.Integer({ description: 'Node rank (NODE_RANK); rank 0 is the entry node.' })),
+    role: Type.Optional(StringEnum(CLUSTER_ROLES, { description: 'SLURM or RAY role; omitted otherwise.' })),
+    ip: Type.Optional(Type.String({ description: "Address on the cluster's private overlay network." })),
+  },
+  { ...closed, description: "A pod's membership in a cluster." },
+);
+
 export const Pod = Type.Object({
   id: Type.String(),
   name: Type.String(),
@@ -168,6 +179,7 @@ export const Pod = Type.Object({
   createdAt: Type.String({ format: 'date-time' }),
   startedAt: Nullable(Type.String({ format: 'date-time' })),
   statusReason: Nullable(Type.String({ description: 'Gantry extension: why the pod is EXITED or ERROR' })),
+  cluster: Type.Optional(PodCluster),
 });
 
 export const PodList = Type.Object({ pods: Type.Array(Pod) });

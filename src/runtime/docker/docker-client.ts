@@ -318,8 +318,15 @@ export class DockerClient {
 
   // ---- networks
 
-  async createNetwork(name: string, labels: Labels): Promise<{ Id: string }> {
-    const body = { Name: name, Driver: 'bridge', CheckDuplicate: true, Labels: labels };
+  /** A bridge network; with `subnet`, on exactly that IPv4 range (the engine picks one otherwise). */
+  async createNetwork(name: string, labels: Labels, subnet?: string): Promise<{ Id: string }> {
+    const body = {
+      Name: name,
+      Driver: 'bridge',
+      CheckDuplicate: true,
+      Labels: labels,
+      ...(subnet ? { IPAM: { Driver: 'default', Config: [{ Subnet: subnet }] } } : {}),
+    };
     return (
       await this.#conn.json<{ Id: string }>({
         method: 'POST',

@@ -334,5 +334,42 @@ if (!engine) {
           `aliases: ${JSON.stringify(endpoint?.Aliases)}`,
         );
       }));
+
+    test("a cluster's members share a network made on the cluster's subnet, each at its fixed address, reach rank 0 at MASTER_ADDR, and it goes with the last member", () =>
+      withRuntime(async (t) => {
+        // a subnet of its own per run (outside the server's 10.65-10.80 range), so runs sharing the engine do not collide
+        const third = Math.floor(Math.random() * 256);
+        const second = 90 + Math.floor(Math.random() * 10);
+        const subnet = `10.${second}.${third}.0/24`;
+        const ip = (rank: number) => `10.${second}.${third}.${2 + rank}`;
+        const network = (rank: number) => ({ name: 'cluster-c1', aliases: [`node-${rank}`], ip: ip(rank), subnet });
+        const changes = new ChangeRecorder(t.runtime);
+        const head = await httpSpec({ network: network(0) });
+        await t.runtime.start(head);
+        await changes.next(head.id, 'running', 30_000);
+        const worker = instanceSpec({
+          image: e.images.node,
+          args: `-e "fetch('http://' + process.env.MASTER_ADDR + ':8000/health').then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(2))"`,
+          platformEnv: { MASTER_ADDR: ip(0), NODE_RANK: '1' },
+          network: network(1),
+        });
+        await t.runtime.start(worker);
+        const ended = await changes.next(worker.id, 'exited', 30_000);
+        assert.equal(ended.exitCode, 0, `rank 1 reached rank 0 at ${ip(0)}: ${ended.reason ?? ''}`);
+        const made = await e.client.inspectNetwork(`gantry-${t.namespace}-cluster-c1`);
+        assert.deepEqual(
+          made?.IPAM.Config?.map((c) => c.Subnet),
+          [subnet],
+        );
+        const container = (await containerOf(t, head.id)) as unknown as {
+          NetworkSettings: { Networks: Record<string, { IPAddress: string }> };
+        };
+        assert.equal(container.NetworkSettings.Networks[`gantry-${t.namespace}-cluster-c1`]?.IPAddress, ip(0));
+        // the network goes with the cluster's last member
+        await t.runtime.remove(worker.id);
+        assert.ok(await e.client.inspectNetwork(`gantry-${t.namespace}-cluster-c1`), 'kept while rank 0 uses it');
+        await t.runtime.remove(head.id);
+        assert.equal(await e.client.inspectNetwork(`gantry-${t.namespace}-cluster-c1`), null);
+      }));
   });
 }

@@ -54,6 +54,7 @@ import { exitReason, withOutput } from './exit-reason.js';
 import { StartSlots } from './start-slots.js';
 import { LiveInstances, copyStatus, newLive, type Live } from './live-instances.js';
 import { ContainerSampler } from './container-sampler.js';
+import { removeUnusedClusterNetworks } from './engine-networks.js';
 
 export type { DiskLimitSupport } from './container-preparer.js';
 
@@ -247,6 +248,7 @@ export class DockerRuntime implements Runtime {
         this.#client.removeContainer(containerNameOf(this.#namespace, id), { force: true, volumes: true }),
       );
       await this.#call(this.#client.removeVolume(podVolumeNameOf(this.#namespace, id)));
+      await this.#call(removeUnusedClusterNetworks(this.#client, this.#namespace));
     })();
     if (live) live.stopping = removing;
     try {

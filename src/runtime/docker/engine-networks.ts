@@ -4,7 +4,7 @@
  */
 import { DockerEngineError } from './engine-connection.js';
 import type { DockerClient } from './docker-client.js';
-import { LABEL, networkNameOf } from './docker-names.js';
+import { LABEL, namespaceFilter, networkNameOf } from './docker-names.js';
 import type { NetworkInspect } from './engine-types.js';
 
 export interface JoinedNetwork {
@@ -17,18 +17,23 @@ export interface JoinedNetwork {
  * Finds or makes the network. A fixed IP is asked for only where the engine takes one: on a
  * network with a subnet its maker configured, containing the IP. The networks made here have the
  * engine's own subnet (any fixed one could collide with another installation's), so the IP is
- * kept only on a network an operator made beforehand, under that name, with a subnet.
+ * kept only on a network an operator made beforehand, under that name, with a subnet — or on a
+ * cluster's network, made with the cluster's own `subnet` (docs/clusters.md).
  */
 export async function ensureNetwork(
   client: DockerClient,
   namespace: string,
-  network: { name: string; ip: string | null },
+  network: { name: string; ip: string | null; subnet?: string },
 ): Promise<JoinedNetwork> {
   const name = networkNameOf(namespace, network.name);
   let info = await client.inspectNetwork(name);
   if (!info) {
     try {
-      await client.createNetwork(name, { [LABEL.namespace]: namespace, 'gantry.network': network.name });
+      await client.createNetwork(
+        name,
+        { [LABEL.namespace]: namespace, 'gantry.network': network.name },
+        network.subnet,
+      );
     } catch (err) {
       // Made by a concurrent start in between: use it.
       if (!(err instanceof DockerEngineError && err.statusCode === 409)) throw err;
@@ -40,7 +45,7 @@ export async function ensureNetwork(
     name,
     fixedIp:
       network.ip !== null &&
-      madeElsewhere(info, namespace) &&
+      (madeElsewhere(info, namespace) || network.subnet !== undefined) &&
       (info.IPAM.Config ?? []).some((c) => c.Subnet !== undefined && ipv4InCidr(network.ip!, c.Subnet)),
   };
 }
@@ -63,4 +68,22 @@ function ipv4(text: string): number | null {
   const parts = text.split('.');
   if (parts.length !== 4 || !parts.every((p) => /^\d{1,3}$/.test(p) && Number(p) <= 255)) return null;
   return parts.reduce((n, p) => n * 256 + Number(p), 0);
+}
+
+/**
+ * Removes the namespace's cluster networks (`cluster-<id>`, docs/clusters.md) no container uses
+ * any more: called after an instance is removed, so a deleted cluster's network goes with its last
+ * member. One still in use is refused by the engine and kept.
+ */
+export async function removeUnusedClusterNetworks(client: DockerClient, namespace: string): Promise<void> {
+  const networks = await client.listNetworks(namespaceFilter(namespace));
+  for (const n of networks) {
+    if (!n.Labels?.['gantry.network']?.startsWith('cluster-')) continue;
+    try {
+      await client.removeNetwork(n.Id);
+    } catch (err) {
+      // 403 "has active endpoints": another member still runs on it
+      if (!(err instanceof DockerEngineError)) throw err;
+    }
+  }
 }
