@@ -378,7 +378,9 @@ describe('Autoscaler wake-ups', () => {
     };
     try {
       await autoscaler.start();
-      await turns(); // the start-up pass, if any
+      // The start-up pass runs on a real 0 ms timer, which a hundred event-loop turns may outrun.
+      await until('the start-up pass', () => passes === 1);
+      await turns();
       clock.advance(101);
       passes = 0;
       for (let i = 0; i < 1000; i++) autoscaler.nudge();
