@@ -90,7 +90,7 @@ for (const dialect of dialects()) {
             mounts: { persistent: { size: 2 ** 53, path: '/w' } },
           },
         ],
-        ['/v2/network-volumes', { name: 'n', size: 2 ** 31, dataCenterId: 'US-TX-3' }],
+        ['/v2/network-volumes', { name: 'n', size: 2 ** 31, dataCenter: 'US-TX-3' }],
       ] as const) {
         const p = problem(await t.request(key, 'POST', url, body), 422, 'VALIDATION_FAILED');
         assert.match(p.detail, /must be <= /, `${url} ${JSON.stringify(body)}`);
