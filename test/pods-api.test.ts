@@ -321,6 +321,29 @@ describe('create', () => {
     assert.deepEqual(cpuPod.mounts, {});
   });
 
+  test('a template created over REST v2 (image, disk, mounts, startSsh and startJupyter defaults) resolves into the pod', async () => {
+    const res = await t.request(a.key, 'POST', '/v2/templates', {
+      name: 'v2-tpl',
+      image: 'tpl/image:3',
+      disk: 21,
+      mounts: { persistent: { size: 12, path: '/models' } },
+      ports: ['8888/http', '22/tcp'],
+      env: { FROM: 'template' },
+    });
+    assert.equal(res.statusCode, 201, res.body);
+    const tpl = json(res);
+    assert.equal(tpl.startSsh && tpl.startJupyter, true);
+    await t.request(a.key, 'PUT', '/v2/account/ssh-keys', { keys: [sshKey] });
+    const pod = await createPod({ image: undefined, templateId: tpl.id });
+    assert.equal(pod.image, 'tpl/image:3');
+    assert.equal(pod.disk, 21);
+    assert.deepEqual(pod.mounts, { persistent: { size: 12, path: '/models' } });
+    assert.deepEqual(pod.env, { FROM: 'template' });
+    const hidden = (await t.services.pods.store.get(pod.id))!.hiddenEnv;
+    assert.equal(hidden.PUBLIC_KEY, sshKey);
+    assert.ok(hidden.JUPYTER_PASSWORD);
+  });
+
   test("an unknown or another account's template is a 404; a serverless template is a 422", async () => {
     problem(await create({ name: 'x', gpu: { id: GPU }, templateId: 'nosuchtemplate' }), 404);
     const other = await t.services.templates.create(b.accountId, { name: 'b-tpl', imageName: 'b:1' });
