@@ -417,6 +417,30 @@ describe('create', () => {
     const third = await createPod({ globalNetworking: true });
     assert.equal(third.globalNetworking.ip, second.globalNetworking.ip);
   });
+
+  test('PATCH globalNetworking equal to the pod’s own is accepted; the other value answers 400 GLOBAL_NETWORKING_FIXED and changes nothing', async () => {
+    const on = await createPod({ globalNetworking: true });
+    const off = await createPod({});
+    const same = await t.request(a.key, 'PATCH', `/v2/pods/${on.id}`, { globalNetworking: true, name: 'kept-on' });
+    assert.equal(same.statusCode, 200, same.body);
+    assert.deepEqual(json(same).globalNetworking, on.globalNetworking);
+    assert.equal(json(same).name, 'kept-on');
+    for (const [pod, value] of [
+      [on, false],
+      [off, true],
+    ] as const) {
+      const refused = problem(
+        await t.request(a.key, 'PATCH', `/v2/pods/${pod.id}`, { globalNetworking: value, name: 'changed' }),
+        400,
+        /globalNetworking is fixed when a pod is created/,
+      );
+      assert.equal(refused.code, 'GLOBAL_NETWORKING_FIXED');
+      const after = json(await t.request(a.key, 'GET', `/v2/pods/${pod.id}`));
+      assert.deepEqual(after.globalNetworking, pod.globalNetworking);
+      assert.notEqual(after.name, 'changed');
+    }
+    problem(await t.request(a.key, 'PATCH', `/v2/pods/${off.id}`, { globalNetworking: 'yes' }), 422);
+  });
 });
 
 describe('read', () => {
