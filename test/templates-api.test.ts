@@ -95,7 +95,7 @@ test('the OpenAPI’s own createTemplate example body is accepted and answered a
     serverless: false,
     public: false,
   };
-  // JUPYTER_ENABLE_LAB: the process runtime refuses JUPYTER_* env by policy (docs/runtimes.md);
+  // JUPYTER_ENABLE_LAB: the process runtime refuses JUPYTER_* env by policy (docs/security.md);
   // a container runtime (docker, kubernetes) isolates env and takes it. FakeRuntime stands in.
   const app = await createTestApp({ runtime: new FakeRuntime() });
   try {
@@ -212,7 +212,7 @@ test('a body sending an older name with the v2 name of the same field answers 42
         'VALIDATION_FAILED',
       );
       assert.equal(problem.errors?.length, 1, `${method} ${old}`);
-      assert.ok(problem.errors![0]!.includes(old) && problem.errors![0]!.includes(v2), problem.errors![0]);
+      assert.ok(problem.errors[0]!.includes(old) && problem.errors[0]!.includes(v2), problem.errors[0]);
     }
   }
 });
