@@ -265,7 +265,7 @@ for (const { name, skip } of dialects()) {
       const created = await t.request(a.key, 'POST', '/v2/network-volumes', {
         name: 'v',
         size: 10,
-        dataCenterId: 'US-TX-3',
+        dataCenter: 'US-TX-3',
       });
       assert.equal(created.statusCode, 201, created.body);
       const id = json(created).id as string;

@@ -175,7 +175,7 @@ test('public templates are listed wrapped and read one by one', async () => {
   const { status, body } = await get('/v2/catalog/templates');
   assert.equal(status, 200);
   assert.ok(Array.isArray(body.templates));
-  for (const template of body.templates) assert.equal(template.isPublic, true);
+  for (const template of body.templates) assert.equal(template.public, true);
   const first = body.templates[0];
   if (first) {
     const one = await get(`/v2/catalog/templates/${enc(first.id)}`);

@@ -267,8 +267,8 @@ if (!engine) {
       });
       const tpl = await call('POST', '/v2/templates', {
         name: `docker-echo-${Date.now()}`,
-        imageName: image,
-        isServerless: true,
+        image,
+        serverless: true,
       });
       assert.equal(tpl.status, 201, JSON.stringify(tpl.body));
       const ep = await call('POST', '/v2/serverless', {
@@ -343,8 +343,8 @@ if (!engine) {
       );
       const tpl = await call('POST', '/v2/templates', {
         name: `ssrf-${Date.now()}`,
-        imageName: 'localhost:5000/worker:1',
-        isServerless: true,
+        image: 'localhost:5000/worker:1',
+        serverless: true,
       });
       assert.equal(tpl.status, 400, JSON.stringify(tpl.body));
       assert.equal(tpl.body.code, 'IMAGE_NOT_ALLOWED');

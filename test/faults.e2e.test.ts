@@ -64,8 +64,8 @@ const client = (url: () => string) => {
     async endpoint(workersMax: number): Promise<string> {
       const tpl = await call('POST', '/v2/templates', {
         name: `faults-${Date.now()}`,
-        imageName: 'faults-worker:dev',
-        isServerless: true,
+        image: 'faults-worker:dev',
+        serverless: true,
       });
       assert.ok(tpl.status === 200 || tpl.status === 201, JSON.stringify(tpl.body));
       const ep = await call('POST', '/v2/serverless', {

@@ -146,8 +146,8 @@ describe('registry references that would aim the Docker Engine at the host or it
         `pod ${image}`,
       );
       assertImageRefused(
-        await t.request(dockerKey, 'POST', '/v2/templates', { name: 'ssrf', imageName: image }),
-        /^imageName is not allowed: its registry /,
+        await t.request(dockerKey, 'POST', '/v2/templates', { name: 'ssrf', image }),
+        /^image is not allowed: its registry /,
         `template ${image}`,
       );
       const res = await t.request(dockerKey, 'POST', '/graphql', {

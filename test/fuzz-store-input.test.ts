@@ -78,8 +78,8 @@ for (const dialect of dialects()) {
 
     test('disk and volume sizes past the stated 10,000 GB bound answer 422, not a 32-bit overflow', async () => {
       for (const [url, body] of [
-        ['/v2/templates', { name: 'n', imageName: 'i', containerDiskInGb: 2 ** 31 }],
-        ['/v2/templates', { name: 'n', imageName: 'i', volumeInGb: 10_001 }],
+        ['/v2/templates', { name: 'n', image: 'i', disk: 2 ** 31 }],
+        ['/v2/templates', { name: 'n', image: 'i', mounts: { persistent: { size: 10_001, path: '/w' } } }],
         ['/v2/pods', { name: 'n', image: 'i', gpu: { id: 'NVIDIA GeForce RTX 4090' }, disk: 2 ** 31 }],
         [
           '/v2/pods',
@@ -90,18 +90,18 @@ for (const dialect of dialects()) {
             mounts: { persistent: { size: 2 ** 53, path: '/w' } },
           },
         ],
-        ['/v2/network-volumes', { name: 'n', size: 2 ** 31, dataCenterId: 'US-TX-3' }],
+        ['/v2/network-volumes', { name: 'n', size: 2 ** 31, dataCenter: 'US-TX-3' }],
       ] as const) {
         const p = problem(await t.request(key, 'POST', url, body), 422, 'VALIDATION_FAILED');
         assert.match(p.detail, /must be <= /, `${url} ${JSON.stringify(body)}`);
       }
       const tpl = await t.request(key, 'POST', '/v2/templates', {
         name: 'big',
-        imageName: 'i',
-        containerDiskInGb: 10_000,
+        image: 'i',
+        disk: 10_000,
       });
       assert.equal(tpl.statusCode, 201, tpl.body);
-      const patched = await t.request(key, 'PATCH', `/v2/templates/${json(tpl).id}`, { containerDiskInGb: 2 ** 31 });
+      const patched = await t.request(key, 'PATCH', `/v2/templates/${json(tpl).id}`, { disk: 2 ** 31 });
       problem(patched, 422, 'VALIDATION_FAILED');
     });
 

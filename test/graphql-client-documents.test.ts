@@ -205,7 +205,7 @@ describe('runpod-python documents', () => {
     });
     const read = await rest('GET', `/v2/templates/${saveTemplate.id}`);
     assert.equal(read.status, 200);
-    assert.equal(read.body.imageName, 'runpod/stack');
+    assert.equal(read.body.image, 'runpod/stack');
     assert.deepEqual(read.body.ports, ['8888/http', '22/tcp']);
     assert.deepEqual(read.body.env, { A: '1' });
     assert.equal(saveTemplate.dockerArgs, 'bash -c "sleep infinity"');
@@ -221,10 +221,7 @@ describe('runpod-python documents', () => {
     const { saveTemplate } = await run('runpod-python', 'create-serverless-template', { ids });
     assert.equal(saveTemplate.isServerless, true);
     ids.TEMPLATE_ID = saveTemplate.id;
-    assert.equal(
-      (await rest('GET', `/v2/templates/${saveTemplate.id}`)).body.containerRegistryAuthId,
-      ids.REGISTRY_AUTH_ID,
-    );
+    assert.equal((await rest('GET', `/v2/templates/${saveTemplate.id}`)).body.registry, ids.REGISTRY_AUTH_ID);
     // Bob may not touch it: the same document as bob answers NOT_FOUND.
     const asBob = await post(documentOf('runpod-python', 'update-registry-auth', ids), undefined, bob.key);
     assert.equal(asBob.errors?.[0]?.extensions?.code, 'NOT_FOUND');
@@ -554,7 +551,7 @@ describe('runpodctl documents', () => {
     });
     assertShape(saveEndpoint, SAVE_ENDPOINT_GQL);
     const template = await rest('GET', `/v2/templates/${saveEndpoint.templateId}`);
-    assert.equal(template.body.imageName, 'my-worker:inline');
+    assert.equal(template.body.image, 'my-worker:inline');
     assert.equal((await rest('GET', `/v2/serverless/${saveEndpoint.id}`)).status, 200);
   });
 

@@ -86,18 +86,18 @@ describe('image registries with runtime docker', () => {
     await t.request(key, 'DELETE', `/v2/pods/${created.id}`);
   });
 
-  test('a template with such an imageName is refused at create and at change; a template stored before the rule cannot pass its image to a pod', async () => {
+  test('a template with such an image is refused at create and at change; a template stored before the rule cannot pass its image to a pod', async () => {
     assertImageRefused(
-      await t.request(key, 'POST', '/v2/templates', { name: 'evil', imageName: 'localhost:6379/x' }),
-      /^imageName is not allowed: its registry localhost:6379/,
+      await t.request(key, 'POST', '/v2/templates', { name: 'evil', image: 'localhost:6379/x' }),
+      /^image is not allowed: its registry localhost:6379/,
     );
     assert.deepEqual(json(await t.request(key, 'GET', '/v2/templates')).templates, []);
-    const tpl = json(await t.request(key, 'POST', '/v2/templates', { name: 'fine', imageName: 'ubuntu:22.04' }));
+    const tpl = json(await t.request(key, 'POST', '/v2/templates', { name: 'fine', image: 'ubuntu:22.04' }));
     assertImageRefused(
-      await t.request(key, 'PATCH', `/v2/templates/${tpl.id}`, { imageName: '192.168.1.1/x' }),
+      await t.request(key, 'PATCH', `/v2/templates/${tpl.id}`, { image: '192.168.1.1/x' }),
       /192\.168\.1\.1 is not a public address \(private\)/,
     );
-    assert.equal(json(await t.request(key, 'GET', `/v2/templates/${tpl.id}`)).imageName, 'ubuntu:22.04');
+    assert.equal(json(await t.request(key, 'GET', `/v2/templates/${tpl.id}`)).image, 'ubuntu:22.04');
 
     // Stored as an older server would have: a pod made from it, or changed to it, is still refused.
     await t.services.templates.store.update(tpl.id, { imageName: '127.0.0.1:5000/x', updatedAt: t.clock.now() });

@@ -321,6 +321,29 @@ describe('create', () => {
     assert.deepEqual(cpuPod.mounts, {});
   });
 
+  test('a template created over REST v2 (image, disk, mounts, startSsh and startJupyter defaults) resolves into the pod', async () => {
+    const res = await t.request(a.key, 'POST', '/v2/templates', {
+      name: 'v2-tpl',
+      image: 'tpl/image:3',
+      disk: 21,
+      mounts: { persistent: { size: 12, path: '/models' } },
+      ports: ['8888/http', '22/tcp'],
+      env: { FROM: 'template' },
+    });
+    assert.equal(res.statusCode, 201, res.body);
+    const tpl = json(res);
+    assert.equal(tpl.startSsh && tpl.startJupyter, true);
+    await t.request(a.key, 'PUT', '/v2/account/ssh-keys', { keys: [sshKey] });
+    const pod = await createPod({ image: undefined, templateId: tpl.id });
+    assert.equal(pod.image, 'tpl/image:3');
+    assert.equal(pod.disk, 21);
+    assert.deepEqual(pod.mounts, { persistent: { size: 12, path: '/models' } });
+    assert.deepEqual(pod.env, { FROM: 'template' });
+    const hidden = (await t.services.pods.store.get(pod.id))!.hiddenEnv;
+    assert.equal(hidden.PUBLIC_KEY, sshKey);
+    assert.ok(hidden.JUPYTER_PASSWORD);
+  });
+
   test("an unknown or another account's template is a 404; a serverless template is a 422", async () => {
     problem(await create({ name: 'x', gpu: { id: GPU }, templateId: 'nosuchtemplate' }), 404);
     const other = await t.services.templates.create(b.accountId, { name: 'b-tpl', imageName: 'b:1' });
@@ -393,6 +416,30 @@ describe('create', () => {
     assert.equal((await t.request(a.key, 'DELETE', `/v2/pods/${second.id}`)).statusCode, 204);
     const third = await createPod({ globalNetworking: true });
     assert.equal(third.globalNetworking.ip, second.globalNetworking.ip);
+  });
+
+  test('PATCH globalNetworking equal to the pod’s own is accepted; the other value answers 400 GLOBAL_NETWORKING_FIXED and changes nothing', async () => {
+    const on = await createPod({ globalNetworking: true });
+    const off = await createPod({});
+    const same = await t.request(a.key, 'PATCH', `/v2/pods/${on.id}`, { globalNetworking: true, name: 'kept-on' });
+    assert.equal(same.statusCode, 200, same.body);
+    assert.deepEqual(json(same).globalNetworking, on.globalNetworking);
+    assert.equal(json(same).name, 'kept-on');
+    for (const [pod, value] of [
+      [on, false],
+      [off, true],
+    ] as const) {
+      const refused = problem(
+        await t.request(a.key, 'PATCH', `/v2/pods/${pod.id}`, { globalNetworking: value, name: 'changed' }),
+        400,
+        /globalNetworking is fixed when a pod is created/,
+      );
+      assert.equal(refused.code, 'GLOBAL_NETWORKING_FIXED');
+      const after = json(await t.request(a.key, 'GET', `/v2/pods/${pod.id}`));
+      assert.deepEqual(after.globalNetworking, pod.globalNetworking);
+      assert.notEqual(after.name, 'changed');
+    }
+    problem(await t.request(a.key, 'PATCH', `/v2/pods/${off.id}`, { globalNetworking: 'yes' }), 422);
   });
 });
 

@@ -46,7 +46,7 @@ const kinds: Kind[] = [
       const res = await t.request(key, 'POST', '/v2/network-volumes', {
         name: 'a-volume',
         size: 10,
-        dataCenterId: 'US-TX-3',
+        dataCenter: 'US-TX-3',
       });
       assert.equal(res.statusCode, 201, res.body);
       return json(res).id;

@@ -21,11 +21,11 @@ const create = async (key: string, body: Record<string, unknown> = {}) => {
   const res = await t.request(key, 'POST', '/v2/network-volumes', {
     name: 'data',
     size: 50,
-    dataCenterId: 'US-TX-3',
+    dataCenter: 'US-TX-3',
     ...body,
   });
   assert.equal(res.statusCode, 201, res.body);
-  return json<{ id: string; name: string; size: number; dataCenterId: string }>(res);
+  return json<{ id: string; name: string; size: number; dataCenter: string; type: string }>(res);
 };
 
 const insertPod = (id: string, accountId: string, status: string, mounts: unknown) =>
@@ -66,31 +66,60 @@ const assertProblem = (
   return body as { detail: string; errors?: string[] };
 };
 
-test('a created volume answers 201 with id, name, size and dataCenterId; its data is made by the runtime when an instance mounts it, not at create', async () => {
+test('a created volume answers 201 with id, name, size, dataCenter and type STANDARD; its data is made by the runtime when an instance mounts it, not at create', async () => {
   const volume = await create(a.key, { name: 'datasets', size: 100 });
-  assert.deepEqual(Object.keys(volume).sort(), ['dataCenterId', 'id', 'name', 'size']);
-  assert.deepEqual({ ...volume, id: 'x' }, { id: 'x', name: 'datasets', size: 100, dataCenterId: 'US-TX-3' });
+  assert.deepEqual(Object.keys(volume).sort(), ['dataCenter', 'id', 'name', 'size', 'type']);
+  assert.deepEqual(
+    { ...volume, id: 'x' },
+    { id: 'x', name: 'datasets', size: 100, dataCenter: 'US-TX-3', type: 'STANDARD' },
+  );
   assert.ok(!existsSync(networkVolumeFolderOf(t.config.dataDir, volume.id)));
   assert.deepEqual(json(await t.request(a.readKey, 'GET', `/v2/network-volumes/${volume.id}`)), volume);
   assert.equal((await t.services.volumes.get(a.accountId, volume.id)).size, 100);
 });
 
-test('size must be an integer from 10 to 4000 GB (422, one entry each)', async () => {
-  for (const size of [9, 4001, 10.5, '50']) {
+test('size must be an integer from 10 to 4096 GB (422, one entry each)', async () => {
+  for (const size of [9, 4097, 10.5, '50']) {
     const problem = assertProblem(
-      await t.request(a.key, 'POST', '/v2/network-volumes', { name: 'd', size, dataCenterId: 'US-TX-3' }),
+      await t.request(a.key, 'POST', '/v2/network-volumes', { name: 'd', size, dataCenter: 'US-TX-3' }),
       422,
       'VALIDATION_FAILED',
     );
     assert.equal(problem.errors?.length, 1, String(size));
   }
   await create(a.key, { size: 10 });
-  await create(a.key, { size: 4000 });
+  await create(a.key, { size: 4096 });
+});
+
+test('type STANDARD is accepted; HIGH_PERFORMANCE, as in the OpenAPI example, answers 400 naming the one storage tier', async () => {
+  const standard = await create(a.key, { type: 'STANDARD' });
+  assert.equal(standard.type, 'STANDARD');
+  const example = { name: 'training-dataset', dataCenter: 'US-TX-3', size: 50, type: 'HIGH_PERFORMANCE' };
+  const problem = assertProblem(await t.request(a.key, 'POST', '/v2/network-volumes', example), 400, 'BAD_REQUEST');
+  assert.match(problem.detail, /HIGH_PERFORMANCE.*STANDARD/);
+  assertProblem(await t.request(a.key, 'POST', '/v2/network-volumes', { ...example, type: 'FAST' }), 422);
+});
+
+test('dataCenterId, the older name of dataCenter, is accepted on create; sent with dataCenter it answers 422 naming both', async () => {
+  const res = await t.request(a.key, 'POST', '/v2/network-volumes', { name: 'd', size: 10, dataCenterId: 'EU-RO-1' });
+  assert.equal(res.statusCode, 201, res.body);
+  assert.equal(json(res).dataCenter, 'EU-RO-1');
+  const both = assertProblem(
+    await t.request(a.key, 'POST', '/v2/network-volumes', {
+      name: 'd',
+      size: 10,
+      dataCenterId: 'EU-RO-1',
+      dataCenter: 'US-TX-3',
+    }),
+    422,
+    'VALIDATION_FAILED',
+  );
+  assert.match(both.detail, /dataCenterId.*dataCenter/);
 });
 
 test('an unknown data center answers 400 naming the valid ones', async () => {
   const problem = assertProblem(
-    await t.request(a.key, 'POST', '/v2/network-volumes', { name: 'd', size: 10, dataCenterId: 'MARS-1' }),
+    await t.request(a.key, 'POST', '/v2/network-volumes', { name: 'd', size: 10, dataCenter: 'MARS-1' }),
     400,
     'BAD_REQUEST',
   );
@@ -103,7 +132,7 @@ test('unknown and missing properties answer 422 with one entry per property', as
     await t.request(a.key, 'POST', '/v2/network-volumes', {
       name: 'd',
       size: 10,
-      dataCenterId: 'US-TX-3',
+      dataCenter: 'US-TX-3',
       color: 'red',
       tier: 1,
     }),
@@ -123,7 +152,7 @@ test('the list holds only the caller’s volumes, oldest first', async () => {
   const c = await t.newAccount();
   const v1 = await create(c.key, { name: 'one' });
   (t.clock as FakeClock).advance(1000);
-  const v2 = await create(c.key, { name: 'two', dataCenterId: 'EU-RO-1' });
+  const v2 = await create(c.key, { name: 'two', dataCenter: 'EU-RO-1' });
   assert.deepEqual(json(await t.request(c.readKey, 'GET', '/v2/network-volumes')), { networkVolumes: [v1, v2] });
 });
 
@@ -147,21 +176,12 @@ test('PATCH renames and grows; shrinking answers 400 and the size stays', async 
   });
 });
 
-test('dataCenterId is immutable: another value answers 400, the same value is accepted', async () => {
+test('PATCH changes only name and size: the data center and type are immutable (422), and an empty body answers 422', async () => {
   const volume = await create(a.key);
-  const problem = assertProblem(
-    await t.request(a.key, 'PATCH', `/v2/network-volumes/${volume.id}`, { dataCenterId: 'EU-RO-1', name: 'moved' }),
-    400,
-    'BAD_REQUEST',
-  );
-  assert.match(problem.detail, /immutable/);
-  assert.equal(json(await t.request(a.key, 'GET', `/v2/network-volumes/${volume.id}`)).name, 'data');
-  const same = await t.request(a.key, 'PATCH', `/v2/network-volumes/${volume.id}`, {
-    dataCenterId: 'US-TX-3',
-    name: 'kept',
-  });
-  assert.equal(same.statusCode, 200, same.body);
-  assert.deepEqual(json(same), { ...volume, name: 'kept' });
+  for (const body of [{ dataCenter: 'EU-RO-1' }, { dataCenterId: 'US-TX-3' }, { type: 'STANDARD' }, {}]) {
+    assertProblem(await t.request(a.key, 'PATCH', `/v2/network-volumes/${volume.id}`, body), 422, 'VALIDATION_FAILED');
+  }
+  assert.deepEqual(json(await t.request(a.key, 'GET', `/v2/network-volumes/${volume.id}`)), volume);
 });
 
 test('DELETE answers 204, the runtime removes its data, then 404', async () => {
@@ -220,7 +240,7 @@ test('a read key may read volumes but not write them (403)', async () => {
   const volume = await create(a.key);
   assert.equal((await t.request(a.readKey, 'GET', '/v2/network-volumes')).statusCode, 200);
   assertProblem(
-    await t.request(a.readKey, 'POST', '/v2/network-volumes', { name: 'd', size: 10, dataCenterId: 'US-TX-3' }),
+    await t.request(a.readKey, 'POST', '/v2/network-volumes', { name: 'd', size: 10, dataCenter: 'US-TX-3' }),
     403,
     'FORBIDDEN',
   );
@@ -307,7 +327,7 @@ test('DELETE asks the runtime to remove the network volume’s data; a refused d
     const res = await app.request(key, 'POST', '/v2/network-volumes', {
       name: 'data',
       size: 50,
-      dataCenterId: 'US-TX-3',
+      dataCenter: 'US-TX-3',
     });
     const volume = json<{ id: string }>(res);
     await app.services.db.kysely

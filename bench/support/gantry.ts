@@ -129,9 +129,9 @@ export async function startGantry(options: GantryOptions = {}): Promise<Gantry> 
       const n = endpoints++;
       const template = await api<{ id: string }>('POST', '/v2/templates', {
         name: `bench-${n}-${Date.now()}`,
-        imageName,
-        isServerless: true,
-        containerDiskInGb: 5,
+        image: imageName,
+        serverless: true,
+        disk: 5,
       });
       const endpoint = await api<{ id: string }>('POST', '/v2/serverless', {
         name: `bench-${n}`,

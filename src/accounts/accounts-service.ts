@@ -172,7 +172,7 @@ export class AccountsService {
     const problems: string[] = [];
     const normalized = keys.map((k, i) => {
       const result = validateAuthorizedKey(k);
-      if (!result.ok) problems.push(`body/${i}: ${result.reason}`);
+      if (!result.ok) problems.push(`keys/${i}: ${result.reason}`);
       return result.ok ? result.line : k;
     });
     if (problems.length > 0)

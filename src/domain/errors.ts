@@ -19,6 +19,7 @@ export const errorCatalogue = {
   CUDA_CONSTRAINT_ON_CPU: { status: 400, title: 'Bad Request' },
   MOUNT_CONFLICT: { status: 400, title: 'Bad Request' },
   MOUNT_RULE: { status: 400, title: 'Bad Request' },
+  GLOBAL_NETWORKING_FIXED: { status: 400, title: 'Bad Request' },
   NO_CAPACITY: { status: 400, title: 'Bad Request' },
   HOST_FULL: { status: 400, title: 'Bad Request' },
   TEMPLATE_IN_USE: { status: 400, title: 'Bad Request' },

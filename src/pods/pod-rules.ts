@@ -39,6 +39,8 @@ export interface PatchPodInput {
   env?: Record<string, string>;
   registry?: string | null;
   locked?: boolean;
+  /** Fixed at create: accepted only when equal to the pod's own (400 GLOBAL_NETWORKING_FIXED otherwise). */
+  globalNetworking?: boolean;
   mounts?: Mounts;
   templateId?: string;
 }

@@ -360,7 +360,12 @@ export class PodsService {
 
   /** PATCH: the readable configuration (spec 2.3 rules for mounts). */
   async update(accountId: string, id: string, patch: PatchPodInput): Promise<PodView> {
-    await this.#owned(accountId, id);
+    const current = await this.#owned(accountId, id);
+    if (patch.globalNetworking !== undefined && patch.globalNetworking !== current.globalNetworking)
+      throw new ApiError(
+        'GLOBAL_NETWORKING_FIXED',
+        `globalNetworking is fixed when a pod is created: pod "${id}" has it ${current.globalNetworking ? 'on' : 'off'}, and its private address and internal DNS name are attached to its instance at placement. Create a new pod with globalNetworking ${String(patch.globalNetworking)} instead.`,
+      );
     const template = patch.templateId
       ? templateDefaults(await this.#d.templates.resolveForPod(accountId, patch.templateId))
       : null;

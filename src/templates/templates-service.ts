@@ -76,11 +76,11 @@ const DEFAULT_MOUNT_PATH = '/workspace';
 function violations(t: Template): string[] {
   const out: string[] = [];
   if (t.name.length === 0) out.push('name: must NOT have fewer than 1 characters');
-  if (t.imageName.length === 0) out.push('imageName: must NOT have fewer than 1 characters');
+  if (t.imageName.length === 0) out.push('image: must NOT have fewer than 1 characters');
   if (!Number.isInteger(t.containerDiskInGb) || t.containerDiskInGb < 1 || t.containerDiskInGb > MAX_DISK_GB)
-    out.push(`containerDiskInGb: must be an integer from 1 to ${MAX_DISK_GB}`);
+    out.push(`disk: must be an integer from 1 to ${MAX_DISK_GB}`);
   if (!Number.isInteger(t.volumeInGb) || (t.volumeInGb !== 0 && t.volumeInGb < 10) || t.volumeInGb > MAX_DISK_GB)
-    out.push(`volumeInGb: must be 0 (no volume) or from 10 to ${MAX_DISK_GB}`);
+    out.push(`mounts.persistent.size (volumeInGb): must be 0 (no volume) or from 10 to ${MAX_DISK_GB}`);
   t.ports.forEach((p, i) => {
     const m = PORT.exec(p);
     if (!m) out.push(`ports.${i}: must be "<port>/<protocol>" with protocol tcp, http or udp`);
@@ -202,7 +202,7 @@ export class TemplatesService {
     if (template.isServerless)
       throw new ApiError(
         'SERVERLESS_TEMPLATE',
-        `Template "${templateId}" is a serverless template; pods need a pod template (one with isServerless false).`,
+        `Template "${templateId}" is a serverless template; pods need a pod template (one with serverless false).`,
       );
     return template;
   }
@@ -249,12 +249,12 @@ export class TemplatesService {
     const problems = violations(template);
     if (problems.length > 0) throw validationFailed(problems);
     assertEnvAllowed(this.deps.runtime, template.env, template.imageName);
-    if (what.image) await assertImageAllowed(this.deps.registryGuard, template.imageName, 'imageName');
+    if (what.image) await assertImageAllowed(this.deps.registryGuard, template.imageName, 'image');
     const registryId = template.containerRegistryAuthId;
     if (registryId !== null && !(await this.#registries.get(accountId, registryId)))
       throw new ApiError(
         'UNKNOWN_REFERENCE',
-        `containerRegistryAuthId "${registryId}" is not a registry credential of this account (see GET /v2/registries).`,
+        `registry "${registryId}" is not a registry credential of this account (see GET /v2/registries).`,
       );
   }
 }
@@ -262,5 +262,5 @@ export class TemplatesService {
 const publicRefused = (): ApiError =>
   new ApiError(
     'FORBIDDEN',
-    'Templates cannot be made public through the API: public templates are the catalog that ships with Gantry (GET /v2/catalog/templates). Send isPublic false or leave it out.',
+    'Templates cannot be made public through the API: public templates are the catalog that ships with Gantry (GET /v2/catalog/templates). Send public false or leave it out.',
   );

@@ -13,6 +13,8 @@ export interface CreateVolumeInput {
   /** GB, 10-4000 (checked by the route schema) */
   size: number;
   dataCenterId: string;
+  /** The storage tier: Gantry has one, STANDARD; HIGH_PERFORMANCE is refused with 400. @default STANDARD */
+  type?: 'STANDARD' | 'HIGH_PERFORMANCE';
 }
 
 export interface PatchVolumeInput {
@@ -47,6 +49,10 @@ export class VolumesService {
     const known = this.deps.catalog.dataCenters.map((d) => d.id);
     if (!known.includes(input.dataCenterId))
       throw badRequest(`Data center "${input.dataCenterId}" is unknown; valid data centers: ${known.join(', ')}.`);
+    if (input.type !== undefined && input.type !== 'STANDARD')
+      throw badRequest(
+        `Volume type ${input.type} is not offered: Gantry's network volumes have one storage tier, STANDARD. Send type STANDARD or leave it out.`,
+      );
     const volume: NetworkVolume = {
       id: newId(),
       accountId,

@@ -74,12 +74,13 @@ test('unknown routes, malformed JSON and schema failures are problem+json with t
     'content-type': 'application/json',
   });
   assert.equal(malformed.statusCode, 400);
-  const invalid = await t.request(acct.key, 'PUT', '/v2/account/ssh-keys', [1, 'x']);
+  const invalid = await t.request(acct.key, 'PUT', '/v2/account/ssh-keys', { keys: [1, 'x'] });
   assert.equal(invalid.statusCode, 422);
-  assert.equal(json(invalid).errors.length, 1);
+  // one entry per bad key: 1 is not a string, 'x' is not an authorized_keys line
+  assert.equal(json(invalid).errors.length, 2);
 });
 
-test('ssh keys are validated as authorized_keys lines and replaced whole', async () => {
+test('ssh keys are validated as authorized_keys lines and replaced whole, as { keys } in and out', async () => {
   const acct = await t.newAccount();
   const blob = Buffer.concat([
     Buffer.from([0, 0, 0, 11]),
@@ -88,13 +89,28 @@ test('ssh keys are validated as authorized_keys lines and replaced whole', async
     Buffer.alloc(32, 7),
   ]).toString('base64');
   const good = `ssh-ed25519 ${blob} me@laptop`;
-  const put = await t.request(acct.key, 'PUT', '/v2/account/ssh-keys', [good]);
+  const put = await t.request(acct.key, 'PUT', '/v2/account/ssh-keys', { keys: [good] });
   assert.equal(put.statusCode, 200);
-  assert.deepEqual(json(put), [good]);
-  const bad = await t.request(acct.key, 'PUT', '/v2/account/ssh-keys', [good, 'ssh-rsa notbase64!!']);
+  assert.deepEqual(json(put), { keys: [good] });
+  const bad = await t.request(acct.key, 'PUT', '/v2/account/ssh-keys', { keys: [good, 'ssh-rsa notbase64!!'] });
   assert.equal(bad.statusCode, 422);
-  assert.deepEqual(json(await t.request(acct.key, 'GET', '/v2/account/ssh-keys')), [good]);
-  assert.deepEqual(json(await t.request(acct.key, 'PUT', '/v2/account/ssh-keys', [])), []);
+  assert.match(json(bad).detail, /keys\/1/);
+  const extra = await t.request(acct.key, 'PUT', '/v2/account/ssh-keys', { keys: [], other: 1 });
+  assert.equal(extra.statusCode, 422);
+  assert.deepEqual(json(await t.request(acct.key, 'GET', '/v2/account/ssh-keys')), { keys: [good] });
+  assert.deepEqual(json(await t.request(acct.key, 'PUT', '/v2/account/ssh-keys', { keys: [] })), { keys: [] });
+});
+
+test('a bare array of ssh keys (the older body) is still accepted as { keys }, and answered as { keys }', async () => {
+  const acct = await t.newAccount();
+  const blob = Buffer.concat([Buffer.from([0, 0, 0, 7]), Buffer.from('ssh-rsa'), Buffer.alloc(64, 3)]).toString(
+    'base64',
+  );
+  const key = `ssh-rsa ${blob}`;
+  const put = await t.request(acct.key, 'PUT', '/v2/account/ssh-keys', [key]);
+  assert.equal(put.statusCode, 200);
+  assert.deepEqual(json(put), { keys: [key] });
+  assert.deepEqual(json(await t.request(acct.key, 'GET', '/v2/account/ssh-keys')), { keys: [key] });
 });
 
 test('healthz answers 200 without a key', async () => {

@@ -1,48 +1,52 @@
 import type { TypedApp } from '../type-provider.js';
+import { aliasHook } from '../field-aliases.js';
 import { Type, type Static } from '@sinclair/typebox';
 import type { Services } from '../../services.js';
 import type { NetworkVolume } from '../../domain/network-volume.js';
 import { principalOf } from '../plugins/auth.js';
-import { Deleted, errorResponses, IdParams } from '../schemas.js';
+import { Deleted, errorResponses, IdParams, StringEnum } from '../schemas.js';
 
 const closed = { additionalProperties: false } as const;
 const Name = Type.String({ minLength: 1, maxLength: 191 });
-const Size = Type.Integer({ minimum: 10, maximum: 4000, description: 'GB' });
+const Size = Type.Integer({ minimum: 10, maximum: 4096, description: 'GB' });
+/** VolumeType: Gantry has one storage tier, STANDARD; HIGH_PERFORMANCE answers 400 (docs/status.md). */
+const VolumeType = StringEnum(['STANDARD', 'HIGH_PERFORMANCE'], {
+  description: 'storage tier, immutable; Gantry offers STANDARD only (HIGH_PERFORMANCE answers 400)',
+});
 
 const CreateNetworkVolumeRequest = Type.Object(
   {
     name: Name,
     size: Size,
-    dataCenterId: Type.String({
+    dataCenter: Type.String({
       minLength: 1,
       maxLength: 64,
-      description: 'a data center of GET /v2/catalog/datacenters',
+      description: 'a data center of GET /v2/catalog/datacenters; `dataCenterId` is accepted as its older name',
     }),
+    type: Type.Optional(VolumeType),
   },
   closed,
 );
-const PatchNetworkVolumeRequest = Type.Object(
+const UpdateNetworkVolumeRequest = Type.Object(
   {
     name: Type.Optional(Name),
     size: Type.Optional(
-      Type.Integer({ minimum: 10, maximum: 4000, description: 'GB; may only grow (a smaller size answers 400)' }),
-    ),
-    dataCenterId: Type.Optional(
-      Type.String({
-        minLength: 1,
-        maxLength: 64,
-        description: 'immutable: accepted only when equal to the current one; another value answers 400',
-      }),
+      Type.Integer({ minimum: 10, maximum: 4096, description: 'GB; may only grow (a smaller size answers 400)' }),
     ),
   },
-  closed,
+  {
+    ...closed,
+    minProperties: 1,
+    description: 'Only the fields sent change; an empty body answers 422. The data center and the type are immutable.',
+  },
 );
 
 const NetworkVolumeSchema = Type.Object({
   id: Type.String(),
   name: Type.String(),
   size: Type.Integer(),
-  dataCenterId: Type.String(),
+  dataCenter: Type.String(),
+  type: VolumeType,
 });
 const NetworkVolumeList = Type.Object({ networkVolumes: Type.Array(NetworkVolumeSchema) });
 
@@ -50,8 +54,13 @@ const view = ({ id, name, size, dataCenterId }: NetworkVolume): Static<typeof Ne
   id,
   name,
   size,
-  dataCenterId,
+  dataCenter: dataCenterId,
+  type: 'STANDARD',
 });
+
+/** `dataCenterId`, the older name of `dataCenter`, on create. */
+const createAliases = aliasHook({ dataCenterId: 'dataCenter' });
+
 const tags = ['network volumes'];
 
 export function volumeRoutes(app: TypedApp, { volumes }: Services): void {
@@ -64,9 +73,15 @@ export function volumeRoutes(app: TypedApp, { volumes }: Services): void {
         body: CreateNetworkVolumeRequest,
         response: { 201: NetworkVolumeSchema, ...errorResponses },
       },
+      preValidation: createAliases,
     },
     async (request, reply) => {
-      const created = await volumes.create(principalOf(request).accountId, request.body);
+      const { dataCenter, type, ...rest } = request.body;
+      const created = await volumes.create(principalOf(request).accountId, {
+        ...rest,
+        dataCenterId: dataCenter,
+        ...(type !== undefined ? { type } : {}),
+      });
       return reply.code(201).send(view(created));
     },
   );
@@ -97,7 +112,7 @@ export function volumeRoutes(app: TypedApp, { volumes }: Services): void {
         tags,
         summary: 'Rename or grow a network volume',
         params: IdParams,
-        body: PatchNetworkVolumeRequest,
+        body: UpdateNetworkVolumeRequest,
         response: { 200: NetworkVolumeSchema, ...errorResponses },
       },
     },

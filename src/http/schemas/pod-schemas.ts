@@ -98,6 +98,12 @@ export const PatchPodRequest = Type.Object(
     ),
     registry: Type.Optional(Type.Union([Type.String({ minLength: 1 }), Type.Null()])),
     locked: Type.Optional(Type.Boolean()),
+    globalNetworking: Type.Optional(
+      Type.Boolean({
+        description:
+          "fixed at create: the pod's own value is accepted (a client may send back what it read); the other answers 400 GLOBAL_NETWORKING_FIXED",
+      }),
+    ),
     mounts: Type.Optional(Mounts),
     templateId: Type.Optional(
       Type.String({
