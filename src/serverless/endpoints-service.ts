@@ -246,10 +246,7 @@ function releaseSnapshot(e: Settings, template: Template | null): Record<string,
 }
 
 /** The fields whose JSON differs, in snapshot order; `before` null = every field was added. */
-export function releaseDiff(
-  before: Record<string, unknown> | null,
-  after: Record<string, unknown>,
-): ReleaseDiffEntry[] {
+function releaseDiff(before: Record<string, unknown> | null, after: Record<string, unknown>): ReleaseDiffEntry[] {
   const out: ReleaseDiffEntry[] = [];
   for (const [field, value] of Object.entries(after)) {
     const old = before === null ? null : (before[field] ?? null);

@@ -127,7 +127,6 @@ export const UpdateEndpointRequest = Type.Object(
   },
   { ...closed, description: 'Only the fields sent change.' },
 );
-export type CreateBody = Static<typeof CreateEndpointRequest>;
 export type UpdateBody = Static<typeof UpdateEndpointRequest>;
 
 /** The container fields of a body that a template holds (env is the endpoint's own). */
