@@ -176,11 +176,13 @@ describe('REST serverless endpoints', () => {
     }
   });
 
-  test('a pod template is refused with 400 saying a serverless template is needed', async () => {
-    const res = await create(alice.key, { ...minimal(), templateId: podTemplate });
-    assert.equal(res.statusCode, 400);
-    assert.equal(json(res).code, 'NOT_SERVERLESS_TEMPLATE');
-    assert.match(json(res).detail, /is a pod template; an endpoint needs a serverless template/);
+  test('a pod template is refused with 400 saying a serverless template is needed, also under body container fields', async () => {
+    for (const body of [{ templateId: podTemplate }, { templateId: podTemplate, image: 'over:1' }]) {
+      const res = await create(alice.key, { ...minimal(), ...body });
+      assert.equal(res.statusCode, 400, JSON.stringify(body));
+      assert.equal(json(res).code, 'NOT_SERVERLESS_TEMPLATE');
+      assert.match(json(res).detail, /is a pod template; an endpoint needs a serverless template/);
+    }
   });
 
   test('an unknown or another account’s template is 404; another account’s volume is 400 UNKNOWN_REFERENCE', async () => {

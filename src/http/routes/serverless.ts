@@ -2,7 +2,7 @@ import type { TypedApp } from '../type-provider.js';
 import { Type } from '@sinclair/typebox';
 import { iso } from '../../domain/clock.js';
 import type { Endpoint, EndpointWorker } from '../../domain/endpoint.js';
-import { validationFailed } from '../../domain/errors.js';
+import { ApiError, validationFailed } from '../../domain/errors.js';
 import type { Template } from '../../domain/template.js';
 import { toServerlessView, type ServerlessEndpointView } from '../../serverless/endpoint-view.js';
 import { isStale } from '../../serverless/endpoints-service.js';
@@ -161,6 +161,11 @@ export function serverlessRoutes(app: TypedApp, { endpoints, templates, config, 
     name: string,
   ): Promise<{ templateId?: string; seedCuda?: string[]; made: Template | null }> => {
     const named = b.templateId !== undefined ? await templates.get(accountId, b.templateId) : null;
+    if (named && !named.isServerless)
+      throw new ApiError(
+        'NOT_SERVERLESS_TEMPLATE',
+        `Template "${named.name}" (${named.id}) is a pod template; an endpoint needs a serverless template (create one with isServerless true).`,
+      );
     if (!containerGiven(b)) {
       if (current === null && named === null) throw validationFailed(['image: is required unless templateId is set']);
       return { templateId: b.templateId, seedCuda: named?.allowedCudaVersions, made: null };
