@@ -162,7 +162,7 @@ export const JobsSchema = Type.Object(
     ),
     deadWorkerRetentionMs: amount(
       3_600_000,
-      'How long the row of a dead worker stays (listed by `GET /v2/serverless/{id}/workers`) before it is pruned.',
+      'How long the row of a dead worker stays (listed by GraphQL `endpoint { pods }` as EXITED; `GET /v2/serverless/{id}/workers` lists live workers only) before it is pruned.',
     ),
     pingIntervalMs: atLeast(100, 10_000, 'Heartbeat period handed to workers (RUNPOD_PING_INTERVAL). At least 100.'),
     retryBudget: count(0, 3, 'Times a job goes back to the queue after losing its worker before it FAILS.'),

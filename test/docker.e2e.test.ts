@@ -274,10 +274,10 @@ if (!engine) {
       const ep = await call('POST', '/v2/serverless', {
         name: 'docker-echo',
         templateId: tpl.body.id,
-        gpuIds: 'ADA_24',
-        workersMin: 0,
-        workersMax: 1,
-        idleTimeout: 600,
+        type: 'QUEUE',
+        gpu: { pools: ['ADA_24'] },
+        scaling: { type: 'QUEUE_DELAY', queueDelay: 4 },
+        workers: { min: 0, max: 1, idleTimeout: 600 },
       });
       assert.equal(ep.status, 201, JSON.stringify(ep.body));
 

@@ -71,9 +71,10 @@ const client = (url: () => string) => {
       const ep = await call('POST', '/v2/serverless', {
         name: 'faults',
         templateId: tpl.body.id,
-        gpuIds: 'ADA_24',
-        workersMin: 0,
-        workersMax,
+        type: 'QUEUE',
+        gpu: { pools: ['ADA_24'] },
+        scaling: { type: 'QUEUE_DELAY', queueDelay: 4 },
+        workers: { min: 0, max: workersMax },
       });
       assert.ok(ep.status === 200 || ep.status === 201, JSON.stringify(ep.body));
       return ep.body.id as string;

@@ -157,7 +157,9 @@ describe('the API refuses tenant env that changes what a process runs', () => {
       await t.request(a.key, 'POST', '/v2/serverless', {
         name: 'ep',
         templateId: tpl.id,
-        gpuIds: 'ADA_24',
+        type: 'QUEUE',
+        gpu: { pools: ['ADA_24'] },
+        scaling: { type: 'QUEUE_DELAY', queueDelay: 4 },
         env: { LD_PRELOAD: '/tmp/evil.so' },
       }),
       'LD_PRELOAD',

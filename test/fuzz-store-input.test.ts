@@ -64,7 +64,13 @@ for (const dialect of dialects()) {
         'VALIDATION_FAILED',
       );
       problem(
-        await t.request(key, 'POST', '/v2/serverless', { name: '\u0000', templateId: 'x', gpuIds: 'ADA_24' }),
+        await t.request(key, 'POST', '/v2/serverless', {
+          name: '\u0000',
+          type: 'QUEUE',
+          templateId: 'x',
+          gpu: { pools: ['ADA_24'] },
+          scaling: { type: 'QUEUE_DELAY', queueDelay: 4 },
+        }),
         422,
         'VALIDATION_FAILED',
       );

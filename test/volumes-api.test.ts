@@ -281,13 +281,15 @@ describe('a volume a serverless endpoint uses', () => {
     const res = await t.request(a.key, 'POST', '/v2/serverless', {
       name: 'uses-vol',
       templateId: workerTemplate,
-      gpuIds: 'ADA_24',
-      networkVolumeId: volume.id,
+      type: 'QUEUE',
+      gpu: { pools: ['ADA_24'] },
+      scaling: { type: 'QUEUE_DELAY', queueDelay: 4 },
+      networkVolumes: [volume.id],
     });
     assert.equal(res.statusCode, 201, res.body);
     const endpointId = json(res).id as string;
     await deleteRefused(volume.id, endpointId);
-    const patched = await t.request(a.key, 'PATCH', `/v2/serverless/${endpointId}`, { networkVolumeId: null });
+    const patched = await t.request(a.key, 'PATCH', `/v2/serverless/${endpointId}`, { networkVolumes: [] });
     assert.equal(patched.statusCode, 200, patched.body);
     assert.equal((await t.request(a.key, 'DELETE', `/v2/network-volumes/${volume.id}`)).statusCode, 204);
   });

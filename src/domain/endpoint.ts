@@ -48,4 +48,29 @@ export interface EndpointWorker {
   status: string;
   createdAt: number;
   lastPingAt: number | null;
+  /** The endpoint version it was launched with; null when unknown (attached by hand). */
+  endpointVersion: number | null;
+  /** GPUs it holds (0 for CPU workers and those attached by hand). */
+  gpuCount: number;
+  gpuTypeId: string | null;
+  dataCenterId: string | null;
+  image: string | null;
+}
+
+/** One changed field of a release; `old`/`new` are JSON values, null when absent. */
+export interface ReleaseDiffEntry {
+  field: string;
+  old: unknown;
+  new: unknown;
+}
+
+/** A change of what an endpoint's workers run, and the endpoint version it produced. */
+export interface EndpointRelease {
+  id: string;
+  endpointId: string;
+  accountId: string;
+  version: number;
+  source: 'MANUAL';
+  diff: ReleaseDiffEntry[];
+  createdAt: number;
 }

@@ -355,6 +355,22 @@ describe('Autoscaler', () => {
     assert.equal((await rows(ep.id)).length, 2);
     assert.deepEqual(counted, [5], 'workersMax × scalerValue + 1');
   });
+
+  test('a launched worker records the endpoint version it was started with, its GPUs, placement and image', async () => {
+    const created = await endpointOfNewAccount({ gpuIds: 'AMPERE_80' }); // pools the tests above leave free
+    const ep = await t.services.endpoints.update(created.accountId, created.id, { env: { RELEASE: '2' } });
+    assert.equal(ep.version, 2);
+    await t.services.jobs.client.submit(ep.id, ep.accountId, { input: {} });
+    await autoscaler.tick(clock.now());
+    const [w, ...more] = await t.services.endpoints.workers(ep.accountId, ep.id);
+    assert.equal(more.length, 0);
+    const host = t.services.inventory.host(runtime.specs.get(w!.id)!.hostId);
+    assert.ok(host?.gpuTypeId);
+    assert.deepEqual(
+      [w!.endpointVersion, w!.gpuCount, w!.gpuTypeId, w!.dataCenterId, w!.image],
+      [2, 1, host?.gpuTypeId, host?.dataCenterId, 'my-worker:dev'],
+    );
+  });
 });
 
 describe('Autoscaler wake-ups', () => {

@@ -15,8 +15,9 @@ export interface ServerlessEndpointView {
   ports: string[];
   env: Record<string, string>;
   registry: string | null;
-  gpu: { pools: string[]; count: number };
-  workers: { min: number; max: number; idleTimeout: number };
+  gpu: { pools: string[]; count: number; allowedCudaVersions: string[]; minCudaVersion: null };
+  /** `idleTimeout` is left out for a queue-based endpoint scaling on request count (it does not apply). */
+  workers: { min: number; max: number; idleTimeout?: number };
   scaling: { type: string; queueDelay?: number; requestCount?: number };
   dataCenterIds: string[];
   networkVolumes: string[];
@@ -71,8 +72,11 @@ export function toServerlessView(
     ports: template?.ports ?? [],
     env: { ...(template?.env ?? {}), ...e.env },
     registry: template?.containerRegistryAuthId ?? null,
-    gpu: { pools: e.gpuIds, count: e.gpuCount },
-    workers: { min: e.workersMin, max: e.workersMax, idleTimeout: e.idleTimeout },
+    gpu: { pools: e.gpuIds, count: e.gpuCount, allowedCudaVersions: e.allowedCudaVersions, minCudaVersion: null },
+    workers:
+      e.type === 'QB' && e.scalerType === 'REQUEST_COUNT'
+        ? { min: e.workersMin, max: e.workersMax }
+        : { min: e.workersMin, max: e.workersMax, idleTimeout: e.idleTimeout },
     scaling:
       e.scalerType === 'REQUEST_COUNT'
         ? { type: e.scalerType, requestCount: e.scalerValue }

@@ -13,8 +13,10 @@ import {
   ENDPOINT_TYPES,
   SCALER_TYPES,
   type Endpoint,
+  type EndpointRelease,
   type EndpointType,
   type EndpointWorker,
+  type ReleaseDiffEntry,
   type ScalerType,
 } from '../domain/endpoint.js';
 
@@ -218,6 +220,56 @@ export function endpointViolations(
   return out;
 }
 
+/**
+ * What an endpoint's workers run, field by field: a change to any of these makes a new release
+ * (the others — name, workers min/max, idle timeout, scaler, execution timeout, flashboot — apply
+ * to the autoscaler at once and leave running workers current). Template fields are read from the
+ * template the endpoint points at.
+ */
+function releaseSnapshot(e: Settings, template: Template | null): Record<string, unknown> {
+  return {
+    type: e.type,
+    templateId: e.templateId,
+    'template.imageName': template?.imageName ?? null,
+    'template.args': template?.args ?? null,
+    'template.containerDiskInGb': template?.containerDiskInGb ?? null,
+    'template.ports': template?.ports ?? null,
+    'template.env': template?.env ?? null,
+    'template.containerRegistryAuthId': template?.containerRegistryAuthId ?? null,
+    gpuIds: e.gpuIds,
+    gpuCount: e.gpuCount,
+    allowedCudaVersions: e.allowedCudaVersions,
+    locations: e.locations,
+    networkVolumeId: e.networkVolumeId,
+    env: e.env,
+  };
+}
+
+/** The fields whose JSON differs, in snapshot order; `before` null = every field was added. */
+function releaseDiff(before: Record<string, unknown> | null, after: Record<string, unknown>): ReleaseDiffEntry[] {
+  const out: ReleaseDiffEntry[] = [];
+  for (const [field, value] of Object.entries(after)) {
+    const old = before === null ? null : (before[field] ?? null);
+    if (before === null || JSON.stringify(old) !== JSON.stringify(value)) out.push({ field, old, new: value });
+  }
+  return out;
+}
+
+/** An endpoint's releases with how many of its live workers run each, and the rollout of the latest. */
+export interface ReleaseHistory {
+  endpointVersion: number;
+  rollout: { inProgress: boolean; workersOnLatest: number; workersTotal: number; percentOnLatest: number };
+  releases: Array<EndpointRelease & { workerCount: number }>;
+}
+
+/** The release a worker launched with endpoint version `v` runs: the newest at or below `v`. */
+const releaseOf = (releasesNewestFirst: readonly EndpointRelease[], v: number | null): number | null =>
+  v === null ? null : (releasesNewestFirst.find((r) => r.version <= v)?.version ?? null);
+
+/** Whether a worker runs an older release than the latest; false when its version is unknown. */
+export const isStale = (releasesNewestFirst: readonly EndpointRelease[], w: Pick<EndpointWorker, 'endpointVersion'>) =>
+  w.endpointVersion !== null && releasesNewestFirst.length > 0 && w.endpointVersion < releasesNewestFirst[0]!.version;
+
 /** Serverless endpoints: their settings and the rules on them. Workers and jobs live elsewhere. */
 export class EndpointsService {
   readonly store: EndpointStore;
@@ -226,12 +278,65 @@ export class EndpointsService {
     this.store = deps.store;
   }
 
+  /** Creates the endpoint and its first release (version 1), in one transaction. */
   async create(accountId: string, input: EndpointInput): Promise<Endpoint> {
-    const settings = await this.#settings(accountId, DEFAULTS, input);
+    const { settings, template } = await this.#settings(accountId, DEFAULTS, input);
     const now = this.deps.clock.now();
     const endpoint: Endpoint = { id: newId(), accountId, ...settings, createdAt: now, updatedAt: now, version: 1 };
-    await this.store.insert(endpoint);
+    await this.store.transaction(async (tx) => {
+      await this.store.insert(endpoint, tx);
+      await this.store.insertRelease(
+        this.#release(endpoint, releaseDiff(null, releaseSnapshot(settings, template))),
+        tx,
+      );
+    });
     return endpoint;
+  }
+
+  /** The endpoint's releases, newest first, with the workers on each and the rollout of the latest. */
+  async releases(accountId: string, id: string): Promise<ReleaseHistory> {
+    const endpoint = await this.get(accountId, id);
+    const [releases, workers] = await Promise.all([this.store.releases(id), this.store.workers(id)]);
+    const live = workers.filter((w) => w.status !== 'dead');
+    const counts = new Map<number, number>();
+    for (const w of live) {
+      const v = releaseOf(releases, w.endpointVersion);
+      if (v !== null) counts.set(v, (counts.get(v) ?? 0) + 1);
+    }
+    const latest = releases[0]?.version ?? endpoint.version;
+    const onLatest = live.filter((w) => w.endpointVersion !== null && w.endpointVersion >= latest).length;
+    return {
+      endpointVersion: endpoint.version,
+      rollout: {
+        inProgress: live.some((w) => isStale(releases, w)),
+        workersOnLatest: onLatest,
+        workersTotal: live.length,
+        percentOnLatest: live.length === 0 ? 0 : Math.floor((onLatest * 100) / live.length),
+      },
+      releases: releases.map((r) => ({ ...r, workerCount: counts.get(r.version) ?? 0 })),
+    };
+  }
+
+  /** The endpoint's live workers with its releases (newest first), for staleness. */
+  async workersWithReleases(
+    accountId: string,
+    id: string,
+  ): Promise<{ endpoint: Endpoint; workers: EndpointWorker[]; releases: EndpointRelease[] }> {
+    const endpoint = await this.get(accountId, id);
+    const [releases, workers] = await Promise.all([this.store.releases(id), this.store.workers(id)]);
+    return { endpoint, workers: workers.filter((w) => w.status !== 'dead'), releases };
+  }
+
+  #release(endpoint: Endpoint, diff: ReleaseDiffEntry[]): EndpointRelease {
+    return {
+      id: newId(),
+      endpointId: endpoint.id,
+      accountId: endpoint.accountId,
+      version: endpoint.version,
+      source: 'MANUAL',
+      diff,
+      createdAt: endpoint.updatedAt,
+    };
   }
 
   async list(accountId: string): Promise<Endpoint[]> {
@@ -298,17 +403,26 @@ export class EndpointsService {
     input: EndpointInput,
   ): Promise<Endpoint> {
     const current = await this.get(accountId, id);
-    const settings = await this.#settings(accountId, base(current), input);
+    const before = releaseSnapshot(current, await this.templateOf(current));
+    const { settings, template } = await this.#settings(accountId, base(current), input);
     const next: Endpoint = { ...current, ...settings, updatedAt: this.deps.clock.now(), version: current.version + 1 };
-    if (!(await this.store.replace(next, current.version)))
-      throw new ApiError(
-        'CONFLICT',
-        `Endpoint "${id}" was changed by another request meanwhile; read it again and retry.`,
-      );
+    const diff = releaseDiff(before, releaseSnapshot(settings, template));
+    await this.store.transaction(async (tx) => {
+      if (!(await this.store.replace(next, current.version, tx)))
+        throw new ApiError(
+          'CONFLICT',
+          `Endpoint "${id}" was changed by another request meanwhile; read it again and retry.`,
+        );
+      if (diff.length > 0) await this.store.insertRelease(this.#release(next, diff), tx);
+    });
     return next;
   }
 
-  async #settings(accountId: string, base: Settings, input: EndpointInput): Promise<Settings> {
+  async #settings(
+    accountId: string,
+    base: Settings,
+    input: EndpointInput,
+  ): Promise<{ settings: Settings; template: Template }> {
     const { settings, problems } = merge(base, input);
     problems.push(...endpointViolations(settings, this.deps.config.catalog, this.deps.maxWorkers ?? 100));
     if (problems.length > 0) throw validationFailed(problems);
@@ -331,6 +445,6 @@ export class EndpointsService {
         throw err;
       }
     }
-    return settings;
+    return { settings, template };
   }
 }

@@ -154,6 +154,9 @@ export class LaunchedWorkers {
         vcpus: request.vcpuCount,
         memoryGb: request.memoryGb,
         diskGb: request.diskGb,
+        gpuTypeId: placement.gpuTypeId,
+        dataCenterId: placement.dataCenterId,
+        image: template.imageName,
       };
       const compute: PricedCompute =
         request.kind === 'gpu' && placement.gpuTypeId !== null
@@ -164,11 +167,20 @@ export class LaunchedWorkers {
               vcpuCount: request.vcpuCount,
               cloud: placement.cloud,
             };
-      await this.#deps.store.insertLaunched(workerId, endpoint.id, placement.hostId, allocation, now, {
-        accountId: endpoint.accountId,
-        kind: compute.kind,
-        costPerHr: costPerHour(compute, this.#deps.config.catalog),
-      });
+      await this.#deps.store.insertLaunched(
+        workerId,
+        endpoint.id,
+        placement.hostId,
+        allocation,
+        now,
+        {
+          accountId: endpoint.accountId,
+          kind: compute.kind,
+          costPerHr: costPerHour(compute, this.#deps.config.catalog),
+        },
+        undefined,
+        endpoint.version,
+      );
       const apiKey = await this.#keys.mint(endpoint, workerId);
       const registryAuth =
         template.containerRegistryAuthId && this.#deps.registries

@@ -8,6 +8,10 @@ export interface WorkerAllocation {
   vcpus: number;
   memoryGb: number;
   diskGb: number;
+  /** Where it was placed and what it runs, for the worker list (absent in rows written before 0014). */
+  gpuTypeId?: string | null;
+  dataCenterId?: string;
+  image?: string;
 }
 
 /** Whose a launched worker's usage is and what it costs an hour (catalog prices at launch). */
@@ -81,6 +85,7 @@ export class AutoscalerStore {
     now: number,
     usage: WorkerUsageStart,
     tx?: Executor,
+    endpointVersion: number | null = null,
   ): Promise<void> {
     const write = async (t: Executor): Promise<void> => {
       await t
@@ -94,6 +99,7 @@ export class AutoscalerStore {
           created_at: now,
           updated_at: now,
           allocation: JSON.stringify(allocation),
+          endpoint_version: endpointVersion,
         })
         .execute();
       await t

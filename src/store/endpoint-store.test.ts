@@ -99,8 +99,14 @@ for (const { name, skip } of dialects()) {
       assert.deepEqual(await store.boundToTemplate('a1', 'other'), []);
     });
 
-    test('workers lists the endpoint’s worker rows oldest first', async () => {
-      const worker = (id: string, endpointId: string, createdAt: number, lastPingAt: number | null) =>
+    test('workers lists the endpoint’s worker rows oldest first, with the version and placement a launched one recorded', async () => {
+      const worker = (
+        id: string,
+        endpointId: string,
+        createdAt: number,
+        lastPingAt: number | null,
+        launched: { endpoint_version: number; allocation: string } | null = null,
+      ) =>
         t.db.kysely
           .insertInto('workers')
           .values({
@@ -111,18 +117,68 @@ for (const { name, skip } of dialects()) {
             last_ping_at: lastPingAt,
             created_at: createdAt,
             updated_at: createdAt,
+            ...launched,
           })
           .execute();
-      await worker('w2', 'e1', 20, null);
+      const allocation = JSON.stringify({
+        gpuIndices: [0, 1],
+        vcpus: 8,
+        memoryGb: 32,
+        diskGb: 20,
+        gpuTypeId: 'NVIDIA RTX 4090',
+        dataCenterId: 'US-TX-3',
+        image: 'img:1',
+      });
+      await worker('w2', 'e1', 20, null, { endpoint_version: 3, allocation });
       await worker('w1', 'e1', 10, 15);
       await worker('w3', 'e2', 5, null);
       assert.deepEqual(await store.workers('e1'), [
-        { id: 'w1', endpointId: 'e1', status: 'RUNNING', createdAt: 10, lastPingAt: 15 },
-        { id: 'w2', endpointId: 'e1', status: 'RUNNING', createdAt: 20, lastPingAt: null },
+        {
+          id: 'w1',
+          endpointId: 'e1',
+          status: 'RUNNING',
+          createdAt: 10,
+          lastPingAt: 15,
+          endpointVersion: null,
+          gpuCount: 0,
+          gpuTypeId: null,
+          dataCenterId: null,
+          image: null,
+        },
+        {
+          id: 'w2',
+          endpointId: 'e1',
+          status: 'RUNNING',
+          createdAt: 20,
+          lastPingAt: null,
+          endpointVersion: 3,
+          gpuCount: 2,
+          gpuTypeId: 'NVIDIA RTX 4090',
+          dataCenterId: 'US-TX-3',
+          image: 'img:1',
+        },
       ]);
     });
 
+    test('releases list newest first and go with their endpoint when it is deleted', async () => {
+      const rel = (id: string, version: number) => ({
+        id,
+        endpointId: 'e0',
+        accountId: 'a1',
+        version,
+        source: 'MANUAL' as const,
+        diff: [{ field: 'gpuCount', old: version - 1, new: version }],
+        createdAt: version * 10,
+      });
+      await store.insertRelease(rel('r1', 1));
+      await store.insertRelease(rel('r3', 3));
+      assert.deepEqual(await store.releases('e0'), [rel('r3', 3), rel('r1', 1)]);
+      assert.equal(await store.delete('a1', 'e0'), true);
+      assert.deepEqual(await store.releases('e0'), []);
+    });
+
     test('delete removes the row once', async () => {
+      await store.insert({ ...(await store.get('a1', 'e1'))!, id: 'e0' });
       assert.equal(await store.delete('a1', 'e0'), true);
       assert.equal(await store.delete('a1', 'e0'), false);
       assert.equal(await store.get('a1', 'e0'), null);

@@ -1,7 +1,7 @@
-import type { Endpoint, EndpointWorker, ScalerType } from '../domain/endpoint.js';
+import type { Endpoint, EndpointRelease, EndpointWorker, ReleaseDiffEntry, ScalerType } from '../domain/endpoint.js';
 import type { Db, Executor } from './database.js';
 import { fromJson, toJson } from './database.js';
-import type { EndpointsTable, WorkersTable } from './schema.js';
+import type { EndpointReleasesTable, EndpointsTable, WorkersTable } from './schema.js';
 
 const splitList = (text: string): string[] => (text === '' ? [] : text.split(','));
 
@@ -52,18 +52,74 @@ const toColumns = (e: Endpoint): Omit<EndpointsTable, 'id' | 'account_id' | 'cre
 });
 
 const toWorker = (
-  r: Pick<WorkersTable, 'id' | 'endpoint_id' | 'status' | 'created_at' | 'last_ping_at'>,
-): EndpointWorker => ({
+  r: Pick<
+    WorkersTable,
+    'id' | 'endpoint_id' | 'status' | 'created_at' | 'last_ping_at' | 'allocation' | 'endpoint_version'
+  >,
+): EndpointWorker => {
+  const a = fromJson<{ gpuIndices?: unknown; gpuTypeId?: unknown; dataCenterId?: unknown; image?: unknown }>(
+    r.allocation,
+    {},
+  );
+  const text = (v: unknown): string | null => (typeof v === 'string' ? v : null);
+  return {
+    id: r.id,
+    endpointId: r.endpoint_id,
+    status: r.status,
+    createdAt: Number(r.created_at),
+    lastPingAt: r.last_ping_at === null ? null : Number(r.last_ping_at),
+    endpointVersion: r.endpoint_version === null ? null : Number(r.endpoint_version),
+    gpuCount: Array.isArray(a.gpuIndices) ? a.gpuIndices.length : 0,
+    gpuTypeId: text(a.gpuTypeId),
+    dataCenterId: text(a.dataCenterId),
+    image: text(a.image),
+  };
+};
+
+const toRelease = (r: EndpointReleasesTable): EndpointRelease => ({
   id: r.id,
   endpointId: r.endpoint_id,
-  status: r.status,
+  accountId: r.account_id,
+  version: Number(r.version),
+  source: 'MANUAL',
+  diff: fromJson<ReleaseDiffEntry[]>(r.diff, []),
   createdAt: Number(r.created_at),
-  lastPingAt: r.last_ping_at === null ? null : Number(r.last_ping_at),
 });
 
 /** Serverless endpoints, always read through their owning account. */
 export class EndpointStore {
   constructor(private readonly db: Db) {}
+
+  /** Runs `fn` in one transaction (an endpoint change and its release are written together). */
+  async transaction<T>(fn: (tx: Executor) => Promise<T>): Promise<T> {
+    return this.db.withTransaction(fn);
+  }
+
+  async insertRelease(release: EndpointRelease, tx: Executor = this.db.kysely): Promise<void> {
+    await tx
+      .insertInto('endpoint_releases')
+      .values({
+        id: release.id,
+        endpoint_id: release.endpointId,
+        account_id: release.accountId,
+        version: release.version,
+        source: release.source,
+        diff: toJson(release.diff),
+        created_at: release.createdAt,
+      })
+      .execute();
+  }
+
+  /** The releases of an endpoint, newest first. */
+  async releases(endpointId: string, tx: Executor = this.db.kysely): Promise<EndpointRelease[]> {
+    const rows = await tx
+      .selectFrom('endpoint_releases')
+      .selectAll()
+      .where('endpoint_id', '=', endpointId)
+      .orderBy('version', 'desc')
+      .execute();
+    return rows.map(toRelease);
+  }
 
   async insert(endpoint: Endpoint, tx: Executor = this.db.kysely): Promise<void> {
     await tx
@@ -116,13 +172,18 @@ export class EndpointStore {
   }
 
   /** Answers whether an endpoint was deleted. */
-  async delete(accountId: string, id: string, tx: Executor = this.db.kysely): Promise<boolean> {
-    const res = await tx
-      .deleteFrom('endpoints')
-      .where('id', '=', id)
-      .where('account_id', '=', accountId)
-      .executeTakeFirst();
-    return Number(res.numDeletedRows) > 0;
+  async delete(accountId: string, id: string, tx?: Executor): Promise<boolean> {
+    const run = async (t: Executor): Promise<boolean> => {
+      const res = await t
+        .deleteFrom('endpoints')
+        .where('id', '=', id)
+        .where('account_id', '=', accountId)
+        .executeTakeFirst();
+      if (Number(res.numDeletedRows) === 0) return false;
+      await t.deleteFrom('endpoint_releases').where('endpoint_id', '=', id).execute();
+      return true;
+    };
+    return tx ? run(tx) : this.db.withTransaction(run);
   }
 
   /** The account's endpoints bound to a template, oldest first (template delete refuses while any). */
@@ -145,7 +206,7 @@ export class EndpointStore {
   async workers(endpointId: string, tx: Executor = this.db.kysely): Promise<EndpointWorker[]> {
     const rows = await tx
       .selectFrom('workers')
-      .select(['id', 'endpoint_id', 'status', 'created_at', 'last_ping_at'])
+      .select(['id', 'endpoint_id', 'status', 'created_at', 'last_ping_at', 'allocation', 'endpoint_version'])
       .where('endpoint_id', '=', endpointId)
       .orderBy('created_at')
       .orderBy('id')

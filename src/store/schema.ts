@@ -271,6 +271,22 @@ export interface WorkersTable {
   updated_at: number;
   /** JSON of what a launched worker holds on its host (`WorkerAllocation`); null for workers attached by hand. */
   allocation: string | null;
+  /** The endpoint version a launched worker was started with; null when unknown (attached by hand, or before 0014). */
+  endpoint_version: number | null;
+}
+
+/** An endpoint's configuration history (migration 0014): one row per change of what its workers run. */
+export interface EndpointReleasesTable {
+  id: string;
+  endpoint_id: string;
+  account_id: string;
+  /** The endpoint version the change produced. */
+  version: number;
+  /** MANUAL (a configuration change through the API). */
+  source: string;
+  /** JSON `[{field, old, new}]`. */
+  diff: string;
+  created_at: number;
 }
 
 /** Outbox of webhook calls, written in the transaction that finalises the job. */
@@ -401,6 +417,7 @@ export interface Database {
   job_stream: JobStreamTable;
   job_usage: JobUsageTable;
   workers: WorkersTable;
+  endpoint_releases: EndpointReleasesTable;
   webhook_deliveries: WebhookDeliveriesTable;
   join_tokens: JoinTokensTable;
   hosts: HostsTable;

@@ -15,6 +15,7 @@ import { systemLogTable } from '../system-log.js';
 import { podSshToken } from '../pod-ssh-token.js';
 import { billingUsageTables } from '../billing-usage.js';
 import { clusterTables } from '../clusters.js';
+import { endpointReleases } from '../endpoint-releases.js';
 
 const run = async (db: Kysely<unknown>, statements: string[]): Promise<void> => {
   for (const s of statements) await sql.raw(s).execute(db);
@@ -40,5 +41,6 @@ export const postgresMigrations: Record<string, Migration> = {
   '0011-system-log': { up: (db) => run(db, systemLogTable('postgres')) },
   '0012-pod-ssh-token': { up: (db) => run(db, podSshToken('postgres')) },
   '0013-billing-usage': { up: (db) => run(db, billingUsageTables('postgres')) },
+  '0014-endpoint-releases': { up: (db) => run(db, endpointReleases('postgres')) },
   '0016-clusters': { up: (db) => run(db, clusterTables('postgres')) },
 };
