@@ -224,9 +224,9 @@ const splitLists =
     for (const key of keys) {
       const value = query[key];
       if (value === undefined) continue;
-      query[key] = (Array.isArray(value) ? value : [value])
-        .flatMap((v) => (typeof v === 'string' ? v.split(',') : [v]))
-        .map((v) => (typeof v === 'string' ? v.trim() : v))
+      const values: unknown[] = Array.isArray(value) ? value : [value];
+      query[key] = values
+        .flatMap((v): unknown[] => (typeof v === 'string' ? v.split(',').map((part) => part.trim()) : [v]))
         .filter((v) => v !== '');
     }
   };
