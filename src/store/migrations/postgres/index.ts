@@ -1,4 +1,5 @@
 import { sql, type Kysely, type Migration } from 'kysely';
+import { registryDelegationsTable } from '../registry-delegations.js';
 import { initialTables } from '../tables.js';
 import {
   backfillWebhookReceivers,
@@ -39,4 +40,5 @@ export const postgresMigrations: Record<string, Migration> = {
   '0011-system-log': { up: (db) => run(db, systemLogTable('postgres')) },
   '0012-pod-ssh-token': { up: (db) => run(db, podSshToken('postgres')) },
   '0013-billing-usage': { up: (db) => run(db, billingUsageTables('postgres')) },
+  '0015-registry-delegations': { up: (db) => run(db, registryDelegationsTable('postgres')) },
 };
