@@ -11,8 +11,8 @@ import { cudaAccepts, cudaCode, cudaRule, compareCudaVersions } from '../domain/
 import type { HostUsage } from '../domain/placement.js';
 
 export type AvailabilityLevel = 'NONE' | 'LOW' | 'MEDIUM' | 'HIGH';
-export type CatalogProduct = 'POD' | 'CLUSTER' | 'SERVERLESS';
-export type DataCenterRegion =
+type CatalogProduct = 'POD' | 'CLUSTER' | 'SERVERLESS';
+type DataCenterRegion =
   | 'NORTH_AMERICA'
   | 'SOUTH_AMERICA'
   | 'EUROPE'
@@ -23,7 +23,7 @@ export type DataCenterRegion =
   | 'ANTARCTICA'
   | 'UNKNOWN';
 
-export type Compliance =
+type Compliance =
   | 'GDPR'
   | 'ISO_IEC_27001'
   | 'ISO_14001'
@@ -111,7 +111,7 @@ export interface FleetView {
 }
 
 /** Same thresholds as the stock status GraphQL shows: NONE, LOW (≤ 2 units or under a fifth), MEDIUM (under half), HIGH. */
-export function availabilityLevel(available: number, total: number): AvailabilityLevel {
+function availabilityLevel(available: number, total: number): AvailabilityLevel {
   if (available <= 0 || total <= 0) return 'NONE';
   if (available <= 2 || available < total * 0.2) return 'LOW';
   if (available < total * 0.5) return 'MEDIUM';
@@ -164,7 +164,7 @@ const REGION_BY_COUNTRY: Record<string, DataCenterRegion> = Object.fromEntries([
 ]);
 
 /** The continent of a data center, from its two-letter country code. */
-export const regionOf = (dataCenter: DataCenter): DataCenterRegion =>
+const regionOf = (dataCenter: DataCenter): DataCenterRegion =>
   REGION_BY_COUNTRY[dataCenter.country.toUpperCase()] ?? 'UNKNOWN';
 
 const manufacturerOf = (gpuType: GpuType): CatalogGpuType['manufacturer'] => {

@@ -22,10 +22,10 @@ const ECR_ARN =
 const MAX_REPOSITORY = 256;
 
 /** The tag a delegation names when its ARN names none: Docker's default. */
-export const DEFAULT_DELEGATION_TAG = 'latest';
+const DEFAULT_DELEGATION_TAG = 'latest';
 
 /** The parts of an ECR resource ARN, or null when it is not one. */
-export function parseEcrArn(
+function parseEcrArn(
   resource: string,
 ): Pick<RegistryDelegation, 'awsPartition' | 'awsRegion' | 'awsAccount' | 'repository' | 'tag'> | null {
   const m = ECR_ARN.exec(resource);
