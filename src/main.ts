@@ -166,7 +166,12 @@ export async function createServices(config: Config, overrides: ServiceOverrides
     registryGuard,
   });
   const volumes = new VolumesService({ store: stores.volumes, clock, runtime, catalog: config.catalog });
-  const registries = new RegistriesService({ store: stores.registries, clock, secrets });
+  const registries = new RegistriesService({
+    store: stores.registries,
+    delegations: stores.registryDelegations,
+    clock,
+    secrets,
+  });
   const billing = new BillingService({ store: stores.billing, clock });
   const fleet = new FleetService({
     hosts: stores.hosts,

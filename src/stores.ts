@@ -6,6 +6,7 @@ import { ClusterStore } from './store/cluster-store.js';
 import { EndpointStore } from './store/endpoint-store.js';
 import { PodStore } from './store/pod-store.js';
 import { RegistryStore } from './store/registry-store.js';
+import { RegistryDelegationStore } from './store/registry-delegation-store.js';
 import { ResourceHoldingsStore } from './store/resource-holdings.js';
 import { SystemLogStore } from './store/system-log-store.js';
 import { TemplateStore } from './store/template-store.js';
@@ -33,6 +34,8 @@ export interface Stores {
   operations: OperationStore;
   pods: PodStore;
   registries: RegistryStore;
+  /** ECR delegations (`/v2/registries/delegations`). */
+  registryDelegations: RegistryDelegationStore;
   systemLog: SystemLogStore;
   templates: TemplateStore;
   volumes: VolumeStore;
@@ -54,6 +57,7 @@ export function createStores(db: Db): Stores {
     operations: new OperationStore(db),
     pods: new PodStore(db),
     registries: new RegistryStore(db),
+    registryDelegations: new RegistryDelegationStore(db),
     systemLog: new SystemLogStore(db),
     templates: new TemplateStore(db),
     volumes: new VolumeStore(db),

@@ -1,6 +1,15 @@
 import type { Catalog, Cloud, CpuFlavor, DataCenter, GpuPool, GpuType } from '../domain/catalog.js';
 import { ApiError } from '../domain/errors.js';
 import type { Inventory } from '../inventory/inventory.js';
+import {
+  CatalogV2,
+  type CatalogCpuType,
+  type CatalogDataCenter,
+  type CatalogGpuType,
+  type CpuAvailabilityQuery,
+  type DataCenterFilter,
+  type GpuAvailabilityQuery,
+} from './catalog-v2.js';
 
 type StockStatus = 'High' | 'Medium' | 'Low' | 'None';
 
@@ -127,6 +136,49 @@ export class CatalogService {
     const pool = this.deps.catalog.pools.find((p) => p.id === id);
     if (!pool) throw missing('GPU pool', id);
     return this.poolView(pool);
+  }
+
+  /** The v2 reads: one snapshot of the available hosts and their usage per call. */
+  private v2(): CatalogV2 {
+    return new CatalogV2(this.deps.catalog, this.deps.inventory.snapshot());
+  }
+
+  /** REST v2 GPU types; with `countryCodes`, a type with no host in those countries drops out. */
+  gpuTypes(query: GpuAvailabilityQuery | null): CatalogGpuType[] {
+    const v2 = this.v2();
+    const countries = query?.countryCodes ?? null;
+    return this.deps.catalog.gpuTypes
+      .filter((t) => countries === null || v2.gpuTypeInCountries(t, countries))
+      .map((t) => v2.gpuType(t, query));
+  }
+
+  /** One REST v2 GPU type (404 when the catalog has no such id, whatever the filters). */
+  gpuType(id: string, query: GpuAvailabilityQuery | null): CatalogGpuType {
+    const gpuType = this.deps.catalog.gpuTypes.find((t) => t.id === id);
+    if (!gpuType) throw missing('GPU type', id);
+    return this.v2().gpuType(gpuType, query);
+  }
+
+  cpuTypes(query: CpuAvailabilityQuery | null): CatalogCpuType[] {
+    const v2 = this.v2();
+    return this.deps.catalog.cpuFlavors.map((f) => v2.cpuType(f, query));
+  }
+
+  cpuType(id: string, query: CpuAvailabilityQuery | null): CatalogCpuType {
+    const flavor = this.deps.catalog.cpuFlavors.find((f) => f.id === id);
+    if (!flavor) throw missing('CPU flavor', id);
+    return this.v2().cpuType(flavor, query);
+  }
+
+  dataCenters(filter: DataCenterFilter, include: { gpu: boolean; cpu: boolean }): CatalogDataCenter[] {
+    const v2 = this.v2();
+    return this.deps.catalog.dataCenters.map((d) => v2.dataCenter(d, include)).filter((d) => v2.matches(d, filter));
+  }
+
+  dataCenter(id: string, include: { gpu: boolean; cpu: boolean }): CatalogDataCenter {
+    const dataCenter = this.deps.catalog.dataCenters.find((d) => d.id === id);
+    if (!dataCenter) throw missing('data center', id);
+    return this.v2().dataCenter(dataCenter, include);
   }
 
   private gpuTypeView(gpuType: GpuType, availability: boolean): GpuTypeView {

@@ -167,6 +167,21 @@ export interface RegistriesTable {
   created_at: number;
 }
 
+/** An ECR delegation an account registered (migration 0015). */
+export interface RegistryDelegationsTable {
+  id: string;
+  account_id: string;
+  name: string | null;
+  /** The 12-digit AWS account id that owns the repository. */
+  aws_account: string;
+  aws_region: string;
+  repository: string;
+  tag: string;
+  /** The ARN's partition: `aws`, `aws-cn` or `aws-us-gov`. */
+  aws_partition: string;
+  created_at: number;
+}
+
 /** A serverless endpoint (GraphQL saveEndpoint record; REST `GET /v2/serverless`). */
 export interface EndpointsTable {
   id: string;
@@ -412,6 +427,7 @@ export interface Database {
   templates: TemplatesTable;
   network_volumes: NetworkVolumesTable;
   registries: RegistriesTable;
+  registry_delegations: RegistryDelegationsTable;
   endpoints: EndpointsTable;
   jobs: JobsTable;
   job_stream: JobStreamTable;

@@ -1,4 +1,5 @@
 import { sql, type Kysely, type Migration } from 'kysely';
+import { registryDelegationsTable } from '../registry-delegations.js';
 import { initialTables } from '../tables.js';
 import {
   backfillWebhookReceivers,
@@ -42,5 +43,6 @@ export const postgresMigrations: Record<string, Migration> = {
   '0012-pod-ssh-token': { up: (db) => run(db, podSshToken('postgres')) },
   '0013-billing-usage': { up: (db) => run(db, billingUsageTables('postgres')) },
   '0014-endpoint-releases': { up: (db) => run(db, endpointReleases('postgres')) },
+  '0015-registry-delegations': { up: (db) => run(db, registryDelegationsTable('postgres')) },
   '0016-clusters': { up: (db) => run(db, clusterTables('postgres')) },
 };
