@@ -1,5 +1,5 @@
 /** REST v1 billing (`/v1/billing/*`): bare arrays of records from a BillingQueries source. */
-import type { FastifyInstance } from 'fastify';
+import type { TypedApp } from '../../type-provider.js';
 import { Type, type Static } from '@sinclair/typebox';
 import type { BillingService } from '../../../billing/billing-service.js';
 import { principalOf } from '../../plugins/auth.js';
@@ -109,7 +109,7 @@ export const billingFromService = (service: BillingService): BillingQueries => (
   },
 });
 
-export function billingV1Routes(app: FastifyInstance, billing: BillingQueries): void {
+export function billingV1Routes(app: TypedApp, billing: BillingQueries): void {
   app.get(
     '/billing/pods',
     {
@@ -121,7 +121,7 @@ export function billingV1Routes(app: FastifyInstance, billing: BillingQueries): 
         response: { 200: Type.Array(BillingRecord), ...errorResponses },
       },
     },
-    async (request) => billing.pods(principalOf(request).accountId, request.query as PodBillingQuery),
+    async (request) => billing.pods(principalOf(request).accountId, request.query),
   );
   app.get(
     '/billing/endpoints',
@@ -134,7 +134,7 @@ export function billingV1Routes(app: FastifyInstance, billing: BillingQueries): 
         response: { 200: Type.Array(BillingRecord), ...errorResponses },
       },
     },
-    async (request) => billing.endpoints(principalOf(request).accountId, request.query as EndpointBillingQuery),
+    async (request) => billing.endpoints(principalOf(request).accountId, request.query),
   );
   app.get(
     '/billing/networkvolumes',
@@ -147,6 +147,6 @@ export function billingV1Routes(app: FastifyInstance, billing: BillingQueries): 
         response: { 200: Type.Array(VolumeBillingRecord), ...errorResponses },
       },
     },
-    async (request) => billing.networkVolumes(principalOf(request).accountId, request.query as VolumeBillingQuery),
+    async (request) => billing.networkVolumes(principalOf(request).accountId, request.query),
   );
 }

@@ -13,7 +13,7 @@ export const IdParam = <K extends string>(name: K) =>
 
 export { errorResponses };
 
-export const Deleted = Type.Null({ description: 'Deleted' });
+export { Deleted } from '../../schemas.js';
 
 /** The v1 `env` object: names to values. */
 export const Env = Type.Record(Type.String({ minLength: 1, maxLength: 256 }), Type.String({ maxLength: 32768 }), {

@@ -1,5 +1,5 @@
 /** REST v1 container registry credentials (`/v1/containerregistryauth`) over RegistriesService. */
-import type { FastifyInstance } from 'fastify';
+import type { TypedApp } from '../../type-provider.js';
 import { Type, type Static } from '@sinclair/typebox';
 import type { Registry } from '../../../domain/registry.js';
 import type { Services } from '../../../services.js';
@@ -22,7 +22,7 @@ const CreateBody = Type.Object(
 const AuthSchema = Type.Object({ id: Type.String(), name: Type.String() });
 const view = ({ id, name }: Registry): Static<typeof AuthSchema> => ({ id, name });
 
-export function containerRegistryAuthV1Routes(app: FastifyInstance, { registries }: Services): void {
+export function containerRegistryAuthV1Routes(app: TypedApp, { registries }: Services): void {
   app.post(
     '/containerregistryauth',
     {
@@ -34,8 +34,7 @@ export function containerRegistryAuthV1Routes(app: FastifyInstance, { registries
         response: { 200: AuthSchema, ...errorResponses },
       },
     },
-    async (request) =>
-      view(await registries.create(principalOf(request).accountId, request.body as Static<typeof CreateBody>)),
+    async (request) => view(await registries.create(principalOf(request).accountId, request.body)),
   );
 
   app.get(
@@ -63,7 +62,7 @@ export function containerRegistryAuthV1Routes(app: FastifyInstance, { registries
       },
     },
     async (request) =>
-      view(await registries.get(principalOf(request).accountId, (request.params as Params).containerRegistryAuthId)),
+      view(await registries.get(principalOf(request).accountId, request.params.containerRegistryAuthId)),
   );
 
   app.delete(
@@ -78,7 +77,7 @@ export function containerRegistryAuthV1Routes(app: FastifyInstance, { registries
       },
     },
     async (request, reply) => {
-      await registries.delete(principalOf(request).accountId, (request.params as Params).containerRegistryAuthId);
+      await registries.delete(principalOf(request).accountId, request.params.containerRegistryAuthId);
       return reply.code(204).send();
     },
   );

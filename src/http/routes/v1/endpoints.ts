@@ -1,5 +1,5 @@
 /** REST v1 serverless endpoints (`/v1/endpoints`) over EndpointsService. */
-import type { FastifyInstance } from 'fastify';
+import type { TypedApp } from '../../type-provider.js';
 import { Type, type Static } from '@sinclair/typebox';
 import { iso } from '../../../domain/clock.js';
 import { badRequest } from '../../../domain/errors.js';
@@ -83,7 +83,7 @@ const Includes = Type.Object({
 });
 type Includes = Static<typeof Includes>;
 
-export function endpointV1Routes(app: FastifyInstance, { endpoints, catalog }: Services): void {
+export function endpointV1Routes(app: TypedApp, { endpoints, catalog }: Services): void {
   const gpuTypes = () => catalog.listGpuTypes({ availability: false });
   const dataCenters = () => catalog.listDataCenters();
 
@@ -192,7 +192,7 @@ export function endpointV1Routes(app: FastifyInstance, { endpoints, catalog }: S
     },
     async (request) => {
       const accountId = principalOf(request).accountId;
-      const b = request.body as Static<typeof CreateBody>;
+      const b = request.body;
       const created = await endpoints.create(accountId, {
         name: b.name ?? `endpoint-${b.templateId}`,
         gpuIds: catalog.listPools().map((p) => p.id),
@@ -216,7 +216,7 @@ export function endpointV1Routes(app: FastifyInstance, { endpoints, catalog }: S
     async (request) => {
       const accountId = principalOf(request).accountId;
       const list = await endpoints.list(accountId);
-      return Promise.all(list.map((e) => view(accountId, e, request.query as Includes)));
+      return Promise.all(list.map((e) => view(accountId, e, request.query)));
     },
   );
 
@@ -234,8 +234,8 @@ export function endpointV1Routes(app: FastifyInstance, { endpoints, catalog }: S
     },
     async (request) => {
       const accountId = principalOf(request).accountId;
-      const e = await endpoints.get(accountId, (request.params as Params).endpointId);
-      return view(accountId, e, request.query as Includes);
+      const e = await endpoints.get(accountId, request.params.endpointId);
+      return view(accountId, e, request.query);
     },
   );
 
@@ -256,8 +256,8 @@ export function endpointV1Routes(app: FastifyInstance, { endpoints, catalog }: S
       },
       handler: async (request) => {
         const accountId = principalOf(request).accountId;
-        const id = (request.params as Params).endpointId;
-        return view(accountId, await endpoints.update(accountId, id, input(request.body as Body)));
+        const id = request.params.endpointId;
+        return view(accountId, await endpoints.update(accountId, id, input(request.body)));
       },
     });
 
@@ -275,7 +275,7 @@ export function endpointV1Routes(app: FastifyInstance, { endpoints, catalog }: S
     },
     async (request, reply) => {
       const accountId = principalOf(request).accountId;
-      const id = (request.params as Params).endpointId;
+      const id = request.params.endpointId;
       // v1 deletes in one call; /v2 first wants workers scaled to 0 (spec 3.2), so do that here.
       const current = await endpoints.get(accountId, id);
       if (current.workersMin !== 0 || current.workersMax !== 0)

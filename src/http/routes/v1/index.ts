@@ -4,6 +4,7 @@
  * routes live in one encapsulated scope with their own OpenAPI document (`GET /v1/openapi.json`).
  */
 import type { FastifyError, FastifyInstance } from 'fastify';
+import { typed } from '../../type-provider.js';
 import swagger from '@fastify/swagger';
 import type { ErrorObject } from 'ajv';
 import type { Services } from '../../../services.js';
@@ -71,12 +72,13 @@ export async function registerV1(
       v1.get('/openapi.json', { config: { public: true }, schema: { hide: true } }, async () =>
         (v1 as unknown as { swaggerV1(): unknown }).swaggerV1(),
       );
-      podV1Routes(v1, services);
-      endpointV1Routes(v1, services);
-      templateV1Routes(v1, services);
-      networkVolumeV1Routes(v1, services);
-      containerRegistryAuthV1Routes(v1, services);
-      billingV1Routes(v1, billing);
+      const routes = typed(v1);
+      podV1Routes(routes, services);
+      endpointV1Routes(routes, services);
+      templateV1Routes(routes, services);
+      networkVolumeV1Routes(routes, services);
+      containerRegistryAuthV1Routes(routes, services);
+      billingV1Routes(routes, billing);
     },
     { prefix: V1_PREFIX },
   );

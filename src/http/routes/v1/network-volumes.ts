@@ -1,5 +1,5 @@
 /** REST v1 network volumes (`/v1/networkvolumes`) over VolumesService. */
-import type { FastifyInstance } from 'fastify';
+import type { TypedApp } from '../../type-provider.js';
 import { Type, type Static } from '@sinclair/typebox';
 import type { NetworkVolume } from '../../../domain/network-volume.js';
 import type { Services } from '../../../services.js';
@@ -33,7 +33,7 @@ const view = ({ id, name, size, dataCenterId }: NetworkVolume): Static<typeof Vo
   dataCenterId,
 });
 
-export function networkVolumeV1Routes(app: FastifyInstance, { volumes }: Services): void {
+export function networkVolumeV1Routes(app: TypedApp, { volumes }: Services): void {
   app.post(
     '/networkvolumes',
     {
@@ -45,8 +45,7 @@ export function networkVolumeV1Routes(app: FastifyInstance, { volumes }: Service
         response: { 200: VolumeSchema, ...errorResponses },
       },
     },
-    async (request) =>
-      view(await volumes.create(principalOf(request).accountId, request.body as Static<typeof CreateBody>)),
+    async (request) => view(await volumes.create(principalOf(request).accountId, request.body)),
   );
 
   app.get(
@@ -73,8 +72,7 @@ export function networkVolumeV1Routes(app: FastifyInstance, { volumes }: Service
         response: { 200: VolumeSchema, ...errorResponses },
       },
     },
-    async (request) =>
-      view(await volumes.get(principalOf(request).accountId, (request.params as Params).networkVolumeId)),
+    async (request) => view(await volumes.get(principalOf(request).accountId, request.params.networkVolumeId)),
   );
 
   for (const [method, url, operationId] of [
@@ -93,13 +91,7 @@ export function networkVolumeV1Routes(app: FastifyInstance, { volumes }: Service
         response: { 200: VolumeSchema, ...errorResponses },
       },
       handler: async (request) =>
-        view(
-          await volumes.update(
-            principalOf(request).accountId,
-            (request.params as Params).networkVolumeId,
-            request.body as Static<typeof UpdateBody>,
-          ),
-        ),
+        view(await volumes.update(principalOf(request).accountId, request.params.networkVolumeId, request.body)),
     });
 
   app.delete(
@@ -114,7 +106,7 @@ export function networkVolumeV1Routes(app: FastifyInstance, { volumes }: Service
       },
     },
     async (request, reply) => {
-      await volumes.delete(principalOf(request).accountId, (request.params as Params).networkVolumeId);
+      await volumes.delete(principalOf(request).accountId, request.params.networkVolumeId);
       return reply.code(204).send();
     },
   );

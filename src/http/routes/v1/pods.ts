@@ -1,5 +1,5 @@
 /** REST v1 pods (`/v1/pods`): v1 names and shapes over PodsService. */
-import type { FastifyInstance } from 'fastify';
+import type { TypedApp } from '../../type-provider.js';
 import { Type, type Static } from '@sinclair/typebox';
 import { ApiError } from '../../../domain/errors.js';
 import type { PodView } from '../../../pods/pod-view.js';
@@ -176,7 +176,7 @@ type Includes = Static<typeof GetQuery>;
 const desiredStatusOf = (p: PodView): string =>
   p.status === 'TERMINATED' ? 'TERMINATED' : p.status === 'EXITED' || p.status === 'ERROR' ? 'EXITED' : 'RUNNING';
 
-export function podV1Routes(app: FastifyInstance, { pods, volumes, catalog }: Services): void {
+export function podV1Routes(app: TypedApp, { pods, volumes, catalog }: Services): void {
   const gpuName = (id: string): string => {
     try {
       return catalog.getGpuType(id, { availability: false }).displayName;
@@ -339,7 +339,7 @@ export function podV1Routes(app: FastifyInstance, { pods, volumes, catalog }: Se
     },
     async (request, reply) => {
       const accountId = principalOf(request).accountId;
-      const body = request.body as Static<typeof CreatePodBody>;
+      const body = request.body;
       let pod = await create(accountId, body);
       if (body.locked === true) pod = await pods.update(accountId, pod.id, { locked: true });
       return reply.code(201).send(await view(accountId, pod));
@@ -360,7 +360,7 @@ export function podV1Routes(app: FastifyInstance, { pods, volumes, catalog }: Se
     },
     async (request) => {
       const accountId = principalOf(request).accountId;
-      const q = request.query as ListQuery;
+      const q = request.query;
       const all = await pods.list(accountId, { includeTerminated: q.desiredStatus === 'TERMINATED' });
       const any = <T>(values: T[] | undefined, v: T | undefined): boolean =>
         values === undefined || (v !== undefined && values.includes(v));
@@ -396,14 +396,14 @@ export function podV1Routes(app: FastifyInstance, { pods, volumes, catalog }: Se
     },
     async (request) => {
       const accountId = principalOf(request).accountId;
-      const pod = await pods.get(accountId, (request.params as Params).podId);
-      return view(accountId, pod, request.query as Includes);
+      const pod = await pods.get(accountId, request.params.podId);
+      return view(accountId, pod, request.query);
     },
   );
 
-  const update = async (request: { params: unknown; body: unknown }, accountId: string) => {
-    const id = (request.params as Params).podId;
-    const patch = await updateInput(accountId, id, request.body as Static<typeof UpdatePodBody>);
+  const update = async (request: { params: Params; body: Static<typeof UpdatePodBody> }, accountId: string) => {
+    const id = request.params.podId;
+    const patch = await updateInput(accountId, id, request.body);
     return view(accountId, await pods.update(accountId, id, patch));
   };
   for (const [method, url, operationId] of [
@@ -445,11 +445,7 @@ export function podV1Routes(app: FastifyInstance, { pods, volumes, catalog }: Se
       },
       async (request) => {
         const accountId = principalOf(request).accountId;
-        const pod = await pods.act(
-          accountId,
-          (request.params as Params).podId,
-          action === 'reset' ? 'restart' : action,
-        );
+        const pod = await pods.act(accountId, request.params.podId, action === 'reset' ? 'restart' : action);
         return view(accountId, pod);
       },
     );
@@ -466,7 +462,7 @@ export function podV1Routes(app: FastifyInstance, { pods, volumes, catalog }: Se
       },
     },
     async (request, reply) => {
-      await pods.act(principalOf(request).accountId, (request.params as Params).podId, 'terminate');
+      await pods.act(principalOf(request).accountId, request.params.podId, 'terminate');
       return reply.code(204).send();
     },
   );

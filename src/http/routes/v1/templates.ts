@@ -1,5 +1,5 @@
 /** REST v1 templates (`/v1/templates`): v1 names and shapes over TemplatesService. */
-import type { FastifyInstance } from 'fastify';
+import type { TypedApp } from '../../type-provider.js';
 import { Type, type Static } from '@sinclair/typebox';
 import type { Services } from '../../../services.js';
 import type { Template } from '../../../domain/template.js';
@@ -120,7 +120,7 @@ function common(b: Partial<Static<typeof CreateBody>>): TemplatePatch {
   };
 }
 
-export function templateV1Routes(app: FastifyInstance, { templates }: Services): void {
+export function templateV1Routes(app: TypedApp, { templates }: Services): void {
   app.post(
     '/templates',
     {
@@ -133,7 +133,7 @@ export function templateV1Routes(app: FastifyInstance, { templates }: Services):
       },
     },
     async (request) => {
-      const b = request.body as Static<typeof CreateBody>;
+      const b = request.body;
       const serverless = b.isServerless === true;
       const input: TemplateInput = {
         containerDiskInGb: 50,
@@ -157,7 +157,7 @@ export function templateV1Routes(app: FastifyInstance, { templates }: Services):
       },
     },
     async (request) => {
-      const q = request.query as Includes;
+      const q = request.query;
       const includePublic = q.includePublicTemplates === true || q.includeRunpodTemplates === true;
       return (await templates.list(principalOf(request).accountId, { includePublic })).map(templateV1View);
     },
@@ -175,8 +175,7 @@ export function templateV1Routes(app: FastifyInstance, { templates }: Services):
         response: { 200: TemplateSchema, ...errorResponses },
       },
     },
-    async (request) =>
-      templateV1View(await templates.get(principalOf(request).accountId, (request.params as Params).templateId)),
+    async (request) => templateV1View(await templates.get(principalOf(request).accountId, request.params.templateId)),
   );
 
   for (const [method, url, operationId] of [
@@ -196,11 +195,7 @@ export function templateV1Routes(app: FastifyInstance, { templates }: Services):
       },
       handler: async (request) =>
         templateV1View(
-          await templates.update(
-            principalOf(request).accountId,
-            (request.params as Params).templateId,
-            common(request.body as Static<typeof UpdateBody>),
-          ),
+          await templates.update(principalOf(request).accountId, request.params.templateId, common(request.body)),
         ),
     });
 
@@ -216,7 +211,7 @@ export function templateV1Routes(app: FastifyInstance, { templates }: Services):
       },
     },
     async (request, reply) => {
-      await templates.delete(principalOf(request).accountId, (request.params as Params).templateId);
+      await templates.delete(principalOf(request).accountId, request.params.templateId);
       return reply.code(204).send();
     },
   );
