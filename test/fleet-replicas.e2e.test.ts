@@ -151,33 +151,41 @@ describe(
 
     let podId = '';
 
-    test('a pod created through the replica the agent does not talk to runs, and reads RUNNING on both replicas', async () => {
-      const [a, b] = replicas as [SpawnedGantry, SpawnedGantry];
-      // B learns of the join through the relay (or its next check): until then it has no room (400, nothing made).
-      const created = await eventually(
-        'B to place the pod',
-        async () => {
-          const r = await api<Pod>(b, 'POST', '/v2/pods', {
-            name: 'replicated',
-            image,
-            gpu: { id: 'NVIDIA GeForce RTX 4090', count: 1 },
-            ports: ['8000/http'],
-            disk: 5,
-          });
-          assert.ok(r.status === 201 || r.status === 400, JSON.stringify(r.body));
-          return r.status === 201 ? r : null;
-        },
-        15_000,
-      );
-      podId = created.body.id;
-      for (const replica of [b, a])
-        await eventually(
-          `RUNNING on ${replica.url}`,
-          async () => (await podOn(replica, podId)).status === 'RUNNING',
-          20_000,
+    test(
+      'a pod created through the replica the agent does not talk to runs, and reads RUNNING on both replicas',
+      { timeout: 240_000 },
+      async () => {
+        const [a, b] = replicas as [SpawnedGantry, SpawnedGantry];
+        // B learns of the join through the relay (or its next check): until then it has no room (400, nothing made).
+        const created = await eventually(
+          'B to place the pod',
+          async () => {
+            const r = await api<Pod>(b, 'POST', '/v2/pods', {
+              name: 'replicated',
+              image,
+              gpu: { id: 'NVIDIA GeForce RTX 4090', count: 1 },
+              ports: ['8000/http'],
+              disk: 5,
+            });
+            assert.ok(r.status === 201 || r.status === 400, JSON.stringify(r.body));
+            return r.status === 201 ? r : null;
+          },
+          45_000,
         );
-      assert.equal((await startedAt(podId)).Running, true);
-    });
+        podId = created.body.id;
+        for (const replica of [b, a])
+          // Under a loaded CI machine the agent's first image start can take tens of seconds: the
+          // ceiling is generous, and a miss says where the pod was and what the agent saw.
+          await eventually(
+            async () =>
+              `RUNNING on ${replica.url}: ${JSON.stringify(await podOn(replica, podId))}\nagent: ${agent!.output().slice(-3000)}`,
+            async () => (await podOn(replica, podId)).status === 'RUNNING',
+            90_000,
+            250,
+          );
+        assert.equal((await startedAt(podId)).Running, true);
+      },
+    );
 
     test("a pod's log stream read through the replica the agent does not poll is dialed back to that replica", async () => {
       const b = replicas[1]!;
