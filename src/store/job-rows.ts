@@ -2,7 +2,7 @@ import type { Db, Executor } from './database.js';
 import { toJobRecord, type JobRecord, type NewJob } from './job-record.js';
 import type { JobsTable } from './schema.js';
 import { INSERT_CHUNK } from './job-sql.js';
-import { jobStatements, newJobArgs, newJobColumns, prepareSync, runAsync } from './job-statements.js';
+import { jobStatements, newJobColumns, newJobValues, prepareSync, runAsync } from './job-statements.js';
 
 /** Job rows written by submissions, and read by id. */
 export class JobRows {
@@ -18,7 +18,7 @@ export class JobRows {
     for (let i = 0; i < jobs.length; i += INSERT_CHUNK) {
       const chunk = jobs.slice(i, i + INSERT_CHUNK);
       if (st.insertColumns) await runAsync(tx, st.insertColumns, newJobColumns(chunk));
-      else for (const j of chunk) await runAsync(tx, st.insert, newJobArgs(j));
+      else for (const j of chunk) await runAsync(tx, st.insert, newJobValues(j));
     }
   }
 
@@ -36,7 +36,7 @@ export class JobRows {
         : this.db.withTransaction((tx) => this.insertMany(jobs, tx));
     return sync((raw) => {
       const insert = prepareSync(raw, jobStatements(this.db).insert);
-      for (const j of jobs) insert.run(newJobArgs(j));
+      for (const j of jobs) insert.run(newJobValues(j));
     });
   }
 
