@@ -292,6 +292,32 @@ export const webhookRow = (a: WebhookArgs) => ({
   receiver: a.receiver,
 });
 
+/** What a batch of new jobs adds to an account's quota counters (migration 0017: SQLite only). */
+interface UsageArgs {
+  account_id: string;
+  queued: number;
+  bytes: number;
+}
+const USAGE_SLOTS = ['account_id', 'queued', 'bytes'] as const satisfies ReadonlyArray<keyof UsageArgs>;
+export type UsageValues = SlotValues<UsageArgs, typeof USAGE_SLOTS>;
+
+/**
+ * Per account, the queued jobs and stored bytes a batch of new jobs adds: each is IN_QUEUE and
+ * stores its input (UTF-8 bytes, as `octet_length` counts them; output and error start empty).
+ */
+export function usageValues(jobs: readonly NewJob[]): UsageValues[] {
+  if (jobs.length === 1) return [[jobs[0]!.accountId, 1, Buffer.byteLength(jobs[0]!.inputJson)]];
+  const by = new Map<string, UsageValues>();
+  for (const j of jobs) {
+    const u = by.get(j.accountId);
+    if (u) {
+      u[1]++;
+      u[2] += Buffer.byteLength(j.inputJson);
+    } else by.set(j.accountId, [j.accountId, 1, Buffer.byteLength(j.inputJson)]);
+  }
+  return [...by.values()];
+}
+
 interface HeadArgs {
   endpointId: string;
   now: number;
@@ -391,6 +417,11 @@ export interface JobStatements {
   progress: CompiledStatement<ProgressValues>;
   /** One outbox row. */
   webhook: CompiledStatement<WebhookValues>;
+  /**
+   * Adds a batch's new jobs to an account's quota counters, in the transaction that inserted them
+   * (SQLite, which has no statement triggers: migration 0017); null where a trigger counts them.
+   */
+  usage: CompiledStatement<UsageValues> | null;
 }
 
 function compileJobStatements(db: Pick<Db, 'kysely' | 'capabilities'>): JobStatements {
@@ -416,7 +447,27 @@ function compileJobStatements(db: Pick<Db, 'kysely' | 'capabilities'>): JobState
         },
         NEW_JOB_SLOTS,
       );
+  const usage = db.capabilities.inProcess
+    ? compileStatement<UsageValues>(
+        k
+          .insertInto('job_usage')
+          .values({
+            account_id: slot<string>('account_id'),
+            shard: sql.lit(0),
+            queued_jobs: slot<number>('queued'),
+            stored_bytes: slot<number>('bytes'),
+          })
+          .onConflict((oc) =>
+            oc.columns(['account_id', 'shard']).doUpdateSet({
+              queued_jobs: sql<number>`job_usage.queued_jobs + excluded.queued_jobs`,
+              stored_bytes: sql<number>`job_usage.stored_bytes + excluded.stored_bytes`,
+            }),
+          ),
+        USAGE_SLOTS,
+      )
+    : null;
   return {
+    usage,
     insert: compileStatement(
       k.insertInto('jobs').values({
         ...slotsOf<NewJobArgs>(NEW_JOB_SLOTS),
