@@ -36,6 +36,7 @@ export interface Gantry extends Child {
   /** A queue endpoint on a new serverless template; workersMax 0 unless given (no autoscaled workers). */
   createEndpoint(options?: {
     imageName?: string;
+    workersMin?: number;
     workersMax?: number;
     idleTimeout?: number;
     [k: string]: unknown;
@@ -125,7 +126,13 @@ export async function startGantry(options: GantryOptions = {}): Promise<Gantry> 
     key,
     headers,
     api,
-    async createEndpoint({ imageName = 'bench-worker:dev', workersMax = 0, idleTimeout = 5, ...rest } = {}) {
+    async createEndpoint({
+      imageName = 'bench-worker:dev',
+      workersMin = 0,
+      workersMax = 0,
+      idleTimeout = 5,
+      ...rest
+    }: Parameters<Gantry['createEndpoint']>[0] = {}) {
       const n = endpoints++;
       const template = await api<{ id: string }>('POST', '/v2/templates', {
         name: `bench-${n}-${Date.now()}`,
@@ -136,10 +143,10 @@ export async function startGantry(options: GantryOptions = {}): Promise<Gantry> 
       const endpoint = await api<{ id: string }>('POST', '/v2/serverless', {
         name: `bench-${n}`,
         templateId: template.id,
-        gpuIds: 'ADA_24',
-        workersMin: 0,
-        workersMax,
-        idleTimeout,
+        type: 'QUEUE',
+        gpu: { pools: ['ADA_24'] },
+        scaling: { type: 'QUEUE_DELAY', queueDelay: 4 },
+        workers: { min: workersMin, max: workersMax, idleTimeout },
         ...rest,
       });
       return endpoint.id;

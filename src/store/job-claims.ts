@@ -6,18 +6,24 @@ import { toJobRecord, type JobRecord, type WorkerResult } from './job-record.js'
 import { DEFAULT_RETENTION, retainUntil, type JobRetention } from './job-retention.js';
 import { big, soleStatus } from './job-sql.js';
 import {
-  finishArgs,
+  claimValues,
+  FINISH_SLOTS,
   finishedAt,
+  finishValues,
   heldBy,
   jobStatements,
   prepareSync,
-  progressArgs,
+  progressValues,
   runAsync,
+  slotIndex,
   statusGuard,
   takenBy,
-  type FinishArgs,
-  type HeadArgs,
+  type FinishValues,
+  type HeadValues,
 } from './job-statements.js';
+
+/** Where the set-based result update reads each value of a finish statement's values. */
+const FINISH = slotIndex(FINISH_SLOTS);
 import type { JobsTable } from './schema.js';
 
 /** Jobs claimed per take statement: 3 parameters each, well under SQLite's limit. */
@@ -108,7 +114,7 @@ export class JobClaims {
     const st = jobStatements(this.db);
     const results: JobRecord[][] = requests.map(() => []);
     for (const [endpointId, { indexes, total }] of byEndpoint(requests)) {
-      const head = await runAsync<HeadArgs, { id: string }>(tx, st.head, { endpointId, now, limit: total });
+      const head = await runAsync<HeadValues, { id: string }>(tx, st.head, [endpointId, now, total]);
       const claims = deal(
         head.map((r) => r.id),
         indexes,
@@ -116,7 +122,7 @@ export class JobClaims {
       );
       if (this.db.capabilities.inProcess) {
         for (const [id, i] of claims) {
-          const [row] = await runAsync(tx, st.claim, { id, workerId: requests[i]!.workerId, now });
+          const [row] = await runAsync(tx, st.claim, claimValues(id, requests[i]!.workerId, now));
           if (row) results[i]!.push(toJobRecord(row));
         }
         continue;
@@ -152,13 +158,13 @@ export class JobClaims {
    */
   takeRows(raw: SqliteDatabase.Database, requests: readonly TakeRequest[], now: number): JobsTable[][] {
     const st = jobStatements(this.db);
-    const head = prepareSync<HeadArgs, { id: string }>(raw, st.head);
+    const head = prepareSync<HeadValues, { id: string }>(raw, st.head);
     const claim = prepareSync(raw, st.claim);
     const results: JobsTable[][] = requests.map(() => []);
     for (const [endpointId, { indexes, total }] of byEndpoint(requests)) {
-      const ids = head.all({ endpointId, now, limit: total }).map((r) => r.id);
+      const ids = head.all([endpointId, now, total]).map((r) => r.id);
       for (const [id, i] of deal(ids, indexes, requests)) {
-        const row = claim.get({ id, workerId: requests[i]!.workerId, now });
+        const row = claim.get(claimValues(id, requests[i]!.workerId, now));
         if (row) results[i]!.push(row);
       }
     }
@@ -186,38 +192,38 @@ export class JobClaims {
     const one = async (r: WorkerResult): Promise<JobRecord | null> => {
       const [row] =
         r.status === 'IN_PROGRESS'
-          ? await runAsync(tx, st.progress, progressArgs(r))
-          : await runAsync(tx, st.finish, finishArgs(r, now, this.retention));
+          ? await runAsync(tx, st.progress, progressValues(r))
+          : await runAsync(tx, st.finish, finishValues(r, now, this.retention));
       return row ? toJobRecord(row) : null;
     };
     if (this.db.capabilities.inProcess) for (const i of firsts) changed[i] = await one(results[i]!);
     else
       for (let c = 0; c < firsts.length; c += COMPLETE_CHUNK) {
         const indexes = firsts.slice(c, c + COMPLETE_CHUNK);
-        const chunk = indexes.map((i) => finishArgs(results[i]!, now, this.retention));
-        const byId = <T>(value: (r: FinishArgs) => T) =>
+        const chunk = indexes.map((i) => finishValues(results[i]!, now, this.retention));
+        const byId = <T>(value: (r: FinishValues) => T) =>
           sql<T>`CASE id ${sql.join(
-            chunk.map((r) => sql`WHEN ${r.id} THEN ${value(r)}`),
+            chunk.map((r) => sql`WHEN ${r[FINISH.id]} THEN ${value(r)}`),
             sql` `,
           )} END`;
         const rows = await tx
           .updateTable('jobs')
           .set({
-            status: byId((r) => r.status),
-            output: byId((r) => r.output),
-            error: byId((r) => r.error),
+            status: byId((r) => r[FINISH.status] as FinishValues[0]),
+            output: byId((r) => r[FINISH.output] as FinishValues[1]),
+            error: byId((r) => r[FINISH.error] as FinishValues[2]),
             ...finishedAt(now, retainUntil(this.retention, now)),
           })
           .where(
             'id',
             'in',
-            chunk.map((r) => r.id),
+            chunk.map((r) => r[FINISH.id] as string),
           )
           .where(statusGuard('complete'))
           .where(
             heldBy(
-              byId((r) => r.workerId),
-              byId((r) => r.endpointId),
+              byId((r) => r[FINISH.workerId] as string),
+              byId((r) => r[FINISH.endpointId] as string | null),
             ),
           )
           .returningAll()
@@ -235,8 +241,9 @@ export class JobClaims {
     const finish = prepareSync(raw, st.finish);
     const progress = prepareSync(raw, st.progress);
     const one = (p: WorkerResult): JobsTable | null =>
-      (p.status === 'IN_PROGRESS' ? progress.get(progressArgs(p)) : finish.get(finishArgs(p, now, this.retention))) ??
-      null;
+      (p.status === 'IN_PROGRESS'
+        ? progress.get(progressValues(p))
+        : finish.get(finishValues(p, now, this.retention))) ?? null;
     const changed: Array<JobsTable | null> = posts.map(() => null);
     const { firsts, rest } = splitPosts(posts);
     for (const i of firsts) changed[i] = one(posts[i]!);

@@ -2,7 +2,7 @@ import type { Db, Executor } from './database.js';
 import { toJobRecord, type JobRecord, type NewJob } from './job-record.js';
 import type { JobsTable } from './schema.js';
 import { INSERT_CHUNK } from './job-sql.js';
-import { jobStatements, newJobArgs, newJobColumns, prepareSync, runAsync } from './job-statements.js';
+import { jobStatements, newJobColumns, newJobValues, prepareSync, runAsync, usageValues } from './job-statements.js';
 
 /** Job rows written by submissions, and read by id. */
 export class JobRows {
@@ -11,14 +11,23 @@ export class JobRows {
   /**
    * Inserts submitted jobs, IN_QUEUE, with the one insert of `job-statements.ts`: on PostgreSQL
    * its column-array form, one statement per chunk (the server parses the same text every time);
-   * on SQLite its row form, prepared once and rebound per job.
+   * on SQLite its row form, prepared once and rebound per job, then the batch's quota deltas (one
+   * upsert per account), in one transaction (`tx`, or its own).
    */
-  async insertMany(jobs: readonly NewJob[], tx: Executor = this.db.kysely): Promise<void> {
+  async insertMany(jobs: readonly NewJob[], tx?: Executor): Promise<void> {
     const st = jobStatements(this.db);
+    const { usage } = st;
+    if (usage) {
+      if (jobs.length === 0) return;
+      const write = async (t: Executor) => {
+        for (const j of jobs) await runAsync(t, st.insert, newJobValues(j));
+        for (const u of usageValues(jobs)) await runAsync(t, usage, u);
+      };
+      return tx ? write(tx) : this.db.withTransaction(write);
+    }
     for (let i = 0; i < jobs.length; i += INSERT_CHUNK) {
       const chunk = jobs.slice(i, i + INSERT_CHUNK);
-      if (st.insertColumns) await runAsync(tx, st.insertColumns, newJobColumns(chunk));
-      else for (const j of chunk) await runAsync(tx, st.insert, newJobArgs(j));
+      await runAsync(tx ?? this.db.kysely, st.insertColumns!, newJobColumns(chunk));
     }
   }
 
@@ -35,8 +44,11 @@ export class JobRows {
         ? this.insertMany(jobs)
         : this.db.withTransaction((tx) => this.insertMany(jobs, tx));
     return sync((raw) => {
-      const insert = prepareSync(raw, jobStatements(this.db).insert);
-      for (const j of jobs) insert.run(newJobArgs(j));
+      const st = jobStatements(this.db);
+      const insert = prepareSync(raw, st.insert);
+      for (const j of jobs) insert.run(newJobValues(j));
+      const usage = prepareSync(raw, st.usage!);
+      for (const u of usageValues(jobs)) usage.run(u);
     });
   }
 

@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import { JOB_STATUSES, nextJobState, type JobEvent, type JobState, type JobStatus } from '../domain/job-state.js';
 import { describeJobStore, T0, newJob, type JobStoreSuite } from '../../test/support/job-store-suite.js';
 import type { JobRecord } from './job-record.js';
+import { compileStatement, jobStatements, slot } from './job-statements.js';
 
 /** The events the hot path's statements apply, as the store runs them; answers the changed job or null. */
 const apply: Record<string, (s: JobStoreSuite, id: string, now: number) => Promise<JobRecord | null>> = {
@@ -75,5 +76,28 @@ describeJobStore('the job statements against the state machine', (s) => {
         if (changed && expected.kind === 'changed') assert.equal(changed.status, expected.job.status, where);
         await s.t.db.kysely.deleteFrom('jobs').execute();
       }
+  });
+});
+
+describeJobStore("the job statements' declared slots", (s) => {
+  test('a statement whose declared slot order differs from its compiled parameters fails when it compiles', () => {
+    const k = s.t.db.kysely;
+    const q = k
+      .updateTable('jobs')
+      .set({ output: slot<string>('output') })
+      .where('id', '=', slot<string>('id'));
+    assert.throws(() => compileStatement(q, ['id', 'output']), /binds \[output, id\] but declares \[id, output\]/);
+    assert.throws(() => compileStatement(q, ['output']), /binds \[output, id\] but declares \[output\]/);
+    assert.throws(() => compileStatement(q, ['output', 'id', 'id']), /but declares/);
+    assert.equal(compileStatement(q, ['output', 'id']).slots.join(), 'output,id');
+    // a constant bound as a parameter would shift every slot after it: refused too
+    const constant = k.updateTable('jobs').set({ output: null }).where('id', '=', slot<string>('id'));
+    assert.throws(() => compileStatement(constant, ['id']), /binds \[constant null, id\]/);
+  });
+
+  test('every job statement of this database compiles with its declared slot order', () => {
+    const st = jobStatements(s.t.db);
+    for (const [name, statement] of Object.entries(st))
+      if (statement) assert.ok(statement.slots.length > 0, `${name} (${s.dialect}) binds its values`);
   });
 });

@@ -137,4 +137,38 @@ describeJobStore('job usage counters', (s) => {
     assert.deepEqual(await usage.byAccount(), after);
     assert.deepEqual(await rowsOf(), { acct1: 1, acct2: 1, acct3: 1 });
   });
+
+  test('every path that inserts jobs adds exactly them to the quota counters, and a rolled-back insert adds nothing', async () => {
+    const check = async (step: string) =>
+      assert.deepEqual(await counters(s), await truth(s), `${step} (${s.executor})`);
+    const wide = (accountId: string, endpointId: string) =>
+      newJob({ accountId, endpointId, inputJson: JSON.stringify({ text: 'ünïcödé € 🚀 漢字', lone: '\ud800' }) });
+    // no job left: start the counters from nothing (the fold test above leaves other writers' shards)
+    await s.t.db.kysely.deleteFrom('job_usage').execute();
+    // the group commit's write (SQLite: the synchronous executor), several accounts in one batch
+    await s.store.rows.insertCommitted([wide('acct1', 'ep1'), wide('acct2', 'ep2'), newJob()]);
+    await check('group commit');
+    // more rows than one insert statement takes (PostgreSQL: several chunks in one transaction)
+    await s.store.rows.insertCommitted(Array.from({ length: 1201 }, (_, i) => wide(i % 3 ? 'acct1' : 'acct3', 'ep1')));
+    await check('group commit over several chunks');
+    // given no transaction, and inside the caller's
+    await s.store.rows.insertMany([wide('acct2', 'ep2'), newJob({ inputJson: '"raw \ud83d"' })]);
+    await check('insertMany on its own');
+    await s.t.db.withTransaction((tx) => s.store.rows.insertMany([wide('acct4', 'ep2'), wide('acct1', 'ep1')], tx));
+    await check('insertMany in a transaction');
+    await s.store.rows.insertMany([]);
+    await s.store.rows.insertCommitted([]);
+    await check('nothing inserted');
+    const before = await counters(s);
+    await assert.rejects(
+      s.t.db.withTransaction(async (tx) => {
+        await s.store.rows.insertMany([wide('acct5', 'ep1'), wide('acct1', 'ep1')], tx);
+        throw new Error('rolled back');
+      }),
+      /rolled back/,
+    );
+    assert.deepEqual(await counters(s), before, 'a rolled-back insert adds nothing');
+    await check('rolled back');
+    assert.equal((await counters(s)).acct1?.queuedJobs, 2 + 800 + 1 + 1);
+  });
 });

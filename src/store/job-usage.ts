@@ -2,7 +2,10 @@ import { sql } from 'kysely';
 import type { JobHoldings } from '../domain/quotas.js';
 import type { Db, Executor } from './database.js';
 
-/** Reads of what the job quotas count (the counters migration 0006's triggers keep). */
+/**
+ * Reads of what the job quotas count (the counters migration 0006's triggers keep; on SQLite the
+ * job insert adds its own batch's counts, migration 0017).
+ */
 export class JobUsageStore {
   constructor(private readonly db: Db) {}
 

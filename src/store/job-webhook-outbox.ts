@@ -1,7 +1,7 @@
 import type SqliteDatabase from 'better-sqlite3';
 import type { Db, Executor } from './database.js';
 import { INSERT_CHUNK } from './job-sql.js';
-import { jobStatements, prepareSync, webhookArgs, webhookRow } from './job-statements.js';
+import { jobStatements, prepareSync, webhookArgs, webhookRow, webhookValues } from './job-statements.js';
 
 export interface NewWebhookDelivery {
   id: string;
@@ -35,6 +35,6 @@ export class JobWebhookOutbox {
   /** `insertWebhookDeliveries` on SQLite's synchronous executor: one prepared insert, rebound per row. */
   insertRows(raw: SqliteDatabase.Database, rows: readonly NewWebhookDelivery[], now: number): void {
     const insert = prepareSync(raw, jobStatements(this.db).webhook);
-    for (const d of rows) insert.run(webhookArgs(d, now));
+    for (const d of rows) insert.run(webhookValues(d, now));
   }
 }

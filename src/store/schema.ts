@@ -264,7 +264,8 @@ interface JobStreamTable {
 }
 
 /**
- * Per-account counters of the job quotas, kept by triggers (migration 0006): jobs IN_QUEUE and
+ * Per-account counters of the job quotas, kept by triggers (migration 0006; on SQLite the job insert
+ * adds its batch's deltas itself, migration 0017): jobs IN_QUEUE and
  * bytes of job inputs, outputs, errors and stream chunks. An account's figures are the sum of its
  * rows (one per writer shard).
  */

@@ -129,3 +129,13 @@ export const jobUsagePostgres = (): string[] => [
   ),
   pgTrigger('job_stream_usage_delete', 'DELETE', 'job_stream', 'OLD TABLE AS stream_old'),
 ];
+
+/**
+ * Migration `0017-job-usage-insert-by-batch` (SQLite): the per-row `jobs_usage_insert` trigger
+ * goes; the job insert (`JobRows`, the only statement that inserts jobs) adds its batch's deltas
+ * itself, one upsert per account in the same transaction as the rows. The counters are exact as
+ * before: until this migration the trigger kept them, from it every insert path adds what it
+ * inserted. The other triggers (updates, deletes, stream chunks) stay. PostgreSQL keeps its
+ * statement trigger (one upsert per statement already): nothing to change there.
+ */
+export const jobUsageInsertByBatchSqlite = (): string[] => [`DROP TRIGGER jobs_usage_insert`];

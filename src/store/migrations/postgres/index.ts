@@ -45,4 +45,6 @@ export const postgresMigrations: Record<string, Migration> = {
   '0014-endpoint-releases': { up: (db) => run(db, endpointReleases('postgres')) },
   '0015-registry-delegations': { up: (db) => run(db, registryDelegationsTable('postgres')) },
   '0016-clusters': { up: (db) => run(db, clusterTables('postgres')) },
+  // SQLite's per-row insert trigger became a per-batch upsert; PostgreSQL's statement trigger stays
+  '0017-job-usage-insert-by-batch': { up: async () => {} },
 };

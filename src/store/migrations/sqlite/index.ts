@@ -8,7 +8,7 @@ import {
   webhookDeliveriesByJob,
   webhookFairness,
 } from '../serverless-tables.js';
-import { jobUsageSqlite } from '../job-usage.js';
+import { jobUsageInsertByBatchSqlite, jobUsageSqlite } from '../job-usage.js';
 import { workerIdentity } from '../worker-identity.js';
 import { workerAllocation } from '../worker-allocation.js';
 import { fleetJournalTable, fleetTables } from '../fleet-tables.js';
@@ -45,4 +45,5 @@ export const sqliteMigrations: Record<string, Migration> = {
   '0014-endpoint-releases': { up: (db) => run(db, endpointReleases('sqlite')) },
   '0015-registry-delegations': { up: (db) => run(db, registryDelegationsTable('sqlite')) },
   '0016-clusters': { up: (db) => run(db, clusterTables('sqlite')) },
+  '0017-job-usage-insert-by-batch': { up: (db) => run(db, jobUsageInsertByBatchSqlite()) },
 };
