@@ -133,13 +133,14 @@ export async function startGantry(options: GantryOptions = {}): Promise<Gantry> 
         serverless: true,
         disk: 5,
       });
+      // REST v2's endpoint shape (docs/serverless.md)
       const endpoint = await api<{ id: string }>('POST', '/v2/serverless', {
         name: `bench-${n}`,
         templateId: template.id,
-        gpuIds: 'ADA_24',
-        workersMin: 0,
-        workersMax,
-        idleTimeout,
+        type: 'QUEUE',
+        gpu: { pools: ['ADA_24'] },
+        scaling: { type: 'QUEUE_DELAY', queueDelay: 4 },
+        workers: { min: 0, max: workersMax, idleTimeout },
         ...rest,
       });
       return endpoint.id;
