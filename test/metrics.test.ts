@@ -2,7 +2,7 @@
 // exposition format, the job counters and gauges, route labels, and that a scrape reads no SQL.
 import { test, before, after, describe } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pino from 'pino';
@@ -322,4 +322,27 @@ test('a scrape issues no SQL, however many jobs are queued', async () => {
   assert.ok(beforeScrapes > 0, 'the counting store saw the statements of the test so far');
   for (let i = 0; i < 20; i++) await metrics();
   assert.equal(statements() - beforeScrapes, 0);
+});
+
+describe('the docs', () => {
+  const families = async (): Promise<Set<string>> => {
+    const text = await (await scrape(`Bearer ${TOKEN}`)).text();
+    return new Set([...text.matchAll(/^# TYPE (\S+) /gm)].map((m) => m[1]!));
+  };
+
+  test('every metric the Grafana dashboard queries is one the server exposes', async () => {
+    const exposed = await families();
+    const dashboard = readFileSync(join(import.meta.dirname, '..', 'docs', 'grafana-dashboard.json'), 'utf8');
+    const queried = new Set(
+      [...dashboard.matchAll(/\b((?:gantry|process|nodejs)_[a-z0-9_]+)/g)].map((m) => m[1]!.replace(/_bucket$/, '')),
+    );
+    assert.ok(queried.size > 20);
+    for (const name of queried) assert.ok(exposed.has(name), `${name} is exposed`);
+  });
+
+  test('every gantry metric the server exposes is described in docs/metrics.md', async () => {
+    const doc = readFileSync(join(import.meta.dirname, '..', 'docs', 'metrics.md'), 'utf8');
+    for (const name of await families())
+      if (name.startsWith('gantry_')) assert.ok(doc.includes(`\`${name}\``), `${name} is in docs/metrics.md`);
+  });
 });
