@@ -75,6 +75,7 @@ export class Metrics implements JobFlow {
 
   readonly #httpRequests: Counter<'method' | 'route' | 'status'>;
   readonly #httpSeconds: Histogram<'method' | 'route' | 'status'>;
+  readonly #httpSeries = new Map<string, { requests: { inc(): void }; seconds: { observe(value: number): void } }>();
   readonly #submitted: Counter<'endpoint'>;
   readonly #finished: Counter<'endpoint' | 'status'>;
   readonly #requeued: Counter<'endpoint' | 'from'>;
@@ -331,9 +332,18 @@ export class Metrics implements JobFlow {
 
   /** One HTTP reply. `route` is the matched pattern (`/v2/:endpointId/run`), never the URL; null: no route matched. */
   httpReply(method: string, route: string | null, status: number, ms: number): void {
-    const labels = { method: METHODS.has(method) ? method : 'other', route: route ?? 'unmatched', status };
-    this.#httpRequests.inc(labels);
-    this.#httpSeconds.observe(labels, ms / 1000);
+    const m = METHODS.has(method) ? method : 'other';
+    const r = route ?? 'unmatched';
+    // One pair of series per (method, route, status): a bounded set, looked up without hashing labels.
+    const key = `${m} ${status} ${r}`;
+    let series = this.#httpSeries.get(key);
+    if (!series) {
+      const labels = { method: m, route: r, status };
+      series = { requests: this.#httpRequests.labels(labels), seconds: this.#httpSeconds.labels(labels) };
+      this.#httpSeries.set(key, series);
+    }
+    series.requests.inc();
+    series.seconds.observe(ms / 1000);
   }
 
   // ── the job flow (job-flow.ts) ───────────────────────────────────────────────────────────
