@@ -17,12 +17,3 @@ export interface JobFlow {
   /** Jobs left the store without a final state (purge, ttl) while `status`. */
   removed(endpointId: string, status: 'IN_QUEUE' | 'IN_PROGRESS', n: number): void;
 }
-
-/** No one listens (metrics are off). */
-export const NO_JOB_FLOW: JobFlow = {
-  submitted: () => undefined,
-  taken: () => undefined,
-  requeued: () => undefined,
-  finished: () => undefined,
-  removed: () => undefined,
-};
