@@ -457,6 +457,25 @@ export const RuntimeSchema = Type.Object(
   { description: 'How instances run. `runtime: docker` is the short form of `runtime: { kind: docker }`.' },
 );
 
+export const MetricsSchema = Type.Object(
+  {
+    token: orNull(
+      Type.String({ minLength: 16, mustBe: 'a string of at least 16 characters' }),
+      'Bearer token `GET /metrics` requires (`Authorization: Bearer <token>`), compared in constant time and never logged. null: `/metrics` answers 404 and no metric is collected.',
+      { env: 'GANTRY_METRICS_TOKEN' },
+    ),
+    refreshMs: amount(
+      60_000,
+      "How often the gauges the database holds the truth of (queued and running jobs per endpoint, pods by status and GPU type) are re-read in the background, correcting what this process cannot see (other replicas, jobs deleted by their ttl). In between they move with this process's own submissions, takes and results. A scrape never reads the database. 0: read once at start only.",
+      { minimum: 0 },
+    ),
+  },
+  {
+    description:
+      'Prometheus metrics at `GET /metrics` (docs/metrics.md): operator-wide, not per account, behind their own token.',
+  },
+);
+
 /** The whole config file. `images`, `catalog` and `fleet.hosts` are read by their own parsers. */
 export const ConfigFileSchema = Type.Object({
   server: ServerSchema,
@@ -499,6 +518,7 @@ export const ConfigFileSchema = Type.Object({
   graphql: GraphqlSchema,
   quotas: QuotasSchema,
   ssh: SshSchema,
+  metrics: MetricsSchema,
 });
 
 export type ConfigFile = StaticDecode<typeof ConfigFileSchema>;

@@ -450,3 +450,15 @@ test('the SSH proxy is on at 2222 by default, on a picked port when the server`s
   assert.equal(load('{}', { GANTRY_SSH_PORT: '2200', GANTRY_SSH_HOST: 'ssh.example.com' }).ssh.host, 'ssh.example.com');
   assert.throws(() => load('ssh: { port: 70000 }'), /ssh\.port must be a TCP port/);
 });
+
+test('metrics are off without a token, and a token shorter than 16 characters stops the start without being echoed', () => {
+  assert.equal(loadConfig({ env: { GANTRY_DATA_DIR: tmpdir() } }).metrics.token, null);
+  assert.throws(
+    () => loadConfig({ env: { GANTRY_DATA_DIR: tmpdir(), GANTRY_METRICS_TOKEN: 'shortsecret' } }),
+    (err: Error) =>
+      /metrics\.token must be a string of at least 16 characters \(from GANTRY_METRICS_TOKEN\)/.test(err.message) &&
+      !err.message.includes('shortsecret'),
+  );
+  const token = 'a-token-of-enough-length';
+  assert.equal(loadConfig({ env: { GANTRY_DATA_DIR: tmpdir(), GANTRY_METRICS_TOKEN: token } }).metrics.token, token);
+});

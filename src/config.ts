@@ -13,6 +13,7 @@ import {
   type FleetSchema,
   type GraphqlSchema,
   type JobsSchema,
+  type MetricsSchema,
   type NetworkingSchema,
   type PodsSchema,
   type QuotasSchema,
@@ -74,6 +75,8 @@ export interface Config {
   ssh: SshConfig;
   graphql: GraphqlLimits;
   quotas: QuotaConfig;
+  /** `GET /metrics` (docs/metrics.md): its token (null: off) and the gauges' refresh. */
+  metrics: StaticDecode<typeof MetricsSchema>;
   /** Where the config file was read from, to resolve relative paths. */
   configDir: string;
   /** Keys of the config file Gantry does not know (a typo is reported, not silently ignored). */

@@ -2,7 +2,15 @@ import { EventEmitter } from 'node:events';
 
 /** Typed in-process events; side effects (usage accounting, console feed, webhooks) subscribe. */
 export interface EventMap {
-  'pod:status': { podId: string; accountId: string; from: string; to: string; at: number };
+  'pod:status': {
+    podId: string;
+    accountId: string;
+    /** The pod's GPU type; null for a CPU pod. */
+    gpuTypeId: string | null;
+    from: string;
+    to: string;
+    at: number;
+  };
   'job:queued': { endpointId: string; jobId: string; lowPriority: boolean };
   'job:completed': import('./jobs/job-view.js').JobEventPayload;
   'job:failed': import('./jobs/job-view.js').JobEventPayload;

@@ -55,6 +55,7 @@ import type { Duplex } from 'node:stream';
 import { FleetJournal, FLEET_JOURNAL_TOPIC } from './fleet/fleet-journal.js';
 import { OrphanContainers } from './fleet/orphan-containers.js';
 import { startSshProxy, type RunningSshProxy } from './ssh/start-ssh-proxy.js';
+import { Metrics } from './metrics/metrics.js';
 
 export interface ServiceOverrides {
   clock?: Clock;
@@ -277,6 +278,17 @@ export async function createServices(config: Config, overrides: ServiceOverrides
     clock,
   });
   accounts.onAccountCreated(() => webhookAddresses.accountCreated());
+  // Off (null) without a token: `/metrics` answers 404 and nothing is counted.
+  const metrics = config.metrics.token
+    ? new Metrics({
+        db,
+        logger: logger.child({ component: 'metrics' }),
+        token: config.metrics.token,
+        refreshMs: config.metrics.refreshMs,
+        // only replicas sharing PostgreSQL move jobs this process does not see
+        refreshJobs: db.capabilities.listenNotify,
+      })
+    : null;
   const jobs = new JobsService({
     db,
     clock,
@@ -284,6 +296,7 @@ export async function createServices(config: Config, overrides: ServiceOverrides
     signals,
     webhookAddresses,
     quotas: config.quotas,
+    ...(metrics ? { flow: metrics } : {}),
     config: {
       retryBudget: config.jobs.retryBudget,
       maxBatchSize: config.jobs.maxBatchSize,
@@ -378,6 +391,17 @@ export async function createServices(config: Config, overrides: ServiceOverrides
       fleet.wakeAll();
     },
   });
+  if (metrics) {
+    for (const [group, commits] of Object.entries({ ...jobs.groupCommits, ...stores.pods.groupCommits }))
+      commits.observe(metrics.batchObserver(group));
+    events.on('pod:status', ({ from, to, gpuTypeId }) => metrics.podStatus(from, to, gpuTypeId));
+    metrics.useSources({
+      workers: () => autoscaler.workerTotals(),
+      decisions: () => autoscaler.decisions,
+      gpus: () => inventory.gpuUsage(),
+      webhooks: () => ({ ...webhooks.outcomes, inFlight: webhooks.inFlight }),
+    });
+  }
   await templates.seedPublic();
   const logs = new LogStreams({ runtime, systemLog, clock });
   const logTargets = new LogTargets({ pods, podStore: podController.store, endpoints });
@@ -414,6 +438,7 @@ export async function createServices(config: Config, overrides: ServiceOverrides
     systemLog,
     logs,
     logTargets,
+    metrics,
   };
 }
 
@@ -512,6 +537,8 @@ export async function startServer(config: Config, overrides: StartOptions = {}):
     config: { graceMs: config.runtime.orphanGraceMs },
   });
   orphans.watch(attached);
+  // The store-held gauges are read before the first request can move them.
+  await services.metrics?.start();
   services.timekeeper.start();
   services.webhooks.start();
   services.fleet.start();
@@ -577,6 +604,7 @@ export async function startServer(config: Config, overrides: StartOptions = {}):
     services.logs.close();
     await app.close();
     await orphans.stop();
+    await services.metrics?.stop();
     await services.timekeeper.stop();
     await services.autoscaler.stop();
     await services.webhooks.stop();

@@ -30,6 +30,7 @@ import type { FleetWiring } from './fleet/fleet-wiring.js';
 import type { SystemLog } from './logs/system-log.js';
 import type { LogStreams } from './logs/log-streams.js';
 import type { LogTargets } from './logs/log-targets.js';
+import type { Metrics } from './metrics/metrics.js';
 
 /** Everything the transports (HTTP, GraphQL, CLI) reach. Built only by `createServices`. */
 export interface Services {
@@ -75,4 +76,6 @@ export interface Services {
   /** Log streams (docs/logs.md) and what they may read. */
   logs: LogStreams;
   logTargets: LogTargets;
+  /** Prometheus metrics (`GET /metrics`, docs/metrics.md); null when no token is configured. */
+  metrics: Metrics | null;
 }

@@ -9,6 +9,7 @@ import { restrictToJobApi } from './job-listener.js';
 import { frameworkErrors, registerErrorHandling } from './plugins/errors.js';
 import { RestRateLimiter } from './plugins/rate-limit.js';
 import { systemRoutes } from './routes/system.js';
+import { countReplies, metricsRoutes } from './routes/metrics.js';
 import { accountRoutes } from './routes/account.js';
 import { podRoutes } from './routes/pods.js';
 import { clusterRoutes } from './routes/clusters.js';
@@ -87,6 +88,7 @@ export async function buildApp(services: Services, options: BuildAppOptions = {}
     frameworkErrors,
   });
   applyRequestTimeouts(app.server, config.server);
+  if (services.metrics) countReplies(app, services.metrics);
 
   // Bodies are validated strictly (no coercion, unknown properties reported, every violation
   // listed); query strings and path parameters are coerced from their text form.
@@ -159,6 +161,7 @@ export async function buildApp(services: Services, options: BuildAppOptions = {}
   // Routes read their inputs typed from their schemas (type-provider.ts).
   const routes = typed(app);
   systemRoutes(routes, services);
+  metricsRoutes(routes, services);
   accountRoutes(routes, services);
   podRoutes(routes, services);
   clusterRoutes(routes, services);

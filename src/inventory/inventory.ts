@@ -162,6 +162,17 @@ export class Inventory {
     return this.index.gpuStock(gpuTypeId);
   }
 
+  /** Every host's GPUs (type, total, reserved) and whether placement uses it now (metrics); O(hosts). */
+  gpuUsage(): Array<{ hostId: string; gpuTypeId: string | null; total: number; used: number; available: boolean }> {
+    return [...this.slots.values()].map((slot) => ({
+      hostId: slot.hostId,
+      gpuTypeId: slot.host.gpuTypeId,
+      total: slot.gpuUsed.length,
+      used: slot.gpuUsed.length - slot.freeGpus,
+      available: !this.unavailableIds.has(slot.hostId),
+    }));
+  }
+
   /** The available hosts and their usage, as the pure `place()` reads them. */
   snapshot(): FleetSnapshot {
     const usage = new Map<string, HostUsage>();

@@ -17,6 +17,7 @@ import type { JobSequence } from './job-sequence.js';
 import type { CancelSignal, JobSignals, LongPollOptions } from './job-signals.js';
 import { isVisible, stateOf, toJobView, toWebhookDeliveryView, type JobView } from './job-view.js';
 import { longPoll, type LongPollSteps } from './long-poll.js';
+import type { JobFlow } from './job-flow.js';
 
 /** Body of `/run` and `/runsync` (spec 2.12), as parsed JSON. */
 export interface SubmitBody {
@@ -60,6 +61,8 @@ export interface ClientJobsDeps {
   batching: Pick<GroupCommitOptions<unknown, unknown>, 'maxBatchSize' | 'concurrency'>;
   /** The queued-jobs and stored-bytes quotas; without it, none apply. */
   quota?: Pick<JobQuota, 'admitSubmit' | 'admitRequeue' | 'streamDrained'>;
+  /** Told of submissions, retries and purges after their commit (metrics). @default none */
+  flow?: JobFlow;
 }
 
 /** A client's long-poll on one job: `/status-sync`, the wait of `/runsync`, `/stream`. */
@@ -254,13 +257,16 @@ export class ClientJobs {
         t.kind === 'refused' ? t.refusal.reason : `Job ${jobId} cannot be retried now.`,
       );
     }
+    this.#deps.flow?.requeued(endpointId, 1, 'finished');
     this.#deps.signals.notify('work', endpointId, 1);
     return { id: jobId, status: 'IN_QUEUE' };
   }
 
   /** `/purge-queue`: deletes the endpoint's queued jobs (running ones continue). */
   async purgeQueue(endpointId: string): Promise<{ removed: number; status: 'completed' }> {
-    return { removed: await this.#deps.store.controls.purgeQueue(endpointId), status: 'completed' };
+    const removed = await this.#deps.store.controls.purgeQueue(endpointId);
+    if (removed > 0) this.#deps.flow?.removed(endpointId, 'IN_QUEUE', removed);
+    return { removed, status: 'completed' };
   }
 
   /** Job counts of `/health` and for the autoscaler. */
@@ -303,6 +309,11 @@ export class ClientJobs {
     return this.#submits.idle();
   }
 
+  /** The submissions' group commit, to observe its batches (metrics). */
+  get groupCommit(): Pick<GroupCommit<unknown, unknown>, 'observe'> {
+    return this.#submits;
+  }
+
   /** Group-commit counters of submissions. */
   get batchStats(): GroupCommit<unknown, unknown>['stats'] {
     return this.#submits.stats;
@@ -312,7 +323,10 @@ export class ClientJobs {
     await this.#deps.store.rows.insertCommitted(jobs);
     const perEndpoint = new Map<string, number>();
     for (const j of jobs) perEndpoint.set(j.endpointId, (perEndpoint.get(j.endpointId) ?? 0) + 1);
-    for (const [endpointId, n] of perEndpoint) this.#deps.signals.notify('work', endpointId, n);
+    for (const [endpointId, n] of perEndpoint) {
+      this.#deps.flow?.submitted(endpointId, n);
+      this.#deps.signals.notify('work', endpointId, n);
+    }
     return jobs.map(() => undefined);
   }
 

@@ -7,6 +7,7 @@ import type { NewWebhookDelivery } from '../store/job-webhook-outbox.js';
 import type { JobEventSink } from './job-events.js';
 import { stopKey, type JobSignals } from './job-signals.js';
 import { toJobView, toWebhookPayload } from './job-view.js';
+import type { JobFlow } from './job-flow.js';
 
 export interface FinishedJobsDeps {
   store: { outbox: Pick<JobStore['outbox'], 'insertWebhookDeliveries'> };
@@ -15,6 +16,8 @@ export interface FinishedJobsDeps {
   events: JobEventSink;
   /** The job quotas, told a job ended (its in-memory stream figure goes). @default none */
   quota?: { jobFinished(jobId: string): void };
+  /** Told of every job that reached a final state (metrics). @default none */
+  flow?: Pick<JobFlow, 'finished'>;
 }
 
 /**
@@ -59,6 +62,7 @@ export class FinishedJobs {
   announce(jobs: readonly JobRecord[]): void {
     const { signals, events } = this.#deps;
     const now = this.#deps.clock.now();
+    if (jobs.length > 0) this.#deps.flow?.finished(jobs);
     for (const job of jobs) {
       if (signals.waiting('job', job.id) > 0) this.#hold(job);
       signals.notify('job', job.id);

@@ -4,6 +4,7 @@ import type { JobStore } from '../store/job-store.js';
 import type { JobUsageStore } from '../store/job-usage.js';
 import type { FinishedJobs } from './finished-jobs.js';
 import type { JobSignals } from './job-signals.js';
+import type { JobFlow } from './job-flow.js';
 
 export interface TickResult {
   timedOut: number;
@@ -23,6 +24,8 @@ export interface JobSweeperDeps {
   usage?: Pick<JobUsageStore, 'foldShards'>;
   /** How often (clock ms) a pass folds the counters' shards. @default 60000 */
   foldIntervalMs?: number;
+  /** Told of queued and running jobs their ttl deleted (metrics). @default none */
+  flow?: Pick<JobFlow, 'removed'>;
 }
 
 /** The jobs' part of the timekeeper's pass: execution timeouts, ttl expiry, result retention. */
@@ -57,7 +60,8 @@ export class JobSweeper {
       if (timedOut.length < limit) break;
     }
     for (;;) {
-      const { expired, purged } = await db.withTransaction((tx) => store.sweeps.expire(now, limit, tx));
+      const { expired, purged, unfinished } = await db.withTransaction((tx) => store.sweeps.expire(now, limit, tx));
+      for (const u of unfinished) this.#deps.flow?.removed(u.endpointId, u.status, u.n);
       for (const id of [...expired, ...purged]) {
         signals.notify('job', id);
         signals.notify('stream', id);

@@ -10,6 +10,7 @@ import { JobSignals } from './job-signals.js';
 import { JobSweeper } from './job-sweeper.js';
 import { DEFAULT_JOBS_CONFIG, type JobsConfig } from './jobs-config.js';
 import { WorkerJobs } from './worker-jobs.js';
+import type { JobFlow } from './job-flow.js';
 import { WebhookStore } from '../store/webhook-store.js';
 import { JobUsageStore } from '../store/job-usage.js';
 import { JobQuota } from '../quotas/job-quota.js';
@@ -27,6 +28,8 @@ export interface JobsServiceDeps {
   webhookAddresses?: ClientJobsDeps['webhookAddresses'];
   /** Per-account job quotas (queued jobs, stored bytes, stream bytes per job). @default none */
   quotas?: Pick<Quotas, 'queuedJobs' | 'storedJobBytes' | 'streamBytesPerJob'>;
+  /** Told of every job move this process commits (metrics). @default none */
+  flow?: JobFlow;
 }
 
 /**
@@ -65,7 +68,8 @@ export class JobsService {
           refreshMs: this.config.quotaRefreshMs,
         })
       : undefined;
-    const finished = new FinishedJobs({ store, clock, signals, events, ...(quota ? { quota } : {}) });
+    const flow = deps.flow ? { flow: deps.flow } : {};
+    const finished = new FinishedJobs({ store, clock, signals, events, ...(quota ? { quota } : {}), ...flow });
     const batching = { maxBatchSize: this.config.maxBatchSize, concurrency: this.config.commitConcurrency };
     this.client = new ClientJobs({
       store,
@@ -78,6 +82,7 @@ export class JobsService {
       batching,
       webhookAddresses: deps.webhookAddresses,
       ...(quota ? { quota } : {}),
+      ...flow,
     });
     this.worker = new WorkerJobs({
       db,
@@ -89,6 +94,7 @@ export class JobsService {
       retryBudget: this.config.retryBudget,
       batching,
       ...(quota ? { quota } : {}),
+      ...flow,
     });
     this.sweeper = new JobSweeper({
       db,
@@ -98,12 +104,18 @@ export class JobsService {
       finished,
       sweepLimit: this.config.sweepLimit,
       usage: new JobUsageStore(db),
+      ...flow,
     });
   }
 
   /** Resolves once every accepted submission, result and chunk is committed. */
   async flush(): Promise<void> {
     await Promise.all([this.client.flush(), this.worker.flush()]);
+  }
+
+  /** The job path's group commits by name, to observe their batches (metrics). */
+  get groupCommits(): Record<string, Pick<GroupCommit<unknown, unknown>, 'observe'>> {
+    return { submits: this.client.groupCommit, ...this.worker.groupCommits };
   }
 
   /** Group-commit counters (batches, items), for benchmarks and metrics. */

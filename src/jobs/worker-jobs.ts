@@ -10,6 +10,7 @@ import type { JobSequence } from './job-sequence.js';
 import { stopKey, type CancelSignal, type JobSignals, type LongPollOptions } from './job-signals.js';
 import { isVisible, stateOf, toTakenJob, type TakenJob } from './job-view.js';
 import { longPoll, type LongPollSteps } from './long-poll.js';
+import type { JobFlow } from './job-flow.js';
 import { parseWorkerPost, workerResultEvent, type WorkerPostOutcome } from './worker-post.js';
 
 export interface WorkerJobsDeps {
@@ -30,6 +31,8 @@ export interface WorkerJobsDeps {
   batching: Pick<GroupCommitOptions<unknown, unknown>, 'maxBatchSize' | 'concurrency'>;
   /** The stored-bytes and per-job stream quotas; without it, none apply. */
   quota?: Pick<JobQuota, 'admitBytes' | 'admitStreamChunk'>;
+  /** Told of takes, releases and requeues after their commit (metrics). @default none */
+  flow?: JobFlow;
 }
 
 /** A worker's long-poll: `job-take` (up to `n` jobs) and the `job-stop` channel (`n` unused). */
@@ -59,7 +62,11 @@ export class WorkerJobs {
     this.#posts = new GroupCommit({ ...batching, commit: (posts) => this.#commitPosts(posts) });
     this.#takes = new GroupCommit({
       ...batching,
-      commit: (requests) => store.committed.takeCommitted(requests, clock.now()),
+      commit: async (requests) => {
+        const taken = await store.committed.takeCommitted(requests, clock.now());
+        if (deps.flow) for (const jobs of taken) if (jobs.length > 0) deps.flow.taken(jobs);
+        return taken;
+      },
     });
     this.#chunks = new GroupCommit({
       ...batching,
@@ -119,7 +126,10 @@ export class WorkerJobs {
     const n = await this.#deps.store.claims.release(jobIds, workerId);
     if (n > 0) {
       const job = await this.#deps.store.rows.get(jobIds[0]!);
-      if (job) this.#deps.signals.notify('work', job.endpointId, n);
+      if (job) {
+        this.#deps.flow?.requeued(job.endpointId, n, 'running');
+        this.#deps.signals.notify('work', job.endpointId, n);
+      }
     }
     return n;
   }
@@ -261,7 +271,10 @@ export class WorkerJobs {
     });
     const perEndpoint = new Map<string, number>();
     for (const j of requeued) perEndpoint.set(j.endpointId, (perEndpoint.get(j.endpointId) ?? 0) + 1);
-    for (const [endpointId, n] of perEndpoint) signals.notify('work', endpointId, n);
+    for (const [endpointId, n] of perEndpoint) {
+      this.#deps.flow?.requeued(endpointId, n, 'running');
+      signals.notify('work', endpointId, n);
+    }
     finished.announce(failed);
     return { requeued: requeued.map((j) => j.id), failed: failed.map((j) => j.id) };
   }
@@ -269,6 +282,11 @@ export class WorkerJobs {
   /** Resolves once every accepted take, result and chunk is committed. */
   async flush(): Promise<void> {
     await Promise.all([this.#posts.idle(), this.#chunks.idle(), this.#takes.idle()]);
+  }
+
+  /** The group commits (takes, results, stream chunks), to observe their batches (metrics). */
+  get groupCommits(): Record<'takes' | 'posts' | 'chunks', Pick<GroupCommit<unknown, unknown>, 'observe'>> {
+    return { takes: this.#takes, posts: this.#posts, chunks: this.#chunks };
   }
 
   /** Group-commit counters of takes and results. */

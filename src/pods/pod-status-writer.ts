@@ -86,6 +86,13 @@ export class PodStatusWriter {
   }
 
   emit(pod: PodRecord, to: PodStatus, at: number): void {
-    this.#deps.events.emit('pod:status', { podId: pod.id, accountId: pod.accountId, from: pod.status, to, at });
+    this.#deps.events.emit('pod:status', {
+      podId: pod.id,
+      accountId: pod.accountId,
+      gpuTypeId: pod.gpuTypeId,
+      from: pod.status,
+      to,
+      at,
+    });
   }
 }

@@ -106,6 +106,17 @@ export class Autoscaler {
   #attached: Map<string, AttachedInstance> | null = null;
   /** The runtime's reason while it is unavailable (logged when it starts and when it ends). */
   #unavailable: string | null = null;
+  /**
+   * What this process's passes decided, since it started (metrics): endpoint passes, workers
+   * launched, stopped by reason, held back by a crash-loop back-off, and left unplaced (throttled).
+   */
+  readonly decisions = {
+    passes: 0,
+    starts: 0,
+    stops: { idle: 0, 'over-max': 0, recycle: 0, 'start-timeout': 0 },
+    heldBack: 0,
+    throttled: 0,
+  };
 
   constructor(deps: AutoscalerDeps) {
     this.#deps = deps;
@@ -278,6 +289,11 @@ export class Autoscaler {
     }
   }
 
+  /** Launched workers by state over every endpoint, as of each one's last pass (metrics). */
+  workerTotals(): ReturnType<EndpointScaleStates['totals']> {
+    return this.#states.totals(this.#deps.clock.now());
+  }
+
   /** Worker counts by state of an endpoint, as of the last pass. */
   health(endpointId: string): EndpointScaleHealth {
     return this.#states.health(endpointId, this.#deps.clock.now());
@@ -381,6 +397,8 @@ export class Autoscaler {
       this.config,
     );
     state.heldBack = decision.heldBack;
+    this.decisions.passes++;
+    this.decisions.heldBack += decision.heldBack;
     if (unavailable !== null) {
       // Nothing can be launched or removed: the wanted workers wait, as if throttled.
       state.throttled = decision.start;
@@ -392,7 +410,9 @@ export class Autoscaler {
         { endpointId, start: decision.start, stop: decision.stop, reasons: decision.reasons },
         'scaling',
       );
+    this.decisions.starts += decision.start;
     for (const { id, reason } of decision.stop) {
+      this.decisions.stops[reason]++;
       const m = this.#workers.get(id);
       await this.#workers.stop(id, reason);
       if (reason === 'start-timeout' && m)
@@ -413,6 +433,7 @@ export class Autoscaler {
       }
     }
     state.throttled = throttled;
+    this.decisions.throttled += throttled;
     if (throttled === 0) state.capacityError = null;
   }
 

@@ -98,6 +98,20 @@ export class EndpointScaleStates {
     state.crash = recordWorkerHealthy(state.crash);
   }
 
+  /** Worker counts by state over every endpoint, as of each one's last pass (metrics). */
+  totals(now: number): Record<'idle' | 'running' | 'initializing' | 'throttled' | 'unhealthy', number> {
+    const t = { idle: 0, running: 0, initializing: 0, throttled: 0, unhealthy: 0 };
+    for (const id of this.#states.keys()) {
+      const h = this.health(id, now);
+      t.idle += h.idle;
+      t.running += h.running;
+      t.initializing += h.initializing;
+      t.throttled += h.throttled;
+      t.unhealthy += h.unhealthy;
+    }
+    return t;
+  }
+
   /** Worker counts by state of an endpoint, as of the last pass. */
   health(endpointId: string, now: number): EndpointScaleHealth {
     const s = this.#states.get(endpointId);

@@ -127,6 +127,8 @@ export class WebhookDispatcher {
   #again = false;
   #lastPurge = 0;
   #stopped = false;
+  /** Attempts recorded by this process, by outcome, since it started (metrics). */
+  readonly outcomes: DispatchResult = { delivered: 0, retrying: 0, failed: 0 };
 
   constructor(deps: WebhookDispatcherDeps) {
     this.store = deps.store;
@@ -278,7 +280,9 @@ export class WebhookDispatcher {
     this.#share.started(d.accountId, d.receiver);
     const call = this.#deliver(d, claimedAt)
       .then((outcome) => {
-        if (outcome) onOutcome?.(outcome);
+        if (!outcome) return;
+        this.outcomes[outcome]++;
+        onOutcome?.(outcome);
       })
       .catch((err: unknown) =>
         this.#logger.warn(
@@ -294,6 +298,11 @@ export class WebhookDispatcher {
       });
     this.#inFlight.add(call);
     return call;
+  }
+
+  /** Calls in flight now. */
+  get inFlight(): number {
+    return this.#inFlight.size;
   }
 
   /** One claimed attempt: POST, then record the outcome. */

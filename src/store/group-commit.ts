@@ -24,6 +24,9 @@ export interface GroupCommitOptions<T, R> {
   concurrency?: number;
 }
 
+/** A batch's size, its commit's duration (ms) and whether it committed. */
+export type BatchObserver = (items: number, ms: number, committed: boolean) => void;
+
 interface Pending<T, R> {
   item: T;
   resolve(result: R): void;
@@ -40,6 +43,8 @@ export class GroupCommit<T, R> {
   #idleWaiters: Array<() => void> = [];
   /** Counters for tests and benchmarks. */
   readonly stats = { batches: 0, items: 0, failedBatches: 0 };
+  /** Told of each batch once committed or failed (metrics). */
+  #observer: BatchObserver | null = null;
 
   constructor(options: GroupCommitOptions<T, R>) {
     this.#commit = options.commit;
@@ -53,6 +58,11 @@ export class GroupCommit<T, R> {
       this.#queue.push({ item, resolve, reject });
       this.#schedule();
     });
+  }
+
+  /** Tells `observer` of every later batch: its size, how long its commit took, whether it committed. */
+  observe(observer: BatchObserver): void {
+    this.#observer = observer;
   }
 
   /** Items waiting for a transaction (not counting those being committed). */
@@ -85,15 +95,18 @@ export class GroupCommit<T, R> {
         this.stats.batches++;
         this.stats.items += batch.length;
         let results: readonly R[];
+        const started = this.#observer ? performance.now() : 0;
         try {
           results = await this.#commit(batch.map((p) => p.item));
           if (results.length !== batch.length)
             throw new Error(`group commit answered ${results.length} results for ${batch.length} items`);
         } catch (err) {
           this.stats.failedBatches++;
+          this.#observer?.(batch.length, performance.now() - started, false);
           for (const p of batch) p.reject(err);
           continue;
         }
+        this.#observer?.(batch.length, performance.now() - started, true);
         batch.forEach((p, i) => p.resolve(results[i]!));
       }
     } finally {

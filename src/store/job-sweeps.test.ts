@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { describeJobStore, MIN, T0, newJob } from '../../test/support/job-store-suite.js';
 
 describeJobStore('JobSweeps', (s) => {
-  test('expire deletes jobs past their ttl in any state, and finished jobs past retention, with their stream', async () => {
+  test('expire deletes jobs past their ttl in any state, and finished jobs past retention, with their stream, counting the unfinished ones per endpoint', async () => {
     const short = newJob({ ttl: 10_000 });
     const finished = newJob();
     const long = newJob();
@@ -14,11 +14,20 @@ describeJobStore('JobSweeps', (s) => {
       [{ id: finished.id, workerId: 'w1', status: 'COMPLETED', outputJson: '1', error: null }],
       T0,
     );
-    assert.deepEqual(await s.store.sweeps.expire(T0 + 9_999), { expired: [], purged: [] });
-    assert.deepEqual(await s.store.sweeps.expire(T0 + 10_000), { expired: [short.id], purged: [] });
+    assert.deepEqual(await s.store.sweeps.expire(T0 + 9_999), { expired: [], purged: [], unfinished: [] });
+    assert.deepEqual(await s.store.sweeps.expire(T0 + 10_000), {
+      expired: [short.id],
+      purged: [],
+      // the metrics' running gauge learns a running job left without a final state
+      unfinished: [{ endpointId: 'ep1', status: 'IN_PROGRESS', n: 1 }],
+    });
     assert.equal(await s.store.rows.get(short.id), null);
     assert.deepEqual(await s.store.stream.drainStream(short.id), []);
-    assert.deepEqual(await s.store.sweeps.expire(T0 + 30 * MIN), { expired: [], purged: [finished.id] });
+    assert.deepEqual(await s.store.sweeps.expire(T0 + 30 * MIN), {
+      expired: [],
+      purged: [finished.id],
+      unfinished: [],
+    });
     assert.equal((await s.store.rows.get(long.id))?.status, 'IN_QUEUE');
   });
 

@@ -20,12 +20,25 @@ export class JobSweeps {
     now: number,
     limit = 1000,
     tx: Executor = this.db.kysely,
-  ): Promise<{ expired: string[]; purged: string[] }> {
+  ): Promise<{
+    expired: string[];
+    purged: string[];
+    /** Of the expired jobs, how many per endpoint were still queued or running. */
+    unfinished: Array<{ endpointId: string; status: 'IN_QUEUE' | 'IN_PROGRESS'; n: number }>;
+  }> {
     const expired = await tx
       .deleteFrom('jobs')
       .where('id', 'in', (eb) => eb.selectFrom('jobs').select('id').where('expires_at', '<=', now).limit(limit))
-      .returning('id')
+      .returning(['id', 'endpoint_id', 'status'])
       .execute();
+    const counts = new Map<string, { endpointId: string; status: 'IN_QUEUE' | 'IN_PROGRESS'; n: number }>();
+    for (const r of expired) {
+      if (r.status !== 'IN_QUEUE' && r.status !== 'IN_PROGRESS') continue;
+      const key = `${r.endpoint_id}\u0000${r.status}`;
+      const c = counts.get(key) ?? { endpointId: r.endpoint_id, status: r.status, n: 0 };
+      c.n++;
+      counts.set(key, c);
+    }
     const purged = await tx
       .deleteFrom('jobs')
       .where('id', 'in', (eb) => eb.selectFrom('jobs').select('id').where('retain_until', '<=', now).limit(limit))
@@ -33,7 +46,7 @@ export class JobSweeps {
       .execute();
     const ids = [...expired, ...purged].map((r) => r.id);
     if (ids.length) await tx.deleteFrom('job_stream').where('job_id', 'in', ids).execute();
-    return { expired: expired.map((r) => r.id), purged: purged.map((r) => r.id) };
+    return { expired: expired.map((r) => r.id), purged: purged.map((r) => r.id), unfinished: [...counts.values()] };
   }
 
   /**

@@ -262,6 +262,11 @@ export class PodStore {
     });
   }
 
+  /** The pods' group commits by name (creates, RUNNING transitions), to observe their batches (metrics). */
+  get groupCommits(): Record<string, Pick<GroupCommit<unknown, unknown>, 'observe'>> {
+    return { 'pod-inserts': this.#inserts, 'pod-runs': this.#runs };
+  }
+
   /**
    * Records that the pod's instance is up: its changes (status RUNNING, startedAt…) and the start
    * of a usage interval, atomically.
