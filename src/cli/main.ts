@@ -10,6 +10,8 @@ import { worker, workerHelp } from './worker-env.js';
 import { agent, agentHelp } from './agent.js';
 import { AgentFatal } from '../agent/agent-fatal.js';
 import { hosts, hostsHelp } from './hosts.js';
+import { clientHelp, runClient } from './client/index.js';
+import { CliError, EXIT } from './client/exit-codes.js';
 
 const help = `gantry — self-hostable compute platform
 
@@ -24,6 +26,8 @@ ${hostsHelp}
 ${workerHelp}
 
 ${agentHelp}
+
+${clientHelp}
 `;
 
 const commands: Record<string, (argv: string[]) => Promise<void>> = { serve, accounts, keys, hosts, worker, agent };
@@ -31,12 +35,19 @@ const commands: Record<string, (argv: string[]) => Promise<void>> = { serve, acc
 async function main(argv: string[]): Promise<void> {
   const [name, ...rest] = argv;
   if (!name || name === 'help' || name === '--help' || name === '-h') return void console.log(help);
+  const client = runClient(name, rest);
+  // A client command ends the process with its status (an idle keep-alive socket must not hold it).
+  if (client) return process.exit(await client);
   const command = Object.hasOwn(commands, name) ? commands[name] : undefined;
   if (!command) throw new UsageError(`unknown command "${name}"\n\n${help}`);
   await command(rest);
 }
 
 main(process.argv.slice(2)).catch((err: unknown) => {
+  if (err instanceof CliError) {
+    console.error(`gantry: ${err.message}`);
+    process.exit(err.exitCode);
+  }
   if (err instanceof AgentFatal) {
     console.error(`gantry: ${err.message}`);
     process.exit(err.exitCode);
@@ -51,5 +62,5 @@ main(process.argv.slice(2)).catch((err: unknown) => {
   else if (err instanceof Error && (err as NodeJS.ErrnoException).code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION')
     console.error(`gantry: ${err.message}`);
   else console.error(err);
-  process.exit(2);
+  process.exit(EXIT.usage);
 });
