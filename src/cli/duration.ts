@@ -1,4 +1,4 @@
-import { UsageError } from './args.js';
+import { UsageError } from './usage-error.js';
 
 const UNITS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
 

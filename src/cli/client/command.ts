@@ -5,7 +5,7 @@
  * and the profile file (settings.ts).
  */
 import { parseArgs } from 'node:util';
-import { UsageError } from '../args.js';
+import { UsageError } from '../usage-error.js';
 import { CliError, EXIT } from './exit-codes.js';
 import { ApiClient } from './http.js';
 import { Output } from './output.js';

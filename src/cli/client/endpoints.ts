@@ -1,5 +1,5 @@
 /** `gantry endpoints …`: serverless endpoints (/v2/serverless). */
-import { UsageError } from '../args.js';
+import { UsageError } from '../usage-error.js';
 import { parseDuration } from '../duration.js';
 import type { Command, Group } from './command.js';
 import { envPairs, readBody } from './input.js';

@@ -3,7 +3,7 @@
  * (stdin), or stdin when no flag is given and stdin is not a terminal.
  */
 import { readFileSync } from 'node:fs';
-import { UsageError } from '../args.js';
+import { UsageError } from '../usage-error.js';
 
 async function readStdin(): Promise<string> {
   const chunks: Buffer[] = [];

@@ -3,7 +3,7 @@
  * profile file (mode 0600), made the current one. The key comes from --api-key, GANTRY_API_KEY,
  * or stdin (asked for without echo at a terminal); it is never printed.
  */
-import { UsageError } from '../args.js';
+import { UsageError } from '../usage-error.js';
 import type { Command } from './command.js';
 import { CliError, EXIT } from './exit-codes.js';
 import { ApiClient } from './http.js';
@@ -50,8 +50,8 @@ GANTRY_CLI_CONFIG, else $XDG_CONFIG_HOME/gantry/config.json (~/.config/gantry/co
     const file = readProfileFile(path, (t) => ctx.out.note(t));
     const { name } = profileName({ profile: ctx.str('profile') }, process.env, file);
     const existing = Object.hasOwn(file.profiles, name) ? file.profiles[name] : undefined;
-    const url = ctx.str('url') ?? process.env.GANTRY_URL ?? existing?.url ?? DEFAULT_URL;
-    const key = ctx.str('api-key') ?? process.env.GANTRY_API_KEY ?? (await readSecret('API key: '));
+    const url = ctx.str("url") || process.env.GANTRY_URL || existing?.url || DEFAULT_URL;
+    const key = ctx.str("api-key") || process.env.GANTRY_API_KEY || (await readSecret("API key: "));
     if (!key) throw new UsageError('no API key given (--api-key, GANTRY_API_KEY or stdin)');
     const api = new ApiClient(url, key);
     try {

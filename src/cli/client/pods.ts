@@ -1,5 +1,5 @@
 /** `gantry pods …`: the pod API (/v2/pods) from the command line. */
-import { UsageError } from '../args.js';
+import { UsageError } from '../usage-error.js';
 import { parseDuration } from '../duration.js';
 import type { Command, Context, Group } from './command.js';
 import { envPairs, readBody } from './input.js';

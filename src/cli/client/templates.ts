@@ -1,5 +1,5 @@
 /** `gantry templates …`: pod and serverless templates (/v2/templates). */
-import { UsageError } from '../args.js';
+import { UsageError } from '../usage-error.js';
 import type { Command, Group } from './command.js';
 import { envPairs, readBody } from './input.js';
 import { fields, orDash, table } from './output.js';

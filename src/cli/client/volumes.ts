@@ -1,5 +1,5 @@
 /** `gantry volumes …`: network volumes (/v2/network-volumes). */
-import { UsageError } from '../args.js';
+import { UsageError } from '../usage-error.js';
 import type { Command, Group } from './command.js';
 import { readBody } from './input.js';
 import { fields, table } from './output.js';
