@@ -50,8 +50,8 @@ GANTRY_CLI_CONFIG, else $XDG_CONFIG_HOME/gantry/config.json (~/.config/gantry/co
     const file = readProfileFile(path, (t) => ctx.out.note(t));
     const { name } = profileName({ profile: ctx.str('profile') }, process.env, file);
     const existing = Object.hasOwn(file.profiles, name) ? file.profiles[name] : undefined;
-    const url = ctx.str("url") || process.env.GANTRY_URL || existing?.url || DEFAULT_URL;
-    const key = ctx.str("api-key") || process.env.GANTRY_API_KEY || (await readSecret("API key: "));
+    const url = ctx.str('url') || process.env.GANTRY_URL || existing?.url || DEFAULT_URL;
+    const key = ctx.str('api-key') || process.env.GANTRY_API_KEY || (await readSecret('API key: '));
     if (!key) throw new UsageError('no API key given (--api-key, GANTRY_API_KEY or stdin)');
     const api = new ApiClient(url, key);
     try {
