@@ -11,7 +11,7 @@ import { ApiClient } from './http.js';
 import { Output } from './output.js';
 import { resolveConnection, type Connection } from './settings.js';
 
-export interface OptionSpec {
+interface OptionSpec {
   type: 'string' | 'boolean';
   multiple?: boolean;
   short?: string;
@@ -60,7 +60,7 @@ export interface Group {
   commands: Command[];
 }
 
-export const globalOptions: Record<string, OptionSpec> = {
+const globalOptions: Record<string, OptionSpec> = {
   url: { type: 'string', value: 'URL', description: 'the server (env GANTRY_URL; default http://127.0.0.1:8080)' },
   'api-key': {
     type: 'string',
@@ -81,10 +81,10 @@ function optionLines(options: Record<string, OptionSpec>): string[] {
   return heads.map(([f, d]) => `  ${f.padEnd(width)}  ${d}`);
 }
 
-export const usageOf = (path: string, cmd: Command): string =>
+const usageOf = (path: string, cmd: Command): string =>
   `gantry ${path}${cmd.args ? ` ${cmd.args}` : ''}${cmd.options && Object.keys(cmd.options).length ? ' [options]' : ''}${cmd.rest ? ` [-- ${cmd.rest}]` : ''}`;
 
-export function commandHelp(path: string, cmd: Command): string {
+function commandHelp(path: string, cmd: Command): string {
   const lines = [`usage: ${usageOf(path, cmd)}`, '', cmd.summary];
   if (cmd.details) lines.push('', cmd.details);
   if (cmd.options && Object.keys(cmd.options).length) lines.push('', 'Options:', ...optionLines(cmd.options));
@@ -93,7 +93,7 @@ export function commandHelp(path: string, cmd: Command): string {
   return lines.join('\n');
 }
 
-export function groupHelp(group: Group): string {
+function groupHelp(group: Group): string {
   const usages = group.commands.map((c) => [usageOf(`${group.name} ${c.name}`, c), c.summary] as const);
   const width = Math.max(...usages.map(([u]) => u.length));
   return [

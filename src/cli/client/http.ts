@@ -27,7 +27,7 @@ interface Problem {
 }
 
 /** `title (status CODE): detail`, then one line per validation error. */
-export function problemMessage(status: number, problem: Problem | null, fallback: string): string {
+function problemMessage(status: number, problem: Problem | null, fallback: string): string {
   if (!problem || typeof problem.title !== 'string') return `HTTP ${status}: ${fallback.slice(0, 300) || 'no body'}`;
   const code = typeof problem.code === 'string' ? ` ${problem.code}` : '';
   const detail = typeof problem.detail === 'string' && problem.detail ? `: ${problem.detail}` : '';

@@ -21,7 +21,7 @@ function parse(flag: string, where: string, text: string): unknown {
 }
 
 /** The JSON of `value` (`@file`, `-` or the text itself); undefined when `value` is. */
-export async function readJson(flag: string, value: string | undefined): Promise<unknown> {
+async function readJson(flag: string, value: string | undefined): Promise<unknown> {
   if (value === undefined) return undefined;
   if (value === '-') return parse(flag, 'stdin', await readStdin());
   if (value.startsWith('@')) {

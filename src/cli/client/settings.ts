@@ -12,7 +12,7 @@ import { CliError, EXIT } from './exit-codes.js';
 
 export const DEFAULT_URL = 'http://127.0.0.1:8080';
 
-export interface Profile {
+interface Profile {
   url?: string;
   apiKey?: string;
 }
@@ -22,7 +22,7 @@ export interface ProfileFile {
   profiles: Record<string, Profile>;
 }
 
-export type Source = 'flag' | 'env' | 'profile' | 'default' | 'none';
+type Source = 'flag' | 'env' | 'profile' | 'default' | 'none';
 
 export interface Connection {
   url: string;
