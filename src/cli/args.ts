@@ -22,4 +22,4 @@ export function configFrom(values: { 'data-dir'?: string; config?: string; port?
 
 export { parseArgs };
 
-export class UsageError extends Error {}
+export { UsageError } from './usage-error.js';

@@ -9,20 +9,12 @@ import type { HostRecord } from '../fleet/host-store.js';
 import { notifyReplicasOnce } from '../store/notify-relay.js';
 import { parseArgs, configFrom, storeOptions, UsageError } from './args.js';
 import { withStore } from './with-store.js';
+import { parseDuration } from './duration.js';
 
 export const hostsHelp = `gantry hosts token create [--data-center ID] [--cloud SECURE|COMMUNITY] [--ttl 1h]
                                 prints a one-time join token for \`gantry agent --token\`
 gantry hosts list [--json]       joined hosts: capacity, instances, last heartbeat, state
 gantry hosts revoke ID           revokes a host: its agent is refused from then on`;
-
-const UNITS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
-
-/** `90s`, `30m`, `1h`, `2d`, `1500ms` → milliseconds. */
-function parseDuration(text: string): number {
-  const m = /^(\d+(?:\.\d+)?)(ms|s|m|h|d)$/.exec(text.trim());
-  if (!m) throw new UsageError(`--ttl "${text}" is not a duration: write a number and a unit, e.g. 30m, 1h, 2d`);
-  return Math.round(Number(m[1]) * UNITS[m[2]!]!);
-}
 
 /** `3 s ago`, `4 min ago`, `2 h ago`, `3 d ago`. */
 function ago(ms: number): string {
@@ -103,7 +95,7 @@ export async function hosts(argv: string[]): Promise<void> {
   const cloud = values.cloud ?? 'SECURE';
   if (cloud !== 'SECURE' && cloud !== 'COMMUNITY')
     throw new UsageError(`--cloud must be SECURE or COMMUNITY (got "${cloud}")`);
-  const ttlMs = values.ttl === undefined ? config.agents.joinTokenTtlMs : parseDuration(values.ttl);
+  const ttlMs = values.ttl === undefined ? config.agents.joinTokenTtlMs : parseDuration('--ttl', values.ttl);
   if (ttlMs < 1000 || ttlMs > MAX_JOIN_TOKEN_TTL_MS)
     throw new UsageError(`--ttl must be from 1s to 30d (got ${values.ttl})`);
   const hostId = sub === 'revoke' ? arg : undefined;

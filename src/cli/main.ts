@@ -1,55 +1,84 @@
 #!/usr/bin/env node
-import { ApiError } from '../domain/errors.js';
-import { MultiAccountRefused } from '../runtime/account-isolation.js';
-import { RuntimeStartRefused } from '../runtime/create-runtime.js';
-import { UsageError } from './args.js';
-import { serve, serveHelp } from './serve.js';
-import { accounts, accountsHelp } from './accounts.js';
-import { keys, keysHelp } from './keys.js';
-import { worker, workerHelp } from './worker-env.js';
-import { agent, agentHelp } from './agent.js';
-import { AgentFatal } from '../agent/agent-fatal.js';
-import { hosts, hostsHelp } from './hosts.js';
+import { UsageError } from './usage-error.js';
+import { clientHelp, runClient } from './client/index.js';
+import { CliError, EXIT } from './client/exit-codes.js';
 
-const help = `gantry — self-hostable compute platform
+type Run = (argv: string[]) => Promise<void>;
 
-${serveHelp}
+/**
+ * The commands that run the server or open its store, loaded only when one runs: a client command
+ * (client/) starts without loading the server's code.
+ */
+const commands: Record<string, () => Promise<Run>> = {
+  serve: async () => (await import('./serve.js')).serve,
+  accounts: async () => (await import('./accounts.js')).accounts,
+  keys: async () => (await import('./keys.js')).keys,
+  hosts: async () => (await import('./hosts.js')).hosts,
+  worker: async () => (await import('./worker-env.js')).worker,
+  agent: async () => (await import('./agent.js')).agent,
+};
 
-${accountsHelp}
+async function help(): Promise<string> {
+  const [serve, accounts, keys, hosts, worker, agent] = await Promise.all([
+    import('./serve.js'),
+    import('./accounts.js'),
+    import('./keys.js'),
+    import('./hosts.js'),
+    import('./worker-env.js'),
+    import('./agent.js'),
+  ]);
+  return `gantry — self-hostable compute platform
 
-${keysHelp}
+${serve.serveHelp}
 
-${hostsHelp}
+${accounts.accountsHelp}
 
-${workerHelp}
+${keys.keysHelp}
 
-${agentHelp}
+${hosts.hostsHelp}
+
+${worker.workerHelp}
+
+${agent.agentHelp}
+
+${clientHelp}
 `;
-
-const commands: Record<string, (argv: string[]) => Promise<void>> = { serve, accounts, keys, hosts, worker, agent };
+}
 
 async function main(argv: string[]): Promise<void> {
   const [name, ...rest] = argv;
-  if (!name || name === 'help' || name === '--help' || name === '-h') return void console.log(help);
+  if (!name || name === 'help' || name === '--help' || name === '-h') return void console.log(await help());
+  const client = runClient(name, rest);
+  // A client command ends the process with its status (an idle keep-alive socket must not hold it).
+  if (client) return process.exit(await client);
   const command = Object.hasOwn(commands, name) ? commands[name] : undefined;
-  if (!command) throw new UsageError(`unknown command "${name}"\n\n${help}`);
-  await command(rest);
+  if (!command) throw new UsageError(`unknown command "${name}"\n\n${await help()}`);
+  await (
+    await command()
+  )(rest);
 }
 
-main(process.argv.slice(2)).catch((err: unknown) => {
+async function report(err: unknown): Promise<never> {
+  if (err instanceof CliError || err instanceof UsageError) {
+    console.error(`gantry: ${err.message}`);
+    process.exit(err instanceof CliError ? err.exitCode : EXIT.usage);
+  }
+  const [{ AgentFatal }, { ApiError }, { MultiAccountRefused }, { RuntimeStartRefused }] = await Promise.all([
+    import('../agent/agent-fatal.js'),
+    import('../domain/errors.js'),
+    import('../runtime/account-isolation.js'),
+    import('../runtime/create-runtime.js'),
+  ]);
   if (err instanceof AgentFatal) {
     console.error(`gantry: ${err.message}`);
     process.exit(err.exitCode);
   }
-  if (
-    err instanceof UsageError ||
-    err instanceof ApiError ||
-    err instanceof MultiAccountRefused ||
-    err instanceof RuntimeStartRefused
-  )
+  if (err instanceof ApiError || err instanceof MultiAccountRefused || err instanceof RuntimeStartRefused)
     console.error(`gantry: ${err.message}`);
   else if (err instanceof Error && (err as NodeJS.ErrnoException).code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION')
     console.error(`gantry: ${err.message}`);
   else console.error(err);
-  process.exit(2);
-});
+  process.exit(EXIT.usage);
+}
+
+main(process.argv.slice(2)).catch(report);
