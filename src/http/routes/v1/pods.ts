@@ -7,6 +7,7 @@ import type { CreatePodInput, PatchPodInput } from '../../../pods/pod-rules.js';
 import type { Services } from '../../../services.js';
 import { principalOf } from '../../plugins/auth.js';
 import { MAX_DISK_GB } from '../../../domain/limits.js';
+import { Nullable } from '../../schemas.js';
 import {
   argsOf,
   closed,
@@ -142,6 +143,20 @@ const PodSchema = Type.Object({
   lastStartedAt: Type.Optional(Type.String()),
   createdAt: Type.String({ description: 'Gantry extension' }),
   status: Type.String({ description: 'Gantry extension: the /v2 status (PROVISIONING ... TERMINATED)' }),
+  consumerUserId: Type.String({ description: 'the account that owns the pod' }),
+  machineId: Nullable(Type.String({ description: 'the fleet host the pod is placed on (GET /v2/hosts)' })),
+  lastStatusChange: Type.String({
+    format: 'date-time',
+    description: 'when the pod last changed status (the platform answers a sentence; Gantry the time)',
+  }),
+  endpointId: Nullable(Type.String({ description: 'always null: serverless workers are not pods in Gantry' })),
+  aiApiId: Nullable(Type.String({ description: 'always null: Gantry has no AI API pods' })),
+  slsVersion: Type.Integer({ description: 'always 0: only serverless workers have a version' }),
+  savingsPlans: Type.Array(Type.Object({}), {
+    maxItems: 0,
+    description: 'always []: Gantry has no savings plans',
+  }),
+  volumeEncrypted: Type.Boolean({ description: 'always false: Gantry does not encrypt pod volumes' }),
 });
 type PodV1 = Static<typeof PodSchema>;
 
@@ -223,6 +238,14 @@ export function podV1Routes(app: TypedApp, { pods, volumes, catalog }: Services)
       ...(p.startedAt !== null ? { lastStartedAt: p.startedAt } : {}),
       createdAt: p.createdAt,
       status: p.status,
+      consumerUserId: accountId,
+      machineId: p.hostId,
+      lastStatusChange: p.statusChangedAt,
+      endpointId: null,
+      aiApiId: null,
+      slsVersion: 0,
+      savingsPlans: [],
+      volumeEncrypted: false,
     };
     if (include.includeMachine)
       out.machine = {
