@@ -72,7 +72,12 @@ export function toServerlessView(
     ports: template?.ports ?? [],
     env: { ...(template?.env ?? {}), ...e.env },
     registry: template?.containerRegistryAuthId ?? null,
-    gpu: { pools: e.gpuIds, count: e.gpuCount, allowedCudaVersions: e.allowedCudaVersions, minCudaVersion: e.minCudaVersion },
+    gpu: {
+      pools: e.gpuIds,
+      count: e.gpuCount,
+      allowedCudaVersions: e.allowedCudaVersions,
+      minCudaVersion: e.minCudaVersion,
+    },
     workers:
       e.type === 'QB' && e.scalerType === 'REQUEST_COUNT'
         ? { min: e.workersMin, max: e.workersMax }
