@@ -317,23 +317,92 @@ for (const { name, skip } of dialects()) {
       assert.equal(defaults.metadata.query.endTime, '2026-06-18T00:00:00Z');
     });
 
-    test('clusters answer no records in the documented shape, since Gantry has no clusters', async () => {
+    test("a cluster is billed per bucket from its members' running time, exactly, and its members only there", async () => {
       const a = await t.newAccount();
-      const body = await ok(t, a.key, `/v2/billing/clusters?${DAYS}&clusterId=c1`);
-      assert.deepEqual(body, {
-        records: [],
-        metadata: {
-          query: {
-            startTime: '2026-06-01T00:00:00Z',
-            endTime: '2026-06-03T00:00:00Z',
-            bucketSize: 'day',
-            clusterId: 'c1',
-          },
-          recordCount: 0,
-          uniqueClusterCount: 0,
-          totals: { totalAmount: 0, gpuAmount: 0, diskAmount: 0, networkingAmount: 0 },
+      const b = await t.newAccount();
+      clock.set(at('2026-06-01T23:59:30Z'));
+      const created = await t.request(a.key, 'POST', '/v2/clusters', {
+        name: 'billed',
+        type: 'TRAINING',
+        image: 'ubuntu:22.04',
+        compute: { gpuTypeId: GPU, gpuCountPerPod: 1, podCount: 2 },
+      });
+      assert.equal(created.statusCode, 201, created.body);
+      const cluster = json(created);
+      const members = (await ok(t, a.key, `/v2/clusters/${cluster.id}/pods`)).pods as any[];
+      const running = await Promise.all(members.map((p) => waitForStatus(a.key, p.id, 'RUNNING')));
+      const price = running.reduce((sum: number, p: any) => sum + (p.cost as number), 0);
+      assert.ok(price > 0, 'GPU members have a price');
+      // 30 s before midnight and 45 s after, then the cluster (every member) is deleted
+      clock.set(at('2026-06-02T00:00:45Z'));
+      assert.equal((await t.request(a.key, 'DELETE', `/v2/clusters/${cluster.id}`)).statusCode, 204);
+      clock.advance(3_600_000); // terminated: accrues nothing more
+      const standalone = await runningPod(a.key);
+      clock.advance(60_000);
+      await action(a.key, standalone.id, 'stop', 'EXITED');
+
+      const body = await ok(t, a.key, `/v2/billing/clusters?${DAYS}`);
+      assert.deepEqual(body.records, [
+        {
+          startTime: '2026-06-01T00:00:00Z',
+          endTime: '2026-06-02T00:00:00Z',
+          clusterId: cluster.id,
+          totalAmount: usd((30 * price) / 3600),
+          gpuAmount: usd((30 * price) / 3600),
+          diskAmount: 0,
+          networkingAmount: 0,
+        },
+        {
+          startTime: '2026-06-02T00:00:00Z',
+          endTime: '2026-06-03T00:00:00Z',
+          clusterId: cluster.id,
+          totalAmount: usd((45 * price) / 3600),
+          gpuAmount: usd((45 * price) / 3600),
+          diskAmount: 0,
+          networkingAmount: 0,
+        },
+      ]);
+      assert.deepEqual(body.metadata, {
+        query: {
+          startTime: '2026-06-01T00:00:00Z',
+          endTime: '2026-06-03T00:00:00Z',
+          bucketSize: 'day',
+          clusterId: null,
+        },
+        recordCount: 2,
+        uniqueClusterCount: 1,
+        totals: {
+          totalAmount: usd((75 * price) / 3600),
+          gpuAmount: usd((75 * price) / 3600),
+          diskAmount: 0,
+          networkingAmount: 0,
         },
       });
+      // hour buckets split the same seconds at the same instant
+      const hours = await ok(
+        t,
+        a.key,
+        `/v2/billing/clusters?startTime=2026-06-01T23:00:00Z&endTime=2026-06-02T01:00:00Z&bucketSize=hour`,
+      );
+      assert.deepEqual(
+        hours.records.map((r: any) => r.gpuAmount),
+        [usd((30 * price) / 3600), usd((45 * price) / 3600)],
+      );
+      // members are billed to the cluster, not as pods; the aggregate counts them once
+      const pods = await ok(t, a.key, `/v2/billing/pods?${DAYS}`);
+      assert.deepEqual(new Set(pods.records.map((r: any) => r.podId)), new Set([standalone.id]));
+      const aggregate = await ok(t, a.key, `/v2/billing?${DAYS}`);
+      assert.equal(aggregate.metadata.totals.clusterGpuAmount, usd((75 * price) / 3600));
+      assert.equal(aggregate.metadata.totals.podGpuAmount, usd((60 * standalone.cost) / 3600));
+      assert.equal(aggregate.metadata.totals.totalAmount, usd((75 * price) / 3600 + (60 * standalone.cost) / 3600));
+      // clusterId narrows; another account's cluster answers nothing, even named
+      const one = await ok(t, a.key, `/v2/billing/clusters?${DAYS}&clusterId=${cluster.id}`);
+      assert.equal(one.metadata.query.clusterId, cluster.id);
+      assert.equal(one.metadata.totals.totalAmount, usd((75 * price) / 3600));
+      assert.deepEqual((await ok(t, a.key, `/v2/billing/clusters?${DAYS}&clusterId=c1`)).records, []);
+      const theirs = await ok(t, b.key, `/v2/billing/clusters?${DAYS}&clusterId=${cluster.id}`);
+      assert.deepEqual(theirs.records, []);
+      assert.deepEqual(theirs.metadata.totals, { totalAmount: 0, gpuAmount: 0, diskAmount: 0, networkingAmount: 0 });
     });
 
     test('bad parameters answer 400 problem+json saying what is wrong', async () => {

@@ -7,6 +7,7 @@ import type { AddressInfo } from 'node:net';
 import { createTestApp, dialects, type TestApp } from './support/harness.js';
 import { FakeRuntime } from './support/fake-runtime.js';
 import { FakeClock } from '../src/domain/clock.js';
+import { CLUSTER_NETWORKS, clusterCidr } from '../src/domain/cluster.js';
 
 const GPU = 'NVIDIA GeForce RTX 4090';
 const fleet = [
@@ -321,6 +322,67 @@ for (const { name: dialect, skip } of dialects()) {
         400,
       );
       assert.deepEqual((await call(a.key, 'GET', '/v2/clusters')).body, { clusters: [] });
+    });
+
+    test("when the shared pool's 4,096 cluster networks are all taken, a create answers 400 NO_CAPACITY and keeps nothing; a freed network is taken again", async () => {
+      const db = t.services.db.kysely;
+      const taken = new Set((await db.selectFrom('clusters').select('cidr').execute()).map((r) => r.cidr));
+      // another tenant holds every free network (rows only: the pool is what is exhausted)
+      const fillers = [];
+      for (let n = 0; n < CLUSTER_NETWORKS; n++)
+        if (!taken.has(clusterCidr(n)))
+          fillers.push({
+            id: `filler-${n}`,
+            account_id: b.accountId,
+            name: `filler-${n}`,
+            type: 'TRAINING',
+            gpu_type_id: GPU,
+            gpu_count_per_pod: 1,
+            pod_count: 2,
+            cidr: clusterCidr(n),
+            data_center_id: 'US-TX-3',
+            created_at: 0,
+          });
+      for (let i = 0; i < fillers.length; i += 500)
+        await db
+          .insertInto('clusters')
+          .values(fillers.slice(i, i + 500))
+          .execute();
+      try {
+        const podsBefore = (await call(a.key, 'GET', '/v2/pods?includeClusterPods=true')).body;
+        const clustersBefore = (await call(a.key, 'GET', '/v2/clusters')).body;
+        const instancesBefore = runtime.specs.size;
+        const refused = await call(a.key, 'POST', '/v2/clusters', {
+          name: 'one-too-many',
+          type: 'TRAINING',
+          image: 'fake/idle',
+          compute: { gpuTypeId: GPU, gpuCountPerPod: 1, podCount: 2 },
+        });
+        problem(refused, 400, /Every cluster network is taken \(4096 clusters exist\)/);
+        assert.equal(refused.body.code, 'NO_CAPACITY');
+        assert.deepEqual((await call(a.key, 'GET', '/v2/pods?includeClusterPods=true')).body, podsBefore);
+        assert.deepEqual((await call(a.key, 'GET', '/v2/clusters')).body, clustersBefore);
+        assert.equal(runtime.specs.size, instancesBefore, 'no instance was started');
+        assert.equal(
+          Number(
+            (
+              await db
+                .selectFrom('clusters')
+                .select((eb) => eb.fn.countAll().as('n'))
+                .executeTakeFirstOrThrow()
+            ).n,
+          ),
+          CLUSTER_NETWORKS,
+        );
+        // one network freed: the next create takes exactly it
+        const freed = fillers[fillers.length - 1]!;
+        await db.deleteFrom('clusters').where('id', '=', freed.id).execute();
+        const created = await create(a.key, { compute: { gpuTypeId: GPU, gpuCountPerPod: 1, podCount: 2 } });
+        assert.equal(created.network.cidr, freed.cidr);
+        await remove(a.key, created.id);
+      } finally {
+        await db.deleteFrom('clusters').where('id', 'like', 'filler-%').execute();
+      }
     });
   });
 }

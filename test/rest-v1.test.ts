@@ -3,6 +3,7 @@
 import { test, before, after, describe } from 'node:test';
 import assert from 'node:assert/strict';
 import { createTestApp, json, type TestApp } from './support/harness.js';
+import type { FakeClock } from '../src/domain/clock.js';
 
 const GPU = 'NVIDIA GeForce RTX 4090';
 const OTHER_GPU = 'NVIDIA RTX A5000';
@@ -179,6 +180,31 @@ describe('pods', () => {
     assert.equal(read.machine.dataCenterId, 'US-TX-3');
     assert.equal(read.machine.gpuTypeId, GPU);
     assert.equal(read.machine.secureCloud, true);
+  });
+
+  test("a v1 pod answers its owner, the host it is placed on, when its status last changed, and neutral values for the platform's own fields", async () => {
+    const clock = t.clock as FakeClock;
+    const pod = await createPod();
+    assert.equal(pod.consumerUserId, a.accountId);
+    assert.equal(pod.machineId, 'tx-4090');
+    assert.equal(pod.lastStatusChange, new Date(clock.now()).toISOString());
+    assert.equal(pod.endpointId, null);
+    assert.equal(pod.aiApiId, null);
+    assert.equal(pod.slsVersion, 0);
+    assert.deepEqual(pod.savingsPlans, []);
+    assert.equal(pod.volumeEncrypted, false);
+    clock.advance(90_000);
+    const stoppedAt = new Date(clock.now()).toISOString();
+    assert.equal(ok(await bare(a.key, 'POST', `/v1/pods/${pod.id}/stop`)).lastStatusChange, stoppedAt);
+    clock.advance(60_000);
+    // a change that is not one of status leaves it
+    const renamed = ok(await t.request(a.key, 'PATCH', `/v1/pods/${pod.id}`, { name: 'renamed' }));
+    assert.equal(renamed.lastStatusChange, stoppedAt);
+    const listed = ok(await t.request(a.key, 'GET', `/v1/pods?id=${pod.id}`)) as Json[];
+    assert.deepEqual(
+      listed.map((p) => [p.machineId, p.lastStatusChange, p.consumerUserId]),
+      [['tx-4090', stoppedAt, a.accountId]],
+    );
   });
 
   test('stop, start, restart and reset answer the pod to requests with a JSON content type and no body', async () => {
@@ -437,6 +463,21 @@ describe('endpoints', () => {
     assert.equal(created.userId, a.accountId);
     const v2 = ok(await t.request(a.key, 'GET', `/v2/serverless/${created.id}`));
     assert.equal(v2.workers.max, 2);
+  });
+
+  test('minCudaVersion is stored and answered on v1 and /v2; "" removes it; a bare major answers 400', async () => {
+    const created = ok(await t.request(a.key, 'POST', '/v1/endpoints', { templateId, minCudaVersion: '12.4' }));
+    assert.equal(created.minCudaVersion, '12.4');
+    assert.equal(ok(await t.request(a.key, 'GET', `/v1/endpoints/${created.id}`)).minCudaVersion, '12.4');
+    const stored = await t.services.endpoints.get(a.accountId, created.id);
+    assert.equal(stored.minCudaVersion, '12.4');
+    const v2 = ok(await t.request(a.key, 'GET', `/v2/serverless/${created.id}`));
+    assert.equal(v2.gpu.minCudaVersion, '12.4');
+    const raised = ok(await t.request(a.key, 'POST', `/v1/endpoints/${created.id}/update`, { minCudaVersion: '12.8' }));
+    assert.equal(raised.minCudaVersion, '12.8');
+    const cleared = ok(await t.request(a.key, 'PATCH', `/v1/endpoints/${created.id}`, { minCudaVersion: '' }));
+    assert.equal(cleared.minCudaVersion, null);
+    problem(await t.request(a.key, 'PATCH', `/v1/endpoints/${created.id}`, { minCudaVersion: '12' }), 400);
   });
 
   test('endpoints list as a bare array, with the template when includeTemplate is true', async () => {

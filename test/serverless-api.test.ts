@@ -147,7 +147,6 @@ describe('REST serverless endpoints', () => {
         { scaling: { type: 'REQUEST_COUNT', requestCount: 2 }, workers: { idleTimeout: 5 } },
         /workers.idleTimeout: does not apply to a QUEUE endpoint scaling on REQUEST_COUNT/,
       ],
-      [{ gpu: { pools: ['ADA_24'], minCudaVersion: '12.1' } }, /gpu.minCudaVersion: not offered/],
       [{ gpu: { pools: ['ADA_24'], excludedTypes: ['NVIDIA L40'] } }, /gpu.excludedTypes: not offered/],
       [{ flashboot: 'PRIORITY_FLASHBOOT' }, /flashboot: PRIORITY_FLASHBOOT is not offered/],
       [{ templateId: undefined }, /image: is required unless templateId is set/],

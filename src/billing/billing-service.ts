@@ -18,7 +18,7 @@ const HOURS_PER_MONTH = 730;
 const MS_PER_HOUR = 3_600_000;
 
 export interface BillingServiceDeps {
-  store: Pick<BillingStore, 'podIntervals' | 'workerIntervals' | 'volumeIntervals'>;
+  store: Pick<BillingStore, 'podIntervals' | 'clusterIntervals' | 'workerIntervals' | 'volumeIntervals'>;
   clock: Clock;
   /** USD per GB-month of network volume storage. @default 0.07 */
   volumePricePerGbMonth?: number;
@@ -243,8 +243,9 @@ export class BillingService {
   async listBilling(accountId: string, query: WindowQuery): Promise<ListBillingResponse> {
     const { window, now } = this.#window(query);
     const q = this.#intervals(accountId, window);
-    const [pods, workers, volumes] = await Promise.all([
+    const [pods, clusters, workers, volumes] = await Promise.all([
       this.deps.store.podIntervals(q),
+      this.deps.store.clusterIntervals(q),
       this.deps.store.workerIntervals(q),
       this.deps.store.volumeIntervals(q),
     ]);
@@ -261,19 +262,22 @@ export class BillingService {
       return out;
     };
     const podBuckets = sumByBucket(accrue(pods, window, now, (i) => i.rate));
+    const clusterBuckets = sumByBucket(accrue(clusters, window, now, (i) => i.rate));
     const workerBuckets = sumByBucket(accrue(workers, window, now, (i) => i.rate));
     const volumeBuckets = sumByBucket(accrue(volumes, window, now, (i) => i.rate * this.#volumeUsdPerGbHour));
     const records = window.buckets.map((b, i) => {
       const pod = podBuckets.get(i) ?? noAmounts();
+      const cluster = clusterBuckets.get(i) ?? noAmounts();
       const worker = workerBuckets.get(i) ?? noAmounts();
       const volume = volumeBuckets.get(i) ?? noAmounts();
       return {
         startTime: rfc3339(b.start),
         endTime: rfc3339(b.end),
         ...zeroAll(),
-        totalAmount: usd(pod.gpu + pod.cpu + worker.gpu + worker.cpu + volume.standard),
+        totalAmount: usd(pod.gpu + pod.cpu + cluster.gpu + cluster.cpu + worker.gpu + worker.cpu + volume.standard),
         podGpuAmount: usd(pod.gpu),
         podCpuAmount: usd(pod.cpu),
+        clusterGpuAmount: usd(cluster.gpu + cluster.cpu),
         serverlessGpuAmount: usd(worker.gpu),
         serverlessCpuAmount: usd(worker.cpu),
         storageStandardAmount: usd(volume.standard),
@@ -367,20 +371,33 @@ export class BillingService {
     };
   }
 
-  /** `listClusterBilling`: Gantry has no Instant Clusters yet, so no records (the window is still validated and echoed). */
-  listClusterBilling(
-    _accountId: string,
+  /**
+   * `listClusterBilling`: one record per cluster per bucket, from its member pods' intervals
+   * (members are billed here, not in `listPodBilling`); `clusterId` narrows to one cluster.
+   */
+  async listClusterBilling(
+    accountId: string,
     query: WindowQuery & { clusterId?: string },
   ): Promise<ListClusterBillingResponse> {
-    const { window } = this.#window(query);
-    return Promise.resolve({
-      records: [],
+    const { window, now } = this.#window(query);
+    const intervals = await this.deps.store.clusterIntervals(this.#intervals(accountId, window, query.clusterId));
+    const accrued = accrue(intervals, window, now, (i) => i.rate);
+    const records = perResource(window, accrued, (bucket, clusterId, a) => ({
+      ...bucket,
+      clusterId,
+      totalAmount: usd(a.gpu + a.cpu),
+      gpuAmount: usd(a.gpu + a.cpu),
+      diskAmount: 0,
+      networkingAmount: 0,
+    }));
+    return {
+      records,
       metadata: {
         query: { ...echo(window), clusterId: query.clusterId ?? null },
-        recordCount: 0,
-        uniqueClusterCount: 0,
-        totals: zeroCluster(),
+        recordCount: records.length,
+        uniqueClusterCount: accrued.size,
+        totals: totalsOf(records, zeroCluster()),
       },
-    });
+    };
   }
 }

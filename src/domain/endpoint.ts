@@ -31,6 +31,8 @@ export interface Endpoint {
   flashboot: boolean;
   /** Host CUDA versions workers may run on, `major.minor`; empty = any. */
   allowedCudaVersions: string[];
+  /** Lowest host CUDA version workers may run on, `major.minor`; null = no bound. */
+  minCudaVersion: string | null;
   /** Default execution timeout of the endpoint's jobs, ms; a job's policy overrides it. */
   executionTimeoutMs: number;
   /** Overrides of the template's env, per key. */

@@ -22,7 +22,7 @@ export function toGqlPod(p: PodView, { services }: GraphqlContext) {
     imageName: p.image,
     env: Object.entries(p.env).map(([k, v]) => `${k}=${v}`),
     desiredStatus: desiredStatus(p),
-    lastStatusChange: p.startedAt ?? p.createdAt,
+    lastStatusChange: p.statusChangedAt,
     costPerHr: p.cost,
     containerDiskInGb: p.disk,
     volumeInGb: p.mounts.persistent?.size ?? 0,
@@ -37,7 +37,7 @@ export function toGqlPod(p: PodView, { services }: GraphqlContext) {
     port: null,
     ports: p.ports.join(','),
     uptimeSeconds: runtime?.uptime ?? 0,
-    machineId: p.dataCenterId,
+    machineId: p.hostId,
     machine: {
       podHostId: p.id,
       gpuDisplayName: gpuName,

@@ -34,6 +34,7 @@ import { answerClientError } from './client-errors.js';
 import { useRouteCompilers } from './lazy-schemas.js';
 import { applyRequestTimeouts } from './listener-limits.js';
 import { typed } from './type-provider.js';
+import { checkResponses, serializerCheck, type ResponseMismatch } from './response-check.js';
 import { ApiError, validationFailed } from '../domain/errors.js';
 
 const addFormats = addFormatsModule as unknown as (ajv: Ajv) => Ajv;
@@ -43,6 +44,11 @@ export interface BuildAppOptions {
   logger?: FastifyServerOptions['logger'] | FastifyServerOptions['loggerInstance'];
   /** Compile every route's schemas now instead of on each route's first use (lazy-schemas.ts). @default false */
   eagerSchemas?: boolean;
+  /**
+   * Test mode: every JSON answer is checked against its route's response schema for the status;
+   * a mismatch answers 500 naming it and is reported here (response-check.ts). @default off
+   */
+  checkResponses?: (mismatch: ResponseMismatch) => void;
 }
 
 /** Query strings that carry credentials are cut from logged URLs. */
@@ -98,7 +104,12 @@ export async function buildApp(services: Services, options: BuildAppOptions = {}
   const paramAjv = addFormats(
     new Ajv({ allErrors: true, coerceTypes: 'array', useDefaults: true, removeAdditional: false, strict: false }),
   );
-  useRouteCompilers(app, { bodyAjv, paramAjv, eager: options.eagerSchemas ?? false });
+  useRouteCompilers(app, {
+    bodyAjv,
+    paramAjv,
+    eager: options.eagerSchemas ?? false,
+    ...(options.checkResponses ? { wrapSerializer: serializerCheck(options.checkResponses) } : {}),
+  });
 
   app.addHook('onRequest', (request, reply, done) => {
     void reply.header('x-request-id', request.id);
@@ -132,6 +143,7 @@ export async function buildApp(services: Services, options: BuildAppOptions = {}
   });
 
   registerErrorHandling(app);
+  if (options.checkResponses) checkResponses(app, options.checkResponses);
   if (config.server.jobPort !== null) restrictToJobApi(app, config.server.publicUrl);
   // One limiter for the auth hook (a request is one unit) and GraphQL (a root field is one unit).
   const rateLimiter = new RestRateLimiter(config.rateLimits, services.clock);

@@ -44,16 +44,26 @@ function lazySerializer(compile: () => (data: unknown) => string): (data: unknow
  */
 export function useRouteCompilers(
   app: FastifyInstance,
-  compilers: { bodyAjv: Ajv; paramAjv: Ajv; eager: boolean },
+  compilers: {
+    bodyAjv: Ajv;
+    paramAjv: Ajv;
+    eager: boolean;
+    /** Wraps each route's response serializer (the response check of tests, response-check.ts). */
+    wrapSerializer?: (
+      serialize: (data: unknown) => string,
+      at: { method: string; url: string; httpStatus: string | undefined },
+    ) => (data: unknown) => string;
+  },
 ): void {
-  const { bodyAjv, paramAjv, eager } = compilers;
+  const { bodyAjv, paramAjv, eager, wrapSerializer } = compilers;
   app.setValidatorCompiler(({ schema, httpPart }) => {
     const compile = (): Validator => (httpPart === 'body' ? bodyAjv : paramAjv).compile(schema) as Validator;
     return eager ? compile() : lazyValidator(compile);
   });
-  app.setSerializerCompiler(({ schema }) => {
+  app.setSerializerCompiler(({ schema, method, url, httpStatus }) => {
     const compile = (): ((data: unknown) => string) =>
       fastJsonStringify(schema as Parameters<typeof fastJsonStringify>[0]);
-    return eager ? compile() : lazySerializer(compile);
+    const serialize = eager ? compile() : lazySerializer(compile);
+    return wrapSerializer ? wrapSerializer(serialize, { method, url, httpStatus }) : serialize;
   });
 }

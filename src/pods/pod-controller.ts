@@ -411,6 +411,7 @@ export class PodController {
       desiredStatus: 'TERMINATED',
       terminatedAt: now,
       updatedAt: now,
+      statusChangedAt: now,
     };
     await this.store.withTransaction(async (tx) => {
       await this.store.update(pod.id, changes, tx);

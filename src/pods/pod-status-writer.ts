@@ -16,7 +16,7 @@ export interface PodStatusWriterDeps {
 }
 
 /**
- * Writes a pod's status: each change is stored with its time and, when the status differs from
+ * Writes a pod's status: each change is stored with its time (`statusChangedAt` when it differs) and, when the status differs from
  * the one read, announced as a `pod:status` event. Each answers the pod as it stands afterwards.
  * Usage intervals follow the status: RUNNING opens one, EXITED and ERROR close it.
  */
@@ -32,7 +32,7 @@ export class PodStatusWriter {
     const now = this.#deps.clock.now();
     await this.#deps.store.markRunning(
       pod.id,
-      { status: 'RUNNING', statusReason: null, startedAt: now, updatedAt: now },
+      { status: 'RUNNING', statusReason: null, startedAt: now, updatedAt: now, statusChangedAt: now },
       { id: newSortableId(), podId: pod.id, accountId: pod.accountId, costPerHr: pod.costPerHr, startedAt: now },
     );
     await this.log(pod.id, pod.status === 'STARTING' ? 'ready: its health check passed' : 'started');
@@ -45,7 +45,13 @@ export class PodStatusWriter {
   async settle(pod: PodRecord, status: 'EXITED' | 'ERROR', reason: string | null): Promise<PodRecord> {
     const { store } = this.#deps;
     const now = this.#deps.clock.now();
-    const changes: PodChanges = { status, desiredStatus: 'EXITED', statusReason: reason, updatedAt: now };
+    const changes: PodChanges = {
+      status,
+      desiredStatus: 'EXITED',
+      statusReason: reason,
+      updatedAt: now,
+      ...(pod.status !== status ? { statusChangedAt: now } : {}),
+    };
     await this.log(
       pod.id,
       status === 'ERROR'
@@ -65,7 +71,12 @@ export class PodStatusWriter {
 
   async transition(pod: PodRecord, status: PodStatus, extra: PodChanges = {}): Promise<PodRecord> {
     const now = this.#deps.clock.now();
-    const changes: PodChanges = { ...extra, status, updatedAt: now };
+    const changes: PodChanges = {
+      ...extra,
+      status,
+      updatedAt: now,
+      ...(pod.status !== status ? { statusChangedAt: now } : {}),
+    };
     if (status === 'STARTING' && pod.status !== 'STARTING')
       await this.log(pod.id, pod.status === 'PROVISIONING' ? 'started; waiting until it is ready' : 'restarting');
     await this.#deps.store.update(pod.id, changes);

@@ -63,6 +63,13 @@ export interface PodView {
   runtime: PodRuntimeView | null;
   createdAt: string;
   startedAt: string | null;
+  /** Gantry extension (not in spec 2.1): when `status` last changed (REST v1 `lastStatusChange`). */
+  statusChangedAt: string;
+  /**
+   * Gantry extension (not in spec 2.1): the fleet host the pod is placed on (REST v1 `machineId`);
+   * null before placement.
+   */
+  hostId: string | null;
   /**
    * Gantry extension (not in spec 2.1): why the pod is EXITED or ERROR — the instance's exit
    * reason, the launch error, or "stopped by user"; null otherwise.
@@ -168,6 +175,8 @@ export function toPodView(pod: PodRecord, ctx: ViewContext): PodView {
     runtime: runtimeView(pod, ctx),
     createdAt: iso(pod.createdAt),
     startedAt: pod.startedAt === null ? null : iso(pod.startedAt),
+    statusChangedAt: iso(pod.statusChangedAt),
+    hostId: pod.hostId,
     statusReason: pod.statusReason,
   };
   if (pod.gpuTypeId) view.gpu = { id: pod.gpuTypeId, count: pod.gpuCount };

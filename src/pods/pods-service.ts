@@ -302,6 +302,7 @@ export class PodsService {
       createdAt: now,
       startedAt: null,
       updatedAt: now,
+      statusChangedAt: now,
       terminatedAt: null,
       startSsh: settings.startSsh,
       // ≈134 bits: the proxy's routing token must not be guessable (docs/ssh.md)

@@ -15,7 +15,7 @@ export interface ServerlessEndpointView {
   ports: string[];
   env: Record<string, string>;
   registry: string | null;
-  gpu: { pools: string[]; count: number; allowedCudaVersions: string[]; minCudaVersion: null };
+  gpu: { pools: string[]; count: number; allowedCudaVersions: string[]; minCudaVersion: string | null };
   /** `idleTimeout` is left out for a queue-based endpoint scaling on request count (it does not apply). */
   workers: { min: number; max: number; idleTimeout?: number };
   scaling: { type: string; queueDelay?: number; requestCount?: number };
@@ -72,7 +72,12 @@ export function toServerlessView(
     ports: template?.ports ?? [],
     env: { ...(template?.env ?? {}), ...e.env },
     registry: template?.containerRegistryAuthId ?? null,
-    gpu: { pools: e.gpuIds, count: e.gpuCount, allowedCudaVersions: e.allowedCudaVersions, minCudaVersion: null },
+    gpu: {
+      pools: e.gpuIds,
+      count: e.gpuCount,
+      allowedCudaVersions: e.allowedCudaVersions,
+      minCudaVersion: e.minCudaVersion,
+    },
     workers:
       e.type === 'QB' && e.scalerType === 'REQUEST_COUNT'
         ? { min: e.workersMin, max: e.workersMax }

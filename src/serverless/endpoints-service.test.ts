@@ -19,6 +19,7 @@ const valid = {
   workersMax: 3,
   flashboot: false,
   allowedCudaVersions: [],
+  minCudaVersion: null,
   executionTimeoutMs: 600_000,
   env: {},
 };
@@ -50,6 +51,7 @@ test('every broken rule is reported, one entry each', () => {
       scalerValue: 0,
       locations: ['XX'],
       allowedCudaVersions: ['12'],
+      minCudaVersion: '12',
       executionTimeoutMs: 1000,
       env: { '1BAD': 'x' },
     },
@@ -63,6 +65,7 @@ test('every broken rule is reported, one entry each', () => {
     'scalerValue',
     'locations',
     'allowedCudaVersions',
+    'minCudaVersion',
     'executionTimeoutMs',
     'env',
   ])

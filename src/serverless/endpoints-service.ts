@@ -52,6 +52,8 @@ export interface EndpointInput {
   flashboot?: boolean | null;
   /** Comma list or array of `major.minor`. @default [] */
   allowedCudaVersions?: string | string[] | null;
+  /** Lowest host CUDA version, `major.minor`. @default null (no bound) */
+  minCudaVersion?: string | null;
   /** @default 600000 */
   executionTimeoutMs?: number | null;
   /** @default {} */
@@ -89,6 +91,7 @@ const DEFAULTS: Settings = {
   workersMax: 3,
   flashboot: false,
   allowedCudaVersions: [],
+  minCudaVersion: null,
   executionTimeoutMs: 600_000,
   env: {},
 };
@@ -143,6 +146,10 @@ function merge(base: Settings, input: EndpointInput): { settings: Settings; prob
     s.allowedCudaVersions = isNull('allowedCudaVersions')
       ? DEFAULTS.allowedCudaVersions
       : dedupe(splitList(pick('allowedCudaVersions')!));
+  if (has('minCudaVersion')) {
+    const v = pick('minCudaVersion');
+    s.minCudaVersion = v === null || v === undefined || v.trim() === '' ? null : v.trim();
+  }
   if (has('networkVolumeId')) {
     const v = pick('networkVolumeId');
     s.networkVolumeId = v === null || v === undefined || v.trim() === '' ? null : v.trim();
@@ -207,6 +214,8 @@ export function endpointViolations(
     out.push(`workersMax: must be at least workersMin (${s.workersMin}); got ${s.workersMax}`);
   for (const v of s.allowedCudaVersions)
     if (!CUDA.test(v)) out.push(`allowedCudaVersions: "${v}" must be "<major>.<minor>", e.g. "12.4"`);
+  if (s.minCudaVersion !== null && !CUDA.test(s.minCudaVersion))
+    out.push(`minCudaVersion: "${s.minCudaVersion}" must be "<major>.<minor>", e.g. "12.4"`);
   int(
     'executionTimeoutMs',
     s.executionTimeoutMs,
@@ -239,6 +248,7 @@ function releaseSnapshot(e: Settings, template: Template | null): Record<string,
     gpuIds: e.gpuIds,
     gpuCount: e.gpuCount,
     allowedCudaVersions: e.allowedCudaVersions,
+    minCudaVersion: e.minCudaVersion,
     locations: e.locations,
     networkVolumeId: e.networkVolumeId,
     env: e.env,

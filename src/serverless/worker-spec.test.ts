@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import type { Placement, PlacementRequest } from '../domain/placement.js';
 import type { Template } from '../domain/template.js';
 import type { Endpoint } from '../domain/endpoint.js';
-import { workerInstanceSpec } from './worker-spec.js';
+import { workerInstanceSpec, workerPlacementRequest } from './worker-spec.js';
 
 test("a launched worker's platform env carries the informational variables of wire-protocol §1 apart from the tenant's template and endpoint env", () => {
   const spec = workerInstanceSpec({
@@ -75,4 +75,22 @@ test('a worker given a loopback job URL shares the host network; one given any o
     'not a url',
   ])
     assert.equal(spec(url), 'default', url);
+});
+
+test("a worker's placement carries its endpoint's CUDA floor and exact versions", () => {
+  const endpoint = {
+    gpuIds: ['ADA_24'],
+    gpuCount: 1,
+    locations: [],
+    allowedCudaVersions: ['12.4', '12.8'],
+    minCudaVersion: '12.6',
+  } as unknown as Endpoint;
+  const template = { containerDiskInGb: 10 } as unknown as Template;
+  const request = workerPlacementRequest(endpoint, template, null, {
+    gpuTypes: [{ id: 'NVIDIA GeForce RTX 4090', pool: 'ADA_24' }] as never,
+    dataCenters: [],
+  });
+  assert.equal(request.minCudaVersion, '12.6');
+  assert.deepEqual(request.allowedCudaVersions, ['12.4', '12.8']);
+  assert.deepEqual(request.gpuTypeIds, ['NVIDIA GeForce RTX 4090']);
 });

@@ -40,7 +40,7 @@ export function workerPlacementRequest(
     dataCenterIds,
     volumeDataCenterId,
     allowedCudaVersions: endpoint.allowedCudaVersions,
-    minCudaVersion: null,
+    minCudaVersion: endpoint.minCudaVersion,
     portCount: 0,
     globalNetworking: false,
   };

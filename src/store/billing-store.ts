@@ -2,7 +2,7 @@ import type { Db, Executor } from './database.js';
 
 /** A usage interval as billing prices it: [startedAt, endedAt) at `costPerHr` (endedAt null: still open). */
 export interface PricedInterval {
-  /** the pod, serverless endpoint or network volume the interval is billed to */
+  /** the pod, cluster, serverless endpoint or network volume the interval is billed to */
   resourceId: string;
   /** which amount it counts in: `gpu`/`cpu` for compute, `standard` for storage */
   kind: 'gpu' | 'cpu' | 'standard';
@@ -27,19 +27,33 @@ export interface IntervalQuery {
 export class BillingStore {
   constructor(private readonly db: Db) {}
 
-  /** Pods' RUNNING intervals; a pod with a GPU type counts as `gpu`, one with a CPU flavor as `cpu`. */
-  async podIntervals(q: IntervalQuery, tx: Executor = this.db.kysely): Promise<PricedInterval[]> {
+  /**
+   * Standalone pods' RUNNING intervals (a cluster's members are billed to their cluster); a pod
+   * with a GPU type counts as `gpu`, one with a CPU flavor as `cpu`.
+   */
+  podIntervals(q: IntervalQuery, tx: Executor = this.db.kysely): Promise<PricedInterval[]> {
+    return this.#podUsage(q, 'pod', tx);
+  }
+
+  /** Cluster members' RUNNING intervals, billed to their cluster (`resourceId` a cluster id). */
+  clusterIntervals(q: IntervalQuery, tx: Executor = this.db.kysely): Promise<PricedInterval[]> {
+    return this.#podUsage(q, 'cluster', tx);
+  }
+
+  async #podUsage(q: IntervalQuery, billedTo: 'pod' | 'cluster', tx: Executor): Promise<PricedInterval[]> {
     let query = tx
       .selectFrom('pod_usage as u')
       .leftJoin('pods as p', 'p.id', 'u.pod_id')
-      .select(['u.pod_id', 'u.cost_per_hr', 'u.started_at', 'u.ended_at', 'p.gpu_type_id'])
+      .select(['u.pod_id', 'u.cost_per_hr', 'u.started_at', 'u.ended_at', 'p.gpu_type_id', 'p.cluster'])
       .where('u.account_id', '=', q.accountId)
       .where('u.started_at', '<', q.end)
-      .where((eb) => eb.or([eb('u.ended_at', 'is', null), eb('u.ended_at', '>', q.start)]));
-    if (q.resourceId !== undefined) query = query.where('u.pod_id', '=', q.resourceId);
+      .where((eb) => eb.or([eb('u.ended_at', 'is', null), eb('u.ended_at', '>', q.start)]))
+      .where('p.cluster', billedTo === 'pod' ? 'is' : 'is not', null);
+    if (q.resourceId !== undefined)
+      query = query.where(billedTo === 'pod' ? 'u.pod_id' : 'p.cluster', '=', q.resourceId);
     const rows = await query.orderBy('u.started_at').orderBy('u.id').execute();
     return rows.map((r) => ({
-      resourceId: r.pod_id,
+      resourceId: billedTo === 'pod' ? r.pod_id : r.cluster!,
       kind: r.gpu_type_id === null ? 'cpu' : 'gpu',
       startedAt: Number(r.started_at),
       endedAt: r.ended_at === null ? null : Number(r.ended_at),

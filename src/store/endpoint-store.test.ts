@@ -22,6 +22,7 @@ const endpoint = (over: Partial<Endpoint> = {}): Endpoint => ({
   workersMax: 5,
   flashboot: true,
   allowedCudaVersions: ['12.4', '12.8'],
+  minCudaVersion: '12.4',
   executionTimeoutMs: 1_200_000,
   env: { A: '1', B: 'two' },
   createdAt: 1_700_000_000_000,

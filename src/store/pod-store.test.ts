@@ -3,6 +3,8 @@ import assert from 'node:assert/strict';
 import { dialects, openTestDb, type TestDb } from '../../test/support/harness.js';
 import { AccountStore } from './account-store.js';
 import { PodStore, type PodRecord } from './pod-store.js';
+import { sql } from 'kysely';
+import { statusChangeMinCuda } from './migrations/status-change-min-cuda.js';
 
 const pod = (over: Partial<PodRecord> & Pick<PodRecord, 'id' | 'accountId'>): PodRecord => ({
   name: 'pod',
@@ -47,6 +49,7 @@ const pod = (over: Partial<PodRecord> & Pick<PodRecord, 'id' | 'accountId'>): Po
   createdAt: 1_700_000_000_000,
   startedAt: null,
   updatedAt: 1_700_000_000_000,
+  statusChangedAt: 1_700_000_000_000,
   terminatedAt: null,
   startSsh: true,
   sshToken: null,
@@ -220,6 +223,27 @@ for (const { name, skip } of dialects()) {
         store.insert(pod({ id: 'pod-ssh-2', accountId: 'acc-b', sshToken: 'tok-ssh-1' })),
         'tokens are unique',
       );
+    });
+
+    test('migration 0018 dates the last status change of pods stored before it: terminated, started, else last written', async () => {
+      const at = { createdAt: 100, updatedAt: 900, statusChangedAt: 0 };
+      await store.insert(
+        pod({ id: 'm-term', accountId: 'acc-a', ...at, status: 'TERMINATED', terminatedAt: 700, sshToken: 'm1' }),
+      );
+      await store.insert(
+        pod({ id: 'm-run', accountId: 'acc-a', ...at, status: 'RUNNING', startedAt: 500, sshToken: 'm2' }),
+      );
+      await store.insert(
+        pod({ id: 'm-exit', accountId: 'acc-a', ...at, status: 'EXITED', startedAt: 500, sshToken: 'm3' }),
+      );
+      const ids = ['m-term', 'm-run', 'm-exit'];
+      await t.db.kysely.updateTable('pods').set({ status_changed_at: null }).where('id', 'in', ids).execute();
+      const backfill = statusChangeMinCuda(name).filter((s) => s.startsWith('UPDATE pods'));
+      assert.equal(backfill.length, 1);
+      for (const s of backfill) await sql.raw(s).execute(t.db.kysely);
+      const fresh = new PodStore(t.db);
+      const changed = await Promise.all(ids.map(async (id) => (await fresh.get(id))!.statusChangedAt));
+      assert.deepEqual(changed, [700, 500, 900]);
     });
   });
 }

@@ -65,6 +65,8 @@ export interface PodRecord {
   createdAt: number;
   startedAt: number | null;
   updatedAt: number;
+  /** When `status` last took its value (v1 `lastStatusChange`). */
+  statusChangedAt: number;
   terminatedAt: number | null;
   /** created with `startSsh`: the SSH proxy opens sessions only into these pods */
   startSsh: boolean;
@@ -136,6 +138,7 @@ const toRecord = (r: PodsTable): PodRecord => ({
   createdAt: Number(r.created_at),
   startedAt: nullableNumber(r.started_at),
   updatedAt: Number(r.updated_at),
+  statusChangedAt: Number(r.status_changed_at ?? r.updated_at),
   terminatedAt: nullableNumber(r.terminated_at),
   startSsh: Number(r.start_ssh) === 1,
   sshToken: r.ssh_token,
@@ -178,6 +181,7 @@ function toColumns(changes: PodChanges): Partial<PodsTable> {
   if (has('clusterMember')) c.cluster_member = changes.clusterMember ? toJson(changes.clusterMember) : null;
   if (has('startedAt')) c.started_at = changes.startedAt ?? null;
   if (has('updatedAt')) c.updated_at = changes.updatedAt!;
+  if (has('statusChangedAt')) c.status_changed_at = changes.statusChangedAt!;
   if (has('terminatedAt')) c.terminated_at = changes.terminatedAt ?? null;
   if (has('startSsh')) c.start_ssh = changes.startSsh ? 1 : 0;
   if (has('sshToken')) c.ssh_token = changes.sshToken ?? null;

@@ -90,6 +90,8 @@ export interface PodsTable {
   start_ssh: number;
   /** The SSH proxy's routing token, random and unique (migration 0012); null for none. */
   ssh_token: string | null;
+  /** When the status last changed, epoch ms (migration 0018); null only on rows written before it. */
+  status_changed_at: number | null;
 }
 
 export interface PodUsageTable {
@@ -204,6 +206,8 @@ export interface EndpointsTable {
   flashboot: number;
   /** JSON array of `major.minor`. */
   allowed_cuda_versions: string;
+  /** Lowest host CUDA version, `major.minor` (migration 0018); null for no bound. */
+  min_cuda_version: string | null;
   /** Default execution timeout of the endpoint's jobs; a job's policy overrides it. */
   execution_timeout_ms: number;
   /** JSON object string→string. */

@@ -8,6 +8,7 @@ import { FakeClock, type Clock } from '../../src/domain/clock.js';
 import { dropSchema, openDatabase, type Db } from '../../src/store/database.js';
 import { createServices, bootstrapAdmin, startServer, type RunningServer } from '../../src/main.js';
 import { buildApp } from '../../src/http/app.js';
+import type { ResponseMismatch } from '../../src/http/response-check.js';
 import type { Services } from '../../src/services.js';
 import type { Runtime } from '../../src/runtime/runtime.js';
 import type { ResolveAddresses } from '../../src/runtime/registry-guard.js';
@@ -76,6 +77,8 @@ export interface TestAppOptions {
   /** How registry host names resolve (runtime docker). @default the system resolver */
   registryResolver?: ResolveAddresses;
   env?: Record<string, string>;
+  /** A test of the response check itself: mismatches do not fail `close()`. @default false */
+  allowResponseMismatches?: boolean;
 }
 
 export interface TestApp {
@@ -123,7 +126,10 @@ export async function createTestApp(options: TestAppOptions = {}): Promise<TestA
     ...(options.registryResolver ? { registryResolver: options.registryResolver } : {}),
   });
   const adminKey = (await bootstrapAdmin(services))!;
-  const app = await buildApp(services, { logger: false });
+  // Every JSON answer is checked against its route's response schema (src/http/response-check.ts):
+  // a mismatch answers 500 with the violations, and closing the app fails with the list.
+  const mismatches: ResponseMismatch[] = [];
+  const app = await buildApp(services, { logger: false, checkResponses: (m) => mismatches.push(m) });
   const request: TestApp['request'] = (key, method, url, body, headers = {}) =>
     app.inject({
       method,
@@ -154,6 +160,12 @@ export async function createTestApp(options: TestAppOptions = {}): Promise<TestA
       await services.podController.stop();
       await services.runtime.close();
       await testDb.cleanup();
+      if (mismatches.length > 0 && !options.allowResponseMismatches)
+        throw new Error(
+          `answers outside their route's response schema:\n${mismatches
+            .map((m) => `  ${m.route} ${m.status}: ${m.violations.join('; ')}`)
+            .join('\n')}`,
+        );
     },
   };
 }

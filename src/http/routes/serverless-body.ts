@@ -59,7 +59,10 @@ const gpuFields = {
     Type.Array(Type.String({ pattern: CUDA }), { maxItems: 32, description: 'host CUDA versions; [] = any' }),
   ),
   minCudaVersion: Type.Optional(
-    Type.String({ pattern: '^$|^\\d+\\.\\d+$', description: 'a CUDA floor; not offered on this platform' }),
+    Type.String({
+      pattern: '^$|^\\d+\\.\\d+$',
+      description: 'the lowest host CUDA version workers may run on; "" removes the bound',
+    }),
   ),
 };
 const CreateGpu = Type.Object(gpuFields, closed);
@@ -148,8 +151,6 @@ function problems(
     out.push('gpu.excludedTypes: not offered on this platform; pick pools only (send [] or omit it)');
   if (b.gpu?.excludedTypes !== undefined && b.gpu.pools === undefined)
     out.push('gpu.excludedTypes: requires gpu.pools in the same request');
-  if (b.gpu?.minCudaVersion)
-    out.push('gpu.minCudaVersion: not offered on this platform; list exact versions in gpu.allowedCudaVersions');
   if (b.flashboot === 'PRIORITY_FLASHBOOT')
     out.push('flashboot: PRIORITY_FLASHBOOT is not offered; use OFF or FLASHBOOT');
   if (b.scaling?.type === 'QUEUE_DELAY' && !Number.isInteger(b.scaling.queueDelay))
@@ -205,6 +206,8 @@ export function toEndpointInput(
   if (b.gpu?.count !== undefined) input.gpuCount = b.gpu.count;
   if (b.gpu?.allowedCudaVersions !== undefined) input.allowedCudaVersions = b.gpu.allowedCudaVersions;
   else if (create && ctx.seedCuda && ctx.seedCuda.length > 0) input.allowedCudaVersions = ctx.seedCuda;
+  if (b.gpu?.minCudaVersion !== undefined)
+    input.minCudaVersion = b.gpu.minCudaVersion === '' ? null : b.gpu.minCudaVersion;
   if (b.workers?.min !== undefined) input.workersMin = b.workers.min;
   if (b.workers?.max !== undefined) input.workersMax = b.workers.max;
   if (b.workers?.idleTimeout !== undefined) input.idleTimeout = b.workers.idleTimeout;
@@ -232,6 +235,7 @@ const V2_NAMES: Record<string, string> = {
   gpuIds: 'gpu.pools',
   gpuCount: 'gpu.count',
   allowedCudaVersions: 'gpu.allowedCudaVersions',
+  minCudaVersion: 'gpu.minCudaVersion',
   workersMin: 'workers.min',
   workersMax: 'workers.max',
   idleTimeout: 'workers.idleTimeout',

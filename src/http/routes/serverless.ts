@@ -45,7 +45,7 @@ const ServerlessEndpointSchema = Type.Object({
     pools: Type.Array(Type.String()),
     count: Type.Integer(),
     allowedCudaVersions: Type.Array(Type.String()),
-    minCudaVersion: Type.Null({ description: 'CUDA floors are not offered; always null' }),
+    minCudaVersion: Nullable(Type.String({ description: 'the lowest host CUDA version workers run on; null = none' })),
   }),
   cpu: Type.Optional(
     Type.Array(Type.Object({ id: Type.String(), vcpuCount: Type.Integer(), memory: Type.Integer() }), {

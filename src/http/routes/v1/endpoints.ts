@@ -7,6 +7,7 @@ import type { Endpoint } from '../../../domain/endpoint.js';
 import type { EndpointInput } from '../../../serverless/endpoints-service.js';
 import type { Services } from '../../../services.js';
 import { principalOf } from '../../plugins/auth.js';
+import { Nullable } from '../../schemas.js';
 import { closed, Deleted, Env, errorResponses, IdParam, refuseUnsupported, StringArray } from './common.js';
 import { templateV1View, TemplateV1Schema } from './templates.js';
 
@@ -31,7 +32,12 @@ const fields = {
   executionTimeoutMs: Type.Optional(Type.Integer({ description: '5000 ms to 7 days; default 600000' })),
   flashboot: Type.Optional(Type.Boolean({ default: false })),
   allowedCudaVersions: Type.Optional(StringArray('host CUDA versions', Type.String({ pattern: '^\\d+\\.\\d+$' }))),
-  minCudaVersion: Type.Optional(Type.String({ description: 'accepted and ignored: use allowedCudaVersions' })),
+  minCudaVersion: Type.Optional(
+    Type.String({
+      pattern: '^$|^\\d+\\.\\d+$',
+      description: 'the lowest host CUDA version workers may run on (`major.minor`); "" removes the bound',
+    }),
+  ),
   dataCenterIds: Type.Optional(
     StringArray('data centers workers may run in; kept as their countries (the endpoint `locations`)'),
   ),
@@ -67,6 +73,7 @@ const EndpointSchema = Type.Object({
   executionTimeoutMs: Type.Integer(),
   flashboot: Type.Boolean({ description: 'Gantry extension (runpodctl reads it)' }),
   allowedCudaVersions: Type.Array(Type.String()),
+  minCudaVersion: Nullable(Type.String({ description: 'the lowest host CUDA version workers run on; null = none' })),
   dataCenterIds: Type.Array(Type.String()),
   networkVolumeId: Type.Optional(Type.String()),
   networkVolumeIds: Type.Array(Type.String()),
@@ -131,6 +138,7 @@ export function endpointV1Routes(app: TypedApp, { endpoints, catalog }: Services
       ...(b.executionTimeoutMs !== undefined ? { executionTimeoutMs: b.executionTimeoutMs } : {}),
       ...(b.flashboot !== undefined ? { flashboot: b.flashboot } : {}),
       ...(b.allowedCudaVersions !== undefined ? { allowedCudaVersions: b.allowedCudaVersions } : {}),
+      ...(b.minCudaVersion !== undefined ? { minCudaVersion: b.minCudaVersion === '' ? null : b.minCudaVersion } : {}),
       ...(b.dataCenterIds !== undefined ? { locations: locationsOf(b.dataCenterIds) } : {}),
       ...(volume !== undefined ? { networkVolumeId: volume } : {}),
       ...(b.env !== undefined ? { env: b.env } : {}),
@@ -156,6 +164,7 @@ export function endpointV1Routes(app: TypedApp, { endpoints, catalog }: Services
       executionTimeoutMs: e.executionTimeoutMs,
       flashboot: e.flashboot,
       allowedCudaVersions: e.allowedCudaVersions,
+      minCudaVersion: e.minCudaVersion,
       dataCenterIds: dataCenters()
         .filter((d) => e.locations.length === 0 || e.locations.includes(d.country))
         .map((d) => d.id),

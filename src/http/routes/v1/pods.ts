@@ -6,175 +6,21 @@ import type { PodView } from '../../../pods/pod-view.js';
 import type { CreatePodInput, PatchPodInput } from '../../../pods/pod-rules.js';
 import type { Services } from '../../../services.js';
 import { principalOf } from '../../plugins/auth.js';
-import { MAX_DISK_GB } from '../../../domain/limits.js';
+import { argsOf, Deleted, errorResponses, IdParam, refuseUnsupported, startCmdOf } from './common.js';
 import {
-  argsOf,
-  closed,
-  Deleted,
-  Entrypoint,
-  Env,
-  errorResponses,
-  IdParam,
-  refuseUnsupported,
-  StartCmd,
-  startCmdOf,
-  StringArray,
-} from './common.js';
+  CreatePodBody,
+  desiredStatusOf,
+  GetQuery,
+  type Includes,
+  ListQuery,
+  PodSchema,
+  type PodV1,
+  UpdatePodBody,
+} from './pod-schemas.js';
 
 const tags = ['pods'];
 const Params = IdParam('podId');
 type Params = Static<typeof Params>;
-const Port = Type.String({ pattern: '^[0-9]{1,5}/[a-z]+$', description: '`<port>/<protocol>`' });
-const Ports = Type.Array(Port, { maxItems: 64, description: 'default ["8888/http", "22/tcp"]' });
-const Disk = (description: string) => Type.Integer({ minimum: 1, maximum: MAX_DISK_GB, description });
-const VolumeSize = Type.Integer({
-  minimum: 0,
-  maximum: MAX_DISK_GB,
-  description: 'pod volume, GB: 0 (none) or at least 10; default 20 on GPU pods without a network volume',
-});
-const Ignored = (description: string) => ({ description: `Accepted and ignored: ${description}` });
-
-const CreatePodBody = Type.Object(
-  {
-    name: Type.Optional(Type.String({ minLength: 1, maxLength: 191, default: 'my pod' })),
-    imageName: Type.Optional(Type.String({ minLength: 1, maxLength: 1024, description: 'required unless templateId' })),
-    templateId: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })),
-    computeType: Type.Optional(Type.Unsafe<'GPU' | 'CPU'>({ type: 'string', enum: ['GPU', 'CPU'], default: 'GPU' })),
-    gpuTypeIds: Type.Optional(StringArray('GPU types in order of preference; the first with capacity is used')),
-    gpuTypePriority: Type.Optional(Type.String(Ignored('the order of gpuTypeIds is the priority'))),
-    gpuCount: Type.Optional(Type.Integer({ minimum: 1, default: 1 })),
-    cpuFlavorIds: Type.Optional(StringArray('CPU flavors in order of preference (computeType CPU)')),
-    cpuFlavorPriority: Type.Optional(Type.String(Ignored('the order of cpuFlavorIds is the priority'))),
-    vcpuCount: Type.Optional(Type.Integer({ minimum: 2, default: 2, description: 'vCPUs of a CPU pod' })),
-    cloudType: Type.Optional(Type.Unsafe<'SECURE' | 'COMMUNITY'>({ type: 'string', enum: ['SECURE', 'COMMUNITY'] })),
-    dataCenterIds: Type.Optional(StringArray('data centers the pod may run in; default any')),
-    dataCenterPriority: Type.Optional(Type.String(Ignored('placement chooses'))),
-    countryCodes: Type.Optional(StringArray('accepted and ignored')),
-    allowedCudaVersions: Type.Optional(StringArray('host CUDA versions', Type.String({ pattern: '^\\d+\\.\\d+$' }))),
-    minCudaVersion: Type.Optional(
-      Type.String({ pattern: '^\\d+(\\.\\d+)?$', description: 'Gantry extension (runpodctl sends it)' }),
-    ),
-    containerDiskInGb: Type.Optional(Disk("container disk, GB; default 50 (a template's own without imageName)")),
-    volumeInGb: Type.Optional(VolumeSize),
-    volumeMountPath: Type.Optional(Type.String({ minLength: 1, maxLength: 1024, default: '/workspace' })),
-    networkVolumeId: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })),
-    ports: Type.Optional(Ports),
-    env: Type.Optional(Env),
-    containerRegistryAuthId: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })),
-    dockerEntrypoint: Type.Optional(Entrypoint),
-    dockerStartCmd: Type.Optional(StartCmd),
-    dockerArgs: Type.Optional(
-      Type.String({ maxLength: 8192, description: 'Gantry extension (runpodctl sends it): the start command as text' }),
-    ),
-    globalNetworking: Type.Optional(Type.Boolean({ default: false })),
-    supportPublicIp: Type.Optional(Type.Boolean(Ignored('ports are published on the host address'))),
-    interruptible: Type.Optional(Type.Boolean({ description: 'only false: Gantry has no spot pods' })),
-    locked: Type.Optional(Type.Boolean({ default: false })),
-    minRAMPerGPU: Type.Optional(Type.Integer(Ignored('placement chooses'))),
-    minVCPUPerGPU: Type.Optional(Type.Integer(Ignored('placement chooses'))),
-    minDiskBandwidthMBps: Type.Optional(Type.Number(Ignored('placement chooses'))),
-    minDownloadMbps: Type.Optional(Type.Number(Ignored('placement chooses'))),
-    minUploadMbps: Type.Optional(Type.Number(Ignored('placement chooses'))),
-  },
-  closed,
-);
-
-const UpdatePodBody = Type.Object(
-  {
-    name: Type.Optional(Type.String({ minLength: 1, maxLength: 191 })),
-    imageName: Type.Optional(Type.String({ minLength: 1, maxLength: 1024 })),
-    containerDiskInGb: Type.Optional(Disk('container disk, GB')),
-    volumeInGb: Type.Optional(VolumeSize),
-    volumeMountPath: Type.Optional(Type.String({ minLength: 1, maxLength: 1024 })),
-    ports: Type.Optional(Ports),
-    env: Type.Optional(Env),
-    containerRegistryAuthId: Type.Optional(Type.String({ maxLength: 64, description: '"" removes the credential' })),
-    dockerEntrypoint: Type.Optional(Entrypoint),
-    dockerStartCmd: Type.Optional(StartCmd),
-    globalNetworking: Type.Optional(Type.Boolean({ description: 'only its current value: set at creation' })),
-    locked: Type.Optional(Type.Boolean()),
-  },
-  { ...closed, description: 'Only the fields sent change. Changes the instance sees restart a running pod.' },
-);
-
-const NetworkVolumeView = Type.Object({
-  id: Type.String(),
-  name: Type.String(),
-  size: Type.Integer(),
-  dataCenterId: Type.String(),
-});
-
-const PodSchema = Type.Object({
-  id: Type.String(),
-  name: Type.String(),
-  desiredStatus: Type.Unsafe<string>({ type: 'string', enum: ['RUNNING', 'EXITED', 'TERMINATED'] }),
-  image: Type.String(),
-  imageName: Type.String({ description: 'Gantry extension: the same as image (runpodctl reads imageName)' }),
-  templateId: Type.Optional(Type.String()),
-  containerRegistryAuthId: Type.Optional(Type.String()),
-  containerDiskInGb: Type.Integer(),
-  volumeInGb: Type.Integer(),
-  volumeMountPath: Type.Optional(Type.String()),
-  networkVolumeId: Type.Optional(Type.String({ description: 'Gantry extension' })),
-  networkVolume: Type.Optional(NetworkVolumeView),
-  dockerEntrypoint: Type.Array(Type.String()),
-  dockerStartCmd: Type.Array(Type.String()),
-  env: Type.Record(Type.String(), Type.String()),
-  ports: Type.Array(Type.String()),
-  portMappings: Type.Record(Type.String(), Type.Integer()),
-  publicIp: Type.Optional(Type.String()),
-  gpu: Type.Optional(Type.Object({ id: Type.String(), count: Type.Integer(), displayName: Type.String() })),
-  gpuCount: Type.Integer({ description: 'runpodctl reads it' }),
-  cpuFlavorId: Type.Optional(Type.String()),
-  vcpuCount: Type.Optional(Type.Number()),
-  memoryInGb: Type.Optional(Type.Number()),
-  machine: Type.Optional(
-    Type.Object({
-      dataCenterId: Type.Optional(Type.String()),
-      gpuTypeId: Type.Optional(Type.String()),
-      secureCloud: Type.Boolean(),
-    }),
-  ),
-  costPerHr: Type.Number(),
-  adjustedCostPerHr: Type.Number(),
-  interruptible: Type.Boolean(),
-  locked: Type.Boolean(),
-  lastStartedAt: Type.Optional(Type.String()),
-  createdAt: Type.String({ description: 'Gantry extension' }),
-  status: Type.String({ description: 'Gantry extension: the /v2 status (PROVISIONING ... TERMINATED)' }),
-});
-type PodV1 = Static<typeof PodSchema>;
-
-const ListQuery = Type.Object({
-  computeType: Type.Optional(Type.Unsafe<string>({ type: 'string', enum: ['GPU', 'CPU'] })),
-  cpuFlavorId: Type.Optional(Type.Array(Type.String())),
-  dataCenterId: Type.Optional(Type.Array(Type.String())),
-  desiredStatus: Type.Optional(Type.Unsafe<string>({ type: 'string', enum: ['RUNNING', 'EXITED', 'TERMINATED'] })),
-  endpointId: Type.Optional(Type.String()),
-  gpuTypeId: Type.Optional(Type.Array(Type.String())),
-  id: Type.Optional(Type.String()),
-  imageName: Type.Optional(Type.String()),
-  name: Type.Optional(Type.String()),
-  networkVolumeId: Type.Optional(Type.String()),
-  templateId: Type.Optional(Type.String()),
-  includeMachine: Type.Optional(Type.Boolean({ default: false })),
-  includeNetworkVolume: Type.Optional(Type.Boolean({ default: false })),
-  includeSavingsPlans: Type.Optional(Type.Boolean({ default: false })),
-  includeTemplate: Type.Optional(Type.Boolean({ default: false })),
-  includeWorkers: Type.Optional(Type.Boolean({ default: false })),
-});
-type ListQuery = Static<typeof ListQuery>;
-const GetQuery = Type.Object({
-  includeMachine: Type.Optional(Type.Boolean({ default: false })),
-  includeNetworkVolume: Type.Optional(Type.Boolean({ default: false })),
-  includeSavingsPlans: Type.Optional(Type.Boolean({ default: false })),
-  includeTemplate: Type.Optional(Type.Boolean({ default: false })),
-  includeWorkers: Type.Optional(Type.Boolean({ default: false })),
-});
-type Includes = Static<typeof GetQuery>;
-
-const desiredStatusOf = (p: PodView): string =>
-  p.status === 'TERMINATED' ? 'TERMINATED' : p.status === 'EXITED' || p.status === 'ERROR' ? 'EXITED' : 'RUNNING';
 
 export function podV1Routes(app: TypedApp, { pods, volumes, catalog }: Services): void {
   const gpuName = (id: string): string => {
@@ -223,6 +69,14 @@ export function podV1Routes(app: TypedApp, { pods, volumes, catalog }: Services)
       ...(p.startedAt !== null ? { lastStartedAt: p.startedAt } : {}),
       createdAt: p.createdAt,
       status: p.status,
+      consumerUserId: accountId,
+      machineId: p.hostId,
+      lastStatusChange: p.statusChangedAt,
+      endpointId: null,
+      aiApiId: null,
+      slsVersion: 0,
+      savingsPlans: [],
+      volumeEncrypted: false,
     };
     if (include.includeMachine)
       out.machine = {

@@ -17,6 +17,7 @@ import { podSshToken } from '../pod-ssh-token.js';
 import { billingUsageTables } from '../billing-usage.js';
 import { clusterTables } from '../clusters.js';
 import { endpointReleases } from '../endpoint-releases.js';
+import { statusChangeMinCuda } from '../status-change-min-cuda.js';
 
 const run = async (db: Kysely<unknown>, statements: string[]): Promise<void> => {
   for (const s of statements) await sql.raw(s).execute(db);
@@ -47,4 +48,5 @@ export const postgresMigrations: Record<string, Migration> = {
   '0016-clusters': { up: (db) => run(db, clusterTables('postgres')) },
   // SQLite's per-row insert trigger became a per-batch upsert; PostgreSQL's statement trigger stays
   '0017-job-usage-insert-by-batch': { up: async () => {} },
+  '0018-status-change-min-cuda': { up: (db) => run(db, statusChangeMinCuda('postgres')) },
 };

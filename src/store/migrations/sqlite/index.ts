@@ -17,6 +17,7 @@ import { podSshToken } from '../pod-ssh-token.js';
 import { billingUsageTables } from '../billing-usage.js';
 import { clusterTables } from '../clusters.js';
 import { endpointReleases } from '../endpoint-releases.js';
+import { statusChangeMinCuda } from '../status-change-min-cuda.js';
 
 const run = async (db: Kysely<unknown>, statements: string[]): Promise<void> => {
   for (const s of statements) await sql.raw(s).execute(db);
@@ -46,4 +47,5 @@ export const sqliteMigrations: Record<string, Migration> = {
   '0015-registry-delegations': { up: (db) => run(db, registryDelegationsTable('sqlite')) },
   '0016-clusters': { up: (db) => run(db, clusterTables('sqlite')) },
   '0017-job-usage-insert-by-batch': { up: (db) => run(db, jobUsageInsertByBatchSqlite()) },
+  '0018-status-change-min-cuda': { up: (db) => run(db, statusChangeMinCuda('sqlite')) },
 };
