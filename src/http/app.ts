@@ -10,6 +10,7 @@ import { frameworkErrors, registerErrorHandling } from './plugins/errors.js';
 import { RestRateLimiter } from './plugins/rate-limit.js';
 import { systemRoutes } from './routes/system.js';
 import { accountRoutes } from './routes/account.js';
+import { consoleRoutes } from './routes/console.js';
 import { podRoutes } from './routes/pods.js';
 import { clusterRoutes } from './routes/clusters.js';
 import { logRoutes } from './routes/logs.js';
@@ -42,6 +43,8 @@ export interface BuildAppOptions {
   logger?: FastifyServerOptions['logger'] | FastifyServerOptions['loggerInstance'];
   /** Compile every route's schemas now instead of on each route's first use (lazy-schemas.ts). @default false */
   eagerSchemas?: boolean;
+  /** Where the built web console is (routes/console.ts). @default dist/console of this package */
+  consoleDir?: string;
 }
 
 /** Query strings that carry credentials are cut from logged URLs. */
@@ -159,6 +162,7 @@ export async function buildApp(services: Services, options: BuildAppOptions = {}
   // Routes read their inputs typed from their schemas (type-provider.ts).
   const routes = typed(app);
   systemRoutes(routes, services);
+  consoleRoutes(routes, options.consoleDir !== undefined ? { dir: options.consoleDir } : {});
   accountRoutes(routes, services);
   podRoutes(routes, services);
   clusterRoutes(routes, services);

@@ -76,6 +76,8 @@ export interface TestAppOptions {
   /** How registry host names resolve (runtime docker). @default the system resolver */
   registryResolver?: ResolveAddresses;
   env?: Record<string, string>;
+  /** Where the built web console is (routes/console.ts). @default dist/console */
+  consoleDir?: string;
 }
 
 export interface TestApp {
@@ -123,7 +125,10 @@ export async function createTestApp(options: TestAppOptions = {}): Promise<TestA
     ...(options.registryResolver ? { registryResolver: options.registryResolver } : {}),
   });
   const adminKey = (await bootstrapAdmin(services))!;
-  const app = await buildApp(services, { logger: false });
+  const app = await buildApp(services, {
+    logger: false,
+    ...(options.consoleDir !== undefined ? { consoleDir: options.consoleDir } : {}),
+  });
   const request: TestApp['request'] = (key, method, url, body, headers = {}) =>
     app.inject({
       method,
