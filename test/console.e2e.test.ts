@@ -25,6 +25,8 @@ const screenshots = process.env.GANTRY_CONSOLE_SCREENSHOTS
 const KEY = 'gty_console-e2e-admin-key-0123456789';
 const POD_IMAGE = 'console-demo:1';
 const POD_LINE = 'hello from the console pod';
+const WORKER_IMAGE = 'console-worker:1';
+const WORKER_SCRIPT = join(import.meta.dirname, 'fixtures', 'console-worker.ts');
 
 /** A fresh profile per context: nothing carries over between the users a test plays. */
 async function browserContext(dir: string, viewport = { width: 1280, height: 900 }): Promise<BrowserContext> {
@@ -99,8 +101,11 @@ describe('the web console in a browser', { skip }, () => {
             ],
             tenantArgs: false,
           },
+          // cwd: the repository, so that `--import tsx` resolves
+          [WORKER_IMAGE]: { command: [process.execPath, '--import', 'tsx', WORKER_SCRIPT], cwd: root },
         },
         pods: { stopGraceMs: 2000 },
+        serverless: { autoscaler: { intervalMs: 200 } },
       }),
     );
     server = await spawnGantry(['--host', '127.0.0.1', '--data-dir', join(dir, 'data'), '--config', config], {
@@ -208,6 +213,63 @@ describe('the web console in a browser', { skip }, () => {
     const listed = await page.locator(`tr[data-pod="${podId}"]`).innerText();
     assert.match(listed, /console-pod\s+EXITED\s+1 × NVIDIA RTX A5000\s+\$0\.000/);
     await shot(page, 'pods');
+  });
+
+  test('a user creates an endpoint, runs a job in the playground and sees its output as it arrives', async () => {
+    const template = await api(server.url, 'POST', '/v2/templates', {
+      name: 'console-worker',
+      image: WORKER_IMAGE,
+      serverless: true,
+    });
+    assert.equal(template.status, 201, JSON.stringify(template.body));
+    const page = await context.newPage();
+    await signIn(page, `${server.url}/console/`, KEY);
+    await page.getByRole('link', { name: 'Serverless' }).click();
+    await page.getByRole('heading', { name: 'Serverless endpoints' }).waitFor();
+    await page.getByText('New endpoint').click();
+    await page.getByRole('textbox', { name: /^Endpoint name/ }).fill('console-echo');
+    await page
+      .getByRole('combobox', { name: /^Serverless template/ })
+      .selectOption({ label: `console-worker (${WORKER_IMAGE})` });
+    await page.getByRole('combobox', { name: /^GPU pool/ }).selectOption('ADA_24');
+    await page.getByRole('button', { name: 'Create endpoint' }).click();
+    await page.waitForURL(/#\/serverless\/[A-Za-z0-9]+$/);
+    await page.getByRole('heading', { name: 'console-echo' }).waitFor();
+
+    await page.getByLabel('Input (JSON)').fill('{"prompt": "the console"}');
+    await page.getByRole('radio', { name: 'stream' }).check();
+    await page.getByRole('button', { name: 'Send request' }).click();
+    const output = page.getByLabel('Job output');
+    const status = page.getByTestId('playground-status');
+    // the chunks appear one by one, before the job is done
+    const firstSeen = await eventually(
+      async () =>
+        `the first chunk in the playground (status ${await status.innerText()}, output "${await output.innerText()}")`,
+      async () => ((await output.innerText()).includes('"streamed"') ? await status.innerText() : null),
+      90_000,
+      50,
+    );
+    await eventually(
+      async () => `the job to complete in the playground (status ${await status.innerText()})`,
+      async () => (await status.innerText()) === 'COMPLETED',
+      30_000,
+      100,
+    );
+    const text = await output.innerText();
+    for (const token of ['streamed', 'reply', 'to', 'the console'])
+      assert.match(text, new RegExp(`"token": "${token}"`));
+    assert.notEqual(firstSeen, 'COMPLETED', 'output was shown while the job still ran');
+    // the endpoint page counts it (health), and lists it among the recent jobs
+    const recent = page.locator('table.striped');
+    await eventually(
+      async () =>
+        `the completed job in the recent jobs (they show "${await recent.innerText({ timeout: 1000 }).catch(String)}")`,
+      async () => (await recent.innerText({ timeout: 1000 }).catch(() => '')).includes('COMPLETED'),
+      30_000,
+      250,
+    );
+    await shot(page, 'endpoint');
+    await page.close();
   });
 
   test("a bad form value shows the API's message at the field it concerns", async () => {

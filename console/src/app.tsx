@@ -1,9 +1,11 @@
+import type { FunctionComponent } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
 import { api, ApiProblem, forgetKey, storedKey, storeKey, whenUnauthorized, type Account } from './api.js';
 import { Session } from './ui.js';
 import { PodsPage } from './pages/pods.js';
 import { PodPage } from './pages/pod.js';
 import { CreatePodPage } from './pages/pod-create.js';
+import { ServerlessPage } from './pages/serverless.js';
 
 /** The page address lives in the fragment (`#/pods/abc`): the server needs no route per page. */
 const currentRoute = () => (location.hash.replace(/^#/, '') || '/pods').split('?')[0]!;
@@ -22,13 +24,27 @@ export const navigate = (route: string) => {
   location.hash = `#${route}`;
 };
 
-const NAV: Array<[string, string]> = [['/pods', 'Pods']];
+const NAV: Array<[string, string]> = [
+  ['/pods', 'Pods'],
+  ['/serverless', 'Serverless'],
+];
+
+/** The endpoint page carries the chart library: it loads when first opened, not with the pods list. */
+function LazyEndpointPage({ id }: { id: string }) {
+  const [Page, setPage] = useState<FunctionComponent<{ id: string }> | null>(null);
+  useEffect(() => {
+    void import('./pages/endpoint.js').then((m) => setPage(() => m.EndpointPage));
+  }, []);
+  return Page ? <Page id={id} /> : <p aria-busy="true">Loading…</p>;
+}
 
 function Page({ route }: { route: string }) {
   const parts = route.split('/').filter(Boolean);
   if (parts[0] === 'pods' && parts[1] === 'new') return <CreatePodPage />;
   if (parts[0] === 'pods' && parts[1]) return <PodPage id={decodeURIComponent(parts[1])} />;
   if (parts[0] === 'pods' || parts.length === 0) return <PodsPage />;
+  if (parts[0] === 'serverless' && parts[1]) return <LazyEndpointPage id={decodeURIComponent(parts[1])} />;
+  if (parts[0] === 'serverless') return <ServerlessPage />;
   return (
     <section>
       <h1>Not found</h1>

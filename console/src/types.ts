@@ -70,3 +70,20 @@ export interface LogLine {
   source: 'container' | 'system';
   line: string;
 }
+
+export interface Endpoint {
+  id: string;
+  name: string;
+  image: string;
+  gpu?: { pools: string[]; count: number };
+  workers: { min: number; max: number };
+}
+
+export interface JobSummary {
+  id: string;
+  status: string;
+  createdAt: string;
+  delayTime?: number;
+  executionTime?: number;
+  retries: number;
+}
