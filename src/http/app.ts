@@ -11,6 +11,7 @@ import { RestRateLimiter } from './plugins/rate-limit.js';
 import { systemRoutes } from './routes/system.js';
 import { countReplies, metricsRoutes } from './routes/metrics.js';
 import { accountRoutes } from './routes/account.js';
+import { consoleRoutes } from './routes/console.js';
 import { podRoutes } from './routes/pods.js';
 import { clusterRoutes } from './routes/clusters.js';
 import { logRoutes } from './routes/logs.js';
@@ -49,6 +50,8 @@ export interface BuildAppOptions {
    * a mismatch answers 500 naming it and is reported here (response-check.ts). @default off
    */
   checkResponses?: (mismatch: ResponseMismatch) => void;
+  /** Where the built web console is (routes/console.ts). @default dist/console of this package */
+  consoleDir?: string;
 }
 
 /** Query strings that carry credentials are cut from logged URLs. */
@@ -174,6 +177,7 @@ export async function buildApp(services: Services, options: BuildAppOptions = {}
   const routes = typed(app);
   systemRoutes(routes, services);
   metricsRoutes(routes, services);
+  consoleRoutes(routes, options.consoleDir !== undefined ? { dir: options.consoleDir } : {});
   accountRoutes(routes, services);
   podRoutes(routes, services);
   clusterRoutes(routes, services);

@@ -79,6 +79,8 @@ export interface TestAppOptions {
   env?: Record<string, string>;
   /** A test of the response check itself: mismatches do not fail `close()`. @default false */
   allowResponseMismatches?: boolean;
+  /** Where the built web console is (routes/console.ts). @default dist/console */
+  consoleDir?: string;
 }
 
 export interface TestApp {
@@ -129,7 +131,11 @@ export async function createTestApp(options: TestAppOptions = {}): Promise<TestA
   // Every JSON answer is checked against its route's response schema (src/http/response-check.ts):
   // a mismatch answers 500 with the violations, and closing the app fails with the list.
   const mismatches: ResponseMismatch[] = [];
-  const app = await buildApp(services, { logger: false, checkResponses: (m) => mismatches.push(m) });
+  const app = await buildApp(services, {
+    logger: false,
+    checkResponses: (m) => mismatches.push(m),
+    ...(options.consoleDir !== undefined ? { consoleDir: options.consoleDir } : {}),
+  });
   const request: TestApp['request'] = (key, method, url, body, headers = {}) =>
     app.inject({
       method,

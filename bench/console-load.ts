@@ -1,0 +1,173 @@
+// First load of the web console's pods page with 1,000 pods, from localhost, in Chromium.
+//   node --import tsx bench/console-load.ts [--pods 1000] [--runs 10]
+// Each run opens a fresh browser context (empty cache, the key already in session storage, as
+// after sign-in) at /console/#/pods and stops the clock when the table holds every pod: the
+// navigation's start to the 1,000th row, as the page's own performance.now(). Warm runs reload in
+// the same context (cached assets). The peer, in the same run: the one API call the page waits on
+// (GET /v2/pods, 1,000 pods) made from Node, so the ratio is what the console adds over the API.
+// Goal (issue 14): first load <= 300 ms.
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import { spawnSync } from 'node:child_process';
+import { chromium } from 'playwright-core';
+import { ensureBuilt, printTable, startChild } from './support/processes.js';
+
+const { values } = parseArgs({
+  options: {
+    pods: { type: 'string', default: '1000' },
+    runs: { type: 'string', default: '10' },
+  },
+});
+const podCount = Number(values.pods);
+const runs = Number(values.runs);
+const root = join(import.meta.dirname, '..');
+const CHROMIUM = process.env.GANTRY_CHROMIUM ?? '/usr/bin/chromium';
+
+/** Hosts of 8 RTX 4090 each, enough for every pod (bench/http.ts parses its own flags on import). */
+const fleet = (hosts: number) =>
+  Array.from({ length: hosts }, (_, i) => ({
+    id: `bench-${i}`,
+    dataCenterId: ['US-TX-3', 'US-CA-2', 'EU-RO-1', 'EU-CZ-1'][i % 4],
+    cloud: 'SECURE',
+    gpuTypeId: 'NVIDIA GeForce RTX 4090',
+    gpuCount: 8,
+    cudaVersion: '12.4',
+    vcpus: 256,
+    memoryGb: 2048,
+    diskGb: 100_000,
+    portRange: [10000 + (i % 50) * 1000, 10000 + (i % 50) * 1000 + 999],
+  }));
+
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+const p90 = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(xs.length * 0.9))]!;
+
+async function main() {
+  ensureBuilt();
+  const dataDir = mkdtempSync(join(tmpdir(), 'gantry-bench-console-'));
+  const configPath = join(dataDir, 'config.json');
+  writeFileSync(
+    configPath,
+    JSON.stringify({
+      fleet: fleet(Math.ceil(podCount / 8) + 10),
+      pods: { reconcileIntervalMs: 60_000 },
+      quotas: { pods: 1e9, gpus: 1e9 },
+    }),
+  );
+  const gantry = await startChild(
+    [join(root, 'bin/gantry.js'), 'serve', '--port', '0', '--data-dir', dataDir, '--config', configPath],
+    { GANTRY_LOG_LEVEL: 'warn', GANTRY_BOOTSTRAP_KEY: 'bench-admin-key-0001' },
+    /gantry listening on (\S+)/,
+  );
+  // launch() gives the browser a fresh temporary profile of its own
+  const browser = await chromium.launch({
+    executablePath: CHROMIUM,
+    headless: true,
+    args: [
+      '--headless',
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-quic',
+      '--no-first-run',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+    ],
+  });
+  try {
+    const made = spawnSync(
+      process.execPath,
+      [
+        join(root, 'bin/gantry.js'),
+        'keys',
+        'create',
+        '--account',
+        'admin',
+        '--scope',
+        'write',
+        '--exempt',
+        '--data-dir',
+        dataDir,
+      ],
+      { encoding: 'utf8' },
+    );
+    const key = made.stdout.trim();
+    if (!key) throw new Error(`could not create a key: ${made.stderr}`);
+    const headers = { authorization: `Bearer ${key}`, 'content-type': 'application/json' };
+    const body = JSON.stringify({ name: 'bench', image: 'ubuntu:22.04', gpu: { id: 'NVIDIA GeForce RTX 4090' } });
+    for (let made = 0; made < podCount; made += 20) {
+      await Promise.all(
+        Array.from({ length: Math.min(20, podCount - made) }, async () => {
+          const r = await fetch(`${gantry.url}/v2/pods`, { method: 'POST', headers, body });
+          if (r.status !== 201) throw new Error(`create failed: ${r.status} ${await r.text()}`);
+        }),
+      );
+    }
+
+    // the peer: the API call alone
+    const apiMs: number[] = [];
+    let apiBytes = 0;
+    for (let i = 0; i < runs + 2; i++) {
+      const t0 = performance.now();
+      const text = await (await fetch(`${gantry.url}/v2/pods`, { headers })).text();
+      if (i >= 2) apiMs.push(performance.now() - t0);
+      apiBytes = text.length;
+    }
+
+    const rowsReady = `document.querySelectorAll('tbody tr[data-pod]').length >= ${podCount}`;
+    const cold: number[] = [];
+    const warm: number[] = [];
+    let transferred = 0;
+    for (let i = 0; i < runs + 1; i++) {
+      // bypassCSP: the clock's string predicate is evaluated in the page, which the console's CSP refuses
+      const context = await browser.newContext({ viewport: { width: 1280, height: 900 }, bypassCSP: true });
+      await context.addInitScript(`sessionStorage.setItem('gantry.apiKey', ${JSON.stringify(key)})`);
+      const page = await context.newPage();
+      let bytes = 0;
+      page.on('response', (r) => {
+        void r.body().then(
+          (b) => (bytes += b.length),
+          () => {},
+        );
+      });
+      await page.goto(`${gantry.url}/console/#/pods`);
+      await page.waitForFunction(rowsReady, undefined, { timeout: 60_000, polling: 'raf' });
+      const first = Number(await page.evaluate('performance.now()'));
+      await page.reload();
+      await page.waitForFunction(rowsReady, undefined, { timeout: 60_000, polling: 'raf' });
+      const again = Number(await page.evaluate('performance.now()'));
+      // the first run warms the server's JIT and Chromium's own start
+      if (i > 0) {
+        cold.push(first);
+        warm.push(again);
+      }
+      transferred = bytes;
+      await context.close();
+    }
+
+    const goal = 300;
+    const row = (what: string, xs: number[], peer?: number) => ({
+      measure: what,
+      'median ms': median(xs).toFixed(0),
+      'p90 ms': p90(xs).toFixed(0),
+      'vs API call': peer === undefined ? '' : `${(median(xs) / peer).toFixed(1)}×`,
+      goal: what.startsWith('console') ? `<= ${goal} ms: ${median(xs) <= goal ? 'met' : 'NOT met'}` : '',
+    });
+    console.log(`\nconsole first load, ${podCount} pods, ${runs} runs, Chromium headless, localhost`);
+    printTable([
+      row('GET /v2/pods from Node (peer)', apiMs),
+      row('console pods page, cold cache', cold, median(apiMs)),
+      row('console pods page, warm cache', warm, median(apiMs)),
+    ]);
+    console.log(
+      `bytes: GET /v2/pods ${(apiBytes / 1024).toFixed(0)} KiB; a cold page load ${(transferred / 1024).toFixed(0)} KiB decoded`,
+    );
+  } finally {
+    await browser.close();
+    await gantry.stop();
+    rmSync(dataDir, { recursive: true, force: true });
+  }
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) await main();

@@ -1,0 +1,185 @@
+import type { FunctionComponent } from 'preact';
+import { useEffect, useState } from 'preact/hooks';
+import { api, ApiProblem, forgetKey, storedKey, storeKey, whenUnauthorized, type Account } from './api.js';
+import { Session } from './ui.js';
+import { PodsPage } from './pages/pods.js';
+import { PodPage } from './pages/pod.js';
+import { CreatePodPage } from './pages/pod-create.js';
+import { ServerlessPage } from './pages/serverless.js';
+
+/** The page address lives in the fragment (`#/pods/abc`): the server needs no route per page. */
+const currentRoute = () => (location.hash.replace(/^#/, '') || '/pods').split('?')[0]!;
+
+function useRoute(): string {
+  const [route, setRoute] = useState(currentRoute);
+  useEffect(() => {
+    const update = () => setRoute(currentRoute());
+    addEventListener('hashchange', update);
+    return () => removeEventListener('hashchange', update);
+  }, []);
+  return route;
+}
+
+export const navigate = (route: string) => {
+  location.hash = `#${route}`;
+};
+
+const NAV: Array<[string, string]> = [
+  ['/pods', 'Pods'],
+  ['/serverless', 'Serverless'],
+];
+
+/** The endpoint page carries the chart library: it loads when first opened, not with the pods list. */
+function LazyEndpointPage({ id }: { id: string }) {
+  const [Page, setPage] = useState<FunctionComponent<{ id: string }> | null>(null);
+  useEffect(() => {
+    void import('./pages/endpoint.js').then((m) => setPage(() => m.EndpointPage));
+  }, []);
+  return Page ? <Page id={id} /> : <p aria-busy="true">Loading…</p>;
+}
+
+function Page({ route }: { route: string }) {
+  const parts = route.split('/').filter(Boolean);
+  if (parts[0] === 'pods' && parts[1] === 'new') return <CreatePodPage />;
+  if (parts[0] === 'pods' && parts[1]) return <PodPage id={decodeURIComponent(parts[1])} />;
+  if (parts[0] === 'pods' || parts.length === 0) return <PodsPage />;
+  if (parts[0] === 'serverless' && parts[1]) return <LazyEndpointPage id={decodeURIComponent(parts[1])} />;
+  if (parts[0] === 'serverless') return <ServerlessPage />;
+  return (
+    <section>
+      <h1>Not found</h1>
+      <p>
+        There is no page {route}. <a href="#/pods">Go to pods</a>.
+      </p>
+    </section>
+  );
+}
+
+function SignIn({ onSignedIn, reason }: { onSignedIn: (account: Account) => void; reason: string | null }) {
+  const [key, setKey] = useState('');
+  const [problem, setProblem] = useState<string | null>(reason);
+  const [busy, setBusy] = useState(false);
+  const submit = async (e: Event) => {
+    e.preventDefault();
+    setBusy(true);
+    setProblem(null);
+    try {
+      const account = await api<Account>('GET', '/v2/account', undefined, key.trim());
+      storeKey(key.trim());
+      setKey('');
+      onSignedIn(account);
+    } catch (err) {
+      setProblem(err instanceof ApiProblem ? err.detail : String(err));
+    } finally {
+      setBusy(false);
+    }
+  };
+  return (
+    <main class="container signin">
+      <article>
+        <header>
+          <h1>Gantry console</h1>
+        </header>
+        <form onSubmit={(e) => void submit(e)}>
+          <label for="api-key">
+            API key
+            <input
+              id="api-key"
+              name="api-key"
+              type="password"
+              autocomplete="off"
+              spellcheck={false}
+              required
+              value={key}
+              aria-invalid={problem ? 'true' : undefined}
+              aria-describedby="api-key-help"
+              onInput={(e) => setKey(e.currentTarget.value)}
+            />
+            <small id="api-key-help">
+              {problem ?? 'Kept in this tab only (session storage) and sent in the Authorization header.'}
+            </small>
+          </label>
+          <button type="submit" aria-busy={busy ? 'true' : undefined} disabled={busy}>
+            Sign in
+          </button>
+        </form>
+      </article>
+    </main>
+  );
+}
+
+export function App() {
+  const [account, setAccount] = useState<Account | null>(null);
+  const [checking, setChecking] = useState(storedKey() !== null);
+  const [reason, setReason] = useState<string | null>(null);
+  const route = useRoute();
+
+  useEffect(() => {
+    whenUnauthorized(() => {
+      forgetKey();
+      setAccount(null);
+      setReason('The server no longer accepts this key (revoked or unknown): sign in again.');
+    });
+    if (storedKey() === null) return;
+    api<Account>('GET', '/v2/account')
+      .then(setAccount, () => forgetKey())
+      .finally(() => setChecking(false));
+  }, []);
+
+  if (checking) return <main class="container" aria-busy="true" />;
+  if (account === null)
+    return (
+      <SignIn
+        reason={reason}
+        onSignedIn={(a) => {
+          setReason(null);
+          setAccount(a);
+        }}
+      />
+    );
+
+  const canWrite = account.key.scope === 'write';
+  const signOut = () => {
+    forgetKey();
+    setAccount(null);
+  };
+  return (
+    <Session.Provider value={{ account, canWrite }}>
+      <header class="container topbar">
+        <nav aria-label="Main">
+          <ul>
+            <li>
+              <a href="#/pods" class="brand">
+                <strong>Gantry</strong>
+              </a>
+            </li>
+          </ul>
+          <ul>
+            {NAV.map(([path, label]) => (
+              <li key={path}>
+                <a href={`#${path}`} aria-current={route.startsWith(path) ? 'page' : undefined}>
+                  {label}
+                </a>
+              </li>
+            ))}
+          </ul>
+          <ul>
+            <li>
+              <span class="who" title={`account ${account.id}, key ${account.key.id}`}>
+                {account.name} · <span data-scope={account.key.scope}>{canWrite ? 'read/write' : 'read-only'}</span>
+              </span>
+            </li>
+            <li>
+              <button type="button" class="secondary outline" onClick={signOut}>
+                Sign out
+              </button>
+            </li>
+          </ul>
+        </nav>
+      </header>
+      <main class="container">
+        <Page route={route} />
+      </main>
+    </Session.Provider>
+  );
+}

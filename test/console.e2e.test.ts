@@ -1,0 +1,347 @@
+// The web console in a real browser (Debian's Chromium driven by playwright-core) against a real
+// `gantry serve` on the process runtime: sign in, create a pod through the form, see it run, read
+// its logs, stop it; a read key's write buttons are disabled; the API's validation message shows at
+// the field it concerns; the key never leaves the Authorization header.
+//
+// GANTRY_CONSOLE_SCREENSHOTS=docs/screenshots writes the main pages' screenshots there (README).
+import { test, before, after, describe } from 'node:test';
+import assert from 'node:assert/strict';
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { chromium, type BrowserContext, type Page } from 'playwright-core';
+import { runGantry, spawnGantry, type SpawnedGantry } from './support/spawn-gantry.js';
+import { eventually } from './support/eventually.js';
+
+const CHROMIUM = process.env.GANTRY_CHROMIUM ?? '/usr/bin/chromium';
+const skip = existsSync(CHROMIUM)
+  ? false
+  : `no Chromium at ${CHROMIUM} (apt-get install chromium, or set GANTRY_CHROMIUM): the console's browser tests need one`;
+const root = resolve(import.meta.dirname, '..');
+const screenshots = process.env.GANTRY_CONSOLE_SCREENSHOTS
+  ? resolve(root, process.env.GANTRY_CONSOLE_SCREENSHOTS)
+  : null;
+
+const KEY = 'gty_console-e2e-admin-key-0123456789';
+const POD_IMAGE = 'console-demo:1';
+const POD_LINE = 'hello from the console pod';
+const WORKER_IMAGE = 'console-worker:1';
+const WORKER_SCRIPT = join(import.meta.dirname, 'fixtures', 'console-worker.ts');
+
+/** A fresh profile per context: nothing carries over between the users a test plays. */
+async function browserContext(dir: string, viewport = { width: 1280, height: 900 }): Promise<BrowserContext> {
+  return chromium.launchPersistentContext(mkdtempSync(join(dir, 'profile-')), {
+    executablePath: CHROMIUM,
+    headless: true,
+    viewport,
+    args: [
+      '--headless',
+      '--no-sandbox',
+      '--disable-gpu',
+      '--disable-quic',
+      '--no-first-run',
+      '--disable-background-networking',
+      '--disable-component-update',
+      '--disable-sync',
+    ],
+  });
+}
+
+async function shot(page: Page, name: string): Promise<void> {
+  if (screenshots === null) return;
+  mkdirSync(screenshots, { recursive: true });
+  // let transitions settle (Pico animates colours on focus and hover)
+  await page.waitForTimeout(300);
+  await page.screenshot({ path: join(screenshots, `${name}.png`), fullPage: true });
+}
+
+async function signIn(page: Page, url: string, key: string): Promise<void> {
+  await page.goto(url);
+  await page.getByLabel('API key').fill(key);
+  await page.getByRole('button', { name: 'Sign in' }).click();
+  await page.getByRole('heading', { name: 'Pods' }).waitFor();
+}
+
+const api = async (url: string, method: string, path: string, body?: unknown, key = KEY) => {
+  const res = await fetch(`${url}${path}`, {
+    method,
+    headers: { authorization: `Bearer ${key}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+  });
+  return { status: res.status, body: res.status === 204 ? null : ((await res.json()) as Record<string, any>) };
+};
+
+describe('the web console in a browser', { skip }, () => {
+  let dir: string;
+  let server: SpawnedGantry;
+  let readKey: string;
+  let context: BrowserContext;
+  const seen: { urls: string[]; unauthenticated: string[]; console: string[] } = {
+    urls: [],
+    unauthenticated: [],
+    console: [],
+  };
+
+  before(async () => {
+    assert.ok(
+      existsSync(join(root, 'dist', 'console', 'index.html')),
+      'dist/console is missing: run `npm run build` (it runs vite build) before the browser tests',
+    );
+    dir = mkdtempSync(join(tmpdir(), 'gantry-console-e2e-'));
+    const config = join(dir, 'config.json');
+    writeFileSync(
+      config,
+      JSON.stringify({
+        images: {
+          [POD_IMAGE]: {
+            command: [
+              process.execPath,
+              '-e',
+              `console.log(${JSON.stringify(POD_LINE)}); setInterval(() => console.log('tick ' + Date.now()), 1000);`,
+            ],
+            tenantArgs: false,
+          },
+          // cwd: the repository, so that `--import tsx` resolves
+          [WORKER_IMAGE]: { command: [process.execPath, '--import', 'tsx', WORKER_SCRIPT], cwd: root },
+        },
+        pods: { stopGraceMs: 2000 },
+        serverless: { autoscaler: { intervalMs: 200 } },
+      }),
+    );
+    server = await spawnGantry(['--host', '127.0.0.1', '--data-dir', join(dir, 'data'), '--config', config], {
+      GANTRY_BOOTSTRAP_KEY: KEY,
+    });
+    const created = runGantry([
+      'keys',
+      'create',
+      '--account',
+      'admin',
+      '--scope',
+      'read',
+      '--data-dir',
+      join(dir, 'data'),
+    ]);
+    assert.equal(created.status, 0, created.stderr);
+    readKey = created.stdout.trim();
+    context = await browserContext(dir);
+    context.on('request', (request) => {
+      seen.urls.push(request.url());
+      if (new URL(request.url()).pathname.startsWith('/v2/') && !request.headers().authorization)
+        seen.unauthenticated.push(request.url());
+    });
+    context.on('console', (message) => seen.console.push(message.text()));
+  });
+
+  after(async () => {
+    await context?.close();
+    await server?.stop();
+    if (dir) rmSync(dir, { recursive: true, force: true });
+  });
+
+  test('a user signs in, creates a pod through the form, sees it reach RUNNING, reads its logs and stops it', async () => {
+    const page = context.pages()[0] ?? (await context.newPage());
+    await page.goto(server.url);
+    assert.match(page.url(), /\/console\/$/, 'a browser opening the server lands on the console');
+    await page.getByLabel('API key').waitFor();
+    await shot(page, 'sign-in');
+    await signIn(page, server.url, KEY);
+
+    await page.getByRole('button', { name: 'Create pod' }).click();
+    await page.getByRole('heading', { name: 'Create a pod' }).waitFor();
+    await page.getByRole('textbox', { name: /^Name/ }).fill('console-pod');
+    await page.getByRole('textbox', { name: /^Image/ }).fill(POD_IMAGE);
+    // The GPU picker: price, stock, data centers and CUDA versions per GPU type, from the catalog.
+    const a5000 = page.locator('tr[data-gpu="NVIDIA RTX A5000"]');
+    await a5000.waitFor();
+    const row = await a5000.innerText();
+    assert.match(row, /\$0\.290/, row);
+    assert.match(row, /HIGH/, row);
+    assert.match(row, /US-CA-2/, row);
+    assert.match(row, /12\.1/, row);
+    await page.getByRole('radio', { name: /RTX A5000/ }).check();
+    await shot(page, 'create-pod');
+    await page.getByRole('button', { name: /^Create pod/ }).click();
+
+    // the pod page: the status goes to RUNNING without a reload
+    await page.waitForURL(/#\/pods\/(?!new$)[a-z0-9]+$/);
+    const podId = decodeURIComponent(page.url().split('/').pop()!);
+    const heading = page.getByRole('heading', { level: 1 });
+    await eventually(
+      async () => `the pod page to show RUNNING (it shows "${await heading.innerText()}")`,
+      async () => /RUNNING/.test(await heading.innerText()),
+      60_000,
+      250,
+    );
+    // its log stream shows the pod's own output
+    const logs = page.getByLabel('Pod logs');
+    await eventually(
+      async () => `the pod's output in its logs (they show "${await logs.innerText()}")`,
+      async () => (await logs.innerText()).includes(POD_LINE),
+      30_000,
+      250,
+    );
+    const ssh = await page.getByLabel('SSH command').inputValue();
+    assert.match(ssh, /^ssh [a-z0-9]{26}@127\.0\.0\.1 -p \d+$/);
+    await eventually(
+      'utilization figures on the pod page',
+      async () => (await page.getByText('Figures appear while the pod runs.').count()) === 0,
+    );
+    await shot(page, 'pod');
+
+    // the API agrees, and offers the actions the page offers
+    const pod = await api(server.url, 'GET', `/v2/pods/${podId}`);
+    assert.equal(pod.body!.status, 'RUNNING');
+    assert.equal(
+      await page.getByRole('button', { name: 'Start', exact: true }).count(),
+      0,
+      'a RUNNING pod cannot start',
+    );
+    await page.getByRole('button', { name: 'Stop', exact: true }).click();
+    await eventually(
+      async () => `the pod page to show EXITED (it shows "${await heading.innerText()}")`,
+      async () => /EXITED/.test(await heading.innerText()),
+      30_000,
+      250,
+    );
+    assert.equal((await api(server.url, 'GET', `/v2/pods/${podId}`)).body!.status, 'EXITED');
+    // a stopped pod offers start and terminate, not stop
+    await page.getByRole('button', { name: 'Start', exact: true }).waitFor();
+    assert.equal(await page.getByRole('button', { name: 'Stop', exact: true }).count(), 0);
+
+    await page.getByRole('link', { name: 'Pods' }).first().click();
+    await page.locator(`tr[data-pod="${podId}"]`).waitFor();
+    const listed = await page.locator(`tr[data-pod="${podId}"]`).innerText();
+    assert.match(listed, /console-pod\s+EXITED\s+1 × NVIDIA RTX A5000\s+\$0\.000/);
+    await shot(page, 'pods');
+  });
+
+  test('a user creates an endpoint, runs a job in the playground and sees its output as it arrives', async () => {
+    const template = await api(server.url, 'POST', '/v2/templates', {
+      name: 'console-worker',
+      image: WORKER_IMAGE,
+      serverless: true,
+    });
+    assert.equal(template.status, 201, JSON.stringify(template.body));
+    const page = await context.newPage();
+    await signIn(page, `${server.url}/console/`, KEY);
+    await page.getByRole('link', { name: 'Serverless' }).click();
+    await page.getByRole('heading', { name: 'Serverless endpoints' }).waitFor();
+    await page.getByText('New endpoint').click();
+    await page.getByRole('textbox', { name: /^Endpoint name/ }).fill('console-echo');
+    await page
+      .getByRole('combobox', { name: /^Serverless template/ })
+      .selectOption({ label: `console-worker (${WORKER_IMAGE})` });
+    await page.getByRole('combobox', { name: /^GPU pool/ }).selectOption('ADA_24');
+    await page.getByRole('button', { name: 'Create endpoint' }).click();
+    await page.waitForURL(/#\/serverless\/[A-Za-z0-9]+$/);
+    await page.getByRole('heading', { name: 'console-echo' }).waitFor();
+
+    await page.getByLabel('Input (JSON)').fill('{"prompt": "the console"}');
+    await page.getByRole('radio', { name: 'stream' }).check();
+    await page.getByRole('button', { name: 'Send request' }).click();
+    const output = page.getByLabel('Job output');
+    const status = page.getByTestId('playground-status');
+    // the chunks appear one by one, before the job is done
+    const firstSeen = await eventually(
+      async () =>
+        `the first chunk in the playground (status ${await status.innerText()}, output "${await output.innerText()}")`,
+      async () => ((await output.innerText()).includes('"streamed"') ? await status.innerText() : null),
+      90_000,
+      50,
+    );
+    await eventually(
+      async () => `the job to complete in the playground (status ${await status.innerText()})`,
+      async () => (await status.innerText()) === 'COMPLETED',
+      30_000,
+      100,
+    );
+    const text = await output.innerText();
+    for (const token of ['streamed', 'reply', 'to', 'the console'])
+      assert.match(text, new RegExp(`"token": "${token}"`));
+    assert.notEqual(firstSeen, 'COMPLETED', 'output was shown while the job still ran');
+    // the endpoint page counts it (health), and lists it among the recent jobs
+    const recent = page.locator('table.striped');
+    await eventually(
+      async () =>
+        `the completed job in the recent jobs (they show "${await recent.innerText({ timeout: 1000 }).catch(String)}")`,
+      async () => (await recent.innerText({ timeout: 1000 }).catch(() => '')).includes('COMPLETED'),
+      30_000,
+      250,
+    );
+    await shot(page, 'endpoint');
+    await page.close();
+  });
+
+  test("a bad form value shows the API's message at the field it concerns", async () => {
+    const page = await context.newPage();
+    await signIn(page, `${server.url}/console/`, KEY);
+    await page.goto(`${server.url}/console/#/pods/new`);
+    await page.getByRole('textbox', { name: /^Name/ }).fill('bad-ports');
+    await page.getByRole('textbox', { name: /^Image/ }).fill(POD_IMAGE);
+    await page.getByRole('radio', { name: /RTX A5000/ }).check();
+    await page.getByText('Command, disk, ports and environment').click();
+    await page.getByLabel('Ports').fill('http-8888');
+    await page.getByLabel('Container disk (GB)').fill('0');
+    await page.getByRole('button', { name: /^Create pod/ }).click();
+    const portsError = page.locator('[data-field-error="pod-ports"]');
+    await portsError.waitFor();
+    // the API's own words, at the input they concern, and the input marked invalid
+    assert.equal(await portsError.innerText(), 'ports.0: must match pattern "^[0-9]{1,5}/[a-z]+$"');
+    assert.equal(await page.locator('[data-field-error="pod-disk"]').innerText(), 'disk: must be >= 1');
+    assert.equal(await page.getByLabel('Ports').getAttribute('aria-invalid'), 'true');
+    assert.equal(await page.getByRole('textbox', { name: /^Name/ }).getAttribute('aria-invalid'), null);
+    await shot(page, 'create-pod-errors');
+    // nothing was created
+    const pods = await api(server.url, 'GET', '/v2/pods');
+    assert.ok(!(pods.body!.pods as Array<{ name: string }>).some((p) => p.name === 'bad-ports'));
+    await page.close();
+  });
+
+  test('a read key cannot press a write button', async () => {
+    const running = await api(server.url, 'POST', '/v2/pods', {
+      name: 'read-key-target',
+      image: POD_IMAGE,
+      gpu: { id: 'NVIDIA RTX A5000' },
+    });
+    assert.equal(running.status, 201, JSON.stringify(running.body));
+    const page = await context.newPage();
+    await signIn(page, `${server.url}/console/`, readKey);
+    assert.match(await page.getByRole('navigation', { name: 'Main' }).innerText(), /read-only/);
+    assert.equal(await page.getByRole('button', { name: 'Create pod' }).isDisabled(), true);
+    await page.goto(`${server.url}/console/#/pods/${running.body!.id as string}`);
+    await page.getByRole('button', { name: 'Stop', exact: true }).waitFor();
+    for (const name of ['Stop', 'Restart', 'Terminate'])
+      assert.equal(
+        await page.getByRole('button', { name, exact: true }).isDisabled(),
+        true,
+        `${name} is disabled for a read key`,
+      );
+    assert.match(
+      String(await page.getByRole('button', { name: 'Stop', exact: true }).getAttribute('title')),
+      /read-only/,
+    );
+    // the form too, when reached by its address
+    await page.goto(`${server.url}/console/#/pods/new`);
+    assert.equal(await page.getByRole('button', { name: /^Create pod/ }).isDisabled(), true);
+    await page.close();
+  });
+
+  test('the key is kept in session storage only: never in a URL, a log line or local storage, and every API call carries it in Authorization', async () => {
+    const page = await context.newPage();
+    await signIn(page, `${server.url}/console/`, KEY);
+    assert.equal(await page.evaluate('JSON.stringify(localStorage)'), '{}');
+    assert.equal(await page.evaluate("sessionStorage.getItem('gantry.apiKey')"), KEY);
+    assert.ok(seen.urls.length > 10);
+    for (const secret of [KEY, readKey]) {
+      assert.ok(!seen.urls.some((u) => u.includes(secret)), 'no request URL holds a key');
+      assert.ok(!seen.console.some((m) => m.includes(secret)), 'no console message holds a key');
+    }
+    assert.ok(!server.output().includes(readKey), "the server's log holds no key it was sent");
+    assert.deepEqual(seen.unauthenticated, [], 'every API call sends the key');
+    // signing out forgets it
+    await page.getByRole('button', { name: 'Sign out' }).click();
+    await page.getByLabel('API key').waitFor();
+    assert.equal(await page.evaluate("sessionStorage.getItem('gantry.apiKey')"), null);
+    await page.close();
+  });
+});
