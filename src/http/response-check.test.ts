@@ -8,6 +8,7 @@ import { useRouteCompilers } from './lazy-schemas.js';
 import { registerErrorHandling } from './plugins/errors.js';
 import { errorResponses, Nullable } from './schemas.js';
 import { ApiError } from '../domain/errors.js';
+import { JOB_ANSWERS } from './routes/job-answers.js';
 
 const Thing = Type.Object({
   id: Type.String(),
@@ -86,6 +87,44 @@ test('a route answering outside its response schema answers 500 naming each viol
       ['GET /raw', 200],
       ['POST /created', 201],
     ],
+  );
+  await a.close();
+});
+
+test("a job API success is checked against the protocol's answer shape its route names, without a serializing schema", async () => {
+  const mismatches: ResponseMismatch[] = [];
+  const a = Fastify();
+  registerErrorHandling(a);
+  checkResponses(a, (m) => mismatches.push(m));
+  const config = { jobApi: true, answers: JOB_ANSWERS.status };
+  a.get('/v2/e/status/good', { config, schema: { response: errorResponses } }, async () => ({
+    id: 'j1',
+    status: 'COMPLETED',
+    delayTime: 3,
+    executionTime: 40,
+    output: { any: ['shape'] },
+    retries: 0,
+  }));
+  // a status outside the protocol's six, and a field the protocol does not have
+  a.get('/v2/e/status/bad', { config, schema: { response: errorResponses } }, async () => ({
+    id: 'j1',
+    status: 'DONE',
+    input: { leaked: true },
+  }));
+  // the worker protocol's and the OpenAI proxy's answers stay what the worker sent
+  a.get('/v2/e/free', { config: { jobApi: true }, schema: { response: errorResponses } }, async () => ({ x: 1 }));
+  await a.ready();
+  const good = await a.inject({ method: 'GET', url: '/v2/e/status/good' });
+  assert.equal(good.statusCode, 200);
+  assert.equal((await a.inject({ method: 'GET', url: '/v2/e/free' })).statusCode, 200);
+  assert.deepEqual(mismatches, []);
+  const bad = await a.inject({ method: 'GET', url: '/v2/e/status/bad' });
+  assert.equal(bad.statusCode, 500);
+  assert.match(bad.json().detail, /status: must be (one of|equal to)/);
+  assert.match(bad.json().detail, /input/);
+  assert.deepEqual(
+    mismatches.map((m) => [m.route, m.status]),
+    [['GET /v2/e/status/bad', 200]],
   );
   await a.close();
 });

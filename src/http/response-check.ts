@@ -81,13 +81,19 @@ export function checkResponses(app: FastifyInstance, onMismatch: (m: ResponseMis
     if (text === null || text === '' || !/json/.test(type)) return payload;
     const status = reply.statusCode;
     const route = `${request.method} ${request.routeOptions.url ?? request.url}`;
-    const { found, schema } = schemaFor(responses, status);
+    const config = request.routeOptions.config as
+      { jobApi?: boolean; answers?: Record<number, object> | undefined } | undefined;
+    let { found, schema } = schemaFor(responses, status);
+    // The client job API (spec 4.4) states only its errors as Fastify schemas: its successes are
+    // serialized without one on the hot path, and checked here against `config.answers`
+    // (routes/job-answers.ts).
+    if (!found && config?.answers?.[status]) ({ found, schema } = { found: true, schema: config.answers[status] });
     let violations: string[] = [];
     if (!found) {
       // An error answer the route does not list is the error handler's problem+json, checked by
-      // the routes that list it. The job API (spec 4.4) states only its errors: its successes are
-      // the job service's views as they are, serialized without a schema on its hot path.
-      const freeForm = (request.routeOptions.config as { jobApi?: boolean } | undefined)?.jobApi === true;
+      // the routes that list it. What stays free-form: the worker protocol's and the OpenAI
+      // proxy's answers (what the worker sent).
+      const freeForm = config?.jobApi === true;
       if (status < 400 && !freeForm) violations = [`body: the route states no response schema for status ${status}`];
     } else if (schema && typeof schema === 'object') {
       let body: unknown;

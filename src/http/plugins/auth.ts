@@ -20,6 +20,8 @@ declare module 'fastify' {
     ownRateLimits?: boolean;
     /** A job API or worker protocol route: also served on the job listener (`server.jobPort`). @default false */
     jobApi?: boolean;
+    /** Success answers of a job API route, by status, read only by the test-mode answer check (routes/job-answers.ts). */
+    answers?: Record<number, object> | undefined;
     /** A worker protocol route (`/v2/:endpointId/<op>/:workerId…`): the only routes a `worker` key may call. @default false */
     workerProtocol?: boolean;
     /**

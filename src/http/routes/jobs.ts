@@ -23,6 +23,7 @@ import {
   waitOf,
 } from './job-body.js';
 import { openAiRoutes } from './openai-proxy.js';
+import { JOB_ANSWERS } from './job-answers.js';
 import { EndpointLookup } from './endpoint-lookup.js';
 
 /** A request of a route under `/v2/:endpointId/…/:jobId`; a body, where one is read, is `unknown` (lenient JSON, checked by `jobBody`). */
@@ -54,7 +55,7 @@ export function jobRoutes(app: TypedApp, services: Services): JobRouteContext {
   const unsubscribe = services.jobRequestCounts?.subscribe((key, count) => limiter.receive(key, count));
   if (unsubscribe) app.addHook('onClose', async () => void unsubscribe());
   const route = (op: JobOperation, extra: { scope?: 'read' | 'write' } = {}) => ({
-    config: { ownRateLimits: true, jobApi: true, ...extra },
+    config: { ownRateLimits: true, jobApi: true, answers: JOB_ANSWERS[op], ...extra },
     ...jobRateLimitHooks(limiter, op),
   });
   const doc = <P extends TSchema>(
