@@ -257,6 +257,10 @@ export const QuotasSchema = Type.Object(
       16,
       "GPUs an account's pods meant to run and its serverless workers hold at once. A stopped pod releases its GPUs (it keeps only its machine assignment), so starting it again counts them.",
     ),
+    clusters: amount(
+      16,
+      'Clusters an account holds at once. Each takes one of the 4,096 private cluster networks every account shares, so this keeps one account from taking them all.',
+    ),
     queuedJobs: amount(100_000, 'Jobs queued (IN_QUEUE) per account, across its endpoints.'),
     storedJobBytes: amount(
       1024 ** 3,

@@ -260,7 +260,7 @@ export async function createServices(config: Config, overrides: ServiceOverrides
     quota,
     registryGuard,
   });
-  const clusters = new ClustersService({ store: stores.clusters, pods, clock });
+  const clusters = new ClustersService({ store: stores.clusters, pods, clock, quotas: config.quotas });
   const endpoints = new EndpointsService({
     store: stores.endpoints,
     clock,

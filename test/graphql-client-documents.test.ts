@@ -7,23 +7,16 @@
  */
 import { test, before, after, describe } from 'node:test';
 import assert from 'node:assert/strict';
-import { readFileSync, readdirSync } from 'node:fs';
+import { readdirSync } from 'node:fs';
 import { startListeningServer, type ListeningServer } from './support/harness.js';
+import { clientDocument } from './fixtures/client-graphql-documents.js';
 
 const FIXTURES = new URL('./fixtures/graphql-clients/', import.meta.url);
 type Client = 'runpodctl' | 'runpod-python';
 
 /** A fixture document with its `__NAME__` placeholders (ids made earlier in the run) filled in. */
-function documentOf(client: Client, name: string, ids: Record<string, string> = {}): string {
-  const text = readFileSync(new URL(`${client}/${name}.graphql`, FIXTURES), 'utf8');
-  const filled = text.replace(/__([A-Z_]+)__/g, (whole, key: string) => {
-    const value = ids[key];
-    if (value === undefined) throw new Error(`${client}/${name} needs ${whole}`);
-    return value;
-  });
-  assert.ok(!/__[A-Z_]+__/.test(filled));
-  return filled;
-}
+const documentOf = (client: Client, name: string, ids: Record<string, string> = {}): string =>
+  clientDocument(client, name, ids);
 
 /**
  * The platform's type of each selected field: 'string', 'number', 'int', 'boolean', a nested

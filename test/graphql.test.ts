@@ -2,7 +2,15 @@ import { test, before, after, describe } from 'node:test';
 import assert from 'node:assert/strict';
 import type { LightMyRequestResponse } from 'fastify';
 import { createTestApp, json, type TestApp } from './support/harness.js';
-import { pythonCreateEndpoint, QUERY_ENDPOINT, RUNPODCTL_SAVE_ENDPOINT } from './fixtures/client-graphql-documents.js';
+import { clientDocument } from './fixtures/client-graphql-documents.js';
+
+/** runpod-python 1.12 `generate_endpoint_mutation` (flashboot, CUDA versions and gpu_count set). */
+const pythonCreateEndpoint = (templateId: string) =>
+  clientDocument('runpod-python', 'create-endpoint-flashboot', { TEMPLATE_ID: templateId });
+/** runpod-python `QUERY_ENDPOINT` (also runpodctl's legacy endpoint list). */
+const QUERY_ENDPOINT = clientDocument('runpod-python', 'get-endpoints');
+/** runpodctl `CreateEndpointGQL`. */
+const RUNPODCTL_SAVE_ENDPOINT = clientDocument('runpodctl', 'create-endpoint-gql');
 
 let t: TestApp;
 let alice: { accountId: string; key: string; readKey: string };
@@ -186,7 +194,10 @@ describe('GraphQL endpoints', () => {
   });
 
   test('saveEndpoint with an id is a full replace: omitted fields return to their defaults and the version grows', async () => {
-    const { saveEndpoint: created } = await data(pythonCreateEndpoint(workerTemplate, ', executionTimeoutMs: 90000'));
+    const { saveEndpoint: created } = await data(
+      // plus a field runpod-python does not send, so the replace below has one more to reset
+      pythonCreateEndpoint(workerTemplate).replace('gpuCount: 2', 'gpuCount: 2, executionTimeoutMs: 90000'),
+    );
     const { saveEndpoint: e } = await data(
       `mutation { saveEndpoint(input: {id: "${created.id}", name: "replaced", templateId: "${workerTemplate}", gpuIds: "AMPERE_48"}) { id name gpuIds gpuCount workersMax executionTimeoutMs flashBootType allowedCudaVersions version } }`,
     );

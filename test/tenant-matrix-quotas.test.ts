@@ -1,6 +1,7 @@
 // A hostile tenant holding only a write key of its own account tries to take more than its share:
 // every GPU of a type (pods, stopped or running, and serverless workers), or, in
-// tenant-matrix-job-quotas.test.ts, the job store's disk. Each quota refuses it with the quota
+// tenant-matrix-job-quotas.test.ts, the job store's disk, or, in
+// tenant-matrix-cluster-quota.test.ts, every cluster network of the shared pool. Each quota refuses it with the quota
 // named, and the other tenant still gets what it asks for.
 import { describe, test, before, after } from 'node:test';
 import assert from 'node:assert/strict';

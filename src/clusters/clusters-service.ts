@@ -20,6 +20,7 @@ import { ApiError, notFound, validationFailed } from '../domain/errors.js';
 import { newSortableId } from '../domain/ids.js';
 import type { Mounts } from '../domain/mounts.js';
 import type { PodStatus } from '../domain/pod-state.js';
+import { clusterQuotaRefusal, type Quotas } from '../domain/quotas.js';
 import type { PodsService } from '../pods/pods-service.js';
 import type { PodView } from '../pods/pod-view.js';
 import { isUniqueViolation, type ClusterStore } from '../store/cluster-store.js';
@@ -66,6 +67,8 @@ export interface ClustersServiceDeps {
   store: ClusterStore;
   pods: Pick<PodsService, 'createGroup' | 'render' | 'terminateMember' | 'store'>;
   clock: Clock;
+  /** `quotas.clusters`: clusters one account holds at once (each takes a network of the shared pool). */
+  quotas: Pick<Quotas, 'clusters'>;
 }
 
 /** How often a create takes the next free network after another create took the one it chose. */
@@ -73,16 +76,21 @@ const NETWORK_ATTEMPTS = 8;
 
 export class ClustersService {
   readonly #d: ClustersServiceDeps;
+  /** Per account, the claim running now: an account's claims take turns in this process. */
+  readonly #claims = new Map<string, Promise<unknown>>();
 
   constructor(deps: ClustersServiceDeps) {
     this.#d = deps;
   }
 
-  /** Creates the cluster and its members (PROVISIONING); 400 NO_CAPACITY when they do not all fit. */
+  /**
+   * Creates the cluster and its members (PROVISIONING); 400 NO_CAPACITY when they do not all fit,
+   * 400 RESOURCE_QUOTA_EXCEEDED when the account already holds `quotas.clusters` clusters.
+   */
   async create(accountId: string, body: CreateClusterInput): Promise<ClusterView> {
     if (body.image === undefined) throw validationFailed(['image: is required']);
     const { compute } = body;
-    const cluster = await this.#claimNetwork({
+    const cluster = await this.#claimWithinQuota(accountId, {
       id: newSortableId(),
       accountId,
       name: body.name,
@@ -180,6 +188,46 @@ export class ClustersService {
 
   async #members(cluster: ClusterRecord): Promise<PodView[]> {
     return this.#d.pods.render(await this.#d.pods.store.listByCluster(cluster.id));
+  }
+
+  /**
+   * Checks `quotas.clusters` and stores the cluster on a free network. One account's claims take
+   * turns in this process, so concurrent creates are counted one after the other.
+   */
+  async #claimWithinQuota(accountId: string, cluster: ClusterRecord): Promise<ClusterRecord> {
+    const previous = this.#claims.get(accountId) ?? Promise.resolve();
+    const claim = previous
+      .catch(() => undefined)
+      .then(async () => {
+        await this.#withinQuota(accountId, 0);
+        const claimed = await this.#claimNetwork(cluster);
+        try {
+          await this.#withinQuota(accountId, 1);
+        } catch (err) {
+          await this.#d.store.delete(claimed.id);
+          throw err;
+        }
+        return claimed;
+      });
+    this.#claims.set(accountId, claim);
+    try {
+      return await claim;
+    } finally {
+      if (this.#claims.get(accountId) === claim) this.#claims.delete(accountId);
+    }
+  }
+
+  /**
+   * Refuses when the account holds more than `quotas.clusters` clusters besides `own` (0 before
+   * its row is stored, 1 after). Checked again once the row is in, for replicas sharing one
+   * PostgreSQL database: every create counts after its own insert, so the last of concurrent
+   * creates sees them all and the account never keeps more than the quota (concurrent ones on
+   * two replicas at the edge may both be refused; none is kept over it).
+   */
+  async #withinQuota(accountId: string, own: 0 | 1): Promise<void> {
+    const held = (await this.#d.store.countByAccount(accountId)) - own;
+    const refusal = clusterQuotaRefusal(held, this.#d.quotas);
+    if (refusal !== null) throw new ApiError('RESOURCE_QUOTA_EXCEEDED', refusal);
   }
 
   /** Stores the cluster on the lowest free overlay network; the unique index settles races. */

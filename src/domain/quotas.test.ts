@@ -1,8 +1,14 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { resourceQuotaRefusal, storedBytesRefusal, streamQuotaRefusal, submitQuotaRefusal } from './quotas.js';
+import {
+  clusterQuotaRefusal,
+  resourceQuotaRefusal,
+  storedBytesRefusal,
+  streamQuotaRefusal,
+  submitQuotaRefusal,
+} from './quotas.js';
 
-const quotas = { pods: 3, gpus: 4, queuedJobs: 10, storedJobBytes: 1000, streamBytesPerJob: 100 };
+const quotas = { pods: 3, gpus: 4, clusters: 2, queuedJobs: 10, storedJobBytes: 1000, streamBytesPerJob: 100 };
 
 test('a demand that reaches a quota exactly fits; one more is refused naming the quota and its value', () => {
   assert.equal(resourceQuotaRefusal({ pods: 2, gpus: 2 }, { pods: 1, gpus: 2 }, quotas), null);
@@ -25,4 +31,10 @@ test('a submission is refused at the queued-jobs quota, then at the stored-bytes
 test('a stream chunk is refused once the job’s unread chunks would pass the per-job quota', () => {
   assert.equal(streamQuotaRefusal('j1', 60, 40, quotas), null);
   assert.match(streamQuotaRefusal('j1', 61, 40, quotas)!, /quotas\.streamBytesPerJob = 100/);
+});
+
+test('an account may hold up to quotas.clusters clusters; one more is refused naming the quota and its value', () => {
+  assert.equal(clusterQuotaRefusal(1, quotas), null);
+  assert.match(clusterQuotaRefusal(2, quotas)!, /holds 2 clusters, its quota \(quotas\.clusters = 2\)/);
+  assert.match(clusterQuotaRefusal(0, { clusters: 0 })!, /quotas\.clusters = 0/);
 });

@@ -8,6 +8,8 @@
 export interface Quotas {
   pods: number;
   gpus: number;
+  /** Clusters held at once: each takes one network of the shared pool (docs/clusters.md). */
+  clusters: number;
   queuedJobs: number;
   storedJobBytes: number;
   streamBytesPerJob: number;
@@ -39,6 +41,13 @@ export function resourceQuotaRefusal(
       `The account holds ${plural(held.gpus, 'GPU')} (its running pods and serverless workers); ${plural(demand.gpus, 'more GPU', 'more GPUs')} would exceed its quota ` +
       `(quotas.gpus = ${quotas.gpus}); stop or terminate a pod, or lower an endpoint's workers, first.`
     );
+  return null;
+}
+
+/** Why one more cluster beside the `held` ones is refused; null when it fits. */
+export function clusterQuotaRefusal(held: number, quotas: Pick<Quotas, 'clusters'>): string | null {
+  if (held + 1 > quotas.clusters)
+    return `The account holds ${plural(held, 'cluster')}, its quota (quotas.clusters = ${quotas.clusters}); each takes one of the cluster networks every account shares. Delete a cluster first.`;
   return null;
 }
 

@@ -67,6 +67,16 @@ export class ClusterStore {
     return rows.map(toRecord);
   }
 
+  /** How many clusters the account holds (for quotas.clusters). */
+  async countByAccount(accountId: string, tx: Executor = this.db.kysely): Promise<number> {
+    const row = await tx
+      .selectFrom('clusters')
+      .select((eb) => eb.fn.countAll<number | string | bigint>().as('n'))
+      .where('account_id', '=', accountId)
+      .executeTakeFirstOrThrow();
+    return Number(row.n);
+  }
+
   /** The overlay networks in use, of every account. */
   async listCidrs(tx: Executor = this.db.kysely): Promise<string[]> {
     const rows = await tx.selectFrom('clusters').select('cidr').execute();
