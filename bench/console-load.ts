@@ -1,8 +1,9 @@
 // First load of the web console's pods page with 1,000 pods, from localhost, in Chromium.
 //   node --import tsx bench/console-load.ts [--pods 1000] [--runs 10]
 // Each run opens a fresh browser context (empty cache, the key already in session storage, as
-// after sign-in) at /console/#/pods and stops the clock when the table holds every pod: the
-// navigation's start to the 1,000th row, as the page's own performance.now(). Warm runs reload in
+// after sign-in) at /console/#/pods and stops the clock when the page shows what a person sees
+// first: the summary counting every pod and the table's first page of rows (the page renders a
+// slice of the fetched list, PAGE_SIZE rows), as the page's own performance.now(). Warm runs reload in
 // the same context (cached assets). The peer, in the same run: the one API call the page waits on
 // (GET /v2/pods, 1,000 pods) made from Node, so the ratio is what the console adds over the API.
 // Goal (issue 14): first load <= 300 ms.
@@ -115,7 +116,10 @@ async function main() {
       apiBytes = text.length;
     }
 
-    const rowsReady = `document.querySelectorAll('tbody tr[data-pod]').length >= ${podCount}`;
+    const firstPage = Math.min(podCount, 50); // console/src/pages/pods.tsx PAGE_SIZE
+    const rowsReady =
+      `document.querySelector('[data-pod-count="${podCount}"]') !== null && ` +
+      `document.querySelectorAll('tbody tr[data-pod]').length >= ${firstPage}`;
     const cold: number[] = [];
     const warm: number[] = [];
     let transferred = 0;
