@@ -1,6 +1,6 @@
 import type { FunctionComponent } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
-import { api, ApiProblem, forgetKey, storedKey, storeKey, whenUnauthorized, type Account } from './api.js';
+import { api, ApiProblem, forgetKey, startEarly, storedKey, storeKey, whenUnauthorized, type Account } from './api.js';
 import { Session } from './ui.js';
 import { PodsPage } from './pages/pods.js';
 import { PodPage } from './pages/pod.js';
@@ -141,6 +141,8 @@ export function App() {
       setReason('The server no longer accepts this key (revoked or unknown): sign in again.');
     });
     if (storedKey() === null) return;
+    // the pods list, the first page most people see, is fetched beside the key check
+    if (currentRoute() === '/pods') startEarly('/v2/pods');
     api<Account>('GET', '/v2/account')
       .then(setAccount, () => forgetKey())
       .finally(() => setChecking(false));

@@ -1,6 +1,6 @@
 import { memo } from 'preact/compat';
 import { useMemo, useState } from 'preact/hooks';
-import { api } from '../api.js';
+import { takeEarly } from '../api.js';
 import type { Pod } from '../types.js';
 import { duration, money, ProblemNote, READ_ONLY_TITLE, StatusBadge, usePoll, useSession } from '../ui.js';
 
@@ -74,7 +74,7 @@ const PodRow = memo(
 
 export function PodsPage() {
   const { canWrite } = useSession();
-  const { value, problem } = usePoll(() => api<{ pods: Pod[] }>('GET', '/v2/pods'), 3000);
+  const { value, problem } = usePoll(() => takeEarly<{ pods: Pod[] }>('/v2/pods'), 3000);
   const pods = value?.pods ?? null;
   const [filter, setFilter] = useState('');
   const [sort, setSort] = useState<{ key: SortKey; desc: boolean }>({ key: 'created', desc: true });
