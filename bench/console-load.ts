@@ -117,9 +117,12 @@ async function main() {
     }
 
     const firstPage = Math.min(podCount, 50); // console/src/pages/pods.tsx PAGE_SIZE
-    const rowsReady =
+    // the predicate notes the time itself when it first holds, so the clock does not include the
+    // round trip of a later call to read it
+    const ready =
       `document.querySelector('[data-pod-count="${podCount}"]') !== null && ` +
       `document.querySelectorAll('tbody tr[data-pod]').length >= ${firstPage}`;
+    const rowsReady = `(window.__ready ??= (${ready}) ? performance.now() : undefined) !== undefined`;
     const cold: number[] = [];
     const warm: number[] = [];
     // where a cold load's time goes: until the pods call starts (assets, boot, the key check), the
@@ -143,11 +146,11 @@ async function main() {
       });
       await page.goto(`${gantry.url}/console/#/pods`);
       await page.waitForFunction(rowsReady, undefined, { timeout: 60_000, polling: 'raf' });
-      const first = Number(await page.evaluate('performance.now()'));
+      const first = Number(await page.evaluate('window.__ready'));
       const [callStart, callEnd] = await page.evaluate<[number, number]>(podsEntry);
       await page.reload();
       await page.waitForFunction(rowsReady, undefined, { timeout: 60_000, polling: 'raf' });
-      const again = Number(await page.evaluate('performance.now()'));
+      const again = Number(await page.evaluate('window.__ready'));
       // the first run warms the server's JIT and Chromium's own start
       if (i > 0) {
         cold.push(first);
