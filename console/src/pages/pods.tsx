@@ -5,7 +5,7 @@ import type { Pod } from '../types.js';
 import { duration, money, ProblemNote, READ_ONLY_TITLE, StatusBadge, usePoll, useSession } from '../ui.js';
 
 /** Rows shown at once: a screenful and a bit. The whole list is fetched; only this slice is rendered. */
-export const PAGE_SIZE = 50;
+const PAGE_SIZE = 50;
 
 /** Seconds the pod has run this time: the runtime's figure, else since it started. */
 export function uptimeOf(pod: Pod, now = Date.now()): number | null {
@@ -172,7 +172,7 @@ export function PodsPage() {
   );
 }
 
-export function Pager(props: {
+function Pager(props: {
   page: number;
   pages: number;
   total: number;
