@@ -323,6 +323,72 @@ describe('the web console in a browser', { skip }, () => {
     // the form too, when reached by its address
     await page.goto(`${server.url}/console/#/pods/new`);
     assert.equal(await page.getByRole('button', { name: /^Create pod/ }).isDisabled(), true);
+    // and the resource pages' forms
+    await page.goto(`${server.url}/console/#/templates`);
+    assert.equal(await page.getByRole('button', { name: 'Create template' }).isDisabled(), true);
+    await page.goto(`${server.url}/console/#/ssh-keys`);
+    assert.equal(await page.getByRole('button', { name: 'Add key' }).isDisabled(), true);
+    await page.close();
+  });
+
+  test('a user creates and deletes a template and a network volume through their pages, and the usage page draws a chart', async () => {
+    const page = await context.newPage();
+    await signIn(page, `${server.url}/console/`, KEY);
+
+    // a template: a bad disk is refused at its field, then a good one is listed and deleted
+    await page.goto(`${server.url}/console/#/templates`);
+    const templateForm = page.getByRole('form', { name: 'New template' });
+    await templateForm.getByLabel('Name').fill('e2e-template');
+    await templateForm.getByLabel('Image').fill(POD_IMAGE);
+    await templateForm.getByLabel('Disk (GB)').fill('0');
+    await templateForm.getByRole('button', { name: 'Create template' }).click();
+    await page.locator('[data-field-error="template-disk"]').waitFor();
+    assert.match(await page.locator('[data-field-error="template-disk"]').innerText(), /^disk: must be >= 1/);
+    await templateForm.getByLabel('Disk (GB)').fill('15');
+    await templateForm.getByRole('button', { name: 'Create template' }).click();
+    const templateRow = page.locator('tr[data-template]', { hasText: 'e2e-template' });
+    await templateRow.waitFor();
+    assert.match(await templateRow.innerText(), /15 GB/);
+    const templates = await api(server.url, 'GET', '/v2/templates');
+    const made = (templates.body!.templates as Array<{ id: string; name: string; disk: number }>).find(
+      (t) => t.name === 'e2e-template',
+    );
+    assert.equal(made?.disk, 15, 'the API holds the template the form made');
+    await shot(page, 'templates');
+    await templateRow.getByRole('button', { name: 'Delete template e2e-template' }).click();
+    await templateRow.getByRole('button', { name: 'Confirm: delete template e2e-template' }).click();
+    await templateRow.waitFor({ state: 'detached' });
+    assert.equal((await api(server.url, 'GET', `/v2/templates/${made.id}`)).status, 404);
+
+    // a network volume: the size the API refuses shows at its field; then create and delete
+    await page.goto(`${server.url}/console/#/volumes`);
+    const volumeForm = page.getByRole('form', { name: 'New network volume' });
+    await volumeForm.getByLabel('Name').fill('e2e-volume');
+    await volumeForm.getByLabel('Size (GB)').fill('5');
+    await volumeForm.getByRole('button', { name: 'Create volume' }).click();
+    await page.locator('[data-field-error="volume-size"]').waitFor();
+    assert.match(await page.locator('[data-field-error="volume-size"]').innerText(), /^size: must be >= 10/);
+    await volumeForm.getByLabel('Size (GB)').fill('20');
+    await volumeForm.getByRole('button', { name: 'Create volume' }).click();
+    const volumeRow = page.locator('tr[data-volume]', { hasText: 'e2e-volume' });
+    await volumeRow.waitFor();
+    assert.match(await volumeRow.innerText(), /20 GB/);
+    const volumeId = String(await volumeRow.getAttribute('data-volume'));
+    assert.equal((await api(server.url, 'GET', `/v2/network-volumes/${volumeId}`)).status, 200);
+    await volumeRow.getByRole('button', { name: 'Delete volume e2e-volume' }).click();
+    await volumeRow.getByRole('button', { name: 'Confirm: delete volume e2e-volume' }).click();
+    await volumeRow.waitFor({ state: 'detached' });
+    assert.equal((await api(server.url, 'GET', `/v2/network-volumes/${volumeId}`)).status, 404);
+
+    // usage: spend per day as a uPlot chart (a canvas) with a legend per resource family
+    await page.goto(`${server.url}/console/#/usage`);
+    const chart = page.locator('[data-usage-chart] canvas');
+    await chart.waitFor();
+    assert.ok(((await chart.boundingBox())?.width ?? 0) > 300, 'the chart is drawn at the page width');
+    const legend = await page.locator('[data-usage-chart] .u-legend').innerText();
+    for (const family of ['Pods', 'Serverless', 'Network volumes']) assert.match(legend, new RegExp(family));
+    assert.match(await page.locator('[data-usage-total]').innerText(), /^\$[0-9.]+ over the last 30 days$/);
+    await shot(page, 'usage');
     await page.close();
   });
 

@@ -157,3 +157,23 @@ export interface Account {
   name: string;
   key: { id: string; scope: 'read' | 'write' };
 }
+
+const early = new Map<string, Promise<unknown>>();
+
+/**
+ * Starts a GET now, before the page that reads it has mounted (at boot, beside the key check), so
+ * that the two calls overlap instead of following each other. The page takes it once with
+ * `takeEarly`; later calls go to the server as usual.
+ */
+export function startEarly(path: string): void {
+  const call = api<unknown>('GET', path);
+  call.catch(() => {}); // the page that takes it sees the problem; one never taken is dropped
+  early.set(path, call);
+}
+
+/** The early call for `path`, once, if there is one; else a fresh call. */
+export function takeEarly<T>(path: string): Promise<T> {
+  const call = early.get(path);
+  early.delete(path);
+  return (call as Promise<T> | undefined) ?? api<T>('GET', path);
+}

@@ -1,11 +1,12 @@
 import type { FunctionComponent } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
-import { api, ApiProblem, forgetKey, storedKey, storeKey, whenUnauthorized, type Account } from './api.js';
+import { api, ApiProblem, forgetKey, startEarly, storedKey, storeKey, whenUnauthorized, type Account } from './api.js';
 import { Session } from './ui.js';
 import { PodsPage } from './pages/pods.js';
 import { PodPage } from './pages/pod.js';
 import { CreatePodPage } from './pages/pod-create.js';
 import { ServerlessPage } from './pages/serverless.js';
+import { RegistriesPage, SshKeysPage, TemplatesPage, VolumesPage } from './pages/resources.js';
 
 /** The page address lives in the fragment (`#/pods/abc`): the server needs no route per page. */
 const currentRoute = () => (location.hash.replace(/^#/, '') || '/pods').split('?')[0]!;
@@ -27,6 +28,11 @@ export const navigate = (route: string) => {
 const NAV: Array<[string, string]> = [
   ['/pods', 'Pods'],
   ['/serverless', 'Serverless'],
+  ['/templates', 'Templates'],
+  ['/volumes', 'Volumes'],
+  ['/registries', 'Registries'],
+  ['/ssh-keys', 'SSH keys'],
+  ['/usage', 'Usage'],
 ];
 
 /** The endpoint page carries the chart library: it loads when first opened, not with the pods list. */
@@ -38,6 +44,15 @@ function LazyEndpointPage({ id }: { id: string }) {
   return Page ? <Page id={id} /> : <p aria-busy="true">Loading…</p>;
 }
 
+/** The usage page carries the chart library too. */
+function LazyUsagePage() {
+  const [Page, setPage] = useState<FunctionComponent | null>(null);
+  useEffect(() => {
+    void import('./pages/usage.js').then((m) => setPage(() => m.UsagePage));
+  }, []);
+  return Page ? <Page /> : <p aria-busy="true">Loading…</p>;
+}
+
 function Page({ route }: { route: string }) {
   const parts = route.split('/').filter(Boolean);
   if (parts[0] === 'pods' && parts[1] === 'new') return <CreatePodPage />;
@@ -45,6 +60,11 @@ function Page({ route }: { route: string }) {
   if (parts[0] === 'pods' || parts.length === 0) return <PodsPage />;
   if (parts[0] === 'serverless' && parts[1]) return <LazyEndpointPage id={decodeURIComponent(parts[1])} />;
   if (parts[0] === 'serverless') return <ServerlessPage />;
+  if (parts[0] === 'templates') return <TemplatesPage />;
+  if (parts[0] === 'volumes') return <VolumesPage />;
+  if (parts[0] === 'registries') return <RegistriesPage />;
+  if (parts[0] === 'ssh-keys') return <SshKeysPage />;
+  if (parts[0] === 'usage') return <LazyUsagePage />;
   return (
     <section>
       <h1>Not found</h1>
@@ -121,6 +141,8 @@ export function App() {
       setReason('The server no longer accepts this key (revoked or unknown): sign in again.');
     });
     if (storedKey() === null) return;
+    // the pods list, the first page most people see, is fetched beside the key check
+    if (currentRoute() === '/pods') startEarly('/v2/pods');
     api<Account>('GET', '/v2/account')
       .then(setAccount, () => forgetKey())
       .finally(() => setChecking(false));
