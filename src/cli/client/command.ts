@@ -54,6 +54,21 @@ export interface Command {
   run(ctx: Context): Promise<number | void>;
 }
 
+/** `<name> ID`: DELETE the resource at `path(id)`, answering `{ id, deleted: true }`. */
+export function deleteCommand(name: string, summary: string, path: (id: string) => string): Command {
+  return {
+    name,
+    args: 'ID',
+    arity: [1, 1],
+    summary,
+    async run(ctx) {
+      const id = ctx.args[0]!;
+      await ctx.api().request('DELETE', path(id));
+      ctx.out.show({ id, deleted: true }, () => `deleted ${id}`);
+    },
+  };
+}
+
 export interface Group {
   name: string;
   summary: string;

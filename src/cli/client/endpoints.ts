@@ -1,7 +1,7 @@
 /** `gantry endpoints …`: serverless endpoints (/v2/serverless). */
 import { UsageError } from '../usage-error.js';
 import { parseDuration } from '../duration.js';
-import type { Command, Group } from './command.js';
+import { deleteCommand, type Command, type Group } from './command.js';
 import { envPairs, readBody } from './input.js';
 import { age, fields, orDash, table } from './output.js';
 
@@ -145,17 +145,7 @@ const create: Command = {
   },
 };
 
-const remove: Command = {
-  name: 'delete',
-  args: 'ID',
-  arity: [1, 1],
-  summary: 'delete an endpoint',
-  async run(ctx) {
-    const id = ctx.args[0]!;
-    await ctx.api().request('DELETE', path(id));
-    ctx.out.show({ id, deleted: true }, () => `deleted ${id}`);
-  },
-};
+const remove = deleteCommand('delete', 'delete an endpoint', path);
 
 export const endpoints: Group = {
   name: 'endpoints',

@@ -1,6 +1,6 @@
 /** `gantry templates …`: pod and serverless templates (/v2/templates). */
 import { UsageError } from '../usage-error.js';
-import type { Command, Group } from './command.js';
+import { deleteCommand, type Command, type Group } from './command.js';
 import { envPairs, readBody } from './input.js';
 import { fields, orDash, table } from './output.js';
 
@@ -100,17 +100,7 @@ const create: Command = {
   },
 };
 
-const rm: Command = {
-  name: 'rm',
-  args: 'ID',
-  arity: [1, 1],
-  summary: 'delete a template (refused while a pod or an endpoint uses it)',
-  async run(ctx) {
-    const id = ctx.args[0]!;
-    await ctx.api().request('DELETE', path(id));
-    ctx.out.show({ id, deleted: true }, () => `deleted ${id}`);
-  },
-};
+const rm = deleteCommand('rm', 'delete a template (refused while a pod or an endpoint uses it)', path);
 
 export const templates: Group = {
   name: 'templates',

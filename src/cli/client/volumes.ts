@@ -1,6 +1,6 @@
 /** `gantry volumes …`: network volumes (/v2/network-volumes). */
 import { UsageError } from '../usage-error.js';
-import type { Command, Group } from './command.js';
+import { deleteCommand, type Command, type Group } from './command.js';
 import { readBody } from './input.js';
 import { fields, table } from './output.js';
 
@@ -74,16 +74,6 @@ const create: Command = {
   },
 };
 
-const rm: Command = {
-  name: 'rm',
-  args: 'ID',
-  arity: [1, 1],
-  summary: 'delete a network volume and its data (refused while a pod mounts it)',
-  async run(ctx) {
-    const id = ctx.args[0]!;
-    await ctx.api().request('DELETE', path(id));
-    ctx.out.show({ id, deleted: true }, () => `deleted ${id}`);
-  },
-};
+const rm = deleteCommand('rm', 'delete a network volume and its data (refused while a pod mounts it)', path);
 
 export const volumes: Group = { name: 'volumes', summary: 'network volumes', commands: [list, get, create, rm] };
