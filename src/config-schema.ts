@@ -270,6 +270,10 @@ export const QuotasSchema = Type.Object(
       20 * 1024 ** 2,
       'Bytes of unread stream chunks one job may buffer (later chunks are refused until a client reads).',
     ),
+    apiKeys: amount(
+      100,
+      "Live (not revoked) read and write API keys an account holds; `POST /v2/account/api-keys` is refused past it. Keys made with `gantry keys create` are not refused, and workers' keys are not counted.",
+    ),
   },
   { description: 'Per-account quotas; each refusal names the quota and its value.' },
 );

@@ -148,7 +148,7 @@ export async function createServices(config: Config, overrides: ServiceOverrides
   const relay = sessions ? new PostgresNotifyRelay({ sessions, logger: logger.child({ component: 'relay' }) }) : null;
   const signals = new JobSignals(relay ? { onLocal: relay.publish } : {});
   const secrets = loadSecretBox(config, logger);
-  const accounts = new AccountsService({ store: stores.accounts, clock });
+  const accounts = new AccountsService({ store: stores.accounts, clock, quotas: config.quotas });
   const inventory = new Inventory({ hosts, catalog: config.catalog });
   const catalog = new CatalogService({ catalog: config.catalog, inventory });
   // Only the Docker runtime pulls images: the process runtime maps them through `images` and never does.

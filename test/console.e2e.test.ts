@@ -392,6 +392,94 @@ describe('the web console in a browser', { skip }, () => {
     await page.close();
   });
 
+  test('a user creates a key on the API keys page, sees its secret once, the key works against the API, and once revoked it stops working', async () => {
+    const page = await context.newPage();
+    await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: server.url });
+    await signIn(page, `${server.url}/console/`, KEY);
+    await page.getByRole('link', { name: 'API keys' }).click();
+    await page.getByRole('heading', { name: 'API keys', level: 1 }).waitFor();
+    // the signed-in key is listed and marked as this one
+    await page.locator('tr[data-api-key]', { hasText: '(this key)' }).waitFor();
+    const form = page.getByRole('form', { name: 'Create an API key' });
+    // the API's refusal of a name shows at the name field
+    await form.getByLabel('Name').fill('x'.repeat(101));
+    await form.getByRole('button', { name: 'Create key' }).click();
+    const nameError = page.locator('[data-field-error="api-key-name"]');
+    await nameError.waitFor();
+    assert.match(await nameError.innerText(), /^name: must NOT have more than 100 characters/);
+    assert.equal(await form.getByLabel('Name').getAttribute('aria-invalid'), 'true');
+
+    await form.getByLabel('Name').fill('e2e deploy key');
+    await form.getByLabel('Scope').selectOption('write');
+    await form.getByRole('button', { name: 'Create key' }).click();
+    const shown = page.getByRole('textbox', { name: 'New API key' });
+    await shown.waitFor();
+    const secret = await shown.inputValue();
+    assert.match(secret, /^gty_[A-Za-z0-9]{40}$/);
+    assert.match(await page.locator('[data-new-key]').innerText(), /you won’t see it again/);
+    await page.locator('[data-new-key]').getByRole('button', { name: 'Copy', exact: true }).click();
+    await page.locator('[data-new-key]').getByRole('button', { name: 'Copied', exact: true }).waitFor();
+    assert.equal(await page.evaluate('navigator.clipboard.readText()'), secret, 'the copy button copied the key');
+    await shot(page, 'api-keys');
+
+    // the key works against the API, with the scope it was made with
+    const me = await api(server.url, 'GET', '/v2/account', undefined, secret);
+    assert.equal(me.status, 200);
+    assert.equal(me.body!.key.scope, 'write');
+    const row = page.locator(`tr[data-api-key="${me.body!.key.id as string}"]`);
+    await row.waitFor();
+    assert.match(await row.innerText(), new RegExp(`e2e deploy key\\s+write\\s+${secret.slice(0, 8)}…`));
+    assert.ok(!(await row.innerText()).includes(secret.slice(8)), 'the list shows the prefix only');
+
+    // once dismissed, the secret is nowhere on the page, nor after a reload
+    await page.getByRole('button', { name: 'Done: I have copied it' }).click();
+    await shown.waitFor({ state: 'detached' });
+    assert.ok(!(await page.content()).includes(secret));
+    await page.reload();
+    await row.waitFor();
+    assert.ok(!(await page.content()).includes(secret));
+
+    // revoke asks first, then the key is refused
+    await row.getByRole('button', { name: 'Revoke key e2e deploy key' }).click();
+    await row.getByRole('button', { name: 'Confirm: revoke key e2e deploy key' }).click();
+    await row.waitFor({ state: 'detached' });
+    assert.equal((await api(server.url, 'GET', '/v2/account', undefined, secret)).status, 401);
+    assert.ok(!server.output().includes(secret), "the server's log never held the new key");
+
+    // a key revoking itself: the confirmation says so, and the tab is signed out
+    const own = await api(server.url, 'POST', '/v2/account/api-keys', { name: 'self-revoking', scope: 'write' });
+    assert.equal(own.status, 201, JSON.stringify(own.body));
+    await page.getByRole('button', { name: 'Sign out' }).click();
+    await page.getByLabel('API key').fill(own.body!.key as string);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    const ownRow = page.locator(`tr[data-api-key="${own.body!.id as string}"]`);
+    await ownRow.waitFor();
+    assert.match(await ownRow.innerText(), /\(this key\)/);
+    await ownRow.getByRole('button', { name: 'Revoke key self-revoking' }).click();
+    assert.match(await ownRow.innerText(), /signs this tab out/);
+    await ownRow.getByRole('button', { name: 'Confirm: revoke key self-revoking' }).click();
+    await page.getByText('The server no longer accepts this key').waitFor();
+    assert.equal(await page.evaluate("sessionStorage.getItem('gantry.apiKey')"), null);
+    await page.close();
+  });
+
+  test('a read key sees the API keys page with its create and revoke controls disabled', async () => {
+    const page = await context.newPage();
+    await signIn(page, `${server.url}/console/`, readKey);
+    await page.goto(`${server.url}/console/#/api-keys`);
+    const rows = page.locator('tr[data-api-key]');
+    await rows.first().waitFor();
+    assert.ok((await rows.count()) >= 2, 'a read key lists the keys');
+    assert.equal(await page.getByRole('button', { name: 'Create key' }).isDisabled(), true);
+    const revokes = page.getByRole('button', { name: /^Revoke key / });
+    assert.equal(await revokes.count(), await rows.count());
+    for (const button of await revokes.all()) {
+      assert.equal(await button.isDisabled(), true);
+      assert.match(String(await button.getAttribute('title')), /read-only/);
+    }
+    await page.close();
+  });
+
   test('the key is kept in session storage only: never in a URL, a log line or local storage, and every API call carries it in Authorization', async () => {
     const page = await context.newPage();
     await signIn(page, `${server.url}/console/`, KEY);

@@ -7,6 +7,7 @@ import { PodPage } from './pages/pod.js';
 import { CreatePodPage } from './pages/pod-create.js';
 import { ServerlessPage } from './pages/serverless.js';
 import { RegistriesPage, SshKeysPage, TemplatesPage, VolumesPage } from './pages/resources.js';
+import { ApiKeysPage } from './pages/api-keys.js';
 
 /** The page address lives in the fragment (`#/pods/abc`): the server needs no route per page. */
 const currentRoute = () => (location.hash.replace(/^#/, '') || '/pods').split('?')[0]!;
@@ -32,6 +33,7 @@ const NAV: Array<[string, string]> = [
   ['/volumes', 'Volumes'],
   ['/registries', 'Registries'],
   ['/ssh-keys', 'SSH keys'],
+  ['/api-keys', 'API keys'],
   ['/usage', 'Usage'],
 ];
 
@@ -64,6 +66,7 @@ function Page({ route }: { route: string }) {
   if (parts[0] === 'volumes') return <VolumesPage />;
   if (parts[0] === 'registries') return <RegistriesPage />;
   if (parts[0] === 'ssh-keys') return <SshKeysPage />;
+  if (parts[0] === 'api-keys') return <ApiKeysPage />;
   if (parts[0] === 'usage') return <LazyUsagePage />;
   return (
     <section>

@@ -1,9 +1,10 @@
-import { ApiError, badRequest, notFound } from '../domain/errors.js';
+import { ApiError, badRequest, notFound, validationFailed } from '../domain/errors.js';
+import { apiKeyQuotaRefusal, type Quotas } from '../domain/quotas.js';
 import type { Clock } from '../domain/clock.js';
 import { newId } from '../domain/ids.js';
 import type { AccountStore, Account, ApiKeyRecord } from '../store/account-store.js';
 import type { KeyScope } from '../store/schema.js';
-import { generateApiKey, hashApiKey, looksLikeKey } from './api-keys.js';
+import { generateApiKey, hashApiKey, keyNameProblem, looksLikeKey } from './api-keys.js';
 import { validateAuthorizedKey } from './ssh-keys.js';
 
 /** Who is calling: resolved from an API key on every authenticated request. */
@@ -23,6 +24,9 @@ export interface CreatedKey {
   record: Omit<ApiKeyRecord, 'hash'>;
 }
 
+/** The scopes an account manages its own keys of over REST; workers' keys are the platform's. */
+const ACCOUNT_KEY_SCOPES = ['read', 'write'] as const satisfies readonly KeyScope[];
+
 const CACHE_TTL_MS = 5_000;
 const NEGATIVE_CACHE_MAX = 10_000;
 
@@ -34,10 +38,15 @@ export class AccountsService {
   readonly #cache = new Map<string, { principal: Principal | null; expires: number }>();
 
   readonly #created: Array<(account: Account) => void> = [];
+  /** `quotas.apiKeys`: live read and write keys an account may make for itself. */
+  readonly #quotas: Pick<Quotas, 'apiKeys'>;
+  /** Per account, the key create running now: an account's creates take turns in this process. */
+  readonly #creates = new Map<string, Promise<unknown>>();
 
-  constructor(deps: { store: AccountStore; clock: Clock }) {
+  constructor(deps: { store: AccountStore; clock: Clock; quotas?: Pick<Quotas, 'apiKeys'> }) {
     this.store = deps.store;
     this.#clock = deps.clock;
+    this.#quotas = deps.quotas ?? { apiKeys: 100 };
   }
 
   /** Calls `listener` after each account this service creates (e.g. the webhook address policy's account count). */
@@ -130,6 +139,62 @@ export class AccountsService {
     const revoked = await this.store.revokeKey(id, this.#clock.now());
     if (!revoked) throw notFound('live API key', id);
     this.#forget([id]);
+  }
+
+  /** The account's live read and write keys, oldest first (never workers' keys, never a hash). */
+  async listAccountKeys(accountId: string): Promise<Array<Omit<ApiKeyRecord, 'hash'>>> {
+    return (await this.store.listLiveKeys(accountId, ACCOUNT_KEY_SCOPES)).map(({ hash: _hash, ...visible }) => visible);
+  }
+
+  /**
+   * A key an account makes for itself (REST): read or write, named, never rate-limit exempt, and
+   * refused past `quotas.apiKeys` live keys. The caller must hold a write key (the route's scope).
+   * An account's creates take turns in this process, and each counts again after its own insert,
+   * so replicas sharing one PostgreSQL database cannot keep the account over the quota either
+   * (concurrent creates at the edge on two replicas may both be refused; none is kept over it).
+   */
+  async createAccountKey(accountId: string, options: { name: string; scope: 'read' | 'write' }): Promise<CreatedKey> {
+    const problem = keyNameProblem(options.name);
+    if (problem !== null) throw validationFailed([`name: ${problem}`]);
+    const previous = this.#creates.get(accountId) ?? Promise.resolve();
+    const create = previous
+      .catch(() => undefined)
+      .then(async () => {
+        await this.#withinKeyQuota(accountId, 0);
+        const created = await this.createKey(accountId, { scope: options.scope, name: options.name.trim() });
+        try {
+          await this.#withinKeyQuota(accountId, 1);
+        } catch (err) {
+          await this.store.deleteKey(created.record.id);
+          throw err;
+        }
+        return created;
+      });
+    this.#creates.set(accountId, create);
+    try {
+      return await create;
+    } finally {
+      if (this.#creates.get(accountId) === create) this.#creates.delete(accountId);
+    }
+  }
+
+  async #withinKeyQuota(accountId: string, own: 0 | 1): Promise<void> {
+    const held = (await this.store.countLiveKeys(accountId, ACCOUNT_KEY_SCOPES)) - own;
+    const refusal = apiKeyQuotaRefusal(held, this.#quotas);
+    if (refusal !== null) throw new ApiError('RESOURCE_QUOTA_EXCEEDED', refusal);
+  }
+
+  /**
+   * Revokes one of the account's own read or write keys, the caller's own included; it stops
+   * working on this replica at once (the cache forgets it) and on others within CACHE_TTL_MS. A key
+   * of another account, a worker's key, a revoked or a missing one answer the same 404. The
+   * account keeps its newest `quotas.apiKeys` revoked keys (for `gantry keys list`); older ones go.
+   */
+  async revokeAccountKey(accountId: string, id: string): Promise<void> {
+    const revoked = await this.store.revokeAccountKey(accountId, id, ACCOUNT_KEY_SCOPES, this.#clock.now());
+    if (!revoked) throw notFound('API key', id);
+    this.#forget([id]);
+    await this.store.pruneRevokedKeys(accountId, ACCOUNT_KEY_SCOPES, Math.min(this.#quotas.apiKeys, 1_000_000));
   }
 
   /** Revokes every key bound to the endpoint (`worker` keys): it was deleted. Answers how many. */

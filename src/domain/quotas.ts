@@ -13,6 +13,8 @@ export interface Quotas {
   queuedJobs: number;
   storedJobBytes: number;
   streamBytesPerJob: number;
+  /** Live read and write API keys an account holds (keys made over REST are refused past it). */
+  apiKeys: number;
 }
 
 /** What an account holds that the resource quotas count. */
@@ -48,6 +50,13 @@ export function resourceQuotaRefusal(
 export function clusterQuotaRefusal(held: number, quotas: Pick<Quotas, 'clusters'>): string | null {
   if (held + 1 > quotas.clusters)
     return `The account holds ${plural(held, 'cluster')}, its quota (quotas.clusters = ${quotas.clusters}); each takes one of the cluster networks every account shares. Delete a cluster first.`;
+  return null;
+}
+
+/** Why one more API key beside the `held` live ones is refused; null when it fits. */
+export function apiKeyQuotaRefusal(held: number, quotas: Pick<Quotas, 'apiKeys'>): string | null {
+  if (held + 1 > quotas.apiKeys)
+    return `The account holds ${plural(held, 'live API key')}, its quota (quotas.apiKeys = ${quotas.apiKeys}); revoke a key first.`;
   return null;
 }
 

@@ -119,6 +119,95 @@ export class AccountStore {
     return (await q.execute()).map(toKey);
   }
 
+  /** The account's live keys of these scopes, oldest first (the REST list: read and write keys, never workers'). */
+  async listLiveKeys(
+    accountId: string,
+    scopes: readonly KeyScope[],
+    tx: Executor = this.db.kysely,
+  ): Promise<ApiKeyRecord[]> {
+    const rows = await tx
+      .selectFrom('api_keys')
+      .selectAll()
+      .where('account_id', '=', accountId)
+      .where('scope', 'in', [...scopes])
+      .where('revoked_at', 'is', null)
+      .orderBy('created_at')
+      .orderBy('id')
+      .execute();
+    return rows.map(toKey);
+  }
+
+  /** How many live keys of these scopes the account holds (for quotas.apiKeys). */
+  async countLiveKeys(accountId: string, scopes: readonly KeyScope[], tx: Executor = this.db.kysely): Promise<number> {
+    const row = await tx
+      .selectFrom('api_keys')
+      .select((eb) => eb.fn.countAll<number>().as('n'))
+      .where('account_id', '=', accountId)
+      .where('scope', 'in', [...scopes])
+      .where('revoked_at', 'is', null)
+      .executeTakeFirstOrThrow();
+    return Number(row.n);
+  }
+
+  /** Deletes a key row outright (a create refused by the quota after its insert). */
+  async deleteKey(id: string, tx: Executor = this.db.kysely): Promise<void> {
+    await tx.deleteFrom('api_keys').where('id', '=', id).execute();
+  }
+
+  /**
+   * Revokes the account's live key `id` if its scope is one of `scopes`; answers whether it did. A
+   * key of another account, of another scope (a worker's), revoked or missing answers false alike.
+   */
+  async revokeAccountKey(
+    accountId: string,
+    id: string,
+    scopes: readonly KeyScope[],
+    now: number,
+    tx: Executor = this.db.kysely,
+  ): Promise<boolean> {
+    const res = await tx
+      .updateTable('api_keys')
+      .set({ revoked_at: now })
+      .where('id', '=', id)
+      .where('account_id', '=', accountId)
+      .where('scope', 'in', [...scopes])
+      .where('revoked_at', 'is', null)
+      .executeTakeFirst();
+    return Number(res.numUpdatedRows) > 0;
+  }
+
+  /**
+   * Deletes the account's revoked keys of these scopes beyond the newest `keep`: revoked rows stay
+   * for the operator's `gantry keys list`, but creating and revoking in a loop cannot grow the table.
+   */
+  async pruneRevokedKeys(
+    accountId: string,
+    scopes: readonly KeyScope[],
+    keep: number,
+    tx: Executor = this.db.kysely,
+  ): Promise<number> {
+    const res = await tx
+      .deleteFrom('api_keys')
+      .where('account_id', '=', accountId)
+      .where('scope', 'in', [...scopes])
+      .where('revoked_at', 'is not', null)
+      .where(
+        'id',
+        'not in',
+        tx
+          .selectFrom('api_keys')
+          .select('id')
+          .where('account_id', '=', accountId)
+          .where('scope', 'in', [...scopes])
+          .where('revoked_at', 'is not', null)
+          .orderBy('revoked_at', 'desc')
+          .orderBy('id', 'desc')
+          .limit(Math.max(0, Math.floor(keep))),
+      )
+      .executeTakeFirst();
+    return Number(res.numDeletedRows);
+  }
+
   /** Marks the key revoked; answers whether a live key was revoked. */
   async revokeKey(id: string, now: number, tx: Executor = this.db.kysely): Promise<boolean> {
     const res = await tx

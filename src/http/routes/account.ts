@@ -1,10 +1,13 @@
 import type { FastifyRequest } from 'fastify';
 import type { TypedApp } from '../type-provider.js';
-import { Type } from '@sinclair/typebox';
+import { Type, type Static } from '@sinclair/typebox';
 import type { Services } from '../../services.js';
+import type { ApiKeyRecord } from '../../store/account-store.js';
+import { KEY_NAME_MAX } from '../../accounts/api-keys.js';
 import { principalOf } from '../plugins/auth.js';
-import { errorResponses } from '../schemas.js';
+import { Deleted, errorResponses, StringEnum } from '../schemas.js';
 import { notFound } from '../../domain/errors.js';
+import { ID_PATTERN } from '../../domain/ids.js';
 
 const KeyList = Type.Array(
   Type.String({
@@ -34,6 +37,52 @@ const AccountView = Type.Object({
       description: '"read" keys may call GET and HEAD only; "write" keys everything their account owns',
     }),
   }),
+});
+
+const KeyScope = StringEnum(['read', 'write'] as const, {
+  description: '"read" keys may call GET and HEAD only; "write" keys everything their account owns',
+});
+
+/** One of the account's API keys as listed (Gantry extension): never its secret, never its hash. */
+const ApiKeySchema = Type.Object({
+  id: Type.String(),
+  name: Type.String(),
+  scope: KeyScope,
+  prefix: Type.String({ description: 'the first 8 characters of the key, to recognise it; never the rest' }),
+  createdAt: Type.String({ format: 'date-time' }),
+  current: Type.Boolean({ description: 'true for the key that made this request' }),
+});
+const ApiKeyList = Type.Object({ apiKeys: Type.Array(ApiKeySchema) });
+/** The create answer: the listed fields and, this once, the key itself. */
+const CreatedApiKey = Type.Object({
+  ...ApiKeySchema.properties,
+  key: Type.String({ description: 'the new API key: answered this once, stored only as a hash, never shown again' }),
+});
+const CreateApiKeyRequest = Type.Object(
+  {
+    name: Type.String({
+      minLength: 1,
+      maxLength: KEY_NAME_MAX,
+      description: `1-${KEY_NAME_MAX} characters, without control or format characters`,
+    }),
+    scope: Type.Optional(
+      StringEnum(['read', 'write'] as const, {
+        description: '"read" (the default) or "write"; a key is never rate-limit exempt when made here',
+      }),
+    ),
+  },
+  { additionalProperties: false },
+);
+const KeyIdParams = Type.Object({ keyId: Type.String({ pattern: ID_PATTERN }) }, { additionalProperties: false });
+
+const keyView = (key: Omit<ApiKeyRecord, 'hash'>, callerKeyId: string): Static<typeof ApiKeySchema> => ({
+  id: key.id,
+  name: key.name,
+  // the store lists read and write keys only (workers' keys are never listed here)
+  scope: key.scope === 'read' ? 'read' : 'write',
+  prefix: key.prefix,
+  createdAt: new Date(key.createdAt).toISOString(),
+  current: key.id === callerKeyId,
 });
 
 export function accountRoutes(app: TypedApp, { accounts }: Services): void {
@@ -82,5 +131,62 @@ export function accountRoutes(app: TypedApp, { accounts }: Services): void {
       },
     },
     async (request) => ({ keys: await accounts.putSshKeys(principalOf(request).accountId, request.body.keys) }),
+  );
+  app.get(
+    '/v2/account/api-keys',
+    {
+      schema: {
+        tags: ['account'],
+        summary: 'List the account’s live API keys (never their secrets)',
+        description:
+          'Gantry extension. Read and write keys, oldest first, with `current: true` on the calling key. Workers’ keys (made by the platform for serverless workers) are not listed. Any key of the account may list.',
+        response: { 200: ApiKeyList, ...errorResponses },
+      },
+    },
+    async (request) => {
+      const principal = principalOf(request);
+      const keys = await accounts.listAccountKeys(principal.accountId);
+      return { apiKeys: keys.map((k) => keyView(k, principal.keyId)) };
+    },
+  );
+  app.post(
+    '/v2/account/api-keys',
+    {
+      schema: {
+        tags: ['account'],
+        summary: 'Create an API key for the account; the answer holds the key, this once',
+        description:
+          'Gantry extension. Needs a write key. The new key is `read` unless `write` is asked for, never rate-limit exempt, and stored only as a hash: the `key` field of this 201 answer is the only time it is shown. Refused with 400 RESOURCE_QUOTA_EXCEEDED when the account holds `quotas.apiKeys` live keys.',
+        body: CreateApiKeyRequest,
+        response: { 201: CreatedApiKey, ...errorResponses },
+      },
+    },
+    async (request, reply) => {
+      const principal = principalOf(request);
+      const created = await accounts.createAccountKey(principal.accountId, {
+        name: request.body.name,
+        scope: request.body.scope ?? 'read',
+      });
+      // the secret must not be kept by a cache between here and the client
+      void reply.header('cache-control', 'no-store');
+      return reply.code(201).send({ ...keyView(created.record, principal.keyId), key: created.key });
+    },
+  );
+  app.delete(
+    '/v2/account/api-keys/:keyId',
+    {
+      schema: {
+        tags: ['account'],
+        summary: 'Revoke one of the account’s API keys',
+        description:
+          'Gantry extension. Needs a write key. Answers 204; the key is refused (401) from the next request on. Revoking the calling key itself is allowed: this answer is its last. A key of another account, a worker’s key, a revoked or an unknown id all answer the same 404.',
+        params: KeyIdParams,
+        response: { 204: Deleted, ...errorResponses },
+      },
+    },
+    async (request, reply) => {
+      await accounts.revokeAccountKey(principalOf(request).accountId, request.params.keyId);
+      return reply.code(204).send();
+    },
   );
 }
