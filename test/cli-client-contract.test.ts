@@ -5,7 +5,7 @@
  */
 import { test, before, after, describe } from 'node:test';
 import assert from 'node:assert/strict';
-import { chmodSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, lstatSync, mkdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { runGantry, type SpawnedGantry } from './support/spawn-gantry.js';
 import { KEY, json, ok, startCliServer, type CliServer } from './support/cli-client.js';
@@ -240,15 +240,15 @@ describe('profiles: logout, list, use and rm', () => {
     assert.match(lines[2]!, /^ +prod +https:\/\/gantry\.example\.com +gty_othe…$/);
     assert.match(lines[3]!, /^ +bare +http:\/\/10\.0\.0\.1:8080 +-$/);
     assert.deepEqual(json(await withFile(path, ['profiles', 'list', '--json'])), [
-      { name: 'local', url: server.url, key: 'cli-cli…', default: true },
-      { name: 'prod', url: 'https://gantry.example.com', key: 'gty_othe…', default: false },
-      { name: 'bare', url: 'http://10.0.0.1:8080', key: null, default: false },
+      { name: 'local', url: server.url, keyPrefix: 'cli-cli…', default: true },
+      { name: 'prod', url: 'https://gantry.example.com', keyPrefix: 'gty_othe…', default: false },
+      { name: 'bare', url: 'http://10.0.0.1:8080', keyPrefix: null, default: false },
     ]);
     const short = profileFile({ profiles: { default: { url: server.url, apiKey: 'gty_shrt' } } });
     const shortList = json(await withFile(short, ['profiles', 'list', '--json']));
     assert.deepEqual(
       shortList,
-      [{ name: 'default', url: server.url, key: 'gt…', default: true }],
+      [{ name: 'default', url: server.url, keyPrefix: 'gt…', default: true }],
       'a quarter of a short key at most',
     );
     const empty = await withFile(join(dir, 'absent.json'), ['profiles', 'list']);
@@ -338,6 +338,16 @@ describe('profiles: logout, list, use and rm', () => {
     const listed = await withFile(profileFile(two(), 0o644), ['profiles', 'list']);
     ok(listed, 'list');
     assert.match(listed.stderr, /readable by others/);
+  });
+
+  test('a profile file reached through a symbolic link is rewritten where the link points, and the link stays', async () => {
+    const target = profileFile(two());
+    const link = join(dir, `link-${n}.json`);
+    symlinkSync(target, link);
+    ok(await withFile(link, ['profiles', 'use', 'prod']), 'profiles use through the link');
+    assert.ok(lstatSync(link).isSymbolicLink(), 'the link is still a link');
+    assert.equal(read(target).current, 'prod', 'the file it points to was written');
+    assert.equal(statSync(target).mode & 0o777, 0o600);
   });
 
   test('odd names are only names: control characters are shown escaped, __proto__ is a profile like another, login refuses them', async () => {

@@ -76,7 +76,7 @@ const list: Command = {
     const rows = Object.entries(file.profiles).map(([name, p]) => ({
       name,
       url: p.url ?? null,
-      key: typeof p.apiKey === 'string' ? keyHint(p.apiKey) : null,
+      keyPrefix: typeof p.apiKey === 'string' ? keyHint(p.apiKey) : null,
       default: name === current,
     }));
     if (file.current !== undefined && !Object.hasOwn(file.profiles, file.current))
@@ -89,7 +89,12 @@ const list: Command = {
         ? `no profiles in ${path} (gantry login --help)`
         : table(
             ['', 'NAME', 'URL', 'KEY'],
-            rows.map((r) => [r.default ? '*' : '', plain(r.name), r.url === null ? '-' : plain(r.url), r.key ?? '-']),
+            rows.map((r) => [
+              r.default ? '*' : '',
+              plain(r.name),
+              r.url === null ? '-' : plain(r.url),
+              r.keyPrefix ?? '-',
+            ]),
           ),
     );
   },
