@@ -34,8 +34,11 @@ test('--help on every command and subcommand exits 0 and shows its usage', async
   const top = await cli(['--help']);
   assert.equal(top.status, 0);
   const groups = [...top.stdout.matchAll(/^gantry (\w+) …/gm)].map((m) => m[1]!);
-  assert.deepEqual(groups, ['pods', 'endpoints', 'jobs', 'templates', 'volumes']);
-  const pages: string[][] = [['login', '--help']];
+  assert.deepEqual(groups, ['pods', 'endpoints', 'jobs', 'templates', 'volumes', 'profiles']);
+  const pages: string[][] = [
+    ['login', '--help'],
+    ['logout', '--help'],
+  ];
   for (const group of groups) {
     const help = await cli([group, '--help']);
     ok(help, `${group} --help`);
@@ -50,6 +53,7 @@ test('--help on every command and subcommand exits 0 and shows its usage', async
     ...['run', 'status', 'cancel'].map((c) => `jobs ${c}`),
     ...['list', 'get', 'create', 'rm'].map((c) => `templates ${c}`),
     ...['list', 'get', 'create', 'rm'].map((c) => `volumes ${c}`),
+    ...['list', 'use', 'rm'].map((c) => `profiles ${c}`),
   ];
   assert.deepEqual(
     pages.filter((p) => p.length === 3).map((p) => `${p[0]} ${p[1]}`),
@@ -59,7 +63,7 @@ test('--help on every command and subcommand exits 0 and shows its usage', async
   results.forEach((r, i) => {
     const page = pages[i]!;
     assert.equal(r.status, 0, `gantry ${page.join(' ')}: ${r.stderr}`);
-    if (page.length === 3 || page[0] === 'login')
+    if (page.length === 3 || page[0] === 'login' || page[0] === 'logout')
       assert.match(r.stdout, new RegExp(`^usage: gantry ${page.slice(0, -1).join(' ')}`));
     else assert.match(r.stdout, /gantry /);
   });

@@ -170,6 +170,17 @@ export function App() {
   };
   return (
     <Session.Provider value={{ account, canWrite }}>
+      {/* the page address is the fragment, so this link moves the focus itself instead of to "#main" */}
+      <a
+        href="#main"
+        class="skip-link"
+        onClick={(e) => {
+          e.preventDefault();
+          document.getElementById('main')?.focus();
+        }}
+      >
+        Skip to content
+      </a>
       <header class="container topbar">
         <nav aria-label="Main">
           <ul>
@@ -202,7 +213,7 @@ export function App() {
           </ul>
         </nav>
       </header>
-      <main class="container">
+      <main class="container" id="main" tabIndex={-1}>
         <Page route={route} />
       </main>
     </Session.Provider>

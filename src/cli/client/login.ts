@@ -7,7 +7,15 @@ import { UsageError } from '../usage-error.js';
 import type { Command } from './command.js';
 import { CliError, EXIT } from './exit-codes.js';
 import { ApiClient } from './http.js';
-import { DEFAULT_URL, profileName, profilePath, readProfileFile, writeProfileFile } from './settings.js';
+import {
+  DEFAULT_URL,
+  PROFILE_NAME,
+  profileName,
+  profilePath,
+  readProfileFile,
+  shown,
+  writeProfileFile,
+} from './settings.js';
 
 /** A line from stdin; at a terminal, typed without echo. */
 async function readSecret(prompt: string): Promise<string> {
@@ -49,6 +57,10 @@ GANTRY_CLI_CONFIG, else $XDG_CONFIG_HOME/gantry/config.json (~/.config/gantry/co
     const path = profilePath();
     const file = readProfileFile(path, (t) => ctx.out.note(t));
     const { name } = profileName({ profile: ctx.str('profile') }, process.env, file);
+    if (!PROFILE_NAME.test(name))
+      throw new UsageError(
+        `the profile name ${shown(name)} is not one: 1 to 64 letters, digits, dots, dashes and underscores`,
+      );
     const existing = Object.hasOwn(file.profiles, name) ? file.profiles[name] : undefined;
     const url = ctx.str('url') || process.env.GANTRY_URL || existing?.url || DEFAULT_URL;
     const key = ctx.str('api-key') || process.env.GANTRY_API_KEY || (await readSecret('API key: '));
@@ -60,7 +72,7 @@ GANTRY_CLI_CONFIG, else $XDG_CONFIG_HOME/gantry/config.json (~/.config/gantry/co
       if (err instanceof CliError) throw new CliError(err.exitCode, `the key was not saved: ${err.message}`);
       throw err;
     }
-    file.profiles[name] = { url: api.baseUrl, apiKey: key };
+    file.profiles[name] = { ...existing, url: api.baseUrl, apiKey: key };
     writeProfileFile(path, { ...file, current: name });
     ctx.out.show(
       { profile: name, url: api.baseUrl, path },

@@ -5,7 +5,7 @@
  * `GANTRY_PROFILE`, else the file's `current`, else `default`. The file is
  * `GANTRY_CLI_CONFIG`, else `$XDG_CONFIG_HOME/gantry/config.json` (`~/.config/gantry/config.json`).
  */
-import { chmodSync, mkdirSync, readFileSync, renameSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, readFileSync, realpathSync, renameSync, statSync, writeFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { CliError, EXIT } from './exit-codes.js';
@@ -15,11 +15,14 @@ export const DEFAULT_URL = 'http://127.0.0.1:8080';
 interface Profile {
   url?: string;
   apiKey?: string;
+  /** Fields the CLI does not use are kept as they are when it rewrites the file. */
+  [other: string]: unknown;
 }
 
 export interface ProfileFile {
   current?: string;
   profiles: Record<string, Profile>;
+  [other: string]: unknown;
 }
 
 type Source = 'flag' | 'env' | 'profile' | 'default' | 'none';
@@ -42,13 +45,18 @@ export function profilePath(env: Env = process.env): string {
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
-/** The profile file; an empty one when it does not exist. A file that is not one is a configuration error. */
+/**
+ * The profile file; an empty one when it does not exist. A file that is not one (not JSON, no
+ * "profiles" object, a profile or a field of the wrong type) is a configuration error: nothing is
+ * guessed, and no command rewrites such a file.
+ */
 export function readProfileFile(path: string, warn: (text: string) => void = () => {}): ProfileFile {
   let text: string;
   try {
     text = readFileSync(path, 'utf8');
   } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return { profiles: {} };
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT')
+      return { profiles: Object.create(null) as Record<string, Profile> };
     throw new CliError(EXIT.usage, `cannot read the profile file ${path}: ${(err as Error).message}`);
   }
   const mode = statSync(path).mode & 0o777;
@@ -62,24 +70,72 @@ export function readProfileFile(path: string, warn: (text: string) => void = () 
   }
   if (!isObject(parsed) || !isObject(parsed.profiles))
     throw new CliError(EXIT.usage, `the profile file ${path} needs a "profiles" object (docs/cli.md)`);
-  const profiles: Record<string, Profile> = {};
+  if (parsed.current !== undefined && parsed.current !== null && typeof parsed.current !== 'string')
+    throw new CliError(EXIT.usage, `"current" in the profile file ${path} must be a profile's name`);
+  // A record without a prototype: a profile named "__proto__" or "constructor" is only a name.
+  const profiles = Object.create(null) as Record<string, Profile>;
   for (const [name, p] of Object.entries(parsed.profiles)) {
-    if (!isObject(p)) throw new CliError(EXIT.usage, `profile "${name}" in ${path} is not an object`);
-    profiles[name] = {
-      ...(typeof p.url === 'string' ? { url: p.url } : {}),
-      ...(typeof p.apiKey === 'string' ? { apiKey: p.apiKey } : {}),
-    };
+    if (!isObject(p)) throw new CliError(EXIT.usage, `profile ${shown(name)} in ${path} is not an object`);
+    for (const field of ['url', 'apiKey'])
+      if (p[field] !== undefined && p[field] !== null && typeof p[field] !== 'string')
+        throw new CliError(EXIT.usage, `profile ${shown(name)} in ${path}: "${field}" must be a string`);
+    const profile = Object.create(null) as Profile;
+    for (const [k, v] of Object.entries(p)) if (v !== null) profile[k] = v;
+    profiles[name] = profile;
   }
-  return { ...(typeof parsed.current === 'string' ? { current: parsed.current } : {}), profiles };
+  const rest: Record<string, unknown> = { ...parsed };
+  delete rest.current;
+  delete rest.profiles;
+  return { ...rest, ...(typeof parsed.current === 'string' ? { current: parsed.current } : {}), profiles };
 }
 
-/** Writes the file with mode 0600 (its folder 0700), through a temporary file renamed over it. */
+/**
+ * Writes the file with mode 0600 (its folder 0700), through a temporary file renamed over it (over
+ * the file a symbolic link points to, so the link stays).
+ */
 export function writeProfileFile(path: string, file: ProfileFile): void {
-  mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
-  const tmp = `${path}.${process.pid}.tmp`;
+  let target = path;
+  try {
+    target = realpathSync(path);
+  } catch {
+    // not there yet
+  }
+  mkdirSync(dirname(target), { recursive: true, mode: 0o700 });
+  const tmp = `${target}.${process.pid}.tmp`;
   writeFileSync(tmp, `${JSON.stringify(file, null, 2)}\n`, { mode: 0o600 });
   chmodSync(tmp, 0o600);
-  renameSync(tmp, path);
+  renameSync(tmp, target);
+}
+
+/** A name `gantry login` may give a profile: letters, digits, dots, dashes and underscores, 1 to 64. */
+export const PROFILE_NAME = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
+
+/** Control characters, and the zero-width and direction marks that make text read otherwise than it is. */
+const invisible = (code: number): boolean =>
+  code < 0x20 ||
+  (code >= 0x7f && code <= 0x9f) ||
+  (code >= 0x200b && code <= 0x200f) ||
+  (code >= 0x2028 && code <= 0x202e) ||
+  (code >= 0x2066 && code <= 0x2069);
+
+/**
+ * A name or URL from the file, quoted for a terminal: control characters (an escape sequence in a
+ * hand-edited file) and direction marks are shown as `\uXXXX`, never sent to the terminal.
+ */
+export function shown(text: string): string {
+  let out = '';
+  for (const c of text) {
+    const code = c.charCodeAt(0);
+    if (c === '"' || c === '\\') out += `\\${c}`;
+    else if (invisible(code)) out += `\\u${code.toString(16).padStart(4, '0')}`;
+    else out += c;
+  }
+  return `"${out}"`;
+}
+
+/** At most the first 8 characters of a key (as `gantry keys list` shows them), and at most a quarter of it. */
+export function keyHint(key: string): string {
+  return `${key.slice(0, Math.min(8, Math.floor(key.length / 4)))}…`;
 }
 
 export interface ConnectionFlags {
@@ -107,7 +163,7 @@ export function resolveConnection(
   const { name, explicit } = profileName(flags, env, file);
   const profile = Object.hasOwn(file.profiles, name) ? file.profiles[name] : undefined;
   if (explicit && needFile && !profile)
-    throw new CliError(EXIT.usage, `no profile "${name}" in ${path} (gantry login --profile ${name} adds it)`);
+    throw new CliError(EXIT.usage, `no profile ${shown(name)} in ${path} (gantry profiles list shows them)`);
   const pick = (flag: string | undefined, fromEnv: string | undefined, fromProfile: string | undefined) =>
     flag
       ? { value: flag, source: 'flag' as const }
