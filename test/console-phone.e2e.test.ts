@@ -34,6 +34,7 @@ const NAV: Array<[string, string]> = [
   ['Volumes', 'Network volumes'],
   ['Registries', 'Registry credentials'],
   ['SSH keys', 'SSH keys'],
+  ['API keys', 'API keys'],
   ['Usage', 'Usage'],
 ];
 
