@@ -23,7 +23,8 @@ import type { PodStatus } from '../domain/pod-state.js';
 import { clusterQuotaRefusal, type Quotas } from '../domain/quotas.js';
 import type { PodsService } from '../pods/pods-service.js';
 import type { PodView } from '../pods/pod-view.js';
-import { isUniqueViolation, type ClusterStore } from '../store/cluster-store.js';
+import type { ClusterStore } from '../store/cluster-store.js';
+import { isUniqueViolation } from '../store/database.js';
 import type { PodRecord } from '../store/pod-store.js';
 
 interface ClusterCompute {

@@ -5,17 +5,13 @@
  * of `host_gpus`; the loser is refused the same way.
  */
 import { ApiError } from '../domain/errors.js';
+import { isUniqueViolation } from '../store/database.js';
 import type { HostStore } from './host-store.js';
 
 type Tx = Parameters<HostStore['gpuOwners']>[1];
 
 /** GPU UUIDs as `host_gpus` keys them: hex is hex in either case. */
 const gpuKeys = (gpus: ReadonlyArray<{ uuid: string }>): string[] => gpus.map((g) => g.uuid.toLowerCase());
-
-const isUniqueViolation = (err: unknown): boolean => {
-  const code = (err as { code?: unknown }).code;
-  return code === '23505' || (typeof code === 'string' && code.startsWith('SQLITE_CONSTRAINT'));
-};
 
 /** 400: a GPU the host reports belongs to another host. */
 function gpusTaken(field: string, holder: string, uuid?: string): ApiError {

@@ -2,7 +2,8 @@ import { describe, test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { dialects, openTestDb, type TestDb } from '../../test/support/harness.js';
 import type { ClusterRecord } from '../domain/cluster.js';
-import { ClusterStore, isUniqueViolation } from './cluster-store.js';
+import { ClusterStore } from './cluster-store.js';
+import { isUniqueViolation } from './database.js';
 
 const cluster = (id: string, cidr: string, accountId = 'a1'): ClusterRecord => ({
   id,

@@ -15,12 +15,6 @@ const toRecord = (r: ClustersTable): ClusterRecord => ({
   createdAt: Number(r.created_at),
 });
 
-/** Whether the error is a unique-key violation (the `cidr` another create took first). */
-export const isUniqueViolation = (err: unknown): boolean => {
-  const code = (err as { code?: unknown } | null)?.code;
-  return code === '23505' || (typeof code === 'string' && code.startsWith('SQLITE_CONSTRAINT'));
-};
-
 /** Clusters (migration 0016), always read within one account. */
 export class ClusterStore {
   constructor(private readonly db: Db) {}

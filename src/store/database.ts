@@ -35,6 +35,12 @@ interface StoreCapabilities {
 
 export type Executor = Kysely<Database> | Transaction<Database>;
 
+/** Whether `err` is a unique-key violation, on either dialect (a row another writer inserted first). */
+export const isUniqueViolation = (err: unknown): boolean => {
+  const code = (err as { code?: unknown } | null)?.code;
+  return code === '23505' || (typeof code === 'string' && code.startsWith('SQLITE_CONSTRAINT'));
+};
+
 /**
  * One connection of its own, outside the pool, for state that lives as long as a session:
  * advisory locks (leases) and `LISTEN`. Queries run one at a time, in call order.
