@@ -114,9 +114,129 @@ const splitList = (s: string) =>
 /** A number field sends what was typed: the API, not the browser, says what is wrong with it. */
 const numberOrText = (s: string): number | string => (s.trim() !== '' && Number.isFinite(Number(s)) ? Number(s) : s);
 
+type CreateForm<F extends Record<string, string | boolean>> = ReturnType<typeof useCreateForm<F>>;
+
+/** A text input bound to `form.values[name]`, with the API's message for `field` (default `name`) under it. */
+function TextField<F extends Record<string, string | boolean>>(props: {
+  form: CreateForm<F>;
+  id: string;
+  name: Extract<keyof F, string>;
+  label: string;
+  field?: string;
+  hint?: string;
+  type?: 'text' | 'password';
+  placeholder?: string;
+  autocomplete?: string;
+}) {
+  const { form, name } = props;
+  return (
+    <Field
+      id={props.id}
+      label={props.label}
+      error={form.errors[props.field ?? name]}
+      {...(props.hint ? { hint: props.hint } : {})}
+    >
+      {(a) => (
+        <input
+          {...a}
+          name={name}
+          type={props.type ?? 'text'}
+          {...(props.placeholder ? { placeholder: props.placeholder } : {})}
+          {...(props.autocomplete ? { autocomplete: props.autocomplete } : {})}
+          value={String(form.values[name])}
+          onInput={(e) => form.set(name, e.currentTarget.value)}
+        />
+      )}
+    </Field>
+  );
+}
+
+/** Deletes the resource at `path`, then reloads the list. */
+const deleteAt = (path: string, reload: () => void) => async () => {
+  await api('DELETE', path);
+  reload();
+};
+
+/** One row of a resource list: its cells, and what its delete button removes. */
+interface ResourceRow {
+  key: string;
+  /** `data-*` attributes that name the row (tests and scripts find rows by them). */
+  data: Record<string, string>;
+  cells: ComponentChildren[];
+  remove: { what: string; run: () => Promise<void> };
+}
+
+/**
+ * The shape every resource page shares: a heading and intro, the live list (a delete button per
+ * row, the API's refusal shown above it) and a create form whose API messages show at their field.
+ */
+function ResourcePage(props: {
+  title: string;
+  intro?: ComponentChildren;
+  /** The list's problem (a failed poll). */
+  problem: ApiProblem | null;
+  /** The rows, or null while the first answer is awaited. */
+  rows: ResourceRow[] | null;
+  loading: string;
+  head: string[];
+  empty: string;
+  /** The create form: its state (`useCreateForm`), heading, accessible name and submit label; its fields are the children. */
+  form: { rest: string[]; busy: boolean };
+  formTitle: string;
+  formLabel?: string;
+  submit: string;
+  onSubmit: (e: Event) => void;
+  children: ComponentChildren;
+}) {
+  const [listProblem, setListProblem] = useState<ApiProblem | null>(null);
+  return (
+    <section>
+      <hgroup class="page-head">
+        <h1>{props.title}</h1>
+      </hgroup>
+      {props.intro}
+      <ProblemNote problem={props.problem ?? listProblem} />
+      {props.rows === null ? (
+        <p aria-busy="true">{props.loading}</p>
+      ) : (
+        <ListTable head={[...props.head, '']} empty={props.empty}>
+          {props.rows.map((row) => (
+            <tr key={row.key} {...Object.fromEntries(Object.entries(row.data).map(([k, v]) => [`data-${k}`, v]))}>
+              {row.cells.map((cell, i) => (
+                <td key={i}>{cell}</td>
+              ))}
+              <td>
+                <DeleteButton
+                  what={row.remove.what}
+                  onProblem={setListProblem}
+                  onDelete={async () => {
+                    await row.remove.run();
+                    setListProblem(null);
+                  }}
+                />
+              </td>
+            </tr>
+          ))}
+        </ListTable>
+      )}
+      <article>
+        <header>
+          <h2>{props.formTitle}</h2>
+        </header>
+        <form onSubmit={props.onSubmit} noValidate aria-label={props.formLabel ?? props.formTitle}>
+          <FormProblems messages={props.form.rest} />
+          {props.children}
+          <WriteButton type="submit" busy={props.form.busy}>
+            {props.submit}
+          </WriteButton>
+        </form>
+      </article>
+    </section>
+  );
+}
+
 export function TemplatesPage() {
   const { value, problem, reload } = usePoll(() => api<{ templates: Template[] }>('GET', '/v2/templates'), 10_000);
-  const [listProblem, setListProblem] = useState<ApiProblem | null>(null);
   const form = useCreateForm({ name: '', image: '', disk: '20', ports: '', serverless: false }, [
     'name',
     'image',
@@ -139,92 +259,53 @@ export function TemplatesPage() {
       reload,
     );
   };
-  const templates = value?.templates ?? null;
   return (
-    <section>
-      <hgroup class="page-head">
-        <h1>Templates</h1>
-      </hgroup>
-      <ProblemNote problem={problem ?? listProblem} />
-      {templates === null ? (
-        <p aria-busy="true">Loading templates…</p>
-      ) : (
-        <ListTable head={['Name', 'Image', 'Disk', 'Ports', 'Kind', '']} empty="No templates yet.">
-          {templates.map((t) => (
-            <tr key={t.id} data-template={t.id}>
-              <td>{t.name}</td>
-              <td>
-                <code>{t.image}</code>
-              </td>
-              <td>{t.disk} GB</td>
-              <td>{t.ports.join(', ') || '—'}</td>
-              <td>{t.serverless ? 'serverless' : 'pod'}</td>
-              <td>
-                <DeleteButton
-                  what={`template ${t.name}`}
-                  onProblem={setListProblem}
-                  onDelete={async () => {
-                    await api('DELETE', `/v2/templates/${encodeURIComponent(t.id)}`);
-                    setListProblem(null);
-                    reload();
-                  }}
-                />
-              </td>
-            </tr>
-          ))}
-        </ListTable>
-      )}
-      <article>
-        <header>
-          <h2>New template</h2>
-        </header>
-        <form onSubmit={create} noValidate aria-label="New template">
-          <FormProblems messages={form.rest} />
-          <div class="grid">
-            <Field id="template-name" label="Name" error={form.errors.name}>
-              {(a) => (
-                <input {...a} name="name" value={v.name} onInput={(e) => form.set('name', e.currentTarget.value)} />
-              )}
-            </Field>
-            <Field id="template-image" label="Image" error={form.errors.image}>
-              {(a) => (
-                <input
-                  {...a}
-                  name="image"
-                  placeholder="ubuntu:22.04"
-                  value={v.image}
-                  onInput={(e) => form.set('image', e.currentTarget.value)}
-                />
-              )}
-            </Field>
-          </div>
-          <div class="grid">
-            <Field id="template-disk" label="Disk (GB)" error={form.errors.disk}>
-              {(a) => (
-                <input {...a} name="disk" value={v.disk} onInput={(e) => form.set('disk', e.currentTarget.value)} />
-              )}
-            </Field>
-            <Field id="template-ports" label="Ports" error={form.errors.ports} hint="e.g. 8888/http, 22/tcp">
-              {(a) => (
-                <input {...a} name="ports" value={v.ports} onInput={(e) => form.set('ports', e.currentTarget.value)} />
-              )}
-            </Field>
-          </div>
-          <label>
-            <input
-              type="checkbox"
-              name="serverless"
-              checked={v.serverless}
-              onChange={(e) => form.set('serverless', e.currentTarget.checked)}
-            />
-            Serverless (for endpoints)
-          </label>
-          <WriteButton type="submit" busy={form.busy}>
-            Create template
-          </WriteButton>
-        </form>
-      </article>
-    </section>
+    <ResourcePage
+      title="Templates"
+      problem={problem}
+      loading="Loading templates…"
+      head={['Name', 'Image', 'Disk', 'Ports', 'Kind']}
+      empty="No templates yet."
+      rows={
+        value?.templates.map((t) => ({
+          key: t.id,
+          data: { template: t.id },
+          cells: [
+            t.name,
+            <code>{t.image}</code>,
+            `${t.disk} GB`,
+            t.ports.join(', ') || '—',
+            t.serverless ? 'serverless' : 'pod',
+          ],
+          remove: {
+            what: `template ${t.name}`,
+            run: deleteAt(`/v2/templates/${encodeURIComponent(t.id)}`, reload),
+          },
+        })) ?? null
+      }
+      form={form}
+      formTitle="New template"
+      submit="Create template"
+      onSubmit={create}
+    >
+      <div class="grid">
+        <TextField form={form} id="template-name" name="name" label="Name" />
+        <TextField form={form} id="template-image" name="image" label="Image" placeholder="ubuntu:22.04" />
+      </div>
+      <div class="grid">
+        <TextField form={form} id="template-disk" name="disk" label="Disk (GB)" />
+        <TextField form={form} id="template-ports" name="ports" label="Ports" hint="e.g. 8888/http, 22/tcp" />
+      </div>
+      <label>
+        <input
+          type="checkbox"
+          name="serverless"
+          checked={v.serverless}
+          onChange={(e) => form.set('serverless', e.currentTarget.checked)}
+        />
+        Serverless (for endpoints)
+      </label>
+    </ResourcePage>
   );
 }
 
@@ -245,7 +326,6 @@ export function VolumesPage() {
     () => api<{ dataCenters: Array<{ id: string; name: string }> }>('GET', '/v2/catalog/datacenters'),
     600_000,
   );
-  const [listProblem, setListProblem] = useState<ApiProblem | null>(null);
   const form = useCreateForm({ name: '', size: '10', dataCenter: '' }, ['name', 'size', 'dataCenter']);
   const v = form.values;
   const dataCenter = v.dataCenter || dcs?.dataCenters[0]?.id || '';
@@ -257,78 +337,50 @@ export function VolumesPage() {
       { dataCenter: v.dataCenter },
     );
   };
-  const volumes = value?.networkVolumes ?? null;
   return (
-    <section>
-      <hgroup class="page-head">
-        <h1>Network volumes</h1>
-      </hgroup>
-      <ProblemNote problem={problem ?? listProblem} />
-      {volumes === null ? (
-        <p aria-busy="true">Loading volumes…</p>
-      ) : (
-        <ListTable head={['Name', 'Size', 'Data center', 'Type', '']} empty="No network volumes yet.">
-          {volumes.map((vol) => (
-            <tr key={vol.id} data-volume={vol.id}>
-              <td>{vol.name}</td>
-              <td>{vol.size} GB</td>
-              <td>{vol.dataCenter}</td>
-              <td>{vol.type}</td>
-              <td>
-                <DeleteButton
-                  what={`volume ${vol.name}`}
-                  onProblem={setListProblem}
-                  onDelete={async () => {
-                    await api('DELETE', `/v2/network-volumes/${encodeURIComponent(vol.id)}`);
-                    setListProblem(null);
-                    reload();
-                  }}
-                />
-              </td>
-            </tr>
-          ))}
-        </ListTable>
-      )}
-      <article>
-        <header>
-          <h2>New network volume</h2>
-        </header>
-        <form onSubmit={create} noValidate aria-label="New network volume">
-          <FormProblems messages={form.rest} />
-          <div class="grid">
-            <Field id="volume-name" label="Name" error={form.errors.name}>
-              {(a) => (
-                <input {...a} name="name" value={v.name} onInput={(e) => form.set('name', e.currentTarget.value)} />
-              )}
-            </Field>
-            <Field id="volume-size" label="Size (GB)" error={form.errors.size} hint="10 to 4096; may only grow later">
-              {(a) => (
-                <input {...a} name="size" value={v.size} onInput={(e) => form.set('size', e.currentTarget.value)} />
-              )}
-            </Field>
-            <Field id="volume-dc" label="Data center" error={form.errors.dataCenter}>
-              {(a) => (
-                <select
-                  {...a}
-                  name="dataCenter"
-                  value={dataCenter}
-                  onChange={(e) => form.set('dataCenter', e.currentTarget.value)}
-                >
-                  {(dcs?.dataCenters ?? []).map((dc) => (
-                    <option key={dc.id} value={dc.id}>
-                      {dc.id} ({dc.name})
-                    </option>
-                  ))}
-                </select>
-              )}
-            </Field>
-          </div>
-          <WriteButton type="submit" busy={form.busy}>
-            Create volume
-          </WriteButton>
-        </form>
-      </article>
-    </section>
+    <ResourcePage
+      title="Network volumes"
+      problem={problem}
+      loading="Loading volumes…"
+      head={['Name', 'Size', 'Data center', 'Type']}
+      empty="No network volumes yet."
+      rows={
+        value?.networkVolumes.map((vol) => ({
+          key: vol.id,
+          data: { volume: vol.id },
+          cells: [vol.name, `${vol.size} GB`, vol.dataCenter, vol.type],
+          remove: {
+            what: `volume ${vol.name}`,
+            run: deleteAt(`/v2/network-volumes/${encodeURIComponent(vol.id)}`, reload),
+          },
+        })) ?? null
+      }
+      form={form}
+      formTitle="New network volume"
+      submit="Create volume"
+      onSubmit={create}
+    >
+      <div class="grid">
+        <TextField form={form} id="volume-name" name="name" label="Name" />
+        <TextField form={form} id="volume-size" name="size" label="Size (GB)" hint="10 to 4096; may only grow later" />
+        <Field id="volume-dc" label="Data center" error={form.errors.dataCenter}>
+          {(a) => (
+            <select
+              {...a}
+              name="dataCenter"
+              value={dataCenter}
+              onChange={(e) => form.set('dataCenter', e.currentTarget.value)}
+            >
+              {(dcs?.dataCenters ?? []).map((dc) => (
+                <option key={dc.id} value={dc.id}>
+                  {dc.id} ({dc.name})
+                </option>
+              ))}
+            </select>
+          )}
+        </Field>
+      </div>
+    </ResourcePage>
   );
 }
 
@@ -337,7 +389,6 @@ export function RegistriesPage() {
     () => api<{ registries: Array<{ id: string; name: string }> }>('GET', '/v2/registries'),
     10_000,
   );
-  const [listProblem, setListProblem] = useState<ApiProblem | null>(null);
   const form = useCreateForm({ name: '', username: '', password: '' }, ['name', 'username', 'password']);
   const v = form.values;
   const create = (e: Event) => {
@@ -347,84 +398,48 @@ export function RegistriesPage() {
     form.set('password', '');
     void form.submit(() => api('POST', '/v2/registries', body), reload);
   };
-  const registries = value?.registries ?? null;
   return (
-    <section>
-      <hgroup class="page-head">
-        <h1>Registry credentials</h1>
-      </hgroup>
-      <p>
-        Credentials pods and templates name as <code>registry</code> to pull private images. The server keeps them
-        encrypted and never answers the username or password back.
-      </p>
-      <ProblemNote problem={problem ?? listProblem} />
-      {registries === null ? (
-        <p aria-busy="true">Loading credentials…</p>
-      ) : (
-        <ListTable head={['Name', 'Id', '']} empty="No registry credentials yet.">
-          {registries.map((r) => (
-            <tr key={r.id} data-registry={r.id}>
-              <td>{r.name}</td>
-              <td>
-                <code>{r.id}</code>
-              </td>
-              <td>
-                <DeleteButton
-                  what={`credential ${r.name}`}
-                  onProblem={setListProblem}
-                  onDelete={async () => {
-                    await api('DELETE', `/v2/registries/${encodeURIComponent(r.id)}`);
-                    setListProblem(null);
-                    reload();
-                  }}
-                />
-              </td>
-            </tr>
-          ))}
-        </ListTable>
-      )}
-      <article>
-        <header>
-          <h2>New registry credential</h2>
-        </header>
-        <form onSubmit={create} noValidate aria-label="New registry credential">
-          <FormProblems messages={form.rest} />
-          <div class="grid">
-            <Field id="registry-name" label="Name" error={form.errors.name}>
-              {(a) => (
-                <input {...a} name="name" value={v.name} onInput={(e) => form.set('name', e.currentTarget.value)} />
-              )}
-            </Field>
-            <Field id="registry-username" label="Username" error={form.errors.username}>
-              {(a) => (
-                <input
-                  {...a}
-                  name="username"
-                  autocomplete="off"
-                  value={v.username}
-                  onInput={(e) => form.set('username', e.currentTarget.value)}
-                />
-              )}
-            </Field>
-            <Field id="registry-password" label="Password or token" error={form.errors.password}>
-              {(a) => (
-                <input
-                  {...a}
-                  name="password"
-                  type="password"
-                  autocomplete="new-password"
-                  value={v.password}
-                  onInput={(e) => form.set('password', e.currentTarget.value)}
-                />
-              )}
-            </Field>
-          </div>
-          <WriteButton type="submit" busy={form.busy}>
-            Store credential
-          </WriteButton>
-        </form>
-      </article>
-    </section>
+    <ResourcePage
+      title="Registry credentials"
+      intro={
+        <p>
+          Credentials pods and templates name as <code>registry</code> to pull private images. The server keeps them
+          encrypted and never answers the username or password back.
+        </p>
+      }
+      problem={problem}
+      loading="Loading credentials…"
+      head={['Name', 'Id']}
+      empty="No registry credentials yet."
+      rows={
+        value?.registries.map((r) => ({
+          key: r.id,
+          data: { registry: r.id },
+          cells: [r.name, <code>{r.id}</code>],
+          remove: {
+            what: `credential ${r.name}`,
+            run: deleteAt(`/v2/registries/${encodeURIComponent(r.id)}`, reload),
+          },
+        })) ?? null
+      }
+      form={form}
+      formTitle="New registry credential"
+      submit="Store credential"
+      onSubmit={create}
+    >
+      <div class="grid">
+        <TextField form={form} id="registry-name" name="name" label="Name" />
+        <TextField form={form} id="registry-username" name="username" label="Username" autocomplete="off" />
+        <TextField
+          form={form}
+          id="registry-password"
+          name="password"
+          label="Password or token"
+          type="password"
+          autocomplete="new-password"
+        />
+      </div>
+    </ResourcePage>
   );
 }
 
@@ -433,7 +448,6 @@ export function SshKeysPage() {
     () => api<{ keys: string[] }>('GET', '/v2/account/ssh-keys'),
     30_000,
   );
-  const [listProblem, setListProblem] = useState<ApiProblem | null>(null);
   const form = useCreateForm({ key: '' }, ['keys']);
   const keys = value?.keys ?? null;
   const put = async (next: string[]) =>
@@ -443,67 +457,48 @@ export function SshKeysPage() {
     void form.submit(() => put([...(keys ?? []), form.values.key.trim()]), reload);
   };
   return (
-    <section>
-      <hgroup class="page-head">
-        <h1>SSH keys</h1>
-      </hgroup>
-      <p>Public keys installed in every new pod of the account (docs/ssh.md).</p>
-      <ProblemNote problem={problem ?? listProblem} />
-      {keys === null ? (
-        <p aria-busy="true">Loading keys…</p>
-      ) : (
-        <ListTable head={['Key', '']} empty="No SSH keys yet.">
-          {keys.map((k, i) => {
-            const [type, body, ...comment] = k.split(/\s+/);
-            const label = `${type ?? ''} …${(body ?? '').slice(-12)} ${comment.join(' ')}`.trim();
-            return (
-              <tr key={k} data-ssh-key={i}>
-                <td>
-                  <code title={k}>{label}</code>
-                </td>
-                <td>
-                  <DeleteButton
-                    what={`key ${label}`}
-                    onProblem={setListProblem}
-                    onDelete={async () => {
-                      await put(keys.filter((_, j) => j !== i));
-                      setListProblem(null);
-                    }}
-                  />
-                </td>
-              </tr>
-            );
-          })}
-        </ListTable>
-      )}
-      <article>
-        <header>
-          <h2>Add a key</h2>
-        </header>
-        <form onSubmit={add} noValidate aria-label="Add an SSH key">
-          <FormProblems messages={form.rest} />
-          <Field
-            id="ssh-key"
-            label="Public key"
-            error={form.errors.keys}
-            hint="One authorized_keys line: type, key, comment"
-          >
-            {(a) => (
-              <textarea
-                {...a}
-                name="key"
-                rows={3}
-                spellcheck={false}
-                value={form.values.key}
-                onInput={(e) => form.set('key', e.currentTarget.value)}
-              />
-            )}
-          </Field>
-          <WriteButton type="submit" busy={form.busy}>
-            Add key
-          </WriteButton>
-        </form>
-      </article>
-    </section>
+    <ResourcePage
+      title="SSH keys"
+      intro={<p>Public keys installed in every new pod of the account (docs/ssh.md).</p>}
+      problem={problem}
+      loading="Loading keys…"
+      head={['Key']}
+      empty="No SSH keys yet."
+      rows={
+        keys?.map((k, i) => {
+          const [type, body, ...comment] = k.split(/\s+/);
+          const label = `${type ?? ''} …${(body ?? '').slice(-12)} ${comment.join(' ')}`.trim();
+          return {
+            key: k,
+            data: { 'ssh-key': String(i) },
+            cells: [<code title={k}>{label}</code>],
+            remove: { what: `key ${label}`, run: () => put(keys.filter((_, j) => j !== i)) },
+          };
+        }) ?? null
+      }
+      form={form}
+      formTitle="Add a key"
+      formLabel="Add an SSH key"
+      submit="Add key"
+      onSubmit={add}
+    >
+      <Field
+        id="ssh-key"
+        label="Public key"
+        error={form.errors.keys}
+        hint="One authorized_keys line: type, key, comment"
+      >
+        {(a) => (
+          <textarea
+            {...a}
+            name="key"
+            rows={3}
+            spellcheck={false}
+            value={form.values.key}
+            onInput={(e) => form.set('key', e.currentTarget.value)}
+          />
+        )}
+      </Field>
+    </ResourcePage>
   );
 }
