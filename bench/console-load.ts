@@ -3,12 +3,14 @@
 // Each run opens a fresh browser context (empty cache, the key already in session storage, as
 // after sign-in) at /console/#/pods and stops the clock when the page shows what a person sees
 // first: the summary counting every pod and the table's first page of rows (the page renders a
-// slice of the fetched list, PAGE_SIZE rows), as the page's own performance.now(). Warm runs reload in
-// the same context (cached assets). The peer, in the same run: the one API call the page waits on
-// (GET /v2/pods, 1,000 pods) made from Node, so the ratio is what the console adds over the API.
-// Goal (issue 14): first load <= 300 ms.
+// page of PAGE_SIZE rows the server answers), as the page's own performance.now(). Warm runs reload in
+// the same context (cached assets). The peer, in the same run: the API call the page waits on (the
+// first page, GET /v2/pods?limit=50&…) made from Node, so the ratio is what the console adds over
+// the API; the whole list (GET /v2/pods, what the page fetched before it was paged) for scale.
+// Goal (issue 14): first load <= 300 ms cold median; the last line says whether it is met, with the
+// machine's load average (the machine is shared: a loaded one doubles every figure).
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { spawnSync } from 'node:child_process';
@@ -46,6 +48,9 @@ const p90 = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.min(xs.length -
 
 async function main() {
   ensureBuilt();
+  const loadAtStart = loadavg()
+    .map((l) => l.toFixed(2))
+    .join(' ');
   const dataDir = mkdtempSync(join(tmpdir(), 'gantry-bench-console-'));
   const configPath = join(dataDir, 'config.json');
   writeFileSync(
@@ -106,17 +111,24 @@ async function main() {
       );
     }
 
-    // the peer: the API call alone
-    const apiMs: number[] = [];
-    let apiBytes = 0;
-    for (let i = 0; i < runs + 2; i++) {
-      const t0 = performance.now();
-      const text = await (await fetch(`${gantry.url}/v2/pods`, { headers })).text();
-      if (i >= 2) apiMs.push(performance.now() - t0);
-      apiBytes = text.length;
-    }
+    // the peers: the API calls alone
+    const timeCall = async (path: string): Promise<{ ms: number[]; bytes: number }> => {
+      const ms: number[] = [];
+      let bytes = 0;
+      for (let i = 0; i < runs + 2; i++) {
+        const t0 = performance.now();
+        const text = await (await fetch(`${gantry.url}${path}`, { headers })).text();
+        if (i >= 2) ms.push(performance.now() - t0);
+        bytes = text.length;
+      }
+      return { ms, bytes };
+    };
+    const PAGE_SIZE = 50; // console/src/pages/pods.tsx
+    const whole = await timeCall('/v2/pods');
+    const first = await timeCall(`/v2/pods?limit=${PAGE_SIZE}&offset=0&sort=created&order=desc`);
+    const apiMs = first.ms;
 
-    const firstPage = Math.min(podCount, 50); // console/src/pages/pods.tsx PAGE_SIZE
+    const firstPage = Math.min(podCount, PAGE_SIZE);
     // the predicate notes the time itself when it first holds, so the clock does not include the
     // round trip of a later call to read it
     const ready =
@@ -130,15 +142,25 @@ async function main() {
     const before: number[] = [];
     const call: number[] = [];
     const after: number[] = [];
+    // and within the first part: the HTML, the script and style sheet it names, and the script's
+    // start (main.tsx marks `gantry-boot` once its imports are evaluated)
+    const html: number[] = [];
+    const script: number[] = [];
+    const styles: number[] = [];
+    const booted: number[] = [];
     const podsEntry = `(() => { const e = performance.getEntriesByType('resource').filter((r) => new URL(r.name).pathname === '/v2/pods').pop(); return e ? [e.startTime, e.responseEnd] : [0, 0]; })()`;
+    const assetsEntry = `(() => { const n = performance.getEntriesByType('navigation')[0]; const end = (re) => Math.max(0, ...performance.getEntriesByType('resource').filter((r) => re.test(r.name)).map((r) => r.responseEnd)); const boot = performance.getEntriesByName('gantry-boot')[0]; return [n ? n.responseEnd : 0, end(/\\/assets\\/index-[^/]*\\.js$/), end(/\\/assets\\/index-[^/]*\\.css$/), boot ? boot.startTime : 0]; })()`;
     let transferred = 0;
     for (let i = 0; i < runs + 1; i++) {
       // bypassCSP: the clock's string predicate is evaluated in the page, which the console's CSP refuses
       const context = await browser.newContext({ viewport: { width: 1280, height: 900 }, bypassCSP: true });
       await context.addInitScript(`sessionStorage.setItem('gantry.apiKey', ${JSON.stringify(key)})`);
       const page = await context.newPage();
+      // the cold load's bytes only (not the warm reload's)
       let bytes = 0;
+      let counting = true;
       page.on('response', (r) => {
+        if (!counting) return;
         void r.body().then(
           (b) => (bytes += b.length),
           () => {},
@@ -146,18 +168,25 @@ async function main() {
       });
       await page.goto(`${gantry.url}/console/#/pods`);
       await page.waitForFunction(rowsReady, undefined, { timeout: 60_000, polling: 'raf' });
-      const first = Number(await page.evaluate('window.__ready'));
+      counting = false;
+      const shown = Number(await page.evaluate('window.__ready'));
       const [callStart, callEnd] = await page.evaluate<[number, number]>(podsEntry);
+      const [htmlEnd, scriptEnd, stylesEnd, bootAt] =
+        await page.evaluate<[number, number, number, number]>(assetsEntry);
       await page.reload();
       await page.waitForFunction(rowsReady, undefined, { timeout: 60_000, polling: 'raf' });
       const again = Number(await page.evaluate('window.__ready'));
       // the first run warms the server's JIT and Chromium's own start
       if (i > 0) {
-        cold.push(first);
+        cold.push(shown);
         warm.push(again);
+        html.push(htmlEnd);
+        script.push(scriptEnd);
+        styles.push(stylesEnd);
+        booted.push(bootAt);
         before.push(callStart);
         call.push(callEnd - callStart);
-        after.push(first - callEnd);
+        after.push(shown - callEnd);
       }
       transferred = bytes;
       await context.close();
@@ -173,15 +202,26 @@ async function main() {
     });
     console.log(`\nconsole first load, ${podCount} pods, ${runs} runs, Chromium headless, localhost`);
     printTable([
-      row('GET /v2/pods from Node (peer)', apiMs),
+      row(`GET /v2/pods (whole list) from Node`, whole.ms),
+      row(`GET /v2/pods?limit=${PAGE_SIZE} from Node (peer)`, apiMs),
       row('console pods page, cold cache', cold, median(apiMs)),
       row('console pods page, warm cache', warm, median(apiMs)),
+      row('  cold: HTML answered', html),
+      row('  cold: script answered', script),
+      row('  cold: style sheet answered', styles),
+      row('  cold: script evaluated (mark gantry-boot)', booted),
       row('  cold: until GET /v2/pods starts', before),
       row('  cold: GET /v2/pods in the browser', call, median(apiMs)),
       row('  cold: after its answer (parse, render)', after),
     ]);
     console.log(
-      `bytes: GET /v2/pods ${(apiBytes / 1024).toFixed(0)} KiB; a cold page load ${(transferred / 1024).toFixed(0)} KiB decoded`,
+      `bytes: the whole list ${(whole.bytes / 1024).toFixed(0)} KiB, the first page ${(first.bytes / 1024).toFixed(0)} KiB; a cold page load ${(transferred / 1024).toFixed(0)} KiB decoded`,
+    );
+    const load = loadavg()
+      .map((l) => l.toFixed(2))
+      .join(' ');
+    console.log(
+      `verdict: cold first load median ${median(cold).toFixed(0)} ms against the ${goal} ms goal: ${median(cold) <= goal ? 'MET' : 'NOT MET'} (load average ${loadAtStart} at the start, ${load} at the end)`,
     );
   } finally {
     await browser.close();

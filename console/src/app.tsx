@@ -1,8 +1,18 @@
 import type { FunctionComponent } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
-import { api, ApiProblem, forgetKey, startEarly, storedKey, storeKey, whenUnauthorized, type Account } from './api.js';
+import {
+  api,
+  ApiProblem,
+  forgetKey,
+  startEarly,
+  storedKey,
+  storeKey,
+  takeEarly,
+  whenUnauthorized,
+  type Account,
+} from './api.js';
 import { Session } from './ui.js';
-import { PodsPage } from './pages/pods.js';
+import { PodsPage, startPodsEarly } from './pages/pods.js';
 import { PodPage } from './pages/pod.js';
 import { CreatePodPage } from './pages/pod-create.js';
 import { ServerlessPage } from './pages/serverless.js';
@@ -128,6 +138,16 @@ function SignIn({ onSignedIn, reason }: { onSignedIn: (account: Account) => void
   );
 }
 
+/**
+ * Starts the calls the first screen waits on before anything is rendered (main.tsx): the key
+ * check and, on the pods page, its first page of pods, side by side.
+ */
+export function boot(): void {
+  if (storedKey() === null) return;
+  startEarly('/v2/account');
+  if (currentRoute() === '/pods') startPodsEarly(startEarly);
+}
+
 export function App() {
   const [account, setAccount] = useState<Account | null>(null);
   const [checking, setChecking] = useState(storedKey() !== null);
@@ -135,15 +155,15 @@ export function App() {
   const route = useRoute();
 
   useEffect(() => {
+    const hadKey = storedKey() !== null;
+    // may run at once, for a refusal of a call boot() started
     whenUnauthorized(() => {
       forgetKey();
       setAccount(null);
       setReason('The server no longer accepts this key (revoked or unknown): sign in again.');
     });
-    if (storedKey() === null) return;
-    // the pods list, the first page most people see, is fetched beside the key check
-    if (currentRoute() === '/pods') startEarly('/v2/pods');
-    api<Account>('GET', '/v2/account')
+    if (!hadKey) return;
+    takeEarly<Account>('/v2/account')
       .then(setAccount, () => forgetKey())
       .finally(() => setChecking(false));
   }, []);

@@ -16,7 +16,7 @@ import type { Inventory } from '../inventory/inventory.js';
 import type { RegistriesService } from '../registries/registries-service.js';
 import { assertEnvAllowed } from '../runtime/env-allowed.js';
 import { assertImageAllowed, type RegistryGuard } from '../runtime/registry-guard.js';
-import type { Runtime } from '../runtime/runtime.js';
+import type { InstanceStatus, Runtime } from '../runtime/runtime.js';
 import type { PodChanges, PodListFilter, PodRecord, PortMapping } from '../store/pod-store.js';
 import type { Template } from '../domain/template.js';
 import type { TemplatesService } from '../templates/templates-service.js';
@@ -36,6 +36,7 @@ import {
   type TemplateDefaults,
 } from './pod-rules.js';
 import { toPodView, type PodView, type SshProxyAddress } from './pod-view.js';
+import { podPage, type ListedPod, type PodPage, type PodPageQuery } from './pod-listing.js';
 
 export interface PodsServiceDeps {
   controller: PodController;
@@ -336,6 +337,22 @@ export class PodsService {
   }
 
   /**
+   * A page of the list (`GET /v2/pods?limit=…`, a Gantry extension): the same pods as `list`,
+   * searched, sorted and sliced, with the count and figures of every pod that matches.
+   */
+  async listPage(accountId: string, filter: PodListFilter, query: PodPageQuery): Promise<PodPage> {
+    const pods = await this.store.list(accountId, filter);
+    const now = this.#d.clock.now();
+    const listed = await Promise.all(
+      pods.map(async (pod): Promise<ListedPod> => {
+        const { view, live } = await this.#renderLive(pod);
+        return { view, runningSince: pod.status === 'RUNNING' ? (live?.startedAt ?? pod.startedAt ?? now) : null };
+      }),
+    );
+    return podPage(listed, query);
+  }
+
+  /**
    * start, stop, restart (200 with the pod) and terminate. A stopped pod released its GPUs, so
    * its `start` takes them again under the GPU quota.
    */
@@ -462,15 +479,20 @@ export class PodsService {
   readonly #views = new WeakMap<PodRecord, { key: string; view: PodView }>();
 
   async #render(pod: PodRecord): Promise<PodView> {
+    return (await this.#renderLive(pod)).view;
+  }
+
+  /** The view, and the runtime's view of the instance it was rendered from (RUNNING pods). */
+  async #renderLive(pod: PodRecord): Promise<{ view: PodView; live: InstanceStatus | null }> {
     const live = pod.status === 'RUNNING' ? await this.#d.runtime.inspect(pod.id) : null;
     const stats = live?.stats;
     const gpus = stats?.gpus?.map((g) => `${g.util}:${g.memoryUtil}`).join(',') ?? '';
     const key = `${Math.floor(this.#d.clock.now() / 1000)}|${live?.state ?? ''}|${stats?.cpuUtil ?? ''}|${stats?.memoryUtil ?? ''}|${gpus}`;
     const hit = this.#views.get(pod);
-    if (hit && hit.key === key) return hit.view;
+    if (hit && hit.key === key) return { view: hit.view, live };
     const view = this.#view(pod, { live });
     if (Object.isFrozen(pod)) this.#views.set(pod, { key, view: Object.freeze(view) });
-    return view;
+    return { view, live };
   }
 
   #view(pod: PodRecord, extra: { live?: Awaited<ReturnType<Runtime['inspect']>>; justCreated?: boolean }): PodView {
