@@ -1,10 +1,12 @@
 /**
  * A page of the pod list (Gantry extension to `GET /v2/pods`, docs/api.md "Paging the pod list"):
- * search, sort and slice over the account's rendered pods. Pure: the views and their start times
- * come in. The order is total (ties fall to the pod id), so consecutive pages of one query hold
- * every pod exactly once while the list does not change.
+ * search, sort and slice over the account's stored pods, before any is rendered, so that a page
+ * renders only its own pods. Pure: the records and their start times come in. The order is total
+ * (ties fall to the pod id), so consecutive pages of one query hold every pod exactly once while
+ * the list does not change.
  */
-import type { PodView } from './pod-view.js';
+import type { PodRecord } from '../store/pod-store.js';
+import { podCost } from './pod-view.js';
 
 export const POD_SORTS = ['created', 'name', 'status', 'gpu', 'cost', 'uptime', 'dataCenter'] as const;
 export type PodSort = (typeof POD_SORTS)[number];
@@ -28,8 +30,9 @@ export interface PodPageQuery {
   limit?: number;
 }
 
-export interface PodPage {
-  pods: PodView[];
+/** A page of `T` (records here, views once rendered) and the figures of every pod that matches. */
+export interface PodPage<T> {
+  pods: T[];
   /** pods matching the filters and the search, before offset and limit */
   total: number;
   /** of those, how many are RUNNING */
@@ -38,67 +41,76 @@ export interface PodPage {
   costPerHr: number;
 }
 
-/** A rendered pod with what its uptime is measured from (ms), for RUNNING pods. */
-export interface ListedPod {
-  view: PodView;
-  runningSince: number | null;
-}
+/**
+ * When each RUNNING pod's uptime counts from (ms): what `sort=uptime` orders by. Only that sort
+ * needs it (it asks the runtime), so it is a function the page calls when it does.
+ */
+export type RunningSince = (pods: readonly PodRecord[]) => Promise<ReadonlyMap<string, number>>;
 
-/** What the GPU column shows: `2 × NVIDIA GeForce RTX 4090`, `4 vCPU cpu3c`. */
-export const computeOf = (pod: PodView): string =>
-  pod.gpu ? `${pod.gpu.count} × ${pod.gpu.id}` : pod.cpu ? `${pod.cpu.vcpuCount} vCPU ${pod.cpu.id}` : '';
+/** What the GPU column shows (pod-view's gpu/cpu): `2 × NVIDIA GeForce RTX 4090`, `4 vCPU cpu3c`. */
+const computeOf = (pod: PodRecord): string =>
+  pod.gpuTypeId
+    ? `${pod.gpuCount} × ${pod.gpuTypeId}`
+    : pod.cpuFlavorId
+      ? `${pod.vcpuCount} vCPU ${pod.cpuFlavorId}`
+      : '';
 
-const haystack = (p: PodView): string =>
+const haystack = (p: PodRecord): string =>
   `${p.name} ${p.id} ${p.status} ${computeOf(p)} ${p.image} ${p.dataCenterId ?? ''}`.toLowerCase();
 
 /** Names, statuses, GPUs and data centers in a reader's order (`a-pod` next to `B-pod`). */
 const collator = new Intl.Collator('en');
 const byWords = (a: string, b: string): number => collator.compare(a, b);
-/** Plain code-unit order: ISO dates and ids, the same on every database. */
+/** Plain code-unit order for ids: the same on every database. */
 const byText = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
-const byNumber = (a: number, b: number): number => a - b;
 
-type Compare = (a: ListedPod, b: ListedPod) => number;
+type Compare = (a: PodRecord, b: PodRecord) => number;
 
-const COMPARE: Record<PodSort, Compare> = {
-  created: (a, b) => byText(a.view.createdAt, b.view.createdAt),
-  name: (a, b) => byWords(a.view.name, b.view.name),
-  status: (a, b) => byWords(a.view.status, b.view.status),
-  gpu: (a, b) => byWords(computeOf(a.view), computeOf(b.view)),
-  cost: (a, b) => byNumber(a.view.cost, b.view.cost),
-  // the longest-running last when ascending; pods not running first. Compared by the start time,
-  // not by whole seconds of uptime, so two polls a second apart put ties in the same order
-  uptime: (a, b) =>
-    a.runningSince === null
-      ? b.runningSince === null
-        ? 0
-        : -1
-      : b.runningSince === null
-        ? 1
-        : byNumber(b.runningSince, a.runningSince),
-  dataCenter: (a, b) => byWords(a.view.dataCenterId ?? '', b.view.dataCenterId ?? ''),
+const COMPARE: Record<Exclude<PodSort, 'uptime'>, Compare> = {
+  created: (a, b) => a.createdAt - b.createdAt,
+  name: (a, b) => byWords(a.name, b.name),
+  status: (a, b) => byWords(a.status, b.status),
+  gpu: (a, b) => byWords(computeOf(a), computeOf(b)),
+  cost: (a, b) => podCost(a) - podCost(b),
+  dataCenter: (a, b) => byWords(a.dataCenterId ?? '', b.dataCenterId ?? ''),
 };
 
-export function podPage(listed: readonly ListedPod[], query: PodPageQuery): PodPage {
+/**
+ * The longest-running last when ascending, pods not running first. Compared by the start time, not
+ * by whole seconds of uptime, so two polls a second apart put ties in the same order.
+ */
+const byUptime =
+  (since: ReadonlyMap<string, number>): Compare =>
+  (a, b) => {
+    const x = since.get(a.id);
+    const y = since.get(b.id);
+    if (x === undefined) return y === undefined ? 0 : -1;
+    return y === undefined ? 1 : y - x;
+  };
+
+export async function podPage(
+  pods: readonly PodRecord[],
+  query: PodPageQuery,
+  runningSince: RunningSince,
+): Promise<PodPage<PodRecord>> {
   const words = (query.search ?? '').toLowerCase().split(/\s+/).filter(Boolean);
-  const matching =
-    words.length === 0 ? [...listed] : listed.filter((p) => words.every((w) => haystack(p.view).includes(w)));
-  const cmp = COMPARE[query.sort ?? 'created'];
+  const matching = words.length === 0 ? [...pods] : pods.filter((p) => words.every((w) => haystack(p).includes(w)));
+  const sort = query.sort ?? 'created';
+  const cmp = sort === 'uptime' ? byUptime(await runningSince(matching)) : COMPARE[sort];
   const sign = query.order === 'desc' ? -1 : 1;
-  matching.sort((a, b) => sign * cmp(a, b) || byText(a.view.id, b.view.id));
+  matching.sort((a, b) => sign * cmp(a, b) || byText(a.id, b.id));
   const offset = query.offset ?? 0;
-  const page = matching.slice(offset, query.limit === undefined ? undefined : offset + query.limit);
   let running = 0;
   let costPerHr = 0;
   for (const p of matching) {
-    if (p.view.status === 'RUNNING') running++;
-    costPerHr += p.view.cost;
+    if (p.status === 'RUNNING') running++;
+    costPerHr += podCost(p);
   }
   return {
-    pods: page.map((p) => p.view),
+    pods: matching.slice(offset, query.limit === undefined ? undefined : offset + query.limit),
     total: matching.length,
     running,
-    // cents of a cent: the sum of floats is rounded so the header reads as the rates do
+    // the sum of floats is rounded so the header reads as the rates do
     costPerHr: Math.round(costPerHr * 10_000) / 10_000,
   };
 }

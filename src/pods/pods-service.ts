@@ -16,7 +16,7 @@ import type { Inventory } from '../inventory/inventory.js';
 import type { RegistriesService } from '../registries/registries-service.js';
 import { assertEnvAllowed } from '../runtime/env-allowed.js';
 import { assertImageAllowed, type RegistryGuard } from '../runtime/registry-guard.js';
-import type { InstanceStatus, Runtime } from '../runtime/runtime.js';
+import type { Runtime } from '../runtime/runtime.js';
 import type { PodChanges, PodListFilter, PodRecord, PortMapping } from '../store/pod-store.js';
 import type { Template } from '../domain/template.js';
 import type { TemplatesService } from '../templates/templates-service.js';
@@ -36,7 +36,7 @@ import {
   type TemplateDefaults,
 } from './pod-rules.js';
 import { toPodView, type PodView, type SshProxyAddress } from './pod-view.js';
-import { podPage, type ListedPod, type PodPage, type PodPageQuery } from './pod-listing.js';
+import { podPage, type PodPage, type PodPageQuery } from './pod-listing.js';
 
 export interface PodsServiceDeps {
   controller: PodController;
@@ -338,18 +338,19 @@ export class PodsService {
 
   /**
    * A page of the list (`GET /v2/pods?limit=…`, a Gantry extension): the same pods as `list`,
-   * searched, sorted and sliced, with the count and figures of every pod that matches.
+   * searched, sorted and sliced before rendering (only the page's pods are rendered), with the
+   * figures of every pod that matches.
    */
-  async listPage(accountId: string, filter: PodListFilter, query: PodPageQuery): Promise<PodPage> {
+  async listPage(accountId: string, filter: PodListFilter, query: PodPageQuery): Promise<PodPage<PodView>> {
     const pods = await this.store.list(accountId, filter);
-    const now = this.#d.clock.now();
-    const listed = await Promise.all(
-      pods.map(async (pod): Promise<ListedPod> => {
-        const { view, live } = await this.#renderLive(pod);
-        return { view, runningSince: pod.status === 'RUNNING' ? (live?.startedAt ?? pod.startedAt ?? now) : null };
-      }),
-    );
-    return podPage(listed, query);
+    const page = await podPage(pods, query, async (matching) => {
+      const now = this.#d.clock.now();
+      const running = matching.filter((pod) => pod.status === 'RUNNING');
+      const lives = await Promise.all(running.map((pod) => this.#d.runtime.inspect(pod.id)));
+      // as the view's uptime counts (pod-view runtimeView)
+      return new Map(running.map((pod, i) => [pod.id, lives[i]?.startedAt ?? pod.startedAt ?? now]));
+    });
+    return { ...page, pods: await Promise.all(page.pods.map((p) => this.#render(p))) };
   }
 
   /**
@@ -479,20 +480,15 @@ export class PodsService {
   readonly #views = new WeakMap<PodRecord, { key: string; view: PodView }>();
 
   async #render(pod: PodRecord): Promise<PodView> {
-    return (await this.#renderLive(pod)).view;
-  }
-
-  /** The view, and the runtime's view of the instance it was rendered from (RUNNING pods). */
-  async #renderLive(pod: PodRecord): Promise<{ view: PodView; live: InstanceStatus | null }> {
     const live = pod.status === 'RUNNING' ? await this.#d.runtime.inspect(pod.id) : null;
     const stats = live?.stats;
     const gpus = stats?.gpus?.map((g) => `${g.util}:${g.memoryUtil}`).join(',') ?? '';
     const key = `${Math.floor(this.#d.clock.now() / 1000)}|${live?.state ?? ''}|${stats?.cpuUtil ?? ''}|${stats?.memoryUtil ?? ''}|${gpus}`;
     const hit = this.#views.get(pod);
-    if (hit && hit.key === key) return { view: hit.view, live };
+    if (hit && hit.key === key) return hit.view;
     const view = this.#view(pod, { live });
     if (Object.isFrozen(pod)) this.#views.set(pod, { key, view: Object.freeze(view) });
-    return { view, live };
+    return view;
   }
 
   #view(pod: PodRecord, extra: { live?: Awaited<ReturnType<Runtime['inspect']>>; justCreated?: boolean }): PodView {
