@@ -13,10 +13,6 @@ import {
 } from './api.js';
 import { Session } from './ui.js';
 import { PodsPage, startPodsEarly } from './pages/pods.js';
-import { PodPage } from './pages/pod.js';
-import { CreatePodPage } from './pages/pod-create.js';
-import { ServerlessPage } from './pages/serverless.js';
-import { RegistriesPage, SshKeysPage, TemplatesPage, VolumesPage } from './pages/resources.js';
 
 /** The page address lives in the fragment (`#/pods/abc`): the server needs no route per page. */
 const currentRoute = () => (location.hash.replace(/^#/, '') || '/pods').split('?')[0]!;
@@ -45,36 +41,48 @@ const NAV: Array<[string, string]> = [
   ['/usage', 'Usage'],
 ];
 
-/** The endpoint page carries the chart library: it loads when first opened, not with the pods list. */
-function LazyEndpointPage({ id }: { id: string }) {
-  const [Page, setPage] = useState<FunctionComponent<{ id: string }> | null>(null);
-  useEffect(() => {
-    void import('./pages/endpoint.js').then((m) => setPage(() => m.EndpointPage));
-  }, []);
-  return Page ? <Page id={id} /> : <p aria-busy="true">Loading…</p>;
+/**
+ * A page whose code loads when it is first opened: the first screen (the pods list) carries only
+ * its own code, so it is fetched and run sooner (docs/console.md "Speed"). The endpoint and usage
+ * pages also bring the chart library.
+ */
+function lazyPage<P extends object>(load: () => Promise<FunctionComponent<P>>): FunctionComponent<P> {
+  let loaded: FunctionComponent<P> | null = null;
+  return function LazyPage(props: P) {
+    const [Page, setPage] = useState<FunctionComponent<P> | null>(() => loaded);
+    useEffect(() => {
+      if (Page === null)
+        void load().then((component) => {
+          loaded = component;
+          setPage(() => component);
+        });
+    }, []);
+    return Page ? <Page {...props} /> : <p aria-busy="true">Loading…</p>;
+  };
 }
 
-/** The usage page carries the chart library too. */
-function LazyUsagePage() {
-  const [Page, setPage] = useState<FunctionComponent | null>(null);
-  useEffect(() => {
-    void import('./pages/usage.js').then((m) => setPage(() => m.UsagePage));
-  }, []);
-  return Page ? <Page /> : <p aria-busy="true">Loading…</p>;
-}
+const PodPage = lazyPage(() => import('./pages/pod.js').then((m) => m.PodPage));
+const CreatePodPage = lazyPage(() => import('./pages/pod-create.js').then((m) => m.CreatePodPage));
+const ServerlessPage = lazyPage(() => import('./pages/serverless.js').then((m) => m.ServerlessPage));
+const EndpointPage = lazyPage(() => import('./pages/endpoint.js').then((m) => m.EndpointPage));
+const TemplatesPage = lazyPage(() => import('./pages/resources.js').then((m) => m.TemplatesPage));
+const VolumesPage = lazyPage(() => import('./pages/resources.js').then((m) => m.VolumesPage));
+const RegistriesPage = lazyPage(() => import('./pages/resources.js').then((m) => m.RegistriesPage));
+const SshKeysPage = lazyPage(() => import('./pages/resources.js').then((m) => m.SshKeysPage));
+const UsagePage = lazyPage(() => import('./pages/usage.js').then((m) => m.UsagePage));
 
 function Page({ route }: { route: string }) {
   const parts = route.split('/').filter(Boolean);
   if (parts[0] === 'pods' && parts[1] === 'new') return <CreatePodPage />;
   if (parts[0] === 'pods' && parts[1]) return <PodPage id={decodeURIComponent(parts[1])} />;
   if (parts[0] === 'pods' || parts.length === 0) return <PodsPage />;
-  if (parts[0] === 'serverless' && parts[1]) return <LazyEndpointPage id={decodeURIComponent(parts[1])} />;
+  if (parts[0] === 'serverless' && parts[1]) return <EndpointPage id={decodeURIComponent(parts[1])} />;
   if (parts[0] === 'serverless') return <ServerlessPage />;
   if (parts[0] === 'templates') return <TemplatesPage />;
   if (parts[0] === 'volumes') return <VolumesPage />;
   if (parts[0] === 'registries') return <RegistriesPage />;
   if (parts[0] === 'ssh-keys') return <SshKeysPage />;
-  if (parts[0] === 'usage') return <LazyUsagePage />;
+  if (parts[0] === 'usage') return <UsagePage />;
   return (
     <section>
       <h1>Not found</h1>
