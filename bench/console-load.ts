@@ -9,13 +9,12 @@
 // the API; the whole list (GET /v2/pods, what the page fetched before it was paged) for scale.
 // Goal (issue 14): first load <= 300 ms cold median; the last line says whether it is met, with the
 // machine's load average (the machine is shared: a loaded one doubles every figure).
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { loadavg, tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { loadavg } from 'node:os';
 import { parseArgs } from 'node:util';
-import { spawnSync } from 'node:child_process';
 import { chromium } from 'playwright-core';
-import { ensureBuilt, printTable, startChild } from './support/processes.js';
+import { ensureBuilt, printTable } from './support/processes.js';
+import { benchFleet } from './support/bench-fleet.js';
+import { startGantry } from './support/gantry.js';
 
 const { values } = parseArgs({
   options: {
@@ -25,23 +24,7 @@ const { values } = parseArgs({
 });
 const podCount = Number(values.pods);
 const runs = Number(values.runs);
-const root = join(import.meta.dirname, '..');
 const CHROMIUM = process.env.GANTRY_CHROMIUM ?? '/usr/bin/chromium';
-
-/** Hosts of 8 RTX 4090 each, enough for every pod (bench/http.ts parses its own flags on import). */
-const fleet = (hosts: number) =>
-  Array.from({ length: hosts }, (_, i) => ({
-    id: `bench-${i}`,
-    dataCenterId: ['US-TX-3', 'US-CA-2', 'EU-RO-1', 'EU-CZ-1'][i % 4],
-    cloud: 'SECURE',
-    gpuTypeId: 'NVIDIA GeForce RTX 4090',
-    gpuCount: 8,
-    cudaVersion: '12.4',
-    vcpus: 256,
-    memoryGb: 2048,
-    diskGb: 100_000,
-    portRange: [10000 + (i % 50) * 1000, 10000 + (i % 50) * 1000 + 999],
-  }));
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 const p90 = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(xs.length * 0.9))]!;
@@ -51,21 +34,17 @@ async function main() {
   const loadAtStart = loadavg()
     .map((l) => l.toFixed(2))
     .join(' ');
-  const dataDir = mkdtempSync(join(tmpdir(), 'gantry-bench-console-'));
-  const configPath = join(dataDir, 'config.json');
-  writeFileSync(
-    configPath,
-    JSON.stringify({
-      fleet: fleet(Math.ceil(podCount / 8) + 10),
+  // hosts of 8 RTX 4090 each, enough for every pod
+  const gantry = await startGantry({
+    config: {
+      fleet: benchFleet(Math.ceil(podCount / 8) + 10, ['NVIDIA GeForce RTX 4090'], {
+        cloud: 'SECURE',
+        cudaVersion: '12.4',
+      }),
       pods: { reconcileIntervalMs: 60_000 },
       quotas: { pods: 1e9, gpus: 1e9 },
-    }),
-  );
-  const gantry = await startChild(
-    [join(root, 'bin/gantry.js'), 'serve', '--port', '0', '--data-dir', dataDir, '--config', configPath],
-    { GANTRY_LOG_LEVEL: 'warn', GANTRY_BOOTSTRAP_KEY: 'bench-admin-key-0001' },
-    /gantry listening on (\S+)/,
-  );
+    },
+  });
   // launch() gives the browser a fresh temporary profile of its own
   const browser = await chromium.launch({
     executablePath: CHROMIUM,
@@ -82,25 +61,7 @@ async function main() {
     ],
   });
   try {
-    const made = spawnSync(
-      process.execPath,
-      [
-        join(root, 'bin/gantry.js'),
-        'keys',
-        'create',
-        '--account',
-        'admin',
-        '--scope',
-        'write',
-        '--exempt',
-        '--data-dir',
-        dataDir,
-      ],
-      { encoding: 'utf8' },
-    );
-    const key = made.stdout.trim();
-    if (!key) throw new Error(`could not create a key: ${made.stderr}`);
-    const headers = { authorization: `Bearer ${key}`, 'content-type': 'application/json' };
+    const headers = gantry.headers;
     const body = JSON.stringify({ name: 'bench', image: 'ubuntu:22.04', gpu: { id: 'NVIDIA GeForce RTX 4090' } });
     for (let made = 0; made < podCount; made += 20) {
       await Promise.all(
@@ -154,7 +115,7 @@ async function main() {
     for (let i = 0; i < runs + 1; i++) {
       // bypassCSP: the clock's string predicate is evaluated in the page, which the console's CSP refuses
       const context = await browser.newContext({ viewport: { width: 1280, height: 900 }, bypassCSP: true });
-      await context.addInitScript(`sessionStorage.setItem('gantry.apiKey', ${JSON.stringify(key)})`);
+      await context.addInitScript(`sessionStorage.setItem('gantry.apiKey', ${JSON.stringify(gantry.key)})`);
       const page = await context.newPage();
       // the cold load's bytes only (not the warm reload's)
       let bytes = 0;
@@ -226,7 +187,6 @@ async function main() {
   } finally {
     await browser.close();
     await gantry.stop();
-    rmSync(dataDir, { recursive: true, force: true });
   }
 }
 
