@@ -9,9 +9,9 @@ import type { PodRecord } from '../store/pod-store.js';
 import { podCost } from './pod-view.js';
 
 export const POD_SORTS = ['created', 'name', 'status', 'gpu', 'cost', 'uptime', 'dataCenter'] as const;
-export type PodSort = (typeof POD_SORTS)[number];
+type PodSort = (typeof POD_SORTS)[number];
 export const POD_ORDERS = ['asc', 'desc'] as const;
-export type PodOrder = (typeof POD_ORDERS)[number];
+type PodOrder = (typeof POD_ORDERS)[number];
 
 /** The most pods one page may hold. */
 export const POD_PAGE_MAX = 500;
