@@ -485,6 +485,14 @@ describe('the web console in a browser', { skip }, () => {
     await page.getByLabel('API key').waitFor();
     assert.match(await page.locator('#api-key-help').innerText(), /no longer accepts this key/);
     assert.equal(await page.evaluate("sessionStorage.getItem('gantry.apiKey')"), null);
+    // signing in again shows the pods, never the refusal of the call made with the old key
+    await page.evaluate(
+      "new MutationObserver(() => { if (document.querySelector('[role=alert]')) window.__alerted = true; }).observe(document.body, { childList: true, subtree: true })",
+    );
+    await page.getByLabel('API key').fill(KEY);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.locator('[data-pod-count], p:text("No pods yet.")').first().waitFor();
+    assert.equal(await page.evaluate('window.__alerted === true'), false, 'no problem shown on the pods page');
     await page.close();
   });
 

@@ -189,7 +189,11 @@ const early = new Map<string, Promise<unknown>>();
  */
 export function startEarly(path: string, load: () => Promise<unknown> = () => api<unknown>('GET', path)): void {
   const call = load();
-  call.catch(() => {}); // the page that takes it sees the problem; one never taken is dropped
+  // the page that takes it sees the problem; one that fails before it is taken is dropped, so the
+  // page makes its own call (after a refused key and a new sign-in, say)
+  call.catch(() => {
+    if (early.get(path) === call) early.delete(path);
+  });
   early.set(path, call);
 }
 
