@@ -458,6 +458,19 @@ describe('the web console in a browser', { skip }, () => {
       for (const url of podCalls)
         assert.equal(new URL(url).searchParams.get('limit'), '50', `${url} asks for one page`);
 
+      // pods go away while page 2 is shown: its next poll finds the page past the end, and the
+      // list moves back to the last page there is
+      const gone = made.splice(made.length - 10, 10);
+      for (const id of gone) assert.equal((await api(server.url, 'DELETE', `/v2/pods/${id}`)).status, 204);
+      await eventually(
+        async () => `the list back on page 1 of ${total - 10} (range "${await range.innerText()}")`,
+        async () => (await range.innerText()) === `1–${total - 10} of ${total - 10}`,
+        15_000,
+        200,
+      );
+      assert.equal(await table.getAttribute('data-list-page'), '0');
+      assert.equal((await rows()).length, total - 10);
+
       // a search is answered by the server: one matching pod, on page 1 again
       await page.getByRole('searchbox', { name: 'Filter pods' }).fill('page-pod-07');
       await eventually(

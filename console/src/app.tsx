@@ -163,14 +163,16 @@ export function App() {
   const route = useRoute();
 
   useEffect(() => {
-    const hadKey = storedKey() !== null;
-    // may run at once, for a refusal of a call boot() started
+    // may run at once, for a refusal of a call boot() started: the key is then forgotten
     whenUnauthorized(() => {
       forgetKey();
       setAccount(null);
       setReason('The server no longer accepts this key (revoked or unknown): sign in again.');
     });
-    if (!hadKey) return;
+    if (storedKey() === null) {
+      setChecking(false);
+      return;
+    }
     takeEarly<Account>('/v2/account')
       .then(setAccount, () => forgetKey())
       .finally(() => setChecking(false));

@@ -122,10 +122,10 @@ export function PodsPage() {
 
   const total = value?.total ?? 0;
   const pages = Math.max(1, Math.ceil(total / PAGE_SIZE));
-  // pods went away while a later page was shown: show the last page there is
+  // pods went away while a later page was shown (its own answer says so): show the last page there is
   useEffect(() => {
-    if (value !== null && query.page > pages - 1) setQuery((q) => ({ ...q, page: pages - 1 }));
-  }, [value, pages, query.page]);
+    if (value !== null && value.path === path && query.page > pages - 1) setQuery((q) => ({ ...q, page: pages - 1 }));
+  }, [value, path, pages, query.page]);
 
   const searching = query.search.trim() !== '';
   const now = Date.now();
