@@ -3,17 +3,18 @@
 // Each run opens a fresh browser context (empty cache, the key already in session storage, as
 // after sign-in) at /console/#/pods and stops the clock when the page shows what a person sees
 // first: the summary counting every pod and the table's first page of rows (the page renders a
-// slice of the fetched list, PAGE_SIZE rows), as the page's own performance.now(). Warm runs reload in
-// the same context (cached assets). The peer, in the same run: the one API call the page waits on
-// (GET /v2/pods, 1,000 pods) made from Node, so the ratio is what the console adds over the API.
-// Goal (issue 14): first load <= 300 ms.
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+// page of PAGE_SIZE rows the server answers), as the page's own performance.now(). Warm runs reload in
+// the same context (cached assets). The peer, in the same run: the API call the page waits on (the
+// first page, GET /v2/pods?limit=50&…) made from Node, so the ratio is what the console adds over
+// the API; the whole list (GET /v2/pods, what the page fetched before it was paged) for scale.
+// Goal (issue 14): first load <= 300 ms cold median; the last line says whether it is met, with the
+// machine's load average (the machine is shared: a loaded one doubles every figure).
+import { loadavg } from 'node:os';
 import { parseArgs } from 'node:util';
-import { spawnSync } from 'node:child_process';
 import { chromium } from 'playwright-core';
-import { ensureBuilt, printTable, startChild } from './support/processes.js';
+import { ensureBuilt, printTable } from './support/processes.js';
+import { benchFleet } from './support/bench-fleet.js';
+import { startGantry } from './support/gantry.js';
 
 const { values } = parseArgs({
   options: {
@@ -23,44 +24,27 @@ const { values } = parseArgs({
 });
 const podCount = Number(values.pods);
 const runs = Number(values.runs);
-const root = join(import.meta.dirname, '..');
 const CHROMIUM = process.env.GANTRY_CHROMIUM ?? '/usr/bin/chromium';
-
-/** Hosts of 8 RTX 4090 each, enough for every pod (bench/http.ts parses its own flags on import). */
-const fleet = (hosts: number) =>
-  Array.from({ length: hosts }, (_, i) => ({
-    id: `bench-${i}`,
-    dataCenterId: ['US-TX-3', 'US-CA-2', 'EU-RO-1', 'EU-CZ-1'][i % 4],
-    cloud: 'SECURE',
-    gpuTypeId: 'NVIDIA GeForce RTX 4090',
-    gpuCount: 8,
-    cudaVersion: '12.4',
-    vcpus: 256,
-    memoryGb: 2048,
-    diskGb: 100_000,
-    portRange: [10000 + (i % 50) * 1000, 10000 + (i % 50) * 1000 + 999],
-  }));
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 const p90 = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(xs.length * 0.9))]!;
 
 async function main() {
   ensureBuilt();
-  const dataDir = mkdtempSync(join(tmpdir(), 'gantry-bench-console-'));
-  const configPath = join(dataDir, 'config.json');
-  writeFileSync(
-    configPath,
-    JSON.stringify({
-      fleet: fleet(Math.ceil(podCount / 8) + 10),
+  const loadAtStart = loadavg()
+    .map((l) => l.toFixed(2))
+    .join(' ');
+  // hosts of 8 RTX 4090 each, enough for every pod
+  const gantry = await startGantry({
+    config: {
+      fleet: benchFleet(Math.ceil(podCount / 8) + 10, ['NVIDIA GeForce RTX 4090'], {
+        cloud: 'SECURE',
+        cudaVersion: '12.4',
+      }),
       pods: { reconcileIntervalMs: 60_000 },
       quotas: { pods: 1e9, gpus: 1e9 },
-    }),
-  );
-  const gantry = await startChild(
-    [join(root, 'bin/gantry.js'), 'serve', '--port', '0', '--data-dir', dataDir, '--config', configPath],
-    { GANTRY_LOG_LEVEL: 'warn', GANTRY_BOOTSTRAP_KEY: 'bench-admin-key-0001' },
-    /gantry listening on (\S+)/,
-  );
+    },
+  });
   // launch() gives the browser a fresh temporary profile of its own
   const browser = await chromium.launch({
     executablePath: CHROMIUM,
@@ -77,25 +61,7 @@ async function main() {
     ],
   });
   try {
-    const made = spawnSync(
-      process.execPath,
-      [
-        join(root, 'bin/gantry.js'),
-        'keys',
-        'create',
-        '--account',
-        'admin',
-        '--scope',
-        'write',
-        '--exempt',
-        '--data-dir',
-        dataDir,
-      ],
-      { encoding: 'utf8' },
-    );
-    const key = made.stdout.trim();
-    if (!key) throw new Error(`could not create a key: ${made.stderr}`);
-    const headers = { authorization: `Bearer ${key}`, 'content-type': 'application/json' };
+    const headers = gantry.headers;
     const body = JSON.stringify({ name: 'bench', image: 'ubuntu:22.04', gpu: { id: 'NVIDIA GeForce RTX 4090' } });
     for (let made = 0; made < podCount; made += 20) {
       await Promise.all(
@@ -106,17 +72,24 @@ async function main() {
       );
     }
 
-    // the peer: the API call alone
-    const apiMs: number[] = [];
-    let apiBytes = 0;
-    for (let i = 0; i < runs + 2; i++) {
-      const t0 = performance.now();
-      const text = await (await fetch(`${gantry.url}/v2/pods`, { headers })).text();
-      if (i >= 2) apiMs.push(performance.now() - t0);
-      apiBytes = text.length;
-    }
+    // the peers: the API calls alone
+    const timeCall = async (path: string): Promise<{ ms: number[]; bytes: number }> => {
+      const ms: number[] = [];
+      let bytes = 0;
+      for (let i = 0; i < runs + 2; i++) {
+        const t0 = performance.now();
+        const text = await (await fetch(`${gantry.url}${path}`, { headers })).text();
+        if (i >= 2) ms.push(performance.now() - t0);
+        bytes = text.length;
+      }
+      return { ms, bytes };
+    };
+    const PAGE_SIZE = 50; // console/src/pages/pods.tsx
+    const whole = await timeCall('/v2/pods');
+    const first = await timeCall(`/v2/pods?limit=${PAGE_SIZE}&offset=0&sort=created&order=desc`);
+    const apiMs = first.ms;
 
-    const firstPage = Math.min(podCount, 50); // console/src/pages/pods.tsx PAGE_SIZE
+    const firstPage = Math.min(podCount, PAGE_SIZE);
     // the predicate notes the time itself when it first holds, so the clock does not include the
     // round trip of a later call to read it
     const ready =
@@ -130,15 +103,25 @@ async function main() {
     const before: number[] = [];
     const call: number[] = [];
     const after: number[] = [];
+    // and within the first part: the HTML, the script and style sheet it names, and the script's
+    // start (main.tsx marks `gantry-boot` once its imports are evaluated)
+    const html: number[] = [];
+    const script: number[] = [];
+    const styles: number[] = [];
+    const booted: number[] = [];
     const podsEntry = `(() => { const e = performance.getEntriesByType('resource').filter((r) => new URL(r.name).pathname === '/v2/pods').pop(); return e ? [e.startTime, e.responseEnd] : [0, 0]; })()`;
+    const assetsEntry = `(() => { const n = performance.getEntriesByType('navigation')[0]; const end = (re) => Math.max(0, ...performance.getEntriesByType('resource').filter((r) => re.test(r.name)).map((r) => r.responseEnd)); const boot = performance.getEntriesByName('gantry-boot')[0]; return [n ? n.responseEnd : 0, end(/\\/assets\\/index-[^/]*\\.js$/), end(/\\/assets\\/index-[^/]*\\.css$/), boot ? boot.startTime : 0]; })()`;
     let transferred = 0;
     for (let i = 0; i < runs + 1; i++) {
       // bypassCSP: the clock's string predicate is evaluated in the page, which the console's CSP refuses
       const context = await browser.newContext({ viewport: { width: 1280, height: 900 }, bypassCSP: true });
-      await context.addInitScript(`sessionStorage.setItem('gantry.apiKey', ${JSON.stringify(key)})`);
+      await context.addInitScript(`sessionStorage.setItem('gantry.apiKey', ${JSON.stringify(gantry.key)})`);
       const page = await context.newPage();
+      // the cold load's bytes only (not the warm reload's)
       let bytes = 0;
+      let counting = true;
       page.on('response', (r) => {
+        if (!counting) return;
         void r.body().then(
           (b) => (bytes += b.length),
           () => {},
@@ -146,18 +129,25 @@ async function main() {
       });
       await page.goto(`${gantry.url}/console/#/pods`);
       await page.waitForFunction(rowsReady, undefined, { timeout: 60_000, polling: 'raf' });
-      const first = Number(await page.evaluate('window.__ready'));
+      counting = false;
+      const shown = Number(await page.evaluate('window.__ready'));
       const [callStart, callEnd] = await page.evaluate<[number, number]>(podsEntry);
+      const [htmlEnd, scriptEnd, stylesEnd, bootAt] =
+        await page.evaluate<[number, number, number, number]>(assetsEntry);
       await page.reload();
       await page.waitForFunction(rowsReady, undefined, { timeout: 60_000, polling: 'raf' });
       const again = Number(await page.evaluate('window.__ready'));
       // the first run warms the server's JIT and Chromium's own start
       if (i > 0) {
-        cold.push(first);
+        cold.push(shown);
         warm.push(again);
+        html.push(htmlEnd);
+        script.push(scriptEnd);
+        styles.push(stylesEnd);
+        booted.push(bootAt);
         before.push(callStart);
         call.push(callEnd - callStart);
-        after.push(first - callEnd);
+        after.push(shown - callEnd);
       }
       transferred = bytes;
       await context.close();
@@ -173,20 +163,30 @@ async function main() {
     });
     console.log(`\nconsole first load, ${podCount} pods, ${runs} runs, Chromium headless, localhost`);
     printTable([
-      row('GET /v2/pods from Node (peer)', apiMs),
+      row(`GET /v2/pods (whole list) from Node`, whole.ms),
+      row(`GET /v2/pods?limit=${PAGE_SIZE} from Node (peer)`, apiMs),
       row('console pods page, cold cache', cold, median(apiMs)),
       row('console pods page, warm cache', warm, median(apiMs)),
+      row('  cold: HTML answered', html),
+      row('  cold: script answered', script),
+      row('  cold: style sheet answered', styles),
+      row('  cold: script evaluated (mark gantry-boot)', booted),
       row('  cold: until GET /v2/pods starts', before),
       row('  cold: GET /v2/pods in the browser', call, median(apiMs)),
       row('  cold: after its answer (parse, render)', after),
     ]);
     console.log(
-      `bytes: GET /v2/pods ${(apiBytes / 1024).toFixed(0)} KiB; a cold page load ${(transferred / 1024).toFixed(0)} KiB decoded`,
+      `bytes: the whole list ${(whole.bytes / 1024).toFixed(0)} KiB, the first page ${(first.bytes / 1024).toFixed(0)} KiB; a cold page load ${(transferred / 1024).toFixed(0)} KiB decoded`,
+    );
+    const load = loadavg()
+      .map((l) => l.toFixed(2))
+      .join(' ');
+    console.log(
+      `verdict: cold first load median ${median(cold).toFixed(0)} ms against the ${goal} ms goal: ${median(cold) <= goal ? 'MET' : 'NOT MET'} (load average ${loadAtStart} at the start, ${load} at the end)`,
     );
   } finally {
     await browser.close();
     await gantry.stop();
-    rmSync(dataDir, { recursive: true, force: true });
   }
 }
 

@@ -11,6 +11,7 @@ import { parseArgs } from 'node:util';
 import { spawnSync } from 'node:child_process';
 import autocannon from 'autocannon';
 import { ensureBuilt, printTable, startChild } from './support/processes.js';
+import { benchFleet } from './support/bench-fleet.js';
 
 const { values } = parseArgs({
   options: {
@@ -37,26 +38,6 @@ async function load(server: { cpuMs(): number }, opts: autocannon.Options): Prom
   const r = await autocannon({ connections, duration: seconds, ...opts });
   const cpuUs = ((server.cpuMs() - before) * 1000) / Math.max(1, r.requests.total);
   return { rps: r.requests.average, p50: r.latency.p50, p99: r.latency.p99, non2xx: r.non2xx + r.errors, cpuUs };
-}
-
-export function benchFleet(
-  hosts: number,
-  types = ['NVIDIA GeForce RTX 4090', 'NVIDIA RTX A5000', 'NVIDIA A100 80GB PCIe', 'NVIDIA L40S'],
-) {
-  const cudas = ['11.8', '12.1', '12.2', '12.4', '12.8'];
-  const dcs = ['US-TX-3', 'US-CA-2', 'EU-RO-1', 'EU-CZ-1'];
-  return Array.from({ length: hosts }, (_, i) => ({
-    id: `bench-${i}`,
-    dataCenterId: dcs[i % dcs.length],
-    cloud: i % 3 === 0 ? 'COMMUNITY' : 'SECURE',
-    gpuTypeId: types[i % types.length],
-    gpuCount: 8,
-    cudaVersion: cudas[i % cudas.length],
-    vcpus: 256,
-    memoryGb: 2048,
-    diskGb: 100_000,
-    portRange: [10000 + (i % 50) * 1000, 10000 + (i % 50) * 1000 + 999],
-  }));
 }
 
 async function main() {

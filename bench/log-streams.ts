@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { spawnSync } from 'node:child_process';
 import { ensureBuilt, printTable, startChild } from './support/processes.js';
-import { benchFleet } from './http.js';
+import { benchFleet } from './support/bench-fleet.js';
 
 const { values } = parseArgs({
   options: { streams: { type: 'string', default: '1000' }, pods: { type: 'string', default: '20' } },

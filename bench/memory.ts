@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { spawnSync } from 'node:child_process';
 import { ensureBuilt, printTable, startChild } from './support/processes.js';
-import { benchFleet } from './http.js';
+import { benchFleet } from './support/bench-fleet.js';
 
 const { values } = parseArgs({ options: { pods: { type: 'string', default: '10000' } } });
 const total = Number(values.pods);

@@ -16,10 +16,7 @@ import { parseArgs } from 'node:util';
 import { printTable } from './support/processes.js';
 import { percentile, startGantry, verdict, type Gantry } from './support/gantry.js';
 import { httpClient } from './support/http-client.js';
-import { newJobId } from '../src/domain/ids.js';
-import { openDatabase } from '../src/store/database.js';
-import type { NewJob } from '../src/store/job-record.js';
-import { openJobStore } from '../src/store/job-store.js';
+import { fillQueue } from './support/queue-fill.js';
 
 const { values } = parseArgs({
   options: { jobs: { type: 'string', default: '1000000' }, requests: { type: 'string', default: '1000' } },
@@ -103,40 +100,7 @@ async function main() {
     }
 
     // 2. a million jobs
-    const started = performance.now();
-    {
-      const db = await openDatabase({ url: null, dataDir });
-      try {
-        const store = openJobStore(db);
-        const { account_id: accountId } = await db.kysely
-          .selectFrom('endpoints')
-          .select('account_id')
-          .where('id', '=', bigId)
-          .executeTakeFirstOrThrow();
-        const now = Date.now();
-        const policy = { executionTimeout: 600_000, lowPriority: false, ttl: 86_400_000 };
-        for (let i = 0; i < JOBS; i += BATCH) {
-          const jobs: NewJob[] = [];
-          for (let j = i; j < Math.min(JOBS, i + BATCH); j++)
-            jobs.push({
-              id: newJobId(),
-              endpointId: bigId,
-              accountId,
-              seq: now * 1000 + j,
-              inputJson: `{"prompt":"job ${j}","max_tokens":64}`,
-              webhook: null,
-              s3ConfigJson: null,
-              policy,
-              sync: false,
-              createdAt: now,
-            });
-          await db.withTransaction((tx) => store.rows.insertMany(jobs, tx));
-        }
-      } finally {
-        await db.close();
-      }
-    }
-    const insertSeconds = (performance.now() - started) / 1000;
+    const insertSeconds = await fillQueue(dataDir, bigId, JOBS, BATCH);
 
     // 3. the server with a million queued
     gantry = await startGantry({ dataDir, config: CONFIG });

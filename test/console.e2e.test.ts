@@ -106,6 +106,8 @@ describe('the web console in a browser', { skip }, () => {
         },
         pods: { stopGraceMs: 2000 },
         serverless: { autoscaler: { intervalMs: 200 } },
+        // the paging test holds more pods than one page of the list
+        quotas: { pods: 200, gpus: 64 },
       }),
     );
     server = await spawnGantry(['--host', '127.0.0.1', '--data-dir', join(dir, 'data'), '--config', config], {
@@ -477,6 +479,121 @@ describe('the web console in a browser', { skip }, () => {
       assert.equal(await button.isDisabled(), true);
       assert.match(String(await button.getAttribute('title')), /read-only/);
     }
+    await page.close();
+  });
+
+  test('the pods list shows 50 pods a page from the server: Next shows the next page of rows, a search narrows them, and neither the load nor the poll fetches the whole list', async () => {
+    // 48 CPU pods fill the demo fleet's CPU hosts (2 vCPU each); 6 one-GPU pods make a second page
+    const made: string[] = [];
+    const make = async (body: Record<string, unknown>) => {
+      const res = await api(server.url, 'POST', '/v2/pods', { image: 'placeholder:1', ...body });
+      assert.equal(res.status, 201, JSON.stringify(res.body));
+      made.push(res.body!.id as string);
+    };
+    try {
+      for (let i = 0; i < 48; i++)
+        await make({
+          name: `page-pod-${String(i).padStart(2, '0')}`,
+          cpu: { id: 'cpu3c', vcpuCount: 2 },
+          cloud: i < 32 ? 'SECURE' : 'COMMUNITY',
+        });
+      for (let i = 48; i < 54; i++) await make({ name: `page-pod-${i}`, gpu: { id: 'NVIDIA GeForce RTX 4090' } });
+      const firstPage = (await api(server.url, 'GET', '/v2/pods?limit=50&offset=0&sort=created&order=desc')).body!;
+      const secondPage = (await api(server.url, 'GET', '/v2/pods?limit=50&offset=50&sort=created&order=desc')).body!;
+      const total = (await api(server.url, 'GET', '/v2/pods')).body!.pods.length as number;
+      assert.ok(total > 50 && total <= 100, `${total} pods: two pages`);
+      const ids = (body: Record<string, any>) => (body.pods as Array<{ id: string }>).map((p) => p.id);
+
+      const page = await context.newPage();
+      const podCalls: string[] = [];
+      page.on('request', (r) => {
+        if (new URL(r.url()).pathname === '/v2/pods' && r.method() === 'GET') podCalls.push(r.url());
+      });
+      await signIn(page, `${server.url}/console/`, KEY);
+      const range = page.locator('[data-page-range]');
+      const table = page.locator('table[data-list-page]');
+      const rows = async () =>
+        page.locator('tbody tr[data-pod]').evaluateAll((trs) => trs.map((tr) => tr.getAttribute('data-pod')));
+      await eventually(
+        async () => `the first page (range "${await range.innerText().catch(() => '')}")`,
+        async () => (await range.innerText().catch(() => '')) === `1–50 of ${total}`,
+        10_000,
+        100,
+      );
+      assert.match(
+        await page.locator('[data-pod-count]').innerText(),
+        new RegExp(`^${total} pods · \\d+ running · \\$`),
+      );
+      assert.deepEqual(await rows(), ids(firstPage), 'page 1: the 50 newest pods, newest first');
+
+      await page.getByRole('button', { name: 'Next' }).click();
+      await page.locator('table[data-list-page="1"]:not([aria-busy])').waitFor();
+      assert.equal(await range.innerText(), `51–${total} of ${total}`);
+      const second = await rows();
+      assert.deepEqual(second, ids(secondPage), 'page 2: the rows after the first 50');
+      assert.ok(!second.some((id) => ids(firstPage).includes(id)), 'no pod on both pages');
+      assert.equal(await table.getAttribute('data-list-page'), '1');
+
+      // the poll refreshes the page shown, and only it
+      const secondCalls = () => podCalls.filter((u) => new URL(u).searchParams.get('offset') === '50').length;
+      await eventually(
+        async () => `a poll of page 2 (${secondCalls()} calls so far)`,
+        async () => secondCalls() >= 2,
+        10_000,
+        200,
+      );
+      assert.ok(podCalls.length >= 3);
+      for (const url of podCalls)
+        assert.equal(new URL(url).searchParams.get('limit'), '50', `${url} asks for one page`);
+
+      // pods go away while page 2 is shown: its next poll finds the page past the end, and the
+      // list moves back to the last page there is
+      const gone = made.splice(made.length - 10, 10);
+      for (const id of gone) assert.equal((await api(server.url, 'DELETE', `/v2/pods/${id}`)).status, 204);
+      await eventually(
+        async () => `the list back on page 1 of ${total - 10} (range "${await range.innerText()}")`,
+        async () => (await range.innerText()) === `1–${total - 10} of ${total - 10}`,
+        15_000,
+        200,
+      );
+      assert.equal(await table.getAttribute('data-list-page'), '0');
+      assert.equal((await rows()).length, total - 10);
+
+      // a search is answered by the server: one matching pod, on page 1 again
+      await page.getByRole('searchbox', { name: 'Filter pods' }).fill('page-pod-07');
+      await eventually(
+        async () => `the search's page (range "${await range.innerText()}")`,
+        async () => (await range.innerText()) === '1–1 of 1',
+        10_000,
+        100,
+      );
+      assert.match(await page.locator('[data-pod-count]').innerText(), /^1 pod matches/);
+      assert.equal((await rows()).length, 1);
+      assert.match(await page.locator('tbody tr[data-pod]').innerText(), /page-pod-07/);
+      assert.ok(podCalls.some((u) => new URL(u).searchParams.get('search') === 'page-pod-07'));
+      await page.close();
+    } finally {
+      for (const id of made) await api(server.url, 'DELETE', `/v2/pods/${id}`);
+    }
+  });
+
+  test('a stored key the server refuses when the page opens signs the tab out, saying why', async () => {
+    const page = await context.newPage();
+    // as after a sign-in with a key revoked since: the calls started before the first render are refused
+    await page.goto(`${server.url}/console/#/pods`);
+    await page.evaluate("sessionStorage.setItem('gantry.apiKey', 'gty_revoked-0123456789abcdef0123')");
+    await page.reload();
+    await page.getByLabel('API key').waitFor();
+    assert.match(await page.locator('#api-key-help').innerText(), /no longer accepts this key/);
+    assert.equal(await page.evaluate("sessionStorage.getItem('gantry.apiKey')"), null);
+    // signing in again shows the pods, never the refusal of the call made with the old key
+    await page.evaluate(
+      "new MutationObserver(() => { if (document.querySelector('[role=alert]')) window.__alerted = true; }).observe(document.body, { childList: true, subtree: true })",
+    );
+    await page.getByLabel('API key').fill(KEY);
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await page.locator('[data-pod-count], p:text("No pods yet.")').first().waitFor();
+    assert.equal(await page.evaluate('window.__alerted === true'), false, 'no problem shown on the pods page');
     await page.close();
   });
 

@@ -66,7 +66,7 @@ test('every REST v1 operation of the public document is served under /v1 with it
   );
 });
 
-test('the summaries compare what they claim: a field dropped from an answer, a required field added and a missing operation are each reported', () => {
+test('the summaries compare what they claim: a field dropped from an answer, a required field added, an extra query parameter and a missing operation are each reported', () => {
   const theirs: OpenApiSummary = {
     'GET /v2/things/{}': {
       query: { include: false },
@@ -84,7 +84,7 @@ test('the summaries compare what they claim: a field dropped from an answer, a r
   };
   const ours: OpenApiSummary = {
     'GET /v2/things/{}': {
-      query: { include: false },
+      query: { include: false, limit: false },
       pathParams: 1,
       body: null,
       responses: { '200': { type: 'object', properties: ['id'], required: ['id'] } },
@@ -97,7 +97,7 @@ test('the summaries compare what they claim: a field dropped from an answer, a r
     },
   };
   assert.deepEqual(compareSummaries(theirs, ours), {
-    'GET /v2/things/{}': ['200 fields missing: name'],
+    'GET /v2/things/{}': ['query parameters extra: limit', '200 fields missing: name'],
     'POST /v2/things': ['request fields extra: size', 'request requires [name, size], not [name]'],
     'DELETE /v2/things/{}': ['missing operation'],
   });

@@ -23,10 +23,20 @@ export class ApiProblem extends Error {
   }
 }
 
-/** Called when the server refuses the key (revoked, unknown): the app signs out. */
-let onUnauthorized: () => void = () => {};
+/**
+ * Called when the server refuses the key (revoked, unknown): the app signs out. A refusal of a call
+ * started at boot, before the app set its handler, is kept and handed to the handler when it is set.
+ */
+let refusedBeforeHandler = false;
+let onUnauthorized: () => void = () => {
+  refusedBeforeHandler = true;
+};
 export const whenUnauthorized = (fn: () => void): void => {
   onUnauthorized = fn;
+  if (refusedBeforeHandler) {
+    refusedBeforeHandler = false;
+    fn();
+  }
 };
 
 const authHeaders = (key: string | null = storedKey()): Record<string, string> =>
@@ -49,8 +59,8 @@ async function problemOf(res: Response): Promise<ApiProblem> {
   );
 }
 
-/** One API call; answers the parsed JSON (or null for 204), throws an ApiProblem otherwise. */
-export async function api<T>(method: string, path: string, body?: unknown, key?: string): Promise<T> {
+/** One API call's answer when it succeeded; throws an ApiProblem otherwise. */
+async function send(method: string, path: string, body?: unknown, key?: string): Promise<Response> {
   let res: Response;
   try {
     res = await fetch(path, {
@@ -71,8 +81,20 @@ export async function api<T>(method: string, path: string, body?: unknown, key?:
     if (res.status === 401 && key === undefined) onUnauthorized();
     throw problem;
   }
+  return res;
+}
+
+/** One API call; answers the parsed JSON (or null for 204), throws an ApiProblem otherwise. */
+export async function api<T>(method: string, path: string, body?: unknown, key?: string): Promise<T> {
+  const res = await send(method, path, body, key);
   if (res.status === 204) return null as T;
   return (await res.json()) as T;
+}
+
+/** A GET whose answer carries figures in its headers too (a page of a list: `X-Total-Count`). */
+export async function getWithHeaders<T>(path: string): Promise<{ body: T; headers: Headers }> {
+  const res = await send('GET', path);
+  return { body: (await res.json()) as T, headers: res.headers };
 }
 
 /**
@@ -161,19 +183,23 @@ export interface Account {
 const early = new Map<string, Promise<unknown>>();
 
 /**
- * Starts a GET now, before the page that reads it has mounted (at boot, beside the key check), so
- * that the two calls overlap instead of following each other. The page takes it once with
- * `takeEarly`; later calls go to the server as usual.
+ * Starts a call now, before the page that reads it has mounted (at boot, before the first render
+ * and beside the key check), so that the calls overlap instead of following each other. The page
+ * takes it once with `takeEarly`; later calls go to the server as usual.
  */
-export function startEarly(path: string): void {
-  const call = api<unknown>('GET', path);
-  call.catch(() => {}); // the page that takes it sees the problem; one never taken is dropped
+export function startEarly(path: string, load: () => Promise<unknown> = () => api<unknown>('GET', path)): void {
+  const call = load();
+  // the page that takes it sees the problem; one that fails before it is taken is dropped, so the
+  // page makes its own call (after a refused key and a new sign-in, say)
+  call.catch(() => {
+    if (early.get(path) === call) early.delete(path);
+  });
   early.set(path, call);
 }
 
-/** The early call for `path`, once, if there is one; else a fresh call. */
-export function takeEarly<T>(path: string): Promise<T> {
+/** The early call for `path`, once, if there is one; else `load()` (by default a fresh GET). */
+export function takeEarly<T>(path: string, load: () => Promise<T> = () => api<T>('GET', path)): Promise<T> {
   const call = early.get(path);
   early.delete(path);
-  return (call as Promise<T> | undefined) ?? api<T>('GET', path);
+  return (call as Promise<T> | undefined) ?? load();
 }

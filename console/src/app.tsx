@@ -1,13 +1,18 @@
 import type { FunctionComponent } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
-import { api, ApiProblem, forgetKey, startEarly, storedKey, storeKey, whenUnauthorized, type Account } from './api.js';
+import {
+  api,
+  ApiProblem,
+  forgetKey,
+  startEarly,
+  storedKey,
+  storeKey,
+  takeEarly,
+  whenUnauthorized,
+  type Account,
+} from './api.js';
 import { Session } from './ui.js';
-import { PodsPage } from './pages/pods.js';
-import { PodPage } from './pages/pod.js';
-import { CreatePodPage } from './pages/pod-create.js';
-import { ServerlessPage } from './pages/serverless.js';
-import { RegistriesPage, SshKeysPage, TemplatesPage, VolumesPage } from './pages/resources.js';
-import { ApiKeysPage } from './pages/api-keys.js';
+import { PodsPage, startPodsEarly } from './pages/pods.js';
 
 /** The page address lives in the fragment (`#/pods/abc`): the server needs no route per page. */
 const currentRoute = () => (location.hash.replace(/^#/, '') || '/pods').split('?')[0]!;
@@ -37,37 +42,50 @@ const NAV: Array<[string, string]> = [
   ['/usage', 'Usage'],
 ];
 
-/** The endpoint page carries the chart library: it loads when first opened, not with the pods list. */
-function LazyEndpointPage({ id }: { id: string }) {
-  const [Page, setPage] = useState<FunctionComponent<{ id: string }> | null>(null);
-  useEffect(() => {
-    void import('./pages/endpoint.js').then((m) => setPage(() => m.EndpointPage));
-  }, []);
-  return Page ? <Page id={id} /> : <p aria-busy="true">Loading…</p>;
+/**
+ * A page whose code loads when it is first opened: the first screen (the pods list) carries only
+ * its own code, so it is fetched and run sooner (docs/console.md "Speed"). The endpoint and usage
+ * pages also bring the chart library.
+ */
+function lazyPage<P extends object>(load: () => Promise<FunctionComponent<P>>): FunctionComponent<P> {
+  let loaded: FunctionComponent<P> | null = null;
+  return function LazyPage(props: P) {
+    const [Page, setPage] = useState<FunctionComponent<P> | null>(() => loaded);
+    useEffect(() => {
+      if (Page === null)
+        void load().then((component) => {
+          loaded = component;
+          setPage(() => component);
+        });
+    }, []);
+    return Page ? <Page {...props} /> : <p aria-busy="true">Loading…</p>;
+  };
 }
 
-/** The usage page carries the chart library too. */
-function LazyUsagePage() {
-  const [Page, setPage] = useState<FunctionComponent | null>(null);
-  useEffect(() => {
-    void import('./pages/usage.js').then((m) => setPage(() => m.UsagePage));
-  }, []);
-  return Page ? <Page /> : <p aria-busy="true">Loading…</p>;
-}
+const PodPage = lazyPage(() => import('./pages/pod.js').then((m) => m.PodPage));
+const CreatePodPage = lazyPage(() => import('./pages/pod-create.js').then((m) => m.CreatePodPage));
+const ServerlessPage = lazyPage(() => import('./pages/serverless.js').then((m) => m.ServerlessPage));
+const EndpointPage = lazyPage(() => import('./pages/endpoint.js').then((m) => m.EndpointPage));
+const TemplatesPage = lazyPage(() => import('./pages/resources.js').then((m) => m.TemplatesPage));
+const VolumesPage = lazyPage(() => import('./pages/resources.js').then((m) => m.VolumesPage));
+const RegistriesPage = lazyPage(() => import('./pages/resources.js').then((m) => m.RegistriesPage));
+const SshKeysPage = lazyPage(() => import('./pages/resources.js').then((m) => m.SshKeysPage));
+const ApiKeysPage = lazyPage(() => import('./pages/api-keys.js').then((m) => m.ApiKeysPage));
+const UsagePage = lazyPage(() => import('./pages/usage.js').then((m) => m.UsagePage));
 
 function Page({ route }: { route: string }) {
   const parts = route.split('/').filter(Boolean);
   if (parts[0] === 'pods' && parts[1] === 'new') return <CreatePodPage />;
   if (parts[0] === 'pods' && parts[1]) return <PodPage id={decodeURIComponent(parts[1])} />;
   if (parts[0] === 'pods' || parts.length === 0) return <PodsPage />;
-  if (parts[0] === 'serverless' && parts[1]) return <LazyEndpointPage id={decodeURIComponent(parts[1])} />;
+  if (parts[0] === 'serverless' && parts[1]) return <EndpointPage id={decodeURIComponent(parts[1])} />;
   if (parts[0] === 'serverless') return <ServerlessPage />;
   if (parts[0] === 'templates') return <TemplatesPage />;
   if (parts[0] === 'volumes') return <VolumesPage />;
   if (parts[0] === 'registries') return <RegistriesPage />;
   if (parts[0] === 'ssh-keys') return <SshKeysPage />;
   if (parts[0] === 'api-keys') return <ApiKeysPage />;
-  if (parts[0] === 'usage') return <LazyUsagePage />;
+  if (parts[0] === 'usage') return <UsagePage />;
   return (
     <section>
       <h1>Not found</h1>
@@ -131,6 +149,16 @@ function SignIn({ onSignedIn, reason }: { onSignedIn: (account: Account) => void
   );
 }
 
+/**
+ * Starts the calls the first screen waits on before anything is rendered (main.tsx): the key
+ * check and, on the pods page, its first page of pods, side by side.
+ */
+export function boot(): void {
+  if (storedKey() === null) return;
+  startEarly('/v2/account');
+  if (currentRoute() === '/pods') startPodsEarly(startEarly);
+}
+
 export function App() {
   const [account, setAccount] = useState<Account | null>(null);
   const [checking, setChecking] = useState(storedKey() !== null);
@@ -138,15 +166,17 @@ export function App() {
   const route = useRoute();
 
   useEffect(() => {
+    // may run at once, for a refusal of a call boot() started: the key is then forgotten
     whenUnauthorized(() => {
       forgetKey();
       setAccount(null);
       setReason('The server no longer accepts this key (revoked or unknown): sign in again.');
     });
-    if (storedKey() === null) return;
-    // the pods list, the first page most people see, is fetched beside the key check
-    if (currentRoute() === '/pods') startEarly('/v2/pods');
-    api<Account>('GET', '/v2/account')
+    if (storedKey() === null) {
+      setChecking(false);
+      return;
+    }
+    takeEarly<Account>('/v2/account')
       .then(setAccount, () => forgetKey())
       .finally(() => setChecking(false));
   }, []);

@@ -105,6 +105,9 @@ export interface ViewContext {
 const billed = (status: PodStatus): boolean =>
   status === 'PROVISIONING' || status === 'STARTING' || status === 'RUNNING';
 
+/** The pod's `cost`: its rate while it holds its machine, else 0. */
+export const podCost = (pod: PodRecord): number => (billed(pod.status) ? pod.costPerHr : 0);
+
 function runtimeView(pod: PodRecord, ctx: ViewContext): PodRuntimeView | null {
   if (ctx.justCreated) return {};
   if (pod.status !== 'RUNNING') return null;
@@ -167,7 +170,7 @@ export function toPodView(pod: PodRecord, ctx: ViewContext): PodView {
     ssh: { proxy: proxySsh(pod, ctx), direct: directSsh(pod, ctx) },
     // No link to a template is retained (spec 2.1): pods created from one show null.
     template: null,
-    cost: billed(pod.status) ? pod.costPerHr : 0,
+    cost: podCost(pod),
     locked: pod.locked,
     globalNetworking: pod.globalIp
       ? { enabled: true, ip: pod.globalIp, internalDns: internalDns(pod.id, ctx.internalDomain) }

@@ -36,6 +36,7 @@ import {
   type TemplateDefaults,
 } from './pod-rules.js';
 import { toPodView, type PodView, type SshProxyAddress } from './pod-view.js';
+import { podPage, type PodPage, type PodPageQuery } from './pod-listing.js';
 
 export interface PodsServiceDeps {
   controller: PodController;
@@ -333,6 +334,23 @@ export class PodsService {
   async list(accountId: string, filter: PodListFilter = {}): Promise<PodView[]> {
     const pods = await this.store.list(accountId, filter);
     return Promise.all(pods.map((p) => this.#render(p)));
+  }
+
+  /**
+   * A page of the list (`GET /v2/pods?limit=…`, a Gantry extension): the same pods as `list`,
+   * searched, sorted and sliced before rendering (only the page's pods are rendered), with the
+   * figures of every pod that matches.
+   */
+  async listPage(accountId: string, filter: PodListFilter, query: PodPageQuery): Promise<PodPage<PodView>> {
+    const pods = await this.store.list(accountId, filter);
+    const page = await podPage(pods, query, async (matching) => {
+      const now = this.#d.clock.now();
+      const running = matching.filter((pod) => pod.status === 'RUNNING');
+      const lives = await Promise.all(running.map((pod) => this.#d.runtime.inspect(pod.id)));
+      // as the view's uptime counts (pod-view runtimeView)
+      return new Map(running.map((pod, i) => [pod.id, lives[i]?.startedAt ?? pod.startedAt ?? now]));
+    });
+    return { ...page, pods: await Promise.all(page.pods.map((p) => this.#render(p))) };
   }
 
   /**

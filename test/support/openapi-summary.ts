@@ -143,6 +143,8 @@ export function compareSummaries(
     const d: string[] = [];
     const queryMissing = missingFrom(Object.keys(want.query), Object.keys(have.query));
     if (queryMissing.length) d.push(`query parameters missing: ${queryMissing.join(', ')}`);
+    const queryExtra = missingFrom(Object.keys(have.query), Object.keys(want.query));
+    if (queryExtra.length) d.push(`query parameters extra: ${queryExtra.join(', ')}`);
     if (want.body) {
       if (!have.body) d.push('request body missing');
       else {

@@ -1,10 +1,14 @@
 import { memo } from 'preact/compat';
-import { useMemo, useState } from 'preact/hooks';
-import { takeEarly } from '../api.js';
+import { useEffect, useState } from 'preact/hooks';
+import { getWithHeaders, takeEarly } from '../api.js';
 import type { Pod } from '../types.js';
 import { duration, money, ProblemNote, READ_ONLY_TITLE, StatusBadge, usePoll, useSession } from '../ui.js';
 
-/** Rows shown at once: a screenful and a bit. The whole list is fetched; only this slice is rendered. */
+/**
+ * Rows shown at once: a screenful and a bit. The server searches, sorts and pages the list
+ * (`GET /v2/pods?limit=…`, docs/api.md "Paging the pod list"): the page fetches, and its poll
+ * refreshes, only the rows it shows.
+ */
 const PAGE_SIZE = 50;
 
 /** Seconds the pod has run this time: the runtime's figure, else since it started. */
@@ -17,20 +21,8 @@ export function uptimeOf(pod: Pod, now = Date.now()): number | null {
 export const computeOf = (pod: Pod): string =>
   pod.gpu ? `${pod.gpu.count} × ${pod.gpu.id}` : pod.cpu ? `${pod.cpu.vcpuCount} vCPU ${pod.cpu.id}` : '—';
 
-/** Plain code-unit order: ISO dates and ids sort right, without the cost of locale collation. */
-const byText = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
-
+/** The API's `sort` values (src/pods/pod-listing.ts). */
 type SortKey = 'name' | 'status' | 'gpu' | 'cost' | 'uptime' | 'dataCenter' | 'created';
-
-const SORTS: Record<SortKey, (a: Pod, b: Pod) => number> = {
-  name: (a, b) => a.name.localeCompare(b.name),
-  status: (a, b) => a.status.localeCompare(b.status),
-  gpu: (a, b) => computeOf(a).localeCompare(computeOf(b)),
-  cost: (a, b) => a.cost - b.cost,
-  uptime: (a, b) => (uptimeOf(a) ?? -1) - (uptimeOf(b) ?? -1),
-  dataCenter: (a, b) => (a.dataCenterId ?? '').localeCompare(b.dataCenterId ?? ''),
-  created: (a, b) => byText(a.createdAt, b.createdAt),
-};
 
 const COLUMNS: Array<[SortKey, string]> = [
   ['name', 'Name'],
@@ -41,9 +33,48 @@ const COLUMNS: Array<[SortKey, string]> = [
   ['dataCenter', 'Data center'],
 ];
 
-/** What a filter word matches: name, id, status, GPU, image and data center. */
-const haystack = (p: Pod) =>
-  `${p.name} ${p.id} ${p.status} ${computeOf(p)} ${p.image} ${p.dataCenterId ?? ''}`.toLowerCase();
+interface ListQuery {
+  search: string;
+  sort: SortKey;
+  desc: boolean;
+  page: number;
+}
+
+/** What the page shows first: the newest pods. */
+const FIRST: ListQuery = { search: '', sort: 'created', desc: true, page: 0 };
+
+const listPath = (q: ListQuery): string =>
+  `/v2/pods?limit=${PAGE_SIZE}&offset=${q.page * PAGE_SIZE}&sort=${q.sort}&order=${q.desc ? 'desc' : 'asc'}` +
+  (q.search.trim() === '' ? '' : `&search=${encodeURIComponent(q.search.trim())}`);
+
+/** A page of pods and the figures of every pod that matches (the answer's headers). */
+interface PodsPage {
+  /** the call that answered it: while it differs from the page's own, a new page is on its way */
+  path: string;
+  pods: Pod[];
+  total: number;
+  running: number;
+  costPerHr: number;
+}
+
+const figure = (headers: Headers, name: string): number => Number(headers.get(name) ?? 0) || 0;
+
+async function loadPage(path: string): Promise<PodsPage> {
+  const { body, headers } = await getWithHeaders<{ pods: Pod[] }>(path);
+  return {
+    path,
+    pods: body.pods,
+    total: figure(headers, 'x-total-count'),
+    running: figure(headers, 'x-gantry-running-count'),
+    costPerHr: figure(headers, 'x-gantry-cost-per-hr'),
+  };
+}
+
+/** At boot, beside the key check: the first page the pods page shows (app.tsx). */
+export const startPodsEarly = (start: (path: string, load: () => Promise<unknown>) => void): void => {
+  const path = listPath(FIRST);
+  start(path, () => loadPage(path));
+};
 
 /**
  * One row. Memoized on the fields it shows: the 3 s poll answers new objects for every pod, and a
@@ -77,29 +108,30 @@ const PodRow = memo(
 
 export function PodsPage() {
   const { canWrite } = useSession();
-  const { value, problem } = usePoll(() => takeEarly<{ pods: Pod[] }>('/v2/pods'), 3000);
-  const pods = value?.pods ?? null;
   const [filter, setFilter] = useState('');
-  const [sort, setSort] = useState<{ key: SortKey; desc: boolean }>({ key: 'created', desc: true });
-  const [page, setPage] = useState(0);
+  const [query, setQuery] = useState<ListQuery>(FIRST);
+  const path = listPath(query);
+  // the poll restarts whenever the page, the order or the search changes, and fetches that page only
+  const { value, problem } = usePoll(() => takeEarly(path, () => loadPage(path)), 3000, [path]);
+  // the search follows the box once typing pauses, not on every key
+  useEffect(() => {
+    if (filter === query.search) return;
+    const timer = setTimeout(() => setQuery((q) => ({ ...q, search: filter, page: 0 })), 200);
+    return () => clearTimeout(timer);
+  }, [filter, query.search]);
 
-  const shown = useMemo(() => {
-    if (pods === null) return [];
-    const words = filter.toLowerCase().split(/\s+/).filter(Boolean);
-    const matching = words.length === 0 ? [...pods] : pods.filter((p) => words.every((w) => haystack(p).includes(w)));
-    const cmp = SORTS[sort.key];
-    return matching.sort((a, b) => (sort.desc ? cmp(b, a) : cmp(a, b)) || byText(a.id, b.id));
-  }, [pods, filter, sort]);
+  const total = value?.total ?? 0;
+  const pages = Math.max(1, Math.ceil(total / PAGE_SIZE));
+  // pods went away while a later page was shown (its own answer says so): show the last page there is
+  useEffect(() => {
+    if (value !== null && value.path === path && query.page > pages - 1) setQuery((q) => ({ ...q, page: pages - 1 }));
+  }, [value, path, pages, query.page]);
 
-  const pages = Math.max(1, Math.ceil(shown.length / PAGE_SIZE));
-  const current = Math.min(page, pages - 1);
-  const slice = shown.slice(current * PAGE_SIZE, (current + 1) * PAGE_SIZE);
+  const searching = query.search.trim() !== '';
   const now = Date.now();
-  const hourly = pods?.reduce((sum, p) => sum + p.cost, 0) ?? 0;
-  const sortBy = (key: SortKey) => {
-    setSort((s) => ({ key, desc: s.key === key ? !s.desc : false }));
-    setPage(0);
-  };
+  const sortBy = (key: SortKey) =>
+    setQuery((q) => ({ ...q, sort: key, desc: q.sort === key ? !q.desc : false, page: 0 }));
+  const setPage = (page: number) => setQuery((q) => ({ ...q, page }));
 
   return (
     <section>
@@ -116,14 +148,15 @@ export function PodsPage() {
         )}
       </hgroup>
       <ProblemNote problem={problem} />
-      {pods === null ? (
+      {value === null ? (
         <p aria-busy="true">Loading pods…</p>
-      ) : pods.length === 0 ? (
+      ) : total === 0 && !searching ? (
         <p>No pods yet.</p>
       ) : (
         <>
-          <p class="summary" data-pod-count={pods.length}>
-            {pods.length} pods · {pods.filter((p) => p.status === 'RUNNING').length} running · {money(hourly)}/hr
+          <p class="summary" data-pod-count={total}>
+            {total} {searching ? (total === 1 ? 'pod matches' : 'pods match') : total === 1 ? 'pod' : 'pods'} ·{' '}
+            {value.running} running · {money(value.costPerHr)}/hr
           </p>
           <div class="list-tools">
             <input
@@ -131,33 +164,31 @@ export function PodsPage() {
               name="filter"
               placeholder="Filter by name, id, status, GPU, image or data center"
               aria-label="Filter pods"
+              maxLength={200}
               value={filter}
-              onInput={(e) => {
-                setFilter(e.currentTarget.value);
-                setPage(0);
-              }}
+              onInput={(e) => setFilter(e.currentTarget.value)}
             />
           </div>
           <div class="table-wrap">
-            <table class="striped">
+            <table class="striped" aria-busy={value.path === path ? undefined : 'true'} data-list-page={query.page}>
               <thead>
                 <tr>
                   {COLUMNS.map(([key, label]) => (
                     <th
                       key={key}
                       scope="col"
-                      aria-sort={sort.key === key ? (sort.desc ? 'descending' : 'ascending') : undefined}
+                      aria-sort={query.sort === key ? (query.desc ? 'descending' : 'ascending') : undefined}
                     >
                       <button type="button" class="sort" onClick={() => sortBy(key)}>
                         {label}
-                        {sort.key === key ? (sort.desc ? ' ▼' : ' ▲') : ''}
+                        {query.sort === key ? (query.desc ? ' ▼' : ' ▲') : ''}
                       </button>
                     </th>
                   ))}
                 </tr>
               </thead>
               <tbody>
-                {slice.map((pod) => {
+                {value.pods.map((pod) => {
                   const up = uptimeOf(pod, now);
                   const upText = up === null ? '—' : up < 3600 ? duration(Math.floor(up / 10) * 10) : duration(up);
                   return <PodRow key={pod.id} pod={pod} up={upText} />;
@@ -165,29 +196,22 @@ export function PodsPage() {
               </tbody>
             </table>
           </div>
-          <Pager page={current} pages={pages} total={shown.length} of={pods.length} onPage={setPage} size={PAGE_SIZE} />
+          {total === 0 ? <p>No pod matches “{query.search.trim()}”.</p> : null}
+          <Pager page={Math.min(query.page, pages - 1)} pages={pages} total={total} onPage={setPage} size={PAGE_SIZE} />
         </>
       )}
     </section>
   );
 }
 
-function Pager(props: {
-  page: number;
-  pages: number;
-  total: number;
-  of: number;
-  size: number;
-  onPage: (page: number) => void;
-}) {
-  const { page, pages, total, of, size, onPage } = props;
+function Pager(props: { page: number; pages: number; total: number; size: number; onPage: (page: number) => void }) {
+  const { page, pages, total, size, onPage } = props;
   const first = total === 0 ? 0 : page * size + 1;
   const last = Math.min(total, (page + 1) * size);
   return (
     <nav class="pager" aria-label="Pages">
       <span data-page-range>
         {first}–{last} of {total}
-        {total === of ? '' : ` (filtered from ${of})`}
       </span>
       <span>
         <button type="button" class="secondary outline" disabled={page === 0} onClick={() => onPage(0)}>

@@ -10,6 +10,7 @@ import {
   PodActionRequest,
   PodList,
   PodListQuery,
+  PodPageHeaders,
 } from '../schemas/pod-schemas.js';
 
 type IdParams = Static<typeof IdParams>;
@@ -42,23 +43,43 @@ export function podRoutes(app: TypedApp, { pods }: Services): void {
         tags: ['pods'],
         summary: "List the account's pods",
         description:
-          'TERMINATED pods and cluster member pods are left out unless includeTerminated / includeClusterPods is true.',
+          'TERMINATED pods and cluster member pods are left out unless includeTerminated / includeClusterPods is true. Gantry extension: search, sort, order, offset and limit answer a page of the list, its figures in headers (docs/api.md "Paging the pod list").',
         querystring: PodListQuery,
-        response: { 200: PodList, ...errorResponses },
+        response: { 200: { ...PodList, headers: PodPageHeaders }, ...errorResponses },
       },
     },
-    async (request) => {
+    async (request, reply) => {
       const q = request.query;
-      return {
-        pods: await pods.list(principalOf(request).accountId, {
-          includeClusterPods: q.includeClusterPods ?? false,
-          includeTerminated: q.includeTerminated ?? false,
-          ...(q.status !== undefined ? { status: q.status } : {}),
-          ...(q.name !== undefined ? { name: q.name } : {}),
-          ...(q.gpuTypeId !== undefined ? { gpuTypeId: q.gpuTypeId } : {}),
-          ...(q.dataCenterId !== undefined ? { dataCenterId: q.dataCenterId } : {}),
-        }),
+      const accountId = principalOf(request).accountId;
+      const filter = {
+        includeClusterPods: q.includeClusterPods ?? false,
+        includeTerminated: q.includeTerminated ?? false,
+        ...(q.status !== undefined ? { status: q.status } : {}),
+        ...(q.name !== undefined ? { name: q.name } : {}),
+        ...(q.gpuTypeId !== undefined ? { gpuTypeId: q.gpuTypeId } : {}),
+        ...(q.dataCenterId !== undefined ? { dataCenterId: q.dataCenterId } : {}),
       };
+      // without a paging parameter the answer is the spec's, byte for byte as before
+      if (
+        q.search === undefined &&
+        q.sort === undefined &&
+        q.order === undefined &&
+        q.offset === undefined &&
+        q.limit === undefined
+      )
+        return { pods: await pods.list(accountId, filter) };
+      const page = await pods.listPage(accountId, filter, {
+        ...(q.search !== undefined ? { search: q.search } : {}),
+        ...(q.sort !== undefined ? { sort: q.sort } : {}),
+        ...(q.order !== undefined ? { order: q.order } : {}),
+        ...(q.offset !== undefined ? { offset: q.offset } : {}),
+        ...(q.limit !== undefined ? { limit: q.limit } : {}),
+      });
+      void reply
+        .header('x-total-count', String(page.total))
+        .header('x-gantry-running-count', String(page.running))
+        .header('x-gantry-cost-per-hr', String(page.costPerHr));
+      return { pods: page.pods };
     },
   );
 

@@ -10,6 +10,7 @@ import type { PodView } from '../../pods/pod-view.js';
 import { Nullable, StringEnum } from '../schemas.js';
 import { MAX_DISK_GB } from '../../domain/limits.js';
 import { CLUSTER_ROLES } from '../../domain/cluster.js';
+import { POD_OFFSET_MAX, POD_ORDERS, POD_PAGE_MAX, POD_SEARCH_MAX, POD_SORTS } from '../../pods/pod-listing.js';
 
 const closed = { additionalProperties: false } as const;
 
@@ -198,9 +199,57 @@ export const PodListQuery = Type.Object(
     name: Type.Optional(Type.String({ minLength: 1 })),
     gpuTypeId: Type.Optional(Type.String({ minLength: 1 })),
     dataCenterId: Type.Optional(Type.String({ minLength: 1 })),
+    // Gantry extension (docs/api.md "Paging the pod list"): absent, the answer is the spec's whole list
+    search: Type.Optional(
+      Type.String({
+        maxLength: POD_SEARCH_MAX,
+        description:
+          'Gantry extension: whitespace-separated words; a pod matches when every word is in its name, id, status, GPU or CPU, image or data center (case-insensitive).',
+      }),
+    ),
+    sort: Type.Optional(
+      StringEnum(POD_SORTS, {
+        description: 'Gantry extension: the order of the list; ties fall to the pod id. Default `created`.',
+      }),
+    ),
+    order: Type.Optional(StringEnum(POD_ORDERS, { description: 'Gantry extension: `asc` (default) or `desc`.' })),
+    offset: Type.Optional(
+      Type.Integer({
+        minimum: 0,
+        maximum: POD_OFFSET_MAX,
+        description: 'Gantry extension: how many pods of the sorted list to skip. Default 0.',
+      }),
+    ),
+    limit: Type.Optional(
+      Type.Integer({
+        minimum: 1,
+        maximum: POD_PAGE_MAX,
+        description: `Gantry extension: at most this many pods (1–${POD_PAGE_MAX}); absent, every pod from offset on.`,
+      }),
+    ),
   },
-  { description: 'Filters; unknown query parameters are ignored.' },
+  {
+    description:
+      'Filters; unknown query parameters are ignored. With any of search, sort, order, offset or limit (Gantry extension) the answer is a page and carries X-Total-Count, X-Gantry-Running-Count and X-Gantry-Cost-Per-Hr.',
+  },
 );
+
+/** The figures a page of the list carries (Gantry extension), in the OpenAPI document. */
+export const PodPageHeaders = {
+  'x-total-count': {
+    type: 'integer',
+    description:
+      'Gantry extension, with a paging parameter: pods matching the filters and search, before offset and limit.',
+  },
+  'x-gantry-running-count': {
+    type: 'integer',
+    description: 'Gantry extension, with a paging parameter: how many of the matching pods are RUNNING.',
+  },
+  'x-gantry-cost-per-hr': {
+    type: 'number',
+    description: "Gantry extension, with a paging parameter: the sum of the matching pods' cost, USD per hour.",
+  },
+} as const;
 
 // The schemas and the service types must describe the same shapes.
 type Same<A, B> = [A] extends [B] ? ([B] extends [A] ? true : false) : false;
