@@ -2,7 +2,8 @@
 //   node --import tsx bench/jobs-http.ts [--seconds 4] [--rounds 3] [--connections 64] [--jobs 20000] [--clients 128] [--workers 4] [--concurrency 64] [--only ingest] [--profile DIR]
 // 1. ingest: POST /v2/{id}/run with autocannon against the bare Fastify POST /bare/run of
 //    bench/support/bare-server.ts (same request body, an answer of the same size), measured in the same run: `rounds` alternating pairs of loads,
-//    the verdict on the median ratio. Goal: >= 70% of the bare route. Server CPU per request is
+//    the verdict on the median ratio. Goal: >= 70% of the bare route. Server CPU per request (all
+//    threads, and the main thread serving requests alone) is
 //    printed too: the steadiest figure when other work shares the machine.
 //    Every 200 is sent only after its job's group-commit transaction committed; checked here by
 //    killing the server with SIGKILL (no graceful flush) and counting the endpoint's rows in the
@@ -66,12 +67,16 @@ interface Load {
   errors: number;
   /** Server CPU per request (user + system), µs: robust when other work shares the machine. */
   cpuUs: number;
+  /** The same, of the server's main thread alone (the one serving requests). */
+  mainUs: number;
 }
 
-async function load(server: { cpuMs(): number }, opts: autocannon.Options): Promise<Load> {
+async function load(server: Child, opts: autocannon.Options): Promise<Load> {
   const before = server.cpuMs();
+  const mainBefore = server.mainThreadCpuMs();
   const r = await autocannon({ connections, duration: seconds, ...opts });
   const cpuUs = ((server.cpuMs() - before) * 1000) / Math.max(1, r.requests.total);
+  const mainUs = ((server.mainThreadCpuMs() - mainBefore) * 1000) / Math.max(1, r.requests.total);
   return {
     rps: r.requests.average,
     ok: r['2xx'],
@@ -79,6 +84,7 @@ async function load(server: { cpuMs(): number }, opts: autocannon.Options): Prom
     p99: r.latency.p99,
     errors: r.non2xx + r.errors + r.timeouts,
     cpuUs,
+    mainUs,
   };
 }
 
@@ -168,14 +174,14 @@ async function ingest(
     measure: 'bare Fastify POST, same-size answer (peer)',
     value: `${fmt(m((l) => l.rps, 'bare'))} req/s`,
     'p50/p99 ms': `${m((l) => l.p50, 'bare')}/${m((l) => l.p99, 'bare')}`,
-    'CPU µs/req': m((l) => l.cpuUs, 'bare').toFixed(0),
+    'CPU µs/req': `${m((l) => l.cpuUs, 'bare').toFixed(0)} (main thread ${m((l) => l.mainUs, 'bare').toFixed(0)})`,
   });
   rows.push({
     store,
     measure: 'POST /v2/{id}/run (ingest)',
     value: `${fmt(m((l) => l.rps, 'run'))} req/s`,
     'p50/p99 ms': `${m((l) => l.p50, 'run')}/${m((l) => l.p99, 'run')}`,
-    'CPU µs/req': m((l) => l.cpuUs, 'run').toFixed(0),
+    'CPU µs/req': `${m((l) => l.cpuUs, 'run').toFixed(0)} (main thread ${m((l) => l.mainUs, 'run').toFixed(0)})`,
     errors,
     goal: goal === 'verdict' ? '>= 70% of bare POST' : '(reported)',
     result: `${(ratio * 100).toFixed(0)}% (rounds ${ratios.map((x) => (x * 100).toFixed(0)).join('/')}; CPU ratio ${(cpuRatio * 100).toFixed(0)}%)`,

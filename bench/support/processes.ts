@@ -35,7 +35,15 @@ export interface Child {
   rssMb(): number;
   /** CPU time the process has used so far, ms (Linux; user + system). */
   cpuMs(): number;
+  /** CPU time (user + system, ms) of the process's main thread alone: the thread serving requests. */
+  mainThreadCpuMs(): number;
   stop(): Promise<void>;
+}
+
+/** Fields 14 and 15 of a /proc `stat` file: utime and stime in clock ticks (100 per second), as ms. */
+function ticksMs(path: string): number {
+  const fields = readFileSync(path, 'utf8').split(') ')[1]!.split(' ');
+  return (Number(fields[11]) + Number(fields[12])) * 10;
 }
 
 /** Spawns a node process and waits for `<label> listening on <url>` on its stdout. */
@@ -69,11 +77,8 @@ export async function startChild(
       const kb = Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? 0);
       return kb / 1024;
     },
-    cpuMs() {
-      // fields 14 and 15 of /proc/<pid>/stat: utime and stime in clock ticks (100 per second)
-      const fields = readFileSync(`/proc/${child.pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-      return (Number(fields[11]) + Number(fields[12])) * 10;
-    },
+    cpuMs: () => ticksMs(`/proc/${child.pid}/stat`),
+    mainThreadCpuMs: () => ticksMs(`/proc/${child.pid}/task/${child.pid}/stat`),
     stop: () =>
       new Promise((resolve) => {
         if (child.exitCode !== null || child.signalCode !== null) return resolve();
