@@ -143,7 +143,7 @@ const WorkerRateLimitsSchema = Type.Object(
   },
   {
     description:
-      "Worker protocol calls (take, done, stream, stop, ping) per 10 s, counted per account (a key naming another account's endpoint counts against its own account). Over a limit: 429 RATE_LIMITED with Retry-After (the Python SDK sleeps 5 s on a 429 from job-take). Keys with `--exempt` skip them; workers' own keys never do. 0: no limit.",
+      "Worker protocol calls (take, done, stream, stop, ping) per 10 s, counted per account (a key naming another account's endpoint counts against its own account). Over a limit: 429 RATE_LIMITED with Retry-After (the Python SDK sleeps 5 s on a 429 from job-take), except a result that finishes a job the worker holds, which is always admitted (the SDK drops a result after three refused tries). Keys with `--exempt` skip them; workers' own keys never do. 0: no limit.",
   },
 );
 

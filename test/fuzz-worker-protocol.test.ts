@@ -103,6 +103,48 @@ describe('worker protocol floods', () => {
     assert.equal((await ping(t, key, ep, 'busy')).statusCode, 200);
   });
 
+  test('a worker over its limit still delivers the result of a job it holds; its progress posts, its takes and results for jobs it does not hold are refused 429', async () => {
+    const { t, key, ep } = await setup({ workerRateLimits: { perWorker: 5, perEndpoint: 1000 } });
+    apps.push(t);
+    const worker = (method: 'GET' | 'POST', path: string, body?: unknown) =>
+      t.request(null, method, `/v2/${ep}/${path}`, body, { authorization: key });
+    const submit = async () => json(await t.request(key, 'POST', `/v2/${ep}/run`, { input: { n: 1 } })).id as string;
+    const held = await submit();
+    const other = await submit();
+    const take = await worker('GET', 'job-take/w?job_in_progress=0');
+    assert.equal(take.statusCode, 200);
+    assert.equal(json(take).id, held);
+    // the rest of the window's calls
+    for (let i = 0; i < 4; i++) assert.equal((await worker('GET', 'ping/w')).statusCode, 200);
+    assert.equal((await worker('GET', 'job-take/w?job_in_progress=1')).statusCode, 429, 'takes stay limited');
+    const progress = await worker('POST', `job-done/w/${held}?isStream=false`, {
+      status: 'IN_PROGRESS',
+      output: '50%',
+    });
+    assert.equal(progress.statusCode, 429, 'progress updates stay limited');
+    assert.equal(json(progress).code, 'RATE_LIMITED');
+    assert.equal(
+      (await worker('POST', `job-done/w/${other}?isStream=false`, { output: 'not mine' })).statusCode,
+      429,
+      'a result for a job the worker does not hold stays limited',
+    );
+    // another worker over its own limit cannot finish this worker's job either
+    for (let i = 0; i < 5; i++) await worker('GET', 'ping/x');
+    assert.equal((await worker('POST', `job-done/x/${held}?isStream=false`, { output: 'stolen' })).statusCode, 429);
+    const result = await worker('POST', `job-done/w/${held}?isStream=false`, { output: { answer: 42 } });
+    assert.equal(result.statusCode, 200, 'the result of the held job is never refused');
+    assert.deepEqual(json(result), { id: held, status: 'COMPLETED', accepted: true });
+    const status = json(await t.request(key, 'GET', `/v2/${ep}/status/${held}`));
+    assert.equal(status.status, 'COMPLETED');
+    assert.deepEqual(status.output, { answer: 42 });
+    // once finished, a repeat of the same result is no longer a held job's: refused like any call
+    assert.equal(
+      (await worker('POST', `job-done/w/${held}?isStream=false`, { output: { answer: 42 } })).statusCode,
+      429,
+    );
+    assert.equal(json(await t.request(key, 'GET', `/v2/${ep}/status/${other}`)).status, 'IN_QUEUE');
+  });
+
   test("an endpoint's workers together are limited, and calls naming another account's endpoint spend only the caller's own budget", async () => {
     const { t, key, accountId, ep } = await setup({ workerRateLimits: { perWorker: 1000, perEndpoint: 100 } });
     apps.push(t);

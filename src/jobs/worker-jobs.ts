@@ -205,6 +205,17 @@ export class WorkerJobs {
   }
 
   /**
+   * Whether `body`, posted to `job-done`, is a result (not a progress update) for a job IN_PROGRESS
+   * on `workerId` through `endpointId`: a post that finishes a job the worker holds.
+   */
+  async finishesHeldJob(workerId: string, jobId: string, body: unknown, endpointId: string): Promise<boolean> {
+    const { result } = parseWorkerPost(jobId, workerId, body, endpointId);
+    if (result.status === 'IN_PROGRESS') return false;
+    const job = await this.#deps.store.rows.get(jobId);
+    return job !== null && job.status === 'IN_PROGRESS' && job.workerId === workerId && job.endpointId === endpointId;
+  }
+
+  /**
    * `job-stream`: buffers one chunk (`{output}`) of a job the worker holds; otherwise ignored. A
    * job of another endpoint than `endpointId` (when given) is not found.
    */

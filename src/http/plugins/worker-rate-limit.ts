@@ -96,8 +96,19 @@ export class WorkerRateLimiter {
 const refusal = (detail: string, retryAfterSeconds: number): ApiError =>
   new ApiError('RATE_LIMITED', detail, { headers: { 'Retry-After': String(retryAfterSeconds) } });
 
-/** The route hook applying the worker protocol limits, once the caller is authenticated. */
-export function workerRateLimitHook(limiter: WorkerRateLimiter) {
+/** Refusals a `deferred` hook held back for its handler to decide (see `workerRateLimitHook`). */
+const deferred = new WeakMap<FastifyRequest, ApiError>();
+
+/** The rate limit refusal a `deferred` hook held back for this request, if any. */
+export const deferredRefusal = (request: FastifyRequest): ApiError | undefined => deferred.get(request);
+
+/**
+ * The route hook applying the worker protocol limits, once the caller is authenticated. With
+ * `deferred`, a call over a limit is not refused here: its refusal is kept for the handler
+ * (`deferredRefusal`), which admits what must never be lost (a result finishing a job the worker
+ * holds) and throws the refusal otherwise.
+ */
+export function workerRateLimitHook(limiter: WorkerRateLimiter, options: { deferred?: boolean } = {}) {
   // Callback-style: an async hook costs a promise per call on the protocol's hottest routes.
   return (request: FastifyRequest, _reply: FastifyReply, done: (err?: Error) => void): void => {
     const principal = request.principal;
@@ -107,6 +118,10 @@ export function workerRateLimitHook(limiter: WorkerRateLimiter) {
     try {
       limiter.admit(principal.accountId, endpointId, workerId);
     } catch (err) {
+      if (options.deferred && err instanceof ApiError) {
+        deferred.set(request, err);
+        return done();
+      }
       return done(err as Error);
     }
     done();

@@ -6,7 +6,7 @@ import type { WorkerPostOutcome } from '../../jobs/worker-post.js';
 import type { Endpoint } from '../../domain/endpoint.js';
 import type { Services } from '../../services.js';
 import { principalOf } from '../plugins/auth.js';
-import { WorkerRateLimiter, workerRateLimitHook } from '../plugins/worker-rate-limit.js';
+import { deferredRefusal, WorkerRateLimiter, workerRateLimitHook } from '../plugins/worker-rate-limit.js';
 import { clientGone } from '../client-gone.js';
 import { useLenientJson } from '../lenient-json.js';
 import { EndpointLookup } from './endpoint-lookup.js';
@@ -158,13 +158,24 @@ export function workerProtocolRoutes(app: TypedApp, services: Services): void {
       const endpoint = await endpointOf(request);
       const workerId = workerIdOf(request);
       const jobId = jobIdOf(request);
+      // Over the limits, only a result finishing a job this worker holds goes through: the SDK
+      // drops a result after three refused tries, and the job would sit running until its
+      // execution timeout. Such results are bounded by the takes, which stay limited.
+      const refused = deferredRefusal(request);
+      if (refused && !(await jobs.worker.finishesHeldJob(workerId, jobId, request.body ?? {}, endpoint.id)))
+        throw refused;
       await workers.seen(endpoint.id, workerId);
       const outcome = await jobs.worker.complete(workerId, jobId, request.body ?? {}, endpoint.id, endpoint.accountId);
       if (outcome.stopPod && outcome.outcome !== 'not-found') workers.requestRecycle(endpoint.id, workerId);
       return answer(jobId, outcome);
     };
-    scope.post('/v2/:endpointId/job-done/:workerId/:jobId', { ...opts, bodyLimit: RUNSYNC_BODY_LIMIT }, done);
-    scope.post('/v2/:endpointId/job-done/:workerId', { ...opts, bodyLimit: RUNSYNC_BODY_LIMIT }, done);
+    const doneOpts = {
+      ...opts,
+      bodyLimit: RUNSYNC_BODY_LIMIT,
+      onRequest: workerRateLimitHook(limiter, { deferred: true }),
+    };
+    scope.post('/v2/:endpointId/job-done/:workerId/:jobId', doneOpts, done);
+    scope.post('/v2/:endpointId/job-done/:workerId', doneOpts, done);
 
     const stream = async (request: WorkerRequest) => {
       const endpoint = await endpointOf(request);
