@@ -11,7 +11,7 @@
 // machine's load average (the machine is shared: a loaded one doubles every figure).
 import { loadavg } from 'node:os';
 import { parseArgs } from 'node:util';
-import { chromium } from 'playwright-core';
+import { launchChromium } from '../test/support/chromium.js';
 import { ensureBuilt, printTable } from './support/processes.js';
 import { benchFleet } from './support/bench-fleet.js';
 import { startGantry } from './support/gantry.js';
@@ -24,7 +24,6 @@ const { values } = parseArgs({
 });
 const podCount = Number(values.pods);
 const runs = Number(values.runs);
-const CHROMIUM = process.env.GANTRY_CHROMIUM ?? '/usr/bin/chromium';
 
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 const p90 = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(xs.length * 0.9))]!;
@@ -45,21 +44,7 @@ async function main() {
       quotas: { pods: 1e9, gpus: 1e9 },
     },
   });
-  // launch() gives the browser a fresh temporary profile of its own
-  const browser = await chromium.launch({
-    executablePath: CHROMIUM,
-    headless: true,
-    args: [
-      '--headless',
-      '--no-sandbox',
-      '--disable-gpu',
-      '--disable-quic',
-      '--no-first-run',
-      '--disable-background-networking',
-      '--disable-component-update',
-      '--disable-sync',
-    ],
-  });
+  const browser = await launchChromium();
   try {
     const headers = gantry.headers;
     const body = JSON.stringify({ name: 'bench', image: 'ubuntu:22.04', gpu: { id: 'NVIDIA GeForce RTX 4090' } });

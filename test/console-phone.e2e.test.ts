@@ -9,14 +9,12 @@ import assert from 'node:assert/strict';
 import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { chromium, type BrowserContext, type Page } from 'playwright-core';
+import type { BrowserContext, Page } from 'playwright-core';
+import { chromiumContext, chromiumMissing } from './support/chromium.js';
 import { spawnGantry, type SpawnedGantry } from './support/spawn-gantry.js';
 import { eventually } from './support/eventually.js';
 
-const CHROMIUM = process.env.GANTRY_CHROMIUM ?? '/usr/bin/chromium';
-const skip = existsSync(CHROMIUM)
-  ? false
-  : `no Chromium at ${CHROMIUM} (apt-get install chromium, or set GANTRY_CHROMIUM): the console's browser tests need one`;
+const skip = chromiumMissing;
 const root = resolve(import.meta.dirname, '..');
 const screenshots = process.env.GANTRY_CONSOLE_SCREENSHOTS
   ? resolve(root, process.env.GANTRY_CONSOLE_SCREENSHOTS)
@@ -39,23 +37,11 @@ const NAV: Array<[string, string]> = [
 ];
 
 /** A phone (a mobile viewport, touch, a 2× screen), or with `desktop` a 1280 px window. */
-async function browserContext(dir: string, desktop = false): Promise<BrowserContext> {
-  return chromium.launchPersistentContext(mkdtempSync(join(dir, 'profile-')), {
-    executablePath: CHROMIUM,
-    headless: true,
-    ...(desktop ? { viewport: DESKTOP } : { viewport: PHONE, deviceScaleFactor: 2, isMobile: true, hasTouch: true }),
-    args: [
-      '--headless',
-      '--no-sandbox',
-      '--disable-gpu',
-      '--disable-quic',
-      '--no-first-run',
-      '--disable-background-networking',
-      '--disable-component-update',
-      '--disable-sync',
-    ],
-  });
-}
+const browserContext = (dir: string, desktop = false): Promise<BrowserContext> =>
+  chromiumContext(
+    dir,
+    desktop ? { viewport: DESKTOP } : { viewport: PHONE, deviceScaleFactor: 2, isMobile: true, hasTouch: true },
+  );
 
 async function shot(page: Page, name: string): Promise<void> {
   if (screenshots === null) return;

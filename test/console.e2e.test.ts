@@ -9,14 +9,12 @@ import assert from 'node:assert/strict';
 import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { chromium, type BrowserContext, type Page } from 'playwright-core';
+import type { BrowserContext, Page } from 'playwright-core';
+import { chromiumContext, chromiumMissing } from './support/chromium.js';
 import { runGantry, spawnGantry, type SpawnedGantry } from './support/spawn-gantry.js';
 import { eventually } from './support/eventually.js';
 
-const CHROMIUM = process.env.GANTRY_CHROMIUM ?? '/usr/bin/chromium';
-const skip = existsSync(CHROMIUM)
-  ? false
-  : `no Chromium at ${CHROMIUM} (apt-get install chromium, or set GANTRY_CHROMIUM): the console's browser tests need one`;
+const skip = chromiumMissing;
 const root = resolve(import.meta.dirname, '..');
 const screenshots = process.env.GANTRY_CONSOLE_SCREENSHOTS
   ? resolve(root, process.env.GANTRY_CONSOLE_SCREENSHOTS)
@@ -28,24 +26,8 @@ const POD_LINE = 'hello from the console pod';
 const WORKER_IMAGE = 'console-worker:1';
 const WORKER_SCRIPT = join(import.meta.dirname, 'fixtures', 'console-worker.ts');
 
-/** A fresh profile per context: nothing carries over between the users a test plays. */
-async function browserContext(dir: string, viewport = { width: 1280, height: 900 }): Promise<BrowserContext> {
-  return chromium.launchPersistentContext(mkdtempSync(join(dir, 'profile-')), {
-    executablePath: CHROMIUM,
-    headless: true,
-    viewport,
-    args: [
-      '--headless',
-      '--no-sandbox',
-      '--disable-gpu',
-      '--disable-quic',
-      '--no-first-run',
-      '--disable-background-networking',
-      '--disable-component-update',
-      '--disable-sync',
-    ],
-  });
-}
+const browserContext = (dir: string, viewport = { width: 1280, height: 900 }): Promise<BrowserContext> =>
+  chromiumContext(dir, { viewport });
 
 async function shot(page: Page, name: string): Promise<void> {
   if (screenshots === null) return;
