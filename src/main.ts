@@ -92,6 +92,8 @@ export const openConfiguredDatabase = (config: Config): Promise<Db> =>
 const WEBHOOKS_DUE = 'webhooks';
 /** Relay topic: job API requests another replica admitted (key: account, endpoint, operation, window). */
 const JOB_REQUESTS = 'job-requests';
+/** How often the API keys' last use is written (the column is read to the minute). */
+const KEY_USE_FLUSH_MS = 30_000;
 
 /** The composition root: the only place that constructs adapters. */
 export async function createServices(config: Config, overrides: ServiceOverrides = {}): Promise<Services> {
@@ -609,6 +611,9 @@ export async function startServer(config: Config, overrides: StartOptions = {}):
     await services.autoscaler.stop();
     await services.webhooks.stop();
     await services.jobs.flush();
+    await services.accounts
+      .stopKeyUseFlush()
+      .catch((err: unknown) => services.logger.warn({ err }, 'writing the API keys’ last use failed'));
     await services.podController.stop();
     await services.relay?.close();
     await services.leases.close();
@@ -619,6 +624,9 @@ export async function startServer(config: Config, overrides: StartOptions = {}):
     ssh = await startSshProxy(services);
     // Workers call back over HTTP: launch them only once the server listens.
     await services.autoscaler.start();
+    services.accounts.startKeyUseFlush(KEY_USE_FLUSH_MS, (err) =>
+      services.logger.warn({ err }, 'writing the API keys’ last use failed'),
+    );
   } catch (err) {
     // What started is stopped again: a start that fails leaves nothing listening or running.
     await close().catch((closeErr: unknown) =>

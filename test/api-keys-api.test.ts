@@ -5,6 +5,7 @@
 import { describe, test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
+import { FakeClock } from '../src/domain/clock.js';
 import { createTestApp, dialects, json, type TestApp } from './support/harness.js';
 
 const CAP = 5;
@@ -15,6 +16,7 @@ interface Listed {
   scope: string;
   prefix: string;
   createdAt: string;
+  lastUsedAt: string | null;
   current: boolean;
 }
 
@@ -65,8 +67,11 @@ for (const dialect of dialects()) {
       const listed = json(listRes).apiKeys as Listed[];
       assert.equal(listed.length, 3, 'the write key, the read key and the new one');
       const entry = listed.find((k) => k.id === made.id)!;
-      const { key: _secret, ...withoutKey } = made;
-      assert.deepEqual(entry, withoutKey);
+      const { key: _secret, lastUsedAt: _never, ...withoutKey } = made;
+      assert.equal(made.lastUsedAt, null, 'a new key was never used');
+      const { lastUsedAt: usedAt, ...listedRest } = entry;
+      assert.deepEqual(listedRest, withoutKey);
+      assert.ok(usedAt !== null, 'used by the call above');
       assert.ok(!('key' in entry));
       assert.deepEqual(
         listed.filter((k) => k.current).map((k) => k.scope),
@@ -82,6 +87,27 @@ for (const dialect of dialects()) {
       const row = await storedRow(made.id);
       assert.equal(row?.hash, createHash('sha256').update(made.key).digest('hex'), 'stored as its SHA-256');
       assert.ok(!Object.values(row ?? {}).includes(made.key), 'no column holds the key itself');
+    });
+
+    test("a key's last use is listed (written in batches, never per request), never moves back, and a key never used is listed as never used", async () => {
+      const a = await t.newAccount();
+      const idle = json(await create(a.key, { name: 'idle' }));
+      const busy = json(await create(a.key, { name: 'busy' }));
+      const clock = t.clock as FakeClock;
+      clock.advance(60_000);
+      const at = clock.now();
+      assert.equal((await whoAmI(busy.key)).statusCode, 200);
+      assert.equal((await storedRow(busy.id))?.last_used_at, null, 'a request writes nothing by itself');
+      const listed = await list(a.key);
+      const byId = (id: string) => listed.find((k) => k.id === id)!;
+      assert.equal(byId(idle.id).lastUsedAt, null);
+      const usedAt = Date.parse(byId(busy.id).lastUsedAt!);
+      assert.equal(usedAt, at, 'the time of its use');
+      assert.notEqual(listed.find((k) => k.current)!.lastUsedAt, null, 'the listing key is used by the listing');
+      assert.equal(Number((await storedRow(busy.id))?.last_used_at), usedAt, 'written to the store');
+      // an older use written later (another replica's batch) does not move it back
+      await t.services.accounts.store.touchKeys([[busy.id, usedAt - 60_000]]);
+      assert.equal((await list(a.key)).find((k) => k.id === busy.id)!.lastUsedAt, new Date(usedAt).toISOString());
     });
 
     test('a key made without a scope is a read key: it reads, and its writes are refused with 403', async () => {

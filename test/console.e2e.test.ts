@@ -422,6 +422,9 @@ describe('the web console in a browser', { skip }, () => {
     await page.reload();
     await row.waitFor();
     assert.ok(!(await page.content()).includes(secret));
+    // the key was used above: the list says when (to the minute), where a new key says never
+    const lastUsed = (await row.locator('[data-last-used] time').getAttribute('datetime')) ?? '';
+    assert.ok(!Number.isNaN(Date.parse(lastUsed)), `last used ${lastUsed}`);
 
     // revoke asks first, then the key is refused
     await row.getByRole('button', { name: 'Revoke key e2e deploy key' }).click();

@@ -42,6 +42,9 @@ export class AccountsService {
   readonly #quotas: Pick<Quotas, 'apiKeys'>;
   /** Per account, the key create running now: an account's creates take turns in this process. */
   readonly #creates = new Map<string, Promise<unknown>>();
+  /** Read and write keys used since their last use was written: key id → latest use. */
+  readonly #used = new Map<string, number>();
+  #useFlush: NodeJS.Timeout | null = null;
 
   constructor(deps: { store: AccountStore; clock: Clock; quotas?: Pick<Quotas, 'apiKeys'> }) {
     this.store = deps.store;
@@ -87,6 +90,41 @@ export class AccountsService {
     return principal;
   }
 
+  /**
+   * Notes that a read or write key was used (the auth hook, per request): kept in memory, written
+   * by `flushKeyUse` — a store write per request would cost more than the request.
+   */
+  noteKeyUse(principal: Principal): void {
+    if (principal.scope !== 'worker') this.#used.set(principal.keyId, this.#clock.now());
+  }
+
+  /** Writes the last use of the keys used since the previous flush. Answers how many keys. */
+  async flushKeyUse(): Promise<number> {
+    if (this.#used.size === 0) return 0;
+    const uses = [...this.#used];
+    this.#used.clear();
+    try {
+      await this.store.touchKeys(uses);
+    } catch (err) {
+      // kept for the next flush, unless a later use replaced it meanwhile
+      for (const [id, at] of uses) if (!this.#used.has(id)) this.#used.set(id, at);
+      throw err;
+    }
+    return uses.length;
+  }
+
+  /** Flushes the keys' last use every `intervalMs` (a "last used" column is read to the minute). */
+  startKeyUseFlush(intervalMs: number, onError: (err: unknown) => void): void {
+    this.#useFlush ??= setInterval(() => void this.flushKeyUse().catch(onError), intervalMs).unref();
+  }
+
+  /** Stops the periodic flush and writes what is left. */
+  async stopKeyUseFlush(): Promise<void> {
+    if (this.#useFlush) clearInterval(this.#useFlush);
+    this.#useFlush = null;
+    await this.flushKeyUse();
+  }
+
   async createAccount(name: string): Promise<Account> {
     if (!/^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/.test(name))
       throw badRequest(`Account name "${name}" is invalid: use 1-64 letters, digits, ".", "_" or "-".`);
@@ -129,6 +167,7 @@ export class AccountsService {
       revokedAt: null,
       endpointId: worker?.endpointId ?? null,
       workerId: worker?.workerId ?? null,
+      lastUsedAt: null,
     };
     await this.store.insertKey(record);
     const { hash: _hash, ...visible } = record;
@@ -143,6 +182,8 @@ export class AccountsService {
 
   /** The account's live read and write keys, oldest first (never workers' keys, never a hash). */
   async listAccountKeys(accountId: string): Promise<Array<Omit<ApiKeyRecord, 'hash'>>> {
+    // this replica's uses show at once; other replicas' within their flush interval
+    await this.flushKeyUse();
     return (await this.store.listLiveKeys(accountId, ACCOUNT_KEY_SCOPES)).map(({ hash: _hash, ...visible }) => visible);
   }
 

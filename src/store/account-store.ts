@@ -23,6 +23,8 @@ export interface ApiKeyRecord {
   endpointId: string | null;
   /** A `worker` key's worker id when it is bound to one worker (a launched worker's key). */
   workerId: string | null;
+  /** When the key was last used, as last written (`AccountsService.flushKeyUse`); null if never. */
+  lastUsedAt: number | null;
 }
 
 const toAccount = (r: AccountsTable): Account => ({
@@ -44,6 +46,7 @@ const toKey = (r: ApiKeysTable): ApiKeyRecord => ({
   revokedAt: r.revoked_at === null ? null : Number(r.revoked_at),
   endpointId: r.endpoint_id ?? null,
   workerId: r.worker_id ?? null,
+  lastUsedAt: r.last_used_at === null ? null : Number(r.last_used_at),
 });
 
 /** Accounts and their API keys. */
@@ -88,7 +91,7 @@ export class AccountStore {
       .execute();
   }
 
-  async insertKey(key: ApiKeyRecord, tx: Executor = this.db.kysely): Promise<void> {
+  async insertKey(key: Omit<ApiKeyRecord, 'lastUsedAt'>, tx: Executor = this.db.kysely): Promise<void> {
     await tx
       .insertInto('api_keys')
       .values({
@@ -120,6 +123,20 @@ export class AccountStore {
   }
 
   /** The account's live keys of these scopes, oldest first (the REST list: read and write keys, never workers'). */
+  /** Records when keys were last used; a time never moves back (replicas write theirs in any order). */
+  async touchKeys(uses: ReadonlyArray<readonly [id: string, at: number]>): Promise<void> {
+    if (uses.length === 0) return;
+    await this.db.withTransaction(async (tx) => {
+      for (const [id, at] of uses)
+        await tx
+          .updateTable('api_keys')
+          .set({ last_used_at: at })
+          .where('id', '=', id)
+          .where((eb) => eb.or([eb('last_used_at', 'is', null), eb('last_used_at', '<', at)]))
+          .execute();
+    });
+  }
+
   async listLiveKeys(
     accountId: string,
     scopes: readonly KeyScope[],

@@ -14,6 +14,8 @@ interface ApiKey {
   scope: 'read' | 'write';
   prefix: string;
   createdAt: string;
+  /** To within a minute; null if never used. */
+  lastUsedAt: string | null;
   current: boolean;
 }
 
@@ -174,6 +176,7 @@ export function ApiKeysPage() {
                 <th scope="col">Scope</th>
                 <th scope="col">Key</th>
                 <th scope="col">Created</th>
+                <th scope="col">Last used</th>
                 <th scope="col" />
               </tr>
             </thead>
@@ -190,6 +193,13 @@ export function ApiKeysPage() {
                   </td>
                   <td>
                     <time dateTime={k.createdAt}>{new Date(k.createdAt).toLocaleString()}</time>
+                  </td>
+                  <td data-last-used>
+                    {k.lastUsedAt ? (
+                      <time dateTime={k.lastUsedAt}>{new Date(k.lastUsedAt).toLocaleString()}</time>
+                    ) : (
+                      'never'
+                    )}
                   </td>
                   <td>
                     <RevokeButton

@@ -80,6 +80,7 @@ export function registerAuth(
           }),
         );
       request.principal = principal;
+      deps.accounts.noteKeyUse(principal);
       if (principal.scope === 'worker') {
         const refusal = workerKeyRefusal(principal, request);
         if (refusal !== null) return done(new ApiError('FORBIDDEN', refusal));

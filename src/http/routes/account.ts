@@ -50,6 +50,10 @@ const ApiKeySchema = Type.Object({
   scope: KeyScope,
   prefix: Type.String({ description: 'the first 8 characters of the key, to recognise it; never the rest' }),
   createdAt: Type.String({ format: 'date-time' }),
+  lastUsedAt: Type.Union([Type.String({ format: 'date-time' }), Type.Null()], {
+    description:
+      'when the key was last used, to within a minute (uses are written in batches; another replica’s within its next batch); null if never',
+  }),
   current: Type.Boolean({ description: 'true for the key that made this request' }),
 });
 const ApiKeyList = Type.Object({ apiKeys: Type.Array(ApiKeySchema) });
@@ -82,6 +86,7 @@ const keyView = (key: Omit<ApiKeyRecord, 'hash'>, callerKeyId: string): Static<t
   scope: key.scope === 'read' ? 'read' : 'write',
   prefix: key.prefix,
   createdAt: new Date(key.createdAt).toISOString(),
+  lastUsedAt: key.lastUsedAt === null ? null : new Date(key.lastUsedAt).toISOString(),
   current: key.id === callerKeyId,
 });
 
