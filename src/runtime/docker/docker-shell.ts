@@ -43,7 +43,7 @@ export async function openDockerShell(target: DockerShellTarget, request: ShellR
   });
   const execId = body.Id;
   const socket = await startHijacked(target.dockerHost, execId);
-  const resize = (cols: number, rows: number): void => {
+  const resize = (cols: number, rows: number): Promise<void> =>
     engine
       .json({
         method: 'POST',
@@ -51,10 +51,13 @@ export async function openDockerShell(target: DockerShellTarget, request: ShellR
         query: { h: rows, w: cols },
         doing: 'resizing the shell',
       })
-      .catch(() => undefined);
-  };
-  // ConsoleSize is ignored before API 1.42: size it once started as well
-  resize(request.cols, request.rows);
+      .then(
+        () => undefined,
+        () => undefined,
+      );
+  // ConsoleSize is ignored before API 1.42: size it once started as well, before the session is
+  // handed out, so the client's first input never runs on a terminal of 0 × 0 (`stty size` failed)
+  await resize(request.cols, request.rows);
   const stream = new Duplex({
     read() {
       socket.resume();
@@ -86,7 +89,7 @@ export async function openDockerShell(target: DockerShellTarget, request: ShellR
   socket.on('error', () => socket.destroy());
   return {
     stream,
-    resize,
+    resize: (cols, rows) => void resize(cols, rows),
     exited,
     close: () => {
       // end of input first (the shell exits on it), then the connection
