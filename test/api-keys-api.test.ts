@@ -105,6 +105,13 @@ for (const dialect of dialects()) {
       assert.equal(usedAt, at, 'the time of its use');
       assert.notEqual(listed.find((k) => k.current)!.lastUsedAt, null, 'the listing key is used by the listing');
       assert.equal(Number((await storedRow(busy.id))?.last_used_at), usedAt, 'written to the store');
+      // a listing writes its own account's uses, never another account's
+      const other = await t.newAccount();
+      assert.equal((await whoAmI(other.key)).statusCode, 200);
+      await list(a.key);
+      const otherKeyId = json(await whoAmI(other.key)).key.id as string;
+      assert.equal((await storedRow(otherKeyId))?.last_used_at, null, "another account's use waits for its flush");
+      assert.notEqual((await list(other.key)).find((k) => k.current)!.lastUsedAt, null);
       // an older use written later (another replica's batch) does not move it back
       await t.services.accounts.store.touchKeys([[busy.id, usedAt - 60_000]]);
       assert.equal((await list(a.key)).find((k) => k.id === busy.id)!.lastUsedAt, new Date(usedAt).toISOString());

@@ -43,7 +43,7 @@ export class AccountsService {
   /** Per account, the key create running now: an account's creates take turns in this process. */
   readonly #creates = new Map<string, Promise<unknown>>();
   /** Read and write keys used since their last use was written: key id → latest use. */
-  readonly #used = new Map<string, number>();
+  readonly #used = new Map<string, { at: number; accountId: string }>();
   #useFlush: NodeJS.Timeout | null = null;
 
   constructor(deps: { store: AccountStore; clock: Clock; quotas?: Pick<Quotas, 'apiKeys'> }) {
@@ -95,22 +95,26 @@ export class AccountsService {
    * by `flushKeyUse` — a store write per request would cost more than the request.
    */
   noteKeyUse(principal: Principal): void {
-    if (principal.scope !== 'worker') this.#used.set(principal.keyId, this.#clock.now());
+    if (principal.scope !== 'worker')
+      this.#used.set(principal.keyId, { at: this.#clock.now(), accountId: principal.accountId });
   }
 
-  /** Writes the last use of the keys used since the previous flush. Answers how many keys. */
-  async flushKeyUse(): Promise<number> {
-    if (this.#used.size === 0) return 0;
-    const uses = [...this.#used];
-    this.#used.clear();
+  /**
+   * Writes the last use of the keys used since the previous flush — of `accountId`'s keys only,
+   * when given (a listing writes its own account's, never everyone's). Answers how many keys.
+   */
+  async flushKeyUse(accountId?: string): Promise<number> {
+    const taken = [...this.#used].filter(([, use]) => accountId === undefined || use.accountId === accountId);
+    if (taken.length === 0) return 0;
+    for (const [id] of taken) this.#used.delete(id);
     try {
-      await this.store.touchKeys(uses);
+      await this.store.touchKeys(taken.map(([id, use]) => [id, use.at] as const));
     } catch (err) {
       // kept for the next flush, unless a later use replaced it meanwhile
-      for (const [id, at] of uses) if (!this.#used.has(id)) this.#used.set(id, at);
+      for (const [id, use] of taken) if (!this.#used.has(id)) this.#used.set(id, use);
       throw err;
     }
-    return uses.length;
+    return taken.length;
   }
 
   /** Flushes the keys' last use every `intervalMs` (a "last used" column is read to the minute). */
@@ -183,7 +187,7 @@ export class AccountsService {
   /** The account's live read and write keys, oldest first (never workers' keys, never a hash). */
   async listAccountKeys(accountId: string): Promise<Array<Omit<ApiKeyRecord, 'hash'>>> {
     // this replica's uses show at once; other replicas' within their flush interval
-    await this.flushKeyUse();
+    await this.flushKeyUse(accountId);
     return (await this.store.listLiveKeys(accountId, ACCOUNT_KEY_SCOPES)).map(({ hash: _hash, ...visible }) => visible);
   }
 

@@ -94,7 +94,13 @@ export async function podPage(
   runningSince: RunningSince,
 ): Promise<PodPage<PodRecord>> {
   const words = (query.search ?? '').toLowerCase().split(/\s+/).filter(Boolean);
-  const matching = words.length === 0 ? [...pods] : pods.filter((p) => words.every((w) => haystack(p).includes(w)));
+  const matching =
+    words.length === 0
+      ? [...pods]
+      : pods.filter((p) => {
+          const text = haystack(p);
+          return words.every((w) => text.includes(w));
+        });
   const sort = query.sort ?? 'created';
   const cmp = sort === 'uptime' ? byUptime(await runningSince(matching)) : COMPARE[sort];
   const sign = query.order === 'desc' ? -1 : 1;
