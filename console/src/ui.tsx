@@ -1,6 +1,7 @@
 import { createContext, type ComponentChildren } from 'preact';
 import { useContext, useEffect, useRef, useState } from 'preact/hooks';
 import { ApiProblem, type Account } from './api.js';
+import type { Template } from './types.js';
 
 /** The signed-in account and what its key may do. */
 export const Session = createContext<{ account: Account; canWrite: boolean }>({
@@ -137,3 +138,28 @@ export const Meter = ({ label, value }: { label: string; value: number }) => (
     <span>{value}%</span>
   </div>
 );
+
+/** A template picker (name and image per option), its API message under it. */
+export function TemplateSelect(props: {
+  id: string;
+  label: string;
+  error: string | undefined;
+  templates: readonly Template[];
+  value: string;
+  onChange: (templateId: string) => void;
+}) {
+  return (
+    <Field id={props.id} label={props.label} error={props.error}>
+      {(a) => (
+        <select {...a} name="templateId" value={props.value} onChange={(e) => props.onChange(e.currentTarget.value)}>
+          <option value="">Choose…</option>
+          {props.templates.map((t) => (
+            <option key={t.id} value={t.id}>
+              {t.name} ({t.image})
+            </option>
+          ))}
+        </select>
+      )}
+    </Field>
+  );
+}

@@ -2,7 +2,7 @@ import { useEffect, useState } from 'preact/hooks';
 import { api, ApiProblem, fieldErrors } from '../api.js';
 import { navigate } from '../app.js';
 import type { GpuType, Pod, Template } from '../types.js';
-import { Field, money, usePoll, useSession, WriteButton } from '../ui.js';
+import { Field, money, TemplateSelect, usePoll, useSession, WriteButton } from '../ui.js';
 
 /** The request fields the form has an input for: the API's messages about them are shown there. */
 const FIELDS = ['name', 'image', 'templateId', 'gpu', 'cloud', 'dataCenterIds', 'args', 'disk', 'ports', 'env'];
@@ -271,23 +271,14 @@ export function CreatePodPage() {
             )}
           </Field>
         ) : (
-          <Field id="pod-template" label="Template" error={errors.templateId}>
-            {(a) => (
-              <select
-                {...a}
-                name="templateId"
-                value={form.templateId}
-                onChange={(e) => set('templateId', e.currentTarget.value)}
-              >
-                <option value="">Choose…</option>
-                {templates.map((t) => (
-                  <option key={t.id} value={t.id}>
-                    {t.name} ({t.image})
-                  </option>
-                ))}
-              </select>
-            )}
-          </Field>
+          <TemplateSelect
+            id="pod-template"
+            label="Template"
+            error={errors.templateId}
+            templates={templates}
+            value={form.templateId}
+            onChange={(id) => set('templateId', id)}
+          />
         )}
         <div class="grid">
           <Field id="pod-cloud" label="Cloud" error={errors.cloud}>

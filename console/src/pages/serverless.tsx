@@ -2,7 +2,7 @@ import { useEffect, useState } from 'preact/hooks';
 import { api, ApiProblem, fieldErrors } from '../api.js';
 import { navigate } from '../app.js';
 import type { Endpoint, Template } from '../types.js';
-import { Field, ProblemNote, usePoll, WriteButton } from '../ui.js';
+import { Field, ProblemNote, TemplateSelect, usePoll, WriteButton } from '../ui.js';
 
 const FIELDS = ['name', 'templateId', 'gpu', 'workers'];
 
@@ -65,22 +65,14 @@ function CreateEndpoint({ onCreated }: { onCreated: (e: Endpoint) => void }) {
               <input {...a} value={form.name} onInput={(e) => setForm({ ...form, name: e.currentTarget.value })} />
             )}
           </Field>
-          <Field id="ep-template" label="Serverless template" error={errors.templateId}>
-            {(a) => (
-              <select
-                {...a}
-                value={form.templateId}
-                onChange={(e) => setForm({ ...form, templateId: e.currentTarget.value })}
-              >
-                <option value="">Choose…</option>
-                {templates.map((t) => (
-                  <option key={t.id} value={t.id}>
-                    {t.name} ({t.image})
-                  </option>
-                ))}
-              </select>
-            )}
-          </Field>
+          <TemplateSelect
+            id="ep-template"
+            label="Serverless template"
+            error={errors.templateId}
+            templates={templates}
+            value={form.templateId}
+            onChange={(templateId) => setForm({ ...form, templateId })}
+          />
         </div>
         <div class="grid">
           <Field id="ep-pool" label="GPU pool" error={errors.gpu}>
