@@ -6,11 +6,11 @@
 // GANTRY_CONSOLE_SCREENSHOTS=docs/screenshots writes the phone screenshots there (README).
 import { test, before, after, describe } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import type { BrowserContext, Page } from 'playwright-core';
-import { chromiumContext, chromiumMissing } from './support/chromium.js';
+import { apiCall, assertConsoleBuilt, chromiumContext, chromiumMissing } from './support/chromium.js';
 import { spawnGantry, type SpawnedGantry } from './support/spawn-gantry.js';
 import { eventually } from './support/eventually.js';
 
@@ -52,14 +52,9 @@ async function shot(page: Page, name: string): Promise<void> {
 }
 
 const api = async (url: string, method: string, path: string, body?: unknown) => {
-  const res = await fetch(`${url}${path}`, {
-    method,
-    headers: { authorization: `Bearer ${KEY}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
-    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-  });
-  const answer = res.status === 204 ? null : ((await res.json()) as Record<string, any>);
-  assert.ok(res.ok, `${method} ${path}: ${res.status} ${JSON.stringify(answer)}`);
-  return answer!;
+  const res = await apiCall(url, KEY, method, path, body);
+  assert.ok(res.status < 300, `${method} ${path}: ${res.status} ${JSON.stringify(res.body)}`);
+  return res.body!;
 };
 
 /**
@@ -99,10 +94,7 @@ describe('the web console at a phone’s width', { skip }, () => {
   let endpointId: string;
 
   before(async () => {
-    assert.ok(
-      existsSync(join(root, 'dist', 'console', 'index.html')),
-      'dist/console is missing: run `npm run build` (it runs vite build) before the browser tests',
-    );
+    assertConsoleBuilt(root);
     dir = mkdtempSync(join(tmpdir(), 'gantry-console-phone-'));
     const config = join(dir, 'config.json');
     writeFileSync(

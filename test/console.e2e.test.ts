@@ -6,11 +6,11 @@
 // GANTRY_CONSOLE_SCREENSHOTS=docs/screenshots writes the main pages' screenshots there (README).
 import { test, before, after, describe } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import type { BrowserContext, Page } from 'playwright-core';
-import { chromiumContext, chromiumMissing } from './support/chromium.js';
+import { apiCall, assertConsoleBuilt, chromiumContext, chromiumMissing } from './support/chromium.js';
 import { runGantry, spawnGantry, type SpawnedGantry } from './support/spawn-gantry.js';
 import { eventually } from './support/eventually.js';
 
@@ -44,14 +44,8 @@ async function signIn(page: Page, url: string, key: string): Promise<void> {
   await page.getByRole('heading', { name: 'Pods' }).waitFor();
 }
 
-const api = async (url: string, method: string, path: string, body?: unknown, key = KEY) => {
-  const res = await fetch(`${url}${path}`, {
-    method,
-    headers: { authorization: `Bearer ${key}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
-    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-  });
-  return { status: res.status, body: res.status === 204 ? null : ((await res.json()) as Record<string, any>) };
-};
+const api = (url: string, method: string, path: string, body?: unknown, key = KEY) =>
+  apiCall(url, key, method, path, body);
 
 describe('the web console in a browser', { skip }, () => {
   let dir: string;
@@ -65,10 +59,7 @@ describe('the web console in a browser', { skip }, () => {
   };
 
   before(async () => {
-    assert.ok(
-      existsSync(join(root, 'dist', 'console', 'index.html')),
-      'dist/console is missing: run `npm run build` (it runs vite build) before the browser tests',
-    );
+    assertConsoleBuilt(root);
     dir = mkdtempSync(join(tmpdir(), 'gantry-console-e2e-'));
     const config = join(dir, 'config.json');
     writeFileSync(

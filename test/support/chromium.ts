@@ -38,3 +38,25 @@ export const chromiumContext = (
     headless: true,
     args: ARGS,
   });
+
+/** Fails the console's browser tests at once, saying what to run, when `dist/console` was not built. */
+export function assertConsoleBuilt(root: string): void {
+  if (!existsSync(join(root, 'dist', 'console', 'index.html')))
+    throw new Error('dist/console is missing: run `npm run build` (it runs vite build) before the browser tests');
+}
+
+/** A REST call with `key`, as the tests set up what the console then shows: status and JSON body. */
+export async function apiCall(
+  url: string,
+  key: string,
+  method: string,
+  path: string,
+  body?: unknown,
+): Promise<{ status: number; body: Record<string, any> | null }> {
+  const res = await fetch(`${url}${path}`, {
+    method,
+    headers: { authorization: `Bearer ${key}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+    ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+  });
+  return { status: res.status, body: res.status === 204 ? null : ((await res.json()) as Record<string, any>) };
+}
