@@ -69,14 +69,18 @@ interface Load {
   cpuUs: number;
   /** The same, of the server's main thread alone (the one serving requests). */
   mainUs: number;
+  /** The main thread's user-space share of `mainUs`: the JavaScript, whatever the kernel costs. */
+  userUs: number;
 }
 
 async function load(server: Child, opts: autocannon.Options): Promise<Load> {
   const before = server.cpuMs();
   const mainBefore = server.mainThreadCpuMs();
+  const userBefore = server.mainThreadUserMs();
   const r = await autocannon({ connections, duration: seconds, ...opts });
   const cpuUs = ((server.cpuMs() - before) * 1000) / Math.max(1, r.requests.total);
   const mainUs = ((server.mainThreadCpuMs() - mainBefore) * 1000) / Math.max(1, r.requests.total);
+  const userUs = ((server.mainThreadUserMs() - userBefore) * 1000) / Math.max(1, r.requests.total);
   return {
     rps: r.requests.average,
     ok: r['2xx'],
@@ -85,6 +89,7 @@ async function load(server: Child, opts: autocannon.Options): Promise<Load> {
     errors: r.non2xx + r.errors + r.timeouts,
     cpuUs,
     mainUs,
+    userUs,
   };
 }
 
@@ -174,14 +179,14 @@ async function ingest(
     measure: 'bare Fastify POST, same-size answer (peer)',
     value: `${fmt(m((l) => l.rps, 'bare'))} req/s`,
     'p50/p99 ms': `${m((l) => l.p50, 'bare')}/${m((l) => l.p99, 'bare')}`,
-    'CPU µs/req': `${m((l) => l.cpuUs, 'bare').toFixed(0)} (main thread ${m((l) => l.mainUs, 'bare').toFixed(0)})`,
+    'CPU µs/req': `${m((l) => l.cpuUs, 'bare').toFixed(0)} (main thread ${m((l) => l.mainUs, 'bare').toFixed(0)}, user ${m((l) => l.userUs, 'bare').toFixed(0)})`,
   });
   rows.push({
     store,
     measure: 'POST /v2/{id}/run (ingest)',
     value: `${fmt(m((l) => l.rps, 'run'))} req/s`,
     'p50/p99 ms': `${m((l) => l.p50, 'run')}/${m((l) => l.p99, 'run')}`,
-    'CPU µs/req': `${m((l) => l.cpuUs, 'run').toFixed(0)} (main thread ${m((l) => l.mainUs, 'run').toFixed(0)})`,
+    'CPU µs/req': `${m((l) => l.cpuUs, 'run').toFixed(0)} (main thread ${m((l) => l.mainUs, 'run').toFixed(0)}, user ${m((l) => l.userUs, 'run').toFixed(0)})`,
     errors,
     goal: goal === 'verdict' ? '>= 70% of bare POST' : '(reported)',
     result: `${(ratio * 100).toFixed(0)}% (rounds ${ratios.map((x) => (x * 100).toFixed(0)).join('/')}; CPU ratio ${(cpuRatio * 100).toFixed(0)}%)`,
@@ -275,7 +280,12 @@ async function stores(bare: Child): Promise<void> {
 
 async function main() {
   const bare = await startChild(
-    ['--import', 'tsx', join(root, 'bench/support/bare-server.ts')],
+    [
+      ...(values.profile ? ['--cpu-prof', `--cpu-prof-dir=${join(values.profile, 'bare')}`] : []),
+      '--import',
+      'tsx',
+      join(root, 'bench/support/bare-server.ts'),
+    ],
     {},
     /bare listening on (\S+)/,
   );

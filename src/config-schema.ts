@@ -82,7 +82,11 @@ export const ServerSchema = Type.Object(
       }),
     ),
     bodyLimit: amount(1024 * 1024, 'Largest REST request body, bytes.'),
-    logLevel: text('info', 'pino log level.', { env: 'GANTRY_LOG_LEVEL' }),
+    logLevel: text(
+      'info',
+      'pino log level. Lines go to stdout in batches: info and below at most 100 ms late, warn and above at once (docs/performance.md).',
+      { env: 'GANTRY_LOG_LEVEL' },
+    ),
     requestTimeoutMs: amount(
       60_000,
       'Longest a client may take to send a whole request (headers and body); then 408 and the connection closes.',

@@ -43,6 +43,7 @@ import { accountIsolationOf, MultiAccountRefused, multiAccountStartRefusal } fro
 import type { Services } from './services.js';
 import { createStores } from './stores.js';
 import { buildApp, loggerOptions } from './http/app.js';
+import { stdoutLogOutput } from './logs/coalesced-output.js';
 import { createJobListener } from './http/job-listener.js';
 import { ConnectionCap } from './http/listener-limits.js';
 import { followUnusedConnections } from './http/unused-connections.js';
@@ -98,7 +99,7 @@ const KEY_USE_FLUSH_MS = 30_000;
 /** The composition root: the only place that constructs adapters. */
 export async function createServices(config: Config, overrides: ServiceOverrides = {}): Promise<Services> {
   const clock = overrides.clock ?? systemClock;
-  const logger = overrides.logger ?? pino(loggerOptions(config.server.logLevel));
+  const logger = overrides.logger ?? pino(loggerOptions(config.server.logLevel), stdoutLogOutput());
   // Before the database opens: SQLite gives new -wal/-shm files the database file's mode.
   const tightened = tightenDataDir(config.dataDir);
   if (tightened.length > 0)

@@ -37,13 +37,15 @@ export interface Child {
   cpuMs(): number;
   /** CPU time (user + system, ms) of the process's main thread alone: the thread serving requests. */
   mainThreadCpuMs(): number;
+  /** User-space CPU time (ms) of the main thread alone: its JavaScript, without the kernel's share. */
+  mainThreadUserMs(): number;
   stop(): Promise<void>;
 }
 
 /** Fields 14 and 15 of a /proc `stat` file: utime and stime in clock ticks (100 per second), as ms. */
-function ticksMs(path: string): number {
+function ticksMs(path: string, which: 'user' | 'both' = 'both'): number {
   const fields = readFileSync(path, 'utf8').split(') ')[1]!.split(' ');
-  return (Number(fields[11]) + Number(fields[12])) * 10;
+  return (Number(fields[11]) + (which === 'both' ? Number(fields[12]) : 0)) * 10;
 }
 
 /** Spawns a node process and waits for `<label> listening on <url>` on its stdout. */
@@ -79,6 +81,7 @@ export async function startChild(
     },
     cpuMs: () => ticksMs(`/proc/${child.pid}/stat`),
     mainThreadCpuMs: () => ticksMs(`/proc/${child.pid}/task/${child.pid}/stat`),
+    mainThreadUserMs: () => ticksMs(`/proc/${child.pid}/task/${child.pid}/stat`, 'user'),
     stop: () =>
       new Promise((resolve) => {
         if (child.exitCode !== null || child.signalCode !== null) return resolve();
