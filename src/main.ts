@@ -43,7 +43,7 @@ import { accountIsolationOf, MultiAccountRefused, multiAccountStartRefusal } fro
 import type { Services } from './services.js';
 import { createStores } from './stores.js';
 import { buildApp, loggerOptions } from './http/app.js';
-import { stdoutLogOutput } from './logs/coalesced-output.js';
+import { flushStdoutLog, stdoutLogOutput } from './logs/coalesced-output.js';
 import { createJobListener } from './http/job-listener.js';
 import { ConnectionCap } from './http/listener-limits.js';
 import { followUnusedConnections } from './http/unused-connections.js';
@@ -496,7 +496,13 @@ export interface StartOptions extends ServiceOverrides {
 
 /** Starts everything: store, control loops, HTTP listener. */
 export async function startServer(config: Config, overrides: StartOptions = {}): Promise<RunningServer> {
-  const print = overrides.print ?? ((text: string) => void process.stdout.write(text));
+  // the log's waiting lines first, so what is printed keeps its place among them
+  const print =
+    overrides.print ??
+    ((text: string) => {
+      flushStdoutLog();
+      void process.stdout.write(text);
+    });
   // How long each phase of the start took (the ready line carries them: adoption time is a figure operators watch).
   const phases: Record<string, number> = {};
   let mark = performance.now();

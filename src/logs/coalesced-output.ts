@@ -139,3 +139,6 @@ export function stdoutLogOutput(): CoalescedOutput {
   stdoutOutput = output;
   return output;
 }
+
+/** Writes the standard-output log's waiting lines now (before printing beside them); nothing when there is none. */
+export const flushStdoutLog = (): void => stdoutOutput?.flush();
