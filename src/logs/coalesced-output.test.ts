@@ -97,6 +97,29 @@ describe('coalesced log output', () => {
     assert.equal(sink.writes.length, 1, 'nothing waiting: no empty write');
   });
 
+  test("flush with a callback (pino's logger.flush) writes what waits, then calls back through the sink", () => {
+    const sink = { ...recorder(), flushes: 0 };
+    const out = new CoalescedOutput(
+      {
+        write: sink.write,
+        flush: (done) => {
+          sink.flushes++;
+          done();
+        },
+      },
+      { scheduler: manualTimers() },
+    );
+    out.write(line(30, 'a'));
+    let called = 0;
+    out.flush(() => called++);
+    assert.deepEqual(sink.writes, [line(30, 'a')]);
+    assert.equal(sink.flushes, 1);
+    assert.equal(called, 1);
+    const bare = new CoalescedOutput(recorder(), { scheduler: manualTimers() });
+    bare.flush(() => called++);
+    assert.equal(called, 2, 'a sink without flush: called back at once');
+  });
+
   test("lineLevel reads pino's leading level; a line in any other form counts as urgent", () => {
     assert.equal(lineLevel(line(30, 'a')), 30);
     assert.equal(lineLevel(line(60, 'a')), 60);

@@ -18,6 +18,8 @@ import pino from 'pino';
 /** Where batches go: pino's destination (sonic-boom) in the server, a recorder in tests. */
 export interface LogSink {
   write(text: string): unknown;
+  /** Calls back once what the sink holds is written (pino's `logger.flush(cb)`). */
+  flush?(done: (err?: Error) => void): void;
   /** Writes whatever the sink itself still holds, synchronously (at exit). */
   flushSync?(): void;
 }
@@ -98,18 +100,25 @@ export class CoalescedOutput {
     return this.#lines.length;
   }
 
-  /** Writes the waiting lines now, in one write. */
-  flush(): void {
+  /**
+   * Writes the waiting lines now, in one write; `done` (pino's `logger.flush(cb)`) is called once
+   * the sink has written them too.
+   */
+  flush(done?: (err?: Error) => void): void {
     if (this.#timer !== null) {
       this.#scheduler.clear(this.#timer);
       this.#timer = null;
     }
-    if (this.#lines.length === 0) return;
-    const text = this.#lines.length === 1 ? this.#lines[0]! : this.#lines.join('');
-    this.#lines = [];
-    this.#bytes = 0;
-    this.writes++;
-    this.#sink.write(text);
+    if (this.#lines.length > 0) {
+      const text = this.#lines.length === 1 ? this.#lines[0]! : this.#lines.join('');
+      this.#lines = [];
+      this.#bytes = 0;
+      this.writes++;
+      this.#sink.write(text);
+    }
+    if (!done) return;
+    if (this.#sink.flush) this.#sink.flush(done);
+    else done();
   }
 
   /** Writes the waiting lines and whatever the sink holds, synchronously: for exit. */
