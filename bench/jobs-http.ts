@@ -3,8 +3,10 @@
 // 1. ingest: POST /v2/{id}/run with autocannon against the bare Fastify POST /bare/run of
 //    bench/support/bare-server.ts (same request body, an answer of the same size), measured in the same run: `rounds` alternating pairs of loads,
 //    the verdict on the median ratio. Goal: >= 70% of the bare route. Server CPU per request (all
-//    threads, and the main thread serving requests alone) is
-//    printed too: the steadiest figure when other work shares the machine.
+//    threads, the main thread serving requests alone, and that thread's user-space share, i.e. its
+//    JavaScript without the kernel's) is printed too: the steadiest figures when other work shares
+//    the machine. `--profile DIR` writes CPU profiles of the SQLite server into DIR and of the bare
+//    peer into DIR/bare.
 //    Every 200 is sent only after its job's group-commit transaction committed; checked here by
 //    killing the server with SIGKILL (no graceful flush) and counting the endpoint's rows in the
 //    store: there must be at least as many as 200s (at most `connections` more per round: requests in flight
