@@ -74,10 +74,10 @@ describe('coalesced log output', () => {
     assert.equal(timers.pending, 0, 'an urgent line alone sets no timer');
   });
 
-  test('the lines go out at once when maxBytes are waiting', () => {
+  test('the lines go out at once when maxChars characters are waiting', () => {
     const sink = recorder();
     const timers = manualTimers();
-    const out = new CoalescedOutput(sink, { scheduler: timers, maxBytes: 100 });
+    const out = new CoalescedOutput(sink, { scheduler: timers, maxChars: 100 });
     const l = line(30, 'x'.repeat(40));
     out.write(l);
     assert.equal(sink.writes.length, 0);

@@ -7,7 +7,7 @@
  * with the server and its clients for the cores. Measured with the worker in its own process
  * (bench/runsync-latency.ts --only deployed), the line-per-request writes cost ~120–150 µs of
  * server CPU per request and doubled warm `/runsync`'s p50 on a machine where waking a process is
- * dear. Here lines wait at most `maxDelayMs` (or until `maxBytes` are waiting), then go out in one
+ * dear. Here lines wait at most `maxDelayMs` (or until `maxChars` characters are waiting), then go out in one
  * write; a line at `urgentLevel` or above (warn, error, fatal) goes out at once with everything
  * before it, so a problem is never late and the order of lines is kept. At exit whatever waits is
  * written synchronously.
@@ -34,7 +34,7 @@ export interface CoalescedOutputOptions {
   /** Longest a line waits, ms. @default 100 */
   maxDelayMs?: number;
   /** Characters waiting that start a write at once. @default 16384 */
-  maxBytes?: number;
+  maxChars?: number;
   /** pino level at and above which a line is written at once (40 = warn). @default 40 */
   urgentLevel?: number;
   scheduler?: LogFlushScheduler;
@@ -67,27 +67,25 @@ export function lineLevel(line: string): number {
 export class CoalescedOutput {
   readonly #sink: LogSink;
   readonly #maxDelayMs: number;
-  readonly #maxBytes: number;
+  readonly #maxChars: number;
   readonly #urgentLevel: number;
   readonly #scheduler: LogFlushScheduler;
   #lines: string[] = [];
-  #bytes = 0;
+  #chars = 0;
   #timer: unknown = null;
-  /** Batches written so far (for tests and benchmarks). */
-  writes = 0;
 
   constructor(sink: LogSink, options: CoalescedOutputOptions = {}) {
     this.#sink = sink;
     this.#maxDelayMs = options.maxDelayMs ?? 100;
-    this.#maxBytes = options.maxBytes ?? 16_384;
+    this.#maxChars = options.maxChars ?? 16_384;
     this.#urgentLevel = options.urgentLevel ?? 40;
     this.#scheduler = options.scheduler ?? unrefTimers;
   }
 
   write(line: string): void {
     this.#lines.push(line);
-    this.#bytes += line.length;
-    if (this.#bytes >= this.#maxBytes || lineLevel(line) >= this.#urgentLevel) return this.flush();
+    this.#chars += line.length;
+    if (this.#chars >= this.#maxChars || lineLevel(line) >= this.#urgentLevel) return this.flush();
     if (this.#timer === null)
       this.#timer = this.#scheduler.set(() => {
         this.#timer = null;
@@ -112,8 +110,7 @@ export class CoalescedOutput {
     if (this.#lines.length > 0) {
       const text = this.#lines.length === 1 ? this.#lines[0]! : this.#lines.join('');
       this.#lines = [];
-      this.#bytes = 0;
-      this.writes++;
+      this.#chars = 0;
       this.#sink.write(text);
     }
     if (!done) return;

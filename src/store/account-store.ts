@@ -1,6 +1,7 @@
 import type { Db, Executor } from './database.js';
 import { fromJson, toJson } from './database.js';
-import type { AccountsTable, ApiKeysTable, KeyScope } from './schema.js';
+import type { ExpressionBuilder } from 'kysely';
+import type { AccountsTable, ApiKeysTable, Database, KeyScope } from './schema.js';
 
 export interface Account {
   id: string;
@@ -48,6 +49,19 @@ const toKey = (r: ApiKeysTable): ApiKeyRecord => ({
   workerId: r.worker_id ?? null,
   lastUsedAt: r.last_used_at === null ? null : Number(r.last_used_at),
 });
+
+/** The account's keys of these scopes, live or revoked: the filter the REST key operations share. */
+const keysOf = (
+  eb: ExpressionBuilder<Database, 'api_keys'>,
+  accountId: string,
+  scopes: readonly KeyScope[],
+  state: 'live' | 'revoked',
+) =>
+  eb.and([
+    eb('account_id', '=', accountId),
+    eb('scope', 'in', [...scopes]),
+    eb('revoked_at', state === 'live' ? 'is' : 'is not', null),
+  ]);
 
 /** Accounts and their API keys. */
 export class AccountStore {
@@ -122,7 +136,6 @@ export class AccountStore {
     return (await q.execute()).map(toKey);
   }
 
-  /** The account's live keys of these scopes, oldest first (the REST list: read and write keys, never workers'). */
   /** Records when keys were last used; a time never moves back (replicas write theirs in any order). */
   async touchKeys(uses: ReadonlyArray<readonly [id: string, at: number]>): Promise<void> {
     if (uses.length === 0) return;
@@ -137,6 +150,7 @@ export class AccountStore {
     });
   }
 
+  /** The account's live keys of these scopes, oldest first (the REST list: read and write keys, never workers'). */
   async listLiveKeys(
     accountId: string,
     scopes: readonly KeyScope[],
@@ -145,9 +159,7 @@ export class AccountStore {
     const rows = await tx
       .selectFrom('api_keys')
       .selectAll()
-      .where('account_id', '=', accountId)
-      .where('scope', 'in', [...scopes])
-      .where('revoked_at', 'is', null)
+      .where((eb) => keysOf(eb, accountId, scopes, 'live'))
       .orderBy('created_at')
       .orderBy('id')
       .execute();
@@ -159,9 +171,7 @@ export class AccountStore {
     const row = await tx
       .selectFrom('api_keys')
       .select((eb) => eb.fn.countAll<number>().as('n'))
-      .where('account_id', '=', accountId)
-      .where('scope', 'in', [...scopes])
-      .where('revoked_at', 'is', null)
+      .where((eb) => keysOf(eb, accountId, scopes, 'live'))
       .executeTakeFirstOrThrow();
     return Number(row.n);
   }
@@ -186,9 +196,7 @@ export class AccountStore {
       .updateTable('api_keys')
       .set({ revoked_at: now })
       .where('id', '=', id)
-      .where('account_id', '=', accountId)
-      .where('scope', 'in', [...scopes])
-      .where('revoked_at', 'is', null)
+      .where((eb) => keysOf(eb, accountId, scopes, 'live'))
       .executeTakeFirst();
     return Number(res.numUpdatedRows) > 0;
   }
@@ -205,18 +213,14 @@ export class AccountStore {
   ): Promise<number> {
     const res = await tx
       .deleteFrom('api_keys')
-      .where('account_id', '=', accountId)
-      .where('scope', 'in', [...scopes])
-      .where('revoked_at', 'is not', null)
+      .where((eb) => keysOf(eb, accountId, scopes, 'revoked'))
       .where(
         'id',
         'not in',
         tx
           .selectFrom('api_keys')
           .select('id')
-          .where('account_id', '=', accountId)
-          .where('scope', 'in', [...scopes])
-          .where('revoked_at', 'is not', null)
+          .where((eb) => keysOf(eb, accountId, scopes, 'revoked'))
           .orderBy('revoked_at', 'desc')
           .orderBy('id', 'desc')
           .limit(Math.max(0, Math.floor(keep))),
