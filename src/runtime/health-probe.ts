@@ -66,29 +66,60 @@ export function probeOnce(target: ProbeTarget, timeoutMs: number): Promise<strin
   });
 }
 
+/** How the probe loop reads time and waits: real by default; the loop's tests drive it on a manual clock. */
+export interface ProbeTiming {
+  /** a monotonic reading in ms */
+  now: () => number;
+  /** resolves after `ms`, rejects once `signal` aborts */
+  sleep: (ms: number, signal: AbortSignal) => Promise<void>;
+}
+
+const realTiming: ProbeTiming = {
+  now: () => performance.now(),
+  sleep: (ms, signal) => sleep(ms, undefined, { signal }),
+};
+
+export interface WaitOptions {
+  intervalMs: number;
+  timeoutMs: number;
+  signal: AbortSignal;
+  /** @default real time */
+  timing?: ProbeTiming;
+  /** One attempt. @default {@link probeOnce} */
+  probe?: (target: ProbeTarget, timeoutMs: number) => Promise<string | null>;
+}
+
 /**
  * Probes every `intervalMs` until an attempt succeeds, `timeoutMs` passes, or `signal` aborts.
  * An attempt never outlasts the remaining time, so a hanging server cannot stretch the timeout.
+ * The error reported is the last attempt's, unless that attempt was only cut short by the
+ * deadline ("no answer within 3 ms" says less than the "connection refused" before it).
  */
-export async function waitUntilHealthy(
-  target: ProbeTarget,
-  options: { intervalMs: number; timeoutMs: number; signal: AbortSignal },
-): Promise<ProbeResult> {
-  const deadline = performance.now() + options.timeoutMs;
-  let lastError = 'no attempt finished';
+export async function waitUntilHealthy(target: ProbeTarget, options: WaitOptions): Promise<ProbeResult> {
+  const { now, sleep: wait } = options.timing ?? realTiming;
+  const probe = options.probe ?? probeOnce;
+  const attemptMs = Math.max(options.intervalMs, 1_000);
+  const deadline = now() + options.timeoutMs;
+  let lastError: string | null = null;
+  const failed = (aborted: boolean): ProbeResult => ({
+    ok: false,
+    aborted,
+    lastError: lastError ?? 'no attempt finished',
+  });
   for (;;) {
-    if (options.signal.aborted) return { ok: false, aborted: true, lastError };
-    const left = deadline - performance.now();
-    if (left <= 0) return { ok: false, aborted: false, lastError };
-    const error = await probeOnce(target, Math.max(1, Math.min(left, Math.max(options.intervalMs, 1_000))));
-    if (error === null) return options.signal.aborted ? { ok: false, aborted: true, lastError } : { ok: true };
-    lastError = error;
-    const wait = Math.min(options.intervalMs, deadline - performance.now());
-    if (wait > 0) {
+    if (options.signal.aborted) return failed(true);
+    const left = deadline - now();
+    if (left <= 0) return failed(false);
+    const timeoutMs = Math.max(1, Math.min(left, attemptMs));
+    const error = await probe(target, timeoutMs);
+    if (error === null) return options.signal.aborted ? failed(true) : { ok: true };
+    if (lastError === null || timeoutMs === attemptMs || now() < deadline) lastError = error;
+    const pause = Math.min(options.intervalMs, deadline - now());
+    if (pause > 0) {
       try {
-        await sleep(wait, undefined, { signal: options.signal });
+        await wait(pause, options.signal);
       } catch {
-        return { ok: false, aborted: true, lastError };
+        return failed(true);
       }
     }
   }

@@ -17,23 +17,29 @@ describe('UsageMeter', () => {
         const idle = instanceSpec({ image: 'test/idle', vcpus: 1, memoryGb: 1 });
         await runtime.start(busy);
         await runtime.start(idle);
+        // A spinning loop gets more than a tenth of a core however loaded the machine (two cores,
+        // other suites running); a quiet one reads its full share.
         const stats = await waitFor(
           'a busy process to show CPU use',
           async () => {
             const s = (await runtime.inspect(busy.id))?.stats;
-            return s && s.cpuUtil > 30 && s.memoryBytes > 64 * 1024 * 1024 ? s : null;
+            return s && s.cpuUtil > 10 && s.memoryBytes > 64 * 1024 * 1024 ? s : null;
           },
-          10_000,
+          30_000,
         );
         assert.ok(stats.cpuUtil <= 100);
         assert.ok(stats.memoryUtil > 6 && stats.memoryUtil <= 100, `memoryUtil ${stats.memoryUtil}`);
-        // The idle process started after the busy one: its first figures may come a sample later.
+        // The idle process's first figure covers its own start-up (Node spends tens of ms of CPU
+        // starting); once started it spends nothing, and a meter that read another group's CPU
+        // (the busy one's) would never come down.
         const quiet = await waitFor(
-          'the idle process to have figures',
-          async () => (await runtime.inspect(idle.id))?.stats ?? null,
-          10_000,
+          'the idle process to read low',
+          async () => {
+            const s = (await runtime.inspect(idle.id))?.stats;
+            return s && s.cpuUtil < 5 ? s : null;
+          },
+          30_000,
         );
-        assert.ok(quiet.cpuUtil < 15, `an idle process's cpuUtil is low (${quiet.cpuUtil})`);
         assert.ok(quiet.memoryUtil < stats.memoryUtil, 'and it holds less memory than the busy one');
         assert.equal(quiet.gpus, undefined, 'a process host has no real GPUs to read');
       },
