@@ -368,6 +368,57 @@ const RegistriesSchema = Type.Object(
   },
 );
 
+const DockerNetworksSchema = Type.Object(
+  {
+    pool: text(
+      '10.224.0.0/12',
+      "The IPv4 range account networks take their subnets from, one subnet per account (and per cluster) on each engine. It must not overlap the networks the host is on.",
+      { env: 'GANTRY_DOCKER_NETWORK_POOL', pattern: '^\\d{1,3}(\\.\\d{1,3}){3}/\\d{1,2}$', mustBe: 'an IPv4 CIDR such as 10.224.0.0/12' },
+    ),
+    subnetPrefix: Type.Integer({
+      minimum: 8,
+      maximum: 29,
+      default: 24,
+      description:
+        "Each account network's prefix length: /24 holds 253 instances of one account on one host, and a /12 pool 4,096 such networks.",
+    }),
+  },
+  {
+    description:
+      "The networks instances live on: each account's instances on a network of their own on every engine, none shared between accounts (docs/security.md).",
+  },
+);
+
+const DockerFirewallSchema = Type.Object(
+  {
+    mode: choice(
+      ['install', 'off'],
+      'install',
+      "`install`: Gantry installs the container firewall (iptables) where the engine's bridges are, at start and whenever the engine comes back: containers reach the job API and the internet, not their host's other services, the metadata address or private ranges. It needs CAP_NET_ADMIN there; without it the server refuses to start when it serves the job API off loopback or has more than one account. `off`: nothing is installed, and containers reach every service of their host unless you firewall them yourself (docs/security.md lists the rules).",
+      { env: 'GANTRY_DOCKER_FIREWALL' },
+    ),
+    command: Type.Array(Type.String(), {
+      default: [],
+      description:
+        'A prefix for the `iptables-save` and `iptables-restore` the firewall runs: `[sudo, -n]`, or `[nsenter, --net=/run/netns/engine]` for an engine in another network namespace.',
+      mustBe: 'a list of strings (a command and its arguments)',
+    }),
+    allow: Type.Array(
+      Type.String({
+        pattern: '^\\d{1,3}(\\.\\d{1,3}){3}(/\\d{1,2})?(:\\d{1,5})?$',
+        mustBe: 'an IPv4 address or CIDR, with an optional :port',
+      }),
+      {
+        default: [],
+        description:
+          'Private or host destinations containers may reach besides the job API: `10.0.0.5:5432`, `10.20.0.0/16` (every port).',
+        mustBe: 'a list of IPv4 addresses or CIDRs, each with an optional :port',
+      },
+    ),
+  },
+  { description: 'What containers may reach on their host and beyond (docs/security.md).' },
+);
+
 export const DockerRuntimeSchema = Type.Object(
   {
     host: nonEmpty({
@@ -419,6 +470,8 @@ export const DockerRuntimeSchema = Type.Object(
       description: 'The nvidia-smi to run: a path, or a name found on PATH.',
     }),
     registries: RegistriesSchema,
+    networks: DockerNetworksSchema,
+    firewall: DockerFirewallSchema,
     allowMultipleAccountsOnHostNetwork: flag(
       false,
       "Let the Docker runtime serve more than one account while its serverless workers use the host's network (they do when the job URL they are given is on loopback): each worker then reaches everything listening on the host's loopback, so by default the server refuses to start with a second account, and refuses to create one, in that state. Serving the job API on a non-loopback address lifts the rule without this.",

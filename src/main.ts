@@ -39,7 +39,12 @@ import { describeHost } from './runtime/docker/discover-host.js';
 import type { Host } from './domain/catalog.js';
 import type { Runtime } from './runtime/runtime.js';
 import { OrphanCollector } from './runtime/orphan-collector.js';
-import { accountIsolationOf, MultiAccountRefused, multiAccountStartRefusal } from './runtime/account-isolation.js';
+import {
+  accountIsolationOf,
+  isolationGapRefusal,
+  MultiAccountRefused,
+  multiAccountStartRefusal,
+} from './runtime/account-isolation.js';
 import type { Services } from './services.js';
 import { createStores } from './stores.js';
 import { buildApp, loggerOptions } from './http/app.js';
@@ -178,6 +183,8 @@ export async function createServices(config: Config, overrides: ServiceOverrides
   });
   const billing = new BillingService({ store: stores.billing, clock });
   const fleet = new FleetService({
+    // Read at each report: a server started on port 0 learns its job URL's port once it listens.
+    jobUrl: () => config.server.publicJobUrl,
     hosts: stores.hosts,
     operations: stores.operations,
     clock,
@@ -515,15 +522,18 @@ export async function startServer(config: Config, overrides: StartOptions = {}):
   phase('servicesMs');
   const adminKey = await bootstrapAdmin(services);
   // The job URL's port may still be 0 here; its host, which decides the workers' network, is final.
-  const refusal = multiAccountStartRefusal(
-    await services.accounts.store.countAccounts(),
-    accountIsolationOf(services.runtime.name, config),
-  );
-  if (refusal) {
+  const accounts = await services.accounts.store.countAccounts();
+  const isolation = accountIsolationOf(services.runtime.name, config);
+  const refuse = async (refusal: string): Promise<never> => {
     await services.runtime.close();
     await services.db.close();
     throw new MultiAccountRefused(refusal);
-  }
+  };
+  const refusal = multiAccountStartRefusal(accounts, isolation);
+  if (refusal) await refuse(refusal);
+  // Containers may call the job API through the runtime's firewall (a port 0 is known after listen).
+  const jobUrlBeforeListen = config.server.publicJobUrl;
+  if (new URL(jobUrlBeforeListen).port !== '0') await services.runtime.allowJobUrls?.([jobUrlBeforeListen]);
   // What runs from before: pods and workers adopt theirs (before the server listens, so nothing
   // new takes what they hold); what nobody claims is removed after the grace period.
   // The joined hosts enter the inventory before pods re-reserve what they hold on them.
@@ -531,6 +541,11 @@ export async function startServer(config: Config, overrides: StartOptions = {}):
   const attached = await services.runtime.attach();
   if (attached.length > 0)
     services.logger.info({ instances: attached.length }, 'the runtime found instances of a previous server');
+  const gapRefusal = isolationGapRefusal(accounts, isolation, services.runtime.isolationGaps?.() ?? []);
+  if (gapRefusal) {
+    services.fleetWiring?.stop();
+    await refuse(gapRefusal);
+  }
   phase('attachMs');
   await services.leases.start();
   await services.relay?.start();
@@ -590,6 +605,8 @@ export async function startServer(config: Config, overrides: StartOptions = {}):
     config.server.publicJobUrl,
     jobListener ? Number(new URL(jobUrl!).port) : port,
   );
+    if (config.server.publicJobUrl !== jobUrlBeforeListen)
+    await services.runtime.allowJobUrls?.([config.server.publicJobUrl]);
   let ssh: Awaited<ReturnType<typeof startSshProxy>> = null;
   let closed = false;
   const close = async (): Promise<void> => {

@@ -6,7 +6,13 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { CONTAINER_PIDS_LIMIT, planContainer, type ContainerContext } from '../src/runtime/docker/container-config.js';
+import {
+  CONTAINER_PIDS_LIMIT,
+  DROPPED_CAPABILITIES,
+  planContainer,
+  SECURITY_OPTIONS,
+  type ContainerContext,
+} from '../src/runtime/docker/container-config.js';
 import { instanceSpec } from '../src/runtime/runtime-contract.js';
 import type { InstanceSpec } from '../src/runtime/runtime.js';
 
@@ -17,7 +23,9 @@ const ctx: ContainerContext = {
   diskLimit: false,
   engineCpus: 2,
   logMaxBytes: 1024,
-  network: null,
+  // what the runtime passes: the account's own network (instance-networks.ts)
+  network: { name: 'gantry-tm-acct-acct-evil', fixedIp: false },
+  hardening: true,
 };
 
 const hostile: Partial<InstanceSpec>[] = [
@@ -41,7 +49,7 @@ const hostile: Partial<InstanceSpec>[] = [
   { gpuIndices: [0], env: { CUDA_VISIBLE_DEVICES: '0,1', NVIDIA_VISIBLE_DEVICES: 'all' } },
 ];
 
-test('a container planned from hostile tenant input is never privileged, mounts no host path and adds no capability', () => {
+test('a container planned from hostile tenant input is never privileged, mounts no host path, adds no capability and leaves its account network', () => {
   for (const overrides of hostile) {
     const plan = planContainer(instanceSpec({ owner: { kind: 'pod', accountId: 'acct-evil' }, ...overrides }), ctx);
     const host = plan.body.HostConfig as Record<string, unknown>;
@@ -54,13 +62,14 @@ test('a container planned from hostile tenant input is never privileged, mounts 
       'UTSMode',
       'UsernsMode',
       'Devices',
-      'SecurityOpt',
       'VolumesFrom',
       'CgroupParent',
     ])
       assert.equal(host[key], undefined, `${key} is never set (${JSON.stringify(overrides)})`);
     assert.equal(host.PidsLimit, CONTAINER_PIDS_LIMIT);
-    assert.equal(host.NetworkMode, undefined, 'a pod has its own network');
+    assert.deepEqual(host.CapDrop, [...DROPPED_CAPABILITIES], 'no raw sockets, no device nodes');
+    assert.deepEqual(host.SecurityOpt, [...SECURITY_OPTIONS], 'no-new-privileges, and nothing that would lift a default profile');
+    assert.equal(host.NetworkMode, 'gantry-tm-acct-acct-evil', "a pod lives on its account's network");
     for (const mount of plan.body.HostConfig.Mounts ?? []) {
       assert.equal(mount.Type, 'volume', 'only named volumes, never a host path');
       assert.match(mount.Source, /^gantry-tm-(pod|nv)-[A-Za-z0-9_.-]+$/);

@@ -127,6 +127,15 @@ export class AgentCore {
     await this.#running?.catch(() => undefined);
   }
 
+  /** The control plane's URLs and `jobUrls`, let through the runtime's container firewall. */
+  async #allowJobUrls(runtime: Runtime, jobUrls: readonly string[]): Promise<void> {
+    try {
+      await runtime.allowJobUrls?.([...new Set([...this.#deps.config.servers, ...jobUrls])]);
+    } catch (err) {
+      this.#deps.logger.error({ err }, 'cannot let containers reach the job API through the firewall');
+    }
+  }
+
   async #run(): Promise<void> {
     const { logger } = this.#deps;
     const stored = await this.#deps.credentials.load();
@@ -147,6 +156,7 @@ export class AgentCore {
       timers: this.#deps.timers,
       logger,
       failed: (err, epoch, server) => this.#failed(err, epoch, server, 'report'),
+      jobUrl: (url) => void this.#allowJobUrls(runtime, [url]),
       signal: this.#stopping.signal,
       config: { heartbeatMs: identity.heartbeatMs, batchMs: this.#deps.config.batchMs ?? 20 },
     });
@@ -173,10 +183,20 @@ export class AgentCore {
     let fatal: AgentFatal | null;
     try {
       let attached;
+      // Workers call back the control plane (and its job API, once a report names it).
+      await this.#allowJobUrls(runtime, []);
       try {
         attached = await runtime.attach();
       } catch (err) {
         throw new AgentFatal(`cannot attach to the Docker Engine: ${(err as Error).message}`, 1);
+      }
+      for (const gap of runtime.isolationGaps?.() ?? []) {
+        if (gap.kind === 'firewall')
+          throw new AgentFatal(
+            `refusing to run: ${gap.detail}. Run the agent with CAP_NET_ADMIN (docs/fleet.md), give it a --firewall-command that may change the firewall, or pass --firewall off to accept that containers reach this host's services`,
+            1,
+          );
+        logger.error({ gap: gap.detail }, 'accounts are not kept apart on this host');
       }
       for (const a of attached) {
         if (!a.owner) continue;

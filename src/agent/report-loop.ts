@@ -34,6 +34,8 @@ export interface ReportLoopDeps {
   logger: Pick<Logger, 'warn'>;
   /** A report failed (not the last one): the agent's failure handling. */
   failed(err: unknown, epoch: number, server: string): void;
+  /** The control plane named its job API's URL (the first time, and whenever it changes). */
+  jobUrl?(url: string): void;
   /** Ends the loop. */
   signal: AbortSignal;
   config: { heartbeatMs: number; batchMs: number };
@@ -49,6 +51,8 @@ export class ReportLoop {
   #fullDue = true;
   #capacityDue: HostCapacity | null = null;
   #lastReportAt = -Infinity;
+  /** the job API's URL the control plane last named */
+  #jobUrl: string | null = null;
   /** when the last report with the instances' figures went out */
   #statsAt = -Infinity;
   #wake: AbortController | null = null;
@@ -143,6 +147,10 @@ export class ReportLoop {
       for (const ack of acks) if (this.#acks.get(ack.opId) === ack) this.#acks.delete(ack.opId);
       // A control-plane replica that just started wants every instance: the next report, at once.
       if (answer.sendFull === true) this.#fullDue = true;
+      if (typeof answer.jobUrl === 'string' && answer.jobUrl !== this.#jobUrl && /^https?:\/\//.test(answer.jobUrl)) {
+        this.#jobUrl = answer.jobUrl;
+        this.#deps.jobUrl?.(answer.jobUrl);
+      }
       for (const refused of answer.refused ?? []) {
         if (this.#warnedRefused.has(refused.id)) continue;
         this.#warnedRefused.add(refused.id);

@@ -32,6 +32,10 @@ export interface AgentOptions extends AgentHostSettings {
   logger: Logger;
   /** the environment nvidia-smi runs in @default process.env */
   env?: NodeJS.ProcessEnv;
+  /** The container firewall's command prefix; null: not installed (`--firewall off`). */
+  firewall: { command: string[] } | null;
+  /** where account networks take their /24s */
+  networkPool: string;
 }
 
 /** SIGTERM → SIGKILL grace of a stop operation (the control plane's default `pods.stopGraceMs`). */
@@ -117,6 +121,8 @@ export async function createAgent(options: AgentOptions): Promise<AgentCore> {
         stopGraceMs: STOP_GRACE_MS,
         // its utilisation sampler asks the same nvidia-smi discovery did
         nvidiaSmi: options.nvidiaSmi,
+        networks: { pool: options.networkPool, subnetPrefix: 24 },
+        ...(options.firewall ? { firewall: { command: options.firewall.command, allow: [] } } : {}),
       });
     },
     clock: systemClock,

@@ -6,11 +6,13 @@ import pino from 'pino';
 import { parseArgs, UsageError } from './args.js';
 import { DEFAULT_DOCKER_HOST, defaultNamespace } from '../config-runtime.js';
 import { parseDockerHost } from '../runtime/docker/engine-info.js';
+import { parseSubnetPool } from '../domain/subnet-pool.js';
 import type { AgentOptions } from '../agent/start-agent.js';
 
 export const agentHelp = `gantry agent --server URL[,URL…] [--token T] [--data-dir DIR] [--name NAME] [--public-ip IP]
              [--port-range A-B] [--disk-gb N] [--docker-host H] [--namespace NS] [--nvidia-smi CMD]
-             [--gpu-mode auto|nvidia|env-only]
+             [--gpu-mode auto|nvidia|env-only] [--firewall install|off] [--firewall-command "CMD ARGS"]
+             [--network-pool CIDR]
 Runs this host's agent: joins the control plane at URL (outbound only) and runs its pods and
 workers on the local Docker Engine (docs/fleet.md).
   --server     GANTRY_AGENT_SERVER     the control plane's URL; several, comma-separated, are tried in turn
@@ -26,6 +28,12 @@ workers on the local Docker Engine (docs/fleet.md).
   --namespace                          labels what the agent creates on the engine (default a hash of the data dir)
   --nvidia-smi                         the nvidia-smi to run (default nvidia-smi on PATH)
   --gpu-mode                           how GPUs reach containers (default auto: nvidia when the engine can)
+  --firewall   GANTRY_AGENT_FIREWALL   install (default): the agent installs the container firewall (needs
+                                       CAP_NET_ADMIN; it refuses to run without it); off: containers reach
+                                       their host's services unless you firewall them (docs/security.md)
+  --firewall-command                   a prefix for iptables-save/iptables-restore, words split on spaces
+                                       (sudo -n; nsenter --net=/run/netns/engine)
+  --network-pool GANTRY_AGENT_NETWORK_POOL  the IPv4 range account networks take /24s from (default 10.224.0.0/12)
 Exit status: 0 stopped (SIGTERM/SIGINT; containers keep running), 1 no engine, 2 bad input or join
 token, 3 the host was revoked.`;
 
@@ -41,6 +49,9 @@ const options = {
   namespace: { type: 'string' },
   'nvidia-smi': { type: 'string' },
   'gpu-mode': { type: 'string' },
+  firewall: { type: 'string' },
+  'firewall-command': { type: 'string' },
+  'network-pool': { type: 'string' },
   help: { type: 'boolean', short: 'h' },
 } as const;
 
@@ -124,6 +135,15 @@ function agentOptions(values: Values, env: NodeJS.ProcessEnv): Omit<AgentOptions
   const gpuMode = values['gpu-mode'] ?? 'auto';
   if (gpuMode !== 'auto' && gpuMode !== 'nvidia' && gpuMode !== 'env-only')
     throw new UsageError(`--gpu-mode must be auto, nvidia or env-only, got "${gpuMode}"`);
+  const firewall = values.firewall ?? (env.GANTRY_AGENT_FIREWALL || 'install');
+  if (firewall !== 'install' && firewall !== 'off')
+    throw new UsageError(`--firewall must be install or off, got "${firewall}"`);
+  const networkPool = values['network-pool'] ?? (env.GANTRY_AGENT_NETWORK_POOL || '10.224.0.0/12');
+  try {
+    parseSubnetPool(networkPool, 24);
+  } catch (err) {
+    throw new UsageError(`--network-pool: ${(err as Error).message}`);
+  }
   return {
     servers,
     token,
@@ -137,6 +157,9 @@ function agentOptions(values: Values, env: NodeJS.ProcessEnv): Omit<AgentOptions
     nvidiaSmi: values['nvidia-smi'] ?? 'nvidia-smi',
     gpuMode,
     agentVersion: agentVersion(),
+    firewall:
+      firewall === 'install' ? { command: (values['firewall-command'] ?? '').split(/\s+/).filter((w) => w !== '') } : null,
+    networkPool,
   };
 }
 

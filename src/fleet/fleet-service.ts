@@ -71,6 +71,8 @@ const SPENT_TOKEN_RETENTION_MS = 86_400_000;
 const REVOCATION_MARGIN_MS = 300_000;
 
 export interface FleetServiceDeps {
+  /** The job API's URL workers are given: agents let their containers reach it through their firewall. */
+  jobUrl?: () => string;
   hosts: HostStore;
   operations: OperationStore;
   clock: Clock;
@@ -286,7 +288,14 @@ export class FleetService {
       this.#events.emit('instances', { hostId, full, items: accepted });
     }
     const sendFull = this.#fullWanted(hostId, report.instances?.full === true, now);
-    return { now, refused, ignoredAcks: ignored, ...(sendFull ? { sendFull: true as const } : {}) };
+    const jobUrl = this.#deps.jobUrl?.();
+    return {
+      now,
+      refused,
+      ignoredAcks: ignored,
+      ...(sendFull ? { sendFull: true as const } : {}),
+      ...(jobUrl ? { jobUrl } : {}),
+    };
   }
 
   /**

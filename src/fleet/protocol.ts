@@ -88,6 +88,11 @@ export interface ReportAnswer {
    * at its next reconnect.
    */
   sendFull?: true;
+  /**
+   * The job API's URL the control plane gives workers: the agent lets its containers reach it
+   * through the container firewall (with its own server URLs). An older control plane sends none.
+   */
+  jobUrl?: string;
 }
 
 export type OperationKind = 'start' | 'stop' | 'remove' | 'removeVolume' | 'stream';

@@ -1,5 +1,5 @@
 import type { RegistriesService } from '../registries/registries-service.js';
-import type { InstanceSpec, VolumeSource } from '../runtime/runtime.js';
+import { accountNetworkName, type InstanceSpec, type VolumeSource } from '../runtime/runtime.js';
 import type { PodRecord } from '../store/pod-store.js';
 import { internalDns } from './global-network.js';
 
@@ -8,9 +8,6 @@ export interface PodInstanceDeps {
   /** `<pod_id>.<internalDomain>.internal` names a globally networked pod on its account's network. */
   internalDomain: string;
 }
-
-/** The private network of an account's globally networked pods (spec 2.8). */
-const accountNetworkName = (accountId: string): string => `acct-${accountId}`;
 
 /**
  * A cluster's private network (docs/clusters.md): its members answer at their overlay address

@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import { loadConfig } from '../config.js';
 import {
   accountIsolationOf,
+  isolationGapRefusal,
   multiAccountCreateRefusal,
   multiAccountStartRefusal,
   sharedReach,
@@ -131,4 +132,43 @@ test("the deployment a config describes takes the workers' job URL and both opt-
     'docker-host-network',
     'listening on 0.0.0.0 alone still hands workers a loopback URL',
   );
+});
+
+const FIREWALL_GAP = {
+  kind: 'firewall' as const,
+  detail: 'the container firewall could not be installed (iptables-save: Permission denied)',
+};
+const SHARED_GAP = {
+  kind: 'shared-network' as const,
+  detail: 'instance pod1 is still on a network accounts share (engine said no)',
+};
+
+test('a missing container firewall refuses a start set up to keep accounts apart, even with one account, saying how to go on', () => {
+  const isolating = deployment({ workerJobUrl: 'http://10.250.1.1:8081' });
+  const refusal = isolationGapRefusal(1, isolating, [FIREWALL_GAP]);
+  assert.ok(refusal);
+  assert.match(refusal, /container firewall could not be installed \(iptables-save: Permission denied\)/);
+  assert.match(refusal, /CAP_NET_ADMIN/);
+  assert.match(refusal, /runtime\.docker\.firewall\.command/);
+  assert.match(refusal, /runtime\.docker\.firewall\.mode: off/);
+  assert.equal(isolationGapRefusal(1, isolating, []), null);
+});
+
+test('on a loopback job URL (one account, workers on the host network) a missing firewall is no reason to refuse; a second account is', () => {
+  assert.equal(isolationGapRefusal(1, deployment(), [FIREWALL_GAP]), null);
+  assert.match(
+    isolationGapRefusal(2, deployment({ allowDockerHostNetwork: true }), [FIREWALL_GAP]) ?? '',
+    /2 accounts/,
+  );
+});
+
+test('an instance left on a shared network refuses a second account only', () => {
+  const isolating = deployment({ workerJobUrl: 'http://10.250.1.1:8081' });
+  assert.equal(isolationGapRefusal(1, isolating, [SHARED_GAP]), null);
+  const refusal = isolationGapRefusal(3, isolating, [SHARED_GAP, FIREWALL_GAP]);
+  assert.ok(refusal);
+  assert.match(refusal, /3 accounts/);
+  assert.match(refusal, /instance pod1 is still on a network accounts share/);
+  assert.match(refusal, /stop and start those instances/);
+  assert.match(refusal, /CAP_NET_ADMIN/);
 });

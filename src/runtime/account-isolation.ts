@@ -15,6 +15,7 @@
  */
 import type { Config } from '../config.js';
 import { workerNetworkMode } from '../domain/worker-network.js';
+import type { IsolationGap } from './runtime.js';
 
 /** A refusal meant for the operator as it stands (the CLI prints its message without a stack). */
 export class MultiAccountRefused extends Error {
@@ -102,4 +103,31 @@ export function multiAccountCreateRefusal(existing: number, deployment: AccountI
   if (reach === 'process') return `${prefix} ${PROCESS_WHY}. Keep to one account, or ${PROCESS_OPT_IN}.`;
   // `gantry accounts` reads no --host: what it knows of the job URL comes from the file and the environment.
   return `${prefix} ${dockerWhy(deployment.workerJobUrl)}. Keep to one account, ${DOCKER_OWN_NETWORK}, or ${DOCKER_OPT_IN}. gantry accounts reads the job URL from the config file and the environment, not from gantry serve's flags.`;
+}
+
+const FIREWALL_FIX =
+  "run gantry serve where it may change the firewall of the engine's host (as root, or with CAP_NET_ADMIN), set runtime.docker.firewall.command to a command that may (sudo -n; nsenter --net=… for an engine in another network namespace), or set runtime.docker.firewall.mode: off (GANTRY_DOCKER_FIREWALL=off) to accept that containers reach the services of their host";
+const SHARED_FIX =
+  "stop and start those instances (a start puts an instance on its account's network), or keep to one account until they are";
+
+/**
+ * The refusal of a server start given what the runtime could not put in place (`gaps`, known once
+ * it attached), or null. A missing firewall refuses a deployment set up to keep accounts apart (its
+ * workers off the host's network) even with one account: a second one may be created while it
+ * runs. An instance left on a shared network matters only with a second account.
+ */
+export function isolationGapRefusal(
+  accounts: number,
+  deployment: AccountIsolation,
+  gaps: readonly IsolationGap[],
+): string | null {
+  const isolating = sharedReach(deployment.runtime, deployment.workerJobUrl) === null;
+  const blocking = gaps.filter((g) => accounts > 1 || (g.kind === 'firewall' && isolating));
+  if (blocking.length === 0) return null;
+  const fixes = [...new Set(blocking.map((g) => (g.kind === 'firewall' ? FIREWALL_FIX : SHARED_FIX)))];
+  const who =
+    accounts > 1
+      ? `this deployment has ${accounts} accounts`
+      : 'this deployment serves workers off the host network to keep accounts apart';
+  return `refusing to start: ${who}, and ${blocking.map((g) => g.detail).join('; ')}. To go on, ${fixes.join('; and ')}.`;
 }

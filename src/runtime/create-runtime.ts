@@ -13,6 +13,12 @@ import { ProcessRuntime } from './process/process-runtime.js';
 import { discoverEngineHost } from './docker/discover-host.js';
 import { EngineUnreachable } from './docker/engine-info.js';
 
+/** A config `runtime.docker.firewall.allow` entry (`10.0.0.5`, `10.0.0.0/8`, `10.0.0.5:5432`), as the schema checked it. */
+export function allowedDestination(entry: string): { cidr: string; port: number | null } {
+  const [address = '', port] = entry.split(':');
+  return { cidr: address.includes('/') ? address : `${address}/32`, port: port === undefined ? null : Number(port) };
+}
+
 /** What `./docker/docker-runtime.js` exports. */
 export interface DockerRuntimeModule {
   DockerRuntime: new (options: DockerRuntimeOptions) => Runtime;
@@ -91,6 +97,10 @@ export async function createRuntime(config: Config, deps: CreateRuntimeDeps): Pr
     statsIntervalMs: config.runtime.statsIntervalMs,
     nvidiaSmi: docker.nvidiaSmi,
     ...(deps.env ? { nvidiaSmiEnv: deps.env } : {}),
+    networks: docker.networks,
+    ...(docker.firewall.mode === 'install'
+      ? { firewall: { command: docker.firewall.command, allow: docker.firewall.allow.map(allowedDestination) } }
+      : {}),
   });
   return { runtime, hosts: [host] };
 }

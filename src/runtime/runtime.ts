@@ -46,6 +46,13 @@ export interface InstanceOwner {
   endpointId?: string;
 }
 
+/**
+ * The network every instance of an account joins on a container runtime, unless its spec names
+ * another (a cluster's): accounts never share one. Globally networked pods (spec 2.8) answer to
+ * their DNS names there.
+ */
+export const accountNetworkName = (accountId: string): string => `acct-${accountId}`;
+
 export interface InstanceSpec {
   /** Stable id: the pod id, or the serverless worker id. */
   id: string;
@@ -229,6 +236,19 @@ export interface Runtime {
    * others run); a runtime with one engine ignores it. Without it, the runtime as a whole.
    */
   unavailable?(hostId?: string): string | null;
+  /**
+   * Why this runtime cannot keep accounts apart right now, in words an operator can act on (the
+   * container firewall could not be installed; instances an earlier version started are still on a
+   * network accounts share); empty when nothing is missing. Known once attach() has answered.
+   */
+  isolationGaps?(): IsolationGap[];
+  /**
+   * Lets instances reach the job API at `urls` (each one's address and port; the list replaces the
+   * last) through the runtime's container firewall, which keeps every other service of the host
+   * and the private ranges out of their reach. Called once the URLs' ports are known, and again
+   * when they change.
+   */
+  allowJobUrls?(urls: readonly string[]): Promise<void>;
   /** Whether `image` would run as an idle placeholder (no process: nothing in it runs). */
   runsAsPlaceholder?(image: string): boolean;
   /**
@@ -237,6 +257,14 @@ export interface Runtime {
    * variable with 400 ENV_NOT_ALLOWED wherever tenant env enters (pods, templates, endpoints).
    */
   refusedEnv?(env: Record<string, string>, image: string): EnvRefusal | null;
+}
+
+/** Something that keeps a runtime from holding accounts apart right now. */
+export interface IsolationGap {
+  /** `firewall`: containers can reach their host's services; `shared-network`: instances sit on a network accounts share */
+  kind: 'firewall' | 'shared-network';
+  /** in words an operator can act on */
+  detail: string;
 }
 
 /** A variable a runtime refuses, and why. */

@@ -13,6 +13,7 @@ const ctx = (overrides: Partial<ContainerContext> = {}): ContainerContext => ({
   engineCpus: 16,
   logMaxBytes: 1024,
   network: null,
+  hardening: true,
   ...overrides,
 });
 
@@ -41,6 +42,7 @@ describe('planContainer', () => {
       'gantry.host': 'h1',
       'gantry.spec': plan.specHash,
       'gantry.memory': String(plan.body.HostConfig.Memory),
+      'gantry.hardened': '1',
     });
     assert.ok(Number(plan.body.Labels['gantry.memory']) > 0);
     assert.match(plan.specHash, /^[0-9a-f]{32}$/);
@@ -135,6 +137,26 @@ describe('planContainer', () => {
     assert.equal(planContainer(spec({ diskGb: 20 }), ctx({ diskLimit: false })).body.HostConfig.StorageOpt, undefined);
     assert.equal(planContainer(spec({ diskGb: 0 }), ctx()).body.HostConfig.StorageOpt, undefined);
     assert.equal(planContainer(spec({ vcpus: 32 }), ctx({ engineCpus: 2 })).body.HostConfig.NanoCpus, 2_000_000_000);
+  });
+
+  test('a container can open no raw or packet socket, make no device node and gain no privilege, and says so in a label', () => {
+    const plan = planContainer(spec(), ctx());
+    assert.deepEqual(plan.body.HostConfig.CapDrop, ['NET_RAW', 'MKNOD']);
+    assert.deepEqual(plan.body.HostConfig.SecurityOpt, ['no-new-privileges:true']);
+    assert.equal(plan.body.Labels['gantry.hardened'], '1');
+    const onHost = planContainer(spec({ networkMode: 'host' }), ctx());
+    assert.deepEqual(onHost.body.HostConfig.CapDrop, ['NET_RAW', 'MKNOD'], "on the host's network most of all");
+    const bare = planContainer(spec(), ctx({ hardening: false }));
+    assert.equal(bare.body.HostConfig.CapDrop, undefined);
+    assert.equal(bare.body.HostConfig.SecurityOpt, undefined);
+    assert.equal(bare.body.Labels['gantry.hardened'], undefined);
+    assert.notEqual(bare.specHash, plan.specHash, 'a kept container without the hardening is never reused for a start');
+  });
+
+  test("an instance that names no network joins the one it is given (its account's), under no alias", () => {
+    const plan = planContainer(spec({ network: null }), ctx({ network: { name: 'gantry-ns1-acct-acc1', fixedIp: false } }));
+    assert.equal(plan.body.HostConfig.NetworkMode, 'gantry-ns1-acct-acc1');
+    assert.deepEqual(plan.body.NetworkingConfig, { EndpointsConfig: { 'gantry-ns1-acct-acc1': { Aliases: [] } } });
   });
 
   test('volumes are named volumes: the pod its own, a network volume shared by id, each labelled', () => {

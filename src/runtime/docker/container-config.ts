@@ -21,8 +21,14 @@ export interface ContainerContext {
   engineCpus: number | null;
   /** Rotates the json-file log at this size (2 files kept); null leaves the engine's logging as configured. */
   logMaxBytes: number | null;
-  /** The engine network the instance joins (`spec.network`), and whether its fixed IP may be asked for. */
+  /**
+   * The engine network the instance joins (its account's, or the one `spec.network` names), and
+   * whether its fixed IP may be asked for; null: the engine's default bridge (only when the
+   * runtime keeps no account networks).
+   */
   network: { name: string; fixedIp: boolean } | null;
+  /** Whether the container gets the hardening below (on, unless a test takes a defence away to show another holds alone). */
+  hardening: boolean;
 }
 
 interface VolumePlan {
@@ -41,10 +47,20 @@ export interface ContainerPlan {
 
 const GiB = 1024 ** 3;
 
-/** The container of `spec`; a refusal reads `cannot start image "<image>": <why>`. */
 /** Processes (threads included) one container may hold: ample for ML stacks, a wall for a fork bomb. */
 export const CONTAINER_PIDS_LIMIT = 16_384;
 
+/**
+ * Capabilities taken from Docker's default set. NET_RAW: raw and packet sockets, with which a
+ * container forges (ARP replies claiming its gateway) or sniffs traffic on its segment; ping keeps
+ * working over ICMP datagram sockets, which Docker allows every container. MKNOD: device nodes.
+ * What images commonly need stays: root inside, chown, setuid/setgid (sshd), chroot, binding low ports.
+ */
+export const DROPPED_CAPABILITIES = ['NET_RAW', 'MKNOD'] as const;
+/** No process gains privileges it did not start with (setuid binaries, file capabilities). */
+export const SECURITY_OPTIONS = ['no-new-privileges:true'] as const;
+
+/** The container of `spec`; a refusal reads `cannot start image "<image>": <why>`. */
 export function planContainer(spec: InstanceSpec, ctx: ContainerContext): ContainerPlan {
   const cannot = (why: string): Error => new Error(`cannot start image "${spec.image}": ${why}`);
   let cmd: string[];
@@ -113,12 +129,16 @@ export function planContainer(spec: InstanceSpec, ctx: ContainerContext): Contai
       body.ExposedPorts = exposed;
       host.PortBindings = bindings;
     }
-    if (spec.network && ctx.network) {
+    if (ctx.network) {
       host.NetworkMode = ctx.network.name;
-      const endpoint: EndpointSettings = { Aliases: [...spec.network.aliases] };
-      if (spec.network.ip && ctx.network.fixedIp) endpoint.IPAMConfig = { IPv4Address: spec.network.ip };
+      const endpoint: EndpointSettings = { Aliases: [...(spec.network?.aliases ?? [])] };
+      if (spec.network?.ip && ctx.network.fixedIp) endpoint.IPAMConfig = { IPv4Address: spec.network.ip };
       body.NetworkingConfig = { EndpointsConfig: { [ctx.network.name]: endpoint } };
     }
+  }
+  if (ctx.hardening) {
+    host.CapDrop = [...DROPPED_CAPABILITIES];
+    host.SecurityOpt = [...SECURITY_OPTIONS];
   }
 
   if (spec.vcpus > 0) host.NanoCpus = Math.round(Math.min(spec.vcpus, ctx.engineCpus ?? Infinity) * 1e9);
@@ -136,7 +156,12 @@ export function planContainer(spec: InstanceSpec, ctx: ContainerContext): Contai
 
   const specHash = hashOf(body);
   // The memory limit as a label too: a restart adopts running containers from the listing alone.
-  body.Labels = { ...labels, [LABEL.spec]: specHash, [LABEL.memory]: String(host.Memory ?? 0) };
+  body.Labels = {
+    ...labels,
+    [LABEL.spec]: specHash,
+    [LABEL.memory]: String(host.Memory ?? 0),
+    ...(ctx.hardening ? { [LABEL.hardened]: '1' } : {}),
+  };
   return { name, body, specHash, volumes };
 }
 

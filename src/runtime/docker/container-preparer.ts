@@ -3,8 +3,8 @@
  * once (CPU count, logging driver, whether the storage driver takes a disk size), removes the
  * container a stop kept (the container disk is ephemeral, wiped on every start: spec 2.1 `disk`),
  * pulls the image when missing (never from a registry the policy refuses), makes the volumes and
- * the network, and creates the container anew. A container already running with the same spec (a
- * start retried after its answer was lost) is taken as it is.
+ * the account's network (instance-networks.ts), and creates the container anew. A container
+ * already running with the same spec (a start retried after its answer was lost) is taken as it is.
  */
 import type { Logger } from 'pino';
 import type { Host } from '../../domain/catalog.js';
@@ -14,7 +14,7 @@ import { planContainer, type ContainerPlan } from './container-config.js';
 import type { DockerClient } from './docker-client.js';
 import { LABEL } from './docker-names.js';
 import { DockerEngineError } from './engine-connection.js';
-import { ensureNetwork, type JoinedNetwork } from './engine-networks.js';
+import type { InstanceNetworks, JoinedNetwork } from './instance-networks.js';
 import type { ContainerInspect, EngineInfo } from './engine-types.js';
 
 /** Whether `diskGb` is enforced on this engine, and why not when it is not. */
@@ -39,6 +39,10 @@ export interface ContainerPreparerOptions {
   logMaxBytes: number;
   /** Judges the image's registry before a pull. */
   registryGuard: Pick<RegistryGuard, 'refusal'>;
+  /** The account networks instances join; null: the engine's default bridge (a test taking that defence away). */
+  networks: InstanceNetworks | null;
+  /** Whether containers get the hardening of container-config.ts. */
+  hardening: boolean;
 }
 
 interface EngineFacts {
@@ -60,10 +64,21 @@ export class ContainerPreparer {
   }
 
   async prepare(spec: InstanceSpec): Promise<Prepared> {
-    const { client, logger } = this.#o;
     const facts = await this.#engineFacts();
-    const network =
-      spec.network && spec.networkMode !== 'host' ? await ensureNetwork(client, this.#o.namespace, spec.network) : null;
+    const { networks } = this.#o;
+    if (spec.networkMode === 'host' || !networks) return this.#prepareOn(spec, facts, null);
+    try {
+      return await networks.join(spec, (joined) => this.#prepareOn(spec, facts, joined));
+    } catch (err) {
+      if (!(err instanceof NetworkGone)) throw err;
+      // Removed behind Gantry's back since it was made here: made again, once.
+      networks.forget(err.network);
+      return networks.join(spec, (joined) => this.#prepareOn(spec, facts, joined));
+    }
+  }
+
+  async #prepareOn(spec: InstanceSpec, facts: EngineFacts, network: JoinedNetwork | null): Promise<Prepared> {
+    const { client, logger } = this.#o;
     let plan = this.#plan(spec, facts, network, this.#disk.enforced !== false);
 
     for (const volume of plan.volumes) await client.createVolume(volume.name, volume.labels);
@@ -90,6 +105,8 @@ export class ContainerPreparer {
           }
           continue;
         }
+        if (err.statusCode === 404 && network && err.engineMessage.includes(`network ${network.name} not found`))
+          throw new NetworkGone(network.name, err);
         if (err.statusCode === 404 && !(await client.inspectImage(spec.image))) {
           await this.#pull(spec);
           continue;
@@ -124,7 +141,7 @@ export class ContainerPreparer {
   }
 
   #plan(spec: InstanceSpec, facts: EngineFacts, network: JoinedNetwork | null, diskLimit: boolean): ContainerPlan {
-    const { namespace, host, bindIp } = this.#o;
+    const { namespace, host, bindIp, hardening } = this.#o;
     return planContainer(spec, {
       namespace,
       host,
@@ -133,6 +150,7 @@ export class ContainerPreparer {
       engineCpus: facts.cpus,
       logMaxBytes: facts.logMaxBytes,
       network,
+      hardening,
     });
   }
 
@@ -180,6 +198,16 @@ export class ContainerPreparer {
       };
       this.#o.logger.warn({ driver: info.Driver, backing }, this.#disk.note!);
     }
+  }
+}
+
+/** The engine no longer has a network this runtime made: it is made again. */
+class NetworkGone extends Error {
+  constructor(
+    readonly network: string,
+    cause: DockerEngineError,
+  ) {
+    super(cause.message, { cause });
   }
 }
 

@@ -318,14 +318,22 @@ export class DockerClient {
 
   // ---- networks
 
-  /** A bridge network; with `subnet`, on exactly that IPv4 range (the engine picks one otherwise). */
-  async createNetwork(name: string, labels: Labels, subnet?: string): Promise<{ Id: string }> {
+  /**
+   * A bridge network; with `subnet`, on exactly that IPv4 range (the engine picks one otherwise),
+   * and with `bridge`, under that interface name.
+   */
+  async createNetwork(
+    name: string,
+    labels: Labels,
+    options: { subnet?: string; bridge?: string } = {},
+  ): Promise<{ Id: string }> {
     const body = {
       Name: name,
       Driver: 'bridge',
       CheckDuplicate: true,
       Labels: labels,
-      ...(subnet ? { IPAM: { Driver: 'default', Config: [{ Subnet: subnet }] } } : {}),
+      ...(options.subnet ? { IPAM: { Driver: 'default', Config: [{ Subnet: options.subnet }] } } : {}),
+      ...(options.bridge ? { Options: { 'com.docker.network.bridge.name': options.bridge } } : {}),
     };
     return (
       await this.#conn.json<{ Id: string }>({
@@ -353,6 +361,16 @@ export class DockerClient {
       path: `/networks/${enc(network)}/connect`,
       body: { Container: containerId, EndpointConfig: endpoint },
       doing: `connecting container ${short(containerId)} to network "${network}"`,
+    });
+  }
+
+  /** Takes a (running) container off a network; `force` even when the engine would refuse. */
+  async disconnectNetwork(network: string, containerId: string, force = false): Promise<void> {
+    await this.#conn.json({
+      method: 'POST',
+      path: `/networks/${enc(network)}/disconnect`,
+      body: { Container: containerId, Force: force },
+      doing: `disconnecting container ${short(containerId)} from network "${network}"`,
     });
   }
 

@@ -25,6 +25,10 @@ export const LABEL = {
   volume: 'gantry.volume',
   /** on a network volume: its id */
   volumeId: 'gantry.volume-id',
+  /** on a network: the name the runtime port gave it (`acct-<account>`, `cluster-<id>`) */
+  network: 'gantry.network',
+  /** on a container: made with the hardening of container-config.ts (no raw sockets, no-new-privileges) */
+  hardened: 'gantry.hardened',
 } as const;
 
 /** What the engine accepts in a container, volume or network name. */

@@ -4,6 +4,7 @@ import type { Host } from '../../domain/catalog.js';
 import type { Clock } from '../../domain/clock.js';
 import type { RegistryPolicyConfig } from '../../domain/registry-policy.js';
 import type { SamplerTimers } from '../interval-sampler.js';
+import type { AllowedDestination } from './firewall-rules.js';
 
 /** What the Docker runtime is built with (the composition root, later `gantry agent`, fills it). */
 export interface DockerRuntimeOptions {
@@ -46,4 +47,21 @@ export interface DockerRuntimeOptions {
   nvidiaSmi?: string;
   /** The environment nvidia-smi runs in (its PATH finds the command). @default process.env */
   nvidiaSmiEnv?: NodeJS.ProcessEnv;
+  /**
+   * Where account networks take their subnets (instance-networks.ts). Config `runtime.docker.networks`.
+   * @default { pool: '10.224.0.0/12', subnetPrefix: 24 }
+   */
+  networks?: { pool: string; subnetPrefix: number };
+  /**
+   * The container firewall (container-firewall.ts): installed at attach and after every reconnect,
+   * by running `command` (a prefix, e.g. `['nsenter', '--net=/run/netns/x']`; empty: iptables as
+   * it is) with `allow` let through besides the job API. Absent: not installed here (the operator
+   * installs it, or accepts its absence). Config `runtime.docker.firewall`.
+   */
+  firewall?: { command: string[]; allow: AllowedDestination[] };
+  /**
+   * The isolation defences, each on by default. Turned off only to show that another defence holds
+   * on its own (the isolation tests), never by the config.
+   */
+  isolation?: { accountNetworks?: boolean; hardening?: boolean };
 }

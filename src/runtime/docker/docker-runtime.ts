@@ -23,6 +23,7 @@ import { RegistryGuard } from '../registry-guard.js';
 import type {
   AttachedInstance,
   InstanceListener,
+  IsolationGap,
   InstanceSpec,
   InstanceState,
   InstanceStatus,
@@ -54,7 +55,12 @@ import { exitReason, withOutput } from './exit-reason.js';
 import { StartSlots } from './start-slots.js';
 import { LiveInstances, copyStatus, newLive, type Live } from './live-instances.js';
 import { ContainerSampler } from './container-sampler.js';
-import { removeUnusedClusterNetworks } from './engine-networks.js';
+import { parseSubnetPool } from '../../domain/subnet-pool.js';
+import { ContainerFirewall } from './container-firewall.js';
+import { firewallDestinations } from './firewall-destinations.js';
+import type { AllowedDestination } from './firewall-rules.js';
+import { bridgePrefixOf, InstanceNetworks, namespaceTag } from './instance-networks.js';
+import { adoptLegacy } from './legacy-containers.js';
 
 export type { DiskLimitSupport } from './container-preparer.js';
 
@@ -66,6 +72,8 @@ const LIVE_STATES: ReadonlySet<InstanceState> = new Set(['starting', 'running', 
 const RUNNING_CONTAINER = new Set(['running', 'paused', 'restarting']);
 /** Containers inspected at once while attaching. */
 const ATTACH_INSPECTIONS = 16;
+/** Where account networks take their subnets, unless configured: 4,096 networks of /24. */
+const DEFAULT_NETWORK_POOL = { pool: '10.224.0.0/12', subnetPrefix: 24 };
 
 export class DockerRuntime implements Runtime {
   readonly name = 'docker';
@@ -81,6 +89,18 @@ export class DockerRuntime implements Runtime {
   readonly #startSlots: StartSlots;
   /** Utilisation, read on an interval and kept on the statuses (container-sampler.ts). */
   readonly #stats: ContainerSampler;
+  /** The account networks; null only when a test takes that defence away. */
+  readonly #networks: InstanceNetworks | null;
+  readonly #firewall: ContainerFirewall | null;
+  /** Bridges of networks an earlier version made (the firewall names them one by one). */
+  #legacyBridges: string[] = [];
+  /** The job API, let through the firewall once its address is known. */
+  #jobDestinations: AllowedDestination[] = [];
+  /** Why the firewall is not in place, when it could not be installed. */
+  #firewallGap: string | null = null;
+  /** Instances an earlier version started that are still on a network accounts share. */
+  #sharedGaps: string[] = [];
+  #attached = false;
   #closed = false;
 
   constructor(options: DockerRuntimeOptions) {
@@ -93,6 +113,17 @@ export class DockerRuntime implements Runtime {
       dockerHost: options.dockerHost,
       ...(options.engineTimeoutMs ? { timeoutMs: options.engineTimeoutMs } : {}),
     });
+    const pool = options.networks ?? DEFAULT_NETWORK_POOL;
+    this.#networks =
+      options.isolation?.accountNetworks === false
+        ? null
+        : new InstanceNetworks({
+            client: this.#client,
+            namespace: this.#namespace,
+            pool: parseSubnetPool(pool.pool, pool.subnetPrefix),
+            logger: options.logger,
+          });
+    this.#firewall = options.firewall ? new ContainerFirewall({ command: options.firewall.command }) : null;
     this.#preparer = new ContainerPreparer({
       client: this.#client,
       namespace: this.#namespace,
@@ -101,6 +132,8 @@ export class DockerRuntime implements Runtime {
       logger: options.logger,
       logMaxBytes: options.logMaxBytes ?? DEFAULT_LOG_MAX_BYTES,
       registryGuard: new RegistryGuard(options.registries ? { policy: options.registries } : {}),
+      networks: this.#networks,
+      hardening: options.isolation?.hardening !== false,
     });
     const { statsIntervalMs: intervalMs, timers, nvidiaSmi, nvidiaSmiEnv: env } = options;
     this.#stats = new ContainerSampler({
@@ -135,9 +168,19 @@ export class DockerRuntime implements Runtime {
   }
 
   async attach(): Promise<AttachedInstance[]> {
+    this.#legacyBridges = (await this.#call(this.#networks?.load() ?? Promise.resolve([]))) ?? [];
     const containers = await this.#call(
       this.#client.listContainers({ all: true, filters: namespaceFilter(this.#namespace) }),
     );
+    const legacy = await adoptLegacy(containers, {
+      client: this.#client,
+      networks: this.#networks,
+      namespace: this.#namespace,
+      logger: this.#o.logger,
+    });
+    this.#sharedGaps = legacy.shared.map(({ id, reason }) => `instance ${id} is still on a network accounts share (${reason})`);
+    await this.#installFirewall();
+    this.#attached = true;
     // A running container is adopted from the listing: its labels carry the memory limit, and it
     // started when it was created (a start always creates a fresh container). One from an older
     // Gantry without the label is inspected, a few at a time.
@@ -244,11 +287,12 @@ export class DockerRuntime implements Runtime {
     const live = this.#live.get(id);
     live?.probing?.abort();
     const removing = (async () => {
-      await this.#call(
-        this.#client.removeContainer(containerNameOf(this.#namespace, id), { force: true, volumes: true }),
-      );
+      const name = containerNameOf(this.#namespace, id);
+      const networks = this.#networks ? Object.keys((await this.#call(this.#client.inspectContainer(name)))?.NetworkSettings?.Networks ?? {}) : [];
+      await this.#call(this.#client.removeContainer(name, { force: true, volumes: true }));
       await this.#call(this.#client.removeVolume(podVolumeNameOf(this.#namespace, id)));
-      await this.#call(removeUnusedClusterNetworks(this.#client, this.#namespace));
+      // Its account's (or cluster's) network goes once nothing else refers to it.
+      await this.#call(this.#networks?.release(networks) ?? Promise.resolve());
     })();
     if (live) live.stopping = removing;
     try {
@@ -289,6 +333,19 @@ export class DockerRuntime implements Runtime {
         );
       throw err;
     }
+  }
+
+  isolationGaps(): IsolationGap[] {
+    return [
+      ...(this.#firewallGap ? [{ kind: 'firewall' as const, detail: this.#firewallGap }] : []),
+      ...this.#sharedGaps.map((detail) => ({ kind: 'shared-network' as const, detail })),
+    ];
+  }
+
+  /** Before attach() only noted (attach installs the rules); after it, installed at once. */
+  async allowJobUrls(urls: readonly string[]): Promise<void> {
+    this.#jobDestinations = (await Promise.all(urls.map((url) => firewallDestinations(url)))).flat();
+    if (this.#attached) await this.#installFirewall();
   }
 
   /** The container's log, from the engine (docker-output.ts). */
@@ -507,6 +564,8 @@ export class DockerRuntime implements Runtime {
    * one that ended before that, or is gone, ends its instance.
    */
   async #reconcile(outage: Outage | null): Promise<void> {
+    // An engine that restarted (or a host that rebooted under it) may have lost the rules.
+    if (outage) await this.#installFirewall();
     const containers = await this.#client.listContainers({ all: true, filters: namespaceFilter(this.#namespace) });
     const byId = new Map(containers.map((c) => [c.Id, c]));
     for (const live of this.#live.all()) {
@@ -565,6 +624,26 @@ export class DockerRuntime implements Runtime {
     };
     this.#live.emit(live);
     if (live.probe) this.#probe(live);
+  }
+
+  // ---- the container firewall
+
+  /** Installs (or refreshes) the firewall; a failure is kept as a gap in the isolation and logged. */
+  async #installFirewall(): Promise<void> {
+    if (!this.#firewall) return;
+    try {
+      await this.#firewall.install({
+        tag: namespaceTag(this.#namespace),
+        bridgePrefix: bridgePrefixOf(this.#namespace),
+        legacyBridges: this.#legacyBridges,
+        allow: [...this.#jobDestinations, ...(this.#o.firewall?.allow ?? [])],
+      });
+      if (this.#firewallGap) this.#o.logger.info('the container firewall is installed');
+      this.#firewallGap = null;
+    } catch (err) {
+      this.#firewallGap = `the container firewall could not be installed (${(err as Error).message})`;
+      this.#o.logger.error({ err }, 'cannot install the container firewall: containers can reach the services of their host');
+    }
   }
 
   // ---- helpers

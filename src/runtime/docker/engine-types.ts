@@ -84,6 +84,8 @@ export interface ContainerCreateBody {
     RestartPolicy: { Name: 'no' | 'always' | 'unless-stopped' | 'on-failure' };
     PidsLimit?: number;
     LogConfig?: { Type: string; Config: Record<string, string> };
+    CapDrop?: string[];
+    SecurityOpt?: string[];
   };
   NetworkingConfig?: { EndpointsConfig: Record<string, EndpointSettings> };
 }
@@ -111,6 +113,7 @@ export interface ContainerInspect {
   Config: { Image: string; Labels: Labels | null; Env: string[] | null };
   State: ContainerState;
   HostConfig: { Memory?: number; NanoCpus?: number };
+  NetworkSettings?: { Networks?: Record<string, { NetworkID?: string; IPAddress?: string }> | null };
 }
 
 /**
@@ -143,6 +146,8 @@ export interface ContainerSummary {
   Created: number;
   /** what the list reports of the host config: its network mode */
   HostConfig?: { NetworkMode?: string };
+  /** the networks it is connected to, by name */
+  NetworkSettings?: { Networks?: Record<string, { NetworkID?: string; IPAddress?: string }> | null };
 }
 
 export interface VolumeInspect {
@@ -157,6 +162,8 @@ export interface NetworkInspect {
   Name: string;
   Driver: string;
   Labels: Labels | null;
+  /** driver options (`com.docker.network.bridge.name`) */
+  Options?: Record<string, string> | null;
   IPAM: { Config: { Subnet?: string; Gateway?: string }[] | null };
 }
 
