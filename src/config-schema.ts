@@ -372,8 +372,12 @@ const DockerNetworksSchema = Type.Object(
   {
     pool: text(
       '10.224.0.0/12',
-      "The IPv4 range account networks take their subnets from, one subnet per account (and per cluster) on each engine. It must not overlap the networks the host is on.",
-      { env: 'GANTRY_DOCKER_NETWORK_POOL', pattern: '^\\d{1,3}(\\.\\d{1,3}){3}/\\d{1,2}$', mustBe: 'an IPv4 CIDR such as 10.224.0.0/12' },
+      'The IPv4 range account networks take their subnets from, one subnet per account (and per cluster) on each engine. It must not overlap the networks the host is on.',
+      {
+        env: 'GANTRY_DOCKER_NETWORK_POOL',
+        pattern: '^\\d{1,3}(\\.\\d{1,3}){3}/\\d{1,2}$',
+        mustBe: 'an IPv4 CIDR such as 10.224.0.0/12',
+      },
     ),
     subnetPrefix: Type.Integer({
       minimum: 8,

@@ -605,7 +605,7 @@ export async function startServer(config: Config, overrides: StartOptions = {}):
     config.server.publicJobUrl,
     jobListener ? Number(new URL(jobUrl!).port) : port,
   );
-    if (config.server.publicJobUrl !== jobUrlBeforeListen)
+  if (config.server.publicJobUrl !== jobUrlBeforeListen)
     await services.runtime.allowJobUrls?.([config.server.publicJobUrl]);
   let ssh: Awaited<ReturnType<typeof startSshProxy>> = null;
   let closed = false;

@@ -158,7 +158,9 @@ function agentOptions(values: Values, env: NodeJS.ProcessEnv): Omit<AgentOptions
     gpuMode,
     agentVersion: agentVersion(),
     firewall:
-      firewall === 'install' ? { command: (values['firewall-command'] ?? '').split(/\s+/).filter((w) => w !== '') } : null,
+      firewall === 'install'
+        ? { command: (values['firewall-command'] ?? '').split(/\s+/).filter((w) => w !== '') }
+        : null,
     networkPool,
   };
 }

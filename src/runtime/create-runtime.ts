@@ -42,6 +42,8 @@ export interface CreateRuntimeDeps {
   env?: NodeJS.ProcessEnv;
   /** Loads the Docker runtime's module. @default a dynamic import of ./docker/docker-runtime.js */
   loadDockerRuntime?: () => Promise<DockerRuntimeModule>;
+  /** The Docker runtime's isolation defences (only the isolation tests take one away). @default all on */
+  isolation?: DockerRuntimeOptions['isolation'];
 }
 
 /** Kept out of the static import graph: only a server that runs containers loads the Docker adapter. */
@@ -98,6 +100,7 @@ export async function createRuntime(config: Config, deps: CreateRuntimeDeps): Pr
     nvidiaSmi: docker.nvidiaSmi,
     ...(deps.env ? { nvidiaSmiEnv: deps.env } : {}),
     networks: docker.networks,
+    ...(deps.isolation ? { isolation: deps.isolation } : {}),
     ...(docker.firewall.mode === 'install'
       ? { firewall: { command: docker.firewall.command, allow: docker.firewall.allow.map(allowedDestination) } }
       : {}),

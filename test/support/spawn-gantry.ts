@@ -13,13 +13,24 @@ export interface SpawnedGantry {
   stop(signal?: NodeJS.Signals): Promise<number | null>;
 }
 
-/** Runs `gantry serve` as a real process and waits until it prints its URL. */
+/**
+ * Runs `gantry serve` as a real process and waits until it prints its URL. `prefix` runs it
+ * under another command (`nsenter --net=…`); `command` replaces `gantry serve` (a fixture server
+ * that prints the same ready line).
+ */
 export async function spawnGantry(
   args: string[],
   env: Record<string, string> = {},
   timeoutMs = 30_000,
+  options: { prefix?: string[]; command?: string[] } = {},
 ): Promise<SpawnedGantry> {
-  const child = spawn(process.execPath, [gantryBin, 'serve', '--port', '0', ...args], {
+  const argv = [
+    ...(options.prefix ?? []),
+    process.execPath,
+    ...(options.command ?? [gantryBin, 'serve', '--port', '0']),
+    ...args,
+  ];
+  const child = spawn(argv[0]!, argv.slice(1), {
     env: { ...process.env, GANTRY_LOG_LEVEL: 'warn', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });

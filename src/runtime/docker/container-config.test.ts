@@ -154,7 +154,10 @@ describe('planContainer', () => {
   });
 
   test("an instance that names no network joins the one it is given (its account's), under no alias", () => {
-    const plan = planContainer(spec({ network: null }), ctx({ network: { name: 'gantry-ns1-acct-acc1', fixedIp: false } }));
+    const plan = planContainer(
+      spec({ network: null }),
+      ctx({ network: { name: 'gantry-ns1-acct-acc1', fixedIp: false } }),
+    );
     assert.equal(plan.body.HostConfig.NetworkMode, 'gantry-ns1-acct-acc1');
     assert.deepEqual(plan.body.NetworkingConfig, { EndpointsConfig: { 'gantry-ns1-acct-acc1': { Aliases: [] } } });
   });

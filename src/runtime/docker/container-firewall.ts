@@ -28,7 +28,9 @@ export const runCommand: RunCommand = (argv, input) =>
       if (code === 0) resolve(out);
       else
         reject(
-          new Error(`${argv.join(' ')} ${signal ? `was killed (${signal})` : `exited with ${code}`}: ${err.trim() || 'no output'}`),
+          new Error(
+            `${argv.join(' ')} ${signal ? `was killed (${signal})` : `exited with ${code}`}: ${err.trim() || 'no output'}`,
+          ),
         );
     });
     child.stdin.on('error', () => undefined);

@@ -178,7 +178,9 @@ export class DockerRuntime implements Runtime {
       namespace: this.#namespace,
       logger: this.#o.logger,
     });
-    this.#sharedGaps = legacy.shared.map(({ id, reason }) => `instance ${id} is still on a network accounts share (${reason})`);
+    this.#sharedGaps = legacy.shared.map(
+      ({ id, reason }) => `instance ${id} is still on a network accounts share (${reason})`,
+    );
     await this.#installFirewall();
     this.#attached = true;
     // A running container is adopted from the listing: its labels carry the memory limit, and it
@@ -288,7 +290,9 @@ export class DockerRuntime implements Runtime {
     live?.probing?.abort();
     const removing = (async () => {
       const name = containerNameOf(this.#namespace, id);
-      const networks = this.#networks ? Object.keys((await this.#call(this.#client.inspectContainer(name)))?.NetworkSettings?.Networks ?? {}) : [];
+      const networks = this.#networks
+        ? Object.keys((await this.#call(this.#client.inspectContainer(name)))?.NetworkSettings?.Networks ?? {})
+        : [];
       await this.#call(this.#client.removeContainer(name, { force: true, volumes: true }));
       await this.#call(this.#client.removeVolume(podVolumeNameOf(this.#namespace, id)));
       // Its account's (or cluster's) network goes once nothing else refers to it.
@@ -642,7 +646,10 @@ export class DockerRuntime implements Runtime {
       this.#firewallGap = null;
     } catch (err) {
       this.#firewallGap = `the container firewall could not be installed (${(err as Error).message})`;
-      this.#o.logger.error({ err }, 'cannot install the container firewall: containers can reach the services of their host');
+      this.#o.logger.error(
+        { err },
+        'cannot install the container firewall: containers can reach the services of their host',
+      );
     }
   }
 

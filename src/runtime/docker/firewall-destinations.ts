@@ -11,7 +11,10 @@ export type ResolveHost = (host: string) => Promise<string[]>;
 
 const resolveIpv4: ResolveHost = async (host) => (await lookup(host, { all: true, family: 4 })).map((a) => a.address);
 
-export async function firewallDestinations(url: string, resolve: ResolveHost = resolveIpv4): Promise<AllowedDestination[]> {
+export async function firewallDestinations(
+  url: string,
+  resolve: ResolveHost = resolveIpv4,
+): Promise<AllowedDestination[]> {
   const parsed = new URL(url);
   const port = Number(parsed.port || (parsed.protocol === 'https:' ? 443 : 80));
   const host = parsed.hostname.replace(/^\[|\]$/g, '');

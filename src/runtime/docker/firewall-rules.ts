@@ -64,7 +64,9 @@ function allowRules(chain: string, p: FirewallPolicy): string[] {
   ];
   for (const a of p.allow)
     rules.push(
-      a.port === null ? `-A ${chain} -d ${a.cidr} -j RETURN` : `-A ${chain} -d ${a.cidr} -p tcp -m tcp --dport ${a.port} -j RETURN`,
+      a.port === null
+        ? `-A ${chain} -d ${a.cidr} -j RETURN`
+        : `-A ${chain} -d ${a.cidr} -p tcp -m tcp --dport ${a.port} -j RETURN`,
     );
   return rules;
 }

@@ -86,7 +86,10 @@ export class InstanceNetworks {
     try {
       const info =
         this.#known.get(name) ??
-        (await this.#exclusive(name, async () => this.#known.get(name) ?? this.#findOrMake(name, wish, spec.owner.accountId)));
+        (await this.#exclusive(
+          name,
+          async () => this.#known.get(name) ?? this.#findOrMake(name, wish, spec.owner.accountId),
+        ));
       return await use({ name, fixedIp: fixedIpFits(info, wish, this.#namespace) });
     } finally {
       const left = (this.#users.get(name) ?? 1) - 1;

@@ -41,7 +41,8 @@ export async function adoptLegacy(
     if (foreign.length === 0) continue;
     try {
       const onOwn = Object.keys(c.NetworkSettings?.Networks ?? {}).some((n) => n.startsWith(ours));
-      if (!onOwn) await deps.networks.join({ owner, network: null }, (joined) => deps.client.connectNetwork(joined.name, c.Id));
+      if (!onOwn)
+        await deps.networks.join({ owner, network: null }, (joined) => deps.client.connectNetwork(joined.name, c.Id));
       for (const network of foreign) await deps.client.disconnectNetwork(network, c.Id);
       report.moved.push(id);
     } catch (err) {
