@@ -105,8 +105,7 @@ export class ContainerPreparer {
           }
           continue;
         }
-        if (err.statusCode === 404 && network && err.engineMessage.includes(`network ${network.name} not found`))
-          throw new NetworkGone(network.name, err);
+        if (network && goneNetwork(err) === network.name) throw new NetworkGone(network.name, err);
         if (err.statusCode === 404 && !(await client.inspectImage(spec.image))) {
           await this.#pull(spec);
           continue;
@@ -199,6 +198,12 @@ export class ContainerPreparer {
       this.#o.logger.warn({ driver: info.Driver, backing }, this.#disk.note!);
     }
   }
+}
+
+/** The network an engine error says is gone (`network gantry-… not found`), or null. */
+export function goneNetwork(err: unknown): string | null {
+  if (!(err instanceof DockerEngineError)) return null;
+  return /^network (\S+) not found/.exec(err.engineMessage)?.[1] ?? null;
 }
 
 /** The engine no longer has a network this runtime made: it is made again. */

@@ -35,7 +35,7 @@ import type {
 } from '../runtime.js';
 import { containerOutput } from './docker-output.js';
 import { openDockerShell } from './docker-shell.js';
-import { ContainerPreparer, type DiskLimitSupport, type Prepared } from './container-preparer.js';
+import { ContainerPreparer, goneNetwork, type DiskLimitSupport, type Prepared } from './container-preparer.js';
 import { DockerClient } from './docker-client.js';
 import type { DockerRuntimeOptions } from './docker-runtime-options.js';
 import {
@@ -395,7 +395,7 @@ export class DockerRuntime implements Runtime {
 
   // ---- start
 
-  async #launch(spec: InstanceSpec): Promise<InstanceStatus> {
+  async #launch(spec: InstanceSpec, again = false): Promise<InstanceStatus> {
     this.#events.start();
     // The start's own probe first: an agent's runtime gets it from the control plane's images map.
     const health = spec.health ?? this.#images.get(spec.image)?.health;
@@ -424,6 +424,12 @@ export class DockerRuntime implements Runtime {
       this.#live.forget(live);
       // A container that cannot start (a port taken, a missing command) is not kept to fail again.
       await this.#client.removeContainer(containerId, { force: true, volumes: true }).catch(() => false);
+      // Its network was removed behind Gantry's back after it was created: made again, once.
+      const gone = goneNetwork(err);
+      if (gone && this.#networks && !again) {
+        this.#networks.forget(gone);
+        return this.#launch(spec, true);
+      }
       throw err;
     }
     live.launched = true;

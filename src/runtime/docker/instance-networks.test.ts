@@ -1,0 +1,118 @@
+import { after, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { dockerEngine, makeDockerRuntime, noEngine } from '../../../test/support/docker.js';
+import { parseCidr } from '../../domain/subnet-pool.js';
+import { instanceSpec } from '../runtime-contract.js';
+import { bridgePrefixOf } from './instance-networks.js';
+import { namespaceFilter } from './docker-names.js';
+
+const engine = await dockerEngine();
+after(() => engine?.client.close());
+const skip = engine ? false : noEngine();
+
+const idle = (id: string, accountId: string) =>
+  instanceSpec({ id, image: engine!.images.idle, owner: { kind: 'pod', accountId }, vcpus: 0, memoryGb: 0 });
+
+test(
+  'more accounts than Docker’s default pools hold each get a network of their own on one engine, from the pool, gone with their last instance',
+  { skip },
+  async () => {
+    const e = engine!;
+    const t = makeDockerRuntime(e, { networks: { pool: '10.230.0.0/16', subnetPrefix: 24 }, maxConcurrentStarts: 8 });
+    try {
+      await t.runtime.attach();
+      const accounts = Array.from({ length: 40 }, (_, i) => `acct${i}`);
+      await Promise.all(accounts.map((a) => t.runtime.start(idle(`i-${a}`, a))));
+      const networks = await e.client.listNetworks(namespaceFilter(t.namespace));
+      assert.equal(networks.length, 40, 'one network per account');
+      const subnets = networks.map((n) => n.IPAM.Config?.[0]?.Subnet ?? '');
+      assert.equal(new Set(subnets).size, 40, 'no two share a subnet');
+      const pool = parseCidr('10.230.0.0/16')!;
+      for (const s of subnets) {
+        const r = parseCidr(s);
+        assert.ok(r && r.first >= pool.first && r.last <= pool.last && s.endsWith('/24'), s);
+      }
+      for (const n of networks)
+        assert.ok(n.Options?.['com.docker.network.bridge.name']?.startsWith(bridgePrefixOf(t.namespace)));
+      for (const a of accounts.slice(0, 39)) await t.runtime.remove(`i-${a}`);
+      const left = await e.client.listNetworks(namespaceFilter(t.namespace));
+      assert.deepEqual(
+        left.map((n) => n.Labels?.['gantry.account']),
+        ['acct39'],
+        'only the network of the account that still has an instance stays',
+      );
+    } finally {
+      await t.cleanup();
+    }
+  },
+);
+
+test(
+  'an account’s instances started at once share one network; a stopped one keeps it, its removal releases it',
+  { skip },
+  async () => {
+    const e = engine!;
+    const t = makeDockerRuntime(e);
+    try {
+      await t.runtime.attach();
+      await Promise.all(['a', 'b', 'c', 'd'].map((x) => t.runtime.start(idle(`same-${x}`, 'acct-x'))));
+      const networks = await e.client.listNetworks(namespaceFilter(t.namespace));
+      assert.equal(networks.length, 1);
+      for (const x of ['a', 'b', 'c']) await t.runtime.remove(`same-${x}`);
+      await t.runtime.stop('same-d');
+      assert.equal(
+        (await e.client.listNetworks(namespaceFilter(t.namespace))).length,
+        1,
+        'a kept container still needs it',
+      );
+      await t.runtime.start(idle('same-d', 'acct-x'));
+      await t.runtime.remove('same-d');
+      assert.equal((await e.client.listNetworks(namespaceFilter(t.namespace))).length, 0);
+    } finally {
+      await t.cleanup();
+    }
+  },
+);
+
+test('a network removed behind Gantry’s back is made again at the next start', { skip }, async () => {
+  const e = engine!;
+  const t = makeDockerRuntime(e);
+  try {
+    await t.runtime.attach();
+    await t.runtime.start(idle('gone-1', 'acct-y'));
+    const [container] = await e.client.listContainers({ all: true, filters: namespaceFilter(t.namespace) });
+    await e.client.removeContainer(container!.Id, { force: true });
+    const [network] = await e.client.listNetworks(namespaceFilter(t.namespace));
+    await e.client.removeNetwork(network!.Id);
+    const started = await t.runtime.start(idle('gone-2', 'acct-y'));
+    assert.equal(started.state, 'running');
+    const [again] = await e.client.listNetworks(namespaceFilter(t.namespace));
+    assert.ok(again && again.Id !== network!.Id, 'a new network, under the same name');
+    assert.equal(again.Name, network!.Name);
+  } finally {
+    await t.cleanup();
+  }
+});
+
+test('two installations sharing an engine and a pool never get overlapping subnets', { skip }, async () => {
+  const e = engine!;
+  const pool = { pool: '10.231.0.0/22', subnetPrefix: 24 };
+  const one = makeDockerRuntime(e, { networks: pool });
+  const two = makeDockerRuntime(e, { networks: pool });
+  try {
+    await Promise.all([one.runtime.attach(), two.runtime.attach()]);
+    await Promise.all([
+      ...['p', 'q'].map((a) => one.runtime.start(idle(`one-${a}`, a))),
+      ...['p', 'q'].map((a) => two.runtime.start(idle(`two-${a}`, a))),
+    ]);
+    const subnets = [
+      ...(await e.client.listNetworks(namespaceFilter(one.namespace))),
+      ...(await e.client.listNetworks(namespaceFilter(two.namespace))),
+    ].map((n) => n.IPAM.Config?.[0]?.Subnet);
+    assert.equal(new Set(subnets).size, 4, JSON.stringify(subnets));
+    // the pool holds four /24s: a fifth account has none left, and says so
+    await assert.rejects(one.runtime.start(idle('one-r', 'r')), /no free subnet .* pool's 4 subnets are all in use/);
+  } finally {
+    await Promise.all([one.cleanup(), two.cleanup()]);
+  }
+});
