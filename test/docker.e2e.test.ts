@@ -141,6 +141,9 @@ if (!engine) {
               nvidiaSmi: nvidiaSmi.path,
               gpuMode: 'env-only',
               dataCenterId: 'US-TX-3',
+              // The engine shares this machine's network namespace: its firewall stays untouched
+              // (tenant-matrix-container-network.test.ts installs it around an engine of its own).
+              firewall: { mode: 'off' },
             },
           },
           images: { [e.images.http]: http },

@@ -31,6 +31,8 @@ describe('the SSH proxy with OpenSSH (Docker runtime)', { skip: engine ? noOpenS
           portRange: await freePortRange(10),
           cpuFlavors: ['cpu3c'],
           dataCenterId: 'US-TX-3',
+          // this machine's own firewall stays untouched
+          firewall: { mode: 'off' },
         },
       },
       images: {},

@@ -68,7 +68,11 @@ test('a container planned from hostile tenant input is never privileged, mounts 
       assert.equal(host[key], undefined, `${key} is never set (${JSON.stringify(overrides)})`);
     assert.equal(host.PidsLimit, CONTAINER_PIDS_LIMIT);
     assert.deepEqual(host.CapDrop, [...DROPPED_CAPABILITIES], 'no raw sockets, no device nodes');
-    assert.deepEqual(host.SecurityOpt, [...SECURITY_OPTIONS], 'no-new-privileges, and nothing that would lift a default profile');
+    assert.deepEqual(
+      host.SecurityOpt,
+      [...SECURITY_OPTIONS],
+      'no-new-privileges, and nothing that would lift a default profile',
+    );
     assert.equal(host.NetworkMode, 'gantry-tm-acct-acct-evil', "a pod lives on its account's network");
     for (const mount of plan.body.HostConfig.Mounts ?? []) {
       assert.equal(mount.Type, 'volume', 'only named volumes, never a host path');

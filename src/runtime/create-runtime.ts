@@ -14,7 +14,7 @@ import { discoverEngineHost } from './docker/discover-host.js';
 import { EngineUnreachable } from './docker/engine-info.js';
 
 /** A config `runtime.docker.firewall.allow` entry (`10.0.0.5`, `10.0.0.0/8`, `10.0.0.5:5432`), as the schema checked it. */
-export function allowedDestination(entry: string): { cidr: string; port: number | null } {
+function allowedDestination(entry: string): { cidr: string; port: number | null } {
   const [address = '', port] = entry.split(':');
   return { cidr: address.includes('/') ? address : `${address}/32`, port: port === undefined ? null : Number(port) };
 }

@@ -15,7 +15,7 @@ import type { NetnsEngine } from './netns-engine.js';
 import { BANNER_12_4, standInNvidiaSmi } from './nvidia-smi.js';
 import { runGantry, spawnGantry, type SpawnedGantry } from './spawn-gantry.js';
 
-export const GPU = 'NVIDIA GeForce RTX 4090';
+const GPU = 'NVIDIA GeForce RTX 4090';
 const EIGHT_4090 = [0, 1, 2, 3, 4, 5, 6, 7]
   .map((i) => `${i}, GPU-7a2c2a57-3b1e-4c3d-9a41-0c3a5e1f7b0${i}, NVIDIA GeForce RTX 4090, 24564`)
   .join('\n');
@@ -50,8 +50,8 @@ export interface GantryInEngine {
   stop(): Promise<void>;
 }
 
-export const MAIN_PORT = 18080;
-export const JOB_PORT = 18081;
+const MAIN_PORT = 18080;
+const JOB_PORT = 18081;
 
 /**
  * Starts Gantry inside the engine's namespace, listening on every address there (the test reaches
@@ -153,7 +153,7 @@ export async function startGantryInEngine(
 }
 
 /** Where the instance `id` of `namespace` runs, once its container runs. */
-export async function placed(
+async function placed(
   client: DockerClient,
   namespace: string,
   id: string,
@@ -183,7 +183,7 @@ export async function placed(
 export async function podOf(g: GantryInEngine, account: Account, image: string, client: DockerClient): Promise<Placed> {
   const res = await account.call('POST', '/v2/pods', { name: 'isolation', image, gpu: { id: GPU, count: 1 } });
   assert.equal(res.status, 201, JSON.stringify(res.body));
-  return placed(client, g.namespace, res.body.id as string, g.server.output);
+  return placed(client, g.namespace, res.body.id as string, () => g.server.output());
 }
 
 /** An endpoint of `account` with one worker of `image` kept running, and that worker. */
@@ -219,7 +219,7 @@ export async function workerOf(
     },
     120_000,
   );
-  const where = await placed(client, g.namespace, worker, g.server.output);
+  const where = await placed(client, g.namespace, worker, () => g.server.output());
   const info = await client.inspectContainer(where.container);
   const key = (info?.Config.Env ?? [])
     .find((e) => e.startsWith('RUNPOD_AI_API_KEY='))

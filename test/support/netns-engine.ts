@@ -224,8 +224,8 @@ export async function startListener(
   track(child);
   await new Promise<void>((resolve, reject) => {
     let err = '';
-    child.stderr!.on('data', (d: Buffer) => (err += d.toString()));
-    child.stdout!.on('data', (d: Buffer) => {
+    child.stderr.on('data', (d: Buffer) => (err += d.toString()));
+    child.stdout.on('data', (d: Buffer) => {
       if (d.toString().includes('listening')) resolve();
     });
     child.once('exit', (code) => reject(new Error(`the listener at ${host}:${port} exited (${code}): ${err}`)));

@@ -25,7 +25,7 @@ export function netprobeUnavailable(): string | null {
 }
 
 /** The static netprobe binary, built when its source changed. */
-export function netprobeBinary(): string {
+function netprobeBinary(): string {
   const hash = createHash('sha256').update(readFileSync(SOURCE)).digest('hex').slice(0, 12);
   const out = join(tmpdir(), `gantry-netprobe-${hash}`);
   if (existsSync(out)) return out;
@@ -80,9 +80,9 @@ export function inContainer(
       ['-H', dockerHost, 'exec', container, ...argv],
       { timeout: timeoutMs, encoding: 'utf8' },
       (err, stdout, stderr) => {
-        if (err && (err as { killed?: boolean }).killed)
-          return reject(new Error(`docker exec ${argv.join(' ')} timed out`));
-        if (err && typeof (err as { code?: unknown }).code !== 'number') return reject(err);
+        if (err?.killed) return reject(new Error(`docker exec ${argv.join(' ')} timed out`));
+        // an exit status of its own is an answer; anything else (no docker, no engine) is not
+        if (err && typeof err.code !== 'number') return reject(new Error(err.message));
         resolvePrinted(`${stdout}${stderr}`.trim());
       },
     );

@@ -21,6 +21,9 @@ export function spawnAgent(args: string[], env: Record<string, string> = {}): Sp
       GANTRY_AGENT_TOKEN: '',
       GANTRY_AGENT_SERVER: '',
       GANTRY_AGENT_DATA_DIR: '',
+      // The test engines share this machine's network namespace: its firewall stays untouched
+      // (the isolation suites run agents beside engines in namespaces of their own).
+      GANTRY_AGENT_FIREWALL: 'off',
       ...env,
     },
     stdio: ['ignore', 'pipe', 'pipe'],

@@ -14,7 +14,7 @@ export type RunCommand = (argv: readonly string[], input?: string) => Promise<st
 /** How long one iptables call may take (another holder of the xtables lock waits this long too). */
 const COMMAND_TIMEOUT_MS = 20_000;
 
-export const runCommand: RunCommand = (argv, input) =>
+const runCommand: RunCommand = (argv, input) =>
   new Promise((resolve, reject) => {
     const [file, ...args] = argv;
     if (!file) return reject(new Error('no command to run'));

@@ -50,8 +50,8 @@ export const BLOCKED_RANGES = [
   '240.0.0.0/4',
 ] as const;
 
-export const inputChain = (tag: string): string => `GANTRY-${tag}-IN`;
-export const forwardChain = (tag: string): string => `GANTRY-${tag}-FWD`;
+const inputChain = (tag: string): string => `GANTRY-${tag}-IN`;
+const forwardChain = (tag: string): string => `GANTRY-${tag}-FWD`;
 
 /** The interfaces whose traffic the chains judge: `-i` arguments. */
 const interfaces = (p: FirewallPolicy): string[] => [`${p.bridgePrefix}+`, ...p.legacyBridges];

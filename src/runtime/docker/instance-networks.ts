@@ -48,7 +48,7 @@ const bridgeNameOf = (namespace: string, subnet: string): string => {
 };
 
 /** The network `spec` joins: the one it names (a cluster's, or its account's for global networking), else its account's. */
-export function networkWish(spec: Pick<InstanceSpec, 'network' | 'owner'>): NetworkWish {
+function networkWish(spec: Pick<InstanceSpec, 'network' | 'owner'>): NetworkWish {
   return spec.network ?? { name: accountNetworkName(spec.owner.accountId), aliases: [], ip: null };
 }
 

@@ -60,7 +60,8 @@ test(
     try {
       const port = await freePort();
       const id = await legacyContainer(e.client, t.namespace, 'legacy1', e.images.http, port);
-      const before = (await eventually('the legacy container to answer', () => instanceInfo(port).catch(() => null))).bootId;
+      const before = (await eventually('the legacy container to answer', () => instanceInfo(port).catch(() => null)))
+        .bootId;
       const attached = await t.runtime.attach();
       assert.equal(attached.find((a) => a.id === 'legacy1')?.status?.state, 'running', 'adopted as it runs');
       const info = (await e.client.inspectContainer(id))!;
