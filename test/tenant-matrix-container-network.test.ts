@@ -77,11 +77,11 @@ describe('containers of two accounts on a Docker Engine with iptables on', { ski
     before(async () => {
       g = await startGantryInEngine(engine);
       [a1, a2, b1, aw, bw] = await Promise.all([
-        podOf(g, g.accountA, podImage, engine.client),
-        podOf(g, g.accountA, podImage, engine.client),
-        podOf(g, g.accountB, podImage, engine.client),
-        workerOf(g, g.accountA, workerImage, engine.client),
-        workerOf(g, g.accountB, workerImage, engine.client),
+        podOf(g.accountA, podImage, g.where(engine.client)),
+        podOf(g.accountA, podImage, g.where(engine.client)),
+        podOf(g.accountB, podImage, g.where(engine.client)),
+        workerOf(g.accountA, workerImage, g.where(engine.client)),
+        workerOf(g.accountB, workerImage, g.where(engine.client)),
       ]);
     });
     after(() => g?.stop());
@@ -191,8 +191,8 @@ describe('containers of two accounts on a Docker Engine with iptables on', { ski
     const g = await startGantryInEngine(engine, { defencesOff: ['networks', 'hardening'] });
     try {
       const [attacker, victim] = await Promise.all([
-        podOf(g, g.accountA, podImage, engine.client),
-        workerOf(g, g.accountB, workerImage, engine.client),
+        podOf(g.accountA, podImage, g.where(engine.client)),
+        workerOf(g.accountB, workerImage, g.where(engine.client)),
       ]);
       assert.equal(attacker.network, victim.network, 'one shared segment');
       const said = await mitm(attacker, victim);
@@ -215,8 +215,8 @@ describe('containers of two accounts on a Docker Engine with iptables on', { ski
     const g = await startGantryInEngine(engine, { defencesOff: ['hardening'] });
     try {
       const [attacker, victim] = await Promise.all([
-        podOf(g, g.accountA, podImage, engine.client),
-        workerOf(g, g.accountB, workerImage, engine.client),
+        podOf(g.accountA, podImage, g.where(engine.client)),
+        workerOf(g.accountB, workerImage, g.where(engine.client)),
       ]);
       assert.notEqual(attacker.network, victim.network);
       assert.equal(
@@ -233,8 +233,8 @@ describe('containers of two accounts on a Docker Engine with iptables on', { ski
     const g = await startGantryInEngine(engine, { defencesOff: ['networks'] });
     try {
       const [attacker, victim] = await Promise.all([
-        podOf(g, g.accountA, podImage, engine.client),
-        workerOf(g, g.accountB, workerImage, engine.client),
+        podOf(g.accountA, podImage, g.where(engine.client)),
+        workerOf(g.accountB, workerImage, g.where(engine.client)),
       ]);
       assert.equal(attacker.network, victim.network, 'one shared segment');
       assert.equal(await mitm(attacker, victim), 'packet=EPERM');

@@ -127,10 +127,14 @@ export class AgentCore {
     await this.#running?.catch(() => undefined);
   }
 
-  /** The control plane's URLs and `jobUrls`, let through the runtime's container firewall. */
+  /**
+   * The job API's URLs the control plane named, let through the runtime's container firewall;
+   * until it names one (an older control plane never does), its own URLs, where it serves the job
+   * API too unless it gives it a listener of its own.
+   */
   async #allowJobUrls(runtime: Runtime, jobUrls: readonly string[]): Promise<void> {
     try {
-      await runtime.allowJobUrls?.([...new Set([...this.#deps.config.servers, ...jobUrls])]);
+      await runtime.allowJobUrls?.(jobUrls.length > 0 ? jobUrls : this.#deps.config.servers);
     } catch (err) {
       this.#deps.logger.error({ err }, 'cannot let containers reach the job API through the firewall');
     }
@@ -183,7 +187,7 @@ export class AgentCore {
     let fatal: AgentFatal | null;
     try {
       let attached;
-      // Workers call back the control plane (and its job API, once a report names it).
+      // Workers call back the control plane's job API (named by its first report's answer).
       await this.#allowJobUrls(runtime, []);
       try {
         attached = await runtime.attach();

@@ -96,6 +96,7 @@ export class HttpAgentTransport implements AgentTransport {
       refused: refused.map((r) => ({ id: r.id, reason: String(r.reason ?? '') })),
       ignoredAcks: ignored.map((r) => ({ opId: r.opId, reason: String(r.reason ?? '') })),
       ...(answer?.sendFull === true ? { sendFull: true as const } : {}),
+      ...(typeof answer?.jobUrl === 'string' ? { jobUrl: answer.jobUrl } : {}),
     };
   }
 

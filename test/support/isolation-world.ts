@@ -47,7 +47,50 @@ export interface GantryInEngine {
   accountA: Account;
   accountB: Account;
   namespace: string;
+  /** Where its instances run, on the engine `client` drives. */
+  where(client: DockerClient): Where;
   stop(): Promise<void>;
+}
+
+/** An engine and the namespace an installation labels its containers with there. */
+export interface Where {
+  client: DockerClient;
+  namespace: string;
+  /** the server's output so far, for failure messages */
+  output(): string;
+}
+
+/**
+ * The admin account (its key `keyA`) and a second one, `team-b`, made with the CLI over the
+ * server's data (`env` names it as the server was given it), each with a write key.
+ */
+export function twoAccounts(
+  url: string,
+  keyA: string,
+  env: Record<string, string>,
+): { accountA: Account; accountB: Account } {
+  const made = runGantry(['accounts', 'create', 'team-b'], env);
+  assert.equal(made.status, 0, made.stderr);
+  const keyed = runGantry(['keys', 'create', '--account', 'team-b', '--scope', 'write'], env);
+  assert.equal(keyed.status, 0, keyed.stderr);
+  const keyB = /gty_\S+/.exec(keyed.stdout)?.[0];
+  assert.ok(keyB, keyed.stdout);
+  const account = (key: string): Account => ({
+    key,
+    call: async (method, path, body) => {
+      const res = await fetch(`${url}${path}`, {
+        method,
+        headers: {
+          authorization: `Bearer ${key}`,
+          ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+        },
+        ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+      });
+      const text = await res.text();
+      return { status: res.status, body: text ? JSON.parse(text) : null };
+    },
+  });
+  return { accountA: account(keyA), accountB: account(keyB) };
 }
 
 const MAIN_PORT = 18080;
@@ -116,35 +159,16 @@ export async function startGantryInEngine(
       : {}),
   });
   const url = `http://${engine.engineAddress}:${MAIN_PORT}`;
-  const made = runGantry(['accounts', 'create', 'team-b'], env);
-  assert.equal(made.status, 0, made.stderr);
-  const keyed = runGantry(['keys', 'create', '--account', 'team-b', '--scope', 'write'], env);
-  assert.equal(keyed.status, 0, keyed.stderr);
-  const keyB = /gty_\S+/.exec(keyed.stdout)?.[0];
-  assert.ok(keyB, keyed.stdout);
-  const account = (key: string): Account => ({
-    key,
-    call: async (method, path, body) => {
-      const res = await fetch(`${url}${path}`, {
-        method,
-        headers: {
-          authorization: `Bearer ${key}`,
-          ...(body === undefined ? {} : { 'content-type': 'application/json' }),
-        },
-        ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-      });
-      const text = await res.text();
-      return { status: res.status, body: text ? JSON.parse(text) : null };
-    },
-  });
+  const { accountA, accountB } = twoAccounts(url, keyA, env);
   return {
     server,
     url,
     mainPort: MAIN_PORT,
     jobPort: JOB_PORT,
-    accountA: account(keyA),
-    accountB: account(keyB),
+    accountA,
+    accountB,
     namespace,
+    where: (client) => ({ client, namespace, output: () => server.output() }),
     stop: async () => {
       await server.stop();
       rmSync(dir, { recursive: true, force: true });
@@ -152,78 +176,73 @@ export async function startGantryInEngine(
   };
 }
 
-/** Where the instance `id` of `namespace` runs, once its container runs. */
-async function placed(
-  client: DockerClient,
-  namespace: string,
-  id: string,
-  output: () => string,
-): Promise<Placed> {
+/** Where the instance `id` runs, once its container runs. */
+async function placed(where: Where, id: string): Promise<Placed> {
   return eventually(
-    () => `the container of ${id} to run\n${output().slice(-2_000)}`,
+    () => `the container of ${id} to run\n${where.output().slice(-2_000)}`,
     async () => {
-      const [c] = await client.listContainers({
-        filters: { label: [`gantry.namespace=${namespace}`, `gantry.instance=${id}`], status: ['running'] },
+      const [c] = await where.client.listContainers({
+        filters: { label: [`gantry.namespace=${where.namespace}`, `gantry.instance=${id}`], status: ['running'] },
       });
       if (!c) return null;
-      const info = await client.inspectContainer(c.Id);
-      const networks = Object.entries(
-        (info as unknown as { NetworkSettings: { Networks: Record<string, { IPAddress: string; Gateway: string }> } })
-          .NetworkSettings.Networks,
-      );
-      const [network, settings] = networks[0] ?? [];
-      if (!network || !settings?.IPAddress) return null;
+      const info = await where.client.inspectContainer(c.Id);
+      const [network, settings] = Object.entries(info?.NetworkSettings?.Networks ?? {})[0] ?? [];
+      if (!network || !settings?.IPAddress || !settings.Gateway) return null;
       return { id, container: c.Id, ip: settings.IPAddress, gateway: settings.Gateway, network };
     },
     120_000,
   );
 }
 
-/** A running pod of `image` for `account`. */
-export async function podOf(g: GantryInEngine, account: Account, image: string, client: DockerClient): Promise<Placed> {
-  const res = await account.call('POST', '/v2/pods', { name: 'isolation', image, gpu: { id: GPU, count: 1 } });
+/** A running pod of `image` for `account`, on a GPU of type `gpu`. */
+export async function podOf(account: Account, image: string, where: Where, gpu = GPU): Promise<Placed> {
+  const res = await account.call('POST', '/v2/pods', { name: 'isolation', image, gpu: { id: gpu, count: 1 }, disk: 5 });
   assert.equal(res.status, 201, JSON.stringify(res.body));
-  return placed(client, g.namespace, res.body.id as string, () => g.server.output());
+  return placed(where, res.body.id as string);
 }
 
-/** An endpoint of `account` with one worker of `image` kept running, and that worker. */
+/** An endpoint of `account` with one worker of `image` kept running (on the GPU pool `pool`), and that worker. */
 export async function workerOf(
-  g: GantryInEngine,
   account: Account,
   image: string,
-  client: DockerClient,
+  where: Where,
+  pool = 'ADA_24',
 ): Promise<Placed & { endpointId: string; key: string }> {
   const tpl = await account.call('POST', '/v2/templates', {
     name: `iso-${Math.random().toString(36).slice(2)}`,
     image,
     serverless: true,
+    containerDiskInGb: 5,
   });
   assert.equal(tpl.status, 201, JSON.stringify(tpl.body));
   const ep = await account.call('POST', '/v2/serverless', {
     name: 'isolation',
     templateId: tpl.body.id,
     type: 'QUEUE',
-    gpu: { pools: ['ADA_24'] },
+    gpu: { pools: [pool] },
     scaling: { type: 'QUEUE_DELAY', queueDelay: 4 },
     workers: { min: 1, max: 1, idleTimeout: 600 },
   });
   assert.equal(ep.status, 201, JSON.stringify(ep.body));
   const endpointId = ep.body.id as string;
   const worker = await eventually(
-    () => `a worker of endpoint ${endpointId}\n${g.server.output().slice(-2_000)}`,
+    () => `a worker of endpoint ${endpointId}\n${where.output().slice(-2_000)}`,
     async () => {
-      const [c] = await client.listContainers({
-        filters: { label: [`gantry.namespace=${g.namespace}`, `gantry.endpoint=${endpointId}`], status: ['running'] },
+      const [c] = await where.client.listContainers({
+        filters: {
+          label: [`gantry.namespace=${where.namespace}`, `gantry.endpoint=${endpointId}`],
+          status: ['running'],
+        },
       });
       return c?.Labels?.['gantry.instance'] ?? null;
     },
     120_000,
   );
-  const where = await placed(client, g.namespace, worker, () => g.server.output());
-  const info = await client.inspectContainer(where.container);
+  const at = await placed(where, worker);
+  const info = await where.client.inspectContainer(at.container);
   const key = (info?.Config.Env ?? [])
     .find((e) => e.startsWith('RUNPOD_AI_API_KEY='))
     ?.slice('RUNPOD_AI_API_KEY='.length);
   assert.ok(key, 'the worker has its key');
-  return { ...where, endpointId, key };
+  return { ...at, endpointId, key };
 }

@@ -12,9 +12,10 @@ export interface SpawnedAgent {
   stop(signal?: NodeJS.Signals): Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
 }
 
-/** Runs `gantry agent ARGS` as a real process. */
-export function spawnAgent(args: string[], env: Record<string, string> = {}): SpawnedAgent {
-  const child = spawn(process.execPath, [gantryBin, 'agent', ...args], {
+/** Runs `gantry agent ARGS` as a real process (under `prefix`, e.g. `nsenter --net=…`, when given). */
+export function spawnAgent(args: string[], env: Record<string, string> = {}, prefix: string[] = []): SpawnedAgent {
+  const argv = [...prefix, process.execPath, gantryBin, 'agent', ...args];
+  const child = spawn(argv[0]!, argv.slice(1), {
     env: {
       ...process.env,
       GANTRY_LOG_LEVEL: 'info',

@@ -113,7 +113,9 @@ export interface ContainerInspect {
   Config: { Image: string; Labels: Labels | null; Env: string[] | null };
   State: ContainerState;
   HostConfig: { Memory?: number; NanoCpus?: number };
-  NetworkSettings?: { Networks?: Record<string, { NetworkID?: string; IPAddress?: string }> | null };
+  NetworkSettings?: {
+    Networks?: Record<string, { NetworkID?: string; IPAddress?: string; Gateway?: string }> | null;
+  };
 }
 
 /**
