@@ -127,7 +127,9 @@ for (const { name, skip } of dialects()) {
       const { credential } = await join();
       const report = await call(url, credential, 'POST', `${AGENT_API_PREFIX}/report`, {});
       assert.equal(report.status, 200);
-      assert.deepEqual(Object.keys(report.body).sort(), ['ignoredAcks', 'now', 'refused']);
+      assert.deepEqual(Object.keys(report.body).sort(), ['ignoredAcks', 'jobUrl', 'now', 'refused']);
+      // the agent lets its containers reach this URL through its firewall (docs/fleet.md)
+      assert.match(report.body.jobUrl, /^http:\/\/127\.0\.0\.1:\d+$/);
       assert.equal((await call(url, credential, 'GET', `${AGENT_API_PREFIX}/operations?after=0`)).status, 200);
       const apiKey = (
         await services().accounts.createKey((await services().accounts.accountByName('admin')).id, { scope: 'write' })

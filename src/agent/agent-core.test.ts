@@ -14,7 +14,7 @@ import type {
   ReportAnswer,
   ReportRequest,
 } from '../fleet/protocol.js';
-import type { InstanceSpec } from '../runtime/runtime.js';
+import type { InstanceSpec, IsolationGap } from '../runtime/runtime.js';
 import { AgentCore, type AgentCoreConfig } from './agent-core.js';
 import { AgentFatal, JOIN_TOKEN_INVALID_MESSAGE } from './agent-fatal.js';
 import { ControlPlaneRefusal, ControlPlaneUnreachable, type AgentTransport } from './agent-transport.js';
@@ -107,6 +107,8 @@ class ScriptedTransport implements AgentTransport {
   revoked = false;
   joinRefusal: ControlPlaneRefusal | null = null;
   refused: ReportAnswer['refused'] = [];
+  /** the job API's URL the answers name; null: none (an older control plane) */
+  jobUrl: string | null = null;
 
   constructor(readonly timers: FakeTimers) {}
 
@@ -122,7 +124,12 @@ class ScriptedTransport implements AgentTransport {
     this.reports.push({ server, body: structuredClone(body), at: this.timers.clock.now() });
     if (this.down.has(server)) throw new ControlPlaneUnreachable(`cannot reach ${server}: ECONNREFUSED`);
     if (this.revoked) throw new ControlPlaneRefusal(401, 'HOST_REVOKED', 'this host was revoked');
-    return { now: this.timers.clock.now(), refused: this.refused, ignoredAcks: [] };
+    return {
+      now: this.timers.clock.now(),
+      refused: this.refused,
+      ignoredAcks: [],
+      ...(this.jobUrl ? { jobUrl: this.jobUrl } : {}),
+    };
   }
 
   operations(
@@ -625,6 +632,51 @@ test('a server that does not answer is left for the next URL after a backoff tha
   const back = transport.reports.at(-1)!;
   assert.equal(back.body.instances?.full, true, 'the first report after the outage is full');
   await core.stop();
+});
+
+/** A runtime that notes what its container firewall is told to let through, and may have failed to install it. */
+class FirewalledRuntime extends FakeRuntime {
+  readonly allowed: string[][] = [];
+  gaps: IsolationGap[] = [];
+  async allowJobUrls(urls: readonly string[]): Promise<void> {
+    this.allowed.push([...urls]);
+  }
+  isolationGaps(): IsolationGap[] {
+    return this.gaps;
+  }
+}
+
+test("containers may reach the control plane's URLs until a report's answer names its job API, then that, told again only when it changes", async () => {
+  const runtime = new FirewalledRuntime();
+  const { core, transport, timers } = await startAgent({ runtime });
+  await until(() => transport.reports.length >= 1, 'the first report');
+  assert.deepEqual(runtime.allowed, [['http://cp-a.test']], 'before attach: the control plane itself');
+  transport.jobUrl = 'http://jobs.cp-a.test:8081';
+  const reports = transport.reports.length;
+  // three heartbeats' worth of answers, each naming the same URL
+  await reportWhere(transport, () => transport.reports.length >= reports + 3, 'three more reports');
+  assert.deepEqual(runtime.allowed, [['http://cp-a.test'], ['http://jobs.cp-a.test:8081']]);
+  await core.stop();
+});
+
+test('an agent whose container firewall could not be installed refuses to run, saying what to do', async () => {
+  const runtime = new FirewalledRuntime();
+  runtime.gaps = [
+    { kind: 'firewall', detail: 'the container firewall could not be installed (iptables-save: Permission denied)' },
+  ];
+  const { running } = await startAgent({ runtime });
+  const err = await running.then(
+    () => null,
+    (e: unknown) => e,
+  );
+  assert.ok(err instanceof AgentFatal, String(err));
+  assert.equal(err.exitCode, 1);
+  assert.match(
+    err.message,
+    /^refusing to run: the container firewall could not be installed \(iptables-save: Permission denied\)/,
+  );
+  assert.match(err.message, /CAP_NET_ADMIN/);
+  assert.match(err.message, /--firewall off/);
 });
 
 test('a revoked host ends the agent with exit status 3, its instances left running', async () => {
