@@ -224,7 +224,7 @@ describe('FleetRuntime', () => {
     );
   });
 
-  test('ids a host may not claim are refused and change nothing, while the rest of its report applies', async () => {
+  test('ids a host may not claim are refused and change nothing, while the rest of its report applies; another host’s instance and an id never placed read alike', async () => {
     const f = fleet();
     const mine = await f.start();
     const theirs = await f.start({ hostId: 'host-b' });
@@ -240,20 +240,19 @@ describe('FleetRuntime', () => {
         f.item('x'.repeat(500), 'running'),
       ],
     });
+    const notHere = 'the control plane placed no instance with this id on this host';
     assert.deepEqual(refused, [
-      { id: theirs.id, reason: 'the control plane placed it on another host' },
+      { id: theirs.id, reason: notHere },
       { id: 'x'.repeat(200), reason: 'not an instance id' },
-      { id: 'pod-elsewhere', reason: 'the control plane placed it on another host' },
-      { id: 'never-placed', reason: 'the control plane placed no instance with this id' },
+      { id: 'pod-elsewhere', reason: notHere },
+      { id: 'never-placed', reason: notHere },
     ]);
     assert.deepEqual(changes.statesOf(mine.id), ['running']);
     assert.deepEqual(changes.statesOf(theirs.id), []);
     assert.equal((await f.runtime.inspect(theirs.id))?.state, 'starting');
     assert.equal(await f.runtime.inspect('pod-elsewhere'), null);
     assert.equal(await f.runtime.inspect('never-placed'), null);
-    assert.deepEqual(await f.runtime.refusals('host-b', [theirs.id, mine.id]), [
-      { id: mine.id, reason: 'the control plane placed it on another host' },
-    ]);
+    assert.deepEqual(await f.runtime.refusals('host-b', [theirs.id, mine.id]), [{ id: mine.id, reason: notHere }]);
     // A state that is none of the port's is refused too.
     assert.deepEqual(
       await f.runtime.applyReport('host-a', { full: false, items: [f.item(mine.id, 'exploded' as 'running')] }),
