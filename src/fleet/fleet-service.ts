@@ -323,10 +323,10 @@ export class FleetService {
     this.#deps.relay?.publish(FLEET_HOST_TOPIC, `capacity:${hostId}`, 1);
   }
 
-  /** A sign of life: memory only (written by `flush`). Answers now. */
+  /** A sign of life: memory only (written by `flush`). Answers now. None from a revoked host (its last long-poll ending, a report under way when it was revoked). */
   #seen(hostId: string): number {
     const now = this.#presence.seen(hostId);
-    this.#events.emit('host:seen', { hostId, at: now });
+    if (!this.#revoked.has(hostId)) this.#events.emit('host:seen', { hostId, at: now });
     return now;
   }
 
