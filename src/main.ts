@@ -157,7 +157,7 @@ export async function createServices(config: Config, overrides: ServiceOverrides
   const signals = new JobSignals(relay ? { onLocal: relay.publish } : {});
   const secrets = loadSecretBox(config, logger);
   const accounts = new AccountsService({ store: stores.accounts, clock, quotas: config.quotas });
-  const inventory = new Inventory({ hosts, catalog: config.catalog });
+  const inventory = new Inventory({ hosts, catalog: config.catalog, clock });
   const catalog = new CatalogService({ catalog: config.catalog, inventory });
   // Only the Docker runtime pulls images: the process runtime maps them through `images` and never does.
   const registryGuard =

@@ -209,17 +209,32 @@ function suite(dialect: DialectName): void {
     );
   });
 
-  test('a pod on an unreachable host cannot be started again (503 naming the host) but can be stopped and terminated, which reach the host once it is back', async () => {
+  test('a pod on an unreachable host cannot be started, restarted or changed so it restarts (409 naming the host) but can be renamed, stopped and terminated, which reach the host once it is back', async () => {
+    const running = await create();
     const pod = await create();
     const hostId = await hostOf(pod.id);
     assert.equal((await t.request(key, 'POST', `/v2/pods/${pod.id}/action`, { action: 'stop' })).statusCode, 200);
     const since = clock.now();
+    // both pods on one host: the other's host goes too
+    const runningHost = await hostOf(running.id);
     hostLost(hostId, since);
-    const refused = await t.request(key, 'POST', `/v2/pods/${pod.id}/action`, { action: 'start' });
-    assert.equal(refused.statusCode, 503, refused.body);
-    assert.equal(json(refused).code, 'RUNTIME_UNAVAILABLE');
-    assert.match(json(refused).detail, new RegExp(`host ${hostId} unreachable since`));
+    if (runningHost !== hostId) hostLost(runningHost, since);
+    const refusals = [
+      await t.request(key, 'POST', `/v2/pods/${pod.id}/action`, { action: 'start' }),
+      await t.request(key, 'POST', `/v2/pods/${running.id}/action`, { action: 'restart' }),
+      await t.request(key, 'PATCH', `/v2/pods/${running.id}`, { image: 'ubuntu:24.04' }),
+    ];
+    for (const refused of refusals) {
+      assert.equal(refused.statusCode, 409, refused.body);
+      assert.match(refused.headers['content-type'] as string, /application\/problem\+json/);
+      assert.equal(json(refused).code, 'HOST_UNAVAILABLE');
+      assert.match(json(refused).detail, /host host-[ab] unreachable since .*It can still be stopped or terminated/);
+    }
+    assert.equal((await get(running.id)).image, 'ubuntu:22.04', 'the refused change changed nothing');
+    const renamed = await t.request(key, 'PATCH', `/v2/pods/${running.id}`, { name: 'renamed' });
+    assert.equal(renamed.statusCode, 200, renamed.body);
     assert.equal((await t.request(key, 'DELETE', `/v2/pods/${pod.id}`)).statusCode, 204);
+    assert.equal((await t.request(key, 'DELETE', `/v2/pods/${running.id}`)).statusCode, 204);
     const agent = agents.get(hostId)!;
     assert.equal(
       agent.applied.some((o) => o.kind === 'remove' && o.instanceId === pod.id),
@@ -227,7 +242,44 @@ function suite(dialect: DialectName): void {
       'queued, not applied, while away',
     );
     await hostBack(hostId);
+    if (runningHost !== hostId) await hostBack(runningHost);
     assert.ok(agent.applied.some((o) => o.kind === 'remove' && o.instanceId === pod.id));
     assert.equal(agent.containers.has(pod.id), false);
+    assert.equal(agents.get(runningHost)!.containers.has(running.id), false);
+  });
+
+  test('a pod on a revoked host ends saying so; it cannot be started again (409) and is terminated at once, nothing being sent to the host', async () => {
+    const pod = await create();
+    const hostId = await hostOf(pod.id);
+    const at = clock.now();
+    const agent = agents.get(hostId)!;
+    agent.online = false;
+    // What the fleet wiring does when a host is revoked.
+    t.services.inventory.removeHost(hostId);
+    runtime.hostRevoked(hostId, at);
+    try {
+      await until('the pod ends', async () => (await get(pod.id)).status === 'EXITED');
+      assert.equal((await get(pod.id)).statusReason, `host ${hostId} was revoked at ${new Date(at).toISOString()}`);
+      assert.equal(
+        (await t.services.podController.store.listUsage(pod.id)).every((u) => u.endedAt !== null),
+        true,
+        'its cost stops with it',
+      );
+      const refused = await t.request(key, 'POST', `/v2/pods/${pod.id}/action`, { action: 'start' });
+      assert.equal(refused.statusCode, 409, refused.body);
+      assert.equal(json(refused).code, 'HOST_UNAVAILABLE');
+      assert.match(json(refused).detail, /was revoked at .*terminate the pod and create a new one/);
+      const applied = agent.applied.length;
+      assert.equal((await t.request(key, 'DELETE', `/v2/pods/${pod.id}`)).statusCode, 204);
+      assert.equal((await get(pod.id)).status, 'TERMINATED');
+      await agent.drain();
+      assert.equal(
+        agent.applied.slice(applied).some((o) => 'instanceId' in o && o.instanceId === pod.id),
+        false,
+        'nothing more is sent to a revoked host',
+      );
+    } finally {
+      agent.online = true;
+    }
   });
 }

@@ -8,10 +8,10 @@
  */
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import type { InstanceReport, Operation } from '../src/fleet/protocol.js';
 import { AGENT_API_PREFIX } from '../src/fleet/protocol.js';
 import { openTestDb, postgresUrl, type TestDb } from './support/harness.js';
 import { call, capacity, joinBody, startFleetServer, type FleetServer } from './support/fleet.js';
+import { HttpAgent } from './support/http-agent.js';
 
 const KEY = 'fleet-replicas-admin-key-0123456789abcdef';
 const GPU = 'NVIDIA GeForce RTX 4090';
@@ -31,73 +31,6 @@ const eventually = async <T>(
     await new Promise((r) => setTimeout(r, 20));
   }
 };
-
-/** A stand-in agent talking to one replica: polls its operations, applies them in memory, acks and reports. */
-class HttpAgent {
-  readonly containers = new Map<string, InstanceReport>();
-  readonly received: Operation[] = [];
-  after = 0;
-  constructor(
-    public server: string,
-    readonly credential: string,
-  ) {}
-
-  report(body: Record<string, unknown>) {
-    return call(this.server, this.credential, 'POST', `${AGENT_API_PREFIX}/report`, body);
-  }
-
-  /** Takes what is queued (waiting up to `waitMs`), applies it, and reports acks and changes. Answers the operations. */
-  async step(waitMs = 2_000): Promise<Operation[]> {
-    const res = await call(
-      this.server,
-      this.credential,
-      'GET',
-      `${AGENT_API_PREFIX}/operations?after=${this.after}&waitMs=${waitMs}`,
-    );
-    assert.equal(res.status, 200, JSON.stringify(res.body));
-    const ops = res.body.operations as Operation[];
-    const changed: InstanceReport[] = [];
-    for (const op of ops) {
-      this.received.push(op);
-      this.after = Math.max(this.after, op.seq);
-      if (op.kind === 'start') {
-        const item: InstanceReport = {
-          id: op.instanceId,
-          owner: op.spec.owner,
-          state: 'running',
-          startedAt: Date.now(),
-          exitCode: null,
-          reason: null,
-        };
-        this.containers.set(op.instanceId, item);
-        changed.push(item);
-      } else if (op.kind === 'stop') {
-        const item: InstanceReport = { ...this.containers.get(op.instanceId)!, state: 'exited', kept: true };
-        this.containers.set(op.instanceId, item);
-        changed.push(item);
-      } else if (op.kind === 'remove') this.containers.delete(op.instanceId);
-    }
-    if (ops.length > 0) {
-      const r = await this.report({
-        acks: ops.map((o) => ({ opId: o.id, ok: true })),
-        instances: { full: false, items: changed },
-      });
-      assert.equal(r.status, 200, JSON.stringify(r.body));
-    }
-    return ops;
-  }
-
-  /** Steps until an operation of `kind` for `id` arrives. */
-  async until(kind: Operation['kind'], id: string): Promise<Operation> {
-    return eventually(`a ${kind} of ${id} on the agent`, async () =>
-      (await this.step()).find((o) => o.kind === kind && 'instanceId' in o && o.instanceId === id),
-    );
-  }
-
-  full() {
-    return this.report({ instances: { full: true, items: [...this.containers.values()] } });
-  }
-}
 
 interface Pod {
   id: string;
@@ -171,7 +104,7 @@ describe(
         joinBody(token, { capacity: capacity() }),
       );
       assert.equal(joined.status, 201, JSON.stringify(joined.body));
-      agent = new HttpAgent(a.url, joined.body.credential);
+      agent = new HttpAgent(a.url, joined.body.credential, PROMPT_MS);
       assert.equal((await agent.full()).status, 200);
       await eventually('B to place on the joined host', async () =>
         b.server.services.inventory.isAvailable(joined.body.hostId),

@@ -3,7 +3,9 @@
 // CLI for tokens and revocation). GPUs are simulated by a stand-in nvidia-smi per host (the one
 // seam no real thing fills here). Pods are placed by GPU type on the host that has it, answer on
 // their published ports on 127.0.0.1, keep running when their agent is killed (the host goes
-// unreachable and comes back with nothing restarted), and a revoked host's agent is refused.
+// unreachable and comes back with nothing restarted), and a revoked host's agent is refused. A host
+// that is unreachable or revoked is placed on and offered by the catalog no more from the moment
+// `gantry hosts list` says so, and its pods answer every action with a 2xx or a 4xx.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -55,6 +57,8 @@ if (unavailable && process.env.CI === 'true')
 describe('the fleet: agents on two Docker hosts joined to one control plane', { skip: unavailable ?? false }, () => {
   const dir = mkdtempSync(join(tmpdir(), 'gantry-fleet-e2e-'));
   const dataDir = join(dir, 'control-plane');
+  // the server's and the CLI's: `gantry hosts list` judges availability by its heartbeat timeout
+  const configPath = join(dir, 'config.json');
   const daemons: DockerDaemon[] = [];
   let server: SpawnedGantry | null = null;
   const agents = new Map<string, SpawnedAgent>();
@@ -74,11 +78,28 @@ describe('the fleet: agents on two Docker hosts joined to one control plane', { 
     return { status: res.status, body: (text ? JSON.parse(text) : null) as T };
   };
   const hostsList = (): Array<{ id: string; name: string; state: string }> =>
-    JSON.parse(runGantry(['hosts', 'list', '--json', '--data-dir', dataDir]).stdout || '[]') as Array<{
+    JSON.parse(
+      runGantry(['hosts', 'list', '--json', '--data-dir', dataDir, '--config', configPath]).stdout || '[]',
+    ) as Array<{
       id: string;
       name: string;
       state: string;
     }>;
+  /** What the catalog says of a GPU type for pods: its stock level, and whether any host offers it. */
+  const offered = async (gpu: string) =>
+    (
+      await api<{ availability: string; secure: boolean }>(
+        'GET',
+        `/v2/catalog/gpus/${encodeURIComponent(gpu)}?include=AVAILABILITY&product=POD`,
+      )
+    ).body;
+  const createPod = (gpu: string) =>
+    api<Pod & { code?: string; detail?: string }>('POST', '/v2/pods', {
+      name: 'on-gpu',
+      image,
+      gpu: { id: gpu, count: 1 },
+      disk: 5,
+    });
   const containerOf = async (daemon: DockerDaemon, podId: string) =>
     (await daemon.client.listContainers({ all: true, filters: { label: [`gantry.instance=${podId}`] } }))[0] ?? null;
 
@@ -95,20 +116,20 @@ describe('the fleet: agents on two Docker hosts joined to one control plane', { 
     image = await buildImage(daemons[0]!.client, RECIPES.http);
     const same = await buildImage(daemons[1]!.client, RECIPES.http);
     assert.equal(same, image, 'both hosts hold the same image');
-    const config = join(dir, 'config.json');
     writeFileSync(
-      config,
+      configPath,
       JSON.stringify({
-        fleet: { heartbeatMs: 500, heartbeatTimeoutMs: 2_500, pollWaitMs: 5_000 },
+        // the timeout leaves room for the last-seen times written every second (`hosts list` reads those)
+        fleet: { heartbeatMs: 500, heartbeatTimeoutMs: 4_000, pollWaitMs: 5_000 },
         pods: { stopGraceMs: 1_000 },
         runtime: { kind: 'fleet', orphanGraceMs: 1_500 },
       }),
     );
-    server = await spawnGantry(['--host', '127.0.0.1', '--data-dir', dataDir, '--config', config], {
+    server = await spawnGantry(['--host', '127.0.0.1', '--data-dir', dataDir, '--config', configPath], {
       GANTRY_BOOTSTRAP_KEY: KEY,
     });
     const gpus = {
-      'host-a': [0, 1]
+      'host-a': [0, 1, 2]
         .map((i) => `${i}, GPU-a11ce000-0000-4000-8000-00000000000${i}, NVIDIA GeForce RTX 4090, 24564`)
         .join('\n'),
       'host-b': [0, 1]
@@ -117,7 +138,7 @@ describe('the fleet: agents on two Docker hosts joined to one control plane', { 
     };
     // what each host's nvidia-smi says of its GPUs' use: index, uuid, utilization.gpu, memory.used, memory.total
     const utilization = {
-      'host-a': [0, 1].map((i) => `${i}, GPU-a11ce000-0000-4000-8000-00000000000${i}, 31, 6141, 24564`).join('\n'),
+      'host-a': [0, 1, 2].map((i) => `${i}, GPU-a11ce000-0000-4000-8000-00000000000${i}, 31, 6141, 24564`).join('\n'),
       'host-b': [0, 1].map((i) => `${i}, GPU-b0b00000-0000-4000-8000-00000000000${i}, 73, 12285, 49140`).join('\n'),
     };
     for (const [i, name] of ['host-a', 'host-b'].entries()) {
@@ -289,9 +310,38 @@ describe('the fleet: agents on two Docker hosts joined to one control plane', { 
   );
 
   test('an agent killed with SIGKILL makes its host unreachable, leaves its containers running and the other host alone; restarted, it adopts them without a restart', async () => {
+    // A second pod on host A, to act on while its host is away (pod A is left to be adopted).
+    const created = await createPod('NVIDIA GeForce RTX 4090');
+    assert.equal(created.status, 201, JSON.stringify(created.body));
+    const podA2 = created.body.id;
+    await eventually(
+      'pod A2 RUNNING',
+      async () => (await api<Pod>('GET', `/v2/pods/${podA2}`)).body.status === 'RUNNING',
+    );
+    assert.ok(await containerOf(daemons[0]!, podA2), 'pod A2 runs on host A');
+    assert.equal((await offered('NVIDIA GeForce RTX 4090')).secure, true, 'host A has a 4090 free');
+
     const before = (await daemons[0]!.client.inspectContainer((await containerOf(daemons[0]!, podA))!.Id))!.State
       .StartedAt;
     await agents.get('host-a')!.stop('SIGKILL');
+    // As an operator would: as soon as `gantry hosts list` says the host is unreachable, create.
+    await eventually(
+      'host A listed unreachable',
+      async () => hostsList().find((h) => h.name === 'host-a')?.state === 'unreachable',
+      15_000,
+    );
+    // placement skips the unreachable host: its free 4090 is out of reach, so a 4090 pod has nowhere to go
+    const refused = await createPod('NVIDIA GeForce RTX 4090');
+    assert.deepEqual(
+      [refused.status, refused.body.code],
+      [400, 'NO_CAPACITY'],
+      `a pod that only the unreachable host could take is refused: ${JSON.stringify(refused.body)}`,
+    );
+    assert.deepEqual(
+      await offered('NVIDIA GeForce RTX 4090'),
+      { ...(await offered('NVIDIA GeForce RTX 4090')), availability: 'NONE', secure: false },
+      'the catalog offers its GPUs no more',
+    );
     const unreachable = await eventually(
       'pod A to say its host is unreachable',
       async () => {
@@ -307,17 +357,22 @@ describe('the fleet: agents on two Docker hosts joined to one control plane', { 
       true,
       'its container runs on',
     );
-    // placement skips the unreachable host: its free 4090 is out of reach, so a 4090 pod has nowhere to go
-    const refused = await api<{ code?: string }>('POST', '/v2/pods', {
-      name: 'no-room',
-      image,
-      gpu: { id: 'NVIDIA GeForce RTX 4090', count: 1 },
-      disk: 5,
-    });
-    assert.ok(
-      refused.status >= 400 && refused.status < 500,
-      `a pod that only the unreachable host could take is refused: ${refused.status}`,
-    );
+
+    // Every action on its pods answers 2xx or 4xx: what cannot start is 409, stop and terminate wait in its queue.
+    for (const [path, body] of [
+      [`/v2/pods/${podA2}/action`, { action: 'restart' }],
+      [`/v2/pods/${podA}/action`, { action: 'restart' }],
+    ] as const) {
+      const r = await api<{ code: string; detail: string }>('POST', path, body);
+      assert.deepEqual([r.status, r.body.code], [409, 'HOST_UNAVAILABLE'], JSON.stringify(r.body));
+      assert.match(r.body.detail, /unreachable since/);
+    }
+    assert.equal((await api('POST', `/v2/pods/${podA2}/action`, { action: 'stop' })).status, 200);
+    const start = await api<{ code: string }>('POST', `/v2/pods/${podA2}/action`, { action: 'start' });
+    assert.deepEqual([start.status, start.body.code], [409, 'HOST_UNAVAILABLE']);
+    assert.equal((await api('DELETE', `/v2/pods/${podA2}`)).status, 204);
+    assert.equal((await api<Pod>('GET', `/v2/pods/${podA2}`)).body.status, 'TERMINATED');
+    assert.ok(await containerOf(daemons[0]!, podA2), 'its container waits for the host to be back');
 
     // Meanwhile a container with Gantry's labels that no record places anywhere appears on host A.
     const original = await daemons[0]!.client.inspectContainer((await containerOf(daemons[0]!, podA))!.Id);
@@ -330,6 +385,11 @@ describe('the fleet: agents on two Docker hosts joined to one control plane', { 
     await daemons[0]!.client.startContainer(stray.Id);
 
     startAgent('host-a');
+    await eventually(
+      'the terminated pod’s container removed once its host is back',
+      async () => (await containerOf(daemons[0]!, podA2)) === null,
+      20_000,
+    );
     await eventually(
       'the stray container removed after the orphan grace',
       async () => (await containerOf(daemons[0]!, 'strayzz000001')) === null,
@@ -346,6 +406,7 @@ describe('the fleet: agents on two Docker hosts joined to one control plane', { 
     const after = (await daemons[0]!.client.inspectContainer((await containerOf(daemons[0]!, podA))!.Id))!.State
       .StartedAt;
     assert.equal(after, before, 'adopted, not restarted');
+    assert.equal((await offered('NVIDIA GeForce RTX 4090')).secure, true, 'offered again');
   });
 
   test('terminating a pod removes its container from its host', async () => {
@@ -357,12 +418,33 @@ describe('the fleet: agents on two Docker hosts joined to one control plane', { 
     );
   });
 
-  test('a revoked host’s agent is refused and ends with status 3', async () => {
+  test('a revoked host’s agent is refused and ends with status 3; the host is placed on and offered no more, its pod ends saying so and is deleted with 204', async () => {
     const host = hostsList().find((h) => h.name === 'host-b')!;
     const r = runGantry(['hosts', 'revoke', host.id, '--data-dir', dataDir]);
     assert.equal(r.status, 0, r.stderr);
     const exit = await Promise.race([agents.get('host-b')!.exited, sleep(20_000).then(() => null)]);
     assert.equal(exit?.code, 3, agents.get('host-b')!.output());
     assert.equal(hostsList().find((h) => h.id === host.id)?.state, 'revoked');
+    const ended = await eventually(
+      'pod B to end saying its host was revoked',
+      async () => {
+        const p = (await api<Pod>('GET', `/v2/pods/${podB}`)).body;
+        return p.status === 'EXITED' ? p : null;
+      },
+      15_000,
+    );
+    assert.match(ended.statusReason ?? '', new RegExp(`host ${host.id} was revoked at`));
+    assert.deepEqual(
+      await offered('NVIDIA RTX A6000'),
+      { ...(await offered('NVIDIA RTX A6000')), availability: 'NONE', secure: false },
+      'the catalog offers its GPUs no more',
+    );
+    const refused = await createPod('NVIDIA RTX A6000');
+    assert.deepEqual([refused.status, refused.body.code], [400, 'NO_CAPACITY'], JSON.stringify(refused.body));
+    const start = await api<{ code: string; detail: string }>('POST', `/v2/pods/${podB}/action`, { action: 'start' });
+    assert.deepEqual([start.status, start.body.code], [409, 'HOST_UNAVAILABLE'], JSON.stringify(start.body));
+    const deleted = await api('DELETE', `/v2/pods/${podB}`);
+    assert.equal(deleted.status, 204, JSON.stringify(deleted.body));
+    assert.equal((await api<Pod>('GET', `/v2/pods/${podB}`)).body.status, 'TERMINATED');
   });
 });

@@ -1,7 +1,8 @@
 // A host's agent is not trusted with other hosts' instances: whatever a host reports or
 // acknowledges (ids of another host's instances, ids it was never given, forged operation ids,
 // bogus states, kept markers, full reports that leave everything out), the instances of other
-// hosts read exactly as before, and the host's own instances only ever take states of the port.
+// hosts read exactly as before, and the host's own instances only ever take states of the port;
+// its answers tell another host's instance from an id never placed in no way.
 // The FleetRuntime is driven directly (the /agent/v1 routes in front of it have their own tests).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -14,7 +15,7 @@ import { instanceSpec } from '../src/runtime/runtime-contract.js';
 
 const STATES = ['starting', 'running', 'exited', 'failed', 'unknown'] as const;
 
-test('nothing a host reports or acknowledges changes another host’s instances, and its own only take states of the port', async () => {
+test('nothing a host reports or acknowledges changes another host’s instances, its own only take states of the port, and its answers read alike for another host’s instance and an unknown id', async () => {
   const idArb = fc.oneof(
     fc.constantFrom('a-1', 'a-2', 'b-1', 'b-2', 'never-placed', '', 'x'.repeat(300), '__proto__', 'constructor'),
     fc.string({ maxLength: 12 }),
@@ -77,12 +78,24 @@ test('nothing a host reports or acknowledges changes another host’s instances,
         ],
       });
       const before = await Promise.all(['a-1', 'a-2'].map((id) => runtime.inspect(id)));
+      // why each id of a valid shape and state that is not host-b's own was refused
+      const notOwn = new Map<string, string>();
       for (const m of messages) {
         const items = m.items.map(
           (i) => ({ ...i, owner: { kind: 'pod', accountId: 'attacker' }, startedAt: 0 }) as unknown as InstanceReport,
         );
-        await runtime.receive('host-b', { acks: m.acks, instances: { full: m.full, items } });
+        const refused = await runtime.receive('host-b', { acks: m.acks, instances: { full: m.full, items } });
+        for (const r of refused) {
+          if (r.reason === 'not an instance id' || r.reason.startsWith('state "')) continue;
+          assert.ok(!['b-1', 'b-2'].includes(r.id), `host-b's own ${r.id} was refused: ${r.reason}`);
+          assert.ok(!r.reason.includes('host-a'), `a refusal names the other host: ${r.reason}`);
+          notOwn.set(r.id, r.reason);
+        }
       }
+      assert.ok(
+        new Set(notOwn.values()).size <= 1,
+        `another host's instances and unknown ids read alike: ${JSON.stringify([...notOwn])}`,
+      );
       assert.deepEqual(
         await Promise.all(['a-1', 'a-2'].map((id) => runtime.inspect(id))),
         before,

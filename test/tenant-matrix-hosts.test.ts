@@ -1,9 +1,9 @@
 /**
  * Hosts against each other and against the API (docs/fleet.md, docs/security.md "Hosts"): a host
  * only ever sees and acknowledges its own operations, cannot claim another host's GPUs or
- * instances, learns nothing from a forged credential, cannot guess tokens or credentials at
- * speed, and its credential and the API's keys never stand in for each other. Real HTTP, on SQLite
- * and on PostgreSQL.
+ * instances, learns nothing from a forged credential or from the answers to its reports, cannot
+ * guess tokens or credentials at speed, and its credential and the API's keys never stand in for
+ * each other. Real HTTP, on SQLite and on PostgreSQL.
  */
 import { describe, test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -12,6 +12,7 @@ import { FakeClock } from '../src/domain/clock.js';
 import { AGENT_API_PREFIX } from '../src/fleet/protocol.js';
 import { dialects, openTestDb, type TestDb } from './support/harness.js';
 import { call, capacity, gpuUuid, joinBody, startFleetServer, type FleetServer } from './support/fleet.js';
+import { HttpAgent } from './support/http-agent.js';
 
 /** A call from another loopback address (another client, as the rate limits see it). */
 function callFrom(
@@ -299,6 +300,70 @@ for (const { name, skip } of dialects()) {
         assert.equal(res.status, 401, path);
         assert.ok(!JSON.stringify(res.body).includes('"id"'), 'nothing of the account is answered');
       }
+    });
+  });
+}
+
+for (const { name, skip } of dialects()) {
+  describe(`what a host learns from the answers to its reports, runtime fleet on ${name}`, { skip }, () => {
+    const KEY = 'tenant-matrix-hosts-admin-key-0123456789';
+    let t: TestDb | undefined;
+    let s: FleetServer;
+
+    before(async () => {
+      if (name === 'postgres') t = await openTestDb('postgres');
+      s = await startFleetServer({
+        dialect: name,
+        ...(t ? { schema: t.schema } : {}),
+        clock: new FakeClock(Date.UTC(2026, 0, 1, 12)),
+        file: { runtime: 'fleet', pods: { reconcileIntervalMs: 3_600_000 } },
+        env: { GANTRY_BOOTSTRAP_KEY: KEY },
+      });
+    });
+    after(async () => {
+      await s?.close();
+      await t?.cleanup();
+    });
+
+    test("a host reporting another host's real pod and an id never placed gets one and the same refusal for both, naming no host", async () => {
+      const join = async () => {
+        const { token } = await s.server.services.fleet.createJoinToken();
+        const res = await call(s.url, null, 'POST', `${AGENT_API_PREFIX}/join`, joinBody(token));
+        assert.equal(res.status, 201, JSON.stringify(res.body));
+        return res.body as { hostId: string; credential: string };
+      };
+      // The victim joins first: the only host, the pod is placed on it by the real records.
+      const victim = await join();
+      const victimAgent = new HttpAgent(s.url, victim.credential);
+      const created = await fetch(`${s.url}/v2/pods`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ name: 'victim', image: 'gantry-test/http:1', gpu: { id: 'NVIDIA GeForce RTX 4090' } }),
+      });
+      assert.equal(created.status, 201);
+      const podId = ((await created.json()) as { id: string }).id;
+      await victimAgent.until('start', podId);
+      const attacker = await join();
+      const item = (id: string) => ({
+        id,
+        owner: { kind: 'pod', accountId: 'acc' },
+        state: 'exited',
+        startedAt: 1,
+        exitCode: 1,
+        reason: 'it crashed',
+      });
+      const res = await call(s.url, attacker.credential, 'POST', `${AGENT_API_PREFIX}/report`, {
+        instances: { full: true, items: [item(podId), item('never-placed-anywhere')] },
+      });
+      assert.equal(res.status, 200, JSON.stringify(res.body));
+      const refused = res.body.refused as Array<{ id: string; reason: string }>;
+      assert.deepEqual(
+        refused.map((r) => r.id),
+        [podId, 'never-placed-anywhere'],
+      );
+      assert.equal(refused[0]!.reason, refused[1]!.reason, 'no oracle on what runs elsewhere');
+      assert.ok(!JSON.stringify(res.body).includes(victim.hostId), 'the other host is never named');
+      assert.equal((await s.server.services.runtime.inspect(podId))?.state, 'running', 'nothing of it changed');
     });
   });
 }

@@ -47,6 +47,7 @@ export const errorCatalogue = {
   REQUEST_TIMEOUT: { status: 408, title: 'Request Timeout' },
   INVALID_STATE: { status: 409, title: 'Conflict' },
   POD_LOCKED: { status: 409, title: 'Conflict' },
+  HOST_UNAVAILABLE: { status: 409, title: 'Conflict' },
   CONFLICT: { status: 409, title: 'Conflict' },
   PAYLOAD_TOO_LARGE: { status: 413, title: 'Payload Too Large' },
   URI_TOO_LONG: { status: 414, title: 'URI Too Long' },

@@ -2,8 +2,8 @@
  * What the fleet runtime knows of each host's instances (fleet-runtime.ts): the instances it
  * tracks, by id and by host, the stopped ones the hosts keep, each host's availability, and the
  * listeners told of every change callers can see. A live instance of an unreachable host reads
- * `unknown`, with why, whatever its host last said; a change of availability is told for every
- * instance it changes. Reports and acks of one host are applied one at a time (`onHost`).
+ * `unknown`, with why, whatever its host last said; one of a revoked host reads `exited` (the host
+ * never reports again); a change of availability is told for every instance it changes. Reports and acks of one host are applied one at a time (`onHost`).
  */
 import { iso } from '../domain/clock.js';
 import type { InstanceListener, InstanceOwner, InstanceState, InstanceStatus } from '../runtime/runtime.js';
@@ -27,6 +27,8 @@ export interface HostState {
   instances: Set<string>;
   /** since when it is unreachable; null while available */
   downSince: number | null;
+  /** when it was revoked; null while it is not */
+  revokedAt: number | null;
   /** a full report came since this runtime started */
   reported: boolean;
   /** reports and acks of the host, applied one at a time */
@@ -34,7 +36,13 @@ export interface HostState {
 }
 
 export const copyStatus = (s: InstanceStatus): InstanceStatus => ({ ...s, stats: s.stats && { ...s.stats } });
-export const unreachable = (host: HostState): string => `host ${host.id} unreachable since ${iso(host.downSince!)}`;
+/** Why the host's instances cannot be reached, or null when they can. */
+export const hostAway = (host: HostState | undefined): string | null =>
+  host?.revokedAt != null
+    ? `host ${host.id} was revoked at ${iso(host.revokedAt)}`
+    : host?.downSince != null
+      ? `host ${host.id} unreachable since ${iso(host.downSince)}`
+      : null;
 const differs = (a: InstanceStatus, b: InstanceStatus): boolean =>
   a.state !== b.state || a.reason !== b.reason || a.exitCode !== b.exitCode;
 
@@ -55,7 +63,14 @@ export class FleetInstances {
   host(hostId: string): HostState {
     let host = this.#hosts.get(hostId);
     if (!host) {
-      host = { id: hostId, instances: new Set(), downSince: null, reported: false, chain: Promise.resolve() };
+      host = {
+        id: hostId,
+        instances: new Set(),
+        downSince: null,
+        revokedAt: null,
+        reported: false,
+        chain: Promise.resolve(),
+      };
       this.#hosts.set(hostId, host);
     }
     return host;
@@ -94,11 +109,13 @@ export class FleetInstances {
     this.#hosts.get(t.hostId)?.instances.delete(t.id);
   }
 
-  /** The status callers see: a live instance of an unreachable host is `unknown`, with why. */
+  /** The status callers see: a live instance of an unreachable host is `unknown`, of a revoked one `exited`, with why. */
   visible(t: Tracked): InstanceStatus {
-    const host = this.#hosts.get(t.hostId);
-    if (host?.downSince == null || !LIVE.has(t.status.state)) return t.status;
-    return { ...t.status, state: 'unknown', reason: unreachable(host) };
+    const away = hostAway(this.#hosts.get(t.hostId));
+    if (away === null || !LIVE.has(t.status.state)) return t.status;
+    if (this.#hosts.get(t.hostId)!.revokedAt !== null)
+      return { ...t.status, state: 'exited', exitCode: null, reason: away };
+    return { ...t.status, state: 'unknown', reason: away };
   }
 
   /** Sets what is known of the instance, telling listeners when what they see changed. */

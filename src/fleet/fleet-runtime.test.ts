@@ -6,6 +6,7 @@ import { FakeClock } from '../domain/clock.js';
 import { ChangeRecorder, instanceSpec } from '../runtime/runtime-contract.js';
 import type { InstanceOwner, InstanceSpec } from '../runtime/runtime.js';
 import { FleetRuntime, type FleetCost, type PlacedInstance } from './fleet-runtime.js';
+import { HostGoneError } from './operation-queue.js';
 import type { InstanceReport, NewOperation, Operation } from './protocol.js';
 
 const GRACE = 300_000;
@@ -23,6 +24,8 @@ function fleet(
   const ops: Array<{ hostId: string; op: Operation }> = [];
   const placed = new Map<string, PlacedInstance>();
   const lookups: string[][] = [];
+  /** hosts the queue refuses (revoked in the database, as the CLI does, before this runtime heard of it) */
+  const gone = new Set<string>();
   const cost: Array<
     { call: 'pause'; hostId: string; at: number } | { call: 'resume'; podIds: readonly string[]; at: number }
   > = [];
@@ -33,6 +36,7 @@ function fleet(
   let seq = 0;
   const runtime = new FleetRuntime({
     enqueue: async (hostId: string, op: NewOperation) => {
+      if (gone.has(hostId)) throw new HostGoneError(hostId);
       seq += 1;
       const full = { ...op, id: `op-${seq}`, seq };
       ops.push({ hostId, op: full });
@@ -70,7 +74,7 @@ function fleet(
     reason: null,
     ...fields,
   });
-  return { runtime, clock, ops, placed, lookups, cost, start, opFor, item };
+  return { runtime, clock, ops, placed, lookups, cost, gone, start, opFor, item };
 }
 
 describe('FleetRuntime', () => {
@@ -204,6 +208,53 @@ describe('FleetRuntime', () => {
     assert.equal(f.runtime.unavailable('host-a'), null);
   });
 
+  test('a revoked host’s live instances read exited saying so; their stop and remove send nothing, a start there is refused, and nothing it said before changes that', async () => {
+    const f = fleet({ hosts: [{ id: 'host-a', dataCenterId: 'US-TX-3' }] });
+    const a = await f.start();
+    const kept = await f.start();
+    const b = await f.start({ hostId: 'host-b' });
+    await f.runtime.applyReport('host-a', { full: true, items: [f.item(a.id, 'running'), f.item(kept.id, 'running')] });
+    await f.runtime.stop(kept.id);
+    f.runtime.hostUnavailable('host-a', f.clock.now() - 30_000);
+    const changes = new ChangeRecorder(f.runtime);
+    const at = f.clock.now();
+    f.runtime.hostRevoked('host-a', at);
+    const reason = `host host-a was revoked at ${new Date(at).toISOString()}`;
+    const ended = await changes.next(a.id, 'exited', 0);
+    assert.deepEqual([ended.reason, ended.exitCode], [reason, null]);
+    assert.equal(f.runtime.unavailable('host-a'), reason);
+    assert.equal((await f.runtime.inspect(b.id))?.state, 'starting', 'other hosts are unaffected');
+    // What it reported before its revocation, applied late (another replica's journal), changes nothing.
+    assert.deepEqual(await f.runtime.applyReport('host-a', { full: false, items: [f.item(a.id, 'running')] }), []);
+    f.runtime.hostAvailable('host-a');
+    f.runtime.hostUnavailable('host-a', at + 1);
+    assert.equal((await f.runtime.inspect(a.id))?.reason, reason, 'revoked for good');
+    const sent = f.ops.length;
+    await f.runtime.stop(a.id);
+    await f.runtime.remove(a.id);
+    await f.runtime.remove(kept.id);
+    await f.runtime.removeVolume({ kind: 'network', volumeId: 'vol-1', dataCenterId: 'US-TX-3' });
+    assert.equal(f.ops.length, sent, 'nothing more is sent to a revoked host');
+    assert.deepEqual(await f.runtime.attach(), [
+      { id: b.id, owner: b.owner, status: (await f.runtime.inspect(b.id))! },
+    ]);
+    await assert.rejects(f.runtime.start({ ...instanceSpec({ hostId: 'host-a', owner: pod() }) }), new RegExp(reason));
+    assert.equal(f.ops.length, sent);
+  });
+
+  test('a stop or remove whose host turns out revoked (nothing queued) is done, not an error', async () => {
+    const f = fleet();
+    const a = await f.start();
+    const b = await f.start();
+    f.gone.add('host-a');
+    await f.runtime.stop(a.id);
+    await f.runtime.remove(b.id);
+    await f.runtime.remove(a.id);
+    assert.equal(await f.runtime.inspect(a.id), null);
+    assert.equal(await f.runtime.inspect(b.id), null);
+    assert.deepEqual(await f.runtime.attach(), []);
+  });
+
   test('a full report without a live instance makes it exited, gone from its host, unless its start is pending', async () => {
     const f = fleet();
     const gone = await f.start();
@@ -224,7 +275,7 @@ describe('FleetRuntime', () => {
     );
   });
 
-  test('ids a host may not claim are refused and change nothing, while the rest of its report applies', async () => {
+  test('ids a host may not claim are refused and change nothing, while the rest of its report applies; another host’s instance and an id never placed read alike', async () => {
     const f = fleet();
     const mine = await f.start();
     const theirs = await f.start({ hostId: 'host-b' });
@@ -240,20 +291,19 @@ describe('FleetRuntime', () => {
         f.item('x'.repeat(500), 'running'),
       ],
     });
+    const notHere = 'the control plane placed no instance with this id on this host';
     assert.deepEqual(refused, [
-      { id: theirs.id, reason: 'the control plane placed it on another host' },
+      { id: theirs.id, reason: notHere },
       { id: 'x'.repeat(200), reason: 'not an instance id' },
-      { id: 'pod-elsewhere', reason: 'the control plane placed it on another host' },
-      { id: 'never-placed', reason: 'the control plane placed no instance with this id' },
+      { id: 'pod-elsewhere', reason: notHere },
+      { id: 'never-placed', reason: notHere },
     ]);
     assert.deepEqual(changes.statesOf(mine.id), ['running']);
     assert.deepEqual(changes.statesOf(theirs.id), []);
     assert.equal((await f.runtime.inspect(theirs.id))?.state, 'starting');
     assert.equal(await f.runtime.inspect('pod-elsewhere'), null);
     assert.equal(await f.runtime.inspect('never-placed'), null);
-    assert.deepEqual(await f.runtime.refusals('host-b', [theirs.id, mine.id]), [
-      { id: mine.id, reason: 'the control plane placed it on another host' },
-    ]);
+    assert.deepEqual(await f.runtime.refusals('host-b', [theirs.id, mine.id]), [{ id: mine.id, reason: notHere }]);
     // A state that is none of the port's is refused too.
     assert.deepEqual(
       await f.runtime.applyReport('host-a', { full: false, items: [f.item(mine.id, 'exploded' as 'running')] }),

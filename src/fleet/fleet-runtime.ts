@@ -44,10 +44,17 @@
  *   acknowledged the operation (they describe what it is stopping).
  * - A full report is the whole truth: a live instance of the host missing from it (and not being
  *   started) is `exited`, "its container is gone from host X".
- * - `hostUnavailable(hostId, since)` (the fleet service saw no heartbeat in time, or revoked the
- *   host): its live instances read `unknown`, "host X unreachable since <time>", and
- *   `unavailable(hostId)` says so, until `hostAvailable(hostId)`. After `lostGraceMs` unreachable
- *   its pods' cost stops, and the first report once it is back starts it again (lost-host-cost.ts).
+ * - `hostUnavailable(hostId, since)` (the fleet service saw no heartbeat in time): its live
+ *   instances read `unknown`, "host X unreachable since <time>", and `unavailable(hostId)` says so,
+ *   until `hostAvailable(hostId)`. After `lostGraceMs` unreachable its pods' cost stops, and the
+ *   first report once it is back starts it again (lost-host-cost.ts). A `stop` or `remove` waits in
+ *   the host's queue until its agent is back.
+ * - `hostRevoked(hostId, at)`: the host never reports again. Its live instances read `exited`,
+ *   "host X was revoked at <time>", `unavailable(hostId)` says so for good, and nothing more is
+ *   sent to it: a `stop` or `remove` of its instances is done at once (there is no queue to wait
+ *   in), a `start` there is refused. Its containers, if the machine runs on, are out of reach; if
+ *   it joins again as a new host with the same agent data dir, its agent reports them and they are
+ *   removed as orphans (no record places them on the new host).
  *
  * Server start (`attach()` is called before the server listens, so no agent has reported yet): it
  * answers, as `unknown` ("host X has not reported since the control plane started"), the instances
@@ -73,9 +80,10 @@ import type {
   ShellSession,
 } from '../runtime/runtime.js';
 import type { FleetStreams } from './fleet-streams.js';
-import { copyStatus, FleetInstances, LIVE, unreachable, type Tracked } from './fleet-instances.js';
+import { copyStatus, FleetInstances, hostAway, LIVE, type Tracked } from './fleet-instances.js';
 import { LostHostCost, type FleetCost } from './lost-host-cost.js';
 import type { JournalEntry } from './fleet-journal.js';
+import { HostGoneError } from './operation-queue.js';
 import type { InstanceReport, NewOperation, Operation, OperationAck, ReportRequest } from './protocol.js';
 import { screenReport, type PlacedInstance, type Refusal, type Screened } from './report-screen.js';
 
@@ -200,6 +208,8 @@ export class FleetRuntime implements Runtime {
 
   async start(spec: InstanceSpec): Promise<InstanceStatus> {
     if (this.#closed) throw new Error(`cannot start instance "${spec.id}": the runtime is shutting down`);
+    const revoked = this.#revoked(spec.hostId);
+    if (revoked !== null) throw new Error(`cannot start instance "${spec.id}": ${revoked}`);
     const current = this.#table.tracked.get(spec.id);
     if (current && LIVE.has(current.status.state))
       throw new Error(
@@ -266,8 +276,14 @@ export class FleetRuntime implements Runtime {
     for (const h of this.#deps.hosts?.() ?? [])
       if (volume.dataCenterId === undefined || h.dataCenterId === volume.dataCenterId) targets.add(h.id);
     for (const hostId of targets) {
-      const op = await this.#send(null, hostId, { kind: 'removeVolume', volumeId: volume.volumeId });
-      this.#ops.set(op.id, { kind: 'removeVolume', hostId, instanceId: null, tracked: null });
+      // A revoked host is sent nothing more: its copy of the volume is out of reach.
+      if (this.#revoked(hostId) !== null) continue;
+      try {
+        const op = await this.#send(null, hostId, { kind: 'removeVolume', volumeId: volume.volumeId });
+        this.#ops.set(op.id, { kind: 'removeVolume', hostId, instanceId: null, tracked: null });
+      } catch (err) {
+        if (!(err instanceof HostGoneError)) throw err;
+      }
     }
     this.#volumeHosts.delete(volume.volumeId);
   }
@@ -287,8 +303,13 @@ export class FleetRuntime implements Runtime {
     if (hostId === null || !this.#streams) return;
     const host = this.#table.knownHost(hostId);
     // Said at once rather than after the stream's connect timeout: nobody would dial back.
-    if (host?.downSince != null)
-      throw new Error(`${unreachable(host)}: the output stays on the host until its agent is back`);
+    const away = hostAway(host);
+    if (away !== null)
+      throw new Error(
+        host!.revokedAt !== null
+          ? `${away}: its output is out of reach`
+          : `${away}: the output stays on the host until its agent is back`,
+      );
     yield* this.#streams.output(hostId, id, query);
   }
 
@@ -323,8 +344,7 @@ export class FleetRuntime implements Runtime {
   }
 
   unavailable(hostId?: string): string | null {
-    const host = hostId === undefined ? undefined : this.#table.knownHost(hostId);
-    return host?.downSince != null ? unreachable(host) : null;
+    return hostAway(hostId === undefined ? undefined : this.#table.knownHost(hostId));
   }
 
   // --- what the hosts say ---------------------------------------------------------------------
@@ -384,7 +404,8 @@ export class FleetRuntime implements Runtime {
     options: { screened?: boolean } = {},
   ): Promise<Refusal[]> {
     return this.#table.onHost(hostId, async () => {
-      if (this.#closed) return [];
+      // A revoked host's word no longer counts (a report sent before its revocation, replayed late).
+      if (this.#closed || this.#revoked(hostId) !== null) return [];
       const { refused, accepted, placed } = options.screened
         ? await this.#owners(report.items)
         : await this.#screen(hostId, report.items);
@@ -495,10 +516,10 @@ export class FleetRuntime implements Runtime {
 
   // --- hosts that come and go -------------------------------------------------------------------
 
-  /** The host missed its heartbeats (or was revoked) at `sinceMs`: its live instances read `unknown`. */
+  /** The host missed its heartbeats at `sinceMs`: its live instances read `unknown`. */
   hostUnavailable(hostId: string, sinceMs: number): void {
     const host = this.#table.host(hostId);
-    if (host.downSince !== null && host.downSince <= sinceMs) return;
+    if (host.revokedAt !== null || (host.downSince !== null && host.downSince <= sinceMs)) return;
     this.#table.changeHost(host, () => {
       host.downSince = sinceMs;
     });
@@ -508,11 +529,27 @@ export class FleetRuntime implements Runtime {
   /** The host reports again: its instances read as last reported (its next report, full, settles them). */
   hostAvailable(hostId: string): void {
     const host = this.#table.knownHost(hostId);
-    if (!host || host.downSince === null) return;
+    if (!host || host.downSince === null || host.revokedAt !== null) return;
     this.#table.changeHost(host, () => {
       host.downSince = null;
     });
     this.#cost.back(hostId);
+  }
+
+  /**
+   * The host was revoked at `at`: its live instances read `exited` (listeners hear it: their pods
+   * end, their workers are stopped), its kept containers are forgotten, and nothing more is sent to
+   * it. For good: nothing it said before, replayed late, changes that.
+   */
+  hostRevoked(hostId: string, at: number): void {
+    const host = this.#table.host(hostId);
+    if (host.revokedAt !== null) return;
+    this.#table.changeHost(host, () => {
+      host.revokedAt = at;
+    });
+    for (const [id, k] of this.#table.kept) if (k.hostId === hostId) this.#table.kept.delete(id);
+    // Its pods end now (their usage closes with them): no lost grace to wait for.
+    this.#cost.forget(hostId);
   }
 
   /** Pauses the cost of the pods of hosts unreachable for the lost grace at `now` (lost-host-cost.ts). On a timer; tests call it. */
@@ -589,6 +626,11 @@ export class FleetRuntime implements Runtime {
     else if (t) this.#table.kept.set(id, { hostId: t.hostId, owner: t.owner });
     hostId ??= (await this.#deps.placements.placed([id])).get(id)?.hostId;
     if (hostId === undefined) return;
+    // Nothing more goes to a revoked host: what it ran is out of reach, so there is nothing to wait for.
+    if (this.#revoked(hostId) !== null) {
+      this.#table.kept.delete(id);
+      return;
+    }
     this.#ending.set(id, (this.#ending.get(id) ?? 0) + 1);
     try {
       const op = await this.#send(id, hostId, { kind, instanceId: id });
@@ -596,6 +638,12 @@ export class FleetRuntime implements Runtime {
       this.#journal?.append(hostId, { t: 'end', opId: op.id, kind, id });
     } catch (err) {
       this.#ended(id);
+      // Revoked meanwhile (from the CLI, before this replica heard of it): the same as above.
+      if (err instanceof HostGoneError) {
+        this.#table.kept.delete(id);
+        this.#deps.logger.info({ hostId, instanceId: id, op: kind }, 'nothing sent: the host is revoked');
+        return;
+      }
       throw new Error(`could not hand the ${kind} of instance "${id}" to host ${hostId}: ${(err as Error).message}`, {
         cause: err,
       });
@@ -627,6 +675,12 @@ export class FleetRuntime implements Runtime {
     const known = this.#table.hostIdOf(id);
     if (known !== undefined) return known;
     return (await this.#deps.placements.placed([id])).get(id)?.hostId ?? null;
+  }
+
+  /** Why nothing is sent to the host any more (it was revoked), or null. */
+  #revoked(hostId: string): string | null {
+    const host = this.#table.knownHost(hostId);
+    return host?.revokedAt != null ? hostAway(host) : null;
   }
 
   #volumeHostsOf(volumeId: string): Set<string> {

@@ -7,7 +7,7 @@ import { FakeClock } from '../domain/clock.js';
 import { isApiError, type ErrorCode } from '../domain/errors.js';
 import { SecretBox } from '../store/secret-box.js';
 import type { FleetEvents } from './fleet-events.js';
-import { ACKED_RETENTION_MS, FleetService } from './fleet-service.js';
+import { ACKED_RETENTION_MS, FleetService, flushEveryTicks } from './fleet-service.js';
 import { HostStore } from './host-store.js';
 import { OperationStore } from './operation-store.js';
 import type { InstanceReport, JoinRequest } from './protocol.js';
@@ -39,6 +39,13 @@ const instance = (id: string, state: InstanceReport['state'] = 'running'): Insta
   startedAt: 1,
   exitCode: null,
   reason: null,
+});
+
+test('last-seen times are written often enough that the database never calls a live host quiet: every 5 s, every second with a short heartbeat timeout', () => {
+  assert.equal(flushEveryTicks({ heartbeatMs: 10_000, heartbeatTimeoutMs: 30_000 }), 5);
+  assert.equal(flushEveryTicks({ heartbeatMs: 500, heartbeatTimeoutMs: 2_500 }), 1);
+  assert.equal(flushEveryTicks({ heartbeatMs: 1_000, heartbeatTimeoutMs: 7_000 }), 3);
+  assert.equal(flushEveryTicks({ heartbeatMs: 1_000, heartbeatTimeoutMs: 1_001 }), 1);
 });
 
 for (const { name, skip } of dialects()) {
@@ -110,6 +117,20 @@ for (const { name, skip } of dialects()) {
       assert.ok(
         stored && !JSON.stringify(stored).includes(answer.credential.slice(-32)),
         'the credential is stored hashed',
+      );
+    });
+
+    test('a revoked host gives no sign of life: the end of the long-poll it held tells no listener it was seen', async () => {
+      const { hostId } = await join();
+      const poll = fleet.waitForOperations(hostId, 0, { waitMs: 20_000 });
+      const seenBefore = events.filter(([n, p]) => n === 'host:seen' && (p as { hostId: string }).hostId === hostId);
+      assert.equal(seenBefore.length, 1, 'the poll opening is a sign of life');
+      await fleet.revoke(hostId);
+      await refusedWith('HOST_REVOKED', poll);
+      assert.equal(
+        events.filter(([n, p]) => n === 'host:seen' && (p as { hostId: string }).hostId === hostId).length,
+        1,
+        'its ending is not',
       );
     });
 

@@ -18,8 +18,8 @@
  *   maps a host onto the inventory's `Host`.
  *
  * Heartbeats cost no write per report: each report or poll updates the host's entry in memory,
- * and every few seconds the entries seen since are written in one batched statement (and so are
- * the hosts holding a long-poll open). Per host the service keeps one small entry (its credential
+ * and every few seconds (5, or fewer with a short heartbeat timeout) the entries seen since are
+ * written in one batched statement (and so are the hosts holding a long-poll open). Per host the service keeps one small entry (its credential
  * hash, revocation, last seen, open polls). Revocations made elsewhere reach this replica through
  * the relay at once, or through a one-query check every second (the CLI on SQLite).
  */
@@ -60,8 +60,25 @@ export const FLEET_TOPICS: readonly string[] = [FLEET_OPS_TOPIC, FLEET_HOST_TOPI
 
 /** How often revocations made elsewhere are looked for, and the period of the other chores. */
 const SYNC_INTERVAL_MS = 1000;
-/** Last-seen times are written every this many sync ticks. */
-const FLUSH_EVERY_TICKS = 5;
+/**
+ * Last-seen times are written every this many sync ticks at most: `gantry hosts list` and the other
+ * replicas read them, and must not find a live host quiet. Fewer when the heartbeat timeout leaves
+ * less room (`flushEveryTicks`).
+ */
+const MAX_FLUSH_EVERY_TICKS = 5;
+
+/**
+ * How many sync ticks between writes of the last-seen times: at most half the room the timeout
+ * leaves over a heartbeat, so what the database says of a live host is never older than the timeout.
+ */
+export const flushEveryTicks = (config: { heartbeatMs: number; heartbeatTimeoutMs: number }): number =>
+  Math.max(
+    1,
+    Math.min(
+      MAX_FLUSH_EVERY_TICKS,
+      Math.floor((config.heartbeatTimeoutMs - config.heartbeatMs) / 2 / SYNC_INTERVAL_MS),
+    ),
+  );
 /** Acknowledged operations and spent or expired join tokens are pruned every this many ticks… */
 const PRUNE_EVERY_TICKS = 60;
 /** …once they are this old (acknowledged operations serve only to look into what happened). */
@@ -332,10 +349,10 @@ export class FleetService {
     this.#deps.relay?.publish(FLEET_HOST_TOPIC, `capacity:${hostId}`, 1);
   }
 
-  /** A sign of life: memory only (written by `flush`). Answers now. */
+  /** A sign of life: memory only (written by `flush`). Answers now. None from a revoked host (its last long-poll ending, a report under way when it was revoked). */
   #seen(hostId: string): number {
     const now = this.#presence.seen(hostId);
-    this.#events.emit('host:seen', { hostId, at: now });
+    if (!this.#revoked.has(hostId)) this.#events.emit('host:seen', { hostId, at: now });
     return now;
   }
 
@@ -488,7 +505,7 @@ export class FleetService {
     this.#chore = (async () => {
       // an installation without agents pays nothing: no host to refuse, nobody to tell
       if (this.#presence.size > 0 || this.#events.listens('host:revoked')) await this.syncRevocations();
-      if (tick % FLUSH_EVERY_TICKS === 0) await this.flush();
+      if (tick % flushEveryTicks(this.#deps.config) === 0) await this.flush();
       if (tick % PRUNE_EVERY_TICKS === 0) await this.prune();
     })()
       .catch((err: unknown) => this.#deps.logger?.warn({ err: (err as Error).message }, 'a fleet chore failed'))

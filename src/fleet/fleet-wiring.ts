@@ -5,16 +5,20 @@
  *
  * - At start the joined hosts enter the inventory (before the pod controller re-reserves its
  *   pods' allocations); a host whose last report is older than the heartbeat timeout starts out
- *   of placement.
- * - A host is out of placement, and its instances read `unknown`, once no report came for
- *   `fleet.heartbeatTimeoutMs` (checked every heartbeat); its next report puts it back.
+ *   of placement, and the runtime learns of the revoked ones.
+ * - Every sign of life gives its host a deadline in the inventory (the sign plus
+ *   `fleet.heartbeatTimeoutMs`): the first decision or count past it leaves the host out (the
+ *   inventory checks before each), and `check()` runs at once to confirm: the host's instances
+ *   then read `unknown`. The check also runs every heartbeat. A host's next report puts it back.
+ * - A revoked host leaves the inventory for good (`removeHost`) and the runtime ends its
+ *   instances; nothing it or another replica says of it afterwards brings it back.
  * - With several replicas (`journal`, fleet-journal.ts), an agent talks to one at a time: that
  *   replica feeds its runtime and journals what the agent acknowledged and reported; the others
  *   read the journal (woken through the relay, and every `JOURNAL_READ_MS` in case a wake-up was
  *   lost) and replay it, so every replica's runtime knows every instance. A journaled report is a
  *   sign of life of its host there. Heartbeats alone are not journaled: last-report times reach the
- *   others through the database (written every few seconds), which `check()` reads both before
- *   taking a quiet host out of placement and to bring one back, so every replica judges
+ *   others through the database (written every few seconds), which `check()` reads every time (with
+ *   replicas), before taking a quiet host out and to bring one back, so every replica judges
  *   availability alike. A replica that starts asks every host for a full report (`sendFull`).
  */
 import type { Logger } from 'pino';
@@ -26,6 +30,7 @@ import type { FleetJournal } from './fleet-journal.js';
 import type { OrphanContainers } from './orphan-containers.js';
 import { isNotPlacedHere } from './report-screen.js';
 import type { FleetRuntime, FleetPlacements, PlacedInstance } from './fleet-runtime.js';
+import type { FleetHost } from './fleet-events.js';
 import type { FleetService } from './fleet-service.js';
 import { inventoryHost } from './host-capacity.js';
 
@@ -127,11 +132,16 @@ export interface FleetWiringDeps {
 export class FleetWiring {
   readonly #d: FleetWiringDeps;
   readonly #off: Array<() => void> = [];
-  /** last sign of life per host known here (reports to this replica, or the database's) */
+  /** last sign of life per host in the fleet (not revoked) known here (reports to this replica, or the database's) */
   readonly #lastSeen = new Map<string, number>();
+  /** hosts the runtime was told are unreachable */
+  readonly #away = new Set<string>();
+  /** hosts revoked: never placed on again */
+  readonly #revoked = new Set<string>();
   #timer: NodeJS.Timeout | null = null;
   #journalTimer: NodeJS.Timeout | null = null;
-  #checking = false;
+  #checking: Promise<void> | null = null;
+  #checkAgain = false;
   #pulling: Promise<void> | null = null;
   #pullAgain = false;
   #prunedAt = 0;
@@ -159,26 +169,33 @@ export class FleetWiring {
     await journal?.start();
     const now = clock.now();
     for (const host of await fleet.list()) {
-      if (host.revokedAt !== null) continue;
-      inventory.upsertHost(inventoryHost(host, catalog));
-      const seen = host.lastSeenAt ?? host.joinedAt;
-      this.#lastSeen.set(host.id, seen);
+      if (host.revokedAt !== null) {
+        this.#revoked.add(host.id);
+        runtime.hostRevoked(host.id, host.revokedAt);
+        continue;
+      }
+      this.#join(host, host.lastSeenAt ?? host.joinedAt);
+      const seen = this.#lastSeen.get(host.id)!;
       if (now - seen > config.heartbeatTimeoutMs) this.#down(host.id, seen);
     }
     this.#off.push(
-      fleet.on('host:joined', (h) => {
-        inventory.upsertHost(inventoryHost(h, catalog));
-        this.#lastSeen.set(h.id, clock.now());
+      // A host whose deadline passed is out of placement already: the runtime hears of it now.
+      inventory.onLapse(() => void this.check()),
+      fleet.on('host:joined', (h) => this.#join(h, clock.now())),
+      fleet.on('host:capacity', (h) => {
+        if (!this.#revoked.has(h.id)) inventory.upsertHost(inventoryHost(h, catalog));
       }),
-      fleet.on('host:capacity', (h) => inventory.upsertHost(inventoryHost(h, catalog))),
       fleet.on('host:revoked', ({ hostId, at }) => {
-        runtime.hostUnavailable(hostId, at);
-        inventory.setAvailable(hostId, false);
-        this.#d.orphans?.forgetHost(hostId);
+        this.#revoked.add(hostId);
         this.#lastSeen.delete(hostId);
+        this.#away.delete(hostId);
+        inventory.removeHost(hostId);
+        runtime.hostRevoked(hostId, at);
+        this.#d.orphans?.forgetHost(hostId);
       }),
       fleet.on('host:seen', ({ hostId, at }) => {
-        this.#lastSeen.set(hostId, at);
+        if (!this.#lastSeen.has(hostId)) return;
+        this.#renew(hostId, at);
         this.#up(hostId);
       }),
       fleet.on('acks', ({ hostId, acks, relayed }) => {
@@ -253,69 +270,86 @@ export class FleetWiring {
   /** A sign of life of the host heard through another replica. */
   #heard(hostId: string, at: number): void {
     if (!this.#lastSeen.has(hostId)) return;
-    this.#lastSeen.set(hostId, Math.max(at, this.#lastSeen.get(hostId) ?? 0));
+    this.#renew(hostId, at);
     if (this.#d.clock.now() - at <= this.#d.config.heartbeatTimeoutMs) this.#up(hostId);
   }
 
   /**
-   * Takes hosts that have not reported within the heartbeat timeout out of placement, and brings
-   * back those another replica heard from since (run by a timer; tests call it).
+   * Takes hosts that have not reported within the heartbeat timeout out (the runtime reads their
+   * instances `unknown`), and brings back those another replica heard from since. Run by a timer,
+   * and at once when the inventory finds a host past its deadline; tests call it. A call while one
+   * runs makes that one run again.
    */
-  async check(now: number = this.#d.clock.now()): Promise<void> {
-    if (this.#checking) return;
-    this.#checking = true;
-    try {
-      const { inventory, config, fleet } = this.#d;
-      const stale = [...this.#lastSeen].filter(
-        ([id, at]) => inventory.isAvailable(id) && now - at > config.heartbeatTimeoutMs,
-      );
-      const away = [...this.#lastSeen.keys()].filter((id) => !inventory.isAvailable(id));
-      // With replicas, the hosts are read every check anyway: a join announced while this
-      // replica's relay was down would otherwise never reach its inventory.
-      if (stale.length === 0 && !this.#d.journal) return;
-      // Another replica may have heard from it: the database knows (written every few seconds).
-      const hosts = await fleet.list();
-      const listed = new Map(hosts.map((h) => [h.id, h]));
-      for (const h of hosts) {
-        if (h.revokedAt !== null || this.#lastSeen.has(h.id)) continue;
-        this.#d.inventory.upsertHost(inventoryHost(h, this.#d.catalog));
-        this.#lastSeen.set(h.id, h.lastSeenAt ?? h.joinedAt);
-        if (now - (h.lastSeenAt ?? h.joinedAt) > config.heartbeatTimeoutMs)
-          this.#down(h.id, h.lastSeenAt ?? h.joinedAt);
+  check(): Promise<void> {
+    if (this.#checking) {
+      this.#checkAgain = true;
+      return this.#checking;
+    }
+    this.#checking = (async () => {
+      try {
+        do {
+          this.#checkAgain = false;
+          await this.#check(this.#d.clock.now());
+        } while (this.#checkAgain);
+      } catch (err) {
+        this.#d.logger.error({ err }, 'checking the hosts’ heartbeats failed');
+      } finally {
+        this.#checking = null;
       }
-      for (const [id, at] of stale) {
-        const latest = Math.max(at, listed.get(id)?.lastSeenAt ?? 0);
-        this.#lastSeen.set(id, latest);
-        if (now - latest > config.heartbeatTimeoutMs) this.#down(id, latest);
-      }
-      for (const id of away) {
-        const host = listed.get(id);
-        const latest = host?.lastSeenAt ?? 0;
-        if (
-          host &&
-          host.revokedAt === null &&
-          latest > (this.#lastSeen.get(id) ?? 0) &&
-          now - latest <= config.heartbeatTimeoutMs
-        ) {
-          this.#lastSeen.set(id, latest);
-          this.#up(id);
-        }
-      }
-    } catch (err) {
-      this.#d.logger.error({ err }, 'checking the hosts’ heartbeats failed');
-    } finally {
-      this.#checking = false;
+    })();
+    return this.#checking;
+  }
+
+  async #check(now: number): Promise<void> {
+    const { config, fleet } = this.#d;
+    const quiet = [...this.#lastSeen].some(([id, at]) => !this.#away.has(id) && now - at > config.heartbeatTimeoutMs);
+    // With replicas, the hosts are read every check anyway: the others' last-report times keep
+    // the deadlines here current, and a join announced while this replica's relay was down would
+    // otherwise never reach its inventory.
+    if (!quiet && !this.#d.journal) return;
+    // Another replica may have heard from a quiet host: the database knows (written every few seconds).
+    for (const h of await fleet.list()) {
+      if (h.revokedAt !== null || this.#revoked.has(h.id)) continue;
+      const seen = h.lastSeenAt ?? h.joinedAt;
+      if (!this.#lastSeen.has(h.id)) this.#join(h, seen);
+      else this.#renew(h.id, seen);
+    }
+    for (const [id, at] of this.#lastSeen) {
+      if (now - at > config.heartbeatTimeoutMs) this.#down(id, at);
+      else this.#up(id);
     }
   }
 
+  /** A host enters the inventory (joined, or found in the database), last seen at `seen`. */
+  #join(host: FleetHost, seen: number): void {
+    if (this.#revoked.has(host.id)) return;
+    this.#d.inventory.upsertHost(inventoryHost(host, this.#d.catalog));
+    this.#lastSeen.delete(host.id);
+    this.#renew(host.id, seen);
+  }
+
+  /** A sign of life at `at`: the host's deadline in the inventory moves to `at` plus the timeout. */
+  #renew(hostId: string, at: number): void {
+    if (this.#revoked.has(hostId)) return;
+    const known = this.#lastSeen.get(hostId);
+    if (known !== undefined && known >= at) return;
+    this.#lastSeen.set(hostId, at);
+    this.#d.inventory.reachableUntil(hostId, at + this.#d.config.heartbeatTimeoutMs);
+  }
+
+  /** The host was heard from within the timeout: back in placement (when out), its instances as reported. */
   #up(hostId: string): void {
-    if (this.#d.inventory.isAvailable(hostId)) return;
+    if (this.#revoked.has(hostId)) return;
+    const wasAway = this.#away.delete(hostId);
+    if (!wasAway && this.#d.inventory.isAvailable(hostId)) return;
     this.#d.inventory.setAvailable(hostId, true);
     this.#d.runtime.hostAvailable(hostId);
-    this.#d.logger.info({ hostId }, 'host reports again');
+    if (wasAway) this.#d.logger.info({ hostId }, 'host reports again');
   }
 
   #down(hostId: string, since: number): void {
+    if (this.#away.has(hostId)) return;
+    this.#away.add(hostId);
     this.#d.inventory.setAvailable(hostId, false);
     this.#d.runtime.hostUnavailable(hostId, since);
     this.#d.logger.warn(

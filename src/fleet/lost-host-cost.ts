@@ -74,6 +74,11 @@ export class LostHostCost {
     this.#host(hostId).downSince = null;
   }
 
+  /** The host is gone for good (revoked): its pods end on their own, nothing of it is paused or resumed. */
+  forget(hostId: string): void {
+    this.#hosts.delete(hostId);
+  }
+
   /**
    * The host reported (and is reachable): when its cost was paused, or this is its first report
    * since the server started, its pods `running` (ids) get their usage back from now.

@@ -24,6 +24,13 @@ const ACK_ERROR_MAX = 2000;
 
 export const FLEET_OPS_TOPIC = 'fleet-ops';
 
+/** The host an operation was for is unknown or revoked: nothing was queued (404 when it reaches a client). */
+export class HostGoneError extends ApiError {
+  constructor(hostId: string) {
+    super('NOT_FOUND', `No live host with id "${hostId}" exists (unknown or revoked); nothing was queued.`);
+  }
+}
+
 export interface OperationQueueDeps {
   store: OperationStore;
   secrets: SecretBox;
@@ -69,11 +76,7 @@ export class OperationQueue {
       },
       this.#deps.clock.now(),
     );
-    if (seq === null)
-      throw new ApiError(
-        'NOT_FOUND',
-        `No live host with id "${hostId}" exists (unknown or revoked); nothing was queued.`,
-      );
+    if (seq === null) throw new HostGoneError(hostId);
     this.#signal.notify(hostId);
     this.#deps.publish?.(FLEET_OPS_TOPIC, hostId, 1);
     return { ...op, id, seq };

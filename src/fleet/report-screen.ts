@@ -1,8 +1,9 @@
 /**
  * Which of the instances a host reports it may claim (docs/fleet.md, `/agent/v1/report`): only
  * those the control plane placed on that very host. Another host's pod, an id never placed, or
- * something that is no instance id is refused with the reason (answered to the agent, never naming
- * the other host), and nothing of it is applied. Ids the runtime already tracks answer from memory;
+ * something that is no instance id is refused with the reason (answered to the agent), and nothing
+ * of it is applied. Another host's instance and an id never placed get one and the same reason: a
+ * host (perhaps a compromised one) learns nothing of what runs elsewhere from its answers. Ids the runtime already tracks answer from memory;
  * only the others are looked up in the control plane's records, in one call per report.
  */
 import type { InstanceOwner, InstanceState } from '../runtime/runtime.js';
@@ -25,10 +26,12 @@ export interface Screened {
 }
 
 const MAX_ID = 200;
-/** Why an id is refused when no record places it on the reporting host (orphan-containers.ts removes those after a grace). */
-const NOT_PLACED = 'the control plane placed no instance with this id';
-const PLACED_ELSEWHERE = 'the control plane placed it on another host';
-export const isNotPlacedHere = (r: Refusal): boolean => r.reason === NOT_PLACED || r.reason === PLACED_ELSEWHERE;
+/**
+ * Why an id is refused when no record places it on the reporting host, whether a record places it
+ * on another host or none places it anywhere (orphan-containers.ts removes those after a grace).
+ */
+const NOT_PLACED_HERE = 'the control plane placed no instance with this id on this host';
+export const isNotPlacedHere = (r: Refusal): boolean => r.reason === NOT_PLACED_HERE;
 const STATES: ReadonlySet<InstanceState> = new Set(['starting', 'running', 'exited', 'failed', 'unknown']);
 
 /**
@@ -63,15 +66,14 @@ export async function screenReport(
     }
     const host = known(id);
     if (host === undefined) unknown.push(id);
-    else if (host !== hostId) refused.push({ id, reason: PLACED_ELSEWHERE });
+    else if (host !== hostId) refused.push({ id, reason: NOT_PLACED_HERE });
     else accepted.add(id);
   }
   if (unknown.length === 0) return { refused, accepted, placed: new Map() };
   const records = await placed(unknown);
   for (const id of unknown) {
     const p = records.get(id);
-    if (!p) refused.push({ id, reason: NOT_PLACED });
-    else if (p.hostId !== hostId) refused.push({ id, reason: PLACED_ELSEWHERE });
+    if (!p || p.hostId !== hostId) refused.push({ id, reason: NOT_PLACED_HERE });
     else accepted.add(id);
   }
   return { refused, accepted, placed: records };

@@ -2,6 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import { defaultCatalog, defaultFleet, type Cloud, type Host } from '../domain/catalog.js';
+import { FakeClock } from '../domain/clock.js';
 import { place, type PlacementRequest } from '../domain/placement.js';
 import { Inventory } from './inventory.js';
 import { gpuPlacementRequest } from '../../test/support/placement.js';
@@ -344,6 +345,58 @@ test('an unavailable host is skipped by placement and left out of the stock, kee
     publicPorts: [41001],
   });
   assert.equal(inventory.setAvailable('no-such-host', false), false);
+});
+
+test('a host past its deadline is out of placement and the stock from the next decision on, without waiting for anyone to look, and its listeners hear of it', async () => {
+  const clock = new FakeClock();
+  const inventory = new Inventory({ hosts: [joined(), joined({ id: 'agent-ro-4090-b' })], catalog, clock });
+  const lapsed: string[][] = [];
+  inventory.onLapse((ids) => lapsed.push(ids));
+  inventory.reachableUntil('agent-ro-4090', clock.now() + 1_000);
+  inventory.reachableUntil('agent-ro-4090-b', clock.now() + 60_000);
+  clock.advance(1_000);
+  assert.equal(inventory.gpuStock(RTX4090).total, 4, 'at its deadline a host is still in');
+  assert.equal(placeOk(inventory, 'first', request({ gpuCount: 1 })).hostId, 'agent-ro-4090');
+  const version = inventory.version;
+  clock.advance(1);
+  assert.equal(
+    placeOk(inventory, 'second', request({ gpuCount: 1 })).hostId,
+    'agent-ro-4090-b',
+    'the first decision past the deadline skips the host',
+  );
+  assert.ok(inventory.version > version, 'views built from the hosts read them again');
+  assert.equal(inventory.gpuStock(RTX4090).total, 2);
+  assert.equal(inventory.isAvailable('agent-ro-4090'), false);
+  assert.deepEqual(
+    inventory.availableHosts().map((h) => h.id),
+    ['agent-ro-4090-b'],
+  );
+  assert.deepEqual(inventory.allocationOf('first')?.hostId, 'agent-ro-4090', 'what it holds is kept');
+  await Promise.resolve();
+  assert.deepEqual(lapsed, [['agent-ro-4090']], 'told once');
+  inventory.reachableUntil('agent-ro-4090', clock.now() + 1_000);
+  assert.equal(inventory.isAvailable('agent-ro-4090'), false, 'a later deadline alone does not bring it back');
+  inventory.setAvailable('agent-ro-4090', true);
+  assert.equal(inventory.gpuStock(RTX4090).total, 4);
+  clock.advance(1_001);
+  assert.equal(inventory.gpuStock(RTX4090).total, 2, 'back in, its new deadline counts');
+  await Promise.resolve();
+  assert.deepEqual(lapsed, [['agent-ro-4090'], ['agent-ro-4090']]);
+  inventory.removeHost('agent-ro-4090-b');
+  clock.advance(3_600_000);
+  assert.equal(inventory.gpuStock(RTX4090).total, 0);
+  await Promise.resolve();
+  assert.equal(lapsed.length, 2, 'a removed host has no deadline left');
+});
+
+test('hosts without a deadline, or an inventory without a clock, never lapse', () => {
+  const clock = new FakeClock();
+  const withClock = new Inventory({ hosts: [joined()], catalog, clock });
+  const withoutClock = new Inventory({ hosts: [joined()], catalog });
+  withoutClock.reachableUntil('agent-ro-4090', 0);
+  clock.advance(365 * 86_400_000);
+  assert.equal(withClock.isAvailable('agent-ro-4090'), true);
+  assert.equal(withoutClock.isAvailable('agent-ro-4090'), true);
 });
 
 test('an exact reservation on an unavailable host succeeds (a restarted server re-reserves what its pods hold) and release gives it back', () => {

@@ -1,6 +1,8 @@
 import type { Catalog, Host } from '../domain/catalog.js';
+import type { Clock } from '../domain/clock.js';
 import type { FleetSnapshot, HostUsage, Placement, PlacementRequest, PlacementResult } from '../domain/placement.js';
 import { FleetIndex, type GpuTypeStock } from './fleet-index.js';
+import { HostDeadlines } from './host-deadlines.js';
 import type { HostSlot } from './host-slot.js';
 
 /** The exact resources one holder (pod or worker) keeps on a host. */
@@ -30,6 +32,11 @@ type Refusal = { ok: false; reason: string };
  * (`reserveExact`: a server restart re-reserves what its pods hold); it is neither placed on nor
  * counted in the stock. Each such change rebuilds the index (O(hosts)); decisions stay
  * allocation-free.
+ *
+ * A host may also be given a deadline (`reachableUntil`: its last heartbeat plus the timeout):
+ * every decision and every count first takes out the hosts whose deadline passed on `clock`, so a
+ * host that stopped reporting is out at once, not when its watcher's next check comes round. The
+ * `onLapse` listeners hear of them (the watcher confirms, or puts one back with `setAvailable`).
  */
 export class Inventory {
   private index: FleetIndex;
@@ -40,8 +47,11 @@ export class Inventory {
   private readonly unavailableIds = new Set<string>();
   private hostList: Host[];
   private changes = 0;
+  private readonly deadlines = new HostDeadlines();
+  private readonly lapseListeners = new Set<(hostIds: string[]) => void>();
 
-  constructor(private readonly deps: { hosts: Host[]; catalog: Catalog }) {
+  /** `clock`: what `reachableUntil` deadlines are read against. @default none: deadlines never pass */
+  constructor(private readonly deps: { hosts: Host[]; catalog: Catalog; clock?: Clock }) {
     this.hostList = [...deps.hosts];
     for (const host of deps.hosts) this.slots.set(host.id, FleetIndex.slotFor(host, deps.catalog));
     this.index = new FleetIndex([...this.slots.values()], deps.catalog);
@@ -49,6 +59,7 @@ export class Inventory {
 
   /** Chooses a host for the request and reserves it for `holderId` in one step. A holder's previous allocation is replaced. */
   placeAndReserve(holderId: string, request: PlacementRequest): PlacementResult {
+    this.lapse();
     const previous = this.allocations.get(holderId);
     if (previous) this.release(holderId);
     const slot = request.kind === 'gpu' ? this.index.findGpuHost(request) : this.index.findCpuHost(request);
@@ -102,16 +113,19 @@ export class Inventory {
 
   /** The hosts placement may use now, in configuration (then joining) order. */
   availableHosts(): Host[] {
+    this.lapse();
     return this.hostList.filter((h) => !this.unavailableIds.has(h.id));
   }
 
   /** Whether placement may use the host (false for an unknown id). */
   isAvailable(hostId: string): boolean {
+    this.lapse();
     return this.slots.has(hostId) && !this.unavailableIds.has(hostId);
   }
 
   /** Counts changes of the fleet's hosts (joins, capacity, availability, removals): views built from the hosts are current while it stays the same. */
   get version(): number {
+    this.lapse();
     return this.changes;
   }
 
@@ -136,10 +150,27 @@ export class Inventory {
   setAvailable(hostId: string, available: boolean): boolean {
     if (!this.slots.has(hostId)) return false;
     if (available === !this.unavailableIds.has(hostId)) return true;
-    if (available) this.unavailableIds.delete(hostId);
-    else this.unavailableIds.add(hostId);
+    if (available) {
+      this.unavailableIds.delete(hostId);
+      this.deadlines.counts(hostId);
+    } else this.unavailableIds.add(hostId);
     this.reindex();
     return true;
+  }
+
+  /**
+   * The host stays in placement until `at` unless this is called again with a later time: once the
+   * clock is past it, the next decision or count takes it out (and tells the `onLapse` listeners).
+   * Coming back is the caller's to say (`setAvailable(hostId, true)`, after a later deadline).
+   */
+  reachableUntil(hostId: string, at: number): void {
+    if (this.slots.has(hostId)) this.deadlines.set(hostId, at);
+  }
+
+  /** Listens for hosts taken out because their deadline passed (told after the decision that found them). */
+  onLapse(listener: (hostIds: string[]) => void): () => void {
+    this.lapseListeners.add(listener);
+    return () => void this.lapseListeners.delete(listener);
   }
 
   /**
@@ -149,6 +180,7 @@ export class Inventory {
   removeHost(hostId: string): void {
     if (!this.slots.delete(hostId)) return;
     this.unavailableIds.delete(hostId);
+    this.deadlines.delete(hostId);
     this.hostList = this.hostList.filter((h) => h.id !== hostId);
     this.reindex();
   }
@@ -159,11 +191,13 @@ export class Inventory {
 
   /** Free and total GPUs of one type, overall and per data center and CUDA version. */
   gpuStock(gpuTypeId: string): GpuTypeStock {
+    this.lapse();
     return this.index.gpuStock(gpuTypeId);
   }
 
   /** Every host's GPUs (type, total, reserved) and whether placement uses it now (metrics); O(hosts). */
   gpuUsage(): Array<{ hostId: string; gpuTypeId: string | null; total: number; used: number; available: boolean }> {
+    this.lapse();
     return [...this.slots.values()].map((slot) => ({
       hostId: slot.hostId,
       gpuTypeId: slot.host.gpuTypeId,
@@ -175,6 +209,7 @@ export class Inventory {
 
   /** The available hosts and their usage, as the pure `place()` reads them. */
   snapshot(): FleetSnapshot {
+    this.lapse();
     const usage = new Map<string, HostUsage>();
     for (const slot of this.index.slots) usage.set(slot.hostId, slot.usage());
     return { hosts: this.availableHosts(), usage, catalog: this.deps.catalog };
@@ -192,6 +227,17 @@ export class Inventory {
   }
 
   // --- bookkeeping -------------------------------------------------------------------------
+
+  /** Takes out the hosts in placement whose deadline has passed. */
+  private lapse(): void {
+    const clock = this.deps.clock;
+    if (!clock) return;
+    const due = this.deadlines.due(clock.now(), (id) => this.slots.has(id) && !this.unavailableIds.has(id));
+    if (due.length === 0) return;
+    for (const id of due) this.unavailableIds.add(id);
+    this.reindex();
+    for (const listener of this.lapseListeners) queueMicrotask(() => listener(due));
+  }
 
   private reindex(): void {
     const indexed: HostSlot[] = [];

@@ -378,11 +378,15 @@ export class PodController {
 
   /**
    * While the runtime is unavailable a launch waits: not an error of the pod, which keeps its
-   * status with the reason and launches once the runtime is back (the sweep comes again).
+   * status with the reason and launches once the runtime is back (the sweep comes again). A pod
+   * whose host left the fleet for good does not wait.
    */
   async #waitForRuntime(pod: PodRecord): Promise<boolean> {
     const unavailable = this.#deps.runtime.unavailable?.(pod.hostId ?? undefined) ?? null;
     if (unavailable === null) return false;
+    // A host that left the fleet for good (a revoked fleet host) is not waited for: the start
+    // fails, saying why, and the pod ends in ERROR.
+    if (pod.hostId !== null && this.#deps.inventory.host(pod.hostId) === undefined) return false;
     await this.#unseen(pod, `waiting for the runtime: ${unavailable}`);
     return true;
   }

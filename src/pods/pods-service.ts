@@ -92,6 +92,9 @@ const generatePassword = (): string => randomBytes(18).toString('base64url');
 
 const sameJson = (a: unknown, b: unknown): boolean => JSON.stringify(a) === JSON.stringify(b);
 
+/** Pod statuses whose instance is meant to be up (a change that restarts it restarts it now). */
+const LIVE_STATUSES: ReadonlySet<PodRecord['status']> = new Set(['PROVISIONING', 'STARTING', 'RUNNING']);
+
 export class PodsService {
   readonly #d: PodsServiceDeps;
 
@@ -360,12 +363,14 @@ export class PodsService {
   async act(accountId: string, id: string, action: PodAction): Promise<PodView> {
     const pod = await this.#owned(accountId, id);
     // stop and terminate reach the runtime too: while it is away they are refused (503) rather than
-    // half done, and the pod stays as it is. A start asks about the pod's own host (in a fleet,
-    // another may be away); a stop or terminate only about the runtime as a whole (a fleet queues
-    // them for a host that is away, so a lost host's pods can always be terminated).
-    if (action === 'start' || action === 'restart')
-      this.#assertRuntimeAvailable('No instance can be started right now', pod.hostId);
-    else this.#assertRuntimeAvailable(`The pod cannot be ${action === 'stop' ? 'stopped' : 'terminated'} right now`);
+    // half done, and the pod stays as it is. A start also asks about the pod's own host (in a
+    // fleet, another may be away: 409); a stop or terminate only about the runtime as a whole (a
+    // fleet queues them for a host that is away and sends nothing to a revoked one, so a lost
+    // host's pods can always be stopped and terminated).
+    if (action === 'start' || action === 'restart') {
+      this.#assertRuntimeAvailable('No instance can be started right now');
+      this.#assertHostReachable(pod, action === 'start' ? 'started' : 'restarted');
+    } else this.#assertRuntimeAvailable(`The pod cannot be ${action === 'stop' ? 'stopped' : 'terminated'} right now`);
     const quota = this.#d.quota;
     if (action === 'start' && quota && pod.desiredStatus !== 'RUNNING' && pod.gpuCount > 0)
       return this.#render(
@@ -411,7 +416,11 @@ export class PodsService {
         changes[k] !== undefined && !sameJson(changes[k], pod[k]);
       const reallocate =
         differs('ports') || (changes.disk !== undefined && diskOf({ ...pod, ...changes }) !== diskOf(pod));
-      return { changes, restart: RESTARTING_FIELDS.some(differs), reallocate };
+      const restart = RESTARTING_FIELDS.some(differs);
+      // A running pod sees the change by restarting, which its host must be there for.
+      if (restart && pod.desiredStatus === 'RUNNING' && LIVE_STATUSES.has(pod.status))
+        this.#assertHostReachable(pod, 'restarted with the change');
+      return { changes, restart, reallocate };
     });
     return this.#render(updated);
   }
@@ -432,13 +441,26 @@ export class PodsService {
 
   // ---------------------------------------------------------------------------------------------
 
-  /** 503 RUNTIME_UNAVAILABLE while the runtime (on `hostId`, when named) cannot start instances: nothing is stored or reserved. */
-  #assertRuntimeAvailable(what = 'No instance can be started right now', hostId?: string | null): void {
-    const reason = this.#d.runtime.unavailable?.(hostId ?? undefined) ?? null;
+  /** 503 RUNTIME_UNAVAILABLE while the runtime as a whole cannot start instances: nothing is stored or reserved. */
+  #assertRuntimeAvailable(what = 'No instance can be started right now'): void {
+    const reason = this.#d.runtime.unavailable?.() ?? null;
     if (reason !== null)
       throw new ApiError(
         'RUNTIME_UNAVAILABLE',
         `${what}: ${reason}. Nothing was created or changed; try again once the runtime is back.`,
+      );
+  }
+
+  /**
+   * 409 HOST_UNAVAILABLE while the pod's own host cannot start anything (a fleet host that is
+   * unreachable, or revoked): nothing is changed, and the detail says what still works.
+   */
+  #assertHostReachable(pod: PodRecord, what: string): void {
+    const reason = pod.hostId === null ? null : (this.#d.runtime.unavailable?.(pod.hostId) ?? null);
+    if (reason !== null)
+      throw new ApiError(
+        'HOST_UNAVAILABLE',
+        `Pod "${pod.id}" cannot be ${what}: ${reason}. Nothing was changed. It can still be stopped or terminated; once its host reports again it can be started (a revoked host never does: terminate the pod and create a new one).`,
       );
   }
 

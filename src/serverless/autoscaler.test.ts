@@ -337,6 +337,95 @@ describe('Autoscaler', () => {
     assert.ok(runtime.removed.includes(id!));
   });
 
+  /** What the fleet does when a host goes away: out of placement, its instances' host away. */
+  const hostAway = (hostId: string, reason: string) => {
+    runtime.hostsAway.set(hostId, reason);
+    t.services.inventory.setAvailable(hostId, false);
+  };
+  const hostBack = (hostId: string) => {
+    runtime.hostsAway.delete(hostId);
+    t.services.inventory.setAvailable(hostId, true);
+  };
+  const hostOfWorker = (id: string) => t.services.inventory.allocationOf(id)?.hostId ?? runtime.specs.get(id)?.hostId;
+
+  test('a worker not heard from yet whose host goes away is stopped at once, not counted as a crash, and replaced on another host in the same pass', async () => {
+    // AMPERE_24: GPU types on two hosts
+    const ep = await endpointOfNewAccount({ workersMin: 1, gpuIds: 'AMPERE_24' });
+    await autoscaler.tick(clock.now());
+    const [first] = autoscaler.workerIds(ep.id);
+    const hostId = hostOfWorker(first!)!;
+    hostAway(hostId, `host ${hostId} unreachable since 2026-01-01T00:00:00.000Z`);
+    try {
+      clock.advance(S);
+      await autoscaler.tick(clock.now());
+      assert.ok(runtime.removed.includes(first!), 'its instance is removed (queued for the host, in a fleet)');
+      const replacements = autoscaler.workerIds(ep.id);
+      assert.equal(replacements.length, 1, 'replaced in the same pass, not after the start timeout');
+      assert.notEqual(replacements[0], first);
+      assert.ok(hostOfWorker(replacements[0]!), 'the replacement holds a place');
+      assert.notEqual(hostOfWorker(replacements[0]!), hostId, 'the replacement is placed elsewhere');
+      assert.equal((await rows(ep.id)).find((r) => r.id === first)?.status, 'dead');
+      assert.equal(autoscaler.health(ep.id).crashes, 0);
+    } finally {
+      hostBack(hostId);
+      await t.services.endpoints.update(ep.accountId, ep.id, { workersMin: 0, workersMax: 0 });
+      await autoscaler.tick(clock.now());
+    }
+  });
+
+  test('a worker heard from whose host goes away keeps serving while it pings; once it is lost it no longer counts and a replacement is placed elsewhere', async () => {
+    const ep = await endpointOfNewAccount({ workersMin: 1, gpuIds: 'AMPERE_24' });
+    await autoscaler.tick(clock.now());
+    const [first] = autoscaler.workerIds(ep.id);
+    await t.services.workers.seen(ep.id, first!, false);
+    const hostId = hostOfWorker(first!)!;
+    hostAway(hostId, `host ${hostId} unreachable since 2026-01-01T00:00:00.000Z`);
+    try {
+      clock.advance(S);
+      await autoscaler.tick(clock.now());
+      assert.deepEqual(autoscaler.workerIds(ep.id), [first], 'its container may run on with its agent away');
+      assert.equal(runtime.removed.includes(first!), false);
+      // Its pings stop: the registry declares it lost (the timekeeper's sweep).
+      await t.services.workers.markDead(ep.id, [first!], clock.now());
+      await autoscaler.tick(clock.now());
+      const live = (await rows(ep.id)).filter((r) => r.status !== 'dead');
+      assert.equal(live.length, 1, JSON.stringify(await rows(ep.id)));
+      assert.notEqual(live[0]!.id, first);
+      assert.notEqual(live[0]!.host_id, hostId, 'the replacement is placed elsewhere');
+      assert.equal(autoscaler.health(ep.id).crashes, 0);
+    } finally {
+      hostBack(hostId);
+      await t.services.endpoints.update(ep.accountId, ep.id, { workersMin: 0, workersMax: 0 });
+      await autoscaler.tick(clock.now());
+    }
+  });
+
+  test('a worker whose host is revoked ends with its instance: stopped, its key revoked and its job requeued, and no crash is counted', async () => {
+    const ep = await endpointOfNewAccount({ workersMax: 1 });
+    const { id: jobId } = await t.services.jobs.client.submit(ep.id, ep.accountId, { input: {} });
+    await autoscaler.tick(clock.now());
+    const [worker] = autoscaler.workerIds(ep.id);
+    const key = runtime.specs.get(worker!)!.platformEnv.RUNPOD_AI_API_KEY!;
+    await t.services.jobs.worker.take(ep.id, worker!);
+    const hostId = hostOfWorker(worker!)!;
+    hostAway(hostId, `host ${hostId} was revoked at 2026-01-01T00:00:00.000Z`);
+    try {
+      // The fleet runtime ends a revoked host's instances, saying why.
+      runtime.crash(worker!, 0, `host ${hostId} was revoked at 2026-01-01T00:00:00.000Z`);
+      await until('the worker is cleaned up', () => autoscaler.workerIds(ep.id).length === 0);
+      await until(
+        'its job is requeued',
+        async () => (await t.services.jobs.client.status(ep.accountId, ep.id, jobId)).status === 'IN_QUEUE',
+      );
+      assert.equal(await t.services.accounts.authenticate(key), null, 'its key no longer works');
+      assert.equal(autoscaler.health(ep.id).crashes, 0);
+    } finally {
+      hostBack(hostId);
+      await t.services.endpoints.update(ep.accountId, ep.id, { workersMin: 0, workersMax: 0 });
+      await autoscaler.tick(clock.now());
+    }
+  });
+
   test('a long queue launches workersMax workers under REQUEST_COUNT, the pass counting only what can change the decision', async () => {
     const ep = await endpoint({ scalerType: 'REQUEST_COUNT', scalerValue: 2, workersMax: 2 });
     for (let i = 0; i < 40; i++) await t.services.jobs.client.submit(ep.id, accountId, { input: { i } });

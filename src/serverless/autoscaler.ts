@@ -21,7 +21,15 @@
  * While the runtime is unavailable (its engine unreachable) the autoscaler neither launches nor
  * stops workers (logged once), and a launch that fails because of it is not a crash. In a fleet a
  * host is unavailable, not the runtime: placement skips the host, and a launch that failed because
- * its host went away is not a crash either.
+ * its host went away is not a crash either. A worker on a host that is away:
+ * - not heard from yet (INITIALIZING) is stopped at once, not counted as a crash, so its
+ *   replacement is placed elsewhere in the same pass rather than after the start timeout (its
+ *   `remove` waits in the host's queue, for when the host is back);
+ * - heard from goes on while it pings (its container may run on with its agent away), counted
+ *   like any; once its pings stop, the registry marks it dead, it no longer counts, and
+ *   replacements are placed elsewhere;
+ * - on a revoked host its instance ends (the runtime says so): it is stopped (its key revoked,
+ *   its jobs back in the queue), not counted as a crash.
  */
 import type { Logger } from 'pino';
 import type { AutoscalerConfig } from '../config.js';
@@ -362,6 +370,14 @@ export class Autoscaler {
       if (this.#deps.workers.takeRecycleRequest(endpointId, row.id)) m.recycle = true;
       const holds = busy.get(row.id) ?? 0;
       const initializing = row.status === 'initializing' && holds === 0;
+      if (initializing && unavailable === null) {
+        // Not up yet on a host that is away: it would hold its place until the start timeout.
+        const away = this.#deps.runtime.unavailable?.(row.hostId) ?? null;
+        if (away !== null) {
+          await this.#workers.stop(row.id, `its host is away before it started: ${away}`);
+          continue;
+        }
+      }
       if (holds > 0) {
         m.lastActiveAt = now;
         this.#workers.prove(m);

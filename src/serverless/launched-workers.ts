@@ -53,6 +53,8 @@ export interface LaunchedWorkersDeps {
 /** One worker launched here, as the autoscaler tracks it between passes. */
 export interface LaunchedWorker {
   endpointId: string;
+  /** the host it was placed on */
+  hostId: string;
   startedAt: number;
   lastActiveAt: number;
   /** Set once the registry heard from it (it left INITIALIZING). */
@@ -141,6 +143,7 @@ export class LaunchedWorkers {
     const { placement } = placed;
     this.#workers.set(workerId, {
       endpointId: endpoint.id,
+      hostId: placement.hostId,
       startedAt: now,
       lastActiveAt: now,
       ready: false,
@@ -263,6 +266,7 @@ export class LaunchedWorkers {
     // startedAt is its launch: the crash window and the start timeout count from there.
     this.#workers.set(row.id, {
       endpointId: row.endpointId,
+      hostId: row.hostId,
       startedAt: row.createdAt,
       lastActiveAt: now,
       ready: false,
@@ -315,7 +319,11 @@ export class LaunchedWorkers {
     return this.#deps.systemLog?.write(workerId, line) ?? Promise.resolve();
   }
 
-  /** The runtime says an instance changed: a worker of ours that ended without being asked to is lost. */
+  /**
+   * The runtime says an instance changed: a worker of ours that ended without being asked to is
+   * lost. It counts as a crash of its endpoint unless it was proven, or its host is away (a fleet
+   * host revoked: its instances end, and not by their own doing).
+   */
   onInstanceChange(status: InstanceStatus): void {
     if (status.state !== 'exited' && status.state !== 'failed') return;
     const m = this.#workers.get(status.id);
@@ -327,7 +335,8 @@ export class LaunchedWorkers {
       'worker ended on its own',
     );
     void this.#log(status.id, `${status.state === 'failed' ? 'ERROR' : 'exited'}: ${reason}`);
-    if (!m.proven) this.#deps.states.crashed(m.endpointId, m.startedAt, now, reason);
+    if (!m.proven && (this.#deps.runtime.unavailable?.(m.hostId) ?? null) === null)
+      this.#deps.states.crashed(m.endpointId, m.startedAt, now, reason);
     void this.stop(status.id, 'instance ended')
       .catch((err: unknown) =>
         this.#deps.logger.error(

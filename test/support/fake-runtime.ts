@@ -28,7 +28,8 @@ interface FakeEngine {
  * instance serves HTTP.
  *
  * Tests may also set what `attach()` answers (`attached`: instances a previous server left; the
- * live ones are adopted), make the engine unreachable (`unavailableReason`), report an instance
+ * live ones are adopted), make the engine unreachable (`unavailableReason`) or one host
+ * (`hostsAway`), report an instance
  * `unknown` and back (`report`), and read what was asked of it (`started`, `stopped`, `removed`,
  * `removedVolumes`).
  */
@@ -45,6 +46,8 @@ export class FakeRuntime implements Runtime {
   attached: AttachedInstance[] | null = null;
   /** Why instances cannot be started (what `unavailable()` answers); `start()` rejects with it meanwhile. */
   unavailableReason: string | null = null;
+  /** Hosts that are away (a fleet host unreachable or revoked), with why: what `unavailable(hostId)` answers for them. */
+  readonly hostsAway = new Map<string, string>();
   /** Ids given to `start()`, `stop()` and `remove()`, in order; volume ids given to `removeVolume()`. */
   readonly started: string[] = [];
   readonly stopped: string[] = [];
@@ -147,8 +150,8 @@ export class FakeRuntime implements Runtime {
     this.#closed = true;
   }
 
-  unavailable(): string | null {
-    return this.unavailableReason;
+  unavailable(hostId?: string): string | null {
+    return this.unavailableReason ?? (hostId === undefined ? null : (this.hostsAway.get(hostId) ?? null));
   }
 
   /** The instance's process exits on its own. */
