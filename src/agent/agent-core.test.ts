@@ -648,7 +648,7 @@ class FirewalledRuntime extends FakeRuntime {
 
 test("containers may reach the control plane's URLs until a report's answer names its job API, then that, told again only when it changes", async () => {
   const runtime = new FirewalledRuntime();
-  const { core, transport, timers } = await startAgent({ runtime });
+  const { core, transport } = await startAgent({ runtime });
   await until(() => transport.reports.length >= 1, 'the first report');
   assert.deepEqual(runtime.allowed, [['http://cp-a.test']], 'before attach: the control plane itself');
   transport.jobUrl = 'http://jobs.cp-a.test:8081';
