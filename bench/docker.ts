@@ -149,6 +149,9 @@ async function main() {
             gpuMode: 'env-only',
             diskGb: 100_000,
             cpuFlavors: ['cpu3c'],
+            // The engine shares this machine's network namespace: its firewall stays as it is. The
+            // container firewall is installed once at start, never per create.
+            firewall: { mode: 'off' },
           },
         },
         quotas: { pods: 300, gpus: 300 },

@@ -59,6 +59,20 @@ describe(
       assert.ok(rules.includes('-A INPUT -i gcd34e+ -j GANTRY-cd34e-IN'));
     });
 
+    test("a service user holding CAP_NET_ADMIN and nothing else installs it (the agent's systemd unit)", async () => {
+      const user = [
+        ...prefix,
+        'setpriv',
+        '--reuid=65534',
+        '--regid=65534',
+        '--clear-groups',
+        '--inh-caps=+net_admin',
+        '--ambient-caps=+net_admin',
+      ];
+      await new ContainerFirewall({ command: user }).install({ ...policy, tag: 'ef56a', bridgePrefix: 'gef56a' });
+      assert.ok(save().split('\n').includes('-A INPUT -i gef56a+ -j GANTRY-ef56a-IN'));
+    });
+
     test('without the privilege to change the firewall the install fails, saying what iptables said', async () => {
       const unprivileged = new ContainerFirewall({
         command: ['setpriv', '--reuid=65534', '--regid=65534', '--clear-groups', '--inh-caps=-all'],
