@@ -33,7 +33,7 @@ export function ipv4ToInt(text: string): number | null {
   return n;
 }
 
-const intToIpv4 = (n: number): string => [n >>> 24, (n >>> 16) & 255, (n >>> 8) & 255, n & 255].join('.');
+export const intToIpv4 = (n: number): string => [n >>> 24, (n >>> 16) & 255, (n >>> 8) & 255, n & 255].join('.');
 
 /** `a.b.c.d/len` as the range it covers (the base masked to its prefix), or null. */
 export function parseCidr(text: string): Range | null {

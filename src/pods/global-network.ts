@@ -2,6 +2,7 @@
  * Global networking addresses (spec 2.8): each globally-networked pod gets one IPv4 address from
  * the configured pool, the lowest one not held by another pod that is not TERMINATED.
  */
+import { intToIpv4, ipv4ToInt } from '../domain/subnet-pool.js';
 
 export interface AddressRange {
   /** first and last usable address, as 32-bit integers (network and broadcast excluded) */
@@ -9,23 +10,10 @@ export interface AddressRange {
   last: number;
 }
 
-const toInt = (ip: string): number | null => {
-  const parts = ip.split('.');
-  if (parts.length !== 4) return null;
-  let n = 0;
-  for (const p of parts) {
-    if (!/^\d{1,3}$/.test(p) || Number(p) > 255) return null;
-    n = n * 256 + Number(p);
-  }
-  return n;
-};
-
-const toIp = (n: number): string => [n >>> 24, (n >>> 16) & 255, (n >>> 8) & 255, n & 255].join('.');
-
 /** Parses `a.b.c.d/len` (len 8-30) into its usable range. */
 export function parsePool(cidr: string): AddressRange {
   const m = /^([\d.]+)\/(\d{1,2})$/.exec(cidr.trim());
-  const base = m ? toInt(m[1]!) : null;
+  const base = m ? ipv4ToInt(m[1]!) : null;
   const len = m ? Number(m[2]) : NaN;
   if (base === null || !(len >= 8 && len <= 30))
     throw new Error(`Invalid global networking pool "${cidr}": expected an IPv4 CIDR such as 10.200.0.0/16`);
@@ -37,7 +25,7 @@ export function parsePool(cidr: string): AddressRange {
 /** The lowest address of the range not in `used`, or null when the pool is exhausted. */
 export function lowestFreeAddress(range: AddressRange, used: ReadonlySet<string>): string | null {
   for (let n = range.first; n <= range.last; n++) {
-    const ip = toIp(n);
+    const ip = intToIpv4(n);
     if (!used.has(ip)) return ip;
   }
   return null;
