@@ -18,7 +18,14 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { inContainer, netprobeImage, netprobeUnavailable, netprobeWorkerImage, reaches } from './support/netprobe.js';
+import {
+  inContainer,
+  netprobeImage,
+  netprobeUnavailable,
+  netprobeWorkerImage,
+  reaches,
+  startOutsider,
+} from './support/netprobe.js';
 import { netnsEnginesUnavailable, startListener, startNetnsEngine, type NetnsEngine } from './support/netns-engine.js';
 import { podOf, startGantryInEngine, workerOf, type GantryInEngine, type Placed } from './support/isolation-world.js';
 import { removeStandIns } from './support/nvidia-smi.js';
@@ -50,19 +57,7 @@ describe('containers of two accounts on a Docker Engine with iptables on', { ski
     await startListener(engine.nsenter, '0.0.0.0', HOST_SERVICE_PORT, (c) => after(() => void c.kill('SIGKILL')));
     await startListener([], engine.hostAddress, LAN_SERVICE_PORT, (c) => after(() => void c.kill('SIGKILL')));
     // The positive control: a container the engine runs outside Gantry, on its default bridge.
-    const made = await engine.client.createContainer('isolation-outsider', {
-      Image: podImage,
-      Env: [],
-      Labels: {},
-      Tty: false,
-      OpenStdin: false,
-      AttachStdin: false,
-      AttachStdout: false,
-      AttachStderr: false,
-      HostConfig: { RestartPolicy: { Name: 'no' } },
-    });
-    await engine.client.startContainer(made.Id);
-    outsider = made.Id;
+    outsider = await startOutsider(engine.client, podImage, 'isolation-outsider');
   });
   after(async () => {
     await engine?.stop();

@@ -17,7 +17,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { eventually } from './support/eventually.js';
 import { podOf, twoAccounts, workerOf, type Account, type Placed, type Where } from './support/isolation-world.js';
-import { inContainer, netprobeImage, netprobeUnavailable, netprobeWorkerImage, reaches } from './support/netprobe.js';
+import {
+  inContainer,
+  netprobeImage,
+  netprobeUnavailable,
+  netprobeWorkerImage,
+  reaches,
+  startOutsider,
+} from './support/netprobe.js';
 import { netnsEnginesUnavailable, startListener, startNetnsEngine, type NetnsEngine } from './support/netns-engine.js';
 import { BANNER_12_4, removeStandIns, standInNvidiaSmi } from './support/nvidia-smi.js';
 import { spawnAgent, type SpawnedAgent } from './support/spawn-agent.js';
@@ -138,21 +145,8 @@ describe('containers of two accounts on fleet hosts with iptables on', { skip: u
     ]);
     assert.equal(await netprobeImage(engines[1]!.client), podImage, 'both hosts hold the same images');
     assert.equal(await netprobeWorkerImage(engines[1]!.client), workerImage);
-    for (const engine of engines) {
-      const made = await engine.client.createContainer(`outsider-${process.pid}`, {
-        Image: podImage,
-        Env: [],
-        Labels: {},
-        Tty: false,
-        OpenStdin: false,
-        AttachStdin: false,
-        AttachStdout: false,
-        AttachStderr: false,
-        HostConfig: { RestartPolicy: { Name: 'no' } },
-      });
-      await engine.client.startContainer(made.Id);
-      outsiders.push(made.Id);
-    }
+    for (const engine of engines)
+      outsiders.push(await startOutsider(engine.client, podImage, `outsider-${process.pid}`));
     await eventually(
       () =>
         `both hosts available: ${runGantry(['hosts', 'list'], env).stdout}\n${agents.map((a) => a.output()).join('\n')}`,

@@ -76,50 +76,66 @@ export async function startDockerDaemon(): Promise<DockerDaemon> {
   let log = '';
   child.stdout!.on('data', (d: Buffer) => (log = (log + d.toString()).slice(-20_000)));
   child.stderr!.on('data', (d: Buffer) => (log = (log + d.toString()).slice(-20_000)));
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   const client = new DockerClient({ dockerHost: host, timeoutMs: 60_000 });
   let stopped = false;
   const stop = async (): Promise<void> => {
     if (stopped) return;
     stopped = true;
     client.close();
-    if (child.exitCode === null && child.signalCode === null) {
-      child.kill('SIGTERM');
-      const done = await Promise.race([exited.then(() => true), sleep(30_000).then(() => false)]);
-      if (!done) {
-        child.kill('SIGKILL');
-        const pidFile = `${dir}/exec/containerd/containerd.pid`;
-        if (existsSync(pidFile)) {
-          try {
-            process.kill(Number(readFileSync(pidFile, 'utf8')), 'SIGKILL');
-          } catch {
-            // gone already
-          }
-        }
-      }
-    }
-    const mounts = readFileSync('/proc/mounts', 'utf8')
-      .split('\n')
-      .map((l) => l.split(' ')[1] ?? '')
-      .filter((m) => m.startsWith(`${dir}/`))
-      .sort()
-      .reverse();
-    for (const m of mounts) spawnSync('umount', ['-l', m]);
+    await stopDockerd(child, dir);
     ip('link', 'delete', bridge);
     rmSync(dir, { recursive: true, force: true });
   };
+  try {
+    await engineAnswers(client, child, () => log);
+  } catch (err) {
+    await stop();
+    throw err;
+  }
+  return { host, client, dir, stop };
+}
+
+/**
+ * Stops a dockerd a test started (its containers stop with it; SIGKILL for it and its containerd
+ * after 30 s) and unmounts what it left mounted under `dir`.
+ */
+export async function stopDockerd(child: ChildProcess, dir: string): Promise<void> {
+  if (child.exitCode === null && child.signalCode === null) {
+    const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+    child.kill('SIGTERM');
+    const done = await Promise.race([exited.then(() => true), sleep(30_000).then(() => false)]);
+    if (!done) {
+      child.kill('SIGKILL');
+      const pidFile = `${dir}/exec/containerd/containerd.pid`;
+      if (existsSync(pidFile)) {
+        try {
+          process.kill(Number(readFileSync(pidFile, 'utf8')), 'SIGKILL');
+        } catch {
+          // gone already
+        }
+      }
+    }
+  }
+  const mounts = readFileSync('/proc/mounts', 'utf8')
+    .split('\n')
+    .map((l) => l.split(' ')[1] ?? '')
+    .filter((m) => m.startsWith(`${dir}/`))
+    .sort()
+    .reverse();
+  for (const m of mounts) spawnSync('umount', ['-l', m]);
+}
+
+/** Waits (up to 60 s) until the engine answers; rejects with its log when it exits or does not. */
+export async function engineAnswers(client: DockerClient, child: ChildProcess, log: () => string): Promise<void> {
   const deadline = Date.now() + 60_000;
   for (;;) {
     try {
       await client.ping(1_000);
-      break;
+      return;
     } catch {
-      if (child.exitCode !== null || Date.now() > deadline) {
-        await stop();
-        throw new Error(`the test Docker daemon at ${host} did not answer:\n${log}`);
-      }
+      if (child.exitCode !== null || Date.now() > deadline)
+        throw new Error(`the test Docker daemon did not answer:\n${log()}`);
       await sleep(200);
     }
   }
-  return { host, client, dir, stop };
 }

@@ -11,9 +11,9 @@
  * missing, so a suite skips (and fails under CI=true, where .ci/run installs them).
  */
 import { spawn, spawnSync, type ChildProcess, type SpawnOptions } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { setTimeout as sleep } from 'node:timers/promises';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { DockerClient } from '../../src/runtime/docker/docker-client.js';
+import { engineAnswers, stopDockerd } from './docker-daemons.js';
 
 export interface NetnsEngine {
   /** the namespace's name (`/var/run/netns/<name>`) */
@@ -91,27 +91,7 @@ export async function startNetnsEngine(): Promise<NetnsEngine> {
     stopped = true;
     client.close();
     for (const child of children) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
-    if (dockerd && dockerd.exitCode === null && dockerd.signalCode === null) {
-      const exited = new Promise<void>((resolve) => dockerd!.once('exit', () => resolve()));
-      dockerd.kill('SIGTERM');
-      if (!(await Promise.race([exited.then(() => true), sleep(30_000).then(() => false)]))) {
-        dockerd.kill('SIGKILL');
-        const pidFile = `${dir}/exec/containerd/containerd.pid`;
-        if (existsSync(pidFile))
-          try {
-            process.kill(Number(readFileSync(pidFile, 'utf8')), 'SIGKILL');
-          } catch {
-            // gone already
-          }
-      }
-    }
-    const mounts = readFileSync('/proc/mounts', 'utf8')
-      .split('\n')
-      .map((l) => l.split(' ')[1] ?? '')
-      .filter((m) => m.startsWith(`${dir}/`))
-      .sort()
-      .reverse();
-    for (const m of mounts) spawnSync('umount', ['-l', m]);
+    if (dockerd) await stopDockerd(dockerd, dir);
     for (const neighbour of neighbours) ip('netns', 'del', neighbour);
     ip('netns', 'del', name);
     ip('link', 'del', hostEnd);
@@ -150,17 +130,7 @@ export async function startNetnsEngine(): Promise<NetnsEngine> {
     );
     dockerd.stdout!.on('data', (d: Buffer) => (log = (log + d.toString()).slice(-20_000)));
     dockerd.stderr!.on('data', (d: Buffer) => (log = (log + d.toString()).slice(-20_000)));
-    const deadline = Date.now() + 60_000;
-    for (;;) {
-      try {
-        await client.ping(1_000);
-        break;
-      } catch {
-        if (dockerd.exitCode !== null || Date.now() > deadline)
-          throw new Error(`the namespaced Docker Engine at ${dockerHost} did not answer:\n${log}`);
-        await sleep(200);
-      }
-    }
+    await engineAnswers(client, dockerd, () => log);
   } catch (err) {
     await stop();
     throw err;

@@ -101,3 +101,23 @@ export async function reaches(
   if (said === 'timeout' || said.startsWith('error=')) return { reached: false, said };
   throw new Error(`netprobe connect said "${said}"`);
 }
+
+/**
+ * The positive control of the reachability checks: a container of `image` the engine runs outside
+ * Gantry, on its default bridge, with Docker's default capabilities and no firewall of Gantry's.
+ */
+export async function startOutsider(client: DockerClient, image: string, name: string): Promise<string> {
+  const made = await client.createContainer(name, {
+    Image: image,
+    Env: [],
+    Labels: {},
+    Tty: false,
+    OpenStdin: false,
+    AttachStdin: false,
+    AttachStdout: false,
+    AttachStderr: false,
+    HostConfig: { RestartPolicy: { Name: 'no' } },
+  });
+  await client.startContainer(made.Id);
+  return made.Id;
+}
