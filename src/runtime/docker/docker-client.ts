@@ -5,7 +5,7 @@
  * answers for rejects with `DockerUnreachableError` (`the Docker Engine at unix:///… is unreachable: …`).
  */
 import type { Readable } from 'node:stream';
-import { registryOf, splitImageRef } from '../../domain/image-ref.js';
+import { registryOf, registryOfImage, splitImageRef } from '../../domain/image-ref.js';
 import {
   DEFAULT_ENGINE_TIMEOUT_MS,
   EngineConnection,
@@ -18,6 +18,7 @@ import type {
   ContainerInspect,
   ContainerStats,
   ContainerSummary,
+  DistributionInspect,
   EndpointSettings,
   EngineEvent,
   EngineInfo,
@@ -99,6 +100,25 @@ export class DockerClient {
       options.onProgress,
       options.inactivityMs ?? PULL_INACTIVITY_MS,
     );
+  }
+
+  /**
+   * Asks the registry (through the engine, with the credential when given) for the manifest `ref`
+   * names (`GET /distribution/{name}/json`): its digest, with no download and no local tag changed.
+   * The engine answers from the registry, never from its own images: a registry that refuses the
+   * credential, or cannot be reached, rejects.
+   */
+  async inspectDistribution(ref: string, auth: RegistryCredential | null): Promise<DistributionInspect> {
+    const headers: Record<string, string> = {};
+    if (auth) headers['x-registry-auth'] = registryAuthHeader(auth, registryOfImage(ref));
+    return (
+      await this.#conn.json<DistributionInspect>({
+        method: 'GET',
+        path: `/distribution/${enc(ref)}/json`,
+        headers,
+        doing: `asking the registry for image "${ref}"`,
+      })
+    ).body;
   }
 
   /** Imports a root filesystem tar as image `repo:tag`; `changes` are Dockerfile instructions (`CMD ["sh"]`). */
