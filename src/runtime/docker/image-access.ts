@@ -34,7 +34,7 @@ import { canonicalImage, imageIdProblem, type CanonicalImage } from '../../domai
 import type { RegistryGuard } from '../registry-guard.js';
 import type { InstanceSpec } from '../runtime.js';
 import type { DockerClient } from './docker-client.js';
-import { isUnreachable } from './engine-connection.js';
+import { DockerEngineError, isUnreachable } from './engine-connection.js';
 import { PrivateImageLedger } from './private-image-ledger.js';
 
 export interface ImageAccessOptions {
@@ -137,7 +137,7 @@ export class ImageAccess {
         ? 'Check that the registry credential the pod (or the endpoint’s template) names can pull it'
         : 'Give the pod (or the endpoint’s template) a registry credential that can pull it';
       throw new Error(
-        `image "${spec.image}" is private on this host (an image of its repository was pulled here with a registry credential), so it runs only for an account that proves it can pull it, checked against the registry before every start (a registry that cannot be reached refuses it too). Asking the registry for it with ${credential} failed: ${(err as Error).message}. ${fix}`,
+        `image "${spec.image}" is private on this host (an image of its repository was pulled here with a registry credential), so it runs only for an account that proves it can pull it, checked against the registry before every start (a registry that cannot be reached refuses it too). Asking the registry for it with ${credential} failed: ${err instanceof DockerEngineError ? err.engineMessage : (err as Error).message}. ${fix}`,
         { cause: err },
       );
     }
