@@ -35,6 +35,13 @@ export interface ImageInspect {
   RepoDigests?: string[] | null;
 }
 
+/** An entry of `GET /images/json`. */
+export interface ImageSummary {
+  Id: string;
+  RepoTags: string[] | null;
+  RepoDigests: string[] | null;
+}
+
 /** `GET /distribution/{name}/json`: what the registry holds under a reference. */
 export interface DistributionInspect {
   Descriptor: { mediaType: string; digest: string; size: number };

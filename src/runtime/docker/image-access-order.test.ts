@@ -13,12 +13,18 @@ import { DockerEngineError } from './engine-connection.js';
 
 const ALICE = { username: 'alice', password: 'pw' };
 
-/** An engine whose registry gives its images to alice only, recording each call. */
+/**
+ * An engine whose registry gives its images to alice only, recording each call: a pull of a ref
+ * in `missing` is refused (the registry has no such manifest), one in `gated` waits for its gate.
+ */
 function standIn() {
   const calls: string[] = [];
   const volumes = new Set<string>();
-  let pulled: () => void = () => undefined;
+  const held: string[] = [];
+  const missing = new Set<string>();
+  const gated = new Map<string, Promise<void>>();
   const client: ImageAccessOptions['client'] = {
+    listImages: async () => held.map((ref) => ({ Id: `sha256:${ref}`, RepoTags: [ref], RepoDigests: [] })),
     inspectVolume: async (name) => (volumes.has(name) ? ({ Name: name } as never) : null),
     createVolume: async (name) => {
       calls.push('record');
@@ -33,11 +39,15 @@ function standIn() {
     },
     pullImage: async (ref, options) => {
       calls.push(`pull ${ref} as ${options?.auth?.username ?? 'nobody'}`);
-      pulled();
+      await gated.get(ref);
+      if (missing.has(ref)) throw new DockerEngineError(`pulling image "${ref}"`, 404, 'manifest unknown');
+      held.push(ref);
     },
   };
-  return { calls, client, onPull: (f: () => void) => (pulled = f) };
+  return { calls, client, volumes, missing, gated };
 }
+
+const silent = pino({ level: 'silent' });
 
 const spec = (accountId: string, image: string, registryAuth: InstanceSpec['registryAuth'] = null) =>
   instanceSpec({ owner: { kind: 'pod', accountId }, image, registryAuth });
@@ -47,7 +57,7 @@ test('a pull with a credential waits for the creates of its repository under way
   const engine = standIn();
   const access = new ImageAccess({
     client: engine.client,
-    logger: pino({ level: 'silent' }),
+    logger: silent,
     registryGuard: { refusal: async () => null },
   });
   const early = await access.admit(spec('acct-b', 'reg.example/team/app:1'));
@@ -65,7 +75,11 @@ test('a pull with a credential waits for the creates of its repository under way
   created();
   await earlyCreate;
   await pulling;
-  assert.deepEqual(engine.calls.slice(2), ['pull reg.example/team/app:2 as alice']);
+  assert.deepEqual(
+    engine.calls.slice(2),
+    ['pull reg.example/team/app:2 as alice', 'record'],
+    'recorded again once pulled',
+  );
 
   // Admitted when the repository was not private yet: the record made since is seen at the create.
   let sent = false;
@@ -76,5 +90,39 @@ test('a pull with a credential waits for the creates of its repository under way
     /is private on this host/,
   );
   assert.equal(sent, false, 'refused before the create is sent');
-  assert.deepEqual(engine.calls.slice(3), ['ask registry for reg.example/team/app:1 as nobody']);
+  assert.deepEqual(engine.calls.slice(4), ['ask registry for reg.example/team/app:1 as nobody']);
+});
+
+test('a pull with a credential that the engine refuses drops the record it made, unless the engine holds an image of the repository or another pull of it is under way', async () => {
+  const engine = standIn();
+  const access = new ImageAccess({
+    client: engine.client,
+    logger: silent,
+    registryGuard: { refusal: async () => null },
+  });
+  const pull = async (image: string) => (await access.admit(spec('acct-a', image, ALICE))).pullMissing();
+  const recorded = () => engine.volumes.size;
+
+  // A name a tenant tried, of which nothing exists: no record is left behind.
+  engine.missing.add('reg.example/team/typo:1');
+  await assert.rejects(pull('reg.example/team/typo:1'), /manifest unknown/);
+  assert.equal(recorded(), 0);
+
+  // Another pull of the repository under way here: its record stays, and it lands recorded.
+  let release: () => void = () => undefined;
+  engine.gated.set('reg.example/team/app:1', new Promise<void>((resolve) => (release = resolve)));
+  engine.missing.add('reg.example/team/app:2');
+  const first = pull('reg.example/team/app:1');
+  await turn();
+  await assert.rejects(pull('reg.example/team/app:2'), /manifest unknown/);
+  assert.equal(recorded(), 1, 'kept for the pull under way');
+  release();
+  await first;
+  assert.equal(recorded(), 1);
+
+  // The engine holds an image of it: a failed pull of another tag keeps the record.
+  engine.missing.add('reg.example/team/app:3');
+  await assert.rejects(pull('reg.example/team/app:3'), /manifest unknown/);
+  assert.equal(recorded(), 1);
+  await assert.rejects(access.admit(spec('acct-b', 'reg.example/team/app:1')), /is private on this host/);
 });

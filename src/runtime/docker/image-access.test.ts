@@ -120,6 +120,17 @@ if (!engine || noRegistry) {
       assert.doesNotMatch(await refused(fixture, spec('acct-b', id.slice(7, 15))), /private/);
     });
 
+    test('a pull with a credential of an image the registry does not have leaves no record of its repository', async () => {
+      const typo = `${priv.address}/team-${run}/no-such-image:1`;
+      await assert.rejects(fixture.runtime.start(spec('acct-a', typo, ALICE)), /manifest unknown|not found/);
+      assert.equal(await ledger.isPrivate(canonicalImage(typo).repository), false);
+      assert.equal(
+        await ledger.isPrivate(canonicalImage(secret).repository),
+        true,
+        'the image pulled is still private',
+      );
+    });
+
     test('a restarted runtime, and another installation on the same engine, still refuse the private image to an account that cannot pull it', async () => {
       await fixture.runtime.start(spec('acct-a', secret, ALICE));
       const other = runtimeOn();

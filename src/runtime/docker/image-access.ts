@@ -6,9 +6,12 @@
  * The rule:
  * - a repository is **private** on an engine once an image of it was pulled there with a registry
  *   credential (recorded on the engine before that pull: private-image-ledger.ts), and stays so
- *   until a pull of it *without* a credential succeeds (anyone may pull it: it is public, and the
- *   record is dropped). Registries grant pulls per repository, so every tag and digest of a
- *   private repository is private;
+ *   until its registry gives an image of it to an account that sent no credential (anyone may
+ *   pull it: it is public, and the record is dropped). Registries grant pulls per repository, so
+ *   every tag and digest of a private repository is private. A credentialed pull the engine
+ *   refuses drops the record it made when the engine holds nothing of the repository and no other
+ *   pull of it is under way here (names a tenant tries leave nothing behind); the pull that
+ *   succeeds records it again once done, in case another process dropped it meanwhile;
  * - before every container create of an image of a private repository, the instance's account
  *   proves it may pull it: the engine asks the registry for the image's manifest, by tag or by
  *   digest as the reference names it, with the instance's own credential (or none) — one manifest
@@ -38,7 +41,10 @@ import { DockerEngineError, isUnreachable } from './engine-connection.js';
 import { PrivateImageLedger } from './private-image-ledger.js';
 
 export interface ImageAccessOptions {
-  client: Pick<DockerClient, 'pullImage' | 'inspectDistribution' | 'inspectVolume' | 'createVolume' | 'removeVolume'>;
+  client: Pick<
+    DockerClient,
+    'pullImage' | 'inspectDistribution' | 'listImages' | 'inspectVolume' | 'createVolume' | 'removeVolume'
+  >;
   logger: Logger;
   /** Judges the image's registry before any pull. */
   registryGuard: Pick<RegistryGuard, 'refusal'>;
@@ -61,6 +67,8 @@ export class ImageAccess {
   readonly #marked = new Set<string>();
   /** Creates under way, per repository: a credentialed pull of it waits for them. */
   readonly #creating = new Map<string, Set<Promise<unknown>>>();
+  /** Credentialed pulls under way, per repository. */
+  readonly #pulling = new Map<string, number>();
 
   constructor(options: ImageAccessOptions) {
     this.#o = options;
@@ -107,14 +115,47 @@ export class ImageAccess {
   }
 
   async #pullMissing(spec: InstanceSpec, image: CanonicalImage): Promise<void> {
-    if (spec.registryAuth) {
-      // Recorded before the pull, and in memory before anything is awaited: no create of this
-      // repository that has not seen the record can meet the pulled image.
-      this.#marked.add(image.repository);
-      await this.#ledger.mark(image.repository);
-      await Promise.allSettled([...(this.#creating.get(image.repository) ?? [])]);
+    await this.#allowed(spec, 'pulling');
+    if (!spec.registryAuth) return this.#pull(spec, image);
+    const { repository } = image;
+    // Recorded before the pull, and in memory before anything is awaited: no create of this
+    // repository that has not seen the record can meet the pulled image.
+    this.#marked.add(repository);
+    this.#pulling.set(repository, (this.#pulling.get(repository) ?? 0) + 1);
+    try {
+      await this.#ledger.mark(repository);
+      await Promise.allSettled([...(this.#creating.get(repository) ?? [])]);
+      await this.#pull(spec, image);
+      // Again once pulled: another process's failed pull of this repository may have dropped it meanwhile.
+      await this.#ledger.mark(repository);
+    } catch (err) {
+      // The engine refused the pull: a record of a repository it holds nothing of is not kept (each
+      // name a tenant tries would leave one). A pull that broke off (the engine may finish it) keeps it.
+      if (err instanceof DockerEngineError)
+        await this.#dropIfUnused(repository).catch((dropErr: unknown) =>
+          this.#o.logger.warn(
+            { err: dropErr, repository },
+            'cannot drop the record of a repository nothing was pulled of',
+          ),
+        );
+      throw err;
+    } finally {
+      const left = (this.#pulling.get(repository) ?? 1) - 1;
+      if (left === 0) this.#pulling.delete(repository);
+      else this.#pulling.set(repository, left);
     }
-    await this.#pull(spec, image);
+  }
+
+  /** Drops the record of `repository` unless another pull of it is under way here or the engine holds an image of it. */
+  async #dropIfUnused(repository: string): Promise<void> {
+    if ((this.#pulling.get(repository) ?? 0) > 1) return;
+    const images = await this.#o.client.listImages();
+    const held = images.some((i) =>
+      [...(i.RepoTags ?? []), ...(i.RepoDigests ?? [])].some((ref) => canonicalImage(ref).repository === repository),
+    );
+    if (held || (this.#pulling.get(repository) ?? 0) > 1) return;
+    this.#marked.delete(repository);
+    await this.#ledger.forget(repository);
   }
 
   async #prove(spec: InstanceSpec, image: CanonicalImage): Promise<void> {
@@ -177,9 +218,9 @@ export class ImageAccess {
     throw new Error(`${doing} image "${spec.image}": refused: ${refusal}`);
   }
 
+  /** Pulls the image (its registry already judged by {@link #allowed}). */
   async #pull(spec: InstanceSpec, image: CanonicalImage): Promise<void> {
     const { client, logger } = this.#o;
-    await this.#allowed(spec, 'pulling');
     logger.info({ instance: spec.id, image: image.ref, withCredential: Boolean(spec.registryAuth) }, 'pulling image');
     await client.pullImage(image.ref, {
       auth: spec.registryAuth ?? null,
