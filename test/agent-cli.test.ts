@@ -183,6 +183,10 @@ test('bad flags, or neither a token nor a credential, exit with status 2 naming 
       /--gpu-mode must be auto, nvidia or env-only/,
     ],
     [
+      ['--server', 'https://cp.example', '--data-dir', dir, '--registries-allow', 'registry.internal:5000,no such'],
+      /--registries-allow: "no such" is not a registry/,
+    ],
+    [
       ['--server', 'https://cp.example', '--data-dir', dir, '--token', 'secret-looking-value'],
       /--token is not a join token/,
     ],

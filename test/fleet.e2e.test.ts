@@ -20,6 +20,7 @@ import { runGantry, spawnGantry, type SpawnedGantry } from './support/spawn-gant
 import { spawnAgent, type SpawnedAgent } from './support/spawn-agent.js';
 import { readSse } from './support/sse-client.js';
 import { newKeyPair, noOpenSsh, runSsh } from './support/openssh.js';
+import { pushImage, registryUnavailable, startRegistry, type TestRegistry } from './support/registry.js';
 
 const KEY = 'fleet-e2e-admin-key-0123456789abcdef';
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -53,6 +54,11 @@ interface Pod {
 const unavailable = dockerDaemonsUnavailable();
 if (unavailable && process.env.CI === 'true')
   throw new Error(`the fleet's end-to-end tests need Docker daemons of their own under CI: ${unavailable}`);
+const noRegistry = unavailable ? null : registryUnavailable();
+/** Account B's: the control plane serves two accounts (workers would share the hosts' loopback). */
+const MULTI_ACCOUNT = { GANTRY_DOCKER_HOST_NETWORK_MULTI_ACCOUNT: 'true' };
+const ALICE = { username: 'alice', password: 'alice-pw-4711' };
+const BOB = { username: 'bob', password: 'bob-pw-0815' };
 
 describe('the fleet: agents on two Docker hosts joined to one control plane', { skip: unavailable ?? false }, () => {
   const dir = mkdtempSync(join(tmpdir(), 'gantry-fleet-e2e-'));
@@ -64,12 +70,20 @@ describe('the fleet: agents on two Docker hosts joined to one control plane', { 
   const agents = new Map<string, SpawnedAgent>();
   let image = '';
   const hostArgs = new Map<string, string[]>();
+  /** A registry asking for a credential, and an image of it only alice could pull (pushed to host B's engine, untagged there). */
+  let registry: TestRegistry | null = null;
+  let secret = '';
 
-  const api = async <T>(method: string, path: string, body?: unknown): Promise<{ status: number; body: T }> => {
+  const api = async <T>(
+    method: string,
+    path: string,
+    body?: unknown,
+    key = KEY,
+  ): Promise<{ status: number; body: T }> => {
     const res = await fetch(`${server!.url}${path}`, {
       method,
       headers: {
-        authorization: `Bearer ${KEY}`,
+        authorization: `Bearer ${key}`,
         ...(body === undefined ? {} : { 'content-type': 'application/json' }),
       },
       ...(body === undefined ? {} : { body: JSON.stringify(body) }),
@@ -116,17 +130,24 @@ describe('the fleet: agents on two Docker hosts joined to one control plane', { 
     image = await buildImage(daemons[0]!.client, RECIPES.http);
     const same = await buildImage(daemons[1]!.client, RECIPES.http);
     assert.equal(same, image, 'both hosts hold the same image');
+    if (!noRegistry) {
+      registry = await startRegistry({ alice: ALICE.password, bob: BOB.password });
+      secret = `${registry.address}/acme/model-server:3`;
+      await pushImage(daemons[1]!.host, image, secret, ALICE);
+    }
+    const registries = { allow: registry ? [registry.address] : [] };
     writeFileSync(
       configPath,
       JSON.stringify({
         // the timeout leaves room for the last-seen times written every second (`hosts list` reads those)
         fleet: { heartbeatMs: 500, heartbeatTimeoutMs: 4_000, pollWaitMs: 5_000 },
         pods: { stopGraceMs: 1_000 },
-        runtime: { kind: 'fleet', orphanGraceMs: 1_500 },
+        runtime: { kind: 'fleet', orphanGraceMs: 1_500, docker: { registries } },
       }),
     );
     server = await spawnGantry(['--host', '127.0.0.1', '--data-dir', dataDir, '--config', configPath], {
       GANTRY_BOOTSTRAP_KEY: KEY,
+      ...MULTI_ACCOUNT,
     });
     const gpus = {
       'host-a': [0, 1, 2]
@@ -165,6 +186,7 @@ describe('the fleet: agents on two Docker hosts joined to one control plane', { 
         smi.path,
         '--gpu-mode',
         'env-only',
+        ...(registry ? ['--registries-allow', registry.address] : []),
       ]);
       const token = runGantry(['hosts', 'token', 'create', '--data-dir', dataDir]).stdout.trim();
       assert.match(token, /^gjt_/);
@@ -180,6 +202,7 @@ describe('the fleet: agents on two Docker hosts joined to one control plane', { 
     for (const agent of agents.values()) await agent.stop('SIGTERM');
     await server?.stop();
     await Promise.all(daemons.map((d) => d.stop()));
+    await registry?.close();
     removeStandIns();
     rmSync(dir, { recursive: true, force: true });
   });
@@ -306,6 +329,62 @@ describe('the fleet: agents on two Docker hosts joined to one control plane', { 
       assert.equal(run.code, 4, run.stderr);
       assert.match(run.stdout, new RegExp(`hi-42 ${pod.id}`));
       assert.equal((await api('DELETE', `/v2/pods/${pod.id}`)).status < 300, true);
+    },
+  );
+
+  test(
+    "on an agent's host a private image another account pulled runs only for an account whose own credential the registry accepts, checked by the agent",
+    { skip: noRegistry ?? false },
+    async () => {
+      const account = runGantry(
+        ['accounts', 'create', 'intruder', '--data-dir', dataDir, '--config', configPath],
+        MULTI_ACCOUNT,
+      );
+      assert.equal(account.status, 0, account.stderr);
+      const made = runGantry(['keys', 'create', '--account', 'intruder', '--scope', 'write', '--data-dir', dataDir]);
+      assert.equal(made.status, 0, made.stderr);
+      const intruder = made.stdout.trim();
+      const credential = async (key: string, who: { username: string; password: string }) => {
+        const r = await api<{ id: string }>('POST', '/v2/registries', { name: who.username, ...who }, key);
+        assert.equal(r.status, 201, JSON.stringify(r.body));
+        return r.body.id;
+      };
+      const settle = async (key: string, registryId: string | null) => {
+        const created = await api<Pod>(
+          'POST',
+          '/v2/pods',
+          {
+            name: 'private-image',
+            image: secret,
+            gpu: { id: 'NVIDIA RTX A6000', count: 1 },
+            disk: 5,
+            ...(registryId ? { registry: registryId } : {}),
+          },
+          key,
+        );
+        assert.equal(created.status, 201, JSON.stringify(created.body));
+        const pod = await eventually(
+          `pod ${created.body.id} RUNNING or ERROR`,
+          async () => {
+            const r = await api<Pod>('GET', `/v2/pods/${created.body.id}`, undefined, key);
+            return r.body.status === 'RUNNING' || r.body.status === 'ERROR' ? r.body : null;
+          },
+          30_000,
+        );
+        const container = await containerOf(daemons[1]!, pod.id);
+        assert.equal((await api('DELETE', `/v2/pods/${pod.id}`, undefined, key)).status < 300, true);
+        await eventually('the pod’s container gone', async () => (await containerOf(daemons[1]!, pod.id)) === null);
+        return { pod, container };
+      };
+
+      const owner = await settle(KEY, await credential(KEY, ALICE));
+      assert.equal(owner.pod.status, 'RUNNING', owner.pod.statusReason ?? '');
+      const none = await settle(intruder, null);
+      assert.equal(none.pod.status, 'ERROR');
+      assert.match(none.pod.statusReason ?? '', /is private on this host/);
+      assert.equal(none.container, null, 'the agent created no container');
+      const own = await settle(intruder, await credential(intruder, BOB));
+      assert.equal(own.pod.status, 'RUNNING', own.pod.statusReason ?? '');
     },
   );
 

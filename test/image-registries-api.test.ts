@@ -118,6 +118,31 @@ describe('image registries with runtime docker', () => {
     await t.request(key, 'DELETE', `/v2/pods/${plain.id}`);
   });
 
+  test('a pod or a template naming an image by its ID is refused with 400 IMAGE_NOT_ALLOWED before anything is stored: an ID could name another account’s private image', async () => {
+    const id = 'sha256:' + '7e3393d6ab3e93203b607bc4a55556226a026345ebf6322fa3c69b978b7e9884'.slice(0, 64);
+    for (const image of [id, id.slice(7), id.slice(0, 11), id.slice(7, 19)]) {
+      assertImageRefused(await pod(image), /names an image by its ID, not by repository/, image);
+      assertImageRefused(
+        await t.request(key, 'POST', '/v2/templates', { name: 'by-id', image }),
+        /names an image by its ID/,
+        image,
+      );
+    }
+    assert.deepEqual(json(await t.request(key, 'GET', '/v2/pods')).pods, []);
+    assert.deepEqual(
+      json<{ templates: Array<{ name: string }> }>(await t.request(key, 'GET', '/v2/templates')).templates.filter(
+        (tpl) => tpl.name === 'by-id',
+      ),
+      [],
+    );
+    // Names that only look like IDs are names: a repository, a tag, or hex shorter than a short ID.
+    for (const image of ['team/7e3393d6ab3e', 'deadbeef:1', 'cafe']) {
+      const res = await pod(image);
+      assert.equal(res.statusCode, 201, `${image}: ${res.body}`);
+      await t.request(key, 'DELETE', `/v2/pods/${json(res).id}`);
+    }
+  });
+
   test('GraphQL pod deploys, template saves and inline endpoint templates are refused alike, and leave nothing behind', async () => {
     const startedBefore = runtime.started.length;
     const deploy = await gql(

@@ -36,6 +36,11 @@ export interface AgentOptions extends AgentHostSettings {
   firewall: { command: string[] } | null;
   /** where account networks take their /24s */
   networkPool: string;
+  /**
+   * Registries the engine may pull from although they are on a private address (the host's own
+   * network: `runtime.docker.registries.allow` for this host). @default [] (none)
+   */
+  registriesAllow?: string[];
 }
 
 /** SIGTERM → SIGKILL grace of a stop operation (the control plane's default `pods.stopGraceMs`). */
@@ -122,6 +127,7 @@ export async function createAgent(options: AgentOptions): Promise<AgentCore> {
         // its utilisation sampler asks the same nvidia-smi discovery did
         nvidiaSmi: options.nvidiaSmi,
         networks: { pool: options.networkPool, subnetPrefix: 24 },
+        registries: { allow: options.registriesAllow ?? [], only: false, private: 'refuse' },
         ...(options.firewall ? { firewall: { command: options.firewall.command, allow: [] } } : {}),
       });
     },

@@ -7,12 +7,13 @@ import { parseArgs, UsageError } from './args.js';
 import { DEFAULT_DOCKER_HOST, defaultNamespace } from '../config-runtime.js';
 import { parseDockerHost } from '../runtime/docker/engine-info.js';
 import { parseSubnetPool } from '../domain/subnet-pool.js';
+import { parseRegistryPattern } from '../domain/registry-policy.js';
 import type { AgentOptions } from '../agent/start-agent.js';
 
 export const agentHelp = `gantry agent --server URL[,URL…] [--token T] [--data-dir DIR] [--name NAME] [--public-ip IP]
              [--port-range A-B] [--disk-gb N] [--docker-host H] [--namespace NS] [--nvidia-smi CMD]
              [--gpu-mode auto|nvidia|env-only] [--firewall install|off] [--firewall-command "CMD ARGS"]
-             [--network-pool CIDR]
+             [--network-pool CIDR] [--registries-allow REGISTRY[,REGISTRY…]]
 Runs this host's agent: joins the control plane at URL (outbound only) and runs its pods and
 workers on the local Docker Engine (docs/fleet.md).
   --server     GANTRY_AGENT_SERVER     the control plane's URL; several, comma-separated, are tried in turn
@@ -34,6 +35,9 @@ workers on the local Docker Engine (docs/fleet.md).
   --firewall-command                   a prefix for iptables-save/iptables-restore, words split on spaces
                                        (sudo -n; nsenter --net=/run/netns/engine)
   --network-pool GANTRY_AGENT_NETWORK_POOL  the IPv4 range account networks take /24s from (default 10.224.0.0/12)
+  --registries-allow GANTRY_AGENT_REGISTRIES_ALLOW  registries this host's engine may pull from although
+                                       they are on a private address (host, host:port, [ipv6]:port,
+                                       *.domain; comma-separated); others on one are refused
 Exit status: 0 stopped (SIGTERM/SIGINT; containers keep running), 1 no engine, 2 bad input or join
 token, 3 the host was revoked.`;
 
@@ -52,6 +56,7 @@ const options = {
   firewall: { type: 'string' },
   'firewall-command': { type: 'string' },
   'network-pool': { type: 'string' },
+  'registries-allow': { type: 'string' },
   help: { type: 'boolean', short: 'h' },
 } as const;
 
@@ -144,6 +149,14 @@ function agentOptions(values: Values, env: NodeJS.ProcessEnv): Omit<AgentOptions
   } catch (err) {
     throw new UsageError(`--network-pool: ${(err as Error).message}`);
   }
+  const registriesAllow = (values['registries-allow'] ?? env.GANTRY_AGENT_REGISTRIES_ALLOW ?? '')
+    .split(',')
+    .map((r) => r.trim())
+    .filter((r) => r !== '');
+  for (const entry of registriesAllow) {
+    const pattern = parseRegistryPattern(entry);
+    if (typeof pattern === 'string') throw new UsageError(`--registries-allow: ${pattern}`);
+  }
   return {
     servers,
     token,
@@ -162,6 +175,7 @@ function agentOptions(values: Values, env: NodeJS.ProcessEnv): Omit<AgentOptions
         ? { command: (values['firewall-command'] ?? '').split(/\s+/).filter((w) => w !== '') }
         : null,
     networkPool,
+    registriesAllow,
   };
 }
 

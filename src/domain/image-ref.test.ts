@@ -1,6 +1,13 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { parseRegistryHost, registryOf, registryOfImage, splitImageRef } from './image-ref.js';
+import {
+  canonicalImage,
+  imageIdProblem,
+  parseRegistryHost,
+  registryOf,
+  registryOfImage,
+  splitImageRef,
+} from './image-ref.js';
 
 test('a reference without a tag pulls latest, never every tag; a digest is kept whole', () => {
   assert.deepEqual(splitImageRef('busybox'), { repo: 'busybox', tag: 'latest' });
@@ -75,4 +82,53 @@ test('a registry host is host, host:port or a bracketed IPv6 address, as the ref
     'host:65536',
   ])
     assert.equal(parseRegistryHost(bad), null, bad);
+});
+
+test('references the engine stores under one name compare equal once canonical', () => {
+  const same: Array<[string[], string, string]> = [
+    [
+      [
+        'ubuntu',
+        'ubuntu:latest',
+        'library/ubuntu',
+        'docker.io/library/ubuntu:latest',
+        'index.docker.io/library/ubuntu',
+      ],
+      'docker.io/library/ubuntu',
+      'docker.io/library/ubuntu:latest',
+    ],
+    [['team/app:1', 'docker.io/team/app:1'], 'docker.io/team/app', 'docker.io/team/app:1'],
+    [
+      ['REG.Example:5000/Team/app:1', 'reg.example:5000/Team/app:1'],
+      'reg.example:5000/Team/app',
+      'reg.example:5000/Team/app:1',
+    ],
+    [
+      ['127.0.0.1:5000/x:1@sha256:' + 'b'.repeat(64), '127.0.0.1:5000/x@sha256:' + 'b'.repeat(64)],
+      '127.0.0.1:5000/x',
+      '127.0.0.1:5000/x@sha256:' + 'b'.repeat(64),
+    ],
+    [['[::1]:5000/team/app'], '[::1]:5000/team/app', '[::1]:5000/team/app:latest'],
+    [['localhost:5000'], 'docker.io/library/localhost', 'docker.io/library/localhost:5000'],
+  ];
+  for (const [refs, repository, ref] of same)
+    for (const image of refs) assert.deepEqual(canonicalImage(image), { repository, ref }, image);
+  assert.notEqual(
+    canonicalImage('ubuntu').repository,
+    canonicalImage('registry-1.docker.io/library/ubuntu').repository,
+  );
+});
+
+test('what reaches the engine is always a qualified name, never something it reads as an image ID prefix', () => {
+  for (const image of ['7e3393d6ab3e', 'sha256:7e3393', 'abc', 'a'.repeat(64)]) {
+    const { ref } = canonicalImage(image);
+    assert.match(ref, /^docker\.io\/library\//, image);
+  }
+});
+
+test('a reference by image ID, digest-style or the short hex docker images prints, is refused, naming why', () => {
+  for (const image of ['sha256:' + 'a'.repeat(64), 'sha256:7e33', 'SHA512:ab', 'a'.repeat(64), '7e3393d6ab3e'])
+    assert.match(imageIdProblem(image) ?? '', /names an image by its ID, not by repository/, image);
+  for (const image of ['ubuntu', 'abc123', 'team/7e3393d6ab3e', 'ghcr.io/x@sha256:' + 'a'.repeat(64), 'deadbeef:1'])
+    assert.equal(imageIdProblem(image), null, image);
 });

@@ -32,16 +32,68 @@ export function splitImageRef(ref: string): { repo: string; tag: string } {
  * `library/localhost`, tag `5000`.
  */
 export function registryOf(repo: string): string {
+  if (!isHostComponent(repo)) return DOCKER_HUB;
+  const first = repo.slice(0, repo.indexOf('/'));
+  return first === LEGACY_DOCKER_HUB ? DOCKER_HUB : first;
+}
+
+/** Whether the repository's first path component names a registry host (the rule of {@link registryOf}). */
+function isHostComponent(repo: string): boolean {
   const slash = repo.indexOf('/');
-  if (slash < 0) return DOCKER_HUB;
+  if (slash < 0) return false;
   const first = repo.slice(0, slash);
-  if (first === LEGACY_DOCKER_HUB) return DOCKER_HUB;
-  const isHost = first.includes('.') || first.includes(':') || first === 'localhost' || first.toLowerCase() !== first;
-  return isHost ? first : DOCKER_HUB;
+  return first.includes('.') || first.includes(':') || first === 'localhost' || first.toLowerCase() !== first;
 }
 
 /** The registry a pull of the image reference `ref` contacts. */
 export const registryOfImage = (ref: string): string => registryOf(splitImageRef(ref).repo);
+
+/**
+ * An image reference in the one spelling the engine stores it under, so that `ubuntu`,
+ * `library/ubuntu`, `docker.io/library/ubuntu:latest` and `index.docker.io/library/ubuntu` compare
+ * equal, and so that what reaches the engine is always a name: the engine reads a bare name it does
+ * not hold as a prefix of an image ID (`7e3393d6ab3e`, `sha256:7e33`), which a fully qualified
+ * name never is.
+ */
+export interface CanonicalImage {
+  /**
+   * `registry/path`: the registry lower-case, Docker Hub as `docker.io`, its official images under
+   * `library/`. Registries grant pulls per repository, so this is what access is judged on: every
+   * tag and digest of a repository shares it.
+   */
+  repository: string;
+  /** The repository with its `:tag` (`latest` when none) or its `@digest` (a tag beside a digest is dropped, as the engine drops it). */
+  ref: string;
+}
+
+export function canonicalImage(image: string): CanonicalImage {
+  const at = image.indexOf('@');
+  let name = at < 0 ? image : image.slice(0, at);
+  const digest = at < 0 ? null : image.slice(at + 1);
+  let tag: string | null = null;
+  const colon = name.lastIndexOf(':');
+  if (colon > name.lastIndexOf('/')) {
+    tag = name.slice(colon + 1);
+    name = name.slice(0, colon);
+  }
+  const registry = registryOf(name);
+  let path = isHostComponent(name) ? name.slice(name.indexOf('/') + 1) : name;
+  if (registry === DOCKER_HUB && !path.includes('/')) path = `library/${path}`;
+  const repository = `${registry.toLowerCase()}/${path}`;
+  return { repository, ref: digest !== null ? `${repository}@${digest}` : `${repository}:${tag ?? 'latest'}` };
+}
+
+/**
+ * Why the engine would read `image` as an image ID (or a prefix of one) rather than a name, or
+ * null: a bare 64-hex ID, anything `sha256:` / `sha384:` / `sha512:` leads with, or the 12-hex short
+ * ID `docker images` prints. An ID names whatever the engine holds, another account's privately
+ * pulled image included, without saying which repository it is from.
+ */
+export function imageIdProblem(image: string): string | null {
+  if (/^(sha256|sha384|sha512):/i.test(image) || /^[0-9a-f]{12,64}$/i.test(image))
+    return `"${image.slice(0, 80)}" names an image by its ID, not by repository: an ID could name an image another account pulled with its own registry credential. Name it as repository:tag or repository@sha256:digest`;
+  return null;
+}
 
 /** A registry as `host[:port]`. */
 export interface RegistryHost {

@@ -110,3 +110,17 @@ test('assertImageAllowed answers 400 IMAGE_NOT_ALLOWED naming the field; without
   await assertImageAllowed(null, '127.0.0.1:5000/x');
   await assertImageAllowed(guard, 'ubuntu');
 });
+
+test('an image named by its ID is refused before any registry is judged or looked up: an ID could name another account’s private image', async () => {
+  const resolve = table({});
+  const guard = new RegistryGuard({ policy: { allow: [], only: true, private: 'refuse' }, resolve });
+  for (const image of ['sha256:' + 'e'.repeat(64), 'sha256:7e33', '7e3393d6ab3e', 'f'.repeat(64)])
+    assert.match((await guard.refusal(image)) ?? '', /names an image by its ID, not by repository/, image);
+  await assert.rejects(assertImageAllowed(guard, 'sha256:7e33'), (err: unknown) => {
+    assert.ok(isApiError(err));
+    assert.equal(err.code, 'IMAGE_NOT_ALLOWED');
+    assert.match(err.detail, /^image is not allowed: "sha256:7e33" names an image by its ID/);
+    return true;
+  });
+  assert.deepEqual(resolve.asked, []);
+});

@@ -1,6 +1,6 @@
 /**
  * The registry policy (domain/registry-policy.ts) applied to image references, with the DNS lookup
- * it needs. Used where a tenant's image enters with runtime docker (pod create and change,
+ * it needs; a reference by image ID is refused here too (domain/image-ref.ts `imageIdProblem`). Used where a tenant's image enters with runtime docker (pod create and change,
  * template create and change: REST and GraphQL), and again by the Docker runtime before a pull.
  *
  * A host name is resolved with a short timeout; one that does not resolve in time, or at all, is
@@ -11,7 +11,7 @@
 import { lookup } from 'node:dns/promises';
 import { setTimeout as delay } from 'node:timers/promises';
 import { ApiError } from '../domain/errors.js';
-import { registryOfImage } from '../domain/image-ref.js';
+import { imageIdProblem, registryOfImage } from '../domain/image-ref.js';
 import {
   DEFAULT_REGISTRY_POLICY,
   judgeRegistry,
@@ -53,9 +53,12 @@ export class RegistryGuard {
 
   /**
    * Why the engine may not pull `image`, as a sentence naming its registry and what an operator
-   * can set, or null when it may.
+   * can set (or saying that it names an image by ID, which no registry is asked about), or null
+   * when it may.
    */
   async refusal(image: string): Promise<string | null> {
+    const byId = imageIdProblem(image);
+    if (byId !== null) return byId;
     const registry = registryOfImage(image);
     let judged = judgeRegistry(registry, this.#policy);
     if (judged.verdict === 'resolve') judged = judgeResolved(registry, await this.#addresses(judged.host));

@@ -2,9 +2,11 @@
  * Everything a start does before the engine starts the container: it learns the engine's facts
  * once (CPU count, logging driver, whether the storage driver takes a disk size), removes the
  * container a stop kept (the container disk is ephemeral, wiped on every start: spec 2.1 `disk`),
- * pulls the image when missing (never from a registry the policy refuses), makes the volumes and
- * the account's network (instance-networks.ts), and creates the container anew. A container
- * already running with the same spec (a start retried after its answer was lost) is taken as it is.
+ * admits the image (a private one only for an account that proves it may pull it: image-access.ts),
+ * pulls it when missing (never from a registry the policy refuses), makes the volumes and the
+ * account's network (instance-networks.ts), and creates the container anew, from the image's
+ * canonical name. A container already running with the same spec (a start retried after its
+ * answer was lost) is taken as it is.
  */
 import type { Logger } from 'pino';
 import type { Host } from '../../domain/catalog.js';
@@ -13,6 +15,7 @@ import type { InstanceSpec } from '../runtime.js';
 import { planContainer, type ContainerPlan } from './container-config.js';
 import type { DockerClient } from './docker-client.js';
 import { LABEL } from './docker-names.js';
+import { ImageAccess, type ImageAdmission } from './image-access.js';
 import { DockerEngineError } from './engine-connection.js';
 import type { InstanceNetworks, JoinedNetwork } from './instance-networks.js';
 import type { ContainerInspect, EngineInfo } from './engine-types.js';
@@ -52,11 +55,14 @@ interface EngineFacts {
 
 export class ContainerPreparer {
   readonly #o: ContainerPreparerOptions;
+  readonly #access: ImageAccess;
   #facts: Promise<EngineFacts> | null = null;
   #disk: DiskLimitSupport = { enforced: null, note: null };
 
   constructor(options: ContainerPreparerOptions) {
     this.#o = options;
+    const { client, logger, registryGuard } = options;
+    this.#access = new ImageAccess({ client, logger, registryGuard });
   }
 
   get diskLimit(): DiskLimitSupport {
@@ -65,28 +71,36 @@ export class ContainerPreparer {
 
   async prepare(spec: InstanceSpec): Promise<Prepared> {
     const facts = await this.#engineFacts();
+    // Before anything is made for the instance: a refused image leaves nothing behind.
+    const admission = await this.#access.admit(spec);
     const { networks } = this.#o;
-    if (spec.networkMode === 'host' || !networks) return this.#prepareOn(spec, facts, null);
+    if (spec.networkMode === 'host' || !networks) return this.#prepareOn(spec, admission, facts, null);
     try {
-      return await networks.join(spec, (joined) => this.#prepareOn(spec, facts, joined));
+      return await networks.join(spec, (joined) => this.#prepareOn(spec, admission, facts, joined));
     } catch (err) {
       if (!(err instanceof NetworkGone)) throw err;
       // Removed behind Gantry's back since it was made here: made again, once.
       networks.forget(err.network);
-      return networks.join(spec, (joined) => this.#prepareOn(spec, facts, joined));
+      return networks.join(spec, (joined) => this.#prepareOn(spec, admission, facts, joined));
     }
   }
 
-  async #prepareOn(spec: InstanceSpec, facts: EngineFacts, network: JoinedNetwork | null): Promise<Prepared> {
+  async #prepareOn(
+    spec: InstanceSpec,
+    admission: ImageAdmission,
+    facts: EngineFacts,
+    network: JoinedNetwork | null,
+  ): Promise<Prepared> {
     const { client, logger } = this.#o;
-    let plan = this.#plan(spec, facts, network, this.#disk.enforced !== false);
+    let plan = this.#plan(spec, admission, facts, network, this.#disk.enforced !== false);
 
     for (const volume of plan.volumes) await client.createVolume(volume.name, volume.labels);
     // Create first, as `docker run` does: the common case (no leftover container, image present)
-    // costs one engine call; a name in use or a missing image is dealt with when the engine says so.
+    // costs one engine call (after the admission's lookup); a name in use or a missing image is
+    // dealt with when the engine says so.
     for (let attempt = 0; ; attempt++) {
       try {
-        const created = await this.#create(spec, plan, facts, network);
+        const created = await this.#create(spec, admission, plan, facts, network);
         plan = created.plan;
         return { kind: 'created', containerId: created.containerId, plan };
       } catch (err) {
@@ -106,8 +120,8 @@ export class ContainerPreparer {
           continue;
         }
         if (network && goneNetwork(err) === network.name) throw new NetworkGone(network.name, err);
-        if (err.statusCode === 404 && !(await client.inspectImage(spec.image))) {
-          await this.#pull(spec);
+        if (err.statusCode === 404 && !(await client.inspectImage(admission.image.ref))) {
+          await admission.pullMissing();
           continue;
         }
         throw err;
@@ -118,13 +132,14 @@ export class ContainerPreparer {
   /** Creates the container; an engine that refuses a disk size is remembered and asked again without. */
   async #create(
     spec: InstanceSpec,
+    admission: ImageAdmission,
     plan: ContainerPlan,
     facts: EngineFacts,
     network: JoinedNetwork | null,
   ): Promise<{ containerId: string; plan: ContainerPlan }> {
     const { client, logger } = this.#o;
     try {
-      const created = await client.createContainer(plan.name, plan.body);
+      const created = await admission.create(() => client.createContainer(plan.name, plan.body));
       if (plan.body.HostConfig.StorageOpt && this.#disk.enforced === null) this.#disk = { enforced: true, note: null };
       return { containerId: created.Id, plan };
     } catch (err) {
@@ -134,14 +149,23 @@ export class ContainerPreparer {
         note: `container disk sizes are not enforced: the engine refused a size limit (${(err as DockerEngineError).engineMessage})`,
       };
       logger.warn(this.#disk.note!);
-      const without = this.#plan(spec, facts, network, false);
-      return { containerId: (await client.createContainer(without.name, without.body)).Id, plan: without };
+      const without = this.#plan(spec, admission, facts, network, false);
+      return {
+        containerId: (await admission.create(() => client.createContainer(without.name, without.body))).Id,
+        plan: without,
+      };
     }
   }
 
-  #plan(spec: InstanceSpec, facts: EngineFacts, network: JoinedNetwork | null, diskLimit: boolean): ContainerPlan {
+  #plan(
+    spec: InstanceSpec,
+    admission: ImageAdmission,
+    facts: EngineFacts,
+    network: JoinedNetwork | null,
+    diskLimit: boolean,
+  ): ContainerPlan {
     const { namespace, host, bindIp, hardening } = this.#o;
-    return planContainer(spec, {
+    const plan = planContainer(spec, {
       namespace,
       host,
       bindIp,
@@ -151,25 +175,11 @@ export class ContainerPreparer {
       network,
       hardening,
     });
-  }
-
-  async #pull(spec: InstanceSpec): Promise<void> {
-    const { client, logger, registryGuard } = this.#o;
-    // Whatever reached the start (a record stored before the policy, or under a looser one): the
-    // engine is never asked to pull from a registry the policy refuses.
-    const refusal = await registryGuard.refusal(spec.image);
-    if (refusal !== null) {
-      logger.warn({ instance: spec.id, image: spec.image }, 'refused to pull: the registry policy refuses the image');
-      throw new Error(`pulling image "${spec.image}": refused: ${refusal}`);
-    }
-    logger.info({ instance: spec.id, image: spec.image, withCredential: Boolean(spec.registryAuth) }, 'pulling image');
-    await client.pullImage(spec.image, {
-      auth: spec.registryAuth ?? null,
-      onProgress: (m) => {
-        if (!m.progress) logger.debug({ image: spec.image, status: m.status, layer: m.id }, 'pull progress');
-      },
-    });
-    logger.info({ image: spec.image }, 'image pulled');
+    // The engine is given the canonical name, never the tenant's spelling: a bare name it does not
+    // hold would be read as an image ID prefix (image-access.ts). The spec hash stays the one of
+    // the tenant's spelling, a function of the same name.
+    plan.body.Image = admission.image.ref;
+    return plan;
   }
 
   #engineFacts(): Promise<EngineFacts> {

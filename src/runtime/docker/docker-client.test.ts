@@ -13,9 +13,10 @@ import {
   uniqueNamespace,
 } from '../../../test/support/docker.js';
 import { instanceSpec } from '../runtime-contract.js';
-import { registryOfImage } from '../../domain/image-ref.js';
+import { canonicalImage, registryOfImage } from '../../domain/image-ref.js';
 import { DockerClient, registryAuthHeader } from './docker-client.js';
 import { parseDockerHost } from './engine-connection.js';
+import { privateImageVolumeName } from './private-image-ledger.js';
 import type { EngineEvent } from './engine-types.js';
 
 describe('registry credentials and engine addresses', () => {
@@ -218,6 +219,8 @@ if (!engine) {
         assert.ok(!lines.some((l) => l.includes('s3cret-pw')), 'the password is never logged');
       } finally {
         await t.cleanup();
+        // The pull with a credential recorded the repository as private (image-access.ts).
+        await e.client.removeVolume(privateImageVolumeName(canonicalImage(image).repository));
         registry.closeAllConnections();
         registry.close();
       }

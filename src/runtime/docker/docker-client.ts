@@ -5,9 +5,10 @@
  * answers for rejects with `DockerUnreachableError` (`the Docker Engine at unix:///… is unreachable: …`).
  */
 import type { Readable } from 'node:stream';
-import { registryOf, splitImageRef } from '../../domain/image-ref.js';
+import { registryOf, registryOfImage, splitImageRef } from '../../domain/image-ref.js';
 import {
   DEFAULT_ENGINE_TIMEOUT_MS,
+  DockerEngineError,
   EngineConnection,
   isNotFound,
   type EngineConnectionOptions,
@@ -18,10 +19,12 @@ import type {
   ContainerInspect,
   ContainerStats,
   ContainerSummary,
+  DistributionInspect,
   EndpointSettings,
   EngineEvent,
   EngineInfo,
   ImageInspect,
+  ImageSummary,
   Labels,
   NetworkInspect,
   ProgressMessage,
@@ -35,6 +38,9 @@ export interface RegistryCredential {
 
 /** `{ label: ['gantry.namespace=x'] }` and the like, as `GET …/json?filters=` takes them. */
 export type Filters = Record<string, string[]>;
+
+/** How long the engine may take to answer for a registry (`/distribution`). @default 60000 */
+const REGISTRY_ANSWER_MS = 60_000;
 
 /** A pull that shows no progress for this long is given up. @default 300000 */
 const PULL_INACTIVITY_MS = 300_000;
@@ -101,6 +107,27 @@ export class DockerClient {
     );
   }
 
+  /**
+   * Asks the registry (through the engine, with the credential when given) for the manifest `ref`
+   * names (`GET /distribution/{name}/json`): its digest, with no download and no local tag changed.
+   * The engine answers from the registry, never from its own images: a registry that refuses the
+   * credential, or cannot be reached, rejects.
+   */
+  async inspectDistribution(ref: string, auth: RegistryCredential | null): Promise<DistributionInspect> {
+    const headers: Record<string, string> = {};
+    if (auth) headers['x-registry-auth'] = registryAuthHeader(auth, registryOfImage(ref));
+    return (
+      await this.#conn.json<DistributionInspect>({
+        method: 'GET',
+        path: `/distribution/${enc(ref)}/json`,
+        headers,
+        // Past the engine's own registry timeouts (a 30 s dial): its reason, not ours, says why.
+        timeoutMs: Math.max(this.#timeoutMs, REGISTRY_ANSWER_MS),
+        doing: `asking the registry for image "${ref}"`,
+      })
+    ).body;
+  }
+
   /** Imports a root filesystem tar as image `repo:tag`; `changes` are Dockerfile instructions (`CMD ["sh"]`). */
   async importImage(tar: Readable, target: { repo: string; tag: string; changes?: string[] }): Promise<void> {
     const query = new URLSearchParams({ fromSrc: '-', repo: target.repo, tag: target.tag });
@@ -116,6 +143,12 @@ export class DockerClient {
       undefined,
       PULL_INACTIVITY_MS,
     );
+  }
+
+  /** Every image the engine holds, with the tags and digests it is known by. */
+  async listImages(): Promise<ImageSummary[]> {
+    return (await this.#conn.json<ImageSummary[]>({ method: 'GET', path: '/images/json', doing: 'listing images' }))
+      .body;
   }
 
   async removeImage(ref: string): Promise<boolean> {
@@ -433,7 +466,8 @@ export class DockerClient {
         clearTimeout(idle);
         idle = setTimeout(() => abort.abort(), inactivityMs);
         const error = message.error ?? message.errorDetail?.message;
-        if (error) throw new Error(`${req.doing}: ${error}`);
+        // The engine's own refusal, reported inside the stream (its status was already 200).
+        if (error) throw new DockerEngineError(req.doing, 200, error);
         onProgress?.(message);
       }
     } catch (err) {

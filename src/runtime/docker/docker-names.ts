@@ -29,6 +29,8 @@ export const LABEL = {
   network: 'gantry.network',
   /** on a container: made with the hardening of container-config.ts (no raw sockets, no-new-privileges) */
   hardened: 'gantry.hardened',
+  /** on a private-image ledger entry (private-image-ledger.ts): the repository */
+  privateImage: 'gantry.private-image',
 } as const;
 
 /** What the engine accepts in a container, volume or network name. */

@@ -7,7 +7,9 @@
  *   spec (its `gantry.spec` label): a fast restart with its writable layer; otherwise it pulls the
  *   image when missing and creates the container anew (container-preparer.ts, container-config.ts).
  *   A pull from a registry the policy refuses (`registries`: loopback, private, …) is never asked
- *   of the engine: the start rejects, saying why.
+ *   of the engine: the start rejects, saying why. Nor is an image of a repository pulled here
+ *   with a registry credential created for an account the registry does not let pull it
+ *   (image-access.ts).
  * - States come from the engine's events (engine-events.ts), and from a health probe on the
  *   published port when the spec carries one (`health`) or else the config's images map gives the
  *   image one. `inspect()` and `list()`

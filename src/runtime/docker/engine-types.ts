@@ -31,6 +31,20 @@ export interface EngineInfo {
 export interface ImageInspect {
   Id: string;
   RepoTags: string[] | null;
+  /** `repository@sha256:…` for each repository it was pulled from */
+  RepoDigests?: string[] | null;
+}
+
+/** An entry of `GET /images/json`. */
+export interface ImageSummary {
+  Id: string;
+  RepoTags: string[] | null;
+  RepoDigests: string[] | null;
+}
+
+/** `GET /distribution/{name}/json`: what the registry holds under a reference. */
+export interface DistributionInspect {
+  Descriptor: { mediaType: string; digest: string; size: number };
 }
 
 export interface PortBindingSpec {
