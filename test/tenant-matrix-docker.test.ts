@@ -22,6 +22,7 @@ const ctx: ContainerContext = {
   bindIp: '127.0.0.1',
   diskLimit: false,
   engineCpus: 2,
+  openFiles: 65_536,
   logMaxBytes: 1024,
   // what the runtime passes: the account's own network (instance-networks.ts)
   network: { name: 'gantry-tm-acct-acct-evil', fixedIp: false },

@@ -1,5 +1,7 @@
 import type { Host } from '../domain/catalog.js';
+import type { GpuHostTerms } from '../domain/gpu-allotment.js';
 import {
+  fitsResources,
   portCapacity,
   type FreeResources,
   type HostGroup,
@@ -39,6 +41,8 @@ export class HostSlot implements FreeResources {
   constructor(
     readonly host: Host,
     dcGlobalNetworking: boolean,
+    /** The host's size and its GPU type's per-GPU default (what a GPU request's allotment reads). */
+    readonly terms: GpuHostTerms,
   ) {
     this.hostId = host.id;
     const gpus = host.gpuTypeId === null ? 0 : host.gpuCount;
@@ -73,13 +77,9 @@ export class HostSlot implements FreeResources {
     };
   }
 
+  /** Whether the host has the request's vCPUs and memory (a GPU request's allotment here), disk and ports free. */
   fitsResources(request: PlacementRequest): boolean {
-    return (
-      this.freeVcpus >= request.vcpuCount &&
-      this.freeMemoryGb >= request.memoryGb &&
-      this.freeDiskGb >= request.diskGb &&
-      this.freePorts >= request.portCount
-    );
+    return fitsResources(request, this);
   }
 
   lowestFreeGpus(count: number): number[] {
