@@ -403,7 +403,7 @@ export class PodController {
       await this.#status.settle(
         pod,
         'ERROR',
-        `Its host cannot give it the ${allotment.vcpus} vCPUs and ${allotment.memoryGb} GB of memory its ${pod.gpuCount} GPU${pod.gpuCount === 1 ? '' : 's'} come with now: ${reserved.reason}`,
+        `Its host cannot give it the ${allotment.vcpus} vCPUs and ${allotment.memoryGb} GB of memory ${pod.gpuCount === 1 ? 'its GPU comes' : `its ${pod.gpuCount} GPUs come`} with now: ${reserved.reason}`,
       );
       return null;
     }
