@@ -1,15 +1,17 @@
 /**
- * Tenant matrix, GPU allotments (docs/security.md "Containers"): a GPU tenant's container cannot
- * take more memory than its allotment. Two accounts' GPU pods share one host on a real engine; one
- * allocates without end and is killed for its own memory limit (its pod ERROR, saying so), the
+ * Tenant matrix, GPU allotments (docs/security.md "Containers"): a GPU tenant cannot take more of
+ * a shared host than its allotment. Two accounts' GPU pods share one host on a real engine; one
+ * takes without end — memory, or container disk on an engine whose storage driver cannot cap it
+ * (the shared test engine: overlay2 on ext4) — and its own pod ends in ERROR saying why, while the
  * other's container runs on untouched. The host's GPUs are env-only (no NVIDIA runtime here).
  */
 import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { Host } from '../src/domain/catalog.js';
-import { dockerEngine, makeDockerRuntime, noEngine, testHost } from './support/docker.js';
+import type { DockerRuntimeOptions } from '../src/runtime/docker/docker-runtime-options.js';
+import { dockerEngine, makeDockerRuntime, noEngine, testHost, type DockerEngine } from './support/docker.js';
 import { eventually } from './support/eventually.js';
-import { createTestApp, json, type TestApp } from './support/harness.js';
+import { createTestApp, json } from './support/harness.js';
 
 const engine = await dockerEngine();
 after(() => engine?.client.close());
@@ -25,84 +27,151 @@ interface Pod {
   memoryInGb: number | null;
 }
 
-if (!engine) {
-  test('a GPU tenant cannot take more memory than its allotment', { skip: noEngine() }, () => {});
-} else {
-  const e = engine;
-  test("a GPU tenant's container that allocates past its allotment is killed for its own limit, and the other tenant's container on the host runs on", async () => {
-    // 2 GPUs on 2 vCPUs and 2 GB: a GPU's share is 1 vCPU and 1 GB, less than an RTX 4090 comes with
-    const host: Host = testHost({
-      gpuTypeId: GPU,
-      gpuCount: 2,
-      cudaVersion: '12.4',
-      gpuUuids: ['GPU-aa', 'GPU-bb'],
-      gpuMode: 'env-only',
-      cpuFlavors: [],
-      vcpus: 2,
-      memoryGb: 2,
-    });
-    const fixture = makeDockerRuntime(e, { host });
-    let t: TestApp | null = null;
-    try {
-      t = await createTestApp({
-        runtime: fixture.runtime,
-        hosts: [host],
-        registryResolver: async () => ['93.184.216.34'],
-        file: { runtime: { kind: 'docker' } },
-      });
-      const app = t;
-      const greedy = await app.newAccount('greedy');
-      const quiet = await app.newAccount('quiet');
-      const create = async (key: string, args: string): Promise<Pod> => {
-        const res = await app.request(key, 'POST', '/v2/pods', {
-          name: 'p',
+interface SharedHost {
+  /** Creates a GPU pod of the `greedy` or `quiet` tenant running node with `args`. */
+  create(tenant: 'greedy' | 'quiet', args: string, extra?: Record<string, unknown>): Promise<Pod>;
+  get(tenant: 'greedy' | 'quiet', id: string): Promise<Pod>;
+  /** Waits until the pod is RUNNING, or fails saying how it ended. */
+  running(tenant: 'greedy' | 'quiet', id: string): Promise<Pod>;
+  /** Waits until the pod ended (EXITED or ERROR). */
+  ended(tenant: 'greedy' | 'quiet', id: string): Promise<Pod>;
+  container(id: string): Promise<{
+    HostConfig: { Memory: number; NanoCpus: number };
+    State: { Running: boolean; OOMKilled: boolean };
+  } | null>;
+}
+
+/** Node that keeps 256 MB and runs on: the quiet tenant. */
+const QUIET = `-e "const keep = Buffer.alloc(256 << 20, 1); setInterval(() => keep[0]++, 1000)"`;
+
+/**
+ * Two tenants on one host: 2 GPUs on 2 vCPUs and 2 GB, so a GPU's share is 1 vCPU and 1 GB, less
+ * than an RTX 4090 comes with.
+ */
+async function onSharedHost(
+  e: DockerEngine,
+  body: (h: SharedHost) => Promise<void>,
+  overrides: Partial<DockerRuntimeOptions> = {},
+): Promise<void> {
+  const host: Host = testHost({
+    gpuTypeId: GPU,
+    gpuCount: 2,
+    cudaVersion: '12.4',
+    gpuUuids: ['GPU-aa', 'GPU-bb'],
+    gpuMode: 'env-only',
+    cpuFlavors: [],
+    vcpus: 2,
+    memoryGb: 2,
+  });
+  const fixture = makeDockerRuntime(e, { host, ...overrides });
+  const t = await createTestApp({
+    runtime: fixture.runtime,
+    hosts: [host],
+    registryResolver: async () => ['93.184.216.34'],
+    file: { runtime: { kind: 'docker' } },
+  }).catch(async (err: unknown) => {
+    await fixture.cleanup();
+    throw err;
+  });
+  try {
+    const keys = { greedy: (await t.newAccount('greedy')).key, quiet: (await t.newAccount('quiet')).key };
+    const get = async (tenant: 'greedy' | 'quiet', id: string): Promise<Pod> =>
+      json<Pod>(await t.request(keys[tenant], 'GET', `/v2/pods/${id}`));
+    await body({
+      create: async (tenant, args, extra = {}) => {
+        const res = await t.request(keys[tenant], 'POST', '/v2/pods', {
+          name: tenant,
           image: e.images.node,
           args,
           gpu: { id: GPU, count: 1 },
+          ...extra,
         });
         assert.equal(res.statusCode, 201, res.body);
         return json<Pod>(res);
-      };
-      const get = async (key: string, id: string): Promise<Pod> =>
-        json<Pod>(await app.request(key, 'GET', `/v2/pods/${id}`));
-      const container = (id: string) => e.client.inspectContainer(`gantry-${fixture.namespace}-${id}`);
+      },
+      get,
+      running: (tenant, id) =>
+        eventually(`the ${tenant} tenant's pod runs`, async () => {
+          const p = await get(tenant, id);
+          if (p.status === 'ERROR' || p.status === 'EXITED') throw new Error(`${id} ended: ${p.statusReason}`);
+          return p.status === 'RUNNING' ? p : null;
+        }),
+      ended: (tenant, id) =>
+        eventually(
+          `the ${tenant} tenant's pod ends`,
+          async () => {
+            const p = await get(tenant, id);
+            return p.status === 'ERROR' || p.status === 'EXITED' ? p : null;
+          },
+          90_000,
+        ),
+      container: async (id) =>
+        (await e.client.inspectContainer(`gantry-${fixture.namespace}-${id}`)) as unknown as Awaited<
+          ReturnType<SharedHost['container']>
+        >,
+    });
+  } finally {
+    await t.close();
+    await fixture.cleanup();
+  }
+}
 
-      const calm = await create(
-        quiet.key,
-        `-e "const keep = Buffer.alloc(256 << 20, 1); setInterval(() => keep[0]++, 1000)"`,
-      );
-      await eventually('the quiet tenant runs', async () =>
-        (await get(quiet.key, calm.id)).status === 'RUNNING' ? true : null,
-      );
-      const hog = await create(
-        greedy.key,
+if (!engine) {
+  test('a GPU tenant cannot take more of a shared host than its allotment', { skip: noEngine() }, () => {});
+} else {
+  const e = engine;
+
+  test("a GPU tenant's container that allocates past its allotment is killed for its own limit, and the other tenant's container on the host runs on", () =>
+    onSharedHost(e, async (h) => {
+      const calm = await h.create('quiet', QUIET);
+      await h.running('quiet', calm.id);
+      const hog = await h.create(
+        'greedy',
         `-e "console.log('allocating'); const keep = []; for (;;) keep.push(Buffer.alloc(1 << 20, 1))"`,
       );
       assert.deepEqual([hog.vcpuCount, hog.memoryInGb], [1, 1], "the host's share of its GPU");
-      const ended = await eventually(
-        'the greedy tenant’s pod ends',
-        async () => {
-          const p = await get(greedy.key, hog.id);
-          return p.status === 'ERROR' || p.status === 'EXITED' ? p : null;
-        },
-        60_000,
-      );
+      const ended = await h.ended('greedy', hog.id);
       assert.equal(ended.status, 'ERROR');
       assert.match(ended.statusReason ?? '', /^process was killed for running out of memory \(its limit of 1 GiB\)/);
-      const hogged = (await container(hog.id)) as unknown as {
-        HostConfig: { Memory: number };
-        State: { OOMKilled: boolean };
-      };
-      assert.equal(hogged.HostConfig.Memory, GiB);
-      assert.equal(hogged.State.OOMKilled, true);
+      const hogged = await h.container(hog.id);
+      assert.equal(hogged?.HostConfig.Memory, GiB);
+      assert.equal(hogged?.HostConfig.NanoCpus, 1e9, 'nor more CPU than its one vCPU');
+      assert.equal(hogged?.State.OOMKilled, true);
 
-      const other = await container(calm.id);
+      const other = await h.container(calm.id);
       assert.equal(other?.State.Running, true, "the other tenant's container runs on");
       assert.equal(other?.State.OOMKilled, false);
-      assert.equal((await get(quiet.key, calm.id)).status, 'RUNNING');
-    } finally {
-      await t?.close();
-      await fixture.cleanup();
-    }
+      assert.equal((await h.get('quiet', calm.id)).status, 'RUNNING');
+    }));
+
+  test("a GPU tenant's container that writes past its container disk, where the storage driver cannot cap it, is stopped saying so, and the other tenant's runs on", async () => {
+    const info = await e.client.info();
+    const backing = info.DriverStatus?.find(([k]) => k === 'Backing Filesystem')?.[1];
+    if (!(info.Driver === 'overlay2' && backing !== 'xfs')) return; // an engine that caps disks refuses the write itself
+    await onSharedHost(
+      e,
+      async (h) => {
+        const calm = await h.create('quiet', QUIET, { disk: 1 });
+        await h.running('quiet', calm.id);
+        // 1.25 GB in 64 MB writes (within its 1 GB of memory), then idle
+        const fill = await h.create(
+          'greedy',
+          `-e "const fs = require('fs'); const chunk = Buffer.alloc(64 << 20, 1); const fd = fs.openSync('/fill', 'w'); for (let i = 0; i < 20; i++) fs.writeSync(fd, chunk); fs.closeSync(fd); setInterval(() => {}, 1 << 30)"`,
+          { disk: 1 },
+        );
+        const ended = await h.ended('greedy', fill.id);
+        assert.equal(ended.status, 'ERROR');
+        assert.match(
+          ended.statusReason ?? '',
+          /^its container disk grew to 1\.\d+ GB, past its 1 GB \(containerDiskInGb\): the engine's storage driver cannot cap it, so Gantry stopped the instance$/,
+        );
+        await eventually('its container is stopped', async () =>
+          (await h.container(fill.id))?.State.Running === false ? true : null,
+        );
+        assert.equal((await h.container(calm.id))?.State.Running, true, "the other tenant's container runs on");
+        assert.equal((await h.get('quiet', calm.id)).status, 'RUNNING');
+      },
+      { statsIntervalMs: 250 },
+    );
   });
 }

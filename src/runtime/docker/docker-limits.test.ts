@@ -118,7 +118,7 @@ if (!engine) {
           const failed = await changes.next(past.id, 'failed', 60_000);
           assert.match(
             failed.reason ?? '',
-            /^its container disk grew to 0\.02 GB, past its 0\.01 GB \(containerDiskInGb\): the engine's storage driver cannot cap it, so Gantry stopped the instance$/,
+            /^its container disk grew to 0\.0[12] GB, past its 0\.01 GB \(containerDiskInGb\): the engine's storage driver cannot cap it, so Gantry stopped the instance$/,
           );
           await eventually('the container past its disk is stopped', async () =>
             (await containerOf(t, past.id))?.State.Running === false ? true : null,
