@@ -1,9 +1,10 @@
 /**
- * Tenant matrix, GPU allotments (docs/security.md "Containers"): a GPU tenant cannot take more of
- * a shared host than its allotment. Two accounts' GPU pods share one host on a real engine; one
- * takes without end — memory, or container disk on an engine whose storage driver cannot cap it
- * (the shared test engine: overlay2 on ext4) — and its own pod ends in ERROR saying why, while the
- * other's container runs on untouched. The host's GPUs are env-only (no NVIDIA runtime here).
+ * Tenant matrix, container limits (docs/security.md "Containers"): a tenant cannot take more of a
+ * shared host than it was given. Two accounts' GPU pods share one host on a real engine; one
+ * allocates memory without end and its own pod ends in ERROR, killed for its allotment, while the
+ * other's container runs on untouched (the host's GPUs are env-only: no NVIDIA runtime here). And
+ * on an engine whose storage driver cannot cap a container's disk (the shared test engine:
+ * overlay2 on ext4), a container writing past its disk is stopped by the runtime's sampler.
  */
 import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -12,6 +13,7 @@ import type { DockerRuntimeOptions } from '../src/runtime/docker/docker-runtime-
 import { dockerEngine, makeDockerRuntime, noEngine, testHost, type DockerEngine } from './support/docker.js';
 import { eventually } from './support/eventually.js';
 import { createTestApp, json } from './support/harness.js';
+import { ChangeRecorder, instanceSpec } from '../src/runtime/runtime-contract.js';
 
 const engine = await dockerEngine();
 after(() => engine?.client.close());
@@ -144,34 +146,39 @@ if (!engine) {
       assert.equal((await h.get('quiet', calm.id)).status, 'RUNNING');
     }));
 
-  test("a GPU tenant's container that writes past its container disk, where the storage driver cannot cap it, is stopped saying so, and the other tenant's runs on", async () => {
-    const info = await e.client.info();
-    const backing = info.DriverStatus?.find(([k]) => k === 'Backing Filesystem')?.[1];
-    if (!(info.Driver === 'overlay2' && backing !== 'xfs')) return; // an engine that caps disks refuses the write itself
-    await onSharedHost(
-      e,
-      async (h) => {
-        const calm = await h.create('quiet', QUIET, { disk: 1 });
-        await h.running('quiet', calm.id);
-        // 1.25 GB in 64 MB writes (within its 1 GB of memory), then idle
-        const fill = await h.create(
-          'greedy',
-          `-e "const fs = require('fs'); const chunk = Buffer.alloc(64 << 20, 1); const fd = fs.openSync('/fill', 'w'); for (let i = 0; i < 20; i++) fs.writeSync(fd, chunk); fs.closeSync(fd); setInterval(() => {}, 1 << 30)"`,
-          { disk: 1 },
-        );
-        const ended = await h.ended('greedy', fill.id);
-        assert.equal(ended.status, 'ERROR');
-        assert.match(
-          ended.statusReason ?? '',
-          /^its container disk grew to 1\.\d+ GB, past its 1 GB \(containerDiskInGb\): the engine's storage driver cannot cap it, so Gantry stopped the instance$/,
-        );
-        await eventually('its container is stopped', async () =>
-          (await h.container(fill.id))?.State.Running === false ? true : null,
-        );
-        assert.equal((await h.container(calm.id))?.State.Running, true, "the other tenant's container runs on");
-        assert.equal((await h.get('quiet', calm.id)).status, 'RUNNING');
-      },
-      { statsIntervalMs: 250 },
-    );
+  test("a tenant's container that writes past its container disk, where the storage driver cannot cap it, is stopped saying so, and the other tenant's on the engine runs on", async () => {
+    const fixture = makeDockerRuntime(e, { statsIntervalMs: 250 });
+    try {
+      const { runtime } = fixture;
+      // small disks (the runtime takes fractions of a GB), so the test writes little
+      const writer = (accountId: string, megabytes: number) =>
+        instanceSpec({
+          owner: { kind: 'pod', accountId },
+          image: e.images.node,
+          diskGb: 0.01,
+          args: `-e "require('fs').writeFileSync('/fill', Buffer.alloc(${megabytes} << 20, 1)); setInterval(() => {}, 1 << 30)"`,
+        });
+      const quiet = writer('acct-quiet', 1);
+      const greedy = writer('acct-greedy', 24);
+      const changes = new ChangeRecorder(runtime);
+      await runtime.start(quiet);
+      if (runtime.diskLimit.enforced !== false) return; // an engine that caps disks refuses the write itself
+      const container = (id: string) => e.client.inspectContainer(`gantry-${fixture.namespace}-${id}`);
+      assert.equal((await container(quiet.id))?.Config.Labels?.['gantry.disk'], String(Math.round(0.01 * GiB)));
+      await runtime.start(greedy);
+      const failed = await changes.next(greedy.id, 'failed', 60_000);
+      assert.match(
+        failed.reason ?? '',
+        /^its container disk grew to 0\.0[12] GB, past its 0\.01 GB \(containerDiskInGb\): the engine's storage driver cannot cap it, so Gantry stopped the instance$/,
+      );
+      await eventually('its container is stopped', async () =>
+        (await container(greedy.id))?.State.Running === false ? true : null,
+      );
+      assert.equal((await runtime.inspect(greedy.id))?.state, 'failed');
+      assert.equal((await runtime.inspect(quiet.id))?.state, 'running', 'sampled in the same turns, within its disk');
+      assert.equal((await container(quiet.id))?.State.Running, true);
+    } finally {
+      await fixture.cleanup();
+    }
   });
 }
