@@ -38,6 +38,14 @@ export function perGpuDefault(
 const shareOf = (total: number, hostGpus: number, gpuCount: number): number =>
   Math.max(1, Math.floor((total * gpuCount) / Math.max(1, hostGpus)));
 
+/** The host's share of `gpuCount` of its GPUs in vCPUs (allocation-free: placement's refusals read it per host). */
+export const vcpuShare = (host: Pick<Host, 'vcpus' | 'gpuCount'>, gpuCount: number): number =>
+  shareOf(host.vcpus, host.gpuCount, gpuCount);
+
+/** The host's share of `gpuCount` of its GPUs in GB of memory. */
+export const memoryShare = (host: Pick<Host, 'memoryGb' | 'gpuCount'>, gpuCount: number): number =>
+  shareOf(host.memoryGb, host.gpuCount, gpuCount);
+
 /** The host's share of `gpuCount` of its GPUs: whole vCPUs and GB, rounded down, at least 1 each. */
 export const hostShare = (host: Pick<Host, 'vcpus' | 'memoryGb' | 'gpuCount'>, gpuCount: number): ComputeAllotment => ({
   vcpus: shareOf(host.vcpus, host.gpuCount, gpuCount),

@@ -1,6 +1,13 @@
 import type { Catalog, Cloud, Host } from './catalog.js';
 import { compareCudaVersions, cudaAccepts, cudaCode, cudaRule, describeCudaRule } from './cuda.js';
-import { allottedMemoryGb, allottedVcpus, gpuHostTerms, hostShare, type GpuHostTerms } from './gpu-allotment.js';
+import {
+  allottedMemoryGb,
+  allottedVcpus,
+  gpuHostTerms,
+  memoryShare,
+  vcpuShare,
+  type GpuHostTerms,
+} from './gpu-allotment.js';
 
 /** What a pod or serverless worker needs from a host. */
 export interface PlacementRequest {
@@ -237,16 +244,12 @@ export const memoryOn = (request: PlacementRequest, h: FreeResources): number =>
 
 /** Whether the host has what the request takes besides GPUs: vCPUs, memory, disk, public ports. */
 export function fitsResources(request: PlacementRequest, h: FreeResources): boolean {
-  const vcpus = vcpusOn(request, h);
-  const memoryGb = memoryOn(request, h);
-  return (
-    vcpus >= 0 &&
-    memoryGb >= 0 &&
-    h.freeVcpus >= vcpus &&
-    h.freeMemoryGb >= memoryGb &&
-    h.freeDiskGb >= request.diskGb &&
-    h.freePorts >= request.portCount
-  );
+  if (h.freeDiskGb < request.diskGb || h.freePorts < request.portCount) return false;
+  if (request.kind !== 'gpu') return h.freeVcpus >= request.vcpuCount && h.freeMemoryGb >= request.memoryGb;
+  const vcpus = allottedVcpus(h.terms, request.gpuCount, request.vcpuCount);
+  if (vcpus < 0 || h.freeVcpus < vcpus) return false;
+  const memoryGb = allottedMemoryGb(h.terms, request.gpuCount, request.memoryGb);
+  return memoryGb >= 0 && h.freeMemoryGb >= memoryGb;
 }
 
 function resourceStages(request: PlacementRequest, where: string): ResourceStage[] {
@@ -262,14 +265,14 @@ function resourceStages(request: PlacementRequest, where: string): ResourceStage
     // A host's share of its GPUs bounds what they come with: a larger minimum does not fit it.
     stages.push(
       {
-        admits: (h) => request.vcpuCount <= hostShare(h.terms, n).vcpus,
+        admits: (h) => request.vcpuCount <= vcpuShare(h.terms, n),
         refusal: (rest) =>
-          `No host with ${where} can give ${gpus} the ${request.vcpuCount} vCPUs asked for: CPUs are the constraint (a host gives each GPU its share of its vCPUs; the largest share of ${gpus} is ${most(rest, (h) => hostShare(h.terms, n).vcpus)} vCPUs)`,
+          `No host with ${where} can give ${gpus} the ${request.vcpuCount} vCPUs asked for: CPUs are the constraint (a host gives each GPU its share of its vCPUs; the largest share of ${gpus} is ${most(rest, (h) => vcpuShare(h.terms, n))} vCPUs)`,
       },
       {
-        admits: (h) => request.memoryGb <= hostShare(h.terms, n).memoryGb,
+        admits: (h) => request.memoryGb <= memoryShare(h.terms, n),
         refusal: (rest) =>
-          `No host with ${where} can give ${gpus} the ${request.memoryGb} GB of memory asked for: memory is the constraint (a host gives each GPU its share of its memory; the largest share of ${gpus} is ${most(rest, (h) => hostShare(h.terms, n).memoryGb)} GB)`,
+          `No host with ${where} can give ${gpus} the ${request.memoryGb} GB of memory asked for: memory is the constraint (a host gives each GPU its share of its memory; the largest share of ${gpus} is ${most(rest, (h) => memoryShare(h.terms, n))} GB)`,
       },
       {
         admits: (h) => h.freeVcpus >= vcpusOn(request, h),
