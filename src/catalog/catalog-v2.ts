@@ -10,7 +10,7 @@
  */
 import type { Catalog, Cloud, CpuFlavor, DataCenter, GpuType, Host } from '../domain/catalog.js';
 import { cudaAccepts, cudaCode, cudaRule, compareCudaVersions } from '../domain/cuda.js';
-import { gpuHostTerms, placeableUnits } from '../domain/gpu-allotment.js';
+import { gpuHostTerms, memoryCapacity, placeableUnits, vcpuCapacity } from '../domain/gpu-allotment.js';
 import type { HostUsage } from '../domain/placement.js';
 
 export type AvailabilityLevel = 'NONE' | 'LOW' | 'MEDIUM' | 'HIGH';
@@ -187,8 +187,8 @@ const freeGpus = (host: Host, usage: HostUsage | undefined): number =>
 /** What is free on a host, as the GPU units read it. */
 const freeOn = (host: Host, usage: HostUsage | undefined) => ({
   freeGpus: freeGpus(host, usage),
-  freeVcpus: host.vcpus - (usage?.vcpus ?? 0),
-  freeMemoryGb: host.memoryGb - (usage?.memoryGb ?? 0),
+  freeVcpus: vcpuCapacity(host) - (usage?.vcpus ?? 0),
+  freeMemoryGb: memoryCapacity(host) - (usage?.memoryGb ?? 0),
 });
 
 /** Reads the v2 catalog from the static catalog and one view of the fleet. */
@@ -205,7 +205,7 @@ export class CatalogV2 {
   /** Instances of `count` GPUs (with what they come with) the host can still take, and could take empty. */
   private gpuUnits(host: Host, count: number): { free: number; total: number } {
     const terms = gpuHostTerms(host, this.catalog.gpuTypes);
-    const empty = { freeGpus: host.gpuCount, freeVcpus: host.vcpus, freeMemoryGb: host.memoryGb };
+    const empty = { freeGpus: host.gpuCount, freeVcpus: vcpuCapacity(host), freeMemoryGb: memoryCapacity(host) };
     return {
       free: placeableUnits(terms, freeOn(host, this.fleet.usage.get(host.id)), count),
       total: placeableUnits(terms, empty, count),
@@ -328,8 +328,8 @@ export class CatalogV2 {
         offered &&
         h.cpuFlavors.includes(flavor.id) &&
         (dataCenterId === undefined || h.dataCenterId === dataCenterId) &&
-        h.vcpus >= vcpus &&
-        h.memoryGb >= memory,
+        vcpuCapacity(h) >= vcpus &&
+        memoryCapacity(h) >= memory,
     );
     return this.levels(hosts, (h) => {
       const used = this.fleet.usage.get(h.id);
@@ -337,11 +337,11 @@ export class CatalogV2 {
         free: Math.max(
           0,
           Math.min(
-            Math.floor((h.vcpus - (used?.vcpus ?? 0)) / vcpus),
-            Math.floor((h.memoryGb - (used?.memoryGb ?? 0)) / memory),
+            Math.floor((vcpuCapacity(h) - (used?.vcpus ?? 0)) / vcpus),
+            Math.floor((memoryCapacity(h) - (used?.memoryGb ?? 0)) / memory),
           ),
         ),
-        total: Math.min(Math.floor(h.vcpus / vcpus), Math.floor(h.memoryGb / memory)),
+        total: Math.min(Math.floor(vcpuCapacity(h) / vcpus), Math.floor(memoryCapacity(h) / memory)),
       };
     });
   }

@@ -9,8 +9,10 @@ import {
   gpuHostTerms,
   hostShare,
   largestPlaceable,
+  memoryCapacity,
   perGpuDefault,
   placeableUnits,
+  vcpuCapacity,
   type GpuHostTerms,
 } from './gpu-allotment.js';
 
@@ -47,6 +49,16 @@ test("a host's share of n GPUs is its vCPUs and memory × n / its GPUs, rounded 
   assert.deepEqual(hostShare({ vcpus: 64, memoryGb: 512, gpuCount: 8 }, 3), { vcpus: 24, memoryGb: 192 });
   assert.deepEqual(hostShare({ vcpus: 12, memoryGb: 50, gpuCount: 8 }, 3), { vcpus: 4, memoryGb: 18 });
   assert.deepEqual(hostShare({ vcpus: 4, memoryGb: 3.5, gpuCount: 8 }, 1), { vcpus: 1, memoryGb: 1 });
+});
+
+test('a host with fewer vCPUs or GB than GPUs counts one per GPU: all its GPUs can be placed, each with one', () => {
+  const tiny = { vcpus: 2, memoryGb: 4, gpuCount: 8, gpuTypeId: RTX4090.id };
+  assert.deepEqual([vcpuCapacity(tiny), memoryCapacity(tiny)], [8, 8]);
+  assert.deepEqual([vcpuCapacity({ ...tiny, gpuTypeId: null }), memoryCapacity({ ...tiny, gpuTypeId: null })], [2, 4]);
+  assert.deepEqual([vcpuCapacity({ ...tiny, vcpus: 64 }), memoryCapacity({ ...tiny, memoryGb: 512 })], [64, 512]);
+  const t = gpuHostTerms(tiny, catalog.gpuTypes);
+  assert.deepEqual(allotmentOn(t, 1), { ok: true, vcpus: 1, memoryGb: 1 });
+  assert.equal(placeableUnits(t, { freeGpus: 8, freeVcpus: t.vcpus, freeMemoryGb: t.memoryGb }, 1), 8);
 });
 
 test('the allotment is the default × GPUs or the minimum, whichever is larger, capped by the share; a minimum past the share is refused', () => {

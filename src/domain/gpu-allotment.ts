@@ -8,7 +8,9 @@
  *   times its GPU memory (at least {@link FALLBACK_MIN_MEMORY_GB} GB).
  * - The host's share of `n` GPUs is its vCPUs × n / its GPUs and its memory × n / its GPUs, in
  *   whole vCPUs and GB rounded down (at least 1 each): the shares of all its GPUs never add up to
- *   more than the host has.
+ *   more than the host has. A host with fewer vCPUs (or GB) than GPUs — a test machine with
+ *   stand-in GPUs — is counted as having one per GPU ({@link vcpuCapacity}): its GPUs' instances
+ *   share what it has, each limited to one.
  * - A request whose minimum is more than a host's share does not fit that host.
  */
 import type { GpuType, Host } from './catalog.js';
@@ -33,6 +35,17 @@ export function perGpuDefault(
     memoryGb: type?.memoryGbPerGpu ?? Math.max(FALLBACK_MIN_MEMORY_GB, Math.ceil((type?.memoryInGb ?? 0) * 1.5)),
   };
 }
+
+/**
+ * The vCPUs a host offers instances: its own, but at least one per GPU (a host with fewer shares
+ * them among its GPUs' instances). Placement reserves against this.
+ */
+export const vcpuCapacity = (host: Pick<Host, 'vcpus' | 'gpuCount' | 'gpuTypeId'>): number =>
+  host.gpuTypeId === null ? host.vcpus : Math.max(host.vcpus, host.gpuCount);
+
+/** The GB of memory a host offers instances: its own, but at least one per GPU (as {@link vcpuCapacity}). */
+export const memoryCapacity = (host: Pick<Host, 'memoryGb' | 'gpuCount' | 'gpuTypeId'>): number =>
+  host.gpuTypeId === null ? host.memoryGb : Math.max(host.memoryGb, host.gpuCount);
 
 /** One resource's share of `gpuCount` of a host's `hostGpus` GPUs: rounded down, at least 1. */
 const shareOf = (total: number, hostGpus: number, gpuCount: number): number =>
@@ -61,7 +74,7 @@ function allotted(total: number, hostGpus: number, perGpu: number, gpuCount: num
   return minimum > share ? -1 : Math.min(Math.max(perGpu * gpuCount, minimum), share);
 }
 
-/** What the allotment reads of a host: its size, and the per-GPU default of its GPU type. */
+/** What the allotment reads of a host: its size (its capacities), and the per-GPU default of its GPU type. */
 export interface GpuHostTerms {
   vcpus: number;
   memoryGb: number;
@@ -75,7 +88,12 @@ export function gpuHostTerms(
   gpuTypes: readonly GpuType[],
 ): GpuHostTerms {
   const type = host.gpuTypeId === null ? undefined : gpuTypes.find((t) => t.id === host.gpuTypeId);
-  return { vcpus: host.vcpus, memoryGb: host.memoryGb, gpuCount: host.gpuCount, perGpu: perGpuDefault(type) };
+  return {
+    vcpus: vcpuCapacity(host),
+    memoryGb: memoryCapacity(host),
+    gpuCount: host.gpuCount,
+    perGpu: perGpuDefault(type),
+  };
 }
 
 /** The vCPUs of `gpuCount` GPUs on a host of these terms; -1 when `minimum` is more than its share. */

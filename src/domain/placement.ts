@@ -4,7 +4,9 @@ import {
   allottedMemoryGb,
   allottedVcpus,
   gpuHostTerms,
+  memoryCapacity,
   memoryShare,
+  vcpuCapacity,
   vcpuShare,
   type GpuHostTerms,
 } from './gpu-allotment.js';
@@ -364,8 +366,8 @@ function freeOf(host: Host, usage: HostUsage, catalog: Catalog): FreeResources {
   return {
     hostId: host.id,
     freeGpus: host.gpuCount - usedGpus,
-    freeVcpus: host.vcpus - usage.vcpus,
-    freeMemoryGb: host.memoryGb - usage.memoryGb,
+    freeVcpus: vcpuCapacity(host) - usage.vcpus,
+    freeMemoryGb: memoryCapacity(host) - usage.memoryGb,
     freeDiskGb: host.diskGb - usage.diskGb,
     freePorts: portCapacity(host) - usedPorts,
     terms: gpuHostTerms(host, catalog.gpuTypes),

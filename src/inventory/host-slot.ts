@@ -1,5 +1,5 @@
 import type { Host } from '../domain/catalog.js';
-import type { GpuHostTerms } from '../domain/gpu-allotment.js';
+import { memoryCapacity, vcpuCapacity, type GpuHostTerms } from '../domain/gpu-allotment.js';
 import {
   fitsResources,
   portCapacity,
@@ -49,8 +49,8 @@ export class HostSlot implements FreeResources {
     this.gpuUsed = new Uint8Array(gpus);
     this.portUsed = new Uint8Array(portCapacity(host));
     this.freeGpus = gpus;
-    this.freeVcpus = host.vcpus;
-    this.freeMemoryGb = host.memoryGb;
+    this.freeVcpus = vcpuCapacity(host);
+    this.freeMemoryGb = memoryCapacity(host);
     this.freeDiskGb = host.diskGb;
     this.freePorts = this.portUsed.length;
     this.dcGlobalNetworking = dcGlobalNetworking;
@@ -175,8 +175,8 @@ export class HostSlot implements FreeResources {
   usage(): HostUsage {
     return {
       gpuIndices: new Set(indicesWhere(this.gpuUsed, 0)),
-      vcpus: this.host.vcpus - this.freeVcpus,
-      memoryGb: this.host.memoryGb - this.freeMemoryGb,
+      vcpus: vcpuCapacity(this.host) - this.freeVcpus,
+      memoryGb: memoryCapacity(this.host) - this.freeMemoryGb,
       diskGb: this.host.diskGb - this.freeDiskGb,
       ports: new Set(indicesWhere(this.portUsed, this.host.portRange[0])),
     };
