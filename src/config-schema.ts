@@ -574,7 +574,7 @@ export const ConfigFileSchema = Type.Object({
   catalog: Type.Optional(
     Type.Unknown({
       description:
-        'The catalog: `{ gpuTypes, pools, cpuFlavors, dataCenters }`, each a list replacing the default one.',
+        'The catalog: `{ gpuTypes, pools, cpuFlavors, dataCenters }`, each a list replacing the default one. A GPU type may set `vcpusPerGpu` and `memoryGbPerGpu`, what one GPU comes with (docs/catalog.md, "CPUs and memory of GPU instances").',
       defaultText: 'the built-in catalog',
     }),
   ),

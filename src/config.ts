@@ -102,10 +102,21 @@ function readFile(path: string): Obj {
   return parsed;
 }
 
+/** A GPU type's per-GPU allotment (`vcpusPerGpu`, `memoryGbPerGpu`), when given, is a whole number from 1. */
+function checkPerGpuAllotment(type: unknown, i: number): void {
+  if (!isObj(type)) return;
+  for (const key of ['vcpusPerGpu', 'memoryGbPerGpu'] as const) {
+    const v = type[key];
+    if (v !== undefined && !(typeof v === 'number' && Number.isInteger(v) && v >= 1 && v <= 65_536))
+      fail(`catalog.gpuTypes[${i}].${key} must be a whole number from 1 to 65536 (got ${JSON.stringify(v)})`);
+  }
+}
+
 function parseCatalog(raw: unknown): Catalog {
   const defaults = defaultCatalog();
   if (raw === undefined) return defaults;
   if (!isObj(raw)) fail('catalog must be a mapping');
+  if (Array.isArray(raw.gpuTypes)) raw.gpuTypes.forEach(checkPerGpuAllotment);
   return {
     gpuTypes: Array.isArray(raw.gpuTypes) ? (raw.gpuTypes as Catalog['gpuTypes']) : defaults.gpuTypes,
     pools: Array.isArray(raw.pools) ? (raw.pools as Catalog['pools']) : defaults.pools,

@@ -26,6 +26,8 @@ const GPU_QUERY = `query pod($id: String) { pod(input: { podId: $id }) {
 interface RestPod {
   id: string;
   status: string;
+  vcpuCount: number | null;
+  memoryInGb: number | null;
   statusReason: string | null;
   runtime: {
     uptime: number;
@@ -87,8 +89,9 @@ describe('pod utilisation on the process runtime', () => {
         cpuPercent: rest.runtime.cpu.util,
         memoryPercent: rest.runtime.memory.util,
       });
-      assert.equal(gql.vcpuCount, null, 'a GPU pod has no vCPU allotment of its own, as in REST (no cpu object)');
-      assert.equal(gql.memoryInGb, null);
+      // what 2 RTX 4090s come with (6 vCPUs and 48 GB each), as REST shows it
+      assert.deepEqual([gql.vcpuCount, gql.memoryInGb], [12, 96]);
+      assert.deepEqual([rest.vcpuCount, rest.memoryInGb], [12, 96]);
       assert.equal(gql.machine.gpuTypeId, GPU);
       assert.equal(gql.machine.gpuDisplayName, 'RTX 4090');
       assert.equal(gql.machine.dataCenterId, json<{ dataCenterId: string }>(created).dataCenterId);

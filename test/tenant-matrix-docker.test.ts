@@ -2,7 +2,8 @@
  * What a hostile tenant sends a container runtime (image, args, env, mount paths, ids of volumes,
  * ports) must never reach the host: the container the Docker runtime plans is never privileged,
  * mounts no host path, adds no capability, uses no host namespace but the network a loopback job
- * URL needs, and holds a process limit. Checked on the pure plan (no engine needed).
+ * URL needs, and holds process, CPU, memory, /dev/shm and open-files limits. Checked on the pure
+ * plan (no engine needed); test/tenant-matrix-allotment.test.ts plays the memory limit on an engine.
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -22,6 +23,7 @@ const ctx: ContainerContext = {
   bindIp: '127.0.0.1',
   diskLimit: false,
   engineCpus: 2,
+  openFiles: 65_536,
   logMaxBytes: 1024,
   // what the runtime passes: the account's own network (instance-networks.ts)
   network: { name: 'gantry-tm-acct-acct-evil', fixedIp: false },
@@ -74,6 +76,11 @@ test('a container planned from hostile tenant input is never privileged, mounts 
       'no-new-privileges, and nothing that would lift a default profile',
     );
     assert.equal(host.NetworkMode, 'gantry-tm-acct-acct-evil', "a pod lives on its account's network");
+    // nothing a tenant sends lifts a limit: CPUs, memory, /dev/shm within it, open files
+    assert.equal(host.NanoCpus, 2e9);
+    assert.equal(host.Memory, 4 * 1024 ** 3);
+    assert.equal(host.ShmSize, 2 * 1024 ** 3);
+    assert.deepEqual(host.Ulimits, [{ Name: 'nofile', Soft: 65_536, Hard: 65_536 }]);
     for (const mount of plan.body.HostConfig.Mounts ?? []) {
       assert.equal(mount.Type, 'volume', 'only named volumes, never a host path');
       assert.match(mount.Source, /^gantry-tm-(pod|nv)-[A-Za-z0-9_.-]+$/);

@@ -3,11 +3,14 @@
  * from the inventory's available hosts and what is reserved on them: never an invented figure.
  *
  * A level (NONE / LOW / MEDIUM / HIGH) counts units of the requested size: for GPUs, how many
- * pods of `count` GPUs the hosts could still take, against how many they could take empty; for CPU
- * flavors, how many instances of `vcpuCount` vCPUs (with the flavor's memory per vCPU).
+ * pods of `count` GPUs (with the vCPUs and memory they come with, domain/gpu-allotment.ts: a host
+ * can run out of CPUs or memory before GPUs) the hosts could still take, against how many they
+ * could take empty; for CPU flavors, how many instances of `vcpuCount` vCPUs (with the flavor's
+ * memory per vCPU).
  */
 import type { Catalog, Cloud, CpuFlavor, DataCenter, GpuType, Host } from '../domain/catalog.js';
 import { cudaAccepts, cudaCode, cudaRule, compareCudaVersions } from '../domain/cuda.js';
+import { gpuHostTerms, memoryCapacity, placeableUnits, vcpuCapacity } from '../domain/gpu-allotment.js';
 import type { HostUsage } from '../domain/placement.js';
 
 export type AvailabilityLevel = 'NONE' | 'LOW' | 'MEDIUM' | 'HIGH';
@@ -181,6 +184,13 @@ const groupOf = (flavor: CpuFlavor): string => {
 const freeGpus = (host: Host, usage: HostUsage | undefined): number =>
   Math.max(0, host.gpuCount - (usage?.gpuIndices.size ?? 0));
 
+/** What is free on a host, as the GPU units read it. */
+const freeOn = (host: Host, usage: HostUsage | undefined) => ({
+  freeGpus: freeGpus(host, usage),
+  freeVcpus: vcpuCapacity(host) - (usage?.vcpus ?? 0),
+  freeMemoryGb: memoryCapacity(host) - (usage?.memoryGb ?? 0),
+});
+
 /** Reads the v2 catalog from the static catalog and one view of the fleet. */
 export class CatalogV2 {
   private readonly dataCenterById: Map<string, DataCenter>;
@@ -190,6 +200,16 @@ export class CatalogV2 {
     private readonly fleet: FleetView,
   ) {
     this.dataCenterById = new Map(catalog.dataCenters.map((d) => [d.id, d]));
+  }
+
+  /** Instances of `count` GPUs (with what they come with) the host can still take, and could take empty. */
+  private gpuUnits(host: Host, count: number): { free: number; total: number } {
+    const terms = gpuHostTerms(host, this.catalog.gpuTypes);
+    const empty = { freeGpus: host.gpuCount, freeVcpus: vcpuCapacity(host), freeMemoryGb: memoryCapacity(host) };
+    return {
+      free: placeableUnits(terms, freeOn(host, this.fleet.usage.get(host.id)), count),
+      total: placeableUnits(terms, empty, count),
+    };
   }
 
   private dcName(id: string): string {
@@ -254,16 +274,13 @@ export class CatalogV2 {
         (countries === null || countries.includes(this.country(h.dataCenterId) ?? '')) &&
         cudaAccepts(rule, cudaCode(h.cudaVersion)),
     );
-    const { overall, dataCenters } = this.levels(matching, (h) => ({
-      free: Math.floor(freeGpus(h, this.fleet.usage.get(h.id)) / query.count),
-      total: Math.floor(h.gpuCount / query.count),
-    }));
+    const { overall, dataCenters } = this.levels(matching, (h) => this.gpuUnits(h, query.count));
     view.availability = overall;
     if (overall !== 'NONE') view.dataCenters = dataCenters;
     const versions = new Map<string, boolean>();
     for (const h of matching) {
       if (h.cudaVersion === null) continue;
-      const fits = freeGpus(h, this.fleet.usage.get(h.id)) >= query.count;
+      const fits = this.gpuUnits(h, query.count).free > 0;
       versions.set(h.cudaVersion, (versions.get(h.cudaVersion) ?? false) || fits);
     }
     if (versions.size > 0)
@@ -311,8 +328,8 @@ export class CatalogV2 {
         offered &&
         h.cpuFlavors.includes(flavor.id) &&
         (dataCenterId === undefined || h.dataCenterId === dataCenterId) &&
-        h.vcpus >= vcpus &&
-        h.memoryGb >= memory,
+        vcpuCapacity(h) >= vcpus &&
+        memoryCapacity(h) >= memory,
     );
     return this.levels(hosts, (h) => {
       const used = this.fleet.usage.get(h.id);
@@ -320,11 +337,11 @@ export class CatalogV2 {
         free: Math.max(
           0,
           Math.min(
-            Math.floor((h.vcpus - (used?.vcpus ?? 0)) / vcpus),
-            Math.floor((h.memoryGb - (used?.memoryGb ?? 0)) / memory),
+            Math.floor((vcpuCapacity(h) - (used?.vcpus ?? 0)) / vcpus),
+            Math.floor((memoryCapacity(h) - (used?.memoryGb ?? 0)) / memory),
           ),
         ),
-        total: Math.min(Math.floor(h.vcpus / vcpus), Math.floor(h.memoryGb / memory)),
+        total: Math.min(Math.floor(vcpuCapacity(h) / vcpus), Math.floor(memoryCapacity(h) / memory)),
       };
     });
   }
@@ -345,10 +362,7 @@ export class CatalogV2 {
         .filter((t) => here.some((h) => h.gpuTypeId === t.id && h.gpuCount > 0))
         .map((t) => {
           const hosts = here.filter((h) => h.gpuTypeId === t.id && h.gpuCount > 0);
-          const { overall } = this.levels(hosts, (h) => ({
-            free: freeGpus(h, this.fleet.usage.get(h.id)),
-            total: h.gpuCount,
-          }));
+          const { overall } = this.levels(hosts, (h) => this.gpuUnits(h, 1));
           return { id: t.id, name: t.displayName, availability: overall };
         });
       if (gpus.length > 0) view.gpuAvailability = gpus;

@@ -16,6 +16,13 @@ export interface GpuType {
   communityPrice: number;
   /** Supports global networking (2.8). */
   globalNetworking: boolean;
+  /**
+   * vCPUs one GPU of this type comes with (an instance of n GPUs gets n × this, capped by its
+   * host's share: domain/gpu-allotment.ts). @default 4
+   */
+  vcpusPerGpu?: number;
+  /** GB of memory one GPU of this type comes with. @default 1.5 × memoryInGb, at least 16 */
+  memoryGbPerGpu?: number;
 }
 
 export interface GpuPool {
@@ -96,6 +103,7 @@ const gpu = (
   pool: string,
   securePrice: number,
   communityPrice: number,
+  perGpu: [vcpus: number, memoryGb: number],
   globalNetworking = false,
 ): GpuType => ({
   id,
@@ -106,23 +114,27 @@ const gpu = (
   securePrice,
   communityPrice,
   globalNetworking,
+  vcpusPerGpu: perGpu[0],
+  memoryGbPerGpu: perGpu[1],
 });
 
+// The last figures: vCPUs and GB of memory per GPU, what one GPU of the type comes with (about
+// what GPU clouds sell with it: more memory than the GPU's own, more vCPUs for larger GPUs).
 const defaultGpuTypes: GpuType[] = [
-  gpu('NVIDIA RTX A4000', 'RTX A4000', 16, 'AMPERE_16', 0.25, 0.17),
-  gpu('NVIDIA RTX A4500', 'RTX A4500', 20, 'AMPERE_16', 0.27, 0.19),
-  gpu('NVIDIA RTX A5000', 'RTX A5000', 24, 'AMPERE_24', 0.29, 0.22),
-  gpu('NVIDIA GeForce RTX 3090', 'RTX 3090', 24, 'AMPERE_24', 0.43, 0.22),
-  gpu('NVIDIA L4', 'L4', 24, 'AMPERE_24', 0.43, 0.3),
-  gpu('NVIDIA GeForce RTX 4090', 'RTX 4090', 24, 'ADA_24', 0.69, 0.34, true),
-  gpu('NVIDIA RTX A6000', 'RTX A6000', 48, 'AMPERE_48', 0.49, 0.33),
-  gpu('NVIDIA A40', 'A40', 48, 'AMPERE_48', 0.4, 0.35),
-  gpu('NVIDIA L40S', 'L40S', 48, 'ADA_48_PRO', 0.86, 0.79, true),
-  gpu('NVIDIA RTX 6000 Ada Generation', 'RTX 6000 Ada', 48, 'ADA_48_PRO', 0.77, 0.74, true),
-  gpu('NVIDIA A100 80GB PCIe', 'A100 PCIe', 80, 'AMPERE_80', 1.64, 1.19, true),
-  gpu('NVIDIA A100-SXM4-80GB', 'A100 SXM', 80, 'AMPERE_80', 1.74, 1.39, true),
-  gpu('NVIDIA H100 PCIe', 'H100 PCIe', 80, 'ADA_80_PRO', 2.39, 1.99, true),
-  gpu('NVIDIA H100 80GB HBM3', 'H100 SXM', 80, 'ADA_80_PRO', 2.69, 2.49, true),
+  gpu('NVIDIA RTX A4000', 'RTX A4000', 16, 'AMPERE_16', 0.25, 0.17, [4, 24]),
+  gpu('NVIDIA RTX A4500', 'RTX A4500', 20, 'AMPERE_16', 0.27, 0.19, [4, 28]),
+  gpu('NVIDIA RTX A5000', 'RTX A5000', 24, 'AMPERE_24', 0.29, 0.22, [4, 32]),
+  gpu('NVIDIA GeForce RTX 3090', 'RTX 3090', 24, 'AMPERE_24', 0.43, 0.22, [4, 32]),
+  gpu('NVIDIA L4', 'L4', 24, 'AMPERE_24', 0.43, 0.3, [6, 32]),
+  gpu('NVIDIA GeForce RTX 4090', 'RTX 4090', 24, 'ADA_24', 0.69, 0.34, [6, 48], true),
+  gpu('NVIDIA RTX A6000', 'RTX A6000', 48, 'AMPERE_48', 0.49, 0.33, [8, 64]),
+  gpu('NVIDIA A40', 'A40', 48, 'AMPERE_48', 0.4, 0.35, [8, 64]),
+  gpu('NVIDIA L40S', 'L40S', 48, 'ADA_48_PRO', 0.86, 0.79, [12, 96], true),
+  gpu('NVIDIA RTX 6000 Ada Generation', 'RTX 6000 Ada', 48, 'ADA_48_PRO', 0.77, 0.74, [10, 96], true),
+  gpu('NVIDIA A100 80GB PCIe', 'A100 PCIe', 80, 'AMPERE_80', 1.64, 1.19, [12, 128], true),
+  gpu('NVIDIA A100-SXM4-80GB', 'A100 SXM', 80, 'AMPERE_80', 1.74, 1.39, [16, 128], true),
+  gpu('NVIDIA H100 PCIe', 'H100 PCIe', 80, 'ADA_80_PRO', 2.39, 1.99, [16, 176], true),
+  gpu('NVIDIA H100 80GB HBM3', 'H100 SXM', 80, 'ADA_80_PRO', 2.69, 2.49, [20, 192], true),
 ];
 
 const defaultCpuFlavors: CpuFlavor[] = [

@@ -174,31 +174,84 @@ test('when GPUs are free but scattered the refusal names the most free on one ho
   );
 });
 
-test('GPU pods also need free vCPUs, memory, disk and ports, and each shortage is named', () => {
-  const snapshot = fleet([testHost('a', { vcpus: 16, memoryGb: 64, diskGb: 100, portRange: [30000, 30001] })], {
-    a: { vcpus: 8, memoryGb: 32, diskGb: 50, ports: new Set([30000]) },
-  });
+test('GPU pods also need the vCPUs and memory their GPUs come with, disk and ports, and each shortage is named as the constraint', () => {
+  // 2 GPUs, 16 vCPUs, 64 GB: a GPU's share is 8 vCPUs and 32 GB; an RTX 4090 comes with 6 and 48
+  const host = (fields: Partial<Host> = {}) =>
+    testHost('a', { gpuCount: 2, vcpus: 16, memoryGb: 64, diskGb: 100, portRange: [30000, 30001], ...fields });
   const where = `1 free "${RTX4090}" GPUs`;
+  const empty = fleet([host()]);
   assert.equal(
-    refused(place(gpuRequest({ vcpuCount: 16 }), snapshot)),
-    `No host with ${where} has 16 free vCPUs (the most is 8)`,
+    refused(place(gpuRequest({ vcpuCount: 12, memoryGb: 0 }), empty)),
+    `No host with ${where} can give 1 GPU the 12 vCPUs asked for: CPUs are the constraint (a host gives each GPU its share of its vCPUs; the largest share of 1 GPU is 8 vCPUs)`,
   );
   assert.equal(
-    refused(place(gpuRequest({ memoryGb: 48 }), snapshot)),
-    `No host with ${where} has 48 GB of free memory (the most is 32 GB)`,
+    refused(place(gpuRequest({ vcpuCount: 0, memoryGb: 40 }), empty)),
+    `No host with ${where} can give 1 GPU the 40 GB of memory asked for: memory is the constraint (a host gives each GPU its share of its memory; the largest share of 1 GPU is 32 GB)`,
+  );
+  const busy = (u: Partial<HostUsage>) => fleet([host()], { a: u });
+  assert.equal(
+    refused(place(gpuRequest({ vcpuCount: 0, memoryGb: 0 }), busy({ vcpus: 12 }))),
+    `No host with ${where} has the vCPUs its GPUs come with free: CPUs are the constraint, the host ran out of CPUs before GPUs (1 GPU comes with at least 6 vCPUs; the most free is 4)`,
   );
   assert.equal(
-    refused(place(gpuRequest({ diskGb: 60 }), snapshot)),
+    refused(place(gpuRequest({ vcpuCount: 0, memoryGb: 0 }), busy({ memoryGb: 40 }))),
+    `No host with ${where} has the memory its GPUs come with free: memory is the constraint, the host ran out of memory before GPUs (1 GPU comes with at least 32 GB; the most free is 24 GB)`,
+  );
+  assert.equal(
+    refused(place(gpuRequest({ diskGb: 60 }), busy({ diskGb: 50 }))),
     `No host with ${where} has 60 GB of free disk (the most is 50 GB)`,
   );
   assert.equal(
-    refused(place(gpuRequest({ portCount: 2 }), snapshot)),
+    refused(place(gpuRequest({ portCount: 2 }), busy({ ports: new Set([30000]) }))),
     `No host with ${where} has 2 free public ports (the most is 1)`,
   );
-  assert.deepEqual(
-    placed(place(gpuRequest({ vcpuCount: 8, memoryGb: 32, diskGb: 50, portCount: 1 }), snapshot)).publicPorts,
-    [30001],
+  const fits = placed(
+    place(
+      gpuRequest({ vcpuCount: 0, memoryGb: 0, diskGb: 50, portCount: 1 }),
+      busy({ vcpus: 10, memoryGb: 32, diskGb: 50, ports: new Set([30000]) }),
+    ),
   );
+  assert.deepEqual([fits.publicPorts, fits.vcpus, fits.memoryGb], [[30001], 6, 32]);
+});
+
+test("a GPU pod is given its type's per-GPU default or the minimum it asks, whichever is larger, capped by its host's share", () => {
+  // 8 GPUs, 64 vCPUs, 512 GB: a GPU's share is 8 vCPUs and 64 GB; an RTX 4090 comes with 6 and 48
+  const snapshot = fleet([testHost('a')]);
+  const allot = (fields: Partial<PlacementRequest>) => {
+    const p = placed(place(gpuRequest({ vcpuCount: 0, memoryGb: 0, ...fields }), snapshot));
+    return [p.vcpus, p.memoryGb];
+  };
+  assert.deepEqual(allot({}), [6, 48], 'the default of one GPU');
+  assert.deepEqual(allot({ gpuCount: 2 }), [12, 96], 'the default per GPU, times the GPUs');
+  assert.deepEqual(allot({ vcpuCount: 7, memoryGb: 60 }), [7, 60], 'a larger minimum is given');
+  assert.deepEqual(allot({ vcpuCount: 2, memoryGb: 8 }), [6, 48], 'a smaller minimum gets the default');
+  assert.deepEqual(allot({ vcpuCount: 8, memoryGb: 64 }), [8, 64], 'a minimum of exactly the share fits');
+  // A type whose default is more than a host's share gets the share: an H100 SXM comes with 20 and 192.
+  const h100 = fleet([testHost('h', { gpuTypeId: 'NVIDIA H100 80GB HBM3', vcpus: 128, memoryGb: 1024 })]);
+  const capped = placed(place(gpuRequest({ gpuTypeIds: ['NVIDIA H100 80GB HBM3'], vcpuCount: 0, memoryGb: 0 }), h100));
+  assert.deepEqual([capped.vcpus, capped.memoryGb], [16, 128]);
+  // A CPU pod keeps its own figures.
+  const cpu = placed(
+    place(cpuRequest(), fleet([testHost('c', { gpuTypeId: null, gpuCount: 0, cpuFlavors: ['cpu3c'] })])),
+  );
+  assert.deepEqual([cpu.vcpus, cpu.memoryGb], [4, 8]);
+});
+
+test("hosts of one GPU type differ: each gives a GPU its own share, and a minimum above a host's share skips that host", () => {
+  // Same type, data center and GPU count. 'a-small': 16 vCPUs and 64 GB (4 and 16 per GPU);
+  // 'b-large': 64 and 512 (16 and 128 per GPU). An RTX 4090 comes with 6 vCPUs and 48 GB.
+  const snapshot = fleet([
+    testHost('a-small', { gpuCount: 4, vcpus: 16, memoryGb: 64 }),
+    testHost('b-large', { gpuCount: 4, vcpus: 64, memoryGb: 512 }),
+  ]);
+  const get = (fields: Partial<PlacementRequest>) => {
+    const p = placed(place(gpuRequest({ vcpuCount: 0, memoryGb: 0, ...fields }), snapshot));
+    return [p.hostId, p.vcpus, p.memoryGb];
+  };
+  assert.deepEqual(get({}), ['a-small', 4, 16], "the first host by id, its share capping the type's default");
+  assert.deepEqual(get({ gpuCount: 2 }), ['a-small', 8, 32], 'the share of 2 GPUs is twice one');
+  assert.deepEqual(get({ vcpuCount: 10 }), ['b-large', 10, 48], 'a minimum above the small share skips that host');
+  assert.deepEqual(get({ memoryGb: 100 }), ['b-large', 6, 100]);
 });
 
 test('GPU types are tried in the order requested, even when a later one would fit tighter', () => {

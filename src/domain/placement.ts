@@ -1,5 +1,15 @@
 import type { Catalog, Cloud, Host } from './catalog.js';
 import { compareCudaVersions, cudaAccepts, cudaCode, cudaRule, describeCudaRule } from './cuda.js';
+import {
+  allottedMemoryGb,
+  allottedVcpus,
+  gpuHostTerms,
+  memoryCapacity,
+  memoryShare,
+  vcpuCapacity,
+  vcpuShare,
+  type GpuHostTerms,
+} from './gpu-allotment.js';
 
 /** What a pod or serverless worker needs from a host. */
 export interface PlacementRequest {
@@ -8,6 +18,11 @@ export interface PlacementRequest {
   gpuTypeIds: string[];
   gpuCount: number;
   cpuFlavorId: string | null;
+  /**
+   * CPU: the vCPUs and GB of memory the instance takes. GPU: the least it accepts (0: no
+   * minimum); it is given its allotment on the host it lands on (domain/gpu-allotment.ts), at
+   * least this, and a host whose share of the GPUs is less does not fit.
+   */
   vcpuCount: number;
   memoryGb: number;
   diskGb: number;
@@ -45,6 +60,9 @@ export interface Placement {
   cudaVersion: string | null;
   /** Public ports reserved, in the order the request's ports are declared. */
   publicPorts: number[];
+  /** vCPUs and GB of memory reserved: a CPU request's own, a GPU request's allotment on this host. */
+  vcpus: number;
+  memoryGb: number;
 }
 
 export type PlacementResult = { ok: true; placement: Placement } | { ok: false; reason: string };
@@ -73,6 +91,8 @@ export interface FreeResources {
   readonly freeMemoryGb: number;
   readonly freeDiskGb: number;
   readonly freePorts: number;
+  /** The host's size and its GPU type's per-GPU default: what a GPU request's allotment reads. */
+  readonly terms: GpuHostTerms;
 }
 
 /**
@@ -216,20 +236,72 @@ interface ResourceStage {
   refusal(remaining: readonly FreeResources[]): string;
 }
 
+/** The vCPUs a request takes on a host: a CPU request its own, a GPU request its allotment there (-1: none fits). */
+export const vcpusOn = (request: PlacementRequest, h: FreeResources): number =>
+  request.kind === 'gpu' ? allottedVcpus(h.terms, request.gpuCount, request.vcpuCount) : request.vcpuCount;
+
+/** The GB of memory a request takes on a host, as {@link vcpusOn}. */
+export const memoryOn = (request: PlacementRequest, h: FreeResources): number =>
+  request.kind === 'gpu' ? allottedMemoryGb(h.terms, request.gpuCount, request.memoryGb) : request.memoryGb;
+
+/** Whether the host has what the request takes besides GPUs: vCPUs, memory, disk, public ports. */
+export function fitsResources(request: PlacementRequest, h: FreeResources): boolean {
+  if (h.freeDiskGb < request.diskGb || h.freePorts < request.portCount) return false;
+  if (request.kind !== 'gpu') return h.freeVcpus >= request.vcpuCount && h.freeMemoryGb >= request.memoryGb;
+  const vcpus = allottedVcpus(h.terms, request.gpuCount, request.vcpuCount);
+  if (vcpus < 0 || h.freeVcpus < vcpus) return false;
+  const memoryGb = allottedMemoryGb(h.terms, request.gpuCount, request.memoryGb);
+  return memoryGb >= 0 && h.freeMemoryGb >= memoryGb;
+}
+
 function resourceStages(request: PlacementRequest, where: string): ResourceStage[] {
   const most = (rest: readonly FreeResources[], pick: (h: FreeResources) => number): number =>
     rest.reduce((m, h) => Math.max(m, pick(h)), 0);
-  return [
-    {
-      admits: (h) => h.freeVcpus >= request.vcpuCount,
-      refusal: (rest) =>
-        `No host with ${where} has ${request.vcpuCount} free vCPUs (the most is ${most(rest, (h) => h.freeVcpus)})`,
-    },
-    {
-      admits: (h) => h.freeMemoryGb >= request.memoryGb,
-      refusal: (rest) =>
-        `No host with ${where} has ${request.memoryGb} GB of free memory (the most is ${most(rest, (h) => h.freeMemoryGb)} GB)`,
-    },
+  const least = (rest: readonly FreeResources[], pick: (h: FreeResources) => number): number =>
+    rest.reduce((m, h) => Math.min(m, pick(h)), Number.MAX_SAFE_INTEGER);
+  const stages: ResourceStage[] = [];
+  if (request.kind === 'gpu') {
+    const n = request.gpuCount;
+    const gpus = `${n} GPU${n === 1 ? '' : 's'}`;
+    const come = `${gpus} come${n === 1 ? 's' : ''} with`;
+    // A host's share of its GPUs bounds what they come with: a larger minimum does not fit it.
+    stages.push(
+      {
+        admits: (h) => request.vcpuCount <= vcpuShare(h.terms, n),
+        refusal: (rest) =>
+          `No host with ${where} can give ${gpus} the ${request.vcpuCount} vCPUs asked for: CPUs are the constraint (a host gives each GPU its share of its vCPUs; the largest share of ${gpus} is ${most(rest, (h) => vcpuShare(h.terms, n))} vCPUs)`,
+      },
+      {
+        admits: (h) => request.memoryGb <= memoryShare(h.terms, n),
+        refusal: (rest) =>
+          `No host with ${where} can give ${gpus} the ${request.memoryGb} GB of memory asked for: memory is the constraint (a host gives each GPU its share of its memory; the largest share of ${gpus} is ${most(rest, (h) => memoryShare(h.terms, n))} GB)`,
+      },
+      {
+        admits: (h) => h.freeVcpus >= vcpusOn(request, h),
+        refusal: (rest) =>
+          `No host with ${where} has the vCPUs its GPUs come with free: CPUs are the constraint, the host ran out of CPUs before GPUs (${come} at least ${least(rest, (h) => vcpusOn(request, h))} vCPUs; the most free is ${most(rest, (h) => h.freeVcpus)})`,
+      },
+      {
+        admits: (h) => h.freeMemoryGb >= memoryOn(request, h),
+        refusal: (rest) =>
+          `No host with ${where} has the memory its GPUs come with free: memory is the constraint, the host ran out of memory before GPUs (${come} at least ${least(rest, (h) => memoryOn(request, h))} GB; the most free is ${most(rest, (h) => h.freeMemoryGb)} GB)`,
+      },
+    );
+  } else {
+    stages.push(
+      {
+        admits: (h) => h.freeVcpus >= request.vcpuCount,
+        refusal: (rest) =>
+          `No host with ${where} has ${request.vcpuCount} free vCPUs (the most is ${most(rest, (h) => h.freeVcpus)})`,
+      },
+      {
+        admits: (h) => h.freeMemoryGb >= request.memoryGb,
+        refusal: (rest) =>
+          `No host with ${where} has ${request.memoryGb} GB of free memory (the most is ${most(rest, (h) => h.freeMemoryGb)} GB)`,
+      },
+    );
+  }
+  stages.push(
     {
       admits: (h) => h.freeDiskGb >= request.diskGb,
       refusal: (rest) =>
@@ -240,7 +312,8 @@ function resourceStages(request: PlacementRequest, where: string): ResourceStage
       refusal: (rest) =>
         `No host with ${where} has ${request.portCount} free public ports (the most is ${most(rest, (h) => h.freePorts)})`,
     },
-  ];
+  );
+  return stages;
 }
 
 /**
@@ -285,7 +358,7 @@ const noUsage: HostUsage = { gpuIndices: new Set(), vcpus: 0, memoryGb: 0, diskG
 /** The number of public ports in a host's (inclusive) range. */
 export const portCapacity = (host: Host): number => Math.max(0, host.portRange[1] - host.portRange[0] + 1);
 
-function freeOf(host: Host, usage: HostUsage): FreeResources {
+function freeOf(host: Host, usage: HostUsage, catalog: Catalog): FreeResources {
   let usedGpus = 0;
   for (const i of usage.gpuIndices) if (i >= 0 && i < host.gpuCount) usedGpus++;
   let usedPorts = 0;
@@ -293,15 +366,16 @@ function freeOf(host: Host, usage: HostUsage): FreeResources {
   return {
     hostId: host.id,
     freeGpus: host.gpuCount - usedGpus,
-    freeVcpus: host.vcpus - usage.vcpus,
-    freeMemoryGb: host.memoryGb - usage.memoryGb,
+    freeVcpus: vcpuCapacity(host) - usage.vcpus,
+    freeMemoryGb: memoryCapacity(host) - usage.memoryGb,
     freeDiskGb: host.diskGb - usage.diskGb,
     freePorts: portCapacity(host) - usedPorts,
+    terms: gpuHostTerms(host, catalog.gpuTypes),
   };
 }
 
-function singleHostGroup(host: Host, usage: HostUsage): HostGroup {
-  const free = freeOf(host, usage);
+function singleHostGroup(host: Host, usage: HostUsage, catalog: Catalog): HostGroup {
+  const free = freeOf(host, usage, catalog);
   return {
     gpuTypeId: host.gpuTypeId,
     dataCenterId: host.dataCenterId,
@@ -345,7 +419,7 @@ function lowestFree(from: number, to: number, count: number, taken: ReadonlySet<
 /** Chooses a host for the request, or says which constraint could not be met. Pure. */
 export function place(request: PlacementRequest, snapshot: FleetSnapshot): PlacementResult {
   const byId = new Map(snapshot.hosts.map((h) => [h.id, h]));
-  const groups = snapshot.hosts.map((h) => singleHostGroup(h, snapshot.usage.get(h.id) ?? noUsage));
+  const groups = snapshot.hosts.map((h) => singleHostGroup(h, snapshot.usage.get(h.id) ?? noUsage, snapshot.catalog));
   const result = sieve(request, groups, snapshot.catalog);
   if (!result.ok) return result;
   const scored = result.hosts.map((free) => {
@@ -353,10 +427,10 @@ export function place(request: PlacementRequest, snapshot: FleetSnapshot): Place
     const typeRank = request.kind === 'gpu' ? request.gpuTypeIds.indexOf(host.gpuTypeId ?? '') : 0;
     const dcRank = request.dataCenterIds.length > 0 ? request.dataCenterIds.indexOf(host.dataCenterId) : 0;
     const leftover = request.kind === 'gpu' ? free.freeGpus - request.gpuCount : free.freeVcpus - request.vcpuCount;
-    return { typeRank, dcRank, leftover, hostId: host.id, host };
+    return { typeRank, dcRank, leftover, hostId: host.id, host, free };
   });
   scored.sort(comparePlacementScore);
-  const host = scored[0]!.host;
+  const { host, free } = scored[0]!;
   const usage = snapshot.usage.get(host.id) ?? noUsage;
   return {
     ok: true,
@@ -368,6 +442,8 @@ export function place(request: PlacementRequest, snapshot: FleetSnapshot): Place
       gpuIndices: request.kind === 'gpu' ? lowestFree(0, host.gpuCount - 1, request.gpuCount, usage.gpuIndices) : [],
       cudaVersion: request.kind === 'gpu' ? host.cudaVersion : null,
       publicPorts: lowestFree(host.portRange[0], host.portRange[1], request.portCount, usage.ports),
+      vcpus: vcpusOn(request, free),
+      memoryGb: memoryOn(request, free),
     },
   };
 }

@@ -30,9 +30,9 @@ export function toGqlPod(p: PodView, { services }: GraphqlContext) {
     dockerArgs: p.args,
     dockerId: null,
     gpuCount: p.gpu?.count ?? 0,
-    // REST's cpu.vcpuCount and cpu.memory: a GPU pod has no CPU or memory allotment of its own (null).
-    vcpuCount: p.cpu?.vcpuCount ?? null,
-    memoryInGb: p.cpu?.memory ?? null,
+    // What the pod is given: a CPU pod's vCPUs and memory, a GPU pod's allotment with its GPUs.
+    vcpuCount: p.vcpuCount,
+    memoryInGb: p.memoryInGb,
     podType: 'RESERVED',
     port: null,
     ports: p.ports.join(','),
@@ -74,6 +74,8 @@ interface GqlPodInput {
   gpuCount?: number | null;
   instanceId?: string | null;
   vcpuCount?: number | null;
+  minVcpuCount?: number | null;
+  minMemoryInGb?: number | null;
   cloudType?: 'ALL' | 'SECURE' | 'COMMUNITY' | null;
   dataCenterId?: string | null;
   countryCode?: string | null;
@@ -149,6 +151,9 @@ function toCreatePod(
   if (input.startSsh != null) out.startSsh = input.startSsh;
   if (input.startJupyter != null) out.startJupyter = input.startJupyter;
   if (input.globalNetworking != null) out.globalNetworking = input.globalNetworking;
+  // a GPU pod gets at least these with its GPUs (docs/catalog.md); clients send 0 for "any"
+  if (compute.gpu && input.minVcpuCount) out.minVcpuCount = input.minVcpuCount;
+  if (compute.gpu && input.minMemoryInGb) out.minMemoryInGb = input.minMemoryInGb;
   const path = input.volumeMountPath || DEFAULT_MOUNT_PATH;
   const mounts: Mounts = {};
   if (input.networkVolumeId) mounts.network = [{ volumeId: input.networkVolumeId, path }];

@@ -1,5 +1,6 @@
 import type { Catalog, Cloud, Host } from '../domain/catalog.js';
 import { compareCudaVersions, cudaAccepts, cudaRule, type CudaRule } from '../domain/cuda.js';
+import { gpuHostTerms, largestPlaceable, placeableUnits } from '../domain/gpu-allotment.js';
 import { sieve, type HostGroup, type PlacementRequest } from '../domain/placement.js';
 import { GpuGroup } from './gpu-group.js';
 import { HostSlot } from './host-slot.js';
@@ -67,15 +68,20 @@ export class FleetIndex {
     for (const group of groups.values()) group.seal();
   }
 
-  /** A slot for `host`, with the data center's global networking as the catalog says. */
+  /** A slot for `host`, with the data center's global networking and the GPU type's per-GPU default as the catalog says. */
   static slotFor(host: Host, catalog: Catalog): HostSlot {
     return new HostSlot(
       host,
       catalog.dataCenters.some((d) => d.id === host.dataCenterId && d.globalNetworking),
+      gpuHostTerms(host, catalog.gpuTypes),
     );
   }
 
-  /** Free and total GPUs of one type, overall and per data center and CUDA version. */
+  /**
+   * Free and total GPUs of one type, overall and per data center and CUDA version. A GPU counts as
+   * free when an instance of one GPU could take it now: its host also has the vCPUs and memory it
+   * comes with free (a host can run out of CPUs or memory before GPUs). O(hosts of the type).
+   */
   gpuStock(gpuTypeId: string): GpuTypeStock {
     const groups = this.gpuGroupsByType.get(gpuTypeId) ?? [];
     const dcs = new Map<string, { id: string; available: number; total: number }>();
@@ -86,17 +92,22 @@ export class FleetIndex {
     let maxGpuCount = 0;
     for (const g of groups) {
       const groupTotal = g.gpusPerHost * g.hostCount;
+      let groupFree = 0;
+      for (const slot of g.slots) {
+        if (slot.freeGpus === 0) continue;
+        groupFree += placeableUnits(slot.terms, slot, 1);
+        if (slot.freeGpus > maxGpuCount) maxGpuCount = Math.max(maxGpuCount, largestPlaceable(slot.terms, slot));
+      }
       total += groupTotal;
-      available += g.freeGpus;
-      maxGpuCount = Math.max(maxGpuCount, g.maxFreeGpus);
+      available += groupFree;
       clouds.add(g.cloud);
       const dc = dcs.get(g.dataCenterId) ?? { id: g.dataCenterId, available: 0, total: 0 };
-      dc.available += g.freeGpus;
+      dc.available += groupFree;
       dc.total += groupTotal;
       dcs.set(dc.id, dc);
       if (g.cudaVersion !== null) {
         const cuda = cudas.get(g.cudaVersion) ?? { version: g.cudaVersion, available: 0, total: 0 };
-        cuda.available += g.freeGpus;
+        cuda.available += groupFree;
         cuda.total += groupTotal;
         cudas.set(cuda.version, cuda);
       }

@@ -1,5 +1,7 @@
 import type { Host } from '../domain/catalog.js';
+import { memoryCapacity, vcpuCapacity, type GpuHostTerms } from '../domain/gpu-allotment.js';
 import {
+  fitsResources,
   portCapacity,
   type FreeResources,
   type HostGroup,
@@ -39,14 +41,16 @@ export class HostSlot implements FreeResources {
   constructor(
     readonly host: Host,
     dcGlobalNetworking: boolean,
+    /** The host's size and its GPU type's per-GPU default (what a GPU request's allotment reads). */
+    readonly terms: GpuHostTerms,
   ) {
     this.hostId = host.id;
     const gpus = host.gpuTypeId === null ? 0 : host.gpuCount;
     this.gpuUsed = new Uint8Array(gpus);
     this.portUsed = new Uint8Array(portCapacity(host));
     this.freeGpus = gpus;
-    this.freeVcpus = host.vcpus;
-    this.freeMemoryGb = host.memoryGb;
+    this.freeVcpus = vcpuCapacity(host);
+    this.freeMemoryGb = memoryCapacity(host);
     this.freeDiskGb = host.diskGb;
     this.freePorts = this.portUsed.length;
     this.dcGlobalNetworking = dcGlobalNetworking;
@@ -73,13 +77,9 @@ export class HostSlot implements FreeResources {
     };
   }
 
+  /** Whether the host has the request's vCPUs and memory (a GPU request's allotment here), disk and ports free. */
   fitsResources(request: PlacementRequest): boolean {
-    return (
-      this.freeVcpus >= request.vcpuCount &&
-      this.freeMemoryGb >= request.memoryGb &&
-      this.freeDiskGb >= request.diskGb &&
-      this.freePorts >= request.portCount
-    );
+    return fitsResources(request, this);
   }
 
   lowestFreeGpus(count: number): number[] {
@@ -175,8 +175,8 @@ export class HostSlot implements FreeResources {
   usage(): HostUsage {
     return {
       gpuIndices: new Set(indicesWhere(this.gpuUsed, 0)),
-      vcpus: this.host.vcpus - this.freeVcpus,
-      memoryGb: this.host.memoryGb - this.freeMemoryGb,
+      vcpus: vcpuCapacity(this.host) - this.freeVcpus,
+      memoryGb: memoryCapacity(this.host) - this.freeMemoryGb,
       diskGb: this.host.diskGb - this.freeDiskGb,
       ports: new Set(indicesWhere(this.portUsed, this.host.portRange[0])),
     };

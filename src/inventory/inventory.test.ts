@@ -28,11 +28,12 @@ test('a reservation holds its GPUs, ports and resources until released', () => {
   assert.equal(first.hostId, 'demo-tx-4090-a');
   assert.deepEqual(first.gpuIndices, [0, 1]);
   assert.deepEqual(first.publicPorts, [20000, 20001]);
+  // the vCPUs and memory of 2 RTX 4090s (6 and 48 each), more than the request's minimum (4 and 16)
   assert.deepEqual(inventory.allocationOf('pod-1'), {
     hostId: 'demo-tx-4090-a',
     gpuIndices: [0, 1],
-    vcpus: 4,
-    memoryGb: 16,
+    vcpus: 12,
+    memoryGb: 96,
     diskGb: 20,
     publicPorts: [20000, 20001],
   });
@@ -98,7 +99,8 @@ test('restarting on a host whose GPUs were taken meanwhile is refused naming the
 
 test('restarting is refused naming a taken port, missing vCPUs or a host gone from the fleet', () => {
   const inventory = demo();
-  placeOk(inventory, 'other', request({ gpuCount: 1, portCount: 1, vcpuCount: 60 }));
+  const held = { hostId: 'demo-tx-4090-a', gpuIndices: [4], vcpus: 60, memoryGb: 8, diskGb: 1, publicPorts: [20000] };
+  assert.deepEqual(inventory.reserveExact('other', held), { ok: true });
   const base = { hostId: 'demo-tx-4090-a', gpuIndices: [5], vcpus: 4, memoryGb: 1, diskGb: 1, publicPorts: [20000] };
   assert.deepEqual(inventory.reserveExact('p', base), {
     ok: false,
@@ -112,7 +114,7 @@ test('restarting is refused naming a taken port, missing vCPUs or a host gone fr
     ok: false,
     reason: 'Host gone is no longer in the fleet',
   });
-  assert.equal(inventory.gpuStock(RTX4090).available, 7);
+  assert.equal(inventory.gpuStock(RTX4090).available, 0, '7 GPUs are free, but not the 6 vCPUs one comes with');
 });
 
 test('restoring allocations on server start reproduces the usage place() sees', () => {
@@ -343,6 +345,9 @@ test('an unavailable host is skipped by placement and left out of the stock, kee
     gpuIndices: [1],
     cudaVersion: '12.8',
     publicPorts: [41001],
+    // an RTX 4090's 6 vCPUs, and 32 GB: the host's share of its memory per GPU, less than the 48 the type comes with
+    vcpus: 6,
+    memoryGb: 32,
   });
   assert.equal(inventory.setAvailable('no-such-host', false), false);
 });
@@ -433,7 +438,11 @@ test('a capacity change keeps the allocations held on the host, counted against 
   assert.equal(inventory.gpuStock(RTX4090).available, 0, 'GPUs 0 and 1 are held; GPU 2 is gone');
   assert.deepEqual(inventory.placeAndReserve('c', request({ kind: 'gpu', gpuCount: 1 })).ok, false);
   inventory.release('a');
-  assert.equal(inventory.gpuStock(RTX4090).available, 2);
+  assert.equal(
+    inventory.gpuStock(RTX4090).available,
+    1,
+    "GPUs 0 and 1 are free, but b still holds its 4 vCPUs (its GPU 2 is gone): 8 free, room for one GPU's 6",
+  );
   const placed = inventory.placeAndReserve('c', request({ gpuCount: 1, vcpuCount: 1 }));
   assert.deepEqual(placed, {
     ok: true,
@@ -445,6 +454,8 @@ test('a capacity change keeps the allocations held on the host, counted against 
       gpuIndices: [0],
       cudaVersion: '12.8',
       publicPorts: [41000],
+      vcpus: 6,
+      memoryGb: 32,
     },
   });
   inventory.release('b');

@@ -1,6 +1,15 @@
 import type { Catalog, Host } from '../domain/catalog.js';
 import type { Clock } from '../domain/clock.js';
-import type { FleetSnapshot, HostUsage, Placement, PlacementRequest, PlacementResult } from '../domain/placement.js';
+import { allotmentOn, type ComputeAllotment } from '../domain/gpu-allotment.js';
+import {
+  memoryOn,
+  vcpusOn,
+  type FleetSnapshot,
+  type HostUsage,
+  type Placement,
+  type PlacementRequest,
+  type PlacementResult,
+} from '../domain/placement.js';
 import { FleetIndex, type GpuTypeStock } from './fleet-index.js';
 import { HostDeadlines } from './host-deadlines.js';
 import type { HostSlot } from './host-slot.js';
@@ -75,6 +84,8 @@ export class Inventory {
       gpuIndices: request.kind === 'gpu' ? slot.lowestFreeGpus(request.gpuCount) : [],
       cudaVersion: request.kind === 'gpu' ? slot.host.cudaVersion : null,
       publicPorts: slot.lowestFreePorts(request.portCount),
+      vcpus: vcpusOn(request, slot),
+      memoryGb: memoryOn(request, slot),
     };
     this.apply(holderId, Inventory.allocationFrom(placement, request));
     return { ok: true, placement };
@@ -185,6 +196,18 @@ export class Inventory {
     this.reindex();
   }
 
+  /**
+   * The vCPUs and memory `gpuCount` GPUs come with on that host by default (its GPU type's per-GPU
+   * default, capped by the host's share); null for a host not in the fleet. For an instance
+   * placed before allotments existed, which holds none.
+   */
+  gpuAllotmentOn(hostId: string, gpuCount: number): ComputeAllotment | null {
+    const slot = this.slots.get(hostId);
+    if (!slot || gpuCount <= 0) return null;
+    const allotment = allotmentOn(slot.terms, gpuCount);
+    return allotment.ok ? { vcpus: allotment.vcpus, memoryGb: allotment.memoryGb } : null;
+  }
+
   allocationOf(holderId: string): Allocation | undefined {
     return this.allocations.get(holderId);
   }
@@ -219,8 +242,8 @@ export class Inventory {
     return {
       hostId: placement.hostId,
       gpuIndices: placement.gpuIndices,
-      vcpus: request.vcpuCount,
-      memoryGb: request.memoryGb,
+      vcpus: placement.vcpus,
+      memoryGb: placement.memoryGb,
       diskGb: request.diskGb,
       publicPorts: placement.publicPorts,
     };

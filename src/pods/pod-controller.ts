@@ -25,6 +25,10 @@
  *   usage interval stays open, and it is reconciled from the instance's state. A pod meant to run
  *   without a live instance re-reserves its allocation and starts again; a pod the user stopped
  *   stays stopped, and a live instance of it is stopped.
+ * - A GPU pod stored before allotments (vCPUs 0: no limits, nothing reserved for its CPUs and
+ *   memory) runs on as it is, adopted instances included; its next instance (a start, a restart,
+ *   a change that restarts it, or a server restart that finds it gone) gets its GPU type's
+ *   allotment on its host, stored on the pod from then on, or ERROR when the host cannot give it.
  */
 import type { Logger } from 'pino';
 import type { Clock } from '../domain/clock.js';
@@ -348,6 +352,11 @@ export class PodController {
       current = await this.#status.transition(pod, 'STARTING', { statusReason: null });
     }
     if (await this.#waitForRuntime(current)) return;
+    if (current.gpuCount > 0 && current.vcpuCount === 0) {
+      const allotted = await this.#allot(current);
+      if (allotted === null) return;
+      current = allotted;
+    }
     let spec: InstanceSpec;
     try {
       spec = await podInstanceSpec(current, {
@@ -374,6 +383,31 @@ export class PodController {
       return;
     }
     await this.#observe(current, status);
+  }
+
+  /**
+   * A GPU pod stored before allotments holds no vCPUs or memory: its next instance gets its GPU
+   * type's allotment on its host, reserved in place of what it held and stored on the pod. When
+   * the host cannot give it now, the pod goes to ERROR saying so (null).
+   */
+  async #allot(pod: PodRecord): Promise<PodRecord | null> {
+    const inventory = this.#deps.inventory;
+    const allotment = pod.hostId ? inventory.gpuAllotmentOn(pod.hostId, pod.gpuCount) : null;
+    if (allotment === null) return pod;
+    const next = { ...pod, vcpuCount: allotment.vcpus, memoryGb: allotment.memoryGb };
+    const held = inventory.allocationOf(pod.id);
+    inventory.release(pod.id);
+    const reserved = inventory.reserveExact(pod.id, allocationOf(next));
+    if (!reserved.ok) {
+      if (held) inventory.reserveExact(pod.id, held);
+      await this.#status.settle(
+        pod,
+        'ERROR',
+        `Its host cannot give it the ${allotment.vcpus} vCPUs and ${allotment.memoryGb} GB of memory ${pod.gpuCount === 1 ? 'its GPU comes' : `its ${pod.gpuCount} GPUs come`} with now: ${reserved.reason}`,
+      );
+      return null;
+    }
+    return this.#status.update(pod, { vcpuCount: allotment.vcpus, memoryGb: allotment.memoryGb });
   }
 
   /**

@@ -80,9 +80,9 @@ test('rule 3: both CUDA fields is a 400, either with cpu is a 400', () => {
   assert.deepEqual(s.allowedCudaVersions, []);
 });
 
-test('defaults: gpu count 1, disk 20, cloud SECURE, no mounts, empty env and ports', () => {
+test('defaults: gpu count 1, no minimum vCPUs or memory, disk 20, cloud SECURE, no mounts, empty env and ports', () => {
   const s = create({ gpu });
-  assert.deepEqual(s.compute, { kind: 'gpu', gpuTypeId: gpu.id, count: 1 });
+  assert.deepEqual(s.compute, { kind: 'gpu', gpuTypeId: gpu.id, count: 1, minVcpus: 0, minMemoryGb: 0 });
   assert.equal(s.disk, 20);
   assert.equal(s.cloud, 'SECURE');
   assert.deepEqual(s.mounts, {});
@@ -90,6 +90,15 @@ test('defaults: gpu count 1, disk 20, cloud SECURE, no mounts, empty env and por
   assert.deepEqual(s.ports, []);
   assert.equal(s.registry, null);
   assert.equal(s.globalNetworking, false);
+});
+
+test("a GPU pod's minimum vCPUs and memory are kept; a CPU pod ignores them; a negative or fractional one is a 400", () => {
+  const s = create({ gpu, minVcpuCount: 12, minMemoryInGb: 100 });
+  assert.deepEqual(s.compute, { kind: 'gpu', gpuTypeId: gpu.id, count: 1, minVcpus: 12, minMemoryGb: 100 });
+  const cpu = create({ cpu: { id: 'cpu3c', vcpuCount: 2 }, minVcpuCount: 12 });
+  assert.deepEqual(cpu.compute, { kind: 'cpu', flavorId: 'cpu3c', vcpuCount: 2, memoryGb: 4 });
+  for (const bad of [{ minVcpuCount: -1 }, { minMemoryInGb: 1.5 }, { minVcpuCount: 5000 }])
+    fails(() => create({ gpu, ...bad }), 'BAD_REQUEST', 400);
 });
 
 test('2.3: both persistent and network mounts is a 400', () => {

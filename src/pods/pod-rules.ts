@@ -20,6 +20,13 @@ export interface CreatePodInput {
   mounts?: Mounts;
   gpu?: { id: string; count?: number };
   cpu?: { id: string; vcpuCount: number };
+  /**
+   * GPU pods: the least vCPUs and GB of memory the pod accepts, in all (GraphQL `minVcpuCount`,
+   * `minMemoryInGb`; REST v1's per-GPU minimums × `gpuCount`). It gets its GPU type's allotment,
+   * at least this; a host whose share of the GPUs is less does not fit. Ignored on CPU pods.
+   */
+  minVcpuCount?: number;
+  minMemoryInGb?: number;
   cloud?: Cloud;
   dataCenterIds?: string[];
   allowedCudaVersions?: string[];
@@ -62,7 +69,7 @@ export interface TemplateDefaults {
 }
 
 type Compute =
-  | { kind: 'gpu'; gpuTypeId: string; count: number }
+  | { kind: 'gpu'; gpuTypeId: string; count: number; minVcpus: number; minMemoryGb: number }
   | { kind: 'cpu'; flavorId: string; vcpuCount: number; memoryGb: number };
 
 /** Everything a pod is created from, once body, template and catalog have been combined. */
@@ -138,8 +145,23 @@ export function checkPorts(ports: string[]): void {
   }
 }
 
+/** The most a GPU pod may ask for at least, in all: no host has more (fleet hosts report at most 4096 vCPUs). */
+const MAX_MIN_VCPUS = 4096;
+const MAX_MIN_MEMORY_GB = 65_536;
+
+/** A GPU pod's minimum vCPUs or memory: a whole number from 0 (none) to `max`. */
+function minimumOf(value: number | undefined, field: string, max: number): number {
+  if (value === undefined) return 0;
+  if (!Number.isInteger(value) || value < 0 || value > max)
+    throw new ApiError('BAD_REQUEST', `${field} must be a whole number from 0 to ${max} (got ${value}).`);
+  return value;
+}
+
 /** 2.4 / 2.5: the GPU type or CPU flavor exists; CPU memory = vcpuCount × the flavor's RAM multiplier. */
-function resolveCompute(body: Pick<CreatePodInput, 'gpu' | 'cpu'>, catalog: Catalog): Compute {
+function resolveCompute(
+  body: Pick<CreatePodInput, 'gpu' | 'cpu' | 'minVcpuCount' | 'minMemoryInGb'>,
+  catalog: Catalog,
+): Compute {
   if (body.gpu) {
     const type = catalog.gpuTypes.find((g) => g.id === body.gpu!.id);
     if (!type)
@@ -147,7 +169,13 @@ function resolveCompute(body: Pick<CreatePodInput, 'gpu' | 'cpu'>, catalog: Cata
         'UNKNOWN_REFERENCE',
         `Unknown GPU type "${body.gpu.id}"; GET /v2/catalog/gpus lists the valid ids.`,
       );
-    return { kind: 'gpu', gpuTypeId: type.id, count: body.gpu.count ?? 1 };
+    return {
+      kind: 'gpu',
+      gpuTypeId: type.id,
+      count: body.gpu.count ?? 1,
+      minVcpus: minimumOf(body.minVcpuCount, 'minVcpuCount', MAX_MIN_VCPUS),
+      minMemoryGb: minimumOf(body.minMemoryInGb, 'minMemoryInGb', MAX_MIN_MEMORY_GB),
+    };
   }
   const cpu = body.cpu!;
   const flavor = catalog.cpuFlavors.find((f) => f.id === cpu.id);

@@ -52,6 +52,13 @@ export interface PodView {
   registry: string | null;
   gpu?: { id: string; count: number };
   cpu?: { id: string; vcpuCount: number; memory: number };
+  /**
+   * Gantry extension (not in spec 2.1): the vCPUs and GB of memory the pod is given — a CPU pod's
+   * own (as in `cpu`), a GPU pod's allotment with its GPUs (docs/catalog.md). Null for a GPU pod
+   * stored before allotments, until its next start gives it one.
+   */
+  vcpuCount: number | null;
+  memoryInGb: number | null;
   cloud: Cloud;
   dataCenterId: string | null;
   cudaVersion: string | null;
@@ -164,6 +171,8 @@ export function toPodView(pod: PodRecord, ctx: ViewContext): PodView {
     ports: pod.ports,
     env: pod.env,
     registry: pod.registry,
+    vcpuCount: pod.vcpuCount > 0 ? pod.vcpuCount : null,
+    memoryInGb: pod.memoryGb > 0 ? pod.memoryGb : null,
     cloud: pod.cloud,
     dataCenterId: pod.dataCenterId,
     cudaVersion: pod.gpuTypeId ? pod.cudaVersion : null,

@@ -276,8 +276,9 @@ export class PodsService {
       gpuCount: compute.kind === 'gpu' ? compute.count : 0,
       gpuIndices: placement.gpuIndices,
       cpuFlavorId: compute.kind === 'cpu' ? compute.flavorId : null,
-      vcpuCount: compute.kind === 'cpu' ? compute.vcpuCount : 0,
-      memoryGb: compute.kind === 'cpu' ? compute.memoryGb : 0,
+      // a CPU pod's own; a GPU pod's allotment on the host it landed on (domain/gpu-allotment.ts)
+      vcpuCount: placement.vcpus,
+      memoryGb: placement.memoryGb,
       cloud: placement.cloud,
       dataCenterId: placement.dataCenterId,
       hostId: placement.hostId,
@@ -533,8 +534,9 @@ function placementRequest(settings: PodSettings, volumeDataCenterId: string | nu
     gpuTypeIds: c.kind === 'gpu' ? [c.gpuTypeId] : [],
     gpuCount: c.kind === 'gpu' ? c.count : 0,
     cpuFlavorId: c.kind === 'cpu' ? c.flavorId : null,
-    vcpuCount: c.kind === 'cpu' ? c.vcpuCount : 0,
-    memoryGb: c.kind === 'cpu' ? c.memoryGb : 0,
+    // a GPU pod's are the least it accepts: placement gives it its allotment on the host
+    vcpuCount: c.kind === 'cpu' ? c.vcpuCount : c.minVcpus,
+    memoryGb: c.kind === 'cpu' ? c.memoryGb : c.minMemoryGb,
     diskGb: diskOf(settings),
     cloud: settings.cloud,
     dataCenterIds: settings.dataCenterIds,

@@ -113,6 +113,21 @@ describe('Autoscaler', () => {
     assert.equal((await rows(ep.id)).length, 1, 'a starting worker is not doubled on the next pass');
   });
 
+  test('a GPU worker gets the vCPUs and memory its GPU type comes with on its host: its limits, RUNPOD_CPU_COUNT, its reservation and its stored allocation', async () => {
+    const ep = await endpointOfNewAccount({ gpuIds: 'AMPERE_48' }); // a pool no other test uses
+    await t.services.jobs.client.submit(ep.id, ep.accountId, { input: {} });
+    await autoscaler.tick(clock.now());
+    const [row] = await rows(ep.id);
+    const spec = runtime.specs.get(row!.id)!;
+    // demo-ro-a6000-a: 48 vCPUs and 256 GB for 4 GPUs (12 and 64 each); an RTX A6000 comes with 8 and 64
+    assert.equal(t.services.inventory.host(spec.hostId)?.id, 'demo-ro-a6000-a');
+    assert.deepEqual([spec.vcpus, spec.memoryGb, spec.platformEnv.RUNPOD_CPU_COUNT], [8, 64, '8']);
+    const held = t.services.inventory.allocationOf(row!.id);
+    assert.deepEqual([held?.vcpus, held?.memoryGb], [8, 64]);
+    const stored = JSON.parse(String(row!.allocation)) as { vcpus: number; memoryGb: number };
+    assert.deepEqual([stored.vcpus, stored.memoryGb], [8, 64], 'a restarted server re-reserves it as it was');
+  });
+
   test('an idle worker is stopped after idleTimeout: instance, reservation and row', async () => {
     const ep = await endpoint({ idleTimeout: 5 });
     await t.services.jobs.client.submit(ep.id, accountId, { input: {} });

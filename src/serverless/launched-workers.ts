@@ -154,8 +154,8 @@ export class LaunchedWorkers {
     try {
       const allocation = {
         gpuIndices: placement.gpuIndices,
-        vcpus: request.vcpuCount,
-        memoryGb: request.memoryGb,
+        vcpus: placement.vcpus,
+        memoryGb: placement.memoryGb,
         diskGb: request.diskGb,
         gpuTypeId: placement.gpuTypeId,
         dataCenterId: placement.dataCenterId,

@@ -33,6 +33,7 @@ export function workerPlacementRequest(
     gpuTypeIds,
     gpuCount: endpoint.gpuCount,
     cpuFlavorId: null,
+    // no minimum: a worker gets its GPU type's allotment on the host it lands on
     vcpuCount: 0,
     memoryGb: 0,
     diskGb: template.containerDiskInGb,
@@ -62,7 +63,8 @@ export interface WorkerInstanceInput {
 }
 
 /**
- * The instance of one placed worker. The tenant's env is the template's overlaid with the
+ * The instance of one placed worker, with the vCPUs and memory placement gave it (its GPU type's
+ * allotment on its host: RUNPOD_CPU_COUNT, and the runtime's limits). The tenant's env is the template's overlaid with the
  * endpoint's; the platform's (where to take jobs, with which key; the SDK's skip flags; where it
  * runs) is carried apart, never screened, and always wins. A worker given a loopback job URL
  * shares the host's network (`networkMode: 'host'`, domain/worker-network.ts), else it could not
@@ -85,7 +87,7 @@ export function workerInstanceSpec(input: WorkerInstanceInput): InstanceSpec {
     RUNPOD_POD_HOSTNAME: `${workerId}-${placement.hostId}`,
     RUNPOD_DC_ID: placement.dataCenterId,
     RUNPOD_GPU_COUNT: String(placement.gpuIndices.length),
-    RUNPOD_CPU_COUNT: String(request.vcpuCount),
+    RUNPOD_CPU_COUNT: String(placement.vcpus),
   };
   return {
     id: workerId,
@@ -96,8 +98,8 @@ export function workerInstanceSpec(input: WorkerInstanceInput): InstanceSpec {
     platformEnv,
     hostId: placement.hostId,
     gpuIndices: placement.gpuIndices,
-    vcpus: request.vcpuCount,
-    memoryGb: request.memoryGb,
+    vcpus: placement.vcpus,
+    memoryGb: placement.memoryGb,
     diskGb: request.diskGb,
     ports: [],
     volumes,

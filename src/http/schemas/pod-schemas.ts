@@ -170,6 +170,18 @@ export const Pod = Type.Object({
   registry: Nullable(Type.String()),
   gpu: Type.Optional(Type.Object({ id: Type.String(), count: Type.Integer() })),
   cpu: Type.Optional(Type.Object({ id: Type.String(), vcpuCount: Type.Integer(), memory: Type.Integer() })),
+  vcpuCount: Nullable(
+    Type.Integer({
+      description:
+        "Gantry extension: the vCPUs the pod is given (a CPU pod's own; a GPU pod's allotment with its GPUs); null for a GPU pod stored before allotments, until its next start",
+    }),
+  ),
+  memoryInGb: Nullable(
+    Type.Integer({
+      description:
+        "Gantry extension: the GB of memory the pod is given (a CPU pod's own; a GPU pod's allotment with its GPUs); null as vcpuCount",
+    }),
+  ),
   cloud: Cloud,
   dataCenterId: Nullable(Type.String()),
   cudaVersion: Nullable(Type.String()),

@@ -2,7 +2,13 @@ import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { instanceSpec } from '../runtime-contract.js';
 import type { InstanceSpec } from '../runtime.js';
-import { planContainer, type ContainerContext } from './container-config.js';
+import {
+  CONTAINER_NOFILE_LIMIT,
+  SHM_SHARE_OF_MEMORY,
+  SHM_WITHOUT_MEMORY_LIMIT,
+  planContainer,
+  type ContainerContext,
+} from './container-config.js';
 import { containerEnv } from './container-env.js';
 
 const ctx = (overrides: Partial<ContainerContext> = {}): ContainerContext => ({
@@ -11,6 +17,7 @@ const ctx = (overrides: Partial<ContainerContext> = {}): ContainerContext => ({
   bindIp: '0.0.0.0',
   diskLimit: true,
   engineCpus: 16,
+  openFiles: CONTAINER_NOFILE_LIMIT,
   logMaxBytes: 1024,
   network: null,
   hardening: true,
@@ -160,6 +167,27 @@ describe('planContainer', () => {
     );
     assert.equal(plan.body.HostConfig.NetworkMode, 'gantry-ns1-acct-acc1');
     assert.deepEqual(plan.body.NetworkingConfig, { EndpointsConfig: { 'gantry-ns1-acct-acc1': { Aliases: [] } } });
+  });
+
+  test('a disk the driver cannot cap is labelled in bytes for the sampler to watch; one it caps, or no disk, is not', () => {
+    const uncapped = planContainer(spec({ diskGb: 20 }), ctx({ diskLimit: false }));
+    assert.equal(uncapped.body.Labels['gantry.disk'], String(20 * 1024 ** 3));
+    assert.equal(planContainer(spec({ diskGb: 20 }), ctx()).body.Labels['gantry.disk'], undefined);
+    assert.equal(planContainer(spec({ diskGb: 0 }), ctx({ diskLimit: false })).body.Labels['gantry.disk'], undefined);
+  });
+
+  test('/dev/shm is half the memory limit (1 GiB without one) and open files are bounded unless the engine refused the bound', () => {
+    const host = planContainer(spec({ memoryGb: 48 }), ctx()).body.HostConfig;
+    assert.equal(SHM_SHARE_OF_MEMORY, 0.5);
+    assert.equal(host.ShmSize, 24 * 1024 ** 3, 'ML data loaders get room, inside the memory limit');
+    assert.deepEqual(host.Ulimits, [{ Name: 'nofile', Soft: CONTAINER_NOFILE_LIMIT, Hard: CONTAINER_NOFILE_LIMIT }]);
+    assert.equal(CONTAINER_NOFILE_LIMIT, 65_536);
+    assert.equal(planContainer(spec({ memoryGb: 0 }), ctx()).body.HostConfig.ShmSize, SHM_WITHOUT_MEMORY_LIMIT);
+    assert.equal(SHM_WITHOUT_MEMORY_LIMIT, 1024 ** 3);
+    assert.equal(planContainer(spec(), ctx({ openFiles: null })).body.HostConfig.Ulimits, undefined);
+    assert.deepEqual(planContainer(spec(), ctx({ openFiles: 4096 })).body.HostConfig.Ulimits, [
+      { Name: 'nofile', Soft: 4096, Hard: 4096 },
+    ]);
   });
 
   test('volumes are named volumes: the pod its own, a network volume shared by id, each labelled', () => {

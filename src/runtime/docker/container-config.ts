@@ -19,6 +19,8 @@ export interface ContainerContext {
   diskLimit: boolean;
   /** The engine's CPU count: `NanoCpus` is capped at it (the engine refuses more). null: not capped. */
   engineCpus: number | null;
+  /** Open files a container may hold (soft and hard); null: the engine's own limit (it refused to raise a container's to this). */
+  openFiles: number | null;
   /** Rotates the json-file log at this size (2 files kept); null leaves the engine's logging as configured. */
   logMaxBytes: number | null;
   /**
@@ -59,6 +61,13 @@ export const CONTAINER_PIDS_LIMIT = 16_384;
 export const DROPPED_CAPABILITIES = ['NET_RAW', 'MKNOD'] as const;
 /** No process gains privileges it did not start with (setuid binaries, file capabilities). */
 export const SECURITY_OPTIONS = ['no-new-privileges:true'] as const;
+
+/** Open files one container's processes may hold (soft and hard), by default: what ML stacks use, a wall past that. */
+export const CONTAINER_NOFILE_LIMIT = 65_536;
+/** `/dev/shm` is this share of the instance's memory limit (it counts against that limit). */
+export const SHM_SHARE_OF_MEMORY = 0.5;
+/** `/dev/shm` of an instance without a memory limit (one placed before allotments). */
+export const SHM_WITHOUT_MEMORY_LIMIT = 1024 ** 3;
 
 /** The container of `spec`; a refusal reads `cannot start image "<image>": <why>`. */
 export function planContainer(spec: InstanceSpec, ctx: ContainerContext): ContainerPlan {
@@ -147,6 +156,9 @@ export function planContainer(spec: InstanceSpec, ctx: ContainerContext): Contai
     host.Memory = Math.round(spec.memoryGb * GiB);
     host.MemorySwap = host.Memory;
   }
+  // Bounded, never the engine's 64 MB (ML data loaders need far more) nor unlimited.
+  host.ShmSize = host.Memory ? Math.round(host.Memory * SHM_SHARE_OF_MEMORY) : SHM_WITHOUT_MEMORY_LIMIT;
+  if (ctx.openFiles !== null) host.Ulimits = [{ Name: 'nofile', Soft: ctx.openFiles, Hard: ctx.openFiles }];
   if (spec.diskGb > 0 && ctx.diskLimit) host.StorageOpt = { size: `${Math.round(spec.diskGb * GiB)}` };
   if (mounts.length > 0) host.Mounts = mounts;
   if (spec.gpuIndices.length > 0 && ctx.host.gpuMode === 'nvidia')
@@ -162,6 +174,8 @@ export function planContainer(spec: InstanceSpec, ctx: ContainerContext): Contai
     [LABEL.memory]: String(host.Memory ?? 0),
     ...(ctx.hardening ? { [LABEL.hardened]: '1' } : {}),
   };
+  // A disk the storage driver cannot cap is sampled against this instead (container-sampler.ts).
+  if (spec.diskGb > 0 && !ctx.diskLimit) body.Labels[LABEL.disk] = String(Math.round(spec.diskGb * GiB));
   return { name, body, specHash, volumes };
 }
 

@@ -46,6 +46,8 @@ export interface ContainerPreparerOptions {
   networks: InstanceNetworks | null;
   /** Whether containers get the hardening of container-config.ts. */
   hardening: boolean;
+  /** Open files per container, until the engine refuses to raise a container's that far. */
+  openFilesLimit: number;
 }
 
 interface EngineFacts {
@@ -58,11 +60,27 @@ export class ContainerPreparer {
   readonly #access: ImageAccess;
   #facts: Promise<EngineFacts> | null = null;
   #disk: DiskLimitSupport = { enforced: null, note: null };
+  /** null once the engine refused to raise a container's open files that far (its own limit is lower). */
+  #openFiles: number | null;
 
   constructor(options: ContainerPreparerOptions) {
     this.#o = options;
     const { client, logger, registryGuard } = options;
     this.#access = new ImageAccess({ client, logger, registryGuard });
+    this.#openFiles = options.openFilesLimit;
+  }
+
+  /**
+   * A container could not start because the engine may not raise its open-files limit (the
+   * engine's own is lower): from now on containers keep the engine's limit, lower than the one asked.
+   */
+  openFilesRefused(engineMessage: string): void {
+    if (this.#openFiles === null) return;
+    this.#o.logger.warn(
+      { asked: this.#openFiles },
+      `the engine cannot raise a container's open-files limit to ${this.#openFiles} (${engineMessage}): containers keep the engine's own, lower limit`,
+    );
+    this.#openFiles = null;
   }
 
   get diskLimit(): DiskLimitSupport {
@@ -171,6 +189,7 @@ export class ContainerPreparer {
       bindIp,
       diskLimit,
       engineCpus: facts.cpus,
+      openFiles: this.#openFiles,
       logMaxBytes: facts.logMaxBytes,
       network,
       hardening,

@@ -16,6 +16,11 @@
  *   `NVIDIA_VISIBLE_DEVICES`, which the platform sets, mapped back to host indices). A host without
  *   discovered GPU UUIDs (no GPUs, or GPUs only declared) runs no nvidia-smi and reports none.
  *
+ * - Disk, where the storage driver cannot cap a container's writable layer (the container carries
+ *   the `gantry.disk` label, its `diskGb` in bytes): each turn the engine is asked the layer's size
+ *   (`GET /containers/{id}/json?size=true`, `SizeRw`), and a container past its disk is reported
+ *   to `onDiskExceeded` (the runtime stops it, saying why).
+ *
  * A container's limits and GPUs are read once (one inspect) and kept while it lives.
  */
 import type { Logger } from 'pino';
@@ -23,6 +28,7 @@ import type { Host } from '../../domain/catalog.js';
 import { IntervalSampler, type SamplerTimers } from '../interval-sampler.js';
 import type { InstanceStats } from '../runtime.js';
 import type { DockerClient } from './docker-client.js';
+import { LABEL } from './docker-names.js';
 import type { ContainerStats } from './engine-types.js';
 import { gpuFiguresOf, readGpuUtilization, type GpuReading } from './gpu-utilization.js';
 import type { Live, LiveInstances } from './live-instances.js';
@@ -42,6 +48,8 @@ export interface ContainerSamplerOptions {
   nvidiaSmi?: string;
   /** The environment nvidia-smi runs in. @default process.env */
   env?: NodeJS.ProcessEnv;
+  /** A container wrote more to its writable layer than its disk, which its storage driver cannot cap. @default ignored */
+  onDiskExceeded?: (live: Live, usedBytes: number, limitBytes: number) => void;
 }
 
 /** What a container was given, read once from its inspect. */
@@ -49,6 +57,8 @@ interface Allotment {
   vcpus: number | null;
   memoryLimitBytes: number;
   gpuIndices: number[];
+  /** its disk in bytes where the storage driver cannot cap it (the `gantry.disk` label); null: none to watch */
+  diskLimitBytes: number | null;
 }
 
 interface CpuReading {
@@ -121,6 +131,7 @@ export class ContainerSampler {
           if (!stats || !this.#o.live.current(live) || !sampled(live)) return;
           const figures = this.#figures(live.containerId, stats, allotment, gpuReadings);
           live.status = { ...live.status, stats: figures };
+          if (allotment.diskLimitBytes !== null) await this.#checkDisk(live, allotment.diskLimitBytes);
         }),
       ),
     );
@@ -133,13 +144,26 @@ export class ContainerSampler {
     const info = await this.#o.client.inspectContainer(live.containerId).catch(() => null);
     if (!info) return null;
     const nano = info.HostConfig.NanoCpus ?? 0;
+    const disk = Number(info.Config.Labels?.[LABEL.disk]);
     const allotment: Allotment = {
       vcpus: nano > 0 ? nano / 1e9 : null,
       memoryLimitBytes: info.HostConfig.Memory ?? 0,
       gpuIndices: gpuIndicesOf(info.Config.Env ?? [], this.#o.host.gpuUuids ?? []),
+      diskLimitBytes: Number.isFinite(disk) && disk > 0 ? disk : null,
     };
     this.#allotments.set(live.containerId, allotment);
     return allotment;
+  }
+
+  /** Asks the engine the size of the container's writable layer; past `limitBytes`, reports it. */
+  async #checkDisk(live: Live, limitBytes: number): Promise<void> {
+    const sized = await this.#o.client.inspectContainer(live.containerId, { size: true }).catch((err: unknown) => {
+      this.#o.logger.debug({ err, instance: live.id }, 'cannot read the disk use of a container');
+      return null;
+    });
+    const used = sized?.SizeRw ?? 0;
+    if (used > limitBytes && this.#o.live.current(live) && sampled(live))
+      this.#o.onDiskExceeded?.(live, used, limitBytes);
   }
 
   /** One nvidia-smi call for the host, or null (no real GPUs, or it failed: logged once per failure spell). */

@@ -97,7 +97,7 @@ test('a host without GPUs offers every CPU flavor, with the engine’s vCPUs, me
     },
   );
   assert.deepEqual(host.notes, [
-    "the storage driver (overlay2 on extfs) cannot cap a container's disk: containerDiskInGb is reserved on the host but not enforced",
+    "the storage driver (overlay2 on extfs) cannot cap a container's disk: containerDiskInGb is reserved on the host, and a container past it is stopped when the runtime samples its size",
   ]);
 });
 

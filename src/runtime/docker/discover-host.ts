@@ -119,7 +119,7 @@ function diskLimitNote(info: EngineInfo): string | null {
   const backing = (info.DriverStatus ?? []).find(([label]) => label === 'Backing Filesystem')?.[1] ?? '';
   if (['devicemapper', 'btrfs', 'zfs', 'windowsfilter'].includes(driver)) return null;
   if (driver === 'overlay2' && backing === 'xfs') return null;
-  return `the storage driver (${driver || 'unknown'}${backing ? ` on ${backing}` : ''}) cannot cap a container's disk: containerDiskInGb is reserved on the host but not enforced`;
+  return `the storage driver (${driver || 'unknown'}${backing ? ` on ${backing}` : ''}) cannot cap a container's disk: containerDiskInGb is reserved on the host, and a container past it is stopped when the runtime samples its size`;
 }
 
 /** The address clients reach published ports at: the config's, else the bind address, else the engine's TCP host, else loopback. */

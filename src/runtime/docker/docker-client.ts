@@ -210,11 +210,13 @@ export class DockerClient {
     );
   }
 
-  async inspectContainer(id: string): Promise<ContainerInspect | null> {
+  /** `size`: also the size of its writable layer (`SizeRw`), which the engine computes by walking it. */
+  async inspectContainer(id: string, options: { size?: boolean } = {}): Promise<ContainerInspect | null> {
     return orNull(
       this.#conn.json<ContainerInspect>({
         method: 'GET',
         path: `/containers/${enc(id)}/json`,
+        ...(options.size ? { query: { size: true } } : {}),
         doing: `inspecting container ${short(id)}`,
       }),
     );

@@ -21,6 +21,11 @@ export const LABEL = {
   spec: 'gantry.spec',
   /** a container's memory limit in bytes (0: none), for adopting it from a listing */
   memory: 'gantry.memory',
+  /**
+   * a container's disk (`diskGb`) in bytes where the storage driver cannot enforce it: the runtime
+   * samples its writable layer against it (container-sampler.ts)
+   */
+  disk: 'gantry.disk',
   /** on volumes: `persistent` or `network` */
   volume: 'gantry.volume',
   /** on a network volume: its id */

@@ -39,6 +39,12 @@ export interface DockerRuntimeOptions {
    * images where they enter; this holds for whatever reaches a start). @default any public registry, none on a non-public address
    */
   registries?: RegistryPolicyConfig;
+  /**
+   * Open files a container may hold (soft and hard). An engine whose own limit is lower refuses to
+   * raise a container's: containers then keep the engine's limit, and the runtime says so.
+   * @default 65536 (CONTAINER_NOFILE_LIMIT)
+   */
+  openFilesLimit?: number;
   /** How often the shared sampler reads live containers' figures (container-sampler.ts). Config `runtime.statsIntervalMs`. @default 5000 */
   statsIntervalMs?: number;
   /** How the sampler waits (tests: fake timers). @default real timers */

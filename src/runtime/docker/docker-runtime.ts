@@ -16,6 +16,8 @@
  *   answer from memory (live-instances.ts), which the events keep current.
  * - A container that ends on its own makes its instance `exited`, or `failed` when it ended before
  *   its health check passed or the kernel killed it for its memory limit (exit-reason.ts words why).
+ * - Where the storage driver cannot cap a container's disk, the sampler watches its writable layer
+ *   and one that grows past its `diskGb` fails (`failed`, with why) and is stopped.
  * - When the engine becomes unreachable, live instances turn `unknown` (with the reason) until it
  *   answers again; containers that died meanwhile (an engine restart) are started again.
  */
@@ -63,6 +65,7 @@ import { firewallDestinations } from './firewall-destinations.js';
 import type { AllowedDestination } from './firewall-rules.js';
 import { bridgePrefixOf, InstanceNetworks, namespaceTag } from './instance-networks.js';
 import { adoptLegacy } from './legacy-containers.js';
+import { CONTAINER_NOFILE_LIMIT } from './container-config.js';
 
 export type { DiskLimitSupport } from './container-preparer.js';
 
@@ -136,6 +139,7 @@ export class DockerRuntime implements Runtime {
       registryGuard: new RegistryGuard(options.registries ? { policy: options.registries } : {}),
       networks: this.#networks,
       hardening: options.isolation?.hardening !== false,
+      openFilesLimit: options.openFilesLimit ?? CONTAINER_NOFILE_LIMIT,
     });
     const { statsIntervalMs: intervalMs, timers, nvidiaSmi, nvidiaSmiEnv: env } = options;
     this.#stats = new ContainerSampler({
@@ -147,6 +151,7 @@ export class DockerRuntime implements Runtime {
       timers,
       nvidiaSmi,
       env,
+      onDiskExceeded: (live, used, limit) => void this.#diskExceeded(live, used, limit),
     });
     this.#events = new EngineEvents({
       client: this.#client,
@@ -432,6 +437,12 @@ export class DockerRuntime implements Runtime {
         this.#networks.forget(gone);
         return this.#launch(spec, true);
       }
+      // An engine whose own open-files limit is lower cannot raise a container's: again with the
+      // engine's (the plan then asks none, so this happens once).
+      if (plan.body.HostConfig.Ulimits && err instanceof DockerEngineError && /rlimit/i.test(err.engineMessage)) {
+        this.#preparer.openFilesRefused(err.engineMessage);
+        return this.#launch(spec, again);
+      }
       throw err;
     }
     live.launched = true;
@@ -497,6 +508,22 @@ export class DockerRuntime implements Runtime {
       await this.#client.stopContainer(live.containerId, this.#graceSeconds()).catch((err: unknown) => {
         this.#o.logger.warn({ err, instance: live.id }, 'cannot stop the container that failed its health check');
       });
+    });
+  }
+
+  /**
+   * Its container wrote more to its writable layer than its disk, which the storage driver cannot
+   * cap: the instance fails, saying so, and its container is stopped (kept, as any stop keeps it).
+   */
+  async #diskExceeded(live: Live, usedBytes: number, limitBytes: number): Promise<void> {
+    if (!this.#live.current(live) || live.stopping || live.status.state === 'failed') return;
+    live.probing?.abort();
+    const reason = `its container disk grew to ${formatGb(usedBytes)} GB, past its ${formatGb(limitBytes)} GB (containerDiskInGb): the engine's storage driver cannot cap it, so Gantry stopped the instance`;
+    this.#o.logger.warn({ instance: live.id, usedBytes, limitBytes }, 'stopping an instance past its container disk');
+    live.status = { ...live.status, state: 'failed', reason, stats: null };
+    this.#live.emit(live);
+    await this.#client.stopContainer(live.containerId, this.#graceSeconds()).catch((err: unknown) => {
+      this.#o.logger.warn({ err, instance: live.id }, 'cannot stop the container past its disk');
     });
   }
 
@@ -720,3 +747,6 @@ interface RunningContainer {
 }
 
 const stateOf = (live: Live): InstanceState => live.status.state;
+
+/** Bytes as GB (GiB) with at most two decimals. */
+const formatGb = (bytes: number): string => String(Number((bytes / 1024 ** 3).toFixed(2)));

@@ -97,6 +97,9 @@ export interface ContainerCreateBody {
     DeviceRequests?: DeviceRequest[];
     RestartPolicy: { Name: 'no' | 'always' | 'unless-stopped' | 'on-failure' };
     PidsLimit?: number;
+    /** bytes of `/dev/shm` */
+    ShmSize?: number;
+    Ulimits?: Array<{ Name: string; Soft: number; Hard: number }>;
     LogConfig?: { Type: string; Config: Record<string, string> };
     CapDrop?: string[];
     SecurityOpt?: string[];
@@ -130,6 +133,8 @@ export interface ContainerInspect {
   NetworkSettings?: {
     Networks?: Record<string, { NetworkID?: string; IPAddress?: string; Gateway?: string }> | null;
   };
+  /** bytes of the writable layer: only with `?size=true` */
+  SizeRw?: number;
 }
 
 /**

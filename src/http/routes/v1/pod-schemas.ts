@@ -54,8 +54,22 @@ export const CreatePodBody = Type.Object(
     supportPublicIp: Type.Optional(Type.Boolean(Ignored('ports are published on the host address'))),
     interruptible: Type.Optional(Type.Boolean({ description: 'only false: Gantry has no spot pods' })),
     locked: Type.Optional(Type.Boolean({ default: false })),
-    minRAMPerGPU: Type.Optional(Type.Integer(Ignored('placement chooses'))),
-    minVCPUPerGPU: Type.Optional(Type.Integer(Ignored('placement chooses'))),
+    minRAMPerGPU: Type.Optional(
+      Type.Integer({
+        minimum: 0,
+        maximum: 4096,
+        description:
+          "GPU pods: the least GB of memory per GPU; the pod gets its GPU type's allotment, at least this, on a host whose share of its GPUs has it",
+      }),
+    ),
+    minVCPUPerGPU: Type.Optional(
+      Type.Integer({
+        minimum: 0,
+        maximum: 512,
+        description:
+          "GPU pods: the least vCPUs per GPU; the pod gets its GPU type's allotment, at least this, on a host whose share of its GPUs has it",
+      }),
+    ),
     minDiskBandwidthMBps: Type.Optional(Type.Number(Ignored('placement chooses'))),
     minDownloadMbps: Type.Optional(Type.Number(Ignored('placement chooses'))),
     minUploadMbps: Type.Optional(Type.Number(Ignored('placement chooses'))),

@@ -61,7 +61,9 @@ export function podV1Routes(app: TypedApp, { pods, volumes, catalog }: Services)
       ...(publicIp !== undefined ? { publicIp } : {}),
       ...(p.gpu ? { gpu: { id: p.gpu.id, count: p.gpu.count, displayName: gpuName(p.gpu.id) } } : {}),
       gpuCount: p.gpu?.count ?? 0,
-      ...(p.cpu ? { cpuFlavorId: p.cpu.id, vcpuCount: p.cpu.vcpuCount, memoryInGb: p.cpu.memory } : {}),
+      ...(p.cpu ? { cpuFlavorId: p.cpu.id } : {}),
+      ...(p.vcpuCount !== null ? { vcpuCount: p.vcpuCount } : {}),
+      ...(p.memoryInGb !== null ? { memoryInGb: p.memoryInGb } : {}),
       costPerHr: p.cost,
       adjustedCostPerHr: p.cost,
       interruptible: false,
@@ -119,6 +121,9 @@ export function podV1Routes(app: TypedApp, { pods, volumes, catalog }: Services)
       ...(b.allowedCudaVersions !== undefined ? { allowedCudaVersions: b.allowedCudaVersions } : {}),
       ...(b.minCudaVersion !== undefined ? { minCudaVersion: b.minCudaVersion } : {}),
       ...(b.globalNetworking !== undefined ? { globalNetworking: b.globalNetworking } : {}),
+      // v1's minimums are per GPU: a GPU pod gets at least that many per GPU (docs/catalog.md)
+      ...(!isCpu && b.minVCPUPerGPU ? { minVcpuCount: b.minVCPUPerGPU * (b.gpuCount ?? 1) } : {}),
+      ...(!isCpu && b.minRAMPerGPU ? { minMemoryInGb: b.minRAMPerGPU * (b.gpuCount ?? 1) } : {}),
     };
   }
 
