@@ -86,6 +86,7 @@ import type { JournalEntry } from './fleet-journal.js';
 import { HostGoneError } from './operation-queue.js';
 import type { InstanceReport, NewOperation, Operation, OperationAck, ReportRequest } from './protocol.js';
 import { screenReport, type PlacedInstance, type Refusal, type Screened } from './report-screen.js';
+import { hideHostPaths } from '../runtime/host-paths.js';
 
 export type { FleetCost } from './lost-host-cost.js';
 export type { PlacedInstance, Refusal } from './report-screen.js';
@@ -135,6 +136,16 @@ interface PendingOp {
 
 const clamp = (reason: string | null | undefined): string | null =>
   typeof reason === 'string' ? reason.slice(0, MAX_REASON) : null;
+
+/**
+ * An agent's reason as tenants read it: clamped, and without the host's paths (host-paths.ts).
+ * An agent hides its own host's folders already; an older one does not, and this control plane
+ * does not know a host's data root, so the engines' defaults and the id-named folders are hidden here.
+ */
+const forTenants = (reason: string | null | undefined): string | null => {
+  const clamped = clamp(reason);
+  return clamped === null ? null : hideHostPaths(clamped);
+};
 
 export class FleetRuntime implements Runtime {
   readonly name = 'fleet';
@@ -376,13 +387,18 @@ export class FleetRuntime implements Runtime {
         const t = op.tracked;
         if (!t || this.#table.tracked.get(t.id) !== t) continue;
         t.starting = false;
-        if (!ack.ok && LIVE.has(t.status.state))
+        if (!ack.ok && LIVE.has(t.status.state)) {
+          this.#deps.logger.warn(
+            { hostId, instanceId: t.id, error: clamp(ack.error) },
+            'a host could not start an instance',
+          );
           this.#table.update(t, {
             ...t.status,
             state: 'failed',
             exitCode: null,
-            reason: clamp(ack.error) ?? `host ${hostId} could not start it`,
+            reason: forTenants(ack.error) ?? `host ${hostId} could not start it`,
           });
+        }
         continue;
       }
       if (op.instanceId !== null) this.#ended(op.instanceId);
@@ -601,7 +617,7 @@ export class FleetRuntime implements Runtime {
       state: item.state,
       startedAt: typeof item.startedAt === 'number' ? item.startedAt : null,
       exitCode: typeof item.exitCode === 'number' ? item.exitCode : null,
-      reason: clamp(item.reason),
+      reason: forTenants(item.reason),
       stats: null,
     };
     if (t) {
