@@ -168,15 +168,13 @@ for (const dialect of dialects()) {
 
     async function rest(method: 'POST' | 'PATCH', url: string, body: unknown) {
       const res = await t.request(key, method, url, body);
-      const problem = res.statusCode >= 400 ? (json(res) as { detail: string; code?: string }) : null;
+      const problem = res.statusCode >= 400 ? json<{ detail: string; code?: string }>(res) : null;
       if (problem) assert.match(String(res.headers['content-type']), /application\/problem\+json/);
       return { status: res.statusCode, detail: problem ? `${problem.code} ${problem.detail}` : res.body };
     }
     async function graphql(query: string, path: string) {
       const res = await t.request(key, 'POST', '/graphql', { query, variables: { path } });
-      const body = json(res) as {
-        errors?: Array<{ message: string; extensions?: { code?: string; status?: number } }>;
-      };
+      const body = json<{ errors?: Array<{ message: string; extensions?: { code?: string; status?: number } }> }>(res);
       const error = body.errors?.[0];
       return {
         status: error ? (error.extensions?.status ?? 400) : 200,

@@ -13,6 +13,7 @@ import type { Runtime } from '../runtime/runtime.js';
 import type { SystemLogRow } from '../store/system-log-store.js';
 import { BoundedChannel } from './bounded-channel.js';
 import { formatEventId, type LogCursor } from './log-cursor.js';
+import { LogStreamSlots, type LogStreamSlot } from './log-stream-slots.js';
 import type { SystemLog } from './system-log.js';
 
 export type LogSource = 'container' | 'system';
@@ -60,6 +61,8 @@ export interface LogStreamsDeps {
   recheckMs?: number;
   /** SSE keep-alive comment interval of the HTTP route. @default 15000 */
   keepAliveMs?: number;
+  /** Streams one account may hold open at once on this replica (config `quotas.logStreams`). @default 100 */
+  maxStreamsPerAccount?: number;
 }
 
 /** A source's position: its last line read, and how many it read at that `ts`. */
@@ -72,10 +75,25 @@ export class LogStreams {
   readonly #d: LogStreamsDeps;
   /** The open streams' stops (a server shutdown ends them, or its close would wait for them). */
   readonly #open = new Set<AbortController>();
+  readonly #slots: LogStreamSlots;
   #closed = false;
 
   constructor(deps: LogStreamsDeps) {
     this.#d = deps;
+    this.#slots = new LogStreamSlots(deps.maxStreamsPerAccount ?? 100);
+  }
+
+  /**
+   * A slot for one more stream of `accountId`, taken before the stream is answered and released
+   * once it ends (log-stream-slots.ts). @throws ApiError TOO_MANY_LOG_STREAMS (429) at the cap
+   */
+  admit(accountId: string): LogStreamSlot {
+    return this.#slots.take(accountId);
+  }
+
+  /** Streams `accountId` holds open on this replica. */
+  heldBy(accountId: string): number {
+    return this.#slots.held(accountId);
   }
 
   get keepAliveMs(): number {
@@ -94,7 +112,8 @@ export class LogStreams {
     const onAbort = (): void => ended.abort();
     request.signal.addEventListener('abort', onAbort, { once: true });
     this.#open.add(ended);
-    if (this.#closed) ended.abort();
+    // A reader gone already (or a server closing) gets nothing: no 'abort' event comes for it.
+    if (this.#closed || request.signal.aborted) ended.abort();
     try {
       yield* this.#stream(target, request.start, request.sources, ended.signal);
     } finally {

@@ -36,7 +36,10 @@ test("the engine's roots, the ones given, and paths naming a container or layer 
   );
   assert.equal(hideHostPaths('read /var/lib/docker/image/overlay2/repositories.json.'), 'read <host path>.');
   assert.equal(hideHostPaths(`stat /srv/elsewhere/${ID}/config.v2.json: gone`), 'stat <host path>: gone');
-  assert.equal(hideHostPaths(`open /tmp/gshared/exec/runtime-runc/moby/${ID}/state.json: busy`), 'open <host path>: busy');
+  assert.equal(
+    hideHostPaths(`open /tmp/gshared/exec/runtime-runc/moby/${ID}/state.json: busy`),
+    'open <host path>: busy',
+  );
   assert.equal(
     hideHostPaths(
       'the Docker Engine at unix:///tmp/gshared/docker.sock is unreachable: connect ENOENT /tmp/gshared/docker.sock',

@@ -35,7 +35,7 @@ const ROOTFS =
 const VOLUME = /\/volumes\/[^/]+\/_data(\/.*)?$/;
 const ID_SEGMENT = /\/[0-9a-f]{64}(?:-init)?(?:\/|$)/;
 
-export const HIDDEN_HOST_PATH = '<host path>';
+const HIDDEN_HOST_PATH = '<host path>';
 
 /**
  * `text` with the host's absolute paths rewritten (see the top of this file). `roots`: folders of
