@@ -87,6 +87,7 @@ import { HostGoneError } from './operation-queue.js';
 import type { InstanceReport, NewOperation, Operation, OperationAck, ReportRequest } from './protocol.js';
 import { screenReport, type PlacedInstance, type Refusal, type Screened } from './report-screen.js';
 import { hideHostPaths } from '../runtime/host-paths.js';
+import { SharedOutput } from '../runtime/shared-output.js';
 
 export type { FleetCost } from './lost-host-cost.js';
 export type { PlacedInstance, Refusal } from './report-screen.js';
@@ -164,6 +165,7 @@ export class FleetRuntime implements Runtime {
   /** where the operations enqueued here are told to the other replicas; null: one replica */
   #journal: { append(hostId: string, entry: JournalEntry): void } | null = null;
   #streams: Pick<FleetStreams, 'output' | 'shell'> | null = null;
+  readonly #output = new SharedOutput((id, query) => this.#outputOnce(id, query));
   #closed = false;
 
   constructor(deps: FleetRuntimeDeps) {
@@ -308,8 +310,15 @@ export class FleetRuntime implements Runtime {
     return [...this.#table.tracked.values()].map((t) => copyStatus(this.#table.visible(t)));
   }
 
-  /** The instance's output, read on its host by its agent (a stopped instance's too, while its container is kept). */
-  async *output(id: string, query: OutputQuery): AsyncGenerator<OutputLine> {
+  /**
+   * The instance's output, read on its host by its agent (a stopped instance's too, while its
+   * container is kept). Its followers on this replica share one stream from the agent (shared-output.ts).
+   */
+  output(id: string, query: OutputQuery): AsyncIterable<OutputLine> {
+    return this.#output.read(id, query);
+  }
+
+  async *#outputOnce(id: string, query: OutputQuery): AsyncGenerator<OutputLine> {
     const hostId = await this.#hostOf(id);
     if (hostId === null || !this.#streams) return;
     const host = this.#table.knownHost(hostId);
@@ -351,6 +360,7 @@ export class FleetRuntime implements Runtime {
   /** Detaches: the instances run on on their hosts; reports are no longer applied. */
   async close(): Promise<void> {
     this.#closed = true;
+    this.#output.close();
     await this.#cost.close();
   }
 

@@ -49,6 +49,7 @@ import {
 } from './docker-names.js';
 import { DockerEngineError, isNotFound, isUnreachable } from './engine-connection.js';
 import { hideHostPaths } from '../host-paths.js';
+import { SharedOutput } from '../shared-output.js';
 import { EngineEvents, type Outage } from './engine-events.js';
 import { tailLines } from './engine-streams.js';
 import type { EngineEvent } from './engine-types.js';
@@ -102,6 +103,10 @@ export class DockerRuntime implements Runtime {
   /** Instances an earlier version started that are still on a network accounts share. */
   #sharedGaps: string[] = [];
   #attached = false;
+  /** Followers of a container's log share one Engine API follow of it. */
+  readonly #output = new SharedOutput((id, query) =>
+    containerOutput(this.#client, containerNameOf(this.#namespace, id), query),
+  );
   /**
    * This host's folders hidden from what tenants read besides the engines' defaults (host-paths.ts):
    * the engine's data root once known. The engine's address (its socket) is the operator's
@@ -375,9 +380,9 @@ export class DockerRuntime implements Runtime {
     if (this.#attached) await this.#installFirewall();
   }
 
-  /** The container's log, from the engine (docker-output.ts). */
+  /** The container's log, from the engine (docker-output.ts); one follow of it however many read it (shared-output.ts). */
   output(id: string, query: OutputQuery): AsyncIterable<OutputLine> {
-    return containerOutput(this.#client, containerNameOf(this.#namespace, id), query);
+    return this.#output.read(id, query);
   }
 
   async inspect(id: string): Promise<InstanceStatus | null> {
@@ -411,6 +416,7 @@ export class DockerRuntime implements Runtime {
     await Promise.allSettled([...this.#launching.values()]);
     for (const live of this.#live.all()) live.probing?.abort();
     this.#live.clear();
+    this.#output.close();
     await this.#stats.close();
     this.#events.close();
     this.#client.close();
