@@ -1,8 +1,8 @@
 // Hostile mount paths, on every store dialect: a tenant asks for a volume over the container's own
 // system folders (`/`, `/proc`, `/sys`, `/dev` or under them), spelled every way a path can be
-// (`//proc/`, `/./dev`, `/workspace/../sys`), through every door a mount path comes in: pods and
-// templates over REST v2 (create and PATCH), REST v1 and GraphQL. Each is a 400 MOUNT_RULE naming
-// the field, and nothing is stored.
+// (`//proc/`, `/./dev`, `/workspace/../sys`), through every door a mount path comes in: pods,
+// clusters and templates over REST v2 (create and PATCH), REST v1 and GraphQL. Each is a 400
+// MOUNT_RULE naming the field, and nothing is stored.
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
@@ -129,6 +129,18 @@ for (const dialect of dialects()) {
         field: /volumeMountPath/,
         send: (path) =>
           rest('POST', '/v2/templates', { name: 'x', image: 'ubuntu:22.04', volumeInGb: 20, volumeMountPath: path }),
+      },
+      {
+        name: 'POST /v2/clusters mounts.persistent',
+        field: /mounts\.persistent\.path/,
+        send: (path) =>
+          rest('POST', '/v2/clusters', {
+            name: 'x',
+            type: 'TRAINING',
+            image: 'ubuntu:22.04',
+            compute: { gpuTypeId: GPU, gpuCountPerPod: 1, podCount: 2 },
+            mounts: { persistent: { size: 20, path } },
+          }),
       },
       {
         name: 'PATCH /v2/templates/{id}',
