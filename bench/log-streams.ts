@@ -31,7 +31,7 @@ writeFileSync(
   configPath,
   JSON.stringify({
     fleet: benchFleet(8, ['NVIDIA GeForce RTX 4090']),
-    quotas: { pods: 1e9, gpus: 1e9 },
+    quotas: { pods: 1e9, gpus: 1e9, logStreams: 1e9 },
     images: {
       'printer:1': { command: ['/bin/sh', '-c', printer] },
       // ~12 MB/s of 1 KB lines

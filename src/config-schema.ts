@@ -274,6 +274,11 @@ export const QuotasSchema = Type.Object(
       20 * 1024 ** 2,
       'Bytes of unread stream chunks one job may buffer (later chunks are refused until a client reads).',
     ),
+    logStreams: count(
+      1,
+      100,
+      'Log streams (`GET /v2/pods/{id}/logs`, `GET /v2/serverless/{id}/workers/{workerId}/logs`) an account holds open at once, all its keys together (read keys too). Counted per replica: with several replicas an account may hold this many on each. Past it a new stream is refused with 429 TOO_MANY_LOG_STREAMS and `Retry-After`.',
+    ),
     apiKeys: amount(
       100,
       "Live (not revoked) read and write API keys an account holds; `POST /v2/account/api-keys` is refused past it. Keys made with `gantry keys create` are not refused, and workers' keys are not counted.",

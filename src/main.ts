@@ -413,7 +413,7 @@ export async function createServices(config: Config, overrides: ServiceOverrides
     });
   }
   await templates.seedPublic();
-  const logs = new LogStreams({ runtime, systemLog, clock });
+  const logs = new LogStreams({ runtime, systemLog, clock, maxStreamsPerAccount: config.quotas.logStreams });
   const logTargets = new LogTargets({ pods, podStore: podController.store, endpoints });
   return {
     config,

@@ -29,6 +29,7 @@ import { eventually, freePortRange } from './support/eventually.js';
 import { BANNER_12_4, removeStandIns, standInNvidiaSmi } from './support/nvidia-smi.js';
 import { UnixSocketProxy } from './support/socket-proxy.js';
 import { spawnGantry, type SpawnedGantry } from './support/spawn-gantry.js';
+import { readSse } from './support/sse-client.js';
 
 const ROOT = resolve(import.meta.dirname, '..');
 const KEY = 'docker-e2e-admin-key-0123456789';
@@ -329,6 +330,30 @@ if (!engine) {
       assert.equal(res.status, 201, JSON.stringify(res.body));
       const pod = await podUntil(res.body.id, 'to be ERROR', (p) => p.status === 'ERROR');
       assert.match(pod.statusReason ?? '', new RegExp(missing.replace(/[/.]/g, '\\$&')));
+      await action(pod.id, 'terminate');
+    });
+
+    test("a pod whose mount the engine refuses becomes ERROR saying why, in its statusReason and its ERROR log line, without the host's paths; the operator's log has them", async () => {
+      const dataRoot = (await e.client.info()).DockerRootDir!;
+      // /etc/mtab passes the mount path rule; the engine refuses a volume there, naming folders of the host.
+      const created = await createPod({
+        image: e.images.http,
+        ports: ['8000/http'],
+        mounts: { persistent: { size: 10, path: '/etc/mtab' } },
+      });
+      const pod = await podUntil(created.id, 'to be ERROR', (p) => p.status === 'ERROR');
+      const reason = pod.statusReason ?? '';
+      assert.match(reason, /error mounting "<volume>" to rootfs at "\/etc\/mtab"/);
+      const logs = await readSse(`${server!.url}/v2/pods/${pod.id}/logs?source=system`, {
+        headers: { authorization: `Bearer ${KEY}` },
+      });
+      const errorLine = logs.events
+        .map((ev) => (JSON.parse(ev.data) as { line: string }).line)
+        .find((l) => l.startsWith('ERROR: '));
+      assert.ok(errorLine?.includes('<volume>'), JSON.stringify(logs.events));
+      for (const shown of [reason, errorLine!, JSON.stringify(await getPod(pod.id))])
+        assert.ok(!shown.includes(dataRoot) && !shown.includes('/_data') && !shown.includes('overlay2'), shown);
+      assert.ok(server!.output().includes(`${dataRoot}/volumes/`), "the operator's log has the engine's message whole");
       await action(pod.id, 'terminate');
     });
 

@@ -60,6 +60,7 @@ export const errorCatalogue = {
   RATE_LIMITED: { status: 429, title: 'Too Many Requests' },
   QUOTA_EXCEEDED: { status: 429, title: 'Too Many Requests' },
   TOO_MANY_CONNECTIONS: { status: 429, title: 'Too Many Requests' },
+  TOO_MANY_LOG_STREAMS: { status: 429, title: 'Too Many Requests' },
   // 5xx
   INTERNAL: { status: 500, title: 'Internal Server Error' },
   JOB_FAILED: { status: 500, title: 'Internal Server Error' },

@@ -158,6 +158,27 @@ describe('FleetRuntime', () => {
     );
   });
 
+  test("an agent's reason loses the host's paths before a tenant reads it: its volume and layer folders, the engine's own", async () => {
+    const f = fleet();
+    const spec = await f.start();
+    const changes = new ChangeRecorder(f.runtime);
+    const id = 'c3b437b44a93b27d49e75490d95e9316f87e1476f0831a3d3f4ade5783826052';
+    await f.runtime.applyAcks('host-a', [
+      {
+        opId: f.opFor(spec.id, 'start').id,
+        ok: false,
+        error: `error mounting "/var/lib/docker/volumes/gantry-p1/_data" to rootfs at "/etc/hosts": not a directory`,
+      },
+    ]);
+    const failed = await changes.next(spec.id, 'failed', 0);
+    assert.equal(failed.reason, 'error mounting "<volume>" to rootfs at "/etc/hosts": not a directory');
+    await f.runtime.applyReport('host-a', {
+      full: false,
+      items: [f.item(spec.id, 'failed', { reason: `lstat /srv/docker/overlay2/${id}/merged/bin/x: not a directory` })],
+    });
+    assert.equal((await f.runtime.inspect(spec.id))?.reason, 'lstat /bin/x: not a directory');
+  });
+
   test('an instance its agent reports exited or failed takes the agent’s code and reason', async () => {
     const f = fleet();
     const spec = await f.start();

@@ -86,6 +86,8 @@ import type { JournalEntry } from './fleet-journal.js';
 import { HostGoneError } from './operation-queue.js';
 import type { InstanceReport, NewOperation, Operation, OperationAck, ReportRequest } from './protocol.js';
 import { screenReport, type PlacedInstance, type Refusal, type Screened } from './report-screen.js';
+import { hideHostPaths } from '../runtime/host-paths.js';
+import { SharedOutput } from '../runtime/shared-output.js';
 
 export type { FleetCost } from './lost-host-cost.js';
 export type { PlacedInstance, Refusal } from './report-screen.js';
@@ -136,6 +138,16 @@ interface PendingOp {
 const clamp = (reason: string | null | undefined): string | null =>
   typeof reason === 'string' ? reason.slice(0, MAX_REASON) : null;
 
+/**
+ * An agent's reason as tenants read it: clamped, and without the host's paths (host-paths.ts).
+ * An agent hides its own host's folders already; an older one does not, and this control plane
+ * does not know a host's data root, so the engines' defaults and the id-named folders are hidden here.
+ */
+const forTenants = (reason: string | null | undefined): string | null => {
+  const clamped = clamp(reason);
+  return clamped === null ? null : hideHostPaths(clamped);
+};
+
 export class FleetRuntime implements Runtime {
   readonly name = 'fleet';
   readonly #deps: FleetRuntimeDeps;
@@ -153,6 +165,7 @@ export class FleetRuntime implements Runtime {
   /** where the operations enqueued here are told to the other replicas; null: one replica */
   #journal: { append(hostId: string, entry: JournalEntry): void } | null = null;
   #streams: Pick<FleetStreams, 'output' | 'shell'> | null = null;
+  readonly #output = new SharedOutput((id, query) => this.#outputOnce(id, query));
   #closed = false;
 
   constructor(deps: FleetRuntimeDeps) {
@@ -297,8 +310,15 @@ export class FleetRuntime implements Runtime {
     return [...this.#table.tracked.values()].map((t) => copyStatus(this.#table.visible(t)));
   }
 
-  /** The instance's output, read on its host by its agent (a stopped instance's too, while its container is kept). */
-  async *output(id: string, query: OutputQuery): AsyncGenerator<OutputLine> {
+  /**
+   * The instance's output, read on its host by its agent (a stopped instance's too, while its
+   * container is kept). Its followers on this replica share one stream from the agent (shared-output.ts).
+   */
+  output(id: string, query: OutputQuery): AsyncIterable<OutputLine> {
+    return this.#output.read(id, query);
+  }
+
+  async *#outputOnce(id: string, query: OutputQuery): AsyncGenerator<OutputLine> {
     const hostId = await this.#hostOf(id);
     if (hostId === null || !this.#streams) return;
     const host = this.#table.knownHost(hostId);
@@ -340,6 +360,7 @@ export class FleetRuntime implements Runtime {
   /** Detaches: the instances run on on their hosts; reports are no longer applied. */
   async close(): Promise<void> {
     this.#closed = true;
+    this.#output.close();
     await this.#cost.close();
   }
 
@@ -376,13 +397,18 @@ export class FleetRuntime implements Runtime {
         const t = op.tracked;
         if (!t || this.#table.tracked.get(t.id) !== t) continue;
         t.starting = false;
-        if (!ack.ok && LIVE.has(t.status.state))
+        if (!ack.ok && LIVE.has(t.status.state)) {
+          this.#deps.logger.warn(
+            { hostId, instanceId: t.id, error: clamp(ack.error) },
+            'a host could not start an instance',
+          );
           this.#table.update(t, {
             ...t.status,
             state: 'failed',
             exitCode: null,
-            reason: clamp(ack.error) ?? `host ${hostId} could not start it`,
+            reason: forTenants(ack.error) ?? `host ${hostId} could not start it`,
           });
+        }
         continue;
       }
       if (op.instanceId !== null) this.#ended(op.instanceId);
@@ -601,7 +627,7 @@ export class FleetRuntime implements Runtime {
       state: item.state,
       startedAt: typeof item.startedAt === 'number' ? item.startedAt : null,
       exitCode: typeof item.exitCode === 'number' ? item.exitCode : null,
-      reason: clamp(item.reason),
+      reason: forTenants(item.reason),
       stats: null,
     };
     if (t) {

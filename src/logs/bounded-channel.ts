@@ -27,6 +27,13 @@ export class BoundedChannel<T> {
     return true;
   }
 
+  /** A last item, past the capacity if need be, then {@link close}: the reader ends with it. */
+  finish(item: T): void {
+    if (this.#closed) return;
+    this.#items.push(item);
+    this.close();
+  }
+
   /** No more items: the reader ends once it has taken those queued; waiting producers are released. */
   close(): void {
     this.#closed = true;

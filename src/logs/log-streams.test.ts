@@ -4,7 +4,9 @@ import { FakeClock } from '../domain/clock.js';
 import type { OutputLine, OutputQuery } from '../runtime/runtime.js';
 import type { SystemLogRow } from '../store/system-log-store.js';
 import { parseEventId } from './log-cursor.js';
-import { LogStreams, afterCursor, mergeByTs, type LogEntry, type LogTarget } from './log-streams.js';
+import { LogStreams, afterCursor, mergeByTs, type LogEntry, type LogEvent, type LogTarget } from './log-streams.js';
+import { SharedOutput } from '../runtime/shared-output.js';
+import { MemoryOutput } from '../../test/support/memory-output.js';
 
 /** A system log with no lines that never wakes a follower before its timeout. */
 const quietSystemLog = {
@@ -67,6 +69,69 @@ describe('log streams', () => {
       'system: placed on host h1',
       'system: container output unavailable: host h1 unreachable since 2026-01-01T00:00:00.000Z: the output stays on the host until its agent is back',
     ]);
+  });
+
+  test("a tail that begins inside one millisecond's lines joins the live lines with none repeated or lost", async () => {
+    const output = new MemoryOutput();
+    output.append(5, 'a', 'b', 'c');
+    const streams = new LogStreams({
+      runtime: { output: output.read },
+      systemLog: quietSystemLog,
+      clock: new FakeClock(1_000),
+    });
+    const abort = new AbortController();
+    const lines: string[] = [];
+    const reading = (async () => {
+      for await (const e of streams.open(alive, { start: { tail: 2 }, signal: abort.signal })) {
+        lines.push(e.line);
+        if (lines.length === 2) output.append(5, 'd');
+        if (lines.length === 3) output.append(6, 'e');
+        if (lines.length === 4) abort.abort();
+      }
+    })();
+    await reading;
+    assert.deepEqual(lines, ['b', 'c', 'd', 'e']);
+  });
+
+  test('a reader that falls far behind the output other readers share is ended, its last event saying so; the other reads on', async () => {
+    const output = new MemoryOutput();
+    const shared = new SharedOutput(output.read, { readerLines: 10 });
+    const streams = new LogStreams({
+      runtime: { output: (id, q) => shared.read(id, q) },
+      systemLog: quietSystemLog,
+      clock: new FakeClock(1_000),
+      bufferLines: 4,
+    });
+    const fast = new AbortController();
+    const slow = new AbortController();
+    const fastLines: string[] = [];
+    const fastReading = (async () => {
+      for await (const e of streams.open(alive, { start: { tail: 0 }, signal: fast.signal })) {
+        fastLines.push(e.line);
+        if (fastLines.length === 100) fast.abort();
+      }
+    })();
+    const slowIt = streams.open(alive, { start: { tail: 0 }, signal: slow.signal })[Symbol.asyncIterator]();
+    const first = slowIt.next();
+    while (output.follows === 0) await new Promise((r) => setImmediate(r));
+    for (let i = 0; i < 100; i++) output.append(2_000 + i, `line ${i}`);
+    await fastReading;
+    assert.equal(fastLines.length, 100, 'the fast reader read every line');
+    const slowEvents: LogEvent[] = [(await first).value as LogEvent];
+    for (let r = await slowIt.next(); !r.done; r = await slowIt.next()) slowEvents.push(r.value);
+    const last = slowEvents[slowEvents.length - 1]!;
+    assert.equal(last.source, 'system');
+    assert.match(
+      last.line,
+      /^log stream ended: this reader fell more than 10 lines behind the container's output; reconnect with Last-Event-ID/,
+    );
+    assert.deepEqual(
+      slowEvents.slice(0, -1).map((e) => e.line),
+      fastLines.slice(0, slowEvents.length - 1),
+      'what it read before, in order',
+    );
+    assert.ok(parseEventId(last.id), 'the last event has an id to resume from');
+    slow.abort();
   });
 
   test('sources merge by time, system first at equal times, each in its own order', () => {

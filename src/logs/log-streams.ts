@@ -10,9 +10,11 @@
  */
 import type { Clock } from '../domain/clock.js';
 import type { Runtime } from '../runtime/runtime.js';
+import { keptTail, OutputReaderBehind } from '../runtime/shared-output.js';
 import type { SystemLogRow } from '../store/system-log-store.js';
 import { BoundedChannel } from './bounded-channel.js';
 import { formatEventId, type LogCursor } from './log-cursor.js';
+import { LogStreamSlots, type LogStreamSlot } from './log-stream-slots.js';
 import type { SystemLog } from './system-log.js';
 
 export type LogSource = 'container' | 'system';
@@ -60,6 +62,8 @@ export interface LogStreamsDeps {
   recheckMs?: number;
   /** SSE keep-alive comment interval of the HTTP route. @default 15000 */
   keepAliveMs?: number;
+  /** Streams one account may hold open at once on this replica (config `quotas.logStreams`). @default 100 */
+  maxStreamsPerAccount?: number;
 }
 
 /** A source's position: its last line read, and how many it read at that `ts`. */
@@ -72,10 +76,25 @@ export class LogStreams {
   readonly #d: LogStreamsDeps;
   /** The open streams' stops (a server shutdown ends them, or its close would wait for them). */
   readonly #open = new Set<AbortController>();
+  readonly #slots: LogStreamSlots;
   #closed = false;
 
   constructor(deps: LogStreamsDeps) {
     this.#d = deps;
+    this.#slots = new LogStreamSlots(deps.maxStreamsPerAccount ?? 100);
+  }
+
+  /**
+   * A slot for one more stream of `accountId`, taken before the stream is answered and released
+   * once it ends (log-stream-slots.ts). @throws ApiError TOO_MANY_LOG_STREAMS (429) at the cap
+   */
+  admit(accountId: string): LogStreamSlot {
+    return this.#slots.take(accountId);
+  }
+
+  /** Streams `accountId` holds open on this replica. */
+  heldBy(accountId: string): number {
+    return this.#slots.held(accountId);
   }
 
   get keepAliveMs(): number {
@@ -94,7 +113,8 @@ export class LogStreams {
     const onAbort = (): void => ended.abort();
     request.signal.addEventListener('abort', onAbort, { once: true });
     this.#open.add(ended);
-    if (this.#closed) ended.abort();
+    // A reader gone already (or a server closing) gets nothing: no 'abort' event comes for it.
+    if (this.#closed || request.signal.aborted) ended.abort();
     try {
       yield* this.#stream(target, request.start, request.sources, ended.signal);
     } finally {
@@ -131,8 +151,18 @@ export class LogStreams {
     const containerEntries = async function* (): AsyncGenerator<LogEntry> {
       if (!wantContainer || !runtimeOutput) return;
       try {
-        for await (const l of runtimeOutput(id, { ...range(lowerMs, tail), follow: false, signal })) {
-          advance(containerCursor, l.ts);
+        // A tail's place is counted whole, even when it begins inside one millisecond's lines.
+        const lines =
+          tail !== undefined
+            ? await keptTail(
+                runtimeOutput,
+                id,
+                { tail, follow: false, signal, ...range(lowerMs, tail) },
+                containerCursor,
+              )
+            : runtimeOutput(id, { ...range(lowerMs, tail), follow: false, signal });
+        for await (const l of lines) {
+          if (tail === undefined) advance(containerCursor, l.ts);
           yield { ts: l.ts, source: 'container', line: l.line };
         }
       } catch (err) {
@@ -234,18 +264,30 @@ export class LogStreams {
     while (!signal.aborted) {
       const version = this.#d.systemLog.version;
       let skip = cursor.seen;
-      for await (const l of output(target.instanceId, {
-        ...(cursor.ts !== undefined ? { sinceMs: cursor.ts } : {}),
-        follow: true,
-        signal,
-      })) {
-        if (cursor.ts !== undefined && l.ts < cursor.ts) continue;
-        if (l.ts === cursor.ts && skip > 0) {
-          skip--;
-          continue;
+      try {
+        for await (const l of output(target.instanceId, {
+          ...(cursor.ts !== undefined ? { sinceMs: cursor.ts } : {}),
+          follow: true,
+          signal,
+        })) {
+          if (cursor.ts !== undefined && l.ts < cursor.ts) continue;
+          if (l.ts === cursor.ts && skip > 0) {
+            skip--;
+            continue;
+          }
+          advance(cursor, l.ts);
+          if (!(await channel.push({ ts: l.ts, source: 'container', line: l.line }))) return;
         }
-        advance(cursor, l.ts);
-        if (!(await channel.push({ ts: l.ts, source: 'container', line: l.line }))) return;
+      } catch (err) {
+        if (!(err instanceof OutputReaderBehind)) throw err;
+        // The output's one follow is shared (shared-output.ts): a reader that falls that far behind
+        // is ended rather than hold the others back or its lines without bound. Its last event says so.
+        channel.finish({
+          ts: Math.max(this.#d.clock.now(), cursor.ts ?? 0),
+          source: 'system',
+          line: `log stream ended: this reader fell more than ${err.lines} lines behind the container's output; reconnect with Last-Event-ID to resume where it stopped`,
+        });
+        return;
       }
       if (signal.aborted || !(await target.alive())) return;
       await this.#d.systemLog.changed(target.instanceId, signal, this.#d.recheckMs ?? 5_000, version);

@@ -245,3 +245,36 @@ test('PATCH: a persistent mount path changes, its size does not', () => {
   });
   fails(() => applyMountPatch(persistent, { persistent: { size: 40, path: '/new' } }), 'MOUNT_RULE', 400, /size/);
 });
+
+test("a mount over the container's system folders is refused at create, from the body or from the template, naming the field", () => {
+  const base: CreatePodInput = { name: 'p', image: 'i', gpu };
+  fails(
+    () => resolveCreate({ ...base, mounts: { persistent: { size: 20, path: '//proc/' } } }, null, catalog),
+    'MOUNT_RULE',
+    400,
+    /^mounts\.persistent\.path \(volumeMountPath\) "\/\/proc\/"/,
+  );
+  fails(
+    () => resolveCreate({ ...base, mounts: { network: [{ volumeId: 'v', path: '/dev/shm' }] } }, null, catalog),
+    'MOUNT_RULE',
+    400,
+    /^mounts\.network\.0\.path/,
+  );
+  fails(
+    () => resolveCreate({ name: 'p', gpu, templateId: 't' }, { ...template, volumeMountPath: '/sys' }, catalog),
+    'MOUNT_RULE',
+    400,
+    /\/sys/,
+  );
+});
+
+test("PATCH: a mount path may move, but not onto the container's system folders", () => {
+  fails(() => applyMountPatch(persistent, { persistent: { size: 20, path: '/./dev' } }), 'MOUNT_RULE', 400, /\/dev/);
+  fails(
+    () => applyMountPatch(network, { network: [{ volumeId: 'vol1', path: '/data/../proc' }] }),
+    'MOUNT_RULE',
+    400,
+    /mounts\.network\.0\.path/,
+  );
+  fails(() => applyMountPatch(persistent, { persistent: { size: 20, path: '/' } }), 'MOUNT_RULE', 400, /root/);
+});

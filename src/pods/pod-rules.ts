@@ -5,7 +5,7 @@
  */
 import type { Catalog, Cloud } from '../domain/catalog.js';
 import { ApiError, validationFailed } from '../domain/errors.js';
-import type { Mounts } from '../domain/mounts.js';
+import { checkMountPaths, type Mounts } from '../domain/mounts.js';
 
 /** The create body after schema validation (spec 2.2). */
 export interface CreatePodInput {
@@ -115,7 +115,7 @@ function checkCudaConstraints(body: Pick<CreatePodInput, 'cpu' | 'allowedCudaVer
     throw new ApiError('CUDA_CONSTRAINT_CONFLICT', 'Send either "allowedCudaVersions" or "minCudaVersion", not both.');
 }
 
-/** 2.3 and rule 2: at most one mount kind; no persistent mount on a CPU pod. */
+/** 2.3 and rule 2: at most one mount kind; no persistent mount on a CPU pod; no mount over the container's system folders. */
 function checkMounts(mounts: Mounts, kind: 'gpu' | 'cpu'): void {
   if (mounts.persistent && mounts.network)
     throw new ApiError('MOUNT_CONFLICT', 'Set at most one of "mounts.persistent" or "mounts.network".');
@@ -124,6 +124,7 @@ function checkMounts(mounts: Mounts, kind: 'gpu' | 'cpu'): void {
       'MOUNT_RULE',
       'CPU pods support network volumes only; "mounts.persistent" is not allowed with "cpu".',
     );
+  checkMountPaths(mounts);
 }
 
 /** `<port>/<protocol>` with a port in 1-65535. */
@@ -289,7 +290,9 @@ export function applyMountPatch(current: Mounts, patch: Mounts | undefined): Mou
         'MOUNT_RULE',
         `The network volume of a pod cannot change (it is "${was.volumeId}"); only its "path" can.`,
       );
-    return { network: [{ volumeId: was.volumeId, path: next.path }] };
+    const mounts = { network: [{ volumeId: was.volumeId, path: next.path }] };
+    checkMountPaths(mounts);
+    return mounts;
   }
   const next = patch.persistent!;
   if (!current.persistent)
@@ -302,7 +305,9 @@ export function applyMountPatch(current: Mounts, patch: Mounts | undefined): Mou
       'MOUNT_RULE',
       `The persistent mount size cannot change (it is ${current.persistent.size} GB); only its "path" can.`,
     );
-  return { persistent: { size: current.persistent.size, path: next.path } };
+  const mounts = { persistent: { size: current.persistent.size, path: next.path } };
+  checkMountPaths(mounts);
+  return mounts;
 }
 
 /** Fields of a PATCH that the running instance sees: changing them restarts a RUNNING pod. */

@@ -9,6 +9,7 @@ import type { TemplateStore, TemplateChanges } from '../store/template-store.js'
 import { publicTemplates as shippedTemplates, type PublicTemplate } from './public-templates.js';
 import type { Template } from '../domain/template.js';
 import { MAX_DISK_GB } from '../domain/limits.js';
+import { checkMountPath } from '../domain/mounts.js';
 
 /** The body of a template create (REST field names); omitted fields take their defaults. */
 export interface TemplateInput {
@@ -140,7 +141,7 @@ export class TemplatesService {
       createdAt: now,
       updatedAt: now,
     };
-    await this.#check(accountId, template, { image: true });
+    await this.#check(accountId, template, { image: true, mountPath: true });
     await this.store.insert(template);
     return template;
   }
@@ -167,7 +168,11 @@ export class TemplatesService {
     const next: Template = { ...current, ...changes, updatedAt: this.deps.clock.now() };
     if (next.volumeInGb > 0 && next.volumeMountPath === null) next.volumeMountPath = DEFAULT_MOUNT_PATH;
     // The image is judged when it changes: a stored one is judged again by the runtime before a pull.
-    await this.#check(accountId, next, { image: patch.imageName !== undefined });
+    // So is the mount path: a pod made from the template has its own judged at create.
+    await this.#check(accountId, next, {
+      image: patch.imageName !== undefined,
+      mountPath: patch.volumeMountPath !== undefined,
+    });
     const { id: _id, accountId: _a, isPublic: _p, createdAt: _c, ...stored } = next;
     if (!(await this.store.update(id, stored))) throw notFound('template', id);
     return next;
@@ -245,9 +250,11 @@ export class TemplatesService {
     return template;
   }
 
-  async #check(accountId: string, template: Template, what: { image: boolean }): Promise<void> {
+  async #check(accountId: string, template: Template, what: { image: boolean; mountPath: boolean }): Promise<void> {
     const problems = violations(template);
     if (problems.length > 0) throw validationFailed(problems);
+    if (what.mountPath && template.volumeMountPath !== null)
+      checkMountPath('mounts.persistent.path (volumeMountPath)', template.volumeMountPath);
     assertEnvAllowed(this.deps.runtime, template.env, template.imageName);
     if (what.image) await assertImageAllowed(this.deps.registryGuard, template.imageName, 'image');
     const registryId = template.containerRegistryAuthId;

@@ -15,6 +15,8 @@ export class UnixSocketProxy {
   #server: Server | null = null;
   /** Request lines (`GET /containers/…/stats?… HTTP/1.1`) that went through, in order. */
   readonly requests: string[] = [];
+  /** The last request line of each open connection. */
+  readonly #lastRequest = new Map<Socket, string>();
 
   constructor(target: string) {
     this.#target = target;
@@ -33,6 +35,7 @@ export class UnixSocketProxy {
         upstream.destroy();
         this.#sockets.delete(client);
         this.#sockets.delete(upstream);
+        this.#lastRequest.delete(client);
       };
       client.on('error', drop).on('close', drop);
       upstream.on('error', drop).on('close', drop);
@@ -40,8 +43,10 @@ export class UnixSocketProxy {
         // A request line starts a chunk in practice (small JSON calls); enough to count calls by path.
         for (const m of chunk
           .toString('latin1')
-          .matchAll(/(?:^|\r\n)((?:GET|POST|PUT|DELETE|HEAD) \S+ HTTP\/1\.[01])\r\n/g))
+          .matchAll(/(?:^|\r\n)((?:GET|POST|PUT|DELETE|HEAD) \S+ HTTP\/1\.[01])\r\n/g)) {
           this.requests.push(m[1]!);
+          this.#lastRequest.set(client, m[1]!);
+        }
       });
       client.pipe(upstream).pipe(client);
     });
@@ -50,6 +55,13 @@ export class UnixSocketProxy {
       server.listen(this.path, () => resolve());
     });
     this.#server = server;
+  }
+
+  /** Open connections whose last request matches `pattern`: a streamed answer (a log follow) holds its connection. */
+  openMatching(pattern: RegExp): number {
+    let n = 0;
+    for (const line of this.#lastRequest.values()) if (pattern.test(line)) n++;
+    return n;
   }
 
   /** Stops listening (the socket file goes) and breaks every open connection. */

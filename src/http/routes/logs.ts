@@ -102,8 +102,9 @@ export function logRoutes(app: TypedApp, { logs, logTargets }: Services): void {
     },
     async (request, reply) => {
       const start = startOf(request);
-      const target = await logTargets.pod(principalOf(request).accountId, request.params.id);
-      await stream(request, reply, target, start);
+      const { accountId } = principalOf(request);
+      const target = await logTargets.pod(accountId, request.params.id);
+      await stream(accountId, request, reply, target, start);
     },
   );
 
@@ -124,20 +125,38 @@ export function logRoutes(app: TypedApp, { logs, logTargets }: Services): void {
     },
     async (request, reply) => {
       const start = startOf(request);
-      const target = await logTargets.worker(
-        principalOf(request).accountId,
-        request.params.id,
-        request.params.workerId,
-      );
-      await stream(request, reply, target, start);
+      const { accountId } = principalOf(request);
+      const target = await logTargets.worker(accountId, request.params.id, request.params.workerId);
+      await stream(accountId, request, reply, target, start);
     },
   );
 
-  /** The lines, written as fast as the client reads them. */
-  async function stream(request: LogRequest, reply: FastifyReply, target: LogTarget, start: LogStart): Promise<void> {
+  /**
+   * The lines, written as fast as the client reads them. The account's slot is taken first (over
+   * its cap: 429 before anything is sent) and freed however the stream ends.
+   */
+  async function stream(
+    accountId: string,
+    request: LogRequest,
+    reply: FastifyReply,
+    target: LogTarget,
+    start: LogStart,
+  ): Promise<void> {
+    const slot = logs.admit(accountId);
+    try {
+      await follow(request, reply, target, start);
+    } finally {
+      slot.release();
+    }
+  }
+
+  async function follow(request: LogRequest, reply: FastifyReply, target: LogTarget, start: LogStart): Promise<void> {
     const raw = reply.raw;
     const gone = new AbortController();
     raw.once('close', () => gone.abort());
+    // A client that left while the stream's target was looked up closed the connection already:
+    // no 'close' comes, and the stream would follow (holding its slot) for nobody.
+    if (raw.destroyed || request.raw.socket.destroyed) gone.abort();
     reply.hijack();
     raw.writeHead(200, {
       ...(reply.getHeaders() as Record<string, string>),

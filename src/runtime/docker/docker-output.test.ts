@@ -1,6 +1,7 @@
 import { after, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { dockerEngine, makeDockerRuntime, noEngine } from '../../../test/support/docker.js';
+import { DOCKER_HOST, dockerEngine, makeDockerRuntime, noEngine } from '../../../test/support/docker.js';
+import { UnixSocketProxy } from '../../../test/support/socket-proxy.js';
 import { instanceSpec, waitFor } from '../runtime-contract.js';
 import type { OutputLine, OutputQuery, Runtime } from '../runtime.js';
 import { parseLine } from './docker-output.js';
@@ -91,6 +92,56 @@ if (!engine) {
         assert.deepEqual(await collect(t.runtime, 'nobody'), []);
       } finally {
         await t.cleanup();
+      }
+    });
+
+    test('followers of one container share one Engine API follow of its log: each gets its own tail first, then the live lines, in order, with nothing missed or repeated; the follow closes when the last leaves', async () => {
+      if (!DOCKER_HOST.startsWith('unix://')) return;
+      // Connections to the engine are counted on a proxy in front of it.
+      const proxy = new UnixSocketProxy(DOCKER_HOST.slice('unix://'.length));
+      await proxy.start();
+      const t = makeDockerRuntime(e, { dockerHost: `unix://${proxy.path}` });
+      const follows = () => proxy.openMatching(/\/logs\?.*follow=true/);
+      const followers: Array<{ tail: number; got: number[]; stop: AbortController; done: Promise<void> }> = [];
+      try {
+        // A line a number, a few in each millisecond now and then.
+        const counter = `i=0; while :; do echo $i; i=$((i+1)); echo $i; i=$((i+1)); echo $i; i=$((i+1)); sleep 0.01; done`;
+        await t.runtime.start(instanceSpec({ id: 'out4', image: e.images.idle, args: `/bin/sh -c "${counter}"` }));
+        await waitFor('some output', async () => (await collect(t.runtime, 'out4')).length >= 10);
+        for (let k = 0; k < 12; k++) {
+          const tail = 1 + (k % 5);
+          const stop = new AbortController();
+          const got: number[] = [];
+          const done = (async () => {
+            for await (const l of t.runtime.output('out4', { follow: true, tail, signal: stop.signal }))
+              got.push(Number(l.line));
+          })();
+          followers.push({ tail, got, stop, done });
+          await waitFor(`follower ${k} reads live lines`, () => got.length > tail);
+          assert.equal(follows(), 1, `one follow of the engine with ${k + 1} followers`);
+        }
+        const last = Math.max(...followers.map((f) => f.got[f.got.length - 1]!)) + 30;
+        await waitFor('every follower reads on', () => followers.every((f) => f.got.includes(last)));
+        assert.equal(follows(), 1, 'still one follow of the engine');
+        assert.equal(
+          proxy.requests.filter((r) => /\/logs\?.*follow=true/.test(r)).length,
+          1,
+          'one follow was ever opened',
+        );
+        for (const [k, f] of followers.entries()) {
+          const seen = f.got.slice(0, f.got.indexOf(last) + 1);
+          assert.ok(
+            seen.every((n, i) => i === 0 || n === seen[i - 1]! + 1),
+            `follower ${k} (tail ${f.tail}) read every line once, in order: ${seen.slice(0, 40).join(' ')}`,
+          );
+        }
+        for (const f of followers) f.stop.abort();
+        await Promise.all(followers.map((f) => f.done));
+        await waitFor('the follow is closed', () => follows() === 0);
+      } finally {
+        for (const f of followers) f.stop.abort();
+        await t.cleanup();
+        await proxy.close();
       }
     });
 

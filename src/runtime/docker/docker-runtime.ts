@@ -52,6 +52,8 @@ import {
   podVolumeNameOf,
 } from './docker-names.js';
 import { DockerEngineError, isNotFound, isUnreachable } from './engine-connection.js';
+import { hideHostPaths } from '../host-paths.js';
+import { SharedOutput } from '../shared-output.js';
 import { EngineEvents, type Outage } from './engine-events.js';
 import { tailLines } from './engine-streams.js';
 import type { EngineEvent } from './engine-types.js';
@@ -106,6 +108,17 @@ export class DockerRuntime implements Runtime {
   /** Instances an earlier version started that are still on a network accounts share. */
   #sharedGaps: string[] = [];
   #attached = false;
+  /** Followers of a container's log share one Engine API follow of it. */
+  readonly #output = new SharedOutput((id, query) =>
+    containerOutput(this.#client, containerNameOf(this.#namespace, id), query),
+  );
+  /**
+   * This host's folders hidden from what tenants read besides the engines' defaults (host-paths.ts):
+   * the engine's data root once known. The engine's address (its socket) is the operator's
+   * setting and stays in the reasons that say it is unreachable.
+   */
+  readonly #hostRoots: string[] = [];
+  #dataRoot: Promise<void> | null = null;
   #closed = false;
 
   constructor(options: DockerRuntimeOptions) {
@@ -171,10 +184,12 @@ export class DockerRuntime implements Runtime {
   }
 
   unavailable(): string | null {
-    return this.#events.outage?.reason ?? null;
+    const reason = this.#events.outage?.reason;
+    return reason === undefined ? null : this.#hide(reason);
   }
 
   async attach(): Promise<AttachedInstance[]> {
+    await this.#learnDataRoot();
     this.#legacyBridges = (await this.#call(this.#networks?.load() ?? Promise.resolve([]))) ?? [];
     const containers = await this.#call(
       this.#client.listContainers({ all: true, filters: namespaceFilter(this.#namespace) }),
@@ -238,7 +253,20 @@ export class DockerRuntime implements Runtime {
     return found;
   }
 
+  /** Starts it; a refusal's message carries no path of this host (host-paths.ts), the operator's log has it whole. */
   async start(spec: InstanceSpec): Promise<InstanceStatus> {
+    try {
+      return await this.#start(spec);
+    } catch (err) {
+      const message = (err as Error).message;
+      const hidden = this.#hide(message);
+      if (hidden === message) throw err;
+      this.#o.logger.warn({ instance: spec.id, err: message }, 'instance could not start');
+      throw new Error(hidden, { cause: err });
+    }
+  }
+
+  async #start(spec: InstanceSpec): Promise<InstanceStatus> {
     if (this.#closed) throw new Error(`cannot start instance "${spec.id}": the runtime is shutting down`);
     if (this.#launching.has(spec.id)) throw new Error(`instance "${spec.id}" is already being started`);
     // Known down: say so now rather than after a connect attempt (over tcp, that can take the whole timeout).
@@ -359,9 +387,9 @@ export class DockerRuntime implements Runtime {
     if (this.#attached) await this.#installFirewall();
   }
 
-  /** The container's log, from the engine (docker-output.ts). */
+  /** The container's log, from the engine (docker-output.ts); one follow of it however many read it (shared-output.ts). */
   output(id: string, query: OutputQuery): AsyncIterable<OutputLine> {
-    return containerOutput(this.#client, containerNameOf(this.#namespace, id), query);
+    return this.#output.read(id, query);
   }
 
   async inspect(id: string): Promise<InstanceStatus | null> {
@@ -395,6 +423,7 @@ export class DockerRuntime implements Runtime {
     await Promise.allSettled([...this.#launching.values()]);
     for (const live of this.#live.all()) live.probing?.abort();
     this.#live.clear();
+    this.#output.close();
     await this.#stats.close();
     this.#events.close();
     this.#client.close();
@@ -404,6 +433,7 @@ export class DockerRuntime implements Runtime {
 
   async #launch(spec: InstanceSpec, again = false): Promise<InstanceStatus> {
     this.#events.start();
+    await this.#learnDataRoot();
     // The start's own probe first: an agent's runtime gets it from the control plane's images map.
     const health = spec.health ?? this.#images.get(spec.image)?.health;
     const probe = health ? probeOf(health, spec) : null;
@@ -563,11 +593,18 @@ export class DockerRuntime implements Runtime {
       if (live.stopping || !this.#live.current(live) || stateOf(live) === 'failed') return;
       const starting =
         (live.status.state === 'unknown' ? live.beforeOutage : live.status.state) === 'starting' && live.probe !== null;
+      // The engine's own words on why (a start that failed in the runtime) are the operator's; the tenant's are cleaned.
+      const engineError = info.State.Error;
+      if (engineError)
+        this.#o.logger.info({ instance: live.id, err: engineError }, 'the engine says why the container ended');
       // Killed for its memory limit is a failure (the pod's ERROR), not an ending of its own.
       this.#ended(
         live,
         code,
-        exitReason(info.State, tail, { starting, memoryBytes: live.memoryBytes }),
+        exitReason({ ...info.State, Error: engineError ? this.#hide(engineError) : engineError }, tail, {
+          starting,
+          memoryBytes: live.memoryBytes,
+        }),
         starting || oom,
       );
     } catch (err) {
@@ -591,7 +628,7 @@ export class DockerRuntime implements Runtime {
       if (!live.launched || live.stopping || (live.status.state !== 'starting' && live.status.state !== 'running'))
         continue;
       live.beforeOutage = live.status.state;
-      live.status = { ...live.status, state: 'unknown', reason: outage.reason };
+      live.status = { ...live.status, state: 'unknown', reason: this.#hide(outage.reason) };
       this.#live.emit(live);
     }
   }
@@ -645,10 +682,11 @@ export class DockerRuntime implements Runtime {
       await this.#client.startContainer(live.containerId);
     } catch (err) {
       if (isUnreachable(err)) throw err;
+      this.#o.logger.warn({ instance: live.id, err: (err as Error).message }, 'cannot start its container again');
       this.#ended(
         live,
         null,
-        `its container stopped while the Docker Engine was unreachable and could not be started again: ${(err as Error).message}`,
+        `its container stopped while the Docker Engine was unreachable and could not be started again: ${this.#hide((err as Error).message)}`,
         true,
       );
       return;
@@ -689,6 +727,25 @@ export class DockerRuntime implements Runtime {
   }
 
   // ---- helpers
+
+  /** What the engine said, without this host's paths (host-paths.ts): for tenants' eyes. */
+  #hide(text: string): string {
+    return hideHostPaths(text, this.#hostRoots);
+  }
+
+  /** The engine's data root joins the hidden folders, once (best effort: the defaults and ids still hold). */
+  #learnDataRoot(): Promise<void> {
+    this.#dataRoot ??= this.#client.info().then(
+      (info) => {
+        const root: unknown = info.DockerRootDir;
+        if (typeof root === 'string') this.#hostRoots.push(root);
+      },
+      () => {
+        this.#dataRoot = null;
+      },
+    );
+    return this.#dataRoot;
+  }
 
   /** Awaits an engine call; an unreachable engine is reported to the events follower too. */
   async #call<T>(promise: Promise<T>): Promise<T> {

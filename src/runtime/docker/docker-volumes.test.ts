@@ -1,5 +1,6 @@
 import { after, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
+import pino from 'pino';
 import {
   dockerEngine,
   instanceHttp,
@@ -101,5 +102,41 @@ if (!engine) {
         await t.runtime.removeVolume({ kind: 'network', volumeId: volume.volumeId });
         assert.equal(await e.client.inspectVolume(name), null);
       }));
+
+    test("an engine's refusal of a mount reaches the tenant without the host's paths, while the operator's log keeps them; the container's own paths stay", async () => {
+      const logged: string[] = [];
+      const logger = pino({ level: 'info' }, { write: (line: string) => void logged.push(line) });
+      const t = makeDockerRuntime(e, { logger });
+      try {
+        const dataRoot = (await e.client.info()).DockerRootDir!;
+        assert.ok(dataRoot.startsWith('/'), dataRoot);
+        const refusal = async (path: string): Promise<string> =>
+          t.runtime.start(await httpSpec([{ kind: 'persistent', path }])).then(
+            () => assert.fail(`the engine mounted a volume over ${path}`),
+            (err: Error) => err.message,
+          );
+        // Files the engine itself makes in every container: a volume cannot go over them, and the
+        // engine's refusals name its layer folder or the volume's folder on the host.
+        const overFile = await refusal('/etc/hostname');
+        assert.match(overFile, /source \/etc\/hostname is not directory/);
+        const overMounts = await refusal('/etc/mtab');
+        assert.match(overMounts, /error mounting "<volume>" to rootfs at "\/etc\/mtab": "\/proc\/1\/mounts"/);
+        for (const refused of [overFile, overMounts])
+          assert.ok(!refused.includes(dataRoot) && !refused.includes('_data') && !refused.includes('overlay'), refused);
+        const full = logged.join('');
+        assert.ok(full.includes(`${dataRoot}/overlay2/`), 'the operator log has the engine message whole');
+        assert.ok(full.includes(`${dataRoot}/volumes/`), 'the operator log has the engine message whole');
+
+        // A missing command is a path in the container: the tenant's own, kept.
+        const missing = await t.runtime.start(await httpSpec([], { image: e.images.idle, args: '/nope' })).then(
+          () => assert.fail('a missing command started'),
+          (err: Error) => err.message,
+        );
+        assert.match(missing, /"\/nope"/);
+        assert.ok(!missing.includes(dataRoot), missing);
+      } finally {
+        await t.cleanup();
+      }
+    });
   });
 }

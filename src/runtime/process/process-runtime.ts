@@ -41,6 +41,7 @@ import { tenantEnvRefusal } from './env-policy.js';
 import { describeTarget, waitUntilHealthy, type ProbeTarget } from '../health-probe.js';
 import { LogRotator } from './log-rotator.js';
 import { OutputStamper } from './output-stamper.js';
+import { SharedOutput } from '../shared-output.js';
 import { instanceDirOf, reapOrphans, removePidFile, writePidFile } from './orphans.js';
 import { readTail } from './output-log.js';
 import { signalGroup, terminateGroup } from './process-group.js';
@@ -112,6 +113,7 @@ export class ProcessRuntime implements Runtime {
   readonly #listeners = new Set<InstanceListener>();
   readonly #logs: LogRotator;
   readonly #output: OutputStamper;
+  readonly #sharedOutput = new SharedOutput((id, query) => this.#output.read(id, query));
   readonly #watchdog: Watchdog;
   readonly #sampler: IntervalSampler;
   /** start() calls under way, which close() lets finish (each then stops what it started) */
@@ -146,9 +148,9 @@ export class ProcessRuntime implements Runtime {
     return this.#watchdog.pid;
   }
 
-  /** Its output, stamped as read (output-stamper.ts). */
+  /** Its output, stamped as read (output-stamper.ts); its followers share one reader of it (shared-output.ts). */
   output(id: string, query: OutputQuery): AsyncIterable<OutputLine> {
-    return this.#output.read(id, query);
+    return this.#sharedOutput.read(id, query);
   }
 
   /** Never: a process runtime can always start its instances. */
@@ -244,6 +246,7 @@ export class ProcessRuntime implements Runtime {
     this.#logs.close();
     await this.#sampler.close();
     this.#output.close();
+    this.#sharedOutput.close();
     await Promise.allSettled([...this.#inFlight]);
     await Promise.all([...this.#instances.keys()].map((id) => this.stop(id)));
     await this.#watchdog.close();
