@@ -6,6 +6,8 @@ import { instanceSpec } from '../runtime-contract.js';
 import { bridgePrefixOf } from './instance-networks.js';
 import { namespaceFilter } from './docker-names.js';
 
+// The pools below lie outside the default one (10.224.0.0/12), which other test files on the same
+// engine draw from at the same time.
 const engine = await dockerEngine();
 after(() => engine?.client.close());
 const skip = engine ? false : noEngine();
@@ -18,7 +20,7 @@ test(
   { skip },
   async () => {
     const e = engine!;
-    const t = makeDockerRuntime(e, { networks: { pool: '10.230.0.0/16', subnetPrefix: 24 }, maxConcurrentStarts: 8 });
+    const t = makeDockerRuntime(e, { networks: { pool: '10.120.0.0/16', subnetPrefix: 24 }, maxConcurrentStarts: 8 });
     try {
       await t.runtime.attach();
       const accounts = Array.from({ length: 40 }, (_, i) => `acct${i}`);
@@ -27,7 +29,7 @@ test(
       assert.equal(networks.length, 40, 'one network per account');
       const subnets = networks.map((n) => n.IPAM.Config?.[0]?.Subnet ?? '');
       assert.equal(new Set(subnets).size, 40, 'no two share a subnet');
-      const pool = parseCidr('10.230.0.0/16')!;
+      const pool = parseCidr('10.120.0.0/16')!;
       for (const s of subnets) {
         const r = parseCidr(s);
         assert.ok(r && r.first >= pool.first && r.last <= pool.last && s.endsWith('/24'), s);
@@ -96,7 +98,7 @@ test('a network removed behind Gantry’s back is made again at the next start',
 
 test('two installations sharing an engine and a pool never get overlapping subnets', { skip }, async () => {
   const e = engine!;
-  const pool = { pool: '10.231.0.0/22', subnetPrefix: 24 };
+  const pool = { pool: '10.121.0.0/22', subnetPrefix: 24 };
   const one = makeDockerRuntime(e, { networks: pool });
   const two = makeDockerRuntime(e, { networks: pool });
   try {

@@ -85,8 +85,8 @@ test(
   async () => {
     const e = engine!;
     // The pool holds one /24, which a network of someone else's already takes.
-    const squatter = await e.client.createNetwork(`squatter-${process.pid}`, {}, { subnet: '10.233.0.0/24' });
-    const t = makeDockerRuntime(e, { networks: { pool: '10.233.0.0/24', subnetPrefix: 24 } });
+    const squatter = await e.client.createNetwork(`squatter-${process.pid}`, {}, { subnet: '10.122.0.0/24' });
+    const t = makeDockerRuntime(e, { networks: { pool: '10.122.0.0/24', subnetPrefix: 24 } });
     try {
       await legacyContainer(e.client, t.namespace, 'stuck1', e.images.http, await freePort());
       await t.runtime.attach();
