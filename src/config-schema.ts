@@ -391,6 +391,10 @@ const DockerNetworksSchema = Type.Object(
       description:
         "Each account network's prefix length: /24 holds 253 instances of one account on one host, and a /12 pool 4,096 such networks.",
     }),
+    emptyGraceMs: amount(
+      600_000,
+      "How long an account's network is kept once no instance uses it, so the account's next instance on the host does not wait for a new one.",
+    ),
   },
   {
     description:

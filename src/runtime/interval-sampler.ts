@@ -13,7 +13,7 @@ export interface SamplerTimers {
 }
 
 /** Real waiting that never keeps the server's process alive on its own. */
-const unrefTimers: SamplerTimers = {
+export const unrefTimers: SamplerTimers = {
   sleep: (ms, signal) =>
     new Promise((resolve) => {
       if (signal?.aborted) return resolve();

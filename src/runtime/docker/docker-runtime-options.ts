@@ -55,9 +55,10 @@ export interface DockerRuntimeOptions {
   nvidiaSmiEnv?: NodeJS.ProcessEnv;
   /**
    * Where account networks take their subnets (instance-networks.ts). Config `runtime.docker.networks`.
-   * @default { pool: '10.224.0.0/12', subnetPrefix: 24 }
+   * `emptyGraceMs`: how long a network no instance uses is kept before it is removed.
+   * @default { pool: '10.224.0.0/12', subnetPrefix: 24, emptyGraceMs: 600000 }
    */
-  networks?: { pool: string; subnetPrefix: number };
+  networks?: { pool: string; subnetPrefix: number; emptyGraceMs?: number };
   /**
    * The container firewall (container-firewall.ts): installed at attach and after every reconnect,
    * by running `command` (a prefix, e.g. `['nsenter', '--net=/run/netns/x']`; empty: iptables as

@@ -131,7 +131,7 @@ export class DockerRuntime implements Runtime {
       dockerHost: options.dockerHost,
       ...(options.engineTimeoutMs ? { timeoutMs: options.engineTimeoutMs } : {}),
     });
-    const pool = options.networks ?? DEFAULT_NETWORK_POOL;
+    const pool: NonNullable<DockerRuntimeOptions['networks']> = options.networks ?? DEFAULT_NETWORK_POOL;
     this.#networks =
       options.isolation?.accountNetworks === false
         ? null
@@ -140,6 +140,8 @@ export class DockerRuntime implements Runtime {
             namespace: this.#namespace,
             pool: parseSubnetPool(pool.pool, pool.subnetPrefix),
             logger: options.logger,
+            ...(pool.emptyGraceMs !== undefined ? { emptyGraceMs: pool.emptyGraceMs } : {}),
+            ...(options.timers ? { timers: options.timers } : {}),
           });
     this.#firewall = options.firewall ? new ContainerFirewall({ command: options.firewall.command }) : null;
     this.#preparer = new ContainerPreparer({
@@ -424,6 +426,7 @@ export class DockerRuntime implements Runtime {
     for (const live of this.#live.all()) live.probing?.abort();
     this.#live.clear();
     this.#output.close();
+    this.#networks?.close();
     await this.#stats.close();
     this.#events.close();
     this.#client.close();

@@ -2,7 +2,8 @@ import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { dockerEngine, makeDockerRuntime, noEngine } from '../../../test/support/docker.js';
 import { parseCidr } from '../../domain/subnet-pool.js';
-import { instanceSpec } from '../runtime-contract.js';
+import { FakeTimers, settle } from '../../../test/support/fake-timers.js';
+import { instanceSpec, waitFor as eventually } from '../runtime-contract.js';
 import { bridgePrefixOf } from './instance-networks.js';
 import { namespaceFilter } from './docker-names.js';
 
@@ -20,7 +21,10 @@ test(
   { skip },
   async () => {
     const e = engine!;
-    const t = makeDockerRuntime(e, { networks: { pool: '10.120.0.0/16', subnetPrefix: 24 }, maxConcurrentStarts: 8 });
+    const t = makeDockerRuntime(e, {
+      networks: { pool: '10.120.0.0/16', subnetPrefix: 24, emptyGraceMs: 0 },
+      maxConcurrentStarts: 8,
+    });
     try {
       await t.runtime.attach();
       const accounts = Array.from({ length: 40 }, (_, i) => `acct${i}`);
@@ -54,7 +58,7 @@ test(
   { skip },
   async () => {
     const e = engine!;
-    const t = makeDockerRuntime(e);
+    const t = makeDockerRuntime(e, { networks: { pool: '10.224.0.0/12', subnetPrefix: 24, emptyGraceMs: 0 } });
     try {
       await t.runtime.attach();
       await Promise.all(['a', 'b', 'c', 'd'].map((x) => t.runtime.start(idle(`same-${x}`, 'acct-x'))));
@@ -118,3 +122,36 @@ test('two installations sharing an engine and a pool never get overlapping subne
     await Promise.all([one.cleanup(), two.cleanup()]);
   }
 });
+
+test(
+  'a network no instance uses is kept for its grace, so the account’s next instance joins it; then it goes',
+  { skip },
+  async () => {
+    const e = engine!;
+    const timers = new FakeTimers();
+    const t = makeDockerRuntime(e, {
+      timers,
+      networks: { pool: '10.224.0.0/12', subnetPrefix: 24, emptyGraceMs: 60_000 },
+    });
+    try {
+      await t.runtime.attach();
+      await t.runtime.start(idle('grace-1', 'acct-g'));
+      const [made] = await e.client.listNetworks(namespaceFilter(t.namespace));
+      await t.runtime.remove('grace-1');
+      await timers.advance(59_000);
+      await t.runtime.start(idle('grace-2', 'acct-g'));
+      const [kept] = await e.client.listNetworks(namespaceFilter(t.namespace));
+      assert.equal(kept?.Id, made!.Id, 'the same network: none made again');
+      await t.runtime.remove('grace-2');
+      await timers.advance(59_999);
+      await settle();
+      assert.equal((await e.client.listNetworks(namespaceFilter(t.namespace))).length, 1, 'kept until its grace ends');
+      await timers.advance(1);
+      await eventually('the network to go', async () =>
+        (await e.client.listNetworks(namespaceFilter(t.namespace))).length === 0 ? true : null,
+      );
+    } finally {
+      await t.cleanup();
+    }
+  },
+);

@@ -7,12 +7,14 @@
  * Each network is made on first use with a subnet from the configured pool (Docker's default
  * pools hold about 31 networks per engine) and a bridge named `g<tag><subnet in hex>`, so the
  * container firewall (firewall-rules.ts) covers every bridge of the installation with one
- * interface wildcard; it is removed once no container refers to it. Making a network, creating a
- * container on it and removing it are serialized per network, so a removal never pulls the
- * network from under a container being created.
+ * interface wildcard. It is removed once no container has referred to it for a grace period
+ * (an account that creates a pod after its last one went pays no network again); making a
+ * network, creating a container on it and removing it are kept apart, so a removal never pulls
+ * the network from under a container being created.
  */
 import { createHash } from 'node:crypto';
 import type { Logger } from 'pino';
+import { unrefTimers, type SamplerTimers } from '../interval-sampler.js';
 import { freeSubnet, ipv4ToInt, parseCidr, type SubnetPool } from '../../domain/subnet-pool.js';
 import { accountNetworkName, type InstanceSpec } from '../runtime.js';
 import type { DockerClient } from './docker-client.js';
@@ -65,12 +67,27 @@ export class InstanceNetworks {
   readonly #busy = new Map<string, Promise<unknown>>();
   /** subnets of networks being made here, not yet listed by the engine */
   readonly #claimed = new Set<string>();
+  /** engine name → the removal waiting out its grace (aborted when the network is joined again) */
+  readonly #pending = new Map<string, AbortController>();
+  readonly #emptyGraceMs: number;
+  readonly #timers: SamplerTimers;
 
-  constructor(options: { client: DockerClient; namespace: string; pool: SubnetPool; logger: Logger }) {
+  constructor(options: {
+    client: DockerClient;
+    namespace: string;
+    pool: SubnetPool;
+    logger: Logger;
+    /** How long a network no container refers to is kept before it is removed. @default 600000 */
+    emptyGraceMs?: number;
+    /** @default real timers that keep no process alive */
+    timers?: SamplerTimers;
+  }) {
     this.#client = options.client;
     this.#namespace = options.namespace;
     this.#pool = options.pool;
     this.#logger = options.logger;
+    this.#emptyGraceMs = options.emptyGraceMs ?? 600_000;
+    this.#timers = options.timers ?? unrefTimers;
   }
 
   /**
@@ -83,6 +100,7 @@ export class InstanceNetworks {
     const name = networkNameOf(this.#namespace, wish.name);
     for (let busy = this.#busy.get(name); busy; busy = this.#busy.get(name)) await busy.catch(() => undefined);
     this.#users.set(name, (this.#users.get(name) ?? 0) + 1);
+    this.#pending.get(name)?.abort();
     try {
       const info =
         this.#known.get(name) ??
@@ -104,25 +122,50 @@ export class InstanceNetworks {
   }
 
   /**
-   * Removes the networks among `names` no container refers to any more (a stopped one still does:
-   * its next start would need it). One in use stays; an engine refusal is only logged.
+   * Removes the networks among `names` once no container has referred to them for the grace
+   * period (a stopped container still does: its next start would need it). One used meanwhile
+   * stays; an engine refusal is only logged.
    */
   async release(names: Iterable<string>): Promise<void> {
     for (const name of names) {
-      if (!name.startsWith(`gantry-${this.#namespace}-`) || this.#users.has(name) || this.#busy.has(name)) continue;
-      await this.#exclusive(name, async () => {
-        const users = await this.#client.listContainers({ all: true, filters: { network: [name] } });
-        if (users.length > 0) return;
-        try {
-          await this.#client.removeNetwork(name);
-          this.#logger.debug({ network: name }, 'removed a network no instance uses');
-        } catch (err) {
-          if (!(err instanceof DockerEngineError)) throw err;
-          this.#logger.warn({ err, network: name }, 'cannot remove a network no instance uses');
-        }
-        this.#known.delete(name);
+      if (!name.startsWith(`gantry-${this.#namespace}-`) || this.#pending.has(name)) continue;
+      if (this.#emptyGraceMs <= 0) {
+        await this.#removeIfUnused(name);
+        continue;
+      }
+      const abort = new AbortController();
+      this.#pending.set(name, abort);
+      void this.#timers.sleep(this.#emptyGraceMs, abort.signal).then(async () => {
+        if (this.#pending.get(name) !== abort) return;
+        this.#pending.delete(name);
+        if (abort.signal.aborted) return;
+        await this.#removeIfUnused(name).catch((err: unknown) =>
+          this.#logger.warn({ err, network: name }, 'cannot remove a network no instance uses'),
+        );
       });
     }
+  }
+
+  /** Drops the removals waiting out their grace (the runtime detaches: the next attach looks again). */
+  close(): void {
+    for (const abort of this.#pending.values()) abort.abort();
+    this.#pending.clear();
+  }
+
+  async #removeIfUnused(name: string): Promise<void> {
+    if (this.#users.has(name) || this.#busy.has(name)) return;
+    await this.#exclusive(name, async () => {
+      const users = await this.#client.listContainers({ all: true, filters: { network: [name] } });
+      if (users.length > 0) return;
+      try {
+        await this.#client.removeNetwork(name);
+        this.#logger.debug({ network: name }, 'removed a network no instance uses');
+      } catch (err) {
+        if (!(err instanceof DockerEngineError)) throw err;
+        this.#logger.warn({ err, network: name }, 'cannot remove a network no instance uses');
+      }
+      this.#known.delete(name);
+    });
   }
 
   /** Runs `work` as the one making or removal of `name`; a second making joins the first. */
@@ -136,7 +179,7 @@ export class InstanceNetworks {
 
   /**
    * Reads the installation's networks (at attach): they are joined without asking the engine again,
-   * and those no container refers to are removed. Answers the bridges of networks an earlier version
+   * and those no container refers to are removed after the grace period. Answers the bridges of networks an earlier version
    * made (named by the engine, `br-…`), which the firewall lists one by one.
    */
   async load(): Promise<string[]> {
