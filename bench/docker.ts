@@ -6,9 +6,11 @@
 //      its `startedAt`; the client polls every POLL_MS, default 100, and what it sees is shown too),
 //      vs the same container (the body Gantry created it with, read back from the engine) created
 //      and started through the Engine API. Rounds alternate which goes first; the overhead is the
-//      median of each round's difference. Goal: p50 overhead <= 50 ms.
+//      median of each round's difference. Goal: p50 overhead <= 50 ms. Also shown: that container
+//      as it was made before accounts were kept apart (the default bridge, Docker's default
+//      capabilities, no shm or open-files bounds): what the engine itself spends on the isolation.
 //   2. a burst of pods created at once, all RUNNING, vs as many containers created and started at
-//      once through the Engine API. Goal: Gantry's rate >= 80% of the direct rate.
+//      once through the Engine API, made as Gantry makes them (network, hardening, limits). Goal: Gantry's rate >= 80% of the direct rate.
 //   3. serverless cold start: runsync on an endpoint scaled to zero → the worker's handler takes
 //      the job, vs the same worker image started through the Engine API (host network, the same
 //      worker environment) for a job already queued → its handler takes it. Goal: median overhead
@@ -229,7 +231,20 @@ async function main() {
         const labels: Record<string, string> = { ...Config.Labels, ...peerLabels, [LABEL.kind]: 'peer' };
         delete labels[LABEL.instance];
         const host: Record<string, unknown> = {};
-        for (const key of ['RestartPolicy', 'PidsLimit', 'NanoCpus', 'Memory', 'MemorySwap', 'LogConfig'])
+        // Everything that makes the engine's work: the account's network, the hardening, the limits.
+        for (const key of [
+          'RestartPolicy',
+          'PidsLimit',
+          'NanoCpus',
+          'Memory',
+          'MemorySwap',
+          'LogConfig',
+          'NetworkMode',
+          'CapDrop',
+          'SecurityOpt',
+          'ShmSize',
+          'Ulimits',
+        ])
           if (HostConfig[key] !== undefined) host[key] = HostConfig[key];
         host.PortBindings = { '8000/tcp': [{ HostIp: '127.0.0.1', HostPort: String(hostPort) }] };
         return {
@@ -241,8 +256,16 @@ async function main() {
           HostConfig: host as ContainerCreateBody['HostConfig'],
         };
       };
+      /** The same container as Gantry made before it kept accounts apart: the default bridge, Docker's default capabilities, no shm or open-files bounds. */
+      const plainBodyLike = (gantryContainer: Inspected, hostPort: number): Parameters<typeof direct>[0] => {
+        const body = peerBodyLike(gantryContainer, hostPort);
+        const host = { ...(body.HostConfig as unknown as Record<string, unknown>) };
+        for (const key of ['NetworkMode', 'CapDrop', 'SecurityOpt', 'ShmSize', 'Ulimits']) delete host[key];
+        return { ...body, HostConfig: host as unknown as ContainerCreateBody['HostConfig'] };
+      };
       const viaGantry: number[] = [];
       const viaEngine: number[] = [];
+      const viaPlain: number[] = [];
       const posts: number[] = [];
       const paired: number[] = [];
       const seenAt: number[] = [];
@@ -281,9 +304,9 @@ async function main() {
           await sleep(20);
         return { total, answered, seen };
       };
-      const viaEngineOnce = async (): Promise<number> => {
+      const viaEngineOnce = async (plain = false): Promise<number> => {
         const t1 = performance.now();
-        await direct(peerBodyLike(made!, peerPort++));
+        await direct((plain ? plainBodyLike : peerBodyLike)(made!, peerPort++));
         const took = performance.now() - t1;
         await removePeers();
         return took;
@@ -300,9 +323,11 @@ async function main() {
           e = await viaEngineOnce();
           g = await viaGantryOnce(round);
         }
+        const plain = await viaEngineOnce(true);
         if (round === 0) continue;
         viaGantry.push(g.total);
         viaEngine.push(e);
+        viaPlain.push(plain);
         posts.push(g.answered);
         seenAt.push(g.seen);
         paired.push(g.total - e);
@@ -333,6 +358,10 @@ async function main() {
         row('Engine API: the same container, create + start', sb),
         row('overhead: Gantry − Engine API, per round', sd),
         row('  of Gantry’s: the POST’s answer (201)', sp),
+        row(
+          'Engine API: that container on the default bridge, unhardened, unbounded (as before accounts were kept apart)',
+          [...viaPlain].sort((x, y) => x - y),
+        ),
       ]);
       console.log(`(difference of the two medians: ${ms(percentile(sa, 50) - percentile(sb, 50))} ms)`);
       results.push({
@@ -348,19 +377,44 @@ async function main() {
       const rows: Array<Record<string, string | number>> = [];
       const gantryRates: number[] = [];
       const engineRates: number[] = [];
+      // The peer's containers are made like Gantry's burst pods are (one made and read back first):
+      // the account's network, the hardening and the GPU allotment's limits; only the ports differ.
+      const sample = await createPod({
+        name: 'burst-shape',
+        image: idle,
+        gpu: { id: 'NVIDIA GeForce RTX 4090', count: 1 },
+        ports: ['8000/http'],
+        disk: 1,
+      });
+      await waitRunning(sample);
+      const shape = (
+        (await client.inspectContainer(`gantry-${namespace}-${sample}`)) as unknown as {
+          HostConfig: Record<string, unknown>;
+        }
+      ).HostConfig;
+      await terminate([sample]);
+      const peerHost = (): ContainerCreateBody['HostConfig'] => {
+        const host: Record<string, unknown> = { RestartPolicy: { Name: 'no' } };
+        for (const key of [
+          'PidsLimit',
+          'NanoCpus',
+          'Memory',
+          'MemorySwap',
+          'NetworkMode',
+          'CapDrop',
+          'SecurityOpt',
+          'ShmSize',
+          'Ulimits',
+        ])
+          if (shape[key] !== undefined) host[key] = shape[key];
+        host.PortBindings = { '8000/tcp': [{ HostIp: '127.0.0.1', HostPort: String(peerPort++) }] };
+        return host as unknown as ContainerCreateBody['HostConfig'];
+      };
       for (let round = 0; round < 2; round++) {
         const t1 = performance.now();
         await Promise.all(
           Array.from({ length: BURST }, () =>
-            direct({
-              Image: idle,
-              Labels: peerLabels,
-              ExposedPorts: { '8000/tcp': {} },
-              HostConfig: {
-                RestartPolicy: { Name: 'no' },
-                PortBindings: { '8000/tcp': [{ HostIp: '127.0.0.1', HostPort: String(peerPort++) }] },
-              },
-            }),
+            direct({ Image: idle, Labels: peerLabels, ExposedPorts: { '8000/tcp': {} }, HostConfig: peerHost() }),
           ),
         );
         const b = (performance.now() - t1) / 1000;
