@@ -10,7 +10,8 @@
 //      as it was made before accounts were kept apart (the default bridge, Docker's default
 //      capabilities, no shm or open-files bounds): what the engine itself spends on the isolation.
 //   2. a burst of pods created at once, all RUNNING, vs as many containers created and started at
-//      once through the Engine API, made as Gantry makes them (network, hardening, limits). Goal: Gantry's rate >= 80% of the direct rate.
+//      once through the Engine API, made as Gantry makes them (network, hardening, limits). Goal:
+//      Gantry's rate >= 80% of the direct rate.
 //   3. serverless cold start: runsync on an endpoint scaled to zero → the worker's handler takes
 //      the job, vs the same worker image started through the Engine API (host network, the same
 //      worker environment) for a job already queued → its handler takes it. Goal: median overhead
