@@ -1,9 +1,13 @@
+import type { Logger } from 'pino';
 import type { Clock } from '../domain/clock.js';
+import { stranded, type HeldJob } from '../domain/held-report.js';
 import { isTerminalJobStatus, nextJobState } from '../domain/job-state.js';
 import type { Db } from '../store/database.js';
 import { GroupCommit, type GroupCommitOptions } from '../store/group-commit.js';
 import type { JobRecord, WorkerResult } from '../store/job-record.js';
 import type { JobStore } from '../store/job-store.js';
+import type { GivenBack } from '../store/held-jobs.js';
+import type { TakeRequest } from '../store/job-claims.js';
 import type { JobQuota } from '../quotas/job-quota.js';
 import type { FinishedJobs } from './finished-jobs.js';
 import type { JobSequence } from './job-sequence.js';
@@ -18,7 +22,8 @@ export interface WorkerJobsDeps {
   store: {
     rows: Pick<JobStore['rows'], 'get'>;
     committed: Pick<JobStore['committed'], 'takeCommitted' | 'completeCommitted'>;
-    claims: Pick<JobStore['claims'], 'release' | 'requeueFromWorker' | 'takeStopRequests'>;
+    claims: Pick<JobStore['claims'], 'release' | 'takeStopRequests'>;
+    held: Pick<JobStore['held'], 'list' | 'giveBack'>;
     stream: Pick<JobStore['stream'], 'appendStream'>;
   };
   clock: Clock;
@@ -27,6 +32,13 @@ export interface WorkerJobsDeps {
   finished: FinishedJobs;
   /** How often a job goes back to the queue when its worker is lost before it FAILS. */
   retryBudget: number;
+  /**
+   * How long after its take a job counts as possibly still on its way to its worker, for a ping
+   * that lists no job (the heartbeat timeout: `domain/held-report.ts`).
+   */
+  settleMs: number;
+  /** Where jobs given back by their own worker's report are logged. @default none */
+  logger?: Pick<Logger, 'warn'>;
   /** Sizing of the takes', results' and stream chunks' group commits. */
   batching: Pick<GroupCommitOptions<unknown, unknown>, 'maxBatchSize' | 'concurrency'>;
   /** The stored-bytes and per-job stream quotas; without it, none apply. */
@@ -41,6 +53,14 @@ interface TakePoll {
   workerId: string;
   n: number;
   signal: CancelSignal | undefined;
+  /** The take says its worker holds no job: the first read gives back what the store says it holds. */
+  holdsNone?: boolean;
+}
+
+/** What a worker's own report gave back, by job id. */
+export interface GaveBack {
+  requeued: string[];
+  failed: string[];
 }
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
@@ -54,7 +74,7 @@ export class WorkerJobs {
   readonly #deps: WorkerJobsDeps;
   readonly #posts: GroupCommit<WorkerResult, JobRecord | null>;
   readonly #chunks: GroupCommit<{ jobId: string; seq: number; outputJson: string; accountId: string }, void>;
-  readonly #takes: GroupCommit<{ endpointId: string; workerId: string; n: number }, JobRecord[]>;
+  readonly #takes: GroupCommit<TakeRequest, JobRecord[]>;
 
   constructor(deps: WorkerJobsDeps) {
     this.#deps = deps;
@@ -63,9 +83,13 @@ export class WorkerJobs {
     this.#takes = new GroupCommit({
       ...batching,
       commit: async (requests) => {
-        const taken = await store.committed.takeCommitted(requests, clock.now());
-        if (deps.flow) for (const jobs of taken) if (jobs.length > 0) deps.flow.taken(jobs);
-        return taken;
+        const batch = await store.committed.takeCommitted(requests, clock.now(), {
+          retryBudget: deps.retryBudget,
+          webhooksOf: (failed) => deps.finished.webhooksOf(failed),
+        });
+        if (batch.requeued.length > 0 || batch.failed.length > 0) this.#gaveBackByTakes(requests, batch);
+        if (deps.flow) for (const jobs of batch.taken) if (jobs.length > 0) deps.flow.taken(jobs);
+        return batch.taken;
       },
     });
     this.#chunks = new GroupCommit({
@@ -89,7 +113,7 @@ export class WorkerJobs {
   take(
     endpointId: string,
     workerId: string,
-    options: LongPollOptions & { batchSize?: number } = {},
+    options: LongPollOptions & { batchSize?: number; holdsNone?: boolean } = {},
   ): Promise<TakenJob[]> {
     const n = Math.max(1, Math.floor(options.batchSize ?? 1));
     return longPoll(this.#deps.clock, options.waitMs ?? 0, this.#takePoll, {
@@ -97,12 +121,23 @@ export class WorkerJobs {
       workerId,
       n,
       signal: options.signal,
+      holdsNone: options.holdsNone === true,
     });
   }
 
   readonly #takePoll: LongPollSteps<TakePoll, JobRecord[], TakenJob[]> = {
     wait: (p, timeoutMs) => this.#deps.signals.waiter('work', p.endpointId, timeoutMs, p.signal),
-    read: (p) => this.#takes.add({ endpointId: p.endpointId, workerId: p.workerId, n: p.n }),
+    read: (p) => {
+      // Only the first read: a later one could only find jobs this very long-poll was not given.
+      const holdsNone = p.holdsNone === true;
+      p.holdsNone = false;
+      return this.#takes.add({
+        endpointId: p.endpointId,
+        workerId: p.workerId,
+        n: p.n,
+        ...(holdsNone ? { holdsNone } : {}),
+      });
+    },
     ends: (jobs) => jobs.length > 0,
     // A worker that went away while its take was being committed would run none of its jobs.
     answer: (p, jobs) =>
@@ -272,22 +307,72 @@ export class WorkerJobs {
    * queue, or FAIL once their retry budget is spent (null: every endpoint's, for worker ids this
    * server issued). Called by the worker supervisor.
    */
-  async workerLost(workerId: string, endpointId: string | null): Promise<{ requeued: string[]; failed: string[] }> {
-    const { db, store, clock, signals, finished, retryBudget } = this.#deps;
+  workerLost(workerId: string, endpointId: string | null): Promise<GaveBack> {
+    return this.#giveBack(workerId, endpointId);
+  }
+
+  /**
+   * A ping of `workerId` through `endpointId` listed `listed` as the jobs it holds (possibly none):
+   * the jobs it shows the worker no longer holds (`domain/held-report.ts`) go back to the queue
+   * as a lost worker's do. Answers them; nothing is written when there are none.
+   */
+  async pinged(endpointId: string, workerId: string, listed: readonly string[]): Promise<GaveBack> {
+    const { store, clock, settleMs } = this.#deps;
+    const held = await store.held.list(workerId, endpointId);
+    if (held.length === 0) return { requeued: [], failed: [] };
+    const gone = stranded(new Set(listed), held, clock.now(), settleMs);
+    if (gone.length === 0) return { requeued: [], failed: [] };
+    const moved = await this.#giveBack(workerId, endpointId, gone);
+    if (moved.requeued.length > 0 || moved.failed.length > 0)
+      this.#deps.logger?.warn(
+        { workerId, endpointId, listed: listed.slice(0, 20), ...moved },
+        "jobs given back: the worker's ping shows it no longer holds them",
+      );
+    return moved;
+  }
+
+  async #giveBack(workerId: string, endpointId: string | null, only?: readonly HeldJob[]): Promise<GaveBack> {
+    const { db, store, clock, finished, retryBudget } = this.#deps;
     const now = clock.now();
-    const { requeued, failed } = await db.withTransaction(async (tx) => {
-      const res = await store.claims.requeueFromWorker(workerId, endpointId, now, retryBudget, tx);
+    const back = await db.withTransaction(async (tx) => {
+      const res = await store.held.giveBack(workerId, endpointId, now, retryBudget, tx, only);
       await finished.enqueueWebhooks(res.failed, now, tx);
       return res;
     });
+    this.#announceGivenBack(back);
+    return { requeued: back.requeued.map((j) => j.id), failed: back.failed.map((j) => j.id) };
+  }
+
+  /** After the commit that gave jobs back: counted, their queues' takers woken, the failed ones finished. */
+  #announceGivenBack({ requeued, failed }: GivenBack): void {
     const perEndpoint = new Map<string, number>();
     for (const j of requeued) perEndpoint.set(j.endpointId, (perEndpoint.get(j.endpointId) ?? 0) + 1);
     for (const [endpointId, n] of perEndpoint) {
       this.#deps.flow?.requeued(endpointId, n, 'running');
-      signals.notify('work', endpointId, n);
+      this.#deps.signals.notify('work', endpointId, n);
     }
-    finished.announce(failed);
-    return { requeued: requeued.map((j) => j.id), failed: failed.map((j) => j.id) };
+    this.#deps.finished.announce(failed);
+  }
+
+  /** Takes whose workers said they hold no job gave back what the store said they held. */
+  #gaveBackByTakes(requests: readonly TakeRequest[], back: GivenBack): void {
+    this.#announceGivenBack(back);
+    const { logger } = this.#deps;
+    if (!logger) return;
+    const byEndpoint = new Map<string, GaveBack & { workerIds: Set<string> }>();
+    const entry = (endpointId: string) => {
+      let e = byEndpoint.get(endpointId);
+      if (!e) byEndpoint.set(endpointId, (e = { requeued: [], failed: [], workerIds: new Set() }));
+      return e;
+    };
+    for (const j of back.requeued) entry(j.endpointId).requeued.push(j.id);
+    for (const j of back.failed) entry(j.endpointId).failed.push(j.id);
+    for (const r of requests) if (r.holdsNone) byEndpoint.get(r.endpointId)?.workerIds.add(r.workerId);
+    for (const [endpointId, { requeued, failed, workerIds }] of byEndpoint)
+      logger.warn(
+        { endpointId, workerIds: [...workerIds], requeued, failed },
+        "jobs given back: their worker's take says it holds no job",
+      );
   }
 
   /** Resolves once every accepted take, result and chunk is committed. */
