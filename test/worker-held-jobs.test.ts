@@ -155,6 +155,22 @@ for (const { name, skip } of dialects()) {
       assert.deepEqual([after.status, after.output], ['IN_QUEUE', undefined]);
     });
 
+    test("a job handed out while the worker's event loop is blocked stays its, however long its pings leave it out", async () => {
+      const [running, waiting] = [await submit(), await submit()];
+      assert.deepEqual(await take('pod-9', false), [running]);
+      // A blocking handler runs `running`; the take for the second slot is answered meanwhile, but
+      // the SDK records `waiting` only when the handler returns. Its heartbeat pings on.
+      assert.deepEqual(await take('pod-9', true, 2), [waiting]);
+      for (let i = 0; i < 10; i++) {
+        clock.advance(HEARTBEAT_TIMEOUT / 2);
+        await ping('pod-9', [running]);
+      }
+      assert.deepEqual([(await status(waiting)).status, (await status(waiting)).retries], ['IN_PROGRESS', 0]);
+      assert.deepEqual(json(await done('pod-9', running, 1)).accepted, true);
+      await ping('pod-9', [waiting]);
+      assert.deepEqual(json(await done('pod-9', waiting, 2)).accepted, true);
+    });
+
     test('a result on its way and a take saying the worker holds none: one of them applies, the job is never lost', async () => {
       for (let round = 0; round < 6; round++) {
         const id = await submit({ round });
