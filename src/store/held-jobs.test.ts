@@ -5,7 +5,7 @@ import type { JobRecord } from './job-record.js';
 import { describeJobStore, T0, newJob } from '../../test/support/job-store-suite.js';
 
 describeJobStore('HeldJobs', (s) => {
-  const webhookOf = (failed: readonly JobRecord[]) =>
+  const webhooksOf = (failed: readonly JobRecord[]) =>
     failed.flatMap((j) =>
       j.webhook ? [{ id: `d-${j.id}`, jobId: j.id, url: j.webhook, payloadJson: '{}', accountId: j.accountId }] : [],
     );
@@ -13,7 +13,7 @@ describeJobStore('HeldJobs', (s) => {
   const takeHoldingNone = (workerId: string, n: number, now: number, retryBudget = 3, endpointId = 'ep1') =>
     s.store.committed.takeCommitted([{ endpointId, workerId, n, holdsNone: true }], now, {
       retryBudget,
-      webhooksOf: webhookOf,
+      webhooksOf,
     });
   const state = async (id: string) => {
     const j = await s.store.rows.get(id);
@@ -80,13 +80,35 @@ describeJobStore('HeldJobs', (s) => {
     assert.deepEqual(await state(other.id), ['IN_PROGRESS', 'w2', 0]);
   });
 
+  test("takes of several workers saying they hold none, committed together, each give back their own worker's jobs", async () => {
+    const [a, b, c, d] = [newJob(), newJob(), newJob({ endpointId: 'ep2' }), newJob()];
+    await s.store.rows.insertMany([a, b, c, d]);
+    await s.store.claims.takeNext('ep1', 'w1', 1, T0);
+    await s.store.claims.takeNext('ep1', 'w2', 1, T0);
+    await s.store.claims.takeNext('ep2', 'w1', 1, T0);
+    await s.store.claims.takeNext('ep1', 'w3', 1, T0);
+    const batch = await s.store.committed.takeCommitted(
+      [
+        { endpointId: 'ep1', workerId: 'w1', n: 0, holdsNone: true },
+        { endpointId: 'ep2', workerId: 'w1', n: 0, holdsNone: true },
+        { endpointId: 'ep1', workerId: 'w2', n: 0, holdsNone: true },
+        { endpointId: 'ep1', workerId: 'w1', n: 0, holdsNone: true },
+        { endpointId: 'ep1', workerId: 'w3', n: 0 },
+      ],
+      T0 + 1,
+      { retryBudget: 3, webhooksOf },
+    );
+    assert.deepEqual(batch.requeued.map((j) => j.id).sort(), [a.id, b.id, c.id].sort());
+    assert.deepEqual(await state(d.id), ['IN_PROGRESS', 'w3', 0]);
+  });
+
   test('a take that says nothing of its jobs, or says it holds some, gives nothing back', async () => {
     const [a, b] = [newJob(), newJob()];
     await s.store.rows.insertMany([a, b]);
     await s.store.claims.takeNext('ep1', 'w1', 1, T0);
     const plain = await s.store.committed.takeCommitted([{ endpointId: 'ep1', workerId: 'w1', n: 1 }], T0 + 1, {
       retryBudget: 3,
-      webhooksOf: webhookOf,
+      webhooksOf,
     });
     assert.deepEqual([plain.requeued, plain.failed], [[], []]);
     const unasked = await s.store.committed.takeCommitted(

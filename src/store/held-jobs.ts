@@ -59,31 +59,62 @@ function givenBack(now: Expression<number>, retain: Expression<number>, retryBud
   };
 }
 
-/** The statement giving back every job one worker holds, per database and retry budget. */
-const GIVE_BACK_SLOTS = ['now', 'now', 'now', 'runsyncUntil', 'runUntil', 'workerId', 'endpointId'] as const;
-type GiveBackValues = [number, number, number, number, number, string, string];
-const giveBackStatements = new WeakMap<object, Map<number, CompiledStatement<GiveBackValues>>>();
+/** The slots of the statements giving back every job some workers hold: what they write, then whose. */
+const GIVE_BACK_SLOTS = ['now', 'now', 'now', 'runsyncUntil', 'runUntil'] as const;
+type GiveBackSet = [number, number, number, number, number];
+/** Per worker (in process): its id and endpoint. */
+type GiveBackValues = [...GiveBackSet, string, string];
+/** For many workers at once (PostgreSQL): their ids and endpoints, as arrays. */
+type GiveBackManyValues = [...GiveBackSet, string[], string[]];
 
-export function giveBackStatement(db: Pick<Db, 'kysely'>, retryBudget: number): CompiledStatement<GiveBackValues> {
+interface GiveBackStatements {
+  /** The jobs of one worker (by id and endpoint). */
+  one: CompiledStatement<GiveBackValues>;
+  /** The jobs of many workers; null where arrays cannot be bound (SQLite). */
+  many: CompiledStatement<GiveBackManyValues> | null;
+}
+const giveBackStatements = new WeakMap<object, Map<number, GiveBackStatements>>();
+
+/** The statements giving back every job some workers hold, per database and retry budget. */
+export function giveBackStatement(db: Pick<Db, 'kysely' | 'capabilities'>, retryBudget: number): GiveBackStatements {
   let byBudget = giveBackStatements.get(db.kysely);
-  if (!byBudget) giveBackStatements.set(db.kysely, (byBudget = new Map<number, CompiledStatement<GiveBackValues>>()));
+  if (!byBudget) giveBackStatements.set(db.kysely, (byBudget = new Map<number, GiveBackStatements>()));
   let s = byBudget.get(retryBudget);
   if (!s) {
     const now = big(slot<number>('now'));
     const retain = retainUntilOf(big(slot('runsyncUntil')), big(slot('runUntil')));
-    s = compileStatement<GiveBackValues>(
+    const update = () =>
       db.kysely
         .updateTable('jobs')
         .set(givenBack(now, retain, retryBudget))
-        .where(statusGuard('worker-lost'))
-        .where(heldBy(slot('workerId'), slot('endpointId')))
-        .returningAll(),
-      GIVE_BACK_SLOTS,
-    );
+        .where(statusGuard('worker-lost'));
+    s = {
+      one: compileStatement<GiveBackValues>(
+        update()
+          .where(heldBy(slot('workerId'), slot('endpointId')))
+          .returningAll(),
+        [...GIVE_BACK_SLOTS, 'workerId', 'endpointId'],
+      ),
+      many: db.capabilities.inProcess
+        ? null
+        : compileStatement<GiveBackManyValues>(
+            // One index probe per worker (a lateral join), not one scan for all: a probe skips the
+            // index entries of rows it found dead before, which a bitmap scan keeps revisiting.
+            update()
+              .where(
+                sql<SqlBool>`id IN (SELECT held.id FROM unnest(${slot('workerIds')}::text[], ${slot('endpointIds')}::text[]) AS w(worker_id, endpoint_id)
+                  CROSS JOIN LATERAL (SELECT id FROM jobs WHERE jobs.worker_id = w.worker_id AND jobs.status = 'IN_PROGRESS' AND jobs.endpoint_id = w.endpoint_id OFFSET 0) AS held)`,
+              )
+              .returningAll(),
+            [...GIVE_BACK_SLOTS, 'workerIds', 'endpointIds'],
+          ),
+    };
     byBudget.set(retryBudget, s);
   }
   return s;
 }
+
+const HOLDS_ANY = `SELECT 1 AS one FROM jobs WHERE worker_id = ? AND status = 'IN_PROGRESS' AND endpoint_id = ? LIMIT 1`;
 
 const split = (rows: readonly JobsTable[]): GivenBack => {
   const records = rows.map(toJobRecord);
@@ -161,27 +192,15 @@ export class HeldJobs {
   async giveBackAll(workers: readonly WorkerRef[], now: number, retryBudget: number, tx: Executor): Promise<GivenBack> {
     const unique = distinct(workers);
     if (unique.length === 0) return NOTHING_GIVEN_BACK;
-    if (this.db.capabilities.inProcess) {
-      const st = giveBackStatement(this.db, retryBudget);
+    const { one, many } = giveBackStatement(this.db, retryBudget);
+    if (!many) {
       const rows: JobsTable[] = [];
-      for (const w of unique) rows.push(...(await runAsync(tx, st, this.#values(w, now))));
+      for (const w of unique) rows.push(...(await runAsync(tx, one, [...this.#set(now), w.workerId, w.endpointId])));
       return split(rows);
     }
-    const rows = await tx
-      .updateTable('jobs')
-      .set(givenBack(big(now), retainUntil(this.retention, now), retryBudget))
-      .where(
-        'worker_id',
-        'in',
-        unique.map((w) => w.workerId),
-      )
-      .where(statusGuard('worker-lost'))
-      .where((eb) =>
-        eb.or(unique.map((w) => eb.and([eb('worker_id', '=', w.workerId), eb('endpoint_id', '=', w.endpointId)]))),
-      )
-      .returningAll()
-      .execute();
-    return split(rows);
+    const workerIds = unique.map((w) => w.workerId);
+    const endpointIds = unique.map((w) => w.endpointId);
+    return split(await runAsync(tx, many, [...this.#set(now), workerIds, endpointIds]));
   }
 
   /** `giveBackAll` on SQLite's synchronous executor, inside `Db.syncTransaction`. */
@@ -193,12 +212,16 @@ export class HeldJobs {
   ): GivenBack {
     const unique = distinct(workers);
     if (unique.length === 0) return NOTHING_GIVEN_BACK;
-    const st = prepareSync(raw, giveBackStatement(this.db, retryBudget));
-    return split(unique.flatMap((w) => st.all(this.#values(w, now))));
+    // Most such takes find nothing held: a cheap probe spares them the update.
+    const holds = raw.prepare<[string, string], { one: number }>(HOLDS_ANY);
+    const holding = unique.filter((w) => holds.get(w.workerId, w.endpointId) !== undefined);
+    if (holding.length === 0) return NOTHING_GIVEN_BACK;
+    const st = prepareSync(raw, giveBackStatement(this.db, retryBudget).one);
+    return split(holding.flatMap((w) => st.all([...this.#set(now), w.workerId, w.endpointId])));
   }
 
-  #values(w: WorkerRef, now: number): GiveBackValues {
-    return [now, now, now, now + this.retention.runsyncMs, now + this.retention.runMs, w.workerId, w.endpointId];
+  #set(now: number): GiveBackSet {
+    return [now, now, now, now + this.retention.runsyncMs, now + this.retention.runMs];
   }
 }
 

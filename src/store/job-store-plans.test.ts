@@ -86,7 +86,7 @@ test('every compiled statement of the job hot path reads the jobs table through 
 });
 
 test('the statement giving back the jobs of a worker whose take says it holds none reads through an index', async () => {
-  const s = giveBackStatement(t.db, 3);
+  const s = giveBackStatement(t.db, 3).one;
   const explained = await t.db.kysely.executeQuery<{ detail: string }>(
     CompiledQuery.raw(`EXPLAIN QUERY PLAN ${s.sql}`, [NOW, NOW, NOW, NOW, NOW, 'w-1', 'ep-1']),
   );
