@@ -76,7 +76,9 @@ function jobIdOf(request: WorkerRequest): string {
  * endpoint (a launched worker's own key is bound to the endpoint and its worker id). A worker is
  * (endpoint, worker id): calls through another endpoint never touch it. Calls are limited per
  * worker and per endpoint (`jobs.workerRateLimits`). Result posts are idempotent: a late, repeated or superseded post answers 200 and
- * changes nothing. Not in the OpenAPI document: workers, not people, call these.
+ * changes nothing. A take with `job_in_progress=0` and a ping's `job_id` list are the worker's word
+ * on the jobs it holds: what they show it no longer holds goes back to the queue (held-report.ts).
+ * Not in the OpenAPI document: workers, not people, call these.
  */
 export function workerProtocolRoutes(app: TypedApp, services: Services): void {
   const { jobs, workers, config } = services;
