@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { WORKER_LOST_ERROR } from '../domain/job-state.js';
+import { nextJobState, WORKER_LOST_ERROR, type JobState } from '../domain/job-state.js';
 import type { JobRecord } from './job-record.js';
 import { describeJobStore, T0, newJob } from '../../test/support/job-store-suite.js';
 
@@ -40,6 +40,42 @@ describeJobStore('HeldJobs', (s) => {
       [[a.id, 'FAILED', WORKER_LOST_ERROR, T0 + 10, 8, 2]],
     );
     assert.equal((await s.store.stats.queueStats('ep1')).retried, 1);
+  });
+
+  test("giving a job back writes what the state machine's worker-lost transition says, in both branches", async () => {
+    const facts = (j: JobRecord): Omit<JobState, 'stopRequested'> => ({
+      status: j.status,
+      workerId: j.workerId,
+      retries: j.retries,
+      queuedAt: j.queuedAt,
+      startedAt: j.startedAt,
+      completedAt: j.completedAt,
+      delayMs: j.delayMs,
+      executionMs: j.executionMs,
+      output: j.outputJson,
+      error: j.error,
+    });
+    for (const retryBudget of [1, 0]) {
+      await s.t.db.kysely.deleteFrom('jobs').execute();
+      const job = newJob();
+      await s.store.rows.insertMany([job]);
+      await s.store.claims.takeNext('ep1', 'w1', 1, T0 + 10);
+      await s.store.claims.completeMany(
+        [{ id: job.id, workerId: 'w1', status: 'IN_PROGRESS', outputJson: '"half"', error: null }],
+        T0 + 20,
+      );
+      const before = (await s.store.rows.get(job.id))!;
+      const expected = nextJobState(
+        { ...facts(before), stopRequested: false },
+        { type: 'worker-lost', retryBudget },
+        T0 + 70,
+      );
+      assert.equal(expected.kind, 'changed');
+      const back = await takeHoldingNone('w1', 0, T0 + 70, retryBudget);
+      const [after] = [...back.requeued, ...back.failed];
+      const { stopRequested: _, ...want } = (expected as { job: JobState }).job;
+      assert.deepEqual(facts(after!), want, `retry budget ${retryBudget}`);
+    }
   });
 
   test('a take whose worker says it holds no job gives back what it held before claiming, and may take it again at once', async () => {
