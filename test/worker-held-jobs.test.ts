@@ -90,6 +90,27 @@ for (const { name, skip } of dialects()) {
       assert.deepEqual([view.status, view.output, view.retries], ['COMPLETED', { ok: 1 }, 1]);
     });
 
+    test('a take from a Python SDK older than 1.7.6, which could say job_in_progress=0 while holding a job, gives nothing back', async () => {
+      const id = await submit();
+      assert.deepEqual(await take('pod-old', false), [id]);
+      const sdk = (version: string) => ({
+        authorization: acct.key,
+        'user-agent': `RunPod-Python-SDK/${version} (Linux 6.1.0; x86_64) Language/Python 3.10.12`,
+      });
+      const old = await t.request(null, 'GET', `/v2/${ep}/job-take/pod-old?job_in_progress=0`, undefined, sdk('1.7.5'));
+      assert.equal(old.statusCode, 204);
+      assert.deepEqual([(await status(id)).status, (await status(id)).retries], ['IN_PROGRESS', 0]);
+      const current = await t.request(
+        null,
+        'GET',
+        `/v2/${ep}/job-take/pod-old?job_in_progress=0`,
+        undefined,
+        sdk('1.7.6'),
+      );
+      assert.equal(json(current).id, id, 'from 1.7.6 on, its word counts');
+      assert.equal((await status(id)).retries, 1);
+    });
+
     test('a take saying the worker holds a job gives nothing back, and neither does a take that does not say', async () => {
       const [a, b] = [await submit(), await submit()];
       assert.deepEqual(await take('pod-2', false), [a]);

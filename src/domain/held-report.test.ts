@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { stranded, type HeldJob } from './held-report.js';
+import { stranded, takeReportTrusted, type HeldJob } from './held-report.js';
 
 const T = 1_000_000;
 const SETTLE = 30_000;
@@ -37,4 +37,12 @@ test('jobs taken before takes were ordered are judged by time only, never by ord
   assert.deepEqual(stranded(new Set(['new']), held, T, SETTLE), [], 'no order: not before the anchor');
   assert.deepEqual(stranded(new Set(['legacy']), [job('legacy', null), job('x', 1)], T, SETTLE), [], 'no anchor');
   assert.deepEqual(ids(stranded(new Set(), held, T, SETTLE)), ['legacy']);
+});
+
+test("a take's job_in_progress=0 is read from any client but the Python SDKs that counted a taken job only once it ran", () => {
+  const ua = (v: string) => `RunPod-Python-SDK/${v} (Linux 6.1.0; x86_64) Language/Python 3.11.7`;
+  for (const v of ['1.7.6', '1.7.10', '1.8.0', '1.12.0', '2.0.0']) assert.equal(takeReportTrusted(ua(v)), true, v);
+  for (const v of ['1.7.5', '1.7.2', '1.7.0', '1.6.2', '0.9.9']) assert.equal(takeReportTrusted(ua(v)), false, v);
+  for (const other of [undefined, '', 'gantry-worker/0.1', 'python-requests/2.32.3', 'curl/8.5.0'])
+    assert.equal(takeReportTrusted(other), true, String(other));
 });

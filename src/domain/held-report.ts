@@ -53,3 +53,18 @@ export function stranded(
   const before = anchor;
   return held.filter((j) => !listed.has(j.id) && j.takenSeq !== null && j.takenSeq < before);
 }
+
+const PYTHON_SDK = /\bRunPod-Python-SDK\/(\d+)\.(\d+)\.(\d+)/i;
+
+/**
+ * Whether a take's `job_in_progress=0` from a client sending `userAgent` can be read as "holds no
+ * job". The Python SDK names itself and its version there; before 1.7.6 it counted a taken job as
+ * held only once it started running (or, earlier still, not while it ran), so its takes could say
+ * 0 while it held one. Any other client is taken at its word.
+ */
+export function takeReportTrusted(userAgent: string | undefined): boolean {
+  const m = userAgent ? PYTHON_SDK.exec(userAgent) : null;
+  if (!m) return true;
+  const [major, minor, patch] = [Number(m[1]), Number(m[2]), Number(m[3])];
+  return major > 1 || (major === 1 && (minor > 7 || (minor === 7 && patch >= 6)));
+}

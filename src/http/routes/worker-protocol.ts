@@ -2,6 +2,7 @@ import type { FastifyReply } from 'fastify';
 import { Type } from '@sinclair/typebox';
 import { isObject, typed, type TypedApp, type TypedRequest } from '../type-provider.js';
 import { ApiError } from '../../domain/errors.js';
+import { takeReportTrusted } from '../../domain/held-report.js';
 import type { WorkerPostOutcome } from '../../jobs/worker-post.js';
 import type { Endpoint } from '../../domain/endpoint.js';
 import type { Services } from '../../services.js';
@@ -133,7 +134,9 @@ export function workerProtocolRoutes(app: TypedApp, services: Services): void {
       query.job_in_progress === undefined
         ? undefined
         : query.job_in_progress === '1' || query.job_in_progress === 'true';
-    const holdsNone = query.job_in_progress === '0' || query.job_in_progress === 'false';
+    const holdsNone =
+      (query.job_in_progress === '0' || query.job_in_progress === 'false') &&
+      takeReportTrusted(request.headers['user-agent']);
     const taken = await longPoll(endpoint, workerId, busy, () =>
       jobs.worker.take(endpoint.id, workerId, {
         batchSize,
