@@ -1,12 +1,9 @@
-import type { Logger } from 'pino';
 import type { Clock } from '../domain/clock.js';
-import { stranded, type HeldJob } from '../domain/held-report.js';
 import { isTerminalJobStatus, nextJobState } from '../domain/job-state.js';
 import type { Db } from '../store/database.js';
 import { GroupCommit, type GroupCommitOptions } from '../store/group-commit.js';
 import type { JobRecord, WorkerResult } from '../store/job-record.js';
 import type { JobStore } from '../store/job-store.js';
-import type { GivenBack } from '../store/held-jobs.js';
 import type { TakeRequest } from '../store/job-claims.js';
 import type { JobQuota } from '../quotas/job-quota.js';
 import type { FinishedJobs } from './finished-jobs.js';
@@ -16,6 +13,7 @@ import { isVisible, stateOf, toTakenJob, type TakenJob } from './job-view.js';
 import { longPoll, type LongPollSteps } from './long-poll.js';
 import type { JobFlow } from './job-flow.js';
 import { parseWorkerPost, workerResultEvent, type WorkerPostOutcome } from './worker-post.js';
+import { GiveBack, type GaveBack, type GiveBackDeps } from './give-back.js';
 
 export interface WorkerJobsDeps {
   db: Db;
@@ -32,13 +30,10 @@ export interface WorkerJobsDeps {
   finished: FinishedJobs;
   /** How often a job goes back to the queue when its worker is lost before it FAILS. */
   retryBudget: number;
-  /**
-   * How long after its take a job counts as possibly still on its way to its worker, for a ping
-   * that lists no job (the heartbeat timeout: `domain/held-report.ts`).
-   */
+  /** How long after its take a job may still be on its way to its worker (see `GiveBackDeps`). */
   settleMs: number;
   /** Where jobs given back by their own worker's report are logged. @default none */
-  logger?: Pick<Logger, 'warn'>;
+  logger?: GiveBackDeps['logger'];
   /** Sizing of the takes', results' and stream chunks' group commits. */
   batching: Pick<GroupCommitOptions<unknown, unknown>, 'maxBatchSize' | 'concurrency'>;
   /** The stored-bytes and per-job stream quotas; without it, none apply. */
@@ -57,17 +52,11 @@ interface TakePoll {
   holdsNone?: boolean;
 }
 
-/** What a worker's own report gave back, by job id. */
-export interface GaveBack {
-  requeued: string[];
-  failed: string[];
-}
-
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 /**
  * The worker side of the queue: take (long-polled), release, results and progress, stream chunks,
- * the job-stop channel, and a lost worker's jobs. Takes, results and chunks go through group
+ * the job-stop channel, and the jobs a worker gives back (lost, or by its own report: `GiveBack`). Takes, results and chunks go through group
  * commit.
  */
 export class WorkerJobs {
@@ -75,10 +64,12 @@ export class WorkerJobs {
   readonly #posts: GroupCommit<WorkerResult, JobRecord | null>;
   readonly #chunks: GroupCommit<{ jobId: string; seq: number; outputJson: string; accountId: string }, void>;
   readonly #takes: GroupCommit<TakeRequest, JobRecord[]>;
+  readonly #giveBack: GiveBack;
 
   constructor(deps: WorkerJobsDeps) {
     this.#deps = deps;
     const { db, store, clock, signals, batching } = deps;
+    this.#giveBack = new GiveBack(deps);
     this.#posts = new GroupCommit({ ...batching, commit: (posts) => this.#commitPosts(posts) });
     this.#takes = new GroupCommit({
       ...batching,
@@ -87,7 +78,7 @@ export class WorkerJobs {
           retryBudget: deps.retryBudget,
           webhooksOf: (failed) => deps.finished.webhooksOf(failed),
         });
-        if (batch.requeued.length > 0 || batch.failed.length > 0) this.#gaveBackByTakes(requests, batch);
+        if (batch.requeued.length > 0 || batch.failed.length > 0) this.#giveBack.tookHoldingNone(requests, batch);
         if (deps.flow) for (const jobs of batch.taken) if (jobs.length > 0) deps.flow.taken(jobs);
         return batch.taken;
       },
@@ -308,71 +299,15 @@ export class WorkerJobs {
    * server issued). Called by the worker supervisor.
    */
   workerLost(workerId: string, endpointId: string | null): Promise<GaveBack> {
-    return this.#giveBack(workerId, endpointId);
+    return this.#giveBack.lost(workerId, endpointId);
   }
 
   /**
    * A ping of `workerId` through `endpointId` listed `listed` as the jobs it holds (possibly none):
-   * the jobs it shows the worker no longer holds (`domain/held-report.ts`) go back to the queue
-   * as a lost worker's do. Answers them; nothing is written when there are none.
+   * the jobs it shows the worker no longer holds go back to the queue as a lost worker's do.
    */
-  async pinged(endpointId: string, workerId: string, listed: readonly string[]): Promise<GaveBack> {
-    const { store, clock, settleMs } = this.#deps;
-    const held = await store.held.list(workerId, endpointId);
-    if (held.length === 0) return { requeued: [], failed: [] };
-    const gone = stranded(new Set(listed), held, clock.now(), settleMs);
-    if (gone.length === 0) return { requeued: [], failed: [] };
-    const moved = await this.#giveBack(workerId, endpointId, gone);
-    if (moved.requeued.length > 0 || moved.failed.length > 0)
-      this.#deps.logger?.warn(
-        { workerId, endpointId, listed: listed.slice(0, 20), ...moved },
-        "jobs given back: the worker's ping shows it no longer holds them",
-      );
-    return moved;
-  }
-
-  async #giveBack(workerId: string, endpointId: string | null, only?: readonly HeldJob[]): Promise<GaveBack> {
-    const { db, store, clock, finished, retryBudget } = this.#deps;
-    const now = clock.now();
-    const back = await db.withTransaction(async (tx) => {
-      const res = await store.held.giveBack(workerId, endpointId, now, retryBudget, tx, only);
-      await finished.enqueueWebhooks(res.failed, now, tx);
-      return res;
-    });
-    this.#announceGivenBack(back);
-    return { requeued: back.requeued.map((j) => j.id), failed: back.failed.map((j) => j.id) };
-  }
-
-  /** After the commit that gave jobs back: counted, their queues' takers woken, the failed ones finished. */
-  #announceGivenBack({ requeued, failed }: GivenBack): void {
-    const perEndpoint = new Map<string, number>();
-    for (const j of requeued) perEndpoint.set(j.endpointId, (perEndpoint.get(j.endpointId) ?? 0) + 1);
-    for (const [endpointId, n] of perEndpoint) {
-      this.#deps.flow?.requeued(endpointId, n, 'running');
-      this.#deps.signals.notify('work', endpointId, n);
-    }
-    this.#deps.finished.announce(failed);
-  }
-
-  /** Takes whose workers said they hold no job gave back what the store said they held. */
-  #gaveBackByTakes(requests: readonly TakeRequest[], back: GivenBack): void {
-    this.#announceGivenBack(back);
-    const { logger } = this.#deps;
-    if (!logger) return;
-    const byEndpoint = new Map<string, GaveBack & { workerIds: Set<string> }>();
-    const entry = (endpointId: string) => {
-      let e = byEndpoint.get(endpointId);
-      if (!e) byEndpoint.set(endpointId, (e = { requeued: [], failed: [], workerIds: new Set() }));
-      return e;
-    };
-    for (const j of back.requeued) entry(j.endpointId).requeued.push(j.id);
-    for (const j of back.failed) entry(j.endpointId).failed.push(j.id);
-    for (const r of requests) if (r.holdsNone) byEndpoint.get(r.endpointId)?.workerIds.add(r.workerId);
-    for (const [endpointId, { requeued, failed, workerIds }] of byEndpoint)
-      logger.warn(
-        { endpointId, workerIds: [...workerIds], requeued, failed },
-        "jobs given back: their worker's take says it holds no job",
-      );
+  pinged(endpointId: string, workerId: string, listed: readonly string[]): Promise<GaveBack> {
+    return this.#giveBack.pinged(endpointId, workerId, listed);
   }
 
   /** Resolves once every accepted take, result and chunk is committed. */
