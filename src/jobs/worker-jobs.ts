@@ -56,8 +56,8 @@ const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'obj
 
 /**
  * The worker side of the queue: take (long-polled), release, results and progress, stream chunks,
- * the job-stop channel, and the jobs a worker gives back (lost, or by its own report: `GiveBack`). Takes, results and chunks go through group
- * commit.
+ * the job-stop channel, and the jobs a worker gives back (lost, or by its own report: `GiveBack`).
+ * Takes, results and chunks go through group commit.
  */
 export class WorkerJobs {
   readonly #deps: WorkerJobsDeps;

@@ -13,10 +13,10 @@ import { QueueStatsReader } from './queue-stats.js';
 /**
  * The jobs aggregate: jobs, their stream buffer and the webhook outbox, one part per concern
  * (rows, claims, the jobs workers hold, controls, sweeps, stream buffer, webhook outbox, queue
- * stats, the worker side's group commits). Callers use the parts directly. Every part passes `now` in and takes an optional
- * `tx` to compose several statements in one transaction; status guards come from `changesFrom()`
- * of the pure state machine (see `job-statements.ts`). JSON columns travel as text (`…Json`): the
- * hot path never parses what it only passes on.
+ * stats, the worker side's group commits). Callers use the parts directly. Every part passes `now`
+ * in and takes an optional `tx` to compose several statements in one transaction; status guards
+ * come from `changesFrom()` of the pure state machine (see `job-statements.ts`). JSON columns
+ * travel as text (`…Json`): the hot path never parses what it only passes on.
  */
 export interface JobStore {
   readonly retention: JobRetention;
