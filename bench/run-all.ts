@@ -7,6 +7,7 @@ const benches = [
   'http.ts',
   'memory.ts',
   'jobs-store.ts',
+  'jobs-take.ts',
   'jobs-http.ts',
   'runsync-latency.ts',
   'cold-start.ts',

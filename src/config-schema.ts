@@ -162,7 +162,7 @@ export const JobsSchema = Type.Object(
     ),
     heartbeatTimeoutMs: amount(
       30_000,
-      'A worker neither pinging nor polling for this long is lost; its jobs go back to the queue.',
+      'A worker neither pinging nor polling for this long is lost; its jobs go back to the queue. A ping listing no job gives back the jobs its worker took longer ago than this (docs/serverless.md, "Jobs a worker no longer holds").',
     ),
     deadWorkerRetentionMs: amount(
       3_600_000,

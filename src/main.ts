@@ -307,8 +307,10 @@ export async function createServices(config: Config, overrides: ServiceOverrides
     webhookAddresses,
     quotas: config.quotas,
     ...(metrics ? { flow: metrics } : {}),
+    logger: logger.child({ component: 'jobs' }),
     config: {
       retryBudget: config.jobs.retryBudget,
+      heartbeatTimeoutMs: config.jobs.heartbeatTimeoutMs,
       maxBatchSize: config.jobs.maxBatchSize,
       commitConcurrency: config.jobs.commitConcurrency ?? (db.capabilities.multipleConnections ? 4 : 1),
     },

@@ -1,7 +1,8 @@
 // A hostile tenant driving the worker protocol with its own write key: floods of pings with fresh
 // worker ids, one worker calling far faster than any real one, calls naming another account's
 // endpoint, and made-up workers meant to raise the dynamic job API limits.
-import { describe, test, after } from 'node:test';
+import { describe, test, before, after } from 'node:test';
+import fc from 'fast-check';
 import assert from 'node:assert/strict';
 import { Writable } from 'node:stream';
 import pino from 'pino';
@@ -170,5 +171,236 @@ describe('worker protocol floods', () => {
     const purges = [];
     for (let i = 0; i < 3; i++) purges.push((await t.request(key, 'POST', `/v2/${ep}/purge-queue`)).statusCode);
     assert.deepEqual(purges, [200, 200, 429], 'the base limit of 2 per 10 s holds');
+  });
+});
+
+describe("workers' reports of the jobs they hold", () => {
+  const runs = Number(process.env.FUZZ_RUNS ?? 60);
+  const SETTLE = 30_000;
+  let t: TestApp;
+  let clock: FakeClock;
+  let key: string;
+  let accountId: string;
+  let ep: string;
+  before(async () => {
+    ({ t, clock, key, accountId } = await setup({
+      heartbeatTimeoutMs: SETTLE,
+      retryBudget: 1_000,
+      // one worker id per run, all calling fast: neither the attached-workers cap nor the limits apply
+      workerRateLimits: { attachedWorkers: 0, perWorker: 0, perEndpoint: 0 },
+    }));
+  });
+  after(() => t.close());
+
+  const worker = (path: string, body?: unknown) =>
+    t.request(
+      null,
+      body === undefined ? 'GET' : 'POST',
+      `/v2/${ep}/${path}`,
+      body === undefined ? undefined : JSON.stringify(body),
+      {
+        authorization: key,
+        ...(body === undefined ? {} : { 'content-type': 'application/x-www-form-urlencoded' }),
+      },
+    );
+  const heldInStore = async (workerId: string): Promise<string[]> =>
+    (
+      await t.services.db.kysely
+        .selectFrom('jobs')
+        .select('id')
+        .where('endpoint_id', '=', ep)
+        .where('worker_id', '=', workerId)
+        .where('status', '=', 'IN_PROGRESS')
+        .execute()
+    )
+      .map((r) => r.id)
+      .sort();
+
+  /** One step of a worker speaking as the Python SDK does (concurrency 3), in any order. */
+  const step = fc.oneof(
+    { weight: 3, arbitrary: fc.constant({ kind: 'submit' as const }) },
+    // `midway`: the heartbeat snapshots its list while the batch is being recorded, one job at a time
+    {
+      weight: 3,
+      arbitrary: fc.record({
+        kind: fc.constant('take' as const),
+        batch: fc.integer({ min: 1, max: 3 }),
+        midway: fc.boolean(),
+      }),
+    },
+    { weight: 1, arbitrary: fc.record({ kind: fc.constant('finish' as const), pick: fc.nat() }) },
+    { weight: 1, arbitrary: fc.record({ kind: fc.constant('give-up' as const), pick: fc.nat() }) },
+    { weight: 2, arbitrary: fc.constant({ kind: 'snapshot' as const }) },
+    { weight: 3, arbitrary: fc.record({ kind: fc.constant('deliver' as const), pick: fc.nat() }) },
+    { weight: 1, arbitrary: fc.constant({ kind: 'restart' as const }) },
+    // A take answered while a running job's handler blocks the worker's event loop for `ms`: its
+    // jobs are recorded only then, while the heartbeat (another process) pings on, fresh.
+    {
+      weight: 2,
+      arbitrary: fc.record({ kind: fc.constant('blocked' as const), ms: fc.integer({ min: 0, max: 3 * SETTLE }) }),
+    },
+    {
+      weight: 1,
+      arbitrary: fc.record({ kind: fc.constant('tick' as const), ms: fc.integer({ min: 0, max: 2 * SETTLE }) }),
+    },
+  );
+
+  test("a worker with the SDK's habits never loses a job it holds to its own reports, however its takes, stale pings, results and restarts interleave; what it dropped goes back once it is idle", async () => {
+    let round = 0;
+    await fc.assert(
+      fc.asyncProperty(fc.array(step, { minLength: 1, maxLength: 30 }), async (steps) => {
+        // Each run on an endpoint of its own, starting with jobs queued (batches have several to hand out).
+        const template = await t.services.templates.create(accountId, {
+          name: `tpl-${round}`,
+          imageName: 'worker:dev',
+          isServerless: true,
+        });
+        ep = (await t.services.endpoints.create(accountId, { name: 'ep', templateId: template.id, gpuIds: 'ADA_24' }))
+          .id;
+        const w = `sdk-${round++}`;
+        steps = [{ kind: 'submit' }, { kind: 'submit' }, { kind: 'submit' }, { kind: 'submit' }, ...steps];
+        /** The worker's memory: the jobs it holds, in the order it took them. */
+        let held: string[] = [];
+        /** Heartbeat snapshots built and not yet arrived (a ping arrives within the heartbeat timeout, or never). */
+        let inFlight: Array<{ ids: string[]; builtAt: number }> = [];
+        const sdkPing = async (ids: readonly string[]) => {
+          const q = ids.length ? `job_id=${ids.join('%2C')}&` : '';
+          assert.equal((await worker(`ping/${w}?${q}runpod_version=1.12.0`)).statusCode, 200);
+        };
+        const takeJobs = async (wanted: number): Promise<string[]> => {
+          const busy = held.length > 0 ? 1 : 0;
+          const res = await worker(
+            wanted > 1
+              ? `job-take-batch/${w}?batch_size=${wanted}&job_in_progress=${busy}`
+              : `job-take/${w}?job_in_progress=${busy}`,
+          );
+          if (res.statusCode === 204) return [];
+          assert.equal(res.statusCode, 200, res.body);
+          const body = json<{ id: string } | Array<{ id: string }>>(res);
+          return (Array.isArray(body) ? body : [body]).map((j) => j.id);
+        };
+        for (const s of steps) {
+          switch (s.kind) {
+            case 'blocked': {
+              if (held.length === 0 || held.length >= 3) break; // blocked by a job it runs, with room for more
+              const arriving = await takeJobs(3 - held.length);
+              for (let waited = 0; waited < s.ms; waited += SETTLE / 3) {
+                clock.advance(Math.min(SETTLE / 3, s.ms - waited));
+                await sdkPing(held);
+                const stored = await heldInStore(w);
+                for (const id of arriving)
+                  assert.ok(stored.includes(id), `${id}, on its way to the worker, is still its`);
+              }
+              held.push(...arriving);
+              break;
+            }
+            case 'submit':
+              await t.request(key, 'POST', `/v2/${ep}/run`, { input: { w } });
+              break;
+            case 'take': {
+              const wanted = Math.min(s.batch, 3 - held.length);
+              if (wanted <= 0) break;
+              for (const id of await takeJobs(wanted)) {
+                held.push(id);
+                if (s.midway) inFlight.push({ ids: [...held], builtAt: clock.now() });
+              }
+              break;
+            }
+            case 'finish': {
+              if (held.length === 0) break;
+              const [id] = held.splice(s.pick % held.length, 1);
+              const res = json(await worker(`job-done/${w}/${id}?isStream=false`, { output: 'ok' }));
+              assert.equal(res.accepted, true, `the result of a job the worker held: ${JSON.stringify(res)}`);
+              break;
+            }
+            case 'give-up': // its result post failed three times: the job is dropped, never posted
+              if (held.length > 0) held.splice(s.pick % held.length, 1);
+              break;
+            case 'snapshot':
+              inFlight.push({ ids: [...held], builtAt: clock.now() });
+              break;
+            case 'deliver': {
+              if (inFlight.length === 0) break;
+              const [ping] = inFlight.splice(s.pick % inFlight.length, 1);
+              if (clock.now() - ping!.builtAt > SETTLE) break; // later than the heartbeat timeout: a lost ping
+              await sdkPing(ping!.ids);
+              break;
+            }
+            case 'restart': // killed -9: memory and heartbeat process gone, same id
+              held = [];
+              inFlight = [];
+              break;
+            case 'tick':
+              clock.advance(s.ms);
+              break;
+          }
+          const stored = await heldInStore(w);
+          for (const id of held) assert.ok(stored.includes(id), `${id}, held by the worker, is still its in the store`);
+        }
+        // Idle at last: it finishes what it holds, and asks for work holding nothing until none
+        // comes. Each such take gives back what it dropped (and may hand one of them out again).
+        for (const id of held) await worker(`job-done/${w}/${id}?isStream=false`, { output: 'ok' });
+        await t.services.jobs.client.purgeQueue(ep);
+        for (let i = 0; i <= steps.length; i++) {
+          const res = await worker(`job-take/${w}?job_in_progress=0`);
+          if (res.statusCode === 204) break;
+          await worker(`job-done/${w}/${json(res).id}?isStream=false`, { output: 'ok' });
+        }
+        assert.deepEqual(await heldInStore(w), [], 'nothing it dropped is left held by it');
+      }),
+      { numRuns: runs, includeErrorInReport: true },
+    );
+  });
+
+  test("fuzzed takes and pings with another account's worker id, its job ids and any job_in_progress, through the caller's endpoint or naming the victim's, never give back the victim's job", async () => {
+    const template = await t.services.templates.create(accountId, {
+      name: 'victim',
+      imageName: 'w',
+      isServerless: true,
+    });
+    const victimEp = (
+      await t.services.endpoints.create(accountId, { name: 'victim', templateId: template.id, gpuIds: 'ADA_24' })
+    ).id;
+    const jobId = json(await t.request(key, 'POST', `/v2/${victimEp}/run`, { input: {} })).id as string;
+    const taken = await t.request(null, 'GET', `/v2/${victimEp}/job-take/victim?job_in_progress=0`, undefined, {
+      authorization: key,
+    });
+    assert.equal(json(taken).id, jobId);
+    const attacker = await t.newAccount('attacker');
+    const attackerTpl = await t.services.templates.create(attacker.accountId, {
+      name: 'a',
+      imageName: 'w',
+      isServerless: true,
+    });
+    const attackerEp = (
+      await t.services.endpoints.create(attacker.accountId, { name: 'a', templateId: attackerTpl.id, gpuIds: 'ADA_24' })
+    ).id;
+    const value = fc.oneof(fc.constantFrom('0', '1', 'false', 'true', '', '%00', jobId), fc.string({ maxLength: 8 }));
+    await fc.assert(
+      fc.asyncProperty(
+        fc.constantFrom(attackerEp, victimEp),
+        fc.constantFrom('job-take', 'job-take-batch', 'ping'),
+        fc.array(fc.tuple(fc.constantFrom('job_in_progress', 'job_id', 'runpod_version', 'batch_size'), value), {
+          maxLength: 4,
+        }),
+        fc.integer({ min: 0, max: 2 * SETTLE }),
+        async (endpoint, route, params, ms) => {
+          clock.advance(ms);
+          const q = params.map(([k, v]) => `${k}=${encodeURIComponent(v)}`).join('&');
+          const res = await t.request(null, 'GET', `/v2/${endpoint}/${route}/victim?${q}`, undefined, {
+            authorization: attacker.key,
+          });
+          assert.ok([200, 204, 400, 404].includes(res.statusCode), `${res.statusCode} ${res.body}`);
+          if (endpoint === victimEp) assert.equal(res.statusCode, 404);
+          // the victim's own worker keeps pinging its job
+          await t.request(null, 'GET', `/v2/${victimEp}/ping/victim?job_id=${jobId}&runpod_version=1.12.0`, undefined, {
+            authorization: key,
+          });
+          const view = json(await t.request(key, 'GET', `/v2/${victimEp}/status/${jobId}`));
+          assert.deepEqual([view.status, view.workerId, view.retries], ['IN_PROGRESS', 'victim', 0]);
+        },
+      ),
+      { numRuns: runs, includeErrorInReport: true },
+    );
   });
 });

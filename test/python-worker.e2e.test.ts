@@ -37,39 +37,14 @@
  */
 import { describe, test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
-import { delimiter, join, resolve } from 'node:path';
+import { join, resolve } from 'node:path';
 import type { RunningServer } from '../src/main.js';
 import { workerEnvironment } from '../src/serverless/worker-env.js';
 import { startListeningServer, type ListeningServer } from './support/harness.js';
+import { pythonSdkSkipReason, spawnPython, type PythonProcess } from './support/python-sdk.js';
 
 const HANDLER = resolve(import.meta.dirname, 'fixtures/python-handler.py');
-const sdk = process.env.GANTRY_PYTHON_WORKER_SDK;
-const python = process.env.GANTRY_PYTHON ?? 'python3';
-const pythonPath = [sdk, process.env.PYTHONPATH].filter(Boolean).join(delimiter);
-const pythonEnv = {
-  ...process.env,
-  PYTHONPATH: pythonPath,
-  RUNPOD_SKIP_AUTO_SYSTEM_CHECKS: 'true',
-  PYTHONUNBUFFERED: '1',
-};
-
-/** Why the suite cannot run here, or false. */
-function skipReason(): string | false {
-  if (!sdk)
-    return 'GANTRY_PYTHON_WORKER_SDK is not set: point it to a runpod-python checkout (see the header of test/python-worker.e2e.test.ts)';
-  const probe = spawnSync(python, ['-c', 'import runpod.serverless'], {
-    env: pythonEnv,
-    encoding: 'utf8',
-    timeout: 60_000,
-  });
-  if (probe.status !== 0) {
-    const why = (probe.error?.message ?? probe.stderr ?? '').trim().split('\n').slice(-1)[0];
-    return `${python} cannot import runpod.serverless from ${sdk} (${why}); see the header of test/python-worker.e2e.test.ts`;
-  }
-  return false;
-}
 
 const TERMINAL = ['COMPLETED', 'FAILED', 'CANCELLED', 'TIMED_OUT'];
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -99,12 +74,6 @@ interface JobView {
 type Kind = 'plain' | 'stream' | 'astream' | 'async' | 'concurrent' | 'refresh';
 const KINDS: readonly Kind[] = ['plain', 'stream', 'astream', 'async', 'concurrent', 'refresh'];
 
-interface PythonWorker {
-  child: ChildProcess;
-  output: () => string;
-  exited: Promise<number | null>;
-}
-
 /** A worker post as the server handled it (job-done), for assertions on what the SDK sent. */
 interface Post {
   jobId: string;
@@ -112,13 +81,13 @@ interface Post {
   outcome: string;
 }
 
-describe('runpod-python workers against a real server', { skip: skipReason() }, () => {
+describe('runpod-python workers against a real server', { skip: pythonSdkSkipReason() }, () => {
   let listening: ListeningServer;
   let dir: string;
   let server: RunningServer;
   let key: string;
   const endpoint = {} as Record<Kind, string>;
-  const workers = {} as Record<Kind, PythonWorker>;
+  const workers = {} as Record<Kind, PythonProcess>;
   const posts: Post[] = [];
   const takes: Array<{ workerId: string; batchSize: number; taken: number }> = [];
 
@@ -218,33 +187,12 @@ describe('runpod-python workers against a real server', { skip: skipReason() }, 
         pingIntervalMs: 1_000,
       });
       // Its own process group: runpod-python pings from a forked process, which must end with it.
-      const child = spawn(python, [HANDLER], {
-        cwd: dir,
-        env: { ...pythonEnv, ...env, PY_HANDLER_KIND: kind },
-        stdio: ['ignore', 'pipe', 'pipe'],
-        detached: true,
-      });
-      let out = '';
-      child.stdout.on('data', (d: Buffer) => (out += d.toString()));
-      child.stderr.on('data', (d: Buffer) => (out += d.toString()));
-      const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
-      workers[kind] = { child, output: () => out, exited };
+      workers[kind] = spawnPython(HANDLER, [], { ...env, PY_HANDLER_KIND: kind }, dir);
     }
   });
 
   after(async () => {
-    await Promise.all(
-      Object.values(workers).map(async ({ child, exited }) => {
-        // The group first (the heartbeat process holds the stdio pipes open too), then the leader.
-        try {
-          process.kill(-child.pid!, 'SIGKILL');
-        } catch {
-          // the group is gone already
-        }
-        if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
-        await exited;
-      }),
-    );
+    await Promise.all(Object.values(workers).map((w) => w.kill()));
     await listening?.close();
   });
 

@@ -170,6 +170,37 @@ for (const { name, skip } of dialects()) {
       assert.equal(job.retries, 1);
     });
 
+    test("B's takes saying its worker holds no job and B's pings listing none, with A's worker id, never give back A's job", async () => {
+      const { epA, workerId, workerKey, jobId } = await busyLaunchedWorker();
+      const epB = await endpointOf(b.accountId, 0);
+      // Long enough that A's own worker, pinging a list without the job, would lose it.
+      clock.advance(60_000);
+      const attacks = [
+        await call(b.key, 'GET', `/v2/${epB}/job-take/${workerId}?job_in_progress=0`),
+        await call(b.key, 'GET', `/v2/${epB}/job-take-batch/${workerId}?batch_size=3&job_in_progress=false`),
+        await call(b.key, 'GET', `/v2/${epB}/ping/${workerId}?runpod_version=1.12.0`),
+        await call(b.key, 'GET', `/v2/${epB}/ping/${workerId}?job_id=&runpod_version=1.12.0`),
+        await call(b.key, 'GET', `/v2/${epB}/ping/${workerId}?job_id=someone-else&runpod_version=1.12.0`),
+        await call(b.key, 'GET', `/v2/${epA}/job-take/${workerId}?job_in_progress=0`),
+        await call(b.key, 'GET', `/v2/${epA}/ping/${workerId}?runpod_version=1.12.0`),
+      ];
+      assert.deepEqual(
+        attacks.map((r) => r.statusCode),
+        [204, 204, 200, 200, 200, 404, 404],
+        "through B's own endpoint they are B's worker's; A's endpoint is not B's to name",
+      );
+      const job = json(await t.request(a.key, 'GET', `/v2/${epA}/status/${jobId}`));
+      assert.deepEqual(
+        [job.status, job.workerId, job.retries ?? 0],
+        ['IN_PROGRESS', workerId, 0],
+        "A's job is untouched",
+      );
+      // and the same report from A's own worker does give it back: the attacks above were aimed right
+      assert.equal((await call(workerKey, 'GET', `/v2/${epA}/ping/${workerId}?runpod_version=1.12.0`)).statusCode, 200);
+      const back = json(await t.request(a.key, 'GET', `/v2/${epA}/status/${jobId}`));
+      assert.deepEqual([back.status, back.retries], ['IN_QUEUE', 1]);
+    });
+
     test("another account's worker logs are a 404 through its endpoint and through the intruder's own, while the owner reads the worker's system lines", async () => {
       const { epA, workerId } = await busyLaunchedWorker();
       const epB = await endpointOf(b.accountId, 1);

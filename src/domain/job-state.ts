@@ -11,6 +11,9 @@
  *      │         CANCELLED  └──worker-lost (budget left)──▶ IN_QUEUE
  *      └──────────────────────────────────────────────────────┘
  *   expire: deleted, whatever the state.
+ *
+ * `worker-lost` is also what befalls a job its worker's own take or ping shows it no longer holds
+ * (`held-report.ts`): the same move, counted against the same retry budget.
  */
 
 export const JOB_STATUSES = ['IN_QUEUE', 'IN_PROGRESS', 'COMPLETED', 'FAILED', 'CANCELLED', 'TIMED_OUT'] as const;

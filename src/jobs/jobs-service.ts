@@ -1,3 +1,4 @@
+import type { Logger } from 'pino';
 import type { Clock } from '../domain/clock.js';
 import type { Db } from '../store/database.js';
 import type { GroupCommit } from '../store/group-commit.js';
@@ -30,6 +31,8 @@ export interface JobsServiceDeps {
   quotas?: Pick<Quotas, 'queuedJobs' | 'storedJobBytes' | 'streamBytesPerJob'>;
   /** Told of every job move this process commits (metrics). @default none */
   flow?: JobFlow;
+  /** Where the worker side logs jobs a worker's own report gave back. @default none */
+  logger?: Pick<Logger, 'warn'>;
 }
 
 /**
@@ -92,7 +95,9 @@ export class JobsService {
       sequence,
       finished,
       retryBudget: this.config.retryBudget,
+      settleMs: this.config.heartbeatTimeoutMs,
       batching,
+      ...(deps.logger ? { logger: deps.logger } : {}),
       ...(quota ? { quota } : {}),
       ...flow,
     });

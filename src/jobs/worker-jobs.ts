@@ -4,6 +4,7 @@ import type { Db } from '../store/database.js';
 import { GroupCommit, type GroupCommitOptions } from '../store/group-commit.js';
 import type { JobRecord, WorkerResult } from '../store/job-record.js';
 import type { JobStore } from '../store/job-store.js';
+import type { TakeRequest } from '../store/job-claims.js';
 import type { JobQuota } from '../quotas/job-quota.js';
 import type { FinishedJobs } from './finished-jobs.js';
 import type { JobSequence } from './job-sequence.js';
@@ -12,13 +13,15 @@ import { isVisible, stateOf, toTakenJob, type TakenJob } from './job-view.js';
 import { longPoll, type LongPollSteps } from './long-poll.js';
 import type { JobFlow } from './job-flow.js';
 import { parseWorkerPost, workerResultEvent, type WorkerPostOutcome } from './worker-post.js';
+import { GiveBack, type GaveBack, type GiveBackDeps } from './give-back.js';
 
 export interface WorkerJobsDeps {
   db: Db;
   store: {
     rows: Pick<JobStore['rows'], 'get'>;
     committed: Pick<JobStore['committed'], 'takeCommitted' | 'completeCommitted'>;
-    claims: Pick<JobStore['claims'], 'release' | 'requeueFromWorker' | 'takeStopRequests'>;
+    claims: Pick<JobStore['claims'], 'release' | 'takeStopRequests'>;
+    held: Pick<JobStore['held'], 'list' | 'giveBack'>;
     stream: Pick<JobStore['stream'], 'appendStream'>;
   };
   clock: Clock;
@@ -27,6 +30,10 @@ export interface WorkerJobsDeps {
   finished: FinishedJobs;
   /** How often a job goes back to the queue when its worker is lost before it FAILS. */
   retryBudget: number;
+  /** How long after its take a job may still be on its way to its worker (see `GiveBackDeps`). */
+  settleMs: number;
+  /** Where jobs given back by their own worker's report are logged. @default none */
+  logger?: GiveBackDeps['logger'];
   /** Sizing of the takes', results' and stream chunks' group commits. */
   batching: Pick<GroupCommitOptions<unknown, unknown>, 'maxBatchSize' | 'concurrency'>;
   /** The stored-bytes and per-job stream quotas; without it, none apply. */
@@ -41,31 +48,39 @@ interface TakePoll {
   workerId: string;
   n: number;
   signal: CancelSignal | undefined;
+  /** The take says its worker holds no job: the first read gives back what the store says it holds. */
+  holdsNone?: boolean;
 }
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 /**
  * The worker side of the queue: take (long-polled), release, results and progress, stream chunks,
- * the job-stop channel, and a lost worker's jobs. Takes, results and chunks go through group
- * commit.
+ * the job-stop channel, and the jobs a worker gives back (lost, or by its own report: `GiveBack`).
+ * Takes, results and chunks go through group commit.
  */
 export class WorkerJobs {
   readonly #deps: WorkerJobsDeps;
   readonly #posts: GroupCommit<WorkerResult, JobRecord | null>;
   readonly #chunks: GroupCommit<{ jobId: string; seq: number; outputJson: string; accountId: string }, void>;
-  readonly #takes: GroupCommit<{ endpointId: string; workerId: string; n: number }, JobRecord[]>;
+  readonly #takes: GroupCommit<TakeRequest, JobRecord[]>;
+  readonly #giveBack: GiveBack;
 
   constructor(deps: WorkerJobsDeps) {
     this.#deps = deps;
     const { db, store, clock, signals, batching } = deps;
+    this.#giveBack = new GiveBack(deps);
     this.#posts = new GroupCommit({ ...batching, commit: (posts) => this.#commitPosts(posts) });
     this.#takes = new GroupCommit({
       ...batching,
       commit: async (requests) => {
-        const taken = await store.committed.takeCommitted(requests, clock.now());
-        if (deps.flow) for (const jobs of taken) if (jobs.length > 0) deps.flow.taken(jobs);
-        return taken;
+        const batch = await store.committed.takeCommitted(requests, clock.now(), {
+          retryBudget: deps.retryBudget,
+          webhooksOf: (failed) => deps.finished.webhooksOf(failed),
+        });
+        if (batch.requeued.length > 0 || batch.failed.length > 0) this.#giveBack.tookHoldingNone(requests, batch);
+        if (deps.flow) for (const jobs of batch.taken) if (jobs.length > 0) deps.flow.taken(jobs);
+        return batch.taken;
       },
     });
     this.#chunks = new GroupCommit({
@@ -89,7 +104,7 @@ export class WorkerJobs {
   take(
     endpointId: string,
     workerId: string,
-    options: LongPollOptions & { batchSize?: number } = {},
+    options: LongPollOptions & { batchSize?: number; holdsNone?: boolean } = {},
   ): Promise<TakenJob[]> {
     const n = Math.max(1, Math.floor(options.batchSize ?? 1));
     return longPoll(this.#deps.clock, options.waitMs ?? 0, this.#takePoll, {
@@ -97,12 +112,23 @@ export class WorkerJobs {
       workerId,
       n,
       signal: options.signal,
+      holdsNone: options.holdsNone === true,
     });
   }
 
   readonly #takePoll: LongPollSteps<TakePoll, JobRecord[], TakenJob[]> = {
     wait: (p, timeoutMs) => this.#deps.signals.waiter('work', p.endpointId, timeoutMs, p.signal),
-    read: (p) => this.#takes.add({ endpointId: p.endpointId, workerId: p.workerId, n: p.n }),
+    read: (p) => {
+      // Only the first read: a later one could only find jobs this very long-poll was not given.
+      const holdsNone = p.holdsNone === true;
+      p.holdsNone = false;
+      return this.#takes.add({
+        endpointId: p.endpointId,
+        workerId: p.workerId,
+        n: p.n,
+        ...(holdsNone ? { holdsNone } : {}),
+      });
+    },
     ends: (jobs) => jobs.length > 0,
     // A worker that went away while its take was being committed would run none of its jobs.
     answer: (p, jobs) =>
@@ -272,22 +298,16 @@ export class WorkerJobs {
    * queue, or FAIL once their retry budget is spent (null: every endpoint's, for worker ids this
    * server issued). Called by the worker supervisor.
    */
-  async workerLost(workerId: string, endpointId: string | null): Promise<{ requeued: string[]; failed: string[] }> {
-    const { db, store, clock, signals, finished, retryBudget } = this.#deps;
-    const now = clock.now();
-    const { requeued, failed } = await db.withTransaction(async (tx) => {
-      const res = await store.claims.requeueFromWorker(workerId, endpointId, now, retryBudget, tx);
-      await finished.enqueueWebhooks(res.failed, now, tx);
-      return res;
-    });
-    const perEndpoint = new Map<string, number>();
-    for (const j of requeued) perEndpoint.set(j.endpointId, (perEndpoint.get(j.endpointId) ?? 0) + 1);
-    for (const [endpointId, n] of perEndpoint) {
-      this.#deps.flow?.requeued(endpointId, n, 'running');
-      signals.notify('work', endpointId, n);
-    }
-    finished.announce(failed);
-    return { requeued: requeued.map((j) => j.id), failed: failed.map((j) => j.id) };
+  workerLost(workerId: string, endpointId: string | null): Promise<GaveBack> {
+    return this.#giveBack.lost(workerId, endpointId);
+  }
+
+  /**
+   * A ping of `workerId` through `endpointId` listed `listed` as the jobs it holds (possibly none):
+   * the jobs it shows the worker no longer holds go back to the queue as a lost worker's do.
+   */
+  pinged(endpointId: string, workerId: string, listed: readonly string[]): Promise<GaveBack> {
+    return this.#giveBack.pinged(endpointId, workerId, listed);
   }
 
   /** Resolves once every accepted take, result and chunk is committed. */

@@ -86,7 +86,8 @@ export class WorkersRegistry {
 
   /**
    * A sign of life from `workerId` serving `endpointId` (a take, a ping, a post). `busy` says
-   * whether it holds jobs, when the call tells (a hint for `/health`; jobs are never moved on it).
+   * whether it holds jobs, when the call tells (a hint for `/health`; jobs move on what a worker
+   * reports only in `WorkerJobs`, by stricter rules).
    * The first sighting is written at once (refused with 429 when the endpoint already holds as
    * many hand-attached workers as allowed); later ones at the next `flush`.
    */

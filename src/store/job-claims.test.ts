@@ -1,6 +1,5 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { WORKER_LOST_ERROR } from '../domain/job-state.js';
 import { describeJobStore, MIN, T0, newJob } from '../../test/support/job-store-suite.js';
 
 describeJobStore('JobClaims', (s) => {
@@ -157,25 +156,6 @@ describeJobStore('JobClaims', (s) => {
     assert.equal(p?.outputJson, '"50%"');
   });
 
-  test("a lost worker's jobs go back to the queue, keeping their place, until the retry budget is spent", async () => {
-    const [a, b, c] = [newJob(), newJob(), newJob()];
-    await s.store.rows.insertMany([a, b, c]);
-    await s.store.claims.takeNext('ep1', 'w1', 1, T0);
-    for (let i = 1; i <= 2; i++) {
-      const lost = await s.store.claims.requeueFromWorker('w1', 'ep1', T0 + i, 2);
-      assert.deepEqual([lost.requeued.map((j) => [j.id, j.retries]), lost.failed], [[[a.id, i]], []]);
-      const [again] = await s.store.claims.takeNext('ep1', 'w1', 1, T0 + i);
-      assert.equal(again?.id, a.id, 'a requeued job keeps its place at the head of the queue');
-    }
-    const last = await s.store.claims.requeueFromWorker('w1', 'ep1', T0 + 10, 2);
-    assert.deepEqual(last.requeued, []);
-    assert.deepEqual(
-      last.failed.map((j) => [j.id, j.status, j.error]),
-      [[a.id, 'FAILED', WORKER_LOST_ERROR]],
-    );
-    assert.equal((await s.store.stats.queueStats('ep1')).retried, 1);
-  });
-
   if (s.dialect === 'postgres') {
     test('two concurrent takers with SKIP LOCKED never hand out a job twice', async () => {
       const jobs = Array.from({ length: 400 }, () => newJob());
@@ -233,7 +213,7 @@ describeJobStore('JobClaims', (s) => {
       T0 + 100,
     );
     assert.deepEqual(
-      res.map((r) => r.map((j) => [j.id, j.workerId, j.delayMs, j.timeoutAt])),
+      res.taken.map((r) => r.map((j) => [j.id, j.workerId, j.delayMs, j.timeoutAt])),
       [
         [[jobs[0]!.id, 'w1', 100, T0 + 100 + 600_000]],
         [

@@ -1,10 +1,9 @@
 import { sql } from 'kysely';
 import type SqliteDatabase from 'better-sqlite3';
 import type { Db, Executor } from './database.js';
-import { WORKER_LOST_ERROR } from '../domain/job-state.js';
 import { toJobRecord, type JobRecord, type WorkerResult } from './job-record.js';
 import { DEFAULT_RETENTION, retainUntil, type JobRetention } from './job-retention.js';
-import { big, soleStatus } from './job-sql.js';
+import { nextTakeOrder, nextTakeOrderSync } from './take-order.js';
 import {
   claimValues,
   FINISH_SLOTS,
@@ -38,6 +37,11 @@ export interface TakeRequest {
   endpointId: string;
   workerId: string;
   n: number;
+  /**
+   * The worker says it holds no job (`job_in_progress=0`): in a committed batch, what it holds
+   * is given back before anything is claimed (`CommittedClaims.takeCommitted`).
+   */
+  holdsNone?: boolean;
 }
 
 /** Per endpoint, the requests that ask it for jobs, in order, and how many jobs they ask in all. */
@@ -114,19 +118,26 @@ export class JobClaims {
     const st = jobStatements(this.db);
     const results: JobRecord[][] = requests.map(() => []);
     for (const [endpointId, { indexes, total }] of byEndpoint(requests)) {
-      const head = await runAsync<HeadValues, { id: string }>(tx, st.head, [endpointId, now, total]);
+      const head = await runAsync<HeadValues, { id: string; taken_seq?: string }>(tx, st.head, [
+        endpointId,
+        now,
+        total,
+      ]);
       const claims = deal(
         head.map((r) => r.id),
         indexes,
         requests,
       );
+      if (claims.length === 0) continue;
       if (this.db.capabilities.inProcess) {
+        const order = await nextTakeOrder(this.db, tx);
         for (const [id, i] of claims) {
-          const [row] = await runAsync(tx, st.claim, claimValues(id, requests[i]!.workerId, now));
+          const [row] = await runAsync(tx, st.claim, claimValues(id, requests[i]!.workerId, now, order));
           if (row) results[i]!.push(toJobRecord(row));
         }
         continue;
       }
+      const order = Number(head[0]!.taken_seq);
       const owner = new Map(claims);
       for (let c = 0; c < claims.length; c += TAKE_CHUNK) {
         const chunk = claims.slice(c, c + TAKE_CHUNK);
@@ -136,7 +147,7 @@ export class JobClaims {
         )} END`;
         const rows = await tx
           .updateTable('jobs')
-          .set(takenBy(workerCase, now))
+          .set(takenBy(workerCase, now, order))
           .where(
             'id',
             'in',
@@ -163,8 +174,11 @@ export class JobClaims {
     const results: JobsTable[][] = requests.map(() => []);
     for (const [endpointId, { indexes, total }] of byEndpoint(requests)) {
       const ids = head.all([endpointId, now, total]).map((r) => r.id);
-      for (const [id, i] of deal(ids, indexes, requests)) {
-        const row = claim.get(claimValues(id, requests[i]!.workerId, now));
+      const claims = deal(ids, indexes, requests);
+      if (claims.length === 0) continue;
+      const order = nextTakeOrderSync(this.db, raw);
+      for (const [id, i] of claims) {
+        const row = claim.get(claimValues(id, requests[i]!.workerId, now, order));
         if (row) results[i]!.push(row);
       }
     }
@@ -265,50 +279,6 @@ export class JobClaims {
       .where('status', '=', 'IN_PROGRESS')
       .executeTakeFirst();
     return Number(res.numUpdatedRows);
-  }
-
-  /**
-   * A worker was lost: its running jobs go back to the queue keeping their place (`seq`) with
-   * `retries + 1`, or become FAILED once `retries` reached `retryBudget`. `endpointId` scopes a
-   * worker that named itself (its id may be another endpoint's worker's too); null only for ids
-   * this server issued.
-   */
-  async requeueFromWorker(
-    workerId: string,
-    endpointId: string | null,
-    now: number,
-    retryBudget: number,
-    tx: Executor = this.db.kysely,
-  ): Promise<{ requeued: JobRecord[]; failed: JobRecord[] }> {
-    let held = tx.updateTable('jobs').where('worker_id', '=', workerId).where('status', '=', soleStatus('worker-lost'));
-    if (endpointId !== null) held = held.where('endpoint_id', '=', endpointId);
-    const requeued = await held
-      .set({
-        status: 'IN_QUEUE',
-        retries: sql<number>`retries + 1`,
-        queued_at: now,
-        worker_id: null,
-        started_at: null,
-        timeout_at: null,
-        delay_ms: null,
-        output: null,
-      })
-      .where('retries', '<', retryBudget)
-      .returningAll()
-      .execute();
-    const failed = await held
-      .set({
-        status: 'FAILED',
-        error: WORKER_LOST_ERROR,
-        completed_at: now,
-        execution_ms: sql<number>`${big(now)} - started_at`,
-        retain_until: retainUntil(this.retention, now),
-        timeout_at: null,
-      })
-      .where('retries', '>=', retryBudget)
-      .returningAll()
-      .execute();
-    return { requeued: requeued.map(toJobRecord), failed: failed.map(toJobRecord) };
   }
 
   /**

@@ -19,6 +19,7 @@ import type { Db, Executor } from './database.js';
 import type { NewJob, WorkerResult } from './job-record.js';
 import { retainUntilOf, type JobRetention } from './job-retention.js';
 import { big } from './job-sql.js';
+import { TAKE_ORDER_NEXT } from './take-order.js';
 import type { Database, JobsTable } from './schema.js';
 
 const SLOT = '\u0000slot:';
@@ -100,8 +101,11 @@ export function statusGuard(event: JobEventType): Expression<SqlBool> {
   return sql<SqlBool>`status IN (${sql.join(from.map((s) => sql.lit(s)))})`;
 }
 
-/** What a take writes: IN_PROGRESS on `workerId`, started `now`, delay measured, deadline set. */
-export const takenBy = (workerId: string | Expression<string>, now: number) =>
+/**
+ * What a take writes: IN_PROGRESS on `workerId`, started `now`, delay measured, deadline set, and
+ * the take's place in the order of takes (`take-order.ts`).
+ */
+export const takenBy = (workerId: string | Expression<string>, now: number, takenSeq: number) =>
   ({
     status: sql.lit<JobStatus>('IN_PROGRESS'),
     worker_id: workerId,
@@ -110,6 +114,7 @@ export const takenBy = (workerId: string | Expression<string>, now: number) =>
     timeout_at: sql<number>`${big(now)} + execution_timeout_ms`,
     output: sql.lit(null),
     error: sql.lit(null),
+    taken_seq: big(takenSeq),
   }) as const;
 
 /** What a worker's result writes (status, output, error given per post). */
@@ -330,13 +335,23 @@ interface ClaimArgs {
   id: string;
   workerId: string;
   now: number;
+  takenSeq: number;
 }
-/** `takenBy` binds the worker and `now` three times, then the guard the id. */
-const CLAIM_SLOTS = ['workerId', 'now', 'now', 'now', 'id'] as const satisfies ReadonlyArray<keyof ClaimArgs>;
+/** `takenBy` binds the worker, `now` three times and the take's order, then the guard the id. */
+const CLAIM_SLOTS = ['workerId', 'now', 'now', 'now', 'takenSeq', 'id'] as const satisfies ReadonlyArray<
+  keyof ClaimArgs
+>;
 type ClaimValues = SlotValues<ClaimArgs, typeof CLAIM_SLOTS>;
 
-/** A take of job `id` by `workerId` at `now`, as the claim statement binds it. */
-export const claimValues = (id: string, workerId: string, now: number): ClaimValues => [workerId, now, now, now, id];
+/** A take of job `id` by `workerId` at `now`, `takenSeq` in the order of takes, as the claim statement binds it. */
+export const claimValues = (id: string, workerId: string, now: number, takenSeq: number): ClaimValues => [
+  workerId,
+  now,
+  now,
+  now,
+  takenSeq,
+  id,
+];
 
 interface FinishArgs {
   id: string;
@@ -407,7 +422,11 @@ export interface JobStatements {
   insert: CompiledStatement<NewJobValues>;
   /** Many new jobs at once from column arrays (PostgreSQL only: `unnest`); null elsewhere. */
   insertColumns: CompiledStatement<NewJobColumns> | null;
-  /** The ids at the head of an endpoint's queue: takeable, unexpired, FIFO. */
+  /**
+   * The ids at the head of an endpoint's queue: takeable, unexpired, FIFO. Where takes are ordered
+   * by the database's sequence (not in process), each row also carries `taken_seq`: one new value
+   * of it per statement, for the take that claims these rows.
+   */
   head: CompiledStatement<HeadValues>;
   /** Takes one job for a worker, if still takeable. */
   claim: CompiledStatement<ClaimValues>;
@@ -429,6 +448,7 @@ function compileJobStatements(db: Pick<Db, 'kysely' | 'capabilities'>): JobState
   const head = k
     .selectFrom('jobs')
     .select('id')
+    .$if(!db.capabilities.inProcess, (q) => q.select(TAKE_ORDER_NEXT.as('taken_seq')))
     .where('endpoint_id', '=', slot<string>('endpointId'))
     .where(statusGuard('take'))
     .where('expires_at', '>', big(slot<number>('now')))
@@ -482,7 +502,7 @@ function compileJobStatements(db: Pick<Db, 'kysely' | 'capabilities'>): JobState
     claim: compileStatement(
       k
         .updateTable('jobs')
-        .set(takenBy(slot('workerId'), slot('now')))
+        .set(takenBy(slot('workerId'), slot('now'), slot('takenSeq')))
         .where('id', '=', slot<string>('id'))
         .where(statusGuard('take'))
         .returningAll(),

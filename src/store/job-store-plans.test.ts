@@ -10,6 +10,7 @@ import { openTestDb, type TestDb } from '../../test/support/harness.js';
 import type { Db } from './database.js';
 import { openJobStore, type JobStore } from './job-store.js';
 import { jobStatements, type CompiledStatement } from './job-statements.js';
+import { giveBackStatement } from './held-jobs.js';
 
 let t: TestDb;
 const captured: RootOperationNode[] = [];
@@ -48,7 +49,12 @@ const NOW = 1_767_225_600_000;
 const sweeps: Array<[string, (s: JobStore) => Promise<unknown>]> = [
   ['the execution-timeout sweep', (s) => s.sweeps.timeOut(NOW)],
   ['ttl expiry and result retention', (s) => s.sweeps.expire(NOW)],
-  ["a lost worker's requeue", (s) => s.claims.requeueFromWorker('w-1', 'ep-1', NOW, 3)],
+  ["a lost worker's requeue", (s) => s.held.giveBack('w-1', 'ep-1', NOW, 3)],
+  ["a worker's held jobs, read for its ping", (s) => s.held.list('w-1', 'ep-1')],
+  [
+    'the jobs a ping shows a worker no longer holds, given back',
+    (s) => s.held.giveBack('w-1', 'ep-1', NOW, 3, undefined, [{ id: 'j-1', takenSeq: 4, startedAt: NOW }]),
+  ],
   ["a worker's job-stop channel", (s) => s.claims.takeStopRequests('w-1', 'ep-1')],
   ['a take', (s) => s.claims.takeNext('ep-1', 'w-1', 4, NOW)],
 ];
@@ -77,6 +83,15 @@ test('every compiled statement of the job hot path reads the jobs table through 
     const plan = explained.rows.map((r) => r.detail).join(' | ');
     assert.doesNotMatch(plan, /SCAN jobs(?! USING)/, `${name}: ${plan}`);
   }
+});
+
+test('the statement giving back the jobs of a worker whose take says it holds none reads through an index', async () => {
+  const s = giveBackStatement(t.db, 3).one;
+  const explained = await t.db.kysely.executeQuery<{ detail: string }>(
+    CompiledQuery.raw(`EXPLAIN QUERY PLAN ${s.sql}`, [NOW, NOW, NOW, NOW, NOW, 'w-1', 'ep-1']),
+  );
+  const plan = explained.rows.map((r) => r.detail).join(' | ');
+  assert.match(plan, /USING INDEX jobs_worker/, plan);
 });
 
 test("/health's counts read only indexes, never a job row", async () => {

@@ -37,7 +37,8 @@ describeJobStore('job usage counters', (s) => {
     await s.store.rows.insertCommitted([...a, ...b]);
     await check('inserted');
     assert.equal((await counters(s)).acct1?.queuedJobs, 5);
-    const [taken] = await s.store.committed.takeCommitted([{ endpointId: 'ep1', workerId: 'w1', n: 3 }], T0 + 1);
+    const [taken] = (await s.store.committed.takeCommitted([{ endpointId: 'ep1', workerId: 'w1', n: 3 }], T0 + 1))
+      .taken;
     await check('taken');
     const [j1, j2, j3] = taken!;
     await s.store.stream.appendStream(
@@ -75,8 +76,14 @@ describeJobStore('job usage counters', (s) => {
     await s.store.controls.retry(j3!.id, 1e9, T0 + 5);
     await check('retried');
     await s.store.committed.takeCommitted([{ endpointId: 'ep1', workerId: 'w2', n: 1 }], T0 + 6);
-    await s.store.claims.requeueFromWorker('w2', 'ep1', T0 + 7, 3);
+    await s.store.held.giveBack('w2', 'ep1', T0 + 7, 3);
     await check('requeued');
+    await s.store.committed.takeCommitted([{ endpointId: 'ep1', workerId: 'w2', n: 1 }], T0 + 7);
+    await s.store.committed.takeCommitted([{ endpointId: 'ep1', workerId: 'w2', n: 0, holdsNone: true }], T0 + 7, {
+      retryBudget: 3,
+      webhooksOf: () => [],
+    });
+    await check('given back by a take saying its worker holds none');
     await s.store.committed.takeCommitted([{ endpointId: 'ep1', workerId: 'w3', n: 1 }], T0 + 8);
     assert.equal((await s.store.sweeps.timeOut(T0 + 8 + 600_000)).length, 1);
     await check('timed out');

@@ -254,6 +254,11 @@ export interface JobsTable {
   execution_ms: number | null;
   /** 0 none, 1 the worker must stop this job (not yet told), 2 the worker was told. */
   stop_requested: number;
+  /**
+   * The order of the take that last handed the job out: a later take of the same worker has a
+   * larger one (migration 0019); null for jobs taken before it. Read only while IN_PROGRESS.
+   */
+  taken_seq: number | null;
 }
 
 /** Stream chunks a worker posted and no client has drained yet. */

@@ -188,9 +188,13 @@ export interface ListeningServer {
 
 /**
  * A whole Gantry server listening on a loopback port (SQLite in a temp folder, logs and start-up
- * lines silenced), for tests driving it with real HTTP clients and workers.
+ * lines silenced), for tests driving it with real HTTP clients and workers. With `clock`, its time
+ * is that clock's (the loops' intervals and long-polls' waits stay real).
  */
-export async function startListeningServer(file: Record<string, unknown> = {}): Promise<ListeningServer> {
+export async function startListeningServer(
+  file: Record<string, unknown> = {},
+  options: { clock?: Clock } = {},
+): Promise<ListeningServer> {
   const dataDir = mkdtempSync(join(tmpdir(), 'gantry-server-'));
   const { writeFileSync } = await import('node:fs');
   const configPath = join(dataDir, 'config.json');
@@ -200,7 +204,11 @@ export async function startListeningServer(file: Record<string, unknown> = {}): 
   const config = loadConfig({
     env: { GANTRY_DATA_DIR: dataDir, GANTRY_CONFIG: configPath, GANTRY_LOG_LEVEL: 'silent', ...MULTI_ACCOUNT },
   });
-  const running = await startServer(config, { logger: pino({ level: 'silent' }), print: () => {} });
+  const running = await startServer(config, {
+    logger: pino({ level: 'silent' }),
+    print: () => {},
+    ...(options.clock ? { clock: options.clock } : {}),
+  });
   return {
     server: running,
     dataDir,

@@ -54,7 +54,7 @@ function throughCommits(store: JobStore): JobStore {
         return async (...[endpointId, workerId, n, now, tx]: Parameters<JobClaims['takeNext']>) =>
           tx || n <= 0
             ? target.takeNext(endpointId, workerId, n, now, tx)
-            : (await committed.takeCommitted([{ endpointId, workerId, n }], now))[0]!;
+            : (await committed.takeCommitted([{ endpointId, workerId, n }], now)).taken[0]!;
       if (prop === 'completeMany')
         return (...[posts, now, tx]: Parameters<JobClaims['completeMany']>) =>
           tx ? target.completeMany(posts, now, tx) : committed.completeCommitted(posts, now, () => []);

@@ -2,6 +2,7 @@ import type { FastifyReply } from 'fastify';
 import { Type } from '@sinclair/typebox';
 import { isObject, typed, type TypedApp, type TypedRequest } from '../type-provider.js';
 import { ApiError } from '../../domain/errors.js';
+import { takeReportTrusted } from '../../domain/held-report.js';
 import type { WorkerPostOutcome } from '../../jobs/worker-post.js';
 import type { Endpoint } from '../../domain/endpoint.js';
 import type { Services } from '../../services.js';
@@ -44,6 +45,22 @@ function workerIdOf(request: WorkerRequest): string {
   return workerId;
 }
 
+/**
+ * The jobs a ping says its worker holds, or null when it says nothing of them. The Python SDK
+ * sends `job_id=<ids, comma-separated>` with `runpod_version`, and leaves `job_id` out when it
+ * holds none, so `runpod_version` alone is an empty list; a bare ping is a sign of life only. A
+ * repeated `job_id` is no list a worker sends: it says nothing.
+ */
+function pingedJobsOf(query: Record<string, unknown>): string[] | null {
+  const ids = query.job_id;
+  if (typeof ids === 'string')
+    return ids
+      .split(',')
+      .map((id) => id.trim())
+      .filter((id) => id !== '');
+  return ids === undefined && query.runpod_version !== undefined ? [] : null;
+}
+
 function jobIdOf(request: WorkerRequest): string {
   const jobId = request.params.jobId ?? queryOf(request).id;
   if (typeof jobId !== 'string' || !jobId)
@@ -60,7 +77,9 @@ function jobIdOf(request: WorkerRequest): string {
  * endpoint (a launched worker's own key is bound to the endpoint and its worker id). A worker is
  * (endpoint, worker id): calls through another endpoint never touch it. Calls are limited per
  * worker and per endpoint (`jobs.workerRateLimits`). Result posts are idempotent: a late, repeated or superseded post answers 200 and
- * changes nothing. Not in the OpenAPI document: workers, not people, call these.
+ * changes nothing. A take with `job_in_progress=0` and a ping's `job_id` list are the worker's word
+ * on the jobs it holds: what they show it no longer holds goes back to the queue (held-report.ts).
+ * Not in the OpenAPI document: workers, not people, call these.
  */
 export function workerProtocolRoutes(app: TypedApp, services: Services): void {
   const { jobs, workers, config } = services;
@@ -109,13 +128,22 @@ export function workerProtocolRoutes(app: TypedApp, services: Services): void {
     const batchSize = batch
       ? Math.min(MAX_BATCH, Math.max(1, Number.isFinite(requested) ? Math.floor(requested) : 1))
       : 1;
-    // job_in_progress is only a hint for /health; jobs never move on what a worker claims.
+    // job_in_progress: a hint for /health, and with 0 the worker's word that it holds no job:
+    // what the store says it holds from earlier takes goes back to the queue (held-report.ts).
     const busy =
       query.job_in_progress === undefined
         ? undefined
         : query.job_in_progress === '1' || query.job_in_progress === 'true';
+    const holdsNone =
+      (query.job_in_progress === '0' || query.job_in_progress === 'false') &&
+      takeReportTrusted(request.headers['user-agent']);
     const taken = await longPoll(endpoint, workerId, busy, () =>
-      jobs.worker.take(endpoint.id, workerId, { batchSize, waitMs: config.jobs.takeWaitMs, signal: clientGone(reply) }),
+      jobs.worker.take(endpoint.id, workerId, {
+        batchSize,
+        waitMs: config.jobs.takeWaitMs,
+        signal: clientGone(reply),
+        holdsNone,
+      }),
     );
     if (taken.length === 0) return reply.code(204).send();
     await workers.seen(endpoint.id, workerId, true);
@@ -203,8 +231,9 @@ export function workerProtocolRoutes(app: TypedApp, services: Services): void {
           );
         return { status: 'unhealthy' };
       }
-      const ids = (typeof query.job_id === 'string' ? query.job_id : '').split(',').filter((s) => s.trim() !== '');
-      await workers.seen(endpoint.id, workerId, ids.length > 0);
+      const listed = pingedJobsOf(query);
+      await workers.seen(endpoint.id, workerId, (listed?.length ?? 0) > 0);
+      if (listed) await jobs.worker.pinged(endpoint.id, workerId, listed);
       return { status: 'ok' };
     });
   });

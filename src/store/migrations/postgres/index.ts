@@ -18,6 +18,7 @@ import { billingUsageTables } from '../billing-usage.js';
 import { clusterTables } from '../clusters.js';
 import { endpointReleases } from '../endpoint-releases.js';
 import { statusChangeMinCuda } from '../status-change-min-cuda.js';
+import { jobTakenSeq } from '../job-taken-seq.js';
 
 const run = async (db: Kysely<unknown>, statements: string[]): Promise<void> => {
   for (const s of statements) await sql.raw(s).execute(db);
@@ -49,4 +50,5 @@ export const postgresMigrations: Record<string, Migration> = {
   // SQLite's per-row insert trigger became a per-batch upsert; PostgreSQL's statement trigger stays
   '0017-job-usage-insert-by-batch': { up: async () => {} },
   '0018-status-change-min-cuda': { up: (db) => run(db, statusChangeMinCuda('postgres')) },
+  '0019-job-taken-seq': { up: (db) => run(db, jobTakenSeq('postgres')) },
 };

@@ -18,6 +18,7 @@ import { billingUsageTables } from '../billing-usage.js';
 import { clusterTables } from '../clusters.js';
 import { endpointReleases } from '../endpoint-releases.js';
 import { statusChangeMinCuda } from '../status-change-min-cuda.js';
+import { jobTakenSeq } from '../job-taken-seq.js';
 
 const run = async (db: Kysely<unknown>, statements: string[]): Promise<void> => {
   for (const s of statements) await sql.raw(s).execute(db);
@@ -48,4 +49,5 @@ export const sqliteMigrations: Record<string, Migration> = {
   '0016-clusters': { up: (db) => run(db, clusterTables('sqlite')) },
   '0017-job-usage-insert-by-batch': { up: (db) => run(db, jobUsageInsertByBatchSqlite()) },
   '0018-status-change-min-cuda': { up: (db) => run(db, statusChangeMinCuda('sqlite')) },
+  '0019-job-taken-seq': { up: (db) => run(db, jobTakenSeq('sqlite')) },
 };
