@@ -100,7 +100,9 @@ export class InstanceNetworks {
     const name = networkNameOf(this.#namespace, wish.name);
     for (let busy = this.#busy.get(name); busy; busy = this.#busy.get(name)) await busy.catch(() => undefined);
     this.#users.set(name, (this.#users.get(name) ?? 0) + 1);
+    // Used again: its removal is off (the next release schedules another).
     this.#pending.get(name)?.abort();
+    this.#pending.delete(name);
     try {
       const info =
         this.#known.get(name) ??
@@ -136,9 +138,9 @@ export class InstanceNetworks {
       const abort = new AbortController();
       this.#pending.set(name, abort);
       void this.#timers.sleep(this.#emptyGraceMs, abort.signal).then(async () => {
-        if (this.#pending.get(name) !== abort) return;
-        this.#pending.delete(name);
+        // Joined again meanwhile, or the runtime closed: nothing to remove.
         if (abort.signal.aborted) return;
+        this.#pending.delete(name);
         await this.#removeIfUnused(name).catch((err: unknown) =>
           this.#logger.warn({ err, network: name }, 'cannot remove a network no instance uses'),
         );
