@@ -61,12 +61,8 @@ import { exitReason, withOutput } from './exit-reason.js';
 import { StartSlots } from './start-slots.js';
 import { LiveInstances, copyStatus, newLive, type Live } from './live-instances.js';
 import { ContainerSampler } from './container-sampler.js';
-import { parseSubnetPool } from '../../domain/subnet-pool.js';
-import { ContainerFirewall } from './container-firewall.js';
-import { firewallDestinations } from './firewall-destinations.js';
-import type { AllowedDestination } from './firewall-rules.js';
-import { bridgePrefixOf, InstanceNetworks, namespaceTag } from './instance-networks.js';
-import { adoptLegacy } from './legacy-containers.js';
+import { AccountSeparation } from './account-separation.js';
+import type { InstanceNetworks } from './instance-networks.js';
 import { CONTAINER_NOFILE_LIMIT } from './container-config.js';
 
 export type { DiskLimitSupport } from './container-preparer.js';
@@ -79,8 +75,6 @@ const LIVE_STATES: ReadonlySet<InstanceState> = new Set(['starting', 'running', 
 const RUNNING_CONTAINER = new Set(['running', 'paused', 'restarting']);
 /** Containers inspected at once while attaching. */
 const ATTACH_INSPECTIONS = 16;
-/** Where account networks take their subnets, unless configured: 4,096 networks of /24. */
-const DEFAULT_NETWORK_POOL = { pool: '10.224.0.0/12', subnetPrefix: 24 };
 
 export class DockerRuntime implements Runtime {
   readonly name = 'docker';
@@ -96,18 +90,10 @@ export class DockerRuntime implements Runtime {
   readonly #startSlots: StartSlots;
   /** Utilisation, read on an interval and kept on the statuses (container-sampler.ts). */
   readonly #stats: ContainerSampler;
+  /** Account networks, the container firewall, an earlier version's containers (account-separation.ts). */
+  readonly #separation: AccountSeparation;
   /** The account networks; null only when a test takes that defence away. */
   readonly #networks: InstanceNetworks | null;
-  readonly #firewall: ContainerFirewall | null;
-  /** Bridges of networks an earlier version made (the firewall names them one by one). */
-  #legacyBridges: string[] = [];
-  /** The job API, let through the firewall once its address is known. */
-  #jobDestinations: AllowedDestination[] = [];
-  /** Why the firewall is not in place, when it could not be installed. */
-  #firewallGap: string | null = null;
-  /** Instances an earlier version started that are still on a network accounts share. */
-  #sharedGaps: string[] = [];
-  #attached = false;
   /** Followers of a container's log share one Engine API follow of it. */
   readonly #output = new SharedOutput((id, query) =>
     containerOutput(this.#client, containerNameOf(this.#namespace, id), query),
@@ -131,19 +117,16 @@ export class DockerRuntime implements Runtime {
       dockerHost: options.dockerHost,
       ...(options.engineTimeoutMs ? { timeoutMs: options.engineTimeoutMs } : {}),
     });
-    const pool: NonNullable<DockerRuntimeOptions['networks']> = options.networks ?? DEFAULT_NETWORK_POOL;
-    this.#networks =
-      options.isolation?.accountNetworks === false
-        ? null
-        : new InstanceNetworks({
-            client: this.#client,
-            namespace: this.#namespace,
-            pool: parseSubnetPool(pool.pool, pool.subnetPrefix),
-            logger: options.logger,
-            ...(pool.emptyGraceMs !== undefined ? { emptyGraceMs: pool.emptyGraceMs } : {}),
-            ...(options.timers ? { timers: options.timers } : {}),
-          });
-    this.#firewall = options.firewall ? new ContainerFirewall({ command: options.firewall.command }) : null;
+    this.#separation = new AccountSeparation({
+      client: this.#client,
+      namespace: this.#namespace,
+      logger: options.logger,
+      ...(options.networks ? { networks: options.networks } : {}),
+      ...(options.firewall ? { firewall: options.firewall } : {}),
+      ...(options.isolation ? { isolation: options.isolation } : {}),
+      ...(options.timers ? { timers: options.timers } : {}),
+    });
+    this.#networks = this.#separation.networks;
     this.#preparer = new ContainerPreparer({
       client: this.#client,
       namespace: this.#namespace,
@@ -192,21 +175,10 @@ export class DockerRuntime implements Runtime {
 
   async attach(): Promise<AttachedInstance[]> {
     await this.#learnDataRoot();
-    this.#legacyBridges = (await this.#call(this.#networks?.load() ?? Promise.resolve([]))) ?? [];
     const containers = await this.#call(
       this.#client.listContainers({ all: true, filters: namespaceFilter(this.#namespace) }),
     );
-    const legacy = await adoptLegacy(containers, {
-      client: this.#client,
-      networks: this.#networks,
-      namespace: this.#namespace,
-      logger: this.#o.logger,
-    });
-    this.#sharedGaps = legacy.shared.map(
-      ({ id, reason }) => `instance ${id} is still on a network accounts share (${reason})`,
-    );
-    await this.#installFirewall();
-    this.#attached = true;
+    await this.#call(this.#separation.attach(containers));
     // A running container is adopted from the listing: its labels carry the memory limit, and it
     // started when it was created (a start always creates a fresh container). One from an older
     // Gantry without the label is inspected, a few at a time.
@@ -377,16 +349,11 @@ export class DockerRuntime implements Runtime {
   }
 
   isolationGaps(): IsolationGap[] {
-    return [
-      ...(this.#firewallGap ? [{ kind: 'firewall' as const, detail: this.#firewallGap }] : []),
-      ...this.#sharedGaps.map((detail) => ({ kind: 'shared-network' as const, detail })),
-    ];
+    return this.#separation.gaps();
   }
 
-  /** Before attach() only noted (attach installs the rules); after it, installed at once. */
-  async allowJobUrls(urls: readonly string[]): Promise<void> {
-    this.#jobDestinations = (await Promise.all(urls.map((url) => firewallDestinations(url)))).flat();
-    if (this.#attached) await this.#installFirewall();
+  allowJobUrls(urls: readonly string[]): Promise<void> {
+    return this.#separation.allowJobUrls(urls);
   }
 
   /** The container's log, from the engine (docker-output.ts); one follow of it however many read it (shared-output.ts). */
@@ -426,7 +393,7 @@ export class DockerRuntime implements Runtime {
     for (const live of this.#live.all()) live.probing?.abort();
     this.#live.clear();
     this.#output.close();
-    this.#networks?.close();
+    this.#separation.close();
     await this.#stats.close();
     this.#events.close();
     this.#client.close();
@@ -644,7 +611,7 @@ export class DockerRuntime implements Runtime {
    */
   async #reconcile(outage: Outage | null): Promise<void> {
     // An engine that restarted (or a host that rebooted under it) may have lost the rules.
-    if (outage) await this.#installFirewall();
+    if (outage) await this.#separation.installFirewall();
     const containers = await this.#client.listContainers({ all: true, filters: namespaceFilter(this.#namespace) });
     const byId = new Map(containers.map((c) => [c.Id, c]));
     for (const live of this.#live.all()) {
@@ -704,29 +671,6 @@ export class DockerRuntime implements Runtime {
     };
     this.#live.emit(live);
     if (live.probe) this.#probe(live);
-  }
-
-  // ---- the container firewall
-
-  /** Installs (or refreshes) the firewall; a failure is kept as a gap in the isolation and logged. */
-  async #installFirewall(): Promise<void> {
-    if (!this.#firewall) return;
-    try {
-      await this.#firewall.install({
-        tag: namespaceTag(this.#namespace),
-        bridgePrefix: bridgePrefixOf(this.#namespace),
-        legacyBridges: this.#legacyBridges,
-        allow: [...this.#jobDestinations, ...(this.#o.firewall?.allow ?? [])],
-      });
-      if (this.#firewallGap) this.#o.logger.info('the container firewall is installed');
-      this.#firewallGap = null;
-    } catch (err) {
-      this.#firewallGap = `the container firewall could not be installed (${(err as Error).message})`;
-      this.#o.logger.error(
-        { err },
-        'cannot install the container firewall: containers can reach the services of their host',
-      );
-    }
   }
 
   // ---- helpers

@@ -131,7 +131,9 @@ export class InstanceNetworks {
   async release(names: Iterable<string>): Promise<void> {
     for (const name of names) {
       if (!name.startsWith(`gantry-${this.#namespace}-`) || this.#pending.has(name)) continue;
-      if (this.#emptyGraceMs <= 0) {
+      // A network on a subnet of another pool (a cluster's, which a new cluster may be handed next;
+      // one an earlier version made) goes at once.
+      if (this.#emptyGraceMs <= 0 || !this.#fromPool(this.#known.get(name))) {
         await this.#removeIfUnused(name);
         continue;
       }
@@ -146,6 +148,13 @@ export class InstanceNetworks {
         );
       });
     }
+  }
+
+  /** Whether the network's subnet was taken from this installation's pool. */
+  #fromPool(info: NetworkInspect | undefined): boolean {
+    const range = parseCidr(info?.IPAM.Config?.[0]?.Subnet ?? '');
+    const size = 2 ** (32 - this.#pool.poolPrefix);
+    return range !== null && range.first >= this.#pool.base && range.last < this.#pool.base + size;
   }
 
   /** Drops the removals waiting out their grace (the runtime detaches: the next attach looks again). */
