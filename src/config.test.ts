@@ -171,7 +171,7 @@ test('the docker runtime’s settings have their defaults, and DOCKER_HOST overr
     cpuFlavors: null,
     nvidiaSmi: 'nvidia-smi',
     registries: { allow: [], only: false, private: 'refuse' },
-    networks: { pool: '10.224.0.0/12', subnetPrefix: 24 },
+    networks: { pool: '10.224.0.0/12', subnetPrefix: 24, emptyGraceMs: 600_000 },
     firewall: { mode: 'install', command: [], allow: [] },
     allowMultipleAccountsOnHostNetwork: false,
   });
