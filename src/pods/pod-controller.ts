@@ -275,10 +275,14 @@ export class PodController {
       return;
     }
     if (pod.status === 'EXITED' || pod.status === 'ERROR' || pod.status === 'TERMINATED') return;
-    // A new pod has no instance yet (its create saves the look); one this process started or
-    // adopted may (a start again, a launch whose status write did not happen).
+    // A pod this process has just created has no instance yet (its create saves the look). Any
+    // other may: one this process started or adopted (a start again, a launch whose status write
+    // did not happen), or one another replica is launching right now, which a sweep here must
+    // observe rather than start a second time.
     const live =
-      pod.status === 'PROVISIONING' && !this.#known.has(pod.id) ? null : await this.#deps.runtime.inspect(pod.id);
+      pod.status === 'PROVISIONING' && fresh !== undefined && !this.#known.has(pod.id)
+        ? null
+        : await this.#deps.runtime.inspect(pod.id);
     if (live === null) return this.#launch(pod);
     await this.#observe(pod, live);
   }
