@@ -94,7 +94,17 @@ export class AccountSeparation {
 
   /** The job API's URLs let through the firewall; before attach only noted (attach installs the rules). */
   async allowJobUrls(urls: readonly string[]): Promise<void> {
-    this.#jobDestinations = (await Promise.all(urls.map((url) => firewallDestinations(url)))).flat();
+    const resolved = await Promise.all(
+      urls.map((url) =>
+        // A name that does not resolve now lets nothing through: a public address needs no entry
+        // (the internet is reached), and the next install (a reconnect, a changed URL) looks again.
+        firewallDestinations(url).catch((err: unknown) => {
+          this.#logger.warn({ err, url }, "cannot resolve the job API's address for the container firewall");
+          return [];
+        }),
+      ),
+    );
+    this.#jobDestinations = resolved.flat();
     if (this.#attached) await this.installFirewall();
   }
 
