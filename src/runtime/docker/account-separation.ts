@@ -96,8 +96,8 @@ export class AccountSeparation {
   async allowJobUrls(urls: readonly string[]): Promise<void> {
     const resolved = await Promise.all(
       urls.map((url) =>
-        // A name that does not resolve now lets nothing through: a public address needs no entry
-        // (the internet is reached), and the next install (a reconnect, a changed URL) looks again.
+        // A name that does not resolve now lets nothing through for it (a public address needs no
+        // entry: the internet is reached); it is resolved again when the URL is given again.
         firewallDestinations(url).catch((err: unknown) => {
           this.#logger.warn({ err, url }, "cannot resolve the job API's address for the container firewall");
           return [];
