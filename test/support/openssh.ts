@@ -50,6 +50,8 @@ export interface SshOptions {
   /** the client program: `ssh` or `sftp` */
   program?: 'ssh' | 'sftp';
   timeoutMs?: number;
+  /** told each piece of standard output as it arrives (to wait for what the session printed) */
+  onStdout?: (chunk: string) => void;
 }
 
 const COMMON = [
@@ -85,7 +87,10 @@ export function runSsh(o: SshOptions): Promise<SshRun> {
   const child = spawn(program, args, { env: { ...process.env, SSH_AUTH_SOCK: '' }, stdio: ['pipe', 'pipe', 'pipe'] });
   let stdout = '';
   let stderr = '';
-  child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+  child.stdout.on('data', (d: Buffer) => {
+    stdout += d.toString();
+    o.onStdout?.(d.toString());
+  });
   child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
   if (o.input !== undefined) child.stdin.write(o.input);
   else child.stdin.end();
