@@ -188,7 +188,12 @@ function deferred(): { promise: Promise<void>; resolve: () => void } {
 /** Waits (in real time: file writes) until `cond` holds, moving no clock. */
 const until = (cond: () => boolean, what: string): Promise<void> => untilHolds(what, cond);
 
-/** Lets batches go out (moving the fake clock a little at a time) until a report satisfies `cond`. */
+/**
+ * Lets batches go out until a report satisfies `cond`: the fake clock moves to the next timer the
+ * agent set (a batch window, a heartbeat, a backoff), a real millisecond between steps for its
+ * file writes. Moving it by a fixed few milliseconds made a wait for three heartbeats thousands of
+ * steps, more than a loaded machine runs in the real-time ceiling.
+ */
 async function reportWhere(
   t: ScriptedTransport,
   cond: (body: ReportRequest) => boolean,
@@ -200,7 +205,8 @@ async function reportWhere(
     if (found) return found.body;
     if (Date.now() > deadline)
       throw new Error(`no report with ${what}; reports: ${JSON.stringify(t.reports.map((r) => r.body))}`);
-    await t.timers.advance(5);
+    const next = t.timers.dues[0];
+    await t.timers.advance(next === undefined ? 5 : Math.max(0, next - t.timers.clock.now()));
     await new Promise((resolve) => setTimeout(resolve, 1));
   }
 }
@@ -488,9 +494,9 @@ test('the first report after a (re)connect lists every instance, the others only
   assert.equal(changed.instances?.full, false);
   const b = start('pod-b', FakeRuntime.IMAGES.idle);
   await transport.deliver([b]);
-  await reportWhere(transport, (r) => r.instances?.items.some((i) => i.id === 'pod-b') ?? false, 'pod-b');
+  const withB = await reportWhere(transport, (r) => r.instances?.items.some((i) => i.id === 'pod-b') ?? false, 'pod-b');
   assert.deepEqual(
-    transport.reports.at(-1)!.body.instances?.items.map((i) => i.id),
+    withB.instances?.items.map((i) => i.id),
     ['pod-b'],
     'only the instance that changed',
   );
