@@ -248,19 +248,27 @@ describe('ProcessRuntime', () => {
       const specs: InstanceSpec[] = Array.from({ length: 2_000 }, () =>
         instanceSpec({ image: 'someone/unmapped:v1', ports: [{ private: 80, public: 1, protocol: 'http' }] }),
       );
-      const t0 = performance.now();
+      // Cheap is this process's CPU time: the wall clock also counts the turns of whatever else
+      // the machine runs, and placeholders do all their work here (no child, no file).
+      const t0 = cpuMs();
       const started = await Promise.all(specs.map((s) => runtime.start(s)));
       const listed = await runtime.list();
-      const startMs = performance.now() - t0;
+      const startMs = cpuMs() - t0;
       assert.ok(started.every((s) => s.state === 'running' && s.exitCode === null));
       assert.equal(listed.length, 2_000);
       assert.deepEqual((await runtime.inspect(specs[0]!.id))?.stats, { cpuUtil: 0, memoryUtil: 0, memoryBytes: 0 });
-      const t1 = performance.now();
+      const t1 = cpuMs();
       await Promise.all(specs.map((s) => runtime.stop(s.id)));
-      const stopMs = performance.now() - t1;
+      const stopMs = cpuMs() - t1;
       assert.deepEqual(await runtime.list(), []);
-      assert.ok(startMs < 2_000, `2,000 placeholder starts took ${Math.round(startMs)} ms`);
-      assert.ok(stopMs < 1_000, `2,000 placeholder stops took ${Math.round(stopMs)} ms`);
+      assert.ok(startMs < 2_000, `2,000 placeholder starts took ${Math.round(startMs)} ms of CPU`);
+      assert.ok(stopMs < 1_000, `2,000 placeholder stops took ${Math.round(stopMs)} ms of CPU`);
       assert.equal(existsSync(join(dataDir, 'instances')), false, 'placeholders touch no files');
     }));
 });
+
+/** CPU time this process has used (user and system), in ms. */
+function cpuMs(): number {
+  const { user, system } = process.cpuUsage();
+  return (user + system) / 1_000;
+}
