@@ -80,7 +80,10 @@ if (!engine) {
             'the busy container to show CPU and memory use',
             async () => {
               const s = (await runtime.inspect(busy.id))?.stats;
-              return s && s.cpuUtil > 30 && s.memoryBytes > 96 * MiB ? s : null;
+              // A spinning loop shows CPU use, but what share of a core it gets is the machine's to
+              // give: with twenty tasks running on two cores it is under a tenth, so the figure is
+              // only required to be clearly above zero.
+              return s && s.cpuUtil > 1 && s.memoryBytes > 96 * MiB ? s : null;
             },
             30_000,
           );
