@@ -84,8 +84,12 @@ export class ChangeRecorder {
   statesOf(id: string): InstanceState[] {
     return this.changes.filter((c) => c.id === id).map((c) => c.state);
   }
-  /** The first change of `id` to `state`, waiting up to `timeoutMs` for it. */
-  async next(id: string, state: InstanceState, timeoutMs = 10_000): Promise<InstanceStatus> {
+  /**
+   * The first change of `id` to `state`, waiting up to `timeoutMs` for it. The ceiling bounds a
+   * hung test, it times nothing: a container that starts in a second on a quiet machine took over
+   * 10 s through the fleet's agent with both cores loaded.
+   */
+  async next(id: string, state: InstanceState, timeoutMs = 30_000): Promise<InstanceStatus> {
     const find = (): InstanceStatus | undefined => this.changes.find((c) => c.id === id && c.state === state);
     const found = find();
     if (found) return found;
@@ -191,7 +195,7 @@ async function answers(port: number): Promise<boolean> {
 }
 
 /** Starts `spec` and waits until it is running; fails with the states seen when it is not. */
-async function startRunning(runtime: Runtime, spec: InstanceSpec, timeoutMs = 20_000): Promise<InstanceStatus> {
+async function startRunning(runtime: Runtime, spec: InstanceSpec, timeoutMs = 30_000): Promise<InstanceStatus> {
   const changes = new ChangeRecorder(runtime);
   try {
     const started = await runtime.start(spec);
