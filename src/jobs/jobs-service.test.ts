@@ -5,6 +5,8 @@ import { FakeClock } from '../domain/clock.js';
 import { isApiError } from '../domain/errors.js';
 import { EventBus } from '../events.js';
 import { JobsService } from './jobs-service.js';
+import { stopKey } from './job-signals.js';
+import { until } from '../../test/support/eventually.js';
 import type { JobEventPayload } from './job-view.js';
 
 const MIN = 60_000;
@@ -107,8 +109,7 @@ for (const { name, skip } of dialects()) {
     test('a waiting take is woken by a submission, without polling', async () => {
       const started = performance.now();
       const pending = jobs.worker.take('ep1', 'w1', { waitMs: 5000 });
-      await new Promise((r) => setTimeout(r, 20));
-      assert.equal(jobs.signals.waiting('work', 'ep1'), 1);
+      await until('the take to wait', () => jobs.signals.waiting('work', 'ep1') === 1);
       const { id } = await submit();
       const taken = await pending;
       assert.deepEqual(
@@ -237,7 +238,7 @@ for (const { name, skip } of dialects()) {
       const { id } = await submit();
       await jobs.worker.take('ep1', 'w1');
       const stop = jobs.worker.stopRequests('ep1', 'w1', { waitMs: 5000 });
-      await new Promise((r) => setTimeout(r, 10));
+      await until('the stop request to wait', () => jobs.signals.waiting('stop', stopKey('ep1', 'w1')) === 1);
       assert.deepEqual(await jobs.client.cancel('acct1', 'ep1', id), { id, status: 'CANCELLED' });
       assert.deepEqual(await stop, [id]);
       assert.deepEqual(await jobs.worker.stopRequests('ep1', 'w1'), []);
@@ -353,7 +354,7 @@ for (const { name, skip } of dialects()) {
       await submit();
       await jobs.worker.take('ep1', 'w1');
       const waiting = jobs.worker.take('ep1', 'w2', { waitMs: 5000 });
-      await new Promise((r) => setTimeout(r, 10));
+      await until('the take to wait', () => jobs.signals.waiting('work', 'ep1') === 1);
       await jobs.worker.workerLost('w1', 'ep1');
       assert.equal((await waiting).length, 1);
     });
@@ -383,11 +384,11 @@ for (const { name, skip } of dialects()) {
         stream: [{ output: 'a' }, { output: 'b' }],
       });
       const waiting = jobs.client.stream('acct1', 'ep1', id, { waitMs: 5000 });
-      await new Promise((r) => setTimeout(r, 10));
+      await until('the stream read to wait', () => jobs.signals.waiting('stream', id) === 1);
       await jobs.worker.appendStream('w1', id, { output: 'c' });
       assert.deepEqual(await waiting, { id, status: 'IN_PROGRESS', stream: [{ output: 'c' }] });
       const final = jobs.client.stream('acct1', 'ep1', id, { waitMs: 5000 });
-      await new Promise((r) => setTimeout(r, 10));
+      await until('the stream read to wait', () => jobs.signals.waiting('stream', id) === 1);
       await jobs.worker.complete('w1', id, { output: [] });
       assert.deepEqual(await final, { id, status: 'COMPLETED', stream: [] });
       assert.equal((await jobs.worker.appendStream('w1', id, { output: 'late' })).outcome, 'ignored');
