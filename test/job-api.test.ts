@@ -3,6 +3,7 @@ import { test, before, after, describe } from 'node:test';
 import assert from 'node:assert/strict';
 import { createTestApp, json, type TestApp } from './support/harness.js';
 import { FakeClock } from '../src/domain/clock.js';
+import { until } from './support/eventually.js';
 
 let t: TestApp;
 const clock = new FakeClock(Date.UTC(2026, 0, 1));
@@ -390,7 +391,8 @@ describe('rate limits (spec 8.1)', () => {
     const held = Array.from({ length: 400 }, () =>
       t.request(acct.key, 'GET', `/v2/${ep}/status-sync/${id}?wait=20000`),
     );
-    await new Promise((r) => setTimeout(r, 300));
+    // each is in flight from its start, and waiting once it got past the checks
+    await until('the 400 long-polls to wait', () => t.services.jobs.signals.waiting('job', id) === 400);
     const refused = await t.request(acct.key, 'GET', `/v2/${ep}/status/${id}`);
     assert.equal(refused.statusCode, 429, refused.body);
     assert.match(json(refused).detail, /in flight/);

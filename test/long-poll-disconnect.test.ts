@@ -87,7 +87,10 @@ test('closing the server answers open long-polls at once instead of waiting out 
   const take = fetch(`${other.server.url}/v2/${id}/job-take/w1`, { headers: { authorization: workerKey } });
   await until('the take to wait', () => services.jobs.signals.waiting('work', id) === 1);
   const closed = other.close().then(() => 'closed');
-  const late = new Promise((r) => setTimeout(() => r('still open after 10 s'), 10_000).unref());
-  assert.equal(await Promise.race([closed, late]), 'closed');
+  const outcome = await Promise.race([
+    closed,
+    new Promise((r) => setTimeout(() => r('still open after 10 s'), 10_000).unref()),
+  ]);
+  assert.equal(outcome, 'closed');
   assert.equal((await take).status, 204, 'the worker is told there is no job');
 });

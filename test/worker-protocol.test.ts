@@ -4,6 +4,8 @@ import { test, before, after, beforeEach, describe } from 'node:test';
 import assert from 'node:assert/strict';
 import { createTestApp, json, type TestApp } from './support/harness.js';
 import { FakeClock } from '../src/domain/clock.js';
+import { stopKey } from '../src/jobs/job-signals.js';
+import { until } from './support/eventually.js';
 
 let t: TestApp;
 let clock: FakeClock;
@@ -78,7 +80,7 @@ describe('take', () => {
         await slow.services.endpoints.create(owner.accountId, { name: 'ep', templateId: template.id, gpuIds: 'ADA_24' })
       ).id;
       const pending = slow.request(null, 'GET', `/v2/${id}/job-take/w1`, undefined, { authorization: owner.key });
-      await new Promise((r) => setTimeout(r, 50));
+      await until('the take to wait', () => slow.services.jobs.signals.waiting('work', id) === 1);
       const submitted = json(await slow.request(owner.key, 'POST', `/v2/${id}/run`, { input: { late: true } })).id;
       const res = await pending;
       assert.equal(res.statusCode, 200);
@@ -320,7 +322,10 @@ describe('heartbeats', () => {
       await slow.request(owner.key, 'POST', `/v2/${id}/run`, { input: {} });
       await slow.request(null, 'GET', `/v2/${id}/job-take/w-poll`, undefined, { authorization: owner.key });
       const stop = slow.request(null, 'GET', `/v2/${id}/job-stop/w-poll`, undefined, { authorization: owner.key });
-      await new Promise((r) => setTimeout(r, 50));
+      await until(
+        'the stop request to wait',
+        () => slow.services.jobs.signals.waiting('stop', stopKey(id, 'w-poll')) === 1,
+      );
       clock.advance(60_000);
       const pass = await slow.services.timekeeper.tick();
       assert.deepEqual(pass.lostWorkers, []);
