@@ -34,7 +34,8 @@ export const images: Record<string, ImageSpec> = {
   },
   'test/http-unprobed': { command: [node, fixture('http-server.mjs')] },
   'test/never-ready': {
-    command: [node, '-e', 'console.log("still loading"); setInterval(() => {}, 1 << 30)'],
+    // prints at once (a shell, not Node, whose start-up under load outlasts the 300 ms health timeout)
+    command: ['sh', '-c', 'echo still loading; exec sleep 1000000'],
     health: { ...probe(8000, 300), type: 'tcp' },
   },
   'test/dies-early': {
