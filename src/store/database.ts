@@ -15,10 +15,9 @@ import pg from 'pg';
 import { DIR_MODE, FILE_MODE } from './data-dir-permissions.js';
 import type { Database } from './schema.js';
 import { SqliteCheckpointer, type CheckpointStats } from './sqlite-checkpointer.js';
-import { sqliteMigrations } from './migrations/sqlite/index.js';
-import { postgresMigrations } from './migrations/postgres/index.js';
+import { migrationsFor, type MigrationDialect } from './migrations/index.js';
 
-type Dialect = 'sqlite' | 'postgres';
+type Dialect = MigrationDialect;
 
 /** What a dialect can do; callers branch on capabilities, never on the dialect's name. */
 interface StoreCapabilities {
@@ -106,13 +105,13 @@ pg.types.setTypeParser(20, (v: string) => Number(v));
 export async function openDatabase(options: OpenDatabaseOptions): Promise<Db> {
   if (!options.url) {
     const db = openSqlite(options);
-    await migrate(db.kysely, sqliteMigrations);
+    await migrate(db.kysely, migrationsFor('sqlite'));
     return db;
   }
   const schema = options.schema ?? 'public';
   const db = await openPostgres(options.url, schema);
   try {
-    await withSchemaChangeLock(options.url, () => migrate(db.kysely, postgresMigrations, schema));
+    await withSchemaChangeLock(options.url, () => migrate(db.kysely, migrationsFor('postgres'), schema));
   } catch (err) {
     await db.close();
     throw err;
@@ -130,7 +129,7 @@ const SCHEMA_CHANGE_LOCK = 0x67616e747279n; // "gantry"
  * (`dropSchema`) take this lock, so replicas starting together or test runs sharing a database
  * never collide.
  */
-async function withSchemaChangeLock<T>(url: string, fn: () => Promise<T>): Promise<T> {
+export async function withSchemaChangeLock<T>(url: string, fn: () => Promise<T>): Promise<T> {
   const client = new pg.Client({ connectionString: url });
   await client.connect();
   try {

@@ -1,6 +1,6 @@
 /**
  * The DDL of the first migration, written once with the two dialects' type names as parameters.
- * Later migrations that need dialect-specific SQL live in their own numbered files per dialect.
+ * Later migrations live in a file each, listed once in `index.ts` with the step of each dialect.
  */
 export interface DialectTypes {
   /** epoch-millisecond timestamps and other 64-bit integers */
