@@ -1,4 +1,5 @@
 import { EventEmitter } from 'node:events';
+import type { PodStatus } from './domain/pod-state.js';
 
 /** Typed in-process events; side effects (usage accounting, console feed, webhooks) subscribe. */
 export interface EventMap {
@@ -7,8 +8,8 @@ export interface EventMap {
     accountId: string;
     /** The pod's GPU type; null for a CPU pod. */
     gpuTypeId: string | null;
-    from: string;
-    to: string;
+    from: PodStatus;
+    to: PodStatus;
     at: number;
   };
   'job:queued': { endpointId: string; jobId: string; lowPriority: boolean };

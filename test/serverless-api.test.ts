@@ -1,5 +1,6 @@
 import { test, before, after, describe } from 'node:test';
 import assert from 'node:assert/strict';
+import type { WorkerStatus } from '../src/domain/worker-state.js';
 import { createTestApp, json, type TestApp } from './support/harness.js';
 
 let t: TestApp;
@@ -248,7 +249,7 @@ describe('REST serverless endpoints', () => {
       summary: { running: 0, idle: 0, initializing: 0, throttled: 0, unhealthy: 0, total: 0 },
       endpointVersion: 1,
     });
-    const insert = (id: string, status: string, version: number | null, createdAt: number) =>
+    const insert = (id: string, status: WorkerStatus, version: number | null, createdAt: number) =>
       t.services.db.kysely
         .insertInto('workers')
         .values({

@@ -1,3 +1,5 @@
+import type { WorkerStatus } from './worker-state.js';
+
 /** `QB` queue-based (the job API) or `LB` load balancing. */
 export type EndpointType = 'QB' | 'LB';
 
@@ -47,7 +49,7 @@ export interface Endpoint {
 export interface EndpointWorker {
   id: string;
   endpointId: string;
-  status: string;
+  status: WorkerStatus;
   createdAt: number;
   lastPingAt: number | null;
   /** The endpoint version it was launched with; null when unknown (attached by hand). */

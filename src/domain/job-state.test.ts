@@ -5,6 +5,9 @@ import {
   changesFrom,
   isTerminalJobStatus,
   JOB_STATUSES,
+  RESULT_JOB_STATUSES,
+  TERMINAL_JOB_STATUSES,
+  UNFINISHED_JOB_STATUSES,
   nextJobState,
   TIMED_OUT_ERROR,
   WORKER_LOST_ERROR,
@@ -205,5 +208,25 @@ test('only retry moves a job out of a terminal state, and every terminal job has
       const allowed: JobStatus[] = [...JOB_STATUSES];
       assert.ok(allowed.includes(job.status));
     }),
+  );
+});
+
+test('the unfinished statuses are those a worker or a cancel can still move; the terminal ones are the rest', () => {
+  const movable = new Set(
+    (['take', 'progress', 'complete', 'fail', 'cancel', 'timeout', 'worker-lost'] as const).flatMap(changesFrom),
+  );
+  assert.deepEqual(
+    [...UNFINISHED_JOB_STATUSES],
+    JOB_STATUSES.filter((s) => movable.has(s)),
+  );
+  assert.deepEqual([...TERMINAL_JOB_STATUSES].sort(), JOB_STATUSES.filter((s) => !movable.has(s)).sort());
+  assert.ok(TERMINAL_JOB_STATUSES.every(isTerminalJobStatus));
+});
+
+test("the result statuses are where a worker's complete and fail posts take a running job", () => {
+  const after = (e: JobEvent) => changed(running(), e, T0 + 200).status;
+  assert.deepEqual(
+    [after({ type: 'complete', workerId: 'w1', output: null }), after({ type: 'fail', workerId: 'w1', error: 'x' })],
+    [...RESULT_JOB_STATUSES],
   );
 });

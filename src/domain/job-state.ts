@@ -19,9 +19,28 @@
 export const JOB_STATUSES = ['IN_QUEUE', 'IN_PROGRESS', 'COMPLETED', 'FAILED', 'CANCELLED', 'TIMED_OUT'] as const;
 export type JobStatus = (typeof JOB_STATUSES)[number];
 
-const TERMINAL_JOB_STATUSES: readonly JobStatus[] = ['COMPLETED', 'FAILED', 'CANCELLED', 'TIMED_OUT'];
+/** Statuses a job leaves only by `retry` (FAILED, TIMED_OUT) or not at all: it has its result. */
+export const TERMINAL_JOB_STATUSES = [
+  'COMPLETED',
+  'FAILED',
+  'CANCELLED',
+  'TIMED_OUT',
+] as const satisfies readonly JobStatus[];
+export type TerminalJobStatus = (typeof TERMINAL_JOB_STATUSES)[number];
 
-export const isTerminalJobStatus = (s: JobStatus): boolean => TERMINAL_JOB_STATUSES.includes(s);
+/** Statuses of a job that has no result yet: waiting in the queue or held by a worker. */
+export const UNFINISHED_JOB_STATUSES = ['IN_QUEUE', 'IN_PROGRESS'] as const satisfies readonly JobStatus[];
+export type UnfinishedJobStatus = (typeof UNFINISHED_JOB_STATUSES)[number];
+
+/** The statuses a worker's result puts a job in. */
+export const RESULT_JOB_STATUSES = ['COMPLETED', 'FAILED'] as const satisfies readonly JobStatus[];
+export type JobResultStatus = (typeof RESULT_JOB_STATUSES)[number];
+
+export const isTerminalJobStatus = (s: JobStatus): s is TerminalJobStatus =>
+  (TERMINAL_JOB_STATUSES as readonly JobStatus[]).includes(s);
+
+export const isUnfinishedJobStatus = (s: JobStatus): s is UnfinishedJobStatus =>
+  (UNFINISHED_JOB_STATUSES as readonly JobStatus[]).includes(s);
 
 /** Error text of a job whose worker stopped answering after the retry budget was spent. */
 export const WORKER_LOST_ERROR = 'The worker running this job was lost and the retry budget is spent.';

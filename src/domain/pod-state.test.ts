@@ -1,6 +1,17 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { POD_ACTIONS, POD_STATUSES, actionsFor, decideAction, nextPodState, type PodStatus } from './pod-state.js';
+import {
+  DESIRED_STATUSES,
+  LIVE_POD_STATUSES,
+  POD_ACTIONS,
+  POD_STATUSES,
+  STOPPED_POD_STATUSES,
+  actionsFor,
+  decideAction,
+  isLivePodStatus,
+  nextPodState,
+  type PodStatus,
+} from './pod-state.js';
 
 test('actions per status follow the design: RUNNING stop/restart/terminate, EXITED and ERROR start/terminate, PROVISIONING and STARTING stop/terminate, TERMINATED none', () => {
   const expected: Record<PodStatus, string[]> = {
@@ -66,4 +77,20 @@ test('events that do not apply to the status are refused, so a late event cannot
   assert.equal(nextPodState('TERMINATED', { type: 'exited', reason: 'x' }).ok, false);
   assert.equal(nextPodState('RUNNING', { type: 'prepared' }).ok, false);
   assert.equal(nextPodState('ERROR', { type: 'failed', reason: 'x' }).ok, false);
+});
+
+test('the live statuses are those an instance exiting or failing moves; the stopped ones are the rest', () => {
+  const moved = POD_STATUSES.filter((s) => nextPodState(s, { type: 'failed', reason: 'x' }).ok);
+  assert.deepEqual([...LIVE_POD_STATUSES], moved);
+  assert.deepEqual(
+    [...STOPPED_POD_STATUSES],
+    POD_STATUSES.filter((s) => !isLivePodStatus(s)),
+  );
+  const desired = new Set<string>();
+  for (const s of POD_STATUSES)
+    for (const a of POD_ACTIONS) {
+      const d = decideAction(s, false, a);
+      if (d.ok) desired.add(d.desired);
+    }
+  assert.deepEqual([...desired].sort(), [...DESIRED_STATUSES].sort(), 'the desired statuses are those actions ask for');
 });

@@ -10,7 +10,21 @@ export const POD_ACTIONS = ['start', 'stop', 'restart', 'terminate'] as const;
 export type PodAction = (typeof POD_ACTIONS)[number];
 
 /** What the user asked for; the controller drives `status` toward it. */
-export type DesiredStatus = 'RUNNING' | 'EXITED' | 'TERMINATED';
+export const DESIRED_STATUSES = ['RUNNING', 'EXITED', 'TERMINATED'] as const satisfies readonly PodStatus[];
+export type DesiredStatus = (typeof DESIRED_STATUSES)[number];
+
+/**
+ * Statuses of a pod whose instance runs or is being brought up: it holds its machine (GPUs,
+ * ports), is billed, and an instance exiting or failing moves it.
+ */
+export const LIVE_POD_STATUSES = ['PROVISIONING', 'STARTING', 'RUNNING'] as const satisfies readonly PodStatus[];
+export type LivePodStatus = (typeof LIVE_POD_STATUSES)[number];
+
+/** Statuses of a pod with no instance: stopped, failed or gone. */
+export const STOPPED_POD_STATUSES = ['EXITED', 'ERROR', 'TERMINATED'] as const satisfies readonly PodStatus[];
+
+export const isLivePodStatus = (s: PodStatus): s is LivePodStatus =>
+  (LIVE_POD_STATUSES as readonly PodStatus[]).includes(s);
 
 const assertNever = (x: never): never => {
   throw new Error(`unexpected value ${String(x)}`);
@@ -100,15 +114,16 @@ export function nextPodState(status: PodStatus, event: PodEvent): Transition {
         ? { ok: true, status: 'RUNNING', reason: null }
         : refuse(status, event.type);
     case 'exited':
-      return live(status) ? { ok: true, status: 'EXITED', reason: event.reason } : refuse(status, event.type);
+      return isLivePodStatus(status)
+        ? { ok: true, status: 'EXITED', reason: event.reason }
+        : refuse(status, event.type);
     case 'failed':
-      return live(status) ? { ok: true, status: 'ERROR', reason: event.reason } : refuse(status, event.type);
+      return isLivePodStatus(status) ? { ok: true, status: 'ERROR', reason: event.reason } : refuse(status, event.type);
     default:
       return assertNever(event);
   }
 }
 
-const live = (s: PodStatus): boolean => s === 'PROVISIONING' || s === 'STARTING' || s === 'RUNNING';
 const refuse = (status: PodStatus, event: string): Transition => ({
   ok: false,
   reason: `${event} does not apply to a ${status} pod`,

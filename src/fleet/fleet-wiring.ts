@@ -24,6 +24,8 @@
 import type { Logger } from 'pino';
 import type { Catalog } from '../domain/catalog.js';
 import type { Clock } from '../domain/clock.js';
+import { STOPPED_POD_STATUSES } from '../domain/pod-state.js';
+import type { WorkerStatus } from '../domain/worker-state.js';
 import type { Inventory } from '../inventory/inventory.js';
 import type { Db } from '../store/database.js';
 import type { FleetJournal } from './fleet-journal.js';
@@ -34,7 +36,7 @@ import type { FleetHost } from './fleet-events.js';
 import type { FleetService } from './fleet-service.js';
 import { inventoryHost } from './host-capacity.js';
 
-const LIVE_WORKERS = ['initializing', 'idle', 'running', 'unhealthy'];
+const LIVE_WORKERS = ['initializing', 'idle', 'running', 'unhealthy'] as const satisfies readonly WorkerStatus[];
 /** How often a replica reads the journal when no wake-up came. */
 const JOURNAL_READ_MS = 1_000;
 /** How often old journal entries are pruned. */
@@ -82,7 +84,7 @@ export function recordPlacements(db: Db): Required<FleetPlacements> {
         .selectFrom('pods')
         .select(['id', 'host_id', 'account_id'])
         .where('desired_status', '=', 'RUNNING')
-        .where('status', 'not in', ['EXITED', 'ERROR', 'TERMINATED'])
+        .where('status', 'not in', STOPPED_POD_STATUSES)
         .where('host_id', 'is not', null)
         .execute();
       const workers = await db.kysely

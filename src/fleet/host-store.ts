@@ -4,6 +4,8 @@
  */
 import { sql } from 'kysely';
 import type { Cloud } from '../domain/catalog.js';
+import { LIVE_POD_STATUSES } from '../domain/pod-state.js';
+import { HOLDING_WORKER_STATUSES } from '../domain/worker-state.js';
 import { fromJson, toJson, type Db, type Executor } from '../store/database.js';
 import type { HostsTable } from '../store/schema.js';
 import type { HostCapacity } from './protocol.js';
@@ -31,10 +33,6 @@ export interface HostRecord {
   revokedAt: number | null;
 }
 
-/** Pod statuses that hold an instance on their host. */
-const HOLDING_POD_STATUSES = ['PROVISIONING', 'STARTING', 'RUNNING'];
-/** Worker statuses whose instance still runs. */
-const HOLDING_WORKER_STATUSES = ['initializing', 'idle', 'running', 'throttled', 'unhealthy'];
 /** Rows per batched last-seen update (3 parameters each, far under both dialects' limits). */
 const TOUCH_CHUNK = 500;
 
@@ -247,7 +245,7 @@ export class HostStore {
       .selectFrom('pods')
       .select(['host_id', (eb) => eb.fn.countAll<number>().as('n')])
       .where('host_id', 'is not', null)
-      .where('status', 'in', HOLDING_POD_STATUSES)
+      .where('status', 'in', LIVE_POD_STATUSES)
       .groupBy('host_id')
       .execute();
     const workers = await tx

@@ -4,6 +4,7 @@
  */
 import type { JobState, JobStatus } from '../domain/job-state.js';
 import type { JobPolicy } from '../domain/job-policy.js';
+import type { WebhookDeliveryStatus } from '../domain/webhook-delivery.js';
 import type { JobRecord } from '../store/job-record.js';
 import type { WebhookDelivery } from '../store/webhook-store.js';
 
@@ -27,7 +28,7 @@ export interface JobView {
 }
 
 export interface WebhookDeliveryView {
-  status: 'PENDING' | 'DELIVERED' | 'FAILED';
+  status: WebhookDeliveryStatus;
   attempts: number;
   lastError?: string;
   /** ISO time of the next attempt, while PENDING. */

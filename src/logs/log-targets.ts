@@ -3,12 +3,11 @@
  * account's, or an unknown one, is a 404 like its GET), and whether it runs or is about to.
  */
 import { notFound } from '../domain/errors.js';
+import { isLivePodStatus } from '../domain/pod-state.js';
 import type { PodsService } from '../pods/pods-service.js';
 import type { EndpointsService } from '../serverless/endpoints-service.js';
 import type { PodStore } from '../store/pod-store.js';
 import type { LogTarget } from './log-streams.js';
-
-const LIVE_POD = new Set(['PROVISIONING', 'STARTING', 'RUNNING']);
 
 export interface LogTargetsDeps {
   pods: Pick<PodsService, 'get'>;
@@ -30,7 +29,7 @@ export class LogTargets {
       instanceId: podId,
       alive: async () => {
         const pod = await this.#d.podStore.get(podId);
-        return pod !== null && pod.desiredStatus === 'RUNNING' && LIVE_POD.has(pod.status);
+        return pod !== null && pod.desiredStatus === 'RUNNING' && isLivePodStatus(pod.status);
       },
     };
   }

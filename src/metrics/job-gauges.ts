@@ -1,10 +1,11 @@
+import type { UnfinishedJobStatus } from '../domain/job-state.js';
 import type { JobRecord } from '../store/job-record.js';
 import type { JobFlow } from '../jobs/job-flow.js';
 
 /** A count per endpoint of its jobs in one status, as one read of the store answers it. */
 export interface JobCountRow {
   endpointId: string;
-  status: 'IN_QUEUE' | 'IN_PROGRESS';
+  status: UnfinishedJobStatus;
   n: number;
 }
 
@@ -52,7 +53,7 @@ export class JobGauges implements Pick<JobFlow, 'submitted' | 'taken' | 'requeue
     for (const j of jobs) bump(j.startedAt !== null ? this.running : this.queued, j.endpointId, -1);
   }
 
-  removed(endpointId: string, status: 'IN_QUEUE' | 'IN_PROGRESS', n: number): void {
+  removed(endpointId: string, status: UnfinishedJobStatus, n: number): void {
     bump(status === 'IN_QUEUE' ? this.queued : this.running, endpointId, -n);
   }
 }

@@ -2,6 +2,8 @@ import { timingSafeEqual, createHash } from 'node:crypto';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import { sql } from 'kysely';
 import type { Logger } from 'pino';
+import { isTerminalJobStatus, UNFINISHED_JOB_STATUSES, type UnfinishedJobStatus } from '../domain/job-state.js';
+import type { PodStatus } from '../domain/pod-state.js';
 import type { Db } from '../store/database.js';
 import type { JobRecord } from '../store/job-record.js';
 import type { JobFlow } from '../jobs/job-flow.js';
@@ -49,7 +51,6 @@ const COMMIT_SECONDS = [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.0
 const BATCH_SIZES = [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000];
 /** HTTP methods a label may name; anything else is `other` (a label value never comes from a client unbounded). */
 const METHODS = new Set(['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS']);
-const FINAL_STATUSES = ['COMPLETED', 'FAILED', 'TIMED_OUT', 'CANCELLED'] as const;
 
 const digest = (text: string): Buffer => createHash('sha256').update(text, 'utf8').digest();
 
@@ -366,24 +367,24 @@ export class Metrics implements JobFlow {
   finished(jobs: readonly JobRecord[]): void {
     this.#jobs.finished(jobs);
     for (const j of jobs) {
-      if (!(FINAL_STATUSES as readonly string[]).includes(j.status)) continue;
+      if (!isTerminalJobStatus(j.status)) continue;
       this.#finished.inc({ endpoint: j.endpointId, status: j.status });
       if (j.executionMs !== null && j.startedAt !== null)
         this.#execution.observe({ endpoint: j.endpointId }, j.executionMs / 1000);
     }
   }
 
-  removed(endpointId: string, status: 'IN_QUEUE' | 'IN_PROGRESS', n: number): void {
+  removed(endpointId: string, status: UnfinishedJobStatus, n: number): void {
     this.#jobs.removed(endpointId, status, n);
   }
 
   /** A pod changed status (the `pod:status` event): counted under its new status from now on. */
-  podStatus(from: string, to: string, gpuTypeId: string | null): void {
+  podStatus(from: PodStatus, to: PodStatus, gpuTypeId: string | null): void {
     this.#podCount(from, gpuTypeId, -1);
     if (to !== 'TERMINATED') this.#podCount(to, gpuTypeId, 1);
   }
 
-  #podCount(status: string, gpuTypeId: string | null, by: number): void {
+  #podCount(status: PodStatus, gpuTypeId: string | null, by: number): void {
     const key = `${status}\u0000${gpuTypeId ?? 'cpu'}`;
     const n = (this.#pods.get(key) ?? 0) + by;
     if (n > 0) this.#pods.set(key, n);
@@ -428,14 +429,14 @@ export class Metrics implements JobFlow {
         ? await db
             .selectFrom('jobs')
             .select(['endpoint_id', 'status', (eb) => eb.fn.countAll<number>().as('n')])
-            .where('status', 'in', ['IN_QUEUE', 'IN_PROGRESS'])
+            .where('status', 'in', UNFINISHED_JOB_STATUSES)
             .groupBy(['endpoint_id', 'status'])
             .execute()
         : [];
       const podRows = await db
         .selectFrom('pods')
         .select(['status', 'gpu_type_id', (eb) => eb.fn.countAll<number>().as('n')])
-        .where('status', '<>', sql<string>`'TERMINATED'`)
+        .where('status', '<>', sql.lit<PodStatus>('TERMINATED'))
         .groupBy(['status', 'gpu_type_id'])
         .execute();
       if (readJobs)

@@ -1,7 +1,7 @@
 /** A stored pod rendered as the API's Pod (spec 2.1). Pure: live data and `now` come in. */
 import type { Cloud } from '../domain/catalog.js';
 import { iso } from '../domain/clock.js';
-import { actionsFor, type PodAction, type PodStatus } from '../domain/pod-state.js';
+import { actionsFor, isLivePodStatus, type PodAction, type PodStatus } from '../domain/pod-state.js';
 import type { InstanceStatus } from '../runtime/runtime.js';
 import type { PodRecord } from '../store/pod-store.js';
 import type { Mounts } from '../domain/mounts.js';
@@ -109,8 +109,7 @@ export interface ViewContext {
 }
 
 /** Cost per hour while the pod holds its machine; nothing is billed for a stopped, failed or terminated pod. */
-const billed = (status: PodStatus): boolean =>
-  status === 'PROVISIONING' || status === 'STARTING' || status === 'RUNNING';
+const billed = isLivePodStatus;
 
 /** The pod's `cost`: its rate while it holds its machine, else 0. */
 export const podCost = (pod: PodRecord): number => (billed(pod.status) ? pod.costPerHr : 0);

@@ -1,5 +1,6 @@
 import type { Clock } from '../domain/clock.js';
-import { TERMINAL_WORKER_STATUSES, type WorkerStatus, type WorkerStore } from '../store/worker-store.js';
+import { isTerminalWorkerStatus, type WorkerStatus } from '../domain/worker-state.js';
+import type { WorkerStore } from '../store/worker-store.js';
 import { AttachedWorkersCap } from './attached-workers-cap.js';
 
 /** The `workers` part of `/health`. */
@@ -183,7 +184,7 @@ export class WorkersRegistry {
     const cutoff = now - this.#deadRetentionMs;
     const deleted = await this.#store.deleteTerminalBefore(cutoff);
     for (const [key, entry] of this.#known)
-      if (TERMINAL_WORKER_STATUSES.includes(entry.status) && entry.polls === 0) this.#known.delete(key);
+      if (isTerminalWorkerStatus(entry.status) && entry.polls === 0) this.#known.delete(key);
     return deleted;
   }
 

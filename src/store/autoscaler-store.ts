@@ -1,6 +1,7 @@
 import { sql } from 'kysely';
 import type { Db, Executor } from './database.js';
 import { newId } from '../domain/ids.js';
+import type { WorkerStatus } from '../domain/worker-state.js';
 
 /** What a launched worker holds on its host, besides the host: enough to reserve it again after a restart. */
 export interface WorkerAllocation {
@@ -25,8 +26,8 @@ export interface WorkerUsageStart {
 export interface LaunchedWorkerRow {
   id: string;
   endpointId: string;
-  /** As the workers registry last wrote it: initializing, idle, running, unhealthy, throttled. */
-  status: string;
+  /** As the workers registry last wrote it; never `dead`. */
+  status: WorkerStatus;
   hostId: string;
   createdAt: number;
   lastPingAt: number | null;

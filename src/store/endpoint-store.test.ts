@@ -113,7 +113,7 @@ for (const { name, skip } of dialects()) {
           .values({
             id,
             endpoint_id: endpointId,
-            status: 'RUNNING',
+            status: 'running',
             host_id: null,
             last_ping_at: lastPingAt,
             created_at: createdAt,
@@ -137,7 +137,7 @@ for (const { name, skip } of dialects()) {
         {
           id: 'w1',
           endpointId: 'e1',
-          status: 'RUNNING',
+          status: 'running',
           createdAt: 10,
           lastPingAt: 15,
           endpointVersion: null,
@@ -149,7 +149,7 @@ for (const { name, skip } of dialects()) {
         {
           id: 'w2',
           endpointId: 'e1',
-          status: 'RUNNING',
+          status: 'running',
           createdAt: 20,
           lastPingAt: null,
           endpointVersion: 3,

@@ -1,11 +1,11 @@
 import { sql, type Expression, type ExpressionBuilder, type SqlBool } from 'kysely';
 import type SqliteDatabase from 'better-sqlite3';
 import type { Db, Executor } from './database.js';
-import { WORKER_LOST_ERROR } from '../domain/job-state.js';
+import { WORKER_LOST_ERROR, type JobStatus } from '../domain/job-state.js';
 import type { HeldJob } from '../domain/held-report.js';
 import { toJobRecord, type JobRecord } from './job-record.js';
 import { retainUntil, retainUntilOf, type JobRetention } from './job-retention.js';
-import { big } from './job-sql.js';
+import { big, statusLit, statusText } from './job-sql.js';
 import {
   compileStatement,
   heldBy,
@@ -44,7 +44,7 @@ function givenBack(now: Expression<number>, retain: Expression<number>, retryBud
   const old = <T>(column: keyof JobsTable) => sql.ref<T>(column);
   const none = sql.lit(null);
   return {
-    status: either<string>(sql.lit('IN_QUEUE'), sql.lit('FAILED')),
+    status: either<JobStatus>(statusLit('IN_QUEUE'), statusLit('FAILED')),
     retries: either<number>(sql`retries + 1`, old('retries')),
     queued_at: either<number>(now, old('queued_at')),
     worker_id: either<string | null>(none, old('worker_id')),
@@ -103,7 +103,7 @@ export function giveBackStatement(db: Pick<Db, 'kysely' | 'capabilities'>, retry
             update()
               .where(
                 sql<SqlBool>`id IN (SELECT held.id FROM unnest(${slot('workerIds')}::text[], ${slot('endpointIds')}::text[]) AS w(worker_id, endpoint_id)
-                  CROSS JOIN LATERAL (SELECT id FROM jobs WHERE jobs.worker_id = w.worker_id AND jobs.status = 'IN_PROGRESS' AND jobs.endpoint_id = w.endpoint_id OFFSET 0) AS held)`,
+                  CROSS JOIN LATERAL (SELECT id FROM jobs WHERE jobs.worker_id = w.worker_id AND jobs.status = ${statusLit('IN_PROGRESS')} AND jobs.endpoint_id = w.endpoint_id OFFSET 0) AS held)`,
               )
               .returningAll(),
             [...GIVE_BACK_SLOTS, 'workerIds', 'endpointIds'],
@@ -114,7 +114,7 @@ export function giveBackStatement(db: Pick<Db, 'kysely' | 'capabilities'>, retry
   return s;
 }
 
-const HOLDS_ANY = `SELECT 1 AS one FROM jobs WHERE worker_id = ? AND status = 'IN_PROGRESS' AND endpoint_id = ? LIMIT 1`;
+const HOLDS_ANY = `SELECT 1 AS one FROM jobs WHERE worker_id = ? AND status = ${statusText('IN_PROGRESS')} AND endpoint_id = ? LIMIT 1`;
 
 const split = (rows: readonly JobsTable[]): GivenBack => {
   const records = rows.map(toJobRecord);

@@ -3,7 +3,7 @@ import type { Db, Executor } from './database.js';
 import { changesFrom } from '../domain/job-state.js';
 import { toJobRecord, type JobRecord } from './job-record.js';
 import { DEFAULT_RETENTION, retainUntil, type JobRetention } from './job-retention.js';
-import { big } from './job-sql.js';
+import { big, statusLit } from './job-sql.js';
 
 /** What a client does to its queued or finished jobs: cancel, retry, purge the queue. */
 export class JobControls {
@@ -22,7 +22,7 @@ export class JobControls {
       .updateTable('jobs')
       .set({
         status: 'CANCELLED',
-        stop_requested: sql<number>`CASE WHEN status = 'IN_PROGRESS' THEN 1 ELSE stop_requested END`,
+        stop_requested: sql<number>`CASE WHEN status = ${statusLit('IN_PROGRESS')} THEN 1 ELSE stop_requested END`,
         completed_at: now,
         execution_ms: sql<number>`CASE WHEN started_at IS NULL THEN NULL ELSE ${big(now)} - started_at END`,
         retain_until: retainUntil(this.retention, now),

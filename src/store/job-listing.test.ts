@@ -1,12 +1,20 @@
 import { describe, test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { dialects, openTestDb, type TestDb } from '../../test/support/harness.js';
+import type { JobStatus } from '../domain/job-state.js';
 import { JobListing } from './job-listing.js';
 
 const job = (
   id: string,
   createdAt: number,
-  over: { endpoint?: string; account?: string; status?: string; delay?: number; exec?: number; retries?: number } = {},
+  over: {
+    endpoint?: string;
+    account?: string;
+    status?: JobStatus;
+    delay?: number;
+    exec?: number;
+    retries?: number;
+  } = {},
 ) => ({
   id,
   endpoint_id: over.endpoint ?? 'ep1',

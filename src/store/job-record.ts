@@ -1,5 +1,5 @@
 import type { JobsTable } from './schema.js';
-import type { JobStatus } from '../domain/job-state.js';
+import type { JobResultStatus, JobStatus } from '../domain/job-state.js';
 import type { JobPolicy } from '../domain/job-policy.js';
 
 /**
@@ -48,7 +48,7 @@ export interface WorkerResult {
   workerId: string;
   /** The endpoint the post came through: it applies only to that endpoint's job. Unset: any. */
   endpointId?: string;
-  status: 'COMPLETED' | 'FAILED' | 'IN_PROGRESS';
+  status: JobResultStatus | 'IN_PROGRESS';
   outputJson: string | null;
   error: string | null;
 }

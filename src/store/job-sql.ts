@@ -19,3 +19,11 @@ export function soleStatus(event: Parameters<typeof changesFrom>[0]): JobStatus 
     throw new Error(`${event} applies to ${from.length} statuses; its query needs an index on status`);
   return from[0]!;
 }
+
+/**
+ * A job status written into statement text by hand (a literal, as a partial index needs), checked
+ * against the state machine's statuses: `statusLit('IN_PROGRESS')` in a query built with `sql`,
+ * `statusText('IN_PROGRESS')` in one prepared from a string.
+ */
+export const statusLit = (status: JobStatus): RawBuilder<JobStatus> => sql.lit(status);
+export const statusText = (status: JobStatus): string => `'${status}'`;

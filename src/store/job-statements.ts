@@ -13,7 +13,8 @@
  */
 import { CompiledQuery, sql, type Compilable, type Expression, type Kysely, type SqlBool } from 'kysely';
 import type SqliteDatabase from 'better-sqlite3';
-import { changesFrom, type JobEventType, type JobStatus } from '../domain/job-state.js';
+import { changesFrom, type JobEventType, type JobResultStatus, type JobStatus } from '../domain/job-state.js';
+import type { WebhookDeliveryStatus } from '../domain/webhook-delivery.js';
 import { receiverKey } from '../domain/webhook-url.js';
 import type { Db, Executor } from './database.js';
 import type { NewJob, WorkerResult } from './job-record.js';
@@ -290,7 +291,7 @@ export const webhookRow = (a: WebhookArgs) => ({
   payload: a.payload,
   attempts: sql.lit(0),
   next_attempt_at: a.now,
-  status: sql.lit('PENDING'),
+  status: sql.lit<WebhookDeliveryStatus>('PENDING'),
   last_error: sql.lit(null),
   created_at: a.now,
   account_id: a.account_id,
@@ -357,7 +358,7 @@ interface FinishArgs {
   id: string;
   workerId: string;
   endpointId: string | null;
-  status: 'COMPLETED' | 'FAILED';
+  status: JobResultStatus;
   output: string | null;
   error: string | null;
   now: number;
@@ -512,7 +513,7 @@ function compileJobStatements(db: Pick<Db, 'kysely' | 'capabilities'>): JobState
       k
         .updateTable('jobs')
         .set({
-          status: slot<string>('status'),
+          status: slot<JobStatus>('status'),
           output: slot<string | null>('output'),
           error: slot<string | null>('error'),
           ...finishedAt(slot('now'), retainUntilOf(big(slot('runsyncUntil')), big(slot('runUntil')))),

@@ -1,6 +1,6 @@
 import { sql } from 'kysely';
 import type { Db, Executor } from './database.js';
-import { TIMED_OUT_ERROR } from '../domain/job-state.js';
+import { isUnfinishedJobStatus, TIMED_OUT_ERROR, type UnfinishedJobStatus } from '../domain/job-state.js';
 import { toJobRecord, type JobRecord } from './job-record.js';
 import { DEFAULT_RETENTION, retainUntil, type JobRetention } from './job-retention.js';
 import { big, soleStatus } from './job-sql.js';
@@ -24,16 +24,16 @@ export class JobSweeps {
     expired: string[];
     purged: string[];
     /** Of the expired jobs, how many per endpoint were still queued or running. */
-    unfinished: Array<{ endpointId: string; status: 'IN_QUEUE' | 'IN_PROGRESS'; n: number }>;
+    unfinished: Array<{ endpointId: string; status: UnfinishedJobStatus; n: number }>;
   }> {
     const expired = await tx
       .deleteFrom('jobs')
       .where('id', 'in', (eb) => eb.selectFrom('jobs').select('id').where('expires_at', '<=', now).limit(limit))
       .returning(['id', 'endpoint_id', 'status'])
       .execute();
-    const counts = new Map<string, { endpointId: string; status: 'IN_QUEUE' | 'IN_PROGRESS'; n: number }>();
+    const counts = new Map<string, { endpointId: string; status: UnfinishedJobStatus; n: number }>();
     for (const r of expired) {
-      if (r.status !== 'IN_QUEUE' && r.status !== 'IN_PROGRESS') continue;
+      if (!isUnfinishedJobStatus(r.status)) continue;
       const key = `${r.endpoint_id}\u0000${r.status}`;
       const c = counts.get(key) ?? { endpointId: r.endpoint_id, status: r.status, n: 0 };
       c.n++;

@@ -1,4 +1,5 @@
 import { sql } from 'kysely';
+import type { DesiredStatus } from '../domain/pod-state.js';
 import type { ResourceHoldings } from '../domain/quotas.js';
 import type { Db, Executor } from './database.js';
 
@@ -16,7 +17,9 @@ export class ResourceHoldingsStore {
       .selectFrom('pods')
       .select([
         (eb) => eb.fn.countAll<number>().as('pods'),
-        sql<number>`coalesce(sum(CASE WHEN desired_status = 'RUNNING' THEN gpu_count ELSE 0 END), 0)`.as('gpus'),
+        sql<number>`coalesce(sum(CASE WHEN desired_status = ${sql.lit<DesiredStatus>('RUNNING')} THEN gpu_count ELSE 0 END), 0)`.as(
+          'gpus',
+        ),
       ])
       .where('account_id', '=', accountId)
       .where('status', '<>', 'TERMINATED')

@@ -4,6 +4,10 @@
  * values are JSON text.
  */
 import type { Generated } from 'kysely';
+import type { JobStatus } from '../domain/job-state.js';
+import type { DesiredStatus, PodStatus } from '../domain/pod-state.js';
+import type { WebhookDeliveryStatus } from '../domain/webhook-delivery.js';
+import type { WorkerStatus } from '../domain/worker-state.js';
 
 export interface AccountsTable {
   id: string;
@@ -42,9 +46,9 @@ export interface PodsTable {
   id: string;
   account_id: string;
   name: string;
-  status: string;
-  /** What the user asked for: RUNNING, EXITED or TERMINATED. The controller drives status toward it. */
-  desired_status: string;
+  status: PodStatus;
+  /** What the user asked for. The controller drives status toward it. */
+  desired_status: DesiredStatus;
   status_reason: string | null;
   image: string;
   args: string;
@@ -222,7 +226,7 @@ export interface JobsTable {
   id: string;
   endpoint_id: string;
   account_id: string;
-  status: string;
+  status: JobStatus;
   seq: number;
   /** JSON text of the request's `input`. */
   input: string;
@@ -289,7 +293,7 @@ interface JobUsageTable {
 export interface WorkersTable {
   id: string;
   endpoint_id: string;
-  status: string;
+  status: WorkerStatus;
   host_id: string | null;
   last_ping_at: number | null;
   created_at: number;
@@ -323,8 +327,7 @@ export interface WebhookDeliveriesTable {
   payload: string;
   attempts: number;
   next_attempt_at: number;
-  /** PENDING, DELIVERED or FAILED. */
-  status: string;
+  status: WebhookDeliveryStatus;
   last_error: string | null;
   created_at: number;
   /** The job's account ('' for rows written before migration 0007 whose job was gone). */
@@ -383,7 +386,7 @@ export interface HostOperationsTable {
   /** the operation as JSON, sealed with the server's SecretBox */
   body: string;
   /** `pending` until acknowledged, then `acked` */
-  state: string;
+  state: 'pending' | 'acked';
   ack_ok: number | null;
   ack_error: string | null;
   created_at: number;

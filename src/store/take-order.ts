@@ -1,6 +1,7 @@
 import { sql } from 'kysely';
 import type SqliteDatabase from 'better-sqlite3';
 import type { Db, Executor } from './database.js';
+import { statusText } from './job-sql.js';
 
 /**
  * The order of takes (`jobs.taken_seq`, migration 0019): a take stamps the jobs it claims with one
@@ -20,7 +21,7 @@ export const TAKE_ORDER_NEXT = sql<string>`(SELECT nextval('jobs_taken_seq'))`;
 /** The counter of an in-process database, per open database. */
 const counters = new WeakMap<object, { last: number }>();
 
-const SEED = `SELECT max(taken_seq) AS m FROM jobs WHERE status = 'IN_PROGRESS'`;
+const SEED = `SELECT max(taken_seq) AS m FROM jobs WHERE status = ${statusText('IN_PROGRESS')}`;
 
 function advance(db: Pick<Db, 'kysely'>, seed: () => unknown): number {
   let counter = counters.get(db.kysely);

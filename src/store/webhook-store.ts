@@ -1,9 +1,9 @@
 import { sql } from 'kysely';
 import type { Db, Executor } from './database.js';
+import { FINISHED_DELIVERY_STATUSES, type WebhookDeliveryStatus } from '../domain/webhook-delivery.js';
 import type { WebhookDeliveriesTable } from './schema.js';
 
-/** PENDING until delivered; FAILED once its attempts are spent. */
-type WebhookDeliveryStatus = 'PENDING' | 'DELIVERED' | 'FAILED';
+const PENDING = sql.lit<WebhookDeliveryStatus>('PENDING');
 
 /** One webhook call of the outbox (written by JobsService when a job finishes). */
 export interface WebhookDelivery {
@@ -31,7 +31,7 @@ const toDelivery = (r: WebhookDeliveriesTable): WebhookDelivery => ({
   payloadJson: r.payload,
   attempts: Number(r.attempts),
   nextAttemptAt: Number(r.next_attempt_at),
-  status: r.status as WebhookDeliveryStatus,
+  status: r.status,
   lastError: r.last_error,
   createdAt: Number(r.created_at),
   accountId: r.account_id,
@@ -74,14 +74,14 @@ export class WebhookStore {
   async dueAccounts(now: number, tx: Executor = this.db.kysely): Promise<string[]> {
     const { rows } = await sql<{ account_id: string }>`
       WITH RECURSIVE pending(account_id) AS (
-        SELECT (SELECT MIN(account_id) FROM webhook_deliveries WHERE status = 'PENDING')
+        SELECT (SELECT MIN(account_id) FROM webhook_deliveries WHERE status = ${PENDING})
         UNION ALL
-        SELECT (SELECT MIN(w.account_id) FROM webhook_deliveries w WHERE w.status = 'PENDING' AND w.account_id > p.account_id)
+        SELECT (SELECT MIN(w.account_id) FROM webhook_deliveries w WHERE w.status = ${PENDING} AND w.account_id > p.account_id)
         FROM pending p WHERE p.account_id IS NOT NULL
       )
       SELECT account_id FROM pending p
       WHERE p.account_id IS NOT NULL
-        AND (SELECT MIN(w.next_attempt_at) FROM webhook_deliveries w WHERE w.status = 'PENDING' AND w.account_id = p.account_id) <= ${now}`.execute(
+        AND (SELECT MIN(w.next_attempt_at) FROM webhook_deliveries w WHERE w.status = ${PENDING} AND w.account_id = p.account_id) <= ${now}`.execute(
       tx,
     );
     return rows.map((r) => r.account_id);
@@ -232,7 +232,7 @@ export class WebhookStore {
         eb
           .selectFrom('webhook_deliveries')
           .select('id')
-          .where('status', 'in', ['DELIVERED', 'FAILED'])
+          .where('status', 'in', FINISHED_DELIVERY_STATUSES)
           .where('created_at', '<', before)
           .limit(limit),
       )

@@ -1,6 +1,7 @@
 import { describe, test, before, after, beforeEach } from 'node:test';
 import assert from 'node:assert/strict';
 import { dialects, openTestDb, type TestDb } from '../../test/support/harness.js';
+import type { WorkerStatus } from '../domain/worker-state.js';
 import { WorkerStore } from './worker-store.js';
 
 const T0 = 1_767_225_600_000;
@@ -16,7 +17,7 @@ for (const { name, skip } of dialects()) {
         .where('endpoint_id', '=', endpointId)
         .where('id', '=', id)
         .executeTakeFirst();
-    const launched = (endpointId: string, id: string, status: string) =>
+    const launched = (endpointId: string, id: string, status: WorkerStatus) =>
       t.db.kysely
         .insertInto('workers')
         .values({

@@ -1,17 +1,6 @@
 import { sql } from 'kysely';
+import { LIVE_WORKER_STATUSES, TERMINAL_WORKER_STATUSES, type WorkerStatus } from '../domain/worker-state.js';
 import type { Db } from './database.js';
-
-/**
- * What the `workers` table says of a worker. The autoscaler writes `initializing` (launched, not
- * heard from yet) and `throttled`; the workers registry writes the others from what workers send.
- */
-export type WorkerStatus = 'initializing' | 'idle' | 'running' | 'throttled' | 'unhealthy' | 'dead';
-
-/** Statuses of a worker that is up and taking work. */
-const LIVE_WORKER_STATUSES: readonly WorkerStatus[] = ['idle', 'running'];
-
-/** Statuses a worker row never leaves on its own (a worker that calls again is a new sighting). */
-export const TERMINAL_WORKER_STATUSES: readonly WorkerStatus[] = ['dead'];
 
 /** A sign of life to write: the worker's status and when it was last heard from. */
 export interface WorkerSighting {
@@ -150,7 +139,7 @@ export class WorkerStore {
   }
 
   /** The endpoint's hand-attached worker rows (no host) counted by status. */
-  async countAttachedByStatus(endpointId: string): Promise<Array<{ status: string; n: number }>> {
+  async countAttachedByStatus(endpointId: string): Promise<Array<{ status: WorkerStatus; n: number }>> {
     return this.db.kysely
       .selectFrom('workers')
       .select((eb) => ['status', eb.fn.countAll<number>().as('n')])
