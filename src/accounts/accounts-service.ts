@@ -3,7 +3,7 @@ import { apiKeyQuotaRefusal, type Quotas } from '../domain/quotas.js';
 import type { Clock } from '../domain/clock.js';
 import { newId } from '../domain/ids.js';
 import type { AccountStore, Account, ApiKeyRecord } from '../store/account-store.js';
-import type { KeyScope } from '../store/schema.js';
+import type { KeyScope } from '../store/account-tables.js';
 import { generateApiKey, hashApiKey, keyNameProblem, looksLikeKey } from './api-keys.js';
 import { validateAuthorizedKey } from './ssh-keys.js';
 

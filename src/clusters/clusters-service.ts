@@ -25,7 +25,7 @@ import type { PodsService } from '../pods/pods-service.js';
 import type { PodView } from '../pods/pod-view.js';
 import type { ClusterStore } from '../store/cluster-store.js';
 import { isUniqueViolation } from '../store/database.js';
-import type { PodRecord } from '../store/pod-store.js';
+import type { PodRecord } from '../store/pod-record.js';
 
 interface ClusterCompute {
   gpuTypeId: string;

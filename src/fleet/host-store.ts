@@ -7,7 +7,7 @@ import type { Cloud } from '../domain/catalog.js';
 import { LIVE_POD_STATUSES } from '../domain/pod-state.js';
 import { HOLDING_WORKER_STATUSES } from '../domain/worker-state.js';
 import { fromJson, toJson, type Db, type Executor } from '../store/database.js';
-import type { HostsTable } from '../store/schema.js';
+import type { HostsTable } from '../store/host-tables.js';
 import type { HostCapacity } from './protocol.js';
 
 export interface JoinTokenRecord {

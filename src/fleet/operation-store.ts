@@ -8,7 +8,7 @@
  * `seq > after` can therefore never see operation n+1 committed while n is still invisible.
  */
 import type { Db, Executor } from '../store/database.js';
-import type { HostOperationsTable } from '../store/schema.js';
+import type { HostOperationsTable } from '../store/host-tables.js';
 
 import type { OperationKind } from './protocol.js';
 

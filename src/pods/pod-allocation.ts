@@ -4,7 +4,7 @@
  */
 import { ApiError } from '../domain/errors.js';
 import type { Allocation, Inventory } from '../inventory/inventory.js';
-import type { PodRecord, PortMapping } from '../store/pod-store.js';
+import type { PodRecord, PortMapping } from '../store/pod-record.js';
 
 /** The exact resources a pod holds on its host; the same shape placement reserved at create. */
 export function allocationOf(

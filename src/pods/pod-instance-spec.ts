@@ -1,6 +1,6 @@
 import type { RegistriesService } from '../registries/registries-service.js';
 import { accountNetworkName, type InstanceSpec, type VolumeSource } from '../runtime/runtime.js';
-import type { PodRecord } from '../store/pod-store.js';
+import type { PodRecord } from '../store/pod-record.js';
 import { internalDns } from './global-network.js';
 
 export interface PodInstanceDeps {

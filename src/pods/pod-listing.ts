@@ -5,7 +5,7 @@
  * (ties fall to the pod id), so consecutive pages of one query hold every pod exactly once while
  * the list does not change.
  */
-import type { PodRecord } from '../store/pod-store.js';
+import type { PodRecord } from '../store/pod-record.js';
 import { podCost } from './pod-view.js';
 
 export const POD_SORTS = ['created', 'name', 'status', 'gpu', 'cost', 'uptime', 'dataCenter'] as const;

@@ -4,7 +4,8 @@ import type { PodStatus } from '../domain/pod-state.js';
 import type { EventBus } from '../events.js';
 import type { SystemLogWriter } from '../logs/system-log.js';
 import type { Inventory } from '../inventory/inventory.js';
-import type { PodChanges, PodRecord, PodStore } from '../store/pod-store.js';
+import type { PodChanges, PodRecord } from '../store/pod-record.js';
+import type { PodStore } from '../store/pod-store.js';
 
 export interface PodStatusWriterDeps {
   store: PodStore;

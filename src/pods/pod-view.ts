@@ -3,7 +3,7 @@ import type { Cloud } from '../domain/catalog.js';
 import { iso } from '../domain/clock.js';
 import { actionsFor, isLivePodStatus, type PodAction, type PodStatus } from '../domain/pod-state.js';
 import type { InstanceStatus } from '../runtime/runtime.js';
-import type { PodRecord } from '../store/pod-store.js';
+import type { PodRecord } from '../store/pod-record.js';
 import type { Mounts } from '../domain/mounts.js';
 import { internalDns } from './global-network.js';
 import type { ClusterRole } from '../domain/cluster.js';

@@ -17,7 +17,7 @@ import type { RegistriesService } from '../registries/registries-service.js';
 import { assertEnvAllowed } from '../runtime/env-allowed.js';
 import { assertImageAllowed, type RegistryGuard } from '../runtime/registry-guard.js';
 import type { Runtime } from '../runtime/runtime.js';
-import type { PodChanges, PodListFilter, PodRecord, PortMapping } from '../store/pod-store.js';
+import type { PodChanges, PodListFilter, PodRecord, PortMapping } from '../store/pod-record.js';
 import type { Template } from '../domain/template.js';
 import type { TemplatesService } from '../templates/templates-service.js';
 import type { VolumesService } from '../volumes/volumes-service.js';

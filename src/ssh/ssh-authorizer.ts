@@ -8,7 +8,7 @@
  * holds them, or whether they run.
  */
 import ssh2, { type ParsedKey } from 'ssh2';
-import type { PodRecord } from '../store/pod-store.js';
+import type { PodRecord } from '../store/pod-record.js';
 
 /** What a session is opened into. */
 export interface SshTarget {

@@ -1,7 +1,8 @@
 import type { Db, Executor } from './database.js';
 import { fromJson, toJson } from './database.js';
 import type { ExpressionBuilder } from 'kysely';
-import type { AccountsTable, ApiKeysTable, Database, KeyScope } from './schema.js';
+import type { AccountsTable, ApiKeysTable, KeyScope } from './account-tables.js';
+import type { Database } from './schema.js';
 
 export interface Account {
   id: string;

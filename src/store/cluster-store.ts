@@ -1,6 +1,6 @@
 import type { ClusterRecord, ClusterType } from '../domain/cluster.js';
 import type { Db, Executor } from './database.js';
-import type { ClustersTable } from './schema.js';
+import type { ClustersTable } from './pod-tables.js';
 
 const toRecord = (r: ClustersTable): ClusterRecord => ({
   id: r.id,

@@ -1,7 +1,7 @@
 import type { Endpoint, EndpointRelease, EndpointWorker, ReleaseDiffEntry, ScalerType } from '../domain/endpoint.js';
 import type { Db, Executor } from './database.js';
 import { fromJson, toJson } from './database.js';
-import type { EndpointReleasesTable, EndpointsTable, WorkersTable } from './schema.js';
+import type { EndpointReleasesTable, EndpointsTable, WorkersTable } from './endpoint-tables.js';
 
 const splitList = (text: string): string[] => (text === '' ? [] : text.split(','));
 

@@ -5,17 +5,10 @@ import { WORKER_LOST_ERROR, type JobStatus } from '../domain/job-state.js';
 import type { HeldJob } from '../domain/held-report.js';
 import { toJobRecord, type JobRecord } from './job-record.js';
 import { retainUntil, retainUntilOf, type JobRetention } from './job-retention.js';
-import { big, statusLit, statusText } from './job-sql.js';
-import {
-  compileStatement,
-  heldBy,
-  prepareSync,
-  runAsync,
-  slot,
-  statusGuard,
-  type CompiledStatement,
-} from './job-statements.js';
-import type { Database, JobsTable } from './schema.js';
+import { big, heldBy, statusGuard, statusLit, statusText } from './job-sql.js';
+import { compileStatement, prepareSync, runAsync, slot, type CompiledStatement } from './compiled-statement.js';
+import type { JobsTable } from './endpoint-tables.js';
+import type { Database } from './schema.js';
 
 /** A worker: its endpoint and its id (an id names a worker only within its endpoint). */
 export interface WorkerRef {

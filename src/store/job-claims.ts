@@ -4,26 +4,21 @@ import type { Db, Executor } from './database.js';
 import { toJobRecord, type JobRecord, type WorkerResult } from './job-record.js';
 import { DEFAULT_RETENTION, retainUntil, type JobRetention } from './job-retention.js';
 import { nextTakeOrder, nextTakeOrderSync } from './take-order.js';
+import { prepareSync, runAsync, slotIndex } from './compiled-statement.js';
+import { finishedAt, heldBy, statusGuard, takenBy } from './job-sql.js';
 import {
   claimValues,
   FINISH_SLOTS,
-  finishedAt,
   finishValues,
-  heldBy,
-  jobStatements,
-  prepareSync,
   progressValues,
-  runAsync,
-  slotIndex,
-  statusGuard,
-  takenBy,
   type FinishValues,
   type HeadValues,
-} from './job-statements.js';
+} from './job-statement-values.js';
+import { jobStatements } from './job-statements.js';
 
 /** Where the set-based result update reads each value of a finish statement's values. */
 const FINISH = slotIndex(FINISH_SLOTS);
-import type { JobsTable } from './schema.js';
+import type { JobsTable } from './endpoint-tables.js';
 
 /** Jobs claimed per take statement: 3 parameters each, well under SQLite's limit. */
 const TAKE_CHUNK = 2000;

@@ -71,7 +71,7 @@ export class JobListing {
       .execute();
     const jobs = rows.slice(0, query.limit).map((r): JobSummary => ({
       id: r.id,
-      status: r.status as JobStatus,
+      status: r.status,
       createdAt: Number(r.created_at),
       delayMs: r.delay_ms === null ? null : Number(r.delay_ms),
       executionMs: r.execution_ms === null ? null : Number(r.execution_ms),

@@ -1,4 +1,4 @@
-import type { JobsTable } from './schema.js';
+import type { JobsTable } from './endpoint-tables.js';
 import type { JobResultStatus, JobStatus } from '../domain/job-state.js';
 import type { JobPolicy } from '../domain/job-policy.js';
 
@@ -58,7 +58,7 @@ export const toJobRecord = (r: JobsTable): JobRecord => ({
   id: r.id,
   endpointId: r.endpoint_id,
   accountId: r.account_id,
-  status: r.status as JobStatus,
+  status: r.status,
   seq: Number(r.seq),
   inputJson: r.input,
   webhook: r.webhook,

@@ -1,8 +1,10 @@
 import type { Db, Executor } from './database.js';
 import { toJobRecord, type JobRecord, type NewJob } from './job-record.js';
-import type { JobsTable } from './schema.js';
+import type { JobsTable } from './endpoint-tables.js';
 import { INSERT_CHUNK } from './job-sql.js';
-import { jobStatements, newJobColumns, newJobValues, prepareSync, runAsync, usageValues } from './job-statements.js';
+import { prepareSync, runAsync } from './compiled-statement.js';
+import { newJobColumns, newJobValues, usageValues } from './job-statement-values.js';
+import { jobStatements } from './job-statements.js';
 
 /** Job rows written by submissions, and read by id. */
 export class JobRows {

@@ -3,7 +3,8 @@ import assert from 'node:assert/strict';
 import { JOB_STATUSES, nextJobState, type JobEvent, type JobState, type JobStatus } from '../domain/job-state.js';
 import { describeJobStore, T0, newJob, type JobStoreSuite } from '../../test/support/job-store-suite.js';
 import type { JobRecord } from './job-record.js';
-import { compileStatement, jobStatements, slot } from './job-statements.js';
+import { compileStatement, slot } from './compiled-statement.js';
+import { jobStatements } from './job-statements.js';
 
 /** The events the hot path's statements apply, as the store runs them; answers the changed job or null. */
 const apply: Record<string, (s: JobStoreSuite, id: string, now: number) => Promise<JobRecord | null>> = {

@@ -9,7 +9,8 @@ import { CompiledQuery, type KyselyPlugin, type RootOperationNode } from 'kysely
 import { openTestDb, type TestDb } from '../../test/support/harness.js';
 import type { Db } from './database.js';
 import { openJobStore, type JobStore } from './job-store.js';
-import { jobStatements, type CompiledStatement } from './job-statements.js';
+import type { CompiledStatement } from './compiled-statement.js';
+import { jobStatements } from './job-statements.js';
 import { giveBackStatement } from './held-jobs.js';
 
 let t: TestDb;

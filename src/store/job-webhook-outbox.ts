@@ -1,7 +1,9 @@
 import type SqliteDatabase from 'better-sqlite3';
 import type { Db, Executor } from './database.js';
 import { INSERT_CHUNK } from './job-sql.js';
-import { jobStatements, prepareSync, webhookArgs, webhookRow, webhookValues } from './job-statements.js';
+import { prepareSync } from './compiled-statement.js';
+import { webhookArgs, webhookRow, webhookValues } from './job-statement-values.js';
+import { jobStatements } from './job-statements.js';
 
 export interface NewWebhookDelivery {
   id: string;

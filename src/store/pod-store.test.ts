@@ -2,7 +2,8 @@ import { describe, test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { dialects, openTestDb, type TestDb } from '../../test/support/harness.js';
 import { AccountStore } from './account-store.js';
-import { PodStore, type PodRecord } from './pod-store.js';
+import type { PodRecord } from './pod-record.js';
+import { PodStore } from './pod-store.js';
 import { sql } from 'kysely';
 import { statusChangeMinCuda } from './migrations/status-change-min-cuda.js';
 

@@ -1,5 +1,4 @@
 import type { Db, Executor } from './database.js';
-import type { JobStatus } from '../domain/job-state.js';
 
 export interface QueueStats {
   inQueue: number;
@@ -45,7 +44,7 @@ export class QueueStatsReader {
     };
     for (const r of rows) {
       const n = Number(r.n);
-      const status = r.status as JobStatus;
+      const status = r.status;
       switch (status) {
         case 'IN_QUEUE':
           stats.inQueue = n;

@@ -1,6 +1,6 @@
 import type { RegistryDelegation } from '../domain/registry-delegation.js';
 import type { Db, Executor } from './database.js';
-import type { RegistryDelegationsTable } from './schema.js';
+import type { RegistryDelegationsTable } from './account-tables.js';
 
 const toDelegation = (r: RegistryDelegationsTable): RegistryDelegation => ({
   id: r.id,

@@ -1,6 +1,6 @@
 import type { Registry } from '../domain/registry.js';
 import type { Db, Executor } from './database.js';
-import type { RegistriesTable } from './schema.js';
+import type { RegistriesTable } from './account-tables.js';
 
 /** A registry credential as stored: username and password sealed (see SecretBox). */
 export interface RegistryRecord extends Registry {

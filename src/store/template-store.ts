@@ -1,7 +1,7 @@
 import type { Template } from '../domain/template.js';
 import type { Db, Executor } from './database.js';
 import { fromJson, toJson } from './database.js';
-import type { TemplatesTable } from './schema.js';
+import type { TemplatesTable } from './pod-tables.js';
 
 /** What an update may change; identity, ownership and creation time are fixed. */
 export type TemplateChanges = Partial<Omit<Template, 'id' | 'accountId' | 'isPublic' | 'createdAt'>>;

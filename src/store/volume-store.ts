@@ -3,7 +3,7 @@ import type { NetworkVolume } from '../domain/network-volume.js';
 import type { Db, Executor } from './database.js';
 import { fromJson } from './database.js';
 import { newId } from '../domain/ids.js';
-import type { NetworkVolumesTable } from './schema.js';
+import type { NetworkVolumesTable } from './pod-tables.js';
 
 const toVolume = (r: NetworkVolumesTable): NetworkVolume => ({
   id: r.id,

@@ -1,7 +1,7 @@
 import { sql } from 'kysely';
 import type { Db, Executor } from './database.js';
 import { FINISHED_DELIVERY_STATUSES, type WebhookDeliveryStatus } from '../domain/webhook-delivery.js';
-import type { WebhookDeliveriesTable } from './schema.js';
+import type { WebhookDeliveriesTable } from './endpoint-tables.js';
 
 const PENDING = sql.lit<WebhookDeliveryStatus>('PENDING');
 
