@@ -50,7 +50,7 @@ const toRow = (r: HostOperationsTable): OperationRow => ({
   instanceId: r.instance_id,
   volumeId: r.volume_id,
   body: r.body,
-  state: r.state as OperationRow['state'],
+  state: r.state,
   ackOk: r.ack_ok === null ? null : r.ack_ok === 1,
   ackError: r.ack_error,
   createdAt: Number(r.created_at),

@@ -7,7 +7,7 @@ import { sql } from 'kysely';
 import type { JobResultStatus, JobStatus } from '../domain/job-state.js';
 import type { WebhookDeliveryStatus } from '../domain/webhook-delivery.js';
 import { receiverKey } from '../domain/webhook-url.js';
-import { slot, type SlotValues } from './compiled-statement.js';
+import type { SlotValues } from './compiled-statement.js';
 import type { NewJob, WorkerResult } from './job-record.js';
 import type { JobRetention } from './job-retention.js';
 
