@@ -3,6 +3,7 @@
  * CPU pods, at the price of the cloud the pod runs in.
  */
 import type { Catalog, Cloud, CpuFlavor, GpuType } from './catalog.js';
+import type { Placement, PlacementRequest } from './placement.js';
 
 /** The compute a pod (or worker) holds, as pricing sees it. */
 export type PricedCompute =
@@ -37,4 +38,21 @@ export function costPerHour(compute: PricedCompute, catalog: Pick<Catalog, 'gpuT
       return unreachable;
     }
   }
+}
+
+/**
+ * What an instance placed for `request` costs an hour where it landed: a GPU request per GPU of
+ * the type its host has, a CPU request per vCPU of its flavor, at the placement's cloud.
+ */
+export function placedCostPerHour(
+  request: Pick<PlacementRequest, 'kind' | 'gpuCount' | 'cpuFlavorId' | 'vcpuCount'>,
+  placement: Pick<Placement, 'gpuTypeId' | 'cloud'>,
+  catalog: Pick<Catalog, 'gpuTypes' | 'cpuFlavors'>,
+): number {
+  return costPerHour(
+    request.kind === 'gpu' && placement.gpuTypeId !== null
+      ? { kind: 'gpu', gpuTypeId: placement.gpuTypeId, gpuCount: request.gpuCount, cloud: placement.cloud }
+      : { kind: 'cpu', cpuFlavorId: request.cpuFlavorId ?? '', vcpuCount: request.vcpuCount, cloud: placement.cloud },
+    catalog,
+  );
 }

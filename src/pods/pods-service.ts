@@ -142,7 +142,7 @@ export class PodsService {
     const globalIp = settings.globalNetworking ? await this.#d.controller.addresses.allocate() : null;
     if (settings.globalNetworking && globalIp === null)
       throw new ApiError('NO_CAPACITY', 'No global networking address is free: the configured pool is exhausted.');
-    const placed = this.#d.inventory.placeAndReserve(id, request);
+    const placed = this.#d.controller.instances.place(id, request);
     if (!placed.ok) {
       this.#d.controller.addresses.release(globalIp);
       throw new ApiError('NO_CAPACITY', placed.reason);
@@ -151,7 +151,7 @@ export class PodsService {
     try {
       await this.store.insert(pod);
     } catch (err) {
-      this.#d.inventory.release(id);
+      this.#d.controller.instances.release(id);
       this.#d.controller.addresses.release(globalIp);
       throw err;
     }
@@ -201,7 +201,7 @@ export class PodsService {
           for (const pod of pods) await this.store.insert(pod, tx);
         });
       } catch (err) {
-        for (const id of ids) this.#d.inventory.release(id);
+        for (const id of ids) this.#d.controller.instances.release(id);
         throw err;
       }
       for (const pod of pods) this.#d.controller.kick(pod.id, pod);
