@@ -56,3 +56,18 @@ export function placedCostPerHour(
     catalog,
   );
 }
+
+/** Hours in use and what they cost: each interval's hours × its rate, an open one (no end) up to `now`. */
+export function accruedUsage(
+  intervals: ReadonlyArray<{ startedAt: number; endedAt: number | null; costPerHr: number }>,
+  now: number,
+): { hours: number; cost: number } {
+  let hours = 0;
+  let cost = 0;
+  for (const u of intervals) {
+    const h = Math.max(0, (u.endedAt ?? now) - u.startedAt) / 3_600_000;
+    hours += h;
+    cost += h * u.costPerHr;
+  }
+  return { hours, cost };
+}

@@ -33,7 +33,6 @@
 import type { Logger } from 'pino';
 import type { Clock } from '../domain/clock.js';
 import { ApiError } from '../domain/errors.js';
-import { newSortableId } from '../domain/ids.js';
 import { decideAction, nextPodState, type PodAction, type PodEvent, type PodStatus } from '../domain/pod-state.js';
 import type { EventBus } from '../events.js';
 import type { Inventory } from '../inventory/inventory.js';
@@ -49,6 +48,7 @@ import { allocationOf, reallocateOnHost } from './pod-allocation.js';
 import { PodLauncher, type PodObservation } from './pod-launcher.js';
 import { PodStatusWriter } from './pod-status-writer.js';
 import { driftedPods } from './pod-drift.js';
+import { pauseUsage, resumeUsage } from './pod-usage-pauses.js';
 import { SerialQueues } from './serial-queues.js';
 
 export interface PodControllerDeps {
@@ -368,37 +368,15 @@ export class PodController {
 
   /**
    * The host of these pods is lost (the fleet runtime's lost grace, src/fleet/fleet-runtime.ts):
-   * the open usage interval of each RUNNING pod on `hostId` ends at `at` (not before it began), so
-   * cost stops accruing while the pod cannot be seen. Its status is left as it is.
+   * their usage stops accruing while they cannot be seen (./pod-usage-pauses.ts).
    */
   async pauseUsage(hostId: string, at: number): Promise<void> {
-    const pods = (await this.store.listActive()).filter((p) => p.hostId === hostId && p.status === 'RUNNING');
-    await Promise.all(
-      pods.map((p) => this.#queues.run(p.id, () => this.store.closeUsage(p.id, Math.max(at, p.startedAt ?? at)))),
-    );
+    await pauseUsage(this.store, this.#queues, hostId, at);
   }
 
-  /**
-   * The host of these pods is back and shows their instances running: each pod still RUNNING and
-   * meant to run that has no open usage interval (paused by `pauseUsage`) gets one from `at`.
-   */
+  /** The host of these pods is back and shows their instances running: their usage resumes from `at`. */
   async resumeUsage(podIds: readonly string[], at: number): Promise<void> {
-    await Promise.all(
-      podIds.map((id) =>
-        this.#queues.run(id, async () => {
-          const pod = await this.store.get(id);
-          if (!pod || pod.status !== 'RUNNING' || pod.desiredStatus !== 'RUNNING') return;
-          if ((await this.store.listUsage(id)).some((u) => u.endedAt === null)) return;
-          await this.store.openUsage({
-            id: newSortableId(),
-            podId: id,
-            accountId: pod.accountId,
-            costPerHr: pod.costPerHr,
-            startedAt: at,
-          });
-        }),
-      ),
-    );
+    await resumeUsage(this.store, this.#queues, podIds, at);
   }
 
   /** Periodic drift repair: instances that vanished or stopped, and instances that should not run. */
