@@ -1,9 +1,10 @@
 /**
  * The autoscaler loop: every interval, for each queue-based endpoint, it reads the queue and the
- * workers it launched, asks `decideScale` (domain/autoscale.ts) what to do, and does it — places
- * and launches workers through the inventory and the runtime like pods, stops idle ones, and
- * handles workers that end on their own (their jobs go back to the queue; early ends count as
- * crashes, and a crash-looping endpoint is backed off instead of restarted in a hot loop).
+ * workers it launched, asks `decideScale` (domain/autoscale.ts) what to do, and does it
+ * (`EndpointScaler`, one endpoint's pass) — places and launches workers on the launch path pods
+ * take (src/instances/), stops idle ones, and handles workers that end on their own (their jobs
+ * go back to the queue; early ends count as crashes, and a crash-looping endpoint is backed off
+ * instead of restarted in a hot loop).
  *
  * State kept in memory (one autoscaler drives a deployment: on PostgreSQL the replica holding the
  * `autoscaler` lease; the others' loops idle, and a replica that loses the lease stops the
