@@ -1,7 +1,7 @@
 import type { InstanceSpec } from '../runtime/runtime.js';
 
 /** Where an instance was placed and what it holds there. */
-export interface InstanceMachine {
+interface InstanceMachine {
   /** '' when it has no host (a pod stored without one) */
   hostId: string;
   /** '' when unknown */
