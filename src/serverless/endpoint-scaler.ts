@@ -1,7 +1,6 @@
 import type { Logger } from 'pino';
-import type { AutoscalerConfig } from '../config.js';
 import type { Clock } from '../domain/clock.js';
-import { decideScale, type ScaleQueue, type ScaleWorker } from '../domain/autoscale.js';
+import { decideScale, type ScaleConfig, type ScaleQueue, type ScaleWorker } from '../domain/autoscale.js';
 import type { Endpoint } from '../domain/endpoint.js';
 import type { Instances } from '../instances/instances.js';
 import type { ResourceQuota } from '../quotas/resource-quota.js';
@@ -30,7 +29,7 @@ export interface EndpointScalerDeps {
   registry: Pick<WorkersRegistry, 'takeRecycleRequest'>;
   quota?: Pick<ResourceQuota, 'tryAdmit'> | undefined;
   logger: Pick<Logger, 'info'>;
-  config: AutoscalerConfig;
+  config: ScaleConfig;
   /** Counted into as passes decide. */
   decisions: ScaleDecisions;
 }
