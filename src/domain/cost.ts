@@ -3,6 +3,7 @@
  * CPU pods, at the price of the cloud the pod runs in.
  */
 import type { Catalog, Cloud, CpuFlavor, GpuType } from './catalog.js';
+import type { Placement, PlacementRequest } from './placement.js';
 
 /** The compute a pod (or worker) holds, as pricing sees it. */
 export type PricedCompute =
@@ -37,4 +38,36 @@ export function costPerHour(compute: PricedCompute, catalog: Pick<Catalog, 'gpuT
       return unreachable;
     }
   }
+}
+
+/**
+ * What an instance placed for `request` costs an hour where it landed: a GPU request per GPU of
+ * the type its host has, a CPU request per vCPU of its flavor, at the placement's cloud.
+ */
+export function placedCostPerHour(
+  request: Pick<PlacementRequest, 'kind' | 'gpuCount' | 'cpuFlavorId' | 'vcpuCount'>,
+  placement: Pick<Placement, 'gpuTypeId' | 'cloud'>,
+  catalog: Pick<Catalog, 'gpuTypes' | 'cpuFlavors'>,
+): number {
+  return costPerHour(
+    request.kind === 'gpu' && placement.gpuTypeId !== null
+      ? { kind: 'gpu', gpuTypeId: placement.gpuTypeId, gpuCount: request.gpuCount, cloud: placement.cloud }
+      : { kind: 'cpu', cpuFlavorId: request.cpuFlavorId ?? '', vcpuCount: request.vcpuCount, cloud: placement.cloud },
+    catalog,
+  );
+}
+
+/** Hours in use and what they cost: each interval's hours × its rate, an open one (no end) up to `now`. */
+export function accruedUsage(
+  intervals: ReadonlyArray<{ startedAt: number; endedAt: number | null; costPerHr: number }>,
+  now: number,
+): { hours: number; cost: number } {
+  let hours = 0;
+  let cost = 0;
+  for (const u of intervals) {
+    const h = Math.max(0, (u.endedAt ?? now) - u.startedAt) / 3_600_000;
+    hours += h;
+    cost += h * u.costPerHr;
+  }
+  return { hours, cost };
 }

@@ -1,7 +1,7 @@
 import { compareCudaVersions } from '../domain/cuda.js';
 import { ApiError, badRequest, validationFailed } from '../domain/errors.js';
 import type { Endpoint } from '../domain/endpoint.js';
-import { splitList, type EndpointInput } from '../serverless/endpoints-service.js';
+import { splitList, type EndpointInput } from '../serverless/endpoint-settings.js';
 import { envFromPairs, envToPairs, type GraphqlContext } from './context.js';
 import type { FlashBootType } from './flash-boot-type.js';
 import type { ResolverMap } from './schema.js';

@@ -2,7 +2,7 @@ import { badRequest } from '../domain/errors.js';
 import type { Mounts } from '../domain/mounts.js';
 import type { CreatePodInput } from '../pods/pod-rules.js';
 import type { PodView } from '../pods/pod-view.js';
-import { splitList } from '../serverless/endpoints-service.js';
+import { splitList } from '../serverless/endpoint-settings.js';
 import { envFromPairs, type GraphqlContext } from './context.js';
 import type { ResolverMap } from './schema.js';
 

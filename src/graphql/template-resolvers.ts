@@ -1,5 +1,5 @@
 import { validationFailed } from '../domain/errors.js';
-import { splitList } from '../serverless/endpoints-service.js';
+import { splitList } from '../serverless/endpoint-settings.js';
 import type { Template } from '../domain/template.js';
 import type { TemplateInput } from '../templates/templates-service.js';
 import { envFromPairs, envToPairs, type GraphqlContext } from './context.js';

@@ -33,20 +33,23 @@
 import type { Logger } from 'pino';
 import type { Clock } from '../domain/clock.js';
 import { ApiError } from '../domain/errors.js';
-import { newSortableId } from '../domain/ids.js';
 import { decideAction, nextPodState, type PodAction, type PodEvent, type PodStatus } from '../domain/pod-state.js';
 import type { EventBus } from '../events.js';
 import type { Inventory } from '../inventory/inventory.js';
 import type { SystemLogWriter } from '../logs/system-log.js';
+import { AttachedInstances } from '../instances/attached-instances.js';
+import { Instances } from '../instances/instances.js';
 import type { RegistriesService } from '../registries/registries-service.js';
-import type { AttachedInstance, InstanceSpec, InstanceStatus, Runtime } from '../runtime/runtime.js';
+import type { AttachedInstance, InstanceStatus, Runtime } from '../runtime/runtime.js';
 import { heldLease, type Lease } from '../store/leases.js';
 import type { PodChanges, PodRecord } from '../store/pod-record.js';
 import type { PodStore } from '../store/pod-store.js';
 import { GlobalAddressPool } from './global-network.js';
 import { allocationOf, reallocateOnHost } from './pod-allocation.js';
-import { podInstanceSpec } from './pod-instance-spec.js';
+import { PodLauncher, type PodObservation } from './pod-launcher.js';
 import { PodStatusWriter } from './pod-status-writer.js';
+import { driftedPods } from './pod-drift.js';
+import { pauseUsage, resumeUsage } from './pod-usage-pauses.js';
 import { SerialQueues } from './serial-queues.js';
 
 export interface PodControllerDeps {
@@ -71,16 +74,17 @@ export class PodController {
   readonly store: PodStore;
   /** Global networking addresses; the pods service allocates from it at create. */
   readonly addresses: GlobalAddressPool;
+  /** The launch path pods share with workers (src/instances/); the pods service places new pods through it. */
+  readonly instances: Instances;
   readonly #deps: PodControllerDeps;
   readonly #lease: Lease;
   readonly #queues = new SerialQueues();
   readonly #status: PodStatusWriter;
+  readonly #launcher: PodLauncher;
   #timer: NodeJS.Timeout | null = null;
   #sweeping = false;
   #stopped = false;
   readonly #unsubscribe: () => void;
-  /** Pods with an instance started or adopted by this process: runtime events about other ids (serverless workers) are ignored. */
-  readonly #known = new Set<string>();
   // The instance state last applied to each pod (`unknown` with its reason): a runtime event
   // reporting that same state (typically the launch this controller is applying itself) needs no
   // second reconcile.
@@ -98,10 +102,26 @@ export class PodController {
       systemLog: deps.systemLog,
     });
     this.addresses = new GlobalAddressPool(deps.config.networking.globalPool, () => this.store.listGlobalIps());
+    this.instances = new Instances({
+      runtime: deps.runtime,
+      inventory: deps.inventory,
+      registries: deps.registries,
+      systemLog: deps.systemLog,
+    });
+    this.#launcher = new PodLauncher({
+      store: this.store,
+      instances: this.instances,
+      inventory: deps.inventory,
+      runtime: deps.runtime,
+      status: this.#status,
+      clock: deps.clock,
+      logger: deps.logger,
+      internalDomain: deps.config.networking.internalDomain,
+    });
     // Runtime changes only wake the pod up; reconcile re-reads the instance, so a late event
     // about an instance that was since replaced does no harm.
     this.#unsubscribe = deps.runtime.onChange((status) => {
-      if (this.#known.has(status.id)) this.#wake(status.id, appliedKey(status));
+      if (this.#launcher.knows(status.id)) this.#wake(status.id, appliedKey(status));
     });
   }
 
@@ -113,11 +133,10 @@ export class PodController {
   async start(attached: readonly AttachedInstance[] = []): Promise<void> {
     this.#stopped = false;
     const now = this.#deps.clock.now();
-    const live = new Map<string, InstanceStatus>();
-    for (const a of attached) if (a.status && isLiveInstance(a.status)) live.set(a.id, a.status);
+    const found = new AttachedInstances(attached);
     for (const pod of await this.store.listActive()) {
       await this.#queues
-        .run(pod.id, () => this.#restore(pod, live.get(pod.id) ?? null, now))
+        .run(pod.id, async () => this.#observed(await this.#launcher.restore(pod, found, now)))
         .catch((err: unknown) =>
           this.#deps.logger.error({ err, podId: pod.id }, 'restoring the pod at server start failed'),
         );
@@ -125,40 +144,6 @@ export class PodController {
     }
     this.#timer = setInterval(() => void this.#sweep(), Math.max(50, this.#deps.config.pods.reconcileIntervalMs));
     this.#timer.unref();
-  }
-
-  /** One pod at server start; `live`: its instance's status when the runtime still runs it. */
-  async #restore(pod: PodRecord, live: InstanceStatus | null, now: number): Promise<void> {
-    if (live) this.#known.add(pod.id);
-    const meantToRun = pod.desiredStatus === 'RUNNING' && pod.status !== 'EXITED' && pod.status !== 'ERROR';
-    if (!meantToRun) {
-      // The user stopped it (or it ended) while no server watched: its instance must not run on.
-      if (live) await this.#deps.runtime.stop(pod.id);
-      if (pod.desiredStatus === 'RUNNING') await this.#status.update(pod, { desiredStatus: 'EXITED' });
-      else if (isLive(pod.status)) await this.#status.settle(pod, 'EXITED', pod.statusReason ?? 'stopped by user');
-      return;
-    }
-    const reserved = pod.hostId
-      ? this.#deps.inventory.reserveExact(pod.id, allocationOf(pod))
-      : { ok: false as const, reason: 'it has no machine assignment' };
-    if (!reserved.ok) {
-      if (live) await this.#deps.runtime.stop(pod.id);
-      await this.#status.settle(
-        pod,
-        'ERROR',
-        `Its machine could not be reserved again after a server restart: ${reserved.reason}`,
-      );
-      return;
-    }
-    if (live) {
-      // Adopted: it ran on while no server watched, so its usage interval stays open.
-      this.#deps.logger.info({ podId: pod.id, state: live.state }, 'adopted the running instance of a pod');
-      await this.#observe(pod, live);
-      return;
-    }
-    // The instance did not survive the restart; its usage interval ended with it.
-    await this.store.closeUsage(pod.id, now);
-    if (pod.status === 'RUNNING') await this.#status.transition(pod, 'STARTING', { statusReason: null });
   }
 
   /** Stops the loops and waits for in-flight steps. The runtime's close() detaches from the instances. */
@@ -281,11 +266,16 @@ export class PodController {
     // did not happen), or one another replica is launching right now, which a sweep here must
     // observe rather than start a second time.
     const live =
-      pod.status === 'PROVISIONING' && fresh !== undefined && !this.#known.has(pod.id)
+      pod.status === 'PROVISIONING' && fresh !== undefined && !this.#launcher.knows(pod.id)
         ? null
         : await this.#deps.runtime.inspect(pod.id);
-    if (live === null) return this.#launch(pod);
+    if (live === null) return this.#observed(await this.#launcher.launch(pod));
     await this.#observe(pod, live);
+  }
+
+  /** Applies what a launch or a restore answered (nothing when the pod waits or was settled). */
+  async #observed(observation: PodObservation | null): Promise<void> {
+    if (observation) await this.#observe(observation.pod, observation.live);
   }
 
   /** Applies what the runtime says about a pod that should be running. */
@@ -298,15 +288,15 @@ export class PodController {
     switch (live.state) {
       case 'starting':
         if (pod.status === 'PROVISIONING') await this.#apply(pod, { type: 'prepared' });
-        else await this.#seen(pod);
+        else await this.#status.explain(pod, null);
         return;
       case 'running':
         if (pod.status !== 'RUNNING') await this.#apply(pod, { type: 'ready' });
-        else await this.#seen(pod);
+        else await this.#status.explain(pod, null);
         return;
       case 'unknown':
         // Its engine is away: the pod keeps its status and says why it cannot be seen.
-        await this.#unseen(pod, live.reason ?? 'the runtime cannot see the instance right now');
+        await this.#status.explain(pod, live.reason ?? 'the runtime cannot see the instance right now');
         return;
       case 'exited':
         await this.#apply(pod, {
@@ -320,16 +310,6 @@ export class PodController {
       default:
         live.state satisfies never;
     }
-  }
-
-  /** The instance is seen again: the reason it could not be is cleared. Live pods carry no other reason. */
-  async #seen(pod: PodRecord): Promise<void> {
-    if (pod.statusReason !== null) await this.#status.update(pod, { statusReason: null });
-  }
-
-  /** The pod's instance cannot be seen or started for now: its status stays, `reason` says why. */
-  async #unseen(pod: PodRecord, reason: string): Promise<void> {
-    if (pod.statusReason !== reason) await this.#status.update(pod, { statusReason: reason });
   }
 
   async #apply(pod: PodRecord, event: PodEvent): Promise<void> {
@@ -348,90 +328,8 @@ export class PodController {
     await this.#status.transition(pod, t.status, { statusReason: null });
   }
 
-  /** PROVISIONING/STARTING without an instance: prepare storage, then start the instance. */
-  async #launch(pod: PodRecord): Promise<void> {
-    let current = pod;
-    if (pod.status === 'RUNNING') {
-      // The instance of a RUNNING pod vanished: its usage interval ended with it.
-      await this.store.closeUsage(pod.id, this.#deps.clock.now());
-      current = await this.#status.transition(pod, 'STARTING', { statusReason: null });
-    }
-    if (await this.#waitForRuntime(current)) return;
-    if (current.gpuCount > 0 && current.vcpuCount === 0) {
-      const allotted = await this.#allot(current);
-      if (allotted === null) return;
-      current = allotted;
-    }
-    let spec: InstanceSpec;
-    try {
-      spec = await podInstanceSpec(current, {
-        registries: this.#deps.registries,
-        internalDomain: this.#deps.config.networking.internalDomain,
-      });
-    } catch (err) {
-      await this.#status.settle(current, 'ERROR', `Preparing the pod failed: ${(err as Error).message}`);
-      return;
-    }
-    // A PROVISIONING pod is written once, after the launch, with the state the runtime reports
-    // (RUNNING straight away for placeholders and processes without a health probe).
-    this.#known.add(pod.id);
-    await this.#status.log(
-      pod.id,
-      `placed on host ${current.hostId ?? '?'} (${current.dataCenterId ?? 'no data center'}); pulling (if needed) and starting image ${current.image}`,
-    );
-    let status: InstanceStatus;
-    try {
-      status = await this.#deps.runtime.start(spec);
-    } catch (err) {
-      if (await this.#waitForRuntime(current)) return;
-      await this.#status.settle(current, 'ERROR', (err as Error).message || 'the instance could not be started');
-      return;
-    }
-    await this.#observe(current, status);
-  }
-
-  /**
-   * A GPU pod stored before allotments holds no vCPUs or memory: its next instance gets its GPU
-   * type's allotment on its host, reserved in place of what it held and stored on the pod. When
-   * the host cannot give it now, the pod goes to ERROR saying so (null).
-   */
-  async #allot(pod: PodRecord): Promise<PodRecord | null> {
-    const inventory = this.#deps.inventory;
-    const allotment = pod.hostId ? inventory.gpuAllotmentOn(pod.hostId, pod.gpuCount) : null;
-    if (allotment === null) return pod;
-    const next = { ...pod, vcpuCount: allotment.vcpus, memoryGb: allotment.memoryGb };
-    const held = inventory.allocationOf(pod.id);
-    inventory.release(pod.id);
-    const reserved = inventory.reserveExact(pod.id, allocationOf(next));
-    if (!reserved.ok) {
-      if (held) inventory.reserveExact(pod.id, held);
-      await this.#status.settle(
-        pod,
-        'ERROR',
-        `Its host cannot give it the ${allotment.vcpus} vCPUs and ${allotment.memoryGb} GB of memory ${pod.gpuCount === 1 ? 'its GPU comes' : `its ${pod.gpuCount} GPUs come`} with now: ${reserved.reason}`,
-      );
-      return null;
-    }
-    return this.#status.update(pod, { vcpuCount: allotment.vcpus, memoryGb: allotment.memoryGb });
-  }
-
-  /**
-   * While the runtime is unavailable a launch waits: not an error of the pod, which keeps its
-   * status with the reason and launches once the runtime is back (the sweep comes again). A pod
-   * whose host left the fleet for good does not wait.
-   */
-  async #waitForRuntime(pod: PodRecord): Promise<boolean> {
-    const unavailable = this.#deps.runtime.unavailable?.(pod.hostId ?? undefined) ?? null;
-    if (unavailable === null) return false;
-    // A host that left the fleet for good (a revoked fleet host) is not waited for: the start
-    // fails, saying why, and the pod ends in ERROR.
-    if (pod.hostId !== null && this.#deps.inventory.host(pod.hostId) === undefined) return false;
-    await this.#unseen(pod, `waiting for the runtime: ${unavailable}`);
-    return true;
-  }
-
   async #startAction(pod: PodRecord): Promise<PodRecord> {
-    const reserved = this.#deps.inventory.reserveExact(pod.id, allocationOf(pod));
+    const reserved = this.instances.reserve(pod.id, allocationOf(pod));
     if (!reserved.ok)
       throw new ApiError(
         'HOST_FULL',
@@ -440,7 +338,7 @@ export class PodController {
     try {
       return await this.#status.transition(pod, 'PROVISIONING', { desiredStatus: 'RUNNING', statusReason: null });
     } catch (err) {
-      this.#deps.inventory.release(pod.id);
+      this.instances.release(pod.id);
       throw err;
     }
   }
@@ -460,9 +358,9 @@ export class PodController {
       await this.store.update(pod.id, changes, tx);
       await this.store.closeUsage(pod.id, now, tx);
     });
-    this.#deps.inventory.release(pod.id);
+    this.instances.release(pod.id);
     this.addresses.release(pod.globalIp);
-    this.#known.delete(pod.id);
+    this.#launcher.forget(pod.id);
     this.#applied.delete(pod.id);
     this.#status.emit(pod, 'TERMINATED', now);
     await this.#status.log(pod.id, 'terminated');
@@ -471,37 +369,15 @@ export class PodController {
 
   /**
    * The host of these pods is lost (the fleet runtime's lost grace, src/fleet/fleet-runtime.ts):
-   * the open usage interval of each RUNNING pod on `hostId` ends at `at` (not before it began), so
-   * cost stops accruing while the pod cannot be seen. Its status is left as it is.
+   * their usage stops accruing while they cannot be seen (./pod-usage-pauses.ts).
    */
   async pauseUsage(hostId: string, at: number): Promise<void> {
-    const pods = (await this.store.listActive()).filter((p) => p.hostId === hostId && p.status === 'RUNNING');
-    await Promise.all(
-      pods.map((p) => this.#queues.run(p.id, () => this.store.closeUsage(p.id, Math.max(at, p.startedAt ?? at)))),
-    );
+    await pauseUsage(this.store, this.#queues, hostId, at);
   }
 
-  /**
-   * The host of these pods is back and shows their instances running: each pod still RUNNING and
-   * meant to run that has no open usage interval (paused by `pauseUsage`) gets one from `at`.
-   */
+  /** The host of these pods is back and shows their instances running: their usage resumes from `at`. */
   async resumeUsage(podIds: readonly string[], at: number): Promise<void> {
-    await Promise.all(
-      podIds.map((id) =>
-        this.#queues.run(id, async () => {
-          const pod = await this.store.get(id);
-          if (!pod || pod.status !== 'RUNNING' || pod.desiredStatus !== 'RUNNING') return;
-          if ((await this.store.listUsage(id)).some((u) => u.endedAt === null)) return;
-          await this.store.openUsage({
-            id: newSortableId(),
-            podId: id,
-            accountId: pod.accountId,
-            costPerHr: pod.costPerHr,
-            startedAt: at,
-          });
-        }),
-      ),
-    );
+    await resumeUsage(this.store, this.#queues, podIds, at);
   }
 
   /** Periodic drift repair: instances that vanished or stopped, and instances that should not run. */
@@ -510,23 +386,7 @@ export class PodController {
     this.#sweeping = true;
     try {
       const [pods, instances] = await Promise.all([this.store.listActiveStates(), this.#deps.runtime.list()]);
-      const live = new Map(instances.map((i) => [i.id, i]));
-      for (const pod of pods) {
-        if (this.#queues.has(pod.id)) continue;
-        const instance = live.get(pod.id);
-        // An instance its engine cannot see right now is left alone: it may be running fine.
-        if (instance?.state === 'unknown') continue;
-        const drifted =
-          pod.desiredStatus === 'RUNNING'
-            ? pod.status === 'PROVISIONING' ||
-              ((pod.status === 'RUNNING' || pod.status === 'STARTING') &&
-                (!instance ||
-                  instance.state === 'exited' ||
-                  instance.state === 'failed' ||
-                  (instance.state === 'running') !== (pod.status === 'RUNNING')))
-            : instance !== undefined;
-        if (drifted) this.kick(pod.id);
-      }
+      for (const id of driftedPods(pods, instances)) if (!this.#queues.has(id)) this.kick(id);
     } catch (err) {
       this.#deps.logger.error({ err }, 'pod sweep failed');
     } finally {
@@ -538,6 +398,3 @@ export class PodController {
 /** What `#applied` compares: the state, and for `unknown` the reason shown (it may change while unseen). */
 const appliedKey = (s: InstanceStatus): string => (s.state === 'unknown' ? `unknown:${s.reason ?? ''}` : s.state);
 const isLive = (s: PodStatus): boolean => s === 'PROVISIONING' || s === 'STARTING' || s === 'RUNNING';
-/** An instance that runs, or may (its engine cannot see it right now): adopted, not restarted. */
-const isLiveInstance = (s: InstanceStatus): boolean =>
-  s.state === 'starting' || s.state === 'running' || s.state === 'unknown';

@@ -1,10 +1,11 @@
-import type { RegistriesService } from '../registries/registries-service.js';
+import { instanceSpec } from '../instances/instance-spec.js';
 import { accountNetworkName, type InstanceSpec, type VolumeSource } from '../runtime/runtime.js';
 import type { PodRecord } from '../store/pod-record.js';
 import { internalDns } from './global-network.js';
 
 export interface PodInstanceDeps {
-  registries: Pick<RegistriesService, 'credentials'>;
+  /** The credentials of the pod's registry, when it names one. */
+  registryAuth: { username: string; password: string } | null;
   /** `<pod_id>.<internalDomain>.internal` names a globally networked pod on its account's network. */
   internalDomain: string;
 }
@@ -29,12 +30,11 @@ function clusterNetwork(clusterId: string, rank: number | null, ip: string): Non
  * runtime decides where their data lives), registry credentials, and, with global networking,
  * its account's network, where it answers to its internal DNS name at its global address.
  */
-export async function podInstanceSpec(pod: PodRecord, deps: PodInstanceDeps): Promise<InstanceSpec> {
+export function podInstanceSpec(pod: PodRecord, deps: PodInstanceDeps): InstanceSpec {
   const volumes: VolumeSource[] = [];
   if (pod.mounts.persistent) volumes.push({ kind: 'persistent', path: pod.mounts.persistent.path });
   for (const m of pod.mounts.network ?? []) volumes.push({ kind: 'network', volumeId: m.volumeId, path: m.path });
-  const registryAuth = pod.registry ? await deps.registries.credentials(pod.accountId, pod.registry) : null;
-  return {
+  return instanceSpec({
     id: pod.id,
     owner: { kind: 'pod', accountId: pod.accountId },
     image: pod.image,
@@ -42,21 +42,18 @@ export async function podInstanceSpec(pod: PodRecord, deps: PodInstanceDeps): Pr
     env: pod.env,
     // hiddenEnv holds only what injectedEnv generated (a tenant's own PUBLIC_KEY or
     // JUPYTER_PASSWORD stays in env, and is screened as theirs)
-    platformEnv: {
-      ...pod.hiddenEnv,
-      RUNPOD_POD_ID: pod.id,
-      RUNPOD_DC_ID: pod.dataCenterId ?? '',
-      RUNPOD_GPU_COUNT: String(pod.gpuIndices.length),
-      RUNPOD_CPU_COUNT: String(pod.vcpuCount),
+    platformEnv: { ...pod.hiddenEnv, RUNPOD_POD_ID: pod.id },
+    machine: {
+      hostId: pod.hostId ?? '',
+      dataCenterId: pod.dataCenterId ?? '',
+      gpuIndices: pod.gpuIndices,
+      vcpus: pod.vcpuCount,
+      memoryGb: pod.memoryGb,
+      diskGb: pod.disk,
     },
-    hostId: pod.hostId ?? '',
-    gpuIndices: pod.gpuIndices,
-    vcpus: pod.vcpuCount,
-    memoryGb: pod.memoryGb,
-    diskGb: pod.disk,
     ports: pod.portMappings.map((m) => ({ private: m.private, public: m.public, protocol: m.type })),
     volumes,
-    registryAuth,
+    registryAuth: deps.registryAuth,
     network:
       pod.cluster !== null && pod.clusterMember?.ip
         ? clusterNetwork(pod.cluster, pod.clusterMember.rank, pod.clusterMember.ip)
@@ -68,5 +65,5 @@ export async function podInstanceSpec(pod: PodRecord, deps: PodInstanceDeps): Pr
             }
           : null,
     networkMode: 'default',
-  };
+  });
 }

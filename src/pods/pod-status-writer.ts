@@ -85,6 +85,14 @@ export class PodStatusWriter {
     return { ...pod, ...changes };
   }
 
+  /**
+   * The pod keeps its status; `reason` says why its instance cannot be seen or started for now
+   * (null: it is seen again, and live pods carry no other reason).
+   */
+  async explain(pod: PodRecord, reason: string | null): Promise<void> {
+    if (pod.statusReason !== reason) await this.update(pod, { statusReason: reason });
+  }
+
   /** Changes other than the status. */
   async update(pod: PodRecord, changes: PodChanges): Promise<PodRecord> {
     const all = { ...changes, updatedAt: this.#deps.clock.now() };

@@ -5,25 +5,25 @@
 import { randomBytes } from 'node:crypto';
 import type { AccountsService } from '../accounts/accounts-service.js';
 import type { Catalog } from '../domain/catalog.js';
-import { costPerHour } from '../domain/cost.js';
 import type { Clock } from '../domain/clock.js';
+import { accruedUsage } from '../domain/cost.js';
 import { ApiError, isApiError, notFound } from '../domain/errors.js';
-import { newId, newSortableId } from '../domain/ids.js';
+import { newSortableId } from '../domain/ids.js';
 import type { PodAction } from '../domain/pod-state.js';
-import type { Placement, PlacementRequest } from '../domain/placement.js';
 import type { ClusterMember } from '../domain/cluster.js';
 import type { Inventory } from '../inventory/inventory.js';
 import type { RegistriesService } from '../registries/registries-service.js';
 import { assertEnvAllowed } from '../runtime/env-allowed.js';
 import { assertImageAllowed, type RegistryGuard } from '../runtime/registry-guard.js';
 import type { Runtime } from '../runtime/runtime.js';
-import type { PodChanges, PodListFilter, PodRecord, PortMapping } from '../store/pod-record.js';
-import type { Template } from '../domain/template.js';
+import type { PodChanges, PodListFilter, PodRecord } from '../store/pod-record.js';
 import type { TemplatesService } from '../templates/templates-service.js';
 import type { VolumesService } from '../volumes/volumes-service.js';
 import type { ResourceQuota } from '../quotas/resource-quota.js';
-import { diskOf, parsePorts } from './pod-allocation.js';
+import { diskOf } from './pod-allocation.js';
 import type { PodController } from './pod-controller.js';
+import { placeTogether } from './pod-group-placement.js';
+import { newPodRecord, placementRequest } from './pod-record.js';
 import {
   RESTARTING_FIELDS,
   applyMountPatch,
@@ -33,9 +33,10 @@ import {
   type CreatePodInput,
   type PatchPodInput,
   type PodSettings,
-  type TemplateDefaults,
 } from './pod-rules.js';
-import { toPodView, type PodView, type SshProxyAddress } from './pod-view.js';
+import { effectivePatch, templateDefaults } from './pod-template.js';
+import type { PodView, SshProxyAddress } from './pod-view.js';
+import { PodViews } from './pod-views.js';
 import { podPage, type PodPage, type PodPageQuery } from './pod-listing.js';
 
 export interface PodsServiceDeps {
@@ -74,20 +75,6 @@ export interface PodUsage {
   cost: number;
 }
 
-const templateDefaults = (t: Template): TemplateDefaults => ({
-  image: t.imageName,
-  args: t.args,
-  disk: t.containerDiskInGb,
-  ports: t.ports,
-  env: t.env,
-  registry: t.containerRegistryAuthId,
-  volumeInGb: t.volumeInGb,
-  volumeMountPath: t.volumeMountPath,
-  startSsh: t.startSsh,
-  startJupyter: t.startJupyter,
-  allowedCudaVersions: t.allowedCudaVersions,
-});
-
 const generatePassword = (): string => randomBytes(18).toString('base64url');
 
 const sameJson = (a: unknown, b: unknown): boolean => JSON.stringify(a) === JSON.stringify(b);
@@ -97,9 +84,11 @@ const LIVE_STATUSES: ReadonlySet<PodRecord['status']> = new Set(['PROVISIONING',
 
 export class PodsService {
   readonly #d: PodsServiceDeps;
+  readonly #views: PodViews;
 
   constructor(deps: PodsServiceDeps) {
     this.#d = deps;
+    this.#views = new PodViews({ ...deps, hosts: deps.inventory });
   }
 
   get store() {
@@ -142,21 +131,32 @@ export class PodsService {
     const globalIp = settings.globalNetworking ? await this.#d.controller.addresses.allocate() : null;
     if (settings.globalNetworking && globalIp === null)
       throw new ApiError('NO_CAPACITY', 'No global networking address is free: the configured pool is exhausted.');
-    const placed = this.#d.inventory.placeAndReserve(id, request);
+    const placed = this.#d.controller.instances.place(id, request);
     if (!placed.ok) {
       this.#d.controller.addresses.release(globalIp);
       throw new ApiError('NO_CAPACITY', placed.reason);
     }
-    const pod = this.#record(id, accountId, settings, placed.placement, volumeDataCenterId, hiddenEnv, globalIp, null);
+    const pod = newPodRecord({
+      id,
+      accountId,
+      settings,
+      placement: placed.placement,
+      volumeDataCenterId,
+      hiddenEnv,
+      globalIp,
+      cluster: null,
+      now: this.#d.clock.now(),
+      catalog: this.#d.config.catalog,
+    });
     try {
       await this.store.insert(pod);
     } catch (err) {
-      this.#d.inventory.release(id);
+      this.#d.controller.instances.release(id);
       this.#d.controller.addresses.release(globalIp);
       throw err;
     }
     this.#d.controller.kick(id, pod);
-    return this.#view(pod, { justCreated: true });
+    return this.#views.view(pod, { live: null, justCreated: true });
   }
 
   /**
@@ -183,25 +183,32 @@ export class PodsService {
     const gpus = settings.compute.kind === 'gpu' ? settings.compute.count * n : 0;
     const place = async (): Promise<PodRecord[]> => {
       const ids = group.members.map(() => newSortableId());
-      const placements = this.#placeAll(ids, placementRequest(settings, volumeDataCenterId));
+      const placements = placeTogether(
+        this.#d.controller.instances,
+        this.#d.inventory,
+        ids,
+        placementRequest(settings, volumeDataCenterId),
+      );
       const pods = group.members.map((m, i) =>
-        this.#record(
-          ids[i]!,
+        newPodRecord({
+          id: ids[i]!,
           accountId,
-          { ...settings, name: m.name },
-          placements[i]!,
+          settings: { ...settings, name: m.name },
+          placement: placements[i]!,
           volumeDataCenterId,
-          { ...injectedEnv(settings, sshKeys, generatePassword), ...m.env },
-          null,
-          { id: group.clusterId, member: m.cluster },
-        ),
+          hiddenEnv: { ...injectedEnv(settings, sshKeys, generatePassword), ...m.env },
+          globalIp: null,
+          cluster: { id: group.clusterId, member: m.cluster },
+          now: this.#d.clock.now(),
+          catalog: this.#d.config.catalog,
+        }),
       );
       try {
         await this.store.withTransaction(async (tx) => {
           for (const pod of pods) await this.store.insert(pod, tx);
         });
       } catch (err) {
-        for (const id of ids) this.#d.inventory.release(id);
+        for (const id of ids) this.#d.controller.instances.release(id);
         throw err;
       }
       for (const pod of pods) this.#d.controller.kick(pod.id, pod);
@@ -211,113 +218,9 @@ export class PodsService {
     return quota ? quota.admit(accountId, { pods: n, gpus }, place) : place();
   }
 
-  /**
-   * Reserves one allocation per id, all in one data center (the request's, else each one the
-   * fleet has, in order), or none: synchronous, so no other create interleaves.
-   */
-  #placeAll(ids: readonly string[], request: PlacementRequest): Placement[] {
-    const inventory = this.#d.inventory;
-    const centers = request.volumeDataCenterId
-      ? [request.volumeDataCenterId]
-      : request.dataCenterIds.length > 0
-        ? request.dataCenterIds
-        : [...new Set(inventory.availableHosts().map((h) => h.dataCenterId))];
-    let reason = 'no host is available';
-    for (const dataCenterId of centers) {
-      const placements: Placement[] = [];
-      for (const id of ids) {
-        const placed = inventory.placeAndReserve(id, { ...request, dataCenterIds: [dataCenterId] });
-        if (!placed.ok) {
-          reason = `${dataCenterId}: ${placed.reason}`;
-          break;
-        }
-        placements.push(placed.placement);
-      }
-      if (placements.length === ids.length) return placements;
-      for (const id of ids) inventory.release(id);
-    }
-    throw new ApiError(
-      'NO_CAPACITY',
-      `The ${ids.length} pods do not fit together in one data center, so none was created (${reason}).`,
-    );
-  }
-
-  #record(
-    id: string,
-    accountId: string,
-    settings: PodSettings,
-    placement: Placement,
-    volumeDataCenterId: string | null,
-    hiddenEnv: Record<string, string>,
-    globalIp: string | null,
-    cluster: { id: string; member: ClusterMember } | null,
-  ): PodRecord {
-    const now = this.#d.clock.now();
-    const compute = settings.compute;
-    const portMappings: PortMapping[] = parsePorts(settings.ports).map((p, i) => ({
-      ...p,
-      public: placement.publicPorts[i]!,
-    }));
-    return {
-      id,
-      accountId,
-      name: settings.name,
-      status: 'PROVISIONING',
-      desiredStatus: 'RUNNING',
-      statusReason: null,
-      image: settings.image,
-      args: settings.args,
-      disk: settings.disk,
-      ports: settings.ports,
-      env: settings.env,
-      hiddenEnv,
-      registry: settings.registry,
-      gpuTypeId: compute.kind === 'gpu' ? compute.gpuTypeId : null,
-      gpuCount: compute.kind === 'gpu' ? compute.count : 0,
-      gpuIndices: placement.gpuIndices,
-      cpuFlavorId: compute.kind === 'cpu' ? compute.flavorId : null,
-      // a CPU pod's own; a GPU pod's allotment on the host it landed on (domain/gpu-allotment.ts)
-      vcpuCount: placement.vcpus,
-      memoryGb: placement.memoryGb,
-      cloud: placement.cloud,
-      dataCenterId: placement.dataCenterId,
-      hostId: placement.hostId,
-      cudaVersion: compute.kind === 'gpu' ? placement.cudaVersion : null,
-      mounts: settings.mounts,
-      portMappings,
-      // No link to the template is retained (spec 2.1): it was a one-time source.
-      templateId: null,
-      locked: false,
-      globalNetworking: settings.globalNetworking,
-      globalIp,
-      costPerHr: costPerHour(
-        compute.kind === 'gpu'
-          ? { kind: 'gpu', gpuTypeId: compute.gpuTypeId, gpuCount: compute.count, cloud: placement.cloud }
-          : { kind: 'cpu', cpuFlavorId: compute.flavorId, vcpuCount: compute.vcpuCount, cloud: placement.cloud },
-        this.#d.config.catalog,
-      ),
-      constraints: {
-        dataCenterIds: settings.dataCenterIds,
-        allowedCudaVersions: settings.allowedCudaVersions,
-        minCudaVersion: settings.minCudaVersion,
-        volumeDataCenterId,
-      },
-      cluster: cluster?.id ?? null,
-      clusterMember: cluster?.member ?? null,
-      createdAt: now,
-      startedAt: null,
-      updatedAt: now,
-      statusChangedAt: now,
-      terminatedAt: null,
-      startSsh: settings.startSsh,
-      // ≈134 bits: the proxy's routing token must not be guessable (docs/ssh.md)
-      sshToken: newId(26),
-    };
-  }
-
   /** Renders stored pods (a cluster's members) as the pod routes answer them. */
   async render(pods: readonly PodRecord[]): Promise<PodView[]> {
-    return Promise.all(pods.map((p) => this.#render(p)));
+    return Promise.all(pods.map((p) => this.#views.render(p)));
   }
 
   /**
@@ -332,12 +235,12 @@ export class PodsService {
   }
 
   async get(accountId: string, id: string): Promise<PodView> {
-    return this.#render(await this.#owned(accountId, id));
+    return this.#views.render(await this.#owned(accountId, id));
   }
 
   async list(accountId: string, filter: PodListFilter = {}): Promise<PodView[]> {
     const pods = await this.store.list(accountId, filter);
-    return Promise.all(pods.map((p) => this.#render(p)));
+    return Promise.all(pods.map((p) => this.#views.render(p)));
   }
 
   /**
@@ -354,7 +257,7 @@ export class PodsService {
       // as the view's uptime counts (pod-view runtimeView)
       return new Map(running.map((pod, i) => [pod.id, lives[i]?.startedAt ?? pod.startedAt ?? now]));
     });
-    return { ...page, pods: await Promise.all(page.pods.map((p) => this.#render(p))) };
+    return { ...page, pods: await Promise.all(page.pods.map((p) => this.#views.render(p))) };
   }
 
   /**
@@ -374,13 +277,13 @@ export class PodsService {
     } else this.#assertRuntimeAvailable(`The pod cannot be ${action === 'stop' ? 'stopped' : 'terminated'} right now`);
     const quota = this.#d.quota;
     if (action === 'start' && quota && pod.desiredStatus !== 'RUNNING' && pod.gpuCount > 0)
-      return this.#render(
+      return this.#views.render(
         await quota.admit(accountId, { pods: 0, gpus: pod.gpuCount }, () => this.#d.controller.act(id, action)),
       );
     const acted = await this.#d.controller.act(id, action);
     // Stopped pods give their GPUs back, terminated ones their place: room shows at once.
     if (action === 'stop' || action === 'terminate') quota?.released(accountId);
-    return this.#render(acted);
+    return this.#views.render(acted);
   }
 
   /** PATCH: the readable configuration (spec 2.3 rules for mounts). */
@@ -423,21 +326,13 @@ export class PodsService {
         this.#assertHostReachable(pod, 'restarted with the change');
       return { changes, restart, reallocate };
     });
-    return this.#render(updated);
+    return this.#views.render(updated);
   }
 
   /** Accrued usage: each RUNNING interval's hours × its rate, open intervals up to now. */
   async usage(accountId: string, podId: string): Promise<PodUsage> {
     await this.#owned(accountId, podId);
-    const now = this.#d.clock.now();
-    let hours = 0;
-    let cost = 0;
-    for (const u of await this.store.listUsage(podId)) {
-      const h = Math.max(0, (u.endedAt ?? now) - u.startedAt) / 3_600_000;
-      hours += h;
-      cost += h * u.costPerHr;
-    }
-    return { podId, hours, cost };
+    return { podId, ...accruedUsage(await this.store.listUsage(podId), this.#d.clock.now()) };
   }
 
   // ---------------------------------------------------------------------------------------------
@@ -496,76 +391,4 @@ export class PodsService {
       throw err;
     }
   }
-
-  // Rendered views of unchanged records, reused within the same second while the instance's
-  // state and utilisation are unchanged (uptime has one-second resolution). Keyed by the record
-  // object, so a write (which replaces the cached record) or an uncached read never hits.
-  readonly #views = new WeakMap<PodRecord, { key: string; view: PodView }>();
-
-  async #render(pod: PodRecord): Promise<PodView> {
-    const live = pod.status === 'RUNNING' ? await this.#d.runtime.inspect(pod.id) : null;
-    const stats = live?.stats;
-    const gpus = stats?.gpus?.map((g) => `${g.util}:${g.memoryUtil}`).join(',') ?? '';
-    const key = `${Math.floor(this.#d.clock.now() / 1000)}|${live?.state ?? ''}|${stats?.cpuUtil ?? ''}|${stats?.memoryUtil ?? ''}|${gpus}`;
-    const hit = this.#views.get(pod);
-    if (hit && hit.key === key) return hit.view;
-    const view = this.#view(pod, { live });
-    if (Object.isFrozen(pod)) this.#views.set(pod, { key, view: Object.freeze(view) });
-    return view;
-  }
-
-  #view(pod: PodRecord, extra: { live?: Awaited<ReturnType<Runtime['inspect']>>; justCreated?: boolean }): PodView {
-    return toPodView(pod, {
-      now: this.#d.clock.now(),
-      hostIp: pod.hostId ? (this.#d.inventory.host(pod.hostId)?.publicIp ?? null) : null,
-      live: extra.live ?? null,
-      internalDomain: this.#d.config.networking.internalDomain,
-      sshProxy: this.#d.config.ssh?.listening ? this.#d.config.ssh : null,
-      justCreated: extra.justCreated ?? false,
-    });
-  }
-}
-
-/** What placement needs from the pod's settings. */
-function placementRequest(settings: PodSettings, volumeDataCenterId: string | null): PlacementRequest {
-  const c = settings.compute;
-  return {
-    kind: c.kind,
-    gpuTypeIds: c.kind === 'gpu' ? [c.gpuTypeId] : [],
-    gpuCount: c.kind === 'gpu' ? c.count : 0,
-    cpuFlavorId: c.kind === 'cpu' ? c.flavorId : null,
-    // a GPU pod's are the least it accepts: placement gives it its allotment on the host
-    vcpuCount: c.kind === 'cpu' ? c.vcpuCount : c.minVcpus,
-    memoryGb: c.kind === 'cpu' ? c.memoryGb : c.minMemoryGb,
-    diskGb: diskOf(settings),
-    cloud: settings.cloud,
-    dataCenterIds: settings.dataCenterIds,
-    volumeDataCenterId,
-    allowedCudaVersions: settings.allowedCudaVersions,
-    minCudaVersion: settings.minCudaVersion,
-    portCount: settings.ports.length,
-    globalNetworking: settings.globalNetworking,
-  };
-}
-
-/**
- * A PATCH with `templateId` applies the template's image, args, disk, ports, registry and env as
- * if they were body fields; explicit body fields win. Its env is merged over the pod's env unless
- * the body sends `env` (a full replacement, merged over the template's).
- */
-function effectivePatch(
-  patch: PatchPodInput,
-  template: TemplateDefaults | null,
-): PatchPodInput & { envOverPod: boolean } {
-  if (!template) return { ...patch, envOverPod: false };
-  return {
-    ...patch,
-    image: patch.image ?? template.image,
-    args: patch.args ?? template.args,
-    disk: patch.disk ?? template.disk,
-    ports: patch.ports ?? template.ports,
-    registry: patch.registry !== undefined ? patch.registry : template.registry,
-    env: patch.env !== undefined ? { ...template.env, ...patch.env } : template.env,
-    envOverPod: patch.env === undefined,
-  };
 }

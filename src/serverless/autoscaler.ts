@@ -1,9 +1,10 @@
 /**
  * The autoscaler loop: every interval, for each queue-based endpoint, it reads the queue and the
- * workers it launched, asks `decideScale` (domain/autoscale.ts) what to do, and does it — places
- * and launches workers through the inventory and the runtime like pods, stops idle ones, and
- * handles workers that end on their own (their jobs go back to the queue; early ends count as
- * crashes, and a crash-looping endpoint is backed off instead of restarted in a hot loop).
+ * workers it launched, asks `decideScale` (domain/autoscale.ts) what to do, and does it
+ * (`EndpointScaler`, one endpoint's pass) — places and launches workers on the launch path pods
+ * take (src/instances/), stops idle ones, and handles workers that end on their own (their jobs
+ * go back to the queue; early ends count as crashes, and a crash-looping endpoint is backed off
+ * instead of restarted in a hot loop).
  *
  * State kept in memory (one autoscaler drives a deployment: on PostgreSQL the replica holding the
  * `autoscaler` lease; the others' loops idle, and a replica that loses the lease stops the
@@ -36,15 +37,16 @@ import type { AutoscalerConfig } from '../config.js';
 import type { AccountsService } from '../accounts/accounts-service.js';
 import type { Catalog } from '../domain/catalog.js';
 import type { Clock } from '../domain/clock.js';
-import { decideScale, type ScaleQueue, type ScaleWorker } from '../domain/autoscale.js';
+import { AttachedInstances } from '../instances/attached-instances.js';
+import { Instances } from '../instances/instances.js';
 import type { Inventory } from '../inventory/inventory.js';
 import type { WorkerJobs } from '../jobs/worker-jobs.js';
 import type { JobEventPayload } from '../jobs/job-view.js';
 import type { AttachedInstance, Runtime } from '../runtime/runtime.js';
-import type { AutoscalerStore, LaunchedWorkerRow } from '../store/autoscaler-store.js';
+import type { AutoscalerStore } from '../store/autoscaler-store.js';
 import { heldLease, type Lease } from '../store/leases.js';
-import type { Endpoint } from '../domain/endpoint.js';
 import type { EndpointsService } from './endpoints-service.js';
+import { EndpointScaler, type ScaleDecisions } from './endpoint-scaler.js';
 import { EndpointScaleStates, type EndpointScaleHealth } from './endpoint-scale-states.js';
 import { LaunchedWorkers, type WorkerVolumes } from './launched-workers.js';
 import { PassLoop } from './pass-loop.js';
@@ -105,20 +107,22 @@ export class Autoscaler {
   /** The lease term `recover()` last ran in: a new term means another replica may have driven meanwhile. */
   #recoveredTerm = -1;
   readonly #states: EndpointScaleStates;
+  readonly #instances: Instances;
   readonly #workers: LaunchedWorkers;
+  readonly #scaler: EndpointScaler;
   readonly #loop: PassLoop;
   #unsubscribe: Array<() => void> = [];
   /** Unsubscribes from the runtime's changes (subscribed by whichever of adopt/start comes first). */
   #runtimeOff: (() => void) | null = null;
-  /** What the runtime's `attach()` found, by id, until the first recovery has decided on it. */
-  #attached: Map<string, AttachedInstance> | null = null;
+  /** What the runtime's `attach()` found, until the first recovery has decided on it. */
+  #attached: AttachedInstances | null = null;
   /** The runtime's reason while it is unavailable (logged when it starts and when it ends). */
   #unavailable: string | null = null;
   /**
    * What this process's passes decided, since it started (metrics): endpoint passes, workers
    * launched, stopped by reason, held back by a crash-loop back-off, and left unplaced (throttled).
    */
-  readonly decisions = {
+  readonly decisions: ScaleDecisions = {
     passes: 0,
     starts: 0,
     stops: { idle: 0, 'over-max': 0, recycle: 0, 'start-timeout': 0 },
@@ -132,11 +136,23 @@ export class Autoscaler {
     this.store = deps.store;
     this.config = { ...DEFAULT_AUTOSCALER_CONFIG, ...deps.config.autoscaler };
     this.#states = new EndpointScaleStates({ config: this.config, logger: deps.logger });
+    this.#instances = new Instances(deps);
     this.#workers = new LaunchedWorkers({
       ...deps,
+      instances: this.#instances,
       store: this.store,
       states: this.#states,
       onEnded: () => this.nudge(),
+    });
+    this.#scaler = new EndpointScaler({
+      ...deps,
+      store: this.store,
+      states: this.#states,
+      workers: this.#workers,
+      instances: this.#instances,
+      registry: deps.workers,
+      config: this.config,
+      decisions: this.decisions,
     });
     this.#loop = new PassLoop({
       clock: deps.clock,
@@ -217,7 +233,7 @@ export class Autoscaler {
    * recovery after the lease is won decides.
    */
   async adopt(attached: readonly AttachedInstance[]): Promise<{ adopted: string[]; cleaned: string[] }> {
-    this.#attached = new Map(attached.map((a) => [a.id, a]));
+    this.#attached = new AttachedInstances(attached);
     // An adopted worker that ends before the loop starts is noticed too.
     this.#watchRuntime();
     if (!this.#lease.isHeld()) return { adopted: [], cleaned: [] };
@@ -240,7 +256,7 @@ export class Autoscaler {
     for (const row of await this.store.launchedWorkers()) {
       if (this.#workers.has(row.id)) continue;
       if (attached) {
-        const adoption = await this.#workers.adopt(row, attached.get(row.id));
+        const adoption = await this.#workers.adopt(row, attached);
         if (adoption.ok) {
           adopted.push(row.id);
           this.#deps.logger.info(
@@ -255,8 +271,7 @@ export class Autoscaler {
             'not adopting a worker left by a previous server',
           );
       }
-      await this.#deps.runtime.remove(row.id).catch(() => undefined);
-      this.#deps.inventory.release(row.id);
+      await this.#instances.reap(row.id);
       await this.#deps.workers.markDead(row.endpointId, [row.id], this.#deps.clock.now());
       const moved = await this.#deps.jobs.worker.workerLost(row.id, row.endpointId);
       cleaned.push(row.id);
@@ -283,7 +298,7 @@ export class Autoscaler {
       const workerRows = byEndpoint.get(id) ?? [];
       if (workersMax <= 0 && workerRows.length === 0 && !this.#states.has(id)) continue;
       try {
-        await this.#scaleEndpoint(accountId, id, workerRows, now, unavailable);
+        await this.#scaler.scale(accountId, id, workerRows, now, unavailable);
       } catch (err) {
         this.#deps.logger.error({ endpointId: id, err: (err as Error).message }, 'autoscaler pass failed for endpoint');
       }
@@ -312,11 +327,9 @@ export class Autoscaler {
     return this.#workers.idsOf(endpointId);
   }
 
-  // ── one endpoint ──────────────────────────────────────────────────────────────────────────
-
   /** The runtime's reason while it cannot start instances, logged once when it goes and once when it is back. */
   #runtimeUnavailable(): string | null {
-    const reason = this.#deps.runtime.unavailable?.() ?? null;
+    const reason = this.#instances.away();
     if (reason !== null && this.#unavailable === null)
       this.#deps.logger.warn(
         { reason },
@@ -326,139 +339,5 @@ export class Autoscaler {
       this.#deps.logger.info('the runtime is available again; scaling resumes');
     this.#unavailable = reason;
     return reason;
-  }
-
-  async #scaleEndpoint(
-    accountId: string,
-    endpointId: string,
-    rows: LaunchedWorkerRow[],
-    now: number,
-    unavailable: string | null = null,
-  ): Promise<void> {
-    const state = this.#states.of(endpointId);
-    const endpoint = await this.#deps.endpoints.get(accountId, endpointId);
-    // Counting past workersMax × scalerValue queued jobs cannot change the decision: the pass
-    // stays cheap however long the queue is.
-    const cap = Math.min(1_000_000, Math.max(1, endpoint.workersMax) * Math.max(1, endpoint.scalerValue) + 1);
-    const [urgent, anyQueued, oldestUrgentQueuedAt, busy] = await Promise.all([
-      this.store.urgentQueued(endpointId, cap),
-      this.store.anyQueued(endpointId),
-      this.store.oldestUrgentQueuedAt(endpointId),
-      this.store.busyWorkers(endpointId),
-    ]);
-    let inProgress = 0;
-    for (const n of busy.values()) inProgress += n;
-    // Only "low-priority jobs wait" matters beyond the urgent count (it keeps idle workers up).
-    const lowOnly = anyQueued && urgent === 0 ? 1 : 0;
-    const queue: ScaleQueue = {
-      inQueue: urgent + lowOnly,
-      inQueueLowPriority: lowOnly,
-      inProgress,
-      oldestUrgentQueuedAt,
-    };
-    const workers: ScaleWorker[] = [];
-    const counts = { idle: 0, running: 0, initializing: 0 };
-    for (const row of rows) {
-      const m = this.#workers.get(row.id);
-      if (!m) {
-        // A row of ours with no instance (e.g. written by another replica that died): lost.
-        if (unavailable === null) await this.#workers.stop(row.id, 'no instance', row.endpointId);
-        continue;
-      }
-      if (m.stopping) continue;
-      if (row.status === 'dead' || row.status === 'unhealthy') continue;
-      if (this.#deps.workers.takeRecycleRequest(endpointId, row.id)) m.recycle = true;
-      const holds = busy.get(row.id) ?? 0;
-      const initializing = row.status === 'initializing' && holds === 0;
-      if (initializing && unavailable === null) {
-        // Not up yet on a host that is away: it would hold its place until the start timeout.
-        const away = this.#deps.runtime.unavailable?.(row.hostId) ?? null;
-        if (away !== null) {
-          await this.#workers.stop(row.id, `its host is away before it started: ${away}`);
-          continue;
-        }
-      }
-      if (holds > 0) {
-        m.lastActiveAt = now;
-        this.#workers.prove(m);
-      } else if (!initializing && !m.ready) {
-        // First heard of: idle time counts from when it became ready.
-        m.lastActiveAt = now;
-      }
-      if (!initializing) m.ready = true;
-      if (!m.proven && now - m.startedAt > this.config.crashWindowMs && !initializing) this.#workers.prove(m);
-      const w: ScaleWorker = {
-        id: row.id,
-        state: initializing ? 'initializing' : holds > 0 ? 'running' : 'idle',
-        startedAt: m.startedAt,
-        lastActiveAt: m.lastActiveAt,
-        recycle: m.recycle,
-      };
-      counts[w.state]++;
-      workers.push(w);
-    }
-    state.counts = counts;
-    const decision = decideScale(
-      {
-        workersMin: endpoint.workersMin,
-        workersMax: endpoint.workersMax,
-        scalerType: endpoint.scalerType,
-        scalerValue: endpoint.scalerValue,
-        idleTimeout: endpoint.idleTimeout,
-      },
-      queue,
-      workers,
-      state.crash,
-      now,
-      this.config,
-    );
-    state.heldBack = decision.heldBack;
-    this.decisions.passes++;
-    this.decisions.heldBack += decision.heldBack;
-    if (unavailable !== null) {
-      // Nothing can be launched or removed: the wanted workers wait, as if throttled.
-      state.throttled = decision.start;
-      state.capacityError = decision.start > 0 ? `the runtime is unavailable: ${unavailable}` : null;
-      return;
-    }
-    if (decision.start > 0 || decision.stop.length > 0)
-      this.#deps.logger.info(
-        { endpointId, start: decision.start, stop: decision.stop, reasons: decision.reasons },
-        'scaling',
-      );
-    this.decisions.starts += decision.start;
-    for (const { id, reason } of decision.stop) {
-      this.decisions.stops[reason]++;
-      const m = this.#workers.get(id);
-      await this.#workers.stop(id, reason);
-      if (reason === 'start-timeout' && m)
-        this.#states.crashed(
-          endpointId,
-          m.startedAt,
-          now,
-          `did not become ready within ${this.config.startTimeoutMs} ms`,
-        );
-    }
-    let throttled = 0;
-    for (let i = 0; i < decision.start; i++) {
-      const placed = await this.#launchWithinQuota(endpoint, now);
-      if (!placed.ok) {
-        throttled = decision.start - i;
-        state.capacityError = placed.reason;
-        break;
-      }
-    }
-    state.throttled = throttled;
-    this.decisions.throttled += throttled;
-    if (throttled === 0) state.capacityError = null;
-  }
-
-  /** A launch, when the endpoint's account has room for the worker's GPUs under its quota; else why not. */
-  async #launchWithinQuota(endpoint: Endpoint, now: number): Promise<{ ok: true } | { ok: false; reason: string }> {
-    const launch = () => this.#workers.launch(endpoint, now);
-    const quota = this.#deps.quota;
-    if (!quota) return launch();
-    const r = await quota.tryAdmit(endpoint.accountId, { pods: 0, gpus: endpoint.gpuCount }, launch);
-    return r.ok ? r.value : r;
   }
 }

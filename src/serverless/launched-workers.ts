@@ -2,19 +2,17 @@ import type { Logger } from 'pino';
 import type { AccountsService } from '../accounts/accounts-service.js';
 import type { Catalog } from '../domain/catalog.js';
 import type { Clock } from '../domain/clock.js';
-import { costPerHour, type PricedCompute } from '../domain/cost.js';
 import { newId } from '../domain/ids.js';
-import type { Inventory } from '../inventory/inventory.js';
-import type { SystemLogWriter } from '../logs/system-log.js';
+import { isLiveInstance, type AttachedInstances } from '../instances/attached-instances.js';
+import type { Instances } from '../instances/instances.js';
 import type { WorkerJobs } from '../jobs/worker-jobs.js';
-import type { AttachedInstance, InstanceStatus, Runtime } from '../runtime/runtime.js';
+import type { InstanceStatus, Runtime } from '../runtime/runtime.js';
 import type { AutoscalerStore, LaunchedWorkerRow } from '../store/autoscaler-store.js';
 import type { Endpoint } from '../domain/endpoint.js';
 import type { EndpointScaleStates } from './endpoint-scale-states.js';
 import type { EndpointsService } from './endpoints-service.js';
 import { WorkerKeys } from './worker-keys.js';
-import type { RegistriesService } from '../registries/registries-service.js';
-import { workerInstanceSpec, workerPlacementRequest } from './worker-spec.js';
+import { launchedWorkerRecord, workerInstanceSpec, workerPlacementRequest } from './worker-spec.js';
 import type { WorkersRegistry } from './workers-registry.js';
 
 /** Network volumes: their data center (a placement constraint). */
@@ -27,15 +25,15 @@ export interface LaunchedWorkersDeps {
   /** Crash records: early ends and failed launches count as crashes of the endpoint. */
   states: Pick<EndpointScaleStates, 'crashed' | 'healthy'>;
   clock: Clock;
-  runtime: Pick<Runtime, 'start' | 'remove' | 'inspect' | 'runsAsPlaceholder' | 'unavailable'>;
-  inventory: Pick<Inventory, 'placeAndReserve' | 'reserveExact' | 'release'>;
+  /** The launch path workers share with pods: placement, start, reaping. */
+  instances: Instances;
+  /** What an adopted worker's instance is doing now. */
+  runtime: Pick<Runtime, 'inspect'>;
   jobs: { worker: Pick<WorkerJobs, 'workerLost'> };
   workers: Pick<WorkersRegistry, 'markDead'>;
   endpoints: Pick<EndpointsService, 'templateOf'>;
   accounts: Pick<AccountsService, 'createKey' | 'revokeKey' | 'revokeWorkerKeysExcept' | 'liveWorkerKeyId'>;
-  volumes?: WorkerVolumes;
-  /** Credentials of the template's container registry, handed to the runtime to pull the image. */
-  registries?: Pick<RegistriesService, 'credentials'>;
+  volumes?: WorkerVolumes | undefined;
   logger: Pick<Logger, 'info' | 'warn' | 'error'>;
   config: {
     catalog: Pick<Catalog, 'gpuTypes' | 'cpuFlavors' | 'dataCenters'>;
@@ -44,8 +42,6 @@ export interface LaunchedWorkersDeps {
     /** @default 10000 */
     pingIntervalMs?: number;
   };
-  /** The workers' `system` log lines (docs/logs.md). @default none written */
-  systemLog?: SystemLogWriter;
   /** A worker that ended on its own has been cleaned up (the autoscaler wants a pass). */
   onEnded: () => void;
 }
@@ -64,6 +60,13 @@ export interface LaunchedWorker {
   recycle: boolean;
   stopping: boolean;
 }
+
+/**
+ * How a launch went: not placed (why: the autoscaler counts the worker as throttled), or launched;
+ * `crash` is why a launch that failed counts as a crash of its endpoint (null when it did not
+ * fail, or failed because its runtime or host was away: the worker is not to blame).
+ */
+export type LaunchOutcome = { ok: true; crash: string | null } | { ok: false; reason: string };
 
 /** Longest crash reason kept (it may carry the tail of the worker's output). */
 const MAX_REASON = 400;
@@ -128,67 +131,39 @@ export class LaunchedWorkers {
     this.#deps.states.healthy(m.endpointId);
   }
 
-  /** Places, records and starts one worker. Answers false (with why) when nothing has room for it. */
-  async launch(endpoint: Endpoint, now: number): Promise<{ ok: true } | { ok: false; reason: string }> {
+  /**
+   * One worker, in a straight line: what it runs (its endpoint's template and volume), where
+   * (placed and reserved through the shared launch path), recorded (its row, then its key), and
+   * started. Answers why not when nothing has room for it.
+   */
+  async launch(endpoint: Endpoint, now: number): Promise<LaunchOutcome> {
+    const { instances, config } = this.#deps;
     const template = await this.#deps.endpoints.templateOf(endpoint);
     if (!template) return { ok: false, reason: `template ${endpoint.templateId} of the endpoint no longer exists` };
     const volume =
       endpoint.networkVolumeId && this.#deps.volumes
         ? await this.#deps.volumes.get(endpoint.accountId, endpoint.networkVolumeId)
         : null;
-    const request = workerPlacementRequest(endpoint, template, volume?.dataCenterId ?? null, this.#deps.config.catalog);
+    const request = workerPlacementRequest(endpoint, template, volume?.dataCenterId ?? null, config.catalog);
     const workerId = newId();
-    const placed = this.#deps.inventory.placeAndReserve(workerId, request);
-    if (!placed.ok) return { ok: false, reason: placed.reason };
+    const placed = instances.place(workerId, request);
+    if (!placed.ok) return placed;
     const { placement } = placed;
-    this.#workers.set(workerId, {
-      endpointId: endpoint.id,
-      hostId: placement.hostId,
-      startedAt: now,
-      lastActiveAt: now,
-      ready: false,
-      proven: false,
-      recycle: false,
-      stopping: false,
-    });
+    this.#workers.set(workerId, tracked(endpoint.id, placement.hostId, now, now));
     try {
-      const allocation = {
-        gpuIndices: placement.gpuIndices,
-        vcpus: placement.vcpus,
-        memoryGb: placement.memoryGb,
-        diskGb: request.diskGb,
-        gpuTypeId: placement.gpuTypeId,
-        dataCenterId: placement.dataCenterId,
-        image: template.imageName,
-      };
-      const compute: PricedCompute =
-        request.kind === 'gpu' && placement.gpuTypeId !== null
-          ? { kind: 'gpu', gpuTypeId: placement.gpuTypeId, gpuCount: request.gpuCount, cloud: placement.cloud }
-          : {
-              kind: 'cpu',
-              cpuFlavorId: request.cpuFlavorId ?? '',
-              vcpuCount: request.vcpuCount,
-              cloud: placement.cloud,
-            };
+      const row = launchedWorkerRecord({ endpoint, template, request, placement, catalog: config.catalog });
       await this.#deps.store.insertLaunched(
         workerId,
         endpoint.id,
         placement.hostId,
-        allocation,
+        row.allocation,
         now,
-        {
-          accountId: endpoint.accountId,
-          kind: compute.kind,
-          costPerHr: costPerHour(compute, this.#deps.config.catalog),
-        },
+        row.usage,
         undefined,
         endpoint.version,
       );
       const apiKey = await this.#keys.mint(endpoint, workerId);
-      const registryAuth =
-        template.containerRegistryAuthId && this.#deps.registries
-          ? await this.#deps.registries.credentials(endpoint.accountId, template.containerRegistryAuthId)
-          : null;
+      const registryAuth = await instances.registryAuth(endpoint.accountId, template.containerRegistryAuthId);
       const spec = workerInstanceSpec({
         registryAuth,
         workerId,
@@ -197,40 +172,36 @@ export class LaunchedWorkers {
         placement,
         request,
         apiKey,
-        publicUrl: this.#deps.config.publicUrl,
-        pingIntervalMs: this.#deps.config.pingIntervalMs ?? 10_000,
+        publicUrl: config.publicUrl,
+        pingIntervalMs: config.pingIntervalMs ?? 10_000,
       });
       this.#deps.logger.info(
         { endpointId: endpoint.id, workerId, hostId: placement.hostId, image: template.imageName },
         'launching worker',
       );
-      await this.#log(
-        workerId,
-        `placed on host ${placement.hostId} (${placement.dataCenterId}); pulling (if needed) and starting image ${template.imageName}`,
-      );
-      await this.#deps.runtime.start(spec);
-      await this.#log(workerId, 'started');
-      const image = template.imageName;
-      if (this.#deps.runtime.runsAsPlaceholder?.(image) && !this.#placeholderImages.has(image)) {
-        // nothing runs in a placeholder: its jobs would wait, silently, until their ttl
-        this.#placeholderImages.add(image);
-        this.#deps.logger.warn(
-          { endpointId: endpoint.id, image },
-          `image "${image}" is not in the config's images map: its workers run as idle placeholders and take no jobs; map it to a command (README, "Serverless endpoints in your dev loop")`,
-        );
-      }
-      return { ok: true };
+      const { placeholder } = await instances.launch(spec, placement.dataCenterId);
+      await instances.log(workerId, 'started');
+      if (placeholder) this.#warnPlaceholder(endpoint.id, template.imageName);
+      return { ok: true, crash: null };
     } catch (err) {
       // Could not launch at all: the same as a worker dying at once, unless the runtime (or, in a
       // fleet, the worker's host) went away: the worker is not to blame; the autoscaler waits.
       const reason = `could not launch: ${(err as Error).message}`;
       this.#deps.logger.warn({ endpointId: endpoint.id, workerId, reason }, 'worker launch failed');
-      await this.#log(workerId, `ERROR: ${reason}`);
+      await instances.log(workerId, `ERROR: ${reason}`);
       await this.stop(workerId, 'launch failed');
-      if ((this.#deps.runtime.unavailable?.(placement.hostId) ?? null) === null)
-        this.#deps.states.crashed(endpoint.id, now, this.#deps.clock.now(), reason);
-      return { ok: true };
+      return { ok: true, crash: instances.away(placement.hostId) === null ? reason : null };
     }
+  }
+
+  /** Nothing runs in a placeholder: its jobs would wait, silently, until their ttl (warned once per image). */
+  #warnPlaceholder(endpointId: string, image: string): void {
+    if (this.#placeholderImages.has(image)) return;
+    this.#placeholderImages.add(image);
+    this.#deps.logger.warn(
+      { endpointId, image },
+      `image "${image}" is not in the config's images map: its workers run as idle placeholders and take no jobs; map it to a command (README, "Serverless endpoints in your dev loop")`,
+    );
   }
 
   /**
@@ -240,40 +211,21 @@ export class LaunchedWorkers {
    */
   async adopt(
     row: LaunchedWorkerRow,
-    attached: AttachedInstance | undefined,
+    attached: AttachedInstances,
   ): Promise<{ ok: true } | { ok: false; reason: string }> {
-    if (!attached) return { ok: false, reason: 'the runtime found no instance of it' };
-    if (
-      attached.owner &&
-      (attached.owner.kind !== 'worker' ||
-        (attached.owner.endpointId !== undefined && attached.owner.endpointId !== row.endpointId))
-    )
-      return { ok: false, reason: 'its instance belongs to something else' };
+    const claim = attached.claim(row.id, { kind: 'worker', endpointId: row.endpointId });
+    if (!claim.ok) return claim;
     if (!row.allocation) return { ok: false, reason: 'its row does not say what it holds on its host' };
+    // What attach() found may have ended since (a recovery that comes once the lease is won).
     const live = await this.#deps.runtime.inspect(row.id);
-    if (!live || (live.state !== 'starting' && live.state !== 'running' && live.state !== 'unknown'))
-      return { ok: false, reason: 'its instance no longer runs' };
+    if (!live || !isLiveInstance(live)) return { ok: false, reason: 'its instance no longer runs' };
     const keyId = await this.#deps.accounts.liveWorkerKeyId(row.endpointId, row.id);
     if (keyId === null) return { ok: false, reason: 'its key was revoked' };
-    const reserved = this.#deps.inventory.reserveExact(row.id, {
-      hostId: row.hostId,
-      ...row.allocation,
-      publicPorts: [],
-    });
+    const reserved = this.#deps.instances.reserve(row.id, { hostId: row.hostId, ...row.allocation, publicPorts: [] });
     if (!reserved.ok) return { ok: false, reason: `its allocation could not be reserved again: ${reserved.reason}` };
-    const now = this.#deps.clock.now();
     this.#keys.adopt(row.id, keyId);
     // startedAt is its launch: the crash window and the start timeout count from there.
-    this.#workers.set(row.id, {
-      endpointId: row.endpointId,
-      hostId: row.hostId,
-      startedAt: row.createdAt,
-      lastActiveAt: now,
-      ready: false,
-      proven: false,
-      recycle: false,
-      stopping: false,
-    });
+    this.#workers.set(row.id, tracked(row.endpointId, row.hostId, row.createdAt, this.#deps.clock.now()));
     return { ok: true };
   }
 
@@ -288,14 +240,10 @@ export class LaunchedWorkers {
     if (m) m.stopping = true;
     const endpoint = m?.endpointId ?? endpointId ?? null;
     this.#deps.logger.info({ workerId, endpointId: endpoint, reason }, 'stopping worker');
-    await this.#log(workerId, `stopped: ${reason}`);
+    await this.#deps.instances.log(workerId, `stopped: ${reason}`);
     try {
-      await this.#deps.runtime
-        .remove(workerId)
-        .catch((err: unknown) =>
-          this.#deps.logger.warn({ workerId, err: (err as Error).message }, 'removing the worker instance failed'),
-        );
-      this.#deps.inventory.release(workerId);
+      const failed = await this.#deps.instances.reap(workerId);
+      if (failed !== null) this.#deps.logger.warn({ workerId, err: failed }, 'removing the worker instance failed');
       await this.#keys.revoke(workerId);
       if (endpoint !== null) await this.#deps.workers.markDead(endpoint, [workerId], this.#deps.clock.now());
       await this.#deps.jobs.worker.workerLost(workerId, endpoint);
@@ -315,10 +263,6 @@ export class LaunchedWorkers {
     await this.#keys.revokeAll();
   }
 
-  #log(workerId: string, line: string): Promise<void> {
-    return this.#deps.systemLog?.write(workerId, line) ?? Promise.resolve();
-  }
-
   /**
    * The runtime says an instance changed: a worker of ours that ended without being asked to is
    * lost. It counts as a crash of its endpoint unless it was proven, or its host is away (a fleet
@@ -334,8 +278,8 @@ export class LaunchedWorkers {
       { workerId: status.id, endpointId: m.endpointId, exitCode: status.exitCode },
       'worker ended on its own',
     );
-    void this.#log(status.id, `${status.state === 'failed' ? 'ERROR' : 'exited'}: ${reason}`);
-    if (!m.proven && (this.#deps.runtime.unavailable?.(m.hostId) ?? null) === null)
+    void this.#deps.instances.log(status.id, `${status.state === 'failed' ? 'ERROR' : 'exited'}: ${reason}`);
+    if (!m.proven && this.#deps.instances.away(m.hostId) === null)
       this.#deps.states.crashed(m.endpointId, m.startedAt, now, reason);
     void this.stop(status.id, 'instance ended')
       .catch((err: unknown) =>
@@ -347,3 +291,15 @@ export class LaunchedWorkers {
       .finally(() => this.#deps.onEnded());
   }
 }
+
+/** A worker as tracked from its launch (or adoption): not yet heard from, nor proven. */
+const tracked = (endpointId: string, hostId: string, startedAt: number, lastActiveAt: number): LaunchedWorker => ({
+  endpointId,
+  hostId,
+  startedAt,
+  lastActiveAt,
+  ready: false,
+  proven: false,
+  recycle: false,
+  stopping: false,
+});

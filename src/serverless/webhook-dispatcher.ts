@@ -34,7 +34,7 @@ import { heldLease, type Lease } from '../store/leases.js';
 import type { WebhookStore, WebhookDelivery } from '../store/webhook-store.js';
 import { WebhookAddressPolicy, WebhookAddressRefused } from './webhook-address-policy.js';
 import { WebhookFairShare } from './webhook-fair-share.js';
-import { createWebhookFetch, type FetchLike, type ResolveLike } from './webhook-http.js';
+import { createWebhookFetch, describeNetworkError, type FetchLike, type ResolveLike } from './webhook-http.js';
 
 export type { WebhookDelivery } from '../store/webhook-store.js';
 export type { FetchLike } from './webhook-http.js';
@@ -386,16 +386,4 @@ export class WebhookDispatcher {
     this.#lastPurge = now;
     await this.store.purgeFinished(now - KEEP_FINISHED_MS, 1000).catch(() => undefined);
   }
-}
-
-/** fetch wraps socket errors as `TypeError: fetch failed` with the useful part in `cause`. */
-function describeNetworkError(err: unknown): string {
-  const cause = (err as { cause?: unknown } | null)?.cause;
-  const pick = (e: unknown): string | null => {
-    if (!e || typeof e !== 'object') return null;
-    const { code, message } = e as { code?: unknown; message?: unknown };
-    if (typeof code === 'string') return code;
-    return typeof message === 'string' ? message : null;
-  };
-  return pick(cause) ?? pick(err) ?? String(err);
 }

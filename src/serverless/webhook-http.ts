@@ -96,3 +96,15 @@ export function createWebhookFetch(deps: WebhookHttpDeps): FetchLike {
     });
   };
 }
+
+/** fetch wraps socket errors as `TypeError: fetch failed` with the useful part in `cause`. */
+export function describeNetworkError(err: unknown): string {
+  const cause = (err as { cause?: unknown } | null)?.cause;
+  const pick = (e: unknown): string | null => {
+    if (!e || typeof e !== 'object') return null;
+    const { code, message } = e as { code?: unknown; message?: unknown };
+    if (typeof code === 'string') return code;
+    return typeof message === 'string' ? message : null;
+  };
+  return pick(cause) ?? pick(err) ?? String(err);
+}

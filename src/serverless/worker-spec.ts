@@ -3,11 +3,14 @@
  * placed, and the instance the runtime starts once it is (image, env, GPUs, volume).
  */
 import type { Catalog } from '../domain/catalog.js';
+import { placedCostPerHour } from '../domain/cost.js';
 import type { Placement, PlacementRequest } from '../domain/placement.js';
 import { workerNetworkMode } from '../domain/worker-network.js';
 import type { InstanceSpec, VolumeSource } from '../runtime/runtime.js';
+import type { WorkerAllocation, WorkerUsageStart } from '../store/autoscaler-store.js';
 import type { Template } from '../domain/template.js';
 import type { Endpoint } from '../domain/endpoint.js';
+import { instanceSpec } from '../instances/instance-spec.js';
 import { workerEnvironment } from './worker-env.js';
 
 /**
@@ -47,6 +50,36 @@ export function workerPlacementRequest(
   };
 }
 
+/**
+ * What a placed worker's row records: what it holds on its host (to reserve it again after a
+ * restart; where it runs and its image, for the worker list) and whose usage it is, at what price.
+ */
+export function launchedWorkerRecord(input: {
+  endpoint: Pick<Endpoint, 'accountId'>;
+  template: Pick<Template, 'imageName'>;
+  request: PlacementRequest;
+  placement: Placement;
+  catalog: Pick<Catalog, 'gpuTypes' | 'cpuFlavors'>;
+}): { allocation: WorkerAllocation; usage: WorkerUsageStart } {
+  const { request, placement } = input;
+  return {
+    allocation: {
+      gpuIndices: placement.gpuIndices,
+      vcpus: placement.vcpus,
+      memoryGb: placement.memoryGb,
+      diskGb: request.diskGb,
+      gpuTypeId: placement.gpuTypeId,
+      dataCenterId: placement.dataCenterId,
+      image: input.template.imageName,
+    },
+    usage: {
+      accountId: input.endpoint.accountId,
+      kind: request.kind === 'gpu' && placement.gpuTypeId !== null ? 'gpu' : 'cpu',
+      costPerHr: placedCostPerHour(request, placement, input.catalog),
+    },
+  };
+}
+
 export interface WorkerInstanceInput {
   workerId: string;
   endpoint: Endpoint;
@@ -75,35 +108,34 @@ export function workerInstanceSpec(input: WorkerInstanceInput): InstanceSpec {
   const volumes: VolumeSource[] = [];
   if (endpoint.networkVolumeId)
     volumes.push({ kind: 'network', volumeId: endpoint.networkVolumeId, path: '/runpod-volume' });
-  const platformEnv = {
-    ...workerEnvironment({
-      publicUrl: input.publicUrl,
-      endpointId: endpoint.id,
-      workerId,
-      apiKey: input.apiKey,
-      gpuType: placement.gpuTypeId ?? 'CPU',
-      pingIntervalMs: input.pingIntervalMs,
-    }),
-    RUNPOD_POD_HOSTNAME: `${workerId}-${placement.hostId}`,
-    RUNPOD_DC_ID: placement.dataCenterId,
-    RUNPOD_GPU_COUNT: String(placement.gpuIndices.length),
-    RUNPOD_CPU_COUNT: String(placement.vcpus),
-  };
-  return {
+  return instanceSpec({
     id: workerId,
     owner: { kind: 'worker', accountId: endpoint.accountId, endpointId: endpoint.id },
     image: template.imageName,
     args: template.args,
     env: { ...template.env, ...endpoint.env },
-    platformEnv,
-    hostId: placement.hostId,
-    gpuIndices: placement.gpuIndices,
-    vcpus: placement.vcpus,
-    memoryGb: placement.memoryGb,
-    diskGb: request.diskGb,
+    platformEnv: {
+      ...workerEnvironment({
+        publicUrl: input.publicUrl,
+        endpointId: endpoint.id,
+        workerId,
+        apiKey: input.apiKey,
+        gpuType: placement.gpuTypeId ?? 'CPU',
+        pingIntervalMs: input.pingIntervalMs,
+      }),
+      RUNPOD_POD_HOSTNAME: `${workerId}-${placement.hostId}`,
+    },
+    machine: {
+      hostId: placement.hostId,
+      dataCenterId: placement.dataCenterId,
+      gpuIndices: placement.gpuIndices,
+      vcpus: placement.vcpus,
+      memoryGb: placement.memoryGb,
+      diskGb: request.diskGb,
+    },
     ports: [],
     volumes,
     registryAuth: input.registryAuth ?? null,
     networkMode: workerNetworkMode(input.publicUrl),
-  };
+  });
 }

@@ -3,7 +3,7 @@ import type { DataCenter } from '../../domain/catalog.js';
 import { ApiError, validationFailed } from '../../domain/errors.js';
 import type { Endpoint } from '../../domain/endpoint.js';
 import type { Template } from '../../domain/template.js';
-import type { EndpointInput } from '../../serverless/endpoints-service.js';
+import type { EndpointInput } from '../../serverless/endpoint-settings.js';
 import { Nullable, StringEnum } from '../schemas.js';
 
 // REST v2 endpoint bodies (the public OpenAPI's CreateEndpointRequest / UpdateEndpointRequest) and

@@ -5,7 +5,7 @@ import type { Endpoint, EndpointWorker } from '../../domain/endpoint.js';
 import { ApiError, validationFailed } from '../../domain/errors.js';
 import type { Template } from '../../domain/template.js';
 import { toServerlessView, type ServerlessEndpointView } from '../../serverless/endpoint-view.js';
-import { isStale } from '../../serverless/endpoints-service.js';
+import { isStale } from '../../serverless/endpoint-releases.js';
 import type { Services } from '../../services.js';
 import { principalOf } from '../plugins/auth.js';
 import { Deleted, errorResponses, IdParams, Nullable } from '../schemas.js';

@@ -4,7 +4,7 @@ import { Type, type Static } from '@sinclair/typebox';
 import { iso } from '../../../domain/clock.js';
 import { badRequest } from '../../../domain/errors.js';
 import type { Endpoint } from '../../../domain/endpoint.js';
-import type { EndpointInput } from '../../../serverless/endpoints-service.js';
+import type { EndpointInput } from '../../../serverless/endpoint-settings.js';
 import type { Services } from '../../../services.js';
 import { principalOf } from '../../plugins/auth.js';
 import { Nullable } from '../../schemas.js';

@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { defaultCatalog } from '../domain/catalog.js';
-import { endpointViolations, splitList } from './endpoints-service.js';
+import { endpointViolations, splitList } from './endpoint-settings.js';
 
 const catalog = defaultCatalog();
 const valid = {

@@ -1,0 +1,189 @@
+import type { Logger } from 'pino';
+import type { Clock } from '../domain/clock.js';
+import { decideScale, type ScaleConfig, type ScaleQueue, type ScaleWorker } from '../domain/autoscale.js';
+import type { Endpoint } from '../domain/endpoint.js';
+import type { Instances } from '../instances/instances.js';
+import type { ResourceQuota } from '../quotas/resource-quota.js';
+import type { AutoscalerStore, LaunchedWorkerRow } from '../store/autoscaler-store.js';
+import type { EndpointScaleStates } from './endpoint-scale-states.js';
+import type { EndpointsService } from './endpoints-service.js';
+import type { LaunchedWorkers, LaunchOutcome } from './launched-workers.js';
+import type { WorkersRegistry } from './workers-registry.js';
+
+/** What the autoscaler's passes decided, since it started (metrics). */
+export interface ScaleDecisions {
+  passes: number;
+  starts: number;
+  stops: { idle: number; 'over-max': number; recycle: number; 'start-timeout': number };
+  heldBack: number;
+  throttled: number;
+}
+
+export interface EndpointScalerDeps {
+  store: Pick<AutoscalerStore, 'urgentQueued' | 'anyQueued' | 'oldestUrgentQueuedAt' | 'busyWorkers'>;
+  clock: Clock;
+  states: EndpointScaleStates;
+  workers: LaunchedWorkers;
+  instances: Pick<Instances, 'away'>;
+  endpoints: Pick<EndpointsService, 'get'>;
+  registry: Pick<WorkersRegistry, 'takeRecycleRequest'>;
+  quota?: Pick<ResourceQuota, 'tryAdmit'> | undefined;
+  logger: Pick<Logger, 'info'>;
+  config: ScaleConfig;
+  /** Counted into as passes decide. */
+  decisions: ScaleDecisions;
+}
+
+/**
+ * One endpoint's pass of the autoscaler: its queue and its launched workers as `decideScale`
+ * (domain/autoscale.ts) sees them, then what it decided — workers stopped, workers launched
+ * within the account's GPU quota, the rest counted as throttled with the reason — and, while the
+ * runtime is unavailable, only the counts.
+ */
+export class EndpointScaler {
+  readonly #deps: EndpointScalerDeps;
+
+  constructor(deps: EndpointScalerDeps) {
+    this.#deps = deps;
+  }
+
+  /**
+   * One pass over the endpoint at `now`: its launched workers' rows (`rows`), and `unavailable`,
+   * the runtime's reason while it cannot launch or remove anything (the pass then only counts).
+   */
+  async scale(
+    accountId: string,
+    endpointId: string,
+    rows: LaunchedWorkerRow[],
+    now: number,
+    unavailable: string | null = null,
+  ): Promise<void> {
+    const state = this.#deps.states.of(endpointId);
+    const endpoint = await this.#deps.endpoints.get(accountId, endpointId);
+    // Counting past workersMax × scalerValue queued jobs cannot change the decision: the pass
+    // stays cheap however long the queue is.
+    const cap = Math.min(1_000_000, Math.max(1, endpoint.workersMax) * Math.max(1, endpoint.scalerValue) + 1);
+    const [urgent, anyQueued, oldestUrgentQueuedAt, busy] = await Promise.all([
+      this.#deps.store.urgentQueued(endpointId, cap),
+      this.#deps.store.anyQueued(endpointId),
+      this.#deps.store.oldestUrgentQueuedAt(endpointId),
+      this.#deps.store.busyWorkers(endpointId),
+    ]);
+    let inProgress = 0;
+    for (const n of busy.values()) inProgress += n;
+    // Only "low-priority jobs wait" matters beyond the urgent count (it keeps idle workers up).
+    const lowOnly = anyQueued && urgent === 0 ? 1 : 0;
+    const queue: ScaleQueue = {
+      inQueue: urgent + lowOnly,
+      inQueueLowPriority: lowOnly,
+      inProgress,
+      oldestUrgentQueuedAt,
+    };
+    const workers: ScaleWorker[] = [];
+    const counts = { idle: 0, running: 0, initializing: 0 };
+    for (const row of rows) {
+      const m = this.#deps.workers.get(row.id);
+      if (!m) {
+        // A row of ours with no instance (e.g. written by another replica that died): lost.
+        if (unavailable === null) await this.#deps.workers.stop(row.id, 'no instance', row.endpointId);
+        continue;
+      }
+      if (m.stopping) continue;
+      if (row.status === 'dead' || row.status === 'unhealthy') continue;
+      if (this.#deps.registry.takeRecycleRequest(endpointId, row.id)) m.recycle = true;
+      const holds = busy.get(row.id) ?? 0;
+      const initializing = row.status === 'initializing' && holds === 0;
+      if (initializing && unavailable === null) {
+        // Not up yet on a host that is away: it would hold its place until the start timeout.
+        const away = this.#deps.instances.away(row.hostId);
+        if (away !== null) {
+          await this.#deps.workers.stop(row.id, `its host is away before it started: ${away}`);
+          continue;
+        }
+      }
+      if (holds > 0) {
+        m.lastActiveAt = now;
+        this.#deps.workers.prove(m);
+      } else if (!initializing && !m.ready) {
+        // First heard of: idle time counts from when it became ready.
+        m.lastActiveAt = now;
+      }
+      if (!initializing) m.ready = true;
+      if (!m.proven && now - m.startedAt > this.#deps.config.crashWindowMs && !initializing)
+        this.#deps.workers.prove(m);
+      const w: ScaleWorker = {
+        id: row.id,
+        state: initializing ? 'initializing' : holds > 0 ? 'running' : 'idle',
+        startedAt: m.startedAt,
+        lastActiveAt: m.lastActiveAt,
+        recycle: m.recycle,
+      };
+      counts[w.state]++;
+      workers.push(w);
+    }
+    state.counts = counts;
+    const decision = decideScale(
+      {
+        workersMin: endpoint.workersMin,
+        workersMax: endpoint.workersMax,
+        scalerType: endpoint.scalerType,
+        scalerValue: endpoint.scalerValue,
+        idleTimeout: endpoint.idleTimeout,
+      },
+      queue,
+      workers,
+      state.crash,
+      now,
+      this.#deps.config,
+    );
+    state.heldBack = decision.heldBack;
+    this.#deps.decisions.passes++;
+    this.#deps.decisions.heldBack += decision.heldBack;
+    if (unavailable !== null) {
+      // Nothing can be launched or removed: the wanted workers wait, as if throttled.
+      state.throttled = decision.start;
+      state.capacityError = decision.start > 0 ? `the runtime is unavailable: ${unavailable}` : null;
+      return;
+    }
+    if (decision.start > 0 || decision.stop.length > 0)
+      this.#deps.logger.info(
+        { endpointId, start: decision.start, stop: decision.stop, reasons: decision.reasons },
+        'scaling',
+      );
+    this.#deps.decisions.starts += decision.start;
+    for (const { id, reason } of decision.stop) {
+      this.#deps.decisions.stops[reason]++;
+      const m = this.#deps.workers.get(id);
+      await this.#deps.workers.stop(id, reason);
+      if (reason === 'start-timeout' && m)
+        this.#deps.states.crashed(
+          endpointId,
+          m.startedAt,
+          now,
+          `did not become ready within ${this.#deps.config.startTimeoutMs} ms`,
+        );
+    }
+    let throttled = 0;
+    for (let i = 0; i < decision.start; i++) {
+      const placed = await this.#launchWithinQuota(endpoint, now);
+      if (!placed.ok) {
+        throttled = decision.start - i;
+        state.capacityError = placed.reason;
+        break;
+      }
+      if (placed.crash !== null) this.#deps.states.crashed(endpointId, now, this.#deps.clock.now(), placed.crash);
+    }
+    state.throttled = throttled;
+    this.#deps.decisions.throttled += throttled;
+    if (throttled === 0) state.capacityError = null;
+  }
+
+  /** A launch, when the endpoint's account has room for the worker's GPUs under its quota; else why not. */
+  async #launchWithinQuota(endpoint: Endpoint, now: number): Promise<LaunchOutcome> {
+    const launch = () => this.#deps.workers.launch(endpoint, now);
+    const quota = this.#deps.quota;
+    if (!quota) return launch();
+    const r = await quota.tryAdmit(endpoint.accountId, { pods: 0, gpus: endpoint.gpuCount }, launch);
+    return r.ok ? r.value : r;
+  }
+}
