@@ -6,7 +6,9 @@
  * holds that). docs/runtimes.md "Adding a runtime" walks through writing one.
  */
 import type { Logger } from 'pino';
+import type { StaticDecode } from '@sinclair/typebox';
 import type { Config } from '../config.js';
+import type { RuntimeSchema } from '../config-schema.js';
 import type { Host } from '../domain/catalog.js';
 import type { Clock } from '../domain/clock.js';
 import type { FleetService } from '../fleet/fleet-service.js';
@@ -114,6 +116,12 @@ export interface RuntimeModule<Prepared = unknown> {
   readonly configSection: string | null;
   /** Images run as commands of this machine (each needs a `command` in the config's `images`), not as container images. */
   readonly imagesAreCommands: boolean;
+  /**
+   * Checks of the config that hold only when this runtime runs (a setting the others never read
+   * must not stop them); refuses with the config's error. `source(path)`: the environment
+   * variable a value came from, or the path itself, for the message.
+   */
+  checkConfig?(section: StaticDecode<typeof RuntimeSchema>, source: (path: string) => string): void;
   /** What the deployment `config` describes does to keep accounts apart on this runtime. */
   isolation(config: Pick<Config, 'runtime'>): IsolationConditions;
   /**

@@ -3,6 +3,7 @@
  * from it at start (runtime.docker sets what of it is configured rather than discovered). The
  * adapter is loaded only by a server that runs containers (kept out of the static import graph).
  */
+import { fail } from '../../config-values.js';
 import type { Host } from '../../domain/catalog.js';
 import { fixedHosts } from '../host-feed.js';
 import { RuntimeStartRefused, type RuntimeModule, type RuntimePrepareDeps } from '../runtime-module.js';
@@ -52,6 +53,15 @@ export function dockerRuntimeModule(
     hostSource: 'discovered',
     configSection: 'docker',
     imagesAreCommands: false,
+    checkConfig({ docker }, source) {
+      if (
+        !/^unix:\/\/\/./.test(docker.host) &&
+        !/^(tcp|http):\/\/(\[[0-9a-fA-F:.]+\]|[^:/\s]+)(:\d+)?\/?$/.test(docker.host)
+      )
+        fail(
+          `${source('runtime.docker.host')} "${docker.host}" must be unix:///path/docker.sock or tcp://host:port (TLS and ssh:// are not supported)`,
+        );
+    },
     isolation: (config) => ({
       ownNetworks: true,
       hardening: true,
