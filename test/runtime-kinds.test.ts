@@ -103,9 +103,20 @@ const inRuntimeFolder = (path: string): boolean =>
   path === REGISTRY || runtimeFolders.some((folder) => path.startsWith(`${folder}/`));
 
 test('the registry lists every runtime module, each in a folder of its own', () => {
-  assert.ok(kinds.size >= 4, `process, docker, fleet and the test-only fake are registered (found ${[...kinds]})`);
-  assert.equal(new Set(runtimeFolders).size, runtimeFolders.length, `one folder per runtime: ${runtimeFolders}`);
-  assert.equal(runtimeFolders.length, kinds.size, `a module per kind: ${runtimeFolders} for ${[...kinds]}`);
+  assert.ok(
+    kinds.size >= 4,
+    `process, docker, fleet and the test-only fake are registered (found ${[...kinds].join(', ')})`,
+  );
+  assert.equal(
+    new Set(runtimeFolders).size,
+    runtimeFolders.length,
+    `one folder per runtime: ${runtimeFolders.join(', ')}`,
+  );
+  assert.equal(
+    runtimeFolders.length,
+    kinds.size,
+    `a module per kind: ${runtimeFolders.join(', ')} for ${[...kinds].join(', ')}`,
+  );
 });
 
 test('no code outside a runtime’s folder and the registry branches on a runtime’s kind', () => {
