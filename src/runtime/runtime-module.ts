@@ -20,7 +20,7 @@ import type { HostFeed } from './host-feed.js';
 import type { Runtime } from './runtime.js';
 
 /** What a runtime can do. Each is a fact of the runtime, the same in every deployment. */
-export interface RuntimeCapabilities {
+interface RuntimeCapabilities {
   /** Its hosts come and go while the server runs (its host feed changes). */
   liveHosts: boolean;
   /** It pins an instance to GPUs by their UUIDs (not only by index). */
@@ -55,7 +55,7 @@ export interface IsolationConditions {
 }
 
 /** Where placement's hosts come from. */
-export type HostSource =
+type HostSource =
   /** the config's `fleet.hosts` (a demo fleet on this machine) */
   | 'declared'
   /** discovered from the runtime's engine at start; the config declares none */
