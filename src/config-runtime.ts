@@ -5,6 +5,7 @@ import type { StaticDecode } from '@sinclair/typebox';
 import type { Catalog } from './domain/catalog.js';
 import { parseRegistryPattern, type RegistryPolicyConfig } from './domain/registry-policy.js';
 import { fail } from './config-values.js';
+import { runtimeModule } from './runtime/registry.js';
 import type { DockerRuntimeSchema, RuntimeSchema } from './config-schema.js';
 
 export { DEFAULT_DOCKER_HOST } from './config-schema.js';
@@ -51,14 +52,7 @@ export function resolveRuntime(section: StaticDecode<typeof RuntimeSchema>, ctx:
   const { docker } = section;
   const source = (path: string): string => ctx.fromEnv.get(path) ?? path;
   // Checked only when used: a DOCKER_HOST the process runtime never reads must not stop it.
-  if (
-    section.kind === 'docker' &&
-    !/^unix:\/\/\/./.test(docker.host) &&
-    !/^(tcp|http):\/\/(\[[0-9a-fA-F:.]+\]|[^:/\s]+)(:\d+)?\/?$/.test(docker.host)
-  )
-    fail(
-      `${source('runtime.docker.host')} "${docker.host}" must be unix:///path/docker.sock or tcp://host:port (TLS and ssh:// are not supported)`,
-    );
+  runtimeModule(section.kind).checkConfig?.(section, source);
   const namespace = docker.namespace ?? defaultNamespace(ctx.databaseUrl, ctx.databaseSchema, ctx.dataDir);
   const dataCenterId = docker.dataCenterId;
   if (dataCenterId !== null && !ctx.catalog.dataCenters.some((d) => d.id === dataCenterId))

@@ -26,6 +26,7 @@ export type { HealthProbe, ImageSpec } from './config-images.js';
 export type { DockerRuntimeConfig } from './config-runtime.js';
 import { resolveRuntime, type RuntimeConfig } from './config-runtime.js';
 import { resolveSsh, type SshConfig } from './config-ssh.js';
+import { configuredRuntime } from './runtime/registry.js';
 export { MAX_AGENT_POLL_WAIT_MS } from './config-schema.js';
 
 // Every key, its default, environment variable and meaning: config-schema.ts (docs/configuration.md).
@@ -210,16 +211,17 @@ export function loadConfig({ env, flags = {} }: ConfigSources): Config {
     fromEnv: decoded.fromEnv,
   });
   // The process runtime's demo fleet is declared; the Docker runtime's one host is discovered.
-  if (runtime.kind === 'docker' && agentsSection.hosts !== undefined)
+  const runtimeModule = configuredRuntime({ runtime });
+  if (runtimeModule.hostSource === 'discovered' && agentsSection.hosts !== undefined)
     fail(
-      'fleet declares the hosts of the process runtime; with runtime docker the host is discovered from the engine (remove fleet, or fleet.hosts; runtime.docker sets hostId, dataCenterId, cloud, publicIp and portRange)',
+      `fleet declares the hosts of the process runtime; with runtime ${runtime.kind} the host is discovered from the engine (remove fleet, or fleet.hosts; runtime.${runtimeModule.configSection ?? runtime.kind} sets hostId, dataCenterId, cloud, publicIp and portRange)`,
     );
   const { hosts, ...agents } = agentsSection;
   if (agents.heartbeatTimeoutMs <= agents.heartbeatMs)
     fail(
       `fleet.heartbeatTimeoutMs (${agents.heartbeatTimeoutMs}) must be longer than fleet.heartbeatMs (${agents.heartbeatMs}): every host would flap between available and unavailable`,
     );
-  const images = parseImages(sections.images, { commandRequired: runtime.kind === 'process' });
+  const images = parseImages(sections.images, { commandRequired: runtimeModule.imagesAreCommands });
   for (const spec of Object.values(images)) if (spec.cwd && !isAbsolute(spec.cwd)) spec.cwd = join(configDir, spec.cwd);
   return {
     ...sections,
@@ -228,14 +230,14 @@ export function loadConfig({ env, flags = {} }: ConfigSources): Config {
     bootstrapKey: env.GANTRY_BOOTSTRAP_KEY ?? null,
     images,
     catalog,
-    fleet: runtime.kind === 'process' ? parseFleet(hosts, catalog) : [],
+    fleet: runtimeModule.hostSource === 'declared' ? parseFleet(hosts, catalog) : [],
     agents,
     runtime,
     ssh: resolveSsh(sections.ssh, { port: server.port, publicUrl }),
     configDir,
     warnings: [
       ...decoded.warnings,
-      ...(runtime.kind === 'process' ? bareInterpreterWarnings(images) : dockerImageWarnings(images)),
+      ...(runtimeModule.imagesAreCommands ? bareInterpreterWarnings(images) : dockerImageWarnings(images)),
     ],
   };
 }

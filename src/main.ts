@@ -33,11 +33,12 @@ import { WebhookDispatcher } from './serverless/webhook-dispatcher.js';
 import { WebhookAddressPolicy } from './serverless/webhook-address-policy.js';
 import { Autoscaler } from './serverless/autoscaler.js';
 import { PodController } from './pods/pod-controller.js';
-import { createRuntime } from './runtime/create-runtime.js';
 import { RegistryGuard, type ResolveAddresses } from './runtime/registry-guard.js';
-import { describeHost } from './runtime/docker/discover-host.js';
 import type { Host } from './domain/catalog.js';
 import type { Runtime } from './runtime/runtime.js';
+import { configuredRuntime, prepareRuntime } from './runtime/registry.js';
+import { fixedHosts } from './runtime/host-feed.js';
+import type { BuiltRuntime, RuntimePrepareDeps } from './runtime/runtime-module.js';
 import { OrphanCollector } from './runtime/orphan-collector.js';
 import {
   accountIsolationOf,
@@ -53,13 +54,9 @@ import { createJobListener } from './http/job-listener.js';
 import { ConnectionCap } from './http/listener-limits.js';
 import { followUnusedConnections } from './http/unused-connections.js';
 import { FleetService, FLEET_TOPICS } from './fleet/fleet-service.js';
-import { FleetRuntime } from './fleet/fleet-runtime.js';
-import { FleetWiring, recordPlacements } from './fleet/fleet-wiring.js';
-import { FleetStreams } from './fleet/fleet-streams.js';
 import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
-import { FleetJournal, FLEET_JOURNAL_TOPIC } from './fleet/fleet-journal.js';
-import { OrphanContainers } from './fleet/orphan-containers.js';
+import { FLEET_JOURNAL_TOPIC } from './fleet/fleet-journal.js';
 import { startSshProxy, type RunningSshProxy } from './ssh/start-ssh-proxy.js';
 import { Metrics } from './metrics/metrics.js';
 
@@ -67,8 +64,10 @@ export interface ServiceOverrides {
   clock?: Clock;
   logger?: Logger;
   runtime?: Runtime;
-  /** The hosts placement uses with an overridden runtime; required with runtime docker (its config has no fleet). @default the config's fleet */
+  /** The hosts placement uses with an overridden runtime; required with a runtime whose hosts are discovered (docker: its config has no fleet). @default the config's fleet */
   hosts?: Host[];
+  /** The runtime's isolation defences (only the isolation tests take one away). @default all on */
+  runtimeDefences?: RuntimePrepareDeps['defences'];
   db?: Db;
   /** How the registry policy resolves registry host names (runtime docker). @default the system resolver */
   registryResolver?: ResolveAddresses;
@@ -113,36 +112,18 @@ export async function createServices(config: Config, overrides: ServiceOverrides
       `took group and other permissions off ${tightened.length} path(s) of the data dir: it holds secrets no other local user may read`,
     );
   // Before the database opens: a runtime that cannot start (its engine unreachable) leaves nothing open.
-  if (overrides.runtime && !overrides.hosts && config.runtime.kind === 'docker')
+  const runtimeModule = configuredRuntime(config);
+  if (overrides.runtime && !overrides.hosts && runtimeModule.hostSource === 'discovered')
     throw new Error(
-      'createServices: a runtime given for runtime docker needs its hosts (overrides.hosts): the config declares none',
+      `createServices: a runtime given for runtime ${runtimeModule.kind} needs its hosts (overrides.hosts): the config declares none`,
     );
-  // runtime fleet: instances run on the joined hosts' agents; its operations go to the fleet
-  // service's queues and the records say where each instance was placed (both made below).
-  let fleetOps: FleetService | null = null;
-  let fleetDb: Db | null = null;
-  let fleetInventory: Inventory | null = null;
-  const fleetRuntime: FleetRuntime | null =
-    !overrides.runtime && config.runtime.kind === 'fleet'
-      ? new FleetRuntime({
-          enqueue: (hostId, op) => fleetOps!.enqueue(hostId, op),
-          placements: {
-            placed: (ids) => recordPlacements(fleetDb!).placed(ids),
-            expected: () => recordPlacements(fleetDb!).expected(),
-          },
-          hosts: () => fleetInventory?.hosts() ?? [],
-          // an image's readiness probe (config `images`, a map without a prototype) goes with its start to the agent
-          healthOf: (image) => config.images[image]?.health,
-          clock,
-          logger: logger.child({ component: 'runtime' }),
-          config: { lostGraceMs: config.agents.lostGraceMs },
-        })
-      : null;
-  const { runtime, hosts }: { runtime: Runtime; hosts: Host[] } = overrides.runtime
-    ? { runtime: overrides.runtime, hosts: overrides.hosts ?? config.fleet }
-    : fleetRuntime
-      ? { runtime: fleetRuntime, hosts: [] }
-      : await createRuntime(config, { clock, logger: logger.child({ component: 'runtime' }) });
+  const preparedRuntime = overrides.runtime
+    ? null
+    : await prepareRuntime(config, {
+        logger,
+        module: runtimeModule,
+        ...(overrides.runtimeDefences ? { defences: overrides.runtimeDefences } : {}),
+      });
   const db = overrides.db ?? (await openConfiguredDatabase(config));
   // Each store once, handed to the services that use it.
   const stores = createStores(db);
@@ -157,16 +138,51 @@ export async function createServices(config: Config, overrides: ServiceOverrides
   const signals = new JobSignals(relay ? { onLocal: relay.publish } : {});
   const secrets = loadSecretBox(config, logger);
   const accounts = new AccountsService({ store: stores.accounts, clock, quotas: config.quotas });
-  const inventory = new Inventory({ hosts, catalog: config.catalog, clock });
-  const catalog = new CatalogService({ catalog: config.catalog, inventory });
-  // Only the Docker runtime pulls images: the process runtime maps them through `images` and never does.
-  const registryGuard =
-    config.runtime.kind !== 'process'
-      ? new RegistryGuard({
-          policy: config.runtime.docker.registries,
-          ...(overrides.registryResolver ? { resolve: overrides.registryResolver } : {}),
+  const fleet = new FleetService({
+    // Read at each report: a server started on port 0 learns its job URL's port once it listens.
+    jobUrl: () => config.server.publicJobUrl,
+    hosts: stores.hosts,
+    operations: stores.operations,
+    clock,
+    secrets,
+    catalog: config.catalog,
+    config: config.agents,
+    relay,
+    logger: logger.child({ component: 'fleet' }),
+  });
+  // The runtime, built by its module (runtime/registry.ts) over what the platform gives every
+  // runtime; the pods' usage calls reach the pod controller once the server runs. Only the replica
+  // driving the pods writes usage.
+  const podsLease = leases.lease(LEASE_NAMES.pods);
+  const built: BuiltRuntime = preparedRuntime
+    ? await preparedRuntime
+        .create({
+          config,
+          clock,
+          logger,
+          db,
+          relay,
+          agents: fleet,
+          usage: {
+            pause: async (hostId, at) => (podsLease.isHeld() ? podController.pauseUsage(hostId, at) : undefined),
+            resume: async (podIds, at) => (podsLease.isHeld() ? podController.resumeUsage(podIds, at) : undefined),
+          },
         })
-      : null;
+        .catch(async (err: unknown) => {
+          if (!overrides.db) await db.close();
+          throw err;
+        })
+    : { runtime: overrides.runtime!, hosts: fixedHosts(overrides.hosts ?? config.fleet) };
+  const { runtime } = built;
+  const inventory = new Inventory({ hosts: built.hosts, catalog: config.catalog, clock });
+  const catalog = new CatalogService({ catalog: config.catalog, inventory });
+  // Only a runtime that pulls images is held to the registry policy (the process runtime maps them through `images`).
+  const registryGuard = runtimeModule.capabilities.imagePrePull
+    ? new RegistryGuard({
+        policy: config.runtime.docker.registries,
+        ...(overrides.registryResolver ? { resolve: overrides.registryResolver } : {}),
+      })
+    : null;
   const templates = new TemplatesService({
     store: stores.templates,
     registries: stores.registries,
@@ -182,18 +198,6 @@ export async function createServices(config: Config, overrides: ServiceOverrides
     secrets,
   });
   const billing = new BillingService({ store: stores.billing, clock });
-  const fleet = new FleetService({
-    // Read at each report: a server started on port 0 learns its job URL's port once it listens.
-    jobUrl: () => config.server.publicJobUrl,
-    hosts: stores.hosts,
-    operations: stores.operations,
-    clock,
-    secrets,
-    catalog: config.catalog,
-    config: config.agents,
-    relay,
-    logger: logger.child({ component: 'fleet' }),
-  });
   const systemLog = new SystemLog({ store: stores.systemLog, clock, logger });
   const podController = new PodController({
     store: stores.pods,
@@ -207,55 +211,8 @@ export async function createServices(config: Config, overrides: ServiceOverrides
     config,
     systemLog,
   });
-  let fleetWiring: FleetWiring | null = null;
-  let fleetStreams: FleetStreams | null = null;
-  if (fleetRuntime) {
-    fleetStreams = new FleetStreams({
-      enqueue: (hostId, op) => fleet.enqueue(hostId, op),
-      authenticate: (credential) => fleet.authenticate(credential),
-      logger: logger.child({ component: 'fleet' }),
-    });
-    fleetRuntime.useStreams(fleetStreams);
-    const streams = fleetStreams;
-    fleet.on('acks', ({ acks }) => streams.acked(acks));
-    fleetOps = fleet;
-    fleetDb = db;
-    fleetInventory = inventory;
-    // Every replica's runtime sees a lost host alike; only the one driving the pods writes usage.
-    const podsLease = leases.lease(LEASE_NAMES.pods);
-    fleetRuntime.useCost({
-      pause: async (hostId, at) => (podsLease.isHeld() ? podController.pauseUsage(hostId, at) : undefined),
-      resume: async (podIds, at) => (podsLease.isHeld() ? podController.resumeUsage(podIds, at) : undefined),
-    });
-    // Several replicas: what each learns of the fleet goes to the others through the journal.
-    const journal = relay
-      ? new FleetJournal({
-          db,
-          origin: relay.origin,
-          clock,
-          logger: logger.child({ component: 'fleet' }),
-          publish: () => relay.publish(FLEET_JOURNAL_TOPIC, '', 1),
-        })
-      : null;
-    if (journal) fleetRuntime.useJournal(journal);
-    fleetWiring = new FleetWiring({
-      fleet,
-      runtime: fleetRuntime,
-      inventory,
-      placements: recordPlacements(db),
-      catalog: config.catalog,
-      clock,
-      logger: logger.child({ component: 'fleet' }),
-      config: config.agents,
-      journal,
-      orphans: new OrphanContainers({
-        enqueue: (hostId, op) => fleet.enqueue(hostId, op),
-        clock,
-        logger: logger.child({ component: 'fleet' }),
-        graceMs: config.runtime.orphanGraceMs,
-      }),
-    });
-  }
+  const fleetWiring = built.fleetWiring ?? null;
+  const fleetStreams = built.fleetStreams ?? null;
   const quota = new ResourceQuota({ holdings: stores.holdings, quotas: config.quotas, clock });
   const pods = new PodsService({
     controller: podController,
@@ -525,7 +482,7 @@ export async function startServer(config: Config, overrides: StartOptions = {}):
   const adminKey = await bootstrapAdmin(services);
   // The job URL's port may still be 0 here; its host, which decides the workers' network, is final.
   const accounts = await services.accounts.store.countAccounts();
-  const isolation = accountIsolationOf(services.runtime.name, config);
+  const isolation = accountIsolationOf(configuredRuntime(config).isolation(config), config);
   const refuse = async (refusal: string): Promise<never> => {
     await services.runtime.close();
     await services.db.close();
@@ -669,9 +626,7 @@ export async function startServer(config: Config, overrides: StartOptions = {}):
   if (ssh) print(`ssh proxy listening on ${ssh.address} (host key ${ssh.hostKey.fingerprint})\n`);
   const hosts = services.inventory.hosts();
   const where =
-    config.runtime.kind === 'docker'
-      ? `runtime: docker at ${config.runtime.docker.host}, host ${hosts.map(describeHost).join('; ')}`
-      : `runtime: ${services.runtime.name}, hosts: ${hosts.length}`;
+    configuredRuntime(config).describe?.(config, hosts) ?? `runtime: ${services.runtime.name}, hosts: ${hosts.length}`;
   print(`gantry listening on ${url} (store: ${services.db.dialect}, ${where})\n`);
   services.logger.info(
     { url, store: services.db.dialect, runtime: services.runtime.name, hosts: hosts.map((h) => h.id), startup: phases },

@@ -7,7 +7,7 @@ import type { LightMyRequestResponse } from 'fastify';
 import { createTestApp, dialects, json, type TestApp } from './support/harness.js';
 import { FakeClock } from '../src/domain/clock.js';
 import { AutoscalerStore } from '../src/store/autoscaler-store.js';
-import { FakeRuntime } from './support/fake-runtime.js';
+import { FakeRuntime } from './support/fake-runtime/fake-runtime.js';
 import { DEFAULT_VOLUME_PRICE_PER_GB_MONTH } from '../src/billing/billing-service.js';
 
 const GPU = 'NVIDIA GeForce RTX 4090';

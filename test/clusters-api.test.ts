@@ -5,7 +5,7 @@ import { test, before, after, describe } from 'node:test';
 import assert from 'node:assert/strict';
 import type { AddressInfo } from 'node:net';
 import { createTestApp, dialects, type TestApp } from './support/harness.js';
-import { FakeRuntime } from './support/fake-runtime.js';
+import { FakeRuntime } from './support/fake-runtime/fake-runtime.js';
 import { FakeClock } from '../src/domain/clock.js';
 import { CLUSTER_NETWORKS, clusterCidr } from '../src/domain/cluster.js';
 

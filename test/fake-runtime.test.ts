@@ -1,7 +1,7 @@
 // The in-memory runtime the service tests use keeps the rules every runtime keeps, so a service
 // test cannot pass on behaviour no real runtime has.
 import { describeRuntime } from '../src/runtime/runtime-contract.js';
-import { FakeRuntime } from './support/fake-runtime.js';
+import { FakeRuntime } from './support/fake-runtime/fake-runtime.js';
 
 describeRuntime('fake', async () => {
   const runtime = new FakeRuntime();

@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { createTestApp, json, type TestApp } from './support/harness.js';
 import { loadConfig } from '../src/config.js';
 import { assertImageRefused, dockerApp } from './support/docker-app.js';
-import type { FakeRuntime } from './support/fake-runtime.js';
+import type { FakeRuntime } from './support/fake-runtime/fake-runtime.js';
 
 const PROTOTYPE_NAMES = [
   'constructor',

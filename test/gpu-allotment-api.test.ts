@@ -15,7 +15,7 @@ import { FakeClock } from '../src/domain/clock.js';
 import { buildApp } from '../src/http/app.js';
 import { createServices } from '../src/main.js';
 import type { Services } from '../src/services.js';
-import { FakeRuntime } from './support/fake-runtime.js';
+import { FakeRuntime } from './support/fake-runtime/fake-runtime.js';
 import { eventually } from './support/eventually.js';
 import { createTestApp, dialects, json, type DialectName, type TestApp } from './support/harness.js';
 

@@ -8,7 +8,7 @@
  */
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import type { FakeRuntime } from './support/fake-runtime.js';
+import type { FakeRuntime } from './support/fake-runtime/fake-runtime.js';
 import { createTestApp, json, type TestApp } from './support/harness.js';
 import { assertImageRefused, dockerApp } from './support/docker-app.js';
 

@@ -12,7 +12,7 @@ import { FakeClock } from '../src/domain/clock.js';
 import { JobsService } from '../src/jobs/jobs-service.js';
 import { Timekeeper } from '../src/jobs/timekeeper.js';
 import { PodController } from '../src/pods/pod-controller.js';
-import { FakeRuntime } from './support/fake-runtime.js';
+import { FakeRuntime } from './support/fake-runtime/fake-runtime.js';
 import { Autoscaler } from '../src/serverless/autoscaler.js';
 import { WebhookDispatcher, type FetchLike } from '../src/serverless/webhook-dispatcher.js';
 import { WorkersRegistry } from '../src/serverless/workers-registry.js';

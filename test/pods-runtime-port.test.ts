@@ -7,7 +7,7 @@ import { test, before, after, describe } from 'node:test';
 import assert from 'node:assert/strict';
 import { createTestApp, json, type TestApp } from './support/harness.js';
 import { FakeClock } from '../src/domain/clock.js';
-import { FakeRuntime } from './support/fake-runtime.js';
+import { FakeRuntime } from './support/fake-runtime/fake-runtime.js';
 import { until } from './support/eventually.js';
 
 const GPU = 'NVIDIA GeForce RTX 4090';

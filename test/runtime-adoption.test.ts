@@ -14,7 +14,7 @@ import { bootstrapAdmin, createServices, startServer, type RunningServer } from 
 import { buildApp } from '../src/http/app.js';
 import { openDatabase } from '../src/store/database.js';
 import type { AttachedInstance, InstanceOwner } from '../src/runtime/runtime.js';
-import { FakeRuntime } from './support/fake-runtime.js';
+import { FakeRuntime } from './support/fake-runtime/fake-runtime.js';
 import { json } from './support/harness.js';
 
 const GPU = 'NVIDIA GeForce RTX 4090';

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { createTestApp, json, type TestApp } from './support/harness.js';
 import type { FakeClock } from '../src/domain/clock.js';
 import { publicTemplates } from '../src/templates/public-templates.js';
-import { FakeRuntime } from './support/fake-runtime.js';
+import { FakeRuntime } from './support/fake-runtime/fake-runtime.js';
 
 let t: TestApp;
 let a: { accountId: string; key: string; readKey: string };

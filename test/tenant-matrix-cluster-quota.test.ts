@@ -7,7 +7,7 @@ import { describe, test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import type { LightMyRequestResponse } from 'fastify';
 import { createTestApp, dialects, json, type TestApp } from './support/harness.js';
-import { FakeRuntime } from './support/fake-runtime.js';
+import { FakeRuntime } from './support/fake-runtime/fake-runtime.js';
 
 const GPU = 'NVIDIA GeForce RTX 4090';
 /** Room for every cluster the tests keep, so only the cap refuses. */

@@ -12,7 +12,7 @@ import pino from 'pino';
 import { loadConfig } from '../src/config.js';
 import { defaultFleet } from '../src/domain/catalog.js';
 import { startServer, type RunningServer } from '../src/main.js';
-import { FakeRuntime } from './support/fake-runtime.js';
+import { FakeRuntime } from './support/fake-runtime/fake-runtime.js';
 import { runGantry } from './support/spawn-gantry.js';
 
 const dirs: string[] = [];

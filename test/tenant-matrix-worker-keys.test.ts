@@ -5,7 +5,7 @@ import { describe, test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import pino from 'pino';
 import { createTestApp, dialects, json, type TestApp } from './support/harness.js';
-import { FakeRuntime } from './support/fake-runtime.js';
+import { FakeRuntime } from './support/fake-runtime/fake-runtime.js';
 import { FakeClock } from '../src/domain/clock.js';
 import { Autoscaler } from '../src/serverless/autoscaler.js';
 import { AutoscalerStore } from '../src/store/autoscaler-store.js';

@@ -5,7 +5,7 @@
 import { describe, test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { createTestApp, dialects, json, type TestApp } from './support/harness.js';
-import { FakeRuntime } from './support/fake-runtime.js';
+import { FakeRuntime } from './support/fake-runtime/fake-runtime.js';
 import { FakeClock } from '../src/domain/clock.js';
 import { readSse } from './support/sse-client.js';
 

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { createTestApp, json, type TestApp } from './support/harness.js';
 import type { FakeClock } from '../src/domain/clock.js';
 import { networkVolumeFolderOf } from '../src/runtime/process/volume-folders.js';
-import { FakeRuntime } from './support/fake-runtime.js';
+import { FakeRuntime } from './support/fake-runtime/fake-runtime.js';
 
 let t: TestApp;
 let a: { accountId: string; key: string; readKey: string };

@@ -4,7 +4,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pino from 'pino';
-import { FakeRuntime } from '../../test/support/fake-runtime.js';
+import { FakeRuntime } from '../../test/support/fake-runtime/fake-runtime.js';
 import { FakeTimers, settle } from '../../test/support/fake-timers.js';
 import type {
   HostCapacity,

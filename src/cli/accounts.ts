@@ -1,5 +1,6 @@
 import { parseArgs, configFrom, storeOptions, UsageError } from './args.js';
 import { accountIsolationOf, MultiAccountRefused, multiAccountCreateRefusal } from '../runtime/account-isolation.js';
+import { configuredRuntime } from '../runtime/registry.js';
 import { withStore } from './with-store.js';
 
 export const accountsHelp = `gantry accounts create NAME   create an account
@@ -20,7 +21,7 @@ export async function accounts(argv: string[]): Promise<void> {
       if (!name) throw new UsageError('usage: gantry accounts create NAME');
       const refusal = multiAccountCreateRefusal(
         await accounts.store.countAccounts(),
-        accountIsolationOf(config.runtime.kind, config),
+        accountIsolationOf(configuredRuntime(config).isolation(config), config),
       );
       if (refusal) throw new MultiAccountRefused(refusal);
       const account = await accounts.createAccount(name);

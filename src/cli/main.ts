@@ -67,7 +67,7 @@ async function report(err: unknown): Promise<never> {
     import('../agent/agent-fatal.js'),
     import('../domain/errors.js'),
     import('../runtime/account-isolation.js'),
-    import('../runtime/create-runtime.js'),
+    import('../runtime/runtime-module.js'),
   ]);
   if (err instanceof AgentFatal) {
     console.error(`gantry: ${err.message}`);

@@ -1,6 +1,7 @@
 /**
- * `runtime: fleet` put together (docs/fleet.md): the fleet service's events feed the inventory
- * (hosts that join, change, go quiet, come back, are revoked) and the FleetRuntime (what each
+ * `runtime: fleet` put together (docs/fleet.md): the fleet service's events feed the runtime's
+ * host feed (`hosts`, runtime/host-feed.ts, which the inventory follows: hosts that join, change,
+ * go quiet, come back, are revoked) and the FleetRuntime (what each
  * host's agent reports and acknowledges); the records say which host an instance id belongs to.
  *
  * - At start the joined hosts enter the inventory (before the pod controller re-reserves its
@@ -26,8 +27,8 @@ import type { Catalog } from '../domain/catalog.js';
 import type { Clock } from '../domain/clock.js';
 import { STOPPED_POD_STATUSES } from '../domain/pod-state.js';
 import type { WorkerStatus } from '../domain/worker-state.js';
-import type { Inventory } from '../inventory/inventory.js';
 import type { Db } from '../store/database.js';
+import { LiveHosts } from '../runtime/host-feed.js';
 import type { FleetJournal } from './fleet-journal.js';
 import type { OrphanContainers } from './orphan-containers.js';
 import { isNotPlacedHere } from './report-screen.js';
@@ -119,7 +120,6 @@ export function recordPlacements(db: Db): Required<FleetPlacements> {
 export interface FleetWiringDeps {
   fleet: FleetService;
   runtime: FleetRuntime;
-  inventory: Inventory;
   placements: FleetPlacements;
   catalog: Catalog;
   clock: Clock;
@@ -132,6 +132,8 @@ export interface FleetWiringDeps {
 }
 
 export class FleetWiring {
+  /** The joined hosts, as they come and go: the runtime's host feed. A host past its deadline there is checked at once. */
+  readonly hosts = new LiveHosts({ onLapse: () => void this.check() });
   readonly #d: FleetWiringDeps;
   readonly #off: Array<() => void> = [];
   /** last sign of life per host in the fleet (not revoked) known here (reports to this replica, or the database's) */
@@ -154,7 +156,8 @@ export class FleetWiring {
 
   /** Loads the joined hosts into the inventory and starts following the fleet. Before the pod controller starts. */
   async start(): Promise<void> {
-    const { fleet, runtime, inventory, catalog, clock, config, journal } = this.#d;
+    const { fleet, runtime, catalog, clock, config, journal } = this.#d;
+    const hosts = this.hosts;
     // A host may claim only what the records placed on it (report-screen.ts: the instances the
     // runtime tracks answer from memory, the others are looked up); the runtime then takes the
     // accepted items as screened.
@@ -181,17 +184,15 @@ export class FleetWiring {
       if (now - seen > config.heartbeatTimeoutMs) this.#down(host.id, seen);
     }
     this.#off.push(
-      // A host whose deadline passed is out of placement already: the runtime hears of it now.
-      inventory.onLapse(() => void this.check()),
       fleet.on('host:joined', (h) => this.#join(h, clock.now())),
       fleet.on('host:capacity', (h) => {
-        if (!this.#revoked.has(h.id)) inventory.upsertHost(inventoryHost(h, catalog));
+        if (!this.#revoked.has(h.id)) hosts.upserted(inventoryHost(h, catalog));
       }),
       fleet.on('host:revoked', ({ hostId, at }) => {
         this.#revoked.add(hostId);
         this.#lastSeen.delete(hostId);
         this.#away.delete(hostId);
-        inventory.removeHost(hostId);
+        hosts.removed(hostId);
         runtime.hostRevoked(hostId, at);
         this.#d.orphans?.forgetHost(hostId);
       }),
@@ -325,7 +326,7 @@ export class FleetWiring {
   /** A host enters the inventory (joined, or found in the database), last seen at `seen`. */
   #join(host: FleetHost, seen: number): void {
     if (this.#revoked.has(host.id)) return;
-    this.#d.inventory.upsertHost(inventoryHost(host, this.#d.catalog));
+    this.hosts.upserted(inventoryHost(host, this.#d.catalog));
     this.#lastSeen.delete(host.id);
     this.#renew(host.id, seen);
   }
@@ -336,23 +337,24 @@ export class FleetWiring {
     const known = this.#lastSeen.get(hostId);
     if (known !== undefined && known >= at) return;
     this.#lastSeen.set(hostId, at);
-    this.#d.inventory.reachableUntil(hostId, at + this.#d.config.heartbeatTimeoutMs);
+    this.hosts.reachableUntil(hostId, at + this.#d.config.heartbeatTimeoutMs);
   }
 
   /** The host was heard from within the timeout: back in placement (when out), its instances as reported. */
   #up(hostId: string): void {
     if (this.#revoked.has(hostId)) return;
     const wasAway = this.#away.delete(hostId);
-    if (!wasAway && this.#d.inventory.isAvailable(hostId)) return;
-    this.#d.inventory.setAvailable(hostId, true);
+    // Back in placement, should its deadline have lapsed there before this sign of life (a no-op when in).
+    this.hosts.available(hostId, true);
+    if (!wasAway) return;
     this.#d.runtime.hostAvailable(hostId);
-    if (wasAway) this.#d.logger.info({ hostId }, 'host reports again');
+    this.#d.logger.info({ hostId }, 'host reports again');
   }
 
   #down(hostId: string, since: number): void {
     if (this.#away.has(hostId)) return;
     this.#away.add(hostId);
-    this.#d.inventory.setAvailable(hostId, false);
+    this.hosts.available(hostId, false);
     this.#d.runtime.hostUnavailable(hostId, since);
     this.#d.logger.warn(
       { hostId, since: new Date(since).toISOString() },

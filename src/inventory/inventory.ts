@@ -12,6 +12,7 @@ import {
 } from '../domain/placement.js';
 import { FleetIndex, type GpuTypeStock } from './fleet-index.js';
 import { HostDeadlines } from './host-deadlines.js';
+import type { HostFeed } from '../runtime/host-feed.js';
 import type { HostSlot } from './host-slot.js';
 
 /** The exact resources one holder (pod or worker) keeps on a host. */
@@ -59,11 +60,28 @@ export class Inventory {
   private readonly deadlines = new HostDeadlines();
   private readonly lapseListeners = new Set<(hostIds: string[]) => void>();
 
-  /** `clock`: what `reachableUntil` deadlines are read against. @default none: deadlines never pass */
-  constructor(private readonly deps: { hosts: Host[]; catalog: Catalog; clock?: Clock }) {
-    this.hostList = [...deps.hosts];
-    for (const host of deps.hosts) this.slots.set(host.id, FleetIndex.slotFor(host, deps.catalog));
+  /**
+   * `hosts`: the runtime's host feed (runtime/host-feed.ts), followed from now on, or a fixed list.
+   * `clock`: what `reachableUntil` deadlines are read against. @default none: deadlines never pass
+   */
+  constructor(private readonly deps: { hosts: readonly Host[] | HostFeed; catalog: Catalog; clock?: Clock }) {
+    const feed = isFeed(deps.hosts) ? deps.hosts : null;
+    const hosts = feed ? feed.current() : (deps.hosts as readonly Host[]);
+    this.hostList = [...hosts];
+    for (const host of hosts) this.slots.set(host.id, FleetIndex.slotFor(host, deps.catalog));
     this.index = new FleetIndex([...this.slots.values()], deps.catalog);
+    if (feed) this.follow(feed);
+  }
+
+  /** Takes the feed's changes as they come, and tells it of the hosts whose deadline passed. */
+  private follow(feed: HostFeed): void {
+    feed.subscribe({
+      upserted: (host) => this.upsertHost(host),
+      removed: (hostId) => this.removeHost(hostId),
+      available: (hostId, available) => void this.setAvailable(hostId, available),
+      reachableUntil: (hostId, at) => this.reachableUntil(hostId, at),
+    });
+    if (feed.lapsed) this.onLapse((hostIds) => feed.lapsed!(hostIds));
   }
 
   /** Chooses a host for the request and reserves it for `holderId` in one step. A holder's previous allocation is replaced. */
@@ -285,3 +303,5 @@ export class Inventory {
     this.allocations.set(holderId, allocation);
   }
 }
+
+const isFeed = (hosts: readonly Host[] | HostFeed): hosts is HostFeed => !Array.isArray(hosts);

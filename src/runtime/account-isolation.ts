@@ -1,20 +1,25 @@
 /**
  * How many accounts a deployment may serve. A runtime that cannot keep accounts apart serves one
  * unless the operator opts in: the server refuses to start with a second account, and `gantry
- * accounts create` refuses to make one. Two states cannot keep them apart:
+ * accounts create` refuses to make one. The rules read the conditions the runtime's module
+ * declares for the deployment (runtime-module.ts `IsolationConditions`), never the runtime's name.
+ * Two states cannot keep accounts apart:
  *
- * - the process runtime: an instance is a process of the server's own user, on the host's
- *   network, with the data dir (database, secret key, other instances' folders) within reach;
- * - the Docker runtime while serverless workers use the host's network, which they do when the
- *   job URL they are given is on loopback (domain/worker-network.ts decides it): a worker then
- *   reaches everything listening on the host's loopback (the database, Gantry's own API, other
- *   accounts' published ports). Serving the job API on a non-loopback address puts workers on
- *   networks of their own and lifts the rule.
+ * - instances share the host (no networks of their own, or not hardened: the process runtime,
+ *   whose instance is a process of the server's own user, on the host's network, with the data
+ *   dir — database, secret key, other instances' folders — within reach);
+ * - serverless workers use the host's network, which they do when the job URL they are given is
+ *   on loopback (domain/worker-network.ts decides it): a worker then reaches everything listening
+ *   on the host's loopback (the database, Gantry's own API, other accounts' published ports).
+ *   Serving the job API on a non-loopback address puts workers on networks of their own and
+ *   lifts the rule.
  *
- * Each state has its own opt-in, so accepting one risk never accepts the other.
+ * Each state has its own opt-in, so accepting one risk never accepts the other. What the runtime
+ * could not put in place once it attached (the firewall, `Runtime.isolationGaps()`) refuses too.
  */
 import type { Config } from '../config.js';
 import { workerNetworkMode } from '../domain/worker-network.js';
+import type { IsolationConditions } from './runtime-module.js';
 import type { IsolationGap } from './runtime.js';
 
 /** A refusal meant for the operator as it stands (the CLI prints its message without a stack). */
@@ -22,45 +27,48 @@ export class MultiAccountRefused extends Error {
   override readonly name = 'MultiAccountRefused';
 }
 
-/** Why a deployment cannot keep accounts apart: its runtime is `process`, or `docker` with workers on the host's network. */
-export type SharedReach = 'process' | 'docker-host-network';
+/**
+ * Why a deployment cannot keep accounts apart: its instances share the host (no networks of their
+ * own, or no hardening: the process runtime), or its workers are on the host's network.
+ */
+export type SharedReach = 'shared-host' | 'host-network';
 
-/** What decides whether a deployment keeps accounts apart. */
-export interface AccountIsolation {
-  /** The runtime's name (`Runtime.name`; the config's `runtime.kind` where no runtime is built). */
-  runtime: string;
+/** What decides whether a deployment keeps accounts apart: its runtime's conditions (its module's `isolation(config)`) and the job URL. */
+export interface AccountIsolation extends IsolationConditions {
   /** The job URL serverless workers are given (`server.publicJobUrl`). */
   workerJobUrl: string;
-  /** `runtime.process.allowMultipleAccounts` */
-  allowProcess: boolean;
-  /** `runtime.docker.allowMultipleAccountsOnHostNetwork` */
-  allowDockerHostNetwork: boolean;
 }
 
-/** The deployment `config` describes, on the runtime named `runtime`. */
-export function accountIsolationOf(runtime: string, config: Pick<Config, 'server' | 'runtime'>): AccountIsolation {
-  return {
-    runtime,
-    workerJobUrl: config.server.publicJobUrl,
-    allowProcess: config.runtime.process.allowMultipleAccounts,
-    allowDockerHostNetwork: config.runtime.docker.allowMultipleAccountsOnHostNetwork,
-  };
+/** The deployment `config` describes, on a runtime whose module answers `conditions` for it. */
+export function accountIsolationOf(conditions: IsolationConditions, config: Pick<Config, 'server'>): AccountIsolation {
+  return { ...conditions, workerJobUrl: config.server.publicJobUrl };
 }
 
-/** Why the runtime `runtime`, its workers given `workerJobUrl`, cannot keep accounts apart; null when it can. Opt-ins aside. */
-export function sharedReach(runtime: string, workerJobUrl: string): SharedReach | null {
-  if (runtime === 'process') return 'process';
-  // Fleet workers are containers on the agents' engines: the same host-network rule.
-  if ((runtime === 'docker' || runtime === 'fleet') && workerNetworkMode(workerJobUrl) === 'host')
-    return 'docker-host-network';
+/** Why the deployment cannot keep accounts apart; null when it can. Opt-ins and gaps aside. */
+export function sharedReach(
+  d: Pick<AccountIsolation, 'ownNetworks' | 'hardening' | 'workerJobUrl'>,
+): SharedReach | null {
+  if (!d.ownNetworks || !d.hardening) return 'shared-host';
+  // Workers given a loopback job URL share the host's network to reach it.
+  if (workerNetworkMode(d.workerJobUrl) === 'host') return 'host-network';
   return null;
+}
+
+/**
+ * Whether the deployment keeps accounts apart now: instances on networks of their own and
+ * hardened, workers given a job URL off loopback, and nothing missing that the runtime should
+ * have put in place (`gaps`, `Runtime.isolationGaps()`: the firewall installed, no instance left
+ * on a shared network).
+ */
+export function isolatesAccounts(d: AccountIsolation, gaps: readonly IsolationGap[]): boolean {
+  return sharedReach(d) === null && gaps.length === 0;
 }
 
 /** The shared reach the operator has not accepted, or null when a second account may be served. */
 function unacceptedReach(d: AccountIsolation): SharedReach | null {
-  const reach = sharedReach(d.runtime, d.workerJobUrl);
-  if (reach === 'process' && d.allowProcess) return null;
-  if (reach === 'docker-host-network' && d.allowDockerHostNetwork) return null;
+  const reach = sharedReach(d);
+  if (reach === 'shared-host' && d.acceptSharedHost) return null;
+  if (reach === 'host-network' && d.acceptHostNetwork) return null;
   return reach;
 }
 
@@ -91,7 +99,7 @@ export function multiAccountStartRefusal(accounts: number, deployment: AccountIs
   const reach = accounts > 1 ? unacceptedReach(deployment) : null;
   if (reach === null) return null;
   const prefix = `refusing to start: this deployment has ${accounts} accounts, and`;
-  if (reach === 'process') return `${prefix} ${PROCESS_WHY}. Remove the extra accounts, or ${PROCESS_OPT_IN}.`;
+  if (reach === 'shared-host') return `${prefix} ${PROCESS_WHY}. Remove the extra accounts, or ${PROCESS_OPT_IN}.`;
   return `${prefix} ${dockerWhy(deployment.workerJobUrl)}. Remove the extra accounts, ${DOCKER_OWN_NETWORK}, or ${DOCKER_OPT_IN}.`;
 }
 
@@ -100,7 +108,7 @@ export function multiAccountCreateRefusal(existing: number, deployment: AccountI
   const reach = existing > 0 ? unacceptedReach(deployment) : null;
   if (reach === null) return null;
   const prefix = 'refusing to create a second account:';
-  if (reach === 'process') return `${prefix} ${PROCESS_WHY}. Keep to one account, or ${PROCESS_OPT_IN}.`;
+  if (reach === 'shared-host') return `${prefix} ${PROCESS_WHY}. Keep to one account, or ${PROCESS_OPT_IN}.`;
   // `gantry accounts` reads no --host: what it knows of the job URL comes from the file and the environment.
   return `${prefix} ${dockerWhy(deployment.workerJobUrl)}. Keep to one account, ${DOCKER_OWN_NETWORK}, or ${DOCKER_OPT_IN}. gantry accounts reads the job URL from the config file and the environment, not from gantry serve's flags.`;
 }
@@ -121,7 +129,7 @@ export function isolationGapRefusal(
   deployment: AccountIsolation,
   gaps: readonly IsolationGap[],
 ): string | null {
-  const isolating = sharedReach(deployment.runtime, deployment.workerJobUrl) === null;
+  const isolating = sharedReach(deployment) === null;
   const blocking = gaps.filter((g) => accounts > 1 || (g.kind === 'firewall' && isolating));
   if (blocking.length === 0) return null;
   const fixes = [...new Set(blocking.map((g) => (g.kind === 'firewall' ? FIREWALL_FIX : SHARED_FIX)))];

@@ -2,7 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import pino from 'pino';
 import { FakeClock } from '../domain/clock.js';
-import { FakeRuntime } from '../../test/support/fake-runtime.js';
+import { FakeRuntime } from '../../test/support/fake-runtime/fake-runtime.js';
 import type { AttachedInstance } from './runtime.js';
 import { OrphanCollector } from './orphan-collector.js';
 

@@ -2,7 +2,7 @@ import { describe, test, before, after, beforeEach } from 'node:test';
 import assert from 'node:assert/strict';
 import { createTestApp, type TestApp } from '../../test/support/harness.js';
 import { FakeClock } from '../domain/clock.js';
-import { FakeRuntime } from '../../test/support/fake-runtime.js';
+import { FakeRuntime } from '../../test/support/fake-runtime/fake-runtime.js';
 import pino, { type Logger } from 'pino';
 import type { Endpoint } from '../domain/endpoint.js';
 import { Autoscaler } from './autoscaler.js';

@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import type { LightMyRequestResponse } from 'fastify';
 import type { Host } from '../../src/domain/catalog.js';
 import type { ResolveAddresses } from '../../src/runtime/registry-guard.js';
-import { FakeRuntime } from './fake-runtime.js';
+import { FakeRuntime } from './fake-runtime/fake-runtime.js';
 import { createTestApp, json, type TestApp } from './harness.js';
 
 const GPU = 'NVIDIA GeForce RTX 4090';

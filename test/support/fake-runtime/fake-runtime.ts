@@ -5,7 +5,7 @@ import type {
   InstanceState,
   InstanceStatus,
   Runtime,
-} from '../../src/runtime/runtime.js';
+} from '../../../src/runtime/runtime.js';
 
 const isLive = (state: InstanceState): boolean => state === 'starting' || state === 'running' || state === 'unknown';
 

@@ -6,8 +6,13 @@ import { join } from 'node:path';
 import pino from 'pino';
 import { loadConfig } from '../config.js';
 import { systemClock } from '../domain/clock.js';
-import { createRuntime, RuntimeStartRefused, type DockerRuntimeModule } from './create-runtime.js';
+import type { Config } from '../config.js';
+import type { Db } from '../store/database.js';
+import type { FleetService } from '../fleet/fleet-service.js';
+import { dockerRuntimeModule, type DockerRuntimeModule } from './docker/module.js';
 import type { DockerRuntimeOptions } from './docker/docker-runtime-options.js';
+import { configuredRuntime, prepareRuntime, runtimeModule, runtimeModules } from './registry.js';
+import { RuntimeStartRefused, type BuiltRuntime, type RuntimeModule } from './runtime-module.js';
 import type { Runtime } from './runtime.js';
 import { fetchEngineInfo } from './docker/engine-info.js';
 import { BANNER_12_4, removeStandIns, standInNvidiaSmi, TWO_4090 } from '../../test/support/nvidia-smi.js';
@@ -21,12 +26,45 @@ const logger = pino({ level: 'silent' });
 const dockerHost = process.env.DOCKER_HOST ?? 'unix:///var/run/docker.sock';
 const config = (env: Record<string, string> = {}) => loadConfig({ env: { GANTRY_DATA_DIR: dataDir, ...env } });
 
+/**
+ * Builds the runtime `c` names the way the server does, over a platform the process and Docker
+ * runtimes never touch (the fleet's is built by the server tests: test/fleet-*.test.ts).
+ */
+async function build(
+  c: Config,
+  options: { env?: NodeJS.ProcessEnv; module?: RuntimeModule<unknown> } = {},
+): Promise<BuiltRuntime> {
+  const prepared = await prepareRuntime(c, { logger, ...options });
+  const unused = new Proxy({}, { get: () => assert.fail('the platform is not used by this runtime') });
+  return prepared.create({
+    config: c,
+    clock: systemClock,
+    logger,
+    db: unused as Db,
+    relay: null,
+    agents: unused as FleetService,
+    usage: { pause: async () => undefined, resume: async () => undefined },
+  });
+}
+
+test('every runtime kind the config schema offers has a module, and every module a distinct kind', () => {
+  const kinds = runtimeModules().map((m) => m.kind);
+  assert.equal(new Set(kinds).size, kinds.length);
+  for (const kind of ['process', 'docker', 'fleet']) assert.equal(runtimeModule(kind).kind, kind);
+  assert.throws(() => runtimeModule('kubernetes'), /no runtime of kind "kubernetes"/);
+});
+
+test('the runtime the config names is its module', () => {
+  assert.equal(configuredRuntime(config()).kind, 'process');
+  assert.equal(configuredRuntime(config({ GANTRY_RUNTIME: 'fleet' })).hostSource, 'joined');
+});
+
 test('the process runtime is built with the config’s fleet as its hosts', async () => {
   const c = config();
-  const { runtime, hosts } = await createRuntime(c, { clock: systemClock, logger });
+  const { runtime, hosts } = await build(c);
   try {
     assert.equal(runtime.name, 'process');
-    assert.deepEqual(hosts, c.fleet);
+    assert.deepEqual(hosts.current(), c.fleet);
   } finally {
     await runtime.close();
   }
@@ -35,11 +73,7 @@ test('the process runtime is built with the config’s fleet as its hosts', asyn
 test('the docker runtime refuses to start when its engine does not answer, naming the socket and the way out', async () => {
   const c = config({ GANTRY_RUNTIME: 'docker', DOCKER_HOST: `unix://${join(dataDir, 'no-engine.sock')}` });
   await assert.rejects(
-    createRuntime(c, {
-      clock: systemClock,
-      logger,
-      loadDockerRuntime: () => assert.fail('no runtime is built without an engine'),
-    }),
+    build(c, { module: dockerRuntimeModule(() => assert.fail('no runtime is built without an engine')) }),
     (err: Error) => {
       assert.ok(err instanceof RuntimeStartRefused);
       assert.match(
@@ -74,12 +108,7 @@ test(
       }
     }
     const module = { DockerRuntime: Recording as unknown as DockerRuntimeModule['DockerRuntime'] };
-    const { runtime, hosts } = await createRuntime(c, {
-      clock: systemClock,
-      logger,
-      env,
-      loadDockerRuntime: async () => module,
-    });
+    const { runtime, hosts } = await build(c, { env, module: dockerRuntimeModule(async () => module) });
     assert.ok(runtime instanceof Recording);
     assert.ok(built);
     assert.equal(built.dockerHost, dockerHost);
@@ -87,7 +116,7 @@ test(
     assert.equal(built.bindIp, '0.0.0.0');
     assert.equal(built.stopGraceMs, c.pods.stopGraceMs);
     assert.equal(built.images, c.images);
-    assert.deepEqual(hosts, [built.host]);
+    assert.deepEqual(hosts.current(), [built.host]);
     assert.equal(built.host.gpuTypeId, 'NVIDIA GeForce RTX 4090');
     assert.equal(built.host.gpuUuids?.length, 2);
   },
@@ -97,10 +126,10 @@ test('a build without the Docker runtime module refuses runtime docker, saying s
   const c = config({ GANTRY_RUNTIME: 'docker', DOCKER_HOST: dockerHost });
   const missing = './docker/no-such-docker-runtime.js';
   await assert.rejects(
-    createRuntime(c, {
-      clock: systemClock,
-      logger,
-      loadDockerRuntime: () => import(missing) as Promise<{ DockerRuntime: new (o: DockerRuntimeOptions) => Runtime }>,
+    build(c, {
+      module: dockerRuntimeModule(
+        () => import(missing) as Promise<{ DockerRuntime: new (o: DockerRuntimeOptions) => Runtime }>,
+      ),
     }),
     /^RuntimeStartRefused: refusing to start with runtime docker: this build of gantry has no Docker runtime/,
   );

@@ -1,0 +1,142 @@
+/**
+ * What a runtime is to the rest of Gantry: a module (src/runtime/<kind>/module.ts, listed in
+ * src/runtime/registry.ts) that names its kind, declares what it can do, says where its hosts come
+ * from and what the config gives it, and builds itself from one factory signature. Rules that
+ * depend on the runtime ask these declarations, never the kind's name (test/runtime-kinds.test.ts
+ * holds that). docs/runtimes.md "Adding a runtime" walks through writing one.
+ */
+import type { Logger } from 'pino';
+import type { StaticDecode } from '@sinclair/typebox';
+import type { Config } from '../config.js';
+import type { RuntimeSchema } from '../config-schema.js';
+import type { Host } from '../domain/catalog.js';
+import type { Clock } from '../domain/clock.js';
+import type { FleetService } from '../fleet/fleet-service.js';
+import type { FleetStreams } from '../fleet/fleet-streams.js';
+import type { FleetWiring } from '../fleet/fleet-wiring.js';
+import type { Db } from '../store/database.js';
+import type { PostgresNotifyRelay } from '../store/notify-relay.js';
+import type { HostFeed } from './host-feed.js';
+import type { Runtime } from './runtime.js';
+
+/** What a runtime can do. Each is a fact of the runtime, the same in every deployment. */
+interface RuntimeCapabilities {
+  /** Its hosts come and go while the server runs (its host feed changes). */
+  liveHosts: boolean;
+  /** It pins an instance to GPUs by their UUIDs (not only by index). */
+  gpuPinningByUuid: boolean;
+  /** It runs an image with the spec's `args` in place of the image's own command. */
+  entrypointOverride: boolean;
+  /** HTTP to an instance goes through an agent on its host (the proxy cannot dial it directly). */
+  httpThroughAgent: boolean;
+  /** A stopped instance keeps what it had and starts again from it (stop/start keeps the container). */
+  suspendResume: boolean;
+  /** It pulls images from registries (so the registry policy, runtime/registry-guard.ts, applies). */
+  imagePrePull: boolean;
+  /** It installs a firewall that keeps instances from their host's services (`allowJobUrls`). */
+  hostFirewall: boolean;
+}
+
+/**
+ * What a deployment on a runtime does to keep accounts apart, for the rules of
+ * runtime/account-isolation.ts (which judge from these, never from the kind): with own networks
+ * and hardening, a job URL off loopback (workers then get networks of their own) and the firewall
+ * installed (`Runtime.isolationGaps()` says when it is not), accounts are kept apart.
+ */
+export interface IsolationConditions {
+  /** Each account's instances get networks of their own (else they share the host's). */
+  ownNetworks: boolean;
+  /** Instances run hardened: their own user and filesystem, no raw sockets or devices, away from the data dir. */
+  hardening: boolean;
+  /** The operator accepted that instances share the host (`runtime.process.allowMultipleAccounts`). */
+  acceptSharedHost: boolean;
+  /** The operator accepted workers on the host's network (`runtime.docker.allowMultipleAccountsOnHostNetwork`). */
+  acceptHostNetwork: boolean;
+}
+
+/** Where placement's hosts come from. */
+type HostSource =
+  /** the config's `fleet.hosts` (a demo fleet on this machine) */
+  | 'declared'
+  /** discovered from the runtime's engine at start; the config declares none */
+  | 'discovered'
+  /** the hosts whose agent joined, as they come and go */
+  | 'joined';
+
+/** What the server gives every runtime's factory; each takes what it needs. */
+export interface RuntimeFactoryDeps<Prepared = unknown> {
+  config: Config;
+  clock: Clock;
+  /** the server's logger: the runtime logs as `component: runtime` (its other parts as their own) */
+  logger: Logger;
+  db: Db;
+  /** Wake-ups across replicas (PostgreSQL only). */
+  relay: PostgresNotifyRelay | null;
+  /** Joined hosts and their agents' protocol (docs/fleet.md). */
+  agents: FleetService;
+  /**
+   * The pods' usage on a host: paused while the host is lost, resumed when it shows their
+   * instances again. Calls come once the server runs (the pod controller is built over the runtime).
+   */
+  usage: {
+    pause(hostId: string, at: number): Promise<void>;
+    resume(podIds: readonly string[], at: number): Promise<void>;
+  };
+  /** What `prepare()` answered (undefined for a module without it). */
+  prepared: Prepared;
+}
+
+/** What `prepare()` is given: what exists before anything opens. */
+export interface RuntimePrepareDeps {
+  config: Config;
+  logger: Logger;
+  /** The environment tools the runtime runs find their commands in (nvidia-smi). @default process.env */
+  env?: NodeJS.ProcessEnv;
+  /** The isolation defences the runtime puts in place, each on by default (only the isolation tests take one away). */
+  defences?: { accountNetworks?: boolean; hardening?: boolean };
+}
+
+/** A runtime, built, and the parts it owns that the server runs beside it. */
+export interface BuiltRuntime {
+  runtime: Runtime;
+  /** The hosts placement uses, as they change (the inventory follows it). */
+  hosts: HostFeed;
+  /** The joined hosts' events, fed to the runtime and the host feed (`start()` before `attach()`). */
+  fleetWiring?: FleetWiring;
+  /** Streams to agents (an instance's output, a shell), opened when an agent dials back. */
+  fleetStreams?: FleetStreams;
+}
+
+export interface RuntimeModule<Prepared = unknown> {
+  /** The config's `runtime.kind` that picks it (and `Runtime.name`). */
+  readonly kind: string;
+  readonly capabilities: RuntimeCapabilities;
+  readonly hostSource: HostSource;
+  /** Its section of the config's `runtime` (config-schema.ts: its keys and defaults), if it has one. */
+  readonly configSection: string | null;
+  /** Images run as commands of this machine (each needs a `command` in the config's `images`), not as container images. */
+  readonly imagesAreCommands: boolean;
+  /**
+   * Checks of the config that hold only when this runtime runs (a setting the others never read
+   * must not stop them); refuses with the config's error. `source(path)`: the environment
+   * variable a value came from, or the path itself, for the message.
+   */
+  checkConfig?(section: StaticDecode<typeof RuntimeSchema>, source: (path: string) => string): void;
+  /** What the deployment `config` describes does to keep accounts apart on this runtime. */
+  isolation(config: Pick<Config, 'runtime'>): IsolationConditions;
+  /**
+   * Checks that may refuse the start before anything opens (an engine that does not answer: no
+   * database is created); what it answers goes to `create()` as `prepared`. Refuses with
+   * `RuntimeStartRefused`.
+   */
+  prepare?(deps: RuntimePrepareDeps): Promise<Prepared>;
+  /** Builds the runtime. */
+  create(deps: RuntimeFactoryDeps<Prepared>): Promise<BuiltRuntime>;
+  /** How the startup line names it. @default `runtime: <kind>, hosts: <count>` */
+  describe?(config: Config, hosts: readonly Host[]): string;
+}
+
+/** A start the operator has to act on: the CLI prints the message as it stands. */
+export class RuntimeStartRefused extends Error {
+  override readonly name = 'RuntimeStartRefused';
+}
