@@ -1,0 +1,18 @@
+import type { Logger } from 'pino';
+import type { Clock } from '../domain/clock.js';
+import type { Host } from '../domain/catalog.js';
+import type { Db } from '../store/database.js';
+import type { Runtime } from '../runtime/runtime.js';
+import type { ResolveAddresses } from '../runtime/registry-guard.js';
+
+/** What a test (or an embedding program) gives the composition root in place of what it would build. */
+export interface ServiceOverrides {
+  clock?: Clock;
+  logger?: Logger;
+  runtime?: Runtime;
+  /** The hosts placement uses with an overridden runtime; required with runtime docker (its config has no fleet). @default the config's fleet */
+  hosts?: Host[];
+  db?: Db;
+  /** How the registry policy resolves registry host names (runtime docker). @default the system resolver */
+  registryResolver?: ResolveAddresses;
+}
