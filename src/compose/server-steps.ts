@@ -7,7 +7,7 @@ import {
   MultiAccountRefused,
   multiAccountStartRefusal,
 } from '../runtime/account-isolation.js';
-import { startSshProxy, type RunningSshProxy } from '../ssh/start-ssh-proxy.js';
+import type { RunningSshProxy } from '../ssh/start-ssh-proxy.js';
 import { Readiness } from '../http/readiness.js';
 import type { Step } from './lifecycle.js';
 import { openListeners, type Listeners } from './listeners.js';
@@ -198,6 +198,8 @@ export function serverSteps(services: Services, state: StartState): Step[] {
     {
       name: 'ssh',
       start: async () => {
+        // Loaded here, after `ready`: the SSH library is a tenth of what a start loads.
+        const { startSshProxy } = await import('../ssh/start-ssh-proxy.js');
         state.ssh = await startSshProxy(services);
       },
       stop: () => state.ssh?.close(),
