@@ -211,7 +211,7 @@ async function main(): Promise<void> {
         const names = [...new Set(r.flatMap((x) => Object.keys(x.steps)))];
         return {
           build: s.label,
-          runtime: s.runtime,
+          'runtime kind': s.runtime,
           ...Object.fromEntries(names.map((n) => [n, ms(median(r.map((x) => x.steps[n] ?? 0)))])),
         };
       }),

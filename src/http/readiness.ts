@@ -38,7 +38,7 @@ export class Readiness {
 }
 
 /** Routes that hold no adopted state: liveness, readiness, the API descriptions and the console's files. */
-export const servedWhileStarting = (url: string | undefined): boolean =>
+const servedWhileStarting = (url: string | undefined): boolean =>
   url === undefined ||
   url === '/healthz' ||
   url === '/readyz' ||
