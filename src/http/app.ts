@@ -27,6 +27,7 @@ import { workerProtocolRoutes } from './routes/worker-protocol.js';
 import { agentRoutes } from './routes/agent.js';
 import { graphqlRoutes } from '../graphql/graphql-route.js';
 import { hideV1, registerV1 } from './routes/v1/index.js';
+import { registerReadiness, type Readiness } from './readiness.js';
 import { RequestLogController } from './request-log-controller.js';
 import { lazyChildLogger } from './request-logger.js';
 import { findNul, jsonMayHoldNul, nulViolation, urlHasNul } from './nul-text.js';
@@ -52,6 +53,8 @@ export interface BuildAppOptions {
   checkResponses?: (mismatch: ResponseMismatch) => void;
   /** Where the built web console is (routes/console.ts). @default dist/console of this package */
   consoleDir?: string;
+  /** Until it is ready, requests that need adopted state answer 503 (readiness.ts). @default always ready */
+  readiness?: Readiness;
 }
 
 /** Query strings that carry credentials are cut from logged URLs. */
@@ -148,6 +151,8 @@ export async function buildApp(services: Services, options: BuildAppOptions = {}
   registerErrorHandling(app);
   if (options.checkResponses) checkResponses(app, options.checkResponses);
   if (config.server.jobPort !== null) restrictToJobApi(app, config.server.publicUrl);
+  // Before the auth hook: a start in progress answers 503 without reading a key.
+  registerReadiness(app, options.readiness);
   // One limiter for the auth hook (a request is one unit) and GraphQL (a root field is one unit).
   const rateLimiter = new RestRateLimiter(config.rateLimits, services.clock);
   registerAuth(app, { accounts: services.accounts, rateLimiter });

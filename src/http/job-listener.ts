@@ -22,7 +22,7 @@ export function createJobListener(app: FastifyInstance, limits: ListenerLimits):
   return server;
 }
 
-/** On the job listener only job API, worker protocol and agent protocol routes (and `/healthz`) answer. */
+/** On the job listener only job API, worker protocol and agent protocol routes (and `/healthz`, `/readyz`) answer. */
 export function restrictToJobApi(app: FastifyInstance, mainUrl: string): void {
   app.addHook('onRequest', (request, _reply, done) => {
     if (!(request.raw as IncomingMessage & { [ON_JOB_LISTENER]?: true })[ON_JOB_LISTENER]) return done();
@@ -31,6 +31,7 @@ export function restrictToJobApi(app: FastifyInstance, mainUrl: string): void {
       config.jobApi ||
       config.agentProtocol ||
       request.routeOptions.url === '/healthz' ||
+      request.routeOptions.url === '/readyz' ||
       request.routeOptions.url === undefined
     )
       return done();

@@ -1,0 +1,69 @@
+import type { Logger } from 'pino';
+import type { Config } from '../config.js';
+import type { Clock } from '../domain/clock.js';
+import type { EventBus } from '../events.js';
+import type { Runtime } from '../runtime/runtime.js';
+import type { RegistryGuard } from '../runtime/registry-guard.js';
+import type { SystemLog } from '../logs/system-log.js';
+import { LEASE_NAMES } from '../store/leases.js';
+import { PodController } from '../pods/pod-controller.js';
+import { PodsService } from '../pods/pods-service.js';
+import { ClustersService } from '../clusters/clusters-service.js';
+import { ResourceQuota } from '../quotas/resource-quota.js';
+import type { Storage } from './storage.js';
+import type { CatalogArea } from './catalog.js';
+
+/** The pod controller alone: the fleet's wiring (compose/fleet.ts) needs it before the pods service. */
+export function assemblePodController(
+  config: Config,
+  { stores, leases }: Storage,
+  catalog: CatalogArea,
+  parts: { clock: Clock; runtime: Runtime; events: EventBus; logger: Logger; systemLog: SystemLog },
+): PodController {
+  const { clock, runtime, events, logger, systemLog } = parts;
+  return new PodController({
+    store: stores.pods,
+    runtime,
+    inventory: catalog.inventory,
+    registries: catalog.registries,
+    clock,
+    events,
+    logger: logger.child({ component: 'pods' }),
+    lease: leases.lease(LEASE_NAMES.pods),
+    config,
+    systemLog,
+  });
+}
+
+export interface PodsArea {
+  quota: ResourceQuota;
+  pods: PodsService;
+  clusters: ClustersService;
+}
+
+/** Pods and the clusters made of them, over the pod controller. */
+export function assemblePods(
+  config: Config,
+  { stores }: Storage,
+  catalog: CatalogArea,
+  parts: { clock: Clock; runtime: Runtime; podController: PodController; registryGuard: RegistryGuard | null },
+): PodsArea {
+  const { clock, runtime, podController, registryGuard } = parts;
+  const { inventory, templates, volumes, registries, accounts } = catalog;
+  const quota = new ResourceQuota({ holdings: stores.holdings, quotas: config.quotas, clock });
+  const pods = new PodsService({
+    controller: podController,
+    inventory,
+    runtime,
+    templates,
+    volumes,
+    registries,
+    accounts,
+    clock,
+    config,
+    quota,
+    registryGuard,
+  });
+  const clusters = new ClustersService({ store: stores.clusters, pods, clock, quotas: config.quotas });
+  return { quota, pods, clusters };
+}

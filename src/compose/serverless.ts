@@ -1,0 +1,222 @@
+import type { Logger } from 'pino';
+import type { Config } from '../config.js';
+import type { Clock } from '../domain/clock.js';
+import type { EventBus } from '../events.js';
+import type { Runtime } from '../runtime/runtime.js';
+import type { SystemLog } from '../logs/system-log.js';
+import type { JobRequestCounts } from '../domain/job-rate-limits.js';
+import type { FleetService } from '../fleet/fleet-service.js';
+import type { FleetWiring } from '../fleet/fleet-wiring.js';
+import { FLEET_TOPICS } from '../fleet/fleet-service.js';
+import { FLEET_JOURNAL_TOPIC } from '../fleet/fleet-journal.js';
+import { LEASE_NAMES } from '../store/leases.js';
+import { EndpointsService } from '../serverless/endpoints-service.js';
+import { WorkersRegistry } from '../serverless/workers-registry.js';
+import { WebhookDispatcher } from '../serverless/webhook-dispatcher.js';
+import { WebhookAddressPolicy } from '../serverless/webhook-address-policy.js';
+import { Autoscaler } from '../serverless/autoscaler.js';
+import { JobsService } from '../jobs/jobs-service.js';
+import type { JobChannel } from '../jobs/job-signals.js';
+import { Timekeeper } from '../jobs/timekeeper.js';
+import { Metrics } from '../metrics/metrics.js';
+import type { Storage } from './storage.js';
+import type { CatalogArea } from './catalog.js';
+import type { PodsArea } from './pods.js';
+
+/** Relay topic: webhook deliveries were enqueued on another replica. */
+const WEBHOOKS_DUE = 'webhooks';
+/** Relay topic: job API requests another replica admitted (key: account, endpoint, operation, window). */
+const JOB_REQUESTS = 'job-requests';
+
+export interface ServerlessArea {
+  endpoints: EndpointsService;
+  metrics: Metrics | null;
+  jobs: JobsService;
+  workers: WorkersRegistry;
+  timekeeper: Timekeeper;
+  webhooks: WebhookDispatcher;
+  autoscaler: Autoscaler;
+}
+
+interface Parts {
+  clock: Clock;
+  logger: Logger;
+  events: EventBus;
+  runtime: Runtime;
+  systemLog: SystemLog;
+}
+
+/** Serverless endpoints, the job queue and its loops, webhooks, the autoscaler, and the metrics over them. */
+export function assembleServerless(
+  config: Config,
+  storage: Storage,
+  catalog: CatalogArea,
+  podsArea: PodsArea,
+  { clock, logger, events, runtime, systemLog }: Parts,
+): ServerlessArea {
+  const { db, stores, leases, signals } = storage;
+  const { templates, volumes, accounts, inventory, registries } = catalog;
+  const endpoints = new EndpointsService({
+    store: stores.endpoints,
+    clock,
+    templates,
+    volumes,
+    config,
+    runtime,
+    keys: accounts,
+  });
+  templates.addReferenceChecker(endpoints.templateReferenceChecker);
+  // One policy for the submit-time check and the dispatcher, so they share the account count.
+  const webhookAddresses = new WebhookAddressPolicy({
+    mode: config.serverless.webhooks.privateAddresses,
+    countAccounts: () => stores.accounts.countAccounts(),
+    clock,
+  });
+  accounts.onAccountCreated(() => webhookAddresses.accountCreated());
+  // Off (null) without a token: `/metrics` answers 404 and nothing is counted.
+  const metrics = config.metrics.token
+    ? new Metrics({
+        db,
+        logger: logger.child({ component: 'metrics' }),
+        token: config.metrics.token,
+        refreshMs: config.metrics.refreshMs,
+        // only replicas sharing PostgreSQL move jobs this process does not see
+        refreshJobs: db.capabilities.listenNotify,
+      })
+    : null;
+  const jobs = new JobsService({
+    db,
+    clock,
+    events,
+    signals,
+    webhookAddresses,
+    quotas: config.quotas,
+    ...(metrics ? { flow: metrics } : {}),
+    logger: logger.child({ component: 'jobs' }),
+    config: {
+      retryBudget: config.jobs.retryBudget,
+      heartbeatTimeoutMs: config.jobs.heartbeatTimeoutMs,
+      maxBatchSize: config.jobs.maxBatchSize,
+      commitConcurrency: config.jobs.commitConcurrency ?? (db.capabilities.multipleConnections ? 4 : 1),
+    },
+  });
+  for (const warning of config.warnings) logger.warn(warning);
+  const workers = new WorkersRegistry({
+    store: stores.workers,
+    clock,
+    deadRetentionMs: config.jobs.deadWorkerRetentionMs,
+    maxAttachedWorkers: config.jobs.workerRateLimits.attachedWorkers,
+    heartbeatTimeoutMs: config.jobs.heartbeatTimeoutMs,
+  });
+  const timekeeper = new Timekeeper({
+    jobs,
+    workers,
+    clock,
+    logger: logger.child({ component: 'timekeeper' }),
+    lease: leases.lease(LEASE_NAMES.timekeeper),
+    config: config.jobs,
+  });
+  const webhooks = new WebhookDispatcher({
+    store: stores.webhooks,
+    accounts: stores.accounts,
+    clock,
+    events,
+    logger: logger.child({ component: 'webhooks' }),
+    lease: leases.lease(LEASE_NAMES.webhooks),
+    config: config.serverless.webhooks,
+    addressPolicy: webhookAddresses,
+  });
+  const autoscaler = new Autoscaler({
+    store: stores.autoscaler,
+    clock,
+    runtime,
+    inventory,
+    jobs,
+    workers,
+    endpoints,
+    accounts,
+    volumes,
+    registries,
+    events,
+    logger: logger.child({ component: 'autoscaler' }),
+    lease: leases.lease(LEASE_NAMES.autoscaler),
+    quota: podsArea.quota,
+    systemLog,
+    config: {
+      autoscaler: config.serverless.autoscaler,
+      catalog: config.catalog,
+      // Read at each launch: a server started on port 0 learns its job URL's port once it listens.
+      get publicUrl() {
+        return config.server.publicJobUrl;
+      },
+      pingIntervalMs: config.jobs.pingIntervalMs,
+    },
+  });
+  return { endpoints, metrics, jobs, workers, timekeeper, webhooks, autoscaler };
+}
+
+/**
+ * What replicas sharing PostgreSQL tell each other (the relay's topics), and the metrics' sources:
+ * wired once every service that answers them exists. Answers the job request counts the replicas share.
+ */
+export function wireRelayAndMetrics(
+  { relay, stores, signals }: Storage,
+  serverless: ServerlessArea,
+  parts: {
+    events: EventBus;
+    fleet: FleetService;
+    fleetWiring: FleetWiring | null;
+    inventory: CatalogArea['inventory'];
+  },
+): JobRequestCounts | null {
+  const { events, fleet, fleetWiring, inventory } = parts;
+  const { webhooks, autoscaler, jobs, metrics } = serverless;
+  if (relay) {
+    // A webhook enqueued here is delivered by the replica holding the webhooks lease: wake it
+    // rather than leave the delivery to its next poll.
+    for (const name of ['job:completed', 'job:failed', 'job:timed_out'] as const)
+      events.on(name, (p) => {
+        if (p.webhook) relay.publish(WEBHOOKS_DUE, '', 1);
+      });
+  }
+  const countListeners = new Set<(key: string, count: number) => void>();
+  const jobRequestCounts: JobRequestCounts | null = relay
+    ? {
+        publish: (key, count) => relay.publish(JOB_REQUESTS, key, count),
+        subscribe: (listener) => {
+          countListeners.add(listener);
+          return () => countListeners.delete(listener);
+        },
+      }
+    : null;
+  relay?.deliverTo({
+    deliver: (topic, key, count) => {
+      if (topic === WEBHOOKS_DUE) return webhooks.wake();
+      if (topic === JOB_REQUESTS) {
+        for (const listener of countListeners) listener(key, count);
+        return;
+      }
+      if (FLEET_TOPICS.includes(topic)) return fleet.deliver(topic, key);
+      if (topic === FLEET_JOURNAL_TOPIC) return void fleetWiring?.pull();
+      signals.deliver(topic as JobChannel, key, count);
+      // A job queued on another replica may need a worker now, as a local `job:queued` would.
+      if (topic === 'work') autoscaler.nudge();
+    },
+    wakeAll: () => {
+      signals.wakeAll();
+      fleet.wakeAll();
+    },
+  });
+  if (metrics) {
+    for (const [group, commits] of Object.entries({ ...jobs.groupCommits, ...stores.pods.groupCommits }))
+      commits.observe(metrics.batchObserver(group));
+    events.on('pod:status', ({ from, to, gpuTypeId }) => metrics.podStatus(from, to, gpuTypeId));
+    metrics.useSources({
+      workers: () => autoscaler.workerTotals(),
+      decisions: () => autoscaler.decisions,
+      gpus: () => inventory.gpuUsage(),
+      webhooks: () => ({ ...webhooks.outcomes, inFlight: webhooks.inFlight }),
+    });
+  }
+  return jobRequestCounts;
+}
