@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { request as httpRequest } from 'node:http';
 import { createServer } from 'node:net';
-import type { InstanceOwner, InstanceSpec, InstanceState, InstanceStatus, Runtime } from './runtime.js';
+import type { InstanceSpec, InstanceState, InstanceStatus, Runtime } from './runtime.js';
 
 export interface RuntimeUnderTest {
   runtime: Runtime;
@@ -137,7 +137,7 @@ export function instanceSpec(overrides: Partial<InstanceSpec> = {}): InstanceSpe
  * One HTTP request to 127.0.0.1:`port` on a connection of its own: an instance stopped and started
  * again on the same port must not be reached through a pooled connection to its previous run.
  */
-export function request(
+function request(
   port: number,
   method: string,
   path: string,

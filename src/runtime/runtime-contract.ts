@@ -7,7 +7,7 @@
  */
 import { describe, test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
-import type { InstanceSpec, InstanceStatus } from './runtime.js';
+import type { InstanceOwner, InstanceSpec } from './runtime.js';
 import {
   answers,
   ChangeRecorder,
@@ -18,7 +18,6 @@ import {
   isLive,
   putFile,
   startRunning,
-  waitFor,
   type RuntimeUnderTest,
 } from './runtime-contract-support.js';
 
