@@ -5,11 +5,10 @@
  */
 import { Type, type StaticDecode, type TLiteral, type TSchema, type TUnion } from '@sinclair/typebox';
 import type { ConfigAnnotations } from './config-decode.js';
+import { MAX_AGENT_POLL_WAIT_MS } from './fleet/protocol.js';
 
 /** The SDKs give up on a long-poll after 90 s (wire-protocol §1): one is held at most 85 s. */
 const MAX_LONG_POLL_HOLD_MS = 85_000;
-/** The agents' longest operations long-poll (docs/fleet.md). */
-export const MAX_AGENT_POLL_WAIT_MS = 30_000;
 /** Where the Docker runtime finds its engine when neither DOCKER_HOST nor runtime.docker.host says. */
 export const DEFAULT_DOCKER_HOST = 'unix:///var/run/docker.sock';
 

@@ -1,5 +1,4 @@
 import { GraphQLError, Kind, Lexer, Source, TokenKind, type DocumentNode, type GraphQLSchema } from 'graphql';
-import type { GraphqlLimits } from '../config.js';
 import {
   LIST_COST_FACTOR,
   measureDocument,
@@ -7,6 +6,16 @@ import {
   type DocumentMeasure,
   type SelectionMeasure,
 } from './document-cost.js';
+
+/** Bounds on a GraphQL document (config file `graphql`; the meaning and default of each: docs/configuration.md). */
+export interface GraphqlLimits {
+  maxDocumentBytes: number;
+  maxDepth: number;
+  maxAliases: number;
+  maxFields: number;
+  maxRootFields: number;
+  maxCost: number;
+}
 
 /**
  * Bounds on the parts of a document the settings do not name. No client comes near them

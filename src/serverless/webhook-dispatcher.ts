@@ -26,7 +26,7 @@
  *   strings often carry tokens.
  */
 import type { Logger } from 'pino';
-import type { WebhookConfig } from '../config.js';
+import type { WebhookConfig } from './webhook-config.js';
 import type { Clock } from '../domain/clock.js';
 import type { JobEventPayload } from '../jobs/job-view.js';
 import type { AccountStore } from '../store/account-store.js';

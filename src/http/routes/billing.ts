@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { Type, type Static, type TProperties } from '@sinclair/typebox';
-import type { Services } from '../../services.js';
+import type { TransportServices } from '../../transport/services.js';
 import { BUCKET_SIZES, type BucketSize as BucketSizeName } from '../../billing/billing-window.js';
 import { principalOf } from '../plugins/auth.js';
 import { errorResponses, Nullable } from '../schemas.js';
@@ -124,7 +124,7 @@ const ok = (schema: ReturnType<typeof listResponse>) => ({ 200: schema, ...error
  * caller's account spent, per resource family or per resource. Another account's id as a filter
  * answers no records, never its figures.
  */
-export function billingRoutes(app: FastifyInstance, { billing }: Services): void {
+export function billingRoutes(app: FastifyInstance, { billing }: TransportServices): void {
   app.get(
     '/v2/billing',
     {
