@@ -26,10 +26,10 @@ const FLOORS: Array<{ name: string; rank: number; match: (file: string) => boole
   {
     name: 'composition root',
     rank: 4,
-    match: (f) => /^src\/(main|stores|events|config(-[\w-]+)?)\.ts$/.test(f) || f.startsWith('src/compose/'),
+    match: (f) => /^src\/(main|services|stores|events|config(-[\w-]+)?)\.ts$/.test(f) || f.startsWith('src/compose/'),
   },
-  // src/services.ts is what the transports receive: the services as the transports see them
-  { name: 'transports', rank: 3, match: (f) => /^src\/(http|graphql|ssh)\//.test(f) || f === 'src/services.ts' },
+  // src/transport/ is what the transports share: `TransportServices` (what they receive), NUL checks
+  { name: 'transports', rank: 3, match: (f) => /^src\/(http|graphql|ssh|transport)\//.test(f) },
   {
     name: 'services',
     rank: 2,

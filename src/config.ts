@@ -23,7 +23,7 @@ export type { DockerRuntimeConfig } from './config-runtime.js';
 import { resolveRuntime, type RuntimeConfig } from './config-runtime.js';
 import { resolveSsh, type SshConfig } from './config-ssh.js';
 import type { AgentsConfig } from './fleet/agents-config.js';
-import type { GraphqlLimits } from './graphql/document-limits.js';
+import type { GraphqlLimits } from './transport/services.js';
 import type { AutoscalerConfig } from './serverless/autoscaler-config.js';
 import type { WebhookConfig } from './serverless/webhook-config.js';
 

@@ -1,4 +1,5 @@
 import { GraphQLError, Kind, Lexer, Source, TokenKind, type DocumentNode, type GraphQLSchema } from 'graphql';
+import type { GraphqlLimits } from '../transport/services.js';
 import {
   LIST_COST_FACTOR,
   measureDocument,
@@ -6,16 +7,6 @@ import {
   type DocumentMeasure,
   type SelectionMeasure,
 } from './document-cost.js';
-
-/** Bounds on a GraphQL document (config file `graphql`; the meaning and default of each: docs/configuration.md). */
-export interface GraphqlLimits {
-  maxDocumentBytes: number;
-  maxDepth: number;
-  maxAliases: number;
-  maxFields: number;
-  maxRootFields: number;
-  maxCost: number;
-}
 
 /**
  * Bounds on the parts of a document the settings do not name. No client comes near them

@@ -1,6 +1,5 @@
 import type { Catalog } from '../domain/catalog.js';
 import type { Quotas } from '../domain/rate-windows.js';
-import type { GraphqlLimits } from '../graphql/document-limits.js';
 import type { PodEventSource } from '../pods/pod-events.js';
 import type { Logger } from 'pino';
 import type { Clock } from '../domain/clock.js';
@@ -15,15 +14,12 @@ import type { TemplatesService } from '../templates/templates-service.js';
 import type { VolumesService } from '../volumes/volumes-service.js';
 import type { BillingService } from '../billing/billing-service.js';
 import type { RegistriesService } from '../registries/registries-service.js';
-import type { SecretBox } from '../store/secret-box.js';
 import type { EndpointsService } from '../serverless/endpoints-service.js';
 import type { WebhookDispatcher } from '../serverless/webhook-dispatcher.js';
 import type { Autoscaler } from '../serverless/autoscaler.js';
 import type { WorkersRegistry } from '../serverless/workers-registry.js';
 import type { JobsService } from '../jobs/jobs-service.js';
 import type { Timekeeper } from '../jobs/timekeeper.js';
-import type { Leases } from '../store/leases.js';
-import type { NotifyRelay } from '../store/notify-relay.js';
 import type { JobRequestCounts } from '../domain/job-rate-limits.js';
 import type { FleetService } from '../fleet/fleet-service.js';
 import type { FleetStreams } from '../fleet/fleet-streams.js';
@@ -32,6 +28,16 @@ import type { SystemLog } from '../logs/system-log.js';
 import type { LogStreams } from '../logs/log-streams.js';
 import type { LogTargets } from '../logs/log-targets.js';
 import type { Metrics } from '../metrics/metrics.js';
+
+/** Bounds on a GraphQL document (config file `graphql`; the meaning and default of each: docs/configuration.md). */
+export interface GraphqlLimits {
+  maxDocumentBytes: number;
+  maxDepth: number;
+  maxAliases: number;
+  maxFields: number;
+  maxRootFields: number;
+  maxCost: number;
+}
 
 /** What the transports read of the config (docs/configuration.md): the root hands them this slice of its `Config`. */
 export interface TransportConfig {
@@ -66,7 +72,6 @@ export interface TransportServices {
   clock: Clock;
   logger: Logger;
   events: PodEventSource;
-  secrets: SecretBox;
   runtime: Runtime;
   accounts: AccountsService;
   catalog: CatalogService;
@@ -92,10 +97,6 @@ export interface TransportServices {
   fleetWiring: FleetWiring | null;
   /** runtime fleet: streams to the agents (an instance's output, a shell); null otherwise. */
   fleetStreams: FleetStreams | null;
-  /** Which replica drives each control loop (always this one on SQLite). */
-  leases: Leases;
-  /** Wake-ups across replicas (PostgreSQL only). */
-  relay: NotifyRelay | null;
   /** Job API request counts shared across replicas (PostgreSQL only), so the spec 8.1 rates hold per user. */
   jobRequestCounts: JobRequestCounts | null;
   /** The platform's lines about pods and workers (the `system` log source). */

@@ -23,7 +23,7 @@ const UpdateSshKeysRequest = Type.Object({ keys: KeyList }, { additionalProperti
 
 /** The documented alias: a bare array of keys, as this route took before `{ keys }`. */
 async function bareArrayAsKeys(request: FastifyRequest): Promise<void> {
-  if (Array.isArray(request.body)) request.body = { keys: request.body as unknown[] };
+  if (Array.isArray(request.body)) request.body = { keys: request.body };
 }
 
 /** Who the presented key is (Gantry extension): what a client such as the console needs to show. */

@@ -1,4 +1,4 @@
-import type { TypedApp } from '../type-provider.js';
+import { isObject, type TypedApp } from '../type-provider.js';
 import { Type } from '@sinclair/typebox';
 import type { FastifyRequest } from 'fastify';
 import type { CpuAvailabilityQuery, GpuAvailabilityQuery } from '../../catalog/catalog-v2.js';
@@ -27,7 +27,8 @@ const ok = <T extends object>(schema: T) => ({ 200: schema, ...errorResponses })
 const splitLists =
   (...keys: string[]) =>
   async (request: FastifyRequest): Promise<void> => {
-    const query = request.query as Record<string, unknown>;
+    const query = request.query;
+    if (!isObject(query)) return;
     for (const key of keys) {
       const value = query[key];
       if (value === undefined) continue;

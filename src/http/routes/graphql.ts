@@ -12,7 +12,7 @@ import {
   type GraphQLSchema,
 } from 'graphql';
 import type { Principal } from '../../accounts/accounts-service.js';
-import type { GraphqlLimits } from '../../graphql/document-limits.js';
+import type { GraphqlLimits } from '../../transport/services.js';
 import { isApiError, type ErrorCode } from '../../domain/errors.js';
 import { principalOf } from '../plugins/auth.js';
 import { exceedsJsonDepth, MAX_JSON_DEPTH } from '../json-depth.js';
