@@ -1,5 +1,5 @@
 import type { TypedApp } from '../type-provider.js';
-import { Type, type Static, type TProperties, type TSchema } from '@sinclair/typebox';
+import { Type, type TProperties, type TSchema } from '@sinclair/typebox';
 import type { TransportServices } from '../../transport/services.js';
 import { BUCKET_SIZES, type BucketSize as BucketSizeName } from '../../billing/billing-window.js';
 import { principalOf } from '../plugins/auth.js';
