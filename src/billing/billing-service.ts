@@ -24,7 +24,7 @@ import type {
   ListNetworkVolumeBillingResponse,
   ListClusterBillingResponse,
 } from './billing-responses.js';
-import { resolveWindow, rfc3339, type BillingWindow, type BucketSize, type WindowQuery } from './billing-window.js';
+import { resolveWindow, rfc3339, type BillingWindow, type WindowQuery } from './billing-window.js';
 
 /** The public platform's price of standard network storage, USD per GB and month. */
 export const DEFAULT_VOLUME_PRICE_PER_GB_MONTH = 0.07;
