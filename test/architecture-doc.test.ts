@@ -225,6 +225,10 @@ const LONG_FILES: Record<string, string> = {
   'src/serverless/autoscaler.ts': 'pending: one launch path for pods and workers (issue 26, item 3)',
   'src/serverless/endpoints-service.ts': 'pending: one launch path for pods and workers (issue 26, item 3)',
   'src/store/pod-store.ts': 'pending: the store states each fact once (issue 26, item 5)',
+  'src/config-schema.ts': 'pending: each section beside what it configures (issue 26, item 7)',
+  'src/fleet/fleet-service.ts': 'pending: split by concept (issue 26, item 7)',
+  'src/runtime/docker/docker-client.ts': 'pending: split by concept (issue 26, item 7)',
+  'src/domain/placement.ts': 'pending: split by concept (issue 26, item 7)',
 };
 
 test('no source file is over 400 lines but those named with their reason, in this test and in docs/architecture.md', () => {
