@@ -2,7 +2,7 @@
  * The `images` map of the config: how the process runtime runs an image reference. The Docker
  * runtime runs the image itself and reads only an entry's `health`.
  */
-import type { HealthProbe, ImageSpec } from './domain/image-spec.js';
+import type { ImageSpec } from './domain/image-spec.js';
 import { bool, fail, isObj, num } from './config-values.js';
 
 export type { HealthProbe, ImageSpec } from './domain/image-spec.js';

@@ -185,7 +185,7 @@ export const JobsSchema = Type.Object(
   { description: 'The job API and worker protocol.' },
 );
 
-export const WebhooksSchema = Type.Object(
+const WebhooksSchema = Type.Object(
   {
     timeoutMs: amount(10_000, "Longest wait for a receiver's answer."),
     retryDelayMs: amount(10_000, 'Delay between a failed attempt and the next.'),
@@ -211,7 +211,7 @@ export const WebhooksSchema = Type.Object(
   { description: 'Webhook delivery (spec 6): one call plus `maxAttempts - 1` retries, `retryDelayMs` apart.' },
 );
 
-export const AutoscalerSchema = Type.Object(
+const AutoscalerSchema = Type.Object(
   {
     intervalMs: atLeast(10, 1000, 'How often every endpoint is reconciled (submissions wake it sooner).'),
     nudgeGapMs: amount(
@@ -229,7 +229,7 @@ export const AutoscalerSchema = Type.Object(
 
 const ServerlessSchema = Type.Object({ webhooks: WebhooksSchema, autoscaler: AutoscalerSchema });
 
-export const GraphqlSchema = Type.Object(
+const GraphqlSchema = Type.Object(
   {
     maxDocumentBytes: amount(65_536, 'Largest `query` text, bytes; checked before parsing.'),
     maxDepth: amount(
@@ -318,7 +318,7 @@ export const SshSchema = Type.Object(
 );
 
 /** `fleet` as a mapping (a list is the short form of `{ hosts: […] }`). */
-export const FleetSchema = Type.Object(
+const FleetSchema = Type.Object(
   {
     heartbeatMs: atLeast(100, 10_000, 'How often an agent reports; handed to it when it joins. At least 100.'),
     heartbeatTimeoutMs: amount(

@@ -37,7 +37,7 @@ export interface PodBillingAmounts {
 export interface ServerlessBillingAmounts extends PodBillingAmounts {
   feeAmount: number;
 }
-export interface EndpointBillingAmounts {
+interface EndpointBillingAmounts {
   totalAmount: number;
 }
 export interface NetworkVolumeBillingAmounts {

@@ -5,7 +5,7 @@ import type { JobSweeper, TickResult } from './job-sweeper.js';
 import type { WorkerJobs } from './worker-jobs.js';
 
 /** The workers' signs of life, as the timekeeper keeps them (the serverless `WorkersRegistry`). */
-export interface WorkerLiveness {
+interface WorkerLiveness {
   /** Writes the signs of life given since the last pass. */
   flush(now: number): Promise<unknown>;
   /** The workers silent since before `cutoff`, now marked dead. */

@@ -40,7 +40,7 @@ export interface GraphqlLimits {
 }
 
 /** What the transports read of the config (docs/configuration.md): the root hands them this slice of its `Config`. */
-export interface TransportConfig {
+interface TransportConfig {
   server: {
     host: string;
     publicUrl: string;
