@@ -213,18 +213,12 @@ test('the transports reach storage only through the services: nothing in http, g
  */
 const LONG_FILES: Record<string, string> = {
   'src/runtime/runtime-contract.ts': 'the runtime contract suite: tests that live in src so every adapter runs them',
-  'src/store/schema.ts': "the database's tables, one interface each, in one place Kysely reads",
-  'src/store/job-statements.ts': "the job hot path's statements, defined once from the state machine's guards",
   'console/src/pages/resources.tsx': 'pending: the console page of templates, volumes and registries',
   'src/main.ts': 'pending: the composition moves into per-area assemblies (issue 26, item 4)',
   'src/runtime/docker/docker-runtime.ts': 'pending: the runtime modules (issue 26, item 1)',
   'src/fleet/fleet-runtime.ts': 'pending: the runtime modules (issue 26, item 1)',
   'src/runtime/process/process-runtime.ts': 'pending: the runtime modules (issue 26, item 1)',
   'src/pods/pods-service.ts': 'pending: one launch path for pods and workers (issue 26, item 3)',
-  'src/pods/pod-controller.ts': 'pending: one launch path for pods and workers (issue 26, item 3)',
-  'src/serverless/autoscaler.ts': 'pending: one launch path for pods and workers (issue 26, item 3)',
-  'src/serverless/endpoints-service.ts': 'pending: one launch path for pods and workers (issue 26, item 3)',
-  'src/store/pod-store.ts': 'pending: the store states each fact once (issue 26, item 5)',
   'src/config-schema.ts': 'pending: each section beside what it configures (issue 26, item 7)',
   'src/fleet/fleet-service.ts': 'pending: split by concept (issue 26, item 7)',
   'src/runtime/docker/docker-client.ts': 'pending: split by concept (issue 26, item 7)',
