@@ -19,6 +19,14 @@ import { dirname, join, relative, resolve, sep } from 'node:path';
 const root = resolve(import.meta.dirname, '..');
 const rel = (p: string): string => relative(root, p).split(sep).join('/');
 
+/**
+ * The runtimes' modules and their registry are the composition root's part in each runtime's
+ * folder: a module builds its runtime (and, for the fleet, the parts it owns) from the config and
+ * what the platform hands every runtime (docs/runtimes.md, "Runtimes as modules").
+ */
+const RUNTIME_ASSEMBLY =
+  /^src\/(runtime\/(registry|runtime-module)\.ts|runtime\/[\w-]+\/module\.ts|fleet\/module\.ts)$/;
+
 /** The floors, highest first; a folder not listed is its own program (agent, worker) or the console. */
 const FLOORS: Array<{ name: string; rank: number; match: (file: string) => boolean }> = [
   // the command line starts the server (serve) or opens its stores (one-shot commands): above the root
@@ -26,10 +34,13 @@ const FLOORS: Array<{ name: string; rank: number; match: (file: string) => boole
   {
     name: 'composition root',
     rank: 4,
-    match: (f) => /^src\/(main|stores|events|config(-[\w-]+)?)\.ts$/.test(f) || f.startsWith('src/compose/'),
+    match: (f) =>
+      /^src\/(main|services|stores|events|config(-[\w-]+)?)\.ts$/.test(f) ||
+      f.startsWith('src/compose/') ||
+      RUNTIME_ASSEMBLY.test(f),
   },
-  // src/services.ts is what the transports receive: the services as the transports see them
-  { name: 'transports', rank: 3, match: (f) => /^src\/(http|graphql|ssh)\//.test(f) || f === 'src/services.ts' },
+  // src/transport/ is what the transports share: `TransportServices` (what they receive), NUL checks
+  { name: 'transports', rank: 3, match: (f) => /^src\/(http|graphql|ssh|transport)\//.test(f) },
   {
     name: 'services',
     rank: 2,
@@ -181,10 +192,12 @@ export function importLoops(edges: ImportEdge[]): string[][] {
   return groups.sort((a, b) => b.length - a.length || a[0]!.localeCompare(b[0]!));
 }
 
-/** The folder a file belongs to for folder loops: `src/http`, `src/(root)` for src's own files, `console/src`. */
+/** The folder a file belongs to for folder loops: `src/http`, `src/(root)` for the composition root's files, `console/src`. */
 const folderOf = (file: string): string => {
   const parts = file.split('/');
   if (parts[0] === 'console') return 'console/src';
+  // the composition root's own folder and the runtimes' modules are parts of the root
+  if (file.startsWith('src/compose/') || RUNTIME_ASSEMBLY.test(file)) return 'src/(root)';
   return parts.length > 2 ? `${parts[0]}/${parts[1]}` : 'src/(root)';
 };
 

@@ -5,11 +5,10 @@
  */
 import { Type, type StaticDecode, type TLiteral, type TSchema, type TUnion } from '@sinclair/typebox';
 import type { ConfigAnnotations } from './config-decode.js';
+import { MAX_AGENT_POLL_WAIT_MS } from './fleet/protocol.js';
 
 /** The SDKs give up on a long-poll after 90 s (wire-protocol §1): one is held at most 85 s. */
 const MAX_LONG_POLL_HOLD_MS = 85_000;
-/** The agents' longest operations long-poll (docs/fleet.md). */
-export const MAX_AGENT_POLL_WAIT_MS = 30_000;
 /** Where the Docker runtime finds its engine when neither DOCKER_HOST nor runtime.docker.host says. */
 export const DEFAULT_DOCKER_HOST = 'unix:///var/run/docker.sock';
 
@@ -186,7 +185,7 @@ export const JobsSchema = Type.Object(
   { description: 'The job API and worker protocol.' },
 );
 
-export const WebhooksSchema = Type.Object(
+const WebhooksSchema = Type.Object(
   {
     timeoutMs: amount(10_000, "Longest wait for a receiver's answer."),
     retryDelayMs: amount(10_000, 'Delay between a failed attempt and the next.'),
@@ -212,7 +211,7 @@ export const WebhooksSchema = Type.Object(
   { description: 'Webhook delivery (spec 6): one call plus `maxAttempts - 1` retries, `retryDelayMs` apart.' },
 );
 
-export const AutoscalerSchema = Type.Object(
+const AutoscalerSchema = Type.Object(
   {
     intervalMs: atLeast(10, 1000, 'How often every endpoint is reconciled (submissions wake it sooner).'),
     nudgeGapMs: amount(
@@ -230,7 +229,7 @@ export const AutoscalerSchema = Type.Object(
 
 const ServerlessSchema = Type.Object({ webhooks: WebhooksSchema, autoscaler: AutoscalerSchema });
 
-export const GraphqlSchema = Type.Object(
+const GraphqlSchema = Type.Object(
   {
     maxDocumentBytes: amount(65_536, 'Largest `query` text, bytes; checked before parsing.'),
     maxDepth: amount(
@@ -319,7 +318,7 @@ export const SshSchema = Type.Object(
 );
 
 /** `fleet` as a mapping (a list is the short form of `{ hosts: […] }`). */
-export const FleetSchema = Type.Object(
+const FleetSchema = Type.Object(
   {
     heartbeatMs: atLeast(100, 10_000, 'How often an agent reports; handed to it when it joins. At least 100.'),
     heartbeatTimeoutMs: amount(

@@ -8,10 +8,7 @@ import { fail, isObj, num, type Obj } from './config-values.js';
 import { decodeConfig } from './config-decode.js';
 import {
   ConfigFileSchema,
-  type AutoscalerSchema,
   type ConfigFile,
-  type FleetSchema,
-  type GraphqlSchema,
   type JobsSchema,
   type MetricsSchema,
   type NetworkingSchema,
@@ -19,7 +16,6 @@ import {
   type QuotasSchema,
   type RateLimitsSchema,
   type ServerSchema,
-  type WebhooksSchema,
 } from './config-schema.js';
 
 export type { HealthProbe, ImageSpec } from './config-images.js';
@@ -27,17 +23,15 @@ export type { DockerRuntimeConfig } from './config-runtime.js';
 import { resolveRuntime, type RuntimeConfig } from './config-runtime.js';
 import { resolveSsh, type SshConfig } from './config-ssh.js';
 import { configuredRuntime } from './runtime/registry.js';
-export { MAX_AGENT_POLL_WAIT_MS } from './config-schema.js';
+import type { AgentsConfig } from './fleet/agents-config.js';
+import type { GraphqlLimits } from './transport/services.js';
+import type { AutoscalerConfig } from './serverless/autoscaler-config.js';
+import type { WebhookConfig } from './serverless/webhook-config.js';
 
 // Every key, its default, environment variable and meaning: config-schema.ts (docs/configuration.md).
 type RateLimitConfig = StaticDecode<typeof RateLimitsSchema>;
-/** The agent protocol's timings (config file: `fleet.heartbeatMs`, …; docs/fleet.md). */
-export type AgentsConfig = Omit<StaticDecode<typeof FleetSchema>, 'hosts'>;
-export type GraphqlLimits = StaticDecode<typeof GraphqlSchema>;
 type QuotaConfig = StaticDecode<typeof QuotasSchema>;
 type JobsHttpConfig = StaticDecode<typeof JobsSchema>;
-export type WebhookConfig = StaticDecode<typeof WebhooksSchema>;
-export type AutoscalerConfig = StaticDecode<typeof AutoscalerSchema>;
 interface ServerlessConfig {
   webhooks: WebhookConfig;
   autoscaler: AutoscalerConfig;

@@ -1,22 +1,9 @@
 import { EventEmitter } from 'node:events';
-import type { PodStatus } from './domain/pod-state.js';
+import type { JobEventMap } from './jobs/job-events.js';
+import type { PodEventMap } from './pods/pod-events.js';
 
-/** Typed in-process events; side effects (usage accounting, console feed, webhooks) subscribe. */
-export interface EventMap {
-  'pod:status': {
-    podId: string;
-    accountId: string;
-    /** The pod's GPU type; null for a CPU pod. */
-    gpuTypeId: string | null;
-    from: PodStatus;
-    to: PodStatus;
-    at: number;
-  };
-  'job:queued': { endpointId: string; jobId: string; lowPriority: boolean };
-  'job:completed': import('./jobs/job-view.js').JobEventPayload;
-  'job:failed': import('./jobs/job-view.js').JobEventPayload;
-  'job:timed_out': import('./jobs/job-view.js').JobEventPayload;
-}
+/** Typed in-process events, each declared by the service that emits it; side effects (usage accounting, console feed, webhooks) subscribe. */
+export type EventMap = PodEventMap & JobEventMap;
 
 export class EventBus {
   readonly #emitter = new EventEmitter();

@@ -1,81 +1,22 @@
-import type { Logger } from 'pino';
 import type { Config } from './config.js';
-import type { Clock } from './domain/clock.js';
 import type { EventBus } from './events.js';
 import type { Db } from './store/database.js';
-import type { Runtime } from './runtime/runtime.js';
-import type { AccountsService } from './accounts/accounts-service.js';
-import type { CatalogService } from './catalog/catalog-service.js';
-import type { Inventory } from './inventory/inventory.js';
-import type { PodsService } from './pods/pods-service.js';
-import type { ClustersService } from './clusters/clusters-service.js';
-import type { PodController } from './pods/pod-controller.js';
-import type { TemplatesService } from './templates/templates-service.js';
-import type { VolumesService } from './volumes/volumes-service.js';
-import type { BillingService } from './billing/billing-service.js';
-import type { RegistriesService } from './registries/registries-service.js';
+import type { TransportServices } from './transport/services.js';
 import type { SecretBox } from './store/secret-box.js';
-import type { EndpointsService } from './serverless/endpoints-service.js';
-import type { WebhookDispatcher } from './serverless/webhook-dispatcher.js';
-import type { Autoscaler } from './serverless/autoscaler.js';
-import type { WorkersRegistry } from './serverless/workers-registry.js';
-import type { JobsService } from './jobs/jobs-service.js';
-import type { Timekeeper } from './jobs/timekeeper.js';
 import type { Leases } from './store/leases.js';
 import type { NotifyRelay } from './store/notify-relay.js';
-import type { JobRequestCounts } from './domain/job-rate-limits.js';
-import type { FleetService } from './fleet/fleet-service.js';
-import type { FleetStreams } from './fleet/fleet-streams.js';
-import type { FleetWiring } from './fleet/fleet-wiring.js';
-import type { SystemLog } from './logs/system-log.js';
-import type { LogStreams } from './logs/log-streams.js';
-import type { LogTargets } from './logs/log-targets.js';
-import type { Metrics } from './metrics/metrics.js';
 
-/** Everything the transports (HTTP, GraphQL, CLI) reach. Built only by `createServices`. */
-export interface Services {
+/**
+ * Everything `createServices` builds: what the transports reach (`TransportServices`), plus the
+ * whole config, the database, the event bus, the secret box and the replicas' seams, which only the composition root and tests hold.
+ */
+export interface Services extends TransportServices {
   config: Config;
   db: Db;
-  clock: Clock;
-  logger: Logger;
   events: EventBus;
   secrets: SecretBox;
-  runtime: Runtime;
-  accounts: AccountsService;
-  catalog: CatalogService;
-  inventory: Inventory;
-  pods: PodsService;
-  /** Multi-node clusters over the pods (REST /v2/clusters, docs/clusters.md). */
-  clusters: ClustersService;
-  podController: PodController;
-  templates: TemplatesService;
-  volumes: VolumesService;
-  registries: RegistriesService;
-  /** What the account spent per time bucket (REST /v2/billing*, docs/billing.md). */
-  billing: BillingService;
-  endpoints: EndpointsService;
-  webhooks: WebhookDispatcher;
-  autoscaler: Autoscaler;
-  jobs: JobsService;
-  workers: WorkersRegistry;
-  timekeeper: Timekeeper;
-  /** Joined hosts and their agents' protocol (docs/fleet.md). */
-  fleet: FleetService;
-  /** runtime fleet: the fleet's events wired to the inventory and the runtime; null otherwise. */
-  fleetWiring: FleetWiring | null;
-  /** runtime fleet: streams to the agents (an instance's output, a shell); null otherwise. */
-  fleetStreams: FleetStreams | null;
   /** Which replica drives each control loop (always this one on SQLite). */
   leases: Leases;
   /** Wake-ups across replicas (PostgreSQL only). */
   relay: NotifyRelay | null;
-  /** Job API request counts shared across replicas (PostgreSQL only), so the spec 8.1 rates hold per user. */
-  jobRequestCounts: JobRequestCounts | null;
-  /** The platform's lines about pods and workers (the `system` log source). */
-  systemLog: SystemLog;
-  /** Log streams (docs/logs.md) and what they may read. */
-  logs: LogStreams;
-  logTargets: LogTargets;
-  /** Prometheus metrics (`GET /metrics`, docs/metrics.md); null when no token is configured. */
-  metrics: Metrics | null;
 }

@@ -12,24 +12,8 @@ import {
   type Account,
 } from './api.js';
 import { Session } from './ui.js';
+import { currentRoute, useRoute } from './route.js';
 import { PodsPage, startPodsEarly } from './pages/pods.js';
-
-/** The page address lives in the fragment (`#/pods/abc`): the server needs no route per page. */
-const currentRoute = () => (location.hash.replace(/^#/, '') || '/pods').split('?')[0]!;
-
-function useRoute(): string {
-  const [route, setRoute] = useState(currentRoute);
-  useEffect(() => {
-    const update = () => setRoute(currentRoute());
-    addEventListener('hashchange', update);
-    return () => removeEventListener('hashchange', update);
-  }, []);
-  return route;
-}
-
-export const navigate = (route: string) => {
-  location.hash = `#${route}`;
-};
 
 const NAV: Array<[string, string]> = [
   ['/pods', 'Pods'],

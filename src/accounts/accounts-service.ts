@@ -19,6 +19,9 @@ export interface Principal {
   workerId?: string | null;
 }
 
+/** One of an account's API keys as listed: never its hash. */
+export type ApiKeyView = Omit<ApiKeyRecord, 'hash'>;
+
 export interface CreatedKey {
   key: string;
   record: Omit<ApiKeyRecord, 'hash'>;
@@ -269,6 +272,18 @@ export class AccountsService {
     if (keyIds.length === 0) return;
     const gone = new Set(keyIds);
     for (const [raw, hit] of this.#cache) if (hit.principal && gone.has(hit.principal.keyId)) this.#cache.delete(raw);
+  }
+
+  /** The account, or 404. */
+  async getAccount(accountId: string): Promise<Account> {
+    const account = await this.store.getAccount(accountId);
+    if (!account) throw notFound('account', accountId);
+    return account;
+  }
+
+  /** The SSH public keys of an account that may be gone (the SSH proxy asks after a pod's account): none then. */
+  async sshKeysOf(accountId: string): Promise<string[]> {
+    return (await this.store.getAccount(accountId))?.sshKeys ?? [];
   }
 
   async getSshKeys(accountId: string): Promise<string[]> {

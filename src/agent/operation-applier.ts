@@ -5,7 +5,7 @@
  * applied when it is delivered again is left to finish.
  */
 import type { Logger } from 'pino';
-import type { HealthProbe } from '../config-images.js';
+import type { HealthProbe } from '../domain/image-spec.js';
 import type { Operation, OperationAck } from '../fleet/protocol.js';
 import type { InstanceOwner, Runtime } from '../runtime/runtime.js';
 import type { AppliedOperations, AppliedResult } from './applied-operations.js';

@@ -9,7 +9,22 @@
  */
 import type { Clock } from '../domain/clock.js';
 import type { BillingStore, IntervalQuery, PricedInterval } from '../store/billing-store.js';
-import { resolveWindow, rfc3339, type BillingWindow, type BucketSize, type WindowQuery } from './billing-window.js';
+import type {
+  QueryEcho,
+  Bucketed,
+  BillingAmounts,
+  PodBillingAmounts,
+  ServerlessBillingAmounts,
+  NetworkVolumeBillingAmounts,
+  ClusterBillingAmounts,
+  ListBillingResponse,
+  ListPodBillingResponse,
+  ListServerlessBillingResponse,
+  ListEndpointBillingResponse,
+  ListNetworkVolumeBillingResponse,
+  ListClusterBillingResponse,
+} from './billing-responses.js';
+import { resolveWindow, rfc3339, type BillingWindow, type WindowQuery } from './billing-window.js';
 
 /** The public platform's price of standard network storage, USD per GB and month. */
 export const DEFAULT_VOLUME_PRICE_PER_GB_MONTH = 0.07;
@@ -22,102 +37,6 @@ export interface BillingServiceDeps {
   clock: Clock;
   /** USD per GB-month of network volume storage. @default 0.07 */
   volumePricePerGbMonth?: number;
-}
-
-interface QueryEcho {
-  startTime: string;
-  endTime: string;
-  bucketSize: BucketSize;
-}
-
-interface Bucketed {
-  startTime: string;
-  endTime: string;
-}
-
-interface BillingAmounts {
-  totalAmount: number;
-  podGpuAmount: number;
-  podCpuAmount: number;
-  podDiskAmount: number;
-  serverlessGpuAmount: number;
-  serverlessCpuAmount: number;
-  serverlessDiskAmount: number;
-  serverlessFeeAmount: number;
-  storageStandardAmount: number;
-  storageHighPerformanceAmount: number;
-  endpointAmount: number;
-  clusterGpuAmount: number;
-  clusterDiskAmount: number;
-  clusterNetworkingAmount: number;
-}
-interface PodBillingAmounts {
-  totalAmount: number;
-  gpuAmount: number;
-  cpuAmount: number;
-  diskAmount: number;
-}
-interface ServerlessBillingAmounts extends PodBillingAmounts {
-  feeAmount: number;
-}
-interface EndpointBillingAmounts {
-  totalAmount: number;
-}
-interface NetworkVolumeBillingAmounts {
-  totalAmount: number;
-  standardAmount: number;
-  highPerformanceAmount: number;
-}
-interface ClusterBillingAmounts {
-  totalAmount: number;
-  gpuAmount: number;
-  diskAmount: number;
-  networkingAmount: number;
-}
-
-export interface ListBillingResponse {
-  records: Array<Bucketed & BillingAmounts>;
-  metadata: { query: QueryEcho; recordCount: number; totals: BillingAmounts };
-}
-export interface ListPodBillingResponse {
-  records: Array<Bucketed & PodBillingAmounts & { podId: string }>;
-  metadata: {
-    query: QueryEcho & { podId: string | null };
-    recordCount: number;
-    uniquePodCount: number;
-    totals: PodBillingAmounts;
-  };
-}
-export interface ListServerlessBillingResponse {
-  records: Array<Bucketed & ServerlessBillingAmounts & { serverlessId: string }>;
-  metadata: {
-    query: QueryEcho & { serverlessId: string | null };
-    recordCount: number;
-    uniqueServerlessCount: number;
-    totals: ServerlessBillingAmounts;
-  };
-}
-export interface ListEndpointBillingResponse {
-  records: Array<Bucketed & EndpointBillingAmounts>;
-  metadata: { query: QueryEcho; recordCount: number; totals: EndpointBillingAmounts };
-}
-export interface ListNetworkVolumeBillingResponse {
-  records: Array<Bucketed & NetworkVolumeBillingAmounts & { networkVolumeId: string }>;
-  metadata: {
-    query: QueryEcho & { networkVolumeId: string | null };
-    recordCount: number;
-    uniqueNetworkVolumeCount: number;
-    totals: NetworkVolumeBillingAmounts;
-  };
-}
-export interface ListClusterBillingResponse {
-  records: Array<Bucketed & ClusterBillingAmounts & { clusterId: string }>;
-  metadata: {
-    query: QueryEcho & { clusterId: string | null };
-    recordCount: number;
-    uniqueClusterCount: number;
-    totals: ClusterBillingAmounts;
-  };
 }
 
 /** Dollars to a billionth: sums of float products read as the figures people expect. */

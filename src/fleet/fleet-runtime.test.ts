@@ -1,7 +1,7 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import pino from 'pino';
-import type { HealthProbe } from '../config-images.js';
+import type { HealthProbe } from '../domain/image-spec.js';
 import { FakeClock } from '../domain/clock.js';
 import { ChangeRecorder, instanceSpec } from '../runtime/runtime-contract.js';
 import type { InstanceOwner, InstanceSpec } from '../runtime/runtime.js';

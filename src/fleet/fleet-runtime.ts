@@ -65,7 +65,7 @@
  * interval a lost grace had closed.
  */
 import type { Logger } from 'pino';
-import type { HealthProbe } from '../config-images.js';
+import type { HealthProbe } from '../domain/image-spec.js';
 import type { Clock } from '../domain/clock.js';
 import type {
   AttachedInstance,

@@ -24,7 +24,7 @@
  * the relay at once, or through a one-query check every second (the CLI on SQLite).
  */
 import type { Logger } from 'pino';
-import type { AgentsConfig } from '../config.js';
+import type { AgentsConfig } from './agents-config.js';
 import type { Catalog, Cloud } from '../domain/catalog.js';
 import type { Clock } from '../domain/clock.js';
 import { ApiError } from '../domain/errors.js';

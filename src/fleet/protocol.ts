@@ -2,11 +2,14 @@
  * The agent protocol's messages (docs/fleet.md): what `gantry agent` and the control plane send
  * each other over `/agent/v1`. Shared by both sides; nothing here does I/O.
  */
-import type { HealthProbe } from '../config-images.js';
+import type { HealthProbe } from '../domain/image-spec.js';
 import type { Cloud } from '../domain/catalog.js';
 import type { InstanceOwner, InstanceSpec, InstanceStats, InstanceStatus, ShellRequest } from '../runtime/runtime.js';
 
 export const AGENT_API_PREFIX = '/agent/v1';
+
+/** The agents' longest operations long-poll (docs/fleet.md); `fleet.pollWaitMs` is at most this. */
+export const MAX_AGENT_POLL_WAIT_MS = 30_000;
 
 /** A host's discovered capacity, as the agent reports it at join and whenever it changes. */
 export interface HostCapacity {

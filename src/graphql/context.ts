@@ -1,9 +1,9 @@
 import type { Principal } from '../accounts/accounts-service.js';
-import type { Services } from '../services.js';
+import type { TransportServices } from '../transport/services.js';
 
 /** What every resolver gets: the services and the authenticated caller. */
 export interface GraphqlContext {
-  services: Services;
+  services: TransportServices;
   principal: Principal;
 }
 

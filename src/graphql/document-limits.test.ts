@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { parse, type OperationDefinitionNode } from 'graphql';
-import type { GraphqlLimits } from '../config.js';
+import type { GraphqlLimits } from '../transport/services.js';
 import { loadConfig } from '../config.js';
 import { clientDocuments } from '../../test/fixtures/client-graphql-documents.js';
 import { mostMergedSelections } from './document-cost.js';

@@ -1,5 +1,5 @@
 import { GraphQLError, Kind, Lexer, Source, TokenKind, type DocumentNode, type GraphQLSchema } from 'graphql';
-import type { GraphqlLimits } from '../config.js';
+import type { GraphqlLimits } from '../transport/services.js';
 import {
   LIST_COST_FACTOR,
   measureDocument,

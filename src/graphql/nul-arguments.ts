@@ -1,8 +1,8 @@
 import { visit, type DocumentNode } from 'graphql';
-import { findNul, nulViolation } from '../http/nul-text.js';
+import { findNul, nulViolation } from '../transport/nul-text.js';
 
 /**
- * GraphQL strings holding a NUL (none may reach a store: see http/nul-text.ts). Each answers the
+ * GraphQL strings holding a NUL (none may reach a store: see transport/nul-text.ts). Each answers the
  * refusal message naming where the NUL is, or null.
  */
 

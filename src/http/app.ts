@@ -3,7 +3,7 @@ import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import { Ajv } from 'ajv';
 import addFormatsModule from 'ajv-formats';
-import type { Services } from '../services.js';
+import type { TransportServices } from '../transport/services.js';
 import { registerAuth } from './plugins/auth.js';
 import { restrictToJobApi } from './job-listener.js';
 import { frameworkErrors, registerErrorHandling } from './plugins/errors.js';
@@ -25,12 +25,12 @@ import { jobRoutes } from './routes/jobs.js';
 import { jobRequestRoutes } from './routes/job-requests.js';
 import { workerProtocolRoutes } from './routes/worker-protocol.js';
 import { agentRoutes } from './routes/agent.js';
-import { graphqlRoutes } from '../graphql/graphql-route.js';
+import { graphqlRoutes } from './routes/graphql.js';
 import { hideV1, registerV1 } from './routes/v1/index.js';
 import { registerReadiness, type Readiness } from './readiness.js';
 import { RequestLogController } from './request-log-controller.js';
 import { lazyChildLogger } from './request-logger.js';
-import { findNul, jsonMayHoldNul, nulViolation, urlHasNul } from './nul-text.js';
+import { findNul, jsonMayHoldNul, nulViolation, urlHasNul } from '../transport/nul-text.js';
 import { requestIdOf } from './request-id.js';
 import { answerClientError } from './client-errors.js';
 import { useRouteCompilers } from './lazy-schemas.js';
@@ -76,7 +76,7 @@ export const loggerOptions = (level: string) => ({
 });
 
 /** Builds the HTTP application over the services. It never listens; main.ts and tests decide that. */
-export async function buildApp(services: Services, options: BuildAppOptions = {}): Promise<FastifyInstance> {
+export async function buildApp(services: TransportServices, options: BuildAppOptions = {}): Promise<FastifyInstance> {
   const { config } = services;
   const loggerSetting = options.logger ?? false;
   // One "request completed" line per request at info (request-log-controller.ts): below info, skip

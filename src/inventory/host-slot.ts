@@ -8,8 +8,12 @@ import {
   type HostUsage,
   type PlacementRequest,
 } from '../domain/placement.js';
-import type { GpuGroup } from './gpu-group.js';
-import type { Allocation } from './inventory.js';
+import type { Allocation } from './allocation.js';
+
+/** What a slot tells the GPU group it sits in (`GpuGroup`) when its free GPU count changes. */
+interface SlotGroup {
+  moved(slot: HostSlot, before: number): void;
+}
 
 /**
  * One host's mutable state. Field names match `FreeResources` so the rules can read it directly.
@@ -30,7 +34,7 @@ export class HostSlot implements FreeResources {
   /** Rank of the host id in plain string order among the indexed hosts: the final tie-break. Set by the index. */
   ord = 0;
   /** Its GPU group in the current index; null while the host is not indexed (unavailable) or has no GPUs. */
-  group: GpuGroup | null = null;
+  group: SlotGroup | null = null;
   /** Position in `group.slots`. */
   pos = 0;
   /** This host alone, as the rules see it (used to explain CPU refusals). */

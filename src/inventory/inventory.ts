@@ -14,16 +14,9 @@ import { FleetIndex, type GpuTypeStock } from './fleet-index.js';
 import { HostDeadlines } from './host-deadlines.js';
 import type { HostFeed } from '../runtime/host-feed.js';
 import type { HostSlot } from './host-slot.js';
+import type { Allocation } from './allocation.js';
 
-/** The exact resources one holder (pod or worker) keeps on a host. */
-export interface Allocation {
-  hostId: string;
-  gpuIndices: number[];
-  vcpus: number;
-  memoryGb: number;
-  diskGb: number;
-  publicPorts: number[];
-}
+export type { Allocation } from './allocation.js';
 
 type Refusal = { ok: false; reason: string };
 

@@ -8,6 +8,9 @@ import type { WebhookDeliveryStatus } from '../domain/webhook-delivery.js';
 import type { JobRecord } from '../store/job-record.js';
 import type { WebhookDelivery } from '../store/webhook-store.js';
 
+/** An endpoint's recent jobs as `JobsService.recent` lists them. */
+export type { JobListingPosition, JobSummary } from '../store/job-listing.js';
+
 const parse = (json: string | null): unknown => (json === null ? undefined : (JSON.parse(json) as unknown));
 
 /** The reply of `/status`, `/status-sync`, finished `/runsync`. */

@@ -14,6 +14,7 @@ import { WorkerJobs } from './worker-jobs.js';
 import type { JobFlow } from './job-flow.js';
 import { WebhookStore } from '../store/webhook-store.js';
 import { JobUsageStore } from '../store/job-usage.js';
+import { JobListing, type RecentJobsPage, type RecentJobsQuery } from '../store/job-listing.js';
 import { JobQuota } from '../quotas/job-quota.js';
 import type { Quotas } from '../domain/quotas.js';
 
@@ -54,11 +55,13 @@ export class JobsService {
   readonly client: ClientJobs;
   readonly worker: WorkerJobs;
   readonly sweeper: JobSweeper;
+  readonly #listing: JobListing;
 
   constructor(deps: JobsServiceDeps) {
     const { db, clock } = deps;
     this.config = { ...DEFAULT_JOBS_CONFIG, ...deps.config };
     this.store = openJobStore(db, { retention: this.config.retention });
+    this.#listing = new JobListing(db);
     this.signals = deps.signals ?? new JobSignals();
     this.events = deps.events ?? new JobEvents();
     const { store, signals, events } = this;
@@ -126,5 +129,10 @@ export class JobsService {
   /** Group-commit counters (batches, items), for benchmarks and metrics. */
   get batchStats(): Record<'submits' | 'takes' | 'posts', GroupCommit<unknown, unknown>['stats']> {
     return { submits: this.client.batchStats, ...this.worker.batchStats };
+  }
+
+  /** A page of an endpoint's recent jobs, newest first (`GET /v2/{endpoint}/requests`): never their input or output. */
+  recent(accountId: string, endpointId: string, query: RecentJobsQuery): Promise<RecentJobsPage> {
+    return this.#listing.recent(accountId, endpointId, query);
   }
 }

@@ -1,13 +1,21 @@
 import type { Logger } from 'pino';
 import type { Clock } from '../domain/clock.js';
 import { heldLease, type Lease } from '../store/leases.js';
-import type { WorkersRegistry } from '../serverless/workers-registry.js';
 import type { JobSweeper, TickResult } from './job-sweeper.js';
 import type { WorkerJobs } from './worker-jobs.js';
 
+/** The workers' signs of life, as the timekeeper keeps them (the serverless `WorkersRegistry`). */
+interface WorkerLiveness {
+  /** Writes the signs of life given since the last pass. */
+  flush(now: number): Promise<unknown>;
+  /** The workers silent since before `cutoff`, now marked dead. */
+  expire(cutoff: number, now: number): Promise<Array<{ id: string; endpointId: string }>>;
+  refreshLiveCounts(): Promise<void>;
+}
+
 export interface TimekeeperDeps {
   jobs: { sweeper: Pick<JobSweeper, 'tick'>; worker: Pick<WorkerJobs, 'workerLost'> };
-  workers: Pick<WorkersRegistry, 'flush' | 'expire' | 'refreshLiveCounts'>;
+  workers: WorkerLiveness;
   clock: Clock;
   logger?: Pick<Logger, 'warn' | 'error' | 'info'>;
   /** Which replica keeps job time (the others only write their workers' signs of life). @default always held */

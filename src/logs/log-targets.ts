@@ -4,15 +4,19 @@
  */
 import { notFound } from '../domain/errors.js';
 import { isLivePodStatus } from '../domain/pod-state.js';
-import type { PodsService } from '../pods/pods-service.js';
-import type { EndpointsService } from '../serverless/endpoints-service.js';
 import type { PodStore } from '../store/pod-store.js';
 import type { LogTarget } from './log-streams.js';
 
+/**
+ * The services it asks, declared here rather than imported: the pods and serverless services
+ * write to the logs (`SystemLog`), so the logs folder names neither.
+ */
 export interface LogTargetsDeps {
-  pods: Pick<PodsService, 'get'>;
+  /** `PodsService`: throws 404 for a pod the account does not hold. */
+  pods: { get(accountId: string, podId: string): Promise<unknown> };
   podStore: Pick<PodStore, 'get'>;
-  endpoints: Pick<EndpointsService, 'workers'>;
+  /** `EndpointsService`: an endpoint's workers, 404 for one the account does not hold. */
+  endpoints: { workers(accountId: string, endpointId: string): Promise<Array<{ id: string; status: string }>> };
 }
 
 export class LogTargets {

@@ -34,7 +34,7 @@ import type { Logger } from 'pino';
 import type { Clock } from '../domain/clock.js';
 import { ApiError } from '../domain/errors.js';
 import { decideAction, nextPodState, type PodAction, type PodEvent, type PodStatus } from '../domain/pod-state.js';
-import type { EventBus } from '../events.js';
+import type { PodEventSink } from './pod-events.js';
 import type { Inventory } from '../inventory/inventory.js';
 import type { SystemLogWriter } from '../logs/system-log.js';
 import { AttachedInstances } from '../instances/attached-instances.js';
@@ -58,7 +58,7 @@ export interface PodControllerDeps {
   inventory: Inventory;
   registries: Pick<RegistriesService, 'credentials'>;
   clock: Clock;
-  events: EventBus;
+  events: PodEventSink;
   logger: Logger;
   /** Which replica sweeps. @default always held */
   lease?: Lease;

@@ -1,7 +1,7 @@
 import type { Clock } from '../domain/clock.js';
 import { newSortableId } from '../domain/ids.js';
 import type { PodStatus } from '../domain/pod-state.js';
-import type { EventBus } from '../events.js';
+import type { PodEventSink } from './pod-events.js';
 import type { SystemLogWriter } from '../logs/system-log.js';
 import type { Inventory } from '../inventory/inventory.js';
 import type { PodChanges, PodRecord } from '../store/pod-record.js';
@@ -11,7 +11,7 @@ export interface PodStatusWriterDeps {
   store: PodStore;
   inventory: Pick<Inventory, 'release'>;
   clock: Clock;
-  events: Pick<EventBus, 'emit'>;
+  events: PodEventSink;
   /** The pod's `system` log lines (docs/logs.md). @default none written */
   systemLog?: SystemLogWriter | undefined;
 }

@@ -17,6 +17,9 @@ import { assertEnvAllowed } from '../runtime/env-allowed.js';
 import { assertImageAllowed, type RegistryGuard } from '../runtime/registry-guard.js';
 import type { Runtime } from '../runtime/runtime.js';
 import type { PodChanges, PodListFilter, PodRecord } from '../store/pod-record.js';
+
+/** What the SSH proxy needs of the pod a session names. */
+export type SshPod = Pick<PodRecord, 'id' | 'accountId' | 'status' | 'startSsh'>;
 import type { TemplatesService } from '../templates/templates-service.js';
 import type { VolumesService } from '../volumes/volumes-service.js';
 import type { ResourceQuota } from '../quotas/resource-quota.js';
@@ -232,6 +235,11 @@ export class PodsService {
     this.#assertRuntimeAvailable('The cluster cannot be deleted right now');
     await this.#d.controller.act(pod.id, 'terminate', { asCluster: true });
     this.#d.quota?.released(accountId);
+  }
+
+  /** The pod an SSH session's token names (the SSH proxy's lookup), or null. */
+  bySshToken(token: string): Promise<SshPod | null> {
+    return this.store.getBySshToken(token);
   }
 
   async get(accountId: string, id: string): Promise<PodView> {

@@ -2,7 +2,7 @@
  * How many accounts a deployment may serve. A runtime that cannot keep accounts apart serves one
  * unless the operator opts in: the server refuses to start with a second account, and `gantry
  * accounts create` refuses to make one. The rules read the conditions the runtime's module
- * declares for the deployment (runtime-module.ts `IsolationConditions`), never the runtime's name.
+ * declares for the deployment (`IsolationConditions` below), never the runtime's name.
  * Two states cannot keep accounts apart:
  *
  * - instances share the host (no networks of their own, or not hardened: the process runtime,
@@ -17,9 +17,7 @@
  * Each state has its own opt-in, so accepting one risk never accepts the other. What the runtime
  * could not put in place once it attached (the firewall, `Runtime.isolationGaps()`) refuses too.
  */
-import type { Config } from '../config.js';
 import { workerNetworkMode } from '../domain/worker-network.js';
-import type { IsolationConditions } from './runtime-module.js';
 import type { IsolationGap } from './runtime.js';
 
 /** A refusal meant for the operator as it stands (the CLI prints its message without a stack). */
@@ -34,13 +32,33 @@ export class MultiAccountRefused extends Error {
 export type SharedReach = 'shared-host' | 'host-network';
 
 /** What decides whether a deployment keeps accounts apart: its runtime's conditions (its module's `isolation(config)`) and the job URL. */
+/**
+ * What a deployment on a runtime does to keep accounts apart, for the rules of
+ * this file (which judge from these, never from the kind): with own networks
+ * and hardening, a job URL off loopback (workers then get networks of their own) and the firewall
+ * installed (`Runtime.isolationGaps()` says when it is not), accounts are kept apart.
+ */
+export interface IsolationConditions {
+  /** Each account's instances get networks of their own (else they share the host's). */
+  ownNetworks: boolean;
+  /** Instances run hardened: their own user and filesystem, no raw sockets or devices, away from the data dir. */
+  hardening: boolean;
+  /** The operator accepted that instances share the host (`runtime.process.allowMultipleAccounts`). */
+  acceptSharedHost: boolean;
+  /** The operator accepted workers on the host's network (`runtime.docker.allowMultipleAccountsOnHostNetwork`). */
+  acceptHostNetwork: boolean;
+}
+
 export interface AccountIsolation extends IsolationConditions {
   /** The job URL serverless workers are given (`server.publicJobUrl`). */
   workerJobUrl: string;
 }
 
 /** The deployment `config` describes, on a runtime whose module answers `conditions` for it. */
-export function accountIsolationOf(conditions: IsolationConditions, config: Pick<Config, 'server'>): AccountIsolation {
+export function accountIsolationOf(
+  conditions: IsolationConditions,
+  config: { server: { publicJobUrl: string } },
+): AccountIsolation {
   return { ...conditions, workerJobUrl: config.server.publicJobUrl };
 }
 

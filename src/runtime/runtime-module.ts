@@ -8,6 +8,7 @@
 import type { Logger } from 'pino';
 import type { StaticDecode } from '@sinclair/typebox';
 import type { Config } from '../config.js';
+import type { IsolationConditions } from './account-isolation.js';
 import type { RuntimeSchema } from '../config-schema.js';
 import type { Host } from '../domain/catalog.js';
 import type { Clock } from '../domain/clock.js';
@@ -35,23 +36,6 @@ interface RuntimeCapabilities {
   imagePrePull: boolean;
   /** It installs a firewall that keeps instances from their host's services (`allowJobUrls`). */
   hostFirewall: boolean;
-}
-
-/**
- * What a deployment on a runtime does to keep accounts apart, for the rules of
- * runtime/account-isolation.ts (which judge from these, never from the kind): with own networks
- * and hardening, a job URL off loopback (workers then get networks of their own) and the firewall
- * installed (`Runtime.isolationGaps()` says when it is not), accounts are kept apart.
- */
-export interface IsolationConditions {
-  /** Each account's instances get networks of their own (else they share the host's). */
-  ownNetworks: boolean;
-  /** Instances run hardened: their own user and filesystem, no raw sockets or devices, away from the data dir. */
-  hardening: boolean;
-  /** The operator accepted that instances share the host (`runtime.process.allowMultipleAccounts`). */
-  acceptSharedHost: boolean;
-  /** The operator accepted workers on the host's network (`runtime.docker.allowMultipleAccountsOnHostNetwork`). */
-  acceptHostNetwork: boolean;
 }
 
 /** Where placement's hosts come from. */

@@ -17,7 +17,7 @@
  *   `remove()` deletes everything the instance had (pod terminate, orphans).
  */
 import type { Duplex } from 'node:stream';
-import type { HealthProbe } from '../config-images.js';
+import type { HealthProbe } from '../domain/image-spec.js';
 
 interface PortBinding {
   /** port inside the instance (the `<port>` of `<port>/<protocol>`) */

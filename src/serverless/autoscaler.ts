@@ -33,7 +33,7 @@
  *   its jobs back in the queue), not counted as a crash.
  */
 import type { Logger } from 'pino';
-import type { AutoscalerConfig } from '../config.js';
+import type { AutoscalerConfig } from './autoscaler-config.js';
 import type { AccountsService } from '../accounts/accounts-service.js';
 import type { Catalog } from '../domain/catalog.js';
 import type { Clock } from '../domain/clock.js';

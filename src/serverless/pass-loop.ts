@@ -1,4 +1,4 @@
-import type { AutoscalerConfig } from '../config.js';
+import type { AutoscalerConfig } from './autoscaler-config.js';
 import type { Clock } from '../domain/clock.js';
 
 export interface PassLoopOptions {

@@ -14,7 +14,7 @@
  * created elsewhere (another replica, the CLI's own process) is seen within `cacheMs`. Public
  * addresses and multi-account deployments never count.
  */
-import type { WebhookConfig } from '../config.js';
+import type { WebhookConfig } from './webhook-config.js';
 import type { Clock } from '../domain/clock.js';
 import { nonPublicKind, type NonPublicKind } from '../domain/ip-address.js';
 

@@ -26,7 +26,7 @@
  *   strings often carry tokens.
  */
 import type { Logger } from 'pino';
-import type { WebhookConfig } from '../config.js';
+import { DEFAULT_WEBHOOK_CONFIG, type WebhookConfig } from './webhook-config.js';
 import type { Clock } from '../domain/clock.js';
 import type { JobEventPayload } from '../jobs/job-view.js';
 import type { AccountStore } from '../store/account-store.js';
@@ -38,17 +38,6 @@ import { createWebhookFetch, describeNetworkError, type FetchLike, type ResolveL
 
 export type { WebhookDelivery } from '../store/webhook-store.js';
 export type { FetchLike } from './webhook-http.js';
-
-const DEFAULT_WEBHOOK_CONFIG: WebhookConfig = {
-  timeoutMs: 10_000,
-  retryDelayMs: 10_000,
-  maxAttempts: 3,
-  pollIntervalMs: 1_000,
-  concurrency: 16,
-  perAccountConcurrency: 4,
-  perReceiverConcurrency: 2,
-  privateAddresses: 'auto',
-};
 
 /** Where finished jobs are announced (the app's `EventBus`, or `JobEvents`). */
 export interface JobFinishedEvents {

@@ -8,7 +8,7 @@
  * holds them, or whether they run.
  */
 import ssh2, { type ParsedKey } from 'ssh2';
-import type { PodRecord } from '../store/pod-record.js';
+import type { SshPod } from '../pods/pods-service.js';
 
 /** What a session is opened into. */
 export interface SshTarget {
@@ -31,7 +31,7 @@ export interface KeySignature {
 
 export interface SshAuthorizerDeps {
   /** the pod a routing token names (any status), or null */
-  podByToken(token: string): Promise<Pick<PodRecord, 'id' | 'accountId' | 'status' | 'startSsh'> | null>;
+  podByToken(token: string): Promise<SshPod | null>;
   /** an account's authorized_keys lines; none for an unknown account */
   keysOf(accountId: string): Promise<string[]>;
 }

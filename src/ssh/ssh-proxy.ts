@@ -9,14 +9,14 @@
 import { createServer, type Server as NetServer, type Socket } from 'node:net';
 import ssh2, { type AuthContext, type Connection, type Server, type ServerChannel } from 'ssh2';
 import type { Logger } from 'pino';
-import type { SshConfig } from '../config-ssh.js';
 import type { Clock } from '../domain/clock.js';
 import type { Runtime, ShellSession } from '../runtime/runtime.js';
 import type { SshAuthorizer, SshTarget } from './ssh-authorizer.js';
 import { serveSession } from './ssh-session.js';
 
 export interface SshProxyDeps {
-  config: Pick<SshConfig, 'idleTimeoutMs' | 'keepaliveIntervalMs' | 'keepaliveCountMax'>;
+  /** The `ssh` section's timings (docs/configuration.md). */
+  config: { idleTimeoutMs: number; keepaliveIntervalMs: number; keepaliveCountMax: number };
   /** the private host key, OpenSSH format */
   hostKey: string;
   authorizer: Pick<SshAuthorizer, 'authorize'>;

@@ -1,8 +1,26 @@
 /** Starts the SSH proxy of a server (config `ssh`, docs/ssh.md): its host key, authorizer and listener. */
-import type { Services } from '../services.js';
+import type { TransportServices } from '../transport/services.js';
 import { loadHostKey, type HostKey } from './host-key.js';
 import { SshAuthorizer } from './ssh-authorizer.js';
 import { SshProxy } from './ssh-proxy.js';
+
+/** What the proxy reads of the config: its section (whose port and `listening` it records), the data dir (its host key), the server's host. */
+interface SshProxyConfig {
+  ssh: SshListenerSettings;
+  dataDir: string;
+  server: { host: string };
+}
+
+/** The `ssh` section (docs/ssh.md): the proxy's timings and where it listens. */
+interface SshListenerSettings {
+  enabled: boolean;
+  port: number;
+  portConfigured: boolean;
+  listening: boolean;
+  idleTimeoutMs: number;
+  keepaliveIntervalMs: number;
+  keepaliveCountMax: number;
+}
 
 export interface RunningSshProxy {
   proxy: SshProxy;
@@ -19,15 +37,17 @@ export interface RunningSshProxy {
  * fails the start instead).
  */
 export async function startSshProxy(
-  services: Pick<Services, 'config' | 'podController' | 'accounts' | 'runtime' | 'events' | 'clock' | 'logger'>,
+  services: Pick<TransportServices, 'pods' | 'accounts' | 'runtime' | 'events' | 'clock' | 'logger'> & {
+    config: SshProxyConfig;
+  },
 ): Promise<RunningSshProxy | null> {
   const { config, logger } = services;
   const ssh = config.ssh;
   if (!ssh.enabled) return null;
   const hostKey = loadHostKey(config.dataDir);
   const authorizer = new SshAuthorizer({
-    podByToken: (token) => services.podController.store.getBySshToken(token),
-    keysOf: async (accountId) => (await services.accounts.store.getAccount(accountId))?.sshKeys ?? [],
+    podByToken: (token) => services.pods.bySshToken(token),
+    keysOf: (accountId) => services.accounts.sshKeysOf(accountId),
   });
   const proxy = new SshProxy({
     config: ssh,

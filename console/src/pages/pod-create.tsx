@@ -1,6 +1,6 @@
 import { useEffect, useState } from 'preact/hooks';
 import { api, ApiProblem, fieldErrors } from '../api.js';
-import { navigate } from '../app.js';
+import { navigate } from '../route.js';
 import type { GpuType, Pod, Template } from '../types.js';
 import { Field, money, TemplateSelect, usePoll, useSession, WriteButton } from '../ui.js';
 

@@ -1,6 +1,6 @@
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { api, ApiProblem, readEvents } from '../api.js';
-import { navigate } from '../app.js';
+import { navigate } from '../route.js';
 import type { LogLine, Pod, PodAction, PodStatus } from '../types.js';
 import { duration, Meter, money, ProblemNote, StatusBadge, usePoll, WriteButton } from '../ui.js';
 import { computeOf, uptimeOf } from './pods.js';

@@ -1,6 +1,6 @@
 import { useEffect, useState } from 'preact/hooks';
 import { api, ApiProblem, fieldErrors } from '../api.js';
-import { navigate } from '../app.js';
+import { navigate } from '../route.js';
 import type { Endpoint, Template } from '../types.js';
 import { Field, ProblemNote, TemplateSelect, usePoll, WriteButton } from '../ui.js';
 

@@ -1,12 +1,11 @@
 import type { FastifyRequest } from 'fastify';
 import type { TypedApp } from '../type-provider.js';
 import { Type, type Static } from '@sinclair/typebox';
-import type { Services } from '../../services.js';
-import type { ApiKeyRecord } from '../../store/account-store.js';
+import type { TransportServices } from '../../transport/services.js';
+import type { ApiKeyView } from '../../accounts/accounts-service.js';
 import { KEY_NAME_MAX } from '../../accounts/api-keys.js';
 import { principalOf } from '../plugins/auth.js';
 import { Deleted, errorResponses, StringEnum } from '../schemas.js';
-import { notFound } from '../../domain/errors.js';
 import { ID_PATTERN } from '../../domain/ids.js';
 
 const KeyList = Type.Array(
@@ -24,7 +23,7 @@ const UpdateSshKeysRequest = Type.Object({ keys: KeyList }, { additionalProperti
 
 /** The documented alias: a bare array of keys, as this route took before `{ keys }`. */
 async function bareArrayAsKeys(request: FastifyRequest): Promise<void> {
-  if (Array.isArray(request.body)) request.body = { keys: request.body as unknown[] };
+  if (Array.isArray(request.body)) request.body = { keys: request.body };
 }
 
 /** Who the presented key is (Gantry extension): what a client such as the console needs to show. */
@@ -79,7 +78,7 @@ const CreateApiKeyRequest = Type.Object(
 );
 const KeyIdParams = Type.Object({ keyId: Type.String({ pattern: ID_PATTERN }) }, { additionalProperties: false });
 
-const keyView = (key: Omit<ApiKeyRecord, 'hash'>, callerKeyId: string): Static<typeof ApiKeySchema> => ({
+const keyView = (key: ApiKeyView, callerKeyId: string): Static<typeof ApiKeySchema> => ({
   id: key.id,
   name: key.name,
   // the store lists read and write keys only (workers' keys are never listed here)
@@ -90,7 +89,7 @@ const keyView = (key: Omit<ApiKeyRecord, 'hash'>, callerKeyId: string): Static<t
   current: key.id === callerKeyId,
 });
 
-export function accountRoutes(app: TypedApp, { accounts }: Services): void {
+export function accountRoutes(app: TypedApp, { accounts }: TransportServices): void {
   app.get(
     '/v2/account',
     {
@@ -104,8 +103,7 @@ export function accountRoutes(app: TypedApp, { accounts }: Services): void {
     },
     async (request) => {
       const principal = principalOf(request);
-      const account = await accounts.store.getAccount(principal.accountId);
-      if (!account) throw notFound('account', principal.accountId);
+      const account = await accounts.getAccount(principal.accountId);
       // worker keys never get here (auth.ts admits them to their worker protocol only)
       const scope: 'read' | 'write' = principal.scope === 'read' ? 'read' : 'write';
       return { id: account.id, name: account.name, key: { id: principal.keyId, scope } };

@@ -12,12 +12,16 @@
 import type { FastifyRequest } from 'fastify';
 import { isObject, type TypedApp } from '../type-provider.js';
 import { Type, type Static } from '@sinclair/typebox';
-import { MAX_AGENT_POLL_WAIT_MS } from '../../config.js';
 import { ApiError, isApiError } from '../../domain/errors.js';
-import { AGENT_API_PREFIX, type InstanceReport, type ReportRequest } from '../../fleet/protocol.js';
+import {
+  AGENT_API_PREFIX,
+  MAX_AGENT_POLL_WAIT_MS,
+  type InstanceReport,
+  type ReportRequest,
+} from '../../fleet/protocol.js';
 import type { InstanceStats } from '../../runtime/runtime.js';
 import { HOST_CREDENTIAL_PREFIX } from '../../fleet/host-secrets.js';
-import type { Services } from '../../services.js';
+import type { TransportServices } from '../../transport/services.js';
 import { clientKey } from '../client-address.js';
 import { AuthFailureLimiter } from '../plugins/auth-failure-limit.js';
 import { StringEnum, Nullable } from '../schemas.js';
@@ -176,7 +180,7 @@ function bearer(request: FastifyRequest): string | null {
   return match ? match[1]! : null;
 }
 
-export function agentRoutes(app: TypedApp, services: Services): void {
+export function agentRoutes(app: TypedApp, services: TransportServices): void {
   const { fleet, config } = services;
   const failures = new AuthFailureLimiter(services.clock);
   app.decorateRequest('agentHostId', null);

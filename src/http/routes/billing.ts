@@ -1,6 +1,6 @@
-import type { FastifyInstance } from 'fastify';
-import { Type, type Static, type TProperties } from '@sinclair/typebox';
-import type { Services } from '../../services.js';
+import type { TypedApp } from '../type-provider.js';
+import { Type, type TProperties, type TSchema } from '@sinclair/typebox';
+import type { TransportServices } from '../../transport/services.js';
 import { BUCKET_SIZES, type BucketSize as BucketSizeName } from '../../billing/billing-window.js';
 import { principalOf } from '../plugins/auth.js';
 import { errorResponses, Nullable } from '../schemas.js';
@@ -100,7 +100,7 @@ const ClusterAmounts = {
 };
 
 /** A list response: records (a time range, the amounts, the resource id if any) and metadata. */
-function listResponse(amounts: TProperties, idName?: string, uniqueName?: string) {
+function listResponse<A extends TProperties>(amounts: A, idName?: string, uniqueName?: string) {
   const id = idName ? { [idName]: Type.String() } : {};
   const echoed = idName
     ? { [idName]: Nullable(Type.String({ description: `The ${idName} filter applied, if any.` })) }
@@ -117,14 +117,14 @@ function listResponse(amounts: TProperties, idName?: string, uniqueName?: string
   });
 }
 
-const ok = (schema: ReturnType<typeof listResponse>) => ({ 200: schema, ...errorResponses });
+const ok = <S extends TSchema>(schema: S) => ({ 200: schema, ...errorResponses });
 
 /**
  * REST v2 billing (docs/billing.md), as the public OpenAPI describes it: time buckets of what the
  * caller's account spent, per resource family or per resource. Another account's id as a filter
  * answers no records, never its figures.
  */
-export function billingRoutes(app: FastifyInstance, { billing }: Services): void {
+export function billingRoutes(app: TypedApp, { billing }: TransportServices): void {
   app.get(
     '/v2/billing',
     {
@@ -136,8 +136,7 @@ export function billingRoutes(app: FastifyInstance, { billing }: Services): void
         response: ok(listResponse(BillingAmounts)),
       },
     },
-    (request) =>
-      billing.listBilling(principalOf(request).accountId, request.query as Static<typeof BillingQueryString>),
+    (request) => billing.listBilling(principalOf(request).accountId, request.query),
   );
   app.get(
     '/v2/billing/pods',
@@ -150,7 +149,7 @@ export function billingRoutes(app: FastifyInstance, { billing }: Services): void
         response: ok(listResponse(PodAmounts, 'podId', 'uniquePodCount')),
       },
     },
-    (request) => billing.listPodBilling(principalOf(request).accountId, request.query as Static<typeof PodQueryString>),
+    (request) => billing.listPodBilling(principalOf(request).accountId, request.query),
   );
   app.get(
     '/v2/billing/serverless',
@@ -163,11 +162,7 @@ export function billingRoutes(app: FastifyInstance, { billing }: Services): void
         response: ok(listResponse(ServerlessAmounts, 'serverlessId', 'uniqueServerlessCount')),
       },
     },
-    (request) =>
-      billing.listServerlessBilling(
-        principalOf(request).accountId,
-        request.query as Static<typeof ServerlessQueryString>,
-      ),
+    (request) => billing.listServerlessBilling(principalOf(request).accountId, request.query),
   );
   app.get(
     '/v2/billing/endpoints',
@@ -180,8 +175,7 @@ export function billingRoutes(app: FastifyInstance, { billing }: Services): void
         response: ok(listResponse(EndpointAmounts)),
       },
     },
-    (request) =>
-      billing.listEndpointBilling(principalOf(request).accountId, request.query as Static<typeof BillingQueryString>),
+    (request) => billing.listEndpointBilling(principalOf(request).accountId, request.query),
   );
   app.get(
     '/v2/billing/network-volumes',
@@ -194,11 +188,7 @@ export function billingRoutes(app: FastifyInstance, { billing }: Services): void
         response: ok(listResponse(VolumeAmounts, 'networkVolumeId', 'uniqueNetworkVolumeCount')),
       },
     },
-    (request) =>
-      billing.listNetworkVolumeBilling(
-        principalOf(request).accountId,
-        request.query as Static<typeof VolumeQueryString>,
-      ),
+    (request) => billing.listNetworkVolumeBilling(principalOf(request).accountId, request.query),
   );
   app.get(
     '/v2/billing/clusters',
@@ -211,7 +201,6 @@ export function billingRoutes(app: FastifyInstance, { billing }: Services): void
         response: ok(listResponse(ClusterAmounts, 'clusterId', 'uniqueClusterCount')),
       },
     },
-    (request) =>
-      billing.listClusterBilling(principalOf(request).accountId, request.query as Static<typeof ClusterQueryString>),
+    (request) => billing.listClusterBilling(principalOf(request).accountId, request.query),
   );
 }

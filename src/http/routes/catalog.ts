@@ -1,9 +1,9 @@
-import type { TypedApp } from '../type-provider.js';
+import { isObject, type TypedApp } from '../type-provider.js';
 import { Type } from '@sinclair/typebox';
 import type { FastifyRequest } from 'fastify';
 import type { CpuAvailabilityQuery, GpuAvailabilityQuery } from '../../catalog/catalog-v2.js';
 import { ApiError, validationFailed } from '../../domain/errors.js';
-import type { Services } from '../../services.js';
+import type { TransportServices } from '../../transport/services.js';
 import { errorResponses } from '../schemas.js';
 import { TemplateList, TemplateSchema, templateView } from './templates.js';
 import {
@@ -27,7 +27,8 @@ const ok = <T extends object>(schema: T) => ({ 200: schema, ...errorResponses })
 const splitLists =
   (...keys: string[]) =>
   async (request: FastifyRequest): Promise<void> => {
-    const query = request.query as Record<string, unknown>;
+    const query = request.query;
+    if (!isObject(query)) return;
     for (const key of keys) {
       const value = query[key];
       if (value === undefined) continue;
@@ -118,7 +119,7 @@ const dataCenterIncludes = (include: readonly string[] | undefined) => ({
 /** At most this many templates answer GET /v2/catalog/templates (no pagination yet). */
 const MAX_CATALOG_TEMPLATES = 100;
 
-export function catalogRoutes(app: TypedApp, { catalog, templates }: Services): void {
+export function catalogRoutes(app: TypedApp, { catalog, templates }: TransportServices): void {
   const gpuLists = splitLists('include', 'product', 'countryCodes', 'cudaVersions');
   app.get(
     '/v2/catalog/gpus',

@@ -1,12 +1,12 @@
 import type { TypedApp } from '../type-provider.js';
-import type { Services } from '../../services.js';
+import type { TransportServices } from '../../transport/services.js';
 import { principalOf } from '../plugins/auth.js';
 import { Deleted, IdParams, errorResponses } from '../schemas.js';
 import { Cluster, ClusterList, CreateClusterRequest, UpdateClusterRequest } from '../schemas/cluster-schemas.js';
 import { PodList } from '../schemas/pod-schemas.js';
 
 /** REST /v2/clusters (docs/clusters.md). */
-export function clusterRoutes(app: TypedApp, { clusters }: Services): void {
+export function clusterRoutes(app: TypedApp, { clusters }: TransportServices): void {
   app.get(
     '/v2/clusters',
     {

@@ -1,4 +1,4 @@
-import type { Services } from '../../services.js';
+import type { TransportServices } from '../../transport/services.js';
 
 /**
  * `GET /v2/{endpointId}/health`: the endpoint's job counts, its workers by state, and what the
@@ -6,7 +6,7 @@ import type { Services } from '../../services.js';
  * crash-looping image held back).
  */
 export async function endpointHealth(
-  { jobs, workers, autoscaler }: Pick<Services, 'jobs' | 'workers' | 'autoscaler'>,
+  { jobs, workers, autoscaler }: Pick<TransportServices, 'jobs' | 'workers' | 'autoscaler'>,
   endpointId: string,
 ) {
   const [stats, workerCounts] = await Promise.all([

@@ -2,8 +2,8 @@ import type { TypedApp } from '../type-provider.js';
 import { Type, type Static } from '@sinclair/typebox';
 import { ApiError } from '../../domain/errors.js';
 import { JOB_STATUSES } from '../../domain/job-state.js';
-import type { Services } from '../../services.js';
-import { JobListing, type JobListingPosition, type JobSummary } from '../../store/job-listing.js';
+import type { TransportServices } from '../../transport/services.js';
+import type { JobListingPosition, JobSummary } from '../../jobs/job-view.js';
 import { principalOf } from '../plugins/auth.js';
 import { jobRateLimitHooks } from '../plugins/job-rate-limit.js';
 import { errorResponses, Nullable, StringEnum } from '../schemas.js';
@@ -70,8 +70,11 @@ function decodeJobCursor(cursor: string): JobListingPosition {
  * the caller's recent jobs on the endpoint, newest first, a page at a time. Shares the job API's
  * limiter and endpoint cache (`jobRoutes` answers them).
  */
-export function jobRequestRoutes(app: TypedApp, services: Services, { limiter, endpoints }: JobRouteContext): void {
-  const listing = new JobListing(services.db);
+export function jobRequestRoutes(
+  app: TypedApp,
+  services: TransportServices,
+  { limiter, endpoints }: JobRouteContext,
+): void {
   app.get(
     '/v2/:endpointId/requests',
     {
@@ -91,7 +94,7 @@ export function jobRequestRoutes(app: TypedApp, services: Services, { limiter, e
       const query = request.query;
       const endpoint = await endpoints.get(principalOf(request).accountId, request.params.endpointId);
       const after = query.cursor === undefined ? undefined : decodeJobCursor(query.cursor);
-      const page = await listing.recent(endpoint.accountId, endpoint.id, {
+      const page = await services.jobs.recent(endpoint.accountId, endpoint.id, {
         now: services.clock.now(),
         limit: query.limit ?? 100,
         ...(query.status !== undefined ? { status: query.status } : {}),

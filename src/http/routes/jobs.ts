@@ -5,7 +5,7 @@ import { isTerminalJobStatus } from '../../domain/job-state.js';
 import { RUNSYNC_WAIT, STATUS_SYNC_WAIT, STREAM_WAIT } from '../../domain/job-policy.js';
 import type { JobOperation } from '../../domain/job-rate-limits.js';
 import type { Endpoint } from '../../domain/endpoint.js';
-import type { Services } from '../../services.js';
+import type { TransportServices } from '../../transport/services.js';
 import { principalOf } from '../plugins/auth.js';
 import { JobRateLimiter, jobRateLimitHooks } from '../plugins/job-rate-limit.js';
 import { errorResponses } from '../schemas.js';
@@ -42,7 +42,7 @@ export interface JobRouteContext {
  * 200 (the JS SDK treats anything else as an error); errors are problem+json. The spec 8.1 limits
  * apply instead of the REST limiter.
  */
-export function jobRoutes(app: TypedApp, services: Services): JobRouteContext {
+export function jobRoutes(app: TypedApp, services: TransportServices): JobRouteContext {
   const { jobs, workers } = services;
   const endpoints = new EndpointLookup(services.endpoints);
   const limiter = new JobRateLimiter({

@@ -10,7 +10,7 @@ import { once } from 'node:events';
 import type { FastifyReply } from 'fastify';
 import type { TypedApp, TypedRequest } from '../type-provider.js';
 import { Type } from '@sinclair/typebox';
-import type { Services } from '../../services.js';
+import type { TransportServices } from '../../transport/services.js';
 import { ApiError } from '../../domain/errors.js';
 import { ID_PATTERN } from '../../domain/ids.js';
 import { formatTs, parseEventId, parseRfc3339 } from '../../logs/log-cursor.js';
@@ -84,7 +84,7 @@ const eventStream = {
   ...errorResponses,
 };
 
-export function logRoutes(app: TypedApp, { logs, logTargets }: Services): void {
+export function logRoutes(app: TypedApp, { logs, logTargets }: TransportServices): void {
   app.get(
     '/v2/pods/:id/logs',
     {

@@ -1,6 +1,6 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { TypedApp } from '../type-provider.js';
-import type { Services } from '../../services.js';
+import type { TransportServices } from '../../transport/services.js';
 import { ApiError } from '../../domain/errors.js';
 import type { Metrics } from '../../metrics/metrics.js';
 
@@ -17,7 +17,7 @@ function bearer(request: FastifyRequest): string | null {
  * an API key: metrics are operator-wide, never one account's). Registered only when a token is
  * configured; without one the path is an unknown route (404), and nothing is counted.
  */
-export function metricsRoutes(app: TypedApp, services: Services): void {
+export function metricsRoutes(app: TypedApp, services: TransportServices): void {
   const metrics = services.metrics;
   if (!metrics) return;
   app.get('/metrics', { config: { public: true }, schema: { hide: true } }, async (request, reply) => {

@@ -1,7 +1,7 @@
 import type { TypedApp } from '../type-provider.js';
 import { aliasHook } from '../field-aliases.js';
 import { Type, type Static } from '@sinclair/typebox';
-import type { Services } from '../../services.js';
+import type { TransportServices } from '../../transport/services.js';
 import type { NetworkVolume } from '../../domain/network-volume.js';
 import { principalOf } from '../plugins/auth.js';
 import { Deleted, errorResponses, IdParams, StringEnum } from '../schemas.js';
@@ -63,7 +63,7 @@ const createAliases = aliasHook({ dataCenterId: 'dataCenter' });
 
 const tags = ['network volumes'];
 
-export function volumeRoutes(app: TypedApp, { volumes }: Services): void {
+export function volumeRoutes(app: TypedApp, { volumes }: TransportServices): void {
   app.post(
     '/v2/network-volumes',
     {

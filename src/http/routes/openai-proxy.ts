@@ -10,14 +10,14 @@ import { isTerminalJobStatus } from '../../domain/job-state.js';
 import { RUNSYNC_WAIT, STREAM_WAIT } from '../../domain/job-policy.js';
 import type { SubmitBody } from '../../jobs/client-jobs.js';
 import type { Endpoint } from '../../domain/endpoint.js';
-import type { Services } from '../../services.js';
+import type { TransportServices } from '../../transport/services.js';
 import { clientGone } from '../client-gone.js';
 import { endJobRequestFlight } from '../plugins/job-rate-limit.js';
 import { isObject, type TypedApp } from '../type-provider.js';
 import { RUNSYNC_BODY_LIMIT, waitOf, type EndpointRequest } from './job-body.js';
 
 export interface OpenAiRouteDeps {
-  jobs: Services['jobs'];
+  jobs: TransportServices['jobs'];
   endpointOf: (request: EndpointRequest) => Endpoint | Promise<Endpoint>;
   /** the route's options (its rate limit hooks and config) */
   route: object;
@@ -67,7 +67,7 @@ export function openAiRoutes(scope: TypedApp, { jobs, endpointOf, route }: OpenA
 
 /** `stream: true` OpenAI requests: the job's chunks as server-sent events, then `[DONE]`. */
 async function streamOpenAi(
-  jobs: Services['jobs'],
+  jobs: TransportServices['jobs'],
   request: FastifyRequest,
   reply: FastifyReply,
   endpoint: Endpoint,

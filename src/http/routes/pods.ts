@@ -1,6 +1,6 @@
 import type { TypedApp } from '../type-provider.js';
 import type { Static } from '@sinclair/typebox';
-import type { Services } from '../../services.js';
+import type { TransportServices } from '../../transport/services.js';
 import { principalOf } from '../plugins/auth.js';
 import { IdParams, errorResponses } from '../schemas.js';
 import {
@@ -15,7 +15,7 @@ import {
 
 type IdParams = Static<typeof IdParams>;
 
-export function podRoutes(app: TypedApp, { pods }: Services): void {
+export function podRoutes(app: TypedApp, { pods }: TransportServices): void {
   app.post(
     '/v2/pods',
     {

@@ -3,7 +3,7 @@ import { Type, type Static } from '@sinclair/typebox';
 import type { Registry } from '../../domain/registry.js';
 import type { RegistryDelegation } from '../../domain/registry-delegation.js';
 import { dockerRegistryUri } from '../../registries/registries-service.js';
-import type { Services } from '../../services.js';
+import type { TransportServices } from '../../transport/services.js';
 import { principalOf } from '../plugins/auth.js';
 import { Deleted, errorResponses, IdParams, Nullable } from '../schemas.js';
 
@@ -64,7 +64,7 @@ const delegationView = (d: RegistryDelegation): Static<typeof EcrDelegation> => 
   createdAt: new Date(d.createdAt).toISOString(),
 });
 
-export function registryRoutes(app: TypedApp, { registries }: Services): void {
+export function registryRoutes(app: TypedApp, { registries }: TransportServices): void {
   // Static paths: find-my-way prefers them to `/v2/registries/:id`, so `delegations` is never read as an id.
   app.get(
     '/v2/registries/delegations',

@@ -6,7 +6,7 @@ import { ApiError, validationFailed } from '../../domain/errors.js';
 import type { Template } from '../../domain/template.js';
 import { toServerlessView, type ServerlessEndpointView } from '../../serverless/endpoint-view.js';
 import { isStale } from '../../serverless/endpoint-releases.js';
-import type { Services } from '../../services.js';
+import type { TransportServices } from '../../transport/services.js';
 import { principalOf } from '../plugins/auth.js';
 import { Deleted, errorResponses, IdParams, Nullable } from '../schemas.js';
 import {
@@ -137,7 +137,7 @@ const statusOf = (w: EndpointWorker): WorkerStatus => {
 
 const tags = ['serverless'];
 
-export function serverlessRoutes(app: TypedApp, { endpoints, templates, config, clock }: Services): void {
+export function serverlessRoutes(app: TypedApp, { endpoints, templates, config, clock }: TransportServices): void {
   // Read at each request: a server started on port 0 learns its job URL's port only once it listens.
   const ctx = {
     get publicUrl() {

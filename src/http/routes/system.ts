@@ -1,7 +1,7 @@
 import type { TypedApp } from '../type-provider.js';
-import type { Services } from '../../services.js';
+import type { TransportServices } from '../../transport/services.js';
 
-export function systemRoutes(app: TypedApp, _services: Services): void {
+export function systemRoutes(app: TypedApp, _services: TransportServices): void {
   app.get('/healthz', { config: { public: true }, schema: { hide: true } }, async () => ({ status: 'ok' }));
   app.get('/v2/openapi.json', { config: { public: true }, schema: { hide: true } }, async () => app.swagger());
 }

@@ -5,7 +5,7 @@ import { validationFailed } from '../../domain/errors.js';
 import type { TemplatePatch } from '../../templates/templates-service.js';
 import { Type, type Static } from '@sinclair/typebox';
 import { iso } from '../../domain/clock.js';
-import type { Services } from '../../services.js';
+import type { TransportServices } from '../../transport/services.js';
 import type { Template } from '../../domain/template.js';
 import { principalOf } from '../plugins/auth.js';
 import { Deleted, errorResponses, IdParams, Nullable } from '../schemas.js';
@@ -198,7 +198,7 @@ const renamed = aliasHook({
 
 const tags = ['templates'];
 
-export function templateRoutes(app: TypedApp, { templates }: Services): void {
+export function templateRoutes(app: TypedApp, { templates }: TransportServices): void {
   app.post(
     '/v2/templates',
     {

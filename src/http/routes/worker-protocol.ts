@@ -5,7 +5,7 @@ import { ApiError } from '../../domain/errors.js';
 import { takeReportTrusted } from '../../domain/held-report.js';
 import type { WorkerPostOutcome } from '../../jobs/worker-post.js';
 import type { Endpoint } from '../../domain/endpoint.js';
-import type { Services } from '../../services.js';
+import type { TransportServices } from '../../transport/services.js';
 import { principalOf } from '../plugins/auth.js';
 import { deferredRefusal, WorkerRateLimiter, workerRateLimitHook } from '../plugins/worker-rate-limit.js';
 import { clientGone } from '../client-gone.js';
@@ -81,7 +81,7 @@ function jobIdOf(request: WorkerRequest): string {
  * on the jobs it holds: what they show it no longer holds goes back to the queue (held-report.ts).
  * Not in the OpenAPI document: workers, not people, call these.
  */
-export function workerProtocolRoutes(app: TypedApp, services: Services): void {
+export function workerProtocolRoutes(app: TypedApp, services: TransportServices): void {
   const { jobs, workers, config } = services;
   const endpoints = new EndpointLookup(services.endpoints);
   const limiter = new WorkerRateLimiter({

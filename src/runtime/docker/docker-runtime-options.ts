@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import type { ImageSpec } from '../../config.js';
+import type { ImageSpec } from '../../domain/image-spec.js';
 import type { Host } from '../../domain/catalog.js';
 import type { Clock } from '../../domain/clock.js';
 import type { RegistryPolicyConfig } from '../../domain/registry-policy.js';

@@ -21,7 +21,7 @@
  * - When the engine becomes unreachable, live instances turn `unknown` (with the reason) until it
  *   answers again; containers that died meanwhile (an engine restart) are started again.
  */
-import type { HealthProbe, ImageSpec } from '../../config.js';
+import type { HealthProbe, ImageSpec } from '../../domain/image-spec.js';
 import { describeTarget, waitUntilHealthy } from '../health-probe.js';
 import { RegistryGuard } from '../registry-guard.js';
 import type {

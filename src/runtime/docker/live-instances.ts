@@ -3,7 +3,7 @@
  * `inspect()` and `list()` answer from, and the listeners told of every change.
  */
 import type { Logger } from 'pino';
-import type { HealthProbe } from '../../config.js';
+import type { HealthProbe } from '../../domain/image-spec.js';
 import type { ProbeTarget } from '../health-probe.js';
 import type { InstanceListener, InstanceState, InstanceStatus } from '../runtime.js';
 

@@ -21,7 +21,7 @@ import { rm } from 'node:fs/promises';
 import { constants as osConstants } from 'node:os';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
-import type { HealthProbe, ImageSpec } from '../../config.js';
+import type { HealthProbe, ImageSpec } from '../../domain/image-spec.js';
 import type { Clock } from '../../domain/clock.js';
 import type {
   AttachedInstance,

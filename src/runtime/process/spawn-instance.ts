@@ -1,7 +1,7 @@
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
-import type { HealthProbe, ImageSpec } from '../../config.js';
+import type { HealthProbe, ImageSpec } from '../../domain/image-spec.js';
 import type { InstanceSpec } from '../runtime.js';
 import type { ProbeTarget } from '../health-probe.js';
 import { screenInstanceEnv } from './env-policy.js';

@@ -2,7 +2,7 @@
 import type { TypedApp } from '../../type-provider.js';
 import { Type, type Static } from '@sinclair/typebox';
 import type { Registry } from '../../../domain/registry.js';
-import type { Services } from '../../../services.js';
+import type { TransportServices } from '../../../transport/services.js';
 import { principalOf } from '../../plugins/auth.js';
 import { closed, Deleted, errorResponses, IdParam } from './common.js';
 
@@ -22,7 +22,7 @@ const CreateBody = Type.Object(
 const AuthSchema = Type.Object({ id: Type.String(), name: Type.String() });
 const view = ({ id, name }: Registry): Static<typeof AuthSchema> => ({ id, name });
 
-export function containerRegistryAuthV1Routes(app: TypedApp, { registries }: Services): void {
+export function containerRegistryAuthV1Routes(app: TypedApp, { registries }: TransportServices): void {
   app.post(
     '/containerregistryauth',
     {

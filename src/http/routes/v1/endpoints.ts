@@ -5,7 +5,7 @@ import { iso } from '../../../domain/clock.js';
 import { badRequest } from '../../../domain/errors.js';
 import type { Endpoint } from '../../../domain/endpoint.js';
 import type { EndpointInput } from '../../../serverless/endpoint-settings.js';
-import type { Services } from '../../../services.js';
+import type { TransportServices } from '../../../transport/services.js';
 import { principalOf } from '../../plugins/auth.js';
 import { Nullable } from '../../schemas.js';
 import { closed, Deleted, Env, errorResponses, IdParam, refuseUnsupported, StringArray } from './common.js';
@@ -90,7 +90,7 @@ const Includes = Type.Object({
 });
 type Includes = Static<typeof Includes>;
 
-export function endpointV1Routes(app: TypedApp, { endpoints, catalog }: Services): void {
+export function endpointV1Routes(app: TypedApp, { endpoints, catalog }: TransportServices): void {
   const gpuTypes = () => catalog.listGpuTypes({ availability: false });
   const dataCenters = () => catalog.listDataCenters();
 

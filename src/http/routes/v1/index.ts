@@ -7,7 +7,7 @@ import type { FastifyError, FastifyInstance } from 'fastify';
 import { typed } from '../../type-provider.js';
 import swagger from '@fastify/swagger';
 import type { ErrorObject } from 'ajv';
-import type { Services } from '../../../services.js';
+import type { TransportServices } from '../../../transport/services.js';
 import { ApiError } from '../../../domain/errors.js';
 import { describeViolation } from '../../plugins/errors.js';
 import { podV1Routes } from './pods.js';
@@ -27,7 +27,7 @@ export const hideV1 = ({ schema, url }: { schema: unknown; url: string }) =>
 
 export async function registerV1(
   app: FastifyInstance,
-  services: Services,
+  services: TransportServices,
   billing: BillingQueries = billingFromService(services.billing),
 ): Promise<void> {
   await app.register(

@@ -2,7 +2,7 @@
 import type { TypedApp } from '../../type-provider.js';
 import { Type, type Static } from '@sinclair/typebox';
 import type { NetworkVolume } from '../../../domain/network-volume.js';
-import type { Services } from '../../../services.js';
+import type { TransportServices } from '../../../transport/services.js';
 import { principalOf } from '../../plugins/auth.js';
 import { closed, Deleted, errorResponses, IdParam } from './common.js';
 
@@ -33,7 +33,7 @@ const view = ({ id, name, size, dataCenterId }: NetworkVolume): Static<typeof Vo
   dataCenterId,
 });
 
-export function networkVolumeV1Routes(app: TypedApp, { volumes }: Services): void {
+export function networkVolumeV1Routes(app: TypedApp, { volumes }: TransportServices): void {
   app.post(
     '/networkvolumes',
     {

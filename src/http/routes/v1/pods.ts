@@ -4,7 +4,7 @@ import { Type, type Static } from '@sinclair/typebox';
 import { ApiError } from '../../../domain/errors.js';
 import type { PodView } from '../../../pods/pod-view.js';
 import type { CreatePodInput, PatchPodInput } from '../../../pods/pod-rules.js';
-import type { Services } from '../../../services.js';
+import type { TransportServices } from '../../../transport/services.js';
 import { principalOf } from '../../plugins/auth.js';
 import { argsOf, Deleted, errorResponses, IdParam, refuseUnsupported, startCmdOf } from './common.js';
 import {
@@ -22,7 +22,7 @@ const tags = ['pods'];
 const Params = IdParam('podId');
 type Params = Static<typeof Params>;
 
-export function podV1Routes(app: TypedApp, { pods, volumes, catalog }: Services): void {
+export function podV1Routes(app: TypedApp, { pods, volumes, catalog }: TransportServices): void {
   const gpuName = (id: string): string => {
     try {
       return catalog.getGpuType(id, { availability: false }).displayName;

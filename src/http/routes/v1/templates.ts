@@ -1,7 +1,7 @@
 /** REST v1 templates (`/v1/templates`): v1 names and shapes over TemplatesService. */
 import type { TypedApp } from '../../type-provider.js';
 import { Type, type Static } from '@sinclair/typebox';
-import type { Services } from '../../../services.js';
+import type { TransportServices } from '../../../transport/services.js';
 import type { Template } from '../../../domain/template.js';
 import type { TemplateInput, TemplatePatch } from '../../../templates/templates-service.js';
 import { principalOf } from '../../plugins/auth.js';
@@ -120,7 +120,7 @@ function common(b: Partial<Static<typeof CreateBody>>): TemplatePatch {
   };
 }
 
-export function templateV1Routes(app: TypedApp, { templates }: Services): void {
+export function templateV1Routes(app: TypedApp, { templates }: TransportServices): void {
   app.post(
     '/templates',
     {

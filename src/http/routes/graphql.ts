@@ -1,5 +1,5 @@
 import type { FastifyBaseLogger, FastifyReply, FastifyRequest } from 'fastify';
-import type { TypedApp } from '../http/type-provider.js';
+import type { TypedApp } from '../type-provider.js';
 import {
   OperationTypeNode,
   execute,
@@ -11,21 +11,21 @@ import {
   type ExecutionResult,
   type GraphQLSchema,
 } from 'graphql';
-import type { Principal } from '../accounts/accounts-service.js';
-import type { GraphqlLimits } from '../config.js';
-import { isApiError, type ErrorCode } from '../domain/errors.js';
-import { principalOf } from '../http/plugins/auth.js';
-import { exceedsJsonDepth, MAX_JSON_DEPTH } from '../http/json-depth.js';
-import { isObject } from '../http/type-provider.js';
-import type { RestRateLimiter } from '../http/plugins/rate-limit.js';
-import type { Services } from '../services.js';
-import type { GraphqlContext } from './context.js';
-import { documentRefusal, textRefusal } from './document-limits.js';
-import { redactSecrets, secretFormsOf } from './redact-secrets.js';
-import { allResolvers } from './resolvers.js';
-import { createSchema } from './schema.js';
-import { nulArgument, nulVariable } from './nul-arguments.js';
-import { unsupportedOperation } from './unsupported-operations.js';
+import type { Principal } from '../../accounts/accounts-service.js';
+import type { GraphqlLimits } from '../../transport/services.js';
+import { isApiError, type ErrorCode } from '../../domain/errors.js';
+import { principalOf } from '../plugins/auth.js';
+import { exceedsJsonDepth, MAX_JSON_DEPTH } from '../json-depth.js';
+import { isObject } from '../type-provider.js';
+import type { RestRateLimiter } from '../plugins/rate-limit.js';
+import type { TransportServices } from '../../transport/services.js';
+import type { GraphqlContext } from '../../graphql/context.js';
+import { documentRefusal, textRefusal } from '../../graphql/document-limits.js';
+import { redactSecrets, secretFormsOf } from '../../graphql/redact-secrets.js';
+import { allResolvers } from '../../graphql/resolvers.js';
+import { createSchema } from '../../graphql/schema.js';
+import { nulArgument, nulVariable } from '../../graphql/nul-arguments.js';
+import { unsupportedOperation } from '../../graphql/unsupported-operations.js';
 
 /** One entry of a GraphQL answer's `errors`; `extensions.code` is a code of docs/errors.md. */
 interface GraphqlErrorEntry {
@@ -118,7 +118,7 @@ interface GraphqlRunOptions {
  */
 async function runGraphql(
   schema: GraphQLSchema,
-  services: Services,
+  services: TransportServices,
   principal: Principal,
   request: GraphqlRequest,
   options: GraphqlRunOptions,
@@ -214,7 +214,7 @@ const description =
   'each root field counts as one request against the rate limits (429 when they do not all fit). Batches (JSON arrays) are not accepted.';
 
 /** Where GraphQL counts against the REST rate limits: the limiter the auth hook charges. */
-export function graphqlRoutes(app: TypedApp, services: Services, rateLimiter: RestRateLimiter): void {
+export function graphqlRoutes(app: TypedApp, services: TransportServices, rateLimiter: RestRateLimiter): void {
   const schema = createSchema(allResolvers());
   const config = { scope: 'read', queryKey: true } as const;
   const tags = ['graphql'];
