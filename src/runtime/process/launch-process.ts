@@ -38,6 +38,12 @@ export async function launchProcess(req: LaunchRequest): Promise<LaunchedProcess
   if (!(await isDirectory(req.cwd))) throw new Error(`its working directory ${req.cwd} does not exist`);
   // 0600: an instance's output is its tenant's (tokens, inputs), not other local users'.
   const log = await open(req.logPath, 'a', 0o600);
+  // Measured before the spawn: a child that writes at once (a shell's echo) would otherwise have
+  // its first lines counted as a previous run's.
+  const logOffset = await log.stat().then(
+    (s) => s.size,
+    () => 0,
+  );
   let child: ChildProcess;
   try {
     child = spawn(req.file, req.args, {
@@ -58,10 +64,6 @@ export async function launchProcess(req: LaunchRequest): Promise<LaunchedProcess
   });
   child.once('spawn', () => child.on('error', req.onError));
   // spawn() forked synchronously: the child holds its own copy of the log descriptor already.
-  const logOffset = await log.stat().then(
-    (s) => s.size,
-    () => 0,
-  );
   await log.close();
   const error = await started;
   if (error) throw new Error(describeSpawnError(error, req.file, req.cwd));
