@@ -32,32 +32,62 @@ async function groupAlive(pgid: number): Promise<boolean> {
   return groupUsage(entries, pgid).members > 0;
 }
 
-/** Waits until the group is gone or `timeoutMs` passes; answers whether it is gone. `wake` (e.g. the leader's exit) checks early. */
-async function waitGroupGone(pgid: number, timeoutMs: number, wake?: Promise<unknown>): Promise<boolean> {
-  const deadline = performance.now() + timeoutMs;
+/**
+ * How the SIGTERM → SIGKILL grace is waited: resolves once `ms` have passed, rejects once `signal`
+ * aborts (the group went first). Real timers by default; tests wrap them to see who ended the grace.
+ */
+export type GraceTimer = (ms: number, signal: AbortSignal) => Promise<void>;
+
+const realGraceTimer: GraceTimer = (ms, signal) => sleep(ms, undefined, { signal });
+
+/** Waits until the group is gone or `timeoutMs` passes on `timer`; answers whether it is gone. `wake` (e.g. the leader's exit) checks early. */
+async function waitGroupGone(
+  pgid: number,
+  timeoutMs: number,
+  wake: Promise<unknown> | undefined,
+  timer: GraceTimer,
+): Promise<boolean> {
   let pause = 10;
   let woken = false;
+  let over = false;
   const markWoken = (): void => {
     woken = true;
   };
   wake?.then(markWoken, markWoken);
-  for (;;) {
-    if (!(await groupAlive(pgid))) return true;
-    const left = deadline - performance.now();
-    if (left <= 0) return false;
-    const nap = sleep(Math.min(pause, left));
-    await (wake && !woken ? Promise.race([nap, wake]) : nap);
-    pause = Math.min(pause * 2, 100);
+  // Cancelled once the wait is over: a pending timer would hold the event loop for the whole grace.
+  const cancel = new AbortController();
+  const expired = timer(timeoutMs, cancel.signal).then(
+    () => {
+      over = true;
+    },
+    () => undefined,
+  );
+  try {
+    for (;;) {
+      if (!(await groupAlive(pgid))) return true;
+      if (over) return false;
+      const nap = sleep(pause);
+      await Promise.race(wake && !woken ? [nap, expired, wake] : [nap, expired]);
+      pause = Math.min(pause * 2, 100);
+    }
+  } finally {
+    cancel.abort();
   }
 }
 
 /**
- * SIGTERM to the whole group, then SIGKILL to whatever is left after `graceMs`; resolves once no
- * member is alive (or, should a member be stuck in uninterruptible sleep, after a bounded wait).
+ * SIGTERM to the whole group, then SIGKILL to whatever is left after `graceMs` (waited on
+ * `graceTimer`); resolves once no member is alive (or, should a member be stuck in uninterruptible
+ * sleep, after a bounded wait).
  */
-export async function terminateGroup(pgid: number, graceMs: number, leaderExited?: Promise<unknown>): Promise<void> {
+export async function terminateGroup(
+  pgid: number,
+  graceMs: number,
+  leaderExited?: Promise<unknown>,
+  graceTimer: GraceTimer = realGraceTimer,
+): Promise<void> {
   if (!signalGroup(pgid, 'SIGTERM')) return;
-  if (await waitGroupGone(pgid, graceMs, leaderExited)) return;
+  if (await waitGroupGone(pgid, graceMs, leaderExited, graceTimer)) return;
   if (!signalGroup(pgid, 'SIGKILL')) return;
-  await waitGroupGone(pgid, 5_000, leaderExited);
+  await waitGroupGone(pgid, 5_000, leaderExited, realGraceTimer);
 }

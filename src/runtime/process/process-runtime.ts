@@ -38,13 +38,13 @@ import type {
 } from '../runtime.js';
 import { openProcessShell } from './process-shell.js';
 import { tenantEnvRefusal } from './env-policy.js';
-import { describeTarget, waitUntilHealthy, type ProbeTarget } from '../health-probe.js';
+import { describeTarget, waitUntilHealthy, type ProbeTarget, type ProbeTiming } from '../health-probe.js';
 import { LogRotator } from './log-rotator.js';
 import { OutputStamper } from './output-stamper.js';
 import { SharedOutput } from '../shared-output.js';
 import { instanceDirOf, reapOrphans, removePidFile, writePidFile } from './orphans.js';
 import { readTail } from './output-log.js';
-import { signalGroup, terminateGroup } from './process-group.js';
+import { signalGroup, terminateGroup, type GraceTimer } from './process-group.js';
 import { spawnInstance } from './spawn-instance.js';
 import { measureAll, UsageMeter } from './usage-meter.js';
 import { IntervalSampler, type SamplerTimers } from '../interval-sampler.js';
@@ -73,6 +73,10 @@ export interface ProcessRuntimeOptions {
   statsIntervalMs?: number;
   /** How the sampler waits (tests: fake timers). @default real timers */
   timers?: SamplerTimers;
+  /** How health checks read time and wait (tests: a manual timing). @default real time */
+  probeTiming?: ProbeTiming;
+  /** How the SIGTERM → SIGKILL grace of `stopGraceMs` is waited (tests: a timer they watch). @default real timers */
+  graceTimer?: GraceTimer;
 }
 
 /** @see ProcessRuntimeOptions.orphanGraceMs */
@@ -371,6 +375,7 @@ export class ProcessRuntime implements Runtime {
       intervalMs: Math.max(10, health.intervalMs),
       timeoutMs: health.timeoutMs,
       signal: abort.signal,
+      timing: this.#options.probeTiming,
     }).then(async (result) => {
       if (!this.#current(id, instance) || instance.status.state !== 'starting') return;
       if (result.ok) {
@@ -387,7 +392,7 @@ export class ProcessRuntime implements Runtime {
       );
       instance.status = { ...instance.status, state: 'failed', reason, stats: null };
       // A failed instance must not keep running (and holding its port) until someone stops it.
-      proc.killing = terminateGroup(proc.pgid, this.#options.stopGraceMs, proc.exited).catch(() => undefined);
+      proc.killing = this.#terminateGroup(proc).catch(() => undefined);
       this.#emit(instance);
     });
   }
@@ -426,11 +431,15 @@ export class ProcessRuntime implements Runtime {
     const proc = instance.proc;
     if (!proc) return;
     proc.probe?.abort();
-    if (!leaderGone(proc)) await terminateGroup(proc.pgid, this.#options.stopGraceMs, proc.exited);
+    if (!leaderGone(proc)) await this.#terminateGroup(proc);
     await proc.killing;
     // The group is gone; wait (bounded) for Node to have reaped the leader too.
     await Promise.race([proc.exited, new Promise((resolve) => setTimeout(resolve, 1_000).unref())]);
     await removePidFile(this.#options.dataDir, instance.status.id).catch(() => undefined);
+  }
+
+  #terminateGroup(proc: LiveProcess): Promise<void> {
+    return terminateGroup(proc.pgid, this.#options.stopGraceMs, proc.exited, this.#options.graceTimer);
   }
 
   /** Its status with the shared sampler's last figures (never measured here: see interval-sampler.ts). */
