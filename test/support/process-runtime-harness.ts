@@ -9,7 +9,8 @@ import pino from 'pino';
 import type { HealthProbe, ImageSpec } from '../../src/config.js';
 import { FakeClock } from '../../src/domain/clock.js';
 import { procAvailable } from '../../src/runtime/process/proc-stats.js';
-import { ProcessRuntime, type ProcessRuntimeOptions } from '../../src/runtime/process/process-runtime.js';
+import { ProcessRuntime } from '../../src/runtime/process/process-runtime.js';
+import type { ProcessRuntimeOptions } from '../../src/runtime/process/process-runtime-options.js';
 
 export const node = process.execPath;
 const fixture = (name: string): string => join(import.meta.dirname, '..', 'fixtures', name);

@@ -16,19 +16,14 @@
  * watchdog (watchdog.ts) that stops its instances `orphanGraceMs` later. The state is never
  * `unknown`: the processes are this server's own.
  */
-import type { ChildProcess } from 'node:child_process';
 import { rm } from 'node:fs/promises';
-import { constants as osConstants } from 'node:os';
 import { join } from 'node:path';
-import type { Logger } from 'pino';
-import type { HealthProbe, ImageSpec } from '../../domain/image-spec.js';
-import type { Clock } from '../../domain/clock.js';
+import type { ImageSpec } from '../../domain/image-spec.js';
 import type {
   AttachedInstance,
   EnvRefusal,
   InstanceListener,
   InstanceSpec,
-  InstanceState,
   InstanceStatus,
   OutputLine,
   OutputQuery,
@@ -38,73 +33,32 @@ import type {
 } from '../runtime.js';
 import { openProcessShell } from './process-shell.js';
 import { tenantEnvRefusal } from './env-policy.js';
-import { describeTarget, waitUntilHealthy, type ProbeTarget, type ProbeTiming } from '../health-probe.js';
 import { LogRotator } from './log-rotator.js';
 import { OutputStamper } from './output-stamper.js';
 import { SharedOutput } from '../shared-output.js';
-import { instanceDirOf, reapOrphans, removePidFile, writePidFile } from './orphans.js';
-import { readTail } from './output-log.js';
-import { signalGroup, terminateGroup, type GraceTimer } from './process-group.js';
+import { instanceDirOf, reapOrphans, writePidFile } from './orphans.js';
+import {
+  copyStatus,
+  isLive,
+  onProcessExit,
+  superviseHealth,
+  terminateInstance,
+  type Instance,
+  type LiveProcess,
+  type Supervision,
+} from './process-instance.js';
+import type { ProcessRuntimeOptions } from './process-runtime-options.js';
 import { spawnInstance } from './spawn-instance.js';
 import { measureAll, UsageMeter } from './usage-meter.js';
-import { IntervalSampler, type SamplerTimers } from '../interval-sampler.js';
+import { IntervalSampler } from '../interval-sampler.js';
 import { networkVolumeFolderOf, podFolderOf } from './volume-folders.js';
 import { Watchdog } from './watchdog.js';
-
-export interface ProcessRuntimeOptions {
-  images: Record<string, ImageSpec>;
-  /** instance scratch folders go under `<dataDir>/instances/<id>` */
-  dataDir: string;
-  clock: Clock;
-  logger: Logger;
-  /** SIGTERM → SIGKILL grace. @default 5000 */
-  stopGraceMs: number;
-  /** `output.log` is rotated to `output.log.1` once it passes this size. @default 10 MiB */
-  maxLogBytes?: number;
-  /** How often live instances' logs are checked against `maxLogBytes`. @default 5000 */
-  logCheckIntervalMs?: number;
-  /**
-   * How long after the server died without closing (kill -9, a crash) its watchdog stops the
-   * instances it left running. A server started again on the same data dir within it kills them
-   * at once. Config `runtime.process.orphanGraceMs`. @default 30000
-   */
-  orphanGraceMs?: number;
-  /** How often the shared sampler measures live instances' CPU and memory (interval-sampler.ts). Config `runtime.statsIntervalMs`. @default 5000 */
-  statsIntervalMs?: number;
-  /** How the sampler waits (tests: fake timers). @default real timers */
-  timers?: SamplerTimers;
-  /** How health checks read time and wait (tests: a manual timing). @default real time */
-  probeTiming?: ProbeTiming;
-  /** How the SIGTERM → SIGKILL grace of `stopGraceMs` is waited (tests: a timer they watch). @default real timers */
-  graceTimer?: GraceTimer;
-}
 
 /** @see ProcessRuntimeOptions.orphanGraceMs */
 const DEFAULT_ORPHAN_GRACE_MS = 30_000;
 
 type Stats = NonNullable<InstanceStatus['stats']>;
 const ZERO_STATS: Stats = Object.freeze({ cpuUtil: 0, memoryUtil: 0, memoryBytes: 0 });
-
-interface LiveProcess {
-  child: ChildProcess;
-  /** = the child's pid: it leads its own group */
-  pgid: number;
-  logPath: string;
-  /** where this run's output begins in output.log */
-  logOffset: number;
-  exited: Promise<void>;
-  probe: AbortController | null;
-  /** set when the runtime itself kills the group (failed health check) */
-  killing: Promise<void> | null;
-  usage: UsageMeter;
-}
-
-interface Instance {
-  status: InstanceStatus;
-  /** null for a placeholder */
-  proc: LiveProcess | null;
-  stopping: Promise<void> | null;
-}
 
 export class ProcessRuntime implements Runtime {
   readonly name = 'process';
@@ -119,6 +73,7 @@ export class ProcessRuntime implements Runtime {
   readonly #output: OutputStamper;
   readonly #sharedOutput = new SharedOutput((id, query) => this.#output.read(id, query));
   readonly #watchdog: Watchdog;
+  readonly #supervision: Supervision;
   readonly #sampler: IntervalSampler;
   /** start() calls under way, which close() lets finish (each then stops what it started) */
   readonly #inFlight = new Set<Promise<unknown>>();
@@ -145,6 +100,12 @@ export class ProcessRuntime implements Runtime {
       logPath: join(options.dataDir, 'watchdog.log'),
       logger: options.logger,
     });
+    this.#supervision = {
+      options,
+      watchdog: this.#watchdog,
+      current: (id, instance) => this.#current(id, instance),
+      emit: (instance) => this.#emit(instance),
+    };
   }
 
   /** The pid of the watchdog while it runs (it starts with the first process instance). For tests and diagnostics. */
@@ -219,7 +180,7 @@ export class ProcessRuntime implements Runtime {
   async stop(id: string): Promise<void> {
     const instance = this.#instances.get(id);
     if (!instance) return;
-    instance.stopping ??= this.#terminate(instance)
+    instance.stopping ??= terminateInstance(this.#supervision, instance)
       .finally(() => {
         if (this.#instances.get(id) === instance) this.#instances.delete(id);
       })
@@ -349,7 +310,7 @@ export class ProcessRuntime implements Runtime {
       stopping: null,
     };
     this.#instances.set(spec.id, instance);
-    void exit.then((info) => this.#onExit(spec.id, instance, info.code, info.signal));
+    void exit.then((info) => onProcessExit(this.#supervision, spec.id, instance, info.code, info.signal));
     await writePidFile(dataDir, spec.id, pgid).catch((err: unknown) =>
       logger.warn({ err, instance: spec.id }, 'cannot write the pid file'),
     );
@@ -363,83 +324,8 @@ export class ProcessRuntime implements Runtime {
     this.#sampler.wake();
     this.#output.watch();
     this.#emit(instance);
-    if (probe && image.health) this.#probe(spec.id, instance, probe, image.health);
+    if (probe && image.health) superviseHealth(this.#supervision, spec.id, instance, probe, image.health);
     return copyStatus(instance.status);
-  }
-
-  #probe(id: string, instance: Instance, target: ProbeTarget, health: HealthProbe): void {
-    const proc = instance.proc!;
-    const abort = new AbortController();
-    proc.probe = abort;
-    void waitUntilHealthy(target, {
-      intervalMs: Math.max(10, health.intervalMs),
-      timeoutMs: health.timeoutMs,
-      signal: abort.signal,
-      timing: this.#options.probeTiming,
-    }).then(async (result) => {
-      if (!this.#current(id, instance) || instance.status.state !== 'starting') return;
-      if (result.ok) {
-        instance.status = { ...instance.status, state: 'running' };
-        this.#emit(instance);
-        return;
-      }
-      if (result.aborted) return;
-      const tail = await readTail(proc.logPath, proc.logOffset);
-      if (!this.#current(id, instance) || stateOf(instance) !== 'starting') return;
-      const reason = withOutput(
-        `health check ${describeTarget(target)} did not pass within ${health.timeoutMs} ms (last attempt: ${result.lastError})`,
-        tail,
-      );
-      instance.status = { ...instance.status, state: 'failed', reason, stats: null };
-      // A failed instance must not keep running (and holding its port) until someone stops it.
-      proc.killing = this.#terminateGroup(proc).catch(() => undefined);
-      this.#emit(instance);
-    });
-  }
-
-  async #onExit(id: string, instance: Instance, code: number | null, signal: NodeJS.Signals | null): Promise<void> {
-    const proc = instance.proc!;
-    proc.probe?.abort();
-    // Whatever the process forked must not outlive it (a daemonized helper would keep its port).
-    // Members still alive keep the group id reserved, so this cannot reach a stranger's group.
-    signalGroup(proc.pgid, 'SIGKILL');
-    this.#watchdog.release(proc.pgid);
-    await removePidFile(this.#options.dataDir, id).catch(() => undefined);
-    if (instance.stopping || !this.#current(id, instance)) return;
-    const exitCode = code ?? 128 + (signal ? (osConstants.signals[signal] ?? 0) : 0);
-    if (instance.status.state === 'failed') {
-      instance.status = { ...instance.status, exitCode };
-      return;
-    }
-    const tail = exitCode !== 0 ? await readTail(proc.logPath, proc.logOffset) : '';
-    // The health check may have failed the instance while the tail was read.
-    if (instance.stopping || !this.#current(id, instance) || stateOf(instance) === 'failed') return;
-    const what = signal ? `killed by signal ${signal}` : `process exited with code ${code}`;
-    const starting = instance.status.state === 'starting';
-    instance.status = {
-      ...instance.status,
-      state: starting ? 'failed' : 'exited',
-      exitCode,
-      reason: withOutput(starting ? `${what} before its health check passed` : what, tail),
-      stats: null,
-    };
-    this.#options.logger.info({ instance: id, exitCode, signal }, 'instance process ended');
-    this.#emit(instance);
-  }
-
-  async #terminate(instance: Instance): Promise<void> {
-    const proc = instance.proc;
-    if (!proc) return;
-    proc.probe?.abort();
-    if (!leaderGone(proc)) await this.#terminateGroup(proc);
-    await proc.killing;
-    // The group is gone; wait (bounded) for Node to have reaped the leader too.
-    await Promise.race([proc.exited, new Promise((resolve) => setTimeout(resolve, 1_000).unref())]);
-    await removePidFile(this.#options.dataDir, instance.status.id).catch(() => undefined);
-  }
-
-  #terminateGroup(proc: LiveProcess): Promise<void> {
-    return terminateGroup(proc.pgid, this.#options.stopGraceMs, proc.exited, this.#options.graceTimer);
   }
 
   /** Its status with the shared sampler's last figures (never measured here: see interval-sampler.ts). */
@@ -479,23 +365,3 @@ export class ProcessRuntime implements Runtime {
     this.#options.logger.error({ err }, 'an instance listener threw; the runtime carries on');
   }
 }
-
-/**
- * Whether Node has reaped the group's leader. From then on its pid — our group id — may be handed
- * to another process, so the group is not signalled again (its leftovers were killed at exit).
- */
-const leaderGone = (proc: LiveProcess): boolean => proc.child.exitCode !== null || proc.child.signalCode !== null;
-
-/** A status callers may keep or change without touching ours. */
-const copyStatus = (status: InstanceStatus): InstanceStatus => ({
-  ...status,
-  stats: status.stats && { ...status.stats },
-});
-
-/** Read through a function so TypeScript does not keep a narrowing across an await. */
-const stateOf = (instance: Instance): InstanceState => instance.status.state;
-const isLive = (instance: Instance): boolean =>
-  instance.status.state === 'starting' || instance.status.state === 'running';
-
-/** Appends the tail of the process's output to a reason, so the user sees why. */
-const withOutput = (reason: string, tail: string): string => (tail ? `${reason}; last output:\n${tail}` : reason);
