@@ -20,7 +20,7 @@ export interface PodLauncherDeps {
   store: Pick<PodStore, 'closeUsage'>;
   instances: Instances;
   inventory: Pick<Inventory, 'gpuAllotmentOn' | 'allocationOf' | 'host'>;
-  runtime: Pick<Runtime, 'stop'>;
+  runtime: Pick<Runtime, 'stop' | 'inspect'>;
   status: PodStatusWriter;
   clock: Clock;
   logger: Pick<Logger, 'info'>;
@@ -128,6 +128,10 @@ export class PodLauncher {
       return { pod: current, live };
     } catch (err) {
       if (await this.#waitForRuntime(current)) return null;
+      // Another replica launched it while this one prepared (the runtime learned of its instance
+      // meanwhile): observed, not started a second time, and not an error of the pod.
+      const live = await this.#deps.runtime.inspect(pod.id).catch(() => null);
+      if (live && (live.state === 'starting' || live.state === 'running')) return { pod: current, live };
       await status.settle(current, 'ERROR', (err as Error).message || 'the instance could not be started');
       return null;
     }
