@@ -349,9 +349,7 @@ if (!engine) {
         await changes.next(head.id, 'running', 30_000);
         const worker = instanceSpec({
           image: e.images.node,
-          // a few tries: rank 0 answers its health check through its published port, and its
-          // address on the cluster's bridge may take a moment longer on a loaded engine
-          args: `-e "const go = (n) => fetch('http://' + process.env.MASTER_ADDR + ':8000/health').then((r) => process.exit(r.ok ? 0 : 1), () => (n > 0 ? setTimeout(() => go(n - 1), 500) : process.exit(2))); go(20)"`,
+          args: `-e "fetch('http://' + process.env.MASTER_ADDR + ':8000/health').then((r) => process.exit(r.ok ? 0 : 1), () => process.exit(2))"`,
           platformEnv: { MASTER_ADDR: ip(0), NODE_RANK: '1' },
           network: network(1),
         });
