@@ -38,7 +38,8 @@ async function groupAlive(pgid: number): Promise<boolean> {
  */
 export type GraceTimer = (ms: number, signal: AbortSignal) => Promise<void>;
 
-const realGraceTimer: GraceTimer = (ms, signal) => sleep(ms, undefined, { signal });
+/** The grace on real timers (what a running server uses; the tests watch it through a wrapper). */
+export const realGraceTimer: GraceTimer = (ms, signal) => sleep(ms, undefined, { signal });
 
 /** Waits until the group is gone or `timeoutMs` passes on `timer`; answers whether it is gone. `wake` (e.g. the leader's exit) checks early. */
 async function waitGroupGone(

@@ -2,7 +2,6 @@ import { describe, test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
 import {
   alive,
   makeRuntime,
@@ -12,7 +11,7 @@ import {
 } from '../../../test/support/process-runtime-harness.js';
 import type { ProbeTiming } from '../health-probe.js';
 import type { InstanceSpec } from '../runtime.js';
-import type { GraceTimer } from './process-group.js';
+import { realGraceTimer, type GraceTimer } from './process-group.js';
 import {
   ChangeRecorder,
   describeRuntime,
@@ -185,7 +184,7 @@ describe('ProcessRuntime', () => {
     let pid = 0;
     const graces: Array<{ ms: number; aliveWhenOver: boolean }> = [];
     const graceTimer: GraceTimer = async (ms, signal) => {
-      await sleep(ms, undefined, { signal });
+      await realGraceTimer(ms, signal);
       graces.push({ ms, aliveWhenOver: alive(pid) });
     };
     await withRuntime(
