@@ -16,50 +16,29 @@ import { MIGRATIONS } from './index.js';
  * (`migrations/sqlite/index.ts`, `migrations/postgres/index.ts`) applied before they became one
  * list. Written out here, not derived from the code, so a key renamed, dropped or moved there fails.
  */
-const RELEASED_KEYS: Record<DialectName, readonly string[]> = {
-  sqlite: [
-    '0001-initial',
-    '0002-serverless',
-    '0003-webhook-deliveries-by-job',
-    '0004-jobs-retried',
-    '0005-worker-identity',
-    '0006-job-usage',
-    '0007-webhook-fairness',
-    '0008-worker-allocation',
-    '0009-fleet',
-    '0010-fleet-journal',
-    '0011-system-log',
-    '0012-pod-ssh-token',
-    '0013-billing-usage',
-    '0014-endpoint-releases',
-    '0015-registry-delegations',
-    '0016-clusters',
-    '0017-job-usage-insert-by-batch',
-    '0018-status-change-min-cuda',
-    '0019-job-taken-seq',
-  ],
-  postgres: [
-    '0001-initial',
-    '0002-serverless',
-    '0003-webhook-deliveries-by-job',
-    '0004-jobs-retried',
-    '0005-worker-identity',
-    '0006-job-usage',
-    '0007-webhook-fairness',
-    '0008-worker-allocation',
-    '0009-fleet',
-    '0010-fleet-journal',
-    '0011-system-log',
-    '0012-pod-ssh-token',
-    '0013-billing-usage',
-    '0014-endpoint-releases',
-    '0015-registry-delegations',
-    '0016-clusters',
-    '0017-job-usage-insert-by-batch',
-    '0018-status-change-min-cuda',
-    '0019-job-taken-seq',
-  ],
-};
+const RELEASED = [
+  '0001-initial',
+  '0002-serverless',
+  '0003-webhook-deliveries-by-job',
+  '0004-jobs-retried',
+  '0005-worker-identity',
+  '0006-job-usage',
+  '0007-webhook-fairness',
+  '0008-worker-allocation',
+  '0009-fleet',
+  '0010-fleet-journal',
+  '0011-system-log',
+  '0012-pod-ssh-token',
+  '0013-billing-usage',
+  '0014-endpoint-releases',
+  '0015-registry-delegations',
+  '0016-clusters',
+  '0017-job-usage-insert-by-batch',
+  '0018-status-change-min-cuda',
+  '0019-job-taken-seq',
+];
+/** Both dialects applied the same keys in the same order. */
+const RELEASED_KEYS: Record<DialectName, readonly string[]> = { sqlite: RELEASED, postgres: RELEASED };
 
 /** The migrator as the released code set it up: these table names are facts a database holds too. */
 const releasedMigrator = (db: Kysely<unknown>, dialect: DialectName, schema?: string): Migrator =>
