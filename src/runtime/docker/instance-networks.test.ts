@@ -1,10 +1,14 @@
 import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { dockerEngine, makeDockerRuntime, noEngine } from '../../../test/support/docker.js';
-import { parseCidr } from '../../domain/subnet-pool.js';
+import pino from 'pino';
+import { parseCidr, parseSubnetPool } from '../../domain/subnet-pool.js';
 import { FakeTimers, settle } from '../../../test/support/fake-timers.js';
 import { instanceSpec, waitFor as eventually } from '../runtime-contract.js';
-import { bridgePrefixOf } from './instance-networks.js';
+import { bridgePrefixOf, InstanceNetworks } from './instance-networks.js';
+import type { DockerClient } from './docker-client.js';
+import { DockerEngineError } from './engine-connection.js';
+import type { NetworkInspect } from './engine-types.js';
 import { namespaceFilter } from './docker-names.js';
 
 // The pools below lie outside the default one (10.224.0.0/12), which other test files on the same
@@ -155,3 +159,46 @@ test(
     }
   },
 );
+
+// The engine's side of a race no real engine shows on demand: another installation's network is
+// being made on a subnet, which the engine already refuses but does not list yet. A stand-in
+// client plays that engine (the real-engine test above meets the race only by chance).
+test('a subnet the engine refuses while another installation is still making its network there is not asked for again: the next free one is taken', async () => {
+  const made = new Map<string, NetworkInspect>();
+  const asked: string[] = [];
+  const heldElsewhere = new Set<string>();
+  const client = {
+    inspectNetwork: async (name: string) => made.get(name),
+    listNetworks: async () => [...made.values()],
+    createNetwork: async (name: string, _labels: Record<string, string>, options: { subnet: string }) => {
+      asked.push(options.subnet);
+      // the first two subnets this installation asks for are being made by another one meanwhile
+      if (heldElsewhere.size < 2) heldElsewhere.add(options.subnet);
+      if (heldElsewhere.has(options.subnet))
+        throw new DockerEngineError(
+          `creating network "${name}"`,
+          403,
+          'Pool overlaps with other one on this address space',
+        );
+      made.set(name, {
+        Id: `id-${made.size}`,
+        Name: name,
+        IPAM: { Config: [{ Subnet: options.subnet }] },
+      } as NetworkInspect);
+    },
+  };
+  const networks = new InstanceNetworks({
+    client: client as unknown as DockerClient,
+    namespace: 'race',
+    pool: parseSubnetPool('10.122.0.0/22', 24),
+    logger: pino({ level: 'silent' }),
+  });
+  const joined = await networks.join(
+    { network: undefined, owner: { kind: 'pod', accountId: 'acct-race' } },
+    async (j) => j.name,
+  );
+  const subnet = made.get(joined)?.IPAM.Config?.[0]?.Subnet;
+  assert.equal(asked.length, 3, `asked: ${asked.join(', ')}`);
+  assert.equal(new Set(asked).size, 3, `no subnet asked for twice: ${asked.join(', ')}`);
+  assert.ok(subnet && !heldElsewhere.has(subnet), `made on a subnet nobody else holds: ${subnet}`);
+});

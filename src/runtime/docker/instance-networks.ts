@@ -207,8 +207,11 @@ export class InstanceNetworks {
       this.#known.set(name, found);
       return found;
     }
+    // Subnets the engine refused to this making: another installation's network on the engine
+    // holds them, possibly one still being made, which the engine's list does not show yet.
+    const refused: string[] = [];
     for (let attempt = 1; ; attempt++) {
-      const subnet = wish.subnet ?? (await this.#freeSubnet(name));
+      const subnet = wish.subnet ?? (await this.#freeSubnet(name, refused));
       this.#claimed.add(subnet);
       try {
         await this.#client.createNetwork(
@@ -231,6 +234,7 @@ export class InstanceNetworks {
         }
         if (wish.subnet !== undefined || attempt >= MAKE_ATTEMPTS || !/overlap|in use|exists/i.test(err.engineMessage))
           throw err;
+        refused.push(subnet);
         continue;
       } finally {
         this.#claimed.delete(subnet);
@@ -243,11 +247,14 @@ export class InstanceNetworks {
     }
   }
 
-  /** A subnet of the pool no network on the engine overlaps, probing from a spot the name decides. */
-  async #freeSubnet(name: string): Promise<string> {
+  /**
+   * A subnet of the pool no network on the engine overlaps, none being made here and none in
+   * `refused`, probing from a spot the name decides.
+   */
+  async #freeSubnet(name: string, refused: readonly string[]): Promise<string> {
     const all = await this.#client.listNetworks({});
     const taken = all.flatMap((n) => (n.IPAM.Config ?? []).flatMap((c) => (c.Subnet ? [c.Subnet] : [])));
-    taken.push(...this.#claimed);
+    taken.push(...this.#claimed, ...refused);
     const start = createHash('sha256').update(name).digest().readUInt32BE(0);
     const subnet = freeSubnet(this.#pool, taken, start);
     if (subnet === null)
