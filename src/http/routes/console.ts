@@ -5,16 +5,24 @@
  * console is an API client like any other: these routes are public (they hold no data), and every
  * call the page makes carries the user's API key.
  */
-import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { createHash } from 'node:crypto';
 import { gzipSync } from 'node:zlib';
-import { extname, join, relative, sep } from 'node:path';
+import { dirname, extname, join, relative, sep } from 'node:path';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { pathParam, type TypedApp } from '../type-provider.js';
 import { ApiError } from '../../domain/errors.js';
 
-/** dist/console of this package, whether the server runs from dist/http or from src/http (tsx). */
-const defaultConsoleDir = join(import.meta.dirname, '..', '..', '..', 'dist', 'console');
+/**
+ * dist/console of this package, whether the server runs from dist/http, from src/http (tsx) or
+ * from the one-file bundle in dist/cli: the nearest folder above this module holding package.json.
+ */
+function packageConsoleDir(from: string): string {
+  for (let dir = from; ; dir = dirname(dir)) {
+    if (existsSync(join(dir, 'package.json')) || dirname(dir) === dir) return join(dir, 'dist', 'console');
+  }
+}
+const defaultConsoleDir = packageConsoleDir(import.meta.dirname);
 
 const CONTENT_TYPES: Record<string, string> = {
   '.html': 'text/html; charset=utf-8',
