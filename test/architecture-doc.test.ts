@@ -231,8 +231,6 @@ test('the transports reach storage only through the services: nothing in http, g
  */
 const LONG_FILES: Record<string, string> = {
   'console/src/pages/resources.tsx': 'pending: the console page of templates, volumes and registries',
-  'src/runtime/docker/docker-runtime.ts':
-    "pending: split by concept like the process runtime (launch and adoption; the engine's events and outages)",
   'src/pods/pods-service.ts': 'pending: one launch path for pods and workers (issue 26, item 3)',
   'src/config-schema.ts': 'pending: each section beside what it configures (issue 26, item 7)',
   'src/fleet/fleet-service.ts': 'pending: split by concept (issue 26, item 7)',

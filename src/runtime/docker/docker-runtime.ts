@@ -10,9 +10,9 @@
  *   of the engine: the start rejects, saying why. Nor is an image of a repository pulled here
  *   with a registry credential created for an account the registry does not let pull it
  *   (image-access.ts).
- * - States come from the engine's events (engine-events.ts), and from a health probe on the
- *   published port when the spec carries one (`health`) or else the config's images map gives the
- *   image one. `inspect()` and `list()`
+ * - States come from the engine's events (engine-events.ts, container-events.ts), and from a health
+ *   probe on the published port when the spec carries one (`health`) or else the config's images
+ *   map gives the image one (container-instance.ts). `inspect()` and `list()`
  *   answer from memory (live-instances.ts), which the events keep current.
  * - A container that ends on its own makes its instance `exited`, or `failed` when it ended before
  *   its health check passed or the kernel killed it for its memory limit (exit-reason.ts words why).
@@ -20,16 +20,18 @@
  *   and one that grows past its `diskGb` fails (`failed`, with why) and is stopped.
  * - When the engine becomes unreachable, live instances turn `unknown` (with the reason) until it
  *   answers again; containers that died meanwhile (an engine restart) are started again.
+ *
+ * This class is the facade the Runtime port sees: launching and adopting containers is in
+ * container-launch.ts, the supervision of one instance's container in container-instance.ts, and
+ * what the engine's events and outages do to the instances in container-events.ts.
  */
-import type { HealthProbe, ImageSpec } from '../../domain/image-spec.js';
-import { describeTarget, waitUntilHealthy } from '../health-probe.js';
+import type { ImageSpec } from '../../domain/image-spec.js';
 import { RegistryGuard } from '../registry-guard.js';
 import type {
   AttachedInstance,
   InstanceListener,
   IsolationGap,
   InstanceSpec,
-  InstanceState,
   InstanceStatus,
   OutputLine,
   OutputQuery,
@@ -39,7 +41,10 @@ import type {
 } from '../runtime.js';
 import { containerOutput } from './docker-output.js';
 import { openDockerShell } from './docker-shell.js';
-import { ContainerPreparer, goneNetwork, type DiskLimitSupport, type Prepared } from './container-preparer.js';
+import { ContainerPreparer, type DiskLimitSupport } from './container-preparer.js';
+import { diskExceeded, graceSeconds } from './container-instance.js';
+import { adoptContainers, launchContainer, RUNNING_CONTAINER, type Launcher } from './container-launch.js';
+import { onContainerEvent, onEngineOutage, reconcileContainers, type EngineWatch } from './container-events.js';
 import { DockerClient } from './docker-client.js';
 import type { DockerRuntimeOptions } from './docker-runtime-options.js';
 import {
@@ -48,18 +53,14 @@ import {
   containerNameOf,
   namespaceFilter,
   networkVolumeNameOf,
-  ownerOf,
   podVolumeNameOf,
 } from './docker-names.js';
 import { DockerEngineError, isNotFound, isUnreachable } from './engine-connection.js';
-import { hideHostPaths } from '../host-paths.js';
 import { SharedOutput } from '../shared-output.js';
-import { EngineEvents, type Outage } from './engine-events.js';
-import { tailLines } from './engine-streams.js';
-import type { EngineEvent } from './engine-types.js';
-import { exitReason, withOutput } from './exit-reason.js';
+import { EngineEvents } from './engine-events.js';
+import { EngineHostPaths } from './engine-host-paths.js';
 import { StartSlots } from './start-slots.js';
-import { LiveInstances, copyStatus, newLive, type Live } from './live-instances.js';
+import { LIVE_STATES, LiveInstances, copyStatus } from './live-instances.js';
 import { ContainerSampler } from './container-sampler.js';
 import { AccountSeparation } from './account-separation.js';
 import type { InstanceNetworks } from './instance-networks.js';
@@ -67,14 +68,8 @@ import { CONTAINER_NOFILE_LIMIT } from './container-config.js';
 
 export type { DiskLimitSupport } from './container-preparer.js';
 
-/** How far before a (re)start a kept container's log is read from, for a clock that steps. */
-const LOG_CLOCK_SLACK_MS = 50;
 /** A container's json-file log is rotated past this size (two files kept). @default 10 MiB */
 const DEFAULT_LOG_MAX_BYTES = 10 * 1024 * 1024;
-const LIVE_STATES: ReadonlySet<InstanceState> = new Set(['starting', 'running', 'unknown']);
-const RUNNING_CONTAINER = new Set(['running', 'paused', 'restarting']);
-/** Containers inspected at once while attaching. */
-const ATTACH_INSPECTIONS = 16;
 
 export class DockerRuntime implements Runtime {
   readonly name = 'docker';
@@ -94,17 +89,14 @@ export class DockerRuntime implements Runtime {
   readonly #separation: AccountSeparation;
   /** The account networks; null only when a test takes that defence away. */
   readonly #networks: InstanceNetworks | null;
+  /** What launching, adopting and supervising containers and following the engine use of this runtime. */
+  readonly #instances: Launcher & EngineWatch;
   /** Followers of a container's log share one Engine API follow of it. */
   readonly #output = new SharedOutput((id, query) =>
     containerOutput(this.#client, containerNameOf(this.#namespace, id), query),
   );
-  /**
-   * This host's folders hidden from what tenants read besides the engines' defaults (host-paths.ts):
-   * the engine's data root once known. The engine's address (its socket) is the operator's
-   * setting and stays in the reasons that say it is unreachable.
-   */
-  readonly #hostRoots: string[] = [];
-  #dataRoot: Promise<void> | null = null;
+  /** This host's paths, hidden from what tenants read of the engine's words (engine-host-paths.ts). */
+  readonly #hostPaths: EngineHostPaths;
   #closed = false;
 
   constructor(options: DockerRuntimeOptions) {
@@ -117,6 +109,7 @@ export class DockerRuntime implements Runtime {
       dockerHost: options.dockerHost,
       ...(options.engineTimeoutMs ? { timeoutMs: options.engineTimeoutMs } : {}),
     });
+    this.#hostPaths = new EngineHostPaths(this.#client);
     this.#separation = new AccountSeparation({
       client: this.#client,
       namespace: this.#namespace,
@@ -149,18 +142,33 @@ export class DockerRuntime implements Runtime {
       timers,
       nvidiaSmi,
       env,
-      onDiskExceeded: (live, used, limit) => void this.#diskExceeded(live, used, limit),
+      onDiskExceeded: (live, used, limit) => void diskExceeded(this.#instances, live, used, limit),
     });
     this.#events = new EngineEvents({
       client: this.#client,
       namespace: this.#namespace,
       clock: options.clock,
       logger: options.logger,
-      onConnected: (outage) => this.#reconcile(outage),
-      onEvent: (event) => this.#onEvent(event),
-      onOutage: (outage) => this.#onOutage(outage),
+      onConnected: (outage) => reconcileContainers(this.#instances, outage),
+      onEvent: (event) => onContainerEvent(this.#instances, event),
+      onOutage: (outage) => onEngineOutage(this.#instances, outage),
       ...(options.reconnect ? { backoff: options.reconnect } : {}),
     });
+    this.#instances = {
+      client: this.#client,
+      live: this.#live,
+      options,
+      events: this.#events,
+      namespace: this.#namespace,
+      images: this.#images,
+      preparer: this.#preparer,
+      networks: this.#networks,
+      separation: this.#separation,
+      hide: (text) => this.#hostPaths.hide(text),
+      call: (promise) => this.#call(promise),
+      learnDataRoot: () => this.#hostPaths.learnDataRoot(),
+      closed: () => this.#closed,
+    };
   }
 
   /** Whether container disk sizes (`diskGb`) are enforced on this engine (for the host record). */
@@ -170,58 +178,16 @@ export class DockerRuntime implements Runtime {
 
   unavailable(): string | null {
     const reason = this.#events.outage?.reason;
-    return reason === undefined ? null : this.#hide(reason);
+    return reason === undefined ? null : this.#hostPaths.hide(reason);
   }
 
   async attach(): Promise<AttachedInstance[]> {
-    await this.#learnDataRoot();
+    await this.#hostPaths.learnDataRoot();
     const containers = await this.#call(
       this.#client.listContainers({ all: true, filters: namespaceFilter(this.#namespace) }),
     );
     await this.#call(this.#separation.attach(containers));
-    // A running container is adopted from the listing: its labels carry the memory limit, and it
-    // started when it was created (a start always creates a fresh container). One from an older
-    // Gantry without the label is inspected, a few at a time.
-    const inspections = new StartSlots(ATTACH_INSPECTIONS);
-    const inspected = new Map(
-      await Promise.all(
-        containers
-          .filter(
-            (c) => c.Labels?.[LABEL.instance] && RUNNING_CONTAINER.has(c.State) && c.Labels[LABEL.memory] === undefined,
-          )
-          .map(
-            async (c) => [c.Id, await inspections.run(() => this.#call(this.#client.inspectContainer(c.Id)))] as const,
-          ),
-      ),
-    );
-    const found: AttachedInstance[] = [];
-    for (const c of containers) {
-      const id = c.Labels?.[LABEL.instance];
-      if (!id) continue;
-      const owner = ownerOf(c.Labels);
-      const held = this.#live.get(id);
-      if (held?.containerId === c.Id) {
-        found.push({ id, owner, status: copyStatus(held.status) });
-        continue;
-      }
-      const memory = Number(c.Labels?.[LABEL.memory]);
-      const seen =
-        RUNNING_CONTAINER.has(c.State) && Number.isFinite(memory)
-          ? { Id: c.Id, startedMs: c.Created * 1000, memoryBytes: memory }
-          : null;
-      const info = inspected.get(c.Id);
-      const running =
-        seen ??
-        (info?.State.Running
-          ? { Id: info.Id, startedMs: parseEngineTime(info.State.StartedAt), memoryBytes: info.HostConfig.Memory ?? 0 }
-          : null);
-      if (!running) {
-        found.push({ id, owner, status: null });
-        continue;
-      }
-      const live = this.#adopt(id, running, null, 'running');
-      found.push({ id, owner, status: copyStatus(live.status) });
-    }
+    const found = await adoptContainers(this.#instances, containers);
     this.#events.start();
     this.#stats.wake();
     return found;
@@ -233,7 +199,7 @@ export class DockerRuntime implements Runtime {
       return await this.#start(spec);
     } catch (err) {
       const message = (err as Error).message;
-      const hidden = this.#hide(message);
+      const hidden = this.#hostPaths.hide(message);
       if (hidden === message) throw err;
       this.#o.logger.warn({ instance: spec.id, err: message }, 'instance could not start');
       throw new Error(hidden, { cause: err });
@@ -259,7 +225,7 @@ export class DockerRuntime implements Runtime {
     const launch = this.#startSlots.run(async () => {
       // Closed while it waited for its turn: nothing was sent to the engine yet.
       if (this.#closed) throw new Error(`cannot start instance "${spec.id}": the runtime is shutting down`);
-      return this.#launch(spec);
+      return launchContainer(this.#instances, spec);
     });
     this.#launching.set(spec.id, launch);
     try {
@@ -276,7 +242,7 @@ export class DockerRuntime implements Runtime {
     live.stopping ??= (async () => {
       live.probing?.abort();
       try {
-        await this.#call(this.#client.stopContainer(live.containerId, this.#graceSeconds()));
+        await this.#call(this.#client.stopContainer(live.containerId, graceSeconds(this.#o)));
       } catch (err) {
         if (!isNotFound(err)) throw err;
       }
@@ -399,300 +365,7 @@ export class DockerRuntime implements Runtime {
     this.#client.close();
   }
 
-  // ---- start
-
-  async #launch(spec: InstanceSpec, again = false): Promise<InstanceStatus> {
-    this.#events.start();
-    await this.#learnDataRoot();
-    // The start's own probe first: an agent's runtime gets it from the control plane's images map.
-    const health = spec.health ?? this.#images.get(spec.image)?.health;
-    const probe = health ? probeOf(health, spec) : null;
-    const prepared: Prepared = await this.#call(this.#preparer.prepare(spec));
-    if (prepared.kind === 'running') {
-      const { info } = prepared;
-      const live = this.#adopt(
-        spec.id,
-        { Id: info.Id, startedMs: parseEngineTime(info.State.StartedAt), memoryBytes: info.HostConfig.Memory ?? 0 },
-        probe,
-        probe ? 'starting' : 'running',
-      );
-      this.#live.emit(live);
-      if (probe) this.#probe(live);
-      return copyStatus(live.status);
-    }
-    const { containerId, plan } = prepared;
-    const live = newLive(spec.id, containerId, plan.body.HostConfig.Memory ?? 0, probe);
-    live.logsSinceMs = null;
-    // Known before the engine starts it, so an exit the events report at once is not missed.
-    this.#live.add(live);
-    try {
-      await this.#call(this.#client.startContainer(containerId));
-    } catch (err) {
-      this.#live.forget(live);
-      // A container that cannot start (a port taken, a missing command) is not kept to fail again.
-      await this.#client.removeContainer(containerId, { force: true, volumes: true }).catch(() => false);
-      // Its network was removed behind Gantry's back after it was created: made again, once.
-      const gone = goneNetwork(err);
-      if (gone && this.#networks && !again) {
-        this.#networks.forget(gone);
-        return this.#launch(spec, true);
-      }
-      // An engine whose own open-files limit is lower cannot raise a container's: again with the
-      // engine's (the plan then asks none, so this happens once).
-      if (plan.body.HostConfig.Ulimits && err instanceof DockerEngineError && /rlimit/i.test(err.engineMessage)) {
-        this.#preparer.openFilesRefused(err.engineMessage);
-        return this.#launch(spec, again);
-      }
-      throw err;
-    }
-    live.launched = true;
-    live.status = {
-      id: spec.id,
-      state: probe ? 'starting' : 'running',
-      startedAt: this.#o.clock.now(),
-      exitCode: null,
-      reason: null,
-      stats: null,
-    };
-    this.#o.logger.info(
-      { instance: spec.id, image: spec.image, container: containerId.slice(0, 12) },
-      'instance container started',
-    );
-    // Closed meanwhile: left running (close detaches; a later attach adopts it).
-    if (this.#closed) return copyStatus(live.status);
-    this.#live.emit(live);
-    if (probe) this.#probe(live);
-    if (live.exitSeen) void this.#observeExit(live);
-    return copyStatus(live.status);
-  }
-
-  /** Takes a running container as the live instance `id`, as it is. */
-  #adopt(id: string, container: RunningContainer, probe: Live['probe'], state: 'starting' | 'running'): Live {
-    const live = newLive(id, container.Id, container.memoryBytes, probe);
-    const started = container.startedMs;
-    live.launched = true;
-    // Its current run's output begins about when the engine says it started.
-    live.logsSinceMs = started === null ? null : started - 1_000;
-    live.status = { id, state, startedAt: started ?? this.#o.clock.now(), exitCode: null, reason: null, stats: null };
-    this.#live.add(live);
-    return live;
-  }
-
-  #probe(live: Live): void {
-    const { target, health } = live.probe!;
-    const abort = new AbortController();
-    live.probing = abort;
-    void waitUntilHealthy(target, {
-      intervalMs: Math.max(10, health.intervalMs),
-      timeoutMs: health.timeoutMs,
-      signal: abort.signal,
-    }).then(async (result) => {
-      if (!this.#live.current(live) || live.stopping) return;
-      if (result.ok) {
-        if (live.status.state === 'starting') {
-          live.status = { ...live.status, state: 'running' };
-          this.#live.emit(live);
-        } else if (live.status.state === 'unknown' && live.beforeOutage === 'starting') live.beforeOutage = 'running';
-        return;
-      }
-      if (result.aborted || live.status.state !== 'starting') return;
-      const tail = await this.#tail(live);
-      if (!this.#live.current(live) || live.stopping || stateOf(live) !== 'starting') return;
-      const reason = withOutput(
-        `health check ${describeTarget(target)} did not pass within ${health.timeoutMs} ms (last attempt: ${result.lastError})`,
-        tail,
-      );
-      live.status = { ...live.status, state: 'failed', reason, stats: null };
-      this.#live.emit(live);
-      // A failed instance must not keep running (and holding its port) until someone stops it.
-      await this.#client.stopContainer(live.containerId, this.#graceSeconds()).catch((err: unknown) => {
-        this.#o.logger.warn({ err, instance: live.id }, 'cannot stop the container that failed its health check');
-      });
-    });
-  }
-
-  /**
-   * Its container wrote more to its writable layer than its disk, which the storage driver cannot
-   * cap: the instance fails, saying so, and its container is stopped (kept, as any stop keeps it).
-   */
-  async #diskExceeded(live: Live, usedBytes: number, limitBytes: number): Promise<void> {
-    if (!this.#live.current(live) || live.stopping || live.status.state === 'failed') return;
-    live.probing?.abort();
-    const reason = `its container disk grew to ${formatGb(usedBytes)} GB, past its ${formatGb(limitBytes)} GB (containerDiskInGb): the engine's storage driver cannot cap it, so Gantry stopped the instance`;
-    this.#o.logger.warn({ instance: live.id, usedBytes, limitBytes }, 'stopping an instance past its container disk');
-    live.status = { ...live.status, state: 'failed', reason, stats: null };
-    this.#live.emit(live);
-    await this.#client.stopContainer(live.containerId, this.#graceSeconds()).catch((err: unknown) => {
-      this.#o.logger.warn({ err, instance: live.id }, 'cannot stop the container past its disk');
-    });
-  }
-
-  // ---- what the engine tells
-
-  #onEvent(event: EngineEvent): void {
-    if (event.Type !== 'container' || (event.Action !== 'die' && event.Action !== 'destroy')) return;
-    const id = event.Actor.Attributes?.[LABEL.instance];
-    const live = id === undefined ? undefined : this.#live.get(id);
-    if (!live || live.containerId !== event.Actor.ID || live.stopping) return;
-    if (!live.launched) {
-      live.exitSeen = true;
-      return;
-    }
-    void this.#observeExit(live);
-  }
-
-  /** The container of a live instance stopped on its own: find out how, and say so. */
-  async #observeExit(live: Live): Promise<void> {
-    if (live.observing || live.stopping || !this.#live.current(live)) return;
-    live.observing = true;
-    try {
-      const info = await this.#client.inspectContainer(live.containerId);
-      if (live.stopping || !this.#live.current(live)) return;
-      if (!info) {
-        this.#ended(live, null, 'its container was removed outside Gantry');
-        return;
-      }
-      if (info.State.Running) return;
-      const { ExitCode: code, OOMKilled: oom } = info.State;
-      if (live.status.state === 'failed') {
-        // It failed its health check and the runtime stopped it.
-        live.status = { ...live.status, exitCode: code };
-        return;
-      }
-      const tail = code !== 0 || oom ? await this.#tail(live) : '';
-      if (live.stopping || !this.#live.current(live) || stateOf(live) === 'failed') return;
-      const starting =
-        (live.status.state === 'unknown' ? live.beforeOutage : live.status.state) === 'starting' && live.probe !== null;
-      // The engine's own words on why (a start that failed in the runtime) are the operator's; the tenant's are cleaned.
-      const engineError = info.State.Error;
-      if (engineError)
-        this.#o.logger.info({ instance: live.id, err: engineError }, 'the engine says why the container ended');
-      // Killed for its memory limit is a failure (the pod's ERROR), not an ending of its own.
-      this.#ended(
-        live,
-        code,
-        exitReason({ ...info.State, Error: engineError ? this.#hide(engineError) : engineError }, tail, {
-          starting,
-          memoryBytes: live.memoryBytes,
-        }),
-        starting || oom,
-      );
-    } catch (err) {
-      if (isUnreachable(err)) this.#events.reportUnreachable(err);
-      else this.#o.logger.warn({ err, instance: live.id }, 'cannot inspect the container that ended');
-    } finally {
-      live.observing = false;
-    }
-  }
-
-  #ended(live: Live, exitCode: number | null, reason: string, failed = false): void {
-    live.probing?.abort();
-    live.beforeOutage = null;
-    live.status = { ...live.status, state: failed ? 'failed' : 'exited', exitCode, reason, stats: null };
-    this.#o.logger.info({ instance: live.id, exitCode }, 'instance container ended');
-    this.#live.emit(live);
-  }
-
-  #onOutage(outage: Outage): void {
-    for (const live of this.#live.all()) {
-      if (!live.launched || live.stopping || (live.status.state !== 'starting' && live.status.state !== 'running'))
-        continue;
-      live.beforeOutage = live.status.state;
-      live.status = { ...live.status, state: 'unknown', reason: this.#hide(outage.reason) };
-      this.#live.emit(live);
-    }
-  }
-
-  /**
-   * After each (re)connect, before events are read: the listing is the truth about the gap.
-   * Running containers get their state back; one that died while the engine was unreachable (an
-   * engine restart stops every container) is started again, since nobody stopped its instance;
-   * one that ended before that, or is gone, ends its instance.
-   */
-  async #reconcile(outage: Outage | null): Promise<void> {
-    // An engine that restarted (or a host that rebooted under it) may have lost the rules.
-    if (outage) await this.#separation.installFirewall();
-    const containers = await this.#client.listContainers({ all: true, filters: namespaceFilter(this.#namespace) });
-    const byId = new Map(containers.map((c) => [c.Id, c]));
-    for (const live of this.#live.all()) {
-      if (!live.launched || live.stopping || !LIVE_STATES.has(live.status.state)) continue;
-      const c = byId.get(live.containerId);
-      if (c && RUNNING_CONTAINER.has(c.State)) {
-        this.#restore(live);
-        continue;
-      }
-      if (!c) {
-        this.#ended(live, null, 'its container was removed outside Gantry');
-        continue;
-      }
-      const info = await this.#client.inspectContainer(live.containerId);
-      const finished = parseEngineTime(info?.State.FinishedAt ?? '');
-      if (outage && finished !== null && finished >= outage.sinceWallMs) await this.#restartAfterOutage(live);
-      else {
-        this.#restore(live);
-        await this.#observeExit(live);
-      }
-    }
-  }
-
-  #restore(live: Live): void {
-    if (live.status.state !== 'unknown') return;
-    live.status = { ...live.status, state: live.beforeOutage ?? 'running', reason: null };
-    live.beforeOutage = null;
-    this.#live.emit(live);
-  }
-
-  async #restartAfterOutage(live: Live): Promise<void> {
-    this.#o.logger.warn(
-      { instance: live.id },
-      'its container died while the Docker Engine was unreachable; starting it again',
-    );
-    try {
-      live.logsSinceMs = Date.now() - LOG_CLOCK_SLACK_MS;
-      await this.#client.startContainer(live.containerId);
-    } catch (err) {
-      if (isUnreachable(err)) throw err;
-      this.#o.logger.warn({ instance: live.id, err: (err as Error).message }, 'cannot start its container again');
-      this.#ended(
-        live,
-        null,
-        `its container stopped while the Docker Engine was unreachable and could not be started again: ${this.#hide((err as Error).message)}`,
-        true,
-      );
-      return;
-    }
-    live.beforeOutage = null;
-    live.status = {
-      ...live.status,
-      state: live.probe ? 'starting' : 'running',
-      startedAt: this.#o.clock.now(),
-      exitCode: null,
-      reason: null,
-    };
-    this.#live.emit(live);
-    if (live.probe) this.#probe(live);
-  }
-
   // ---- helpers
-
-  /** What the engine said, without this host's paths (host-paths.ts): for tenants' eyes. */
-  #hide(text: string): string {
-    return hideHostPaths(text, this.#hostRoots);
-  }
-
-  /** The engine's data root joins the hidden folders, once (best effort: the defaults and ids still hold). */
-  #learnDataRoot(): Promise<void> {
-    this.#dataRoot ??= this.#client.info().then(
-      (info) => {
-        const root: unknown = info.DockerRootDir;
-        if (typeof root === 'string') this.#hostRoots.push(root);
-      },
-      () => {
-        this.#dataRoot = null;
-      },
-    );
-    return this.#dataRoot;
-  }
 
   /** Awaits an engine call; an unreachable engine is reported to the events follower too. */
   async #call<T>(promise: Promise<T>): Promise<T> {
@@ -703,54 +376,4 @@ export class DockerRuntime implements Runtime {
       throw err;
     }
   }
-
-  async #tail(live: Live): Promise<string> {
-    try {
-      return tailLines(
-        await this.#client.containerLogs(live.containerId, {
-          tail: 50,
-          ...(live.logsSinceMs !== null ? { sinceMs: live.logsSinceMs } : {}),
-        }),
-      );
-    } catch {
-      return '';
-    }
-  }
-
-  #graceSeconds(): number {
-    return Math.max(0, Math.ceil(this.#o.stopGraceMs / 1000));
-  }
 }
-
-/** The health probe of an instance: its published port on 127.0.0.1 (on the host's network, the port itself). */
-function probeOf(health: HealthProbe, spec: InstanceSpec): Live['probe'] {
-  const binding = spec.ports.find((p) => p.private === health.port);
-  if (!binding) {
-    const ports = spec.ports.map((p) => `${p.private}/${p.protocol}`).join(', ') || 'none';
-    throw new Error(
-      `cannot start image "${spec.image}": its health check probes port ${health.port}, which this instance does not expose (ports: ${ports})`,
-    );
-  }
-  const port = spec.networkMode === 'host' ? binding.private : binding.public;
-  return { target: { type: health.type, host: '127.0.0.1', port, path: health.path || '/' }, health };
-}
-
-/** An engine timestamp (RFC 3339, nanoseconds) in ms; null for the zero time or nonsense. */
-function parseEngineTime(text: string): number | null {
-  const ms = Date.parse(text);
-  return Number.isFinite(ms) && ms > 0 ? ms : null;
-}
-
-/** Read through a function so TypeScript does not keep a narrowing across an await. */
-/** What adopting a running container needs to know of it. */
-interface RunningContainer {
-  Id: string;
-  /** null: unknown */
-  startedMs: number | null;
-  memoryBytes: number;
-}
-
-const stateOf = (live: Live): InstanceState => live.status.state;
-
-/** Bytes as GB (GiB) with at most two decimals. */
-const formatGb = (bytes: number): string => String(Number((bytes / 1024 ** 3).toFixed(2)));

@@ -7,6 +7,9 @@ import type { HealthProbe } from '../../domain/image-spec.js';
 import type { ProbeTarget } from '../health-probe.js';
 import type { InstanceListener, InstanceState, InstanceStatus } from '../runtime.js';
 
+/** The states of an instance whose container is meant to run: held until it ends or is stopped. */
+export const LIVE_STATES: ReadonlySet<InstanceState> = new Set(['starting', 'running', 'unknown']);
+
 export interface Live {
   id: string;
   containerId: string;
