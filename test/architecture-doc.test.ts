@@ -234,7 +234,6 @@ const LONG_FILES: Record<string, string> = {
   'src/pods/pods-service.ts': 'pending: one launch path for pods and workers (issue 26, item 3)',
   'src/config-schema.ts': 'pending: each section beside what it configures (issue 26, item 7)',
   'src/fleet/fleet-service.ts': 'pending: split by concept (issue 26, item 7)',
-  'src/runtime/docker/docker-client.ts': 'pending: split by concept (issue 26, item 7)',
   'src/domain/placement.ts': 'pending: split by concept (issue 26, item 7)',
 };
 

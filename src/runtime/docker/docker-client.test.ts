@@ -14,7 +14,8 @@ import {
 } from '../../../test/support/docker.js';
 import { instanceSpec } from '../runtime-contract.js';
 import { canonicalImage, registryOfImage } from '../../domain/image-ref.js';
-import { DockerClient, registryAuthHeader } from './docker-client.js';
+import { DockerClient } from './docker-client.js';
+import { registryAuthHeader } from './engine-images.js';
 import { parseDockerHost } from './engine-connection.js';
 import { privateImageVolumeName } from './private-image-ledger.js';
 import type { EngineEvent } from './engine-types.js';

@@ -5,7 +5,7 @@
  */
 import type { InstanceOwner } from '../runtime.js';
 import type { Labels } from './engine-types.js';
-import type { Filters } from './docker-client.js';
+import type { Filters } from './engine-calls.js';
 
 export const LABEL = {
   namespace: 'gantry.namespace',
