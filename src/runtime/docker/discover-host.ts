@@ -5,26 +5,33 @@
  */
 import { statfs } from 'node:fs/promises';
 import type { Catalog, GpuType, Host } from '../../domain/catalog.js';
-import type { DockerRuntimeConfig } from '../../config.js';
 import { fetchEngineInfo, isLocalEngine, parseDockerHost, type EngineInfo } from './engine-info.js';
 import { queryNvidiaSmi, type NvidiaGpu, type NvidiaSmiResult } from './nvidia-smi.js';
 
 const GiB = 1024 ** 3;
 
-/** The config's say in the host (runtime.docker): where it sits, and what overrides discovery. */
-export type HostSettings = Pick<
-  DockerRuntimeConfig,
-  | 'host'
-  | 'hostId'
-  | 'dataCenterId'
-  | 'cloud'
-  | 'publicIp'
-  | 'bindIp'
-  | 'portRange'
-  | 'diskGb'
-  | 'gpuMode'
-  | 'cpuFlavors'
->;
+/**
+ * The config's say in the host (the server's `runtime.docker`, the agent's flags): where it sits,
+ * and what overrides discovery. Each key's meaning and default: docs/configuration.md.
+ */
+export interface HostSettings {
+  /** The engine: `unix:///path/docker.sock` or `tcp://host:port`. */
+  host: string;
+  /** null: the engine's name */
+  hostId: string | null;
+  /** null: the catalog's first data center */
+  dataCenterId: string | null;
+  cloud: 'SECURE' | 'COMMUNITY';
+  /** null: bindIp when it is one address, else the engine's TCP host, else 127.0.0.1 */
+  publicIp: string | null;
+  bindIp: string;
+  portRange: [number, number];
+  /** null: the free space under the engine's data root */
+  diskGb: number | null;
+  gpuMode: 'auto' | 'nvidia' | 'env-only';
+  /** null: every catalog flavor on a host without GPUs, none on a GPU host */
+  cpuFlavors: string[] | null;
+}
 
 export interface DiscoveryInput {
   info: EngineInfo;
@@ -205,7 +212,10 @@ export async function freeBytes(info: EngineInfo, dockerHost: string): Promise<D
  * root's free space. Rejects (EngineUnreachable) when the engine does not answer.
  */
 export async function discoverEngineHost(
-  settings: HostSettings & Pick<DockerRuntimeConfig, 'nvidiaSmi'>,
+  settings: HostSettings & {
+    /** The nvidia-smi to run: a path, or a name found on PATH. */
+    nvidiaSmi: string;
+  },
   catalog: Catalog,
   options: { env?: NodeJS.ProcessEnv; timeoutMs?: number } = {},
 ): Promise<{ host: Host; info: EngineInfo }> {
