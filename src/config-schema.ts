@@ -3,8 +3,8 @@
  * description. config-decode.ts validates against it, config.ts derives the `Config` types from it
  * (`StaticDecode`), and config-reference.ts writes docs/configuration.md from it.
  */
-import { Type, type StaticDecode, type TLiteral, type TSchema, type TUnion } from '@sinclair/typebox';
-import type { ConfigAnnotations } from './config-decode.js';
+import { Type, type StaticDecode } from '@sinclair/typebox';
+import { amount, atLeast, choice, count, flag, nonEmpty, orNull, text } from './config-fields.js';
 import { MAX_AGENT_POLL_WAIT_MS } from './fleet/protocol.js';
 
 /** The SDKs give up on a long-poll after 90 s (wire-protocol §1): one is held at most 85 s. */
@@ -12,49 +12,6 @@ const MAX_LONG_POLL_HOLD_MS = 85_000;
 /** Where the Docker runtime finds its engine when neither DOCKER_HOST nor runtime.docker.host says. */
 export const DEFAULT_DOCKER_HOST = 'unix:///var/run/docker.sock';
 
-type Options = ConfigAnnotations & {
-  description?: string;
-  default?: unknown;
-  minimum?: number;
-  maximum?: number;
-  pattern?: string;
-};
-
-/** A non-negative number (milliseconds, bytes, a count kept as given). */
-const amount = (fallback: number, description: string, options: Options = {}) =>
-  Type.Number({ minimum: 0, default: fallback, description, ...options });
-/** A non-negative number raised to `floor` when below it, e.g. a loop period that must not spin. */
-const atLeast = (floor: number, fallback: number, description: string, options: Options = {}) =>
-  Type.Transform(amount(fallback, description, options))
-    .Decode((n) => Math.max(floor, n))
-    .Encode((n) => n);
-/** A whole count (fractions dropped), raised to `floor` when below it. */
-const count = (floor: number, fallback: number, description: string, options: Options = {}) =>
-  Type.Transform(amount(fallback, description, options))
-    .Decode((n) => Math.max(floor, Math.floor(n)))
-    .Encode((n) => n);
-const flag = (fallback: boolean, description: string, options: Options = {}) =>
-  Type.Boolean({ default: fallback, description, ...options });
-const choice = <const T extends readonly string[]>(
-  values: T,
-  fallback: T[number],
-  description: string,
-  options: Options = {},
-) =>
-  Type.Union(
-    values.map((v) => Type.Literal(v)),
-    {
-      default: fallback,
-      description,
-      ...options,
-    },
-  ) as unknown as TUnion<[TLiteral<T[number]>]>;
-const text = (fallback: string, description: string, options: Options = {}) =>
-  Type.String({ default: fallback, description, ...options });
-const nonEmpty = (options: Options = {}) => Type.String({ pattern: '\\S', mustBe: 'a non-empty string', ...options });
-/** A value, or null (the default) for "computed" or "none". */
-const orNull = <T extends TSchema>(schema: T, description: string, options: Options = {}) =>
-  Type.Union([schema, Type.Null()], { default: null, description, ...options });
 const port = () => Type.Integer({ minimum: 1, maximum: 65_535 });
 
 export const ServerSchema = Type.Object(
