@@ -20,12 +20,13 @@ const root = resolve(import.meta.dirname, '..');
 const rel = (p: string): string => relative(root, p).split(sep).join('/');
 
 /**
- * The runtimes' modules and their registry are the composition root's part in each runtime's
- * folder: a module builds its runtime (and, for the fleet, the parts it owns) from the config and
- * what the platform hands every runtime (docs/runtimes.md, "Runtimes as modules").
+ * The runtimes' modules, their registry and their config sections are the composition root's part
+ * in each runtime's folder: a module builds its runtime (and, for the fleet, the parts it owns) from
+ * the config and what the platform hands every runtime, and declares its section of the config
+ * beside it (docs/runtimes.md, "Runtimes as modules").
  */
 const RUNTIME_ASSEMBLY =
-  /^src\/(runtime\/(registry|runtime-module)\.ts|runtime\/[\w-]+\/module\.ts|fleet\/module\.ts)$/;
+  /^src\/(runtime\/(registry|runtime-module|runtime-config)\.ts|runtime\/[\w-]+\/(module|config)\.ts|fleet\/(module|config)\.ts)$/;
 
 /** The floors, highest first; a folder not listed is its own program (agent, worker) or the console. */
 const FLOORS: Array<{ name: string; rank: number; match: (file: string) => boolean }> = [

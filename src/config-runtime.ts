@@ -1,28 +1,11 @@
-/** The `runtime` section of the config: cross-field checks over what config-schema.ts decoded. */
+/** The `runtime` section of the config: cross-field checks over what runtime/runtime-config.ts decoded. */
 import { createHash } from 'node:crypto';
 import { isIP } from 'node:net';
-import type { StaticDecode } from '@sinclair/typebox';
 import type { Catalog } from './domain/catalog.js';
-import { parseRegistryPattern, type RegistryPolicyConfig } from './domain/registry-policy.js';
+import { parseRegistryPattern } from './domain/registry-policy.js';
 import { fail } from './config-values.js';
 import { runtimeModule } from './runtime/registry.js';
-import type { DockerRuntimeSchema, RuntimeSchema } from './config-schema.js';
-
-export { DEFAULT_DOCKER_HOST } from './config-schema.js';
-
-/** How instances run (each key: config-schema.ts, docs/configuration.md). */
-export type RuntimeConfig = Omit<StaticDecode<typeof RuntimeSchema>, 'docker'> & { docker: DockerRuntimeConfig };
-
-/** The Docker runtime: the engine, and what of its host is configured rather than discovered. */
-export type DockerRuntimeConfig = Omit<
-  StaticDecode<typeof DockerRuntimeSchema>,
-  'namespace' | 'portRange' | 'registries'
-> & {
-  /** @default 12 hex digits of the SHA-256 of the database URL and schema, or of the data dir */
-  namespace: string;
-  portRange: [number, number];
-  registries: RegistryPolicyConfig;
-};
+import type { RuntimeConfig, RuntimeSection } from './runtime/runtime-config.js';
 
 /**
  * The installation's default namespace: a hash of what identifies its data, so it is stable across
@@ -48,7 +31,7 @@ export interface RuntimeContext {
 }
 
 /** The decoded `runtime` section, with the checks that need the catalog, the store or other keys. */
-export function resolveRuntime(section: StaticDecode<typeof RuntimeSchema>, ctx: RuntimeContext): RuntimeConfig {
+export function resolveRuntime(section: RuntimeSection, ctx: RuntimeContext): RuntimeConfig {
   const { docker } = section;
   const source = (path: string): string => ctx.fromEnv.get(path) ?? path;
   // Checked only when used: a DOCKER_HOST the process runtime never reads must not stop it.

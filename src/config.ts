@@ -19,10 +19,10 @@ import {
 } from './config-schema.js';
 
 export type { HealthProbe, ImageSpec } from './config-images.js';
-export type { DockerRuntimeConfig } from './config-runtime.js';
-import { resolveRuntime, type RuntimeConfig } from './config-runtime.js';
+import { resolveRuntime } from './config-runtime.js';
 import { resolveSsh, type SshConfig } from './config-ssh.js';
 import { configuredRuntime } from './runtime/registry.js';
+import type { RuntimeConfig } from './runtime/runtime-config.js';
 import type { AgentsConfig } from './fleet/agents-config.js';
 import type { GraphqlLimits } from './transport/services.js';
 import type { AutoscalerConfig } from './serverless/autoscaler-config.js';
@@ -208,7 +208,7 @@ export function loadConfig({ env, flags = {} }: ConfigSources): Config {
   const runtimeModule = configuredRuntime({ runtime });
   if (runtimeModule.hostSource === 'discovered' && agentsSection.hosts !== undefined)
     fail(
-      `fleet declares the hosts of the process runtime; with runtime ${runtime.kind} the host is discovered from the engine (remove fleet, or fleet.hosts; runtime.${runtimeModule.configSection ?? runtime.kind} sets hostId, dataCenterId, cloud, publicIp and portRange)`,
+      `fleet declares the hosts of the process runtime; with runtime ${runtime.kind} the host is discovered from the engine (remove fleet, or fleet.hosts; ${runtimeModule.configSection?.path ?? `runtime.${runtime.kind}`} sets hostId, dataCenterId, cloud, publicIp and portRange)`,
     );
   const { hosts, ...agents } = agentsSection;
   if (agents.heartbeatTimeoutMs <= agents.heartbeatMs)

@@ -145,53 +145,20 @@ test('the worker library (gantry/worker) imports nothing outside src/worker', ()
 // The floors, loops and file sizes below are read from the syntax trees by scripts/import-graph.ts,
 // the script whose figures docs/status.md records, so the test and the figures cannot disagree.
 
-/**
- * Imports below the composition root that still reach it: the runtime's config sections move
- * into the runtime modules (issue 26, item 1), which ends these. Each entry must still be true.
- */
-const PENDING_ROOT_IMPORTS: string[] = [];
-/**
- * Imports that close a ring inside the composition root: config.ts checks a runtime's section
- * through its module (runtime/registry.ts), and the modules read the decoded config's types back.
- * Each module's config section beside the module is next (issue 26, item 1).
- */
-const PENDING_LOOP_IMPORTS = [
-  'src/runtime/docker/module.ts -> src/config-values.ts',
-  'src/runtime/registry.ts -> src/config.ts',
-  'src/runtime/runtime-module.ts -> src/config.ts',
-  'src/runtime/runtime-module.ts -> src/config-schema.ts',
-];
-const PENDING = [...PENDING_ROOT_IMPORTS, ...PENDING_LOOP_IMPORTS];
 const edgeName = (e: ImportEdge): string => `${e.file} -> ${e.target}`;
 
-test('no source file imports itself back, directly or around a ring of files (type-only imports count), but through the pending root imports', () => {
+test('no source file imports itself back, directly or around a ring of files (type-only imports count)', () => {
   const edges = importEdges();
   assert.ok(edges.length > 1000, `the imports were read (${edges.length})`);
-  assert.deepEqual(importLoops(edges.filter((e) => !PENDING.includes(edgeName(e)))), []);
-  const loopEdges = new Set(importLoops(edges).flat());
-  assert.deepEqual(
-    PENDING_LOOP_IMPORTS.filter((e) => !loopEdges.has(e.split(' -> ')[0]!)),
-    [],
-    'a pending import that closes no ring any more leaves the list',
-  );
+  assert.deepEqual(importLoops(edges), []);
 });
 
-test('no folder imports itself back through other folders, but those the pending root imports close', () => {
-  const edges = importEdges().filter((e) => !PENDING.includes(edgeName(e)));
-  assert.deepEqual(folderLoops(edges), []);
+test('no folder imports itself back through other folders', () => {
+  assert.deepEqual(folderLoops(importEdges()), []);
 });
 
 test('no import points up the floors: composition root → transports → services → adapters → domain', () => {
-  const upward = upwardImports(importEdges()).map(edgeName);
-  assert.deepEqual(
-    PENDING_ROOT_IMPORTS.filter((e) => !upward.includes(e)),
-    [],
-    'a pending import that is gone leaves the list',
-  );
-  assert.deepEqual(
-    upward.filter((e) => !PENDING_ROOT_IMPORTS.includes(e)),
-    [],
-  );
+  assert.deepEqual(upwardImports(importEdges()).map(edgeName), []);
 });
 
 test('nothing below the composition root imports the config or the event bus: each is handed its slice', () => {
@@ -202,10 +169,7 @@ test('nothing below the composition root imports the config or the event bus: ea
       rootFiles.test(e.target) && floor !== null && floor.name !== 'composition root' && floor.name !== 'command line'
     );
   });
-  assert.deepEqual(
-    below.map(edgeName).filter((e) => !PENDING_ROOT_IMPORTS.includes(e)),
-    [],
-  );
+  assert.deepEqual(below.map(edgeName), []);
   // the agent (its own program) reads no server config either
   assert.deepEqual(
     importEdges()
@@ -229,7 +193,6 @@ test('the transports reach storage only through the services: nothing in http, g
 const LONG_FILES: Record<string, string> = {
   'console/src/pages/resources.tsx': 'pending: the console page of templates, volumes and registries',
   'src/pods/pods-service.ts': 'pending: one launch path for pods and workers (issue 26, item 3)',
-  'src/config-schema.ts': 'pending: each section beside what it configures (issue 26, item 7)',
   'src/fleet/fleet-service.ts': 'pending: split by concept (issue 26, item 7)',
   'src/domain/placement.ts': 'pending: split by concept (issue 26, item 7)',
 };

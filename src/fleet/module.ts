@@ -5,6 +5,7 @@
  * streams agents dial back on, and, with several replicas, the journal they share.
  */
 import type { RuntimeModule } from '../runtime/runtime-module.js';
+import { FleetSchema } from './config.js';
 import type { FleetRuntime } from './fleet-runtime.js';
 import type { FleetWiring as Wiring } from './fleet-wiring.js';
 
@@ -20,7 +21,7 @@ export const fleetRuntime: RuntimeModule = {
     hostFirewall: true,
   },
   hostSource: 'joined',
-  configSection: null,
+  configSection: { path: 'fleet', schema: FleetSchema },
   imagesAreCommands: false,
   // The agents run the Docker runtime: the same defences, and the same opt-in for workers on the host's network.
   isolation: (config) => ({

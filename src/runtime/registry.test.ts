@@ -4,7 +4,9 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pino from 'pino';
+import type { TSchema } from '@sinclair/typebox';
 import { loadConfig } from '../config.js';
+import { ConfigFileSchema } from '../config-schema.js';
 import { systemClock } from '../domain/clock.js';
 import type { Config } from '../config.js';
 import type { Db } from '../store/database.js';
@@ -52,6 +54,24 @@ test('every runtime kind the config schema offers has a module, and every module
   assert.equal(new Set(kinds).size, kinds.length);
   for (const kind of ['process', 'docker', 'fleet']) assert.equal(runtimeModule(kind).kind, kind);
   assert.throws(() => runtimeModule('kubernetes'), /no runtime of kind "kubernetes"/);
+});
+
+test('each runtime’s config section, declared by its module beside it, is what the config file’s schema holds at its path', () => {
+  const sections = runtimeModules().flatMap((m) => (m.configSection ? [{ kind: m.kind, ...m.configSection }] : []));
+  assert.deepEqual(
+    sections.map((s) => s.kind),
+    ['process', 'docker', 'fleet'],
+    'the runtimes of a build with settings declare their section',
+  );
+  for (const { kind, path, schema } of sections) {
+    const composed = path
+      .split('.')
+      .reduce<TSchema | undefined>(
+        (node, key) => (node?.properties as Record<string, TSchema> | undefined)?.[key],
+        ConfigFileSchema,
+      );
+    assert.deepStrictEqual(composed, schema, `runtime ${kind}: ${path}`);
+  }
 });
 
 test('the runtime the config names is its module', () => {

@@ -3,11 +3,16 @@
  * here (docs/runtimes.md "Adding a runtime"). Nothing else names a kind: what depends on the
  * runtime asks its module (runtime-module.ts), found here by the config's `runtime.kind`.
  */
-import type { Config } from '../config.js';
 import { fleetRuntime } from '../fleet/module.js';
 import { dockerRuntime } from './docker/module.js';
 import { processRuntime } from './process/module.js';
-import type { BuiltRuntime, RuntimeFactoryDeps, RuntimeModule, RuntimePrepareDeps } from './runtime-module.js';
+import type {
+  BuiltRuntime,
+  RuntimeFactoryDeps,
+  RuntimeModule,
+  RuntimeModuleConfig,
+  RuntimePrepareDeps,
+} from './runtime-module.js';
 
 /** The runtimes of every build, in the order the docs list them. */
 const RUNTIMES: readonly RuntimeModule<unknown>[] = [processRuntime, dockerRuntime, fleetRuntime];
@@ -39,7 +44,7 @@ export function runtimeModule(kind: string): RuntimeModule<unknown> {
 }
 
 /** The runtime the config names. */
-export const configuredRuntime = (config: Pick<Config, 'runtime'>): RuntimeModule<unknown> =>
+export const configuredRuntime = (config: Pick<RuntimeModuleConfig, 'runtime'>): RuntimeModule<unknown> =>
   runtimeModule(config.runtime.kind);
 
 /** A runtime whose checks passed before anything opened, ready to be built once the platform exists. */
@@ -53,7 +58,7 @@ export interface PreparedRuntime {
  * opens: an engine that does not answer leaves nothing behind), and answers how to build it.
  */
 export async function prepareRuntime(
-  config: Config,
+  config: RuntimeModuleConfig,
   deps: Omit<RuntimePrepareDeps, 'config'> & { module?: RuntimeModule<unknown> },
 ): Promise<PreparedRuntime> {
   const module = deps.module ?? configuredRuntime(config);

@@ -6,12 +6,12 @@
  * holds that). docs/runtimes.md "Adding a runtime" walks through writing one.
  */
 import type { Logger } from 'pino';
-import type { StaticDecode } from '@sinclair/typebox';
-import type { Config } from '../config.js';
+import type { TObject } from '@sinclair/typebox';
 import type { IsolationConditions } from './account-isolation.js';
-import type { RuntimeSchema } from '../config-schema.js';
-import type { Host } from '../domain/catalog.js';
+import type { Catalog, Host } from '../domain/catalog.js';
 import type { Clock } from '../domain/clock.js';
+import type { ImageSpec } from '../domain/image-spec.js';
+import type { AgentsConfig } from '../fleet/agents-config.js';
 import type { FleetService } from '../fleet/fleet-service.js';
 import type { FleetStreams } from '../fleet/fleet-streams.js';
 import type { FleetWiring } from '../fleet/fleet-wiring.js';
@@ -19,6 +19,7 @@ import type { Db } from '../store/database.js';
 import type { PostgresNotifyRelay } from '../store/notify-relay.js';
 import type { HostFeed } from './host-feed.js';
 import type { Runtime } from './runtime.js';
+import type { RuntimeConfig, RuntimeSection } from './runtime-config.js';
 
 /** What a runtime can do. Each is a fact of the runtime, the same in every deployment. */
 interface RuntimeCapabilities {
@@ -47,9 +48,31 @@ type HostSource =
   /** the hosts whose agent joined, as they come and go */
   | 'joined';
 
+/**
+ * What of the config the runtimes read (config.ts's `Config` is one): the `runtime` section, each
+ * runtime's own part of it declared in its folder, and the settings the server shares with them.
+ */
+export interface RuntimeModuleConfig {
+  runtime: RuntimeConfig;
+  images: Record<string, ImageSpec>;
+  dataDir: string;
+  catalog: Catalog;
+  /** The hosts the config declares (`hostSource: 'declared'`). */
+  fleet: Host[];
+  agents: AgentsConfig;
+  pods: { stopGraceMs: number };
+}
+
+/** A runtime's own section of the config: where it sits in the file, and its keys and defaults. */
+interface RuntimeConfigSection {
+  /** `runtime.docker` */
+  readonly path: string;
+  readonly schema: TObject;
+}
+
 /** What the server gives every runtime's factory; each takes what it needs. */
 export interface RuntimeFactoryDeps<Prepared = unknown> {
-  config: Config;
+  config: RuntimeModuleConfig;
   clock: Clock;
   /** the server's logger: the runtime logs as `component: runtime` (its other parts as their own) */
   logger: Logger;
@@ -72,7 +95,7 @@ export interface RuntimeFactoryDeps<Prepared = unknown> {
 
 /** What `prepare()` is given: what exists before anything opens. */
 export interface RuntimePrepareDeps {
-  config: Config;
+  config: RuntimeModuleConfig;
   logger: Logger;
   /** The environment tools the runtime runs find their commands in (nvidia-smi). @default process.env */
   env?: NodeJS.ProcessEnv;
@@ -96,8 +119,11 @@ export interface RuntimeModule<Prepared = unknown> {
   readonly kind: string;
   readonly capabilities: RuntimeCapabilities;
   readonly hostSource: HostSource;
-  /** Its section of the config's `runtime` (config-schema.ts: its keys and defaults), if it has one. */
-  readonly configSection: string | null;
+  /**
+   * Its own section of the config, if it has one: the schema in its folder (`config.ts`), which the
+   * config file's schema holds at `path` (runtime-config.ts composes the `runtime` section).
+   */
+  readonly configSection: RuntimeConfigSection | null;
   /** Images run as commands of this machine (each needs a `command` in the config's `images`), not as container images. */
   readonly imagesAreCommands: boolean;
   /**
@@ -105,9 +131,9 @@ export interface RuntimeModule<Prepared = unknown> {
    * must not stop them); refuses with the config's error. `source(path)`: the environment
    * variable a value came from, or the path itself, for the message.
    */
-  checkConfig?(section: StaticDecode<typeof RuntimeSchema>, source: (path: string) => string): void;
+  checkConfig?(section: RuntimeSection, source: (path: string) => string): void;
   /** What the deployment `config` describes does to keep accounts apart on this runtime. */
-  isolation(config: Pick<Config, 'runtime'>): IsolationConditions;
+  isolation(config: Pick<RuntimeModuleConfig, 'runtime'>): IsolationConditions;
   /**
    * Checks that may refuse the start before anything opens (an engine that does not answer: no
    * database is created); what it answers goes to `create()` as `prepared`. Refuses with
@@ -117,7 +143,7 @@ export interface RuntimeModule<Prepared = unknown> {
   /** Builds the runtime. */
   create(deps: RuntimeFactoryDeps<Prepared>): Promise<BuiltRuntime>;
   /** How the startup line names it. @default `runtime: <kind>, hosts: <count>` */
-  describe?(config: Config, hosts: readonly Host[]): string;
+  describe?(config: RuntimeModuleConfig, hosts: readonly Host[]): string;
 }
 
 /** A start the operator has to act on: the CLI prints the message as it stands. */

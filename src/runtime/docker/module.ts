@@ -3,11 +3,11 @@
  * from it at start (runtime.docker sets what of it is configured rather than discovered). The
  * adapter is loaded only by a server that runs containers (kept out of the static import graph).
  */
-import { fail } from '../../config-values.js';
 import type { Host } from '../../domain/catalog.js';
 import { fixedHosts } from '../host-feed.js';
 import { RuntimeStartRefused, type RuntimeModule, type RuntimePrepareDeps } from '../runtime-module.js';
 import type { Runtime } from '../runtime.js';
+import { checkEngineAddress, DockerRuntimeSchema } from './config.js';
 import { describeHost, discoverEngineHost } from './discover-host.js';
 import type { DockerRuntimeOptions } from './docker-runtime-options.js';
 import { EngineUnreachable } from './engine-info.js';
@@ -51,17 +51,9 @@ export function dockerRuntimeModule(
       hostFirewall: true,
     },
     hostSource: 'discovered',
-    configSection: 'docker',
+    configSection: { path: 'runtime.docker', schema: DockerRuntimeSchema },
     imagesAreCommands: false,
-    checkConfig({ docker }, source) {
-      if (
-        !/^unix:\/\/\/./.test(docker.host) &&
-        !/^(tcp|http):\/\/(\[[0-9a-fA-F:.]+\]|[^:/\s]+)(:\d+)?\/?$/.test(docker.host)
-      )
-        fail(
-          `${source('runtime.docker.host')} "${docker.host}" must be unix:///path/docker.sock or tcp://host:port (TLS and ssh:// are not supported)`,
-        );
-    },
+    checkConfig: ({ docker }, source) => checkEngineAddress(docker.host, source('runtime.docker.host')),
     isolation: (config) => ({
       ownNetworks: true,
       hardening: true,

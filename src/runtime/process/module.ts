@@ -5,6 +5,7 @@
  */
 import { fixedHosts } from '../host-feed.js';
 import type { RuntimeModule } from '../runtime-module.js';
+import { ProcessRuntimeSchema } from './config.js';
 
 export const processRuntime: RuntimeModule = {
   kind: 'process',
@@ -20,7 +21,7 @@ export const processRuntime: RuntimeModule = {
     hostFirewall: false,
   },
   hostSource: 'declared',
-  configSection: 'process',
+  configSection: { path: 'runtime.process', schema: ProcessRuntimeSchema },
   imagesAreCommands: true,
   isolation: (config) => ({
     ownNetworks: false,
