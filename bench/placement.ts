@@ -7,7 +7,7 @@
 import { parseArgs } from 'node:util';
 import { defaultCatalog, type Cloud, type Host } from '../src/domain/catalog.js';
 import { systemClock } from '../src/domain/clock.js';
-import type { PlacementRequest } from '../src/domain/placement.js';
+import type { PlacementRequest } from '../src/domain/placement-request.js';
 import { Inventory } from '../src/inventory/inventory.js';
 import { printTable } from './support/processes.js';
 

@@ -1,7 +1,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { createTestApp, json, type TestApp } from './support/harness.js';
-import type { PlacementRequest } from '../src/domain/placement.js';
+import type { PlacementRequest } from '../src/domain/placement-request.js';
 import { gpuPlacementRequest } from './support/placement.js';
 
 const RTX4090 = 'NVIDIA GeForce RTX 4090';

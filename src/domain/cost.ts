@@ -3,7 +3,7 @@
  * CPU pods, at the price of the cloud the pod runs in.
  */
 import type { Catalog, Cloud, CpuFlavor, GpuType } from './catalog.js';
-import type { Placement, PlacementRequest } from './placement.js';
+import type { Placement, PlacementRequest } from './placement-request.js';
 
 /** The compute a pod (or worker) holds, as pricing sees it. */
 export type PricedCompute =

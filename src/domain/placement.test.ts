@@ -1,7 +1,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { defaultCatalog, type Host } from './catalog.js';
-import { place, type FleetSnapshot, type HostUsage, type PlacementRequest, type PlacementResult } from './placement.js';
+import { place, type FleetSnapshot, type HostUsage } from './placement.js';
+import type { PlacementRequest, PlacementResult } from './placement-request.js';
 import { gpuPlacementRequest } from '../../test/support/placement.js';
 
 const catalog = defaultCatalog();

@@ -8,7 +8,7 @@
  * What each kind records about its instances (a pod's row and usage intervals; a worker's row,
  * key and jobs) stays with its service, which calls these steps in order: nothing here calls back.
  */
-import type { PlacementRequest, PlacementResult } from '../domain/placement.js';
+import type { PlacementRequest, PlacementResult } from '../domain/placement-request.js';
 import type { Allocation, Inventory } from '../inventory/inventory.js';
 import type { SystemLogWriter } from '../logs/system-log.js';
 import type { RegistriesService } from '../registries/registries-service.js';

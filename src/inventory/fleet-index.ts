@@ -1,7 +1,8 @@
 import type { Catalog, Cloud, Host } from '../domain/catalog.js';
 import { compareCudaVersions, cudaAccepts, cudaRule, type CudaRule } from '../domain/cuda.js';
 import { gpuHostTerms, largestPlaceable, placeableUnits } from '../domain/gpu-allotment.js';
-import { sieve, type HostGroup, type PlacementRequest } from '../domain/placement.js';
+import type { PlacementRequest } from '../domain/placement-request.js';
+import { sieve, type HostGroup } from '../domain/placement-sieve.js';
 import { GpuGroup } from './gpu-group.js';
 import { HostSlot } from './host-slot.js';
 

@@ -1,6 +1,7 @@
 import type { Cloud } from '../domain/catalog.js';
 import { cudaCode } from '../domain/cuda.js';
-import type { FreeResources, HostGroup, PlacementRequest } from '../domain/placement.js';
+import type { PlacementRequest } from '../domain/placement-request.js';
+import type { FreeResources, HostGroup } from '../domain/placement-sieve.js';
 import type { HostSlot } from './host-slot.js';
 
 /**

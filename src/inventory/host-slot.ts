@@ -1,13 +1,8 @@
 import type { Host } from '../domain/catalog.js';
 import { memoryCapacity, vcpuCapacity, type GpuHostTerms } from '../domain/gpu-allotment.js';
-import {
-  fitsResources,
-  portCapacity,
-  type FreeResources,
-  type HostGroup,
-  type HostUsage,
-  type PlacementRequest,
-} from '../domain/placement.js';
+import { portCapacity, type HostUsage } from '../domain/placement.js';
+import type { PlacementRequest } from '../domain/placement-request.js';
+import { fitsResources, type FreeResources, type HostGroup } from '../domain/placement-sieve.js';
 import type { Allocation } from './allocation.js';
 
 /** What a slot tells the GPU group it sits in (`GpuGroup`) when its free GPU count changes. */

@@ -3,7 +3,8 @@ import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import { defaultCatalog, defaultFleet, type Cloud, type Host } from '../domain/catalog.js';
 import { FakeClock } from '../domain/clock.js';
-import { place, type PlacementRequest } from '../domain/placement.js';
+import { place } from '../domain/placement.js';
+import type { PlacementRequest } from '../domain/placement-request.js';
 import { Inventory } from './inventory.js';
 import { gpuPlacementRequest } from '../../test/support/placement.js';
 

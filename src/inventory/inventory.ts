@@ -1,15 +1,9 @@
 import type { Catalog, Host } from '../domain/catalog.js';
 import type { Clock } from '../domain/clock.js';
 import { allotmentOn, type ComputeAllotment } from '../domain/gpu-allotment.js';
-import {
-  memoryOn,
-  vcpusOn,
-  type FleetSnapshot,
-  type HostUsage,
-  type Placement,
-  type PlacementRequest,
-  type PlacementResult,
-} from '../domain/placement.js';
+import type { FleetSnapshot, HostUsage } from '../domain/placement.js';
+import type { Placement, PlacementRequest, PlacementResult } from '../domain/placement-request.js';
+import { memoryOn, vcpusOn } from '../domain/placement-sieve.js';
 import { FleetIndex, type GpuTypeStock } from './fleet-index.js';
 import { HostDeadlines } from './host-deadlines.js';
 import type { HostFeed } from '../runtime/host-feed.js';

@@ -1,5 +1,5 @@
 import { ApiError } from '../domain/errors.js';
-import type { Placement, PlacementRequest } from '../domain/placement.js';
+import type { Placement, PlacementRequest } from '../domain/placement-request.js';
 import type { Instances } from '../instances/instances.js';
 import type { Inventory } from '../inventory/inventory.js';
 

@@ -6,7 +6,7 @@ import type { Catalog } from '../domain/catalog.js';
 import type { ClusterMember } from '../domain/cluster.js';
 import { costPerHour } from '../domain/cost.js';
 import { newId } from '../domain/ids.js';
-import type { Placement, PlacementRequest } from '../domain/placement.js';
+import type { Placement, PlacementRequest } from '../domain/placement-request.js';
 import type { PodRecord, PortMapping } from '../store/pod-record.js';
 import { diskOf, parsePorts } from './pod-allocation.js';
 import type { PodSettings } from './pod-rules.js';

@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import type { Placement, PlacementRequest } from '../domain/placement.js';
+import type { Placement, PlacementRequest } from '../domain/placement-request.js';
 import type { Template } from '../domain/template.js';
 import type { Endpoint } from '../domain/endpoint.js';
 import { workerInstanceSpec, workerPlacementRequest } from './worker-spec.js';

@@ -4,7 +4,7 @@
  */
 import type { Catalog } from '../domain/catalog.js';
 import { placedCostPerHour } from '../domain/cost.js';
-import type { Placement, PlacementRequest } from '../domain/placement.js';
+import type { Placement, PlacementRequest } from '../domain/placement-request.js';
 import { workerNetworkMode } from '../domain/worker-network.js';
 import type { InstanceSpec, VolumeSource } from '../runtime/runtime.js';
 import type { WorkerAllocation, WorkerUsageStart } from '../store/autoscaler-store.js';

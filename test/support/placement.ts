@@ -1,4 +1,4 @@
-import type { PlacementRequest } from '../../src/domain/placement.js';
+import type { PlacementRequest } from '../../src/domain/placement-request.js';
 
 const RTX4090 = 'NVIDIA GeForce RTX 4090';
 

@@ -1,0 +1,53 @@
+/**
+ * What placement is asked and what it answers: the request a pod or serverless worker makes of
+ * the fleet, and the host, GPUs, ports and allotment it is given (placement.ts chooses them, by
+ * the rules of placement-sieve.ts).
+ */
+import type { Cloud } from './catalog.js';
+
+/** What a pod or serverless worker needs from a host. */
+export interface PlacementRequest {
+  kind: 'gpu' | 'cpu';
+  /** Acceptable GPU types, in preference order (a pod names one; a serverless pool expands to several). */
+  gpuTypeIds: string[];
+  gpuCount: number;
+  cpuFlavorId: string | null;
+  /**
+   * CPU: the vCPUs and GB of memory the instance takes. GPU: the least it accepts (0: no
+   * minimum); it is given its allotment on the host it lands on (domain/gpu-allotment.ts), at
+   * least this, and a host whose share of the GPUs is less does not fit.
+   */
+  vcpuCount: number;
+  memoryGb: number;
+  diskGb: number;
+  /** 'ALL' accepts both clouds (serverless). */
+  cloud: Cloud | 'ALL';
+  /** Preferred data centers; empty lets the scheduler choose. Hosts elsewhere are not used. */
+  dataCenterIds: string[];
+  /** Hard constraint from a network volume: the instance must run in this data center. */
+  volumeDataCenterId: string | null;
+  /** Exact major.minor matches; empty = any. */
+  allowedCudaVersions: string[];
+  /** Numeric lower bound; a bare major means any release of it. */
+  minCudaVersion: string | null;
+  /** Number of public ports to reserve. */
+  portCount: number;
+  /** Needs a data center with global networking and a GPU type that supports it. */
+  globalNetworking: boolean;
+}
+
+export interface Placement {
+  hostId: string;
+  dataCenterId: string;
+  cloud: Cloud;
+  gpuTypeId: string | null;
+  gpuIndices: number[];
+  cudaVersion: string | null;
+  /** Public ports reserved, in the order the request's ports are declared. */
+  publicPorts: number[];
+  /** vCPUs and GB of memory reserved: a CPU request's own, a GPU request's allotment on this host. */
+  vcpus: number;
+  memoryGb: number;
+}
+
+export type PlacementResult = { ok: true; placement: Placement } | { ok: false; reason: string };
