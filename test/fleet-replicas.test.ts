@@ -5,7 +5,7 @@
  */
 import { describe, test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { FLEET_HOST_TOPIC } from '../src/fleet/fleet-service.js';
+import { FLEET_HOST_TOPIC } from '../src/fleet/fleet-relay.js';
 import type { FleetEvents } from '../src/fleet/fleet-events.js';
 import { AGENT_API_PREFIX } from '../src/fleet/protocol.js';
 import { notifyReplicasOnce } from '../src/store/notify-relay.js';

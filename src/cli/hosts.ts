@@ -1,7 +1,7 @@
 import type { Config } from '../config.js';
 import { iso } from '../domain/clock.js';
 import { ApiError } from '../domain/errors.js';
-import { FLEET_HOST_TOPIC } from '../fleet/fleet-service.js';
+import { FLEET_HOST_TOPIC } from '../fleet/fleet-relay.js';
 import { createJoinToken, MAX_JOIN_TOKEN_TTL_MS } from '../fleet/join-tokens.js';
 import { inventoryHost } from '../fleet/host-capacity.js';
 import { hostState, type HostState } from '../fleet/host-state.js';

@@ -7,7 +7,7 @@ import type { SystemLog } from '../logs/system-log.js';
 import type { JobRequestCounts } from '../domain/job-rate-limits.js';
 import type { FleetService } from '../fleet/fleet-service.js';
 import type { FleetWiring } from '../fleet/fleet-wiring.js';
-import { FLEET_TOPICS } from '../fleet/fleet-service.js';
+import { FLEET_TOPICS } from '../fleet/fleet-relay.js';
 import { FLEET_JOURNAL_TOPIC } from '../fleet/fleet-journal.js';
 import { LEASE_NAMES } from '../store/leases.js';
 import { EndpointsService } from '../serverless/endpoints-service.js';

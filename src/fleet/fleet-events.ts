@@ -5,6 +5,7 @@
  */
 import type { Cloud } from '../domain/catalog.js';
 import type { InstanceStats } from '../runtime/runtime.js';
+import type { HostRecord } from './host-store.js';
 import type { HostCapacity, InstanceReport, OperationKind } from './protocol.js';
 
 /** A joined host, without its credential hash. */
@@ -22,6 +23,9 @@ export interface FleetHost {
   lastReportAt: number | null;
   revokedAt: number | null;
 }
+
+/** A host's record as listeners and clients see it: without its credential hash. */
+export const publicHost = ({ credentialHash: _hash, ...host }: HostRecord): FleetHost => host;
 
 /** An operation the agent acknowledged. */
 export interface AckedOperation {

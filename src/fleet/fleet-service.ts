@@ -1,7 +1,10 @@
 /**
  * The control plane's side of the agent protocol (docs/fleet.md): join tokens, joins, host
  * credentials, reports, each host's operations, revocation, the list of hosts. Transport-free:
- * the routes under `/agent/v1` (src/http/routes/agent.ts) and the CLI call it.
+ * the routes under `/agent/v1` (src/http/routes/agent.ts) and the CLI call it. A join and a
+ * changed capacity are written by host-registration.ts, revocations kept by host-revocations.ts,
+ * what other replicas relay is read by fleet-relay.ts, and the chores run on the timer of
+ * fleet-chores.ts.
  *
  * Seams for the fleet runtime and the inventory:
  * - `on(event, listener)` (fleet-events.ts): `host:joined`, `host:capacity`, `host:revoked` (on
@@ -30,15 +33,17 @@ import type { Clock } from '../domain/clock.js';
 import { ApiError } from '../domain/errors.js';
 import type { CancelSignal } from '../jobs/job-signals.js';
 import type { SecretBox } from '../store/secret-box.js';
-import { FleetEmitter, type FleetEvents, type FleetHost, type FleetListener } from './fleet-events.js';
-import { sameCapacity, validateCapacity, validateReachability } from './host-capacity.js';
-import { claimGpus, withGpuClaims } from './host-gpus.js';
+import { FleetChores, pruneFleet } from './fleet-chores.js';
+import { FleetEmitter, publicHost, type FleetEvents, type FleetHost, type FleetListener } from './fleet-events.js';
+import { FLEET_ACK_TOPIC, FLEET_HOST_TOPIC, RelayedFleetNotices } from './fleet-relay.js';
+import { FullReportRequests } from './full-reports.js';
 import { HostPresence } from './host-presence.js';
-import { hashSecret, looksLikeJoinToken, newHostCredential, newHostId } from './host-secrets.js';
+import { registerHost, updateHostCapacity } from './host-registration.js';
+import { HostRevocations } from './host-revocations.js';
 import { hostState, type HostState } from './host-state.js';
 import { createJoinToken, type CreatedJoinToken } from './join-tokens.js';
 import type { HostStore, HostRecord } from './host-store.js';
-import { ackedOperation, FLEET_OPS_TOPIC, OperationQueue } from './operation-queue.js';
+import { OperationQueue } from './operation-queue.js';
 import type { OperationStore } from './operation-store.js';
 import type {
   JoinAnswer,
@@ -52,40 +57,6 @@ import type {
 
 /** Which reported instance ids a host may not claim: id → why. */
 export type OwnershipCheck = (hostId: string, ids: readonly string[], full: boolean) => Promise<Map<string, string>>;
-
-/** Relay topics: host lifecycle (key `<joined|capacity|revoked>:<hostId>`), and acknowledged operations (key the operation id). */
-export const FLEET_HOST_TOPIC = 'fleet-host';
-const FLEET_ACK_TOPIC = 'fleet-ack';
-export const FLEET_TOPICS: readonly string[] = [FLEET_OPS_TOPIC, FLEET_HOST_TOPIC, FLEET_ACK_TOPIC];
-
-/** How often revocations made elsewhere are looked for, and the period of the other chores. */
-const SYNC_INTERVAL_MS = 1000;
-/**
- * Last-seen times are written every this many sync ticks at most: `gantry hosts list` and the other
- * replicas read them, and must not find a live host quiet. Fewer when the heartbeat timeout leaves
- * less room (`flushEveryTicks`).
- */
-const MAX_FLUSH_EVERY_TICKS = 5;
-
-/**
- * How many sync ticks between writes of the last-seen times: at most half the room the timeout
- * leaves over a heartbeat, so what the database says of a live host is never older than the timeout.
- */
-export const flushEveryTicks = (config: { heartbeatMs: number; heartbeatTimeoutMs: number }): number =>
-  Math.max(
-    1,
-    Math.min(
-      MAX_FLUSH_EVERY_TICKS,
-      Math.floor((config.heartbeatTimeoutMs - config.heartbeatMs) / 2 / SYNC_INTERVAL_MS),
-    ),
-  );
-/** Acknowledged operations and spent or expired join tokens are pruned every this many ticks… */
-const PRUNE_EVERY_TICKS = 60;
-/** …once they are this old (acknowledged operations serve only to look into what happened). */
-export const ACKED_RETENTION_MS = 3_600_000;
-const SPENT_TOKEN_RETENTION_MS = 86_400_000;
-/** A revocation written this long before the last check is still found (a slow transaction, another process's clock). */
-const REVOCATION_MARGIN_MS = 300_000;
 
 export interface FleetServiceDeps {
   /** The job API's URL workers are given: agents let their containers reach it through their firewall. */
@@ -109,14 +80,6 @@ export interface HostListing extends FleetHost {
   state: HostState;
 }
 
-const joinTokenInvalid = (): ApiError =>
-  new ApiError(
-    'JOIN_TOKEN_INVALID',
-    'The join token is unknown, already used or expired. Create a new one on the control plane: gantry hosts token create.',
-  );
-
-const publicHost = ({ credentialHash: _hash, ...host }: HostRecord): FleetHost => host;
-
 export class FleetService {
   readonly hosts: HostStore;
   readonly operations: OperationStore;
@@ -124,19 +87,11 @@ export class FleetService {
   readonly #queue: OperationQueue;
   readonly #events: FleetEmitter;
   readonly #presence: HostPresence;
-  /** Revocations already announced here. */
-  readonly #revoked = new Set<string>();
+  readonly #revocations: HostRevocations;
   #ownership: OwnershipCheck;
-  #revocationsCheckedAt: number;
-  #timer: NodeJS.Timeout | null = null;
-  #ticks = 0;
-  #chore: Promise<void> | null = null;
-  /** Relayed acknowledgements waiting to be read (next turn of the event loop). */
-  #relayedAcks = new Set<string>();
-  /** since when full reports are wanted from every host (a replica started), null: never */
-  #fullWantedSince: number | null = null;
-  /** per host, when this replica last heard (or asked for) a full report */
-  readonly #fullHeardAt = new Map<string, number>();
+  readonly #chores: FleetChores;
+  readonly #relayed: RelayedFleetNotices;
+  readonly #fullReports = new FullReportRequests();
 
   constructor(deps: FleetServiceDeps) {
     this.#deps = deps;
@@ -158,7 +113,39 @@ export class FleetService {
       },
       logger: deps.logger,
     });
-    this.#revocationsCheckedAt = deps.clock.now();
+    this.#revocations = new HostRevocations({
+      hosts: this.hosts,
+      clock: deps.clock,
+      stop: (hostId, at) => {
+        this.#presence.revoked(hostId, at);
+        // its long-polls answer 401 HOST_REVOKED now rather than at their time out
+        this.#queue.wake(hostId);
+      },
+      announce: (hostId, at) => {
+        this.#deps.logger?.info({ hostId }, 'a host was revoked');
+        this.#events.emit('host:revoked', { hostId, at });
+      },
+    });
+    this.#chores = new FleetChores(
+      {
+        // an installation without agents pays nothing: no host to refuse, nobody to tell
+        watchesRevocations: () => this.#presence.size > 0 || this.#events.listens('host:revoked'),
+        syncRevocations: () => this.syncRevocations(),
+        flush: () => this.flush(),
+        prune: () => this.prune(),
+      },
+      deps.config,
+      deps.logger,
+    );
+    this.#relayed = new RelayedFleetNotices({
+      hosts: this.hosts,
+      operations: this.operations,
+      events: this.#events,
+      wake: (hostId) => this.#queue.wake(hostId),
+      revoked: (hostId, at) => this.#revocations.revoked(hostId, at),
+      resync: () => this.#fullReports.request(deps.clock.now()),
+      logger: deps.logger,
+    });
   }
 
   on<K extends keyof FleetEvents>(name: K, listener: FleetListener<K>): () => void {
@@ -172,17 +159,13 @@ export class FleetService {
 
   /** Starts the chores: revocations made elsewhere, last-seen writes, prunes. */
   start(): void {
-    if (this.#timer) return;
-    this.#timer = setInterval(() => void this.#tick(), SYNC_INTERVAL_MS);
-    this.#timer.unref();
+    this.#chores.start();
   }
 
   /** Ends every long-poll (with what it has), stops the chores, writes the last-seen times. */
   async close(): Promise<void> {
     this.#queue.close();
-    if (this.#timer) clearInterval(this.#timer);
-    this.#timer = null;
-    await this.#chore?.catch(() => undefined);
+    await this.#chores.stop();
     await this.flush().catch((err: unknown) =>
       this.#deps.logger?.warn({ err: (err as Error).message }, "writing the hosts' last reports failed"),
     );
@@ -207,38 +190,11 @@ export class FleetService {
    * nothing and stores nothing.
    */
   async join(request: JoinRequest): Promise<JoinAnswer> {
-    const capacity = validateCapacity(request.capacity, this.#deps.catalog);
-    validateReachability(request.publicIp, request.portRange);
-    if (!looksLikeJoinToken(request.token)) throw joinTokenInvalid();
-    const hostId = newHostId();
-    const credential = newHostCredential(hostId);
-    const now = this.#deps.clock.now();
-    const host = await withGpuClaims(() =>
-      this.hosts.withTransaction(async (tx) => {
-        const place = await this.hosts.spendJoinToken(hashSecret(request.token), hostId, now, tx);
-        if (!place) throw joinTokenInvalid();
-        const record: HostRecord = {
-          id: hostId,
-          name: request.name,
-          credentialHash: hashSecret(credential),
-          dataCenterId: place.dataCenterId,
-          cloud: place.cloud,
-          publicIp: request.publicIp,
-          portRange: [request.portRange[0], request.portRange[1]],
-          capacity,
-          agentVersion: request.agentVersion,
-          joinedAt: now,
-          lastReportAt: now,
-          revokedAt: null,
-        };
-        await this.hosts.insertHost(record, tx);
-        await claimGpus(this.hosts, hostId, capacity.gpus, tx);
-        return record;
-      }),
-    );
-    this.#presence.joined(hostId, host.credentialHash, now);
+    const { host, credential } = await registerHost(this.#deps, request);
+    const hostId = host.id;
+    this.#presence.joined(hostId, host.credentialHash, host.joinedAt);
     this.#deps.logger?.info(
-      { hostId, name: host.name, dataCenterId: host.dataCenterId, gpus: capacity.gpus.length },
+      { hostId, name: host.name, dataCenterId: host.dataCenterId, gpus: host.capacity.gpus.length },
       'a host joined',
     );
     this.#events.emit('host:joined', publicHost(host));
@@ -263,19 +219,9 @@ export class FleetService {
     const host = await this.hosts.revokeHost(hostId, this.#deps.clock.now());
     if (!host)
       throw new ApiError('NOT_FOUND', `No live host with id "${hostId}" exists (unknown, or revoked already).`);
-    this.#revokedHere(hostId, host.revokedAt!);
+    this.#revocations.revoked(hostId, host.revokedAt!);
     this.#deps.relay?.publish(FLEET_HOST_TOPIC, `revoked:${hostId}`, 1);
     return publicHost(host);
-  }
-
-  #revokedHere(hostId: string, at: number): void {
-    this.#presence.revoked(hostId, at);
-    // its long-polls answer 401 HOST_REVOKED now rather than at their time out
-    this.#queue.wake(hostId);
-    if (this.#revoked.has(hostId)) return;
-    this.#revoked.add(hostId);
-    this.#deps.logger?.info({ hostId }, 'a host was revoked');
-    this.#events.emit('host:revoked', { hostId, at });
   }
 
   // ---- reports --------------------------------------------------------------------------------
@@ -304,7 +250,7 @@ export class FleetService {
       const accepted = refusals.size > 0 ? items.filter((i) => !refusals.has(i.id)) : items;
       this.#events.emit('instances', { hostId, full, items: accepted });
     }
-    const sendFull = this.#fullWanted(hostId, report.instances?.full === true, now);
+    const sendFull = this.#fullReports.wanted(hostId, report.instances?.full === true, now);
     const jobUrl = this.#deps.jobUrl?.();
     return {
       now,
@@ -320,30 +266,12 @@ export class FleetService {
    * the relay, on every replica: a replica that just started knows nothing the agents said before.
    */
   requestFullReports(): void {
-    this.#fullWantedSince = this.#deps.clock.now();
+    this.#fullReports.request(this.#deps.clock.now());
     this.#deps.relay?.publish(FLEET_HOST_TOPIC, 'resync:*', 1);
   }
 
-  /** Whether to ask this report's host for a full report (once per request for all). */
-  #fullWanted(hostId: string, isFull: boolean, now: number): boolean {
-    if (this.#fullWantedSince === null) return false;
-    const heard = this.#fullHeardAt.get(hostId) ?? -Infinity;
-    if (!isFull && heard >= this.#fullWantedSince) return false;
-    this.#fullHeardAt.set(hostId, now);
-    return !isFull;
-  }
-
   async #updateCapacity(hostId: string, raw: unknown): Promise<void> {
-    const capacity = validateCapacity(raw, this.#deps.catalog);
-    const current = await this.hosts.getHost(hostId);
-    if (!current || current.revokedAt !== null || sameCapacity(current.capacity, capacity)) return;
-    const updated = await withGpuClaims(() =>
-      this.hosts.withTransaction(async (tx): Promise<HostRecord | null> => {
-        if (!(await this.hosts.updateCapacity(hostId, capacity, tx))) return null;
-        await claimGpus(this.hosts, hostId, capacity.gpus, tx);
-        return { ...current, capacity };
-      }),
-    );
+    const updated = await updateHostCapacity(this.#deps, hostId, raw);
     if (!updated) return;
     this.#events.emit('host:capacity', publicHost(updated));
     this.#deps.relay?.publish(FLEET_HOST_TOPIC, `capacity:${hostId}`, 1);
@@ -352,7 +280,7 @@ export class FleetService {
   /** A sign of life: memory only (written by `flush`). Answers now. None from a revoked host (its last long-poll ending, a report under way when it was revoked). */
   #seen(hostId: string): number {
     const now = this.#presence.seen(hostId);
-    if (!this.#revoked.has(hostId)) this.#events.emit('host:seen', { hostId, at: now });
+    if (!this.#revocations.has(hostId)) this.#events.emit('host:seen', { hostId, at: now });
     return now;
   }
 
@@ -427,13 +355,7 @@ export class FleetService {
 
   /** A notification relayed from another replica (topics `FLEET_TOPICS`). */
   deliver(topic: string, key: string): void {
-    if (topic === FLEET_OPS_TOPIC) return this.#queue.wake(key);
-    if (topic === FLEET_ACK_TOPIC) {
-      this.#relayedAcks.add(key);
-      if (this.#relayedAcks.size === 1) setImmediate(() => void this.#readRelayedAcks());
-      return;
-    }
-    if (topic === FLEET_HOST_TOPIC) void this.#hostChanged(key);
+    this.#relayed.deliver(topic, key);
   }
 
   /** Relayed notifications may have been lost: every long-poll reads again, revocations are looked for now. */
@@ -442,47 +364,9 @@ export class FleetService {
     void this.syncRevocations().catch(() => undefined);
   }
 
-  async #hostChanged(key: string): Promise<void> {
-    const [kind, hostId] = [key.slice(0, key.indexOf(':')), key.slice(key.indexOf(':') + 1)];
-    if (kind === 'resync') {
-      this.#fullWantedSince = this.#deps.clock.now();
-      return;
-    }
-    try {
-      const host = await this.hosts.getHost(hostId);
-      if (!host) return;
-      if (host.revokedAt !== null) return this.#revokedHere(hostId, host.revokedAt);
-      if (kind === 'joined') this.#events.emit('host:joined', publicHost(host));
-      else if (kind === 'capacity') this.#events.emit('host:capacity', publicHost(host));
-    } catch (err) {
-      this.#deps.logger?.warn({ hostId, err: (err as Error).message }, 'reading a host another replica changed failed');
-    }
-  }
-
-  async #readRelayedAcks(): Promise<void> {
-    const ids = [...this.#relayedAcks];
-    this.#relayedAcks = new Set();
-    try {
-      const byHost = new Map<string, ReturnType<typeof ackedOperation>[]>();
-      for (const row of await this.operations.get(ids)) {
-        if (row.state !== 'acked') continue;
-        byHost.set(row.hostId, [...(byHost.get(row.hostId) ?? []), ackedOperation(row)]);
-      }
-      for (const [hostId, acks] of byHost) this.#events.emit('acks', { hostId, acks, relayed: true });
-    } catch (err) {
-      this.#deps.logger?.warn(
-        { err: (err as Error).message },
-        'reading operations acknowledged on another replica failed',
-      );
-    }
-  }
-
   /** Finds hosts revoked elsewhere (the CLI, a replica whose notification was lost) since the last look. */
-  async syncRevocations(): Promise<void> {
-    const now = this.#deps.clock.now();
-    const found = await this.hosts.revokedSince(this.#revocationsCheckedAt - REVOCATION_MARGIN_MS);
-    this.#revocationsCheckedAt = now;
-    for (const { id, revokedAt } of found) if (!this.#revoked.has(id)) this.#revokedHere(id, revokedAt);
+  syncRevocations(): Promise<void> {
+    return this.#revocations.sync();
   }
 
   /** Writes the last-seen times gathered since the last flush (hosts holding a long-poll count as seen now). Answers how many hosts. */
@@ -492,26 +376,6 @@ export class FleetService {
 
   /** Deletes acknowledged operations and spent or expired join tokens past their retention. */
   async prune(): Promise<{ operations: number; tokens: number }> {
-    const now = this.#deps.clock.now();
-    return {
-      operations: await this.operations.pruneAcked(now - ACKED_RETENTION_MS),
-      tokens: await this.hosts.pruneJoinTokens(now - SPENT_TOKEN_RETENTION_MS),
-    };
-  }
-
-  async #tick(): Promise<void> {
-    if (this.#chore) return;
-    const tick = ++this.#ticks;
-    this.#chore = (async () => {
-      // an installation without agents pays nothing: no host to refuse, nobody to tell
-      if (this.#presence.size > 0 || this.#events.listens('host:revoked')) await this.syncRevocations();
-      if (tick % flushEveryTicks(this.#deps.config) === 0) await this.flush();
-      if (tick % PRUNE_EVERY_TICKS === 0) await this.prune();
-    })()
-      .catch((err: unknown) => this.#deps.logger?.warn({ err: (err as Error).message }, 'a fleet chore failed'))
-      .finally(() => {
-        this.#chore = null;
-      });
-    await this.#chore;
+    return pruneFleet(this, this.#deps.clock.now());
   }
 }

@@ -2,7 +2,7 @@
  * What one replica knows of each host it serves: its credential hash, whether it is revoked, when
  * its agent was last heard from and how many long-polls it holds open here. A few dozen bytes a
  * host; filled on a host's first authenticated call (one read), kept up to date by this replica's
- * own revocations and the ones relayed or found (fleet-service.ts).
+ * own revocations and the ones relayed or found (host-revocations.ts).
  *
  * Signs of life cost no write each: `flush` writes those gathered since the last flush in one
  * batched statement (a host holding a long-poll counts as seen at the flush).
