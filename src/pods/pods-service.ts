@@ -1,16 +1,14 @@
 /**
  * The pod use-cases: create, read, list, change, act. Rules live in pod-rules.ts, the lifecycle in
- * pod-controller.ts; this service checks ownership and references, places the pod and renders it.
+ * pod-controller.ts, creation in pod-creation.ts; this service checks ownership and references,
+ * and renders the pods.
  */
-import { randomBytes } from 'node:crypto';
 import type { AccountsService } from '../accounts/accounts-service.js';
 import type { Catalog } from '../domain/catalog.js';
 import type { Clock } from '../domain/clock.js';
 import { accruedUsage } from '../domain/cost.js';
-import { ApiError, isApiError, notFound } from '../domain/errors.js';
-import { newSortableId } from '../domain/ids.js';
+import { ApiError, notFound } from '../domain/errors.js';
 import type { PodAction } from '../domain/pod-state.js';
-import type { ClusterMember } from '../domain/cluster.js';
 import type { Inventory } from '../inventory/inventory.js';
 import type { RegistriesService } from '../registries/registries-service.js';
 import { assertEnvAllowed } from '../runtime/env-allowed.js';
@@ -24,18 +22,16 @@ import type { TemplatesService } from '../templates/templates-service.js';
 import type { VolumesService } from '../volumes/volumes-service.js';
 import type { ResourceQuota } from '../quotas/resource-quota.js';
 import { diskOf } from './pod-allocation.js';
+import { assertHostReachable, assertRuntimeAvailable } from './pod-availability.js';
 import type { PodController } from './pod-controller.js';
-import { placeTogether } from './pod-group-placement.js';
-import { newPodRecord, placementRequest } from './pod-record.js';
+import { PodCreation, type ClusterMemberInput } from './pod-creation.js';
+import { checkRegistry } from './pod-references.js';
 import {
   RESTARTING_FIELDS,
   applyMountPatch,
   checkPorts,
-  injectedEnv,
-  resolveCreate,
   type CreatePodInput,
   type PatchPodInput,
-  type PodSettings,
 } from './pod-rules.js';
 import { effectivePatch, templateDefaults } from './pod-template.js';
 import type { PodView, SshProxyAddress } from './pod-view.js';
@@ -62,13 +58,6 @@ export interface PodsServiceDeps {
   registryGuard?: Pick<RegistryGuard, 'refusal'> | null;
 }
 
-/** One member of a cluster to create: its pod name, rank/role/address and platform env. */
-export interface ClusterMemberInput {
-  name: string;
-  cluster: ClusterMember;
-  env: Record<string, string>;
-}
-
 /** Accrued usage of one pod, for billing. */
 export interface PodUsage {
   podId: string;
@@ -78,8 +67,6 @@ export interface PodUsage {
   cost: number;
 }
 
-const generatePassword = (): string => randomBytes(18).toString('base64url');
-
 const sameJson = (a: unknown, b: unknown): boolean => JSON.stringify(a) === JSON.stringify(b);
 
 /** Pod statuses whose instance is meant to be up (a change that restarts it restarts it now). */
@@ -88,10 +75,12 @@ const LIVE_STATUSES: ReadonlySet<PodRecord['status']> = new Set(['PROVISIONING',
 export class PodsService {
   readonly #d: PodsServiceDeps;
   readonly #views: PodViews;
+  readonly #creation: PodCreation;
 
   constructor(deps: PodsServiceDeps) {
     this.#d = deps;
     this.#views = new PodViews({ ...deps, hosts: deps.inventory });
+    this.#creation = new PodCreation(deps, this.#views);
   }
 
   get store() {
@@ -99,67 +88,8 @@ export class PodsService {
   }
 
   /** Validates, places and stores a pod (PROVISIONING); the controller starts it right after. */
-  async create(accountId: string, body: CreatePodInput): Promise<PodView> {
-    this.#assertRuntimeAvailable();
-    const { catalog } = this.#d.config;
-    const template = body.templateId
-      ? templateDefaults(await this.#d.templates.resolveForPod(accountId, body.templateId))
-      : null;
-    const settings = resolveCreate(body, template, catalog);
-    assertEnvAllowed(this.#d.runtime, settings.env, settings.image);
-    await assertImageAllowed(this.#d.registryGuard, settings.image);
-    if (settings.registry !== null) await this.#checkRegistry(accountId, settings.registry);
-    const volumeDataCenterId = settings.mounts.network?.length
-      ? (await this.#volume(accountId, settings.mounts.network[0]!.volumeId)).dataCenterId
-      : null;
-    const sshKeys = settings.startSsh ? await this.#d.accounts.getSshKeys(accountId) : [];
-    const hiddenEnv = injectedEnv(settings, sshKeys, generatePassword);
-
-    const gpus = settings.compute.kind === 'gpu' ? settings.compute.count : 0;
-    const quota = this.#d.quota;
-    return quota
-      ? quota.admit(accountId, { pods: 1, gpus }, () => this.#place(accountId, settings, volumeDataCenterId, hiddenEnv))
-      : this.#place(accountId, settings, volumeDataCenterId, hiddenEnv);
-  }
-
-  /** Places, reserves and stores the pod (the step the quotas guard). */
-  async #place(
-    accountId: string,
-    settings: PodSettings,
-    volumeDataCenterId: string | null,
-    hiddenEnv: Record<string, string>,
-  ): Promise<PodView> {
-    const id = newSortableId();
-    const request = placementRequest(settings, volumeDataCenterId);
-    const globalIp = settings.globalNetworking ? await this.#d.controller.addresses.allocate() : null;
-    if (settings.globalNetworking && globalIp === null)
-      throw new ApiError('NO_CAPACITY', 'No global networking address is free: the configured pool is exhausted.');
-    const placed = this.#d.controller.instances.place(id, request);
-    if (!placed.ok) {
-      this.#d.controller.addresses.release(globalIp);
-      throw new ApiError('NO_CAPACITY', placed.reason);
-    }
-    const pod = newPodRecord({
-      id,
-      accountId,
-      settings,
-      placement: placed.placement,
-      volumeDataCenterId,
-      hiddenEnv,
-      globalIp,
-      cluster: null,
-      now: this.#d.clock.now(),
-      catalog: this.#d.config.catalog,
-    });
-    try {
-      await this.store.insert(pod);
-    } catch (err) {
-      this.#d.controller.instances.release(id);
-      this.#d.controller.addresses.release(globalIp);
-      throw err;
-    }
-    this.#d.controller.kick(id, pod);
-    return this.#views.view(pod, { live: null, justCreated: true });
+  create(accountId: string, body: CreatePodInput): Promise<PodView> {
+    return this.#creation.create(accountId, body);
   }
 
   /**
@@ -168,57 +98,12 @@ export class PodsService {
    * not fit releases those reserved before it (400 NO_CAPACITY). They are stored in one
    * transaction. `members[i].env` is platform env (rank, addresses) layered over the tenant's.
    */
-  async createGroup(
+  createGroup(
     accountId: string,
     body: CreatePodInput,
     group: { clusterId: string; members: ReadonlyArray<ClusterMemberInput> },
   ): Promise<PodRecord[]> {
-    this.#assertRuntimeAvailable();
-    const { catalog } = this.#d.config;
-    const settings = resolveCreate(body, null, catalog);
-    assertEnvAllowed(this.#d.runtime, settings.env, settings.image);
-    await assertImageAllowed(this.#d.registryGuard, settings.image);
-    const volumeDataCenterId = settings.mounts.network?.length
-      ? (await this.#volume(accountId, settings.mounts.network[0]!.volumeId)).dataCenterId
-      : null;
-    const sshKeys = settings.startSsh ? await this.#d.accounts.getSshKeys(accountId) : [];
-    const n = group.members.length;
-    const gpus = settings.compute.kind === 'gpu' ? settings.compute.count * n : 0;
-    const place = async (): Promise<PodRecord[]> => {
-      const ids = group.members.map(() => newSortableId());
-      const placements = placeTogether(
-        this.#d.controller.instances,
-        this.#d.inventory,
-        ids,
-        placementRequest(settings, volumeDataCenterId),
-      );
-      const pods = group.members.map((m, i) =>
-        newPodRecord({
-          id: ids[i]!,
-          accountId,
-          settings: { ...settings, name: m.name },
-          placement: placements[i]!,
-          volumeDataCenterId,
-          hiddenEnv: { ...injectedEnv(settings, sshKeys, generatePassword), ...m.env },
-          globalIp: null,
-          cluster: { id: group.clusterId, member: m.cluster },
-          now: this.#d.clock.now(),
-          catalog: this.#d.config.catalog,
-        }),
-      );
-      try {
-        await this.store.withTransaction(async (tx) => {
-          for (const pod of pods) await this.store.insert(pod, tx);
-        });
-      } catch (err) {
-        for (const id of ids) this.#d.controller.instances.release(id);
-        throw err;
-      }
-      for (const pod of pods) this.#d.controller.kick(pod.id, pod);
-      return pods;
-    };
-    const quota = this.#d.quota;
-    return quota ? quota.admit(accountId, { pods: n, gpus }, place) : place();
+    return this.#creation.createGroup(accountId, body, group);
   }
 
   /** Renders stored pods (a cluster's members) as the pod routes answer them. */
@@ -232,7 +117,7 @@ export class PodsService {
    */
   async terminateMember(accountId: string, pod: PodRecord): Promise<void> {
     if (pod.status === 'TERMINATED') return;
-    this.#assertRuntimeAvailable('The cluster cannot be deleted right now');
+    assertRuntimeAvailable(this.#d.runtime, 'The cluster cannot be deleted right now');
     await this.#d.controller.act(pod.id, 'terminate', { asCluster: true });
     this.#d.quota?.released(accountId);
   }
@@ -280,9 +165,13 @@ export class PodsService {
     // fleet queues them for a host that is away and sends nothing to a revoked one, so a lost
     // host's pods can always be stopped and terminated).
     if (action === 'start' || action === 'restart') {
-      this.#assertRuntimeAvailable('No instance can be started right now');
-      this.#assertHostReachable(pod, action === 'start' ? 'started' : 'restarted');
-    } else this.#assertRuntimeAvailable(`The pod cannot be ${action === 'stop' ? 'stopped' : 'terminated'} right now`);
+      assertRuntimeAvailable(this.#d.runtime, 'No instance can be started right now');
+      assertHostReachable(this.#d.runtime, pod, action === 'start' ? 'started' : 'restarted');
+    } else
+      assertRuntimeAvailable(
+        this.#d.runtime,
+        `The pod cannot be ${action === 'stop' ? 'stopped' : 'terminated'} right now`,
+      );
     const quota = this.#d.quota;
     if (action === 'start' && quota && pod.desiredStatus !== 'RUNNING' && pod.gpuCount > 0)
       return this.#views.render(
@@ -308,7 +197,7 @@ export class PodsService {
     const fields = effectivePatch(patch, template);
     if (fields.ports) checkPorts(fields.ports);
     if (fields.image !== undefined) await assertImageAllowed(this.#d.registryGuard, fields.image);
-    if (patch.registry) await this.#checkRegistry(accountId, patch.registry);
+    if (patch.registry) await checkRegistry(this.#d.registries, accountId, patch.registry);
     const updated = await this.#d.controller.reconfigure(id, (pod) => {
       const changes: PodChanges = {};
       if (fields.name !== undefined) changes.name = fields.name;
@@ -331,7 +220,7 @@ export class PodsService {
       const restart = RESTARTING_FIELDS.some(differs);
       // A running pod sees the change by restarting, which its host must be there for.
       if (restart && pod.desiredStatus === 'RUNNING' && LIVE_STATUSES.has(pod.status))
-        this.#assertHostReachable(pod, 'restarted with the change');
+        assertHostReachable(this.#d.runtime, pod, 'restarted with the change');
       return { changes, restart, reallocate };
     });
     return this.#views.render(updated);
@@ -343,60 +232,9 @@ export class PodsService {
     return { podId, ...accruedUsage(await this.store.listUsage(podId), this.#d.clock.now()) };
   }
 
-  // ---------------------------------------------------------------------------------------------
-
-  /** 503 RUNTIME_UNAVAILABLE while the runtime as a whole cannot start instances: nothing is stored or reserved. */
-  #assertRuntimeAvailable(what = 'No instance can be started right now'): void {
-    const reason = this.#d.runtime.unavailable?.() ?? null;
-    if (reason !== null)
-      throw new ApiError(
-        'RUNTIME_UNAVAILABLE',
-        `${what}: ${reason}. Nothing was created or changed; try again once the runtime is back.`,
-      );
-  }
-
-  /**
-   * 409 HOST_UNAVAILABLE while the pod's own host cannot start anything (a fleet host that is
-   * unreachable, or revoked): nothing is changed, and the detail says what still works.
-   */
-  #assertHostReachable(pod: PodRecord, what: string): void {
-    const reason = pod.hostId === null ? null : (this.#d.runtime.unavailable?.(pod.hostId) ?? null);
-    if (reason !== null)
-      throw new ApiError(
-        'HOST_UNAVAILABLE',
-        `Pod "${pod.id}" cannot be ${what}: ${reason}. Nothing was changed. It can still be stopped or terminated; once its host reports again it can be started (a revoked host never does: terminate the pod and create a new one).`,
-      );
-  }
-
   async #owned(accountId: string, id: string): Promise<PodRecord> {
     const pod = await this.store.getOwned(accountId, id);
     if (!pod) throw notFound('pod', id);
     return pod;
-  }
-
-  async #checkRegistry(accountId: string, registryId: string): Promise<void> {
-    try {
-      await this.#d.registries.get(accountId, registryId);
-    } catch (err) {
-      if (isApiError(err) && err.code === 'NOT_FOUND')
-        throw new ApiError(
-          'UNKNOWN_REFERENCE',
-          `Unknown registry "${registryId}": it is not one of this account's registry credentials (GET /v2/registries).`,
-        );
-      throw err;
-    }
-  }
-
-  async #volume(accountId: string, volumeId: string) {
-    try {
-      return await this.#d.volumes.get(accountId, volumeId);
-    } catch (err) {
-      if (isApiError(err) && err.code === 'NOT_FOUND')
-        throw new ApiError(
-          'UNKNOWN_REFERENCE',
-          `Unknown network volume "${volumeId}": it is not one of this account's volumes (GET /v2/network-volumes).`,
-        );
-      throw err;
-    }
   }
 }

@@ -1,0 +1,189 @@
+/**
+ * A pod's creation, and a cluster's member pods': the request resolved against its template and
+ * the catalog (pod-rules.ts), the tenant's env and image checked, the references checked, then,
+ * under the account's quotas, placed and reserved, stored PROVISIONING and handed to the
+ * controller, which starts it right after.
+ */
+import { randomBytes } from 'node:crypto';
+import type { AccountsService } from '../accounts/accounts-service.js';
+import type { Catalog } from '../domain/catalog.js';
+import type { Clock } from '../domain/clock.js';
+import type { ClusterMember } from '../domain/cluster.js';
+import { ApiError } from '../domain/errors.js';
+import { newSortableId } from '../domain/ids.js';
+import type { Inventory } from '../inventory/inventory.js';
+import type { ResourceQuota } from '../quotas/resource-quota.js';
+import type { RegistriesService } from '../registries/registries-service.js';
+import { assertEnvAllowed } from '../runtime/env-allowed.js';
+import { assertImageAllowed, type RegistryGuard } from '../runtime/registry-guard.js';
+import type { Runtime } from '../runtime/runtime.js';
+import type { PodRecord } from '../store/pod-record.js';
+import type { TemplatesService } from '../templates/templates-service.js';
+import type { VolumesService } from '../volumes/volumes-service.js';
+import { assertRuntimeAvailable } from './pod-availability.js';
+import type { PodController } from './pod-controller.js';
+import { placeTogether } from './pod-group-placement.js';
+import { newPodRecord, placementRequest } from './pod-record.js';
+import { checkRegistry, volumeOf } from './pod-references.js';
+import { injectedEnv, resolveCreate, type CreatePodInput, type PodSettings } from './pod-rules.js';
+import { templateDefaults } from './pod-template.js';
+import type { PodView } from './pod-view.js';
+import type { PodViews } from './pod-views.js';
+
+export interface PodCreationDeps {
+  controller: Pick<PodController, 'store' | 'addresses' | 'instances' | 'kick'>;
+  inventory: Pick<Inventory, 'availableHosts'>;
+  runtime: Pick<Runtime, 'refusedEnv' | 'unavailable'>;
+  templates: Pick<TemplatesService, 'resolveForPod'>;
+  volumes: Pick<VolumesService, 'get'>;
+  registries: Pick<RegistriesService, 'get'>;
+  accounts: Pick<AccountsService, 'getSshKeys'>;
+  clock: Clock;
+  config: { catalog: Catalog };
+  /** The pods and GPUs quotas; without it, none apply. */
+  quota?: Pick<ResourceQuota, 'admit'>;
+  /** Refuses images from registries the engine may not pull from (runtime docker). @default none: every image passes */
+  registryGuard?: Pick<RegistryGuard, 'refusal'> | null;
+}
+
+/** One member of a cluster to create: its pod name, rank/role/address and platform env. */
+export interface ClusterMemberInput {
+  name: string;
+  cluster: ClusterMember;
+  env: Record<string, string>;
+}
+
+const generatePassword = (): string => randomBytes(18).toString('base64url');
+
+export class PodCreation {
+  readonly #d: PodCreationDeps;
+  readonly #views: Pick<PodViews, 'view'>;
+
+  constructor(deps: PodCreationDeps, views: Pick<PodViews, 'view'>) {
+    this.#d = deps;
+    this.#views = views;
+  }
+
+  /** Validates, places and stores a pod (PROVISIONING); the controller starts it right after. */
+  async create(accountId: string, body: CreatePodInput): Promise<PodView> {
+    assertRuntimeAvailable(this.#d.runtime);
+    const { catalog } = this.#d.config;
+    const template = body.templateId
+      ? templateDefaults(await this.#d.templates.resolveForPod(accountId, body.templateId))
+      : null;
+    const settings = resolveCreate(body, template, catalog);
+    assertEnvAllowed(this.#d.runtime, settings.env, settings.image);
+    await assertImageAllowed(this.#d.registryGuard, settings.image);
+    if (settings.registry !== null) await checkRegistry(this.#d.registries, accountId, settings.registry);
+    const volumeDataCenterId = settings.mounts.network?.length
+      ? (await volumeOf(this.#d.volumes, accountId, settings.mounts.network[0]!.volumeId)).dataCenterId
+      : null;
+    const sshKeys = settings.startSsh ? await this.#d.accounts.getSshKeys(accountId) : [];
+    const hiddenEnv = injectedEnv(settings, sshKeys, generatePassword);
+
+    const gpus = settings.compute.kind === 'gpu' ? settings.compute.count : 0;
+    const quota = this.#d.quota;
+    return quota
+      ? quota.admit(accountId, { pods: 1, gpus }, () => this.#place(accountId, settings, volumeDataCenterId, hiddenEnv))
+      : this.#place(accountId, settings, volumeDataCenterId, hiddenEnv);
+  }
+
+  /** Places, reserves and stores the pod (the step the quotas guard). */
+  async #place(
+    accountId: string,
+    settings: PodSettings,
+    volumeDataCenterId: string | null,
+    hiddenEnv: Record<string, string>,
+  ): Promise<PodView> {
+    const id = newSortableId();
+    const request = placementRequest(settings, volumeDataCenterId);
+    const globalIp = settings.globalNetworking ? await this.#d.controller.addresses.allocate() : null;
+    if (settings.globalNetworking && globalIp === null)
+      throw new ApiError('NO_CAPACITY', 'No global networking address is free: the configured pool is exhausted.');
+    const placed = this.#d.controller.instances.place(id, request);
+    if (!placed.ok) {
+      this.#d.controller.addresses.release(globalIp);
+      throw new ApiError('NO_CAPACITY', placed.reason);
+    }
+    const pod = newPodRecord({
+      id,
+      accountId,
+      settings,
+      placement: placed.placement,
+      volumeDataCenterId,
+      hiddenEnv,
+      globalIp,
+      cluster: null,
+      now: this.#d.clock.now(),
+      catalog: this.#d.config.catalog,
+    });
+    try {
+      await this.#d.controller.store.insert(pod);
+    } catch (err) {
+      this.#d.controller.instances.release(id);
+      this.#d.controller.addresses.release(globalIp);
+      throw err;
+    }
+    this.#d.controller.kick(id, pod);
+    return this.#views.view(pod, { live: null, justCreated: true });
+  }
+
+  /**
+   * Creates a cluster's member pods (docs/clusters.md): one shape from `body`, all placed in one
+   * data center or none — every member is reserved before any is stored, and a member that does
+   * not fit releases those reserved before it (400 NO_CAPACITY). They are stored in one
+   * transaction. `members[i].env` is platform env (rank, addresses) layered over the tenant's.
+   */
+  async createGroup(
+    accountId: string,
+    body: CreatePodInput,
+    group: { clusterId: string; members: ReadonlyArray<ClusterMemberInput> },
+  ): Promise<PodRecord[]> {
+    assertRuntimeAvailable(this.#d.runtime);
+    const { catalog } = this.#d.config;
+    const settings = resolveCreate(body, null, catalog);
+    assertEnvAllowed(this.#d.runtime, settings.env, settings.image);
+    await assertImageAllowed(this.#d.registryGuard, settings.image);
+    const volumeDataCenterId = settings.mounts.network?.length
+      ? (await volumeOf(this.#d.volumes, accountId, settings.mounts.network[0]!.volumeId)).dataCenterId
+      : null;
+    const sshKeys = settings.startSsh ? await this.#d.accounts.getSshKeys(accountId) : [];
+    const n = group.members.length;
+    const gpus = settings.compute.kind === 'gpu' ? settings.compute.count * n : 0;
+    const place = async (): Promise<PodRecord[]> => {
+      const ids = group.members.map(() => newSortableId());
+      const placements = placeTogether(
+        this.#d.controller.instances,
+        this.#d.inventory,
+        ids,
+        placementRequest(settings, volumeDataCenterId),
+      );
+      const pods = group.members.map((m, i) =>
+        newPodRecord({
+          id: ids[i]!,
+          accountId,
+          settings: { ...settings, name: m.name },
+          placement: placements[i]!,
+          volumeDataCenterId,
+          hiddenEnv: { ...injectedEnv(settings, sshKeys, generatePassword), ...m.env },
+          globalIp: null,
+          cluster: { id: group.clusterId, member: m.cluster },
+          now: this.#d.clock.now(),
+          catalog: this.#d.config.catalog,
+        }),
+      );
+      try {
+        await this.#d.controller.store.withTransaction(async (tx) => {
+          for (const pod of pods) await this.#d.controller.store.insert(pod, tx);
+        });
+      } catch (err) {
+        for (const id of ids) this.#d.controller.instances.release(id);
+        throw err;
+      }
+      for (const pod of pods) this.#d.controller.kick(pod.id, pod);
+      return pods;
+    };
+    const quota = this.#d.quota;
+    return quota ? quota.admit(accountId, { pods: n, gpus }, place) : place();
+  }
+}
