@@ -50,10 +50,10 @@ const PodPage = lazyPage(() => import('./pages/pod.js').then((m) => m.PodPage));
 const CreatePodPage = lazyPage(() => import('./pages/pod-create.js').then((m) => m.CreatePodPage));
 const ServerlessPage = lazyPage(() => import('./pages/serverless.js').then((m) => m.ServerlessPage));
 const EndpointPage = lazyPage(() => import('./pages/endpoint.js').then((m) => m.EndpointPage));
-const TemplatesPage = lazyPage(() => import('./pages/resources.js').then((m) => m.TemplatesPage));
-const VolumesPage = lazyPage(() => import('./pages/resources.js').then((m) => m.VolumesPage));
-const RegistriesPage = lazyPage(() => import('./pages/resources.js').then((m) => m.RegistriesPage));
-const SshKeysPage = lazyPage(() => import('./pages/resources.js').then((m) => m.SshKeysPage));
+const TemplatesPage = lazyPage(() => import('./pages/templates.js').then((m) => m.TemplatesPage));
+const VolumesPage = lazyPage(() => import('./pages/volumes.js').then((m) => m.VolumesPage));
+const RegistriesPage = lazyPage(() => import('./pages/registries.js').then((m) => m.RegistriesPage));
+const SshKeysPage = lazyPage(() => import('./pages/ssh-keys.js').then((m) => m.SshKeysPage));
 const ApiKeysPage = lazyPage(() => import('./pages/api-keys.js').then((m) => m.ApiKeysPage));
 const UsagePage = lazyPage(() => import('./pages/usage.js').then((m) => m.UsagePage));
 
