@@ -10,7 +10,7 @@ import { dirname, join } from 'node:path';
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const compiled = join(root, 'dist', 'cli', 'main.js');
 // the compiled command line in one file (scripts/bundle.mjs): it loads in about a third of the time
-const bundled = join(root, 'dist', 'cli', 'gantry.mjs');
+const bundled = join(root, 'dist', 'bundle', 'main.js');
 const sources = join(root, 'src');
 
 function newestSource(dir) {

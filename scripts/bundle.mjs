@@ -1,17 +1,20 @@
-// Bundles the compiled command line (dist/cli/main.js) and what it loads into one file,
-// dist/cli/gantry.mjs, which bin/gantry.js runs. Node 20 has no compile cache and resolves each of
+// Bundles the compiled command line (dist/cli/main.js) and what it loads into dist/bundle/main.js
+// (what every command loads) and chunks beside it (what one command or runtime loads, when it
+// does), which bin/gantry.js runs. Node 20 has no compile cache and resolves each of
 // the ~440 compiled files and the packages' own files one by one: in one file the server's code
 // loads in about a third of the time (docs/status.md, "Start to ready"). Run by `npm run build`
-// after tsc.
+// after tsc. Every file is written in one folder: code that finds a file beside its module
+// (package.json two folders up, the watchdog's script) finds it from there as from dist/cli.
 //
 // Left outside the bundle: native addons, and the packages that find files of their own beside
 // their code at run time (pino's and thread-stream's worker scripts, swagger-ui's static files,
 // @fastify/swagger's package.json).
 import { build } from 'esbuild';
-import { copyFileSync } from 'node:fs';
+import { copyFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 
 const root = join(import.meta.dirname, '..');
+const out = join(root, 'dist', 'bundle');
 const EXTERNAL = [
   'better-sqlite3',
   'node-pty',
@@ -24,9 +27,12 @@ const EXTERNAL = [
   '@fastify/swagger-ui',
 ];
 
+rmSync(out, { recursive: true, force: true });
 await build({
-  entryPoints: [join(root, 'dist', 'cli', 'main.js')],
-  outfile: join(root, 'dist', 'cli', 'gantry.mjs'),
+  entryPoints: { main: join(root, 'dist', 'cli', 'main.js') },
+  outdir: out,
+  chunkNames: '[name]-[hash]',
+  splitting: true,
   bundle: true,
   platform: 'node',
   format: 'esm',
@@ -42,5 +48,5 @@ await build({
 // the process runtime's watchdog runs as its own process from the file beside its module
 copyFileSync(
   join(root, 'dist', 'runtime', 'process', 'watchdog-process.mjs'),
-  join(root, 'dist', 'cli', 'watchdog-process.mjs'),
+  join(out, 'watchdog-process.mjs'),
 );

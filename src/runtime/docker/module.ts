@@ -25,9 +25,8 @@ interface DockerPrepared {
   load: () => Promise<DockerRuntimeModule>;
 }
 
-const DOCKER_RUNTIME_MODULE = './docker-runtime.js';
-const importDockerRuntime = (): Promise<DockerRuntimeModule> =>
-  import(DOCKER_RUNTIME_MODULE) as Promise<DockerRuntimeModule>;
+/** Loaded only by a server that runs containers (the bundle keeps it in a chunk of its own). */
+const importDockerRuntime = (): Promise<DockerRuntimeModule> => import('./docker-runtime.js');
 
 /** A config `runtime.docker.firewall.allow` entry (`10.0.0.5`, `10.0.0.0/8`, `10.0.0.5:5432`), as the schema checked it. */
 function allowedDestination(entry: string): { cidr: string; port: number | null } {
