@@ -46,7 +46,4 @@ await build({
   },
 });
 // the process runtime's watchdog runs as its own process from the file beside its module
-copyFileSync(
-  join(root, 'dist', 'runtime', 'process', 'watchdog-process.mjs'),
-  join(out, 'watchdog-process.mjs'),
-);
+copyFileSync(join(root, 'dist', 'runtime', 'process', 'watchdog-process.mjs'), join(out, 'watchdog-process.mjs'));
