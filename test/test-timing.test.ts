@@ -11,7 +11,10 @@
  * - (a timer racing what is awaited, `Promise.race([exited, sleep(20_000)])`, is a ceiling, not a
  *   wait: it only has to be at least 100 ms;)
  * - a timeout under 100 ms: a number literal below 100 given to a property or parameter whose name
- *   says timeout (`timeoutMs: 20`), or to `AbortSignal.timeout`.
+ *   says timeout (`timeoutMs: 20`), or to `AbortSignal.timeout`; (an object given to a call whose
+ *   answer an assertion compares at once, `assert.equal(checkingIntervalMs({ requestTimeoutMs: 20 }), 10)`,
+ *   is the input of a computation, not a timeout set on anything running: nothing is awaited between
+ *   them, so nothing waits on it;)
  *
  * Time in a test is the injected clock's (`FakeClock`, `FakeTimers`); a wait for something real is
  * a wait for a condition (`eventually`, `until`) with a generous ceiling. The helpers that
@@ -44,7 +47,6 @@ const ALLOWED: Record<string, string> = {
 const NOT_YET: Record<string, string> = {
   'src/fleet/fleet-streams.test.ts':
     'a negative check (a slow reader holds the producer back for 800 ms), a fake enqueue that is slow on purpose, and a pause for unhandled rejections',
-  'src/http/listener-limits.test.ts': 'not a timer: requestTimeoutMs is the input of a pure function',
   'src/logs/log-streams.test.ts':
     'a negative check (the source does not run ahead in 100 ms), a fake read that is slow on purpose, a close while reading',
   'src/runtime/docker/container-sampler.test.ts': 'negative checks on a real engine: no stats call in 200–300 ms',
@@ -91,6 +93,23 @@ interface Finding {
   file: string;
   line: number;
   what: string;
+}
+
+/** Assertions given a promise or a function: what they are given runs, and may wait on its timeouts. */
+const RUNNING_ASSERTIONS = new Set(['assert.rejects', 'assert.doesNotReject', 'assert.throws', 'assert.doesNotThrow']);
+
+/**
+ * `assert.equal(checkingIntervalMs({ requestTimeoutMs: 20, … }), 10)`: an object given to a call
+ * that is itself given to an assertion, with nothing between them (no `await`, no function): the
+ * call's answer is compared at once, so its timeouts are values computed over, not waited on.
+ */
+function computedInAssertion(object: ts.ObjectLiteralExpression): boolean {
+  const call = object.parent;
+  if (!ts.isCallExpression(call) || !call.arguments.includes(object)) return false;
+  const assertion = call.parent;
+  if (!ts.isCallExpression(assertion) || !assertion.arguments.includes(call)) return false;
+  const name = calleeName(assertion);
+  return (name === 'assert' || (name?.startsWith('assert.') ?? false)) && !RUNNING_ASSERTIONS.has(name!);
 }
 
 /** The number a literal (or `-`/`_`-separated literal) stands for, or null when it is not one. */
@@ -164,7 +183,13 @@ function findRealTimeWaits(file: string, source: string): Finding[] {
     }
     if (ts.isPropertyAssignment(node) && (ts.isIdentifier(node.name) || ts.isStringLiteral(node.name))) {
       const ms = literalNumber(node.initializer);
-      if (isTimeoutName(node.name.text) && ms !== null && ms > 0 && ms < MIN_TIMEOUT_MS)
+      if (
+        isTimeoutName(node.name.text) &&
+        ms !== null &&
+        ms > 0 &&
+        ms < MIN_TIMEOUT_MS &&
+        !(ts.isObjectLiteralExpression(node.parent) && computedInAssertion(node.parent))
+      )
         add(node, `${node.name.text}: ${ms}: a timeout under ${MIN_TIMEOUT_MS} ms`);
     }
     ts.forEachChild(node, visit);
@@ -216,7 +241,7 @@ test('every file the rule lets wait for now still does (the list only shrinks)',
   assert.deepEqual(done, [], 'files to take off NOT_YET');
 });
 
-test('the rule finds fixed real-time waits, promise timers and short timeouts, and passes waits on the clock or on a condition', () => {
+test('the rule finds fixed real-time waits, promise timers and short timeouts, and passes waits on the clock or on a condition, and timeouts a pure computation is asserted on', () => {
   const src = `
     import { setTimeout as sleepFor } from 'node:timers/promises';
     await new Promise((r) => setTimeout(r, 500));
@@ -228,6 +253,9 @@ test('the rule finds fixed real-time waits, promise timers and short timeouts, a
     run({ 'requestTimeoutMs': 50 });
     setTimeout(() => resolve(), 200);
     setTimeout(() => child.kill(), 20);
+    assert.equal(await call({ timeoutMs: 20 }), 1);
+    await assert.rejects(call({ timeoutMs: 20 }));
+    assert.ok(start({ server: { timeoutMs: 20 } }));
     // what is allowed
     await new Promise((r) => setTimeout(r, 0));
     setTimeout(done, ms);
@@ -239,6 +267,7 @@ test('the rule finds fixed real-time waits, promise timers and short timeouts, a
     run({ timeoutMs: 100, idleTimeoutMs: 60_000, headersTimeoutMs: 0, idleTimeout: 5 });
     setTimeout(() => child.kill('SIGKILL'), 10_000);
     AbortSignal.timeout(60_000);
+    assert.equal(checkingIntervalMs({ requestTimeoutMs: 20, headersTimeoutMs: 0 }), 10);
   `;
   assert.deepEqual(
     findRealTimeWaits('x.test.ts', src).map((f) => [f.line, f.what]),
@@ -253,6 +282,9 @@ test('the rule finds fixed real-time waits, promise timers and short timeouts, a
       [9, 'requestTimeoutMs: 50: a timeout under 100 ms'],
       [10, 'setTimeout(…, 200): a real-time wait of a fixed length'],
       [11, 'setTimeout(…, 20): a real-time wait of a fixed length'],
+      [12, 'timeoutMs: 20: a timeout under 100 ms'],
+      [13, 'timeoutMs: 20: a timeout under 100 ms'],
+      [14, 'timeoutMs: 20: a timeout under 100 ms'],
     ],
   );
 });
