@@ -6,9 +6,12 @@
  */
 import { describe, test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
+import { subscribe, unsubscribe } from 'node:diagnostics_channel';
 import { createServer, request, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { AddressInfo, Socket } from 'node:net';
 import { PassThrough, Duplex } from 'node:stream';
+import { until } from '../../test/support/eventually.js';
+import { settle } from '../../test/support/fake-timers.js';
 import { StreamDialer, type StreamOperation } from '../agent/stream-dialer.js';
 import type { OutputLine, OutputQuery, ShellRequest, ShellSession } from '../runtime/runtime.js';
 import { FleetStreams } from './fleet-streams.js';
@@ -39,6 +42,8 @@ function echoShell(sizes: Array<[number, number]>): ShellSession {
 describe('streams between the control plane and an agent', () => {
   let server: Server;
   let url: string;
+  /** The control plane's side of each dial-back, as it was upgraded. */
+  const upgraded: Socket[] = [];
   let streams: FleetStreams;
   let dialer: StreamDialer;
   const sizes: Array<[number, number]> = [];
@@ -49,6 +54,7 @@ describe('streams between the control plane and an agent', () => {
   before(async () => {
     server = createServer((_req, res) => res.end());
     server.on('upgrade', (req, socket, head) => {
+      upgraded.push(socket as Socket);
       if (!streams.handleUpgrade(req, socket, head)) socket.destroy();
     });
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -155,22 +161,44 @@ describe('streams between the control plane and an agent', () => {
   test('a reader that does not keep up holds the agent back instead of being buffered for', async () => {
     let produced = 0;
     outputOf = async function* (_id, query) {
-      while (!query.signal.aborted) {
+      // far more than socket buffers hold, then nothing until the reader leaves
+      while (!query.signal.aborted && produced < 50_000) {
         produced++;
         yield { ts: produced, line: 'x'.repeat(1000) };
       }
+      if (!query.signal.aborted) await new Promise((r) => query.signal.addEventListener('abort', r, { once: true }));
     };
+    // The agent's end of the connection: the client socket its dial-back opens.
+    const agentSockets: Socket[] = [];
+    const onClientSocket = (message: unknown) => agentSockets.push((message as { socket: Socket }).socket);
+    subscribe('net.client.socket', onClientSocket);
     const leave = new AbortController();
     const iterator = streams.output('host-a', 'pod-1', { follow: true, signal: leave.signal })[Symbol.asyncIterator]();
-    await iterator.next();
-    await new Promise((r) => setTimeout(r, 500));
-    const held = produced;
-    await new Promise((r) => setTimeout(r, 300));
-    // Socket buffers hold a bounded amount (a few MB at most); an unbounded reader would be far past it.
-    assert.ok(produced - held < 50, `the agent went on producing (${held} → ${produced})`);
-    assert.ok(produced < 20_000, `${produced} lines were read ahead of a reader that took one`);
-    leave.abort();
-    await iterator.return?.(undefined);
+    try {
+      await iterator.next();
+      const controlPlane = upgraded.at(-1)!;
+      const agent = () => agentSockets.find((s) => !s.destroyed && s.localPort === controlPlane.remotePort);
+      // Held back: the agent's writes wait for a drain, and the control plane's side has stopped
+      // reading (its buffer is full), so only the reader's reading can bring that drain. A control
+      // plane that buffered for the reader would keep reading, and this would never hold.
+      await until(
+        'the agent waits on a connection the reader does not empty',
+        () =>
+          produced >= 20_000 ||
+          (agent()?.writableNeedDrain === true && controlPlane.readableLength >= controlPlane.readableHighWaterMark),
+      );
+      const held = produced;
+      // Every callback pending has run: an agent that did not wait for the drain would have read on.
+      await settle();
+      // Socket buffers hold a bounded amount (a few MB at most); an unbounded reader would be far past it.
+      assert.ok(produced - held < 50, `the agent went on producing (${held} → ${produced})`);
+      assert.ok(produced < 20_000, `${produced} lines were read ahead of a reader that took one`);
+      assert.equal(agent()?.writableNeedDrain, true, 'the agent still waits for the reader');
+    } finally {
+      unsubscribe('net.client.socket', onClientSocket);
+      leave.abort();
+      await iterator.return?.(undefined);
+    }
   });
 
   test('a shell carries keystrokes, output, window sizes and the exit code', async () => {
@@ -198,10 +226,15 @@ describe('streams between the control plane and an agent', () => {
     const unhandled: unknown[] = [];
     const onUnhandled = (reason: unknown) => unhandled.push(reason);
     process.on('unhandledRejection', onUnhandled);
+    // the database write of the operation is under way until the test lets it end
+    let queuing!: () => void;
+    const queued = new Promise<void>((resolve) => (queuing = resolve));
+    let written!: () => void;
+    const write = new Promise<void>((resolve) => (written = resolve));
     const slow = new FleetStreams({
-      // the database write of the operation takes a while
       enqueue: async (_hostId, op) => {
-        await new Promise((r) => setTimeout(r, 100));
+        queuing();
+        await write;
         return { ...op, id: 'op-slow', seq: 1 };
       },
       authenticate: async () => ({ hostId: 'host-a' }),
@@ -212,9 +245,13 @@ describe('streams between the control plane and an agent', () => {
       const reading = (async () => {
         for await (const _ of slow.output('host-a', 'pod-1', { follow: true, signal: leave.signal }));
       })();
+      await queued;
       leave.abort();
+      // Node reports a rejection nobody handles once the callbacks pending have run.
+      await settle();
+      written();
       await reading.catch(() => undefined);
-      await new Promise((r) => setTimeout(r, 50));
+      await settle();
       assert.deepEqual(unhandled, []);
     } finally {
       process.off('unhandledRejection', onUnhandled);
