@@ -7,6 +7,7 @@ import { parseEventId } from './log-cursor.js';
 import { LogStreams, afterCursor, mergeByTs, type LogEntry, type LogEvent, type LogTarget } from './log-streams.js';
 import { SharedOutput } from '../runtime/shared-output.js';
 import { MemoryOutput } from '../../test/support/memory-output.js';
+import { settle } from '../../test/support/fake-timers.js';
 
 /** A system log with no lines that never wakes a follower before its timeout. */
 const quietSystemLog = {
@@ -26,11 +27,12 @@ describe('log streams', () => {
     const runtime = {
       async *output(_id: string, q: OutputQuery): AsyncGenerator<OutputLine> {
         if (!q.follow) return;
-        // an instance printing without end
-        while (!q.signal.aborted) {
+        // an instance printing far more than the queue holds, then nothing until the reader leaves
+        while (!q.signal.aborted && produced < 10_000) {
           produced++;
           yield { ts: 1_000 + produced, line: `line ${produced}` };
         }
+        if (!q.signal.aborted) await new Promise((r) => q.signal.addEventListener('abort', r, { once: true }));
       },
     };
     const streams = new LogStreams({
@@ -41,11 +43,15 @@ describe('log streams', () => {
     });
     const abort = new AbortController();
     const it = streams.open(alive, { start: { tail: 0 }, signal: abort.signal })[Symbol.asyncIterator]();
-    assert.equal((await it.next()).value?.line, 'line 1');
-    await new Promise((r) => setTimeout(r, 100));
-    assert.ok(produced <= 16 + 3, `the source ran ahead by ${produced} lines`);
-    abort.abort();
-    await it.return?.(undefined);
+    try {
+      assert.equal((await it.next()).value?.line, 'line 1');
+      // Every callback pending has run: a source the queue did not hold back would have read on.
+      await settle();
+      assert.ok(produced <= 16 + 3, `the source ran ahead by ${produced} lines`);
+    } finally {
+      abort.abort();
+      await it.return?.(undefined);
+    }
   });
 
   test("output the runtime cannot read now is told as the stream's last platform line, after the kept platform lines", async () => {
@@ -174,13 +180,16 @@ describe('log streams', () => {
       },
     };
     let reads = 0;
+    let sawC!: () => void;
+    const readerSawC = new Promise<void>((resolve) => (sawC = resolve));
     const systemLog = {
       ...quietSystemLog,
-      // nothing kept; then, a little later, a line stamped before the container's last
+      // nothing kept; then, once the reader has the container's last line, a line stamped before it
       read: async (): Promise<SystemLogRow[]> => {
         if (++reads === 1) return [];
-        await new Promise((r) => setTimeout(r, 50));
-        return reads === 2 ? [{ seq: 1, instanceId: 'pod1', ts: 5_500, line: 'late' }] : [];
+        if (reads > 2) return [];
+        await readerSawC;
+        return [{ seq: 1, instanceId: 'pod1', ts: 5_500, line: 'late' }];
       },
     };
     const streams = new LogStreams({ runtime, systemLog, clock: new FakeClock(7_000) });
@@ -188,6 +197,7 @@ describe('log streams', () => {
     const events: string[] = [];
     for await (const e of streams.open(alive, { start: { tail: 100 }, signal: abort.signal })) {
       events.push(`${e.id} ${e.line}`);
+      if (e.line === 'c') sawC();
       if (events.length === 4) abort.abort();
     }
     assert.deepEqual(events, [
@@ -204,17 +214,21 @@ describe('log streams', () => {
   });
 
   test('server shutdown ends every open stream', async () => {
+    let reading!: () => void;
+    const outputRead = new Promise<void>((resolve) => (reading = resolve));
     const runtime = {
       async *output(_id: string, q: OutputQuery): AsyncGenerator<OutputLine> {
+        reading();
         await new Promise((r) => q.signal.addEventListener('abort', r, { once: true }));
       },
     };
     const streams = new LogStreams({ runtime, systemLog: quietSystemLog, clock: new FakeClock(1) });
-    const reading = (async () => {
+    const streaming = (async () => {
       for await (const _ of streams.open(alive, { start: { tail: 0 }, signal: new AbortController().signal })) void _;
     })();
-    await new Promise((r) => setTimeout(r, 20));
+    // the stream is open and waits on the instance's output
+    await outputRead;
     streams.close();
-    await reading;
+    await streaming;
   });
 });
