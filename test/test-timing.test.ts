@@ -50,8 +50,6 @@ const NOT_YET: Record<string, string> = {
   'src/serverless/webhook-dispatcher.test.ts': 'a fake receiver that is slow on purpose, so deliveries overlap',
   'src/store/system-log-store.test.ts':
     "lets the other replica's first poll pass before the write; its baseline is not observable from outside",
-  'src/worker/serve.test.ts':
-    'a fake server that answers late on purpose, and a negative check (a waiting worker makes at most two takes in 500 ms)',
   'test/autoscaler.e2e.test.ts': 'a negative check on a real worker: still backed off a second later',
   'test/faults.e2e.test.ts': 'kills the server once a load ran for a while; a negative check (no fourth webhook call)',
   'test/fleet-replicas.e2e.test.ts': "a real agent's heartbeat timeout must pass (4 s) before the check",

@@ -2,6 +2,8 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { until } from '../../test/support/eventually.js';
+import { FakeTimers } from '../../test/support/fake-timers.js';
 import { serve } from './serve.js';
 
 /** A stand-in platform answering the worker's calls from `route`. */
@@ -34,13 +36,14 @@ test('a take reply cut off mid-body does not stop the worker; it takes again and
       takes += 1;
       if (takes === 1) {
         res.writeHead(200, { 'content-type': 'application/json', 'content-length': '100' });
-        res.write('{"id": "j');
-        setTimeout(() => res.destroy(), 10);
+        // the connection is cut once the head and part of the body are on their way (TCP keeps them in order)
+        res.write('{"id": "j', () => res.destroy());
       } else if (takes === 2) {
         res
           .writeHead(200, { 'content-type': 'application/json' })
           .end(JSON.stringify({ id: 'job-1', input: { n: 2 } }));
-      } else setTimeout(() => res.writeHead(204).end(), 50);
+      }
+      // later takes are long-polls with no job: they wait until the worker stops (and aborts them)
     } else if (req.url!.includes('/job-done/')) {
       posted = { url: req.url!, body, auth: req.headers.authorization };
       res.writeHead(200).end('{}');
@@ -73,11 +76,17 @@ test('a 400 from job-take (a request the platform will refuse again) makes the w
         .end('{"status":400,"detail":"Invalid worker id"}');
     } else res.writeHead(204).end();
   });
-  const worker = serve(() => ({}), { env: p.env, handleSignals: false, shutdownGraceMs: 100 });
+  const timers = new FakeTimers();
+  const worker = serve(() => ({}), { env: p.env, handleSignals: false, shutdownGraceMs: 100, timers });
   try {
-    // a spinning loop makes hundreds of takes in this time; a waiting one makes one
-    await new Promise((r) => setTimeout(r, 500));
-    assert.ok(takes >= 1 && takes <= 2, `${takes} takes in 500 ms`);
+    // a spinning loop takes again at once; a waiting one pauses on its timer
+    await until('the worker pauses or takes again', () => timers.dues.length > 0 || takes > 1);
+    assert.equal(takes, 1, 'the worker took again without waiting');
+    assert.deepEqual(timers.dues, [timers.clock.now() + 1_000], 'it waits a second');
+    await timers.advance(999);
+    assert.equal(takes, 1, 'no take before the second is over');
+    await timers.advance(1);
+    await until('the worker takes again once the second is over', () => takes === 2);
   } finally {
     await worker.stop();
     await p.close();

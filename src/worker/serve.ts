@@ -35,6 +35,17 @@ export interface ServeOptions {
   /** Install SIGTERM/SIGINT handlers that shut down gracefully. @default true */
   handleSignals?: boolean;
   log?: (message: string) => void;
+  /**
+   * How the worker pauses: after a refused or failed take, between job-stop polls, between
+   * heartbeats and before retrying a result post (a test passes fake timers). @default real timers
+   */
+  timers?: WorkerTimers;
+}
+
+/** Waiting, as an option of {@link serve}. */
+export interface WorkerTimers {
+  /** Resolves after `ms`, or at once when `signal` aborts (it never rejects). */
+  sleep(ms: number, signal?: AbortSignal): Promise<void>;
 }
 
 export interface WorkerHandle {
@@ -46,14 +57,16 @@ export interface WorkerHandle {
 }
 
 const VERSION = 'gantry-worker/0.1';
-/** Waits `ms`, or less when `signal` aborts; leaves no listener on `signal` behind. */
-const sleep = (ms: number, signal?: AbortSignal) =>
-  new Promise<void>((resolve) => {
-    if (signal?.aborted) return resolve();
-    const onAbort = () => (clearTimeout(timer), resolve());
-    const timer = setTimeout(() => (signal?.removeEventListener('abort', onAbort), resolve()), ms);
-    signal?.addEventListener('abort', onAbort, { once: true });
-  });
+const realTimers: WorkerTimers = {
+  /** Waits `ms`, or less when `signal` aborts; leaves no listener on `signal` behind. */
+  sleep: (ms, signal) =>
+    new Promise<void>((resolve) => {
+      if (signal?.aborted) return resolve();
+      const onAbort = () => (clearTimeout(timer), resolve());
+      const timer = setTimeout(() => (signal?.removeEventListener('abort', onAbort), resolve()), ms);
+      signal?.addEventListener('abort', onAbort, { once: true });
+    }),
+};
 
 const isAsyncIterable = (v: unknown): v is AsyncIterable<unknown> =>
   typeof v === 'object' && v !== null && typeof (v as AsyncIterable<unknown>)[Symbol.asyncIterator] === 'function';
@@ -72,6 +85,8 @@ export function serve(handler: Handler, options: ServeOptions = {}): WorkerHandl
   const env: WorkerEnv = readWorkerEnv(options.env ?? process.env);
   const concurrency = Math.max(1, Math.floor(options.concurrency ?? 1));
   const log = options.log ?? (() => {});
+  const timers = options.timers ?? realTimers;
+  const sleep = (ms: number, signal?: AbortSignal): Promise<void> => timers.sleep(ms, signal);
   const stopping = new AbortController();
   const running = new Map<string, AbortController>();
   const headers = { authorization: env.apiKey, 'content-type': 'application/json' };
@@ -224,7 +239,8 @@ export function serve(handler: Handler, options: ServeOptions = {}): WorkerHandl
     await new Promise<void>((resolve) => stopping.signal.addEventListener('abort', () => resolve(), { once: true }));
     const grace = options.shutdownGraceMs ?? 30_000;
     const deadline = Date.now() + grace;
-    while (running.size > 0 && Date.now() < deadline) await sleep(50);
+    // The grace is real time (its deadline is read from the wall clock), whatever the pauses wait on.
+    while (running.size > 0 && Date.now() < deadline) await realTimers.sleep(50);
     for (const abort of running.values()) abort.abort(new Error('worker shutting down'));
     await loops;
     http.close();
