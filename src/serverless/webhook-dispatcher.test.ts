@@ -4,6 +4,8 @@ import { Writable } from 'node:stream';
 import pino from 'pino';
 import { openTestDb, type TestDb } from '../../test/support/harness.js';
 import { startReceiver, type WebhookReceiver } from '../../test/support/webhook-receiver.js';
+import { until } from '../../test/support/eventually.js';
+import { settle } from '../../test/support/fake-timers.js';
 import { FakeClock } from '../domain/clock.js';
 import { openJobStore } from '../store/job-store.js';
 import { UNREACHABLE, WebhookDispatcher, type FetchLike } from './webhook-dispatcher.js';
@@ -117,18 +119,30 @@ describe('WebhookDispatcher', () => {
   test('at most `concurrency` calls are in flight at once, and every due delivery is sent', async () => {
     let inFlight = 0;
     let peak = 0;
+    // each call is answered when the test lets it, so calls overlap
+    const held: Array<() => void> = [];
     const fetch: FetchLike = async () => {
       inFlight++;
       peak = Math.max(peak, inFlight);
-      await new Promise((r) => setTimeout(r, 5));
+      await new Promise<void>((answer) => held.push(answer));
       inFlight--;
       return { status: 200, body: null };
     };
     await enqueue(40);
-    const result = await make({
+    let passed = false;
+    const pass = make({
       fetch,
       config: { concurrency: 4, perAccountConcurrency: 8, perReceiverConcurrency: 8 },
-    }).dispatchDue();
+    })
+      .dispatchDue()
+      .finally(() => (passed = true));
+    while (!passed) {
+      await until('four calls are in flight, or the pass is over', () => held.length >= 4 || passed);
+      // Every callback pending has run: a dispatcher past its cap would have started a fifth call.
+      await settle();
+      for (const answer of held.splice(0)) answer();
+    }
+    const result = await pass;
     assert.equal(result.delivered, 40);
     assert.equal(peak, 4);
   });
