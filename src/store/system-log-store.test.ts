@@ -103,15 +103,28 @@ for (const { name, skip } of dialects()) {
     test('a follower on one replica wakes for a line another replica wrote to the shared database', async () => {
       const clock = new FakeClock(100_000);
       const logger = pino({ level: 'silent' });
+      // replica B's shared poll, watched: its rounds counted, and the round that found the line
+      const storeB = new SystemLogStore(t.db);
+      let rounds = 0;
+      let foundIn: number | null = null;
+      let polled!: () => void;
+      const firstPoll = new Promise<void>((resolve) => (polled = resolve));
+      const since = storeB.since.bind(storeB);
+      storeB.since = async (seq, limit) => {
+        const found = await since(seq, limit);
+        rounds++;
+        if (found.instanceIds.has('pod9')) foundIn ??= rounds;
+        polled();
+        return found;
+      };
       const replicaA = new SystemLog({ store: new SystemLogStore(t.db), clock, logger, pollMs: 20 });
-      const replicaB = new SystemLog({ store: new SystemLogStore(t.db), clock, logger, pollMs: 20 });
+      const replicaB = new SystemLog({ store: storeB, clock, logger, pollMs: 20 });
       const abort = new AbortController();
-      const started = Date.now();
-      const woken = replicaB.changed('pod9', abort.signal, 10_000);
-      await new Promise((r) => setTimeout(r, 50));
+      const woken = replicaB.changed('pod9', abort.signal, 10_000).then(() => rounds);
+      // B polls once it has its baseline and its follower waits: the line written now is past that baseline
+      await firstPoll;
       await replicaA.write('pod9', 'placed on host h1');
-      await woken;
-      assert.ok(Date.now() - started < 5_000, 'woken by the shared poll, not by the timeout');
+      assert.equal(await woken, foundIn, 'woken by the poll round that found the line, not by the timeout');
       assert.deepEqual(
         (await replicaB.read('pod9')).map((r) => r.line),
         ['placed on host h1'],
