@@ -28,6 +28,11 @@ export interface ProcessRuntimeOptions {
   statsIntervalMs?: number;
   /** How the sampler waits (tests: fake timers). @default real timers */
   timers?: SamplerTimers;
+  /**
+   * How the usage meters read the time between two samples, a monotonic reading in ms (tests: the
+   * clock of their fake timers, so that the time a CPU figure is taken over is the test's). @default performance.now()
+   */
+  usageClock?: Clock;
   /** How health checks read time and wait (tests: a manual timing). @default real time */
   probeTiming?: ProbeTiming;
   /** How the SIGTERM → SIGKILL grace of `stopGraceMs` is waited (tests: a timer they watch). @default real timers */

@@ -295,7 +295,7 @@ export class ProcessRuntime implements Runtime {
       exited: exit.then(() => undefined),
       probe: null,
       killing: null,
-      usage: new UsageMeter(pgid, spec),
+      usage: new UsageMeter(pgid, spec, this.#options.usageClock),
     };
     const instance: Instance = {
       status: {
