@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createTestApp, json, type TestApp } from './support/harness.js';
-import { readSse, type SseEvent } from './support/sse-client.js';
+import { readSse, type SseEvent, type SseOptions, type SseRead } from './support/sse-client.js';
 import { FakeClock } from '../src/domain/clock.js';
 import { buildApp } from '../src/http/app.js';
 import { LogStreams } from '../src/logs/log-streams.js';
@@ -77,6 +77,43 @@ describe('pod logs as server-sent events', () => {
     return out;
   };
   const statusOf = async (id: string): Promise<string> => json(await t.request(key, 'GET', `/v2/pods/${id}`)).status;
+  /**
+   * Reads a stream as `readSse` does, from the same route over the same services, and runs
+   * `whileFollowed` once the stream follows the pod's output: its streams begin to follow only
+   * after the lines already kept are read, so a line written then is a live one.
+   */
+  const readFollowed = async (
+    path: string,
+    options: Omit<SseOptions, 'onOpen'>,
+    whileFollowed: () => Promise<void> | void,
+  ): Promise<SseRead> => {
+    const runtime = t.services.runtime;
+    let followed!: () => void;
+    const following = new Promise<void>((resolve) => (followed = resolve));
+    const logs = new LogStreams({
+      runtime: {
+        output: (id, query) => {
+          if (query.follow) followed();
+          return runtime.output!(id, query);
+        },
+      },
+      systemLog: t.services.systemLog,
+      clock,
+    });
+    const app = await buildApp({ ...t.services, logs }, { logger: false });
+    try {
+      const at = await app.listen({ port: 0, host: '127.0.0.1' });
+      return await readSse(`${at}${path}`, {
+        ...options,
+        onOpen: async () => {
+          await following;
+          await whileFollowed();
+        },
+      });
+    } finally {
+      await app.close();
+    }
+  };
   /** The kept lines of a running pod: read until `count` events came. */
   const kept = (id: string, query: string, count: number, headers: Record<string, string> = {}) =>
     readSse(url(id, query), { headers: { ...auth(key), ...headers }, until: (events) => events.length >= count });
@@ -128,11 +165,11 @@ describe('pod logs as server-sent events', () => {
 
   test('tail=0 streams live lines only, as they are written', async () => {
     clock.set(T0 + 1_000);
-    const read = await readSse(url(podId, '?tail=0&source=container'), {
-      headers: auth(key),
-      until: (events) => events.length >= 1,
-      onOpen: () => void setTimeout(() => more(podId), 100),
-    });
+    const read = await readFollowed(
+      `/v2/pods/${podId}/logs?tail=0&source=container`,
+      { headers: auth(key), until: (events) => events.length >= 1 },
+      () => more(podId),
+    );
     assert.equal(read.events.length, 1);
     assert.match(linesOf(read.events)[0]!, /^more \d+$/);
     assert.equal(parse(read.events[0]!).ts, '2026-06-01T12:00:01.000Z');
@@ -164,11 +201,14 @@ describe('pod logs as server-sent events', () => {
     }
     // resumed at the end, a reconnect gets only what is written after
     clock.set(T0 + 3_000);
-    const live = await readSse(url(podId), {
-      headers: { ...auth(key), 'last-event-id': full.events[total - 1]!.id! },
-      until: (events) => events.length >= 1,
-      onOpen: () => void setTimeout(() => more(podId), 100),
-    });
+    const live = await readFollowed(
+      `/v2/pods/${podId}/logs`,
+      {
+        headers: { ...auth(key), 'last-event-id': full.events[total - 1]!.id! },
+        until: (events) => events.length >= 1,
+      },
+      () => more(podId),
+    );
     assert.deepEqual(linesOf(live.events), ['more 3']);
     // a plain RFC3339 Last-Event-ID: everything after that time
     const plain = await kept(podId, '?source=container', 1, { 'last-event-id': '2026-06-01T12:00:01.000Z' });
@@ -197,12 +237,8 @@ describe('pod logs as server-sent events', () => {
   });
 
   test('the stream ends when the pod stops while followed, its last line saying so; a stopped pod sends what is kept and ends', async () => {
-    const read = await readSse(url(podId, '?tail=0'), {
-      headers: auth(key),
-      onOpen: async () => {
-        await new Promise((r) => setTimeout(r, 100));
-        assert.equal((await t.request(key, 'POST', `/v2/pods/${podId}/action`, { action: 'stop' })).statusCode, 200);
-      },
+    const read = await readFollowed(`/v2/pods/${podId}/logs?tail=0`, { headers: auth(key) }, async () => {
+      assert.equal((await t.request(key, 'POST', `/v2/pods/${podId}/action`, { action: 'stop' })).statusCode, 200);
     });
     assert.equal(read.ended, true);
     assert.deepEqual(linesOf(read.events).slice(-1), ['stopped by user']);
