@@ -114,23 +114,31 @@ if (!engine) {
         { statsIntervalMs: 300 },
       ));
 
-    test('many reads of running containers cause no engine stats calls: inspect and list answer the last sample', () =>
-      withRuntime(
+    test('many reads of running containers cause no engine stats calls: inspect and list answer the last sample', async () => {
+      const timers = new FakeTimers();
+      await withRuntime(
         async ({ runtime, statsCalls }) => {
           const spec = instanceSpec({ image: e.images.idle, vcpus: 1, memoryGb: 1 });
           await runtime.start(spec);
           await waitFor('a first sample', async () => (await runtime.inspect(spec.id))?.stats ?? null, 30_000);
+          await waitFor('the first turn to end', () => timers.dues.length === 1, 30_000);
           const before = statsCalls();
           assert.equal(before, 1, 'one container, one turn: one stats call');
           for (let i = 0; i < 300; i++) {
             await runtime.inspect(spec.id);
             await runtime.list();
           }
-          await new Promise((resolve) => setTimeout(resolve, 300));
           assert.equal(statsCalls(), before, '600 reads made no stats call');
+          // A call the reads set off without waiting for it went to the engine before the next
+          // turn's, which the turn waits for: once the turn ends, every such call is counted.
+          const due = timers.dues[0]!;
+          await timers.advance(60_000);
+          await waitFor('the next turn to end', () => timers.dues.length === 1 && timers.dues[0]! > due, 30_000);
+          assert.equal(statsCalls(), before + 1, '600 reads made no stats call: the one since is the next turn’s');
         },
-        { statsIntervalMs: 60_000 },
-      ));
+        { statsIntervalMs: 60_000, timers },
+      );
+    });
 
     test('the sampler stops when nothing runs, and starts again with the next instance', async () => {
       const timers = new FakeTimers();
@@ -146,12 +154,15 @@ if (!engine) {
           await settle();
           assert.deepEqual(timers.dues, [], 'nothing runs: the loop ended');
           await timers.advance(10_000);
-          await new Promise((resolve) => setTimeout(resolve, 200));
+          await settle();
           assert.equal(statsCalls(), 2, 'no stats call while nothing runs');
 
           const second = instanceSpec({ image: e.images.idle, vcpus: 1, memoryGb: 1 });
           await runtime.start(second);
-          await waitFor('a turn for the new instance', () => statsCalls() === 3 && timers.dues.length === 1, 30_000);
+          await waitFor('a turn for the new instance', () => timers.dues.length === 1, 30_000);
+          // The new instance's turn waited for its stats call, made after anything sent while
+          // nothing ran: it is the only one since.
+          assert.equal(statsCalls(), 3, 'no stats call while nothing runs: the one since is the new instance’s turn');
         },
         { statsIntervalMs: 1_000, timers },
       );
