@@ -177,10 +177,21 @@ describe(
       const url = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook`;
       const holder = a.leases.lease('webhooks').isHeld() ? a : b;
       const other = holder === a ? b : a;
+      // The holder's start delivers what is due at once; here nothing is, and once it has looked a
+      // prompt delivery can only come from a wake-up (its next poll is a minute away).
+      const looked: string[][] = [];
+      const store = holder.webhooks.store;
+      const dueAccounts = store.dueAccounts.bind(store);
+      store.dueAccounts = async (...args) => {
+        const due = await dueAccounts(...args);
+        looked.push(due);
+        return due;
+      };
       holder.webhooks.start();
       other.webhooks.start();
       try {
-        await new Promise((r) => setTimeout(r, 100)); // the start passes: nothing due yet
+        await until("the holder's start looked for due deliveries", () => looked.length > 0);
+        assert.deepEqual(looked[0], [], 'the start delivers nothing: nothing is due yet');
         const { id } = await other.jobs.client.submit('ep-hook', 'acct1', { input: { n: 4 }, webhook: url });
         assert.equal((await other.jobs.worker.take('ep-hook', 'w4'))[0]?.id, id);
         const started = performance.now();
@@ -190,6 +201,7 @@ describe(
         assert.equal(JSON.parse(received[0]!).id, id);
         assert.ok(elapsed < PROMPT_MS, `took ${Math.round(elapsed)} ms`);
       } finally {
+        store.dueAccounts = dueAccounts;
         await holder.webhooks.stop();
         await other.webhooks.stop();
         receiver.close();

@@ -49,7 +49,6 @@ const NOT_YET: Record<string, string> = {
   'test/faults.e2e.test.ts': 'kills the server once a load ran for a while; a negative check (no fourth webhook call)',
   'test/fleet-replicas.e2e.test.ts': "a real agent's heartbeat timeout must pass (4 s) before the check",
   'test/python-worker.e2e.test.ts': 'a negative check on a real Python worker: its next job stays queued',
-  'test/replica-notify.test.ts': "a negative check: the webhook loop's start delivers nothing",
   'test/runpod-sdk.e2e.test.ts': 'a negative check on the real SDK: a cancelled job stays CANCELLED',
 };
 
