@@ -155,8 +155,11 @@ describe('autoscaler end to end (process runtime, real workers)', () => {
     assert.equal(health.crashes, 2);
     assert.ok(health.backoffUntil !== null && health.backoffUntil > Date.now());
     assert.match(health.lastCrash ?? '', /code 3/);
-    // A second later: still backed off, still 2 crashes (no restarts while backed off).
-    await new Promise((r) => setTimeout(r, 1_000));
+    // Passes that would have restarted it (a job waits, no worker runs) hold the start back
+    // instead: still 2 crashes, no start decided (no restarts while backed off).
+    const { heldBack, starts } = autoscaler.decisions;
+    await eventually('two more passes to hold a start back', async () => autoscaler.decisions.heldBack >= heldBack + 2);
+    assert.equal(autoscaler.decisions.starts, starts, 'no worker started while backed off');
     assert.equal(autoscaler.health(endpoint.id).crashes, 2);
     assert.equal((await jobs.client.status(accountId, endpoint.id, id)).status, 'IN_QUEUE');
   });
