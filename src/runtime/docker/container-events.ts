@@ -21,12 +21,20 @@ export interface EngineWatch extends Supervision {
   separation: Pick<AccountSeparation, 'installFirewall'>;
 }
 
-/** A container of a live instance died or was destroyed: find out how (unless the runtime did it). */
+/**
+ * A container of a live instance died or was destroyed: find out how (unless the runtime did it).
+ * Its `oom` event is noted: the engine may record the kill for the memory limit only through it.
+ */
 export function onContainerEvent(s: Supervision, event: EngineEvent): void {
-  if (event.Type !== 'container' || (event.Action !== 'die' && event.Action !== 'destroy')) return;
+  if (event.Type !== 'container' || !['die', 'destroy', 'oom'].includes(event.Action)) return;
   const id = event.Actor.Attributes?.[LABEL.instance];
   const live = id === undefined ? undefined : s.live.get(id);
-  if (!live || live.containerId !== event.Actor.ID || live.stopping) return;
+  if (!live || live.containerId !== event.Actor.ID) return;
+  if (event.Action === 'oom') {
+    live.oomSeen = true;
+    return;
+  }
+  if (live.stopping) return;
   if (!live.launched) {
     live.exitSeen = true;
     return;

@@ -74,6 +74,23 @@ export async function diskExceeded(s: Supervision, live: Live, usedBytes: number
   });
 }
 
+/** A process the kernel killed (SIGKILL) exits with 128 + 9. */
+const OOM_EXIT_CODE = 137;
+/** How long a SIGKILLed container with a memory limit waits for the engine's `oom` event. */
+const OOM_EVENT_WAIT_MS = 2_000;
+
+/**
+ * Whether the kernel killed the container for its memory limit, when the engine's state does not
+ * say so: the engine sets `OOMKilled` only when the kernel's OOM notice reached it before the
+ * exit, and under load it can come after; its `oom` event comes either way (container-events.ts).
+ */
+async function oomEventOf(live: Live): Promise<boolean> {
+  if (!(live.memoryBytes > 0)) return false;
+  for (let waited = 0; !live.oomSeen && waited < OOM_EVENT_WAIT_MS; waited += 50)
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  return live.oomSeen;
+}
+
 /** The container of a live instance stopped on its own: find out how, and say so. */
 export async function observeExit(s: Supervision, live: Live): Promise<void> {
   if (live.observing || live.stopping || !s.live.current(live)) return;
@@ -86,7 +103,8 @@ export async function observeExit(s: Supervision, live: Live): Promise<void> {
       return;
     }
     if (info.State.Running) return;
-    const { ExitCode: code, OOMKilled: oom } = info.State;
+    const { ExitCode: code } = info.State;
+    const oom = info.State.OOMKilled || (code === OOM_EXIT_CODE && (await oomEventOf(live)));
     if (live.status.state === 'failed') {
       // It failed its health check and the runtime stopped it.
       live.status = { ...live.status, exitCode: code };
@@ -105,7 +123,7 @@ export async function observeExit(s: Supervision, live: Live): Promise<void> {
       s,
       live,
       code,
-      exitReason({ ...info.State, Error: engineError ? s.hide(engineError) : engineError }, tail, {
+      exitReason({ ...info.State, OOMKilled: oom, Error: engineError ? s.hide(engineError) : engineError }, tail, {
         starting,
         memoryBytes: live.memoryBytes,
       }),

@@ -26,6 +26,8 @@ export interface Live {
   observing: boolean;
   /** its memory limit, for an out-of-memory reason */
   memoryBytes: number;
+  /** the engine's `oom` event for its container came (it may come after the exit it caused) */
+  oomSeen: boolean;
   /**
    * Wall-clock ms from which the container's log is this run's (a kept container's log holds its
    * earlier runs too); null: all of it. Not the engine's StartedAt: a quick process has written
@@ -47,6 +49,7 @@ export const newLive = (id: string, containerId: string, memoryBytes: number, pr
   stopping: null,
   observing: false,
   memoryBytes,
+  oomSeen: false,
   logsSinceMs: null,
 });
 
