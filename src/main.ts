@@ -15,7 +15,7 @@ import type { RunningSshProxy } from './ssh/start-ssh-proxy.js';
 import type { Readiness } from './http/readiness.js';
 import type { ServiceOverrides } from './compose/overrides.js';
 import { assembleStorage, openConfiguredDatabase, tightenData } from './compose/storage.js';
-import { buildRuntime, prepareRuntimeArea, registryGuardFor } from './compose/runtime.js';
+import { buildRuntime, entrypointsOf, prepareRuntimeArea, registryGuardFor } from './compose/runtime.js';
 import { assembleCatalog } from './compose/catalog.js';
 import { assembleFleetService } from './compose/fleet.js';
 import { assemblePodController, assemblePods } from './compose/pods.js';
@@ -57,7 +57,14 @@ export async function createServices(config: Config, overrides: ServiceOverrides
   const fleetWiring = built.fleetWiring ?? null;
   const fleetStreams = built.fleetStreams ?? null;
   const registryGuard = registryGuardFor(runtimeArea, config, overrides);
-  const catalogArea = assembleCatalog(config, storage, { clock, runtime, hosts: built.hosts, registryGuard });
+  const entrypoints = entrypointsOf(runtimeArea);
+  const catalogArea = assembleCatalog(config, storage, {
+    clock,
+    runtime,
+    hosts: built.hosts,
+    registryGuard,
+    entrypoints,
+  });
   const { inventory, templates } = catalogArea;
   const systemLog = new SystemLog({ store: stores.systemLog, clock, logger });
   const podController = assemblePodController(config, storage, catalogArea, {
@@ -67,7 +74,13 @@ export async function createServices(config: Config, overrides: ServiceOverrides
     logger,
     systemLog,
   });
-  const podsArea = assemblePods(config, storage, catalogArea, { clock, runtime, podController, registryGuard });
+  const podsArea = assemblePods(config, storage, catalogArea, {
+    clock,
+    runtime,
+    podController,
+    registryGuard,
+    entrypoints,
+  });
   const { pods, clusters } = podsArea;
   const serverless = assembleServerless(config, storage, catalogArea, podsArea, {
     clock,

@@ -5,5 +5,12 @@ import { FakeRuntime } from './support/fake-runtime/fake-runtime.js';
 
 describeRuntime('fake', async () => {
   const runtime = new FakeRuntime();
-  return { runtime, images: FakeRuntime.IMAGES, adoptsAfterClose: true, reopen: async () => runtime.reopen() };
+  return {
+    runtime,
+    images: FakeRuntime.IMAGES,
+    adoptsAfterClose: true,
+    // It stands in for the Docker runtime in the service tests (dockerApp), entrypoints included.
+    entrypointOverride: true,
+    reopen: async () => runtime.reopen(),
+  };
 });

@@ -1,5 +1,6 @@
 import type { Config } from '../config.js';
 import type { Clock } from '../domain/clock.js';
+import type { EntrypointSupport } from '../domain/start-command.js';
 import type { HostFeed } from '../runtime/host-feed.js';
 import type { Runtime } from '../runtime/runtime.js';
 import type { RegistryGuard } from '../runtime/registry-guard.js';
@@ -26,9 +27,15 @@ export interface CatalogArea {
 export function assembleCatalog(
   config: Config,
   { stores, secrets }: Storage,
-  parts: { clock: Clock; runtime: Runtime; hosts: HostFeed; registryGuard: RegistryGuard | null },
+  parts: {
+    clock: Clock;
+    runtime: Runtime;
+    hosts: HostFeed;
+    registryGuard: RegistryGuard | null;
+    entrypoints: EntrypointSupport;
+  },
 ): CatalogArea {
-  const { clock, runtime, hosts, registryGuard } = parts;
+  const { clock, runtime, hosts, registryGuard, entrypoints } = parts;
   const accounts = new AccountsService({ store: stores.accounts, clock, quotas: config.quotas });
   const inventory = new Inventory({ hosts, catalog: config.catalog, clock });
   const catalog = new CatalogService({ catalog: config.catalog, inventory });
@@ -38,6 +45,7 @@ export function assembleCatalog(
     clock,
     runtime,
     registryGuard,
+    entrypoints,
   });
   const volumes = new VolumesService({ store: stores.volumes, clock, runtime, catalog: config.catalog });
   const registries = new RegistriesService({

@@ -1,6 +1,7 @@
 import type { Logger } from 'pino';
 import type { Config } from '../config.js';
 import type { Clock } from '../domain/clock.js';
+import type { EntrypointSupport } from '../domain/start-command.js';
 import type { EventBus } from '../events.js';
 import type { Runtime } from '../runtime/runtime.js';
 import type { RegistryGuard } from '../runtime/registry-guard.js';
@@ -46,9 +47,15 @@ export function assemblePods(
   config: Config,
   { stores }: Storage,
   catalog: CatalogArea,
-  parts: { clock: Clock; runtime: Runtime; podController: PodController; registryGuard: RegistryGuard | null },
+  parts: {
+    clock: Clock;
+    runtime: Runtime;
+    podController: PodController;
+    registryGuard: RegistryGuard | null;
+    entrypoints: EntrypointSupport;
+  },
 ): PodsArea {
-  const { clock, runtime, podController, registryGuard } = parts;
+  const { clock, runtime, podController, registryGuard, entrypoints } = parts;
   const { inventory, templates, volumes, registries, accounts } = catalog;
   const quota = new ResourceQuota({ holdings: stores.holdings, quotas: config.quotas, clock });
   const pods = new PodsService({
@@ -63,6 +70,7 @@ export function assemblePods(
     config,
     quota,
     registryGuard,
+    entrypoints,
   });
   const clusters = new ClustersService({ store: stores.clusters, pods, clock, quotas: config.quotas });
   return { quota, pods, clusters };

@@ -1,6 +1,7 @@
 import type { Logger } from 'pino';
 import type { Config } from '../config.js';
 import type { Clock } from '../domain/clock.js';
+import type { EntrypointSupport } from '../domain/start-command.js';
 import type { FleetService } from '../fleet/fleet-service.js';
 import { LEASE_NAMES } from '../store/leases.js';
 import { RegistryGuard } from '../runtime/registry-guard.js';
@@ -79,6 +80,12 @@ export async function buildRuntime(
     throw err;
   }
 }
+
+/** Whether the runtime replaces an image's entrypoint (its module's capability): the pods and templates services ask. */
+export const entrypointsOf = (area: RuntimeArea): EntrypointSupport => ({
+  runtime: area.module.kind,
+  entrypointOverride: area.module.capabilities.entrypointOverride,
+});
 
 /** Only a runtime that pulls images is held to the registry policy (the process runtime maps them through `images`). */
 export const registryGuardFor = (

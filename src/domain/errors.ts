@@ -31,6 +31,7 @@ export const errorCatalogue = {
   ENV_NOT_ALLOWED: { status: 400, title: 'Bad Request' },
   WEBHOOK_NOT_ALLOWED: { status: 400, title: 'Bad Request' },
   IMAGE_NOT_ALLOWED: { status: 400, title: 'Bad Request' },
+  ENTRYPOINT_NOT_SUPPORTED: { status: 400, title: 'Bad Request' },
   QUERY_TOO_COMPLEX: { status: 400, title: 'Bad Request' },
   RESOURCE_QUOTA_EXCEEDED: { status: 400, title: 'Bad Request' },
   CAPACITY_INVALID: { status: 400, title: 'Bad Request' },

@@ -8,6 +8,7 @@ import { systemClock } from '../domain/clock.js';
 import { describeRuntime, type RuntimeUnderTest } from '../runtime/runtime-contract.js';
 import { dockerEngine, makeDockerRuntime, noEngine } from '../../test/support/docker.js';
 import { LoopbackAgent } from '../../test/support/loopback-agent.js';
+import { HTTP_ENTRYPOINT } from '../../test/support/docker-images.js';
 import { FleetRuntime, type PlacedInstance } from './fleet-runtime.js';
 import type { NewOperation } from './protocol.js';
 
@@ -46,6 +47,9 @@ if (!engine) {
       runtime,
       images: e.images,
       adoptsAfterClose: true,
+      // the agent's Docker runtime runs the entrypoint the start operation's spec carries
+      entrypointOverride: true,
+      httpEntrypoint: HTTP_ENTRYPOINT,
       reopen: async () => {
         // A restarted control plane: the agent reconnects and reports in full.
         const again = build();

@@ -18,8 +18,7 @@
  *   drift: the pod keeps its status, with the runtime's reason as `statusReason` until it is seen
  *   again; nothing is restarted meanwhile. While the runtime is unavailable, a pod to launch waits
  *   (its status kept, the reason shown) and the sweep tries again.
- * - Stop and EXITED keep the instance's storage (`runtime.stop`); terminate deletes it
- *   (`runtime.remove`: the kept container and the persistent volume).
+ * - Stop and EXITED keep the instance's storage (`runtime.stop`); terminate deletes all of it (`runtime.remove`).
  * - Server restart: `start(attached)` takes what the runtime's `attach()` answered. A pod meant to
  *   run whose instance is live is adopted, not restarted: its allocation is reserved again, its
  *   usage interval stays open, and it is reconciled from the instance's state. A pod meant to run
@@ -214,18 +213,19 @@ export class PodController {
   }
 
   /**
-   * Applies a configuration change under the pod's lock. `reallocate` re-reserves public ports
-   * and disk on the pod's host when ports or disk change; `restart` restarts a RUNNING instance
-   * so it sees the change.
+   * Applies a configuration change under the pod's lock. `reallocate` re-reserves public ports and
+   * disk on the pod's host when ports or disk change; `restart` restarts a RUNNING instance so it
+   * sees the change. A cluster's member is refused (409) unless `asCluster` (GraphQL podEditJob).
    */
   async reconfigure(
     podId: string,
+    options: { asCluster?: boolean },
     build: (pod: PodRecord) => { changes: PodChanges; restart: boolean; reallocate: boolean },
   ): Promise<PodRecord> {
     const updated = await this.#queues.run(podId, async () => {
       const pod = await this.store.get(podId);
       if (!pod) throw new ApiError('NOT_FOUND', `No pod with id "${podId}" exists for this account.`);
-      if (pod.cluster !== null)
+      if (pod.cluster !== null && !options.asCluster)
         throw new ApiError(
           'INVALID_STATE',
           `Pod "${pod.id}" belongs to cluster "${pod.cluster}"; manage it through /v2/clusters/${pod.cluster}.`,

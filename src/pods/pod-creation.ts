@@ -11,6 +11,7 @@ import type { Clock } from '../domain/clock.js';
 import type { ClusterMember } from '../domain/cluster.js';
 import { ApiError } from '../domain/errors.js';
 import { newSortableId } from '../domain/ids.js';
+import { assertEntrypointSupported, checkStartCommand, type EntrypointSupport } from '../domain/start-command.js';
 import type { Inventory } from '../inventory/inventory.js';
 import type { ResourceQuota } from '../quotas/resource-quota.js';
 import type { RegistriesService } from '../registries/registries-service.js';
@@ -44,6 +45,14 @@ export interface PodCreationDeps {
   quota?: Pick<ResourceQuota, 'admit'>;
   /** Refuses images from registries the engine may not pull from (runtime docker). @default none: every image passes */
   registryGuard?: Pick<RegistryGuard, 'refusal'> | null;
+  /** Whether the runtime replaces an image's entrypoint (its module's capability), and its name for the refusal. */
+  entrypoints: EntrypointSupport;
+}
+
+/** A pod's start command within its bounds, and runnable on the runtime (domain/start-command.ts). */
+export function assertStartCommand(entrypoints: EntrypointSupport, args: string): void {
+  checkStartCommand(args);
+  assertEntrypointSupported(entrypoints, args);
 }
 
 /** One member of a cluster to create: its pod name, rank/role/address and platform env. */
@@ -72,6 +81,7 @@ export class PodCreation {
       ? templateDefaults(await this.#d.templates.resolveForPod(accountId, body.templateId))
       : null;
     const settings = resolveCreate(body, template, catalog);
+    assertStartCommand(this.#d.entrypoints, settings.args);
     assertEnvAllowed(this.#d.runtime, settings.env, settings.image);
     await assertImageAllowed(this.#d.registryGuard, settings.image);
     if (settings.registry !== null) await checkRegistry(this.#d.registries, accountId, settings.registry);
@@ -142,6 +152,7 @@ export class PodCreation {
     assertRuntimeAvailable(this.#d.runtime);
     const { catalog } = this.#d.config;
     const settings = resolveCreate(body, null, catalog);
+    assertStartCommand(this.#d.entrypoints, settings.args);
     assertEnvAllowed(this.#d.runtime, settings.env, settings.image);
     await assertImageAllowed(this.#d.registryGuard, settings.image);
     const volumeDataCenterId = settings.mounts.network?.length

@@ -5,6 +5,7 @@
  */
 import type { AccountsService } from '../accounts/accounts-service.js';
 import type { Catalog } from '../domain/catalog.js';
+import type { EntrypointSupport } from '../domain/start-command.js';
 import type { Clock } from '../domain/clock.js';
 import { accruedUsage } from '../domain/cost.js';
 import { ApiError, notFound } from '../domain/errors.js';
@@ -24,7 +25,7 @@ import type { ResourceQuota } from '../quotas/resource-quota.js';
 import { diskOf } from './pod-allocation.js';
 import { assertHostReachable, assertRuntimeAvailable } from './pod-availability.js';
 import type { PodController } from './pod-controller.js';
-import { PodCreation, type ClusterMemberInput } from './pod-creation.js';
+import { assertStartCommand, PodCreation, type ClusterMemberInput } from './pod-creation.js';
 import { checkRegistry } from './pod-references.js';
 import {
   RESTARTING_FIELDS,
@@ -56,6 +57,8 @@ export interface PodsServiceDeps {
   quota?: Pick<ResourceQuota, 'admit' | 'released'>;
   /** Refuses images from registries the engine may not pull from (runtime docker). @default none: every image passes */
   registryGuard?: Pick<RegistryGuard, 'refusal'> | null;
+  /** Whether the runtime replaces an image's entrypoint (its module's `entrypointOverride`), and its kind. */
+  entrypoints: EntrypointSupport;
 }
 
 /** Accrued usage of one pod, for billing. */
@@ -183,8 +186,18 @@ export class PodsService {
     return this.#views.render(acted);
   }
 
-  /** PATCH: the readable configuration (spec 2.3 rules for mounts). */
-  async update(accountId: string, id: string, patch: PatchPodInput): Promise<PodView> {
+  /**
+   * PATCH: the readable configuration (spec 2.3 rules for mounts). A change the instance sees
+   * restarts a running pod on its host (a new container: its container disk starts empty, its
+   * volume is kept). A cluster's member is refused (spec 2.7) unless `clusterMember`: GraphQL
+   * `podEditJob` changes one as upstream does (dstack sets a member's registry credential so).
+   */
+  async update(
+    accountId: string,
+    id: string,
+    patch: PatchPodInput,
+    options: { clusterMember?: boolean } = {},
+  ): Promise<PodView> {
     const current = await this.#owned(accountId, id);
     if (patch.globalNetworking !== undefined && patch.globalNetworking !== current.globalNetworking)
       throw new ApiError(
@@ -196,9 +209,12 @@ export class PodsService {
       : null;
     const fields = effectivePatch(patch, template);
     if (fields.ports) checkPorts(fields.ports);
+    // Only a new start command is judged: the one a pod holds is kept by every other change.
+    if (fields.args !== undefined) assertStartCommand(this.#d.entrypoints, fields.args);
     if (fields.image !== undefined) await assertImageAllowed(this.#d.registryGuard, fields.image);
     if (patch.registry) await checkRegistry(this.#d.registries, accountId, patch.registry);
-    const updated = await this.#d.controller.reconfigure(id, (pod) => {
+    const asCluster = options.clusterMember === true;
+    const updated = await this.#d.controller.reconfigure(id, { asCluster }, (pod) => {
       const changes: PodChanges = {};
       if (fields.name !== undefined) changes.name = fields.name;
       if (fields.locked !== undefined) changes.locked = fields.locked;

@@ -27,6 +27,13 @@ export interface RuntimeUnderTest {
     http?: string;
   };
   /**
+   * Whether it runs a spec's `entrypoint` in place of the image's (its module's
+   * `entrypointOverride`), or refuses such a start.
+   */
+  entrypointOverride: boolean;
+  /** The http image's own ENTRYPOINT, which the suite runs through an override (runtimes with `entrypointOverride`). */
+  httpEntrypoint?: string[];
+  /**
    * Whether instances keep running across `close()` and a runtime reopened over the same state
    * adopts them (containers), or `close()` stops them (processes: see process-runtime.ts).
    */

@@ -126,6 +126,43 @@ export function describeRuntime(name: string, makeRuntime: () => Promise<Runtime
         assert.deepEqual(info.argv.slice(-3), ['--name', 'two words', '--flag']);
       }));
 
+    test('with entrypointOverride the spec`s entrypoint replaces the image`s, and its args are the whole command after it', (t) =>
+      withHttp(t, async (rt, http) => {
+        if (!rt.entrypointOverride || !rt.httpEntrypoint) {
+          t.skip('this runtime does not replace entrypoints');
+          return;
+        }
+        const spec = await httpSpec(http, {
+          entrypoint: [...rt.httpEntrypoint, '--from-entrypoint'],
+          args: `'two words'`,
+        });
+        const changes = new ChangeRecorder(rt.runtime);
+        await rt.runtime.start(spec);
+        await changes.next(spec.id, 'running');
+        // The image's entrypoint would show again in argv had the override been put after it.
+        assert.deepEqual(((await getJson(portOf(spec), '/info')) as { argv: string[] }).argv, [
+          '--from-entrypoint',
+          'two words',
+        ]);
+      }));
+
+    test('without entrypointOverride a start with an entrypoint is refused, saying so, and nothing runs', async (t) => {
+      const rt = await makeRuntime();
+      try {
+        if (rt.entrypointOverride) {
+          t.skip('this runtime replaces entrypoints');
+          return;
+        }
+        await rt.runtime.attach();
+        const spec = instanceSpec({ image: rt.images.idle, entrypoint: ['/bin/sh', '-c'], args: 'sleep 60' });
+        await assert.rejects(rt.runtime.start(spec), /cannot replace the image's entrypoint/);
+        assert.equal(await rt.runtime.inspect(spec.id), null);
+      } finally {
+        await rt.runtime.close();
+        await rt.cleanup?.();
+      }
+    });
+
     test('a health-checked instance is starting until it answers, then running, and listeners hear both', (t) =>
       withHttp(t, async ({ runtime }, http) => {
         const spec = await httpSpec(http, { env: { LISTEN_AFTER_MS: '400' } });

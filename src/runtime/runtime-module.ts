@@ -27,7 +27,12 @@ interface RuntimeCapabilities {
   liveHosts: boolean;
   /** It pins an instance to GPUs by their UUIDs (not only by index). */
   gpuPinningByUuid: boolean;
-  /** It runs an image with the spec's `args` in place of the image's own command. */
+  /**
+   * It runs the spec's `entrypoint` in place of the image's ENTRYPOINT (a pod's start command
+   * override: REST v1 `dockerEntrypoint`, an `entrypoint` in the JSON form of `args`/`dockerArgs`).
+   * Without it the pods service refuses such a pod (400 ENTRYPOINT_NOT_SUPPORTED) and the runtime
+   * refuses such a start.
+   */
   entrypointOverride: boolean;
   /** HTTP to an instance goes through an agent on its host (the proxy cannot dial it directly). */
   httpThroughAgent: boolean;

@@ -61,6 +61,13 @@ export interface InstanceSpec {
   /** The container command's arguments (spec 2.1 `args`), split like a shell would (split-args.ts); empty = the image's own. */
   args: string;
   /**
+   * Replaces the image's ENTRYPOINT, word for word; `args` is then the whole command after it (an
+   * empty one does not bring the image's CMD back, as `docker run --entrypoint`). A pod's override
+   * (domain/start-command.ts). Only a runtime whose module declares `entrypointOverride` runs it;
+   * another refuses the start. @default null: the image's own
+   */
+  entrypoint?: string[] | null;
+  /**
    * The tenant's env (a pod's env; a worker's template env overlaid with its endpoint's): untrusted.
    * A runtime that does not isolate env (the process runtime) screens it before it reaches a
    * process; a container runtime passes it into the container.

@@ -1,5 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { shellWords } from '../domain/start-command.js';
 import { splitArgs } from './split-args.js';
 
 test('args split on runs of whitespace, with nothing for a blank string', () => {
@@ -35,4 +36,9 @@ test('no shell expansion happens', () => {
 test('an unterminated quote is refused with a message naming it', () => {
   assert.throws(() => splitArgs(`--prompt "never closed`), /unterminated " quote/);
   assert.throws(() => splitArgs(`'open`), /unterminated ' quote/);
+});
+
+test('words written as shell words (an override`s cmd, v1 dockerStartCmd) split back into exactly those words', () => {
+  const words = ['plain', 'two words', "it's", '"quoted"', '', 'back\\slash', 'line\nbreak', '$HOME'];
+  assert.deepEqual(splitArgs(shellWords(words)), words);
 });

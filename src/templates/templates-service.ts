@@ -9,6 +9,7 @@ import type { TemplateStore, TemplateChanges } from '../store/template-store.js'
 import { publicTemplates as shippedTemplates, type PublicTemplate } from './public-templates.js';
 import type { Template } from '../domain/template.js';
 import { MAX_DISK_GB } from '../domain/limits.js';
+import { assertEntrypointSupported, checkStartCommand, type EntrypointSupport } from '../domain/start-command.js';
 import { checkMountPath } from '../domain/mounts.js';
 
 /** The body of a template create (REST field names); omitted fields take their defaults. */
@@ -65,6 +66,11 @@ export interface TemplatesServiceDeps {
   runtime?: Pick<Runtime, 'refusedEnv'>;
   /** Refuses an `imageName` from a registry the engine may not pull from (runtime docker): it reaches every pod and worker made from the template. @default none: every image passes */
   registryGuard?: Pick<RegistryGuard, 'refusal'> | null;
+  /**
+   * Whether the runtime replaces an image's entrypoint: a template whose args do is refused where
+   * it cannot (every pod and worker made from it would be). @default it can
+   */
+  entrypoints?: EntrypointSupport;
   /** The catalog templates `seedPublic` installs. @default the ones in public-templates.ts */
   publicTemplates?: readonly PublicTemplate[];
 }
@@ -141,7 +147,7 @@ export class TemplatesService {
       createdAt: now,
       updatedAt: now,
     };
-    await this.#check(accountId, template, { image: true, mountPath: true });
+    await this.#check(accountId, template, { image: true, mountPath: true, args: true });
     await this.store.insert(template);
     return template;
   }
@@ -172,6 +178,7 @@ export class TemplatesService {
     await this.#check(accountId, next, {
       image: patch.imageName !== undefined,
       mountPath: patch.volumeMountPath !== undefined,
+      args: patch.args !== undefined,
     });
     const { id: _id, accountId: _a, isPublic: _p, createdAt: _c, ...stored } = next;
     if (!(await this.store.update(id, stored))) throw notFound('template', id);
@@ -250,9 +257,17 @@ export class TemplatesService {
     return template;
   }
 
-  async #check(accountId: string, template: Template, what: { image: boolean; mountPath: boolean }): Promise<void> {
+  async #check(
+    accountId: string,
+    template: Template,
+    what: { image: boolean; mountPath: boolean; args: boolean },
+  ): Promise<void> {
     const problems = violations(template);
     if (problems.length > 0) throw validationFailed(problems);
+    if (what.args) {
+      checkStartCommand(template.args);
+      if (this.deps.entrypoints) assertEntrypointSupported(this.deps.entrypoints, template.args);
+    }
     if (what.mountPath && template.volumeMountPath !== null)
       checkMountPath('mounts.persistent.path (volumeMountPath)', template.volumeMountPath);
     assertEnvAllowed(this.deps.runtime, template.env, template.imageName);

@@ -59,6 +59,9 @@ const BUSYBOX_APPLETS = [
 ];
 const fixture = (name: string): string => join(import.meta.dirname, '..', 'fixtures', name);
 
+/** The http image's ENTRYPOINT: test/fixtures/http-server.mjs under the machine's node. */
+export const HTTP_ENTRYPOINT = ['/usr/local/bin/node', '/app/http-server.mjs'];
+
 /** The four images every Docker test can use. */
 export const RECIPES = {
   /** Runs until stopped (and stops at once on SIGTERM). */
@@ -73,7 +76,7 @@ export const RECIPES = {
     name: 'http',
     node: true,
     files: [{ from: fixture('http-server.mjs'), to: '/app/http-server.mjs' }],
-    changes: ['ENTRYPOINT ["/usr/local/bin/node", "/app/http-server.mjs"]'],
+    changes: [`ENTRYPOINT ["${HTTP_ENTRYPOINT.join('", "')}"]`],
   },
   /** Node with its libraries: `node <args>`, for worker images built on it. */
   node: { name: 'node', node: true, changes: ['ENTRYPOINT ["/usr/local/bin/node"]'] },
@@ -197,4 +200,20 @@ async function acquire(lock: string, done: () => Promise<boolean>): Promise<bool
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${lock}`);
     await new Promise((resolve) => setTimeout(resolve, 200));
   }
+}
+
+/**
+ * The image with an SSH server the orchestrator tests run: Debian with openssh-server, whose
+ * /start.sh makes host keys, installs PUBLIC_KEY and runs sshd (.ci/build-rootfs.sh builds and
+ * imports it; root and the Debian mirror are needed, so it is not built here).
+ */
+export const SSHD_IMAGE = 'gantry-test/sshd:1';
+
+/** Why the SSH server image cannot be used, or null when the engine has it; under CI=true its absence throws. */
+export async function sshdImageMissing(client: DockerClient): Promise<string | null> {
+  if (await client.inspectImage(SSHD_IMAGE)) return null;
+  const reason = `the image ${SSHD_IMAGE} is not in the engine: build it with \`.ci/build-rootfs.sh --import\` (root, debootstrap and the Debian mirror needed; .ci/run does it)`;
+  // CI builds it before the tests (.ci/run): there a missing one is a failure, never a quiet skip.
+  if (process.env.CI === 'true') throw new Error(`CI=true: ${reason}`);
+  return reason;
 }

@@ -10,6 +10,7 @@ import type { Template } from '../../domain/template.js';
 import { principalOf } from '../plugins/auth.js';
 import { Deleted, errorResponses, IdParams, Nullable } from '../schemas.js';
 import { MAX_DISK_GB } from '../../domain/limits.js';
+import { StartCommandText } from '../schemas/pod-schemas.js';
 
 const closed = { additionalProperties: false } as const;
 
@@ -47,7 +48,7 @@ const TemplateMounts = Type.Object({ persistent: Type.Optional(PersistentMount) 
 const templateFields = {
   name: Type.String({ minLength: 1, maxLength: 191 }),
   image: Type.String({ minLength: 1, maxLength: 1024, description: 'container image reference' }),
-  args: Type.Optional(Type.String({ maxLength: 8192, description: 'start command / docker args; default ""' })),
+  args: Type.Optional(StartCommandText),
   disk: Type.Optional(Disk),
   ports: Type.Optional(Ports),
   env: Type.Optional(Env),

@@ -8,6 +8,7 @@ import { MAX_DISK_GB } from '../../domain/limits.js';
 import { POD_STATUSES } from '../../domain/pod-state.js';
 import type { ClusterView, CreateClusterInput } from '../../clusters/clusters-service.js';
 import { StringEnum } from '../schemas.js';
+import { StartCommandText } from './pod-schemas.js';
 
 const closed = { additionalProperties: false } as const;
 
@@ -42,7 +43,7 @@ export const CreateClusterRequest = Type.Object(
     image: Type.Optional(
       Type.String({ minLength: 1, maxLength: 1024, description: 'Docker image reference (required)' }),
     ),
-    args: Type.Optional(Type.String({ maxLength: 8192 })),
+    args: Type.Optional(StartCommandText),
     disk: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_DISK_GB, description: 'container disk per pod, GB' })),
     env: Type.Optional(Type.Record(Type.String({ minLength: 1, maxLength: 256 }), Type.String({ maxLength: 32768 }))),
     ports: Type.Optional(Type.Array(Type.String({ pattern: '^[0-9]{1,5}/[a-z]+$' }), { maxItems: 64 })),

@@ -9,6 +9,7 @@ import type { CreatePodInput, PatchPodInput } from '../../pods/pod-rules.js';
 import type { PodView } from '../../pods/pod-view.js';
 import { Nullable, StringEnum } from '../schemas.js';
 import { MAX_DISK_GB } from '../../domain/limits.js';
+import { MAX_START_COMMAND_CHARS } from '../../domain/start-command.js';
 import { CLUSTER_ROLES } from '../../domain/cluster.js';
 import { POD_OFFSET_MAX, POD_ORDERS, POD_PAGE_MAX, POD_SEARCH_MAX, POD_SORTS } from '../../pods/pod-listing.js';
 
@@ -22,6 +23,12 @@ const PortList = Type.Array(
 );
 const Env = Type.Record(Type.String({ minLength: 1, maxLength: 256 }), Type.String({ maxLength: 32768 }));
 const Cloud = StringEnum(['SECURE', 'COMMUNITY'] as const);
+/** `args`: shell words, or the override (domain/start-command.ts). */
+export const StartCommandText = Type.String({
+  maxLength: MAX_START_COMMAND_CHARS,
+  description:
+    'the start command: shell words (the image keeps its ENTRYPOINT), or {"cmd": [...], "entrypoint": [...]} to replace ENTRYPOINT and CMD word for word (docs/api.md "The start command")',
+});
 
 const PersistentMount = Type.Object(
   {
@@ -59,7 +66,7 @@ export const CreatePodRequest = Type.Object(
     image: Type.Optional(
       Type.String({ minLength: 1, maxLength: 1024, description: 'required unless templateId is set' }),
     ),
-    args: Type.Optional(Type.String({ maxLength: 8192 })),
+    args: Type.Optional(StartCommandText),
     disk: Type.Optional(
       Type.Integer({
         minimum: 1,
@@ -89,7 +96,7 @@ export const PatchPodRequest = Type.Object(
   {
     name: Type.Optional(Type.String({ minLength: 1, maxLength: 191 })),
     image: Type.Optional(Type.String({ minLength: 1, maxLength: 1024 })),
-    args: Type.Optional(Type.String({ maxLength: 8192 })),
+    args: Type.Optional(StartCommandText),
     disk: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_DISK_GB })),
     ports: Type.Optional(PortList),
     env: Type.Optional(

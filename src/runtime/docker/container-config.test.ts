@@ -84,6 +84,19 @@ describe('planContainer', () => {
     );
   });
 
+  test('an entrypoint replaces the image ENTRYPOINT with the args as the whole command, empty ones too, and is in the spec hash', () => {
+    const body = planContainer(spec({ entrypoint: ['/bin/sh', '-c'], args: `'echo hi && exec sleep 1'` }), ctx()).body;
+    assert.deepEqual(body.Entrypoint, ['/bin/sh', '-c']);
+    assert.deepEqual(body.Cmd, ['echo hi && exec sleep 1']);
+    // with an entrypoint an empty command stays empty: the engine does not bring the image's CMD back
+    assert.deepEqual(planContainer(spec({ entrypoint: ['/start.sh'], args: '' }), ctx()).body.Cmd, []);
+    assert.equal(planContainer(spec({ entrypoint: null, args: 'x' }), ctx()).body.Entrypoint, undefined);
+    assert.notEqual(
+      planContainer(spec({ entrypoint: ['/bin/sh', '-c'], args: 'x' }), ctx()).specHash,
+      planContainer(spec({ args: 'x' }), ctx()).specHash,
+    );
+  });
+
   test('every binding is exposed and published on the bind address, http and tcp alike', () => {
     const plan = planContainer(
       spec({

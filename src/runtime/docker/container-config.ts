@@ -119,8 +119,13 @@ export function planContainer(spec: InstanceSpec, ctx: ContainerContext): Contai
     // host but through the published ports. A process limit keeps a fork bomb inside its container.
     HostConfig: { RestartPolicy: { Name: 'no' }, PidsLimit: CONTAINER_PIDS_LIMIT },
   };
-  // Empty args keep the image's CMD (its ENTRYPOINT is always kept).
-  if (cmd.length > 0) body.Cmd = cmd;
+  // An entrypoint replaces the image's, and then the args are the whole command: the image's CMD
+  // is not used even when they are empty (the engine's own rule, as `docker run --entrypoint`).
+  // Without one, empty args keep the image's CMD.
+  if (spec.entrypoint && spec.entrypoint.length > 0) {
+    body.Entrypoint = spec.entrypoint;
+    body.Cmd = cmd;
+  } else if (cmd.length > 0) body.Cmd = cmd;
   const host = body.HostConfig;
 
   if (hostMode) {

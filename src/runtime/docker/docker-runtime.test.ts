@@ -12,6 +12,7 @@ import {
 } from '../../../test/support/docker.js';
 import { ChangeRecorder, describeRuntime, freePort, instanceSpec, type RuntimeUnderTest } from '../runtime-contract.js';
 import type { DockerRuntimeOptions } from './docker-runtime-options.js';
+import { HTTP_ENTRYPOINT } from '../../../test/support/docker-images.js';
 
 const engine = await dockerEngine();
 after(() => engine?.client.close());
@@ -27,6 +28,8 @@ if (!engine) {
       runtime: fixture.runtime,
       images: e.images,
       adoptsAfterClose: true,
+      entrypointOverride: true,
+      httpEntrypoint: HTTP_ENTRYPOINT,
       reopen: async () => {
         const again = makeDockerRuntime(e, { namespace: fixture.namespace });
         reopened.push(again);

@@ -76,7 +76,9 @@ export interface ContainerCreateBody {
   Image: string;
   Hostname?: string;
   Env: string[];
-  /** absent: the image's own CMD */
+  /** absent: the image's own ENTRYPOINT */
+  Entrypoint?: string[];
+  /** absent: the image's own CMD (only without an `Entrypoint`: with one, the image's CMD is not used) */
   Cmd?: string[];
   Labels: Labels;
   ExposedPorts?: Record<string, Record<string, never>>;
@@ -127,7 +129,13 @@ export interface ContainerInspect {
   Id: string;
   /** `/name` */
   Name: string;
-  Config: { Image: string; Labels: Labels | null; Env: string[] | null };
+  Config: {
+    Image: string;
+    Labels: Labels | null;
+    Env: string[] | null;
+    Entrypoint?: string[] | null;
+    Cmd?: string[] | null;
+  };
   State: ContainerState;
   HostConfig: { Memory?: number; NanoCpus?: number };
   NetworkSettings?: {

@@ -12,7 +12,7 @@ export const processRuntime: RuntimeModule = {
   capabilities: {
     liveHosts: false,
     gpuPinningByUuid: false,
-    // An image runs the command its `images` entry maps it to; a spec's args are not a container command.
+    // An image runs the command its `images` entry maps it to (the spec's args after it); there is no entrypoint to replace.
     entrypointOverride: false,
     httpThroughAgent: false,
     // A stopped process is gone; only its persistent folder is kept.

@@ -30,6 +30,7 @@ describeRuntime('process', async (): Promise<RuntimeUnderTest> => {
     runtime,
     images: { idle: 'test/idle', crashing: 'test/crashing', http: 'test/http' },
     adoptsAfterClose: false,
+    entrypointOverride: false,
     reopen: async () => makeRuntime({ dataDir }).runtime,
   };
 });

@@ -136,6 +136,12 @@ export class ProcessRuntime implements Runtime {
   async #start(spec: InstanceSpec): Promise<InstanceStatus> {
     if (this.#closed) throw new Error(`cannot start instance "${spec.id}": the runtime is shutting down`);
     if (this.#launching.has(spec.id)) throw new Error(`instance "${spec.id}" is already being started`);
+    // The module declares no entrypointOverride: the pods service refuses one with a 400, this is
+    // the last word for a pod stored under another runtime, or a worker's template.
+    if (spec.entrypoint && spec.entrypoint.length > 0)
+      throw new Error(
+        `cannot start image "${spec.image}": runtime process runs the command its images entry maps the image to and cannot replace the image's entrypoint (${JSON.stringify(spec.entrypoint)}); run it on runtime docker or a fleet`,
+      );
     const existing = this.#instances.get(spec.id);
     if (existing) {
       const { state } = existing.status;

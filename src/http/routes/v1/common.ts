@@ -1,7 +1,8 @@
-/** What the REST v1 route files share: path parameters, list quoting of start commands, errors. */
+/** What the REST v1 route files share: path parameters, the start command's two arrays, errors. */
 import { Type, type TString } from '@sinclair/typebox';
 import { ID_PATTERN } from '../../../domain/ids.js';
 import { badRequest } from '../../../domain/errors.js';
+import { MAX_START_COMMAND_WORDS, overrideText, shellWords, startCommandOf } from '../../../domain/start-command.js';
 import { splitArgs } from '../../../runtime/split-args.js';
 import { errorResponses } from '../../schemas.js';
 
@@ -23,31 +24,51 @@ export const Env = Type.Record(Type.String({ minLength: 1, maxLength: 256 }), Ty
 export const StringArray = (description: string, item: TString = Type.String({ minLength: 1, maxLength: 256 })) =>
   Type.Array(item, { maxItems: 64, description });
 
-/** v1 `dockerEntrypoint`: Gantry keeps the image's entrypoint, so only [] is accepted. */
+/** v1 `dockerEntrypoint`: replaces the image's ENTRYPOINT (docs/api.md "The start command"). */
 export const Entrypoint = Type.Array(Type.String({ maxLength: 8192 }), {
-  maxItems: 0,
-  description: 'Only [] (the image entrypoint): Gantry does not override entrypoints.',
+  maxItems: MAX_START_COMMAND_WORDS,
+  description:
+    "Replaces the image's ENTRYPOINT; [] = the image's own. With an entrypoint, dockerStartCmd is the whole command after it (the image's CMD is not used). Runtime process refuses a non-empty one (400 ENTRYPOINT_NOT_SUPPORTED).",
 });
 
 export const StartCmd = Type.Array(Type.String({ maxLength: 8192 }), {
-  maxItems: 256,
+  maxItems: MAX_START_COMMAND_WORDS,
   description: 'The start command as argv words; [] = the image CMD.',
 });
 
-/** A word quoted so that splitArgs gives it back unchanged. */
-const quoteWord = (w: string): string =>
-  w !== '' && /^[A-Za-z0-9_./:=@%+,-]+$/.test(w) ? w : `'${w.replace(/'/g, `'"'"'`)}'`;
+/**
+ * v1's two arrays as the start command Gantry stores: with an entrypoint, the override
+ * (`{"cmd": [...], "entrypoint": [...]}`), else the command as shell words (as before).
+ */
+export const argsOf = (entrypoint: readonly string[], cmd: readonly string[]): string =>
+  entrypoint.length > 0 ? overrideText(entrypoint, cmd) : shellWords(cmd);
 
-/** v1 `dockerStartCmd` (argv words) as Gantry's `args` string. */
-export const argsOf = (words: readonly string[]): string => words.map(quoteWord).join(' ');
-
-/** Gantry's `args` string as v1 `dockerStartCmd` words. */
-export function startCmdOf(args: string): string[] {
+/** The stored start command as v1's `dockerEntrypoint` and `dockerStartCmd`. */
+export function v1StartOf(args: string): { dockerEntrypoint: string[]; dockerStartCmd: string[] } {
+  const command = startCommandOf(args);
+  if (command.form === 'override')
+    return { dockerEntrypoint: command.entrypoint ?? [], dockerStartCmd: command.cmd ?? [] };
+  let words: string[];
   try {
-    return splitArgs(args);
+    words = splitArgs(args);
   } catch {
-    return [args];
+    words = [args];
   }
+  return { dockerEntrypoint: [], dockerStartCmd: words };
+}
+
+/**
+ * A v1 update's start command: each array sent replaces its part, the one not sent is kept from
+ * `current` (so sending dockerStartCmd alone keeps an overridden entrypoint); undefined when
+ * neither is sent.
+ */
+export async function updatedArgs(
+  current: () => Promise<string>,
+  b: { dockerEntrypoint?: string[] | undefined; dockerStartCmd?: string[] | undefined },
+): Promise<string | undefined> {
+  if (b.dockerEntrypoint === undefined && b.dockerStartCmd === undefined) return undefined;
+  const was = v1StartOf(await current());
+  return argsOf(b.dockerEntrypoint ?? was.dockerEntrypoint, b.dockerStartCmd ?? was.dockerStartCmd);
 }
 
 /** A v1 body field with no Gantry counterpart that is refused unless it holds its neutral value. */

@@ -5,6 +5,7 @@
 import { Type, type Static } from '@sinclair/typebox';
 import type { PodView } from '../../../pods/pod-view.js';
 import { MAX_DISK_GB } from '../../../domain/limits.js';
+import { MAX_START_COMMAND_CHARS } from '../../../domain/start-command.js';
 import { Nullable } from '../../schemas.js';
 import { closed, Entrypoint, Env, StartCmd, StringArray } from './common.js';
 
@@ -48,7 +49,11 @@ export const CreatePodBody = Type.Object(
     dockerEntrypoint: Type.Optional(Entrypoint),
     dockerStartCmd: Type.Optional(StartCmd),
     dockerArgs: Type.Optional(
-      Type.String({ maxLength: 8192, description: 'Gantry extension (runpodctl sends it): the start command as text' }),
+      Type.String({
+        maxLength: MAX_START_COMMAND_CHARS,
+        description:
+          'Gantry extension (runpodctl sends it): the start command as text, shell words or {"cmd": [...], "entrypoint": [...]}; not with a non-empty dockerEntrypoint',
+      }),
     ),
     globalNetworking: Type.Optional(Type.Boolean({ default: false })),
     supportPublicIp: Type.Optional(Type.Boolean(Ignored('ports are published on the host address'))),

@@ -6,7 +6,7 @@ import type { PodView } from '../../../pods/pod-view.js';
 import type { CreatePodInput, PatchPodInput } from '../../../pods/pod-rules.js';
 import type { TransportServices } from '../../../transport/services.js';
 import { principalOf } from '../../plugins/auth.js';
-import { argsOf, Deleted, errorResponses, IdParam, refuseUnsupported, startCmdOf } from './common.js';
+import { argsOf, Deleted, errorResponses, IdParam, refuseUnsupported, updatedArgs, v1StartOf } from './common.js';
 import {
   CreatePodBody,
   desiredStatusOf,
@@ -53,8 +53,7 @@ export function podV1Routes(app: TypedApp, { pods, volumes, catalog }: Transport
         ? { volumeMountPath: p.mounts.persistent?.path ?? network!.path }
         : {}),
       ...(network ? { networkVolumeId: network.volumeId } : {}),
-      dockerEntrypoint: [],
-      dockerStartCmd: startCmdOf(p.args),
+      ...v1StartOf(p.args),
       env: p.env,
       ports: p.ports,
       portMappings,
@@ -100,8 +99,7 @@ export function podV1Routes(app: TypedApp, { pods, volumes, catalog }: Transport
     const isCpu = b.computeType === 'CPU';
     const path = b.volumeMountPath ?? '/workspace';
     const volumeInGb = b.volumeInGb ?? (fromTemplate || isCpu || b.networkVolumeId !== undefined ? undefined : 20);
-    const args =
-      b.dockerStartCmd !== undefined && b.dockerStartCmd.length > 0 ? argsOf(b.dockerStartCmd) : b.dockerArgs;
+    const args = startCommand(b);
     return {
       name: b.name ?? 'my pod',
       ...(b.imageName !== undefined ? { image: b.imageName } : {}),
@@ -125,6 +123,22 @@ export function podV1Routes(app: TypedApp, { pods, volumes, catalog }: Transport
       ...(!isCpu && b.minVCPUPerGPU ? { minVcpuCount: b.minVCPUPerGPU * (b.gpuCount ?? 1) } : {}),
       ...(!isCpu && b.minRAMPerGPU ? { minMemoryInGb: b.minRAMPerGPU * (b.gpuCount ?? 1) } : {}),
     };
+  }
+
+  /**
+   * The start command of a create: an entrypoint with dockerStartCmd as its command (the override),
+   * else dockerStartCmd as words, else dockerArgs as given (either form).
+   */
+  function startCommand(b: Static<typeof CreatePodBody>): string | undefined {
+    const entrypoint = b.dockerEntrypoint ?? [];
+    if (entrypoint.length > 0 && b.dockerArgs !== undefined && b.dockerArgs !== '')
+      throw new ApiError(
+        'BAD_REQUEST',
+        'Send the command as dockerStartCmd with dockerEntrypoint, or the whole start command as dockerArgs ({"cmd": [...], "entrypoint": [...]}), not both.',
+      );
+    if (entrypoint.length > 0 || (b.dockerStartCmd !== undefined && b.dockerStartCmd.length > 0))
+      return argsOf(entrypoint, b.dockerStartCmd ?? []);
+    return b.dockerArgs;
   }
 
   async function create(accountId: string, b: Static<typeof CreatePodBody>): Promise<PodView> {
@@ -160,9 +174,10 @@ export function podV1Routes(app: TypedApp, { pods, volumes, catalog }: Transport
       ...(b.containerRegistryAuthId !== undefined
         ? { registry: b.containerRegistryAuthId === '' ? null : b.containerRegistryAuthId }
         : {}),
-      ...(b.dockerStartCmd !== undefined ? { args: argsOf(b.dockerStartCmd) } : {}),
       ...(b.locked !== undefined ? { locked: b.locked } : {}),
     };
+    const args = await updatedArgs(async () => (await pods.get(accountId, id)).args, b);
+    if (args !== undefined) patch.args = args;
     if (b.volumeInGb !== undefined || b.volumeMountPath !== undefined || b.globalNetworking !== undefined) {
       const current = await pods.get(accountId, id);
       refuseUnsupported(

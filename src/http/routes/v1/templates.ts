@@ -6,7 +6,18 @@ import type { Template } from '../../../domain/template.js';
 import type { TemplateInput, TemplatePatch } from '../../../templates/templates-service.js';
 import { principalOf } from '../../plugins/auth.js';
 import { MAX_DISK_GB } from '../../../domain/limits.js';
-import { argsOf, closed, Deleted, Entrypoint, Env, errorResponses, IdParam, StartCmd, startCmdOf } from './common.js';
+import {
+  argsOf,
+  closed,
+  Deleted,
+  Entrypoint,
+  Env,
+  errorResponses,
+  IdParam,
+  StartCmd,
+  updatedArgs,
+  v1StartOf,
+} from './common.js';
 
 const tags = ['templates'];
 const Params = IdParam('templateId');
@@ -88,8 +99,7 @@ export const templateV1View = (t: Template): TemplateV1 => ({
   volumeInGb: t.volumeInGb,
   ...(t.volumeMountPath !== null ? { volumeMountPath: t.volumeMountPath } : {}),
   ...(t.containerRegistryAuthId !== null ? { containerRegistryAuthId: t.containerRegistryAuthId } : {}),
-  dockerEntrypoint: [],
-  dockerStartCmd: startCmdOf(t.args),
+  ...v1StartOf(t.args),
   env: t.env,
   isPublic: t.isPublic,
   isRunpod: t.accountId === null,
@@ -112,7 +122,6 @@ function common(b: Partial<Static<typeof CreateBody>>): TemplatePatch {
     ...(b.containerRegistryAuthId !== undefined
       ? { containerRegistryAuthId: b.containerRegistryAuthId === '' ? null : b.containerRegistryAuthId }
       : {}),
-    ...(b.dockerStartCmd !== undefined ? { args: argsOf(b.dockerStartCmd) } : {}),
     ...(b.env !== undefined ? { env: b.env } : {}),
     ...(b.isPublic !== undefined ? { isPublic: b.isPublic } : {}),
     ...(b.ports !== undefined ? { ports: b.ports } : {}),
@@ -139,6 +148,9 @@ export function templateV1Routes(app: TypedApp, { templates }: TransportServices
         containerDiskInGb: 50,
         ...(serverless ? {} : { volumeInGb: 20, volumeMountPath: '/workspace', ports: ['8888/http', '22/tcp'] }),
         ...(common(b) as TemplateInput),
+        ...(b.dockerEntrypoint !== undefined || b.dockerStartCmd !== undefined
+          ? { args: argsOf(b.dockerEntrypoint ?? [], b.dockerStartCmd ?? []) }
+          : {}),
         isServerless: serverless,
       };
       return templateV1View(await templates.create(principalOf(request).accountId, input));
@@ -193,10 +205,15 @@ export function templateV1Routes(app: TypedApp, { templates }: TransportServices
         body: UpdateBody,
         response: { 200: TemplateSchema, ...errorResponses },
       },
-      handler: async (request) =>
-        templateV1View(
-          await templates.update(principalOf(request).accountId, request.params.templateId, common(request.body)),
-        ),
+      handler: async (request) => {
+        const accountId = principalOf(request).accountId;
+        const id = request.params.templateId;
+        const patch = common(request.body);
+        // dockerStartCmd alone keeps the template's entrypoint, and dockerEntrypoint alone its command.
+        const args = await updatedArgs(async () => (await templates.get(accountId, id)).args, request.body);
+        if (args !== undefined) patch.args = args;
+        return templateV1View(await templates.update(accountId, id, patch));
+      },
     });
 
   app.delete(
