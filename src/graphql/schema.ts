@@ -3,6 +3,7 @@ import { accountTypeDefs } from './account-type-defs.js';
 import { catalogTypeDefs } from './catalog-type-defs.js';
 import { endpointTypeDefs } from './endpoint-type-defs.js';
 import { parseFlashBoot, parseFlashBootLiteral } from './flash-boot-type.js';
+import { podEditTypeDefs } from './pod-edit-type-defs.js';
 import { podTypeDefs } from './pod-type-defs.js';
 import { rootTypeDefs } from './root-type-defs.js';
 import { templateTypeDefs } from './template-type-defs.js';
@@ -13,9 +14,15 @@ import { templateTypeDefs } from './template-type-defs.js';
  * sentence from the service rather than a type error, and fields newer clients send but Gantry
  * does not act on are accepted (and refused by the resolver only when they ask for something).
  */
-const typeDefs = [rootTypeDefs, endpointTypeDefs, templateTypeDefs, accountTypeDefs, catalogTypeDefs, podTypeDefs].join(
-  '',
-);
+const typeDefs = [
+  rootTypeDefs,
+  endpointTypeDefs,
+  templateTypeDefs,
+  accountTypeDefs,
+  catalogTypeDefs,
+  podTypeDefs,
+  podEditTypeDefs,
+].join('');
 
 /**
  * Resolvers by type and field, attached to the SDL above. Each resolver types its own source and
