@@ -1,0 +1,146 @@
+#!/usr/bin/env bash
+# The Debian root filesystem the Docker tests' images are made from (no registry is reachable
+# here: images are built from Debian packages and imported), built once and cached.
+#
+#   .ci/build-rootfs.sh            build the root filesystem (or find it in the cache), print its tar
+#   .ci/build-rootfs.sh --import   the same, then import it into the engine at DOCKER_HOST as
+#                                  gantry-test/sshd:1 (unless that image is already this build)
+#
+# GANTRY_ROOTFS_CACHE: where the tar (and debootstrap's downloaded packages) are kept
+#   (default ${XDG_CACHE_HOME:-~/.cache}/gantry-rootfs). A tar is named after a hash of this
+#   script, so changing the recipe below builds anew and an unchanged one is reused; later image
+#   work builds on the same tar. GANTRY_DEBIAN_MIRROR: the mirror (default deb.debian.org).
+#
+# What is in it: Debian bookworm (`debootstrap --variant=minbase`) with openssh-server and curl
+# (the start command dstack sends installs curl when it is missing, which needs a network the
+# test pods do not have), and /start.sh, the image's command, doing what RunPod's images do when
+# a pod starts: /run/sshd and fresh host keys, PUBLIC_KEY (the env startSsh injects) into root's
+# authorized_keys, then sshd in the foreground. No host key is baked in. pam_loginuid is optional
+# (a container may not write its login uid). Needs root (debootstrap), debootstrap and tar.
+set -euo pipefail
+
+SCRIPT="$(readlink -f "$0")"
+SUITE=bookworm
+MIRROR=${GANTRY_DEBIAN_MIRROR:-http://deb.debian.org/debian}
+PACKAGES=openssh-server,curl
+IMAGE=gantry-test/sshd:1
+CACHE=${GANTRY_ROOTFS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/gantry-rootfs}
+KEY=$(sha256sum "$SCRIPT" | cut -c1-16)
+TAR="$CACHE/debian-$SUITE-sshd-$KEY.tar"
+
+mode=build
+case "${1:-}" in
+  '') ;;
+  --import) mode=import ;;
+  *) echo "usage: $0 [--import]" >&2; exit 2 ;;
+esac
+
+BUILD_DIR=""
+BUILD_PID=""
+
+# What a build leaves when it fails or is stopped: debootstrap's process group, what it mounted in
+# the target (proc, sys), the half-made tree and tar.
+cleanup() {
+  if [ -n "$BUILD_PID" ] && kill -0 "$BUILD_PID" 2>/dev/null; then
+    kill -TERM -- "-$BUILD_PID" 2>/dev/null || true
+    wait "$BUILD_PID" 2>/dev/null || true
+  fi
+  if [ -n "$BUILD_DIR" ]; then
+    awk -v d="$BUILD_DIR/" 'index($2, d) == 1 { print $2 }' /proc/mounts | sort -r | xargs -r -n1 umount -l 2>/dev/null || true
+    rm -rf "$BUILD_DIR" "$TAR.partial"
+  fi
+}
+
+# The image's command (/start.sh).
+start_script() {
+  cat <<'SCRIPT'
+#!/bin/sh
+# A pod's start, as RunPod's images do it: sshd's run directory and this container's own host keys,
+# the keys startSsh gives (PUBLIC_KEY) into root's authorized_keys, then sshd in the foreground.
+set -e
+mkdir -p /run/sshd
+chmod 0755 /run/sshd
+ssh-keygen -A
+if [ -n "${PUBLIC_KEY:-}" ]; then
+  mkdir -p /root/.ssh
+  chmod 700 /root/.ssh
+  printf '%s\n' "$PUBLIC_KEY" >> /root/.ssh/authorized_keys
+  chmod 600 /root/.ssh/authorized_keys
+fi
+echo "start.sh: sshd starting"
+exec /usr/sbin/sshd -D -e
+SCRIPT
+}
+
+# One of debootstrap's stages, in a session of its own; its log is shown when it fails.
+run_stage() {
+  setsid "$@" >> "$BUILD_DIR/debootstrap.log" 2>&1 &
+  BUILD_PID=$!
+  if ! wait "$BUILD_PID"; then
+    BUILD_PID=""
+    tail -n 30 "$BUILD_DIR/debootstrap.log" >&2
+    [ -f "$BUILD_DIR/root/debootstrap/debootstrap.log" ] && tail -n 30 "$BUILD_DIR/root/debootstrap/debootstrap.log" >&2
+    echo "debootstrap failed: $*" >&2
+    return 1
+  fi
+  BUILD_PID=""
+}
+
+build() {
+  if [ -f "$TAR" ]; then
+    echo "== root filesystem: $TAR (cached)" >&2
+    return 0
+  fi
+  [ "$(id -u)" -eq 0 ] || { echo "building the root filesystem needs root (debootstrap)" >&2; return 1; }
+  command -v debootstrap >/dev/null 2>&1 || { echo "debootstrap is not installed: apt-get install debootstrap" >&2; return 1; }
+  mkdir -p "$CACHE/debs"
+  local started root
+  started=$(date +%s)
+  BUILD_DIR=$(mktemp -d "$CACHE/build-XXXX")
+  root="$BUILD_DIR/root"
+  echo "== debootstrap $SUITE ($PACKAGES) from $MIRROR" >&2
+  # Two stages: the packages unpacked, then (in the chroot) installed, with dpkg told not to sync
+  # each file to disk, which is most of the time a build takes (the tree is tarred at the end).
+  # Each in a session of its own, so that a stop (CI gave up) takes its chroot's dpkg along.
+  run_stage debootstrap --foreign --variant=minbase --include="$PACKAGES" --cache-dir="$CACHE/debs" \
+    "$SUITE" "$root" "$MIRROR" || return 1
+  echo force-unsafe-io > "$root/etc/dpkg/dpkg.cfg.d/gantry-build"
+  run_stage chroot "$root" /debootstrap/debootstrap --second-stage || return 1
+  rm -f "$root/etc/dpkg/dpkg.cfg.d/gantry-build"
+  # Every container makes its own host keys at start (start.sh); none is shared through the image.
+  rm -f "$root"/etc/ssh/ssh_host_*
+  sed -i 's/^session\s\+required\s\+pam_loginuid.so/session optional pam_loginuid.so/' "$root/etc/pam.d/sshd"
+  rm -rf "$root"/var/lib/apt/lists/* "$root"/var/cache/apt/*.bin "$root"/var/cache/apt/archives/*.deb
+  start_script > "$root/start.sh"
+  chmod 0755 "$root/start.sh"
+  tar -C "$root" -c --numeric-owner -f "$TAR.partial" .
+  mv "$TAR.partial" "$TAR"
+  rm -rf "$BUILD_DIR"
+  BUILD_DIR=""
+  # Older builds of the recipe are left to nobody.
+  find "$CACHE" -maxdepth 1 -name "debian-$SUITE-sshd-*.tar" ! -name "$(basename "$TAR")" -delete
+  echo "== root filesystem: $TAR ($(du -m "$TAR" | cut -f1) MB, built in $(( $(date +%s) - started )) s)" >&2
+}
+
+import() {
+  local docker=(docker)
+  [ -n "${DOCKER_HOST:-}" ] && docker=(docker --host "$DOCKER_HOST")
+  local have
+  have=$("${docker[@]}" image inspect "$IMAGE" --format '{{index .Config.Labels "gantry.rootfs"}}' 2>/dev/null || true)
+  if [ "$have" = "$KEY" ]; then
+    echo "== image $IMAGE: this build ($KEY) is in the engine" >&2
+    return 0
+  fi
+  "${docker[@]}" import --change "LABEL gantry.rootfs=$KEY" --change 'CMD ["/start.sh"]' "$TAR" "$IMAGE" >/dev/null
+  echo "== image $IMAGE imported (build $KEY)" >&2
+}
+
+trap cleanup EXIT
+trap 'exit 143' TERM INT
+mkdir -p "$CACHE"
+# One build at a time per cache (a second caller waits, then finds it built).
+exec 9> "$CACHE/.lock"
+flock 9
+build
+[ "$mode" = import ] && import
+echo "$TAR"
