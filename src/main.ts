@@ -80,8 +80,9 @@ export async function createServices(config: Config, overrides: ServiceOverrides
     podController,
     registryGuard,
     entrypoints,
+    logger,
   });
-  const { pods, clusters } = podsArea;
+  const { pods, clusters, podDeadlines } = podsArea;
   const serverless = assembleServerless(config, storage, catalogArea, podsArea, {
     clock,
     logger,
@@ -105,6 +106,7 @@ export async function createServices(config: Config, overrides: ServiceOverrides
     pods,
     clusters,
     podController,
+    podDeadlines,
     ...serverless,
     fleet,
     fleetWiring,

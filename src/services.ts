@@ -5,6 +5,7 @@ import type { TransportServices } from './transport/services.js';
 import type { SecretBox } from './store/secret-box.js';
 import type { Leases } from './store/leases.js';
 import type { NotifyRelay } from './store/notify-relay.js';
+import type { PodDeadlineSweep } from './pods/pod-deadline-sweep.js';
 
 /**
  * Everything `createServices` builds: what the transports reach (`TransportServices`), plus the
@@ -19,4 +20,6 @@ export interface Services extends TransportServices {
   leases: Leases;
   /** Wake-ups across replicas (PostgreSQL only). */
   relay: NotifyRelay | null;
+  /** Acts on pods' own stop and termination times (started with the pods). */
+  podDeadlines: PodDeadlineSweep;
 }

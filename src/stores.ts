@@ -4,6 +4,7 @@ import { AutoscalerStore } from './store/autoscaler-store.js';
 import { BillingStore } from './store/billing-store.js';
 import { ClusterStore } from './store/cluster-store.js';
 import { EndpointStore } from './store/endpoint-store.js';
+import { PodDeadlineStore } from './store/pod-deadline-store.js';
 import { PodStore } from './store/pod-store.js';
 import { RegistryStore } from './store/registry-store.js';
 import { RegistryDelegationStore } from './store/registry-delegation-store.js';
@@ -33,6 +34,8 @@ export interface Stores {
   holdings: ResourceHoldingsStore;
   operations: OperationStore;
   pods: PodStore;
+  /** Pods' own stop and termination times. */
+  podDeadlines: PodDeadlineStore;
   registries: RegistryStore;
   /** ECR delegations (`/v2/registries/delegations`). */
   registryDelegations: RegistryDelegationStore;
@@ -56,6 +59,7 @@ export function createStores(db: Db): Stores {
     holdings: new ResourceHoldingsStore(db),
     operations: new OperationStore(db),
     pods: new PodStore(db),
+    podDeadlines: new PodDeadlineStore(db),
     registries: new RegistryStore(db),
     registryDelegations: new RegistryDelegationStore(db),
     systemLog: new SystemLogStore(db),

@@ -47,6 +47,13 @@ export interface CreateClusterInput {
   mounts?: Mounts;
   startJupyter?: boolean;
   startSsh?: boolean;
+  /** GraphQL `createCluster` only: a pod template the members take their settings from (body fields win). */
+  templateId?: string;
+  /** GraphQL `createCluster` only: the members' CUDA constraint (as a pod's). */
+  allowedCudaVersions?: string[];
+  minCudaVersion?: string;
+  /** GraphQL `createCluster` only: the most all the members together may cost, USD per hour. */
+  deployCost?: number;
 }
 
 export interface ClusterView {
@@ -89,7 +96,7 @@ export class ClustersService {
    * 400 RESOURCE_QUOTA_EXCEEDED when the account already holds `quotas.clusters` clusters.
    */
   async create(accountId: string, body: CreateClusterInput): Promise<ClusterView> {
-    if (body.image === undefined) throw validationFailed(['image: is required']);
+    if (body.image === undefined && body.templateId === undefined) throw validationFailed(['image: is required']);
     const { compute } = body;
     const cluster = await this.#claimWithinQuota(accountId, {
       id: newSortableId(),
@@ -127,7 +134,11 @@ export class ClustersService {
         accountId,
         {
           name: body.name,
-          image: body.image,
+          ...(body.image !== undefined ? { image: body.image } : {}),
+          ...(body.templateId !== undefined ? { templateId: body.templateId } : {}),
+          ...(body.allowedCudaVersions !== undefined ? { allowedCudaVersions: body.allowedCudaVersions } : {}),
+          ...(body.minCudaVersion !== undefined ? { minCudaVersion: body.minCudaVersion } : {}),
+          ...(body.deployCost !== undefined ? { deployCost: body.deployCost } : {}),
           ...(body.args !== undefined ? { args: body.args } : {}),
           ...(body.disk !== undefined ? { disk: body.disk } : {}),
           ...(body.env !== undefined ? { env: body.env } : {}),

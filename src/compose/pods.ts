@@ -9,6 +9,7 @@ import type { SystemLog } from '../logs/system-log.js';
 import { LEASE_NAMES } from '../store/leases.js';
 import { PodController } from '../pods/pod-controller.js';
 import { PodsService } from '../pods/pods-service.js';
+import { PodDeadlineSweep } from '../pods/pod-deadline-sweep.js';
 import { ClustersService } from '../clusters/clusters-service.js';
 import { ResourceQuota } from '../quotas/resource-quota.js';
 import type { Storage } from './storage.js';
@@ -40,12 +41,14 @@ export interface PodsArea {
   quota: ResourceQuota;
   pods: PodsService;
   clusters: ClustersService;
+  /** Acts on pods' own stop and termination times. */
+  podDeadlines: PodDeadlineSweep;
 }
 
 /** Pods and the clusters made of them, over the pod controller. */
 export function assemblePods(
   config: Config,
-  { stores }: Storage,
+  { stores, leases }: Storage,
   catalog: CatalogArea,
   parts: {
     clock: Clock;
@@ -53,9 +56,10 @@ export function assemblePods(
     podController: PodController;
     registryGuard: RegistryGuard | null;
     entrypoints: EntrypointSupport;
+    logger: Logger;
   },
 ): PodsArea {
-  const { clock, runtime, podController, registryGuard, entrypoints } = parts;
+  const { clock, runtime, podController, registryGuard, entrypoints, logger } = parts;
   const { inventory, templates, volumes, registries, accounts } = catalog;
   const quota = new ResourceQuota({ holdings: stores.holdings, quotas: config.quotas, clock });
   const pods = new PodsService({
@@ -71,7 +75,18 @@ export function assemblePods(
     quota,
     registryGuard,
     entrypoints,
+    deadlines: stores.podDeadlines,
   });
   const clusters = new ClustersService({ store: stores.clusters, pods, clock, quotas: config.quotas });
-  return { quota, pods, clusters };
+  const podDeadlines = new PodDeadlineSweep({
+    deadlines: stores.podDeadlines,
+    pods: stores.pods,
+    act: (podId, action, options) => podController.act(podId, action, options),
+    clock,
+    lease: leases.lease(LEASE_NAMES.pods),
+    logger: logger.child({ component: 'pod-deadlines' }),
+    quota,
+    intervalMs: config.pods.reconcileIntervalMs,
+  });
+  return { quota, pods, clusters, podDeadlines };
 }

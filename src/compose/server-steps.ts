@@ -191,6 +191,12 @@ export function serverSteps(services: Services, state: StartState): Step[] {
       start: () => services.podController.start(state.attached),
       stop: () => services.podController.stop(),
     },
+    // After the pods are restored: a stop or termination time that came while the server was down is acted on.
+    {
+      name: 'pod-deadlines',
+      start: () => services.podDeadlines.start(),
+      stop: () => services.podDeadlines.stop(),
+    },
     { name: 'workers', start: () => services.autoscaler.adopt(state.attached), stop: () => services.autoscaler.stop() },
     { name: 'orphans', start: () => state.orphans.watch(state.attached), stop: () => state.orphans.stop() },
     { name: 'timekeeper', start: () => services.timekeeper.start(), stop: () => services.timekeeper.stop() },

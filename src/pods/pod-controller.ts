@@ -51,6 +51,7 @@ import { driftedPods } from './pod-drift.js';
 import { pauseUsage, resumeUsage } from './pod-usage-pauses.js';
 import { SerialQueues } from './serial-queues.js';
 
+type ActOptions = { asCluster?: boolean; reason?: string };
 export interface PodControllerDeps {
   store: PodStore;
   runtime: Runtime;
@@ -126,8 +127,7 @@ export class PodController {
 
   /**
    * Server start: adopts the live instances of pods meant to run (`attached`: what the runtime's
-   * `attach()` answered), re-reserves and restarts the others meant to run, stops live instances
-   * of stopped pods; then reconciles periodically.
+   * `attach()` answered), re-reserves and restarts the others, stops stopped pods' instances; then reconciles.
    */
   async start(attached: readonly AttachedInstance[] = []): Promise<void> {
     this.#stopped = false;
@@ -181,9 +181,9 @@ export class PodController {
   /**
    * Performs a user action on the pod (already known to belong to the caller), under the pod's
    * lock, and answers the pod as it stands afterwards. Refusals are ApiErrors (409 / 400 HOST_FULL).
-   * A cluster's member is refused (409) unless the cluster itself acts (`asCluster`).
+   * A cluster's member is refused (409) unless the cluster itself acts (`asCluster`); `reason`: a stop's.
    */
-  async act(podId: string, action: PodAction, options: { asCluster?: boolean } = {}): Promise<PodRecord> {
+  async act(podId: string, action: PodAction, options: ActOptions = {}): Promise<PodRecord> {
     const updated = await this.#queues.run(podId, async () => {
       const pod = await this.store.get(podId);
       if (!pod) throw new ApiError('NOT_FOUND', `No pod with id "${podId}" exists for this account.`);
@@ -199,7 +199,7 @@ export class PodController {
           return this.#startAction(pod);
         case 'stop':
           await this.#deps.runtime.stop(pod.id);
-          return this.#status.settle(pod, 'EXITED', 'stopped by user');
+          return this.#status.settle(pod, 'EXITED', options.reason ?? 'stopped by user');
         case 'restart':
           await this.#deps.runtime.stop(pod.id);
           await this.store.closeUsage(pod.id, this.#deps.clock.now());

@@ -9,8 +9,9 @@ import type { AccountsService } from '../accounts/accounts-service.js';
 import type { Catalog } from '../domain/catalog.js';
 import type { Clock } from '../domain/clock.js';
 import type { ClusterMember } from '../domain/cluster.js';
-import { ApiError } from '../domain/errors.js';
+import { ApiError, badRequest } from '../domain/errors.js';
 import { newSortableId } from '../domain/ids.js';
+import { deadlineOf, type PodDeadline } from '../domain/pod-deadline.js';
 import { assertEntrypointSupported, checkStartCommand, type EntrypointSupport } from '../domain/start-command.js';
 import type { Inventory } from '../inventory/inventory.js';
 import type { ResourceQuota } from '../quotas/resource-quota.js';
@@ -18,6 +19,7 @@ import type { RegistriesService } from '../registries/registries-service.js';
 import { assertEnvAllowed } from '../runtime/env-allowed.js';
 import { assertImageAllowed, type RegistryGuard } from '../runtime/registry-guard.js';
 import type { Runtime } from '../runtime/runtime.js';
+import type { PodDeadlineStore } from '../store/pod-deadline-store.js';
 import type { PodRecord } from '../store/pod-record.js';
 import type { TemplatesService } from '../templates/templates-service.js';
 import type { VolumesService } from '../volumes/volumes-service.js';
@@ -47,6 +49,8 @@ export interface PodCreationDeps {
   registryGuard?: Pick<RegistryGuard, 'refusal'> | null;
   /** Whether the runtime replaces an image's entrypoint (its module's capability), and its name for the refusal. */
   entrypoints: EntrypointSupport;
+  /** Where a pod's own stop and termination times are kept. */
+  deadlines: Pick<PodDeadlineStore, 'set'>;
 }
 
 /** A pod's start command within its bounds, and runnable on the runtime (domain/start-command.ts). */
@@ -54,6 +58,28 @@ export function assertStartCommand(entrypoints: EntrypointSupport, args: string)
   checkStartCommand(args);
   assertEntrypointSupported(entrypoints, args);
 }
+
+/** What a create asks of its placement besides the pod's settings. */
+interface CreateExtras {
+  deadline: PodDeadline | null;
+  deployCost: number | undefined;
+}
+
+/** A `deployCost` as given: a non-negative number of USD per hour, or none. */
+function deployCostOf(body: Pick<CreatePodInput, 'deployCost'>): number | undefined {
+  const cost = body.deployCost;
+  if (cost === undefined) return undefined;
+  if (!Number.isFinite(cost) || cost < 0)
+    throw badRequest(`deployCost ${cost} must be a price in USD per hour, 0 or more (e.g. 0.79).`);
+  return cost;
+}
+
+/** The capacity refusal of a placement whose price is above the caller's `deployCost`. */
+const aboveCeiling = (what: string, cost: number, ceiling: number): ApiError =>
+  new ApiError(
+    'NO_CAPACITY',
+    `No placement fits deployCost $${ceiling}/hr: ${what} costs $${cost}/hr where it can be placed. Raise deployCost, or ask for fewer or cheaper GPUs or the other cloud.`,
+  );
 
 /** One member of a cluster to create: its pod name, rank/role/address and platform env. */
 export interface ClusterMemberInput {
@@ -77,6 +103,7 @@ export class PodCreation {
   async create(accountId: string, body: CreatePodInput): Promise<PodView> {
     assertRuntimeAvailable(this.#d.runtime);
     const { catalog } = this.#d.config;
+    const extras = { deadline: deadlineOf(body, this.#d.clock.now()), deployCost: deployCostOf(body) };
     const template = body.templateId
       ? templateDefaults(await this.#d.templates.resolveForPod(accountId, body.templateId))
       : null;
@@ -94,8 +121,10 @@ export class PodCreation {
     const gpus = settings.compute.kind === 'gpu' ? settings.compute.count : 0;
     const quota = this.#d.quota;
     return quota
-      ? quota.admit(accountId, { pods: 1, gpus }, () => this.#place(accountId, settings, volumeDataCenterId, hiddenEnv))
-      : this.#place(accountId, settings, volumeDataCenterId, hiddenEnv);
+      ? quota.admit(accountId, { pods: 1, gpus }, () =>
+          this.#place(accountId, settings, volumeDataCenterId, hiddenEnv, extras),
+        )
+      : this.#place(accountId, settings, volumeDataCenterId, hiddenEnv, extras);
   }
 
   /** Places, reserves and stores the pod (the step the quotas guard). */
@@ -104,6 +133,7 @@ export class PodCreation {
     settings: PodSettings,
     volumeDataCenterId: string | null,
     hiddenEnv: Record<string, string>,
+    extras: CreateExtras,
   ): Promise<PodView> {
     const id = newSortableId();
     const request = placementRequest(settings, volumeDataCenterId);
@@ -128,6 +158,11 @@ export class PodCreation {
       catalog: this.#d.config.catalog,
     });
     try {
+      if (extras.deployCost !== undefined && pod.costPerHr > extras.deployCost)
+        throw aboveCeiling('the pod', pod.costPerHr, extras.deployCost);
+      // The time first: a pod never runs without the stop it was created with (a time left
+      // without its pod is forgotten by the sweep).
+      if (extras.deadline) await this.#d.deadlines.set(id, extras.deadline);
       await this.#d.controller.store.insert(pod);
     } catch (err) {
       this.#d.controller.instances.release(id);
@@ -151,10 +186,15 @@ export class PodCreation {
   ): Promise<PodRecord[]> {
     assertRuntimeAvailable(this.#d.runtime);
     const { catalog } = this.#d.config;
-    const settings = resolveCreate(body, null, catalog);
+    const deployCost = deployCostOf(body);
+    const template = body.templateId
+      ? templateDefaults(await this.#d.templates.resolveForPod(accountId, body.templateId))
+      : null;
+    const settings = resolveCreate(body, template, catalog);
     assertStartCommand(this.#d.entrypoints, settings.args);
     assertEnvAllowed(this.#d.runtime, settings.env, settings.image);
     await assertImageAllowed(this.#d.registryGuard, settings.image);
+    if (settings.registry !== null) await checkRegistry(this.#d.registries, accountId, settings.registry);
     const volumeDataCenterId = settings.mounts.network?.length
       ? (await volumeOf(this.#d.volumes, accountId, settings.mounts.network[0]!.volumeId)).dataCenterId
       : null;
@@ -184,6 +224,9 @@ export class PodCreation {
         }),
       );
       try {
+        const cost = pods.reduce((sum, pod) => sum + pod.costPerHr, 0);
+        if (deployCost !== undefined && cost > deployCost)
+          throw aboveCeiling(`the cluster's ${n} pods`, Math.round(cost * 1e6) / 1e6, deployCost);
         await this.#d.controller.store.withTransaction(async (tx) => {
           for (const pod of pods) await this.#d.controller.store.insert(pod, tx);
         });

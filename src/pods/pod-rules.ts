@@ -34,6 +34,15 @@ export interface CreatePodInput {
   globalNetworking?: boolean;
   startSsh?: boolean;
   startJupyter?: boolean;
+  /** Gantry extension (runpodctl's `--stop-after`): when the pod stops itself, RFC 3339 (domain/pod-deadline.ts). */
+  stopAfter?: string;
+  /** Gantry extension (runpodctl's `--terminate-after`): when the pod terminates itself, RFC 3339. */
+  terminateAfter?: string;
+  /**
+   * GraphQL `deployCost`: the most the pod may cost, USD per hour (for a cluster's members, all of
+   * them together); a placement above it is refused as no capacity is (400 NO_CAPACITY).
+   */
+  deployCost?: number;
 }
 
 /** The PATCH body after schema validation: readable config only (no CUDA fields, no startSsh/startJupyter). */

@@ -15,6 +15,7 @@ import type { RegistriesService } from '../registries/registries-service.js';
 import { assertEnvAllowed } from '../runtime/env-allowed.js';
 import { assertImageAllowed, type RegistryGuard } from '../runtime/registry-guard.js';
 import type { Runtime } from '../runtime/runtime.js';
+import type { PodDeadlineStore } from '../store/pod-deadline-store.js';
 import type { PodChanges, PodListFilter, PodRecord } from '../store/pod-record.js';
 
 /** What the SSH proxy needs of the pod a session names. */
@@ -59,6 +60,8 @@ export interface PodsServiceDeps {
   registryGuard?: Pick<RegistryGuard, 'refusal'> | null;
   /** Whether the runtime replaces an image's entrypoint (its module's `entrypointOverride`), and its kind. */
   entrypoints: EntrypointSupport;
+  /** Where a pod's own stop and termination times are kept (pod-deadline-sweep.ts acts on them). */
+  deadlines: Pick<PodDeadlineStore, 'set'>;
 }
 
 /** Accrued usage of one pod, for billing. */

@@ -124,3 +124,11 @@ export interface VolumeUsageTable {
   started_at: number;
   ended_at: number | null;
 }
+
+/** A pod's own stop and termination times (migration 0020); a row only for pods that have one. */
+export interface PodDeadlinesTable {
+  pod_id: string;
+  /** ms epoch; null: none, or already acted on */
+  stop_after: number | null;
+  terminate_after: number | null;
+}

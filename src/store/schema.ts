@@ -27,6 +27,7 @@ import type {
 import type {
   ClustersTable,
   NetworkVolumesTable,
+  PodDeadlinesTable,
   PodsTable,
   PodUsageTable,
   TemplatesTable,
@@ -39,6 +40,7 @@ export interface Database {
   pods: PodsTable;
   clusters: ClustersTable;
   pod_usage: PodUsageTable;
+  pod_deadlines: PodDeadlinesTable;
   worker_usage: WorkerUsageTable;
   volume_usage: VolumeUsageTable;
   templates: TemplatesTable;

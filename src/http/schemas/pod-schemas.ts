@@ -88,6 +88,20 @@ export const CreatePodRequest = Type.Object(
     globalNetworking: Type.Optional(Type.Boolean({ default: false })),
     startSsh: Type.Optional(Type.Boolean({ default: false })),
     startJupyter: Type.Optional(Type.Boolean({ default: false })),
+    stopAfter: Type.Optional(
+      Type.String({
+        format: 'date-time',
+        maxLength: 64,
+        description: 'Gantry extension (runpodctl --stop-after): the pod stops itself at this time; in the future',
+      }),
+    ),
+    terminateAfter: Type.Optional(
+      Type.String({
+        format: 'date-time',
+        maxLength: 64,
+        description: 'Gantry extension (runpodctl --terminate-after): the pod terminates itself at this time',
+      }),
+    ),
   },
   { ...closed, description: 'Exactly one of gpu or cpu.' },
 );

@@ -11,6 +11,7 @@ import { endpointReleases } from './endpoint-releases.js';
 import { fleetJournalTable, fleetTables } from './fleet-tables.js';
 import { jobTakenSeq } from './job-taken-seq.js';
 import { jobUsageInsertByBatchSqlite, jobUsagePostgres, jobUsageSqlite } from './job-usage.js';
+import { podDeadlinesTable } from './pod-deadlines.js';
 import { podSshToken } from './pod-ssh-token.js';
 import { registryDelegationsTable } from './registry-delegations.js';
 import {
@@ -83,6 +84,7 @@ export const MIGRATIONS: readonly StoreMigration[] = [
   { key: '0017-job-usage-insert-by-batch', up: { sqlite: run(jobUsageInsertByBatchSqlite), postgres: async () => {} } },
   { key: '0018-status-change-min-cuda', up: each(statusChangeMinCuda) },
   { key: '0019-job-taken-seq', up: each(jobTakenSeq) },
+  { key: '0020-pod-deadlines', up: each(podDeadlinesTable) },
 ];
 
 /** The list as Kysely's migrator takes it, for one dialect. */

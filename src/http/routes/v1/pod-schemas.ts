@@ -78,6 +78,16 @@ export const CreatePodBody = Type.Object(
     minDiskBandwidthMBps: Type.Optional(Type.Number(Ignored('placement chooses'))),
     minDownloadMbps: Type.Optional(Type.Number(Ignored('placement chooses'))),
     minUploadMbps: Type.Optional(Type.Number(Ignored('placement chooses'))),
+    stopAfter: Type.Optional(
+      Type.String({ format: 'date-time', maxLength: 64, description: 'Gantry extension: the pod stops itself then' }),
+    ),
+    terminateAfter: Type.Optional(
+      Type.String({
+        format: 'date-time',
+        maxLength: 64,
+        description: 'Gantry extension: the pod terminates itself then',
+      }),
+    ),
   },
   closed,
 );

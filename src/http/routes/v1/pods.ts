@@ -122,6 +122,8 @@ export function podV1Routes(app: TypedApp, { pods, volumes, catalog }: Transport
       // v1's minimums are per GPU: a GPU pod gets at least that many per GPU (docs/catalog.md)
       ...(!isCpu && b.minVCPUPerGPU ? { minVcpuCount: b.minVCPUPerGPU * (b.gpuCount ?? 1) } : {}),
       ...(!isCpu && b.minRAMPerGPU ? { minMemoryInGb: b.minRAMPerGPU * (b.gpuCount ?? 1) } : {}),
+      ...(b.stopAfter !== undefined ? { stopAfter: b.stopAfter } : {}),
+      ...(b.terminateAfter !== undefined ? { terminateAfter: b.terminateAfter } : {}),
     };
   }
 
