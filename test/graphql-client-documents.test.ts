@@ -762,7 +762,7 @@ describe('runpodctl documents', () => {
       machine: { gpuDisplayName: 'string', location: 'string' },
     });
     assert.equal(modern.podFindAndDeployOnDemand.volumeInGb, 20);
-    // A time to stop at is refused rather than dropped: the pod would otherwise run on.
+    // A time to stop at that is not a date-time is refused rather than dropped: the pod would otherwise run on.
     const stopAfter = await post(
       documentOf('runpodctl', 'create-pod-gql-client'),
       {
@@ -773,12 +773,12 @@ describe('runpodctl documents', () => {
           gpuTypeId: 'NVIDIA GeForce RTX 4090',
           imageName: 'ubuntu:22.04',
           startSsh: true,
-          stopAfter: '2030-01-01T00:00:00Z',
+          stopAfter: 'next tuesday',
         },
       },
       alice.key,
     );
-    assert.match(stopAfter.errors?.[0]?.message ?? '', /^stopAfter is not supported by Gantry/);
+    assert.match(stopAfter.errors?.[0]?.message ?? '', /^stopAfter "next tuesday" is not a date-time/);
 
     const listed = (await run('runpodctl', 'get-pods')).myself.pods;
     assertShape(listed, [
@@ -791,12 +791,14 @@ describe('runpodctl documents', () => {
         runtime: new Maybe(CTL_RUNTIME),
       },
     ]);
-    // The ports runpodctl's ssh connect reads: both of the legacy pod's, published.
-    const ports = listed.find((p: { id: string }) => p.id === podId).runtime.ports;
-    assert.deepEqual(
-      ports.map((p: { privatePort: number; PortType: string }) => `${p.privatePort}/${p.PortType}`).sort(),
-      ['22/tcp', '8888/http'],
-    );
+    // The ports runpodctl's ssh connect reads (isIpPublic): both of the legacy pod's, published; each
+    // is listed first as the pod's own network reaches it (not public), as the platform lists them.
+    const ports: Array<{ privatePort: number; PortType: string; isIpPublic: boolean }> = listed.find(
+      (p: { id: string }) => p.id === podId,
+    ).runtime.ports;
+    const named = (list: typeof ports) => list.map((p) => `${p.privatePort}/${p.PortType}`).sort();
+    assert.deepEqual(named(ports.filter((p) => p.isIpPublic)), ['22/tcp', '8888/http']);
+    assert.deepEqual(named(ports.filter((p) => !p.isIpPublic)), ['22/tcp', '8888/http']);
     const listed2 = (await run('runpodctl', 'get-pods-gql-client')).myself.pods;
     assert.deepEqual(listed2.map((p: { id: string }) => p.id).sort(), listed.map((p: { id: string }) => p.id).sort());
 

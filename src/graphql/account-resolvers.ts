@@ -1,17 +1,16 @@
 import { validationFailed } from '../domain/errors.js';
 import type { Registry } from '../domain/registry.js';
-import type { NetworkVolume } from '../domain/network-volume.js';
 import type { GraphqlContext } from './context.js';
 import { toGqlPod } from './pod-resolvers.js';
 import type { ResolverMap } from './schema.js';
 import { toGqlTemplate } from './template-resolvers.js';
+import { toGqlVolume } from './volume-resolvers.js';
 
 /** `myself` resolves to the caller's account id; each field reads what it needs. */
 interface Me {
   id: string;
 }
 
-const volumeView = ({ id, name, size, dataCenterId }: NetworkVolume) => ({ id, name, size, dataCenterId });
 /** Only id and name: registry usernames and passwords never leave the service. */
 const registryView = ({ id, name }: Registry) => ({ id, name });
 
@@ -78,13 +77,14 @@ export const accountResolvers: ResolverMap<GraphqlContext> = {
     },
   },
   User: {
+    authId: (me: Me) => `gantry|${me.id}`,
     email: () => null,
     pubKey: async (me: Me, _args, { services }: GraphqlContext) =>
       (await services.accounts.getSshKeys(me.id)).join('\n'),
     endpoints: (me: Me, _args, { services }: GraphqlContext) => services.endpoints.list(me.id),
     serverlessDiscount: () => null,
     networkVolumes: async (me: Me, _args, { services }: GraphqlContext) =>
-      (await services.volumes.list(me.id)).map(volumeView),
+      (await services.volumes.list(me.id)).map(toGqlVolume),
     pods: async (me: Me, _args, ctx: GraphqlContext) =>
       (await ctx.services.pods.list(me.id)).map((p) => toGqlPod(p, ctx)),
     podTemplates: async (me: Me, _args, { services }: GraphqlContext) =>

@@ -1,5 +1,6 @@
-import type { GpuTypeView } from '../catalog/catalog-service.js';
+import type { DataCenterView, GpuTypeView } from '../catalog/catalog-service.js';
 import type { GraphqlContext } from './context.js';
+import { gpuAvailability, type GpuAvailabilityInput, type GqlDataCenter } from './gpu-availability.js';
 import type { ResolverMap } from './schema.js';
 
 interface LowestPriceInput {
@@ -29,6 +30,16 @@ const toGqlGpuType = (g: GpuTypeView) => {
 };
 type GqlGpuType = ReturnType<typeof toGqlGpuType>;
 
+/** A data center in the GraphQL shape (also `NetworkVolume.dataCenter`). */
+export const toGqlDataCenter = (d: DataCenterView): GqlDataCenter => ({
+  id: d.id,
+  name: d.name,
+  location: d.location,
+  countryCode: d.country,
+  listed: d.gpuTypes.length > 0 || d.cpuFlavors.length > 0,
+  gpuTypes: d.gpuTypes,
+});
+
 export const catalogResolvers: ResolverMap<GraphqlContext> = {
   Query: {
     gpuTypes: (_root, args: { input?: { id?: string | null } | null }, { services }: GraphqlContext) => {
@@ -36,34 +47,17 @@ export const catalogResolvers: ResolverMap<GraphqlContext> = {
       if (id) return [toGqlGpuType(services.catalog.getGpuType(id, { availability: true }))];
       return services.catalog.listGpuTypes({ availability: true }).map(toGqlGpuType);
     },
-    /**
-     * Each data center with the GPU types its hosts have; a type's stock status is the catalog's
-     * (High, Medium, Low) where the data center has one free, null where it has none free.
-     */
-    dataCenters: (_root, _args, { services }: GraphqlContext) => {
-      const gpuTypes = new Map(services.catalog.listGpuTypes({ availability: true }).map((g) => [g.id, g]));
-      return services.catalog.listDataCenters().map((d) => ({
-        id: d.id,
-        name: d.name,
-        location: d.location,
-        countryCode: d.country,
-        listed: d.gpuTypes.length > 0 || d.cpuFlavors.length > 0,
-        gpuAvailability: d.gpuTypes.map((id) => {
-          const g = gpuTypes.get(id);
-          const free = (g?.availability?.dataCenters.find((s) => s.id === d.id)?.available ?? 0) > 0;
-          return {
-            gpuTypeId: id,
-            displayName: g?.displayName ?? id,
-            stockStatus: free ? (g?.availability?.stockStatus ?? null) : null,
-            available: free,
-          };
-        }),
-      }));
-    },
+    /** Each data center with the GPU types its hosts have (their availability: DataCenter.gpuAvailability). */
+    dataCenters: (_root, _args, { services }: GraphqlContext): GqlDataCenter[] =>
+      services.catalog.listDataCenters().map(toGqlDataCenter),
     serverlessGpuPools: (_root, _args, { services }: GraphqlContext) =>
       services.catalog
         .listPools()
         .map((p) => ({ id: p.id, displayName: p.displayName, memoryInGb: p.memoryInGb, gpuTypeIds: p.gpuTypes })),
+  },
+  DataCenter: {
+    gpuAvailability: (dc: GqlDataCenter, args: { input?: GpuAvailabilityInput | null }, ctx: GraphqlContext) =>
+      gpuAvailability(dc, args.input, ctx),
   },
   GpuType: {
     /** The on-demand price for the asked cloud (both when not said), null when no host offers it. */

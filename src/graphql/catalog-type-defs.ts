@@ -58,14 +58,21 @@ export const catalogTypeDefs = /* GraphQL */ `
     countryCode: String
     "False when no host in it is available."
     listed: Boolean
-    "One entry per GPU type some host in the data center has."
-    gpuAvailability: [GpuAvailabilityInDataCenter]
+    "One entry per GPU type some host in the data center has; with input, whether a pod of input.gpuCount GPUs fits on one of its hosts now, in the cloud input.secureCloud names (both when it is not said)."
+    gpuAvailability(input: GpuAvailabilityInput): [GpuAvailabilityInDataCenter]
+  }
+
+  input GpuAvailabilityInput {
+    "GPUs one pod needs on one host. @default 1"
+    gpuCount: Int
+    "true: SECURE cloud hosts only; false: COMMUNITY only; not said: either."
+    secureCloud: Boolean
   }
 
   type GpuAvailabilityInDataCenter {
     gpuTypeId: String
     displayName: String
-    "The GPU type's stock across the catalog (High, Medium or Low) where the data center has one free; null where it has none free."
+    "Without input: the GPU type's stock across the catalog (High, Medium or Low) where the data center has one free. With input: the data center's own level for that pod size (High, Medium or Low). null where none is free."
     stockStatus: String
     available: Boolean
   }

@@ -1,4 +1,4 @@
-import { badRequest } from '../domain/errors.js';
+import { ApiError, badRequest, isApiError } from '../domain/errors.js';
 import type { Mounts } from '../domain/mounts.js';
 import type { CreatePodInput } from '../pods/pod-rules.js';
 import type { PodView } from '../pods/pod-view.js';
@@ -9,6 +9,30 @@ import type { ResolverMap } from './schema.js';
 /** The status a pod is driven toward, as GraphQL clients read `desiredStatus`. */
 const desiredStatus = (p: PodView): string =>
   p.status === 'TERMINATED' ? 'TERMINATED' : p.status === 'EXITED' || p.status === 'ERROR' ? 'EXITED' : 'RUNNING';
+
+type RuntimePort = NonNullable<NonNullable<PodView['runtime']>['ports']>[number];
+
+/**
+ * Each port as the platform lists it (docs/graphql.md): first as the pod's own network reaches it
+ * (isIpPublic false) — its cluster address or global networking address with the private port, or
+ * for a pod with neither its host's address with the published port — then as published on its
+ * host (isIpPublic true). dstack keeps the last entry of its port, SkyPilot reads its internal
+ * address from the first kind.
+ */
+function runtimePorts(p: PodView, ports: readonly RuntimePort[]) {
+  const own = p.cluster?.ip ?? p.globalNetworking.ip ?? null;
+  return ports.flatMap((port) => {
+    const published = {
+      ip: port.ip,
+      isIpPublic: port.ip !== null,
+      privatePort: port.private,
+      publicPort: port.public,
+      type: port.type,
+    };
+    if (own !== null) return [{ ...published, ip: own, isIpPublic: false, publicPort: port.private }, published];
+    return port.ip !== null ? [{ ...published, isIpPublic: false }, published] : [published];
+  });
+}
 
 /** A pod in the GraphQL shape: env read as "K=V" strings, ports as a comma list. */
 export function toGqlPod(p: PodView, { services }: GraphqlContext) {
@@ -38,6 +62,9 @@ export function toGqlPod(p: PodView, { services }: GraphqlContext) {
     ports: p.ports.join(','),
     uptimeSeconds: runtime?.uptime ?? 0,
     machineId: p.hostId,
+    clusterIp: p.cluster?.ip ?? null,
+    containerRegistryAuthId: p.registry,
+    networkVolumeId: p.mounts.network?.[0]?.volumeId ?? null,
     machine: {
       podHostId: p.id,
       gpuDisplayName: gpuName,
@@ -48,13 +75,7 @@ export function toGqlPod(p: PodView, { services }: GraphqlContext) {
     runtime: runtime
       ? {
           uptimeInSeconds: runtime.uptime ?? 0,
-          ports: (runtime.ports ?? []).map((port) => ({
-            ip: port.ip,
-            isIpPublic: port.ip !== null,
-            privatePort: port.private,
-            publicPort: port.public,
-            type: port.type,
-          })),
+          ports: runtimePorts(p, runtime.ports ?? []),
           gpus: (runtime.gpus ?? []).map((g, i) => ({
             id: g.id ?? String(i),
             gpuUtilPercent: g.util,
@@ -96,17 +117,14 @@ interface GqlPodInput {
   stopAfter?: string | null;
   terminateAfter?: string | null;
   compliance?: Array<string | null> | null;
+  deployCost?: number | null;
 }
 
 /**
- * Inputs that ask for something Gantry does not do are refused rather than dropped: a pod asked
- * to stop at a time would otherwise run on. Empty values (what clients send by default) pass.
+ * Inputs that ask for something Gantry does not do are refused rather than dropped. Empty values
+ * (what clients send by default) pass.
  */
 function refuseUnsupported(input: GqlPodInput): void {
-  if (input.stopAfter?.trim())
-    throw badRequest('stopAfter is not supported by Gantry; stop the pod with podStop (or POST /v2/pods/{id}/action).');
-  if (input.terminateAfter?.trim())
-    throw badRequest('terminateAfter is not supported by Gantry; end the pod with podTerminate.');
   if ((input.compliance ?? []).some((c) => c?.trim()))
     throw badRequest('compliance is not supported by Gantry: its hosts carry no compliance attributes.');
 }
@@ -151,6 +169,9 @@ function toCreatePod(
   if (input.startSsh != null) out.startSsh = input.startSsh;
   if (input.startJupyter != null) out.startJupyter = input.startJupyter;
   if (input.globalNetworking != null) out.globalNetworking = input.globalNetworking;
+  if (input.stopAfter?.trim()) out.stopAfter = input.stopAfter;
+  if (input.terminateAfter?.trim()) out.terminateAfter = input.terminateAfter;
+  if (input.deployCost != null) out.deployCost = input.deployCost;
   // a GPU pod gets at least these with its GPUs (docs/catalog.md); clients send 0 for "any"
   if (compute.gpu && input.minVcpuCount) out.minVcpuCount = input.minVcpuCount;
   if (compute.gpu && input.minMemoryInGb) out.minMemoryInGb = input.minMemoryInGb;
@@ -173,6 +194,9 @@ function parseInstanceId(
   const [flavor, vcpus] = (instanceId || flavors[0]?.id || '').split('-');
   return { id: flavor ?? '', vcpuCount: vcpuCount ?? (vcpus ? Number(vcpus) : 2) };
 }
+
+/** A pod already terminated, never made, or another account's. */
+const gone = (): ApiError => new ApiError('NOT_FOUND', 'pod not found to terminate');
 
 const podIdOf = (input: { podId?: string | null } | null | undefined): string => {
   if (!input?.podId) throw badRequest('input.podId is required.');
@@ -207,7 +231,16 @@ export const podResolvers: ResolverMap<GraphqlContext> = {
     podBidResume: async (_root, args: { input?: { podId?: string | null } | null }, ctx: GraphqlContext) =>
       toGqlPod(await ctx.services.pods.act(ctx.principal.accountId, podIdOf(args.input), 'start'), ctx),
     podTerminate: async (_root, args: { input?: { podId?: string | null } | null }, ctx: GraphqlContext) => {
-      await ctx.services.pods.act(ctx.principal.accountId, podIdOf(args.input), 'terminate');
+      const { accountId } = ctx.principal;
+      const podId = podIdOf(args.input);
+      try {
+        if ((await ctx.services.pods.get(accountId, podId)).status === 'TERMINATED') throw gone();
+        await ctx.services.pods.act(accountId, podId, 'terminate');
+      } catch (err) {
+        // the platform's words for a pod that is not there to terminate (dstack's cleanup reads them)
+        if (isApiError(err) && err.code === 'NOT_FOUND') throw gone();
+        throw err;
+      }
       return null;
     },
   },

@@ -34,13 +34,15 @@ export const podTypeDefs = /* GraphQL */ `
     containerRegistryAuthId: String
     minDownload: Int
     minUpload: Int
-    "Not supported: refused unless empty."
+    "When the pod stops itself (RFC 3339, e.g. \\"2026-04-15T00:00:00Z\\"); \\"\\" for never."
     stopAfter: String
-    "Not supported: refused unless empty."
+    "When the pod terminates itself (RFC 3339); \\"\\" for never."
     terminateAfter: String
     "Not supported: refused unless empty."
     compliance: [String]
     globalNetworking: Boolean
+    "The most the pod may cost, USD per hour; a placement above it is refused as no capacity is."
+    deployCost: Float
   }
 
   input DeployCpuPodInput {
@@ -65,6 +67,12 @@ export const podTypeDefs = /* GraphQL */ `
     minDownload: Int
     minUpload: Int
     vcpuCount: Int
+    "The most the pod may cost, USD per hour; a placement above it is refused as no capacity is."
+    deployCost: Float
+    "When the pod stops itself (RFC 3339); \\"\\" for never."
+    stopAfter: String
+    "When the pod terminates itself (RFC 3339); \\"\\" for never."
+    terminateAfter: String
   }
 
   enum CloudType {
@@ -115,6 +123,12 @@ export const podTypeDefs = /* GraphQL */ `
     ports: String
     uptimeSeconds: Int
     machineId: String
+    "A cluster member's address on its cluster's private network; null for a pod outside a cluster."
+    clusterIp: String
+    "The registry credential the pod pulls its image with; null for none."
+    containerRegistryAuthId: String
+    "The network volume the pod mounts; null for none."
+    networkVolumeId: String
     machine: PodMachine
     runtime: PodRuntime
   }
@@ -130,6 +144,7 @@ export const podTypeDefs = /* GraphQL */ `
   "What runs, from the runtime's last utilisation sample (null unless the pod is RUNNING)."
   type PodRuntime {
     uptimeInSeconds: Int
+    "Each port as the pod's network reaches it (isIpPublic false), then as published on its host (isIpPublic true)."
     ports: [PodRuntimePort]
     "Per GPU of the pod, from nvidia-smi; empty where there are no real figures (declared GPUs)."
     gpus: [PodRuntimeGpu]

@@ -1,23 +1,28 @@
 import { accountResolvers } from './account-resolvers.js';
 import { catalogResolvers } from './catalog-resolvers.js';
+import { clusterResolvers } from './cluster-resolvers.js';
 import type { GraphqlContext } from './context.js';
 import { endpointResolvers } from './endpoint-resolvers.js';
 import { podEditResolvers } from './pod-edit-resolvers.js';
 import { podResolvers } from './pod-resolvers.js';
 import type { ResolverMap } from './schema.js';
 import { templateResolvers } from './template-resolvers.js';
+import { volumeResolvers } from './volume-resolvers.js';
 
 /** Every area's resolvers, merged per type; two areas defining one field is a programming error. */
 export function allResolvers(): ResolverMap<GraphqlContext> {
   const merged: ResolverMap<GraphqlContext> = {};
-  for (const area of [
+  const areas = [
     accountResolvers,
     catalogResolvers,
+    clusterResolvers,
     endpointResolvers,
     podResolvers,
     podEditResolvers,
     templateResolvers,
-  ]) {
+    volumeResolvers,
+  ];
+  for (const area of areas) {
     for (const [type, fields] of Object.entries(area)) {
       const target = (merged[type] ??= {});
       for (const [field, resolve] of Object.entries(fields)) {

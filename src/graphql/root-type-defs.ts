@@ -47,6 +47,8 @@ export const rootTypeDefs = /* GraphQL */ `
 
   type User {
     id: String
+    "The account's auth identity, \\"gantry|<account id>\\": Gantry authenticates the account's API keys itself, so the account is the identity; the same for every key, stable for the account's life."
+    authId: String
     email: String
     pubKey: String
     endpoints: [Endpoint]

@@ -1,12 +1,14 @@
 import { buildSchema, type GraphQLFieldResolver, type GraphQLScalarType, type GraphQLSchema } from 'graphql';
 import { accountTypeDefs } from './account-type-defs.js';
 import { catalogTypeDefs } from './catalog-type-defs.js';
+import { clusterTypeDefs } from './cluster-type-defs.js';
 import { endpointTypeDefs } from './endpoint-type-defs.js';
 import { parseFlashBoot, parseFlashBootLiteral } from './flash-boot-type.js';
 import { podEditTypeDefs } from './pod-edit-type-defs.js';
 import { podTypeDefs } from './pod-type-defs.js';
 import { rootTypeDefs } from './root-type-defs.js';
 import { templateTypeDefs } from './template-type-defs.js';
+import { volumeTypeDefs } from './volume-type-defs.js';
 
 /**
  * The GraphQL management API, in the shape existing clients (runpod-python, runpodctl) query it.
@@ -22,6 +24,8 @@ const typeDefs = [
   catalogTypeDefs,
   podTypeDefs,
   podEditTypeDefs,
+  volumeTypeDefs,
+  clusterTypeDefs,
 ].join('');
 
 /**

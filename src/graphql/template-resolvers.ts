@@ -1,4 +1,4 @@
-import { validationFailed } from '../domain/errors.js';
+import { ApiError, validationFailed } from '../domain/errors.js';
 import { splitList } from '../serverless/endpoint-settings.js';
 import type { Template } from '../domain/template.js';
 import type { TemplateInput } from '../templates/templates-service.js';
@@ -87,6 +87,24 @@ function toTemplateFields(input: GqlTemplateInput): Partial<TemplateInput> {
 
 export const templateResolvers: ResolverMap<GraphqlContext> = {
   Mutation: {
+    /**
+     * Deletes the caller's own template of that name (SkyPilot names a cluster's docker-login
+     * template and deletes it by name), by the rules of DELETE /v2/templates/{id}. Template names
+     * need not be unique on Gantry: a name several of the caller's templates share is refused
+     * rather than guessed. Answers null.
+     */
+    deleteTemplate: async (_root, args: { templateName: string }, { services, principal }: GraphqlContext) => {
+      const named = (await services.templates.list(principal.accountId)).filter((t) => t.name === args.templateName);
+      if (named.length === 0)
+        throw new ApiError('NOT_FOUND', `No template named "${args.templateName}" exists for this account.`);
+      if (named.length > 1)
+        throw new ApiError(
+          'BAD_REQUEST',
+          `${named.length} of your templates are named "${args.templateName}" (${named.map((t) => `"${t.id}"`).join(', ')}); delete one by id with DELETE /v2/templates/{id}.`,
+        );
+      await services.templates.delete(principal.accountId, named[0]!.id);
+      return null;
+    },
     saveTemplate: async (_root, args: { input?: GqlTemplateInput | null }, { services, principal }: GraphqlContext) => {
       const input = args.input ?? {};
       const fields = toTemplateFields(input);

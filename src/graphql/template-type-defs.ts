@@ -66,4 +66,9 @@ export const templateTypeDefs = /* GraphQL */ `
     "Accepted and not kept: Gantry has no port labels."
     portsConfig: [PortConfigInput]
   }
+
+  extend type Mutation {
+    "Deletes your template of that name (as DELETE /v2/templates/{id}); a name several of your templates share is refused. Answers null."
+    deleteTemplate(templateName: String!): Boolean
+  }
 `;

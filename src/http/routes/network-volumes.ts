@@ -2,13 +2,13 @@ import type { TypedApp } from '../type-provider.js';
 import { aliasHook } from '../field-aliases.js';
 import { Type, type Static } from '@sinclair/typebox';
 import type { TransportServices } from '../../transport/services.js';
-import type { NetworkVolume } from '../../domain/network-volume.js';
+import { VOLUME_NAME_LENGTH, VOLUME_SIZE_GB, type NetworkVolume } from '../../domain/network-volume.js';
 import { principalOf } from '../plugins/auth.js';
 import { Deleted, errorResponses, IdParams, StringEnum } from '../schemas.js';
 
 const closed = { additionalProperties: false } as const;
-const Name = Type.String({ minLength: 1, maxLength: 191 });
-const Size = Type.Integer({ minimum: 10, maximum: 4096, description: 'GB' });
+const Name = Type.String({ minLength: VOLUME_NAME_LENGTH.min, maxLength: VOLUME_NAME_LENGTH.max });
+const Size = Type.Integer({ minimum: VOLUME_SIZE_GB.min, maximum: VOLUME_SIZE_GB.max, description: 'GB' });
 /** VolumeType: Gantry has one storage tier, STANDARD; HIGH_PERFORMANCE answers 400 (docs/status.md). */
 const VolumeType = StringEnum(['STANDARD', 'HIGH_PERFORMANCE'], {
   description: 'storage tier, immutable; Gantry offers STANDARD only (HIGH_PERFORMANCE answers 400)',
@@ -31,7 +31,11 @@ const UpdateNetworkVolumeRequest = Type.Object(
   {
     name: Type.Optional(Name),
     size: Type.Optional(
-      Type.Integer({ minimum: 10, maximum: 4096, description: 'GB; may only grow (a smaller size answers 400)' }),
+      Type.Integer({
+        minimum: VOLUME_SIZE_GB.min,
+        maximum: VOLUME_SIZE_GB.max,
+        description: 'GB; may only grow (a smaller size answers 400)',
+      }),
     ),
   },
   {
