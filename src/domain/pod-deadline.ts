@@ -17,9 +17,16 @@ const DATE_TIME = /^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}(:\d{2}(\.\d{1,9})?)?([Zz]|
 /** The most a time may lie ahead: a bound on a stored number, far beyond any pod's life (100 years). */
 const MAX_AHEAD_MS = 100 * 365 * 24 * 3_600_000;
 
+/** Whether the date's day exists in its month (`Date.parse` reads 2026-02-30 as March 2). */
+function realDay(text: string): boolean {
+  const [year, month, day] = text.slice(0, 10).split('-').map(Number) as [number, number, number];
+  return month >= 1 && month <= 12 && day >= 1 && day <= new Date(Date.UTC(year, month, 0)).getUTCDate();
+}
+
 function timeOf(field: 'stopAfter' | 'terminateAfter', value: string | null | undefined, now: number): number | null {
   if (value == null || value.trim() === '') return null;
-  const at = DATE_TIME.test(value.trim()) ? Date.parse(value.trim().replace(' ', 'T')) : NaN;
+  const text = value.trim();
+  const at = DATE_TIME.test(text) && realDay(text) ? Date.parse(text.replace(' ', 'T')) : NaN;
   if (!Number.isFinite(at))
     throw badRequest(
       `${field} "${value.slice(0, 64)}" is not a date-time; send one such as "2026-04-15T00:00:00Z" (RFC 3339, with Z or an offset).`,

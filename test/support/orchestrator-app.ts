@@ -1,0 +1,151 @@
+/**
+ * A listening Gantry (fake runtime, injected clock, SQLite or PostgreSQL) with the fleet the
+ * orchestrator suites (test/graphql-dstack.test.ts, test/graphql-skypilot.test.ts) place on, and
+ * the two ways their clients call it: a GraphQL document (the exact text the client sends, from
+ * test/fixtures/graphql-clients/) and a REST request, both over real HTTP.
+ */
+import type { AddressInfo } from 'node:net';
+import { FakeClock } from '../../src/domain/clock.js';
+import { FakeRuntime } from './fake-runtime/fake-runtime.js';
+import { createTestApp, type DialectName, type TestApp } from './harness.js';
+
+export const RTX_4090 = 'NVIDIA GeForce RTX 4090';
+export const A40 = 'NVIDIA A40';
+
+/**
+ * US-TX-3: two secure hosts of eight RTX 4090s on CUDA 12.8 (dstack asks for 12.8 at least) and a
+ * CPU host; A40s for the availability questions: four in US-TX-3 (secure), one in EU-RO-1 (secure),
+ * four in US-CA-2 (community).
+ */
+const FLEET = [
+  {
+    id: 'tx-4090-a',
+    dataCenterId: 'US-TX-3',
+    gpuTypeId: RTX_4090,
+    gpuCount: 8,
+    cudaVersion: '12.8',
+    vcpus: 64,
+    memoryGb: 512,
+    portRange: [20000, 20999],
+    publicIp: '203.0.113.10',
+  },
+  {
+    id: 'tx-4090-b',
+    dataCenterId: 'US-TX-3',
+    gpuTypeId: RTX_4090,
+    gpuCount: 8,
+    cudaVersion: '12.8',
+    vcpus: 64,
+    memoryGb: 512,
+    portRange: [21000, 21999],
+    publicIp: '203.0.113.11',
+  },
+  {
+    id: 'tx-cpu',
+    dataCenterId: 'US-TX-3',
+    cpuFlavors: ['cpu3c', 'cpu3g'],
+    vcpus: 64,
+    memoryGb: 256,
+    portRange: [22000, 22999],
+    publicIp: '203.0.113.12',
+  },
+  {
+    id: 'tx-a40',
+    dataCenterId: 'US-TX-3',
+    gpuTypeId: A40,
+    gpuCount: 4,
+    cudaVersion: '12.4',
+    vcpus: 64,
+    memoryGb: 512,
+    portRange: [23000, 23999],
+    publicIp: '203.0.113.13',
+  },
+  {
+    id: 'ro-a40',
+    dataCenterId: 'EU-RO-1',
+    gpuTypeId: A40,
+    gpuCount: 1,
+    cudaVersion: '12.4',
+    vcpus: 16,
+    memoryGb: 128,
+    portRange: [24000, 24999],
+    publicIp: '203.0.113.14',
+  },
+  {
+    id: 'ca-a40',
+    dataCenterId: 'US-CA-2',
+    cloud: 'COMMUNITY',
+    gpuTypeId: A40,
+    gpuCount: 4,
+    cudaVersion: '12.4',
+    vcpus: 64,
+    memoryGb: 512,
+    portRange: [25000, 25999],
+    publicIp: '203.0.113.15',
+  },
+];
+
+interface GraphqlAnswer {
+  data?: any;
+  errors?: Array<{ message: string; extensions?: { code?: string } }>;
+}
+
+export interface OrchestratorApp {
+  t: TestApp;
+  clock: FakeClock;
+  runtime: FakeRuntime;
+  /** Sends a GraphQL document as the client does (POST /graphql, bearer key). */
+  gql(key: string, query: string, variables?: Record<string, unknown>): Promise<GraphqlAnswer>;
+  rest(key: string, method: string, path: string, body?: unknown): Promise<{ status: number; body: any }>;
+  close(): Promise<void>;
+}
+
+export async function startOrchestratorApp(dialect: DialectName): Promise<OrchestratorApp> {
+  const clock = new FakeClock(Date.parse('2026-07-01T10:00:00Z'));
+  const runtime = new FakeRuntime();
+  const t = await createTestApp({
+    dialect,
+    clock,
+    runtime,
+    file: {
+      rateLimits: { minute: 1_000_000, hour: 1_000_000, day: 1_000_000 },
+      quotas: { pods: 10_000, gpus: 10_000 },
+      fleet: FLEET,
+    },
+  });
+  // the loops' leases (on PostgreSQL, held only once taken): the pod-deadline sweep runs under `pods`
+  await t.services.leases.start();
+  await t.app.listen({ port: 0, host: '127.0.0.1' });
+  const base = `http://127.0.0.1:${(t.app.server.address() as AddressInfo).port}`;
+  return {
+    t,
+    clock,
+    runtime,
+    async gql(key, query, variables) {
+      const res = await fetch(`${base}/graphql`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+        body: JSON.stringify(variables ? { query, variables } : { query }),
+      });
+      const text = await res.text();
+      if (res.status !== 200) throw new Error(`POST /graphql answered ${res.status}: ${text}`);
+      return JSON.parse(text) as GraphqlAnswer;
+    },
+    async rest(key, method, path, body) {
+      const res = await fetch(`${base}${path}`, {
+        method,
+        headers: {
+          authorization: `Bearer ${key}`,
+          ...(body !== undefined ? { 'content-type': 'application/json' } : {}),
+        },
+        ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
+      });
+      const text = await res.text();
+      return { status: res.status, body: text ? JSON.parse(text) : null };
+    },
+    async close() {
+      await t.services.leases.close();
+      await t.close();
+    },
+  };
+}
