@@ -66,7 +66,8 @@ export function toGqlPod(p: PodView, { services }: GraphqlContext) {
     containerRegistryAuthId: p.registry,
     networkVolumeId: p.mounts.network?.[0]?.volumeId ?? null,
     machine: {
-      podHostId: p.id,
+      // what `ssh <podHostId>@<proxy>` takes, as on the platform: the SSH proxy's username for the pod
+      podHostId: p.ssh.proxy?.username ?? p.id,
       gpuDisplayName: gpuName,
       gpuTypeId: p.gpu?.id ?? null,
       location: p.dataCenterId,

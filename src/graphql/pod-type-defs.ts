@@ -134,6 +134,7 @@ export const podTypeDefs = /* GraphQL */ `
   }
 
   type PodMachine {
+    "The username of the pod on the SSH proxy (ssh <podHostId>@<proxy host>), as ssh.proxy.username in REST; the pod id while the proxy does not listen."
     podHostId: String
     gpuDisplayName: String
     gpuTypeId: String
