@@ -73,7 +73,10 @@ export const NetworkingSchema = Type.Object({
 });
 
 export const PodsSchema = Type.Object({
-  reconcileIntervalMs: amount(1000, 'How often the pod controller reconciles.'),
+  reconcileIntervalMs: amount(
+    1000,
+    'How often the pod controller reconciles, and how often pods’ own stop and termination times are checked.',
+  ),
   stopGraceMs: amount(5000, 'Grace period between SIGTERM and SIGKILL when stopping an instance.'),
 });
 
