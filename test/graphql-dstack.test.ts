@@ -149,12 +149,24 @@ for (const { name: dialect, skip } of dialects()) {
       });
     });
 
-    test('a CPU pod made with deployCost at its price is placed; one whose price is above deployCost is refused as no capacity is', async () => {
+    test('a CPU pod made with deployCost at its price is placed, its podHostId its SSH proxy username; one whose price is above deployCost is refused as no capacity is', async () => {
       const created = (await data(doc('create-cpu-pod'))).deployCpuPod;
       assert.deepEqual(Object.keys(created).sort(), ['id', 'imageName', 'lastStatusChange', 'machine']);
       const rest = (await o.rest(alice.key, 'GET', `/v2/pods/${created.id}`)).body;
       assert.deepEqual(rest.cpu, { id: 'cpu3c', vcpuCount: 2, memory: 4 });
       assert.equal(rest.cost, 0.06);
+      // podHostId: the pod id while the SSH proxy does not listen, its proxy username once it does
+      assert.equal(created.machine.podHostId, created.id);
+      o.t.config.ssh.listening = true;
+      try {
+        const proxied = (await data(doc('create-cpu-pod'))).deployCpuPod;
+        const { ssh } = (await o.rest(alice.key, 'GET', `/v2/pods/${proxied.id}`)).body;
+        assert.equal(proxied.machine.podHostId, ssh.proxy.username);
+        assert.notEqual(proxied.machine.podHostId, proxied.id);
+        assert.deepEqual(await data(doc('terminate-pod', { POD_ID: proxied.id })), { podTerminate: null });
+      } finally {
+        o.t.config.ssh.listening = false;
+      }
       const cheaper = await o.gql(alice.key, doc('create-cpu-pod').replace('deployCost: 0.06', 'deployCost: 0.05'));
       assert.equal(cheaper.data?.deployCpuPod ?? null, null);
       assert.equal(cheaper.errors?.[0]?.extensions?.code, 'NO_CAPACITY');
