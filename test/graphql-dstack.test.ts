@@ -127,6 +127,8 @@ for (const { name: dialect, skip } of dialects()) {
       assert.ok(pod.vcpuCount >= 6 && pod.memoryInGb >= 31, 'minVcpuCount and minMemoryInGb were met');
       assert.deepEqual(rest.mounts, { network: [{ volumeId, path: '/volume' }] });
       assert.equal(rest.registry, authId);
+      // its dockerArgs is dstack's entrypoint override, taken as pods take it
+      assert.deepEqual(o.runtime.specs.get(created.id)?.entrypoint, ['/bin/sh', '-c']);
       // update_provisioning_data: the last runtime port whose privatePort is the runner's gives host and port
       let hostname: string | null = null;
       let sshPort: number | null = null;
@@ -216,6 +218,8 @@ for (const { name: dialect, skip } of dialects()) {
         assert.equal(typeof pod.machine.podHostId, 'string');
       }
       for (const member of members) {
+        await o.t.services.podController.idle(member.id);
+        assert.deepEqual(o.runtime.specs.get(member.id)?.entrypoint, ['/bin/sh', '-c'], 'dockerArgs as a pod’s');
         assert.deepEqual(member.gpu, { id: RTX_4090, count: 2 });
         assert.equal(member.dataCenterId, 'US-TX-3');
         assert.deepEqual(member.mounts, { network: [{ volumeId, path: '/volume' }] });
