@@ -2,6 +2,12 @@
 export const catalogTypeDefs = /* GraphQL */ `
   input GpuTypeFilter {
     id: String
+    "True: only the types a cluster (several pods in one data center) can be made of."
+    cluster: Boolean
+  }
+
+  input CpuFlavorSpecificsInput {
+    dataCenterId: String
   }
 
   input GpuLowestPriceInput {
@@ -16,6 +22,9 @@ export const catalogTypeDefs = /* GraphQL */ `
     minDownload: Int
     minUpload: Int
     supportPublicIp: Boolean
+    minCudaVersion: String
+    allowedCudaVersions: [String]
+    compliance: [String]
   }
 
   type GpuType {
@@ -36,7 +45,34 @@ export const catalogTypeDefs = /* GraphQL */ `
     maxGpuCount: Int
     maxGpuCountSecureCloud: Int
     maxGpuCountCommunityCloud: Int
+    sixMonthPrice: Float
+    "Gantry places pods of one GPU or more: 1."
+    minPodGpuCount: Int
+    "The data centers a cluster of this type can be made in (those with a host of it)."
+    nodeGroupDatacenters: [DataCenter]
+    "Per GPU per hour, USD: cluster members are billed as on-demand secure pods."
+    clusterPrice: Float
     lowestPrice(input: GpuLowestPriceInput): LowestPrice
+  }
+
+  "A CPU flavor: pods of minVcpu…maxVcpu vCPUs (powers of two), ramMultiplier GB of memory per vCPU."
+  type CpuFlavor {
+    id: String
+    displayName: String
+    groupId: String
+    minVcpu: Int
+    maxVcpu: Int
+    ramMultiplier: Int
+    "Gantry bounds a CPU pod's disk by its request, not per vCPU: null."
+    diskLimitPerVcpu: Int
+    specifics(input: CpuFlavorSpecificsInput): CpuFlavorSpecifics
+  }
+
+  type CpuFlavorSpecifics {
+    "High, Medium or Low where a host (of the data center, when given) has room for the smallest size; null where none has."
+    stockStatus: String
+    "USD per hour of the smallest size (minVcpu vCPUs) in secure cloud."
+    securePrice: Float
   }
 
   type LowestPrice {
@@ -46,9 +82,15 @@ export const catalogTypeDefs = /* GraphQL */ `
     minimumBidPrice: Float
     "Per GPU per hour, USD."
     uninterruptablePrice: Float
+    "GB of memory and vCPUs a pod of gpuCount GPUs of the type gets at least (the catalog's per-GPU figures)."
     minMemory: Int
     minVcpu: Int
+    "High, Medium or Low where a host (in the data center or country, when given) has gpuCount free; null where none has."
     stockStatus: String
+    "The compliance certifications of the offer: Gantry records none."
+    compliance: [String]
+    "The country asked for (countryCode), else null."
+    countryCode: String
   }
 
   type DataCenter {

@@ -1,4 +1,5 @@
 import { accountResolvers } from './account-resolvers.js';
+import { catalogOfferResolvers } from './catalog-offer-resolvers.js';
 import { catalogResolvers } from './catalog-resolvers.js';
 import { clusterResolvers } from './cluster-resolvers.js';
 import type { GraphqlContext } from './context.js';
@@ -16,6 +17,7 @@ export function allResolvers(): ResolverMap<GraphqlContext> {
     accountResolvers,
     catalogResolvers,
     clusterResolvers,
+    catalogOfferResolvers,
     endpointResolvers,
     podResolvers,
     podEditResolvers,

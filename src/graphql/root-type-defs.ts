@@ -7,6 +7,9 @@ export const rootTypeDefs = /* GraphQL */ `
     myself: User
     "Catalog GPU types; input.id narrows to one."
     gpuTypes(input: GpuTypeFilter): [GpuType]
+    "The countries of the data centers that have hosts."
+    countryCodes: [String]
+    cpuFlavors: [CpuFlavor]
     "Serverless GPU pools (the values of gpuIds) and the GPU types in each."
     serverlessGpuPools: [ServerlessGpuPool]
     "One of your endpoints."
