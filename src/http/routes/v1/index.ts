@@ -15,6 +15,7 @@ import { endpointV1Routes } from './endpoints.js';
 import { templateV1Routes } from './templates.js';
 import { networkVolumeV1Routes } from './network-volumes.js';
 import { containerRegistryAuthV1Routes } from './container-registry-auth.js';
+import { publishedV1Document } from './openapi-document.js';
 import { billingFromService, billingV1Routes, type BillingQueries } from './billing.js';
 
 const V1_PREFIX = '/v1';
@@ -69,8 +70,9 @@ export async function registerV1(
         throw error;
       });
 
+      const dataCenterIds = services.config.catalog.dataCenters.map((d) => d.id);
       v1.get('/openapi.json', { config: { public: true }, schema: { hide: true } }, async () =>
-        (v1 as unknown as { swaggerV1(): unknown }).swaggerV1(),
+        publishedV1Document((v1 as unknown as { swaggerV1(): unknown }).swaggerV1(), dataCenterIds),
       );
       const routes = typed(v1);
       podV1Routes(routes, services);

@@ -1,0 +1,429 @@
+/**
+ * What dstack's and SkyPilot's RunPod backends send, replayed in the order they send it against a
+ * listening server over SQLite and PostgreSQL, each answer checked for what the backend's code reads
+ * from it. The GraphQL documents are the backends' own (test/fixtures/graphql-clients/dstack/ and
+ * skypilot/, each naming its source and commit on its first line); the REST bodies are built here
+ * as the backends build them (the function is named beside each). The runtime is the test-only fake
+ * standing in for a Docker engine (runtime kind docker): it records each instance's spec, so the
+ * entrypoint override each backend asks for is read back where the container would get it.
+ */
+import { test, before, after, describe } from 'node:test';
+import assert from 'node:assert/strict';
+import type { AddressInfo } from 'node:net';
+import { createTestApp, dialects, type TestApp } from './support/harness.js';
+import { FakeRuntime } from './support/fake-runtime/fake-runtime.js';
+import { testHost } from './support/docker.js';
+import { clientDocument } from './fixtures/client-graphql-documents.js';
+import { FakeClock } from '../src/domain/clock.js';
+
+const GPU = 'NVIDIA GeForce RTX 4090';
+const hosts = [
+  testHost({
+    id: 'ro-1',
+    dataCenterId: 'EU-RO-1',
+    gpuTypeId: GPU,
+    gpuCount: 8,
+    cudaVersion: '12.8',
+    vcpus: 128,
+    memoryGb: 1024,
+    portRange: [20000, 20999],
+  }),
+  testHost({
+    id: 'ro-2',
+    dataCenterId: 'EU-RO-1',
+    gpuTypeId: GPU,
+    gpuCount: 8,
+    cudaVersion: '12.8',
+    vcpus: 128,
+    memoryGb: 1024,
+    portRange: [21000, 21999],
+  }),
+  testHost({
+    id: 'ro-cpu',
+    dataCenterId: 'EU-RO-1',
+    cpuFlavors: ['cpu3c'],
+    vcpus: 32,
+    memoryGb: 128,
+    portRange: [22000, 22999],
+  }),
+];
+
+/** dstack's runner start, as `_get_docker_args` encodes it (the fixture's dockerArgs, decoded). */
+const DSTACK_ENTRYPOINT = ['/bin/sh', '-c'];
+
+interface GqlAnswer {
+  data?: any;
+  errors?: Array<{ message: string; extensions?: { code?: string } }>;
+}
+
+for (const { name: dialect, skip } of dialects()) {
+  describe(`dstack's and SkyPilot's RunPod backends against a server on ${dialect}`, { skip }, () => {
+    let t: TestApp;
+    let base: string;
+    const runtime = new FakeRuntime();
+    let key: string;
+
+    before(async () => {
+      t = await createTestApp({
+        dialect,
+        clock: new FakeClock(Date.parse('2026-11-28T10:00:00Z')),
+        runtime,
+        hosts,
+        registryResolver: async () => ['93.184.216.34'],
+        file: {
+          runtime: { kind: 'docker' },
+          rateLimits: { minute: 1_000_000, hour: 1_000_000, day: 1_000_000 },
+          quotas: { pods: 1_000, gpus: 1_000 },
+        },
+      });
+      await t.app.listen({ port: 0, host: '127.0.0.1' });
+      base = `http://127.0.0.1:${(t.app.server.address() as AddressInfo).port}`;
+      ({ key } = await t.newAccount('orchestrators'));
+    });
+    after(() => t?.close());
+
+    /** As dstack's `_make_request` and runpod-python's `run_graphql_query` post: JSON with `query` only. */
+    const gql = async (
+      client: string,
+      name: string,
+      ids: Record<string, string> = {},
+      variables?: Record<string, unknown>,
+      bearer = key,
+    ): Promise<{ status: number; body: GqlAnswer }> => {
+      const res = await fetch(`${base}/graphql`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${bearer}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ query: clientDocument(client, name, ids), ...(variables ? { variables } : {}) }),
+      });
+      return { status: res.status, body: (await res.json()) as GqlAnswer };
+    };
+    /** Runs a document that must answer without errors (dstack raises on any `errors`). */
+    const data = async (client: string, name: string, ids: Record<string, string> = {}, variables?: any) => {
+      const { status, body } = await gql(client, name, ids, variables);
+      assert.equal(status, 200);
+      assert.equal(body.errors, undefined, `${client}/${name}: ${JSON.stringify(body.errors)}`);
+      return body.data;
+    };
+    /** As SkyPilot's REST calls send: `Content-Type: application/json` on every request, body or not. */
+    const rest = async (method: string, path: string, body?: unknown) => {
+      const res = await fetch(`${base}${path}`, {
+        method,
+        headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+        ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
+      });
+      const text = await res.text();
+      return { status: res.status, body: text ? JSON.parse(text) : null };
+    };
+    const specOf = (podId: string) => {
+      const spec = [...runtime.specs.values()].find((s) => s.id === podId || s.id.includes(podId));
+      assert.ok(spec, `an instance was started for pod ${podId}`);
+      return spec as unknown as Record<string, unknown>;
+    };
+
+    describe('dstack', () => {
+      const ids: Record<string, string> = {
+        GPU_TYPE_ID: GPU,
+        DATA_CENTER_ID: 'EU-RO-1',
+        COUNTRY_CODE: 'RO',
+        INSTANCE_ID: 'cpu3c-2-4',
+      };
+
+      test('adding Gantry as a backend: myself answers id, authId and email, and a wrong key answers 401', async () => {
+        const { myself } = await data('dstack', 'get-user-details');
+        assert.equal(typeof myself.id, 'string');
+        assert.equal(typeof myself.authId, 'string');
+        assert.ok(myself.authId.length > 0);
+        assert.ok('email' in myself);
+        const wrong = await gql('dstack', 'get-user-details', {}, undefined, 'rpa_not-a-key');
+        assert.ok([401, 403].includes(wrong.status), `validate_api_key needs 401 or 403, got ${wrong.status}`);
+      });
+
+      test("the offer listing (gpuhunt) finds the GPU type in stock in the data center with CPUs and memory, and nothing beyond a host's GPUs", async () => {
+        const listing = await data('dstack', 'gpuhunt-gpu-types');
+        assert.ok(listing.countryCodes.includes('RO'));
+        assert.ok(listing.dataCenters.some((d: any) => d.id === 'EU-RO-1' && d.listed === true));
+        const maxGpuCount = Math.max(...listing.gpuTypes.map((g: any) => g.maxGpuCount));
+        assert.equal(maxGpuCount, 8);
+        const ask = (gpuCount: number, dataCenterId = 'EU-RO-1') => ({
+          GpuTypeFilter: { cluster: false },
+          lowestPriceInput: {
+            secureCloud: true,
+            dataCenterId,
+            gpuCount,
+            minDisk: null,
+            minMemoryInGb: null,
+            minVcpuCount: null,
+            minCudaVersion: '12.8',
+          },
+        });
+        const one = (await data('dstack', 'gpuhunt-pod-types', {}, ask(1))).gpuTypes.find((g: any) => g.id === GPU);
+        assert.notEqual(one.lowestPrice.stockStatus, null);
+        assert.ok(one.lowestPrice.minVcpu > 0 && one.lowestPrice.minMemory > 0);
+        assert.ok(one.securePrice > 0);
+        const nine = (await data('dstack', 'gpuhunt-pod-types', {}, ask(9))).gpuTypes.find((g: any) => g.id === GPU);
+        assert.equal(nine.lowestPrice.stockStatus, null, 'no host has 9 GPUs: gpuhunt skips the offer');
+        const elsewhere = (await data('dstack', 'gpuhunt-pod-types', {}, ask(1, 'US-TX-3'))).gpuTypes.find(
+          (g: any) => g.id === GPU,
+        );
+        assert.equal(elsewhere.lowestPrice.stockStatus, null, 'no host of the type in US-TX-3');
+        const clusters = (
+          await data(
+            'dstack',
+            'gpuhunt-pod-types',
+            {},
+            { gpuTypesInput: { cluster: true }, lowestPriceInput: { gpuCount: 8 } },
+          )
+        ).gpuTypes.find((g: any) => g.id === GPU);
+        assert.deepEqual(
+          clusters.nodeGroupDatacenters.map((d: any) => d.id),
+          ['EU-RO-1'],
+        );
+        assert.ok(clusters.clusterPrice > 0 && clusters.lowestPrice.minVcpu > 0 && clusters.lowestPrice.minMemory > 0);
+        const cpu = (await data('dstack', 'gpuhunt-cpu-flavors', {}, { dataCenterId: 'EU-RO-1' })).cpuFlavors.find(
+          (f: any) => f.id === 'cpu3c',
+        );
+        assert.notEqual(cpu.specifics.stockStatus, null);
+        assert.ok(
+          cpu.specifics.securePrice > 0 && cpu.minVcpu >= 1 && cpu.maxVcpu >= cpu.minVcpu && cpu.ramMultiplier > 0,
+        );
+      });
+
+      test('a registry credential is added and listed by name', async () => {
+        const { saveRegistryAuth } = await data('dstack', 'add-registry-auth');
+        ids.REGISTRY_AUTH_ID = saveRegistryAuth.id;
+        const { myself } = await data('dstack', 'get-registry-auths');
+        assert.ok(
+          myself.containerRegistryCreds.some((c: any) => c.id === saveRegistryAuth.id && c.name === 'dstack-1a2b3c4d'),
+        );
+      });
+
+      test("an on-demand GPU pod runs dstack's JSON dockerArgs as the container's entrypoint and command, and its SSH port is found", async () => {
+        const { podFindAndDeployOnDemand: pod } = await data('dstack', 'create-pod', ids);
+        assert.equal(typeof pod.id, 'string');
+        assert.equal(pod.imageName, 'dstackai/base:py3.12-0.10-cuda-12.1');
+        assert.equal(typeof pod.machine.podHostId, 'string');
+        ids.POD_ID = pod.id;
+        const spec = specOf(pod.id);
+        assert.deepEqual(spec.entrypoint, DSTACK_ENTRYPOINT);
+        const cmd = spec.cmd as string[];
+        assert.equal(cmd.length, 1);
+        assert.match(
+          cmd[0]!,
+          /^\( : && unset LD_LIBRARY_PATH && .*--ssh-port 10022 --ssh-authorized-key 'ssh-ed25519 /,
+        );
+        const { pod: read } = await data('dstack', 'get-pod', ids);
+        assert.notEqual(read.runtime, null, 'wait_for_instance waits for runtime');
+        const ssh = read.runtime.ports.find((p: any) => p.privatePort === 10022);
+        assert.ok(ssh && Number.isInteger(ssh.publicPort) && ssh.isIpPublic === true && ssh.type === 'tcp');
+        assert.ok('clusterIp' in read);
+      });
+
+      test('podEditJob gives the pod another registry credential and answers its id', async () => {
+        const { podEditJob } = await data('dstack', 'edit-pod-registry-auth', ids);
+        assert.equal(podEditJob.id, ids.POD_ID);
+      });
+
+      test('terminating answers without errors, and terminating again says "pod not found to terminate"', async () => {
+        await data('dstack', 'terminate-pod', ids);
+        const again = await gql('dstack', 'terminate-pod', ids);
+        assert.equal(again.body.errors?.[0]?.message, 'pod not found to terminate');
+      });
+
+      test('a CPU pod is deployed under its deployCost ceiling and refused above it', async () => {
+        const { deployCpuPod } = await data('dstack', 'create-cpu-pod', ids);
+        assert.equal(typeof deployCpuPod.id, 'string');
+        await data('dstack', 'terminate-pod', { ...ids, POD_ID: deployCpuPod.id });
+      });
+
+      test('a network volume is created in a data center, read with it, and deleted; a second delete says it does not exist', async () => {
+        const { createNetworkVolume } = await data('dstack', 'create-network-volume', ids);
+        ids.VOLUME_ID = createNetworkVolume.id;
+        const { myself } = await data('dstack', 'get-network-volumes', ids);
+        const vol = myself.networkVolumes.find((v: any) => v.id === ids.VOLUME_ID);
+        assert.deepEqual(
+          { name: vol.name, size: vol.size, dataCenter: vol.dataCenter.id },
+          { name: 'dstack-vol', size: 20, dataCenter: 'EU-RO-1' },
+        );
+        await data('dstack', 'delete-network-volume', ids);
+        const again = await gql('dstack', 'delete-network-volume', ids);
+        assert.match(again.body.errors?.[0]?.message ?? '', /Tried to delete nonexistent network volume/);
+      });
+
+      test('a cluster is created with each member\'s cluster address and deleted; a second delete answers "Cluster not found"', async () => {
+        const { createCluster } = await data('dstack', 'create-cluster', ids);
+        assert.equal(createCluster.name, 'dstack-run-0');
+        assert.equal(createCluster.pods.length, 2);
+        for (const pod of createCluster.pods) {
+          assert.match(pod.clusterIp, /^\d+\.\d+\.\d+\.\d+$/);
+          assert.deepEqual(specOf(pod.id).entrypoint, DSTACK_ENTRYPOINT);
+        }
+        ids.CLUSTER_ID = createCluster.id;
+        const { deleteCluster } = await data('dstack', 'delete-cluster', ids);
+        assert.equal(deleteCluster, true);
+        const again = await gql('dstack', 'delete-cluster', ids);
+        assert.equal(again.body.errors?.[0]?.extensions?.code, 'Cluster not found');
+      });
+
+      test('a spot pod is rented at its bid and shows as interruptible', async () => {
+        const vol = await rest('POST', '/v2/network-volumes', { name: 'spot-vol', size: 10, dataCenterId: 'EU-RO-1' });
+        assert.equal(vol.status, 201, JSON.stringify(vol.body));
+        const { podRentInterruptable } = await data('dstack', 'create-pod-spot', { ...ids, VOLUME_ID: vol.body.id });
+        const { pod } = await data('dstack', 'get-pod', { ...ids, POD_ID: podRentInterruptable.id });
+        assert.equal(pod.podType, 'INTERRUPTABLE');
+        await data('dstack', 'terminate-pod', { ...ids, POD_ID: podRentInterruptable.id });
+        assert.equal((await rest('DELETE', `/v2/network-volumes/${vol.body.id}`)).status, 204);
+      });
+
+      test('the registry credential is deleted', async () => {
+        await data('dstack', 'delete-registry-auth', ids);
+        const { myself } = await data('dstack', 'get-registry-auths');
+        assert.ok(!myself.containerRegistryCreds.some((c: any) => c.id === ids.REGISTRY_AUTH_ID));
+      });
+    });
+
+    describe('SkyPilot (runpod SDK, GraphQL and REST v1)', () => {
+      const ids: Record<string, string> = { GPU_TYPE_ID: GPU, DATA_CENTER_ID: 'EU-RO-1', COUNTRY_CODE: 'RO' };
+
+      test("REST v1's OpenAPI document lists the data centers a create accepts (_rest_launchable_data_center_ids)", async () => {
+        const doc = await rest('GET', '/v1/openapi.json');
+        assert.equal(doc.status, 200);
+        const dataCenterIds = doc.body.components.schemas.PodCreateInput.properties.dataCenterIds.items.enum;
+        assert.ok(dataCenterIds.includes('EU-RO-1'));
+      });
+
+      test('the availability pre-check sees the GPU type available in the data center', async () => {
+        const { dataCenters } = await data('skypilot', 'gpu-availability');
+        const ro = dataCenters.find((d: any) => d.id === 'EU-RO-1');
+        assert.ok(ro.gpuAvailability.some((e: any) => e.gpuTypeId === GPU && e.available === true));
+      });
+
+      test('a docker-login cluster makes its registry credential and template, finds them by name, and deletes the template by name', async () => {
+        const auth = await data('runpod-python', 'create-registry-auth');
+        ids.REGISTRY_AUTH_ID = auth.saveRegistryAuth.id;
+        const { saveTemplate } = await data('skypilot', 'create-login-template', ids);
+        assert.equal(typeof saveTemplate.id, 'string');
+        const { myself } = await data('skypilot', 'list-pod-templates');
+        const listed = myself.podTemplates.find((tpl: any) => tpl.name === 'sky-7f3a-5c1e9a2b-docker-login-template');
+        assert.equal(listed.containerRegistryAuthId, ids.REGISTRY_AUTH_ID);
+        await data('skypilot', 'delete-template', { TEMPLATE_NAME: 'sky-7f3a-5c1e9a2b-docker-login-template' });
+        const after = await data('skypilot', 'list-pod-templates');
+        assert.ok(
+          !after.myself.podTemplates.some((tpl: any) => tpl.name === 'sky-7f3a-5c1e9a2b-docker-login-template'),
+        );
+        await data('runpod-python', 'delete-registry-auth', { REGISTRY_AUTH_ID: ids.REGISTRY_AUTH_ID! });
+      });
+
+      test('an on-demand GPU pod over REST v1 runs its dockerEntrypoint and dockerStartCmd, and the pod listing gives its SSH endpoint', async () => {
+        // sky/provision/runpod/utils.py _rest_pod_create_params, then _create_pod_via_rest
+        const bootstrap = 'echo ZWNobyBoaQ== | base64 --decode > init.sh; bash init.sh';
+        const created = await rest('POST', '/v1/pods', {
+          name: 'sky-7f3a-5c1e9a2b-head',
+          imageName: 'runpod/base:0.0.2',
+          containerDiskInGb: 256,
+          ports: ['22/tcp'],
+          supportPublicIp: true,
+          computeType: 'GPU',
+          cloudType: 'SECURE',
+          gpuTypeIds: [GPU],
+          gpuCount: 1,
+          minVCPUPerGPU: 4,
+          minRAMPerGPU: 24,
+          dockerEntrypoint: ['bash', '-c'],
+          dockerStartCmd: [bootstrap],
+          dataCenterIds: ['EU-RO-1'],
+        });
+        assert.ok(created.status === 200 || created.status === 201, JSON.stringify(created.body));
+        const spec = specOf(created.body.id);
+        assert.deepEqual(spec.entrypoint, ['bash', '-c']);
+        assert.deepEqual(spec.cmd, [bootstrap]);
+        const { myself } = await data('skypilot', 'list-pods');
+        const pod = myself.pods.find((p: any) => p.id === created.body.id);
+        assert.equal(pod.desiredStatus, 'RUNNING');
+        assert.equal(pod.containerRegistryAuthId, null);
+        const ssh = pod.runtime.ports.find((p: any) => p.isIpPublic && p.privatePort === 22);
+        assert.ok(ssh && typeof ssh.ip === 'string' && Number.isInteger(ssh.publicPort));
+        ids.POD_ID = created.body.id;
+      });
+
+      test('a spot pod from the SDK-style mutation is rented, listed, and terminated', async () => {
+        const { podRentInterruptable } = await data('skypilot', 'create-spot-pod', ids);
+        assert.equal(typeof podRentInterruptable.id, 'string');
+        assert.ok(Array.isArray(podRentInterruptable.env));
+        await data('runpod-python', 'terminate-pod', { POD_ID: podRentInterruptable.id });
+      });
+
+      test("a network volume over REST v1 is created, its pods found by networkVolumeId, and deleted with SkyPilot's headers", async () => {
+        // sky/provision/runpod/volume.py apply_volume, get_volume_usedby, delete_volume
+        const created = await rest('POST', '/v1/networkvolumes', {
+          dataCenterId: 'EU-RO-1',
+          name: 'sky-vol',
+          size: 10,
+        });
+        assert.ok(created.status === 200 || created.status === 201, JSON.stringify(created.body));
+        const listed = await rest('GET', '/v1/networkvolumes');
+        assert.ok(listed.body.some((v: any) => v.id === created.body.id && v.name === 'sky-vol'));
+        const { myself } = await data('skypilot', 'volume-used-by');
+        assert.ok(myself.pods.every((p: any) => 'networkVolumeId' in p));
+        assert.ok([200, 204].includes((await rest('DELETE', `/v1/networkvolumes/${created.body.id}`)).status));
+      });
+
+      test('terminating through the SDK ends the pod', async () => {
+        await data('runpod-python', 'terminate-pod', { POD_ID: ids.POD_ID! });
+        const { myself } = await data('skypilot', 'list-pods');
+        assert.ok(!myself.pods.some((p: any) => p.id === ids.POD_ID && p.desiredStatus === 'RUNNING'));
+      });
+    });
+
+    describe("SkyPilot's REST v2 generation", () => {
+      test('a GPU pod with per-GPU minimums is created, listed with its vCPUs and SSH endpoint, and torn down with bodiless JSON DELETEs', async () => {
+        // sky/provision/runpod/utils.py (REST v2 generation): register_ssh_key, _create_template_for_docker_login, launch, remove
+        const keys = await rest('GET', '/v2/account/ssh-keys');
+        assert.equal(keys.status, 200);
+        const put = await rest('PUT', '/v2/account/ssh-keys', {
+          keys: [
+            ...(keys.body.keys ?? []),
+            'ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIFNreVBpbG90djJGaXh0dXJlMDAwMDAwMDAwMDAw sky',
+          ],
+        });
+        assert.equal(put.status, 200, JSON.stringify(put.body));
+        const registry = await rest('POST', '/v2/registries', {
+          name: 'sky-v2-registry-auth',
+          username: 'u',
+          password: 'p-Secret-1',
+        });
+        assert.equal(registry.status, 201, JSON.stringify(registry.body));
+        const template = await rest('POST', '/v2/templates', {
+          name: 'sky-v2-docker-login-template',
+          image: 'registry.example.com/team/trainer:1',
+          registry: registry.body.id,
+          startJupyter: false,
+        });
+        assert.equal(template.status, 201, JSON.stringify(template.body));
+        const gpu = await rest('GET', `/v2/catalog/gpus/${encodeURIComponent(GPU)}`);
+        assert.ok(gpu.body.memory > 0);
+        const created = await rest('POST', '/v2/pods', {
+          name: 'sky-v2-head',
+          image: 'registry.example.com/team/trainer:1',
+          disk: 50,
+          ports: ['22/tcp'],
+          args: "bash -c 'echo ZWNobyBoaQ== | base64 --decode > init.sh; bash init.sh'",
+          startSsh: true,
+          templateId: template.body.id,
+          dataCenterIds: ['EU-RO-1'],
+          gpu: { id: GPU, count: 1, minVcpuCountPerGpu: 4, minRamPerGpu: gpu.body.memory },
+          cloud: 'SECURE',
+        });
+        assert.equal(created.status, 201, JSON.stringify(created.body));
+        const listed = await rest('GET', '/v2/pods');
+        const pod = (listed.body.pods ?? listed.body).find((p: any) => p.id === created.body.id);
+        assert.equal(pod.status, 'RUNNING');
+        assert.ok(pod.gpu.vcpuCount >= 4);
+        const ssh = pod.ssh?.direct ?? pod.runtime.ports.find((p: any) => p.private === 22);
+        assert.ok(ssh, 'an SSH endpoint');
+        assert.equal((await rest('DELETE', `/v2/pods/${created.body.id}`)).status, 204);
+        assert.equal((await rest('DELETE', `/v2/templates/${template.body.id}`)).status, 204);
+        assert.equal((await rest('DELETE', `/v2/registries/${registry.body.id}`)).status, 204);
+      });
+    });
+  });
+}
