@@ -15,6 +15,7 @@ import { FakeRuntime } from './support/fake-runtime/fake-runtime.js';
 import { testHost } from './support/docker.js';
 import { clientDocument } from './fixtures/client-graphql-documents.js';
 import { FakeClock } from '../src/domain/clock.js';
+import { splitArgs } from '../src/runtime/split-args.js';
 
 const GPU = 'NVIDIA GeForce RTX 4090';
 const hosts = [
@@ -26,6 +27,7 @@ const hosts = [
     cudaVersion: '12.8',
     vcpus: 128,
     memoryGb: 1024,
+    diskGb: 4000,
     portRange: [20000, 20999],
   }),
   testHost({
@@ -36,6 +38,7 @@ const hosts = [
     cudaVersion: '12.8',
     vcpus: 128,
     memoryGb: 1024,
+    diskGb: 4000,
     portRange: [21000, 21999],
   }),
   testHost({
@@ -117,7 +120,7 @@ for (const { name: dialect, skip } of dialects()) {
     const specOf = (podId: string) => {
       const spec = [...runtime.specs.values()].find((s) => s.id === podId || s.id.includes(podId));
       assert.ok(spec, `an instance was started for pod ${podId}`);
-      return spec as unknown as Record<string, unknown>;
+      return { entrypoint: spec.entrypoint ?? null, cmd: splitArgs(spec.args) };
     };
 
     describe('dstack', () => {
