@@ -13,6 +13,7 @@ import type { AddressInfo } from 'node:net';
 import { createTestApp, dialects, type TestApp } from './support/harness.js';
 import { FakeRuntime } from './support/fake-runtime/fake-runtime.js';
 import { testHost } from './support/docker.js';
+import { eventually } from './support/eventually.js';
 import { clientDocument } from './fixtures/client-graphql-documents.js';
 import { FakeClock } from '../src/domain/clock.js';
 import { splitArgs } from '../src/runtime/split-args.js';
@@ -117,9 +118,9 @@ for (const { name: dialect, skip } of dialects()) {
       const text = await res.text();
       return { status: res.status, body: text ? JSON.parse(text) : null };
     };
-    const specOf = (podId: string) => {
-      const spec = [...runtime.specs.values()].find((s) => s.id === podId || s.id.includes(podId));
-      assert.ok(spec, `an instance was started for pod ${podId}`);
+    /** The spec the runtime was handed for the pod (a create answers once the start is under way). */
+    const specOf = async (podId: string) => {
+      const spec = await eventually(`an instance started for pod ${podId}`, async () => runtime.specs.get(podId));
       return { entrypoint: spec.entrypoint ?? null, cmd: splitArgs(spec.args) };
     };
 
@@ -206,7 +207,7 @@ for (const { name: dialect, skip } of dialects()) {
         assert.equal(pod.imageName, 'dstackai/base:py3.12-0.10-cuda-12.1');
         assert.equal(typeof pod.machine.podHostId, 'string');
         ids.POD_ID = pod.id;
-        const spec = specOf(pod.id);
+        const spec = await specOf(pod.id);
         assert.deepEqual(spec.entrypoint, DSTACK_ENTRYPOINT);
         const cmd = spec.cmd as string[];
         assert.equal(cmd.length, 1);
@@ -258,7 +259,7 @@ for (const { name: dialect, skip } of dialects()) {
         assert.equal(createCluster.pods.length, 2);
         for (const pod of createCluster.pods) {
           assert.match(pod.clusterIp, /^\d+\.\d+\.\d+\.\d+$/);
-          assert.deepEqual(specOf(pod.id).entrypoint, DSTACK_ENTRYPOINT);
+          assert.deepEqual((await specOf(pod.id)).entrypoint, DSTACK_ENTRYPOINT);
         }
         ids.CLUSTER_ID = createCluster.id;
         const { deleteCluster } = await data('dstack', 'delete-cluster', ids);
@@ -336,7 +337,7 @@ for (const { name: dialect, skip } of dialects()) {
           dataCenterIds: ['EU-RO-1'],
         });
         assert.ok(created.status === 200 || created.status === 201, JSON.stringify(created.body));
-        const spec = specOf(created.body.id);
+        const spec = await specOf(created.body.id);
         assert.deepEqual(spec.entrypoint, ['bash', '-c']);
         assert.deepEqual(spec.cmd, [bootstrap]);
         const { myself } = await data('skypilot', 'list-pods');
