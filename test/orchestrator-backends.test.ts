@@ -6,6 +6,9 @@
  * as the backends build them (the function is named beside each). The runtime is the test-only fake
  * standing in for a Docker engine (runtime kind docker): it records each instance's spec, so the
  * entrypoint override each backend asks for is read back where the container would get it.
+ * Their GraphQL pod, volume, cluster and credential lifecycles: test/graphql-dstack.test.ts and
+ * test/graphql-skypilot.test.ts; over a real engine and OpenSSH: test/orchestrator-ssh.e2e.test.ts.
+ * Here: dstack's offer listing, podEditJob and spot rent; SkyPilot's REST v1 and REST v2 launches.
  */
 import { test, before, after, describe } from 'node:test';
 import assert from 'node:assert/strict';
@@ -125,22 +128,8 @@ for (const { name: dialect, skip } of dialects()) {
     };
 
     describe('dstack', () => {
-      const ids: Record<string, string> = {
-        GPU_TYPE_ID: GPU,
-        DATA_CENTER_ID: 'EU-RO-1',
-        COUNTRY_CODE: 'RO',
-        INSTANCE_ID: 'cpu3c-2-4',
-      };
-
-      test('adding Gantry as a backend: myself answers id, authId and email, and a wrong key answers 401', async () => {
-        const { myself } = await data('dstack', 'get-user-details');
-        assert.equal(typeof myself.id, 'string');
-        assert.equal(typeof myself.authId, 'string');
-        assert.ok(myself.authId.length > 0);
-        assert.ok('email' in myself);
-        const wrong = await gql('dstack', 'get-user-details', {}, undefined, 'rpa_not-a-key');
-        assert.ok([401, 403].includes(wrong.status), `validate_api_key needs 401 or 403, got ${wrong.status}`);
-      });
+      // The GraphQL calls of dstack's pod, volume and cluster lifecycle: test/graphql-dstack.test.ts.
+      const ids: Record<string, string> = { GPU_TYPE_ID: GPU, COUNTRY_CODE: 'RO' };
 
       test("the offer listing (gpuhunt) finds the GPU type in stock in the data center with CPUs and memory, and nothing beyond a host's GPUs", async () => {
         const listing = await data('dstack', 'gpuhunt-gpu-types');
@@ -192,96 +181,27 @@ for (const { name: dialect, skip } of dialects()) {
         );
       });
 
-      test('a registry credential is added and listed by name', async () => {
-        const { saveRegistryAuth } = await data('dstack', 'add-registry-auth');
+      test("podEditJob gives a running pod the registry credential dstack made, and a spot pod is rented at dstack's bid", async () => {
+        const { saveRegistryAuth } = await data('dstack', 'add-container-registry-auth');
         ids.REGISTRY_AUTH_ID = saveRegistryAuth.id;
-        const { myself } = await data('dstack', 'get-registry-auths');
-        assert.ok(
-          myself.containerRegistryCreds.some((c: any) => c.id === saveRegistryAuth.id && c.name === 'dstack-1a2b3c4d'),
-        );
-      });
-
-      test("an on-demand GPU pod runs dstack's JSON dockerArgs as the container's entrypoint and command, and its SSH port is found", async () => {
-        const { podFindAndDeployOnDemand: pod } = await data('dstack', 'create-pod', ids);
-        assert.equal(typeof pod.id, 'string');
-        assert.equal(pod.imageName, 'dstackai/base:py3.12-0.10-cuda-12.1');
-        assert.equal(typeof pod.machine.podHostId, 'string');
-        ids.POD_ID = pod.id;
-        const spec = await specOf(pod.id);
-        assert.deepEqual(spec.entrypoint, DSTACK_ENTRYPOINT);
-        const cmd = spec.cmd as string[];
-        assert.equal(cmd.length, 1);
-        assert.match(
-          cmd[0]!,
-          /^\( : && unset LD_LIBRARY_PATH && .*--ssh-port 10022 --ssh-authorized-key 'ssh-ed25519 /,
-        );
-        const { pod: read } = await data('dstack', 'get-pod', ids);
-        assert.notEqual(read.runtime, null, 'wait_for_instance waits for runtime');
-        const ssh = read.runtime.ports.find((p: any) => p.privatePort === 10022);
-        assert.ok(ssh && Number.isInteger(ssh.publicPort) && ssh.isIpPublic === true && ssh.type === 'tcp');
-        assert.ok('clusterIp' in read);
-      });
-
-      test('podEditJob gives the pod another registry credential and answers its id', async () => {
-        const { podEditJob } = await data('dstack', 'edit-pod-registry-auth', ids);
-        assert.equal(podEditJob.id, ids.POD_ID);
-      });
-
-      test('terminating answers without errors, and terminating again says "pod not found to terminate"', async () => {
-        await data('dstack', 'terminate-pod', ids);
-        const again = await gql('dstack', 'terminate-pod', ids);
-        assert.equal(again.body.errors?.[0]?.message, 'pod not found to terminate');
-      });
-
-      test('a CPU pod is deployed under its deployCost ceiling and refused above it', async () => {
-        const { deployCpuPod } = await data('dstack', 'create-cpu-pod', ids);
-        assert.equal(typeof deployCpuPod.id, 'string');
-        await data('dstack', 'terminate-pod', { ...ids, POD_ID: deployCpuPod.id });
-      });
-
-      test('a network volume is created in a data center, read with it, and deleted; a second delete says it does not exist', async () => {
-        const { createNetworkVolume } = await data('dstack', 'create-network-volume', ids);
-        ids.VOLUME_ID = createNetworkVolume.id;
-        const { myself } = await data('dstack', 'get-network-volumes', ids);
-        const vol = myself.networkVolumes.find((v: any) => v.id === ids.VOLUME_ID);
-        assert.deepEqual(
-          { name: vol.name, size: vol.size, dataCenter: vol.dataCenter.id },
-          { name: 'dstack-vol', size: 20, dataCenter: 'EU-RO-1' },
-        );
-        await data('dstack', 'delete-network-volume', ids);
-        const again = await gql('dstack', 'delete-network-volume', ids);
-        assert.match(again.body.errors?.[0]?.message ?? '', /Tried to delete nonexistent network volume/);
-      });
-
-      test('a cluster is created with each member\'s cluster address and deleted; a second delete answers "Cluster not found"', async () => {
-        const { createCluster } = await data('dstack', 'create-cluster', ids);
-        assert.equal(createCluster.name, 'dstack-run-0');
-        assert.equal(createCluster.pods.length, 2);
-        for (const pod of createCluster.pods) {
-          assert.match(pod.clusterIp, /^\d+\.\d+\.\d+\.\d+$/);
-          assert.deepEqual((await specOf(pod.id)).entrypoint, DSTACK_ENTRYPOINT);
-        }
-        ids.CLUSTER_ID = createCluster.id;
-        const { deleteCluster } = await data('dstack', 'delete-cluster', ids);
-        assert.equal(deleteCluster, true);
-        const again = await gql('dstack', 'delete-cluster', ids);
-        assert.equal(again.body.errors?.[0]?.extensions?.code, 'Cluster not found');
-      });
-
-      test('a spot pod is rented at its bid and shows as interruptible', async () => {
+        const pod = await rest('POST', '/v2/pods', {
+          name: 'dstack-edit',
+          image: 'dstackai/base:0.10',
+          gpu: { id: GPU },
+        });
+        assert.equal(pod.status, 201, JSON.stringify(pod.body));
+        const { podEditJob } = await data('dstack', 'edit-pod-registry-auth', { ...ids, POD_ID: pod.body.id });
+        assert.equal(podEditJob.id, pod.body.id);
+        assert.equal((await rest('GET', `/v2/pods/${pod.body.id}`)).body.registry, saveRegistryAuth.id);
         const vol = await rest('POST', '/v2/network-volumes', { name: 'spot-vol', size: 10, dataCenterId: 'EU-RO-1' });
         assert.equal(vol.status, 201, JSON.stringify(vol.body));
         const { podRentInterruptable } = await data('dstack', 'create-pod-spot', { ...ids, VOLUME_ID: vol.body.id });
-        const { pod } = await data('dstack', 'get-pod', { ...ids, POD_ID: podRentInterruptable.id });
-        assert.equal(pod.podType, 'INTERRUPTABLE');
-        await data('dstack', 'terminate-pod', { ...ids, POD_ID: podRentInterruptable.id });
+        const spot = await rest('GET', `/v2/pods/${podRentInterruptable.id}`);
+        assert.equal(spot.body.interruptible, true);
+        assert.deepEqual((await specOf(podRentInterruptable.id)).entrypoint, DSTACK_ENTRYPOINT);
+        for (const id of [pod.body.id, podRentInterruptable.id])
+          assert.equal((await rest('DELETE', `/v2/pods/${id}`)).status, 204);
         assert.equal((await rest('DELETE', `/v2/network-volumes/${vol.body.id}`)).status, 204);
-      });
-
-      test('the registry credential is deleted', async () => {
-        await data('dstack', 'delete-registry-auth', ids);
-        const { myself } = await data('dstack', 'get-registry-auths');
-        assert.ok(!myself.containerRegistryCreds.some((c: any) => c.id === ids.REGISTRY_AUTH_ID));
       });
     });
 
@@ -293,28 +213,6 @@ for (const { name: dialect, skip } of dialects()) {
         assert.equal(doc.status, 200);
         const dataCenterIds = doc.body.components.schemas.PodCreateInput.properties.dataCenterIds.items.enum;
         assert.ok(dataCenterIds.includes('EU-RO-1'));
-      });
-
-      test('the availability pre-check sees the GPU type available in the data center', async () => {
-        const { dataCenters } = await data('skypilot', 'gpu-availability');
-        const ro = dataCenters.find((d: any) => d.id === 'EU-RO-1');
-        assert.ok(ro.gpuAvailability.some((e: any) => e.gpuTypeId === GPU && e.available === true));
-      });
-
-      test('a docker-login cluster makes its registry credential and template, finds them by name, and deletes the template by name', async () => {
-        const auth = await data('runpod-python', 'create-registry-auth');
-        ids.REGISTRY_AUTH_ID = auth.saveRegistryAuth.id;
-        const { saveTemplate } = await data('skypilot', 'create-login-template', ids);
-        assert.equal(typeof saveTemplate.id, 'string');
-        const { myself } = await data('skypilot', 'list-pod-templates');
-        const listed = myself.podTemplates.find((tpl: any) => tpl.name === 'sky-7f3a-5c1e9a2b-docker-login-template');
-        assert.equal(listed.containerRegistryAuthId, ids.REGISTRY_AUTH_ID);
-        await data('skypilot', 'delete-template', { TEMPLATE_NAME: 'sky-7f3a-5c1e9a2b-docker-login-template' });
-        const after = await data('skypilot', 'list-pod-templates');
-        assert.ok(
-          !after.myself.podTemplates.some((tpl: any) => tpl.name === 'sky-7f3a-5c1e9a2b-docker-login-template'),
-        );
-        await data('runpod-python', 'delete-registry-auth', { REGISTRY_AUTH_ID: ids.REGISTRY_AUTH_ID! });
       });
 
       test('an on-demand GPU pod over REST v1 runs its dockerEntrypoint and dockerStartCmd, and the pod listing gives its SSH endpoint', async () => {
@@ -340,7 +238,7 @@ for (const { name: dialect, skip } of dialects()) {
         const spec = await specOf(created.body.id);
         assert.deepEqual(spec.entrypoint, ['bash', '-c']);
         assert.deepEqual(spec.cmd, [bootstrap]);
-        const { myself } = await data('skypilot', 'list-pods');
+        const { myself } = await data('skypilot', 'query-pods');
         const pod = myself.pods.find((p: any) => p.id === created.body.id);
         assert.equal(pod.desiredStatus, 'RUNNING');
         assert.equal(pod.containerRegistryAuthId, null);
@@ -373,7 +271,7 @@ for (const { name: dialect, skip } of dialects()) {
 
       test('terminating through the SDK ends the pod', async () => {
         await data('runpod-python', 'terminate-pod', { POD_ID: ids.POD_ID! });
-        const { myself } = await data('skypilot', 'list-pods');
+        const { myself } = await data('skypilot', 'query-pods');
         assert.ok(!myself.pods.some((p: any) => p.id === ids.POD_ID && p.desiredStatus === 'RUNNING'));
       });
     });
