@@ -32,6 +32,7 @@ import { RequestLogController } from './request-log-controller.js';
 import { lazyChildLogger } from './request-logger.js';
 import { findNul, jsonMayHoldNul, nulViolation, urlHasNul } from '../transport/nul-text.js';
 import { requestIdOf } from './request-id.js';
+import { emptyBodyProblem } from './empty-body.js';
 import { answerClientError } from './client-errors.js';
 import { useRouteCompilers } from './lazy-schemas.js';
 import { applyRequestTimeouts } from './listener-limits.js';
@@ -132,8 +133,12 @@ export async function buildApp(services: TransportServices, options: BuildAppOpt
   // REST bodies: the default parser (with its prototype-poisoning checks), then a NUL check that
   // costs one scan of the text and walks the body only when the text holds the escape `\u0000`.
   // GraphQL checks its own arguments and variables, and answers in its own shape.
+  // An empty body is no body on a route that takes none: clients send `Content-Type:
+  // application/json` on every call, a DELETE included (SkyPilot's REST v2 client, python-requests,
+  // adds `Content-Length: 0`). A route that takes a body still answers an empty one 400.
   const parseJson = app.getDefaultJsonParser('error', 'error');
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, text, done) => {
+    if (text === '') return done(emptyBodyProblem(request), undefined);
     void parseJson(request, text as string, (err, value) => {
       if (err || !jsonMayHoldNul(text as string) || request.routeOptions.url === '/graphql') return done(err, value);
       const at = findNul(value);
