@@ -103,7 +103,8 @@ for (const { name: dialect, skip } of dialects()) {
       for (const [rank, pod] of pods.entries()) {
         assert.deepEqual(pod.cluster, { id: cluster.id, rank, ip: `${prefix}${2 + rank}` });
         assert.equal(pod.dataCenterId, 'US-TX-3');
-        assert.deepEqual(pod.gpu, { id: GPU, count: 2 });
+        assert.deepEqual([pod.gpu.id, pod.gpu.count], [GPU, 2]);
+        assert.ok(pod.gpu.vcpuCount > 0 && pod.gpu.memory > 0, 'its allotment with its GPUs');
         assert.deepEqual(pod.env, { EPOCHS: '3' });
         assert.equal(pod.image, 'fake/idle');
       }

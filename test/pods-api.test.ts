@@ -124,7 +124,11 @@ describe('create', () => {
     assert.deepEqual(pod.ports, []);
     assert.deepEqual(pod.env, {});
     assert.equal(pod.registry, null);
-    assert.deepEqual(pod.gpu, { id: GPU, count: 1 });
+    assert.deepEqual(
+      pod.gpu,
+      { id: GPU, count: 1, vcpuCount: 2, memory: 16 },
+      'its allotment on its host, as upstream answers it',
+    );
     assert.equal('cpu' in pod, false);
     assert.equal(pod.cloud, 'SECURE');
     assert.equal(pod.dataCenterId, 'US-TX-3');

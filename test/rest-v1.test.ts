@@ -114,7 +114,7 @@ describe('pods', () => {
     assert.equal(v2.image, 'runpod/pytorch:2.1');
     assert.equal(v2.disk, 30);
     assert.deepEqual(v2.mounts, { persistent: { size: 20, path: '/workspace' } });
-    assert.deepEqual(v2.gpu, { id: GPU, count: 1 });
+    assert.deepEqual(v2.gpu, { id: GPU, count: 1, vcpuCount: 6, memory: 48 });
     assert.deepEqual(pod.dockerStartCmd, ['python', '-c', 'print("a b")']);
   });
 

@@ -6,6 +6,7 @@
 import type { Catalog, Cloud } from '../domain/catalog.js';
 import { ApiError, validationFailed } from '../domain/errors.js';
 import { checkMountPaths, type Mounts } from '../domain/mounts.js';
+import { cudaRequestOf, gpuMinimumsOf, type CreateGpuInput } from './pod-gpu-request.js';
 
 /** The create body after schema validation (spec 2.2). */
 export interface CreatePodInput {
@@ -18,7 +19,8 @@ export interface CreatePodInput {
   registry?: string | null;
   templateId?: string;
   mounts?: Mounts;
-  gpu?: { id: string; count?: number };
+  /** `id` and `count` (the seed), and upstream's v2 host constraints (pod-gpu-request.ts). */
+  gpu?: CreateGpuInput;
   cpu?: { id: string; vcpuCount: number };
   /**
    * GPU pods: the least vCPUs and GB of memory the pod accepts, in all (GraphQL `minVcpuCount`,
@@ -111,19 +113,6 @@ function checkGpuOrCpu(body: Pick<CreatePodInput, 'gpu' | 'cpu'>): void {
     throw new ApiError('GPU_OR_CPU_REQUIRED', 'Set exactly one of "gpu" (GPU pod) or "cpu" (CPU pod).');
 }
 
-/** Rule 3: the two CUDA constraints are exclusive, and GPU-only. */
-function checkCudaConstraints(body: Pick<CreatePodInput, 'cpu' | 'allowedCudaVersions' | 'minCudaVersion'>): void {
-  const allowed = body.allowedCudaVersions !== undefined;
-  const min = body.minCudaVersion !== undefined;
-  if (body.cpu && (allowed || min))
-    throw new ApiError(
-      'CUDA_CONSTRAINT_ON_CPU',
-      `"${allowed ? 'allowedCudaVersions' : 'minCudaVersion'}" applies to GPU pods only; remove it from a CPU pod.`,
-    );
-  if (allowed && min)
-    throw new ApiError('CUDA_CONSTRAINT_CONFLICT', 'Send either "allowedCudaVersions" or "minCudaVersion", not both.');
-}
-
 /** 2.3 and rule 2: at most one mount kind; no persistent mount on a CPU pod; no mount over the container's system folders. */
 function checkMounts(mounts: Mounts, kind: 'gpu' | 'cpu'): void {
   if (mounts.persistent && mounts.network)
@@ -179,12 +168,16 @@ function resolveCompute(
         'UNKNOWN_REFERENCE',
         `Unknown GPU type "${body.gpu.id}"; GET /v2/catalog/gpus lists the valid ids.`,
       );
+    const least = gpuMinimumsOf(body.gpu, {
+      vcpus: minimumOf(body.minVcpuCount, 'minVcpuCount', MAX_MIN_VCPUS),
+      memoryGb: minimumOf(body.minMemoryInGb, 'minMemoryInGb', MAX_MIN_MEMORY_GB),
+    });
     return {
       kind: 'gpu',
       gpuTypeId: type.id,
       count: body.gpu.count ?? 1,
-      minVcpus: minimumOf(body.minVcpuCount, 'minVcpuCount', MAX_MIN_VCPUS),
-      minMemoryGb: minimumOf(body.minMemoryInGb, 'minMemoryInGb', MAX_MIN_MEMORY_GB),
+      minVcpus: least.vcpus,
+      minMemoryGb: least.memoryGb,
     };
   }
   const cpu = body.cpu!;
@@ -215,7 +208,7 @@ const hasMount = (m: Mounts | undefined): m is Mounts =>
  */
 export function resolveCreate(body: CreatePodInput, template: TemplateDefaults | null, catalog: Catalog): PodSettings {
   checkGpuOrCpu(body);
-  checkCudaConstraints(body);
+  const cuda = cudaRequestOf(body);
   const compute = resolveCompute(body, catalog);
   const image = body.image ?? template?.image;
   if (image === undefined) throw validationFailed(['image: is required unless templateId is set']);
@@ -230,9 +223,8 @@ export function resolveCreate(body: CreatePodInput, template: TemplateDefaults |
   }
   checkMounts(mounts, compute.kind);
 
-  const bodyCuda = body.allowedCudaVersions !== undefined || body.minCudaVersion !== undefined;
   const allowedCudaVersions =
-    compute.kind === 'cpu' ? [] : bodyCuda ? (body.allowedCudaVersions ?? []) : (template?.allowedCudaVersions ?? []);
+    compute.kind === 'cpu' ? [] : cuda.given ? cuda.allowedCudaVersions : (template?.allowedCudaVersions ?? []);
   const ports = body.ports ?? template?.ports ?? [];
   checkPorts(ports);
 
@@ -249,7 +241,7 @@ export function resolveCreate(body: CreatePodInput, template: TemplateDefaults |
     cloud: body.cloud ?? 'SECURE',
     dataCenterIds: body.dataCenterIds ?? [],
     allowedCudaVersions,
-    minCudaVersion: compute.kind === 'gpu' ? (body.minCudaVersion ?? null) : null,
+    minCudaVersion: compute.kind === 'gpu' ? cuda.minCudaVersion : null,
     globalNetworking: body.globalNetworking ?? false,
     startSsh: body.startSsh ?? template?.startSsh ?? false,
     startJupyter: body.startJupyter ?? template?.startJupyter ?? false,

@@ -50,7 +50,8 @@ export interface PodView {
   ports: string[];
   env: Record<string, string>;
   registry: string | null;
-  gpu?: { id: string; count: number };
+  /** `vcpuCount` / `memory`: the GPU pod's allotment in all, as upstream's v2 answers (absent while unknown). */
+  gpu?: { id: string; count: number; vcpuCount?: number; memory?: number };
   cpu?: { id: string; vcpuCount: number; memory: number };
   /**
    * Gantry extension (not in spec 2.1): the vCPUs and GB of memory the pod is given — a CPU pod's
@@ -190,7 +191,13 @@ export function toPodView(pod: PodRecord, ctx: ViewContext): PodView {
     hostId: pod.hostId,
     statusReason: pod.statusReason,
   };
-  if (pod.gpuTypeId) view.gpu = { id: pod.gpuTypeId, count: pod.gpuCount };
+  if (pod.gpuTypeId)
+    view.gpu = {
+      id: pod.gpuTypeId,
+      count: pod.gpuCount,
+      ...(pod.vcpuCount > 0 ? { vcpuCount: pod.vcpuCount } : {}),
+      ...(pod.memoryGb > 0 ? { memory: pod.memoryGb } : {}),
+    };
   else if (pod.cpuFlavorId) view.cpu = { id: pod.cpuFlavorId, vcpuCount: pod.vcpuCount, memory: pod.memoryGb };
   if (pod.cluster !== null) {
     const m = pod.clusterMember;

@@ -45,10 +45,37 @@ const Mounts = Type.Object(
   { persistent: Type.Optional(PersistentMount), network: Type.Optional(Type.Array(NetworkMount, { maxItems: 1 })) },
   { ...closed, description: 'At most one of persistent or network.' },
 );
-const GpuConfig = Type.Object(
+const CudaVersions = Type.Array(Type.String({ pattern: '^\\d+\\.\\d+$' }), { maxItems: 64 });
+const MinCudaVersion = Type.String({ pattern: '^\\d+(\\.\\d+)?$' });
+const CreateGpuConfig = Type.Object(
   {
     id: Type.String({ minLength: 1, description: 'GPU type id (GET /v2/catalog/gpus)' }),
     count: Type.Optional(Type.Integer({ minimum: 1, default: 1 })),
+    minVcpuCountPerGpu: Type.Optional(
+      Type.Integer({
+        minimum: 1,
+        maximum: 4096,
+        description:
+          'A placement filter: a host whose vCPUs per GPU are fewer is not chosen. The pod gets at least this many per GPU; what it gets is in gpu.vcpuCount.',
+      }),
+    ),
+    minRamPerGpu: Type.Optional(
+      Type.Integer({
+        minimum: 1,
+        maximum: 65536,
+        description:
+          'A placement filter: a host whose memory per GPU (GB) is less is not chosen. The pod gets at least this much per GPU; what it gets is in gpu.memory.',
+      }),
+    ),
+    allowedCudaVersions: Type.Optional({
+      ...CudaVersions,
+      description:
+        'Upstream v2 place of the top-level field (either place; both must agree). An empty list states no constraint and may go with minCudaVersion.',
+    }),
+    minCudaVersion: Type.Optional({
+      ...MinCudaVersion,
+      description: 'Upstream v2 place of the top-level field (either place; both must agree).',
+    }),
   },
   closed,
 );
@@ -79,12 +106,12 @@ export const CreatePodRequest = Type.Object(
     registry: Type.Optional(Type.Union([Type.String({ minLength: 1 }), Type.Null()])),
     templateId: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })),
     mounts: Type.Optional(Mounts),
-    gpu: Type.Optional(GpuConfig),
+    gpu: Type.Optional(CreateGpuConfig),
     cpu: Type.Optional(CreateCpuConfig),
     cloud: Type.Optional(Cloud),
     dataCenterIds: Type.Optional(Type.Array(Type.String({ minLength: 1 }), { maxItems: 64 })),
-    allowedCudaVersions: Type.Optional(Type.Array(Type.String({ pattern: '^\\d+\\.\\d+$' }), { maxItems: 64 })),
-    minCudaVersion: Type.Optional(Type.String({ pattern: '^\\d+(\\.\\d+)?$' })),
+    allowedCudaVersions: Type.Optional(CudaVersions),
+    minCudaVersion: Type.Optional(MinCudaVersion),
     globalNetworking: Type.Optional(Type.Boolean({ default: false })),
     startSsh: Type.Optional(Type.Boolean({ default: false })),
     startJupyter: Type.Optional(Type.Boolean({ default: false })),
@@ -189,7 +216,18 @@ export const Pod = Type.Object({
   ports: Type.Array(Type.String()),
   env: Type.Record(Type.String(), Type.String()),
   registry: Nullable(Type.String()),
-  gpu: Type.Optional(Type.Object({ id: Type.String(), count: Type.Integer() })),
+  gpu: Type.Optional(
+    Type.Object({
+      id: Type.String(),
+      count: Type.Integer(),
+      vcpuCount: Type.Optional(
+        Type.Integer({ description: 'the vCPUs the pod is given with its GPUs (all of them, not per GPU)' }),
+      ),
+      memory: Type.Optional(
+        Type.Integer({ description: 'the GB of memory the pod is given with its GPUs (all of them, not per GPU)' }),
+      ),
+    }),
+  ),
   cpu: Type.Optional(Type.Object({ id: Type.String(), vcpuCount: Type.Integer(), memory: Type.Integer() })),
   vcpuCount: Nullable(
     Type.Integer({
