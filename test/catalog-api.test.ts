@@ -108,15 +108,30 @@ test('cudaVersions match exactly and minCudaVersion is a numeric floor that acce
   assert.equal((await rtx('minCudaVersion=12.10')).body.availability, 'NONE');
 });
 
-test('availability filters without include=AVAILABILITY, include without product, and both CUDA filters at once answer 400 naming the parameter', async () => {
+test("include=AVAILABILITY without product (the seed's own call) answers every product's availability; product stays a filter", async () => {
+  // spec 2.2 rule 3: "Valid versions per GPU type are discoverable via GET /v2/catalog/gpus?include=AVAILABILITY"
+  const all = await get('/v2/catalog/gpus?include=AVAILABILITY');
+  assert.equal(all.status, 200, JSON.stringify(all.body));
+  const rtx = all.body.gpus.find((g: { id: string }) => g.id === RTX4090);
+  assert.equal(rtx.availability, 'HIGH');
+  assert.deepEqual(rtx.cudaVersions, [{ version: '12.4', available: true }]);
+  for (const product of ['POD', 'CLUSTER', 'SERVERLESS', 'POD,SERVERLESS'])
+    assert.deepEqual((await get(`/v2/catalog/gpus?include=AVAILABILITY&product=${product}`)).body, all.body, product);
+  const one = await get(`/v2/catalog/gpus/${enc(RTX4090)}?include=AVAILABILITY`);
+  assert.deepEqual(one.body, rtx);
+  const cpus = await get('/v2/catalog/cpus/cpu3c?include=AVAILABILITY');
+  assert.equal(cpus.status, 200, JSON.stringify(cpus.body));
+  assert.deepEqual(cpus.body, (await get('/v2/catalog/cpus/cpu3c?include=AVAILABILITY&product=POD')).body);
+  assert.equal((await get('/v2/catalog/gpus?include=AVAILABILITY&product=PODS')).status, 400, 'an unknown product');
+});
+
+test('availability filters without include=AVAILABILITY and both CUDA filters at once answer 400 naming the parameter', async () => {
   for (const [url, name] of [
     ['/v2/catalog/gpus?count=2', 'count'],
     ['/v2/catalog/gpus?product=POD', 'product'],
     ['/v2/catalog/gpus?countryCodes=FR', 'countryCodes'],
-    ['/v2/catalog/gpus?include=AVAILABILITY', 'product'],
     [`/v2/catalog/gpus?${AVAIL}&cudaVersions=12.4&minCudaVersion=12`, 'cudaVersions'],
     ['/v2/catalog/cpus?vcpuCount=4', 'vcpuCount'],
-    ['/v2/catalog/cpus/cpu3c?include=AVAILABILITY', 'product'],
     ['/v2/catalog/cpus?include=AVAILABILITY&product=POD&vcpuCount=6', 'vcpuCount'],
   ] as const) {
     const { status, body, type } = await get(url);

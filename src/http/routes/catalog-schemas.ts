@@ -52,7 +52,7 @@ const AvailabilityLevel = StringEnum(['NONE', 'LOW', 'MEDIUM', 'HIGH']);
 
 const CatalogInclude = CommaList(
   StringEnum(['AVAILABILITY']),
-  'Comma-separated optional expansions. Supported value: AVAILABILITY (requires `product`).',
+  'Comma-separated optional expansions. Supported value: AVAILABILITY (for `product`, default every product).',
   { maxItems: 1 },
 );
 
@@ -61,7 +61,7 @@ export const GpuQuery = Type.Object({
   product: Type.Optional(
     CommaList(
       StringEnum(['POD', 'CLUSTER', 'SERVERLESS']),
-      'Availability product contexts: POD, CLUSTER, SERVERLESS. Required with include=AVAILABILITY and valid only with it (400 either way). In Gantry pods, clusters and serverless workers draw on one inventory, so each context reads the same stock.',
+      'Availability product contexts: POD, CLUSTER, SERVERLESS. Valid only with include=AVAILABILITY (400 otherwise); without it, every product (the seed sends none). In Gantry pods, clusters and serverless workers draw on one inventory, so each context reads the same stock.',
     ),
   ),
   count: Type.Optional(
@@ -101,7 +101,7 @@ export const CpuQuery = Type.Object({
   product: Type.Optional(
     CommaList(
       StringEnum(['POD', 'SERVERLESS']),
-      'Availability product contexts: POD, SERVERLESS. Required with include=AVAILABILITY and valid only with it (400 either way).',
+      'Availability product contexts: POD, SERVERLESS. Valid only with include=AVAILABILITY (400 otherwise); without it, every product.',
     ),
   ),
   vcpuCount: Type.Optional(

@@ -42,19 +42,18 @@ const splitLists =
 const onlyWithAvailability = (query: Record<string, unknown>, keys: readonly string[]): void => {
   const stray = keys.filter((k) => query[k] !== undefined);
   if (stray.length > 0)
-    throw new ApiError(
-      'INVALID_PARAMETER',
-      `${stray.join(', ')}: valid only with include=AVAILABILITY (and a product).`,
-      { errors: stray.map((k) => `${k}: valid only with include=AVAILABILITY`) },
-    );
+    throw new ApiError('INVALID_PARAMETER', `${stray.join(', ')}: valid only with include=AVAILABILITY.`, {
+      errors: stray.map((k) => `${k}: valid only with include=AVAILABILITY`),
+    });
 };
 
-const productRequired = (values: readonly string[]): ApiError =>
-  new ApiError(
-    'INVALID_PARAMETER',
-    `product: required with include=AVAILABILITY (${values.join(', ')}); availability is read per product context.`,
-    { errors: ['product: required with include=AVAILABILITY'] },
-  );
+/**
+ * Without `product`, availability is every product's: the seed's own call
+ * (`GET /v2/catalog/gpus?include=AVAILABILITY`, spec 2.2 rule 3) sends none, although upstream's
+ * newer document requires one. Pods, clusters and workers draw on one inventory, so it is one figure.
+ */
+const GPU_PRODUCTS = ['POD', 'CLUSTER', 'SERVERLESS'] as const;
+const CPU_PRODUCTS = ['POD', 'SERVERLESS'] as const;
 
 const COUNTRY = /^[A-Z]{2}$/;
 const CUDA_EXACT = /^\d+\.\d+$/;
@@ -66,7 +65,6 @@ function gpuAvailabilityQuery(query: GpuQuery): GpuAvailabilityQuery | null {
     onlyWithAvailability(query, ['product', 'count', 'cloud', 'countryCodes', 'cudaVersions', 'minCudaVersion']);
     return null;
   }
-  if (!query.product || query.product.length === 0) throw productRequired(['POD', 'CLUSTER', 'SERVERLESS']);
   if ((query.cudaVersions?.length ?? 0) > 0 && query.minCudaVersion !== undefined)
     throw new ApiError(
       'CUDA_CONSTRAINT_CONFLICT',
@@ -88,7 +86,7 @@ function gpuAvailabilityQuery(query: GpuQuery): GpuAvailabilityQuery | null {
   ];
   if (errors.length > 0) throw validationFailed(errors);
   return {
-    products: query.product,
+    products: query.product && query.product.length > 0 ? query.product : [...GPU_PRODUCTS],
     count: query.count ?? 1,
     cloud: query.cloud ?? 'SECURE',
     countryCodes: query.countryCodes && query.countryCodes.length > 0 ? query.countryCodes : null,
@@ -102,13 +100,12 @@ function cpuAvailabilityQuery(query: CpuQuery): CpuAvailabilityQuery | null {
     onlyWithAvailability(query, ['product', 'vcpuCount']);
     return null;
   }
-  if (!query.product || query.product.length === 0) throw productRequired(['POD', 'SERVERLESS']);
   const vcpuCount = query.vcpuCount ?? null;
   if (vcpuCount !== null && (vcpuCount & (vcpuCount - 1)) !== 0)
     throw new ApiError('INVALID_PARAMETER', `vcpuCount: ${vcpuCount} is not a power of two.`, {
       errors: ['vcpuCount: must be a power of two'],
     });
-  return { products: query.product, vcpuCount };
+  return { products: query.product && query.product.length > 0 ? query.product : [...CPU_PRODUCTS], vcpuCount };
 }
 
 const dataCenterIncludes = (include: readonly string[] | undefined) => ({
@@ -129,7 +126,7 @@ export function catalogRoutes(app: TypedApp, { catalog, templates }: TransportSe
         tags,
         summary: 'List GPU types with prices',
         description:
-          'include=AVAILABILITY (with `product`) adds live stock read from the inventory: `availability`, `dataCenters` and `cudaVersions`, scoped by `count`, `cloud`, `countryCodes` and the CUDA filters.',
+          'include=AVAILABILITY adds live stock read from the inventory: `availability`, `dataCenters` and `cudaVersions`, scoped by `product` (default: every product), `count`, `cloud`, `countryCodes` and the CUDA filters.',
         querystring: GpuQuery,
         response: ok(Type.Object({ gpus: Type.Array(GpuTypeSchema) })),
       },
@@ -159,7 +156,8 @@ export function catalogRoutes(app: TypedApp, { catalog, templates }: TransportSe
       schema: {
         tags,
         summary: 'List CPU flavors with per-vCPU prices',
-        description: 'include=AVAILABILITY (with `product`) adds live stock for `vcpuCount` vCPUs.',
+        description:
+          'include=AVAILABILITY adds live stock for `vcpuCount` vCPUs (`product` defaults to every product).',
         querystring: CpuQuery,
         response: ok(Type.Object({ cpus: Type.Array(CpuTypeSchema) })),
       },
