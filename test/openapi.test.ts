@@ -39,6 +39,20 @@ test('the browsable docs page is served without a key', async () => {
   assert.match(String(res.headers['content-type']), /text\/html/);
 });
 
+test('GET /v1/docs, which the v1 document lists (runpod/docs a900806e api-reference/openapi.json, GetDocs), serves the browsable page over the v1 document without a key', async () => {
+  let res = await t.request(null, 'GET', '/v1/docs');
+  if (res.statusCode === 302) res = await t.request(null, 'GET', String(res.headers.location));
+  assert.equal(res.statusCode, 200, res.body);
+  assert.match(String(res.headers['content-type']), /text\/html/);
+  const init = await t.request(null, 'GET', '/v1/docs/static/swagger-initializer.js');
+  assert.equal(init.statusCode, 200);
+  assert.match(init.body, /\/v1\/openapi\.json/, 'the page loads the v1 document');
+  const served = json(await t.request(null, 'GET', '/v1/docs/json'));
+  assert.equal(served.info.title, json(await t.request(null, 'GET', '/v1/openapi.json')).info.title);
+  for (const doc of ['/v1/openapi.json', '/v2/openapi.json'])
+    assert.ok(!Object.keys(json(await t.request(null, 'GET', doc)).paths).some((p) => p.includes('/docs')), doc);
+});
+
 test('internal routes (health, docs) do not appear in the document', async () => {
   const doc = json(await t.request(null, 'GET', '/v2/openapi.json'));
   assert.ok(!Object.keys(doc.paths).some((p) => p.startsWith('/docs') || p === '/healthz'));

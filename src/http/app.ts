@@ -147,7 +147,7 @@ export async function buildApp(services: TransportServices, options: BuildAppOpt
     });
   });
   app.addHook('onRoute', (route) => {
-    if (route.url.startsWith('/docs')) {
+    if (route.url.startsWith('/docs') || route.url.startsWith('/v1/docs')) {
       route.config = { ...(route.config ?? {}), public: true };
       route.schema = { ...(route.schema ?? {}), hide: true };
     }

@@ -6,6 +6,7 @@
 import type { FastifyError, FastifyInstance } from 'fastify';
 import { typed } from '../../type-provider.js';
 import swagger from '@fastify/swagger';
+import swaggerUi from '@fastify/swagger-ui';
 import type { ErrorObject } from 'ajv';
 import type { TransportServices } from '../../../transport/services.js';
 import { ApiError } from '../../../domain/errors.js';
@@ -71,9 +72,17 @@ export async function registerV1(
       });
 
       const dataCenterIds = services.config.catalog.dataCenters.map((d) => d.id);
-      v1.get('/openapi.json', { config: { public: true }, schema: { hide: true } }, async () =>
-        publishedV1Document((v1 as unknown as { swaggerV1(): unknown }).swaggerV1(), dataCenterIds),
-      );
+      const v1Document = () =>
+        publishedV1Document((v1 as unknown as { swaggerV1(): unknown }).swaggerV1(), dataCenterIds);
+      v1.get('/openapi.json', { config: { public: true }, schema: { hide: true } }, async () => v1Document());
+      // The browsable page the v1 document lists (`GET /v1/docs`), over that document, as /docs is
+      // over /v2's; its routes are public and left out of the documents (app.ts, onRoute).
+      await v1.register(swaggerUi, {
+        routePrefix: '/docs',
+        uiConfig: { url: `${V1_PREFIX}/openapi.json` },
+        transformSpecification: () => v1Document() as Record<string, unknown>,
+        transformSpecificationClone: false,
+      });
       const routes = typed(v1);
       podV1Routes(routes, services);
       endpointV1Routes(routes, services);
