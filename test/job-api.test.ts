@@ -315,6 +315,43 @@ describe('openai passthrough', () => {
     assert.deepEqual(json(res), { id: 'chatcmpl-1', choices: [] });
   });
 
+  test("GET /openai/v1/models (the openai client's models.list()) reaches a worker as a job with openai_route /v1/models and answers its list", async () => {
+    const ep = await newEndpoint(acct.accountId, 'openai-models');
+    // openai-python (000f030a, src/openai/_base_client.py default_headers): a GET with no body,
+    // JSON Accept and Content-Type, its user agent and platform headers
+    const pending = t.app.inject({
+      method: 'GET',
+      url: `/v2/${ep}/openai/v1/models`,
+      headers: {
+        authorization: `Bearer ${acct.key}`,
+        accept: 'application/json',
+        'content-type': 'application/json',
+        'user-agent': 'OpenAI/Python 2.14.0',
+        'x-stainless-lang': 'python',
+        'x-stainless-retry-count': '0',
+      },
+    });
+    const [job] = await t.services.jobs.worker.take(ep, 'w-models', { waitMs: 5000 });
+    assert.deepEqual(job?.input, { openai_route: '/v1/models', openai_input: {} });
+    const list = {
+      object: 'list',
+      data: [{ id: 'mistralai/Mistral-7B-Instruct-v0.2', object: 'model', owned_by: 'vllm' }],
+    };
+    await t.services.jobs.worker.complete('w-models', job.id, { output: [list] });
+    const res = await pending;
+    assert.equal(res.statusCode, 200, res.body);
+    assert.deepEqual(json(res), list);
+    // models.retrieve(id) is a GET below it
+    const one = t.request(acct.key, 'GET', `/v2/${ep}/openai/v1/models/mistralai%2FMistral-7B-Instruct-v0.2`);
+    const [next] = await t.services.jobs.worker.take(ep, 'w-models', { waitMs: 5000 });
+    assert.equal(
+      (next?.input as { openai_route: string }).openai_route,
+      '/v1/models/mistralai/Mistral-7B-Instruct-v0.2',
+    );
+    await t.services.jobs.worker.complete('w-models', next!.id, { output: [list.data[0]] });
+    assert.deepEqual(json(await one), list.data[0]);
+  });
+
   test('a streaming OpenAI request answers server-sent events ending in [DONE]', async () => {
     const ep = await newEndpoint(acct.accountId, 'openai-sse');
     const pending = t.request(acct.key, 'POST', `/v2/${ep}/openai/v1/completions`, {

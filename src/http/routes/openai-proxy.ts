@@ -1,7 +1,8 @@
 /**
- * `POST /v2/{endpointId}/openai/v1/*`: an OpenAI-style request becomes a job whose input carries
- * `openai_route` and `openai_input` (what OpenAI-compatible workers read); the answer is the job's
- * output, or with `stream: true` its chunks as server-sent events ending in `[DONE]`.
+ * `POST` and `GET /v2/{endpointId}/openai/v1/*`: an OpenAI-style request becomes a job whose input
+ * carries `openai_route` and `openai_input` (what OpenAI-compatible workers read: the body, `{}`
+ * for a GET such as the `openai` client's `models.list()`); the answer is the job's output, or with
+ * `stream: true` its chunks as server-sent events ending in `[DONE]` (docs/serverless.md).
  */
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { Type } from '@sinclair/typebox';
@@ -27,10 +28,13 @@ export interface OpenAiRouteDeps {
 const OpenAiParams = Type.Object({ endpointId: Type.String(), '*': Type.String() });
 
 export function openAiRoutes(scope: TypedApp, { jobs, endpointOf, route }: OpenAiRouteDeps): void {
-  scope.post(
-    '/v2/:endpointId/openai/v1/*',
-    { ...route, bodyLimit: RUNSYNC_BODY_LIMIT, schema: { hide: true, params: OpenAiParams } },
-    async (request, reply) => {
+  scope.route({
+    method: ['GET', 'POST'],
+    url: '/v2/:endpointId/openai/v1/*',
+    ...route,
+    bodyLimit: RUNSYNC_BODY_LIMIT,
+    schema: { hide: true, params: OpenAiParams },
+    handler: async (request, reply) => {
       const endpoint = await endpointOf(request);
       const openaiRoute = `/v1/${request.params['*']}`;
       const body = request.body === undefined ? {} : request.body;
@@ -44,7 +48,9 @@ export function openAiRoutes(scope: TypedApp, { jobs, endpointOf, route }: OpenA
       switch (view.status) {
         case 'COMPLETED':
           // A streaming handler's aggregate of one chunk is the response itself.
-          return Array.isArray(view.output) && view.output.length === 1 ? view.output[0] : (view.output ?? null);
+          return Array.isArray(view.output) && view.output.length === 1
+            ? (view.output[0] as unknown)
+            : (view.output ?? null);
         case 'FAILED':
         case 'TIMED_OUT':
         case 'CANCELLED':
@@ -62,7 +68,7 @@ export function openAiRoutes(scope: TypedApp, { jobs, endpointOf, route }: OpenA
           return ((s: never) => s)(view.status);
       }
     },
-  );
+  });
 }
 
 /** `stream: true` OpenAI requests: the job's chunks as server-sent events, then `[DONE]`. */
