@@ -8,7 +8,7 @@ import { amount, flag } from '../../config-fields.js';
 export const ProcessRuntimeSchema = Type.Object({
   allowMultipleAccounts: flag(
     false,
-    "Let the process runtime serve more than one account. It isolates nothing (an instance is a process of the server's own user, on the host's network), so by default the server refuses to start with a second account, and refuses to create one, while it uses this runtime.",
+    "Let the process runtime serve more than one account. It isolates nothing (an instance is a process of the server's own user, on the host's network), so by default the server refuses to start with a second account, and refuses to create one, while it uses this runtime. With it, a tenant's env is screened of application settings too (JUPYTER_*, TMPDIR, proxies), not only of what changes which code runs (docs/security.md).",
     { env: 'GANTRY_PROCESS_RUNTIME_MULTI_ACCOUNT' },
   ),
   orphanGraceMs: amount(

@@ -139,7 +139,11 @@ test('variables naming a file a program writes, or a folder it loads configurati
     'TRITON_PTXAS_PATH',
     'TRITON_CACHE_MANAGER',
   ])
-    assert.match(deniedReason(name) ?? '', /writes files to, or loads configuration or compiled code from/, name);
+    assert.match(
+      deniedReason(name) ?? '',
+      /writes files to the path|loads configuration that is code, or compiled code, from/,
+      name,
+    );
 });
 
 test('proxies and other variables that change where code, packages or models are downloaded from are denied, in any case', () => {
@@ -159,7 +163,11 @@ test('proxies and other variables that change where code, packages or models are
     'CONDA_PKGS_DIRS',
     'MAMBA_ROOT_PREFIX',
   ])
-    assert.match(deniedReason(name) ?? '', /where a program downloads code, packages or models from/, name);
+    assert.match(
+      deniedReason(name) ?? '',
+      /where a program downloads packages or models from|imports or runs code from the path or channel/,
+      name,
+    );
 });
 
 test('variables with which MPI, fabric and NCCL libraries load components or write files are denied', () => {
@@ -280,5 +288,56 @@ test("a tenant's own JUPYTER_PASSWORD or PUBLIC_KEY is tenant env: kept without 
   assert.deepEqual(screenInstanceEnv(tenant, ['MODEL_*']), {
     env: { MODEL_NAME: 'm' },
     dropped: ['JUPYTER_PASSWORD', 'PUBLIC_KEY'],
+  });
+});
+
+test('on a server of one account only what changes which code runs is refused; application settings pass', () => {
+  for (const name of [
+    'LD_PRELOAD',
+    'GCONV_PATH',
+    'PATH',
+    'HOME',
+    'BASH_ENV',
+    'NODE_OPTIONS',
+    'PIP_INDEX_URL',
+    'PYTHONSTARTUP',
+    'PERL5OPT',
+    'JAVA_TOOL_OPTIONS',
+    'CC',
+    'GIT_SSH_COMMAND',
+    'OPENSSL_CONF',
+    'CUDA_INJECTION64_PATH',
+    'IPYTHONDIR',
+    'JUPYTER_CONFIG_DIR',
+    'JUPYTER_PATH',
+    'MPLCONFIGDIR',
+    'CURL_HOME',
+    'TRITON_CACHE_DIR',
+    'TORCH_HOME',
+    'HF_HOME',
+    'CONDA_PREFIX',
+    'OMPI_MCA_mca_base_component_path',
+  ])
+    assert.ok(deniedReason(name, 'code'), `${name} changes which code runs`);
+  for (const name of [
+    'JUPYTER_ENABLE_LAB',
+    'JUPYTER_PORT',
+    'TMPDIR',
+    'TEMP',
+    'TZDIR',
+    'MALLOC_ARENA_MAX',
+    'HTTPS_PROXY',
+    'http_proxy',
+    'HF_ENDPOINT',
+    'SSLKEYLOGFILE',
+    'HISTFILE',
+  ]) {
+    assert.equal(deniedReason(name, 'code'), null, `${name} is an application setting`);
+    assert.ok(deniedReason(name), `${name} is refused where several accounts share the server`);
+  }
+  assert.equal(tenantEnvRefusal({ JUPYTER_ENABLE_LAB: 'yes', MODEL: 'm' }, undefined, 'code'), null);
+  assert.deepEqual(screenInstanceEnv({ JUPYTER_ENABLE_LAB: 'yes', LD_PRELOAD: '/x.so' }, undefined, 'code'), {
+    env: { JUPYTER_ENABLE_LAB: 'yes' },
+    dropped: ['LD_PRELOAD'],
   });
 });

@@ -37,6 +37,8 @@ export const processRuntime: RuntimeModule = {
       clock,
       logger: logger.child({ component: 'runtime' }),
       stopGraceMs: config.pods.stopGraceMs,
+      // one account: refuse only what changes which code runs (docs/security.md)
+      envScreen: config.runtime.process.allowMultipleAccounts ? 'all' : 'code',
       orphanGraceMs: config.runtime.process.orphanGraceMs,
       statsIntervalMs: config.runtime.statsIntervalMs,
     });

@@ -4,6 +4,7 @@ import type { Clock } from '../../domain/clock.js';
 import type { ProbeTiming } from '../health-probe.js';
 import type { SamplerTimers } from '../interval-sampler.js';
 import type { GraceTimer } from './process-group.js';
+import type { EnvScreen } from './env-policy.js';
 
 /** What the process runtime is built with (the composition root fills it from the config). */
 export interface ProcessRuntimeOptions {
@@ -14,6 +15,12 @@ export interface ProcessRuntimeOptions {
   logger: Logger;
   /** SIGTERM → SIGKILL grace. @default 5000 */
   stopGraceMs: number;
+  /**
+   * Which rules screen a tenant's env (env-policy.ts): `code` (what changes which code runs) on a
+   * server of one account, `all` (application settings too) on one that serves several
+   * (`runtime.process.allowMultipleAccounts`). @default 'all'
+   */
+  envScreen?: EnvScreen;
   /** `output.log` is rotated to `output.log.1` once it passes this size. @default 10 MiB */
   maxLogBytes?: number;
   /** How often live instances' logs are checked against `maxLogBytes`. @default 5000 */

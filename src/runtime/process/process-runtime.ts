@@ -173,7 +173,7 @@ export class ProcessRuntime implements Runtime {
    * mapped image, and a template's env reaches every pod and worker made from it.
    */
   refusedEnv(env: Record<string, string>, image: string): EnvRefusal | null {
-    return tenantEnvRefusal(env, this.#images.get(image)?.tenantEnv);
+    return tenantEnvRefusal(env, this.#images.get(image)?.tenantEnv, this.#options.envScreen);
   }
 
   /** A shell beside the instance's process (process-shell.ts). */
@@ -289,6 +289,7 @@ export class ProcessRuntime implements Runtime {
       logger,
       stopGraceMs: this.#options.stopGraceMs,
       maxLogBytes: this.#logs.maxLogBytes,
+      ...(this.#options.envScreen !== undefined ? { envScreen: this.#options.envScreen } : {}),
     });
     const { child, pgid, logOffset, exit } = launched;
     this.#watchdog.guard(pgid, spec.id);

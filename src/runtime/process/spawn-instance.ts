@@ -4,7 +4,7 @@ import type { Logger } from 'pino';
 import type { HealthProbe, ImageSpec } from '../../domain/image-spec.js';
 import type { InstanceSpec } from '../runtime.js';
 import type { ProbeTarget } from '../health-probe.js';
-import { screenInstanceEnv } from './env-policy.js';
+import { screenInstanceEnv, type EnvScreen } from './env-policy.js';
 import { INSTANCE_PUBLIC_IP, instanceEnv } from './instance-env.js';
 import { launchProcess, type LaunchedProcess } from './launch-process.js';
 import { instanceDirOf, reapOrphan } from './orphans.js';
@@ -20,6 +20,8 @@ export interface SpawnOptions {
   stopGraceMs: number;
   /** output.log is rotated first when it is already past this size */
   maxLogBytes: number;
+  /** Which of the env rules screen the tenant's env (env-policy.ts). @default 'all' */
+  envScreen?: EnvScreen;
 }
 
 /** A spawned instance process, and what its supervision needs to know. */
@@ -91,7 +93,7 @@ export async function spawnInstance(
   const cwd = image.cwd ?? dir;
   // The API refuses these; env stored before that rule, or reaching here by another path, must
   // still never reach the process. Only the tenant's env is screened; platformEnv is layered over it.
-  const screened = screenInstanceEnv(spec.env, image.tenantEnv);
+  const screened = screenInstanceEnv(spec.env, image.tenantEnv, options.envScreen);
   if (screened.dropped.length > 0)
     logger.warn(
       { instance: spec.id, image: spec.image, dropped: screened.dropped },
