@@ -21,7 +21,12 @@ export interface Endpoint {
   gpuIds: string[];
   /** GPUs per worker. */
   gpuCount: number;
-  /** Country codes of the data centers workers may run in; empty = any. */
+  /**
+   * CPU instances the workers may run on, in preference order (`cpu3g-4-16`: flavor, vCPUs, GB;
+   * domain/endpoint-compute.ts). Non-empty makes it a CPU endpoint (and `gpuIds` empty).
+   */
+  instanceIds: string[];
+  /** Country codes, or data-center ids, of where workers may run; empty = anywhere. */
   locations: string[];
   networkVolumeId: string | null;
   /** Seconds an idle worker stays up before it is stopped. */

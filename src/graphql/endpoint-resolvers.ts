@@ -71,10 +71,6 @@ function cudaFrom(minimum: string, allowed: string[] | null, services: GraphqlCo
 
 /** GraphQL input → service input. Fields Gantry cannot honour are refused with a sentence saying what to do. */
 function toEndpointInput(input: GqlEndpointInput, services: GraphqlContext['services']): EndpointInput {
-  if (nonEmpty(input.instanceIds).length > 0)
-    throw badRequest(
-      'instanceIds: CPU serverless endpoints are not supported by Gantry; send gpuIds (GPU pools) instead.',
-    );
   if (input.hubReleaseId !== undefined && input.hubReleaseId !== null && input.hubReleaseId.trim() !== '')
     throw badRequest(
       'hubReleaseId: hub releases are not available on Gantry; create a serverless template and pass templateId.',
@@ -116,6 +112,9 @@ function toEndpointInput(input: GqlEndpointInput, services: GraphqlContext['serv
       services,
     );
   if (input.env !== undefined) out.env = input.env === null ? null : envFromPairs(input.env);
+  // CPU instances (runpodctl `serverless create --compute-type CPU`): a CPU endpoint
+  if (input.instanceIds !== undefined)
+    out.instanceIds = input.instanceIds === null ? null : nonEmpty(input.instanceIds);
   return out;
 }
 
@@ -189,8 +188,8 @@ export const endpointResolvers: ResolverMap<GraphqlContext> = {
     allowedCudaVersions: (e: Endpoint) => e.allowedCudaVersions.join(','),
     minCudaVersion: (e: Endpoint) => e.minCudaVersion,
     flashBootType: (e: Endpoint): FlashBootType => (e.flashboot ? 'FLASHBOOT' : 'OFF'),
-    computeType: () => 'GPU',
-    instanceIds: () => [],
+    computeType: (e: Endpoint) => (e.instanceIds.length > 0 ? 'CPU' : 'GPU'),
+    instanceIds: (e: Endpoint) => e.instanceIds,
     workersStandby: () => 0,
     userId: (e: Endpoint) => e.accountId,
     env: (e: Endpoint) => envToPairs(e.env),

@@ -24,6 +24,7 @@ export function releaseSnapshot(e: EndpointSettings, template: Template | null):
     'template.containerRegistryAuthId': template?.containerRegistryAuthId ?? null,
     gpuIds: e.gpuIds,
     gpuCount: e.gpuCount,
+    instanceIds: e.instanceIds,
     allowedCudaVersions: e.allowedCudaVersions,
     minCudaVersion: e.minCudaVersion,
     locations: e.locations,

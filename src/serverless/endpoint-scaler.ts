@@ -183,7 +183,8 @@ export class EndpointScaler {
     const launch = () => this.#deps.workers.launch(endpoint, now);
     const quota = this.#deps.quota;
     if (!quota) return launch();
-    const r = await quota.tryAdmit(endpoint.accountId, { pods: 0, gpus: endpoint.gpuCount }, launch);
+    const gpus = endpoint.instanceIds.length > 0 ? 0 : endpoint.gpuCount; // a CPU endpoint's workers hold none
+    const r = await quota.tryAdmit(endpoint.accountId, { pods: 0, gpus }, launch);
     return r.ok ? r.value : r;
   }
 }

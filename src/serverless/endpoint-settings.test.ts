@@ -10,6 +10,7 @@ const valid = {
   type: 'QB' as const,
   gpuIds: ['ADA_24'],
   gpuCount: 1,
+  instanceIds: [],
   locations: [],
   networkVolumeId: null,
   idleTimeout: 5,

@@ -3,6 +3,7 @@
  * that need no I/O (the endpoints service checks the references: template, network volume).
  */
 import type { Catalog } from '../domain/catalog.js';
+import { parseCpuInstanceId } from '../domain/endpoint-compute.js';
 import { ENDPOINT_TYPES, SCALER_TYPES, type Endpoint, type EndpointType, type ScalerType } from '../domain/endpoint.js';
 
 /**
@@ -15,11 +16,13 @@ export interface EndpointInput {
   templateId?: string | null;
   /** `QB` or `LB` (also `QUEUE` / `LOAD_BALANCER`). @default "QB" */
   type?: string | null;
-  /** Comma list or array of GPU pools. Required on create. */
+  /** Comma list or array of GPU pools. Required on create, unless `instanceIds` makes it a CPU endpoint. */
   gpuIds?: string | string[] | null;
   /** @default 1 */
   gpuCount?: number | null;
-  /** Comma list or array of country codes; empty = any. @default [] */
+  /** Comma list or array of CPU instance ids (`cpu3g-4-16`): a CPU endpoint. @default [] (a GPU endpoint) */
+  instanceIds?: string | string[] | null;
+  /** Comma list or array of country codes or data-center ids; empty = any. @default [] */
   locations?: string | string[] | null;
   /** "" or null = none. @default null */
   networkVolumeId?: string | null;
@@ -55,6 +58,7 @@ export const ENDPOINT_DEFAULTS: EndpointSettings = {
   type: 'QB',
   gpuIds: [],
   gpuCount: 1,
+  instanceIds: [],
   locations: [],
   networkVolumeId: null,
   idleTimeout: 5,
@@ -117,6 +121,10 @@ export function mergeEndpointSettings(
     s.gpuIds = isNull('gpuIds')
       ? ENDPOINT_DEFAULTS.gpuIds
       : dedupe(splitList(pick('gpuIds')!).map((g) => g.toUpperCase()));
+  if (has('instanceIds'))
+    s.instanceIds = isNull('instanceIds')
+      ? ENDPOINT_DEFAULTS.instanceIds
+      : dedupe(splitList(pick('instanceIds')!).map((i) => i.toLowerCase()));
   if (has('locations'))
     s.locations = isNull('locations')
       ? ENDPOINT_DEFAULTS.locations
@@ -164,7 +172,7 @@ const SPEC_LOCATIONS = ['CZ', 'FR', 'GB', 'NO', 'RO', 'US'];
  */
 export function endpointViolations(
   s: EndpointSettings,
-  catalog: Pick<Catalog, 'pools' | 'dataCenters'>,
+  catalog: Pick<Catalog, 'pools' | 'dataCenters' | 'cpuFlavors'>,
   maxWorkers = 100,
 ): string[] {
   const out: string[] = [];
@@ -176,15 +184,33 @@ export function endpointViolations(
   else if (s.name.length > 191) out.push('name: must be at most 191 characters');
   if (s.templateId.length === 0) out.push('templateId: is required; name a serverless template (isServerless true)');
   const pools = catalog.pools.map((p) => p.id);
-  if (s.gpuIds.length === 0) out.push(`gpuIds: is required; a comma list of GPU pools from ${pools.join(', ')}`);
+  const cpu = s.instanceIds.length > 0;
+  if (cpu && s.gpuIds.length > 0)
+    out.push('instanceIds: an endpoint runs on CPU instances or on GPU pools (gpuIds), not both; send one of them');
+  if (!cpu && s.gpuIds.length === 0)
+    out.push(
+      `gpuIds: is required; a comma list of GPU pools from ${pools.join(', ')} (or instanceIds, CPU instances, for a CPU endpoint)`,
+    );
   for (const g of s.gpuIds)
     if (!pools.includes(g)) out.push(`gpuIds: "${g}" is not a GPU pool; valid pools: ${pools.join(', ')}`);
+  for (const id of s.instanceIds) {
+    const instance = parseCpuInstanceId(id, catalog.cpuFlavors);
+    if (typeof instance === 'string') out.push(`instanceIds: ${instance}`);
+  }
+  if (cpu && (s.allowedCudaVersions.length > 0 || s.minCudaVersion !== null))
+    out.push(
+      'allowedCudaVersions: CUDA constraints apply to GPU endpoints only; a CPU endpoint (instanceIds) takes none',
+    );
   int('gpuCount', s.gpuCount, 1, MAX_GPU_COUNT);
-  // the spec's region options are always accepted (with no data center there, workers wait as throttled)
+  // the spec's region options are always accepted (with no data center there, workers wait as
+  // throttled), and so are the catalog's data centers by id (runpodctl's --data-center-ids)
   const countries = dedupe([...catalog.dataCenters.map((d) => d.country), ...SPEC_LOCATIONS]);
+  const dataCenters = catalog.dataCenters.map((d) => d.id.toUpperCase());
   for (const l of s.locations)
-    if (!countries.includes(l))
-      out.push(`locations: "${l}" is not a known region; valid: ${countries.join(', ')} (empty means any)`);
+    if (!countries.includes(l) && !dataCenters.includes(l))
+      out.push(
+        `locations: "${l}" is not a known region or data center; valid: ${countries.join(', ')}, or a data center id (${dataCenters.join(', ')}); empty means any`,
+      );
   int('idleTimeout', s.idleTimeout, 0, MAX_IDLE_TIMEOUT_S, ' seconds');
   int('scalerValue', s.scalerValue, 1, 1_000_000);
   int('workersMin', s.workersMin, 0, maxWorkers);

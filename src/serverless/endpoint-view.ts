@@ -2,6 +2,7 @@ import type { DataCenter } from '../domain/catalog.js';
 import { iso } from '../domain/clock.js';
 import type { Template } from '../domain/template.js';
 import type { Endpoint } from '../domain/endpoint.js';
+import { inLocations } from '../domain/endpoint-compute.js';
 
 /** A serverless endpoint as `GET /v2/serverless` answers it (spec 2.10). */
 export interface ServerlessEndpointView {
@@ -48,9 +49,9 @@ function requestUrls(publicUrl: string, endpointId: string): ServerlessEndpointV
   };
 }
 
-/** Data centers whose country is one of `locations`; all of them when `locations` is empty. */
+/** Data centers `locations` names (by country or id); all of them when `locations` is empty. */
 const dataCentersFor = (locations: readonly string[], dataCenters: EndpointViewContext['dataCenters']): string[] =>
-  dataCenters.filter((d) => locations.length === 0 || locations.includes(d.country)).map((d) => d.id);
+  dataCenters.filter((d) => inLocations(locations, d)).map((d) => d.id);
 
 /**
  * Container settings come from the endpoint's template, with the endpoint's env overriding the

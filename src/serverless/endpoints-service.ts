@@ -24,7 +24,7 @@ export interface EndpointsServiceDeps {
   clock: Clock;
   templates: Pick<TemplatesService, 'get'>;
   volumes: Pick<VolumesService, 'get'>;
-  config: { catalog: Pick<Catalog, 'pools' | 'dataCenters'> };
+  config: { catalog: Pick<Catalog, 'pools' | 'dataCenters' | 'cpuFlavors'> };
   /** Refuses env the runtime will not pass to the endpoint's workers. @default accepts all */
   runtime?: Pick<Runtime, 'refusedEnv'>;
   /** Upper bound of `workersMax`. @default 100 */

@@ -9,10 +9,12 @@ import type { WorkerJobs } from '../jobs/worker-jobs.js';
 import type { InstanceStatus, Runtime } from '../runtime/runtime.js';
 import type { AutoscalerStore, LaunchedWorkerRow } from '../store/autoscaler-store.js';
 import type { Endpoint } from '../domain/endpoint.js';
+import type { Placement, PlacementRequest } from '../domain/placement-request.js';
+import type { Template } from '../domain/template.js';
 import type { EndpointScaleStates } from './endpoint-scale-states.js';
 import type { EndpointsService } from './endpoints-service.js';
 import { WorkerKeys } from './worker-keys.js';
-import { launchedWorkerRecord, workerInstanceSpec, workerPlacementRequest } from './worker-spec.js';
+import { launchedWorkerRecord, workerInstanceSpec, workerPlacementRequests } from './worker-spec.js';
 import type { WorkersRegistry } from './workers-registry.js';
 
 /** Network volumes: their data center (a placement constraint). */
@@ -144,11 +146,10 @@ export class LaunchedWorkers {
       endpoint.networkVolumeId && this.#deps.volumes
         ? await this.#deps.volumes.get(endpoint.accountId, endpoint.networkVolumeId)
         : null;
-    const request = workerPlacementRequest(endpoint, template, volume?.dataCenterId ?? null, config.catalog);
     const workerId = newId();
-    const placed = instances.place(workerId, request);
+    const placed = this.#place(workerId, endpoint, template, volume?.dataCenterId ?? null);
     if (!placed.ok) return placed;
-    const { placement } = placed;
+    const { placement, request } = placed;
     this.#workers.set(workerId, tracked(endpoint.id, placement.hostId, now, now));
     try {
       const row = launchedWorkerRecord({ endpoint, template, request, placement, catalog: config.catalog });
@@ -192,6 +193,23 @@ export class LaunchedWorkers {
       await this.stop(workerId, 'launch failed');
       return { ok: true, crash: instances.away(placement.hostId) === null ? reason : null };
     }
+  }
+
+  /** The first of the worker's placements (its CPU instances in order; its GPU pools) that has room; else why the first had none. */
+  #place(
+    workerId: string,
+    endpoint: Endpoint,
+    template: Template,
+    volumeDataCenterId: string | null,
+  ): { ok: true; placement: Placement; request: PlacementRequest } | { ok: false; reason: string } {
+    const requests = workerPlacementRequests(endpoint, template, volumeDataCenterId, this.#deps.config.catalog);
+    let refusal: string | null = null;
+    for (const request of requests) {
+      const placed = this.#deps.instances.place(workerId, request);
+      if (placed.ok) return { ok: true, placement: placed.placement, request };
+      refusal ??= placed.reason;
+    }
+    return { ok: false, reason: refusal ?? 'the endpoint names no GPU pool or CPU instance to run on' };
   }
 
   /** Nothing runs in a placeholder: its jobs would wait, silently, until their ttl (warned once per image). */

@@ -3,7 +3,8 @@ import assert from 'node:assert/strict';
 import type { Placement, PlacementRequest } from '../domain/placement-request.js';
 import type { Template } from '../domain/template.js';
 import type { Endpoint } from '../domain/endpoint.js';
-import { workerInstanceSpec, workerPlacementRequest } from './worker-spec.js';
+import { workerInstanceSpec, workerPlacementRequests } from './worker-spec.js';
+import { defaultCatalog } from '../domain/catalog.js';
 
 test("a launched worker's platform env carries the informational variables of wire-protocol §1 apart from the tenant's template and endpoint env", () => {
   const spec = workerInstanceSpec({
@@ -81,16 +82,41 @@ test("a worker's placement carries its endpoint's CUDA floor and exact versions"
   const endpoint = {
     gpuIds: ['ADA_24'],
     gpuCount: 1,
+    instanceIds: [],
     locations: [],
     allowedCudaVersions: ['12.4', '12.8'],
     minCudaVersion: '12.6',
   } as unknown as Endpoint;
   const template = { containerDiskInGb: 10 } as unknown as Template;
-  const request = workerPlacementRequest(endpoint, template, null, {
+  const [request] = workerPlacementRequests(endpoint, template, null, {
     gpuTypes: [{ id: 'NVIDIA GeForce RTX 4090', pool: 'ADA_24' }] as never,
+    cpuFlavors: [],
     dataCenters: [],
   });
+  assert.ok(request);
   assert.equal(request.minCudaVersion, '12.6');
   assert.deepEqual(request.allowedCudaVersions, ['12.4', '12.8']);
   assert.deepEqual(request.gpuTypeIds, ['NVIDIA GeForce RTX 4090']);
+});
+
+test("a CPU endpoint's worker asks, in its instances' order, for each flavor's vCPUs and memory, in the data centers and countries of its locations", () => {
+  const catalog = defaultCatalog();
+  const endpoint = {
+    gpuIds: [],
+    gpuCount: 1,
+    instanceIds: ['cpu3g-4-16', 'cpu3c-2-4'],
+    locations: ['US-TX-3', 'RO'],
+    allowedCudaVersions: [],
+    minCudaVersion: null,
+  } as unknown as Endpoint;
+  const requests = workerPlacementRequests(endpoint, { containerDiskInGb: 5 } as unknown as Template, null, catalog);
+  assert.deepEqual(
+    requests.map((r) => [r.kind, r.cpuFlavorId, r.vcpuCount, r.memoryGb, r.gpuCount, r.diskGb, r.cloud]),
+    [
+      ['cpu', 'cpu3g', 4, 16, 0, 5, 'ALL'],
+      ['cpu', 'cpu3c', 2, 4, 0, 5, 'ALL'],
+    ],
+  );
+  const romania = catalog.dataCenters.filter((d) => d.country === 'RO').map((d) => d.id);
+  assert.deepEqual(requests[0]!.dataCenterIds, ['US-TX-3', ...romania]);
 });

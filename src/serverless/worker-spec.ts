@@ -11,43 +11,64 @@ import type { WorkerAllocation, WorkerUsageStart } from '../store/autoscaler-sto
 import type { Template } from '../domain/template.js';
 import type { Endpoint } from '../domain/endpoint.js';
 import { instanceSpec } from '../instances/instance-spec.js';
+import { cpuInstancesOf, inLocations } from '../domain/endpoint-compute.js';
 import { workerEnvironment } from './worker-env.js';
 
 /**
- * The placement of one worker: any GPU type of the endpoint's pools, in data centers of its
- * countries (any when it names none), in its network volume's data center.
+ * The placements one worker may take, in preference order: a GPU endpoint's one (any GPU type of
+ * its pools), a CPU endpoint's one per CPU instance (its flavor, vCPUs and memory, billed per vCPU
+ * as CPU pods are); each in data centers of its locations (countries or data-center ids; any when
+ * it names none), in its network volume's data center.
  */
-export function workerPlacementRequest(
+export function workerPlacementRequests(
   endpoint: Endpoint,
   template: Template,
   volumeDataCenterId: string | null,
-  catalog: Pick<Catalog, 'gpuTypes' | 'dataCenters'>,
-): PlacementRequest {
+  catalog: Pick<Catalog, 'gpuTypes' | 'cpuFlavors' | 'dataCenters'>,
+): PlacementRequest[] {
+  const dataCenterIds =
+    endpoint.locations.length === 0
+      ? []
+      : catalog.dataCenters.filter((d) => inLocations(endpoint.locations, d)).map((d) => d.id);
+  if (endpoint.instanceIds.length > 0)
+    return cpuInstancesOf(endpoint.instanceIds, catalog.cpuFlavors).map((cpu) => ({
+      kind: 'cpu',
+      gpuTypeIds: [],
+      gpuCount: 0,
+      cpuFlavorId: cpu.flavorId,
+      vcpuCount: cpu.vcpuCount,
+      memoryGb: cpu.memoryGb,
+      diskGb: template.containerDiskInGb,
+      cloud: 'ALL',
+      dataCenterIds,
+      volumeDataCenterId,
+      allowedCudaVersions: [],
+      minCudaVersion: null,
+      portCount: 0,
+      globalNetworking: false,
+    }));
   const gpuTypeIds = endpoint.gpuIds.flatMap((pool) =>
     catalog.gpuTypes.filter((g) => g.pool === pool).map((g) => g.id),
   );
-  const countries = new Set(endpoint.locations.map((c) => c.toUpperCase()));
-  const dataCenterIds =
-    countries.size === 0
-      ? []
-      : catalog.dataCenters.filter((d) => countries.has(d.country.toUpperCase())).map((d) => d.id);
-  return {
-    kind: 'gpu',
-    gpuTypeIds,
-    gpuCount: endpoint.gpuCount,
-    cpuFlavorId: null,
-    // no minimum: a worker gets its GPU type's allotment on the host it lands on
-    vcpuCount: 0,
-    memoryGb: 0,
-    diskGb: template.containerDiskInGb,
-    cloud: 'ALL',
-    dataCenterIds,
-    volumeDataCenterId,
-    allowedCudaVersions: endpoint.allowedCudaVersions,
-    minCudaVersion: endpoint.minCudaVersion,
-    portCount: 0,
-    globalNetworking: false,
-  };
+  return [
+    {
+      kind: 'gpu',
+      gpuTypeIds,
+      gpuCount: endpoint.gpuCount,
+      cpuFlavorId: null,
+      // no minimum: a worker gets its GPU type's allotment on the host it lands on
+      vcpuCount: 0,
+      memoryGb: 0,
+      diskGb: template.containerDiskInGb,
+      cloud: 'ALL',
+      dataCenterIds,
+      volumeDataCenterId,
+      allowedCudaVersions: endpoint.allowedCudaVersions,
+      minCudaVersion: endpoint.minCudaVersion,
+      portCount: 0,
+      globalNetworking: false,
+    },
+  ];
 }
 
 /**

@@ -13,6 +13,7 @@ const endpoint = (over: Partial<Endpoint> = {}): Endpoint => ({
   type: 'QB',
   gpuIds: ['ADA_24', 'AMPERE_24'],
   gpuCount: 2,
+  instanceIds: [],
   locations: ['US', 'RO'],
   networkVolumeId: 'v1',
   idleTimeout: 30,
@@ -62,6 +63,23 @@ for (const { name, skip } of dialects()) {
       });
       await store.insert(bare);
       assert.deepEqual(await store.get('a1', 'e0'), bare);
+    });
+
+    test("a CPU endpoint's instance ids and data-center locations round-trip in order", async () => {
+      const cpu = endpoint({
+        id: 'e-cpu',
+        gpuIds: [],
+        instanceIds: ['cpu3g-4-16', 'cpu3c-4-8'],
+        locations: ['US-TX-3', 'RO'],
+        allowedCudaVersions: [],
+        minCudaVersion: null,
+        createdAt: 1_700_000_000_002,
+      });
+      await store.insert(cpu);
+      assert.deepEqual(await store.get('a1', 'e-cpu'), cpu);
+      assert.equal(await store.replace({ ...cpu, instanceIds: ['cpu3c-2-4'], version: 2 }, 1), true);
+      assert.deepEqual((await store.get('a1', 'e-cpu'))?.instanceIds, ['cpu3c-2-4']);
+      assert.equal(await store.delete('a1', 'e-cpu'), true);
     });
 
     test('another account cannot read, list, replace or delete the endpoint', async () => {

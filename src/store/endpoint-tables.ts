@@ -14,7 +14,9 @@ export interface EndpointsTable {
   /** Comma list of GPU pools (`ADA_24,AMPERE_48`). */
   gpu_ids: string;
   gpu_count: number;
-  /** Comma list of region codes; empty means any. */
+  /** Comma list of CPU instance ids (`cpu3g-4-16`): a CPU endpoint (migration 0021); empty for a GPU one. */
+  instance_ids: string;
+  /** Comma list of country codes or data-center ids; empty means any. */
   locations: string;
   network_volume_id: string | null;
   idle_timeout_s: number;

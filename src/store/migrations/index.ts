@@ -7,6 +7,7 @@
 import { sql, type Kysely, type Migration } from 'kysely';
 import { billingUsageTables } from './billing-usage.js';
 import { clusterTables } from './clusters.js';
+import { endpointInstanceIds } from './endpoint-instance-ids.js';
 import { endpointReleases } from './endpoint-releases.js';
 import { fleetJournalTable, fleetTables } from './fleet-tables.js';
 import { jobTakenSeq } from './job-taken-seq.js';
@@ -85,6 +86,7 @@ export const MIGRATIONS: readonly StoreMigration[] = [
   { key: '0018-status-change-min-cuda', up: each(statusChangeMinCuda) },
   { key: '0019-job-taken-seq', up: each(jobTakenSeq) },
   { key: '0020-pod-deadlines', up: each(podDeadlinesTable) },
+  { key: '0021-endpoint-instance-ids', up: each(endpointInstanceIds) },
 ];
 
 /** The list as Kysely's migrator takes it, for one dialect. */

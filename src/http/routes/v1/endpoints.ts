@@ -4,6 +4,7 @@ import { Type, type Static } from '@sinclair/typebox';
 import { iso } from '../../../domain/clock.js';
 import { badRequest } from '../../../domain/errors.js';
 import type { Endpoint } from '../../../domain/endpoint.js';
+import { inLocations } from '../../../domain/endpoint-compute.js';
 import type { EndpointInput } from '../../../serverless/endpoint-settings.js';
 import type { TransportServices } from '../../../transport/services.js';
 import { principalOf } from '../../plugins/auth.js';
@@ -151,7 +152,7 @@ export function endpointV1Routes(app: TypedApp, { endpoints, catalog }: Transpor
       name: e.name,
       userId: e.accountId,
       templateId: e.templateId,
-      computeType: 'GPU',
+      computeType: e.instanceIds.length > 0 ? 'CPU' : 'GPU',
       gpuTypeIds: gpuTypes()
         .filter((t) => e.gpuIds.includes(t.pool))
         .map((t) => t.id),
@@ -166,11 +167,11 @@ export function endpointV1Routes(app: TypedApp, { endpoints, catalog }: Transpor
       allowedCudaVersions: e.allowedCudaVersions,
       minCudaVersion: e.minCudaVersion,
       dataCenterIds: dataCenters()
-        .filter((d) => e.locations.length === 0 || e.locations.includes(d.country))
+        .filter((d) => inLocations(e.locations, d))
         .map((d) => d.id),
       ...(e.networkVolumeId !== null ? { networkVolumeId: e.networkVolumeId } : {}),
       networkVolumeIds: e.networkVolumeId !== null ? [e.networkVolumeId] : [],
-      instanceIds: [],
+      instanceIds: e.instanceIds,
       env: e.env,
       createdAt: iso(e.createdAt),
       version: e.version,
