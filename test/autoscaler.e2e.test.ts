@@ -144,6 +144,32 @@ describe('autoscaler end to end (process runtime, real workers)', () => {
     assert.equal(await rowStatus(), 'dead');
   });
 
+  test('a CPU endpoint (instanceIds) launches a real worker process on a CPU host with the instance’s vCPUs and no GPU, which completes the job', async () => {
+    const { jobs, autoscaler, runtime } = server.services;
+    const endpoint = await endpointFor('node-worker:dev', { gpuIds: null, instanceIds: ['cpu3c-2-4'] });
+    const { id } = await jobs.client.submit(endpoint.id, accountId, { input: { on: 'cpu' } });
+    const done = await eventually(
+      () => `the CPU job to complete (${JSON.stringify(autoscaler.health(endpoint.id))})`,
+      async () => {
+        const view = await jobs.client.status(accountId, endpoint.id, id);
+        return view.status === 'COMPLETED' || view.status === 'FAILED' ? view : null;
+      },
+    );
+    assert.equal(done.status, 'COMPLETED', JSON.stringify(done));
+    assert.deepEqual((done.output as { echo: unknown }).echo, { on: 'cpu' });
+    const status = await runtime.inspect(done.workerId!);
+    assert.ok(status, 'the worker is still up (idle)');
+    const host = server.services.inventory.host(server.services.inventory.allocationOf(done.workerId!)!.hostId)!;
+    assert.ok(host.cpuFlavors.includes('cpu3c') && host.gpuTypeId === null, `placed on a CPU host: ${host.id}`);
+    assert.deepEqual(
+      [
+        server.services.inventory.allocationOf(done.workerId!)!.vcpus,
+        server.services.inventory.allocationOf(done.workerId!)!.gpuIndices,
+      ],
+      [2, []],
+    );
+  });
+
   test('a worker image that crashes at start is backed off and reported unhealthy, not restarted in a hot loop', async () => {
     const { jobs, autoscaler } = server.services;
     const endpoint = await endpointFor('crashing-worker:dev', { workersMax: 1 });

@@ -81,7 +81,7 @@ function suite(dialect: DialectName): void {
   const saveEndpoint = async (t: TestApp, key: string, input: Record<string, unknown>) => {
     const res = await t.request(key, 'POST', '/graphql', { query: CREATE_ENDPOINT_GQL, variables: { input } });
     assert.equal(res.statusCode, 200, res.body);
-    return json(res) as { data: { saveEndpoint: Record<string, unknown> } | null; errors?: Array<{ message: string }> };
+    return json<{ data: { saveEndpoint: Record<string, unknown> } | null; errors?: Array<{ message: string }> }>(res);
   };
   const workersOf = (t: TestApp, endpointId: string) => t.services.autoscaler.workerIds(endpointId);
   /** A worker's call to a URL it was given, with the key it was given (the runpod SDK sends it bare). */
@@ -191,6 +191,54 @@ function suite(dialect: DialectName): void {
       }
       assert.deepEqual(workersOf(t, id), [], 'idle workers are stopped after idleTimeout');
       for (const w of workers) assert.ok(runtime.stopped.includes(w) || runtime.removed.includes(w), w);
+    }));
+
+  test("the same CPU endpoint over REST v2 (`cpu`) and REST v1 (`computeType: CPU`, `cpuFlavorIds`, `vcpuCount`), as upstream's documents name them", () =>
+    withApp(async (t, a, runtime, clock) => {
+      const templateId = await serverlessTemplate(t, a.key);
+      // runpod/docs a900806e api-reference-v2/openapi.json CreateEndpointRequest: `cpu` replaces `gpu`
+      const v2 = await t.request(a.key, 'POST', '/v2/serverless', {
+        name: 'cpu-v2',
+        type: 'QUEUE',
+        templateId,
+        cpu: [{ id: 'cpu3g', vcpuCount: 4 }],
+        scaling: { type: 'QUEUE_DELAY', queueDelay: 4 },
+        dataCenterIds: ['US-TX-3'],
+      });
+      assert.equal(v2.statusCode, 201, v2.body);
+      assert.deepEqual([json(v2).gpu, json(v2).cpu], [null, [{ id: 'cpu3g', vcpuCount: 4, memory: 16 }]]);
+      const v1 = json(await t.request(a.key, 'GET', `/v1/endpoints/${json(v2).id}`));
+      assert.deepEqual([v1.computeType, v1.instanceIds, v1.gpuTypeIds], ['CPU', ['cpu3g-4-16'], []]);
+      const bad = await t.request(a.key, 'POST', '/v2/serverless', {
+        name: 'cpu-bad',
+        type: 'QUEUE',
+        templateId,
+        cpu: [{ id: 'cpu3g', vcpuCount: 3 }],
+        scaling: { type: 'QUEUE_DELAY', queueDelay: 4 },
+      });
+      assert.equal(bad.statusCode, 422, bad.body);
+      assert.match(json(bad).detail, /cpu: "cpu3g-3-12" is not a size of CPU flavor cpu3g/);
+
+      // runpod/docs a900806e api-reference/openapi.json EndpointCreateInput
+      const created = await t.request(a.key, 'POST', '/v1/endpoints', {
+        name: 'cpu-v1',
+        templateId,
+        computeType: 'CPU',
+        cpuFlavorIds: ['cpu3c'],
+        vcpuCount: 2,
+        workersMax: 1,
+      });
+      assert.equal(created.statusCode, 200, created.body);
+      assert.deepEqual([json(created).computeType, json(created).instanceIds], ['CPU', ['cpu3c-2-4']]);
+      const id = json(created).id;
+      await t.request(a.key, 'POST', `/v2/${id}/run`, { input: {} });
+      await t.services.autoscaler.tick(clock.now());
+      const [worker] = workersOf(t, id);
+      assert.ok(worker);
+      assert.deepEqual([runtime.specs.get(worker)!.vcpus, runtime.specs.get(worker)!.memoryGb], [2, 4]);
+      const changed = await t.request(a.key, 'PATCH', `/v1/endpoints/${id}`, { vcpuCount: 4 });
+      assert.equal(changed.statusCode, 200, changed.body);
+      assert.deepEqual(json(changed).instanceIds, ['cpu3c-4-8']);
     }));
 
   test('instanceIds are checked against the catalog of CPU flavors, and not taken with GPU pools or CUDA constraints', () =>

@@ -425,10 +425,17 @@ describe('REST serverless endpoints', () => {
     assert.equal((await t.request(alice.key, 'GET', `/v2/templates/${workerTemplate}`)).statusCode, 200);
   });
 
-  test('gpu and cpu: a CPU endpoint or both at once answer 400 GPU_OR_CPU_REQUIRED, and a refused create leaves no template', async () => {
+  test('gpu and cpu: both at once or neither answer 400 GPU_OR_CPU_REQUIRED, a CPU flavor the catalog lacks 422, and a refused create leaves no template', async () => {
     const before = (await t.services.templates.list(alice.accountId)).length;
+    const unknownFlavor = await create(alice.key, {
+      ...minimal(),
+      gpu: undefined,
+      cpu: [{ id: 'cpu5c', vcpuCount: 4 }],
+      image: 'x:1',
+    });
+    assert.equal(unknownFlavor.statusCode, 422, unknownFlavor.body);
+    assert.match(json(unknownFlavor).detail, /cpu: "cpu5c-4-0": "cpu5c" is not a CPU flavor/);
     for (const body of [
-      { ...minimal(), gpu: undefined, cpu: [{ id: 'cpu5c', vcpuCount: 4 }], image: 'x:1' },
       { ...minimal(), cpu: [{ id: 'cpu5c', vcpuCount: 4 }] },
       { ...minimal(), gpu: undefined },
     ]) {

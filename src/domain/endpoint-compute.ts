@@ -14,10 +14,10 @@ export interface CpuInstance {
 }
 
 /** The id of `flavor` at `vcpus` vCPUs: `<flavor>-<vCPUs>-<GB of memory>`. */
-export const cpuInstanceId = (flavor: Pick<CpuFlavor, 'id' | 'ramMultiplier'>, vcpus: number): string =>
+const cpuInstanceId = (flavor: Pick<CpuFlavor, 'id' | 'ramMultiplier'>, vcpus: number): string =>
   `${flavor.id}-${vcpus}-${vcpus * flavor.ramMultiplier}`;
 
-const INSTANCE_ID = /^([a-z0-9]+)-(\d{1,5})-(\d{1,7})$/;
+const INSTANCE_ID = /^(.{1,64})-(\d{1,5})-(\d{1,7})$/;
 
 /** The instance `id` names among the catalog's flavors, or why it names none (naming what would be valid). */
 export function parseCpuInstanceId(id: string, flavors: readonly CpuFlavor[]): CpuInstance | string {
@@ -33,6 +33,21 @@ export function parseCpuInstanceId(id: string, flavors: readonly CpuFlavor[]): C
   if (!flavor.vcpuOptions.includes(vcpus) || Number(m[3]) !== vcpus * flavor.ramMultiplier)
     return `"${id}" is not a size of CPU flavor ${flavor.id}; its instances are ${flavor.vcpuOptions.map((n) => cpuInstanceId(flavor, n)).join(', ')}`;
   return { id, flavorId: flavor.id, vcpuCount: vcpus, memoryGb: vcpus * flavor.ramMultiplier };
+}
+
+/**
+ * The instance id of flavor `flavorId` at `vcpus` vCPUs (what REST v1's `cpuFlavorIds` + `vcpuCount`
+ * and v2's `cpu` entries name); an unknown flavor keeps its name, for the settings to refuse.
+ */
+export function instanceIdOf(flavorId: string, vcpus: number, flavors: readonly CpuFlavor[]): string {
+  const flavor = flavors.find((f) => f.id === flavorId);
+  return flavor ? cpuInstanceId(flavor, vcpus) : `${flavorId}-${vcpus}-0`;
+}
+
+/** A stored (valid) instance id as REST v2's `cpu` entry: its flavor, vCPUs and GB of memory. */
+export function cpuConfigOf(id: string): { id: string; vcpuCount: number; memory: number } {
+  const m = INSTANCE_ID.exec(id);
+  return { id: m?.[1] ?? id, vcpuCount: Number(m?.[2] ?? 0), memory: Number(m?.[3] ?? 0) };
 }
 
 /** The instances of valid ids, in the order given (invalid ones are the settings' violations). */

@@ -122,9 +122,7 @@ export function mergeEndpointSettings(
       ? ENDPOINT_DEFAULTS.gpuIds
       : dedupe(splitList(pick('gpuIds')!).map((g) => g.toUpperCase()));
   if (has('instanceIds'))
-    s.instanceIds = isNull('instanceIds')
-      ? ENDPOINT_DEFAULTS.instanceIds
-      : dedupe(splitList(pick('instanceIds')!).map((i) => i.toLowerCase()));
+    s.instanceIds = isNull('instanceIds') ? ENDPOINT_DEFAULTS.instanceIds : dedupe(splitList(pick('instanceIds')!));
   if (has('locations'))
     s.locations = isNull('locations')
       ? ENDPOINT_DEFAULTS.locations

@@ -2,7 +2,7 @@ import type { DataCenter } from '../domain/catalog.js';
 import { iso } from '../domain/clock.js';
 import type { Template } from '../domain/template.js';
 import type { Endpoint } from '../domain/endpoint.js';
-import { inLocations } from '../domain/endpoint-compute.js';
+import { cpuConfigOf, inLocations } from '../domain/endpoint-compute.js';
 
 /** A serverless endpoint as `GET /v2/serverless` answers it (spec 2.10). */
 export interface ServerlessEndpointView {
@@ -16,7 +16,9 @@ export interface ServerlessEndpointView {
   ports: string[];
   env: Record<string, string>;
   registry: string | null;
-  gpu: { pools: string[]; count: number; allowedCudaVersions: string[]; minCudaVersion: string | null };
+  /** null for a CPU endpoint, which answers `cpu` instead. */
+  gpu: { pools: string[]; count: number; allowedCudaVersions: string[]; minCudaVersion: string | null } | null;
+  cpu?: Array<{ id: string; vcpuCount: number; memory: number }>;
   /** `idleTimeout` is left out for a queue-based endpoint scaling on request count (it does not apply). */
   workers: { min: number; max: number; idleTimeout?: number };
   scaling: { type: string; queueDelay?: number; requestCount?: number };
@@ -73,12 +75,16 @@ export function toServerlessView(
     ports: template?.ports ?? [],
     env: { ...(template?.env ?? {}), ...e.env },
     registry: template?.containerRegistryAuthId ?? null,
-    gpu: {
-      pools: e.gpuIds,
-      count: e.gpuCount,
-      allowedCudaVersions: e.allowedCudaVersions,
-      minCudaVersion: e.minCudaVersion,
-    },
+    gpu:
+      e.instanceIds.length > 0
+        ? null
+        : {
+            pools: e.gpuIds,
+            count: e.gpuCount,
+            allowedCudaVersions: e.allowedCudaVersions,
+            minCudaVersion: e.minCudaVersion,
+          },
+    ...(e.instanceIds.length > 0 ? { cpu: e.instanceIds.map(cpuConfigOf) } : {}),
     workers:
       e.type === 'QB' && e.scalerType === 'REQUEST_COUNT'
         ? { min: e.workersMin, max: e.workersMax }

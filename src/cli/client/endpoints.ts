@@ -10,7 +10,9 @@ interface Endpoint {
   name: string;
   type: string;
   image: string;
-  gpu: { pools: string[]; count: number };
+  /** null for a CPU endpoint, which has `cpu` */
+  gpu: { pools: string[]; count: number } | null;
+  cpu?: Array<{ id: string; vcpuCount: number }>;
   workers: { min: number; max: number; idleTimeout?: number };
   scaling: { type: string; queueDelay?: number; requestCount?: number };
   dataCenterIds: string[];
@@ -33,19 +35,15 @@ const list: Command = {
         ? 'no endpoints (gantry endpoints create --help)'
         : table(
             ['ID', 'NAME', 'TYPE', 'WORKERS', 'GPU POOLS', 'IMAGE', 'AGE'],
-            endpoints.map((e) => [
-              e.id,
-              e.name,
-              e.type,
-              workers(e),
-              e.gpu.pools.join(',') || '-',
-              e.image,
-              age(e.createdAt),
-            ]),
+            endpoints.map((e) => [e.id, e.name, e.type, workers(e), compute(e), e.image, age(e.createdAt)]),
           ),
     );
   },
 };
+
+/** A GPU endpoint's pools, or a CPU endpoint's flavors and sizes. */
+const compute = (e: Endpoint): string =>
+  (e.gpu ? e.gpu.pools.join(',') : (e.cpu ?? []).map((c) => `${c.id}×${c.vcpuCount}`).join(',')) || '-';
 
 const get: Command = {
   name: 'get',
@@ -60,7 +58,7 @@ const get: Command = {
         ['name', e.name],
         ['type', e.type],
         ['image', e.image],
-        ['gpu', `${e.gpu.count} × ${e.gpu.pools.join(', ') || '-'}`],
+        e.gpu ? ['gpu', `${e.gpu.count} × ${e.gpu.pools.join(', ') || '-'}`] : ['cpu', compute(e)],
         [
           'workers',
           `${workers(e)}${e.workers.idleTimeout !== undefined ? `, idle timeout ${e.workers.idleTimeout}s` : ''}`,

@@ -1,7 +1,8 @@
 import { Type, type Static } from '@sinclair/typebox';
-import type { DataCenter } from '../../domain/catalog.js';
+import type { CpuFlavor, DataCenter } from '../../domain/catalog.js';
 import { ApiError, validationFailed } from '../../domain/errors.js';
 import type { Endpoint } from '../../domain/endpoint.js';
+import { instanceIdOf } from '../../domain/endpoint-compute.js';
 import type { Template } from '../../domain/template.js';
 import type { EndpointInput } from '../../serverless/endpoint-settings.js';
 import { Nullable, StringEnum } from '../schemas.js';
@@ -69,7 +70,12 @@ const CreateGpu = Type.Object(gpuFields, closed);
 const UpdateGpu = Type.Object({ ...gpuFields, pools: Type.Optional(gpuFields.pools) }, closed);
 const Cpu = Type.Array(
   Type.Object({ id: Type.String({ minLength: 1 }), vcpuCount: Type.Integer({ minimum: 2 }) }, closed),
-  { minItems: 1, maxItems: 16, description: 'CPU configurations; CPU endpoints are not offered on this platform' },
+  {
+    minItems: 1,
+    maxItems: 16,
+    description:
+      "a CPU endpoint's CPU configurations (flavor and vCPUs; memory from the flavor), in preference order; replaces gpu",
+  },
 );
 const Flashboot = StringEnum(['OFF', 'FLASHBOOT', 'PRIORITY_FLASHBOOT'] as const, {
   description: 'default OFF; PRIORITY_FLASHBOOT is not offered on this platform',
@@ -181,19 +187,19 @@ const countriesOf = (ids: readonly string[], dataCenters: readonly Pick<DataCent
 export function toEndpointInput(
   b: UpdateBody & { type?: 'QUEUE' | 'LOAD_BALANCER' },
   current: Endpoint | null,
-  ctx: { dataCenters: readonly Pick<DataCenter, 'id' | 'country'>[]; templateId?: string; seedCuda?: string[] },
+  ctx: {
+    dataCenters: readonly Pick<DataCenter, 'id' | 'country'>[];
+    cpuFlavors: readonly CpuFlavor[];
+    templateId?: string;
+    seedCuda?: string[];
+  },
 ): EndpointInput {
-  if (b.cpu !== undefined)
+  if (b.cpu !== undefined && b.gpu !== undefined)
+    throw new ApiError('GPU_OR_CPU_REQUIRED', 'Set exactly one of "gpu" or "cpu", not both.');
+  if (current === null && b.gpu === undefined && b.cpu === undefined)
     throw new ApiError(
       'GPU_OR_CPU_REQUIRED',
-      b.gpu !== undefined
-        ? 'Set exactly one of "gpu" or "cpu", not both.'
-        : 'CPU serverless endpoints are not offered on this platform: set "gpu" (GPU pools) instead of "cpu".',
-    );
-  if (current === null && b.gpu === undefined)
-    throw new ApiError(
-      'GPU_OR_CPU_REQUIRED',
-      'Set "gpu" with the GPU pools workers may run on (see GET /v2/catalog/gpus).',
+      'Set "gpu" with the GPU pools workers may run on (see GET /v2/catalog/gpus), or "cpu" with the CPU flavors (GET /v2/catalog/cpus).',
     );
   const found = problems(b, current, ctx.dataCenters);
   if (found.length > 0) throw validationFailed(found);
@@ -205,7 +211,12 @@ export function toEndpointInput(
   if (b.gpu?.pools !== undefined) input.gpuIds = b.gpu.pools.map((p) => p.trim());
   if (b.gpu?.count !== undefined) input.gpuCount = b.gpu.count;
   if (b.gpu?.allowedCudaVersions !== undefined) input.allowedCudaVersions = b.gpu.allowedCudaVersions;
-  else if (create && ctx.seedCuda && ctx.seedCuda.length > 0) input.allowedCudaVersions = ctx.seedCuda;
+  else if (create && b.gpu && ctx.seedCuda && ctx.seedCuda.length > 0) input.allowedCudaVersions = ctx.seedCuda;
+  // `cpu` or `gpu` is the whole compute selection: sending one replaces the other
+  if (b.cpu !== undefined) {
+    input.instanceIds = b.cpu.map((c) => instanceIdOf(c.id, c.vcpuCount, ctx.cpuFlavors));
+    if (!create) Object.assign(input, { gpuIds: null, allowedCudaVersions: null, minCudaVersion: null });
+  } else if (b.gpu?.pools !== undefined && !create) input.instanceIds = null;
   if (b.gpu?.minCudaVersion !== undefined)
     input.minCudaVersion = b.gpu.minCudaVersion === '' ? null : b.gpu.minCudaVersion;
   if (b.workers?.min !== undefined) input.workersMin = b.workers.min;
@@ -242,12 +253,13 @@ const V2_NAMES: Record<string, string> = {
   scalerType: 'scaling.type',
   scalerValue: 'scaling',
   locations: 'dataCenterIds',
+  instanceIds: 'cpu',
   executionTimeoutMs: 'timeout',
   networkVolumeId: 'networkVolumes',
 };
 const rename = (text: string): string =>
   text.replace(
-    /\b(gpuIds|gpuCount|allowedCudaVersions|workersMin|workersMax|idleTimeout|scalerType|scalerValue|locations|executionTimeoutMs|networkVolumeId)\b/g,
+    /\b(gpuIds|gpuCount|allowedCudaVersions|workersMin|workersMax|idleTimeout|scalerType|scalerValue|locations|instanceIds|executionTimeoutMs|networkVolumeId)\b/g,
     (m) => V2_NAMES[m] ?? m,
   );
 

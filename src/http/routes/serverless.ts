@@ -41,15 +41,23 @@ const ServerlessEndpointSchema = Type.Object({
   ports: Type.Array(Type.String()),
   env: Type.Record(Type.String(), Type.String()),
   registry: Type.Union([Type.String(), Type.Null()]),
-  gpu: Type.Object({
-    pools: Type.Array(Type.String()),
-    count: Type.Integer(),
-    allowedCudaVersions: Type.Array(Type.String()),
-    minCudaVersion: Nullable(Type.String({ description: 'the lowest host CUDA version workers run on; null = none' })),
-  }),
+  gpu: Nullable(
+    Type.Object(
+      {
+        pools: Type.Array(Type.String()),
+        count: Type.Integer(),
+        allowedCudaVersions: Type.Array(Type.String()),
+        minCudaVersion: Nullable(
+          Type.String({ description: 'the lowest host CUDA version workers run on; null = none' }),
+        ),
+      },
+      { description: 'null for a CPU endpoint' },
+    ),
+  ),
   cpu: Type.Optional(
     Type.Array(Type.Object({ id: Type.String(), vcpuCount: Type.Integer(), memory: Type.Integer() }), {
-      description: 'CPU endpoints are not offered on this platform: never present',
+      description:
+        'a CPU endpoint’s CPU configurations, in preference order (memory in GB); omitted for a GPU endpoint',
     }),
   ),
   workers: Type.Object({
@@ -144,6 +152,7 @@ export function serverlessRoutes(app: TypedApp, { endpoints, templates, config, 
       return config.server.publicJobUrl;
     },
     dataCenters: config.catalog.dataCenters,
+    cpuFlavors: config.catalog.cpuFlavors,
   };
   const render = async (e: Endpoint): Promise<ServerlessEndpointView> =>
     toServerlessView(e, await endpoints.templateOf(e), ctx);

@@ -4,12 +4,12 @@ import { Type, type Static } from '@sinclair/typebox';
 import { iso } from '../../../domain/clock.js';
 import { badRequest } from '../../../domain/errors.js';
 import type { Endpoint } from '../../../domain/endpoint.js';
-import { inLocations } from '../../../domain/endpoint-compute.js';
+import { cpuConfigOf, inLocations, instanceIdOf } from '../../../domain/endpoint-compute.js';
 import type { EndpointInput } from '../../../serverless/endpoint-settings.js';
 import type { TransportServices } from '../../../transport/services.js';
 import { principalOf } from '../../plugins/auth.js';
 import { Nullable } from '../../schemas.js';
-import { closed, Deleted, Env, errorResponses, IdParam, refuseUnsupported, StringArray } from './common.js';
+import { closed, Deleted, Env, errorResponses, IdParam, StringArray } from './common.js';
 import { templateV1View, TemplateV1Schema } from './templates.js';
 
 const tags = ['endpoints'];
@@ -21,7 +21,11 @@ const fields = {
   name: Type.Optional(Type.String({ minLength: 1, maxLength: 191 })),
   templateId: Type.String({ minLength: 1, maxLength: 64, description: 'a serverless template' }),
   computeType: Type.Optional(
-    Type.Unsafe<string>({ type: 'string', enum: ['GPU'], description: 'only GPU: endpoints run on GPU pools' }),
+    Type.Unsafe<string>({
+      type: 'string',
+      enum: ['GPU', 'CPU'],
+      description: 'GPU (default): workers on gpuTypeIds; CPU: workers on cpuFlavorIds at vcpuCount vCPUs',
+    }),
   ),
   gpuTypeIds: Type.Optional(StringArray('GPU types workers may use; their pools are kept. Default: every pool')),
   gpuCount: Type.Optional(Type.Integer({ minimum: 1, maximum: 16, default: 1 })),
@@ -44,8 +48,10 @@ const fields = {
   ),
   networkVolumeId: Type.Optional(Type.String({ maxLength: 64, description: '"" = none' })),
   networkVolumeIds: Type.Optional(StringArray('at most one network volume', Type.String({ maxLength: 64 }))),
-  cpuFlavorIds: Type.Optional(StringArray('only []: endpoints run on GPU pools')),
-  vcpuCount: Type.Optional(Type.Integer({ description: 'accepted and ignored' })),
+  cpuFlavorIds: Type.Optional(
+    StringArray('CPU flavors of a CPU endpoint, in preference order; default every flavor with vcpuCount'),
+  ),
+  vcpuCount: Type.Optional(Type.Integer({ minimum: 2, description: 'vCPUs of a CPU endpoint’s workers; default 2' })),
   env: Type.Optional(Env),
 };
 const CreateBody = Type.Object(fields, closed);
@@ -121,15 +127,34 @@ export function endpointV1Routes(app: TypedApp, { endpoints, catalog }: Transpor
     return [...new Set(chosen.map((d) => d.country))];
   }
 
-  function input(b: Body): EndpointInput {
-    refuseUnsupported('cpuFlavorIds', b.cpuFlavorIds, [], 'Gantry endpoints run on GPU pools only');
+  /**
+   * A CPU endpoint's instances (`computeType: CPU` on create; `cpuFlavorIds` or `vcpuCount` on a
+   * change of one): each flavor at `vcpuCount` (default 2) vCPUs; undefined when the body chooses none.
+   */
+  function instanceIds(b: Body, current: Endpoint | null): string[] | undefined {
+    const cpu = current === null ? b.computeType === 'CPU' : current.instanceIds.length > 0;
+    if (!cpu || (current !== null && b.cpuFlavorIds === undefined && b.vcpuCount === undefined)) return undefined;
+    const flavors = catalog.listCpuFlavors();
+    const vcpus = b.vcpuCount ?? (current ? cpuConfigOf(current.instanceIds[0]!).vcpuCount : 2);
+    const chosen =
+      b.cpuFlavorIds && b.cpuFlavorIds.length > 0
+        ? b.cpuFlavorIds
+        : current
+          ? current.instanceIds.map((id) => cpuConfigOf(id).id)
+          : flavors.filter((f) => f.vcpuOptions.includes(vcpus)).map((f) => f.id);
+    return chosen.map((f) => instanceIdOf(f, vcpus, flavors));
+  }
+
+  function input(b: Body, current: Endpoint | null = null): EndpointInput {
+    const cpu = instanceIds(b, current);
     if (b.networkVolumeIds !== undefined && b.networkVolumeIds.length > 1)
       throw badRequest('networkVolumeIds: a Gantry endpoint mounts at most one network volume');
     const volume = b.networkVolumeIds !== undefined ? (b.networkVolumeIds[0] ?? '') : b.networkVolumeId;
     return {
       ...(b.name !== undefined ? { name: b.name } : {}),
       ...(b.templateId !== undefined ? { templateId: b.templateId } : {}),
-      ...(b.gpuTypeIds !== undefined ? { gpuIds: poolsOf(b.gpuTypeIds) } : {}),
+      ...(b.gpuTypeIds !== undefined && cpu === undefined ? { gpuIds: poolsOf(b.gpuTypeIds) } : {}),
+      ...(cpu !== undefined ? { instanceIds: cpu } : {}),
       ...(b.gpuCount !== undefined ? { gpuCount: b.gpuCount } : {}),
       ...(b.workersMin !== undefined ? { workersMin: b.workersMin } : {}),
       ...(b.workersMax !== undefined ? { workersMax: b.workersMax } : {}),
@@ -205,7 +230,7 @@ export function endpointV1Routes(app: TypedApp, { endpoints, catalog }: Transpor
       const b = request.body;
       const created = await endpoints.create(accountId, {
         name: b.name ?? `endpoint-${b.templateId}`,
-        gpuIds: catalog.listPools().map((p) => p.id),
+        ...(b.computeType === 'CPU' ? {} : { gpuIds: catalog.listPools().map((p) => p.id) }),
         ...input(b),
       });
       return view(accountId, created);
@@ -267,7 +292,8 @@ export function endpointV1Routes(app: TypedApp, { endpoints, catalog }: Transpor
       handler: async (request) => {
         const accountId = principalOf(request).accountId;
         const id = request.params.endpointId;
-        return view(accountId, await endpoints.update(accountId, id, input(request.body)));
+        const current = await endpoints.get(accountId, id);
+        return view(accountId, await endpoints.update(accountId, id, input(request.body, current)));
       },
     });
 
