@@ -142,6 +142,8 @@ if (!engine) {
               nvidiaSmi: nvidiaSmi.path,
               gpuMode: 'env-only',
               dataCenterId: 'US-TX-3',
+              // it serves CPU pods and CPU endpoints' workers beside its GPUs
+              cpuFlavors: ['cpu3c'],
               // The engine shares this machine's network namespace: its firewall stays untouched
               // (tenant-matrix-container-network.test.ts installs it around an engine of its own).
               firewall: { mode: 'off' },
@@ -256,9 +258,10 @@ if (!engine) {
       await action(pod.id, 'terminate');
     });
 
-    test("the npm runpod-sdk's runSync is answered by a worker container the autoscaler launched on the host network", async () => {
+    /** The echo worker's image (test/fixtures/container-echo-worker.mjs over dist/worker). */
+    const echoWorkerImage = () => {
       const workerDir = join(ROOT, 'dist', 'worker');
-      const image = await buildImage(e.client, {
+      return buildImage(e.client, {
         name: 'echo-worker',
         node: true,
         files: [
@@ -269,6 +272,9 @@ if (!engine) {
         ],
         changes: ['ENTRYPOINT ["/usr/local/bin/node", "/app/handler.mjs"]'],
       });
+    };
+    test("the npm runpod-sdk's runSync is answered by a worker container the autoscaler launched on the host network", async () => {
+      const image = await echoWorkerImage();
       const tpl = await call('POST', '/v2/templates', {
         name: `docker-echo-${Date.now()}`,
         image,
@@ -322,6 +328,40 @@ if (!engine) {
       const worker = await e.client.inspectContainer(workers[0]!.Id);
       assert.equal((worker?.HostConfig as { NetworkMode?: string } | undefined)?.NetworkMode, 'host');
       assert.equal(done.output?.podId, worker?.Config?.Labels?.['gantry.instance']);
+    });
+
+    test('a CPU endpoint (REST v2 `cpu`) is answered by a worker container with the instance’s vCPUs as its CPU limit and RUNPOD_CPU_COUNT, and no GPU', async () => {
+      const tpl = await call('POST', '/v2/templates', {
+        name: `docker-cpu-echo-${Date.now()}`,
+        image: await echoWorkerImage(),
+        serverless: true,
+      });
+      assert.equal(tpl.status, 201, JSON.stringify(tpl.body));
+      const ep = await call('POST', '/v2/serverless', {
+        name: 'docker-cpu-echo',
+        templateId: tpl.body.id,
+        type: 'QUEUE',
+        cpu: [{ id: 'cpu3c', vcpuCount: 2 }],
+        scaling: { type: 'QUEUE_DELAY', queueDelay: 4 },
+        workers: { min: 0, max: 1, idleTimeout: 600 },
+      });
+      assert.equal(ep.status, 201, JSON.stringify(ep.body));
+      const run = await call('POST', `/v2/${ep.body.id}/runsync?wait=30000`, { input: { on: 'cpu' } });
+      assert.equal(run.status, 200, `${JSON.stringify(run.body)}\n${server!.output().slice(-2_000)}`);
+      assert.equal(run.body.status, 'COMPLETED', JSON.stringify(run.body));
+      assert.deepEqual(run.body.output?.echoed, { on: 'cpu' });
+      const [container] = await e.client.listContainers({
+        filters: { label: [`gantry.namespace=${namespace}`, 'gantry.kind=worker', `gantry.endpoint=${ep.body.id}`] },
+      });
+      assert.ok(container, 'a worker container');
+      const worker = await e.client.inspectContainer(container.Id);
+      const env = worker?.Config?.Env ?? [];
+      assert.ok(env.includes('RUNPOD_CPU_COUNT=2'), env.join(' '));
+      assert.ok(env.includes('RUNPOD_GPU_COUNT=0'), env.join(' '));
+      assert.ok(env.includes('NVIDIA_VISIBLE_DEVICES=none'), 'no GPU reaches it');
+      const host = worker?.HostConfig;
+      assert.ok(host?.NanoCpus && host.NanoCpus <= 2e9, `CPU limit ${host?.NanoCpus}`);
+      assert.equal(host?.Memory, 4 * 1024 ** 3);
     });
 
     test('a pod of an image that cannot be found becomes ERROR with a reason naming the image, not a 5xx or a hang', async () => {
