@@ -95,8 +95,9 @@ test('the OpenAPI’s own createTemplate example body is accepted and answered a
     serverless: false,
     public: false,
   };
-  // JUPYTER_ENABLE_LAB: the process runtime refuses JUPYTER_* env by policy (docs/security.md);
-  // a container runtime (docker, kubernetes) isolates env and takes it. FakeRuntime stands in.
+  // JUPYTER_ENABLE_LAB: a container runtime (docker, kubernetes) isolates env and takes it;
+  // FakeRuntime stands in. A process runtime serving one account takes it too, one serving several
+  // refuses it (test/process-env-single-account.test.ts, docs/security.md).
   const app = await createTestApp({ runtime: new FakeRuntime() });
   try {
     const { key } = await app.newAccount();
