@@ -220,7 +220,7 @@ for (const { name: dialect, skip } of dialects()) {
       for (const member of members) {
         await o.t.services.podController.idle(member.id);
         assert.deepEqual(o.runtime.specs.get(member.id)?.entrypoint, ['/bin/sh', '-c'], 'dockerArgs as a pod’s');
-        assert.deepEqual(member.gpu, { id: RTX_4090, count: 2 });
+        assert.deepEqual([member.gpu.id, member.gpu.count], [RTX_4090, 2]);
         assert.equal(member.dataCenterId, 'US-TX-3');
         assert.deepEqual(member.mounts, { network: [{ volumeId, path: '/volume' }] });
         assert.deepEqual(member.ports, ['10022/tcp']);

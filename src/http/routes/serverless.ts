@@ -41,25 +41,16 @@ const ServerlessEndpointSchema = Type.Object({
   ports: Type.Array(Type.String()),
   env: Type.Record(Type.String(), Type.String()),
   registry: Type.Union([Type.String(), Type.Null()]),
+  // null for a CPU endpoint, which answers `cpu` (its configurations in preference order, memory in GB)
   gpu: Nullable(
-    Type.Object(
-      {
-        pools: Type.Array(Type.String()),
-        count: Type.Integer(),
-        allowedCudaVersions: Type.Array(Type.String()),
-        minCudaVersion: Nullable(
-          Type.String({ description: 'the lowest host CUDA version workers run on; null = none' }),
-        ),
-      },
-      { description: 'null for a CPU endpoint' },
-    ),
-  ),
-  cpu: Type.Optional(
-    Type.Array(Type.Object({ id: Type.String(), vcpuCount: Type.Integer(), memory: Type.Integer() }), {
-      description:
-        'a CPU endpoint’s CPU configurations, in preference order (memory in GB); omitted for a GPU endpoint',
+    Type.Object({
+      pools: Type.Array(Type.String()),
+      count: Type.Integer(),
+      allowedCudaVersions: Type.Array(Type.String()),
+      minCudaVersion: Nullable(Type.String({ description: 'the lowest host CUDA version of workers; null = none' })),
     }),
   ),
+  cpu: Type.Optional(Type.Array(Type.Object({ id: Type.String(), vcpuCount: Type.Integer(), memory: Type.Integer() }))),
   workers: Type.Object({
     min: Type.Integer(),
     max: Type.Integer(),
