@@ -316,9 +316,12 @@ for (const { name: dialect, skip } of dialects()) {
           cloud: 'SECURE',
         });
         assert.equal(created.status, 201, JSON.stringify(created.body));
-        const listed = await rest('GET', '/v2/pods');
-        const pod = (listed.body.pods ?? listed.body).find((p: any) => p.id === created.body.id);
-        assert.equal(pod.status, 'RUNNING');
+        // list_instances polls the listing until the pod runs (the start is under way once the create answers)
+        const pod = await eventually('the pod listed as RUNNING', async () => {
+          const listed = await rest('GET', '/v2/pods');
+          const found = (listed.body.pods ?? listed.body).find((p: any) => p.id === created.body.id);
+          return found?.status === 'RUNNING' ? found : null;
+        });
         assert.ok(pod.gpu.vcpuCount >= 4);
         const ssh = pod.ssh?.direct ?? pod.runtime.ports.find((p: any) => p.private === 22);
         assert.ok(ssh, 'an SSH endpoint');
