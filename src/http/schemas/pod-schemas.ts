@@ -45,8 +45,12 @@ const Mounts = Type.Object(
   { persistent: Type.Optional(PersistentMount), network: Type.Optional(Type.Array(NetworkMount, { maxItems: 1 })) },
   { ...closed, description: 'At most one of persistent or network.' },
 );
-const CudaVersions = Type.Array(Type.String({ pattern: '^\\d+\\.\\d+$' }), { maxItems: 64 });
-const MinCudaVersion = Type.String({ pattern: '^\\d+(\\.\\d+)?$' });
+const cudaVersions = (description?: string) =>
+  Type.Array(Type.String({ pattern: '^\\d+\\.\\d+$' }), { maxItems: 64, ...(description ? { description } : {}) });
+const minCudaVersion = (description?: string) =>
+  Type.String({ pattern: '^\\d+(\\.\\d+)?$', ...(description ? { description } : {}) });
+const CudaVersions = cudaVersions();
+const MinCudaVersion = minCudaVersion();
 const CreateGpuConfig = Type.Object(
   {
     id: Type.String({ minLength: 1, description: 'GPU type id (GET /v2/catalog/gpus)' }),
@@ -67,15 +71,14 @@ const CreateGpuConfig = Type.Object(
           'A placement filter: a host whose memory per GPU (GB) is less is not chosen. The pod gets at least this much per GPU; what it gets is in gpu.memory.',
       }),
     ),
-    allowedCudaVersions: Type.Optional({
-      ...CudaVersions,
-      description:
+    allowedCudaVersions: Type.Optional(
+      cudaVersions(
         'Upstream v2 place of the top-level field (either place; both must agree). An empty list states no constraint and may go with minCudaVersion.',
-    }),
-    minCudaVersion: Type.Optional({
-      ...MinCudaVersion,
-      description: 'Upstream v2 place of the top-level field (either place; both must agree).',
-    }),
+      ),
+    ),
+    minCudaVersion: Type.Optional(
+      minCudaVersion('Upstream v2 place of the top-level field (either place; both must agree).'),
+    ),
   },
   closed,
 );
