@@ -4,6 +4,7 @@
  * the rules of placement-sieve.ts).
  */
 import type { Cloud } from './catalog.js';
+import type { ReclaimableHold, ReclaimRight } from './reclaim-ladder.js';
 
 /** What a pod or serverless worker needs from a host. */
 export interface PlacementRequest {
@@ -34,6 +35,13 @@ export interface PlacementRequest {
   portCount: number;
   /** Needs a data center with global networking and a GPU type that supports it. */
   globalNetworking: boolean;
+  /**
+   * What the request may take back when no free capacity fits it (reclaim-ladder.ts). @default
+   * nothing: it takes free capacity only
+   */
+  reclaim?: ReclaimRight;
+  /** How the hold it gets may itself be taken back (an interruptible pod's). @default never */
+  reclaimable?: ReclaimableHold;
 }
 
 export interface Placement {
@@ -50,4 +58,19 @@ export interface Placement {
   memoryGb: number;
 }
 
-export type PlacementResult = { ok: true; placement: Placement } | { ok: false; reason: string };
+/** A hold placement took back to make room: its holder must now give up its instance (docs/pods.md). */
+export interface ReclaimedHold {
+  holderId: string;
+  hold: ReclaimableHold;
+  /** What it held on its host (the inventory's allocation), so a rolled-back placement can give it back. */
+  held: { hostId: string; gpuIndices: number[]; vcpus: number; memoryGb: number; diskGb: number; publicPorts: number[] };
+}
+
+export type PlacementResult =
+  | {
+      ok: true;
+      placement: Placement;
+      /** The holds taken back for it, in ladder order; absent when free capacity sufficed. */
+      reclaimed?: ReclaimedHold[];
+    }
+  | { ok: false; reason: string };

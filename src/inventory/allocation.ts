@@ -1,3 +1,5 @@
+import type { ReclaimableHold } from '../domain/reclaim-ladder.js';
+
 /** The exact resources one holder (pod or worker) keeps on a host. */
 export interface Allocation {
   hostId: string;
@@ -6,4 +8,6 @@ export interface Allocation {
   memoryGb: number;
   diskGb: number;
   publicPorts: number[];
+  /** How placement may take the hold back (an interruptible pod's). @default never */
+  reclaimable?: ReclaimableHold;
 }

@@ -1,5 +1,5 @@
 import type { Catalog, Cloud, Host } from '../domain/catalog.js';
-import { compareCudaVersions, cudaAccepts, cudaRule, type CudaRule } from '../domain/cuda.js';
+import { compareCudaVersions, cudaAccepts, cudaCode, cudaRule, type CudaRule } from '../domain/cuda.js';
 import { gpuHostTerms, largestPlaceable, placeableUnits } from '../domain/gpu-allotment.js';
 import type { PlacementRequest } from '../domain/placement-request.js';
 import { sieve, type HostGroup } from '../domain/placement-sieve.js';
@@ -17,6 +17,13 @@ export interface GpuTypeStock {
   dataCenters: Array<{ id: string; available: number; total: number }>;
   /** Sorted oldest first. */
   cudaVersions: Array<{ version: string; available: number; total: number }>;
+}
+
+/** What a host's reclaimable holds would give back, as availability counts it. */
+interface GivenBack {
+  gpus: number;
+  vcpus: number;
+  memoryGb: number;
 }
 
 /**
@@ -83,7 +90,7 @@ export class FleetIndex {
    * free when an instance of one GPU could take it now: its host also has the vCPUs and memory it
    * comes with free (a host can run out of CPUs or memory before GPUs). O(hosts of the type).
    */
-  gpuStock(gpuTypeId: string): GpuTypeStock {
+  gpuStock(gpuTypeId: string, gives?: (hostId: string) => GivenBack | null): GpuTypeStock {
     const groups = this.gpuGroupsByType.get(gpuTypeId) ?? [];
     const dcs = new Map<string, { id: string; available: number; total: number }>();
     const cudas = new Map<string, { version: string; available: number; total: number }>();
@@ -95,9 +102,17 @@ export class FleetIndex {
       const groupTotal = g.gpusPerHost * g.hostCount;
       let groupFree = 0;
       for (const slot of g.slots) {
-        if (slot.freeGpus === 0) continue;
-        groupFree += placeableUnits(slot.terms, slot, 1);
-        if (slot.freeGpus > maxGpuCount) maxGpuCount = Math.max(maxGpuCount, largestPlaceable(slot.terms, slot));
+        const back = gives?.(slot.hostId);
+        const free = back
+          ? {
+              freeGpus: slot.freeGpus + back.gpus,
+              freeVcpus: slot.freeVcpus + back.vcpus,
+              freeMemoryGb: slot.freeMemoryGb + back.memoryGb,
+            }
+          : slot;
+        if (free.freeGpus === 0) continue;
+        groupFree += placeableUnits(slot.terms, free, 1);
+        if (free.freeGpus > maxGpuCount) maxGpuCount = Math.max(maxGpuCount, largestPlaceable(slot.terms, free));
       }
       total += groupTotal;
       available += groupFree;
@@ -175,6 +190,33 @@ export class FleetIndex {
     if (request.volumeDataCenterId !== null && g.dataCenterId !== request.volumeDataCenterId) return false;
     if (request.globalNetworking && !g.globalNetworking) return false;
     return cudaAccepts(rule, g.cudaCode);
+  }
+
+  /**
+   * Whether an indexed host passes every static filter of the request (what it *is*: type or
+   * flavor, cloud, data centers, volume, global networking, CUDA, GPUs per host), and its rank in
+   * the request's type and data center preferences; null when it does not pass. For the reclaim
+   * ladder, which looks at single hosts.
+   */
+  rankOf(slot: HostSlot, request: PlacementRequest): { typeRank: number; dcRank: number } | null {
+    const h = slot.host;
+    if (request.cloud !== 'ALL' && h.cloud !== request.cloud) return null;
+    const dcRank = request.dataCenterIds.length > 0 ? request.dataCenterIds.indexOf(h.dataCenterId) : 0;
+    if (dcRank < 0) return null;
+    if (request.volumeDataCenterId !== null && h.dataCenterId !== request.volumeDataCenterId) return null;
+    if (request.kind === 'cpu')
+      return request.cpuFlavorId !== null &&
+        h.cpuFlavors.includes(request.cpuFlavorId) &&
+        (!request.globalNetworking || slot.dcGlobalNetworking)
+        ? { typeRank: 0, dcRank }
+        : null;
+    const typeRank = h.gpuTypeId === null ? -1 : request.gpuTypeIds.indexOf(h.gpuTypeId);
+    if (typeRank < 0 || slot.gpuUsed.length < Math.max(1, request.gpuCount)) return null;
+    if (request.globalNetworking) {
+      const gn = this.catalog.gpuTypes.find((t) => t.id === h.gpuTypeId)?.globalNetworking === true;
+      if (!gn || !slot.dcGlobalNetworking) return null;
+    }
+    return cudaAccepts(cudaRule(request), cudaCode(h.cudaVersion)) ? { typeRank, dcRank } : null;
   }
 
   /** CPU hosts are few: a scan of the flavor's hosts in (data center preference, fewest vCPUs left, id) order. */

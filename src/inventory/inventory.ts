@@ -2,13 +2,15 @@ import type { Catalog, Host } from '../domain/catalog.js';
 import type { Clock } from '../domain/clock.js';
 import { allotmentOn, type ComputeAllotment } from '../domain/gpu-allotment.js';
 import type { FleetSnapshot, HostUsage } from '../domain/placement.js';
-import type { Placement, PlacementRequest, PlacementResult } from '../domain/placement-request.js';
+import type { Placement, PlacementRequest, PlacementResult, ReclaimedHold } from '../domain/placement-request.js';
 import { memoryOn, vcpusOn } from '../domain/placement-sieve.js';
+import { compareReclaimPlans, planReclaim, type Reclaimable, type ReclaimRight } from '../domain/reclaim-ladder.js';
 import { FleetIndex, type GpuTypeStock } from './fleet-index.js';
 import { HostDeadlines } from './host-deadlines.js';
 import type { HostFeed } from '../runtime/host-feed.js';
 import type { HostSlot } from './host-slot.js';
 import type { Allocation } from './allocation.js';
+import { ReclaimIndex } from './reclaim-index.js';
 
 export type { Allocation } from './allocation.js';
 
@@ -34,6 +36,11 @@ type Refusal = { ok: false; reason: string };
  * every decision and every count first takes out the hosts whose deadline passed on `clock`, so a
  * host that stopped reporting is out at once, not when its watcher's next check comes round. The
  * `onLapse` listeners hear of them (the watcher confirms, or puts one back with `setAvailable`).
+ *
+ * When no free capacity fits a request that may take some back (`request.reclaim`), placement
+ * climbs the reclaim ladder (domain/reclaim-ladder.ts) over the hosts with reclaimable holds only:
+ * the host whose plan interrupts least is chosen, its holds are released, and the answer names
+ * them (`reclaimed`) for the caller to stop; `restore` gives them back if the caller rolls back.
  */
 export class Inventory {
   private index: FleetIndex;
@@ -46,6 +53,7 @@ export class Inventory {
   private changes = 0;
   private readonly deadlines = new HostDeadlines();
   private readonly lapseListeners = new Set<(hostIds: string[]) => void>();
+  private readonly reclaims = new ReclaimIndex();
 
   /**
    * `hosts`: the runtime's host feed (runtime/host-feed.ts), followed from now on, or a fixed list.
@@ -76,7 +84,15 @@ export class Inventory {
     this.lapse();
     const previous = this.allocations.get(holderId);
     if (previous) this.release(holderId);
-    const slot = request.kind === 'gpu' ? this.index.findGpuHost(request) : this.index.findCpuHost(request);
+    let slot = request.kind === 'gpu' ? this.index.findGpuHost(request) : this.index.findCpuHost(request);
+    let reclaimed: ReclaimedHold[] | undefined;
+    if (slot === null && request.reclaim && !this.reclaims.empty) {
+      const plan = this.reclaimPlan(request, request.reclaim);
+      if (plan) {
+        reclaimed = plan.holds.map((r) => this.takeBack(r));
+        slot = plan.slot;
+      }
+    }
     if (slot === null) {
       if (previous) this.apply(holderId, previous);
       return this.index.explain(request);
@@ -93,7 +109,15 @@ export class Inventory {
       memoryGb: memoryOn(request, slot),
     };
     this.apply(holderId, Inventory.allocationFrom(placement, request));
-    return { ok: true, placement };
+    return reclaimed ? { ok: true, placement, reclaimed } : { ok: true, placement };
+  }
+
+  /**
+   * Gives back holds a placement took (`reclaimed`), exactly as they were: the caller rolls back
+   * the placement (releasing what it reserved) first, so they fit again.
+   */
+  restore(reclaimed: readonly ReclaimedHold[]): void {
+    for (const r of reclaimed) this.reserveExact(r.holderId, { ...r.held, reclaimable: r.hold });
   }
 
   /** Reserves exactly this allocation (a stopped pod starting again on its host); the reason says what is taken. */
@@ -115,6 +139,7 @@ export class Inventory {
     if (!allocation) return;
     this.allocations.delete(holderId);
     this.slots.get(allocation.hostId)?.release(allocation);
+    if (allocation.reclaimable) this.reclaims.delete(holderId, allocation.hostId);
   }
 
   /** The host of that id, available or not. */
@@ -152,7 +177,11 @@ export class Inventory {
    */
   upsertHost(host: Host): void {
     const slot = FleetIndex.slotFor(host, this.deps.catalog);
-    for (const allocation of this.allocations.values()) if (allocation.hostId === host.id) slot.reserve(allocation);
+    for (const [holderId, allocation] of this.allocations) {
+      if (allocation.hostId !== host.id) continue;
+      slot.reserve(allocation);
+      this.reclaims.add(holderId, allocation, slot);
+    }
     const known = this.slots.has(host.id);
     this.slots.set(host.id, slot);
     this.hostList = known ? this.hostList.map((h) => (h.id === host.id ? host : h)) : [...this.hostList, host];
@@ -195,6 +224,8 @@ export class Inventory {
    */
   removeHost(hostId: string): void {
     if (!this.slots.delete(hostId)) return;
+    for (const [holderId, allocation] of this.allocations)
+      if (allocation.hostId === hostId && allocation.reclaimable) this.reclaims.delete(holderId, hostId);
     this.unavailableIds.delete(hostId);
     this.deadlines.delete(hostId);
     this.hostList = this.hostList.filter((h) => h.id !== hostId);
@@ -220,7 +251,7 @@ export class Inventory {
   /** Free and total GPUs of one type, overall and per data center and CUDA version. */
   gpuStock(gpuTypeId: string): GpuTypeStock {
     this.lapse();
-    return this.index.gpuStock(gpuTypeId);
+    return this.index.gpuStock(gpuTypeId, this.reclaims.empty ? undefined : (id) => this.reclaims.givesOn(id));
   }
 
   /** Every host's GPUs (type, total, reserved) and whether placement uses it now (metrics); O(hosts). */
@@ -235,11 +266,19 @@ export class Inventory {
     }));
   }
 
-  /** The available hosts and their usage, as the pure `place()` reads them. */
-  snapshot(): FleetSnapshot {
+  /**
+   * The available hosts and their usage, as the pure `place()` reads them. `reclaimableFree`:
+   * reclaimable holds count as free, as an on-demand request sees the fleet (the catalog's
+   * availability). @default false
+   */
+  snapshot(options: { reclaimableFree?: boolean } = {}): FleetSnapshot {
     this.lapse();
     const usage = new Map<string, HostUsage>();
-    for (const slot of this.index.slots) usage.set(slot.hostId, slot.usage());
+    for (const slot of this.index.slots)
+      usage.set(
+        slot.hostId,
+        options.reclaimableFree ? this.reclaims.usageWithout(slot.hostId, slot.usage()) : slot.usage(),
+      );
     return { hosts: this.availableHosts(), usage, catalog: this.deps.catalog };
   }
 
@@ -251,6 +290,7 @@ export class Inventory {
       memoryGb: placement.memoryGb,
       diskGb: request.diskGb,
       publicPorts: placement.publicPorts,
+      ...(request.reclaimable ? { reclaimable: request.reclaimable } : {}),
     };
   }
 
@@ -286,8 +326,47 @@ export class Inventory {
 
   /** Records an allocation already known to fit (or held on a host since removed). */
   private apply(holderId: string, allocation: Allocation): void {
-    this.slots.get(allocation.hostId)?.reserve(allocation);
+    const slot = this.slots.get(allocation.hostId);
+    slot?.reserve(allocation);
     this.allocations.set(holderId, allocation);
+    this.reclaims.add(holderId, allocation, slot);
+  }
+
+  /**
+   * The reclaim ladder over the available hosts with reclaimable holds: on each that passes the
+   * request's static filters, the holds to take back for it to fit; the plan that interrupts least
+   * wins, then the request's type and data center preference, then host id.
+   */
+  private reclaimPlan(request: PlacementRequest, right: ReclaimRight): { slot: HostSlot; holds: Reclaimable[] } | null {
+    let best: { slot: HostSlot; holds: Reclaimable[]; typeRank: number; dcRank: number } | null = null;
+    for (const [hostId, held] of this.reclaims.hosts()) {
+      const slot = this.slots.get(hostId);
+      if (!slot || this.unavailableIds.has(hostId)) continue;
+      const rank = this.index.rankOf(slot, request);
+      if (rank === null) continue;
+      const holds = planReclaim(
+        request,
+        right,
+        slot,
+        [...held.values()].map((h) => h.gives),
+      );
+      if (holds === null) continue;
+      const better =
+        best === null ||
+        (compareReclaimPlans(holds, best.holds) ||
+          rank.typeRank - best.typeRank ||
+          rank.dcRank - best.dcRank ||
+          (hostId < best.slot.hostId ? -1 : 1)) < 0;
+      if (better) best = { slot, holds, ...rank };
+    }
+    return best;
+  }
+
+  /** Releases a hold the ladder takes back, answering what it held. */
+  private takeBack(r: Reclaimable): ReclaimedHold {
+    const { reclaimable: _, ...held } = this.allocations.get(r.holderId)!;
+    this.release(r.holderId);
+    return { holderId: r.holderId, hold: r.hold, held };
   }
 }
 
