@@ -97,13 +97,21 @@ function readFile(path: string): Obj {
   return parsed;
 }
 
-/** A GPU type's per-GPU allotment (`vcpusPerGpu`, `memoryGbPerGpu`), when given, is a whole number from 1. */
+/**
+ * A GPU type's per-GPU allotment (`vcpusPerGpu`, `memoryGbPerGpu`), when given, is a whole number
+ * from 1; its spot prices (`secureSpotPrice`, `communitySpotPrice`) a price of 0 or more.
+ */
 function checkPerGpuAllotment(type: unknown, i: number): void {
   if (!isObj(type)) return;
   for (const key of ['vcpusPerGpu', 'memoryGbPerGpu'] as const) {
     const v = type[key];
     if (v !== undefined && !(typeof v === 'number' && Number.isInteger(v) && v >= 1 && v <= 65_536))
       fail(`catalog.gpuTypes[${i}].${key} must be a whole number from 1 to 65536 (got ${JSON.stringify(v)})`);
+  }
+  for (const key of ['secureSpotPrice', 'communitySpotPrice'] as const) {
+    const v = type[key];
+    if (v !== undefined && !(typeof v === 'number' && Number.isFinite(v) && v >= 0))
+      fail(`catalog.gpuTypes[${i}].${key} must be a price of 0 or more, USD per GPU per hour (got ${JSON.stringify(v)})`);
   }
 }
 

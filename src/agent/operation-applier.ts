@@ -135,7 +135,7 @@ export class OperationApplier {
           break;
         }
         case 'stop':
-          await runtime.stop(op.instanceId);
+          await runtime.stop(op.instanceId, op.discard ? { discard: true } : undefined);
           // An id the agent never had (no owner) stays unknown: nothing is kept of it.
           // Kept at once, so a full report sent before the acknowledgement lists it too.
           if (owners.has(op.instanceId)) kept.add(op.instanceId);

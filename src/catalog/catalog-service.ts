@@ -140,7 +140,8 @@ export class CatalogService {
 
   /** The v2 reads: one snapshot of the available hosts and their usage per call. */
   private v2(): CatalogV2 {
-    return new CatalogV2(this.deps.catalog, this.deps.inventory.snapshot());
+    // as an on-demand create sees the fleet: what interruptible pods hold is available to it (docs/pods.md)
+    return new CatalogV2(this.deps.catalog, this.deps.inventory.snapshot({ reclaimableFree: true }));
   }
 
   /** REST v2 GPU types; with `countryCodes`, a type with no host in those countries drops out. */

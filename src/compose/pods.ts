@@ -76,6 +76,7 @@ export function assemblePods(
     registryGuard,
     entrypoints,
     deadlines: stores.podDeadlines,
+    logger: logger.child({ component: 'pods' }),
   });
   const clusters = new ClustersService({ store: stores.clusters, pods, clock, quotas: config.quotas });
   const podDeadlines = new PodDeadlineSweep({

@@ -17,6 +17,12 @@ export interface GpuType {
   /** Supports global networking (2.8). */
   globalNetworking: boolean;
   /**
+   * The least an interruptible pod may bid per GPU per hour in each cloud (docs/pods.md,
+   * "Interruptible pods"). @default half the cloud's on-demand price
+   */
+  secureSpotPrice?: number;
+  communitySpotPrice?: number;
+  /**
    * vCPUs one GPU of this type comes with (an instance of n GPUs gets n × this, capped by its
    * host's share: domain/gpu-allotment.ts). @default 4
    */

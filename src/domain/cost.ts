@@ -13,11 +13,26 @@ export type PricedCompute =
 /** Rounded to a millionth of a dollar so sums of float prices read as the prices people expect. */
 const money = (usd: number): number => Math.round(usd * 1e6) / 1e6;
 
-const gpuPricePerHour = (gpuType: GpuType, cloud: Cloud): number =>
+const gpuPricePerHour = (gpuType: Pick<GpuType, 'securePrice' | 'communityPrice'>, cloud: Cloud): number =>
   cloud === 'SECURE' ? gpuType.securePrice : gpuType.communityPrice;
 
 const vcpuPricePerHour = (flavor: CpuFlavor, cloud: Cloud): number =>
   cloud === 'SECURE' ? flavor.securePricePerVcpu : flavor.communityPricePerVcpu;
+
+/**
+ * The least an interruptible pod may bid per GPU per hour on this GPU type in this cloud: the
+ * type's spot price there, by default half the cloud's on-demand price.
+ */
+export function spotFloorPerGpu(
+  gpuType: Pick<GpuType, 'securePrice' | 'communityPrice' | 'secureSpotPrice' | 'communitySpotPrice'>,
+  cloud: Cloud,
+): number {
+  const spot = cloud === 'SECURE' ? gpuType.secureSpotPrice : gpuType.communitySpotPrice;
+  return money(spot ?? gpuPricePerHour(gpuType, cloud) / 2);
+}
+
+/** What an interruptible pod bidding `bidPerGpu` costs an hour: its bid for each GPU. */
+export const bidCostPerHour = (bidPerGpu: number, gpuCount: number): number => money(bidPerGpu * gpuCount);
 
 /**
  * Cost per hour of running the compute; 0 when the GPU type or CPU flavor is not in the catalog

@@ -22,6 +22,7 @@ export const errorCatalogue = {
   GLOBAL_NETWORKING_FIXED: { status: 400, title: 'Bad Request' },
   NO_CAPACITY: { status: 400, title: 'Bad Request' },
   HOST_FULL: { status: 400, title: 'Bad Request' },
+  BID_TOO_LOW: { status: 400, title: 'Bad Request' },
   TEMPLATE_IN_USE: { status: 400, title: 'Bad Request' },
   VOLUME_IN_USE: { status: 400, title: 'Bad Request' },
   REGISTRY_IN_USE: { status: 400, title: 'Bad Request' },

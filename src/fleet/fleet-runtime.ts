@@ -45,6 +45,7 @@ import type {
   Runtime,
   ShellRequest,
   ShellSession,
+  StopOptions,
 } from '../runtime/runtime.js';
 import type { FleetStreams } from './fleet-streams.js';
 import { copyStatus, FleetInstances, hostAway, LIVE, type Tracked } from './fleet-instances.js';
@@ -180,8 +181,8 @@ export class FleetRuntime implements Runtime {
     return copyStatus(t.status);
   }
 
-  stop(id: string): Promise<void> {
-    return this.#end('stop', id);
+  stop(id: string, options: StopOptions = {}): Promise<void> {
+    return this.#end('stop', id, options.discard === true);
   }
 
   remove(id: string): Promise<void> {
@@ -340,7 +341,7 @@ export class FleetRuntime implements Runtime {
 
   // --- bookkeeping ------------------------------------------------------------------------------
 
-  async #end(kind: 'stop' | 'remove', id: string): Promise<void> {
+  async #end(kind: 'stop' | 'remove', id: string, discard = false): Promise<void> {
     const t = this.#ledger.table.tracked.get(id);
     let hostId = t?.hostId ?? this.#ledger.table.kept.get(id)?.hostId;
     if (t) this.#ledger.table.untrack(t);
@@ -355,7 +356,7 @@ export class FleetRuntime implements Runtime {
     }
     this.#ledger.ending.set(id, (this.#ledger.ending.get(id) ?? 0) + 1);
     try {
-      const op = await this.#send(id, hostId, { kind, instanceId: id });
+      const op = await this.#send(id, hostId, { kind, instanceId: id, ...(discard ? { discard } : {}) });
       this.#ledger.ops.set(op.id, { kind, hostId, instanceId: id, tracked: null });
       this.#ledger.journal?.append(hostId, { t: 'end', opId: op.id, kind, id });
     } catch (err) {

@@ -127,7 +127,17 @@ export type Operation =
        */
       health?: HealthProbe;
     }
-  | { id: string; seq: number; kind: 'stop' | 'remove'; instanceId: string }
+  | {
+      id: string;
+      seq: number;
+      kind: 'stop' | 'remove';
+      instanceId: string;
+      /**
+       * A stop's container goes too, its persistent volume stays (an interrupted pod: docs/pods.md).
+       * An agent older than this field ignores it and keeps the container, as for any stop.
+       */
+      discard?: boolean;
+    }
   | { id: string; seq: number; kind: 'removeVolume'; volumeId: string }
   /**
    * Open a stream: dial back `POST /agent/v1/streams/{session}` with the `secret`, on the server the

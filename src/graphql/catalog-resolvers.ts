@@ -1,9 +1,14 @@
 import type { DataCenterView, GpuTypeView } from '../catalog/catalog-service.js';
+import { spotFloorPerGpu } from '../domain/cost.js';
 import type { GraphqlContext } from './context.js';
 import { gpuAvailability, type GpuAvailabilityInput, type GqlDataCenter } from './gpu-availability.js';
 import type { ResolverMap } from './schema.js';
 
-/** Prices per GPU per hour; Gantry rents by the hour only, so the term prices equal the on-demand one. */
+/**
+ * Prices per GPU per hour; Gantry rents by the hour only, so the term prices equal the on-demand
+ * one. The spot prices are the least an interruptible pod may bid in each cloud that offers the
+ * type (docs/pods.md, "Interruptible pods").
+ */
 const toGqlGpuType = (g: GpuTypeView) => {
   const cheapest = Math.min(
     ...[g.secureCloud ? g.securePrice : Infinity, g.communityCloud ? g.communityPrice : Infinity],
@@ -14,8 +19,8 @@ const toGqlGpuType = (g: GpuTypeView) => {
     oneWeekPrice: Number.isFinite(cheapest) ? cheapest : null,
     oneMonthPrice: Number.isFinite(cheapest) ? cheapest : null,
     threeMonthPrice: Number.isFinite(cheapest) ? cheapest : null,
-    communitySpotPrice: null,
-    secureSpotPrice: null,
+    communitySpotPrice: g.communityCloud ? spotFloorPerGpu(g, 'COMMUNITY') : null,
+    secureSpotPrice: g.secureCloud ? spotFloorPerGpu(g, 'SECURE') : null,
     maxGpuCount: g.availability?.maxGpuCount ?? 0,
     maxGpuCountSecureCloud: g.secureCloud ? (g.availability?.maxGpuCount ?? 0) : 0,
     maxGpuCountCommunityCloud: g.communityCloud ? (g.availability?.maxGpuCount ?? 0) : 0,

@@ -40,7 +40,9 @@ export const catalogTypeDefs = /* GraphQL */ `
     oneMonthPrice: Float
     threeMonthPrice: Float
     oneWeekPrice: Float
+    "The least an interruptible pod may bid per GPU per hour in community cloud; null where no host offers the type."
     communitySpotPrice: Float
+    "The same in secure cloud."
     secureSpotPrice: Float
     maxGpuCount: Int
     maxGpuCountSecureCloud: Int
@@ -78,7 +80,7 @@ export const catalogTypeDefs = /* GraphQL */ `
   type LowestPrice {
     gpuName: String
     gpuTypeId: String
-    "Gantry has no spot market: always null."
+    "The least bid per GPU per hour for an interruptible pod (podRentInterruptable), USD; null when out of stock."
     minimumBidPrice: Float
     "Per GPU per hour, USD."
     uninterruptablePrice: Float

@@ -57,7 +57,7 @@ export function toGqlPod(p: PodView, { services }: GraphqlContext) {
     // What the pod is given: a CPU pod's vCPUs and memory, a GPU pod's allotment with its GPUs.
     vcpuCount: p.vcpuCount,
     memoryInGb: p.memoryInGb,
-    podType: 'RESERVED',
+    podType: p.interruptible ? 'INTERRUPTABLE' : 'RESERVED',
     port: null,
     ports: p.ports.join(','),
     uptimeSeconds: runtime?.uptime ?? 0,
@@ -88,7 +88,7 @@ export function toGqlPod(p: PodView, { services }: GraphqlContext) {
   };
 }
 
-interface GqlPodInput {
+export interface GqlPodInput {
   name?: string | null;
   imageName?: string | null;
   gpuTypeId?: string | null;
@@ -140,7 +140,7 @@ const PLATFORM_TEMPLATES: Readonly<Record<string, string>> = { 'runpod-ubuntu': 
 const templateIdOf = (id: string): string => (Object.hasOwn(PLATFORM_TEMPLATES, id) ? PLATFORM_TEMPLATES[id]! : id);
 
 /** GraphQL pod input → the REST create body the pods service takes. */
-function toCreatePod(
+export function toCreatePod(
   input: GqlPodInput,
   compute: Pick<CreatePodInput, 'gpu' | 'cpu'>,
   ctx: GraphqlContext,
@@ -228,8 +228,6 @@ export const podResolvers: ResolverMap<GraphqlContext> = {
     podStop: async (_root, args: { input?: { podId?: string | null } | null }, ctx: GraphqlContext) =>
       toGqlPod(await ctx.services.pods.act(ctx.principal.accountId, podIdOf(args.input), 'stop'), ctx),
     podResume: async (_root, args: { input?: { podId?: string | null } | null }, ctx: GraphqlContext) =>
-      toGqlPod(await ctx.services.pods.act(ctx.principal.accountId, podIdOf(args.input), 'start'), ctx),
-    podBidResume: async (_root, args: { input?: { podId?: string | null } | null }, ctx: GraphqlContext) =>
       toGqlPod(await ctx.services.pods.act(ctx.principal.accountId, podIdOf(args.input), 'start'), ctx),
     podTerminate: async (_root, args: { input?: { podId?: string | null } | null }, ctx: GraphqlContext) => {
       const { accountId } = ctx.principal;

@@ -91,12 +91,6 @@ export const podTypeDefs = /* GraphQL */ `
     gpuCount: Int
   }
 
-  input PodBidResumeInput {
-    podId: String
-    bidPerGpu: Float
-    gpuCount: Int
-  }
-
   input PodTerminateInput {
     podId: String
   }
@@ -118,6 +112,7 @@ export const podTypeDefs = /* GraphQL */ `
     gpuCount: Int
     vcpuCount: Float
     memoryInGb: Float
+    "RESERVED (on demand) or INTERRUPTABLE (spot: placement may take its machine back)."
     podType: String
     port: Int
     ports: String

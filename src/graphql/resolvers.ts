@@ -5,6 +5,7 @@ import { clusterResolvers } from './cluster-resolvers.js';
 import type { GraphqlContext } from './context.js';
 import { endpointResolvers } from './endpoint-resolvers.js';
 import { podEditResolvers } from './pod-edit-resolvers.js';
+import { interruptibleResolvers } from './interruptible-resolvers.js';
 import { podResolvers } from './pod-resolvers.js';
 import type { ResolverMap } from './schema.js';
 import { templateResolvers } from './template-resolvers.js';
@@ -23,6 +24,7 @@ export function allResolvers(): ResolverMap<GraphqlContext> {
     podEditResolvers,
     templateResolvers,
     volumeResolvers,
+    interruptibleResolvers,
   ];
   for (const area of areas) {
     for (const [type, fields] of Object.entries(area)) {

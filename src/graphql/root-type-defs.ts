@@ -42,8 +42,6 @@ export const rootTypeDefs = /* GraphQL */ `
     deployCpuPod(input: DeployCpuPodInput): Pod
     podStop(input: PodStopInput): Pod
     podResume(input: PodResumeInput): Pod
-    "Gantry has no spot market: resumes the pod on demand, at the on-demand price (bidPerGpu is not used)."
-    podBidResume(input: PodBidResumeInput): Pod
     "Answers null."
     podTerminate(input: PodTerminateInput): Boolean
   }

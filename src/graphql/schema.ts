@@ -3,6 +3,7 @@ import { accountTypeDefs } from './account-type-defs.js';
 import { catalogTypeDefs } from './catalog-type-defs.js';
 import { clusterTypeDefs } from './cluster-type-defs.js';
 import { endpointTypeDefs } from './endpoint-type-defs.js';
+import { interruptibleTypeDefs } from './interruptible-type-defs.js';
 import { parseFlashBoot, parseFlashBootLiteral } from './flash-boot-type.js';
 import { podEditTypeDefs } from './pod-edit-type-defs.js';
 import { podTypeDefs } from './pod-type-defs.js';
@@ -26,6 +27,7 @@ const typeDefs = [
   podEditTypeDefs,
   volumeTypeDefs,
   clusterTypeDefs,
+  interruptibleTypeDefs,
 ].join('');
 
 /**

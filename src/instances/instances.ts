@@ -31,6 +31,8 @@ export interface Launched {
 
 export class Instances {
   readonly #deps: InstancesDeps;
+  /** Per new instance: what must be gone from its host before it starts (holds placement took back for it). */
+  readonly #clearing = new Map<string, Promise<void>>();
 
   constructor(deps: InstancesDeps) {
     this.#deps = deps;
@@ -48,7 +50,16 @@ export class Instances {
 
   /** Gives back whatever `id` holds on its host; a no-op when it holds nothing. */
   release(id: string): void {
+    this.#clearing.delete(id);
     this.#deps.inventory.release(id);
+  }
+
+  /**
+   * `id`'s launch waits for `cleared` first: the instances placement took back to make room for it
+   * still hold their GPUs and ports on the host until they are stopped (docs/pods.md).
+   */
+  startAfter(id: string, cleared: Promise<void>): void {
+    this.#clearing.set(id, cleared);
   }
 
   /** The credentials of the account's registry `registryId` (null or empty: none, a public image). */
@@ -65,6 +76,12 @@ export class Instances {
    * it cannot launch (the reason in the message; `away` tells whether its runtime or host was).
    */
   async launch(spec: InstanceSpec, dataCenterId: string | null): Promise<Launched> {
+    const clearing = this.#clearing.get(spec.id);
+    if (clearing) {
+      await this.log(spec.id, 'waiting for the interrupted instances on its host to stop');
+      await clearing;
+      this.#clearing.delete(spec.id);
+    }
     await this.log(
       spec.id,
       `placed on host ${spec.hostId || '?'} (${dataCenterId ?? 'no data center'}); pulling (if needed) and starting image ${spec.image}`,

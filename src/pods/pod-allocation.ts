@@ -8,7 +8,10 @@ import type { PodRecord, PortMapping } from '../store/pod-record.js';
 
 /** The exact resources a pod holds on its host; the same shape placement reserved at create. */
 export function allocationOf(
-  pod: Pick<PodRecord, 'hostId' | 'gpuIndices' | 'vcpuCount' | 'memoryGb' | 'disk' | 'mounts' | 'portMappings'>,
+  pod: Pick<
+    PodRecord,
+    'hostId' | 'gpuIndices' | 'vcpuCount' | 'memoryGb' | 'disk' | 'mounts' | 'portMappings' | 'bidPerGpu'
+  >,
 ): Allocation {
   return {
     hostId: pod.hostId ?? '',
@@ -17,6 +20,8 @@ export function allocationOf(
     memoryGb: pod.memoryGb,
     diskGb: diskOf(pod),
     publicPorts: pod.portMappings.map((m) => m.public),
+    // an interruptible pod's hold is one the reclaim ladder may take back (docs/pods.md)
+    ...(pod.bidPerGpu !== null ? { reclaimable: { rung: 'interruptible', bidPerGpu: pod.bidPerGpu } } : {}),
   };
 }
 

@@ -174,9 +174,7 @@ export class PodController {
   }
 
   /** Waits until every queued step of the pod has run (tests, shutdown). */
-  async idle(podId: string): Promise<void> {
-    await this.#queues.idle(podId);
-  }
+  idle = (podId: string): Promise<void> => this.#queues.idle(podId);
 
   /**
    * Performs a user action on the pod (already known to belong to the caller), under the pod's
@@ -346,25 +344,26 @@ export class PodController {
   async #terminate(pod: PodRecord): Promise<PodRecord> {
     // Everything the instance had goes: a kept container, the persistent volume.
     await this.#deps.runtime.remove(pod.id);
-    const now = this.#deps.clock.now();
-    const changes: PodChanges = {
-      status: 'TERMINATED',
-      desiredStatus: 'TERMINATED',
-      terminatedAt: now,
-      updatedAt: now,
-      statusChangedAt: now,
-    };
-    await this.store.withTransaction(async (tx) => {
-      await this.store.update(pod.id, changes, tx);
-      await this.store.closeUsage(pod.id, now, tx);
+    return this.#status.terminated(pod, () => {
+      this.instances.release(pod.id);
+      this.addresses.release(pod.globalIp);
+      this.#launcher.forget(pod.id);
+      this.#applied.delete(pod.id);
     });
-    this.instances.release(pod.id);
-    this.addresses.release(pod.globalIp);
-    this.#launcher.forget(pod.id);
-    this.#applied.delete(pod.id);
-    this.#status.emit(pod, 'TERMINATED', now);
-    await this.#status.log(pod.id, 'terminated');
-    return { ...pod, ...changes };
+  }
+
+  /**
+   * The reclaim ladder took the pod's machine for another (./pod-interruptions.ts; its reservation
+   * is the other's already): a pod still meant to run loses its instance, container disk and all
+   * (its volumes stay), and settles EXITED with `reason`. Null when it no longer ran.
+   */
+  async interrupt(podId: string, reason: string): Promise<PodRecord | null> {
+    return this.#queues.run(podId, async () => {
+      const pod = await this.store.get(podId);
+      if (!pod || pod.desiredStatus !== 'RUNNING' || !isLive(pod.status)) return null;
+      await this.#deps.runtime.stop(pod.id, { discard: true });
+      return this.#status.settle(pod, 'EXITED', reason);
+    });
   }
 
   /**

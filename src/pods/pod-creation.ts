@@ -5,6 +5,7 @@
  * controller, which starts it right after.
  */
 import { randomBytes } from 'node:crypto';
+import type { Logger } from 'pino';
 import type { AccountsService } from '../accounts/accounts-service.js';
 import type { Catalog } from '../domain/catalog.js';
 import type { Clock } from '../domain/clock.js';
@@ -26,6 +27,7 @@ import type { VolumesService } from '../volumes/volumes-service.js';
 import { assertRuntimeAvailable } from './pod-availability.js';
 import type { PodController } from './pod-controller.js';
 import { placeTogether } from './pod-group-placement.js';
+import { Reclaims, type PodInterruptionsDeps } from './pod-interruptions.js';
 import { newPodRecord, placementRequest } from './pod-record.js';
 import { checkRegistry, volumeOf } from './pod-references.js';
 import { injectedEnv, resolveCreate, type CreatePodInput, type PodSettings } from './pod-rules.js';
@@ -34,8 +36,8 @@ import type { PodView } from './pod-view.js';
 import type { PodViews } from './pod-views.js';
 
 export interface PodCreationDeps {
-  controller: Pick<PodController, 'store' | 'addresses' | 'instances' | 'kick'>;
-  inventory: Pick<Inventory, 'availableHosts'>;
+  controller: Pick<PodController, 'store' | 'addresses' | 'instances' | 'kick' | 'interrupt'>;
+  inventory: Pick<Inventory, 'availableHosts' | 'restore'>;
   runtime: Pick<Runtime, 'refusedEnv' | 'unavailable'>;
   templates: Pick<TemplatesService, 'resolveForPod'>;
   volumes: Pick<VolumesService, 'get'>;
@@ -44,7 +46,9 @@ export interface PodCreationDeps {
   clock: Clock;
   config: { catalog: Catalog };
   /** The pods and GPUs quotas; without it, none apply. */
-  quota?: Pick<ResourceQuota, 'admit'>;
+  quota?: Pick<ResourceQuota, 'admit' | 'released'>;
+  /** Where an interruption that failed is reported (pod-interruptions.ts). @default none */
+  logger?: Pick<Logger, 'error'>;
   /** Refuses images from registries the engine may not pull from (runtime docker). @default none: every image passes */
   registryGuard?: Pick<RegistryGuard, 'refusal'> | null;
   /** Whether the runtime replaces an image's entrypoint (its module's capability), and its name for the refusal. */
@@ -99,6 +103,18 @@ export class PodCreation {
     this.#views = views;
   }
 
+  /** What stops the pods the reclaim ladder took back for a new one (pod-interruptions.ts). */
+  get #interruptions(): PodInterruptionsDeps {
+    const { controller, inventory, quota, logger } = this.#d;
+    return {
+      controller,
+      instances: controller.instances,
+      inventory,
+      quota,
+      onError: (err, holderId) => logger?.error({ err, holderId }, 'interrupting a pod for a new placement failed'),
+    };
+  }
+
   /** Validates, places and stores a pod (PROVISIONING); the controller starts it right after. */
   async create(accountId: string, body: CreatePodInput): Promise<PodView> {
     assertRuntimeAvailable(this.#d.runtime);
@@ -145,6 +161,8 @@ export class PodCreation {
       this.#d.controller.addresses.release(globalIp);
       throw new ApiError('NO_CAPACITY', placed.reason);
     }
+    const reclaims = new Reclaims();
+    reclaims.add(placed.reclaimed, request.reclaim);
     const pod = newPodRecord({
       id,
       accountId,
@@ -166,9 +184,11 @@ export class PodCreation {
       await this.#d.controller.store.insert(pod);
     } catch (err) {
       this.#d.controller.instances.release(id);
+      reclaims.giveBack(this.#interruptions);
       this.#d.controller.addresses.release(globalIp);
       throw err;
     }
+    reclaims.interrupt(this.#interruptions, [id]);
     this.#d.controller.kick(id, pod);
     return this.#views.view(pod, { live: null, justCreated: true });
   }
@@ -203,11 +223,13 @@ export class PodCreation {
     const gpus = settings.compute.kind === 'gpu' ? settings.compute.count * n : 0;
     const place = async (): Promise<PodRecord[]> => {
       const ids = group.members.map(() => newSortableId());
+      const reclaims = new Reclaims();
       const placements = placeTogether(
         this.#d.controller.instances,
         this.#d.inventory,
         ids,
         placementRequest(settings, volumeDataCenterId),
+        reclaims,
       );
       const pods = group.members.map((m, i) =>
         newPodRecord({
@@ -232,8 +254,10 @@ export class PodCreation {
         });
       } catch (err) {
         for (const id of ids) this.#d.controller.instances.release(id);
+        reclaims.giveBack(this.#interruptions);
         throw err;
       }
+      reclaims.interrupt(this.#interruptions, ids);
       for (const pod of pods) this.#d.controller.kick(pod.id, pod);
       return pods;
     };

@@ -4,7 +4,7 @@
  */
 import type { Catalog } from '../domain/catalog.js';
 import type { ClusterMember } from '../domain/cluster.js';
-import { costPerHour } from '../domain/cost.js';
+import { bidCostPerHour, costPerHour } from '../domain/cost.js';
 import { newId } from '../domain/ids.js';
 import type { Placement, PlacementRequest } from '../domain/placement-request.js';
 import type { PodRecord, PortMapping } from '../store/pod-record.js';
@@ -66,12 +66,17 @@ export function newPodRecord(input: NewPod): PodRecord {
     locked: false,
     globalNetworking: settings.globalNetworking,
     globalIp,
-    costPerHr: costPerHour(
-      compute.kind === 'gpu'
-        ? { kind: 'gpu', gpuTypeId: compute.gpuTypeId, gpuCount: compute.count, cloud: placement.cloud }
-        : { kind: 'cpu', cpuFlavorId: compute.flavorId, vcpuCount: compute.vcpuCount, cloud: placement.cloud },
-      input.catalog,
-    ),
+    // an interruptible pod is billed at its bid (docs/pods.md)
+    costPerHr:
+      settings.bidPerGpu !== null && compute.kind === 'gpu'
+        ? bidCostPerHour(settings.bidPerGpu, compute.count)
+        : costPerHour(
+            compute.kind === 'gpu'
+              ? { kind: 'gpu', gpuTypeId: compute.gpuTypeId, gpuCount: compute.count, cloud: placement.cloud }
+              : { kind: 'cpu', cpuFlavorId: compute.flavorId, vcpuCount: compute.vcpuCount, cloud: placement.cloud },
+            input.catalog,
+          ),
+    bidPerGpu: settings.bidPerGpu,
     constraints: {
       dataCenterIds: settings.dataCenterIds,
       allowedCudaVersions: settings.allowedCudaVersions,
@@ -110,5 +115,16 @@ export function placementRequest(settings: PodSettings, volumeDataCenterId: stri
     minCudaVersion: settings.minCudaVersion,
     portCount: settings.ports.length,
     globalNetworking: settings.globalNetworking,
+    ...reclaimTerms(settings.bidPerGpu),
   };
 }
+
+/**
+ * What a pod's placement may take back and how its own hold may be taken back (docs/pods.md, the
+ * reclaim ladder): an on-demand pod may take any reclaimable hold and is never taken back; an
+ * interruptible one takes only lower bids and is itself reclaimable at its bid.
+ */
+export const reclaimTerms = (bidPerGpu: number | null): Pick<PlacementRequest, 'reclaim' | 'reclaimable'> =>
+  bidPerGpu === null
+    ? { reclaim: { kind: 'on-demand' } }
+    : { reclaim: { kind: 'bid', bidPerGpu }, reclaimable: { rung: 'interruptible', bidPerGpu } };

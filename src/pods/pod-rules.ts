@@ -7,9 +7,10 @@ import type { Catalog, Cloud } from '../domain/catalog.js';
 import { ApiError, validationFailed } from '../domain/errors.js';
 import { checkMountPaths, type Mounts } from '../domain/mounts.js';
 import { cudaRequestOf, gpuMinimumsOf, type CreateGpuInput } from './pod-gpu-request.js';
+import { resolveBid, type BidInput } from './pod-bid.js';
 
-/** The create body after schema validation (spec 2.2). */
-export interface CreatePodInput {
+/** The create body after schema validation (spec 2.2); `interruptible` and `bidPerGpu` ask for a spot pod (pod-bid.ts). */
+export interface CreatePodInput extends BidInput {
   name: string;
   image?: string;
   args?: string;
@@ -101,6 +102,8 @@ export interface PodSettings {
   globalNetworking: boolean;
   startSsh: boolean;
   startJupyter: boolean;
+  /** An interruptible pod's bid, USD per GPU per hour (pod-bid.ts); null for an on-demand pod. */
+  bidPerGpu: number | null;
 }
 
 /** @default 20 GB when neither the body nor the template gives a container disk */
@@ -228,6 +231,7 @@ export function resolveCreate(body: CreatePodInput, template: TemplateDefaults |
   const ports = body.ports ?? template?.ports ?? [];
   checkPorts(ports);
 
+  const cloud = body.cloud ?? 'SECURE';
   return {
     name: body.name,
     image,
@@ -238,13 +242,14 @@ export function resolveCreate(body: CreatePodInput, template: TemplateDefaults |
     registry: body.registry !== undefined ? body.registry : (template?.registry ?? null),
     mounts,
     compute,
-    cloud: body.cloud ?? 'SECURE',
+    cloud,
     dataCenterIds: body.dataCenterIds ?? [],
     allowedCudaVersions,
     minCudaVersion: compute.kind === 'gpu' ? cuda.minCudaVersion : null,
     globalNetworking: body.globalNetworking ?? false,
     startSsh: body.startSsh ?? template?.startSsh ?? false,
     startJupyter: body.startJupyter ?? template?.startJupyter ?? false,
+    bidPerGpu: resolveBid(body, compute, cloud, catalog),
   };
 }
 

@@ -57,8 +57,8 @@ export class PodStatusWriter {
       pod.id,
       status === 'ERROR'
         ? `ERROR: ${reason ?? 'the instance failed'}`
-        : reason === 'stopped by user'
-          ? 'stopped by user'
+        : reason === 'stopped by user' || reason?.startsWith('interrupted: ')
+          ? reason
           : `exited: ${reason ?? 'it ended'}`,
     );
     await store.withTransaction(async (tx) => {
@@ -67,6 +67,27 @@ export class PodStatusWriter {
     });
     this.#deps.inventory.release(pod.id);
     if (pod.status !== status) this.emit(pod, status, now);
+    return { ...pod, ...changes };
+  }
+
+  /** Into TERMINATED, for good: usage ends; `released` gives back what it held, before it is announced. */
+  async terminated(pod: PodRecord, released: () => void): Promise<PodRecord> {
+    const { store } = this.#deps;
+    const now = this.#deps.clock.now();
+    const changes: PodChanges = {
+      status: 'TERMINATED',
+      desiredStatus: 'TERMINATED',
+      terminatedAt: now,
+      updatedAt: now,
+      statusChangedAt: now,
+    };
+    await store.withTransaction(async (tx) => {
+      await store.update(pod.id, changes, tx);
+      await store.closeUsage(pod.id, now, tx);
+    });
+    released();
+    this.emit(pod, 'TERMINATED', now);
+    await this.log(pod.id, 'terminated');
     return { ...pod, ...changes };
   }
 

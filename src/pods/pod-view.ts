@@ -85,6 +85,12 @@ export interface PodView {
   statusReason: string | null;
   /** Spec 2.7: the pod's place in its cluster; omitted for a standalone pod. */
   cluster?: PodClusterView;
+  /**
+   * Gantry extension: an interruptible (spot) pod and its bid, USD per GPU per hour (docs/pods.md);
+   * omitted for an on-demand pod.
+   */
+  interruptible?: true;
+  bidPerGpu?: number;
 }
 
 /** Spec 2.7 PodCluster. */
@@ -199,6 +205,10 @@ export function toPodView(pod: PodRecord, ctx: ViewContext): PodView {
       ...(pod.memoryGb > 0 ? { memory: pod.memoryGb } : {}),
     };
   else if (pod.cpuFlavorId) view.cpu = { id: pod.cpuFlavorId, vcpuCount: pod.vcpuCount, memory: pod.memoryGb };
+  if (pod.bidPerGpu !== null) {
+    view.interruptible = true;
+    view.bidPerGpu = pod.bidPerGpu;
+  }
   if (pod.cluster !== null) {
     const m = pod.clusterMember;
     view.cluster = { id: pod.cluster, rank: m?.rank ?? null };

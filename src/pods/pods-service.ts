@@ -3,11 +3,12 @@
  * pod-controller.ts, creation in pod-creation.ts; this service checks ownership and references,
  * and renders the pods.
  */
+import type { Logger } from 'pino';
 import type { AccountsService } from '../accounts/accounts-service.js';
 import type { Catalog } from '../domain/catalog.js';
 import type { EntrypointSupport } from '../domain/start-command.js';
 import type { Clock } from '../domain/clock.js';
-import { accruedUsage } from '../domain/cost.js';
+import { accruedUsage, bidCostPerHour } from '../domain/cost.js';
 import { ApiError, notFound } from '../domain/errors.js';
 import type { PodAction } from '../domain/pod-state.js';
 import type { Inventory } from '../inventory/inventory.js';
@@ -27,6 +28,7 @@ import { diskOf } from './pod-allocation.js';
 import { assertHostReachable, assertRuntimeAvailable } from './pod-availability.js';
 import type { PodController } from './pod-controller.js';
 import { assertStartCommand, PodCreation, type ClusterMemberInput } from './pod-creation.js';
+import { resolveBid } from './pod-bid.js';
 import { checkRegistry } from './pod-references.js';
 import {
   RESTARTING_FIELDS,
@@ -62,6 +64,8 @@ export interface PodsServiceDeps {
   entrypoints: EntrypointSupport;
   /** Where a pod's own stop and termination times are kept (pod-deadline-sweep.ts acts on them). */
   deadlines: Pick<PodDeadlineStore, 'set'>;
+  /** Where an interruption of a pod the reclaim ladder took back fails (pod-interruptions.ts). @default none */
+  logger?: Pick<Logger, 'error'>;
 }
 
 /** Accrued usage of one pod, for billing. */
@@ -187,6 +191,30 @@ export class PodsService {
     // Stopped pods give their GPUs back, terminated ones their place: room shows at once.
     if (action === 'stop' || action === 'terminate') quota?.released(accountId);
     return this.#views.render(acted);
+  }
+
+  /**
+   * Starts a stopped GPU pod as an interruptible one bidding `bidPerGpu` (GraphQL podBidResume;
+   * docs/pods.md): the bid is checked against its GPU type's floor in its cloud and becomes its
+   * rate; then it starts as `start` does, on its own host (409 unless stopped, 400 HOST_FULL).
+   */
+  async bidResume(accountId: string, id: string, bidPerGpu: number): Promise<PodView> {
+    const current = await this.#owned(accountId, id);
+    if (current.gpuTypeId === null) throw new ApiError('BAD_REQUEST', `Pod "${id}" is a CPU pod: it has no bid.`);
+    if (current.status !== 'EXITED' && current.status !== 'ERROR')
+      throw new ApiError('INVALID_STATE', `Pod "${id}" is ${current.status}: podBidResume resumes a stopped pod.`);
+    const bid = resolveBid(
+      { bidPerGpu },
+      { kind: 'gpu', gpuTypeId: current.gpuTypeId },
+      current.cloud,
+      this.#d.config.catalog,
+    )!;
+    await this.#d.controller.reconfigure(id, {}, (pod) => ({
+      changes: { bidPerGpu: bid, costPerHr: bidCostPerHour(bid, pod.gpuCount) },
+      restart: false,
+      reallocate: false,
+    }));
+    return this.act(accountId, id, 'start');
   }
 
   /**

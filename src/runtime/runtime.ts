@@ -198,6 +198,12 @@ export interface AttachedInstance {
 
 export type InstanceListener = (status: InstanceStatus) => void;
 
+/** How {@link Runtime.stop} stops. */
+export interface StopOptions {
+  /** Deletes the stopped container (and with it the container disk), keeping the persistent volume. @default false */
+  discard?: boolean;
+}
+
 export interface Runtime {
   readonly name: string;
   /**
@@ -208,8 +214,12 @@ export interface Runtime {
   attach(): Promise<AttachedInstance[]>;
   /** Starts the instance; resolves once it is launched (state `starting` or `running`), rejects when it cannot launch (the reason in the message). */
   start(spec: InstanceSpec): Promise<InstanceStatus>;
-  /** Stops it (graceful, then forceful), keeping its storage; it is no longer inspected or listed. A no-op for unknown ids. */
-  stop(id: string): Promise<void>;
+  /**
+   * Stops it (graceful, then forceful), keeping its storage; it is no longer inspected or listed. A
+   * no-op for unknown ids. `discard`: its container (its container disk, its output) goes too and
+   * only its persistent volume is kept, as for a pod the reclaim ladder took back (docs/pods.md).
+   */
+  stop(id: string, options?: StopOptions): Promise<void>;
   /** Stops it if it runs and deletes all it had: the kept container, its persistent volume. A no-op for unknown ids. */
   remove(id: string): Promise<void>;
   /**

@@ -56,6 +56,11 @@ export interface PodRecord {
   globalNetworking: boolean;
   globalIp: string | null;
   costPerHr: number;
+  /**
+   * An interruptible (spot) pod's bid, USD per GPU per hour: it is billed at its bid and placement
+   * may take its machine back (docs/pods.md). null for an on-demand pod.
+   */
+  bidPerGpu: number | null;
   constraints: PodConstraints;
   /** the cluster's id for a member pod (spec 2.7), null for a standalone pod */
   cluster: string | null;
@@ -126,6 +131,7 @@ export const toRecord = (r: PodsTable): PodRecord => ({
   globalNetworking: Number(r.global_networking) === 1,
   globalIp: r.global_ip,
   costPerHr: Number(r.cost_per_hr),
+  bidPerGpu: nullableNumber(r.bid_per_gpu ?? null),
   constraints: fromJson<PodConstraints>(r.constraints, {
     dataCenterIds: [],
     allowedCudaVersions: [],
@@ -175,6 +181,7 @@ export function toColumns(changes: PodChanges): Partial<PodsTable> {
   if (has('globalNetworking')) c.global_networking = changes.globalNetworking ? 1 : 0;
   if (has('globalIp')) c.global_ip = changes.globalIp ?? null;
   if (has('costPerHr')) c.cost_per_hr = changes.costPerHr!;
+  if (has('bidPerGpu')) c.bid_per_gpu = changes.bidPerGpu ?? null;
   if (has('constraints')) c.constraints = toJson(changes.constraints);
   if (has('cluster')) c.cluster = changes.cluster ?? null;
   if (has('clusterMember')) c.cluster_member = changes.clusterMember ? toJson(changes.clusterMember) : null;

@@ -39,6 +39,7 @@ const pod = (over: Partial<PodRecord> & Pick<PodRecord, 'id' | 'accountId'>): Po
   globalNetworking: true,
   globalIp: '10.200.0.1',
   costPerHr: 1.38,
+  bidPerGpu: null,
   constraints: {
     dataCenterIds: ['US-TX-3'],
     allowedCudaVersions: ['12.4'],
@@ -75,6 +76,17 @@ for (const { name, skip } of dialects()) {
       await store.insert(p);
       assert.deepEqual(await store.get('p1'), p);
       assert.equal(await store.get('nope'), null);
+    });
+
+    test('an interruptible pod keeps its bid per GPU, and a change of bid is written', async () => {
+      const p = pod({ id: 'spot-1', accountId: 'acc-a', bidPerGpu: 0.25, costPerHr: 0.5 });
+      await store.insert(p);
+      assert.deepEqual(await store.get('spot-1'), p);
+      await store.update('spot-1', { bidPerGpu: 0.4, costPerHr: 0.8 });
+      const changed = (await store.get('spot-1'))!;
+      assert.equal(changed.bidPerGpu, 0.4);
+      assert.equal(changed.costPerHr, 0.8);
+      await store.update('spot-1', { status: 'TERMINATED', desiredStatus: 'TERMINATED', terminatedAt: 2 });
     });
 
     test('another account reads the pod as absent', async () => {

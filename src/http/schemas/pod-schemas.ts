@@ -132,6 +132,21 @@ export const CreatePodRequest = Type.Object(
         description: 'Gantry extension (runpodctl --terminate-after): the pod terminates itself at this time',
       }),
     ),
+    interruptible: Type.Optional(
+      Type.Boolean({
+        default: false,
+        description:
+          'Gantry extension: an interruptible (spot) GPU pod, billed at its bid; placement may take its machine back for an on-demand pod or a higher bid (docs/pods.md "Interruptible pods").',
+      }),
+    ),
+    bidPerGpu: Type.Optional(
+      Type.Number({
+        minimum: 0,
+        maximum: 1000,
+        description:
+          "Gantry extension: an interruptible pod's bid, USD per GPU per hour; implies interruptible. Default: the GPU type's floor in the pod's cloud; below it answers 400 BID_TOO_LOW.",
+      }),
+    ),
   },
   { ...closed, description: 'Exactly one of gpu or cpu.' },
 );
@@ -261,6 +276,12 @@ export const Pod = Type.Object({
   startedAt: Nullable(Type.String({ format: 'date-time' })),
   statusReason: Nullable(Type.String({ description: 'Gantry extension: why the pod is EXITED or ERROR' })),
   cluster: Type.Optional(PodCluster),
+  interruptible: Type.Optional(
+    Type.Literal(true, { description: 'Gantry extension: present on interruptible (spot) pods only' }),
+  ),
+  bidPerGpu: Type.Optional(
+    Type.Number({ description: "Gantry extension: an interruptible pod's bid, USD per GPU per hour" }),
+  ),
 });
 
 export const PodList = Type.Object({ pods: Type.Array(Pod) });

@@ -38,6 +38,7 @@ import type {
   Runtime,
   ShellRequest,
   ShellSession,
+  StopOptions,
 } from '../runtime.js';
 import { containerOutput } from './docker-output.js';
 import { openDockerShell } from './docker-shell.js';
@@ -235,7 +236,12 @@ export class DockerRuntime implements Runtime {
     }
   }
 
-  async stop(id: string): Promise<void> {
+  /** `discard`: once stopped (gracefully), the container is removed too (its container disk and log); the pod volume stays. */
+  async stop(id: string, options: StopOptions = {}): Promise<void> {
+    if (options.discard) {
+      await this.stop(id);
+      return this.#removeContainer(id, { keepVolume: true });
+    }
     await this.#launching.get(id)?.catch(() => undefined);
     const live = this.#live.get(id);
     if (!live) return;
@@ -260,6 +266,10 @@ export class DockerRuntime implements Runtime {
   }
 
   async remove(id: string): Promise<void> {
+    return this.#removeContainer(id, { keepVolume: false });
+  }
+
+  async #removeContainer(id: string, { keepVolume }: { keepVolume: boolean }): Promise<void> {
     await this.#launching.get(id)?.catch(() => undefined);
     const live = this.#live.get(id);
     live?.probing?.abort();
@@ -269,7 +279,7 @@ export class DockerRuntime implements Runtime {
         ? Object.keys((await this.#call(this.#client.inspectContainer(name)))?.NetworkSettings?.Networks ?? {})
         : [];
       await this.#call(this.#client.removeContainer(name, { force: true, volumes: true }));
-      await this.#call(this.#client.removeVolume(podVolumeNameOf(this.#namespace, id)));
+      if (!keepVolume) await this.#call(this.#client.removeVolume(podVolumeNameOf(this.#namespace, id)));
       // Its account's (or cluster's) network goes once nothing else refers to it.
       await this.#call(this.#networks?.release(networks) ?? Promise.resolve());
     })();
@@ -281,7 +291,7 @@ export class DockerRuntime implements Runtime {
       throw err;
     }
     if (live) this.#live.forget(live);
-    this.#o.logger.info({ instance: id }, 'instance container and volume removed');
+    this.#o.logger.info({ instance: id }, keepVolume ? 'instance container removed (volume kept)' : 'instance container and volume removed');
   }
 
   /**

@@ -30,6 +30,7 @@ import type {
   Runtime,
   ShellRequest,
   ShellSession,
+  StopOptions,
 } from '../runtime.js';
 import { openProcessShell } from './process-shell.js';
 import { tenantEnvRefusal } from './env-policy.js';
@@ -183,15 +184,18 @@ export class ProcessRuntime implements Runtime {
     return openProcessShell(id, proc ? { pid: proc.pgid, exited: proc.exited } : null, request);
   }
 
-  async stop(id: string): Promise<void> {
+  /** `discard`: its folder (`instances/<id>`: output.log, the default cwd) goes too; its persistent volume stays. */
+  async stop(id: string, options: StopOptions = {}): Promise<void> {
     const instance = this.#instances.get(id);
-    if (!instance) return;
-    instance.stopping ??= terminateInstance(this.#supervision, instance)
-      .finally(() => {
-        if (this.#instances.get(id) === instance) this.#instances.delete(id);
-      })
-      .then(() => this.#output.finish());
-    return instance.stopping;
+    if (instance) {
+      instance.stopping ??= terminateInstance(this.#supervision, instance)
+        .finally(() => {
+          if (this.#instances.get(id) === instance) this.#instances.delete(id);
+        })
+        .then(() => this.#output.finish());
+      await instance.stopping;
+    }
+    if (options.discard) await rm(instanceDirOf(this.#options.dataDir, id), { recursive: true, force: true });
   }
 
   async inspect(id: string): Promise<InstanceStatus | null> {

@@ -13,6 +13,7 @@ import { fleetJournalTable, fleetTables } from './fleet-tables.js';
 import { jobTakenSeq } from './job-taken-seq.js';
 import { jobUsageInsertByBatchSqlite, jobUsagePostgres, jobUsageSqlite } from './job-usage.js';
 import { podDeadlinesTable } from './pod-deadlines.js';
+import { podBid } from './pod-bid.js';
 import { podSshToken } from './pod-ssh-token.js';
 import { registryDelegationsTable } from './registry-delegations.js';
 import {
@@ -87,6 +88,7 @@ export const MIGRATIONS: readonly StoreMigration[] = [
   { key: '0019-job-taken-seq', up: each(jobTakenSeq) },
   { key: '0020-pod-deadlines', up: each(podDeadlinesTable) },
   { key: '0021-endpoint-instance-ids', up: each(endpointInstanceIds) },
+  { key: '0022-pod-bid', up: each(podBid) },
 ];
 
 /** The list as Kysely's migrator takes it, for one dialect. */

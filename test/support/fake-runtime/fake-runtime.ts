@@ -5,6 +5,7 @@ import type {
   InstanceState,
   InstanceStatus,
   Runtime,
+  StopOptions,
 } from '../../../src/runtime/runtime.js';
 
 const isLive = (state: InstanceState): boolean => state === 'starting' || state === 'running' || state === 'unknown';
@@ -52,6 +53,8 @@ export class FakeRuntime implements Runtime {
   readonly started: string[] = [];
   readonly stopped: string[] = [];
   readonly removed: string[] = [];
+  /** ids stopped with `discard` (their container gone, their volume kept) */
+  readonly discarded: string[] = [];
   readonly removedVolumes: string[] = [];
   /** how many times list() was called */
   lists = 0;
@@ -115,9 +118,13 @@ export class FakeRuntime implements Runtime {
     return copy(status);
   }
 
-  async stop(id: string): Promise<void> {
+  async stop(id: string, options: StopOptions = {}): Promise<void> {
     this.stopped.push(id);
     this.#stop(id);
+    if (options.discard) {
+      this.discarded.push(id);
+      this.#engine.kept.delete(id);
+    }
   }
 
   async remove(id: string): Promise<void> {

@@ -57,7 +57,13 @@ export const CreatePodBody = Type.Object(
     ),
     globalNetworking: Type.Optional(Type.Boolean({ default: false })),
     supportPublicIp: Type.Optional(Type.Boolean(Ignored('ports are published on the host address'))),
-    interruptible: Type.Optional(Type.Boolean({ description: 'only false: Gantry has no spot pods' })),
+    interruptible: Type.Optional(
+      Type.Boolean({
+        default: false,
+        description:
+          "an interruptible (spot) GPU pod, bidding its GPU type's floor per GPU: placement may take its machine back for an on-demand pod or a higher bid (docs/pods.md)",
+      }),
+    ),
     locked: Type.Optional(Type.Boolean({ default: false })),
     minRAMPerGPU: Type.Optional(
       Type.Integer({

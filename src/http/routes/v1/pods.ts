@@ -65,7 +65,7 @@ export function podV1Routes(app: TypedApp, { pods, volumes, catalog }: Transport
       ...(p.memoryInGb !== null ? { memoryInGb: p.memoryInGb } : {}),
       costPerHr: p.cost,
       adjustedCostPerHr: p.cost,
-      interruptible: false,
+      interruptible: p.interruptible === true,
       locked: p.locked,
       ...(p.startedAt !== null ? { lastStartedAt: p.startedAt } : {}),
       createdAt: p.createdAt,
@@ -94,7 +94,6 @@ export function podV1Routes(app: TypedApp, { pods, volumes, catalog }: Transport
 
   /** v1 create → /v2 create input; the GPU or CPU choice is filled in per candidate. */
   function createInput(b: Static<typeof CreatePodBody>): Omit<CreatePodInput, 'gpu' | 'cpu'> {
-    refuseUnsupported('interruptible', b.interruptible, false, 'Gantry has no interruptible (spot) pods');
     const fromTemplate = b.templateId !== undefined && b.imageName === undefined;
     const isCpu = b.computeType === 'CPU';
     const path = b.volumeMountPath ?? '/workspace';
@@ -119,6 +118,8 @@ export function podV1Routes(app: TypedApp, { pods, volumes, catalog }: Transport
       ...(b.allowedCudaVersions !== undefined ? { allowedCudaVersions: b.allowedCudaVersions } : {}),
       ...(b.minCudaVersion !== undefined ? { minCudaVersion: b.minCudaVersion } : {}),
       ...(b.globalNetworking !== undefined ? { globalNetworking: b.globalNetworking } : {}),
+      // v1 sends no bid: an interruptible pod bids its GPU type's floor (docs/pods.md)
+      ...(b.interruptible === true ? { interruptible: true } : {}),
       // v1's minimums are per GPU: a GPU pod gets at least that many per GPU (docs/catalog.md)
       ...(!isCpu && b.minVCPUPerGPU ? { minVcpuCount: b.minVCPUPerGPU * (b.gpuCount ?? 1) } : {}),
       ...(!isCpu && b.minRAMPerGPU ? { minMemoryInGb: b.minRAMPerGPU * (b.gpuCount ?? 1) } : {}),

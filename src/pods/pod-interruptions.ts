@@ -1,0 +1,73 @@
+/**
+ * What becomes of the holds the reclaim ladder took back for a new placement (docs/pods.md,
+ * "Interruptible pods and the reclaim ladder"): each interrupted pod, whoever owns it, is stopped
+ * with its container discarded and settles EXITED saying why; its billing stops with it. The new
+ * instance's launch waits until they are stopped, since they still use its GPUs and ports until then.
+ */
+import type { ReclaimedHold } from '../domain/placement-request.js';
+import { interruptionReason, type ReclaimRight } from '../domain/reclaim-ladder.js';
+import type { Instances } from '../instances/instances.js';
+import type { Inventory } from '../inventory/inventory.js';
+import type { ResourceQuota } from '../quotas/resource-quota.js';
+import type { PodController } from './pod-controller.js';
+
+export interface PodInterruptionsDeps {
+  controller: Pick<PodController, 'interrupt'>;
+  instances: Pick<Instances, 'startAfter'>;
+  inventory: Pick<Inventory, 'restore'>;
+  /** Told of each interrupted pod's account, so its quota shows the room at once. @default none */
+  quota?: Pick<ResourceQuota, 'released'> | undefined;
+  /** Where an interruption that failed is reported. */
+  onError: (err: unknown, holderId: string) => void;
+}
+
+/** The holds one placement (or one cluster's placements) took back, until they are interrupted or given back. */
+export class Reclaims {
+  readonly #taken: Array<{ holds: ReclaimedHold[]; right: ReclaimRight }> = [];
+
+  /** Adds what a placement answered (nothing when it took none). */
+  add(reclaimed: readonly ReclaimedHold[] | undefined, right: ReclaimRight | undefined): void {
+    if (reclaimed?.length && right) this.#taken.push({ holds: [...reclaimed], right });
+  }
+
+  get empty(): boolean {
+    return this.#taken.length === 0;
+  }
+
+  /** The placements were rolled back (released by the caller first): the holds are reserved again as they were. */
+  giveBack(deps: Pick<PodInterruptionsDeps, 'inventory'>): void {
+    for (const { holds } of this.#taken.reverse()) deps.inventory.restore(holds);
+    this.#taken.length = 0;
+  }
+
+  /**
+   * The placements stand: each hold's holder is interrupted, and `launched` (the new instances)
+   * start once all of them stopped (or failed to: their launch then reports what is in the way).
+   */
+  interrupt(deps: PodInterruptionsDeps, launched: readonly string[]): void {
+    if (this.empty) return;
+    const stopping = this.#taken.flatMap(({ holds, right }) =>
+      holds.map(async ({ holderId, hold }) => {
+        try {
+          switch (hold.rung) {
+            case 'interruptible': {
+              const pod = await deps.controller.interrupt(holderId, interruptionReason(right, hold));
+              if (pod) deps.quota?.released(pod.accountId);
+              return;
+            }
+            case 'suspended-worker':
+              // No holder is on this rung yet: FlashBoot's suspended workers will be, with their reclaimer.
+              throw new Error(`no reclaimer takes back suspended worker "${holderId}"`);
+            default:
+              hold.rung satisfies never;
+          }
+        } catch (err) {
+          deps.onError(err, holderId);
+        }
+      }),
+    );
+    this.#taken.length = 0;
+    const cleared = Promise.all(stopping).then(() => undefined);
+    for (const id of launched) deps.instances.startAfter(id, cleared);
+  }
+}
