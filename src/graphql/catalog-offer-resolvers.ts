@@ -7,6 +7,7 @@
 import type { AvailabilityLevel, CatalogGpuType, GpuAvailabilityQuery } from '../catalog/catalog-v2.js';
 import type { GpuTypeView } from '../catalog/catalog-service.js';
 import type { Cloud, CpuFlavor } from '../domain/catalog.js';
+import { spotFloorPerGpu } from '../domain/cost.js';
 import { perGpuDefault } from '../domain/gpu-allotment.js';
 import { toGqlDataCenter } from './catalog-resolvers.js';
 import type { GraphqlContext } from './context.js';
@@ -55,7 +56,10 @@ export const catalogOfferResolvers: ResolverMap<GraphqlContext> = {
     cpuFlavors: (_root, _args, { services }: GraphqlContext) => services.catalog.listCpuFlavors(),
   },
   GpuType: {
-    /** The on-demand price for the cloud asked (the lower of both when not said); null where nothing is free. */
+    /**
+     * The on-demand price and the least bid for the cloud asked (the lower of both when not said);
+     * null where nothing is free.
+     */
     lowestPrice: (g: GpuTypeView, args: { input?: LowestPriceInput | null }, { services }: GraphqlContext) => {
       const input = args.input ?? {};
       const count = Math.max(1, input.gpuCount ?? 1);
@@ -77,11 +81,13 @@ export const catalogOfferResolvers: ResolverMap<GraphqlContext> = {
       });
       const inStock = levels.filter((l) => l.level !== 'NONE');
       const prices = inStock.map((l) => (l.cloud === 'SECURE' ? g.securePrice : g.communityPrice));
+      // the least an interruptible pod may bid there (docs/pods.md)
+      const bids = inStock.map((l) => spotFloorPerGpu(g, l.cloud));
       const perGpu = perGpuDefault(g);
       return {
         gpuName: g.displayName,
         gpuTypeId: g.id,
-        minimumBidPrice: null,
+        minimumBidPrice: bids.length > 0 ? Math.min(...bids) : null,
         uninterruptablePrice: prices.length > 0 ? Math.min(...prices) : null,
         minMemory: perGpu.memoryGb * count,
         minVcpu: perGpu.vcpus * count,
