@@ -256,8 +256,6 @@ describe('pods', () => {
     assert.match(p.detail, /gpuTypeIds/);
     p = problem(await t.request(a.key, 'POST', '/v1/pods', runpodctlPod({ dockerEntrypoint: ['/bin/sh'] })), 400);
     assert.match(p.detail, /dockerEntrypoint/);
-    p = problem(await t.request(a.key, 'POST', '/v1/pods', runpodctlPod({ interruptible: true })), 400);
-    assert.match(p.detail, /interruptible/);
     problem(await t.request(a.key, 'PATCH', '/v1/pods/nope', { containerDiskInGb: -1 }), 400);
     problem(await t.request(a.key, 'POST', '/v1/pods', '{"name":', { 'content-type': 'application/json' }), 400);
   });

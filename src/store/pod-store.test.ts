@@ -79,7 +79,7 @@ for (const { name, skip } of dialects()) {
     });
 
     test('an interruptible pod keeps its bid per GPU, and a change of bid is written', async () => {
-      const p = pod({ id: 'spot-1', accountId: 'acc-a', bidPerGpu: 0.25, costPerHr: 0.5 });
+      const p = pod({ id: 'spot-1', accountId: 'acc-b', bidPerGpu: 0.25, costPerHr: 0.5, globalIp: null });
       await store.insert(p);
       assert.deepEqual(await store.get('spot-1'), p);
       await store.update('spot-1', { bidPerGpu: 0.4, costPerHr: 0.8 });
