@@ -1,5 +1,8 @@
 // Placement throughput: Inventory.placeAndReserve over a large mixed fleet, with reserve and
-// release churn and a share of requests that must be refused (with their reason).
+// release churn and a share of requests that must be refused (with their reason). A third of the
+// pods are interruptible (spot) at a bid; the others may take their machines back (the reclaim
+// ladder, docs/pods.md). A second scenario fills every GPU, mostly with interruptible pods, and
+// measures on-demand creates that take them back.
 //   node --import tsx bench/placement.ts [--hosts 5000] [--decisions 200000] [--deadlines]
 // --deadlines gives every host a heartbeat deadline on a clock, as `runtime: fleet` does (each
 // decision first checks that none has passed).
@@ -35,6 +38,22 @@ function prng(seed: number): () => number {
 }
 const random = prng(42);
 const pick = <T>(items: readonly T[]): T => items[Math.floor(random() * items.length)]!;
+// Which pods are interruptible, and their bids, come from their own sequence: the hosts and the
+// requests are the same as in a run without them.
+const spotRandom = prng(7);
+const BIDS = [0.2, 0.25, 0.3, 0.35, 0.4, 0.5];
+const bidOf = (): number => BIDS[Math.floor(spotRandom() * BIDS.length)]!;
+
+/** A pod's terms on the reclaim ladder: a third interruptible at a bid, the rest on demand. */
+function podTerms(request: PlacementRequest): PlacementRequest {
+  if (spotRandom() >= 1 / 3) return { ...request, reclaim: { kind: 'on-demand' } };
+  const bidPerGpu = bidOf();
+  return {
+    ...request,
+    reclaim: { kind: 'bid', bidPerGpu },
+    reclaimable: { rung: 'interruptible', bidPerGpu },
+  };
+}
 
 const catalog = defaultCatalog();
 const gpuTypes = catalog.gpuTypes.slice(0, 12).map((t) => t.id); // H100s are left out so requests for them are refused
@@ -82,7 +101,7 @@ const base: PlacementRequest = {
 function makeRequest(): PlacementRequest {
   const r = random();
   if (r < 0.55) {
-    return {
+    return podTerms({
       ...base,
       gpuTypeIds: [pick(gpuTypes)],
       gpuCount: pick([1, 1, 1, 2, 2, 4, 8]),
@@ -93,7 +112,7 @@ function makeRequest(): PlacementRequest {
         : random() < 0.3
           ? { minCudaVersion: pick(['12', '12.2', '12.4']) }
           : {}),
-    };
+    });
   }
   if (r < 0.7) {
     const pool = catalog.gpuTypes.filter((t) => t.pool === pick(catalog.gpuTypes).pool).map((t) => t.id);
@@ -101,7 +120,7 @@ function makeRequest(): PlacementRequest {
   }
   if (r < 0.8) {
     const vcpuCount = pick([2, 4, 8, 16]);
-    return {
+    return podTerms({
       ...base,
       kind: 'cpu',
       gpuTypeIds: [],
@@ -110,15 +129,17 @@ function makeRequest(): PlacementRequest {
       vcpuCount,
       memoryGb: vcpuCount * 4,
       cloud: 'ALL',
-    };
+    });
   }
   // refused: a CUDA version no host reports, a type no host has, more GPUs than any host, no global networking
-  return pick<PlacementRequest>([
-    { ...base, gpuTypeIds: [pick(gpuTypes)], allowedCudaVersions: ['13.0'] },
-    { ...base, gpuTypeIds: ['NVIDIA H100 80GB HBM3'] },
-    { ...base, gpuTypeIds: [pick(gpuTypes)], gpuCount: 16, cloud: 'ALL' },
-    { ...base, gpuTypeIds: ['NVIDIA RTX A4000'], globalNetworking: true },
-  ]);
+  return podTerms(
+    pick<PlacementRequest>([
+      { ...base, gpuTypeIds: [pick(gpuTypes)], allowedCudaVersions: ['13.0'] },
+      { ...base, gpuTypeIds: ['NVIDIA H100 80GB HBM3'] },
+      { ...base, gpuTypeIds: [pick(gpuTypes)], gpuCount: 16, cloud: 'ALL' },
+      { ...base, gpuTypeIds: ['NVIDIA RTX A4000'], globalNetworking: true },
+    ]),
+  );
 }
 
 const hosts = fleet(hostCount);
@@ -138,9 +159,12 @@ let refused = 0;
 let serial = 0;
 const reasons = new Map<string, number>();
 
+let reclaimedInMixed = 0;
+
 function decide(i: number): void {
   const holder = `h${serial++}`;
   const result = inventory.placeAndReserve(holder, requests[i & 4095]!);
+  if (result.ok && result.reclaimed) reclaimedInMixed += result.reclaimed.length;
   if (!result.ok) {
     refused++;
     if (reasons.size < 50) reasons.set(result.reason, (reasons.get(result.reason) ?? 0) + 1);
@@ -178,12 +202,63 @@ const refusalSeconds = timed(() => {
 });
 inventory.release('probe');
 
-let freeGpus = 0;
-for (const id of new Set(gpuTypes)) freeGpus += inventory.gpuStock(id).available;
+// GPUs reserved (interruptible pods' included: availability would count those as free)
+const usedGpus = inventory.gpuUsage().reduce((n, u) => n + u.used, 0);
+const mixedReclaims = reclaimedInMixed;
+
+// --- the full fleet: every GPU held, most by interruptible pods; on-demand creates take them back --
+
+const full = new Inventory({ hosts, catalog });
+const oneGpu = (terms: Partial<PlacementRequest>): PlacementRequest => ({
+  ...base,
+  gpuTypeIds: [pick(gpuTypes)],
+  cloud: 'ALL',
+  portCount: 1,
+  ...terms,
+});
+const spotHold = (): Partial<PlacementRequest> => ({ reclaimable: { rung: 'interruptible', bidPerGpu: bidOf() } });
+let fullSerial = 0;
+// a fifth on demand, then interruptible pods until every type refuses (nothing taken back while filling)
+for (let misses = 0; misses < 500; ) {
+  const terms = random() < 0.2 ? {} : spotHold();
+  misses = full.placeAndReserve(`f${fullSerial++}`, oneGpu(terms)).ok ? 0 : misses + 1;
+}
+const onDemandRing: string[] = [];
+let fullDecisions = 0;
+let preempting = 0;
+let reclaimedHolds = 0;
+let fullRefused = 0;
+const fullRuns = Math.min(decisions, 100_000);
+const fullSeconds = timed(() => {
+  for (let i = 0; i < fullRuns; i++) {
+    // an on-demand create finds the fleet full and takes back the lowest bid that makes room
+    const id = `od${fullSerial++}`;
+    const result = full.placeAndReserve(id, oneGpu({ gpuCount: pick([1, 1, 2]), reclaim: { kind: 'on-demand' } }));
+    fullDecisions++;
+    if (!result.ok) {
+      fullRefused++;
+      continue;
+    }
+    onDemandRing.push(id);
+    if (result.reclaimed) {
+      preempting++;
+      reclaimedHolds += result.reclaimed.length;
+    }
+    // churn: an old on-demand pod ends, and a new interruptible pod bids for what it freed
+    if (onDemandRing.length > 2000) full.release(onDemandRing.shift()!);
+    const refill = full.placeAndReserve(
+      `f${fullSerial++}`,
+      oneGpu({ ...spotHold(), reclaim: { kind: 'bid', bidPerGpu: bidOf() } }),
+    );
+    fullDecisions++;
+    if (!refill.ok) fullRefused++;
+    else if (refill.reclaimed) reclaimedHolds += refill.reclaimed.length;
+  }
+});
 
 console.log(
   `\nPlacement benchmark: ${hostCount} hosts (${totalGpus} GPUs, ${gpuTypes.length} types, ${cudas.length} CUDA versions), ` +
-    `${live} live reservations, ${((1 - freeGpus / totalGpus) * 100).toFixed(0)}% of GPUs in use\n`,
+    `${live} live reservations, ${((usedGpus / totalGpus) * 100).toFixed(0)}% of GPUs in use\n`,
 );
 const row = (mix: string, n: number, secs: number, ok: number | string, no: number | string, gated: boolean) => {
   const rate = n / secs;
@@ -202,6 +277,10 @@ const row = (mix: string, n: number, secs: number, ok: number | string, no: numb
 printTable([
   row('mixed, with reserve+release churn', decisions, seconds, mixed.placed, mixed.refused, true),
   row('refusals only (reason computed)', refusalRuns, refusalSeconds, 0, refusalRuns, false),
+  row('full fleet: on-demand takes back spot', fullDecisions, fullSeconds, fullDecisions - fullRefused, fullRefused, false),
 ]);
+console.log(
+  `\nReclaim ladder: ${mixedReclaims} holds taken back in the mixed run; in the full fleet ${preempting} of ${fullRuns} on-demand creates took back ${reclaimedHolds} interruptible holds (with the spot refills' own).`,
+);
 console.log('\nSample refusal reasons:');
 for (const [reason, n] of [...reasons].slice(0, 6)) console.log(`  ${n}× ${reason}`);

@@ -4,7 +4,22 @@
  * the rules of placement-sieve.ts).
  */
 import type { Cloud } from './catalog.js';
-import type { ReclaimableHold, ReclaimRight } from './reclaim-ladder.js';
+
+export type ReclaimRung = 'suspended-worker' | 'interruptible';
+
+/** How a hold may be taken back: its rung and, on the interruptible rung, what its holder bid. */
+export interface ReclaimableHold {
+  rung: ReclaimRung;
+  /** USD per GPU per hour; 0 on the suspended-worker rung. */
+  bidPerGpu: number;
+}
+
+/**
+ * What a request may take back. `on-demand`: every rung. `bid`: suspended workers, and
+ * interruptible holds that bid strictly less per GPU (an equal bid does not take a machine from
+ * its holder, so two equal bidders never take turns interrupting each other).
+ */
+export type ReclaimRight = { kind: 'on-demand' } | { kind: 'bid'; bidPerGpu: number };
 
 /** What a pod or serverless worker needs from a host. */
 export interface PlacementRequest {

@@ -9,27 +9,11 @@
  *    newest hold first (it has run the least).
  * Nothing else is ever taken back: a running on-demand pod or worker keeps its machine.
  */
-import type { PlacementRequest } from './placement-request.js';
+import type { PlacementRequest, ReclaimableHold, ReclaimRight, ReclaimRung } from './placement-request.js';
 import { fitsResources, type FreeResources } from './placement-sieve.js';
 
-export type ReclaimRung = 'suspended-worker' | 'interruptible';
-
 /** The rungs in the order placement takes from them. */
-export const RECLAIM_RUNGS: readonly ReclaimRung[] = ['suspended-worker', 'interruptible'];
-
-/** How a hold may be taken back: its rung and, on the interruptible rung, what its holder bid. */
-export interface ReclaimableHold {
-  rung: ReclaimRung;
-  /** USD per GPU per hour; 0 on the suspended-worker rung. */
-  bidPerGpu: number;
-}
-
-/**
- * What a request may take back. `on-demand`: every rung. `bid`: suspended workers, and
- * interruptible holds that bid strictly less per GPU (an equal bid does not take a machine from
- * its holder, so two equal bidders never take turns interrupting each other).
- */
-export type ReclaimRight = { kind: 'on-demand' } | { kind: 'bid'; bidPerGpu: number };
+const RECLAIM_RUNGS: readonly ReclaimRung[] = ['suspended-worker', 'interruptible'];
 
 /** Whether `right` may take `hold` back. */
 export function mayReclaim(right: ReclaimRight, hold: ReclaimableHold): boolean {
@@ -122,10 +106,12 @@ export function planReclaim(
  * ladder, then fewer holds. 0 when they are alike (the caller's placement order decides).
  */
 export function compareReclaimPlans(a: readonly Reclaimable[], b: readonly Reclaimable[]): number {
-  const worst = (plan: readonly Reclaimable[]): Reclaimable =>
-    plan.reduce((w, r) => (compareReclaimables(r, w) > 0 ? r : w));
-  return compareReclaimables(worst(a), worst(b)) || a.length - b.length;
+  return compareReclaimables(worstOf(a), worstOf(b)) || a.length - b.length;
 }
+
+/** The last hold of a (non-empty) plan in ladder order. */
+export const worstOf = (plan: readonly Reclaimable[]): Reclaimable =>
+  plan.reduce((w, r) => (compareReclaimables(r, w) > 0 ? r : w));
 
 /** The reason an interrupted holder is given (its `statusReason`, its log line). */
 export function interruptionReason(right: ReclaimRight, hold: ReclaimableHold): string {

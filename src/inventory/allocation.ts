@@ -1,4 +1,4 @@
-import type { ReclaimableHold } from '../domain/reclaim-ladder.js';
+import type { ReclaimableHold } from '../domain/placement-request.js';
 
 /** The exact resources one holder (pod or worker) keeps on a host. */
 export interface Allocation {

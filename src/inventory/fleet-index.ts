@@ -4,7 +4,7 @@ import { gpuHostTerms, largestPlaceable, placeableUnits } from '../domain/gpu-al
 import type { PlacementRequest } from '../domain/placement-request.js';
 import { sieve, type HostGroup } from '../domain/placement-sieve.js';
 import { GpuGroup } from './gpu-group.js';
-import { HostSlot } from './host-slot.js';
+import { HostSlot, type GroupHold } from './host-slot.js';
 
 /** Free and total GPUs of one type, as the catalog's availability shows them. */
 export interface GpuTypeStock {
@@ -182,6 +182,27 @@ export class FleetIndex {
       }
     }
     return null;
+  }
+
+  /**
+   * The reclaim ladder's candidates for a GPU request: the groups with reclaimable holds that pass
+   * the request's static filters, with their type and data center rank.
+   */
+  reclaimGroups(request: PlacementRequest): Array<{ holds: readonly GroupHold[]; typeRank: number; dcRank: number }> {
+    const need = Math.max(0, request.gpuCount);
+    const rule = cudaRule(request);
+    const dcs = request.dataCenterIds;
+    const out: Array<{ holds: readonly GroupHold[]; typeRank: number; dcRank: number }> = [];
+    for (let t = 0; t < request.gpuTypeIds.length; t++) {
+      const typeId = request.gpuTypeIds[t]!;
+      if (request.gpuTypeIds.indexOf(typeId) !== t) continue;
+      for (const g of this.gpuGroupsByType.get(typeId) ?? []) {
+        if (g.holds.length === 0 || !this.admitsStatically(g, request, rule, need)) continue;
+        const dcRank = dcs.length > 0 ? dcs.indexOf(g.dataCenterId) : 0;
+        if (dcRank >= 0) out.push({ holds: g.holds, typeRank: t, dcRank });
+      }
+    }
+    return out;
   }
 
   private admitsStatically(g: GpuGroup, request: PlacementRequest, rule: CudaRule, need: number): boolean {

@@ -2,7 +2,7 @@ import type { Cloud } from '../domain/catalog.js';
 import { cudaCode } from '../domain/cuda.js';
 import type { PlacementRequest } from '../domain/placement-request.js';
 import type { FreeResources, HostGroup } from '../domain/placement-sieve.js';
-import type { HostSlot } from './host-slot.js';
+import type { GroupHold, HostSlot } from './host-slot.js';
 
 /**
  * GPU hosts alike to every static filter (type, data center, cloud, CUDA, GPUs per host), with
@@ -20,6 +20,8 @@ export class GpuGroup implements HostGroup {
   readonly globalNetworking: boolean;
   /** Scratch: the group's data center rank for the request being placed. */
   dcRank = 0;
+  /** The reclaimable holds on its hosts, in ladder order (the reclaim ladder walks them); kept by reclaim-index.ts. */
+  readonly holds: GroupHold[] = [];
 
   constructor(
     readonly gpuTypeId: string,

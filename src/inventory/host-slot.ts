@@ -2,12 +2,21 @@ import type { Host } from '../domain/catalog.js';
 import { memoryCapacity, vcpuCapacity, type GpuHostTerms } from '../domain/gpu-allotment.js';
 import { portCapacity, type HostUsage } from '../domain/placement.js';
 import type { PlacementRequest } from '../domain/placement-request.js';
+import type { Reclaimable } from '../domain/reclaim-ladder.js';
 import { fitsResources, type FreeResources, type HostGroup } from '../domain/placement-sieve.js';
 import type { Allocation } from './allocation.js';
 
-/** What a slot tells the GPU group it sits in (`GpuGroup`) when its free GPU count changes. */
+/** A reclaimable hold as its host's GPU group lists it. */
+export interface GroupHold {
+  readonly gives: Reclaimable;
+  readonly slot: HostSlot;
+}
+
+/** What a slot tells the GPU group it sits in (`GpuGroup`) when its free GPU count changes, or when it holds something reclaimable. */
 interface SlotGroup {
   moved(slot: HostSlot, before: number): void;
+  /** The reclaimable holds on the group's hosts, in ladder order (reclaim-index.ts keeps it): what the reclaim ladder walks. */
+  readonly holds: GroupHold[];
 }
 
 /**

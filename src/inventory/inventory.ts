@@ -2,15 +2,21 @@ import type { Catalog, Host } from '../domain/catalog.js';
 import type { Clock } from '../domain/clock.js';
 import { allotmentOn, type ComputeAllotment } from '../domain/gpu-allotment.js';
 import type { FleetSnapshot, HostUsage } from '../domain/placement.js';
-import type { Placement, PlacementRequest, PlacementResult, ReclaimedHold } from '../domain/placement-request.js';
+import type {
+  Placement,
+  PlacementRequest,
+  PlacementResult,
+  ReclaimedHold,
+} from '../domain/placement-request.js';
 import { memoryOn, vcpusOn } from '../domain/placement-sieve.js';
-import { compareReclaimPlans, planReclaim, type Reclaimable, type ReclaimRight } from '../domain/reclaim-ladder.js';
+import type { Reclaimable } from '../domain/reclaim-ladder.js';
 import { FleetIndex, type GpuTypeStock } from './fleet-index.js';
 import { HostDeadlines } from './host-deadlines.js';
 import type { HostFeed } from '../runtime/host-feed.js';
 import type { HostSlot } from './host-slot.js';
 import type { Allocation } from './allocation.js';
 import { ReclaimIndex } from './reclaim-index.js';
+import { findReclaimPlan } from './reclaim-search.js';
 
 export type { Allocation } from './allocation.js';
 
@@ -87,7 +93,11 @@ export class Inventory {
     let slot = request.kind === 'gpu' ? this.index.findGpuHost(request) : this.index.findCpuHost(request);
     let reclaimed: ReclaimedHold[] | undefined;
     if (slot === null && request.reclaim && !this.reclaims.empty) {
-      const plan = this.reclaimPlan(request, request.reclaim);
+      const plan = findReclaimPlan(
+        { reclaims: this.reclaims, index: this.index, slots: this.slots, unavailable: this.unavailableIds },
+        request,
+        request.reclaim,
+      );
       if (plan) {
         reclaimed = plan.holds.map((r) => this.takeBack(r));
         slot = plan.slot;
@@ -138,7 +148,8 @@ export class Inventory {
     const allocation = this.allocations.get(holderId);
     if (!allocation) return;
     this.allocations.delete(holderId);
-    this.slots.get(allocation.hostId)?.release(allocation);
+    const slot = this.slots.get(allocation.hostId);
+    slot?.release(allocation);
     if (allocation.reclaimable) this.reclaims.delete(holderId, allocation.hostId);
   }
 
@@ -314,6 +325,7 @@ export class Inventory {
       if (!this.unavailableIds.has(slot.hostId)) indexed.push(slot);
     }
     this.index = new FleetIndex(indexed, this.deps.catalog);
+    this.reclaims.regroup(this.slots);
     this.changes++;
   }
 
@@ -330,36 +342,6 @@ export class Inventory {
     slot?.reserve(allocation);
     this.allocations.set(holderId, allocation);
     this.reclaims.add(holderId, allocation, slot);
-  }
-
-  /**
-   * The reclaim ladder over the available hosts with reclaimable holds: on each that passes the
-   * request's static filters, the holds to take back for it to fit; the plan that interrupts least
-   * wins, then the request's type and data center preference, then host id.
-   */
-  private reclaimPlan(request: PlacementRequest, right: ReclaimRight): { slot: HostSlot; holds: Reclaimable[] } | null {
-    let best: { slot: HostSlot; holds: Reclaimable[]; typeRank: number; dcRank: number } | null = null;
-    for (const [hostId, held] of this.reclaims.hosts()) {
-      const slot = this.slots.get(hostId);
-      if (!slot || this.unavailableIds.has(hostId)) continue;
-      const rank = this.index.rankOf(slot, request);
-      if (rank === null) continue;
-      const holds = planReclaim(
-        request,
-        right,
-        slot,
-        [...held.values()].map((h) => h.gives),
-      );
-      if (holds === null) continue;
-      const better =
-        best === null ||
-        (compareReclaimPlans(holds, best.holds) ||
-          rank.typeRank - best.typeRank ||
-          rank.dcRank - best.dcRank ||
-          (hostId < best.slot.hostId ? -1 : 1)) < 0;
-      if (better) best = { slot, holds, ...rank };
-    }
-    return best;
   }
 
   /** Releases a hold the ladder takes back, answering what it held. */

@@ -1,14 +1,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { defaultCatalog, type Host } from '../domain/catalog.js';
-import type { PlacementRequest } from '../domain/placement-request.js';
-import {
-  compareReclaimables,
-  mayReclaim,
-  planReclaim,
-  type Reclaimable,
-  type ReclaimRight,
-} from '../domain/reclaim-ladder.js';
+import type { PlacementRequest, ReclaimRight } from '../domain/placement-request.js';
+import { compareReclaimables, mayReclaim, planReclaim, type Reclaimable } from '../domain/reclaim-ladder.js';
 import { gpuHostTerms } from '../domain/gpu-allotment.js';
 import { Inventory } from './inventory.js';
 import { gpuPlacementRequest } from '../../test/support/placement.js';

@@ -4,8 +4,8 @@
  * with its container discarded and settles EXITED saying why; its billing stops with it. The new
  * instance's launch waits until they are stopped, since they still use its GPUs and ports until then.
  */
-import type { ReclaimedHold } from '../domain/placement-request.js';
-import { interruptionReason, type ReclaimRight } from '../domain/reclaim-ladder.js';
+import type { ReclaimedHold, ReclaimRight } from '../domain/placement-request.js';
+import { interruptionReason } from '../domain/reclaim-ladder.js';
 import type { Instances } from '../instances/instances.js';
 import type { Inventory } from '../inventory/inventory.js';
 import type { ResourceQuota } from '../quotas/resource-quota.js';
