@@ -219,7 +219,7 @@ const oneGpu = (terms: Partial<PlacementRequest>): PlacementRequest => ({
 const spotHold = (): Partial<PlacementRequest> => ({ reclaimable: { rung: 'interruptible', bidPerGpu: bidOf() } });
 let fullSerial = 0;
 // a fifth on demand, then interruptible pods until every type refuses (nothing taken back while filling)
-for (let misses = 0; misses < 500; ) {
+for (let misses = 0; misses < 500;) {
   const terms = random() < 0.2 ? {} : spotHold();
   misses = full.placeAndReserve(`f${fullSerial++}`, oneGpu(terms)).ok ? 0 : misses + 1;
 }
@@ -277,7 +277,14 @@ const row = (mix: string, n: number, secs: number, ok: number | string, no: numb
 printTable([
   row('mixed, with reserve+release churn', decisions, seconds, mixed.placed, mixed.refused, true),
   row('refusals only (reason computed)', refusalRuns, refusalSeconds, 0, refusalRuns, false),
-  row('full fleet: on-demand takes back spot', fullDecisions, fullSeconds, fullDecisions - fullRefused, fullRefused, false),
+  row(
+    'full fleet: on-demand takes back spot',
+    fullDecisions,
+    fullSeconds,
+    fullDecisions - fullRefused,
+    fullRefused,
+    false,
+  ),
 ]);
 console.log(
   `\nReclaim ladder: ${mixedReclaims} holds taken back in the mixed run; in the full fleet ${preempting} of ${fullRuns} on-demand creates took back ${reclaimedHolds} interruptible holds (with the spot refills' own).`,

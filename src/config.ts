@@ -111,7 +111,9 @@ function checkPerGpuAllotment(type: unknown, i: number): void {
   for (const key of ['secureSpotPrice', 'communitySpotPrice'] as const) {
     const v = type[key];
     if (v !== undefined && !(typeof v === 'number' && Number.isFinite(v) && v >= 0))
-      fail(`catalog.gpuTypes[${i}].${key} must be a price of 0 or more, USD per GPU per hour (got ${JSON.stringify(v)})`);
+      fail(
+        `catalog.gpuTypes[${i}].${key} must be a price of 0 or more, USD per GPU per hour (got ${JSON.stringify(v)})`,
+      );
   }
 }
 

@@ -145,7 +145,7 @@ for (const { name: dialect, skip } of dialects()) {
     test('a bid below the floor is refused over GraphQL and REST, naming the floor', async () => {
       const low = await gql(spot.key, rentMutation(0.1, 'low'));
       assert.equal(low.errors?.[0]?.extensions.code, 'BID_TOO_LOW');
-      assert.match(low.errors![0]!.message, /bid at least \$0\.345/);
+      assert.match(low.errors?.[0]?.message ?? '', /bid at least \$0\.345/);
       const res = await t.request(spot.key, 'POST', '/v2/pods', {
         name: 'low',
         image: 'ubuntu:22.04',

@@ -78,7 +78,14 @@ export interface ReclaimedHold {
   holderId: string;
   hold: ReclaimableHold;
   /** What it held on its host (the inventory's allocation), so a rolled-back placement can give it back. */
-  held: { hostId: string; gpuIndices: number[]; vcpus: number; memoryGb: number; diskGb: number; publicPorts: number[] };
+  held: {
+    hostId: string;
+    gpuIndices: number[];
+    vcpus: number;
+    memoryGb: number;
+    diskGb: number;
+    publicPorts: number[];
+  };
 }
 
 export type PlacementResult =

@@ -17,7 +17,8 @@ export const interruptibleResolvers: ResolverMap<GraphqlContext> = {
       if (!input.gpuTypeId)
         throw badRequest('gpuTypeId is required: interruptible pods are GPU pods (see the gpuTypes query).');
       if (volumeKey?.trim()) throw badRequest('volumeKey is not supported by Gantry: it does not encrypt pod volumes.');
-      if (cudaVersion && !input.minCudaVersion && !input.allowedCudaVersions?.length) input.minCudaVersion = cudaVersion;
+      if (cudaVersion && !input.minCudaVersion && !input.allowedCudaVersions?.length)
+        input.minCudaVersion = cudaVersion;
       const body = toCreatePod(input, { gpu: { id: input.gpuTypeId, count: input.gpuCount ?? 1 } }, ctx);
       // SkyPilot sends its zone as data center ids separated by commas
       if (input.dataCenterId?.includes(','))
@@ -37,7 +38,9 @@ export const interruptibleResolvers: ResolverMap<GraphqlContext> = {
       const { accountId } = ctx.principal;
       const pod = await ctx.services.pods.get(accountId, podId);
       if (gpuCount != null && gpuCount !== (pod.gpu?.count ?? 0))
-        throw badRequest(`Pod "${podId}" has ${pod.gpu?.count ?? 0} GPUs: it resumes with its own (gpuCount ${gpuCount}).`);
+        throw badRequest(
+          `Pod "${podId}" has ${pod.gpu?.count ?? 0} GPUs: it resumes with its own (gpuCount ${gpuCount}).`,
+        );
       return toGqlPod(await ctx.services.pods.bidResume(accountId, podId, bidPerGpu), ctx);
     },
   },

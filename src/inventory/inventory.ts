@@ -2,12 +2,7 @@ import type { Catalog, Host } from '../domain/catalog.js';
 import type { Clock } from '../domain/clock.js';
 import { allotmentOn, type ComputeAllotment } from '../domain/gpu-allotment.js';
 import type { FleetSnapshot, HostUsage } from '../domain/placement.js';
-import type {
-  Placement,
-  PlacementRequest,
-  PlacementResult,
-  ReclaimedHold,
-} from '../domain/placement-request.js';
+import type { Placement, PlacementRequest, PlacementResult, ReclaimedHold } from '../domain/placement-request.js';
 import { memoryOn, vcpusOn } from '../domain/placement-sieve.js';
 import type { Reclaimable } from '../domain/reclaim-ladder.js';
 import { FleetIndex, type GpuTypeStock } from './fleet-index.js';

@@ -52,7 +52,7 @@ export class ReclaimIndex {
       ports: allocation.publicPorts.filter((p) => p - base >= 0 && p - base < slot.portUsed.length).length,
     };
     let held = this.#byHost.get(allocation.hostId);
-    if (!held) this.#byHost.set(allocation.hostId, (held = new Map()));
+    if (!held) this.#byHost.set(allocation.hostId, (held = new Map<string, HeldReclaimable>()));
     const before = held.get(holderId);
     if (before) unlist(before.slot.group?.holds, before.gives);
     held.set(holderId, { allocation, gives, slot });

@@ -18,7 +18,7 @@ export interface BidInput {
 }
 
 /** The floor of a GPU type in a cloud; 400 for a type not in the catalog. */
-export function bidFloor(gpuTypeId: string, cloud: Cloud, catalog: Pick<Catalog, 'gpuTypes'>): number {
+function bidFloor(gpuTypeId: string, cloud: Cloud, catalog: Pick<Catalog, 'gpuTypes'>): number {
   const type = catalog.gpuTypes.find((t) => t.id === gpuTypeId);
   if (!type) throw new ApiError('UNKNOWN_REFERENCE', `Unknown GPU type "${gpuTypeId}".`);
   return spotFloorPerGpu(type, cloud);

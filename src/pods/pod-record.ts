@@ -124,7 +124,7 @@ export function placementRequest(settings: PodSettings, volumeDataCenterId: stri
  * reclaim ladder): an on-demand pod may take any reclaimable hold and is never taken back; an
  * interruptible one takes only lower bids and is itself reclaimable at its bid.
  */
-export const reclaimTerms = (bidPerGpu: number | null): Pick<PlacementRequest, 'reclaim' | 'reclaimable'> =>
+const reclaimTerms = (bidPerGpu: number | null): Pick<PlacementRequest, 'reclaim' | 'reclaimable'> =>
   bidPerGpu === null
     ? { reclaim: { kind: 'on-demand' } }
     : { reclaim: { kind: 'bid', bidPerGpu }, reclaimable: { rung: 'interruptible', bidPerGpu } };

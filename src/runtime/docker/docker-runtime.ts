@@ -291,7 +291,10 @@ export class DockerRuntime implements Runtime {
       throw err;
     }
     if (live) this.#live.forget(live);
-    this.#o.logger.info({ instance: id }, keepVolume ? 'instance container removed (volume kept)' : 'instance container and volume removed');
+    this.#o.logger.info(
+      { instance: id },
+      keepVolume ? 'instance container removed (volume kept)' : 'instance container and volume removed',
+    );
   }
 
   /**
