@@ -284,6 +284,20 @@ export function describeRuntime(name: string, makeRuntime: () => Promise<Runtime
         await runtime.remove(spec.id);
       }));
 
+    test('a stop that discards the container forgets the instance and keeps its persistent volume for the next start', (t) =>
+      withHttp(t, async ({ runtime }, http) => {
+        const spec = await httpSpec(http, { volumes: [{ kind: 'persistent', path: '/workspace' }] });
+        await startRunning(runtime, spec);
+        await putFile(portOf(spec), '/workspace/notes/b.txt', 'kept');
+        await runtime.stop(spec.id, { discard: true });
+        assert.equal(await runtime.inspect(spec.id), null);
+        assert.ok(!(await runtime.list()).some((s) => s.id === spec.id));
+        await runtime.stop(spec.id, { discard: true });
+        await startRunning(runtime, spec);
+        assert.equal(await getFile(portOf(spec), '/workspace/notes/b.txt'), 'kept');
+        await runtime.remove(spec.id);
+      }));
+
     test('instances mounting the same network volume, at any path, see each other’s files', (t) =>
       withHttp(t, async ({ runtime }, http) => {
         const volumeId = `ctvol${Math.random().toString(36).slice(2, 10)}`;
