@@ -54,9 +54,9 @@ export interface PlacementRequest {
    * What the request may take back when no free capacity fits it (reclaim-ladder.ts). @default
    * nothing: it takes free capacity only
    */
-  reclaim?: ReclaimRight;
+  reclaim?: ReclaimRight | undefined;
   /** How the hold it gets may itself be taken back (an interruptible pod's). @default never */
-  reclaimable?: ReclaimableHold;
+  reclaimable?: ReclaimableHold | undefined;
 }
 
 export interface Placement {

@@ -37,11 +37,9 @@ export interface Reclaimable {
  * creation: a larger id is newer). Negative when `a` goes first.
  */
 export function compareReclaimables(a: Reclaimable, b: Reclaimable): number {
-  return (
-    RECLAIM_RUNGS.indexOf(a.hold.rung) - RECLAIM_RUNGS.indexOf(b.hold.rung) ||
-    a.hold.bidPerGpu - b.hold.bidPerGpu ||
-    (a.holderId > b.holderId ? -1 : a.holderId < b.holderId ? 1 : 0)
-  );
+  if (a.hold.rung !== b.hold.rung) return RECLAIM_RUNGS.indexOf(a.hold.rung) - RECLAIM_RUNGS.indexOf(b.hold.rung);
+  if (a.hold.bidPerGpu !== b.hold.bidPerGpu) return a.hold.bidPerGpu - b.hold.bidPerGpu;
+  return a.holderId > b.holderId ? -1 : a.holderId < b.holderId ? 1 : 0;
 }
 
 /** Whether the request fits a host with `free` resources: its GPUs, then what they come with, disk and ports. */

@@ -4,7 +4,7 @@ import { gpuHostTerms, largestPlaceable, placeableUnits } from '../domain/gpu-al
 import type { PlacementRequest } from '../domain/placement-request.js';
 import { sieve, type HostGroup } from '../domain/placement-sieve.js';
 import { GpuGroup } from './gpu-group.js';
-import { HostSlot, type GroupHold } from './host-slot.js';
+import { HostSlot } from './host-slot.js';
 
 /** Free and total GPUs of one type, as the catalog's availability shows them. */
 export interface GpuTypeStock {
@@ -43,6 +43,8 @@ export class FleetIndex {
   private readonly cpuSlotsByFlavor = new Map<string, HostSlot[]>();
   /** Reused per decision so the hot path does not allocate. */
   private readonly scratch: GpuGroup[] = [];
+  /** Whether the last `findGpuHost` met an eligible group with reclaimable holds (else the ladder has nothing to look at). */
+  private metHolds = false;
 
   constructor(
     slots: readonly HostSlot[],
@@ -148,6 +150,7 @@ export class FleetIndex {
     const rule = cudaRule(request);
     const dcs = request.dataCenterIds;
     const ranks = dcs.length > 0 ? dcs.length : 1;
+    this.metHolds = false;
     for (let t = 0; t < request.gpuTypeIds.length; t++) {
       const typeId = request.gpuTypeIds[t]!;
       if (request.gpuTypeIds.indexOf(typeId) !== t) continue;
@@ -160,6 +163,7 @@ export class FleetIndex {
         g.dcRank = dcs.length > 0 ? dcs.indexOf(g.dataCenterId) : 0;
         if (g.dcRank < 0) continue;
         eligible.push(g);
+        if (g.holds.length > 0) this.metHolds = true;
       }
       if (eligible.length === 0) continue;
       for (let r = 0; r < ranks; r++) {
@@ -185,21 +189,26 @@ export class FleetIndex {
   }
 
   /**
-   * The reclaim ladder's candidates for a GPU request: the groups with reclaimable holds that pass
-   * the request's static filters, with their type and data center rank.
+   * The reclaim ladder's candidates after `findGpuHost(request)` found nothing: the groups that
+   * pass the request's static filters and hold something reclaimable, each with its `typeRank` and
+   * `dcRank` set. Empty at once when that search met none, so a request refused by what the hosts
+   * *are* costs no second pass.
    */
-  reclaimGroups(request: PlacementRequest): Array<{ holds: readonly GroupHold[]; typeRank: number; dcRank: number }> {
+  reclaimGroups(request: PlacementRequest): GpuGroup[] {
+    const out: GpuGroup[] = [];
+    if (!this.metHolds) return out;
     const need = Math.max(0, request.gpuCount);
     const rule = cudaRule(request);
     const dcs = request.dataCenterIds;
-    const out: Array<{ holds: readonly GroupHold[]; typeRank: number; dcRank: number }> = [];
     for (let t = 0; t < request.gpuTypeIds.length; t++) {
       const typeId = request.gpuTypeIds[t]!;
       if (request.gpuTypeIds.indexOf(typeId) !== t) continue;
       for (const g of this.gpuGroupsByType.get(typeId) ?? []) {
         if (g.holds.length === 0 || !this.admitsStatically(g, request, rule, need)) continue;
-        const dcRank = dcs.length > 0 ? dcs.indexOf(g.dataCenterId) : 0;
-        if (dcRank >= 0) out.push({ holds: g.holds, typeRank: t, dcRank });
+        g.dcRank = dcs.length > 0 ? dcs.indexOf(g.dataCenterId) : 0;
+        if (g.dcRank < 0) continue;
+        g.typeRank = t;
+        out.push(g);
       }
     }
     return out;

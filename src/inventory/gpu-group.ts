@@ -20,8 +20,12 @@ export class GpuGroup implements HostGroup {
   readonly globalNetworking: boolean;
   /** Scratch: the group's data center rank for the request being placed. */
   dcRank = 0;
-  /** The reclaimable holds on its hosts, in ladder order (the reclaim ladder walks them); kept by reclaim-index.ts. */
+  /** Scratch: the rank of the group's GPU type in the request being placed. */
+  typeRank = 0;
+  /** The reclaimable holds on its hosts (the reclaim ladder walks them); kept by reclaim-index.ts. */
   readonly holds: GroupHold[] = [];
+  /** Whether `holds` is in ladder order now (reclaim-index.ts `sortHolds`). */
+  holdsSorted = true;
 
   constructor(
     readonly gpuTypeId: string,
@@ -49,12 +53,37 @@ export class GpuGroup implements HostGroup {
     const words = Math.ceil(this.slots.length / 32);
     this.levels = Array.from({ length: this.gpusPerHost + 1 }, () => new Uint32Array(words));
     this.levelCount = new Int32Array(this.gpusPerHost + 1);
+    this.potentialCount = new Int32Array(this.gpusPerHost + 1);
     this.slots.forEach((slot, pos) => {
       slot.group = this;
       slot.pos = pos;
       this.setLevel(pos, slot.freeGpus);
       this.freeGpus += slot.freeGpus;
+      slot.potential = this.potentialOf(slot);
+      this.potentialCount[slot.potential]!++;
     });
+  }
+
+  /** Hosts by their free GPUs plus those their reclaimable holds would give back (the reclaim ladder's bound). */
+  private potentialCount: Int32Array = new Int32Array(0);
+
+  private potentialOf(slot: HostSlot): number {
+    return Math.min(this.gpusPerHost, slot.freeGpus + slot.reclaimGpus);
+  }
+
+  /** Recounts a host's free-plus-reclaimable GPUs after either changed. */
+  repotential(slot: HostSlot): void {
+    const next = this.potentialOf(slot);
+    if (next === slot.potential) return;
+    this.potentialCount[slot.potential]!--;
+    this.potentialCount[next]!++;
+    slot.potential = next;
+  }
+
+  /** The most GPUs one of its hosts has free or held by reclaimable holds: more cannot be made room for here. */
+  get maxPotential(): number {
+    for (let k = this.gpusPerHost; k > 0; k--) if (this.potentialCount[k]! > 0) return k;
+    return 0;
   }
 
   private setLevel(pos: number, k: number): void {
@@ -72,6 +101,7 @@ export class GpuGroup implements HostGroup {
     if (before === slot.freeGpus) return;
     this.clearLevel(slot.pos, before);
     this.setLevel(slot.pos, slot.freeGpus);
+    this.repotential(slot);
     this.freeGpus += slot.freeGpus - before;
   }
 

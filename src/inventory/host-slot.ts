@@ -6,17 +6,25 @@ import type { Reclaimable } from '../domain/reclaim-ladder.js';
 import { fitsResources, type FreeResources, type HostGroup } from '../domain/placement-sieve.js';
 import type { Allocation } from './allocation.js';
 
-/** A reclaimable hold as its host's GPU group lists it. */
+/** A reclaimable hold as its host's GPU group lists it (`at`: its place in the list). */
 export interface GroupHold {
   readonly gives: Reclaimable;
   readonly slot: HostSlot;
+  at: number;
 }
 
 /** What a slot tells the GPU group it sits in (`GpuGroup`) when its free GPU count changes, or when it holds something reclaimable. */
 interface SlotGroup {
   moved(slot: HostSlot, before: number): void;
-  /** The reclaimable holds on the group's hosts, in ladder order (reclaim-index.ts keeps it): what the reclaim ladder walks. */
+  /**
+   * The reclaimable holds on the group's hosts (reclaim-index.ts keeps it): what the reclaim ladder
+   * walks. In ladder order only while `holdsSorted`: a reserve or release does not sort them, the
+   * ladder does when it needs them (it runs far less often).
+   */
   readonly holds: GroupHold[];
+  holdsSorted: boolean;
+  /** Recounts the host's free-plus-reclaimable GPUs after its reclaimable holds changed. */
+  repotential(slot: HostSlot): void;
 }
 
 /**
@@ -41,6 +49,10 @@ export class HostSlot implements FreeResources {
   group: SlotGroup | null = null;
   /** Position in `group.slots`. */
   pos = 0;
+  /** GPUs of the host that reclaimable holds keep (reclaim-index.ts counts them). */
+  reclaimGpus = 0;
+  /** Free plus reclaimable GPUs, as its group last counted them. */
+  potential = 0;
   /** This host alone, as the rules see it (used to explain CPU refusals). */
   readonly single: HostGroup;
   /** Whether the host's data center offers global networking. */

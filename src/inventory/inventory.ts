@@ -289,15 +289,16 @@ export class Inventory {
   }
 
   static allocationFrom(placement: Placement, request: PlacementRequest): Allocation {
-    return {
+    const allocation: Allocation = {
       hostId: placement.hostId,
       gpuIndices: placement.gpuIndices,
       vcpus: placement.vcpus,
       memoryGb: placement.memoryGb,
       diskGb: request.diskGb,
       publicPorts: placement.publicPorts,
-      ...(request.reclaimable ? { reclaimable: request.reclaimable } : {}),
     };
+    if (request.reclaimable) allocation.reclaimable = request.reclaimable;
+    return allocation;
   }
 
   // --- bookkeeping -------------------------------------------------------------------------

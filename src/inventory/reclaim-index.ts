@@ -3,30 +3,44 @@ import { compareReclaimables, type Reclaimable } from '../domain/reclaim-ladder.
 import type { Allocation } from './allocation.js';
 import type { GroupHold, HostSlot } from './host-slot.js';
 
-/** One reclaimable hold: what its holder keeps, what taking it back gives the host, and the host's slot. */
+/** One reclaimable hold: what its holder keeps, what taking it back gives the host, the host's slot and its entry in the slot's group. */
 export interface HeldReclaimable {
   allocation: Allocation;
   gives: Reclaimable;
   slot: HostSlot;
+  listed: GroupHold | null;
 }
 
-/** Where `gives` goes in a group's holds (kept in ladder order). */
-function positionOf(holds: readonly GroupHold[], gives: Reclaimable): number {
-  let lo = 0;
-  let hi = holds.length;
-  while (lo < hi) {
-    const mid = (lo + hi) >>> 1;
-    if (compareReclaimables(holds[mid]!.gives, gives) < 0) lo = mid + 1;
-    else hi = mid;
+/** Lists a hold in its group's holds (at the end: the list is sorted when the ladder needs it). */
+function list(
+  group: { holds: GroupHold[]; holdsSorted: boolean } | null,
+  gives: Reclaimable,
+  slot: HostSlot,
+): GroupHold | null {
+  if (!group) return null;
+  const entry: GroupHold = { gives, slot, at: group.holds.length };
+  group.holds.push(entry);
+  group.holdsSorted = false;
+  return entry;
+}
+
+/** Takes a hold out of its group's holds, in constant time (the last takes its place). */
+function unlist(group: { holds: GroupHold[]; holdsSorted: boolean } | null, entry: GroupHold | null): void {
+  if (!group || !entry || group.holds[entry.at] !== entry) return;
+  const last = group.holds.pop()!;
+  if (last !== entry) {
+    group.holds[entry.at] = last;
+    last.at = entry.at;
+    group.holdsSorted = false;
   }
-  return lo;
 }
 
-/** Takes `gives` out of a group's holds (no-op when absent). */
-function unlist(holds: GroupHold[] | undefined, gives: Reclaimable): void {
-  if (!holds) return;
-  const i = positionOf(holds, gives);
-  if (holds[i]?.gives === gives) holds.splice(i, 1);
+/** Puts a group's holds in ladder order, if a change since the last sort left them out of it. */
+export function sortHolds(group: { holds: GroupHold[]; holdsSorted: boolean }): void {
+  if (group.holdsSorted) return;
+  group.holds.sort((a, b) => compareReclaimables(a.gives, b.gives));
+  group.holds.forEach((h, i) => (h.at = i));
+  group.holdsSorted = true;
 }
 
 /**
@@ -42,22 +56,30 @@ export class ReclaimIndex {
     const hold = allocation.reclaimable;
     if (!hold || !slot) return;
     const base = slot.host.portRange[0];
+    let gpus = 0;
+    for (const i of allocation.gpuIndices) if (i >= 0 && i < slot.gpuUsed.length) gpus++;
+    let ports = 0;
+    for (const p of allocation.publicPorts) if (p - base >= 0 && p - base < slot.portUsed.length) ports++;
     const gives: Reclaimable = {
       holderId,
       hold,
-      gpus: allocation.gpuIndices.filter((i) => i >= 0 && i < slot.gpuUsed.length).length,
+      gpus,
       vcpus: allocation.vcpus,
       memoryGb: allocation.memoryGb,
       diskGb: allocation.diskGb,
-      ports: allocation.publicPorts.filter((p) => p - base >= 0 && p - base < slot.portUsed.length).length,
+      ports,
     };
     let held = this.#byHost.get(allocation.hostId);
     if (!held) this.#byHost.set(allocation.hostId, (held = new Map<string, HeldReclaimable>()));
     const before = held.get(holderId);
-    if (before) unlist(before.slot.group?.holds, before.gives);
-    held.set(holderId, { allocation, gives, slot });
-    const holds = slot.group?.holds;
-    if (holds) holds.splice(positionOf(holds, gives), 0, { gives, slot });
+    if (before) {
+      unlist(before.slot.group, before.listed);
+      before.slot.reclaimGpus -= before.gives.gpus;
+      before.slot.group?.repotential(before.slot);
+    }
+    held.set(holderId, { allocation, gives, slot, listed: list(slot.group, gives, slot) });
+    slot.reclaimGpus += gives.gpus;
+    slot.group?.repotential(slot);
   }
 
   /** Forgets a hold (released, or its host left the fleet). */
@@ -66,28 +88,30 @@ export class ReclaimIndex {
     const entry = held?.get(holderId);
     if (!held || !entry) return;
     held.delete(holderId);
-    unlist(entry.slot.group?.holds, entry.gives);
+    unlist(entry.slot.group, entry.listed);
+    entry.slot.reclaimGpus -= entry.gives.gpus;
+    entry.slot.group?.repotential(entry.slot);
     if (held.size === 0) this.#byHost.delete(hostId);
   }
 
   /**
    * After the fleet index is rebuilt (its GPU groups are new): lists each hold in its host's new
-   * group, in ladder order. `slots`: every host's current slot.
+   * group. `slots`: every host's current slot.
    */
   regroup(slots: ReadonlyMap<string, HostSlot>): void {
-    const touched = new Set<GroupHold[]>();
     for (const [hostId, held] of this.#byHost) {
       const slot = slots.get(hostId);
+      if (slot) slot.reclaimGpus = 0;
       for (const [holderId, entry] of held) {
         const current = slot ?? entry.slot;
-        held.set(holderId, { ...entry, slot: current });
-        const holds = current.group?.holds;
-        if (!holds) continue;
-        holds.push({ gives: entry.gives, slot: current });
-        touched.add(holds);
+        if (slot) slot.reclaimGpus += entry.gives.gpus;
+        held.set(holderId, { ...entry, slot: current, listed: list(current.group, entry.gives, current) });
       }
     }
-    for (const holds of touched) holds.sort((a, b) => compareReclaimables(a.gives, b.gives));
+    for (const hostId of this.#byHost.keys()) {
+      const slot = slots.get(hostId);
+      slot?.group?.repotential(slot);
+    }
   }
 
   /** Whether any host holds something reclaimable. */

@@ -8,8 +8,31 @@ import {
   type Reclaimable,
 } from '../domain/reclaim-ladder.js';
 import type { FleetIndex } from './fleet-index.js';
+import type { GpuGroup } from './gpu-group.js';
 import type { HostSlot } from './host-slot.js';
-import type { ReclaimIndex } from './reclaim-index.js';
+import { sortHolds, type ReclaimIndex } from './reclaim-index.js';
+
+/** A group's place in the merge: the index of its next hold. */
+interface Cursor {
+  readonly group: GpuGroup;
+  at: number;
+}
+
+const before = (a: Cursor, b: Cursor): boolean =>
+  compareReclaimables(a.group.holds[a.at]!.gives, b.group.holds[b.at]!.gives) < 0;
+
+function siftDown(heap: Cursor[], i: number): void {
+  for (;;) {
+    const l = 2 * i + 1;
+    const r = l + 1;
+    let m = i;
+    if (l < heap.length && before(heap[l]!, heap[m]!)) m = l;
+    if (r < heap.length && before(heap[r]!, heap[m]!)) m = r;
+    if (m === i) return;
+    [heap[i], heap[m]] = [heap[m]!, heap[i]!];
+    i = m;
+  }
+}
 
 /** What the search reads of the Inventory: its reclaimable holds, its index, its hosts and those out of placement. */
 interface ReclaimSearchDeps {
@@ -25,8 +48,8 @@ interface ReclaimSearchDeps {
  * plan that interrupts least wins, then the request's type and data center preference, then the
  * host id. Null when taking back what the request may take makes room nowhere.
  *
- * A GPU request reads only the holds of the GPU groups that pass its static filters, merged in
- * ladder order: each host is planned from the first of its holds met, and once the next hold is
+ * A GPU request reads only the holds of the GPU groups that pass its static filters (the ones
+ * `findGpuHost` met on its way to finding nothing), merged in ladder order: each host is planned from the first of its holds met, and once the next hold is
  * past the worst hold of the best plan so far, no host left can do better. A CPU request (rare:
  * CPU hosts are few) reads every host with holds.
  */
@@ -56,24 +79,36 @@ export function findReclaimPlan(
   };
   const worstSoFar = (): Reclaimable | null => (best === null ? null : worstOf(best.holds));
   if (request.kind === 'gpu') {
-    const groups = deps.index.reclaimGroups(request);
-    const at = new Array<number>(groups.length).fill(0);
+    // A heap of the groups' cursors, by the hold each points at: the holds of every group met in
+    // ladder order, at log(groups) a step.
+    // a group none of whose hosts has as many GPUs free or reclaimable as asked cannot make room
+    const need = request.gpuCount;
+    const heap: Cursor[] = [];
+    for (const group of deps.index.reclaimGroups(request)) {
+      if (group.maxPotential < need) continue;
+      sortHolds(group);
+      heap.push({ group, at: 0 });
+    }
+    for (let i = (heap.length >> 1) - 1; i >= 0; i--) siftDown(heap, i);
     const seen = new Set<HostSlot>();
-    for (;;) {
-      let g = -1;
-      for (let i = 0; i < groups.length; i++) {
-        const h = groups[i]!.holds[at[i]!];
-        if (h && (g < 0 || compareReclaimables(h.gives, groups[g]!.holds[at[g]!]!.gives) < 0)) g = i;
+    while (heap.length > 0) {
+      const top = heap[0]!;
+      const next = top.group.holds[top.at]!;
+      if (++top.at < top.group.holds.length) siftDown(heap, 0);
+      else {
+        const last = heap.pop()!;
+        if (heap.length > 0) {
+          heap[0] = last;
+          siftDown(heap, 0);
+        }
       }
-      if (g < 0) break;
-      const next = groups[g]!.holds[at[g]!++]!;
       // in ladder order, nothing after a hold the request may not take may be taken either
       if (!mayReclaim(right, next.gives.hold)) break;
       const worst = worstSoFar();
       if (worst !== null && compareReclaimables(next.gives, worst) > 0) break;
       if (seen.has(next.slot)) continue;
       seen.add(next.slot);
-      consider(next.slot, groups[g]!.typeRank, groups[g]!.dcRank);
+      if (next.slot.freeGpus + next.slot.reclaimGpus >= need) consider(next.slot, top.group.typeRank, top.group.dcRank);
     }
   } else {
     for (const [hostId] of deps.reclaims.hosts()) {

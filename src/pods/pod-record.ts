@@ -126,5 +126,5 @@ export function placementRequest(settings: PodSettings, volumeDataCenterId: stri
  */
 const reclaimTerms = (bidPerGpu: number | null): Pick<PlacementRequest, 'reclaim' | 'reclaimable'> =>
   bidPerGpu === null
-    ? { reclaim: { kind: 'on-demand' } }
+    ? { reclaim: { kind: 'on-demand' }, reclaimable: undefined }
     : { reclaim: { kind: 'bid', bidPerGpu }, reclaimable: { rung: 'interruptible', bidPerGpu } };
