@@ -325,7 +325,7 @@ export const ConfigFileSchema = Type.Object({
   catalog: Type.Optional(
     Type.Unknown({
       description:
-        'The catalog: `{ gpuTypes, pools, cpuFlavors, dataCenters }`, each a list replacing the default one. A GPU type may set `vcpusPerGpu` and `memoryGbPerGpu`, what one GPU comes with (docs/catalog.md, "CPUs and memory of GPU instances"), and `secureSpotPrice` / `communitySpotPrice`, the least an interruptible pod may bid per GPU per hour (default half the on-demand price; docs/pods.md).',
+        'The catalog: `{ gpuTypes, pools, cpuFlavors, dataCenters }`, each a list replacing the default one. A GPU type may set `vcpusPerGpu` and `memoryGbPerGpu`, what one GPU comes with (docs/catalog.md, "CPUs and memory of GPU instances"), and `secureSpotPrice` / `communitySpotPrice`, the least an interruptible pod may bid per GPU per hour (default 40% of the on-demand price; docs/pods.md).',
       defaultText: 'the built-in catalog',
     }),
   ),

@@ -490,8 +490,8 @@ query GpuTypes {
     assert.equal(g.secureCloud, true);
     assert.equal(g.securePrice, 0.69);
     assert.ok(g.maxGpuCount >= 1);
-    // the least bid: the RTX 4090's secure spot price, half its on-demand price by default
-    assert.deepEqual(g.lowestPrice, { minimumBidPrice: 0.345, uninterruptablePrice: 0.69 });
+    // the least bid: the RTX 4090's secure spot price, 40% of its on-demand price by default
+    assert.deepEqual(g.lowestPrice, { minimumBidPrice: 0.276, uninterruptablePrice: 0.69 });
     const unknown = await errorOf('{ gpuTypes(input: {id: "TPU"}) { id } }');
     assert.equal(unknown.errors[0]!.extensions.code, 'NOT_FOUND');
   });

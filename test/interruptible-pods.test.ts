@@ -145,7 +145,7 @@ for (const { name: dialect, skip } of dialects()) {
     test('a bid below the floor is refused over GraphQL and REST, naming the floor', async () => {
       const low = await gql(spot.key, rentMutation(0.1, 'low'));
       assert.equal(low.errors?.[0]?.extensions.code, 'BID_TOO_LOW');
-      assert.match(low.errors?.[0]?.message ?? '', /bid at least \$0\.345/);
+      assert.match(low.errors?.[0]?.message ?? '', /bid at least \$0\.276/);
       const res = await t.request(spot.key, 'POST', '/v2/pods', {
         name: 'low',
         image: 'ubuntu:22.04',
@@ -168,7 +168,7 @@ for (const { name: dialect, skip } of dialects()) {
         spot.key,
         `{ gpuTypes(input: {id: "${GPU}"}) { secureSpotPrice lowestPrice(input: {gpuCount: 1, secureCloud: true}) { minimumBidPrice } } }`,
       );
-      assert.deepEqual(data.gpuTypes[0], { secureSpotPrice: 0.345, lowestPrice: { minimumBidPrice: 0.345 } });
+      assert.deepEqual(data.gpuTypes[0], { secureSpotPrice: 0.276, lowestPrice: { minimumBidPrice: 0.276 } });
     });
 
     test('REST v1 interruptible:true bids the floor; podBidResume restarts an interrupted pod at a new bid once there is room', async () => {
@@ -182,7 +182,7 @@ for (const { name: dialect, skip } of dialects()) {
       assert.equal(res.statusCode, 201, res.body);
       const v1 = json(res);
       assert.equal(v1.interruptible, true);
-      assert.equal(v1.costPerHr, 0.345);
+      assert.equal(v1.costPerHr, 0.276);
       await t.services.podController.idle(v1.id);
       const filler = await createOnDemand(other.key, 'filler');
       const taker = await createOnDemand(other.key, 'taker');

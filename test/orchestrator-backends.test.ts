@@ -45,6 +45,19 @@ const hosts = [
     diskGb: 4000,
     portRange: [21000, 21999],
   }),
+  // dstack rents spot pods in community cloud when its offer's region is a country
+  testHost({
+    id: 'ro-community',
+    dataCenterId: 'EU-RO-1',
+    cloud: 'COMMUNITY',
+    gpuTypeId: GPU,
+    gpuCount: 2,
+    cudaVersion: '12.8',
+    vcpus: 32,
+    memoryGb: 256,
+    diskGb: 1000,
+    portRange: [23000, 23999],
+  }),
   testHost({
     id: 'ro-cpu',
     dataCenterId: 'EU-RO-1',

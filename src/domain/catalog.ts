@@ -18,7 +18,7 @@ export interface GpuType {
   globalNetworking: boolean;
   /**
    * The least an interruptible pod may bid per GPU per hour in each cloud (docs/pods.md,
-   * "Interruptible pods"). @default half the cloud's on-demand price
+   * "Interruptible pods"). @default 40% of the cloud's on-demand price
    */
   secureSpotPrice?: number;
   communitySpotPrice?: number;

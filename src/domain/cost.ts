@@ -19,16 +19,19 @@ const gpuPricePerHour = (gpuType: Pick<GpuType, 'securePrice' | 'communityPrice'
 const vcpuPricePerHour = (flavor: CpuFlavor, cloud: Cloud): number =>
   cloud === 'SECURE' ? flavor.securePricePerVcpu : flavor.communityPricePerVcpu;
 
+/** @default 0.4: a GPU type's spot price, as a share of its on-demand price, when the catalog sets none */
+const SPOT_SHARE = 0.4;
+
 /**
  * The least an interruptible pod may bid per GPU per hour on this GPU type in this cloud: the
- * type's spot price there, by default half the cloud's on-demand price.
+ * type's spot price there, by default {@link SPOT_SHARE} of the cloud's on-demand price.
  */
 export function spotFloorPerGpu(
   gpuType: Pick<GpuType, 'securePrice' | 'communityPrice' | 'secureSpotPrice' | 'communitySpotPrice'>,
   cloud: Cloud,
 ): number {
   const spot = cloud === 'SECURE' ? gpuType.secureSpotPrice : gpuType.communitySpotPrice;
-  return money(spot ?? gpuPricePerHour(gpuType, cloud) / 2);
+  return money(spot ?? gpuPricePerHour(gpuType, cloud) * SPOT_SHARE);
 }
 
 /** What an interruptible pod bidding `bidPerGpu` costs an hour: its bid for each GPU. */
