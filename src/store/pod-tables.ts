@@ -55,7 +55,7 @@ export interface PodsTable {
   ssh_token: string | null;
   /** When the status last changed, epoch ms (migration 0018); null only on rows written before it. */
   status_changed_at: number | null;
-  /** An interruptible pod's bid, USD per GPU per hour (migration 0021); null for an on-demand pod. */
+  /** An interruptible pod's bid, USD per GPU per hour (migration 0022); null for an on-demand pod. */
   bid_per_gpu: number | null;
 }
 
@@ -127,7 +127,7 @@ export interface VolumeUsageTable {
   ended_at: number | null;
 }
 
-/** A pod's own stop and termination times (migration 0021); a row only for pods that have one. */
+/** A pod's own stop and termination times (migration 0022); a row only for pods that have one. */
 export interface PodDeadlinesTable {
   pod_id: string;
   /** ms epoch; null: none, or already acted on */

@@ -1,5 +1,5 @@
 /**
- * Migration `0021-pod-bid`: interruptible (spot) pods (docs/pods.md, "Interruptible pods").
+ * Migration `0022-pod-bid`: interruptible (spot) pods (docs/pods.md, "Interruptible pods").
  * - `pods.bid_per_gpu`: what an interruptible pod bids, USD per GPU per hour; null for an
  *   on-demand pod. Pods stored before it are on-demand.
  */
