@@ -72,8 +72,10 @@ export async function registerV1(
       });
 
       const dataCenterIds = services.config.catalog.dataCenters.map((d) => d.id);
+      // the routes and the catalog are fixed once the server runs: the document is made once
+      let published: unknown;
       const v1Document = () =>
-        publishedV1Document((v1 as unknown as { swaggerV1(): unknown }).swaggerV1(), dataCenterIds);
+        (published ??= publishedV1Document((v1 as unknown as { swaggerV1(): unknown }).swaggerV1(), dataCenterIds));
       v1.get('/openapi.json', { config: { public: true }, schema: { hide: true } }, async () => v1Document());
       // The browsable page the v1 document lists (`GET /v1/docs`), over that document, as /docs is
       // over /v2's; its routes are public and left out of the documents (app.ts, onRoute).
