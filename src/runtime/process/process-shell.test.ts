@@ -1,11 +1,12 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { mkdtempSync, realpathSync, rmSync } from 'node:fs';
+import { closeSync, mkdtempSync, openSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { once } from 'node:events';
-import { openProcessShell, parseEnviron, type ShellTarget } from './process-shell.js';
+import { EventEmitter, once } from 'node:events';
+import { openProcessShell, parseEnviron, readToTheEnd, type ShellTarget } from './process-shell.js';
+import type { IPty } from 'node-pty';
 import type { ShellSession } from '../runtime.js';
 import { typeInto } from '../../../test/support/terminal.js';
 
@@ -62,6 +63,41 @@ describe('process runtime shell', { skip: process.platform !== 'linux' && 'reads
     pod.stop();
     const code = await Promise.race([shell.exited, new Promise((r) => setTimeout(() => r('still running'), 5000))]);
     assert.notEqual(code, 'still running');
+  });
+
+  test('what the kernel still holds when the terminal stream ends early is read and passed on, in order', () => {
+    // libuv may end the stream at the hang-up while the shell's last output is still in the kernel:
+    // stood in for here by a file holding that output, and a stream told it ended.
+    const dir = mkdtempSync(join(tmpdir(), 'gantry-drain-'));
+    const last = 'reached-42\r\n# '.repeat(10_000); // more than one read's worth
+    writeFileSync(join(dir, 'master'), last);
+    const fd = openSync(join(dir, 'master'), 'r');
+    const stream = new EventEmitter();
+    const seen: Buffer[] = [];
+    readToTheEnd({ _socket: stream, _fd: fd } as unknown as IPty, (b) => seen.push(b));
+    assert.equal(seen.length, 0, 'nothing is read before the stream ends');
+    stream.emit('end');
+    assert.equal(Buffer.concat(seen).toString(), last);
+    closeSync(fd);
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  test('a shell told `exit` right after a command delivers that command`s output before it ends', async () => {
+    const inst = instance({ PATH: process.env.PATH ?? '/usr/bin:/bin' });
+    try {
+      for (let round = 0; round < 20; round++) {
+        const shell = await openProcessShell('pod-1', inst.target, { cols: 80, rows: 24 });
+        const chunks: Buffer[] = [];
+        shell.stream.on('data', (c: Buffer) => chunks.push(c));
+        const ended = once(shell.stream, 'end');
+        shell.stream.write('echo reached-$((6*7))\nexit\n');
+        assert.equal(await shell.exited, 0);
+        await ended;
+        assert.match(Buffer.concat(chunks).toString(), /reached-42/, `round ${round}`);
+      }
+    } finally {
+      inst.stop();
+    }
   });
 
   test('an instance that runs no process is refused in words', async () => {

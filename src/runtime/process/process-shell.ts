@@ -5,7 +5,9 @@
  * user, as the instance does (the process runtime isolates nothing: docs/runtimes.md). It ends
  * when the instance process ends.
  */
+import { readSync } from 'node:fs';
 import { readFile, readlink } from 'node:fs/promises';
+import type { IPty } from 'node-pty';
 import { Duplex } from 'node:stream';
 import type { ShellRequest, ShellSession } from '../runtime.js';
 
@@ -70,10 +72,12 @@ export async function openProcessShell(
       callback();
     },
   });
-  pty.onData((data) => {
-    // with `encoding: null` the data is a Buffer (node-pty's typing says string)
+  const output = (data: Buffer): void => {
     if (!stream.push(data)) pty.pause();
-  });
+  };
+  // with `encoding: null` the data is a Buffer (node-pty's typing says string)
+  pty.onData((data) => output(data as unknown as Buffer));
+  readToTheEnd(pty, output);
   const exited = new Promise<number | null>((resolve) => {
     pty.onExit(({ exitCode, signal }) => {
       ended = true;
@@ -110,4 +114,30 @@ export async function openProcessShell(
     exited,
     close,
   };
+}
+
+/**
+ * libuv ends a terminal's stream at the hang-up that follows a short read, while the kernel may
+ * still hold the last output the shell wrote before it exited (a shell told `exit` right after a
+ * command loses that command's output). When node-pty's stream ends, its master is read directly
+ * until the kernel answers EIO (all read: the other side is closed) and what it held is passed on.
+ * This reaches into node-pty (its stream and descriptor, pinned at 1.1.0); without them it does nothing.
+ */
+export function readToTheEnd(pty: IPty, output: (data: Buffer) => void): void {
+  const inner = pty as unknown as { _socket?: { once(event: 'end', listener: () => void): unknown }; _fd?: unknown };
+  const fd = inner._fd;
+  if (typeof fd !== 'number' || typeof inner._socket?.once !== 'function') return;
+  inner._socket.once('end', () => {
+    const buffer = Buffer.alloc(65_536);
+    for (;;) {
+      let read: number;
+      try {
+        read = readSync(fd, buffer, 0, buffer.length, null);
+      } catch {
+        return; // EIO: nothing more; EAGAIN: the other side is still open
+      }
+      if (read <= 0) return;
+      output(Buffer.from(buffer.subarray(0, read)));
+    }
+  });
 }
