@@ -121,6 +121,46 @@ for (const { name: dialect, skip } of dialects()) {
       await terminate(spot.key, cheap);
     });
 
+    test('an interrupted pod whose engine refuses the stop still ends EXITED and unbilled; the new pod waits, saying why, and starts once a retried stop discarded it', async () => {
+      const stuck = await rent(spot.key, 0.4, 'stuck');
+      const dear = await rent(spot.key, 0.5, 'dear');
+      runtime.refuseStop.set(stuck, 'the engine refused: container is paused');
+      const taker = await createOnDemand(other.key, 'taker');
+      await t.services.podController.idle(stuck);
+      await t.services.podController.idle(taker);
+
+      const interrupted = await rest(spot.key, `/v2/pods/${stuck}`);
+      assert.equal(interrupted.status, 'EXITED');
+      assert.match(interrupted.statusReason, /^interrupted: /);
+      assert.equal(interrupted.cost, 0);
+      assert.equal((await runtime.inspect(stuck))?.state, 'running', 'the refused stop left the instance running');
+      const waiting = await rest(other.key, `/v2/pods/${taker}`);
+      assert.equal(waiting.status, 'PROVISIONING');
+      assert.match(
+        waiting.statusReason,
+        new RegExp(`still held by interrupted pods whose instances could not be stopped: ${stuck}`),
+      );
+      assert.ok(!runtime.started.includes(taker), 'the new pod did not start beside the instance holding its GPUs');
+      const restart = await t.request(spot.key, 'POST', `/v2/pods/${stuck}/action`, { action: 'start' });
+      assert.equal(restart.statusCode, 409, restart.body);
+      assert.match(json<{ detail: string }>(restart).detail, /was interrupted and its instance cannot be stopped yet/);
+
+      // the next try (a sweep's, here asked for) stops it, discarding its container, and the new pod starts
+      runtime.refuseStop.delete(stuck);
+      t.services.podController.kick(taker);
+      await t.services.podController.idle(taker);
+      assert.equal(await runtime.inspect(stuck), null);
+      assert.ok(runtime.discarded.includes(stuck));
+      const started = await rest(other.key, `/v2/pods/${taker}`);
+      assert.equal(started.status, 'RUNNING');
+      assert.equal(started.statusReason ?? null, null);
+      assert.equal((await rest(spot.key, `/v2/pods/${stuck}`)).status, 'EXITED');
+
+      await terminate(other.key, taker);
+      await terminate(spot.key, dear);
+      await terminate(spot.key, stuck);
+    });
+
     test('a higher bid takes the machine of a lower one; an equal bid finds no capacity', async () => {
       const a = await rent(spot.key, 0.35, 'a');
       const b = await rent(spot.key, 0.36, 'b');

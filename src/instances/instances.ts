@@ -29,10 +29,13 @@ export interface Launched {
   placeholder: boolean;
 }
 
+/** A launch that waits: the instances taken back for it still hold its host's GPUs (the reason says which). */
+export class NotCleared extends Error {}
+
 export class Instances {
   readonly #deps: InstancesDeps;
   /** Per new instance: what must be gone from its host before it starts (holds placement took back for it). */
-  readonly #clearing = new Map<string, Promise<void>>();
+  readonly #clearing = new Map<string, { cleared: () => Promise<void>; told: boolean }>();
 
   constructor(deps: InstancesDeps) {
     this.#deps = deps;
@@ -56,10 +59,11 @@ export class Instances {
 
   /**
    * `id`'s launch waits for `cleared` first: the instances placement took back to make room for it
-   * still hold their GPUs and ports on the host until they are stopped (docs/pods.md).
+   * still hold their GPUs and ports on the host until they are stopped (docs/pods.md). While
+   * `cleared` rejects, a launch rejects with {@link NotCleared}, and the next launch calls it again.
    */
-  startAfter(id: string, cleared: Promise<void>): void {
-    this.#clearing.set(id, cleared);
+  startAfter(id: string, cleared: () => Promise<void>): void {
+    this.#clearing.set(id, { cleared, told: false });
   }
 
   /** The credentials of the account's registry `registryId` (null or empty: none, a public image). */
@@ -78,8 +82,11 @@ export class Instances {
   async launch(spec: InstanceSpec, dataCenterId: string | null): Promise<Launched> {
     const clearing = this.#clearing.get(spec.id);
     if (clearing) {
-      await this.log(spec.id, 'waiting for the interrupted instances on its host to stop');
-      await clearing;
+      if (!clearing.told) await this.log(spec.id, 'waiting for the interrupted instances on its host to stop');
+      clearing.told = true;
+      await clearing.cleared().catch((err: unknown) => {
+        throw new NotCleared((err as Error).message, { cause: err });
+      });
       this.#clearing.delete(spec.id);
     }
     await this.log(

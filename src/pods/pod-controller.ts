@@ -32,7 +32,7 @@
 import type { Logger } from 'pino';
 import type { Clock } from '../domain/clock.js';
 import { ApiError } from '../domain/errors.js';
-import { decideAction, nextPodState, type PodAction, type PodEvent, type PodStatus } from '../domain/pod-state.js';
+import { decideAction, type PodAction, type PodStatus } from '../domain/pod-state.js';
 import type { PodEventSink } from './pod-events.js';
 import type { Inventory } from '../inventory/inventory.js';
 import type { SystemLogWriter } from '../logs/system-log.js';
@@ -48,10 +48,17 @@ import { allocationOf, reallocateOnHost } from './pod-allocation.js';
 import { PodLauncher, type PodObservation } from './pod-launcher.js';
 import { PodStatusWriter } from './pod-status-writer.js';
 import { driftedPods } from './pod-drift.js';
+import { applyObserved } from './pod-observation.js';
 import { pauseUsage, resumeUsage } from './pod-usage-pauses.js';
 import { SerialQueues } from './serial-queues.js';
 
 type ActOptions = { asCluster?: boolean; reason?: string };
+/** What an interruption did: the pod as it settled (null: it had before), and why its instance is not stopped yet (null: it is). */
+export interface Interruption {
+  settled: PodRecord | null;
+  failed: Error | null;
+}
+
 export interface PodControllerDeps {
   store: PodStore;
   runtime: Runtime;
@@ -89,6 +96,8 @@ export class PodController {
   // reporting that same state (typically the launch this controller is applying itself) needs no
   // second reconcile.
   readonly #applied = new Map<string, string>();
+  // Interrupted pods whose instance the runtime could not stop yet: their next stop discards it.
+  readonly #undiscarded = new Set<string>();
 
   constructor(deps: PodControllerDeps) {
     this.#deps = deps;
@@ -183,13 +192,7 @@ export class PodController {
    */
   async act(podId: string, action: PodAction, options: ActOptions = {}): Promise<PodRecord> {
     const updated = await this.#queues.run(podId, async () => {
-      const pod = await this.store.get(podId);
-      if (!pod) throw new ApiError('NOT_FOUND', `No pod with id "${podId}" exists for this account.`);
-      if (pod.cluster !== null && !options.asCluster)
-        throw new ApiError(
-          'INVALID_STATE',
-          `Pod "${pod.id}" belongs to cluster "${pod.cluster}"; manage it through /v2/clusters/${pod.cluster}.`,
-        );
+      const pod = await this.#owned(podId, options.asCluster);
       const decision = decideAction(pod.status, pod.locked, action);
       if (!decision.ok) throw new ApiError(decision.code, decision.reason);
       switch (action) {
@@ -221,13 +224,7 @@ export class PodController {
     build: (pod: PodRecord) => { changes: PodChanges; restart: boolean; reallocate: boolean },
   ): Promise<PodRecord> {
     const updated = await this.#queues.run(podId, async () => {
-      const pod = await this.store.get(podId);
-      if (!pod) throw new ApiError('NOT_FOUND', `No pod with id "${podId}" exists for this account.`);
-      if (pod.cluster !== null && !options.asCluster)
-        throw new ApiError(
-          'INVALID_STATE',
-          `Pod "${pod.id}" belongs to cluster "${pod.cluster}"; manage it through /v2/clusters/${pod.cluster}.`,
-        );
+      const pod = await this.#owned(podId, options.asCluster);
       if (pod.status === 'TERMINATED') throw new ApiError('INVALID_STATE', 'A TERMINATED pod cannot be changed.');
       const { changes, restart, reallocate } = build(pod);
       const next: PodRecord = { ...pod, ...changes };
@@ -248,13 +245,22 @@ export class PodController {
     return updated;
   }
 
+  /** The pod a user acts on; a cluster's member only when the cluster acts (`asCluster`). */
+  async #owned(podId: string, asCluster: boolean | undefined): Promise<PodRecord> {
+    const pod = await this.store.get(podId);
+    if (!pod) throw new ApiError('NOT_FOUND', `No pod with id "${podId}" exists for this account.`);
+    if (pod.cluster === null || asCluster) return pod;
+    const where = `belongs to cluster "${pod.cluster}"; manage it through /v2/clusters/${pod.cluster}`;
+    throw new ApiError('INVALID_STATE', `Pod "${pod.id}" ${where}.`);
+  }
+
   /** One step toward the desired status. */
   async #reconcile(podId: string, fresh?: PodRecord): Promise<void> {
     if (this.#stopped) return;
     const pod = fresh ?? (await this.store.get(podId));
     if (!pod) return;
     if (pod.desiredStatus !== 'RUNNING') {
-      if ((await this.#deps.runtime.inspect(pod.id)) !== null) await this.#deps.runtime.stop(pod.id);
+      if ((await this.#deps.runtime.inspect(pod.id)) !== null) await this.#stopInstance(pod.id);
       if (isLive(pod.status)) await this.#status.settle(pod, 'EXITED', pod.statusReason ?? 'stopped by user');
       return;
     }
@@ -278,55 +284,19 @@ export class PodController {
 
   /** Applies what the runtime says about a pod that should be running. */
   async #observe(pod: PodRecord, live: InstanceStatus): Promise<void> {
-    await this.#observeState(pod, live);
+    await applyObserved({ status: this.#status, runtime: this.#deps.runtime }, pod, live);
     this.#applied.set(pod.id, appliedKey(live));
   }
 
-  async #observeState(pod: PodRecord, live: InstanceStatus): Promise<void> {
-    switch (live.state) {
-      case 'starting':
-        if (pod.status === 'PROVISIONING') await this.#apply(pod, { type: 'prepared' });
-        else await this.#status.explain(pod, null);
-        return;
-      case 'running':
-        if (pod.status !== 'RUNNING') await this.#apply(pod, { type: 'ready' });
-        else await this.#status.explain(pod, null);
-        return;
-      case 'unknown':
-        // Its engine is away: the pod keeps its status and says why it cannot be seen.
-        await this.#status.explain(pod, live.reason ?? 'the runtime cannot see the instance right now');
-        return;
-      case 'exited':
-        await this.#apply(pod, {
-          type: 'exited',
-          reason: live.reason ?? `the process exited with code ${live.exitCode ?? 'unknown'}`,
-        });
-        return;
-      case 'failed':
-        await this.#apply(pod, { type: 'failed', reason: live.reason ?? 'the instance failed' });
-        return;
-      default:
-        live.state satisfies never;
-    }
-  }
-
-  async #apply(pod: PodRecord, event: PodEvent): Promise<void> {
-    const t = nextPodState(pod.status, event);
-    if (!t.ok) return;
-    if (t.status === 'RUNNING') {
-      await this.#status.running(pod);
-      return;
-    }
-    if (t.status === 'EXITED' || t.status === 'ERROR') {
-      await this.#status.settle(pod, t.status, t.reason ?? null);
-      // The instance is gone; let the runtime forget it.
-      await this.#deps.runtime.stop(pod.id);
-      return;
-    }
-    await this.#status.transition(pod, t.status, { statusReason: null });
-  }
-
   async #startAction(pod: PodRecord): Promise<PodRecord> {
+    // An interrupted instance that could not be stopped then is stopped (its container removed) first.
+    if (this.#undiscarded.has(pod.id))
+      await this.#stopInstance(pod.id).catch((err: unknown) => {
+        throw new ApiError(
+          'INVALID_STATE',
+          `Pod "${pod.id}" was interrupted and its instance cannot be stopped yet: ${(err as Error).message}`,
+        );
+      });
     const reserved = this.instances.reserve(pod.id, allocationOf(pod));
     if (!reserved.ok)
       throw new ApiError(
@@ -344,6 +314,7 @@ export class PodController {
   async #terminate(pod: PodRecord): Promise<PodRecord> {
     // Everything the instance had goes: a kept container, the persistent volume.
     await this.#deps.runtime.remove(pod.id);
+    this.#undiscarded.delete(pod.id);
     return this.#status.terminated(pod, () => {
       this.instances.release(pod.id);
       this.addresses.release(pod.globalIp);
@@ -355,15 +326,28 @@ export class PodController {
   /**
    * The reclaim ladder took the pod's machine for another (./pod-interruptions.ts; its reservation
    * is the other's already): a pod still meant to run loses its instance, container disk and all
-   * (its volumes stay), and settles EXITED with `reason`. Null when it no longer ran.
+   * (its volumes stay), and settles EXITED with `reason` even when its runtime cannot stop the
+   * instance now; that stop is retried by the next call (and by the sweep) until it is done.
+   * Null when there was nothing left to do.
    */
-  async interrupt(podId: string, reason: string): Promise<PodRecord | null> {
+  async interrupt(podId: string, reason: string): Promise<Interruption | null> {
     return this.#queues.run(podId, async () => {
       const pod = await this.store.get(podId);
-      if (!pod || pod.desiredStatus !== 'RUNNING' || !isLive(pod.status)) return null;
-      await this.#deps.runtime.stop(pod.id, { discard: true });
-      return this.#status.settle(pod, 'EXITED', reason);
+      const running = pod !== null && pod.desiredStatus === 'RUNNING' && isLive(pod.status);
+      if (!pod || (!running && !this.#undiscarded.has(podId))) return null;
+      const failed = await this.#stopInstance(podId, true).then(
+        () => null,
+        (err: unknown) => (err instanceof Error ? err : new Error(String(err))),
+      );
+      return { settled: running ? await this.#status.settle(pod, 'EXITED', reason) : null, failed };
     });
+  }
+
+  /** Stops the instance; an interrupted pod's (or `discard`) loses its container as well. */
+  async #stopInstance(podId: string, discard = false): Promise<void> {
+    if (discard) this.#undiscarded.add(podId);
+    await this.#deps.runtime.stop(podId, this.#undiscarded.has(podId) ? { discard: true } : {});
+    this.#undiscarded.delete(podId);
   }
 
   /**

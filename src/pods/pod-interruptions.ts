@@ -42,32 +42,56 @@ export class Reclaims {
 
   /**
    * The placements stand: each hold's holder is interrupted, and `launched` (the new instances)
-   * start once all of them stopped (or failed to: their launch then reports what is in the way).
+   * start once all of them stopped. A holder whose instance could not be stopped (its engine
+   * refused, or was away) is settled all the same; each launch of the new instances tries its
+   * stop again first, and fails, saying why, while it still cannot be stopped (their GPUs are not free).
    */
   interrupt(deps: PodInterruptionsDeps, launched: readonly string[]): void {
     if (this.empty) return;
-    const stopping = this.#taken.flatMap(({ holds, right }) =>
-      holds.map(async ({ holderId, hold }) => {
-        try {
-          switch (hold.rung) {
-            case 'interruptible': {
-              const pod = await deps.controller.interrupt(holderId, interruptionReason(right, hold));
-              if (pod) deps.quota?.released(pod.accountId);
-              return;
-            }
-            case 'suspended-worker':
-              // No holder is on this rung yet: FlashBoot's suspended workers will be, with their reclaimer.
-              throw new Error(`no reclaimer takes back suspended worker "${holderId}"`);
-            default:
-              hold.rung satisfies never;
-          }
-        } catch (err) {
-          deps.onError(err, holderId);
-        }
-      }),
+    const pending = this.#taken.flatMap(({ holds, right }) =>
+      holds.map(({ holderId, hold }) => ({ holderId, hold, reason: interruptionReason(right, hold) })),
     );
     this.#taken.length = 0;
-    const cleared = Promise.all(stopping).then(() => undefined);
+    const attempt = async ({ holderId, hold, reason }: (typeof pending)[number]): Promise<boolean> => {
+      try {
+        switch (hold.rung) {
+          case 'interruptible': {
+            const done = await deps.controller.interrupt(holderId, reason);
+            if (done?.settled) deps.quota?.released(done.settled.accountId);
+            if (!done?.failed) return true;
+            deps.onError(done.failed, holderId);
+            return false;
+          }
+          case 'suspended-worker':
+            // No holder is on this rung yet: FlashBoot's suspended workers will be, with their reclaimer.
+            throw new Error(`no reclaimer takes back suspended worker "${holderId}"`);
+          default:
+            return hold.rung satisfies never;
+        }
+      } catch (err) {
+        deps.onError(err, holderId);
+        return false;
+      }
+    };
+    const drop = (p: (typeof pending)[number]): void => {
+      const at = pending.indexOf(p);
+      if (at >= 0) pending.splice(at, 1);
+    };
+    const tryAll = async (): Promise<void> => {
+      for (const p of [...pending]) if (await attempt(p)) drop(p);
+    };
+    let first: Promise<void> | null = Promise.all(pending.map(async (p) => (await attempt(p)) && drop(p))).then(
+      () => undefined,
+    );
+    const cleared = async (): Promise<void> => {
+      if (first) await first;
+      else await tryAll();
+      first = null;
+      if (pending.length)
+        throw new Error(
+          `its GPUs are still held by interrupted pods whose instances could not be stopped: ${pending.map((p) => p.holderId).join(', ')}`,
+        );
+    };
     for (const id of launched) deps.instances.startAfter(id, cleared);
   }
 }

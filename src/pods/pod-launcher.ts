@@ -7,7 +7,7 @@
 import type { Logger } from 'pino';
 import type { Clock } from '../domain/clock.js';
 import type { AttachedInstances } from '../instances/attached-instances.js';
-import type { Instances } from '../instances/instances.js';
+import { NotCleared, type Instances } from '../instances/instances.js';
 import type { Inventory } from '../inventory/inventory.js';
 import type { InstanceStatus, Runtime } from '../runtime/runtime.js';
 import type { PodRecord } from '../store/pod-record.js';
@@ -127,6 +127,11 @@ export class PodLauncher {
       const { status: live } = await instances.launch(spec, current.dataCenterId);
       return { pod: current, live };
     } catch (err) {
+      // What the reclaim ladder took back for it is not stopped yet: the pod waits, saying so (the sweep tries again).
+      if (err instanceof NotCleared) {
+        await status.explain(current, err.message);
+        return null;
+      }
       if (await this.#waitForRuntime(current)) return null;
       // Another replica launched it while this one prepared (the runtime learned of its instance
       // meanwhile): observed, not started a second time, and not an error of the pod.

@@ -30,7 +30,7 @@ interface FakeEngine {
  *
  * Tests may also set what `attach()` answers (`attached`: instances a previous server left; the
  * live ones are adopted), make the engine unreachable (`unavailableReason`) or one host
- * (`hostsAway`), report an instance
+ * (`hostsAway`), refuse to stop an instance (`refuseStop`), report an instance
  * `unknown` and back (`report`), and read what was asked of it (`started`, `stopped`, `removed`,
  * `removedVolumes`).
  */
@@ -43,6 +43,8 @@ export class FakeRuntime implements Runtime {
   readonly #listeners = new Set<InstanceListener>();
   #closed = false;
   failStart = false;
+  /** Instances whose `stop()` rejects with this message (the instance runs on, as when its engine refuses). */
+  readonly refuseStop = new Map<string, string>();
   /** When set, what `attach()` answers instead of the instances of its engine. */
   attached: AttachedInstance[] | null = null;
   /** Why instances cannot be started (what `unavailable()` answers); `start()` rejects with it meanwhile. */
@@ -120,6 +122,8 @@ export class FakeRuntime implements Runtime {
 
   async stop(id: string, options: StopOptions = {}): Promise<void> {
     this.stopped.push(id);
+    const refused = this.refuseStop.get(id);
+    if (refused !== undefined) throw new Error(refused);
     this.#stop(id);
     if (options.discard) {
       this.discarded.push(id);
