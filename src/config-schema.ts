@@ -206,6 +206,10 @@ const GraphqlSchema = Type.Object(
       'Most root fields in one operation, fragments expanded; each one counts as a request against the rate limits.',
     ),
     maxCost: amount(5000, 'Highest computed cost: each field 1, a list of objects multiplying what it selects by 10.'),
+    anonymousCatalog: flag(
+      true,
+      "Whether a query without an API key may read the catalog (root fields `gpuTypes`, `dataCenters`, `countryCodes`, `cpuFlavors`, `serverlessGpuPools` only), as the platform answers dstack's offer queries (gpuhunt sends no key). Such callers are rate-limited per client address. `false`: every request needs a key.",
+    ),
   },
   {
     description:

@@ -68,7 +68,7 @@ export interface Config {
   runtime: RuntimeConfig;
   /** The SSH proxy (config-ssh.ts, docs/ssh.md). */
   ssh: SshConfig;
-  graphql: GraphqlLimits;
+  graphql: GraphqlLimits & { anonymousCatalog: boolean };
   quotas: QuotaConfig;
   /** `GET /metrics` (docs/metrics.md): its token (null: off) and the gauges' refresh. */
   metrics: StaticDecode<typeof MetricsSchema>;

@@ -108,18 +108,18 @@ for (const { name: dialect, skip } of dialects()) {
       name: string,
       ids: Record<string, string> = {},
       variables?: Record<string, unknown>,
-      bearer = key,
+      bearer: string | null = key,
     ): Promise<{ status: number; body: GqlAnswer }> => {
       const res = await fetch(`${base}/graphql`, {
         method: 'POST',
-        headers: { authorization: `Bearer ${bearer}`, 'content-type': 'application/json' },
+        headers: { ...(bearer ? { authorization: `Bearer ${bearer}` } : {}), 'content-type': 'application/json' },
         body: JSON.stringify({ query: clientDocument(client, name, ids), ...(variables ? { variables } : {}) }),
       });
       return { status: res.status, body: (await res.json()) as GqlAnswer };
     };
-    /** Runs a document that must answer without errors (dstack raises on any `errors`). */
+    /** Runs a document that must answer without errors (dstack raises on any `errors`); gpuhunt's go without a key, as it sends them. */
     const data = async (client: string, name: string, ids: Record<string, string> = {}, variables?: any) => {
-      const { status, body } = await gql(client, name, ids, variables);
+      const { status, body } = await gql(client, name, ids, variables, name.startsWith('gpuhunt-') ? null : key);
       assert.equal(status, 200);
       assert.equal(body.errors, undefined, `${client}/${name}: ${JSON.stringify(body.errors)}`);
       return body.data;

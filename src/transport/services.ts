@@ -62,7 +62,8 @@ interface TransportConfig {
     stopWaitMs: number;
     workerRateLimits: { perWorker: number; perEndpoint: number; attachedWorkers: number };
   };
-  graphql: GraphqlLimits;
+  /** `anonymousCatalog`: queries without a key may read the catalog's root fields (src/graphql/anonymous-catalog.ts). */
+  graphql: GraphqlLimits & { anonymousCatalog: boolean };
   catalog: Catalog;
 }
 

@@ -14,6 +14,11 @@ declare module 'fastify' {
     public?: boolean;
     /** Scope needed. @default "read" for GET/HEAD, "write" otherwise */
     scope?: 'read' | 'write';
+    /**
+     * A request without a key goes on with no principal, rate-limited by its client address: the
+     * route itself answers what such a caller may do (GraphQL's catalog). @default false
+     */
+    anonymous?: boolean;
     /** Where a key may also be passed as `?api_key=` (GraphQL). @default false */
     queryKey?: boolean;
     /** Skip the REST rate limiter (job API routes have their own limits). @default false */
@@ -57,6 +62,14 @@ export function registerAuth(
     // Unknown routes have no route config; they fall through to the problem+json 404.
     if (config.public || config.agentProtocol || request.routeOptions.url === undefined) return done();
     const key = presentedKey(request, config.queryKey === true);
+    if (key === null && config.anonymous) {
+      try {
+        void reply.headers(deps.rateLimiter.check(anonymousCaller(request)));
+      } catch (err) {
+        return done(err as Error);
+      }
+      return done();
+    }
     if (key === null)
       return done(
         new ApiError('UNAUTHORIZED', 'An API key is required: send "Authorization: Bearer <key>".', {
@@ -107,6 +120,9 @@ export function registerAuth(
     deps.accounts.authenticate(key).then(admit, (err: unknown) => done(err as Error));
   });
 }
+
+/** The rate-limit key of a request without an API key: its client address. */
+export const anonymousCaller = (request: FastifyRequest): string => `anonymous:${request.ip}`;
 
 /**
  * Why a `worker` key may not make this request, or null when it may: it calls only the worker

@@ -13,8 +13,9 @@ import {
 } from 'graphql';
 import type { Principal } from '../../accounts/accounts-service.js';
 import type { GraphqlLimits } from '../../transport/services.js';
-import { isApiError, type ErrorCode } from '../../domain/errors.js';
-import { principalOf } from '../plugins/auth.js';
+import { ApiError, isApiError, type ErrorCode } from '../../domain/errors.js';
+import { anonymousCaller } from '../plugins/auth.js';
+import { anonymousRefusal, CATALOG_ROOT_FIELDS } from '../../graphql/anonymous-catalog.js';
 import { exceedsJsonDepth, MAX_JSON_DEPTH } from '../json-depth.js';
 import { isObject } from '../type-provider.js';
 import type { RestRateLimiter } from '../plugins/rate-limit.js';
@@ -80,6 +81,9 @@ function toEntry(err: GraphQLError, fallback: ErrorCode, log: FastifyBaseLogger,
 const withoutStringToken = (message: string): string =>
   message.replace(/((?:found|Unexpected) (?:String|BlockString)) "[\s\S]*"\.$/, '$1.');
 
+/** Who asks the catalog without a key: no account (no account's id is empty); the catalog's resolvers read none. */
+const NO_ACCOUNT: Principal = { accountId: '', keyId: '', scope: 'read', rateLimitExempt: false };
+
 const TOO_DEEP = 'The GraphQL document is nested too deeply to parse.';
 
 const failure = (message: string, code: ErrorCode): GraphqlAnswer => ({ errors: [{ message, extensions: { code } }] });
@@ -112,14 +116,15 @@ interface GraphqlRunOptions {
 
 /**
  * Parses, validates and runs one GraphQL request for a caller. Answers never throw — failures are
- * `errors` entries — but for a rate-limit refusal, which is the HTTP 429 every route answers.
+ * `errors` entries — but for a rate-limit refusal, which is the HTTP 429 every route answers, and a
+ * caller without a key (`principal` null) asking more than the catalog: the 401 of every route.
  * The document's bounds are checked on its text before parsing and on its AST before validation:
  * both checks are linear in the document, while validating or running an unbounded one is not.
  */
 async function runGraphql(
   schema: GraphQLSchema,
   services: TransportServices,
-  principal: Principal,
+  principal: Principal | null,
   request: GraphqlRequest,
   options: GraphqlRunOptions,
 ): Promise<GraphqlAnswer> {
@@ -165,6 +170,15 @@ async function runGraphql(
 
   const bounded = documentRefusal(document, schema, options.limits);
   if ('refusal' in bounded) return failure(bounded.refusal, 'QUERY_TOO_COMPLEX');
+  if (principal === null) {
+    const refusal = anonymousRefusal(document, operationName);
+    if (refusal)
+      throw new ApiError(
+        'UNAUTHORIZED',
+        `An API key is required: send "Authorization: Bearer <key>" (${refusal}). Without one, only the catalog may be queried: ${[...CATALOG_ROOT_FIELDS].filter((f) => !f.startsWith('__')).join(', ')}.`,
+        { headers: { 'WWW-Authenticate': 'Bearer' } },
+      );
+  }
 
   let invalid: readonly GraphQLError[];
   try {
@@ -181,8 +195,8 @@ async function runGraphql(
   if (operation?.operation === OperationTypeNode.MUTATION) {
     if (options.method === 'GET')
       return failure('Mutations must be sent with POST; GET /graphql runs queries only.', 'METHOD_NOT_ALLOWED');
-    if (principal.scope !== 'write')
-      return failure(`This API key has the "${principal.scope}" scope; mutations need a "write" key.`, 'FORBIDDEN');
+    if (principal?.scope !== 'write')
+      return failure(`This API key has the "${principal?.scope}" scope; mutations need a "write" key.`, 'FORBIDDEN');
   }
   if (operation?.operation === OperationTypeNode.SUBSCRIPTION)
     return failure('Subscriptions are not supported.', 'BAD_REQUEST');
@@ -191,7 +205,7 @@ async function runGraphql(
   const executed = bounded.measure.operations.find((m) => m.node === operation);
   if (executed && executed.topFields > 1) options.chargeRootFields?.(executed.topFields - 1);
 
-  const contextValue: GraphqlContext = { services, principal };
+  const contextValue: GraphqlContext = { services, principal: principal ?? NO_ACCOUNT };
   const result: ExecutionResult = await execute({
     schema,
     document,
@@ -209,25 +223,27 @@ async function runGraphql(
 const description =
   'The GraphQL management API (saveEndpoint, myself, saveTemplate, gpuTypes, pods, registry credentials). ' +
   'Send {"query", "variables"?, "operationName"?}. The key may also be passed as ?api_key=. Errors answer HTTP 200 ' +
-  'with errors[].message and errors[].extensions.code; a missing or bad key answers 401. Mutations need a write key. ' +
+  'with errors[].message and errors[].extensions.code; a bad key answers 401, and so does a missing one unless the query ' +
+  'reads only the catalog (gpuTypes, dataCenters, countryCodes, cpuFlavors, serverlessGpuPools; graphql.anonymousCatalog). Mutations need a write key. ' +
   'A document over a bound (size, depth, aliases, fields, root fields, cost) is refused with QUERY_TOO_COMPLEX before it runs; ' +
   'each root field counts as one request against the rate limits (429 when they do not all fit). Batches (JSON arrays) are not accepted.';
 
 /** Where GraphQL counts against the REST rate limits: the limiter the auth hook charges. */
 export function graphqlRoutes(app: TypedApp, services: TransportServices, rateLimiter: RestRateLimiter): void {
   const schema = createSchema(allResolvers());
-  const config = { scope: 'read', queryKey: true } as const;
+  const config = { scope: 'read', queryKey: true, anonymous: services.config.graphql.anonymousCatalog } as const;
   const tags = ['graphql'];
   const optionsFor = (request: FastifyRequest, reply: FastifyReply, method: 'GET' | 'POST'): GraphqlRunOptions => {
-    const principal = principalOf(request);
+    const principal = request.principal;
+    const charged = principal ? principal.keyId : anonymousCaller(request);
     return {
       method,
       log: request.log,
       requestId: request.id,
       limits: services.config.graphql,
-      ...(principal.rateLimitExempt
+      ...(principal?.rateLimitExempt
         ? {}
-        : { chargeRootFields: (extra: number) => void reply.headers(rateLimiter.charge(principal.keyId, extra, 1)) }),
+        : { chargeRootFields: (extra: number) => void reply.headers(rateLimiter.charge(charged, extra, 1)) }),
     };
   };
 
@@ -245,7 +261,7 @@ export function graphqlRoutes(app: TypedApp, services: TransportServices, rateLi
       const input: GraphqlRequest = isObject(body)
         ? { query: body.query, variables: body.variables, operationName: body.operationName }
         : { query: undefined, variables: undefined, operationName: undefined };
-      return runGraphql(schema, services, principalOf(request), input, optionsFor(request, reply, 'POST'));
+      return runGraphql(schema, services, request.principal, input, optionsFor(request, reply, 'POST'));
     },
   );
 
@@ -257,7 +273,7 @@ export function graphqlRoutes(app: TypedApp, services: TransportServices, rateLi
       return runGraphql(
         schema,
         services,
-        principalOf(request),
+        request.principal,
         { query: q.query, variables: q.variables, operationName: q.operationName },
         optionsFor(request, reply, 'GET'),
       );
