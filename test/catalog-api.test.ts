@@ -24,7 +24,7 @@ const gpuRequest = (gpuCount: number): PlacementRequest => gpuPlacementRequest({
 
 const AVAIL = 'include=AVAILABILITY&product=POD';
 
-test('the GPU list is wrapped and shows every catalog type with the v2 fields: name, memory, price, maxCount and which clouds have it', async () => {
+test('the GPU list is wrapped and shows every catalog type with the v2 fields: name, memory, price (with the spot bid floors), maxCount and which clouds have it', async () => {
   const { status, body } = await get('/v2/catalog/gpus');
   assert.equal(status, 200);
   assert.equal(body.gpus.length, t.config.catalog.gpuTypes.length);
@@ -37,7 +37,7 @@ test('the GPU list is wrapped and shows every catalog type with the v2 fields: n
     memory: 24,
     secure: true,
     community: false,
-    price: { secure: 0.69, community: 0.34, serverless: 0.69 },
+    price: { secure: 0.69, community: 0.34, serverless: 0.69, secureSpot: 0.276, communitySpot: 0.136 },
     maxCount: { secure: 8, community: 0 },
   });
   const a4000 = body.gpus.find((g: { id: string }) => g.id === 'NVIDIA RTX A4000');

@@ -209,6 +209,8 @@ for (const { name: dialect, skip } of dialects()) {
         `{ gpuTypes(input: {id: "${GPU}"}) { secureSpotPrice lowestPrice(input: {gpuCount: 1, secureCloud: true}) { minimumBidPrice } } }`,
       );
       assert.deepEqual(data.gpuTypes[0], { secureSpotPrice: 0.276, lowestPrice: { minimumBidPrice: 0.276 } });
+      const v2 = await rest(spot.key, '/v2/catalog/gpus');
+      assert.equal(v2.gpus.find((g: { id: string }) => g.id === GPU).price.secureSpot, 0.276);
     });
 
     test('REST v1 interruptible:true bids the floor; podBidResume restarts an interrupted pod at a new bid once there is room', async () => {

@@ -9,6 +9,7 @@
  * memory per vCPU).
  */
 import type { Catalog, Cloud, CpuFlavor, DataCenter, GpuType, Host } from '../domain/catalog.js';
+import { spotFloorPerGpu } from '../domain/cost.js';
 import { cudaAccepts, cudaCode, cudaRule, compareCudaVersions } from '../domain/cuda.js';
 import { gpuHostTerms, memoryCapacity, placeableUnits, vcpuCapacity } from '../domain/gpu-allotment.js';
 import type { HostUsage } from '../domain/placement.js';
@@ -54,7 +55,8 @@ export interface CatalogGpuType {
   memory: number;
   secure: boolean;
   community: boolean;
-  price: { secure: number; community: number; serverless?: number };
+  /** USD per GPU-hour; `*Spot`: the least bid of an interruptible pod (its floor, docs/pods.md) */
+  price: { secure: number; community: number; serverless?: number; secureSpot: number; communitySpot: number };
   maxCount: { secure: number; community: number };
   availability?: AvailabilityLevel;
   dataCenters?: DataCenterAvailability[];
@@ -261,6 +263,8 @@ export class CatalogV2 {
         community: gpuType.communityPrice,
         // a worker is billed at the price of the cloud it lands in: quote the higher one
         ...(gpuType.pool === '' ? {} : { serverless: Math.max(gpuType.securePrice, gpuType.communityPrice) }),
+        secureSpot: spotFloorPerGpu(gpuType, 'SECURE'),
+        communitySpot: spotFloorPerGpu(gpuType, 'COMMUNITY'),
       },
       maxCount: { secure: most('SECURE'), community: most('COMMUNITY') },
     };

@@ -159,6 +159,11 @@ export const GpuTypeSchema = Type.Object({
       serverless: Type.Optional(
         Type.Number({ description: 'per GPU-hour for a worker: the higher cloud price (workers are billed at it)' }),
       ),
+      secureSpot: Type.Number({
+        description:
+          'Gantry extension: the least an interruptible pod may bid per GPU-hour in SECURE cloud (its `bidPerGpu` floor; docs/pods.md)',
+      }),
+      communitySpot: Type.Number({ description: 'Gantry extension: the same in COMMUNITY cloud' }),
     },
     { description: 'USD per hour for one GPU' },
   ),
