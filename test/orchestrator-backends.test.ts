@@ -12,13 +12,11 @@
  */
 import { test, before, after, describe } from 'node:test';
 import assert from 'node:assert/strict';
-import type { AddressInfo } from 'node:net';
-import { createTestApp, dialects, type TestApp } from './support/harness.js';
-import { FakeRuntime } from './support/fake-runtime/fake-runtime.js';
+import { dialects } from './support/harness.js';
+import { startOrchestratorApp, type OrchestratorApp } from './support/orchestrator-app.js';
 import { testHost } from './support/docker.js';
 import { eventually } from './support/eventually.js';
 import { clientDocument } from './fixtures/client-graphql-documents.js';
-import { FakeClock } from '../src/domain/clock.js';
 import { splitArgs } from '../src/runtime/split-args.js';
 
 const GPU = 'NVIDIA GeForce RTX 4090';
@@ -71,72 +69,32 @@ const hosts = [
 /** dstack's runner start, as `_get_docker_args` encodes it (the fixture's dockerArgs, decoded). */
 const DSTACK_ENTRYPOINT = ['/bin/sh', '-c'];
 
-interface GqlAnswer {
-  data?: any;
-  errors?: Array<{ message: string; extensions?: { code?: string } }>;
-}
-
 for (const { name: dialect, skip } of dialects()) {
   describe(`dstack's and SkyPilot's RunPod backends against a server on ${dialect}`, { skip }, () => {
-    let t: TestApp;
-    let base: string;
-    const runtime = new FakeRuntime();
+    let o: OrchestratorApp;
     let key: string;
 
     before(async () => {
-      t = await createTestApp({
-        dialect,
-        clock: new FakeClock(Date.parse('2026-11-28T10:00:00Z')),
-        runtime,
-        hosts,
-        registryResolver: async () => ['93.184.216.34'],
-        file: {
-          runtime: { kind: 'docker' },
-          rateLimits: { minute: 1_000_000, hour: 1_000_000, day: 1_000_000 },
-          quotas: { pods: 1_000, gpus: 1_000 },
-        },
-      });
-      await t.app.listen({ port: 0, host: '127.0.0.1' });
-      base = `http://127.0.0.1:${(t.app.server.address() as AddressInfo).port}`;
-      ({ key } = await t.newAccount('orchestrators'));
+      o = await startOrchestratorApp(dialect, { hosts, registryResolver: async () => ['93.184.216.34'] });
+      ({ key } = await o.t.newAccount('orchestrators'));
     });
-    after(() => t?.close());
+    after(() => o?.close());
 
-    /** As dstack's `_make_request` and runpod-python's `run_graphql_query` post: JSON with `query` only. */
-    const gql = async (
-      client: string,
-      name: string,
-      ids: Record<string, string> = {},
-      variables?: Record<string, unknown>,
-      bearer: string | null = key,
-    ): Promise<{ status: number; body: GqlAnswer }> => {
-      const res = await fetch(`${base}/graphql`, {
-        method: 'POST',
-        headers: { ...(bearer ? { authorization: `Bearer ${bearer}` } : {}), 'content-type': 'application/json' },
-        body: JSON.stringify({ query: clientDocument(client, name, ids), ...(variables ? { variables } : {}) }),
-      });
-      return { status: res.status, body: (await res.json()) as GqlAnswer };
-    };
-    /** Runs a document that must answer without errors (dstack raises on any `errors`); gpuhunt's go without a key, as it sends them. */
+    /**
+     * Runs a document that must answer without errors (dstack raises on any `errors`), posted as
+     * dstack's `_make_request` and runpod-python's `run_graphql_query` post it: JSON with `query`
+     * only; gpuhunt's go without a key, as it sends them.
+     */
     const data = async (client: string, name: string, ids: Record<string, string> = {}, variables?: any) => {
-      const { status, body } = await gql(client, name, ids, variables, name.startsWith('gpuhunt-') ? null : key);
-      assert.equal(status, 200);
+      const body = await o.gql(name.startsWith('gpuhunt-') ? null : key, clientDocument(client, name, ids), variables);
       assert.equal(body.errors, undefined, `${client}/${name}: ${JSON.stringify(body.errors)}`);
       return body.data;
     };
     /** As SkyPilot's REST calls send: `Content-Type: application/json` on every request, body or not. */
-    const rest = async (method: string, path: string, body?: unknown) => {
-      const res = await fetch(`${base}${path}`, {
-        method,
-        headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
-        ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
-      });
-      const text = await res.text();
-      return { status: res.status, body: text ? JSON.parse(text) : null };
-    };
+    const rest = (method: string, path: string, body?: unknown) => o.rest(key, method, path, body, { json: 'always' });
     /** The spec the runtime was handed for the pod (a create answers once the start is under way). */
     const specOf = async (podId: string) => {
-      const spec = await eventually(`an instance started for pod ${podId}`, async () => runtime.specs.get(podId));
+      const spec = await eventually(`an instance started for pod ${podId}`, async () => o.runtime.specs.get(podId));
       return { entrypoint: spec.entrypoint ?? null, cmd: splitArgs(spec.args) };
     };
 

@@ -106,13 +106,30 @@ export interface OrchestratorApp {
   t: TestApp;
   clock: FakeClock;
   runtime: FakeRuntime;
-  /** Sends a GraphQL document as the client does (POST /graphql, bearer key). */
-  gql(key: string, query: string, variables?: Record<string, unknown>): Promise<GraphqlAnswer>;
-  rest(key: string, method: string, path: string, body?: unknown): Promise<{ status: number; body: any }>;
+  /** Sends a GraphQL document as the client does (POST /graphql, bearer key; null: none, as gpuhunt sends). */
+  gql(key: string | null, query: string, variables?: Record<string, unknown>): Promise<GraphqlAnswer>;
+  /** `json: 'always'`: `Content-Type: application/json` even without a body, as SkyPilot's REST calls send. */
+  rest(
+    key: string,
+    method: string,
+    path: string,
+    body?: unknown,
+    options?: { json?: 'always' },
+  ): Promise<{ status: number; body: any }>;
   close(): Promise<void>;
 }
 
-export async function startOrchestratorApp(dialect: DialectName): Promise<OrchestratorApp> {
+export interface OrchestratorAppOptions {
+  /** @default the US-TX-3, EU-RO-1 and US-CA-2 hosts above */
+  hosts?: Host[];
+  /** @default registry.gantry.test and docker.io at a public address, every other name unknown */
+  registryResolver?: ResolveAddresses;
+}
+
+export async function startOrchestratorApp(
+  dialect: DialectName,
+  options: OrchestratorAppOptions = {},
+): Promise<OrchestratorApp> {
   const clock = new FakeClock(Date.parse('2026-07-01T10:00:00Z'));
   const runtime = new FakeRuntime();
   const t = await createTestApp({
@@ -121,8 +138,8 @@ export async function startOrchestratorApp(dialect: DialectName): Promise<Orches
     runtime,
     // runtime docker (it replaces an image's entrypoint, as dstack's and SkyPilot's start commands
     // need) over the in-memory runtime, on these hosts
-    hosts: HOSTS,
-    registryResolver: registryDns,
+    hosts: options.hosts ?? HOSTS,
+    registryResolver: options.registryResolver ?? registryDns,
     file: {
       runtime: { kind: 'docker' },
       rateLimits: { minute: 1_000_000, hour: 1_000_000, day: 1_000_000 },
@@ -140,19 +157,19 @@ export async function startOrchestratorApp(dialect: DialectName): Promise<Orches
     async gql(key, query, variables) {
       const res = await fetch(`${base}/graphql`, {
         method: 'POST',
-        headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+        headers: { ...(key === null ? {} : { authorization: `Bearer ${key}` }), 'content-type': 'application/json' },
         body: JSON.stringify(variables ? { query, variables } : { query }),
       });
       const text = await res.text();
       if (res.status !== 200) throw new Error(`POST /graphql answered ${res.status}: ${text}`);
       return JSON.parse(text) as GraphqlAnswer;
     },
-    async rest(key, method, path, body) {
+    async rest(key, method, path, body, options = {}) {
       const res = await fetch(`${base}${path}`, {
         method,
         headers: {
           authorization: `Bearer ${key}`,
-          ...(body !== undefined ? { 'content-type': 'application/json' } : {}),
+          ...(body !== undefined || options.json === 'always' ? { 'content-type': 'application/json' } : {}),
         },
         ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
       });
