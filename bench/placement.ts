@@ -3,7 +3,7 @@
 // pods are interruptible (spot) at a bid; the others may take their machines back (the reclaim
 // ladder, docs/pods.md). A second scenario fills every GPU, mostly with interruptible pods, and
 // measures on-demand creates that take them back.
-//   node --import tsx bench/placement.ts [--hosts 5000] [--decisions 200000] [--deadlines]
+//   node --import tsx bench/placement.ts [--hosts 5000] [--decisions 200000] [--deadlines] [--spot-share 0.333]
 // --deadlines gives every host a heartbeat deadline on a clock, as `runtime: fleet` does (each
 // decision first checks that none has passed).
 // Goal: >= 20,000 decisions/s over 5,000 hosts.
@@ -19,6 +19,7 @@ const { values } = parseArgs({
     hosts: { type: 'string', default: '5000' },
     decisions: { type: 'string', default: '200000' },
     deadlines: { type: 'boolean', default: false },
+    'spot-share': { type: 'string', default: String(1 / 3) },
   },
 });
 const hostCount = Number(values.hosts);
@@ -41,12 +42,17 @@ const pick = <T>(items: readonly T[]): T => items[Math.floor(random() * items.le
 // Which pods are interruptible, and their bids, come from their own sequence: the hosts and the
 // requests are the same as in a run without them.
 const spotRandom = prng(7);
+const spotShare = Number(values['spot-share']);
 const BIDS = [0.2, 0.25, 0.3, 0.35, 0.4, 0.5];
 const bidOf = (): number => BIDS[Math.floor(spotRandom() * BIDS.length)]!;
 
-/** A pod's terms on the reclaim ladder: a third interruptible at a bid, the rest on demand. */
+/**
+ * A pod's terms on the reclaim ladder: `--spot-share` of them (a third) interruptible at a bid, the
+ * rest on demand. Every request has both keys, as the pods service builds them (pod-record.ts): one
+ * object shape for the placement code, whatever the terms.
+ */
 function podTerms(request: PlacementRequest): PlacementRequest {
-  if (spotRandom() >= 1 / 3) return { ...request, reclaim: { kind: 'on-demand' } };
+  if (spotRandom() >= spotShare) return { ...request, reclaim: { kind: 'on-demand' }, reclaimable: undefined };
   const bidPerGpu = bidOf();
   return {
     ...request,
