@@ -48,17 +48,18 @@ const bidOf = (): number => BIDS[Math.floor(spotRandom() * BIDS.length)]!;
 
 /**
  * A pod's terms on the reclaim ladder: `--spot-share` of them (a third) interruptible at a bid, the
- * rest on demand. Every request has both keys, as the pods service builds them (pod-record.ts): one
- * object shape for the placement code, whatever the terms.
+ * rest on demand. Set in place on a request that has both keys already (`base`), as the pods
+ * service writes them into its request literal (pod-record.ts): one object shape for placement.
  */
 function podTerms(request: PlacementRequest): PlacementRequest {
-  if (spotRandom() >= spotShare) return { ...request, reclaim: { kind: 'on-demand' }, reclaimable: undefined };
+  if (spotRandom() >= spotShare) {
+    request.reclaim = { kind: 'on-demand' };
+    return request;
+  }
   const bidPerGpu = bidOf();
-  return {
-    ...request,
-    reclaim: { kind: 'bid', bidPerGpu },
-    reclaimable: { rung: 'interruptible', bidPerGpu },
-  };
+  request.reclaim = { kind: 'bid', bidPerGpu };
+  request.reclaimable = { rung: 'interruptible', bidPerGpu };
+  return request;
 }
 
 const catalog = defaultCatalog();

@@ -99,6 +99,8 @@ export function newPodRecord(input: NewPod): PodRecord {
 /** What placement needs from the pod's settings. */
 export function placementRequest(settings: PodSettings, volumeDataCenterId: string | null): PlacementRequest {
   const c = settings.compute;
+  const terms = reclaimTerms(settings.bidPerGpu);
+  // every key written out, none spread in: one object shape for placement's hot path
   return {
     kind: c.kind,
     gpuTypeIds: c.kind === 'gpu' ? [c.gpuTypeId] : [],
@@ -115,7 +117,8 @@ export function placementRequest(settings: PodSettings, volumeDataCenterId: stri
     minCudaVersion: settings.minCudaVersion,
     portCount: settings.ports.length,
     globalNetworking: settings.globalNetworking,
-    ...reclaimTerms(settings.bidPerGpu),
+    reclaim: terms.reclaim,
+    reclaimable: terms.reclaimable,
   };
 }
 
