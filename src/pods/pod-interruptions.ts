@@ -2,7 +2,8 @@
  * What becomes of the holds the reclaim ladder took back for a new placement (docs/pods.md,
  * "Interruptible pods and the reclaim ladder"): each interrupted pod, whoever owns it, is stopped
  * with its container discarded and settles EXITED saying why; its billing stops with it. The new
- * instance's launch waits until they are stopped, since they still use its GPUs and ports until then.
+ * instance's launch waits until they are stopped, since they still use its GPUs and ports until then
+ * (an instance its engine would not stop is retried at each launch; ../instances/instances.ts NotCleared).
  */
 import type { ReclaimedHold, ReclaimRight } from '../domain/placement-request.js';
 import { interruptionReason } from '../domain/reclaim-ladder.js';
@@ -44,7 +45,8 @@ export class Reclaims {
    * The placements stand: each hold's holder is interrupted, and `launched` (the new instances)
    * start once all of them stopped. A holder whose instance could not be stopped (its engine
    * refused, or was away) is settled all the same; each launch of the new instances tries its
-   * stop again first, and fails, saying why, while it still cannot be stopped (their GPUs are not free).
+   * stop again first and, while it still cannot be stopped, does not start (the new pod waits,
+   * saying why, and the sweep tries again): their GPUs are not free.
    */
   interrupt(deps: PodInterruptionsDeps, launched: readonly string[]): void {
     if (this.empty) return;
