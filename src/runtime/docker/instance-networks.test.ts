@@ -1,5 +1,6 @@
 import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
 import { dockerEngine, makeDockerRuntime, noEngine } from '../../../test/support/docker.js';
 import pino from 'pino';
 import { parseCidr, parseSubnetPool } from '../../domain/subnet-pool.js';
@@ -103,6 +104,32 @@ test('a network removed behind Gantry’s back is made again at the next start',
     await t.cleanup();
   }
 });
+
+test(
+  'a subnet this machine routes to (another engine`s bridge, the LAN) is never given to a network',
+  { skip: skip || (process.getuid?.() !== 0 ? 'adding an interface needs root' : false) },
+  async () => {
+    const e = engine!;
+    // an empty bridge of the test's own (no port: nothing is sent through it) routes the first /24 of a two-subnet pool
+    const link = `gtn${process.pid % 100_000}`;
+    const ip = (...args: string[]) => spawnSync('ip', args, { encoding: 'utf8' });
+    assert.equal(ip('link', 'add', link, 'type', 'bridge').status, 0);
+    const t = makeDockerRuntime(e, { networks: { pool: '10.123.8.0/23', subnetPrefix: 24 } });
+    try {
+      assert.equal(ip('addr', 'add', '10.123.8.1/24', 'dev', link).status, 0);
+      assert.equal(ip('link', 'set', link, 'up').status, 0);
+      await t.runtime.attach();
+      await t.runtime.start(idle('own-a', 'a'));
+      const [network] = await e.client.listNetworks(namespaceFilter(t.namespace));
+      assert.equal(network?.IPAM.Config?.[0]?.Subnet, '10.123.9.0/24', 'the subnet no interface holds');
+      // the other is routed to the bridge: a second account finds none, and is told so
+      await assert.rejects(t.runtime.start(idle('own-b', 'b')), /no free subnet .* pool's 2 subnets are all in use/);
+    } finally {
+      await t.cleanup();
+      ip('link', 'del', link);
+    }
+  },
+);
 
 test('two installations sharing an engine and a pool never get overlapping subnets', { skip }, async () => {
   const e = engine!;

@@ -15,6 +15,8 @@
 import { createHash } from 'node:crypto';
 import type { Logger } from 'pino';
 import { unrefTimers, type SamplerTimers } from '../interval-sampler.js';
+import { readFileSync } from 'node:fs';
+import { networkInterfaces } from 'node:os';
 import { freeSubnet, ipv4ToInt, parseCidr, type SubnetPool } from '../../domain/subnet-pool.js';
 import { accountNetworkName, type InstanceSpec } from '../runtime.js';
 import type { DockerClient } from './docker-client.js';
@@ -248,13 +250,14 @@ export class InstanceNetworks {
   }
 
   /**
-   * A subnet of the pool no network on the engine overlaps, none being made here and none in
-   * `refused`, probing from a spot the name decides.
+   * A subnet of the pool no network on the engine overlaps, no route of this machine overlaps
+   * (another engine's bridges, the LAN: a bridge there would take their traffic), none being made
+   * here and none in `refused`, probing from a spot the name decides.
    */
   async #freeSubnet(name: string, refused: readonly string[]): Promise<string> {
     const all = await this.#client.listNetworks({});
     const taken = all.flatMap((n) => (n.IPAM.Config ?? []).flatMap((c) => (c.Subnet ? [c.Subnet] : [])));
-    taken.push(...this.#claimed, ...refused);
+    taken.push(...hostSubnets(), ...this.#claimed, ...refused);
     const start = createHash('sha256').update(name).digest().readUInt32BE(0);
     const subnet = freeSubnet(this.#pool, taken, start);
     if (subnet === null)
@@ -263,6 +266,38 @@ export class InstanceNetworks {
       );
     return subnet;
   }
+}
+
+/**
+ * The IPv4 subnets this machine routes to (another engine's bridges, the LAN), read from the
+ * kernel's table (`/proc/net/route`: a bridge without a container is listed there while its
+ * interface is not); where that table cannot be read, its interfaces' subnets. The default route
+ * aside.
+ */
+function hostSubnets(): string[] {
+  let table: string;
+  try {
+    table = readFileSync('/proc/net/route', 'utf8');
+  } catch {
+    return Object.values(networkInterfaces()).flatMap((addresses) =>
+      (addresses ?? []).flatMap((a) => (a.family === 'IPv4' && !a.internal && a.cidr ? [a.cidr] : [])),
+    );
+  }
+  // columns: Iface Destination Gateway Flags RefCnt Use Metric Mask …, addresses in hex, host byte order
+  const dotted = (hex: string): string => {
+    const v = Number.parseInt(hex, 16);
+    return [v & 255, (v >>> 8) & 255, (v >>> 16) & 255, (v >>> 24) & 255].join('.');
+  };
+  const out: string[] = [];
+  for (const line of table.split('\n').slice(1)) {
+    const [, destination, , , , , , mask] = line.trim().split(/\s+/);
+    if (!destination || !mask || !/^[0-9A-Fa-f]{8}$/.test(destination) || !/^[0-9A-Fa-f]{8}$/.test(mask)) continue;
+    const bits = dotted(mask)
+      .split('.')
+      .reduce((n, octet) => n + (Number(octet).toString(2).match(/1/g)?.length ?? 0), 0);
+    if (bits > 0) out.push(`${dotted(destination)}/${bits}`);
+  }
+  return out;
 }
 
 /** A network's bridge: the name it was made with, else the engine's own (`br-` and 12 digits of its id). */
