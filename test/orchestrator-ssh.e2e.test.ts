@@ -161,17 +161,25 @@ describe('dstack and SkyPilot over SSH into their pods (Docker runtime)', { skip
     assert.equal(res.body.errors, undefined, JSON.stringify(res.body.errors));
     return res.body.data;
   };
-  /** A session that runs `command`, tried until sshd answers (it makes its host keys first). */
-  const sshUntilUp = (port: number, command: string): Promise<SshRun> =>
-    eventually(
-      `sshd on port ${port}`,
+  /** A session that runs `command`, tried until sshd answers (it makes its host keys first); on a timeout, what the client and the container last said. */
+  const sshUntilUp = (podId: string, port: number, command: string): Promise<SshRun> => {
+    let last: SshRun | null = null;
+    return eventually(
       async () => {
-        const run = await runSsh({ user: 'root', port, key: user.sshKey.path, command: [command], timeoutMs: 20_000 });
-        return run.code === 0 ? run : null;
+        const c = await containerOf(podId).catch(() => null);
+        const logs = c
+          ? await engine!.client.containerLogs(c.Id, { tail: 20 }).catch((err: Error) => err.message)
+          : 'no container';
+        return `sshd on port ${port}: the client's last exit ${last?.code} (${last?.stderr.trim()}); container ${c?.State?.Status ?? '?'}; its log: ${String(logs).slice(-2000)}`;
+      },
+      async () => {
+        last = await runSsh({ user: 'root', port, key: user.sshKey.path, command: [command], timeoutMs: 20_000 });
+        return last.code === 0 ? last : null;
       },
       90_000,
       250,
     );
+  };
   const containerOf = async (podId: string) => {
     const [c] = await engine!.client.listContainers({
       all: true,
@@ -193,6 +201,7 @@ describe('dstack and SkyPilot over SSH into their pods (Docker runtime)', { skip
     const created = (await gql(dstackCreatePod(dstackDockerArgs(DSTACK_COMMAND)))).podFindAndDeployOnDemand;
     const port = await sshPort(created.id);
     const first = await sshUntilUp(
+      created.id,
       port,
       // a session has sshd's env, not the container's: the pod id is the container's hostname
       'echo "hi-$((6*7)) $(cat /etc/hostname)"; echo on-disk > /root/on-disk; echo on-volume > /workspace/on-volume',
@@ -208,6 +217,7 @@ describe('dstack and SkyPilot over SSH into their pods (Docker runtime)', { skip
     const portAfter = await sshPort(created.id);
     assert.equal(portAfter, port, 'the same host port on the same host');
     const second = await sshUntilUp(
+      created.id,
       portAfter,
       'cat /workspace/on-volume; test -e /root/on-disk && echo disk-kept || echo disk-wiped',
     );
@@ -234,7 +244,7 @@ describe('dstack and SkyPilot over SSH into their pods (Docker runtime)', { skip
     const podId = res.body.id as string;
     assert.deepEqual(res.body.dockerEntrypoint, ['bash', '-c']);
     const port = await sshPort(podId);
-    const run = await sshUntilUp(port, 'echo "sky-$((6*7))"; cat /etc/debian_version; id -u');
+    const run = await sshUntilUp(podId, port, 'echo "sky-$((6*7))"; cat /etc/debian_version; id -u');
     assert.match(run.stdout, /sky-42\n12\.\d+\n0\n/);
     const container = await containerOf(podId);
     assert.deepEqual(container?.Config.Entrypoint, ['bash', '-c']);

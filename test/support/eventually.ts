@@ -1,4 +1,5 @@
 /** Waiting on real processes and containers in end-to-end tests (real time: there is no clock to inject into them). */
+import { readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -20,7 +21,24 @@ export async function eventually<T>(
   }
 }
 
-/** `count` consecutive ports nothing listens on (on 127.0.0.1), from a random start. */
+/**
+ * The first port the kernel hands out by itself (to `listen(0)` and to outgoing connections):
+ * ports from it on may be taken by any process at any moment.
+ */
+function ephemeralStart(): number {
+  try {
+    const first = Number(readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').trim().split(/\s+/)[0]);
+    return Number.isInteger(first) && first > 12_000 ? first : 32_768;
+  } catch {
+    return 32_768;
+  }
+}
+
+/**
+ * `count` consecutive ports nothing listens on (on 127.0.0.1), from a random start below the
+ * kernel's ephemeral range: a range inside it could be taken, between this check and a container
+ * publishing it, by another test's server on port 0 or an outgoing connection's local port.
+ */
 export async function freePortRange(count: number): Promise<[number, number]> {
   const free = (port: number) =>
     new Promise<boolean>((ok) => {
@@ -29,7 +47,7 @@ export async function freePortRange(count: number): Promise<[number, number]> {
       s.listen(port, '127.0.0.1', () => s.close(() => ok(true)));
     });
   for (let attempt = 0; attempt < 50; attempt++) {
-    const first = 41_000 + Math.floor(Math.random() * 18_000);
+    const first = 10_000 + Math.floor(Math.random() * (ephemeralStart() - 10_000 - count));
     let all = true;
     for (let p = first; p < first + count && all; p++) all = await free(p);
     if (all) return [first, first + count - 1];
