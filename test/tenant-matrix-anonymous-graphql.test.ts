@@ -119,10 +119,27 @@ for (const { name: dialect, skip } of dialects()) {
       assert.ok(refused, 'the address was never limited');
       assert.equal(refused.at, 15, 'two root fields a request: the 30-a-minute window holds 15');
       assert.ok(Number(refused.res.headers['retry-after']) > 0);
+      assert.match(
+        json<{ detail: string }>(refused.res).detail,
+        /this client address \(a request without an API key\) may make 30/,
+      );
       // another address, and a keyed caller, are not limited by it
       assert.equal((await anonymous('{ countryCodes }', {}, '203.0.113.10')).statusCode, 200);
       const owner = await t.newAccount('keyed');
       assert.equal((await t.request(owner.key, 'POST', '/graphql', { query: '{ countryCodes }' })).statusCode, 200);
+    });
+
+    test('an IPv6 caller is counted by its /64: other addresses of its block share its limit, another block does not', async () => {
+      let spent = 0;
+      for (
+        let i = 1;
+        (await anonymous('{ countryCodes }', {}, `2001:db8:5:7::${i.toString(16)}`)).statusCode === 200;
+        i++
+      )
+        assert.ok(++spent <= 30, 'more than the window from one /64');
+      assert.equal(spent, 30, 'each address of the block drew on one window of 30');
+      assert.equal((await anonymous('{ countryCodes }', {}, '2001:db8:5:7:ffff:1:2:3')).statusCode, 429);
+      assert.equal((await anonymous('{ countryCodes }', {}, '2001:db8:5:8::1')).statusCode, 200);
     });
   });
 }

@@ -38,6 +38,9 @@ import { useRouteCompilers } from './lazy-schemas.js';
 import { applyRequestTimeouts } from './listener-limits.js';
 import { typed } from './type-provider.js';
 import { checkResponses, serializerCheck, type ResponseMismatch } from './response-check.js';
+
+/** Client addresses whose requests without a key are counted at once; past it the oldest are forgotten (a bound on memory, not a limit on callers). */
+const ANONYMOUS_CALLERS_KEPT = 100_000;
 import { ApiError, validationFailed } from '../domain/errors.js';
 
 const addFormats = addFormatsModule as unknown as (ajv: Ajv) => Ajv;
@@ -160,7 +163,11 @@ export async function buildApp(services: TransportServices, options: BuildAppOpt
   registerReadiness(app, options.readiness);
   // One limiter for the auth hook (a request is one unit) and GraphQL (a root field is one unit).
   const rateLimiter = new RestRateLimiter(config.rateLimits, services.clock);
-  registerAuth(app, { accounts: services.accounts, rateLimiter });
+  const anonymousLimiter = new RestRateLimiter(config.rateLimits, services.clock, {
+    subject: 'client address (a request without an API key)',
+    maxCounters: ANONYMOUS_CALLERS_KEPT,
+  });
+  registerAuth(app, { accounts: services.accounts, rateLimiter, anonymousLimiter });
 
   await app.register(swagger, {
     openapi: {
@@ -201,7 +208,7 @@ export async function buildApp(services: TransportServices, options: BuildAppOpt
   jobRequestRoutes(routes, services, jobRoutes(routes, services));
   workerProtocolRoutes(routes, services);
   agentRoutes(routes, services);
-  graphqlRoutes(routes, services, rateLimiter);
+  graphqlRoutes(routes, services, { keys: rateLimiter, anonymous: anonymousLimiter });
   await registerV1(app, services);
 
   await app.ready();

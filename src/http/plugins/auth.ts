@@ -53,7 +53,12 @@ function presentedKey(request: FastifyRequest, allowQuery: boolean): string | nu
 
 export function registerAuth(
   app: FastifyInstance,
-  deps: { accounts: AccountsService; rateLimiter: RestRateLimiter },
+  deps: {
+    accounts: AccountsService;
+    rateLimiter: RestRateLimiter;
+    /** Counts requests without a key by client address (routes with `anonymous`). */
+    anonymousLimiter: RestRateLimiter;
+  },
 ): void {
   app.decorateRequest('principal', null);
   // Callback-style hook: a key seen in the last few seconds is checked without awaiting anything.
@@ -64,7 +69,7 @@ export function registerAuth(
     const key = presentedKey(request, config.queryKey === true);
     if (key === null && config.anonymous) {
       try {
-        void reply.headers(deps.rateLimiter.check(anonymousCaller(request)));
+        void reply.headers(deps.anonymousLimiter.check(anonymousCaller(request)));
       } catch (err) {
         return done(err as Error);
       }
@@ -121,8 +126,28 @@ export function registerAuth(
   });
 }
 
-/** The rate-limit key of a request without an API key: its client address. */
-export const anonymousCaller = (request: FastifyRequest): string => `anonymous:${request.ip}`;
+/**
+ * The rate-limit key of a request without an API key: its client address, an IPv6 one by its /64
+ * (the block one machine is usually given, so a caller cannot spread over it).
+ */
+export function anonymousCaller(request: FastifyRequest): string {
+  const ip = request.ip;
+  if (!ip.includes(':') || ip.startsWith('::ffff:')) return ip;
+  const groups = expandIpv6(ip);
+  return groups ? `${groups.slice(0, 4).join(':')}::/64` : ip;
+}
+
+/** The eight groups of an IPv6 address (`::` expanded, zone dropped), or null. */
+function expandIpv6(ip: string): string[] | null {
+  const [head = '', tail] = ip.split('%')[0]!.split('::');
+  const left = head ? head.split(':') : [];
+  const right = tail ? tail.split(':') : [];
+  const groups =
+    tail === undefined ? left : [...left, ...Array<string>(8 - left.length - right.length).fill('0'), ...right];
+  return groups.length === 8 && groups.every((g) => /^[0-9a-f]{1,4}$/i.test(g))
+    ? groups.map((g) => g.toLowerCase())
+    : null;
+}
 
 /**
  * Why a `worker` key may not make this request, or null when it may: it calls only the worker

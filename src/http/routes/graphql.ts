@@ -228,22 +228,26 @@ const description =
   'A document over a bound (size, depth, aliases, fields, root fields, cost) is refused with QUERY_TOO_COMPLEX before it runs; ' +
   'each root field counts as one request against the rate limits (429 when they do not all fit). Batches (JSON arrays) are not accepted.';
 
-/** Where GraphQL counts against the REST rate limits: the limiter the auth hook charges. */
-export function graphqlRoutes(app: TypedApp, services: TransportServices, rateLimiter: RestRateLimiter): void {
+/** Where GraphQL counts against the REST rate limits: the limiters the auth hook charges (per key; per client address without one). */
+export function graphqlRoutes(
+  app: TypedApp,
+  services: TransportServices,
+  limiters: { keys: RestRateLimiter; anonymous: RestRateLimiter },
+): void {
   const schema = createSchema(allResolvers());
   const config = { scope: 'read', queryKey: true, anonymous: services.config.graphql.anonymousCatalog } as const;
   const tags = ['graphql'];
   const optionsFor = (request: FastifyRequest, reply: FastifyReply, method: 'GET' | 'POST'): GraphqlRunOptions => {
     const principal = request.principal;
-    const charged = principal ? principal.keyId : anonymousCaller(request);
+    const charge = principal
+      ? (extra: number) => void reply.headers(limiters.keys.charge(principal.keyId, extra, 1))
+      : (extra: number) => void reply.headers(limiters.anonymous.charge(anonymousCaller(request), extra, 1));
     return {
       method,
       log: request.log,
       requestId: request.id,
       limits: services.config.graphql,
-      ...(principal?.rateLimitExempt
-        ? {}
-        : { chargeRootFields: (extra: number) => void reply.headers(rateLimiter.charge(charged, extra, 1)) }),
+      ...(principal?.rateLimitExempt ? {} : { chargeRootFields: charge }),
     };
   };
 
