@@ -9,9 +9,10 @@ import { after, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { Host } from '../src/domain/catalog.js';
 import { containerNameOf, podVolumeNameOf } from '../src/runtime/docker/docker-names.js';
-import { dockerEngine, makeDockerRuntime, noEngine, testHost } from './support/docker.js';
+import { dockerEngine, noEngine, testHost } from './support/docker.js';
 import { eventually } from './support/eventually.js';
-import { createTestApp, json } from './support/harness.js';
+import { json } from './support/harness.js';
+import { withDockerApp } from './support/docker-engine-app.js';
 
 const GPU = 'NVIDIA GeForce RTX 4090';
 
@@ -42,17 +43,7 @@ if (!engine) {
         vcpus: 2,
         memoryGb: 4,
       });
-      const fixture = makeDockerRuntime(e, { host });
-      const t = await createTestApp({
-        runtime: fixture.runtime,
-        hosts: [host],
-        registryResolver: async () => ['93.184.216.34'],
-        file: { runtime: { kind: 'docker' } },
-      }).catch(async (err: unknown) => {
-        await fixture.cleanup();
-        throw err;
-      });
-      try {
+      await withDockerApp(e, host, async (t, fixture) => {
         const spotOwner = (await t.newAccount('spot')).key;
         const onDemandOwner = (await t.newAccount('on-demand')).key;
         const get = async (key: string, id: string) => json<Pod>(await t.request(key, 'GET', `/v2/pods/${id}`));
@@ -102,10 +93,7 @@ if (!engine) {
           env.includes(`NVIDIA_VISIBLE_DEVICES=${host.gpuUuids![0]!}`),
           'the on-demand pod has the GPU the spot pod had',
         );
-      } finally {
-        await t.close();
-        await fixture.cleanup();
-      }
+      });
     });
   });
 }

@@ -12,7 +12,8 @@ import type { Host } from '../src/domain/catalog.js';
 import type { DockerRuntimeOptions } from '../src/runtime/docker/docker-runtime-options.js';
 import { dockerEngine, makeDockerRuntime, noEngine, testHost, type DockerEngine } from './support/docker.js';
 import { eventually } from './support/eventually.js';
-import { createTestApp, json } from './support/harness.js';
+import { json } from './support/harness.js';
+import { withDockerApp } from './support/docker-engine-app.js';
 import { ChangeRecorder, instanceSpec } from '../src/runtime/runtime-contract.js';
 
 const engine = await dockerEngine();
@@ -65,57 +66,49 @@ async function onSharedHost(
     vcpus: 2,
     memoryGb: 2,
   });
-  const fixture = makeDockerRuntime(e, { host, ...overrides });
-  const t = await createTestApp({
-    runtime: fixture.runtime,
-    hosts: [host],
-    registryResolver: async () => ['93.184.216.34'],
-    file: { runtime: { kind: 'docker' } },
-  }).catch(async (err: unknown) => {
-    await fixture.cleanup();
-    throw err;
-  });
-  try {
-    const keys = { greedy: (await t.newAccount('greedy')).key, quiet: (await t.newAccount('quiet')).key };
-    const get = async (tenant: 'greedy' | 'quiet', id: string): Promise<Pod> =>
-      json<Pod>(await t.request(keys[tenant], 'GET', `/v2/pods/${id}`));
-    await body({
-      create: async (tenant, args, extra = {}) => {
-        const res = await t.request(keys[tenant], 'POST', '/v2/pods', {
-          name: tenant,
-          image: e.images.node,
-          args,
-          gpu: { id: GPU, count: 1 },
-          ...extra,
-        });
-        assert.equal(res.statusCode, 201, res.body);
-        return json<Pod>(res);
-      },
-      get,
-      running: (tenant, id) =>
-        eventually(`the ${tenant} tenant's pod runs`, async () => {
-          const p = await get(tenant, id);
-          if (p.status === 'ERROR' || p.status === 'EXITED') throw new Error(`${id} ended: ${p.statusReason}`);
-          return p.status === 'RUNNING' ? p : null;
-        }),
-      ended: (tenant, id) =>
-        eventually(
-          `the ${tenant} tenant's pod ends`,
-          async () => {
+  await withDockerApp(
+    e,
+    host,
+    async (t, fixture) => {
+      const keys = { greedy: (await t.newAccount('greedy')).key, quiet: (await t.newAccount('quiet')).key };
+      const get = async (tenant: 'greedy' | 'quiet', id: string): Promise<Pod> =>
+        json<Pod>(await t.request(keys[tenant], 'GET', `/v2/pods/${id}`));
+      await body({
+        create: async (tenant, args, extra = {}) => {
+          const res = await t.request(keys[tenant], 'POST', '/v2/pods', {
+            name: tenant,
+            image: e.images.node,
+            args,
+            gpu: { id: GPU, count: 1 },
+            ...extra,
+          });
+          assert.equal(res.statusCode, 201, res.body);
+          return json<Pod>(res);
+        },
+        get,
+        running: (tenant, id) =>
+          eventually(`the ${tenant} tenant's pod runs`, async () => {
             const p = await get(tenant, id);
-            return p.status === 'ERROR' || p.status === 'EXITED' ? p : null;
-          },
-          90_000,
-        ),
-      container: async (id) =>
-        (await e.client.inspectContainer(`gantry-${fixture.namespace}-${id}`)) as unknown as Awaited<
-          ReturnType<SharedHost['container']>
-        >,
-    });
-  } finally {
-    await t.close();
-    await fixture.cleanup();
-  }
+            if (p.status === 'ERROR' || p.status === 'EXITED') throw new Error(`${id} ended: ${p.statusReason}`);
+            return p.status === 'RUNNING' ? p : null;
+          }),
+        ended: (tenant, id) =>
+          eventually(
+            `the ${tenant} tenant's pod ends`,
+            async () => {
+              const p = await get(tenant, id);
+              return p.status === 'ERROR' || p.status === 'EXITED' ? p : null;
+            },
+            90_000,
+          ),
+        container: async (id) =>
+          (await e.client.inspectContainer(`gantry-${fixture.namespace}-${id}`)) as unknown as Awaited<
+            ReturnType<SharedHost['container']>
+          >,
+      });
+    },
+    overrides,
+  );
 }
 
 if (!engine) {

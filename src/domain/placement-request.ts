@@ -78,14 +78,17 @@ export interface ReclaimedHold {
   holderId: string;
   hold: ReclaimableHold;
   /** What it held on its host (the inventory's allocation), so a rolled-back placement can give it back. */
-  held: {
-    hostId: string;
-    gpuIndices: number[];
-    vcpus: number;
-    memoryGb: number;
-    diskGb: number;
-    publicPorts: number[];
-  };
+  held: HeldResources;
+}
+
+/** The exact resources one holder (pod or worker) keeps on a host. */
+export interface HeldResources {
+  hostId: string;
+  gpuIndices: number[];
+  vcpus: number;
+  memoryGb: number;
+  diskGb: number;
+  publicPorts: number[];
 }
 
 export type PlacementResult =
