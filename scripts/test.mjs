@@ -2,7 +2,9 @@
 // Runs every *.test.ts under src/ and test/ with Node's test runner (TypeScript through tsx).
 // Usage: node scripts/test.mjs [filter-substring ...]
 // The timeout applies to each file as a whole as well as to each test: a file of several real-engine
-// tests can pass 120 s on a loaded machine, so the ceiling is 300 s.
+// tests can pass 120 s on a loaded machine, so the ceiling is 300 s. A file whose tests are done but whose
+// process lingers fails 15 s later naming what holds it (test/support/linger-guard.mjs), and the run
+// ends with a summary of what failed or was cancelled (scripts/test-summary-reporter.mjs).
 import { readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { spawnSync } from 'node:child_process';
@@ -26,7 +28,20 @@ if (!process.env.GANTRY_TEST_DATABASE_URL) {
 }
 const result = spawnSync(
   process.execPath,
-  ['--import', 'tsx', '--test', '--test-concurrency=2', '--test-timeout=300000', ...selected.sort()],
+  [
+    '--import',
+    'tsx',
+    '--import',
+    './test/support/linger-guard.mjs',
+    '--test',
+    '--test-concurrency=2',
+    '--test-timeout=300000',
+    '--test-reporter=tap',
+    '--test-reporter-destination=stdout',
+    '--test-reporter=./scripts/test-summary-reporter.mjs',
+    '--test-reporter-destination=stdout',
+    ...selected.sort(),
+  ],
   { stdio: 'inherit', env: { ...process.env, GANTRY_LOG_LEVEL: process.env.GANTRY_LOG_LEVEL ?? 'silent' } },
 );
 process.exit(result.status ?? 1);
