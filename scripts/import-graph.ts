@@ -41,7 +41,7 @@ const FLOORS: Array<{ name: string; rank: number; match: (file: string) => boole
       RUNTIME_ASSEMBLY.test(f),
   },
   // src/transport/ is what the transports share: `TransportServices` (what they receive), NUL checks
-  { name: 'transports', rank: 3, match: (f) => /^src\/(http|graphql|ssh|transport)\//.test(f) },
+  { name: 'transports', rank: 3, match: (f) => /^src\/(http|graphql|ssh|proxy|transport)\//.test(f) },
   {
     name: 'services',
     rank: 2,

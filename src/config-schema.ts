@@ -6,6 +6,7 @@
  * `Config` types from it (`StaticDecode`), and config-reference.ts writes docs/configuration.md
  * from it.
  */
+import { ProxySchema } from './config-proxy.js';
 import { Type, type StaticDecode } from '@sinclair/typebox';
 import { amount, atLeast, choice, count, flag, orNull, text } from './config-fields.js';
 import { FleetSchema } from './fleet/config.js';
@@ -342,6 +343,7 @@ export const ConfigFileSchema = Type.Object({
   graphql: GraphqlSchema,
   quotas: QuotasSchema,
   ssh: SshSchema,
+  proxy: ProxySchema,
   metrics: MetricsSchema,
 });
 

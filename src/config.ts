@@ -21,6 +21,7 @@ import {
 export type { HealthProbe, ImageSpec } from './config-images.js';
 import { resolveRuntime } from './config-runtime.js';
 import { resolveSsh, type SshConfig } from './config-ssh.js';
+import { resolveProxy, type ProxyConfig } from './config-proxy.js';
 import { configuredRuntime } from './runtime/registry.js';
 import type { RuntimeConfig } from './runtime/runtime-config.js';
 import type { AgentsConfig } from './fleet/agents-config.js';
@@ -68,6 +69,8 @@ export interface Config {
   runtime: RuntimeConfig;
   /** The SSH proxy (config-ssh.ts, docs/ssh.md). */
   ssh: SshConfig;
+  /** The pod HTTP proxy (config-proxy.ts, docs/proxy.md). */
+  proxy: ProxyConfig;
   graphql: GraphqlLimits & { anonymousCatalog: boolean };
   quotas: QuotaConfig;
   /** `GET /metrics` (docs/metrics.md): its token (null: off) and the gauges' refresh. */
@@ -238,6 +241,7 @@ export function loadConfig({ env, flags = {} }: ConfigSources): Config {
     agents,
     runtime,
     ssh: resolveSsh(sections.ssh, { port: server.port, publicUrl }),
+    proxy: resolveProxy(sections.proxy, { port: server.port, publicUrl }),
     configDir,
     warnings: [
       ...decoded.warnings,

@@ -12,6 +12,7 @@ import { LogTargets } from './logs/log-targets.js';
 import { configuredRuntime } from './runtime/registry.js';
 import type { OrphanCollector } from './runtime/orphan-collector.js';
 import type { RunningSshProxy } from './ssh/start-ssh-proxy.js';
+import type { RunningPodProxy } from './proxy/start-pod-proxy.js';
 import type { Readiness } from './http/readiness.js';
 import type { ServiceOverrides } from './compose/overrides.js';
 import { assembleStorage, openConfiguredDatabase, tightenData } from './compose/storage.js';
@@ -82,7 +83,7 @@ export async function createServices(config: Config, overrides: ServiceOverrides
     entrypoints,
     logger,
   });
-  const { pods, clusters, podDeadlines } = podsArea;
+  const { pods, clusters, podDeadlines, podHttpTargets } = podsArea;
   const serverless = assembleServerless(config, storage, catalogArea, podsArea, {
     clock,
     logger,
@@ -104,6 +105,7 @@ export async function createServices(config: Config, overrides: ServiceOverrides
     runtime,
     ...catalogArea,
     pods,
+    podHttpTargets,
     clusters,
     podController,
     podDeadlines,
@@ -130,6 +132,8 @@ export interface RunningServer {
   jobUrl: string | null;
   /** The SSH proxy, when it listens (config `ssh`). */
   ssh: RunningSshProxy | null;
+  /** The pod HTTP proxy, when it listens (config `proxy`, docs/proxy.md). */
+  proxy: RunningPodProxy | null;
   /** 503 to what needs adopted state until ready (`/readyz`). */
   readiness: Readiness;
   /** How long each step of the start took, ms, in start order (also on the ready line). */
@@ -166,7 +170,7 @@ export async function startServer(config: Config, overrides: StartOptions = {}):
     },
     onStopError: (step, err) => services.logger.warn({ err, step }, 'a step of the server failed to stop'),
   });
-  const { listeners, ssh } = state;
+  const { listeners, ssh, proxy } = state;
   const startup = { loadMs, servicesMs, ...started.times };
   const url = listeners!.url;
   if (state.adminKey) {
@@ -176,6 +180,7 @@ export async function startServer(config: Config, overrides: StartOptions = {}):
   }
   if (listeners!.jobUrl) print(`job API listening on ${listeners!.jobUrl}\n`);
   if (ssh) print(`ssh proxy listening on ${ssh.address} (host key ${ssh.hostKey.fingerprint})\n`);
+  if (proxy) print(`pod HTTP proxy listening on ${proxy.url} (pods' URLs under ${config.proxy.publicUrl})\n`);
   const hosts = services.inventory.hosts();
   const where =
     configuredRuntime(config).describe?.(config, hosts) ?? `runtime: ${services.runtime.name}, hosts: ${hosts.length}`;
@@ -191,6 +196,7 @@ export async function startServer(config: Config, overrides: StartOptions = {}):
     url,
     jobUrl: listeners!.jobUrl,
     ssh,
+    proxy,
     readiness: state.readiness,
     startup,
     close: () => started.stop(),

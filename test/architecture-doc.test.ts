@@ -121,12 +121,12 @@ test('the store floor imports only itself and the domain: entity types live in s
   assert.deepEqual(upward, []);
 });
 
-test('only the composition root and the transports import from src/http, and only src/cli imports from src/cli', () => {
+test('only the composition root and the HTTP transports (http, graphql, the pod proxy) import from src/http, and only src/cli imports from src/cli', () => {
   const edges = sourceImports();
   const intoHttp = edges.filter(
     (e) =>
       e.target.startsWith('src/http/') &&
-      !['src/http', 'src/graphql'].includes(folderOf(e.file)) &&
+      !['src/http', 'src/graphql', 'src/proxy'].includes(folderOf(e.file)) &&
       e.file !== 'src/main.ts' &&
       !e.file.startsWith('src/compose/'),
   );

@@ -326,7 +326,7 @@ if (!engine) {
       });
       assert.equal(workers.length, 1, 'one worker container');
       const worker = await e.client.inspectContainer(workers[0]!.Id);
-      assert.equal((worker?.HostConfig as { NetworkMode?: string } | undefined)?.NetworkMode, 'host');
+      assert.equal(worker?.HostConfig.NetworkMode, 'host');
       assert.equal(done.output?.podId, worker?.Config?.Labels?.['gantry.instance']);
     });
 

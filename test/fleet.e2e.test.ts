@@ -23,7 +23,6 @@ import { newKeyPair, noOpenSsh, runSsh } from './support/openssh.js';
 import { pushImage, registryUnavailable, startRegistry, type TestRegistry } from './support/registry.js';
 
 const KEY = 'fleet-e2e-admin-key-0123456789abcdef';
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 function getJson(port: number, path: string): Promise<Record<string, unknown>> {
   return new Promise((resolve, reject) => {
@@ -501,7 +500,10 @@ describe('the fleet: agents on two Docker hosts joined to one control plane', { 
     const host = hostsList().find((h) => h.name === 'host-b')!;
     const r = runGantry(['hosts', 'revoke', host.id, '--data-dir', dataDir]);
     assert.equal(r.status, 0, r.stderr);
-    const exit = await Promise.race([agents.get('host-b')!.exited, sleep(20_000).then(() => null)]);
+    const exit = await Promise.race([
+      agents.get('host-b')!.exited,
+      new Promise<null>((r) => setTimeout(() => r(null), 20_000).unref()),
+    ]);
     assert.equal(exit?.code, 3, agents.get('host-b')!.output());
     assert.equal(hostsList().find((h) => h.id === host.id)?.state, 'revoked');
     const ended = await eventually(

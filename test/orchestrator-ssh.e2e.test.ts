@@ -18,6 +18,10 @@ import { removeStandIns, standInNvidiaSmi, TWO_4090 } from './support/nvidia-smi
 import { noOpenSsh, runSsh, type SshRun } from './support/openssh.js';
 import { startSshFixture, type SshFixture, type SshTenant } from './support/ssh-fixture.js';
 
+// Awaited before any test is declared: a test declared earlier would let the file's root after hooks run before the later ones.
+const engine = await dockerEngine();
+const skip = engine ? ((await sshdImageMissing(engine.client)) ?? noOpenSsh()) : noEngine();
+
 const GPU = 'NVIDIA GeForce RTX 4090';
 /** dstack asks for CUDA 12.8 at least (gpuhunt's MIN_CUDA_VERSION): the stand-in driver has it. */
 const BANNER_12_8 = `Fri Nov 27 10:00:00 2026
@@ -117,9 +121,7 @@ test('the e2e test writes dstack`s dockerArgs as dstack does: its encoding of it
   assert.equal(dstackDockerArgs(command), DSTACK.graphqlLiteralBody);
 });
 
-const engine = await dockerEngine();
 after(() => engine?.client.close());
-const skip = engine ? ((await sshdImageMissing(engine.client)) ?? noOpenSsh()) : noEngine();
 
 describe('dstack and SkyPilot over SSH into their pods (Docker runtime)', { skip }, () => {
   const namespace = uniqueNamespace();

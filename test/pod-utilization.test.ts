@@ -14,6 +14,9 @@ import { eventually } from './support/eventually.js';
 import { createTestApp, json, type TestApp } from './support/harness.js';
 import { removeStandIns, standInNvidiaSmi } from './support/nvidia-smi.js';
 
+// Awaited before any test is declared: a test declared earlier would let the file's root after hooks run before the later ones.
+const engine = await dockerEngine();
+
 after(removeStandIns);
 
 const GPU = 'NVIDIA GeForce RTX 4090';
@@ -118,7 +121,6 @@ describe('pod utilisation on the process runtime', () => {
   });
 });
 
-const engine = await dockerEngine();
 after(() => engine?.client.close());
 
 if (!engine) {

@@ -257,7 +257,10 @@ describe('runpod-python workers against a real server', { skip: pythonSdkSkipRea
     assert.equal(done.status, 'COMPLETED', JSON.stringify(done));
     assert.deepEqual(done.output, { echo: { once: true }, worker: 'py-refresh' });
     assert.equal(server.services.workers.takeRecycleRequest(endpoint.refresh, 'py-refresh'), true);
-    const code = await Promise.race([workers.refresh.exited, sleep(20_000).then(() => 'still running' as const)]);
+    const code = await Promise.race([
+      workers.refresh.exited,
+      new Promise<'still running'>((r) => setTimeout(() => r('still running'), 20_000).unref()),
+    ]);
     assert.equal(
       code,
       0,

@@ -9,6 +9,9 @@ import type { SystemLog } from '../logs/system-log.js';
 import { LEASE_NAMES } from '../store/leases.js';
 import { PodController } from '../pods/pod-controller.js';
 import { PodsService } from '../pods/pods-service.js';
+import { PodHttpTargets } from '../pods/pod-http-targets.js';
+import { podHttpUrls } from '../pods/pod-http-urls.js';
+import { PodProxyNames } from '../pods/pod-proxy-names.js';
 import { PodDeadlineSweep } from '../pods/pod-deadline-sweep.js';
 import { ClustersService } from '../clusters/clusters-service.js';
 import { ResourceQuota } from '../quotas/resource-quota.js';
@@ -43,12 +46,14 @@ export interface PodsArea {
   clusters: ClustersService;
   /** Acts on pods' own stop and termination times. */
   podDeadlines: PodDeadlineSweep;
+  /** The pod ports the pod HTTP proxy's names stand for (docs/proxy.md). */
+  podHttpTargets: PodHttpTargets;
 }
 
 /** Pods and the clusters made of them, over the pod controller. */
 export function assemblePods(
   config: Config,
-  { stores, leases }: Storage,
+  { stores, leases, secrets }: Storage,
   catalog: CatalogArea,
   parts: {
     clock: Clock;
@@ -62,6 +67,13 @@ export function assemblePods(
   const { clock, runtime, podController, registryGuard, entrypoints, logger } = parts;
   const { inventory, templates, volumes, registries, accounts } = catalog;
   const quota = new ResourceQuota({ holdings: stores.holdings, quotas: config.quotas, clock });
+  const proxyNames = new PodProxyNames(secrets.derive('pod-proxy'));
+  const podHttpTargets = new PodHttpTargets({
+    pods: stores.pods,
+    accountExists: async (accountId) => (await stores.accounts.getAccount(accountId)) !== null,
+    names: proxyNames,
+    now: () => clock.now(),
+  });
   const pods = new PodsService({
     controller: podController,
     inventory,
@@ -77,6 +89,7 @@ export function assemblePods(
     entrypoints,
     deadlines: stores.podDeadlines,
     logger: logger.child({ component: 'pods' }),
+    httpUrl: podHttpUrls(proxyNames, config.proxy),
   });
   const clusters = new ClustersService({ store: stores.clusters, pods, clock, quotas: config.quotas });
   const podDeadlines = new PodDeadlineSweep({
@@ -89,5 +102,5 @@ export function assemblePods(
     quota,
     intervalMs: config.pods.reconcileIntervalMs,
   });
-  return { quota, pods, clusters, podDeadlines };
+  return { quota, pods, clusters, podDeadlines, podHttpTargets };
 }

@@ -9,6 +9,7 @@ import {
 } from '../runtime/account-isolation.js';
 import { configuredRuntime } from '../runtime/registry.js';
 import type { RunningSshProxy } from '../ssh/start-ssh-proxy.js';
+import type { RunningPodProxy } from '../proxy/start-pod-proxy.js';
 import { Readiness } from '../http/readiness.js';
 import type { Step } from './lifecycle.js';
 import { openListeners, type Listeners } from './listeners.js';
@@ -27,6 +28,8 @@ export interface StartState {
   /** Removes the instances found at start that nothing claims, once their grace has passed. */
   orphans: OrphanCollector;
   ssh: RunningSshProxy | null;
+  /** The pod HTTP proxy, when it listens (config `proxy`). */
+  proxy: RunningPodProxy | null;
 }
 
 /** On a first start (no accounts), creates the `admin` account and its key; answers the key to print once. */
@@ -74,6 +77,7 @@ export function startState(services: Services): StartState {
       config: { graceMs: services.config.runtime.orphanGraceMs },
     }),
     ssh: null,
+    proxy: null,
   };
 }
 
@@ -210,6 +214,14 @@ export function serverSteps(services: Services, state: StartState): Step[] {
         state.ssh = await startSshProxy(services);
       },
       stop: () => state.ssh?.close(),
+    },
+    {
+      name: 'proxy',
+      start: async () => {
+        const { startPodProxy } = await import('../proxy/start-pod-proxy.js');
+        state.proxy = await startPodProxy({ ...services, proxyMeter: services.metrics?.proxyMeter() ?? null });
+      },
+      stop: () => state.proxy?.close(),
     },
     // Workers call back over HTTP: launch them only once the server listens (stopped with `workers`).
     { name: 'worker launches', start: () => services.autoscaler.start(), stop: () => undefined },

@@ -66,9 +66,11 @@ export const errorCatalogue = {
   // 5xx
   INTERNAL: { status: 500, title: 'Internal Server Error' },
   JOB_FAILED: { status: 500, title: 'Internal Server Error' },
+  UPSTREAM_UNAVAILABLE: { status: 502, title: 'Bad Gateway' },
   UNAVAILABLE: { status: 503, title: 'Service Unavailable' },
   RUNTIME_UNAVAILABLE: { status: 503, title: 'Service Unavailable' },
   JOB_NOT_FINISHED: { status: 504, title: 'Gateway Timeout' },
+  UPSTREAM_TIMEOUT: { status: 504, title: 'Gateway Timeout' },
 } as const satisfies Record<string, ErrorDefinition>;
 
 export type ErrorCode = keyof typeof errorCatalogue;

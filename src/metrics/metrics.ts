@@ -1,3 +1,4 @@
+import { proxyMeter, type ProxyMeterPort } from './proxy-meter.js';
 import { timingSafeEqual, createHash } from 'node:crypto';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import { sql } from 'kysely';
@@ -72,6 +73,7 @@ export class Metrics implements JobFlow {
   readonly #batchFailures: Counter<'group'>;
   readonly #refreshSeconds: Gauge;
   readonly #refreshFailures: Counter;
+  #proxyMeter: ProxyMeterPort | null = null;
 
   constructor(deps: MetricsDeps) {
     this.#deps = deps;
@@ -225,6 +227,12 @@ export class Metrics implements JobFlow {
       seconds.observe(ms / 1000);
       if (!committed) failures.inc();
     };
+  }
+
+  /** The pod HTTP proxy's figures (proxy-meter.ts), registered on the first call. */
+  proxyMeter(): ProxyMeterPort {
+    this.#proxyMeter ??= proxyMeter(this.registry);
+    return this.#proxyMeter;
   }
 
   /** One HTTP reply. `route` is the matched pattern (`/v2/:endpointId/run`), never the URL; null: no route matched. */

@@ -15,6 +15,9 @@ interface PodSshEndpoint {
   command: string;
 }
 
+/** The pod HTTP proxy's URL of a pod's port (docs/proxy.md); null while the proxy does not listen. */
+export type PodHttpUrl = (podId: string, port: number) => string | null;
+
 /** Where the SSH proxy is reached (config `ssh`); `listening` is false while it is off or has not started. */
 export interface SshProxyAddress {
   host: string;
@@ -64,6 +67,11 @@ export interface PodView {
   dataCenterId: string | null;
   cudaVersion: string | null;
   ssh: { proxy: PodSshEndpoint | null; direct: PodSshEndpoint | null };
+  /**
+   * Gantry extension (not in spec 2.1): each `<port>/http` port's URL through the pod HTTP proxy
+   * (docs/proxy.md), once the pod has a machine assignment; empty while the proxy is off.
+   */
+  httpProxy: Array<{ port: number; url: string }>;
   template: string | null;
   cost: number;
   locked: boolean;
@@ -111,6 +119,8 @@ export interface ViewContext {
   internalDomain: string;
   /** The SSH proxy's advertised address; null when it does not listen. */
   sshProxy?: SshProxyAddress | null;
+  /** The pod HTTP proxy's URLs; absent or null when it does not listen. */
+  httpUrl?: PodHttpUrl | null;
   /** The create response: `runtime` is an empty object (spec 3.1). */
   justCreated?: boolean;
 }
@@ -164,6 +174,19 @@ function proxySsh(pod: PodRecord, ctx: ViewContext): PodSshEndpoint | null {
   };
 }
 
+/** The URLs of the pod's HTTP ports through the proxy, once it has a machine assignment. */
+function httpUrls(pod: PodRecord, ctx: ViewContext): PodView['httpProxy'] {
+  const url = ctx.httpUrl;
+  if (!url || pod.hostId === null || pod.status === 'TERMINATED') return [];
+  const out: PodView['httpProxy'] = [];
+  for (const p of pod.portMappings) {
+    if (p.type !== 'http') continue;
+    const at = url(pod.id, p.private);
+    if (at) out.push({ port: p.private, url: at });
+  }
+  return out;
+}
+
 export function toPodView(pod: PodRecord, ctx: ViewContext): PodView {
   const view: PodView = {
     id: pod.id,
@@ -183,6 +206,7 @@ export function toPodView(pod: PodRecord, ctx: ViewContext): PodView {
     dataCenterId: pod.dataCenterId,
     cudaVersion: pod.gpuTypeId ? pod.cudaVersion : null,
     ssh: { proxy: proxySsh(pod, ctx), direct: directSsh(pod, ctx) },
+    httpProxy: httpUrls(pod, ctx),
     // No link to a template is retained (spec 2.1): pods created from one show null.
     template: null,
     cost: podCost(pod),

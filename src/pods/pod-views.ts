@@ -2,13 +2,15 @@ import type { Clock } from '../domain/clock.js';
 import type { Inventory } from '../inventory/inventory.js';
 import type { InstanceStatus, Runtime } from '../runtime/runtime.js';
 import type { PodRecord } from '../store/pod-record.js';
-import { toPodView, type PodView, type SshProxyAddress } from './pod-view.js';
+import { toPodView, type PodHttpUrl, type PodView, type SshProxyAddress } from './pod-view.js';
 
 export interface PodViewsDeps {
   runtime: Pick<Runtime, 'inspect'>;
   hosts: Pick<Inventory, 'host'>;
   clock: Clock;
   config: { networking: { internalDomain: string }; ssh?: SshProxyAddress | undefined };
+  /** The pod HTTP proxy's URL of a pod's port (pod-http-urls.ts). @default none */
+  httpUrl?: PodHttpUrl | null;
 }
 
 /**
@@ -47,6 +49,7 @@ export class PodViews {
       live: extra.live,
       internalDomain: config.networking.internalDomain,
       sshProxy: config.ssh?.listening ? config.ssh : null,
+      httpUrl: this.#deps.httpUrl ?? null,
       justCreated: extra.justCreated,
     });
   }

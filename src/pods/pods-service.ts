@@ -3,6 +3,7 @@
  * pod-controller.ts, creation in pod-creation.ts; this service checks ownership and references,
  * and renders the pods.
  */
+import type { PodHttpUrl } from './pod-view.js';
 import type { Logger } from 'pino';
 import type { AccountsService } from '../accounts/accounts-service.js';
 import type { Catalog } from '../domain/catalog.js';
@@ -66,6 +67,8 @@ export interface PodsServiceDeps {
   deadlines: Pick<PodDeadlineStore, 'set'>;
   /** Where an interruption of a pod the reclaim ladder took back fails (pod-interruptions.ts). @default none */
   logger?: Pick<Logger, 'error'>;
+  /** The pod HTTP proxy's URL of a pod's port, for `httpProxy` (pod-http-urls.ts). @default none */
+  httpUrl?: PodHttpUrl | null;
 }
 
 /** Accrued usage of one pod, for billing. */

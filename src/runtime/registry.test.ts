@@ -26,6 +26,12 @@ after(() => {
 });
 const logger = pino({ level: 'silent' });
 const dockerHost = process.env.DOCKER_HOST ?? 'unix:///var/run/docker.sock';
+
+// Awaited before any test is declared: a test declared earlier would let the file's root after hooks run before the later ones.
+const reachable = await fetchEngineInfo(dockerHost, { timeoutMs: 3000 }).then(
+  () => false as const,
+  (err: Error) => `no Docker Engine at ${dockerHost} (${err.message}); set DOCKER_HOST`,
+);
 const config = (env: Record<string, string> = {}) => loadConfig({ env: { GANTRY_DATA_DIR: dataDir, ...env } });
 
 /**
@@ -108,11 +114,6 @@ test('the docker runtime refuses to start when its engine does not answer, namin
     },
   );
 });
-
-const reachable = await fetchEngineInfo(dockerHost, { timeoutMs: 3000 }).then(
-  () => false as const,
-  (err: Error) => `no Docker Engine at ${dockerHost} (${err.message}); set DOCKER_HOST`,
-);
 
 test(
   'the docker runtime is built for the discovered host with the config’s engine, namespace, bind address, images and grace',

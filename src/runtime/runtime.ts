@@ -247,6 +247,14 @@ export interface Runtime {
    */
   shell?(id: string, request: ShellRequest): Promise<ShellSession>;
   /**
+   * A TCP connection to `port` (a private port of the instance's spec) inside a running instance:
+   * the pod HTTP proxy's way in (docs/proxy.md). Rejects, in words a user can act on, when the
+   * instance does not run here, the port is not one of its bindings, or nothing accepts there
+   * within `timeoutMs`. The process runtime dials the binding's host port on 127.0.0.1; Docker the
+   * container's address on its network.
+   */
+  connect?(id: string, port: number, options: { timeoutMs: number }): Promise<Duplex>;
+  /**
    * Why instances cannot be started right now (the engine is unreachable), or null. Answers from
    * what the runtime already knows; never waits on the engine. `hostId`: the host the instance is
    * placed on, for a runtime over many hosts (the fleet: one host may be unreachable while the

@@ -1,4 +1,4 @@
-import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
+import { createCipheriv, createDecipheriv, createHmac, randomBytes } from 'node:crypto';
 
 /** AES-256-GCM encryption of secrets at rest. Ciphertext format: base64(iv).base64(tag).base64(data). */
 export class SecretBox {
@@ -18,6 +18,15 @@ export class SecretBox {
 
   static generateKey(): string {
     return randomBytes(32).toString('hex');
+  }
+
+  /**
+   * A 32-byte key for one purpose, derived from this key (HMAC-SHA256 of the purpose's name): what
+   * it signs cannot be forged without the secret key, and every replica sharing the key derives the
+   * same one.
+   */
+  derive(purpose: string): Buffer {
+    return createHmac('sha256', this.#key).update(`gantry derived key: ${purpose}`).digest();
   }
 
   seal(plain: string): string {

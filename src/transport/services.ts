@@ -28,6 +28,8 @@ import type { SystemLog } from '../logs/system-log.js';
 import type { LogStreams } from '../logs/log-streams.js';
 import type { LogTargets } from '../logs/log-targets.js';
 import type { Metrics } from '../metrics/metrics.js';
+import type { PodHttpTargets } from '../pods/pod-http-targets.js';
+import type { ProxyListenerSettings } from './proxy-settings.js';
 
 /** Bounds on a GraphQL document (config file `graphql`; the meaning and default of each: docs/configuration.md). */
 export interface GraphqlLimits {
@@ -55,6 +57,8 @@ interface TransportConfig {
     maxConnectionsPerClient: number;
   };
   rateLimits: Quotas;
+  /** The pod HTTP proxy's listener (docs/proxy.md). */
+  proxy: ProxyListenerSettings;
   jobs: {
     rateLimits: boolean;
     rateLimitPerWorker: number;
@@ -78,6 +82,8 @@ export interface TransportServices {
   catalog: CatalogService;
   inventory: Inventory;
   pods: PodsService;
+  /** The pod ports the pod HTTP proxy's names stand for (docs/proxy.md). */
+  podHttpTargets: PodHttpTargets;
   /** Multi-node clusters over the pods (REST /v2/clusters, docs/clusters.md). */
   clusters: ClustersService;
   podController: PodController;

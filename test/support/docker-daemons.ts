@@ -103,7 +103,7 @@ export async function stopDockerd(child: ChildProcess, dir: string): Promise<voi
   if (child.exitCode === null && child.signalCode === null) {
     const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
     child.kill('SIGTERM');
-    const done = await Promise.race([exited.then(() => true), sleep(30_000).then(() => false)]);
+    const done = await Promise.race([exited.then(() => true), sleep(30_000, false, { ref: false })]);
     if (!done) {
       child.kill('SIGKILL');
       const pidFile = `${dir}/exec/containerd/containerd.pid`;

@@ -200,7 +200,9 @@ export async function startListeningServer(
   const configPath = join(dataDir, 'config.json');
   // A real port rather than 0: the public URL (which workers the autoscaler launches call) is built from it.
   const server = { port: await freePort(), ...(file.server as Record<string, unknown> | undefined) };
-  writeFileSync(configPath, JSON.stringify({ ...file, server }));
+  // the pod HTTP proxy on a port of its own for each server (tests run side by side)
+  const proxy = { port: 0, ...(file.proxy as Record<string, unknown> | undefined) };
+  writeFileSync(configPath, JSON.stringify({ ...file, server, proxy }));
   const config = loadConfig({
     env: { GANTRY_DATA_DIR: dataDir, GANTRY_CONFIG: configPath, GANTRY_LOG_LEVEL: 'silent', ...MULTI_ACCOUNT },
   });

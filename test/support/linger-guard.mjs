@@ -4,9 +4,38 @@
 // once the file's last test and hooks are done, an unref'd timer waits GANTRY_TEST_LINGER_MS
 // (default 15 s); it fires only if something else still holds the event loop, and then names what
 // does and ends the file with exit code 1, so the leak fails fast and says where it is.
+import { createHook } from 'node:async_hooks';
 import { after } from 'node:test';
 
 const limitMs = Number(process.env.GANTRY_TEST_LINGER_MS ?? 15_000);
+
+// GANTRY_TEST_LINGER_TRACE=1: where each timer still pending was set, to find which one holds a file.
+const timers = new Map();
+if (process.env.GANTRY_TEST_LINGER_TRACE === '1') {
+  Error.stackTraceLimit = 40;
+  createHook({
+    init(id, type, _trigger, resource) {
+      if (type === 'Timeout') timers.set(id, { resource: new WeakRef(resource), stack: new Error().stack });
+    },
+    destroy(id) {
+      timers.delete(id);
+    },
+  }).enable();
+}
+const pendingTimers = () =>
+  [...timers.values()]
+    .filter((t) => t.resource.deref()?.hasRef?.())
+    .map(
+      (t) =>
+        `Timeout set at ${t.stack
+          .split('\n')
+          .filter(
+            (line) => line.includes('    at ') && !line.includes('node:internal') && !line.includes('linger-guard'),
+          )
+          .slice(0, 6)
+          .map((line) => line.trim())
+          .join(' < ')}`,
+    );
 
 const describe = (handle) => {
   const kind = handle?.constructor?.name ?? typeof handle;
@@ -33,7 +62,7 @@ if (Number.isFinite(limitMs) && limitMs > 0) {
   after(() => {
     const timer = setTimeout(() => {
       const file = process.argv[1] ?? '?';
-      const handles = process._getActiveHandles().map(describe).filter(Boolean);
+      const handles = [...process._getActiveHandles().map(describe).filter(Boolean), ...pendingTimers()];
       process.stderr.write(
         `linger-guard: ${file} still runs ${limitMs} ms after its last test; what holds it: ` +
           `${JSON.stringify(process.getActiveResourcesInfo())}\n` +

@@ -263,6 +263,16 @@ export const Pod = Type.Object({
   dataCenterId: Nullable(Type.String()),
   cudaVersion: Nullable(Type.String()),
   ssh: Type.Object({ proxy: Nullable(SshEndpoint), direct: Nullable(SshEndpoint) }),
+  httpProxy: Type.Array(
+    Type.Object({
+      port: Type.Integer({ description: 'the pod port (`<port>/http`)' }),
+      url: Type.String({ format: 'uri', description: "the port's URL through the pod HTTP proxy" }),
+    }),
+    {
+      description:
+        'Gantry extension (docs/proxy.md): each `<port>/http` port reached through the pod HTTP proxy, once the pod has a machine assignment; empty while the proxy is off. The URL is the capability to reach the port: share it as you would a password.',
+    },
+  ),
   template: Nullable(Type.String()),
   cost: Type.Number({ description: 'USD per hour; 0 when EXITED, ERROR or TERMINATED' }),
   locked: Type.Boolean(),

@@ -6,6 +6,9 @@ import { instanceSpec } from '../runtime-contract.js';
 import { ContainerFirewall } from './container-firewall.js';
 import type { FirewallPolicy } from './firewall-rules.js';
 
+// Awaited before any test is declared: a test declared earlier would let the file's root after hooks run before the later ones.
+const engine = await dockerEngine();
+
 const policy: FirewallPolicy = {
   tag: 'ab12c',
   bridgePrefix: 'gab12c',
@@ -85,7 +88,6 @@ describe(
   },
 );
 
-const engine = await dockerEngine();
 after(() => engine?.client.close());
 
 test(

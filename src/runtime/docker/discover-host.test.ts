@@ -21,6 +21,9 @@ const catalog = defaultCatalog();
 const GiB = 1024 ** 3;
 const dockerHost = process.env.DOCKER_HOST ?? 'unix:///var/run/docker.sock';
 
+// Awaited before any test is declared: a test declared earlier would let the file's root after hooks run before the later ones.
+const engine = await fetchEngineInfo(dockerHost, { timeoutMs: 3000 }).catch((err: Error) => err);
+
 /** The config's defaults for runtime.docker, with `file` over them. */
 function settings(file: Partial<HostSettings> = {}): HostSettings & { nvidiaSmi: string } {
   const config = loadConfig({
@@ -259,7 +262,6 @@ test('an engine that does not answer is reported naming its socket', async () =>
   });
 });
 
-const engine = await fetchEngineInfo(dockerHost, { timeoutMs: 3000 }).catch((err: Error) => err);
 const noEngine =
   engine instanceof Error ? `no Docker Engine at ${dockerHost} (${engine.message}); set DOCKER_HOST` : false;
 

@@ -20,6 +20,9 @@ import { parseDockerHost } from './engine-connection.js';
 import { privateImageVolumeName } from './private-image-ledger.js';
 import type { EngineEvent } from './engine-types.js';
 
+// Awaited before any test is declared: a test declared earlier would let the file's root after hooks run before the later ones.
+const engine = await dockerEngine();
+
 describe('registry credentials and engine addresses', () => {
   test('X-Registry-Auth is padded base64url JSON of the username, password and server', () => {
     const header = registryAuthHeader({ username: 'u', password: 'p?>~' }, 'ghcr.io');
@@ -69,7 +72,6 @@ describe('registry credentials and engine addresses', () => {
   });
 });
 
-const engine = await dockerEngine();
 after(() => engine?.client.close());
 
 if (!engine) {
@@ -165,7 +167,7 @@ if (!engine) {
         HostConfig: { RestartPolicy: { Name: 'no' } },
       });
       await client.removeContainer(created.Id, { force: true });
-      await Promise.race([reading, new Promise((resolve) => setTimeout(resolve, 10_000))]);
+      await Promise.race([reading, new Promise((resolve) => setTimeout(resolve, 10_000).unref())]);
       abort.abort();
       assert.deepEqual(
         seen.map((ev) => ev.Action),

@@ -11,9 +11,8 @@
  *   with a registry credential created for an account the registry does not let pull it
  *   (image-access.ts).
  * - States come from the engine's events (engine-events.ts, container-events.ts), and from a health
- *   probe on the published port when the spec carries one (`health`) or else the config's images
- *   map gives the image one (container-instance.ts). `inspect()` and `list()`
- *   answer from memory (live-instances.ts), which the events keep current.
+ *   probe on the published port (the spec's `health`, else the images map's; container-instance.ts).
+ *   `inspect()` and `list()` answer from memory (live-instances.ts), which the events keep current.
  * - A container that ends on its own makes its instance `exited`, or `failed` when it ended before
  *   its health check passed or the kernel killed it for its memory limit (exit-reason.ts words why).
  * - Where the storage driver cannot cap a container's disk, the sampler watches its writable layer
@@ -21,10 +20,10 @@
  * - When the engine becomes unreachable, live instances turn `unknown` (with the reason) until it
  *   answers again; containers that died meanwhile (an engine restart) are started again.
  *
- * This class is the facade the Runtime port sees: launching and adopting containers is in
- * container-launch.ts, the supervision of one instance's container in container-instance.ts, and
- * what the engine's events and outages do to the instances in container-events.ts.
+ * The facade the Runtime port sees: launching and adopting is in container-launch.ts, supervision in
+ * container-instance.ts, the engine's events and outages in container-events.ts.
  */
+import type { Duplex } from 'node:stream';
 import type { ImageSpec } from '../../domain/image-spec.js';
 import { RegistryGuard } from '../registry-guard.js';
 import type {
@@ -66,6 +65,7 @@ import { ContainerSampler } from './container-sampler.js';
 import { AccountSeparation } from './account-separation.js';
 import type { InstanceNetworks } from './instance-networks.js';
 import { CONTAINER_NOFILE_LIMIT } from './container-config.js';
+import { ContainerDialer } from './container-dial.js';
 
 export type { DiskLimitSupport } from './container-preparer.js';
 
@@ -98,6 +98,7 @@ export class DockerRuntime implements Runtime {
   );
   /** This host's paths, hidden from what tenants read of the engine's words (engine-host-paths.ts). */
   readonly #hostPaths: EngineHostPaths;
+  readonly #dialer: ContainerDialer;
   #closed = false;
 
   constructor(options: DockerRuntimeOptions) {
@@ -111,6 +112,9 @@ export class DockerRuntime implements Runtime {
       ...(options.engineTimeoutMs ? { timeoutMs: options.engineTimeoutMs } : {}),
     });
     this.#hostPaths = new EngineHostPaths(this.#client);
+    this.#dialer = ContainerDialer.forEngine(options.dockerHost, (cid) =>
+      this.#call(this.#client.inspectContainer(cid)),
+    );
     this.#separation = new AccountSeparation({
       client: this.#client,
       namespace: this.#namespace,
@@ -355,10 +359,13 @@ export class DockerRuntime implements Runtime {
 
   /** A TTY exec in the instance's container (docker-shell.ts). */
   async shell(id: string, request: ShellRequest): Promise<ShellSession> {
-    const live = this.#live.get(id);
-    if (!live?.launched || live.stopping || live.status.state !== 'running')
-      throw new Error(`pod "${id}" is not running here`);
-    return openDockerShell({ dockerHost: this.#o.dockerHost, containerId: live.containerId }, request);
+    const { containerId } = this.#live.running(id, 'pod');
+    return openDockerShell({ dockerHost: this.#o.dockerHost, containerId }, request);
+  }
+
+  /** A connection to a port inside a running container (container-dial.ts). */
+  async connect(id: string, port: number, options: { timeoutMs: number }): Promise<Duplex> {
+    return this.#dialer.dial(this.#live.running(id, 'instance'), port, options.timeoutMs);
   }
 
   /**

@@ -40,7 +40,10 @@ describe('the Docker runtime`s shell', { skip: engine ? false : noEngine() }, ()
     const shell = await f.runtime.shell(spec.id, { cols: 80, rows: 24 });
     await typeInto(shell.stream, 'echo ready', /ready\r?\n/);
     await f.runtime.stop(spec.id);
-    const code = await Promise.race([shell.exited, new Promise((r) => setTimeout(() => r('still open'), 10_000))]);
+    const code = await Promise.race([
+      shell.exited,
+      new Promise((r) => setTimeout(() => r('still open'), 10_000).unref()),
+    ]);
     assert.notEqual(code, 'still open');
   });
 

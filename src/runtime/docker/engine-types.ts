@@ -137,9 +137,11 @@ export interface ContainerInspect {
     Cmd?: string[] | null;
   };
   State: ContainerState;
-  HostConfig: { Memory?: number; NanoCpus?: number };
+  HostConfig: { Memory?: number; NanoCpus?: number; NetworkMode?: string };
   NetworkSettings?: {
     Networks?: Record<string, { NetworkID?: string; IPAddress?: string; Gateway?: string }> | null;
+    /** `8888/tcp` → where it is published on the host */
+    Ports?: Record<string, Array<{ HostIp: string; HostPort: string }> | null> | null;
   };
   /** bytes of the writable layer: only with `?size=true` */
   SizeRw?: number;

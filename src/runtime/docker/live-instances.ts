@@ -66,6 +66,14 @@ export class LiveInstances {
     return this.#byId.get(id);
   }
 
+  /** The instance when its container runs (launched, not being stopped); else throws that `what` "id" is not running here. */
+  running(id: string, what: string): Live {
+    const live = this.#byId.get(id);
+    if (!live?.launched || live.stopping || live.status.state !== 'running')
+      throw new Error(`${what} "${id}" is not running here`);
+    return live;
+  }
+
   has(id: string): boolean {
     return this.#byId.has(id);
   }

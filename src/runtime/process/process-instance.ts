@@ -36,6 +36,8 @@ export interface Instance {
   /** null for a placeholder */
   proc: LiveProcess | null;
   stopping: Promise<void> | null;
+  /** the spec's port bindings: a process listens on the host port of each (it shares the host's network) */
+  ports: ReadonlyArray<{ private: number; public: number }>;
 }
 
 /** What supervising an instance needs from the runtime that holds it. */

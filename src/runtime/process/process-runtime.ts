@@ -17,8 +17,10 @@
  * `unknown`: the processes are this server's own.
  */
 import { rm } from 'node:fs/promises';
+import type { Duplex } from 'node:stream';
 import { join } from 'node:path';
 import type { ImageSpec } from '../../domain/image-spec.js';
+import { dialTcp } from '../dial.js';
 import type {
   AttachedInstance,
   EnvRefusal,
@@ -184,6 +186,17 @@ export class ProcessRuntime implements Runtime {
     return openProcessShell(id, proc ? { pid: proc.pgid, exited: proc.exited } : null, request);
   }
 
+  /** The binding's host port on 127.0.0.1, where the instance's process listens (the pod HTTP proxy's upstream). */
+  async connect(id: string, port: number, options: { timeoutMs: number }): Promise<Duplex> {
+    const instance = this.#instances.get(id);
+    if (instance && !instance.proc) throw new Error(`instance "${id}" runs as a placeholder: nothing in it listens`);
+    if (!instance?.proc || instance.stopping || instance.status.state !== 'running')
+      throw new Error(`instance "${id}" is not running here`);
+    const binding = instance.ports.find((p) => p.private === port);
+    if (!binding) throw new Error(`port ${port} is not one of instance "${id}"'s ports`);
+    return dialTcp('127.0.0.1', binding.public, `port ${port} of instance "${id}"`, options.timeoutMs);
+  }
+
   /** `discard`: its folder (`instances/<id>`: output.log, the default cwd) goes too; its persistent volume stays. */
   async stop(id: string, options: StopOptions = {}): Promise<void> {
     const instance = this.#instances.get(id);
@@ -279,6 +292,7 @@ export class ProcessRuntime implements Runtime {
       },
       proc: null,
       stopping: null,
+      ports: spec.ports,
     };
     this.#instances.set(spec.id, instance);
     this.#emit(instance);
@@ -319,6 +333,7 @@ export class ProcessRuntime implements Runtime {
       },
       proc,
       stopping: null,
+      ports: spec.ports,
     };
     this.#instances.set(spec.id, instance);
     void exit.then((info) => onProcessExit(this.#supervision, spec.id, instance, info.code, info.signal));

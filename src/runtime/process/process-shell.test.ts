@@ -61,7 +61,10 @@ describe('process runtime shell', { skip: process.platform !== 'linux' && 'reads
     const pod = instance({ PATH: process.env.PATH ?? '/usr/bin:/bin' });
     const shell = await openProcessShell('p1', pod.target, { cols: 80, rows: 24 });
     pod.stop();
-    const code = await Promise.race([shell.exited, new Promise((r) => setTimeout(() => r('still running'), 5000))]);
+    const code = await Promise.race([
+      shell.exited,
+      new Promise((r) => setTimeout(() => r('still running'), 5000).unref()),
+    ]);
     assert.notEqual(code, 'still running');
   });
 

@@ -1,0 +1,93 @@
+/** The `proxy` section of the config: the pod HTTP proxy (docs/proxy.md). */
+import { Type, type StaticDecode } from '@sinclair/typebox';
+import { amount, count, flag, orNull } from './config-fields.js';
+import { fail } from './config-values.js';
+
+export const ProxySchema = Type.Object(
+  {
+    enabled: flag(true, "Whether the pod HTTP proxy listens (each pod's `<port>/http` ports over HTTP).", {
+      env: 'GANTRY_PROXY_ENABLED',
+    }),
+    port: Type.Optional(
+      Type.Transform(
+        Type.Number({
+          minimum: 0,
+          maximum: 65_535,
+          bounds: 'a TCP port (0-65535)',
+          description:
+            "The port it listens on, on `server.host`: a listener of its own, so pods' pages never share the console's origin. 0 picks a free one.",
+          env: 'GANTRY_PROXY_PORT',
+          defaultText: '8081, or 0 when `server.port` is 0',
+        }),
+      )
+        .Decode((n) => Math.floor(n))
+        .Encode((n) => n),
+    ),
+    publicUrl: orNull(
+      Type.String({ pattern: '^https?://[^/?#]+/?$', mustBe: 'an http:// or https:// URL without a path' }),
+      'The URL clients reach the proxy listener at; a pod port is then `{publicUrl}/{podId}-{port}-{token}/`.',
+      { env: 'GANTRY_PROXY_PUBLIC_URL', defaultText: "`server.publicUrl`'s host with the proxy's port" },
+    ),
+    domain: orNull(
+      Type.String({ pattern: '^[a-z0-9]([a-z0-9.-]*[a-z0-9])?$', mustBe: 'a lowercase DNS name' }),
+      'A wildcard DNS name (`*.{domain}`) pointing at the proxy listener: pod ports are then `{podId}-{port}-{token}.{domain}`, at the root of their own origin, with the scheme and port of `proxy.publicUrl`. null: path prefixes only (both are always served).',
+      { env: 'GANTRY_PROXY_DOMAIN' },
+    ),
+    maxConnectionsPerPod: count(
+      1,
+      1_000,
+      'Proxied connections one pod may have open at once (its WebSockets included).',
+    ),
+    maxConnectionsPerAccount: count(1, 5_000, "Proxied connections to one account's pods at once."),
+    connectTimeoutMs: count(100, 10_000, "How long a connection to a pod's port may take before the caller gets 504."),
+    responseTimeoutMs: count(
+      1_000,
+      330_000,
+      'How long a pod may take to start its answer (the status line and headers) before the caller gets 504; a body then streams for as long as it moves.',
+    ),
+    idleTimeoutMs: amount(
+      600_000,
+      'A proxied connection (a request, a WebSocket, an event stream) with no bytes either way for this long is closed. 0: never.',
+    ),
+  },
+  { description: "The pod HTTP proxy: each pod's `<port>/http` ports, reached through Gantry (docs/proxy.md)." },
+);
+
+export type ProxyConfig = Omit<StaticDecode<typeof ProxySchema>, 'port' | 'publicUrl'> & {
+  port: number;
+  /** without a trailing slash; its port follows the listener's when the listener picked it (port 0) */
+  publicUrl: string;
+  /** Whether `publicUrl` was set (rather than derived from the listener). */
+  publicUrlConfigured: boolean;
+  portConfigured: boolean;
+  /** Whether the proxy listens right now; set by the server, not read from the config file. */
+  listening: boolean;
+};
+
+const DEFAULT_PROXY_PORT = 8081;
+
+/** The decoded `proxy` section, with the defaults that follow the server's. */
+export function resolveProxy(
+  section: StaticDecode<typeof ProxySchema>,
+  server: { port: number; publicUrl: string },
+): ProxyConfig {
+  const port = section.port ?? (server.port === 0 ? 0 : DEFAULT_PROXY_PORT);
+  let publicUrl = section.publicUrl?.replace(/\/+$/, '') ?? null;
+  if (publicUrl === null) {
+    try {
+      const base = new URL(server.publicUrl);
+      base.port = String(port);
+      publicUrl = `${base.protocol}//${base.host}`;
+    } catch {
+      fail(`proxy.publicUrl cannot be derived from server.publicUrl "${server.publicUrl}": set it`);
+    }
+  }
+  return {
+    ...section,
+    port,
+    publicUrl,
+    publicUrlConfigured: section.publicUrl !== null,
+    portConfigured: section.port !== undefined,
+    listening: false,
+  };
+}

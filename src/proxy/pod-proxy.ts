@@ -1,0 +1,320 @@
+/**
+ * The pod HTTP proxy (docs/proxy.md): a request to the proxy listener names a pod's `<port>/http`
+ * port (proxy-route.ts) and goes on to it through the runtime, streaming both ways — any method, any
+ * body size, Server-Sent Events — and an upgrade (a WebSocket) is joined to the pod's port byte for
+ * byte. What cannot go on is answered as problem+json: 404 for a name that reaches no pod port, 502
+ * for a pod that does not run or does not answer, 504 when it takes too long to, 429 past the
+ * per-pod and per-account limits. No request waits without a bound: dialling has
+ * `connectTimeoutMs`, the answer's head `responseTimeoutMs`, and a connection on which nothing
+ * moves either way `idleTimeoutMs`.
+ */
+import { request as httpRequest, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
+import type { Duplex } from 'node:stream';
+import type { Logger } from 'pino';
+import { ApiError } from '../domain/errors.js';
+import type { PodHttpTarget } from '../pods/pod-http-targets.js';
+import type { PodEventSource } from '../pods/pod-events.js';
+import type { Runtime } from '../runtime/runtime.js';
+import { DialTimeout } from '../runtime/dial.js';
+import { rawProblemResponse } from '../http/client-errors.js';
+import { requestHeaders, responseHeaders } from './proxy-headers.js';
+import { ProxyLimits } from './proxy-limits.js';
+import { routeOf, type ProxyRoute } from './proxy-route.js';
+import { Upstreams } from './upstreams.js';
+import type { PodProxySettings } from '../transport/proxy-settings.js';
+
+/** What the proxy counts, for `/metrics` (docs/metrics.md). */
+export interface ProxyMeter {
+  /** an exchange ended: `kind` http or upgrade, its status (0: none was sent), bytes each way */
+  exchange(kind: 'http' | 'upgrade', status: number, bytesIn: number, bytesOut: number): void;
+  /** open exchanges changed by `by` */
+  open(by: number): void;
+}
+
+export interface PodProxyDeps {
+  targets: { resolve(label: string): Promise<PodHttpTarget> };
+  runtime: Pick<Runtime, 'connect' | 'name'>;
+  events: PodEventSource;
+  settings: PodProxySettings;
+  logger: Pick<Logger, 'debug' | 'warn'>;
+  meter?: ProxyMeter | null;
+}
+
+const problemBody = (err: ApiError): string => JSON.stringify(err.toProblem());
+
+function sendProblem(res: ServerResponse, err: ApiError): void {
+  if (res.headersSent) {
+    res.destroy();
+    return;
+  }
+  const body = problemBody(err);
+  res.writeHead(err.status, {
+    ...err.headers,
+    'content-type': 'application/problem+json',
+    'content-length': Buffer.byteLength(body),
+    'cache-control': 'no-store',
+  });
+  res.end(body);
+}
+
+/** What a failed dial or exchange answers. */
+function upstreamProblem(err: unknown, target: PodHttpTarget): ApiError {
+  if (err instanceof ApiError) return err;
+  const message = err instanceof Error ? err.message : String(err);
+  if (err instanceof DialTimeout)
+    return new ApiError('UPSTREAM_TIMEOUT', `Pod "${target.podId}": ${message}.`, { headers: { 'retry-after': '5' } });
+  return new ApiError('UPSTREAM_UNAVAILABLE', `Pod "${target.podId}" could not be reached: ${message}.`);
+}
+
+export class PodProxy {
+  readonly #d: PodProxyDeps;
+  readonly #limits: ProxyLimits;
+  readonly #upstreams: Upstreams;
+  /** pod id → the upgraded connections to it (both ends), ended when the pod stops */
+  readonly #tunnels = new Map<string, Set<Duplex>>();
+  readonly #unsubscribe: () => void;
+
+  constructor(deps: PodProxyDeps) {
+    this.#d = deps;
+    this.#limits = new ProxyLimits(deps.settings);
+    this.#upstreams = new Upstreams((podId, port) => this.#dial(podId, port));
+    this.#unsubscribe = deps.events.on('pod:status', ({ podId, from, to }) => {
+      if (from === 'RUNNING' && to !== 'RUNNING') this.#podStopped(podId);
+    });
+  }
+
+  /** Open exchanges of a pod right now. */
+  openFor(podId: string): number {
+    return this.#limits.openFor(podId);
+  }
+
+  /** The listener's `request` handler. */
+  handleRequest = (req: IncomingMessage, res: ServerResponse): void => {
+    void this.#request(req, res).catch((err: unknown) => {
+      this.#d.logger.warn({ err }, 'the pod proxy could not answer a request');
+      sendProblem(res, new ApiError('INTERNAL', 'The proxy failed to forward the request.'));
+    });
+  };
+
+  /** The listener's `upgrade` handler (WebSockets). */
+  handleUpgrade = (req: IncomingMessage, socket: Duplex, head: Buffer): void => {
+    socket.on('error', () => socket.destroy());
+    void this.#upgrade(req, socket, head).catch((err: unknown) => {
+      this.#d.logger.warn({ err }, 'the pod proxy could not join an upgrade');
+      socket.destroy();
+    });
+  };
+
+  close(): void {
+    this.#unsubscribe();
+    this.#upstreams.close();
+    for (const podId of [...this.#tunnels.keys()]) this.#podStopped(podId);
+  }
+
+  /** The route of a request; a problem (or a redirect) already answered when null. */
+  async #target(req: IncomingMessage): Promise<{ route: ProxyRoute; target: PodHttpTarget } | ApiError | string> {
+    const route = routeOf(req.headers.host, req.url ?? '/', this.#d.settings.domain);
+    if (route === null)
+      return new ApiError(
+        'NOT_FOUND',
+        `This is Gantry's pod HTTP proxy: a pod's HTTP port is at ${this.#d.settings.publicUrl}/{podId}-{port}-{token}/ (each pod lists its URLs in \`httpProxy\`).`,
+      );
+    if ('redirect' in route) return route.redirect;
+    try {
+      return { route, target: await this.#d.targets.resolve(route.label) };
+    } catch (err) {
+      if (err instanceof ApiError) return err;
+      throw err;
+    }
+  }
+
+  async #request(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const found = await this.#target(req);
+    if (typeof found === 'string') {
+      res.writeHead(308, { location: found, 'content-length': 0 });
+      res.end();
+      return;
+    }
+    if (found instanceof ApiError) {
+      // the request body is not wanted: drop it rather than leave it in the socket
+      req.resume();
+      this.#d.meter?.exchange('http', found.status, 0, 0);
+      return sendProblem(res, found);
+    }
+    const { route, target } = found;
+    let release: () => void;
+    try {
+      release = this.#limits.acquire(target);
+    } catch (err) {
+      req.resume();
+      this.#d.meter?.exchange('http', (err as ApiError).status, 0, 0);
+      return sendProblem(res, err as ApiError);
+    }
+    const { settings, meter } = this.#d;
+    meter?.open(1);
+    let bytesIn = 0;
+    let bytesOut = 0;
+    let status = 0;
+    const upstream = httpRequest({
+      agent: this.#upstreams.agent(target.podId, target.port),
+      method: req.method,
+      path: route.path,
+      headers: requestHeaders(req, {
+        proto: this.#proto(req),
+        clientAddress: req.socket.remoteAddress ?? '',
+        prefix: route.prefix,
+        upgrade: false,
+      }),
+      setHost: false,
+    });
+    const responseTimer = setTimeout(
+      () =>
+        upstream.destroy(
+          new DialTimeout(`it sent no answer within ${settings.responseTimeoutMs} ms (proxy.responseTimeoutMs)`),
+        ),
+      settings.responseTimeoutMs,
+    );
+    if (settings.idleTimeoutMs > 0)
+      upstream.setTimeout(settings.idleTimeoutMs, () =>
+        upstream.destroy(new DialTimeout(`nothing moved for ${settings.idleTimeoutMs} ms (proxy.idleTimeoutMs)`)),
+      );
+    const done = (): void => {
+      clearTimeout(responseTimer);
+      release();
+      meter?.open(-1);
+      meter?.exchange('http', status, bytesIn, bytesOut);
+    };
+    res.once('close', () => {
+      done();
+      // the client left before the answer ended: so does the request to the pod
+      if (!res.writableFinished) upstream.destroy();
+    });
+    req.on('data', (chunk: Buffer) => (bytesIn += chunk.length));
+    req.pipe(upstream);
+    upstream.on('response', (answer: IncomingMessage) => {
+      clearTimeout(responseTimer);
+      status = answer.statusCode ?? 502;
+      res.writeHead(status, answer.statusMessage, responseHeaders(answer, route.prefix));
+      // event streams and chunked answers reach the client as they come
+      res.flushHeaders();
+      answer.on('data', (chunk: Buffer) => (bytesOut += chunk.length));
+      answer.pipe(res);
+      answer.on('error', () => res.destroy());
+      answer.on('aborted', () => res.destroy());
+    });
+    upstream.on('error', (err) => {
+      if (!res.headersSent) {
+        status = err instanceof DialTimeout ? 504 : 502;
+        sendProblem(res, upstreamProblem(err, target));
+      } else res.destroy();
+    });
+  }
+
+  async #upgrade(req: IncomingMessage, socket: Duplex, head: Buffer): Promise<void> {
+    const found = await this.#target(req);
+    if (typeof found === 'string' || found instanceof ApiError) {
+      const err =
+        typeof found === 'string'
+          ? new ApiError('NOT_FOUND', `A WebSocket must name the pod's path with its slash: ${found}.`)
+          : found;
+      this.#d.meter?.exchange('upgrade', err.status, 0, 0);
+      socket.end(rawProblemResponse(err));
+      return;
+    }
+    const { route, target } = found;
+    let release: () => void;
+    try {
+      release = this.#limits.acquire(target);
+    } catch (err) {
+      this.#d.meter?.exchange('upgrade', (err as ApiError).status, 0, 0);
+      socket.end(rawProblemResponse(err as ApiError));
+      return;
+    }
+    const { settings, meter } = this.#d;
+    meter?.open(1);
+    let upstream: Duplex;
+    try {
+      upstream = await this.#dial(target.podId, target.port);
+    } catch (err) {
+      release();
+      meter?.open(-1);
+      const problem = upstreamProblem(err, target);
+      meter?.exchange('upgrade', problem.status, 0, 0);
+      if (!socket.destroyed) socket.end(rawProblemResponse(problem));
+      return;
+    }
+    if (socket.destroyed) {
+      upstream.destroy();
+      release();
+      meter?.open(-1);
+      return;
+    }
+    const headers = requestHeaders(req, {
+      proto: this.#proto(req),
+      clientAddress: req.socket.remoteAddress ?? '',
+      prefix: route.prefix,
+      upgrade: true,
+    });
+    let text = `${req.method} ${route.path} HTTP/1.1\r\n`;
+    for (const [name, value] of Object.entries(headers))
+      for (const v of Array.isArray(value) ? value : [value]) text += `${name}: ${String(v)}\r\n`;
+    upstream.write(`${text}\r\n`);
+    if (head.length > 0) upstream.write(head);
+    let bytesIn = head.length;
+    let bytesOut = 0;
+    socket.on('data', (chunk: Buffer) => (bytesIn += chunk.length));
+    upstream.on('data', (chunk: Buffer) => (bytesOut += chunk.length));
+    const tunnel = this.#tunnels.get(target.podId) ?? new Set<Duplex>();
+    this.#tunnels.set(target.podId, tunnel);
+    tunnel.add(socket);
+    tunnel.add(upstream);
+    let ended = false;
+    const end = (): void => {
+      if (ended) return;
+      ended = true;
+      tunnel.delete(socket);
+      tunnel.delete(upstream);
+      if (tunnel.size === 0 && this.#tunnels.get(target.podId) === tunnel) this.#tunnels.delete(target.podId);
+      socket.destroy();
+      upstream.destroy();
+      release();
+      meter?.open(-1);
+      meter?.exchange('upgrade', 101, bytesIn, bytesOut);
+    };
+    // An upgraded connection is not half-closed: when either side ends, the tunnel ends (the
+    // listener's sockets allow half-open connections, which would keep it open).
+    for (const side of [socket, upstream]) {
+      side.on('error', end);
+      side.on('end', end);
+      side.on('close', end);
+    }
+    if (settings.idleTimeoutMs > 0) (socket as Duplex & Partial<Socket>).setTimeout?.(settings.idleTimeoutMs, end);
+    upstream.pipe(socket);
+    socket.pipe(upstream);
+  }
+
+  #dial(podId: string, port: number): Promise<Duplex> {
+    const { runtime, settings } = this.#d;
+    if (!runtime.connect)
+      return Promise.reject(
+        new ApiError(
+          'UPSTREAM_UNAVAILABLE',
+          `Pod "${podId}" runs on runtime ${runtime.name}, which the pod HTTP proxy cannot reach yet; reach its port ${port} at its host's published port instead.`,
+        ),
+      );
+    return runtime.connect(podId, port, { timeoutMs: settings.connectTimeoutMs });
+  }
+
+  #podStopped(podId: string): void {
+    this.#upstreams.drop(podId);
+    const tunnel = this.#tunnels.get(podId);
+    if (!tunnel) return;
+    this.#tunnels.delete(podId);
+    for (const end of tunnel) end.destroy();
+  }
+
+  #proto(req: IncomingMessage): string {
+    return (req.socket as { encrypted?: boolean }).encrypted ? 'https' : 'http';
+  }
+}

@@ -1,0 +1,91 @@
+/**
+ * The headers a proxied request and its answer carry on (docs/proxy.md): the hop-by-hop ones are
+ * dropped each way, `X-Forwarded-*` are set, and the caller's Gantry API key never reaches the pod.
+ */
+import type { IncomingHttpHeaders, IncomingMessage, OutgoingHttpHeaders } from 'node:http';
+
+/** Headers of one connection, never passed on (RFC 9110 7.6.1), and those named by `Connection`. */
+const HOP_BY_HOP = new Set([
+  'connection',
+  'keep-alive',
+  'proxy-connection',
+  'te',
+  'trailer',
+  'transfer-encoding',
+  'upgrade',
+  'proxy-authenticate',
+  'proxy-authorization',
+]);
+
+/** A Gantry API key (`gty_…`): `Authorization: Bearer gty_…` or the bare key. */
+const GANTRY_KEY = /^(?:bearer\s+)?gty_/i;
+
+/** Whether the Authorization header carries a Gantry API key (it is then not passed to the pod). */
+export const carriesGantryKey = (authorization: string | undefined): boolean =>
+  authorization !== undefined && GANTRY_KEY.test(authorization.trim());
+
+function connectionTokens(headers: IncomingHttpHeaders): Set<string> {
+  const value = headers.connection;
+  return new Set(
+    (value ?? '')
+      .split(',')
+      .map((t) => t.trim().toLowerCase())
+      .filter(Boolean),
+  );
+}
+
+export interface ForwardContext {
+  /** `http` or `https`, as the client reached the proxy */
+  proto: string;
+  /** the client's address */
+  clientAddress: string;
+  /** `/{label}` under a path prefix, '' by Host */
+  prefix: string;
+  /** an upgrade (a WebSocket): its `Connection: upgrade` and `Upgrade` go on */
+  upgrade: boolean;
+}
+
+/** The request's headers for the pod. */
+export function requestHeaders(req: IncomingMessage, ctx: ForwardContext): OutgoingHttpHeaders {
+  const named = connectionTokens(req.headers);
+  const out: OutgoingHttpHeaders = {};
+  const raw = req.rawHeaders;
+  for (let i = 0; i < raw.length; i += 2) {
+    const name = raw[i]!;
+    const lower = name.toLowerCase();
+    if (HOP_BY_HOP.has(lower) || named.has(lower) || lower.startsWith('x-forwarded-') || lower === 'forwarded')
+      continue;
+    if (lower === 'authorization' && carriesGantryKey(raw[i + 1])) continue;
+    const value = raw[i + 1]!;
+    const seen = out[name];
+    out[name] = seen === undefined ? value : Array.isArray(seen) ? [...seen, value] : [String(seen), value];
+  }
+  if (ctx.upgrade) {
+    out.Connection = 'upgrade';
+    out.Upgrade = req.headers.upgrade ?? 'websocket';
+  }
+  const host = req.headers.host ?? '';
+  out['X-Forwarded-For'] = ctx.clientAddress;
+  out['X-Forwarded-Host'] = host;
+  out['X-Forwarded-Proto'] = ctx.proto;
+  if (ctx.prefix) out['X-Forwarded-Prefix'] = ctx.prefix;
+  return out;
+}
+
+/** The answer's headers for the client: hop-by-hop ones dropped; under a prefix, a local `Location` and a cookie's `Path` kept under it. */
+export function responseHeaders(res: IncomingMessage, prefix: string): OutgoingHttpHeaders {
+  const named = connectionTokens(res.headers);
+  const out: OutgoingHttpHeaders = {};
+  const raw = res.rawHeaders;
+  for (let i = 0; i < raw.length; i += 2) {
+    const name = raw[i]!;
+    const lower = name.toLowerCase();
+    if (HOP_BY_HOP.has(lower) || named.has(lower)) continue;
+    let value = raw[i + 1]!;
+    if (prefix && lower === 'location' && value.startsWith('/') && !value.startsWith('//')) value = prefix + value;
+    if (prefix && lower === 'set-cookie') value = value.replace(/(;\s*path=)\/(?=;|$)/i, `$1${prefix}/`);
+    const seen = out[name];
+    out[name] = seen === undefined ? value : Array.isArray(seen) ? [...seen, value] : [String(seen), value];
+  }
+  return out;
+}

@@ -1,0 +1,111 @@
+/**
+ * Starts the pod HTTP proxy's listener (config `proxy`, docs/proxy.md): a server of its own on
+ * `proxy.port` of `server.host`, so pods' pages never share the console's origin. Its limits: no
+ * request timeout and no body cap (a proxied body streams for as long as it moves), the main
+ * listener's header timeout and per-client connection cap, and `proxy.idleTimeoutMs` on
+ * connections where nothing moves.
+ */
+import { createServer, type Server } from 'node:http';
+import type { Logger } from 'pino';
+import type { PodEventSource } from '../pods/pod-events.js';
+import type { PodHttpTargets } from '../pods/pod-http-targets.js';
+import type { Runtime } from '../runtime/runtime.js';
+import { answerClientError } from '../http/client-errors.js';
+import { ConnectionCap } from '../http/listener-limits.js';
+import { followUnusedConnections } from '../http/unused-connections.js';
+import { PodProxy, type ProxyMeter } from './pod-proxy.js';
+import type { ProxyListenerSettings } from '../transport/proxy-settings.js';
+
+export interface PodProxyServices {
+  config: {
+    proxy: ProxyListenerSettings;
+    server: { host: string; headersTimeoutMs: number; keepAliveTimeoutMs: number; maxConnectionsPerClient: number };
+  };
+  podHttpTargets: PodHttpTargets;
+  runtime: Pick<Runtime, 'connect' | 'name'>;
+  events: PodEventSource;
+  logger: Logger;
+  proxyMeter?: ProxyMeter | null;
+}
+
+export interface RunningPodProxy {
+  proxy: PodProxy;
+  server: Server;
+  /** `http://host:port` it listens on */
+  url: string;
+  close(): Promise<void>;
+}
+
+/**
+ * Listens, and records the port it got in `config.proxy` (for port 0) with `listening` set, which
+ * makes pods' `httpProxy` URLs appear. Null when `proxy.enabled` is false, or when the default port
+ * is taken (a warning says so; a port the config sets that is taken fails the start).
+ */
+export async function startPodProxy(services: PodProxyServices): Promise<RunningPodProxy | null> {
+  const { config, logger } = services;
+  const settings = config.proxy;
+  if (!settings.enabled) return null;
+  const proxy = new PodProxy({
+    targets: services.podHttpTargets,
+    runtime: services.runtime,
+    events: services.events,
+    settings,
+    logger: logger.child({ component: 'proxy' }),
+    meter: services.proxyMeter ?? null,
+  });
+  const server = createServer({ requestTimeout: 0, headersTimeout: config.server.headersTimeoutMs });
+  server.keepAliveTimeout = config.server.keepAliveTimeoutMs;
+  server.timeout = settings.idleTimeoutMs;
+  server.on('request', proxy.handleRequest);
+  server.on('upgrade', proxy.handleUpgrade);
+  server.on(
+    'clientError',
+    answerClientError({ requestTimeoutMs: 0, headersTimeoutMs: config.server.headersTimeoutMs }),
+  );
+  const unused = followUnusedConnections(server);
+  try {
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(settings.port, config.server.host, () => {
+        server.off('error', reject);
+        resolve();
+      });
+    });
+  } catch (err) {
+    proxy.close();
+    if ((err as NodeJS.ErrnoException).code === 'EADDRINUSE' && !settings.portConfigured) {
+      logger.warn(
+        `the pod HTTP proxy is off: its default port ${settings.port} is taken (set proxy.port or GANTRY_PROXY_PORT to another port, or proxy.enabled: false)`,
+      );
+      return null;
+    }
+    throw new Error(
+      `the pod HTTP proxy cannot listen on ${config.server.host}:${settings.port}: ${(err as Error).message}`,
+      { cause: err },
+    );
+  }
+  new ConnectionCap(config.server.maxConnectionsPerClient).guard(server);
+  const address = server.address();
+  const port = typeof address === 'object' && address ? address.port : settings.port;
+  settings.port = port;
+  if (!settings.publicUrlConfigured) {
+    const url = new URL(settings.publicUrl);
+    url.port = String(port);
+    settings.publicUrl = `${url.protocol}//${url.host}`;
+  }
+  settings.listening = true;
+  const host = config.server.host.includes(':') ? `[${config.server.host}]` : config.server.host;
+  return {
+    proxy,
+    server,
+    url: `http://${host}:${port}`,
+    close: async () => {
+      settings.listening = false;
+      proxy.close();
+      const closed = new Promise((resolve) => server.close(resolve));
+      unused.closeUnused();
+      server.closeAllConnections();
+      await closed;
+    },
+  };
+}
