@@ -33,6 +33,11 @@ export const ProxySchema = Type.Object(
       'A wildcard DNS name (`*.{domain}`) pointing at the proxy listener: pod ports are then `{podId}-{port}-{token}.{domain}`, at the root of their own origin, with the scheme and port of `proxy.publicUrl`. null: path prefixes only (both are always served).',
       { env: 'GANTRY_PROXY_DOMAIN' },
     ),
+    requireKey: flag(
+      false,
+      "Whether reaching a pod's port also needs its account's API key (`Authorization: Bearer <key>`), or a cookie set by following the signed `link` a pod answer carries (the console's links). false: the URL is the capability, as on the platform.",
+      { env: 'GANTRY_PROXY_REQUIRE_KEY' },
+    ),
     maxConnectionsPerPod: count(
       1,
       1_000,

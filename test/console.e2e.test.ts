@@ -78,6 +78,8 @@ describe('the web console in a browser', { skip }, () => {
           [WORKER_IMAGE]: { command: [process.execPath, '--import', 'tsx', WORKER_SCRIPT], cwd: root },
         },
         pods: { stopGraceMs: 2000 },
+        // a port of its own for the pod HTTP proxy (tests run side by side)
+        proxy: { port: 0 },
         serverless: { autoscaler: { intervalMs: 200 } },
         // the paging test holds more pods than one page of the list
         quotas: { pods: 200, gpus: 64 },
@@ -269,6 +271,28 @@ describe('the web console in a browser', { skip }, () => {
     // nothing was created
     const pods = await api(server.url, 'GET', '/v2/pods');
     assert.ok(!(pods.body!.pods as Array<{ name: string }>).some((p) => p.name === 'bad-ports'));
+    await page.close();
+  });
+
+  test('the pod page links each HTTP port through the pod HTTP proxy, opening in a new tab without the console as referrer', async () => {
+    const created = await api(server.url, 'POST', '/v2/pods', {
+      name: 'with-http',
+      image: POD_IMAGE,
+      gpu: { id: 'NVIDIA RTX A5000' },
+      ports: ['8888/http', '22/tcp'],
+    });
+    assert.equal(created.status, 201, JSON.stringify(created.body));
+    const httpProxy = created.body!.httpProxy as Array<{ port: number; url: string }>;
+    assert.equal(httpProxy.length, 1, JSON.stringify(httpProxy));
+    const page = await context.newPage();
+    await signIn(page, `${server.url}/console/`, KEY);
+    await page.goto(`${server.url}/console/#/pods/${created.body!.id as string}`);
+    const link = page.getByRole('link', { name: 'Open port 8888 (HTTP, through the proxy)' });
+    await link.waitFor();
+    assert.equal(await link.getAttribute('href'), httpProxy[0]!.url);
+    assert.equal(await link.getAttribute('target'), '_blank');
+    assert.match(String(await link.getAttribute('rel')), /noreferrer/);
+    assert.notEqual(new URL(httpProxy[0]!.url).origin, new URL(server.url).origin, 'never the console’s origin');
     await page.close();
   });
 

@@ -11,7 +11,7 @@ import { connect } from 'node:net';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { startListeningServer, type ListeningServer } from './support/harness.js';
-import { eventually } from './support/eventually.js';
+import { eventually, freePortRange } from './support/eventually.js';
 import { openWebSocket } from './support/websocket-client.js';
 
 const UPSTREAM = 'test/proxy-upstream';
@@ -72,6 +72,17 @@ describe('the pod HTTP proxy on the process runtime', () => {
         },
       },
       pods: { reconcileIntervalMs: 100, stopGraceMs: 1000 },
+      // host ports of this server's own: a pod's process listens on them, beside other tests' servers
+      fleet: [
+        {
+          id: 'proxy-host',
+          dataCenterId: 'US-TX-3',
+          gpuTypeId: 'NVIDIA GeForce RTX 4090',
+          gpuCount: 8,
+          cudaVersion: '12.4',
+          portRange: await freePortRange(20),
+        },
+      ],
     });
     assert.ok(server.server.proxy, 'the proxy listens');
     proxyUrl = server.server.proxy.url;

@@ -25,6 +25,8 @@ export interface Pod {
   dataCenterId: string | null;
   cudaVersion: string | null;
   ssh: { proxy: SshEndpoint | null; direct: SshEndpoint | null };
+  /** each HTTP port through the pod HTTP proxy (docs/proxy.md) */
+  httpProxy?: Array<{ port: number; url: string; link?: string }>;
   template: string | null;
   cost: number;
   locked: boolean;

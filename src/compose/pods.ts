@@ -89,7 +89,7 @@ export function assemblePods(
     entrypoints,
     deadlines: stores.podDeadlines,
     logger: logger.child({ component: 'pods' }),
-    httpUrl: podHttpUrls(proxyNames, config.proxy),
+    httpUrl: podHttpUrls(proxyNames, config.proxy, () => clock.now()),
   });
   const clusters = new ClustersService({ store: stores.clusters, pods, clock, quotas: config.quotas });
   const podDeadlines = new PodDeadlineSweep({

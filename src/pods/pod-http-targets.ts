@@ -49,6 +49,16 @@ export class PodHttpTargets {
     return this.#d.names.label(podId, port);
   }
 
+  /** A pass for `label` until `expiresAt` (pod-proxy-names.ts): the link's ticket, or the cookie's session. */
+  pass(purpose: 'ticket' | 'session', label: string, expiresAt: number): string {
+    return this.#d.names.pass(purpose, label, expiresAt);
+  }
+
+  /** Whether `pass` is a live pass of `purpose` for `label`. */
+  checkPass(purpose: 'ticket' | 'session', label: string, pass: string): boolean {
+    return this.#d.names.checkPass(purpose, label, pass, this.#d.now());
+  }
+
   /** The target `label` names; throws 404 NOT_FOUND or 502 UPSTREAM_UNAVAILABLE with why not. */
   async resolve(label: string): Promise<PodHttpTarget> {
     const name = this.#d.names.parse(label);

@@ -44,6 +44,28 @@ export class PodProxyNames {
     return timingSafeEqual(expected, given) ? { podId, port } : null;
   }
 
+  /**
+   * A pass for `label` until `expiresAt` (ms epoch): `{expiresAt}.{mac}`, for `purpose` (`ticket`:
+   * the short-lived link the console opens; `session`: the cookie the proxy sets from it).
+   */
+  pass(purpose: 'ticket' | 'session', label: string, expiresAt: number): string {
+    return `${expiresAt}.${this.#mac(`${purpose}:${label.toLowerCase()}:${expiresAt}`)}`;
+  }
+
+  /** Whether `pass` is one `pass(purpose, label, …)` made and it has not expired at `now`. */
+  checkPass(purpose: 'ticket' | 'session', label: string, pass: string, now: number): boolean {
+    const m = /^(\d{13})\.([0-9a-f]{32})$/.exec(pass);
+    if (!m) return false;
+    const expiresAt = Number(m[1]);
+    if (expiresAt <= now) return false;
+    const expected = Buffer.from(this.#mac(`${purpose}:${label.toLowerCase()}:${expiresAt}`));
+    return timingSafeEqual(expected, Buffer.from(m[2]!));
+  }
+
+  #mac(text: string): string {
+    return createHmac('sha256', this.#key).update(text).digest('hex').slice(0, 32);
+  }
+
   #token(podId: string, port: number): string {
     const mac = createHmac('sha256', this.#key).update(`${podId}:${port}`).digest();
     let out = '';

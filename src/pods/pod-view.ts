@@ -16,7 +16,7 @@ interface PodSshEndpoint {
 }
 
 /** The pod HTTP proxy's URL of a pod's port (docs/proxy.md); null while the proxy does not listen. */
-export type PodHttpUrl = (podId: string, port: number) => string | null;
+export type PodHttpUrl = (podId: string, port: number) => { url: string; link?: string } | null;
 
 /** Where the SSH proxy is reached (config `ssh`); `listening` is false while it is off or has not started. */
 export interface SshProxyAddress {
@@ -71,7 +71,7 @@ export interface PodView {
    * Gantry extension (not in spec 2.1): each `<port>/http` port's URL through the pod HTTP proxy
    * (docs/proxy.md), once the pod has a machine assignment; empty while the proxy is off.
    */
-  httpProxy: Array<{ port: number; url: string }>;
+  httpProxy: Array<{ port: number; url: string; link?: string }>;
   template: string | null;
   cost: number;
   locked: boolean;
@@ -182,7 +182,7 @@ function httpUrls(pod: PodRecord, ctx: ViewContext): PodView['httpProxy'] {
   for (const p of pod.portMappings) {
     if (p.type !== 'http') continue;
     const at = url(pod.id, p.private);
-    if (at) out.push({ port: p.private, url: at });
+    if (at) out.push({ port: p.private, ...at });
   }
   return out;
 }

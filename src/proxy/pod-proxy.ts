@@ -19,6 +19,7 @@ import type { Runtime } from '../runtime/runtime.js';
 import { DialTimeout } from '../runtime/dial.js';
 import { rawProblemResponse } from '../http/client-errors.js';
 import { requestHeaders, responseHeaders } from './proxy-headers.js';
+import { checkAccess, SESSION_COOKIE, type ProxyAccessDeps } from './proxy-access.js';
 import { ProxyLimits } from './proxy-limits.js';
 import { routeOf, type ProxyRoute } from './proxy-route.js';
 import { Upstreams } from './upstreams.js';
@@ -33,7 +34,10 @@ export interface ProxyMeter {
 }
 
 export interface PodProxyDeps {
-  targets: { resolve(label: string): Promise<PodHttpTarget> };
+  targets: { resolve(label: string): Promise<PodHttpTarget> } & ProxyAccessDeps['targets'];
+  /** with `requireKey`: the account of an API key (proxy-access.ts) */
+  accountOf?: (key: string) => Promise<string | null>;
+  now?: () => number;
   runtime: Pick<Runtime, 'connect' | 'name'>;
   events: PodEventSource;
   settings: PodProxySettings;
@@ -143,6 +147,23 @@ export class PodProxy {
       return sendProblem(res, found);
     }
     const { route, target } = found;
+    const access = await this.#access(req, route, target);
+    if (access instanceof ApiError) {
+      req.resume();
+      this.#d.meter?.exchange('http', access.status, 0, 0);
+      return sendProblem(res, access);
+    }
+    if (access !== null) {
+      req.resume();
+      res.writeHead(303, {
+        location: access.redirect,
+        'set-cookie': access.setCookie,
+        'cache-control': 'no-store',
+        'content-length': 0,
+      });
+      res.end();
+      return;
+    }
     let release: () => void;
     try {
       release = this.#limits.acquire(target);
@@ -165,6 +186,7 @@ export class PodProxy {
         clientAddress: req.socket.remoteAddress ?? '',
         prefix: route.prefix,
         upgrade: false,
+        ...this.#dropped(),
       }),
       setHost: false,
     });
@@ -223,6 +245,12 @@ export class PodProxy {
       return;
     }
     const { route, target } = found;
+    const access = await this.#access(req, route, target);
+    if (access instanceof ApiError) {
+      this.#d.meter?.exchange('upgrade', access.status, 0, 0);
+      socket.end(rawProblemResponse(access));
+      return;
+    }
     let release: () => void;
     try {
       release = this.#limits.acquire(target);
@@ -255,6 +283,7 @@ export class PodProxy {
       clientAddress: req.socket.remoteAddress ?? '',
       prefix: route.prefix,
       upgrade: true,
+      ...this.#dropped(),
     });
     let text = `${req.method} ${route.path} HTTP/1.1\r\n`;
     for (const [name, value] of Object.entries(headers))
@@ -292,6 +321,26 @@ export class PodProxy {
     if (settings.idleTimeoutMs > 0) (socket as Duplex & Partial<Socket>).setTimeout?.(settings.idleTimeoutMs, end);
     upstream.pipe(socket);
     socket.pipe(upstream);
+  }
+
+  /** null: let through; a redirect that sets the session cookie; or the refusal (proxy-access.ts). */
+  async #access(
+    req: IncomingMessage,
+    route: ProxyRoute,
+    target: PodHttpTarget,
+  ): Promise<null | { redirect: string; setCookie: string } | ApiError> {
+    if (!this.#d.settings.requireKey) return null;
+    const access = await checkAccess(req, route, target, {
+      targets: this.#d.targets,
+      accountOf: this.#d.accountOf ?? (async () => null),
+      now: this.#d.now ?? Date.now,
+    });
+    return 'ok' in access ? null : access;
+  }
+
+  /** With `requireKey`, what the pod never gets: the session cookie, and the key that was checked. */
+  #dropped(): { dropCookie?: string; dropAuthorization?: boolean } {
+    return this.#d.settings.requireKey ? { dropCookie: SESSION_COOKIE, dropAuthorization: true } : {};
   }
 
   #dial(podId: string, port: number): Promise<Duplex> {

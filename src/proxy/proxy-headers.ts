@@ -43,6 +43,19 @@ export interface ForwardContext {
   prefix: string;
   /** an upgrade (a WebSocket): its `Connection: upgrade` and `Upgrade` go on */
   upgrade: boolean;
+  /** a cookie of the proxy's own, taken out of `Cookie` */
+  dropCookie?: string;
+  /** `Authorization` is not passed on at all (it was the key the proxy checked) */
+  dropAuthorization?: boolean;
+}
+
+/** `value` (a Cookie header) without the cookie `name`; null when nothing is left. */
+function withoutCookie(value: string, name: string): string | null {
+  const kept = value
+    .split(';')
+    .map((p) => p.trim())
+    .filter((p) => p && p.split('=')[0] !== name);
+  return kept.length > 0 ? kept.join('; ') : null;
 }
 
 /** The request's headers for the pod. */
@@ -55,8 +68,10 @@ export function requestHeaders(req: IncomingMessage, ctx: ForwardContext): Outgo
     const lower = name.toLowerCase();
     if (HOP_BY_HOP.has(lower) || named.has(lower) || lower.startsWith('x-forwarded-') || lower === 'forwarded')
       continue;
-    if (lower === 'authorization' && carriesGantryKey(raw[i + 1])) continue;
-    const value = raw[i + 1]!;
+    if (lower === 'authorization' && (ctx.dropAuthorization || carriesGantryKey(raw[i + 1]))) continue;
+    let value: string | null = raw[i + 1]!;
+    if (lower === 'cookie' && ctx.dropCookie) value = withoutCookie(value, ctx.dropCookie);
+    if (value === null) continue;
     const seen = out[name];
     out[name] = seen === undefined ? value : Array.isArray(seen) ? [...seen, value] : [String(seen), value];
   }

@@ -22,6 +22,8 @@ export interface PodProxyServices {
     server: { host: string; headersTimeoutMs: number; keepAliveTimeoutMs: number; maxConnectionsPerClient: number };
   };
   podHttpTargets: PodHttpTargets;
+  accounts: { authenticate(key: string): Promise<{ accountId: string; scope: string } | null> };
+  clock: { now(): number };
   runtime: Pick<Runtime, 'connect' | 'name'>;
   events: PodEventSource;
   logger: Logger;
@@ -47,6 +49,12 @@ export async function startPodProxy(services: PodProxyServices): Promise<Running
   if (!settings.enabled) return null;
   const proxy = new PodProxy({
     targets: services.podHttpTargets,
+    // a key of the account (read or write); a worker's key opens no pod
+    accountOf: async (key) => {
+      const principal = await services.accounts.authenticate(key);
+      return principal && principal.scope !== 'worker' ? principal.accountId : null;
+    },
+    now: () => services.clock.now(),
     runtime: services.runtime,
     events: services.events,
     settings,

@@ -4,6 +4,8 @@
 export interface PodProxySettings {
   domain: string | null;
   publicUrl: string;
+  /** the account's key (or a cookie from a signed link) is needed as well as the URL */
+  requireKey: boolean;
   maxConnectionsPerPod: number;
   maxConnectionsPerAccount: number;
   connectTimeoutMs: number;

@@ -252,6 +252,17 @@ export function PodPage({ id }: { id: string }) {
       </div>
       <article>
         <header>Connect</header>
+        {pod.httpProxy && pod.httpProxy.length > 0 ? (
+          <ul class="ports" aria-label="HTTP ports through the proxy">
+            {pod.httpProxy.map((h) => (
+              <li key={h.port}>
+                <a href={h.link ?? h.url} target="_blank" rel="noopener noreferrer">
+                  Open port {h.port} (HTTP, through the proxy)
+                </a>
+              </li>
+            ))}
+          </ul>
+        ) : null}
         {pod.ssh.proxy ? (
           <label>
             SSH (through the proxy; your account's SSH keys)

@@ -20,6 +20,8 @@ export interface Pod {
   dataCenterId: string | null;
   ports: string[];
   ssh: { proxy: SshEndpoint | null; direct: SshEndpoint | null };
+  /** each HTTP port through the pod HTTP proxy (docs/proxy.md); absent from older servers */
+  httpProxy?: Array<{ port: number; url: string }>;
   createdAt: string;
   startedAt: string | null;
   statusReason: string | null;
@@ -51,6 +53,7 @@ export function podFields(p: Pod): string {
     ['cost', `$${p.cost.toFixed(3)}/hr`],
     ['ports', ports.length ? ports.join(', ') : p.ports.length ? p.ports.join(', ') : '-'],
     ['ssh', p.ssh.proxy?.command ?? p.ssh.direct?.command ?? '-'],
+    ['http', (p.httpProxy ?? []).map((h) => `${h.port} → ${h.url}`).join(', ') || '-'],
     ['actions', p.actions.join(', ') || '-'],
     ['created', p.createdAt],
     ['started', orDash(p.startedAt)],

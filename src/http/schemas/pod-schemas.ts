@@ -267,6 +267,13 @@ export const Pod = Type.Object({
     Type.Object({
       port: Type.Integer({ description: 'the pod port (`<port>/http`)' }),
       url: Type.String({ format: 'uri', description: "the port's URL through the pod HTTP proxy" }),
+      link: Type.Optional(
+        Type.String({
+          format: 'uri',
+          description:
+            'with `proxy.requireKey` on: the URL with a ticket valid a few minutes, which sets a cookie that opens the port in a browser without the key',
+        }),
+      ),
     }),
     {
       description:
