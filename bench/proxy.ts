@@ -23,6 +23,8 @@ const { values } = parseArgs({
     'latency-requests': { type: 'string', default: '3000' },
     'download-mb': { type: 'string', default: '1024' },
     rounds: { type: 'string', default: '3' },
+    /** Writes a CPU profile of the server (node --cpu-prof) into this directory. */
+    profile: { type: 'string' },
   },
 });
 const REQUESTS = Number(values.requests);
@@ -52,6 +54,7 @@ const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floo
 async function main(): Promise<void> {
   ensureBuilt();
   const gantry = await startGantry({
+    ...(values.profile ? { nodeArgs: ['--cpu-prof', `--cpu-prof-dir=${values.profile}`] } : {}),
     config: {
       images: {
         [UPSTREAM]: {

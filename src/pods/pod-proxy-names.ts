@@ -18,8 +18,12 @@ export interface PodProxyName {
   port: number;
 }
 
+/** Names recently found valid, so a busy port's requests do not each compute an HMAC. */
+const REMEMBERED = 4096;
+
 export class PodProxyNames {
   readonly #key: Buffer;
+  readonly #valid = new Map<string, PodProxyName>();
 
   /** `key`: 32 bytes that only this installation holds (the secret key's `derive('pod-proxy')`). */
   constructor(key: Buffer) {
@@ -34,6 +38,8 @@ export class PodProxyNames {
 
   /** The pod and port a label names, or null when it is not one this installation made. */
   parse(label: string): PodProxyName | null {
+    const known = this.#valid.get(label);
+    if (known) return known;
     const m = LABEL.exec(label.toLowerCase());
     if (!m) return null;
     const podId = m[1]!;
@@ -41,7 +47,11 @@ export class PodProxyNames {
     if (!Number.isInteger(port) || port < 1 || port > 65_535 || String(port) !== m[2]) return null;
     const expected = Buffer.from(this.#token(podId, port));
     const given = Buffer.from(m[3]!);
-    return timingSafeEqual(expected, given) ? { podId, port } : null;
+    if (!timingSafeEqual(expected, given)) return null;
+    const name = Object.freeze({ podId, port });
+    if (this.#valid.size >= REMEMBERED) this.#valid.clear();
+    this.#valid.set(label, name);
+    return name;
   }
 
   /**

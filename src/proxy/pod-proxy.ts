@@ -212,14 +212,16 @@ export class PodProxy {
       // the client left before the answer ended: so does the request to the pod
       if (!res.writableFinished) upstream.destroy();
     });
-    req.on('data', (chunk: Buffer) => (bytesIn += chunk.length));
+    if (req.headers['content-length'] !== undefined || req.headers['transfer-encoding'] !== undefined)
+      req.on('data', (chunk: Buffer) => (bytesIn += chunk.length));
     req.pipe(upstream);
     upstream.on('response', (answer: IncomingMessage) => {
       clearTimeout(responseTimer);
       status = answer.statusCode ?? 502;
       res.writeHead(status, answer.statusMessage, responseHeaders(answer, route.prefix));
-      // event streams and chunked answers reach the client as they come
-      res.flushHeaders();
+      // An event stream's head goes at once (its first event may be long in coming); any other
+      // head goes with the first bytes of its body, in one write. Bodies go on as they come.
+      if (answer.headers['content-type']?.startsWith('text/event-stream')) res.flushHeaders();
       answer.on('data', (chunk: Buffer) => (bytesOut += chunk.length));
       answer.pipe(res);
       answer.on('error', () => res.destroy());

@@ -61,7 +61,12 @@ export async function startPodProxy(services: PodProxyServices): Promise<Running
     logger: logger.child({ component: 'proxy' }),
     meter: services.proxyMeter ?? null,
   });
-  const server = createServer({ requestTimeout: 0, headersTimeout: config.server.headersTimeoutMs });
+  // a large body moves in fewer, larger writes (the 16 KB default paused the pod's side at each chunk)
+  const server = createServer({
+    requestTimeout: 0,
+    headersTimeout: config.server.headersTimeoutMs,
+    highWaterMark: 1024 * 1024,
+  });
   server.keepAliveTimeout = config.server.keepAliveTimeoutMs;
   server.timeout = settings.idleTimeoutMs;
   server.on('request', proxy.handleRequest);
