@@ -265,6 +265,23 @@ describe('the pod HTTP proxy on the process runtime', () => {
     assert.equal(after.headers.get('retry-after'), '5');
   });
 
+  test('an answer Node would not pass on (a status outside 200-599, a bad header) is a 502, and the proxy goes on', async () => {
+    for (const head of [
+      'HTTP/1.1 099 Odd',
+      'HTTP/1.1 600 Beyond',
+      'HTTP/1.1 200 OK\r\nbad header: x',
+      'HTTP/1.1 200 OK\r\nx-ok: \u0001',
+    ]) {
+      const res = await fetch(`${pod.httpProxy[0]!.url}raw?head=${encodeURIComponent(head)}`);
+      assert.equal(res.status, 502, JSON.stringify(head));
+      assert.equal(res.headers.get('content-type'), 'application/problem+json');
+      await res.text();
+    }
+    const after = await fetch(`${pod.httpProxy[0]!.url}health`);
+    assert.equal(after.status, 200);
+    await after.text();
+  });
+
   test('a pod port where nothing listens answers 502 at once, saying so', async () => {
     const own = await runningPod(alice, { name: 'deaf', ports: ['8000/http', '8001/http'] });
     const deaf = own.httpProxy.find((p: { port: number }) => p.port === 8001)!;

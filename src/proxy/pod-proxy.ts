@@ -217,8 +217,24 @@ export class PodProxy {
     req.pipe(upstream);
     upstream.on('response', (answer: IncomingMessage) => {
       clearTimeout(responseTimer);
-      status = answer.statusCode ?? 502;
-      res.writeHead(status, answer.statusMessage, responseHeaders(answer, route.prefix));
+      // What the pod answers is untrusted: a head Node will not write (a status outside 200-599,
+      // a reason or header it refuses) is a 502, never an exception in this handler.
+      const code = answer.statusCode ?? 0;
+      try {
+        if (code < 200 || code > 599) throw new Error(`it answered status ${code}`);
+        res.writeHead(code, answer.statusMessage, responseHeaders(answer, route.prefix));
+      } catch (err) {
+        status = 502;
+        upstream.destroy();
+        return sendProblem(
+          res,
+          new ApiError(
+            'UPSTREAM_UNAVAILABLE',
+            `Pod "${target.podId}" sent an answer that cannot be passed on (${(err as Error).message}).`,
+          ),
+        );
+      }
+      status = code;
       // An event stream's head goes at once (its first event may be long in coming); any other
       // head goes with the first bytes of its body, in one write. Bodies go on as they come.
       if (answer.headers['content-type']?.startsWith('text/event-stream')) res.flushHeaders();
