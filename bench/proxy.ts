@@ -8,7 +8,8 @@
 //    of direct.
 // 2. latency at a fixed load below saturation: one request at a time; p50 and p99, the proxy's
 //    added p50. Goal: <= 0.5 ms added.
-// 3. a `--download-mb` download (GET /download): MB/s. Goal: proxy >= 80% of direct.
+// 3. a `--download-mb` download (GET /download): MB/s, and Gantry's resident memory before and at
+//    its peak during it (flat: the proxy holds no body). Goal: proxy >= 80% of direct.
 // Client, proxy and upstream share this machine's cores: the ratios are what to read.
 import { join } from 'node:path';
 import { Agent, request } from 'node:http';
@@ -116,7 +117,12 @@ async function main(): Promise<void> {
         figures[which].p50.push(percentile(times, 50));
         figures[which].p99.push(percentile(times, 99));
         const t = performance.now();
+        // Gantry's resident memory while the download runs through it (flat: bytes are not held)
+        const rssBefore = gantry.rssMb();
+        let rssPeak = rssBefore;
+        const sampler = setInterval(() => (rssPeak = Math.max(rssPeak, gantry.rssMb())), 50);
         const down = await get(one, new URL(`download?bytes=${DOWNLOAD_BYTES}`, base));
+        clearInterval(sampler);
         if (down.bytes !== DOWNLOAD_BYTES) throw new Error(`${which}: downloaded ${down.bytes} bytes`);
         const mbps = DOWNLOAD_BYTES / 1024 / 1024 / ((performance.now() - t) / 1000);
         figures[which].mbps.push(mbps);
@@ -130,6 +136,7 @@ async function main(): Promise<void> {
           'p99 ms': percentile(times, 99).toFixed(3),
           'download MB/s': Math.round(mbps),
           'gantry CPU µs/req': which === 'proxy' ? ((cpu / REQUESTS) * 1000).toFixed(0) : '-',
+          'gantry RSS during download MB': `${rssBefore.toFixed(0)} → ${rssPeak.toFixed(0)}`,
         });
       }
     }

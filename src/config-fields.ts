@@ -50,3 +50,12 @@ export const nonEmpty = (options: Options = {}) =>
 /** A value, or null (the default) for "computed" or "none". */
 export const orNull = <T extends TSchema>(schema: T, description: string, options: Options = {}) =>
   Type.Union([schema, Type.Null()], { default: null, description, ...options });
+/** A TCP port a listener of its own listens on (0 picks a free one); absent: its default, which follows the server's. */
+export const listenPort = (description: string, env: string, defaultText: string) =>
+  Type.Optional(
+    Type.Transform(
+      Type.Number({ minimum: 0, maximum: 65_535, bounds: 'a TCP port (0-65535)', description, env, defaultText }),
+    )
+      .Decode((n) => Math.floor(n))
+      .Encode((n) => n),
+  );

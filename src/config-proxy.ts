@@ -1,6 +1,6 @@
 /** The `proxy` section of the config: the pod HTTP proxy (docs/proxy.md). */
 import { Type, type StaticDecode } from '@sinclair/typebox';
-import { amount, count, flag, orNull } from './config-fields.js';
+import { amount, count, flag, listenPort, orNull } from './config-fields.js';
 import { fail } from './config-values.js';
 
 export const ProxySchema = Type.Object(
@@ -8,20 +8,10 @@ export const ProxySchema = Type.Object(
     enabled: flag(true, "Whether the pod HTTP proxy listens (each pod's `<port>/http` ports over HTTP).", {
       env: 'GANTRY_PROXY_ENABLED',
     }),
-    port: Type.Optional(
-      Type.Transform(
-        Type.Number({
-          minimum: 0,
-          maximum: 65_535,
-          bounds: 'a TCP port (0-65535)',
-          description:
-            "The port it listens on, on `server.host`: a listener of its own, so pods' pages never share the console's origin. 0 picks a free one.",
-          env: 'GANTRY_PROXY_PORT',
-          defaultText: '8081, or 0 when `server.port` is 0',
-        }),
-      )
-        .Decode((n) => Math.floor(n))
-        .Encode((n) => n),
+    port: listenPort(
+      "The port it listens on, on `server.host`: a listener of its own, so pods' pages never share the console's origin. 0 picks a free one.",
+      'GANTRY_PROXY_PORT',
+      '8081, or 0 when `server.port` is 0',
     ),
     publicUrl: orNull(
       Type.String({ pattern: '^https?://[^/?#]+/?$', mustBe: 'an http:// or https:// URL without a path' }),

@@ -8,7 +8,7 @@
  */
 import { ProxySchema } from './config-proxy.js';
 import { Type, type StaticDecode } from '@sinclair/typebox';
-import { amount, atLeast, choice, count, flag, orNull, text } from './config-fields.js';
+import { amount, atLeast, choice, count, flag, listenPort, orNull, text } from './config-fields.js';
 import { FleetSchema } from './fleet/config.js';
 import { RuntimeSchema } from './runtime/runtime-config.js';
 
@@ -254,19 +254,10 @@ export const QuotasSchema = Type.Object(
 export const SshSchema = Type.Object(
   {
     enabled: flag(true, 'Whether the proxy listens.', { env: 'GANTRY_SSH_ENABLED' }),
-    port: Type.Optional(
-      Type.Transform(
-        Type.Number({
-          minimum: 0,
-          maximum: 65_535,
-          bounds: 'a TCP port (0-65535)',
-          description: 'The port it listens on, on `server.host`; 0 picks a free one.',
-          env: 'GANTRY_SSH_PORT',
-          defaultText: '2222, or 0 when `server.port` is 0',
-        }),
-      )
-        .Decode((n) => Math.floor(n))
-        .Encode((n) => n),
+    port: listenPort(
+      'The port it listens on, on `server.host`; 0 picks a free one.',
+      'GANTRY_SSH_PORT',
+      '2222, or 0 when `server.port` is 0',
     ),
     host: Type.Optional(
       Type.String({

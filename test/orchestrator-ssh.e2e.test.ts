@@ -11,9 +11,9 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { DOCKER_HOST, dockerEngine, noEngine, removeNamespace, uniqueNamespace } from './support/docker.js';
+import { dockerEngine, noEngine, removeNamespace, testDockerRuntime, uniqueNamespace } from './support/docker.js';
 import { SSHD_IMAGE, sshdImageMissing } from './support/docker-images.js';
-import { eventually, freePortRange } from './support/eventually.js';
+import { eventually } from './support/eventually.js';
 import { removeStandIns, standInNvidiaSmi, TWO_4090 } from './support/nvidia-smi.js';
 import { noOpenSsh, runSsh, type SshRun } from './support/openssh.js';
 import { startSshFixture, type SshFixture, type SshTenant } from './support/ssh-fixture.js';
@@ -130,22 +130,7 @@ describe('dstack and SkyPilot over SSH into their pods (Docker runtime)', { skip
   before(async () => {
     const nvidiaSmi = standInNvidiaSmi({ csv: TWO_4090, banner: BANNER_12_8 });
     f = await startSshFixture({
-      runtime: {
-        kind: 'docker',
-        docker: {
-          host: DOCKER_HOST,
-          namespace,
-          bindIp: '127.0.0.1',
-          publicIp: '127.0.0.1',
-          portRange: await freePortRange(10),
-          nvidiaSmi: nvidiaSmi.path,
-          gpuMode: 'env-only',
-          cpuFlavors: ['cpu3c'],
-          dataCenterId: 'US-TX-3',
-          // this machine's own firewall stays untouched
-          firewall: { mode: 'off' },
-        },
-      },
+      runtime: await testDockerRuntime(namespace, { nvidiaSmi: nvidiaSmi.path, gpuMode: 'env-only' }),
       images: {},
       pods: { reconcileIntervalMs: 100, stopGraceMs: 2_000 },
     });

@@ -7,9 +7,9 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
-import { DOCKER_HOST, dockerEngine, noEngine, removeNamespace, uniqueNamespace } from './support/docker.js';
+import { dockerEngine, noEngine, removeNamespace, testDockerRuntime, uniqueNamespace } from './support/docker.js';
 import { buildImage } from './support/docker-images.js';
-import { eventually, freePortRange } from './support/eventually.js';
+import { eventually } from './support/eventually.js';
 import { startSshFixture, type SshFixture, type SshTenant } from './support/ssh-fixture.js';
 import { openWebSocket } from './support/websocket-client.js';
 
@@ -37,20 +37,7 @@ describe('the pod HTTP proxy on the Docker runtime', { skip: engine ? false : no
       changes: ['ENTRYPOINT ["/usr/local/bin/node", "/app/proxy-upstream.mjs"]'],
     });
     f = await startSshFixture({
-      runtime: {
-        kind: 'docker',
-        docker: {
-          host: DOCKER_HOST,
-          namespace,
-          bindIp: '127.0.0.1',
-          publicIp: '127.0.0.1',
-          portRange: await freePortRange(10),
-          cpuFlavors: ['cpu3c'],
-          dataCenterId: 'US-TX-3',
-          // this machine's own firewall stays untouched
-          firewall: { mode: 'off' },
-        },
-      },
+      runtime: await testDockerRuntime(namespace),
       images: {},
     });
     alice = await f.tenant('alice');

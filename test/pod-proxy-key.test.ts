@@ -6,88 +6,27 @@
  */
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { join } from 'node:path';
 import { FakeClock } from '../src/domain/clock.js';
-import { startListeningServer, type ListeningServer } from './support/harness.js';
-import { eventually, freePortRange } from './support/eventually.js';
+import { startProxyFixture, type ProxiedPod, type ProxyFixture } from './support/proxy-fixture.js';
 import { openWebSocket } from './support/websocket-client.js';
 
-const UPSTREAM = 'test/proxy-upstream';
-const fixture = join(import.meta.dirname, 'fixtures', 'proxy-upstream.mjs');
-
-interface HttpPort {
-  port: number;
-  url: string;
-  link?: string;
-}
-
 describe('the pod HTTP proxy when the account’s key is required', () => {
-  let server: ListeningServer;
+  let f: ProxyFixture;
   let clock: FakeClock;
   let alice: { key: string; readKey: string };
   let bob: { key: string };
-  let ports: HttpPort[];
-
-  const call = async (key: string, method: string, path: string, body?: unknown) => {
-    const res = await fetch(`${server.server.url}${path}`, {
-      method,
-      headers: {
-        authorization: `Bearer ${key}`,
-        ...(body === undefined ? {} : { 'content-type': 'application/json' }),
-      },
-      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-    });
-    const text = await res.text();
-    return { status: res.status, body: text ? JSON.parse(text) : null };
-  };
+  let ports: ProxiedPod['httpProxy'];
 
   before(async () => {
     clock = new FakeClock(Date.parse('2026-11-28T12:00:00Z'));
-    server = await startListeningServer(
-      {
-        images: {
-          [UPSTREAM]: {
-            command: [process.execPath, fixture],
-            health: { type: 'http', port: 8000, path: '/health', intervalMs: 25, timeoutMs: 20_000 },
-          },
-        },
-        pods: { reconcileIntervalMs: 100, stopGraceMs: 1000 },
-        // host ports of this server's own: a pod's process listens on them, beside other tests' servers
-        fleet: [
-          {
-            id: 'proxy-host',
-            dataCenterId: 'US-TX-3',
-            gpuTypeId: 'NVIDIA GeForce RTX 4090',
-            gpuCount: 8,
-            cudaVersion: '12.4',
-            portRange: await freePortRange(20),
-          },
-        ],
-        proxy: { requireKey: true },
-      },
-      { clock },
-    );
-    const { accounts } = server.server.services;
-    const a = await accounts.createAccount('key-alice');
-    alice = {
-      key: (await accounts.createKey(a.id, { scope: 'write' })).key,
-      readKey: (await accounts.createKey(a.id, { scope: 'read' })).key,
-    };
-    const b = await accounts.createAccount('key-bob');
-    bob = { key: (await accounts.createKey(b.id, { scope: 'write' })).key };
-    const created = await call(alice.key, 'POST', '/v2/pods', {
-      name: 'guarded',
-      image: UPSTREAM,
-      gpu: { id: 'NVIDIA GeForce RTX 4090' },
-      ports: ['8000/http', '8001/http'],
-    });
-    assert.equal(created.status, 201, JSON.stringify(created.body));
-    ports = await eventually('the pod to run', async () => {
-      const got = await call(alice.key, 'GET', `/v2/pods/${created.body.id}`);
-      return got.body.status === 'RUNNING' ? (got.body.httpProxy as HttpPort[]) : null;
-    });
+    f = await startProxyFixture({ proxy: { requireKey: true } }, { clock });
+    const owner = await f.tenant('key-alice');
+    const readKey = (await f.server.server.services.accounts.createKey(owner.accountId, { scope: 'read' })).key;
+    alice = { key: owner.key, readKey };
+    bob = await f.tenant('key-bob');
+    ports = (await f.proxiedPod(owner, { name: 'guarded', ports: ['8000/http', '8001/http'] })).httpProxy;
   });
-  after(() => server?.close());
+  after(() => f?.close());
 
   const web = () => ports.find((p) => p.port === 8000)!;
 

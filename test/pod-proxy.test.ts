@@ -8,89 +8,34 @@ import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { request } from 'node:http';
 import { connect } from 'node:net';
-import { join } from 'node:path';
 import { Readable } from 'node:stream';
-import { startListeningServer, type ListeningServer } from './support/harness.js';
-import { eventually, freePortRange } from './support/eventually.js';
+import type { ListeningServer } from './support/harness.js';
+import { eventually } from './support/eventually.js';
+import { startProxyFixture, type ProxiedPod, type ProxyFixture } from './support/proxy-fixture.js';
+import type { SshTenant } from './support/ssh-fixture.js';
 import { openWebSocket } from './support/websocket-client.js';
 
-const UPSTREAM = 'test/proxy-upstream';
-const fixture = join(import.meta.dirname, 'fixtures', 'proxy-upstream.mjs');
-
-interface Tenant {
-  key: string;
-  accountId: string;
-}
-
 describe('the pod HTTP proxy on the process runtime', () => {
+  let f: ProxyFixture;
   let server: ListeningServer;
-  let alice: Tenant;
-  let bob: Tenant;
+  let alice: SshTenant;
+  let bob: SshTenant;
   let proxyUrl: string;
-  let pod: { id: string; httpProxy: Array<{ port: number; url: string }> };
+  let pod: ProxiedPod;
 
-  const call = async (key: string, method: string, path: string, body?: unknown) => {
-    const res = await fetch(`${server.server.url}${path}`, {
-      method,
-      headers: {
-        authorization: `Bearer ${key}`,
-        ...(body === undefined ? {} : { 'content-type': 'application/json' }),
-      },
-      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-    });
-    const text = await res.text();
-    return { status: res.status, body: text ? JSON.parse(text) : null };
-  };
-
-  const tenant = async (name: string): Promise<Tenant> => {
-    const { accounts } = server.server.services;
-    const account = await accounts.createAccount(name);
-    return { accountId: account.id, key: (await accounts.createKey(account.id, { scope: 'write' })).key };
-  };
-
-  const runningPod = async (owner: Tenant, body: Record<string, unknown> = {}) => {
-    const created = await call(owner.key, 'POST', '/v2/pods', {
-      name: 'web',
-      image: UPSTREAM,
-      gpu: { id: 'NVIDIA GeForce RTX 4090' },
-      ports: ['8000/http', '9000/tcp'],
-      ...body,
-    });
-    assert.equal(created.status, 201, JSON.stringify(created.body));
-    return eventually(`pod ${created.body.id} to run`, async () => {
-      const got = await call(owner.key, 'GET', `/v2/pods/${created.body.id}`);
-      return got.body.status === 'RUNNING' ? got.body : null;
-    });
-  };
+  const call = (key: string, method: string, path: string, body?: unknown) => f.call(key, method, path, body);
+  const runningPod = (owner: SshTenant, body: Record<string, unknown> = {}) => f.proxiedPod(owner, body);
 
   before(async () => {
-    server = await startListeningServer({
-      images: {
-        [UPSTREAM]: {
-          command: [process.execPath, fixture],
-          health: { type: 'http', port: 8000, path: '/health', intervalMs: 25, timeoutMs: 20_000 },
-        },
-      },
-      pods: { reconcileIntervalMs: 100, stopGraceMs: 1000 },
-      // host ports of this server's own: a pod's process listens on them, beside other tests' servers
-      fleet: [
-        {
-          id: 'proxy-host',
-          dataCenterId: 'US-TX-3',
-          gpuTypeId: 'NVIDIA GeForce RTX 4090',
-          gpuCount: 8,
-          cudaVersion: '12.4',
-          portRange: await freePortRange(20),
-        },
-      ],
-    });
+    f = await startProxyFixture();
+    server = f.server;
     assert.ok(server.server.proxy, 'the proxy listens');
     proxyUrl = server.server.proxy.url;
-    alice = await tenant('proxy-alice');
-    bob = await tenant('proxy-bob');
+    alice = await f.tenant('proxy-alice');
+    bob = await f.tenant('proxy-bob');
     pod = await runningPod(alice);
   });
-  after(() => server?.close());
+  after(() => f?.close());
 
   test('a running pod lists one proxy URL per HTTP port, under the proxy listener, with an unguessable name', () => {
     assert.equal(pod.httpProxy.length, 1, JSON.stringify(pod.httpProxy));

@@ -6,8 +6,7 @@
  */
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { DOCKER_HOST, dockerEngine, noEngine, removeNamespace, uniqueNamespace } from './support/docker.js';
-import { freePortRange } from './support/eventually.js';
+import { dockerEngine, noEngine, removeNamespace, testDockerRuntime, uniqueNamespace } from './support/docker.js';
 import { noOpenSsh, runSsh } from './support/openssh.js';
 import { startSshFixture, type SshFixture, type SshPod, type SshTenant } from './support/ssh-fixture.js';
 
@@ -21,20 +20,7 @@ describe('the SSH proxy with OpenSSH (Docker runtime)', { skip: engine ? noOpenS
   let pod: SshPod;
   before(async () => {
     f = await startSshFixture({
-      runtime: {
-        kind: 'docker',
-        docker: {
-          host: DOCKER_HOST,
-          namespace,
-          bindIp: '127.0.0.1',
-          publicIp: '127.0.0.1',
-          portRange: await freePortRange(10),
-          cpuFlavors: ['cpu3c'],
-          dataCenterId: 'US-TX-3',
-          // this machine's own firewall stays untouched
-          firewall: { mode: 'off' },
-        },
-      },
+      runtime: await testDockerRuntime(namespace),
       images: {},
     });
     alice = await f.tenant('alice');

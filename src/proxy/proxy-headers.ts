@@ -34,6 +34,12 @@ function connectionTokens(headers: IncomingHttpHeaders): Set<string> {
   );
 }
 
+/** Adds a header line, a repeated name (Set-Cookie, Cookie) keeping every value. */
+function append(out: OutgoingHttpHeaders, name: string, value: string): void {
+  const seen = out[name];
+  out[name] = seen === undefined ? value : Array.isArray(seen) ? [...seen, value] : [String(seen), value];
+}
+
 export interface ForwardContext {
   /** `http` or `https`, as the client reached the proxy */
   proto: string;
@@ -72,8 +78,7 @@ export function requestHeaders(req: IncomingMessage, ctx: ForwardContext): Outgo
     let value: string | null = raw[i + 1]!;
     if (lower === 'cookie' && ctx.dropCookie) value = withoutCookie(value, ctx.dropCookie);
     if (value === null) continue;
-    const seen = out[name];
-    out[name] = seen === undefined ? value : Array.isArray(seen) ? [...seen, value] : [String(seen), value];
+    append(out, name, value);
   }
   if (ctx.upgrade) {
     out.Connection = 'upgrade';
@@ -99,8 +104,7 @@ export function responseHeaders(res: IncomingMessage, prefix: string): OutgoingH
     let value = raw[i + 1]!;
     if (prefix && lower === 'location' && value.startsWith('/') && !value.startsWith('//')) value = prefix + value;
     if (prefix && lower === 'set-cookie') value = value.replace(/(;\s*path=)\/(?=;|$)/i, `$1${prefix}/`);
-    const seen = out[name];
-    out[name] = seen === undefined ? value : Array.isArray(seen) ? [...seen, value] : [String(seen), value];
+    append(out, name, value);
   }
   return out;
 }

@@ -15,6 +15,7 @@ import { namespaceFilter } from '../../src/runtime/docker/docker-names.js';
 import type { DockerRuntimeOptions } from '../../src/runtime/docker/docker-runtime-options.js';
 import { DockerRuntime } from '../../src/runtime/docker/docker-runtime.js';
 import { buildTestImages } from './docker-images.js';
+import { freePortRange } from './eventually.js';
 
 export const DOCKER_HOST = process.env.DOCKER_HOST || 'unix:///var/run/docker.sock';
 
@@ -161,4 +162,26 @@ export async function instanceInfo(
   const res = await instanceHttp(port, 'GET', '/info');
   if (res.status !== 200) throw new Error(`GET /info on port ${port} answered ${res.status}`);
   return JSON.parse(res.text) as { env: Record<string, string>; argv: string[]; bootId: string };
+}
+
+/**
+ * The `runtime` section of a whole test server on the test engine: its own namespace and free
+ * published ports on 127.0.0.1, a CPU host in US-TX-3, and this machine's own firewall untouched.
+ * `docker` adds or replaces keys (a stand-in nvidia-smi, a GPU mode).
+ */
+export async function testDockerRuntime(namespace: string, docker: Record<string, unknown> = {}) {
+  return {
+    kind: 'docker',
+    docker: {
+      host: DOCKER_HOST,
+      namespace,
+      bindIp: '127.0.0.1',
+      publicIp: '127.0.0.1',
+      portRange: await freePortRange(10),
+      cpuFlavors: ['cpu3c'],
+      dataCenterId: 'US-TX-3',
+      firewall: { mode: 'off' },
+      ...docker,
+    },
+  };
 }

@@ -3,6 +3,7 @@
  * need around it: accounts with registered keys (real ed25519 keys from ssh-keygen) and pods of an
  * image that runs a real process.
  */
+import type { Clock } from '../../src/domain/clock.js';
 import { eventually } from './eventually.js';
 import { startListeningServer, type ListeningServer } from './harness.js';
 import { newKeyPair, type KeyPair } from './openssh.js';
@@ -38,14 +39,20 @@ export interface SshFixture {
   close(): Promise<void>;
 }
 
-export async function startSshFixture(file: Record<string, unknown> = {}): Promise<SshFixture> {
+export async function startSshFixture(
+  file: Record<string, unknown> = {},
+  options: { clock?: Clock } = {},
+): Promise<SshFixture> {
   const { ssh, ...rest } = file as { ssh?: Record<string, unknown> };
-  const server = await startListeningServer({
-    images: { [SLEEPER]: { command: ['sleep', '600'] } },
-    pods: { reconcileIntervalMs: 100, stopGraceMs: 1000 },
-    ...rest,
-    ssh: { port: 0, ...ssh },
-  });
+  const server = await startListeningServer(
+    {
+      images: { [SLEEPER]: { command: ['sleep', '600'] } },
+      pods: { reconcileIntervalMs: 100, stopGraceMs: 1000 },
+      ...rest,
+      ssh: { port: 0, ...ssh },
+    },
+    options,
+  );
   const running = server.server;
   if (!running.ssh) throw new Error('the SSH proxy did not start');
   const url = running.url;
