@@ -29,6 +29,7 @@ import {
 import { netnsEnginesUnavailable, startListener, startNetnsEngine, type NetnsEngine } from './support/netns-engine.js';
 import { podOf, startGantryInEngine, workerOf, type GantryInEngine, type Placed } from './support/isolation-world.js';
 import { removeStandIns } from './support/nvidia-smi.js';
+import { eventually } from './support/eventually.js';
 
 const ROOT = join(import.meta.dirname, '..');
 const unavailable =
@@ -158,6 +159,33 @@ describe('containers of two accounts on a Docker Engine with iptables on', { ski
           : (await g.accountB.call('GET', `/v2/${bw.endpointId}/status-sync/${res.body.id}?wait=60000`)).body;
       assert.equal(done.status, 'COMPLETED', JSON.stringify(done));
       assert.deepEqual(done.output.echoed, { n: 1 });
+    });
+
+    test("the pod HTTP proxy reaches a pod's HTTP port through the container firewall, at the pod's own URL only", async () => {
+      const web = await podOf(g.accountA, podImage, g.where(engine.client), undefined, ['8000/http']);
+      // busybox's httpd (it goes to the background once listening) serves a page naming its pod
+      await inContainer(engine.dockerHost, web.container, [
+        'sh',
+        '-c',
+        `mkdir -p /www && echo "pod ${web.id}" > /www/index.html && httpd -p 8000 -h /www`,
+      ]);
+      const pod = await g.accountA.call('GET', `/v2/pods/${web.id}`);
+      const url = (pod.body.httpProxy as Array<{ port: number; url: string }>).find((p) => p.port === 8000)?.url;
+      assert.ok(url, JSON.stringify(pod.body));
+      assert.equal(new URL(url).hostname, engine.engineAddress, 'served on the engine host, where the test reaches it');
+      const page = await eventually('the pod page through the proxy', async () => {
+        const res = await fetch(url);
+        return res.status === 200 ? (await res.text()).trim() : null;
+      });
+      assert.equal(page, `pod ${web.id}`);
+      // the same pod and port with another token reach nothing
+      const forged = url.replace(
+        /-([A-Za-z0-9]+)\/$/,
+        (_m, token: string) => `-${token.slice(0, -1)}${token.endsWith('a') ? 'b' : 'a'}/`,
+      );
+      assert.notEqual(forged, url);
+      const refused = await fetch(forged);
+      assert.equal(refused.status, 404, await refused.text());
     });
 
     test('a container has no IPv6 address to reach its host by', async () => {

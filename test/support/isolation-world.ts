@@ -194,9 +194,21 @@ async function placed(where: Where, id: string): Promise<Placed> {
   );
 }
 
-/** A running pod of `image` for `account`, on a GPU of type `gpu`. */
-export async function podOf(account: Account, image: string, where: Where, gpu = GPU): Promise<Placed> {
-  const res = await account.call('POST', '/v2/pods', { name: 'isolation', image, gpu: { id: gpu, count: 1 }, disk: 5 });
+/** A running pod of `image` for `account`, on a GPU of type `gpu`, with `ports` (`8000/http`) when given. */
+export async function podOf(
+  account: Account,
+  image: string,
+  where: Where,
+  gpu = GPU,
+  ports?: string[],
+): Promise<Placed> {
+  const res = await account.call('POST', '/v2/pods', {
+    name: 'isolation',
+    image,
+    gpu: { id: gpu, count: 1 },
+    disk: 5,
+    ...(ports ? { ports } : {}),
+  });
   assert.equal(res.status, 201, JSON.stringify(res.body));
   return placed(where, res.body.id as string);
 }
