@@ -147,7 +147,7 @@ export class PodProxy {
       return sendProblem(res, found);
     }
     const { route, target } = found;
-    const access = await this.#access(req, route, target);
+    const access = this.#d.settings.requireKey ? await this.#access(req, route, target) : null;
     if (access instanceof ApiError) {
       req.resume();
       this.#d.meter?.exchange('http', access.status, 0, 0);
@@ -212,9 +212,10 @@ export class PodProxy {
       // the client left before the answer ended: so does the request to the pod
       if (!res.writableFinished) upstream.destroy();
     });
-    if (req.headers['content-length'] !== undefined || req.headers['transfer-encoding'] !== undefined)
+    if (req.headers['content-length'] !== undefined || req.headers['transfer-encoding'] !== undefined) {
       req.on('data', (chunk: Buffer) => (bytesIn += chunk.length));
-    req.pipe(upstream);
+      req.pipe(upstream);
+    } else upstream.end(); // no body (RFC 9112 6.3): nothing to stream
     upstream.on('response', (answer: IncomingMessage) => {
       clearTimeout(responseTimer);
       // What the pod answers is untrusted: a head Node will not write (a status outside 200-599,

@@ -24,8 +24,12 @@ const GANTRY_KEY = /^(?:bearer\s+)?gty_/i;
 export const carriesGantryKey = (authorization: string | undefined): boolean =>
   authorization !== undefined && GANTRY_KEY.test(authorization.trim());
 
-function connectionTokens(headers: IncomingHttpHeaders): Set<string> {
+const NONE: ReadonlySet<string> = new Set();
+
+function connectionTokens(headers: IncomingHttpHeaders): ReadonlySet<string> {
   const value = headers.connection;
+  // most requests name no header, or only `keep-alive` (hop-by-hop already)
+  if (value === undefined || value === 'keep-alive') return NONE;
   return new Set(
     (value ?? '')
       .split(',')
