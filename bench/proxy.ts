@@ -10,11 +10,13 @@
 //    added p50. Goal: <= 0.5 ms added.
 // 3. a `--download-mb` download (GET /download): MB/s, and Gantry's resident memory before and at
 //    its peak during it (flat: the proxy holds no body). Goal: proxy >= 80% of direct.
-// Client, proxy and upstream share this machine's cores: the ratios are what to read.
+// Client, proxy and upstream share this machine's cores: the ratios are what to read. Beside them,
+// a bare TCP relay in its own process (bench/support/tcp-relay.mjs: no HTTP, bytes joined) is
+// measured in the same rounds: what the extra hop alone costs here, the floor of any proxy.
 import { join } from 'node:path';
 import { Agent, request } from 'node:http';
 import { parseArgs } from 'node:util';
-import { ensureBuilt, printTable } from './support/processes.js';
+import { ensureBuilt, printTable, startChild } from './support/processes.js';
 import { loops, percentile, startGantry, verdict } from './support/gantry.js';
 
 const { values } = parseArgs({
@@ -84,15 +86,22 @@ async function main(): Promise<void> {
     }
     const proxied = pod.httpProxy[0]!.url;
     const direct = `http://127.0.0.1:${pod.runtime!.ports![0]!.public}/`;
-    const targets = { direct, proxy: proxied } as const;
+    const relay = await startChild(
+      [join(import.meta.dirname, 'support', 'tcp-relay.mjs'), String(pod.runtime!.ports![0]!.public)],
+      {},
+      /relay listening on (\S+)/,
+    );
+    const targets = { direct, relay: relay.url, proxy: proxied } as const;
     const rows: Array<Record<string, string | number>> = [];
-    const figures: Record<'direct' | 'proxy', { rps: number[]; p50: number[]; p99: number[]; mbps: number[] }> = {
+    type Figures = { rps: number[]; p50: number[]; p99: number[]; mbps: number[] };
+    const figures: Record<keyof typeof targets, Figures> = {
       direct: { rps: [], p50: [], p99: [], mbps: [] },
+      relay: { rps: [], p50: [], p99: [], mbps: [] },
       proxy: { rps: [], p50: [], p99: [], mbps: [] },
     };
     const cpuPerRequest: number[] = [];
     for (let round = 1; round <= ROUNDS; round++) {
-      for (const which of ['direct', 'proxy'] as const) {
+      for (const which of ['direct', 'relay', 'proxy'] as const) {
         const base = targets[which];
         const agent = new Agent({ keepAlive: true, maxSockets: CONCURRENCY });
         const health = new URL('health', base);
@@ -140,12 +149,18 @@ async function main(): Promise<void> {
         });
       }
     }
+    await relay.stop();
     printTable(rows);
+    const ofDirect = (which: 'relay' | 'proxy', what: 'rps' | 'mbps'): string =>
+      `${((median(figures[which][what]) / median(figures.direct[what])) * 100).toFixed(0)}%`;
+    console.log(
+      `\nthe bare TCP relay (the hop alone): requests/s ${ofDirect('relay', 'rps')} of direct, download ${ofDirect('relay', 'mbps')} of direct`,
+    );
     const rpsRatio = median(figures.proxy.rps) / median(figures.direct.rps);
     const addedP50 = median(figures.proxy.p50) - median(figures.direct.p50);
     const mbpsRatio = median(figures.proxy.mbps) / median(figures.direct.mbps);
     console.log(
-      `\nmedians of ${ROUNDS} rounds: requests/s proxy/direct ${(rpsRatio * 100).toFixed(0)}% (goal >= 50%: ${verdict(rpsRatio >= 0.5)}); ` +
+      `medians of ${ROUNDS} rounds: requests/s proxy/direct ${(rpsRatio * 100).toFixed(0)}% (goal >= 50%: ${verdict(rpsRatio >= 0.5)}); ` +
         `added p50 ${addedP50.toFixed(3)} ms (goal <= 0.5: ${verdict(addedP50 <= 0.5)}); ` +
         `download proxy/direct ${(mbpsRatio * 100).toFixed(0)}% (goal >= 80%: ${verdict(mbpsRatio >= 0.8)}); ` +
         `proxy CPU ${median(cpuPerRequest).toFixed(0)} µs per small request`,
