@@ -11,8 +11,9 @@
 // 3. a `--download-mb` download (GET /download): MB/s, and Gantry's resident memory before and at
 //    its peak during it (flat: the proxy holds no body). Goal: proxy >= 80% of direct.
 // Client, proxy and upstream share this machine's cores: the ratios are what to read. Beside them,
-// a bare TCP relay in its own process (bench/support/tcp-relay.mjs: no HTTP, bytes joined) is
-// measured in the same rounds: what the extra hop alone costs here, the floor of any proxy.
+// two floors in their own processes are measured in the same rounds (bench/support/tcp-relay.mjs):
+// `relay`, a bare TCP relay (the extra hop alone), and `node-http`, the smallest proxy Node's http
+// module makes (the hop and HTTP parsing, nothing of Gantry's routing, limits or rewriting).
 import { join } from 'node:path';
 import { Agent, request } from 'node:http';
 import { parseArgs } from 'node:util';
@@ -86,32 +87,37 @@ async function main(): Promise<void> {
     }
     const proxied = pod.httpProxy[0]!.url;
     const direct = `http://127.0.0.1:${pod.runtime!.ports![0]!.public}/`;
-    const relay = await startChild(
-      [join(import.meta.dirname, 'support', 'tcp-relay.mjs'), String(pod.runtime!.ports![0]!.public)],
-      {},
-      /relay listening on (\S+)/,
-    );
-    const targets = { direct, relay: relay.url, proxy: proxied } as const;
+    const floor = (mode: 'tcp' | 'http') =>
+      startChild(
+        [join(import.meta.dirname, 'support', 'tcp-relay.mjs'), mode, String(pod.runtime!.ports![0]!.public)],
+        {},
+        /relay listening on (\S+)/,
+      );
+    const [relay, nodeHttp] = await Promise.all([floor('tcp'), floor('http')]);
+    const targets = { direct, relay: relay.url, 'node-http': nodeHttp.url, proxy: proxied } as const;
     const rows: Array<Record<string, string | number>> = [];
     type Figures = { rps: number[]; p50: number[]; p99: number[]; mbps: number[] };
     const figures: Record<keyof typeof targets, Figures> = {
       direct: { rps: [], p50: [], p99: [], mbps: [] },
       relay: { rps: [], p50: [], p99: [], mbps: [] },
+      'node-http': { rps: [], p50: [], p99: [], mbps: [] },
       proxy: { rps: [], p50: [], p99: [], mbps: [] },
     };
     const cpuPerRequest: number[] = [];
     for (let round = 1; round <= ROUNDS; round++) {
-      for (const which of ['direct', 'relay', 'proxy'] as const) {
+      for (const which of ['direct', 'relay', 'node-http', 'proxy'] as const) {
         const base = targets[which];
         const agent = new Agent({ keepAlive: true, maxSockets: CONCURRENCY });
         const health = new URL('health', base);
         await loops(500, CONCURRENCY, async () => void (await get(agent, health))); // warm
-        const cpuBefore = gantry.cpuMs();
+        // the CPU of the process in the middle: Gantry, or the floor measured
+        const middle = which === 'proxy' ? gantry : which === 'relay' ? relay : which === 'node-http' ? nodeHttp : null;
+        const cpuBefore = middle?.cpuMs() ?? 0;
         const seconds = await loops(REQUESTS, CONCURRENCY, async () => {
           const r = await get(agent, health);
           if (r.status !== 200) throw new Error(`${which}: ${r.status}`);
         });
-        const cpu = gantry.cpuMs() - cpuBefore;
+        const cpu = (middle?.cpuMs() ?? 0) - cpuBefore;
         const rps = REQUESTS / seconds;
         figures[which].rps.push(rps);
         if (which === 'proxy') cpuPerRequest.push((cpu / REQUESTS) * 1000);
@@ -144,17 +150,18 @@ async function main(): Promise<void> {
           'p50 ms': percentile(times, 50).toFixed(3),
           'p99 ms': percentile(times, 99).toFixed(3),
           'download MB/s': Math.round(mbps),
-          'gantry CPU µs/req': which === 'proxy' ? ((cpu / REQUESTS) * 1000).toFixed(0) : '-',
+          'middle CPU µs/req': middle ? ((cpu / REQUESTS) * 1000).toFixed(0) : '-',
           'gantry RSS during download MB': `${rssBefore.toFixed(0)} → ${rssPeak.toFixed(0)}`,
         });
       }
     }
-    await relay.stop();
+    await Promise.all([relay.stop(), nodeHttp.stop()]);
     printTable(rows);
-    const ofDirect = (which: 'relay' | 'proxy', what: 'rps' | 'mbps'): string =>
+    const ofDirect = (which: 'relay' | 'node-http', what: 'rps' | 'mbps'): string =>
       `${((median(figures[which][what]) / median(figures.direct[what])) * 100).toFixed(0)}%`;
     console.log(
-      `\nthe bare TCP relay (the hop alone): requests/s ${ofDirect('relay', 'rps')} of direct, download ${ofDirect('relay', 'mbps')} of direct`,
+      `\nfloors: the bare TCP relay (the hop alone) requests/s ${ofDirect('relay', 'rps')} of direct, download ${ofDirect('relay', 'mbps')}; ` +
+        `Node's bare HTTP proxy requests/s ${ofDirect('node-http', 'rps')}, download ${ofDirect('node-http', 'mbps')}`,
     );
     const rpsRatio = median(figures.proxy.rps) / median(figures.direct.rps);
     const addedP50 = median(figures.proxy.p50) - median(figures.direct.p50);
