@@ -36,12 +36,14 @@ export const fleetRuntime: RuntimeModule = {
       { FleetJournal, FLEET_JOURNAL_TOPIC },
       { FleetRuntime: FleetRuntimeClass },
       { FleetStreams },
+      { FleetTunnels },
       wiringModule,
       { OrphanContainers },
     ] = await Promise.all([
       import('./fleet-journal.js'),
       import('./fleet-runtime.js'),
       import('./fleet-streams.js'),
+      import('./fleet-tunnels.js'),
       import('./fleet-wiring.js'),
       import('./orphan-containers.js'),
     ]);
@@ -76,6 +78,10 @@ export const fleetRuntime: RuntimeModule = {
       config: { lostGraceMs: config.agents.lostGraceMs },
     });
     runtime.useStreams(streams);
+    // The pod HTTP proxy's connections: streams of one tunnel per host, dialed back like a stream.
+    runtime.useTunnels(
+      new FleetTunnels({ dialBack: (hostId, signal) => streams.tunnel(hostId, signal), logger: fleetLogger }),
+    );
     if (journal) runtime.useJournal(journal);
     const wiring: Wiring = new FleetWiring({
       fleet: agents,
