@@ -80,7 +80,6 @@ async function main(): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), 'gantry-bench-proxy-fleet-'));
   const daemon = await startDockerDaemon();
   let gantry: Gantry | null = null;
-  let agentPid = 0;
   let agentOut = '';
   let stopAgent = async () => {};
   try {
@@ -140,7 +139,7 @@ async function main(): Promise<void> {
         stdio: ['ignore', 'pipe', 'pipe'],
       },
     );
-    agentPid = agent.pid!;
+    const agentPid = agent.pid!;
     agent.stdout.on('data', (d: Buffer) => (agentOut += d.toString()));
     agent.stderr.on('data', (d: Buffer) => (agentOut += d.toString()));
     stopAgent = () =>
@@ -167,7 +166,7 @@ async function main(): Promise<void> {
     const container = (await daemon.client.listContainers({ filters: { label: [`gantry.instance=${pod.id}`] } }))[0]!;
     const inspect = await daemon.client.inspectContainer(container.Id);
     const address = Object.values(inspect!.NetworkSettings?.Networks ?? {}).find((n) => n.IPAddress)!.IPAddress;
-    const targets = { direct: `http://${address}:8000/`, tunnel: pod.httpProxy![0]!.url } as const;
+    const targets = { direct: `http://${address}:8000/`, tunnel: pod.httpProxy[0]!.url } as const;
     for (let i = 0; ; i++) {
       const ok = await fetch(`${targets.tunnel}health`).then(
         (r) => r.ok,
@@ -214,7 +213,7 @@ async function main(): Promise<void> {
     // Idle WebSockets through the one agent.
     const g = gantry;
     const before = {
-      gantry: await rssAfterGc(g.child.pid!, g.output),
+      gantry: await rssAfterGc(g.child.pid!, () => g.output()),
       agent: await rssAfterGc(agentPid, () => agentOut),
     };
     const sockets: TestWebSocket[] = [];
@@ -230,7 +229,7 @@ async function main(): Promise<void> {
       sockets.push(...batch);
     }
     const open = {
-      gantry: await rssAfterGc(g.child.pid!, g.output),
+      gantry: await rssAfterGc(g.child.pid!, () => g.output()),
       agent: await rssAfterGc(agentPid, () => agentOut),
     };
     const perSocket = {
