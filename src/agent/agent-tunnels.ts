@@ -26,7 +26,7 @@ export interface AgentTunnelsDeps {
 }
 
 /** Connections being dialed at once, per tunnel. */
-const MAX_DIALING = 256;
+const MAX_DIALING = 2048;
 const KEEPALIVE_MS = 30_000;
 
 export class AgentTunnels {
