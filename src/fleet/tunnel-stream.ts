@@ -33,6 +33,8 @@ export class TunnelStream extends Duplex {
   /** bytes received, and of those the bytes granted back (consumed by the reader) */
   #received = 0;
   #granted = 0;
+  /** of those, the bytes handed to the reader (granted back once they add up to a quarter window) */
+  #delivered = 0;
   /** received, not yet handed to the reader */
   readonly #queue: Buffer[] = [];
   /** the reader asked for more (`_read`) and has not been handed enough since */
@@ -57,7 +59,7 @@ export class TunnelStream extends Duplex {
 
   /** Bytes received and not yet read by this stream's reader. */
   get unread(): number {
-    return this.#received - this.#granted;
+    return this.#received - this.#delivered;
   }
 
   // --- frames from the other side (tunnel-mux.ts) ---------------------------------------------
@@ -154,9 +156,13 @@ export class TunnelStream extends Duplex {
       if (!this.push(chunk)) this.#wanted = false;
     }
     if (this.#queue.length === 0 && this.#remoteClosed) this.push(null);
-    if (moved === 0) return;
-    this.#granted += moved;
-    if (!this.#silenced && !this.#remoteClosed) this.#carrier.send(windowFrame(this.id, moved));
+    this.#delivered += moved;
+    // Granted in quarters of the window, not a frame per chunk: a sender out of credit has a whole
+    // window outstanding, so a quarter of it is always reached once its reader reads.
+    const grant = this.#delivered - this.#granted;
+    if (grant < this.#window / 4 || this.#silenced || this.#remoteClosed) return;
+    this.#granted = this.#delivered;
+    this.#carrier.send(windowFrame(this.id, grant));
   }
 
   override _destroy(err: Error | null, callback: (error?: Error | null) => void): void {
