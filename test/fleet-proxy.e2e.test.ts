@@ -24,6 +24,7 @@ import { openWebSocket } from './support/websocket-client.js';
 
 const KEY = 'fleet-proxy-admin-key-0123456789abcdef';
 const MB100 = 100 * 1024 * 1024;
+const METRICS_TOKEN = 'fleet-proxy-metrics-token-0123456789';
 
 const unavailable = dockerDaemonsUnavailable();
 if (unavailable && process.env.CI === 'true')
@@ -72,6 +73,13 @@ describe("the pod HTTP proxy through a fleet agent's tunnel", { skip: unavailabl
     const text = await res.text();
     return { status: res.status, body: (text ? JSON.parse(text) : null) as T };
   };
+  /** A gauge's value in the server's `/metrics`. */
+  const gauge = async (name: string): Promise<number> => {
+    const text = await (
+      await fetch(`${server!.url}/metrics`, { headers: { authorization: `Bearer ${METRICS_TOKEN}` } })
+    ).text();
+    return Number(new RegExp(`^${name} (\\S+)$`, 'm').exec(text)?.[1]);
+  };
   const diagnostics = () => `server:\n${server?.output().slice(-3000)}\nagent:\n${agent?.output().slice(-3000)}`;
 
   before(async () => {
@@ -90,6 +98,7 @@ describe("the pod HTTP proxy through a fleet agent's tunnel", { skip: unavailabl
         pods: { stopGraceMs: 1_000 },
         runtime: { kind: 'fleet' },
         proxy: { port: 0, connectTimeoutMs: 5_000 },
+        metrics: { token: METRICS_TOKEN, refreshMs: 0 },
       }),
     );
     server = await spawnGantry(['--host', '127.0.0.1', '--data-dir', dataDir, '--config', configPath], {
@@ -179,6 +188,9 @@ describe("the pod HTTP proxy through a fleet agent's tunnel", { skip: unavailabl
       ws.send(text);
       assert.equal(await ws.next(), `echo: ${text}`);
     }
+    // one tunnel to the one host, carrying the WebSocket (and what the pool keeps open)
+    assert.equal(await gauge('gantry_fleet_tunnels_open'), 1);
+    assert.ok((await gauge('gantry_fleet_tunnel_streams_open')) >= 1);
     ws.close();
   });
 

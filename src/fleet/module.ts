@@ -79,9 +79,11 @@ export const fleetRuntime: RuntimeModule = {
     });
     runtime.useStreams(streams);
     // The pod HTTP proxy's connections: streams of one tunnel per host, dialed back like a stream.
-    runtime.useTunnels(
-      new FleetTunnels({ dialBack: (hostId, signal) => streams.tunnel(hostId, signal), logger: fleetLogger }),
-    );
+    const tunnels = new FleetTunnels({
+      dialBack: (hostId, signal) => streams.tunnel(hostId, signal),
+      logger: fleetLogger,
+    });
+    runtime.useTunnels(tunnels);
     if (journal) runtime.useJournal(journal);
     const wiring: Wiring = new FleetWiring({
       fleet: agents,
@@ -99,6 +101,6 @@ export const fleetRuntime: RuntimeModule = {
         graceMs: config.runtime.orphanGraceMs,
       }),
     });
-    return { runtime, hosts: wiring.hosts, fleetWiring: wiring, fleetStreams: streams };
+    return { runtime, hosts: wiring.hosts, fleetWiring: wiring, fleetStreams: streams, fleetTunnels: tunnels };
   },
 };
