@@ -5,6 +5,7 @@
  */
 import { describe, test, after } from 'node:test';
 import assert from 'node:assert/strict';
+import { once } from 'node:events';
 import { connect, createServer, type Server, type Socket } from 'node:net';
 import { until } from '../../test/support/eventually.js';
 import { DialTimeout } from '../runtime/dial.js';
@@ -204,6 +205,21 @@ describe('a tunnel of streams with credit windows', () => {
     a.destroy();
     await until('the agent forgot the reset stream', async () => t.agent.streams === 1);
     await t.control.open({ instanceId: 'p', port: 1 }, 10_000);
+    t.control.close();
+  });
+
+  test('a stream on which nothing moves for its timeout says so, as a socket does (the proxy idles it out)', async () => {
+    const t = await tunnel((stream) => {
+      t.agent.opened(stream);
+      stream.pipe(stream);
+    });
+    const s = await t.control.open({ instanceId: 'p', port: 1 }, 10_000);
+    let timedOut = false;
+    s.setTimeout(150, () => (timedOut = true));
+    s.write('ping');
+    const [echoed] = (await once(s, 'data')) as [Buffer];
+    assert.equal(String(echoed), 'ping');
+    await until('the idle stream timed out', async () => timedOut);
     t.control.close();
   });
 

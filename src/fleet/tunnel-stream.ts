@@ -48,6 +48,7 @@ export class TunnelStream extends Duplex {
   /** the idle timeout the HTTP client sets on its sockets (0: none) */
   timeout = 0;
   #timer: NodeJS.Timeout | null = null;
+  #timerMs = 0;
 
   constructor(id: number, carrier: StreamCarrier, window: number) {
     super({ allowHalfOpen: true });
@@ -188,11 +189,18 @@ export class TunnelStream extends Duplex {
   }
 
   #touch(): void {
-    if (this.#timer) clearTimeout(this.#timer);
-    this.#timer = null;
     if (this.timeout > 0 && !this.destroyed) {
-      this.#timer = setTimeout(() => this.emit('timeout'), this.timeout);
-      this.#timer.unref();
+      // the same timer moved on, not a new one per frame
+      if (this.#timer && this.#timerMs === this.timeout) this.#timer.refresh();
+      else {
+        if (this.#timer) clearTimeout(this.#timer);
+        this.#timerMs = this.timeout;
+        this.#timer = setTimeout(() => this.emit('timeout'), this.timeout);
+        this.#timer.unref();
+      }
+    } else if (this.#timer) {
+      clearTimeout(this.#timer);
+      this.#timer = null;
     }
   }
 
