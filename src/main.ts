@@ -91,7 +91,13 @@ export async function createServices(config: Config, overrides: ServiceOverrides
     runtime,
     systemLog,
   });
-  const jobRequestCounts = wireRelayAndMetrics(storage, serverless, { events, fleet, fleetWiring, inventory });
+  const jobRequestCounts = wireRelayAndMetrics(storage, serverless, {
+    events,
+    fleet,
+    fleetWiring,
+    fleetTunnels: built.fleetTunnels ?? null,
+    inventory,
+  });
   await templates.seedPublic();
   const logs = new LogStreams({ runtime, systemLog, clock, maxStreamsPerAccount: config.quotas.logStreams });
   const logTargets = new LogTargets({ pods, podStore: podController.store, endpoints: serverless.endpoints });

@@ -25,6 +25,7 @@ import type { AppliedOperations } from './applied-operations.js';
 import type { AgentIdentity, CredentialFile } from './credential-file.js';
 import { OperationApplier } from './operation-applier.js';
 import { StreamDialer } from './stream-dialer.js';
+import { AgentTunnels } from './agent-tunnels.js';
 import { ReportLoop } from './report-loop.js';
 import { ServerRotation, type Backoff } from './server-rotation.js';
 import type { Timers } from './timers.js';
@@ -168,8 +169,10 @@ export class AgentCore {
     // The control plane's record may predate a restart that changed the host: tell it once.
     if (stored) reports.capacity(this.#capacity);
     const unsubscribe = runtime.onChange((status) => reports.changed(status));
+    const tunnels = new AgentTunnels({ runtime, logger: logger.child({ component: 'tunnels' }) });
     const streams = new StreamDialer({
       runtime,
+      tunnels,
       servers: () => [this.#rotation.server, ...this.#deps.config.servers.filter((s) => s !== this.#rotation.server)],
       credential: identity.credential,
       logger: logger.child({ component: 'streams' }),
@@ -221,6 +224,7 @@ export class AgentCore {
     } finally {
       unsubscribe();
       streams.close();
+      tunnels.close();
       await runtime.close();
     }
     if (fatal) throw fatal;

@@ -11,9 +11,16 @@ import { request as httpRequest, type ClientRequest, type IncomingMessage } from
 import { request as httpsRequest } from 'node:https';
 import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
-import { AGENT_API_PREFIX, STREAM_PROTOCOL, STREAM_SECRET_HEADER, type Operation } from '../fleet/protocol.js';
+import {
+  AGENT_API_PREFIX,
+  STREAM_PROTOCOL,
+  STREAM_SECRET_HEADER,
+  TUNNEL_PROTOCOL,
+  type Operation,
+} from '../fleet/protocol.js';
 import { encodeFrame, FRAME, frameJson, readFrames } from '../fleet/stream-frames.js';
 import type { OutputLine, Runtime, ShellSession } from '../runtime/runtime.js';
+import type { AgentTunnels } from './agent-tunnels.js';
 import type { AppliedResult } from './applied-operations.js';
 
 export type StreamOperation = Extract<Operation, { kind: 'stream' }>;
@@ -26,6 +33,8 @@ export interface StreamDialerDeps {
   logger: Pick<Logger, 'info' | 'warn'>;
   /** A dial-back gives up after this long. @default 10000 */
   connectTimeoutMs?: number;
+  /** Where a dialed-back tunnel is carried (agent-tunnels.ts). @default none: a tunnel is refused */
+  tunnels?: Pick<AgentTunnels, 'refusal' | 'carry'>;
 }
 
 /** Lines of output sent in one frame at most… */
@@ -55,6 +64,7 @@ export class StreamDialer {
     const { runtime } = this.#deps;
     const request = op.request;
     let shell: ShellSession | null = null;
+    if (request?.what === 'tunnel') return this.#openTunnel(op);
     if (request?.what === 'shell') {
       if (!runtime.shell) return { ok: false, error: 'this agent cannot open shells' };
       try {
@@ -91,11 +101,26 @@ export class StreamDialer {
     for (const s of this.#open) s.destroy();
   }
 
-  async #dial(op: StreamOperation): Promise<{ socket: Duplex; head: Buffer }> {
+  /** The host's tunnel, which the control plane that asked keeps (agent-tunnels.ts carries it). */
+  async #openTunnel(op: StreamOperation): Promise<AppliedResult> {
+    const tunnels = this.#deps.tunnels;
+    const refused = tunnels ? tunnels.refusal() : 'this agent opens no tunnels';
+    if (refused !== null) return { ok: false, error: refused };
+    try {
+      const { socket, head } = await this.#dial(op, TUNNEL_PROTOCOL);
+      socket.on('error', () => undefined);
+      tunnels!.carry(socket, head);
+      return { ok: true };
+    } catch (err) {
+      return { ok: false, error: (err as Error).message };
+    }
+  }
+
+  async #dial(op: StreamOperation, protocol = STREAM_PROTOCOL): Promise<{ socket: Duplex; head: Buffer }> {
     const reasons: string[] = [];
     for (const server of this.#deps.servers()) {
       try {
-        return await this.#dialOne(server, op);
+        return await this.#dialOne(server, op, protocol);
       } catch (err) {
         // Not waiting there (another replica waits), or unreachable: the next server may take it.
         reasons.push(`${server}: ${(err as Error).message}`);
@@ -104,7 +129,7 @@ export class StreamDialer {
     throw new Error(`no control plane took the stream (${reasons.join('; ')})`);
   }
 
-  #dialOne(server: string, op: StreamOperation): Promise<{ socket: Duplex; head: Buffer }> {
+  #dialOne(server: string, op: StreamOperation, protocol: string): Promise<{ socket: Duplex; head: Buffer }> {
     const url = new URL(`${server.replace(/\/+$/, '')}${AGENT_API_PREFIX}/streams/${encodeURIComponent(op.session)}`);
     const request = url.protocol === 'https:' ? httpsRequest : httpRequest;
     return new Promise((resolve, reject) => {
@@ -112,7 +137,7 @@ export class StreamDialer {
         method: 'POST',
         headers: {
           connection: 'Upgrade',
-          upgrade: STREAM_PROTOCOL,
+          upgrade: protocol,
           authorization: `Bearer ${this.#deps.credential}`,
           [STREAM_SECRET_HEADER]: op.secret,
           'content-length': '0',

@@ -166,10 +166,12 @@ export function wireRelayAndMetrics(
     events: EventBus;
     fleet: FleetService;
     fleetWiring: FleetWiring | null;
+    /** the agents' tunnels (runtime fleet), for `/metrics` */
+    fleetTunnels: { readonly open: { tunnels: number; streams: number } } | null;
     inventory: CatalogArea['inventory'];
   },
 ): JobRequestCounts | null {
-  const { events, fleet, fleetWiring, inventory } = parts;
+  const { events, fleet, fleetWiring, fleetTunnels, inventory } = parts;
   const { webhooks, autoscaler, jobs, metrics } = serverless;
   if (relay) {
     // A webhook enqueued here is delivered by the replica holding the webhooks lease: wake it
@@ -216,6 +218,7 @@ export function wireRelayAndMetrics(
       decisions: () => autoscaler.decisions,
       gpus: () => inventory.gpuUsage(),
       webhooks: () => ({ ...webhooks.outcomes, inFlight: webhooks.inFlight }),
+      tunnels: () => fleetTunnels?.open ?? null,
     });
   }
   return jobRequestCounts;

@@ -47,7 +47,10 @@ import type {
   ShellSession,
   StopOptions,
 } from '../runtime/runtime.js';
+import type { Duplex } from 'node:stream';
 import type { FleetStreams } from './fleet-streams.js';
+import type { FleetTunnels } from './fleet-tunnels.js';
+import { AgentReach } from './agent-reach.js';
 import { copyStatus, FleetInstances, hostAway, LIVE, type Tracked } from './fleet-instances.js';
 import {
   applyAcks,
@@ -81,8 +84,8 @@ export class FleetRuntime implements Runtime {
   readonly #ledger: FleetLedger;
   /** per instance, the last enqueue under way: the next waits for it */
   readonly #sending = new Map<string, Promise<unknown>>();
-  #streams: Pick<FleetStreams, 'output' | 'shell'> | null = null;
-  readonly #output = new SharedOutput((id, query) => this.#outputOnce(id, query));
+  readonly #reach: AgentReach;
+  readonly #output: SharedOutput;
 
   constructor(deps: FleetRuntimeDeps) {
     this.#ledger = {
@@ -101,6 +104,8 @@ export class FleetRuntime implements Runtime {
       journal: null,
       closed: false,
     };
+    this.#reach = new AgentReach(this.#ledger);
+    this.#output = new SharedOutput((id, query) => this.#reach.output(id, query));
   }
 
   /** The cost hooks, when they exist only after the runtime (the pod controller is built over it). */
@@ -110,7 +115,12 @@ export class FleetRuntime implements Runtime {
 
   /** Where streams to the agents are opened (fleet-streams.ts): `output()` and `shell()` go through it. */
   useStreams(streams: Pick<FleetStreams, 'output' | 'shell'>): void {
-    this.#streams = streams;
+    this.#reach.streams = streams;
+  }
+
+  /** Where the agents' tunnels are kept (fleet-tunnels.ts): `connect()` goes through them. */
+  useTunnels(tunnels: Pick<FleetTunnels, 'connect' | 'close'>): void {
+    this.#reach.tunnels = tunnels;
   }
 
   /** Several replicas share the database: the operations enqueued here go to the journal (fleet-journal.ts). */
@@ -223,28 +233,13 @@ export class FleetRuntime implements Runtime {
     return this.#output.read(id, query);
   }
 
-  async *#outputOnce(id: string, query: OutputQuery): AsyncGenerator<OutputLine> {
-    const hostId = await this.#hostOf(id);
-    if (hostId === null || !this.#streams) return;
-    const host = this.#ledger.table.knownHost(hostId);
-    // Said at once rather than after the stream's connect timeout: nobody would dial back.
-    const away = hostAway(host);
-    if (away !== null)
-      throw new Error(
-        host!.revokedAt !== null
-          ? `${away}: its output is out of reach`
-          : `${away}: the output stays on the host until its agent is back`,
-      );
-    yield* this.#streams.output(hostId, id, query);
+  shell(id: string, request: ShellRequest): Promise<ShellSession> {
+    return this.#reach.shell(id, request);
   }
 
-  async shell(id: string, request: ShellRequest): Promise<ShellSession> {
-    const t = this.#ledger.table.tracked.get(id);
-    const visible = t ? this.#ledger.table.visible(t) : null;
-    if (!t || visible?.state !== 'running')
-      throw new Error(`instance "${id}" is not running${visible?.reason ? ` (${visible.reason})` : ''}`);
-    if (!this.#streams) throw new Error('this control plane opens no streams to its agents');
-    return this.#streams.shell(t.hostId, id, request);
+  /** A connection to `port` of the instance, through its host's tunnel (its agent dials the container). */
+  connect(id: string, port: number, options: { timeoutMs: number }): Promise<Duplex> {
+    return this.#reach.connect(id, port, options.timeoutMs);
   }
 
   /**
@@ -263,6 +258,7 @@ export class FleetRuntime implements Runtime {
   async close(): Promise<void> {
     this.#ledger.closed = true;
     this.#output.close();
+    this.#reach.tunnels?.close();
     await this.#ledger.cost.close();
   }
 
@@ -385,12 +381,5 @@ export class FleetRuntime implements Runtime {
       })
       .catch(() => undefined);
     return next;
-  }
-
-  /** Runs `fn` after the host's previous report (a lookup in one must not let a later one overtake it). */
-  async #hostOf(id: string): Promise<string | null> {
-    const known = this.#ledger.table.hostIdOf(id);
-    if (known !== undefined) return known;
-    return (await this.#ledger.deps.placements.placed([id])).get(id)?.hostId ?? null;
   }
 }

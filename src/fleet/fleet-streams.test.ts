@@ -16,7 +16,7 @@ import { StreamDialer, type StreamOperation } from '../agent/stream-dialer.js';
 import type { OutputLine, OutputQuery, ShellRequest, ShellSession } from '../runtime/runtime.js';
 import { FleetStreams } from './fleet-streams.js';
 import type { NewOperation, Operation } from './protocol.js';
-import { STREAM_PROTOCOL, STREAM_SECRET_HEADER } from './protocol.js';
+import { STREAM_PROTOCOL, STREAM_SECRET_HEADER, TUNNEL_PROTOCOL } from './protocol.js';
 
 const CREDENTIAL = 'ghc_host-a_secret';
 const silent = { info: () => undefined, warn: () => undefined };
@@ -290,16 +290,50 @@ describe('streams between the control plane and an agent', () => {
       deliver = true;
     }
   });
+
+  test("a tunnel's session pairs only a dial-back upgrading to the tunnel's protocol, and a stream's only to the stream's", async () => {
+    deliver = false;
+    try {
+      const waiting = new AbortController();
+      const tunnel = streams.tunnel('host-a', waiting.signal);
+      tunnel.catch(() => undefined);
+      await waitFor(() => ops.length > 0 && (ops.at(-1) as StreamOperation).request.what === 'tunnel');
+      const op = ops.at(-1) as StreamOperation;
+      assert.equal(op.instanceId, '');
+      assert.equal(await dialStatus(url, op.session, op.secret, CREDENTIAL, STREAM_PROTOCOL), 404);
+      assert.equal(await dialStatus(url, op.session, op.secret, CREDENTIAL, TUNNEL_PROTOCOL), 101);
+      (await tunnel).socket.destroy();
+      const shell = streams.shell('host-a', 'pod-1', { cols: 80, rows: 24 });
+      shell.catch(() => undefined);
+      await waitFor(() => ops.at(-1)!.id !== op.id);
+      const streamOp = ops.at(-1) as StreamOperation;
+      assert.equal(await dialStatus(url, streamOp.session, streamOp.secret, CREDENTIAL, TUNNEL_PROTOCOL), 404);
+      assert.deepEqual(await dialer.open(streamOp), { ok: true });
+      (await shell).close();
+    } finally {
+      deliver = true;
+    }
+  });
+
+  test('an agent that carries no tunnels answers a tunnel with why, at once', async () => {
+    await assert.rejects(streams.tunnel('host-a', new AbortController().signal), /this agent opens no tunnels/);
+  });
 });
 
 /** The status a dial-back is answered with (101 when paired). */
-function dialStatus(base: string, session: string, secret: string, credential: string): Promise<number> {
+function dialStatus(
+  base: string,
+  session: string,
+  secret: string,
+  credential: string,
+  protocol: string = STREAM_PROTOCOL,
+): Promise<number> {
   return new Promise((resolve, reject) => {
     const req = request(`${base}/agent/v1/streams/${session}`, {
       method: 'POST',
       headers: {
         connection: 'Upgrade',
-        upgrade: STREAM_PROTOCOL,
+        upgrade: protocol,
         authorization: `Bearer ${credential}`,
         [STREAM_SECRET_HEADER]: secret,
         'content-length': '0',

@@ -22,6 +22,7 @@ import {
   AGENT_API_PREFIX,
   STREAM_PROTOCOL,
   STREAM_SECRET_HEADER,
+  TUNNEL_PROTOCOL,
   type NewOperation,
   type Operation,
   type StreamRequest,
@@ -43,6 +44,8 @@ export interface FleetStreamsDeps {
 
 interface Waiting {
   hostId: string;
+  /** the protocol the dial-back must upgrade to */
+  protocol: string;
   secretHash: Buffer;
   opId: string | null;
   resolve(socket: Duplex, head: Buffer): void;
@@ -144,6 +147,14 @@ export class FleetStreams {
     };
   }
 
+  /**
+   * A connection the host's agent dialed back upgrading to the tunnel's protocol (fleet-tunnels.ts
+   * multiplexes streams over it), once it did; `signal` gives up waiting.
+   */
+  tunnel(hostId: string, signal: AbortSignal): Promise<{ socket: Duplex; head: Buffer }> {
+    return this.#connect(hostId, '', { what: 'tunnel' }, signal);
+  }
+
   /** Operations acknowledged (every replica hears them): a stream operation that failed fails its session. */
   acked(acks: readonly AckedOperation[]): void {
     for (const ack of acks) {
@@ -182,8 +193,13 @@ export class FleetStreams {
     };
     const waiting = SESSION.test(session) ? this.#waiting.get(session) : undefined;
     const secret = req.headers[STREAM_SECRET_HEADER];
-    if (req.method !== 'POST' || String(req.headers.upgrade ?? '').toLowerCase() !== STREAM_PROTOCOL)
-      return refuse(400, 'Bad Request', `a stream's dial-back is a POST asking to upgrade to ${STREAM_PROTOCOL}`);
+    const protocol = String(req.headers.upgrade ?? '').toLowerCase();
+    if (req.method !== 'POST' || (protocol !== STREAM_PROTOCOL && protocol !== TUNNEL_PROTOCOL))
+      return refuse(
+        400,
+        'Bad Request',
+        `a stream's dial-back is a POST asking to upgrade to ${STREAM_PROTOCOL} (a tunnel's to ${TUNNEL_PROTOCOL})`,
+      );
     if (!waiting || typeof secret !== 'string' || !timingSafeEqual(hash(secret), waiting.secretHash))
       return refuse(
         404,
@@ -197,10 +213,10 @@ export class FleetStreams {
     } catch {
       return refuse(401, 'Unauthorized', 'the host credential is missing, wrong or revoked');
     }
-    if (hostId !== waiting.hostId || this.#waiting.get(session) !== waiting)
+    if (hostId !== waiting.hostId || this.#waiting.get(session) !== waiting || protocol !== waiting.protocol)
       return refuse(404, 'Not Found', 'no stream waits for this session here');
     this.#waiting.delete(session);
-    socket.write(`HTTP/1.1 101 Switching Protocols\r\nupgrade: ${STREAM_PROTOCOL}\r\nconnection: Upgrade\r\n\r\n`);
+    socket.write(`HTTP/1.1 101 Switching Protocols\r\nupgrade: ${protocol}\r\nconnection: Upgrade\r\n\r\n`);
     waiting.resolve(socket, head);
   }
 
@@ -219,6 +235,7 @@ export class FleetStreams {
     const paired = new Promise<{ socket: Duplex; head: Buffer }>((resolve, reject) => {
       const waiting: Waiting = {
         hostId,
+        protocol: request.what === 'tunnel' ? TUNNEL_PROTOCOL : STREAM_PROTOCOL,
         secretHash: hash(secret),
         opId: null,
         resolve: (socket, head) => resolve({ socket, head }),

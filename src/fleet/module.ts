@@ -36,12 +36,14 @@ export const fleetRuntime: RuntimeModule = {
       { FleetJournal, FLEET_JOURNAL_TOPIC },
       { FleetRuntime: FleetRuntimeClass },
       { FleetStreams },
+      { FleetTunnels },
       wiringModule,
       { OrphanContainers },
     ] = await Promise.all([
       import('./fleet-journal.js'),
       import('./fleet-runtime.js'),
       import('./fleet-streams.js'),
+      import('./fleet-tunnels.js'),
       import('./fleet-wiring.js'),
       import('./orphan-containers.js'),
     ]);
@@ -76,6 +78,12 @@ export const fleetRuntime: RuntimeModule = {
       config: { lostGraceMs: config.agents.lostGraceMs },
     });
     runtime.useStreams(streams);
+    // The pod HTTP proxy's connections: streams of one tunnel per host, dialed back like a stream.
+    const tunnels = new FleetTunnels({
+      dialBack: (hostId, signal) => streams.tunnel(hostId, signal),
+      logger: fleetLogger,
+    });
+    runtime.useTunnels(tunnels);
     if (journal) runtime.useJournal(journal);
     const wiring: Wiring = new FleetWiring({
       fleet: agents,
@@ -93,6 +101,6 @@ export const fleetRuntime: RuntimeModule = {
         graceMs: config.runtime.orphanGraceMs,
       }),
     });
-    return { runtime, hosts: wiring.hosts, fleetWiring: wiring, fleetStreams: streams };
+    return { runtime, hosts: wiring.hosts, fleetWiring: wiring, fleetStreams: streams, fleetTunnels: tunnels };
   },
 };

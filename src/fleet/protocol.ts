@@ -106,10 +106,19 @@ export type OperationKind = 'start' | 'stop' | 'remove' | 'removeVolume' | 'stre
  * output (a log follow) or a shell in it (the SSH proxy).
  */
 export type StreamRequest =
-  { what: 'output'; sinceMs?: number; tail?: number; follow: boolean } | { what: 'shell'; shell: ShellRequest };
+  | { what: 'output'; sinceMs?: number; tail?: number; follow: boolean }
+  | { what: 'shell'; shell: ShellRequest }
+  /**
+   * The host's tunnel (docs/fleet.md "The tunnel"): the dial-back upgrades to
+   * {@link TUNNEL_PROTOCOL} and carries many streams to the host's instances' ports, for as long as
+   * either side keeps it. The operation's `instanceId` is empty: the tunnel is the host's.
+   */
+  | { what: 'tunnel' };
 
 /** The `Upgrade` protocol of a stream's dial-back connection. */
 export const STREAM_PROTOCOL = 'gantry-stream.1';
+/** The `Upgrade` protocol of a tunnel's dial-back connection (tunnel-frames.ts). */
+export const TUNNEL_PROTOCOL = 'gantry-tunnel.1';
 /** The header carrying a stream's one-time secret on its dial-back. */
 export const STREAM_SECRET_HEADER = 'x-gantry-stream-secret';
 

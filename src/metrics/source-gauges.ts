@@ -16,6 +16,8 @@ export interface MetricsSources {
   gpus(): Array<{ hostId: string; gpuTypeId: string | null; total: number; used: number; available: boolean }>;
   /** Webhook attempts by outcome since start, and calls in flight. */
   webhooks(): { delivered: number; retrying: number; failed: number; inFlight: number };
+  /** The agents' tunnels open on this replica and the streams they carry (runtime fleet); null otherwise. */
+  tunnels?(): { tunnels: number; streams: number } | null;
 }
 
 /**
@@ -108,6 +110,26 @@ export function registerSourceGauges(registers: Registry[], source: () => Metric
     });
   hostGauge('gantry_host_gpus', 'GPUs a host has.', (h) => h.total);
   hostGauge('gantry_host_gpus_allocated', 'GPUs reserved on a host by pods and workers.', (h) => h.used);
+  const tunnelGauge = (name: string, help: string, read: (t: { tunnels: number; streams: number }) => number) =>
+    new Gauge({
+      name,
+      help,
+      registers,
+      collect() {
+        const t = source()?.tunnels?.();
+        if (t) this.set(read(t));
+      },
+    });
+  tunnelGauge(
+    'gantry_fleet_tunnels_open',
+    "Agents' tunnels open to this replica (runtime fleet): the pod proxy's way to their hosts' pods.",
+    (t) => t.tunnels,
+  );
+  tunnelGauge(
+    'gantry_fleet_tunnel_streams_open',
+    "Connections to pods' ports carried by the agents' tunnels of this replica now (runtime fleet).",
+    (t) => t.streams,
+  );
   hostGauge('gantry_host_available', 'Whether placement uses the host now (1) or it is unreachable (0).', (h) =>
     h.available ? 1 : 0,
   );

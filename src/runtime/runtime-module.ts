@@ -14,6 +14,7 @@ import type { ImageSpec } from '../domain/image-spec.js';
 import type { AgentsConfig } from '../fleet/agents-config.js';
 import type { FleetService } from '../fleet/fleet-service.js';
 import type { FleetStreams } from '../fleet/fleet-streams.js';
+import type { FleetTunnels } from '../fleet/fleet-tunnels.js';
 import type { FleetWiring } from '../fleet/fleet-wiring.js';
 import type { Db } from '../store/database.js';
 import type { PostgresNotifyRelay } from '../store/notify-relay.js';
@@ -117,6 +118,8 @@ export interface BuiltRuntime {
   fleetWiring?: FleetWiring;
   /** Streams to agents (an instance's output, a shell), opened when an agent dials back. */
   fleetStreams?: FleetStreams;
+  /** The agents' tunnels (the pod proxy's way in), for `/metrics`. */
+  fleetTunnels?: Pick<FleetTunnels, 'open'>;
 }
 
 export interface RuntimeModule<Prepared = unknown> {

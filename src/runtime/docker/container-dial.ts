@@ -25,6 +25,10 @@ export function containerAddress(
 ): { host: string; port: number } | { refused: string } {
   if (inspect.HostConfig.NetworkMode === 'host')
     return { host: target.localEngine ? '127.0.0.1' : target.engineHost, port };
+  // Only the ports the instance was started with (each bound at its host): not any port its
+  // address answers on, whoever asks (an agent's tunnel carries what the control plane names).
+  if (!inspect.NetworkSettings?.Ports?.[`${port}/tcp`]?.some((b) => b.HostPort))
+    return { refused: `port ${port} is not one of its ports` };
   if (target.localEngine) {
     const address = Object.values(inspect.NetworkSettings?.Networks ?? {}).find((n) => n.IPAddress)?.IPAddress;
     if (address) return { host: address, port };

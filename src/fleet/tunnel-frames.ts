@@ -1,0 +1,132 @@
+/**
+ * What an agent's tunnel carries (docs/fleet.md "The tunnel"; tunnel-mux.ts multiplexes streams over
+ * it): frames of `[type (1 byte), stream id (4 bytes), length (4 bytes), payload]`, big-endian.
+ * Both sides decode what the other sent as untrusted input: a frame of an unknown type, a length
+ * over the limit, a stream id of 0 or a payload its type does not allow ends the tunnel (a
+ * {@link TunnelProtocolError}), never the process.
+ */
+
+export const TUNNEL_FRAME = {
+  /** control plane → agent: `{ instanceId, port }`, open a connection to that port of that instance */
+  open: 1,
+  /** agent → control plane: the stream's connection is open (no payload) */
+  opened: 2,
+  /** agent → control plane: `{ reason, timeout? }`, the connection could not be opened */
+  refused: 3,
+  /** the stream's bytes (at most the credit the other side granted) */
+  data: 4,
+  /** 4 bytes: the sender may send this many more bytes of the stream */
+  window: 5,
+  /** the sender will send no more data on the stream (its half of it is closed) */
+  close: 6,
+  /** `{ reason }` or nothing: the stream is gone, both ways */
+  reset: 7,
+} as const;
+
+export type TunnelFrameType = (typeof TUNNEL_FRAME)[keyof typeof TUNNEL_FRAME];
+
+export interface TunnelFrame {
+  type: TunnelFrameType;
+  stream: number;
+  payload: Buffer;
+}
+
+/** A frame's header: type, stream id, length. */
+const TUNNEL_HEADER_BYTES = 9;
+/** The largest payload either side accepts (a data frame's bytes, a JSON body). */
+export const MAX_TUNNEL_PAYLOAD = 64 * 1024;
+/** The largest JSON payload (open, refused, reset). */
+const MAX_JSON_PAYLOAD = 4 * 1024;
+/** Stream ids are 1 … 2^31 - 1. */
+export const MAX_STREAM_ID = 0x7fff_ffff;
+
+/** The peer broke the protocol: the tunnel ends (its streams with it). */
+export class TunnelProtocolError extends Error {}
+
+const TYPES = new Set<number>(Object.values(TUNNEL_FRAME));
+
+export function encodeTunnelFrame(type: TunnelFrameType, stream: number, payload?: Buffer | object): Buffer {
+  const body =
+    payload === undefined ? Buffer.alloc(0) : Buffer.isBuffer(payload) ? payload : Buffer.from(JSON.stringify(payload));
+  if (body.length > MAX_TUNNEL_PAYLOAD)
+    throw new RangeError(`a tunnel frame of ${body.length} bytes is over the ${MAX_TUNNEL_PAYLOAD}-byte limit`);
+  const frame = Buffer.allocUnsafe(TUNNEL_HEADER_BYTES + body.length);
+  frame.writeUInt8(type, 0);
+  frame.writeUInt32BE(stream, 1);
+  frame.writeUInt32BE(body.length, 5);
+  body.copy(frame, TUNNEL_HEADER_BYTES);
+  return frame;
+}
+
+/** A window frame granting `credit` more bytes of `stream`. */
+export function windowFrame(stream: number, credit: number): Buffer {
+  const payload = Buffer.allocUnsafe(4);
+  payload.writeUInt32BE(credit, 0);
+  return encodeTunnelFrame(TUNNEL_FRAME.window, stream, payload);
+}
+
+/** The credit a window frame grants. */
+export function creditOf(frame: TunnelFrame): number {
+  return frame.payload.readUInt32BE(0);
+}
+
+/** A JSON frame's object; a payload that is not a JSON object breaks the protocol. */
+export function tunnelJson(frame: TunnelFrame): Record<string, unknown> {
+  let value: unknown;
+  try {
+    value = JSON.parse(frame.payload.toString('utf8'));
+  } catch {
+    throw new TunnelProtocolError(`a frame of type ${frame.type} carries no JSON`);
+  }
+  if (value === null || typeof value !== 'object' || Array.isArray(value))
+    throw new TunnelProtocolError(`a frame of type ${frame.type} carries no JSON object`);
+  return value as Record<string, unknown>;
+}
+
+/** Splits what arrives into frames, whatever the chunks; throws {@link TunnelProtocolError} on a malformed one. */
+export class TunnelDecoder {
+  #pending: Buffer = Buffer.alloc(0);
+
+  /** The whole frames `chunk` completes, in order. */
+  push(chunk: Buffer): TunnelFrame[] {
+    this.#pending = this.#pending.length === 0 ? chunk : Buffer.concat([this.#pending, chunk]);
+    const frames: TunnelFrame[] = [];
+    while (this.#pending.length >= TUNNEL_HEADER_BYTES) {
+      const type = this.#pending[0]!;
+      const stream = this.#pending.readUInt32BE(1);
+      const length = this.#pending.readUInt32BE(5);
+      if (!TYPES.has(type)) throw new TunnelProtocolError(`a frame of unknown type ${type}`);
+      if (stream === 0 || stream > MAX_STREAM_ID) throw new TunnelProtocolError(`a frame names stream ${stream}`);
+      checkLength(type as TunnelFrameType, length);
+      if (this.#pending.length < TUNNEL_HEADER_BYTES + length) break;
+      // Copied out: a payload kept by a slow reader must not hold the whole chunk it came in.
+      const payload = Buffer.from(this.#pending.subarray(TUNNEL_HEADER_BYTES, TUNNEL_HEADER_BYTES + length));
+      frames.push({ type: type as TunnelFrameType, stream, payload });
+      this.#pending = this.#pending.subarray(TUNNEL_HEADER_BYTES + length);
+    }
+    if (this.#pending.length === 0) this.#pending = Buffer.alloc(0);
+    return frames;
+  }
+
+  /** Bytes of a frame not yet whole. */
+  get buffered(): number {
+    return this.#pending.length;
+  }
+}
+
+function checkLength(type: TunnelFrameType, length: number): void {
+  const fits = (() => {
+    switch (type) {
+      case TUNNEL_FRAME.data:
+        return length > 0 && length <= MAX_TUNNEL_PAYLOAD;
+      case TUNNEL_FRAME.window:
+        return length === 4;
+      case TUNNEL_FRAME.opened:
+      case TUNNEL_FRAME.close:
+        return length === 0;
+      default:
+        return length <= MAX_JSON_PAYLOAD;
+    }
+  })();
+  if (!fits) throw new TunnelProtocolError(`a frame of type ${type} announces ${length} bytes, which it may not carry`);
+}
