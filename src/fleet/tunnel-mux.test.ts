@@ -93,6 +93,29 @@ describe('tunnel frames', () => {
     assert.equal(d.buffered, 0);
   });
 
+  test('frames read one byte at a time or in 64 KiB reads decode alike, and a payload shares no memory with its read', () => {
+    const payloads = [Buffer.alloc(MAX_TUNNEL_PAYLOAD, 1), Buffer.from('x'), Buffer.alloc(40_000, 2)];
+    const wire = Buffer.concat([
+      ...payloads.map((p, i) => encodeTunnelFrame(TUNNEL_FRAME.data, i + 1, p)),
+      encodeTunnelFrame(TUNNEL_FRAME.close, 3),
+    ]);
+    for (const size of [1, 7, 64 * 1024]) {
+      const d = new TunnelDecoder();
+      const frames = [];
+      const reads: Buffer[] = [];
+      for (let at = 0; at < wire.length; at += size) {
+        const read = Buffer.from(wire.subarray(at, at + size));
+        reads.push(read);
+        frames.push(...d.push(read));
+      }
+      for (const read of reads) read.fill(0); // the reads' memory reused: the payloads keep their bytes
+      assert.equal(frames.length, 4, `reads of ${size}`);
+      payloads.forEach((p, i) => assert.ok(frames[i]!.payload.equals(p), `payload ${i} in reads of ${size}`));
+      assert.equal(frames[3]!.type, TUNNEL_FRAME.close);
+      assert.equal(d.buffered, 0);
+    }
+  });
+
   test('a frame announcing more than the limit breaks the protocol before its bytes arrive', () => {
     const head = Buffer.alloc(9);
     head.writeUInt8(TUNNEL_FRAME.data, 0);
