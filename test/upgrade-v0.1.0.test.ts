@@ -6,7 +6,7 @@
  */
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { gunzipSync } from 'node:zlib';
@@ -51,7 +51,8 @@ for (const { name: dialect, skip } of dialects()) {
       const dir = mkdtempSync(join(tmpdir(), `gantry-upgrade-${dialect}-`));
       const dataDir = join(dir, 'data');
       mkdirSync(dataDir, { mode: 0o700 });
-      copyFileSync(join(FIXTURE, 'secret.key'), join(dataDir, 'secret.key'));
+      // 0600 as a server writes it (a checkout keeps the fixture's file 0644)
+      writeFileSync(join(dataDir, 'secret.key'), readFileSync(join(FIXTURE, 'secret.key')), { mode: 0o600 });
       writeFileSync(join(dir, 'config.json'), worldConfig());
       const env: Record<string, string> = {
         GANTRY_BOOTSTRAP_KEY: '',
