@@ -50,17 +50,19 @@ await build({
 copyFileSync(join(root, 'dist', 'runtime', 'process', 'watchdog-process.mjs'), join(out, 'watchdog-process.mjs'));
 
 // the commit `gantry --version` names: known when the build runs in a git checkout (a packed or
-// installed package keeps the one it was built from)
-let commit = null;
-try {
-  commit = execFileSync('git', ['rev-parse', '--short=12', 'HEAD'], {
-    cwd: root,
-    encoding: 'utf8',
-    stdio: ['ignore', 'pipe', 'ignore'],
-  }).trim();
-} catch {
-  // not a checkout, or no git: the version alone
-}
+// installed package keeps the one it was built from; GANTRY_BUILD_COMMIT names it for a build
+// outside a checkout)
+let commit = process.env.GANTRY_BUILD_COMMIT || null;
+if (!commit)
+  try {
+    commit = execFileSync('git', ['rev-parse', '--short=12', 'HEAD'], {
+      cwd: root,
+      encoding: 'utf8',
+      stdio: ['ignore', 'pipe', 'ignore'],
+    }).trim();
+  } catch {
+    // not a checkout, or no git: the version alone
+  }
 const buildInfo = join(root, 'dist', 'build-info.json');
 if (commit) writeFileSync(buildInfo, JSON.stringify({ commit }) + '\n');
 else rmSync(buildInfo, { force: true });

@@ -7,6 +7,7 @@
  * REST API of v0.1.0 is used to make them, so the same code makes the upgrade fixture.
  */
 import assert from 'node:assert/strict';
+import { eventually } from './eventually.js';
 
 /** What `populateWorld` made, with the secrets a check needs (test values, made for the fixture). */
 export interface World {
@@ -74,17 +75,6 @@ const cliOk = (gantry: GantryCli, args: string[]): string => {
   return r.stdout.trim();
 };
 
-/** Polls `check` (real time: the server runs in another process) until it answers truthy. */
-async function until<T>(what: string, check: () => Promise<T | null | undefined | false>): Promise<T> {
-  const deadline = Date.now() + 30_000;
-  for (;;) {
-    const v = await check();
-    if (v) return v;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
-
 /** Makes the world on the server at `url` (started with `adminKey` as its bootstrap key). */
 export async function populateWorld(url: string, adminKey: string, gantry: GantryCli): Promise<World> {
   cliOk(gantry, ['accounts', 'create', 'alice']);
@@ -132,12 +122,12 @@ export async function populateWorld(url: string, adminKey: string, gantry: Gantr
       ports: ['8888/http', '22/tcp'],
       containerRegistryAuthId: registryId,
     });
-    await until(
+    await eventually(
       `pod ${name} running`,
       async () => (await call('GET', `/v1/pods/${pod.id}`)).desiredStatus === 'RUNNING',
     );
     await call('POST', `/v1/pods/${pod.id}/stop`);
-    await until(
+    await eventually(
       `pod ${name} stopped`,
       async () => (await call('GET', `/v1/pods/${pod.id}`)).desiredStatus === 'EXITED',
     );
@@ -157,7 +147,7 @@ export async function populateWorld(url: string, adminKey: string, gantry: Gantr
   assert.equal(taken.id, done.id, 'the first job is taken');
   const output = { doubled: 2 };
   await call('POST', `/v2/${endpoint.id}/job-done/fixture-worker/${done.id}`, { output });
-  await until(
+  await eventually(
     'the first job completed',
     async () => (await call('GET', `/v2/${endpoint.id}/status/${done.id}`)).status === 'COMPLETED',
   );
@@ -245,7 +235,7 @@ export async function checkWorld(
 
   const [first] = world.pods;
   await call('POST', `/v1/pods/${first!.id}/start`);
-  await until(
+  await eventually(
     'the restored pod running',
     async () => (await call('GET', `/v1/pods/${first!.id}`)).desiredStatus === 'RUNNING',
   );
@@ -269,7 +259,7 @@ export async function checkWorld(
     'a worker takes the queued job',
   );
   await call('POST', `/v2/${ep}/job-done/upgraded-worker/${taken.id}`, { output: { ok: true } });
-  await until('the queued job completed', async () => {
+  await eventually('the queued job completed', async () => {
     const s = await call('GET', `/v2/${ep}/status/${taken.id}`);
     return s.status === 'COMPLETED' && JSON.stringify(s.output) === '{"ok":true}';
   });
@@ -286,7 +276,7 @@ export async function checkWorld(
   assert.deepEqual(await openSealed(), { username: world.registry.username, password: world.registry.password });
 
   await call('POST', `/v1/pods/${first!.id}/stop`);
-  await until(
+  await eventually(
     'the restored pod stopped',
     async () => (await call('GET', `/v1/pods/${first!.id}`)).desiredStatus === 'EXITED',
   );
