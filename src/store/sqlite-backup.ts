@@ -53,7 +53,11 @@ export async function backupSqlite(options: {
   if (!force && existsSync(target)) throw new BackupRefused(`${target} exists (--force overwrites it)`);
   const partial = `${target}.partial-${process.pid}`;
   // created 0600 before a byte of the database is in it
-  closeSync(openSync(partial, 'wx', FILE_MODE));
+  try {
+    closeSync(openSync(partial, 'wx', FILE_MODE));
+  } catch (err) {
+    throw new BackupRefused(`cannot write beside ${target}: ${(err as Error).message}`);
+  }
   try {
     const db = new SqliteDatabase(source, { fileMustExist: true });
     try {
