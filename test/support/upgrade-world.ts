@@ -11,6 +11,8 @@ import { eventually } from './eventually.js';
 
 /** What `populateWorld` made, with the secrets a check needs (test values, made for the fixture). */
 export interface World {
+  /** When the world was made (epoch ms): the upgrade test moves the fixture's times from it to now. */
+  madeAt: number;
   adminKey: string;
   aliceKey: string;
   revokedKey: string;
@@ -77,6 +79,7 @@ const cliOk = (gantry: GantryCli, args: string[]): string => {
 
 /** Makes the world on the server at `url` (started with `adminKey` as its bootstrap key). */
 export async function populateWorld(url: string, adminKey: string, gantry: GantryCli): Promise<World> {
+  const madeAt = Date.now();
   cliOk(gantry, ['accounts', 'create', 'alice']);
   const aliceKey = cliOk(gantry, ['keys', 'create', '--account', 'alice', '--scope', 'write', '--name', 'fixture']);
   const revokedKey = cliOk(gantry, ['keys', 'create', '--account', 'alice', '--scope', 'read', '--name', 'revoked']);
@@ -176,6 +179,7 @@ export async function populateWorld(url: string, adminKey: string, gantry: Gantr
     'join',
   );
   return {
+    madeAt,
     adminKey,
     aliceKey,
     revokedKey,
