@@ -89,8 +89,9 @@ for (const { name: dialect, skip } of dialects()) {
   test(
     `a ${dialect} data dir written by v0.1.0 is upgraded in place: every key, pod, template, volume, endpoint, job and host survives and works`,
     { skip },
-    async () => {
+    async (t) => {
       const dir = mkdtempSync(join(tmpdir(), `gantry-upgrade-${dialect}-`));
+      t.after(() => rmSync(dir, { recursive: true, force: true }));
       const dataDir = join(dir, 'data');
       mkdirSync(dataDir, { mode: 0o700 });
       // 0600 as a server writes it (a checkout keeps the fixture's file 0644)
@@ -102,13 +103,12 @@ for (const { name: dialect, skip } of dialects()) {
         GANTRY_DATABASE_URL: '',
       };
       let query: Query;
-      let cleanup = async (): Promise<void> => undefined;
       if (dialect === 'postgres') {
         const url = postgresUrl()!;
         const schema = `t_${newId(12)}`;
+        t.after(() => dropSchema(url, schema));
         await restoreDump(url, schema, worlds.postgres.madeAt);
         Object.assign(env, { GANTRY_DATABASE_URL: url, GANTRY_DATABASE_SCHEMA: schema });
-        cleanup = () => dropSchema(url, schema);
         query = async (sql, params) => {
           const client = new pg.Client({ connectionString: url });
           await client.connect();
@@ -174,8 +174,6 @@ for (const { name: dialect, skip } of dialects()) {
         );
       } finally {
         assert.equal(await server.stop(), 0, server.output());
-        await cleanup();
-        rmSync(dir, { recursive: true, force: true });
       }
     },
   );
