@@ -21,7 +21,12 @@ const { version } = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8'))
 const work = mkdtempSync(join(tmpdir(), 'gantry-npm-pack-'));
 const servers: SpawnedGantry[] = [];
 after(async () => {
-  for (const s of servers) await s.stop();
+  for (const s of servers) {
+    await s.stop();
+    // its output is no longer read: a pipe some descendant may still hold must not keep the file alive
+    s.child.stdout?.destroy();
+    s.child.stderr?.destroy();
+  }
   rmSync(work, { recursive: true, force: true });
 });
 
