@@ -10,7 +10,8 @@
 // their code at run time (pino's and thread-stream's worker scripts, swagger-ui's static files,
 // @fastify/swagger's package.json).
 import { build } from 'esbuild';
-import { copyFileSync, rmSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { copyFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 
 const root = join(import.meta.dirname, '..');
@@ -47,3 +48,21 @@ await build({
 });
 // the process runtime's watchdog runs as its own process from the file beside its module
 copyFileSync(join(root, 'dist', 'runtime', 'process', 'watchdog-process.mjs'), join(out, 'watchdog-process.mjs'));
+
+// the commit `gantry --version` names: known when the build runs in a git checkout (a packed or
+// installed package keeps the one it was built from; GANTRY_BUILD_COMMIT names it for a build
+// outside a checkout)
+let commit = process.env.GANTRY_BUILD_COMMIT || null;
+if (!commit)
+  try {
+    commit = execFileSync('git', ['rev-parse', '--short=12', 'HEAD'], {
+      cwd: root,
+      encoding: 'utf8',
+      stdio: ['ignore', 'pipe', 'ignore'],
+    }).trim();
+  } catch {
+    // not a checkout, or no git: the version alone
+  }
+const buildInfo = join(root, 'dist', 'build-info.json');
+if (commit) writeFileSync(buildInfo, JSON.stringify({ commit }) + '\n');
+else rmSync(buildInfo, { force: true });

@@ -2,6 +2,7 @@
 import { UsageError } from './usage-error.js';
 import { clientHelp, runClient } from './client/index.js';
 import { CliError, EXIT } from './client/exit-codes.js';
+import { versionText } from './version.js';
 
 type Run = (argv: string[]) => Promise<void>;
 
@@ -16,18 +17,24 @@ const commands: Record<string, () => Promise<Run>> = {
   hosts: async () => (await import('./hosts.js')).hosts,
   worker: async () => (await import('./worker-env.js')).worker,
   agent: async () => (await import('./agent.js')).agent,
+  backup: async () => (await import('./backup.js')).backup,
+  restore: async () => (await import('./backup.js')).restore,
 };
 
 async function help(): Promise<string> {
-  const [serve, accounts, keys, hosts, worker, agent] = await Promise.all([
+  const [serve, accounts, keys, hosts, worker, agent, backup] = await Promise.all([
     import('./serve.js'),
     import('./accounts.js'),
     import('./keys.js'),
     import('./hosts.js'),
     import('./worker-env.js'),
     import('./agent.js'),
+    import('./backup.js'),
   ]);
   return `gantry — self-hostable compute platform
+
+gantry --version | gantry version
+                                prints the version (and the commit it was built from, when known)
 
 ${serve.serveHelp}
 
@@ -41,6 +48,8 @@ ${worker.workerHelp}
 
 ${agent.agentHelp}
 
+${backup.backupHelp}
+
 ${clientHelp}
 `;
 }
@@ -48,6 +57,7 @@ ${clientHelp}
 async function main(argv: string[]): Promise<void> {
   const [name, ...rest] = argv;
   if (!name || name === 'help' || name === '--help' || name === '-h') return void console.log(await help());
+  if (name === '--version' || name === 'version') return void console.log(versionText());
   const client = runClient(name, rest);
   // A client command ends the process with its status (an idle keep-alive socket must not hold it).
   if (client) return process.exit(await client);
