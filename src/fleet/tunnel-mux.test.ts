@@ -16,6 +16,7 @@ import {
   TunnelProtocolError,
   encodeTunnelFrame,
   windowFrame,
+  type TunnelFrame,
 } from './tunnel-frames.js';
 import { TunnelMux, type TunnelMuxOptions } from './tunnel-mux.js';
 import type { TunnelStream } from './tunnel-stream.js';
@@ -101,7 +102,7 @@ describe('tunnel frames', () => {
     ]);
     for (const size of [1, 7, 64 * 1024]) {
       const d = new TunnelDecoder();
-      const frames = [];
+      const frames: TunnelFrame[] = [];
       const reads: Buffer[] = [];
       for (let at = 0; at < wire.length; at += size) {
         const read = Buffer.from(wire.subarray(at, at + size));
