@@ -170,6 +170,7 @@ export function workerInstanceSpec(input: WorkerInstanceInput): InstanceSpec {
     })),
     volumes,
     registryAuth: input.registryAuth ?? null,
-    networkMode: workerNetworkMode(input.publicUrl),
+    // a load-balancing worker calls nothing back: it never needs the host's network
+    networkMode: endpoint.type === 'LB' ? 'default' : workerNetworkMode(input.publicUrl),
   });
 }
