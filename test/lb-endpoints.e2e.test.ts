@@ -168,6 +168,30 @@ describe('load-balancing endpoints (process runtime, real workers)', () => {
     }
   });
 
+  test('a worker that begins no answer within processingTimeoutMs is a 504 naming it, and the request is not sent again', async () => {
+    const endpoint = await endpointOf(owner, { workersMax: 2, scalerValue: 1 });
+    const auth = { authorization: `Bearer ${owner.key}` };
+    const warm = await fetch(lbUrl(endpoint.id), { headers: auth });
+    await warm.arrayBuffer();
+    const worker = warm.headers.get('x-runpod-worker-id')!;
+    const settings = services().config.proxy.loadBalancer;
+    const before = settings.processingTimeoutMs;
+    settings.processingTimeoutMs = 1_000;
+    try {
+      const res = await fetch(lbUrl(endpoint.id, '/hold?id=never'), { headers: auth });
+      assert.equal(res.status, 504);
+      assert.equal(res.headers.get('x-runpod-worker-id'), worker);
+      const problem = (await res.json()) as { code: string; detail: string };
+      assert.equal(problem.code, 'UPSTREAM_TIMEOUT');
+      assert.match(problem.detail, /processingTimeoutMs/);
+      assert.match(problem.detail, /not retried/);
+    } finally {
+      settings.processingTimeoutMs = before;
+    }
+    const served = await fetch(lbUrl(endpoint.id, '/served'), { headers: { ...auth, 'x-runpod-worker-id': worker } });
+    assert.equal(((await served.json()) as { served: number }).served, 2, 'the warm-up and the held request, once');
+  });
+
   test('a body over maxPayloadBytes is refused 413: with its length before any worker is woken, without it once it grows past the cap', async () => {
     const endpoint = await endpointOf(owner);
     const auth = { authorization: `Bearer ${owner.key}` };
