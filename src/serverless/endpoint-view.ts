@@ -40,20 +40,21 @@ export interface EndpointViewContext {
   loadBalancer?: LoadBalancerAddress;
 }
 
-/** The proxy listener's public URL and the load balancer's wildcard domain (read at each call). */
+/** The proxy listener's public URL and the load balancer's wildcard domain (config `proxy`, read at each call). */
 interface LoadBalancerAddress {
   listening: boolean;
   /** `http(s)://host:port`, no trailing slash */
   publicUrl: string;
-  domain: string | null;
+  loadBalancer: { domain: string | null };
 }
 
 /** `{scheme}://{id}.{domain}{:port}` with a wildcard domain, else `{publicUrl}/lb/{id}`; null while the proxy is off. */
 function loadBalancerUrl(address: LoadBalancerAddress, endpointId: string): string | null {
   if (!address.listening) return null;
-  if (!address.domain) return `${address.publicUrl}/lb/${endpointId}`;
+  const { domain } = address.loadBalancer;
+  if (!domain) return `${address.publicUrl}/lb/${endpointId}`;
   const base = new URL(address.publicUrl);
-  return `${base.protocol}//${endpointId}.${address.domain}${base.port ? `:${base.port}` : ''}`;
+  return `${base.protocol}//${endpointId}.${domain}${base.port ? `:${base.port}` : ''}`;
 }
 
 /** The job-operation addresses of an endpoint; those about one job end with `/{job_id}`. */

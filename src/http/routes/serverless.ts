@@ -69,13 +69,7 @@ const ServerlessEndpointSchema = Type.Object({
   flashboot: Type.String({ description: 'OFF or FLASHBOOT' }),
   allowedCudaVersions: Type.Array(Type.String()),
   createdAt: Type.String({ format: 'date-time' }),
-  loadBalancerUrl: Type.Optional(
-    Type.String({
-      format: 'uri',
-      description:
-        "Gantry extension: a LOAD_BALANCER endpoint's address on the proxy listener (requests go to `{loadBalancerUrl}/{path}` with the account's key); absent for QUEUE endpoints and while the proxy is off",
-    }),
-  ),
+  loadBalancerUrl: Type.Optional(Type.String({ format: 'uri', description: 'Gantry extension: an LB address' })),
 });
 const ServerlessEndpointList = Type.Object({ endpoints: Type.Array(ServerlessEndpointSchema) });
 
@@ -151,17 +145,8 @@ export function serverlessRoutes(app: TypedApp, { endpoints, templates, config, 
     },
     dataCenters: config.catalog.dataCenters,
     cpuFlavors: config.catalog.cpuFlavors,
-    loadBalancer: {
-      get listening() {
-        return config.proxy.listening;
-      },
-      get publicUrl() {
-        return config.proxy.publicUrl;
-      },
-      get domain() {
-        return config.proxy.loadBalancer.domain;
-      },
-    },
+    // the live config: the proxy's port and listening are known once it listens
+    loadBalancer: config.proxy,
   };
   const render = async (e: Endpoint): Promise<ServerlessEndpointView> =>
     toServerlessView(e, await endpoints.templateOf(e), ctx);
