@@ -24,6 +24,8 @@ import type { LbSettings, PodProxySettings } from '../transport/proxy-settings.j
 const WORKER_HEADER = 'x-runpod-worker-id';
 /** What a 503 for want of a ready worker asks the client to wait, seconds. */
 const RETRY_AFTER_S = '10';
+/** How long an endpoint's lookup is reused (real, monotonic time): its settings change rarely. */
+const ENDPOINT_TTL_MS = 1_000;
 
 /** What the balancer counts, for `/metrics` (src/metrics/lb-meter.ts). */
 export interface LbMeter {
@@ -47,6 +49,8 @@ export class LbProxy {
   readonly #d: LbProxyDeps;
   readonly #upstreams: Upstreams;
   readonly #unsubscribe: () => void;
+  /** By endpoint id: the endpoint as last looked up; a hit counts only for its own account. */
+  readonly #endpoints = new Map<string, { endpoint: Endpoint; at: number }>();
 
   constructor(deps: LbProxyDeps) {
     this.#d = deps;
@@ -87,14 +91,20 @@ export class LbProxy {
     const accountId = await this.#d.accountOf(key);
     if (accountId === null)
       return new ApiError('UNAUTHORIZED', 'This API key is not valid (a worker key opens no endpoint).');
+    const hit = this.#endpoints.get(route.endpointId);
     let endpoint: Endpoint;
-    try {
-      // another account's endpoint is not found, as under /v2
-      endpoint = await this.#d.endpoints.get(accountId, route.endpointId);
-    } catch (err) {
-      if (err instanceof ApiError) return err;
-      throw err;
-    }
+    if (hit && hit.endpoint.accountId === accountId && performance.now() - hit.at < ENDPOINT_TTL_MS)
+      endpoint = hit.endpoint;
+    else
+      try {
+        // another account's endpoint is not found, as under /v2
+        endpoint = await this.#d.endpoints.get(accountId, route.endpointId);
+        if (this.#endpoints.size >= 10_000) this.#endpoints.clear();
+        this.#endpoints.set(endpoint.id, { endpoint, at: performance.now() });
+      } catch (err) {
+        if (err instanceof ApiError) return err;
+        throw err;
+      }
     if (endpoint.type !== 'LB')
       return new ApiError(
         'NOT_FOUND',
