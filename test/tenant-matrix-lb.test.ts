@@ -123,6 +123,29 @@ describe('load-balancing endpoints under a hostile tenant', () => {
     await eventually('the left requests to stop waiting', async () => services().lb.waiting(stuck) === 0);
   });
 
+  test("a tenant past proxy.maxConnectionsPerAccount is answered 429 at once, and another tenant's requests go on", async () => {
+    const stuck = await endpointOf(attacker, { LB_NEVER_READY: '1' });
+    const settings = services().config.proxy;
+    const before = settings.maxConnectionsPerAccount;
+    settings.maxConnectionsPerAccount = 10;
+    const abort = new AbortController();
+    const held = Array.from({ length: 10 }, () =>
+      fetch(lbUrl(stuck), { headers: as(attacker), signal: abort.signal }).catch(() => null),
+    );
+    try {
+      await eventually('the attacker’s ten requests to wait', async () => services().lb.waiting(stuck) >= 10);
+      const refused = await fetch(lbUrl(stuck), { headers: as(attacker) });
+      assert.equal(refused.status, 429);
+      assert.equal(((await refused.json()) as { code: string }).code, 'TOO_MANY_CONNECTIONS');
+      const res = await fetch(lbUrl(victimEndpoint), { headers: as(victim) });
+      assert.equal(res.status, 200);
+    } finally {
+      abort.abort();
+      await Promise.all(held);
+      settings.maxConnectionsPerAccount = before;
+    }
+  });
+
   test('a worker answering a status no proxy may pass on is a 502 to its own caller, and the server answers on', async () => {
     const res = await fetch(lbUrl(attackerEndpoint, '/badhead'), { headers: as(attacker) });
     assert.equal(res.status, 502);

@@ -18,6 +18,7 @@ import { requestHeaders, responseHeaders } from './proxy-headers.js';
 import { sendProblem } from './proxy-problem.js';
 import { lbRouteOf, type LbRoute } from './lb-route.js';
 import { Upstreams } from './upstreams.js';
+import { ProxyLimits } from './proxy-limits.js';
 import type { LbSettings, PodProxySettings } from '../transport/proxy-settings.js';
 
 /** The header naming the worker that answered, and the one a request may ask for. */
@@ -40,7 +41,10 @@ export interface LbProxyDeps {
   accountOf(key: string): Promise<string | null>;
   endpoints: { get(accountId: string, id: string): Promise<Endpoint> };
   runtime: Pick<Runtime, 'connect' | 'name'>;
-  settings: Pick<PodProxySettings, 'connectTimeoutMs' | 'idleTimeoutMs'> & { loadBalancer: LbSettings };
+  settings: Pick<
+    PodProxySettings,
+    'connectTimeoutMs' | 'idleTimeoutMs' | 'maxConnectionsPerPod' | 'maxConnectionsPerAccount'
+  > & { loadBalancer: LbSettings };
   logger: Pick<Logger, 'warn'>;
   meter?: LbMeter | null;
 }
@@ -48,12 +52,15 @@ export interface LbProxyDeps {
 export class LbProxy {
   readonly #d: LbProxyDeps;
   readonly #upstreams: Upstreams;
+  /** Requests open (waiting or under way) per endpoint and per account, as the pod proxy's per pod. */
+  readonly #limits: ProxyLimits;
   readonly #unsubscribe: () => void;
   /** By endpoint id: the endpoint as last looked up; a hit counts only for its own account. */
   readonly #endpoints = new Map<string, { endpoint: Endpoint; at: number }>();
 
   constructor(deps: LbProxyDeps) {
     this.#d = deps;
+    this.#limits = new ProxyLimits(deps.settings);
     this.#upstreams = new Upstreams((workerId, port) => {
       const { runtime, settings } = this.#d;
       if (!runtime.connect) return Promise.reject(new Error(`runtime ${runtime.name} cannot reach a worker's port`));
@@ -148,6 +155,14 @@ export class LbProxy {
         ),
       );
     }
+    let slot: () => void;
+    try {
+      slot = this.#limits.acquire({ podId: endpoint.id, accountId: endpoint.accountId }, 'endpoint');
+    } catch (err) {
+      counted((err as ApiError).status);
+      return refuse(err as ApiError);
+    }
+    res.once('close', slot);
     const lease = await this.#lease(req, res, endpoint);
     if (lease === null) return;
     if (lease instanceof ApiError) {
