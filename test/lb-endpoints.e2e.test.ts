@@ -106,7 +106,7 @@ describe('load-balancing endpoints (process runtime, real workers)', () => {
     assert.ok(JSON.stringify(lines).includes('health: ready'), 'the health change is in its system log');
   });
 
-  test('two ready workers share requests by the fewest outstanding, and X-Runpod-Worker-Id picks a ready worker', async () => {
+  test('two ready workers share requests by the fewest outstanding; X-Runpod-Worker-Id picks a ready worker, strictly when asked, and a strict request for a gone worker is 404', async () => {
     const endpoint = await endpointOf(owner, { workersMin: 2, workersMax: 2 });
     const [a, b] = await readyWorkers(endpoint.id, 2);
     const auth = { authorization: `Bearer ${owner.key}` };
@@ -122,6 +122,14 @@ describe('load-balancing endpoints (process runtime, real workers)', () => {
     // affinity: a request naming the busy worker goes to it anyway
     const named = await fetch(lbUrl(endpoint.id), { headers: { ...auth, 'x-runpod-worker-id': busy } });
     assert.equal(named.headers.get('x-runpod-worker-id'), busy);
+    const strict = await fetch(lbUrl(endpoint.id), { headers: { ...auth, 'x-runpod-worker-id': `strict ${busy}` } });
+    assert.equal(strict.headers.get('x-runpod-worker-id'), busy, 'strict: the named worker');
+    await strict.arrayBuffer();
+    const gone = await fetch(lbUrl(endpoint.id), {
+      headers: { ...auth, 'x-runpod-worker-id': 'strict-resume nosuchworker' },
+    });
+    assert.equal(gone.status, 404);
+    assert.match(((await gone.json()) as { detail: string }).detail, /^affinity_worker_gone/);
     const released = await fetch(lbUrl(endpoint.id, '/release?id=h1'), {
       headers: { ...auth, 'x-runpod-worker-id': busy },
     });

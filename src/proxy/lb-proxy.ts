@@ -178,17 +178,22 @@ export class LbProxy {
     const gone = new AbortController();
     const onClose = (): void => gone.abort();
     res.once('close', onClose);
-    const asked = req.headers[WORKER_HEADER];
-    const preferred = typeof asked === 'string' && /^[a-z0-9]{1,64}$/.test(asked) ? asked : null;
+    const { preferred, strict } = affinityOf(req.headers[WORKER_HEADER]);
     const waitStarted = performance.now();
     let waited = false;
     const lease = await this.#d.pool.acquire(endpoint.id, {
       waitMs,
       preferred,
+      strict,
       signal: gone.signal,
       onWait: () => (waited = true),
     });
     res.off('close', onClose);
+    if (lease === 'gone')
+      return new ApiError(
+        'NOT_FOUND',
+        `affinity_worker_gone: worker "${preferred}" (X-Runpod-Worker-Id: strict) is not one of endpoint "${endpoint.id}"'s active workers; send the request without the header (or soft, the worker id alone) to have any worker take it.`,
+      );
     const seconds = (performance.now() - waitStarted) / 1000;
     const outcome = lease ? 'served' : gone.signal.aborted ? 'gone' : 'timeout';
     if (waited) this.#d.meter?.waited(endpoint.id, outcome, seconds);
@@ -197,14 +202,18 @@ export class LbProxy {
       return null;
     }
     if (outcome === 'gone') return null;
-    return (
-      lease ??
-      new ApiError(
-        'NO_WORKER_READY',
-        `No worker of endpoint "${endpoint.id}" was ready within ${waitMs} ms (proxy.loadBalancer.workerWaitMs); one may still be starting: retry, or keep workers up with workers.min.`,
-        { headers: { 'retry-after': RETRY_AFTER_S } },
-      )
-    );
+    if (lease) return lease;
+    return strict
+      ? new ApiError(
+          'NO_WORKER_READY',
+          `worker_timeout: the pinned worker "${preferred}" was not ready within ${waitMs} ms (proxy.loadBalancer.workerWaitMs).`,
+          { headers: { 'retry-after': RETRY_AFTER_S } },
+        )
+      : new ApiError(
+          'NO_WORKER_READY',
+          `No worker of endpoint "${endpoint.id}" was ready within ${waitMs} ms (proxy.loadBalancer.workerWaitMs); one may still be starting: retry, or keep workers up with workers.min.`,
+          { headers: { 'retry-after': RETRY_AFTER_S } },
+        );
   }
 
   #forward(
@@ -308,6 +317,16 @@ export class LbProxy {
       );
     });
   }
+}
+
+/**
+ * `X-Runpod-Worker-Id` as a request sends it: `<id>` (soft: preferred when ready), `strict <id>` or
+ * `strict-resume <id>` (that worker or nothing; a stopped worker cannot be resumed here, so both
+ * are strict). Anything else is no preference.
+ */
+function affinityOf(value: string | string[] | undefined): { preferred: string | null; strict: boolean } {
+  const m = typeof value === 'string' ? /^\s*(?:(strict|strict-resume)\s+)?([a-z0-9]{1,64})\s*$/i.exec(value) : null;
+  return m ? { preferred: m[2]!.toLowerCase(), strict: m[1] !== undefined } : { preferred: null, strict: false };
 }
 
 const tooLarge = (max: number): ApiError =>

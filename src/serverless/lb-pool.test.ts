@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { FakeClock } from '../domain/clock.js';
-import { LbPool } from './lb-pool.js';
+import { LbPool, type LbLease } from './lb-pool.js';
 
 /** A pool whose health checks answer what `health` holds per worker; checks run when the test calls `checkAll`. */
 function poolOf() {
@@ -58,16 +58,16 @@ test('requests go to the ready worker holding the fewest, ties in turn, and a na
   for (const id of ['a', 'b', 'c']) t.add(id);
   t.add('other', 'ep2');
   await t.check();
-  const leases = [];
-  for (let i = 0; i < 3; i++) leases.push((await t.pool.acquire('ep', { waitMs: 100 }))!);
+  const leases: LbLease[] = [];
+  for (let i = 0; i < 3; i++) leases.push((await t.pool.acquire('ep', { waitMs: 100 })) as LbLease);
   assert.deepEqual(leases.map((l) => l.workerId).sort(), ['a', 'b', 'c'], 'one each before any gets a second');
   leases[1]!.release();
-  const next = (await t.pool.acquire('ep', { waitMs: 100 }))!;
+  const next = (await t.pool.acquire('ep', { waitMs: 100 })) as LbLease;
   assert.equal(next.workerId, leases[1]!.workerId, 'the one that finished holds the fewest');
   assert.equal(t.pool.inFlight('ep'), 3);
-  const named = (await t.pool.acquire('ep', { waitMs: 100, preferred: 'a' }))!;
+  const named = (await t.pool.acquire('ep', { waitMs: 100, preferred: 'a' })) as LbLease;
   assert.equal(named.workerId, 'a', 'affinity: the named worker although it is busier');
-  const elsewhere = (await t.pool.acquire('ep', { waitMs: 100, preferred: 'other' }))!;
+  const elsewhere = (await t.pool.acquire('ep', { waitMs: 100, preferred: 'other' })) as LbLease;
   assert.notEqual(elsewhere.workerId, 'other', "another endpoint's worker is never taken");
   named.release();
   named.release();
@@ -83,8 +83,8 @@ test('a request with no ready worker waits, asks for a worker at once, and goes 
   t.health.set('w1', 200);
   t.add('w1');
   await t.check();
-  const lease = await waiting;
-  assert.equal(lease?.workerId, 'w1');
+  const lease = (await waiting) as LbLease;
+  assert.equal(lease.workerId, 'w1');
   assert.equal(t.pool.waiting('ep'), 0);
   t.pool.close();
 });
@@ -114,5 +114,30 @@ test('a removed worker takes no more requests and its listeners are told', async
   assert.deepEqual(removed, ['w1']);
   assert.equal(t.pool.workerState('w1'), null);
   assert.equal(await t.pool.acquire('ep', { waitMs: 100 }), null);
+  t.pool.close();
+});
+
+test("strict affinity takes the named worker only: it waits while that one is not ready, and is gone when it is not the endpoint's", async () => {
+  const t = poolOf();
+  t.health.set('a', 200);
+  t.add('a');
+  t.add('b');
+  t.add('x', 'ep2');
+  t.health.set('x', 200);
+  await t.check();
+  assert.equal(await t.pool.acquire('ep', { waitMs: 100, preferred: 'nobody', strict: true }), 'gone');
+  assert.equal(await t.pool.acquire('ep', { waitMs: 100, preferred: 'x', strict: true }), 'gone', "another endpoint's");
+  const pinned = t.pool.acquire('ep', { waitMs: 30_000, preferred: 'b', strict: true });
+  assert.deepEqual(t.wanted, [], 'a pinned wait asks for no new worker');
+  t.health.set('b', 200);
+  await t.check();
+  assert.equal(((await pinned) as LbLease).workerId, 'b', 'not a, although a was ready all along');
+  const lost = t.pool.acquire('ep', { waitMs: 30_000, preferred: 'a', strict: true });
+  assert.equal(((await lost) as LbLease).workerId, 'a');
+  t.health.set('b', 500);
+  await t.check();
+  const waitingForB = t.pool.acquire('ep', { waitMs: 30_000, preferred: 'b', strict: true });
+  t.pool.remove('b');
+  assert.equal(await waitingForB, 'gone', 'the pinned worker stopped while it waited');
   t.pool.close();
 });

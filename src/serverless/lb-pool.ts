@@ -55,7 +55,9 @@ interface Entry extends LbWorkerInfo {
 interface Waiter {
   endpointId: string;
   preferred: string | null;
-  done(lease: LbLease | null): void;
+  /** only `preferred` will do (strict affinity) */
+  strict: boolean;
+  done(lease: LbLease | null | 'gone'): void;
 }
 
 export interface LbPoolDeps {
@@ -115,6 +117,7 @@ export class LbPool implements LbTraffic {
   /** A worker stops: it takes no more requests (those under way end with its instance). */
   remove(workerId: string): void {
     if (!this.#workers.delete(workerId)) return;
+    for (const w of [...this.#waiters]) if (w.strict && w.preferred === workerId) w.done('gone');
     for (const listener of this.#removed) listener(workerId);
   }
 
@@ -152,14 +155,18 @@ export class LbPool implements LbTraffic {
   /**
    * A ready worker of the endpoint for one request: `preferred` when it is one and ready, else the
    * one holding the fewest requests. With none ready, waits up to `waitMs` for one (null: none
-   * became ready in time, or `signal` ended the wait).
+   * became ready in time, or `signal` ended the wait). `strict`: `preferred` or nothing — waits
+   * for it while it is not ready, and answers 'gone' when it is not (or no longer) one of the
+   * endpoint's workers.
    */
   acquire(
     endpointId: string,
-    options: { waitMs: number; preferred?: string | null; signal?: AbortSignal; onWait?: () => void },
-  ): Promise<LbLease | null> {
+    options: { waitMs: number; preferred?: string | null; strict?: boolean; signal?: AbortSignal; onWait?: () => void },
+  ): Promise<LbLease | null | 'gone'> {
     const preferred = options.preferred ?? null;
-    const now = this.#take(endpointId, preferred);
+    const strict = options.strict === true && preferred !== null;
+    if (strict && this.#workers.get(preferred)?.endpointId !== endpointId) return Promise.resolve('gone');
+    const now = this.#take(endpointId, preferred, strict);
     if (now) return Promise.resolve(now);
     if (options.signal?.aborted) return Promise.resolve(null);
     options.onWait?.();
@@ -167,6 +174,7 @@ export class LbPool implements LbTraffic {
       const waiter: Waiter = {
         endpointId,
         preferred,
+        strict,
         done: (lease) => {
           clearTimeout(timer);
           options.signal?.removeEventListener('abort', abort);
@@ -178,7 +186,8 @@ export class LbPool implements LbTraffic {
       const abort = (): void => waiter.done(null);
       options.signal?.addEventListener('abort', abort, { once: true });
       this.#waiters.add(waiter);
-      this.#d.wanted(endpointId);
+      // a pinned worker is on its way or not: another worker would not serve this request
+      if (!strict) this.#d.wanted(endpointId);
     });
   }
 
@@ -187,10 +196,11 @@ export class LbPool implements LbTraffic {
     for (const e of this.#workers.values()) void this.#check(e);
   }
 
-  #take(endpointId: string, preferred: string | null): LbLease | null {
+  #take(endpointId: string, preferred: string | null, strict = false): LbLease | null {
     let best: Entry | null = null;
     const wanted = preferred === null ? undefined : this.#workers.get(preferred);
     if (wanted && wanted.endpointId === endpointId && wanted.health === 'ready') best = wanted;
+    else if (strict) return null;
     else
       for (const e of this.#workers.values()) {
         if (e.endpointId !== endpointId || e.health !== 'ready') continue;
@@ -253,7 +263,7 @@ export class LbPool implements LbTraffic {
     // Requests that waited go now, each to the least busy ready worker.
     for (const w of [...this.#waiters]) {
       if (w.endpointId !== e.endpointId) continue;
-      const lease = this.#take(w.endpointId, w.preferred);
+      const lease = this.#take(w.endpointId, w.preferred, w.strict);
       if (lease) w.done(lease);
     }
   }
