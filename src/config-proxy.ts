@@ -3,6 +3,42 @@ import { Type, type StaticDecode } from '@sinclair/typebox';
 import { amount, count, flag, listenPort, orNull } from './config-fields.js';
 import { fail } from './config-values.js';
 
+/** `proxy.loadBalancer`: load-balancing serverless endpoints on the proxy listener (docs/load-balancing.md). */
+const LoadBalancerSchema = Type.Object(
+  {
+    domain: orNull(
+      Type.String({ pattern: '^[a-z0-9]([a-z0-9.-]*[a-z0-9])?$', mustBe: 'a lowercase DNS name' }),
+      'A wildcard DNS name (`*.{domain}`) pointing at the proxy listener: a load-balancing endpoint is then `{endpointId}.{domain}`, with the scheme and port of `proxy.publicUrl`. null: `{proxy.publicUrl}/lb/{endpointId}/` only (both are always served).',
+      { env: 'GANTRY_LB_DOMAIN' },
+    ),
+    workerWaitMs: count(
+      100,
+      120_000,
+      'How long a request waits for a ready worker (while one starts) before it is answered 503 with Retry-After.',
+    ),
+    processingTimeoutMs: count(
+      1_000,
+      330_000,
+      'How long a worker may take to start its answer (status line and headers) before the caller gets 504; the body then streams while it moves (`proxy.idleTimeoutMs`).',
+    ),
+    maxPayloadBytes: count(
+      1,
+      30 * 1024 * 1024,
+      "Largest request body a load-balancing endpoint's worker is sent; more is 413.",
+    ),
+    healthIntervalMs: count(
+      100,
+      1_000,
+      "How often each worker's health path is asked (`PORT_HEALTH`, `HEALTH_CHECK_PATH`).",
+    ),
+    healthTimeoutMs: count(100, 5_000, 'A health check not answered within this long counts as unhealthy.'),
+  },
+  {
+    description: 'Load-balancing serverless endpoints, served on the proxy listener (docs/load-balancing.md).',
+    default: {},
+  },
+);
+
 export const ProxySchema = Type.Object(
   {
     enabled: flag(true, "Whether the pod HTTP proxy listens (each pod's `<port>/http` ports over HTTP).", {
@@ -44,6 +80,7 @@ export const ProxySchema = Type.Object(
       600_000,
       'A proxied connection (a request, a WebSocket, an event stream) with no bytes either way for this long is closed. 0: never.',
     ),
+    loadBalancer: LoadBalancerSchema,
   },
   { description: "The pod HTTP proxy: each pod's `<port>/http` ports, reached through Gantry (docs/proxy.md)." },
 );

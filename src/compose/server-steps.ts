@@ -219,10 +219,16 @@ export function serverSteps(services: Services, state: StartState): Step[] {
       name: 'proxy',
       start: async () => {
         const { startPodProxy } = await import('../proxy/start-pod-proxy.js');
-        state.proxy = await startPodProxy({ ...services, proxyMeter: services.metrics?.proxyMeter() ?? null });
+        state.proxy = await startPodProxy({
+          ...services,
+          proxyMeter: services.metrics?.proxyMeter() ?? null,
+          lbMeter: services.metrics?.lbMeter() ?? null,
+        });
       },
       stop: () => state.proxy?.close(),
     },
+    // Load-balancing workers' health checks (docs/load-balancing.md); waiting requests end at its stop.
+    { name: 'load balancer', start: () => services.lb.start(), stop: () => services.lb.close() },
     // Workers call back over HTTP: launch them only once the server listens (stopped with `workers`).
     { name: 'worker launches', start: () => services.autoscaler.start(), stop: () => undefined },
   ];

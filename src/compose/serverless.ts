@@ -15,6 +15,8 @@ import { WorkersRegistry } from '../serverless/workers-registry.js';
 import { WebhookDispatcher } from '../serverless/webhook-dispatcher.js';
 import { WebhookAddressPolicy } from '../serverless/webhook-address-policy.js';
 import { Autoscaler } from '../serverless/autoscaler.js';
+import { LbPool } from '../serverless/lb-pool.js';
+import { healthProbe } from '../serverless/lb-health.js';
 import { JobsService } from '../jobs/jobs-service.js';
 import type { JobChannel } from '../jobs/job-signals.js';
 import { Timekeeper } from '../jobs/timekeeper.js';
@@ -36,6 +38,7 @@ export interface ServerlessArea {
   timekeeper: Timekeeper;
   webhooks: WebhookDispatcher;
   autoscaler: Autoscaler;
+  lb: LbPool;
 }
 
 interface Parts {
@@ -126,7 +129,17 @@ export function assembleServerless(
     config: config.serverless.webhooks,
     addressPolicy: webhookAddresses,
   });
+  // Load-balancing endpoints' workers: their health, the requests they hold (docs/load-balancing.md).
+  const lb = new LbPool({
+    probe: healthProbe(runtime, config.proxy.loadBalancer.healthTimeoutMs),
+    now: () => clock.now(),
+    log: (workerId, line) => void systemLog.write(workerId, line),
+    wanted: () => autoscaler.nudge(),
+    logger: logger.child({ component: 'load-balancer' }),
+    healthIntervalMs: config.proxy.loadBalancer.healthIntervalMs,
+  });
   const autoscaler = new Autoscaler({
+    lb,
     store: stores.autoscaler,
     clock,
     runtime,
@@ -152,7 +165,7 @@ export function assembleServerless(
       pingIntervalMs: config.jobs.pingIntervalMs,
     },
   });
-  return { endpoints, metrics, jobs, workers, timekeeper, webhooks, autoscaler };
+  return { endpoints, metrics, jobs, workers, timekeeper, webhooks, autoscaler, lb };
 }
 
 /**

@@ -69,6 +69,7 @@ export const errorCatalogue = {
   UPSTREAM_UNAVAILABLE: { status: 502, title: 'Bad Gateway' },
   UNAVAILABLE: { status: 503, title: 'Service Unavailable' },
   RUNTIME_UNAVAILABLE: { status: 503, title: 'Service Unavailable' },
+  NO_WORKER_READY: { status: 503, title: 'Service Unavailable' },
   JOB_NOT_FINISHED: { status: 504, title: 'Gateway Timeout' },
   UPSTREAM_TIMEOUT: { status: 504, title: 'Gateway Timeout' },
 } as const satisfies Record<string, ErrorDefinition>;

@@ -1,4 +1,5 @@
 import { proxyMeter, type ProxyMeterPort } from './proxy-meter.js';
+import { lbMeter, type LbMeterPort } from './lb-meter.js';
 import { timingSafeEqual, createHash } from 'node:crypto';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import { sql } from 'kysely';
@@ -74,6 +75,7 @@ export class Metrics implements JobFlow {
   readonly #refreshSeconds: Gauge;
   readonly #refreshFailures: Counter;
   #proxyMeter: ProxyMeterPort | null = null;
+  #lbMeter: LbMeterPort | null = null;
 
   constructor(deps: MetricsDeps) {
     this.#deps = deps;
@@ -233,6 +235,12 @@ export class Metrics implements JobFlow {
   proxyMeter(): ProxyMeterPort {
     this.#proxyMeter ??= proxyMeter(this.registry);
     return this.#proxyMeter;
+  }
+
+  /** Load-balancing endpoints' figures (lb-meter.ts), registered on first use. */
+  lbMeter(): LbMeterPort {
+    this.#lbMeter ??= lbMeter(this.registry);
+    return this.#lbMeter;
   }
 
   /** One HTTP reply. `route` is the matched pattern (`/v2/:endpointId/run`), never the URL; null: no route matched. */

@@ -19,6 +19,7 @@ import type { Runtime } from '../runtime/runtime.js';
 import { DialTimeout } from '../runtime/dial.js';
 import { rawProblemResponse } from '../http/client-errors.js';
 import { requestHeaders, responseHeaders } from './proxy-headers.js';
+import { sendProblem } from './proxy-problem.js';
 import { checkAccess, SESSION_COOKIE, type ProxyAccessDeps } from './proxy-access.js';
 import { ProxyLimits } from './proxy-limits.js';
 import { routeOf, type ProxyRoute } from './proxy-route.js';
@@ -43,23 +44,6 @@ export interface PodProxyDeps {
   settings: PodProxySettings;
   logger: Pick<Logger, 'debug' | 'warn'>;
   meter?: ProxyMeter | null;
-}
-
-const problemBody = (err: ApiError): string => JSON.stringify(err.toProblem());
-
-function sendProblem(res: ServerResponse, err: ApiError): void {
-  if (res.headersSent) {
-    res.destroy();
-    return;
-  }
-  const body = problemBody(err);
-  res.writeHead(err.status, {
-    ...err.headers,
-    'content-type': 'application/problem+json',
-    'content-length': Buffer.byteLength(body),
-    'cache-control': 'no-store',
-  });
-  res.end(body);
 }
 
 /** What a failed dial or exchange answers. */

@@ -16,20 +16,24 @@ export class ProxyLimits {
     return this.#perPod.get(podId) ?? 0;
   }
 
-  /** Takes a slot; answers its release (idempotent), or throws 429 TOO_MANY_CONNECTIONS. */
-  acquire(target: { podId: string; accountId: string }): () => void {
+  /**
+   * Takes a slot; answers its release (idempotent), or throws 429 TOO_MANY_CONNECTIONS. `kind`
+   * names what `podId` is in the refusal (a load-balancing endpoint counts as one pod).
+   */
+  acquire(target: { podId: string; accountId: string }, kind: 'pod' | 'endpoint' = 'pod'): () => void {
     const pod = this.#perPod.get(target.podId) ?? 0;
+    const Kind = kind === 'pod' ? 'Pod' : 'Endpoint';
     if (pod >= this.limits.maxConnectionsPerPod)
       throw new ApiError(
         'TOO_MANY_CONNECTIONS',
-        `Pod "${target.podId}" already has ${pod} open proxied connections, the most one pod may have (proxy.maxConnectionsPerPod); reuse connections (keep-alive) or close some.`,
+        `${Kind} "${target.podId}" already has ${pod} open proxied connections, the most one ${kind} may have (proxy.maxConnectionsPerPod); reuse connections (keep-alive) or close some.`,
         { headers: { 'retry-after': '1' } },
       );
     const account = this.#perAccount.get(target.accountId) ?? 0;
     if (account >= this.limits.maxConnectionsPerAccount)
       throw new ApiError(
         'TOO_MANY_CONNECTIONS',
-        `The pods of this account already have ${account} open proxied connections, the most one account may have (proxy.maxConnectionsPerAccount).`,
+        `The ${kind}s of this account already have ${account} open proxied connections, the most one account may have (proxy.maxConnectionsPerAccount).`,
         { headers: { 'retry-after': '1' } },
       );
     this.#perPod.set(target.podId, pod + 1);

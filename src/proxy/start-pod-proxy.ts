@@ -5,7 +5,8 @@
  * listener's header timeout and per-client connection cap, and `proxy.idleTimeoutMs` on
  * connections where nothing moves.
  */
-import { createServer, type Server } from 'node:http';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
 import type { PodEventSource } from '../pods/pod-events.js';
 import type { PodHttpTargets } from '../pods/pod-http-targets.js';
@@ -14,6 +15,9 @@ import { answerClientError } from '../http/client-errors.js';
 import { ConnectionCap } from '../http/listener-limits.js';
 import { followUnusedConnections } from '../http/unused-connections.js';
 import { PodProxy, type ProxyMeter } from './pod-proxy.js';
+import { LbProxy, type LbMeter, type LbProxyDeps } from './lb-proxy.js';
+import { ApiError } from '../domain/errors.js';
+import { rawProblemResponse } from '../http/client-errors.js';
 import type { ProxyListenerSettings } from '../transport/proxy-settings.js';
 
 export interface PodProxyServices {
@@ -28,6 +32,10 @@ export interface PodProxyServices {
   events: PodEventSource;
   logger: Logger;
   proxyMeter?: ProxyMeter | null;
+  /** Load-balancing endpoints, served on the same listener (docs/load-balancing.md). */
+  lb: LbProxyDeps['pool'];
+  endpoints: LbProxyDeps['endpoints'];
+  lbMeter?: LbMeter | null;
 }
 
 export interface RunningPodProxy {
@@ -61,6 +69,18 @@ export async function startPodProxy(services: PodProxyServices): Promise<Running
     logger: logger.child({ component: 'proxy' }),
     meter: services.proxyMeter ?? null,
   });
+  const lb = new LbProxy({
+    pool: services.lb,
+    accountOf: async (key) => {
+      const principal = await services.accounts.authenticate(key);
+      return principal && principal.scope !== 'worker' ? principal.accountId : null;
+    },
+    endpoints: services.endpoints,
+    runtime: services.runtime,
+    settings,
+    logger: logger.child({ component: 'load-balancer' }),
+    meter: services.lbMeter ?? null,
+  });
   // a large body moves in fewer, larger writes (the 16 KB default paused the pod's side at each chunk)
   const server = createServer({
     requestTimeout: 0,
@@ -69,8 +89,20 @@ export async function startPodProxy(services: PodProxyServices): Promise<Running
   });
   server.keepAliveTimeout = config.server.keepAliveTimeoutMs;
   server.timeout = settings.idleTimeoutMs;
-  server.on('request', proxy.handleRequest);
-  server.on('upgrade', proxy.handleUpgrade);
+  server.on('request', (req: IncomingMessage, res: ServerResponse) => {
+    const route = lb.routeOf(req);
+    if (route) lb.handle(req, res, route);
+    else proxy.handleRequest(req, res);
+  });
+  server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
+    if (lb.routeOf(req) === null) return proxy.handleUpgrade(req, socket, head);
+    socket.on('error', () => socket.destroy());
+    socket.end(
+      rawProblemResponse(
+        new ApiError('VALIDATION_FAILED', 'WebSockets (Upgrade) are not carried to load-balancing endpoints yet.'),
+      ),
+    );
+  });
   server.on(
     'clientError',
     answerClientError({ requestTimeoutMs: 0, headersTimeoutMs: config.server.headersTimeoutMs }),
@@ -86,6 +118,7 @@ export async function startPodProxy(services: PodProxyServices): Promise<Running
     });
   } catch (err) {
     proxy.close();
+    lb.close();
     if ((err as NodeJS.ErrnoException).code === 'EADDRINUSE' && !settings.portConfigured) {
       logger.warn(
         `the pod HTTP proxy is off: its default port ${settings.port} is taken (set proxy.port or GANTRY_PROXY_PORT to another port, or proxy.enabled: false)`,
@@ -115,6 +148,7 @@ export async function startPodProxy(services: PodProxyServices): Promise<Running
     close: async () => {
       settings.listening = false;
       proxy.close();
+      lb.close();
       const closed = new Promise((resolve) => server.close(resolve));
       unused.closeUnused();
       server.closeAllConnections();

@@ -50,6 +50,7 @@ import { EndpointScaler, type ScaleDecisions } from './endpoint-scaler.js';
 import { EndpointScaleStates, type EndpointScaleHealth } from './endpoint-scale-states.js';
 import { LaunchedWorkers, type WorkerVolumes } from './launched-workers.js';
 import { PassLoop } from './pass-loop.js';
+import type { LbPool } from './lb-pool.js';
 import type { JobFinishedEvents } from './webhook-dispatcher.js';
 import type { WorkersRegistry } from './workers-registry.js';
 import type { RegistriesService } from '../registries/registries-service.js';
@@ -87,6 +88,8 @@ export interface AutoscalerDeps {
   lease?: Lease;
   /** The GPU quota: a launch past the account's is throttled, not errored. @default none */
   quota?: Pick<ResourceQuota, 'tryAdmit'>;
+  /** Load-balancing endpoints' workers and traffic (lb-pool.ts). @default none: their workers take no requests */
+  lb?: LbPool;
   /** The workers' `system` log lines (docs/logs.md). @default none written */
   systemLog?: import('../logs/system-log.js').SystemLogWriter;
   config: {

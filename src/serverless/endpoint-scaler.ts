@@ -9,6 +9,8 @@ import type { EndpointScaleStates } from './endpoint-scale-states.js';
 import type { EndpointsService } from './endpoints-service.js';
 import type { LaunchedWorkers, LaunchOutcome } from './launched-workers.js';
 import type { WorkersRegistry } from './workers-registry.js';
+import type { LbPool, LbTraffic } from './lb-pool.js';
+import { lbWorkerPorts } from './lb-worker-ports.js';
 
 /** What the autoscaler's passes decided, since it started (metrics). */
 export interface ScaleDecisions {
@@ -25,13 +27,15 @@ export interface EndpointScalerDeps {
   states: EndpointScaleStates;
   workers: LaunchedWorkers;
   instances: Pick<Instances, 'away'>;
-  endpoints: Pick<EndpointsService, 'get'>;
+  endpoints: Pick<EndpointsService, 'get' | 'templateOf'>;
   registry: Pick<WorkersRegistry, 'takeRecycleRequest'>;
   quota?: Pick<ResourceQuota, 'tryAdmit'> | undefined;
   logger: Pick<Logger, 'info'>;
   config: ScaleConfig;
   /** Counted into as passes decide. */
   decisions: ScaleDecisions;
+  /** Load-balancing endpoints' traffic: their requests are their queue, their health their readiness. */
+  lb?: (LbTraffic & Pick<LbPool, 'add' | 'has'>) | undefined;
 }
 
 /**
@@ -63,6 +67,8 @@ export class EndpointScaler {
     // Counting past workersMax × scalerValue queued jobs cannot change the decision: the pass
     // stays cheap however long the queue is.
     const cap = Math.min(1_000_000, Math.max(1, endpoint.workersMax) * Math.max(1, endpoint.scalerValue) + 1);
+    const lb = endpoint.type === 'LB' ? (this.#deps.lb ?? null) : null;
+    if (lb) await this.#balanced(endpoint, rows, lb);
     const [urgent, anyQueued, oldestUrgentQueuedAt, busy] = await Promise.all([
       this.#deps.store.urgentQueued(endpointId, cap),
       this.#deps.store.anyQueued(endpointId),
@@ -73,12 +79,15 @@ export class EndpointScaler {
     for (const n of busy.values()) inProgress += n;
     // Only "low-priority jobs wait" matters beyond the urgent count (it keeps idle workers up).
     const lowOnly = anyQueued && urgent === 0 ? 1 : 0;
-    const queue: ScaleQueue = {
-      inQueue: urgent + lowOnly,
-      inQueueLowPriority: lowOnly,
-      inProgress,
-      oldestUrgentQueuedAt,
-    };
+    // A load-balancing endpoint's queue: the requests waiting for a ready worker, and those held.
+    const queue: ScaleQueue = lb
+      ? {
+          inQueue: lb.waiting(endpointId),
+          inQueueLowPriority: 0,
+          inProgress: lb.inFlight(endpointId),
+          oldestUrgentQueuedAt: null,
+        }
+      : { inQueue: urgent + lowOnly, inQueueLowPriority: lowOnly, inProgress, oldestUrgentQueuedAt };
     const workers: ScaleWorker[] = [];
     const counts = { idle: 0, running: 0, initializing: 0 };
     for (const row of rows) {
@@ -91,8 +100,11 @@ export class EndpointScaler {
       if (m.stopping) continue;
       if (row.status === 'dead' || row.status === 'unhealthy') continue;
       if (this.#deps.registry.takeRecycleRequest(endpointId, row.id)) m.recycle = true;
-      const holds = busy.get(row.id) ?? 0;
-      const initializing = row.status === 'initializing' && holds === 0;
+      // a balanced worker: ready once its health path says so; busy while it holds requests
+      const balanced = lb?.workerState(row.id) ?? null;
+      if (balanced) m.lastActiveAt = Math.max(m.lastActiveAt, balanced.lastActiveAt);
+      const holds = balanced ? balanced.outstanding : (busy.get(row.id) ?? 0);
+      const initializing = balanced ? !balanced.ready && !m.ready : row.status === 'initializing' && holds === 0;
       if (initializing && unavailable === null) {
         // Not up yet on a host that is away: it would hold its place until the start timeout.
         const away = this.#deps.instances.away(row.hostId);
@@ -104,8 +116,9 @@ export class EndpointScaler {
       if (holds > 0) {
         m.lastActiveAt = now;
         this.#deps.workers.prove(m);
-      } else if (!initializing && !m.ready) {
-        // First heard of: idle time counts from when it became ready.
+      } else if (!initializing && !m.ready && !balanced) {
+        // First heard of: idle time counts from when it became ready (a balanced worker's
+        // readiness is timed by the balancer, which saw it first).
         m.lastActiveAt = now;
       }
       if (!initializing) m.ready = true;
@@ -176,6 +189,15 @@ export class EndpointScaler {
     state.throttled = throttled;
     this.#deps.decisions.throttled += throttled;
     if (throttled === 0) state.capacityError = null;
+  }
+
+  /** Workers of a load-balancing endpoint the balancer does not know (adopted after a restart) are told to it. */
+  async #balanced(endpoint: Endpoint, rows: LaunchedWorkerRow[], lb: Pick<LbPool, 'add' | 'has'>): Promise<void> {
+    const missing = rows.filter((r) => !lb.has(r.id) && this.#deps.workers.get(r.id)?.stopping === false);
+    if (missing.length === 0) return;
+    const ports = lbWorkerPorts(endpoint, await this.#deps.endpoints.templateOf(endpoint));
+    for (const r of missing)
+      lb.add({ workerId: r.id, endpointId: endpoint.id, accountId: endpoint.accountId, ...ports });
   }
 
   /** A launch, when the endpoint's account has room for the worker's GPUs under its quota; else why not. */

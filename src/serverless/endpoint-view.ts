@@ -28,12 +28,33 @@ export interface ServerlessEndpointView {
   flashboot: 'OFF' | 'FLASHBOOT';
   allowedCudaVersions: string[];
   createdAt: string;
+  /** A load-balancing endpoint's address on the proxy listener (Gantry's own field; docs/load-balancing.md). */
+  loadBalancerUrl?: string;
 }
 
 export interface EndpointViewContext {
   /** Base URL clients reach the job API at, without a trailing slash. */
   publicUrl: string;
   dataCenters: readonly Pick<DataCenter, 'id' | 'country'>[];
+  /** Where load-balancing endpoints are reached (config `proxy`; absent: no `loadBalancerUrl`). */
+  loadBalancer?: LoadBalancerAddress;
+}
+
+/** The proxy listener's public URL and the load balancer's wildcard domain (config `proxy`, read at each call). */
+interface LoadBalancerAddress {
+  listening: boolean;
+  /** `http(s)://host:port`, no trailing slash */
+  publicUrl: string;
+  loadBalancer: { domain: string | null };
+}
+
+/** `{scheme}://{id}.{domain}{:port}` with a wildcard domain, else `{publicUrl}/lb/{id}`; null while the proxy is off. */
+function loadBalancerUrl(address: LoadBalancerAddress, endpointId: string): string | null {
+  if (!address.listening) return null;
+  const { domain } = address.loadBalancer;
+  if (!domain) return `${address.publicUrl}/lb/${endpointId}`;
+  const base = new URL(address.publicUrl);
+  return `${base.protocol}//${endpointId}.${domain}${base.port ? `:${base.port}` : ''}`;
 }
 
 /** The job-operation addresses of an endpoint; those about one job end with `/{job_id}`. */
@@ -99,5 +120,12 @@ export function toServerlessView(
     flashboot: e.flashboot ? 'FLASHBOOT' : 'OFF',
     allowedCudaVersions: e.allowedCudaVersions,
     createdAt: iso(e.createdAt),
+    ...lbField(e, ctx),
   };
+}
+
+function lbField(e: Endpoint, ctx: EndpointViewContext): { loadBalancerUrl?: string } {
+  if (e.type !== 'LB' || !ctx.loadBalancer) return {};
+  const url = loadBalancerUrl(ctx.loadBalancer, e.id);
+  return url === null ? {} : { loadBalancerUrl: url };
 }

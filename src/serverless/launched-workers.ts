@@ -14,6 +14,8 @@ import type { Template } from '../domain/template.js';
 import type { EndpointScaleStates } from './endpoint-scale-states.js';
 import type { EndpointsService } from './endpoints-service.js';
 import { WorkerKeys } from './worker-keys.js';
+import type { LbPool } from './lb-pool.js';
+import { lbWorkerPorts } from './lb-worker-ports.js';
 import { launchedWorkerRecord, workerInstanceSpec, workerPlacementRequests } from './worker-spec.js';
 import type { WorkersRegistry } from './workers-registry.js';
 
@@ -46,6 +48,8 @@ export interface LaunchedWorkersDeps {
   };
   /** A worker that ended on its own has been cleaned up (the autoscaler wants a pass). */
   onEnded: () => void;
+  /** Load-balancing endpoints' workers: told of each one launched and stopped. */
+  lb?: Pick<LbPool, 'add' | 'remove'> | undefined;
 }
 
 /** One worker launched here, as the autoscaler tracks it between passes. */
@@ -182,6 +186,13 @@ export class LaunchedWorkers {
       );
       const { placeholder } = await instances.launch(spec, placement.dataCenterId);
       await instances.log(workerId, 'started');
+      if (endpoint.type === 'LB')
+        this.#deps.lb?.add({
+          workerId,
+          endpointId: endpoint.id,
+          accountId: endpoint.accountId,
+          ...lbWorkerPorts(endpoint, template),
+        });
       if (placeholder) this.#warnPlaceholder(endpoint.id, template.imageName);
       return { ok: true, crash: null };
     } catch (err) {
@@ -256,6 +267,7 @@ export class LaunchedWorkers {
     const m = this.#workers.get(workerId);
     if (m?.stopping) return;
     if (m) m.stopping = true;
+    this.#deps.lb?.remove(workerId);
     const endpoint = m?.endpointId ?? endpointId ?? null;
     this.#deps.logger.info({ workerId, endpointId: endpoint, reason }, 'stopping worker');
     await this.#deps.instances.log(workerId, `stopped: ${reason}`);

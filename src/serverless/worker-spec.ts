@@ -13,6 +13,11 @@ import type { Endpoint } from '../domain/endpoint.js';
 import { instanceSpec } from '../instances/instance-spec.js';
 import { cpuInstancesOf, inLocations } from '../domain/endpoint-compute.js';
 import { workerEnvironment } from './worker-env.js';
+import { lbListenPorts, lbWorkerPorts } from './lb-worker-ports.js';
+
+/** The ports a worker of the endpoint listens on: a load-balancing endpoint's `PORT` (and `PORT_HEALTH`); none for a queue's. */
+const listenPortsOf = (endpoint: Endpoint, template: Template): number[] =>
+  endpoint.type === 'LB' ? lbListenPorts(lbWorkerPorts(endpoint, template)) : [];
 
 /**
  * The placements one worker may take, in preference order: a GPU endpoint's one (any GPU type of
@@ -44,7 +49,7 @@ export function workerPlacementRequests(
       volumeDataCenterId,
       allowedCudaVersions: [],
       minCudaVersion: null,
-      portCount: 0,
+      portCount: listenPortsOf(endpoint, template).length,
       globalNetworking: false,
     }));
   const gpuTypeIds = endpoint.gpuIds.flatMap((pool) =>
@@ -65,7 +70,7 @@ export function workerPlacementRequests(
       volumeDataCenterId,
       allowedCudaVersions: endpoint.allowedCudaVersions,
       minCudaVersion: endpoint.minCudaVersion,
-      portCount: 0,
+      portCount: listenPortsOf(endpoint, template).length,
       globalNetworking: false,
     },
   ];
@@ -134,7 +139,11 @@ export function workerInstanceSpec(input: WorkerInstanceInput): InstanceSpec {
     owner: { kind: 'worker', accountId: endpoint.accountId, endpointId: endpoint.id },
     image: template.imageName,
     args: template.args,
-    env: { ...template.env, ...endpoint.env },
+    // a load-balancing worker is told its PORT (80 unless its env says), as on the platform
+    env:
+      endpoint.type === 'LB'
+        ? { PORT: String(lbWorkerPorts(endpoint, template).port), ...template.env, ...endpoint.env }
+        : { ...template.env, ...endpoint.env },
     platformEnv: {
       ...workerEnvironment({
         publicUrl: input.publicUrl,
@@ -154,9 +163,14 @@ export function workerInstanceSpec(input: WorkerInstanceInput): InstanceSpec {
       memoryGb: placement.memoryGb,
       diskGb: request.diskGb,
     },
-    ports: [],
+    ports: listenPortsOf(endpoint, template).map((port, i) => ({
+      private: port,
+      public: placement.publicPorts[i]!,
+      protocol: 'http',
+    })),
     volumes,
     registryAuth: input.registryAuth ?? null,
-    networkMode: workerNetworkMode(input.publicUrl),
+    // a load-balancing worker calls nothing back: it never needs the host's network
+    networkMode: endpoint.type === 'LB' ? 'default' : workerNetworkMode(input.publicUrl),
   });
 }

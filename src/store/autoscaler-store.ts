@@ -42,16 +42,11 @@ export interface LaunchedWorkerRow {
 export class AutoscalerStore {
   constructor(private readonly db: Db) {}
 
-  /** Queue-based endpoints, with their owner. */
+  /** Every endpoint (queue-based and load-balancing), with its owner. */
   async endpointIds(
     tx: Executor = this.db.kysely,
   ): Promise<Array<{ id: string; accountId: string; workersMax: number }>> {
-    const rows = await tx
-      .selectFrom('endpoints')
-      .select(['id', 'account_id', 'workers_max'])
-      .where('type', '=', 'QB')
-      .orderBy('id')
-      .execute();
+    const rows = await tx.selectFrom('endpoints').select(['id', 'account_id', 'workers_max']).orderBy('id').execute();
     return rows.map((r) => ({ id: r.id, accountId: r.account_id, workersMax: Number(r.workers_max) }));
   }
 

@@ -13,6 +13,14 @@ export interface PodProxySettings {
   idleTimeoutMs: number;
 }
 
+/** `proxy.loadBalancer`: load-balancing endpoints on the same listener (docs/load-balancing.md). */
+export interface LbSettings {
+  domain: string | null;
+  workerWaitMs: number;
+  processingTimeoutMs: number;
+  maxPayloadBytes: number;
+}
+
 /** And its listener (its port and public URL are written back once it listens). */
 export interface ProxyListenerSettings extends PodProxySettings {
   enabled: boolean;
@@ -20,4 +28,5 @@ export interface ProxyListenerSettings extends PodProxySettings {
   portConfigured: boolean;
   publicUrlConfigured: boolean;
   listening: boolean;
+  loadBalancer: LbSettings;
 }

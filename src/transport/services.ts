@@ -16,6 +16,7 @@ import type { BillingService } from '../billing/billing-service.js';
 import type { RegistriesService } from '../registries/registries-service.js';
 import type { EndpointsService } from '../serverless/endpoints-service.js';
 import type { WebhookDispatcher } from '../serverless/webhook-dispatcher.js';
+import type { LbPool } from '../serverless/lb-pool.js';
 import type { Autoscaler } from '../serverless/autoscaler.js';
 import type { WorkersRegistry } from '../serverless/workers-registry.js';
 import type { JobsService } from '../jobs/jobs-service.js';
@@ -95,6 +96,8 @@ export interface TransportServices {
   endpoints: EndpointsService;
   webhooks: WebhookDispatcher;
   autoscaler: Autoscaler;
+  /** Load-balancing endpoints' workers and their traffic (docs/load-balancing.md). */
+  lb: LbPool;
   jobs: JobsService;
   workers: WorkersRegistry;
   timekeeper: Timekeeper;

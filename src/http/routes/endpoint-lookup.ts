@@ -30,7 +30,7 @@ export class EndpointLookup {
     if (endpoint.type !== 'QB')
       throw new ApiError(
         'BAD_REQUEST',
-        `Endpoint "${endpoint.name}" (${endpoint.id}) is a load-balancing endpoint; it has no job queue. Call its own paths instead.`,
+        `Endpoint "${endpoint.name}" (${endpoint.id}) is a load-balancing endpoint; it has no job queue. Call its own paths on the proxy listener, at /lb/${endpoint.id}/{path} (its loadBalancerUrl; docs/load-balancing.md).`,
       );
     if (this.#cache.size >= 10_000) this.#cache.clear();
     this.#cache.set(endpointId, { endpoint, at: performance.now() });

@@ -69,6 +69,7 @@ const ServerlessEndpointSchema = Type.Object({
   flashboot: Type.String({ description: 'OFF or FLASHBOOT' }),
   allowedCudaVersions: Type.Array(Type.String()),
   createdAt: Type.String({ format: 'date-time' }),
+  loadBalancerUrl: Type.Optional(Type.String({ format: 'uri', description: 'Gantry extension: an LB address' })),
 });
 const ServerlessEndpointList = Type.Object({ endpoints: Type.Array(ServerlessEndpointSchema) });
 
@@ -144,6 +145,8 @@ export function serverlessRoutes(app: TypedApp, { endpoints, templates, config, 
     },
     dataCenters: config.catalog.dataCenters,
     cpuFlavors: config.catalog.cpuFlavors,
+    // the live config: the proxy's port and listening are known once it listens
+    loadBalancer: config.proxy,
   };
   const render = async (e: Endpoint): Promise<ServerlessEndpointView> =>
     toServerlessView(e, await endpoints.templateOf(e), ctx);

@@ -1,0 +1,336 @@
+/**
+ * Load-balancing endpoints on the proxy listener (docs/load-balancing.md): a request to
+ * `/lb/{endpointId}/…` or `{endpointId}.{proxy.loadBalancer.domain}` needs an API key of the
+ * endpoint's account (`Authorization: Bearer`, never passed on), then goes, once, to the ready
+ * worker of the endpoint holding the fewest requests (lb-pool.ts); with none ready it waits for
+ * one, bounded (`workerWaitMs`, then 503 with Retry-After). Every answer from a worker carries
+ * `X-Runpod-Worker-Id`; a request naming a ready worker in it goes to that one. Bodies stream both
+ * ways; a body past `maxPayloadBytes` is 413, an answer not begun within `processingTimeoutMs` 504.
+ */
+import { request as httpRequest, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { Logger } from 'pino';
+import { ApiError } from '../domain/errors.js';
+import type { Endpoint } from '../domain/endpoint.js';
+import type { Runtime } from '../runtime/runtime.js';
+import { DialTimeout } from '../runtime/dial.js';
+import type { LbLease, LbPool } from '../serverless/lb-pool.js';
+import { requestHeaders, responseHeaders } from './proxy-headers.js';
+import { sendProblem } from './proxy-problem.js';
+import { lbRouteOf, type LbRoute } from './lb-route.js';
+import { Upstreams } from './upstreams.js';
+import { ProxyLimits } from './proxy-limits.js';
+import type { LbSettings, PodProxySettings } from '../transport/proxy-settings.js';
+
+/** The header naming the worker that answered, and the one a request may ask for. */
+const WORKER_HEADER = 'x-runpod-worker-id';
+/** What a 503 for want of a ready worker asks the client to wait, seconds. */
+const RETRY_AFTER_S = '10';
+/** How long an endpoint's lookup is reused (real, monotonic time): its settings change rarely. */
+const ENDPOINT_TTL_MS = 1_000;
+
+/** What the balancer counts, for `/metrics` (src/metrics/lb-meter.ts). */
+export interface LbMeter {
+  request(endpointId: string, status: number, seconds: number): void;
+  inFlight(endpointId: string, by: number): void;
+  waited(endpointId: string, outcome: 'served' | 'timeout' | 'gone', seconds: number): void;
+}
+
+export interface LbProxyDeps {
+  pool: Pick<LbPool, 'acquire' | 'onRemove'>;
+  /** The account of an API key (read or write scope), or null. */
+  accountOf(key: string): Promise<string | null>;
+  endpoints: { get(accountId: string, id: string): Promise<Endpoint> };
+  runtime: Pick<Runtime, 'connect' | 'name'>;
+  settings: Pick<
+    PodProxySettings,
+    'connectTimeoutMs' | 'idleTimeoutMs' | 'maxConnectionsPerPod' | 'maxConnectionsPerAccount'
+  > & { loadBalancer: LbSettings };
+  logger: Pick<Logger, 'warn'>;
+  meter?: LbMeter | null;
+}
+
+export class LbProxy {
+  readonly #d: LbProxyDeps;
+  readonly #upstreams: Upstreams;
+  /** Requests open (waiting or under way) per endpoint and per account, as the pod proxy's per pod. */
+  readonly #limits: ProxyLimits;
+  readonly #unsubscribe: () => void;
+  /** By endpoint id: the endpoint as last looked up; a hit counts only for its own account. */
+  readonly #endpoints = new Map<string, { endpoint: Endpoint; at: number }>();
+
+  constructor(deps: LbProxyDeps) {
+    this.#d = deps;
+    this.#limits = new ProxyLimits(deps.settings);
+    this.#upstreams = new Upstreams((workerId, port) => {
+      const { runtime, settings } = this.#d;
+      if (!runtime.connect) return Promise.reject(new Error(`runtime ${runtime.name} cannot reach a worker's port`));
+      return runtime.connect(workerId, port, { timeoutMs: settings.connectTimeoutMs });
+    });
+    // a stopped worker's kept connections go with it
+    this.#unsubscribe = deps.pool.onRemove((workerId) => this.#upstreams.drop(workerId));
+  }
+
+  /** The request's load-balancing route, or null when it is the pod proxy's. */
+  routeOf(req: IncomingMessage): LbRoute | null {
+    return lbRouteOf(req.headers.host, req.url ?? '/', this.#d.settings.loadBalancer.domain);
+  }
+
+  close(): void {
+    this.#unsubscribe();
+    this.#upstreams.close();
+  }
+
+  /** Answers a request `routeOf` found a route for. */
+  handle(req: IncomingMessage, res: ServerResponse, route: LbRoute): void {
+    void this.#handle(req, res, route).catch((err: unknown) => {
+      this.#d.logger.warn({ err }, 'the load balancer could not answer a request');
+      sendProblem(res, new ApiError('INTERNAL', 'The load balancer failed to forward the request.'));
+    });
+  }
+
+  async #endpoint(req: IncomingMessage, route: LbRoute): Promise<Endpoint | ApiError> {
+    const key = req.headers.authorization?.trim().replace(/^bearer\s+/i, '') ?? '';
+    if (!key)
+      return new ApiError(
+        'UNAUTHORIZED',
+        "A load-balancing endpoint needs an API key of its account: send 'Authorization: Bearer <key>'.",
+      );
+    const accountId = await this.#d.accountOf(key);
+    if (accountId === null)
+      return new ApiError('UNAUTHORIZED', 'This API key is not valid (a worker key opens no endpoint).');
+    const hit = this.#endpoints.get(route.endpointId);
+    let endpoint: Endpoint;
+    if (hit && hit.endpoint.accountId === accountId && performance.now() - hit.at < ENDPOINT_TTL_MS)
+      endpoint = hit.endpoint;
+    else
+      try {
+        // another account's endpoint is not found, as under /v2
+        endpoint = await this.#d.endpoints.get(accountId, route.endpointId);
+        if (this.#endpoints.size >= 10_000) this.#endpoints.clear();
+        this.#endpoints.set(endpoint.id, { endpoint, at: performance.now() });
+      } catch (err) {
+        if (err instanceof ApiError) return err;
+        throw err;
+      }
+    if (endpoint.type !== 'LB')
+      return new ApiError(
+        'NOT_FOUND',
+        `Endpoint "${endpoint.id}" is queue-based: send its jobs to /v2/${endpoint.id}/run or /runsync on the API, not to the load balancer.`,
+      );
+    return endpoint;
+  }
+
+  async #handle(req: IncomingMessage, res: ServerResponse, route: LbRoute): Promise<void> {
+    const started = performance.now();
+    const limits = this.#d.settings.loadBalancer;
+    const endpoint = await this.#endpoint(req, route);
+    const refuse = (problem: ApiError): void => {
+      // the body is not wanted: the connection closes after the answer rather than read it
+      res.shouldKeepAlive = false;
+      sendProblem(res, problem);
+    };
+    if (endpoint instanceof ApiError) return refuse(endpoint);
+    const meter = this.#d.meter ?? null;
+    const counted = (status: number): void => meter?.request(endpoint.id, status, (performance.now() - started) / 1000);
+    if (req.headers.upgrade !== undefined) {
+      counted(422);
+      return refuse(
+        new ApiError('VALIDATION_FAILED', 'WebSockets (Upgrade) are not carried to load-balancing endpoints yet.'),
+      );
+    }
+    const length = Number(req.headers['content-length'] ?? 0);
+    if (length > limits.maxPayloadBytes) {
+      counted(413);
+      return refuse(tooLarge(limits.maxPayloadBytes));
+    }
+    if (endpoint.workersMax <= 0) {
+      counted(503);
+      return refuse(
+        new ApiError(
+          'NO_WORKER_READY',
+          `Endpoint "${endpoint.id}" has workers.max 0: no worker can take the request.`,
+          {
+            headers: { 'retry-after': RETRY_AFTER_S },
+          },
+        ),
+      );
+    }
+    let slot: () => void;
+    try {
+      slot = this.#limits.acquire({ podId: endpoint.id, accountId: endpoint.accountId }, 'endpoint');
+    } catch (err) {
+      counted((err as ApiError).status);
+      return refuse(err as ApiError);
+    }
+    res.once('close', slot);
+    const lease = await this.#lease(req, res, endpoint);
+    if (lease === null) return;
+    if (lease instanceof ApiError) {
+      counted(lease.status);
+      return refuse(lease);
+    }
+    this.#forward(req, res, route, endpoint, lease, counted);
+  }
+
+  /** A ready worker, waiting for one when there is none; null when the client left meanwhile. */
+  async #lease(req: IncomingMessage, res: ServerResponse, endpoint: Endpoint): Promise<LbLease | ApiError | null> {
+    const waitMs = this.#d.settings.loadBalancer.workerWaitMs;
+    const gone = new AbortController();
+    const onClose = (): void => gone.abort();
+    res.once('close', onClose);
+    const { preferred, strict } = affinityOf(req.headers[WORKER_HEADER]);
+    const waitStarted = performance.now();
+    let waited = false;
+    const lease = await this.#d.pool.acquire(endpoint.id, {
+      waitMs,
+      preferred,
+      strict,
+      signal: gone.signal,
+      onWait: () => (waited = true),
+    });
+    res.off('close', onClose);
+    if (lease === 'gone')
+      return new ApiError(
+        'NOT_FOUND',
+        `affinity_worker_gone: worker "${preferred}" (X-Runpod-Worker-Id: strict) is not one of endpoint "${endpoint.id}"'s active workers; send the request without the header (or soft, the worker id alone) to have any worker take it.`,
+      );
+    const seconds = (performance.now() - waitStarted) / 1000;
+    const outcome = lease ? 'served' : gone.signal.aborted ? 'gone' : 'timeout';
+    if (waited) this.#d.meter?.waited(endpoint.id, outcome, seconds);
+    if (lease && gone.signal.aborted) {
+      lease.release();
+      return null;
+    }
+    if (outcome === 'gone') return null;
+    if (lease) return lease;
+    return strict
+      ? new ApiError(
+          'NO_WORKER_READY',
+          `worker_timeout: the pinned worker "${preferred}" was not ready within ${waitMs} ms (proxy.loadBalancer.workerWaitMs).`,
+          { headers: { 'retry-after': RETRY_AFTER_S } },
+        )
+      : new ApiError(
+          'NO_WORKER_READY',
+          `No worker of endpoint "${endpoint.id}" was ready within ${waitMs} ms (proxy.loadBalancer.workerWaitMs); one may still be starting: retry, or keep workers up with workers.min.`,
+          { headers: { 'retry-after': RETRY_AFTER_S } },
+        );
+  }
+
+  #forward(
+    req: IncomingMessage,
+    res: ServerResponse,
+    route: LbRoute,
+    endpoint: Endpoint,
+    lease: LbLease,
+    counted: (status: number) => void,
+  ): void {
+    const { settings, meter } = this.#d;
+    const limits = settings.loadBalancer;
+    meter?.inFlight(endpoint.id, 1);
+    let status = 0;
+    let bytesIn = 0;
+    const upstream = httpRequest({
+      agent: this.#upstreams.agent(lease.workerId, lease.port),
+      method: req.method,
+      path: route.path,
+      headers: requestHeaders(req, {
+        proto: (req.socket as { encrypted?: boolean }).encrypted ? 'https' : 'http',
+        clientAddress: req.socket.remoteAddress ?? '',
+        prefix: route.prefix,
+        upgrade: false,
+        // the key the balancer checked never reaches the worker
+        dropAuthorization: true,
+      }),
+      setHost: false,
+    });
+    const answerTimer = setTimeout(
+      () =>
+        upstream.destroy(
+          new DialTimeout(
+            `it did not begin its answer within ${limits.processingTimeoutMs} ms (proxy.loadBalancer.processingTimeoutMs)`,
+          ),
+        ),
+      limits.processingTimeoutMs,
+    );
+    if (settings.idleTimeoutMs > 0)
+      upstream.setTimeout(settings.idleTimeoutMs, () =>
+        upstream.destroy(new DialTimeout(`nothing moved for ${settings.idleTimeoutMs} ms (proxy.idleTimeoutMs)`)),
+      );
+    res.once('close', () => {
+      clearTimeout(answerTimer);
+      lease.release();
+      meter?.inFlight(endpoint.id, -1);
+      counted(status);
+      if (!res.writableFinished) upstream.destroy();
+    });
+    req.on('data', (chunk: Buffer) => {
+      bytesIn += chunk.length;
+      if (bytesIn <= limits.maxPayloadBytes || status !== 0) return;
+      // a body sent without its length that grows past the cap: the worker's request is cut
+      req.unpipe(upstream);
+      upstream.destroy();
+      status = 413;
+      res.shouldKeepAlive = false;
+      sendProblem(res, tooLarge(limits.maxPayloadBytes));
+    });
+    req.pipe(upstream);
+    upstream.on('response', (answer: IncomingMessage) => {
+      clearTimeout(answerTimer);
+      const code = answer.statusCode ?? 0;
+      try {
+        if (code < 200 || code > 599) throw new Error(`it answered status ${code}`);
+        res.writeHead(code, answer.statusMessage, {
+          ...responseHeaders(answer, route.prefix),
+          'X-Runpod-Worker-Id': lease.workerId,
+        });
+      } catch (err) {
+        status = 502;
+        upstream.destroy();
+        return sendProblem(
+          res,
+          new ApiError(
+            'UPSTREAM_UNAVAILABLE',
+            `Worker "${lease.workerId}" sent an answer that cannot be passed on (${(err as Error).message}).`,
+          ),
+          lease.workerId,
+        );
+      }
+      status = code;
+      if (answer.headers['content-type']?.startsWith('text/event-stream')) res.flushHeaders();
+      answer.pipe(res);
+      answer.on('error', () => res.destroy());
+      answer.on('aborted', () => res.destroy());
+    });
+    upstream.on('error', (err) => {
+      if (status === 413) return;
+      if (res.headersSent) return void res.destroy();
+      const timeout = err instanceof DialTimeout;
+      status = timeout ? 504 : 502;
+      // never sent again to another worker: the request may have reached this one
+      sendProblem(
+        res,
+        new ApiError(
+          timeout ? 'UPSTREAM_TIMEOUT' : 'UPSTREAM_UNAVAILABLE',
+          `Worker "${lease.workerId}" of endpoint "${endpoint.id}": ${err.message}. The request was not retried.`,
+        ),
+        lease.workerId,
+      );
+    });
+  }
+}
+
+/**
+ * `X-Runpod-Worker-Id` as a request sends it: `<id>` (soft: preferred when ready), `strict <id>` or
+ * `strict-resume <id>` (that worker or nothing; a stopped worker cannot be resumed here, so both
+ * are strict). Anything else is no preference.
+ */
+function affinityOf(value: string | string[] | undefined): { preferred: string | null; strict: boolean } {
+  const m = typeof value === 'string' ? /^\s*(?:(strict|strict-resume)\s+)?([a-z0-9]{1,64})\s*$/i.exec(value) : null;
+  return m ? { preferred: m[2]!.toLowerCase(), strict: m[1] !== undefined } : { preferred: null, strict: false };
+}
+
+const tooLarge = (max: number): ApiError =>
+  new ApiError(
+    'PAYLOAD_TOO_LARGE',
+    `A request to a load-balancing endpoint may carry at most ${max} bytes (proxy.loadBalancer.maxPayloadBytes).`,
+  );

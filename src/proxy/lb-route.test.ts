@@ -1,0 +1,36 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { lbRouteOf } from './lb-route.js';
+
+test('a path under /lb/{endpointId} names the endpoint and loses its prefix; its bare form is the root', () => {
+  assert.deepEqual(lbRouteOf('gantry:8081', '/lb/abc123/v1/chat?x=1', null), {
+    endpointId: 'abc123',
+    path: '/v1/chat?x=1',
+    prefix: '/lb/abc123',
+  });
+  assert.deepEqual(lbRouteOf('gantry:8081', '/lb/abc123', null), {
+    endpointId: 'abc123',
+    path: '/',
+    prefix: '/lb/abc123',
+  });
+  assert.deepEqual(lbRouteOf('gantry:8081', '/lb/abc123?q=1', null), {
+    endpointId: 'abc123',
+    path: '/?q=1',
+    prefix: '/lb/abc123',
+  });
+});
+
+test('with a wildcard domain the Host names the endpoint and the whole path goes on', () => {
+  assert.deepEqual(lbRouteOf('abc123.lb.example.com:8081', '/ping', 'lb.example.com'), {
+    endpointId: 'abc123',
+    path: '/ping',
+    prefix: '',
+  });
+  // a pod proxy name (with dashes) under the domain is not an endpoint id
+  assert.equal(lbRouteOf('pod-8888-token.lb.example.com', '/', 'lb.example.com'), null);
+});
+
+test('what is not an endpoint id is left to the pod proxy', () => {
+  for (const url of ['/', '/lb/', '/lb//x', '/lb/a-b/x', '/lb/%2e%2e/x', '/abc-8888-token/', '/lbx/abc/'])
+    assert.equal(lbRouteOf('gantry', url, null), null, url);
+});

@@ -1,0 +1,270 @@
+/**
+ * The workers of load-balancing endpoints as the balancer sees them (docs/load-balancing.md): each
+ * one's health, from its health path (`PORT_HEALTH`, `HEALTH_CHECK_PATH`, asked every
+ * `healthIntervalMs`: 200 ready, 204 initializing, anything else unhealthy), and the requests it
+ * holds. A request takes the ready worker of its endpoint holding the fewest (the one its
+ * `X-Runpod-Worker-Id` names first, when that one is ready); with none ready it waits, bounded, for
+ * one to become ready, and asks the autoscaler for a pass at once (a cold start). What the
+ * autoscaler's REQUEST_COUNT rule reads — requests waiting, requests held, each worker's readiness
+ * and last activity — comes from here (`LbTraffic`).
+ */
+import type { Logger } from 'pino';
+
+type LbHealth = 'initializing' | 'ready' | 'unhealthy';
+
+/** A launched worker of a load-balancing endpoint: where its application and its health path are. */
+export interface LbWorkerInfo {
+  workerId: string;
+  endpointId: string;
+  accountId: string;
+  /** `PORT`: where requests go (inside the instance) */
+  port: number;
+  /** `PORT_HEALTH` */
+  healthPort: number;
+  /** `HEALTH_CHECK_PATH`, with its leading slash */
+  healthPath: string;
+}
+
+/** What the autoscaler reads of an endpoint's traffic. */
+export interface LbTraffic {
+  /** Requests waiting for a ready worker. */
+  waiting(endpointId: string): number;
+  /** Requests a worker holds now. */
+  inFlight(endpointId: string): number;
+  /** A worker's readiness, requests held and last activity; null when it is not a balanced worker. */
+  workerState(workerId: string): { ready: boolean; outstanding: number; lastActiveAt: number } | null;
+}
+
+/** A worker taken for one request; `release` once its answer ended (idempotent). */
+export interface LbLease {
+  workerId: string;
+  port: number;
+  release(): void;
+}
+
+interface Entry extends LbWorkerInfo {
+  health: LbHealth;
+  everReady: boolean;
+  outstanding: number;
+  lastActiveAt: number;
+  /** a pick counter, so that ties go round */
+  lastPicked: number;
+  probing: boolean;
+}
+
+interface Waiter {
+  endpointId: string;
+  preferred: string | null;
+  /** only `preferred` will do (strict affinity) */
+  strict: boolean;
+  done(lease: LbLease | null | 'gone'): void;
+}
+
+export interface LbPoolDeps {
+  /** The status the worker's health path answered, or an Error when it did not answer. */
+  probe(worker: LbWorkerInfo): Promise<number | Error>;
+  now(): number;
+  /** A `system` line of the worker's log. */
+  log(workerId: string, line: string): void;
+  /** A request waits with no ready worker: a pass of the autoscaler is wanted now. */
+  wanted(endpointId: string): void;
+  logger: Pick<Logger, 'info' | 'warn'>;
+  healthIntervalMs: number;
+}
+
+export class LbPool implements LbTraffic {
+  readonly #d: LbPoolDeps;
+  readonly #workers = new Map<string, Entry>();
+  readonly #waiters = new Set<Waiter>();
+  readonly #inFlight = new Map<string, number>();
+  readonly #removed = new Set<(workerId: string) => void>();
+  #picks = 0;
+  #timer: NodeJS.Timeout | null = null;
+
+  constructor(deps: LbPoolDeps) {
+    this.#d = deps;
+  }
+
+  /** Starts the health checks. */
+  start(): void {
+    if (this.#timer) return;
+    this.#timer = setInterval(() => this.checkAll(), this.#d.healthIntervalMs);
+    this.#timer.unref();
+  }
+
+  /** Stops the health checks and answers every waiting request (null: no worker). */
+  close(): void {
+    if (this.#timer) clearInterval(this.#timer);
+    this.#timer = null;
+    for (const w of [...this.#waiters]) w.done(null);
+  }
+
+  /** A worker was launched (or adopted): it is checked from now on, and takes requests once ready. */
+  add(info: LbWorkerInfo): void {
+    const now = this.#d.now();
+    this.#workers.set(info.workerId, {
+      ...info,
+      health: 'initializing',
+      everReady: false,
+      outstanding: 0,
+      lastActiveAt: now,
+      lastPicked: 0,
+      probing: false,
+    });
+    void this.#check(this.#workers.get(info.workerId)!);
+  }
+
+  /** A worker stops: it takes no more requests (those under way end with its instance). */
+  remove(workerId: string): void {
+    if (!this.#workers.delete(workerId)) return;
+    for (const w of [...this.#waiters]) if (w.strict && w.preferred === workerId) w.done('gone');
+    for (const listener of this.#removed) listener(workerId);
+  }
+
+  /** Calls `listener` with each worker removed from now on; answers the unsubscription. */
+  onRemove(listener: (workerId: string) => void): () => void {
+    this.#removed.add(listener);
+    return () => this.#removed.delete(listener);
+  }
+
+  has(workerId: string): boolean {
+    return this.#workers.has(workerId);
+  }
+
+  waiting(endpointId: string): number {
+    let n = 0;
+    for (const w of this.#waiters) if (w.endpointId === endpointId) n++;
+    return n;
+  }
+
+  inFlight(endpointId: string): number {
+    return this.#inFlight.get(endpointId) ?? 0;
+  }
+
+  workerState(workerId: string): { ready: boolean; outstanding: number; lastActiveAt: number } | null {
+    const e = this.#workers.get(workerId);
+    return e ? { ready: e.health === 'ready', outstanding: e.outstanding, lastActiveAt: e.lastActiveAt } : null;
+  }
+
+  /** Whether any worker of the endpoint is ready now. */
+  anyReady(endpointId: string): boolean {
+    for (const e of this.#workers.values()) if (e.endpointId === endpointId && e.health === 'ready') return true;
+    return false;
+  }
+
+  /**
+   * A ready worker of the endpoint for one request: `preferred` when it is one and ready, else the
+   * one holding the fewest requests. With none ready, waits up to `waitMs` for one (null: none
+   * became ready in time, or `signal` ended the wait). `strict`: `preferred` or nothing — waits
+   * for it while it is not ready, and answers 'gone' when it is not (or no longer) one of the
+   * endpoint's workers.
+   */
+  acquire(
+    endpointId: string,
+    options: { waitMs: number; preferred?: string | null; strict?: boolean; signal?: AbortSignal; onWait?: () => void },
+  ): Promise<LbLease | null | 'gone'> {
+    const preferred = options.preferred ?? null;
+    const strict = options.strict === true && preferred !== null;
+    if (strict && this.#workers.get(preferred)?.endpointId !== endpointId) return Promise.resolve('gone');
+    const now = this.#take(endpointId, preferred, strict);
+    if (now) return Promise.resolve(now);
+    if (options.signal?.aborted) return Promise.resolve(null);
+    options.onWait?.();
+    return new Promise((resolve) => {
+      const waiter: Waiter = {
+        endpointId,
+        preferred,
+        strict,
+        done: (lease) => {
+          clearTimeout(timer);
+          options.signal?.removeEventListener('abort', abort);
+          this.#waiters.delete(waiter);
+          resolve(lease);
+        },
+      };
+      const timer = setTimeout(() => waiter.done(null), options.waitMs);
+      const abort = (): void => waiter.done(null);
+      options.signal?.addEventListener('abort', abort, { once: true });
+      this.#waiters.add(waiter);
+      // a pinned worker is on its way or not: another worker would not serve this request
+      if (!strict) this.#d.wanted(endpointId);
+    });
+  }
+
+  /** One round of health checks over every worker (the interval's; tests may call it). */
+  checkAll(): void {
+    for (const e of this.#workers.values()) void this.#check(e);
+  }
+
+  #take(endpointId: string, preferred: string | null, strict = false): LbLease | null {
+    let best: Entry | null = null;
+    const wanted = preferred === null ? undefined : this.#workers.get(preferred);
+    if (wanted && wanted.endpointId === endpointId && wanted.health === 'ready') best = wanted;
+    else if (strict) return null;
+    else
+      for (const e of this.#workers.values()) {
+        if (e.endpointId !== endpointId || e.health !== 'ready') continue;
+        if (
+          !best ||
+          e.outstanding < best.outstanding ||
+          (e.outstanding === best.outstanding && e.lastPicked < best.lastPicked)
+        )
+          best = e;
+      }
+    if (!best) return null;
+    const entry = best;
+    entry.outstanding++;
+    entry.lastPicked = ++this.#picks;
+    this.#inFlight.set(endpointId, this.inFlight(endpointId) + 1);
+    let released = false;
+    return {
+      workerId: entry.workerId,
+      port: entry.port,
+      release: () => {
+        if (released) return;
+        released = true;
+        entry.outstanding--;
+        entry.lastActiveAt = Math.max(entry.lastActiveAt, this.#d.now());
+        const left = this.inFlight(endpointId) - 1;
+        if (left > 0) this.#inFlight.set(endpointId, left);
+        else this.#inFlight.delete(endpointId);
+      },
+    };
+  }
+
+  async #check(e: Entry): Promise<void> {
+    if (e.probing) return;
+    e.probing = true;
+    let answer: number | Error;
+    try {
+      answer = await this.#d.probe(e);
+    } catch (err) {
+      answer = err instanceof Error ? err : new Error(String(err));
+    } finally {
+      e.probing = false;
+    }
+    if (this.#workers.get(e.workerId) !== e) return;
+    // Before it was first ready, a worker that does not answer yet is still starting.
+    const next: LbHealth =
+      answer === 200
+        ? 'ready'
+        : answer === 204 || (answer instanceof Error && !e.everReady)
+          ? 'initializing'
+          : 'unhealthy';
+    if (next === e.health) return;
+    const what = answer instanceof Error ? answer.message : `answered ${answer}`;
+    const line = `health: ${next} (GET ${e.healthPath} on port ${e.healthPort} ${what})`;
+    this.#d.log(e.workerId, line);
+    this.#d.logger.info({ workerId: e.workerId, endpointId: e.endpointId, from: e.health, to: next }, line);
+    e.health = next;
+    if (next !== 'ready') return;
+    if (!e.everReady) e.lastActiveAt = Math.max(e.lastActiveAt, this.#d.now());
+    e.everReady = true;
+    // Requests that waited go now, each to the least busy ready worker.
+    for (const w of [...this.#waiters]) {
+      if (w.endpointId !== e.endpointId) continue;
+      const lease = this.#take(w.endpointId, w.preferred, w.strict);
+      if (lease) w.done(lease);
+    }
+  }
+}
