@@ -5,7 +5,9 @@
  * listener, which reaches the container only through the agent's tunnel (the agent dials it; the
  * control plane never does). Requests, an event stream, a WebSocket, 100 MB each way; an agent
  * killed mid-request ends what was under way with 502, and the next request once it is back
- * works; a pod stopped mid-answer ends the answer.
+ * works; a pod stopped mid-answer ends the answer. A load-balancing endpoint (docs/load-balancing.md)
+ * on the same host: its first request starts a worker from zero, waits for its health, and reaches
+ * the worker's PORT through the tunnel too.
  */
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -60,6 +62,7 @@ describe("the pod HTTP proxy through a fleet agent's tunnel", { skip: unavailabl
   let agentArgs: string[] = [];
   let pod: Pod;
   let base = '';
+  let lbImage = '';
 
   const api = async <T>(method: string, path: string, body?: unknown): Promise<{ status: number; body: T }> => {
     const res = await fetch(`${server!.url}${path}`, {
@@ -90,6 +93,12 @@ describe("the pod HTTP proxy through a fleet agent's tunnel", { skip: unavailabl
       files: [{ from: join(import.meta.dirname, 'fixtures', 'proxy-upstream.mjs'), to: '/app/proxy-upstream.mjs' }],
       changes: ['ENTRYPOINT ["/usr/local/bin/node", "/app/proxy-upstream.mjs"]'],
     });
+    lbImage = await buildImage(daemon.client, {
+      name: 'lb-worker',
+      node: true,
+      files: [{ from: join(import.meta.dirname, 'fixtures', 'lb-worker.mjs'), to: '/app/lb-worker.mjs' }],
+      changes: ['ENTRYPOINT ["/usr/local/bin/node", "/app/lb-worker.mjs"]'],
+    });
     const configPath = join(dir, 'config.json');
     writeFileSync(
       configPath,
@@ -97,7 +106,8 @@ describe("the pod HTTP proxy through a fleet agent's tunnel", { skip: unavailabl
         fleet: { heartbeatMs: 500, heartbeatTimeoutMs: 4_000, pollWaitMs: 5_000 },
         pods: { stopGraceMs: 1_000 },
         runtime: { kind: 'fleet' },
-        proxy: { port: 0, connectTimeoutMs: 5_000 },
+        proxy: { port: 0, connectTimeoutMs: 5_000, loadBalancer: { healthIntervalMs: 200 } },
+        serverless: { autoscaler: { intervalMs: 200 } },
         metrics: { token: METRICS_TOKEN, refreshMs: 0 },
       }),
     );
@@ -105,7 +115,10 @@ describe("the pod HTTP proxy through a fleet agent's tunnel", { skip: unavailabl
       GANTRY_BOOTSTRAP_KEY: KEY,
     });
     const smi = standInNvidiaSmi({
-      csv: `0, GPU-f1ee7000-0000-4000-8000-000000000000, NVIDIA GeForce RTX 4090, 24564`,
+      // one GPU for the pod, one for the load-balancing endpoint's worker
+      csv: [0, 1]
+        .map((i) => `${i}, GPU-f1ee7000-0000-4000-8000-00000000000${i}, NVIDIA GeForce RTX 4090, 24564`)
+        .join('\n'),
       banner: BANNER_12_4,
     });
     const ports = await freePortRange(20);
@@ -222,6 +235,52 @@ describe("the pod HTTP proxy through a fleet agent's tunnel", { skip: unavailabl
     const counted = await answer;
     assert.equal(counted.status, 200, counted.body);
     assert.deepEqual(JSON.parse(counted.body), { bytes: MB100, sha256: sent.digest('hex') });
+  });
+
+  test("a load-balancing endpoint's first request starts a worker on the agent's host and reaches its PORT through the tunnel, without the key", async () => {
+    const template = await api<{ id: string }>('POST', '/v2/templates', {
+      name: 'lb-fleet',
+      image: lbImage,
+      serverless: true,
+      containerDiskInGb: 5,
+    });
+    assert.equal(template.status, 201, JSON.stringify(template.body));
+    const endpoint = await api<{ id: string; loadBalancerUrl?: string }>('POST', '/v2/serverless', {
+      name: 'lb-fleet',
+      templateId: template.body.id,
+      type: 'LOAD_BALANCER',
+      gpu: { pools: ['ADA_24'] },
+      scaling: { type: 'REQUEST_COUNT', requestCount: 4 },
+      workers: { min: 0, max: 1, idleTimeout: 600 },
+    });
+    assert.equal(endpoint.status, 201, JSON.stringify(endpoint.body));
+    assert.ok(endpoint.body.loadBalancerUrl, JSON.stringify(endpoint.body));
+    // no worker yet: this request waits while one starts on the host and its health says ready
+    const res = await fetch(`${endpoint.body.loadBalancerUrl}/echo?x=1`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${KEY}` },
+      body: 'hello',
+    });
+    assert.equal(res.status, 200, `${await res.clone().text()}\n${diagnostics()}`);
+    const seen = (await res.json()) as {
+      workerId: string;
+      url: string;
+      headers: Record<string, string>;
+      bytes: number;
+    };
+    assert.equal(res.headers.get('x-runpod-worker-id'), seen.workerId);
+    assert.equal(seen.url, '/echo?x=1');
+    assert.equal(seen.bytes, 5);
+    assert.equal(seen.headers.authorization, undefined);
+    // the worker's health answered 204 before it answered 200, and it ran on the agent's engine
+    const pings = (await (
+      await fetch(`${endpoint.body.loadBalancerUrl}/pings`, { headers: { authorization: `Bearer ${KEY}` } })
+    ).json()) as { pings: number };
+    assert.ok(pings.pings >= 3, JSON.stringify(pings));
+    const containers = await daemon!.client.listContainers({
+      filters: { label: [`gantry.instance=${seen.workerId}`] },
+    });
+    assert.equal(containers.length, 1, 'the worker is a container of the agent host');
   });
 
   test('an agent killed mid-request ends it with 502 and an open WebSocket with it; once the agent is back the next request works', async () => {
