@@ -545,7 +545,10 @@ describe('Autoscaler after a restart', () => {
   });
 
   /** An endpoint of a new account, and its launched workers (the first server's). */
-  async function launched(workers: number): Promise<{ accountId: string; ep: Endpoint; ids: string[] }> {
+  async function launched(
+    workers: number,
+    type: 'QB' | 'LB' = 'QB',
+  ): Promise<{ accountId: string; ep: Endpoint; ids: string[] }> {
     const { accountId } = await t.newAccount();
     const template = await t.services.templates.create(accountId, {
       name: 'worker',
@@ -558,6 +561,7 @@ describe('Autoscaler after a restart', () => {
       gpuIds: 'ADA_24',
       workersMin: workers,
       workersMax: workers,
+      ...(type === 'LB' ? { type, scalerType: 'REQUEST_COUNT' as const, scalerValue: 4 } : {}),
     });
     await t.services.autoscaler.tick(clock.now());
     const ids = t.services.autoscaler.workerIds(ep.id);
@@ -615,6 +619,21 @@ describe('Autoscaler after a restart', () => {
       await next.autoscaler.stop();
     }
     assert.deepEqual(next.runtime.removed, [id], 'a stopped worker is removed');
+  });
+
+  test('a load-balancing worker adopted after a restart holds its host ports again, so no later launch is given them', async () => {
+    const { accountId, ep, ids } = await launched(1, 'LB');
+    const id = ids[0]!;
+    const allocation = t.services.inventory.allocationOf(id);
+    assert.ok(allocation && allocation.publicPorts.length > 0, 'a load-balancing worker publishes its PORT');
+    const next = restarted([{ id, owner: { kind: 'worker', accountId, endpointId: ep.id }, status: running(id) }]);
+    try {
+      const { adopted } = await next.autoscaler.adopt(await next.runtime.attach());
+      assert.deepEqual(adopted, [id]);
+      assert.deepEqual(next.inventory.allocationOf(id)?.publicPorts, allocation.publicPorts);
+    } finally {
+      await next.autoscaler.stop();
+    }
   });
 
   test('a worker whose key was revoked, whose container is stopped, or whose row predates allocations is removed, its row dead and its job requeued', async () => {

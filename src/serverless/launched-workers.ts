@@ -250,7 +250,11 @@ export class LaunchedWorkers {
     if (!live || !isLiveInstance(live)) return { ok: false, reason: 'its instance no longer runs' };
     const keyId = await this.#deps.accounts.liveWorkerKeyId(row.endpointId, row.id);
     if (keyId === null) return { ok: false, reason: 'its key was revoked' };
-    const reserved = this.#deps.instances.reserve(row.id, { hostId: row.hostId, ...row.allocation, publicPorts: [] });
+    const reserved = this.#deps.instances.reserve(row.id, {
+      hostId: row.hostId,
+      ...row.allocation,
+      publicPorts: row.allocation.publicPorts ?? [],
+    });
     if (!reserved.ok) return { ok: false, reason: `its allocation could not be reserved again: ${reserved.reason}` };
     this.#keys.adopt(row.id, keyId);
     // startedAt is its launch: the crash window and the start timeout count from there.

@@ -97,6 +97,7 @@ export function launchedWorkerRecord(input: {
       gpuTypeId: placement.gpuTypeId,
       dataCenterId: placement.dataCenterId,
       image: input.template.imageName,
+      publicPorts: placement.publicPorts,
     },
     usage: {
       accountId: input.endpoint.accountId,

@@ -13,6 +13,8 @@ export interface WorkerAllocation {
   gpuTypeId?: string | null;
   dataCenterId?: string;
   image?: string;
+  /** Its host ports (a load-balancing worker's PORT and PORT_HEALTH), reserved again on adoption (absent in earlier rows). */
+  publicPorts?: number[];
 }
 
 /** Whose a launched worker's usage is and what it costs an hour (catalog prices at launch). */
@@ -185,7 +187,11 @@ function parseAllocation(text: string | null): WorkerAllocation | null {
       !count(a.diskGb)
     )
       return null;
-    return { gpuIndices: a.gpuIndices, vcpus: a.vcpus, memoryGb: a.memoryGb, diskGb: a.diskGb };
+    const ports =
+      Array.isArray(a.publicPorts) && a.publicPorts.every((p) => Number.isInteger(p) && p > 0 && p < 65_536)
+        ? { publicPorts: a.publicPorts }
+        : {};
+    return { gpuIndices: a.gpuIndices, vcpus: a.vcpus, memoryGb: a.memoryGb, diskGb: a.diskGb, ...ports };
   } catch {
     return null;
   }
