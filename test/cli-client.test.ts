@@ -233,4 +233,29 @@ describe('templates, volumes, endpoints and jobs', () => {
     ok(await cli(['endpoints', 'delete', idle]), 'endpoints delete');
     assert.equal((await cli(['endpoints', 'get', idle])).status, 3);
   });
+
+  test("a load-balancing endpoint's get names the address its requests go to, not the queue's run URLs", async () => {
+    const e = await cli([
+      'endpoints',
+      'create',
+      '--name',
+      'balanced',
+      '--template',
+      templateId,
+      '--gpu-pool',
+      'ADA_24',
+      '--type',
+      'LOAD_BALANCER',
+      '--workers-max',
+      '0',
+      '--json',
+    ]);
+    ok(e, 'endpoints create --type LOAD_BALANCER');
+    const id = json(e).id as string;
+    const shown = await cli(['endpoints', 'get', id]);
+    ok(shown, 'endpoints get');
+    assert.match(shown.stdout, new RegExp(`requests: +http://\\S+/lb/${id}/\\{any path\\}`));
+    assert.doesNotMatch(shown.stdout, /runsync:/);
+    ok(await cli(['endpoints', 'delete', id]), 'endpoints delete');
+  });
 });

@@ -19,6 +19,8 @@ interface Endpoint {
   networkVolumes: string[];
   timeout: number;
   requestUrls: { run: string; runSync: string };
+  /** a load-balancing endpoint's address on the proxy listener */
+  loadBalancerUrl?: string;
   createdAt: string;
 }
 
@@ -49,7 +51,7 @@ const get: Command = {
   name: 'get',
   args: 'ID',
   arity: [1, 1],
-  summary: 'one endpoint: image, GPUs, workers, scaling, request URLs',
+  summary: 'one endpoint: image, GPUs, workers, scaling, where its requests go',
   async run(ctx) {
     const e = await ctx.api().get<Endpoint>(path(ctx.args[0]!));
     ctx.out.show(e, () =>
@@ -67,8 +69,9 @@ const get: Command = {
         ['data centers', e.dataCenterIds.join(', ') || 'any'],
         ['volume', e.networkVolumes.join(', ') || '-'],
         ['job timeout', `${e.timeout} ms`],
-        ['run', e.requestUrls.run],
-        ['runsync', e.requestUrls.runSync],
+        ...(e.loadBalancerUrl
+          ? [['requests', `${e.loadBalancerUrl}/{any path} (Authorization: Bearer <API key>)`] as [string, string]]
+          : [['run', e.requestUrls.run] as [string, string], ['runsync', e.requestUrls.runSync] as [string, string]]),
         ['created', e.createdAt],
       ]),
     );
