@@ -11,6 +11,7 @@ import { FakeClock } from '../src/domain/clock.js';
 import { eventually } from './support/eventually.js';
 import { startProxyFixture, type ProxyFixture } from './support/proxy-fixture.js';
 import type { SshTenant } from './support/ssh-fixture.js';
+import { openWebSocket } from './support/websocket-client.js';
 
 const LB_WORKER = 'test/lb-worker';
 const MAX_PAYLOAD = 1024 * 1024;
@@ -226,6 +227,27 @@ describe('load-balancing endpoints (process runtime, real workers)', () => {
     const exact = await fetch(lbUrl(endpoint.id), { method: 'POST', headers: auth, body: big.subarray(1) });
     assert.equal(exact.status, 200, 'a body of exactly the cap goes through');
     assert.equal(((await exact.json()) as { bytes: number }).bytes, MAX_PAYLOAD);
+  });
+
+  test("a WebSocket waits for a ready worker, reaches it without the key, and is one of its requests until it closes; another account's key opens none", async () => {
+    const endpoint = await endpointOf(owner);
+    await assert.rejects(
+      openWebSocket(lbUrl(endpoint.id, '/ws'), { authorization: `Bearer ${other.key}` }),
+      /not upgraded: 404/,
+    );
+    const ws = await openWebSocket(lbUrl(endpoint.id, '/ws'), { authorization: `Bearer ${owner.key}` });
+    assert.equal(ws.headers['x-seen-authorization'], 'none', 'the key never reaches the worker');
+    ws.send('hello');
+    const [workerId, said] = (await ws.next()).split(': ');
+    assert.equal(said, 'hello');
+    assert.deepEqual(services().autoscaler.workerIds(endpoint.id), [workerId]);
+    assert.equal(services().lb.workerState(workerId!)?.outstanding, 1, 'the open WebSocket is held by its worker');
+    ws.close();
+    await ws.closed;
+    await eventually(
+      'the closed WebSocket to leave its worker',
+      async () => services().lb.workerState(workerId!)?.outstanding === 0,
+    );
   });
 
   test("another account's key, a worker's key and no key are refused as problems and never reach a worker", async () => {

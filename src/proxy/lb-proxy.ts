@@ -8,23 +8,23 @@
  * ways; a body past `maxPayloadBytes` is 413, an answer not begun within `processingTimeoutMs` 504.
  */
 import { request as httpRequest, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
 import { ApiError } from '../domain/errors.js';
 import type { Endpoint } from '../domain/endpoint.js';
 import type { Runtime } from '../runtime/runtime.js';
 import { DialTimeout } from '../runtime/dial.js';
 import type { LbLease, LbPool } from '../serverless/lb-pool.js';
-import { requestHeaders, responseHeaders } from './proxy-headers.js';
+import { requestHeaders, responseHeaders, upgradeHead } from './proxy-headers.js';
 import { sendProblem } from './proxy-problem.js';
-import { lbRouteOf, type LbRoute } from './lb-route.js';
+import { rawProblemResponse } from '../http/client-errors.js';
+import { affinityOf, lbRouteOf, noWorker, RETRY_AFTER_S, tooLarge, type LbRoute } from './lb-route.js';
 import { Upstreams } from './upstreams.js';
 import { ProxyLimits } from './proxy-limits.js';
 import type { LbSettings, PodProxySettings } from '../transport/proxy-settings.js';
 
 /** The header naming the worker that answered, and the one a request may ask for. */
 const WORKER_HEADER = 'x-runpod-worker-id';
-/** What a 503 for want of a ready worker asks the client to wait, seconds. */
-const RETRY_AFTER_S = '10';
 /** How long an endpoint's lookup is reused (real, monotonic time): its settings change rarely. */
 const ENDPOINT_TTL_MS = 1_000;
 
@@ -132,12 +132,6 @@ export class LbProxy {
     if (endpoint instanceof ApiError) return refuse(endpoint);
     const meter = this.#d.meter ?? null;
     const counted = (status: number): void => meter?.request(endpoint.id, status, (performance.now() - started) / 1000);
-    if (req.headers.upgrade !== undefined) {
-      counted(422);
-      return refuse(
-        new ApiError('VALIDATION_FAILED', 'WebSockets (Upgrade) are not carried to load-balancing endpoints yet.'),
-      );
-    }
     const length = Number(req.headers['content-length'] ?? 0);
     if (length > limits.maxPayloadBytes) {
       counted(413);
@@ -145,15 +139,7 @@ export class LbProxy {
     }
     if (endpoint.workersMax <= 0) {
       counted(503);
-      return refuse(
-        new ApiError(
-          'NO_WORKER_READY',
-          `Endpoint "${endpoint.id}" has workers.max 0: no worker can take the request.`,
-          {
-            headers: { 'retry-after': RETRY_AFTER_S },
-          },
-        ),
-      );
+      return refuse(noWorker(endpoint));
     }
     let slot: () => void;
     try {
@@ -172,12 +158,101 @@ export class LbProxy {
     this.#forward(req, res, route, endpoint, lease, counted);
   }
 
+  /**
+   * Joins a WebSocket (an upgrade `routeOf` found a route for) to a ready worker's PORT, byte for
+   * byte, held as one of that worker's requests until either side ends. The key is checked and
+   * taken off as for a request; the worker's 101 goes to the client as it sent it.
+   */
+  handleUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer, route: LbRoute): void {
+    socket.on('error', () => socket.destroy());
+    void this.#upgrade(req, socket, head, route).catch((err: unknown) => {
+      this.#d.logger.warn({ err }, 'the load balancer could not join an upgrade');
+      socket.destroy();
+    });
+  }
+
+  async #upgrade(req: IncomingMessage, socket: Duplex, head: Buffer, route: LbRoute): Promise<void> {
+    const started = performance.now();
+    const endpoint = await this.#endpoint(req, route);
+    if (endpoint instanceof ApiError) return void socket.end(rawProblemResponse(endpoint));
+    const meter = this.#d.meter ?? null;
+    const counted = (status: number): void => meter?.request(endpoint.id, status, (performance.now() - started) / 1000);
+    const refuse = (problem: ApiError): void => {
+      counted(problem.status);
+      socket.end(rawProblemResponse(problem));
+    };
+    if (endpoint.workersMax <= 0) return refuse(noWorker(endpoint));
+    let slot: () => void;
+    try {
+      slot = this.#limits.acquire({ podId: endpoint.id, accountId: endpoint.accountId }, 'endpoint');
+    } catch (err) {
+      return refuse(err as ApiError);
+    }
+    const lease = await this.#lease(req, socket, endpoint);
+    if (lease === null || lease instanceof ApiError) {
+      slot();
+      return lease ? refuse(lease) : void socket.destroy();
+    }
+    const { runtime, settings } = this.#d;
+    let upstream: Duplex;
+    try {
+      if (!runtime.connect) throw new Error(`runtime ${runtime.name} cannot reach a worker's port`);
+      upstream = await runtime.connect(lease.workerId, lease.port, { timeoutMs: settings.connectTimeoutMs });
+    } catch (err) {
+      lease.release();
+      slot();
+      const timeout = err instanceof DialTimeout;
+      return refuse(
+        new ApiError(
+          timeout ? 'UPSTREAM_TIMEOUT' : 'UPSTREAM_UNAVAILABLE',
+          `Worker "${lease.workerId}" of endpoint "${endpoint.id}": ${(err as Error).message}.`,
+        ),
+      );
+    }
+    meter?.inFlight(endpoint.id, 1);
+    let ended = false;
+    const end = (): void => {
+      if (ended) return;
+      ended = true;
+      socket.destroy();
+      upstream.destroy();
+      lease.release();
+      slot();
+      meter?.inFlight(endpoint.id, -1);
+      counted(101);
+    };
+    // an upgraded connection is not half-closed: when either side ends, both do
+    for (const side of [socket, upstream]) {
+      side.on('error', end);
+      side.on('end', end);
+      side.on('close', end);
+    }
+    if (socket.destroyed) return end();
+    const headers = requestHeaders(req, {
+      proto: (req.socket as { encrypted?: boolean }).encrypted ? 'https' : 'http',
+      clientAddress: req.socket.remoteAddress ?? '',
+      prefix: route.prefix,
+      upgrade: true,
+      dropAuthorization: true,
+    });
+    upstream.write(upgradeHead(req.method, route.path, headers));
+    if (head.length > 0) upstream.write(head);
+    if (settings.idleTimeoutMs > 0)
+      (socket as Duplex & { setTimeout?(ms: number, cb: () => void): void }).setTimeout?.(settings.idleTimeoutMs, end);
+    upstream.pipe(socket);
+    socket.pipe(upstream);
+  }
+
   /** A ready worker, waiting for one when there is none; null when the client left meanwhile. */
-  async #lease(req: IncomingMessage, res: ServerResponse, endpoint: Endpoint): Promise<LbLease | ApiError | null> {
+  async #lease(
+    req: IncomingMessage,
+    closes: { once(event: 'close', fn: () => void): unknown; off(event: 'close', fn: () => void): unknown },
+    endpoint: Endpoint,
+  ): Promise<LbLease | ApiError | null> {
     const waitMs = this.#d.settings.loadBalancer.workerWaitMs;
     const gone = new AbortController();
     const onClose = (): void => gone.abort();
-    res.once('close', onClose);
+    closes.once('close', onClose);
     const { preferred, strict } = affinityOf(req.headers[WORKER_HEADER]);
     const waitStarted = performance.now();
     let waited = false;
@@ -188,7 +263,7 @@ export class LbProxy {
       signal: gone.signal,
       onWait: () => (waited = true),
     });
-    res.off('close', onClose);
+    closes.off('close', onClose);
     if (lease === 'gone')
       return new ApiError(
         'NOT_FOUND',
@@ -318,19 +393,3 @@ export class LbProxy {
     });
   }
 }
-
-/**
- * `X-Runpod-Worker-Id` as a request sends it: `<id>` (soft: preferred when ready), `strict <id>` or
- * `strict-resume <id>` (that worker or nothing; a stopped worker cannot be resumed here, so both
- * are strict). Anything else is no preference.
- */
-function affinityOf(value: string | string[] | undefined): { preferred: string | null; strict: boolean } {
-  const m = typeof value === 'string' ? /^\s*(?:(strict|strict-resume)\s+)?([a-z0-9]{1,64})\s*$/i.exec(value) : null;
-  return m ? { preferred: m[2]!.toLowerCase(), strict: m[1] !== undefined } : { preferred: null, strict: false };
-}
-
-const tooLarge = (max: number): ApiError =>
-  new ApiError(
-    'PAYLOAD_TOO_LARGE',
-    `A request to a load-balancing endpoint may carry at most ${max} bytes (proxy.loadBalancer.maxPayloadBytes).`,
-  );

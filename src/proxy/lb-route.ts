@@ -3,7 +3,10 @@
  * by its Host, when that is `{endpointId}.{proxy.loadBalancer.domain}`, or by its path,
  * `/lb/{endpointId}/…`, which is taken off before the request reaches a worker (it sees
  * `X-Forwarded-Prefix: /lb/{endpointId}`). Null: the request is not for one (the pod proxy's).
+ * Also what the balancer reads off a request (its worker affinity), and its small refusals.
  */
+import { ApiError } from '../domain/errors.js';
+import type { Endpoint } from '../domain/endpoint.js';
 import { hostNameOf } from './proxy-route.js';
 
 export interface LbRoute {
@@ -40,3 +43,28 @@ export function lbRouteOf(host: string | undefined, url: string, domain: string 
     prefix: `${PREFIX}${rest.slice(0, end === -1 ? rest.length : end)}`,
   };
 }
+
+/**
+ * `X-Runpod-Worker-Id` as a request sends it: `<id>` (soft: preferred when ready), `strict <id>` or
+ * `strict-resume <id>` (that worker or nothing; a stopped worker cannot be resumed here, so both
+ * are strict). Anything else is no preference.
+ */
+export function affinityOf(value: string | string[] | undefined): { preferred: string | null; strict: boolean } {
+  const m = typeof value === 'string' ? /^\s*(?:(strict|strict-resume)\s+)?([a-z0-9]{1,64})\s*$/i.exec(value) : null;
+  return m ? { preferred: m[2]!.toLowerCase(), strict: m[1] !== undefined } : { preferred: null, strict: false };
+}
+
+export const tooLarge = (max: number): ApiError =>
+  new ApiError(
+    'PAYLOAD_TOO_LARGE',
+    `A request to a load-balancing endpoint may carry at most ${max} bytes (proxy.loadBalancer.maxPayloadBytes).`,
+  );
+
+/** What a 503 for want of a ready worker asks the client to wait, seconds. */
+export const RETRY_AFTER_S = '10';
+
+/** The 503 of an endpoint whose workers.max is 0. */
+export const noWorker = (endpoint: Endpoint): ApiError =>
+  new ApiError('NO_WORKER_READY', `Endpoint "${endpoint.id}" has workers.max 0: no worker can take the request.`, {
+    headers: { 'retry-after': RETRY_AFTER_S },
+  });

@@ -18,7 +18,7 @@ import type { PodEventSource } from '../pods/pod-events.js';
 import type { Runtime } from '../runtime/runtime.js';
 import { DialTimeout } from '../runtime/dial.js';
 import { rawProblemResponse } from '../http/client-errors.js';
-import { requestHeaders, responseHeaders } from './proxy-headers.js';
+import { requestHeaders, responseHeaders, upgradeHead } from './proxy-headers.js';
 import { sendProblem } from './proxy-problem.js';
 import { checkAccess, SESSION_COOKIE, type ProxyAccessDeps } from './proxy-access.js';
 import { ProxyLimits } from './proxy-limits.js';
@@ -288,10 +288,7 @@ export class PodProxy {
       upgrade: true,
       ...this.#dropped(),
     });
-    let text = `${req.method} ${route.path} HTTP/1.1\r\n`;
-    for (const [name, value] of Object.entries(headers))
-      for (const v of Array.isArray(value) ? value : [value]) text += `${name}: ${String(v)}\r\n`;
-    upstream.write(`${text}\r\n`);
+    upstream.write(upgradeHead(req.method, route.path, headers));
     if (head.length > 0) upstream.write(head);
     let bytesIn = head.length;
     let bytesOut = 0;

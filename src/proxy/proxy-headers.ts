@@ -112,3 +112,11 @@ export function responseHeaders(res: IncomingMessage, prefix: string): OutgoingH
   }
   return out;
 }
+
+/** An upgrade's request head as the pod or worker gets it (the bytes after it are joined as they are). */
+export function upgradeHead(method: string | undefined, path: string, headers: OutgoingHttpHeaders): string {
+  let text = `${method ?? 'GET'} ${path} HTTP/1.1\r\n`;
+  for (const [name, value] of Object.entries(headers))
+    for (const v of Array.isArray(value) ? value : [value]) text += `${name}: ${String(v)}\r\n`;
+  return `${text}\r\n`;
+}

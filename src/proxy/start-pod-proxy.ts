@@ -16,8 +16,6 @@ import { ConnectionCap } from '../http/listener-limits.js';
 import { followUnusedConnections } from '../http/unused-connections.js';
 import { PodProxy, type ProxyMeter } from './pod-proxy.js';
 import { LbProxy, type LbMeter, type LbProxyDeps } from './lb-proxy.js';
-import { ApiError } from '../domain/errors.js';
-import { rawProblemResponse } from '../http/client-errors.js';
 import type { ProxyListenerSettings } from '../transport/proxy-settings.js';
 
 export interface PodProxyServices {
@@ -95,13 +93,9 @@ export async function startPodProxy(services: PodProxyServices): Promise<Running
     else proxy.handleRequest(req, res);
   });
   server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
-    if (lb.routeOf(req) === null) return proxy.handleUpgrade(req, socket, head);
-    socket.on('error', () => socket.destroy());
-    socket.end(
-      rawProblemResponse(
-        new ApiError('VALIDATION_FAILED', 'WebSockets (Upgrade) are not carried to load-balancing endpoints yet.'),
-      ),
-    );
+    const route = lb.routeOf(req);
+    if (route) lb.handleUpgrade(req, socket, head, route);
+    else proxy.handleUpgrade(req, socket, head);
   });
   server.on(
     'clientError',
