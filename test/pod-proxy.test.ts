@@ -15,6 +15,8 @@ import { startProxyFixture, type ProxiedPod, type ProxyFixture } from './support
 import type { SshTenant } from './support/ssh-fixture.js';
 import { openWebSocket } from './support/websocket-client.js';
 
+const METRICS_TOKEN = 'pod-proxy-metrics-token-0123456789';
+
 describe('the pod HTTP proxy on the process runtime', () => {
   let f: ProxyFixture;
   let server: ListeningServer;
@@ -23,11 +25,20 @@ describe('the pod HTTP proxy on the process runtime', () => {
   let proxyUrl: string;
   let pod: ProxiedPod;
 
+  /** `gantry_proxy_bytes_total{direction}` now. */
+  const proxyBytes = async (direction: 'in' | 'out'): Promise<number> => {
+    const text = await (
+      await fetch(`${server.server.url}/metrics`, { headers: { authorization: `Bearer ${METRICS_TOKEN}` } })
+    ).text();
+    return Number(
+      new RegExp(`^gantry_proxy_bytes_total\\{direction="${direction}"\\} (\\S+)$`, 'm').exec(text)?.[1] ?? 0,
+    );
+  };
   const call = (key: string, method: string, path: string, body?: unknown) => f.call(key, method, path, body);
   const runningPod = (owner: SshTenant, body: Record<string, unknown> = {}) => f.proxiedPod(owner, body);
 
   before(async () => {
-    f = await startProxyFixture();
+    f = await startProxyFixture({ metrics: { token: METRICS_TOKEN, refreshMs: 0 } });
     server = f.server;
     assert.ok(server.server.proxy, 'the proxy listens');
     proxyUrl = server.server.proxy.url;
@@ -113,8 +124,9 @@ describe('the pod HTTP proxy on the process runtime', () => {
     );
   });
 
-  test('100 MB go up and 100 MB come down through the proxy intact', async () => {
+  test('100 MB go up and 100 MB come down through the proxy intact, and /metrics counts them each way', async () => {
     const size = 100 * 1024 * 1024;
+    const [inBefore, outBefore] = [await proxyBytes('in'), await proxyBytes('out')];
     const chunk = Buffer.alloc(1024 * 1024, 7);
     const sum = createHash('sha256');
     for (let i = 0; i < 100; i++) sum.update(chunk);
@@ -133,6 +145,10 @@ describe('the pod HTTP proxy on the process runtime', () => {
     }
     assert.equal(received, size);
     assert.ok(intact, 'the bytes arrive as the pod sent them');
+    // each way: the body, with at most the framing and heads of the two exchanges besides
+    const counted = { in: (await proxyBytes('in')) - inBefore, out: (await proxyBytes('out')) - outBefore };
+    for (const way of ['in', 'out'] as const)
+      assert.ok(counted[way] >= size && counted[way] < size + 64 * 1024, `${way}: ${counted[way]}`);
   });
 
   test('a port that is not an HTTP port, a name with a wrong token and an unknown name: one 404 problem each, naming nothing of other pods', async () => {

@@ -21,7 +21,7 @@ export function proxyMeter(registry: Registry): ProxyMeterPort {
   });
   const bytes = new Counter({
     name: 'gantry_proxy_bytes_total',
-    help: 'Bytes through the pod HTTP proxy: `in` from clients to pods, `out` from pods to clients (bodies and WebSocket bytes).',
+    help: 'Bytes through the pod HTTP proxy: `in` from clients to pods (request bodies, WebSocket bytes), `out` to clients (answers with their heads, WebSocket bytes).',
     labelNames: ['direction'],
     registers,
   });
