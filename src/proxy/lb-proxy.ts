@@ -20,6 +20,7 @@ import { sendProblem } from './proxy-problem.js';
 import { rawProblemResponse } from '../http/client-errors.js';
 import { affinityOf, lbRouteOf, noWorker, RETRY_AFTER_S, tooLarge, type LbRoute } from './lb-route.js';
 import { Upstreams } from './upstreams.js';
+import { joinUpgrade, passAnswer } from './relay.js';
 import { ProxyLimits } from './proxy-limits.js';
 import type { LbSettings, PodProxySettings } from '../transport/proxy-settings.js';
 
@@ -210,24 +211,6 @@ export class LbProxy {
       );
     }
     meter?.inFlight(endpoint.id, 1);
-    let ended = false;
-    const end = (): void => {
-      if (ended) return;
-      ended = true;
-      socket.destroy();
-      upstream.destroy();
-      lease.release();
-      slot();
-      meter?.inFlight(endpoint.id, -1);
-      counted(101);
-    };
-    // an upgraded connection is not half-closed: when either side ends, both do
-    for (const side of [socket, upstream]) {
-      side.on('error', end);
-      side.on('end', end);
-      side.on('close', end);
-    }
-    if (socket.destroyed) return end();
     const headers = requestHeaders(req, {
       proto: (req.socket as { encrypted?: boolean }).encrypted ? 'https' : 'http',
       clientAddress: req.socket.remoteAddress ?? '',
@@ -236,11 +219,12 @@ export class LbProxy {
       dropAuthorization: true,
     });
     upstream.write(upgradeHead(req.method, route.path, headers));
-    if (head.length > 0) upstream.write(head);
-    if (settings.idleTimeoutMs > 0)
-      (socket as Duplex & { setTimeout?(ms: number, cb: () => void): void }).setTimeout?.(settings.idleTimeoutMs, end);
-    upstream.pipe(socket);
-    socket.pipe(upstream);
+    joinUpgrade(socket, upstream, head, settings.idleTimeoutMs, () => {
+      lease.release();
+      slot();
+      meter?.inFlight(endpoint.id, -1);
+      counted(101);
+    });
   }
 
   /** A ready worker, waiting for one when there is none; null when the client left meanwhile. */
@@ -351,30 +335,20 @@ export class LbProxy {
     req.pipe(upstream);
     upstream.on('response', (answer: IncomingMessage) => {
       clearTimeout(answerTimer);
-      const code = answer.statusCode ?? 0;
-      try {
-        if (code < 200 || code > 599) throw new Error(`it answered status ${code}`);
-        res.writeHead(code, answer.statusMessage, {
-          ...responseHeaders(answer, route.prefix),
-          'X-Runpod-Worker-Id': lease.workerId,
-        });
-      } catch (err) {
+      const headers = { ...responseHeaders(answer, route.prefix), 'X-Runpod-Worker-Id': lease.workerId };
+      const passed = passAnswer(res, answer, headers, (why) => {
         status = 502;
         upstream.destroy();
-        return sendProblem(
+        sendProblem(
           res,
           new ApiError(
             'UPSTREAM_UNAVAILABLE',
-            `Worker "${lease.workerId}" sent an answer that cannot be passed on (${(err as Error).message}).`,
+            `Worker "${lease.workerId}" sent an answer that cannot be passed on (${why}).`,
           ),
           lease.workerId,
         );
-      }
-      status = code;
-      if (answer.headers['content-type']?.startsWith('text/event-stream')) res.flushHeaders();
-      answer.pipe(res);
-      answer.on('error', () => res.destroy());
-      answer.on('aborted', () => res.destroy());
+      });
+      if (passed !== 0) status = passed;
     });
     upstream.on('error', (err) => {
       if (status === 413) return;

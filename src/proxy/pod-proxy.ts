@@ -9,7 +9,6 @@
  * moves either way `idleTimeoutMs`.
  */
 import { request as httpRequest, type IncomingMessage, type ServerResponse } from 'node:http';
-import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
 import { ApiError } from '../domain/errors.js';
@@ -24,6 +23,7 @@ import { checkAccess, SESSION_COOKIE, type ProxyAccessDeps } from './proxy-acces
 import { ProxyLimits } from './proxy-limits.js';
 import { routeOf, type ProxyRoute } from './proxy-route.js';
 import { Upstreams } from './upstreams.js';
+import { joinUpgrade, passAnswer } from './relay.js';
 import type { PodProxySettings } from '../transport/proxy-settings.js';
 
 /** What the proxy counts, for `/metrics` (docs/metrics.md). */
@@ -207,30 +207,18 @@ export class PodProxy {
     } else upstream.end(); // no body (RFC 9112 6.3): nothing to stream
     upstream.on('response', (answer: IncomingMessage) => {
       clearTimeout(responseTimer);
-      // What the pod answers is untrusted: a head Node will not write (a status outside 200-599,
-      // a reason or header it refuses) is a 502, never an exception in this handler.
-      const code = answer.statusCode ?? 0;
-      try {
-        if (code < 200 || code > 599) throw new Error(`it answered status ${code}`);
-        res.writeHead(code, answer.statusMessage, responseHeaders(answer, route.prefix));
-      } catch (err) {
+      const passed = passAnswer(res, answer, responseHeaders(answer, route.prefix), (why) => {
         status = 502;
         upstream.destroy();
-        return sendProblem(
+        sendProblem(
           res,
           new ApiError(
             'UPSTREAM_UNAVAILABLE',
-            `Pod "${target.podId}" sent an answer that cannot be passed on (${(err as Error).message}).`,
+            `Pod "${target.podId}" sent an answer that cannot be passed on (${why}).`,
           ),
         );
-      }
-      status = code;
-      // An event stream's head goes at once (its first event may be long in coming); any other
-      // head goes with the first bytes of its body, in one write. Bodies go on as they come.
-      if (answer.headers['content-type']?.startsWith('text/event-stream')) res.flushHeaders();
-      answer.pipe(res);
-      answer.on('error', () => res.destroy());
-      answer.on('aborted', () => res.destroy());
+      });
+      if (passed !== 0) status = passed;
     });
     upstream.on('error', (err) => {
       if (!res.headersSent) {
@@ -293,38 +281,18 @@ export class PodProxy {
       ...this.#dropped(),
     });
     upstream.write(upgradeHead(req.method, route.path, headers));
-    if (head.length > 0) upstream.write(head);
-    // as for a request, read off the client's connection (no 'data' listener beside the pipes)
-    const client = socket as Duplex & Partial<Pick<Socket, 'bytesRead' | 'bytesWritten'>>;
-    const readBefore = (client.bytesRead ?? 0) - head.length;
-    const writtenBefore = client.bytesWritten ?? 0;
     const tunnel = this.#tunnels.get(target.podId) ?? new Set<Duplex>();
     this.#tunnels.set(target.podId, tunnel);
     tunnel.add(socket);
     tunnel.add(upstream);
-    let ended = false;
-    const end = (): void => {
-      if (ended) return;
-      ended = true;
+    joinUpgrade(socket, upstream, head, settings.idleTimeoutMs, (bytesIn, bytesOut) => {
       tunnel.delete(socket);
       tunnel.delete(upstream);
       if (tunnel.size === 0 && this.#tunnels.get(target.podId) === tunnel) this.#tunnels.delete(target.podId);
-      socket.destroy();
-      upstream.destroy();
       release();
       meter?.open(-1);
-      meter?.exchange('upgrade', 101, (client.bytesRead ?? 0) - readBefore, (client.bytesWritten ?? 0) - writtenBefore);
-    };
-    // An upgraded connection is not half-closed: when either side ends, the tunnel ends (the
-    // listener's sockets allow half-open connections, which would keep it open).
-    for (const side of [socket, upstream]) {
-      side.on('error', end);
-      side.on('end', end);
-      side.on('close', end);
-    }
-    if (settings.idleTimeoutMs > 0) (socket as Duplex & Partial<Socket>).setTimeout?.(settings.idleTimeoutMs, end);
-    upstream.pipe(socket);
-    socket.pipe(upstream);
+      meter?.exchange('upgrade', 101, bytesIn, bytesOut);
+    });
   }
 
   /** null: let through; a redirect that sets the session cookie; or the refusal (proxy-access.ts). */
