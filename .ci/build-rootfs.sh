@@ -5,6 +5,16 @@
 #   .ci/build-rootfs.sh            build the root filesystem (or find it in the cache), print its tar
 #   .ci/build-rootfs.sh --import   the same, then import it into the engine at DOCKER_HOST as
 #                                  gantry-test/sshd:1 (unless that image is already this build)
+#   --variant V                    which root filesystem: sshd (the default), node or node-build;
+#                                  repeated, each in turn. node and node-build are Node.js bases
+#                                  for the project's own image (Dockerfile, .ci/build-image.sh),
+#                                  standing in for the official `node` image no registry here
+#                                  serves: gantry-test/node:1 (the final stage's base: ca-certificates,
+#                                  iptables, tini) and gantry-test/node-build:1 (the build stage's:
+#                                  python3, make, g++ and Node's headers for native addons). Both
+#                                  carry this machine's Node.js and npm, and its CA certificates and
+#                                  global npm configuration, so that `npm ci` in a build reaches the
+#                                  npm registry the way this machine does. CI-only images.
 #
 # GANTRY_ROOTFS_CACHE: where the tar (and debootstrap's downloaded packages) are kept
 #   (default ${XDG_CACHE_HOME:-~/.cache}/gantry-rootfs). A tar is named after a hash of this
@@ -22,18 +32,35 @@ set -euo pipefail
 SCRIPT="$(readlink -f "$0")"
 SUITE=bookworm
 MIRROR=${GANTRY_DEBIAN_MIRROR:-http://deb.debian.org/debian}
-PACKAGES=openssh-server,curl
-IMAGE=gantry-test/sshd:1
 CACHE=${GANTRY_ROOTFS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/gantry-rootfs}
-KEY=$(sha256sum "$SCRIPT" | cut -c1-16)
-TAR="$CACHE/debian-$SUITE-sshd-$KEY.tar"
 
 mode=build
-case "${1:-}" in
-  '') ;;
-  --import) mode=import ;;
-  *) echo "usage: $0 [--import]" >&2; exit 2 ;;
-esac
+VARIANTS=()
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --import) mode=import ;;
+    --variant) VARIANTS+=("${2:-}"); shift ;;
+    *) echo "usage: $0 [--import] [--variant sshd|node|node-build]..." >&2; exit 2 ;;
+  esac
+  shift
+done
+[ ${#VARIANTS[@]} -gt 0 ] || VARIANTS=(sshd)
+
+# The variant built next: its packages, image, cache key and tar.
+select_variant() {
+  VARIANT=$1
+  NODE_KEY=""
+  case "$VARIANT" in
+    sshd) PACKAGES=openssh-server,curl; IMAGE=gantry-test/sshd:1; IMAGE_CMD='["/start.sh"]' ;;
+    node) PACKAGES=ca-certificates,iptables,tini; IMAGE=gantry-test/node:1; IMAGE_CMD='["node"]' ;;
+    node-build) PACKAGES=ca-certificates,python3,make,g++; IMAGE=gantry-test/node-build:1; IMAGE_CMD='["node"]' ;;
+    *) echo "unknown variant: $VARIANT (sshd, node or node-build)" >&2; exit 2 ;;
+  esac
+  # A Node.js variant is rebuilt when this machine's Node.js changes.
+  [ "$VARIANT" = sshd ] || NODE_KEY="$(node -v) $(npm -v)"
+  KEY=$( { sha256sum "$SCRIPT"; echo "$VARIANT $NODE_KEY"; } | sha256sum | cut -c1-16)
+  TAR="$CACHE/debian-$SUITE-$VARIANT-$KEY.tar"
+}
 
 BUILD_DIR=""
 BUILD_PID=""
@@ -72,6 +99,37 @@ exec /usr/sbin/sshd -D -e
 SCRIPT
 }
 
+# This machine's Node.js and npm (and, for the build stage, Node's headers) into the tree, with the
+# machine's CA certificates and global npm configuration: what `npm ci` needs to reach the registry
+# from a build here. The official image's layout: node on PATH, npm beside it.
+add_node() {
+  local root=$1 node npm_dir prefix
+  node=$(readlink -f "$(command -v node)")
+  prefix=$(dirname "$(dirname "$node")")
+  npm_dir="$prefix/lib/node_modules/npm"
+  [ -d "$npm_dir" ] || { echo "npm is not at $npm_dir" >&2; return 1; }
+  install -m 0755 "$node" "$root/usr/local/bin/node"
+  mkdir -p "$root/usr/local/lib/node_modules"
+  cp -a "$npm_dir" "$root/usr/local/lib/node_modules/npm"
+  ln -sf ../lib/node_modules/npm/bin/npm-cli.js "$root/usr/local/bin/npm"
+  ln -sf ../lib/node_modules/npm/bin/npx-cli.js "$root/usr/local/bin/npx"
+  if [ "$VARIANT" = node-build ]; then
+    [ -f "$prefix/include/node/node.h" ] || { echo "Node's headers are not at $prefix/include/node" >&2; return 1; }
+    mkdir -p "$root/usr/local/include"
+    cp -a "$prefix/include/node" "$root/usr/local/include/node"
+  fi
+  cp /etc/ssl/certs/ca-certificates.crt "$root/etc/ssl/certs/ca-certificates.crt"
+  mkdir -p "$root/usr/local/etc"
+  npm config ls -g --json 2>/dev/null | node -e '
+    const c = JSON.parse(require("fs").readFileSync(0, "utf8"));
+    const keep = ["registry", "cafile", "strict-ssl", "proxy", "https-proxy", "noproxy"];
+    const lines = keep.filter((k) => c[k] !== undefined && c[k] !== null && c[k] !== "").map((k) => `${k}=${c[k]}`);
+    process.stdout.write(lines.join("\n") + "\n");' > "$root/usr/local/etc/npmrc"
+  # node-gyp builds against the headers copied above, not ones it would download
+  [ "$VARIANT" = node-build ] && echo "nodedir=/usr/local" >> "$root/usr/local/etc/npmrc"
+  return 0
+}
+
 # One of debootstrap's stages, in a session of its own; its log is shown when it fails.
 run_stage() {
   setsid "$@" >> "$BUILD_DIR/debootstrap.log" 2>&1 &
@@ -107,18 +165,26 @@ build() {
   echo force-unsafe-io > "$root/etc/dpkg/dpkg.cfg.d/gantry-build"
   run_stage chroot "$root" /debootstrap/debootstrap --second-stage || return 1
   rm -f "$root/etc/dpkg/dpkg.cfg.d/gantry-build"
-  # Every container makes its own host keys at start (start.sh); none is shared through the image.
-  rm -f "$root"/etc/ssh/ssh_host_*
-  sed -i 's/^session\s\+required\s\+pam_loginuid.so/session optional pam_loginuid.so/' "$root/etc/pam.d/sshd"
   rm -rf "$root"/var/lib/apt/lists/* "$root"/var/cache/apt/*.bin "$root"/var/cache/apt/archives/*.deb
-  start_script > "$root/start.sh"
-  chmod 0755 "$root/start.sh"
+  if [ "$VARIANT" = sshd ]; then
+    # Every container makes its own host keys at start (start.sh); none is shared through the image.
+    rm -f "$root"/etc/ssh/ssh_host_*
+    sed -i 's/^session\s\+required\s\+pam_loginuid.so/session optional pam_loginuid.so/' "$root/etc/pam.d/sshd"
+    start_script > "$root/start.sh"
+    chmod 0755 "$root/start.sh"
+  else
+    # as Debian's slim images: no translations, manuals or documents (nor later installs' ones)
+    rm -rf "$root"/usr/share/locale/* "$root"/usr/share/doc/* "$root"/usr/share/man/* "$root"/usr/share/info/*
+    printf 'path-exclude /usr/share/locale/*\npath-exclude /usr/share/man/*\npath-exclude /usr/share/doc/*\npath-exclude /usr/share/info/*\n' \
+      > "$root/etc/dpkg/dpkg.cfg.d/slim"
+    add_node "$root"
+  fi
   tar -C "$root" -c --numeric-owner -f "$TAR.partial" .
   mv "$TAR.partial" "$TAR"
   rm -rf "$BUILD_DIR"
   BUILD_DIR=""
   # Older builds of the recipe are left to nobody.
-  find "$CACHE" -maxdepth 1 -name "debian-$SUITE-sshd-*.tar" ! -name "$(basename "$TAR")" -delete
+  find "$CACHE" -maxdepth 1 -name "debian-$SUITE-$VARIANT-*.tar" ! -name "$(basename "$TAR")" -delete
   echo "== root filesystem: $TAR ($(du -m "$TAR" | cut -f1) MB, built in $(( $(date +%s) - started )) s)" >&2
 }
 
@@ -131,7 +197,7 @@ import() {
     echo "== image $IMAGE: this build ($KEY) is in the engine" >&2
     return 0
   fi
-  "${docker[@]}" import --change "LABEL gantry.rootfs=$KEY" --change 'CMD ["/start.sh"]' "$TAR" "$IMAGE" >/dev/null
+  "${docker[@]}" import --change "LABEL gantry.rootfs=$KEY" --change "CMD $IMAGE_CMD" "$TAR" "$IMAGE" >/dev/null
   echo "== image $IMAGE imported (build $KEY)" >&2
 }
 
@@ -141,6 +207,9 @@ mkdir -p "$CACHE"
 # One build at a time per cache (a second caller waits, then finds it built).
 exec 9> "$CACHE/.lock"
 flock 9
-build
-[ "$mode" = import ] && import
-echo "$TAR"
+for v in "${VARIANTS[@]}"; do
+  select_variant "$v"
+  build
+  [ "$mode" = import ] && import
+  echo "$TAR"
+done
