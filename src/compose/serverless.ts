@@ -33,6 +33,8 @@ import type { PodsArea } from './pods.js';
 const WEBHOOKS_DUE = 'webhooks';
 /** Relay topic: job API requests another replica admitted (key: account, endpoint, operation, window). */
 const JOB_REQUESTS = 'job-requests';
+/** Relay topic: a replica wrote load-balancing requests waiting for a worker (the autoscaler's replica passes now). */
+const LB_WAITING = 'lb-waiting';
 
 export interface ServerlessArea {
   endpoints: EndpointsService;
@@ -214,8 +216,9 @@ export function wireRelayAndMetrics(
   },
 ): JobRequestCounts | null {
   const { events, fleet, fleetWiring, fleetTunnels, inventory } = parts;
-  const { webhooks, autoscaler, jobs, metrics } = serverless;
+  const { webhooks, autoscaler, jobs, metrics, lbReplicas } = serverless;
   if (relay) {
+    lbReplicas?.onWaiting(() => relay.publish(LB_WAITING, '', 1));
     // A webhook enqueued here is delivered by the replica holding the webhooks lease: wake it
     // rather than leave the delivery to its next poll.
     for (const name of ['job:completed', 'job:failed', 'job:timed_out'] as const)
@@ -236,6 +239,7 @@ export function wireRelayAndMetrics(
   relay?.deliverTo({
     deliver: (topic, key, count) => {
       if (topic === WEBHOOKS_DUE) return webhooks.wake();
+      if (topic === LB_WAITING) return autoscaler.nudge();
       if (topic === JOB_REQUESTS) {
         for (const listener of countListeners) listener(key, count);
         return;

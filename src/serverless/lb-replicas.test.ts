@@ -95,12 +95,15 @@ test("a worker this replica's autoscaler launched is left to the autoscaler: nev
 
 test('demand is written when it changes, once per publish however many requests came between, and a standing demand is written again at each heartbeat; no traffic writes nothing', async () => {
   const t = replicaOf();
+  let woken = 0;
+  t.replicas.onWaiting(() => woken++);
   await t.replicas.publish();
   assert.equal(t.writes.length, 0, 'a replica without traffic writes nothing');
   // one waiting request (no worker yet)
   const waiting = t.pool.acquire('ep', { waitMs: 60_000 });
   await t.replicas.publish();
   assert.deepEqual(t.writes.at(-1)!.demand, [{ endpointId: 'ep', waiting: 1, inFlight: 0, workers: {} }]);
+  assert.equal(woken, 1, 'a waiting request written wakes the autoscaler’s replica');
   await t.replicas.publish();
   assert.equal(t.writes.length, 1, 'nothing changed: no write');
   // a worker learnt and ready takes it; many requests come and go between two publishes: one write
@@ -133,6 +136,7 @@ test('demand is written when it changes, once per publish however many requests 
   t.clock.advance(t.replicas.settings.heartbeatMs);
   await t.replicas.publish();
   assert.equal(t.writes.length, 4, 'no heartbeat for nothing');
+  assert.equal(woken, 1, 'only writes with requests waiting wake it');
 });
 
 test("the autoscaler's view adds the other replicas' waiting and held requests, and a worker's requests and last finish there, to its own pool's", async () => {

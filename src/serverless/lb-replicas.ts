@@ -78,6 +78,7 @@ export class LbReplicas {
   #publishing: Promise<void> | null = null;
   #refreshing: Promise<void> | null = null;
   #failed = { refresh: false, publish: false };
+  #onWaiting: (() => void) | null = null;
 
   constructor(deps: LbReplicasDeps) {
     this.#d = deps;
@@ -92,6 +93,14 @@ export class LbReplicas {
       setInterval(() => void this.publish(), this.settings.publishGapMs),
     ];
     for (const t of this.#timers) t.unref();
+  }
+
+  /**
+   * Calls `listener` after a write of a demand with requests waiting (the relay then wakes the
+   * lease holder's autoscaler rather than leave them to its next pass).
+   */
+  onWaiting(listener: () => void): void {
+    this.#onWaiting = listener;
   }
 
   /** Stops the loops and removes this replica's demand from the store. */
@@ -160,6 +169,7 @@ export class LbReplicas {
     }
     await this.#d.store.publish(this.#d.replicaId, demand, now);
     this.#written = { changes, at: now, empty: demand.length === 0 };
+    if (changed && demand.some((d) => d.waiting > 0)) this.#onWaiting?.();
   }
 
   #failure(what: 'refresh' | 'publish', err: unknown): void {
