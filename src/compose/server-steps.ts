@@ -229,6 +229,12 @@ export function serverSteps(services: Services, state: StartState): Step[] {
     },
     // Load-balancing workers' health checks (docs/load-balancing.md); waiting requests end at its stop.
     { name: 'load balancer', start: () => services.lb.start(), stop: () => services.lb.close() },
+    // Replicas on PostgreSQL: workers other replicas launched, and this one's demand in the store.
+    {
+      name: 'load balancer replicas',
+      start: () => services.lbReplicas?.start(),
+      stop: () => services.lbReplicas?.stop(),
+    },
     // Workers call back over HTTP: launch them only once the server listens (stopped with `workers`).
     { name: 'worker launches', start: () => services.autoscaler.start(), stop: () => undefined },
   ];

@@ -17,6 +17,10 @@ import { WebhookAddressPolicy } from '../serverless/webhook-address-policy.js';
 import { Autoscaler } from '../serverless/autoscaler.js';
 import { LbPool } from '../serverless/lb-pool.js';
 import { healthProbe } from '../serverless/lb-health.js';
+import { LbReplicas, ReplicaTraffic } from '../serverless/lb-replicas.js';
+import { lbWorkerPorts } from '../serverless/lb-worker-ports.js';
+import { LbDemandStore } from '../store/lb-demand-store.js';
+import { newId } from '../domain/ids.js';
 import { JobsService } from '../jobs/jobs-service.js';
 import type { JobChannel } from '../jobs/job-signals.js';
 import { Timekeeper } from '../jobs/timekeeper.js';
@@ -29,6 +33,8 @@ import type { PodsArea } from './pods.js';
 const WEBHOOKS_DUE = 'webhooks';
 /** Relay topic: job API requests another replica admitted (key: account, endpoint, operation, window). */
 const JOB_REQUESTS = 'job-requests';
+/** Relay topic: a replica wrote load-balancing requests waiting for a worker (the autoscaler's replica passes now). */
+const LB_WAITING = 'lb-waiting';
 
 export interface ServerlessArea {
   endpoints: EndpointsService;
@@ -39,6 +45,8 @@ export interface ServerlessArea {
   webhooks: WebhookDispatcher;
   autoscaler: Autoscaler;
   lb: LbPool;
+  /** Load balancing across replicas sharing the database (PostgreSQL); null with SQLite. */
+  lbReplicas: LbReplicas | null;
 }
 
 interface Parts {
@@ -138,8 +146,31 @@ export function assembleServerless(
     logger: logger.child({ component: 'load-balancer' }),
     healthIntervalMs: config.proxy.loadBalancer.healthIntervalMs,
   });
+  // Replicas sharing PostgreSQL: every replica balances every worker, and the autoscaler counts
+  // every replica's requests (lb-replicas.ts). One process owning SQLite needs none of it.
+  const lbDemand = db.capabilities.multipleConnections ? new LbDemandStore(db) : null;
+  const replicaId = newId();
+  const lbReplicas: LbReplicas | null = lbDemand
+    ? new LbReplicas({
+        store: lbDemand,
+        pool: lb,
+        replicaId,
+        launchedHere: (workerId): boolean => autoscaler.launched(workerId),
+        portsOf: async (accountId, endpointId) => {
+          const endpoint = await endpoints.get(accountId, endpointId).catch(() => null);
+          return endpoint ? lbWorkerPorts(endpoint, await endpoints.templateOf(endpoint)) : null;
+        },
+        now: () => clock.now(),
+        logger: logger.child({ component: 'load-balancer' }),
+      })
+    : null;
   const autoscaler = new Autoscaler({
     lb,
+    ...(lbDemand && lbReplicas
+      ? {
+          traffic: new ReplicaTraffic({ pool: lb, store: lbDemand, replicaId, ttlMs: lbReplicas.settings.ttlMs }),
+        }
+      : {}),
     store: stores.autoscaler,
     clock,
     runtime,
@@ -165,7 +196,7 @@ export function assembleServerless(
       pingIntervalMs: config.jobs.pingIntervalMs,
     },
   });
-  return { endpoints, metrics, jobs, workers, timekeeper, webhooks, autoscaler, lb };
+  return { endpoints, metrics, jobs, workers, timekeeper, webhooks, autoscaler, lb, lbReplicas };
 }
 
 /**
@@ -185,8 +216,9 @@ export function wireRelayAndMetrics(
   },
 ): JobRequestCounts | null {
   const { events, fleet, fleetWiring, fleetTunnels, inventory } = parts;
-  const { webhooks, autoscaler, jobs, metrics } = serverless;
+  const { webhooks, autoscaler, jobs, metrics, lbReplicas } = serverless;
   if (relay) {
+    lbReplicas?.onWaiting(() => relay.publish(LB_WAITING, '', 1));
     // A webhook enqueued here is delivered by the replica holding the webhooks lease: wake it
     // rather than leave the delivery to its next poll.
     for (const name of ['job:completed', 'job:failed', 'job:timed_out'] as const)
@@ -207,6 +239,7 @@ export function wireRelayAndMetrics(
   relay?.deliverTo({
     deliver: (topic, key, count) => {
       if (topic === WEBHOOKS_DUE) return webhooks.wake();
+      if (topic === LB_WAITING) return autoscaler.nudge();
       if (topic === JOB_REQUESTS) {
         for (const listener of countListeners) listener(key, count);
         return;

@@ -37,7 +37,7 @@ export interface LbMeter {
 }
 
 export interface LbProxyDeps {
-  pool: Pick<LbPool, 'acquire' | 'onRemove'>;
+  pool: Pick<LbPool, 'acquire' | 'onRemove' | 'hostPortOf'>;
   /** The account of an API key (read or write scope), or null. */
   accountOf(key: string): Promise<string | null>;
   endpoints: { get(accountId: string, id: string): Promise<Endpoint> };
@@ -65,7 +65,10 @@ export class LbProxy {
     this.#upstreams = new Upstreams((workerId, port) => {
       const { runtime, settings } = this.#d;
       if (!runtime.connect) return Promise.reject(new Error(`runtime ${runtime.name} cannot reach a worker's port`));
-      return runtime.connect(workerId, port, { timeoutMs: settings.connectTimeoutMs });
+      return runtime.connect(workerId, port, {
+        timeoutMs: settings.connectTimeoutMs,
+        hostPort: this.#d.pool.hostPortOf(workerId, port),
+      });
     });
     // a stopped worker's kept connections go with it
     this.#unsubscribe = deps.pool.onRemove((workerId) => this.#upstreams.drop(workerId));
@@ -198,7 +201,10 @@ export class LbProxy {
     let upstream: Duplex;
     try {
       if (!runtime.connect) throw new Error(`runtime ${runtime.name} cannot reach a worker's port`);
-      upstream = await runtime.connect(lease.workerId, lease.port, { timeoutMs: settings.connectTimeoutMs });
+      upstream = await runtime.connect(lease.workerId, lease.port, {
+        timeoutMs: settings.connectTimeoutMs,
+        hostPort: this.#d.pool.hostPortOf(lease.workerId, lease.port),
+      });
     } catch (err) {
       lease.release();
       slot();

@@ -204,6 +204,13 @@ export interface StopOptions {
   discard?: boolean;
 }
 
+/** How `Runtime.connect` dials. */
+export interface ConnectOptions {
+  timeoutMs: number;
+  /** The instance's host port for the port dialled, when another replica launched it. */
+  hostPort?: number | undefined;
+}
+
 export interface Runtime {
   readonly name: string;
   /**
@@ -252,8 +259,13 @@ export interface Runtime {
    * instance does not run here, the port is not one of its bindings, or nothing accepts there
    * within `timeoutMs`. The process runtime dials the binding's host port on 127.0.0.1; Docker the
    * container's address on its network.
+   *
+   * `hostPort`: where the instance's `port` is published on its host, as the replica that launched
+   * it recorded it (a load-balancing worker another control-plane replica launched). A runtime
+   * that does not run the instance itself dials there (the process runtime: 127.0.0.1); others
+   * find their way as for their own instances and ignore it.
    */
-  connect?(id: string, port: number, options: { timeoutMs: number }): Promise<Duplex>;
+  connect?(id: string, port: number, options: ConnectOptions): Promise<Duplex>;
   /**
    * Why instances cannot be started right now (the engine is unreachable), or null. Answers from
    * what the runtime already knows; never waits on the engine. `hostId`: the host the instance is

@@ -50,7 +50,7 @@ import { EndpointScaler, type ScaleDecisions } from './endpoint-scaler.js';
 import { EndpointScaleStates, type EndpointScaleHealth } from './endpoint-scale-states.js';
 import { LaunchedWorkers, type WorkerVolumes } from './launched-workers.js';
 import { PassLoop } from './pass-loop.js';
-import type { LbPool } from './lb-pool.js';
+import type { LbPool, LbTraffic } from './lb-pool.js';
 import type { JobFinishedEvents } from './webhook-dispatcher.js';
 import type { WorkersRegistry } from './workers-registry.js';
 import type { RegistriesService } from '../registries/registries-service.js';
@@ -90,6 +90,11 @@ export interface AutoscalerDeps {
   quota?: Pick<ResourceQuota, 'tryAdmit'>;
   /** Load-balancing endpoints' workers and traffic (lb-pool.ts). @default none: their workers take no requests */
   lb?: LbPool;
+  /**
+   * Every replica's load-balancing traffic (lb-replicas.ts), read at the start of each pass; the
+   * scaler then counts other replicas' waiting and held requests too. @default the pool's only
+   */
+  traffic?: LbTraffic & { refresh(now: number): Promise<void> };
   /** The workers' `system` log lines (docs/logs.md). @default none written */
   systemLog?: import('../logs/system-log.js').SystemLogWriter;
   config: {
@@ -147,8 +152,19 @@ export class Autoscaler {
       states: this.#states,
       onEnded: () => this.nudge(),
     });
+    const { lb, traffic } = deps;
     this.#scaler = new EndpointScaler({
       ...deps,
+      lb:
+        lb && traffic
+          ? {
+              add: (info) => lb.add(info),
+              has: (id) => lb.has(id),
+              waiting: (id) => traffic.waiting(id),
+              inFlight: (id) => traffic.inFlight(id),
+              workerState: (id) => traffic.workerState(id),
+            }
+          : lb,
       store: this.store,
       states: this.#states,
       workers: this.#workers,
@@ -292,6 +308,13 @@ export class Autoscaler {
   /** One pass over every endpoint at `now`. Tests call it directly on a fake clock. */
   async tick(now: number = this.#deps.clock.now()): Promise<void> {
     const unavailable = this.#runtimeUnavailable();
+    if (this.#deps.traffic)
+      await this.#deps.traffic.refresh(now).catch((err: unknown) => {
+        this.#deps.logger.warn(
+          { err: (err as Error).message },
+          "reading the other replicas' load-balancing demand failed; this pass counts this replica's only",
+        );
+      });
     const rows = await this.store.launchedWorkers();
     const byEndpoint = new Map<string, typeof rows>();
     for (const r of rows) byEndpoint.set(r.endpointId, [...(byEndpoint.get(r.endpointId) ?? []), r]);
@@ -323,6 +346,11 @@ export class Autoscaler {
   /** Worker counts by state of an endpoint, as of the last pass. */
   health(endpointId: string): EndpointScaleHealth {
     return this.#states.health(endpointId, this.#deps.clock.now());
+  }
+
+  /** Whether this autoscaler launched (or adopted) the worker and runs it now. */
+  launched(workerId: string): boolean {
+    return this.#workers.has(workerId);
   }
 
   /** Ids of the workers this autoscaler runs for the endpoint. */

@@ -17,7 +17,10 @@ export function healthProbe(
     if (!runtime.connect) return new Error(`runtime ${runtime.name} cannot reach a worker's port`);
     let socket: Duplex;
     try {
-      socket = await runtime.connect(worker.workerId, worker.healthPort, { timeoutMs });
+      socket = await runtime.connect(worker.workerId, worker.healthPort, {
+        timeoutMs,
+        hostPort: worker.hostPorts?.[worker.healthPort],
+      });
     } catch (err) {
       return err instanceof Error ? err : new Error(String(err));
     }

@@ -9,6 +9,10 @@
  * and last activity — comes from here (`LbTraffic`).
  */
 import type { Logger } from 'pino';
+import type { LbEndpointDemand } from '../store/lb-demand-store.js';
+
+/** How many removed workers' ids are remembered. */
+const GONE_KEPT = 4_096;
 
 type LbHealth = 'initializing' | 'ready' | 'unhealthy';
 
@@ -23,6 +27,11 @@ export interface LbWorkerInfo {
   healthPort: number;
   /** `HEALTH_CHECK_PATH`, with its leading slash */
   healthPath: string;
+  /**
+   * Learnt from the store, not launched by this replica's autoscaler (lb-replicas.ts): its host
+   * ports by private port, as the launching replica recorded them.
+   */
+  hostPorts?: Readonly<Record<number, number>>;
 }
 
 /** What the autoscaler reads of an endpoint's traffic. */
@@ -50,6 +59,8 @@ interface Entry extends LbWorkerInfo {
   /** a pick counter, so that ties go round */
   lastPicked: number;
   probing: boolean;
+  /** it took a request of this replica's (its activity is part of this replica's demand) */
+  served: boolean;
 }
 
 interface Waiter {
@@ -78,7 +89,11 @@ export class LbPool implements LbTraffic {
   readonly #waiters = new Set<Waiter>();
   readonly #inFlight = new Map<string, number>();
   readonly #removed = new Set<(workerId: string) => void>();
+  /** Workers removed lately (oldest first, bounded): a stale read of the store does not bring them back. */
+  readonly #gone = new Set<string>();
   #picks = 0;
+  /** Counts changes of the demand (waiters, requests held, finishes): a publisher compares it. */
+  #changes = 0;
   #timer: NodeJS.Timeout | null = null;
 
   constructor(deps: LbPoolDeps) {
@@ -110,6 +125,7 @@ export class LbPool implements LbTraffic {
       lastActiveAt: now,
       lastPicked: 0,
       probing: false,
+      served: false,
     });
     void this.#check(this.#workers.get(info.workerId)!);
   }
@@ -117,6 +133,9 @@ export class LbPool implements LbTraffic {
   /** A worker stops: it takes no more requests (those under way end with its instance). */
   remove(workerId: string): void {
     if (!this.#workers.delete(workerId)) return;
+    this.#gone.add(workerId);
+    if (this.#gone.size > GONE_KEPT) this.#gone.delete(this.#gone.values().next().value!);
+    this.#changes++;
     for (const w of [...this.#waiters]) if (w.strict && w.preferred === workerId) w.done('gone');
     for (const listener of this.#removed) listener(workerId);
   }
@@ -129,6 +148,44 @@ export class LbPool implements LbTraffic {
 
   has(workerId: string): boolean {
     return this.#workers.has(workerId);
+  }
+
+  /** Whether the worker was removed lately (not to be added again from an older read of the store). */
+  wasRemoved(workerId: string): boolean {
+    return this.#gone.has(workerId);
+  }
+
+  /** Ids of the workers learnt from the store (added with `hostPorts`). */
+  learntIds(): string[] {
+    return [...this.#workers.values()].filter((e) => e.hostPorts !== undefined).map((e) => e.workerId);
+  }
+
+  /** The host port of a learnt worker's private `port`, as its launching replica recorded it. */
+  hostPortOf(workerId: string, port: number): number | undefined {
+    return this.#workers.get(workerId)?.hostPorts?.[port];
+  }
+
+  /** A number that changes whenever the demand `demand()` answers may have. */
+  get changes(): number {
+    return this.#changes;
+  }
+
+  /**
+   * This replica's traffic per endpoint: requests waiting and held, and the workers it sent
+   * requests to (requests held, last finish). Endpoints with none of these are left out.
+   */
+  demand(): LbEndpointDemand[] {
+    const out = new Map<string, LbEndpointDemand>();
+    const of = (endpointId: string): LbEndpointDemand => {
+      let d = out.get(endpointId);
+      if (!d) out.set(endpointId, (d = { endpointId, waiting: 0, inFlight: this.inFlight(endpointId), workers: {} }));
+      return d;
+    };
+    for (const w of this.#waiters) of(w.endpointId).waiting++;
+    for (const endpointId of this.#inFlight.keys()) of(endpointId);
+    for (const e of this.#workers.values())
+      if (e.served) of(e.endpointId).workers[e.workerId] = { outstanding: e.outstanding, lastActiveAt: e.lastActiveAt };
+    return [...out.values()];
   }
 
   waiting(endpointId: string): number {
@@ -178,7 +235,7 @@ export class LbPool implements LbTraffic {
         done: (lease) => {
           clearTimeout(timer);
           options.signal?.removeEventListener('abort', abort);
-          this.#waiters.delete(waiter);
+          if (this.#waiters.delete(waiter)) this.#changes++;
           resolve(lease);
         },
       };
@@ -186,6 +243,7 @@ export class LbPool implements LbTraffic {
       const abort = (): void => waiter.done(null);
       options.signal?.addEventListener('abort', abort, { once: true });
       this.#waiters.add(waiter);
+      this.#changes++;
       // a pinned worker is on its way or not: another worker would not serve this request
       if (!strict) this.#d.wanted(endpointId);
     });
@@ -214,6 +272,8 @@ export class LbPool implements LbTraffic {
     if (!best) return null;
     const entry = best;
     entry.outstanding++;
+    entry.served = true;
+    this.#changes++;
     entry.lastPicked = ++this.#picks;
     this.#inFlight.set(endpointId, this.inFlight(endpointId) + 1);
     let released = false;
@@ -223,6 +283,7 @@ export class LbPool implements LbTraffic {
       release: () => {
         if (released) return;
         released = true;
+        this.#changes++;
         entry.outstanding--;
         entry.lastActiveAt = Math.max(entry.lastActiveAt, this.#d.now());
         const left = this.inFlight(endpointId) - 1;

@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { lbListenPorts, lbWorkerPorts } from './lb-worker-ports.js';
+import { lbHostPorts, lbListenPorts, lbWorkerPorts } from './lb-worker-ports.js';
 
 test('a worker listens on PORT (80 by default) and answers its health on PORT_HEALTH (PORT by default) at /ping', () => {
   assert.deepEqual(lbWorkerPorts({ env: {} }, null), { port: 80, healthPort: 80, healthPath: '/ping' });
@@ -22,4 +22,13 @@ test("the endpoint's env wins over its template's, and values that are no port o
     assert.equal(lbWorkerPorts({ env: { PORT: bad } }, null).port, 80, bad);
   for (const bad of ['/a b', '/\r\nX: y', '/é'])
     assert.equal(lbWorkerPorts({ env: { HEALTH_CHECK_PATH: bad } }, null).healthPath, '/ping', JSON.stringify(bad));
+});
+
+test("a worker learnt from the store is dialled at the host ports its launch recorded, PORT's first, then PORT_HEALTH's", () => {
+  assert.deepEqual(lbHostPorts({ port: 5000, healthPort: 5001, healthPath: '/ping' }, [31000, 31001]), {
+    5000: 31000,
+    5001: 31001,
+  });
+  assert.deepEqual(lbHostPorts({ port: 80, healthPort: 80, healthPath: '/ping' }, [31000]), { 80: 31000 });
+  assert.deepEqual(lbHostPorts({ port: 80, healthPort: 80, healthPath: '/ping' }, []), {}, 'none recorded: none');
 });

@@ -36,3 +36,16 @@ export function lbWorkerPorts(endpoint: Pick<Endpoint, 'env'>, template: Pick<Te
 /** The distinct ports a worker listens on: the application's, then the health one when it differs. */
 export const lbListenPorts = (p: LbWorkerPorts): number[] =>
   p.healthPort === p.port ? [p.port] : [p.port, p.healthPort];
+
+/**
+ * A worker's host ports by private port, from the host ports its launch recorded in the order of
+ * `lbListenPorts` (the application's, then the health one's); {} when none were recorded.
+ */
+export function lbHostPorts(p: LbWorkerPorts, publicPorts: readonly number[]): Record<number, number> {
+  const out: Record<number, number> = {};
+  lbListenPorts(p).forEach((port, i) => {
+    const host = publicPorts[i];
+    if (host !== undefined) out[port] = host;
+  });
+  return out;
+}

@@ -121,6 +121,17 @@ export interface WorkersTable {
   endpoint_version: number | null;
 }
 
+/** A replica's load-balancing traffic of one endpoint (migration 0023; lb-demand-store.ts). */
+export interface LbDemandTable {
+  replica_id: string;
+  endpoint_id: string;
+  waiting: number;
+  in_flight: number;
+  /** JSON: `{ [workerId]: [requests held, last finished at (ms epoch)] }` */
+  workers: string;
+  updated_at: number;
+}
+
 /** A launched serverless worker's usage interval (migration 0013): append-only, closed when it dies. */
 export interface WorkerUsageTable {
   id: string;

@@ -12,6 +12,7 @@ import type {
   JobStreamTable,
   JobsTable,
   JobUsageTable,
+  LbDemandTable,
   WebhookDeliveriesTable,
   WorkersTable,
   WorkerUsageTable,
@@ -52,6 +53,7 @@ export interface Database {
   job_stream: JobStreamTable;
   job_usage: JobUsageTable;
   workers: WorkersTable;
+  lb_demand: LbDemandTable;
   endpoint_releases: EndpointReleasesTable;
   webhook_deliveries: WebhookDeliveriesTable;
   join_tokens: JoinTokensTable;

@@ -17,6 +17,7 @@ import type { RegistriesService } from '../registries/registries-service.js';
 import type { EndpointsService } from '../serverless/endpoints-service.js';
 import type { WebhookDispatcher } from '../serverless/webhook-dispatcher.js';
 import type { LbPool } from '../serverless/lb-pool.js';
+import type { LbReplicas } from '../serverless/lb-replicas.js';
 import type { Autoscaler } from '../serverless/autoscaler.js';
 import type { WorkersRegistry } from '../serverless/workers-registry.js';
 import type { JobsService } from '../jobs/jobs-service.js';
@@ -98,6 +99,8 @@ export interface TransportServices {
   autoscaler: Autoscaler;
   /** Load-balancing endpoints' workers and their traffic (docs/load-balancing.md). */
   lb: LbPool;
+  /** Load balancing across replicas sharing PostgreSQL (lb-replicas.ts); null with SQLite. */
+  lbReplicas: LbReplicas | null;
   jobs: JobsService;
   workers: WorkersRegistry;
   timekeeper: Timekeeper;

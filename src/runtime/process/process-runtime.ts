@@ -22,6 +22,7 @@ import { join } from 'node:path';
 import type { ImageSpec } from '../../domain/image-spec.js';
 import { dialTcp } from '../dial.js';
 import type {
+  ConnectOptions,
   AttachedInstance,
   EnvRefusal,
   InstanceListener,
@@ -186,9 +187,15 @@ export class ProcessRuntime implements Runtime {
     return openProcessShell(id, proc ? { pid: proc.pgid, exited: proc.exited } : null, request);
   }
 
-  /** The binding's host port on 127.0.0.1, where the instance's process listens (the pod HTTP proxy's upstream). */
-  async connect(id: string, port: number, options: { timeoutMs: number }): Promise<Duplex> {
+  /**
+   * The binding's host port on 127.0.0.1, where the instance's process listens (the pod HTTP
+   * proxy's upstream). An instance another replica on this machine started (a load-balancing
+   * worker): the host port that replica recorded, `options.hostPort`.
+   */
+  async connect(id: string, port: number, options: ConnectOptions): Promise<Duplex> {
     const instance = this.#instances.get(id);
+    if (!instance && options.hostPort !== undefined)
+      return dialTcp('127.0.0.1', options.hostPort, `port ${port} of instance "${id}"`, options.timeoutMs);
     if (instance && !instance.proc) throw new Error(`instance "${id}" runs as a placeholder: nothing in it listens`);
     if (!instance?.proc || instance.stopping || instance.status.state !== 'running')
       throw new Error(`instance "${id}" is not running here`);

@@ -11,6 +11,7 @@ import { endpointInstanceIds } from './endpoint-instance-ids.js';
 import { endpointReleases } from './endpoint-releases.js';
 import { fleetJournalTable, fleetTables } from './fleet-tables.js';
 import { jobTakenSeq } from './job-taken-seq.js';
+import { lbDemandTable } from './lb-demand.js';
 import { jobUsageInsertByBatchSqlite, jobUsagePostgres, jobUsageSqlite } from './job-usage.js';
 import { podDeadlinesTable } from './pod-deadlines.js';
 import { podBid } from './pod-bid.js';
@@ -89,6 +90,7 @@ export const MIGRATIONS: readonly StoreMigration[] = [
   { key: '0020-pod-deadlines', up: each(podDeadlinesTable) },
   { key: '0021-endpoint-instance-ids', up: each(endpointInstanceIds) },
   { key: '0022-pod-bid', up: each(podBid) },
+  { key: '0023-lb-demand', up: each(lbDemandTable) },
 ];
 
 /** The list as Kysely's migrator takes it, for one dialect. */

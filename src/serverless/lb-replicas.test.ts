@@ -1,0 +1,169 @@
+/**
+ * Load balancing across replicas (lb-replicas.ts) over a real LbPool. The store is an in-memory
+ * stand-in recording what the replica wrote (the store itself is tested on both dialects in
+ * src/store/lb-demand-store.test.ts); health answers are set by the test; time is a FakeClock.
+ */
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { FakeClock } from '../domain/clock.js';
+import type { BalancedWorkerRow, LbEndpointDemand } from '../store/lb-demand-store.js';
+import { LbPool } from './lb-pool.js';
+import { LbReplicas, ReplicaTraffic } from './lb-replicas.js';
+
+function replicaOf() {
+  const clock = new FakeClock();
+  const health = new Map<string, number>();
+  const probed: Array<{ workerId: string; hostPort: number | undefined }> = [];
+  const pool = new LbPool({
+    probe: async (w) => {
+      probed.push({ workerId: w.workerId, hostPort: w.hostPorts?.[w.healthPort] });
+      return health.get(w.workerId) ?? new Error('nothing listens yet');
+    },
+    now: () => clock.now(),
+    log: () => {},
+    wanted: () => {},
+    logger: { info: () => {}, warn: () => {} },
+    healthIntervalMs: 60_000,
+  });
+  const rows: BalancedWorkerRow[] = [];
+  const writes: Array<{ at: number; demand: LbEndpointDemand[] }> = [];
+  const local = new Set<string>();
+  const replicas = new LbReplicas({
+    store: {
+      balancedWorkers: async () => [...rows],
+      publish: async (_replica, demand, at) => void writes.push({ at, demand: structuredClone([...demand]) }),
+      read: async () => [],
+      prune: async () => 0,
+      withdraw: async () => {},
+    },
+    pool,
+    replicaId: 'r1',
+    launchedHere: (id) => local.has(id),
+    portsOf: async (_account, endpointId) =>
+      endpointId === 'gone' ? null : { port: 8000, healthPort: 8001, healthPath: '/ping' },
+    now: () => clock.now(),
+    logger: { info: () => {}, warn: () => {}, debug: () => {} },
+  });
+  const settle = async (): Promise<void> => {
+    for (let i = 0; i < 4; i++) await new Promise((r) => setImmediate(r));
+  };
+  return { clock, health, probed, pool, rows, writes, local, replicas, settle };
+}
+
+test('a worker another replica launched joins the pool with the host ports its row records, is health-checked here, and leaves when its row goes', async () => {
+  const t = replicaOf();
+  t.rows.push({ id: 'w1', endpointId: 'ep', accountId: 'acc', publicPorts: [31000, 31001] });
+  t.rows.push({ id: 'w-gone-endpoint', endpointId: 'gone', accountId: 'acc', publicPorts: [31002] });
+  t.health.set('w1', 200);
+  await t.replicas.refresh();
+  await t.settle();
+  assert.deepEqual(t.pool.learntIds(), ['w1'], 'the endpoint that is gone brings none');
+  assert.equal(t.pool.hostPortOf('w1', 8000), 31000);
+  assert.deepEqual(t.probed, [{ workerId: 'w1', hostPort: 31001 }], 'PORT_HEALTH at its own host port');
+  assert.equal(t.pool.workerState('w1')?.ready, true);
+  const lease = await t.pool.acquire('ep', { waitMs: 10 });
+  assert.ok(lease && lease !== 'gone');
+  assert.equal(lease.workerId, 'w1');
+  t.rows.length = 0;
+  await t.replicas.refresh();
+  assert.equal(t.pool.has('w1'), false, 'its row went: it leaves the pool');
+  // a read that still listed it (older than its removal) does not bring it back
+  t.rows.push({ id: 'w1', endpointId: 'ep', accountId: 'acc', publicPorts: [31000, 31001] });
+  await t.replicas.refresh();
+  assert.equal(t.pool.has('w1'), false);
+  lease.release();
+});
+
+test("a worker this replica's autoscaler launched is left to the autoscaler: never added or removed from the store's rows", async () => {
+  const t = replicaOf();
+  t.local.add('mine');
+  t.rows.push({ id: 'mine', endpointId: 'ep', accountId: 'acc', publicPorts: [31000] });
+  await t.replicas.refresh();
+  assert.equal(t.pool.has('mine'), false, 'not learnt: the autoscaler adds it itself');
+  t.pool.add({
+    workerId: 'mine',
+    endpointId: 'ep',
+    accountId: 'acc',
+    port: 8000,
+    healthPort: 8000,
+    healthPath: '/ping',
+  });
+  t.rows.length = 0;
+  await t.replicas.refresh();
+  assert.equal(t.pool.has('mine'), true, 'its row lagging behind does not remove it');
+});
+
+test('demand is written when it changes, once per publish however many requests came between, and a standing demand is written again at each heartbeat; no traffic writes nothing', async () => {
+  const t = replicaOf();
+  let woken = 0;
+  t.replicas.onWaiting(() => woken++);
+  await t.replicas.publish();
+  assert.equal(t.writes.length, 0, 'a replica without traffic writes nothing');
+  // one waiting request (no worker yet)
+  const waiting = t.pool.acquire('ep', { waitMs: 60_000 });
+  await t.replicas.publish();
+  assert.deepEqual(t.writes.at(-1)!.demand, [{ endpointId: 'ep', waiting: 1, inFlight: 0, workers: {} }]);
+  assert.equal(woken, 1, 'a waiting request written wakes the autoscaler’s replica');
+  await t.replicas.publish();
+  assert.equal(t.writes.length, 1, 'nothing changed: no write');
+  // a worker learnt and ready takes it; many requests come and go between two publishes: one write
+  t.rows.push({ id: 'w1', endpointId: 'ep', accountId: 'acc', publicPorts: [31000, 31001] });
+  t.health.set('w1', 200);
+  await t.replicas.refresh();
+  await t.settle();
+  const held = await waiting;
+  assert.ok(held && held !== 'gone');
+  t.clock.advance(100);
+  for (let i = 0; i < 50; i++) {
+    const l = await t.pool.acquire('ep', { waitMs: 10 });
+    assert.ok(l && l !== 'gone');
+    l.release();
+  }
+  await t.replicas.publish();
+  assert.equal(t.writes.length, 2);
+  assert.deepEqual(t.writes.at(-1)!.demand, [
+    { endpointId: 'ep', waiting: 0, inFlight: 1, workers: { w1: { outstanding: 1, lastActiveAt: t.clock.now() } } },
+  ]);
+  t.clock.advance(t.replicas.settings.heartbeatMs);
+  await t.replicas.publish();
+  assert.equal(t.writes.length, 3, 'the heartbeat');
+  assert.equal(t.writes.at(-1)!.at, t.clock.now());
+  held.release();
+  t.rows.length = 0;
+  await t.replicas.refresh();
+  await t.replicas.publish();
+  assert.deepEqual(t.writes.at(-1)!.demand, [], 'its worker gone and nothing held: an empty picture, written once');
+  t.clock.advance(t.replicas.settings.heartbeatMs);
+  await t.replicas.publish();
+  assert.equal(t.writes.length, 4, 'no heartbeat for nothing');
+  assert.equal(woken, 1, 'only writes with requests waiting wake it');
+});
+
+test("the autoscaler's view adds the other replicas' waiting and held requests, and a worker's requests and last finish there, to its own pool's", async () => {
+  const t = replicaOf();
+  t.pool.add({ workerId: 'w1', endpointId: 'ep', accountId: 'acc', port: 8000, healthPort: 8000, healthPath: '/ping' });
+  const reads: number[] = [];
+  const traffic = new ReplicaTraffic({
+    pool: t.pool,
+    store: {
+      read: async (since, except) => {
+        reads.push(since);
+        assert.equal(except, 'r1', 'its own rows are not read back');
+        return [
+          { endpointId: 'ep', waiting: 2, inFlight: 3, workers: { w1: { outstanding: 3, lastActiveAt: 5_000 } } },
+        ];
+      },
+      prune: async () => 0,
+    },
+    replicaId: 'r1',
+    ttlMs: 15_000,
+  });
+  assert.equal(traffic.waiting('ep'), 0, 'before the first read: its own only');
+  await traffic.refresh(100_000);
+  assert.deepEqual(reads, [85_000], 'rows fresher than the TTL');
+  assert.equal(traffic.waiting('ep'), 2);
+  assert.equal(traffic.inFlight('ep'), 3);
+  assert.equal(traffic.workerState('w1')?.outstanding, 3, 'busy with another replica’s requests: not idle');
+  assert.equal(traffic.workerState('w1')?.lastActiveAt, Math.max(5_000, t.pool.workerState('w1')!.lastActiveAt));
+  assert.equal(traffic.workerState('unknown'), null);
+});
