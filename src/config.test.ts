@@ -388,6 +388,25 @@ test("the process runtime's orphan grace defaults to 30 s and is read from the f
   );
 });
 
+const DEFAULT_TUNNELS = {
+  maxStreams: 8192,
+  maxTunnelsPerAgent: 16,
+  maxDialing: 2048,
+  idleMs: 300_000,
+  maxWindowBytes: 4 * 1024 * 1024,
+};
+
+test('the hosts’ tunnels’ bounds are set under fleet.tunnels; a window past 16 MiB is refused, one under 256 KiB raised to it', () => {
+  assert.deepEqual(
+    load(
+      'fleet:\n  tunnels: { maxStreams: 100, maxTunnelsPerAgent: 2, maxDialing: 10, idleMs: 5000, maxWindowBytes: 1048576 }\n',
+    ).agents.tunnels,
+    { maxStreams: 100, maxTunnelsPerAgent: 2, maxDialing: 10, idleMs: 5000, maxWindowBytes: 1_048_576 },
+  );
+  assert.throws(() => load('fleet: { tunnels: { maxWindowBytes: 33554432 } }\n'), /fleet\.tunnels\.maxWindowBytes/);
+  assert.equal(load('fleet: { tunnels: { maxWindowBytes: 1000 } }\n').agents.tunnels.maxWindowBytes, 256 * 1024);
+});
+
 test('the agents’ timings default to 10 s heartbeats, a 30 s timeout, 25 s polls, a 5 min lost grace and 1 h join tokens', () => {
   assert.deepEqual(load('{}').agents, {
     heartbeatMs: 10_000,
@@ -395,6 +414,7 @@ test('the agents’ timings default to 10 s heartbeats, a 30 s timeout, 25 s pol
     pollWaitMs: 25_000,
     lostGraceMs: 300_000,
     joinTokenTtlMs: 3_600_000,
+    tunnels: DEFAULT_TUNNELS,
   });
 });
 
@@ -408,6 +428,7 @@ test('fleet as a mapping sets the agents’ timings and may still declare the pr
     pollWaitMs: 5000,
     lostGraceMs: 60_000,
     joinTokenTtlMs: 600_000,
+    tunnels: DEFAULT_TUNNELS,
   });
   assert.deepEqual(
     config.fleet.map((h) => h.id),

@@ -296,6 +296,37 @@ describe('the web console in a browser', { skip }, () => {
     await page.close();
   });
 
+  test("a load-balancing endpoint's page links its address on the proxy listener instead of the job playground", async () => {
+    const template = await api(server.url, 'POST', '/v2/templates', {
+      name: 'console-lb',
+      image: WORKER_IMAGE,
+      serverless: true,
+    });
+    assert.equal(template.status, 201, JSON.stringify(template.body));
+    const created = await api(server.url, 'POST', '/v2/serverless', {
+      name: 'console-lb',
+      type: 'LOAD_BALANCER',
+      templateId: template.body!.id,
+      gpu: { pools: ['ADA_24'] },
+      workers: { min: 0, max: 1 },
+      scaling: { type: 'REQUEST_COUNT', requestCount: 1 },
+    });
+    assert.equal(created.status, 201, JSON.stringify(created.body));
+    const url = created.body!.loadBalancerUrl as string;
+    assert.match(url, /^http:\/\/127\.0\.0\.1:\d+\/lb\/[a-z0-9]+$/, 'an absolute URL on the proxy listener');
+    const page = await context.newPage();
+    await signIn(page, `${server.url}/console/`, KEY);
+    await page.goto(`${server.url}/console/#/serverless/${created.body!.id as string}`);
+    await page.getByRole('heading', { name: 'console-lb' }).waitFor();
+    const link = page.getByTestId('load-balancer-url');
+    await link.waitFor();
+    assert.equal(await link.getAttribute('href'), url);
+    assert.equal(await link.innerText(), url);
+    assert.match(String(await link.getAttribute('rel')), /noreferrer/);
+    assert.equal(await page.getByRole('button', { name: 'Send request' }).count(), 0, 'no job playground');
+    await page.close();
+  });
+
   test('a read key cannot press a write button', async () => {
     const running = await api(server.url, 'POST', '/v2/pods', {
       name: 'read-key-target',

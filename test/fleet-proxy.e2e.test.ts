@@ -235,6 +235,20 @@ describe("the pod HTTP proxy through a fleet agent's tunnel", { skip: unavailabl
     const counted = await answer;
     assert.equal(counted.status, 200, counted.body);
     assert.deepEqual(JSON.parse(counted.body), { bytes: MB100, sha256: sent.digest('hex') });
+    // the agent and the control plane spoke the tunnel's protocol (growing windows too) without a fault
+    const metrics = await (
+      await fetch(`${server!.url}/metrics`, { headers: { authorization: `Bearer ${METRICS_TOKEN}` } })
+    ).text();
+    const errors = [...metrics.matchAll(/^gantry_fleet_tunnel_protocol_errors_total\{reason="(\w+)"\} (\S+)$/gm)];
+    assert.deepEqual(
+      errors.map((m) => [m[1], Number(m[2])]),
+      [
+        ['malformed', 0],
+        ['credit', 0],
+        ['stream', 0],
+        ['direction', 0],
+      ],
+    );
   });
 
   test("a load-balancing endpoint's first request starts a worker on the agent's host and reaches its PORT through the tunnel, without the key", async () => {

@@ -1,7 +1,8 @@
 // The fleet on two control-plane replicas, end to end: two `gantry serve` processes with runtime
 // fleet on one PostgreSQL schema, and a host (a Docker daemon of its own with a real `gantry agent`
 // given both replicas' URLs). A pod created through the replica the agent does not talk to runs and
-// reads RUNNING on both; when the agent's replica is killed (SIGKILL) the agent moves to the other,
+// reads RUNNING on both; each replica's pod HTTP proxy reaches the pod's port through a tunnel of
+// its own to the agent (docs/fleet.md "The tunnel"); when the agent's replica is killed (SIGKILL) the agent moves to the other,
 // the host stays available, the pod keeps running untouched, and the surviving replica stops,
 // starts and terminates it. GPUs are simulated by a stand-in nvidia-smi (the one seam no real thing
 // fills here).
@@ -21,11 +22,13 @@ import { readSse } from './support/sse-client.js';
 
 const KEY = 'fleet-replicas-e2e-admin-key-0123456789';
 const SECRET = 'ef'.repeat(32);
+const METRICS_TOKEN = 'fleet-replicas-e2e-metrics-token-0123456789';
 
 interface Pod {
   id: string;
   status: string;
   statusReason: string | null;
+  httpProxy?: Array<{ port: number; url: string }>;
 }
 
 const unavailable = dockerDaemonsUnavailable() ?? (postgresUrl() ? null : 'GANTRY_TEST_DATABASE_URL is not set');
@@ -99,6 +102,9 @@ describe(
           runtime: 'fleet',
           fleet: { heartbeatMs: 500, heartbeatTimeoutMs: 2_500, pollWaitMs: 5_000 },
           pods: { stopGraceMs: 1_000 },
+          // each replica's own pod HTTP proxy listener, reaching the host through its own tunnel
+          proxy: { port: 0, connectTimeoutMs: 10_000 },
+          metrics: { token: METRICS_TOKEN, refreshMs: 0 },
         }),
       );
       for (const name of ['replica-a', 'replica-b'])
@@ -201,6 +207,28 @@ describe(
         read.events.some((e) => (JSON.parse(e.data) as { line: string }).line === 'listening on 8000'),
         JSON.stringify(read.events),
       );
+    });
+
+    test("each replica reaches the pod's HTTP port through its own pod HTTP proxy, over a tunnel of its own to the one agent", async () => {
+      const boots: string[] = [];
+      for (const replica of replicas) {
+        const url = (await podOn(replica, podId)).httpProxy?.find((h) => h.port === 8000)?.url;
+        assert.ok(url, `${replica.url} lists the pod's proxy URL`);
+        assert.ok(url.startsWith('http://127.0.0.1:'), url);
+        const res = await fetch(new URL('info', url.endsWith('/') ? url : `${url}/`));
+        assert.equal(res.status, 200, await res.clone().text());
+        boots.push(((await res.json()) as { bootId: string }).bootId);
+        const metrics = await (
+          await fetch(`${replica.url}/metrics`, { headers: { authorization: `Bearer ${METRICS_TOKEN}` } })
+        ).text();
+        assert.match(metrics, /^gantry_fleet_tunnels_open 1$/m, `${replica.url} holds one tunnel`);
+      }
+      assert.notEqual(
+        new URL((await podOn(replicas[0]!, podId)).httpProxy![0]!.url).port,
+        new URL((await podOn(replicas[1]!, podId)).httpProxy![0]!.url).port,
+        'each replica names its own proxy listener',
+      );
+      assert.equal(boots[0], boots[1], 'both reached the one container');
     });
 
     test('when the agent’s replica is killed, the agent moves to the other; the host stays available and the pod runs on untouched', async () => {

@@ -76,6 +76,9 @@ export interface LogLine {
 export interface Endpoint {
   id: string;
   name: string;
+  type?: 'QUEUE' | 'LOAD_BALANCER';
+  /** A load-balancing endpoint's address on the proxy listener (absent while the proxy is off). */
+  loadBalancerUrl?: string;
   image: string;
   gpu?: { pools: string[]; count: number };
   workers: { min: number; max: number };

@@ -11,6 +11,7 @@
 import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
+import type { AgentTunnelLimits } from '../fleet/protocol.js';
 import { DialTimeout } from '../runtime/dial.js';
 import type { Runtime } from '../runtime/runtime.js';
 import { TunnelMux } from '../fleet/tunnel-mux.js';
@@ -19,15 +20,40 @@ import type { TunnelStream } from '../fleet/tunnel-stream.js';
 export interface AgentTunnelsDeps {
   runtime: Pick<Runtime, 'connect'>;
   logger: Pick<Logger, 'info' | 'warn'>;
-  /** Tunnels held at once. @default 16 */
-  maxTunnels?: number;
   /** Dialing a container's port gives up after this long. @default 10000 */
   dialTimeoutMs?: number;
 }
 
-/** Connections being dialed at once, per tunnel. */
-const MAX_DIALING = 2048;
+/** The bounds kept when the control plane names none (an older one), and the most it may name. */
+const DEFAULT_LIMITS: AgentTunnelLimits = {
+  maxStreams: 8192,
+  maxTunnels: 16,
+  maxDialing: 2048,
+  maxWindow: 4 * 1024 * 1024,
+};
+const MOST: AgentTunnelLimits = {
+  maxStreams: 65_536,
+  maxTunnels: 1024,
+  maxDialing: 65_536,
+  maxWindow: 16 * 1024 * 1024,
+};
 const KEEPALIVE_MS = 30_000;
+
+/** The control plane's bounds, each a whole number from 1 to its most, else the default. */
+export function agentTunnelLimits(
+  asked: Partial<Record<keyof AgentTunnelLimits, unknown>> | undefined,
+): AgentTunnelLimits {
+  const pick = (key: keyof AgentTunnelLimits): number => {
+    const v = asked?.[key];
+    return typeof v === 'number' && Number.isInteger(v) && v >= 1 && v <= MOST[key] ? v : DEFAULT_LIMITS[key];
+  };
+  return {
+    maxStreams: pick('maxStreams'),
+    maxTunnels: pick('maxTunnels'),
+    maxDialing: pick('maxDialing'),
+    maxWindow: pick('maxWindow'),
+  };
+}
 
 export class AgentTunnels {
   readonly #deps: AgentTunnelsDeps;
@@ -42,15 +68,15 @@ export class AgentTunnels {
     return this.#open.size;
   }
 
-  /** Why no tunnel more can be held now, or null. */
-  refusal(): string | null {
+  /** Why no tunnel more can be held now (`limits.maxTunnels`), or null. */
+  refusal(limits: AgentTunnelLimits = DEFAULT_LIMITS): string | null {
     if (!this.#deps.runtime.connect) return "this agent's runtime cannot connect to its instances' ports";
-    const max = this.#deps.maxTunnels ?? 16;
+    const max = limits.maxTunnels;
     return this.#open.size >= max ? `this agent already holds ${max} tunnels` : null;
   }
 
-  /** Carries the tunnel dialed back on `socket` until either side closes it. */
-  carry(socket: Duplex, head: Buffer): void {
+  /** Carries the tunnel dialed back on `socket` until either side closes it, within `limits`. */
+  carry(socket: Duplex, head: Buffer, limits: AgentTunnelLimits = DEFAULT_LIMITS): void {
     const s = socket as Partial<Socket>;
     // The dial-back's request timeout does not apply to the tunnel it became.
     s.setTimeout?.(0);
@@ -59,10 +85,12 @@ export class AgentTunnels {
     let dialing = 0;
     const mux: TunnelMux = new TunnelMux(socket, head, {
       side: 'agent',
+      maxStreams: limits.maxStreams,
+      maxWindow: limits.maxWindow,
       accept: (stream, target) => {
         stream.on('error', () => undefined);
-        if (dialing >= MAX_DIALING) {
-          mux.refuse(stream, `the host is already opening ${MAX_DIALING} connections`);
+        if (dialing >= limits.maxDialing) {
+          mux.refuse(stream, `the host is already opening ${limits.maxDialing} connections`);
           return;
         }
         dialing += 1;

@@ -20,7 +20,7 @@ import {
 } from '../fleet/protocol.js';
 import { encodeFrame, FRAME, frameJson, readFrames } from '../fleet/stream-frames.js';
 import type { OutputLine, Runtime, ShellSession } from '../runtime/runtime.js';
-import type { AgentTunnels } from './agent-tunnels.js';
+import { agentTunnelLimits, type AgentTunnels } from './agent-tunnels.js';
 import type { AppliedResult } from './applied-operations.js';
 
 export type StreamOperation = Extract<Operation, { kind: 'stream' }>;
@@ -104,12 +104,13 @@ export class StreamDialer {
   /** The host's tunnel, which the control plane that asked keeps (agent-tunnels.ts carries it). */
   async #openTunnel(op: StreamOperation): Promise<AppliedResult> {
     const tunnels = this.#deps.tunnels;
-    const refused = tunnels ? tunnels.refusal() : 'this agent opens no tunnels';
+    const limits = agentTunnelLimits((op.request as { limits?: Record<string, unknown> } | undefined)?.limits);
+    const refused = tunnels ? tunnels.refusal(limits) : 'this agent opens no tunnels';
     if (refused !== null) return { ok: false, error: refused };
     try {
       const { socket, head } = await this.#dial(op, TUNNEL_PROTOCOL);
       socket.on('error', () => undefined);
-      tunnels!.carry(socket, head);
+      tunnels!.carry(socket, head, limits);
       return { ok: true };
     } catch (err) {
       return { ok: false, error: (err as Error).message };

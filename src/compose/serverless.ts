@@ -7,6 +7,7 @@ import type { SystemLog } from '../logs/system-log.js';
 import type { JobRequestCounts } from '../domain/job-rate-limits.js';
 import type { FleetService } from '../fleet/fleet-service.js';
 import type { FleetWiring } from '../fleet/fleet-wiring.js';
+import type { TunnelCounts } from '../fleet/fleet-tunnels.js';
 import { FLEET_TOPICS } from '../fleet/fleet-relay.js';
 import { FLEET_JOURNAL_TOPIC } from '../fleet/fleet-journal.js';
 import { LEASE_NAMES } from '../store/leases.js';
@@ -211,7 +212,7 @@ export function wireRelayAndMetrics(
     fleet: FleetService;
     fleetWiring: FleetWiring | null;
     /** the agents' tunnels (runtime fleet), for `/metrics` */
-    fleetTunnels: { readonly open: { tunnels: number; streams: number } } | null;
+    fleetTunnels: { readonly open: TunnelCounts } | null;
     inventory: CatalogArea['inventory'];
   },
 ): JobRequestCounts | null {

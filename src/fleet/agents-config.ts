@@ -5,4 +5,15 @@ export interface AgentsConfig {
   pollWaitMs: number;
   lostGraceMs: number;
   joinTokenTtlMs: number;
+  /** The hosts' tunnels' bounds (config `fleet.tunnels`; docs/fleet.md "The tunnel"). */
+  tunnels: TunnelLimits;
+}
+
+/** A tunnel's bounds: the control plane's, handed to the agent with each tunnel it asks for. */
+export interface TunnelLimits {
+  maxStreams: number;
+  maxTunnelsPerAgent: number;
+  maxDialing: number;
+  idleMs: number;
+  maxWindowBytes: number;
 }

@@ -4,8 +4,60 @@
  * and the hosts the process runtime declares (`fleet.hosts`, read by config.ts's own parser).
  */
 import { Type } from '@sinclair/typebox';
-import { amount, atLeast } from '../config-fields.js';
+import { amount, atLeast, count } from '../config-fields.js';
 import { MAX_AGENT_POLL_WAIT_MS } from './protocol.js';
+
+/**
+ * `fleet.tunnels`: the bounds of the hosts' tunnels (docs/fleet.md "The tunnel"). The agent's own
+ * bounds (tunnels it holds, dials at once, its streams' windows) are handed to it with each tunnel
+ * the control plane asks for (src/agent/agent-tunnels.ts).
+ */
+const TunnelsSchema = Type.Object(
+  {
+    maxStreams: count(
+      1,
+      8192,
+      'Streams (proxied connections) one tunnel carries at once, at either end; an open past it is refused.',
+      {
+        maximum: 65_536,
+        bounds: 'at most 65536',
+      },
+    ),
+    maxTunnelsPerAgent: count(
+      1,
+      16,
+      'Tunnels an agent holds at once (each replica holds one per host it reaches); past it a new one is refused.',
+      {
+        maximum: 1024,
+        bounds: 'at most 1024',
+      },
+    ),
+    maxDialing: count(
+      1,
+      2048,
+      "Connections an agent dials to its containers' ports at once per tunnel; past it an open is refused.",
+      {
+        maximum: 65_536,
+        bounds: 'at most 65536',
+      },
+    ),
+    idleMs: count(
+      1000,
+      300_000,
+      'A tunnel that carried no stream for this long is closed (the next connection asks for one again).',
+    ),
+    maxWindowBytes: count(
+      256 * 1024,
+      4 * 1024 * 1024,
+      "The most a stream's credit window grows to (from 256 KiB, doubling while its reader keeps up and its sender waits for credit): what one stream carries per round trip, and what a stalled reader may hold.",
+      { maximum: 16 * 1024 * 1024, bounds: '256 KiB to 16 MiB' },
+    ),
+  },
+  {
+    description: "The hosts' tunnels: the pod HTTP proxy's connections to the ports of a host's pods (docs/fleet.md).",
+    default: {},
+  },
+);
 
 /** `fleet` as a mapping (a list is the short form of `{ hosts: […] }`). */
 export const FleetSchema = Type.Object(
@@ -25,6 +77,7 @@ export const FleetSchema = Type.Object(
       'How long a join token is good for when `gantry hosts token create` is given no `--ttl`.',
       { minimum: 1000, bounds: 'at least 1000 ms' },
     ),
+    tunnels: TunnelsSchema,
     hosts: Type.Optional(
       Type.Unknown({
         description:

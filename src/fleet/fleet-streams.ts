@@ -26,6 +26,7 @@ import {
   type NewOperation,
   type Operation,
   type StreamRequest,
+  type AgentTunnelLimits,
 } from './protocol.js';
 import { encodeFrame, FRAME, frameJson, readFrames } from './stream-frames.js';
 
@@ -151,8 +152,8 @@ export class FleetStreams {
    * A connection the host's agent dialed back upgrading to the tunnel's protocol (fleet-tunnels.ts
    * multiplexes streams over it), once it did; `signal` gives up waiting.
    */
-  tunnel(hostId: string, signal: AbortSignal): Promise<{ socket: Duplex; head: Buffer }> {
-    return this.#connect(hostId, '', { what: 'tunnel' }, signal);
+  tunnel(hostId: string, signal: AbortSignal, limits?: AgentTunnelLimits): Promise<{ socket: Duplex; head: Buffer }> {
+    return this.#connect(hostId, '', { what: 'tunnel', ...(limits ? { limits } : {}) }, signal);
   }
 
   /** Operations acknowledged (every replica hears them): a stream operation that failed fails its session. */

@@ -15,18 +15,24 @@ import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
 import { DialTimeout } from '../runtime/dial.js';
+import type { TunnelLimits } from './agents-config.js';
+import type { AgentTunnelLimits } from './protocol.js';
+import type { TunnelProtocolReason } from './tunnel-frames.js';
 import { TunnelMux, type TunnelTarget } from './tunnel-mux.js';
 
 export interface FleetTunnelsDeps {
-  /** A connection the host's agent dialed back for a tunnel (FleetStreams.tunnel). */
-  dialBack(hostId: string, signal: AbortSignal): Promise<{ socket: Duplex; head: Buffer }>;
+  /** A connection the host's agent dialed back for a tunnel (FleetStreams.tunnel), asked to keep `limits`. */
+  dialBack(hostId: string, signal: AbortSignal, limits: AgentTunnelLimits): Promise<{ socket: Duplex; head: Buffer }>;
   logger: Pick<Logger, 'info' | 'warn'>;
-  config?: {
-    /** A tunnel without streams for this long is closed. @default 300000 */
-    idleMs?: number;
-    /** Streams one tunnel carries at most. @default 8192 */
-    maxStreams?: number;
-  };
+  /** The tunnels' bounds (config `fleet.tunnels`); each absent one is its default. */
+  config?: Partial<TunnelLimits>;
+}
+
+/** Tunnels open now, the streams they carry, and the tunnels ended so far by the agent breaking the protocol, by why. */
+export interface TunnelCounts {
+  tunnels: number;
+  streams: number;
+  protocolErrors: Readonly<Partial<Record<TunnelProtocolReason, number>>>;
 }
 
 interface Tunnel {
@@ -36,23 +42,32 @@ interface Tunnel {
   idle: NodeJS.Timeout | null;
 }
 
-/** @default 300000 */
-const DEFAULT_TUNNEL_IDLE_MS = 300_000;
+/** The defaults of config `fleet.tunnels` (src/fleet/config.ts). */
+const DEFAULT_LIMITS: TunnelLimits = {
+  maxStreams: 8192,
+  maxTunnelsPerAgent: 16,
+  maxDialing: 2048,
+  idleMs: 300_000,
+  maxWindowBytes: 4 * 1024 * 1024,
+};
 /** How often TCP checks a quiet tunnel's connection is still there. */
 const KEEPALIVE_MS = 30_000;
 
 export class FleetTunnels {
   readonly #deps: FleetTunnelsDeps;
+  readonly #limits: TunnelLimits;
+  readonly #protocolErrors: Partial<Record<TunnelProtocolReason, number>> = {};
   /** host id → its tunnel (being dialed back, or open) */
   readonly #tunnels = new Map<string, Tunnel>();
   readonly #stopping = new AbortController();
 
   constructor(deps: FleetTunnelsDeps) {
     this.#deps = deps;
+    this.#limits = { ...DEFAULT_LIMITS, ...deps.config };
   }
 
-  /** Tunnels open now, and the streams they carry. */
-  get open(): { tunnels: number; streams: number } {
+  /** Tunnels open now, the streams they carry, and the tunnels protocol errors ended. */
+  get open(): TunnelCounts {
     let tunnels = 0;
     let streams = 0;
     for (const t of this.#tunnels.values())
@@ -60,7 +75,7 @@ export class FleetTunnels {
         tunnels += 1;
         streams += t.mux.streams;
       }
-    return { tunnels, streams };
+    return { tunnels, streams, protocolErrors: { ...this.#protocolErrors } };
   }
 
   /**
@@ -99,13 +114,22 @@ export class FleetTunnels {
     const known = this.#tunnels.get(hostId);
     if (known && (known.mux === null || !known.mux.closed)) return known;
     const tunnel: Tunnel = { mux: null, ready: null as unknown as Promise<TunnelMux>, idle: null };
-    tunnel.ready = this.#deps.dialBack(hostId, this.#stopping.signal).then(
+    const limits = this.#limits;
+    const agentLimits: AgentTunnelLimits = {
+      maxStreams: limits.maxStreams,
+      maxTunnels: limits.maxTunnelsPerAgent,
+      maxDialing: limits.maxDialing,
+      maxWindow: limits.maxWindowBytes,
+    };
+    tunnel.ready = this.#deps.dialBack(hostId, this.#stopping.signal, agentLimits).then(
       ({ socket, head }) => {
         (socket as Partial<Socket>).setNoDelay?.(true);
         (socket as Partial<Socket>).setKeepAlive?.(true, KEEPALIVE_MS);
         const mux = new TunnelMux(socket, head, {
           side: 'control',
-          ...(this.#deps.config?.maxStreams ? { maxStreams: this.#deps.config.maxStreams } : {}),
+          maxStreams: limits.maxStreams,
+          maxWindow: limits.maxWindowBytes,
+          onProtocolError: (reason) => (this.#protocolErrors[reason] = (this.#protocolErrors[reason] ?? 0) + 1),
           onClose: (err) => {
             if (this.#tunnels.get(hostId) === tunnel) this.#tunnels.delete(hostId);
             if (tunnel.idle) clearTimeout(tunnel.idle);
@@ -138,7 +162,7 @@ export class FleetTunnels {
       if (mux.streams > 0) return;
       this.#deps.logger.info({ hostId }, "the host's tunnel was idle: closed");
       mux.close();
-    }, this.#deps.config?.idleMs ?? DEFAULT_TUNNEL_IDLE_MS);
+    }, this.#limits.idleMs);
     tunnel.idle.unref();
   }
 }

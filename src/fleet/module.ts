@@ -80,8 +80,9 @@ export const fleetRuntime: RuntimeModule = {
     runtime.useStreams(streams);
     // The pod HTTP proxy's connections: streams of one tunnel per host, dialed back like a stream.
     const tunnels = new FleetTunnels({
-      dialBack: (hostId, signal) => streams.tunnel(hostId, signal),
+      dialBack: (hostId, signal, limits) => streams.tunnel(hostId, signal, limits),
       logger: fleetLogger,
+      config: config.agents.tunnels,
     });
     runtime.useTunnels(tunnels);
     if (journal) runtime.useJournal(journal);

@@ -112,8 +112,22 @@ export type StreamRequest =
    * The host's tunnel (docs/fleet.md "The tunnel"): the dial-back upgrades to
    * {@link TUNNEL_PROTOCOL} and carries many streams to the host's instances' ports, for as long as
    * either side keeps it. The operation's `instanceId` is empty: the tunnel is the host's.
+   * `limits`: the agent's side of the bounds (config `fleet.tunnels`); an older control plane
+   * sends none and the agent keeps its defaults.
    */
-  | { what: 'tunnel' };
+  | { what: 'tunnel'; limits?: AgentTunnelLimits };
+
+/** The bounds the agent keeps on a tunnel (config `fleet.tunnels`, handed with each tunnel asked for). */
+export interface AgentTunnelLimits {
+  /** streams the tunnel carries at once */
+  maxStreams: number;
+  /** tunnels the agent holds at once */
+  maxTunnels: number;
+  /** container connections being dialed at once on the tunnel */
+  maxDialing: number;
+  /** the most a stream's window grows to on the agent's side (what it may hold of an upload) */
+  maxWindow: number;
+}
 
 /** The `Upgrade` protocol of a stream's dial-back connection. */
 export const STREAM_PROTOCOL = 'gantry-stream.1';

@@ -7,9 +7,9 @@
  */
 
 export const TUNNEL_FRAME = {
-  /** control plane → agent: `{ instanceId, port }`, open a connection to that port of that instance */
+  /** control plane → agent: `{ instanceId, port, flow? }`, open a connection to that port of that instance */
   open: 1,
-  /** agent → control plane: the stream's connection is open (no payload) */
+  /** agent → control plane: the stream's connection is open (no payload, or `{ flow }` answering an open's) */
   opened: 2,
   /** agent → control plane: `{ reason, timeout? }`, the connection could not be opened */
   refused: 3,
@@ -21,7 +21,24 @@ export const TUNNEL_FRAME = {
   close: 6,
   /** `{ reason }` or nothing: the stream is gone, both ways */
   reset: 7,
+  /**
+   * the sender has data waiting and no credit left (no payload): its round trip, not its reader,
+   * holds the stream, so the receiver may grow the window (tunnel-stream.ts). Sent only to a peer
+   * that announced it grows windows (`flow` in open / opened).
+   */
+  blocked: 8,
 } as const;
+
+/**
+ * The flow control this side speaks, announced as `flow` in an open (control plane) and its
+ * opened (agent): 2 = windows grow and `blocked` frames are understood. A peer that announces
+ * nothing keeps the 256 KiB window of the first version, and is sent no `blocked` frame.
+ */
+export const TUNNEL_FLOW_VERSION = 2;
+/** A stream's window at its start, both ways (both sides assume it: it is not negotiated). */
+export const INITIAL_TUNNEL_WINDOW = 256 * 1024;
+/** The most credit a side accepts on one stream: a grant past it breaks the protocol. */
+export const MAX_TUNNEL_WINDOW = 16 * 1024 * 1024;
 
 export type TunnelFrameType = (typeof TUNNEL_FRAME)[keyof typeof TUNNEL_FRAME];
 
@@ -40,22 +57,60 @@ const MAX_JSON_PAYLOAD = 4 * 1024;
 /** Stream ids are 1 … 2^31 - 1. */
 export const MAX_STREAM_ID = 0x7fff_ffff;
 
+/**
+ * Why a tunnel broke its protocol, as the metric `gantry_fleet_tunnel_protocol_errors_total`
+ * labels it (a fixed set: never text the peer sent).
+ */
+export type TunnelProtocolReason =
+  /** bytes that are no frame: an unknown type, stream 0, a length its type may not carry, no JSON */
+  | 'malformed'
+  /** data past the credit granted, or a grant past the largest window */
+  | 'credit'
+  /** a frame naming a stream never opened, or a stream's frames out of order (data after its close, …) */
+  | 'stream'
+  /** the agent opened a stream, or answered an open that did not wait */
+  | 'direction';
+
+export const TUNNEL_PROTOCOL_REASONS: readonly TunnelProtocolReason[] = ['malformed', 'credit', 'stream', 'direction'];
+
 /** The peer broke the protocol: the tunnel ends (its streams with it). */
-export class TunnelProtocolError extends Error {}
+export class TunnelProtocolError extends Error {
+  readonly reason: TunnelProtocolReason;
+
+  constructor(message: string, reason: TunnelProtocolReason = 'malformed') {
+    super(message);
+    this.reason = reason;
+  }
+}
 
 const TYPES = new Set<number>(Object.values(TUNNEL_FRAME));
 
 export function encodeTunnelFrame(type: TunnelFrameType, stream: number, payload?: Buffer | object): Buffer {
   const body =
     payload === undefined ? Buffer.alloc(0) : Buffer.isBuffer(payload) ? payload : Buffer.from(JSON.stringify(payload));
-  if (body.length > MAX_TUNNEL_PAYLOAD)
-    throw new RangeError(`a tunnel frame of ${body.length} bytes is over the ${MAX_TUNNEL_PAYLOAD}-byte limit`);
   const frame = Buffer.allocUnsafe(TUNNEL_HEADER_BYTES + body.length);
-  frame.writeUInt8(type, 0);
-  frame.writeUInt32BE(stream, 1);
-  frame.writeUInt32BE(body.length, 5);
+  writeHeader(frame, type, stream, body.length);
   body.copy(frame, TUNNEL_HEADER_BYTES);
   return frame;
+}
+
+/**
+ * A data frame's header alone, for `payload` to be written right after it (corked together into
+ * one writev, tunnel-mux.ts): the payload is not copied. It is the caller's written chunk (or a
+ * part of it), which Node's streams leave to the writer once written, as a socket's write does.
+ */
+export function dataFrameHeader(stream: number, length: number): Buffer {
+  const header = Buffer.allocUnsafe(TUNNEL_HEADER_BYTES);
+  writeHeader(header, TUNNEL_FRAME.data, stream, length);
+  return header;
+}
+
+function writeHeader(into: Buffer, type: TunnelFrameType, stream: number, length: number): void {
+  if (length > MAX_TUNNEL_PAYLOAD)
+    throw new RangeError(`a tunnel frame of ${length} bytes is over the ${MAX_TUNNEL_PAYLOAD}-byte limit`);
+  into.writeUInt8(type, 0);
+  into.writeUInt32BE(stream, 1);
+  into.writeUInt32BE(length, 5);
 }
 
 /** A window frame granting `credit` more bytes of `stream`. */
@@ -160,8 +215,8 @@ function checkLength(type: TunnelFrameType, length: number): void {
         return length > 0 && length <= MAX_TUNNEL_PAYLOAD;
       case TUNNEL_FRAME.window:
         return length === 4;
-      case TUNNEL_FRAME.opened:
       case TUNNEL_FRAME.close:
+      case TUNNEL_FRAME.blocked:
         return length === 0;
       default:
         return length <= MAX_JSON_PAYLOAD;

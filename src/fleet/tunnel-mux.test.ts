@@ -286,6 +286,33 @@ describe('what a broken or hostile agent sends ends its tunnel, never the proces
     assert.match(r.closed[0]!.message, /past its window/);
   });
 
+  test('an agent that announces no growing windows (an older one) is sent 256 KiB of a stream at most and no blocked frame', async () => {
+    const r = await facingRaw();
+    const s = await openOne(r);
+    const open = new TunnelDecoder().push(Buffer.concat(r.seen))[0]!;
+    assert.deepEqual(
+      JSON.parse(open.payload.toString()),
+      { instanceId: 'p', port: 1, flow: 2 },
+      'the open announces it',
+    );
+    s.write(Buffer.alloc(1024 * 1024, 7));
+    const decoder = new TunnelDecoder();
+    const frames: TunnelFrame[] = [];
+    let at = 0;
+    await until('the first window was sent', async () => {
+      const all = Buffer.concat(r.seen);
+      frames.push(...decoder.push(all.subarray(at)));
+      at = all.length;
+      return frames.filter((f) => f.type === TUNNEL_FRAME.data).reduce((n, f) => n + f.payload.length, 0) >= 256 * 1024;
+    });
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    frames.push(...decoder.push(Buffer.concat(r.seen).subarray(at)));
+    const data = frames.filter((f) => f.type === TUNNEL_FRAME.data).reduce((n, f) => n + f.payload.length, 0);
+    assert.equal(data, 256 * 1024);
+    assert.equal(frames.filter((f) => f.type === TUNNEL_FRAME.blocked).length, 0);
+    r.control.close();
+  });
+
   test('a frame naming a stream never opened ends the tunnel', async () => {
     const r = await facingRaw();
     await openOne(r);

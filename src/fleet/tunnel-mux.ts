@@ -13,16 +13,20 @@
 import type { Duplex } from 'node:stream';
 import { DialTimeout } from '../runtime/dial.js';
 import {
+  INITIAL_TUNNEL_WINDOW,
   MAX_STREAM_ID,
+  TUNNEL_FLOW_VERSION,
   TUNNEL_FRAME,
   TunnelDecoder,
   TunnelProtocolError,
   creditOf,
+  dataFrameHeader,
   encodeTunnelFrame,
   tunnelJson,
   type TunnelFrame,
+  type TunnelProtocolReason,
 } from './tunnel-frames.js';
-import { TunnelStream, type StreamCarrier } from './tunnel-stream.js';
+import { TunnelStream, type StreamCarrier, type StreamWindows } from './tunnel-stream.js';
 
 /** What a stream connects to: a port of an instance on the tunnel's host. */
 export interface TunnelTarget {
@@ -37,16 +41,23 @@ export interface TunnelMuxOptions {
   accept?(stream: TunnelStream, target: TunnelTarget): void;
   /** Streams open at once at most. @default 8192 */
   maxStreams?: number;
-  /** A stream's initial credit, each way, in bytes. @default 262144 */
+  /**
+   * A stream's initial credit, each way, in bytes: both sides assume it (it is not negotiated), so
+   * only tests set it. @default 262144
+   */
   window?: number;
+  /** The most a stream's window grows to on this side (config `fleet.tunnels.maxWindowBytes`). @default 4194304 */
+  maxWindow?: number;
   /** The tunnel ended (`err`: why, null when closed on purpose). */
   onClose?(err: Error | null): void;
+  /** The other side broke the protocol (called before `onClose`), and how: a fixed set of reasons. */
+  onProtocolError?(reason: TunnelProtocolReason): void;
 }
 
 /** @default 8192 */
 const DEFAULT_MAX_TUNNEL_STREAMS = 8192;
-/** @default 262144 (256 KiB) */
-const DEFAULT_TUNNEL_WINDOW = 256 * 1024;
+/** @default 4194304 (4 MiB) */
+const DEFAULT_MAX_WINDOW = 4 * 1024 * 1024;
 /** An instance id longer than this is no instance's. */
 const MAX_INSTANCE_ID = 128;
 /** A refusal's reason is cut to this many characters (it reaches clients in a problem's detail). */
@@ -67,7 +78,7 @@ export class TunnelMux implements StreamCarrier {
   readonly #opening = new Map<number, Opening>();
   /** streams waiting for the connection to drain */
   readonly #waiting = new Set<TunnelStream>();
-  readonly #window: number;
+  readonly #windows: StreamWindows;
   readonly #maxStreams: number;
   /** control: the next id to open; agent: the highest id opened so far */
   #nextId = 1;
@@ -78,7 +89,8 @@ export class TunnelMux implements StreamCarrier {
   constructor(socket: Duplex, head: Buffer, options: TunnelMuxOptions) {
     this.#socket = socket;
     this.#options = options;
-    this.#window = options.window ?? DEFAULT_TUNNEL_WINDOW;
+    const initial = options.window ?? INITIAL_TUNNEL_WINDOW;
+    this.#windows = { initial, max: Math.max(initial, options.maxWindow ?? DEFAULT_MAX_WINDOW) };
     this.#maxStreams = options.maxStreams ?? DEFAULT_MAX_TUNNEL_STREAMS;
     socket.on('data', (chunk: Buffer) => this.#receive(chunk));
     socket.on('drain', () => {
@@ -112,7 +124,7 @@ export class TunnelMux implements StreamCarrier {
     if (this.#streams.size >= this.#maxStreams)
       return Promise.reject(new Error(`the tunnel already carries ${this.#maxStreams} streams`));
     if (this.#nextId > MAX_STREAM_ID) return Promise.reject(new Error('the tunnel ran out of stream ids'));
-    const stream = new TunnelStream(this.#nextId++, this, this.#window);
+    const stream = new TunnelStream(this.#nextId++, this, this.#windows);
     this.#streams.set(stream.id, stream);
     return new Promise<TunnelStream>((resolve, reject) => {
       const timer = setTimeout(() => {
@@ -125,13 +137,16 @@ export class TunnelMux implements StreamCarrier {
       }, timeoutMs);
       timer.unref();
       this.#opening.set(stream.id, { stream, resolve, reject, timer });
-      this.send(encodeTunnelFrame(TUNNEL_FRAME.open, stream.id, target));
+      // `flow`: this side grows windows (an older agent ignores it, and answers a bare `opened`)
+      this.send(encodeTunnelFrame(TUNNEL_FRAME.open, stream.id, { ...target, flow: TUNNEL_FLOW_VERSION }));
     });
   }
 
-  /** Agent side: the stream's connection is open. */
+  /** Agent side: the stream's connection is open (with `flow` when the open announced it). */
   opened(stream: TunnelStream): void {
-    this.send(encodeTunnelFrame(TUNNEL_FRAME.opened, stream.id));
+    this.send(
+      encodeTunnelFrame(TUNNEL_FRAME.opened, stream.id, stream.peerFlows ? { flow: TUNNEL_FLOW_VERSION } : undefined),
+    );
   }
 
   /** Agent side: the stream cannot be opened, and why (`timeout`: the port did not answer in time). */
@@ -173,6 +188,16 @@ export class TunnelMux implements StreamCarrier {
     return !this.#blocked;
   }
 
+  sendData(stream: number, payload: Buffer): boolean {
+    if (this.#closed) return false;
+    // header and payload go out as one writev, the payload not copied
+    this.#socket.cork();
+    this.#socket.write(dataFrameHeader(stream, payload.length));
+    if (!this.#socket.write(payload)) this.#blocked = true;
+    this.#socket.uncork();
+    return !this.#blocked;
+  }
+
   writable(): boolean {
     return !this.#blocked && !this.#closed;
   }
@@ -203,6 +228,7 @@ export class TunnelMux implements StreamCarrier {
       }
     } catch (err) {
       if (!(err instanceof TunnelProtocolError)) throw err;
+      this.#options.onProtocolError?.(err.reason);
       this.close(new Error(`the tunnel broke its protocol: ${err.message}`));
     }
   }
@@ -213,7 +239,8 @@ export class TunnelMux implements StreamCarrier {
     if (!stream) {
       // Ended here a moment ago: what was in flight is dropped. Never opened: a broken peer.
       const known = this.#options.side === 'control' ? frame.stream < this.#nextId : frame.stream <= this.#highest;
-      if (!known) throw new TunnelProtocolError(`a frame names stream ${frame.stream}, which was never opened`);
+      if (!known)
+        throw new TunnelProtocolError(`a frame names stream ${frame.stream}, which was never opened`, 'stream');
       return;
     }
     switch (frame.type) {
@@ -226,6 +253,8 @@ export class TunnelMux implements StreamCarrier {
         return stream.granted(creditOf(frame));
       case TUNNEL_FRAME.close:
         return stream.remoteClose();
+      case TUNNEL_FRAME.blocked:
+        return stream.peerBlocked();
       case TUNNEL_FRAME.reset: {
         const reason = frame.payload.length > 0 ? tunnelJson(frame).reason : undefined;
         this.#streams.delete(stream.id);
@@ -247,10 +276,14 @@ export class TunnelMux implements StreamCarrier {
   #answered(stream: TunnelStream, frame: TunnelFrame): void {
     const opening = this.#opening.get(stream.id);
     if (this.#options.side !== 'control' || !opening)
-      throw new TunnelProtocolError(`stream ${stream.id} was answered when no open waited`);
+      throw new TunnelProtocolError(`stream ${stream.id} was answered when no open waited`, 'direction');
     this.#opening.delete(stream.id);
     clearTimeout(opening.timer);
-    if (frame.type === TUNNEL_FRAME.opened) return opening.resolve(stream);
+    if (frame.type === TUNNEL_FRAME.opened) {
+      // an agent that grows windows says so; an older one answers no payload
+      if (frame.payload.length > 0 && announcesFlow(tunnelJson(frame))) stream.flows();
+      return opening.resolve(stream);
+    }
     const body = tunnelJson(frame);
     const reason = typeof body.reason === 'string' ? clean(body.reason) : 'the agent refused the connection';
     this.#streams.delete(stream.id);
@@ -261,9 +294,12 @@ export class TunnelMux implements StreamCarrier {
 
   #accept(frame: TunnelFrame): void {
     if (this.#options.side !== 'agent' || !this.#options.accept)
-      throw new TunnelProtocolError('the agent may not open streams');
+      throw new TunnelProtocolError('the agent may not open streams', 'direction');
     if (frame.stream <= this.#highest)
-      throw new TunnelProtocolError(`stream ${frame.stream} was opened out of order (after ${this.#highest})`);
+      throw new TunnelProtocolError(
+        `stream ${frame.stream} was opened out of order (after ${this.#highest})`,
+        'stream',
+      );
     this.#highest = frame.stream;
     const body = tunnelJson(frame);
     const { instanceId, port } = body;
@@ -271,7 +307,8 @@ export class TunnelMux implements StreamCarrier {
       throw new TunnelProtocolError('an open names no instance');
     if (typeof port !== 'number' || !Number.isInteger(port) || port < 1 || port > 65_535)
       throw new TunnelProtocolError('an open names no port');
-    const stream = new TunnelStream(frame.stream, this, this.#window);
+    const stream = new TunnelStream(frame.stream, this, this.#windows);
+    if (announcesFlow(body)) stream.flows();
     if (this.#streams.size >= this.#maxStreams) {
       this.refuse(stream, `the host's tunnel already carries ${this.#maxStreams} streams`);
       return;
@@ -280,6 +317,10 @@ export class TunnelMux implements StreamCarrier {
     this.#options.accept(stream, { instanceId, port });
   }
 }
+
+/** Whether an open's or opened's body announces growing windows (flow version 2 or later). */
+const announcesFlow = (body: Record<string, unknown>): boolean =>
+  typeof body.flow === 'number' && body.flow >= TUNNEL_FLOW_VERSION;
 
 /** A reason from the other side, as one line of plain text. */
 const clean = (text: string): string =>

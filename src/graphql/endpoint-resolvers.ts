@@ -2,6 +2,7 @@ import { compareCudaVersions } from '../domain/cuda.js';
 import { ApiError, badRequest, validationFailed } from '../domain/errors.js';
 import type { Endpoint } from '../domain/endpoint.js';
 import { splitList, type EndpointInput } from '../serverless/endpoint-settings.js';
+import { loadBalancerUrlOf } from '../serverless/endpoint-view.js';
 import { envFromPairs, envToPairs, type GraphqlContext } from './context.js';
 import type { FlashBootType } from './flash-boot-type.js';
 import type { ResolverMap } from './schema.js';
@@ -208,5 +209,6 @@ export const endpointResolvers: ResolverMap<GraphqlContext> = {
       return [{ networkVolumeId: e.networkVolumeId, dataCenterId: volume?.dataCenterId ?? null }];
     },
     pods: (e: Endpoint, _args, ctx: GraphqlContext) => workerPods(e, ctx),
+    loadBalancerUrl: (e: Endpoint, _args, ctx: GraphqlContext) => loadBalancerUrlOf(e, ctx.services.config.proxy),
   },
 };

@@ -41,6 +41,8 @@ export const endpointTypeDefs = /* GraphQL */ `
     modelReferences: [String]
     "The endpoint's workers."
     pods: [EndpointPod]
+    "Gantry extension: a load-balancing (LB) endpoint's absolute address on the proxy listener, where its requests go with the account's key; null for a queue endpoint or while the proxy is off."
+    loadBalancerUrl: String
   }
 
   type EndpointPod {

@@ -1,4 +1,6 @@
 import { Counter, Gauge, type Registry } from 'prom-client';
+import type { TunnelCounts } from '../fleet/fleet-tunnels.js';
+import { TUNNEL_PROTOCOL_REASONS } from '../fleet/tunnel-frames.js';
 
 /** What the collectors read at scrape time: in-memory state the services keep current. */
 export interface MetricsSources {
@@ -17,7 +19,7 @@ export interface MetricsSources {
   /** Webhook attempts by outcome since start, and calls in flight. */
   webhooks(): { delivered: number; retrying: number; failed: number; inFlight: number };
   /** The agents' tunnels open on this replica and the streams they carry (runtime fleet); null otherwise. */
-  tunnels?(): { tunnels: number; streams: number } | null;
+  tunnels?(): TunnelCounts | null;
 }
 
 /**
@@ -130,6 +132,18 @@ export function registerSourceGauges(registers: Registry[], source: () => Metric
     "Connections to pods' ports carried by the agents' tunnels of this replica now (runtime fleet).",
     (t) => t.streams,
   );
+  new Counter({
+    name: 'gantry_fleet_tunnel_protocol_errors_total',
+    help: "Agents' tunnels this replica ended because the agent broke the tunnel's protocol (runtime fleet), by why: malformed, credit, stream or direction.",
+    labelNames: ['reason'],
+    registers,
+    collect() {
+      const t = source()?.tunnels?.();
+      if (!t) return;
+      this.reset();
+      for (const reason of TUNNEL_PROTOCOL_REASONS) this.inc({ reason }, t.protocolErrors[reason] ?? 0);
+    },
+  });
   hostGauge('gantry_host_available', 'Whether placement uses the host now (1) or it is unreachable (0).', (h) =>
     h.available ? 1 : 0,
   );

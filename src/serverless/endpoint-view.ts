@@ -41,7 +41,7 @@ export interface EndpointViewContext {
 }
 
 /** The proxy listener's public URL and the load balancer's wildcard domain (config `proxy`, read at each call). */
-interface LoadBalancerAddress {
+export interface LoadBalancerAddress {
   listening: boolean;
   /** `http(s)://host:port`, no trailing slash */
   publicUrl: string;
@@ -124,8 +124,15 @@ export function toServerlessView(
   };
 }
 
+/**
+ * A load-balancing endpoint's absolute address on the proxy listener, as every surface shows it
+ * (v2, v1, GraphQL, the console, the CLI); null for a queue endpoint or while the proxy is off.
+ */
+export function loadBalancerUrlOf(e: Pick<Endpoint, 'id' | 'type'>, address: LoadBalancerAddress): string | null {
+  return e.type === 'LB' ? loadBalancerUrl(address, e.id) : null;
+}
+
 function lbField(e: Endpoint, ctx: EndpointViewContext): { loadBalancerUrl?: string } {
-  if (e.type !== 'LB' || !ctx.loadBalancer) return {};
-  const url = loadBalancerUrl(ctx.loadBalancer, e.id);
+  const url = ctx.loadBalancer ? loadBalancerUrlOf(e, ctx.loadBalancer) : null;
   return url === null ? {} : { loadBalancerUrl: url };
 }

@@ -165,6 +165,27 @@ function Playground({ endpointId }: { endpointId: string }) {
   );
 }
 
+/** A load-balancing endpoint takes requests at its own paths under its address, not jobs. */
+function LoadBalancerAddress({ url }: { url: string | undefined }) {
+  return (
+    <article>
+      <header>Load balancer</header>
+      {url ? (
+        <p>
+          Requests go to{' '}
+          <a href={url} target="_blank" rel="noopener noreferrer" data-testid="load-balancer-url">
+            {url}
+          </a>
+          <code>/{'{path}'}</code>, with your API key in <code>Authorization: Bearer</code>; the workers answer them
+          directly. This endpoint has no job queue.
+        </p>
+      ) : (
+        <p>The pod HTTP proxy is off on this server, so this load-balancing endpoint cannot take requests.</p>
+      )}
+    </article>
+  );
+}
+
 export function EndpointPage({ id }: { id: string }) {
   const enc = encodeURIComponent(id);
   const { value: endpoint, problem } = usePoll(() => api<Endpoint>('GET', `/v2/serverless/${enc}`), 15000, [id]);
@@ -224,7 +245,11 @@ export function EndpointPage({ id }: { id: string }) {
         <Chart title="Queue depth, last hour" label="queued" t={s.t} values={s.queued} />
         <Chart title="Jobs finished per minute, last hour" label="finished" t={s.t} values={s.done} />
       </div>
-      <Playground endpointId={endpoint.id} />
+      {endpoint.type === 'LOAD_BALANCER' ? (
+        <LoadBalancerAddress url={endpoint.loadBalancerUrl} />
+      ) : (
+        <Playground endpointId={endpoint.id} />
+      )}
       <h2>Recent jobs</h2>
       {jobs.length === 0 ? (
         <p>No jobs yet.</p>

@@ -6,6 +6,7 @@ import { badRequest } from '../../../domain/errors.js';
 import type { Endpoint } from '../../../domain/endpoint.js';
 import { cpuConfigOf, inLocations, instanceIdOf } from '../../../domain/endpoint-compute.js';
 import type { EndpointInput } from '../../../serverless/endpoint-settings.js';
+import { loadBalancerUrlOf } from '../../../serverless/endpoint-view.js';
 import type { TransportServices } from '../../../transport/services.js';
 import { principalOf } from '../../plugins/auth.js';
 import { Nullable } from '../../schemas.js';
@@ -89,6 +90,13 @@ const EndpointSchema = Type.Object({
   workers: Type.Optional(Type.Array(WorkerSchema)),
   createdAt: Type.String(),
   version: Type.Integer(),
+  loadBalancerUrl: Type.Optional(
+    Type.String({
+      format: 'uri',
+      description:
+        "Gantry extension: a load-balancing endpoint's address on the proxy listener (docs/load-balancing.md)",
+    }),
+  ),
 });
 type EndpointV1 = Static<typeof EndpointSchema>;
 const Includes = Type.Object({
@@ -97,7 +105,7 @@ const Includes = Type.Object({
 });
 type Includes = Static<typeof Includes>;
 
-export function endpointV1Routes(app: TypedApp, { endpoints, catalog }: TransportServices): void {
+export function endpointV1Routes(app: TypedApp, { endpoints, catalog, config }: TransportServices): void {
   const gpuTypes = () => catalog.listGpuTypes({ availability: false });
   const dataCenters = () => catalog.listDataCenters();
 
@@ -201,6 +209,9 @@ export function endpointV1Routes(app: TypedApp, { endpoints, catalog }: Transpor
       createdAt: iso(e.createdAt),
       version: e.version,
     };
+    // the live config: the proxy's port and listening are known once it listens
+    const lb = loadBalancerUrlOf(e, config.proxy);
+    if (lb !== null) out.loadBalancerUrl = lb;
     if (include.includeTemplate) {
       const template = await endpoints.templateOf(e);
       if (template) out.template = templateV1View(template);
