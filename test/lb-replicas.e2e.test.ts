@@ -133,7 +133,11 @@ describe(
       assert.equal(res.headers.get('x-runpod-worker-id'), first);
       assert.equal(seen.url, '/echo/first');
       assert.equal(seen.bytes, 5);
-      assert.ok(launchedBy(replicas[0]!, first), `replica A (the lease holder) launched it\n${diagnostics()}`);
+      await eventually(
+        () => `replica A (the lease holder) to log the launch\n${diagnostics()}`,
+        async () => launchedBy(replicas[0]!, first),
+        15_000,
+      );
       assert.ok(!launchedBy(replicas[1]!, first), 'replica B launched nothing');
       assert.deepEqual(
         (await workers()).map((w) => w.id),
@@ -157,7 +161,13 @@ describe(
         60_000,
       );
       const second = both.find((id) => id !== first)!;
-      assert.ok(launchedBy(replicas[0]!, second), 'the lease holder launched the second worker');
+      // the replica's log lines reach its stdout in batches (up to 100 ms late): wait for the line
+      await eventually(
+        () => `the lease holder (A) to log the second worker's launch\n${diagnostics()}`,
+        async () => launchedBy(replicas[0]!, second),
+        15_000,
+      );
+      assert.ok(!launchedBy(replicas[1]!, second), 'replica B launched nothing');
       // Once the second is ready on a replica, that replica sends new requests to it (the first
       // holds a request there); both replicas reach both workers.
       const seen = new Map<string, Set<string>>([
