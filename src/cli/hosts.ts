@@ -118,6 +118,10 @@ export async function hosts(argv: string[]): Promise<void> {
       });
       const { publicUrl } = config.server;
       const where = `A one-time join token for a host in ${created.dataCenterId} (${created.cloud}), good until ${iso(created.expiresAt)}`;
+      if (/^https?:\/\/(127\.|localhost[:/]|\[::1\])/.test(publicUrl))
+        console.error(
+          `Note: server.publicUrl is ${publicUrl}, which a host cannot reach: set it (GANTRY_PUBLIC_URL) to the URL hosts reach this control plane at.`,
+        );
       if (print === 'command') {
         console.log(installCommand(publicUrl, created.token));
         console.error(
