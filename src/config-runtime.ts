@@ -1,25 +1,11 @@
 /** The `runtime` section of the config: cross-field checks over what runtime/runtime-config.ts decoded. */
-import { createHash } from 'node:crypto';
 import { isIP } from 'node:net';
 import type { Catalog } from './domain/catalog.js';
 import { parseRegistryPattern } from './domain/registry-policy.js';
 import { fail } from './config-values.js';
+import { defaultNamespace } from './runtime/default-namespace.js';
 import { runtimeModule } from './runtime/registry.js';
 import type { RuntimeConfig, RuntimeSection } from './runtime/runtime-config.js';
-
-/**
- * The installation's default namespace: a hash of what identifies its data, so it is stable across
- * restarts and replicas, and differs between installations. A PostgreSQL URL counts without its
- * credentials (a rotated password must not orphan every container).
- */
-export function defaultNamespace(databaseUrl: string | null, databaseSchema: string, dataDir: string): string {
-  let identity = `dir:${dataDir}`;
-  if (databaseUrl) {
-    const url = new URL(databaseUrl);
-    identity = `pg:${url.hostname}:${url.port || '5432'}${url.pathname}#${databaseSchema}`;
-  }
-  return createHash('sha256').update(identity).digest('hex').slice(0, 12);
-}
 
 export interface RuntimeContext {
   catalog: Catalog;

@@ -728,6 +728,23 @@ test('a join token the control plane refuses ends the agent with exit status 2, 
   assert.equal(await new CredentialFile(dir).load(), null);
 });
 
+test('a control plane that refuses the agent for its version ends it with exit status 2, its message passed on, and nothing stored', async () => {
+  const timers = new FakeTimers();
+  const transport = new ScriptedTransport(timers);
+  const detail = 'This agent is version 0.1.0 and the control plane 0.3.0: … Upgrade the agent on the host: curl …';
+  transport.joinRefusal = new ControlPlaneRefusal(409, 'AGENT_VERSION_UNSUPPORTED', detail);
+  const { running, dir } = await startAgent({ timers, transport });
+  const err = await running.then(
+    () => null,
+    (e: unknown) => e,
+  );
+  assert.ok(err instanceof AgentFatal);
+  assert.equal(err.exitCode, 2);
+  assert.ok(err.message.includes(detail) && err.message.includes('AGENT_VERSION_UNSUPPORTED'), err.message);
+  assert.equal(transport.joins.length, 1, 'not retried');
+  assert.equal(await new CredentialFile(dir).load(), null);
+});
+
 test('the join carries the capacity and where the host is; the answer is stored as the credential', async () => {
   const { core, transport, dir } = await startAgent();
   await until(() => transport.reports.length === 1, 'the first report');

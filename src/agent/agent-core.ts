@@ -26,6 +26,7 @@ import type { AgentIdentity, CredentialFile } from './credential-file.js';
 import { OperationApplier } from './operation-applier.js';
 import { StreamDialer } from './stream-dialer.js';
 import { AgentTunnels } from './agent-tunnels.js';
+import { checkControlPlaneVersion } from './version-check.js';
 import { ReportLoop } from './report-loop.js';
 import { ServerRotation, type Backoff } from './server-rotation.js';
 import type { Timers } from './timers.js';
@@ -257,8 +258,10 @@ export class AgentCore {
       try {
         const answer = await transport.join(server, body);
         this.#rotation.succeeded(epoch);
+        checkControlPlaneVersion(config.agentVersion, answer, server, logger);
+        const { controlPlaneVersion: _version, ...joined } = answer;
         const identity: AgentIdentity = {
-          ...answer,
+          ...joined,
           heartbeatMs: clampMs(answer.heartbeatMs, 1_000, 300_000, 10_000),
           pollWaitMs: clampMs(answer.pollWaitMs, 0, 30_000, 25_000),
           joinedAt: clock.now(),

@@ -75,6 +75,7 @@ export class HttpAgentTransport implements AgentTransport {
       cloud: a.cloud,
       heartbeatMs: Number(a.heartbeatMs),
       pollWaitMs: Number(a.pollWaitMs),
+      ...(typeof a.controlPlaneVersion === 'string' ? { controlPlaneVersion: a.controlPlaneVersion.slice(0, 64) } : {}),
     };
   }
 

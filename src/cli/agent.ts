@@ -1,15 +1,16 @@
-import { readFileSync } from 'node:fs';
 import { homedir, hostname } from 'node:os';
 import { isIP } from 'node:net';
 import { resolve } from 'node:path';
 import pino from 'pino';
-import { parseArgs, UsageError } from './args.js';
-import { defaultNamespace } from '../config-runtime.js';
+import { parseArgs } from 'node:util';
+import { UsageError } from './usage-error.js';
+import { defaultNamespace } from '../runtime/default-namespace.js';
 import { DEFAULT_DOCKER_HOST } from '../runtime/docker/config.js';
 import { parseDockerHost } from '../runtime/docker/engine-info.js';
 import { parseSubnetPool } from '../domain/subnet-pool.js';
 import { parseRegistryPattern } from '../domain/registry-policy.js';
 import type { AgentOptions } from '../agent/start-agent.js';
+import { agentVersion } from '../agent/agent-version.js';
 
 export const agentHelp = `gantry agent --server URL[,URL…] [--token T] [--data-dir DIR] [--name NAME] [--public-ip IP]
              [--port-range A-B] [--disk-gb N] [--docker-host H] [--namespace NS] [--nvidia-smi CMD]
@@ -21,8 +22,8 @@ workers on the local Docker Engine (docs/fleet.md).
   --token      GANTRY_AGENT_TOKEN      a one-time join token (gantry hosts token create); only needed
                                        until the host credential is stored
   --data-dir   GANTRY_AGENT_DATA_DIR   the host credential and applied operations (default ~/.gantry-agent)
-  --name                               the host's name on the control plane (default the hostname)
-  --public-ip                          the address clients reach published ports at (default 127.0.0.1
+  --name       GANTRY_AGENT_NAME       the host's name on the control plane (default the hostname)
+  --public-ip  GANTRY_AGENT_PUBLIC_IP  the address clients reach published ports at (default 127.0.0.1
                                        for a local engine: set it)
   --port-range                         host ports for pods' published ports (default 20000-29999)
   --disk-gb                            disk to offer (default the free space of the engine's data root)
@@ -63,15 +64,6 @@ const options = {
 
 type Values = { [K in keyof typeof options]?: (typeof options)[K]['type'] extends 'boolean' ? boolean : string };
 
-const agentVersion = (): string => {
-  try {
-    return (JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string })
-      .version;
-  } catch {
-    return 'unknown';
-  }
-};
-
 /** The agent's options from its flags and environment; throws {@link UsageError} saying what is wrong. */
 function agentOptions(values: Values, env: NodeJS.ProcessEnv): Omit<AgentOptions, 'logger'> {
   const serverList = values.server ?? (env.GANTRY_AGENT_SERVER || undefined);
@@ -105,10 +97,10 @@ function agentOptions(values: Values, env: NodeJS.ProcessEnv): Omit<AgentOptions
       '--token is not a join token (gjt_ followed by letters and digits): create one with gantry hosts token create',
     );
   const dataDir = resolve(values['data-dir'] ?? (env.GANTRY_AGENT_DATA_DIR || `${homedir()}/.gantry-agent`));
-  const name = values.name ?? hostname();
+  const name = values.name ?? (env.GANTRY_AGENT_NAME || hostname());
   if (!/^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$/.test(name))
     throw new UsageError(`--name "${name.slice(0, 80)}" must be 1 to 63 letters, digits, dots, dashes and underscores`);
-  const publicIp = values['public-ip'] ?? null;
+  const publicIp = values['public-ip'] ?? (env.GANTRY_AGENT_PUBLIC_IP || null);
   if (publicIp !== null && isIP(publicIp) === 0)
     throw new UsageError(`--public-ip "${publicIp}" must be an IP address`);
   let portRange: [number, number] = [20000, 29999];

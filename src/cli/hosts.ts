@@ -3,6 +3,7 @@ import { iso } from '../domain/clock.js';
 import { ApiError } from '../domain/errors.js';
 import { FLEET_HOST_TOPIC } from '../fleet/fleet-relay.js';
 import { createJoinToken, MAX_JOIN_TOKEN_TTL_MS } from '../fleet/join-tokens.js';
+import { installCommand } from '../fleet/agent-downloads.js';
 import { inventoryHost } from '../fleet/host-capacity.js';
 import { hostState, type HostState } from '../fleet/host-state.js';
 import type { HostRecord } from '../fleet/host-store.js';
@@ -81,6 +82,7 @@ export async function hosts(argv: string[]): Promise<void> {
       cloud: { type: 'string' },
       ttl: { type: 'string' },
       json: { type: 'boolean' },
+      print: { type: 'string' },
     },
     allowPositionals: true,
     strict: true,
@@ -89,7 +91,9 @@ export async function hosts(argv: string[]): Promise<void> {
   const [sub, arg, id] = positionals;
   const config = configFrom(values);
   if (sub === 'token' && arg !== 'create')
-    throw new UsageError('usage: gantry hosts token create [--data-center ID] [--cloud SECURE|COMMUNITY] [--ttl 1h]');
+    throw new UsageError(
+      'usage: gantry hosts token create [--data-center ID] [--cloud SECURE|COMMUNITY] [--ttl 1h] [--print command|token]',
+    );
   if (sub !== 'token' && sub !== 'list' && sub !== 'revoke') throw new UsageError(hostsHelp);
   // checked before the store opens: a usage error leaves nothing behind
   const cloud = values.cloud ?? 'SECURE';
@@ -98,6 +102,9 @@ export async function hosts(argv: string[]): Promise<void> {
   const ttlMs = values.ttl === undefined ? config.agents.joinTokenTtlMs : parseDuration('--ttl', values.ttl);
   if (ttlMs < 1000 || ttlMs > MAX_JOIN_TOKEN_TTL_MS)
     throw new UsageError(`--ttl must be from 1s to 30d (got ${values.ttl})`);
+  const print = values.print ?? (process.stdout.isTTY ? 'command' : 'token');
+  if (print !== 'command' && print !== 'token')
+    throw new UsageError(`--print must be command or token (got "${print}")`);
   const hostId = sub === 'revoke' ? arg : undefined;
   if (sub === 'revoke' && (!hostId || id !== undefined)) throw new UsageError('usage: gantry hosts revoke ID');
 
@@ -109,10 +116,23 @@ export async function hosts(argv: string[]): Promise<void> {
         cloud: cloud,
         ttlMs,
       });
-      console.log(created.token);
-      console.error(
-        `A one-time join token for a host in ${created.dataCenterId} (${created.cloud}), good until ${iso(created.expiresAt)}. On the host:\n  gantry agent --server ${config.server.publicUrl} --token ${created.token.slice(0, 8)}…`,
-      );
+      const { publicUrl } = config.server;
+      const where = `A one-time join token for a host in ${created.dataCenterId} (${created.cloud}), good until ${iso(created.expiresAt)}`;
+      if (/^https?:\/\/(127\.|localhost[:/]|\[::1\])/.test(publicUrl))
+        console.error(
+          `Note: server.publicUrl is ${publicUrl}, which a host cannot reach: set it (GANTRY_PUBLIC_URL) to the URL hosts reach this control plane at.`,
+        );
+      if (print === 'command') {
+        console.log(installCommand(publicUrl, created.token));
+        console.error(
+          `${where}. Run the command above as root on a Linux host with Docker (docs/deploy.md, "Fleet: the one-line join"); it shows in gantry hosts list once joined.`,
+        );
+      } else {
+        console.log(created.token);
+        console.error(
+          `${where}. On the host:\n  ${installCommand(publicUrl, `${created.token.slice(0, 8)}…`)}\nor, with Gantry installed there:\n  gantry agent --server ${publicUrl} --token ${created.token.slice(0, 8)}…`,
+        );
+      }
     } else if (sub === 'list') {
       const now = Date.now();
       const counts = await store.instanceCounts();

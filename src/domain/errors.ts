@@ -50,6 +50,7 @@ export const errorCatalogue = {
   INVALID_STATE: { status: 409, title: 'Conflict' },
   POD_LOCKED: { status: 409, title: 'Conflict' },
   HOST_UNAVAILABLE: { status: 409, title: 'Conflict' },
+  AGENT_VERSION_UNSUPPORTED: { status: 409, title: 'Conflict' },
   CONFLICT: { status: 409, title: 'Conflict' },
   PAYLOAD_TOO_LARGE: { status: 413, title: 'Payload Too Large' },
   URI_TOO_LONG: { status: 414, title: 'URI Too Long' },

@@ -44,6 +44,8 @@ export interface JoinAnswer {
   cloud: Cloud;
   heartbeatMs: number;
   pollWaitMs: number;
+  /** the control plane's version (absent from control planes before 0.2), checked by the agent (agent-versions.ts) */
+  controlPlaneVersion?: string;
 }
 
 /** An instance as the agent sees it: the runtime port's status plus its owner label. */

@@ -25,6 +25,7 @@ import { jobRoutes } from './routes/jobs.js';
 import { jobRequestRoutes } from './routes/job-requests.js';
 import { workerProtocolRoutes } from './routes/worker-protocol.js';
 import { agentRoutes } from './routes/agent.js';
+import { agentInstallRoutes } from './routes/agent-install.js';
 import { graphqlRoutes } from './routes/graphql.js';
 import { hideV1, registerV1 } from './routes/v1/index.js';
 import { registerReadiness, type Readiness } from './readiness.js';
@@ -208,6 +209,7 @@ export async function buildApp(services: TransportServices, options: BuildAppOpt
   jobRequestRoutes(routes, services, jobRoutes(routes, services));
   workerProtocolRoutes(routes, services);
   agentRoutes(routes, services);
+  agentInstallRoutes(routes, services);
   graphqlRoutes(routes, services, { keys: rateLimiter, anonymous: anonymousLimiter });
   await registerV1(app, services);
 

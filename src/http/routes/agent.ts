@@ -26,6 +26,8 @@ import { clientKey } from '../client-address.js';
 import { AuthFailureLimiter } from '../plugins/auth-failure-limit.js';
 import { StringEnum, Nullable } from '../schemas.js';
 import { clientGone } from '../client-gone.js';
+import { controlPlaneVersion, versionSkewMessage, versionVerdict } from '../../fleet/agent-versions.js';
+import { installCommand } from '../../fleet/agent-downloads.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -183,6 +185,7 @@ function bearer(request: FastifyRequest): string | null {
 export function agentRoutes(app: TypedApp, services: TransportServices): void {
   const { fleet, config } = services;
   const failures = new AuthFailureLimiter(services.clock);
+  const version = controlPlaneVersion();
   app.decorateRequest('agentHostId', null);
   // Reports come every few seconds from every host: request lines only at warn (or quieter).
   const logLevel =
@@ -230,6 +233,25 @@ export function agentRoutes(app: TypedApp, services: TransportServices): void {
     const refusal = failures.refusal(client);
     if (refusal) throw refusal;
     const body = request.body;
+    // Said before the token is spent: the same token joins once the agent is upgraded.
+    const verdict = versionVerdict(body.agentVersion, version);
+    if (verdict !== 'compatible')
+      request.log.warn(
+        {
+          agentVersion: body.agentVersion,
+          controlPlaneVersion: version,
+          name: body.name,
+          refused: verdict === 'incompatible',
+        },
+        verdict === 'incompatible'
+          ? "refused a join: the agent's version is too far from the control plane's"
+          : "a joining agent's version cannot be compared with the control plane's",
+      );
+    if (verdict === 'incompatible')
+      throw new ApiError(
+        'AGENT_VERSION_UNSUPPORTED',
+        `${versionSkewMessage(body.agentVersion, version, installCommand(config.server.publicUrl, 'gjt_…'))} (the join token was not spent).`,
+      );
     try {
       const answer = await fleet.join({
         token: body.token,
@@ -239,7 +261,7 @@ export function agentRoutes(app: TypedApp, services: TransportServices): void {
         agentVersion: body.agentVersion,
         capacity: body.capacity as never,
       });
-      return reply.code(201).send(answer);
+      return reply.code(201).send({ ...answer, controlPlaneVersion: version });
     } catch (err) {
       if (isApiError(err) && err.code === 'JOIN_TOKEN_INVALID') failures.failed(client);
       throw err;
