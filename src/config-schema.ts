@@ -7,6 +7,7 @@
  * from it.
  */
 import { ProxySchema } from './config-proxy.js';
+import { TlsSchema, trustedProxiesField } from './config-tls.js';
 import { Type, type StaticDecode } from '@sinclair/typebox';
 import { amount, atLeast, choice, count, flag, listenPort, orNull, text } from './config-fields.js';
 import { FleetSchema } from './fleet/config.js';
@@ -23,7 +24,7 @@ export const ServerSchema = Type.Object(
       Type.String({
         description: 'Base URL clients use to reach this server (REST, GraphQL, docs).',
         env: 'GANTRY_PUBLIC_URL',
-        defaultText: '`http://<host>:<port>`',
+        defaultText: '`http://<host>:<port>` (`https://` with `tls`)',
       }),
     ),
     jobPort: orNull(
@@ -53,8 +54,10 @@ export const ServerSchema = Type.Object(
     maxConnectionsPerClient: count(
       0,
       1024,
-      "Connections one client address may hold open at once; more are answered 429 and closed. 0: no cap. Every client behind a reverse proxy or NAT shares one address, as do the process runtime's workers (loopback; the Node worker library opens a connection per job in flight): size it for those, or set 0 behind a proxy that caps clients itself.",
+      "Connections one client address may hold open at once; more are answered 429 and closed (over TLS, closed before the handshake). 0: no cap. Every client behind a reverse proxy or NAT shares one address, as do the process runtime's workers (loopback; the Node worker library opens a connection per job in flight): size it for those, or set 0 behind a proxy that caps clients itself.",
     ),
+    tls: TlsSchema,
+    trustedProxies: trustedProxiesField(),
   },
   { description: 'The HTTP listeners.' },
 );

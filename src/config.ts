@@ -28,6 +28,8 @@ import type { AgentsConfig } from './fleet/agents-config.js';
 import type { GraphqlLimits } from './transport/services.js';
 import type { AutoscalerConfig } from './serverless/autoscaler-config.js';
 import type { WebhookConfig } from './serverless/webhook-config.js';
+import { checkTrustedProxies, resolveTls } from './config-tls.js';
+import type { TlsConfig } from './transport/tls-settings.js';
 
 // Every key, its default, environment variable and meaning: config-schema.ts (docs/configuration.md).
 type RateLimitConfig = StaticDecode<typeof RateLimitsSchema>;
@@ -39,8 +41,10 @@ interface ServerlessConfig {
 }
 
 export interface Config {
-  server: Omit<StaticDecode<typeof ServerSchema>, 'publicUrl' | 'publicJobUrl'> & {
-    /** @default `http://<host>:<port>` */
+  server: Omit<StaticDecode<typeof ServerSchema>, 'publicUrl' | 'publicJobUrl' | 'tls'> & {
+    /** HTTPS on the listeners, or null (config-tls.ts). */
+    tls: TlsConfig | null;
+    /** @default `http://<host>:<port>` (https with `tls`) */
     publicUrl: string;
     /** @default the job listener's, else `publicUrl` */
     publicJobUrl: string;
@@ -202,9 +206,12 @@ export function loadConfig({ env, flags = {} }: ConfigSources): Config {
   const { server, fleet: agentsSection, ...sections } = decoded.value as ConfigFile;
   const dataDir = isAbsolute(sections.dataDir) ? sections.dataDir : resolve(sections.dataDir);
   const publicHost = server.host === '0.0.0.0' || server.host === '::' ? '127.0.0.1' : server.host;
-  const publicUrl = (server.publicUrl ?? `http://${publicHost}:${server.port}`).replace(/\/+$/, '');
+  const tls = resolveTls(server.tls, configDir);
+  const trustedProxies = checkTrustedProxies(server.trustedProxies);
+  const scheme = tls ? 'https' : 'http';
+  const publicUrl = (server.publicUrl ?? `${scheme}://${publicHost}:${server.port}`).replace(/\/+$/, '');
   const publicJobUrl = (
-    server.publicJobUrl ?? (server.jobPort !== null ? `http://${publicHost}:${server.jobPort}` : publicUrl)
+    server.publicJobUrl ?? (server.jobPort !== null ? `${scheme}://${publicHost}:${server.jobPort}` : publicUrl)
   ).replace(/\/+$/, '');
   const { databaseUrl, databaseSchema } = sections;
   if (databaseUrl && !/^postgres(ql)?:\/\//.test(databaseUrl))
@@ -232,7 +239,7 @@ export function loadConfig({ env, flags = {} }: ConfigSources): Config {
   for (const spec of Object.values(images)) if (spec.cwd && !isAbsolute(spec.cwd)) spec.cwd = join(configDir, spec.cwd);
   return {
     ...sections,
-    server: { ...server, publicUrl, publicJobUrl },
+    server: { ...server, tls, trustedProxies, publicUrl, publicJobUrl },
     dataDir,
     bootstrapKey: env.GANTRY_BOOTSTRAP_KEY ?? null,
     images,

@@ -14,6 +14,7 @@ import type { OrphanCollector } from './runtime/orphan-collector.js';
 import type { RunningSshProxy } from './ssh/start-ssh-proxy.js';
 import type { RunningPodProxy } from './proxy/start-pod-proxy.js';
 import type { Readiness } from './http/readiness.js';
+import { reloadCertificates, type ReloadOutcome } from './http/tls-certificates.js';
 import type { ServiceOverrides } from './compose/overrides.js';
 import { assembleStorage, openConfiguredDatabase, tightenData } from './compose/storage.js';
 import { buildRuntime, entrypointsOf, prepareRuntimeArea, registryGuardFor } from './compose/runtime.js';
@@ -144,6 +145,11 @@ export interface RunningServer {
   readiness: Readiness;
   /** How long each step of the start took, ms, in start order (also on the ready line). */
   startup: Record<string, number>;
+  /**
+   * Reads the TLS certificate files again (SIGHUP): new connections get the new ones, open ones
+   * go on; a file that cannot be used keeps the old ones. Logs what it did. Null without `server.tls`.
+   */
+  reloadCertificates(): ReloadOutcome | null;
   close(): Promise<void>;
 }
 
@@ -205,6 +211,7 @@ export async function startServer(config: Config, overrides: StartOptions = {}):
     proxy,
     readiness: state.readiness,
     startup,
+    reloadCertificates: () => reloadCertificates(state.certificates, services.logger),
     close: () => started.stop(),
   };
 }

@@ -14,6 +14,7 @@ import {
   type ReportRequest,
 } from '../fleet/protocol.js';
 import { ControlPlaneRefusal, ControlPlaneUnreachable, type AgentTransport } from './agent-transport.js';
+import { describeConnectFailure } from '../transport/tls-trust.js';
 
 export interface HttpAgentTransportOptions {
   /** A join or a report gives up after this long. @default 10000 */
@@ -158,7 +159,7 @@ export class HttpAgentTransport implements AgentTransport {
       if (timedOut) throw new ControlPlaneUnreachable(`${server} did not answer ${what} within ${timeoutMs} ms`);
       const cause = (err as { cause?: NodeJS.ErrnoException }).cause;
       throw new ControlPlaneUnreachable(
-        `cannot reach ${server} (${what}): ${cause?.code ?? cause?.message ?? (err as Error).message}`,
+        `cannot reach ${server} (${what}): ${cause?.code ? describeConnectFailure(cause.code) : (cause?.message ?? (err as Error).message)}`,
       );
     } finally {
       clearTimeout(timer);

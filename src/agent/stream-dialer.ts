@@ -22,6 +22,7 @@ import { encodeFrame, FRAME, frameJson, readFrames } from '../fleet/stream-frame
 import type { OutputLine, Runtime, ShellSession } from '../runtime/runtime.js';
 import { agentTunnelLimits, type AgentTunnels } from './agent-tunnels.js';
 import type { AppliedResult } from './applied-operations.js';
+import { describeConnectFailure } from '../transport/tls-trust.js';
 
 export type StreamOperation = Extract<Operation, { kind: 'stream' }>;
 
@@ -164,7 +165,9 @@ export class StreamDialer {
         });
       });
       req.once('timeout', () => req.destroy(new Error('did not answer in time')));
-      req.once('error', (err: NodeJS.ErrnoException) => reject(new Error(err.code ?? err.message)));
+      req.once('error', (err: NodeJS.ErrnoException) =>
+        reject(new Error(err.code ? describeConnectFailure(err.code) : err.message)),
+      );
       req.end();
     });
   }

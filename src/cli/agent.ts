@@ -19,6 +19,8 @@ export const agentHelp = `gantry agent --server URL[,URL…] [--token T] [--data
 Runs this host's agent: joins the control plane at URL (outbound only) and runs its pods and
 workers on the local Docker Engine (docs/fleet.md).
   --server     GANTRY_AGENT_SERVER     the control plane's URL; several, comma-separated, are tried in turn
+  --ca-file    GANTRY_CA_FILE          a PEM CA file the control plane's https certificate is checked against,
+                                       besides the system's authorities (NODE_EXTRA_CA_CERTS too)
   --token      GANTRY_AGENT_TOKEN      a one-time join token (gantry hosts token create); only needed
                                        until the host credential is stored
   --data-dir   GANTRY_AGENT_DATA_DIR   the host credential and applied operations (default ~/.gantry-agent)

@@ -3,6 +3,7 @@ import { UsageError } from './usage-error.js';
 import { clientHelp, runClient } from './client/index.js';
 import { CliError, EXIT } from './client/exit-codes.js';
 import { versionText } from './version.js';
+import { caFileFrom, trustCaFile } from '../transport/tls-trust.js';
 
 type Run = (argv: string[]) => Promise<void>;
 
@@ -51,13 +52,52 @@ ${agent.agentHelp}
 ${backup.backupHelp}
 
 ${clientHelp}
+
+Over https://, the client commands and the agent verify the server's certificate against the system's
+authorities (NODE_EXTRA_CA_CERTS adds to them) and --ca-file FILE or GANTRY_CA_FILE (a PEM CA file).
 `;
 }
 
-async function main(argv: string[]): Promise<void> {
+/**
+ * `--ca-file FILE` (or `--ca-file=FILE`), taken out of the arguments wherever it stands (before a
+ * `--`): every command that calls a server over HTTPS trusts the CA file besides the system's.
+ */
+function takeCaFile(argv: string[]): { argv: string[]; caFile: string | undefined } {
+  const out: string[] = [];
+  let caFile: string | undefined;
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i]!;
+    if (arg === '--') {
+      out.push(...argv.slice(i));
+      break;
+    }
+    if (arg === '--ca-file') {
+      caFile = argv[++i];
+      if (caFile === undefined || caFile.startsWith('--'))
+        throw new UsageError('--ca-file needs a file (PEM certificates)');
+    } else if (arg.startsWith('--ca-file=')) caFile = arg.slice('--ca-file='.length);
+    else out.push(arg);
+  }
+  return { argv: out, caFile };
+}
+
+/** Commands that call a Gantry server (the client commands and the agent); they honour --ca-file and GANTRY_CA_FILE. */
+async function applyCaFile(flag: string | undefined): Promise<void> {
+  const caFile = caFileFrom(flag, process.env);
+  if (caFile === null) return;
+  try {
+    await trustCaFile(caFile);
+  } catch (err) {
+    throw new UsageError((err as Error).message);
+  }
+}
+
+async function main(original: string[]): Promise<void> {
+  const { argv, caFile } = takeCaFile(original);
   const [name, ...rest] = argv;
   if (!name || name === 'help' || name === '--help' || name === '-h') return void console.log(await help());
   if (name === '--version' || name === 'version') return void console.log(versionText());
+  if (name !== 'serve' && name !== 'backup' && name !== 'restore') await applyCaFile(caFile);
   const client = runClient(name, rest);
   // A client command ends the process with its status (an idle keep-alive socket must not hold it).
   if (client) return process.exit(await client);

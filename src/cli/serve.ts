@@ -8,6 +8,7 @@ Starts the API server and the control loops.
   --host       GANTRY_HOST  listen address (default 127.0.0.1)
   --data-dir   GANTRY_DATA_DIR  data folder for SQLite, volumes and keys (default ./.gantry)
   --config     GANTRY_CONFIG    YAML or JSON config file
+Signals: SIGTERM/SIGINT stop it; SIGHUP reads the TLS certificate files again (server.tls).
 Environment: GANTRY_DATABASE_URL (postgres://… selects PostgreSQL), GANTRY_BOOTSTRAP_KEY (admin key on first start),
   GANTRY_RUNTIME (process: local processes on the demo fleet, the default; docker: containers on the
   Docker Engine at DOCKER_HOST, default unix:///var/run/docker.sock, its host discovered).`;
@@ -34,4 +35,6 @@ export async function serve(argv: string[]): Promise<void> {
   };
   process.on('SIGINT', () => void stop('SIGINT'));
   process.on('SIGTERM', () => void stop('SIGTERM'));
+  // the certificates are read again (server.tls); without a handler SIGHUP would end the process
+  process.on('SIGHUP', () => void server.reloadCertificates());
 }

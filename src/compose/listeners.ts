@@ -7,6 +7,7 @@ import { createJobListener } from '../http/job-listener.js';
 import { ConnectionCap } from '../http/listener-limits.js';
 import { followUnusedConnections } from '../http/unused-connections.js';
 import type { Readiness } from '../http/readiness.js';
+import type { ServerCertificates } from '../http/tls-certificates.js';
 
 export interface Listeners {
   app: FastifyInstance;
@@ -17,21 +18,25 @@ export interface Listeners {
   close(): Promise<void>;
 }
 
-/** The HTTP listener over `buildApp`, the optional job-only listener, and the agents' stream upgrades. */
-export async function openListeners(services: Services, readiness: Readiness): Promise<Listeners> {
+/** The HTTP(S) listener over `buildApp`, the optional job-only listener, and the agents' stream upgrades. */
+export async function openListeners(
+  services: Services,
+  readiness: Readiness,
+  tls: ServerCertificates | null = null,
+): Promise<Listeners> {
   const { config } = services;
-  const app = await buildApp(services, { logger: services.logger, readiness });
+  const app = await buildApp(services, { logger: services.logger, readiness, ...(tls ? { tls } : {}) });
   await app.listen({ port: config.server.port, host: config.server.host });
   const address = app.server.address();
   const port = typeof address === 'object' && address ? address.port : config.server.port;
   const urlOf = (p: number): string =>
-    `http://${config.server.host.includes(':') ? `[${config.server.host}]` : config.server.host}:${p}`;
+    `${tls ? 'https' : 'http'}://${config.server.host.includes(':') ? `[${config.server.host}]` : config.server.host}:${p}`;
   const url = urlOf(port);
   // One count per client address across both listeners.
   const unusedConnections = followUnusedConnections(app.server);
   const connectionCap = new ConnectionCap(config.server.maxConnectionsPerClient);
   connectionCap.guard(app.server);
-  const jobListener = config.server.jobPort === null ? null : createJobListener(app, config.server);
+  const jobListener = config.server.jobPort === null ? null : createJobListener(app, config.server, tls ?? undefined);
   let jobUrl: string | null = null;
   const close = async (): Promise<void> => {
     // agents' long-polls answer now (empty) rather than hold the shutdown

@@ -11,6 +11,7 @@ import { configuredRuntime } from '../runtime/registry.js';
 import type { RunningSshProxy } from '../ssh/start-ssh-proxy.js';
 import type { RunningPodProxy } from '../proxy/start-pod-proxy.js';
 import { Readiness } from '../http/readiness.js';
+import { ServerCertificates } from '../http/tls-certificates.js';
 import type { Step } from './lifecycle.js';
 import { openListeners, type Listeners } from './listeners.js';
 
@@ -30,6 +31,8 @@ export interface StartState {
   ssh: RunningSshProxy | null;
   /** The pod HTTP proxy, when it listens (config `proxy`). */
   proxy: RunningPodProxy | null;
+  /** The certificates the listeners serve (`server.tls`), or null for plain HTTP. */
+  certificates: ServerCertificates | null;
 }
 
 /** On a first start (no accounts), creates the `admin` account and its key; answers the key to print once. */
@@ -78,6 +81,7 @@ export function startState(services: Services): StartState {
     }),
     ssh: null,
     proxy: null,
+    certificates: null,
   };
 }
 
@@ -154,7 +158,9 @@ export function serverSteps(services: Services, state: StartState): Step[] {
     {
       name: 'listeners',
       start: async () => {
-        state.listeners = await openListeners(services, state.readiness);
+        // read here: a certificate that cannot be used fails the start, before anything listens
+        state.certificates = config.server.tls ? new ServerCertificates(config.server.tls) : null;
+        state.listeners = await openListeners(services, state.readiness, state.certificates);
         if (config.server.publicJobUrl !== jobUrlBeforeListen)
           await runtime.allowJobUrls?.([config.server.publicJobUrl]);
       },
@@ -223,6 +229,7 @@ export function serverSteps(services: Services, state: StartState): Step[] {
           ...services,
           proxyMeter: services.metrics?.proxyMeter() ?? null,
           lbMeter: services.metrics?.lbMeter() ?? null,
+          tls: state.certificates,
         });
       },
       stop: () => state.proxy?.close(),

@@ -39,6 +39,8 @@ import { useRouteCompilers } from './lazy-schemas.js';
 import { applyRequestTimeouts } from './listener-limits.js';
 import { typed } from './type-provider.js';
 import { checkResponses, serializerCheck, type ResponseMismatch } from './response-check.js';
+import type { Server as TlsServer } from 'node:tls';
+import type { ServerCertificates } from './tls-certificates.js';
 
 /** Client addresses whose requests without a key are counted at once; past it the oldest are forgotten (a bound on memory, not a limit on callers). */
 const ANONYMOUS_CALLERS_KEPT = 100_000;
@@ -60,6 +62,8 @@ export interface BuildAppOptions {
   consoleDir?: string;
   /** Until it is ready, requests that need adopted state answer 503 (readiness.ts). @default always ready */
   readiness?: Readiness;
+  /** Serve HTTPS with these certificates (`server.tls`); the server then is an `https.Server`. @default plain HTTP */
+  tls?: ServerCertificates;
 }
 
 /** Query strings that carry credentials are cut from logged URLs. */
@@ -72,10 +76,12 @@ export const loggerOptions = (level: string) => ({
     censor: '[redacted]',
   },
   serializers: {
-    req: (req: { method: string; url: string; id: string }) => ({
+    // `ip`: the client's address (the forwarded one from a trusted proxy, `server.trustedProxies`)
+    req: (req: { method: string; url: string; id: string; ip?: string }) => ({
       method: req.method,
       url: redactUrl(req.url),
       id: req.id,
+      ...(req.ip !== undefined ? { client: req.ip } : {}),
     }),
   },
 });
@@ -103,7 +109,11 @@ export async function buildApp(services: TransportServices, options: BuildAppOpt
     clientErrorHandler: answerClientError(config.server),
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 256 },
     frameworkErrors,
-  });
+    // X-Forwarded-For/-Proto/-Host believed from these peers only (request.ip, .protocol, .host)
+    ...(config.server.trustedProxies.length > 0 ? { trustProxy: config.server.trustedProxies } : {}),
+    ...(options.tls ? { https: options.tls.serverOptions(config.server.headersTimeoutMs) } : {}),
+  }) as unknown as FastifyInstance;
+  if (options.tls) options.tls.attach(app.server as unknown as TlsServer);
   applyRequestTimeouts(app.server, config.server);
   if (services.metrics) countReplies(app, services.metrics);
 

@@ -1,5 +1,6 @@
 import type { Server } from 'node:http';
 import type { Socket } from 'node:net';
+import { Server as TlsServer } from 'node:tls';
 import { ApiError } from '../domain/errors.js';
 import { clientKey } from './client-address.js';
 import { rawProblemResponse } from './client-errors.js';
@@ -48,7 +49,8 @@ const REFUSED_GRACE_MS = 1000;
  * listener share one count). A client is an IPv4 address or an IPv6 /64 (client-address.ts). A connection over the cap is answered 429 TOO_MANY_CONNECTIONS
  * at once, before any request is read (no parser or timer is spent on it), and closed. The
  * address is the socket's peer: behind a reverse proxy every client shares the proxy's, so there
- * the cap should be off (0) or sized for the proxy.
+ * the cap should be off (0) or sized for the proxy. On an HTTPS listener a connection over the cap
+ * is closed before its handshake: an answer would first cost the handshake the cap exists to spare.
  */
 export class ConnectionCap {
   readonly #open = new Map<string, number>();
@@ -65,11 +67,12 @@ export class ConnectionCap {
     if (this.max <= 0) return;
     const handlers = server.listeners('connection') as Array<(socket: Socket) => void>;
     server.removeAllListeners('connection');
+    const secure = server instanceof TlsServer;
     server.on('connection', (socket: Socket) => {
       if (socket.remoteAddress === undefined) return socket.destroy();
       const client = clientKey(socket.remoteAddress);
       const open = this.#open.get(client) ?? 0;
-      if (open >= this.max) return this.#refuse(socket);
+      if (open >= this.max) return secure ? void socket.destroy() : this.#refuse(socket);
       this.#open.set(client, open + 1);
       socket.once('close', () => {
         const left = (this.#open.get(client) ?? 1) - 1;

@@ -8,6 +8,7 @@
  */
 import type { Server } from 'node:http';
 import type { Socket } from 'node:net';
+import { Server as TlsServer } from 'node:tls';
 
 export interface UnusedConnections {
   /** Destroys the connections that have carried no request yet. */
@@ -17,7 +18,9 @@ export interface UnusedConnections {
 /** Follows `server`'s connections; call before anything wraps its `connection` listeners (ConnectionCap.guard). */
 export function followUnusedConnections(server: Server): UnusedConnections {
   const unused = new Set<Socket>();
-  server.on('connection', (socket: Socket) => {
+  // Over HTTPS a request's socket is the TLS one, made once the handshake ends (one that never
+  // ends is cut by the handshake timeout).
+  server.on(server instanceof TlsServer ? 'secureConnection' : 'connection', (socket: Socket) => {
     unused.add(socket);
     socket.once('close', () => unused.delete(socket));
   });

@@ -6,7 +6,10 @@
  * connections where nothing moves.
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createServer as createHttpsServer } from 'node:https';
 import type { Duplex } from 'node:stream';
+import type { Server as TlsServer } from 'node:tls';
+import type { ServerCertificates } from '../http/tls-certificates.js';
 import type { Logger } from 'pino';
 import type { PodEventSource } from '../pods/pod-events.js';
 import type { PodHttpTargets } from '../pods/pod-http-targets.js';
@@ -34,12 +37,14 @@ export interface PodProxyServices {
   lb: LbProxyDeps['pool'];
   endpoints: LbProxyDeps['endpoints'];
   lbMeter?: LbMeter | null;
+  /** Serve HTTPS with the server's certificates (`server.tls`; the wildcard names by SNI). */
+  tls?: ServerCertificates | null;
 }
 
 export interface RunningPodProxy {
   proxy: PodProxy;
   server: Server;
-  /** `http://host:port` it listens on */
+  /** `http://host:port` (`https://` with TLS) it listens on */
   url: string;
   close(): Promise<void>;
 }
@@ -80,11 +85,12 @@ export async function startPodProxy(services: PodProxyServices): Promise<Running
     meter: services.lbMeter ?? null,
   });
   // a large body moves in fewer, larger writes (the 16 KB default paused the pod's side at each chunk)
-  const server = createServer({
-    requestTimeout: 0,
-    headersTimeout: config.server.headersTimeoutMs,
-    highWaterMark: 1024 * 1024,
-  });
+  const tls = services.tls ?? null;
+  const options = { requestTimeout: 0, headersTimeout: config.server.headersTimeoutMs, highWaterMark: 1024 * 1024 };
+  const server = tls
+    ? (createHttpsServer({ ...options, ...tls.serverOptions(config.server.headersTimeoutMs) }) as unknown as Server)
+    : createServer(options);
+  if (tls) tls.attach(server as unknown as TlsServer);
   server.keepAliveTimeout = config.server.keepAliveTimeoutMs;
   server.timeout = settings.idleTimeoutMs;
   server.on('request', (req: IncomingMessage, res: ServerResponse) => {
@@ -138,7 +144,7 @@ export async function startPodProxy(services: PodProxyServices): Promise<Running
   return {
     proxy,
     server,
-    url: `http://${host}:${port}`,
+    url: `${tls ? 'https' : 'http'}://${host}:${port}`,
     close: async () => {
       settings.listening = false;
       proxy.close();

@@ -57,6 +57,8 @@ interface TransportConfig {
     headersTimeoutMs: number;
     keepAliveTimeoutMs: number;
     maxConnectionsPerClient: number;
+    /** Peers whose X-Forwarded-* headers are believed (`server.trustedProxies`). */
+    trustedProxies: string[];
   };
   rateLimits: Quotas;
   /** The pod HTTP proxy's listener (docs/proxy.md). */

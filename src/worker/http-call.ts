@@ -1,5 +1,7 @@
+import { readFileSync } from 'node:fs';
 import http from 'node:http';
 import https from 'node:https';
+import { rootCertificates } from 'node:tls';
 
 /**
  * The worker's HTTP client: node:http over keep-alive agents. A worker makes one request per job
@@ -35,8 +37,47 @@ const abortError = (reason: unknown): Error => {
   return err;
 };
 
-export function httpCaller(): HttpCaller {
-  const agents = { http: new http.Agent({ keepAlive: true }), https: new https.Agent({ keepAlive: true }) };
+/**
+ * The authorities an https job URL's certificate is checked against: the system's (Node's roots
+ * and `NODE_EXTRA_CA_CERTS`, Node's default) and, when `GANTRY_CA_FILE` names a PEM file, its
+ * certificates besides them. A file that cannot be read fails the worker's start, saying so.
+ */
+function workerCas(env: NodeJS.ProcessEnv = process.env): string[] | undefined {
+  const file = env.GANTRY_CA_FILE;
+  if (!file) return undefined;
+  const pem = /-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/g;
+  const read = (path: string, label: string): string[] => {
+    let text: string;
+    try {
+      text = readFileSync(path, 'utf8');
+    } catch (err) {
+      throw new Error(`${label} ${path} cannot be read: ${(err as NodeJS.ErrnoException).code ?? String(err)}`, {
+        cause: err,
+      });
+    }
+    const blocks = text.match(pem);
+    if (!blocks) throw new Error(`${label} ${path} holds no PEM certificate`);
+    return blocks;
+  };
+  const nodeExtra = env.NODE_EXTRA_CA_CERTS;
+  const extra = nodeExtra
+    ? (() => {
+        try {
+          return read(nodeExtra, 'NODE_EXTRA_CA_CERTS');
+        } catch {
+          return [];
+        }
+      })()
+    : [];
+  return [...rootCertificates, ...extra, ...read(file, 'GANTRY_CA_FILE')];
+}
+
+export function httpCaller(env: NodeJS.ProcessEnv = process.env): HttpCaller {
+  const ca = workerCas(env);
+  const agents = {
+    http: new http.Agent({ keepAlive: true }),
+    https: new https.Agent({ keepAlive: true, ...(ca ? { ca } : {}) }),
+  };
   return {
     call(url, init = {}) {
       return new Promise<CallResponse>((resolve, reject) => {

@@ -43,7 +43,7 @@ export async function spawnGantry(
       timeoutMs,
     );
     const check = () => {
-      const m = /gantry listening on (http:\/\/\S+)/.exec(out);
+      const m = /gantry listening on (https?:\/\/\S+)/.exec(out);
       if (m) {
         clearTimeout(timer);
         resolve(m[1]!);

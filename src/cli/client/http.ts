@@ -4,6 +4,7 @@
  * title and detail (application/problem+json) and the exit status of its HTTP status.
  */
 import { CliError, EXIT, exitCodeOf } from './exit-codes.js';
+import { describeConnectFailure } from '../../transport/tls-trust.js';
 
 /** How long a plain request may take before the CLI gives up on it. */
 const REQUEST_TIMEOUT_MS = 60_000;
@@ -79,7 +80,7 @@ export class ApiClient {
       const cause = (err as { cause?: { code?: string; message?: string } }).cause;
       throw new CliError(
         EXIT.error,
-        `cannot reach ${this.baseUrl}: ${cause?.code ?? cause?.message ?? (err as Error).message}`,
+        `cannot reach ${this.baseUrl}: ${cause?.code ? describeConnectFailure(cause.code) : (cause?.message ?? (err as Error).message)}`,
       );
     }
   }
