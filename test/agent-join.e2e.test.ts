@@ -14,8 +14,10 @@
  * `systemd-analyze verify` where that command exists. Running the command again (no token) is an
  * upgrade: the agent is replaced and the pod's container keeps running, adopted.
  *
- * Plain HTTP: TLS on the control plane (server.tls) lands separately; with it, the server gets
- * the test's certificate and GANTRY_CACERT its CA (marked TLS below).
+ * Over HTTPS, as the docs' command is: the control plane serves a certificate of a CA the test
+ * makes (server.tls), for the address the host reaches it at; the host is given the CA by
+ * GANTRY_CACERT (curl checks the download with it, the agent its connections), and this process
+ * and the CLI trust it through GANTRY_CA_FILE.
  */
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -37,6 +39,8 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { buildImage } from './support/docker-images.js';
 import { eventually, freePortRange } from './support/eventually.js';
+import { issueCertificate, makeCa } from './support/test-ca.js';
+import { trustCaFile } from '../src/transport/tls-trust.js';
 import { netnsEnginesUnavailable, startNetnsEngine, type NetnsEngine } from './support/netns-engine.js';
 import { BANNER_12_4, removeStandIns, standInNvidiaSmi } from './support/nvidia-smi.js';
 import { runGantry, spawnGantry, type SpawnedGantry } from './support/spawn-gantry.js';
@@ -99,6 +103,7 @@ describe('the one-line join of a host with Docker and nothing else', { skip: una
   let agentOutput = '';
   let hostEnv: NodeJS.ProcessEnv = {};
   let publicUrl = '';
+  let caFile = '';
   let command = '';
   let image = '';
   let pod: Pod;
@@ -161,13 +166,18 @@ describe('the one-line join of a host with Docker and nothing else', { skip: una
     // the agent's user reaches the engine's socket through its folder, as /var/run/docker.sock
     chmodSync(dirname(engine.dockerHost.replace('unix://', '')), 0o711);
     const [port] = await freePortRange(1);
-    // TLS: https:// here, server.tls.certFile/keyFile in the config and GANTRY_CACERT in hostEnv
-    publicUrl = `http://${engine.hostAddress}:${port}`;
-    Object.assign(env, { GANTRY_PUBLIC_URL: publicUrl, GANTRY_BOOTSTRAP_KEY: KEY });
+    const ca = makeCa();
+    chmodSync(ca.dir, 0o755);
+    const cert = issueCertificate(ca, 'control-plane', { ips: [engine.hostAddress] });
+    publicUrl = `https://${engine.hostAddress}:${port}`;
+    Object.assign(env, { GANTRY_PUBLIC_URL: publicUrl, GANTRY_BOOTSTRAP_KEY: KEY, GANTRY_CA_FILE: ca.certFile });
+    caFile = ca.certFile;
+    await trustCaFile(ca.certFile);
     const config = join(dir, 'config.json');
     writeFileSync(
       config,
       JSON.stringify({
+        server: { tls: { certFile: cert.certFile, keyFile: cert.keyFile } },
         fleet: { heartbeatMs: 500, heartbeatTimeoutMs: 5_000, pollWaitMs: 5_000 },
         pods: { stopGraceMs: 1_000 },
         runtime: { kind: 'fleet' },
@@ -197,6 +207,9 @@ describe('the one-line join of a host with Docker and nothing else', { skip: una
     hostEnv = {
       PATH: `${shims}:${smi.dir}:${process.env.PATH ?? '/usr/sbin:/usr/bin:/sbin:/bin'}`,
       DOCKER_HOST: engine.dockerHost,
+      // a private CA: curl (the line's own and the script's) and the agent are given it
+      CURL_CA_BUNDLE: caFile,
+      GANTRY_CACERT: caFile,
       GANTRY_INSTALL_MODE: 'foreground',
       GANTRY_INSTALL_ROOT: installRoot,
       GANTRY_AGENT_USER: AGENT_USER,
@@ -211,6 +224,7 @@ describe('the one-line join of a host with Docker and nothing else', { skip: una
     if (!userExisted) spawnSync('userdel', [AGENT_USER]);
     removeStandIns();
     rmSync(dir, { recursive: true, force: true });
+    if (caFile) rmSync(dirname(caFile), { recursive: true, force: true });
   });
 
   test('hosts token create prints the one-line join command, or the token alone for scripts', () => {
@@ -218,7 +232,7 @@ describe('the one-line join of a host with Docker and nothing else', { skip: una
     assert.equal(printed.status, 0, printed.stderr);
     assert.match(
       printed.stdout,
-      /^curl -fsSL http:\/\/10\.250\.\d+\.1:\d+\/agent\/v1\/install\.sh \| sudo sh -s -- --token gjt_[A-Za-z0-9]{32}\n$/,
+      /^curl -fsSL https:\/\/10\.250\.\d+\.1:\d+\/agent\/v1\/install\.sh \| sudo sh -s -- --token gjt_[A-Za-z0-9]{32}\n$/,
     );
     assert.ok(printed.stdout.startsWith(`curl -fsSL ${publicUrl}/agent/v1/install.sh `));
     command = printed.stdout.trim();
@@ -325,7 +339,7 @@ describe('the one-line join of a host with Docker and nothing else', { skip: una
     const run = engine.run([
       'sh',
       '-c',
-      `curl -fsSL ${publicUrl}/agent/v1/install.sh | env PATH='${hostEnv.PATH}' GANTRY_INSTALL_ROOT='${root}' GANTRY_AGENT_USER=${AGENT_USER} sh -s -- --token ${token} --public-ip 203.0.113.7`,
+      `curl --cacert '${caFile}' -fsSL ${publicUrl}/agent/v1/install.sh | env PATH='${hostEnv.PATH}' CURL_CA_BUNDLE='${caFile}' GANTRY_CACERT='${caFile}' GANTRY_INSTALL_ROOT='${root}' GANTRY_AGENT_USER=${AGENT_USER} sh -s -- --token ${token} --public-ip 203.0.113.7`,
     ]);
     assert.equal(run.status, 0, run.stderr);
     assert.match(run.stderr, /systemd is not told/);
@@ -368,6 +382,8 @@ describe('the one-line join of a host with Docker and nothing else', { skip: una
       'env',
       `PATH=${hostEnv.PATH}`,
       `GANTRY_INSTALL_ROOT=${root}`,
+      `CURL_CA_BUNDLE=${caFile}`,
+      `GANTRY_CACERT=${caFile}`,
       'sh',
       tampered,
       '--token',
