@@ -23,6 +23,7 @@ import { Upstreams } from './upstreams.js';
 import { joinUpgrade, passAnswer } from './relay.js';
 import { ProxyLimits } from './proxy-limits.js';
 import type { LbSettings, PodProxySettings } from '../transport/proxy-settings.js';
+import { NO_TRUSTED_PROXIES, type TrustedProxies } from './forwarded-client.js';
 
 /** The header naming the worker that answered, and the one a request may ask for. */
 const WORKER_HEADER = 'x-runpod-worker-id';
@@ -48,6 +49,8 @@ export interface LbProxyDeps {
   > & { loadBalancer: LbSettings };
   logger: Pick<Logger, 'warn'>;
   meter?: LbMeter | null;
+  /** Peers whose `X-Forwarded-*` are believed (`server.trustedProxies`); none by default. */
+  trusted?: TrustedProxies;
 }
 
 export class LbProxy {
@@ -218,8 +221,7 @@ export class LbProxy {
     }
     meter?.inFlight(endpoint.id, 1);
     const headers = requestHeaders(req, {
-      proto: (req.socket as { encrypted?: boolean }).encrypted ? 'https' : 'http',
-      clientAddress: req.socket.remoteAddress ?? '',
+      ...(this.#d.trusted ?? NO_TRUSTED_PROXIES).clientOf(req),
       prefix: route.prefix,
       upgrade: true,
       dropAuthorization: true,
@@ -299,8 +301,7 @@ export class LbProxy {
       method: req.method,
       path: route.path,
       headers: requestHeaders(req, {
-        proto: (req.socket as { encrypted?: boolean }).encrypted ? 'https' : 'http',
-        clientAddress: req.socket.remoteAddress ?? '',
+        ...(this.#d.trusted ?? NO_TRUSTED_PROXIES).clientOf(req),
         prefix: route.prefix,
         upgrade: false,
         // the key the balancer checked never reaches the worker

@@ -25,6 +25,7 @@ import { routeOf, type ProxyRoute } from './proxy-route.js';
 import { Upstreams } from './upstreams.js';
 import { joinUpgrade, passAnswer } from './relay.js';
 import type { PodProxySettings } from '../transport/proxy-settings.js';
+import { NO_TRUSTED_PROXIES, type ForwardedClient, type TrustedProxies } from './forwarded-client.js';
 
 /** What the proxy counts, for `/metrics` (docs/metrics.md). */
 export interface ProxyMeter {
@@ -44,6 +45,8 @@ export interface PodProxyDeps {
   settings: PodProxySettings;
   logger: Pick<Logger, 'debug' | 'warn'>;
   meter?: ProxyMeter | null;
+  /** Peers whose `X-Forwarded-*` are believed (`server.trustedProxies`); none by default. */
+  trusted?: TrustedProxies;
 }
 
 /** What a failed dial or exchange answers. */
@@ -171,8 +174,7 @@ export class PodProxy {
       method: req.method,
       path: route.path,
       headers: requestHeaders(req, {
-        proto: this.#proto(req),
-        clientAddress: req.socket.remoteAddress ?? '',
+        ...this.#client(req),
         prefix: route.prefix,
         upgrade: false,
         ...this.#dropped(),
@@ -274,8 +276,7 @@ export class PodProxy {
       return;
     }
     const headers = requestHeaders(req, {
-      proto: this.#proto(req),
-      clientAddress: req.socket.remoteAddress ?? '',
+      ...this.#client(req),
       prefix: route.prefix,
       upgrade: true,
       ...this.#dropped(),
@@ -335,7 +336,7 @@ export class PodProxy {
     for (const end of tunnel) end.destroy();
   }
 
-  #proto(req: IncomingMessage): string {
-    return (req.socket as { encrypted?: boolean }).encrypted ? 'https' : 'http';
+  #client(req: IncomingMessage): ForwardedClient {
+    return (this.#d.trusted ?? NO_TRUSTED_PROXIES).clientOf(req);
   }
 }

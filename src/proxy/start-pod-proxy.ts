@@ -20,11 +20,19 @@ import { followUnusedConnections } from '../http/unused-connections.js';
 import { PodProxy, type ProxyMeter } from './pod-proxy.js';
 import { LbProxy, type LbMeter, type LbProxyDeps } from './lb-proxy.js';
 import type { ProxyListenerSettings } from '../transport/proxy-settings.js';
+import { TrustedProxies } from './forwarded-client.js';
 
 export interface PodProxyServices {
   config: {
     proxy: ProxyListenerSettings;
-    server: { host: string; headersTimeoutMs: number; keepAliveTimeoutMs: number; maxConnectionsPerClient: number };
+    server: {
+      host: string;
+      headersTimeoutMs: number;
+      keepAliveTimeoutMs: number;
+      maxConnectionsPerClient: number;
+      /** peers whose `X-Forwarded-*` the proxy believes */
+      trustedProxies: readonly string[];
+    };
   };
   podHttpTargets: PodHttpTargets;
   accounts: { authenticate(key: string): Promise<{ accountId: string; scope: string } | null> };
@@ -58,6 +66,7 @@ export async function startPodProxy(services: PodProxyServices): Promise<Running
   const { config, logger } = services;
   const settings = config.proxy;
   if (!settings.enabled) return null;
+  const trusted = new TrustedProxies(config.server.trustedProxies);
   const proxy = new PodProxy({
     targets: services.podHttpTargets,
     // a key of the account (read or write); a worker's key opens no pod
@@ -71,6 +80,7 @@ export async function startPodProxy(services: PodProxyServices): Promise<Running
     settings,
     logger: logger.child({ component: 'proxy' }),
     meter: services.proxyMeter ?? null,
+    trusted,
   });
   const lb = new LbProxy({
     pool: services.lb,
@@ -83,6 +93,7 @@ export async function startPodProxy(services: PodProxyServices): Promise<Running
     settings,
     logger: logger.child({ component: 'load-balancer' }),
     meter: services.lbMeter ?? null,
+    trusted,
   });
   // a large body moves in fewer, larger writes (the 16 KB default paused the pod's side at each chunk)
   const tls = services.tls ?? null;
