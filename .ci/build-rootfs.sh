@@ -58,7 +58,7 @@ select_variant() {
   esac
   # A Node.js variant is rebuilt when this machine's Node.js changes.
   [ "$VARIANT" = sshd ] || NODE_KEY="$(node -v) $(npm -v)"
-  KEY=$( { sha256sum "$SCRIPT"; echo "$VARIANT $NODE_KEY"; } | sha256sum | cut -c1-16)
+  KEY=$( { sha256sum < "$SCRIPT"; echo "$VARIANT $NODE_KEY"; } | sha256sum | cut -c1-16)
   TAR="$CACHE/debian-$SUITE-$VARIANT-$KEY.tar"
 }
 
