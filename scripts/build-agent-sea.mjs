@@ -1,6 +1,6 @@
 // Builds the agent's single executable (docs/deploy.md, "Fleet: the one-line join"):
 // dist/agent/gantry-agent-linux-<arch> and its checksum beside it (<name>.sha256, as sha256sum
-// writes it). The agent's code (src/agent/sea-main.ts: `gantry agent` and what it loads, nothing
+// writes it). The agent's code (src/cli/agent-executable.ts: `gantry agent` and what it loads, nothing
 // else) is bundled from the sources into one CommonJS file, which Node's single executable
 // application support turns into a blob that postject injects into a copy of the running `node`.
 // The host then needs nothing but the file and a Docker Engine.
@@ -36,7 +36,7 @@ const work = mkdtempSync(join(tmpdir(), 'gantry-sea-'));
 try {
   const bundle = join(work, 'agent.cjs');
   const result = await build({
-    entryPoints: [join(root, 'src', 'agent', 'sea-main.ts')],
+    entryPoints: [join(root, 'src', 'cli', 'agent-executable.ts')],
     outfile: bundle,
     bundle: true,
     platform: 'node',

@@ -4,10 +4,10 @@
  * `gantry-agent [agent] [flags]` runs the agent (the word `agent` is optional, so the unit of
  * docs/fleet.md reads the same with either program); `gantry-agent --version` prints its version.
  */
-import { UsageError } from '../cli/usage-error.js';
-import { agent } from '../cli/agent.js';
-import { AgentFatal } from './agent-fatal.js';
-import { agentVersion } from './agent-version.js';
+import { UsageError } from './usage-error.js';
+import { agent } from './agent.js';
+import { AgentFatal } from '../agent/agent-fatal.js';
+import { agentVersion } from '../agent/agent-version.js';
 
 async function main(argv: string[]): Promise<void> {
   const args = argv[0] === 'agent' ? argv.slice(1) : argv;
