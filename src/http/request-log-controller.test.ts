@@ -28,7 +28,7 @@ async function appLogging(level: string) {
   return { app, lines };
 }
 
-test('at info a request writes one line, "request completed", carrying its method, URL, id, status and response time', async () => {
+test('at info a request writes one line, "request completed", carrying its method, URL, id, client address, status and response time', async () => {
   const { app, lines } = await appLogging('info');
   try {
     const res = await app.inject({ method: 'POST', url: '/v2/e1/runsync?api_key=secret', payload: { input: {} } });
@@ -36,7 +36,12 @@ test('at info a request writes one line, "request completed", carrying its metho
     assert.equal(lines.length, 1);
     const [line] = lines as [Record<string, unknown>];
     assert.equal(line.msg, 'request completed');
-    assert.deepEqual(line.req, { method: 'POST', url: '/v2/e1/runsync?api_key=[redacted]', id: line.reqId });
+    assert.deepEqual(line.req, {
+      method: 'POST',
+      url: '/v2/e1/runsync?api_key=[redacted]',
+      id: line.reqId,
+      client: '127.0.0.1',
+    });
     assert.deepEqual(line.res, { statusCode: 200 });
     assert.equal(typeof line.responseTime, 'number');
   } finally {
