@@ -20,6 +20,9 @@ import { dockerEngine, noEngine, removeNamespace, uniqueNamespace } from './supp
 import { eventually, freePortRange } from './support/eventually.js';
 import { issueCertificate, makeCa } from './support/test-ca.js';
 
+// before any test is declared (test/test-registration.test.ts)
+const engine = await dockerEngine();
+
 const KEY = 'tls-e2e-admin-key-0123456789abcdef';
 const ca = makeCa();
 const caPem = readFileSync(ca.certFile);
@@ -150,7 +153,6 @@ describe('gantry serve over HTTPS', () => {
   });
 });
 
-const engine = await dockerEngine();
 describe('gantry agent joining over HTTPS', { skip: engine ? false : noEngine() }, () => {
   const hostsList = (): Array<{ name: string; state: string }> =>
     JSON.parse(runGantry(['hosts', 'list', '--json', '--data-dir', dataDir, '--config', configPath]).stdout || '[]');
