@@ -129,6 +129,47 @@ describe("Gantry's container image", { skip }, () => {
     assert.equal(await docker('inspect', '-f', '{{.State.ExitCode}}', id), '0');
   });
 
+  test('docs/deploy.md’s `docker run` and `docker exec` lines, run by a shell as written (host ports, names and image aside), serve with the key they generate', async () => {
+    const doc = readFileSync(join(import.meta.dirname, '..', 'docs', 'deploy.md'), 'utf8');
+    const section = doc.slice(doc.indexOf('## Container image'));
+    const lines = /```sh\n([\s\S]*?)```/
+      .exec(section)![1]!
+      .replace(/\\\n\s*/g, '')
+      .split('\n');
+    const runLine = lines.find((l) => l.startsWith('docker run '));
+    const execLine = lines.find((l) => l.startsWith('docker exec '));
+    assert.ok(runLine && execLine, lines.join('\n'));
+    const [port] = await freePortRange(3);
+    const name = `gantry-doc-${namespace}`;
+    const volume = `gantry-doc-data-${namespace}`;
+    containers.push(name);
+    volumes.push(volume);
+    const asHere = (line: string): string =>
+      line
+        .replace('--name gantry ', `--name ${name} `)
+        .replace('docker exec gantry ', `docker exec ${name} `)
+        .replace('-p 8080:8080', `-p 127.0.0.1:${port}:8080`)
+        .replace('-p 8081:8081', `-p 127.0.0.1:${port + 1}:8081`)
+        .replace('-p 2222:2222', `-p 127.0.0.1:${port + 2}:2222`)
+        .replace('-v gantry-data:', `-v ${volume}:`)
+        .replace(/ gantry$/, ` ${IMAGE}`);
+    const script = `set -e\n${asHere(runLine)}\n${asHere(execLine)}\n`;
+    const { stdout } = await run('bash', ['-c', script], { env: { ...process.env, DOCKER_HOST: dockerHost } });
+    assert.match(stdout, /^gantry \d+\.\d+\.\d+/m, stdout);
+    await healthy(name);
+    const env = await docker('inspect', '-f', '{{range .Config.Env}}{{println .}}{{end}}', name);
+    const key = /^GANTRY_BOOTSTRAP_KEY=([0-9a-f]{48})$/m.exec(env)?.[1];
+    assert.ok(key, 'the line generated a key of 48 hex digits');
+    const url = `http://127.0.0.1:${port}`;
+    const pods = await fetch(`${url}/v2/pods`, { headers: { authorization: `Bearer ${key}` } });
+    assert.equal(pods.status, 200, await pods.text());
+    assert.equal(
+      (await fetch(`http://127.0.0.1:${port + 1}/`)).status,
+      404,
+      'the pod proxy answers on its published port',
+    );
+  });
+
   test(
     'serve runs against PostgreSQL, and a new container on the same database finds what the first stored',
     { skip: DATABASE_URL ? false : 'GANTRY_TEST_DATABASE_URL is not set' },

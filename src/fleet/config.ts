@@ -59,6 +59,38 @@ const TunnelsSchema = Type.Object(
   },
 );
 
+/**
+ * `fleet.downloads`: how many of the agent's public downloads (`/agent/v1/download/…`, about 95 MiB
+ * each) are served at once, per client address and in all (src/fleet/download-gate.ts).
+ */
+const DownloadsSchema = Type.Object(
+  {
+    maxPerClient: count(
+      1,
+      2,
+      'Downloads of the agent executable one client address (an IPv6 one by its /64) receives at once; past it 429 with Retry-After.',
+      {
+        maximum: 1024,
+        bounds: 'at most 1024',
+      },
+    ),
+    maxConcurrent: count(
+      1,
+      16,
+      'Downloads of the agent executable served at once from all clients; past it 429 with Retry-After.',
+      {
+        maximum: 65_536,
+        bounds: 'at most 65536',
+      },
+    ),
+  },
+  {
+    description:
+      "The agent's public downloads (the one-line join, docs/deploy.md): a bound on what anyone can make this server send.",
+    default: {},
+  },
+);
+
 /** `fleet` as a mapping (a list is the short form of `{ hosts: […] }`). */
 export const FleetSchema = Type.Object(
   {
@@ -78,6 +110,7 @@ export const FleetSchema = Type.Object(
       { minimum: 1000, bounds: 'at least 1000 ms' },
     ),
     tunnels: TunnelsSchema,
+    downloads: DownloadsSchema,
     hosts: Type.Optional(
       Type.Unknown({
         description:

@@ -20,6 +20,7 @@ const config = {
   lostGraceMs: 300_000,
   joinTokenTtlMs: 3_600_000,
   tunnels: { maxStreams: 8192, maxTunnelsPerAgent: 16, maxDialing: 2048, idleMs: 300_000, maxWindowBytes: 4 << 20 },
+  downloads: { maxPerClient: 2, maxConcurrent: 16 },
 };
 const secrets = new SecretBox(Buffer.alloc(32, 7));
 

@@ -18,8 +18,8 @@ import type { LbLease, LbPool } from '../serverless/lb-pool.js';
 import { requestHeaders, responseHeaders, upgradeHead } from './proxy-headers.js';
 import { sendProblem } from './proxy-problem.js';
 import { rawProblemResponse } from '../http/client-errors.js';
-import { affinityOf, lbRouteOf, noWorker, RETRY_AFTER_S, tooLarge, type LbRoute } from './lb-route.js';
-import { Upstreams } from './upstreams.js';
+import { affinityOf, lbRouteOf, noneReady, noWorker, pinnedGone, tooLarge, type LbRoute } from './lb-route.js';
+import { isDialFailure, Upstreams } from './upstreams.js';
 import { joinUpgrade, passAnswer } from './relay.js';
 import { ProxyLimits } from './proxy-limits.js';
 import type { LbSettings, PodProxySettings } from '../transport/proxy-settings.js';
@@ -29,6 +29,8 @@ import { NO_TRUSTED_PROXIES, type TrustedProxies } from './forwarded-client.js';
 const WORKER_HEADER = 'x-runpod-worker-id';
 /** How long an endpoint's lookup is reused (real, monotonic time): its settings change rarely. */
 const ENDPOINT_TTL_MS = 1_000;
+/** Workers a request is offered to when the ones before could not be reached (it reached none of them). */
+const MAX_ATTEMPTS = 3;
 
 /** What the balancer counts, for `/metrics` (src/metrics/lb-meter.ts). */
 export interface LbMeter {
@@ -162,7 +164,26 @@ export class LbProxy {
       counted(lease.status);
       return refuse(lease);
     }
-    this.#forward(req, res, route, endpoint, lease, counted);
+    this.#forward(req, res, route, endpoint, lease, counted, 1);
+  }
+
+  /** Another worker for a request none of which reached the one before (its port refused it). */
+  async #again(
+    req: IncomingMessage,
+    res: ServerResponse,
+    route: LbRoute,
+    endpoint: Endpoint,
+    counted: (status: number) => void,
+    attempt: number,
+  ): Promise<void> {
+    const lease = await this.#lease(req, res, endpoint);
+    if (lease === null) return;
+    if (lease instanceof ApiError) {
+      counted(lease.status);
+      res.shouldKeepAlive = false;
+      return sendProblem(res, lease);
+    }
+    this.#forward(req, res, route, endpoint, lease, counted, attempt);
   }
 
   /**
@@ -256,11 +277,7 @@ export class LbProxy {
       onWait: () => (waited = true),
     });
     closes.off('close', onClose);
-    if (lease === 'gone')
-      return new ApiError(
-        'NOT_FOUND',
-        `affinity_worker_gone: worker "${preferred}" (X-Runpod-Worker-Id: strict) is not one of endpoint "${endpoint.id}"'s active workers; send the request without the header (or soft, the worker id alone) to have any worker take it.`,
-      );
+    if (lease === 'gone') return pinnedGone(preferred!, endpoint);
     const seconds = (performance.now() - waitStarted) / 1000;
     const outcome = lease ? 'served' : gone.signal.aborted ? 'gone' : 'timeout';
     if (waited) this.#d.meter?.waited(endpoint.id, outcome, seconds);
@@ -270,17 +287,7 @@ export class LbProxy {
     }
     if (outcome === 'gone') return null;
     if (lease) return lease;
-    return strict
-      ? new ApiError(
-          'NO_WORKER_READY',
-          `worker_timeout: the pinned worker "${preferred}" was not ready within ${waitMs} ms (proxy.loadBalancer.workerWaitMs).`,
-          { headers: { 'retry-after': RETRY_AFTER_S } },
-        )
-      : new ApiError(
-          'NO_WORKER_READY',
-          `No worker of endpoint "${endpoint.id}" was ready within ${waitMs} ms (proxy.loadBalancer.workerWaitMs); one may still be starting: retry, or keep workers up with workers.min.`,
-          { headers: { 'retry-after': RETRY_AFTER_S } },
-        );
+    return noneReady(endpoint, waitMs, strict ? preferred : null);
   }
 
   #forward(
@@ -290,6 +297,7 @@ export class LbProxy {
     endpoint: Endpoint,
     lease: LbLease,
     counted: (status: number) => void,
+    attempt: number,
   ): void {
     const { settings, meter } = this.#d;
     const limits = settings.loadBalancer;
@@ -322,14 +330,23 @@ export class LbProxy {
       upstream.setTimeout(settings.idleTimeoutMs, () =>
         upstream.destroy(new DialTimeout(`nothing moved for ${settings.idleTimeoutMs} ms (proxy.idleTimeoutMs)`)),
       );
-    res.once('close', () => {
+    const closed = (): void => {
       clearTimeout(answerTimer);
       lease.release();
       meter?.inFlight(endpoint.id, -1);
       counted(status);
       if (!res.writableFinished) upstream.destroy();
+    };
+    res.once('close', closed);
+    // The body is read only once a connection to the worker is made: until then nothing of the
+    // request has left, and another worker may take it whole.
+    let connected = false;
+    upstream.once('socket', () => {
+      connected = true;
+      req.on('data', capped);
+      req.pipe(upstream);
     });
-    req.on('data', (chunk: Buffer) => {
+    const capped = (chunk: Buffer): void => {
       bytesIn += chunk.length;
       if (bytesIn <= limits.maxPayloadBytes || status !== 0) return;
       // a body sent without its length that grows past the cap: the worker's request is cut
@@ -338,8 +355,7 @@ export class LbProxy {
       status = 413;
       res.shouldKeepAlive = false;
       sendProblem(res, tooLarge(limits.maxPayloadBytes));
-    });
-    req.pipe(upstream);
+    };
     upstream.on('response', (answer: IncomingMessage) => {
       clearTimeout(answerTimer);
       const headers = { ...responseHeaders(answer, route.prefix), 'X-Runpod-Worker-Id': lease.workerId };
@@ -359,6 +375,13 @@ export class LbProxy {
     });
     upstream.on('error', (err) => {
       if (status === 413) return;
+      if (!connected && isDialFailure(err) && attempt < MAX_ATTEMPTS && !res.headersSent && !res.destroyed) {
+        clearTimeout(answerTimer);
+        res.off('close', closed);
+        meter?.inFlight(endpoint.id, -1);
+        lease.unreachable(err.message);
+        return void this.#again(req, res, route, endpoint, counted, attempt + 1);
+      }
       if (res.headersSent) return void res.destroy();
       const timeout = err instanceof DialTimeout;
       status = timeout ? 504 : 502;

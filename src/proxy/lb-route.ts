@@ -61,10 +61,27 @@ export const tooLarge = (max: number): ApiError =>
   );
 
 /** What a 503 for want of a ready worker asks the client to wait, seconds. */
-export const RETRY_AFTER_S = '10';
+const RETRY_AFTER_S = '10';
 
 /** The 503 of an endpoint whose workers.max is 0. */
 export const noWorker = (endpoint: Endpoint): ApiError =>
   new ApiError('NO_WORKER_READY', `Endpoint "${endpoint.id}" has workers.max 0: no worker can take the request.`, {
     headers: { 'retry-after': RETRY_AFTER_S },
   });
+
+/** The 404 of a request pinned (`X-Runpod-Worker-Id: strict`) to a worker the endpoint no longer has. */
+export const pinnedGone = (workerId: string, endpoint: Endpoint): ApiError =>
+  new ApiError(
+    'NOT_FOUND',
+    `affinity_worker_gone: worker "${workerId}" (X-Runpod-Worker-Id: strict) is not one of endpoint "${endpoint.id}"'s active workers; send the request without the header (or soft, the worker id alone) to have any worker take it.`,
+  );
+
+/** The 503 of a request that waited `waitMs` for a ready worker (`pinned`: the one it is pinned to). */
+export const noneReady = (endpoint: Endpoint, waitMs: number, pinned: string | null): ApiError =>
+  new ApiError(
+    'NO_WORKER_READY',
+    pinned
+      ? `worker_timeout: the pinned worker "${pinned}" was not ready within ${waitMs} ms (proxy.loadBalancer.workerWaitMs).`
+      : `No worker of endpoint "${endpoint.id}" was ready within ${waitMs} ms (proxy.loadBalancer.workerWaitMs); one may still be starting: retry, or keep workers up with workers.min.`,
+    { headers: { 'retry-after': RETRY_AFTER_S } },
+  );

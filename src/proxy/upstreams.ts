@@ -9,6 +9,10 @@ import type { Duplex } from 'node:stream';
 
 export type Dial = (podId: string, port: number) => Promise<Duplex>;
 
+const dialFailures = new WeakSet<Error>();
+/** Whether a request's `err` is its connection that could not be made: nothing of the request reached the pod. */
+export const isDialFailure = (err: unknown): boolean => err instanceof Error && dialFailures.has(err);
+
 /** At most this many idle connections are kept per pod port. */
 const MAX_IDLE_PER_PORT = 32;
 const IDLE_KEPT_MS = 60_000;
@@ -30,7 +34,11 @@ class PortAgent extends Agent {
   ): Duplex | null | undefined {
     this.dial(this.podId, this.port).then(
       (socket) => callback?.(null, socket),
-      (err: unknown) => callback?.(err instanceof Error ? err : new Error(String(err)), undefined as unknown as Duplex),
+      (err: unknown) => {
+        const failure = err instanceof Error ? err : new Error(String(err));
+        dialFailures.add(failure);
+        callback?.(failure, undefined as unknown as Duplex);
+      },
     );
     return undefined;
   }

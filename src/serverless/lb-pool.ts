@@ -49,6 +49,12 @@ export interface LbLease {
   workerId: string;
   port: number;
   release(): void;
+  /**
+   * Releases it because its port could not be reached (`why`): the worker is unhealthy, and takes
+   * no request, until a health check finds it ready again (it may have stopped, on another replica's
+   * word, before this replica's pool heard of it).
+   */
+  unreachable(why: string): void;
 }
 
 interface Entry extends LbWorkerInfo {
@@ -277,20 +283,33 @@ export class LbPool implements LbTraffic {
     entry.lastPicked = ++this.#picks;
     this.#inFlight.set(endpointId, this.inFlight(endpointId) + 1);
     let released = false;
+    const release = (): void => {
+      if (released) return;
+      released = true;
+      this.#changes++;
+      entry.outstanding--;
+      entry.lastActiveAt = Math.max(entry.lastActiveAt, this.#d.now());
+      const left = this.inFlight(endpointId) - 1;
+      if (left > 0) this.#inFlight.set(endpointId, left);
+      else this.#inFlight.delete(endpointId);
+    };
     return {
       workerId: entry.workerId,
       port: entry.port,
-      release: () => {
-        if (released) return;
-        released = true;
-        this.#changes++;
-        entry.outstanding--;
-        entry.lastActiveAt = Math.max(entry.lastActiveAt, this.#d.now());
-        const left = this.inFlight(endpointId) - 1;
-        if (left > 0) this.#inFlight.set(endpointId, left);
-        else this.#inFlight.delete(endpointId);
+      release,
+      unreachable: (why) => {
+        release();
+        if (this.#workers.get(entry.workerId) === entry && entry.health === 'ready')
+          this.#setHealth(entry, 'unhealthy', `a request could not reach port ${entry.port}: ${why}`);
       },
     };
+  }
+
+  #setHealth(e: Entry, next: LbHealth, why: string): void {
+    const line = `health: ${next} (${why})`;
+    this.#d.log(e.workerId, line);
+    this.#d.logger.info({ workerId: e.workerId, endpointId: e.endpointId, from: e.health, to: next }, line);
+    e.health = next;
   }
 
   async #check(e: Entry): Promise<void> {
@@ -314,10 +333,7 @@ export class LbPool implements LbTraffic {
           : 'unhealthy';
     if (next === e.health) return;
     const what = answer instanceof Error ? answer.message : `answered ${answer}`;
-    const line = `health: ${next} (GET ${e.healthPath} on port ${e.healthPort} ${what})`;
-    this.#d.log(e.workerId, line);
-    this.#d.logger.info({ workerId: e.workerId, endpointId: e.endpointId, from: e.health, to: next }, line);
-    e.health = next;
+    this.#setHealth(e, next, `GET ${e.healthPath} on port ${e.healthPort} ${what}`);
     if (next !== 'ready') return;
     if (!e.everReady) e.lastActiveAt = Math.max(e.lastActiveAt, this.#d.now());
     e.everReady = true;

@@ -1,3 +1,4 @@
+import type { DownloadLimits } from '../fleet/download-gate.js';
 import type { Catalog } from '../domain/catalog.js';
 import type { Quotas } from '../domain/rate-windows.js';
 import type { PodEventSource } from '../pods/pod-events.js';
@@ -73,6 +74,8 @@ interface TransportConfig {
   /** `anonymousCatalog`: queries without a key may read the catalog's root fields (src/graphql/anonymous-catalog.ts). */
   graphql: GraphqlLimits & { anonymousCatalog: boolean };
   catalog: Catalog;
+  /** The agent's public downloads at once (`fleet.downloads`). */
+  agents: { downloads: DownloadLimits };
 }
 
 /** Everything the transports (HTTP, GraphQL, the SSH proxy) reach: services, never stores or the database. The composition root's `Services` (src/services.ts) is one. */

@@ -6,7 +6,7 @@
 import { join } from 'node:path';
 import type { Clock } from '../../src/domain/clock.js';
 import { freePortRange } from './eventually.js';
-import { startSshFixture, type SshFixture, type SshPod, type SshTenant } from './ssh-fixture.js';
+import { startSshFixture, type FixtureFetch, type SshFixture, type SshPod, type SshTenant } from './ssh-fixture.js';
 
 const PROXY_UPSTREAM = 'test/proxy-upstream';
 const GPU = 'NVIDIA GeForce RTX 4090';
@@ -22,7 +22,7 @@ export interface ProxyFixture extends SshFixture {
 
 export async function startProxyFixture(
   file: Record<string, unknown> = {},
-  options: { clock?: Clock } = {},
+  options: { clock?: Clock; fetch?: FixtureFetch } = {},
 ): Promise<ProxyFixture> {
   const f = await startSshFixture(
     {

@@ -27,6 +27,12 @@ export interface SshPod {
   [field: string]: unknown;
 }
 
+/** What the fixture's API calls go through: `fetch`, or a client of the test's (one trusting its CA). */
+export type FixtureFetch = (
+  url: string,
+  init: { method: string; headers: Record<string, string>; body?: string },
+) => Promise<{ status: number; text(): Promise<string> }>;
+
 export interface SshFixture {
   server: ListeningServer;
   url: string;
@@ -41,7 +47,7 @@ export interface SshFixture {
 
 export async function startSshFixture(
   file: Record<string, unknown> = {},
-  options: { clock?: Clock } = {},
+  options: { clock?: Clock; fetch?: FixtureFetch } = {},
 ): Promise<SshFixture> {
   const { ssh, ...rest } = file as { ssh?: Record<string, unknown> };
   const server = await startListeningServer(
@@ -57,7 +63,7 @@ export async function startSshFixture(
   if (!running.ssh) throw new Error('the SSH proxy did not start');
   const url = running.url;
   const call: SshFixture['call'] = async (key, method, path, body) => {
-    const res = await fetch(`${url}${path}`, {
+    const res = await (options.fetch ?? fetch)(`${url}${path}`, {
       method,
       headers: {
         authorization: `Bearer ${key}`,

@@ -4,6 +4,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import { request, type IncomingHttpHeaders } from 'node:http';
+import { request as httpsRequest, type RequestOptions } from 'node:https';
 import type { Socket } from 'node:net';
 
 export interface TestWebSocket {
@@ -18,10 +19,18 @@ export interface TestWebSocket {
   close(): void;
 }
 
-/** Opens a WebSocket to `url` (http://…); rejects with the answer's status and body when it is not upgraded. */
-export function openWebSocket(url: string, headers: Record<string, string> = {}): Promise<TestWebSocket> {
+/**
+ * Opens a WebSocket to `url` (http:// or https://; `options` as node:https takes them: `ca`,
+ * `lookup`, `localAddress`…); rejects with the answer's status and body when it is not upgraded.
+ */
+export function openWebSocket(
+  url: string,
+  headers: Record<string, string> = {},
+  options: RequestOptions = {},
+): Promise<TestWebSocket> {
   return new Promise((resolve, reject) => {
-    const req = request(url, {
+    const req = (url.startsWith('https:') ? httpsRequest : request)(url, {
+      ...options,
       headers: {
         connection: 'Upgrade',
         upgrade: 'websocket',

@@ -20,6 +20,8 @@ import {
 } from '../../fleet/agent-downloads.js';
 import { controlPlaneVersion } from '../../fleet/agent-versions.js';
 import { installScript } from '../../fleet/install-script.js';
+import { DownloadGate } from '../../fleet/download-gate.js';
+import { anonymousCaller } from '../plugins/auth.js';
 import type { TransportServices } from '../../transport/services.js';
 
 const notBuilt = (what: string, dir: string): ApiError =>
@@ -31,6 +33,7 @@ const notBuilt = (what: string, dir: string): ApiError =>
 export function agentInstallRoutes(app: TypedApp, services: TransportServices): void {
   const { config } = services;
   const dir = agentDownloadDir();
+  const gate = new DownloadGate(config.agents.downloads);
   const route = { config: { public: true }, exposeHeadRoute: true } as const;
 
   app.get('/agent/v1/install.sh', { ...route, schema: { hide: true } }, async (_request, reply) => {
@@ -64,6 +67,13 @@ export function agentInstallRoutes(app: TypedApp, services: TransportServices): 
         );
       const binary = await agentBinary(dir, arch);
       if (!binary) throw notBuilt(`agent for linux-${arch}`, dir);
+      // HEAD sends no body: it takes no slot
+      if (request.method !== 'HEAD') {
+        const admission = gate.enter(anonymousCaller(request));
+        if ('refused' in admission)
+          throw new ApiError('RATE_LIMITED', admission.refused, { headers: { 'Retry-After': '5' } });
+        reply.raw.once('close', () => admission.release());
+      }
       return reply
         .header('content-type', 'application/octet-stream')
         .header('content-length', binary.size)
