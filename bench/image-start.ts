@@ -4,7 +4,7 @@
 // already set up: create, start, the server's start) and `docker start` of a stopped container
 // of it (the start alone), both on the host's network, measured from the command to the first 200
 // from `/healthz` (polled every 10 ms), and for `docker run` also to the engine's `healthy` (the
-// image's HEALTHCHECK, every 2 s); and, as the peer in the same run, the same build run from
+// image's HEALTHCHECK, every second); and, as the peer in the same run, the same build run from
 // the checkout as a process (`node bin/gantry.js serve` on a data dir set up the same way).
 // The engine is DOCKER_HOST's; the image is built by .ci/build-image.sh.
 import { execFileSync, spawn } from 'node:child_process';
