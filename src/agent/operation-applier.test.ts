@@ -1,4 +1,4 @@
-import { test } from 'node:test';
+import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -8,6 +8,12 @@ import type { OperationAck } from '../fleet/protocol.js';
 import { AppliedOperations } from './applied-operations.js';
 import { OperationApplier, type OperationApplierDeps } from './operation-applier.js';
 import type { StreamOperation } from './stream-dialer.js';
+import { readFileSync } from 'node:fs';
+import { freePort, getJson, instanceSpec, startRunning } from '../runtime/runtime-contract-support.js';
+import type { Operation } from '../fleet/protocol.js';
+import { makeRuntime, removeDataDirs } from '../../test/support/process-runtime-harness.js';
+
+after(removeDataDirs);
 
 const idle = {
   start: async () => assert.fail('nothing starts'),
@@ -118,6 +124,82 @@ test('a stream operation does not wait behind its instance’s operation under w
       acks.map((a) => a.opId),
       ['op-stream', 'op-start'],
     );
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+});
+
+/** The one-letter state of process `pid` in /proc (`T`: stopped by a signal). */
+const procState = (pid: number): string => /\) (\S) /.exec(readFileSync(`/proc/${pid}/stat`, 'utf8'))![1]!;
+
+test('suspend and resume operations freeze and continue the instance through the agent`s runtime, acknowledged each', async () => {
+  const dir = await mkdtemp(join(tmpdir(), 'gantry-applier-'));
+  const { runtime } = makeRuntime();
+  try {
+    const acks: OperationAck[] = [];
+    const applier = await applierIn(dir, acks, { runtime });
+    const port = await freePort();
+    const spec = instanceSpec({ image: 'test/http', ports: [{ private: 8000, public: port, protocol: 'http' }] });
+    await startRunning(runtime, spec);
+    const { pid } = (await getJson(port, '/info')) as { pid: number };
+    const op = (id: string, kind: 'suspend' | 'resume', instanceId = spec.id): Operation => ({
+      id,
+      seq: 1,
+      kind,
+      instanceId,
+    });
+
+    applier.dispatch(op('op-s', 'suspend'));
+    await applier.idle();
+    assert.deepEqual(acks, [{ opId: 'op-s', ok: true }]);
+    assert.equal((await runtime.inspect(spec.id))?.state, 'suspended');
+    assert.equal(procState(pid), 'T', 'its process is stopped');
+    applier.dispatch(op('op-s', 'suspend'));
+    assert.deepEqual(acks.at(-1), { opId: 'op-s', ok: true }, 'a redelivery is acknowledged again');
+
+    applier.dispatch(op('op-r', 'resume'));
+    await applier.idle();
+    assert.deepEqual(acks.at(-1), { opId: 'op-r', ok: true });
+    assert.equal((await runtime.inspect(spec.id))?.state, 'running');
+    assert.notEqual(procState(pid), 'T');
+    assert.equal(((await getJson(port, '/info')) as { pid: number }).pid, pid, 'the same process answers');
+
+    applier.dispatch(op('op-x', 'suspend', 'no-such-instance'));
+    await applier.idle();
+    assert.equal(acks.at(-1)?.ok, false);
+    assert.match(acks.at(-1)?.error ?? '', /no-such-instance/);
+  } finally {
+    await runtime.close();
+    await rm(dir, { recursive: true, force: true });
+  }
+});
+
+test('a suspend for a runtime without the capability, or naming no instance, fails saying why', async () => {
+  const dir = await mkdtemp(join(tmpdir(), 'gantry-applier-'));
+  try {
+    const acks: OperationAck[] = [];
+    const applier = await applierIn(dir, acks, {});
+    applier.dispatch({ id: 'op-1', seq: 1, kind: 'suspend', instanceId: 'pod-1' });
+    applier.dispatch({ id: 'op-2', seq: 2, kind: 'resume', instanceId: '' });
+    await applier.idle();
+    const byId = new Map(acks.map((a) => [a.opId, a]));
+    assert.match(byId.get('op-1')?.error ?? '', /this host's runtime cannot suspend instances/);
+    assert.match(byId.get('op-2')?.error ?? '', /the resume operation names no instance/);
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+});
+
+test('an operation of a kind this agent does not know fails, saying to update gantry agent (what an older agent answers a suspend)', async () => {
+  const dir = await mkdtemp(join(tmpdir(), 'gantry-applier-'));
+  try {
+    const acks: OperationAck[] = [];
+    const applier = await applierIn(dir, acks, {});
+    applier.dispatch({ id: 'op-1', seq: 1, kind: 'hibernate', instanceId: 'pod-1' } as unknown as Operation);
+    await applier.idle();
+    assert.deepEqual(acks, [
+      { opId: 'op-1', ok: false, error: 'unknown operation kind "hibernate": update gantry agent on this host' },
+    ]);
   } finally {
     await rm(dir, { recursive: true, force: true });
   }

@@ -15,7 +15,7 @@ import type { StreamOperation } from './stream-dialer.js';
 const MAX_ERROR_CHARS = 2_000;
 
 export interface OperationApplierDeps {
-  runtime: Pick<Runtime, 'start' | 'stop' | 'remove' | 'removeVolume' | 'inspect'>;
+  runtime: Pick<Runtime, 'start' | 'stop' | 'remove' | 'removeVolume' | 'inspect' | 'suspend' | 'resume'>;
   applied: AppliedOperations;
   /** The owner of each instance, for reports: set by a start, dropped by a remove. */
   owners: Map<string, InstanceOwner>;
@@ -123,7 +123,10 @@ export class OperationApplier {
           if (problem) return { ok: false, error: `the start operation's health probe ${problem}` };
           // Started already (the start was applied, and the agent restarted before it could remember it): adopted as it runs.
           const current = await runtime.inspect(op.instanceId);
-          if (current && (current.state === 'starting' || current.state === 'running')) {
+          if (
+            current &&
+            (current.state === 'starting' || current.state === 'running' || current.state === 'suspended')
+          ) {
             owners.set(op.instanceId, op.spec.owner);
             return { ok: true };
           }
@@ -148,6 +151,19 @@ export class OperationApplier {
         case 'removeVolume':
           await runtime.removeVolume({ kind: 'network', volumeId: op.volumeId });
           break;
+        case 'suspend':
+        case 'resume': {
+          if (typeof op.instanceId !== 'string' || op.instanceId === '')
+            return { ok: false, error: `the ${op.kind} operation names no instance` };
+          const act = runtime[op.kind];
+          if (!act)
+            return {
+              ok: false,
+              error: `this host's runtime cannot ${op.kind} instances (it has no suspend capability)`,
+            };
+          await act.call(runtime, op.instanceId);
+          break;
+        }
         case 'stream':
           // dispatched apart (#openStream)
           return { ok: false, error: 'a stream is not applied in order' };

@@ -9,7 +9,7 @@ import { iso } from '../domain/clock.js';
 import type { InstanceListener, InstanceOwner, InstanceState, InstanceStatus } from '../runtime/runtime.js';
 import type { PlacedInstance } from './report-screen.js';
 
-export const LIVE: ReadonlySet<InstanceState> = new Set(['starting', 'running', 'unknown']);
+export const LIVE: ReadonlySet<InstanceState> = new Set(['starting', 'running', 'suspended', 'unknown']);
 
 export interface Tracked {
   id: string;

@@ -39,6 +39,8 @@ interface PendingOp {
   instanceId: string | null;
   /** the start's instance: an ack about a start since replaced changes nothing */
   tracked: Tracked | null;
+  /** a suspend's or resume's caller, waiting for its ack (fleet-suspend.ts) */
+  settle?: (ack: OperationAck) => void;
 }
 
 const clamp = (reason: string | null | undefined): string | null =>
@@ -103,6 +105,10 @@ function applyAcksNow(ledger: FleetLedger, hostId: string, acks: readonly Operat
           reason: forTenants(ack.error) ?? `host ${hostId} could not start it`,
         });
       }
+      continue;
+    }
+    if (op.settle) {
+      op.settle(ack);
       continue;
     }
     if (op.instanceId !== null) ended(ledger, op.instanceId);

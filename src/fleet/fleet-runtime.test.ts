@@ -328,7 +328,7 @@ describe('FleetRuntime', () => {
     // A state that is none of the port's is refused too.
     assert.deepEqual(
       await f.runtime.applyReport('host-a', { full: false, items: [f.item(mine.id, 'exploded' as 'running')] }),
-      [{ id: mine.id, reason: 'state "exploded" is none of starting, running, exited, failed, unknown' }],
+      [{ id: mine.id, reason: 'state "exploded" is none of starting, running, suspended, exited, failed, unknown' }],
     );
     assert.equal((await f.runtime.inspect(mine.id))?.state, 'running');
   });

@@ -74,6 +74,7 @@ import { HostGoneError } from './operation-queue.js';
 import type { InstanceReport, NewOperation, Operation, OperationAck, ReportRequest } from './protocol.js';
 import type { Refusal } from './report-screen.js';
 import { SharedOutput } from '../runtime/shared-output.js';
+import { FleetSuspension } from './fleet-suspend.js';
 
 export type { FleetCost } from './lost-host-cost.js';
 export type { PlacedInstance, Refusal } from './report-screen.js';
@@ -86,6 +87,7 @@ export class FleetRuntime implements Runtime {
   readonly #sending = new Map<string, Promise<unknown>>();
   readonly #reach: AgentReach;
   readonly #output: SharedOutput;
+  readonly #suspension: FleetSuspension;
 
   constructor(deps: FleetRuntimeDeps) {
     this.#ledger = {
@@ -106,6 +108,7 @@ export class FleetRuntime implements Runtime {
     };
     this.#reach = new AgentReach(this.#ledger);
     this.#output = new SharedOutput((id, query) => this.#reach.output(id, query));
+    this.#suspension = new FleetSuspension(this.#ledger, (id, hostId, op) => this.#send(id, hostId, op));
   }
 
   /** The cost hooks, when they exist only after the runtime (the pod controller is built over it). */
@@ -242,6 +245,12 @@ export class FleetRuntime implements Runtime {
     return this.#reach.connect(id, port, options.timeoutMs);
   }
 
+  /** Through the instance's host's agent, resolved on its ack (fleet-suspend.ts). */
+  suspend = (id: string): Promise<void> => this.#suspension.apply('suspend', id);
+  resume = (id: string): Promise<void> => this.#suspension.apply('resume', id);
+  /** False for a host whose agent refused suspend as an unknown operation (until it reports in full again). */
+  canSuspend = (hostId: string): boolean => this.#suspension.canSuspend(hostId);
+
   /**
    * The utilisation the host's agent sampled, for the instances this runtime has on that host (a
    * host's figures for another host's instance are ignored). Not a state change: nobody is told.
@@ -292,6 +301,7 @@ export class FleetRuntime implements Runtime {
     report: { full: boolean; items: readonly InstanceReport[] },
     options: { screened?: boolean } = {},
   ): Promise<Refusal[]> {
+    if (report.full) this.#suspension.heardInFull(hostId);
     return applyReport(this.#ledger, hostId, report, options);
   }
 

@@ -100,7 +100,7 @@ export interface ReportAnswer {
   jobUrl?: string;
 }
 
-export type OperationKind = 'start' | 'stop' | 'remove' | 'removeVolume' | 'stream';
+export type OperationKind = 'start' | 'stop' | 'remove' | 'removeVolume' | 'stream' | 'suspend' | 'resume';
 
 /**
  * What a `stream` operation asks the agent to open, and to carry over the connection it dials back
@@ -164,6 +164,13 @@ export type Operation =
       discard?: boolean;
     }
   | { id: string; seq: number; kind: 'removeVolume'; volumeId: string }
+  /**
+   * Freeze (`suspend`) or continue (`resume`) a running instance through the agent's runtime
+   * (FlashBoot, docs/fleet.md): acknowledged once done, or with why not (not running there, a
+   * runtime that cannot). An agent older than these kinds acknowledges them with `ok: false`,
+   * "unknown operation kind": the control plane then counts the host as one that cannot suspend.
+   */
+  | { id: string; seq: number; kind: 'suspend' | 'resume'; instanceId: string }
   /**
    * Open a stream: dial back `POST /agent/v1/streams/{session}` with the `secret`, on the server the
    * operation came from first, then the others (the control plane waiting for it may be another

@@ -32,7 +32,7 @@ const MAX_ID = 200;
  */
 const NOT_PLACED_HERE = 'the control plane placed no instance with this id on this host';
 export const isNotPlacedHere = (r: Refusal): boolean => r.reason === NOT_PLACED_HERE;
-const STATES: ReadonlySet<InstanceState> = new Set(['starting', 'running', 'exited', 'failed', 'unknown']);
+const STATES: ReadonlySet<InstanceState> = new Set(['starting', 'running', 'suspended', 'exited', 'failed', 'unknown']);
 
 /**
  * Screens `items` reported by `hostId`: `known(id)` answers the host of an instance the runtime

@@ -18,13 +18,19 @@ const found: AttachedInstance[] = [
   { id: 'pod3', owner: null, status: status('pod3', 'unknown') },
   { id: 'w1', owner: { kind: 'worker', accountId: 'a', endpointId: 'ep1' }, status: status('w1', 'starting') },
   { id: 'w2', owner: { kind: 'worker', accountId: 'a', endpointId: 'ep1' }, status: status('w2', 'exited') },
+  { id: 'w3', owner: { kind: 'worker', accountId: 'a', endpointId: 'ep1' }, status: status('w3', 'suspended') },
 ];
 
-test('an instance found running, starting or unseen is claimed by its kind, and an unlabelled one by anyone', () => {
+test('an instance found running, starting, suspended or unseen is claimed by its kind, and an unlabelled one by anyone', () => {
   const attached = new AttachedInstances(found);
   assert.deepEqual(attached.claim('pod1', { kind: 'pod' }), { ok: true, status: found[0]!.status });
   assert.equal(attached.claim('pod3', { kind: 'pod' }).ok, true, 'its engine cannot see it: it may run on');
   assert.equal(attached.claim('w1', { kind: 'worker', endpointId: 'ep1' }).ok, true);
+  assert.deepEqual(
+    attached.claim('w3', { kind: 'worker', endpointId: 'ep1' }),
+    { ok: true, status: found[5]!.status },
+    'a suspended worker (a paused container) is adopted as suspended, not restarted',
+  );
 });
 
 test('an instance of another kind or another endpoint, a stopped or ended one, and one not found are not claimed, each saying why', () => {

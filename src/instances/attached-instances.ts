@@ -1,8 +1,7 @@
-import type { AttachedInstance, InstanceOwner, InstanceStatus } from '../runtime/runtime.js';
+import { ALIVE_STATES, type AttachedInstance, type InstanceOwner, type InstanceStatus } from '../runtime/runtime.js';
 
-/** An instance that runs, or may (its engine cannot see it right now): adopted, not restarted. */
-export const isLiveInstance = (s: InstanceStatus): boolean =>
-  s.state === 'starting' || s.state === 'running' || s.state === 'unknown';
+/** An instance that runs, is suspended, or may run (its engine cannot see it right now): adopted, not restarted. */
+export const isLiveInstance = (s: InstanceStatus): boolean => ALIVE_STATES.has(s.state);
 
 /**
  * What the runtime's `attach()` found at server start, by id, for pods and workers to claim: an

@@ -24,7 +24,7 @@ export function driftedPods(
             (!instance ||
               instance.state === 'exited' ||
               instance.state === 'failed' ||
-              (instance.state === 'running') !== (pod.status === 'RUNNING')))
+              (instance.state === 'running' || instance.state === 'suspended') !== (pod.status === 'RUNNING')))
         : instance !== undefined;
     if (differs) drifted.push(pod.id);
   }

@@ -136,7 +136,8 @@ export class PodLauncher {
       // Another replica launched it while this one prepared (the runtime learned of its instance
       // meanwhile): observed, not started a second time, and not an error of the pod.
       const live = await this.#deps.runtime.inspect(pod.id).catch(() => null);
-      if (live && (live.state === 'starting' || live.state === 'running')) return { pod: current, live };
+      if (live && (live.state === 'starting' || live.state === 'running' || live.state === 'suspended'))
+        return { pod: current, live };
       await status.settle(current, 'ERROR', (err as Error).message || 'the instance could not be started');
       return null;
     }

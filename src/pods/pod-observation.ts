@@ -24,6 +24,10 @@ export async function applyObserved(deps: ObservationDeps, pod: PodRecord, live:
       if (pod.status !== 'RUNNING') await apply(deps, pod, { type: 'ready' });
       else await deps.status.explain(pod, null);
       return;
+    case 'suspended':
+      // Frozen, not ended: the pod keeps its status and says so.
+      await deps.status.explain(pod, live.reason ?? 'the instance is suspended');
+      return;
     case 'unknown':
       // Its engine is away: the pod keeps its status and says why it cannot be seen.
       await deps.status.explain(pod, live.reason ?? 'the runtime cannot see the instance right now');

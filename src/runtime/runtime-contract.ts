@@ -20,6 +20,7 @@ import {
   startRunning,
   type RuntimeUnderTest,
 } from './runtime-contract-support.js';
+import { describeSuspend } from './runtime-suspend-contract.js';
 
 export {
   ChangeRecorder,
@@ -390,4 +391,5 @@ export function describeRuntime(name: string, makeRuntime: () => Promise<Runtime
         assert.ok(!heard.includes(second.id));
       }));
   });
+  describeSuspend(name, makeRuntime);
 }

@@ -37,7 +37,11 @@ interface RuntimeCapabilities {
   entrypointOverride: boolean;
   /** HTTP to an instance goes through an agent on its host (the proxy cannot dial it directly). */
   httpThroughAgent: boolean;
-  /** A stopped instance keeps what it had and starts again from it (stop/start keeps the container). */
+  /**
+   * A stopped instance keeps what it had and starts again from it (stop/start keeps the container).
+   * Not FlashBoot's freeze of a running instance: that is the port's `suspend`/`resume`, present on
+   * the runtime that can.
+   */
   suspendResume: boolean;
   /** It pulls images from registries (so the registry policy, runtime/registry-guard.ts, applies). */
   imagePrePull: boolean;

@@ -115,10 +115,16 @@ export interface InstanceSpec {
 /**
  * - `starting`: launched, not yet ready (pulling, created, health check pending);
  * - `running`: ready; `exited`: ended on its own; `failed`: could not start or failed its check;
+ * - `suspended`: frozen by {@link Runtime.suspend} (or paused outside Gantry): alive — it holds
+ *   its resources, memory and ports, and is not ended — but no process of it runs until
+ *   {@link Runtime.resume};
  * - `unknown`: the runtime cannot see it right now (its engine is unreachable); `reason` says why.
  *   It was last seen in the state the caller already holds; nothing is to be done but wait.
  */
-export type InstanceState = 'starting' | 'running' | 'exited' | 'failed' | 'unknown';
+export type InstanceState = 'starting' | 'running' | 'suspended' | 'exited' | 'failed' | 'unknown';
+
+/** The states of an instance that is there and holds its resources (placement counts it): not ended. */
+export const ALIVE_STATES: ReadonlySet<InstanceState> = new Set(['starting', 'running', 'suspended', 'unknown']);
 
 export interface InstanceStatus {
   id: string;
@@ -286,6 +292,25 @@ export interface Runtime {
    * when they change.
    */
   allowJobUrls?(urls: readonly string[]): Promise<void>;
+  /**
+   * Freezes every process of a `running` instance (FlashBoot, docs/runtimes.md): no CPU is used,
+   * its memory, its files and its network bindings are kept, and it reads `suspended` until
+   * {@link resume}. Idempotent: suspending a suspended instance resolves. Rejects, saying why, for
+   * an unknown id or an instance that does not run (starting, ended, being stopped). Present = the
+   * runtime can; a runtime over many hosts may still refuse for a host that cannot
+   * ({@link canSuspend}).
+   */
+  suspend?(id: string): Promise<void>;
+  /**
+   * Continues a suspended instance where it was (`running` again). Idempotent: resuming a running
+   * instance resolves. Rejects, saying why, for an unknown id or an instance that is neither.
+   */
+  resume?(id: string): Promise<void>;
+  /**
+   * Whether {@link suspend} works for instances on `hostId` as far as the runtime knows now (a
+   * fleet host whose agent predates it: no). Absent: wherever `suspend` is present.
+   */
+  canSuspend?(hostId: string): boolean;
   /** Whether `image` would run as an idle placeholder (no process: nothing in it runs). */
   runsAsPlaceholder?(image: string): boolean;
   /**

@@ -116,6 +116,10 @@ export class LoopbackAgent {
         case 'removeVolume':
           await this.#docker.removeVolume({ kind: 'network', volumeId: op.volumeId });
           break;
+        case 'suspend':
+        case 'resume':
+          await this.#docker[op.kind](op.instanceId);
+          break;
         case 'stream':
           throw new Error('the loopback agent opens no streams');
         default:

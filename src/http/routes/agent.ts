@@ -70,7 +70,7 @@ const InstanceReportSchema = Type.Object(
       },
       open,
     ),
-    state: StringEnum(['starting', 'running', 'exited', 'failed', 'unknown'] as const),
+    state: StringEnum(['starting', 'running', 'suspended', 'exited', 'failed', 'unknown'] as const),
     startedAt: Nullable(Type.Number()),
     exitCode: Nullable(Type.Integer()),
     reason: Nullable(Type.String({ maxLength: 4000 })),

@@ -5,6 +5,7 @@
  */
 import { endInstance, observeExit, superviseHealth, type Supervision } from './container-instance.js';
 import { parseEngineTime, RUNNING_CONTAINER } from './container-launch.js';
+import { settlePaused } from './container-pause.js';
 import type { AccountSeparation } from './account-separation.js';
 import { LABEL, namespaceFilter } from './docker-names.js';
 import { isUnreachable } from './engine-connection.js';
@@ -26,12 +27,17 @@ export interface EngineWatch extends Supervision {
  * Its `oom` event is noted: the engine may record the kill for the memory limit only through it.
  */
 export function onContainerEvent(s: Supervision, event: EngineEvent): void {
-  if (event.Type !== 'container' || !['die', 'destroy', 'oom'].includes(event.Action)) return;
+  if (event.Type !== 'container' || !['die', 'destroy', 'oom', 'pause', 'unpause'].includes(event.Action)) return;
   const id = event.Actor.Attributes?.[LABEL.instance];
   const live = id === undefined ? undefined : s.live.get(id);
   if (!live || live.containerId !== event.Actor.ID) return;
   if (event.Action === 'oom') {
     live.oomSeen = true;
+    return;
+  }
+  // Paused or thawed, by the runtime or outside Gantry: the instance says so (container-pause.ts).
+  if (event.Action === 'pause' || event.Action === 'unpause') {
+    if (live.launched) settlePaused(s, live, event.Action === 'pause');
     return;
   }
   if (live.stopping) return;
@@ -42,10 +48,11 @@ export function onContainerEvent(s: Supervision, event: EngineEvent): void {
   void observeExit(s, live);
 }
 
-/** The engine became unreachable: what was starting or running is `unknown`, saying why. */
+/** The engine became unreachable: what was starting, running or suspended is `unknown`, saying why. */
 export function onEngineOutage(s: Supervision, outage: Outage): void {
   for (const live of s.live.all()) {
-    if (!live.launched || live.stopping || (live.status.state !== 'starting' && live.status.state !== 'running'))
+    const { state } = live.status;
+    if (!live.launched || live.stopping || (state !== 'starting' && state !== 'running' && state !== 'suspended'))
       continue;
     live.beforeOutage = live.status.state;
     live.status = { ...live.status, state: 'unknown', reason: s.hide(outage.reason) };
@@ -69,6 +76,8 @@ export async function reconcileContainers(w: EngineWatch, outage: Outage | null)
     const c = byId.get(live.containerId);
     if (c && RUNNING_CONTAINER.has(c.State)) {
       restore(w, live);
+      // Paused or thawed while the engine was out of sight.
+      settlePaused(w, live, c.State === 'paused');
       continue;
     }
     if (!c) {

@@ -42,6 +42,8 @@ interface RunningContainer {
   /** null: unknown */
   startedMs: number | null;
   memoryBytes: number;
+  /** its processes are frozen (the engine's pause): adopted as `suspended` */
+  paused: boolean;
 }
 
 /**
@@ -58,10 +60,17 @@ export async function launchContainer(l: Launcher, spec: InstanceSpec, again = f
   const prepared: Prepared = await l.call(l.preparer.prepare(spec));
   if (prepared.kind === 'running') {
     const { info } = prepared;
+    // A start means it runs: a container left paused is thawed.
+    if (info.State.Paused) await l.call(l.client.unpauseContainer(info.Id));
     const live = adoptContainer(
       l,
       spec.id,
-      { Id: info.Id, startedMs: parseEngineTime(info.State.StartedAt), memoryBytes: info.HostConfig.Memory ?? 0 },
+      {
+        Id: info.Id,
+        startedMs: parseEngineTime(info.State.StartedAt),
+        memoryBytes: info.HostConfig.Memory ?? 0,
+        paused: false,
+      },
       probe,
       probe ? 'starting' : 'running',
     );
@@ -147,19 +156,25 @@ export async function adoptContainers(l: Launcher, containers: ContainerSummary[
     const memory = Number(c.Labels?.[LABEL.memory]);
     const seen =
       RUNNING_CONTAINER.has(c.State) && Number.isFinite(memory)
-        ? { Id: c.Id, startedMs: c.Created * 1000, memoryBytes: memory }
+        ? { Id: c.Id, startedMs: c.Created * 1000, memoryBytes: memory, paused: c.State === 'paused' }
         : null;
     const info = inspected.get(c.Id);
     const running =
       seen ??
       (info?.State.Running
-        ? { Id: info.Id, startedMs: parseEngineTime(info.State.StartedAt), memoryBytes: info.HostConfig.Memory ?? 0 }
+        ? {
+            Id: info.Id,
+            startedMs: parseEngineTime(info.State.StartedAt),
+            memoryBytes: info.HostConfig.Memory ?? 0,
+            paused: info.State.Paused,
+          }
         : null);
     if (!running) {
       found.push({ id, owner, status: null });
       continue;
     }
-    const live = adoptContainer(l, id, running, null, 'running');
+    // A paused container (its instance suspended when the last server went) stays suspended.
+    const live = adoptContainer(l, id, running, null, running.paused ? 'suspended' : 'running');
     found.push({ id, owner, status: copyStatus(live.status) });
   }
   return found;
@@ -171,7 +186,7 @@ function adoptContainer(
   id: string,
   container: RunningContainer,
   probe: Live['probe'],
-  state: 'starting' | 'running',
+  state: 'starting' | 'running' | 'suspended',
 ): Live {
   const live = newLive(id, container.Id, container.memoryBytes, probe);
   const started = container.startedMs;

@@ -69,7 +69,9 @@ interface CpuReading {
 const percent = (n: number): number => Math.round(Math.min(100, Math.max(0, n)) * 10) / 10;
 
 const sampled = (live: Live): boolean =>
-  live.launched && !live.stopping && (live.status.state === 'running' || live.status.state === 'starting');
+  live.launched &&
+  !live.stopping &&
+  (live.status.state === 'running' || live.status.state === 'starting' || live.status.state === 'suspended');
 
 export class ContainerSampler {
   readonly #o: ContainerSamplerOptions;

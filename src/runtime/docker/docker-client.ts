@@ -103,6 +103,16 @@ export class DockerClient {
     return containers.stopContainer(this.#calls, id, graceSeconds);
   }
 
+  /** Freezes its processes (memory and network kept); one already paused is left as it is. */
+  pauseContainer(id: string): Promise<void> {
+    return containers.pauseContainer(this.#calls, id);
+  }
+
+  /** Thaws a paused container; one not paused is left as it is. */
+  unpauseContainer(id: string): Promise<void> {
+    return containers.unpauseContainer(this.#calls, id);
+  }
+
   /** @default signal 'SIGKILL' */
   killContainer(id: string, signal?: string): Promise<void> {
     return containers.killContainer(this.#calls, id, signal);

@@ -72,3 +72,6 @@ export interface DockerRuntimeOptions {
    */
   isolation?: { accountNetworks?: boolean; hardening?: boolean };
 }
+
+/** A container's json-file log is rotated past this size (two files kept). @see DockerRuntimeOptions.logMaxBytes */
+export const DEFAULT_LOG_MAX_BYTES = 10 * 1024 * 1024;

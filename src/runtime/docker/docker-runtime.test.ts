@@ -10,7 +10,14 @@ import {
   testHost,
   type RuntimeFixture,
 } from '../../../test/support/docker.js';
-import { ChangeRecorder, describeRuntime, freePort, instanceSpec, type RuntimeUnderTest } from '../runtime-contract.js';
+import {
+  ChangeRecorder,
+  describeRuntime,
+  freePort,
+  instanceSpec,
+  waitFor,
+  type RuntimeUnderTest,
+} from '../runtime-contract.js';
 import type { DockerRuntimeOptions } from './docker-runtime-options.js';
 import { HTTP_ENTRYPOINT } from '../../../test/support/docker-images.js';
 
@@ -250,6 +257,42 @@ if (!engine) {
         registry.close();
       }
     });
+
+    test('a suspended instance`s container is paused on the engine, and a pause or unpause outside Gantry is followed, and adopted as it is', () =>
+      withRuntime(async (t) => {
+        const spec = instanceSpec({ image: e.images.idle });
+        const changes = new ChangeRecorder(t.runtime);
+        await t.runtime.start(spec);
+        await changes.next(spec.id, 'running');
+        await t.runtime.suspend(spec.id);
+        assert.equal((await containerOf(t, spec.id))?.State.Paused, true, 'the engine paused it');
+        await t.runtime.resume(spec.id);
+        assert.equal((await containerOf(t, spec.id))?.State.Paused, false);
+
+        const { Id } = (await containerOf(t, spec.id))!;
+        await e.client.pauseContainer(Id);
+        await waitFor('the pause outside Gantry read as suspended', () =>
+          changes.statesOf(spec.id).filter((s) => s === 'suspended').length === 2 ? true : null,
+        );
+        assert.equal((await t.runtime.inspect(spec.id))?.state, 'suspended');
+        await e.client.unpauseContainer(Id);
+        await waitFor('the unpause outside Gantry read as running', async () =>
+          (await t.runtime.inspect(spec.id))?.state === 'running' ? true : null,
+        );
+
+        // Paused outside Gantry while no runtime watches: a fresh runtime's attach() adopts it as suspended.
+        await t.runtime.close();
+        await e.client.pauseContainer(Id);
+        const again = makeDockerRuntime(e, { namespace: t.namespace });
+        try {
+          const found = (await again.runtime.attach()).find((a) => a.id === spec.id);
+          assert.equal(found?.status?.state, 'suspended');
+          await again.runtime.resume(spec.id);
+          assert.equal((await containerOf(t, spec.id))?.State.Paused, false);
+        } finally {
+          await again.runtime.close();
+        }
+      }));
 
     test('a container killed behind the runtime`s back becomes exited, with its signal', () =>
       withRuntime(async (t) => {

@@ -21,7 +21,8 @@
  *   answers again; containers that died meanwhile (an engine restart) are started again.
  *
  * The facade the Runtime port sees: launching and adopting is in container-launch.ts, supervision in
- * container-instance.ts, the engine's events and outages in container-events.ts.
+ * container-instance.ts, the engine's events and outages in container-events.ts, suspend/resume
+ * (the engine's pause/unpause) in container-pause.ts.
  */
 import type { Duplex } from 'node:stream';
 import type { ImageSpec } from '../../domain/image-spec.js';
@@ -46,7 +47,7 @@ import { diskExceeded, graceSeconds } from './container-instance.js';
 import { adoptContainers, launchContainer, RUNNING_CONTAINER, type Launcher } from './container-launch.js';
 import { onContainerEvent, onEngineOutage, reconcileContainers, type EngineWatch } from './container-events.js';
 import { DockerClient } from './docker-client.js';
-import type { DockerRuntimeOptions } from './docker-runtime-options.js';
+import { DEFAULT_LOG_MAX_BYTES, type DockerRuntimeOptions } from './docker-runtime-options.js';
 import {
   LABEL,
   checkNamespace,
@@ -66,11 +67,7 @@ import { AccountSeparation } from './account-separation.js';
 import type { InstanceNetworks } from './instance-networks.js';
 import { CONTAINER_NOFILE_LIMIT } from './container-config.js';
 import { ContainerDialer } from './container-dial.js';
-
-export type { DiskLimitSupport } from './container-preparer.js';
-
-/** A container's json-file log is rotated past this size (two files kept). @default 10 MiB */
-const DEFAULT_LOG_MAX_BYTES = 10 * 1024 * 1024;
+import { resumeContainer, suspendContainer } from './container-pause.js';
 
 export class DockerRuntime implements Runtime {
   readonly name = 'docker';
@@ -356,6 +353,9 @@ export class DockerRuntime implements Runtime {
   onChange(listener: InstanceListener): () => void {
     return this.#live.onChange(listener);
   }
+
+  suspend = (id: string): Promise<void> => suspendContainer(this.#instances, id);
+  resume = (id: string): Promise<void> => resumeContainer(this.#instances, id);
 
   /** A TTY exec in the instance's container (docker-shell.ts). */
   async shell(id: string, request: ShellRequest): Promise<ShellSession> {

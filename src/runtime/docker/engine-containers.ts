@@ -4,6 +4,7 @@
  */
 import type { Readable } from 'node:stream';
 import { enc, gone, orNull, short, type EngineCalls, type Filters } from './engine-calls.js';
+import { DockerEngineError } from './engine-connection.js';
 import { decodeLogFrames } from './engine-streams.js';
 import type { ContainerCreateBody, ContainerInspect, ContainerStats, ContainerSummary } from './engine-types.js';
 
@@ -67,6 +68,39 @@ export async function stopContainer(calls: EngineCalls, id: string, graceSeconds
     timeoutMs: graceSeconds * 1_000 + calls.timeoutMs,
     doing: `stopping container ${short(id)}`,
   });
+}
+
+/**
+ * Freezes every process of the container (the cgroup freezer): its memory and network stay.
+ * A container already paused is left as it is (the engine answers 409, taken as done).
+ */
+export async function pauseContainer(calls: EngineCalls, id: string): Promise<void> {
+  await alreadyDone(
+    calls.conn.json({ method: 'POST', path: `/containers/${enc(id)}/pause`, doing: `pausing container ${short(id)}` }),
+    /already paused/i,
+  );
+}
+
+/** Thaws a paused container; one that is not paused is left as it is. */
+export async function unpauseContainer(calls: EngineCalls, id: string): Promise<void> {
+  await alreadyDone(
+    calls.conn.json({
+      method: 'POST',
+      path: `/containers/${enc(id)}/unpause`,
+      doing: `unpausing container ${short(id)}`,
+    }),
+    /is not paused/i,
+  );
+}
+
+/** Awaits an engine call whose refusal matching `done` means its effect is there already. */
+async function alreadyDone(call: Promise<unknown>, done: RegExp): Promise<void> {
+  try {
+    await call;
+  } catch (err) {
+    if (err instanceof DockerEngineError && err.statusCode >= 400 && done.test(err.engineMessage)) return;
+    throw err;
+  }
 }
 
 export async function killContainer(calls: EngineCalls, id: string, signal = 'SIGKILL'): Promise<void> {

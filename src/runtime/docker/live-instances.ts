@@ -8,7 +8,7 @@ import type { ProbeTarget } from '../health-probe.js';
 import type { InstanceListener, InstanceState, InstanceStatus } from '../runtime.js';
 
 /** The states of an instance whose container is meant to run: held until it ends or is stopped. */
-export const LIVE_STATES: ReadonlySet<InstanceState> = new Set(['starting', 'running', 'unknown']);
+export const LIVE_STATES: ReadonlySet<InstanceState> = new Set(['starting', 'running', 'suspended', 'unknown']);
 
 export interface Live {
   id: string;

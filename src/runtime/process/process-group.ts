@@ -88,6 +88,8 @@ export async function terminateGroup(
   graceTimer: GraceTimer = realGraceTimer,
 ): Promise<void> {
   if (!signalGroup(pgid, 'SIGTERM')) return;
+  // A suspended (SIGSTOPped) group sees its SIGTERM only once continued.
+  signalGroup(pgid, 'SIGCONT');
   if (await waitGroupGone(pgid, graceMs, leaderExited, graceTimer)) return;
   if (!signalGroup(pgid, 'SIGKILL')) return;
   await waitGroupGone(pgid, 5_000, leaderExited, realGraceTimer);

@@ -155,8 +155,9 @@ export const copyStatus = (status: InstanceStatus): InstanceStatus => ({
 
 /** Read through a function so TypeScript does not keep a narrowing across an await. */
 const stateOf = (instance: Instance): InstanceState => instance.status.state;
+/** Starting, running or suspended (stopped by SIGSTOP, process-suspend.ts): its processes are there. */
 export const isLive = (instance: Instance): boolean =>
-  instance.status.state === 'starting' || instance.status.state === 'running';
+  instance.status.state === 'starting' || instance.status.state === 'running' || instance.status.state === 'suspended';
 
 /** Appends the tail of the process's output to a reason, so the user sees why. */
 const withOutput = (reason: string, tail: string): string => (tail ? `${reason}; last output:\n${tail}` : reason);

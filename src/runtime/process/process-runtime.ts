@@ -53,6 +53,7 @@ import {
 } from './process-instance.js';
 import type { ProcessRuntimeOptions } from './process-runtime-options.js';
 import { spawnInstance } from './spawn-instance.js';
+import { resumeProcess, suspendProcess } from './process-suspend.js';
 import { measureAll, UsageMeter } from './usage-meter.js';
 import { IntervalSampler } from '../interval-sampler.js';
 import { networkVolumeFolderOf, podFolderOf } from './volume-folders.js';
@@ -107,7 +108,7 @@ export class ProcessRuntime implements Runtime {
     this.#supervision = {
       options,
       watchdog: this.#watchdog,
-      current: (id, instance) => this.#current(id, instance),
+      current: (id, instance) => this.#instances.get(id) === instance,
       emit: (instance) => this.#emit(instance),
     };
   }
@@ -149,7 +150,7 @@ export class ProcessRuntime implements Runtime {
     const existing = this.#instances.get(spec.id);
     if (existing) {
       const { state } = existing.status;
-      if (!existing.stopping && (state === 'starting' || state === 'running')) {
+      if (!existing.stopping && isLive(existing)) {
         throw new Error(`instance "${spec.id}" is already ${state}; stop it before starting it again`);
       }
       // A finished instance that was never stopped, or one being stopped: clear it out first.
@@ -179,6 +180,9 @@ export class ProcessRuntime implements Runtime {
   refusedEnv(env: Record<string, string>, image: string): EnvRefusal | null {
     return tenantEnvRefusal(env, this.#images.get(image)?.tenantEnv, this.#options.envScreen);
   }
+
+  suspend = (id: string): Promise<void> => suspendProcess(this.#instances, this.#supervision, id);
+  resume = (id: string): Promise<void> => resumeProcess(this.#instances, this.#supervision, id);
 
   /** A shell beside the instance's process (process-shell.ts). */
   shell(id: string, request: ShellRequest): Promise<ShellSession> {
@@ -368,10 +372,6 @@ export class ProcessRuntime implements Runtime {
     if (!isLive(instance)) return { ...status, stats: null };
     const stats = proc.usage.latest;
     return { ...status, stats: stats && { ...stats } };
-  }
-
-  #current(id: string, instance: Instance): boolean {
-    return this.#instances.get(id) === instance;
   }
 
   /** The processes of the instances alive now (looked at lazily, one at a time). */

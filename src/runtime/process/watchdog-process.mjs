@@ -108,7 +108,8 @@ async function stopLeftovers() {
   let members = groupMembers();
   const targets = [...guarded].filter(([pgid, id]) => belongsTo(pgid, id, members));
   for (const [pgid, id] of targets) log(`stopping instance ${id} (process group ${pgid}): SIGTERM`);
-  for (const [pgid] of targets) signalGroup(pgid, 'SIGTERM');
+  // SIGCONT after: a suspended (SIGSTOPped) group sees its SIGTERM only once continued.
+  for (const [pgid] of targets) if (signalGroup(pgid, 'SIGTERM')) signalGroup(pgid, 'SIGCONT');
   const killAt = performance.now() + stopGraceMs;
   let left = targets;
   while (left.length > 0 && performance.now() < killAt) {
