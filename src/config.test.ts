@@ -407,6 +407,15 @@ test('the hosts’ tunnels’ bounds are set under fleet.tunnels; a window past 
   assert.equal(load('fleet: { tunnels: { maxWindowBytes: 1000 } }\n').agents.tunnels.maxWindowBytes, 256 * 1024);
 });
 
+test('the agent’s downloads at once are bounded under fleet.downloads, per client address and in all; none is raised to one', () => {
+  assert.deepEqual(load('fleet: { downloads: { maxPerClient: 1, maxConcurrent: 4 } }\n').agents.downloads, {
+    maxPerClient: 1,
+    maxConcurrent: 4,
+  });
+  assert.throws(() => load('fleet: { downloads: { maxPerClient: 5000 } }\n'), /fleet\.downloads\.maxPerClient/);
+  assert.equal(load('fleet: { downloads: { maxPerClient: 0 } }\n').agents.downloads.maxPerClient, 1, 'raised to one');
+});
+
 test('the agents’ timings default to 10 s heartbeats, a 30 s timeout, 25 s polls, a 5 min lost grace and 1 h join tokens', () => {
   assert.deepEqual(load('{}').agents, {
     heartbeatMs: 10_000,
@@ -415,6 +424,7 @@ test('the agents’ timings default to 10 s heartbeats, a 30 s timeout, 25 s pol
     lostGraceMs: 300_000,
     joinTokenTtlMs: 3_600_000,
     tunnels: DEFAULT_TUNNELS,
+    downloads: { maxPerClient: 2, maxConcurrent: 16 },
   });
 });
 
@@ -429,6 +439,7 @@ test('fleet as a mapping sets the agents’ timings and may still declare the pr
     lostGraceMs: 60_000,
     joinTokenTtlMs: 600_000,
     tunnels: DEFAULT_TUNNELS,
+    downloads: { maxPerClient: 2, maxConcurrent: 16 },
   });
   assert.deepEqual(
     config.fleet.map((h) => h.id),
