@@ -191,7 +191,21 @@ const AutoscalerSchema = Type.Object(
   { description: 'The serverless autoscaler.' },
 );
 
-const ServerlessSchema = Type.Object({ webhooks: WebhooksSchema, autoscaler: AutoscalerSchema });
+const FlashbootSchema = Type.Object(
+  {
+    maxKeepMs: amount(
+      600_000,
+      'Longest time a FlashBoot endpoint\'s idle worker is kept suspended (frozen, resumed by the next job) before it is removed; an endpoint keeps its workers 10 minutes, or this if shorter (docs/serverless.md, "FlashBoot").',
+    ),
+  },
+  { description: 'FlashBoot: idle workers of endpoints with `flashboot` on are suspended, not stopped.' },
+);
+
+const ServerlessSchema = Type.Object({
+  webhooks: WebhooksSchema,
+  autoscaler: AutoscalerSchema,
+  flashboot: FlashbootSchema,
+});
 
 const GraphqlSchema = Type.Object(
   {

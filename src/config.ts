@@ -38,6 +38,7 @@ type JobsHttpConfig = StaticDecode<typeof JobsSchema>;
 interface ServerlessConfig {
   webhooks: WebhookConfig;
   autoscaler: AutoscalerConfig;
+  flashboot: { maxKeepMs: number };
 }
 
 export interface Config {

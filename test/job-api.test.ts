@@ -293,7 +293,15 @@ describe('cancel, retry, purge-queue and health', () => {
     assert.equal(health.jobs.inQueue, 1);
     assert.equal(health.jobs.inProgress, 1);
     assert.equal(health.jobs.retried, 1, 'the retried job of the previous test');
-    assert.deepEqual(health.workers, { idle: 1, running: 1, initializing: 0, ready: 2, throttled: 0, unhealthy: 0 });
+    assert.deepEqual(health.workers, {
+      idle: 1,
+      running: 1,
+      initializing: 0,
+      ready: 2,
+      throttled: 0,
+      unhealthy: 0,
+      suspended: 0,
+    });
   });
 });
 

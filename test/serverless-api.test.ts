@@ -246,7 +246,7 @@ describe('REST serverless endpoints', () => {
     const e = json(await create(alice.key, minimal()));
     assert.deepEqual(json(await t.request(alice.key, 'GET', `/v2/serverless/${e.id}/workers`)), {
       workers: [],
-      summary: { running: 0, idle: 0, initializing: 0, throttled: 0, unhealthy: 0, total: 0 },
+      summary: { running: 0, idle: 0, initializing: 0, throttled: 0, unhealthy: 0, suspended: 0, total: 0 },
       endpointVersion: 1,
     });
     const insert = (id: string, status: WorkerStatus, version: number | null, createdAt: number) =>
@@ -284,7 +284,15 @@ describe('REST serverless endpoints', () => {
     await insert('w4', 'dead', 1, now - 90_000);
     const res = json(await t.request(alice.key, 'GET', `/v2/serverless/${e.id}/workers`));
     assert.equal(res.endpointVersion, 2);
-    assert.deepEqual(res.summary, { running: 1, idle: 1, initializing: 1, throttled: 0, unhealthy: 0, total: 3 });
+    assert.deepEqual(res.summary, {
+      running: 1,
+      idle: 1,
+      initializing: 1,
+      throttled: 0,
+      unhealthy: 0,
+      suspended: 0,
+      total: 3,
+    });
     assert.deepEqual(res.workers[0], {
       id: 'w1',
       status: 'RUNNING',

@@ -246,6 +246,7 @@ describe('heartbeats', () => {
       ready: 1,
       throttled: 0,
       unhealthy: 0,
+      suspended: 0,
     });
     const id = await submit();
     await worker('GET', 'job-take/w-ping');
@@ -257,6 +258,7 @@ describe('heartbeats', () => {
       ready: 1,
       throttled: 0,
       unhealthy: 0,
+      suspended: 0,
     });
   });
 

@@ -189,6 +189,7 @@ export function assembleServerless(
     systemLog,
     config: {
       autoscaler: config.serverless.autoscaler,
+      flashboot: config.serverless.flashboot,
       catalog: config.catalog,
       // Read at each launch: a server started on port 0 learns its job URL's port once it listens.
       get publicUrl() {

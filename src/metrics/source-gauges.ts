@@ -13,6 +13,9 @@ export interface MetricsSources {
     stops: Record<string, number>;
     heldBack: number;
     throttled: number;
+    /** FlashBoot: idle workers suspended, suspended workers resumed. @default 0 */
+    suspends?: number;
+    resumes?: number;
   };
   /** GPUs per host: total and reserved. */
   gpus(): Array<{ hostId: string; gpuTypeId: string | null; total: number; used: number; available: boolean }>;
@@ -61,6 +64,16 @@ export function registerSourceGauges(registers: Registry[], source: () => Metric
     'gantry_autoscaler_throttled_total',
     'Launches that found no capacity (summed over passes).',
     (d) => d.throttled,
+  );
+  decision(
+    'gantry_autoscaler_worker_suspends_total',
+    'Idle workers of FlashBoot endpoints the autoscaler suspended instead of stopping.',
+    (d) => d.suspends ?? 0,
+  );
+  decision(
+    'gantry_autoscaler_worker_resumes_total',
+    'Suspended workers the autoscaler resumed for demand (instead of launching).',
+    (d) => d.resumes ?? 0,
   );
   new Counter({
     name: 'gantry_autoscaler_worker_stops_total',

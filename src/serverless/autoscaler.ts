@@ -50,6 +50,7 @@ import { EndpointScaler, type ScaleDecisions } from './endpoint-scaler.js';
 import { EndpointScaleStates, type EndpointScaleHealth } from './endpoint-scale-states.js';
 import { LaunchedWorkers, type WorkerVolumes } from './launched-workers.js';
 import { PassLoop } from './pass-loop.js';
+import { WorkerSuspension, type SuspensionOutcome } from './worker-suspension.js';
 import type { LbPool, LbTraffic } from './lb-pool.js';
 import type { JobFinishedEvents } from './webhook-dispatcher.js';
 import type { WorkersRegistry } from './workers-registry.js';
@@ -72,7 +73,7 @@ export interface AutoscalerDeps {
   runtime: Runtime;
   inventory: Pick<Inventory, 'placeAndReserve' | 'reserveExact' | 'release'>;
   jobs: { worker: Pick<WorkerJobs, 'workerLost'> };
-  workers: Pick<WorkersRegistry, 'markDead' | 'takeRecycleRequest'>;
+  workers: Pick<WorkersRegistry, 'markDead' | 'takeRecycleRequest' | 'gate' | 'suspended' | 'resumed'>;
   endpoints: Pick<EndpointsService, 'get' | 'templateOf'>;
   accounts: Pick<AccountsService, 'createKey' | 'revokeKey' | 'revokeWorkerKeysExcept' | 'liveWorkerKeyId'>;
   /** Network volumes: their data center (a placement constraint). */
@@ -99,6 +100,8 @@ export interface AutoscalerDeps {
   systemLog?: import('../logs/system-log.js').SystemLogWriter;
   config: {
     autoscaler?: Partial<AutoscalerConfig>;
+    /** FlashBoot (`serverless.flashboot`). @default keep time 10 min */
+    flashboot?: { maxKeepMs: number };
     catalog: Pick<Catalog, 'gpuTypes' | 'cpuFlavors' | 'dataCenters'>;
     /** Base URL workers reach this server at. */
     publicUrl: string;
@@ -136,7 +139,10 @@ export class Autoscaler {
     stops: { idle: 0, 'over-max': 0, recycle: 0, 'start-timeout': 0 },
     heldBack: 0,
     throttled: 0,
+    suspends: 0,
+    resumes: 0,
   };
+  readonly #suspension: WorkerSuspension;
 
   constructor(deps: AutoscalerDeps) {
     this.#deps = deps;
@@ -151,6 +157,12 @@ export class Autoscaler {
       store: this.store,
       states: this.#states,
       onEnded: () => this.nudge(),
+    });
+    this.#suspension = new WorkerSuspension({
+      ...deps,
+      workers: this.#workers,
+      registry: deps.workers,
+      instances: this.#instances,
     });
     const { lb, traffic } = deps;
     this.#scaler = new EndpointScaler({
@@ -171,6 +183,8 @@ export class Autoscaler {
       instances: this.#instances,
       registry: deps.workers,
       config: this.config,
+      suspension: this.#suspension,
+      flashbootMaxKeepMs: deps.config.flashboot?.maxKeepMs,
       decisions: this.decisions,
     });
     this.#loop = new PassLoop({
@@ -346,6 +360,18 @@ export class Autoscaler {
   /** Worker counts by state of an endpoint, as of the last pass. */
   health(endpointId: string): EndpointScaleHealth {
     return this.#states.health(endpointId, this.#deps.clock.now());
+  }
+
+  /**
+   * FlashBoot's operations on one launched worker (worker-suspension.ts): suspend (its takes gated
+   * first, so no job is frozen inside; refused, saying why, where the runtime cannot) and resume.
+   */
+  suspendWorker(workerId: string): Promise<SuspensionOutcome> {
+    return this.#suspension.suspend(workerId, 'asked');
+  }
+
+  resumeWorker(workerId: string): Promise<SuspensionOutcome> {
+    return this.#suspension.resume(workerId, 'asked');
   }
 
   /** Whether this autoscaler launched (or adopted) the worker and runs it now. */

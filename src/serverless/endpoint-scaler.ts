@@ -11,6 +11,10 @@ import type { LaunchedWorkers, LaunchOutcome } from './launched-workers.js';
 import type { WorkersRegistry } from './workers-registry.js';
 import type { LbPool, LbTraffic } from './lb-pool.js';
 import { lbWorkerPorts } from './lb-worker-ports.js';
+import type { WorkerSuspension } from './worker-suspension.js';
+
+/** How long a FlashBoot endpoint's idle worker is kept suspended, within `serverless.flashboot.maxKeepMs`. */
+const FLASHBOOT_KEEP_MS = 600_000;
 
 /** What the autoscaler's passes decided, since it started (metrics). */
 export interface ScaleDecisions {
@@ -19,6 +23,9 @@ export interface ScaleDecisions {
   stops: { idle: number; 'over-max': number; recycle: number; 'start-timeout': number };
   heldBack: number;
   throttled: number;
+  /** FlashBoot: idle workers suspended instead of stopped, and suspended workers resumed for demand. */
+  suspends: number;
+  resumes: number;
 }
 
 export interface EndpointScalerDeps {
@@ -34,6 +41,10 @@ export interface EndpointScalerDeps {
   config: ScaleConfig;
   /** Counted into as passes decide. */
   decisions: ScaleDecisions;
+  /** FlashBoot: suspending and resuming workers (worker-suspension.ts). */
+  suspension: Pick<WorkerSuspension, 'suspend' | 'resume'>;
+  /** FlashBoot's `serverless.flashboot.maxKeepMs`. @default 600000 */
+  flashbootMaxKeepMs?: number | undefined;
   /** Load-balancing endpoints' traffic: their requests are their queue, their health their readiness. */
   lb?: (LbTraffic & Pick<LbPool, 'add' | 'has'>) | undefined;
 }
@@ -90,6 +101,8 @@ export class EndpointScaler {
       : { inQueue: urgent + lowOnly, inQueueLowPriority: lowOnly, inProgress, oldestUrgentQueuedAt };
     const workers: ScaleWorker[] = [];
     const counts = { idle: 0, running: 0, initializing: 0 };
+    /** FlashBoot: the endpoint's suspended workers (and those being suspended or resumed). */
+    const suspended: Array<{ id: string; at: number; settled: boolean }> = [];
     for (const row of rows) {
       const m = this.#deps.workers.get(row.id);
       if (!m) {
@@ -98,6 +111,10 @@ export class EndpointScaler {
         continue;
       }
       if (m.stopping) continue;
+      if (m.suspension !== null) {
+        suspended.push({ id: row.id, at: m.suspendedAt ?? now, settled: m.suspension === 'suspended' });
+        continue;
+      }
       if (row.status === 'dead' || row.status === 'unhealthy') continue;
       if (this.#deps.registry.takeRecycleRequest(endpointId, row.id)) m.recycle = true;
       // a balanced worker: ready once its health path says so; busy while it holds requests
@@ -135,6 +152,7 @@ export class EndpointScaler {
       workers.push(w);
     }
     state.counts = counts;
+    if (unavailable === null) await this.#expireSuspended(endpoint, suspended, workers.length, now);
     const decision = decideScale(
       {
         workersMin: endpoint.workersMin,
@@ -163,8 +181,19 @@ export class EndpointScaler {
         { endpointId, start: decision.start, stop: decision.stop, reasons: decision.reasons },
         'scaling',
       );
-    this.#deps.decisions.starts += decision.start;
     for (const { id, reason } of decision.stop) {
+      if (reason === 'idle' && endpoint.flashboot && endpoint.type !== 'LB') {
+        // FlashBoot: frozen, kept for the next job; a runtime that cannot stops it as without.
+        const r = await this.#deps.suspension.suspend(id, `idle for ${endpoint.idleTimeout} s (FlashBoot)`);
+        if (r.ok) {
+          this.#deps.decisions.suspends++;
+          continue;
+        }
+        this.#deps.logger.info(
+          { endpointId, workerId: id, reason: r.reason },
+          'not suspending the worker; stopping it',
+        );
+      }
       this.#deps.decisions.stops[reason]++;
       const m = this.#deps.workers.get(id);
       await this.#deps.workers.stop(id, reason);
@@ -176,8 +205,20 @@ export class EndpointScaler {
           `did not become ready within ${this.#deps.config.startTimeoutMs} ms`,
         );
     }
+    // Demand resumes suspended workers (the most recently suspended first) before launching.
+    let resumed = 0;
+    const ready = suspended.filter((s) => s.settled).sort((a, b) => b.at - a.at);
+    for (const s of ready) {
+      if (resumed >= decision.start) break;
+      const r = await this.#deps.suspension.resume(s.id);
+      if (r.ok) {
+        resumed++;
+        this.#deps.decisions.resumes++;
+      } else await this.#deps.workers.stop(s.id, r.reason);
+    }
+    this.#deps.decisions.starts += decision.start - resumed;
     let throttled = 0;
-    for (let i = 0; i < decision.start; i++) {
+    for (let i = resumed; i < decision.start; i++) {
       const placed = await this.#launchWithinQuota(endpoint, now);
       if (!placed.ok) {
         throttled = decision.start - i;
@@ -189,6 +230,37 @@ export class EndpointScaler {
     state.throttled = throttled;
     this.#deps.decisions.throttled += throttled;
     if (throttled === 0) state.capacityError = null;
+  }
+
+  /**
+   * FlashBoot's keep time: a worker suspended that long is removed, as is one no longer wanted
+   * (its endpoint turned FlashBoot off; `workersMax` lowered under the workers up and suspended:
+   * the longest suspended go first). The removed ones leave `suspended`.
+   */
+  async #expireSuspended(
+    endpoint: Endpoint,
+    suspended: Array<{ id: string; at: number; settled: boolean }>,
+    up: number,
+    now: number,
+  ): Promise<void> {
+    const keepMs = Math.min(FLASHBOOT_KEEP_MS, this.#deps.flashbootMaxKeepMs ?? FLASHBOOT_KEEP_MS);
+    suspended.sort((a, b) => a.at - b.at);
+    let excess = suspended.filter((s) => s.settled).length - Math.max(0, endpoint.workersMax - up);
+    for (const s of [...suspended]) {
+      if (!s.settled) continue;
+      const why =
+        now - s.at >= keepMs
+          ? `FlashBoot keep time over (suspended ${now - s.at} ms, keep ${keepMs} ms)`
+          : !endpoint.flashboot
+            ? 'FlashBoot turned off'
+            : excess > 0
+              ? `over workersMax ${endpoint.workersMax} with suspended workers`
+              : null;
+      if (why === null) continue;
+      excess--;
+      suspended.splice(suspended.indexOf(s), 1);
+      await this.#deps.workers.stop(s.id, why);
+    }
   }
 
   /** Workers of a load-balancing endpoint the balancer does not know (adopted after a restart) are told to it. */

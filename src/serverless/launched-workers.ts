@@ -65,6 +65,10 @@ export interface LaunchedWorker {
   proven: boolean;
   recycle: boolean;
   stopping: boolean;
+  /** FlashBoot (worker-suspension.ts): being suspended, suspended, or being resumed; null while it runs. */
+  suspension: 'suspending' | 'suspended' | 'resuming' | null;
+  /** When it was suspended; null while it is not. */
+  suspendedAt: number | null;
 }
 
 /**
@@ -258,7 +262,11 @@ export class LaunchedWorkers {
     if (!reserved.ok) return { ok: false, reason: `its allocation could not be reserved again: ${reserved.reason}` };
     this.#keys.adopt(row.id, keyId);
     // startedAt is its launch: the crash window and the start timeout count from there.
-    this.#workers.set(row.id, tracked(row.endpointId, row.hostId, row.createdAt, this.#deps.clock.now()));
+    const m = tracked(row.endpointId, row.hostId, row.createdAt, this.#deps.clock.now());
+    // Left suspended by the previous server: it stays so, its keep time counting from then.
+    if (row.status === 'suspended')
+      Object.assign(m, { suspension: 'suspended', suspendedAt: row.suspendedAt ?? m.lastActiveAt });
+    this.#workers.set(row.id, m);
     return { ok: true };
   }
 
@@ -336,4 +344,6 @@ const tracked = (endpointId: string, hostId: string, startedAt: number, lastActi
   proven: false,
   recycle: false,
   stopping: false,
+  suspension: null,
+  suspendedAt: null,
 });

@@ -176,6 +176,7 @@ for (const { name, skip } of dialects()) {
         ready: 2,
         throttled: 0,
         unhealthy: 1,
+        suspended: 0,
       });
     });
 

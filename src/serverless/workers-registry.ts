@@ -2,6 +2,7 @@ import type { Clock } from '../domain/clock.js';
 import { isTerminalWorkerStatus, type WorkerStatus } from '../domain/worker-state.js';
 import type { WorkerStore } from '../store/worker-store.js';
 import { AttachedWorkersCap } from './attached-workers-cap.js';
+import { SuspendGate } from './suspend-gate.js';
 
 /** The `workers` part of `/health`. */
 export interface WorkerHealthCounts {
@@ -12,6 +13,8 @@ export interface WorkerHealthCounts {
   ready: number;
   throttled: number;
   unhealthy: number;
+  /** Suspended by FlashBoot (frozen, resumed on demand): a Gantry extension. */
+  suspended: number;
 }
 
 export interface WorkersRegistryDeps {
@@ -73,6 +76,8 @@ export class WorkersRegistry {
   readonly #deadRetentionMs: number;
   readonly #cap: AttachedWorkersCap;
   #lastPrune: number | null = null;
+  /** Workers being suspended or suspended: their takes answer empty (suspend-gate.ts). */
+  readonly gate = new SuspendGate();
 
   constructor(deps: WorkersRegistryDeps) {
     this.#store = deps.store;
@@ -103,7 +108,33 @@ export class WorkersRegistry {
     }
     entry.lastSeen = now;
     entry.dirty = true;
-    if (busy !== undefined) entry.status = busy ? 'running' : 'idle';
+    // A request the worker sent before it was frozen, answered as usual: it stays suspended.
+    if (busy !== undefined && entry.status !== 'suspended') entry.status = busy ? 'running' : 'idle';
+  }
+
+  /**
+   * The worker is frozen (FlashBoot): its row says `suspended` (out of the heartbeat-loss sweep,
+   * its key kept). Answers whether its row was still alive.
+   */
+  async suspended(endpointId: string, workerId: string, now: number = this.#clock.now()): Promise<boolean> {
+    const entry = this.#known.get(keyOf(endpointId, workerId));
+    if (entry) {
+      entry.status = 'suspended';
+      entry.dirty = false;
+    }
+    return this.#store.markSuspended(endpointId, workerId, now);
+  }
+
+  /** The worker runs again: idle, heard from now, its takes answered again. */
+  async resumed(endpointId: string, workerId: string, now: number = this.#clock.now()): Promise<boolean> {
+    const entry = this.#known.get(keyOf(endpointId, workerId));
+    if (entry) {
+      entry.status = 'idle';
+      entry.lastSeen = now;
+    }
+    const ok = await this.#store.markResumed(endpointId, workerId, now);
+    this.gate.open(endpointId, workerId);
+    return ok;
   }
 
   /** A long-poll opened; call the answer when it ends. An open poll keeps the worker alive. */
@@ -233,6 +264,7 @@ export class WorkersRegistry {
       ready: live,
       throttled: by.get('throttled') ?? 0,
       unhealthy: by.get('unhealthy') ?? 0,
+      suspended: by.get('suspended') ?? 0,
     };
   }
 

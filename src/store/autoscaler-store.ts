@@ -35,6 +35,8 @@ export interface LaunchedWorkerRow {
   lastPingAt: number | null;
   /** null for rows written before migration 0008 */
   allocation: WorkerAllocation | null;
+  /** When it was suspended (status `suspended`); null otherwise. */
+  suspendedAt: number | null;
 }
 
 /**
@@ -68,6 +70,7 @@ export class AutoscalerStore {
       createdAt: Number(r.created_at),
       lastPingAt: r.last_ping_at === null ? null : Number(r.last_ping_at),
       allocation: parseAllocation(r.allocation),
+      suspendedAt: r.suspended_at == null ? null : Number(r.suspended_at),
     }));
   }
 

@@ -119,6 +119,8 @@ export interface WorkersTable {
   allocation: string | null;
   /** The endpoint version a launched worker was started with; null when unknown (attached by hand, or before 0014). */
   endpoint_version: number | null;
+  /** When the worker was suspended (status `suspended`, migration 0024); null otherwise. */
+  suspended_at: number | null;
 }
 
 /** A replica's load-balancing traffic of one endpoint (migration 0023; lb-demand-store.ts). */

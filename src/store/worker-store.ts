@@ -97,6 +97,33 @@ export class WorkerStore {
       .execute();
   }
 
+  /**
+   * The worker was suspended at `now` (FlashBoot): status `suspended`, out of the heartbeat-loss
+   * sweep. Only a row still alive is changed; answers whether it was.
+   */
+  async markSuspended(endpointId: string, id: string, now: number): Promise<boolean> {
+    const res = await this.db.kysely
+      .updateTable('workers')
+      .set({ status: 'suspended', suspended_at: now, updated_at: now })
+      .where('endpoint_id', '=', endpointId)
+      .where('id', '=', id)
+      .where('status', 'in', [...LIVE_WORKER_STATUSES, 'initializing', 'suspended'])
+      .executeTakeFirst();
+    return Number(res.numUpdatedRows) > 0;
+  }
+
+  /** The suspended worker was resumed at `now`: idle again, its heartbeat counting from now. */
+  async markResumed(endpointId: string, id: string, now: number): Promise<boolean> {
+    const res = await this.db.kysely
+      .updateTable('workers')
+      .set({ status: 'idle', suspended_at: null, last_ping_at: now, updated_at: now })
+      .where('endpoint_id', '=', endpointId)
+      .where('id', '=', id)
+      .where('status', '=', 'suspended')
+      .executeTakeFirst();
+    return Number(res.numUpdatedRows) > 0;
+  }
+
   /** Live workers the platform launched (the row carries a host), per endpoint. */
   async liveLaunchedCounts(): Promise<Map<string, number>> {
     const rows = await this.db.kysely

@@ -73,7 +73,7 @@ const ServerlessEndpointSchema = Type.Object({
 });
 const ServerlessEndpointList = Type.Object({ endpoints: Type.Array(ServerlessEndpointSchema) });
 
-const WORKER_STATUSES = ['RUNNING', 'IDLE', 'INITIALIZING', 'THROTTLED', 'UNHEALTHY'] as const;
+const WORKER_STATUSES = ['RUNNING', 'IDLE', 'INITIALIZING', 'THROTTLED', 'UNHEALTHY', 'SUSPENDED'] as const;
 type WorkerStatus = (typeof WORKER_STATUSES)[number];
 const WorkerSchema = Type.Object({
   id: Type.String(),
@@ -98,6 +98,7 @@ const WorkerList = Type.Object({
     initializing: count(),
     throttled: count(),
     unhealthy: count(),
+    suspended: count(), // Gantry extension: FlashBoot (docs/serverless.md)
     total: count(),
   }),
   endpointVersion: Nullable(Type.Integer({ description: "the endpoint's current configuration version" })),
@@ -331,7 +332,7 @@ export function serverlessRoutes(app: TypedApp, { endpoints, templates, config, 
       const now = clock.now();
       const rows = workers.map((w) => {
         const status = statusOf(w);
-        const started = status === 'RUNNING' || status === 'IDLE' || status === 'UNHEALTHY';
+        const started = status !== 'INITIALIZING' && status !== 'THROTTLED';
         return {
           id: w.id,
           status,
@@ -356,6 +357,7 @@ export function serverlessRoutes(app: TypedApp, { endpoints, templates, config, 
           initializing: n('INITIALIZING'),
           throttled: n('THROTTLED'),
           unhealthy: n('UNHEALTHY'),
+          suspended: n('SUSPENDED'),
           total: rows.length,
         },
         endpointVersion: endpoint.version,

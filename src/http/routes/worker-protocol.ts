@@ -137,14 +137,21 @@ export function workerProtocolRoutes(app: TypedApp, services: TransportServices)
     const holdsNone =
       (query.job_in_progress === '0' || query.job_in_progress === 'false') &&
       takeReportTrusted(request.headers['user-agent']);
+    // A worker being suspended (FlashBoot) is handed nothing: its take answers empty at once, and
+    // one it holds open ends when the suspension begins (suspend-gate.ts).
+    if (workers.gate.isClosed(endpoint.id, workerId)) {
+      await workers.seen(endpoint.id, workerId, busy);
+      return reply.code(204).send();
+    }
+    const signal = workers.gate.takeSignal(endpoint.id, workerId, clientGone(reply));
     const taken = await longPoll(endpoint, workerId, busy, () =>
       jobs.worker.take(endpoint.id, workerId, {
         batchSize,
         waitMs: config.jobs.takeWaitMs,
-        signal: clientGone(reply),
+        signal,
         holdsNone,
       }),
-    );
+    ).finally(() => signal.done());
     if (taken.length === 0) return reply.code(204).send();
     await workers.seen(endpoint.id, workerId, true);
     return batch ? taken : taken[0];

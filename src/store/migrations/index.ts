@@ -29,6 +29,7 @@ import { systemLogTable } from './system-log.js';
 import { initialTables, type DialectTypes } from './tables.js';
 import { workerAllocation } from './worker-allocation.js';
 import { workerIdentity } from './worker-identity.js';
+import { workerSuspended } from './worker-suspended.js';
 
 export type MigrationDialect = 'sqlite' | 'postgres';
 
@@ -91,6 +92,7 @@ export const MIGRATIONS: readonly StoreMigration[] = [
   { key: '0021-endpoint-instance-ids', up: each(endpointInstanceIds) },
   { key: '0022-pod-bid', up: each(podBid) },
   { key: '0023-lb-demand', up: each(lbDemandTable) },
+  { key: '0024-worker-suspended', up: each(workerSuspended) },
 ];
 
 /** The list as Kysely's migrator takes it, for one dialect. */
