@@ -25,7 +25,7 @@
 // quotas.pods / quotas.gpus raised to 300 and runtime.docker.diskGb set so 200 pods' disks fit.
 // Skips (exit 0) when no engine answers at DOCKER_HOST.
 import { randomBytes } from 'node:crypto';
-import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -35,6 +35,7 @@ import type { ContainerCreateBody } from '../src/runtime/docker/engine-types.js'
 import { workerEnvironment } from '../src/serverless/worker-env.js';
 import { buildImage, RECIPES } from '../test/support/docker-images.js';
 import { removeNamespace } from '../test/support/docker.js';
+import { buildWorkerImage, standInNvidiaSmi } from './support/docker-bench.js';
 import { freePort, gantryBin, percentile, startGantry, verdict, type Gantry } from './support/gantry.js';
 import { httpClient, type HttpClient } from './support/http-client.js';
 import { ensureBuilt, printTable, startChild, type Child } from './support/processes.js';
@@ -56,7 +57,6 @@ const COLD_ROUNDS = Number(values['cold-rounds']);
 const POLL_MS = Number(process.env.POLL_MS ?? 100);
 const ONLY = new Set(values.only.split(',').map((s) => s.trim()));
 const DOCKER_HOST = process.env.DOCKER_HOST || 'unix:///var/run/docker.sock';
-const root = join(import.meta.dirname, '..');
 
 const median = (a: number[]) =>
   percentile(
@@ -74,21 +74,6 @@ interface PodView {
   startedAt?: string | null;
 }
 const statusOf = (p: PodView) => p.status ?? p.desiredStatus ?? '';
-
-/** A stand-in nvidia-smi reporting `count` RTX 4090s and CUDA 12.4 (the one seam no real thing fills here). */
-function standInNvidiaSmi(dir: string, count: number): string {
-  const csv = Array.from(
-    { length: count },
-    (_, i) => `${i}, GPU-6f1c2a57-3b1e-4c3d-9a41-${i.toString(16).padStart(12, '0')}, NVIDIA GeForce RTX 4090, 24564`,
-  ).join('\n');
-  const path = join(dir, 'nvidia-smi');
-  writeFileSync(
-    path,
-    `#!/bin/sh\ncase "$1" in\n  --query-gpu=*) cat <<'CSV'\n${csv}\nCSV\n;;\n  *) echo '| NVIDIA-SMI 550.54.15    Driver Version: 550.54.15    CUDA Version: 12.4 |';;\nesac\n`,
-  );
-  chmodSync(path, 0o755);
-  return path;
-}
 
 async function main() {
   const client = new DockerClient({ dockerHost: DOCKER_HOST, timeoutMs: 120_000 });
@@ -110,28 +95,10 @@ async function main() {
   const results: Array<Record<string, string | number>> = [];
   try {
     // The images: idle and http from the tests' recipes; the worker: node + dist/worker + a handler.
-    writeFileSync(join(scratch, 'package.json'), '{"type":"module"}\n');
-    writeFileSync(
-      join(scratch, 'handler.js'),
-      "import { serve } from './worker/index.js';\nconst readyAt = Date.now();\nserve(async (job) => ({ echo: job.input, takenAt: Date.now(), processStartedAt: Math.round(performance.timeOrigin), readyAt }));\n",
-    );
-    const workerFiles = ['index.js', 'serve.js', 'http-call.js', 'worker-env.js'].map((f) => ({
-      from: join(root, 'dist', 'worker', f),
-      to: `/app/worker/${f}`,
-    }));
     const [idle, http, worker] = [
       await buildImage(client, RECIPES.idle),
       await buildImage(client, RECIPES.http),
-      await buildImage(client, {
-        name: 'bench-worker',
-        node: true,
-        files: [
-          ...workerFiles,
-          { from: join(scratch, 'package.json'), to: '/app/package.json' },
-          { from: join(scratch, 'handler.js'), to: '/app/handler.js' },
-        ],
-        changes: ['ENTRYPOINT ["/usr/local/bin/node", "/app/handler.js"]'],
-      }),
+      await buildWorkerImage(client, scratch),
     ];
 
     const base = 30000 + Math.floor(Math.random() * 80) * 100;

@@ -197,6 +197,19 @@ const FlashbootSchema = Type.Object(
       600_000,
       'Longest time a FlashBoot endpoint\'s idle worker is kept suspended (frozen, resumed by the next job) before it is removed; an endpoint keeps its workers 10 minutes, or this if shorter (docs/serverless.md, "FlashBoot").',
     ),
+    prepull: Type.Object(
+      {
+        intervalMs: amount(
+          15_000,
+          'How often FlashBoot endpoints\' images are pulled ahead of time on the hosts their workers may run on, and pre-pulled images no FlashBoot endpoint uses are removed; 0 turns pre-pulling off (docs/serverless.md, "Pre-pulled images").',
+        ),
+        diskBudgetGb: amount(
+          100,
+          'What pre-pulled images may take together on one host, GB; the endpoints past it are not pre-pulled.',
+        ),
+      },
+      { description: "Pre-pulling FlashBoot endpoints' images." },
+    ),
   },
   { description: 'FlashBoot: idle workers of endpoints with `flashboot` on are suspended, not stopped.' },
 );

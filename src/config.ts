@@ -27,6 +27,7 @@ import type { RuntimeConfig } from './runtime/runtime-config.js';
 import type { AgentsConfig } from './fleet/agents-config.js';
 import type { GraphqlLimits } from './transport/services.js';
 import type { AutoscalerConfig } from './serverless/autoscaler-config.js';
+import type { ImagePrepullConfig } from './serverless/image-prepull.js';
 import type { WebhookConfig } from './serverless/webhook-config.js';
 import { checkTrustedProxies, resolveTls } from './config-tls.js';
 import type { TlsConfig } from './transport/tls-settings.js';
@@ -38,7 +39,7 @@ type JobsHttpConfig = StaticDecode<typeof JobsSchema>;
 interface ServerlessConfig {
   webhooks: WebhookConfig;
   autoscaler: AutoscalerConfig;
-  flashboot: { maxKeepMs: number };
+  flashboot: { maxKeepMs: number; prepull: ImagePrepullConfig };
 }
 
 export interface Config {

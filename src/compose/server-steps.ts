@@ -244,5 +244,7 @@ export function serverSteps(services: Services, state: StartState): Step[] {
     },
     // Workers call back over HTTP: launch them only once the server listens (stopped with `workers`).
     { name: 'worker launches', start: () => services.autoscaler.start(), stop: () => undefined },
+    // FlashBoot endpoints' images pulled ahead of time (serverless/image-prepull.ts).
+    { name: 'image pre-pull', start: () => services.prepull.start(), stop: () => services.prepull.stop() },
   ];
 }

@@ -16,6 +16,7 @@ import { WorkersRegistry } from '../serverless/workers-registry.js';
 import { WebhookDispatcher } from '../serverless/webhook-dispatcher.js';
 import { WebhookAddressPolicy } from '../serverless/webhook-address-policy.js';
 import { Autoscaler } from '../serverless/autoscaler.js';
+import { ImagePrepull } from '../serverless/image-prepull.js';
 import { LbPool } from '../serverless/lb-pool.js';
 import { healthProbe } from '../serverless/lb-health.js';
 import { LbReplicas, ReplicaTraffic } from '../serverless/lb-replicas.js';
@@ -48,6 +49,8 @@ export interface ServerlessArea {
   lb: LbPool;
   /** Load balancing across replicas sharing the database (PostgreSQL); null with SQLite. */
   lbReplicas: LbReplicas | null;
+  /** FlashBoot endpoints' images pulled ahead of time. */
+  prepull: ImagePrepull;
 }
 
 interface Parts {
@@ -165,6 +168,7 @@ export function assembleServerless(
         logger: logger.child({ component: 'load-balancer' }),
       })
     : null;
+  const scalingLease = leases.lease(LEASE_NAMES.autoscaler);
   const autoscaler = new Autoscaler({
     lb,
     ...(lbDemand && lbReplicas
@@ -184,7 +188,7 @@ export function assembleServerless(
     registries,
     events,
     logger: logger.child({ component: 'autoscaler' }),
-    lease: leases.lease(LEASE_NAMES.autoscaler),
+    lease: scalingLease,
     quota: podsArea.quota,
     systemLog,
     config: {
@@ -198,7 +202,19 @@ export function assembleServerless(
       pingIntervalMs: config.jobs.pingIntervalMs,
     },
   });
-  return { endpoints, metrics, jobs, workers, timekeeper, webhooks, autoscaler, lb, lbReplicas };
+  // Its passes run on the replica that scales (the same lease).
+  const prepull = new ImagePrepull({
+    runtime,
+    inventory,
+    store: stores.autoscaler,
+    endpoints,
+    registries,
+    catalog: config.catalog,
+    lease: scalingLease,
+    logger: logger.child({ component: 'image-prepull' }),
+    config: config.serverless.flashboot.prepull,
+  });
+  return { endpoints, metrics, jobs, workers, timekeeper, webhooks, autoscaler, lb, lbReplicas, prepull };
 }
 
 /**

@@ -276,3 +276,18 @@ export function sieve(request: PlacementRequest, groups: readonly HostGroup[], c
   }
   return { ok: true, hosts };
 }
+
+/**
+ * The groups `request` may ever run on, what is free aside: the static filters alone (GPU type or
+ * CPU flavor, cloud, data centers, CUDA). Pre-pulling an endpoint's image uses it
+ * (serverless/image-prepull.ts).
+ */
+export function staticallyEligible(
+  request: PlacementRequest,
+  groups: readonly HostGroup[],
+  catalog: Catalog,
+): HostGroup[] {
+  let current: readonly HostGroup[] = groups;
+  for (const stage of staticStages(request, catalog)) current = current.filter((g) => stage.admits(g));
+  return [...current];
+}

@@ -5,7 +5,7 @@
 import type { Catalog, Host } from './catalog.js';
 import { gpuHostTerms, memoryCapacity, vcpuCapacity } from './gpu-allotment.js';
 import type { PlacementRequest, PlacementResult } from './placement-request.js';
-import { memoryOn, sieve, vcpusOn, type FreeResources, type HostGroup } from './placement-sieve.js';
+import { memoryOn, sieve, staticallyEligible, vcpusOn, type FreeResources, type HostGroup } from './placement-sieve.js';
 
 /** Resources held on one host (by pods that are not stopped/terminated, and workers). */
 export interface HostUsage {
@@ -116,4 +116,15 @@ export function place(request: PlacementRequest, snapshot: FleetSnapshot): Place
       memoryGb: memoryOn(request, free),
     },
   };
+}
+
+/** The ids of the hosts `request` may ever run on, whatever they hold now (the static filters only). Pure. */
+export function eligibleHostIds(request: PlacementRequest, snapshot: FleetSnapshot): string[] {
+  const ids = new Map<HostGroup, string>();
+  const groups = snapshot.hosts.map((h) => {
+    const g = singleHostGroup(h, noUsage, snapshot.catalog);
+    ids.set(g, h.id);
+    return g;
+  });
+  return staticallyEligible(request, groups, snapshot.catalog).map((g) => ids.get(g)!);
 }

@@ -311,6 +311,21 @@ export interface Runtime {
    * fleet host whose agent predates it: no). Absent: wherever `suspend` is present.
    */
   canSuspend?(hostId: string): boolean;
+  /**
+   * Makes `request.image` present on `hostId` before any start needs it (FlashBoot's pre-pulling,
+   * serverless/image-prepull.ts): pulled with the owner's credential when missing, under the rules
+   * a start's pull follows (a private image only for an account that proves it may pull it), and
+   * recorded as pre-pulled (only what this pulled is ever discarded). Answers whether it pulled
+   * (false: the host had it already) and the image's size. Present = the runtime can.
+   */
+  prepareImage?(hostId: string, request: ImagePreparation): Promise<{ pulled: boolean; sizeBytes: number }>;
+  /** The images {@link prepareImage} pulled on `hostId` and still holds. */
+  preparedImages?(hostId: string): Promise<PreparedImage[]>;
+  /**
+   * Removes a pre-pulled image nothing needs any more, and its record: `in-use` (kept, recorded)
+   * while a container still uses it, `absent` when the host no longer had it.
+   */
+  discardImage?(hostId: string, image: string): Promise<'removed' | 'in-use' | 'absent'>;
   /** Whether `image` would run as an idle placeholder (no process: nothing in it runs). */
   runsAsPlaceholder?(image: string): boolean;
   /**
@@ -319,6 +334,22 @@ export interface Runtime {
    * variable with 400 ENV_NOT_ALLOWED wherever tenant env enters (pods, templates, endpoints).
    */
   refusedEnv?(env: Record<string, string>, image: string): EnvRefusal | null;
+}
+
+/** An image to have ready on a host ({@link Runtime.prepareImage}). */
+export interface ImagePreparation {
+  image: string;
+  /** The owner's registry credential (null: a public image). */
+  registryAuth: { username: string; password: string } | null;
+  /** Whose image it is (logged; a private image is pulled only with this account's credential). */
+  accountId: string;
+}
+
+/** An image a runtime pre-pulled on a host. */
+export interface PreparedImage {
+  image: string;
+  sizeBytes: number;
+  pulledAt: number;
 }
 
 /** Something that keeps a runtime from holding accounts apart right now. */

@@ -32,7 +32,7 @@ export interface LaunchedWorkersDeps {
   /** The launch path workers share with pods: placement, start, reaping. */
   instances: Instances;
   /** What an adopted worker's instance is doing now. */
-  runtime: Pick<Runtime, 'inspect'>;
+  runtime: Pick<Runtime, 'inspect' | 'resume'>;
   jobs: { worker: Pick<WorkerJobs, 'workerLost'> };
   workers: Pick<WorkersRegistry, 'markDead'>;
   endpoints: Pick<EndpointsService, 'templateOf'>;
@@ -252,6 +252,16 @@ export class LaunchedWorkers {
     // What attach() found may have ended since (a recovery that comes once the lease is won).
     const live = await this.#deps.runtime.inspect(row.id);
     if (!live || !isLiveInstance(live)) return { ok: false, reason: 'its instance no longer runs' };
+    // Frozen while its row says it runs (a server killed between the pause and the row's write, or
+    // a pause outside Gantry): thawed, so it takes jobs again (FlashBoot suspends it anew when idle).
+    if (live.state === 'suspended' && row.status !== 'suspended') {
+      const thawed = await this.#deps.runtime.resume?.(row.id).then(
+        () => null,
+        (err: unknown) => (err as Error).message,
+      );
+      if (thawed !== null)
+        return { ok: false, reason: `it is frozen and could not be resumed: ${thawed ?? 'the runtime cannot resume'}` };
+    }
     const keyId = await this.#deps.accounts.liveWorkerKeyId(row.endpointId, row.id);
     if (keyId === null) return { ok: false, reason: 'its key was revoked' };
     const reserved = this.#deps.instances.reserve(row.id, {

@@ -54,6 +54,17 @@ export class AutoscalerStore {
     return rows.map((r) => ({ id: r.id, accountId: r.account_id, workersMax: Number(r.workers_max) }));
   }
 
+  /** The endpoints with FlashBoot on, oldest first (their images are pre-pulled: serverless/image-prepull.ts). */
+  async flashbootEndpoints(tx: Executor = this.db.kysely): Promise<Array<{ id: string; accountId: string }>> {
+    const rows = await tx
+      .selectFrom('endpoints')
+      .select(['id', 'account_id'])
+      .where('flashboot', '=', 1)
+      .orderBy('id')
+      .execute();
+    return rows.map((r) => ({ id: r.id, accountId: r.account_id }));
+  }
+
   /** Every launched worker not marked dead. */
   async launchedWorkers(tx: Executor = this.db.kysely): Promise<LaunchedWorkerRow[]> {
     const rows = await tx

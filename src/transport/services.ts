@@ -18,6 +18,7 @@ import type { RegistriesService } from '../registries/registries-service.js';
 import type { EndpointsService } from '../serverless/endpoints-service.js';
 import type { WebhookDispatcher } from '../serverless/webhook-dispatcher.js';
 import type { LbPool } from '../serverless/lb-pool.js';
+import type { ImagePrepull } from '../serverless/image-prepull.js';
 import type { LbReplicas } from '../serverless/lb-replicas.js';
 import type { Autoscaler } from '../serverless/autoscaler.js';
 import type { WorkersRegistry } from '../serverless/workers-registry.js';
@@ -106,6 +107,8 @@ export interface TransportServices {
   lb: LbPool;
   /** Load balancing across replicas sharing PostgreSQL (lb-replicas.ts); null with SQLite. */
   lbReplicas: LbReplicas | null;
+  /** FlashBoot endpoints' images pulled ahead of time (image-prepull.ts). */
+  prepull: ImagePrepull;
   jobs: JobsService;
   workers: WorkersRegistry;
   timekeeper: Timekeeper;

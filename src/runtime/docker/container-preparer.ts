@@ -16,6 +16,7 @@ import { planContainer, type ContainerPlan } from './container-config.js';
 import type { DockerClient } from './docker-client.js';
 import { LABEL } from './docker-names.js';
 import { ImageAccess, type ImageAdmission } from './image-access.js';
+import { PreparedImages } from './prepared-images.js';
 import { DockerEngineError } from './engine-connection.js';
 import type { InstanceNetworks, JoinedNetwork } from './instance-networks.js';
 import type { ContainerInspect, EngineInfo } from './engine-types.js';
@@ -58,6 +59,8 @@ interface EngineFacts {
 export class ContainerPreparer {
   readonly #o: ContainerPreparerOptions;
   readonly #access: ImageAccess;
+  /** Images pulled ahead of any start (FlashBoot's pre-pulling). */
+  readonly images: PreparedImages;
   #facts: Promise<EngineFacts> | null = null;
   #disk: DiskLimitSupport = { enforced: null, note: null };
   /** null once the engine refused to raise a container's open files that far (its own limit is lower). */
@@ -67,6 +70,7 @@ export class ContainerPreparer {
     this.#o = options;
     const { client, logger, registryGuard } = options;
     this.#access = new ImageAccess({ client, logger, registryGuard });
+    this.images = new PreparedImages({ client, access: this.#access, namespace: options.namespace });
     this.#openFiles = options.openFilesLimit;
   }
 

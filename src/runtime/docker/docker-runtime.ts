@@ -29,12 +29,14 @@ import type { ImageSpec } from '../../domain/image-spec.js';
 import { RegistryGuard } from '../registry-guard.js';
 import type {
   AttachedInstance,
+  ImagePreparation,
   InstanceListener,
   IsolationGap,
   InstanceSpec,
   InstanceStatus,
   OutputLine,
   OutputQuery,
+  PreparedImage,
   Runtime,
   ShellRequest,
   ShellSession,
@@ -328,13 +330,8 @@ export class DockerRuntime implements Runtime {
     }
   }
 
-  isolationGaps(): IsolationGap[] {
-    return this.#separation.gaps();
-  }
-
-  allowJobUrls(urls: readonly string[]): Promise<void> {
-    return this.#separation.allowJobUrls(urls);
-  }
+  isolationGaps = (): IsolationGap[] => this.#separation.gaps();
+  allowJobUrls = (urls: readonly string[]): Promise<void> => this.#separation.allowJobUrls(urls);
 
   /** The container's log, from the engine (docker-output.ts); one follow of it however many read it (shared-output.ts). */
   output(id: string, query: OutputQuery): AsyncIterable<OutputLine> {
@@ -356,6 +353,10 @@ export class DockerRuntime implements Runtime {
 
   suspend = (id: string): Promise<void> => suspendContainer(this.#instances, id);
   resume = (id: string): Promise<void> => resumeContainer(this.#instances, id);
+  // Pre-pulled images (prepared-images.ts); the engine is this runtime's one host.
+  prepareImage = (_host: string, r: ImagePreparation) => this.#call(this.#preparer.images.prepare(r));
+  preparedImages = (_host: string): Promise<PreparedImage[]> => this.#call(this.#preparer.images.list());
+  discardImage = (_host: string, image: string) => this.#call(this.#preparer.images.discard(image));
 
   /** A TTY exec in the instance's container (docker-shell.ts). */
   async shell(id: string, request: ShellRequest): Promise<ShellSession> {

@@ -33,6 +33,8 @@ export interface ImageInspect {
   RepoTags: string[] | null;
   /** `repository@sha256:…` for each repository it was pulled from */
   RepoDigests?: string[] | null;
+  /** bytes */
+  Size?: number;
 }
 
 /** An entry of `GET /images/json`. */

@@ -35,7 +35,7 @@
 import type { Logger } from 'pino';
 import { canonicalImage, imageIdProblem, type CanonicalImage } from '../../domain/image-ref.js';
 import type { RegistryGuard } from '../registry-guard.js';
-import type { InstanceSpec } from '../runtime.js';
+import type { InstanceOwner, InstanceSpec } from '../runtime.js';
 import type { DockerClient } from './docker-client.js';
 import { DockerEngineError, isUnreachable } from './engine-connection.js';
 import { PrivateImageLedger } from './private-image-ledger.js';
@@ -49,6 +49,11 @@ export interface ImageAccessOptions {
   /** Judges the image's registry before any pull. */
   registryGuard: Pick<RegistryGuard, 'refusal'>;
 }
+
+/** What the rule reads of an instance's spec (a pre-pull names no instance: serverless/image-prepull.ts). */
+export type ImageRequest = Pick<InstanceSpec, 'id' | 'image' | 'registryAuth'> & {
+  owner: Pick<InstanceOwner, 'accountId'>;
+};
 
 /** One start's passage through the rule: its creates and its pull of a missing image go through it. */
 export interface ImageAdmission {
@@ -79,7 +84,7 @@ export class ImageAccess {
    * Admits `spec`'s image for a create: refuses a reference by image ID, and proves the account's
    * access when the image's repository is private. Rejects with the reason a user can act on.
    */
-  async admit(spec: InstanceSpec): Promise<ImageAdmission> {
+  async admit(spec: ImageRequest): Promise<ImageAdmission> {
     const byId = imageIdProblem(spec.image);
     if (byId !== null) throw new Error(`cannot start image "${spec.image}": ${byId}`);
     const image = canonicalImage(spec.image);
@@ -114,7 +119,7 @@ export class ImageAccess {
     }
   }
 
-  async #pullMissing(spec: InstanceSpec, image: CanonicalImage): Promise<void> {
+  async #pullMissing(spec: ImageRequest, image: CanonicalImage): Promise<void> {
     await this.#allowed(spec, 'pulling');
     if (!spec.registryAuth) return this.#pull(spec, image);
     const { repository } = image;
@@ -158,7 +163,7 @@ export class ImageAccess {
     await this.#ledger.forget(repository);
   }
 
-  async #prove(spec: InstanceSpec, image: CanonicalImage): Promise<void> {
+  async #prove(spec: ImageRequest, image: CanonicalImage): Promise<void> {
     const { logger } = this.#o;
     const credential = spec.registryAuth ? "the instance's registry credential" : 'no registry credential';
     try {
@@ -202,7 +207,7 @@ export class ImageAccess {
    * The registry's own answer for the image, with the instance's credential: a pull would not do,
    * since the engine "pulls" an image it holds by digest without asking the registry at all.
    */
-  async #askRegistry(spec: InstanceSpec, image: CanonicalImage): Promise<void> {
+  async #askRegistry(spec: ImageRequest, image: CanonicalImage): Promise<void> {
     await this.#allowed(spec, 'asking the registry for');
     await this.#o.client.inspectDistribution(image.ref, spec.registryAuth ?? null);
   }
@@ -211,7 +216,7 @@ export class ImageAccess {
    * Whatever reached the start (a record stored before the policy, or under a looser one): the
    * engine is never made to contact a registry the policy refuses.
    */
-  async #allowed(spec: InstanceSpec, doing: 'pulling' | 'asking the registry for'): Promise<void> {
+  async #allowed(spec: ImageRequest, doing: 'pulling' | 'asking the registry for'): Promise<void> {
     const refusal = await this.#o.registryGuard.refusal(spec.image);
     if (refusal === null) return;
     this.#o.logger.warn({ instance: spec.id, image: spec.image }, 'refused: the registry policy refuses the image');
@@ -219,7 +224,7 @@ export class ImageAccess {
   }
 
   /** Pulls the image (its registry already judged by {@link #allowed}). */
-  async #pull(spec: InstanceSpec, image: CanonicalImage): Promise<void> {
+  async #pull(spec: ImageRequest, image: CanonicalImage): Promise<void> {
     const { client, logger } = this.#o;
     logger.info({ instance: spec.id, image: image.ref, withCredential: Boolean(spec.registryAuth) }, 'pulling image');
     await client.pullImage(image.ref, {

@@ -1,0 +1,187 @@
+/**
+ * FlashBoot's pre-pulled images (serverless/image-prepull.ts) on a real Docker Engine, from a real
+ * registry with authentication (Debian's docker-registry: test/support/registry.ts): a FlashBoot
+ * endpoint's image is on the engine before its first worker starts, a private one pulled with its
+ * owner's credential only; an image no FlashBoot endpoint uses any more is removed (not while a
+ * container uses it); the disk budget bounds what is pulled; an image the engine held before is
+ * never removed. Passes run on the test's schedule (`pass()`). Skipped, saying why, without an
+ * engine or a registry (a failure under CI=true).
+ */
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
+import pino from 'pino';
+import { canonicalImage } from '../src/domain/image-ref.js';
+import { ImagePrepull, type ImagePrepullConfig } from '../src/serverless/image-prepull.js';
+import { AutoscalerStore } from '../src/store/autoscaler-store.js';
+import { dockerEngine, makeDockerRuntime, noEngine, testHost, type RuntimeFixture } from './support/docker.js';
+import { eventually } from './support/eventually.js';
+import { createTestApp, json, type TestApp } from './support/harness.js';
+import {
+  forgetRegistry,
+  pushImage,
+  registryUnavailable,
+  startRegistry,
+  type TestRegistry,
+} from './support/registry.js';
+
+const engine = await dockerEngine();
+after(() => engine?.client.close());
+const noRegistry = registryUnavailable();
+
+describe(
+  'FlashBoot pre-pulled images on the Docker runtime',
+  { skip: !engine ? noEngine() : (noRegistry ?? false) },
+  () => {
+    const e = engine!;
+    const run = randomBytes(4).toString('hex');
+    let registry: TestRegistry;
+    let fixture: RuntimeFixture;
+    let t: TestApp;
+    let alice: { accountId: string; key: string };
+    let bob: { accountId: string };
+    let aliceCredential = '';
+    let privateImage = '';
+    let publicImage = '';
+
+    /** A pass loop of its own over the app's services, with `config`. */
+    const prepull = (config: Partial<ImagePrepullConfig> = {}) =>
+      new ImagePrepull({
+        runtime: fixture.runtime,
+        inventory: t.services.inventory,
+        store: new AutoscalerStore(t.services.db),
+        endpoints: t.services.endpoints,
+        registries: t.services.registries,
+        catalog: t.config.catalog,
+        lease: { isHeld: () => true },
+        logger: pino({ level: 'silent' }),
+        config: { intervalMs: 0, diskBudgetGb: 100, ...config },
+      });
+    const onEngine = async (image: string) => (await e.client.inspectImage(canonicalImage(image).ref)) !== null;
+    const prepared = async () => (await fixture.runtime.preparedImages('local')).map((p) => p.image).sort();
+    const flashEndpoint = async (accountId: string, image: string, registryId: string | null, name: string) => {
+      const template = await t.services.templates.create(accountId, {
+        name: `${name}-${run}`,
+        imageName: image,
+        isServerless: true,
+        containerDiskInGb: 5,
+        ...(registryId ? { containerRegistryAuthId: registryId } : {}),
+      });
+      return t.services.endpoints.create(accountId, {
+        name,
+        templateId: template.id,
+        instanceIds: ['cpu3c-2-4'],
+        workersMin: 0,
+        workersMax: 1,
+        flashboot: true,
+      });
+    };
+
+    before(async () => {
+      registry = await startRegistry({ alice: 'alice-pw-4711' });
+      privateImage = `${registry.address}/acme-${run}/model:1`;
+      await pushImage(e.dockerHost, e.images.idle, privateImage, { username: 'alice', password: 'alice-pw-4711' });
+      const registries = { allow: [registry.address], only: false, private: 'refuse' as const };
+      const host = testHost({ vcpus: 32, memoryGb: 128 });
+      fixture = makeDockerRuntime(e, { host, registries });
+      t = await createTestApp({
+        runtime: fixture.runtime,
+        hosts: [host],
+        file: { runtime: { kind: 'docker', docker: { registries } } },
+      });
+      alice = await t.newAccount('alice');
+      bob = await t.newAccount('bob');
+      aliceCredential = (
+        await t.services.registries.create(alice.accountId, {
+          name: 'alice-reg',
+          username: 'alice',
+          password: 'alice-pw-4711',
+        })
+      ).id;
+      // A public image: the same registry's, pushed where anyone may pull (the registry asks every
+      // pull for a credential, so "public" here is an image the engine already holds: never pulled, never removed).
+      publicImage = e.images.idle;
+    });
+    after(async () => {
+      await t?.close();
+      await fixture?.cleanup();
+      if (registry) {
+        await registry.start();
+        await forgetRegistry(e.client, e.dockerHost, registry.address, [canonicalImage(privateImage).repository]);
+        await registry.close();
+      }
+    });
+
+    test('a FlashBoot endpoint naming a private image without a credential the registry accepts gets nothing pulled', async () => {
+      const endpoint = await flashEndpoint(bob.accountId, privateImage, null, 'bob-private');
+      await prepull().pass();
+      assert.equal(await onEngine(privateImage), false);
+      assert.deepEqual(await prepared(), []);
+      await t.services.endpoints.update(bob.accountId, endpoint.id, { flashboot: false });
+    });
+
+    test("a FlashBoot endpoint's private image is pulled with its owner's credential before any worker starts, and recorded as pre-pulled", async () => {
+      assert.equal(await onEngine(privateImage), false, 'not on the engine before');
+      await flashEndpoint(alice.accountId, privateImage, aliceCredential, 'alice-flash');
+      await prepull().pass();
+      assert.equal(await onEngine(privateImage), true, 'pulled ahead of the first job');
+      assert.deepEqual(await prepared(), [canonicalImage(privateImage).ref]);
+    });
+
+    test('an image the engine already held is neither recorded nor ever removed', async () => {
+      const endpoint = await flashEndpoint(bob.accountId, publicImage, null, 'bob-public');
+      const pass = prepull();
+      await pass.pass();
+      assert.deepEqual(await prepared(), [canonicalImage(privateImage).ref], 'only what was pulled is recorded');
+      await t.services.endpoints.update(bob.accountId, endpoint.id, { flashboot: false });
+      await pass.pass();
+      assert.equal(await onEngine(publicImage), true, 'kept');
+    });
+
+    test('an image no FlashBoot endpoint uses any more is removed with its record; while a container uses it, it is kept', async () => {
+      const [endpoint] = (await t.services.endpoints.list(alice.accountId)).filter((x) => x.name === 'alice-flash');
+      assert.ok(endpoint);
+      // A container of the image (a pod of alice's) holds it.
+      const created = await t.request(alice.key, 'POST', '/v2/pods', {
+        name: 'holder',
+        image: privateImage,
+        cpu: { id: 'cpu3c', vcpuCount: 2 },
+        registry: aliceCredential,
+      });
+      assert.equal(created.statusCode, 201, created.body);
+      const podId = json<{ id: string }>(created).id;
+      const containers = () => e.client.listContainers({ all: true, filters: { label: [`gantry.instance=${podId}`] } });
+      await eventually(
+        'the pod to run',
+        async () => {
+          const pod = json<{ status: string }>(await t.request(alice.key, 'GET', `/v2/pods/${podId}`));
+          return pod.status === 'RUNNING';
+        },
+        60_000,
+      );
+      await t.services.endpoints.update(alice.accountId, endpoint.id, { flashboot: false });
+      const pass = prepull();
+      await pass.pass();
+      assert.equal(await onEngine(privateImage), true, 'kept while a container uses it');
+      assert.deepEqual(await prepared(), [canonicalImage(privateImage).ref], 'and still recorded');
+      assert.equal((await t.request(alice.key, 'DELETE', `/v2/pods/${podId}`)).statusCode, 204);
+      await eventually('its container to go', async () => (await containers()).length === 0, 60_000);
+      await pass.pass();
+      assert.equal(await onEngine(privateImage), false, 'removed once nothing uses it');
+      assert.deepEqual(await prepared(), []);
+    });
+
+    test("the host's disk budget bounds what is pre-pulled: an image larger than what is left is removed again and not tried again", async () => {
+      const [endpoint] = (await t.services.endpoints.list(alice.accountId)).filter((x) => x.name === 'alice-flash');
+      await t.services.endpoints.update(alice.accountId, endpoint!.id, { flashboot: true });
+      const pass = prepull({ diskBudgetGb: 0.000_001 }); // 1 kB
+      await pass.pass();
+      assert.equal(await onEngine(privateImage), false, 'pulled, found too large, removed');
+      assert.deepEqual(await prepared(), []);
+      await pass.pass();
+      assert.equal(await onEngine(privateImage), false, 'not pulled again');
+      await prepull().pass();
+      assert.equal(await onEngine(privateImage), true, 'a budget it fits pulls it');
+    });
+  },
+);
