@@ -20,6 +20,7 @@ import { after, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { get } from 'node:http';
 import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -124,10 +125,39 @@ const api = async <T>(method: string, path: string, body?: unknown, key = KEY) =
   return { status: res.status, body: (text ? JSON.parse(text) : null) as T };
 };
 
+/**
+ * A GET's status and body, or null when the connection fails or the answer takes over 5 s. Polls use
+ * node:http, whose socket holds the event loop while it waits, and a ceiling timer: a fetch of a
+ * port whose container was restarting (docker-proxy accepting, then resetting) once stayed pending
+ * with nothing holding the loop, and the file ended under the test.
+ */
+const poll = (url: string) =>
+  new Promise<{ status: number; body: string } | null>((resolve) => {
+    const req = get(url, (res) => {
+      let body = '';
+      res.setEncoding('utf8');
+      res.on('data', (chunk: string) => (body += chunk));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+      res.on('error', () => resolve(null));
+    });
+    const ceiling = setTimeout(() => req.destroy(new Error('no answer within 5 s')), 5_000);
+    req.on('error', () => resolve(null));
+    req.on('close', () => clearTimeout(ceiling));
+  });
+
+/** Waits for Gantry's /healthz; a container that exited (restart: unless-stopped starts it again) fails at once. */
 async function answers(): Promise<void> {
+  const gantry = (await compose('ps', '-q', 'gantry')).stdout.trim();
+  assert.ok(gantry, `a gantry container of project ${project}`);
   await eventually(
     async () => `Gantry's /healthz at ${apiUrl}: ${await logs()}`,
-    async () => (await fetch(`${apiUrl}/healthz`).catch(() => null))?.status === 200,
+    async () => {
+      if ((await poll(`${apiUrl}/healthz`))?.status === 200) return true;
+      const restarts = await docker('inspect', '-f', '{{.RestartCount}}', gantry);
+      if (restarts !== '0')
+        assert.fail(`Gantry's container exited and was restarted ${restarts} time(s): ${await logs()}`);
+      return false;
+    },
     60_000,
     250,
   );
@@ -239,10 +269,13 @@ describe("docs/deploy.md's compose `up`", { skip }, () => {
     await eventually(
       async () => `Prometheus' gantry target up: ${JSON.stringify(last)}\n${await logs()}`,
       async () => {
-        const res = await fetch(`${prometheusUrl}/api/v1/targets`).catch(() => null);
+        const res = await poll(`${prometheusUrl}/api/v1/targets`);
         if (res?.status !== 200) return false;
-        last = ((await res.json()) as { data: { activeTargets: Target[] } }).data.activeTargets;
-        return last.some((t) => t.labels.job === 'gantry' && t.health === 'up');
+        last = (JSON.parse(res.body) as { data: { activeTargets: Target[] } }).data.activeTargets;
+        const gantry = last.find((t) => t.labels.job === 'gantry');
+        // a failed scrape (a 401 from a wrong token) fails at once, with Prometheus' reason
+        if (gantry?.health === 'down') assert.fail(`Prometheus' scrape of Gantry failed: ${gantry.lastError}`);
+        return gantry?.health === 'up';
       },
       60_000,
       500,
