@@ -13,8 +13,10 @@
  *
  * Checked: PostgreSQL turns healthy, Gantry's /healthz answers on the published port, the
  * bootstrap key creates a template that is read back, and the row is in PostgreSQL (not in a
- * SQLite file); a `down` without -v and the same `up` find it again; `down -v` leaves nothing of
- * the project. The metrics profile is not started: Prometheus and Grafana images are not built here.
+ * SQLite file); the metrics profile's Prometheus (PROMETHEUS_IMAGE=gantry-test/prometheus:ci,
+ * Debian's) scrapes Gantry with the token; a `down` without -v and the same `up` find the template
+ * again; `down -v` leaves nothing of the project. Grafana is not started: Debian does not package
+ * it and no registry serves its image here.
  */
 import { after, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
