@@ -178,7 +178,7 @@ describe("docs/deploy.md's compose `up`", { skip }, () => {
     assert.equal(copied.status, 0, copied.stderr);
 
     // what the docs say to fill in (hex secrets), and this run's own names, images and ports
-    const [port] = await freePortRange(3);
+    const [port] = await freePortRange(4);
     apiUrl = `http://127.0.0.1:${port}`;
     const values: Record<string, string> = {
       COMPOSE_PROJECT_NAME: project,
@@ -202,7 +202,7 @@ describe("docs/deploy.md's compose `up`", { skip }, () => {
       GANTRY_PORT: port,
       GANTRY_PROXY_PORT: port + 1,
       GANTRY_SSH_PORT: port + 2,
-      PROMETHEUS_PORT: (await freePortRange(1))[0],
+      PROMETHEUS_PORT: port + 3,
     };
     prometheusUrl = `http://127.0.0.1:${extra.PROMETHEUS_PORT}`;
     text += Object.entries(extra)
