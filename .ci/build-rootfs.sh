@@ -5,8 +5,8 @@
 #   .ci/build-rootfs.sh            build the root filesystem (or find it in the cache), print its tar
 #   .ci/build-rootfs.sh --import   the same, then import it into the engine at DOCKER_HOST as
 #                                  gantry-test/sshd:1 (unless that image is already this build)
-#   --variant V                    which root filesystem: sshd (the default), node or node-build;
-#                                  repeated, each in turn. node and node-build are Node.js bases
+#   --variant V                    which root filesystem: sshd (the default), node, node-build or
+#                                  postgres or prometheus; repeated, each in turn. node and node-build are Node.js bases
 #                                  for the project's own image (Dockerfile, .ci/build-image.sh),
 #                                  standing in for the official `node` image no registry here
 #                                  serves: gantry-test/node:1 (the final stage's base: ca-certificates,
@@ -14,7 +14,14 @@
 #                                  python3, make, g++ and Node's headers for native addons). Both
 #                                  carry this machine's Node.js and npm, and its CA certificates and
 #                                  global npm configuration, so that `npm ci` in a build reaches the
-#                                  npm registry the way this machine does. CI-only images.
+#                                  npm registry the way this machine does. postgres is
+#                                  gantry-test/postgres:ci, Debian's postgresql-15 with an entrypoint
+#                                  doing what the official `postgres` image does for
+#                                  deploy/compose.yaml (POSTGRES_USER, _DB, _PASSWORD; see
+#                                  postgres_entrypoint below). prometheus is
+#                                  gantry-test/prometheus:ci, Debian's prometheus laid out as the
+#                                  official image (/bin/prometheus, user nobody, /prometheus). No
+#                                  Grafana: Debian does not package it. CI-only images.
 #
 # GANTRY_ROOTFS_CACHE: where the tar (and debootstrap's downloaded packages) are kept
 #   (default ${XDG_CACHE_HOME:-~/.cache}/gantry-rootfs). A tar is named after a hash of this
@@ -40,7 +47,7 @@ while [ $# -gt 0 ]; do
   case "$1" in
     --import) mode=import ;;
     --variant) VARIANTS+=("${2:-}"); shift ;;
-    *) echo "usage: $0 [--import] [--variant sshd|node|node-build]..." >&2; exit 2 ;;
+    *) echo "usage: $0 [--import] [--variant sshd|node|node-build|postgres|prometheus]..." >&2; exit 2 ;;
   esac
   shift
 done
@@ -50,14 +57,26 @@ done
 select_variant() {
   VARIANT=$1
   NODE_KEY=""
+  IMAGE_CHANGES=()
   case "$VARIANT" in
     sshd) PACKAGES=openssh-server,curl; IMAGE=gantry-test/sshd:1; IMAGE_CMD='["/start.sh"]' ;;
     node) PACKAGES=ca-certificates,iptables,tini; IMAGE=gantry-test/node:1; IMAGE_CMD='["node"]' ;;
     node-build) PACKAGES=ca-certificates,python3,make,g++; IMAGE=gantry-test/node-build:1; IMAGE_CMD='["node"]' ;;
-    *) echo "unknown variant: $VARIANT (sshd, node or node-build)" >&2; exit 2 ;;
+    postgres)
+      PACKAGES=postgresql-15; IMAGE=gantry-test/postgres:ci; IMAGE_CMD='["postgres"]'
+      # as the official image: its entrypoint, data directory and port (not its STOPSIGNAL SIGINT,
+      # which `docker import` cannot set: a stop is SIGTERM, PostgreSQL's smart shutdown)
+      IMAGE_CHANGES=('ENTRYPOINT ["docker-entrypoint.sh"]' 'ENV PGDATA=/var/lib/postgresql/data'
+        'VOLUME /var/lib/postgresql/data' 'EXPOSE 5432') ;;
+    prometheus)
+      PACKAGES=prometheus; IMAGE=gantry-test/prometheus:ci
+      IMAGE_CMD='["--config.file=/etc/prometheus/prometheus.yml", "--storage.tsdb.path=/prometheus"]'
+      IMAGE_CHANGES=('ENTRYPOINT ["/bin/prometheus"]' 'USER nobody' 'WORKDIR /prometheus' 'VOLUME /prometheus'
+        'EXPOSE 9090') ;;
+    *) echo "unknown variant: $VARIANT (sshd, node, node-build, postgres or prometheus)" >&2; exit 2 ;;
   esac
   # A Node.js variant is rebuilt when this machine's Node.js changes.
-  [ "$VARIANT" = sshd ] || NODE_KEY="$(node -v) $(npm -v)"
+  case "$VARIANT" in node | node-build) NODE_KEY="$(node -v) $(npm -v)" ;; esac
   KEY=$( { sha256sum < "$SCRIPT"; echo "$VARIANT $NODE_KEY"; } | sha256sum | cut -c1-16)
   TAR="$CACHE/debian-$SUITE-$VARIANT-$KEY.tar"
 }
@@ -96,6 +115,52 @@ if [ -n "${PUBLIC_KEY:-}" ]; then
 fi
 echo "start.sh: sshd starting"
 exec /usr/sbin/sshd -D -e
+SCRIPT
+}
+
+# The postgres image's entrypoint (docker-entrypoint.sh), what the official image's does for
+# deploy/compose.yaml: as root it makes PGDATA the postgres user's and runs itself again as that
+# user; on an empty PGDATA, initdb with POSTGRES_USER (default postgres) as the superuser and
+# POSTGRES_PASSWORD as its password (required), password authentication (scram-sha-256) for every
+# TCP client, and POSTGRES_DB (default the user's name) created on a server listening on its socket
+# only; then postgres in the foreground (exec: the engine's signals reach it) on every address.
+# Any other command runs as given.
+postgres_entrypoint() {
+  cat <<'SCRIPT'
+#!/bin/sh
+set -eu
+case "${1:-}" in -*) set -- postgres "$@" ;; "") set -- postgres ;; esac
+[ "${1:-}" = postgres ] || exec "$@"
+shift
+PGDATA=${PGDATA:-/var/lib/postgresql/data}
+export PGDATA
+if [ "$(id -u)" = 0 ]; then
+  mkdir -p "$PGDATA" /var/run/postgresql
+  chown -R postgres:postgres "$PGDATA" /var/run/postgresql
+  chmod 0700 "$PGDATA"
+  exec setpriv --reuid=postgres --regid=postgres --init-groups "$0" postgres "$@"
+fi
+if [ ! -s "$PGDATA/PG_VERSION" ]; then
+  if [ -z "${POSTGRES_PASSWORD:-}" ]; then
+    echo "docker-entrypoint.sh: the database is uninitialized and POSTGRES_PASSWORD is not set" >&2
+    exit 1
+  fi
+  user=${POSTGRES_USER:-postgres}
+  db=${POSTGRES_DB:-$user}
+  pwfile=$(mktemp)
+  printf '%s\n' "$POSTGRES_PASSWORD" > "$pwfile"
+  initdb -D "$PGDATA" --username="$user" --pwfile="$pwfile" --encoding=UTF8 --locale=C.UTF-8 \
+    --auth-local=trust --auth-host=scram-sha-256
+  rm -f "$pwfile"
+  printf 'host all all all scram-sha-256\n' >> "$PGDATA/pg_hba.conf"
+  if [ "$db" != postgres ]; then
+    pg_ctl -D "$PGDATA" -o "-c listen_addresses=''" -w start
+    printf 'CREATE DATABASE :"db";\n' | psql -v ON_ERROR_STOP=1 -v db="$db" --username="$user" --dbname=postgres -q
+    pg_ctl -D "$PGDATA" -m fast -w stop
+  fi
+  echo "docker-entrypoint.sh: initialized $PGDATA (user $user, database $db)"
+fi
+exec postgres -c listen_addresses='*' "$@"
 SCRIPT
 }
 
@@ -166,6 +231,24 @@ build() {
   run_stage chroot "$root" /debootstrap/debootstrap --second-stage || return 1
   rm -f "$root/etc/dpkg/dpkg.cfg.d/gantry-build"
   rm -rf "$root"/var/lib/apt/lists/* "$root"/var/cache/apt/*.bin "$root"/var/cache/apt/archives/*.deb
+  if [ "$VARIANT" = postgres ]; then
+    # the package's own cluster (made by its postinst) is not used: the entrypoint makes PGDATA's
+    rm -rf "$root"/etc/postgresql/15 "$root"/var/lib/postgresql/15
+    mkdir -p "$root/var/lib/postgresql/data"
+    chroot "$root" chown postgres:postgres /var/lib/postgresql/data
+    chmod 0700 "$root/var/lib/postgresql/data"
+    # initdb, pg_ctl, postgres, psql and pg_isready on PATH, as the official image has them
+    for tool in "$root"/usr/lib/postgresql/15/bin/*; do ln -sf "/usr/lib/postgresql/15/bin/${tool##*/}" "$root/usr/local/bin/"; done
+    postgres_entrypoint > "$root/usr/local/bin/docker-entrypoint.sh"
+    chmod 0755 "$root/usr/local/bin/docker-entrypoint.sh"
+  fi
+  if [ "$VARIANT" = prometheus ]; then
+    # the official image's data directory (a volume takes its owner), writable by nobody
+    mkdir -p "$root/prometheus"
+    chown 65534:65534 "$root/prometheus"
+    # 227 of its 389 MB: every tz release's data for the old web console's date pickers
+    rm -rf "$root/usr/share/javascript/moment-timezone/data"
+  fi
   if [ "$VARIANT" = sshd ]; then
     # Every container makes its own host keys at start (start.sh); none is shared through the image.
     rm -f "$root"/etc/ssh/ssh_host_*
@@ -177,7 +260,7 @@ build() {
     rm -rf "$root"/usr/share/locale/* "$root"/usr/share/doc/* "$root"/usr/share/man/* "$root"/usr/share/info/*
     printf 'path-exclude /usr/share/locale/*\npath-exclude /usr/share/man/*\npath-exclude /usr/share/doc/*\npath-exclude /usr/share/info/*\n' \
       > "$root/etc/dpkg/dpkg.cfg.d/slim"
-    add_node "$root"
+    case "$VARIANT" in node | node-build) add_node "$root" ;; esac
   fi
   tar -C "$root" -c --numeric-owner -f "$TAR.partial" .
   mv "$TAR.partial" "$TAR"
@@ -197,7 +280,9 @@ import() {
     echo "== image $IMAGE: this build ($KEY) is in the engine" >&2
     return 0
   fi
-  "${docker[@]}" import --change "LABEL gantry.rootfs=$KEY" --change "CMD $IMAGE_CMD" "$TAR" "$IMAGE" >/dev/null
+  local changes=(--change "LABEL gantry.rootfs=$KEY" --change "CMD $IMAGE_CMD") change
+  for change in "${IMAGE_CHANGES[@]}"; do changes+=(--change "$change"); done
+  "${docker[@]}" import "${changes[@]}" "$TAR" "$IMAGE" >/dev/null
   echo "== image $IMAGE imported (build $KEY)" >&2
 }
 

@@ -1,8 +1,8 @@
 /**
  * deploy/compose.yaml (docs/deploy.md "Compose") passes Compose's own validation: `config` of the
  * `docker-compose` Debian 12 ships (v1.29) and, where it is installed, of Compose v2
- * (`docker compose`). CI installs docker-compose; elsewhere a missing one skips. Nothing is started:
- * no registry here serves the postgres, prometheus and grafana images.
+ * (`docker compose`). CI installs docker-compose; elsewhere a missing one skips. Nothing is started
+ * here: test/deploy-compose-up.e2e.test.ts runs its `up` on stand-in images.
  */
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
