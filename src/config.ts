@@ -38,7 +38,7 @@ type JobsHttpConfig = StaticDecode<typeof JobsSchema>;
 interface ServerlessConfig {
   webhooks: WebhookConfig;
   autoscaler: AutoscalerConfig;
-  flashboot: { maxKeepMs: number };
+  flashboot: { maxKeepMs: number; suspendedPricePerGpuHour: number };
 }
 
 export interface Config {

@@ -198,6 +198,7 @@ export function assembleServerless(
       pingIntervalMs: config.jobs.pingIntervalMs,
     },
   });
+  podsArea.suspendedWorkers.target = autoscaler.reclaim;
   return { endpoints, metrics, jobs, workers, timekeeper, webhooks, autoscaler, lb, lbReplicas };
 }
 

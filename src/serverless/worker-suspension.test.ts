@@ -122,6 +122,7 @@ describe('the suspend gate', () => {
 describe('suspending a worker', () => {
   const worker = (): LaunchedWorker => ({
     endpointId: 'ep1',
+    accountId: 'acct1',
     hostId: 'h1',
     startedAt: 0,
     lastActiveAt: 0,
@@ -143,6 +144,7 @@ describe('suspending a worker', () => {
         registry: { gate, suspended: async () => true, resumed: async () => true },
         jobs: { worker: { workerLost: async () => ({ requeued: [], failed: [] }) } },
         instances: { log: async () => {} },
+        inventory: { setReclaimable: () => true },
         logger: { info: () => {}, warn: () => {} },
       }),
     };
