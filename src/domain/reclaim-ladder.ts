@@ -14,6 +14,15 @@
 import type { PlacementRequest, ReclaimableHold, ReclaimRight, ReclaimRung } from './placement-request.js';
 import { fitsResources, type FreeResources } from './placement-sieve.js';
 
+/** The hold of a worker suspended at `since` (FlashBoot): the first rung, its account's and endpoint's. */
+export const suspendedHold = (endpointId: string, accountId: string, since: number): ReclaimableHold => ({
+  rung: 'suspended-worker',
+  bidPerGpu: 0,
+  accountId,
+  endpointId,
+  since,
+});
+
 /** The rungs in the order placement takes from them. */
 const RECLAIM_RUNGS: readonly ReclaimRung[] = ['suspended-worker', 'interruptible'];
 

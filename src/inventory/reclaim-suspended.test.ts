@@ -2,9 +2,14 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { defaultCatalog, type Host } from '../domain/catalog.js';
 import type { PlacementRequest, ReclaimableHold, ReclaimRight } from '../domain/placement-request.js';
-import { compareReclaimables, mayReclaim, planReclaim, type Reclaimable } from '../domain/reclaim-ladder.js';
+import {
+  compareReclaimables,
+  mayReclaim,
+  planReclaim,
+  suspendedHold,
+  type Reclaimable,
+} from '../domain/reclaim-ladder.js';
 import { gpuHostTerms } from '../domain/gpu-allotment.js';
-import { suspendedHold } from '../serverless/worker-reclaim.js';
 import { Inventory } from './inventory.js';
 import { gpuPlacementRequest } from '../../test/support/placement.js';
 

@@ -27,8 +27,7 @@ import type { VolumesService } from '../volumes/volumes-service.js';
 import { assertRuntimeAvailable } from './pod-availability.js';
 import type { PodController } from './pod-controller.js';
 import { placeTogether } from './pod-group-placement.js';
-import { Reclaims, type PodInterruptionsDeps } from './pod-interruptions.js';
-import type { WorkerReclaim } from '../serverless/worker-reclaim.js';
+import { Reclaims, type PodInterruptionsDeps, type SuspendedWorkerReclaimer } from './pod-interruptions.js';
 import { newPodRecord, placementRequest } from './pod-record.js';
 import { checkRegistry, volumeOf } from './pod-references.js';
 import { injectedEnv, resolveCreate, type CreatePodInput, type PodSettings } from './pod-rules.js';
@@ -57,7 +56,7 @@ export interface PodCreationDeps {
   /** Where a pod's own stop and termination times are kept. */
   deadlines: Pick<PodDeadlineStore, 'set'>;
   /** Removes suspended serverless workers the reclaim ladder took back (FlashBoot). @default none */
-  suspendedWorkers?: Pick<WorkerReclaim, 'reclaim'> | undefined;
+  suspendedWorkers?: SuspendedWorkerReclaimer | undefined;
 }
 
 /** A pod's start command within its bounds, and runnable on the runtime (domain/start-command.ts). */

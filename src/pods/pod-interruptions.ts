@@ -12,14 +12,25 @@ import { interruptionReason } from '../domain/reclaim-ladder.js';
 import type { Instances } from '../instances/instances.js';
 import type { Inventory } from '../inventory/inventory.js';
 import type { ResourceQuota } from '../quotas/resource-quota.js';
-import type { WorkerReclaim } from '../serverless/worker-reclaim.js';
+
 import type { PodController } from './pod-controller.js';
+
+/** How a suspended worker's removal went: its account (null when it was gone already), and the removal's failure. */
+export interface WorkerReclaimOutcome {
+  accountId: string | null;
+  failed: Error | null;
+}
+
+/** Removes a suspended serverless worker placement took back (../serverless/worker-reclaim.ts). */
+export interface SuspendedWorkerReclaimer {
+  reclaim(workerId: string, reason: string): Promise<WorkerReclaimOutcome>;
+}
 
 export interface PodInterruptionsDeps {
   /** Interrupts pods taken back. @default none (a worker's launch takes no pod) */
   controller?: Pick<PodController, 'interrupt'> | undefined;
   /** Removes suspended workers taken back. @default none */
-  suspendedWorkers?: Pick<WorkerReclaim, 'reclaim'> | undefined;
+  suspendedWorkers?: SuspendedWorkerReclaimer | undefined;
   instances: Pick<Instances, 'startAfter'>;
   inventory: Pick<Inventory, 'restore'>;
   /** Told of each interrupted pod's account, so its quota shows the room at once. @default none */

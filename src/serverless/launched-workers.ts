@@ -18,7 +18,7 @@ import type { LbPool } from './lb-pool.js';
 import { lbWorkerPorts } from './lb-worker-ports.js';
 import { launchedWorkerRecord, workerInstanceSpec, workerPlacementRequests } from './worker-spec.js';
 import type { WorkersRegistry } from './workers-registry.js';
-import { suspendedHold } from './worker-reclaim.js';
+import { suspendedHold } from '../domain/reclaim-ladder.js';
 
 /** Network volumes: their data center (a placement constraint). */
 export interface WorkerVolumes {

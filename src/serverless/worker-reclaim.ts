@@ -6,21 +6,12 @@
  * the worker is stopped as the keep time's end stops it (instance removed, key revoked, row dead,
  * its usage closed), its log saying `reclaimed: …`.
  */
-import type { ReclaimableHold, ReclaimedHold, ReclaimRight } from '../domain/placement-request.js';
+import type { ReclaimedHold, ReclaimRight } from '../domain/placement-request.js';
 import type { Logger } from 'pino';
 import type { Instances } from '../instances/instances.js';
 import type { Inventory } from '../inventory/inventory.js';
-import { Reclaims } from '../pods/pod-interruptions.js';
+import { Reclaims, type SuspendedWorkerReclaimer, type WorkerReclaimOutcome } from '../pods/pod-interruptions.js';
 import type { LaunchedWorkers } from './launched-workers.js';
-
-/** The hold of a worker suspended at `since`: the first rung, its account's and endpoint's. */
-export const suspendedHold = (endpointId: string, accountId: string, since: number): ReclaimableHold => ({
-  rung: 'suspended-worker',
-  bidPerGpu: 0,
-  accountId,
-  endpointId,
-  since,
-});
 
 export interface WorkerReclaimDeps {
   workers: Pick<LaunchedWorkers, 'get' | 'stop'>;
@@ -29,13 +20,7 @@ export interface WorkerReclaimDeps {
   logger: Pick<Logger, 'error'>;
 }
 
-/** How a reclaim went: the worker's account (null when it was gone already), and the removal's failure. */
-export interface WorkerReclaimOutcome {
-  accountId: string | null;
-  failed: Error | null;
-}
-
-export class WorkerReclaim {
+export class WorkerReclaim implements SuspendedWorkerReclaimer {
   readonly #deps: WorkerReclaimDeps;
 
   constructor(deps: WorkerReclaimDeps) {
@@ -80,8 +65,8 @@ export class WorkerReclaim {
 }
 
 /** The reclaimer as pods call it: wired once the autoscaler that owns the workers exists (compose). */
-export class LateWorkerReclaim implements Pick<WorkerReclaim, 'reclaim'> {
-  target: Pick<WorkerReclaim, 'reclaim'> | null = null;
+export class LateWorkerReclaim implements SuspendedWorkerReclaimer {
+  target: SuspendedWorkerReclaimer | null = null;
 
   reclaim(workerId: string, reason: string): Promise<WorkerReclaimOutcome> {
     if (!this.target) return Promise.reject(new Error(`no reclaimer takes back suspended worker "${workerId}"`));

@@ -6,7 +6,7 @@ import type { WorkerJobs } from '../jobs/worker-jobs.js';
 import type { Runtime } from '../runtime/runtime.js';
 import type { LaunchedWorkers } from './launched-workers.js';
 import type { WorkersRegistry } from './workers-registry.js';
-import { suspendedHold } from './worker-reclaim.js';
+import { suspendedHold } from '../domain/reclaim-ladder.js';
 
 export interface WorkerSuspensionDeps {
   clock: Clock;
