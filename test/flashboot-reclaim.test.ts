@@ -76,15 +76,19 @@ for (const { name: dialect, skip } of dialects()) {
     });
 
     /** A FlashBoot endpoint of `owner` with one worker launched (its process running). */
-    const launchedWorker = async (name: string) => {
+    const launchedWorker = async (
+      name: string,
+      account = owner,
+      after: { workersMin: number; workersMax: number } = { workersMin: 0, workersMax: 0 },
+    ) => {
       const { templates, endpoints, autoscaler, runtime } = t.services;
-      const template = await templates.create(owner.accountId, {
+      const template = await templates.create(account.accountId, {
         name: `t-${name}`,
         imageName: 'sleeper:dev',
         isServerless: true,
         containerDiskInGb: 5,
       });
-      const endpoint = await endpoints.create(owner.accountId, {
+      const endpoint = await endpoints.create(account.accountId, {
         name,
         templateId: template.id,
         gpuIds: 'ADA_24',
@@ -97,18 +101,28 @@ for (const { name: dialect, skip } of dialects()) {
       const [workerId] = autoscaler.workerIds(endpoint.id);
       assert.ok(workerId, 'a worker was launched');
       await eventually('the worker to run', async () => (await runtime.inspect(workerId))?.state === 'running');
-      // Nothing more is launched for it: its endpoint wants none once this one is gone.
-      await endpoints.update(owner.accountId, endpoint.id, { workersMin: 0, workersMax: 0 });
+      // By default nothing more is launched for it: its endpoint wants none once this one is gone.
+      await endpoints.update(account.accountId, endpoint.id, after);
       return { endpoint, workerId };
     };
     const createPod = (name: string) =>
       t.request(tenant.key, 'POST', '/v2/pods', { name, image: 'sleeper:dev', gpu: { id: GPU } });
+    /** The catalog's availability of the GPU for a pod: what an on-demand create can get. */
+    const catalogAvailability = async () =>
+      json<{ availability: string }>(
+        await t.request(
+          tenant.key,
+          'GET',
+          `/v2/catalog/gpus/${encodeURIComponent(GPU)}?include=AVAILABILITY&product=POD&cloud=SECURE`,
+        ),
+      ).availability;
     const rowStatus = async (workerId: string) =>
       (await t.services.db.kysely.selectFrom('workers').select('status').where('id', '=', workerId).executeTakeFirst())
         ?.status;
 
     test('a worker that is not suspended is never taken back: the pod finds no capacity, and the worker runs on', async () => {
       const { workerId, endpoint } = await launchedWorker('e-running');
+      assert.equal(await catalogAvailability(), 'NONE', 'a running worker’s GPU is not available');
       const refused = await createPod('needs-the-gpu');
       assert.equal(refused.statusCode, 400, refused.body);
       assert.match(refused.body, /NO_CAPACITY|no .*capacity|GPU/i);
@@ -134,6 +148,12 @@ for (const { name: dialect, skip } of dialects()) {
         async () => processesWith(marker).find((p) => p.pid === proc.pid)?.state === 'T',
       );
       clock.advance(HOUR);
+      // not free (reserved), but available to a create, as an interruptible pod's GPU is
+      assert.notEqual(await catalogAvailability(), 'NONE', 'a suspended worker’s GPU is available to a create');
+      assert.deepEqual(
+        t.services.inventory.gpuUsage().map((h) => h.used),
+        [1],
+      );
 
       const created = await createPod('takes-the-gpu');
       assert.equal(created.statusCode, 201, created.body);
@@ -219,6 +239,30 @@ for (const { name: dialect, skip } of dialects()) {
           [gpu.securePrice, true],
         ],
       );
+      await autoscaler.tick(clock.now()); // workersMax 0: removed, the host free again
+      await eventually('the worker to be removed', async () => (await rowStatus(workerId)) === 'dead');
+      await eventually('its process to be gone', async () => processesWith(marker).length === 0);
+    });
+
+    test("another endpoint's worker launch takes a suspended worker's GPU; the suspended worker is removed and the new one runs", async () => {
+      const { autoscaler, runtime, endpoints } = t.services;
+      const kept = await launchedWorker('e-kept', owner, { workersMin: 0, workersMax: 1 });
+      assert.deepEqual(await autoscaler.suspendWorker(kept.workerId), { ok: true });
+      await autoscaler.tick(clock.now());
+      assert.deepEqual(autoscaler.workerIds(kept.endpoint.id), [kept.workerId], 'its own endpoint keeps it suspended');
+      assert.equal(await rowStatus(kept.workerId), 'suspended');
+      const [frozen] = processesWith(marker);
+      assert.ok(frozen);
+
+      // The tenant's endpoint wants a worker: its launch finds no free GPU and takes the suspended one's.
+      const other = await launchedWorker('e-wants', tenant, { workersMin: 1, workersMax: 1 });
+      await eventually('the suspended worker to be removed', async () => (await rowStatus(kept.workerId)) === 'dead');
+      await eventually('its process to be gone', async () => !processesWith(marker).some((p) => p.pid === frozen.pid));
+      assert.equal((await runtime.inspect(other.workerId))?.state, 'running');
+      assert.deepEqual(autoscaler.workerIds(kept.endpoint.id), []);
+      await endpoints.update(tenant.accountId, other.endpoint.id, { workersMin: 0, workersMax: 0 });
+      await autoscaler.tick(clock.now());
+      await eventually('the last worker to be removed', async () => (await rowStatus(other.workerId)) === 'dead');
     });
   });
 }
