@@ -197,6 +197,10 @@ const FlashbootSchema = Type.Object(
       600_000,
       'Longest time a FlashBoot endpoint\'s idle worker is kept suspended (frozen, resumed by the next job) before it is removed; an endpoint keeps its workers 10 minutes, or this if shorter (docs/serverless.md, "FlashBoot").',
     ),
+    suspendedPricePerGpuHour: amount(
+      0,
+      'USD per GPU per hour a suspended FlashBoot worker is billed at, instead of its running rate (it holds its GPUs, reclaimable by placement; a CPU worker\'s suspended time is free). Default 0: suspended time is not billed (docs/serverless.md, "FlashBoot").',
+    ),
     prepull: Type.Object(
       {
         intervalMs: amount(

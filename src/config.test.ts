@@ -496,3 +496,12 @@ test('metrics are off without a token, and a token shorter than 16 characters st
   const token = 'a-token-of-enough-length';
   assert.equal(loadConfig({ env: { GANTRY_DATA_DIR: tmpdir(), GANTRY_METRICS_TOKEN: token } }).metrics.token, token);
 });
+
+test('suspended FlashBoot time is free by default and billed at serverless.flashboot.suspendedPricePerGpuHour when set', () => {
+  withFile('{}', (config) =>
+    assert.deepEqual(config.serverless.flashboot, { maxKeepMs: 600_000, suspendedPricePerGpuHour: 0 }),
+  );
+  withFile('serverless: { flashboot: { suspendedPricePerGpuHour: 0.07 } }', (config) =>
+    assert.equal(config.serverless.flashboot.suspendedPricePerGpuHour, 0.07),
+  );
+});

@@ -39,7 +39,7 @@ type JobsHttpConfig = StaticDecode<typeof JobsSchema>;
 interface ServerlessConfig {
   webhooks: WebhookConfig;
   autoscaler: AutoscalerConfig;
-  flashboot: { maxKeepMs: number; prepull: ImagePrepullConfig };
+  flashboot: { maxKeepMs: number; suspendedPricePerGpuHour: number; prepull: ImagePrepullConfig };
 }
 
 export interface Config {

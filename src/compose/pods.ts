@@ -15,6 +15,7 @@ import { PodProxyNames } from '../pods/pod-proxy-names.js';
 import { PodDeadlineSweep } from '../pods/pod-deadline-sweep.js';
 import { ClustersService } from '../clusters/clusters-service.js';
 import { ResourceQuota } from '../quotas/resource-quota.js';
+import { LateWorkerReclaim } from '../serverless/worker-reclaim.js';
 import type { Storage } from './storage.js';
 import type { CatalogArea } from './catalog.js';
 
@@ -48,6 +49,8 @@ export interface PodsArea {
   podDeadlines: PodDeadlineSweep;
   /** The pod ports the pod HTTP proxy's names stand for (docs/proxy.md). */
   podHttpTargets: PodHttpTargets;
+  /** Removes suspended workers a pod's placement took back: the autoscaler's, once it exists. */
+  suspendedWorkers: LateWorkerReclaim;
 }
 
 /** Pods and the clusters made of them, over the pod controller. */
@@ -74,7 +77,9 @@ export function assemblePods(
     names: proxyNames,
     now: () => clock.now(),
   });
+  const suspendedWorkers = new LateWorkerReclaim();
   const pods = new PodsService({
+    suspendedWorkers,
     controller: podController,
     inventory,
     runtime,
@@ -102,5 +107,5 @@ export function assemblePods(
     quota,
     intervalMs: config.pods.reconcileIntervalMs,
   });
-  return { quota, pods, clusters, podDeadlines, podHttpTargets };
+  return { quota, pods, clusters, podDeadlines, podHttpTargets, suspendedWorkers };
 }

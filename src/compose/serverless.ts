@@ -214,6 +214,7 @@ export function assembleServerless(
     logger: logger.child({ component: 'image-prepull' }),
     config: config.serverless.flashboot.prepull,
   });
+  podsArea.suspendedWorkers.target = autoscaler.reclaim;
   return { endpoints, metrics, jobs, workers, timekeeper, webhooks, autoscaler, lb, lbReplicas, prepull };
 }
 

@@ -12,14 +12,25 @@ export interface ReclaimableHold {
   rung: ReclaimRung;
   /** USD per GPU per hour; 0 on the suspended-worker rung. */
   bidPerGpu: number;
+  /** suspended-worker: the worker's account (a request of that account takes its own first). */
+  accountId?: string | undefined;
+  /** suspended-worker: when it was suspended, ms (the one idle longest goes first). */
+  since?: number | undefined;
+  /** suspended-worker: its endpoint (a launch of that endpoint's workers resumes it, never takes it). */
+  endpointId?: string | undefined;
 }
 
 /**
  * What a request may take back. `on-demand`: every rung. `bid`: suspended workers, and
  * interruptible holds that bid strictly less per GPU (an equal bid does not take a machine from
- * its holder, so two equal bidders never take turns interrupting each other).
+ * its holder, so two equal bidders never take turns interrupting each other). `worker`: an
+ * autoscaler's launch, suspended workers of other endpoints only. `accountId`: the requester's
+ * account, whose own suspended workers are taken first.
  */
-export type ReclaimRight = { kind: 'on-demand' } | { kind: 'bid'; bidPerGpu: number };
+export type ReclaimRight =
+  | { kind: 'on-demand'; accountId?: string | undefined }
+  | { kind: 'bid'; bidPerGpu: number; accountId?: string | undefined }
+  | { kind: 'worker'; endpointId: string; accountId?: string | undefined };
 
 /** What a pod or serverless worker needs from a host. */
 export interface PlacementRequest {

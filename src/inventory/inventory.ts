@@ -2,7 +2,13 @@ import type { Catalog, Host } from '../domain/catalog.js';
 import type { Clock } from '../domain/clock.js';
 import { allotmentOn, type ComputeAllotment } from '../domain/gpu-allotment.js';
 import type { FleetSnapshot, HostUsage } from '../domain/placement.js';
-import type { Placement, PlacementRequest, PlacementResult, ReclaimedHold } from '../domain/placement-request.js';
+import type {
+  Placement,
+  PlacementRequest,
+  PlacementResult,
+  ReclaimableHold,
+  ReclaimedHold,
+} from '../domain/placement-request.js';
 import { memoryOn, vcpusOn } from '../domain/placement-sieve.js';
 import type { Reclaimable } from '../domain/reclaim-ladder.js';
 import { FleetIndex, type GpuTypeStock } from './fleet-index.js';
@@ -146,6 +152,20 @@ export class Inventory {
     const slot = this.slots.get(allocation.hostId);
     slot?.release(allocation);
     if (allocation.reclaimable) this.reclaims.delete(holderId, allocation.hostId);
+  }
+
+  /**
+   * Makes what `holderId` holds reclaimable on the ladder (`hold`: a worker suspended) or no longer
+   * (null: resumed), in one step with placement's own: answers false when it holds nothing any
+   * more (placement took it back), so a resume and a reclaim of one worker never both win.
+   */
+  setReclaimable(holderId: string, hold: ReclaimableHold | null): boolean {
+    const allocation = this.allocations.get(holderId);
+    if (!allocation) return false;
+    const { reclaimable: _, ...held } = allocation;
+    this.release(holderId);
+    this.apply(holderId, hold ? { ...held, reclaimable: hold } : held);
+    return true;
   }
 
   /** The host of that id, available or not. */

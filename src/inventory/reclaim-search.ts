@@ -34,6 +34,15 @@ function siftDown(heap: Cursor[], i: number): void {
   }
 }
 
+/**
+ * Whether a hold met in the merge (ladder order without the requester's account) comes after the
+ * worst hold of the best plan so far, for every requester: on the suspended-worker rung the
+ * requester's account reorders the holds, so the merge reads that rung to its end.
+ */
+const pastWorst = (next: Reclaimable, worst: Reclaimable): boolean =>
+  !(next.hold.rung === 'suspended-worker' && worst.hold.rung === 'suspended-worker') &&
+  compareReclaimables(next, worst) > 0;
+
 /** What the search reads of the Inventory: its reclaimable holds, its index, its hosts and those out of placement. */
 interface ReclaimSearchDeps {
   reclaims: ReclaimIndex;
@@ -71,13 +80,13 @@ export function findReclaimPlan(
     if (holds === null) return;
     const better =
       best === null ||
-      (compareReclaimPlans(holds, best.holds) ||
+      (compareReclaimPlans(holds, best.holds, right.accountId) ||
         typeRank - best.typeRank ||
         dcRank - best.dcRank ||
         (slot.hostId < best.slot.hostId ? -1 : 1)) < 0;
     if (better) best = { slot, holds, typeRank, dcRank };
   };
-  const worstSoFar = (): Reclaimable | null => (best === null ? null : worstOf(best.holds));
+  const worstSoFar = (): Reclaimable | null => (best === null ? null : worstOf(best.holds, right.accountId));
   if (request.kind === 'gpu') {
     // A heap of the groups' cursors, by the hold each points at: the holds of every group met in
     // ladder order, at log(groups) a step.
@@ -102,10 +111,14 @@ export function findReclaimPlan(
           siftDown(heap, 0);
         }
       }
-      // in ladder order, nothing after a hold the request may not take may be taken either
-      if (!mayReclaim(right, next.gives.hold)) break;
+      // in ladder order, nothing after a hold the request may not take may be taken either (but a
+      // suspended worker of the launching endpoint's own is only skipped)
+      if (!mayReclaim(right, next.gives.hold)) {
+        if (next.gives.hold.rung === 'suspended-worker') continue;
+        break;
+      }
       const worst = worstSoFar();
-      if (worst !== null && compareReclaimables(next.gives, worst) > 0) break;
+      if (worst !== null && pastWorst(next.gives, worst)) break;
       if (seen.has(next.slot)) continue;
       seen.add(next.slot);
       if (next.slot.freeGpus + next.slot.reclaimGpus >= need) consider(next.slot, top.group.typeRank, top.group.dcRank);

@@ -27,7 +27,7 @@ import type { VolumesService } from '../volumes/volumes-service.js';
 import { assertRuntimeAvailable } from './pod-availability.js';
 import type { PodController } from './pod-controller.js';
 import { placeTogether } from './pod-group-placement.js';
-import { Reclaims, type PodInterruptionsDeps } from './pod-interruptions.js';
+import { Reclaims, type PodInterruptionsDeps, type SuspendedWorkerReclaimer } from './pod-interruptions.js';
 import { newPodRecord, placementRequest } from './pod-record.js';
 import { checkRegistry, volumeOf } from './pod-references.js';
 import { injectedEnv, resolveCreate, type CreatePodInput, type PodSettings } from './pod-rules.js';
@@ -55,6 +55,8 @@ export interface PodCreationDeps {
   entrypoints: EntrypointSupport;
   /** Where a pod's own stop and termination times are kept. */
   deadlines: Pick<PodDeadlineStore, 'set'>;
+  /** Removes suspended serverless workers the reclaim ladder took back (FlashBoot). @default none */
+  suspendedWorkers?: SuspendedWorkerReclaimer | undefined;
 }
 
 /** A pod's start command within its bounds, and runnable on the runtime (domain/start-command.ts). */
@@ -105,9 +107,10 @@ export class PodCreation {
 
   /** What stops the pods the reclaim ladder took back for a new one (pod-interruptions.ts). */
   get #interruptions(): PodInterruptionsDeps {
-    const { controller, inventory, quota, logger } = this.#d;
+    const { controller, inventory, quota, logger, suspendedWorkers } = this.#d;
     return {
       controller,
+      suspendedWorkers,
       instances: controller.instances,
       inventory,
       quota,
@@ -152,7 +155,7 @@ export class PodCreation {
     extras: CreateExtras,
   ): Promise<PodView> {
     const id = newSortableId();
-    const request = placementRequest(settings, volumeDataCenterId);
+    const request = placementRequest(settings, volumeDataCenterId, accountId);
     const globalIp = settings.globalNetworking ? await this.#d.controller.addresses.allocate() : null;
     if (settings.globalNetworking && globalIp === null)
       throw new ApiError('NO_CAPACITY', 'No global networking address is free: the configured pool is exhausted.');
@@ -228,7 +231,7 @@ export class PodCreation {
         this.#d.controller.instances,
         this.#d.inventory,
         ids,
-        placementRequest(settings, volumeDataCenterId),
+        placementRequest(settings, volumeDataCenterId, accountId),
         reclaims,
       );
       const pods = group.members.map((m, i) =>

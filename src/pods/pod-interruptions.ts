@@ -4,16 +4,33 @@
  * with its container discarded and settles EXITED saying why; its billing stops with it. The new
  * instance's launch waits until they are stopped, since they still use its GPUs and ports until then
  * (an instance its engine would not stop is retried at each launch; ../instances/instances.ts NotCleared).
+ * A suspended serverless worker taken back (FlashBoot) is removed by its reclaimer
+ * (../serverless/worker-reclaim.ts). The new holder may itself be a pod or a worker.
  */
 import type { ReclaimedHold, ReclaimRight } from '../domain/placement-request.js';
 import { interruptionReason } from '../domain/reclaim-ladder.js';
 import type { Instances } from '../instances/instances.js';
 import type { Inventory } from '../inventory/inventory.js';
 import type { ResourceQuota } from '../quotas/resource-quota.js';
+
 import type { PodController } from './pod-controller.js';
 
+/** How a suspended worker's removal went: its account (null when it was gone already), and the removal's failure. */
+export interface WorkerReclaimOutcome {
+  accountId: string | null;
+  failed: Error | null;
+}
+
+/** Removes a suspended serverless worker placement took back (../serverless/worker-reclaim.ts). */
+export interface SuspendedWorkerReclaimer {
+  reclaim(workerId: string, reason: string): Promise<WorkerReclaimOutcome>;
+}
+
 export interface PodInterruptionsDeps {
-  controller: Pick<PodController, 'interrupt'>;
+  /** Interrupts pods taken back. @default none (a worker's launch takes no pod) */
+  controller?: Pick<PodController, 'interrupt'> | undefined;
+  /** Removes suspended workers taken back. @default none */
+  suspendedWorkers?: SuspendedWorkerReclaimer | undefined;
   instances: Pick<Instances, 'startAfter'>;
   inventory: Pick<Inventory, 'restore'>;
   /** Told of each interrupted pod's account, so its quota shows the room at once. @default none */
@@ -58,15 +75,21 @@ export class Reclaims {
       try {
         switch (hold.rung) {
           case 'interruptible': {
+            if (!deps.controller) throw new Error(`no reclaimer takes back interruptible pod "${holderId}"`);
             const done = await deps.controller.interrupt(holderId, reason);
             if (done?.settled) deps.quota?.released(done.settled.accountId);
             if (!done?.failed) return true;
             deps.onError(done.failed, holderId);
             return false;
           }
-          case 'suspended-worker':
-            // No holder is on this rung yet: FlashBoot's suspended workers will be, with their reclaimer.
-            throw new Error(`no reclaimer takes back suspended worker "${holderId}"`);
+          case 'suspended-worker': {
+            if (!deps.suspendedWorkers) throw new Error(`no reclaimer takes back suspended worker "${holderId}"`);
+            const done = await deps.suspendedWorkers.reclaim(holderId, reason);
+            if (done.accountId !== null) deps.quota?.released(done.accountId);
+            if (!done.failed) return true;
+            deps.onError(done.failed, holderId);
+            return false;
+          }
           default:
             return hold.rung satisfies never;
         }
@@ -91,7 +114,7 @@ export class Reclaims {
       first = null;
       if (pending.length)
         throw new Error(
-          `its GPUs are still held by interrupted pods whose instances could not be stopped: ${pending.map((p) => p.holderId).join(', ')}`,
+          `its GPUs are still held by interrupted ${pending.some((p) => p.hold.rung === 'interruptible') ? 'pods' : 'workers'} whose instances could not be stopped: ${pending.map((p) => p.holderId).join(', ')}`,
         );
     };
     for (const id of launched) deps.instances.startAfter(id, cleared);

@@ -97,9 +97,13 @@ export function newPodRecord(input: NewPod): PodRecord {
 }
 
 /** What placement needs from the pod's settings. */
-export function placementRequest(settings: PodSettings, volumeDataCenterId: string | null): PlacementRequest {
+export function placementRequest(
+  settings: PodSettings,
+  volumeDataCenterId: string | null,
+  accountId?: string,
+): PlacementRequest {
   const c = settings.compute;
-  const terms = reclaimTerms(settings.bidPerGpu);
+  const terms = reclaimTerms(settings.bidPerGpu, accountId);
   // every key written out, none spread in: one object shape for placement's hot path
   return {
     kind: c.kind,
@@ -125,9 +129,13 @@ export function placementRequest(settings: PodSettings, volumeDataCenterId: stri
 /**
  * What a pod's placement may take back and how its own hold may be taken back (docs/pods.md, the
  * reclaim ladder): an on-demand pod may take any reclaimable hold and is never taken back; an
- * interruptible one takes only lower bids and is itself reclaimable at its bid.
+ * interruptible one takes only lower bids and is itself reclaimable at its bid; both take suspended
+ * workers, their own account's (`accountId`) first.
  */
-const reclaimTerms = (bidPerGpu: number | null): Pick<PlacementRequest, 'reclaim' | 'reclaimable'> =>
+const reclaimTerms = (
+  bidPerGpu: number | null,
+  accountId?: string,
+): Pick<PlacementRequest, 'reclaim' | 'reclaimable'> =>
   bidPerGpu === null
-    ? { reclaim: { kind: 'on-demand' }, reclaimable: undefined }
-    : { reclaim: { kind: 'bid', bidPerGpu }, reclaimable: { rung: 'interruptible', bidPerGpu } };
+    ? { reclaim: { kind: 'on-demand', accountId }, reclaimable: undefined }
+    : { reclaim: { kind: 'bid', bidPerGpu, accountId }, reclaimable: { rung: 'interruptible', bidPerGpu } };

@@ -27,6 +27,7 @@ import type { VolumesService } from '../volumes/volumes-service.js';
 import type { ResourceQuota } from '../quotas/resource-quota.js';
 import { diskOf } from './pod-allocation.js';
 import { assertHostReachable, assertRuntimeAvailable } from './pod-availability.js';
+import type { SuspendedWorkerReclaimer } from './pod-interruptions.js';
 import type { PodController } from './pod-controller.js';
 import { assertStartCommand, PodCreation, type ClusterMemberInput } from './pod-creation.js';
 import { resolveBid } from './pod-bid.js';
@@ -69,6 +70,8 @@ export interface PodsServiceDeps {
   logger?: Pick<Logger, 'error'>;
   /** The pod HTTP proxy's URL of a pod's port, for `httpProxy` (pod-http-urls.ts). @default none */
   httpUrl?: PodHttpUrl | null;
+  /** Removes suspended serverless workers the reclaim ladder took back (FlashBoot, worker-reclaim.ts). @default none */
+  suspendedWorkers?: SuspendedWorkerReclaimer | undefined;
 }
 
 /** Accrued usage of one pod, for billing. */

@@ -51,6 +51,7 @@ import { EndpointScaleStates, type EndpointScaleHealth } from './endpoint-scale-
 import { LaunchedWorkers, type WorkerVolumes } from './launched-workers.js';
 import { PassLoop } from './pass-loop.js';
 import { WorkerSuspension, type SuspensionOutcome } from './worker-suspension.js';
+import { WorkerReclaim } from './worker-reclaim.js';
 import type { LbPool, LbTraffic } from './lb-pool.js';
 import type { JobFinishedEvents } from './webhook-dispatcher.js';
 import type { WorkersRegistry } from './workers-registry.js';
@@ -71,7 +72,7 @@ export interface AutoscalerDeps {
   store: AutoscalerStore;
   clock: Clock;
   runtime: Runtime;
-  inventory: Pick<Inventory, 'placeAndReserve' | 'reserveExact' | 'release'>;
+  inventory: Pick<Inventory, 'placeAndReserve' | 'reserveExact' | 'release' | 'setReclaimable' | 'restore'>;
   jobs: { worker: Pick<WorkerJobs, 'workerLost'> };
   workers: Pick<WorkersRegistry, 'markDead' | 'takeRecycleRequest' | 'gate' | 'suspended' | 'resumed'>;
   endpoints: Pick<EndpointsService, 'get' | 'templateOf'>;
@@ -100,8 +101,8 @@ export interface AutoscalerDeps {
   systemLog?: import('../logs/system-log.js').SystemLogWriter;
   config: {
     autoscaler?: Partial<AutoscalerConfig>;
-    /** FlashBoot (`serverless.flashboot`). @default keep time 10 min */
-    flashboot?: { maxKeepMs: number };
+    /** FlashBoot (`serverless.flashboot`). @default keep time 10 min, suspended time free */
+    flashboot?: { maxKeepMs: number; suspendedPricePerGpuHour?: number };
     catalog: Pick<Catalog, 'gpuTypes' | 'cpuFlavors' | 'dataCenters'>;
     /** Base URL workers reach this server at. */
     publicUrl: string;
@@ -129,10 +130,7 @@ export class Autoscaler {
   #attached: AttachedInstances | null = null;
   /** The runtime's reason while it is unavailable (logged when it starts and when it ends). */
   #unavailable: string | null = null;
-  /**
-   * What this process's passes decided, since it started (metrics): endpoint passes, workers
-   * launched, stopped by reason, held back by a crash-loop back-off, and left unplaced (throttled).
-   */
+  /** What this process's passes decided since it started (metrics): passes, launches, stops by reason, held back, throttled. */
   readonly decisions: ScaleDecisions = {
     passes: 0,
     starts: 0,
@@ -143,6 +141,8 @@ export class Autoscaler {
     resumes: 0,
   };
   readonly #suspension: WorkerSuspension;
+  /** Removes suspended workers the reclaim ladder took back (worker-reclaim.ts; pods call it too). */
+  readonly reclaim: WorkerReclaim;
 
   constructor(deps: AutoscalerDeps) {
     this.#deps = deps;
@@ -157,12 +157,15 @@ export class Autoscaler {
       store: this.store,
       states: this.#states,
       onEnded: () => this.nudge(),
+      onReclaimed: (id, reclaimed, right) => this.reclaim.removeFor(id, reclaimed, right),
     });
+    this.reclaim = new WorkerReclaim({ ...deps, workers: this.#workers, instances: this.#instances });
     this.#suspension = new WorkerSuspension({
       ...deps,
       workers: this.#workers,
       registry: deps.workers,
       instances: this.#instances,
+      suspendedPricePerGpuHour: deps.config.flashboot?.suspendedPricePerGpuHour,
     });
     const { lb, traffic } = deps;
     this.#scaler = new EndpointScaler({
@@ -362,10 +365,7 @@ export class Autoscaler {
     return this.#states.health(endpointId, this.#deps.clock.now());
   }
 
-  /**
-   * FlashBoot's operations on one launched worker (worker-suspension.ts): suspend (its takes gated
-   * first, so no job is frozen inside; refused, saying why, where the runtime cannot) and resume.
-   */
+  /** FlashBoot (worker-suspension.ts): suspend one launched worker (no job frozen inside), resume it. */
   suspendWorker(workerId: string): Promise<SuspensionOutcome> {
     return this.#suspension.suspend(workerId, 'asked');
   }

@@ -9,7 +9,7 @@ import type { WorkerJobs } from '../jobs/worker-jobs.js';
 import type { InstanceStatus, Runtime } from '../runtime/runtime.js';
 import type { AutoscalerStore, LaunchedWorkerRow } from '../store/autoscaler-store.js';
 import type { Endpoint } from '../domain/endpoint.js';
-import type { Placement, PlacementRequest } from '../domain/placement-request.js';
+import type { Placement, PlacementRequest, ReclaimedHold, ReclaimRight } from '../domain/placement-request.js';
 import type { Template } from '../domain/template.js';
 import type { EndpointScaleStates } from './endpoint-scale-states.js';
 import type { EndpointsService } from './endpoints-service.js';
@@ -18,6 +18,7 @@ import type { LbPool } from './lb-pool.js';
 import { lbWorkerPorts } from './lb-worker-ports.js';
 import { launchedWorkerRecord, workerInstanceSpec, workerPlacementRequests } from './worker-spec.js';
 import type { WorkersRegistry } from './workers-registry.js';
+import { suspendedHold } from '../domain/reclaim-ladder.js';
 
 /** Network volumes: their data center (a placement constraint). */
 export interface WorkerVolumes {
@@ -50,11 +51,15 @@ export interface LaunchedWorkersDeps {
   onEnded: () => void;
   /** Load-balancing endpoints' workers: told of each one launched and stopped. */
   lb?: Pick<LbPool, 'add' | 'remove'> | undefined;
+  /** A launch took other endpoints' suspended workers back (worker-reclaim.ts removes them first). @default none */
+  onReclaimed?: ((workerId: string, reclaimed: ReclaimedHold[], right: ReclaimRight) => void) | undefined;
 }
 
 /** One worker launched here, as the autoscaler tracks it between passes. */
 export interface LaunchedWorker {
   endpointId: string;
+  /** its endpoint's account ('' for a row whose endpoint is gone) */
+  accountId: string;
   /** the host it was placed on */
   hostId: string;
   startedAt: number;
@@ -94,6 +99,8 @@ export class LaunchedWorkers {
   /** Placeholder images already warned about (once each). */
   readonly #placeholderImages = new Set<string>();
   readonly #keys: WorkerKeys;
+  /** Stops under way: a second stop (a reclaim, the keep time) waits for the first; answers its removal's failure. */
+  readonly #stops = new Map<string, Promise<string | null>>();
 
   constructor(deps: LaunchedWorkersDeps) {
     this.#deps = deps;
@@ -158,7 +165,7 @@ export class LaunchedWorkers {
     const placed = this.#place(workerId, endpoint, template, volume?.dataCenterId ?? null);
     if (!placed.ok) return placed;
     const { placement, request } = placed;
-    this.#workers.set(workerId, tracked(endpoint.id, placement.hostId, now, now));
+    this.#workers.set(workerId, tracked(endpoint.id, endpoint.accountId, placement.hostId, now, now));
     try {
       const row = launchedWorkerRecord({ endpoint, template, request, placement, catalog: config.catalog });
       await this.#deps.store.insertLaunched(
@@ -210,7 +217,11 @@ export class LaunchedWorkers {
     }
   }
 
-  /** The first of the worker's placements (its CPU instances in order; its GPU pools) that has room; else why the first had none. */
+  /**
+   * The first of the worker's placements (its CPU instances in order; its GPU pools) that has
+   * room; else the first that has once other endpoints' suspended workers are taken back (the
+   * reclaim ladder's first rung, docs/pods.md); else why the first had none.
+   */
   #place(
     workerId: string,
     endpoint: Endpoint,
@@ -223,6 +234,13 @@ export class LaunchedWorkers {
       const placed = this.#deps.instances.place(workerId, request);
       if (placed.ok) return { ok: true, placement: placed.placement, request };
       refusal ??= placed.reason;
+    }
+    const right: ReclaimRight = { kind: 'worker', endpointId: endpoint.id, accountId: endpoint.accountId };
+    for (const request of this.#deps.onReclaimed ? requests : []) {
+      const placed = this.#deps.instances.place(workerId, { ...request, reclaim: right });
+      if (!placed.ok) continue;
+      if (placed.reclaimed?.length) this.#deps.onReclaimed!(workerId, placed.reclaimed, right);
+      return { ok: true, placement: placed.placement, request };
     }
     return { ok: false, reason: refusal ?? 'the endpoint names no GPU pool or CPU instance to run on' };
   }
@@ -264,18 +282,20 @@ export class LaunchedWorkers {
     }
     const keyId = await this.#deps.accounts.liveWorkerKeyId(row.endpointId, row.id);
     if (keyId === null) return { ok: false, reason: 'its key was revoked' };
+    const suspendedAt = row.status === 'suspended' ? (row.suspendedAt ?? this.#deps.clock.now()) : null;
     const reserved = this.#deps.instances.reserve(row.id, {
       hostId: row.hostId,
       ...row.allocation,
       publicPorts: row.allocation.publicPorts ?? [],
+      // left suspended: its GPUs stay reclaimable (worker-suspension.ts)
+      ...(suspendedAt !== null ? { reclaimable: suspendedHold(row.endpointId, row.accountId, suspendedAt) } : {}),
     });
     if (!reserved.ok) return { ok: false, reason: `its allocation could not be reserved again: ${reserved.reason}` };
     this.#keys.adopt(row.id, keyId);
     // startedAt is its launch: the crash window and the start timeout count from there.
-    const m = tracked(row.endpointId, row.hostId, row.createdAt, this.#deps.clock.now());
+    const m = tracked(row.endpointId, row.accountId, row.hostId, row.createdAt, this.#deps.clock.now());
     // Left suspended by the previous server: it stays so, its keep time counting from then.
-    if (row.status === 'suspended')
-      Object.assign(m, { suspension: 'suspended', suspendedAt: row.suspendedAt ?? m.lastActiveAt });
+    if (suspendedAt !== null) Object.assign(m, { suspension: 'suspended', suspendedAt });
     this.#workers.set(row.id, m);
     return { ok: true };
   }
@@ -283,11 +303,20 @@ export class LaunchedWorkers {
   /**
    * Stops a worker: instance (removed: a worker keeps nothing), reservation, key, row; its jobs (if
    * any) go back to the queue. `endpointId` names the endpoint of a worker not tracked here (a row
-   * left by another replica).
+   * left by another replica). Answers why its instance could not be removed, or null.
    */
-  async stop(workerId: string, reason: string, endpointId?: string): Promise<void> {
+  stop(workerId: string, reason: string, endpointId?: string): Promise<string | null> {
+    const under = this.#stops.get(workerId);
+    if (under) return under;
     const m = this.#workers.get(workerId);
-    if (m?.stopping) return;
+    if (m?.stopping) return Promise.resolve(null);
+    const stopping = this.#stop(workerId, reason, endpointId).finally(() => this.#stops.delete(workerId));
+    this.#stops.set(workerId, stopping);
+    return stopping;
+  }
+
+  async #stop(workerId: string, reason: string, endpointId?: string): Promise<string | null> {
+    const m = this.#workers.get(workerId);
     if (m) m.stopping = true;
     this.#deps.lb?.remove(workerId);
     const endpoint = m?.endpointId ?? endpointId ?? null;
@@ -299,6 +328,7 @@ export class LaunchedWorkers {
       await this.#keys.revoke(workerId);
       if (endpoint !== null) await this.#deps.workers.markDead(endpoint, [workerId], this.#deps.clock.now());
       await this.#deps.jobs.worker.workerLost(workerId, endpoint);
+      return failed;
     } finally {
       this.#workers.delete(workerId);
     }
@@ -345,8 +375,15 @@ export class LaunchedWorkers {
 }
 
 /** A worker as tracked from its launch (or adoption): not yet heard from, nor proven. */
-const tracked = (endpointId: string, hostId: string, startedAt: number, lastActiveAt: number): LaunchedWorker => ({
+const tracked = (
+  endpointId: string,
+  accountId: string,
+  hostId: string,
+  startedAt: number,
+  lastActiveAt: number,
+): LaunchedWorker => ({
   endpointId,
+  accountId,
   hostId,
   startedAt,
   lastActiveAt,

@@ -8,6 +8,10 @@ import { WorkersRegistry } from './workers-registry.js';
 import { SuspendGate } from './suspend-gate.js';
 import { WorkerSuspension } from './worker-suspension.js';
 import type { LaunchedWorker } from './launched-workers.js';
+import { Inventory } from '../inventory/inventory.js';
+import { defaultCatalog } from '../domain/catalog.js';
+import { suspendedHold } from '../domain/reclaim-ladder.js';
+import { gpuPlacementRequest } from '../../test/support/placement.js';
 
 for (const { name, skip } of dialects()) {
   describe(`suspended workers on ${name}`, { skip }, () => {
@@ -122,6 +126,7 @@ describe('the suspend gate', () => {
 describe('suspending a worker', () => {
   const worker = (): LaunchedWorker => ({
     endpointId: 'ep1',
+    accountId: 'acct1',
     hostId: 'h1',
     startedAt: 0,
     lastActiveAt: 0,
@@ -132,17 +137,23 @@ describe('suspending a worker', () => {
     suspension: null,
     suspendedAt: null,
   });
-  const suspension = (runtime: ConstructorParameters<typeof WorkerSuspension>[0]['runtime'], m: LaunchedWorker) => {
+  const suspension = (
+    runtime: ConstructorParameters<typeof WorkerSuspension>[0]['runtime'],
+    m: LaunchedWorker,
+    inventory: Pick<Inventory, 'setReclaimable'> = { setReclaimable: () => true },
+    clock = new FakeClock(),
+  ) => {
     const gate = new SuspendGate();
     return {
       gate,
       s: new WorkerSuspension({
-        clock: new FakeClock(),
+        clock,
         runtime,
         workers: { get: (id) => (id === 'w1' ? m : undefined) },
         registry: { gate, suspended: async () => true, resumed: async () => true },
         jobs: { worker: { workerLost: async () => ({ requeued: [], failed: [] }) } },
         instances: { log: async () => {} },
+        inventory,
         logger: { info: () => {}, warn: () => {} },
       }),
     };
@@ -172,5 +183,61 @@ describe('suspending a worker', () => {
     assert.deepEqual(await failing.s.suspend('w1'), { ok: false, reason: 'suspending failed: engine said no' });
     assert.equal(failing.gate.isClosed('ep1', 'w1'), false);
     assert.equal(m.suspension, null);
+  });
+
+  test("a suspended worker's GPUs are on the ladder until it resumes; a resume after placement took them is refused and never continues the instance", async () => {
+    const inventory = new Inventory({
+      hosts: [
+        {
+          id: 'h1',
+          dataCenterId: 'US-TX-3',
+          cloud: 'SECURE',
+          cudaVersion: '12.4',
+          gpuTypeId: 'NVIDIA GeForce RTX 4090',
+          gpuCount: 1,
+          cpuFlavors: [],
+          vcpus: 6,
+          memoryGb: 48,
+          diskGb: 1000,
+          portRange: [20000, 20099],
+          publicIp: '127.0.0.1',
+        },
+      ],
+      catalog: defaultCatalog(),
+    });
+    const pod = gpuPlacementRequest({ gpuCount: 1, reclaim: { kind: 'on-demand', accountId: 'acct2' } });
+    assert.ok(inventory.placeAndReserve('w1', gpuPlacementRequest({ gpuCount: 1 })).ok);
+    const clock = new FakeClock(1_000);
+    let resumed = 0;
+    const m = worker();
+    const { s } = suspension(
+      {
+        suspend: async () => {},
+        resume: async () => {
+          resumed++;
+        },
+      },
+      m,
+      inventory,
+      clock,
+    );
+    assert.equal(inventory.allocationOf('w1')?.reclaimable, undefined, 'a running worker is not on the ladder');
+    assert.deepEqual(await s.suspend('w1'), { ok: true });
+    assert.deepEqual(inventory.allocationOf('w1')?.reclaimable, suspendedHold('ep1', 'acct1', 1_000));
+    assert.deepEqual(await s.resume('w1'), { ok: true });
+    assert.equal(inventory.allocationOf('w1')?.reclaimable, undefined, 'resumed: off the ladder');
+    assert.equal(inventory.placeAndReserve('pod-1', pod).ok, false);
+
+    clock.advance(5);
+    assert.deepEqual(await s.suspend('w1'), { ok: true });
+    const taken = inventory.placeAndReserve('pod-2', pod);
+    assert.ok(taken.ok && taken.reclaimed?.[0]?.holderId === 'w1');
+    assert.deepEqual(await s.resume('w1'), {
+      ok: false,
+      reason: 'worker w1 was reclaimed: its GPUs were taken back for another placement',
+    });
+    assert.equal(resumed, 1, 'the instance was not continued: its GPU is the pod’s');
+    assert.equal(m.suspension, 'suspended');
+    assert.equal(inventory.allocationOf('w1'), undefined);
   });
 });

@@ -1,10 +1,12 @@
 import type { Logger } from 'pino';
 import type { Clock } from '../domain/clock.js';
 import type { Instances } from '../instances/instances.js';
+import type { Inventory } from '../inventory/inventory.js';
 import type { WorkerJobs } from '../jobs/worker-jobs.js';
 import type { Runtime } from '../runtime/runtime.js';
 import type { LaunchedWorkers } from './launched-workers.js';
 import type { WorkersRegistry } from './workers-registry.js';
+import { suspendedHold } from '../domain/reclaim-ladder.js';
 
 export interface WorkerSuspensionDeps {
   clock: Clock;
@@ -13,7 +15,11 @@ export interface WorkerSuspensionDeps {
   registry: Pick<WorkersRegistry, 'gate' | 'suspended' | 'resumed'>;
   jobs: { worker: Pick<WorkerJobs, 'workerLost'> };
   instances: Pick<Instances, 'log'>;
+  /** Where a suspended worker's hold is reclaimable (worker-reclaim.ts). */
+  inventory: Pick<Inventory, 'setReclaimable'>;
   logger: Pick<Logger, 'info' | 'warn'>;
+  /** `serverless.flashboot.suspendedPricePerGpuHour`: what suspended time is billed at. @default 0 */
+  suspendedPricePerGpuHour?: number | undefined;
 }
 
 /** How a suspension or a resumption went: done, or refused / failed with why. */
@@ -28,6 +34,8 @@ export type SuspensionOutcome = { ok: true } | { ok: false; reason: string };
  *   that window goes back to the queue.
  * - resume: the runtime continues its instance, its row says `idle` and its takes are answered
  *   again; what its SDK sent before it was frozen is answered as usual.
+ * While it is suspended its hold is reclaimable (worker-reclaim.ts): a resume that finds it taken
+ * back is refused, saying so (the worker is being removed).
  * A runtime (or fleet host) that cannot suspend: refused, saying so (the autoscaler then stops
  * the worker as without FlashBoot); a runtime that fails either step: the caller removes it.
  */
@@ -64,9 +72,10 @@ export class WorkerSuspension {
       return { ok: false, reason: `suspending failed: ${(err as Error).message}` };
     }
     const now = clock.now();
-    await registry.suspended(m.endpointId, workerId, now);
+    await registry.suspended(m.endpointId, workerId, now, this.#deps.suspendedPricePerGpuHour ?? 0);
     m.suspension = 'suspended';
     m.suspendedAt = now;
+    this.#deps.inventory.setReclaimable(workerId, suspendedHold(m.endpointId, m.accountId, now));
     // A job handed to it just before its takes were gated would wait, frozen, until it resumes.
     const moved = await this.#deps.jobs.worker.workerLost(workerId, m.endpointId);
     logger.info({ workerId, endpointId: m.endpointId, why, ...moved }, 'suspended worker');
@@ -80,11 +89,15 @@ export class WorkerSuspension {
     if (!m || m.stopping) return { ok: false, reason: `worker ${workerId} is not running here` };
     if (m.suspension !== 'suspended') return { ok: false, reason: `worker ${workerId} is not suspended` };
     if (!runtime.resume) return { ok: false, reason: 'the runtime cannot resume instances' };
+    // Off the ladder first, in the inventory's own step: placement took it back, or it is ours.
+    if (!this.#deps.inventory.setReclaimable(workerId, null))
+      return { ok: false, reason: `worker ${workerId} was reclaimed: its GPUs were taken back for another placement` };
     m.suspension = 'resuming';
     try {
       await runtime.resume(workerId);
     } catch (err) {
       m.suspension = 'suspended';
+      this.#deps.inventory.setReclaimable(workerId, suspendedHold(m.endpointId, m.accountId, m.suspendedAt ?? 0));
       return { ok: false, reason: `resuming failed: ${(err as Error).message}` };
     }
     const now = clock.now();

@@ -114,15 +114,20 @@ export class WorkersRegistry {
 
   /**
    * The worker is frozen (FlashBoot): its row says `suspended` (out of the heartbeat-loss sweep,
-   * its key kept). Answers whether its row was still alive.
+   * its key kept), billed from now at `pricePerGpuHour` per GPU. Answers whether its row was still alive.
    */
-  async suspended(endpointId: string, workerId: string, now: number = this.#clock.now()): Promise<boolean> {
+  async suspended(
+    endpointId: string,
+    workerId: string,
+    now: number = this.#clock.now(),
+    pricePerGpuHour = 0,
+  ): Promise<boolean> {
     const entry = this.#known.get(keyOf(endpointId, workerId));
     if (entry) {
       entry.status = 'suspended';
       entry.dirty = false;
     }
-    return this.#store.markSuspended(endpointId, workerId, now);
+    return this.#store.markSuspended(endpointId, workerId, now, pricePerGpuHour);
   }
 
   /** The worker runs again: idle, heard from now, its takes answered again. */

@@ -37,6 +37,8 @@ export interface LaunchedWorkerRow {
   allocation: WorkerAllocation | null;
   /** When it was suspended (status `suspended`); null otherwise. */
   suspendedAt: number | null;
+  /** Its endpoint's account ('' when the endpoint is gone). */
+  accountId: string;
 }
 
 /**
@@ -69,9 +71,11 @@ export class AutoscalerStore {
   async launchedWorkers(tx: Executor = this.db.kysely): Promise<LaunchedWorkerRow[]> {
     const rows = await tx
       .selectFrom('workers')
-      .selectAll()
-      .where('status', '!=', 'dead')
-      .where('host_id', 'is not', null)
+      .leftJoin('endpoints', 'endpoints.id', 'workers.endpoint_id')
+      .selectAll('workers')
+      .select('endpoints.account_id')
+      .where('workers.status', '!=', 'dead')
+      .where('workers.host_id', 'is not', null)
       .execute();
     return rows.map((r) => ({
       id: r.id,
@@ -82,6 +86,7 @@ export class AutoscalerStore {
       lastPingAt: r.last_ping_at === null ? null : Number(r.last_ping_at),
       allocation: parseAllocation(r.allocation),
       suspendedAt: r.suspended_at == null ? null : Number(r.suspended_at),
+      accountId: r.account_id ?? '',
     }));
   }
 

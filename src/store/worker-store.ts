@@ -1,6 +1,7 @@
 import { sql } from 'kysely';
 import { LIVE_WORKER_STATUSES, TERMINAL_WORKER_STATUSES, type WorkerStatus } from '../domain/worker-state.js';
 import type { Db } from './database.js';
+import { switchWorkerUsage } from './worker-usage-switch.js';
 
 /** A sign of life to write: the worker's status and when it was last heard from. */
 export interface WorkerSighting {
@@ -99,29 +100,45 @@ export class WorkerStore {
 
   /**
    * The worker was suspended at `now` (FlashBoot): status `suspended`, out of the heartbeat-loss
-   * sweep. Only a row still alive is changed; answers whether it was.
+   * sweep; its usage interval is billed from now at `pricePerGpuHour` per GPU (worker-usage-switch.ts).
+   * Only a row still alive is changed; answers whether it was.
    */
-  async markSuspended(endpointId: string, id: string, now: number): Promise<boolean> {
-    const res = await this.db.kysely
-      .updateTable('workers')
-      .set({ status: 'suspended', suspended_at: now, updated_at: now })
-      .where('endpoint_id', '=', endpointId)
-      .where('id', '=', id)
-      .where('status', 'in', [...LIVE_WORKER_STATUSES, 'initializing', 'suspended'])
-      .executeTakeFirst();
-    return Number(res.numUpdatedRows) > 0;
+  async markSuspended(endpointId: string, id: string, now: number, pricePerGpuHour = 0): Promise<boolean> {
+    return this.db.withTransaction(async (tx) => {
+      const before = await tx
+        .selectFrom('workers')
+        .select('status')
+        .where('endpoint_id', '=', endpointId)
+        .where('id', '=', id)
+        .executeTakeFirst();
+      const res = await tx
+        .updateTable('workers')
+        .set({ status: 'suspended', suspended_at: now, updated_at: now })
+        .where('endpoint_id', '=', endpointId)
+        .where('id', '=', id)
+        .where('status', 'in', [...LIVE_WORKER_STATUSES, 'initializing', 'suspended'])
+        .executeTakeFirst();
+      const changed = Number(res.numUpdatedRows) > 0;
+      if (changed && before?.status !== 'suspended')
+        await switchWorkerUsage(tx, endpointId, id, now, { suspendedPricePerGpuHour: pricePerGpuHour });
+      return changed;
+    });
   }
 
-  /** The suspended worker was resumed at `now`: idle again, its heartbeat counting from now. */
+  /** The suspended worker was resumed at `now`: idle again, its heartbeat counting from now, billed as running again. */
   async markResumed(endpointId: string, id: string, now: number): Promise<boolean> {
-    const res = await this.db.kysely
-      .updateTable('workers')
-      .set({ status: 'idle', suspended_at: null, last_ping_at: now, updated_at: now })
-      .where('endpoint_id', '=', endpointId)
-      .where('id', '=', id)
-      .where('status', '=', 'suspended')
-      .executeTakeFirst();
-    return Number(res.numUpdatedRows) > 0;
+    return this.db.withTransaction(async (tx) => {
+      const res = await tx
+        .updateTable('workers')
+        .set({ status: 'idle', suspended_at: null, last_ping_at: now, updated_at: now })
+        .where('endpoint_id', '=', endpointId)
+        .where('id', '=', id)
+        .where('status', '=', 'suspended')
+        .executeTakeFirst();
+      const changed = Number(res.numUpdatedRows) > 0;
+      if (changed) await switchWorkerUsage(tx, endpointId, id, now, 'launch-rate');
+      return changed;
+    });
   }
 
   /** Live workers the platform launched (the row carries a host), per endpoint. */
