@@ -499,7 +499,11 @@ test('metrics are off without a token, and a token shorter than 16 characters st
 
 test('suspended FlashBoot time is free by default and billed at serverless.flashboot.suspendedPricePerGpuHour when set', () => {
   withFile('{}', (config) =>
-    assert.deepEqual(config.serverless.flashboot, { maxKeepMs: 600_000, suspendedPricePerGpuHour: 0 }),
+    assert.deepEqual(config.serverless.flashboot, {
+      maxKeepMs: 600_000,
+      suspendedPricePerGpuHour: 0,
+      prepull: { intervalMs: 15_000, diskBudgetGb: 100 },
+    }),
   );
   withFile('serverless: { flashboot: { suspendedPricePerGpuHour: 0.07 } }', (config) =>
     assert.equal(config.serverless.flashboot.suspendedPricePerGpuHour, 0.07),

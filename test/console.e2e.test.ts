@@ -249,6 +249,39 @@ describe('the web console in a browser', { skip }, () => {
     await page.close();
   });
 
+  test("a FlashBoot endpoint's page counts its suspended workers apart from its idle ones", async () => {
+    const template = await api(server.url, 'POST', '/v2/templates', {
+      name: 'console-flash',
+      image: WORKER_IMAGE,
+      serverless: true,
+    });
+    assert.equal(template.status, 201, JSON.stringify(template.body));
+    const created = await api(server.url, 'POST', '/v2/serverless', {
+      name: 'console-flash',
+      templateId: template.body!.id,
+      gpu: { pools: ['ADA_24'] },
+      workers: { min: 0, max: 1, idleTimeout: 1 },
+      flashboot: 'FLASHBOOT',
+    });
+    assert.equal(created.status, 201, JSON.stringify(created.body));
+    const id = created.body!.id as string;
+    const ran = await api(server.url, 'POST', `/v2/${id}/runsync?wait=90000`, { input: { prompt: 'warm' } });
+    assert.equal((ran.body as { status?: string } | null)?.status, 'COMPLETED', JSON.stringify(ran.body));
+    const page = await context.newPage();
+    await signIn(page, `${server.url}/console/`, KEY);
+    await page.goto(`${server.url}/console/#/serverless/${id}`);
+    await page.getByRole('heading', { name: 'console-flash' }).waitFor();
+    const count = (k: string) => page.locator(`[data-testid="workers"] [data-count="${k}"] dd`).innerText();
+    await eventually(
+      async () =>
+        `the page to count one suspended worker (suspended ${await count('suspended')}, idle ${await count('idle')})`,
+      async () => (await count('suspended')) === '1' && (await count('idle')) === '0',
+      60_000,
+      250,
+    );
+    await page.close();
+  });
+
   test("a bad form value shows the API's message at the field it concerns", async () => {
     const page = await context.newPage();
     await signIn(page, `${server.url}/console/`, KEY);

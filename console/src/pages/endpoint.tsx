@@ -7,7 +7,15 @@ import { duration, ProblemNote, StatusBadge, usePoll, WriteButton } from '../ui.
 
 interface Health {
   jobs: { completed: number; failed: number; inProgress: number; inQueue: number; retried: number };
-  workers: { idle: number; running: number; initializing: number; throttled: number; unhealthy: number };
+  /** `suspended`: FlashBoot's frozen workers (a Gantry extension) */
+  workers: {
+    idle: number;
+    running: number;
+    initializing: number;
+    throttled: number;
+    unhealthy: number;
+    suspended?: number;
+  };
 }
 
 const HOUR = 3600;
@@ -221,10 +229,10 @@ export function EndpointPage({ id }: { id: string }) {
         <article>
           <header>Workers</header>
           <dl class="counts" data-testid="workers">
-            {(['running', 'idle', 'initializing', 'throttled', 'unhealthy'] as const).map((k) => (
-              <div key={k}>
+            {(['running', 'idle', 'suspended', 'initializing', 'throttled', 'unhealthy'] as const).map((k) => (
+              <div key={k} data-count={k}>
                 <dt>{k}</dt>
-                <dd>{w ? w[k] : '—'}</dd>
+                <dd>{w ? (w[k] ?? 0) : '—'}</dd>
               </div>
             ))}
           </dl>
