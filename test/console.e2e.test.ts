@@ -258,8 +258,10 @@ describe('the web console in a browser', { skip }, () => {
     assert.equal(template.status, 201, JSON.stringify(template.body));
     const created = await api(server.url, 'POST', '/v2/serverless', {
       name: 'console-flash',
+      type: 'QUEUE',
       templateId: template.body!.id,
       gpu: { pools: ['ADA_24'] },
+      scaling: { type: 'QUEUE_DELAY', queueDelay: 4 },
       workers: { min: 0, max: 1, idleTimeout: 1 },
       flashboot: 'FLASHBOOT',
     });
