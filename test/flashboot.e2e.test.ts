@@ -118,6 +118,10 @@ describe('FlashBoot end to end (process runtime, real workers)', () => {
     assert.equal(processState(pid), 'T', 'its process is frozen (SIGSTOP)');
     assert.equal((await workers.healthCounts(endpoint.id)).suspended, 1, '/health counts it apart');
     assert.equal((await workers.healthCounts(endpoint.id)).idle, 0);
+    await eventually(
+      'the `gantry_workers{state="suspended"}` source to count it',
+      async () => autoscaler.workerTotals().suspended >= 1,
+    );
 
     const starts = autoscaler.decisions.starts;
     const resumes = autoscaler.decisions.resumes;

@@ -32,6 +32,8 @@ export interface EndpointScaleState {
   capacityError: string | null;
   heldBack: number;
   counts: { idle: number; running: number; initializing: number };
+  /** FlashBoot: its workers suspended (or being suspended or resumed) at the last pass. */
+  suspended: number;
 }
 
 /**
@@ -70,6 +72,7 @@ export class EndpointScaleStates {
         capacityError: null,
         heldBack: 0,
         counts: { idle: 0, running: 0, initializing: 0 },
+        suspended: 0,
       };
       this.#states.set(endpointId, s);
     }
@@ -99,9 +102,10 @@ export class EndpointScaleStates {
   }
 
   /** Worker counts by state over every endpoint, as of each one's last pass (metrics). */
-  totals(now: number): Record<'idle' | 'running' | 'initializing' | 'throttled' | 'unhealthy', number> {
-    const t = { idle: 0, running: 0, initializing: 0, throttled: 0, unhealthy: 0 };
-    for (const id of this.#states.keys()) {
+  totals(now: number): Record<'idle' | 'running' | 'initializing' | 'throttled' | 'unhealthy' | 'suspended', number> {
+    const t = { idle: 0, running: 0, initializing: 0, throttled: 0, unhealthy: 0, suspended: 0 };
+    for (const [id, s] of this.#states) {
+      t.suspended += s.suspended;
       const h = this.health(id, now);
       t.idle += h.idle;
       t.running += h.running;

@@ -152,6 +152,7 @@ export class EndpointScaler {
       workers.push(w);
     }
     state.counts = counts;
+    state.suspended = suspended.length;
     if (unavailable === null) await this.#expireSuspended(endpoint, suspended, workers.length, now);
     const decision = decideScale(
       {
