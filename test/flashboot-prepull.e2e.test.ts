@@ -45,7 +45,7 @@ describe(
     let publicImage = '';
 
     /** A pass loop of its own over the app's services, with `config`. */
-    const prepull = (config: Partial<ImagePrepullConfig> = {}) =>
+    const prepull = (config: Partial<ImagePrepullConfig> = {}, held = true) =>
       new ImagePrepull({
         runtime: fixture.runtime,
         inventory: t.services.inventory,
@@ -53,7 +53,7 @@ describe(
         endpoints: t.services.endpoints,
         registries: t.services.registries,
         catalog: t.config.catalog,
-        lease: { isHeld: () => true },
+        lease: { isHeld: () => held },
         logger: pino({ level: 'silent' }),
         config: { intervalMs: 0, diskBudgetGb: 100, ...config },
       });
@@ -123,6 +123,8 @@ describe(
     test("a FlashBoot endpoint's private image is pulled with its owner's credential before any worker starts, and recorded as pre-pulled", async () => {
       assert.equal(await onEngine(privateImage), false, 'not on the engine before');
       await flashEndpoint(alice.accountId, privateImage, aliceCredential, 'alice-flash');
+      await prepull({}, false).pass();
+      assert.equal(await onEngine(privateImage), false, 'a replica that does not scale pulls nothing');
       await prepull().pass();
       assert.equal(await onEngine(privateImage), true, 'pulled ahead of the first job');
       assert.deepEqual(await prepared(), [canonicalImage(privateImage).ref]);

@@ -84,10 +84,14 @@ export class ImagePrepull {
     this.#timer = setTimeout(tick, 0).unref();
   }
 
+  /** Ends the loop; waits at most a second for a pass under way (a pull may take minutes: it goes on in the engine). */
   async stop(): Promise<void> {
     this.#stopped = true;
     if (this.#timer) clearTimeout(this.#timer);
-    await this.#running;
+    if (!this.#running) return;
+    let bound: NodeJS.Timeout | undefined;
+    await Promise.race([this.#running, new Promise<void>((r) => (bound = setTimeout(r, 1_000).unref()))]);
+    clearTimeout(bound);
   }
 
   /** One pass (exported for tests, which run it on their own schedule). */
