@@ -52,8 +52,8 @@ function replicaOf() {
 
 test('a worker another replica launched joins the pool with the host ports its row records, is health-checked here, and leaves when its row goes', async () => {
   const t = replicaOf();
-  t.rows.push({ id: 'w1', endpointId: 'ep', accountId: 'acc', publicPorts: [31000, 31001] });
-  t.rows.push({ id: 'w-gone-endpoint', endpointId: 'gone', accountId: 'acc', publicPorts: [31002] });
+  t.rows.push({ id: 'w1', endpointId: 'ep', accountId: 'acc', publicPorts: [31000, 31001], suspended: false });
+  t.rows.push({ id: 'w-gone-endpoint', endpointId: 'gone', accountId: 'acc', publicPorts: [31002], suspended: false });
   t.health.set('w1', 200);
   await t.replicas.refresh();
   await t.settle();
@@ -62,13 +62,13 @@ test('a worker another replica launched joins the pool with the host ports its r
   assert.deepEqual(t.probed, [{ workerId: 'w1', hostPort: 31001 }], 'PORT_HEALTH at its own host port');
   assert.equal(t.pool.workerState('w1')?.ready, true);
   const lease = await t.pool.acquire('ep', { waitMs: 10 });
-  assert.ok(lease && lease !== 'gone');
+  assert.ok(lease && typeof lease === 'object');
   assert.equal(lease.workerId, 'w1');
   t.rows.length = 0;
   await t.replicas.refresh();
   assert.equal(t.pool.has('w1'), false, 'its row went: it leaves the pool');
   // a read that still listed it (older than its removal) does not bring it back
-  t.rows.push({ id: 'w1', endpointId: 'ep', accountId: 'acc', publicPorts: [31000, 31001] });
+  t.rows.push({ id: 'w1', endpointId: 'ep', accountId: 'acc', publicPorts: [31000, 31001], suspended: false });
   await t.replicas.refresh();
   assert.equal(t.pool.has('w1'), false);
   lease.release();
@@ -77,7 +77,7 @@ test('a worker another replica launched joins the pool with the host ports its r
 test("a worker this replica's autoscaler launched is left to the autoscaler: never added or removed from the store's rows", async () => {
   const t = replicaOf();
   t.local.add('mine');
-  t.rows.push({ id: 'mine', endpointId: 'ep', accountId: 'acc', publicPorts: [31000] });
+  t.rows.push({ id: 'mine', endpointId: 'ep', accountId: 'acc', publicPorts: [31000], suspended: false });
   await t.replicas.refresh();
   assert.equal(t.pool.has('mine'), false, 'not learnt: the autoscaler adds it itself');
   t.pool.add({
@@ -107,16 +107,16 @@ test('demand is written when it changes, once per publish however many requests 
   await t.replicas.publish();
   assert.equal(t.writes.length, 1, 'nothing changed: no write');
   // a worker learnt and ready takes it; many requests come and go between two publishes: one write
-  t.rows.push({ id: 'w1', endpointId: 'ep', accountId: 'acc', publicPorts: [31000, 31001] });
+  t.rows.push({ id: 'w1', endpointId: 'ep', accountId: 'acc', publicPorts: [31000, 31001], suspended: false });
   t.health.set('w1', 200);
   await t.replicas.refresh();
   await t.settle();
   const held = await waiting;
-  assert.ok(held && held !== 'gone');
+  assert.ok(held && typeof held === 'object');
   t.clock.advance(100);
   for (let i = 0; i < 50; i++) {
     const l = await t.pool.acquire('ep', { waitMs: 10 });
-    assert.ok(l && l !== 'gone');
+    assert.ok(l && typeof l === 'object');
     l.release();
   }
   await t.replicas.publish();
