@@ -167,3 +167,70 @@ test("the autoscaler's view adds the other replicas' waiting and held requests, 
   assert.equal(traffic.workerState('w1')?.lastActiveAt, Math.max(5_000, t.pool.workerState('w1')!.lastActiveAt));
   assert.equal(traffic.workerState('unknown'), null);
 });
+
+test("FlashBoot: a learnt worker whose row says suspended takes no request and is not checked; a strict-resume request for it is written for the autoscaler's replica; its row resumed, it is checked at once and serves", async () => {
+  const t = replicaOf();
+  t.rows.push({ id: 'w1', endpointId: 'ep', accountId: 'acc', publicPorts: [31000, 31001], suspended: false });
+  t.health.set('w1', 200);
+  await t.replicas.refresh();
+  await t.settle();
+  assert.equal(t.pool.workerState('w1')?.ready, true);
+  t.rows[0] = { ...t.rows[0]!, suspended: true };
+  await t.replicas.refresh();
+  assert.equal(t.pool.workerState('w1')?.ready, false, 'suspended by the autoscaler of another replica');
+  const probes = t.probed.length;
+  t.pool.checkAll();
+  await t.settle();
+  assert.equal(t.probed.length, probes, 'no health check to a frozen worker');
+  assert.equal(await t.pool.acquire('ep', { waitMs: 10_000, preferred: 'w1', strict: true }), 'suspended');
+
+  const pending = t.pool.acquire('ep', { waitMs: 10_000, preferred: 'w1', strict: true, resume: true });
+  await t.replicas.publish();
+  const written = t.writes.at(-1)!.demand;
+  assert.equal(written[0]?.waiting, 1);
+  assert.equal(written[0]?.workers.w1?.resumeWanted, 1, 'the worker the request waits for, by name');
+
+  t.rows[0] = { ...t.rows[0], suspended: false };
+  await t.replicas.refresh();
+  await t.settle();
+  const lease = await pending;
+  assert.ok(lease && typeof lease === 'object');
+  assert.equal(lease.workerId, 'w1');
+  assert.equal(t.probed.length, probes + 1, 'checked once, at its resumption');
+  lease.release();
+  // a worker first learnt while suspended is added frozen: not checked
+  t.rows.push({ id: 'w2', endpointId: 'ep', accountId: 'acc', publicPorts: [31002], suspended: true });
+  await t.replicas.refresh();
+  await t.settle();
+  assert.equal(t.pool.has('w2'), true);
+  assert.equal(
+    t.probed.some((p) => p.workerId === 'w2'),
+    false,
+  );
+});
+
+test("the autoscaler's view counts strict-resume requests waiting for a worker on every replica", async () => {
+  const t = replicaOf();
+  t.pool.add({ workerId: 'w1', endpointId: 'ep', accountId: 'acc', port: 8000, healthPort: 8000, healthPath: '/ping' });
+  const traffic = new ReplicaTraffic({
+    pool: t.pool,
+    store: {
+      read: async () => [
+        {
+          endpointId: 'ep',
+          waiting: 2,
+          inFlight: 0,
+          workers: { w1: { outstanding: 0, lastActiveAt: 0, resumeWanted: 2 } },
+        },
+      ],
+      prune: async () => 0,
+    },
+    replicaId: 'r1',
+    ttlMs: 15_000,
+  });
+  void t.pool.acquire('ep', { waitMs: 10_000, preferred: 'w1', strict: true, resume: true });
+  await traffic.refresh(100_000);
+  assert.equal(traffic.resumeWanted('w1'), 3);
+  assert.equal(traffic.resumeWanted('w2'), 0);
+  t.pool.close();
+});
