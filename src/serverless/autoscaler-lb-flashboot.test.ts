@@ -186,4 +186,17 @@ describe('the autoscaler with FlashBoot on a load-balancing endpoint (injected c
     assert.equal(await status(id), 'idle');
     lease.release();
   });
+
+  test('a worker a strict-resume request waits for when its keep time ends is resumed for it, not removed', async () => {
+    const ep = await endpoint();
+    const first = await served(ep);
+    const id = first.workerId;
+    first.release();
+    assert.ok((await autoscaler.suspendWorker(id)).ok);
+    clock.advance(10 * MIN);
+    const lease = await served(ep, { preferred: id, strict: true, resume: true });
+    assert.equal(lease.workerId, id);
+    assert.deepEqual(autoscaler.workerIds(ep.id), [id]);
+    lease.release();
+  });
 });

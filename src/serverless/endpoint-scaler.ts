@@ -241,7 +241,8 @@ export class EndpointScaler {
   /**
    * FlashBoot's keep time: a worker suspended that long is removed, as is one no longer wanted
    * (its endpoint turned FlashBoot off; `workersMax` lowered under the workers up and suspended:
-   * the longest suspended go first). The removed ones leave `suspended`.
+   * the longest suspended go first). The removed ones leave `suspended`. A load-balancing worker a
+   * `strict-resume` request waits for outlives its keep time: this pass resumes it.
    */
   async #expireSuspended(
     endpoint: Endpoint,
@@ -255,7 +256,7 @@ export class EndpointScaler {
     for (const s of [...suspended]) {
       if (!s.settled) continue;
       const why =
-        now - s.at >= keepMs
+        now - s.at >= keepMs && !((this.#deps.lb?.resumeWanted(s.id) ?? 0) > 0)
           ? `FlashBoot keep time over (suspended ${now - s.at} ms, keep ${keepMs} ms)`
           : !endpoint.flashboot
             ? 'FlashBoot turned off'
