@@ -44,7 +44,7 @@ interface Waiter {
   strict: boolean;
   /** strict-resume: `preferred` is to be resumed for it when suspended */
   resume: boolean;
-  done(lease: LbLease | null | 'gone'): void;
+  done(lease: LbLease | null | 'gone' | 'suspended'): void;
 }
 
 export interface LbPoolDeps {
@@ -121,6 +121,8 @@ export class LbPool implements LbTraffic {
     if (!force && (e.outstanding > 0 || [...this.#waiters].some((w) => w.preferred === workerId))) return 'busy';
     this.#setHealth(e, 'suspended', why);
     this.#changes++;
+    // (forced only:) a request waiting `strict` for it is answered as one sent now would be
+    for (const w of [...this.#waiters]) if (w.strict && !w.resume && w.preferred === workerId) w.done('suspended');
     return 'frozen';
   }
 

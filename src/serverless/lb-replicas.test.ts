@@ -175,8 +175,15 @@ test("FlashBoot: a learnt worker whose row says suspended takes no request and i
   await t.replicas.refresh();
   await t.settle();
   assert.equal(t.pool.workerState('w1')?.ready, true);
+  // a strict request waiting for it (not ready just then) is answered as one sent after the freeze
+  t.health.set('w1', 500);
+  t.pool.checkAll();
+  await t.settle();
+  const strictWaiting = t.pool.acquire('ep', { waitMs: 10_000, preferred: 'w1', strict: true });
   t.rows[0] = { ...t.rows[0]!, suspended: true };
   await t.replicas.refresh();
+  assert.equal(await strictWaiting, 'suspended');
+  t.health.set('w1', 200);
   assert.equal(t.pool.workerState('w1')?.ready, false, 'suspended by the autoscaler of another replica');
   const probes = t.probed.length;
   t.pool.checkAll();
