@@ -216,5 +216,60 @@ describe(
       const id = ((await res.json()) as { workerId: string }).workerId;
       assert.notEqual(id, first, 'a new worker, not a stopped one');
     });
+
+    test('FlashBoot: the lease holder suspends an idle worker; a request through B resumes the same process with no launch, and strict-resume through B resumes it again', async () => {
+      const template = await api<{ id: string }>(replicas[0]!, 'POST', '/v2/templates', {
+        name: 'lb-replicas-flash',
+        image: LB_WORKER,
+        serverless: true,
+        containerDiskInGb: 5,
+      });
+      const endpoint = await api<{ id: string }>(replicas[0]!, 'POST', '/v2/serverless', {
+        name: 'lb-replicas-flash',
+        templateId: template.body.id,
+        type: 'LOAD_BALANCER',
+        gpu: { pools: ['ADA_24'] },
+        scaling: { type: 'REQUEST_COUNT', requestCount: 1 },
+        workers: { min: 0, max: 2, idleTimeout: 1 },
+        flashboot: 'FLASHBOOT',
+      });
+      assert.equal(endpoint.status, 201, JSON.stringify(endpoint.body));
+      const id = endpoint.body.id;
+      const viaB = (await api<{ loadBalancerUrl: string }>(replicas[1]!, 'GET', `/v2/serverless/${id}`)).body
+        .loadBalancerUrl;
+      const list = async () =>
+        (
+          await api<{ workers: Array<{ id: string; status: string }> }>(
+            replicas[0]!,
+            'GET',
+            `/v2/serverless/${id}/workers`,
+          )
+        ).body.workers;
+      const whoami = async (affinity?: string) => {
+        const res = await fetch(`${viaB}/whoami`, {
+          headers: { ...auth, ...(affinity ? { 'x-runpod-worker-id': affinity } : {}) },
+        });
+        assert.equal(res.status, 200, `${await res.clone().text()}\n${diagnostics()}`);
+        return (await res.json()) as { workerId: string; pid: number; boot: string };
+      };
+      const suspended = (workerId: string) =>
+        eventually(
+          () => `worker ${workerId} to be suspended\n${diagnostics()}`,
+          async () => (await list()).some((w) => w.id === workerId && w.status === 'SUSPENDED'),
+          60_000,
+        );
+      const w = await whoami();
+      await suspended(w.workerId);
+      const again = await whoami();
+      assert.deepEqual([again.workerId, again.pid, again.boot], [w.workerId, w.pid, w.boot], 'the same process');
+      await suspended(w.workerId);
+      const pinned = await whoami(`strict-resume ${w.workerId}`);
+      assert.deepEqual([pinned.workerId, pinned.pid, pinned.boot], [w.workerId, w.pid, w.boot]);
+      assert.deepEqual(
+        (await list()).map((x) => x.id),
+        [w.workerId],
+        'one worker all along: no launch',
+      );
+    });
   },
 );

@@ -266,18 +266,18 @@ export class LbProxy {
     const gone = new AbortController();
     const onClose = (): void => gone.abort();
     closes.once('close', onClose);
-    const { preferred, strict } = affinityOf(req.headers[WORKER_HEADER]);
+    const affinity = affinityOf(req.headers[WORKER_HEADER]);
+    const { preferred, strict } = affinity;
     const waitStarted = performance.now();
     let waited = false;
     const lease = await this.#d.pool.acquire(endpoint.id, {
       waitMs,
-      preferred,
-      strict,
+      ...affinity,
       signal: gone.signal,
       onWait: () => (waited = true),
     });
     closes.off('close', onClose);
-    if (lease === 'gone') return pinnedGone(preferred!, endpoint);
+    if (lease === 'gone' || lease === 'suspended') return pinnedGone(preferred!, endpoint, lease === 'suspended');
     const seconds = (performance.now() - waitStarted) / 1000;
     const outcome = lease ? 'served' : gone.signal.aborted ? 'gone' : 'timeout';
     if (waited) this.#d.meter?.waited(endpoint.id, outcome, seconds);

@@ -45,13 +45,20 @@ export function lbRouteOf(host: string | undefined, url: string, domain: string 
 }
 
 /**
- * `X-Runpod-Worker-Id` as a request sends it: `<id>` (soft: preferred when ready), `strict <id>` or
- * `strict-resume <id>` (that worker or nothing; a stopped worker cannot be resumed here, so both
- * are strict). Anything else is no preference.
+ * `X-Runpod-Worker-Id` as a request sends it: `<id>` (soft: preferred when ready), `strict <id>`
+ * (that worker or nothing; one scaled down — suspended by FlashBoot — counts as gone, as upstream
+ * resumes only for the next form) or `strict-resume <id>` (as strict, and a suspended worker is
+ * resumed for it while the request waits). Anything else is no preference.
  */
-export function affinityOf(value: string | string[] | undefined): { preferred: string | null; strict: boolean } {
+export function affinityOf(value: string | string[] | undefined): {
+  preferred: string | null;
+  strict: boolean;
+  resume: boolean;
+} {
   const m = typeof value === 'string' ? /^\s*(?:(strict|strict-resume)\s+)?([a-z0-9]{1,64})\s*$/i.exec(value) : null;
-  return m ? { preferred: m[2]!.toLowerCase(), strict: m[1] !== undefined } : { preferred: null, strict: false };
+  return m
+    ? { preferred: m[2]!.toLowerCase(), strict: m[1] !== undefined, resume: m[1]?.toLowerCase() === 'strict-resume' }
+    : { preferred: null, strict: false, resume: false };
 }
 
 export const tooLarge = (max: number): ApiError =>
@@ -69,11 +76,16 @@ export const noWorker = (endpoint: Endpoint): ApiError =>
     headers: { 'retry-after': RETRY_AFTER_S },
   });
 
-/** The 404 of a request pinned (`X-Runpod-Worker-Id: strict`) to a worker the endpoint no longer has. */
-export const pinnedGone = (workerId: string, endpoint: Endpoint): ApiError =>
+/**
+ * The 404 of a request pinned (`X-Runpod-Worker-Id: strict`) to a worker the endpoint no longer
+ * has, or (`suspended`) to one FlashBoot scaled down, which only `strict-resume` resumes.
+ */
+export const pinnedGone = (workerId: string, endpoint: Endpoint, suspended = false): ApiError =>
   new ApiError(
     'NOT_FOUND',
-    `affinity_worker_gone: worker "${workerId}" (X-Runpod-Worker-Id: strict) is not one of endpoint "${endpoint.id}"'s active workers; send the request without the header (or soft, the worker id alone) to have any worker take it.`,
+    suspended
+      ? `affinity_worker_gone: worker "${workerId}" (X-Runpod-Worker-Id: strict) of endpoint "${endpoint.id}" is scaled down (suspended by FlashBoot); send 'strict-resume ${workerId}' to have it resumed for the request, or the worker id alone to have any worker take it.`
+      : `affinity_worker_gone: worker "${workerId}" (X-Runpod-Worker-Id: strict) is not one of endpoint "${endpoint.id}"'s active workers; send the request without the header (or soft, the worker id alone) to have any worker take it.`,
   );
 
 /** The 503 of a request that waited `waitMs` for a ready worker (`pinned`: the one it is pinned to). */

@@ -53,6 +53,7 @@ import { PassLoop } from './pass-loop.js';
 import { WorkerSuspension, type SuspensionOutcome } from './worker-suspension.js';
 import { WorkerReclaim } from './worker-reclaim.js';
 import type { LbPool, LbTraffic } from './lb-pool.js';
+import { balancedTraffic } from './lb-replicas.js';
 import type { JobFinishedEvents } from './webhook-dispatcher.js';
 import type { WorkersRegistry } from './workers-registry.js';
 import type { RegistriesService } from '../registries/registries-service.js';
@@ -170,16 +171,7 @@ export class Autoscaler {
     const { lb, traffic } = deps;
     this.#scaler = new EndpointScaler({
       ...deps,
-      lb:
-        lb && traffic
-          ? {
-              add: (info) => lb.add(info),
-              has: (id) => lb.has(id),
-              waiting: (id) => traffic.waiting(id),
-              inFlight: (id) => traffic.inFlight(id),
-              workerState: (id) => traffic.workerState(id),
-            }
-          : lb,
+      lb: lb && traffic ? balancedTraffic(lb, traffic) : lb,
       store: this.store,
       states: this.#states,
       workers: this.#workers,

@@ -183,13 +183,15 @@ export class EndpointScaler {
         'scaling',
       );
     for (const { id, reason } of decision.stop) {
-      if (reason === 'idle' && endpoint.flashboot && endpoint.type !== 'LB') {
-        // FlashBoot: frozen, kept for the next job; a runtime that cannot stops it as without.
+      if (reason === 'idle' && endpoint.flashboot) {
+        // FlashBoot: frozen, kept for the next job or request; a runtime that cannot stops it as without.
         const r = await this.#deps.suspension.suspend(id, `idle for ${endpoint.idleTimeout} s (FlashBoot)`);
         if (r.ok) {
           this.#deps.decisions.suspends++;
           continue;
         }
+        // a load-balancing worker that took a request since: not idle, neither suspended nor stopped
+        if (r.busy === true) continue;
         this.#deps.logger.info(
           { endpointId, workerId: id, reason: r.reason },
           'not suspending the worker; stopping it',
@@ -206,18 +208,22 @@ export class EndpointScaler {
           `did not become ready within ${this.#deps.config.startTimeoutMs} ms`,
         );
     }
-    // Demand resumes suspended workers (the most recently suspended first) before launching.
+    // Demand resumes suspended workers before launching: first those requests wait for by name
+    // (`strict-resume`), then the most recently suspended.
     let resumed = 0;
-    const ready = suspended.filter((s) => s.settled).sort((a, b) => b.at - a.at);
+    const wanted = (id: string): boolean => (lb?.resumeWanted(id) ?? 0) > 0;
+    const ready = suspended
+      .filter((s) => s.settled)
+      .sort((a, b) => Number(wanted(b.id)) - Number(wanted(a.id)) || b.at - a.at);
     for (const s of ready) {
-      if (resumed >= decision.start) break;
+      if (resumed >= decision.start && !wanted(s.id)) break;
       const r = await this.#deps.suspension.resume(s.id);
       if (r.ok) {
         resumed++;
         this.#deps.decisions.resumes++;
       } else await this.#deps.workers.stop(s.id, r.reason);
     }
-    this.#deps.decisions.starts += decision.start - resumed;
+    this.#deps.decisions.starts += Math.max(0, decision.start - resumed);
     let throttled = 0;
     for (let i = resumed; i < decision.start; i++) {
       const placed = await this.#launchWithinQuota(endpoint, now);
@@ -236,7 +242,8 @@ export class EndpointScaler {
   /**
    * FlashBoot's keep time: a worker suspended that long is removed, as is one no longer wanted
    * (its endpoint turned FlashBoot off; `workersMax` lowered under the workers up and suspended:
-   * the longest suspended go first). The removed ones leave `suspended`.
+   * the longest suspended go first). The removed ones leave `suspended`. A load-balancing worker a
+   * `strict-resume` request waits for outlives its keep time: this pass resumes it.
    */
   async #expireSuspended(
     endpoint: Endpoint,
@@ -250,7 +257,7 @@ export class EndpointScaler {
     for (const s of [...suspended]) {
       if (!s.settled) continue;
       const why =
-        now - s.at >= keepMs
+        now - s.at >= keepMs && !((this.#deps.lb?.resumeWanted(s.id) ?? 0) > 0)
           ? `FlashBoot keep time over (suspended ${now - s.at} ms, keep ${keepMs} ms)`
           : !endpoint.flashboot
             ? 'FlashBoot turned off'
@@ -269,8 +276,12 @@ export class EndpointScaler {
     const missing = rows.filter((r) => !lb.has(r.id) && this.#deps.workers.get(r.id)?.stopping === false);
     if (missing.length === 0) return;
     const ports = lbWorkerPorts(endpoint, await this.#deps.endpoints.templateOf(endpoint));
+    // one adopted suspended (FlashBoot) is neither checked nor sent requests until resumed
     for (const r of missing)
-      lb.add({ workerId: r.id, endpointId: endpoint.id, accountId: endpoint.accountId, ...ports });
+      lb.add(
+        { workerId: r.id, endpointId: endpoint.id, accountId: endpoint.accountId, ...ports },
+        this.#deps.workers.get(r.id)?.suspension === 'suspended',
+      );
   }
 
   /** A launch, when the endpoint's account has room for the worker's GPUs under its quota; else why not. */

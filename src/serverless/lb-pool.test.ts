@@ -141,3 +141,36 @@ test("strict affinity takes the named worker only: it waits while that one is no
   assert.equal(await waitingForB, 'gone', 'the pinned worker stopped while it waited');
   t.pool.close();
 });
+
+test('FlashBoot: a frozen worker takes no request; freezing is refused while it holds one or one waits for it by name; a strict-resume request asks for a pass, and the worker thawed is checked at once and takes it', async () => {
+  const t = poolOf();
+  t.health.set('w1', 200);
+  t.add('w1');
+  await t.check();
+  const held = (await t.pool.acquire('ep', { waitMs: 100 })) as LbLease;
+  assert.equal(t.pool.freeze('w1', 'idle'), 'busy', 'it holds a request');
+  held.release();
+  assert.equal(t.pool.freeze('nobody', 'idle'), 'unknown');
+  assert.equal(t.pool.freeze('w1', 'idle'), 'frozen');
+  assert.equal(t.pool.workerState('w1')!.ready, false);
+  assert.equal(await t.pool.acquire('ep', { waitMs: 100 }), null, 'a frozen worker takes no request');
+  assert.equal(await t.pool.acquire('ep', { waitMs: 100, preferred: 'w1', strict: true }), 'suspended');
+  t.wanted.length = 0;
+  const pending = t.pool.acquire('ep', { waitMs: 30_000, preferred: 'w1', strict: true, resume: true });
+  assert.deepEqual(t.wanted, ['ep'], 'strict-resume asks the autoscaler for a pass at once');
+  assert.equal(t.pool.resumeWanted('w1'), 1);
+  t.pool.thaw('w1', 'resumed');
+  assert.equal(t.pool.freeze('w1', 'idle'), 'busy', 'a request waits for it by name');
+  await t.check();
+  const lease = await pending;
+  assert.equal((lease as LbLease).workerId, 'w1');
+  assert.ok(
+    t.lines.some((l) => l.startsWith('w1 health: suspended (idle)')),
+    t.lines.join('\n'),
+  );
+  assert.ok(
+    t.lines.some((l) => l.startsWith('w1 health: initializing (resumed)')),
+    t.lines.join('\n'),
+  );
+  t.pool.close();
+});

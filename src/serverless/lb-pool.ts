@@ -7,55 +7,23 @@
  * one to become ready, and asks the autoscaler for a pass at once (a cold start). What the
  * autoscaler's REQUEST_COUNT rule reads — requests waiting, requests held, each worker's readiness
  * and last activity — comes from here (`LbTraffic`).
+ *
+ * FlashBoot (issue 30): a suspended worker is `suspended` here — no request goes to it and no
+ * health check is sent while it is frozen. `freeze` refuses a worker that holds a request or that
+ * a request waits for; `thaw` (it was resumed) checks its health at once, and it takes requests
+ * again on its 200. A request pinned `strict` to a suspended worker is answered 'suspended';
+ * pinned `strict-resume`, it waits, and the autoscaler reads it (`resumeWanted`) to resume that one.
  */
 import type { Logger } from 'pino';
 import type { LbEndpointDemand } from '../store/lb-demand-store.js';
+import type { LbLease, LbTraffic, LbWorkerInfo } from './lb-traffic.js';
+
+export type { LbLease, LbTraffic, LbWorkerInfo } from './lb-traffic.js';
 
 /** How many removed workers' ids are remembered. */
 const GONE_KEPT = 4_096;
 
-type LbHealth = 'initializing' | 'ready' | 'unhealthy';
-
-/** A launched worker of a load-balancing endpoint: where its application and its health path are. */
-export interface LbWorkerInfo {
-  workerId: string;
-  endpointId: string;
-  accountId: string;
-  /** `PORT`: where requests go (inside the instance) */
-  port: number;
-  /** `PORT_HEALTH` */
-  healthPort: number;
-  /** `HEALTH_CHECK_PATH`, with its leading slash */
-  healthPath: string;
-  /**
-   * Learnt from the store, not launched by this replica's autoscaler (lb-replicas.ts): its host
-   * ports by private port, as the launching replica recorded them.
-   */
-  hostPorts?: Readonly<Record<number, number>>;
-}
-
-/** What the autoscaler reads of an endpoint's traffic. */
-export interface LbTraffic {
-  /** Requests waiting for a ready worker. */
-  waiting(endpointId: string): number;
-  /** Requests a worker holds now. */
-  inFlight(endpointId: string): number;
-  /** A worker's readiness, requests held and last activity; null when it is not a balanced worker. */
-  workerState(workerId: string): { ready: boolean; outstanding: number; lastActiveAt: number } | null;
-}
-
-/** A worker taken for one request; `release` once its answer ended (idempotent). */
-export interface LbLease {
-  workerId: string;
-  port: number;
-  release(): void;
-  /**
-   * Releases it because its port could not be reached (`why`): the worker is unhealthy, and takes
-   * no request, until a health check finds it ready again (it may have stopped, on another replica's
-   * word, before this replica's pool heard of it).
-   */
-  unreachable(why: string): void;
-}
+type LbHealth = 'initializing' | 'ready' | 'unhealthy' | 'suspended';
 
 interface Entry extends LbWorkerInfo {
   health: LbHealth;
@@ -74,7 +42,9 @@ interface Waiter {
   preferred: string | null;
   /** only `preferred` will do (strict affinity) */
   strict: boolean;
-  done(lease: LbLease | null | 'gone'): void;
+  /** strict-resume: `preferred` is to be resumed for it when suspended */
+  resume: boolean;
+  done(lease: LbLease | null | 'gone' | 'suspended'): void;
 }
 
 export interface LbPoolDeps {
@@ -120,12 +90,15 @@ export class LbPool implements LbTraffic {
     for (const w of [...this.#waiters]) w.done(null);
   }
 
-  /** A worker was launched (or adopted): it is checked from now on, and takes requests once ready. */
-  add(info: LbWorkerInfo): void {
+  /**
+   * A worker was launched (or adopted): it is checked from now on, and takes requests once ready.
+   * `suspended`: it is frozen (FlashBoot) and is neither checked nor sent requests until `thaw`.
+   */
+  add(info: LbWorkerInfo, suspended = false): void {
     const now = this.#d.now();
     this.#workers.set(info.workerId, {
       ...info,
-      health: 'initializing',
+      health: suspended ? 'suspended' : 'initializing',
       everReady: false,
       outstanding: 0,
       lastActiveAt: now,
@@ -134,6 +107,37 @@ export class LbPool implements LbTraffic {
       served: false,
     });
     void this.#check(this.#workers.get(info.workerId)!);
+  }
+
+  /**
+   * FlashBoot: the worker is about to be frozen. It leaves the ready set ('frozen'), unless it
+   * holds a request or a request waits pinned to it ('busy': it is not idle; `force`, used where
+   * the worker is already frozen by another replica, freezes it all the same). 'unknown': not here.
+   */
+  freeze(workerId: string, why: string, force = false): 'frozen' | 'busy' | 'unknown' {
+    const e = this.#workers.get(workerId);
+    if (!e) return 'unknown';
+    if (e.health === 'suspended') return 'frozen';
+    if (!force && (e.outstanding > 0 || [...this.#waiters].some((w) => w.preferred === workerId))) return 'busy';
+    this.#setHealth(e, 'suspended', why);
+    this.#changes++;
+    // (forced only:) a request waiting `strict` for it is answered as one sent now would be
+    for (const w of [...this.#waiters]) if (w.strict && !w.resume && w.preferred === workerId) w.done('suspended');
+    return 'frozen';
+  }
+
+  /** The worker runs again (resumed, or its suspension failed): its health is checked at once. */
+  thaw(workerId: string, why: string): void {
+    const e = this.#workers.get(workerId);
+    if (!e || e.health !== 'suspended') return;
+    this.#setHealth(e, 'initializing', why);
+    this.#changes++;
+    void this.#check(e);
+  }
+
+  /** Whether the worker is suspended (frozen) here. */
+  isFrozen(workerId: string): boolean {
+    return this.#workers.get(workerId)?.health === 'suspended';
   }
 
   /** A worker stops: it takes no more requests (those under way end with its instance). */
@@ -187,10 +191,23 @@ export class LbPool implements LbTraffic {
       if (!d) out.set(endpointId, (d = { endpointId, waiting: 0, inFlight: this.inFlight(endpointId), workers: {} }));
       return d;
     };
-    for (const w of this.#waiters) of(w.endpointId).waiting++;
+    for (const w of this.#waiters) {
+      const d = of(w.endpointId);
+      d.waiting++;
+      if (!w.resume || w.preferred === null) continue;
+      const e = this.#workers.get(w.preferred);
+      const entry = (d.workers[w.preferred] ??= {
+        outstanding: e?.outstanding ?? 0,
+        lastActiveAt: e?.lastActiveAt ?? 0,
+      });
+      entry.resumeWanted = (entry.resumeWanted ?? 0) + 1;
+    }
     for (const endpointId of this.#inFlight.keys()) of(endpointId);
     for (const e of this.#workers.values())
-      if (e.served) of(e.endpointId).workers[e.workerId] = { outstanding: e.outstanding, lastActiveAt: e.lastActiveAt };
+      if (e.served) {
+        const d = of(e.endpointId);
+        d.workers[e.workerId] = { ...d.workers[e.workerId], outstanding: e.outstanding, lastActiveAt: e.lastActiveAt };
+      }
     return [...out.values()];
   }
 
@@ -209,6 +226,12 @@ export class LbPool implements LbTraffic {
     return e ? { ready: e.health === 'ready', outstanding: e.outstanding, lastActiveAt: e.lastActiveAt } : null;
   }
 
+  resumeWanted(workerId: string): number {
+    let n = 0;
+    for (const w of this.#waiters) if (w.resume && w.preferred === workerId) n++;
+    return n;
+  }
+
   /** Whether any worker of the endpoint is ready now. */
   anyReady(endpointId: string): boolean {
     for (const e of this.#workers.values()) if (e.endpointId === endpointId && e.health === 'ready') return true;
@@ -220,15 +243,26 @@ export class LbPool implements LbTraffic {
    * one holding the fewest requests. With none ready, waits up to `waitMs` for one (null: none
    * became ready in time, or `signal` ended the wait). `strict`: `preferred` or nothing — waits
    * for it while it is not ready, and answers 'gone' when it is not (or no longer) one of the
-   * endpoint's workers.
+   * endpoint's workers. A suspended `preferred`: 'suspended' for `strict`; `resume` (strict-resume)
+   * waits for it, and asks for a pass of the autoscaler, which resumes it.
    */
   acquire(
     endpointId: string,
-    options: { waitMs: number; preferred?: string | null; strict?: boolean; signal?: AbortSignal; onWait?: () => void },
-  ): Promise<LbLease | null | 'gone'> {
+    options: {
+      waitMs: number;
+      preferred?: string | null;
+      strict?: boolean;
+      resume?: boolean;
+      signal?: AbortSignal;
+      onWait?: () => void;
+    },
+  ): Promise<LbLease | null | 'gone' | 'suspended'> {
     const preferred = options.preferred ?? null;
     const strict = options.strict === true && preferred !== null;
-    if (strict && this.#workers.get(preferred)?.endpointId !== endpointId) return Promise.resolve('gone');
+    const resume = strict && options.resume === true;
+    const pinned = strict ? this.#workers.get(preferred) : undefined;
+    if (strict && pinned?.endpointId !== endpointId) return Promise.resolve('gone');
+    if (strict && !resume && pinned?.health === 'suspended') return Promise.resolve('suspended');
     const now = this.#take(endpointId, preferred, strict);
     if (now) return Promise.resolve(now);
     if (options.signal?.aborted) return Promise.resolve(null);
@@ -238,6 +272,7 @@ export class LbPool implements LbTraffic {
         endpointId,
         preferred,
         strict,
+        resume,
         done: (lease) => {
           clearTimeout(timer);
           options.signal?.removeEventListener('abort', abort);
@@ -250,8 +285,8 @@ export class LbPool implements LbTraffic {
       options.signal?.addEventListener('abort', abort, { once: true });
       this.#waiters.add(waiter);
       this.#changes++;
-      // a pinned worker is on its way or not: another worker would not serve this request
-      if (!strict) this.#d.wanted(endpointId);
+      // a pinned worker is on its way or not (another would not serve it), unless it is to be resumed
+      if (!strict || resume) this.#d.wanted(endpointId);
     });
   }
 
@@ -313,7 +348,8 @@ export class LbPool implements LbTraffic {
   }
 
   async #check(e: Entry): Promise<void> {
-    if (e.probing) return;
+    // a frozen worker is not asked: it could not answer
+    if (e.probing || e.health === 'suspended') return;
     e.probing = true;
     let answer: number | Error;
     try {
@@ -323,7 +359,8 @@ export class LbPool implements LbTraffic {
     } finally {
       e.probing = false;
     }
-    if (this.#workers.get(e.workerId) !== e) return;
+    // (frozen while it was asked: what it said, if anything, is not its state now)
+    if (this.#workers.get(e.workerId) !== e || (e.health as LbHealth) === 'suspended') return;
     // Before it was first ready, a worker that does not answer yet is still starting.
     const next: LbHealth =
       answer === 200

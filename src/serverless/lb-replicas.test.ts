@@ -52,8 +52,8 @@ function replicaOf() {
 
 test('a worker another replica launched joins the pool with the host ports its row records, is health-checked here, and leaves when its row goes', async () => {
   const t = replicaOf();
-  t.rows.push({ id: 'w1', endpointId: 'ep', accountId: 'acc', publicPorts: [31000, 31001] });
-  t.rows.push({ id: 'w-gone-endpoint', endpointId: 'gone', accountId: 'acc', publicPorts: [31002] });
+  t.rows.push({ id: 'w1', endpointId: 'ep', accountId: 'acc', publicPorts: [31000, 31001], suspended: false });
+  t.rows.push({ id: 'w-gone-endpoint', endpointId: 'gone', accountId: 'acc', publicPorts: [31002], suspended: false });
   t.health.set('w1', 200);
   await t.replicas.refresh();
   await t.settle();
@@ -62,13 +62,13 @@ test('a worker another replica launched joins the pool with the host ports its r
   assert.deepEqual(t.probed, [{ workerId: 'w1', hostPort: 31001 }], 'PORT_HEALTH at its own host port');
   assert.equal(t.pool.workerState('w1')?.ready, true);
   const lease = await t.pool.acquire('ep', { waitMs: 10 });
-  assert.ok(lease && lease !== 'gone');
+  assert.ok(lease && typeof lease === 'object');
   assert.equal(lease.workerId, 'w1');
   t.rows.length = 0;
   await t.replicas.refresh();
   assert.equal(t.pool.has('w1'), false, 'its row went: it leaves the pool');
   // a read that still listed it (older than its removal) does not bring it back
-  t.rows.push({ id: 'w1', endpointId: 'ep', accountId: 'acc', publicPorts: [31000, 31001] });
+  t.rows.push({ id: 'w1', endpointId: 'ep', accountId: 'acc', publicPorts: [31000, 31001], suspended: false });
   await t.replicas.refresh();
   assert.equal(t.pool.has('w1'), false);
   lease.release();
@@ -77,7 +77,7 @@ test('a worker another replica launched joins the pool with the host ports its r
 test("a worker this replica's autoscaler launched is left to the autoscaler: never added or removed from the store's rows", async () => {
   const t = replicaOf();
   t.local.add('mine');
-  t.rows.push({ id: 'mine', endpointId: 'ep', accountId: 'acc', publicPorts: [31000] });
+  t.rows.push({ id: 'mine', endpointId: 'ep', accountId: 'acc', publicPorts: [31000], suspended: false });
   await t.replicas.refresh();
   assert.equal(t.pool.has('mine'), false, 'not learnt: the autoscaler adds it itself');
   t.pool.add({
@@ -107,16 +107,16 @@ test('demand is written when it changes, once per publish however many requests 
   await t.replicas.publish();
   assert.equal(t.writes.length, 1, 'nothing changed: no write');
   // a worker learnt and ready takes it; many requests come and go between two publishes: one write
-  t.rows.push({ id: 'w1', endpointId: 'ep', accountId: 'acc', publicPorts: [31000, 31001] });
+  t.rows.push({ id: 'w1', endpointId: 'ep', accountId: 'acc', publicPorts: [31000, 31001], suspended: false });
   t.health.set('w1', 200);
   await t.replicas.refresh();
   await t.settle();
   const held = await waiting;
-  assert.ok(held && held !== 'gone');
+  assert.ok(held && typeof held === 'object');
   t.clock.advance(100);
   for (let i = 0; i < 50; i++) {
     const l = await t.pool.acquire('ep', { waitMs: 10 });
-    assert.ok(l && l !== 'gone');
+    assert.ok(l && typeof l === 'object');
     l.release();
   }
   await t.replicas.publish();
@@ -166,4 +166,78 @@ test("the autoscaler's view adds the other replicas' waiting and held requests, 
   assert.equal(traffic.workerState('w1')?.outstanding, 3, 'busy with another replica’s requests: not idle');
   assert.equal(traffic.workerState('w1')?.lastActiveAt, Math.max(5_000, t.pool.workerState('w1')!.lastActiveAt));
   assert.equal(traffic.workerState('unknown'), null);
+});
+
+test("FlashBoot: a learnt worker whose row says suspended takes no request and is not checked; a strict-resume request for it is written for the autoscaler's replica; its row resumed, it is checked at once and serves", async () => {
+  const t = replicaOf();
+  t.rows.push({ id: 'w1', endpointId: 'ep', accountId: 'acc', publicPorts: [31000, 31001], suspended: false });
+  t.health.set('w1', 200);
+  await t.replicas.refresh();
+  await t.settle();
+  assert.equal(t.pool.workerState('w1')?.ready, true);
+  // a strict request waiting for it (not ready just then) is answered as one sent after the freeze
+  t.health.set('w1', 500);
+  t.pool.checkAll();
+  await t.settle();
+  const strictWaiting = t.pool.acquire('ep', { waitMs: 10_000, preferred: 'w1', strict: true });
+  t.rows[0] = { ...t.rows[0]!, suspended: true };
+  await t.replicas.refresh();
+  assert.equal(await strictWaiting, 'suspended');
+  t.health.set('w1', 200);
+  assert.equal(t.pool.workerState('w1')?.ready, false, 'suspended by the autoscaler of another replica');
+  const probes = t.probed.length;
+  t.pool.checkAll();
+  await t.settle();
+  assert.equal(t.probed.length, probes, 'no health check to a frozen worker');
+  assert.equal(await t.pool.acquire('ep', { waitMs: 10_000, preferred: 'w1', strict: true }), 'suspended');
+
+  const pending = t.pool.acquire('ep', { waitMs: 10_000, preferred: 'w1', strict: true, resume: true });
+  await t.replicas.publish();
+  const written = t.writes.at(-1)!.demand;
+  assert.equal(written[0]?.waiting, 1);
+  assert.equal(written[0]?.workers.w1?.resumeWanted, 1, 'the worker the request waits for, by name');
+
+  t.rows[0] = { ...t.rows[0], suspended: false };
+  await t.replicas.refresh();
+  await t.settle();
+  const lease = await pending;
+  assert.ok(lease && typeof lease === 'object');
+  assert.equal(lease.workerId, 'w1');
+  assert.equal(t.probed.length, probes + 1, 'checked once, at its resumption');
+  lease.release();
+  // a worker first learnt while suspended is added frozen: not checked
+  t.rows.push({ id: 'w2', endpointId: 'ep', accountId: 'acc', publicPorts: [31002], suspended: true });
+  await t.replicas.refresh();
+  await t.settle();
+  assert.equal(t.pool.has('w2'), true);
+  assert.equal(
+    t.probed.some((p) => p.workerId === 'w2'),
+    false,
+  );
+});
+
+test("the autoscaler's view counts strict-resume requests waiting for a worker on every replica", async () => {
+  const t = replicaOf();
+  t.pool.add({ workerId: 'w1', endpointId: 'ep', accountId: 'acc', port: 8000, healthPort: 8000, healthPath: '/ping' });
+  const traffic = new ReplicaTraffic({
+    pool: t.pool,
+    store: {
+      read: async () => [
+        {
+          endpointId: 'ep',
+          waiting: 2,
+          inFlight: 0,
+          workers: { w1: { outstanding: 0, lastActiveAt: 0, resumeWanted: 2 } },
+        },
+      ],
+      prune: async () => 0,
+    },
+    replicaId: 'r1',
+    ttlMs: 15_000,
+  });
+  void t.pool.acquire('ep', { waitMs: 10_000, preferred: 'w1', strict: true, resume: true });
+  await traffic.refresh(100_000);
+  assert.equal(traffic.resumeWanted('w1'), 3);
+  assert.equal(traffic.resumeWanted('w2'), 0);
+  t.pool.close();
 });

@@ -57,6 +57,9 @@ export interface LbReplicasDeps {
     | 'waiting'
     | 'inFlight'
     | 'workerState'
+    | 'freeze'
+    | 'thaw'
+    | 'isFrozen'
   >;
   /** This replica's id in `lb_demand` (unique per process). */
   replicaId: string;
@@ -136,7 +139,12 @@ export class LbReplicas {
     for (const id of pool.learntIds()) if (!live.has(id)) pool.remove(id);
     const ports = new Map<string, LbWorkerPorts | null>();
     for (const r of rows) {
-      if (pool.has(r.id) || pool.wasRemoved(r.id) || this.#d.launchedHere(r.id)) continue;
+      if (this.#d.launchedHere(r.id)) continue;
+      if (pool.has(r.id)) {
+        this.#follow(r.id, r.suspended);
+        continue;
+      }
+      if (pool.wasRemoved(r.id)) continue;
       if (!ports.has(r.endpointId)) ports.set(r.endpointId, await this.#d.portsOf(r.accountId, r.endpointId));
       const p = ports.get(r.endpointId);
       // Read again after the awaits: the autoscaler here may have launched or stopped it meanwhile.
@@ -149,8 +157,21 @@ export class LbReplicas {
         hostPorts: lbHostPorts(p, r.publicPorts),
       };
       this.#d.logger.debug({ workerId: r.id, endpointId: r.endpointId }, 'balancing a worker another replica launched');
-      pool.add(info);
+      pool.add(info, r.suspended);
     }
+  }
+
+  /**
+   * FlashBoot: a learnt worker follows its row — suspended by the autoscaler's replica, it leaves
+   * this pool's ready set (a request this replica sent it in the instant before waits, frozen,
+   * until it is resumed); resumed, its health is checked at once.
+   */
+  #follow(workerId: string, suspended: boolean): void {
+    const { pool } = this.#d;
+    if (suspended && !pool.isFrozen(workerId))
+      pool.freeze(workerId, 'suspended (FlashBoot, by the autoscaler of another replica)', true);
+    else if (!suspended && pool.isFrozen(workerId))
+      pool.thaw(workerId, 'resumed (by the autoscaler of another replica)');
   }
 
   async #publish(): Promise<void> {
@@ -190,6 +211,19 @@ export class LbReplicas {
   }
 }
 
+/** The pool the autoscaler adds workers to, with every replica's traffic (`traffic`) in place of its own. */
+export const balancedTraffic = (
+  pool: Pick<LbPool, 'add' | 'has'>,
+  traffic: LbTraffic,
+): LbTraffic & Pick<LbPool, 'add' | 'has'> => ({
+  add: (info, suspended) => pool.add(info, suspended),
+  has: (id) => pool.has(id),
+  waiting: (id) => traffic.waiting(id),
+  inFlight: (id) => traffic.inFlight(id),
+  workerState: (id) => traffic.workerState(id),
+  resumeWanted: (id) => traffic.resumeWanted(id),
+});
+
 /**
  * The traffic the autoscaler scales on: its own pool's, plus the other replicas' fresh demand read
  * at the start of each pass (`refresh`).
@@ -200,7 +234,7 @@ export class ReplicaTraffic implements LbTraffic {
   readonly #replicaId: string;
   readonly #ttlMs: number;
   #remote = new Map<string, LbEndpointDemand>();
-  #remoteWorkers = new Map<string, { outstanding: number; lastActiveAt: number }>();
+  #remoteWorkers = new Map<string, { outstanding: number; lastActiveAt: number; resumeWanted?: number }>();
   #prunedAt = -Infinity;
 
   constructor(deps: {
@@ -232,6 +266,10 @@ export class ReplicaTraffic implements LbTraffic {
 
   inFlight(endpointId: string): number {
     return this.#pool.inFlight(endpointId) + (this.#remote.get(endpointId)?.inFlight ?? 0);
+  }
+
+  resumeWanted(workerId: string): number {
+    return this.#pool.resumeWanted(workerId) + (this.#remoteWorkers.get(workerId)?.resumeWanted ?? 0);
   }
 
   workerState(workerId: string): { ready: boolean; outstanding: number; lastActiveAt: number } | null {

@@ -5,6 +5,7 @@ import type { Inventory } from '../inventory/inventory.js';
 import type { WorkerJobs } from '../jobs/worker-jobs.js';
 import type { Runtime } from '../runtime/runtime.js';
 import type { LaunchedWorkers } from './launched-workers.js';
+import type { LbPool } from './lb-pool.js';
 import type { WorkersRegistry } from './workers-registry.js';
 import { suspendedHold } from '../domain/reclaim-ladder.js';
 
@@ -20,10 +21,15 @@ export interface WorkerSuspensionDeps {
   logger: Pick<Logger, 'info' | 'warn'>;
   /** `serverless.flashboot.suspendedPricePerGpuHour`: what suspended time is billed at. @default 0 */
   suspendedPricePerGpuHour?: number | undefined;
+  /** Load-balancing endpoints' workers: a suspended one leaves the balancer's ready set. @default none */
+  lb?: Pick<LbPool, 'freeze' | 'thaw'> | undefined;
 }
 
-/** How a suspension or a resumption went: done, or refused / failed with why. */
-export type SuspensionOutcome = { ok: true } | { ok: false; reason: string };
+/**
+ * How a suspension or a resumption went: done, or refused / failed with why; `busy`: refused
+ * because the worker is not idle after all (a load-balancing worker holding or awaited by a request).
+ */
+export type SuspensionOutcome = { ok: true } | { ok: false; reason: string; busy?: boolean };
 
 /**
  * Suspending and resuming a launched worker (FlashBoot, issue 30), in the order that freezes no
@@ -36,6 +42,9 @@ export type SuspensionOutcome = { ok: true } | { ok: false; reason: string };
  *   again; what its SDK sent before it was frozen is answered as usual.
  * While it is suspended its hold is reclaimable (worker-reclaim.ts): a resume that finds it taken
  * back is refused, saying so (the worker is being removed).
+ * A load-balancing endpoint's worker first leaves the balancer's ready set, only while it holds no
+ * request and none waits for it (lb-pool.ts `freeze`; so no request is frozen inside it); resumed,
+ * it takes requests again once its health path answers 200.
  * A runtime (or fleet host) that cannot suspend: refused, saying so (the autoscaler then stops
  * the worker as without FlashBoot); a runtime that fails either step: the caller removes it.
  */
@@ -62,12 +71,16 @@ export class WorkerSuspension {
     if (m.suspension !== null) return { ok: false, reason: `worker ${workerId} is already ${m.suspension}` };
     const refused = this.refusal(m.hostId);
     if (refused !== null) return { ok: false, reason: refused };
+    const lb = this.#deps.lb;
+    if (lb?.freeze(workerId, `suspended: ${why}`) === 'busy')
+      return { ok: false, busy: true, reason: `worker ${workerId} holds a request, or one waits for it` };
     m.suspension = 'suspending';
     registry.gate.close(m.endpointId, workerId);
     try {
       await runtime.suspend!(workerId);
     } catch (err) {
       registry.gate.open(m.endpointId, workerId);
+      lb?.thaw(workerId, 'its suspension failed');
       m.suspension = null;
       return { ok: false, reason: `suspending failed: ${(err as Error).message}` };
     }
@@ -106,6 +119,7 @@ export class WorkerSuspension {
     m.suspendedAt = null;
     // Its idle time counts from its resumption.
     m.lastActiveAt = Math.max(m.lastActiveAt, now);
+    this.#deps.lb?.thaw(workerId, `resumed: ${why}`);
     logger.info({ workerId, endpointId: m.endpointId, why }, 'resumed worker');
     await this.#deps.instances.log(workerId, `resumed: ${why}`);
     return { ok: true };

@@ -40,6 +40,29 @@ for (const { name, skip } of dialects()) {
       ]);
     });
 
+    test('requests pinned strict-resume to a worker are written with its counts and summed over the replicas; none written, none read', async () => {
+      await store.publish(
+        'r1',
+        [demand('ep-a', 1, 0, { w1: { outstanding: 0, lastActiveAt: T0, resumeWanted: 1 } })],
+        T0,
+      );
+      await store.publish(
+        'r2',
+        [demand('ep-a', 2, 0, { w1: { outstanding: 1, lastActiveAt: T0 + 1, resumeWanted: 2 } })],
+        T0,
+      );
+      await store.publish('r3', [demand('ep-a', 0, 1, { w1: { outstanding: 1, lastActiveAt: T0 + 2 } })], T0);
+      assert.deepEqual(await store.read(T0, null), [
+        demand('ep-a', 3, 1, { w1: { outstanding: 2, lastActiveAt: T0 + 2, resumeWanted: 3 } }),
+      ]);
+      assert.deepEqual(await store.read(T0, 'r1'), [
+        demand('ep-a', 2, 1, { w1: { outstanding: 2, lastActiveAt: T0 + 2, resumeWanted: 2 } }),
+      ]);
+      assert.deepEqual(await store.read(T0, 'r2'), [
+        demand('ep-a', 1, 1, { w1: { outstanding: 1, lastActiveAt: T0 + 2, resumeWanted: 1 } }),
+      ]);
+    });
+
     test('a replica whose heartbeat stopped counts for nothing past the TTL, and the prune removes its rows only', async () => {
       await store.publish('dead', [demand('ep-a', 5, 5)], T0);
       await store.publish('live', [demand('ep-a', 1, 0)], T0 + 10_000);
@@ -107,11 +130,20 @@ for (const { name, skip } of dialects()) {
       await worker('w-dead', 'ep-lb', 'dead', 'host-1', alloc([31003]));
       await worker('w-hand', 'ep-lb', 'idle', null, null);
       await worker('w-queue', 'ep-qb', 'idle', 'host-1', alloc([31004]));
+      await worker('w-susp', 'ep-lb', 'suspended', 'host-1', alloc([31005]));
+      const row = (id: string, publicPorts: number[], suspended = false) => ({
+        id,
+        endpointId: 'ep-lb',
+        accountId: 'acct-lb',
+        publicPorts,
+        suspended,
+      });
       assert.deepEqual(await store.balancedWorkers(), [
-        { id: 'w-bad', endpointId: 'ep-lb', accountId: 'acct-lb', publicPorts: [] },
-        { id: 'w-init', endpointId: 'ep-lb', accountId: 'acct-lb', publicPorts: [31002] },
-        { id: 'w-old', endpointId: 'ep-lb', accountId: 'acct-lb', publicPorts: [] },
-        { id: 'w-ready', endpointId: 'ep-lb', accountId: 'acct-lb', publicPorts: [31000, 31001] },
+        row('w-bad', []),
+        row('w-init', [31002]),
+        row('w-old', []),
+        row('w-ready', [31000, 31001]),
+        row('w-susp', [31005], true),
       ]);
     });
   });

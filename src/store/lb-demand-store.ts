@@ -16,8 +16,11 @@ export interface LbEndpointDemand {
   endpointId: string;
   waiting: number;
   inFlight: number;
-  /** By worker id: the requests it holds from this replica, and when it last finished one (ms epoch). */
-  workers: Record<string, { outstanding: number; lastActiveAt: number }>;
+  /**
+   * By worker id: the requests it holds from this replica, and when it last finished one (ms epoch);
+   * `resumeWanted`, requests pinned `strict-resume` to it that wait (FlashBoot resumes it for them).
+   */
+  workers: Record<string, { outstanding: number; lastActiveAt: number; resumeWanted?: number }>;
 }
 
 /** A launched worker of a load-balancing endpoint, as the workers table says. */
@@ -27,6 +30,8 @@ export interface BalancedWorkerRow {
   accountId: string;
   /** Its host ports (WorkerAllocation.publicPorts): `PORT`'s, then `PORT_HEALTH`'s when it differs. */
   publicPorts: number[];
+  /** Its row says `suspended` (FlashBoot): its instance is frozen. */
+  suspended: boolean;
 }
 
 const count = (n: unknown): number => (typeof n === 'number' && Number.isInteger(n) && n > 0 ? n : 0);
@@ -38,8 +43,12 @@ function parseWorkers(text: string): LbEndpointDemand['workers'] {
     const raw = JSON.parse(text) as unknown;
     if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) return out;
     for (const [id, v] of Object.entries(raw as Record<string, unknown>))
-      if (Array.isArray(v) && v.length === 2 && Number.isFinite(v[1]))
-        out[id] = { outstanding: count(v[0]), lastActiveAt: Number(v[1]) };
+      if (Array.isArray(v) && (v.length === 2 || v.length === 3) && Number.isFinite(v[1]))
+        out[id] = {
+          outstanding: count(v[0]),
+          lastActiveAt: Number(v[1]),
+          ...(count(v[2]) > 0 ? { resumeWanted: count(v[2]) } : {}),
+        };
   } catch {
     // not JSON: no workers
   }
@@ -64,7 +73,15 @@ export class LbDemandStore {
           waiting: count(d.waiting),
           in_flight: count(d.inFlight),
           workers: JSON.stringify(
-            Object.fromEntries(Object.entries(d.workers).map(([id, w]) => [id, [w.outstanding, w.lastActiveAt]])),
+            // [held, last finish], and the strict-resume requests waiting for it when there are any
+            Object.fromEntries(
+              Object.entries(d.workers).map(([id, w]) => [
+                id,
+                count(w.resumeWanted) > 0
+                  ? [w.outstanding, w.lastActiveAt, w.resumeWanted]
+                  : [w.outstanding, w.lastActiveAt],
+              ]),
+            ),
           ),
           updated_at: now,
         };
@@ -92,8 +109,13 @@ export class LbDemandStore {
       d.inFlight += count(Number(r.in_flight));
       for (const [id, w] of Object.entries(parseWorkers(r.workers))) {
         const seen = d.workers[id];
+        const resumeWanted = (seen?.resumeWanted ?? 0) + (w.resumeWanted ?? 0);
         d.workers[id] = seen
-          ? { outstanding: seen.outstanding + w.outstanding, lastActiveAt: Math.max(seen.lastActiveAt, w.lastActiveAt) }
+          ? {
+              outstanding: seen.outstanding + w.outstanding,
+              lastActiveAt: Math.max(seen.lastActiveAt, w.lastActiveAt),
+              ...(resumeWanted > 0 ? { resumeWanted } : {}),
+            }
           : w;
       }
     }
@@ -117,7 +139,7 @@ export class LbDemandStore {
       .selectFrom('workers')
       .innerJoin('endpoints', 'endpoints.id', 'workers.endpoint_id')
       .select(['workers.id as id', 'workers.endpoint_id as endpoint_id', 'endpoints.account_id as account_id'])
-      .select('workers.allocation as allocation')
+      .select(['workers.allocation as allocation', 'workers.status as status'])
       .where('endpoints.type', '=', 'LB')
       .where('workers.status', '!=', 'dead')
       .where('workers.host_id', 'is not', null)
@@ -128,6 +150,7 @@ export class LbDemandStore {
       endpointId: r.endpoint_id,
       accountId: r.account_id,
       publicPorts: publicPortsOf(r.allocation),
+      suspended: r.status === 'suspended',
     }));
   }
 }
