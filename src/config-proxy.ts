@@ -32,6 +32,31 @@ const LoadBalancerSchema = Type.Object(
       "How often each worker's health path is asked (`PORT_HEALTH`, `HEALTH_CHECK_PATH`).",
     ),
     healthTimeoutMs: count(100, 5_000, 'A health check not answered within this long counts as unhealthy.'),
+    replicas: Type.Object(
+      {
+        refreshMs: count(
+          100,
+          1_000,
+          'How often a replica reads the workers other replicas launched (a new or suspended worker reaches its balancer at the next read; PostgreSQL only).',
+        ),
+        publishGapMs: count(50, 250, "The least time between two writes of a replica's load-balancing demand."),
+        heartbeatMs: count(
+          500,
+          5_000,
+          'How often a demand that did not change is written again (the replica is alive).',
+        ),
+        ttlMs: count(
+          1_000,
+          15_000,
+          "A replica's demand not written for this long counts for nothing (the replica is gone); more than twice `heartbeatMs`.",
+        ),
+      },
+      {
+        description:
+          'Load balancing across replicas sharing PostgreSQL (docs/load-balancing.md "Replicas"): how fresh each replica\'s view of the others is.',
+        default: {},
+      },
+    ),
   },
   {
     description: 'Load-balancing serverless endpoints, served on the proxy listener (docs/load-balancing.md).',
@@ -104,6 +129,11 @@ export function resolveProxy(
   server: { port: number; publicUrl: string },
 ): ProxyConfig {
   const port = section.port ?? (server.port === 0 ? 0 : DEFAULT_PROXY_PORT);
+  const { heartbeatMs, ttlMs } = section.loadBalancer.replicas;
+  if (ttlMs <= 2 * heartbeatMs)
+    fail(
+      `proxy.loadBalancer.replicas.ttlMs (${ttlMs}) must be more than twice heartbeatMs (${heartbeatMs}): a live replica's demand would lapse between two of its writes`,
+    );
   let publicUrl = section.publicUrl?.replace(/\/+$/, '') ?? null;
   if (publicUrl === null) {
     try {

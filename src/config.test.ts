@@ -509,3 +509,22 @@ test('suspended FlashBoot time is free by default and billed at serverless.flash
     assert.equal(config.serverless.flashboot.suspendedPricePerGpuHour, 0.07),
   );
 });
+
+test("the load balancer's replica intervals default to 1 s / 250 ms / 5 s / 15 s and a lifetime not over twice the heartbeat is refused", () => {
+  withFile('{}', (config) =>
+    assert.deepEqual(config.proxy.loadBalancer.replicas, {
+      refreshMs: 1_000,
+      publishGapMs: 250,
+      heartbeatMs: 5_000,
+      ttlMs: 15_000,
+    }),
+  );
+  withFile('proxy: { loadBalancer: { replicas: { refreshMs: 200, heartbeatMs: 1000, ttlMs: 3000 } } }', (config) => {
+    assert.equal(config.proxy.loadBalancer.replicas.refreshMs, 200);
+    assert.equal(config.proxy.loadBalancer.replicas.ttlMs, 3_000);
+  });
+  assert.throws(
+    () => withFile('proxy: { loadBalancer: { replicas: { heartbeatMs: 5000, ttlMs: 10000 } } }', () => {}),
+    /proxy\.loadBalancer\.replicas\.ttlMs \(10000\) must be more than twice heartbeatMs \(5000\)/,
+  );
+});

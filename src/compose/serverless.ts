@@ -166,6 +166,7 @@ export function assembleServerless(
         },
         now: () => clock.now(),
         logger: logger.child({ component: 'load-balancer' }),
+        settings: config.proxy.loadBalancer.replicas,
       })
     : null;
   const scalingLease = leases.lease(LEASE_NAMES.autoscaler);
