@@ -242,6 +242,20 @@ describe('FlashBoot on the Docker runtime', { skip: engine ? false : noEngine() 
     ({ workerId, containerId, startedAt } = next);
   });
 
+  test('a suspended container killed behind its back is a lost worker: its container goes and the next job is answered by a new one', async () => {
+    await suspended();
+    await e.client.killContainer(containerId, 'SIGKILL');
+    await eventually(
+      async () => `the killed worker to be forgotten; health ${JSON.stringify(await health())}`,
+      async () => (await health()).suspended === 0 && !(await workerContainers()).some((c) => c.Id === containerId),
+      60_000,
+    );
+    const next = await job({ n: 5 });
+    assert.notEqual(next.workerId, workerId, 'a new worker');
+    assert.notEqual(next.containerId, containerId);
+    ({ workerId, containerId, startedAt } = next);
+  });
+
   test("after the keep time a suspended worker's container is removed", async () => {
     await suspended();
     // The keep time shortened to 1 s: the restarted server finds the worker suspended longer than that.
