@@ -163,7 +163,7 @@ describe('FlashBoot end to end (process runtime, real workers)', () => {
     assert.equal(autoscaler.decisions.suspends, suspends, 'not suspended');
   });
 
-  test('no job is lost or frozen: jobs arriving while a worker is being suspended, and the job it held when frozen, are requeued and completed by it', async () => {
+  test('no job is lost or frozen: jobs arriving while a worker is being suspended, and the job it held when frozen, are requeued, with no retry counted, and completed by it', async () => {
     const { jobs, autoscaler } = server.services;
     // A long idle timeout: only the suspensions asked here happen.
     const endpoint = await endpointFor('e-race', { flashboot: true, idleTimeout: 3600 });
@@ -193,6 +193,7 @@ describe('FlashBoot end to end (process runtime, real workers)', () => {
     assert.ok(suspended.ok, JSON.stringify(suspended));
     const done = await finished(endpoint.id, held.id);
     assert.equal(done.workerId, workerId);
+    assert.equal(done.retries, 0, 'taken back by the platform, not failed by its worker: no retry counted');
     assert.equal(autoscaler.decisions.starts, starts, 'no new launch in all of it');
   });
 

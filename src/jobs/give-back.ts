@@ -53,6 +53,11 @@ export class GiveBack {
     return this.#giveBack(workerId, endpointId);
   }
 
+  /** Every job the worker holds through `endpointId`, back to the queue with no retry counted. */
+  released(workerId: string, endpointId: string): Promise<GaveBack> {
+    return this.#giveBack(workerId, endpointId, undefined, false);
+  }
+
   /**
    * The held jobs a ping listing `listed` shows the worker no longer holds (`stranded`). Nothing
    * is written when there are none: a read of the worker's held jobs is all a ping costs.
@@ -93,11 +98,16 @@ export class GiveBack {
       );
   }
 
-  async #giveBack(workerId: string, endpointId: string | null, only?: readonly HeldJob[]): Promise<GaveBack> {
+  async #giveBack(
+    workerId: string,
+    endpointId: string | null,
+    only?: readonly HeldJob[],
+    counted = true,
+  ): Promise<GaveBack> {
     const { db, store, clock, finished, retryBudget } = this.#deps;
     const now = clock.now();
     const back = await db.withTransaction(async (tx) => {
-      const res = await store.held.giveBack(workerId, endpointId, now, retryBudget, tx, only);
+      const res = await store.held.giveBack(workerId, endpointId, now, retryBudget, tx, only, counted);
       await finished.enqueueWebhooks(res.failed, now, tx);
       return res;
     });

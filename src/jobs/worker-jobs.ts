@@ -302,6 +302,11 @@ export class WorkerJobs {
     return this.#giveBack.lost(workerId, endpointId);
   }
 
+  /** The platform takes a worker's running jobs back (FlashBoot suspends it): requeued, no retry counted. */
+  workerReleased(workerId: string, endpointId: string): Promise<GaveBack> {
+    return this.#giveBack.released(workerId, endpointId);
+  }
+
   /**
    * A ping of `workerId` through `endpointId` listed `listed` as the jobs it holds (possibly none):
    * the jobs it shows the worker no longer holds go back to the queue as a lost worker's do.

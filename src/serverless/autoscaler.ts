@@ -74,7 +74,7 @@ export interface AutoscalerDeps {
   clock: Clock;
   runtime: Runtime;
   inventory: Pick<Inventory, 'placeAndReserve' | 'reserveExact' | 'release' | 'setReclaimable' | 'restore'>;
-  jobs: { worker: Pick<WorkerJobs, 'workerLost'> };
+  jobs: { worker: Pick<WorkerJobs, 'workerLost' | 'workerReleased'> };
   workers: Pick<WorkersRegistry, 'markDead' | 'takeRecycleRequest' | 'gate' | 'suspended' | 'resumed'>;
   endpoints: Pick<EndpointsService, 'get' | 'templateOf'>;
   accounts: Pick<AccountsService, 'createKey' | 'revokeKey' | 'revokeWorkerKeysExcept' | 'liveWorkerKeyId'>;

@@ -151,7 +151,7 @@ describe('suspending a worker', () => {
         runtime,
         workers: { get: (id) => (id === 'w1' ? m : undefined) },
         registry: { gate, suspended: async () => true, resumed: async () => true },
-        jobs: { worker: { workerLost: async () => ({ requeued: [], failed: [] }) } },
+        jobs: { worker: { workerReleased: async () => ({ requeued: [], failed: [] }) } },
         instances: { log: async () => {} },
         inventory,
         logger: { info: () => {}, warn: () => {} },

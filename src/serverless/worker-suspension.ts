@@ -14,7 +14,7 @@ export interface WorkerSuspensionDeps {
   runtime: Pick<Runtime, 'suspend' | 'resume' | 'canSuspend'>;
   workers: Pick<LaunchedWorkers, 'get'>;
   registry: Pick<WorkersRegistry, 'gate' | 'suspended' | 'resumed'>;
-  jobs: { worker: Pick<WorkerJobs, 'workerLost'> };
+  jobs: { worker: Pick<WorkerJobs, 'workerReleased'> };
   instances: Pick<Instances, 'log'>;
   /** Where a suspended worker's hold is reclaimable (worker-reclaim.ts). */
   inventory: Pick<Inventory, 'setReclaimable'>;
@@ -90,7 +90,7 @@ export class WorkerSuspension {
     m.suspendedAt = now;
     this.#deps.inventory.setReclaimable(workerId, suspendedHold(m.endpointId, m.accountId, now));
     // A job handed to it just before its takes were gated would wait, frozen, until it resumes.
-    const moved = await this.#deps.jobs.worker.workerLost(workerId, m.endpointId);
+    const moved = await this.#deps.jobs.worker.workerReleased(workerId, m.endpointId);
     logger.info({ workerId, endpointId: m.endpointId, why, ...moved }, 'suspended worker');
     await this.#deps.instances.log(workerId, `suspended: ${why}`);
     return { ok: true };

@@ -42,6 +42,20 @@ describeJobStore('HeldJobs', (s) => {
     assert.equal((await s.store.stats.queueStats('ep1')).retried, 1);
   });
 
+  test('jobs the platform takes back without a retry counted go back to the queue at their place, retries kept, even with the budget spent', async () => {
+    const [a, b] = [newJob(), newJob()];
+    await s.store.rows.insertMany([a, b]);
+    await s.store.claims.takeNext('ep1', 'w1', 1, T0);
+    const back = await s.store.held.giveBack('w1', 'ep1', T0 + 5, 0, undefined, undefined, false);
+    assert.deepEqual(
+      [back.requeued.map((j) => [j.id, j.status, j.retries, j.workerId, j.queuedAt]), back.failed],
+      [[[a.id, 'IN_QUEUE', 0, null, T0 + 5]], []],
+    );
+    const [again] = await s.store.claims.takeNext('ep1', 'w2', 1, T0 + 6);
+    assert.equal(again?.id, a.id, 'it keeps its place at the head of the queue');
+    assert.equal((await s.store.stats.queueStats('ep1')).retried, 0, 'not counted as retried');
+  });
+
   test("giving a job back writes what the state machine's worker-lost transition says, in both branches", async () => {
     const facts = (j: JobRecord): Omit<JobState, 'stopRequested'> => ({
       status: j.status,

@@ -30,15 +30,16 @@ export const NOTHING_GIVEN_BACK: GivenBack = Object.freeze({ requeued: [], faile
  * worker was lost. One statement for both, so a worker's jobs are given back in one round trip;
  * every branch reads the row as it was (SQL evaluates all of SET against the old row).
  */
-function givenBack(now: Expression<number>, retain: Expression<number>, retryBudget: number) {
-  const kept = sql<SqlBool>`retries < ${sql.lit(Math.max(0, Math.floor(retryBudget)))}`;
+function givenBack(now: Expression<number>, retain: Expression<number>, retryBudget: number, counted = true) {
+  // Not counted (a job the platform took back, e.g. from a worker it suspended): always requeued, `retries` kept.
+  const kept = counted ? sql<SqlBool>`retries < ${sql.lit(Math.max(0, Math.floor(retryBudget)))}` : sql<SqlBool>`1 = 1`;
   const either = <T>(requeued: Expression<T>, failed: Expression<T>) =>
     sql<T>`CASE WHEN ${kept} THEN ${requeued} ELSE ${failed} END`;
   const old = <T>(column: keyof JobsTable) => sql.ref<T>(column);
   const none = sql.lit(null);
   return {
     status: either<JobStatus>(statusLit('IN_QUEUE'), statusLit('FAILED')),
-    retries: either<number>(sql`retries + 1`, old('retries')),
+    retries: either<number>(counted ? sql`retries + 1` : old('retries'), old('retries')),
     queued_at: either<number>(now, old('queued_at')),
     worker_id: either<string | null>(none, old('worker_id')),
     started_at: either<number | null>(none, old('started_at')),
@@ -156,7 +157,8 @@ export class HeldJobs {
   /**
    * Gives back the jobs IN_PROGRESS on `workerId` through `endpointId` (null: any endpoint, only
    * for worker ids this server issued) — all of them, or with `only` just those still held as
-   * listed (same take: a job taken again meanwhile is not one of them).
+   * listed (same take: a job taken again meanwhile is not one of them). `counted` false: the
+   * jobs go back without a retry counted (the platform took them back, not a worker failure).
    */
   async giveBack(
     workerId: string,
@@ -165,11 +167,12 @@ export class HeldJobs {
     retryBudget: number,
     tx: Executor = this.db.kysely,
     only?: readonly HeldJob[],
+    counted = true,
   ): Promise<GivenBack> {
     if (only?.length === 0) return NOTHING_GIVEN_BACK;
     let q = tx
       .updateTable('jobs')
-      .set(givenBack(big(now), retainUntil(this.retention, now), retryBudget))
+      .set(givenBack(big(now), retainUntil(this.retention, now), retryBudget, counted))
       .where('worker_id', '=', workerId)
       .where(statusGuard('worker-lost'));
     if (endpointId !== null) q = q.where('endpoint_id', '=', endpointId);
