@@ -209,12 +209,18 @@ export class EndpointScaler {
         );
     }
     // Demand resumes suspended workers before launching: first those requests wait for by name
-    // (`strict-resume`), then the most recently suspended.
+    // (`strict-resume`), then those waiting requests name softly, then the most recently suspended.
     let resumed = 0;
     const wanted = (id: string): boolean => (lb?.resumeWanted(id) ?? 0) > 0;
+    const preferred = (id: string): boolean => (lb?.preferredWaiting(id) ?? 0) > 0;
     const ready = suspended
       .filter((s) => s.settled)
-      .sort((a, b) => Number(wanted(b.id)) - Number(wanted(a.id)) || b.at - a.at);
+      .sort(
+        (a, b) =>
+          Number(wanted(b.id)) - Number(wanted(a.id)) ||
+          Number(preferred(b.id)) - Number(preferred(a.id)) ||
+          b.at - a.at,
+      );
     for (const s of ready) {
       if (resumed >= decision.start && !wanted(s.id)) break;
       const r = await this.#deps.suspension.resume(s.id);
