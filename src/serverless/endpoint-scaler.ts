@@ -112,6 +112,14 @@ export class EndpointScaler {
       }
       if (m.stopping) continue;
       if (m.suspension !== null) {
+        // Frozen on a host that is away (a fleet host unreachable or revoked): nothing can resume
+        // it there, and it pings nobody; it is lost, as a worker whose pings stopped.
+        const away =
+          m.suspension === 'suspended' && unavailable === null ? this.#deps.instances.away(row.hostId) : null;
+        if (away !== null) {
+          await this.#deps.workers.stop(row.id, `its host is away while it is suspended: ${away}`);
+          continue;
+        }
         suspended.push({ id: row.id, at: m.suspendedAt ?? now, settled: m.suspension === 'suspended' });
         continue;
       }

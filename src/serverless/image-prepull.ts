@@ -14,7 +14,10 @@
  * - per host, a disk budget (`diskBudgetGb`) bounds what pre-pulled images take together: the
  *   endpoints past it are not pre-pulled (said once in the log); an image that turns out larger
  *   than what was left is removed again and not tried while the budget stays.
- * A runtime without the capability (the process runtime: nothing to pull) does nothing.
+ * A runtime without the capability (the process runtime: nothing to pull) does nothing. Hosts are
+ * settled side by side (a fleet host's pull is its agent's, and may take minutes); a host the
+ * runtime cannot reach now or cannot pre-pull on (a fleet host whose agent predates it:
+ * `canPrepareImages`) is left out, and a host whose settling fails does not stop the others.
  */
 import type { Logger } from 'pino';
 import type { Catalog } from '../domain/catalog.js';
@@ -35,7 +38,7 @@ export interface ImagePrepullConfig {
 }
 
 export interface ImagePrepullDeps {
-  runtime: Pick<Runtime, 'prepareImage' | 'preparedImages' | 'discardImage'>;
+  runtime: Pick<Runtime, 'prepareImage' | 'preparedImages' | 'discardImage' | 'canPrepareImages' | 'unavailable'>;
   inventory: Pick<Inventory, 'snapshot'>;
   store: Pick<AutoscalerStore, 'flashbootEndpoints'>;
   endpoints: Pick<EndpointsService, 'get' | 'templateOf'>;
@@ -61,7 +64,7 @@ export class ImagePrepull {
   readonly #d: ImagePrepullDeps;
   /** `host\0image` found too large for what the budget left: not tried again. */
   readonly #tooLarge = new Set<string>();
-  /** `host\0image` whose pull failed, with why (logged once per reason). */
+  /** `host\0image` whose pull failed, or a host whose listing failed, with why (logged once per reason). */
   readonly #failed = new Map<string, string>();
   #timer: NodeJS.Timeout | null = null;
   #running: Promise<void> | null = null;
@@ -100,7 +103,19 @@ export class ImagePrepull {
     if (!runtime.prepareImage || !runtime.preparedImages || !runtime.discardImage || !lease.isHeld()) return;
     const snapshot = this.#d.inventory.snapshot();
     const wanted = await this.#wanted(snapshot);
-    for (const host of snapshot.hosts) await this.#settle(host.id, wanted.get(host.id) ?? new Map<string, Wanted>());
+    const hosts = snapshot.hosts.filter(
+      (h) => (runtime.canPrepareImages?.(h.id) ?? true) && !runtime.unavailable?.(h.id),
+    );
+    await Promise.all(
+      hosts.map((h) =>
+        this.#settle(h.id, wanted.get(h.id) ?? new Map<string, Wanted>()).catch((err: unknown) => {
+          const reason = (err as Error).message;
+          if (this.#failed.get(h.id) !== reason)
+            this.#d.logger.warn({ hostId: h.id, err: reason }, 'cannot settle the pre-pulled images of a host');
+          this.#failed.set(h.id, reason);
+        }),
+      ),
+    );
   }
 
   /** Per host, the images it should hold (image → the oldest endpoint's want). */
@@ -131,6 +146,7 @@ export class ImagePrepull {
   async #settle(hostId: string, wanted: Map<string, Wanted>): Promise<void> {
     const { runtime, logger, config } = this.#d;
     const held = await runtime.preparedImages!(hostId);
+    this.#failed.delete(hostId);
     let used = 0;
     for (const p of held) {
       if (wanted.has(p.image)) {
