@@ -37,7 +37,7 @@ const LoadBalancerSchema = Type.Object(
         refreshMs: count(
           100,
           1_000,
-          'How often a replica reads the workers other replicas launched (a new or suspended worker reaches its balancer at the next read; PostgreSQL only).',
+          "How often a replica reads the workers other replicas launched, besides the reads the lease holder's word asks for when it launches, suspends, resumes or stops one (a change whose word was lost reaches its balancer at the next read; PostgreSQL only).",
         ),
         publishGapMs: count(50, 250, "The least time between two writes of a replica's load-balancing demand."),
         heartbeatMs: count(

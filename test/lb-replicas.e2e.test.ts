@@ -2,8 +2,8 @@
  * Load-balancing endpoints on two control-plane replicas (docs/load-balancing.md, "Replicas"): two
  * real `gantry serve` processes on one PostgreSQL schema, process runtime, workers real processes
  * (test/fixtures/lb-worker.mjs) that replica A — started first, so holding the autoscaler lease —
- * launches. Replica B learns them from the workers table and health-checks them itself, at the host
- * ports A recorded; each replica writes its requests waiting and held to the store, and A scales
+ * launches. Replica B learns them from the workers table, read when A tells it of a change (its
+ * periodic read is all but off here), and health-checks them itself, at the host ports A recorded; each replica writes its requests waiting and held to the store, and A scales
  * on the sum. Idle scaling runs on the replicas' own clocks (processes of their own: no clock can
  * be injected), with a short idleTimeout; the test waits for conditions, never for a fixed time.
  */
@@ -83,7 +83,12 @@ describe(
               portRange: await freePortRange(20),
             },
           ],
-          proxy: { port: 0, loadBalancer: { workerWaitMs: 60_000, healthIntervalMs: 100 } },
+          // The periodic read of the workers table all but off: replica B learns each launch,
+          // suspension, resumption and stop from A's word through the database's notifications.
+          proxy: {
+            port: 0,
+            loadBalancer: { workerWaitMs: 60_000, healthIntervalMs: 100, replicas: { refreshMs: 600_000 } },
+          },
           serverless: { autoscaler: { intervalMs: 200, nudgeGapMs: 0 } },
         }),
       );

@@ -37,6 +37,8 @@ const WEBHOOKS_DUE = 'webhooks';
 const JOB_REQUESTS = 'job-requests';
 /** Relay topic: a replica wrote load-balancing requests waiting for a worker (the autoscaler's replica passes now). */
 const LB_WAITING = 'lb-waiting';
+/** A load-balancing worker's row changed (launched, suspended, resumed, stopped): the others read the table now. */
+const LB_MEMBERS = 'lb-members';
 
 export interface ServerlessArea {
   endpoints: EndpointsService;
@@ -241,6 +243,7 @@ export function wireRelayAndMetrics(
     // A worker being suspended is handed nothing on any replica (suspend-gate.ts).
     workers.gate.relayTo({ publish: relay.publish, flush: () => relay.flush() });
     lbReplicas?.onWaiting(() => relay.publish(LB_WAITING, '', 1));
+    if (lbReplicas) serverless.lb.onAnnounce(() => relay.publish(LB_MEMBERS, '', 1));
     // A webhook enqueued here is delivered by the replica holding the webhooks lease: wake it
     // rather than leave the delivery to its next poll.
     for (const name of ['job:completed', 'job:failed', 'job:timed_out'] as const)
@@ -263,6 +266,7 @@ export function wireRelayAndMetrics(
       if (workers.gate.deliver(topic, key)) return;
       if (topic === WEBHOOKS_DUE) return webhooks.wake();
       if (topic === LB_WAITING) return autoscaler.nudge();
+      if (topic === LB_MEMBERS) return lbReplicas?.told();
       if (topic === JOB_REQUESTS) {
         for (const listener of countListeners) listener(key, count);
         return;
@@ -275,6 +279,7 @@ export function wireRelayAndMetrics(
     },
     wakeAll: () => {
       workers.gate.forgetRelayed();
+      lbReplicas?.told();
       signals.wakeAll();
       fleet.wakeAll();
     },

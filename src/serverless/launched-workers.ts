@@ -50,7 +50,7 @@ export interface LaunchedWorkersDeps {
   /** A worker that ended on its own has been cleaned up (the autoscaler wants a pass). */
   onEnded: () => void;
   /** Load-balancing endpoints' workers: told of each one launched and stopped. */
-  lb?: Pick<LbPool, 'add' | 'remove'> | undefined;
+  lb?: Pick<LbPool, 'add' | 'remove' | 'has' | 'announce'> | undefined;
   /** A launch took other endpoints' suspended workers back (worker-reclaim.ts removes them first). @default none */
   onReclaimed?: ((workerId: string, reclaimed: ReclaimedHold[], right: ReclaimRight) => void) | undefined;
 }
@@ -197,13 +197,15 @@ export class LaunchedWorkers {
       );
       const { placeholder } = await instances.launch(spec, placement.dataCenterId);
       await instances.log(workerId, 'started');
-      if (endpoint.type === 'LB')
+      if (endpoint.type === 'LB') {
         this.#deps.lb?.add({
           workerId,
           endpointId: endpoint.id,
           accountId: endpoint.accountId,
           ...lbWorkerPorts(endpoint, template),
         });
+        this.#deps.lb?.announce(workerId);
+      }
       if (placeholder) this.#warnPlaceholder(endpoint.id, template.imageName);
       return { ok: true, crash: null };
     } catch (err) {
@@ -318,6 +320,7 @@ export class LaunchedWorkers {
   async #stop(workerId: string, reason: string, endpointId?: string): Promise<string | null> {
     const m = this.#workers.get(workerId);
     if (m) m.stopping = true;
+    const balanced = this.#deps.lb?.has(workerId) === true;
     this.#deps.lb?.remove(workerId);
     const endpoint = m?.endpointId ?? endpointId ?? null;
     this.#deps.logger.info({ workerId, endpointId: endpoint, reason }, 'stopping worker');
@@ -327,6 +330,7 @@ export class LaunchedWorkers {
       if (failed !== null) this.#deps.logger.warn({ workerId, err: failed }, 'removing the worker instance failed');
       await this.#keys.revoke(workerId);
       if (endpoint !== null) await this.#deps.workers.markDead(endpoint, [workerId], this.#deps.clock.now());
+      if (balanced) this.#deps.lb?.announce(workerId);
       await this.#deps.jobs.worker.workerLost(workerId, endpoint);
       return failed;
     } finally {

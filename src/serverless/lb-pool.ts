@@ -67,6 +67,7 @@ export class LbPool implements LbTraffic {
   readonly #waiters = new Set<Waiter>();
   readonly #inFlight = new Map<string, number>();
   readonly #removed = new Set<(workerId: string) => void>();
+  readonly #announced = new Set<(workerId: string) => void>();
   /** Workers removed lately (oldest first, bounded): a stale read of the store does not bring them back. */
   readonly #gone = new Set<string>();
   #picks = 0;
@@ -150,6 +151,21 @@ export class LbPool implements LbTraffic {
     this.#changes++;
     for (const w of [...this.#waiters]) if (w.strict && w.preferred === workerId) w.done('gone');
     for (const listener of this.#removed) listener(workerId);
+  }
+
+  /**
+   * The worker's row changed in a way the other replicas' pools follow (it was launched, suspended,
+   * resumed or stopped here, and its row says so): the listeners (the relay) tell them at once,
+   * rather than leave it to their next read of the workers table.
+   */
+  announce(workerId: string): void {
+    for (const listener of this.#announced) listener(workerId);
+  }
+
+  /** Calls `listener` with each worker `announce`d from now on; answers the unsubscription. */
+  onAnnounce(listener: (workerId: string) => void): () => void {
+    this.#announced.add(listener);
+    return () => this.#announced.delete(listener);
   }
 
   /** Calls `listener` with each worker removed from now on; answers the unsubscription. */

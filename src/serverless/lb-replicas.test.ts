@@ -241,3 +241,19 @@ test("the autoscaler's view counts strict-resume requests waiting for a worker o
   assert.equal(traffic.resumeWanted('w2'), 0);
   t.pool.close();
 });
+
+test('a replica told of a change to the workers table reads it at once, and once more when a read under way may have read before the change', async () => {
+  const t = replicaOf();
+  t.rows.push({ id: 'w1', endpointId: 'ep', accountId: 'acc', publicPorts: [31000, 31001], suspended: false });
+  t.replicas.told();
+  await t.settle();
+  assert.deepEqual(t.pool.learntIds(), ['w1'], 'read at once, with no timer');
+
+  // a read starts (it lists w1 only), then w2's launch is told while it runs
+  const under = t.replicas.refresh();
+  t.rows.push({ id: 'w2', endpointId: 'ep', accountId: 'acc', publicPorts: [31002, 31003], suspended: false });
+  t.replicas.told();
+  await under;
+  await t.settle();
+  assert.deepEqual(t.pool.learntIds().sort(), ['w1', 'w2'], 'read once more after the read under way');
+});

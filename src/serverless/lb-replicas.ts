@@ -80,6 +80,8 @@ export class LbReplicas {
   #written: { changes: number; at: number; empty: boolean } | null = null;
   #publishing: Promise<void> | null = null;
   #refreshing: Promise<void> | null = null;
+  /** A change was told while a read was under way (it may have read before it): read again after. */
+  #again = false;
   #failed = { refresh: false, publish: false };
   #onWaiting: (() => void) | null = null;
 
@@ -119,8 +121,22 @@ export class LbReplicas {
     this.#refreshing ??= this.#refresh()
       .then(() => this.#recovered('refresh'))
       .catch((err: unknown) => this.#failure('refresh', err))
-      .finally(() => (this.#refreshing = null));
+      .finally(() => {
+        this.#refreshing = null;
+        if (!this.#again) return;
+        this.#again = false;
+        void this.refresh();
+      });
     return this.#refreshing;
+  }
+
+  /**
+   * Another replica told of a change of the workers table (LbPool.announce): read it now, or once
+   * more after the read under way.
+   */
+  told(): void {
+    if (this.#refreshing) this.#again = true;
+    else void this.refresh();
   }
 
   /** Writes this replica's demand when it changed since the last write, or the heartbeat is due (tests may call it). */

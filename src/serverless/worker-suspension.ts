@@ -22,7 +22,7 @@ export interface WorkerSuspensionDeps {
   /** `serverless.flashboot.suspendedPricePerGpuHour`: what suspended time is billed at. @default 0 */
   suspendedPricePerGpuHour?: number | undefined;
   /** Load-balancing endpoints' workers: a suspended one leaves the balancer's ready set. @default none */
-  lb?: Pick<LbPool, 'freeze' | 'thaw'> | undefined;
+  lb?: Pick<LbPool, 'freeze' | 'thaw' | 'has' | 'announce'> | undefined;
 }
 
 /**
@@ -88,6 +88,7 @@ export class WorkerSuspension {
     }
     const now = clock.now();
     await registry.suspended(m.endpointId, workerId, now, this.#deps.suspendedPricePerGpuHour ?? 0);
+    if (lb?.has(workerId)) lb.announce(workerId);
     m.suspension = 'suspended';
     m.suspendedAt = now;
     this.#deps.inventory.setReclaimable(workerId, suspendedHold(m.endpointId, m.accountId, now));
@@ -122,6 +123,7 @@ export class WorkerSuspension {
     // Its idle time counts from its resumption.
     m.lastActiveAt = Math.max(m.lastActiveAt, now);
     this.#deps.lb?.thaw(workerId, `resumed: ${why}`);
+    if (this.#deps.lb?.has(workerId)) this.#deps.lb.announce(workerId);
     logger.info({ workerId, endpointId: m.endpointId, why }, 'resumed worker');
     await this.#deps.instances.log(workerId, `resumed: ${why}`);
     return { ok: true };
