@@ -90,9 +90,15 @@ export async function startDockerDaemon(): Promise<DockerDaemon> {
   const stop = async (): Promise<void> => {
     if (stopped) return;
     stopped = true;
+    // The bridges of the networks made on it (instances' networks): an engine that stops leaves
+    // their links behind on the host, so they are deleted with it.
+    const made = await client.listNetworks({}).then(
+      (nets) => nets.map((n) => n.Options?.['com.docker.network.bridge.name']).filter((b): b is string => !!b),
+      () => [],
+    );
     client.close();
     await stopDockerd(child, dir);
-    ip('link', 'delete', bridge);
+    for (const b of [bridge, ...made]) ip('link', 'delete', b);
     rmSync(dir, { recursive: true, force: true });
   };
   const restart = async (): Promise<void> => {
