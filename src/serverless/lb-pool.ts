@@ -2,7 +2,8 @@
  * The workers of load-balancing endpoints as the balancer sees them (docs/load-balancing.md): each
  * one's health, from its health path (`PORT_HEALTH`, `HEALTH_CHECK_PATH`, asked every
  * `healthIntervalMs`: 200 ready, 204 initializing, anything else unhealthy), and the requests it
- * holds. A request takes the ready worker of its endpoint holding the fewest (the one its
+ * holds (here, and with replicas, on the others as they last wrote them: `setElsewhere`). A
+ * request takes the ready worker of its endpoint holding the fewest (the one its
  * `X-Runpod-Worker-Id` names first, when that one is ready); with none ready it waits, bounded, for
  * one to become ready, and asks the autoscaler for a pass at once (a cold start). What the
  * autoscaler's REQUEST_COUNT rule reads — requests waiting, requests held, each worker's readiness
@@ -31,6 +32,8 @@ interface Entry extends LbWorkerInfo {
   health: LbHealth;
   everReady: boolean;
   outstanding: number;
+  /** Requests other replicas' balancers hold on it, as they last wrote (lb-replicas.ts). */
+  elsewhere: number;
   lastActiveAt: number;
   /** a pick counter, so that ties go round */
   lastPicked: number;
@@ -104,6 +107,7 @@ export class LbPool implements LbTraffic {
       health: suspended ? 'suspended' : 'initializing',
       everReady: false,
       outstanding: 0,
+      elsewhere: 0,
       lastActiveAt: now,
       lastPicked: 0,
       probing: false,
@@ -136,6 +140,14 @@ export class LbPool implements LbTraffic {
     this.#setHealth(e, 'initializing', why);
     this.#changes++;
     void this.#check(e);
+  }
+
+  /**
+   * The requests other replicas hold per worker, as they last wrote them (lb-replicas.ts): picks go
+   * to the worker holding the fewest in all. A worker left out holds none elsewhere.
+   */
+  setElsewhere(outstanding: ReadonlyMap<string, number>): void {
+    for (const e of this.#workers.values()) e.elsewhere = outstanding.get(e.workerId) ?? 0;
   }
 
   /** Whether the worker is suspended (frozen) here. */
@@ -328,12 +340,9 @@ export class LbPool implements LbTraffic {
     else
       for (const e of this.#workers.values()) {
         if (e.endpointId !== endpointId || e.health !== 'ready') continue;
-        if (
-          !best ||
-          e.outstanding < best.outstanding ||
-          (e.outstanding === best.outstanding && e.lastPicked < best.lastPicked)
-        )
-          best = e;
+        const held = e.outstanding + e.elsewhere;
+        const bestHeld = best ? best.outstanding + best.elsewhere : 0;
+        if (!best || held < bestHeld || (held === bestHeld && e.lastPicked < best.lastPicked)) best = e;
       }
     if (!best) return null;
     const entry = best;

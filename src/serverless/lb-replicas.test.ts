@@ -26,13 +26,15 @@ function replicaOf() {
     healthIntervalMs: 60_000,
   });
   const rows: BalancedWorkerRow[] = [];
+  /** What the other replicas last wrote (their demand rows). */
+  let othersRows: LbEndpointDemand[] = [];
   const writes: Array<{ at: number; demand: LbEndpointDemand[] }> = [];
   const local = new Set<string>();
   const replicas = new LbReplicas({
     store: {
       balancedWorkers: async () => [...rows],
       publish: async (_replica, demand, at) => void writes.push({ at, demand: structuredClone([...demand]) }),
-      read: async () => [],
+      read: async () => structuredClone(othersRows),
       prune: async () => 0,
       withdraw: async () => {},
     },
@@ -47,7 +49,8 @@ function replicaOf() {
   const settle = async (): Promise<void> => {
     for (let i = 0; i < 4; i++) await new Promise((r) => setImmediate(r));
   };
-  return { clock, health, probed, pool, rows, writes, local, replicas, settle };
+  const readOthers = (next: LbEndpointDemand[]): void => void (othersRows = next);
+  return { clock, health, probed, pool, rows, writes, local, replicas, settle, readOthers };
 }
 
 test('a worker another replica launched joins the pool with the host ports its row records, is health-checked here, and leaves when its row goes', async () => {
@@ -256,4 +259,36 @@ test('a replica told of a change to the workers table reads it at once, and once
   await under;
   await t.settle();
   assert.deepEqual(t.pool.learntIds().sort(), ['w1', 'w2'], 'read once more after the read under way');
+});
+
+test('a request goes to the worker holding the fewest requests on every replica together, as the others last wrote them', async () => {
+  const t = replicaOf();
+  for (const id of ['w1', 'w2'])
+    t.rows.push({ id, endpointId: 'ep', accountId: 'acc', publicPorts: [31000, 31001], suspended: false });
+  t.health.set('w1', 200);
+  t.health.set('w2', 200);
+  await t.replicas.refresh();
+  await t.settle();
+  // another replica holds two requests on w1
+  const others: LbEndpointDemand[] = [
+    { endpointId: 'ep', waiting: 0, inFlight: 2, workers: { w1: { outstanding: 2, lastActiveAt: 0 } } },
+  ];
+  t.readOthers(others);
+  await t.replicas.refresh();
+  const picked: string[] = [];
+  const leases = [];
+  for (let i = 0; i < 3; i++) {
+    const lease = await t.pool.acquire('ep', { waitMs: 10 });
+    assert.ok(lease && typeof lease === 'object');
+    picked.push(lease.workerId);
+    leases.push(lease);
+  }
+  assert.deepEqual(picked, ['w2', 'w2', 'w1'], 'w2 until it holds as many as w1 does in all, then by turns');
+  for (const l of leases) l.release();
+  // the other replica's requests ended: its next write says so
+  t.readOthers([]);
+  await t.replicas.refresh();
+  const next = await t.pool.acquire('ep', { waitMs: 10 });
+  assert.ok(next && typeof next === 'object');
+  next.release();
 });

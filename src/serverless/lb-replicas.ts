@@ -60,6 +60,7 @@ export interface LbReplicasDeps {
     | 'freeze'
     | 'thaw'
     | 'isFrozen'
+    | 'setElsewhere'
   >;
   /** This replica's id in `lb_demand` (unique per process). */
   replicaId: string;
@@ -150,6 +151,13 @@ export class LbReplicas {
 
   async #refresh(): Promise<void> {
     const { pool } = this.#d;
+    // The requests the other replicas hold per worker, as they last wrote: "fewest outstanding"
+    // counts them too (within their write gap and this read's interval).
+    const others = await this.#d.store.read(this.#d.now() - this.settings.ttlMs, this.#d.replicaId);
+    const elsewhere = new Map<string, number>();
+    for (const d of others)
+      for (const [id, w] of Object.entries(d.workers)) elsewhere.set(id, (elsewhere.get(id) ?? 0) + w.outstanding);
+    pool.setElsewhere(elsewhere);
     const rows = await this.#d.store.balancedWorkers();
     const live = new Set(rows.map((r) => r.id));
     for (const id of pool.learntIds()) if (!live.has(id)) pool.remove(id);
