@@ -209,7 +209,7 @@ const FlashbootSchema = Type.Object(
         ),
         diskBudgetGb: amount(
           100,
-          'What pre-pulled images may take together on one host, GB; the endpoints past it are not pre-pulled.',
+          "What pre-pulled images may take together on one host, GB, shared max-min fairly between the accounts that want images there; what does not fit an account's share is not pre-pulled.",
         ),
       },
       { description: "Pre-pulling FlashBoot endpoints' images." },
