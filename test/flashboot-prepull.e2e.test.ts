@@ -69,9 +69,18 @@ describe(
         logger: pino({ level: 'silent' }),
         config: { intervalMs: 0, diskBudgetGb: 100, ...config },
       });
+    /** Room for alice's two images and half of another: both of hers fit, not with bob's too. */
+    const budgetGb = async () => {
+      const [idle, http] = await Promise.all([e.images.idle, e.images.http].map((i) => e.client.inspectImage(i)));
+      const [small, large] = [idle!.Size ?? 0, http!.Size ?? 0];
+      assert.ok(large >= 1.5 * small, `the http image (${large} B) is the larger by far (idle ${small} B)`);
+      return (small + large + 0.5 * small) / 1e9;
+    };
     const onEngine = async (image: string) => (await e.client.inspectImage(canonicalImage(image).ref)) !== null;
     const prepared = async () => (await fixture.runtime.preparedImages('local')).map((p) => p.image).sort();
     const flashEndpoint = async (accountId: string, image: string, registryId: string | null, name: string) => {
+      // Endpoints are ordered by creation (oldest first): the app's clock moves between them.
+      (t.clock as FakeClock).advance(1_000);
       const template = await t.services.templates.create(accountId, {
         name: `${name}-${run}`,
         imageName: image,
@@ -95,7 +104,8 @@ describe(
       aliceImage2 = `${registry.address}/acme-${run}/model2:1`;
       bobImage = `${registry.address}/bob-${run}/model:1`;
       await pushImage(e.dockerHost, e.images.idle, privateImage, { username: 'alice', password: 'alice-pw-4711' });
-      await pushImage(e.dockerHost, e.images.idle, aliceImage2, { username: 'alice', password: 'alice-pw-4711' });
+      // Another image than the others (the engine's in-use check goes by image, not by name).
+      await pushImage(e.dockerHost, e.images.http, aliceImage2, { username: 'alice', password: 'alice-pw-4711' });
       await pushImage(e.dockerHost, e.images.idle, bobImage, { username: 'bob', password: 'bob-pw-0815' });
       const registries = { allow: [registry.address], only: false, private: 'refuse' as const };
       const host = testHost({ vcpus: 32, memoryGb: 128 });
@@ -236,12 +246,9 @@ describe(
     });
 
     test("one account's FlashBoot endpoints cannot take a host's whole pre-pull budget: another account's image is pre-pulled, the first account's newest image removed for it", async () => {
-      const size = (await e.client.inspectImage(e.images.idle))!.Size ?? 0;
-      assert.ok(size > 0);
       const [bobFlash] = (await t.services.endpoints.list(bob.accountId)).filter((x) => x.name === 'bob-flash');
       await t.services.endpoints.update(bob.accountId, bobFlash!.id, { flashboot: false });
-      // Room for two and a half of the (same-sized) images: alice's two endpoints would take it all.
-      const loop = prepull({ diskBudgetGb: (2.5 * size) / 1e9 });
+      const loop = prepull({ diskBudgetGb: await budgetGb() });
       await loop.pass();
       assert.equal(await onEngine(bobImage), false, "bob's image removed once bob wanted it no more");
       await flashEndpoint(alice.accountId, aliceImage2, aliceCredential, 'alice-flash-2');
@@ -268,6 +275,54 @@ describe(
       }
       await loop.pass();
       assert.deepEqual(await prepared(), [], 'nothing left once no FlashBoot endpoint wants them');
+    });
+
+    test("an over-share account's image a container uses is never removed for another account: its other image goes instead", async () => {
+      const mine = async (who: string, name: string) =>
+        (await t.services.endpoints.list(who)).filter((x) => x.name === name)[0]!;
+      const set = async (who: string, name: string, flashboot: boolean) =>
+        t.services.endpoints.update(who, (await mine(who, name)).id, { flashboot });
+      await set(alice.accountId, 'alice-flash', true);
+      await set(alice.accountId, 'alice-flash-2', true);
+      const loop = prepull({ diskBudgetGb: await budgetGb() });
+      await loop.pass();
+      const ref = (image: string) => canonicalImage(image).ref;
+      assert.deepEqual(await prepared(), [ref(privateImage), ref(aliceImage2)].sort());
+      // A pod of alice's newest image holds it.
+      const created = await t.request(alice.key, 'POST', '/v2/pods', {
+        name: 'holder-2',
+        image: aliceImage2,
+        cpu: { id: 'cpu3c', vcpuCount: 2 },
+        registry: aliceCredential,
+      });
+      assert.equal(created.statusCode, 201, created.body);
+      const podId = json<{ id: string }>(created).id;
+      await eventually(
+        'the pod to run',
+        async () =>
+          json<{ status: string }>(await t.request(alice.key, 'GET', `/v2/pods/${podId}`)).status === 'RUNNING',
+        60_000,
+      );
+      await set(bob.accountId, 'bob-flash', true);
+      await loop.pass();
+      assert.deepEqual(
+        await prepared(),
+        [ref(aliceImage2), ref(bobImage)].sort(),
+        "bob's image pulled; alice's image in use kept, her other one removed",
+      );
+      assert.equal(await onEngine(aliceImage2), true);
+      assert.equal(await onEngine(privateImage), false);
+      assert.equal((await t.request(alice.key, 'DELETE', `/v2/pods/${podId}`)).statusCode, 204);
+      const containers = () => e.client.listContainers({ all: true, filters: { label: [`gantry.instance=${podId}`] } });
+      await eventually('its container to go', async () => (await containers()).length === 0, 60_000);
+      for (const [who, name] of [
+        [alice.accountId, 'alice-flash'],
+        [alice.accountId, 'alice-flash-2'],
+        [bob.accountId, 'bob-flash'],
+      ] as const)
+        await set(who, name, false);
+      await loop.pass();
+      assert.deepEqual(await prepared(), []);
     });
   },
 );

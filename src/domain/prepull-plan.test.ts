@@ -127,6 +127,13 @@ test('an image of unknown size reserves what is left of its account’s share, a
   ]);
 });
 
+test("an image of unknown size never pushes out its account's images of known size, older or not", () => {
+  const p = plan(100, [{ accountId: 'a', images: ['new-first', 'a1', 'a2'] }], [held('a1', 50), held('a2', 40)], {});
+  assert.deepEqual(p.keep, ['a1', 'a2']);
+  assert.deepEqual(p.pull, [{ image: 'new-first', accountId: 'a', roomBytes: 10 * GB }]);
+  assert.deepEqual(p.remove, []);
+});
+
 test("an image learnt larger than its account's share is not pulled while the shares stay, and is when they grow", () => {
   const wanted = [
     { accountId: 'a', images: ['a1'] },

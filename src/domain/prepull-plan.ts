@@ -15,9 +15,10 @@
  *   let its images in (then they are over their share).
  * - Within its share an account's images are taken in its order (oldest endpoint first), each that
  *   fits; an image that does not fit is skipped (not pulled; removed if held and no container uses
- *   it) and the next is tried. An image whose size is not known yet (never pulled here) is taken
- *   if any of its account's share is left, and reserves all of it until its pull tells its size;
- *   an account with such an image counts as wanting as much as it may get.
+ *   it) and the next is tried. An image whose size is not known yet (never pulled here) comes after
+ *   its account's images of known size (so it never pushes out one the host holds), is taken if
+ *   any of the share is left, and reserves all of it until its pull tells its size; an account
+ *   with such an image counts as wanting as much as it may get.
  * - Removals of images over their account's share come most-over-share account first, and within
  *   an account its newest endpoint's image first (the reverse of its order).
  * Pure: no I/O; sizes and what containers use come in.
@@ -107,25 +108,25 @@ export function planPrepull(input: PrepullPlanInput): PrepullPlan {
       else remove.push({ image: h.image, reason: 'unwanted', accountId: null, sizeBytes: h.sizeBytes });
     }
 
-  /** The account's images that fit `share`, in its order. */
+  /** The account's images that fit `share`, in its order; those of unknown size after the others. */
   const fit = (a: Account, share: number): Fit => {
     let left = share - a.pinned;
     const taken: Fit['taken'] = [];
+    const unknown: string[] = [];
     for (const image of a.images) {
       const h = held.get(image);
-      if (h?.inUse) {
-        taken.push({ image, roomBytes: h.sizeBytes });
-        continue;
-      }
       const size = sizeOf(image);
-      if (size === undefined) {
-        if (left <= 0) continue;
-        taken.push({ image, roomBytes: left });
-        left = 0;
-      } else if (size <= left) {
+      if (h?.inUse) taken.push({ image, roomBytes: h.sizeBytes });
+      else if (size === undefined) unknown.push(image);
+      else if (size <= left) {
         taken.push({ image, roomBytes: size });
         left -= size;
       }
+    }
+    for (const image of unknown) {
+      if (left <= 0) break;
+      taken.push({ image, roomBytes: left });
+      left = 0;
     }
     return { used: share - left, taken };
   };
