@@ -158,6 +158,8 @@ describe(
       await prepull().pass();
       assert.equal(await onEngine(privateImage), true, 'pulled ahead of the first job');
       assert.deepEqual(await prepared(), [canonicalImage(privateImage).ref]);
+      const [record] = await fixture.runtime.preparedImages('local');
+      assert.equal(record?.accountId, alice.accountId, 'recorded for its owner (its share counts it)');
     });
 
     test('an image the engine already held is neither recorded nor ever removed', async () => {

@@ -105,6 +105,32 @@ test('an image no account wants is removed unless a container uses it, which the
   assert.deepEqual(images(p.pull), ['a1'], 'a2 does not fit the 10 GB a1 leaves');
 });
 
+test('an image no one wants that a container holds counts in the share of the account it was pulled for', () => {
+  const h = [{ image: 'old', sizeBytes: 40 * GB, inUse: true, accountId: 'a' }];
+  const p = plan(
+    100,
+    [
+      { accountId: 'a', images: ['a1'] },
+      { accountId: 'b', images: ['b1', 'b2'] },
+    ],
+    h,
+    {
+      a1: 10,
+      b1: 30,
+      b2: 30,
+    },
+  );
+  assert.equal(p.shares.get('a'), 50 * GB, 'its 40 GB and a1 fill a’s half');
+  assert.deepEqual(images(p.pull).sort(), ['a1', 'b1'], 'b’s half is not touched by a’s container');
+  const gone = plan(100, [{ accountId: 'b', images: ['b1', 'b2', 'b3'] }], h, { b1: 30, b2: 30, b3: 30 });
+  assert.equal(
+    gone.shares.get('a'),
+    40 * GB,
+    'an account that wants nothing any more keeps only what its container holds',
+  );
+  assert.deepEqual(images(gone.pull), ['b1', 'b2']);
+});
+
 test('an image of unknown size reserves what is left of its account’s share, and its account counts as wanting all it may get', () => {
   const p = plan(
     100,

@@ -4,8 +4,8 @@
  *
  * - Each image is charged to one account: the first account (in the order given: the one whose
  *   oldest FlashBoot endpoint is oldest first) that wants it.
- * - Images held that no account wants are removed; one a container uses cannot be, and takes its
- *   room off the top of the budget.
+ * - Images held that no account wants are removed; one a container uses cannot be, and counts in
+ *   the share of the account it was pulled for (off the top of the budget when that is not known).
  * - Shares (water-filling): every account that wants images gets an equal part of what is left;
  *   an account that needs less than its part (all it wants fits) takes only that, and the rest is
  *   split again between the others. An account's images a container uses are its own whatever
@@ -30,6 +30,8 @@ export interface PrepullHeld {
   sizeBytes: number;
   /** A container uses it: it cannot be removed now. */
   inUse: boolean;
+  /** The account it was pulled for (null: not known). */
+  accountId?: string | null;
 }
 
 /** What one account wants on the host, in its order (oldest endpoint first). */
@@ -104,8 +106,14 @@ export function planPrepull(input: PrepullPlanInput): PrepullPlan {
   let fixed = 0;
   for (const h of input.held)
     if (!owner.has(h.image)) {
-      if (h.inUse) fixed += h.sizeBytes;
-      else remove.push({ image: h.image, reason: 'unwanted', accountId: null, sizeBytes: h.sizeBytes });
+      if (!h.inUse) remove.push({ image: h.image, reason: 'unwanted', accountId: null, sizeBytes: h.sizeBytes });
+      else if (!h.accountId) fixed += h.sizeBytes;
+      else {
+        // Wanted by no one but held by a container: in the share of the account it was pulled for.
+        let a = accounts.find((x) => x.id === h.accountId);
+        if (!a) accounts.push((a = { id: h.accountId, images: [], pinned: 0 }));
+        a.pinned += h.sizeBytes;
+      }
     }
 
   /** The account's images that fit `share`, in its order; those of unknown size after the others. */

@@ -350,6 +350,8 @@ export interface PreparedImage {
   image: string;
   sizeBytes: number;
   pulledAt: number;
+  /** The account it was pulled for (null: a record that predates saying so). */
+  accountId: string | null;
 }
 
 /** Something that keeps a runtime from holding accounts apart right now. */

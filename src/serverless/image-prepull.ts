@@ -178,7 +178,7 @@ export class ImagePrepull {
         for (const image of w.images) if (this.#foreign.has(`${hostId}\0${image}`)) sizes.set(image, 0);
       const plan = planPrepull({
         budgetBytes: budget,
-        held: held.map((p) => ({ image: p.image, sizeBytes: p.sizeBytes, inUse: inUse.has(p.image) })),
+        held: held.map((p) => ({ ...p, inUse: inUse.has(p.image) })),
         // Tried in this pass and not held: failed, or found too large and removed.
         wanted: wanted.map((w) => ({ ...w, images: w.images.filter((i) => have.has(i) || !tried.has(i)) })),
         sizes,
