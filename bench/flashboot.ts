@@ -16,8 +16,9 @@
 // Goals (issue 30): resumed p50 <= 100 ms and <= 0.2 x the fresh p50; fresh submit → take <= 100 ms
 // over the raw Engine API's create → take. Wall clocks across processes on one machine; the
 // engine's event times are its own clock, the same machine's. Skips (exit 0) without an engine.
-// Not measured here: a real Python SDK worker image (no Python image can be built without the
-// SDK's sources; docs/performance.md gives what its first job costs on each path).
+// With --python-sdk DIR (a directory `import runpod.serverless` works from: see
+// bench/support/python-sdk-image.ts), --python-rounds rounds of B and C with a worker on the real
+// Python worker SDK (this machine's interpreter in the image): what the suspended path saves it.
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -28,6 +29,7 @@ import { LABEL } from '../src/runtime/docker/docker-names.js';
 import { workerEnvironment } from '../src/serverless/worker-env.js';
 import { removeNamespace } from '../test/support/docker.js';
 import { buildWorkerImage, standInNvidiaSmi, type WorkerTimes } from './support/docker-bench.js';
+import { buildPythonSdkImage, pythonSdkProblem } from './support/python-sdk-image.js';
 import { freePort, percentile, startGantry, verdict, type Gantry } from './support/gantry.js';
 import { ensureBuilt, printTable } from './support/processes.js';
 
@@ -36,11 +38,15 @@ const { values } = parseArgs({
     rounds: { type: 'string', default: '20' },
     'slow-rounds': { type: 'string', default: '5' },
     'slow-start-ms': { type: 'string', default: '2000' },
+    'python-sdk': { type: 'string' },
+    'python-rounds': { type: 'string', default: '5' },
   },
 });
 const ROUNDS = Number(values.rounds);
 const SLOW_ROUNDS = Number(values['slow-rounds']);
 const SLOW_START_MS = Number(values['slow-start-ms']);
+const PYTHON_SDK = values['python-sdk'];
+const PYTHON_ROUNDS = Number(values['python-rounds']);
 const DOCKER_HOST = process.env.DOCKER_HOST || 'unix:///var/run/docker.sock';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -103,6 +109,10 @@ async function main() {
     console.log(`bench/flashboot.ts skipped: no Docker Engine answers at ${DOCKER_HOST} (${(err as Error).message})`);
     return;
   }
+  if (PYTHON_SDK) {
+    const problem = pythonSdkProblem(PYTHON_SDK);
+    if (problem) throw new Error(`--python-sdk ${PYTHON_SDK}: ${problem}`);
+  }
   ensureBuilt();
   const scratch = mkdtempSync(join(tmpdir(), 'gantry-bench-flashboot-'));
   const namespace = `f${process.pid.toString(36)}${randomBytes(3).toString('hex')}`;
@@ -134,10 +144,10 @@ async function main() {
     const g = gantry;
     await engineTimes.follow(client, namespace);
 
-    const endpointFor = async (flashboot: boolean, startDelayMs: number): Promise<string> => {
+    const endpointFor = async (flashboot: boolean, startDelayMs: number, image: string): Promise<string> => {
       const template = await g.api<{ id: string }>('POST', '/v2/templates', {
         name: `flash-${flashboot}-${startDelayMs}-${Date.now()}`,
-        image: worker,
+        image,
         serverless: true,
         disk: 5,
         env: { START_DELAY_MS: String(startDelayMs) },
@@ -240,9 +250,9 @@ async function main() {
       return { result: r.resultAt - r.submitAt, take: r.output.takenAt - r.submitAt };
     };
 
-    const series = async (label: string, rounds: number, startDelayMs: number, withRaw: boolean) => {
-      const off = await endpointFor(false, startDelayMs);
-      const on = await endpointFor(true, startDelayMs);
+    const series = async (label: string, rounds: number, startDelayMs: number, withRaw: boolean, image = worker) => {
+      const off = await endpointFor(false, startDelayMs, image);
+      const on = await endpointFor(true, startDelayMs, image);
       await runsync(on, -1); // its first worker, which then idles out and is suspended
       const rows: Array<Record<string, string | number>> = [];
       const f: Array<Awaited<ReturnType<typeof fresh>>> = [];
@@ -332,6 +342,15 @@ async function main() {
       SLOW_START_MS,
       false,
     );
+    const python = PYTHON_SDK
+      ? await series(
+          'Worker on the Python worker SDK (runpod-python)',
+          PYTHON_ROUNDS,
+          0,
+          false,
+          await buildPythonSdkImage(client, PYTHON_SDK, scratch),
+        )
+      : null;
 
     const resumedP50 = p50(plain.resumed.map((x) => x.result));
     const freshP50 = p50(plain.fresh.map((x) => x.result));
@@ -362,6 +381,18 @@ async function main() {
         goal: '(shown)',
         verdict: '',
       },
+      ...(python
+        ? [
+            {
+              figure: 'Python SDK worker: resumed / fresh (result p50)',
+              measured: `${ms(p50(python.resumed.map((x) => x.result)))} / ${ms(p50(python.fresh.map((x) => x.result)))} ms = ${(
+                p50(python.resumed.map((x) => x.result)) / p50(python.fresh.map((x) => x.result))
+              ).toFixed(3)}`,
+              goal: '(shown)',
+              verdict: '',
+            },
+          ]
+        : []),
     ]);
   } finally {
     engineTimes.close();

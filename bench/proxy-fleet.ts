@@ -1,6 +1,6 @@
 // The pod HTTP proxy on the fleet, through the agent's tunnel (docs/proxy.md "Fleet"), in the
 // deployed shape: node --import tsx bench/proxy-fleet.ts [--latency-requests 3000] [--download-mb 256]
-//   [--websockets 1000] [--rounds 3]
+//   [--websockets 1000] [--rounds 3] [--rtt-ms 0] [--link-window-kb 4096] [--tunnel-window-kb N]
 // `gantry serve` (runtime fleet), `gantry agent` and the pod's HTTP server
 // (test/fixtures/proxy-upstream.mjs in a container of a Docker daemon of the bench's own) each in a
 // process of their own; the client here. Measured in the same run:
@@ -10,6 +10,11 @@
 // 3. `--websockets` idle WebSockets through the one agent (each echoed once, then left open): the
 //    resident memory of Gantry and of the agent, each right after a full GC, before and with them
 //    open, per socket. Goal: <= 50 KB per socket in each.
+// With --rtt-ms N, the agent reaches the control plane over a long link (bench/support/delay-link.ts:
+// a round trip of N ms and a window of --link-window-kb, a stand-in for `tc netem`, whose kernel
+// module this machine lacks), and "direct" crosses a link of its own with the same round trip and
+// window: one stream's latency and download through the tunnel against the same link without it
+// (what the tunnel's own windows cost over a long link). `--websockets 0` leaves out part 3.
 // Needs root and dockerd (the daemon is the bench's own, stopped at the end).
 import { spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -23,6 +28,7 @@ import { freePortRange } from '../test/support/eventually.js';
 import { BANNER_12_4, removeStandIns, standInNvidiaSmi } from '../test/support/nvidia-smi.js';
 import { openWebSocket, type TestWebSocket } from '../test/support/websocket-client.js';
 import { gantryBin, percentile, startGantry, verdict, type Gantry } from './support/gantry.js';
+import { startDelayLink, type DelayLink } from './support/delay-link.js';
 import { ensureBuilt, printTable } from './support/processes.js';
 
 const { values } = parseArgs({
@@ -31,8 +37,14 @@ const { values } = parseArgs({
     'download-mb': { type: 'string', default: '256' },
     websockets: { type: 'string', default: '1000' },
     rounds: { type: 'string', default: '3' },
+    'rtt-ms': { type: 'string', default: '0' },
+    'link-window-kb': { type: 'string', default: '4096' },
+    /** `fleet.tunnels.maxWindowBytes` of the control plane, KB (its default when left out). */
+    'tunnel-window-kb': { type: 'string' },
   },
 });
+const RTT_MS = Number(values['rtt-ms']);
+const LINK_WINDOW = Number(values['link-window-kb']) * 1024;
 const LATENCY_REQUESTS = Number(values['latency-requests']);
 const DOWNLOAD_BYTES = Number(values['download-mb']) * 1024 * 1024;
 const SOCKETS = Number(values.websockets);
@@ -82,6 +94,7 @@ async function main(): Promise<void> {
   let gantry: Gantry | null = null;
   let agentOut = '';
   let stopAgent = async () => {};
+  const links: DelayLink[] = [];
   try {
     const image = await buildImage(daemon.client, {
       name: 'proxy-upstream',
@@ -98,6 +111,9 @@ async function main(): Promise<void> {
       nodeArgs: GC,
       config: {
         runtime: { kind: 'fleet' },
+        ...(values['tunnel-window-kb']
+          ? { fleet: { tunnels: { maxWindowBytes: Number(values['tunnel-window-kb']) * 1024 } } }
+          : {}),
         // every client of the bench is 127.0.0.1: no per-address cap; the sockets are one pod's
         server: { maxConnectionsPerClient: 0 },
         proxy: { port: 0, maxConnectionsPerPod: SOCKETS + 100, maxConnectionsPerAccount: SOCKETS + 100 },
@@ -111,6 +127,17 @@ async function main(): Promise<void> {
       banner: BANNER_12_4,
     });
     const ports = await freePortRange(20);
+    // the agent's way to the control plane: the long link when there is one
+    let serverUrl = gantry.url;
+    if (RTT_MS > 0) {
+      const link = await startDelayLink(
+        { host: '127.0.0.1', port: Number(new URL(gantry.url).port) },
+        RTT_MS,
+        LINK_WINDOW,
+      );
+      links.push(link);
+      serverUrl = `http://127.0.0.1:${link.port}`;
+    }
     const agent = spawn(
       process.execPath,
       [
@@ -118,7 +145,7 @@ async function main(): Promise<void> {
         gantryBin,
         'agent',
         '--server',
-        gantry.url,
+        serverUrl,
         '--token',
         token,
         '--data-dir',
@@ -165,8 +192,14 @@ async function main(): Promise<void> {
     }
     const container = (await daemon.client.listContainers({ filters: { label: [`gantry.instance=${pod.id}`] } }))[0]!;
     const inspect = await daemon.client.inspectContainer(container.Id);
-    const address = Object.values(inspect!.NetworkSettings?.Networks ?? {}).find((n) => n.IPAddress)!.IPAddress;
-    const targets = { direct: `http://${address}:8000/`, tunnel: pod.httpProxy[0]!.url } as const;
+    const address = Object.values(inspect!.NetworkSettings?.Networks ?? {}).find((n) => n.IPAddress)!.IPAddress!;
+    let direct = `http://${address}:8000/`;
+    if (RTT_MS > 0) {
+      const link = await startDelayLink({ host: address, port: 8000 }, RTT_MS, LINK_WINDOW);
+      links.push(link);
+      direct = `http://127.0.0.1:${link.port}/`;
+    }
+    const targets = { direct, tunnel: pod.httpProxy[0]!.url } as const;
     for (let i = 0; ; i++) {
       const ok = await fetch(`${targets.tunnel}health`).then(
         (r) => r.ok,
@@ -179,11 +212,12 @@ async function main(): Promise<void> {
 
     const rows: Array<Record<string, string | number>> = [];
     const p50s: Record<'direct' | 'tunnel', number[]> = { direct: [], tunnel: [] };
+    const downloads: Record<'direct' | 'tunnel', number[]> = { direct: [], tunnel: [] };
     for (let round = 1; round <= ROUNDS; round++) {
       for (const which of ['direct', 'tunnel'] as const) {
         const one = new Agent({ keepAlive: true, maxSockets: 1 });
         const health = new URL('health', targets[which]);
-        for (let i = 0; i < 200; i++) await get(one, health); // warm
+        for (let i = 0; i < Math.min(200, LATENCY_REQUESTS); i++) await get(one, health); // warm
         const times: number[] = [];
         for (let i = 0; i < LATENCY_REQUESTS; i++) {
           const t = performance.now();
@@ -197,6 +231,7 @@ async function main(): Promise<void> {
         const down = await get(one, new URL(`download?bytes=${DOWNLOAD_BYTES}`, targets[which]));
         if (down.bytes !== DOWNLOAD_BYTES) throw new Error(`${which}: downloaded ${down.bytes} bytes`);
         const mbps = DOWNLOAD_BYTES / 1024 / 1024 / ((performance.now() - t) / 1000);
+        downloads[which].push(mbps);
         one.destroy();
         rows.push({
           round,
@@ -209,6 +244,15 @@ async function main(): Promise<void> {
     }
     printTable(rows);
     const added = median(p50s.tunnel) - median(p50s.direct);
+    if (RTT_MS > 0)
+      console.log(
+        `\nover a ${RTT_MS} ms link (window ${LINK_WINDOW / 1024} KB: at most ${Math.round(LINK_WINDOW / 1024 / 1024 / (RTT_MS / 1000))} MB/s for one stream): ` +
+          `added p50 through the agent ${added.toFixed(3)} ms; download through the tunnel ${Math.round(
+            median(downloads.tunnel),
+          )} MB/s, direct over the same link ${Math.round(median(downloads.direct))} MB/s ` +
+          `(${Math.round((100 * median(downloads.tunnel)) / median(downloads.direct))}%)`,
+      );
+    if (SOCKETS <= 0) return;
 
     // Idle WebSockets through the one agent.
     const g = gantry;
@@ -263,6 +307,7 @@ async function main(): Promise<void> {
     );
   } finally {
     await stopAgent();
+    for (const link of links) await link.close();
     await gantry?.stop();
     await daemon.stop();
     removeStandIns();

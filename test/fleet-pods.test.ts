@@ -67,7 +67,7 @@ class MemoryAgent {
         };
         this.containers.set(op.instanceId, report);
         changed.push(report);
-      } else if (op.kind !== 'removeVolume') this.containers.delete(op.instanceId);
+      } else if ('instanceId' in op) this.containers.delete(op.instanceId);
     }
     await this.fleet.receive(this.hostId, {
       acks: ops.map((o) => ({ opId: o.id, ok: true })),

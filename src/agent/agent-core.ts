@@ -181,6 +181,7 @@ export class AgentCore {
     this.#applier = new OperationApplier({
       streams,
       runtime,
+      hostId: identity.hostId,
       applied: this.#deps.applied,
       owners: this.#owners,
       kept: this.#kept,

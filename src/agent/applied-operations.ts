@@ -9,7 +9,7 @@
  */
 import { readFile } from 'node:fs/promises';
 import type { Logger } from 'pino';
-import type { OperationAck } from '../fleet/protocol.js';
+import type { OperationAck, OperationResult } from '../fleet/protocol.js';
 import { writeFileAtomic } from './credential-file.js';
 
 export type AppliedResult = Omit<OperationAck, 'opId'>;
@@ -100,7 +100,7 @@ export class AppliedOperations {
   #write(): Promise<void> {
     const operations = [...this.#results].map(([id, r]) => [
       id,
-      r.ok ? { ok: true } : { ok: false, error: r.error ?? '' },
+      r.ok ? { ok: true, ...(r.result ? { result: r.result } : {}) } : { ok: false, error: r.error ?? '' },
     ]);
     return writeFileAtomic(this.#path, JSON.stringify({ version: FORMAT_VERSION, operations }));
   }
@@ -119,9 +119,14 @@ function parseEntries(text: string): Array<[string, AppliedResult]> | null {
   for (const entry of o.operations) {
     if (!Array.isArray(entry) || typeof entry[0] !== 'string' || typeof entry[1] !== 'object' || entry[1] === null)
       return null;
-    const r = entry[1] as { ok?: unknown; error?: unknown };
+    const r = entry[1] as { ok?: unknown; error?: unknown; result?: unknown };
     if (typeof r.ok !== 'boolean') return null;
-    entries.push([entry[0], r.ok ? { ok: true } : { ok: false, error: typeof r.error === 'string' ? r.error : '' }]);
+    // An image operation's result goes back as it was written (the control plane checks its shape).
+    const result = typeof r.result === 'object' && r.result !== null ? { result: r.result as OperationResult } : {};
+    entries.push([
+      entry[0],
+      r.ok ? { ok: true, ...result } : { ok: false, error: typeof r.error === 'string' ? r.error : '' },
+    ]);
   }
   return entries;
 }

@@ -204,3 +204,76 @@ test('an operation of a kind this agent does not know fails, saying to update ga
     await rm(dir, { recursive: true, force: true });
   }
 });
+
+test("image operations go to the agent's runtime and are acknowledged with their result, kept for a redelivery; the credential is neither logged nor written down", async () => {
+  const dir = await mkdtemp(join(tmpdir(), 'gantry-applier-'));
+  try {
+    const given: unknown[] = [];
+    const runtime: OperationApplierDeps['runtime'] = {
+      ...idle,
+      prepareImage: async (hostId, request) => {
+        given.push({ hostId, ...request });
+        return { pulled: true, sizeBytes: 4_711 };
+      },
+      preparedImages: async () => [{ image: 'registry.example/acme/model:1', sizeBytes: 4_711, pulledAt: 5 }],
+      discardImage: async () => 'in-use',
+    };
+    const lines: string[] = [];
+    const logger = pino({ level: 'info' }, { write: (line: string) => void lines.push(line) });
+    const acks: OperationAck[] = [];
+    const open = async () =>
+      new OperationApplier({
+        runtime,
+        hostId: 'host-1',
+        applied: await AppliedOperations.open(join(dir, 'applied.json'), { logger: pino({ level: 'silent' }) }),
+        owners: new Map(),
+        kept: new Set(),
+        operated: () => undefined,
+        logger,
+        acknowledge: (ack) => acks.push(ack),
+      });
+    const applier = await open();
+    const auth = { username: 'alice', password: 'alice-secret-4711' };
+    const image = 'registry.example/acme/model:1';
+    applier.dispatch({ id: 'op-1', seq: 1, kind: 'prepareImage', image, accountId: 'acct-1', registryAuth: auth });
+    applier.dispatch({ id: 'op-2', seq: 2, kind: 'preparedImages' });
+    applier.dispatch({ id: 'op-3', seq: 3, kind: 'discardImage', image });
+    applier.dispatch({ id: 'op-4', seq: 4, kind: 'discardImage', image: '' });
+    await applier.idle();
+    assert.deepEqual(given, [{ hostId: 'host-1', image, accountId: 'acct-1', registryAuth: auth }]);
+    const byId = new Map(acks.map((a) => [a.opId, a]));
+    assert.deepEqual(byId.get('op-1'), { opId: 'op-1', ok: true, result: { pulled: true, sizeBytes: 4_711 } });
+    assert.deepEqual(byId.get('op-2')?.result, { images: [{ image, sizeBytes: 4_711, pulledAt: 5 }] });
+    assert.deepEqual(byId.get('op-3')?.result, { outcome: 'in-use' });
+    assert.match(byId.get('op-4')?.error ?? '', /the discardImage operation names no image/);
+    assert.ok(
+      lines.some((l) => l.includes(image)),
+      'the operations are logged',
+    );
+    assert.ok(!lines.some((l) => l.includes(auth.password)), 'the credential is not');
+    assert.doesNotMatch(readFileSync(join(dir, 'applied.json'), 'utf8'), /alice-secret-4711/);
+
+    // A restarted agent given the operation again answers what it answered, without pulling again.
+    acks.length = 0;
+    const again = await open();
+    again.dispatch({ id: 'op-1', seq: 1, kind: 'prepareImage', image, accountId: 'acct-1', registryAuth: auth });
+    await again.idle();
+    assert.deepEqual(acks, [{ opId: 'op-1', ok: true, result: { pulled: true, sizeBytes: 4_711 } }]);
+    assert.equal(given.length, 1);
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+});
+
+test('image operations on a runtime that cannot pre-pull (the process runtime) fail saying so', async () => {
+  const dir = await mkdtemp(join(tmpdir(), 'gantry-applier-'));
+  try {
+    const acks: OperationAck[] = [];
+    const applier = await applierIn(dir, acks, {});
+    applier.dispatch({ id: 'op-1', seq: 1, kind: 'preparedImages' });
+    await applier.idle();
+    assert.deepEqual(acks, [{ opId: 'op-1', ok: false, error: "this host's runtime cannot pre-pull images" }]);
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+});

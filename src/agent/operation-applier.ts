@@ -15,7 +15,21 @@ import type { StreamOperation } from './stream-dialer.js';
 const MAX_ERROR_CHARS = 2_000;
 
 export interface OperationApplierDeps {
-  runtime: Pick<Runtime, 'start' | 'stop' | 'remove' | 'removeVolume' | 'inspect' | 'suspend' | 'resume'>;
+  runtime: Pick<
+    Runtime,
+    | 'start'
+    | 'stop'
+    | 'remove'
+    | 'removeVolume'
+    | 'inspect'
+    | 'suspend'
+    | 'resume'
+    | 'prepareImage'
+    | 'preparedImages'
+    | 'discardImage'
+  >;
+  /** This host's id (the runtime port's image calls name it; one engine's runtime ignores it). @default '' */
+  hostId?: string;
   applied: AppliedOperations;
   /** The owner of each instance, for reports: set by a start, dropped by a remove. */
   owners: Map<string, InstanceOwner>;
@@ -61,7 +75,7 @@ export class OperationApplier {
       this.#streams.add(opening);
       return;
     }
-    const key = op.kind === 'removeVolume' ? `volume:${op.volumeId}` : `instance:${op.instanceId}`;
+    const key = queueOf(op);
     const queued: Promise<void> = (this.#queues.get(key) ?? Promise.resolve())
       .then(() => this.#apply(op))
       .then(async (result) => {
@@ -101,6 +115,33 @@ export class OperationApplier {
     } finally {
       this.#applying.delete(op.id);
     }
+  }
+
+  /**
+   * FlashBoot's pre-pulled images, through the runtime (the Docker runtime's prepared-images.ts:
+   * the registry policy and the private-image rules judge the pull as a start's). The credential is
+   * neither logged nor kept: only the result goes to applied.json.
+   */
+  async #image(op: ImageOperation): Promise<AppliedResult> {
+    const { runtime, logger } = this.#deps;
+    const hostId = this.#deps.hostId ?? '';
+    if (!runtime.prepareImage || !runtime.preparedImages || !runtime.discardImage)
+      return { ok: false, error: "this host's runtime cannot pre-pull images" };
+    if (op.kind === 'preparedImages') return { ok: true, result: { images: await runtime.preparedImages(hostId) } };
+    if (typeof op.image !== 'string' || op.image === '')
+      return { ok: false, error: `the ${op.kind} operation names no image` };
+    if (op.kind === 'discardImage') {
+      const outcome = await runtime.discardImage(hostId, op.image);
+      logger.info({ opId: op.id, kind: op.kind, image: op.image, outcome }, 'operation applied');
+      return { ok: true, result: { outcome } };
+    }
+    const { pulled, sizeBytes } = await runtime.prepareImage(hostId, {
+      image: op.image,
+      accountId: op.accountId,
+      registryAuth: op.registryAuth ?? null,
+    });
+    logger.info({ opId: op.id, kind: op.kind, image: op.image, pulled, sizeBytes }, 'operation applied');
+    return { ok: true, result: { pulled, sizeBytes } };
   }
 
   /** Resolves once every operation dispatched so far is applied and acknowledged. */
@@ -164,6 +205,10 @@ export class OperationApplier {
           await act.call(runtime, op.instanceId);
           break;
         }
+        case 'prepareImage':
+        case 'discardImage':
+        case 'preparedImages':
+          return await this.#image(op);
         case 'stream':
           // dispatched apart (#openStream)
           return { ok: false, error: 'a stream is not applied in order' };
@@ -185,6 +230,23 @@ export class OperationApplier {
       logger.warn({ opId: op.id, kind: op.kind, reason }, 'operation failed');
       return { ok: false, error: reason.length > MAX_ERROR_CHARS ? `${reason.slice(0, MAX_ERROR_CHARS)}…` : reason };
     }
+  }
+}
+
+type ImageOperation = Extract<Operation, { kind: 'prepareImage' | 'discardImage' | 'preparedImages' }>;
+
+/** The operations an operation waits for: those of its instance, volume or image, in order. */
+function queueOf(op: Exclude<Operation, { kind: 'stream' }>): string {
+  switch (op.kind) {
+    case 'removeVolume':
+      return `volume:${op.volumeId}`;
+    case 'prepareImage':
+    case 'discardImage':
+      return `image:${op.image}`;
+    case 'preparedImages':
+      return 'images';
+    default:
+      return `instance:${op.instanceId}`;
   }
 }
 

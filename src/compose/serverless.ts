@@ -237,8 +237,10 @@ export function wireRelayAndMetrics(
   },
 ): JobRequestCounts | null {
   const { events, fleet, fleetWiring, fleetTunnels, inventory } = parts;
-  const { webhooks, autoscaler, jobs, metrics, lbReplicas } = serverless;
+  const { webhooks, autoscaler, jobs, metrics, lbReplicas, workers } = serverless;
   if (relay) {
+    // A worker being suspended is handed nothing on any replica (suspend-gate.ts).
+    workers.gate.relayTo({ publish: relay.publish, flush: () => relay.flush() });
     lbReplicas?.onWaiting(() => relay.publish(LB_WAITING, '', 1));
     // A webhook enqueued here is delivered by the replica holding the webhooks lease: wake it
     // rather than leave the delivery to its next poll.
@@ -259,6 +261,7 @@ export function wireRelayAndMetrics(
     : null;
   relay?.deliverTo({
     deliver: (topic, key, count) => {
+      if (workers.gate.deliver(topic, key)) return;
       if (topic === WEBHOOKS_DUE) return webhooks.wake();
       if (topic === LB_WAITING) return autoscaler.nudge();
       if (topic === JOB_REQUESTS) {
@@ -272,6 +275,7 @@ export function wireRelayAndMetrics(
       if (topic === 'work') autoscaler.nudge();
     },
     wakeAll: () => {
+      workers.gate.forgetRelayed();
       signals.wakeAll();
       fleet.wakeAll();
     },

@@ -6,7 +6,7 @@
 import type { Cloud } from '../domain/catalog.js';
 import type { InstanceStats } from '../runtime/runtime.js';
 import type { HostRecord } from './host-store.js';
-import type { HostCapacity, InstanceReport, OperationKind } from './protocol.js';
+import type { HostCapacity, InstanceReport, OperationKind, OperationResult } from './protocol.js';
 
 /** A joined host, without its credential hash. */
 export interface FleetHost {
@@ -38,6 +38,8 @@ export interface AckedOperation {
   ok: boolean;
   /** why it failed, when `ok` is false */
   error: string | null;
+  /** an image operation's result, as the agent sent it (not stored: only the replica it reported to has it, and journals it) */
+  result?: OperationResult;
   at: number;
 }
 

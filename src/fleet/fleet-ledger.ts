@@ -39,7 +39,7 @@ interface PendingOp {
   instanceId: string | null;
   /** the start's instance: an ack about a start since replaced changes nothing */
   tracked: Tracked | null;
-  /** a suspend's or resume's caller, waiting for its ack (fleet-suspend.ts) */
+  /** a caller waiting for its ack: a suspend or resume (fleet-suspend.ts), an image operation (fleet-images.ts) */
   settle?: (ack: OperationAck) => void;
 }
 

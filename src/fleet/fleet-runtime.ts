@@ -40,25 +40,16 @@ import type {
   InstanceSpec,
   InstanceStats,
   InstanceStatus,
-  OutputLine,
-  OutputQuery,
-  Runtime,
-  ShellRequest,
-  ShellSession,
-  StopOptions,
 } from '../runtime/runtime.js';
+import type { OutputLine, OutputQuery, Runtime, ShellRequest, ShellSession, StopOptions } from '../runtime/runtime.js';
+import type { ImagePreparation } from '../runtime/runtime.js';
 import type { Duplex } from 'node:stream';
 import type { FleetStreams } from './fleet-streams.js';
 import type { FleetTunnels } from './fleet-tunnels.js';
 import { AgentReach } from './agent-reach.js';
 import { copyStatus, FleetInstances, hostAway, LIVE, type Tracked } from './fleet-instances.js';
+import { applyAcks, applyReport, applyStats, attached, hostAvailable, hostRevoked } from './fleet-ledger.js';
 import {
-  applyAcks,
-  applyReport,
-  applyStats,
-  attached,
-  hostAvailable,
-  hostRevoked,
   hostUnavailable,
   ended,
   replay,
@@ -75,6 +66,7 @@ import type { InstanceReport, NewOperation, Operation, OperationAck, ReportReque
 import type { Refusal } from './report-screen.js';
 import { SharedOutput } from '../runtime/shared-output.js';
 import { FleetSuspension } from './fleet-suspend.js';
+import { FleetImages } from './fleet-images.js';
 
 export type { FleetCost } from './lost-host-cost.js';
 export type { PlacedInstance, Refusal } from './report-screen.js';
@@ -88,6 +80,7 @@ export class FleetRuntime implements Runtime {
   readonly #reach: AgentReach;
   readonly #output: SharedOutput;
   readonly #suspension: FleetSuspension;
+  readonly #images: FleetImages;
 
   constructor(deps: FleetRuntimeDeps) {
     this.#ledger = {
@@ -109,6 +102,7 @@ export class FleetRuntime implements Runtime {
     this.#reach = new AgentReach(this.#ledger);
     this.#output = new SharedOutput((id, query) => this.#reach.output(id, query));
     this.#suspension = new FleetSuspension(this.#ledger, (id, hostId, op) => this.#send(id, hostId, op));
+    this.#images = new FleetImages(this.#ledger, (hostId, op) => this.#send(null, hostId, op));
   }
 
   /** The cost hooks, when they exist only after the runtime (the pod controller is built over it). */
@@ -250,6 +244,11 @@ export class FleetRuntime implements Runtime {
   resume = (id: string): Promise<void> => this.#suspension.apply('resume', id);
   /** False for a host whose agent refused suspend as an unknown operation (until it reports in full again). */
   canSuspend = (hostId: string): boolean => this.#suspension.canSuspend(hostId);
+  /** FlashBoot's pre-pulled images, through the host's agent, resolved on its ack (fleet-images.ts). */
+  prepareImage = (hostId: string, r: ImagePreparation) => this.#images.prepare(hostId, r);
+  preparedImages = (hostId: string) => this.#images.list(hostId);
+  discardImage = (hostId: string, image: string) => this.#images.discard(hostId, image);
+  canPrepareImages = (hostId: string): boolean => this.#images.canPrepare(hostId);
 
   /**
    * The utilisation the host's agent sampled, for the instances this runtime has on that host (a
@@ -301,7 +300,10 @@ export class FleetRuntime implements Runtime {
     report: { full: boolean; items: readonly InstanceReport[] },
     options: { screened?: boolean } = {},
   ): Promise<Refusal[]> {
-    if (report.full) this.#suspension.heardInFull(hostId);
+    if (report.full) {
+      this.#suspension.heardInFull(hostId);
+      this.#images.heardInFull(hostId);
+    }
     return applyReport(this.#ledger, hostId, report, options);
   }
 

@@ -207,7 +207,12 @@ export class FleetWiring {
         // A stream's ack is its own business (fleet-streams.ts): the instance is not changed by it.
         const plain = acks
           .filter((a) => a.kind !== 'stream')
-          .map((a) => ({ opId: a.opId, ok: a.ok, ...(a.error !== null ? { error: a.error } : {}) }));
+          .map((a) => ({
+            opId: a.opId,
+            ok: a.ok,
+            ...(a.error !== null ? { error: a.error } : {}),
+            ...(a.result ? { result: a.result } : {}),
+          }));
         if (plain.length === 0) return;
         void runtime.applyAcks(hostId, plain);
         if (!relayed) journal?.append(hostId, { t: 'acks', acks: plain });

@@ -142,7 +142,12 @@ export class OperationQueue {
       error: a.ok ? null : (a.error ?? 'the agent gave no reason').slice(0, ACK_ERROR_MAX),
     }));
     const { applied, unknown } = await this.#deps.store.ack(hostId, rows, this.#deps.clock.now());
-    const acked = applied.map(ackedOperation);
+    // An image operation's result rides with its first ack (it is not stored).
+    const results = new Map(acks.flatMap((a) => (a.ok && a.result ? [[a.opId, a.result] as const] : [])));
+    const acked = applied.map((row) => {
+      const result = results.get(row.id);
+      return result ? { ...ackedOperation(row), result } : ackedOperation(row);
+    });
     if (acked.length > 0) this.#deps.onAcked(hostId, acked);
     return {
       applied: acked,

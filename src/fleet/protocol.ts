@@ -4,7 +4,15 @@
  */
 import type { HealthProbe } from '../domain/image-spec.js';
 import type { Cloud } from '../domain/catalog.js';
-import type { InstanceOwner, InstanceSpec, InstanceStats, InstanceStatus, ShellRequest } from '../runtime/runtime.js';
+import type {
+  ImagePreparation,
+  InstanceOwner,
+  InstanceSpec,
+  InstanceStats,
+  InstanceStatus,
+  PreparedImage,
+  ShellRequest,
+} from '../runtime/runtime.js';
 
 export const AGENT_API_PREFIX = '/agent/v1';
 
@@ -64,7 +72,16 @@ export interface OperationAck {
   ok: boolean;
   /** why it failed, when `ok` is false */
   error?: string;
+  /**
+   * What an image operation found, when `ok` (absent for the other kinds). An older control plane
+   * drops it; the control plane checks its shape before it believes it (fleet-images.ts).
+   */
+  result?: OperationResult;
 }
+
+/** What an image operation answers in its ack: `prepareImage`'s, `discardImage`'s, `preparedImages`'. */
+export type OperationResult =
+  { pulled: boolean; sizeBytes: number } | { outcome: 'removed' | 'in-use' | 'absent' } | { images: PreparedImage[] };
 
 export interface ReportRequest {
   capacity?: HostCapacity;
@@ -100,7 +117,17 @@ export interface ReportAnswer {
   jobUrl?: string;
 }
 
-export type OperationKind = 'start' | 'stop' | 'remove' | 'removeVolume' | 'stream' | 'suspend' | 'resume';
+export type OperationKind =
+  | 'start'
+  | 'stop'
+  | 'remove'
+  | 'removeVolume'
+  | 'stream'
+  | 'suspend'
+  | 'resume'
+  | 'prepareImage'
+  | 'discardImage'
+  | 'preparedImages';
 
 /**
  * What a `stream` operation asks the agent to open, and to carry over the connection it dials back
@@ -171,6 +198,17 @@ export type Operation =
    * "unknown operation kind": the control plane then counts the host as one that cannot suspend.
    */
   | { id: string; seq: number; kind: 'suspend' | 'resume'; instanceId: string }
+  /**
+   * FlashBoot's pre-pulled images on the host (the runtime port's `prepareImage`, `discardImage`,
+   * `preparedImages`; docs/fleet.md "Pre-pulled images"), applied through the agent's runtime and
+   * answered in the ack's `result`. `prepareImage` carries the owner's account and registry
+   * credential as a `start` carries its spec's: sealed in the queue, never logged, never written to
+   * the agent's data dir. An agent older than these kinds acknowledges them with `ok: false`,
+   * "unknown operation kind": the control plane then pre-pulls nothing more on that host.
+   */
+  | ({ id: string; seq: number; kind: 'prepareImage' } & ImagePreparation)
+  | { id: string; seq: number; kind: 'discardImage'; image: string }
+  | { id: string; seq: number; kind: 'preparedImages' }
   /**
    * Open a stream: dial back `POST /agent/v1/streams/{session}` with the `secret`, on the server the
    * operation came from first, then the others (the control plane waiting for it may be another

@@ -326,6 +326,11 @@ export interface Runtime {
    * while a container still uses it, `absent` when the host no longer had it.
    */
   discardImage?(hostId: string, image: string): Promise<'removed' | 'in-use' | 'absent'>;
+  /**
+   * Whether {@link prepareImage} works on `hostId` as far as the runtime knows now (a fleet host
+   * whose agent predates it: no). Absent: wherever `prepareImage` is present.
+   */
+  canPrepareImages?(hostId: string): boolean;
   /** Whether `image` would run as an idle placeholder (no process: nothing in it runs). */
   runsAsPlaceholder?(image: string): boolean;
   /**
@@ -350,8 +355,8 @@ export interface PreparedImage {
   image: string;
   sizeBytes: number;
   pulledAt: number;
-  /** The account it was pulled for (null: a record that predates saying so). */
-  accountId: string | null;
+  /** The account it was pulled for (null or absent: not known, e.g. a record or an agent that predates saying so). */
+  accountId?: string | null;
 }
 
 /** Something that keeps a runtime from holding accounts apart right now. */

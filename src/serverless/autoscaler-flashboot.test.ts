@@ -166,6 +166,27 @@ describe('the autoscaler with FlashBoot (injected clock)', () => {
     assert.equal(await runtime.inspect(id), null);
   });
 
+  test('a suspended worker whose host goes away is lost at the next pass: stopped, its row dead, its allocation freed; another host away changes nothing', async () => {
+    const ep = await endpoint({ workersMax: 1 });
+    const id = await runJob(ep);
+    clock.advance(5 * S);
+    await autoscaler.tick(clock.now());
+    assert.equal((await rows(ep.id))[0]?.status, 'suspended');
+    const hostId = t.services.inventory.allocationOf(id)!.hostId;
+    try {
+      runtime.hostsAway.set('some-other-host', 'host some-other-host unreachable since then');
+      await autoscaler.tick(clock.now());
+      assert.equal((await rows(ep.id))[0]?.status, 'suspended', 'another host away changes nothing');
+      runtime.hostsAway.set(hostId, `host ${hostId} unreachable since then`);
+      await autoscaler.tick(clock.now());
+      assert.deepEqual(autoscaler.workerIds(ep.id), [], 'lost, not kept for its keep time');
+      assert.equal((await rows(ep.id))[0]?.status, 'dead');
+      assert.equal(t.services.inventory.allocationOf(id), undefined);
+    } finally {
+      runtime.hostsAway.clear();
+    }
+  });
+
   test('an endpoint without FlashBoot stops its idle worker; it is never suspended', async () => {
     const ep = await endpoint({ flashboot: false });
     const id = await runJob(ep);

@@ -17,7 +17,8 @@ const MIN = 60 * S;
  * FlashBoot on a load-balancing endpoint, its time rules on the injected clock: idle timeout →
  * suspended (out of the balancer's ready set, no health check sent), a request with no ready worker
  * → the same worker resumed (no launch), keep time → removed; worker affinity `strict` to a
- * suspended worker is refused, `strict-resume` resumes it. The fake runtime suspends as the real
+ * suspended worker is refused, `strict-resume` resumes it, a soft one has it resumed first when
+ * no worker is ready. The fake runtime suspends as the real
  * ones report it; a worker's port is a real HTTP server (its health path answers 200), reached
  * through the runtime's `connect`, which counts the connections made per worker.
  */
@@ -184,6 +185,31 @@ describe('the autoscaler with FlashBoot on a load-balancing endpoint (injected c
     assert.equal(lease.workerId, id, 'strict-resume: that worker, resumed');
     assert.equal(autoscaler.decisions.resumes, resumes + 1);
     assert.equal(await status(id), 'idle');
+    lease.release();
+  });
+
+  test('with no worker ready, a request naming a suspended worker softly has that one resumed, not the most recently suspended', async () => {
+    let ep = await endpoint({ workersMin: 2 });
+    await autoscaler.tick(clock.now());
+    const [older, newer] = await eventually('two ready workers', async () => {
+      const ids = autoscaler.workerIds(ep.id);
+      return ids.length === 2 && ids.every((w) => lb.workerState(w)?.ready) ? ids : null;
+    });
+    ep = await t.services.endpoints.update(accountId, ep.id, { workersMin: 0 });
+    assert.ok((await autoscaler.suspendWorker(older!)).ok);
+    clock.advance(S);
+    assert.ok((await autoscaler.suspendWorker(newer!)).ok);
+
+    const resumes = autoscaler.decisions.resumes;
+    const pending = lb.acquire(ep.id, { waitMs: 60_000, preferred: older! });
+    assert.equal(lb.preferredWaiting(older!), 1, 'the waiting request names that worker');
+    assert.equal(lb.resumeWanted(older!), 0, 'softly: it does not force a resume');
+    await autoscaler.tick(clock.now());
+    const lease = await pending;
+    assert.ok(lease && typeof lease === 'object');
+    assert.equal(lease.workerId, older, 'the worker it names, resumed');
+    assert.equal(autoscaler.decisions.resumes, resumes + 1, 'one resume: demand wanted one worker');
+    assert.equal(await status(newer!), 'suspended', 'the most recently suspended stays suspended');
     lease.release();
   });
 

@@ -112,6 +112,14 @@ export class EndpointScaler {
       }
       if (m.stopping) continue;
       if (m.suspension !== null) {
+        // Frozen on a host that is away (a fleet host unreachable or revoked): nothing can resume
+        // it there, and it pings nobody; it is lost, as a worker whose pings stopped.
+        const away =
+          m.suspension === 'suspended' && unavailable === null ? this.#deps.instances.away(row.hostId) : null;
+        if (away !== null) {
+          await this.#deps.workers.stop(row.id, `its host is away while it is suspended: ${away}`);
+          continue;
+        }
         suspended.push({ id: row.id, at: m.suspendedAt ?? now, settled: m.suspension === 'suspended' });
         continue;
       }
@@ -209,12 +217,18 @@ export class EndpointScaler {
         );
     }
     // Demand resumes suspended workers before launching: first those requests wait for by name
-    // (`strict-resume`), then the most recently suspended.
+    // (`strict-resume`), then those waiting requests name softly, then the most recently suspended.
     let resumed = 0;
     const wanted = (id: string): boolean => (lb?.resumeWanted(id) ?? 0) > 0;
+    const preferred = (id: string): boolean => (lb?.preferredWaiting(id) ?? 0) > 0;
     const ready = suspended
       .filter((s) => s.settled)
-      .sort((a, b) => Number(wanted(b.id)) - Number(wanted(a.id)) || b.at - a.at);
+      .sort(
+        (a, b) =>
+          Number(wanted(b.id)) - Number(wanted(a.id)) ||
+          Number(preferred(b.id)) - Number(preferred(a.id)) ||
+          b.at - a.at,
+      );
     for (const s of ready) {
       if (resumed >= decision.start && !wanted(s.id)) break;
       const r = await this.#deps.suspension.resume(s.id);

@@ -19,7 +19,10 @@
  * - a pull that fails (the registry refuses it, a wrong credential, not found) waits out a back-off
  *   per host and image (prepull-backoff.ts; `clock`), ended by a change of its owner's credential;
  *   meanwhile it holds no share.
- * A runtime without the capability (the process runtime: nothing to pull) does nothing.
+ * A runtime without the capability (the process runtime: nothing to pull) does nothing. Hosts are
+ * settled side by side (a fleet host's pull is its agent's, and may take minutes); a host the
+ * runtime cannot reach now or cannot pre-pull on (a fleet host whose agent predates it:
+ * `canPrepareImages`) is left out, and a host whose settling fails does not stop the others.
  */
 import type { Logger } from 'pino';
 import type { Catalog } from '../domain/catalog.js';
@@ -43,7 +46,7 @@ export interface ImagePrepullConfig {
 }
 
 export interface ImagePrepullDeps {
-  runtime: Pick<Runtime, 'prepareImage' | 'preparedImages' | 'discardImage'>;
+  runtime: Pick<Runtime, 'prepareImage' | 'preparedImages' | 'discardImage' | 'canPrepareImages' | 'unavailable'>;
   inventory: Pick<Inventory, 'snapshot'>;
   store: Pick<AutoscalerStore, 'flashbootEndpoints'>;
   endpoints: Pick<EndpointsService, 'get' | 'templateOf'>;
@@ -77,6 +80,8 @@ export class ImagePrepull {
   /** `host\0image` the host held before (not Gantry's: nothing of the budget). */
   readonly #foreign = new Set<string>();
   readonly #backoff = new PrepullBackoff();
+  /** A host whose listing failed, with why (logged once per reason). */
+  readonly #failed = new Map<string, string>();
   #timer: NodeJS.Timeout | null = null;
   #running: Promise<void> | null = null;
   #stopped = false;
@@ -114,8 +119,19 @@ export class ImagePrepull {
     if (!runtime.prepareImage || !runtime.preparedImages || !runtime.discardImage || !lease.isHeld()) return;
     const snapshot = this.#d.inventory.snapshot();
     const wanted = await this.#wanted(snapshot);
-    for (const host of snapshot.hosts)
-      await this.#settle(host.id, wanted.get(host.id) ?? new Map<string, Map<string, Wanted>>());
+    const hosts = snapshot.hosts.filter(
+      (h) => (runtime.canPrepareImages?.(h.id) ?? true) && !runtime.unavailable?.(h.id),
+    );
+    await Promise.all(
+      hosts.map((h) =>
+        this.#settle(h.id, wanted.get(h.id) ?? new Map<string, Map<string, Wanted>>()).catch((err: unknown) => {
+          const reason = (err as Error).message;
+          if (this.#failed.get(h.id) !== reason)
+            this.#d.logger.warn({ hostId: h.id, err: reason }, 'cannot settle the pre-pulled images of a host');
+          this.#failed.set(h.id, reason);
+        }),
+      ),
+    );
   }
 
   /** Per host, the images it should hold, per account. */
@@ -171,6 +187,7 @@ export class ImagePrepull {
     const tried = new Set<string>();
     for (;;) {
       const held = await runtime.preparedImages!(hostId);
+      this.#failed.delete(hostId);
       for (const p of held) this.#sizes.set(p.image, p.sizeBytes);
       const have = new Set(held.map((p) => p.image));
       const sizes = new Map(this.#sizes);

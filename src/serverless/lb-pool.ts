@@ -12,7 +12,9 @@
  * health check is sent while it is frozen. `freeze` refuses a worker that holds a request or that
  * a request waits for; `thaw` (it was resumed) checks its health at once, and it takes requests
  * again on its 200. A request pinned `strict` to a suspended worker is answered 'suspended';
- * pinned `strict-resume`, it waits, and the autoscaler reads it (`resumeWanted`) to resume that one.
+ * pinned `strict-resume`, it waits, and the autoscaler reads it (`resumeWanted`) to resume that one;
+ * named softly, it takes any ready worker, and while none is, the autoscaler resumes the one it
+ * names before other suspended workers (`preferredWaiting`).
  */
 import type { Logger } from 'pino';
 import type { LbEndpointDemand } from '../store/lb-demand-store.js';
@@ -194,13 +196,14 @@ export class LbPool implements LbTraffic {
     for (const w of this.#waiters) {
       const d = of(w.endpointId);
       d.waiting++;
-      if (!w.resume || w.preferred === null) continue;
+      if ((w.strict && !w.resume) || w.preferred === null) continue;
       const e = this.#workers.get(w.preferred);
       const entry = (d.workers[w.preferred] ??= {
         outstanding: e?.outstanding ?? 0,
         lastActiveAt: e?.lastActiveAt ?? 0,
       });
-      entry.resumeWanted = (entry.resumeWanted ?? 0) + 1;
+      if (w.resume) entry.resumeWanted = (entry.resumeWanted ?? 0) + 1;
+      else entry.preferredWaiting = (entry.preferredWaiting ?? 0) + 1;
     }
     for (const endpointId of this.#inFlight.keys()) of(endpointId);
     for (const e of this.#workers.values())
@@ -229,6 +232,12 @@ export class LbPool implements LbTraffic {
   resumeWanted(workerId: string): number {
     let n = 0;
     for (const w of this.#waiters) if (w.resume && w.preferred === workerId) n++;
+    return n;
+  }
+
+  preferredWaiting(workerId: string): number {
+    let n = 0;
+    for (const w of this.#waiters) if (!w.strict && w.preferred === workerId) n++;
     return n;
   }
 

@@ -222,6 +222,7 @@ export const balancedTraffic = (
   inFlight: (id) => traffic.inFlight(id),
   workerState: (id) => traffic.workerState(id),
   resumeWanted: (id) => traffic.resumeWanted(id),
+  preferredWaiting: (id) => traffic.preferredWaiting(id),
 });
 
 /**
@@ -234,7 +235,7 @@ export class ReplicaTraffic implements LbTraffic {
   readonly #replicaId: string;
   readonly #ttlMs: number;
   #remote = new Map<string, LbEndpointDemand>();
-  #remoteWorkers = new Map<string, { outstanding: number; lastActiveAt: number; resumeWanted?: number }>();
+  #remoteWorkers = new Map<string, LbEndpointDemand['workers'][string]>();
   #prunedAt = -Infinity;
 
   constructor(deps: {
@@ -270,6 +271,10 @@ export class ReplicaTraffic implements LbTraffic {
 
   resumeWanted(workerId: string): number {
     return this.#pool.resumeWanted(workerId) + (this.#remoteWorkers.get(workerId)?.resumeWanted ?? 0);
+  }
+
+  preferredWaiting(workerId: string): number {
+    return this.#pool.preferredWaiting(workerId) + (this.#remoteWorkers.get(workerId)?.preferredWaiting ?? 0);
   }
 
   workerState(workerId: string): { ready: boolean; outstanding: number; lastActiveAt: number } | null {

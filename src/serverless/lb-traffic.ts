@@ -31,6 +31,11 @@ export interface LbTraffic {
   workerState(workerId: string): { ready: boolean; outstanding: number; lastActiveAt: number } | null;
   /** Requests pinned `strict-resume` to the worker, waiting for it (FlashBoot resumes it for them). */
   resumeWanted(workerId: string): number;
+  /**
+   * Requests waiting with a soft `X-Runpod-Worker-Id` naming the worker: when it is suspended and
+   * demand resumes workers, it is resumed before others (it holds what the requests' affinity is for).
+   */
+  preferredWaiting(workerId: string): number;
 }
 
 /** A worker taken for one request; `release` once its answer ended (idempotent). */

@@ -5,7 +5,7 @@ import { FakeClock } from '../domain/clock.js';
 import { WorkerStore } from '../store/worker-store.js';
 import { AutoscalerStore } from '../store/autoscaler-store.js';
 import { WorkersRegistry } from './workers-registry.js';
-import { SuspendGate } from './suspend-gate.js';
+import { GATE_CLOSE, GATE_OPEN, SuspendGate } from './suspend-gate.js';
 import { WorkerSuspension } from './worker-suspension.js';
 import type { LaunchedWorker } from './launched-workers.js';
 import { Inventory } from '../inventory/inventory.js';
@@ -120,6 +120,30 @@ describe('the suspend gate', () => {
     gate.open('ep1', 'w1');
     assert.equal(gate.isClosed('ep1', 'w1'), false);
     for (const s of [mine, other, sameIdElsewhere]) s.done();
+  });
+
+  test("the gate tells other replicas of its own closes and opens only, and another's opening never opens a gate it closed itself", async () => {
+    const said: Array<[string, string]> = [];
+    const gate = new SuspendGate();
+    let flushed = 0;
+    gate.relayTo({ publish: (topic, key) => void said.push([topic, key]), flush: async () => void flushed++ });
+    gate.close('ep1', 'w1');
+    gate.open('ep1', 'w9');
+    await gate.sent();
+    assert.deepEqual(said, [[GATE_CLOSE, 'ep1/w1']], 'its close is told; opening a gate not closed says nothing');
+    assert.equal(flushed, 1);
+    // another replica's words
+    const held = gate.takeSignal('ep1', 'w2', client());
+    assert.equal(gate.deliver(GATE_CLOSE, 'ep1/w2'), true);
+    assert.equal(held.aborted, true, "another's close ends the take held open here");
+    assert.equal(gate.isClosed('ep1', 'w2'), true);
+    assert.equal(gate.deliver(GATE_OPEN, 'ep1/w1'), true);
+    assert.equal(gate.isClosed('ep1', 'w1'), true, 'closed here: only this replica opens it');
+    assert.equal(gate.deliver(GATE_OPEN, 'ep1/w2'), true);
+    assert.equal(gate.isClosed('ep1', 'w2'), false);
+    assert.equal(gate.deliver('work', 'ep1'), false, 'not its topic');
+    assert.deepEqual(said, [[GATE_CLOSE, 'ep1/w1']], 'words delivered are not told on');
+    held.done();
   });
 });
 

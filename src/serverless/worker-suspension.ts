@@ -77,6 +77,8 @@ export class WorkerSuspension {
     m.suspension = 'suspending';
     registry.gate.close(m.endpointId, workerId);
     try {
+      // the other replicas' gates close before it freezes: none hands it a job meanwhile
+      await registry.gate.sent();
       await runtime.suspend!(workerId);
     } catch (err) {
       registry.gate.open(m.endpointId, workerId);

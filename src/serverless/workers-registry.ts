@@ -235,6 +235,7 @@ export class WorkersRegistry {
       if (entry && entry.polls === 0) this.#known.delete(key);
       else if (entry) entry.status = 'dead';
       this.#recycle.delete(key);
+      this.gate.open(endpointId, id);
     }
   }
 

@@ -63,6 +63,35 @@ for (const { name, skip } of dialects()) {
       ]);
     });
 
+    test('requests naming a worker softly are written and summed over the replicas, apart from strict-resume ones; a shorter entry of an older replica still reads', async () => {
+      await store.publish(
+        'r1',
+        [demand('ep-a', 1, 0, { w1: { outstanding: 0, lastActiveAt: T0, preferredWaiting: 1 } })],
+        T0,
+      );
+      await store.publish(
+        'r2',
+        [demand('ep-a', 2, 0, { w1: { outstanding: 0, lastActiveAt: T0, resumeWanted: 1, preferredWaiting: 1 } })],
+        T0,
+      );
+      await t.db.kysely
+        .insertInto('lb_demand')
+        .values({
+          replica_id: 'old',
+          endpoint_id: 'ep-a',
+          waiting: 0,
+          in_flight: 1,
+          workers: '{"w1":[1,5]}',
+          updated_at: T0,
+        })
+        .execute();
+      assert.deepEqual(await store.read(T0, null), [
+        demand('ep-a', 3, 1, {
+          w1: { outstanding: 1, lastActiveAt: T0, resumeWanted: 1, preferredWaiting: 2 },
+        }),
+      ]);
+    });
+
     test('a replica whose heartbeat stopped counts for nothing past the TTL, and the prune removes its rows only', async () => {
       await store.publish('dead', [demand('ep-a', 5, 5)], T0);
       await store.publish('live', [demand('ep-a', 1, 0)], T0 + 10_000);

@@ -18,9 +18,13 @@ export interface LbEndpointDemand {
   inFlight: number;
   /**
    * By worker id: the requests it holds from this replica, and when it last finished one (ms epoch);
-   * `resumeWanted`, requests pinned `strict-resume` to it that wait (FlashBoot resumes it for them).
+   * `resumeWanted`, requests pinned `strict-resume` to it that wait (FlashBoot resumes it for them);
+   * `preferredWaiting`, requests naming it softly that wait (resumed first among suspended ones).
    */
-  workers: Record<string, { outstanding: number; lastActiveAt: number; resumeWanted?: number }>;
+  workers: Record<
+    string,
+    { outstanding: number; lastActiveAt: number; resumeWanted?: number; preferredWaiting?: number }
+  >;
 }
 
 /** A launched worker of a load-balancing endpoint, as the workers table says. */
@@ -43,11 +47,13 @@ function parseWorkers(text: string): LbEndpointDemand['workers'] {
     const raw = JSON.parse(text) as unknown;
     if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) return out;
     for (const [id, v] of Object.entries(raw as Record<string, unknown>))
-      if (Array.isArray(v) && (v.length === 2 || v.length === 3) && Number.isFinite(v[1]))
+      // (a later version's longer entries are read as far as this one knows them)
+      if (Array.isArray(v) && v.length >= 2 && Number.isFinite(v[1]))
         out[id] = {
           outstanding: count(v[0]),
           lastActiveAt: Number(v[1]),
           ...(count(v[2]) > 0 ? { resumeWanted: count(v[2]) } : {}),
+          ...(count(v[3]) > 0 ? { preferredWaiting: count(v[3]) } : {}),
         };
   } catch {
     // not JSON: no workers
@@ -73,13 +79,16 @@ export class LbDemandStore {
           waiting: count(d.waiting),
           in_flight: count(d.inFlight),
           workers: JSON.stringify(
-            // [held, last finish], and the strict-resume requests waiting for it when there are any
+            // [held, last finish], then the strict-resume and the soft requests waiting for it when
+            // there are any (an older replica reads the first three only)
             Object.fromEntries(
               Object.entries(d.workers).map(([id, w]) => [
                 id,
-                count(w.resumeWanted) > 0
-                  ? [w.outstanding, w.lastActiveAt, w.resumeWanted]
-                  : [w.outstanding, w.lastActiveAt],
+                count(w.preferredWaiting) > 0
+                  ? [w.outstanding, w.lastActiveAt, count(w.resumeWanted), w.preferredWaiting]
+                  : count(w.resumeWanted) > 0
+                    ? [w.outstanding, w.lastActiveAt, w.resumeWanted]
+                    : [w.outstanding, w.lastActiveAt],
               ]),
             ),
           ),
@@ -110,11 +119,13 @@ export class LbDemandStore {
       for (const [id, w] of Object.entries(parseWorkers(r.workers))) {
         const seen = d.workers[id];
         const resumeWanted = (seen?.resumeWanted ?? 0) + (w.resumeWanted ?? 0);
+        const preferredWaiting = (seen?.preferredWaiting ?? 0) + (w.preferredWaiting ?? 0);
         d.workers[id] = seen
           ? {
               outstanding: seen.outstanding + w.outstanding,
               lastActiveAt: Math.max(seen.lastActiveAt, w.lastActiveAt),
               ...(resumeWanted > 0 ? { resumeWanted } : {}),
+              ...(preferredWaiting > 0 ? { preferredWaiting } : {}),
             }
           : w;
       }

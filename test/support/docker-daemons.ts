@@ -17,6 +17,11 @@ export interface DockerDaemon {
   dir: string;
   /** Stops the daemon (its containers stop with it), removes its bridge and files. */
   stop(): Promise<void>;
+  /**
+   * Stops the daemon as an engine restart does (SIGTERM: its containers stop with it) and starts
+   * it again on the same data; resolves once it answers.
+   */
+  restart(): Promise<void>;
 }
 
 /** Why this machine cannot start daemons of a test's own, or null when it can. */
@@ -52,30 +57,34 @@ export async function startDockerDaemon(): Promise<DockerDaemon> {
   ip('addr', 'add', `${subnet}.1/24`, 'dev', bridge);
   ip('link', 'set', bridge, 'up');
   const host = `unix://${dir}/docker.sock`;
-  const child: ChildProcess = spawn(
-    'dockerd',
-    [
-      '--data-root',
-      `${dir}/root`,
-      '--exec-root',
-      `${dir}/exec`,
-      '--host',
-      host,
-      '--pidfile',
-      `${dir}/dockerd.pid`,
-      '--iptables=false',
-      '--ip-masq=false',
-      '--ip6tables=false',
-      '--shutdown-timeout',
-      '2',
-      '--bridge',
-      bridge,
-    ],
-    { stdio: ['ignore', 'pipe', 'pipe'] },
-  );
   let log = '';
-  child.stdout!.on('data', (d: Buffer) => (log = (log + d.toString()).slice(-20_000)));
-  child.stderr!.on('data', (d: Buffer) => (log = (log + d.toString()).slice(-20_000)));
+  const launch = (): ChildProcess => {
+    const c = spawn(
+      'dockerd',
+      [
+        '--data-root',
+        `${dir}/root`,
+        '--exec-root',
+        `${dir}/exec`,
+        '--host',
+        host,
+        '--pidfile',
+        `${dir}/dockerd.pid`,
+        '--iptables=false',
+        '--ip-masq=false',
+        '--ip6tables=false',
+        '--shutdown-timeout',
+        '2',
+        '--bridge',
+        bridge,
+      ],
+      { stdio: ['ignore', 'pipe', 'pipe'] },
+    );
+    c.stdout.on('data', (d: Buffer) => (log = (log + d.toString()).slice(-20_000)));
+    c.stderr.on('data', (d: Buffer) => (log = (log + d.toString()).slice(-20_000)));
+    return c;
+  };
+  let child = launch();
   const client = new DockerClient({ dockerHost: host, timeoutMs: 60_000 });
   let stopped = false;
   const stop = async (): Promise<void> => {
@@ -86,13 +95,22 @@ export async function startDockerDaemon(): Promise<DockerDaemon> {
     ip('link', 'delete', bridge);
     rmSync(dir, { recursive: true, force: true });
   };
+  const restart = async (): Promise<void> => {
+    if (child.exitCode === null && child.signalCode === null) {
+      const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+      child.kill('SIGTERM');
+      await exited;
+    }
+    child = launch();
+    await engineAnswers(client, child, () => log);
+  };
   try {
     await engineAnswers(client, child, () => log);
   } catch (err) {
     await stop();
     throw err;
   }
-  return { host, client, dir, stop };
+  return { host, client, dir, stop, restart };
 }
 
 /**

@@ -120,6 +120,15 @@ export class LoopbackAgent {
         case 'resume':
           await this.#docker[op.kind](op.instanceId);
           break;
+        case 'prepareImage':
+          ack.result = await this.#docker.prepareImage(this.hostId, op);
+          break;
+        case 'discardImage':
+          ack.result = { outcome: await this.#docker.discardImage(this.hostId, op.image) };
+          break;
+        case 'preparedImages':
+          ack.result = { images: await this.#docker.preparedImages(this.hostId) };
+          break;
         case 'stream':
           throw new Error('the loopback agent opens no streams');
         default:

@@ -17,6 +17,7 @@ import {
   AGENT_API_PREFIX,
   MAX_AGENT_POLL_WAIT_MS,
   type InstanceReport,
+  type OperationResult,
   type ReportRequest,
 } from '../../fleet/protocol.js';
 import type { InstanceStats } from '../../runtime/runtime.js';
@@ -94,6 +95,8 @@ const ReportBody = Type.Object(
             opId: Type.String({ maxLength: 128 }),
             ok: Type.Boolean(),
             error: Type.Optional(Type.String({ maxLength: 10_000 })),
+            /** an image operation's result: its shape is checked by the fleet runtime (fleet-images.ts) */
+            result: Type.Optional(Type.Object({}, open)),
           },
           open,
         ),
@@ -121,6 +124,7 @@ function knownReport(body: Static<typeof ReportBody>): ReportRequest {
       opId: a.opId,
       ok: a.ok,
       ...(a.error !== undefined ? { error: a.error } : {}),
+      ...(a.result !== undefined ? { result: a.result as OperationResult } : {}),
     }));
   if (body.stats) report.stats = knownStats(body.stats);
   if (body.instances)
