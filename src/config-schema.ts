@@ -195,7 +195,7 @@ const FlashbootSchema = Type.Object(
   {
     maxKeepMs: amount(
       600_000,
-      'Longest time a FlashBoot endpoint\'s idle worker is kept suspended (frozen, resumed by the next job) before it is removed; an endpoint keeps its workers 10 minutes, or this if shorter (docs/serverless.md, "FlashBoot").',
+      'Longest time a FlashBoot endpoint\'s idle worker is kept suspended (frozen, resumed by the next job) before it is removed; an endpoint keeps its workers for its own keep time (`flashBootKeepSeconds`, 10 minutes by default), or this if shorter, applied at each pass (docs/serverless.md, "FlashBoot").',
     ),
     suspendedPricePerGpuHour: amount(
       0,
@@ -209,7 +209,7 @@ const FlashbootSchema = Type.Object(
         ),
         diskBudgetGb: amount(
           100,
-          'What pre-pulled images may take together on one host, GB; the endpoints past it are not pre-pulled.',
+          "What pre-pulled images may take together on one host, GB, shared max-min fairly between the accounts that want images there; what does not fit an account's share is not pre-pulled.",
         ),
       },
       { description: "Pre-pulling FlashBoot endpoints' images." },

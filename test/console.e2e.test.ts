@@ -249,7 +249,7 @@ describe('the web console in a browser', { skip }, () => {
     await page.close();
   });
 
-  test("a FlashBoot endpoint's page counts its suspended workers apart from its idle ones", async () => {
+  test("a FlashBoot endpoint's page shows its keep time and counts its suspended workers apart from its idle ones", async () => {
     const template = await api(server.url, 'POST', '/v2/templates', {
       name: 'console-flash',
       image: WORKER_IMAGE,
@@ -264,6 +264,7 @@ describe('the web console in a browser', { skip }, () => {
       scaling: { type: 'QUEUE_DELAY', queueDelay: 4 },
       workers: { min: 0, max: 1, idleTimeout: 1 },
       flashboot: 'FLASHBOOT',
+      flashBootKeepSeconds: 900,
     });
     assert.equal(created.status, 201, JSON.stringify(created.body));
     const id = created.body!.id as string;
@@ -273,6 +274,7 @@ describe('the web console in a browser', { skip }, () => {
     await signIn(page, `${server.url}/console/`, KEY);
     await page.goto(`${server.url}/console/#/serverless/${id}`);
     await page.getByRole('heading', { name: 'console-flash' }).waitFor();
+    assert.equal(await page.getByTestId('flashboot-keep').innerText(), '15m 0s', 'its own keep time');
     const count = (k: string) => page.locator(`[data-testid="workers"] [data-count="${k}"] dd`).innerText();
     await eventually(
       async () =>

@@ -82,6 +82,9 @@ export interface Endpoint {
   image: string;
   gpu?: { pools: string[]; count: number };
   workers: { min: number; max: number };
+  flashboot?: 'OFF' | 'FLASHBOOT';
+  /** FlashBoot: seconds an idle worker is kept suspended, as stored (a Gantry extension; the operator's maximum bounds it). */
+  flashBootKeepSeconds?: number;
 }
 
 export interface JobSummary {

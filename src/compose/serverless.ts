@@ -214,6 +214,7 @@ export function assembleServerless(
     registries,
     catalog: config.catalog,
     lease: scalingLease,
+    clock,
     logger: logger.child({ component: 'image-prepull' }),
     config: config.serverless.flashboot.prepull,
   });

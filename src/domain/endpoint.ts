@@ -36,6 +36,11 @@ export interface Endpoint {
   workersMin: number;
   workersMax: number;
   flashboot: boolean;
+  /**
+   * FlashBoot: seconds an idle worker is kept suspended before it is removed (a Gantry extension),
+   * within `serverless.flashboot.maxKeepMs` at use.
+   */
+  flashBootKeepSeconds: number;
   /** Host CUDA versions workers may run on, `major.minor`; empty = any. */
   allowedCudaVersions: string[];
   /** Lowest host CUDA version workers may run on, `major.minor`; null = no bound. */

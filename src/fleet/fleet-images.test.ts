@@ -57,9 +57,22 @@ describe('FleetRuntime pre-pulled images', () => {
     await f.ack({
       opId: list.id,
       ok: true,
-      result: { images: [{ image: IMAGE, sizeBytes: 123, pulledAt: 9 }, { image: 7, sizeBytes: 1 } as never] },
+      result: {
+        images: [
+          { image: IMAGE, sizeBytes: 123, pulledAt: 9, accountId: 'acct-1' },
+          { image: `${IMAGE}-old`, sizeBytes: 5, pulledAt: 1 },
+          { image: 7, sizeBytes: 1 } as never,
+        ],
+      },
     });
-    assert.deepEqual(await listing, [{ image: IMAGE, sizeBytes: 123, pulledAt: 9 }], 'what is not an image is dropped');
+    assert.deepEqual(
+      await listing,
+      [
+        { image: IMAGE, sizeBytes: 123, pulledAt: 9, accountId: 'acct-1' },
+        { image: `${IMAGE}-old`, sizeBytes: 5, pulledAt: 1, accountId: null },
+      ],
+      'what is not an image is dropped; the account it was pulled for is kept (null from an agent that does not say)',
+    );
 
     const discarding = f.runtime.discardImage('host-a', IMAGE);
     const discard = await f.enqueued(3);

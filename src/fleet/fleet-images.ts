@@ -77,7 +77,9 @@ export class FleetImages {
     return (r.images as unknown[]).slice(0, MAX_LISTED).flatMap((i): PreparedImage[] => {
       const p = i as Partial<Record<keyof PreparedImage, unknown>> | null;
       if (typeof p?.image !== 'string' || p.image === '' || p.image.length > 1024 || !isSize(p.sizeBytes)) return [];
-      return [{ image: p.image, sizeBytes: p.sizeBytes, pulledAt: isSize(p.pulledAt) ? p.pulledAt : 0 }];
+      const accountId =
+        typeof p.accountId === 'string' && p.accountId !== '' && p.accountId.length <= 64 ? p.accountId : null;
+      return [{ image: p.image, sizeBytes: p.sizeBytes, pulledAt: isSize(p.pulledAt) ? p.pulledAt : 0, accountId }];
     });
   }
 

@@ -26,6 +26,7 @@ interface GqlEndpointInput {
   workersMin?: number | null;
   workersMax?: number | null;
   flashBootType?: FlashBootType | null;
+  flashBootKeepSeconds?: number | null;
   allowedCudaVersions?: Array<string | null> | null;
   minCudaVersion?: string | null;
   executionTimeoutMs?: number | null;
@@ -92,6 +93,7 @@ function toEndpointInput(input: GqlEndpointInput, services: GraphqlContext['serv
     'workersMin',
     'workersMax',
     'executionTimeoutMs',
+    'flashBootKeepSeconds',
     'type',
   ] as const;
   for (const k of copy) if (input[k] !== undefined) (out as Record<string, unknown>)[k] = input[k];

@@ -27,6 +27,8 @@ export const endpointTypeDefs = /* GraphQL */ `
     allowedCudaVersions: String
     minCudaVersion: String
     flashBootType: FlashBootType
+    "Gantry extension: seconds an idle FlashBoot worker is kept suspended (as stored; serverless.flashboot.maxKeepMs bounds it at use)."
+    flashBootKeepSeconds: Int
     "QB (queue-based) or LB (load balancing)."
     type: String
     computeType: String
@@ -85,6 +87,8 @@ export const endpointTypeDefs = /* GraphQL */ `
     workersMin: Int
     workersMax: Int
     flashBootType: FlashBootType
+    "Gantry extension: seconds an idle FlashBoot worker is kept suspended, 0 to 86400 (default 600); left out of a save with an id, it is kept."
+    flashBootKeepSeconds: Int
     "A comma list (\\"12.1,12.2\\") or a list of versions."
     allowedCudaVersions: [String]
     "Kept as allowedCudaVersions: the hosts' CUDA versions from this one up."

@@ -355,6 +355,8 @@ export interface PreparedImage {
   image: string;
   sizeBytes: number;
   pulledAt: number;
+  /** The account it was pulled for (null or absent: not known, e.g. a record or an agent that predates saying so). */
+  accountId?: string | null;
 }
 
 /** Something that keeps a runtime from holding accounts apart right now. */

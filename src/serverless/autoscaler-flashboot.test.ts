@@ -10,8 +10,9 @@ const S = 1_000;
 const MIN = 60 * S;
 
 /**
- * FlashBoot's time rules on the injected clock: idle timeout → suspended, keep time (10 min, or
- * `serverless.flashboot.maxKeepMs` if shorter) → removed, demand → resumed before any launch.
+ * FlashBoot's time rules on the injected clock: idle timeout → suspended, keep time (the
+ * endpoint's `flashBootKeepSeconds`, 10 min by default, or `serverless.flashboot.maxKeepMs` if
+ * shorter, here 20 min) → removed, demand → resumed before any launch.
  * The fake runtime suspends as the real ones report it (`suspended`, then `running`).
  */
 describe('the autoscaler with FlashBoot (injected clock)', () => {
@@ -108,6 +109,49 @@ describe('the autoscaler with FlashBoot (injected clock)', () => {
     assert.equal((await rows(ep.id))[0]?.status, 'dead');
     assert.equal(await runtime.inspect(id), null);
     assert.equal(t.services.inventory.allocationOf(id), undefined);
+  });
+
+  /** Runs a job, lets the worker idle out into suspension, and answers its id. */
+  const suspendOne = async (ep: Endpoint): Promise<string> => {
+    const id = await runJob(ep);
+    clock.advance(5 * S);
+    await autoscaler.tick(clock.now());
+    assert.equal((await rows(ep.id))[0]?.status, 'suspended');
+    return id;
+  };
+  /** The pass at `ms` after now minus a millisecond keeps the worker; the pass at `ms` removes it. */
+  const removedAt = async (ep: Endpoint, id: string, ms: number) => {
+    clock.advance(ms - 1);
+    await autoscaler.tick(clock.now());
+    assert.deepEqual(autoscaler.workerIds(ep.id), [id], `kept ${ms - 1} ms`);
+    clock.advance(1);
+    await autoscaler.tick(clock.now());
+    assert.deepEqual(autoscaler.workerIds(ep.id), [], `removed at ${ms} ms`);
+    assert.equal(await runtime.inspect(id), null);
+  };
+
+  test("an endpoint's own keep time decides how long its worker stays suspended, to the millisecond", async () => {
+    const short = await endpoint({ flashBootKeepSeconds: 90 });
+    await removedAt(short, await suspendOne(short), 90 * S);
+    const long = await endpoint({ flashBootKeepSeconds: 15 * 60 });
+    await removedAt(long, await suspendOne(long), 15 * MIN);
+  });
+
+  test("the operator's maxKeepMs bounds a longer stored keep time at use, the stored value kept", async () => {
+    const ep = await endpoint({ flashBootKeepSeconds: 3_600 });
+    await removedAt(ep, await suspendOne(ep), 20 * MIN);
+    assert.equal((await t.services.endpoints.get(accountId, ep.id)).flashBootKeepSeconds, 3_600);
+  });
+
+  test('a keep time shortened while a worker is suspended applies at the next pass', async () => {
+    const ep = await endpoint({ flashBootKeepSeconds: 600 });
+    const id = await suspendOne(ep);
+    clock.advance(2 * MIN);
+    await autoscaler.tick(clock.now());
+    assert.deepEqual(autoscaler.workerIds(ep.id), [id]);
+    await t.services.endpoints.update(accountId, ep.id, { flashBootKeepSeconds: 60 });
+    await autoscaler.tick(clock.now());
+    assert.deepEqual(autoscaler.workerIds(ep.id), [], 'suspended 2 min, past its new 1 min');
   });
 
   test('suspended workers count against workersMax: lowering it under them removes the longest suspended', async () => {

@@ -13,8 +13,8 @@ import type { LbPool, LbTraffic } from './lb-pool.js';
 import { lbWorkerPorts } from './lb-worker-ports.js';
 import type { WorkerSuspension } from './worker-suspension.js';
 
-/** How long a FlashBoot endpoint's idle worker is kept suspended, within `serverless.flashboot.maxKeepMs`. */
-const FLASHBOOT_KEEP_MS = 600_000;
+/** `serverless.flashboot.maxKeepMs` when none is given. */
+const FLASHBOOT_MAX_KEEP_MS = 600_000;
 
 /** What the autoscaler's passes decided, since it started (metrics). */
 export interface ScaleDecisions {
@@ -265,7 +265,12 @@ export class EndpointScaler {
     up: number,
     now: number,
   ): Promise<void> {
-    const keepMs = Math.min(FLASHBOOT_KEEP_MS, this.#deps.flashbootMaxKeepMs ?? FLASHBOOT_KEEP_MS);
+    // The endpoint's own keep time, clamped here (not when stored): an operator lowering the
+    // maximum shortens the stored endpoints' keep times at once.
+    const keepMs = Math.min(
+      endpoint.flashBootKeepSeconds * 1000,
+      this.#deps.flashbootMaxKeepMs ?? FLASHBOOT_MAX_KEEP_MS,
+    );
     suspended.sort((a, b) => a.at - b.at);
     let excess = suspended.filter((s) => s.settled).length - Math.max(0, endpoint.workersMax - up);
     for (const s of [...suspended]) {

@@ -19,6 +19,7 @@ const valid = {
   workersMin: 0,
   workersMax: 3,
   flashboot: false,
+  flashBootKeepSeconds: 600,
   allowedCudaVersions: [],
   minCudaVersion: null,
   executionTimeoutMs: 600_000,

@@ -38,6 +38,8 @@ export interface EndpointInput {
   workersMax?: number | null;
   /** @default false */
   flashboot?: boolean | null;
+  /** FlashBoot: seconds an idle worker is kept suspended (within the operator's maximum). @default 600 */
+  flashBootKeepSeconds?: number | null;
   /** Comma list or array of `major.minor`. @default [] */
   allowedCudaVersions?: string | string[] | null;
   /** Lowest host CUDA version, `major.minor`. @default null (no bound) */
@@ -67,6 +69,7 @@ export const ENDPOINT_DEFAULTS: EndpointSettings = {
   workersMin: 0,
   workersMax: 3,
   flashboot: false,
+  flashBootKeepSeconds: 600,
   allowedCudaVersions: [],
   minCudaVersion: null,
   executionTimeoutMs: 600_000,
@@ -77,6 +80,8 @@ const MIN_EXECUTION_TIMEOUT_MS = 5_000;
 const MAX_EXECUTION_TIMEOUT_MS = 7 * 24 * 3600 * 1000;
 const MAX_IDLE_TIMEOUT_S = 3600;
 const MAX_GPU_COUNT = 16;
+/** A day: a suspended worker holds its GPUs; the operator's `maxKeepMs` bounds it further at use. */
+const MAX_FLASHBOOT_KEEP_S = 86_400;
 const CUDA = /^\d+\.\d+$/;
 const ENV_KEY = /^[A-Za-z_][A-Za-z0-9_]*$/;
 
@@ -153,6 +158,7 @@ export function mergeEndpointSettings(
     'workersMin',
     'workersMax',
     'executionTimeoutMs',
+    'flashBootKeepSeconds',
   ] as const) {
     if (has(k)) s[k] = isNull(k) ? ENDPOINT_DEFAULTS[k] : (pick(k) as number);
   }
@@ -210,6 +216,7 @@ export function endpointViolations(
         `locations: "${l}" is not a known region or data center; valid: ${countries.join(', ')}, or a data center id (${dataCenters.join(', ')}); empty means any`,
       );
   int('idleTimeout', s.idleTimeout, 0, MAX_IDLE_TIMEOUT_S, ' seconds');
+  int('flashBootKeepSeconds', s.flashBootKeepSeconds, 0, MAX_FLASHBOOT_KEEP_S, ' seconds (a day)');
   int('scalerValue', s.scalerValue, 1, 1_000_000);
   int('workersMin', s.workersMin, 0, maxWorkers);
   int('workersMax', s.workersMax, 0, maxWorkers);

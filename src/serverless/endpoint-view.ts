@@ -26,6 +26,8 @@ export interface ServerlessEndpointView {
   networkVolumes: string[];
   timeout: number;
   flashboot: 'OFF' | 'FLASHBOOT';
+  /** Seconds an idle FlashBoot worker is kept suspended (Gantry's own field; docs/serverless.md "FlashBoot"). */
+  flashBootKeepSeconds: number;
   allowedCudaVersions: string[];
   createdAt: string;
   /** A load-balancing endpoint's address on the proxy listener (Gantry's own field; docs/load-balancing.md). */
@@ -118,6 +120,7 @@ export function toServerlessView(
     networkVolumes: e.networkVolumeId === null ? [] : [e.networkVolumeId],
     timeout: e.executionTimeoutMs,
     flashboot: e.flashboot ? 'FLASHBOOT' : 'OFF',
+    flashBootKeepSeconds: e.flashBootKeepSeconds,
     allowedCudaVersions: e.allowedCudaVersions,
     createdAt: iso(e.createdAt),
     ...lbField(e, ctx),

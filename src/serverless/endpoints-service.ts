@@ -113,9 +113,18 @@ export class EndpointsService {
     return endpoint;
   }
 
-  /** Full replace (GraphQL `saveEndpoint` with an id): fields not given take their defaults. */
+  /**
+   * Full replace (GraphQL `saveEndpoint` with an id): fields not given take their defaults, but for
+   * Gantry's own `flashBootKeepSeconds`, kept when not given (clients of the platform's schema,
+   * runpodctl among them, never send it; null resets it).
+   */
   async replace(accountId: string, id: string, input: EndpointInput): Promise<Endpoint> {
-    return this.#change(accountId, id, () => ENDPOINT_DEFAULTS, input);
+    return this.#change(
+      accountId,
+      id,
+      (current) => ({ ...ENDPOINT_DEFAULTS, flashBootKeepSeconds: current.flashBootKeepSeconds }),
+      input,
+    );
   }
 
   /** Partial update (REST PATCH): only the fields given change. */

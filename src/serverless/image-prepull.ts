@@ -5,15 +5,20 @@
  * waits for a pull.
  *
  * One pass (every `intervalMs`, on the replica holding the autoscaler's lease):
- * - what each host should hold: the images of the FlashBoot endpoints, oldest endpoint first; a
+ * - what each host should hold: the images of the FlashBoot endpoints, per account, oldest endpoint first; a
  *   private image is pulled with its owner's registry credential, under the rules a start's pull
  *   follows (the runtime's `prepareImage`: a repository pulled with a credential is private there);
  * - per host, what it pre-pulled and no FlashBoot endpoint wants any more is removed (an image a
  *   container still uses is kept until a later pass); images the host held before are never
  *   pulled nor removed;
- * - per host, a disk budget (`diskBudgetGb`) bounds what pre-pulled images take together: the
- *   endpoints past it are not pre-pulled (said once in the log); an image that turns out larger
- *   than what was left is removed again and not tried while the budget stays.
+ * - per host, a disk budget (`diskBudgetGb`) bounds what pre-pulled images take together, shared
+ *   max-min fairly between the accounts that want images there (domain/prepull-plan.ts): images
+ *   over their account's share are removed to make room for another account's (never one a
+ *   container uses), an image learnt larger than its account's share is removed and not pulled
+ *   again while the shares stay. Sizes are learnt from pulls (and the host's records) and kept;
+ * - a pull that fails (the registry refuses it, a wrong credential, not found) waits out a back-off
+ *   per host and image (prepull-backoff.ts; `clock`), ended by a change of its owner's credential;
+ *   meanwhile it holds no share.
  * A runtime without the capability (the process runtime: nothing to pull) does nothing. Hosts are
  * settled side by side (a fleet host's pull is its agent's, and may take minutes); a host the
  * runtime cannot reach now or cannot pre-pull on (a fleet host whose agent predates it:
@@ -21,13 +26,16 @@
  */
 import type { Logger } from 'pino';
 import type { Catalog } from '../domain/catalog.js';
+import type { Clock } from '../domain/clock.js';
 import { eligibleHostIds } from '../domain/placement.js';
+import { planPrepull, type PrepullWant } from '../domain/prepull-plan.js';
 import type { Inventory } from '../inventory/inventory.js';
 import type { RegistriesService } from '../registries/registries-service.js';
 import type { Runtime } from '../runtime/runtime.js';
 import type { AutoscalerStore } from '../store/autoscaler-store.js';
 import type { Lease } from '../store/leases.js';
 import type { EndpointsService } from './endpoints-service.js';
+import { credentialFingerprint, PrepullBackoff } from './prepull-backoff.js';
 import { workerPlacementRequests } from './worker-spec.js';
 
 export interface ImagePrepullConfig {
@@ -46,6 +54,8 @@ export interface ImagePrepullDeps {
   registries: Pick<RegistriesService, 'credentials'>;
   catalog: Catalog;
   lease: Pick<Lease, 'isHeld'>;
+  /** When a failed pull may be tried again. */
+  clock: Clock;
   logger: Pick<Logger, 'info' | 'warn'>;
   config: ImagePrepullConfig;
 }
@@ -58,13 +68,19 @@ interface Wanted {
   endpointId: string;
 }
 
+/** Per account (the one whose oldest endpoint is oldest first), its images in its endpoints' order. */
+type HostWants = Map<string, Map<string, Wanted>>;
+
 const GB = 1_000_000_000;
 
 export class ImagePrepull {
   readonly #d: ImagePrepullDeps;
-  /** `host\0image` found too large for what the budget left: not tried again. */
-  readonly #tooLarge = new Set<string>();
-  /** `host\0image` whose pull failed, or a host whose listing failed, with why (logged once per reason). */
+  /** What each image takes, learnt from its pulls and the hosts' records. */
+  readonly #sizes = new Map<string, number>();
+  /** `host\0image` the host held before (not Gantry's: nothing of the budget). */
+  readonly #foreign = new Set<string>();
+  readonly #backoff = new PrepullBackoff();
+  /** A host whose listing failed, with why (logged once per reason). */
   readonly #failed = new Map<string, string>();
   #timer: NodeJS.Timeout | null = null;
   #running: Promise<void> | null = null;
@@ -108,7 +124,7 @@ export class ImagePrepull {
     );
     await Promise.all(
       hosts.map((h) =>
-        this.#settle(h.id, wanted.get(h.id) ?? new Map<string, Wanted>()).catch((err: unknown) => {
+        this.#settle(h.id, wanted.get(h.id) ?? new Map<string, Map<string, Wanted>>()).catch((err: unknown) => {
           const reason = (err as Error).message;
           if (this.#failed.get(h.id) !== reason)
             this.#d.logger.warn({ hostId: h.id, err: reason }, 'cannot settle the pre-pulled images of a host');
@@ -118,10 +134,10 @@ export class ImagePrepull {
     );
   }
 
-  /** Per host, the images it should hold (image → the oldest endpoint's want). */
-  async #wanted(snapshot: ReturnType<Inventory['snapshot']>): Promise<Map<string, Map<string, Wanted>>> {
+  /** Per host, the images it should hold, per account. */
+  async #wanted(snapshot: ReturnType<Inventory['snapshot']>): Promise<Map<string, HostWants>> {
     const { store, endpoints, registries, catalog, logger } = this.#d;
-    const out = new Map<string, Map<string, Wanted>>();
+    const found: Array<{ createdAt: number; want: Wanted; hostIds: string[] }> = [];
     for (const { id, accountId } of await store.flashbootEndpoints()) {
       try {
         const endpoint = await endpoints.get(accountId, id);
@@ -130,68 +146,113 @@ export class ImagePrepull {
         const registryId = template.containerRegistryAuthId;
         const registryAuth = registryId ? await registries.credentials(accountId, registryId) : null;
         const want: Wanted = { image: template.imageName, accountId, registryAuth, endpointId: id };
-        for (const request of workerPlacementRequests(endpoint, template, null, catalog))
-          for (const hostId of eligibleHostIds(request, snapshot)) {
-            let images = out.get(hostId);
-            if (!images) out.set(hostId, (images = new Map<string, Wanted>()));
-            if (!images.has(want.image)) images.set(want.image, want);
-          }
+        const hostIds = workerPlacementRequests(endpoint, template, null, catalog).flatMap((request) =>
+          eligibleHostIds(request, snapshot),
+        );
+        found.push({ createdAt: endpoint.createdAt, want, hostIds });
       } catch (err) {
         logger.warn({ endpointId: id, err: (err as Error).message }, 'cannot tell which image to pre-pull');
       }
     }
+    found.sort((a, b) => a.createdAt - b.createdAt || a.want.endpointId.localeCompare(b.want.endpointId));
+    const out = new Map<string, HostWants>();
+    for (const { want, hostIds } of found)
+      for (const hostId of hostIds) {
+        let accounts = out.get(hostId);
+        if (!accounts) out.set(hostId, (accounts = new Map<string, Map<string, Wanted>>()));
+        let images = accounts.get(want.accountId);
+        if (!images) accounts.set(want.accountId, (images = new Map<string, Wanted>()));
+        if (!images.has(want.image)) images.set(want.image, want);
+      }
     return out;
   }
 
-  async #settle(hostId: string, wanted: Map<string, Wanted>): Promise<void> {
-    const { runtime, logger, config } = this.#d;
-    const held = await runtime.preparedImages!(hostId);
-    this.#failed.delete(hostId);
-    let used = 0;
-    for (const p of held) {
-      if (wanted.has(p.image)) {
-        used += p.sizeBytes;
-        continue;
-      }
-      const outcome = await runtime.discardImage!(hostId, p.image);
-      if (outcome === 'in-use') continue;
-      logger.info({ hostId, image: p.image, outcome }, 'removed a pre-pulled image no FlashBoot endpoint uses');
-      // Room freed: what did not fit before is tried again.
-      for (const key of this.#tooLarge) if (key.startsWith(`${hostId}\0`)) this.#tooLarge.delete(key);
-    }
+  /**
+   * Brings one host to the plan, one pull at a time: the plan is made again after each pull (its
+   * size is then known) and after a removal a container refused. Images no account wants are
+   * removed at once; images over their account's share only as a pull needs their room.
+   */
+  async #settle(hostId: string, accounts: HostWants): Promise<void> {
+    const { runtime, logger, config, clock } = this.#d;
     const budget = config.diskBudgetGb * GB;
-    const have = new Set(held.map((p) => p.image));
-    for (const want of wanted.values()) {
-      const key = `${hostId}\0${want.image}`;
-      if (have.has(want.image) || this.#tooLarge.has(key)) continue;
-      if (used >= budget) {
+    const now = clock.now();
+    // A failing image waits out its back-off: meanwhile it is not pulled and holds no share.
+    const ready = (w: Wanted) =>
+      this.#backoff.waitingUntil(hostId, w.image, credentialFingerprint(w.registryAuth), now) === null;
+    const wanted: PrepullWant[] = [...accounts].map(([accountId, images]) => ({
+      accountId,
+      images: [...images.values()].filter(ready).map((w) => w.image),
+    }));
+    const inUse = new Set<string>();
+    const tried = new Set<string>();
+    for (;;) {
+      const held = await runtime.preparedImages!(hostId);
+      this.#failed.delete(hostId);
+      for (const p of held) this.#sizes.set(p.image, p.sizeBytes);
+      const have = new Set(held.map((p) => p.image));
+      const sizes = new Map(this.#sizes);
+      for (const w of wanted)
+        for (const image of w.images) if (this.#foreign.has(`${hostId}\0${image}`)) sizes.set(image, 0);
+      const plan = planPrepull({
+        budgetBytes: budget,
+        held: held.map((p) => ({ ...p, inUse: inUse.has(p.image) })),
+        // Tried in this pass and not held: failed, or found too large and removed.
+        wanted: wanted.map((w) => ({ ...w, images: w.images.filter((i) => have.has(i) || !tried.has(i)) })),
+        sizes,
+      });
+      const next = plan.pull[0];
+      let total = held.reduce((sum, p) => sum + p.sizeBytes, 0);
+      let refused = false;
+      for (const r of plan.remove) {
+        if (r.reason === 'over-share' && total + (next?.roomBytes ?? 0) <= budget) break;
+        const outcome = await runtime.discardImage!(hostId, r.image);
+        if (outcome === 'in-use') {
+          inUse.add(r.image);
+          refused = true;
+          continue;
+        }
+        total -= r.sizeBytes;
+        logger.info(
+          { hostId, image: r.image, accountId: r.accountId, outcome },
+          r.reason === 'unwanted'
+            ? 'removed a pre-pulled image no FlashBoot endpoint uses'
+            : 'removed a pre-pulled image over its account’s share of the host’s pre-pull disk budget',
+        );
+      }
+      if (refused) continue; // in use: planned again with it kept
+      if (!next) return;
+      tried.add(next.image);
+      const want = accounts.get(next.accountId)!.get(next.image)!;
+      if (total + next.roomBytes > budget) {
         logger.warn(
           { hostId, image: want.image, endpointId: want.endpointId, budgetGb: config.diskBudgetGb },
           'not pre-pulled: the host’s pre-pull disk budget is spent',
         );
-        break;
+        continue;
       }
-      try {
-        const { pulled, sizeBytes } = await runtime.prepareImage!(hostId, want);
-        this.#failed.delete(key);
-        if (!pulled) continue;
-        if (used + sizeBytes > budget) {
-          await runtime.discardImage!(hostId, want.image);
-          this.#tooLarge.add(key);
-          logger.warn(
-            { hostId, image: want.image, sizeBytes, budgetGb: config.diskBudgetGb },
-            'removed a pre-pulled image again: it does not fit what is left of the host’s pre-pull disk budget',
-          );
-          continue;
-        }
-        used += sizeBytes;
-        logger.info({ hostId, image: want.image, endpointId: want.endpointId, sizeBytes }, 'pre-pulled image');
-      } catch (err) {
-        const reason = (err as Error).message;
-        if (this.#failed.get(key) !== reason)
-          logger.warn({ hostId, image: want.image, endpointId: want.endpointId, err: reason }, 'pre-pull failed');
-        this.#failed.set(key, reason);
+      await this.#pull(hostId, want);
+    }
+  }
+
+  async #pull(hostId: string, want: Wanted): Promise<void> {
+    const { runtime, logger, clock } = this.#d;
+    const key = `${hostId}\0${want.image}`;
+    try {
+      const { pulled, sizeBytes } = await runtime.prepareImage!(hostId, want);
+      this.#backoff.succeeded(hostId, want.image);
+      if (!pulled) {
+        this.#foreign.add(key);
+        return;
       }
+      this.#foreign.delete(key);
+      this.#sizes.set(want.image, sizeBytes);
+      logger.info({ hostId, image: want.image, endpointId: want.endpointId, sizeBytes }, 'pre-pulled image');
+    } catch (err) {
+      const retryInMs = this.#backoff.failed(hostId, want.image, credentialFingerprint(want.registryAuth), clock.now());
+      logger.warn(
+        { hostId, image: want.image, endpointId: want.endpointId, err: (err as Error).message, retryInMs },
+        'pre-pull failed',
+      );
     }
   }
 }

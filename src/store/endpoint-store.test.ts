@@ -22,6 +22,7 @@ const endpoint = (over: Partial<Endpoint> = {}): Endpoint => ({
   workersMin: 1,
   workersMax: 5,
   flashboot: true,
+  flashBootKeepSeconds: 1_800,
   allowedCudaVersions: ['12.4', '12.8'],
   minCudaVersion: '12.4',
   executionTimeoutMs: 1_200_000,
@@ -103,7 +104,14 @@ for (const { name, skip } of dialects()) {
     });
 
     test('replace writes only over the expected version', async () => {
-      const next = endpoint({ name: 'renamed', gpuIds: ['AMPERE_80'], workersMax: 9, version: 2, updatedAt: 5 });
+      const next = endpoint({
+        name: 'renamed',
+        gpuIds: ['AMPERE_80'],
+        workersMax: 9,
+        flashBootKeepSeconds: 60,
+        version: 2,
+        updatedAt: 5,
+      });
       assert.equal(await store.replace(next, 1), true);
       assert.deepEqual(await store.get('a1', 'e1'), next);
       assert.equal(await store.replace({ ...next, name: 'stale', version: 2 }, 1), false);

@@ -25,6 +25,8 @@ export interface EndpointsTable {
   workers_min: number;
   workers_max: number;
   flashboot: number;
+  /** FlashBoot's keep time of a suspended worker, seconds (migration 0025); 600 for older rows. */
+  flashboot_keep_s: number;
   /** JSON array of `major.minor`. */
   allowed_cuda_versions: string;
   /** Lowest host CUDA version, `major.minor` (migration 0018); null for no bound. */

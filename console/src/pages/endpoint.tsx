@@ -224,6 +224,13 @@ export function EndpointPage({ id }: { id: string }) {
       <p>
         <code>{endpoint.id}</code> · <code>{endpoint.image}</code> · pools {endpoint.gpu?.pools.join(', ')} · workers{' '}
         {endpoint.workers.min}–{endpoint.workers.max}
+        {endpoint.flashboot === 'FLASHBOOT' ? (
+          <>
+            {' '}
+            · FlashBoot: suspended workers kept up to{' '}
+            <span data-testid="flashboot-keep">{duration(endpoint.flashBootKeepSeconds ?? 600)}</span>
+          </>
+        ) : null}
       </p>
       <div class="grid cards">
         <article>

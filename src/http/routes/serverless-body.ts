@@ -81,6 +81,12 @@ const Flashboot = StringEnum(['OFF', 'FLASHBOOT', 'PRIORITY_FLASHBOOT'] as const
   description: 'default OFF; PRIORITY_FLASHBOOT is not offered on this platform',
 });
 
+/** An endpoint answer's `flashBootKeepSeconds` (Gantry extension). */
+export const FlashBootKeepAnswer = Type.Integer({
+  description:
+    'Gantry extension: seconds an idle FlashBoot worker is kept suspended (as stored; serverless.flashboot.maxKeepMs bounds it at use)',
+});
+
 const containerFields = {
   image: Type.Optional(Type.String({ minLength: 1, maxLength: 512, description: 'container image' })),
   args: Type.Optional(Type.String({ maxLength: 4096, description: 'arguments to the entrypoint' })),
@@ -110,6 +116,12 @@ const commonFields = {
     Type.Array(Type.String({ maxLength: 64 }), { maxItems: 1, description: 'at most one network volume id' }),
   ),
   flashboot: Type.Optional(Flashboot),
+  flashBootKeepSeconds: Type.Optional(
+    Type.Number({
+      description:
+        'Gantry extension: seconds an idle FlashBoot worker is kept suspended, whole seconds 0 to 86400 (default 600), at most serverless.flashboot.maxKeepMs at use',
+    }),
+  ),
   scaling: Type.Optional(Scaling),
   workers: Type.Optional(Workers),
 };
@@ -232,6 +244,7 @@ export function toEndpointInput(
   if (b.dataCenterIds !== undefined) input.locations = countriesOf(b.dataCenterIds, ctx.dataCenters);
   if (b.networkVolumes !== undefined) input.networkVolumeId = b.networkVolumes[0] ?? null;
   if (b.flashboot !== undefined) input.flashboot = b.flashboot === 'FLASHBOOT';
+  if (b.flashBootKeepSeconds !== undefined) input.flashBootKeepSeconds = b.flashBootKeepSeconds;
   if (b.env !== undefined) input.env = b.env;
   return input;
 }

@@ -5,7 +5,7 @@
  * holds of a private repository is "prepared" only for an account that proves it may pull it.
  *
  * The record is one volume per pre-pulled image (`gantry-prepulled-<namespace>-<hash>`, labelled
- * with the image, its size and when it was pulled), made once the pull is done: only what this
+ * with the image, its size, when it was pulled and for which account), made once the pull is done: only what this
  * installation pulled is ever removed, an image the engine held before (an operator's, a start's)
  * never is, and the record outlives a restart of the server or the agent. A crash between the pull
  * and the record leaves the image unrecorded: kept, never removed by Gantry (an operator's prune
@@ -22,6 +22,7 @@ import type { ImageAccess } from './image-access.js';
 const PREPULLED = 'gantry.prepulled';
 const SIZE = 'gantry.prepulled.size';
 const AT = 'gantry.prepulled.at';
+const ACCOUNT = 'gantry.prepulled.account';
 
 type Client = Pick<
   DockerClient,
@@ -64,6 +65,7 @@ export class PreparedImages {
       [PREPULLED]: ref,
       [SIZE]: String(sizeBytes),
       [AT]: String(this.#now()),
+      [ACCOUNT]: request.accountId,
     });
     return { pulled: true, sizeBytes };
   }
@@ -73,7 +75,14 @@ export class PreparedImages {
     return volumes.flatMap((v) => {
       const image = v.Labels?.[PREPULLED];
       if (!image) return [];
-      return [{ image, sizeBytes: Number(v.Labels?.[SIZE] ?? 0) || 0, pulledAt: Number(v.Labels?.[AT] ?? 0) || 0 }];
+      return [
+        {
+          image,
+          sizeBytes: Number(v.Labels?.[SIZE] ?? 0) || 0,
+          pulledAt: Number(v.Labels?.[AT] ?? 0) || 0,
+          accountId: v.Labels?.[ACCOUNT] || null,
+        },
+      ];
     });
   }
 

@@ -7,6 +7,7 @@
 import { sql, type Kysely, type Migration } from 'kysely';
 import { billingUsageTables } from './billing-usage.js';
 import { clusterTables } from './clusters.js';
+import { endpointFlashbootKeep } from './endpoint-flashboot-keep.js';
 import { endpointInstanceIds } from './endpoint-instance-ids.js';
 import { endpointReleases } from './endpoint-releases.js';
 import { fleetJournalTable, fleetTables } from './fleet-tables.js';
@@ -93,6 +94,7 @@ export const MIGRATIONS: readonly StoreMigration[] = [
   { key: '0022-pod-bid', up: each(podBid) },
   { key: '0023-lb-demand', up: each(lbDemandTable) },
   { key: '0024-worker-suspended', up: each(workerSuspended) },
+  { key: '0025-endpoint-flashboot-keep', up: each(endpointFlashbootKeep) },
 ];
 
 /** The list as Kysely's migrator takes it, for one dialect. */

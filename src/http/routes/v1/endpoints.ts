@@ -37,6 +37,12 @@ const fields = {
   scalerValue: Type.Optional(Type.Integer({ minimum: 1, default: 4 })),
   executionTimeoutMs: Type.Optional(Type.Integer({ description: '5000 ms to 7 days; default 600000' })),
   flashboot: Type.Optional(Type.Boolean({ default: false })),
+  flashBootKeepSeconds: Type.Optional(
+    Type.Number({
+      description:
+        'Gantry extension: seconds an idle FlashBoot worker is kept suspended, whole seconds 0 to 86400 (default 600), at most serverless.flashboot.maxKeepMs at use',
+    }),
+  ),
   allowedCudaVersions: Type.Optional(StringArray('host CUDA versions', Type.String({ pattern: '^\\d+\\.\\d+$' }))),
   minCudaVersion: Type.Optional(
     Type.String({
@@ -80,6 +86,10 @@ const EndpointSchema = Type.Object({
   scalerValue: Type.Integer(),
   executionTimeoutMs: Type.Integer(),
   flashboot: Type.Boolean({ description: 'Gantry extension (runpodctl reads it)' }),
+  flashBootKeepSeconds: Type.Integer({
+    description:
+      'Gantry extension: seconds an idle FlashBoot worker is kept suspended (as stored; the operator maximum applies at use)',
+  }),
   allowedCudaVersions: Type.Array(Type.String()),
   minCudaVersion: Nullable(Type.String({ description: 'the lowest host CUDA version workers run on; null = none' })),
   dataCenterIds: Type.Array(Type.String()),
@@ -171,6 +181,7 @@ export function endpointV1Routes(app: TypedApp, { endpoints, catalog, config }: 
       ...(b.scalerValue !== undefined ? { scalerValue: b.scalerValue } : {}),
       ...(b.executionTimeoutMs !== undefined ? { executionTimeoutMs: b.executionTimeoutMs } : {}),
       ...(b.flashboot !== undefined ? { flashboot: b.flashboot } : {}),
+      ...(b.flashBootKeepSeconds !== undefined ? { flashBootKeepSeconds: b.flashBootKeepSeconds } : {}),
       ...(b.allowedCudaVersions !== undefined ? { allowedCudaVersions: b.allowedCudaVersions } : {}),
       ...(b.minCudaVersion !== undefined ? { minCudaVersion: b.minCudaVersion === '' ? null : b.minCudaVersion } : {}),
       ...(b.dataCenterIds !== undefined ? { locations: locationsOf(b.dataCenterIds) } : {}),
@@ -197,6 +208,7 @@ export function endpointV1Routes(app: TypedApp, { endpoints, catalog, config }: 
       scalerValue: e.scalerValue,
       executionTimeoutMs: e.executionTimeoutMs,
       flashboot: e.flashboot,
+      flashBootKeepSeconds: e.flashBootKeepSeconds,
       allowedCudaVersions: e.allowedCudaVersions,
       minCudaVersion: e.minCudaVersion,
       dataCenterIds: dataCenters()
