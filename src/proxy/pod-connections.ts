@@ -48,7 +48,7 @@ export class PodConnection {
 
   /** `onread` for the dial: reads land in this connection's own buffer. */
   readonly onread: OnReadOpts = {
-    buffer: () => Buffer.allocUnsafe(READ_BUFFER_BYTES),
+    buffer: Buffer.allocUnsafe(READ_BUFFER_BYTES),
     callback: (bytes: number, buffer: Uint8Array) => this.#deliver(buffer, 0, bytes),
   };
 
