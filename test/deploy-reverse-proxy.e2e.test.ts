@@ -176,7 +176,8 @@ const nginx: Front = {
       .replaceAll('/etc/ssl/gantry/pods-wildcard.key', files.pods.keyFile)
       .replaceAll('http://127.0.0.1:8080', `http://127.0.0.1:${upstream.main}`)
       .replaceAll('http://127.0.0.1:8081', `http://127.0.0.1:${upstream.proxy}`);
-    assert.ok(!site.includes(':8080') && !site.includes(':8081') && !site.includes('443'), site);
+    // the document's ports, each as a whole number (a random port such as 14433 holds "443")
+    assert.ok(!/:8080\b|:8081\b|listen 443\b/.test(site), site);
     const temp = join(dir, 'temp');
     mkdirSync(temp, { recursive: true });
     chmodSync(temp, 0o777);

@@ -8,7 +8,8 @@
  * `connectTimeoutMs`, the answer's head `responseTimeoutMs`, and a connection on which nothing
  * moves either way `idleTimeoutMs`.
  */
-import { request as httpRequest, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { OnReadOpts } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
 import { ApiError } from '../domain/errors.js';
@@ -17,13 +18,14 @@ import type { PodEventSource } from '../pods/pod-events.js';
 import type { Runtime } from '../runtime/runtime.js';
 import { DialTimeout } from '../runtime/dial.js';
 import { rawProblemResponse } from '../http/client-errors.js';
-import { requestHeaders, responseHeaders, upgradeHead } from './proxy-headers.js';
+import { requestHeaders, upgradeHead } from './proxy-headers.js';
 import { sendProblem } from './proxy-problem.js';
 import { checkAccess, SESSION_COOKIE, type ProxyAccessDeps } from './proxy-access.js';
 import { ProxyLimits } from './proxy-limits.js';
 import { routeOf, type ProxyRoute } from './proxy-route.js';
-import { Upstreams } from './upstreams.js';
-import { joinUpgrade, passAnswer } from './relay.js';
+import { joinUpgrade } from './relay.js';
+import { PodConnections, type PodConnection } from './pod-connections.js';
+import { UpstreamExchange } from './upstream-exchange.js';
 import type { PodProxySettings } from '../transport/proxy-settings.js';
 import { NO_TRUSTED_PROXIES, type ForwardedClient, type TrustedProxies } from './forwarded-client.js';
 
@@ -58,19 +60,32 @@ function upstreamProblem(err: unknown, target: PodHttpTarget): ApiError {
   return new ApiError('UPSTREAM_UNAVAILABLE', `Pod "${target.podId}" could not be reached: ${message}.`);
 }
 
+/**
+ * How long a label's target is believed without a read of the store. A change this replica makes
+ * is heard at once; one another replica makes (PostgreSQL) is read within this long, and meanwhile
+ * the runtime's dial of a stopped pod fails (502).
+ */
+const ROUTE_MEMORY_MS = 1_000;
+const ROUTES_REMEMBERED = 4_096;
+
 export class PodProxy {
   readonly #d: PodProxyDeps;
   readonly #limits: ProxyLimits;
-  readonly #upstreams: Upstreams;
+  readonly #connections: PodConnections;
   /** pod id → the upgraded connections to it (both ends), ended when the pod stops */
   readonly #tunnels = new Map<string, Set<Duplex>>();
   readonly #unsubscribe: () => void;
+  /** label → its target and until when it is believed without a read (`#resolve`) */
+  readonly #routes = new Map<string, { target: PodHttpTarget; until: number }>();
+  /** pod status changes heard so far */
+  #statusChanges = 0;
 
   constructor(deps: PodProxyDeps) {
     this.#d = deps;
     this.#limits = new ProxyLimits(deps.settings);
-    this.#upstreams = new Upstreams((podId, port) => this.#dial(podId, port));
+    this.#connections = new PodConnections((podId, port, onread) => this.#dial(podId, port, onread));
     this.#unsubscribe = deps.events.on('pod:status', ({ podId, from, to }) => {
+      this.#forgetRoutes(podId);
       if (from === 'RUNNING' && to !== 'RUNNING') this.#podStopped(podId);
     });
   }
@@ -99,7 +114,7 @@ export class PodProxy {
 
   close(): void {
     this.#unsubscribe();
-    this.#upstreams.close();
+    this.#connections.close();
     for (const podId of [...this.#tunnels.keys()]) this.#podStopped(podId);
   }
 
@@ -113,11 +128,34 @@ export class PodProxy {
       );
     if ('redirect' in route) return route.redirect;
     try {
-      return { route, target: await this.#d.targets.resolve(route.label) };
+      return { route, target: await this.#resolve(route.label) };
     } catch (err) {
       if (err instanceof ApiError) return err;
       throw err;
     }
+  }
+
+  /**
+   * The target of a label: remembered for `ROUTE_MEMORY_MS` so a busy port's requests cost no read
+   * of the store, and forgotten at once when this replica hears its pod change status. A lookup
+   * that began before such a change is not remembered (it may have read the old status).
+   */
+  async #resolve(label: string): Promise<PodHttpTarget> {
+    const now = (this.#d.now ?? Date.now)();
+    const known = this.#routes.get(label);
+    if (known && known.until > now) return known.target;
+    const changes = this.#statusChanges;
+    const target = await this.#d.targets.resolve(label);
+    if (changes === this.#statusChanges) {
+      if (this.#routes.size >= ROUTES_REMEMBERED) this.#routes.clear();
+      this.#routes.set(label, { target, until: now + ROUTE_MEMORY_MS });
+    }
+    return target;
+  }
+
+  #forgetRoutes(podId: string): void {
+    this.#statusChanges++;
+    for (const [label, known] of this.#routes) if (known.target.podId === podId) this.#routes.delete(label);
   }
 
   async #request(req: IncomingMessage, res: ServerResponse): Promise<void> {
@@ -162,72 +200,84 @@ export class PodProxy {
     const { settings, meter } = this.#d;
     meter?.open(1);
     // The answer's bytes are read off the client's connection (its head included), not counted
-    // chunk by chunk: a 'data' listener beside the answer's pipe halved a large download's rate
-    // (bench/proxy.ts). A request body is counted as it comes (the connection may have read some
-    // of it before this handler ran).
+    // chunk by chunk. A request body is counted as it comes.
     const client = req.socket;
     const writtenBefore = client.bytesWritten;
     let bytesIn = 0;
     let status = 0;
-    const upstream = httpRequest({
-      agent: this.#upstreams.agent(target.podId, target.port),
-      method: req.method,
-      path: route.path,
-      headers: requestHeaders(req, {
-        ...this.#client(req),
-        prefix: route.prefix,
-        upgrade: false,
-        ...this.#dropped(),
-      }),
-      setHost: false,
-    });
-    const responseTimer = setTimeout(
-      () =>
-        upstream.destroy(
-          new DialTimeout(`it sent no answer within ${settings.responseTimeoutMs} ms (proxy.responseTimeoutMs)`),
-        ),
-      settings.responseTimeoutMs,
-    );
-    if (settings.idleTimeoutMs > 0)
-      upstream.setTimeout(settings.idleTimeoutMs, () =>
-        upstream.destroy(new DialTimeout(`nothing moved for ${settings.idleTimeoutMs} ms (proxy.idleTimeoutMs)`)),
-      );
+    let over = false;
+    let exchange: UpstreamExchange | null = null;
+    let conn: PodConnection | null = null;
     const done = (): void => {
+      if (over) return;
+      over = true;
       clearTimeout(responseTimer);
       release();
       meter?.open(-1);
       meter?.exchange('http', status, bytesIn, client.bytesWritten - writtenBefore);
     };
+    const fail = (err: unknown): void => {
+      if (res.headersSent) return void res.destroy();
+      status = err instanceof DialTimeout ? 504 : 502;
+      sendProblem(res, upstreamProblem(err, target));
+    };
+    const responseTimer = setTimeout(() => {
+      const late = new DialTimeout(
+        `it sent no answer within ${settings.responseTimeoutMs} ms (proxy.responseTimeoutMs)`,
+      );
+      exchange?.abort();
+      conn?.destroy();
+      fail(late);
+    }, settings.responseTimeoutMs);
+    // the client left before the answer ended: so does the exchange with the pod
     res.once('close', () => {
       done();
-      // the client left before the answer ended: so does the request to the pod
-      if (!res.writableFinished) upstream.destroy();
+      if (!res.writableFinished) exchange?.abort();
     });
-    if (req.headers['content-length'] !== undefined || req.headers['transfer-encoding'] !== undefined) {
-      req.on('data', (chunk: Buffer) => (bytesIn += chunk.length));
-      req.pipe(upstream);
-    } else upstream.end(); // no body (RFC 9112 6.3): nothing to stream
-    upstream.on('response', (answer: IncomingMessage) => {
-      clearTimeout(responseTimer);
-      const passed = passAnswer(res, answer, responseHeaders(answer, route.prefix), (why) => {
-        status = 502;
-        upstream.destroy();
-        sendProblem(
-          res,
-          new ApiError(
-            'UPSTREAM_UNAVAILABLE',
-            `Pod "${target.podId}" sent an answer that cannot be passed on (${why}).`,
-          ),
-        );
-      });
-      if (passed !== 0) status = passed;
+    try {
+      conn = await this.#connections.take(target.podId, target.port);
+    } catch (err) {
+      req.resume();
+      if (!res.headersSent && !res.destroyed) fail(err);
+      return;
+    }
+    if (res.destroyed || res.writableEnded) {
+      // answered meanwhile (the answer's time ran out) or the client left: the connection was not used
+      this.#connections.give(conn);
+      return;
+    }
+    const taken = conn;
+    exchange = new UpstreamExchange(taken, {
+      req,
+      res,
+      path: route.path,
+      headers: requestHeaders(req, { ...this.#client(req), prefix: route.prefix, upgrade: false, ...this.#dropped() }),
+      prefix: route.prefix,
+      idleTimeoutMs: settings.idleTimeoutMs,
+      bytesIn: (n) => (bytesIn += n),
+      head: (code) => {
+        clearTimeout(responseTimer);
+        status = code;
+      },
+      failed: (err) => {
+        clearTimeout(responseTimer);
+        if ('refused' in err) {
+          status = 502;
+          sendProblem(
+            res,
+            new ApiError(
+              'UPSTREAM_UNAVAILABLE',
+              `Pod "${target.podId}" sent an answer that cannot be passed on (${err.refused}).`,
+            ),
+          );
+        } else fail(err);
+      },
+      finished: (reusable) => {
+        if (reusable) this.#connections.give(taken);
+        else taken.destroy();
+      },
     });
-    upstream.on('error', (err) => {
-      if (!res.headersSent) {
-        status = err instanceof DialTimeout ? 504 : 502;
-        sendProblem(res, upstreamProblem(err, target));
-      } else res.destroy();
-    });
+    exchange.start();
   }
 
   async #upgrade(req: IncomingMessage, socket: Duplex, head: Buffer): Promise<void> {
@@ -316,7 +366,7 @@ export class PodProxy {
     return this.#d.settings.requireKey ? { dropCookie: SESSION_COOKIE, dropAuthorization: true } : {};
   }
 
-  #dial(podId: string, port: number): Promise<Duplex> {
+  #dial(podId: string, port: number, onread?: OnReadOpts): Promise<Duplex> {
     const { runtime, settings } = this.#d;
     if (!runtime.connect)
       return Promise.reject(
@@ -325,11 +375,11 @@ export class PodProxy {
           `Pod "${podId}" runs on runtime ${runtime.name}, which the pod HTTP proxy cannot reach yet; reach its port ${port} at its host's published port instead.`,
         ),
       );
-    return runtime.connect(podId, port, { timeoutMs: settings.connectTimeoutMs });
+    return runtime.connect(podId, port, { timeoutMs: settings.connectTimeoutMs, onread });
   }
 
   #podStopped(podId: string): void {
-    this.#upstreams.drop(podId);
+    this.#connections.drop(podId);
     const tunnel = this.#tunnels.get(podId);
     if (!tunnel) return;
     this.#tunnels.delete(podId);

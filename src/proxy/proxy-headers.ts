@@ -98,9 +98,17 @@ export function requestHeaders(req: IncomingMessage, ctx: ForwardContext): Outgo
 
 /** The answer's headers for the client: hop-by-hop ones dropped; under a prefix, a local `Location` and a cookie's `Path` kept under it. */
 export function responseHeaders(res: IncomingMessage, prefix: string): OutgoingHttpHeaders {
-  const named = connectionTokens(res.headers);
+  return answerHeaders(res.rawHeaders, res.headers.connection, prefix);
+}
+
+/** `responseHeaders` of an answer's raw headers (`[name, value, …]`) and its `Connection` value. */
+export function answerHeaders(
+  raw: readonly string[],
+  connection: string | undefined,
+  prefix: string,
+): OutgoingHttpHeaders {
+  const named = connectionTokens({ connection: connection || undefined });
   const out: OutgoingHttpHeaders = {};
-  const raw = res.rawHeaders;
   for (let i = 0; i < raw.length; i += 2) {
     const name = raw[i]!;
     const lower = name.toLowerCase();

@@ -16,6 +16,7 @@
  *   the stopped container and starts it again when the next `start()` has the same spec);
  *   `remove()` deletes everything the instance had (pod terminate, orphans).
  */
+import type { OnReadOpts } from 'node:net';
 import type { Duplex } from 'node:stream';
 import type { HealthProbe } from '../domain/image-spec.js';
 
@@ -215,6 +216,12 @@ export interface ConnectOptions {
   timeoutMs: number;
   /** The instance's host port for the port dialled, when another replica launched it. */
   hostPort?: number | undefined;
+  /**
+   * A TCP connection reads into this buffer rather than a new one each read (`net.connect`'s
+   * `onread`; the pod proxy's raw connections). A runtime whose connection is not a TCP socket of
+   * this process (the fleet's tunnel streams) ignores it: its bytes come as `'data'`.
+   */
+  onread?: OnReadOpts | undefined;
 }
 
 export interface Runtime {

@@ -6,6 +6,7 @@
  * on 127.0.0.1; with a remote engine, the port published on the engine's host.
  */
 import type { Socket } from 'node:net';
+import type { ConnectOptions } from '../runtime.js';
 import { dialTcp } from '../dial.js';
 import { isLocalEngine, parseDockerHost } from './engine-info.js';
 import type { ContainerInspect } from './engine-types.js';
@@ -46,11 +47,11 @@ async function dialContainer(
   id: string,
   port: number,
   target: ContainerDialTarget,
-  timeoutMs: number,
+  options: ConnectOptions,
 ): Promise<Socket> {
   const address = containerAddress(inspect, port, target);
   if ('refused' in address) throw new Error(`port ${port} of instance "${id}" cannot be reached: ${address.refused}`);
-  return dialTcp(address.host, address.port, `port ${port} of instance "${id}"`, timeoutMs);
+  return dialTcp(address.host, address.port, `port ${port} of instance "${id}"`, options);
 }
 
 /** Dials ports of the runtime's live containers, inspecting each container once per run (its address does not change while it runs). */
@@ -74,7 +75,7 @@ export class ContainerDialer {
     return new ContainerDialer(inspect, { localEngine: isLocalEngine(engine), engineHost: engine.host ?? '127.0.0.1' });
   }
 
-  async dial(live: { id: string; containerId: string }, port: number, timeoutMs: number): Promise<Socket> {
+  async dial(live: { id: string; containerId: string }, port: number, options: ConnectOptions): Promise<Socket> {
     let inspect = this.#seen.get(live);
     if (!inspect) {
       inspect = this.#inspect(live.containerId);
@@ -83,6 +84,6 @@ export class ContainerDialer {
     }
     const found = await inspect;
     if (!found) throw new Error(`instance "${live.id}" is not running here`);
-    return dialContainer(found, live.id, port, this.#target, timeoutMs);
+    return dialContainer(found, live.id, port, this.#target, options);
   }
 }

@@ -365,8 +365,8 @@ export class DockerRuntime implements Runtime {
   }
 
   /** A connection to a port inside a running container (container-dial.ts). */
-  async connect(id: string, port: number, options: { timeoutMs: number }): Promise<Duplex> {
-    return this.#dialer.dial(this.#live.running(id, 'instance'), port, options.timeoutMs);
+  async connect(id: string, port: number, options: Parameters<ContainerDialer['dial']>[2]): Promise<Duplex> {
+    return this.#dialer.dial(this.#live.running(id, 'instance'), port, options);
   }
 
   /**

@@ -199,13 +199,13 @@ export class ProcessRuntime implements Runtime {
   async connect(id: string, port: number, options: ConnectOptions): Promise<Duplex> {
     const instance = this.#instances.get(id);
     if (!instance && options.hostPort !== undefined)
-      return dialTcp('127.0.0.1', options.hostPort, `port ${port} of instance "${id}"`, options.timeoutMs);
+      return dialTcp('127.0.0.1', options.hostPort, `port ${port} of instance "${id}"`, options);
     if (instance && !instance.proc) throw new Error(`instance "${id}" runs as a placeholder: nothing in it listens`);
     if (!instance?.proc || instance.stopping || instance.status.state !== 'running')
       throw new Error(`instance "${id}" is not running here`);
     const binding = instance.ports.find((p) => p.private === port);
     if (!binding) throw new Error(`port ${port} is not one of instance "${id}"'s ports`);
-    return dialTcp('127.0.0.1', binding.public, `port ${port} of instance "${id}"`, options.timeoutMs);
+    return dialTcp('127.0.0.1', binding.public, `port ${port} of instance "${id}"`, options);
   }
 
   /** `discard`: its folder (`instances/<id>`: output.log, the default cwd) goes too; its persistent volume stays. */
