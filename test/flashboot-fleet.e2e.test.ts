@@ -6,8 +6,8 @@
  * job is answered by the same container; a job arriving as the agent pauses it completes there
  * too; a control plane killed with SIGKILL while the worker is suspended finds it suspended again,
  * not leaked nor doubled; a pod that needs the worker's GPU takes it (the worker removed through
- * the agent, the pod running); the keep time removes a suspended worker's container through the
- * agent. The world is test/support/flashboot-fleet.ts's. Skipped, saying why, without an engine.
+ * the agent, the pod running); a suspended container killed behind Gantry's back is a lost
+ * worker; the keep time removes a suspended worker's container through the agent. The world is test/support/flashboot-fleet.ts's. Skipped, saying why, without an engine.
  */
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -111,12 +111,27 @@ describe('FlashBoot on the fleet (a real agent over a real engine)', { skip: eng
     assert.equal((await call('DELETE', `/v2/pods/${created.body.id}`)).status, 204);
   });
 
-  test("after the keep time a suspended worker's container is removed through the agent", async () => {
+  test('a suspended container killed on its fleet host behind its back is a lost worker: its container goes and the next job is answered by a new one', async () => {
     // The GPU is free again (the pod deleted): the next job gets a new worker.
-    const next = await job({ n: 4 });
-    assert.notEqual(next.containerId, containerId, 'a new container: the old one was reclaimed');
+    const victim = await job({ n: 4 });
+    assert.notEqual(victim.containerId, containerId, 'a new container: the old one was reclaimed');
     await suspended();
-    assert.equal(await paused(next.containerId), true);
+    await e.client.killContainer(victim.containerId, 'SIGKILL');
+    await eventually(
+      async () => `the killed worker forgotten; health ${JSON.stringify(await health())}`,
+      async () =>
+        (await health()).workers.suspended === 0 && !(await containers()).some((c) => c.Id === victim.containerId),
+      60_000,
+    );
+    const next = await job({ n: 5 });
+    assert.notEqual(next.workerId, victim.workerId, 'a new worker');
+    assert.notEqual(next.containerId, victim.containerId);
+    ({ workerId, containerId, startedAt } = next);
+  });
+
+  test("after the keep time a suspended worker's container is removed through the agent", async () => {
+    await suspended();
+    assert.equal(await paused(containerId), true);
     // The keep time shortened to 1 s: the restarted control plane finds the worker suspended longer than that.
     await w.server!.stop();
     w.setMaxKeepMs(1_000);
