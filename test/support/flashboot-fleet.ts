@@ -69,11 +69,15 @@ export class FlashbootFleetWorld {
   server: SpawnedGantry | null = null;
   endpointId = '';
 
-  /** Writes the config (`maxKeepMs` the FlashBoot keep time's maximum) and starts the control plane. */
-  async start(maxKeepMs = 600_000): Promise<void> {
+  /**
+   * Writes the config (`maxKeepMs` the FlashBoot keep time's maximum; `extra` top-level sections
+   * added, e.g. `proxy`) and starts the control plane.
+   */
+  async start(maxKeepMs = 600_000, extra: Record<string, unknown> = {}): Promise<void> {
     writeFileSync(
       this.#configPath,
       JSON.stringify({
+        ...extra,
         fleet: { heartbeatMs: 500, heartbeatTimeoutMs: 4_000, pollWaitMs: 5_000 },
         pods: { stopGraceMs: 1_000 },
         runtime: { kind: 'fleet' },
