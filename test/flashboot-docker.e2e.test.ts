@@ -5,7 +5,8 @@
  * job unpauses it and the same container answers it. A control plane killed with SIGKILL while the
  * worker is suspended adopts it as suspended from the engine's `State.Paused`, and the next job
  * resumes it. A suspended container removed behind Gantry's back is a lost worker: the next job is
- * answered by a new one. After the keep time a suspended worker's container is removed. The world
+ * answered by a new one. A pod that needs a suspended worker's GPU takes it (the container
+ * removed, the pod running). After the keep time a suspended worker's container is removed. The world
  * (server, image, endpoint) is test/support/flashboot-docker.ts's. Skipped, saying why, without an engine.
  */
 import { after, before, describe, test } from 'node:test';
@@ -103,6 +104,35 @@ describe('FlashBoot on the Docker runtime', { skip: engine ? false : noEngine() 
     );
     const next = await job({ n: 5 });
     assert.notEqual(next.workerId, workerId, 'a new worker');
+    assert.notEqual(next.containerId, containerId);
+    ({ workerId, containerId, startedAt } = next);
+  });
+
+  test("a pod that needs the GPU a suspended worker holds takes it: the worker's container is removed and the pod runs", async () => {
+    await suspended();
+    // The host has two GPUs: the worker holds one, the running worker of the endpoint without
+    // FlashBoot (the thawing test's) the other, so a pod asking for one needs the suspended worker's.
+    const created = await w.call<{ id: string; status: string }>('POST', '/v2/pods', {
+      name: 'needs-a-gpu',
+      image: e.images.idle,
+      gpu: { id: 'NVIDIA GeForce RTX 4090', count: 1 },
+      disk: 5,
+    });
+    assert.equal(created.status, 201, JSON.stringify(created.body));
+    const pod = async () => (await w.call<{ status: string }>('GET', `/v2/pods/${created.body.id}`)).body;
+    await eventually(
+      async () => `the pod to run; pod ${JSON.stringify(await pod())}, health ${JSON.stringify(await health())}`,
+      async () => (await pod()).status === 'RUNNING',
+      90_000,
+    );
+    await eventually(
+      async () => `the reclaimed worker gone; containers ${JSON.stringify(await workerContainers())}`,
+      async () => (await workerContainers()).length === 0 && (await health()).suspended === 0,
+      60_000,
+    );
+    assert.equal((await w.call('DELETE', `/v2/pods/${created.body.id}`)).status, 204);
+    // The GPUs free again: the next job gets a new worker (suspended at the next test's start).
+    const next = await job({ n: 6 });
     assert.notEqual(next.containerId, containerId);
     ({ workerId, containerId, startedAt } = next);
   });

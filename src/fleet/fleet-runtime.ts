@@ -304,7 +304,9 @@ export class FleetRuntime implements Runtime {
       this.#suspension.heardInFull(hostId);
       this.#images.heardInFull(hostId);
     }
-    return applyReport(this.#ledger, hostId, report, options);
+    const applied = applyReport(this.#ledger, hostId, report, options);
+    if (report.full) void applied.finally(() => this.#suspension.settled(hostId)).catch(() => {});
+    return applied;
   }
 
   /**
@@ -326,6 +328,7 @@ export class FleetRuntime implements Runtime {
   /** The host missed its heartbeats at `sinceMs`: its live instances read `unknown`. */
   hostUnavailable(hostId: string, sinceMs: number): void {
     hostUnavailable(this.#ledger, hostId, sinceMs);
+    this.#suspension.settled(hostId);
   }
 
   /** The host reports again: its instances read as last reported (its next report, full, settles them). */

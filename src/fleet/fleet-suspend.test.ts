@@ -117,4 +117,70 @@ describe('FleetRuntime suspend and resume', () => {
       ['start'],
     );
   });
+  test("a resume of an instance adopted at the control plane's start waits for its host's first full report, then goes to the host; a host found unreachable ends the wait", async () => {
+    const clock = new FakeClock(Date.UTC(2026, 0, 1));
+    const ops: Operation[] = [];
+    const worker: InstanceOwner = { kind: 'worker', accountId: 'acct', endpointId: 'ep' };
+    const runtime = new FleetRuntime({
+      enqueue: async (_hostId: string, op: NewOperation) => {
+        const full = { ...op, id: `op-${ops.length + 1}`, seq: ops.length + 1 };
+        ops.push(full);
+        return full;
+      },
+      placements: {
+        placed: async () => new Map(),
+        expected: async () => [
+          { id: 'w-1', hostId: 'host-a', owner: worker },
+          { id: 'w-2', hostId: 'host-b', owner: worker },
+        ],
+      },
+      clock,
+      logger: pino({ level: 'silent' }),
+    });
+    const adopted = await runtime.attach();
+    assert.deepEqual(
+      adopted.map((a) => [a.id, a.status?.state]),
+      [
+        ['w-1', 'unknown'],
+        ['w-2', 'unknown'],
+      ],
+    );
+    const item = (id: string): InstanceReport => ({
+      id,
+      owner: worker,
+      state: 'suspended',
+      startedAt: clock.now(),
+      exitCode: null,
+      reason: null,
+    });
+
+    let settled = false;
+    const resuming = runtime.resume('w-1').finally(() => (settled = true));
+    await new Promise((resolve) => setImmediate(resolve));
+    assert.deepEqual([ops.length, settled], [0, false], 'nothing sent, nothing refused, before the host said anything');
+    await runtime.receive('host-a', { instances: { full: true, items: [item('w-1')] } });
+    const resume = await (async () => {
+      for (;;) {
+        if (ops[0]) return ops[0];
+        await new Promise((resolve) => setImmediate(resolve));
+      }
+    })();
+    assert.deepEqual(
+      { kind: resume.kind, instanceId: 'instanceId' in resume && resume.instanceId },
+      {
+        kind: 'resume',
+        instanceId: 'w-1',
+      },
+    );
+    await runtime.receive('host-a', { acks: [{ opId: resume.id, ok: true }] });
+    await resuming;
+    assert.equal((await runtime.inspect('w-1'))?.state, 'running');
+
+    // A host that never reports: found unreachable, the wait ends and the resume is refused saying so.
+    const refused = runtime.resume('w-2');
+    await new Promise((resolve) => setImmediate(resolve));
+    runtime.hostUnavailable('host-b', clock.now());
+    await assert.rejects(refused, /unknown \(host host-b unreachable since/);
+    assert.equal(ops.length, 1, 'nothing sent to it');
+  });
 });

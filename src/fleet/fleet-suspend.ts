@@ -11,10 +11,17 @@
  * rejects the call; the operation stays queued for the agent, and the state its report gives when
  * it is back is what counts. With several replicas the other replicas learn the new state from
  * the agent's report; only the replica that asked waits on the ack.
+ *
+ * A control plane that (re)started adopts its hosts' instances as `unknown` until each host's
+ * first full report (fleet-ledger.ts `attached`): a suspended worker adopted so, and resumed for
+ * a job before its agent reconnected, waits for that report (within the same ack wait, or until
+ * the host is found unreachable) rather than being refused — a refusal would have the autoscaler
+ * remove the worker it just adopted.
  */
 import { hideHostPaths } from '../runtime/host-paths.js';
 import type { InstanceState } from '../runtime/runtime.js';
 import { whyRevoked, type FleetLedger } from './fleet-ledger.js';
+import { hostAway } from './fleet-instances.js';
 import type { NewOperation, Operation, OperationAck } from './protocol.js';
 
 /** How long a suspend or resume waits for its host's ack. */
@@ -39,6 +46,8 @@ export class FleetSuspension {
   readonly #ackWaitMs: number;
   /** hosts whose agent answered a suspend or resume as an unknown operation */
   readonly #unable = new Set<string>();
+  /** calls waiting for a host's first full report since this control plane started, by host */
+  readonly #awaitingReport = new Map<string, Array<() => void>>();
 
   constructor(ledger: FleetLedger, send: Send, ackWaitMs = ACK_WAIT_MS) {
     this.#ledger = ledger;
@@ -56,10 +65,22 @@ export class FleetSuspension {
     this.#unable.delete(hostId);
   }
 
+  /** The host's word is in (its full report applied), or it will not come soon (found unreachable): waiters go on. */
+  settled(hostId: string): void {
+    for (const go of this.#awaitingReport.get(hostId) ?? []) go();
+    this.#awaitingReport.delete(hostId);
+  }
+
   async apply(kind: Kind, id: string): Promise<void> {
     const { table } = this.#ledger;
-    const t = table.tracked.get(id);
+    let t = table.tracked.get(id);
     if (!t) throw new Error(`cannot ${kind} instance "${id}": it does not run on any host`);
+    const host = table.knownHost(t.hostId);
+    if (table.visible(t).state === 'unknown' && host?.reported === false && hostAway(host) === null) {
+      await this.#untilSettled(t.hostId);
+      t = table.tracked.get(id);
+      if (!t) throw new Error(`cannot ${kind} instance "${id}": it does not run on any host`);
+    }
     const { from, to, done } = STATES[kind];
     const seen = table.visible(t);
     if (seen.state === to) return;
@@ -109,6 +130,20 @@ export class FleetSuspension {
       throw tooOld(t.hostId, kind, error);
     }
     throw new Error(`host ${t.hostId} could not ${kind} instance "${id}": ${error || 'no reason given'}`);
+  }
+
+  /** Resolves once `settled(hostId)` is called, or after the ack wait. */
+  #untilSettled(hostId: string): Promise<void> {
+    return new Promise((resolve) => {
+      const ceiling = setTimeout(resolve, this.#ackWaitMs);
+      ceiling.unref();
+      const waiting = this.#awaitingReport.get(hostId) ?? [];
+      waiting.push(() => {
+        clearTimeout(ceiling);
+        resolve();
+      });
+      this.#awaitingReport.set(hostId, waiting);
+    });
   }
 }
 

@@ -37,7 +37,17 @@ import type { FleetHost } from './fleet-events.js';
 import type { FleetService } from './fleet-service.js';
 import { inventoryHost } from './host-capacity.js';
 
-const LIVE_WORKERS = ['initializing', 'idle', 'running', 'unhealthy'] as const satisfies readonly WorkerStatus[];
+/**
+ * Worker rows whose instance is meant to run: a suspended worker's container is paused, not gone,
+ * so a restarted control plane expects it (and adopts it suspended) rather than removing it.
+ */
+const LIVE_WORKERS = [
+  'initializing',
+  'idle',
+  'running',
+  'unhealthy',
+  'suspended',
+] as const satisfies readonly WorkerStatus[];
 /** How often a replica reads the journal when no wake-up came. */
 const JOURNAL_READ_MS = 1_000;
 /** How often old journal entries are pruned. */

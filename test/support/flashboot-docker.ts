@@ -41,6 +41,25 @@ export interface Answered {
   startedAt: string;
 }
 
+/**
+ * The echo worker image on `client`'s engine: test/fixtures/container-echo-worker.mjs over the
+ * compiled worker library (dist/worker); answers its tag.
+ */
+export function buildEchoWorker(client: DockerClient): Promise<string> {
+  const workerDir = join(ROOT, 'dist', 'worker');
+  return buildImage(client, {
+    name: 'echo-worker',
+    node: true,
+    files: [
+      { from: join(ROOT, 'test', 'fixtures', 'container-echo-worker.mjs'), to: '/app/handler.mjs' },
+      ...readdirSync(workerDir)
+        .filter((f) => f.endsWith('.js'))
+        .map((f) => ({ from: join(workerDir, f), to: `/app/worker/${f}` })),
+    ],
+    changes: ['ENTRYPOINT ["/usr/local/bin/node", "/app/handler.mjs"]'],
+  });
+}
+
 export class FlashbootDockerWorld {
   readonly namespace = uniqueNamespace();
   readonly #dir = mkdtempSync(join(tmpdir(), 'gantry-flashboot-docker-'));
@@ -61,18 +80,7 @@ export class FlashbootDockerWorld {
     this.#writeConfig(600_000, await freePortRange(20), nvidiaSmi.path);
     this.#args.push('--port', String(await freePort()));
     await this.startServer();
-    const workerDir = join(ROOT, 'dist', 'worker');
-    this.image = await buildImage(this.client, {
-      name: 'echo-worker',
-      node: true,
-      files: [
-        { from: join(ROOT, 'test', 'fixtures', 'container-echo-worker.mjs'), to: '/app/handler.mjs' },
-        ...readdirSync(workerDir)
-          .filter((f) => f.endsWith('.js'))
-          .map((f) => ({ from: join(workerDir, f), to: `/app/worker/${f}` })),
-      ],
-      changes: ['ENTRYPOINT ["/usr/local/bin/node", "/app/handler.mjs"]'],
-    });
+    this.image = await buildEchoWorker(this.client);
     this.endpointId = await this.endpoint('flashboot-docker', { idleTimeout: 1, flashboot: true });
   }
 
