@@ -19,38 +19,13 @@
  */
 import type { Logger } from 'pino';
 import type { LbEndpointDemand } from '../store/lb-demand-store.js';
+import { demandOf, type Entry, type LbHealth, type Waiter } from './lb-demand.js';
 import type { LbLease, LbTraffic, LbWorkerInfo } from './lb-traffic.js';
 
 export type { LbLease, LbTraffic, LbWorkerInfo } from './lb-traffic.js';
 
 /** How many removed workers' ids are remembered. */
 const GONE_KEPT = 4_096;
-
-type LbHealth = 'initializing' | 'ready' | 'unhealthy' | 'suspended';
-
-interface Entry extends LbWorkerInfo {
-  health: LbHealth;
-  everReady: boolean;
-  outstanding: number;
-  /** Requests other replicas' balancers hold on it, as they last wrote (lb-replicas.ts). */
-  elsewhere: number;
-  lastActiveAt: number;
-  /** a pick counter, so that ties go round */
-  lastPicked: number;
-  probing: boolean;
-  /** it took a request of this replica's (its activity is part of this replica's demand) */
-  served: boolean;
-}
-
-interface Waiter {
-  endpointId: string;
-  preferred: string | null;
-  /** only `preferred` will do (strict affinity) */
-  strict: boolean;
-  /** strict-resume: `preferred` is to be resumed for it when suspended */
-  resume: boolean;
-  done(lease: LbLease | null | 'gone' | 'suspended'): void;
-}
 
 export interface LbPoolDeps {
   /** The status the worker's health path answered, or an Error when it did not answer. */
@@ -215,31 +190,7 @@ export class LbPool implements LbTraffic {
    * requests to (requests held, last finish). Endpoints with none of these are left out.
    */
   demand(): LbEndpointDemand[] {
-    const out = new Map<string, LbEndpointDemand>();
-    const of = (endpointId: string): LbEndpointDemand => {
-      let d = out.get(endpointId);
-      if (!d) out.set(endpointId, (d = { endpointId, waiting: 0, inFlight: this.inFlight(endpointId), workers: {} }));
-      return d;
-    };
-    for (const w of this.#waiters) {
-      const d = of(w.endpointId);
-      d.waiting++;
-      if ((w.strict && !w.resume) || w.preferred === null) continue;
-      const e = this.#workers.get(w.preferred);
-      const entry = (d.workers[w.preferred] ??= {
-        outstanding: e?.outstanding ?? 0,
-        lastActiveAt: e?.lastActiveAt ?? 0,
-      });
-      if (w.resume) entry.resumeWanted = (entry.resumeWanted ?? 0) + 1;
-      else entry.preferredWaiting = (entry.preferredWaiting ?? 0) + 1;
-    }
-    for (const endpointId of this.#inFlight.keys()) of(endpointId);
-    for (const e of this.#workers.values())
-      if (e.served) {
-        const d = of(e.endpointId);
-        d.workers[e.workerId] = { ...d.workers[e.workerId], outstanding: e.outstanding, lastActiveAt: e.lastActiveAt };
-      }
-    return [...out.values()];
+    return demandOf(this.#waiters, this.#workers, this.#inFlight);
   }
 
   waiting(endpointId: string): number {
