@@ -44,6 +44,7 @@ import { trustCaFile } from '../src/transport/tls-trust.js';
 import { netnsEnginesUnavailable, startNetnsEngine, type NetnsEngine } from './support/netns-engine.js';
 import { BANNER_12_4, removeStandIns, standInNvidiaSmi } from './support/nvidia-smi.js';
 import { runGantry, spawnGantry, type SpawnedGantry } from './support/spawn-gantry.js';
+import { bearerApi } from './support/bearer-api.js';
 
 const ROOT = join(import.meta.dirname, '..');
 const BINARY = join(ROOT, 'dist', 'agent', `gantry-agent-linux-${process.arch}`);
@@ -110,18 +111,7 @@ describe('the one-line join of a host with Docker and nothing else', { skip: una
   let joinMs = 0;
 
   const diagnostics = () => `server:\n${server?.output().slice(-3000)}\nhost:\n${agentOutput.slice(-3000)}`;
-  const api = async <T>(method: string, path: string, body?: unknown): Promise<{ status: number; body: T }> => {
-    const res = await fetch(`${server.url}${path}`, {
-      method,
-      headers: {
-        authorization: `Bearer ${KEY}`,
-        ...(body === undefined ? {} : { 'content-type': 'application/json' }),
-      },
-      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-    });
-    const text = await res.text();
-    return { status: res.status, body: (text ? JSON.parse(text) : null) as T };
-  };
+  const api = bearerApi(() => server.url, KEY);
   const hosts = (): ListedHost[] => {
     const listed = runGantry(['hosts', 'list', '--json', '--data-dir', dataDir], env);
     assert.equal(listed.status, 0, listed.stderr);

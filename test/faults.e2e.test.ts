@@ -13,6 +13,7 @@ import { join, resolve } from 'node:path';
 import { spawnGantry, type SpawnedGantry } from './support/spawn-gantry.js';
 import { startReceiver, type WebhookReceiver } from './support/webhook-receiver.js';
 import { workerEnvironment } from '../src/serverless/worker-env.js';
+import { bearerApi } from './support/bearer-api.js';
 
 const ROOT = resolve(import.meta.dirname, '..');
 const WORKER_SCRIPT = resolve(import.meta.dirname, 'fixtures/fault-worker.ts');
@@ -46,18 +47,7 @@ interface JobStatus {
 
 /** A small client of one server: JSON in, JSON out, the admin key. */
 const client = (url: () => string) => {
-  const call = async (method: string, path: string, body?: unknown): Promise<{ status: number; body: any }> => {
-    const res = await fetch(`${url()}${path}`, {
-      method,
-      headers: {
-        authorization: `Bearer ${KEY}`,
-        ...(body === undefined ? {} : { 'content-type': 'application/json' }),
-      },
-      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-    });
-    const text = await res.text();
-    return { status: res.status, body: text ? JSON.parse(text) : null };
-  };
+  const call = bearerApi(url, KEY);
   return {
     call,
     /** A serverless template and an endpoint over REST; answers the endpoint id. */

@@ -23,6 +23,7 @@ import { BANNER_12_4, removeStandIns, standInNvidiaSmi } from './support/nvidia-
 import { runGantry, spawnGantry, type SpawnedGantry } from './support/spawn-gantry.js';
 import { spawnAgent, type SpawnedAgent } from './support/spawn-agent.js';
 import { openWebSocket } from './support/websocket-client.js';
+import { bearerApi } from './support/bearer-api.js';
 
 const KEY = 'fleet-proxy-admin-key-0123456789abcdef';
 const MB100 = 100 * 1024 * 1024;
@@ -64,18 +65,7 @@ describe("the pod HTTP proxy through a fleet agent's tunnel", { skip: unavailabl
   let base = '';
   let lbImage = '';
 
-  const api = async <T>(method: string, path: string, body?: unknown): Promise<{ status: number; body: T }> => {
-    const res = await fetch(`${server!.url}${path}`, {
-      method,
-      headers: {
-        authorization: `Bearer ${KEY}`,
-        ...(body === undefined ? {} : { 'content-type': 'application/json' }),
-      },
-      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-    });
-    const text = await res.text();
-    return { status: res.status, body: (text ? JSON.parse(text) : null) as T };
-  };
+  const api = bearerApi(() => server!.url, KEY);
   /** A gauge's value in the server's `/metrics`. */
   const gauge = async (name: string): Promise<number> => {
     const text = await (

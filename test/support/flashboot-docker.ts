@@ -17,6 +17,7 @@ import { buildImage } from './docker-images.js';
 import { eventually, freePortRange } from './eventually.js';
 import { BANNER_12_4, removeStandIns, standInNvidiaSmi } from './nvidia-smi.js';
 import { spawnGantry, type SpawnedGantry } from './spawn-gantry.js';
+import { bearerApi } from './bearer-api.js';
 
 const ROOT = resolve(import.meta.dirname, '..', '..');
 const KEY = 'flashboot-docker-admin-key-0123456789';
@@ -148,18 +149,7 @@ export class FlashbootDockerWorld {
     rmSync(this.#dir, { recursive: true, force: true });
   }
 
-  call = async <T>(method: string, path: string, body?: unknown): Promise<{ status: number; body: T }> => {
-    const res = await fetch(`${this.server!.url}${path}`, {
-      method,
-      headers: {
-        authorization: `Bearer ${KEY}`,
-        ...(body === undefined ? {} : { 'content-type': 'application/json' }),
-      },
-      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-    });
-    const text = await res.text();
-    return { status: res.status, body: (text ? JSON.parse(text) : null) as T };
-  };
+  call = bearerApi(() => this.server!.url, KEY);
 
   health = async (): Promise<WorkerHealth> =>
     (await this.call<{ workers: WorkerHealth }>('GET', `/v2/${this.endpointId}/health`)).body.workers;

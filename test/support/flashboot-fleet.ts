@@ -22,6 +22,7 @@ import { buildEchoWorker, type Answered, type WorkerHealth } from './flashboot-d
 import { BANNER_12_4, removeStandIns, standInNvidiaSmi } from './nvidia-smi.js';
 import { runGantry, spawnGantry, type SpawnedGantry } from './spawn-gantry.js';
 import { spawnAgent, type SpawnedAgent } from './spawn-agent.js';
+import { bearerApi } from './bearer-api.js';
 
 const KEY = 'flashboot-fleet-admin-key-0123456789';
 export const RTX_4090 = 'NVIDIA GeForce RTX 4090';
@@ -202,18 +203,7 @@ export class FlashbootFleetWorld {
     rmSync(this.#dir, { recursive: true, force: true });
   }
 
-  call = async <T>(method: string, path: string, body?: unknown): Promise<{ status: number; body: T }> => {
-    const res = await fetch(`${this.server!.url}${path}`, {
-      method,
-      headers: {
-        authorization: `Bearer ${KEY}`,
-        ...(body === undefined ? {} : { 'content-type': 'application/json' }),
-      },
-      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-    });
-    const text = await res.text();
-    return { status: res.status, body: (text ? JSON.parse(text) : null) as T };
-  };
+  call = bearerApi(() => this.server!.url, KEY);
 
   health = async (): Promise<EndpointHealth> =>
     (await this.call<EndpointHealth>('GET', `/v2/${this.endpointId}/health`)).body;
