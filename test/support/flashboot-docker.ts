@@ -17,7 +17,7 @@ import { buildImage } from './docker-images.js';
 import { eventually, freePortRange } from './eventually.js';
 import { BANNER_12_4, removeStandIns, standInNvidiaSmi } from './nvidia-smi.js';
 import { spawnGantry, type SpawnedGantry } from './spawn-gantry.js';
-import { bearerApi } from './bearer-api.js';
+import { bearerApi, type ApiCall } from './bearer-api.js';
 
 const ROOT = resolve(import.meta.dirname, '..', '..');
 const KEY = 'flashboot-docker-admin-key-0123456789';
@@ -61,6 +61,32 @@ export function buildEchoWorker(client: DockerClient): Promise<string> {
   });
 }
 
+/** A queue endpoint (and its template) of at most one worker on `image`, one ADA_24 GPU; answers its id. */
+export async function echoEndpoint(
+  call: ApiCall,
+  image: string,
+  name: string,
+  o: { idleTimeout: number; flashboot: boolean },
+): Promise<string> {
+  const tpl = await call<{ id: string }>('POST', '/v2/templates', {
+    name: `${name}-${Date.now()}`,
+    image,
+    serverless: true,
+  });
+  assert.equal(tpl.status, 201, JSON.stringify(tpl.body));
+  const ep = await call<{ id: string }>('POST', '/v2/serverless', {
+    name,
+    templateId: tpl.body.id,
+    type: 'QUEUE',
+    gpu: { pools: ['ADA_24'] },
+    scaling: { type: 'QUEUE_DELAY', queueDelay: 4 },
+    workers: { min: 0, max: 1, idleTimeout: o.idleTimeout },
+    ...(o.flashboot ? { flashboot: 'FLASHBOOT' } : {}),
+  });
+  assert.equal(ep.status, 201, JSON.stringify(ep.body));
+  return ep.body.id;
+}
+
 export class FlashbootDockerWorld {
   readonly namespace = uniqueNamespace();
   readonly #dir = mkdtempSync(join(tmpdir(), 'gantry-flashboot-docker-'));
@@ -86,24 +112,8 @@ export class FlashbootDockerWorld {
   }
 
   /** A new queue endpoint of at most one worker on the echo image; answers its id. */
-  async endpoint(name: string, o: { idleTimeout: number; flashboot: boolean }): Promise<string> {
-    const tpl = await this.call<{ id: string }>('POST', '/v2/templates', {
-      name: `${name}-${Date.now()}`,
-      image: this.image,
-      serverless: true,
-    });
-    assert.equal(tpl.status, 201, JSON.stringify(tpl.body));
-    const ep = await this.call<{ id: string }>('POST', '/v2/serverless', {
-      name,
-      templateId: tpl.body.id,
-      type: 'QUEUE',
-      gpu: { pools: ['ADA_24'] },
-      scaling: { type: 'QUEUE_DELAY', queueDelay: 4 },
-      workers: { min: 0, max: 1, idleTimeout: o.idleTimeout },
-      ...(o.flashboot ? { flashboot: 'FLASHBOOT' } : {}),
-    });
-    assert.equal(ep.status, 201, JSON.stringify(ep.body));
-    return ep.body.id;
+  endpoint(name: string, o: { idleTimeout: number; flashboot: boolean }): Promise<string> {
+    return echoEndpoint(this.call, this.image, name, o);
   }
 
   startServer = async (): Promise<void> => {

@@ -18,7 +18,7 @@ import type { DockerClient } from '../../src/runtime/docker/docker-client.js';
 import { freePort } from '../../src/runtime/runtime-contract.js';
 import { removeNamespace, uniqueNamespace } from './docker.js';
 import { eventually, freePortRange } from './eventually.js';
-import { buildEchoWorker, type Answered, type WorkerHealth } from './flashboot-docker.js';
+import { buildEchoWorker, echoEndpoint, type Answered, type WorkerHealth } from './flashboot-docker.js';
 import { BANNER_12_4, removeStandIns, standInNvidiaSmi } from './nvidia-smi.js';
 import { runGantry, spawnGantry, type SpawnedGantry } from './spawn-gantry.js';
 import { spawnAgent, type SpawnedAgent } from './spawn-agent.js';
@@ -175,24 +175,8 @@ export class FlashbootFleetWorld {
 
   /** A FlashBoot queue endpoint of at most one worker on one RTX 4090 (1 s idle timeout); answers its id. */
   async endpoint(name: string): Promise<string> {
-    const tpl = await this.call<{ id: string }>('POST', '/v2/templates', {
-      name: `${name}-${Date.now()}`,
-      image: this.image,
-      serverless: true,
-    });
-    assert.equal(tpl.status, 201, JSON.stringify(tpl.body));
-    const ep = await this.call<{ id: string }>('POST', '/v2/serverless', {
-      name,
-      templateId: tpl.body.id,
-      type: 'QUEUE',
-      gpu: { pools: ['ADA_24'] },
-      scaling: { type: 'QUEUE_DELAY', queueDelay: 4 },
-      workers: { min: 0, max: 1, idleTimeout: 1 },
-      flashboot: 'FLASHBOOT',
-    });
-    assert.equal(ep.status, 201, JSON.stringify(ep.body));
-    this.endpointId = ep.body.id;
-    return ep.body.id;
+    this.endpointId = await echoEndpoint(this.call, this.image, name, { idleTimeout: 1, flashboot: true });
+    return this.endpointId;
   }
 
   async close(): Promise<void> {
