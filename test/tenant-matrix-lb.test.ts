@@ -3,7 +3,8 @@
  * never reaches a worker, a worker id of another endpoint in `X-Runpod-Worker-Id` never leads out of
  * the caller's own endpoint, a tenant holding hundreds of requests waiting on an endpoint that
  * never becomes ready leaves another tenant's endpoint answered, and a worker answering what no
- * proxy may pass on is a 502 to its own caller only. Workers are real processes
+ * proxy may pass on is a 502 to its own caller only, and one naming another worker in its answer is
+ * named as itself. Workers are real processes
  * (test/fixtures/lb-worker.mjs) on the process runtime.
  */
 import { after, before, describe, test } from 'node:test';
@@ -153,5 +154,14 @@ describe('load-balancing endpoints under a hostile tenant', () => {
     assert.ok(res.headers.get('x-runpod-worker-id'), 'the problem names the worker');
     const after = await fetch(lbUrl(victimEndpoint), { headers: as(victim) });
     assert.equal(after.status, 200);
+  });
+
+  test("a worker naming another endpoint's worker in its own X-Runpod-Worker-Id is named as itself to its caller", async () => {
+    const victimWorker = services().autoscaler.workerIds(victimEndpoint)[0]!;
+    const attackerWorker = services().autoscaler.workerIds(attackerEndpoint)[0]!;
+    const res = await fetch(lbUrl(attackerEndpoint, `/forge?as=${victimWorker}`), { headers: as(attacker) });
+    assert.equal(res.status, 200);
+    assert.equal(await res.text(), 'forged');
+    assert.equal(res.headers.get('x-runpod-worker-id'), attackerWorker, 'one header, the worker that answered');
   });
 });

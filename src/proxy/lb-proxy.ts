@@ -7,7 +7,7 @@
  * `X-Runpod-Worker-Id`; a request naming a ready worker in it goes to that one. Bodies stream both
  * ways; a body past `maxPayloadBytes` is 413, an answer not begun within `processingTimeoutMs` 504.
  */
-import { request as httpRequest, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
 import { ApiError } from '../domain/errors.js';
@@ -15,12 +15,13 @@ import type { Endpoint } from '../domain/endpoint.js';
 import type { Runtime } from '../runtime/runtime.js';
 import { DialTimeout } from '../runtime/dial.js';
 import type { LbLease, LbPool } from '../serverless/lb-pool.js';
-import { requestHeaders, responseHeaders, upgradeHead } from './proxy-headers.js';
+import { requestHeaders, upgradeHead } from './proxy-headers.js';
 import { sendProblem } from './proxy-problem.js';
 import { rawProblemResponse } from '../http/client-errors.js';
 import { affinityOf, lbRouteOf, noneReady, noWorker, pinnedGone, tooLarge, type LbRoute } from './lb-route.js';
-import { isDialFailure, Upstreams } from './upstreams.js';
-import { joinUpgrade, passAnswer } from './relay.js';
+import { PodConnections } from './pod-connections.js';
+import { forwardToWorker, type LbMeter } from './lb-forward.js';
+import { joinUpgrade } from './relay.js';
 import { ProxyLimits } from './proxy-limits.js';
 import type { LbSettings, PodProxySettings } from '../transport/proxy-settings.js';
 import { NO_TRUSTED_PROXIES, type TrustedProxies } from './forwarded-client.js';
@@ -32,12 +33,7 @@ const ENDPOINT_TTL_MS = 1_000;
 /** Workers a request is offered to when the ones before could not be reached (it reached none of them). */
 const MAX_ATTEMPTS = 3;
 
-/** What the balancer counts, for `/metrics` (src/metrics/lb-meter.ts). */
-export interface LbMeter {
-  request(endpointId: string, status: number, seconds: number): void;
-  inFlight(endpointId: string, by: number): void;
-  waited(endpointId: string, outcome: 'served' | 'timeout' | 'gone', seconds: number): void;
-}
+export type { LbMeter } from './lb-forward.js';
 
 export interface LbProxyDeps {
   pool: Pick<LbPool, 'acquire' | 'onRemove' | 'hostPortOf'>;
@@ -57,7 +53,8 @@ export interface LbProxyDeps {
 
 export class LbProxy {
   readonly #d: LbProxyDeps;
-  readonly #upstreams: Upstreams;
+  /** raw keep-alive connections to workers' ports, as the pod proxy's to pods' */
+  readonly #connections: PodConnections;
   /** Requests open (waiting or under way) per endpoint and per account, as the pod proxy's per pod. */
   readonly #limits: ProxyLimits;
   readonly #unsubscribe: () => void;
@@ -67,16 +64,17 @@ export class LbProxy {
   constructor(deps: LbProxyDeps) {
     this.#d = deps;
     this.#limits = new ProxyLimits(deps.settings);
-    this.#upstreams = new Upstreams((workerId, port) => {
+    this.#connections = new PodConnections((workerId, port, onread) => {
       const { runtime, settings } = this.#d;
       if (!runtime.connect) return Promise.reject(new Error(`runtime ${runtime.name} cannot reach a worker's port`));
       return runtime.connect(workerId, port, {
         timeoutMs: settings.connectTimeoutMs,
         hostPort: this.#d.pool.hostPortOf(workerId, port),
+        onread,
       });
     });
     // a stopped worker's kept connections go with it
-    this.#unsubscribe = deps.pool.onRemove((workerId) => this.#upstreams.drop(workerId));
+    this.#unsubscribe = deps.pool.onRemove((workerId) => this.#connections.drop(workerId));
   }
 
   /** The request's load-balancing route, or null when it is the pod proxy's. */
@@ -86,7 +84,7 @@ export class LbProxy {
 
   close(): void {
     this.#unsubscribe();
-    this.#upstreams.close();
+    this.#connections.close();
   }
 
   /** Answers a request `routeOf` found a route for. */
@@ -164,7 +162,7 @@ export class LbProxy {
       counted(lease.status);
       return refuse(lease);
     }
-    this.#forward(req, res, route, endpoint, lease, counted, 1);
+    return this.#forward(req, res, route, endpoint, lease, counted, 1);
   }
 
   /** Another worker for a request none of which reached the one before (its port refused it). */
@@ -183,7 +181,7 @@ export class LbProxy {
       res.shouldKeepAlive = false;
       return sendProblem(res, lease);
     }
-    this.#forward(req, res, route, endpoint, lease, counted, attempt);
+    return this.#forward(req, res, route, endpoint, lease, counted, attempt);
   }
 
   /**
@@ -298,16 +296,16 @@ export class LbProxy {
     lease: LbLease,
     counted: (status: number) => void,
     attempt: number,
-  ): void {
-    const { settings, meter } = this.#d;
-    const limits = settings.loadBalancer;
-    meter?.inFlight(endpoint.id, 1);
-    let status = 0;
-    let bytesIn = 0;
-    const upstream = httpRequest({
-      agent: this.#upstreams.agent(lease.workerId, lease.port),
-      method: req.method,
-      path: route.path,
+  ): Promise<void> {
+    const { settings } = this.#d;
+    return forwardToWorker({
+      req,
+      res,
+      route,
+      endpoint,
+      lease,
+      counted,
+      connections: this.#connections,
       headers: requestHeaders(req, {
         ...(this.#d.trusted ?? NO_TRUSTED_PROXIES).clientOf(req),
         prefix: route.prefix,
@@ -315,85 +313,11 @@ export class LbProxy {
         // the key the balancer checked never reaches the worker
         dropAuthorization: true,
       }),
-      setHost: false,
-    });
-    const answerTimer = setTimeout(
-      () =>
-        upstream.destroy(
-          new DialTimeout(
-            `it did not begin its answer within ${limits.processingTimeoutMs} ms (proxy.loadBalancer.processingTimeoutMs)`,
-          ),
-        ),
-      limits.processingTimeoutMs,
-    );
-    if (settings.idleTimeoutMs > 0)
-      upstream.setTimeout(settings.idleTimeoutMs, () =>
-        upstream.destroy(new DialTimeout(`nothing moved for ${settings.idleTimeoutMs} ms (proxy.idleTimeoutMs)`)),
-      );
-    const closed = (): void => {
-      clearTimeout(answerTimer);
-      lease.release();
-      meter?.inFlight(endpoint.id, -1);
-      counted(status);
-      if (!res.writableFinished) upstream.destroy();
-    };
-    res.once('close', closed);
-    // The body is read only once a connection to the worker is made: until then nothing of the
-    // request has left, and another worker may take it whole.
-    let connected = false;
-    upstream.once('socket', () => {
-      connected = true;
-      req.on('data', capped);
-      req.pipe(upstream);
-    });
-    const capped = (chunk: Buffer): void => {
-      bytesIn += chunk.length;
-      if (bytesIn <= limits.maxPayloadBytes || status !== 0) return;
-      // a body sent without its length that grows past the cap: the worker's request is cut
-      req.unpipe(upstream);
-      upstream.destroy();
-      status = 413;
-      res.shouldKeepAlive = false;
-      sendProblem(res, tooLarge(limits.maxPayloadBytes));
-    };
-    upstream.on('response', (answer: IncomingMessage) => {
-      clearTimeout(answerTimer);
-      const headers = { ...responseHeaders(answer, route.prefix), 'X-Runpod-Worker-Id': lease.workerId };
-      const passed = passAnswer(res, answer, headers, (why) => {
-        status = 502;
-        upstream.destroy();
-        sendProblem(
-          res,
-          new ApiError(
-            'UPSTREAM_UNAVAILABLE',
-            `Worker "${lease.workerId}" sent an answer that cannot be passed on (${why}).`,
-          ),
-          lease.workerId,
-        );
-      });
-      if (passed !== 0) status = passed;
-    });
-    upstream.on('error', (err) => {
-      if (status === 413) return;
-      if (!connected && isDialFailure(err) && attempt < MAX_ATTEMPTS && !res.headersSent && !res.destroyed) {
-        clearTimeout(answerTimer);
-        res.off('close', closed);
-        meter?.inFlight(endpoint.id, -1);
-        lease.unreachable(err.message);
-        return void this.#again(req, res, route, endpoint, counted, attempt + 1);
-      }
-      if (res.headersSent) return void res.destroy();
-      const timeout = err instanceof DialTimeout;
-      status = timeout ? 504 : 502;
-      // never sent again to another worker: the request may have reached this one
-      sendProblem(
-        res,
-        new ApiError(
-          timeout ? 'UPSTREAM_TIMEOUT' : 'UPSTREAM_UNAVAILABLE',
-          `Worker "${lease.workerId}" of endpoint "${endpoint.id}": ${err.message}. The request was not retried.`,
-        ),
-        lease.workerId,
-      );
+      idleTimeoutMs: settings.idleTimeoutMs,
+      limits: settings.loadBalancer,
+      meter: this.#d.meter ?? null,
+      // nothing of the request left: another worker may take it whole
+      again: attempt < MAX_ATTEMPTS ? () => this.#again(req, res, route, endpoint, counted, attempt + 1) : null,
     });
   }
 }

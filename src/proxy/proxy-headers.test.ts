@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { IncomingMessage } from 'node:http';
-import { carriesGantryKey, requestHeaders, responseHeaders } from './proxy-headers.js';
+import { answerHeaders, carriesGantryKey, requestHeaders, setHeader } from './proxy-headers.js';
 
 const message = (raw: string[]): IncomingMessage => {
   const headers: Record<string, string> = {};
@@ -69,8 +69,8 @@ test('an upgrade keeps its Connection: upgrade and Upgrade', () => {
 });
 
 test('an answer under a prefix keeps a local Location and a cookie path under it; an absolute one is left alone', () => {
-  const out = responseHeaders(
-    message([
+  const out = answerHeaders(
+    [
       'Location',
       '/login',
       'Set-Cookie',
@@ -81,7 +81,8 @@ test('an answer under a prefix keeps a local Location and a cookie path under it
       'close',
       'Content-Type',
       'text/html',
-    ]),
+    ],
+    'close',
     '/lbl',
   );
   assert.deepEqual(out, {
@@ -89,6 +90,16 @@ test('an answer under a prefix keeps a local Location and a cookie path under it
     'Set-Cookie': ['a=1; Path=/lbl/; HttpOnly', 'b=2; path=/lbl/'],
     'Content-Type': 'text/html',
   });
-  assert.equal(responseHeaders(message(['Location', '//evil.example/']), '/lbl').Location, '//evil.example/');
-  assert.equal(responseHeaders(message(['Location', '/x']), '').Location, '/x');
+  assert.equal(answerHeaders(['Location', '//evil.example/'], undefined, '/lbl').Location, '//evil.example/');
+  assert.equal(answerHeaders(['Location', '/x'], undefined, '').Location, '/x');
+});
+
+test("a header the proxy sets replaces the upstream's own under any spelling, so a worker cannot name another worker", () => {
+  const out = answerHeaders(
+    ['x-runpod-worker-id', 'someone-else', 'X-RUNPOD-WORKER-ID', 'x', 'Content-Type', 'text/plain'],
+    undefined,
+    '',
+  );
+  setHeader(out, 'X-Runpod-Worker-Id', 'w1');
+  assert.deepEqual(out, { 'Content-Type': 'text/plain', 'X-Runpod-Worker-Id': 'w1' });
 });

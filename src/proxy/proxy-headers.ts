@@ -96,12 +96,11 @@ export function requestHeaders(req: IncomingMessage, ctx: ForwardContext): Outgo
   return out;
 }
 
-/** The answer's headers for the client: hop-by-hop ones dropped; under a prefix, a local `Location` and a cookie's `Path` kept under it. */
-export function responseHeaders(res: IncomingMessage, prefix: string): OutgoingHttpHeaders {
-  return answerHeaders(res.rawHeaders, res.headers.connection, prefix);
-}
-
-/** `responseHeaders` of an answer's raw headers (`[name, value, …]`) and its `Connection` value. */
+/**
+ * An answer's headers as the client gets them, from its raw headers (`[name, value, …]`) and its
+ * `Connection` value: hop-by-hop ones dropped; under a prefix, a local `Location` and a cookie's
+ * `Path=/` put back under it.
+ */
 export function answerHeaders(
   raw: readonly string[],
   connection: string | undefined,
@@ -119,6 +118,13 @@ export function answerHeaders(
     append(out, name, value);
   }
   return out;
+}
+
+/** Sets `name` in `headers`, replacing it under any spelling (a pod's own cannot stand beside it). */
+export function setHeader(headers: OutgoingHttpHeaders, name: string, value: string): void {
+  const lower = name.toLowerCase();
+  for (const key of Object.keys(headers)) if (key.toLowerCase() === lower) delete headers[key];
+  headers[name] = value;
 }
 
 /** An upgrade's request head as the pod or worker gets it (the bytes after it are joined as they are). */

@@ -15,7 +15,7 @@ import type { Duplex } from 'node:stream';
 import { MAX_HEAD_BYTES, headEnd, parseAnswerHead, type AnswerHead } from './answer-head.js';
 import { ChunkedBody } from './chunked-body.js';
 import type { ConnectionReader, PodConnection } from './pod-connections.js';
-import { answerHeaders, upgradeHead } from './proxy-headers.js';
+import { answerHeaders, setHeader, upgradeHead } from './proxy-headers.js';
 
 export interface ExchangeSpec {
   req: IncomingMessage;
@@ -26,7 +26,9 @@ export interface ExchangeSpec {
   /** `/{label}` under a path prefix, '' by Host (for the answer's headers) */
   prefix: string;
   idleTimeoutMs: number;
-  /** the request body's bytes, as they go on */
+  /** headers the answer carries whatever the pod sent under their names (the balancer's `X-Runpod-Worker-Id`) */
+  setHeaders?: Readonly<Record<string, string>>;
+  /** the request body's bytes, as they go on; the caller may `abort()` the exchange from here */
   bytesIn(n: number): void;
   /** The answer's head was read (`status`), or why it cannot be passed on (`refused`, nothing sent yet). */
   head(status: number): void;
@@ -90,6 +92,7 @@ export class UpstreamExchange implements ConnectionReader {
     req.on('data', (chunk: Buffer) => {
       if (this.#over) return;
       this.#s.bytesIn(chunk.length);
+      if (this.#over) return;
       let ok: boolean;
       if (chunked) {
         upstream.cork();
@@ -183,7 +186,10 @@ export class UpstreamExchange implements ConnectionReader {
   #answer(head: AnswerHead, rest: Buffer, from: number): boolean {
     const { res } = this.#s;
     try {
-      res.writeHead(head.status, head.reason, answerHeaders(head.rawHeaders, head.connection, this.#s.prefix));
+      const headers = answerHeaders(head.rawHeaders, head.connection, this.#s.prefix);
+      if (this.#s.setHeaders)
+        for (const [name, value] of Object.entries(this.#s.setHeaders)) setHeader(headers, name, value);
+      res.writeHead(head.status, head.reason, headers);
     } catch (err) {
       return this.#refuse((err as Error).message);
     }
