@@ -19,7 +19,8 @@ import type { LbSettings } from '../transport/proxy-settings.js';
 import { tooLarge, type LbRoute } from './lb-route.js';
 import type { PodConnection, PodConnections } from './pod-connections.js';
 import { sendProblem } from './proxy-problem.js';
-import { UpstreamExchange } from './upstream-exchange.js';
+import type { UpstreamExchange } from './upstream-exchange.js';
+import { runExchange } from './exchange-run.js';
 
 /** What the balancer counts, for `/metrics` (src/metrics/lb-meter.ts). */
 export interface LbMeter {
@@ -110,45 +111,44 @@ export async function forwardToWorker(f: WorkerForward): Promise<void> {
     f.connections.give(conn);
     return;
   }
-  const taken = conn;
-  exchange = new UpstreamExchange(taken, {
-    req,
-    res,
-    path: f.route.path,
-    headers: f.headers,
-    prefix: f.route.prefix,
-    idleTimeoutMs: f.idleTimeoutMs,
-    setHeaders: { 'X-Runpod-Worker-Id': workerId },
-    bytesIn: (n) => {
-      bytesIn += n;
-      if (bytesIn <= limits.maxPayloadBytes || status !== 0) return;
-      // a body sent without its length that grows past the cap: the worker's request is cut
-      status = 413;
-      exchange!.abort();
-      res.shouldKeepAlive = false;
-      sendProblem(res, tooLarge(limits.maxPayloadBytes));
+  runExchange(
+    f.connections,
+    conn,
+    {
+      req,
+      res,
+      path: f.route.path,
+      headers: f.headers,
+      prefix: f.route.prefix,
+      idleTimeoutMs: f.idleTimeoutMs,
+      setHeaders: { 'X-Runpod-Worker-Id': workerId },
+      bytesIn: (n) => {
+        bytesIn += n;
+        if (bytesIn <= limits.maxPayloadBytes || status !== 0) return;
+        // a body sent without its length that grows past the cap: the worker's request is cut
+        status = 413;
+        exchange!.abort();
+        res.shouldKeepAlive = false;
+        sendProblem(res, tooLarge(limits.maxPayloadBytes));
+      },
+      head: (code) => {
+        clearTimeout(answerTimer);
+        status = code;
+      },
+      failed: (err) => {
+        clearTimeout(answerTimer);
+        if (!('refused' in err)) return fail(err);
+        status = 502;
+        sendProblem(
+          res,
+          new ApiError(
+            'UPSTREAM_UNAVAILABLE',
+            `Worker "${workerId}" sent an answer that cannot be passed on (${err.refused}).`,
+          ),
+          workerId,
+        );
+      },
     },
-    head: (code) => {
-      clearTimeout(answerTimer);
-      status = code;
-    },
-    failed: (err) => {
-      clearTimeout(answerTimer);
-      if (!('refused' in err)) return fail(err);
-      status = 502;
-      sendProblem(
-        res,
-        new ApiError(
-          'UPSTREAM_UNAVAILABLE',
-          `Worker "${workerId}" sent an answer that cannot be passed on (${err.refused}).`,
-        ),
-        workerId,
-      );
-    },
-    finished: (reusable) => {
-      if (reusable) f.connections.give(taken);
-      else taken.destroy();
-    },
-  });
-  exchange.start();
+    (started) => (exchange = started),
+  );
 }

@@ -26,11 +26,17 @@ export type RawDial = (podId: string, port: number, onread: OnReadOpts) => Promi
 const READ_BUFFER_BYTES = 32 * 1024;
 /** At most this many idle connections are kept per pod port. */
 const MAX_IDLE_PER_PORT = 32;
-/** An idle connection is closed after this long. */
-const IDLE_KEPT_MS = 30_000;
+/**
+ * An idle connection is closed after this long: before the servers pods and workers commonly run
+ * close it themselves (Node's and uvicorn's keep-alive is 5 s), so a request is seldom sent on a
+ * connection its server is closing. One that is anyway: exchange-run.ts.
+ */
+const IDLE_KEPT_MS = 4_000;
 
 export class PodConnection {
   socket: Duplex | null = null;
+  /** taken from the idle ones: it carried an exchange before */
+  reused = false;
   #reader: ConnectionReader | null = null;
   #ended = false;
   #idleTimer: NodeJS.Timeout | null = null;
@@ -140,12 +146,14 @@ export class PodConnections {
 
   constructor(private readonly dial: RawDial) {}
 
-  /** An idle connection to the pod's port, or a new one. */
-  async take(podId: string, port: number): Promise<PodConnection> {
-    const idle = this.#idle.get(`${podId}:${port}`);
+  /** An idle connection to the pod's port, or a new one (always, when `fresh`). */
+  async take(podId: string, port: number, fresh = false): Promise<PodConnection> {
+    const idle = fresh ? undefined : this.#idle.get(`${podId}:${port}`);
     while (idle && idle.length > 0) {
       const conn = idle.pop()!;
-      if (conn.usable) return conn;
+      if (!conn.usable) continue;
+      conn.reused = true;
+      return conn;
     }
     const conn = new PodConnection(podId, port);
     const socket = await this.dial(podId, port, conn.onread);

@@ -25,7 +25,8 @@ import { ProxyLimits } from './proxy-limits.js';
 import { routeOf, type ProxyRoute } from './proxy-route.js';
 import { joinUpgrade } from './relay.js';
 import { PodConnections, type PodConnection } from './pod-connections.js';
-import { UpstreamExchange } from './upstream-exchange.js';
+import type { UpstreamExchange } from './upstream-exchange.js';
+import { runExchange } from './exchange-run.js';
 import type { PodProxySettings } from '../transport/proxy-settings.js';
 import { NO_TRUSTED_PROXIES, type ForwardedClient, type TrustedProxies } from './forwarded-client.js';
 
@@ -246,38 +247,42 @@ export class PodProxy {
       this.#connections.give(conn);
       return;
     }
-    const taken = conn;
-    exchange = new UpstreamExchange(taken, {
-      req,
-      res,
-      path: route.path,
-      headers: requestHeaders(req, { ...this.#client(req), prefix: route.prefix, upgrade: false, ...this.#dropped() }),
-      prefix: route.prefix,
-      idleTimeoutMs: settings.idleTimeoutMs,
-      bytesIn: (n) => (bytesIn += n),
-      head: (code) => {
-        clearTimeout(responseTimer);
-        status = code;
+    runExchange(
+      this.#connections,
+      conn,
+      {
+        req,
+        res,
+        path: route.path,
+        headers: requestHeaders(req, {
+          ...this.#client(req),
+          prefix: route.prefix,
+          upgrade: false,
+          ...this.#dropped(),
+        }),
+        prefix: route.prefix,
+        idleTimeoutMs: settings.idleTimeoutMs,
+        bytesIn: (n) => (bytesIn += n),
+        head: (code) => {
+          clearTimeout(responseTimer);
+          status = code;
+        },
+        failed: (err) => {
+          clearTimeout(responseTimer);
+          if ('refused' in err) {
+            status = 502;
+            sendProblem(
+              res,
+              new ApiError(
+                'UPSTREAM_UNAVAILABLE',
+                `Pod "${target.podId}" sent an answer that cannot be passed on (${err.refused}).`,
+              ),
+            );
+          } else fail(err);
+        },
       },
-      failed: (err) => {
-        clearTimeout(responseTimer);
-        if ('refused' in err) {
-          status = 502;
-          sendProblem(
-            res,
-            new ApiError(
-              'UPSTREAM_UNAVAILABLE',
-              `Pod "${target.podId}" sent an answer that cannot be passed on (${err.refused}).`,
-            ),
-          );
-        } else fail(err);
-      },
-      finished: (reusable) => {
-        if (reusable) this.#connections.give(taken);
-        else taken.destroy();
-      },
-    });
-    exchange.start();
+      (started) => (exchange = started),
+    );
   }
 
   async #upgrade(req: IncomingMessage, socket: Duplex, head: Buffer): Promise<void> {

@@ -11,7 +11,8 @@ import { createServer, request, type Server } from 'node:http';
 import { createServer as createTcpServer, type Server as TcpServer, type Socket } from 'node:net';
 import { dialTcp } from '../runtime/dial.js';
 import { PodConnections } from './pod-connections.js';
-import { UpstreamExchange } from './upstream-exchange.js';
+import type { UpstreamExchange } from './upstream-exchange.js';
+import { runExchange } from './exchange-run.js';
 
 /** more than loopback's socket buffers hold, so the proxy's writes to the slow client wait */
 const BIG = 32 * 1024 * 1024;
@@ -49,12 +50,16 @@ before(async () => {
   pod = createTcpServer((socket) => {
     podConnections++;
     let seen = '';
+    let closeAtNext = false;
     socket.on('data', (chunk: Buffer) => {
       seen += chunk.toString('latin1');
       for (let end = seen.indexOf('\r\n\r\n'); end !== -1; end = seen.indexOf('\r\n\r\n')) {
         const path = seen.slice(0, end).split(' ')[1]!;
         seen = seen.slice(end + 4);
-        answer(socket, path);
+        // a server closing its idle connection just as the next request arrives on it
+        if (closeAtNext) return void socket.destroy();
+        closeAtNext = path === '/then-close';
+        answer(socket, closeAtNext ? '/ok' : path);
       }
     });
     socket.on('error', () => socket.destroy());
@@ -63,25 +68,32 @@ before(async () => {
   const podPort = (pod.address() as { port: number }).port;
   proxy = createServer((req, res) => {
     void connections.take('pod', podPort).then((conn) => {
-      const exchange = new UpstreamExchange(conn, {
-        req,
-        res,
-        path: req.url ?? '/',
-        headers: { Host: 'pod' },
-        prefix: '',
-        idleTimeoutMs: 0,
-        bytesIn: () => {},
-        head: () => {},
-        failed: (err) => {
-          const why = 'refused' in err ? err.refused : err.message;
-          res.writeHead(502, { 'content-length': Buffer.byteLength(why) }).end(why);
-        },
-        finished: (reusable) => (reusable ? connections.give(conn) : conn.destroy()),
-      });
+      let exchange: UpstreamExchange | null = null;
       res.once('close', () => {
-        if (!res.writableFinished) exchange.abort();
+        if (!res.writableFinished) exchange?.abort();
       });
-      exchange.start();
+      runExchange(
+        connections,
+        conn,
+        {
+          req,
+          res,
+          path: req.url ?? '/',
+          headers: {
+            Host: 'pod',
+            ...(req.headers['content-length'] ? { 'Content-Length': req.headers['content-length'] } : {}),
+          },
+          prefix: '',
+          idleTimeoutMs: 0,
+          bytesIn: () => {},
+          head: () => {},
+          failed: (err) => {
+            const why = 'refused' in err ? err.refused : err.message;
+            res.writeHead(502, { 'content-length': Buffer.byteLength(why) }).end(why);
+          },
+        },
+        (started) => (exchange = started),
+      );
     });
   });
   await new Promise<void>((resolve) => proxy.listen(0, '127.0.0.1', resolve));
@@ -95,10 +107,11 @@ after(async () => {
   await new Promise((resolve) => pod.close(resolve));
 });
 
-/** GET `path` through the proxy: status and body, or 'cut' when the answer ended short. `slow`: pause at each read. */
-function get(path: string, slow = false): Promise<{ status: number; body: Buffer } | 'cut'> {
+/** GET `path` (or POST `body`) through the proxy: status and body, or 'cut' when the answer ended short. `slow`: pause at each read. */
+function get(path: string, slow = false, body?: string): Promise<{ status: number; body: Buffer } | 'cut'> {
   return new Promise((resolve) => {
-    const req = request({ host: '127.0.0.1', port: proxyPort, path, agent: false }, (res) => {
+    const method = body === undefined ? 'GET' : 'POST';
+    const req = request({ host: '127.0.0.1', port: proxyPort, path, method, agent: false }, (res) => {
       const parts: Buffer[] = [];
       res.on('data', (chunk: Buffer) => {
         parts.push(chunk);
@@ -113,12 +126,12 @@ function get(path: string, slow = false): Promise<{ status: number; body: Buffer
       res.on('error', () => resolve('cut'));
     });
     req.on('error', () => resolve('cut'));
-    req.end();
+    req.end(body);
   });
 }
 
-const text = async (path: string): Promise<string> => {
-  const got = await get(path);
+const text = async (path: string, body?: string): Promise<string> => {
+  const got = await get(path, false, body);
   assert.notEqual(got, 'cut', path);
   return `${(got as { status: number }).status} ${(got as { body: Buffer }).body.toString()}`;
 };
@@ -157,5 +170,20 @@ test('a slow client gets a large answer byte for byte while the connection’s r
   const body = (got as { body: Buffer }).body;
   assert.equal(body.length, BIG);
   assert.equal(createHash('sha256').update(body).digest('hex'), createHash('sha256').update(pattern).digest('hex'));
+  assert.equal(await text('/ok'), '200 ok');
+});
+
+test('a GET on a kept connection its server closed as the request came goes once more on a new connection, and is answered', async () => {
+  assert.equal(await text('/then-close'), '200 ok');
+  const before = podConnections;
+  assert.equal(await text('/ok'), '200 ok', 'sent again rather than answered 502');
+  assert.equal(podConnections - before, 1, 'on one new connection');
+});
+
+test('a request with a body on a kept connection its server closed is never sent twice: 502', async () => {
+  assert.equal(await text('/then-close'), '200 ok');
+  const before = podConnections;
+  assert.match(await text('/ok', 'a body'), /^502 /);
+  assert.equal(podConnections - before, 0, 'no new connection was made for it');
   assert.equal(await text('/ok'), '200 ok');
 });

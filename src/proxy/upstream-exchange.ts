@@ -14,6 +14,7 @@ import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { MAX_HEAD_BYTES, headEnd, parseAnswerHead, type AnswerHead } from './answer-head.js';
 import { ChunkedBody } from './chunked-body.js';
+import { DialTimeout } from '../runtime/dial.js';
 import type { ConnectionReader, PodConnection } from './pod-connections.js';
 import { answerHeaders, setHeader, upgradeHead } from './proxy-headers.js';
 
@@ -34,11 +35,19 @@ export interface ExchangeSpec {
   head(status: number): void;
   /** Nothing of an answer was written and none will be: `err` says why (the caller answers a problem). */
   failed(err: Error | { refused: string }): void;
+  /**
+   * Instead of `failed`: a kept-alive connection ended with no byte of an answer under a request
+   * that may go again (one without a body, of a method that changes nothing): the pod had closed
+   * the idle connection as the request went. The caller may send it again on a new connection.
+   */
+  stale?(): void;
   /** The exchange is over; `reusable`: the connection may carry another. */
   finished(reusable: boolean): void;
 }
 
 const CRLF = Buffer.from('\r\n');
+/** Methods a request may be sent again with (RFC 9110 9.2.2), when it carries no body. */
+const REPEATABLE = new Set(['GET', 'HEAD', 'OPTIONS']);
 const LAST_CHUNK = Buffer.from('0\r\n\r\n');
 
 /** Whether the request carries a body (RFC 9112 6.3: only by Content-Length or Transfer-Encoding). */
@@ -66,6 +75,8 @@ export class UpstreamExchange implements ConnectionReader {
   #requestSent = false;
   #headFlushed = false;
   #over = false;
+  /** a byte of the answer arrived */
+  #answered = false;
 
   constructor(conn: PodConnection, spec: ExchangeSpec) {
     this.#s = spec;
@@ -124,6 +135,7 @@ export class UpstreamExchange implements ConnectionReader {
 
   bytes(bytes: Uint8Array, start: number, end: number): boolean {
     if (this.#over) return false;
+    this.#answered = true;
     if (this.#head === null) return this.#readHead(bytes, start, end);
     return this.#body(bytes, start, end);
   }
@@ -132,6 +144,13 @@ export class UpstreamExchange implements ConnectionReader {
     if (this.#over) return;
     if (this.#head === null) {
       this.#over = true;
+      const { req } = this.#s;
+      // a timeout is no closed connection: the pod may be working on the request
+      const again = this.#conn.reused && !this.#answered && !(err instanceof DialTimeout);
+      if (again && this.#s.stale && !hasBody(req) && REPEATABLE.has(req.method ?? '')) {
+        this.#s.finished(false);
+        return this.#s.stale();
+      }
       this.#s.failed(err ?? new Error('it closed the connection before answering'));
       this.#s.finished(false);
       return;
