@@ -86,3 +86,16 @@ test('a hostile status line or header line is refused with why', () => {
     /more than 200/,
   );
 });
+
+test("a pod's Keep-Alive timeout is read in milliseconds, and one unsaid or malformed is null", () => {
+  const keep = (...lines: string[]): number | null => {
+    const parsed = parseAnswerHead(head('HTTP/1.1 200 OK', 'Content-Length: 0', ...lines), 'GET');
+    assert.ok(!('refused' in parsed));
+    return parsed.keepAliveMs;
+  };
+  assert.equal(keep('Keep-Alive: timeout=5'), 5_000);
+  assert.equal(keep('Keep-Alive: max=100, Timeout = 2'), 2_000);
+  assert.equal(keep(), null);
+  assert.equal(keep('Keep-Alive: timeout=soon'), null);
+  assert.equal(keep('Keep-Alive: mytimeout=5'), null);
+});

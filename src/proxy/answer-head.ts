@@ -27,6 +27,8 @@ export interface AnswerHead {
   framing: BodyFraming;
   /** the pod asked to close the connection after this answer (or spoke HTTP/1.0) */
   close: boolean;
+  /** how long the pod keeps the connection open idle, as its `Keep-Alive: timeout=N` says (null: unsaid) */
+  keepAliveMs: number | null;
 }
 
 /** An answer's head must fit in this many bytes (Node's own default `maxHeaderSize`). */
@@ -37,6 +39,7 @@ const STATUS_LINE = /^HTTP\/1\.([01]) ([0-9]{3})(?: ([\t\x20-\x7e\x80-\xff]*))?$
 const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
 const VALUE = /^[\t\x20-\x7e\x80-\xff]*$/;
 const DIGITS = /^[0-9]{1,15}$/;
+const KEEP_ALIVE_TIMEOUT = /(?:^|,)\s*timeout\s*=\s*([0-9]{1,6})\s*(?:,|$)/i;
 
 /** Where the head ends in `bytes` (the index just past its blank line), or -1 when it has not ended yet. */
 export function headEnd(bytes: Buffer): number {
@@ -65,6 +68,7 @@ export function parseAnswerHead(text: string, method: string): AnswerHead | { re
   let contentType = '';
   let length: string | null = null;
   let transfer: string | null = null;
+  let keepAliveMs: number | null = null;
   for (let i = 1; i < lines.length; i++) {
     const line = lines[i]!;
     if (line.includes('\n') || line.includes('\r')) return { refused: 'a header line is not ended by CRLF' };
@@ -85,6 +89,10 @@ export function parseAnswerHead(text: string, method: string): AnswerHead | { re
     } else if (lower === 'connection')
       connection = connection ? `${connection}, ${value.toLowerCase()}` : value.toLowerCase();
     else if (lower === 'content-type') contentType = value;
+    else if (lower === 'keep-alive') {
+      const timeout = KEEP_ALIVE_TIMEOUT.exec(value);
+      if (timeout) keepAliveMs = Number(timeout[1]) * 1000;
+    }
     rawHeaders.push(name, value);
   }
   if (transfer !== null && length !== null) return { refused: 'it sent both Content-Length and Transfer-Encoding' };
@@ -110,5 +118,6 @@ export function parseAnswerHead(text: string, method: string): AnswerHead | { re
     contentType,
     framing,
     close: close || framing.kind === 'close',
+    keepAliveMs,
   };
 }

@@ -33,10 +33,22 @@ const MAX_IDLE_PER_PORT = 32;
  */
 const IDLE_KEPT_MS = 4_000;
 
+/**
+ * How long a connection is kept idle when its server said how long it keeps it (`Keep-Alive:
+ * timeout=N`, e.g. Node's `timeout=5`): within that, by a margin for the time its last answer took
+ * to reach the proxy (half of it, at most 1 s), so the server never closes it first. 0: not kept.
+ */
+export function keptIdleMs(serverKeepMs: number | null): number {
+  if (serverKeepMs === null) return IDLE_KEPT_MS;
+  return Math.max(0, Math.min(IDLE_KEPT_MS, serverKeepMs - Math.min(1000, serverKeepMs / 2)));
+}
+
 export class PodConnection {
   socket: Duplex | null = null;
   /** taken from the idle ones: it carried an exchange before */
   reused = false;
+  /** how long its server keeps it open idle, as the last answer said (null: unsaid) */
+  serverKeepMs: number | null = null;
   #reader: ConnectionReader | null = null;
   #ended = false;
   #idleTimer: NodeJS.Timeout | null = null;
@@ -168,13 +180,14 @@ export class PodConnections {
   give(conn: PodConnection): void {
     const key = `${conn.podId}:${conn.port}`;
     const idle = this.#idle.get(key) ?? [];
-    if (!conn.usable || !this.#open.get(conn.podId)?.has(conn) || idle.length >= MAX_IDLE_PER_PORT) {
+    const keepMs = keptIdleMs(conn.serverKeepMs);
+    if (!conn.usable || !this.#open.get(conn.podId)?.has(conn) || idle.length >= MAX_IDLE_PER_PORT || keepMs === 0) {
       conn.destroy();
       return;
     }
     this.#idle.set(key, idle);
     idle.push(conn);
-    conn.idle(IDLE_KEPT_MS, () => conn.destroy());
+    conn.idle(keepMs, () => conn.destroy());
   }
 
   /** Destroys every connection to the pod, idle or in use. */

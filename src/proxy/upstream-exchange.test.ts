@@ -31,6 +31,8 @@ function answer(socket: Socket, path: string): void {
   else if (path === '/cut') socket.end('HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\nonly ten b');
   else if (path === '/bad-chunk') socket.write('HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhelloX');
   else if (path === '/extra') socket.write('HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nokHTTP/1.1 200 OK\r\n\r\n');
+  else if (path === '/keep-none')
+    socket.write('HTTP/1.1 200 OK\r\nKeep-Alive: timeout=0\r\nContent-Length: 2\r\n\r\nok');
   else if (path === '/until-close') socket.end('HTTP/1.1 200 OK\r\n\r\nall of it');
   else if (path === '/big') {
     socket.write(`HTTP/1.1 200 OK\r\nContent-Length: ${BIG}\r\n\r\n`);
@@ -186,4 +188,11 @@ test('a request with a body on a kept connection its server closed is never sent
   assert.match(await text('/ok', 'a body'), /^502 /);
   assert.equal(podConnections - before, 0, 'no new connection was made for it');
   assert.equal(await text('/ok'), '200 ok');
+});
+
+test('a connection whose server says it keeps nothing idle (Keep-Alive: timeout=0) is not kept: the next request gets a new one', async () => {
+  assert.equal(await text('/keep-none'), '200 ok');
+  const before = podConnections;
+  assert.equal(await text('/ok'), '200 ok');
+  assert.equal(podConnections - before, 1);
 });

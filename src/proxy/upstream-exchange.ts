@@ -334,6 +334,7 @@ export class UpstreamExchange implements ConnectionReader {
     this.#over = true;
     this.#upstream.off('drain', this.#resumeRequest);
     const keep = reusable && this.#requestSent && this.#head !== null && !this.#head.close;
+    if (keep) this.#conn.serverKeepMs = this.#head!.keepAliveMs;
     this.#conn.timeout(0);
     // a write still pointing into the connection's read buffer: no read may land there before it is taken
     if (keep && this.#direct && this.#flushed < this.#writes) this.#releaseWhenFlushed = true;
