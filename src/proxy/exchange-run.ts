@@ -20,7 +20,8 @@ export function runExchange(
   const exchange = new UpstreamExchange(conn, {
     ...spec,
     finished: (reusable) => (reusable ? connections.give(conn) : conn.destroy()),
-    ...(conn.reused ? { stale: () => void sendAgain(connections, conn, spec, started) } : {}),
+    // called only for a reused connection (a new one is never stale): a request goes again once at most
+    stale: () => void sendAgain(connections, conn, spec, started),
   });
   started(exchange);
   exchange.start();
@@ -41,6 +42,5 @@ async function sendAgain(
   const { res } = spec;
   // answered meanwhile (its time ran out) or the client left: the new connection was not used
   if (res.destroyed || res.writableEnded) return connections.give(fresh);
-  // a new connection is never `reused`: the request goes again once at most
   runExchange(connections, fresh, spec, started);
 }
