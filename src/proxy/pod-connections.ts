@@ -38,9 +38,9 @@ const IDLE_KEPT_MS = 4_000;
  * timeout=N`, e.g. Node's `timeout=5`): within that, by a margin for the time its last answer took
  * to reach the proxy (half of it, at most 1 s), so the server never closes it first. 0: not kept.
  */
-export function keptIdleMs(serverKeepMs: number | null): number {
-  if (serverKeepMs === null) return IDLE_KEPT_MS;
-  return Math.max(0, Math.min(IDLE_KEPT_MS, serverKeepMs - Math.min(1000, serverKeepMs / 2)));
+export function keptIdleMs(serverKeepMs: number | null, ownMs = IDLE_KEPT_MS): number {
+  if (serverKeepMs === null) return ownMs;
+  return Math.max(0, Math.min(ownMs, serverKeepMs - Math.min(1000, serverKeepMs / 2)));
 }
 
 export class PodConnection {
@@ -156,7 +156,11 @@ export class PodConnections {
   /** pod id → its open connections, idle or in use */
   readonly #open = new Map<string, Set<PodConnection>>();
 
-  constructor(private readonly dial: RawDial) {}
+  /** `keptMs`: how long an idle connection is kept at most (a test's, longer than its slowest step) */
+  constructor(
+    private readonly dial: RawDial,
+    private readonly keptMs = IDLE_KEPT_MS,
+  ) {}
 
   /** An idle connection to the pod's port, or a new one (always, when `fresh`). */
   async take(podId: string, port: number, fresh = false): Promise<PodConnection> {
@@ -180,7 +184,7 @@ export class PodConnections {
   give(conn: PodConnection): void {
     const key = `${conn.podId}:${conn.port}`;
     const idle = this.#idle.get(key) ?? [];
-    const keepMs = keptIdleMs(conn.serverKeepMs);
+    const keepMs = keptIdleMs(conn.serverKeepMs, this.keptMs);
     if (!conn.usable || !this.#open.get(conn.podId)?.has(conn) || idle.length >= MAX_IDLE_PER_PORT || keepMs === 0) {
       conn.destroy();
       return;

@@ -44,8 +44,10 @@ let pod: TcpServer;
 let proxy: Server;
 let proxyPort = 0;
 let podConnections = 0;
-const connections = new PodConnections((_podId, port, onread) =>
-  dialTcp('127.0.0.1', port, 'the test pod', { timeoutMs: 5_000, onread }),
+// idle connections kept a minute: the tests count reuses, whatever the machine's load
+const connections = new PodConnections(
+  (_podId, port, onread) => dialTcp('127.0.0.1', port, 'the test pod', { timeoutMs: 5_000, onread }),
+  60_000,
 );
 
 before(async () => {
